@@ -1,0 +1,49 @@
+//! Media sources for Metronome. Everything here is deterministic and clock-free: a source
+//! produces TS packets stamped with their time on the stream's own timeline, and the driver
+//! decides when that timeline runs (real time in `metronome-rt`, virtual time in tests).
+//!
+//! - [`TsSource`]: the trait every MPEG-TS source implements.
+//! - `pattern`: a synthetic moving test pattern with scenes of different complexity.
+//! - `h264`: the openh264 encoder wrapper.
+//! - `tsmux`: an MPEG-TS muxer (PAT, PMT, PES, PCR, constant rate with null stuffing).
+//! - `testsrc`: the built-in live test source: pattern → H.264 → TS at a constant mux rate.
+//! - `tsfile`: an MPEG-TS file source timed by its PCRs.
+
+use std::time::Duration;
+
+/// Errors a person sees when a source cannot be opened or read.
+#[derive(Debug, thiserror::Error)]
+pub enum MediaError {
+    #[error("cannot open '{path}': {source}. Check the path and that the file is readable")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("'{path}' is not an MPEG-TS file: {why}. Give a .ts file (for example one written by `ffmpeg -f mpegts`)")]
+    NotTransportStream { path: String, why: String },
+    #[error("reading '{path}': {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("H.264 encoder: {0}")]
+    Encoder(String),
+    #[error("invalid source settings: {0}")]
+    Config(String),
+}
+
+/// A source of MPEG-TS packets on a timeline.
+pub trait TsSource: Send {
+    /// Writes the next 188-byte TS packet into `out` and returns its time on the stream's
+    /// timeline: the instant it is due to leave the sender, measured from the start of the stream.
+    /// Times never go backwards. `Ok(None)` is the end of the stream.
+    fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError>;
+
+    /// A one-line description for status output ("test pattern 640x360@30 H.264 2 Mbit/s, mux 2.5 Mbit/s").
+    fn describe(&self) -> String;
+
+    /// The nominal rate in bits per second, where one is known (used to derive pacing defaults).
+    fn nominal_bitrate(&self) -> Option<u64>;
+}

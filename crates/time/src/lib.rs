@@ -1,0 +1,161 @@
+//! Time as Metronome's sans-IO core sees it.
+//!
+//! The core never reads a clock. Drivers pass time in:
+//! - [`Timestamp`]: nanoseconds since a per-run epoch, monotonic. Every state machine takes `now: Timestamp`.
+//! - [`NtpTime`]: wall-clock time in the RFC 3550 / RFC 5905 64-bit format, for RTCP sender reports and
+//!   for the send-time header extension (on one host, sender and receiver wall clocks agree).
+//! - [`MediaClock`]: converts between [`Timestamp`] and RTP media ticks (90 kHz for video, RFC 3551).
+//! - [`SeqUnwrapper`] and [`RtpTsUnwrapper`]: extend 16-bit sequence numbers and 32-bit RTP timestamps
+//!   with a rollover count.
+
+mod ntp;
+mod unwrap;
+
+pub use ntp::NtpTime;
+pub use unwrap::{RtpTsUnwrapper, SeqUnwrapper};
+
+use std::fmt;
+use std::ops::{Add, AddAssign, Sub};
+use std::time::Duration;
+
+/// A point in time, in nanoseconds since the run's epoch (the driver's choice of zero).
+///
+/// Monotonic within a run. `Timestamp::ZERO` is the epoch; a simulator starts there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(u64);
+
+impl Timestamp {
+    pub const ZERO: Timestamp = Timestamp(0);
+    pub const MAX: Timestamp = Timestamp(u64::MAX);
+
+    pub const fn from_nanos(ns: u64) -> Self {
+        Timestamp(ns)
+    }
+    pub const fn from_micros(us: u64) -> Self {
+        Timestamp(us.saturating_mul(1_000))
+    }
+    pub const fn from_millis(ms: u64) -> Self {
+        Timestamp(ms.saturating_mul(1_000_000))
+    }
+    pub const fn as_nanos(self) -> u64 {
+        self.0
+    }
+    pub fn as_secs_f64(self) -> f64 {
+        self.0 as f64 / 1e9
+    }
+    /// Time elapsed since `earlier`, or zero if `earlier` is later.
+    pub fn saturating_since(self, earlier: Timestamp) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
+    }
+    /// Signed difference `self - other` in nanoseconds (positive when `self` is later).
+    pub fn signed_nanos_since(self, other: Timestamp) -> i64 {
+        (self.0 as i128 - other.0 as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
+    }
+    pub fn checked_sub(self, d: Duration) -> Option<Timestamp> {
+        self.0.checked_sub(dur_nanos(d)).map(Timestamp)
+    }
+    pub fn saturating_sub(self, d: Duration) -> Timestamp {
+        Timestamp(self.0.saturating_sub(dur_nanos(d)))
+    }
+}
+
+fn dur_nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Add<Duration> for Timestamp {
+    type Output = Timestamp;
+    fn add(self, d: Duration) -> Timestamp {
+        Timestamp(self.0.saturating_add(dur_nanos(d)))
+    }
+}
+
+impl AddAssign<Duration> for Timestamp {
+    fn add_assign(&mut self, d: Duration) {
+        *self = *self + d;
+    }
+}
+
+impl Sub<Timestamp> for Timestamp {
+    type Output = Duration;
+    /// Saturating: an earlier minus a later timestamp is zero. Use
+    /// [`Timestamp::signed_nanos_since`] where the sign matters.
+    fn sub(self, rhs: Timestamp) -> Duration {
+        self.saturating_since(rhs)
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:.6}s", self.as_secs_f64())
+    }
+}
+
+/// An RTP media clock: a rate in Hz (RFC 3550 §5.1 "timestamp").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MediaClock {
+    rate: u32,
+}
+
+impl MediaClock {
+    /// The 90 kHz clock of video and MPEG-TS payloads (RFC 3551 §5, RFC 2250 §2).
+    pub const VIDEO_90K: MediaClock = MediaClock { rate: 90_000 };
+
+    /// A clock at `rate` Hz. A rate of zero makes no sense and is replaced by 1 Hz.
+    pub const fn new(rate: u32) -> Self {
+        MediaClock {
+            rate: if rate == 0 { 1 } else { rate },
+        }
+    }
+    pub const fn rate(self) -> u32 {
+        self.rate
+    }
+    /// Whole ticks in `d` (truncating), modulo 2^64.
+    pub fn ticks(self, d: Duration) -> u64 {
+        (d.as_nanos() * self.rate as u128 / 1_000_000_000) as u64
+    }
+    /// The RTP timestamp of `t` for a stream whose timestamp at `epoch` is `base` (wraps at 2^32).
+    pub fn rtp_timestamp(self, base: u32, epoch: Timestamp, t: Timestamp) -> u32 {
+        let ticks = self.ticks(t.saturating_since(epoch));
+        base.wrapping_add(ticks as u32)
+    }
+    /// Ticks to a duration (nanosecond precision, truncating).
+    pub fn duration(self, ticks: u64) -> Duration {
+        Duration::from_nanos((ticks as u128 * 1_000_000_000 / self.rate as u128) as u64)
+    }
+    /// Ticks to seconds as a float, for statistics such as RFC 3550 jitter.
+    pub fn ticks_to_secs(self, ticks: f64) -> f64 {
+        ticks / self.rate as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamp_arithmetic_saturates() {
+        let t = Timestamp::from_millis(5);
+        assert_eq!(t + Duration::from_millis(1), Timestamp::from_millis(6));
+        assert_eq!(Timestamp::from_millis(1) - t, Duration::ZERO);
+        assert_eq!(t.signed_nanos_since(Timestamp::from_millis(6)), -1_000_000);
+        assert_eq!(Timestamp::MAX + Duration::from_secs(1), Timestamp::MAX);
+    }
+
+    #[test]
+    fn rtp_timestamp_at_90k_wraps() {
+        let c = MediaClock::VIDEO_90K;
+        let epoch = Timestamp::from_millis(1000);
+        // 1 s after the epoch is 90 000 ticks.
+        assert_eq!(
+            c.rtp_timestamp(10, epoch, epoch + Duration::from_secs(1)),
+            90_010
+        );
+        // Near the top of the 32-bit range the timestamp wraps.
+        assert_eq!(
+            c.rtp_timestamp(u32::MAX, epoch, epoch + Duration::from_micros(100)),
+            8
+        );
+        assert_eq!(c.duration(90_000), Duration::from_secs(1));
+    }
+}

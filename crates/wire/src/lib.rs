@@ -1,0 +1,15 @@
+//! Wire formats, without state: views over bytes and builders into caller-owned buffers.
+//!
+//! - [`rtp`]: RTP packets (RFC 3550 §5) through `rtp-types`, plus the RFC 8285 one-byte header
+//!   extension that carries Metronome's send time.
+//! - [`rtcp`]: RTCP compound packets (RFC 3550 §6) through `rtcp-types`: SR, RR, SDES CNAME, BYE.
+//! - [`ts`]: MPEG-TS packet views (ISO/IEC 13818-1 §2.4.3): PID, continuity counter, PCR.
+//! - [`mp2t`]: the RTP payload format for MPEG-TS (RFC 2250 §2).
+
+pub mod mp2t;
+pub mod rtcp;
+pub mod rtp;
+pub mod ts;
+
+pub use rtcp::{RtcpError, RtcpItem};
+pub use rtp::{RtpError, RtpHeader, RtpView};

@@ -1,0 +1,269 @@
+//! RTCP compound packets (RFC 3550 §6): what Metronome sends and what it reads, via `rtcp-types`.
+//!
+//! Building allocates a little (rtcp-types boxes each packet of a compound); RTCP is sent a few
+//! times a second at most, off the per-packet path.
+
+use rtcp_types::{
+    Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt, RtcpPacketWriterExt,
+    Sdes, SdesChunk, SdesItem, SenderReport,
+};
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum RtcpError {
+    #[error("malformed RTCP: {0}")]
+    Malformed(String),
+    #[error("RTCP output buffer too small: needs {0} bytes")]
+    BufferTooSmall(usize),
+}
+
+/// Sender information of an SR (RFC 3550 §6.4.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderInfo {
+    pub ssrc: u32,
+    pub ntp: u64,
+    pub rtp_timestamp: u32,
+    pub packet_count: u32,
+    pub octet_count: u32,
+}
+
+/// One report block (RFC 3550 §6.4.1): what `reporter` says about source `ssrc`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Block {
+    pub ssrc: u32,
+    /// Fraction lost since the last report, in 1/256.
+    pub fraction_lost: u8,
+    /// Cumulative packets lost (24-bit signed on the wire).
+    pub cumulative_lost: i32,
+    pub extended_highest_seq: u32,
+    /// Interarrival jitter in RTP timestamp units.
+    pub jitter: u32,
+    /// Middle 32 bits of the NTP time of the last SR received, or 0.
+    pub lsr: u32,
+    /// Delay since that SR in 1/65536 s.
+    pub dlsr: u32,
+}
+
+/// One thing found in a compound packet, handed to the visitor of [`parse_compound`].
+#[derive(Debug, PartialEq, Eq)]
+pub enum RtcpItem<'a> {
+    SenderReport(SenderInfo),
+    ReportBlock { reporter: u32, block: Block },
+    Cname { ssrc: u32, cname: &'a [u8] },
+    Bye { ssrc: u32 },
+    /// A packet type Metronome does not act on (APP, feedback, XR, unknown): counted by the caller.
+    Other { packet_type: u8 },
+}
+
+/// Walks a compound RTCP packet and hands each item to `visit`. The whole compound is validated
+/// (lengths, version, padding) before any item is visited, so a bad packet changes nothing.
+pub fn parse_compound<'a>(
+    data: &'a [u8],
+    mut visit: impl FnMut(RtcpItem<'_>),
+) -> Result<(), RtcpError> {
+    let bad = |e: rtcp_types::RtcpParseError| RtcpError::Malformed(e.to_string());
+    // First pass: every packet parses.
+    for p in Compound::parse(data).map_err(bad)? {
+        p.map_err(bad)?;
+    }
+    for p in Compound::parse(data).map_err(bad)? {
+        match p.map_err(bad)? {
+            Packet::Sr(sr) => {
+                visit(RtcpItem::SenderReport(SenderInfo {
+                    ssrc: sr.ssrc(),
+                    ntp: sr.ntp_timestamp(),
+                    rtp_timestamp: sr.rtp_timestamp(),
+                    packet_count: sr.packet_count(),
+                    octet_count: sr.octet_count(),
+                }));
+                for b in sr.report_blocks() {
+                    visit(RtcpItem::ReportBlock {
+                        reporter: sr.ssrc(),
+                        block: block_of(&b),
+                    });
+                }
+            }
+            Packet::Rr(rr) => {
+                for b in rr.report_blocks() {
+                    visit(RtcpItem::ReportBlock {
+                        reporter: rr.ssrc(),
+                        block: block_of(&b),
+                    });
+                }
+            }
+            Packet::Sdes(sdes) => {
+                for chunk in sdes.chunks() {
+                    for item in chunk.items() {
+                        if item.type_() == SdesItem::CNAME {
+                            visit(RtcpItem::Cname {
+                                ssrc: chunk.ssrc(),
+                                cname: item.value(),
+                            });
+                        }
+                    }
+                }
+            }
+            Packet::Bye(bye) => {
+                for ssrc in bye.ssrcs() {
+                    visit(RtcpItem::Bye { ssrc });
+                }
+            }
+            other => visit(RtcpItem::Other {
+                packet_type: other.type_(),
+            }),
+        }
+    }
+    Ok(())
+}
+
+fn block_of(b: &ReportBlock<'_>) -> Block {
+    // The cumulative loss is a 24-bit two's complement value (RFC 3550 §6.4.1).
+    let raw = b.cumulative_lost() & 0x00ff_ffff;
+    let cumulative_lost = ((raw << 8) as i32) >> 8;
+    Block {
+        ssrc: b.ssrc(),
+        fraction_lost: b.fraction_lost(),
+        cumulative_lost,
+        extended_highest_seq: b.extended_sequence_number(),
+        jitter: b.interarrival_jitter(),
+        lsr: b.last_sender_report_timestamp(),
+        dlsr: b.delay_since_last_sender_report_timestamp(),
+    }
+}
+
+fn block_builder(b: &Block) -> rtcp_types::ReportBlockBuilder {
+    // Clamp to the 24-bit signed range before encoding (RFC 3550 §6.4.1).
+    let lost = b.cumulative_lost.clamp(-0x80_0000, 0x7f_ffff) as u32 & 0x00ff_ffff;
+    ReportBlock::builder(b.ssrc)
+        .fraction_lost(b.fraction_lost)
+        .cumulative_lost(lost)
+        .extended_sequence_number(b.extended_highest_seq)
+        .interarrival_jitter(b.jitter)
+        .last_sender_report_timestamp(b.lsr)
+        .delay_since_last_sender_report_timestamp(b.dlsr)
+}
+
+/// What a compound packet starts with: an SR when we have sent media, an RR otherwise.
+#[derive(Clone, Copy, Debug)]
+pub enum ReportHead<'b> {
+    Sender(SenderInfo, &'b [Block]),
+    Receiver { ssrc: u32, blocks: &'b [Block] },
+}
+
+/// Writes `SR|RR + SDES(CNAME) [+ BYE]` into `buf` (RFC 3550 §6.1: every compound starts with a
+/// report and carries a CNAME). At most 31 report blocks fit one report; extra ones are left out.
+pub fn write_compound(
+    buf: &mut [u8],
+    head: ReportHead<'_>,
+    cname: &str,
+    bye_reason: Option<&str>,
+) -> Result<usize, RtcpError> {
+    let (ssrc, compound) = match head {
+        ReportHead::Sender(info, blocks) => {
+            let mut sr = SenderReport::builder(info.ssrc)
+                .ntp_timestamp(info.ntp)
+                .rtp_timestamp(info.rtp_timestamp)
+                .packet_count(info.packet_count)
+                .octet_count(info.octet_count);
+            for b in blocks.iter().take(31) {
+                sr = sr.add_report_block(block_builder(b));
+            }
+            (info.ssrc, Compound::builder().add_packet(sr))
+        }
+        ReportHead::Receiver { ssrc, blocks } => {
+            let mut rr = ReceiverReport::builder(ssrc);
+            for b in blocks.iter().take(31) {
+                rr = rr.add_report_block(block_builder(b));
+            }
+            (ssrc, Compound::builder().add_packet(rr))
+        }
+    };
+    let sdes = Sdes::builder()
+        .add_chunk(SdesChunk::builder(ssrc).add_item(SdesItem::builder(SdesItem::CNAME, cname)));
+    let mut compound = compound.add_packet(sdes);
+    if let Some(reason) = bye_reason {
+        compound = compound.add_packet(Bye::builder().add_source(ssrc).reason(reason));
+    }
+    compound.write_into(buf).map_err(|e| match e {
+        rtcp_types::RtcpWriteError::OutputTooSmall(n) => RtcpError::BufferTooSmall(n),
+        e => RtcpError::Malformed(e.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block() -> Block {
+        Block {
+            ssrc: 7,
+            fraction_lost: 64,
+            cumulative_lost: -3,
+            extended_highest_seq: 0x1_0005,
+            jitter: 90,
+            lsr: 0xb705_2000,
+            dlsr: 0x0005_4000,
+        }
+    }
+
+    #[test]
+    fn sr_sdes_bye_round_trip() {
+        let info = SenderInfo {
+            ssrc: 42,
+            ntp: 0x1122_3344_5566_7788,
+            rtp_timestamp: 9000,
+            packet_count: 10,
+            octet_count: 13_160,
+        };
+        let mut buf = [0u8; 1500];
+        let n = write_compound(
+            &mut buf,
+            ReportHead::Sender(info, &[block()]),
+            "metronome@host",
+            Some("bye"),
+        )
+        .unwrap();
+        let mut items = Vec::new();
+        parse_compound(&buf[..n], |i| items.push(format!("{i:?}"))).unwrap();
+        assert_eq!(items.len(), 4, "{items:?}");
+        assert!(items[0].contains("packet_count: 10"));
+        assert!(items[1].contains("cumulative_lost: -3"));
+        assert!(items[2].contains("Cname"));
+        assert_eq!(items[3], "Bye { ssrc: 42 }");
+    }
+
+    #[test]
+    fn rr_round_trip_and_garbage_rejected_whole() {
+        let mut buf = [0u8; 1500];
+        let n = write_compound(
+            &mut buf,
+            ReportHead::Receiver {
+                ssrc: 5,
+                blocks: &[block()],
+            },
+            "r",
+            None,
+        )
+        .unwrap();
+        let mut got = None;
+        parse_compound(&buf[..n], |i| {
+            if let RtcpItem::ReportBlock { reporter, block } = i {
+                got = Some((reporter, block));
+            }
+        })
+        .unwrap();
+        assert_eq!(got, Some((5, block())));
+
+        // Truncating the compound anywhere but at the RR/SDES boundary (32 bytes) makes it an
+        // error, and then nothing at all is visited.
+        for cut in 0..n {
+            let mut visited = 0;
+            let r = parse_compound(&buf[..cut], |_| visited += 1);
+            if cut == 32 {
+                assert_eq!((r, visited), (Ok(()), 1));
+            } else {
+                assert!(r.is_err(), "cut {cut}");
+                assert_eq!(visited, 0, "cut {cut}");
+            }
+        }
+    }
+}
