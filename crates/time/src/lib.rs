@@ -7,10 +7,13 @@
 //! - [`MediaClock`]: converts between [`Timestamp`] and RTP media ticks (90 kHz for video, RFC 3551).
 //! - [`SeqUnwrapper`] and [`RtpTsUnwrapper`]: extend 16-bit sequence numbers and 32-bit RTP timestamps
 //!   with a rollover count.
+//! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
 
+mod dist;
 mod ntp;
 mod unwrap;
 
+pub use dist::{Distribution, Summary};
 pub use ntp::NtpTime;
 pub use unwrap::{RtpTsUnwrapper, SeqUnwrapper};
 
@@ -33,6 +36,9 @@ impl Timestamp {
     }
     pub const fn from_micros(us: u64) -> Self {
         Timestamp(us.saturating_mul(1_000))
+    }
+    pub const fn from_secs(s: u64) -> Self {
+        Timestamp(s.saturating_mul(1_000_000_000))
     }
     pub const fn from_millis(ms: u64) -> Self {
         Timestamp(ms.saturating_mul(1_000_000))

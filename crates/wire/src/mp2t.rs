@@ -43,7 +43,10 @@ mod tests {
             c[0] = 0x47;
         }
         assert_eq!(check_payload(&p), Ok(7));
-        assert_eq!(check_payload(&p[..100]), Err(Mp2tError::NotWholePackets(100)));
+        assert_eq!(
+            check_payload(&p[..100]),
+            Err(Mp2tError::NotWholePackets(100))
+        );
         assert_eq!(check_payload(&[]), Err(Mp2tError::NotWholePackets(0)));
         p[188 * 3] = 0;
         assert_eq!(check_payload(&p), Err(Mp2tError::LostSync(3)));

@@ -47,17 +47,27 @@ pub struct Block {
 #[derive(Debug, PartialEq, Eq)]
 pub enum RtcpItem<'a> {
     SenderReport(SenderInfo),
-    ReportBlock { reporter: u32, block: Block },
-    Cname { ssrc: u32, cname: &'a [u8] },
-    Bye { ssrc: u32 },
+    ReportBlock {
+        reporter: u32,
+        block: Block,
+    },
+    Cname {
+        ssrc: u32,
+        cname: &'a [u8],
+    },
+    Bye {
+        ssrc: u32,
+    },
     /// A packet type Metronome does not act on (APP, feedback, XR, unknown): counted by the caller.
-    Other { packet_type: u8 },
+    Other {
+        packet_type: u8,
+    },
 }
 
 /// Walks a compound RTCP packet and hands each item to `visit`. The whole compound is validated
 /// (lengths, version, padding) before any item is visited, so a bad packet changes nothing.
-pub fn parse_compound<'a>(
-    data: &'a [u8],
+pub fn parse_compound(
+    data: &[u8],
     mut visit: impl FnMut(RtcpItem<'_>),
 ) -> Result<(), RtcpError> {
     let bad = |e: rtcp_types::RtcpParseError| RtcpError::Malformed(e.to_string());

@@ -167,7 +167,10 @@ mod tests {
         assert_eq!(v.sequence(), 65_535);
         assert_eq!(v.timestamp(), 0xdead_beef);
         assert_eq!(v.payload().len(), 1316);
-        assert_eq!(v.send_time(SEND_TIME_EXT_ID), Some(NtpTime(0x0102_0304_0506_0708)));
+        assert_eq!(
+            v.send_time(SEND_TIME_EXT_ID),
+            Some(NtpTime(0x0102_0304_0506_0708))
+        );
         assert_eq!(v.send_time(2), None);
 
         // Without the extension: the paper's 1328-byte packet.
@@ -194,7 +197,10 @@ mod tests {
 
     #[test]
     fn one_byte_elements_with_padding_and_truncation() {
-        assert_eq!(one_byte_element(&[0, 0, 0x21, 9, 8, 0x10, 7], 1), Some(&[7u8][..]));
+        assert_eq!(
+            one_byte_element(&[0, 0, 0x21, 9, 8, 0x10, 7], 1),
+            Some(&[7u8][..])
+        );
         assert_eq!(one_byte_element(&[0x27, 1, 2], 2), None); // truncated value
         assert_eq!(one_byte_element(&[0xf0, 0x10, 7], 1), None); // reserved id stops parsing
     }

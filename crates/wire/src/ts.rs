@@ -148,12 +148,18 @@ mod tests {
 
     #[test]
     fn bad_packets_are_errors() {
-        assert_eq!(TsPacket::parse(&[0x47; 10]).unwrap_err(), TsError::WrongLength(10));
+        assert_eq!(
+            TsPacket::parse(&[0x47; 10]).unwrap_err(),
+            TsError::WrongLength(10)
+        );
         let mut p = [0u8; TS_PACKET_LEN];
         assert_eq!(TsPacket::parse(&p).unwrap_err(), TsError::NoSync);
         p[0] = TS_SYNC_BYTE;
         p[3] = 0x30;
         p[4] = 200;
-        assert_eq!(TsPacket::parse(&p).unwrap_err(), TsError::BadAdaptationField(200));
+        assert_eq!(
+            TsPacket::parse(&p).unwrap_err(),
+            TsError::BadAdaptationField(200)
+        );
     }
 }

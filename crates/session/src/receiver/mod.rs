@@ -1,0 +1,420 @@
+//! The sans-IO RTP receiver: measures what arrived and when, and answers with receiver reports.
+//!
+//! Drive it with [`ReceiverSession::handle_rtp`] and [`ReceiverSession::handle_rtcp`] for every
+//! datagram, [`ReceiverSession::poll_timeout`] / [`ReceiverSession::poll_transmit`] for its reports,
+//! and [`ReceiverSession::poll_event`] for what changed. Any bytes are acceptable input: what is not
+//! valid RTP or RTCP is counted in [`Counters`] and dropped, never a panic.
+
+mod source;
+#[cfg(test)]
+mod tests;
+
+pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
+
+use crate::interval::{rtcp_interval, IntervalInputs};
+use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
+use metronome_wire::rtcp::{self, ReportHead, RtcpItem};
+use metronome_wire::rtp::RtpView;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::VecDeque;
+use std::ops::Range;
+use std::time::Duration;
+
+/// What the receiver expects of the stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PayloadKind {
+    /// Any payload type and content.
+    Any,
+    /// RTP/MP2T (RFC 2250): payload type 33, whole 188-byte TS packets.
+    Mp2t,
+}
+
+#[derive(Clone, Debug)]
+pub struct ReceiverConfig {
+    /// Our SSRC in receiver reports.
+    pub ssrc: u32,
+    pub cname: String,
+    pub clock: MediaClock,
+    pub payload: PayloadKind,
+    /// The id of the send-time header extension (RFC 8285), if the sender uses one.
+    pub send_time_ext_id: Option<u8>,
+    /// The session bandwidth (bit/s) for the RTCP interval; RTCP gets 5% of it (RFC 3550 §6.2).
+    pub session_bw_bps: u64,
+    /// The minimum RTCP interval (5 s in RFC 3550; lower is allowed, §6.2 "reduced minimum").
+    pub rtcp_min_interval: Duration,
+    /// At most this many sources are tracked; packets of further SSRCs are counted and dropped.
+    pub max_sources: usize,
+    /// A change of RTP transit time larger than this is a timestamp jump, not jitter.
+    pub ts_jump_threshold: Duration,
+    pub seed: u64,
+}
+
+impl Default for ReceiverConfig {
+    fn default() -> Self {
+        ReceiverConfig {
+            ssrc: 0x5245_4356,
+            cname: "metronome-recv".into(),
+            clock: MediaClock::VIDEO_90K,
+            payload: PayloadKind::Mp2t,
+            send_time_ext_id: Some(metronome_wire::rtp::SEND_TIME_EXT_ID),
+            session_bw_bps: 5_000_000,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_sources: 8,
+            ts_jump_threshold: Duration::from_secs(1),
+            seed: 1,
+        }
+    }
+}
+
+/// Datagram-level counters: everything that arrived, and why what was dropped was dropped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counters {
+    pub datagrams: u64,
+    pub bytes: u64,
+    pub rtp_packets: u64,
+    pub not_rtp: u64,
+    pub wrong_payload_type: u64,
+    pub bad_payload: u64,
+    pub too_many_sources: u64,
+    pub jump_suspects: u64,
+    pub rtcp_packets: u64,
+    pub rtcp_malformed: u64,
+    pub rtcp_ignored_items: u64,
+    pub ssrc_changes: u64,
+    pub events_dropped: u64,
+}
+
+/// Why a datagram was not taken as a packet of a source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dropped {
+    NotRtp,
+    WrongPayloadType(u8),
+    BadPayload(mp2t::Mp2tError),
+    TooManySources(u32),
+    /// A large sequence jump not yet confirmed by the next packet (RFC 3550 A.1).
+    JumpSuspect,
+}
+
+/// What the receiver made of one accepted RTP packet (for traces and for writing the payload).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PacketRecord {
+    pub ssrc: u32,
+    pub seq: u16,
+    pub ext_seq: u64,
+    pub rtp_ts: u32,
+    pub arrival: Timestamp,
+    pub size: usize,
+    pub payload: Range<usize>,
+    pub verdict: SeqVerdict,
+    /// RFC 3550 transit time in RTP units (arrival − timestamp, wrapping).
+    pub transit_ticks: i32,
+    pub jitter_ticks: f64,
+    pub interarrival_ns: Option<u64>,
+    pub one_way_delay_ns: Option<i64>,
+}
+
+/// Things that changed, for logs and traces.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReceiverEvent {
+    NewSource {
+        ssrc: u32,
+        at: Timestamp,
+    },
+    SequenceJump {
+        ssrc: u32,
+        to_seq: u16,
+        at: Timestamp,
+    },
+    SenderReport {
+        ssrc: u32,
+        at: Timestamp,
+    },
+    Bye {
+        ssrc: u32,
+        at: Timestamp,
+    },
+}
+
+const MAX_EVENTS: usize = 256;
+
+/// Why the receiver wants to be woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReceiverTimer {
+    ReceiverReport,
+}
+
+pub struct ReceiverSession {
+    cfg: ReceiverConfig,
+    sources: Vec<Source>,
+    counters: Counters,
+    events: VecDeque<ReceiverEvent>,
+    next_report: Option<Timestamp>,
+    reports_sent: u64,
+    avg_rtcp_size: f64,
+    rng: ChaCha8Rng,
+}
+
+impl ReceiverSession {
+    pub fn new(cfg: ReceiverConfig) -> Self {
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        ReceiverSession {
+            sources: Vec::with_capacity(cfg.max_sources.min(64)),
+            cfg,
+            counters: Counters::default(),
+            events: VecDeque::with_capacity(MAX_EVENTS),
+            next_report: None,
+            reports_sent: 0,
+            avg_rtcp_size: 100.0,
+            rng,
+        }
+    }
+
+    pub fn config(&self) -> &ReceiverConfig {
+        &self.cfg
+    }
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+    pub fn sources(&self) -> &[Source] {
+        &self.sources
+    }
+    /// The source with the most packets: the stream, when there is one.
+    pub fn main_source(&self) -> Option<&Source> {
+        self.sources.iter().max_by_key(|s| s.packets)
+    }
+
+    fn push_event(&mut self, e: ReceiverEvent) {
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+            self.counters.events_dropped += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
+        self.events.pop_front()
+    }
+
+    /// One RTP datagram that arrived at `now` (and at wall-clock `wall`, if the driver knows it,
+    /// for one-way delay).
+    pub fn handle_rtp(
+        &mut self,
+        now: Timestamp,
+        wall: Option<NtpTime>,
+        data: &[u8],
+    ) -> Result<PacketRecord, Dropped> {
+        self.counters.datagrams += 1;
+        self.counters.bytes += data.len() as u64;
+        let Ok(pkt) = RtpView::parse(data) else {
+            self.counters.not_rtp += 1;
+            return Err(Dropped::NotRtp);
+        };
+        if self.cfg.payload == PayloadKind::Mp2t {
+            if pkt.payload_type() != PAYLOAD_TYPE_MP2T {
+                self.counters.wrong_payload_type += 1;
+                return Err(Dropped::WrongPayloadType(pkt.payload_type()));
+            }
+            if let Err(e) = mp2t::check_payload(pkt.payload()) {
+                self.counters.bad_payload += 1;
+                return Err(Dropped::BadPayload(e));
+            }
+        }
+        let idx = self.source_index(pkt.ssrc(), pkt.sequence(), now)?;
+        self.counters.rtp_packets += 1;
+        let clock = self.cfg.clock;
+        let jump_ticks = clock.ticks(self.cfg.ts_jump_threshold).min(u32::MAX as u64) as u32;
+        let sent = self.cfg.send_time_ext_id.and_then(|id| pkt.send_time(id));
+        let src = &mut self.sources[idx];
+        let (verdict, ext_seq) = src.update_seq(pkt.sequence());
+        match verdict {
+            SeqVerdict::JumpSuspect => {
+                self.counters.jump_suspects += 1;
+                return Err(Dropped::JumpSuspect);
+            }
+            SeqVerdict::Resync => {
+                let ssrc = src.ssrc;
+                self.push_event(ReceiverEvent::SequenceJump {
+                    ssrc,
+                    to_seq: pkt.sequence(),
+                    at: now,
+                });
+            }
+            _ => {}
+        }
+        let src = &mut self.sources[idx];
+        src.packets += 1;
+        let payload_len = pkt.payload().len();
+        let payload_start = data.len() - payload_len - padding_len(data);
+        let (interarrival_ns, one_way_delay_ns, transit_ticks) = if verdict == SeqVerdict::Duplicate
+        {
+            (None, None, 0)
+        } else {
+            src.payload_bytes += payload_len as u64;
+            let arrival_ticks = clock.ticks(now.saturating_since(Timestamp::ZERO)) as u32;
+            let transit = src.update_jitter(arrival_ticks, pkt.timestamp(), jump_ticks);
+            let (gap, owd) = src.record_arrival(now, wall, sent);
+            (gap, owd, transit)
+        };
+        Ok(PacketRecord {
+            ssrc: src.ssrc,
+            seq: pkt.sequence(),
+            ext_seq,
+            rtp_ts: pkt.timestamp(),
+            arrival: now,
+            size: data.len(),
+            payload: payload_start..payload_start + payload_len,
+            verdict,
+            transit_ticks,
+            jitter_ticks: src.jitter_ticks(),
+            interarrival_ns,
+            one_way_delay_ns,
+        })
+    }
+
+    fn source_index(&mut self, ssrc: u32, seq: u16, now: Timestamp) -> Result<usize, Dropped> {
+        if let Some(i) = self.sources.iter().position(|s| s.ssrc == ssrc) {
+            return Ok(i);
+        }
+        if self.sources.len() >= self.cfg.max_sources {
+            self.counters.too_many_sources += 1;
+            return Err(Dropped::TooManySources(ssrc));
+        }
+        if !self.sources.is_empty() {
+            self.counters.ssrc_changes += 1;
+        }
+        self.sources.push(Source::new(ssrc, seq, now));
+        self.push_event(ReceiverEvent::NewSource { ssrc, at: now });
+        if self.next_report.is_none() {
+            self.schedule_report(now);
+        }
+        Ok(self.sources.len() - 1)
+    }
+
+    /// One RTCP datagram (a compound packet from a sender or another receiver).
+    pub fn handle_rtcp(&mut self, now: Timestamp, data: &[u8]) {
+        self.counters.rtcp_packets += 1;
+        enum Seen {
+            SenderReport { ssrc: u32, lsr: u32 },
+            Bye { ssrc: u32 },
+        }
+        // Both lists are bounded by what one datagram can hold.
+        let mut seen = Vec::new();
+        let mut cnames: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut ignored = 0;
+        let r = rtcp::parse_compound(data, |item| match item {
+            RtcpItem::SenderReport(info) => seen.push(Seen::SenderReport {
+                ssrc: info.ssrc,
+                lsr: NtpTime(info.ntp).compact(),
+            }),
+            RtcpItem::Bye { ssrc } => seen.push(Seen::Bye { ssrc }),
+            RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
+            RtcpItem::ReportBlock { .. } => {}
+            RtcpItem::Other { .. } => ignored += 1,
+        });
+        if r.is_err() {
+            self.counters.rtcp_malformed += 1;
+            return;
+        }
+        self.counters.rtcp_ignored_items += ignored;
+        self.avg_rtcp_size = (data.len() as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        for item in seen {
+            let ssrc = match item {
+                Seen::SenderReport { ssrc, .. } | Seen::Bye { ssrc } => ssrc,
+            };
+            let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) else {
+                continue;
+            };
+            match item {
+                Seen::SenderReport { lsr, .. } => {
+                    src.last_sr = Some((lsr, now));
+                    src.sender_reports += 1;
+                    self.push_event(ReceiverEvent::SenderReport { ssrc, at: now });
+                }
+                Seen::Bye { .. } => {
+                    src.said_bye = true;
+                    self.push_event(ReceiverEvent::Bye { ssrc, at: now });
+                }
+            }
+        }
+        for (ssrc, cname) in cnames {
+            if let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) {
+                src.set_cname(&cname);
+            }
+        }
+    }
+
+    fn schedule_report(&mut self, now: Timestamp) {
+        let inputs = IntervalInputs {
+            members: self.sources.len() as u32 + 1,
+            senders: self.sources.len() as u32,
+            rtcp_bw_octets: self.cfg.session_bw_bps as f64 * 0.05 / 8.0,
+            we_sent: false,
+            avg_rtcp_size: self.avg_rtcp_size,
+            initial: self.reports_sent == 0,
+            min: self.cfg.rtcp_min_interval,
+        };
+        let u: f64 = self.rng.random();
+        self.next_report = Some(now + rtcp_interval(&inputs, u));
+    }
+
+    pub fn poll_timeout(&self) -> Option<(Timestamp, ReceiverTimer)> {
+        self.next_report.map(|t| (t, ReceiverTimer::ReceiverReport))
+    }
+
+    /// Writes a receiver report into `buf` if one is due at `now`; returns its length.
+    pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
+        let due = self.next_report?;
+        if now < due {
+            return None;
+        }
+        let n = self.write_report(now, buf, None)?;
+        self.schedule_report(now);
+        Some(n)
+    }
+
+    /// Writes a final receiver report with a BYE (RFC 3550 §6.6), for when the receiver stops.
+    pub fn bye(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
+        self.next_report = None;
+        self.write_report(now, buf, Some("receiver stopped"))
+    }
+
+    fn write_report(&mut self, now: Timestamp, buf: &mut [u8], bye: Option<&str>) -> Option<usize> {
+        let mut blocks = [metronome_wire::rtcp::Block {
+            ssrc: 0,
+            fraction_lost: 0,
+            cumulative_lost: 0,
+            extended_highest_seq: 0,
+            jitter: 0,
+            lsr: 0,
+            dlsr: 0,
+        }; 31];
+        let mut n = 0;
+        for src in self.sources.iter_mut().filter(|s| s.packets > 0).take(31) {
+            blocks[n] = src.report_block(now);
+            n += 1;
+        }
+        let head = ReportHead::Receiver {
+            ssrc: self.cfg.ssrc,
+            blocks: &blocks[..n],
+        };
+        let len = rtcp::write_compound(buf, head, &self.cfg.cname, bye).ok()?;
+        self.reports_sent += 1;
+        self.avg_rtcp_size = (len as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        Some(len)
+    }
+
+    pub fn reports_sent(&self) -> u64 {
+        self.reports_sent
+    }
+}
+
+/// The RTP padding length (RFC 3550 §5.1), which rtp-types has already validated.
+fn padding_len(data: &[u8]) -> usize {
+    if data.first().is_some_and(|b| b & 0x20 != 0) {
+        data.last().copied().unwrap_or(0) as usize
+    } else {
+        0
+    }
+}

@@ -1,0 +1,314 @@
+//! What a receiver knows about one source (one SSRC): sequence validation (RFC 3550 A.1),
+//! loss (A.3), interarrival jitter (A.8), and distributions of inter-arrival time and one-way delay.
+
+use metronome_time::{Distribution, NtpTime, Timestamp};
+use metronome_wire::rtcp::Block;
+
+const RTP_SEQ_MOD: u32 = 1 << 16;
+/// RFC 3550 A.1: a forward jump of up to this many is taken as loss.
+pub const MAX_DROPOUT: u16 = 3000;
+/// RFC 3550 A.1: a backward step of up to this many is taken as reordering or duplication.
+pub const MAX_MISORDER: u16 = 100;
+/// Sequence numbers remembered for duplicate detection.
+const DUP_WINDOW: u64 = 2048;
+
+/// How one packet relates to the sequence so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqVerdict {
+    /// The next packet, or one after a gap (the gap is loss until it is filled).
+    InOrder,
+    /// Older than the highest seen, first time seen: reordered.
+    Reordered,
+    /// Seen before.
+    Duplicate,
+    /// A very large jump (RFC 3550 A.1 "bad_seq"): not counted until the next packet confirms it.
+    JumpSuspect,
+    /// The packet after a jump confirmed it: the sequence restarts here.
+    Resync,
+}
+
+/// One source's receive state.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub ssrc: u32,
+    // RFC 3550 A.1 state, with `received` counting unique packets only.
+    max_seq: u16,
+    cycles: u32,
+    base_seq: u32,
+    bad_seq: u32,
+    received: u64,
+    expected_prior: u64,
+    received_prior: u64,
+    // Totals from before a sequence resync, so that loss stays cumulative across restarts.
+    expected_before: u64,
+    received_before: u64,
+    seen: [u64; (DUP_WINDOW / 64) as usize],
+    // RFC 3550 A.8.
+    transit: Option<i32>,
+    jitter: f64,
+    // Counters.
+    pub packets: u64,
+    pub payload_bytes: u64,
+    pub duplicates: u64,
+    pub reordered: u64,
+    pub too_late: u64,
+    pub seq_jumps: u64,
+    pub ts_jumps: u64,
+    pub negative_delay: u64,
+    pub first_arrival: Timestamp,
+    pub last_arrival: Timestamp,
+    pub interarrival: Distribution,
+    pub one_way_delay: Distribution,
+    // From the source's sender reports.
+    pub last_sr: Option<(u32, Timestamp)>,
+    pub sender_reports: u64,
+    pub cname: Option<String>,
+    pub said_bye: bool,
+}
+
+/// Longest CNAME kept (RFC 3550 §6.5: an SDES item is at most 255 octets).
+const MAX_CNAME: usize = 255;
+
+impl Source {
+    pub fn new(ssrc: u32, seq: u16, now: Timestamp) -> Self {
+        let mut s = Source {
+            ssrc,
+            max_seq: seq,
+            cycles: 0,
+            base_seq: seq as u32,
+            bad_seq: RTP_SEQ_MOD + 1,
+            received: 0,
+            expected_prior: 0,
+            received_prior: 0,
+            expected_before: 0,
+            received_before: 0,
+            seen: [0; (DUP_WINDOW / 64) as usize],
+            transit: None,
+            jitter: 0.0,
+            packets: 0,
+            payload_bytes: 0,
+            duplicates: 0,
+            reordered: 0,
+            too_late: 0,
+            seq_jumps: 0,
+            ts_jumps: 0,
+            negative_delay: 0,
+            first_arrival: now,
+            last_arrival: now,
+            interarrival: Distribution::new(),
+            one_way_delay: Distribution::new(),
+            last_sr: None,
+            sender_reports: 0,
+            cname: None,
+            said_bye: false,
+        };
+        s.init_seq(seq);
+        s
+    }
+
+    /// RFC 3550 A.1 `init_seq()`, keeping totals from before.
+    fn init_seq(&mut self, seq: u16) {
+        self.expected_before += self.expected_current();
+        self.received_before += self.received;
+        self.base_seq = seq as u32;
+        self.max_seq = seq;
+        self.bad_seq = RTP_SEQ_MOD + 1;
+        self.cycles = 0;
+        self.received = 0;
+        self.received_prior = 0;
+        self.expected_prior = 0;
+        self.seen = [0; (DUP_WINDOW / 64) as usize];
+    }
+
+    /// The extended highest sequence number received (RFC 3550 A.3 `extended_max`).
+    pub fn extended_max(&self) -> u64 {
+        self.cycles as u64 + self.max_seq as u64
+    }
+
+    fn expected_current(&self) -> u64 {
+        if self.received == 0 && self.cycles == 0 && self.max_seq as u32 == self.base_seq {
+            return 0;
+        }
+        (self.extended_max() + 1).saturating_sub(self.base_seq as u64)
+    }
+
+    /// Packets expected since the first (across resyncs).
+    pub fn expected(&self) -> u64 {
+        self.expected_before + self.expected_current()
+    }
+    /// Unique packets received (across resyncs).
+    pub fn received(&self) -> u64 {
+        self.received_before + self.received
+    }
+    /// Cumulative loss: expected minus unique received (never negative, since duplicates are
+    /// not counted as received).
+    pub fn lost(&self) -> u64 {
+        self.expected().saturating_sub(self.received())
+    }
+    /// RFC 3550 interarrival jitter in RTP timestamp units.
+    pub fn jitter_ticks(&self) -> f64 {
+        self.jitter
+    }
+
+    fn bit(ext: u64) -> (usize, u64) {
+        let i = ext % DUP_WINDOW;
+        ((i / 64) as usize, 1u64 << (i % 64))
+    }
+    fn is_seen(&self, ext: u64) -> bool {
+        let (w, b) = Self::bit(ext);
+        self.seen[w] & b != 0
+    }
+    fn mark_seen(&mut self, ext: u64) {
+        let (w, b) = Self::bit(ext);
+        self.seen[w] |= b;
+    }
+    fn unmark(&mut self, ext: u64) {
+        let (w, b) = Self::bit(ext);
+        self.seen[w] &= !b;
+    }
+
+    /// RFC 3550 A.1 `update_seq()`, extended with duplicate and reorder detection. Returns the
+    /// verdict and the packet's extended sequence number.
+    pub fn update_seq(&mut self, seq: u16) -> (SeqVerdict, u64) {
+        let udelta = seq.wrapping_sub(self.max_seq);
+        if udelta == 0 && self.received == 0 {
+            // The very first packet of a (re)started sequence.
+            let ext = self.extended_max();
+            self.mark_seen(ext);
+            self.received += 1;
+            return (SeqVerdict::InOrder, ext);
+        }
+        if udelta != 0 && udelta < MAX_DROPOUT {
+            // In order, with a permissible gap.
+            let old_max = self.extended_max();
+            if seq < self.max_seq {
+                self.cycles += RTP_SEQ_MOD;
+            }
+            self.max_seq = seq;
+            let new_max = self.extended_max();
+            // Forget the window slots the sequence moved past.
+            let clear_from = old_max + 1;
+            for e in clear_from.max(new_max.saturating_sub(DUP_WINDOW - 1))..=new_max {
+                self.unmark(e);
+            }
+            self.mark_seen(new_max);
+            self.received += 1;
+            return (SeqVerdict::InOrder, new_max);
+        }
+        if udelta as u32 <= RTP_SEQ_MOD - MAX_MISORDER as u32 && udelta != 0 {
+            // A very large jump.
+            if seq as u32 == self.bad_seq {
+                self.seq_jumps += 1;
+                self.init_seq(seq);
+                let ext = self.extended_max();
+                self.mark_seen(ext);
+                self.received += 1;
+                return (SeqVerdict::Resync, ext);
+            }
+            self.bad_seq = (seq as u32 + 1) & (RTP_SEQ_MOD - 1);
+            return (SeqVerdict::JumpSuspect, self.extended_max());
+        }
+        // Duplicate or reordered (udelta == 0 or a small step back).
+        let back = self.max_seq.wrapping_sub(seq) as u64;
+        let ext = self.extended_max().saturating_sub(back);
+        if back >= DUP_WINDOW || ext < self.base_seq as u64 {
+            // Older than anything we can tell apart: count it as late, not as received.
+            self.too_late += 1;
+            return (SeqVerdict::Duplicate, ext);
+        }
+        if self.is_seen(ext) {
+            self.duplicates += 1;
+            return (SeqVerdict::Duplicate, ext);
+        }
+        self.mark_seen(ext);
+        self.received += 1;
+        self.reordered += 1;
+        (SeqVerdict::Reordered, ext)
+    }
+
+    /// RFC 3550 A.8: updates the jitter estimate with a packet of RTP timestamp `rtp_ts` that
+    /// arrived at `arrival_ticks` (the arrival time in the same clock's units, wrapping).
+    /// A transit change of more than `jump_ticks` is a timestamp jump (a source restart or a
+    /// splice), counted and not taken as jitter.
+    pub fn update_jitter(&mut self, arrival_ticks: u32, rtp_ts: u32, jump_ticks: u32) -> i32 {
+        let transit = arrival_ticks.wrapping_sub(rtp_ts) as i32;
+        if let Some(prev) = self.transit {
+            let d = transit.wrapping_sub(prev).unsigned_abs();
+            if d > jump_ticks {
+                self.ts_jumps += 1;
+            } else {
+                self.jitter += (d as f64 - self.jitter) / 16.0;
+            }
+        }
+        self.transit = Some(transit);
+        transit
+    }
+
+    /// Records the arrival time (for inter-arrival) and, where known, the one-way delay.
+    pub fn record_arrival(
+        &mut self,
+        now: Timestamp,
+        wall: Option<NtpTime>,
+        sent: Option<NtpTime>,
+    ) -> (Option<u64>, Option<i64>) {
+        // Called after `update_seq` counted this packet: the first one has no gap.
+        let first = self.received() <= 1;
+        let gap = (!first).then(|| now.saturating_since(self.last_arrival).as_nanos());
+        let gap = gap.map(|g| u64::try_from(g).unwrap_or(u64::MAX));
+        if let Some(g) = gap {
+            self.interarrival.record(g);
+        }
+        if now > self.last_arrival || first {
+            self.last_arrival = now;
+        }
+        let owd = match (wall, sent) {
+            (Some(w), Some(s)) => {
+                let d = w.signed_nanos_since(s);
+                if d < 0 {
+                    self.negative_delay += 1;
+                } else {
+                    self.one_way_delay.record(d as u64);
+                }
+                Some(d)
+            }
+            _ => None,
+        };
+        (gap, owd)
+    }
+
+    pub fn set_cname(&mut self, cname: &[u8]) {
+        let cname = &cname[..cname.len().min(MAX_CNAME)];
+        self.cname = Some(String::from_utf8_lossy(cname).into_owned());
+    }
+
+    /// A report block about this source (RFC 3550 A.3), advancing the "prior" counters.
+    pub fn report_block(&mut self, now: Timestamp) -> Block {
+        let expected = self.expected_current();
+        let expected_interval = expected.saturating_sub(self.expected_prior);
+        let received_interval = self.received.saturating_sub(self.received_prior);
+        self.expected_prior = expected;
+        self.received_prior = self.received;
+        let lost_interval = expected_interval as i64 - received_interval as i64;
+        let fraction_lost = if expected_interval == 0 || lost_interval <= 0 {
+            0
+        } else {
+            ((lost_interval << 8) / expected_interval as i64).min(255) as u8
+        };
+        let (lsr, dlsr) = match self.last_sr {
+            Some((lsr, at)) => (
+                lsr,
+                NtpTime::compact_from_duration(now.saturating_since(at)),
+            ),
+            None => (0, 0),
+        };
+        Block {
+            ssrc: self.ssrc,
+            fraction_lost,
+            cumulative_lost: self.lost().min(i32::MAX as u64) as i32,
+            extended_highest_seq: self.extended_max() as u32,
+            jitter: self.jitter as u32,
+            lsr,
+            dlsr,
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The sender's RTCP: sender reports out (RFC 3550 §6.4.1), receiver reports in, and per-receiver
+//! loss, jitter and round-trip time (the feedback loop congestion control will close).
+
+use crate::interval::{rtcp_interval, IntervalInputs};
+use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct SenderReportsConfig {
+    pub ssrc: u32,
+    pub cname: String,
+    pub clock: MediaClock,
+    /// RTP timestamp at the stream epoch (the packetizer's `rtp_ts_base`).
+    pub rtp_ts_base: u32,
+    /// Session bandwidth in bit/s, for the RTCP interval (RFC 3550 §6.2).
+    pub session_bw_bps: u64,
+    pub rtcp_min_interval: Duration,
+    /// Receivers tracked at most; reports from further ones are counted and ignored.
+    pub max_receivers: usize,
+    pub seed: u64,
+}
+
+/// What one receiver says about our stream.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReceiverView {
+    pub ssrc: u32,
+    pub addr: SocketAddr,
+    pub cname: Option<String>,
+    /// Fraction lost in the last report interval, 0..=1.
+    pub fraction_lost: f64,
+    pub cumulative_lost: i32,
+    pub extended_highest_seq: u32,
+    /// RFC 3550 interarrival jitter, in milliseconds.
+    pub jitter_ms: f64,
+    /// Round-trip time from LSR/DLSR (RFC 3550 §6.4.1), once the receiver has seen an SR.
+    pub rtt_ms: Option<f64>,
+    pub reports: u64,
+    #[serde(skip)]
+    pub last_report: Timestamp,
+    pub said_bye: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct SenderCounters {
+    pub sender_reports: u64,
+    pub rtcp_received: u64,
+    pub rtcp_malformed: u64,
+    pub blocks_about_others: u64,
+    pub too_many_receivers: u64,
+    pub events_dropped: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SenderEvent {
+    NewReceiver {
+        ssrc: u32,
+        addr: SocketAddr,
+    },
+    ReceiverReport {
+        ssrc: u32,
+        fraction_lost: f64,
+        rtt_ms: Option<f64>,
+    },
+    ReceiverBye {
+        ssrc: u32,
+    },
+}
+
+const MAX_EVENTS: usize = 256;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SenderTimer {
+    SenderReport,
+}
+
+pub struct SenderReports {
+    cfg: SenderReportsConfig,
+    epoch: Timestamp,
+    packets_sent: u64,
+    octets_sent: u64,
+    next_sr: Option<Timestamp>,
+    avg_rtcp_size: f64,
+    receivers: Vec<ReceiverView>,
+    counters: SenderCounters,
+    events: VecDeque<SenderEvent>,
+    rng: ChaCha8Rng,
+}
+
+impl SenderReports {
+    /// Starts the RTCP side of a stream whose RTP timestamps count from `epoch`.
+    pub fn new(cfg: SenderReportsConfig, epoch: Timestamp) -> Self {
+        let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        SenderReports {
+            receivers: Vec::with_capacity(cfg.max_receivers.min(64)),
+            cfg,
+            epoch,
+            packets_sent: 0,
+            octets_sent: 0,
+            next_sr: Some(epoch),
+            avg_rtcp_size: 100.0,
+            counters: SenderCounters::default(),
+            events: VecDeque::with_capacity(MAX_EVENTS),
+            rng,
+        }
+    }
+
+    /// What has actually left so far: totals of packets and payload octets (RFC 3550 §6.4.1).
+    pub fn record_sent(&mut self, packets: u64, payload_octets: u64) {
+        self.packets_sent = packets;
+        self.octets_sent = payload_octets;
+    }
+
+    pub fn receivers(&self) -> &[ReceiverView] {
+        &self.receivers
+    }
+    pub fn counters(&self) -> &SenderCounters {
+        &self.counters
+    }
+    pub fn poll_event(&mut self) -> Option<SenderEvent> {
+        self.events.pop_front()
+    }
+    fn push_event(&mut self, e: SenderEvent) {
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+            self.counters.events_dropped += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    pub fn poll_timeout(&self) -> Option<(Timestamp, SenderTimer)> {
+        self.next_sr.map(|t| (t, SenderTimer::SenderReport))
+    }
+
+    /// Writes a sender report into `buf` when one is due at `now`. `wall` is the wall-clock time
+    /// that goes into the report's NTP field.
+    pub fn poll_transmit(
+        &mut self,
+        now: Timestamp,
+        wall: NtpTime,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        if now < self.next_sr? {
+            return None;
+        }
+        let n = self.write(now, wall, buf, None)?;
+        let inputs = IntervalInputs {
+            members: self.receivers.len() as u32 + 1,
+            senders: 1,
+            rtcp_bw_octets: self.cfg.session_bw_bps as f64 * 0.05 / 8.0,
+            we_sent: true,
+            avg_rtcp_size: self.avg_rtcp_size,
+            initial: self.counters.sender_reports == 1,
+            min: self.cfg.rtcp_min_interval,
+        };
+        let u: f64 = self.rng.random();
+        self.next_sr = Some(now + rtcp_interval(&inputs, u));
+        Some(n)
+    }
+
+    /// A last sender report with a BYE (RFC 3550 §6.6).
+    pub fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        self.next_sr = None;
+        self.write(now, wall, buf, Some("stream ended"))
+    }
+
+    fn write(
+        &mut self,
+        now: Timestamp,
+        wall: NtpTime,
+        buf: &mut [u8],
+        bye: Option<&str>,
+    ) -> Option<usize> {
+        let info = SenderInfo {
+            ssrc: self.cfg.ssrc,
+            ntp: wall.0,
+            rtp_timestamp: self
+                .cfg
+                .clock
+                .rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now),
+            // Both counters wrap modulo 2^32 (RFC 3550 §6.4.1).
+            packet_count: self.packets_sent as u32,
+            octet_count: self.octets_sent as u32,
+        };
+        let n =
+            rtcp::write_compound(buf, ReportHead::Sender(info, &[]), &self.cfg.cname, bye).ok()?;
+        self.counters.sender_reports += 1;
+        self.avg_rtcp_size = (n as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        Some(n)
+    }
+
+    /// A compound RTCP packet from `from`, received at `now` (wall-clock `wall`, for the RTT).
+    pub fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
+        self.counters.rtcp_received += 1;
+        let our = self.cfg.ssrc;
+        // Bounded by what one datagram holds.
+        let mut blocks = Vec::new();
+        let mut byes = Vec::new();
+        let mut cnames = Vec::new();
+        let r = rtcp::parse_compound(data, |item| match item {
+            RtcpItem::ReportBlock { reporter, block } => blocks.push((reporter, block)),
+            RtcpItem::Bye { ssrc } => byes.push(ssrc),
+            RtcpItem::Cname { ssrc, cname } => {
+                cnames.push((ssrc, String::from_utf8_lossy(cname).into_owned()))
+            }
+            _ => {}
+        });
+        if r.is_err() {
+            self.counters.rtcp_malformed += 1;
+            return;
+        }
+        self.avg_rtcp_size = (data.len() as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        for (reporter, block) in blocks {
+            if block.ssrc != our {
+                self.counters.blocks_about_others += 1;
+                continue;
+            }
+            let Some(i) = self.receiver_index(reporter, from) else {
+                continue;
+            };
+            let rtt = NtpTime::round_trip(wall, block.lsr, block.dlsr);
+            let r = &mut self.receivers[i];
+            r.addr = from;
+            r.fraction_lost = block.fraction_lost as f64 / 256.0;
+            r.cumulative_lost = block.cumulative_lost;
+            r.extended_highest_seq = block.extended_highest_seq;
+            r.jitter_ms = block.jitter as f64 * 1000.0 / self.cfg.clock.rate() as f64;
+            if let Some(rtt) = rtt {
+                r.rtt_ms = Some(rtt.as_secs_f64() * 1000.0);
+            }
+            r.reports += 1;
+            r.last_report = now;
+            let e = SenderEvent::ReceiverReport {
+                ssrc: reporter,
+                fraction_lost: r.fraction_lost,
+                rtt_ms: r.rtt_ms,
+            };
+            self.push_event(e);
+        }
+        for (ssrc, cname) in cnames {
+            if let Some(r) = self.receivers.iter_mut().find(|r| r.ssrc == ssrc) {
+                r.cname = Some(cname.chars().take(255).collect());
+            }
+        }
+        for ssrc in byes {
+            if let Some(r) = self.receivers.iter_mut().find(|r| r.ssrc == ssrc) {
+                r.said_bye = true;
+                self.push_event(SenderEvent::ReceiverBye { ssrc });
+            }
+        }
+    }
+
+    fn receiver_index(&mut self, ssrc: u32, addr: SocketAddr) -> Option<usize> {
+        if let Some(i) = self.receivers.iter().position(|r| r.ssrc == ssrc) {
+            return Some(i);
+        }
+        if self.receivers.len() >= self.cfg.max_receivers {
+            self.counters.too_many_receivers += 1;
+            return None;
+        }
+        self.receivers.push(ReceiverView {
+            ssrc,
+            addr,
+            cname: None,
+            fraction_lost: 0.0,
+            cumulative_lost: 0,
+            extended_highest_seq: 0,
+            jitter_ms: 0.0,
+            rtt_ms: None,
+            reports: 0,
+            last_report: Timestamp::ZERO,
+            said_bye: false,
+        });
+        self.push_event(SenderEvent::NewReceiver { ssrc, addr });
+        Some(self.receivers.len() - 1)
+    }
+}

@@ -1,0 +1,148 @@
+use super::*;
+use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_wire::rtcp::{self, Block, ReportHead};
+use metronome_wire::rtp::RtpView;
+use std::time::Duration;
+
+fn ts_packet(i: u8) -> [u8; 188] {
+    let mut p = [i; 188];
+    p[0] = 0x47;
+    p
+}
+
+#[test]
+fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
+    let epoch = Timestamp::from_secs(10);
+    let mut p = Mp2tPacketizer::new(PacketizerConfig::mp2t(0xabc, 65_535, 1000), epoch);
+    let mut out = [0u8; 1500];
+    // TS packets 300 µs apart.
+    let mut emitted = Vec::new();
+    for i in 0..15u8 {
+        let due = Duration::from_micros(300 * i as u64);
+        if let Some(o) = p.push(&ts_packet(i), due, &mut out).unwrap() {
+            let v = RtpView::parse(&out[..o.len]).unwrap();
+            assert_eq!(v.payload().len(), 1316);
+            assert_eq!(v.payload_type(), 33);
+            assert_eq!(
+                v.payload()[188 * 6 + 1],
+                i,
+                "last TS packet is the 7th pushed"
+            );
+            emitted.push(o);
+        }
+    }
+    assert_eq!(emitted.len(), 2);
+    assert_eq!(emitted[0].len, 1328, "the paper's 1328-byte packet");
+    // Released with its 7th TS packet (1.8 ms), RTP timestamp = 90 kHz of release time.
+    assert_eq!(emitted[0].release, epoch + Duration::from_micros(1800));
+    assert_eq!(emitted[0].rtp_ts, 1000 + 162);
+    assert_eq!(emitted[1].release, epoch + Duration::from_micros(3900));
+    assert_eq!(emitted[1].rtp_ts, 1000 + 351);
+    // Sequence numbers wrap.
+    assert_eq!((emitted[0].seq, emitted[1].seq), (65_535, 0));
+    // One TS packet left over: flushed as a short packet at the end.
+    let last = p.flush(&mut out).unwrap().unwrap();
+    assert_eq!(last.len, 12 + 188);
+    assert_eq!(p.flush(&mut out).unwrap(), None);
+}
+
+fn reports() -> SenderReports {
+    SenderReports::new(
+        SenderReportsConfig {
+            ssrc: 0xabc,
+            cname: "sender@test".into(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: 1000,
+            session_bw_bps: 5_000_000,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_receivers: 4,
+            seed: 3,
+        },
+        Timestamp::ZERO,
+    )
+}
+
+#[test]
+fn sender_report_counts_what_left_and_maps_rtp_time() {
+    let mut s = reports();
+    let mut buf = [0u8; 1500];
+    s.record_sent(100, 131_600);
+    let wall = NtpTime::from_unix_nanos(1_700_000_000_000_000_000);
+    let n = s
+        .poll_transmit(Timestamp::from_millis(500), wall, &mut buf)
+        .unwrap();
+    let mut info = None;
+    rtcp::parse_compound(&buf[..n], |i| {
+        if let metronome_wire::RtcpItem::SenderReport(x) = i {
+            info = Some(x);
+        }
+    })
+    .unwrap();
+    let info = info.unwrap();
+    assert_eq!(info.packet_count, 100);
+    assert_eq!(info.octet_count, 131_600);
+    assert_eq!(info.ntp, wall.0);
+    assert_eq!(info.rtp_timestamp, 1000 + 45_000);
+    // Not due again immediately; due within the randomized interval.
+    assert!(s
+        .poll_transmit(Timestamp::from_millis(501), wall, &mut buf)
+        .is_none());
+    let (next, _) = s.poll_timeout().unwrap();
+    let gap = next
+        .saturating_since(Timestamp::from_millis(500))
+        .as_secs_f64();
+    assert!(gap > 0.1 && gap < 3.0, "{gap}");
+}
+
+#[test]
+fn receiver_reports_give_loss_jitter_and_rtt() {
+    let mut s = reports();
+    let from: std::net::SocketAddr = "127.0.0.1:5007".parse().unwrap();
+    // The receiver saw our SR sent at wall time W (LSR = W.compact()), held it 250 ms (DLSR),
+    // and its RR arrives at W + 260 ms: RTT = 10 ms.
+    let w = NtpTime::from_unix_nanos(1_700_000_000_000_000_000);
+    let arrival = NtpTime::from_unix_nanos(1_700_000_000_260_000_000);
+    let block = Block {
+        ssrc: 0xabc,
+        fraction_lost: 64,
+        cumulative_lost: 12,
+        extended_highest_seq: 70_000,
+        jitter: 450,
+        lsr: w.compact(),
+        dlsr: NtpTime::compact_from_duration(Duration::from_millis(250)),
+    };
+    let other = Block {
+        ssrc: 0xdef,
+        ..block
+    };
+    let mut buf = [0u8; 1500];
+    let n = rtcp::write_compound(
+        &mut buf,
+        ReportHead::Receiver {
+            ssrc: 0x77,
+            blocks: &[block, other],
+        },
+        "viewer",
+        None,
+    )
+    .unwrap();
+    s.handle_rtcp(Timestamp::from_millis(260), arrival, from, &buf[..n]);
+    let r = &s.receivers()[0];
+    assert_eq!(r.ssrc, 0x77);
+    assert_eq!(r.cname.as_deref(), Some("viewer"));
+    assert_eq!(r.fraction_lost, 0.25);
+    assert_eq!(r.cumulative_lost, 12);
+    assert_eq!(r.jitter_ms, 5.0);
+    let rtt = r.rtt_ms.unwrap();
+    assert!((rtt - 10.0).abs() < 0.05, "{rtt}");
+    assert_eq!(s.counters().blocks_about_others, 1);
+    assert!(matches!(
+        s.poll_event(),
+        Some(SenderEvent::NewReceiver { ssrc: 0x77, .. })
+    ));
+
+    // Malformed RTCP is counted and changes nothing.
+    s.handle_rtcp(Timestamp::from_millis(300), arrival, from, &buf[..n - 3]);
+    assert_eq!(s.counters().rtcp_malformed, 1);
+    assert_eq!(s.receivers()[0].reports, 1);
+}

@@ -1,0 +1,107 @@
+//! Latency and interval distributions: a pre-allocated HDR histogram and its summary.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// A distribution of non-negative nanosecond values, 1 ns to 100 s at 3 significant digits.
+/// All memory is allocated up front; recording never allocates. Values above the range are
+/// clamped to it (and counted in `clamped`).
+#[derive(Clone, Debug)]
+pub struct Distribution {
+    hist: Histogram<u64>,
+    clamped: u64,
+}
+
+const MAX_NS: u64 = 100_000_000_000;
+
+impl Default for Distribution {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Distribution {
+    pub fn new() -> Self {
+        let mut hist =
+            Histogram::new_with_bounds(1, MAX_NS, 3).expect("static histogram bounds are valid");
+        hist.auto(false);
+        Distribution { hist, clamped: 0 }
+    }
+    pub fn record(&mut self, ns: u64) {
+        let v = if ns > MAX_NS {
+            self.clamped += 1;
+            MAX_NS
+        } else {
+            ns.max(1)
+        };
+        // Cannot fail: v is within the bounds the histogram was built with.
+        let _ = self.hist.record(v);
+    }
+    pub fn len(&self) -> u64 {
+        self.hist.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.hist.is_empty()
+    }
+    pub fn clear(&mut self) {
+        self.hist.reset();
+        self.clamped = 0;
+    }
+    pub fn merge(&mut self, other: &Distribution) {
+        let _ = self.hist.add(&other.hist);
+        self.clamped += other.clamped;
+    }
+    pub fn quantile_ns(&self, q: f64) -> u64 {
+        if self.hist.is_empty() {
+            0
+        } else {
+            self.hist.value_at_quantile(q)
+        }
+    }
+    pub fn summary(&self) -> Summary {
+        let us = |ns: u64| ns as f64 / 1000.0;
+        Summary {
+            count: self.hist.len(),
+            min_us: if self.hist.is_empty() {
+                0.0
+            } else {
+                us(self.hist.min())
+            },
+            mean_us: if self.hist.is_empty() {
+                0.0
+            } else {
+                self.hist.mean() / 1000.0
+            },
+            p50_us: us(self.quantile_ns(0.50)),
+            p99_us: us(self.quantile_ns(0.99)),
+            p999_us: us(self.quantile_ns(0.999)),
+            max_us: if self.hist.is_empty() {
+                0.0
+            } else {
+                us(self.hist.max())
+            },
+        }
+    }
+}
+
+/// A distribution in microseconds, for reports and JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub count: u64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    pub max_us: f64,
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs ({} samples)",
+            self.p50_us, self.p99_us, self.p999_us, self.max_us, self.count
+        )
+    }
+}
