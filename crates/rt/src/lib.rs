@@ -8,3 +8,17 @@
 //! - `wait`: the precise waiter: absolute-time sleep, then a short spin; or busy-poll.
 //! - `url`: `rtp://` destination and source URLs.
 //! - `udp`: UDP sockets for unicast and multicast, kernel receive timestamps, fan-out sends.
+//!
+//! Drivers:
+//! - `ring`: the pre-allocated packet ring between a producer and the pacing thread.
+//! - `sender`: one stream: producer thread → ring → real-time pacer → sockets; RTCP and status.
+//! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
+
+pub mod clock;
+pub mod receiver;
+pub mod ring;
+pub mod sender;
+pub mod thread;
+pub mod udp;
+pub mod url;
+pub mod wait;

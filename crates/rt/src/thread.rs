@@ -1,1 +1,478 @@
-//! see lib.rs
+//! Real-time scheduling for the calling thread, memory locking, timer slack and CPU pinning.
+//!
+//! Every call says what it got: [`make_current_thread_realtime`] never fails, it falls back and
+//! returns an [`RtGrant`] whose `description` tells the user what happened and what to do. The
+//! others return a [`ThreadError`] whose message names the cause and the remedy.
+//!
+//! # Which policy for a pacing thread
+//!
+//! [`RtPolicy::Auto`] tries SCHED_FIFO, then falls back to SCHED_OTHER. It does not try
+//! SCHED_DEADLINE, because only the caller knows an honest budget: a pacer that sleeps and then
+//! spins before every packet consumes CPU for the spin, and a SCHED_DEADLINE runtime smaller than
+//! (packets per period × (spin margin + send time)) makes the kernel throttle the thread in the
+//! middle of a period — a stall at every period rather than once a second. SCHED_DEADLINE also
+//! refuses a thread pinned to a subset of CPUs (EPERM), and its admission test may refuse a large
+//! budget (EBUSY). Request it with [`RtPolicy::Deadline`] when the budget is known.
+//!
+//! With SCHED_FIFO, mind RT throttling: with the default `sched_rt_runtime_us` of 950000 per
+//! 1000000, a FIFO thread that spins more than 95 % of a second is stopped for the rest of it
+//! (~50 ms). The pacer must leave the CPU between packets (sleep-then-spin with a margin well below
+//! the packet gap), or the administrator must write -1 to /proc/sys/kernel/sched_rt_runtime_us.
+//! [`rt_throttling`] reports the setting and the grant's description includes it.
+
+use std::fmt;
+use std::io;
+use std::time::Duration;
+
+/// `SCHED_RESET_ON_FORK`, or-ed into the policy: children of an RT thread start as SCHED_OTHER.
+const SCHED_RESET_ON_FORK: libc::c_int = 0x4000_0000;
+
+/// What to ask for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtPolicy {
+    /// SCHED_FIFO at [`RtPolicy::DEFAULT_FIFO_PRIORITY`], else SCHED_OTHER.
+    Auto,
+    /// SCHED_DEADLINE: `runtime` of CPU every `period`, to be received before `deadline` (relative
+    /// to the period start). Requires runtime ≤ deadline ≤ period and runtime ≥ 1.024 µs.
+    Deadline {
+        runtime: Duration,
+        deadline: Duration,
+        period: Duration,
+    },
+    /// SCHED_FIFO at this priority (1..=99); falls back to SCHED_OTHER if refused.
+    Fifo { priority: u8 },
+    /// Leave the thread under SCHED_OTHER (resets an RT policy set earlier).
+    Other,
+}
+
+impl RtPolicy {
+    /// High enough to preempt ordinary RT daemons and threaded IRQs (50), below the kernel's
+    /// watchdog and migration threads (99).
+    pub const DEFAULT_FIFO_PRIORITY: u8 = 80;
+}
+
+/// The scheduling policy a thread actually runs under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Granted {
+    Deadline {
+        runtime: Duration,
+        deadline: Duration,
+        period: Duration,
+    },
+    Fifo {
+        priority: u8,
+    },
+    Other,
+}
+
+/// The outcome of [`make_current_thread_realtime`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RtGrant {
+    pub granted: Granted,
+    /// For people: what was granted, what was refused and why, and the RT throttling setting.
+    pub description: String,
+}
+
+impl fmt::Display for RtGrant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.description)
+    }
+}
+
+/// Switches the calling thread to `policy`, falling back to SCHED_OTHER when refused.
+///
+/// RT policies are set with reset-on-fork, so threads and processes spawned from an RT thread start
+/// as SCHED_OTHER (SCHED_DEADLINE threads could not fork otherwise).
+pub fn make_current_thread_realtime(policy: RtPolicy) -> RtGrant {
+    let throttle = rt_throttling();
+    let (granted, mut description) = match policy {
+        RtPolicy::Other => match set_other() {
+            Ok(()) => (Granted::Other, "SCHED_OTHER (as requested)".to_string()),
+            Err(e) => (
+                Granted::Other,
+                format!("SCHED_OTHER: could not reset the policy: {e}"),
+            ),
+        },
+        RtPolicy::Auto => try_fifo(RtPolicy::DEFAULT_FIFO_PRIORITY),
+        RtPolicy::Fifo { priority } => try_fifo(priority),
+        RtPolicy::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => match set_deadline(runtime, deadline, period) {
+            Ok(()) => (
+                Granted::Deadline {
+                    runtime,
+                    deadline,
+                    period,
+                },
+                format!(
+                    "SCHED_DEADLINE runtime {runtime:?} deadline {deadline:?} period {period:?}"
+                ),
+            ),
+            Err(why) => (
+                Granted::Other,
+                format!("SCHED_OTHER: SCHED_DEADLINE refused ({why})"),
+            ),
+        },
+    };
+    if matches!(granted, Granted::Fifo { .. }) {
+        description.push_str("; ");
+        description.push_str(&throttle.to_string());
+    }
+    RtGrant {
+        granted,
+        description,
+    }
+}
+
+fn try_fifo(priority: u8) -> (Granted, String) {
+    let prio = priority.clamp(1, 99);
+    match set_fifo(prio) {
+        Ok(()) => (
+            Granted::Fifo { priority: prio },
+            format!("SCHED_FIFO priority {prio}"),
+        ),
+        Err(e) => (
+            Granted::Other,
+            format!(
+                "SCHED_OTHER: SCHED_FIFO refused ({})",
+                explain_sched_error(&e)
+            ),
+        ),
+    }
+}
+
+fn set_fifo(priority: u8) -> io::Result<()> {
+    let param = libc::sched_param {
+        sched_priority: priority as libc::c_int,
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO | SCHED_RESET_ON_FORK, &param) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn set_other() -> io::Result<()> {
+    let attr = sched_attr(libc::SCHED_OTHER as u32, 0, 0, 0);
+    sched_setattr(&attr)
+}
+
+fn set_deadline(runtime: Duration, deadline: Duration, period: Duration) -> Result<(), String> {
+    if runtime < Duration::from_nanos(1024) || runtime > deadline || deadline > period {
+        return Err(format!(
+            "invalid parameters runtime {runtime:?} deadline {deadline:?} period {period:?}: \
+             need 1.024 µs ≤ runtime ≤ deadline ≤ period"
+        ));
+    }
+    let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let mut attr = sched_attr(
+        libc::SCHED_DEADLINE as u32,
+        ns(runtime),
+        ns(deadline),
+        ns(period),
+    );
+    attr.sched_flags = libc::SCHED_FLAG_RESET_ON_FORK as u64;
+    sched_setattr(&attr).map_err(|e| match e.raw_os_error() {
+        Some(libc::EBUSY) => format!(
+            "EBUSY: admission control refused {:.1} % of a CPU; lower the runtime or raise the period",
+            ns(runtime) as f64 * 100.0 / ns(period) as f64
+        ),
+        Some(libc::EPERM) => "EPERM: needs root or CAP_SYS_NICE, and a thread not pinned to a \
+                              subset of CPUs (SCHED_DEADLINE refuses restricted affinity)"
+            .to_string(),
+        _ => explain_sched_error(&e),
+    })
+}
+
+fn sched_attr(policy: u32, runtime: u64, deadline: u64, period: u64) -> libc::sched_attr {
+    libc::sched_attr {
+        size: std::mem::size_of::<libc::sched_attr>() as u32,
+        sched_policy: policy,
+        sched_flags: 0,
+        sched_nice: 0,
+        sched_priority: 0,
+        sched_runtime: runtime,
+        sched_deadline: deadline,
+        sched_period: period,
+    }
+}
+
+/// `sched_setattr(2)` on the calling thread: glibc has no wrapper, so the raw syscall.
+fn sched_setattr(attr: &libc::sched_attr) -> io::Result<()> {
+    // SAFETY: pid 0 is the calling thread; `attr` is a valid sched_attr whose `size` field is its
+    // own size; flags 0.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_sched_setattr,
+            0,
+            attr as *const libc::sched_attr,
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+fn explain_sched_error(e: &io::Error) -> String {
+    match e.raw_os_error() {
+        Some(libc::EPERM) => "EPERM: run as root or grant CAP_SYS_NICE \
+                              (setcap cap_sys_nice+ep, or an RLIMIT_RTPRIO limit in limits.conf)"
+            .to_string(),
+        Some(libc::EINVAL) => "EINVAL: parameters out of range for this kernel".to_string(),
+        Some(libc::ENOSYS) => "ENOSYS: the kernel lacks this policy".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+/// The kernel's real-time throttling setting (/proc/sys/kernel/sched_rt_{runtime,period}_us).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtThrottling {
+    /// `None` when unreadable; `Some(-1)` when throttling is off.
+    pub runtime_us: Option<i64>,
+    pub period_us: Option<i64>,
+}
+
+impl RtThrottling {
+    /// Longest stall a thread that spins all the time may see once per period, if throttled.
+    pub fn stall_per_period(&self) -> Option<Duration> {
+        match (self.runtime_us, self.period_us) {
+            (Some(r), Some(p)) if r >= 0 && p > r => Some(Duration::from_micros((p - r) as u64)),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for RtThrottling {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.runtime_us, self.period_us) {
+            (Some(-1), _) => f.write_str("RT throttling off (sched_rt_runtime_us = -1)"),
+            (Some(r), Some(p)) => match self.stall_per_period() {
+                Some(stall) => write!(
+                    f,
+                    "RT throttling on ({r}/{p} µs): a thread spinning without a break is stopped \
+                     {:.0} ms each {:.0} ms; leave the CPU between packets, or write -1 to \
+                     /proc/sys/kernel/sched_rt_runtime_us",
+                    stall.as_secs_f64() * 1e3,
+                    p as f64 / 1e3
+                ),
+                None => write!(f, "RT throttling {r}/{p} µs (no stall)"),
+            },
+            _ => f.write_str("RT throttling setting unknown (/proc/sys/kernel unreadable)"),
+        }
+    }
+}
+
+/// Reads the RT throttling setting.
+pub fn rt_throttling() -> RtThrottling {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+    };
+    RtThrottling {
+        runtime_us: read("/proc/sys/kernel/sched_rt_runtime_us"),
+        period_us: read("/proc/sys/kernel/sched_rt_period_us"),
+    }
+}
+
+/// Why a thread or process setting could not be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ThreadError {
+    #[error("cannot lock memory (mlockall): {0}; run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK (ulimit -l unlimited)")]
+    LockMemory(io::Error),
+    #[error("cannot set timer slack to {ns} ns (prctl PR_SET_TIMERSLACK): {source}")]
+    TimerSlack { ns: u64, source: io::Error },
+    #[error("cannot pin to CPU {cpu}: {reason}")]
+    Pin { cpu: usize, reason: String },
+}
+
+/// Locks the process's current and future pages in RAM (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so
+/// the pacing thread never waits for a page fault. Applies to the whole process.
+pub fn lock_memory() -> Result<(), ThreadError> {
+    // SAFETY: mlockall takes flags only.
+    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(ThreadError::LockMemory(io::Error::last_os_error()))
+    }
+}
+
+/// Sets the calling thread's timer slack (default 50 µs, which delays every ordinary sleep).
+/// 1 ns is the smallest: 0 would mean "reset to the default".
+pub fn set_timer_slack_ns(ns: u64) -> Result<(), ThreadError> {
+    // SAFETY: PR_SET_TIMERSLACK takes an unsigned long; the rest are ignored.
+    let r = unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(ThreadError::TimerSlack {
+            ns,
+            source: io::Error::last_os_error(),
+        })
+    }
+}
+
+/// The calling thread's timer slack in nanoseconds.
+pub fn timer_slack_ns() -> u64 {
+    // SAFETY: PR_GET_TIMERSLACK takes no arguments and returns the slack.
+    unsafe { libc::prctl(libc::PR_GET_TIMERSLACK, 0, 0, 0, 0) as u64 }
+}
+
+/// Pins the calling thread to one CPU. Do this before asking for SCHED_FIFO; SCHED_DEADLINE
+/// refuses pinned threads.
+pub fn pin_to_cpu(cpu: usize) -> Result<(), ThreadError> {
+    let online = online_cpus();
+    if cpu >= libc::CPU_SETSIZE as usize || cpu >= online {
+        return Err(ThreadError::Pin {
+            cpu,
+            reason: format!("this machine has CPUs 0..={}", online.saturating_sub(1)),
+        });
+    }
+    // SAFETY: cpu_set_t is plain data; CPU_SET is in range (checked above); pid 0 is this thread.
+    let r = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if r == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    let reason = match e.raw_os_error() {
+        Some(libc::EBUSY) | Some(libc::EPERM) => format!(
+            "{e}; a SCHED_DEADLINE thread cannot be pinned (pin first, then use SCHED_FIFO)"
+        ),
+        Some(libc::EINVAL) => format!("{e}; the CPU is offline or outside this cpuset"),
+        _ => e.to_string(),
+    };
+    Err(ThreadError::Pin { cpu, reason })
+}
+
+/// Number of online CPUs (at least 1).
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf takes a constant name.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    n.max(1) as usize
+}
+
+/// The calling thread's current policy as reported by the kernel (e.g. `libc::SCHED_FIFO`),
+/// without the reset-on-fork bit.
+pub fn current_policy() -> libc::c_int {
+    // SAFETY: pid 0 is the calling thread.
+    unsafe { libc::sched_getscheduler(0) & !SCHED_RESET_ON_FORK }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` in a fresh thread that exits afterwards, so no RT policy leaks into the test runner.
+    fn in_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(f).join().expect("test thread panicked")
+    }
+
+    fn is_root() -> bool {
+        // SAFETY: geteuid has no preconditions.
+        unsafe { libc::geteuid() == 0 }
+    }
+
+    #[test]
+    fn fifo_is_granted_or_explained() {
+        let (g, pol) = in_thread(|| {
+            let g = make_current_thread_realtime(RtPolicy::Fifo { priority: 10 });
+            (g, current_policy())
+        });
+        match g.granted {
+            Granted::Fifo { priority } => {
+                assert_eq!(priority, 10);
+                assert_eq!(pol, libc::SCHED_FIFO);
+                assert!(g.description.starts_with("SCHED_FIFO priority 10"), "{g}");
+            }
+            Granted::Other => {
+                assert!(!is_root(), "root was refused: {g}");
+                assert!(g.description.contains("refused"), "{g}");
+            }
+            Granted::Deadline { .. } => panic!("asked for FIFO, got {g}"),
+        }
+    }
+
+    #[test]
+    fn deadline_is_granted_or_explained_and_reset() {
+        let (g, pol, after) = in_thread(|| {
+            let g = make_current_thread_realtime(RtPolicy::Deadline {
+                runtime: Duration::from_micros(100),
+                deadline: Duration::from_millis(1),
+                period: Duration::from_millis(1),
+            });
+            let pol = current_policy();
+            let back = make_current_thread_realtime(RtPolicy::Other);
+            (g, pol, (back.granted, current_policy()))
+        });
+        if is_root() {
+            assert!(matches!(g.granted, Granted::Deadline { .. }), "{g}");
+            assert_eq!(pol, libc::SCHED_DEADLINE);
+        } else {
+            assert!(g.description.contains("refused"), "{g}");
+        }
+        assert_eq!(after, (Granted::Other, libc::SCHED_OTHER));
+    }
+
+    #[test]
+    fn deadline_rejects_bad_parameters_without_a_syscall() {
+        let g = make_current_thread_realtime(RtPolicy::Deadline {
+            runtime: Duration::from_millis(2),
+            deadline: Duration::from_millis(1),
+            period: Duration::from_millis(1),
+        });
+        assert_eq!(g.granted, Granted::Other);
+        assert!(g.description.contains("invalid parameters"), "{g}");
+    }
+
+    #[test]
+    fn timer_slack_and_pinning() {
+        let (slack, pinned, bad) = in_thread(|| {
+            set_timer_slack_ns(1).unwrap();
+            (timer_slack_ns(), pin_to_cpu(0).is_ok(), pin_to_cpu(100_000))
+        });
+        assert_eq!(slack, 1);
+        assert!(pinned);
+        let msg = bad.unwrap_err().to_string();
+        assert!(msg.contains("CPUs 0..="), "{msg}");
+    }
+
+    #[test]
+    fn memory_locks_or_explains() {
+        match lock_memory() {
+            // SAFETY: munlockall takes no arguments; undoes the lock for the rest of the tests.
+            Ok(()) => assert_eq!(unsafe { libc::munlockall() }, 0),
+            Err(e) => {
+                assert!(!is_root(), "root could not lock memory: {e}");
+                assert!(e.to_string().contains("CAP_IPC_LOCK"));
+            }
+        }
+    }
+
+    #[test]
+    fn throttling_is_described() {
+        let t = RtThrottling {
+            runtime_us: Some(950_000),
+            period_us: Some(1_000_000),
+        };
+        assert_eq!(t.stall_per_period(), Some(Duration::from_millis(50)));
+        assert!(t.to_string().contains("stopped 50 ms each 1000 ms"), "{t}");
+        let off = RtThrottling {
+            runtime_us: Some(-1),
+            period_us: Some(1_000_000),
+        };
+        assert!(off.to_string().contains("off"));
+        let _ = rt_throttling().to_string();
+    }
+}

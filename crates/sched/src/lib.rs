@@ -1,1 +1,11 @@
-//! placeholder
+//! Scheduling of sends: when each packet should leave, and what happens when it cannot.
+//!
+//! - [`pacing`]: the pacing model of one stream: release time → target send time, lateness
+//!   accounting, and the stall policy (never catch up with a burst unless asked to).
+//!
+//! Deadline scheduling of many streams (EDF, deadline-monotonic) and admission control will live
+//! beside it.
+
+pub mod pacing;
+
+pub use pacing::{PacingConfig, PacingModel, PacingStats, StallPolicy};

@@ -6,10 +6,12 @@
 //! valid RTP or RTCP is counted in [`Counters`] and dropped, never a panic.
 
 mod source;
+mod summary;
 #[cfg(test)]
 mod tests;
 
 pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
+pub use summary::{ReceiverSummary, SourceSummary};
 
 use crate::interval::{rtcp_interval, IntervalInputs};
 use metronome_time::{MediaClock, NtpTime, Timestamp};

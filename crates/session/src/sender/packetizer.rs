@@ -43,6 +43,8 @@ pub struct RtpOut {
     pub release: Timestamp,
     pub seq: u16,
     pub rtp_ts: u32,
+    /// Payload octets (for the sender report's octet count, RFC 3550 §6.4.1).
+    pub payload_len: usize,
 }
 
 /// Groups TS packets into RTP packets. No allocation after construction.
@@ -119,7 +121,8 @@ impl Mp2tPacketizer {
             ssrc: self.cfg.ssrc,
             marker: false,
         };
-        let payload = &self.pending[..self.n_pending * TS_PACKET_LEN];
+        let payload_len = self.n_pending * TS_PACKET_LEN;
+        let payload = &self.pending[..payload_len];
         let len = rtp::write_packet(out, &hdr, self.cfg.send_time_ext, payload)?;
         self.n_pending = 0;
         let seq = self.seq;
@@ -129,6 +132,7 @@ impl Mp2tPacketizer {
             release,
             seq,
             rtp_ts,
+            payload_len,
         })
     }
 }

@@ -1,0 +1,201 @@
+//! What a link does to packets: plain data, so a scenario file can map onto it.
+//!
+//! The knobs follow Linux netem's (tc-netem(8): `rate`, `delay`/jitter, `loss random`,
+//! `loss gemodel`, `reorder`, `duplicate`, `limit`) where the meaning is the same; where ours
+//! differs, the field says how.
+
+use std::time::Duration;
+
+/// Configuration of one direction of a link.
+///
+/// `Default` is an ideal link: infinite rate, no delay, no impairments, no queue limit.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkConfig {
+    /// Serialization rate in bit/s; `None` is infinite (a packet leaves the moment it is sent).
+    pub rate_bps: Option<u64>,
+    /// Propagation delay, added to every packet after serialization.
+    pub delay: Duration,
+    /// Extra delay drawn uniformly from `[0, jitter]` per packet. Order-preserving: a packet never
+    /// arrives before the packet sent before it (unless that one was picked for reordering). Unlike
+    /// netem, whose jitter is centred on `delay` (`delay ± jitter`, tc-netem(8)) and can reorder
+    /// packets (its `tfifo` sorts by time to send); ours only adds, and keeps order.
+    pub jitter: Duration,
+    /// Which packets are lost on the link, decided per packet from the seeded RNG.
+    pub loss: LossModel,
+    /// Probability that a packet is held back `reorder_delay` extra, so later packets overtake it.
+    /// netem does the opposite (a picked packet skips the delay and overtakes the ones before it);
+    /// both reorder, ours keeps `delay` a lower bound for every packet.
+    pub reorder: f64,
+    /// Extra delay of a packet picked for reordering.
+    pub reorder_delay: Duration,
+    /// Probability that a delivered packet arrives twice (the copy right after the original).
+    pub duplicate: f64,
+    /// Drop-tail limit, in bytes, of the queue in front of the rate limiter. `None` is unbounded.
+    /// Has no effect without a rate (nothing ever waits).
+    pub queue_limit_bytes: Option<usize>,
+}
+
+impl Default for LinkConfig {
+    fn default() -> Self {
+        LinkConfig {
+            rate_bps: None,
+            delay: Duration::ZERO,
+            jitter: Duration::ZERO,
+            loss: LossModel::None,
+            reorder: 0.0,
+            reorder_delay: Duration::ZERO,
+            duplicate: 0.0,
+            queue_limit_bytes: None,
+        }
+    }
+}
+
+/// How a link loses packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum LossModel {
+    /// No random loss.
+    #[default]
+    None,
+    /// Each packet is lost independently with this probability (netem `loss random P`).
+    Bernoulli(f64),
+    /// The two-state Gilbert-Elliott channel (Gilbert 1960, Elliott 1963), as netem's `loss gemodel
+    /// p r 1-h 1-k` (Salsano et al., "Definition of a general and intuitive loss model for packet
+    /// networks and its implementation in the Netem module in the Linux kernel", 2012).
+    GilbertElliott {
+        /// Per-packet probability of moving from the good to the bad state (netem `p`).
+        p_good_to_bad: f64,
+        /// Per-packet probability of moving from the bad to the good state (netem `r`).
+        p_bad_to_good: f64,
+        /// Loss probability in the good state (netem `1-k`).
+        loss_in_good: f64,
+        /// Loss probability in the bad state (netem `1-h`).
+        loss_in_bad: f64,
+    },
+}
+
+impl LossModel {
+    /// The simple Gilbert model: nothing is lost in the good state, everything in the bad state.
+    /// Loss bursts then have a mean length of `1 / p_bad_to_good` packets.
+    pub fn simple_gilbert(p_good_to_bad: f64, p_bad_to_good: f64) -> Self {
+        LossModel::GilbertElliott {
+            p_good_to_bad,
+            p_bad_to_good,
+            loss_in_good: 0.0,
+            loss_in_bad: 1.0,
+        }
+    }
+
+    /// The long-run fraction of packets lost.
+    ///
+    /// For Gilbert-Elliott this is the stationary mean `π_G·(1-k) + π_B·(1-h)` with
+    /// `π_B = p / (p + r)` and `π_G = r / (p + r)`. A chain that never moves (`p + r = 0`) stays in
+    /// the good state it starts in.
+    pub fn mean_loss(&self) -> f64 {
+        match *self {
+            LossModel::None => 0.0,
+            LossModel::Bernoulli(p) => p,
+            LossModel::GilbertElliott {
+                p_good_to_bad: p,
+                p_bad_to_good: r,
+                loss_in_good,
+                loss_in_bad,
+            } => {
+                if p + r <= 0.0 {
+                    return loss_in_good;
+                }
+                (r * loss_in_good + p * loss_in_bad) / (p + r)
+            }
+        }
+    }
+
+    fn probabilities(&self) -> Vec<(&'static str, f64)> {
+        match *self {
+            LossModel::None => Vec::new(),
+            LossModel::Bernoulli(p) => vec![("loss", p)],
+            LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_in_good,
+                loss_in_bad,
+            } => vec![
+                ("loss.p_good_to_bad", p_good_to_bad),
+                ("loss.p_bad_to_good", p_bad_to_good),
+                ("loss.loss_in_good", loss_in_good),
+                ("loss.loss_in_bad", loss_in_bad),
+            ],
+        }
+    }
+}
+
+/// A [`LinkConfig`] that makes no sense. [`Link`](crate::Link) still runs with one (probabilities
+/// outside `[0, 1]` act as "never" or "always", a zero rate never transmits), so check scenarios
+/// with [`LinkConfig::validate`] before running them.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("link rate is 0 bit/s: no packet would ever leave; use a positive rate, or none for an infinite one")]
+    ZeroRate,
+    #[error("link {field} = {value} is not a probability; use a value in [0, 1]")]
+    NotAProbability { field: &'static str, value: f64 },
+}
+
+impl LinkConfig {
+    /// Checks that the rate is positive and every probability lies in `[0, 1]`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.rate_bps == Some(0) {
+            return Err(ConfigError::ZeroRate);
+        }
+        let mut probs = vec![("reorder", self.reorder), ("duplicate", self.duplicate)];
+        probs.extend(self.loss.probabilities());
+        for (field, value) in probs {
+            if !(0.0..=1.0).contains(&value) {
+                return Err(ConfigError::NotAProbability { field, value });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gilbert_elliott_mean_loss_by_hand() {
+        // π_B = 0.01 / 0.11 = 1/11, π_G = 10/11: mean = (10·0.001 + 1·0.5) / 11 = 0.51 / 11.
+        let m = LossModel::GilbertElliott {
+            p_good_to_bad: 0.01,
+            p_bad_to_good: 0.1,
+            loss_in_good: 0.001,
+            loss_in_bad: 0.5,
+        };
+        assert!((m.mean_loss() - 0.51 / 11.0).abs() < 1e-12);
+        assert!((LossModel::simple_gilbert(0.1, 0.3).mean_loss() - 0.25).abs() < 1e-12);
+        assert_eq!(LossModel::simple_gilbert(0.0, 0.0).mean_loss(), 0.0);
+    }
+
+    #[test]
+    fn validate_names_the_bad_field() {
+        assert_eq!(LinkConfig::default().validate(), Ok(()));
+        let zero = LinkConfig {
+            rate_bps: Some(0),
+            ..LinkConfig::default()
+        };
+        assert_eq!(zero.validate(), Err(ConfigError::ZeroRate));
+        let bad = LinkConfig {
+            loss: LossModel::simple_gilbert(0.1, 1.5),
+            ..LinkConfig::default()
+        };
+        assert_eq!(
+            bad.validate(),
+            Err(ConfigError::NotAProbability {
+                field: "loss.p_bad_to_good",
+                value: 1.5
+            })
+        );
+        let nan = LinkConfig {
+            duplicate: f64::NAN,
+            ..LinkConfig::default()
+        };
+        assert!(nan.validate().is_err());
+    }
+}

@@ -1,0 +1,296 @@
+//! The receiving driver: kernel-timestamped RTP in, receiver reports out, and optional per-packet
+//! trace and MPEG-TS capture. One thread, polling the RTP and RTCP sockets.
+
+use crate::clock::Clock;
+use crate::udp::{self, RtcpSocket, SocketOptions, UdpError, UdpReceiver};
+use crate::url::RtpUrl;
+use metronome_session::receiver::{PacketRecord, ReceiverConfig, ReceiverSession, ReceiverSummary};
+use metronome_time::{NtpTime, Timestamp};
+use serde::Serialize;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct ReceiverRunConfig {
+    pub source: RtpUrl,
+    pub session: ReceiverConfig,
+    pub duration: Option<Duration>,
+    /// Stop after this many RTP packets have been accepted.
+    pub packets: Option<u64>,
+    /// Per-packet CSV trace.
+    pub trace: Option<PathBuf>,
+    /// Where to save the received payload (MPEG-TS for RTP/MP2T).
+    pub output: Option<PathBuf>,
+    pub socket: SocketOptions,
+    pub status_every: Duration,
+}
+
+impl ReceiverRunConfig {
+    pub fn new(source: RtpUrl) -> Self {
+        ReceiverRunConfig {
+            source,
+            session: ReceiverConfig::default(),
+            duration: None,
+            packets: None,
+            trace: None,
+            output: None,
+            socket: SocketOptions {
+                buffer_bytes: 8 << 20,
+                read_timeout: None,
+            },
+            status_every: Duration::from_millis(500),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RecvError {
+    #[error(transparent)]
+    Udp(#[from] UdpError),
+    #[error("cannot write '{path}': {source}. Check that the directory exists and is writable")]
+    File {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("receiving on {0}: {1}")]
+    Io(String, std::io::Error),
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReceiverOutcome {
+    pub source: String,
+    pub ended_by: &'static str,
+    pub duration_s: f64,
+    /// Whether every datagram carried a kernel receive timestamp (SO_TIMESTAMPNS).
+    pub kernel_timestamps: bool,
+    pub datagrams_without_kernel_timestamp: u64,
+    pub receive_buffer_bytes: usize,
+    /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL).
+    pub socket_overflows: u64,
+    pub truncated_datagrams: u64,
+    #[serde(flatten)]
+    pub receiver: ReceiverSummary,
+}
+
+struct Outputs {
+    trace: Option<(String, BufWriter<File>)>,
+    output: Option<(String, BufWriter<File>)>,
+}
+
+fn create(path: &Option<PathBuf>) -> Result<Option<(String, BufWriter<File>)>, RecvError> {
+    let Some(p) = path else { return Ok(None) };
+    let name = p.display().to_string();
+    let f = File::create(p).map_err(|source| RecvError::File {
+        path: name.clone(),
+        source,
+    })?;
+    Ok(Some((name, BufWriter::with_capacity(1 << 20, f))))
+}
+
+fn write_err(path: &str, source: std::io::Error) -> RecvError {
+    RecvError::File {
+        path: path.to_string(),
+        source,
+    }
+}
+
+/// Receives until `cfg.duration` or `cfg.packets` is reached, or `stop` is set.
+pub fn run_receiver(
+    cfg: ReceiverRunConfig,
+    stop: &AtomicBool,
+    mut on_status: impl FnMut(&ReceiverSession),
+) -> Result<ReceiverOutcome, RecvError> {
+    let rtp = UdpReceiver::open(&cfg.source, &cfg.socket)?;
+    let rtcp_opts = SocketOptions {
+        buffer_bytes: 256 << 10,
+        read_timeout: None,
+    };
+    let mut rtcp = RtcpSocket::open_for_receiver(&cfg.source, &rtcp_opts)?;
+    let nb = |r: std::io::Result<()>| r.map_err(|e| RecvError::Io(cfg.source.to_string(), e));
+    nb(rtp.socket().set_nonblocking(true))?;
+    nb(rtcp.socket().set_nonblocking(true))?;
+    let mut out = Outputs {
+        trace: create(&cfg.trace)?,
+        output: create(&cfg.output)?,
+    };
+    if let Some((p, w)) = &mut out.trace {
+        writeln!(w, "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns")
+            .map_err(|e| write_err(p, e))?;
+    }
+    let clock = Clock::new();
+    let mut session = ReceiverSession::new(cfg.session.clone());
+    let start = clock.now();
+    let mut next_status = start + cfg.status_every;
+    let mut buf = vec![0u8; 65_536];
+    let mut without_ts = 0u64;
+    let mut overflows = 0u64;
+    let mut truncated = 0u64;
+    let ended_by = loop {
+        let now = clock.now();
+        if stop.load(Ordering::Relaxed) {
+            break "stopped";
+        }
+        if cfg
+            .duration
+            .is_some_and(|d| now.saturating_since(start) >= d)
+        {
+            break "duration";
+        }
+        if cfg
+            .packets
+            .is_some_and(|n| session.counters().rtp_packets >= n)
+        {
+            break "packet count";
+        }
+        if let Some(n) = session.poll_transmit(now, &mut buf) {
+            send_report(&rtcp, &buf[..n]);
+        }
+        if now >= next_status {
+            next_status = now + cfg.status_every;
+            on_status(&session);
+        }
+        let mut wake = next_status.min(start + cfg.duration.unwrap_or(Duration::from_secs(86_400)));
+        if let Some((t, _)) = session.poll_timeout() {
+            wake = wake.min(t);
+        }
+        let timeout = wake.saturating_since(now).min(Duration::from_millis(100));
+        poll2(rtp.socket().as_raw_fd(), rtcp.socket().as_raw_fd(), timeout);
+
+        // RTP: drain what is queued.
+        loop {
+            let meta = match rtp.recv(&mut buf) {
+                Ok(m) => m,
+                Err(e) if udp::is_timeout(&e) => break,
+                Err(e) => return Err(RecvError::Io(cfg.source.to_string(), e)),
+            };
+            let (arrival, wall) = match meta.kernel_rx_realtime_ns {
+                Some(ns) => (
+                    clock.timestamp_from_realtime_ns(ns),
+                    NtpTime::from_unix_nanos(ns),
+                ),
+                None => {
+                    without_ts += 1;
+                    (clock.now(), clock.wall())
+                }
+            };
+            if let Some(d) = meta.dropped_total {
+                overflows = d as u64;
+            }
+            truncated += meta.truncated as u64;
+            let data = &buf[..meta.len];
+            let rec = session.handle_rtp(arrival, Some(wall), data);
+            record(&mut out, arrival, data, &rec)?;
+            if cfg
+                .packets
+                .is_some_and(|n| session.counters().rtp_packets >= n)
+            {
+                break;
+            }
+        }
+        // RTCP: sender reports; their source is where our reports go (unicast).
+        while let Ok(meta) = rtcp.recv(&mut buf) {
+            if !cfg.source.is_multicast() && rtcp.peer().is_none() {
+                rtcp.set_peer(meta.src);
+            }
+            session.handle_rtcp(clock.now(), &buf[..meta.len]);
+        }
+        while session.poll_event().is_some() {}
+    };
+    let end = clock.now();
+    if let Some(n) = session.bye(end, &mut buf) {
+        send_report(&rtcp, &buf[..n]);
+    }
+    for (p, w) in [&mut out.trace, &mut out.output].into_iter().flatten() {
+        w.flush().map_err(|e| write_err(p, e))?;
+    }
+    on_status(&session);
+    Ok(ReceiverOutcome {
+        source: cfg.source.to_string(),
+        ended_by,
+        duration_s: end.saturating_since(start).as_secs_f64(),
+        kernel_timestamps: without_ts == 0 && session.counters().datagrams > 0,
+        datagrams_without_kernel_timestamp: without_ts,
+        receive_buffer_bytes: rtp.recv_buffer(),
+        socket_overflows: overflows,
+        truncated_datagrams: truncated,
+        receiver: session.summary(),
+    })
+}
+
+fn send_report(rtcp: &RtcpSocket, report: &[u8]) {
+    // Before a unicast sender has been heard there is nowhere to send; the next report goes.
+    if rtcp.peer().is_some() {
+        let _ = rtcp.send(report);
+    }
+}
+
+fn record(
+    out: &mut Outputs,
+    arrival: Timestamp,
+    data: &[u8],
+    rec: &Result<PacketRecord, metronome_session::receiver::Dropped>,
+) -> Result<(), RecvError> {
+    if let Some((p, w)) = &mut out.trace {
+        let r = match rec {
+            Ok(r) => writeln!(
+                w,
+                "{},{:08x},{},{},{},{},{:?},{},{:.4},{},{}",
+                arrival.as_nanos(),
+                r.ssrc,
+                r.seq,
+                r.ext_seq,
+                r.rtp_ts,
+                r.size,
+                r.verdict,
+                r.transit_ticks,
+                r.jitter_ticks,
+                r.interarrival_ns.map(|v| v.to_string()).unwrap_or_default(),
+                r.one_way_delay_ns
+                    .map(|v| v.to_string())
+                    .unwrap_or_default(),
+            ),
+            Err(d) => writeln!(
+                w,
+                "{},,,,,{},\"dropped: {:?}\",,,,",
+                arrival.as_nanos(),
+                data.len(),
+                d
+            ),
+        };
+        r.map_err(|e| write_err(p, e))?;
+    }
+    if let (Some((p, w)), Ok(r)) = (&mut out.output, rec) {
+        use metronome_session::receiver::SeqVerdict::*;
+        if matches!(r.verdict, InOrder | Reordered | Resync) {
+            w.write_all(&data[r.payload.clone()])
+                .map_err(|e| write_err(p, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// Waits until either descriptor is readable, or `timeout`.
+fn poll2(a: i32, b: i32, timeout: Duration) {
+    let mut fds = [
+        libc::pollfd {
+            fd: a,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: b,
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    let ms = timeout.as_millis().clamp(0, 1000) as i32;
+    // SAFETY: `fds` is a valid array of two pollfd structs for the duration of the call.
+    unsafe {
+        libc::poll(fds.as_mut_ptr(), 2, ms);
+    }
+}

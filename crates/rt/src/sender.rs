@@ -1,0 +1,480 @@
+//! The sending driver: one stream from a [`TsSource`] to one or more RTP destinations.
+//!
+//! Three threads, as DESIGN.md's real-time path asks:
+//! - the producer (an ordinary thread) reads the source, packetizes, and fills the ring ahead
+//!   of the release times;
+//! - the pacer (a real-time thread) takes the next packet, waits for its release time, stamps
+//!   the send time, sends it to every destination and records its own lateness;
+//! - the calling thread runs RTCP: sender reports out, receiver reports in, status.
+
+use crate::clock::Clock;
+use crate::ring::PacketRing;
+use crate::thread::{self, RtPolicy};
+use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
+use crate::url::RtpUrl;
+use crate::wait::{WaitMode, Waiter};
+use metronome_media::{MediaError, TsSource};
+use metronome_sched::{PacingConfig, PacingModel, PacingStats};
+use metronome_session::sender::{
+    Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReports, SenderReportsConfig,
+};
+use metronome_time::MediaClock;
+use metronome_wire::rtp::{patch_send_time, SEND_TIME_EXT_LEN};
+use serde::Serialize;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    pub destinations: Vec<RtpUrl>,
+    pub ssrc: u32,
+    pub cname: String,
+    /// Stamp each packet's send time in an RFC 8285 header extension (for one-way delay).
+    pub send_time_ext: bool,
+    /// Ring slots between producer and pacer (the paper: 1024).
+    pub ring_slots: usize,
+    pub pacer: PacerKind,
+    pub rt_policy: RtPolicy,
+    pub wait_mode: WaitMode,
+    pub pacing: PacingConfig,
+    pub pacer_cpu: Option<usize>,
+    pub lock_memory: bool,
+    /// Stop after this long; `None` runs until the source ends or `stop` is set.
+    pub duration: Option<Duration>,
+    pub rtcp_min_interval: Duration,
+    /// Head start of the producer before the first release time.
+    pub preroll: Duration,
+    pub socket: SocketOptions,
+    pub seed: u64,
+}
+
+impl SenderConfig {
+    pub fn new(destinations: Vec<RtpUrl>, ssrc: u32, seed: u64) -> Self {
+        SenderConfig {
+            destinations,
+            ssrc,
+            cname: format!("metronome-{ssrc:08x}@{}", hostname()),
+            send_time_ext: false,
+            ring_slots: 1024,
+            pacer: PacerKind::Realtime,
+            rt_policy: RtPolicy::Auto,
+            wait_mode: WaitMode::SleepSpin,
+            pacing: PacingConfig::default(),
+            pacer_cpu: None,
+            lock_memory: true,
+            duration: None,
+            rtcp_min_interval: Duration::from_secs(1),
+            preroll: Duration::from_millis(200),
+            socket: SocketOptions::default(),
+            seed,
+        }
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
+}
+
+/// How the pacing thread waits for each release time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum PacerKind {
+    /// Real-time policy, locked memory, 1 ns timer slack, absolute sleep then spin (or busy-poll).
+    Realtime,
+    /// The baseline: an ordinary thread that sleeps for the time left before each packet with
+    /// `std::thread::sleep`, as a plain timer-driven sender does.
+    PlainSleep,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SendError {
+    #[error(transparent)]
+    Udp(#[from] UdpError),
+    #[error("source: {0}")]
+    Media(#[from] MediaError),
+    #[error("no destination given: add one, for example rtp://127.0.0.1:5004")]
+    NoDestination,
+    #[error("could not start the {0} thread: {1}")]
+    Thread(&'static str, std::io::Error),
+}
+
+/// Counters the pacer publishes for the RTCP thread and the status line.
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    producer_done: AtomicBool,
+    pacer_done: AtomicBool,
+    packets: AtomicU64,
+    payload_octets: AtomicU64,
+    bytes: AtomicU64,
+    send_errors: AtomicU64,
+    underruns: AtomicU64,
+    max_late_ns: AtomicU64,
+}
+
+/// A status snapshot, about once a second.
+#[derive(Clone, Debug)]
+pub struct SenderStatus {
+    pub elapsed: Duration,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Worst lateness since the previous status.
+    pub max_late_us: f64,
+    pub ring_occupancy: usize,
+    pub receivers: Vec<ReceiverView>,
+}
+
+/// What a finished run measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct SenderOutcome {
+    pub source: String,
+    pub destinations: Vec<String>,
+    pub realtime: String,
+    pub memory_locked: String,
+    pub wait_mode: String,
+    pub ended_by: &'static str,
+    pub duration_s: f64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub bitrate_bps: f64,
+    pub send_errors: u64,
+    pub underruns: u64,
+    pub ring_slots: usize,
+    pub pacing: PacingStats,
+    pub final_spin_margin_us: f64,
+    /// CPU time the pacing thread used, as a share of one core over the run.
+    pub pacer_cpu_percent: f64,
+    pub receivers: Vec<ReceiverView>,
+}
+
+struct PacerResult {
+    pacing: PacingModel,
+    grant: String,
+    memory: String,
+    margin_ns: u64,
+    cpu_s: f64,
+}
+
+/// Runs one stream until the source ends, `cfg.duration` passes, or `stop` is set.
+pub fn run_sender(
+    mut source: Box<dyn TsSource>,
+    cfg: SenderConfig,
+    stop: Arc<AtomicBool>,
+    mut on_status: impl FnMut(&SenderStatus),
+) -> Result<SenderOutcome, SendError> {
+    if cfg.destinations.is_empty() {
+        return Err(SendError::NoDestination);
+    }
+    let senders = cfg
+        .destinations
+        .iter()
+        .map(|d| UdpSender::open(d, &cfg.socket))
+        .collect::<Result<Vec<_>, _>>()?;
+    let rtcp_opts = SocketOptions {
+        buffer_bytes: 256 << 10,
+        read_timeout: Some(Duration::from_millis(5)),
+    };
+    let rtcp = cfg
+        .destinations
+        .iter()
+        .map(|d| RtcpSocket::open_for_sender(d, &rtcp_opts))
+        .collect::<Result<Vec<_>, _>>()?;
+    let description = source.describe();
+    // The session bandwidth for the RTCP interval (RFC 3550 §6.2).
+    let session_bw_bps = source.nominal_bitrate().unwrap_or(5_000_000);
+    let clock = Arc::new(Clock::new());
+    let epoch = clock.now() + cfg.preroll;
+    let rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
+    let pcfg = PacketizerConfig {
+        send_time_ext: cfg.send_time_ext,
+        ..PacketizerConfig::mp2t(cfg.ssrc, (cfg.seed >> 32) as u16, rtp_ts_base)
+    };
+    let mut packetizer = Mp2tPacketizer::new(pcfg, epoch);
+    let ring = Arc::new(PacketRing::new(
+        cfg.ring_slots,
+        1316 + 12 + SEND_TIME_EXT_LEN,
+    ));
+    let shared = Arc::new(Shared::default());
+
+    let producer = {
+        let (ring, shared) = (ring.clone(), shared.clone());
+        std::thread::Builder::new()
+            .name("metronome-producer".into())
+            .spawn(move || {
+                let r = produce(&mut *source, &mut packetizer, &ring, &shared);
+                shared.producer_done.store(true, Ordering::Release);
+                r
+            })
+            .map_err(|e| SendError::Thread("producer", e))?
+    };
+    let pacer = {
+        let (ring, shared, clock, cfg) = (ring.clone(), shared.clone(), clock.clone(), cfg.clone());
+        std::thread::Builder::new()
+            .name("metronome-pacer".into())
+            .spawn(move || {
+                let r = pace(&ring, &senders, &clock, &cfg, &shared);
+                shared.pacer_done.store(true, Ordering::Release);
+                r
+            })
+            .map_err(|e| SendError::Thread("pacer", e))?
+    };
+
+    let mut reports = SenderReports::new(
+        SenderReportsConfig {
+            ssrc: cfg.ssrc,
+            cname: cfg.cname.clone(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base,
+            session_bw_bps,
+            rtcp_min_interval: cfg.rtcp_min_interval,
+            max_receivers: 256,
+            seed: cfg.seed ^ 0x5352,
+        },
+        epoch,
+    );
+    let start = clock.now();
+    let mut next_status = start + Duration::from_secs(1);
+    let mut buf = [0u8; 1500];
+    let ended_by = loop {
+        let now = clock.now();
+        if stop.load(Ordering::Relaxed) {
+            break "stopped";
+        }
+        if cfg
+            .duration
+            .is_some_and(|d| now.saturating_since(start) >= d)
+        {
+            break "duration";
+        }
+        if shared.pacer_done.load(Ordering::Acquire) {
+            break "end of input";
+        }
+        reports.record_sent(
+            shared.packets.load(Ordering::Relaxed),
+            shared.payload_octets.load(Ordering::Relaxed),
+        );
+        if let Some(n) = reports.poll_transmit(now, clock.wall(), &mut buf) {
+            for s in &rtcp {
+                let _ = s.send(&buf[..n]);
+            }
+        }
+        wait_readable(&rtcp, Duration::from_millis(20));
+        for s in &rtcp {
+            while let Ok(meta) = s.recv(&mut buf) {
+                let (now, wall) = (clock.now(), clock.wall());
+                reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
+            }
+        }
+        while reports.poll_event().is_some() {}
+        if now >= next_status {
+            next_status = now + Duration::from_secs(1);
+            on_status(&SenderStatus {
+                elapsed: now.saturating_since(start),
+                packets: shared.packets.load(Ordering::Relaxed),
+                bytes: shared.bytes.load(Ordering::Relaxed),
+                max_late_us: shared.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+                ring_occupancy: ring.occupancy(),
+                receivers: reports.receivers().to_vec(),
+            });
+        }
+    };
+    shared.stop.store(true, Ordering::Release);
+    let pacer = pacer.join().expect("the pacer thread does not panic");
+    let produced = producer.join().expect("the producer thread does not panic");
+    let end = clock.now();
+    reports.record_sent(
+        shared.packets.load(Ordering::Relaxed),
+        shared.payload_octets.load(Ordering::Relaxed),
+    );
+    if let Some(n) = reports.bye(end, clock.wall(), &mut buf) {
+        for s in &rtcp {
+            let _ = s.send(&buf[..n]);
+        }
+    }
+    produced?;
+    let duration_s = end.saturating_since(start).as_secs_f64();
+    let bytes = shared.bytes.load(Ordering::Relaxed);
+    Ok(SenderOutcome {
+        source: description,
+        destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
+        realtime: pacer.grant,
+        memory_locked: pacer.memory,
+        wait_mode: match cfg.pacer {
+            PacerKind::Realtime => format!("{:?}", cfg.wait_mode),
+            PacerKind::PlainSleep => "PlainSleep".to_string(),
+        },
+        ended_by,
+        duration_s,
+        packets: shared.packets.load(Ordering::Relaxed),
+        bytes,
+        bitrate_bps: if duration_s > 0.0 {
+            bytes as f64 * 8.0 / duration_s
+        } else {
+            0.0
+        },
+        send_errors: shared.send_errors.load(Ordering::Relaxed),
+        underruns: shared.underruns.load(Ordering::Relaxed),
+        ring_slots: cfg.ring_slots,
+        pacing: pacer.pacing.stats(),
+        final_spin_margin_us: pacer.margin_ns as f64 / 1000.0,
+        pacer_cpu_percent: if duration_s > 0.0 {
+            pacer.cpu_s * 100.0 / duration_s
+        } else {
+            0.0
+        },
+        receivers: reports.receivers().to_vec(),
+    })
+}
+
+/// The producer: source → packetizer → ring, running ahead of the pacer by up to the ring size.
+fn produce(
+    source: &mut dyn TsSource,
+    packetizer: &mut Mp2tPacketizer,
+    ring: &PacketRing,
+    shared: &Shared,
+) -> Result<(), MediaError> {
+    let mut ts = [0u8; 188];
+    'slots: while !shared.stop.load(Ordering::Relaxed) {
+        let Some(mut slot) = ring.take_free() else {
+            // The ring is full: the producer is far enough ahead.
+            std::thread::sleep(Duration::from_millis(2));
+            continue;
+        };
+        loop {
+            let out = match source.next_packet(&mut ts)? {
+                Some(due) => packetizer.push(&ts, due, &mut slot.buf),
+                None => {
+                    if let Ok(Some(out)) = packetizer.flush(&mut slot.buf) {
+                        slot.len = out.len;
+                        slot.release = out.release;
+                        slot.payload_len = out.payload_len;
+                        ring.publish(slot);
+                    }
+                    break 'slots;
+                }
+            };
+            // The slot is sized for the largest packet, so writing cannot fail.
+            if let Ok(Some(out)) = out {
+                slot.len = out.len;
+                slot.release = out.release;
+                slot.payload_len = out.payload_len;
+                ring.publish(slot);
+                continue 'slots;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The pacer: real-time thread that sends each packet at its release time.
+fn pace(
+    ring: &PacketRing,
+    senders: &[UdpSender],
+    clock: &Clock,
+    cfg: &SenderConfig,
+    shared: &Shared,
+) -> PacerResult {
+    let baseline = cfg.pacer == PacerKind::PlainSleep;
+    let grant = if baseline {
+        "SCHED_OTHER (baseline: plain sleep per packet)".to_string()
+    } else {
+        thread::make_current_thread_realtime(cfg.rt_policy).to_string()
+    };
+    let memory = if cfg.lock_memory && !baseline {
+        match thread::lock_memory() {
+            Ok(()) => "locked".to_string(),
+            Err(e) => format!("not locked: {e}"),
+        }
+    } else {
+        "not requested".to_string()
+    };
+    if !baseline {
+        let _ = thread::set_timer_slack_ns(1);
+    }
+    if let Some(cpu) = cfg.pacer_cpu {
+        let _ = thread::pin_to_cpu(cpu);
+    }
+    let cpu_start = thread_cpu_s();
+    let mut waiter = Waiter::new(cfg.wait_mode);
+    let mut pacing = PacingModel::new(cfg.pacing);
+    let mut empty = false;
+    while !shared.stop.load(Ordering::Relaxed) {
+        let Some(mut slot) = ring.next_ready() else {
+            if shared.producer_done.load(Ordering::Acquire) {
+                break;
+            }
+            if !empty {
+                shared.underruns.fetch_add(1, Ordering::Relaxed);
+                empty = true;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        };
+        empty = false;
+        let target = pacing.target(slot.release);
+        let actual_ns = if baseline {
+            std::thread::sleep(target.saturating_since(clock.now()));
+            clock.mono_ns()
+        } else {
+            waiter.wait_until(clock.mono_ns_from_timestamp(target))
+        };
+        if cfg.send_time_ext {
+            patch_send_time(slot.bytes_mut(), clock.wall());
+        }
+        for s in senders {
+            if s.send(slot.bytes()).is_err() {
+                shared.send_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let late = pacing.on_sent(target, clock.timestamp_from_mono_ns(actual_ns));
+        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        shared.max_late_ns.fetch_max(late_ns, Ordering::Relaxed);
+        shared.packets.fetch_add(1, Ordering::Relaxed);
+        shared.bytes.fetch_add(slot.len as u64, Ordering::Relaxed);
+        shared
+            .payload_octets
+            .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
+        ring.recycle(slot);
+    }
+    PacerResult {
+        pacing,
+        grant,
+        memory,
+        margin_ns: waiter.margin_ns(),
+        cpu_s: thread_cpu_s() - cpu_start,
+    }
+}
+
+/// CPU time of the calling thread, in seconds.
+fn thread_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// Waits until one of the RTCP sockets is readable, or `timeout`.
+fn wait_readable(socks: &[RtcpSocket], timeout: Duration) {
+    let mut fds: Vec<libc::pollfd> = socks
+        .iter()
+        .map(|s| libc::pollfd {
+            fd: s.socket().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the duration of the call.
+    unsafe {
+        libc::poll(
+            fds.as_mut_ptr(),
+            fds.len() as libc::nfds_t,
+            timeout.as_millis() as i32,
+        );
+    }
+}
