@@ -8,6 +8,21 @@
 //! - `tsmux`: an MPEG-TS muxer (PAT, PMT, PES, PCR, constant rate with null stuffing).
 //! - `testsrc`: the built-in live test source: pattern → H.264 → TS at a constant mux rate.
 //! - `tsfile`: an MPEG-TS file source timed by its PCRs.
+//! - `psi`: PAT/PMT sections and their CRC32; `analyze`: a stream checker (CC, PSI, PCR, PTS).
+
+pub mod analyze;
+pub mod h264;
+pub mod pattern;
+pub mod psi;
+pub mod testsrc;
+pub mod tsfile;
+pub mod tsmux;
+
+pub use analyze::{TsAnalyzer, TsReport};
+pub use pattern::{Frame, Scene, TestPattern};
+pub use testsrc::{TestSource, TestSourceConfig};
+pub use tsfile::{FileStats, TsFileSource};
+pub use tsmux::{MuxStats, TsMuxConfig, TsMuxer};
 
 use std::time::Duration;
 

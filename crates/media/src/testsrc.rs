@@ -1,0 +1,231 @@
+//! The built-in live test source: moving test pattern → H.264 → constant-rate MPEG-TS.
+//!
+//! Frame `n` is captured at `n / fps` on the stream timeline and encoded just before the first
+//! packet slot at or after that time, so its packets never leave before the frame exists.
+
+use crate::h264::{H264Config, H264Encoder};
+use crate::pattern::{Frame, TestPattern};
+use crate::tsmux::{MuxStats, TsMuxConfig, TsMuxer};
+use crate::{MediaError, TsSource};
+use std::time::Duration;
+
+/// Settings of the test source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestSourceConfig {
+    /// Even width in pixels (default 640).
+    pub width: u32,
+    /// Even height in pixels (default 360).
+    pub height: u32,
+    /// Frames per second (default 30).
+    pub fps: u32,
+    /// H.264 target bitrate in bit/s (default 3.5 Mbit/s: 70 % of the mux rate, leaving room for
+    /// TS/PES/PSI overhead of ~3 % and for I-frame bursts, which the mux delay absorbs).
+    pub video_bitrate: u32,
+    /// Constant TS rate in bit/s, null packets included (default 5 Mbit/s).
+    pub mux_rate: u64,
+    /// PTS − capture time (default 450 ms; see [`TsMuxConfig::mux_delay`]).
+    pub mux_delay: Duration,
+    /// Frames between IDR pictures; 0 means one second (the default).
+    pub idr_interval: u32,
+    /// Length of each test-pattern scene in seconds (default 4: static, moderate, high motion).
+    pub scene_secs: u32,
+    /// Stop after this much video (frames captured before it); `None` runs forever (default).
+    pub duration: Option<Duration>,
+}
+
+impl Default for TestSourceConfig {
+    fn default() -> Self {
+        TestSourceConfig {
+            width: 640,
+            height: 360,
+            fps: 30,
+            video_bitrate: 3_500_000,
+            mux_rate: 5_000_000,
+            mux_delay: Duration::from_millis(450),
+            idr_interval: 0,
+            scene_secs: 4,
+            duration: None,
+        }
+    }
+}
+
+/// Pattern → H.264 → TS, as a [`TsSource`].
+#[derive(Debug)]
+pub struct TestSource {
+    cfg: TestSourceConfig,
+    pattern: TestPattern,
+    frame: Frame,
+    encoder: H264Encoder,
+    mux: TsMuxer,
+    next_frame: u64,
+    total_frames: Option<u64>,
+    encoded_bytes: u64,
+}
+
+impl TestSource {
+    pub fn new(cfg: TestSourceConfig) -> Result<TestSource, MediaError> {
+        // The video plus ~4 % of TS/PES overhead and 60 kbit/s of PSI/PCR must fit the mux.
+        let needed = cfg.video_bitrate as u64 * 104 / 100 + 60_000;
+        if needed > cfg.mux_rate {
+            return Err(MediaError::Config(format!(
+                "video at {} does not fit a mux rate of {} (needs about {} with TS overhead)",
+                rate(cfg.video_bitrate as u64),
+                rate(cfg.mux_rate),
+                rate(needed)
+            )));
+        }
+        let h264 = H264Config {
+            idr_interval: cfg.idr_interval,
+            ..H264Config::new(cfg.width, cfg.height, cfg.fps, cfg.video_bitrate)
+        };
+        let mux = TsMuxer::new(TsMuxConfig {
+            mux_rate: cfg.mux_rate,
+            mux_delay: cfg.mux_delay,
+            ..TsMuxConfig::default()
+        })?;
+        let total_frames = cfg
+            .duration
+            .map(|d| (d.as_nanos() * cfg.fps as u128).div_ceil(1_000_000_000) as u64);
+        Ok(TestSource {
+            pattern: TestPattern::new(cfg.fps, cfg.scene_secs)?,
+            frame: Frame::new(cfg.width, cfg.height)?,
+            encoder: H264Encoder::new(h264)?,
+            mux,
+            next_frame: 0,
+            total_frames,
+            encoded_bytes: 0,
+            cfg,
+        })
+    }
+
+    pub fn config(&self) -> &TestSourceConfig {
+        &self.cfg
+    }
+    /// The muxer's counters, including late frames (decoder underflow) and the PTS slack.
+    pub fn mux_stats(&self) -> &MuxStats {
+        self.mux.stats()
+    }
+    pub fn frames_encoded(&self) -> u64 {
+        self.next_frame
+    }
+    /// H.264 bytes produced so far.
+    pub fn encoded_bytes(&self) -> u64 {
+        self.encoded_bytes
+    }
+
+    fn capture_time(&self, n: u64) -> Duration {
+        Duration::from_nanos((n as u128 * 1_000_000_000 / self.cfg.fps as u128) as u64)
+    }
+
+    /// Encodes and queues every frame captured by `t`.
+    fn produce_until(&mut self, t: Duration) -> Result<(), MediaError> {
+        while self.total_frames.is_none_or(|n| self.next_frame < n)
+            && self.capture_time(self.next_frame) <= t
+        {
+            let n = self.next_frame;
+            let capture = self.capture_time(n);
+            self.pattern.render(n, &mut self.frame);
+            let au = self.encoder.encode(&self.frame)?;
+            self.encoded_bytes += au.data.len() as u64;
+            self.mux.push_access_unit(capture, au.data, au.idr)?;
+            self.next_frame += 1;
+        }
+        Ok(())
+    }
+}
+
+impl TsSource for TestSource {
+    fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
+        self.produce_until(self.mux.next_packet_time())?;
+        if self.total_frames == Some(self.next_frame) && self.mux.is_drained() {
+            return Ok(None);
+        }
+        Ok(Some(self.mux.write_packet(out)))
+    }
+
+    fn describe(&self) -> String {
+        let c = &self.cfg;
+        format!(
+            "test pattern {}x{}@{} H.264 {}, mux {}",
+            c.width,
+            c.height,
+            c.fps,
+            rate(c.video_bitrate as u64),
+            rate(c.mux_rate)
+        )
+    }
+
+    fn nominal_bitrate(&self) -> Option<u64> {
+        Some(self.cfg.mux_rate)
+    }
+}
+
+/// "3.5 Mbit/s", "2.002 Mbit/s", "168 kbit/s".
+pub(crate) fn rate(bps: u64) -> String {
+    if bps >= 1_000_000 {
+        let m = format!("{:.3}", bps as f64 / 1e6);
+        format!("{} Mbit/s", m.trim_end_matches('0').trim_end_matches('.'))
+    } else {
+        format!("{} kbit/s", (bps + 500) / 1000)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_and_refusals() {
+        let src = TestSource::new(TestSourceConfig::default()).unwrap();
+        assert_eq!(
+            src.describe(),
+            "test pattern 640x360@30 H.264 3.5 Mbit/s, mux 5 Mbit/s"
+        );
+        assert_eq!(src.nominal_bitrate(), Some(5_000_000));
+        assert_eq!(
+            (rate(2_002_030), rate(168_432)),
+            ("2.002 Mbit/s".into(), "168 kbit/s".into())
+        );
+        let too_fast = TestSourceConfig {
+            video_bitrate: 4_900_000,
+            ..Default::default()
+        };
+        assert!(matches!(
+            TestSource::new(too_fast),
+            Err(MediaError::Config(_))
+        ));
+        let odd = TestSourceConfig {
+            width: 639,
+            ..Default::default()
+        };
+        assert!(matches!(TestSource::new(odd), Err(MediaError::Config(_))));
+    }
+
+    #[test]
+    fn short_run_ends_and_frames_wait_for_capture() {
+        let cfg = TestSourceConfig {
+            width: 160,
+            height: 90,
+            video_bitrate: 300_000,
+            mux_rate: 1_000_000,
+            duration: Some(Duration::from_millis(500)),
+            ..Default::default()
+        };
+        let mut src = TestSource::new(cfg).unwrap();
+        let mut pkt = [0u8; 188];
+        let mut last = Duration::ZERO;
+        while let Some(t) = src.next_packet(&mut pkt).unwrap() {
+            assert!(t >= last);
+            last = t;
+            // Frames are only encoded once the timeline has reached their capture time.
+            assert!(src.capture_time(src.frames_encoded() - 1) <= t);
+        }
+        assert_eq!(src.frames_encoded(), 15);
+        assert_eq!(src.mux_stats().frames_out, 15);
+        assert_eq!(
+            src.next_packet(&mut pkt).unwrap(),
+            None,
+            "the end stays the end"
+        );
+    }
+}
