@@ -1,1 +1,61 @@
-fn main() {}
+//! `metronome`: the command-line front end. Thin: it parses arguments, builds sources and
+//! configurations, and hands them to the real-time driver (`metronome-rt`).
+
+mod args;
+mod bench;
+mod demo;
+mod recv;
+mod report;
+mod serve;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "metronome",
+    version,
+    about = "Real-time media streaming: a deadline-paced RTP sender and a measuring receiver"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Stream one MPEG-TS source over RTP to one or more destinations
+    Serve(serve::ServeArgs),
+    /// Receive an RTP stream, measure it, and answer with receiver reports
+    Recv(recv::RecvArgs),
+    /// The main job on its built-in default: a paced sender and two receivers on loopback
+    Demo(demo::DemoArgs),
+    /// Benchmarks that print JSON and a human summary
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        // If a handler cannot be installed, Ctrl-C simply ends the process the default way.
+        let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+    }
+    let result = match cli.command {
+        Command::Serve(a) => serve::run(a, stop),
+        Command::Recv(a) => recv::run(a, stop),
+        Command::Demo(a) => demo::run(a, stop),
+        Command::Bench(b) => bench::run(b, stop),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("metronome: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -197,7 +197,11 @@ pub fn run_receiver(
             if !cfg.source.is_multicast() && rtcp.peer().is_none() {
                 rtcp.set_peer(meta.src);
             }
-            session.handle_rtcp(clock.now(), &buf[..meta.len]);
+            let at = meta
+                .kernel_rx_realtime_ns
+                .map(|ns| clock.timestamp_from_realtime_ns(ns))
+                .unwrap_or_else(|| clock.now());
+            session.handle_rtcp(at, &buf[..meta.len]);
         }
         while session.poll_event().is_some() {}
     };

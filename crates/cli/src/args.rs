@@ -1,0 +1,128 @@
+//! Argument types shared by the subcommands: rates, sizes, durations, source selection.
+
+use clap::Args;
+use metronome_media::{MediaError, TestSource, TestSourceConfig, TsFileSource, TsSource};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A bit rate: `5000000`, `500k`, `5M`, `5mbit`, `1.5M`, `1gbit`.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let t = t
+        .trim_end_matches("bit/s")
+        .trim_end_matches("bps")
+        .trim_end_matches("bit");
+    let (num, mult) = match t.chars().last() {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        _ => (t, 1.0),
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok((v * mult) as u64),
+        _ => Err(format!(
+            "'{s}' is not a bit rate; write it like 5M, 500k or 5000000"
+        )),
+    }
+}
+
+/// A duration in seconds (`10`, `2.5`) or with a unit (`500ms`, `15ms`, `3s`, `250us`).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
+        (n, 1e-6)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    match num.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * scale)),
+        _ => Err(format!(
+            "'{s}' is not a duration; write it like 10 (seconds), 2.5s or 500ms"
+        )),
+    }
+}
+
+/// `WIDTHxHEIGHT`, both even.
+pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("'{s}' is not a frame size; write it like 640x360 (even numbers)");
+    let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+    let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
+    if w < 16 || h < 16 || w % 2 == 1 || h % 2 == 1 || w > 7680 || h > 4320 {
+        return Err(bad());
+    }
+    Ok((w, h))
+}
+
+/// Where the media comes from.
+#[derive(Args, Clone, Debug)]
+pub struct SourceArgs {
+    /// An MPEG-TS file to stream, timed by its PCRs. Without it, the built-in live test source.
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// Start the file again at its end
+    #[arg(long = "loop")]
+    pub looping: bool,
+    /// Test source frame size
+    #[arg(long, value_parser = parse_size, default_value = "640x360")]
+    pub size: (u32, u32),
+    /// Test source frame rate
+    #[arg(long, default_value_t = 30)]
+    pub fps: u32,
+    /// Test source video bit rate (H.264); defaults to what fits the mux rate
+    #[arg(long, value_parser = parse_rate)]
+    pub bitrate: Option<u64>,
+    /// Test source constant mux rate (null-packet stuffing)
+    #[arg(long, value_parser = parse_rate, default_value = "5M")]
+    pub mux_rate: u64,
+}
+
+impl SourceArgs {
+    pub fn open(&self) -> Result<Box<dyn TsSource>, MediaError> {
+        if let Some(path) = &self.input {
+            return Ok(Box::new(TsFileSource::open(path, self.looping)?));
+        }
+        let mut cfg = TestSourceConfig {
+            width: self.size.0,
+            height: self.size.1,
+            fps: self.fps,
+            mux_rate: self.mux_rate,
+            ..TestSourceConfig::default()
+        };
+        // By default the video takes 70% of the mux rate, as the test source's own default does,
+        // leaving room for TS/PES/PSI overhead and I-frame bursts.
+        let video = self.bitrate.unwrap_or(self.mux_rate * 7 / 10);
+        if video >= self.mux_rate {
+            return Err(MediaError::Config(format!(
+                "video bit rate {video} must be below the mux rate {}; lower --bitrate or raise --mux-rate",
+                self.mux_rate
+            )));
+        }
+        cfg.video_bitrate = u32::try_from(video).unwrap_or(u32::MAX);
+        Ok(Box::new(TestSource::new(cfg)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_durations_sizes() {
+        assert_eq!(parse_rate("5M"), Ok(5_000_000));
+        assert_eq!(parse_rate("500k"), Ok(500_000));
+        assert_eq!(parse_rate("1gbit"), Ok(1_000_000_000));
+        assert_eq!(parse_rate("1.5mbit"), Ok(1_500_000));
+        assert!(parse_rate("fast").is_err());
+        assert!(parse_rate("-3M").is_err());
+        assert_eq!(parse_duration("15ms"), Ok(Duration::from_millis(15)));
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        assert!(parse_duration("soon").is_err());
+        assert_eq!(parse_size("640x360"), Ok((640, 360)));
+        assert!(parse_size("641x360").is_err());
+        assert!(parse_size("640").is_err());
+    }
+}

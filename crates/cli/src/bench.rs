@@ -1,0 +1,213 @@
+//! `metronome bench`: benchmarks that print JSON and a human summary, each run side by side with
+//! its baseline in the same process and the same hour, and reported as ratios.
+
+use crate::args::{parse_duration, parse_rate, SourceArgs};
+use crate::demo::free_port_pair;
+use clap::{Args, Subcommand};
+use metronome_rt::receiver::{run_receiver, ReceiverOutcome, ReceiverRunConfig};
+use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome};
+use metronome_rt::thread::RtPolicy;
+use metronome_rt::url::RtpUrl;
+use metronome_rt::wait::WaitMode;
+use metronome_time::Summary;
+use serde::Serialize;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCommand {
+    /// Send lateness and receiver jitter: the real-time pacer (sleep-then-spin, and busy-poll)
+    /// against a plain sleep-per-packet sender, in the same run
+    Pacing(PacingArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PacingArgs {
+    /// How long each of the two runs streams
+    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    pub duration: Duration,
+    /// Stream rate (the test source's constant mux rate)
+    #[arg(long, value_parser = parse_rate, default_value = "5M")]
+    pub rate: u64,
+    /// Print JSON only
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct PacingRun {
+    name: &'static str,
+    pacer: String,
+    wait: String,
+    packets: u64,
+    lateness: Summary,
+    stalls: u64,
+    pacer_cpu_percent: f64,
+    receiver_packets: u64,
+    receiver_lost: u64,
+    receiver_jitter_ms: f64,
+    receiver_interarrival: Summary,
+}
+
+#[derive(Serialize)]
+struct PacingBench {
+    benchmark: &'static str,
+    rate_bps: u64,
+    duration_s: f64,
+    runs: Vec<PacingRun>,
+    /// Baseline divided by Metronome (sleep-then-spin): how many times better it is.
+    ratios: Ratios,
+    /// Baseline divided by Metronome in busy-poll mode.
+    busy_poll_ratios: Ratios,
+}
+
+#[derive(Serialize)]
+struct Ratios {
+    lateness_p99: f64,
+    lateness_p999: f64,
+    lateness_max: f64,
+    interarrival_p999_excess: f64,
+}
+
+pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    match b {
+        BenchCommand::Pacing(a) => pacing(a, stop),
+    }
+}
+
+fn one_run(
+    a: &PacingArgs,
+    kind: PacerKind,
+    wait: WaitMode,
+    stop: &Arc<AtomicBool>,
+) -> Result<(SenderOutcome, ReceiverOutcome), Box<dyn std::error::Error>> {
+    let lo = Ipv4Addr::LOCALHOST;
+    let url = RtpUrl::unicast(SocketAddr::from((lo, free_port_pair(lo)?)));
+    let mut rcfg = ReceiverRunConfig::new(url);
+    rcfg.duration = Some(a.duration + Duration::from_secs(5));
+    let rx_stop = Arc::new(AtomicBool::new(false));
+    let rx = {
+        let rx_stop = rx_stop.clone();
+        std::thread::spawn(move || run_receiver(rcfg, &rx_stop, |_| {}))
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let source = SourceArgs {
+        input: None,
+        looping: false,
+        size: (640, 360),
+        fps: 30,
+        bitrate: None,
+        mux_rate: a.rate,
+    }
+    .open()?;
+    let seed = crate::serve::fresh_seed();
+    let mut cfg = SenderConfig::new(vec![url], seed as u32, seed);
+    cfg.duration = Some(a.duration);
+    cfg.pacer = kind;
+    cfg.wait_mode = wait;
+    if wait == WaitMode::BusyPoll {
+        // A spinning SCHED_FIFO thread runs into RT throttling (stopped ~50 ms a second):
+        // busy-poll runs as an ordinary thread that keeps its core.
+        cfg.rt_policy = RtPolicy::Other;
+    }
+    let sent = run_sender(source, cfg, stop.clone(), |_| {});
+    std::thread::sleep(Duration::from_millis(200));
+    rx_stop.store(true, Ordering::SeqCst);
+    let got = rx.join().expect("receiver thread does not panic")?;
+    Ok((sent?, got))
+}
+
+fn summarize(name: &'static str, s: &SenderOutcome, r: &ReceiverOutcome) -> PacingRun {
+    let src = r.receiver.sources.first();
+    PacingRun {
+        name,
+        pacer: s.realtime.clone(),
+        wait: s.wait_mode.clone(),
+        packets: s.packets,
+        lateness: s.pacing.lateness,
+        stalls: s.pacing.stalls,
+        pacer_cpu_percent: s.pacer_cpu_percent,
+        receiver_packets: src.map(|x| x.received).unwrap_or(0),
+        receiver_lost: src.map(|x| x.lost).unwrap_or(0),
+        receiver_jitter_ms: src.map(|x| x.jitter_ms).unwrap_or(0.0),
+        receiver_interarrival: src.map(|x| x.interarrival).unwrap_or_default(),
+    }
+}
+
+fn ratio(base: f64, ours: f64) -> f64 {
+    base / ours.max(0.001)
+}
+
+fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    if !a.json {
+        eprintln!(
+            "bench pacing: {:.1} Mbit/s for {:.0} s with the real-time pacer, then with the plain-sleep baseline…",
+            a.rate as f64 / 1e6,
+            a.duration.as_secs_f64()
+        );
+    }
+    let (s1, r1) = one_run(&a, PacerKind::Realtime, WaitMode::SleepSpin, &stop)?;
+    let (s3, r3) = one_run(&a, PacerKind::Realtime, WaitMode::BusyPoll, &stop)?;
+    let (s2, r2) = one_run(&a, PacerKind::PlainSleep, WaitMode::SleepSpin, &stop)?;
+    let ours = summarize("metronome", &s1, &r1);
+    let busy = summarize("metronome-busy-poll", &s3, &r3);
+    let base = summarize("baseline-plain-sleep", &s2, &r2);
+    // Inter-arrival beyond the median: how far packets bunch up or spread out at the receiver.
+    let excess = |x: &Summary| (x.p999_us - x.p50_us).abs();
+    let ratios = Ratios {
+        lateness_p99: ratio(base.lateness.p99_us, ours.lateness.p99_us),
+        lateness_p999: ratio(base.lateness.p999_us, ours.lateness.p999_us),
+        lateness_max: ratio(base.lateness.max_us, ours.lateness.max_us),
+        interarrival_p999_excess: ratio(
+            excess(&base.receiver_interarrival),
+            excess(&ours.receiver_interarrival),
+        ),
+    };
+    let out = PacingBench {
+        benchmark: "pacing",
+        rate_bps: a.rate,
+        duration_s: a.duration.as_secs_f64(),
+        busy_poll_ratios: Ratios {
+            lateness_p99: ratio(base.lateness.p99_us, busy.lateness.p99_us),
+            lateness_p999: ratio(base.lateness.p999_us, busy.lateness.p999_us),
+            lateness_max: ratio(base.lateness.max_us, busy.lateness.max_us),
+            interarrival_p999_excess: ratio(
+                excess(&base.receiver_interarrival),
+                excess(&busy.receiver_interarrival),
+            ),
+        },
+        runs: vec![ours, busy, base],
+        ratios,
+    };
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    if !a.json {
+        eprintln!();
+        for r in &out.runs {
+            eprintln!(
+                "{:<22} lateness p50 {:>8.1} µs  p99 {:>8.1} µs  p99.9 {:>8.1} µs  max {:>9.1} µs | rx inter-arrival p50 {:>7.1} p99.9 {:>8.1} µs, jitter {:.4} ms, lost {} | pacer CPU {:.1}%",
+                r.name,
+                r.lateness.p50_us,
+                r.lateness.p99_us,
+                r.lateness.p999_us,
+                r.lateness.max_us,
+                r.receiver_interarrival.p50_us,
+                r.receiver_interarrival.p999_us,
+                r.receiver_jitter_ms,
+                r.receiver_lost,
+                r.pacer_cpu_percent
+            );
+        }
+        for (name, r) in [
+            ("metronome", &out.ratios),
+            ("busy-poll", &out.busy_poll_ratios),
+        ] {
+            eprintln!(
+                "baseline / {name}: lateness p99 ×{:.1}, p99.9 ×{:.1}, max ×{:.1}; receiver inter-arrival p99.9 excess ×{:.1}",
+                r.lateness_p99, r.lateness_p999, r.lateness_max, r.interarrival_p999_excess
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,108 @@
+//! `metronome demo`: the main job on its built-in default. A paced sender with the live test
+//! source streams to one unicast and one multicast receiver on loopback for a few seconds, then
+//! both sides say what they measured.
+
+use crate::args::{parse_duration, SourceArgs};
+use crate::report;
+use clap::Args;
+use metronome_rt::receiver::{run_receiver, ReceiverOutcome, ReceiverRunConfig};
+use metronome_rt::sender::{run_sender, SenderConfig};
+use metronome_rt::url::RtpUrl;
+use std::io::IsTerminal;
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct DemoArgs {
+    /// How long to stream
+    #[arg(long, value_parser = parse_duration, default_value = "6s")]
+    pub duration: Duration,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Print the summaries as JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// An even port whose pair (RTP, RTCP = port + 1) is free on `ip` right now.
+pub fn free_port_pair(ip: Ipv4Addr) -> std::io::Result<u16> {
+    for _ in 0..64 {
+        let probe = UdpSocket::bind((ip, 0))?;
+        let p = probe.local_addr()?.port() & !1;
+        drop(probe);
+        if p < 1024 {
+            continue;
+        }
+        if UdpSocket::bind((ip, p)).is_ok() && UdpSocket::bind((ip, p + 1)).is_ok() {
+            return Ok(p);
+        }
+    }
+    Err(std::io::Error::other("no free UDP port pair on loopback"))
+}
+
+pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let lo = Ipv4Addr::LOCALHOST;
+    let uport = free_port_pair(lo)?;
+    let mport = free_port_pair(lo)?;
+    let group = Ipv4Addr::new(239, 255, 77, 1);
+    let unicast = RtpUrl::unicast(SocketAddr::from((lo, uport)));
+    let multicast = RtpUrl::multicast(SocketAddr::from((group, mport)), Some(lo));
+    let source = a.source.open()?;
+    eprintln!(
+        "demo: {} for {:.0} s to {} (unicast) and {} (multicast), with two receivers…",
+        source.describe(),
+        a.duration.as_secs_f64(),
+        unicast,
+        multicast
+    );
+
+    let rx_stop = Arc::new(AtomicBool::new(false));
+    let receivers: Vec<_> = [unicast, multicast]
+        .into_iter()
+        .enumerate()
+        .map(|(i, url)| {
+            let mut cfg = ReceiverRunConfig::new(url);
+            cfg.duration = Some(a.duration + Duration::from_secs(3));
+            cfg.session.ssrc = 0x5243_5600 + i as u32;
+            cfg.session.cname = format!("demo-receiver-{i}");
+            let stop = rx_stop.clone();
+            std::thread::spawn(move || run_receiver(cfg, &stop, |_| {}))
+        })
+        .collect();
+    // Let the receivers bind and join before the first packet.
+    std::thread::sleep(Duration::from_millis(200));
+
+    let seed = crate::serve::fresh_seed();
+    let mut cfg = SenderConfig::new(vec![unicast, multicast], seed as u32, seed);
+    cfg.duration = Some(a.duration);
+    cfg.send_time_ext = true;
+    let live = std::io::stderr().is_terminal() && !a.json;
+    let sent = run_sender(source, cfg, stop, |s| {
+        if live {
+            eprint!("\r\x1b[K{}", report::sender_status(s));
+        }
+    });
+    if live {
+        eprintln!();
+    }
+    // Receivers stop once the last packets and the BYE have had time to arrive.
+    std::thread::sleep(Duration::from_millis(300));
+    rx_stop.store(true, Ordering::SeqCst);
+    let received: Vec<ReceiverOutcome> = receivers
+        .into_iter()
+        .map(|h| h.join().expect("receiver thread does not panic"))
+        .collect::<Result<_, _>>()?;
+    let sent = sent?;
+    if a.json {
+        let v = serde_json::json!({ "sender": sent, "receivers": received });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("{}", report::sender_summary(&sent));
+    for (name, r) in ["unicast", "multicast"].iter().zip(&received) {
+        println!("{name} {}", report::receiver_summary(r));
+    }
+    Ok(())
+}

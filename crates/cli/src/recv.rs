@@ -1,0 +1,68 @@
+//! `metronome recv`: receive, measure, report.
+
+use crate::args::parse_duration;
+use clap::Args;
+use metronome_rt::receiver::{run_receiver, ReceiverRunConfig};
+use metronome_rt::url::RtpUrl;
+use metronome_session::receiver::PayloadKind;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct RecvArgs {
+    /// Where to listen: rtp://:PORT, rtp://ADDR:PORT, or rtp://GROUP:PORT?iface=ADDR (multicast)
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Stop after this long (seconds, or 500ms, 2s)
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Stop after this many RTP packets
+    #[arg(long)]
+    pub packets: Option<u64>,
+    /// Write a per-packet CSV trace
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Save the received MPEG-TS
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print a JSON summary at the end
+    #[arg(long)]
+    pub json: bool,
+    /// Accept any payload type, not only MPEG-TS (RFC 2250)
+    #[arg(long)]
+    pub any_payload: bool,
+}
+
+pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let url = RtpUrl::parse_source(&a.url)?;
+    let mut cfg = ReceiverRunConfig::new(url);
+    cfg.duration = a.duration;
+    cfg.packets = a.packets;
+    cfg.trace = a.trace.clone();
+    cfg.output = a.output.clone();
+    if a.any_payload {
+        cfg.session.payload = PayloadKind::Any;
+    }
+    cfg.session.ssrc = crate::serve::fresh_seed() as u32;
+    let live = std::io::stderr().is_terminal();
+    if live {
+        eprintln!("metronome: listening on {url}", url = a.url);
+    }
+    let outcome = run_receiver(cfg, &stop, |s| {
+        if live {
+            eprint!("\r\x1b[K{}", s.status_line(metronome_time::Timestamp::ZERO));
+        }
+    })?;
+    if live {
+        eprintln!();
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        print!("{}", crate::report::receiver_summary(&outcome));
+    }
+    Ok(())
+}

@@ -1,0 +1,127 @@
+//! Human-readable summaries of what a run measured.
+
+use metronome_rt::receiver::ReceiverOutcome;
+use metronome_rt::sender::{SenderOutcome, SenderStatus};
+use std::fmt::Write;
+
+pub fn sender_status(s: &SenderStatus) -> String {
+    let rate = if s.elapsed.as_secs_f64() > 0.0 {
+        s.bytes as f64 * 8.0 / s.elapsed.as_secs_f64() / 1e6
+    } else {
+        0.0
+    };
+    let mut line = format!(
+        "{:>6.1}s {} pkts {:.2} Mbit/s late max {:.1} µs ring {}",
+        s.elapsed.as_secs_f64(),
+        s.packets,
+        rate,
+        s.max_late_us,
+        s.ring_occupancy
+    );
+    for r in s.receivers.iter().take(3) {
+        let rtt = r
+            .rtt_ms
+            .map(|v| format!(" rtt {v:.2} ms"))
+            .unwrap_or_default();
+        let _ = write!(
+            line,
+            " | rx {:08x} loss {:.1}% jitter {:.3} ms{}",
+            r.ssrc,
+            r.fraction_lost * 100.0,
+            r.jitter_ms,
+            rtt
+        );
+    }
+    line
+}
+
+pub fn sender_summary(o: &SenderOutcome) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "sender: {}", o.source);
+    let _ = writeln!(s, "  to {}", o.destinations.join(", "));
+    let _ = writeln!(
+        s,
+        "  pacing thread: {}; memory {}; wait {}",
+        o.realtime, o.memory_locked, o.wait_mode
+    );
+    let _ = writeln!(
+        s,
+        "  sent {} packets, {} bytes in {:.2} s ({:.3} Mbit/s), ended by {}",
+        o.packets,
+        o.bytes,
+        o.duration_s,
+        o.bitrate_bps / 1e6,
+        o.ended_by
+    );
+    let _ = writeln!(s, "  send lateness: {}", o.pacing.lateness);
+    let _ = writeln!(
+        s,
+        "  stalls {} (schedule shifted {:.2} ms), ring underruns {}, send errors {}",
+        o.pacing.stalls, o.pacing.rebased_ms, o.underruns, o.send_errors
+    );
+    for r in &o.receivers {
+        let _ =
+            writeln!(
+            s,
+            "  receiver {:08x} ({}) at {}: loss {:.2}% (cumulative {}), jitter {:.3} ms, rtt {}",
+            r.ssrc,
+            r.cname.as_deref().unwrap_or("?"),
+            r.addr,
+            r.fraction_lost * 100.0,
+            r.cumulative_lost,
+            r.jitter_ms,
+            r.rtt_ms.map(|v| format!("{v:.3} ms")).unwrap_or_else(|| "n/a".into())
+        );
+    }
+    s
+}
+
+pub fn receiver_summary(o: &ReceiverOutcome) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "receiver on {}: {:.2} s, ended by {}; kernel timestamps {}; socket buffer {} KiB, overflows {}",
+        o.source,
+        o.duration_s,
+        o.ended_by,
+        if o.kernel_timestamps { "yes" } else { "no" },
+        o.receive_buffer_bytes / 1024,
+        o.socket_overflows
+    );
+    let c = &o.receiver.counters;
+    let _ = writeln!(
+        s,
+        "  datagrams {} (not RTP {}, wrong payload type {}, bad payload {}, unconfirmed jumps {}, over source limit {}), RTCP {} (malformed {})",
+        c.datagrams,
+        c.not_rtp,
+        c.wrong_payload_type,
+        c.bad_payload,
+        c.jump_suspects,
+        c.too_many_sources,
+        c.rtcp_packets,
+        c.rtcp_malformed
+    );
+    for src in &o.receiver.sources {
+        let _ = writeln!(
+            s,
+            "  source {} ({}): {} packets, {:.3} Mbit/s, lost {} of {} ({:.3}%), duplicates {}, reordered {}, seq jumps {}, ts jumps {}",
+            src.ssrc,
+            src.cname.as_deref().unwrap_or("?"),
+            src.received,
+            src.bitrate_bps / 1e6,
+            src.lost,
+            src.expected,
+            src.loss_percent,
+            src.duplicates,
+            src.reordered,
+            src.sequence_jumps,
+            src.timestamp_jumps
+        );
+        let _ = writeln!(s, "    RFC 3550 jitter {:.4} ms", src.jitter_ms);
+        let _ = writeln!(s, "    inter-arrival: {}", src.interarrival);
+        if let Some(d) = &src.one_way_delay {
+            let _ = writeln!(s, "    one-way delay: {d}");
+        }
+    }
+    s
+}

@@ -1,0 +1,138 @@
+//! `metronome serve`: one source, paced, to one or more RTP destinations.
+
+use crate::args::{parse_duration, SourceArgs};
+use crate::report;
+use clap::{Args, ValueEnum};
+use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome};
+use metronome_rt::thread::RtPolicy;
+use metronome_rt::url::RtpUrl;
+use metronome_rt::wait::WaitMode;
+use std::io::IsTerminal;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum RtChoice {
+    /// SCHED_FIFO where permitted, else an ordinary thread (said in the summary)
+    Auto,
+    /// SCHED_FIFO priority 80
+    Fifo,
+    /// SCHED_DEADLINE with a budget sized for the packet rate
+    Deadline,
+    /// An ordinary thread
+    Off,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Destinations: rtp://HOST:PORT, or rtp://GROUP:PORT?ttl=1&iface=ADDR for multicast
+    #[arg(value_name = "URL", default_value = "rtp://127.0.0.1:5004")]
+    pub destinations: Vec<String>,
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Stop after this long (seconds, or 500ms, 2s); default: until the input ends or Ctrl-C
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Stamp each packet's send time in an RTP header extension, so receivers measure one-way delay
+    #[arg(long)]
+    pub send_time: bool,
+    /// Real-time policy of the pacing thread
+    #[arg(long, value_enum, default_value = "auto")]
+    pub rt: RtChoice,
+    /// Keep the pacing core busy (spin the whole way between packets) instead of sleep-then-spin
+    #[arg(long)]
+    pub busy_poll: bool,
+    /// Pin the pacing thread to this CPU
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Packets buffered between producer and pacer
+    #[arg(long, default_value_t = 1024)]
+    pub ring: usize,
+    /// Print the final summary as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
+    #[arg(long)]
+    pub seed: Option<u64>,
+}
+
+pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
+    match c {
+        RtChoice::Auto => RtPolicy::Auto,
+        RtChoice::Fifo => RtPolicy::Fifo {
+            priority: RtPolicy::DEFAULT_FIFO_PRIORITY,
+        },
+        // A budget of 1/4 of each packet interval covers the spin and the send.
+        RtChoice::Deadline => RtPolicy::Deadline {
+            runtime: packet_interval / 4,
+            deadline: packet_interval / 2,
+            period: packet_interval,
+        },
+        RtChoice::Off => RtPolicy::Other,
+    }
+}
+
+/// A seed from the clock and the process id, for runs that do not give one.
+pub fn fresh_seed() -> u64 {
+    let t = metronome_rt::clock::realtime_ns();
+    t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15
+}
+
+pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
+    let seed = a.seed.unwrap_or_else(fresh_seed);
+    let mut cfg = SenderConfig::new(destinations, (seed ^ (seed >> 29)) as u32, seed);
+    let interval = Duration::from_secs_f64(1316.0 * 8.0 / a.source.mux_rate.max(1) as f64);
+    cfg.rt_policy = rt_policy(a.rt, interval);
+    if matches!(a.rt, RtChoice::Off) {
+        cfg.lock_memory = false;
+    }
+    cfg.pacer = PacerKind::Realtime;
+    cfg.wait_mode = if a.busy_poll {
+        WaitMode::BusyPoll
+    } else {
+        WaitMode::SleepSpin
+    };
+    if a.busy_poll && matches!(a.rt, RtChoice::Auto) {
+        // A thread that never sleeps would run into RT throttling under SCHED_FIFO (stopped
+        // ~50 ms each second); as an ordinary thread it keeps its core.
+        cfg.rt_policy = RtPolicy::Other;
+    }
+    cfg.pacer_cpu = a.cpu;
+    cfg.ring_slots = a.ring.max(1);
+    cfg.duration = a.duration;
+    cfg.send_time_ext = a.send_time;
+    cfg
+}
+
+pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let destinations = a
+        .destinations
+        .iter()
+        .map(|d| RtpUrl::parse_destination(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let source = a.source.open()?;
+    let cfg = sender_config(&a, destinations);
+    let live = std::io::stderr().is_terminal() && !a.json;
+    if live {
+        eprintln!(
+            "metronome: {} → {}",
+            source.describe(),
+            a.destinations.join(", ")
+        );
+    }
+    let outcome: SenderOutcome = run_sender(source, cfg, stop, |s| {
+        if live {
+            eprint!("\r\x1b[K{}", report::sender_status(s));
+        }
+    })?;
+    if live {
+        eprintln!();
+    }
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        print!("{}", report::sender_summary(&outcome));
+    }
+    Ok(())
+}
