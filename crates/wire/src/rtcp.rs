@@ -66,10 +66,7 @@ pub enum RtcpItem<'a> {
 
 /// Walks a compound RTCP packet and hands each item to `visit`. The whole compound is validated
 /// (lengths, version, padding) before any item is visited, so a bad packet changes nothing.
-pub fn parse_compound(
-    data: &[u8],
-    mut visit: impl FnMut(RtcpItem<'_>),
-) -> Result<(), RtcpError> {
+pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Result<(), RtcpError> {
     let bad = |e: rtcp_types::RtcpParseError| RtcpError::Malformed(e.to_string());
     // First pass: every packet parses.
     for p in Compound::parse(data).map_err(bad)? {

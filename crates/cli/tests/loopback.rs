@@ -1,0 +1,318 @@
+//! The `metronome` binary end to end on loopback: real sockets, real threads, ffprobe on the
+//! result. Every run is bounded (a few seconds) and stops by itself.
+
+use serde_json::Value;
+use std::net::{Ipv4Addr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_metronome"))
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "metronome failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// An even port whose RTCP neighbour is free too.
+fn port_pair() -> u16 {
+    for _ in 0..100 {
+        let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            & !1;
+        if p > 1024
+            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).is_ok()
+            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)).is_ok()
+        {
+            return p;
+        }
+    }
+    panic!("no free port pair");
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("metronome-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn ffprobe() -> Command {
+    let ok = Command::new("ffprobe")
+        .arg("-version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "ffprobe is missing: install ffmpeg (scripts/test.sh does)"
+    );
+    Command::new("ffprobe")
+}
+
+#[test]
+fn demo_unicast_and_multicast_receivers_get_every_packet() {
+    let out = bin()
+        .args(["demo", "--duration", "2", "--json"])
+        .output()
+        .unwrap();
+    let v = json(&out);
+    let sender = &v["sender"];
+    let sent = sender["packets"].as_u64().unwrap();
+    assert!(sent > 800, "2 s at 5 Mbit/s is ~950 packets; sent {sent}");
+    // The pacer reports its lateness for every packet.
+    assert_eq!(sender["pacing"]["lateness"]["count"].as_u64(), Some(sent));
+    assert_eq!(sender["pacing"]["packets"].as_u64(), Some(sent));
+    for r in v["receivers"].as_array().unwrap() {
+        let src = &r["sources"][0];
+        assert_eq!(src["received"].as_u64(), Some(sent), "{r}");
+        assert_eq!(src["lost"].as_u64(), Some(0));
+        assert_eq!(src["duplicates"].as_u64(), Some(0));
+        assert_eq!(r["kernel_timestamps"].as_bool(), Some(true));
+        assert!(src["one_way_delay"]["count"].as_u64().unwrap() == sent);
+        assert_eq!(
+            src["said_bye"].as_bool(),
+            Some(true),
+            "the sender's BYE arrived"
+        );
+    }
+    // Both receivers' reports reached the sender, with a round-trip time.
+    let views = sender["receivers"].as_array().unwrap();
+    assert_eq!(views.len(), 2, "{sender}");
+    for view in views {
+        assert!(view["rtt_ms"].as_f64().is_some(), "{view}");
+    }
+}
+
+#[test]
+fn received_transport_stream_is_readable_by_ffprobe() {
+    let port = port_pair();
+    let out_ts = tmp("received.ts");
+    let trace = tmp("trace.csv");
+    let rx = bin()
+        .args([
+            "recv",
+            &format!("rtp://127.0.0.1:{port}"),
+            "--duration",
+            "5",
+            "--json",
+        ])
+        .arg("--output")
+        .arg(&out_ts)
+        .arg("--trace")
+        .arg(&trace)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let tx = bin()
+        .args([
+            "serve",
+            &format!("rtp://127.0.0.1:{port}"),
+            "--duration",
+            "3",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let sent = json(&tx)["packets"].as_u64().unwrap();
+    let got = json(&rx.wait_with_output().unwrap());
+    assert_eq!(got["sources"][0]["received"].as_u64(), Some(sent));
+    // 1316 payload bytes per packet went to the file, all of them.
+    let len = std::fs::metadata(&out_ts).unwrap().len();
+    assert_eq!(len, sent * 1316);
+    let probe = ffprobe()
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=codec_name,width,height",
+        ])
+        .args(["-of", "csv=p=0"])
+        .arg(&out_ts)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&probe.stdout);
+    assert!(text.contains("h264,640,360"), "ffprobe says: {text}");
+    // The trace has a header and one line per datagram.
+    let lines = std::fs::read_to_string(&trace).unwrap().lines().count() as u64;
+    assert_eq!(lines, sent + 1);
+}
+
+#[test]
+fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
+    let file = tmp("input.ts");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=320x240:rate=25",
+        ])
+        .args([
+            "-t",
+            "2",
+            "-c:v",
+            "mpeg2video",
+            "-b:v",
+            "1M",
+            "-muxrate",
+            "2M",
+            "-f",
+            "mpegts",
+        ])
+        .arg(&file)
+        .status()
+        .expect("ffmpeg is missing: install it (scripts/test.sh does)");
+    assert!(made.success());
+    let port = port_pair();
+    let rx = bin()
+        .args([
+            "recv",
+            &format!("rtp://127.0.0.1:{port}"),
+            "--duration",
+            "4",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let tx = bin()
+        .args(["serve", &format!("rtp://127.0.0.1:{port}"), "--json", "-i"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let sent = json(&tx);
+    assert_eq!(sent["ended_by"].as_str(), Some("end of input"));
+    let got = json(&rx.wait_with_output().unwrap());
+    let src = &got["sources"][0];
+    assert_eq!(src["received"], sent["packets"]);
+    // Received over ~2 s at the 2 Mbit/s mux rate (payload only: 1316 of each 1328 bytes).
+    let rate = src["bitrate_bps"].as_f64().unwrap();
+    assert!((rate - 2.0e6).abs() < 0.15e6, "received at {rate} bit/s");
+}
+
+#[test]
+fn receiver_survives_garbage_and_counts_it() {
+    let port = port_pair();
+    let rx = bin()
+        .args([
+            "recv",
+            &format!("rtp://127.0.0.1:{port}"),
+            "--duration",
+            "4",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let tx = std::thread::spawn(move || {
+        bin()
+            .args([
+                "serve",
+                &format!("rtp://127.0.0.1:{port}"),
+                "--duration",
+                "2",
+                "--json",
+            ])
+            .output()
+            .unwrap()
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let junk = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let rtp = ("127.0.0.1", port);
+    let rtcp = ("127.0.0.1", port + 1);
+    let garbage: [&[u8]; 5] = [
+        &[],
+        &[0x80],
+        &[0x00; 12],       // RTP version 0
+        &[0x80, 33, 0, 1], // truncated header
+        &[0xff; 1500],     // version 3
+    ];
+    for g in garbage {
+        junk.send_to(g, rtp).unwrap();
+    }
+    // An RTP/MP2T header with a payload that is not whole TS packets, and a wrong payload type.
+    let mut bad_payload = vec![0x80, 33, 0, 1, 0, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef];
+    bad_payload.extend_from_slice(&[0x47; 100]);
+    junk.send_to(&bad_payload, rtp).unwrap();
+    let mut wrong_pt = bad_payload.clone();
+    wrong_pt[1] = 96;
+    junk.send_to(&wrong_pt, rtp).unwrap();
+    junk.send_to(&[0x81, 201, 0, 40, 1, 2, 3], rtcp).unwrap();
+    let sent = json(&tx.join().unwrap())["packets"].as_u64().unwrap();
+    let got = json(&rx.wait_with_output().unwrap());
+    let c = &got["counters"];
+    assert_eq!(c["not_rtp"].as_u64(), Some(5), "{c}");
+    assert_eq!(c["bad_payload"].as_u64(), Some(1), "{c}");
+    assert_eq!(c["wrong_payload_type"].as_u64(), Some(1), "{c}");
+    assert_eq!(c["rtcp_malformed"].as_u64(), Some(1), "{c}");
+    // The stream itself was unaffected.
+    let src = &got["sources"][0];
+    assert_eq!(src["received"].as_u64(), Some(sent));
+    assert_eq!(src["lost"].as_u64(), Some(0));
+}
+
+fn one_line_error(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    assert!(!out.status.success(), "{args:?} should fail");
+    let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    assert_eq!(err.lines().count(), 1, "one line, got: {err}");
+    assert!(err.starts_with("metronome: "), "{err}");
+    err
+}
+
+#[test]
+fn serve_bad_input_exits_with_a_one_line_error_that_says_what_to_do() {
+    let e = one_line_error(&["serve", "--duration", "1", "-i", "/nonexistent/file.ts"]);
+    assert!(
+        e.contains("cannot open") && e.contains("Check the path"),
+        "{e}"
+    );
+    let not_ts = tmp("not-a-stream.ts");
+    std::fs::write(&not_ts, b"hello, this is not MPEG-TS at all".repeat(50)).unwrap();
+    let e = one_line_error(&["serve", "--duration", "1", "-i", not_ts.to_str().unwrap()]);
+    assert!(e.contains("not an MPEG-TS file"), "{e}");
+    let e = one_line_error(&["serve", "--duration", "1", "http://example"]);
+    assert!(
+        e.contains("bad destination") && e.contains("rtp://127.0.0.1:5004"),
+        "{e}"
+    );
+    let e = one_line_error(&["serve", "--duration", "1", "rtp://127.0.0.1"]);
+    assert!(e.contains("no port"), "{e}");
+}
+
+#[test]
+fn serve_to_an_unreachable_destination_says_so() {
+    // In a network namespace of our own with no routes, nothing can leave: the sender must refuse
+    // at start with a clear reason. (Needs root and unshare; skipped with a note otherwise.)
+    let probe = Command::new("unshare").args(["-n", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipping: cannot create a network namespace here (needs root and unshare)");
+        return;
+    }
+    let out = Command::new("unshare")
+        .args(["-n", env!("CARGO_BIN_EXE_metronome")])
+        .args(["serve", "--duration", "1", "rtp://192.0.2.10:5004"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach 192.0.2.10:5004"), "{err}");
+}
