@@ -5,10 +5,9 @@ use crate::args::{parse_duration, parse_rate, SourceArgs};
 use crate::demo::free_port_pair;
 use clap::{Args, Subcommand};
 use metronome_rt::receiver::{run_receiver, ReceiverOutcome, ReceiverRunConfig};
-use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome};
+use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome, WaitPolicy};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
-use metronome_rt::wait::WaitMode;
 use metronome_time::Summary;
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -18,7 +17,7 @@ use std::time::Duration;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCommand {
-    /// Send lateness and receiver jitter: the real-time pacer (sleep-then-spin, and busy-poll)
+    /// Send lateness and receiver jitter: the real-time pacer (auto, sleep-then-spin, busy-poll)
     /// against a plain sleep-per-packet sender, in the same run
     Pacing(PacingArgs),
 }
@@ -44,6 +43,7 @@ struct PacingRun {
     packets: u64,
     lateness: Summary,
     stalls: u64,
+    wait_modes: metronome_sched::WaitSelectorStats,
     pacer_cpu_percent: f64,
     receiver_packets: u64,
     receiver_lost: u64,
@@ -57,9 +57,10 @@ struct PacingBench {
     rate_bps: u64,
     duration_s: f64,
     runs: Vec<PacingRun>,
-    /// Baseline divided by Metronome (sleep-then-spin): how many times better it is.
+    /// Baseline divided by Metronome's default (auto wait): how many times better it is.
     ratios: Ratios,
-    /// Baseline divided by Metronome in busy-poll mode.
+    /// The same for the forced wait modes.
+    sleep_spin_ratios: Ratios,
     busy_poll_ratios: Ratios,
 }
 
@@ -80,7 +81,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
 fn one_run(
     a: &PacingArgs,
     kind: PacerKind,
-    wait: WaitMode,
+    wait: WaitPolicy,
     stop: &Arc<AtomicBool>,
 ) -> Result<(SenderOutcome, ReceiverOutcome), Box<dyn std::error::Error>> {
     let lo = Ipv4Addr::LOCALHOST;
@@ -106,8 +107,8 @@ fn one_run(
     let mut cfg = SenderConfig::new(vec![url], seed as u32, seed);
     cfg.duration = Some(a.duration);
     cfg.pacer = kind;
-    cfg.wait_mode = wait;
-    if wait == WaitMode::BusyPoll {
+    cfg.wait = wait;
+    if wait == WaitPolicy::BusyPoll {
         // A spinning SCHED_FIFO thread runs into RT throttling (stopped ~50 ms a second):
         // busy-poll runs as an ordinary thread that keeps its core.
         cfg.rt_policy = RtPolicy::Other;
@@ -128,6 +129,7 @@ fn summarize(name: &'static str, s: &SenderOutcome, r: &ReceiverOutcome) -> Paci
         packets: s.packets,
         lateness: s.pacing.lateness,
         stalls: s.pacing.stalls,
+        wait_modes: s.wait_modes,
         pacer_cpu_percent: s.pacer_cpu_percent,
         receiver_packets: src.map(|x| x.received).unwrap_or(0),
         receiver_lost: src.map(|x| x.lost).unwrap_or(0),
@@ -140,6 +142,21 @@ fn ratio(base: f64, ours: f64) -> f64 {
     base / ours.max(0.001)
 }
 
+/// Baseline over ours for each figure: how many times better ours is.
+fn ratios_of(base: &PacingRun, ours: &PacingRun) -> Ratios {
+    // Inter-arrival beyond the median: how far packets bunch up or spread out at the receiver.
+    let excess = |x: &Summary| (x.p999_us - x.p50_us).abs();
+    Ratios {
+        lateness_p99: ratio(base.lateness.p99_us, ours.lateness.p99_us),
+        lateness_p999: ratio(base.lateness.p999_us, ours.lateness.p999_us),
+        lateness_max: ratio(base.lateness.max_us, ours.lateness.max_us),
+        interarrival_p999_excess: ratio(
+            excess(&base.receiver_interarrival),
+            excess(&ours.receiver_interarrival),
+        ),
+    }
+}
+
 fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     if !a.json {
         eprintln!(
@@ -148,38 +165,22 @@ fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             a.duration.as_secs_f64()
         );
     }
-    let (s1, r1) = one_run(&a, PacerKind::Realtime, WaitMode::SleepSpin, &stop)?;
-    let (s3, r3) = one_run(&a, PacerKind::Realtime, WaitMode::BusyPoll, &stop)?;
-    let (s2, r2) = one_run(&a, PacerKind::PlainSleep, WaitMode::SleepSpin, &stop)?;
+    let (s1, r1) = one_run(&a, PacerKind::Realtime, WaitPolicy::Auto, &stop)?;
+    let (s4, r4) = one_run(&a, PacerKind::Realtime, WaitPolicy::SleepSpin, &stop)?;
+    let (s3, r3) = one_run(&a, PacerKind::Realtime, WaitPolicy::BusyPoll, &stop)?;
+    let (s2, r2) = one_run(&a, PacerKind::PlainSleep, WaitPolicy::SleepSpin, &stop)?;
     let ours = summarize("metronome", &s1, &r1);
+    let sleepy = summarize("metronome-sleep-spin", &s4, &r4);
     let busy = summarize("metronome-busy-poll", &s3, &r3);
     let base = summarize("baseline-plain-sleep", &s2, &r2);
-    // Inter-arrival beyond the median: how far packets bunch up or spread out at the receiver.
-    let excess = |x: &Summary| (x.p999_us - x.p50_us).abs();
-    let ratios = Ratios {
-        lateness_p99: ratio(base.lateness.p99_us, ours.lateness.p99_us),
-        lateness_p999: ratio(base.lateness.p999_us, ours.lateness.p999_us),
-        lateness_max: ratio(base.lateness.max_us, ours.lateness.max_us),
-        interarrival_p999_excess: ratio(
-            excess(&base.receiver_interarrival),
-            excess(&ours.receiver_interarrival),
-        ),
-    };
     let out = PacingBench {
         benchmark: "pacing",
         rate_bps: a.rate,
         duration_s: a.duration.as_secs_f64(),
-        busy_poll_ratios: Ratios {
-            lateness_p99: ratio(base.lateness.p99_us, busy.lateness.p99_us),
-            lateness_p999: ratio(base.lateness.p999_us, busy.lateness.p999_us),
-            lateness_max: ratio(base.lateness.max_us, busy.lateness.max_us),
-            interarrival_p999_excess: ratio(
-                excess(&base.receiver_interarrival),
-                excess(&busy.receiver_interarrival),
-            ),
-        },
-        runs: vec![ours, busy, base],
-        ratios,
+        sleep_spin_ratios: ratios_of(&base, &sleepy),
+        busy_poll_ratios: ratios_of(&base, &busy),
+        ratios: ratios_of(&base, &ours),
+        runs: vec![ours, sleepy, busy, base],
     };
     println!("{}", serde_json::to_string_pretty(&out)?);
     if !a.json {

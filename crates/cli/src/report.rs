@@ -54,6 +54,16 @@ pub fn sender_summary(o: &SenderOutcome) -> String {
         o.ended_by
     );
     let _ = writeln!(s, "  send lateness: {}", o.pacing.lateness);
+    let w = &o.wait_modes;
+    if w.busy_poll_s > 0.0 {
+        let _ = writeln!(
+            s,
+            "  waited {:.1} s sleeping-then-spinning and {:.1} s busy-polling (sleeping made >1% of packets late by >20 µs); pacer CPU {:.0}%",
+            w.sleep_spin_s, w.busy_poll_s, o.pacer_cpu_percent
+        );
+    } else {
+        let _ = writeln!(s, "  pacer CPU {:.0}%", o.pacer_cpu_percent);
+    }
     let _ = writeln!(
         s,
         "  stalls {} (schedule shifted {:.2} ms), ring underruns {}, send errors {}",

@@ -3,10 +3,9 @@
 use crate::args::{parse_duration, SourceArgs};
 use crate::report;
 use clap::{Args, ValueEnum};
-use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome};
+use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome, WaitPolicy};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
-use metronome_rt::wait::WaitMode;
 use std::io::IsTerminal;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -22,6 +21,13 @@ pub enum RtChoice {
     Deadline,
     /// An ordinary thread
     Off,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum WaitChoiceArg {
+    Auto,
+    SleepSpin,
+    BusyPoll,
 }
 
 #[derive(Args, Debug)]
@@ -40,9 +46,10 @@ pub struct ServeArgs {
     /// Real-time policy of the pacing thread
     #[arg(long, value_enum, default_value = "auto")]
     pub rt: RtChoice,
-    /// Keep the pacing core busy (spin the whole way between packets) instead of sleep-then-spin
-    #[arg(long)]
-    pub busy_poll: bool,
+    /// How the pacer waits between packets: sleep then spin; spin the whole way (keeps a core
+    /// busy); or auto, which busy-polls only while sleeping makes more than 1% of packets late
+    #[arg(long, value_enum, default_value = "auto")]
+    pub wait: WaitChoiceArg,
     /// Pin the pacing thread to this CPU
     #[arg(long)]
     pub cpu: Option<usize>,
@@ -88,12 +95,12 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
         cfg.lock_memory = false;
     }
     cfg.pacer = PacerKind::Realtime;
-    cfg.wait_mode = if a.busy_poll {
-        WaitMode::BusyPoll
-    } else {
-        WaitMode::SleepSpin
+    cfg.wait = match a.wait {
+        WaitChoiceArg::Auto => WaitPolicy::Auto,
+        WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,
+        WaitChoiceArg::BusyPoll => WaitPolicy::BusyPoll,
     };
-    if a.busy_poll && matches!(a.rt, RtChoice::Auto) {
+    if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
         // A thread that never sleeps would run into RT throttling under SCHED_FIFO (stopped
         // ~50 ms each second); as an ordinary thread it keeps its core.
         cfg.rt_policy = RtPolicy::Other;

@@ -14,7 +14,10 @@ use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
 use crate::wait::{WaitMode, Waiter, WaiterConfig};
 use metronome_media::{MediaError, TsSource};
-use metronome_sched::{PacingConfig, PacingModel, PacingStats};
+use metronome_sched::{
+    PacingConfig, PacingModel, PacingStats, WaitChoice, WaitSelector, WaitSelectorConfig,
+    WaitSelectorStats,
+};
 use metronome_session::sender::{
     Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReports, SenderReportsConfig,
 };
@@ -37,7 +40,7 @@ pub struct SenderConfig {
     pub ring_slots: usize,
     pub pacer: PacerKind,
     pub rt_policy: RtPolicy,
-    pub wait_mode: WaitMode,
+    pub wait: WaitPolicy,
     pub waiter: WaiterConfig,
     pub pacing: PacingConfig,
     pub pacer_cpu: Option<usize>,
@@ -61,7 +64,7 @@ impl SenderConfig {
             ring_slots: 1024,
             pacer: PacerKind::Realtime,
             rt_policy: RtPolicy::Auto,
-            wait_mode: WaitMode::SleepSpin,
+            wait: WaitPolicy::Auto,
             // Spin through the largest oversleep of the last 128 sleeps: an idle vCPU wakes late
             // about 1% of the time, and a p99 margin leaves those packets late.
             waiter: WaiterConfig {
@@ -84,6 +87,18 @@ fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "localhost".into())
+}
+
+/// How the real-time pacer waits between packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum WaitPolicy {
+    /// Absolute sleep, then spin the last stretch (little CPU; inherits wake-up latency).
+    SleepSpin,
+    /// Spin the whole way, as an ordinary thread (a core's worth of CPU; no wake-ups at all).
+    BusyPoll,
+    /// Sleep-then-spin while it keeps time, busy-poll while it does not (see
+    /// `metronome_sched::WaitSelector`).
+    Auto,
 }
 
 /// How the pacing thread waits for each release time.
@@ -151,6 +166,8 @@ pub struct SenderOutcome {
     pub underruns: u64,
     pub ring_slots: usize,
     pub pacing: PacingStats,
+    /// With `WaitPolicy::Auto`: time spent sleeping-then-spinning and busy-polling.
+    pub wait_modes: WaitSelectorStats,
     pub final_spin_margin_us: f64,
     /// CPU time the pacing thread used, as a share of one core over the run.
     pub pacer_cpu_percent: f64,
@@ -163,6 +180,7 @@ struct PacerResult {
     memory: String,
     margin_ns: u64,
     cpu_s: f64,
+    wait_modes: WaitSelectorStats,
 }
 
 /// Runs one stream until the source ends, `cfg.duration` passes, or `stop` is set.
@@ -323,7 +341,7 @@ pub fn run_sender(
         realtime: pacer.grant,
         memory_locked: pacer.memory,
         wait_mode: match cfg.pacer {
-            PacerKind::Realtime => format!("{:?}", cfg.wait_mode),
+            PacerKind::Realtime => format!("{:?}", cfg.wait),
             PacerKind::PlainSleep => "PlainSleep".to_string(),
         },
         ended_by,
@@ -339,6 +357,7 @@ pub fn run_sender(
         underruns: shared.underruns.load(Ordering::Relaxed),
         ring_slots: cfg.ring_slots,
         pacing: pacer.pacing.stats(),
+        wait_modes: pacer.wait_modes,
         final_spin_margin_us: pacer.margin_ns as f64 / 1000.0,
         pacer_cpu_percent: if duration_s > 0.0 {
             pacer.cpu_s * 100.0 / duration_s
@@ -418,7 +437,12 @@ fn pace(
         let _ = thread::pin_to_cpu(cpu);
     }
     let cpu_start = thread_cpu_s();
-    let mut waiter = Waiter::with_config(cfg.wait_mode, cfg.waiter);
+    let first_mode = match cfg.wait {
+        WaitPolicy::BusyPoll => WaitMode::BusyPoll,
+        WaitPolicy::SleepSpin | WaitPolicy::Auto => WaitMode::SleepSpin,
+    };
+    let mut waiter = Waiter::with_config(first_mode, cfg.waiter);
+    let mut selector = WaitSelector::new(WaitSelectorConfig::default());
     let mut pacing = PacingModel::new(cfg.pacing);
     // The ring starts empty while the producer warms up: that is not an underrun.
     let mut empty = true;
@@ -450,7 +474,22 @@ fn pace(
                 shared.send_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-        let late = pacing.on_sent(target, clock.timestamp_from_mono_ns(actual_ns));
+        let sent_at = clock.timestamp_from_mono_ns(actual_ns);
+        let late = pacing.on_sent(target, sent_at);
+        if cfg.wait == WaitPolicy::Auto && !baseline {
+            match selector.on_sent(sent_at, late) {
+                Some(WaitChoice::BusyPoll) => {
+                    // Spinning under SCHED_FIFO would meet RT throttling: spin as an ordinary thread.
+                    thread::make_current_thread_realtime(RtPolicy::Other);
+                    waiter.set_mode(WaitMode::BusyPoll);
+                }
+                Some(WaitChoice::SleepSpin) => {
+                    thread::make_current_thread_realtime(cfg.rt_policy);
+                    waiter.set_mode(WaitMode::SleepSpin);
+                }
+                None => {}
+            }
+        }
         let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         shared.max_late_ns.fetch_max(late_ns, Ordering::Relaxed);
         shared.packets.fetch_add(1, Ordering::Relaxed);
@@ -466,6 +505,7 @@ fn pace(
         memory,
         margin_ns: waiter.margin_ns(),
         cpu_s: thread_cpu_s() - cpu_start,
+        wait_modes: selector.stats(clock.now()),
     }
 }
 
