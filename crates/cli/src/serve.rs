@@ -70,10 +70,11 @@ pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
         RtChoice::Fifo => RtPolicy::Fifo {
             priority: RtPolicy::DEFAULT_FIFO_PRIORITY,
         },
-        // A budget of 1/4 of each packet interval covers the spin and the send.
+        // Half of each packet interval: the sender caps its spin at half of that budget, which
+        // leaves the rest for the send itself.
         RtChoice::Deadline => RtPolicy::Deadline {
-            runtime: packet_interval / 4,
-            deadline: packet_interval / 2,
+            runtime: packet_interval / 2,
+            deadline: packet_interval,
             period: packet_interval,
         },
         RtChoice::Off => RtPolicy::Other,

@@ -9,7 +9,7 @@
 
 use crate::clock::Clock;
 use crate::ring::PacketRing;
-use crate::thread::{self, RtPolicy};
+use crate::thread::{self, Granted, RtPolicy};
 use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
 use crate::wait::{WaitMode, Waiter, WaiterConfig};
@@ -417,10 +417,20 @@ fn pace(
     shared: &Shared,
 ) -> PacerResult {
     let baseline = cfg.pacer == PacerKind::PlainSleep;
+    let mut waiter_cfg = cfg.waiter;
     let grant = if baseline {
         "SCHED_OTHER (baseline: plain sleep per packet)".to_string()
     } else {
-        thread::make_current_thread_realtime(cfg.rt_policy).to_string()
+        let g = thread::make_current_thread_realtime(cfg.rt_policy);
+        if let Granted::Deadline { runtime, .. } = g.granted {
+            // Each wake-up gets a fresh budget (the CBS wake-up rule); the spin must fit in half of
+            // it, or the kernel throttles the thread until its next period.
+            let cap = u64::try_from(runtime.as_nanos() / 2).unwrap_or(u64::MAX);
+            waiter_cfg.max_margin_ns = waiter_cfg.max_margin_ns.min(cap);
+            waiter_cfg.initial_margin_ns = waiter_cfg.initial_margin_ns.min(cap);
+            waiter_cfg.min_margin_ns = waiter_cfg.min_margin_ns.min(cap);
+        }
+        g.to_string()
     };
     let memory = if cfg.lock_memory && !baseline {
         match thread::lock_memory() {
@@ -441,7 +451,7 @@ fn pace(
         WaitPolicy::BusyPoll => WaitMode::BusyPoll,
         WaitPolicy::SleepSpin | WaitPolicy::Auto => WaitMode::SleepSpin,
     };
-    let mut waiter = Waiter::with_config(first_mode, cfg.waiter);
+    let mut waiter = Waiter::with_config(first_mode, waiter_cfg);
     let mut selector = WaitSelector::new(WaitSelectorConfig::default());
     let mut pacing = PacingModel::new(cfg.pacing);
     // The ring starts empty while the producer warms up: that is not an underrun.
