@@ -8,7 +8,6 @@ use clap::Args;
 use metronome_rt::receiver::{run_receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig};
 use metronome_rt::url::RtpUrl;
-use std::io::IsTerminal;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -78,15 +77,9 @@ pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
     let mut cfg = SenderConfig::new(vec![unicast, multicast], seed as u32, seed);
     cfg.duration = Some(a.duration);
     cfg.send_time_ext = true;
-    let live = std::io::stderr().is_terminal() && !a.json;
-    let sent = run_sender(source, cfg, stop, |s| {
-        if live {
-            eprint!("\r\x1b[K{}", report::sender_status(s));
-        }
-    });
-    if live {
-        eprintln!();
-    }
+    let live = report::LiveLine::new(!a.json);
+    let sent = run_sender(source, cfg, stop, |s| live.show(&report::sender_status(s)));
+    live.finish();
     // Receivers stop once the last packets and the BYE have had time to arrive.
     std::thread::sleep(Duration::from_millis(300));
     rx_stop.store(true, Ordering::SeqCst);

@@ -1,11 +1,11 @@
 //! `metronome recv`: receive, measure, report.
 
 use crate::args::parse_duration;
+use crate::report::{print_outcome, receiver_summary, LiveLine};
 use clap::Args;
 use metronome_rt::receiver::{run_receiver, ReceiverRunConfig};
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -47,22 +47,12 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
         cfg.session.payload = PayloadKind::Any;
     }
     cfg.session.ssrc = crate::serve::fresh_seed() as u32;
-    let live = std::io::stderr().is_terminal();
-    if live {
-        eprintln!("metronome: listening on {url}", url = a.url);
+    let live = LiveLine::new(true);
+    if live.is_on() {
+        eprintln!("metronome: listening on {}", a.url);
     }
-    let outcome = run_receiver(cfg, &stop, |s| {
-        if live {
-            eprint!("\r\x1b[K{}", s.status_line(metronome_time::Timestamp::ZERO));
-        }
-    })?;
-    if live {
-        eprintln!();
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        print!("{}", crate::report::receiver_summary(&outcome));
-    }
+    let outcome = run_receiver(cfg, &stop, |s| live.show(&s.status_line()))?;
+    live.finish();
+    print_outcome(a.json, &outcome, receiver_summary)?;
     Ok(())
 }

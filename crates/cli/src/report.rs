@@ -2,7 +2,49 @@
 
 use metronome_rt::receiver::ReceiverOutcome;
 use metronome_rt::sender::{SenderOutcome, SenderStatus};
+use serde::Serialize;
 use std::fmt::Write;
+use std::io::IsTerminal;
+
+/// A status line rewritten in place on a terminal; silent when stderr is not one.
+pub struct LiveLine {
+    on: bool,
+}
+
+impl LiveLine {
+    pub fn new(wanted: bool) -> Self {
+        LiveLine {
+            on: wanted && std::io::stderr().is_terminal(),
+        }
+    }
+    pub fn is_on(&self) -> bool {
+        self.on
+    }
+    pub fn show(&self, line: &str) {
+        if self.on {
+            eprint!("\r\x1b[K{line}");
+        }
+    }
+    pub fn finish(&self) {
+        if self.on {
+            eprintln!();
+        }
+    }
+}
+
+/// Prints a run's outcome: pretty JSON, or the human summary.
+pub fn print_outcome<T: Serialize>(
+    json: bool,
+    outcome: &T,
+    human: impl Fn(&T) -> String,
+) -> Result<(), serde_json::Error> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(outcome)?);
+    } else {
+        print!("{}", human(outcome));
+    }
+    Ok(())
+}
 
 pub fn sender_status(s: &SenderStatus) -> String {
     let rate = if s.elapsed.as_secs_f64() > 0.0 {

@@ -1,12 +1,11 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
 use crate::args::{parse_duration, SourceArgs};
-use crate::report;
+use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
-use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome, WaitPolicy};
+use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, WaitPolicy};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
-use std::io::IsTerminal;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -121,26 +120,16 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .collect::<Result<Vec<_>, _>>()?;
     let source = a.source.open()?;
     let cfg = sender_config(&a, destinations);
-    let live = std::io::stderr().is_terminal() && !a.json;
-    if live {
+    let live = LiveLine::new(!a.json);
+    if live.is_on() {
         eprintln!(
             "metronome: {} → {}",
             source.describe(),
             a.destinations.join(", ")
         );
     }
-    let outcome: SenderOutcome = run_sender(source, cfg, stop, |s| {
-        if live {
-            eprint!("\r\x1b[K{}", report::sender_status(s));
-        }
-    })?;
-    if live {
-        eprintln!();
-    }
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        print!("{}", report::sender_summary(&outcome));
-    }
+    let outcome = run_sender(source, cfg, stop, |s| live.show(&sender_status(s)))?;
+    live.finish();
+    print_outcome(a.json, &outcome, sender_summary)?;
     Ok(())
 }

@@ -47,6 +47,29 @@ fn tmp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// Starts `metronome recv` on 127.0.0.1:`port` for `secs` seconds with a JSON summary, and gives it
+/// time to bind before the caller starts sending.
+fn spawn_recv(port: u16, secs: u32, extra: &[&std::ffi::OsStr]) -> std::process::Child {
+    let child = bin()
+        .args(["recv", &format!("rtp://127.0.0.1:{port}"), "--json"])
+        .args(["--duration", &secs.to_string()])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+/// Runs `metronome serve --json` to 127.0.0.1:`port` with `extra` arguments.
+fn serve(port: u16, extra: &[&std::ffi::OsStr]) -> Output {
+    bin()
+        .args(["serve", &format!("rtp://127.0.0.1:{port}"), "--json"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
 fn ffprobe() -> Command {
     let ok = Command::new("ffprobe")
         .arg("-version")
@@ -99,33 +122,17 @@ fn received_transport_stream_is_readable_by_ffprobe() {
     let port = port_pair();
     let out_ts = tmp("received.ts");
     let trace = tmp("trace.csv");
-    let rx = bin()
-        .args([
-            "recv",
-            &format!("rtp://127.0.0.1:{port}"),
-            "--duration",
-            "5",
-            "--json",
-        ])
-        .arg("--output")
-        .arg(&out_ts)
-        .arg("--trace")
-        .arg(&trace)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let tx = bin()
-        .args([
-            "serve",
-            &format!("rtp://127.0.0.1:{port}"),
-            "--duration",
-            "3",
-            "--json",
-        ])
-        .output()
-        .unwrap();
+    let rx = spawn_recv(
+        port,
+        5,
+        &[
+            "--output".as_ref(),
+            out_ts.as_ref(),
+            "--trace".as_ref(),
+            trace.as_ref(),
+        ],
+    );
+    let tx = serve(port, &["--duration".as_ref(), "3".as_ref()]);
     let sent = json(&tx)["packets"].as_u64().unwrap();
     let got = json(&rx.wait_with_output().unwrap());
     assert_eq!(got["sources"][0]["received"].as_u64(), Some(sent));
@@ -180,23 +187,8 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
         .expect("ffmpeg is missing: install it (scripts/test.sh does)");
     assert!(made.success());
     let port = port_pair();
-    let rx = bin()
-        .args([
-            "recv",
-            &format!("rtp://127.0.0.1:{port}"),
-            "--duration",
-            "4",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let tx = bin()
-        .args(["serve", &format!("rtp://127.0.0.1:{port}"), "--json", "-i"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let rx = spawn_recv(port, 4, &[]);
+    let tx = serve(port, &["-i".as_ref(), file.as_ref()]);
     let sent = json(&tx);
     assert_eq!(sent["ended_by"].as_str(), Some("end of input"));
     let got = json(&rx.wait_with_output().unwrap());
@@ -210,30 +202,8 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
 #[test]
 fn receiver_survives_garbage_and_counts_it() {
     let port = port_pair();
-    let rx = bin()
-        .args([
-            "recv",
-            &format!("rtp://127.0.0.1:{port}"),
-            "--duration",
-            "4",
-            "--json",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let tx = std::thread::spawn(move || {
-        bin()
-            .args([
-                "serve",
-                &format!("rtp://127.0.0.1:{port}"),
-                "--duration",
-                "2",
-                "--json",
-            ])
-            .output()
-            .unwrap()
-    });
+    let rx = spawn_recv(port, 4, &[]);
+    let tx = std::thread::spawn(move || serve(port, &["--duration".as_ref(), "2".as_ref()]));
     std::thread::sleep(Duration::from_millis(500));
     let junk = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let rtp = ("127.0.0.1", port);

@@ -129,6 +129,18 @@ impl Clock {
         let since_epoch = mono - self.epoch_mono_ns as i128;
         Timestamp::from_nanos(since_epoch.clamp(0, u64::MAX as i128) as u64)
     }
+
+    /// The run time and wall-clock time of a datagram's arrival: the kernel's receive timestamp
+    /// when the socket gave one (SO_TIMESTAMPNS), else the clocks read now.
+    pub fn arrival(&self, kernel_rx_realtime_ns: Option<u64>) -> (Timestamp, NtpTime) {
+        match kernel_rx_realtime_ns {
+            Some(ns) => (
+                self.timestamp_from_realtime_ns(ns),
+                NtpTime::from_unix_nanos(ns),
+            ),
+            None => (self.now(), self.wall()),
+        }
+    }
 }
 
 #[cfg(test)]

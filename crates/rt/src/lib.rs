@@ -11,12 +11,14 @@
 //!
 //! Drivers:
 //! - `ring`: the pre-allocated packet ring between a producer and the pacing thread.
+//! - `run`: when a run ends (stop flag, duration).
 //! - `sender`: one stream: producer thread → ring → real-time pacer → sockets; RTCP and status.
 //! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
 
 pub mod clock;
 pub mod receiver;
 pub mod ring;
+pub mod run;
 pub mod sender;
 pub mod thread;
 pub mod udp;

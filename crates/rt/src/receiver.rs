@@ -2,16 +2,17 @@
 //! trace and MPEG-TS capture. One thread, polling the RTP and RTCP sockets.
 
 use crate::clock::Clock;
+use crate::run::RunLimit;
 use crate::udp::{self, RtcpSocket, SocketOptions, UdpError, UdpReceiver};
 use crate::url::RtpUrl;
 use metronome_session::receiver::{PacketRecord, ReceiverConfig, ReceiverSession, ReceiverSummary};
-use metronome_time::{NtpTime, Timestamp};
+use metronome_time::Timestamp;
 use serde::Serialize;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -130,16 +131,11 @@ pub fn run_receiver(
     let mut without_ts = 0u64;
     let mut overflows = 0u64;
     let mut truncated = 0u64;
+    let limit = RunLimit::new(start, cfg.duration, stop);
     let ended_by = loop {
         let now = clock.now();
-        if stop.load(Ordering::Relaxed) {
-            break "stopped";
-        }
-        if cfg
-            .duration
-            .is_some_and(|d| now.saturating_since(start) >= d)
-        {
-            break "duration";
+        if let Some(why) = limit.ended(now) {
+            break why;
         }
         if cfg
             .packets
@@ -154,7 +150,7 @@ pub fn run_receiver(
             next_status = now + cfg.status_every;
             on_status(&session);
         }
-        let mut wake = next_status.min(start + cfg.duration.unwrap_or(Duration::from_secs(86_400)));
+        let mut wake = next_status.min(limit.deadline().unwrap_or(Timestamp::MAX));
         if let Some((t, _)) = session.poll_timeout() {
             wake = wake.min(t);
         }
@@ -168,16 +164,8 @@ pub fn run_receiver(
                 Err(e) if udp::is_timeout(&e) => break,
                 Err(e) => return Err(RecvError::Io(cfg.source.to_string(), e)),
             };
-            let (arrival, wall) = match meta.kernel_rx_realtime_ns {
-                Some(ns) => (
-                    clock.timestamp_from_realtime_ns(ns),
-                    NtpTime::from_unix_nanos(ns),
-                ),
-                None => {
-                    without_ts += 1;
-                    (clock.now(), clock.wall())
-                }
-            };
+            without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
+            let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
             if let Some(d) = meta.dropped_total {
                 overflows = d as u64;
             }
@@ -197,10 +185,7 @@ pub fn run_receiver(
             if !cfg.source.is_multicast() && rtcp.peer().is_none() {
                 rtcp.set_peer(meta.src);
             }
-            let at = meta
-                .kernel_rx_realtime_ns
-                .map(|ns| clock.timestamp_from_realtime_ns(ns))
-                .unwrap_or_else(|| clock.now());
+            let (at, _) = clock.arrival(meta.kernel_rx_realtime_ns);
             session.handle_rtcp(at, &buf[..meta.len]);
         }
         while session.poll_event().is_some() {}

@@ -9,6 +9,7 @@
 
 use crate::clock::Clock;
 use crate::ring::PacketRing;
+use crate::run::RunLimit;
 use crate::thread::{self, Granted, RtPolicy};
 use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
@@ -21,7 +22,7 @@ use metronome_sched::{
 use metronome_session::sender::{
     Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReports, SenderReportsConfig,
 };
-use metronome_time::{MediaClock, NtpTime};
+use metronome_time::MediaClock;
 use metronome_wire::rtp::{patch_send_time, SEND_TIME_EXT_LEN};
 use serde::Serialize;
 use std::os::fd::AsRawFd;
@@ -269,16 +270,11 @@ pub fn run_sender(
     let start = clock.now();
     let mut next_status = start + Duration::from_secs(1);
     let mut buf = [0u8; 1500];
+    let limit = RunLimit::new(start, cfg.duration, &stop);
     let ended_by = loop {
         let now = clock.now();
-        if stop.load(Ordering::Relaxed) {
-            break "stopped";
-        }
-        if cfg
-            .duration
-            .is_some_and(|d| now.saturating_since(start) >= d)
-        {
-            break "duration";
+        if let Some(why) = limit.ended(now) {
+            break why;
         }
         if shared.pacer_done.load(Ordering::Acquire) {
             break "end of input";
@@ -296,13 +292,7 @@ pub fn run_sender(
         for s in &rtcp {
             while let Ok(meta) = s.recv(&mut buf) {
                 // The kernel's receive time, so that the RTT does not include our own latency.
-                let (now, wall) = match meta.kernel_rx_realtime_ns {
-                    Some(ns) => (
-                        clock.timestamp_from_realtime_ns(ns),
-                        NtpTime::from_unix_nanos(ns),
-                    ),
-                    None => (clock.now(), clock.wall()),
-                };
+                let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
                 reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
             }
         }

@@ -1,7 +1,7 @@
 //! A serializable summary of what a receiver measured, for JSON output and reports.
 
 use super::{Counters, ReceiverSession, Source};
-use metronome_time::{Summary, Timestamp};
+use metronome_time::Summary;
 use serde::Serialize;
 
 #[derive(Clone, Debug, Serialize)]
@@ -93,7 +93,7 @@ impl ReceiverSession {
     }
 
     /// A one-line status of the main source, for a terminal.
-    pub fn status_line(&self, _now: Timestamp) -> String {
+    pub fn status_line(&self) -> String {
         let Some(s) = self.main_source() else {
             let c = self.counters();
             return format!(
