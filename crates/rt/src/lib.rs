@@ -12,10 +12,12 @@
 //! Drivers:
 //! - `ring`: the pre-allocated packet ring between a producer and the pacing thread.
 //! - `run`: when a run ends (stop flag, duration).
+//! - `pacer`: the pacing thread's per-packet work (no allocation), and its set-up.
 //! - `sender`: one stream: producer thread → ring → real-time pacer → sockets; RTCP and status.
 //! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
 
 pub mod clock;
+pub mod pacer;
 pub mod receiver;
 pub mod ring;
 pub mod run;

@@ -8,25 +8,23 @@
 //! - the calling thread runs RTCP: sender reports out, receiver reports in, status.
 
 use crate::clock::Clock;
+use crate::pacer::{Pacer, PacerCounters, Step};
 use crate::ring::PacketRing;
 use crate::run::RunLimit;
-use crate::thread::{self, Granted, RtPolicy};
+use crate::thread::RtPolicy;
 use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
-use crate::wait::{WaitMode, Waiter, WaiterConfig};
+use crate::wait::WaiterConfig;
 use metronome_media::{MediaError, TsSource};
-use metronome_sched::{
-    PacingConfig, PacingModel, PacingStats, WaitChoice, WaitSelector, WaitSelectorConfig,
-    WaitSelectorStats,
-};
+use metronome_sched::{PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::{
     Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReports, SenderReportsConfig,
 };
 use metronome_time::MediaClock;
-use metronome_wire::rtp::{patch_send_time, SEND_TIME_EXT_LEN};
+use metronome_wire::rtp::SEND_TIME_EXT_LEN;
 use serde::Serialize;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -124,18 +122,13 @@ pub enum SendError {
     Thread(&'static str, std::io::Error),
 }
 
-/// Counters the pacer publishes for the RTCP thread and the status line.
+/// What the threads of one stream share.
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
     producer_done: AtomicBool,
     pacer_done: AtomicBool,
-    packets: AtomicU64,
-    payload_octets: AtomicU64,
-    bytes: AtomicU64,
-    send_errors: AtomicU64,
-    underruns: AtomicU64,
-    max_late_ns: AtomicU64,
+    counters: PacerCounters,
 }
 
 /// A status snapshot, about once a second.
@@ -173,15 +166,6 @@ pub struct SenderOutcome {
     /// CPU time the pacing thread used, as a share of one core over the run.
     pub pacer_cpu_percent: f64,
     pub receivers: Vec<ReceiverView>,
-}
-
-struct PacerResult {
-    pacing: PacingModel,
-    grant: String,
-    memory: String,
-    margin_ns: u64,
-    cpu_s: f64,
-    wait_modes: WaitSelectorStats,
 }
 
 /// Runs one stream until the source ends, `cfg.duration` passes, or `stop` is set.
@@ -247,9 +231,16 @@ pub fn run_sender(
         std::thread::Builder::new()
             .name("metronome-pacer".into())
             .spawn(move || {
-                let r = pace(&ring, &senders, &clock, &cfg, &shared);
+                let mut pacer = Pacer::start(&cfg, &ring, &senders, &clock);
+                while !shared.stop.load(Ordering::Relaxed) {
+                    match pacer.step(&shared.counters, &shared.producer_done) {
+                        Step::Sent => {}
+                        Step::Empty => std::thread::sleep(Duration::from_micros(200)),
+                        Step::Done => break,
+                    }
+                }
                 shared.pacer_done.store(true, Ordering::Release);
-                r
+                pacer.finish()
             })
             .map_err(|e| SendError::Thread("pacer", e))?
     };
@@ -280,8 +271,8 @@ pub fn run_sender(
             break "end of input";
         }
         reports.record_sent(
-            shared.packets.load(Ordering::Relaxed),
-            shared.payload_octets.load(Ordering::Relaxed),
+            shared.counters.packets.load(Ordering::Relaxed),
+            shared.counters.payload_octets.load(Ordering::Relaxed),
         );
         if let Some(n) = reports.poll_transmit(now, clock.wall(), &mut buf) {
             for s in &rtcp {
@@ -301,9 +292,9 @@ pub fn run_sender(
             next_status = now + Duration::from_secs(1);
             on_status(&SenderStatus {
                 elapsed: now.saturating_since(start),
-                packets: shared.packets.load(Ordering::Relaxed),
-                bytes: shared.bytes.load(Ordering::Relaxed),
-                max_late_us: shared.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+                packets: shared.counters.packets.load(Ordering::Relaxed),
+                bytes: shared.counters.bytes.load(Ordering::Relaxed),
+                max_late_us: shared.counters.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
                 ring_occupancy: ring.occupancy(),
                 receivers: reports.receivers().to_vec(),
             });
@@ -314,8 +305,8 @@ pub fn run_sender(
     let produced = producer.join().expect("the producer thread does not panic");
     let end = clock.now();
     reports.record_sent(
-        shared.packets.load(Ordering::Relaxed),
-        shared.payload_octets.load(Ordering::Relaxed),
+        shared.counters.packets.load(Ordering::Relaxed),
+        shared.counters.payload_octets.load(Ordering::Relaxed),
     );
     if let Some(n) = reports.bye(end, clock.wall(), &mut buf) {
         for s in &rtcp {
@@ -324,7 +315,7 @@ pub fn run_sender(
     }
     produced?;
     let duration_s = end.saturating_since(start).as_secs_f64();
-    let bytes = shared.bytes.load(Ordering::Relaxed);
+    let bytes = shared.counters.bytes.load(Ordering::Relaxed);
     Ok(SenderOutcome {
         source: description,
         destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
@@ -336,15 +327,15 @@ pub fn run_sender(
         },
         ended_by,
         duration_s,
-        packets: shared.packets.load(Ordering::Relaxed),
+        packets: shared.counters.packets.load(Ordering::Relaxed),
         bytes,
         bitrate_bps: if duration_s > 0.0 {
             bytes as f64 * 8.0 / duration_s
         } else {
             0.0
         },
-        send_errors: shared.send_errors.load(Ordering::Relaxed),
-        underruns: shared.underruns.load(Ordering::Relaxed),
+        send_errors: shared.counters.send_errors.load(Ordering::Relaxed),
+        underruns: shared.counters.underruns.load(Ordering::Relaxed),
         ring_slots: cfg.ring_slots,
         pacing: pacer.pacing.stats(),
         wait_modes: pacer.wait_modes,
@@ -396,128 +387,6 @@ fn produce(
         }
     }
     Ok(())
-}
-
-/// The pacer: real-time thread that sends each packet at its release time.
-fn pace(
-    ring: &PacketRing,
-    senders: &[UdpSender],
-    clock: &Clock,
-    cfg: &SenderConfig,
-    shared: &Shared,
-) -> PacerResult {
-    let baseline = cfg.pacer == PacerKind::PlainSleep;
-    let mut waiter_cfg = cfg.waiter;
-    let grant = if baseline {
-        "SCHED_OTHER (baseline: plain sleep per packet)".to_string()
-    } else {
-        let g = thread::make_current_thread_realtime(cfg.rt_policy);
-        if let Granted::Deadline { runtime, .. } = g.granted {
-            // Each wake-up gets a fresh budget (the CBS wake-up rule); the spin must fit in half of
-            // it, or the kernel throttles the thread until its next period.
-            let cap = u64::try_from(runtime.as_nanos() / 2).unwrap_or(u64::MAX);
-            waiter_cfg.max_margin_ns = waiter_cfg.max_margin_ns.min(cap);
-            waiter_cfg.initial_margin_ns = waiter_cfg.initial_margin_ns.min(cap);
-            waiter_cfg.min_margin_ns = waiter_cfg.min_margin_ns.min(cap);
-        }
-        g.to_string()
-    };
-    let memory = if cfg.lock_memory && !baseline {
-        match thread::lock_memory() {
-            Ok(()) => "locked".to_string(),
-            Err(e) => format!("not locked: {e}"),
-        }
-    } else {
-        "not requested".to_string()
-    };
-    if !baseline {
-        let _ = thread::set_timer_slack_ns(1);
-    }
-    if let Some(cpu) = cfg.pacer_cpu {
-        let _ = thread::pin_to_cpu(cpu);
-    }
-    let cpu_start = thread_cpu_s();
-    let first_mode = match cfg.wait {
-        WaitPolicy::BusyPoll => WaitMode::BusyPoll,
-        WaitPolicy::SleepSpin | WaitPolicy::Auto => WaitMode::SleepSpin,
-    };
-    let mut waiter = Waiter::with_config(first_mode, waiter_cfg);
-    let mut selector = WaitSelector::new(WaitSelectorConfig::default());
-    let mut pacing = PacingModel::new(cfg.pacing);
-    // The ring starts empty while the producer warms up: that is not an underrun.
-    let mut empty = true;
-    while !shared.stop.load(Ordering::Relaxed) {
-        let Some(mut slot) = ring.next_ready() else {
-            if shared.producer_done.load(Ordering::Acquire) {
-                break;
-            }
-            if !empty {
-                shared.underruns.fetch_add(1, Ordering::Relaxed);
-                empty = true;
-            }
-            std::thread::sleep(Duration::from_micros(200));
-            continue;
-        };
-        empty = false;
-        let target = pacing.target(slot.release);
-        let actual_ns = if baseline {
-            std::thread::sleep(target.saturating_since(clock.now()));
-            clock.mono_ns()
-        } else {
-            waiter.wait_until(clock.mono_ns_from_timestamp(target))
-        };
-        if cfg.send_time_ext {
-            patch_send_time(slot.bytes_mut(), clock.wall());
-        }
-        for s in senders {
-            if s.send(slot.bytes()).is_err() {
-                shared.send_errors.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        let sent_at = clock.timestamp_from_mono_ns(actual_ns);
-        let late = pacing.on_sent(target, sent_at);
-        if cfg.wait == WaitPolicy::Auto && !baseline {
-            match selector.on_sent(sent_at, late) {
-                Some(WaitChoice::BusyPoll) => {
-                    // Spinning under SCHED_FIFO would meet RT throttling: spin as an ordinary thread.
-                    thread::make_current_thread_realtime(RtPolicy::Other);
-                    waiter.set_mode(WaitMode::BusyPoll);
-                }
-                Some(WaitChoice::SleepSpin) => {
-                    thread::make_current_thread_realtime(cfg.rt_policy);
-                    waiter.set_mode(WaitMode::SleepSpin);
-                }
-                None => {}
-            }
-        }
-        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-        shared.max_late_ns.fetch_max(late_ns, Ordering::Relaxed);
-        shared.packets.fetch_add(1, Ordering::Relaxed);
-        shared.bytes.fetch_add(slot.len as u64, Ordering::Relaxed);
-        shared
-            .payload_octets
-            .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
-        ring.recycle(slot);
-    }
-    PacerResult {
-        pacing,
-        grant,
-        memory,
-        margin_ns: waiter.margin_ns(),
-        cpu_s: thread_cpu_s() - cpu_start,
-        wait_modes: selector.stats(clock.now()),
-    }
-}
-
-/// CPU time of the calling thread, in seconds.
-fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 /// Waits until one of the RTCP sockets is readable, or `timeout`.
