@@ -4,7 +4,7 @@
 use crate::args::{parse_duration, parse_rate, SourceArgs};
 use crate::demo::free_port_pair;
 use clap::{Args, Subcommand};
-use metronome_rt::receiver::{run_receiver, ReceiverOutcome, ReceiverRunConfig};
+use metronome_rt::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome, WaitPolicy};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
@@ -87,13 +87,13 @@ fn one_run(
     let lo = Ipv4Addr::LOCALHOST;
     let url = RtpUrl::unicast(SocketAddr::from((lo, free_port_pair(lo)?)));
     let mut rcfg = ReceiverRunConfig::new(url);
-    rcfg.duration = Some(a.duration + Duration::from_secs(5));
+    rcfg.duration = Some(a.duration + Duration::from_secs(10));
+    let receiver = Receiver::open(rcfg)?;
     let rx_stop = Arc::new(AtomicBool::new(false));
     let rx = {
         let rx_stop = rx_stop.clone();
-        std::thread::spawn(move || run_receiver(rcfg, &rx_stop, |_| {}))
+        std::thread::spawn(move || receiver.run(&rx_stop, |_| {}))
     };
-    std::thread::sleep(Duration::from_millis(100));
     let source = SourceArgs {
         input: None,
         looping: false,

@@ -5,7 +5,7 @@
 use crate::args::{parse_duration, SourceArgs};
 use crate::report;
 use clap::Args;
-use metronome_rt::receiver::{run_receiver, ReceiverOutcome, ReceiverRunConfig};
+use metronome_rt::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig};
 use metronome_rt::url::RtpUrl;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -58,20 +58,17 @@ pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
     );
 
     let rx_stop = Arc::new(AtomicBool::new(false));
-    let receivers: Vec<_> = [unicast, multicast]
-        .into_iter()
-        .enumerate()
-        .map(|(i, url)| {
-            let mut cfg = ReceiverRunConfig::new(url);
-            cfg.duration = Some(a.duration + Duration::from_secs(3));
-            cfg.session.ssrc = 0x5243_5600 + i as u32;
-            cfg.session.cname = format!("demo-receiver-{i}");
-            let stop = rx_stop.clone();
-            std::thread::spawn(move || run_receiver(cfg, &stop, |_| {}))
-        })
-        .collect();
-    // Let the receivers bind and join before the first packet.
-    std::thread::sleep(Duration::from_millis(200));
+    let mut receivers = Vec::new();
+    for (i, url) in [unicast, multicast].into_iter().enumerate() {
+        let mut cfg = ReceiverRunConfig::new(url);
+        cfg.duration = Some(a.duration + Duration::from_secs(10));
+        cfg.session.ssrc = 0x5243_5600 + i as u32;
+        cfg.session.cname = format!("demo-receiver-{i}");
+        // Bound (and joined) before the sender starts.
+        let receiver = Receiver::open(cfg)?;
+        let stop = rx_stop.clone();
+        receivers.push(std::thread::spawn(move || receiver.run(&stop, |_| {})));
+    }
 
     let seed = crate::serve::fresh_seed();
     let mut cfg = SenderConfig::new(vec![unicast, multicast], seed as u32, seed);

@@ -3,7 +3,7 @@
 use crate::args::parse_duration;
 use crate::report::{print_outcome, receiver_summary, LiveLine};
 use clap::Args;
-use metronome_rt::receiver::{run_receiver, ReceiverRunConfig};
+use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
 use std::path::PathBuf;
@@ -47,11 +47,11 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
         cfg.session.payload = PayloadKind::Any;
     }
     cfg.session.ssrc = crate::serve::fresh_seed() as u32;
+    let receiver = Receiver::open(cfg)?;
+    // Said once the sockets are bound (and the group joined): a script may start sending now.
+    eprintln!("metronome: listening on {}", a.url);
     let live = LiveLine::new(true);
-    if live.is_on() {
-        eprintln!("metronome: listening on {}", a.url);
-    }
-    let outcome = run_receiver(cfg, &stop, |s| live.show(&s.status_line()))?;
+    let outcome = receiver.run(&stop, |s| live.show(&s.status_line()))?;
     live.finish();
     print_outcome(a.json, &outcome, receiver_summary)?;
     Ok(())

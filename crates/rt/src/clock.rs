@@ -158,12 +158,18 @@ mod tests {
 
     #[test]
     fn realtime_converts_to_now() {
+        // The conversion is right if some pair of back-to-back reads agrees closely; taking the
+        // tightest of several keeps a preemption between two reads from failing the test.
         let c = Clock::new();
-        let t_real = c.timestamp_from_realtime_ns(c.realtime_ns());
-        let t_mono = c.now();
-        let diff = t_mono.signed_nanos_since(t_real).abs();
+        let diff = (0..20)
+            .map(|_| {
+                let t_real = c.timestamp_from_realtime_ns(c.realtime_ns());
+                c.now().signed_nanos_since(t_real).abs()
+            })
+            .min()
+            .unwrap();
         assert!(
-            diff < 5_000_000,
+            diff < 1_000_000,
             "REALTIME and MONOTONIC disagree by {diff} ns"
         );
     }

@@ -74,6 +74,8 @@ pub struct ReceiverOutcome {
     /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL).
     pub socket_overflows: u64,
     pub truncated_datagrams: u64,
+    /// Receiver reports that left (none go to a unicast sender before its first SR).
+    pub receiver_reports_sent: u64,
     #[serde(flatten)]
     pub receiver: ReceiverSummary,
 }
@@ -100,122 +102,157 @@ fn write_err(path: &str, source: std::io::Error) -> RecvError {
     }
 }
 
-/// Receives until `cfg.duration` or `cfg.packets` is reached, or `stop` is set.
-pub fn run_receiver(
-    cfg: ReceiverRunConfig,
-    stop: &AtomicBool,
-    mut on_status: impl FnMut(&ReceiverSession),
-) -> Result<ReceiverOutcome, RecvError> {
-    let rtp = UdpReceiver::open(&cfg.source, &cfg.socket)?;
-    let rtcp_opts = SocketOptions {
-        buffer_bytes: 256 << 10,
-        read_timeout: None,
-    };
-    let mut rtcp = RtcpSocket::open_for_receiver(&cfg.source, &rtcp_opts)?;
-    let nb = |r: std::io::Result<()>| r.map_err(|e| RecvError::Io(cfg.source.to_string(), e));
-    nb(rtp.socket().set_nonblocking(true))?;
-    nb(rtcp.socket().set_nonblocking(true))?;
-    let mut out = Outputs {
-        trace: create(&cfg.trace)?,
-        output: create(&cfg.output)?,
-    };
-    if let Some((p, w)) = &mut out.trace {
-        writeln!(w, "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns")
-            .map_err(|e| write_err(p, e))?;
-    }
-    let clock = Clock::new();
-    let mut session = ReceiverSession::new(cfg.session.clone());
-    let start = clock.now();
-    let mut next_status = start + cfg.status_every;
-    let mut buf = vec![0u8; 65_536];
-    let mut without_ts = 0u64;
-    let mut overflows = 0u64;
-    let mut truncated = 0u64;
-    let limit = RunLimit::new(start, cfg.duration, stop);
-    let ended_by = loop {
-        let now = clock.now();
-        if let Some(why) = limit.ended(now) {
-            break why;
-        }
-        if cfg
-            .packets
-            .is_some_and(|n| session.counters().rtp_packets >= n)
-        {
-            break "packet count";
-        }
-        if let Some(n) = session.poll_transmit(now, &mut buf) {
-            send_report(&rtcp, &buf[..n]);
-        }
-        if now >= next_status {
-            next_status = now + cfg.status_every;
-            on_status(&session);
-        }
-        let mut wake = next_status.min(limit.deadline().unwrap_or(Timestamp::MAX));
-        if let Some((t, _)) = session.poll_timeout() {
-            wake = wake.min(t);
-        }
-        let timeout = wake.saturating_since(now).min(Duration::from_millis(100));
-        poll2(rtp.socket().as_raw_fd(), rtcp.socket().as_raw_fd(), timeout);
+/// Most datagrams taken from a socket in one pass, so that a flood cannot starve the stop, the
+/// duration and the receiver reports.
+const MAX_BATCH: usize = 256;
 
-        // RTP: drain what is queued.
-        loop {
-            let meta = match rtp.recv(&mut buf) {
-                Ok(m) => m,
-                Err(e) if udp::is_timeout(&e) => break,
-                Err(e) => return Err(RecvError::Io(cfg.source.to_string(), e)),
-            };
-            without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
-            let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-            if let Some(d) = meta.dropped_total {
-                overflows = d as u64;
-            }
-            truncated += meta.truncated as u64;
-            let data = &buf[..meta.len];
-            let rec = session.handle_rtp(arrival, Some(wall), data);
-            record(&mut out, arrival, data, &rec)?;
-            if cfg
-                .packets
-                .is_some_and(|n| session.counters().rtp_packets >= n)
-            {
-                break;
-            }
-        }
-        // RTCP: sender reports; their source is where our reports go (unicast).
-        while let Ok(meta) = rtcp.recv(&mut buf) {
-            if !cfg.source.is_multicast() && rtcp.peer().is_none() {
-                rtcp.set_peer(meta.src);
-            }
-            let (at, _) = clock.arrival(meta.kernel_rx_realtime_ns);
-            session.handle_rtcp(at, &buf[..meta.len]);
-        }
-        while session.poll_event().is_some() {}
-    };
-    let end = clock.now();
-    if let Some(n) = session.bye(end, &mut buf) {
-        send_report(&rtcp, &buf[..n]);
-    }
-    for (p, w) in [&mut out.trace, &mut out.output].into_iter().flatten() {
-        w.flush().map_err(|e| write_err(p, e))?;
-    }
-    on_status(&session);
-    Ok(ReceiverOutcome {
-        source: cfg.source.to_string(),
-        ended_by,
-        duration_s: end.saturating_since(start).as_secs_f64(),
-        kernel_timestamps: without_ts == 0 && session.counters().datagrams > 0,
-        datagrams_without_kernel_timestamp: without_ts,
-        receive_buffer_bytes: rtp.recv_buffer(),
-        socket_overflows: overflows,
-        truncated_datagrams: truncated,
-        receiver: session.summary(),
-    })
+/// A bound receiver, ready to run.
+pub struct Receiver {
+    cfg: ReceiverRunConfig,
+    rtp: UdpReceiver,
+    rtcp: RtcpSocket,
+    out: Outputs,
 }
 
-fn send_report(rtcp: &RtcpSocket, report: &[u8]) {
-    // Before a unicast sender has been heard there is nowhere to send; the next report goes.
-    if rtcp.peer().is_some() {
-        let _ = rtcp.send(report);
+impl Receiver {
+    /// Binds the RTP and RTCP sockets (joining the group for multicast) and opens the output files.
+    pub fn open(cfg: ReceiverRunConfig) -> Result<Receiver, RecvError> {
+        let rtp = UdpReceiver::open(&cfg.source, &cfg.socket)?;
+        let rtcp_opts = SocketOptions {
+            buffer_bytes: 256 << 10,
+            read_timeout: None,
+        };
+        let rtcp = RtcpSocket::open_for_receiver(&cfg.source, &rtcp_opts)?;
+        let nb = |r: std::io::Result<()>| r.map_err(|e| RecvError::Io(cfg.source.to_string(), e));
+        nb(rtp.socket().set_nonblocking(true))?;
+        nb(rtcp.socket().set_nonblocking(true))?;
+        let mut out = Outputs {
+            trace: create(&cfg.trace)?,
+            output: create(&cfg.output)?,
+        };
+        if let Some((p, w)) = &mut out.trace {
+            writeln!(w, "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns")
+                .map_err(|e| write_err(p, e))?;
+        }
+        Ok(Receiver {
+            cfg,
+            rtp,
+            rtcp,
+            out,
+        })
     }
+
+    /// Where RTP is received.
+    pub fn local_addr(&self) -> std::io::Result<std::net::SocketAddr> {
+        self.rtp.local_addr()
+    }
+
+    /// Receives until `duration` or `packets` is reached, or `stop` is set.
+    pub fn run(
+        self,
+        stop: &AtomicBool,
+        mut on_status: impl FnMut(&ReceiverSession),
+    ) -> Result<ReceiverOutcome, RecvError> {
+        let Receiver {
+            cfg,
+            rtp,
+            mut rtcp,
+            mut out,
+        } = self;
+        let clock = Clock::new();
+        let mut session = ReceiverSession::new(cfg.session.clone());
+        let start = clock.now();
+        let mut next_status = start + cfg.status_every;
+        let mut buf = vec![0u8; 65_536];
+        let mut without_ts = 0u64;
+        let mut overflows = 0u64;
+        let mut truncated = 0u64;
+        let mut reports_sent = 0u64;
+        let limit = RunLimit::new(start, cfg.duration, stop);
+        let enough =
+            |s: &ReceiverSession| cfg.packets.is_some_and(|n| s.counters().rtp_packets >= n);
+        let ended_by = loop {
+            let now = clock.now();
+            if let Some(why) = limit.ended(now) {
+                break why;
+            }
+            if enough(&session) {
+                break "packet count";
+            }
+            if let Some(n) = session.poll_transmit(now, &mut buf) {
+                reports_sent += send_report(&rtcp, &buf[..n]);
+            }
+            if now >= next_status {
+                next_status = now + cfg.status_every;
+                on_status(&session);
+            }
+            let mut wake = next_status.min(limit.deadline().unwrap_or(Timestamp::MAX));
+            if let Some((t, _)) = session.poll_timeout() {
+                wake = wake.min(t);
+            }
+            let timeout = wake.saturating_since(now).min(Duration::from_millis(100));
+            poll2(rtp.socket().as_raw_fd(), rtcp.socket().as_raw_fd(), timeout);
+
+            // RTP: what is queued, up to a batch.
+            for _ in 0..MAX_BATCH {
+                let meta = match rtp.recv(&mut buf) {
+                    Ok(m) => m,
+                    Err(e) if udp::is_timeout(&e) => break,
+                    Err(e) => return Err(RecvError::Io(cfg.source.to_string(), e)),
+                };
+                without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
+                let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
+                if let Some(d) = meta.dropped_total {
+                    overflows = d as u64;
+                }
+                truncated += meta.truncated as u64;
+                let data = &buf[..meta.len];
+                let rec = session.handle_rtp(arrival, Some(wall), data);
+                record(&mut out, arrival, data, &rec)?;
+                if enough(&session) {
+                    break;
+                }
+            }
+            // RTCP. For unicast, reports go back to where the current sender's SRs come from
+            // (followed when a restarted sender reports from a new port); nothing else, such as
+            // a stray datagram, decides it.
+            for _ in 0..MAX_BATCH {
+                let Ok(meta) = rtcp.recv(&mut buf) else { break };
+                let (at, _) = clock.arrival(meta.kernel_rx_realtime_ns);
+                let from_sender = session.handle_rtcp(at, &buf[..meta.len]);
+                if from_sender && !cfg.source.is_multicast() && rtcp.peer() != Some(meta.src) {
+                    rtcp.set_peer(meta.src);
+                }
+            }
+            while session.poll_event().is_some() {}
+        };
+        let end = clock.now();
+        if let Some(n) = session.bye(end, &mut buf) {
+            reports_sent += send_report(&rtcp, &buf[..n]);
+        }
+        for (p, w) in [&mut out.trace, &mut out.output].into_iter().flatten() {
+            w.flush().map_err(|e| write_err(p, e))?;
+        }
+        on_status(&session);
+        Ok(ReceiverOutcome {
+            source: cfg.source.to_string(),
+            ended_by,
+            duration_s: end.saturating_since(start).as_secs_f64(),
+            kernel_timestamps: without_ts == 0 && session.counters().datagrams > 0,
+            datagrams_without_kernel_timestamp: without_ts,
+            receive_buffer_bytes: rtp.recv_buffer(),
+            socket_overflows: overflows,
+            truncated_datagrams: truncated,
+            receiver_reports_sent: reports_sent,
+            receiver: session.summary(),
+        })
+    }
+}
+
+/// Sends a report if there is somewhere to send it; returns how many were sent (0 or 1).
+fn send_report(rtcp: &RtcpSocket, report: &[u8]) -> u64 {
+    // Before a unicast sender has been heard there is nowhere to send; the next report goes.
+    (rtcp.peer().is_some() && rtcp.send(report).is_ok()) as u64
 }
 
 fn record(

@@ -5,6 +5,7 @@
 //! and [`ReceiverSession::poll_event`] for what changed. Any bytes are acceptable input: what is not
 //! valid RTP or RTCP is counted in [`Counters`] and dropped, never a panic.
 
+mod members;
 mod source;
 mod summary;
 #[cfg(test)]
@@ -50,6 +51,9 @@ pub struct ReceiverConfig {
     pub max_sources: usize,
     /// A change of RTP transit time larger than this is a timestamp jump, not jitter.
     pub ts_jump_threshold: Duration,
+    /// A source silent this long (or one that said BYE) may give its place to a new one when
+    /// `max_sources` are tracked (RFC 3550 §6.3.5).
+    pub source_timeout: Duration,
     pub seed: u64,
 }
 
@@ -65,6 +69,7 @@ impl Default for ReceiverConfig {
             rtcp_min_interval: Duration::from_secs(1),
             max_sources: 8,
             ts_jump_threshold: Duration::from_secs(1),
+            source_timeout: Duration::from_secs(10),
             seed: 1,
         }
     }
@@ -85,6 +90,7 @@ pub struct Counters {
     pub rtcp_malformed: u64,
     pub rtcp_ignored_items: u64,
     pub ssrc_changes: u64,
+    pub sources_evicted: u64,
     pub events_dropped: u64,
 }
 
@@ -150,9 +156,11 @@ pub enum ReceiverTimer {
 pub struct ReceiverSession {
     cfg: ReceiverConfig,
     sources: Vec<Source>,
+    members: members::Members,
     counters: Counters,
     events: VecDeque<ReceiverEvent>,
     next_report: Option<Timestamp>,
+    last_interval: Duration,
     reports_sent: u64,
     avg_rtcp_size: f64,
     rng: ChaCha8Rng,
@@ -164,9 +172,11 @@ impl ReceiverSession {
         ReceiverSession {
             sources: Vec::with_capacity(cfg.max_sources.min(64)),
             cfg,
+            members: members::Members::default(),
             counters: Counters::default(),
             events: VecDeque::with_capacity(MAX_EVENTS),
             next_report: None,
+            last_interval: Duration::ZERO,
             reports_sent: 0,
             avg_rtcp_size: 100.0,
             rng,
@@ -182,9 +192,11 @@ impl ReceiverSession {
     pub fn sources(&self) -> &[Source] {
         &self.sources
     }
-    /// The source with the most packets: the stream, when there is one.
+    /// The stream being watched: the source heard most recently.
     pub fn main_source(&self) -> Option<&Source> {
-        self.sources.iter().max_by_key(|s| s.packets)
+        self.sources
+            .iter()
+            .max_by_key(|s| (s.last_arrival, s.packets))
     }
 
     fn push_event(&mut self, e: ReceiverEvent) {
@@ -224,7 +236,6 @@ impl ReceiverSession {
             }
         }
         let idx = self.source_index(pkt.ssrc(), pkt.sequence(), now)?;
-        self.counters.rtp_packets += 1;
         let clock = self.cfg.clock;
         let jump_ticks = clock.ticks(self.cfg.ts_jump_threshold).min(u32::MAX as u64) as u32;
         let sent = self.cfg.send_time_ext_id.and_then(|id| pkt.send_time(id));
@@ -245,20 +256,21 @@ impl ReceiverSession {
             }
             _ => {}
         }
+        self.counters.rtp_packets += 1;
         let src = &mut self.sources[idx];
         src.packets += 1;
         let payload_len = pkt.payload().len();
         let payload_start = data.len() - payload_len - padding_len(data);
-        let (interarrival_ns, one_way_delay_ns, transit_ticks) = if verdict == SeqVerdict::Duplicate
-        {
-            (None, None, 0)
-        } else {
-            src.payload_bytes += payload_len as u64;
-            let arrival_ticks = clock.ticks(now.saturating_since(Timestamp::ZERO)) as u32;
-            let transit = src.update_jitter(arrival_ticks, pkt.timestamp(), jump_ticks);
-            let (gap, owd) = src.record_arrival(now, wall, sent);
-            (gap, owd, transit)
-        };
+        let (interarrival_ns, one_way_delay_ns, transit_ticks) =
+            if matches!(verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
+                (None, None, 0)
+            } else {
+                src.payload_bytes += payload_len as u64;
+                let arrival_ticks = clock.ticks(now.saturating_since(Timestamp::ZERO)) as u32;
+                let transit = src.update_jitter(arrival_ticks, pkt.timestamp(), jump_ticks);
+                let (gap, owd) = src.record_arrival(now, wall, sent);
+                (gap, owd, transit)
+            };
         Ok(PacketRecord {
             ssrc: src.ssrc,
             seq: pkt.sequence(),
@@ -280,8 +292,21 @@ impl ReceiverSession {
             return Ok(i);
         }
         if self.sources.len() >= self.cfg.max_sources {
-            self.counters.too_many_sources += 1;
-            return Err(Dropped::TooManySources(ssrc));
+            // Make room by forgetting the source that left (BYE) or has been silent longest.
+            let timeout = self.cfg.source_timeout;
+            let gone = self
+                .sources
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.said_bye || now.saturating_since(s.last_arrival) >= timeout)
+                .min_by_key(|(_, s)| (!s.said_bye, s.last_arrival))
+                .map(|(i, _)| i);
+            let Some(i) = gone else {
+                self.counters.too_many_sources += 1;
+                return Err(Dropped::TooManySources(ssrc));
+            };
+            self.sources.swap_remove(i);
+            self.counters.sources_evicted += 1;
         }
         if !self.sources.is_empty() {
             self.counters.ssrc_changes += 1;
@@ -294,8 +319,9 @@ impl ReceiverSession {
         Ok(self.sources.len() - 1)
     }
 
-    /// One RTCP datagram (a compound packet from a sender or another receiver).
-    pub fn handle_rtcp(&mut self, now: Timestamp, data: &[u8]) {
+    /// One RTCP datagram (a compound packet from a sender or another receiver). Returns whether
+    /// it carried a sender report from a source being received: the place to send reports to.
+    pub fn handle_rtcp(&mut self, now: Timestamp, data: &[u8]) -> bool {
         self.counters.rtcp_packets += 1;
         enum Seen {
             SenderReport { ssrc: u32, lsr: u32 },
@@ -304,6 +330,7 @@ impl ReceiverSession {
         // Both lists are bounded by what one datagram can hold.
         let mut seen = Vec::new();
         let mut cnames: Vec<(u32, Vec<u8>)> = Vec::new();
+        let mut reporters = Vec::new();
         let mut ignored = 0;
         let r = rtcp::parse_compound(data, |item| match item {
             RtcpItem::SenderReport(info) => seen.push(Seen::SenderReport {
@@ -312,13 +339,27 @@ impl ReceiverSession {
             }),
             RtcpItem::Bye { ssrc } => seen.push(Seen::Bye { ssrc }),
             RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
-            RtcpItem::ReportBlock { .. } => {}
+            RtcpItem::ReportBlock { reporter, .. } => reporters.push(reporter),
             RtcpItem::Other { .. } => ignored += 1,
         });
         if r.is_err() {
             self.counters.rtcp_malformed += 1;
-            return;
+            return false;
         }
+        // Who is in the session first; a BYE in the same compound then takes its sender out.
+        for (ssrc, cname) in cnames {
+            if let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) {
+                src.set_cname(&cname);
+            } else if ssrc != self.cfg.ssrc {
+                self.members.heard(ssrc, now);
+            }
+        }
+        for ssrc in reporters {
+            if ssrc != self.cfg.ssrc && !self.sources.iter().any(|s| s.ssrc == ssrc) {
+                self.members.heard(ssrc, now);
+            }
+        }
+        let mut from_sender = false;
         self.counters.rtcp_ignored_items += ignored;
         self.avg_rtcp_size = (data.len() as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
         for item in seen {
@@ -326,10 +367,14 @@ impl ReceiverSession {
                 Seen::SenderReport { ssrc, .. } | Seen::Bye { ssrc } => ssrc,
             };
             let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) else {
+                if let Seen::Bye { .. } = item {
+                    self.members.left(ssrc);
+                }
                 continue;
             };
             match item {
                 Seen::SenderReport { lsr, .. } => {
+                    from_sender = true;
                     src.last_sr = Some((lsr, now));
                     src.sender_reports += 1;
                     self.push_event(ReceiverEvent::SenderReport { ssrc, at: now });
@@ -340,16 +385,20 @@ impl ReceiverSession {
                 }
             }
         }
-        for (ssrc, cname) in cnames {
-            if let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) {
-                src.set_cname(&cname);
-            }
-        }
+        from_sender
+    }
+
+    /// Members of the session other than us and the sources (other receivers of a group).
+    pub fn other_members(&self) -> usize {
+        self.members.len()
     }
 
     fn schedule_report(&mut self, now: Timestamp) {
+        // RFC 3550 §6.3.5: members not heard for five intervals have left.
+        let td = self.last_interval.max(self.cfg.rtcp_min_interval);
+        self.members.expire(now, td * 5);
         let inputs = IntervalInputs {
-            members: self.sources.len() as u32 + 1,
+            members: (self.sources.len() + self.members.len()) as u32 + 1,
             senders: self.sources.len() as u32,
             rtcp_bw_octets: self.cfg.session_bw_bps as f64 * 0.05 / 8.0,
             we_sent: false,
@@ -358,7 +407,8 @@ impl ReceiverSession {
             min: self.cfg.rtcp_min_interval,
         };
         let u: f64 = self.rng.random();
-        self.next_report = Some(now + rtcp_interval(&inputs, u));
+        self.last_interval = rtcp_interval(&inputs, u);
+        self.next_report = Some(now + self.last_interval);
     }
 
     pub fn poll_timeout(&self) -> Option<(Timestamp, ReceiverTimer)> {
@@ -407,7 +457,7 @@ impl ReceiverSession {
         Some(len)
     }
 
-    pub fn reports_sent(&self) -> u64 {
+    pub fn reports_written(&self) -> u64 {
         self.reports_sent
     }
 }

@@ -21,6 +21,9 @@ pub enum SeqVerdict {
     Reordered,
     /// Seen before.
     Duplicate,
+    /// Older than anything the duplicate window remembers, or from before the first packet:
+    /// counted as late, not as received.
+    TooLate,
     /// A very large jump (RFC 3550 A.1 "bad_seq"): not counted until the next packet confirms it.
     JumpSuspect,
     /// The packet after a jump confirmed it: the sequence restarts here.
@@ -33,7 +36,7 @@ pub struct Source {
     pub ssrc: u32,
     // RFC 3550 A.1 state, with `received` counting unique packets only.
     max_seq: u16,
-    cycles: u32,
+    cycles: u64,
     base_seq: u32,
     bad_seq: u32,
     received: u64,
@@ -122,7 +125,7 @@ impl Source {
 
     /// The extended highest sequence number received (RFC 3550 A.3 `extended_max`).
     pub fn extended_max(&self) -> u64 {
-        self.cycles as u64 + self.max_seq as u64
+        self.cycles + self.max_seq as u64
     }
 
     fn expected_current(&self) -> u64 {
@@ -182,7 +185,7 @@ impl Source {
             // In order, with a permissible gap.
             let old_max = self.extended_max();
             if seq < self.max_seq {
-                self.cycles += RTP_SEQ_MOD;
+                self.cycles += RTP_SEQ_MOD as u64;
             }
             self.max_seq = seq;
             let new_max = self.extended_max();
@@ -214,7 +217,7 @@ impl Source {
         if back >= DUP_WINDOW || ext < self.base_seq as u64 {
             // Older than anything we can tell apart: count it as late, not as received.
             self.too_late += 1;
-            return (SeqVerdict::Duplicate, ext);
+            return (SeqVerdict::TooLate, ext);
         }
         if self.is_seen(ext) {
             self.duplicates += 1;

@@ -34,7 +34,8 @@ pub struct SourceSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct ReceiverSummary {
     pub counters: Counters,
-    pub receiver_reports_sent: u64,
+    /// Receiver reports built (the driver says how many it could send).
+    pub receiver_reports_written: u64,
     pub sources: Vec<SourceSummary>,
 }
 
@@ -83,7 +84,7 @@ impl ReceiverSession {
     pub fn summary(&self) -> ReceiverSummary {
         ReceiverSummary {
             counters: *self.counters(),
-            receiver_reports_sent: self.reports_sent(),
+            receiver_reports_written: self.reports_written(),
             sources: self
                 .sources()
                 .iter()
