@@ -86,10 +86,12 @@ pub fn fresh_seed() -> u64 {
     t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15
 }
 
-pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
+/// The sender's configuration; `bitrate` is the source's (for a file, what its PCRs say), which
+/// sizes a SCHED_DEADLINE budget to the packet rate.
+pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> SenderConfig {
     let seed = a.seed.unwrap_or_else(fresh_seed);
     let mut cfg = SenderConfig::new(destinations, (seed ^ (seed >> 29)) as u32, seed);
-    let interval = Duration::from_secs_f64(1316.0 * 8.0 / a.source.mux_rate.max(1) as f64);
+    let interval = Duration::from_secs_f64(1316.0 * 8.0 / bitrate.max(1) as f64);
     cfg.rt_policy = rt_policy(a.rt, interval);
     if matches!(a.rt, RtChoice::Off) {
         cfg.lock_memory = false;
@@ -119,7 +121,8 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .map(|d| RtpUrl::parse_destination(d))
         .collect::<Result<Vec<_>, _>>()?;
     let source = a.source.open()?;
-    let cfg = sender_config(&a, destinations);
+    let bitrate = source.nominal_bitrate().unwrap_or(a.source.mux_rate);
+    let cfg = sender_config(&a, destinations, bitrate);
     let live = LiveLine::new(!a.json);
     if live.is_on() {
         eprintln!(

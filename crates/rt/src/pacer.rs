@@ -11,9 +11,7 @@ use crate::sender::{PacerKind, SenderConfig, WaitPolicy};
 use crate::thread::{self, Granted, RtPolicy};
 use crate::udp::UdpSender;
 use crate::wait::{WaitMode, Waiter};
-use metronome_sched::{
-    PacingModel, WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats,
-};
+use metronome_sched::{PacingModel, WaitChoice, WaitSelector, WaitSelectorStats};
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -27,6 +25,8 @@ pub struct PacerCounters {
     pub underruns: AtomicU64,
     /// Worst lateness since the status line last took it.
     pub max_late_ns: AtomicU64,
+    /// How far stalls have shifted the schedule (see `PacingModel::offset`), in ns.
+    pub schedule_offset_ns: AtomicU64,
 }
 
 /// What one [`Pacer::step`] did.
@@ -117,7 +117,7 @@ impl<'a> Pacer<'a> {
             send_time_ext: cfg.send_time_ext,
             rt_policy: cfg.rt_policy,
             waiter: Waiter::with_config(first_mode, waiter_cfg),
-            selector: WaitSelector::new(WaitSelectorConfig::default()),
+            selector: WaitSelector::new(cfg.wait_selector),
             pacing: PacingModel::new(cfg.pacing),
             // The ring starts empty while the producer warms up: that is not an underrun.
             empty: true,
@@ -161,6 +161,10 @@ impl<'a> Pacer<'a> {
         if self.auto {
             self.follow_load(sent_at, late);
         }
+        let offset_ns = u64::try_from(self.pacing.offset().as_nanos()).unwrap_or(u64::MAX);
+        counters
+            .schedule_offset_ns
+            .store(offset_ns, Ordering::Relaxed);
         let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
         counters.max_late_ns.fetch_max(late_ns, Ordering::Relaxed);
         counters.packets.fetch_add(1, Ordering::Relaxed);
@@ -172,17 +176,16 @@ impl<'a> Pacer<'a> {
         Step::Sent
     }
 
-    /// Switches between sleeping and busy-polling as the wait selector decides (rarely: at most
-    /// once a second; the policy change allocates its description, which is dropped).
+    /// Switches between sleeping and busy-polling as the wait selector decides.
     fn follow_load(&mut self, now: metronome_time::Timestamp, late: std::time::Duration) {
         match self.selector.on_sent(now, late) {
             Some(WaitChoice::BusyPoll) => {
                 // Spinning under SCHED_FIFO would meet RT throttling: spin as an ordinary thread.
-                thread::make_current_thread_realtime(RtPolicy::Other);
+                thread::switch_policy(RtPolicy::Other);
                 self.waiter.set_mode(WaitMode::BusyPoll);
             }
             Some(WaitChoice::SleepSpin) => {
-                thread::make_current_thread_realtime(self.rt_policy);
+                thread::switch_policy(self.rt_policy);
                 self.waiter.set_mode(WaitMode::SleepSpin);
             }
             None => {}

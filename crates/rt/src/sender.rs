@@ -16,7 +16,7 @@ use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
 use crate::wait::WaiterConfig;
 use metronome_media::{MediaError, TsSource};
-use metronome_sched::{PacingConfig, PacingStats, WaitSelectorStats};
+use metronome_sched::{PacingConfig, PacingStats, WaitSelectorConfig, WaitSelectorStats};
 use metronome_session::sender::{
     Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReports, SenderReportsConfig,
 };
@@ -40,6 +40,8 @@ pub struct SenderConfig {
     pub pacer: PacerKind,
     pub rt_policy: RtPolicy,
     pub wait: WaitPolicy,
+    /// When `WaitPolicy::Auto` switches between sleeping and busy-polling.
+    pub wait_selector: WaitSelectorConfig,
     pub waiter: WaiterConfig,
     pub pacing: PacingConfig,
     pub pacer_cpu: Option<usize>,
@@ -64,6 +66,7 @@ impl SenderConfig {
             pacer: PacerKind::Realtime,
             rt_policy: RtPolicy::Auto,
             wait: WaitPolicy::Auto,
+            wait_selector: WaitSelectorConfig::default(),
             // Spin through the largest oversleep of the last 128 sleeps: an idle vCPU wakes late
             // about 1% of the time, and a p99 margin leaves those packets late.
             waiter: WaiterConfig {
@@ -270,10 +273,7 @@ pub fn run_sender(
         if shared.pacer_done.load(Ordering::Acquire) {
             break "end of input";
         }
-        reports.record_sent(
-            shared.counters.packets.load(Ordering::Relaxed),
-            shared.counters.payload_octets.load(Ordering::Relaxed),
-        );
+        record_sent(&mut reports, &shared.counters);
         if let Some(n) = reports.poll_transmit(now, clock.wall(), &mut buf) {
             for s in &rtcp {
                 let _ = s.send(&buf[..n]);
@@ -304,10 +304,7 @@ pub fn run_sender(
     let pacer = pacer.join().expect("the pacer thread does not panic");
     let produced = producer.join().expect("the producer thread does not panic");
     let end = clock.now();
-    reports.record_sent(
-        shared.counters.packets.load(Ordering::Relaxed),
-        shared.counters.payload_octets.load(Ordering::Relaxed),
-    );
+    record_sent(&mut reports, &shared.counters);
     if let Some(n) = reports.bye(end, clock.wall(), &mut buf) {
         for s in &rtcp {
             let _ = s.send(&buf[..n]);
@@ -387,6 +384,17 @@ fn produce(
         }
     }
     Ok(())
+}
+
+/// Tells the sender reports what the pacer has actually sent, and how far stalls shifted it.
+fn record_sent(reports: &mut SenderReports, c: &PacerCounters) {
+    reports.record_sent(
+        c.packets.load(Ordering::Relaxed),
+        c.payload_octets.load(Ordering::Relaxed),
+    );
+    reports.set_schedule_offset(Duration::from_nanos(
+        c.schedule_offset_ns.load(Ordering::Relaxed),
+    ));
 }
 
 /// Waits until one of the RTCP sockets is readable, or `timeout`.

@@ -126,6 +126,22 @@ pub fn make_current_thread_realtime(policy: RtPolicy) -> RtGrant {
     }
 }
 
+/// Switches the calling thread's policy without describing it or reading /proc: for a pacing
+/// thread that changes mode mid-stream. Returns whether the kernel agreed. Allocates nothing when
+/// it does.
+pub fn switch_policy(policy: RtPolicy) -> bool {
+    match policy {
+        RtPolicy::Other => set_other().is_ok(),
+        RtPolicy::Auto => set_fifo(RtPolicy::DEFAULT_FIFO_PRIORITY).is_ok(),
+        RtPolicy::Fifo { priority } => set_fifo(priority.clamp(1, 99)).is_ok(),
+        RtPolicy::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => set_deadline(runtime, deadline, period).is_ok(),
+    }
+}
+
 fn try_fifo(priority: u8) -> (Granted, String) {
     let prio = priority.clamp(1, 99);
     match set_fifo(prio) {

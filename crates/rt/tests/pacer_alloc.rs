@@ -8,9 +8,11 @@ use metronome_rt::sender::{SenderConfig, WaitPolicy};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::{SocketOptions, UdpReceiver, UdpSender};
 use metronome_rt::url::RtpUrl;
+use metronome_sched::WaitSelectorConfig;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 struct Counting;
 
@@ -53,6 +55,13 @@ fn pacer_step_allocates_nothing() {
     cfg.rt_policy = RtPolicy::Other;
     cfg.lock_memory = false;
     cfg.wait = WaitPolicy::Auto;
+    // Make the auto wait switch modes every few packets, so that the switch is measured too.
+    cfg.wait_selector = WaitSelectorConfig {
+        late_threshold: Duration::ZERO,
+        max_late_share: 0.0,
+        window: Duration::from_micros(500),
+        retry_after: Duration::from_millis(1),
+    };
     cfg.send_time_ext = true;
     let clock = Clock::new();
     let n = 600;
@@ -62,7 +71,7 @@ fn pacer_step_allocates_nothing() {
         slot.len = 1344;
         slot.payload_len = 1316;
         // Due 20 µs apart from now on: the pacer waits (sleep and spin) for real.
-        slot.release = clock.now() + std::time::Duration::from_micros(20 * i as u64);
+        slot.release = clock.now() + Duration::from_micros(20 * i as u64);
         ring.publish(slot);
     }
     let counters = PacerCounters::default();
@@ -84,4 +93,14 @@ fn pacer_step_allocates_nothing() {
     assert_eq!(counters.send_errors.load(Ordering::Relaxed), 0);
     let result = pacer.finish();
     assert_eq!(result.pacing.stats().packets, n as u64);
+    assert!(
+        result.wait_modes.switches_to_busy_poll >= 2,
+        "{:?}",
+        result.wait_modes
+    );
+    assert!(
+        result.wait_modes.switches_to_sleep >= 2,
+        "{:?}",
+        result.wait_modes
+    );
 }

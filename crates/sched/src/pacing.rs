@@ -79,6 +79,12 @@ impl PacingModel {
         late
     }
 
+    /// How far stalls have shifted the schedule: packets now leave this long after the release
+    /// time their RTP timestamp carries.
+    pub fn offset(&self) -> Duration {
+        self.offset
+    }
+
     pub fn lateness(&self) -> &Distribution {
         &self.lateness
     }

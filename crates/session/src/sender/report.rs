@@ -84,6 +84,7 @@ pub struct SenderReports {
     epoch: Timestamp,
     packets_sent: u64,
     octets_sent: u64,
+    schedule_offset: Duration,
     next_sr: Option<Timestamp>,
     avg_rtcp_size: f64,
     receivers: Vec<ReceiverView>,
@@ -102,6 +103,7 @@ impl SenderReports {
             epoch,
             packets_sent: 0,
             octets_sent: 0,
+            schedule_offset: Duration::ZERO,
             next_sr: Some(epoch),
             avg_rtcp_size: 100.0,
             counters: SenderCounters::default(),
@@ -114,6 +116,13 @@ impl SenderReports {
     pub fn record_sent(&mut self, packets: u64, payload_octets: u64) {
         self.packets_sent = packets;
         self.octets_sent = payload_octets;
+    }
+
+    /// How far the pacer has shifted its schedule after stalls: a packet leaving at `t` carries
+    /// the RTP timestamp of `t - offset`, and so must the sender report's RTP/NTP pair
+    /// (RFC 3550 §6.4.1: the RTP timestamp corresponds to the same instant as the NTP one).
+    pub fn set_schedule_offset(&mut self, offset: Duration) {
+        self.schedule_offset = offset;
     }
 
     pub fn receivers(&self) -> &[ReceiverView] {
@@ -179,10 +188,11 @@ impl SenderReports {
         let info = SenderInfo {
             ssrc: self.cfg.ssrc,
             ntp: wall.0,
-            rtp_timestamp: self
-                .cfg
-                .clock
-                .rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now),
+            rtp_timestamp: self.cfg.clock.rtp_timestamp(
+                self.cfg.rtp_ts_base,
+                self.epoch,
+                now.saturating_sub(self.schedule_offset),
+            ),
             // Both counters wrap modulo 2^32 (RFC 3550 §6.4.1).
             packet_count: self.packets_sent as u32,
             octet_count: self.octets_sent as u32,

@@ -82,7 +82,6 @@ fn sender_report_counts_what_left_and_maps_rtp_time() {
     assert_eq!(info.packet_count, 100);
     assert_eq!(info.octet_count, 131_600);
     assert_eq!(info.ntp, wall.0);
-    assert_eq!(info.rtp_timestamp, 1000 + 45_000);
     // Not due again immediately; due within the randomized interval.
     assert!(s
         .poll_transmit(Timestamp::from_millis(501), wall, &mut buf)
@@ -92,6 +91,19 @@ fn sender_report_counts_what_left_and_maps_rtp_time() {
         .saturating_since(Timestamp::from_millis(500))
         .as_secs_f64();
     assert!(gap > 0.1 && gap < 3.0, "{gap}");
+    assert_eq!(info.rtp_timestamp, 1000 + 45_000);
+    // After the pacer rebased its schedule by 30 ms, the same instant maps to an RTP time 30 ms
+    // earlier, as the packets leaving then carry.
+    s.set_schedule_offset(Duration::from_millis(30));
+    let n = s.bye(Timestamp::from_millis(500), wall, &mut buf).unwrap();
+    let mut rtp_ts = None;
+    rtcp::parse_compound(&buf[..n], |i| {
+        if let metronome_wire::RtcpItem::SenderReport(x) = i {
+            rtp_ts = Some(x.rtp_timestamp);
+        }
+    })
+    .unwrap();
+    assert_eq!(rtp_ts, Some(1000 + 45_000 - 2_700));
 }
 
 #[test]
