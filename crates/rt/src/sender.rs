@@ -137,6 +137,7 @@ struct Shared {
 /// A status snapshot, about once a second.
 #[derive(Clone, Debug)]
 pub struct SenderStatus {
+    /// Time since the stream started (its first release time).
     pub elapsed: Duration,
     pub packets: u64,
     pub bytes: u64,
@@ -158,6 +159,7 @@ pub struct SenderOutcome {
     pub duration_s: f64,
     pub packets: u64,
     pub bytes: u64,
+    /// Bytes sent over the time from the first release to the end.
     pub bitrate_bps: f64,
     pub send_errors: u64,
     pub underruns: u64,
@@ -291,7 +293,7 @@ pub fn run_sender(
         if now >= next_status {
             next_status = now + Duration::from_secs(1);
             on_status(&SenderStatus {
-                elapsed: now.saturating_since(start),
+                elapsed: now.saturating_since(epoch),
                 packets: shared.counters.packets.load(Ordering::Relaxed),
                 bytes: shared.counters.bytes.load(Ordering::Relaxed),
                 max_late_us: shared.counters.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
@@ -312,6 +314,8 @@ pub fn run_sender(
     }
     produced?;
     let duration_s = end.saturating_since(start).as_secs_f64();
+    // The stream itself starts at the first release time, after the preroll.
+    let streamed_s = end.saturating_since(epoch).as_secs_f64();
     let bytes = shared.counters.bytes.load(Ordering::Relaxed);
     Ok(SenderOutcome {
         source: description,
@@ -326,8 +330,8 @@ pub fn run_sender(
         duration_s,
         packets: shared.counters.packets.load(Ordering::Relaxed),
         bytes,
-        bitrate_bps: if duration_s > 0.0 {
-            bytes as f64 * 8.0 / duration_s
+        bitrate_bps: if streamed_s > 0.0 {
+            bytes as f64 * 8.0 / streamed_s
         } else {
             0.0
         },
