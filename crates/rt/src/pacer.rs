@@ -101,6 +101,9 @@ impl<'a> Pacer<'a> {
         if !baseline {
             let _ = thread::set_timer_slack_ns(1);
         }
+        if cfg.wait == WaitPolicy::BusyPoll && cfg.rt_policy == RtPolicy::Other && !baseline {
+            thread::spin_at_top_nice();
+        }
         if let Some(cpu) = cfg.pacer_cpu {
             let _ = thread::pin_to_cpu(cpu);
         }
@@ -180,8 +183,9 @@ impl<'a> Pacer<'a> {
     fn follow_load(&mut self, now: metronome_time::Timestamp, late: std::time::Duration) {
         match self.selector.on_sent(now, late) {
             Some(WaitChoice::BusyPoll) => {
-                // Spinning under SCHED_FIFO would meet RT throttling: spin as an ordinary thread.
-                thread::switch_policy(RtPolicy::Other);
+                // Spinning under SCHED_FIFO would meet RT throttling: spin as an ordinary thread
+                // at the top nice value.
+                thread::spin_at_top_nice();
                 self.waiter.set_mode(WaitMode::BusyPoll);
             }
             Some(WaitChoice::SleepSpin) => {

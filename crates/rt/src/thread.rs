@@ -126,6 +126,17 @@ pub fn make_current_thread_realtime(policy: RtPolicy) -> RtGrant {
     }
 }
 
+/// Makes the calling thread an ordinary (SCHED_OTHER) thread at nice −20: for a thread that spins
+/// the whole way. It cannot be real-time (RT throttling would stop it ~50 ms each second), and at
+/// nice 0 the fair scheduler would preempt it for other threads on its core for milliseconds; at
+/// −20 its weight is ~87 times theirs. Returns whether the kernel agreed (it needs root or
+/// CAP_SYS_NICE; without, the thread stays at its nice value). Allocates nothing.
+pub fn spin_at_top_nice() -> bool {
+    let mut attr = sched_attr(libc::SCHED_OTHER as u32, 0, 0, 0);
+    attr.sched_nice = -20;
+    sched_setattr(&attr).is_ok()
+}
+
 /// Switches the calling thread's policy without describing it or reading /proc: for a pacing
 /// thread that changes mode mid-stream. Returns whether the kernel agreed. Allocates nothing when
 /// it does.
