@@ -164,9 +164,7 @@ impl Receiver {
         let start = clock.now();
         let mut next_status = start + cfg.status_every;
         let mut buf = vec![0u8; 65_536];
-        let mut without_ts = 0u64;
-        let mut overflows = 0u64;
-        let mut truncated = 0u64;
+        let mut rx = RxCounts::default();
         let mut reports_sent = 0u64;
         let limit = RunLimit::new(start, cfg.duration, stop);
         let enough =
@@ -194,25 +192,16 @@ impl Receiver {
             poll2(rtp.socket().as_raw_fd(), rtcp.socket().as_raw_fd(), timeout);
 
             // RTP: what is queued, up to a batch.
-            for _ in 0..MAX_BATCH {
-                let meta = match rtp.recv(&mut buf) {
-                    Ok(m) => m,
-                    Err(e) if udp::is_timeout(&e) => break,
-                    Err(e) => return Err(RecvError::Io(cfg.source.to_string(), e)),
-                };
-                without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
-                let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-                if let Some(d) = meta.dropped_total {
-                    overflows = d as u64;
-                }
-                truncated += meta.truncated as u64;
-                let data = &buf[..meta.len];
-                let rec = session.handle_rtp(arrival, Some(wall), data);
-                record(&mut out, arrival, data, &rec)?;
-                if enough(&session) {
-                    break;
-                }
-            }
+            read_rtp(
+                &mut rx,
+                &rtp,
+                &clock,
+                &mut session,
+                &mut out,
+                &mut buf,
+                MAX_BATCH,
+                cfg.packets,
+            )?;
             // RTCP. For unicast, reports go back to where the current sender's SRs come from
             // (followed when a restarted sender reports from a new port); nothing else, such as
             // a stray datagram, decides it.
@@ -226,6 +215,20 @@ impl Receiver {
             }
             while session.poll_event().is_some() {}
         };
+        if ended_by != "packet count" {
+            // What the kernel already holds arrived before the end: count it too. Bounded by
+            // what a socket buffer can hold.
+            read_rtp(
+                &mut rx,
+                &rtp,
+                &clock,
+                &mut session,
+                &mut out,
+                &mut buf,
+                1 << 20,
+                None,
+            )?;
+        }
         let end = clock.now();
         if let Some(n) = session.bye(end, &mut buf) {
             reports_sent += send_report(&rtcp, &buf[..n]);
@@ -238,15 +241,61 @@ impl Receiver {
             source: cfg.source.to_string(),
             ended_by,
             duration_s: end.saturating_since(start).as_secs_f64(),
-            kernel_timestamps: without_ts == 0 && session.counters().datagrams > 0,
-            datagrams_without_kernel_timestamp: without_ts,
+            kernel_timestamps: rx.without_ts == 0 && session.counters().datagrams > 0,
+            datagrams_without_kernel_timestamp: rx.without_ts,
             receive_buffer_bytes: rtp.recv_buffer(),
-            socket_overflows: overflows,
-            truncated_datagrams: truncated,
+            socket_overflows: rx.overflows,
+            truncated_datagrams: rx.truncated,
             receiver_reports_sent: reports_sent,
             receiver: session.summary(),
         })
     }
+}
+
+/// What the driver counts about datagrams, beside what the session counts.
+#[derive(Default)]
+struct RxCounts {
+    without_ts: u64,
+    overflows: u64,
+    truncated: u64,
+}
+
+/// Reads up to `max` queued RTP datagrams (fewer if `packets` accepted packets are reached) and
+/// hands each to the session and the outputs. Returns how many were read.
+#[allow(clippy::too_many_arguments)]
+fn read_rtp(
+    rx: &mut RxCounts,
+    rtp: &UdpReceiver,
+    clock: &Clock,
+    session: &mut ReceiverSession,
+    out: &mut Outputs,
+    buf: &mut [u8],
+    max: usize,
+    packets: Option<u64>,
+) -> Result<usize, RecvError> {
+    for n in 0..max {
+        if packets.is_some_and(|p| session.counters().rtp_packets >= p) {
+            return Ok(n);
+        }
+        let meta = match rtp.recv(buf) {
+            Ok(m) => m,
+            Err(e) if udp::is_timeout(&e) => return Ok(n),
+            Err(e) => {
+                let at = rtp.local_addr().map(|a| a.to_string()).unwrap_or_default();
+                return Err(RecvError::Io(at, e));
+            }
+        };
+        rx.without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
+        let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
+        if let Some(d) = meta.dropped_total {
+            rx.overflows = d as u64;
+        }
+        rx.truncated += meta.truncated as u64;
+        let data = &buf[..meta.len];
+        let rec = session.handle_rtp(arrival, Some(wall), data);
+        record(out, arrival, data, &rec)?;
+    }
+    Ok(max)
 }
 
 /// Sends a report if there is somewhere to send it; returns how many were sent (0 or 1).
