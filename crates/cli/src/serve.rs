@@ -3,7 +3,7 @@
 use crate::args::{parse_duration, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
-use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, WaitPolicy};
+use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use std::sync::atomic::AtomicBool;
@@ -96,7 +96,6 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> 
     if matches!(a.rt, RtChoice::Off) {
         cfg.lock_memory = false;
     }
-    cfg.pacer = PacerKind::Realtime;
     cfg.wait = match a.wait {
         WaitChoiceArg::Auto => WaitPolicy::Auto,
         WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,

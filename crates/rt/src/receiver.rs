@@ -164,7 +164,13 @@ impl Receiver {
         let start = clock.now();
         let mut next_status = start + cfg.status_every;
         let mut buf = vec![0u8; 65_536];
-        let mut rx = RxCounts::default();
+        let mut rx = RtpIn {
+            rtp: &rtp,
+            clock: &clock,
+            without_ts: 0,
+            overflows: 0,
+            truncated: 0,
+        };
         let mut reports_sent = 0u64;
         let limit = RunLimit::new(start, cfg.duration, stop);
         let enough =
@@ -192,16 +198,7 @@ impl Receiver {
             poll2(rtp.socket().as_raw_fd(), rtcp.socket().as_raw_fd(), timeout);
 
             // RTP: what is queued, up to a batch.
-            read_rtp(
-                &mut rx,
-                &rtp,
-                &clock,
-                &mut session,
-                &mut out,
-                &mut buf,
-                MAX_BATCH,
-                cfg.packets,
-            )?;
+            rx.read(&mut session, &mut out, &mut buf, MAX_BATCH, cfg.packets)?;
             // RTCP. For unicast, reports go back to where the current sender's SRs come from
             // (followed when a restarted sender reports from a new port); nothing else, such as
             // a stray datagram, decides it.
@@ -218,16 +215,7 @@ impl Receiver {
         if ended_by != "packet count" {
             // What the kernel already holds arrived before the end: count it too. Bounded by
             // what a socket buffer can hold.
-            read_rtp(
-                &mut rx,
-                &rtp,
-                &clock,
-                &mut session,
-                &mut out,
-                &mut buf,
-                1 << 20,
-                None,
-            )?;
+            rx.read(&mut session, &mut out, &mut buf, 1 << 20, None)?;
         }
         let end = clock.now();
         if let Some(n) = session.bye(end, &mut buf) {
@@ -252,50 +240,54 @@ impl Receiver {
     }
 }
 
-/// What the driver counts about datagrams, beside what the session counts.
-#[derive(Default)]
-struct RxCounts {
+/// The RTP socket and what the driver counts about its datagrams, beside what the session counts.
+struct RtpIn<'a> {
+    rtp: &'a UdpReceiver,
+    clock: &'a Clock,
     without_ts: u64,
     overflows: u64,
     truncated: u64,
 }
 
-/// Reads up to `max` queued RTP datagrams (fewer if `packets` accepted packets are reached) and
-/// hands each to the session and the outputs. Returns how many were read.
-#[allow(clippy::too_many_arguments)]
-fn read_rtp(
-    rx: &mut RxCounts,
-    rtp: &UdpReceiver,
-    clock: &Clock,
-    session: &mut ReceiverSession,
-    out: &mut Outputs,
-    buf: &mut [u8],
-    max: usize,
-    packets: Option<u64>,
-) -> Result<usize, RecvError> {
-    for n in 0..max {
-        if packets.is_some_and(|p| session.counters().rtp_packets >= p) {
-            return Ok(n);
-        }
-        let meta = match rtp.recv(buf) {
-            Ok(m) => m,
-            Err(e) if udp::is_timeout(&e) => return Ok(n),
-            Err(e) => {
-                let at = rtp.local_addr().map(|a| a.to_string()).unwrap_or_default();
-                return Err(RecvError::Io(at, e));
+impl RtpIn<'_> {
+    /// Reads up to `max` queued datagrams (fewer once `packets` accepted packets are reached) and
+    /// hands each to the session and the outputs.
+    fn read(
+        &mut self,
+        session: &mut ReceiverSession,
+        out: &mut Outputs,
+        buf: &mut [u8],
+        max: usize,
+        packets: Option<u64>,
+    ) -> Result<(), RecvError> {
+        for _ in 0..max {
+            if packets.is_some_and(|p| session.counters().rtp_packets >= p) {
+                break;
             }
-        };
-        rx.without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
-        let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-        if let Some(d) = meta.dropped_total {
-            rx.overflows = d as u64;
+            let meta = match self.rtp.recv(buf) {
+                Ok(m) => m,
+                Err(e) if udp::is_timeout(&e) => break,
+                Err(e) => {
+                    let at = self
+                        .rtp
+                        .local_addr()
+                        .map(|a| a.to_string())
+                        .unwrap_or_default();
+                    return Err(RecvError::Io(at, e));
+                }
+            };
+            self.without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
+            let (arrival, wall) = self.clock.arrival(meta.kernel_rx_realtime_ns);
+            if let Some(d) = meta.dropped_total {
+                self.overflows = d as u64;
+            }
+            self.truncated += meta.truncated as u64;
+            let data = &buf[..meta.len];
+            let rec = session.handle_rtp(arrival, Some(wall), data);
+            record(out, arrival, data, &rec)?;
         }
-        rx.truncated += meta.truncated as u64;
-        let data = &buf[..meta.len];
-        let rec = session.handle_rtp(arrival, Some(wall), data);
-        record(out, arrival, data, &rec)?;
+        Ok(())
     }
-    Ok(max)
 }
 
 /// Sends a report if there is somewhere to send it; returns how many were sent (0 or 1).

@@ -121,8 +121,10 @@ pub enum SendError {
     Media(#[from] MediaError),
     #[error("no destination given: add one, for example rtp://127.0.0.1:5004")]
     NoDestination,
-    #[error("could not set up the {0} thread: {1}")]
+    #[error("could not start the {0} thread: {1}")]
     Thread(&'static str, std::io::Error),
+    #[error("could not set up the {0} socket: {1}")]
+    Socket(&'static str, std::io::Error),
 }
 
 /// What the threads of one stream share.
@@ -201,7 +203,7 @@ pub fn run_sender(
         // Drained after poll(2) says readable: never block the RTCP loop on an empty socket.
         s.socket()
             .set_nonblocking(true)
-            .map_err(|e| SendError::Thread("RTCP", e))?;
+            .map_err(|e| SendError::Socket("RTCP", e))?;
     }
     let description = source.describe();
     // The session bandwidth for the RTCP interval (RFC 3550 §6.2).

@@ -22,6 +22,8 @@ pub const SEND_TIME_OFFSET: usize = RTP_HEADER_LEN + 4 + 1;
 pub enum RtpError {
     #[error("not an RTP packet: {0}")]
     Parse(String),
+    #[error("cannot write the RTP packet: {0}")]
+    Write(String),
     #[error("output buffer of {have} bytes is too small for a {need}-byte RTP packet")]
     BufferTooSmall { need: usize, have: usize },
 }
@@ -64,7 +66,7 @@ pub fn write_packet(
         });
     }
     b.write_into(buf)
-        .map_err(|e| RtpError::Parse(format!("{e:?}")))
+        .map_err(|e| RtpError::Write(format!("{e:?}")))
 }
 
 /// Writes the send time into a packet written by [`write_packet`] with the extension. Does nothing
