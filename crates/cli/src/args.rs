@@ -7,42 +7,15 @@ use std::time::Duration;
 
 /// A bit rate: `5000000`, `500k`, `5M`, `5mbit`, `1.5M`, `1gbit`.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let t = t
-        .trim_end_matches("bit/s")
-        .trim_end_matches("bps")
-        .trim_end_matches("bit");
-    let (num, mult) = match t.chars().last() {
-        Some('k') => (&t[..t.len() - 1], 1e3),
-        Some('m') => (&t[..t.len() - 1], 1e6),
-        Some('g') => (&t[..t.len() - 1], 1e9),
-        _ => (t, 1.0),
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok((v * mult) as u64),
-        _ => Err(format!(
-            "'{s}' is not a bit rate; write it like 5M, 500k or 5000000"
-        )),
-    }
+    metronome_rt::streams::parse_bitrate(s)
 }
 
 /// A duration in seconds (`10`, `2.5`) or with a unit (`500ms`, `15ms`, `3s`, `250us`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim();
-    let (num, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix("us").or_else(|| t.strip_suffix("µs")) {
-        (n, 1e-6)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else {
-        (t, 1.0)
-    };
-    match num.trim().parse::<f64>() {
-        Ok(v) if v >= 0.0 && v.is_finite() => Ok(Duration::from_secs_f64(v * scale)),
-        _ => Err(format!(
-            "'{s}' is not a duration; write it like 10 (seconds), 2.5s or 500ms"
-        )),
+    match s.trim().parse::<f64>() {
+        Ok(v) if v >= 0.0 && v.is_finite() && v <= 1e7 => Ok(Duration::from_secs_f64(v)),
+        Ok(_) => Err(format!("'{s}' is out of range")),
+        Err(_) => metronome_rt::streams::parse_duration(s),
     }
 }
 

@@ -20,6 +20,9 @@ pub enum BenchCommand {
     /// Send lateness and receiver jitter: the real-time pacer (auto, sleep-then-spin, busy-poll)
     /// against a plain sleep-per-packet sender, in the same run
     Pacing(PacingArgs),
+    /// Many streams under EDF, deadline-monotonic and a naive thread per stream: send lateness,
+    /// deadline misses, receiver jitter, CPU, and admission (the source paper's experiment)
+    Streams(crate::bench_streams::StreamsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -75,6 +78,7 @@ struct Ratios {
 pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     match b {
         BenchCommand::Pacing(a) => pacing(a, stop),
+        BenchCommand::Streams(a) => crate::bench_streams::run(a, stop),
     }
 }
 

@@ -3,7 +3,9 @@
 
 mod args;
 mod bench;
+mod bench_streams;
 mod demo;
+mod multi;
 mod recv;
 mod report;
 mod serve;
@@ -26,7 +28,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Stream one MPEG-TS source over RTP to one or more destinations
+    /// Stream MPEG-TS over RTP: one source to one or more destinations, or many streams under
+    /// EDF/DM scheduling with admission control (--config, --stream, --sched, --control)
     Serve(serve::ServeArgs),
     /// Receive an RTP stream, measure it, and answer with receiver reports
     Recv(recv::RecvArgs),

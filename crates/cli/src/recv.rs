@@ -34,6 +34,9 @@ pub struct RecvArgs {
     /// Accept any payload type, not only MPEG-TS (RFC 2250)
     #[arg(long)]
     pub any_payload: bool,
+    /// Track up to this many sources (SSRCs) on the port, each measured on its own
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub max_sources: u32,
 }
 
 pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
@@ -47,6 +50,7 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
         cfg.session.payload = PayloadKind::Any;
     }
     cfg.session.ssrc = crate::serve::fresh_seed() as u32;
+    cfg.session.max_sources = a.max_sources as usize;
     let receiver = Receiver::open(cfg)?;
     // Said once the sockets are bound (and the group joined): a script may start sending now.
     eprintln!("metronome: listening on {}", a.url);

@@ -1,11 +1,14 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
-use crate::args::{parse_duration, SourceArgs};
+use crate::args::{parse_duration, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
+use metronome_rt::streams::SchedKind;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
+use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +64,46 @@ pub struct ServeArgs {
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Many streams: a TOML file of `[[stream]]` tables and server settings
+    #[arg(long, value_name = "FILE", help_heading = "Many streams")]
+    pub config: Option<PathBuf>,
+    /// A stream as KEY=VALUE pairs (repeatable), e.g.
+    /// name=cam1,destination=rtp://127.0.0.1:5004,source=a.ts,loop=true,period=15ms,deadline=10ms
+    #[arg(long, value_name = "SPEC", help_heading = "Many streams")]
+    pub stream: Vec<String>,
+    /// Scheduling of the streams' send jobs: edf, dm (one pacing thread per real-time core), or
+    /// naive (one plain sleeping thread per stream, the baseline)
+    #[arg(long, help_heading = "Many streams")]
+    pub sched: Option<SchedKind>,
+    /// Real-time cores, each with a pacing thread (default 1)
+    #[arg(long, help_heading = "Many streams")]
+    pub rt_cores: Option<usize>,
+    /// Declared link capacity that admitted streams must fit in, e.g. 1gbit
+    #[arg(long, value_parser = parse_rate, help_heading = "Many streams")]
+    pub link_capacity: Option<u64>,
+    /// Share of each real-time core the pacers may use, e.g. 95% or 0.95 (default 95%)
+    #[arg(long, value_parser = parse_share, help_heading = "Many streams")]
+    pub core_budget: Option<f64>,
+    /// Serve the HTTP/JSON control API here (GET/POST /streams, DELETE /streams/NAME)
+    #[arg(long, value_name = "ADDR", help_heading = "Many streams")]
+    pub control: Option<SocketAddr>,
+    /// Budget this send cost per packet instead of measuring it at start-up, e.g. 5us
+    #[arg(long, value_parser = parse_duration, help_heading = "Many streams")]
+    pub send_cost: Option<Duration>,
+}
+
+/// A share: `95%` or `0.95`.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}' is not a share; write it like 95% or 0.95"))?;
+    if !(0.01..=1.0).contains(&v) {
+        return Err(format!("'{s}' is outside 1%..100%"));
+    }
+    Ok(v)
 }
 
 pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
@@ -114,6 +157,9 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> 
 }
 
 pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    if crate::multi::wanted(&a) {
+        return crate::multi::run(a, stop);
+    }
     let destinations = a
         .destinations
         .iter()

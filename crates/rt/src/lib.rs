@@ -17,11 +17,13 @@
 //! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
 
 pub mod clock;
+pub mod control;
 pub mod pacer;
 pub mod receiver;
 pub mod ring;
 pub mod run;
 pub mod sender;
+pub mod streams;
 pub mod thread;
 pub mod udp;
 pub mod url;

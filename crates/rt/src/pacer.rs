@@ -209,7 +209,7 @@ impl<'a> Pacer<'a> {
 }
 
 /// CPU time of the calling thread, in seconds.
-fn thread_cpu_s() -> f64 {
+pub fn thread_cpu_s() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

@@ -73,6 +73,10 @@ impl PacketRing {
     pub fn recycle(&self, slot: Slot) {
         let _ = self.free.push(slot);
     }
+    /// Slots free for the producer.
+    pub fn free_slots(&self) -> usize {
+        self.free.len()
+    }
     /// Packets waiting to be sent.
     pub fn occupancy(&self) -> usize {
         self.ready.len()

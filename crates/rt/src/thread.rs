@@ -188,7 +188,30 @@ fn set_other() -> io::Result<()> {
     sched_setattr(&attr)
 }
 
+/// Changes the SCHED_DEADLINE reservation of another thread (by kernel thread id), so that the
+/// kernel's admission control judges the new budget. Only `RtPolicy::Deadline` is accepted.
+pub fn set_deadline_of(tid: libc::pid_t, policy: RtPolicy) -> Result<(), String> {
+    let RtPolicy::Deadline {
+        runtime,
+        deadline,
+        period,
+    } = policy
+    else {
+        return Err("not a SCHED_DEADLINE policy".into());
+    };
+    set_deadline_for(tid, runtime, deadline, period)
+}
+
 fn set_deadline(runtime: Duration, deadline: Duration, period: Duration) -> Result<(), String> {
+    set_deadline_for(0, runtime, deadline, period)
+}
+
+fn set_deadline_for(
+    tid: libc::pid_t,
+    runtime: Duration,
+    deadline: Duration,
+    period: Duration,
+) -> Result<(), String> {
     if runtime < Duration::from_nanos(1024) || runtime > deadline || deadline > period {
         return Err(format!(
             "invalid parameters runtime {runtime:?} deadline {deadline:?} period {period:?}: \
@@ -203,7 +226,7 @@ fn set_deadline(runtime: Duration, deadline: Duration, period: Duration) -> Resu
         ns(period),
     );
     attr.sched_flags = libc::SCHED_FLAG_RESET_ON_FORK as u64;
-    sched_setattr(&attr).map_err(|e| match e.raw_os_error() {
+    sched_setattr_of(tid, &attr).map_err(|e| match e.raw_os_error() {
         Some(libc::EBUSY) => format!(
             "EBUSY: admission control refused {:.1} % of a CPU; lower the runtime or raise the period",
             ns(runtime) as f64 * 100.0 / ns(period) as f64
@@ -228,14 +251,19 @@ fn sched_attr(policy: u32, runtime: u64, deadline: u64, period: u64) -> libc::sc
     }
 }
 
-/// `sched_setattr(2)` on the calling thread: glibc has no wrapper, so the raw syscall.
+/// `sched_setattr(2)` on the calling thread.
 fn sched_setattr(attr: &libc::sched_attr) -> io::Result<()> {
-    // SAFETY: pid 0 is the calling thread; `attr` is a valid sched_attr whose `size` field is its
-    // own size; flags 0.
+    sched_setattr_of(0, attr)
+}
+
+/// `sched_setattr(2)` on thread `tid` (0: the caller): glibc has no wrapper, so the raw syscall.
+fn sched_setattr_of(tid: libc::pid_t, attr: &libc::sched_attr) -> io::Result<()> {
+    // SAFETY: `attr` is a valid sched_attr whose `size` field is its own size; flags 0; the
+    // kernel checks `tid`.
     let r = unsafe {
         libc::syscall(
             libc::SYS_sched_setattr,
-            0,
+            tid,
             attr as *const libc::sched_attr,
             0,
         )
@@ -356,18 +384,31 @@ pub fn timer_slack_ns() -> u64 {
 /// Pins the calling thread to one CPU. Do this before asking for SCHED_FIFO; SCHED_DEADLINE
 /// refuses pinned threads.
 pub fn pin_to_cpu(cpu: usize) -> Result<(), ThreadError> {
+    set_affinity(0, &[cpu])
+}
+
+/// Restricts thread or process `pid` (0: the calling thread) to `cpus`.
+pub fn set_affinity(pid: libc::pid_t, cpus: &[usize]) -> Result<(), ThreadError> {
     let online = online_cpus();
-    if cpu >= libc::CPU_SETSIZE as usize || cpu >= online {
+    let first = cpus.first().copied().unwrap_or(0);
+    if let Some(&cpu) = cpus
+        .iter()
+        .find(|&&c| c >= libc::CPU_SETSIZE as usize || c >= online)
+        .or(cpus.is_empty().then_some(&0))
+    {
         return Err(ThreadError::Pin {
             cpu,
             reason: format!("this machine has CPUs 0..={}", online.saturating_sub(1)),
         });
     }
-    // SAFETY: cpu_set_t is plain data; CPU_SET is in range (checked above); pid 0 is this thread.
+    // SAFETY: cpu_set_t is plain data; every CPU_SET index is in range (checked above); the
+    // kernel checks `pid`.
     let r = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        for &cpu in cpus {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
     if r == 0 {
         return Ok(());
@@ -380,7 +421,7 @@ pub fn pin_to_cpu(cpu: usize) -> Result<(), ThreadError> {
         Some(libc::EINVAL) => format!("{e}; the CPU is offline or outside this cpuset"),
         _ => e.to_string(),
     };
-    Err(ThreadError::Pin { cpu, reason })
+    Err(ThreadError::Pin { cpu: first, reason })
 }
 
 /// Number of online CPUs (at least 1).

@@ -1,14 +1,42 @@
-//! Scheduling of sends: when each packet should leave, and what happens when it cannot.
+//! Scheduling of sends: when each packet should leave, which stream's packet goes next, and
+//! whether a new stream may start at all. Sans-IO: time comes in as arguments, nothing here
+//! reads a clock, sleeps or spawns.
 //!
+//! - [`task`]: a stream as a real-time task — period T, relative deadline D ≤ T, worst-case
+//!   cost C per job, bit rate — and the scheduling [`Policy`] (EDF or deadline-monotonic).
+//! - [`analysis`]: exact schedulability tests for one limited-preemptive core with a CPU
+//!   [`Budget`] and one packet of blocking: [`edf_test`] (processor demand, Baruah, Rosier &
+//!   Howell 1990, with George, Rivierre & Spuri 1996 blocking) and [`dm_test`] (response-time
+//!   analysis, Audsley et al. 1993). Integer arithmetic only.
+//! - [`admission`]: partitioned admission control — worst-fit placement over the pacing cores
+//!   under the exact test, the link's capacity, and [`Refusal`]s a person can act on.
+//! - [`dispatch`]: the run-time [`Dispatcher`] of a pacing thread: the highest-priority released
+//!   job, re-picked after every packet; allocation-free after construction.
+//! - [`sim`]: a deterministic virtual-time simulation of one core's pacer over the
+//!   dispatcher, periodic or sporadic (seeded), counting deadline misses.
 //! - [`pacing`]: the pacing model of one stream: release time → target send time, lateness
 //!   accounting, and the stall policy (never catch up with a burst unless asked to).
-//! - [`wait_choice`]: whether the pacer sleeps-then-spins or busy-polls, chosen by the lateness it sees.
-//!
-//! Deadline scheduling of many streams (EDF, deadline-monotonic) and admission control will live
-//! beside it.
+//! - [`wait_choice`]: whether the pacer sleeps-then-spins or busy-polls, chosen by the lateness
+//!   it sees.
 
+pub mod admission;
+pub mod analysis;
+pub mod dispatch;
+mod fmt_util;
 pub mod pacing;
+pub mod phase;
+pub mod sim;
+pub mod task;
 pub mod wait_choice;
 
+pub use admission::{
+    Admission, AdmissionSnapshot, CoreSnapshot, CpuCause, Placement, Platform, Refusal,
+    StreamSnapshot,
+};
+pub use analysis::{cmp_utilisation, compare_utilisation, dm_test, edf_test, utilisation};
+pub use analysis::{Budget, DemandPoint, DmReport, DmViolation, EdfReport, EdfViolation};
+pub use dispatch::{Dispatcher, Job};
 pub use pacing::{PacingConfig, PacingModel, PacingStats, StallPolicy};
+pub use sim::{simulate, Release, SimOutcome, SimTask, SimTaskOutcome};
+pub use task::{Policy, TaskParams, TaskProblem, MAX_PERIOD};
 pub use wait_choice::{WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats};

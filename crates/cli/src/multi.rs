@@ -1,0 +1,272 @@
+//! `metronome serve` with many streams: streams from `--config` and `--stream`, admission
+//! control, EDF/DM/naive scheduling, and the HTTP control API.
+
+use crate::report::LiveLine;
+use crate::serve::ServeArgs;
+use metronome_rt::clock::mono_ns;
+use metronome_rt::control::ControlServer;
+use metronome_rt::sender::WaitPolicy;
+use metronome_rt::streams::{
+    config, format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec,
+    StreamServer, StreamSpec, StreamStatus,
+};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Whether the arguments ask for the multi-stream server rather than one paced stream.
+pub fn wanted(a: &ServeArgs) -> bool {
+    a.config.is_some()
+        || !a.stream.is_empty()
+        || a.sched.is_some()
+        || a.rt_cores.is_some()
+        || a.control.is_some()
+        || a.link_capacity.is_some()
+}
+
+pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let file = match &a.config {
+        Some(p) => config::load(p)?,
+        None => ServeConfig::default(),
+    };
+    let mut specs = file.streams.clone();
+    for s in &a.stream {
+        specs.push(parse_stream_arg(s)?);
+    }
+    let control_addr = a.control.or(file.control);
+    if specs.is_empty() && control_addr.is_none() {
+        specs.push(spec_from_args(&a));
+    }
+    let cfg = server_config(&a, &file);
+    let live = LiveLine::new(!a.json);
+    let server = StreamServer::start(cfg)?;
+    let cal = server.calibration();
+    eprintln!(
+        "metronome: send cost {:.1} µs per packet budgeted ({}; measured p50 {:.1} µs, p99 {:.1} µs)",
+        cal.per_packet.as_secs_f64() * 1e6,
+        cal.method,
+        cal.measured_p50.as_secs_f64() * 1e6,
+        cal.measured_p99.as_secs_f64() * 1e6,
+    );
+    for spec in specs {
+        let name = spec.name.clone();
+        match server.add(spec) {
+            Ok(s) => eprintln!("metronome: {}", admitted_line(&s)),
+            Err(e) => eprintln!("metronome: '{name}' not started: {}", e.message()),
+        }
+    }
+    let control = match control_addr {
+        Some(addr) => {
+            let c = ControlServer::start(addr, server.control()).map_err(|e| {
+                format!(
+                    "cannot serve the control API on {addr}: {e}; pick another --control address"
+                )
+            })?;
+            eprintln!(
+                "metronome: control API on http://{}/streams",
+                c.local_addr()
+            );
+            Some(c)
+        }
+        None => None,
+    };
+    let start = mono_ns();
+    let elapsed = || Duration::from_nanos(mono_ns().saturating_sub(start));
+    let mut next_status = Duration::ZERO;
+    loop {
+        if stop.load(Ordering::Relaxed) || a.duration.is_some_and(|d| elapsed() >= d) {
+            break;
+        }
+        if control.is_none() && server.running() == 0 {
+            break;
+        }
+        if elapsed() >= next_status {
+            next_status += Duration::from_secs(1);
+            live.show(&status_line(&server));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    live.finish();
+    if let Some(c) = control {
+        c.shutdown();
+    }
+    let outcome = server.shutdown();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        print!("{}", summary(&outcome));
+    }
+    Ok(())
+}
+
+fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
+    let mut cfg = ServerConfig {
+        sched: a.sched.or(file.sched).unwrap_or_default(),
+        rt_cores: a.rt_cores.or(file.rt_cores).unwrap_or(1).max(1),
+        core_budget: a.core_budget.or(file.core_budget).unwrap_or(0.95),
+        link_capacity_bps: a.link_capacity.or(file.link_capacity),
+        send_cost: a.send_cost,
+        default_ring: a.ring.max(1),
+        seed: a.seed.unwrap_or_else(crate::serve::fresh_seed),
+        ..ServerConfig::default()
+    };
+    cfg.rt = match a.rt {
+        crate::serve::RtChoice::Deadline => CoreRt::Deadline,
+        crate::serve::RtChoice::Off => CoreRt::Off,
+        crate::serve::RtChoice::Auto | crate::serve::RtChoice::Fifo => CoreRt::Auto,
+    };
+    cfg.lock_memory = cfg.rt != CoreRt::Off;
+    cfg.wait = match a.wait {
+        crate::serve::WaitChoiceArg::Auto => WaitPolicy::Auto,
+        crate::serve::WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,
+        crate::serve::WaitChoiceArg::BusyPoll => WaitPolicy::BusyPoll,
+    };
+    cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
+    cfg
+}
+
+/// One stream from the single-stream arguments (positional URLs and the source options).
+fn spec_from_args(a: &ServeArgs) -> StreamSpec {
+    let mut s = StreamSpec::new("stream1", a.destinations.clone());
+    if let Some(p) = &a.source.input {
+        s.source = SourceSpec::File(p.clone());
+        s.looping = a.source.looping;
+    } else {
+        s.size = Some(format!("{}x{}", a.source.size.0, a.source.size.1));
+        s.fps = Some(a.source.fps);
+        s.bitrate = Some(a.source.mux_rate);
+    }
+    s.send_time = a.send_time;
+    s
+}
+
+/// `--stream name=cam1,destination=rtp://127.0.0.1:5004,bitrate=4mbit,period=15ms`: the keys of
+/// a `[[stream]]` table, as KEY=VALUE pairs separated by commas.
+pub fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
+    let mut table = toml::Table::new();
+    for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = pair.split_once('=').ok_or_else(|| {
+            format!("--stream '{s}': '{pair}' is not KEY=VALUE; write name=cam1,destination=rtp://HOST:PORT")
+        })?;
+        let k = match k.trim() {
+            "dest" => "destination",
+            k => k,
+        };
+        let v = v.trim();
+        let value = match (k, v.parse::<i64>(), v.parse::<bool>()) {
+            ("fps" | "ring" | "ssrc", Ok(n), _) => toml::Value::Integer(n),
+            ("loop" | "send_time", _, Ok(b)) => toml::Value::Boolean(b),
+            _ => toml::Value::String(v.to_string()),
+        };
+        table.insert(k.to_string(), value);
+    }
+    let spec: StreamSpec = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e| format!("--stream '{s}': {e}"))?;
+    spec.validate().map_err(|e| e.to_string())?;
+    Ok(spec)
+}
+
+fn admitted_line(s: &StreamStatus) -> String {
+    format!(
+        "admitted '{}' on core {}: {} → {} (period {:.2} ms, deadline {:.2} ms, cost {:.1} µs, {:.2}% of the core)",
+        s.name,
+        s.core,
+        s.source,
+        s.destinations.join(", "),
+        s.task.period_us / 1000.0,
+        s.task.deadline_us / 1000.0,
+        s.task.cost_us,
+        s.task.utilisation_percent,
+    )
+}
+
+fn status_line(server: &StreamServer) -> String {
+    let st = server.status();
+    let streams = server.streams();
+    let running: Vec<_> = streams.iter().filter(|s| s.state == "running").collect();
+    let rate: f64 = running.iter().map(|s| s.bitrate_bps).sum();
+    let misses: u64 = streams.iter().map(|s| s.deadline_misses).sum();
+    let underruns: u64 = streams.iter().map(|s| s.underruns).sum();
+    let mut line = format!(
+        "{} streams {:.1} Mbit/s | late p99 {:.1} µs max {:.0} µs | misses {misses} | underruns {underruns}",
+        running.len(),
+        rate / 1e6,
+        st.lateness.p99_us,
+        st.lateness.max_us,
+    );
+    for c in &st.cores {
+        let _ = write!(line, " | core{} {:.1}%", c.index, c.utilisation_percent);
+    }
+    line
+}
+
+fn summary(o: &ServerOutcome) -> String {
+    let s = &o.server;
+    let mut out = format!(
+        "scheduler {}: {} admitted, {} refused; link capacity {}\n",
+        s.sched,
+        o.streams.len(),
+        s.refused,
+        s.link_capacity_bps
+            .map(format_bitrate)
+            .unwrap_or_else(|| "no declared capacity".into()),
+    );
+    for c in &s.cores {
+        let cpu = o.core_cpu_percent.get(c.index).copied().unwrap_or(f64::NAN);
+        let _ = writeln!(out, "core {}: {} (pacer CPU {cpu:.0}%)", c.index, c.grant);
+    }
+    let _ = writeln!(
+        out,
+        "{:<16} {:>9} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9} {:>7}",
+        "stream", "state", "packets", "Mbit/s", "misses", "p50 µs", "p99 µs", "max µs", "underr"
+    );
+    for st in &o.streams {
+        let _ = writeln!(
+            out,
+            "{:<16} {:>9} {:>9} {:>8.2} {:>8} {:>9.1} {:>9.1} {:>9.0} {:>7}",
+            st.name,
+            st.state,
+            st.packets,
+            st.bitrate_bps / 1e6,
+            st.deadline_misses,
+            st.lateness.p50_us,
+            st.lateness.p99_us,
+            st.lateness.max_us,
+            st.underruns,
+        );
+        if let Some(e) = &st.error {
+            let _ = writeln!(out, "  error: {e}");
+        }
+    }
+    let l = &s.lateness;
+    let _ = writeln!(
+        out,
+        "all packets: lateness p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.0} µs over {} packets",
+        l.p50_us, l.p99_us, l.p999_us, l.max_us, l.count
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_arguments_become_specs() {
+        let s = parse_stream_arg(
+            "name=cam1,dest=rtp://127.0.0.1:5004,bitrate=4mbit,period=15ms,deadline=10ms,fps=25,loop=true",
+        )
+        .unwrap();
+        assert_eq!(s.name, "cam1");
+        assert_eq!(s.destination, vec!["rtp://127.0.0.1:5004".to_string()]);
+        assert_eq!(s.bitrate, Some(4_000_000));
+        assert_eq!(s.period, Some(Duration::from_millis(15)));
+        assert_eq!(s.fps, Some(25));
+        assert!(s.looping);
+        assert!(parse_stream_arg("name=x").is_err(), "no destination");
+        assert!(parse_stream_arg("cam1").unwrap_err().contains("KEY=VALUE"));
+        assert!(parse_stream_arg("name=x,dest=rtp://a:1,perod=1ms").is_err());
+    }
+}

@@ -1,0 +1,397 @@
+//! HTTP/1.1 framing for the control API: reading one request from a connection into a fixed
+//! buffer (parsed with `httparse`), and writing one response. Everything here is bounded: the
+//! buffer is allocated once per connection, every read has a deadline, every error is an answer.
+
+use super::{ControlLimits, MAX_HEADERS};
+use crate::clock::mono_ns;
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::time::Duration;
+
+/// The most a closing connection discards while lingering.
+const LINGER_BYTES: usize = 256 * 1024;
+
+/// A complete request.
+#[derive(Debug)]
+pub(crate) struct Request {
+    /// The method, as sent (`GET`, `POST`, ...).
+    pub method: String,
+    /// The path, without the query string.
+    pub path: String,
+    /// Whether the client wants the connection kept open.
+    pub keep_alive: bool,
+    /// The `Content-Type` header, if any.
+    pub content_type: Option<String>,
+    /// Whether the request declared a `Content-Length` (a POST without one gets 411).
+    pub has_length: bool,
+    /// The body (at most `max_body_bytes`).
+    pub body: Vec<u8>,
+}
+
+/// A response; always JSON.
+#[derive(Debug)]
+pub(crate) struct Response {
+    pub status: u16,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// A JSON response.
+    pub fn json(status: u16, value: &serde_json::Value) -> Self {
+        let mut body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+        body.push(b'\n');
+        Response {
+            status,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// `{"error": kind, "message": message}`.
+    pub fn error(status: u16, kind: &str, message: impl Into<String>) -> Self {
+        let message: String = message.into();
+        Self::json(
+            status,
+            &serde_json::json!({ "error": kind, "message": message }),
+        )
+    }
+
+    /// Adds a header.
+    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// The whole response, head and body, as bytes.
+    pub fn to_bytes(&self, keep_alive: bool) -> Vec<u8> {
+        let mut out = Vec::with_capacity(160 + self.body.len());
+        let reason = reason(self.status);
+        let connection = if keep_alive { "keep-alive" } else { "close" };
+        out.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", self.status).as_bytes());
+        out.extend_from_slice(b"Content-Type: application/json\r\n");
+        out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
+        out.extend_from_slice(format!("Connection: {connection}\r\n").as_bytes());
+        out.extend_from_slice(b"Cache-Control: no-store\r\n");
+        for (name, value) in &self.headers {
+            out.extend_from_slice(format!("{name}: {value}\r\n").as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.body);
+        out
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        100 => "Continue",
+        200 => "OK",
+        201 => "Created",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        411 => "Length Required",
+        413 => "Content Too Large",
+        415 => "Unsupported Media Type",
+        431 => "Request Header Fields Too Large",
+        500 => "Internal Server Error",
+        503 => "Service Unavailable",
+        _ => "Unknown",
+    }
+}
+
+/// What came of waiting for a request.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A complete request.
+    Request(Request),
+    /// The request cannot be served: answer this, then close.
+    Reply(Response),
+    /// The client went away, or stayed silent too long: close without an answer.
+    Closed,
+}
+
+/// A point in CLOCK_MONOTONIC time.
+#[derive(Clone, Copy)]
+struct Deadline(u64);
+
+impl Deadline {
+    fn after(d: Duration) -> Self {
+        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        Deadline(mono_ns().saturating_add(ns))
+    }
+
+    /// Time left, or `None` once less than a millisecond is.
+    fn remaining(self) -> Option<Duration> {
+        let left = self.0.saturating_sub(mono_ns());
+        (left >= 1_000_000).then(|| Duration::from_nanos(left))
+    }
+}
+
+enum Fill {
+    Data,
+    Eof,
+    Timeout,
+    Failed,
+}
+
+/// What the request head says about framing and the connection.
+struct Head {
+    method: String,
+    path: String,
+    http10: bool,
+    content_length: Option<usize>,
+    chunked: bool,
+    close: bool,
+    keep_alive: bool,
+    content_type: Option<String>,
+    expect_continue: bool,
+}
+
+/// One client connection: the stream and its fixed read buffer.
+pub(crate) struct Conn<'a> {
+    stream: &'a TcpStream,
+    limits: &'a ControlLimits,
+    buf: Vec<u8>,
+    filled: usize,
+}
+
+impl<'a> Conn<'a> {
+    /// Wraps an accepted stream; allocates the read buffer (head + body limits) once.
+    pub fn new(stream: &'a TcpStream, limits: &'a ControlLimits) -> io::Result<Self> {
+        stream.set_write_timeout(Some(limits.write_timeout.max(Duration::from_millis(1))))?;
+        stream.set_nodelay(true)?;
+        let size = limits.max_head_bytes.saturating_add(limits.max_body_bytes);
+        Ok(Conn {
+            stream,
+            limits,
+            buf: vec![0; size],
+            filled: 0,
+        })
+    }
+
+    /// Waits up to `first_wait` for a request to begin, then up to the read timeout for all of
+    /// it.
+    pub fn next_request(&mut self, first_wait: Duration) -> Next {
+        if self.filled == 0 {
+            match self.fill(Deadline::after(first_wait)) {
+                Fill::Data => {}
+                Fill::Eof | Fill::Timeout | Fill::Failed => return Next::Closed,
+            }
+        }
+        let deadline = Deadline::after(self.limits.read_timeout);
+        let (head_len, head) = loop {
+            match self.parse_head() {
+                Ok(Some(parsed)) => break parsed,
+                Ok(None) => {}
+                Err(reply) => return Next::Reply(reply),
+            }
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Timeout => return Next::Reply(timeout()),
+                Fill::Eof | Fill::Failed => return Next::Closed,
+            }
+        };
+        let length = match self.framing(&head) {
+            Ok(length) => length,
+            Err(reply) => return Next::Reply(reply),
+        };
+        let end = head_len + length;
+        if head.expect_continue && self.filled < end {
+            let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
+            if (&*self.stream).write_all(interim).is_err() {
+                return Next::Closed;
+            }
+        }
+        while self.filled < end {
+            match self.fill(deadline) {
+                Fill::Data => {}
+                Fill::Timeout => return Next::Reply(timeout()),
+                Fill::Eof | Fill::Failed => return Next::Closed,
+            }
+        }
+        let body = self.buf[head_len..end].to_vec();
+        self.buf.copy_within(end..self.filled, 0);
+        self.filled -= end;
+        let keep_alive = !head.close && (!head.http10 || head.keep_alive);
+        Next::Request(Request {
+            method: head.method,
+            path: head.path,
+            keep_alive,
+            content_type: head.content_type,
+            has_length: head.content_length.is_some(),
+            body,
+        })
+    }
+
+    /// Writes a response.
+    pub fn respond(&mut self, response: &Response, keep_alive: bool) -> io::Result<()> {
+        (&*self.stream).write_all(&response.to_bytes(keep_alive))
+    }
+
+    /// Parses what has arrived: `Ok(None)` if the head is incomplete.
+    fn parse_head(&self) -> Result<Option<(usize, Head)>, Response> {
+        let max = self.limits.max_head_bytes;
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut headers);
+        let too_large = || {
+            Response::error(
+                431,
+                "header_too_large",
+                format!("the request line and headers exceed {max} bytes; send a shorter request"),
+            )
+        };
+        match req.parse(&self.buf[..self.filled]) {
+            Ok(httparse::Status::Complete(n)) if n > max => Err(too_large()),
+            Ok(httparse::Status::Complete(n)) => read_head(&req).map(|h| Some((n, h))),
+            Ok(httparse::Status::Partial) if self.filled >= max => Err(too_large()),
+            Ok(httparse::Status::Partial) => Ok(None),
+            Err(httparse::Error::TooManyHeaders) => Err(Response::error(
+                431,
+                "header_too_large",
+                format!("the request has more than {MAX_HEADERS} headers; send fewer"),
+            )),
+            Err(e) => Err(Response::error(
+                400,
+                "bad_request",
+                format!(
+                    "malformed HTTP request ({e}); send HTTP/1.1, e.g. 'GET /streams HTTP/1.1'"
+                ),
+            )),
+        }
+    }
+
+    /// The body length the head declares, if it is acceptable.
+    fn framing(&self, head: &Head) -> Result<usize, Response> {
+        if head.chunked {
+            return Err(Response::error(
+                411,
+                "length_required",
+                "chunked request bodies are not supported; send the body with a Content-Length",
+            ));
+        }
+        let max = self.limits.max_body_bytes;
+        match head.content_length {
+            Some(n) if n > max => Err(Response::error(
+                413,
+                "body_too_large",
+                format!("the request body is {n} bytes; at most {max} are accepted"),
+            )),
+            Some(n) => Ok(n),
+            None => Ok(0),
+        }
+    }
+
+    /// Reads more into the buffer, waiting at most until `deadline`.
+    fn fill(&mut self, deadline: Deadline) -> Fill {
+        loop {
+            let Some(left) = deadline.remaining() else {
+                return Fill::Timeout;
+            };
+            if self.filled >= self.buf.len() || self.stream.set_read_timeout(Some(left)).is_err() {
+                return Fill::Failed;
+            }
+            match (&*self.stream).read(&mut self.buf[self.filled..]) {
+                Ok(0) => return Fill::Eof,
+                Ok(n) => {
+                    self.filled += n;
+                    return Fill::Data;
+                }
+                Err(e) => match e.kind() {
+                    io::ErrorKind::Interrupted
+                    | io::ErrorKind::WouldBlock
+                    | io::ErrorKind::TimedOut => continue,
+                    _ => return Fill::Failed,
+                },
+            }
+        }
+    }
+}
+
+fn timeout() -> Response {
+    Response::error(
+        408,
+        "timeout",
+        "the request did not arrive in time; send the whole request at once",
+    )
+}
+
+/// Extracts what the server needs from a parsed head.
+fn read_head(req: &httparse::Request<'_, '_>) -> Result<Head, Response> {
+    let bad = |m: String| Response::error(400, "bad_request", m);
+    let method = req.method.unwrap_or("").to_string();
+    let target = req.path.unwrap_or("");
+    let path = target.split(['?', '#']).next().unwrap_or("").to_string();
+    let mut head = Head {
+        method,
+        path,
+        http10: req.version == Some(0),
+        content_length: None,
+        chunked: false,
+        close: false,
+        keep_alive: false,
+        content_type: None,
+        expect_continue: false,
+    };
+    for h in req.headers.iter() {
+        let value = String::from_utf8_lossy(h.value);
+        let value = value.trim();
+        let name = h.name;
+        if name.eq_ignore_ascii_case("content-length") {
+            let n = value
+                .parse::<usize>()
+                .ok()
+                .filter(|_| value.bytes().all(|b| b.is_ascii_digit()));
+            match (n, head.content_length) {
+                (None, _) => {
+                    return Err(bad(format!(
+                        "Content-Length '{}' is not a byte count",
+                        value.escape_debug()
+                    )))
+                }
+                (Some(n), Some(seen)) if n != seen => {
+                    return Err(bad("conflicting Content-Length headers".to_string()))
+                }
+                (Some(n), _) => head.content_length = Some(n),
+            }
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            head.chunked = true;
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                head.close |= token.eq_ignore_ascii_case("close");
+                head.keep_alive |= token.eq_ignore_ascii_case("keep-alive");
+            }
+        } else if name.eq_ignore_ascii_case("content-type") {
+            head.content_type = Some(value.to_string());
+        } else if name.eq_ignore_ascii_case("expect") {
+            head.expect_continue = value.eq_ignore_ascii_case("100-continue");
+        }
+    }
+    Ok(head)
+}
+
+/// Closes a connection politely: no more writes, then read and discard what the client still
+/// sends (for at most `linger`, and boundedly), so that the client reads the answer instead of a
+/// reset.
+pub(crate) fn linger_close(stream: &TcpStream, linger: Duration) {
+    let _ = stream.shutdown(Shutdown::Write);
+    let deadline = Deadline::after(linger);
+    let mut scratch = [0u8; 4096];
+    let mut discarded = 0;
+    while discarded < LINGER_BYTES {
+        let Some(left) = deadline.remaining() else {
+            break;
+        };
+        if stream.set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        match (&*stream).read(&mut scratch) {
+            Ok(0) => break,
+            Ok(n) => discarded += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+}

@@ -1,0 +1,141 @@
+//! The local HTTP/JSON control API of `metronome serve`: list, inspect, add and remove streams
+//! while the server runs.
+//!
+//! | route | method | answer |
+//! |---|---|---|
+//! | `/` | GET | 200, an index of the routes |
+//! | `/health` | GET | 200 `{"ok":true}` |
+//! | `/streams` | GET | 200, the streams ([`StreamControl::list`]) |
+//! | `/streams` | POST | 201 + `Location`, a JSON [`StreamSpec`] body ([`StreamControl::add`]) |
+//! | `/streams/NAME` | GET | 200 or 404 ([`StreamControl::get`]) |
+//! | `/streams/NAME` | DELETE | 200 ([`StreamControl::remove`]) |
+//!
+//! Errors are JSON: `{"error": "<kind>", "message": "<what happened and what to do>"}`.
+//!
+//! The server is plain `std::net` and threads: one accept thread and at most
+//! [`ControlLimits::max_connections`] connection threads; beyond that a client is answered 503.
+//! Every read and write has a deadline, every buffer a fixed size (see [`ControlLimits`]), and no
+//! input makes it panic. It is meant for a local, trusted network: there is no authentication.
+
+mod http;
+mod router;
+mod server;
+#[cfg(test)]
+mod tests;
+
+pub use server::ControlServer;
+
+use crate::streams::StreamSpec;
+use std::fmt;
+use std::time::Duration;
+
+/// What the control API drives: the set of running streams. Implementations must be quick (they
+/// run on a connection thread, with the client waiting) and must not panic (a panic is answered
+/// 500, but state may be left half-changed).
+pub trait StreamControl: Send + Sync + 'static {
+    /// All streams, as one JSON value (answered to `GET /streams`).
+    fn list(&self) -> serde_json::Value;
+    /// One stream's status, or `None` if there is no stream of that name.
+    fn get(&self, name: &str) -> Option<serde_json::Value>;
+    /// Starts a stream. The spec has passed [`StreamSpec::validate`]. Returns the new stream's
+    /// status (answered with 201).
+    fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError>;
+    /// Stops and removes a stream; returns its final status.
+    fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError>;
+}
+
+/// Why a control request failed; each variant maps to an HTTP status and an `error` kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ControlError {
+    /// The request is wrong (400, `"invalid"`).
+    Invalid(String),
+    /// No such stream (404, `"not_found"`).
+    NotFound(String),
+    /// A stream of that name already exists (409, `"exists"`).
+    Exists(String),
+    /// Admission control refused the stream: it would not meet its deadlines (409, `"refused"`).
+    Refused(String),
+    /// The server failed (500, `"internal"`).
+    Internal(String),
+}
+
+impl ControlError {
+    /// The HTTP status code this error is answered with.
+    pub fn status(&self) -> u16 {
+        match self {
+            ControlError::Invalid(_) => 400,
+            ControlError::NotFound(_) => 404,
+            ControlError::Exists(_) | ControlError::Refused(_) => 409,
+            ControlError::Internal(_) => 500,
+        }
+    }
+
+    /// The `error` field of the JSON answer.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ControlError::Invalid(_) => "invalid",
+            ControlError::NotFound(_) => "not_found",
+            ControlError::Exists(_) => "exists",
+            ControlError::Refused(_) => "refused",
+            ControlError::Internal(_) => "internal",
+        }
+    }
+
+    /// The human-readable message.
+    pub fn message(&self) -> &str {
+        match self {
+            ControlError::Invalid(m)
+            | ControlError::NotFound(m)
+            | ControlError::Exists(m)
+            | ControlError::Refused(m)
+            | ControlError::Internal(m) => m,
+        }
+    }
+}
+
+impl fmt::Display for ControlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind(), self.message())
+    }
+}
+
+impl std::error::Error for ControlError {}
+
+/// The most headers one request may carry.
+pub const MAX_HEADERS: usize = 32;
+
+/// Bounds on what one client can make the server hold or wait for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ControlLimits {
+    /// Connection threads at once; a client beyond this is answered 503 and closed.
+    pub max_connections: usize,
+    /// Request line plus headers, bytes (431 beyond).
+    pub max_head_bytes: usize,
+    /// Request body, bytes, as declared by `Content-Length` (413 beyond).
+    pub max_body_bytes: usize,
+    /// How long a whole request (first byte to last) may take to arrive; also how long a new
+    /// connection may stay silent before its first request.
+    pub read_timeout: Duration,
+    /// How long writing one response may block.
+    pub write_timeout: Duration,
+    /// How long a kept-alive connection may wait, idle, for its next request.
+    pub idle_timeout: Duration,
+    /// Requests served on one connection before it is closed.
+    pub max_requests_per_connection: usize,
+}
+
+impl Default for ControlLimits {
+    /// 16 connections, 8 KiB heads, 64 KiB bodies, 5 s to read or write, 10 s idle, 100
+    /// requests per connection.
+    fn default() -> Self {
+        ControlLimits {
+            max_connections: 16,
+            max_head_bytes: 8 * 1024,
+            max_body_bytes: 64 * 1024,
+            read_timeout: Duration::from_secs(5),
+            write_timeout: Duration::from_secs(5),
+            idle_timeout: Duration::from_secs(10),
+            max_requests_per_connection: 100,
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! The control API's routes: from a parsed [`Request`] to a JSON [`Response`].
+
+use super::http::{Request, Response};
+use super::{ControlError, StreamControl};
+use crate::streams::StreamSpec;
+use serde_json::json;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How much of a client-supplied path or name is echoed back in a message.
+const ECHO_CHARS: usize = 100;
+
+/// Answers one request.
+pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
+    let path = match req.path.strip_suffix('/') {
+        Some(p) if !p.is_empty() => p,
+        _ => req.path.as_str(),
+    };
+    let method = req.method.as_str();
+    match path {
+        "/" => match method {
+            "GET" => index(),
+            _ => not_allowed(method, path, "GET"),
+        },
+        "/health" => match method {
+            "GET" => Response::json(200, &json!({ "ok": true })),
+            _ => not_allowed(method, path, "GET"),
+        },
+        "/streams" => match method {
+            "GET" => guarded(|| Ok(control.list())).map_or_else(|e| e, |v| Response::json(200, &v)),
+            "POST" => add(req, control),
+            _ => not_allowed(method, path, "GET, POST"),
+        },
+        _ => match path.strip_prefix("/streams/") {
+            Some(name) if !name.is_empty() && !name.contains('/') => match method {
+                "GET" => match guarded(|| Ok(control.get(name))) {
+                    Ok(Some(v)) => Response::json(200, &v),
+                    Ok(None) => no_such_stream(name),
+                    Err(e) => e,
+                },
+                "DELETE" => match guarded(|| control.remove(name)) {
+                    Ok(v) => Response::json(200, &v),
+                    Err(e) => e,
+                },
+                _ => not_allowed(method, "/streams/NAME", "GET, DELETE"),
+            },
+            _ => Response::error(
+                404,
+                "not_found",
+                format!(
+                    "there is no route '{}'; GET / lists the routes",
+                    echo(&req.path)
+                ),
+            ),
+        },
+    }
+}
+
+/// `POST /streams`: parse, validate, add.
+fn add(req: &Request, control: &dyn StreamControl) -> Response {
+    if !req.has_length {
+        return Response::error(
+            411,
+            "length_required",
+            "POST /streams needs a Content-Length header giving the JSON body's size",
+        );
+    }
+    if let Some(ct) = &req.content_type {
+        let media = ct.split(';').next().unwrap_or("").trim();
+        if !media.eq_ignore_ascii_case("application/json") {
+            return Response::error(
+                415,
+                "unsupported_media_type",
+                format!(
+                    "the body must be JSON, sent with 'Content-Type: application/json', not '{}'",
+                    echo(ct)
+                ),
+            );
+        }
+    }
+    let spec: StreamSpec = match serde_json::from_slice(&req.body) {
+        Ok(spec) => spec,
+        Err(e) if e.is_data() => {
+            return Response::error(
+                400,
+                "invalid",
+                format!("the body is not a valid stream spec: {e}"),
+            )
+        }
+        Err(e) => {
+            return Response::error(
+                400,
+                "bad_json",
+                format!(
+                    "the body is not valid JSON: {e}; send a stream spec such as \
+                     {{\"name\":\"cam1\",\"destination\":\"rtp://127.0.0.1:5004\"}}"
+                ),
+            )
+        }
+    };
+    if let Err(e) = spec.validate() {
+        return Response::error(400, "invalid", e.0);
+    }
+    let name = spec.name.clone();
+    match guarded(|| control.add(spec)) {
+        // The name passed `validate`: letters, digits and `-_.` only, safe in a header.
+        Ok(v) => Response::json(201, &v).with_header("Location", format!("/streams/{name}")),
+        Err(e) => e,
+    }
+}
+
+/// Runs a [`StreamControl`] call; its errors and panics become responses.
+fn guarded<T>(call: impl FnOnce() -> Result<T, ControlError>) -> Result<T, Response> {
+    match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(Response::error(e.status(), e.kind(), e.message())),
+        Err(_) => Err(Response::error(
+            500,
+            "internal",
+            "the server failed while handling this request; see its log",
+        )),
+    }
+}
+
+fn index() -> Response {
+    let route = |method: &str, path: &str, what: &str| json!({ "method": method, "path": path, "what": what });
+    Response::json(
+        200,
+        &json!({
+            "service": "metronome control API",
+            "routes": [
+                route("GET", "/", "this index"),
+                route("GET", "/health", "liveness: {\"ok\":true}"),
+                route("GET", "/streams", "all streams and their status"),
+                route("POST", "/streams", "add a stream: a JSON stream spec, answered 201"),
+                route("GET", "/streams/NAME", "one stream's status"),
+                route("DELETE", "/streams/NAME", "stop and remove a stream"),
+            ],
+        }),
+    )
+}
+
+fn not_allowed(method: &str, path: &str, allow: &'static str) -> Response {
+    Response::error(
+        405,
+        "method_not_allowed",
+        format!("{} is not allowed on {path}; use {allow}", echo(method)),
+    )
+    .with_header("Allow", allow)
+}
+
+fn no_such_stream(name: &str) -> Response {
+    Response::error(
+        404,
+        "not_found",
+        format!(
+            "there is no stream named '{}'; GET /streams lists them",
+            echo(name)
+        ),
+    )
+}
+
+/// A client-supplied string, shortened for a message.
+fn echo(s: &str) -> String {
+    let mut out: String = s.chars().take(ECHO_CHARS).collect();
+    if out.len() < s.len() {
+        out.push_str("...");
+    }
+    out
+}

@@ -1,0 +1,558 @@
+//! The `serve` config file: optional server settings and any number of `[[stream]]` tables.
+//!
+//! ```toml
+//! sched = "edf"                 # edf | dm | naive
+//! rt_cores = 1
+//! link_capacity = "1gbit"
+//! control = "127.0.0.1:8089"    # the HTTP control API address
+//! core_budget = "95%"           # or 0.95
+//!
+//! [[stream]]
+//! name = "cam1"
+//! destination = "rtp://127.0.0.1:5004"
+//! bitrate = "4mbit"
+//! period = "15ms"
+//! ```
+//!
+//! Every setting is optional (the command line overrides them). Unknown keys are errors, every
+//! stream is validated, and names must be unique. Errors name the file, the line and column, and
+//! what to do.
+
+use super::spec::{parse_bitrate, StreamSpec};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::HashSet;
+use std::fmt;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::ops::Range;
+use std::path::Path;
+use std::str::FromStr;
+use toml::Spanned;
+
+/// The largest config file accepted, in bytes.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+/// The most `[[stream]]` tables one config file may declare.
+pub const MAX_STREAMS: usize = 10_000;
+
+/// The scheduling policy for the real-time pacing threads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SchedKind {
+    /// Earliest deadline first.
+    #[default]
+    Edf,
+    /// Deadline monotonic (fixed priorities, shorter relative deadline first).
+    Dm,
+    /// The baseline: one ordinary pacing thread per stream, no shared deadline-ordered cores.
+    Naive,
+}
+
+impl FromStr for SchedKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "edf" => Ok(SchedKind::Edf),
+            "dm" => Ok(SchedKind::Dm),
+            "naive" => Ok(SchedKind::Naive),
+            _ => Err(format!(
+                "unknown scheduler '{}': use edf, dm or naive",
+                s.escape_debug()
+            )),
+        }
+    }
+}
+
+impl fmt::Display for SchedKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchedKind::Edf => "edf",
+            SchedKind::Dm => "dm",
+            SchedKind::Naive => "naive",
+        })
+    }
+}
+
+/// A parsed and checked `serve` config file. `None` means "not set here".
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServeConfig {
+    /// `sched`: the scheduling policy.
+    pub sched: Option<SchedKind>,
+    /// `rt_cores`: how many CPU cores run real-time pacing threads (1 to 1024).
+    pub rt_cores: Option<usize>,
+    /// `link_capacity`: the outgoing link's capacity in bit/s (`"1gbit"` or a number).
+    pub link_capacity: Option<u64>,
+    /// `control`: the address of the HTTP control API.
+    pub control: Option<SocketAddr>,
+    /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
+    pub core_budget: Option<f64>,
+    /// The `[[stream]]` tables, in file order; each validated, names unique.
+    pub streams: Vec<StreamSpec>,
+}
+
+/// What kind of problem a config file has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigErrorKind {
+    /// The file could not be read (missing, unreadable, not UTF-8).
+    Read,
+    /// The file is larger than [`MAX_CONFIG_BYTES`] or declares more than [`MAX_STREAMS`].
+    TooLarge,
+    /// Not valid TOML, an unknown or missing key, or a value of the wrong form.
+    Parse,
+    /// Well-formed, but a stream does not validate or a name is used twice.
+    Invalid,
+}
+
+/// A config file problem: where it is and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The kind of problem.
+    pub kind: ConfigErrorKind,
+    /// The file's path, or whatever names the text's origin.
+    pub origin: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong and what to do, without the location.
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.origin)?;
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, " line {l}, column {c}")?,
+            (Some(l), None) => write!(f, " line {l}")?,
+            _ => {}
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl ConfigError {
+    /// An error not (yet) placed at a line.
+    fn new(kind: ConfigErrorKind, origin: &str, message: String) -> Self {
+        let origin = origin.to_string();
+        ConfigError {
+            kind,
+            origin,
+            line: None,
+            column: None,
+            message,
+        }
+    }
+
+    /// Places the error at a byte offset of `text`.
+    fn at(mut self, text: &str, offset: Option<usize>) -> Self {
+        if let Some(o) = offset {
+            let (line, column) = line_col(text, o);
+            (self.line, self.column) = (Some(line), Some(column));
+        }
+        self
+    }
+}
+
+/// Reads and parses a config file (see [`parse`]).
+pub fn load(path: &Path) -> Result<ServeConfig, ConfigError> {
+    use ConfigErrorKind::{Read as Unreadable, TooLarge};
+    let origin = path.display().to_string();
+    let err = |kind, message: String| ConfigError::new(kind, &origin, message);
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_CONFIG_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| {
+            err(
+                Unreadable,
+                format!("cannot read the config file: {e}; check the path"),
+            )
+        })?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        let message = format!("the file is over {MAX_CONFIG_BYTES} bytes; is it the right file?");
+        return Err(err(TooLarge, message));
+    }
+    let text = String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        err(
+            Unreadable,
+            format!("the file is not UTF-8 text (bad byte at offset {at})"),
+        )
+    })?;
+    parse(&text, &origin)
+}
+
+/// Parses config text; `origin` names it in errors (usually the file's path).
+pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
+    use ConfigErrorKind::{Invalid, Parse, TooLarge};
+    let err = |kind, message: String| ConfigError::new(kind, origin, message);
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(err(
+            TooLarge,
+            format!("the text is over {MAX_CONFIG_BYTES} bytes"),
+        ));
+    }
+    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start);
+        err(Parse, explain(text, e.message(), offset)).at(text, offset)
+    })?;
+    let n = raw.stream.len();
+    if n > MAX_STREAMS {
+        let message = format!("{n} streams declared; at most {MAX_STREAMS} fit in one file");
+        return Err(err(TooLarge, message));
+    }
+    let mut names = HashSet::with_capacity(n);
+    let mut streams = Vec::with_capacity(n);
+    for s in raw.stream {
+        let offset = Some(s.span().start);
+        let spec = s.into_inner();
+        if let Err(e) = spec.validate() {
+            return Err(err(Invalid, e.0).at(text, offset));
+        }
+        if !names.insert(spec.name.clone()) {
+            let message = format!(
+                "a second [[stream]] is named '{}'; stream names must be unique, rename one",
+                spec.name
+            );
+            return Err(err(Invalid, message).at(text, offset));
+        }
+        streams.push(spec);
+    }
+    Ok(ServeConfig {
+        sched: raw.sched,
+        rt_cores: raw.rt_cores,
+        link_capacity: raw.link_capacity,
+        control: raw.control,
+        core_budget: raw.core_budget,
+        streams,
+    })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    sched: Option<SchedKind>,
+    #[serde(default, deserialize_with = "de_rt_cores")]
+    rt_cores: Option<usize>,
+    #[serde(default, deserialize_with = "de_capacity")]
+    link_capacity: Option<u64>,
+    #[serde(default, deserialize_with = "de_control")]
+    control: Option<SocketAddr>,
+    #[serde(default, deserialize_with = "de_budget")]
+    core_budget: Option<f64>,
+    #[serde(default)]
+    stream: Vec<Spanned<StreamSpec>>,
+}
+
+/// A number or a string: TOML lets people write either for rates and shares.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumOrText {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+fn de_rt_cores<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let n = i64::deserialize(d)?;
+    match usize::try_from(n) {
+        Ok(n @ 1..=1024) => Ok(Some(n)),
+        _ => Err(serde::de::Error::custom(format!(
+            "rt_cores = {n} is out of range: use 1 to 1024 cores"
+        ))),
+    }
+}
+
+fn de_capacity<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let bad = |v: &dyn fmt::Display| {
+        serde::de::Error::custom(format!(
+            "link_capacity = {v} is not a bit rate: write it like \"1gbit\" or \"100mbit\""
+        ))
+    };
+    match NumOrText::deserialize(d)? {
+        NumOrText::Int(n) if n >= 1 => Ok(Some(n as u64)),
+        NumOrText::Int(n) => Err(bad(&n)),
+        NumOrText::Float(x) => Err(bad(&x)),
+        NumOrText::Text(s) => parse_bitrate(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+    }
+}
+
+fn de_control<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    let s = String::deserialize(d)?;
+    s.trim().parse().map(Some).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "control = \"{}\" is not an address: write it like \"127.0.0.1:8089\"",
+            s.escape_debug()
+        ))
+    })
+}
+
+fn de_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let share = match NumOrText::deserialize(d)? {
+        NumOrText::Int(n) => Some(n as f64),
+        NumOrText::Float(x) => Some(x),
+        NumOrText::Text(s) => {
+            let t = s.trim();
+            match t.strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().ok().map(|p| p / 100.0),
+                None => t.parse::<f64>().ok(),
+            }
+        }
+    };
+    match share {
+        Some(b) if (0.01..=1.0).contains(&b) => Ok(Some(b)),
+        _ => Err(serde::de::Error::custom(
+            "core_budget must be a share from 1% to 100%: write it like \"95%\" or 0.95",
+        )),
+    }
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let start = before.rfind('\n').map_or(0, |i| i + 1);
+    (line, text[start..offset].chars().count() + 1)
+}
+
+/// Rewords toml's message in the file's own terms, naming the `[[stream]]` it is in.
+fn explain(text: &str, message: &str, offset: Option<usize>) -> String {
+    let stream = offset.and_then(|o| stream_at(text, o));
+    let place = stream
+        .as_ref()
+        .map_or_else(|| "at the top level".to_string(), |p| format!("in {p}"));
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((key, expected)) = rest.split_once("`, expected ") {
+            let known = expected
+                .trim_start_matches("one of ")
+                .replace('`', "")
+                .replace(" or ", ", ");
+            let known = known.replace("stream", "[[stream]]");
+            return format!("unknown key '{key}' {place}; known keys: {known}");
+        }
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let key = rest.trim_end_matches('`');
+        return format!("{place}: the key '{key}' is required; add {key} = ...");
+    }
+    let message = if message.contains("untagged enum OneOrMany") {
+        "destination must be \"rtp://HOST:PORT\" or a list of such strings"
+    } else {
+        message
+    };
+    let line = offset.map_or("", |o| {
+        let (l, _) = line_col(text, o);
+        text.lines().nth(l - 1).unwrap_or("").trim()
+    });
+    let shown: String = line.chars().take(80).collect();
+    let at = if shown.is_empty() {
+        String::new()
+    } else {
+        format!(" (at `{shown}`)")
+    };
+    match stream {
+        Some(_) => format!("{place}: {message}{at}"),
+        None => format!("{message}{at}"),
+    }
+}
+
+/// Which `[[stream]]` holds a byte offset: "[[stream]] 'cam1'" or "[[stream]] #2".
+fn stream_at(text: &str, offset: usize) -> Option<String> {
+    let doc = toml::de::DeTable::parse(text).ok()?;
+    let (_, streams) = doc
+        .get_ref()
+        .iter()
+        .find(|(k, _)| k.get_ref() == "stream")?;
+    let within = |r: Range<usize>| r.start <= offset && offset < r.end.max(r.start + 1);
+    for (i, s) in streams.get_ref().as_array()?.iter().enumerate() {
+        let table = s.get_ref().as_table()?;
+        let inside = within(s.span())
+            || table
+                .iter()
+                .any(|(k, v)| within(k.span()) || within(v.span()));
+        if inside {
+            let name = table.iter().find(|(k, _)| k.get_ref() == "name");
+            return Some(match name.and_then(|(_, v)| v.get_ref().as_str()) {
+                Some(n) => format!("[[stream]] '{}'", n.escape_debug()),
+                None => format!("[[stream]] #{}", i + 1),
+            });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const FULL: &str = r#"
+# server settings
+sched = "dm"
+rt_cores = 2
+link_capacity = "1gbit"
+control = "127.0.0.1:8089"
+core_budget = "95%"
+
+[[stream]]
+name = "cam1"
+source = "test"
+destination = "rtp://127.0.0.1:5004"
+bitrate = "4mbit"
+period = "15ms"
+deadline = "10ms"
+
+[[stream]]
+name = "file2"
+source = "clip.ts"
+loop = true
+destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
+"#;
+
+    fn err(text: &str) -> ConfigError {
+        parse(text, "config.toml").expect_err("the config should be refused")
+    }
+
+    #[test]
+    fn a_full_example_parses() {
+        let c = parse(FULL, "config.toml").unwrap();
+        assert_eq!(c.sched, Some(SchedKind::Dm));
+        assert_eq!(c.rt_cores, Some(2));
+        assert_eq!(c.link_capacity, Some(1_000_000_000));
+        assert_eq!(c.control, Some("127.0.0.1:8089".parse().unwrap()));
+        assert_eq!(c.core_budget, Some(0.95));
+        assert_eq!(c.streams.len(), 2);
+        assert_eq!(c.streams[0].deadline, Some(Duration::from_millis(10)));
+        assert_eq!(c.streams[1].destination.len(), 2);
+        assert!(c.streams[1].looping);
+    }
+
+    #[test]
+    fn everything_is_optional() {
+        assert_eq!(parse("", "x").unwrap(), ServeConfig::default());
+        let c = parse("core_budget = 0.5\nlink_capacity = 100000000\n", "x").unwrap();
+        assert_eq!(
+            (c.core_budget, c.link_capacity),
+            (Some(0.5), Some(100_000_000))
+        );
+        assert!(c.streams.is_empty() && c.sched.is_none() && c.control.is_none());
+    }
+
+    #[test]
+    fn sched_kind_parses_and_prints() {
+        for k in [SchedKind::Edf, SchedKind::Dm, SchedKind::Naive] {
+            assert_eq!(k.to_string().parse::<SchedKind>(), Ok(k));
+        }
+        assert_eq!("EDF".parse::<SchedKind>(), Ok(SchedKind::Edf));
+        assert!("rm"
+            .parse::<SchedKind>()
+            .unwrap_err()
+            .contains("edf, dm or naive"));
+    }
+
+    #[test]
+    fn an_unknown_key_names_its_line_stream_and_the_known_keys() {
+        let e = err("[[stream]]\nname = \"cam1\"\ndestination = \"rtp://h:1\"\nperod = \"15ms\"\n");
+        assert_eq!(
+            (e.kind, e.line, e.column),
+            (ConfigErrorKind::Parse, Some(4), Some(1))
+        );
+        let s = e.to_string();
+        assert!(s.starts_with("config.toml line 4, column 1: unknown key 'perod' in [[stream]] 'cam1'; known keys: name, source"), "{s}");
+        let e = err("sched = \"edf\"\nbogus = 1\n");
+        assert_eq!(e.line, Some(2));
+        assert!(
+            e.message.contains("unknown key 'bogus' at the top level"),
+            "{e}"
+        );
+        assert!(e.message.contains("core_budget, [[stream]]"), "{e}");
+    }
+
+    #[test]
+    fn syntax_type_and_missing_key_errors_are_located() {
+        let e = err("sched = \"edf\n");
+        assert_eq!((e.kind, e.line), (ConfigErrorKind::Parse, Some(1)));
+        let e = err("sched = \"rm\"\n");
+        assert!(e.message.contains("edf"), "{e}");
+        let e = err("rt_cores = 0\n");
+        assert!(e.message.contains("1 to 1024"), "{e}");
+        let e = err("core_budget = \"120%\"\n");
+        assert!(e.message.contains("95%"), "{e}");
+        let e = err("control = \"localhost\"\n");
+        assert!(e.message.contains("127.0.0.1:8089"), "{e}");
+        let e = err("link_capacity = \"fast\"\n");
+        assert!(e.message.contains("1gbit"), "{e}");
+        let e = err("[[stream]]\nname = \"a\"\ndestination = \"rtp://h:1\"\nperiod = \"15\"\n");
+        assert_eq!(e.line, Some(4));
+        assert!(
+            e.message.contains("[[stream]] 'a'") && e.message.contains("15ms"),
+            "{e}"
+        );
+        let e = err("[[stream]]\nname = \"a\"\ndestination = \"rtp://h:1\"\n[[stream]]\nsource = \"test\"\n");
+        assert_eq!(e.line, Some(4));
+        assert!(
+            e.message
+                .contains("[[stream]] #2: the key 'name' is required"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn streams_are_validated_and_names_unique() {
+        let e = err("[[stream]]\nname = \"a b\"\ndestination = \"rtp://h:1\"\n");
+        assert_eq!((e.kind, e.line), (ConfigErrorKind::Invalid, Some(1)));
+        assert!(e.message.contains("not usable"), "{e}");
+        let one = "[[stream]]\nname = \"cam\"\ndestination = \"rtp://h:1\"\n";
+        let e = err(&format!("{one}\n{one}"));
+        assert_eq!((e.kind, e.line), (ConfigErrorKind::Invalid, Some(5)));
+        assert!(
+            e.message.contains("named 'cam'") && e.message.contains("unique"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn size_limits_are_enforced() {
+        let one = |i: usize| format!("[[stream]]\nname=\"s{i}\"\ndestination=\"rtp://h:1\"\n");
+        let many: String = (0..=MAX_STREAMS).map(one).collect();
+        assert!(many.len() as u64 <= MAX_CONFIG_BYTES);
+        assert_eq!(err(&many).kind, ConfigErrorKind::TooLarge);
+        let huge = format!("# {}\n", "x".repeat(MAX_CONFIG_BYTES as usize));
+        assert_eq!(err(&huge).kind, ConfigErrorKind::TooLarge);
+    }
+
+    #[test]
+    fn files_are_read_with_clear_errors() {
+        let dir = std::env::temp_dir().join(format!("metronome-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("serve.toml");
+        std::fs::write(&path, FULL).unwrap();
+        assert_eq!(load(&path).unwrap().streams.len(), 2);
+        std::fs::write(&path, "rt_cores = 1\nx = 2\n").unwrap();
+        let e = load(&path).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{} line 2", path.display())),
+            "{e}"
+        );
+        std::fs::write(&path, vec![b'#'; MAX_CONFIG_BYTES as usize + 10]).unwrap();
+        assert_eq!(load(&path).unwrap_err().kind, ConfigErrorKind::TooLarge);
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = load(&dir.join("missing.toml")).unwrap_err();
+        assert_eq!(e.kind, ConfigErrorKind::Read);
+        assert!(
+            e.to_string()
+                .contains("missing.toml: cannot read the config file"),
+            "{e}"
+        );
+        assert!(e.message.contains("check the path"), "{e}");
+    }
+}

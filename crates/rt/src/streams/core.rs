@@ -1,0 +1,345 @@
+//! The pacing thread of one real-time core: every stream placed on the core, scheduled job by
+//! job under EDF or deadline-monotonic priorities by a [`Dispatcher`].
+//!
+//! The thread is limited-preemptive: it sends one packet, then picks the highest-priority released
+//! job again, so a job waits behind at most one packet of a lower-priority stream (the blocking
+//! term of the admission test). Streams arrive and leave through a bounded command queue; the
+//! stream table, the dispatcher and the lists are sized when the core starts, so the loop
+//! allocates nothing.
+
+use super::stream::{Cursor, Load, StreamRt};
+use crate::clock::Clock;
+pub use crate::pacer::thread_cpu_s;
+use crate::thread::{self, Granted, RtPolicy};
+use crate::wait::{WaitMode, Waiter, WaiterConfig};
+use crossbeam_queue::ArrayQueue;
+use metronome_sched::WaitSelectorStats;
+use metronome_sched::{Dispatcher, Job, Policy, WaitChoice, WaitSelector, WaitSelectorConfig};
+use metronome_time::{Distribution, Timestamp};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How a core's pacing thread is set up.
+#[derive(Clone, Debug)]
+pub struct CoreConfig {
+    pub index: usize,
+    pub policy: Policy,
+    pub rt_policy: RtPolicy,
+    /// Switch between sleeping and busy-polling as lateness demands (`WaitPolicy::Auto`).
+    pub auto_wait: bool,
+    pub first_mode: WaitMode,
+    pub waiter: WaiterConfig,
+    pub wait_selector: WaitSelectorConfig,
+    pub cpu: Option<usize>,
+    pub lock_memory: bool,
+    /// Most streams this core can carry.
+    pub capacity: usize,
+}
+
+/// A change to the core's set of streams.
+pub enum Command {
+    Add(Arc<StreamRt>),
+    Remove(u64),
+}
+
+/// What the control side shares with a core's thread.
+pub struct CoreShared {
+    pub commands: ArrayQueue<Command>,
+    pub stop: AtomicBool,
+    /// The thread's kernel id, for changing its SCHED_DEADLINE budget from outside.
+    pub tid: AtomicI32,
+    /// Lateness of every packet this core sent.
+    pub lateness: Mutex<Distribution>,
+    /// What the thread was granted, once it started.
+    pub grant: Mutex<String>,
+    /// Set once the thread is set up (policy, locked memory) and about to run its loop.
+    pub ready: AtomicBool,
+}
+
+impl CoreShared {
+    pub fn new(capacity: usize) -> Self {
+        CoreShared {
+            commands: ArrayQueue::new(capacity.max(16)),
+            stop: AtomicBool::new(false),
+            tid: AtomicI32::new(0),
+            lateness: Mutex::new(Distribution::new()),
+            grant: Mutex::new(String::new()),
+            ready: AtomicBool::new(false),
+        }
+    }
+}
+
+/// What a core's thread reports when it ends.
+#[derive(Clone, Debug)]
+pub struct CoreResult {
+    pub cpu_s: f64,
+    /// Times the RT throttling guard switched to busy-polling.
+    pub throttle_guard_trips: u64,
+    pub wait_modes: WaitSelectorStats,
+}
+
+struct Entry {
+    rt: Arc<StreamRt>,
+    cursor: Cursor,
+    /// The stream has no job submitted (its ring was empty).
+    idle: bool,
+}
+
+struct CoreLoop<'a> {
+    cfg: &'a CoreConfig,
+    shared: &'a CoreShared,
+    clock: &'a Clock,
+    table: Vec<Option<Entry>>,
+    dispatcher: Dispatcher,
+    idle: Vec<usize>,
+    waiter: Waiter,
+    selector: WaitSelector,
+    guard: ThrottleGuard,
+}
+
+/// RT throttling guard: a SCHED_FIFO pacer whose streams leave it almost no time to sleep would
+/// run into the kernel's RT throttling (stopped ~50 ms each second: every stream misses). Every
+/// 100 ms the guard looks at the thread's CPU share; above 80% the thread would barely sleep
+/// anyway, so it busy-polls as an ordinary thread at nice −20 (on its own core when isolated)
+/// for the next 20 s before trying to sleep again.
+struct ThrottleGuard {
+    next_check: Timestamp,
+    cpu_at_check: f64,
+    hold_busy_until: Timestamp,
+    trips: u64,
+}
+
+const GUARD_WINDOW: Duration = Duration::from_millis(100);
+const GUARD_SHARE: f64 = 0.8;
+const GUARD_HOLD: Duration = Duration::from_secs(20);
+
+/// Runs a core's pacing thread until `shared.stop` is set. Call on the thread itself.
+pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResult {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    shared.tid.store(tid, Ordering::Release);
+    let mut waiter_cfg = cfg.waiter;
+    let grant = thread::make_current_thread_realtime(cfg.rt_policy);
+    if let Granted::Deadline { runtime, .. } = grant.granted {
+        // The spin must fit in the budget of one wake-up (see `Pacer::start`).
+        let cap = u64::try_from(runtime.as_nanos() / 2).unwrap_or(u64::MAX);
+        waiter_cfg.max_margin_ns = waiter_cfg.max_margin_ns.min(cap);
+        waiter_cfg.initial_margin_ns = waiter_cfg.initial_margin_ns.min(cap);
+        waiter_cfg.min_margin_ns = waiter_cfg.min_margin_ns.min(cap);
+    }
+    let mut description = grant.to_string();
+    if cfg.lock_memory {
+        if let Err(e) = thread::lock_memory() {
+            description.push_str(&format!("; memory not locked: {e}"));
+        }
+    }
+    let _ = thread::set_timer_slack_ns(1);
+    if let Some(cpu) = cfg.cpu {
+        let _ = thread::pin_to_cpu(cpu);
+    }
+    if cfg.first_mode == WaitMode::BusyPoll && cfg.rt_policy == RtPolicy::Other {
+        thread::spin_at_top_nice();
+    }
+    *super::stream::lock(&shared.grant) = description;
+    let cpu_start = thread_cpu_s();
+    let mut core = CoreLoop {
+        cfg: &cfg,
+        shared,
+        clock,
+        table: (0..cfg.capacity).map(|_| None).collect(),
+        dispatcher: Dispatcher::new(cfg.policy, cfg.capacity),
+        idle: Vec::with_capacity(cfg.capacity),
+        waiter: Waiter::with_config(cfg.first_mode, waiter_cfg),
+        selector: WaitSelector::new(cfg.wait_selector),
+        guard: ThrottleGuard {
+            next_check: clock.now() + GUARD_WINDOW,
+            cpu_at_check: cpu_start,
+            hold_busy_until: Timestamp::ZERO,
+            trips: 0,
+        },
+    };
+    shared.ready.store(true, Ordering::Release);
+    while !shared.stop.load(Ordering::Relaxed) {
+        core.step();
+    }
+    core.release_all();
+    CoreResult {
+        cpu_s: thread_cpu_s() - cpu_start,
+        throttle_guard_trips: core.guard.trips,
+        wait_modes: core.selector.stats(clock.now()),
+    }
+}
+
+impl CoreLoop<'_> {
+    /// One turn: apply commands, feed idle streams, then send the most urgent released packet or
+    /// wait for the next release.
+    fn step(&mut self) {
+        self.apply_commands();
+        self.feed_idle();
+        let now = self.clock.now();
+        if self.cfg.auto_wait && now >= self.guard.next_check {
+            self.check_throttling(now);
+        }
+        if let Some(job) = self.dispatcher.pop(now) {
+            self.send(job.stream);
+            return;
+        }
+        // Nothing released: sleep (or spin) until the next release, but look at the command
+        // queue and the idle streams at least every millisecond.
+        let cap = now + Duration::from_millis(1);
+        let wake = self.dispatcher.next_release().map_or(cap, |r| r.min(cap));
+        self.waiter
+            .wait_until(self.clock.mono_ns_from_timestamp(wake));
+    }
+
+    fn send(&mut self, slot: usize) {
+        let Some(Some(e)) = self.table.get_mut(slot) else {
+            return;
+        };
+        let Some(late) = e.cursor.send(&e.rt, self.clock) else {
+            return;
+        };
+        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+        if let Ok(mut d) = self.shared.lateness.try_lock() {
+            d.record(late_ns);
+        }
+        let next = e.cursor.load(&e.rt);
+        self.after_load(slot, next);
+        if self.cfg.auto_wait {
+            let now = self.clock.now();
+            self.follow_load(now, late);
+        }
+    }
+
+    fn after_load(&mut self, slot: usize, load: Load) {
+        let Some(Some(e)) = self.table.get_mut(slot) else {
+            return;
+        };
+        match load {
+            Load::Ready(j) => {
+                e.idle = false;
+                self.dispatcher.submit(Job {
+                    stream: slot,
+                    release: j.release,
+                    deadline: j.deadline,
+                });
+            }
+            Load::Empty => {
+                if !e.idle {
+                    e.idle = true;
+                    self.idle.push(slot);
+                }
+            }
+            Load::Done => self.drop_stream(slot),
+        }
+    }
+
+    fn feed_idle(&mut self) {
+        let mut i = 0;
+        while i < self.idle.len() {
+            let slot = self.idle[i];
+            let load = match self.table.get_mut(slot) {
+                Some(Some(e)) => e.cursor.load(&e.rt),
+                _ => Load::Done,
+            };
+            match load {
+                Load::Empty => i += 1,
+                other => {
+                    self.idle.swap_remove(i);
+                    if let Some(Some(e)) = self.table.get_mut(slot) {
+                        e.idle = false;
+                    }
+                    if other == Load::Done {
+                        self.drop_stream(slot);
+                    } else {
+                        self.after_load(slot, other);
+                    }
+                }
+            }
+        }
+    }
+
+    fn apply_commands(&mut self) {
+        while let Some(cmd) = self.shared.commands.pop() {
+            match cmd {
+                Command::Add(rt) => self.add(rt),
+                Command::Remove(id) => {
+                    let slot = self
+                        .table
+                        .iter()
+                        .position(|e| e.as_ref().is_some_and(|e| e.rt.id == id));
+                    if let Some(slot) = slot {
+                        self.drop_stream(slot);
+                    }
+                }
+            }
+        }
+    }
+
+    fn add(&mut self, rt: Arc<StreamRt>) {
+        let Some(slot) = self.table.iter().position(Option::is_none) else {
+            // Admission control never places more streams on a core than its capacity; if it
+            // did, the stream is handed back as finished rather than crashing the core.
+            rt.finished.store(true, Ordering::Release);
+            return;
+        };
+        self.dispatcher.set_priority(slot, rt.deadline());
+        self.table[slot] = Some(Entry {
+            rt,
+            cursor: Cursor::default(),
+            idle: true,
+        });
+        self.idle.push(slot);
+    }
+
+    fn drop_stream(&mut self, slot: usize) {
+        self.dispatcher.cancel(slot);
+        if let Some(pos) = self.idle.iter().position(|&s| s == slot) {
+            self.idle.swap_remove(pos);
+        }
+        if let Some(mut e) = self.table.get_mut(slot).and_then(Option::take) {
+            e.cursor.release(&e.rt);
+            e.rt.finished.store(true, Ordering::Release);
+        }
+    }
+
+    fn release_all(&mut self) {
+        for slot in 0..self.table.len() {
+            if self.table[slot].is_some() {
+                self.drop_stream(slot);
+            }
+        }
+    }
+
+    fn check_throttling(&mut self, now: Timestamp) {
+        let cpu = thread_cpu_s();
+        let window = GUARD_WINDOW.as_secs_f64();
+        let share = (cpu - self.guard.cpu_at_check) / window;
+        self.guard.cpu_at_check = cpu;
+        self.guard.next_check = now + GUARD_WINDOW;
+        if share > GUARD_SHARE && self.waiter.mode() == WaitMode::SleepSpin {
+            self.guard.trips += 1;
+            self.guard.hold_busy_until = now + GUARD_HOLD;
+            thread::spin_at_top_nice();
+            self.waiter.set_mode(WaitMode::BusyPoll);
+        }
+    }
+
+    /// Switches between sleeping and busy-polling as the wait selector decides (as the
+    /// single-stream pacer does), except while the throttling guard holds busy-polling.
+    fn follow_load(&mut self, now: metronome_time::Timestamp, late: Duration) {
+        match self.selector.on_sent(now, late) {
+            Some(WaitChoice::SleepSpin) if now < self.guard.hold_busy_until => {}
+            Some(WaitChoice::BusyPoll) => {
+                thread::spin_at_top_nice();
+                self.waiter.set_mode(WaitMode::BusyPoll);
+            }
+            Some(WaitChoice::SleepSpin) => {
+                thread::switch_policy(self.cfg.rt_policy);
+                self.waiter.set_mode(WaitMode::SleepSpin);
+            }
+            None => {}
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! Many streams in one process, each a real-time task (period, deadline, cost, rate).
+//!
+//! - [`spec`], [`config`]: what a user declares (command line, TOML, the HTTP API).
+//! - [`calibrate`]: the send cost measured on this machine at start-up.
+//! - [`open`]: a spec becomes a stream: source opened, task derived, admitted, sockets and ring.
+//! - [`server`]: admission control and the stream table; [`status`]: what it shows.
+//! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
+//! - [`core`]: one pacing thread per real-time core, EDF or DM over all its streams.
+//! - [`naive`]: the baseline, one plain sleeping thread per stream.
+//! - [`producer`]: the producer pool that fills the rings.
+//! - [`rtcp`]: sender and receiver reports for every stream.
+
+pub mod calibrate;
+pub mod config;
+pub mod core;
+pub mod naive;
+mod open;
+pub mod producer;
+mod rtcp;
+pub mod server;
+pub mod spec;
+pub mod status;
+pub mod stream;
+
+pub use calibrate::Calibration;
+pub use config::{SchedKind, ServeConfig};
+pub use open::task_for;
+pub use server::{CoreRt, ServerConfig, ServerOutcome, StreamServer};
+pub use spec::{format_bitrate, parse_bitrate, parse_duration, SourceSpec, SpecError, StreamSpec};
+pub use status::{ServerStatus, StreamStatus};

@@ -1,0 +1,45 @@
+//! The baseline an unmodified server is: one ordinary thread per stream that sleeps for the time
+//! left before each packet (`std::thread::sleep`, SCHED_OTHER, the default timer slack) and
+//! sends it. The same [`Cursor`] does the sending and the accounting, so only the scheduling
+//! differs from the real-time cores.
+
+use super::stream::{Cursor, Load, StreamRt};
+use crate::clock::Clock;
+use metronome_time::Distribution;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Runs one stream until it ends or is stopped; every packet's lateness also goes into `total`.
+pub fn run_naive(rt: &StreamRt, clock: &Clock, total: &Mutex<Distribution>) {
+    let mut cursor = Cursor::default();
+    while !rt.stop.load(Ordering::Relaxed) {
+        match cursor.load(rt) {
+            Load::Ready(job) => {
+                std::thread::sleep(job.release.saturating_since(clock.now()));
+                if let Some(late) = cursor.send(rt, clock) {
+                    let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+                    if let Ok(mut d) = total.lock() {
+                        d.record(ns);
+                    }
+                }
+            }
+            Load::Empty => std::thread::sleep(Duration::from_millis(1)),
+            Load::Done => break,
+        }
+    }
+    cursor.release(rt);
+    rt.finished.store(true, Ordering::Release);
+}
+
+/// Starts [`run_naive`] on a thread of its own.
+pub fn spawn_naive(
+    rt: Arc<StreamRt>,
+    clock: Arc<Clock>,
+    total: Arc<Mutex<Distribution>>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("naive-{}", rt.id))
+        .stack_size(256 << 10)
+        .spawn(move || run_naive(&rt, &clock, &total))
+}

@@ -1,0 +1,230 @@
+//! Turning a [`StreamSpec`] into a stream ready to admit: its source opened, its task parameters
+//! derived from the media and the calibrated send cost, its sockets and ring in place.
+
+use super::calibrate::Calibration;
+use super::server::ServerConfig;
+use super::spec::{format_bitrate, SourceSpec, StreamSpec};
+use super::stream::{StreamCounters, StreamRt};
+use crate::clock::Clock;
+use crate::control::ControlError;
+use crate::ring::PacketRing;
+use crate::udp::{RtcpSocket, SocketOptions, UdpSender};
+use crate::url::RtpUrl;
+use metronome_media::{TestSource, TestSourceConfig, TsFileSource, TsSource};
+use metronome_sched::phase::staggered_start;
+use metronome_sched::{PacingConfig, PacingModel, TaskParams};
+use metronome_session::sender::{
+    Mp2tPacketizer, PacketizerConfig, SenderReports, SenderReportsConfig,
+};
+use metronome_time::MediaClock;
+use metronome_wire::rtp::SEND_TIME_EXT_LEN;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// RTP/MP2T payload: seven TS packets (RFC 2250).
+const PAYLOAD: u64 = 7 * 188;
+/// IPv4 + UDP headers, counted in the link rate.
+const IP_UDP: u64 = 28;
+
+/// A stream opened but not yet admitted or started.
+pub(super) struct Opened {
+    pub rt: Arc<StreamRt>,
+    /// The core admission control placed it on.
+    pub core: usize,
+    pub source: Box<dyn TsSource>,
+    pub packetizer: Mp2tPacketizer,
+    pub rtcp: Vec<RtcpSocket>,
+    pub reports: SenderReports,
+    pub description: String,
+    pub ssrc: u32,
+}
+
+/// The task a stream of `ts_bitrate` MPEG-TS is, as [`task_for`] derives it.
+pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, cal: &Calibration) -> TaskParams {
+    let pps = ts_bitrate.max(1) as f64 / (8.0 * PAYLOAD as f64);
+    let interval = Duration::from_secs_f64(1.0 / pps);
+    let period = spec.period.unwrap_or(interval);
+    // Packets due within one period: at most ceil(T / interval) at a constant rate.
+    let per_job = (period.as_secs_f64() / interval.as_secs_f64() - 1e-9)
+        .ceil()
+        .max(1.0) as u32;
+    let dests = spec.destination.len().max(1) as u32;
+    let cost = spec
+        .cost
+        .unwrap_or(cal.per_packet * per_job * dests + cal.per_job);
+    let header = 12 + if spec.send_time { SEND_TIME_EXT_LEN } else { 0 } as u64;
+    let wire = (PAYLOAD + header + IP_UDP) * 8;
+    TaskParams {
+        period,
+        deadline: spec.deadline.unwrap_or(period),
+        cost,
+        bitrate_bps: (pps * wire as f64 * dests as f64).ceil() as u64,
+    }
+}
+
+/// Opens the source, derives the task, asks `admit` for a core, then opens the sockets and
+/// allocates the ring (only for an admitted stream). On an error after `admit` succeeded the
+/// caller releases the admission.
+pub(super) fn open_stream(
+    spec: &StreamSpec,
+    id: u64,
+    cfg: &ServerConfig,
+    cal: &Calibration,
+    clock: &Clock,
+    admit: impl FnOnce(TaskParams) -> Result<usize, ControlError>,
+) -> Result<Opened, ControlError> {
+    let destinations = spec
+        .destination
+        .iter()
+        .map(|d| RtpUrl::parse_destination(d))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
+    let source = open_source(spec)?;
+    let description = source.describe();
+    let ts_bitrate = spec.bitrate.or(source.nominal_bitrate()).ok_or_else(|| {
+        ControlError::Invalid(format!(
+            "cannot tell the rate of stream '{}' ({description}); declare it, e.g. bitrate = \"4mbit\"",
+            spec.name
+        ))
+    })?;
+    let task = task_for(spec, ts_bitrate, cal);
+    let core = admit(task)?;
+    let senders = destinations
+        .iter()
+        .map(|d| UdpSender::open(d, &SocketOptions::default()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
+    let rtcp_opts = SocketOptions {
+        buffer_bytes: 256 << 10,
+        read_timeout: None,
+    };
+    let rtcp = destinations
+        .iter()
+        .map(|d| RtcpSocket::open_for_sender(d, &rtcp_opts))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
+    for s in &rtcp {
+        s.socket().set_nonblocking(true).map_err(|e| {
+            ControlError::Internal(format!("stream '{}': RTCP socket: {e}", spec.name))
+        })?;
+    }
+    let seed = splitmix(cfg.seed ^ id.rotate_left(17));
+    let ssrc = spec.ssrc.unwrap_or(seed as u32);
+    // Staggered on the period so that streams do not release together (see `sched::phase`).
+    let epoch = staggered_start(clock.now() + cfg.preroll, task.period, id);
+    let rtp_ts_base = (seed >> 32) as u32;
+    let packetizer = Mp2tPacketizer::new(
+        PacketizerConfig {
+            send_time_ext: spec.send_time,
+            ..PacketizerConfig::mp2t(ssrc, (seed >> 16) as u16, rtp_ts_base)
+        },
+        epoch,
+    );
+    let reports = SenderReports::new(
+        SenderReportsConfig {
+            ssrc,
+            cname: format!("metronome-{ssrc:08x}-{}", spec.name),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base,
+            session_bw_bps: ts_bitrate,
+            rtcp_min_interval: cfg.rtcp_min_interval,
+            max_receivers: 256,
+            seed: seed ^ 0x5352,
+        },
+        epoch,
+    );
+    let rt = Arc::new(StreamRt {
+        id,
+        name: spec.name.clone(),
+        task,
+        grid: spec.period,
+        epoch,
+        ring: PacketRing::new(
+            spec.ring.unwrap_or(cfg.default_ring),
+            PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN,
+        ),
+        senders,
+        send_time_ext: spec.send_time,
+        counters: StreamCounters::default(),
+        pace: Mutex::new(PacingModel::new(PacingConfig::default())),
+        stop: AtomicBool::new(false),
+        producer_done: AtomicBool::new(false),
+        finished: AtomicBool::new(false),
+        producer_error: Mutex::new(None),
+    });
+    Ok(Opened {
+        rt,
+        core,
+        source,
+        packetizer,
+        rtcp,
+        reports,
+        description: format!("{description} at {}", format_bitrate(ts_bitrate)),
+        ssrc,
+    })
+}
+
+fn open_source(spec: &StreamSpec) -> Result<Box<dyn TsSource>, ControlError> {
+    let invalid = |e: String| ControlError::Invalid(format!("stream '{}': {e}", spec.name));
+    match &spec.source {
+        SourceSpec::Test => {
+            let mut c = TestSourceConfig::default();
+            if let Some(size) = &spec.size {
+                let (w, h) = size
+                    .split_once('x')
+                    .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+                    .ok_or_else(|| invalid(format!("size '{size}' is not WIDTHxHEIGHT")))?;
+                c.width = w;
+                c.height = h;
+            }
+            if let Some(fps) = spec.fps {
+                c.fps = fps;
+            }
+            if let Some(b) = spec.bitrate {
+                c.mux_rate = b;
+                // 70% of the mux rate, as the default (room for TS overhead and I-frames).
+                c.video_bitrate = u32::try_from(b * 7 / 10).unwrap_or(u32::MAX);
+            }
+            Ok(Box::new(
+                TestSource::new(c).map_err(|e| invalid(e.to_string()))?,
+            ))
+        }
+        SourceSpec::File(path) => Ok(Box::new(
+            TsFileSource::open(path, spec.looping).map_err(|e| invalid(e.to_string()))?,
+        )),
+    }
+}
+
+/// SplitMix64: spreads a seed and a stream id into independent-looking SSRCs and bases.
+fn splitmix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_parameters_follow_the_media_and_the_declared_period() {
+        let cal = Calibration::fixed(Duration::from_micros(5));
+        let spec = StreamSpec::new("a", vec!["rtp://127.0.0.1:5004".into()]);
+        let t = task_for(&spec, 4_000_000, &cal);
+        // 4 Mbit/s of TS in 1316-byte payloads: 379.9 packets/s, one per job.
+        assert!((t.period.as_secs_f64() - 1316.0 * 8.0 / 4e6).abs() < 1e-9);
+        assert_eq!(t.deadline, t.period);
+        assert_eq!(t.cost, Duration::from_micros(6));
+        // Headers are counted on the link: 1356 bytes per 1316 of payload.
+        assert_eq!(t.bitrate_bps, (4e6_f64 / 1316.0 * 1356.0).ceil() as u64);
+        let mut paper = spec.clone();
+        paper.period = Some(Duration::from_millis(15));
+        paper.deadline = Some(Duration::from_millis(10));
+        let t = task_for(&paper, 4_000_000, &cal);
+        // 15 ms of 4 Mbit/s is 5.7 packets: a job carries up to 6.
+        assert_eq!(t.cost, Duration::from_micros(6 * 5 + 1));
+        assert_eq!(t.deadline, Duration::from_millis(10));
+    }
+}

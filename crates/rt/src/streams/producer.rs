@@ -1,0 +1,186 @@
+//! Producers: ordinary threads that read each stream's source, packetize it and fill the stream's
+//! ring ahead of its release times. A few threads serve all streams, round robin, so that a
+//! thousand streams do not need a thousand threads (nor a thousand locked stacks).
+
+use super::stream::{lock, StreamRt};
+use metronome_media::TsSource;
+use metronome_session::sender::Mp2tPacketizer;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// Packets one stream may add per turn before the next stream gets its turn.
+const PACKETS_PER_TURN: usize = 64;
+
+/// A stream handed to a producer thread.
+pub struct Production {
+    pub rt: Arc<StreamRt>,
+    pub source: Box<dyn TsSource>,
+    pub packetizer: Mp2tPacketizer,
+    /// The ring was full at the end of the last turn (an overrun is counted once per episode:
+    /// the producer was ahead and had to wait for the pacer).
+    full: bool,
+}
+
+impl Production {
+    pub fn new(rt: Arc<StreamRt>, source: Box<dyn TsSource>, packetizer: Mp2tPacketizer) -> Self {
+        Production {
+            rt,
+            source,
+            packetizer,
+            full: false,
+        }
+    }
+}
+
+/// A fixed set of producer threads.
+pub struct ProducerPool {
+    senders: Vec<Sender<Production>>,
+    threads: Vec<JoinHandle<()>>,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+impl ProducerPool {
+    /// Starts `threads` producers, restricted to `cpus` when given.
+    pub fn start(threads: usize, cpus: Option<Vec<usize>>) -> std::io::Result<ProducerPool> {
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for i in 0..threads.max(1) {
+            let (tx, rx) = channel();
+            let cpus = cpus.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("producer-{i}"))
+                .spawn(move || {
+                    if let Some(cpus) = cpus {
+                        let _ = crate::thread::set_affinity(0, &cpus);
+                    }
+                    run(rx)
+                })?;
+            senders.push(tx);
+            handles.push(h);
+        }
+        Ok(ProducerPool {
+            senders,
+            threads: handles,
+            next: Default::default(),
+        })
+    }
+
+    /// Hands a stream to the next producer thread.
+    pub fn add(&self, p: Production) {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.senders.len();
+        if let Err(e) = self.senders[i].send(p) {
+            // The thread is gone (it never exits before the pool is dropped): end the stream.
+            e.0.rt.producer_done.store(true, Ordering::Release);
+        }
+    }
+
+    /// Stops the threads once every stream they serve has stopped.
+    pub fn shutdown(self) {
+        drop(self.senders);
+        for h in self.threads {
+            let _ = h.join();
+        }
+    }
+}
+
+fn run(rx: Receiver<Production>) {
+    let mut work: Vec<Production> = Vec::new();
+    let mut open = true;
+    loop {
+        loop {
+            match rx.try_recv() {
+                Ok(p) => work.push(p),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        let mut progress = false;
+        work.retain_mut(|p| {
+            if p.rt.stop.load(Ordering::Relaxed) {
+                p.rt.producer_done.store(true, Ordering::Release);
+                return false;
+            }
+            match fill(p) {
+                Ok(Fill::More) => {
+                    progress = true;
+                    true
+                }
+                Ok(Fill::Full) => true,
+                Ok(Fill::Ended) => {
+                    p.rt.producer_done.store(true, Ordering::Release);
+                    false
+                }
+                Err(e) => {
+                    *lock(&p.rt.producer_error) = Some(e.to_string());
+                    p.rt.producer_done.store(true, Ordering::Release);
+                    false
+                }
+            }
+        });
+        if !open && work.is_empty() {
+            return;
+        }
+        if !progress {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+}
+
+enum Fill {
+    /// The turn ended with room left in the ring.
+    More,
+    /// The ring is full: the producer is far enough ahead.
+    Full,
+    Ended,
+}
+
+/// One turn of one stream: source → packetizer → ring, at most [`PACKETS_PER_TURN`] packets.
+fn fill(p: &mut Production) -> Result<Fill, metronome_media::MediaError> {
+    let mut ts = [0u8; 188];
+    // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
+    // producer works in batches instead of waking for every slot the pacer frees.
+    if p.full && p.rt.ring.free_slots() < p.rt.ring.capacity().div_ceil(4) {
+        return Ok(Fill::Full);
+    }
+    for _ in 0..PACKETS_PER_TURN {
+        let Some(mut slot) = p.rt.ring.take_free() else {
+            if !p.full {
+                p.full = true;
+                p.rt.counters.overruns.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(Fill::Full);
+        };
+        p.full = false;
+        loop {
+            let out = match p.source.next_packet(&mut ts)? {
+                Some(due) => p.packetizer.push(&ts, due, &mut slot.buf),
+                None => {
+                    if let Ok(Some(out)) = p.packetizer.flush(&mut slot.buf) {
+                        slot.len = out.len;
+                        slot.release = out.release;
+                        slot.payload_len = out.payload_len;
+                        p.rt.ring.publish(slot);
+                    } else {
+                        p.rt.ring.recycle(slot);
+                    }
+                    return Ok(Fill::Ended);
+                }
+            };
+            // The slot is sized for the largest packet, so writing cannot fail.
+            if let Ok(Some(out)) = out {
+                slot.len = out.len;
+                slot.release = out.release;
+                slot.payload_len = out.payload_len;
+                p.rt.ring.publish(slot);
+                break;
+            }
+        }
+    }
+    Ok(Fill::More)
+}

@@ -1,0 +1,629 @@
+//! The multi-stream server: admission control at every stream start, one pacing thread per
+//! real-time core (EDF or DM) or one plain thread per stream (the naive baseline), a pool of
+//! producers, and RTCP for every stream.
+//!
+//! Streams come and go while it runs ([`StreamServer::add`], [`StreamServer::remove`]); the HTTP
+//! control API and the `serve` command both drive it through those calls.
+
+use super::calibrate::{calibrate, Calibration};
+use super::config::SchedKind;
+use super::core::{run_core, Command, CoreConfig, CoreResult, CoreShared};
+use super::naive::spawn_naive;
+use super::open::{open_stream, Opened};
+use super::producer::{ProducerPool, Production};
+use super::spec::StreamSpec;
+use super::status::{CoreView, ServerStatus, StreamStatus};
+use super::stream::{lock, StreamRt};
+use crate::clock::Clock;
+use crate::control::{ControlError, StreamControl};
+use crate::sender::WaitPolicy;
+use crate::thread::{self, RtPolicy};
+use crate::udp::RtcpSocket;
+use crate::wait::{WaitMode, WaiterConfig};
+use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
+use metronome_session::sender::SenderReports;
+use metronome_time::Distribution;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// How the pacing threads run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CoreRt {
+    /// SCHED_FIFO where permitted.
+    Auto,
+    /// SCHED_DEADLINE with a budget that grows with the admitted streams; the kernel's own
+    /// admission control then applies to every stream start.
+    Deadline,
+    /// Ordinary threads.
+    Off,
+}
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    pub sched: SchedKind,
+    pub rt_cores: usize,
+    /// Share of each real-time core the pacer may use.
+    pub core_budget: f64,
+    pub link_capacity_bps: Option<u64>,
+    pub rt: CoreRt,
+    pub wait: WaitPolicy,
+    /// Pin core `i`'s pacing thread to `cpus[i]`. By default (with `isolate`) the pacers take
+    /// the last CPUs.
+    pub cpus: Option<Vec<usize>>,
+    /// Keep the producers and the RTCP thread off the pacers' CPUs, so that nothing but the
+    /// kernel shares a real-time core with its pacer. Needs more CPUs than `rt_cores`, and is
+    /// not done under SCHED_DEADLINE (which refuses pinned threads).
+    pub isolate: bool,
+    pub lock_memory: bool,
+    pub producers: usize,
+    pub preroll: Duration,
+    pub default_ring: usize,
+    /// Per-packet send cost to budget; measured at start-up when `None`.
+    pub send_cost: Option<Duration>,
+    /// Most streams per core (the pacing thread's table size).
+    pub streams_per_core: usize,
+    pub rtcp_min_interval: Duration,
+    pub seed: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            sched: SchedKind::Edf,
+            rt_cores: 1,
+            core_budget: 0.95,
+            link_capacity_bps: None,
+            rt: CoreRt::Auto,
+            wait: WaitPolicy::Auto,
+            cpus: None,
+            isolate: true,
+            lock_memory: true,
+            producers: 2,
+            preroll: Duration::from_millis(300),
+            default_ring: 1024,
+            send_cost: None,
+            streams_per_core: 4096,
+            rtcp_min_interval: Duration::from_secs(1),
+            seed: 1,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The CPU each core's pacing thread is pinned to, if any.
+    pub fn pacer_cpus(&self) -> Option<Vec<usize>> {
+        if self.rt == CoreRt::Deadline {
+            return None;
+        }
+        if let Some(c) = &self.cpus {
+            return Some(c.clone());
+        }
+        let n = thread::online_cpus();
+        let cores = self.rt_cores.max(1);
+        (self.isolate && n > cores).then(|| (0..cores).map(|i| n - 1 - i).collect())
+    }
+
+    /// The CPUs left for producers and RTCP when the pacers are isolated.
+    pub fn housekeeping_cpus(&self) -> Option<Vec<usize>> {
+        let pacers = self.pacer_cpus()?;
+        if !self.isolate {
+            return None;
+        }
+        let rest: Vec<usize> = (0..thread::online_cpus())
+            .filter(|c| !pacers.contains(c))
+            .collect();
+        (!rest.is_empty()).then_some(rest)
+    }
+}
+
+/// Most destinations of one stream; the admission test's blocking term covers a packet sent to
+/// this many.
+pub const MAX_DESTINATIONS: usize = 8;
+/// Finished streams whose final status is kept for the API and the summary.
+const ENDED_KEPT: usize = 4096;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("could not measure the send cost: {0}. Give it with --send-cost, for example 5us")]
+    Calibration(std::io::Error),
+    #[error("could not start the {0} thread: {1}")]
+    Thread(&'static str, std::io::Error),
+    #[error("{0}")]
+    Config(String),
+}
+
+/// A running stream as the control side holds it.
+pub(super) struct Running {
+    pub rt: Arc<StreamRt>,
+    pub spec: StreamSpec,
+    pub core: usize,
+    pub source: String,
+    pub ssrc: u32,
+    pub rtcp: Vec<RtcpSocket>,
+    pub reports: SenderReports,
+    pub naive: Option<JoinHandle<()>>,
+    pub started: metronome_time::Timestamp,
+}
+
+pub(super) struct Inner {
+    pub cfg: ServerConfig,
+    pub clock: Arc<Clock>,
+    pub calibration: Calibration,
+    pub admission: Mutex<Admission>,
+    pub streams: Mutex<BTreeMap<String, Running>>,
+    pub ended: Mutex<VecDeque<StreamStatus>>,
+    pub cores: Vec<Arc<CoreShared>>,
+    pub naive_lateness: Arc<Mutex<Distribution>>,
+    pub producers: Mutex<Option<ProducerPool>>,
+    pub next_id: AtomicU64,
+    pub refused: AtomicU64,
+    pub stop: AtomicBool,
+}
+
+/// What a finished server reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ServerOutcome {
+    pub server: ServerStatus,
+    pub streams: Vec<StreamStatus>,
+    /// CPU time of each core's pacing thread over the run, as a share of one core.
+    pub core_cpu_percent: Vec<f64>,
+    pub duration_s: f64,
+}
+
+pub struct StreamServer {
+    inner: Arc<Inner>,
+    core_threads: Vec<JoinHandle<CoreResult>>,
+    rtcp_thread: Option<JoinHandle<()>>,
+    started: metronome_time::Timestamp,
+}
+
+impl StreamServer {
+    /// Measures the send cost, starts the pacing threads, the producers and the RTCP thread.
+    pub fn start(cfg: ServerConfig) -> Result<StreamServer, ServerError> {
+        if !(0.01..=1.0).contains(&cfg.core_budget) {
+            return Err(ServerError::Config(format!(
+                "core budget {} is outside 1%..100%",
+                cfg.core_budget
+            )));
+        }
+        let calibration = match cfg.send_cost {
+            Some(c) => Calibration::fixed(c),
+            None => calibrate(1328 + 16).map_err(ServerError::Calibration)?,
+        };
+        let cores_n = cfg.rt_cores.max(1);
+        let platform = Platform {
+            cores: cores_n,
+            budget: Budget::from_fraction(cfg.core_budget),
+            link_capacity_bps: cfg.link_capacity_bps,
+            // One packet to every destination of a stream: the longest stretch the pacer does
+            // not look at a newly released job.
+            blocking: calibration.per_packet * MAX_DESTINATIONS as u32,
+        };
+        let policy = match cfg.sched {
+            SchedKind::Dm => Policy::Dm,
+            SchedKind::Edf | SchedKind::Naive => Policy::Edf,
+        };
+        let clock = Arc::new(Clock::new());
+        let mut cores = Vec::new();
+        let mut core_threads = Vec::new();
+        if cfg.sched != SchedKind::Naive {
+            for i in 0..cores_n {
+                let shared = Arc::new(CoreShared::new(cfg.streams_per_core));
+                let core_cfg = core_config(&cfg, i, policy);
+                let (s, c) = (shared.clone(), clock.clone());
+                let h = std::thread::Builder::new()
+                    .name(format!("pacer-core{i}"))
+                    .spawn(move || run_core(core_cfg, &s, &c))
+                    .map_err(|e| ServerError::Thread("pacer", e))?;
+                cores.push(shared);
+                core_threads.push(h);
+            }
+        }
+        // Locking memory can take a while in a large process: streams start only once every
+        // pacer is ready, or their first packets would go late.
+        for _ in 0..1000 {
+            if cores.iter().all(|c| c.ready.load(Ordering::Acquire)) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let housekeeping = cfg.housekeeping_cpus();
+        let producers = ProducerPool::start(cfg.producers, housekeeping.clone())
+            .map_err(|e| ServerError::Thread("producer", e))?;
+        let started = clock.now();
+        let inner = Arc::new(Inner {
+            admission: Mutex::new(Admission::new(policy, platform)),
+            cfg,
+            clock,
+            calibration,
+            streams: Mutex::new(BTreeMap::new()),
+            ended: Mutex::new(VecDeque::new()),
+            cores,
+            naive_lateness: Arc::new(Mutex::new(Distribution::new())),
+            producers: Mutex::new(Some(producers)),
+            next_id: AtomicU64::new(1),
+            refused: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        });
+        let rtcp_thread = {
+            let inner = inner.clone();
+            std::thread::Builder::new()
+                .name("rtcp".into())
+                .spawn(move || {
+                    if let Some(cpus) = &housekeeping {
+                        let _ = thread::set_affinity(0, cpus);
+                    }
+                    super::rtcp::run(&inner)
+                })
+                .map_err(|e| ServerError::Thread("RTCP", e))?
+        };
+        Ok(StreamServer {
+            inner,
+            core_threads,
+            rtcp_thread: Some(rtcp_thread),
+            started,
+        })
+    }
+
+    pub fn calibration(&self) -> Calibration {
+        self.inner.calibration
+    }
+
+    /// Admits and starts a stream, or says why not.
+    pub fn add(&self, spec: StreamSpec) -> Result<StreamStatus, ControlError> {
+        self.inner.add(spec)
+    }
+
+    /// Stops a stream and returns its final status.
+    pub fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
+        self.inner.remove(name)
+    }
+
+    pub fn streams(&self) -> Vec<StreamStatus> {
+        self.inner.statuses(true)
+    }
+
+    pub fn status(&self) -> ServerStatus {
+        self.inner.server_status()
+    }
+
+    /// Running streams.
+    pub fn running(&self) -> usize {
+        lock(&self.inner.streams).len()
+    }
+
+    /// A handle for the HTTP control API.
+    pub fn control(&self) -> Arc<dyn StreamControl> {
+        Arc::new(Control(self.inner.clone()))
+    }
+
+    /// Stops every stream (with an RTCP BYE) and the threads, and reports.
+    pub fn shutdown(mut self) -> ServerOutcome {
+        let inner = self.inner.clone();
+        let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
+        for n in names {
+            let _ = inner.remove(&n);
+        }
+        inner.stop.store(true, Ordering::Release);
+        for c in &inner.cores {
+            c.stop.store(true, Ordering::Release);
+        }
+        let duration_s = inner
+            .clock
+            .now()
+            .saturating_since(self.started)
+            .as_secs_f64();
+        let core_cpu_percent = std::mem::take(&mut self.core_threads)
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .map(|r| r.cpu_s * 100.0 / duration_s.max(1e-9))
+                    .unwrap_or(f64::NAN)
+            })
+            .collect();
+        if let Some(h) = self.rtcp_thread.take() {
+            let _ = h.join();
+        }
+        if let Some(p) = lock(&inner.producers).take() {
+            p.shutdown();
+        }
+        ServerOutcome {
+            server: inner.server_status(),
+            streams: inner.statuses(true),
+            core_cpu_percent,
+            duration_s,
+        }
+    }
+}
+
+fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreConfig {
+    let rt_policy = match cfg.rt {
+        CoreRt::Auto => RtPolicy::Auto,
+        CoreRt::Off => RtPolicy::Other,
+        // Starts small; grows as streams are admitted (see `Inner::grow_deadline_budget`).
+        CoreRt::Deadline => deadline_policy(0.0),
+    };
+    let busy = cfg.wait == WaitPolicy::BusyPoll;
+    CoreConfig {
+        index: i,
+        policy,
+        rt_policy,
+        auto_wait: cfg.wait == WaitPolicy::Auto && cfg.rt != CoreRt::Deadline,
+        first_mode: if busy {
+            WaitMode::BusyPoll
+        } else {
+            WaitMode::SleepSpin
+        },
+        waiter: WaiterConfig {
+            quantile: 1.0,
+            ..WaiterConfig::default()
+        },
+        wait_selector: WaitSelectorConfig::default(),
+        // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
+        cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
+        lock_memory: cfg.lock_memory,
+        capacity: cfg.streams_per_core,
+    }
+}
+
+/// The SCHED_DEADLINE reservation of a core whose admitted streams use `utilisation` of it: a
+/// 1 ms period, twice the admitted share (the pacer also spins before each release), at least
+/// 100 µs, at most 95%.
+pub(super) fn deadline_policy(utilisation: f64) -> RtPolicy {
+    let period = Duration::from_millis(1);
+    let share = (utilisation * 2.0).clamp(0.1, 0.95);
+    RtPolicy::Deadline {
+        runtime: period.mul_f64(share),
+        deadline: period,
+        period,
+    }
+}
+
+impl Inner {
+    fn add(&self, spec: StreamSpec) -> Result<StreamStatus, ControlError> {
+        if self.stop.load(Ordering::Acquire) {
+            return Err(ControlError::Internal("the server is shutting down".into()));
+        }
+        spec.validate()
+            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        if spec.destination.len() > MAX_DESTINATIONS {
+            return Err(ControlError::Invalid(format!(
+                "stream '{}' has {} destinations; at most {MAX_DESTINATIONS} are allowed",
+                spec.name,
+                spec.destination.len()
+            )));
+        }
+        let mut streams = lock(&self.streams);
+        if streams.contains_key(&spec.name) {
+            return Err(ControlError::Exists(format!(
+                "a stream named '{}' is already running: pick another name or DELETE it first",
+                spec.name
+            )));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let admit = |task| self.admit(id, &spec.name, task);
+        let opened = open_stream(&spec, id, &self.cfg, &self.calibration, &self.clock, admit)
+            .inspect_err(|_| {
+                lock(&self.admission).release(id);
+            })?;
+        let core = opened.core;
+        let running = self.launch(spec, opened, core)?;
+        let status = super::status::stream_status(&running, "running", &self.clock);
+        streams.insert(running.spec.name.clone(), running);
+        Ok(status)
+    }
+
+    /// Admission control: the schedulability tests, the link, and the kernel's own SCHED_DEADLINE
+    /// admission when the cores run under it. Returns the core.
+    fn admit(&self, id: u64, name: &str, task: TaskParams) -> Result<usize, ControlError> {
+        let placement = lock(&self.admission)
+            .try_admit(id, name, task)
+            .map_err(|r| {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                ControlError::Refused(r.to_string())
+            })?;
+        if self.cfg.rt == CoreRt::Deadline && self.cfg.sched != SchedKind::Naive {
+            if let Err(why) = self.grow_deadline_budget(placement.core) {
+                lock(&self.admission).release(id);
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                return Err(ControlError::Refused(format!(
+                    "admitting '{name}' would need core {} to reserve more SCHED_DEADLINE time, \
+                     and the kernel refused: {why}. Stop a stream or run with --rt auto",
+                    placement.core
+                )));
+            }
+        }
+        Ok(placement.core)
+    }
+
+    /// Hands an admitted stream to its producer and its sending thread.
+    fn launch(&self, spec: StreamSpec, o: Opened, core: usize) -> Result<Running, ControlError> {
+        let Opened {
+            rt,
+            source,
+            packetizer,
+            rtcp,
+            reports,
+            description,
+            ssrc,
+            ..
+        } = o;
+        if let Some(p) = lock(&self.producers).as_ref() {
+            p.add(Production::new(rt.clone(), source, packetizer));
+        }
+        let naive = if self.cfg.sched == SchedKind::Naive {
+            let h = spawn_naive(rt.clone(), self.clock.clone(), self.naive_lateness.clone())
+                .map_err(|e| {
+                    lock(&self.admission).release(rt.id);
+                    rt.stop.store(true, Ordering::Release);
+                    ControlError::Internal(format!("could not start the stream's thread: {e}"))
+                })?;
+            Some(h)
+        } else {
+            if self.cores[core]
+                .commands
+                .push(Command::Add(rt.clone()))
+                .is_err()
+            {
+                lock(&self.admission).release(rt.id);
+                rt.stop.store(true, Ordering::Release);
+                return Err(ControlError::Internal(format!(
+                    "core {core}'s command queue is full; try again"
+                )));
+            }
+            None
+        };
+        Ok(Running {
+            started: rt.epoch,
+            rt,
+            spec,
+            core,
+            source: description,
+            ssrc,
+            rtcp,
+            reports,
+            naive,
+        })
+    }
+
+    /// Re-reserves SCHED_DEADLINE time for `core`'s pacing thread at its new utilisation.
+    fn grow_deadline_budget(&self, core: usize) -> Result<(), String> {
+        let u = lock(&self.admission).core_utilisation(core);
+        let tid = self.cores[core].tid.load(Ordering::Acquire);
+        if tid == 0 {
+            return Err("the pacing thread has not started yet".into());
+        }
+        thread::set_deadline_of(tid, deadline_policy(u))
+    }
+
+    fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
+        let running = lock(&self.streams).remove(name);
+        let Some(mut r) = running else {
+            return Err(ControlError::NotFound(format!(
+                "no stream named '{name}' is running; GET /streams lists them"
+            )));
+        };
+        self.stop_stream(&mut r);
+        let status = super::status::stream_status(&r, "removed", &self.clock);
+        self.remember(status.clone());
+        Ok(status)
+    }
+
+    /// Stops a stream's threads, sends its RTCP BYE and frees its admission.
+    pub(super) fn stop_stream(&self, r: &mut Running) {
+        r.rt.stop.store(true, Ordering::Release);
+        if let Some(core) = self.cores.get(r.core) {
+            let _ = core.commands.push(Command::Remove(r.rt.id));
+        }
+        if let Some(h) = r.naive.take() {
+            let _ = h.join();
+        }
+        // The pacing thread lets go within a turn of its loop (a millisecond at most).
+        for _ in 0..200 {
+            if r.rt.finished.load(Ordering::Acquire) || self.cores.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        super::rtcp::bye(r, &self.clock);
+        lock(&self.admission).release(r.rt.id);
+        if self.cfg.rt == CoreRt::Deadline && !self.cores.is_empty() {
+            let _ = self.grow_deadline_budget(r.core);
+        }
+    }
+
+    pub(super) fn remember(&self, status: StreamStatus) {
+        let mut ended = lock(&self.ended);
+        if ended.len() == ENDED_KEPT {
+            ended.pop_front();
+        }
+        ended.push_back(status);
+    }
+
+    fn statuses(&self, with_ended: bool) -> Vec<StreamStatus> {
+        let mut v: Vec<StreamStatus> = lock(&self.streams)
+            .values()
+            .map(|r| super::status::stream_status(r, "running", &self.clock))
+            .collect();
+        if with_ended {
+            v.extend(lock(&self.ended).iter().cloned());
+        }
+        v
+    }
+
+    fn server_status(&self) -> ServerStatus {
+        // Lock order: the stream table before admission (as `add` takes them).
+        let running = lock(&self.streams).len();
+        let adm = lock(&self.admission);
+        let cores = (0..adm.platform().cores)
+            .map(|i| CoreView {
+                index: i,
+                utilisation_percent: adm.core_utilisation(i) * 100.0,
+                grant: self
+                    .cores
+                    .get(i)
+                    .map(|c| lock(&c.grant).clone())
+                    .unwrap_or_else(|| "naive: one SCHED_OTHER thread per stream".into()),
+            })
+            .collect();
+        let mut lateness = Distribution::new();
+        for c in &self.cores {
+            lateness.merge(&lock(&c.lateness));
+        }
+        lateness.merge(&lock(&self.naive_lateness));
+        ServerStatus {
+            sched: self.cfg.sched.to_string(),
+            running,
+            admitted: adm.admitted(),
+            refused: self.refused.load(Ordering::Relaxed),
+            link_used_bps: adm.link_used_bps(),
+            link_capacity_bps: adm.platform().link_capacity_bps,
+            core_budget_percent: self.cfg.core_budget * 100.0,
+            cores,
+            calibration: self.calibration,
+            lateness: lateness.summary(),
+            process_cpu_s: process_cpu_s(),
+        }
+    }
+}
+
+/// CPU time of the whole process (all threads), in seconds.
+pub fn process_cpu_s() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+/// The HTTP control API's view of the server.
+struct Control(Arc<Inner>);
+
+impl StreamControl for Control {
+    fn list(&self) -> serde_json::Value {
+        serde_json::json!({
+            "server": self.0.server_status(),
+            "streams": self.0.statuses(false),
+        })
+    }
+    fn get(&self, name: &str) -> Option<serde_json::Value> {
+        let streams = lock(&self.0.streams);
+        streams.get(name).map(|r| {
+            serde_json::to_value(super::status::stream_status(r, "running", &self.0.clock))
+                .unwrap_or_default()
+        })
+    }
+    fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError> {
+        let s = self.0.add(spec)?;
+        Ok(serde_json::to_value(s).unwrap_or_default())
+    }
+    fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError> {
+        let s = self.0.remove(name)?;
+        Ok(serde_json::to_value(s).unwrap_or_default())
+    }
+}

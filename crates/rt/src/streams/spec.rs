@@ -1,0 +1,357 @@
+//! What a user declares about a stream: a `[[stream]]` table of the TOML config, the JSON body of
+//! `POST /streams`, or one `serve` command line. Units are the ones people write: `"15ms"`,
+//! `"4mbit"`, `"640x360"`.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// One stream, as declared.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamSpec {
+    /// A short unique name: the stream's id in the API and in reports (letters, digits, `-_.`).
+    pub name: String,
+    /// `"test"` (the built-in encoded test pattern, the default) or the path of an MPEG-TS file.
+    #[serde(default)]
+    pub source: SourceSpec,
+    /// Loop a file source forever.
+    #[serde(default, rename = "loop")]
+    pub looping: bool,
+    /// One or more `rtp://` destinations.
+    #[serde(deserialize_with = "one_or_many")]
+    pub destination: Vec<String>,
+    /// Test source: picture size, `WxH`.
+    #[serde(default)]
+    pub size: Option<String>,
+    /// Test source: frames per second.
+    #[serde(default)]
+    pub fps: Option<u32>,
+    /// Test source: the constant MPEG-TS mux rate. File source: the rate to declare for admission
+    /// when the file's own PCR rate is not what should be budgeted.
+    #[serde(
+        default,
+        deserialize_with = "opt_bitrate",
+        serialize_with = "ser_opt_bitrate"
+    )]
+    pub bitrate: Option<u64>,
+    /// Job period; by default one packet interval at the stream's rate.
+    #[serde(
+        default,
+        deserialize_with = "opt_duration",
+        serialize_with = "ser_opt_duration"
+    )]
+    pub period: Option<Duration>,
+    /// Relative deadline; by default the period.
+    #[serde(
+        default,
+        deserialize_with = "opt_duration",
+        serialize_with = "ser_opt_duration"
+    )]
+    pub deadline: Option<Duration>,
+    /// Worst-case CPU cost of one job; by default packets per job times the calibrated send cost.
+    #[serde(
+        default,
+        deserialize_with = "opt_duration",
+        serialize_with = "ser_opt_duration"
+    )]
+    pub cost: Option<Duration>,
+    /// Ring slots between the producer and the pacer (the paper: 1024).
+    #[serde(default)]
+    pub ring: Option<usize>,
+    /// Stamp each packet's send time in an RFC 8285 header extension.
+    #[serde(default)]
+    pub send_time: bool,
+    /// The RTP SSRC; random by default.
+    #[serde(default)]
+    pub ssrc: Option<u32>,
+}
+
+impl StreamSpec {
+    /// A spec with defaults for everything but the name and destinations.
+    pub fn new(name: impl Into<String>, destination: Vec<String>) -> Self {
+        StreamSpec {
+            name: name.into(),
+            source: SourceSpec::Test,
+            looping: false,
+            destination,
+            size: None,
+            fps: None,
+            bitrate: None,
+            period: None,
+            deadline: None,
+            cost: None,
+            ring: None,
+            send_time: false,
+            ssrc: None,
+        }
+    }
+
+    /// Checks what can be checked without opening anything.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !name_ok {
+            return Err(SpecError(format!(
+                "stream name '{}' is not usable: use 1 to 64 letters, digits, '-', '_' or '.'",
+                self.name.escape_debug()
+            )));
+        }
+        if self.destination.is_empty() {
+            return Err(SpecError(format!(
+                "stream '{}' has no destination: add destination = \"rtp://HOST:PORT\"",
+                self.name
+            )));
+        }
+        if let (Some(p), Some(d)) = (self.period, self.deadline) {
+            if d > p {
+                return Err(SpecError(format!(
+                    "stream '{}': deadline {d:?} is longer than its period {p:?}; \
+                     a deadline may be at most the period",
+                    self.name
+                )));
+            }
+        }
+        for (what, v) in [("period", self.period), ("deadline", self.deadline)] {
+            if let Some(v) = v {
+                if v < Duration::from_micros(100) || v > Duration::from_secs(10) {
+                    return Err(SpecError(format!(
+                        "stream '{}': {what} {v:?} is outside 100us..10s",
+                        self.name
+                    )));
+                }
+            }
+        }
+        if self.ring == Some(0) || self.ring.is_some_and(|r| r > 1 << 20) {
+            return Err(SpecError(format!(
+                "stream '{}': ring must hold 1 to 1048576 packets",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where a stream's media comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SourceSpec {
+    /// The built-in test pattern, encoded with openh264 and muxed to MPEG-TS live.
+    #[default]
+    Test,
+    /// An MPEG-TS file, sent at the rate of its PCRs.
+    File(PathBuf),
+}
+
+impl fmt::Display for SourceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SourceSpec::Test => f.write_str("test"),
+            SourceSpec::File(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+impl Serialize for SourceSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for SourceSpec {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(if s == "test" {
+            SourceSpec::Test
+        } else {
+            SourceSpec::File(PathBuf::from(s))
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SpecError(pub String);
+
+/// Parses a duration as people write it: `15ms`, `2.5ms`, `500us`, `1s`, `250000ns`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration: write it like 15ms, 500us or 1s"))?;
+    let scale = match unit.trim() {
+        "s" => 1e9,
+        "ms" => 1e6,
+        "us" | "µs" => 1e3,
+        "ns" => 1.0,
+        _ => {
+            return Err(format!(
+                "'{s}' has no known unit: write it like 15ms, 500us or 1s"
+            ))
+        }
+    };
+    let ns = v * scale;
+    if !ns.is_finite() || !(0.0..=1e13).contains(&ns) {
+        return Err(format!("'{s}' is out of range (0 to 10000 s)"));
+    }
+    Ok(Duration::from_nanos(ns.round() as u64))
+}
+
+/// Parses a bit rate: `4mbit`, `4M`, `500kbit`, `1gbit`, `1.5Mbps`, or a plain number of bit/s.
+pub fn parse_bitrate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a bit rate: write it like 4mbit, 500kbit or 1gbit"))?;
+    let unit = unit.trim().to_ascii_lowercase();
+    let unit = unit
+        .strip_suffix("bit/s")
+        .or_else(|| unit.strip_suffix("bps"))
+        .or_else(|| unit.strip_suffix("bit"))
+        .unwrap_or(&unit);
+    let scale = match unit {
+        "" => 1.0,
+        "k" => 1e3,
+        "m" => 1e6,
+        "g" => 1e9,
+        _ => {
+            return Err(format!(
+                "'{s}' has no known unit: write it like 4mbit, 500kbit or 1gbit"
+            ))
+        }
+    };
+    let bps = v * scale;
+    if !bps.is_finite() || !(1.0..=1e12).contains(&bps) {
+        return Err(format!("'{s}' is out of range (1 bit/s to 1 Tbit/s)"));
+    }
+    Ok(bps.round() as u64)
+}
+
+/// Formats a bit rate for people: `4 Mbit/s`.
+pub fn format_bitrate(bps: u64) -> String {
+    let v = bps as f64;
+    if v >= 1e9 {
+        format!("{:.3} Gbit/s", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.1} Mbit/s", v / 1e6)
+    } else {
+        format!("{:.0} kbit/s", v / 1e3)
+    }
+}
+
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    match Option::<String>::deserialize(d)? {
+        Some(s) => parse_duration(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        None => Ok(None),
+    }
+}
+
+fn opt_bitrate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Rate {
+        Text(String),
+        Number(u64),
+    }
+    match Option::<Rate>::deserialize(d)? {
+        Some(Rate::Text(s)) => parse_bitrate(&s)
+            .map(Some)
+            .map_err(serde::de::Error::custom),
+        Some(Rate::Number(n)) => Ok(Some(n)),
+        None => Ok(None),
+    }
+}
+
+fn ser_opt_duration<S: serde::Serializer>(v: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(d) => s.collect_str(&format_args!("{}us", d.as_nanos() as f64 / 1e3)),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_opt_bitrate<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(b) => s.serialize_u64(*b),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_rates_parse_as_written() {
+        assert_eq!(parse_duration("15ms").unwrap(), Duration::from_millis(15));
+        assert_eq!(
+            parse_duration("2.5ms").unwrap(),
+            Duration::from_micros(2500)
+        );
+        assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
+        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
+        assert!(parse_duration("15").is_err());
+        assert!(parse_duration("ms").is_err());
+        assert!(parse_duration("1e99s").is_err());
+        assert_eq!(parse_bitrate("4mbit").unwrap(), 4_000_000);
+        assert_eq!(parse_bitrate("4M").unwrap(), 4_000_000);
+        assert_eq!(parse_bitrate("1gbit").unwrap(), 1_000_000_000);
+        assert_eq!(parse_bitrate("1.5Mbps").unwrap(), 1_500_000);
+        assert_eq!(parse_bitrate("500000").unwrap(), 500_000);
+        assert!(parse_bitrate("fast").is_err());
+        assert!(parse_bitrate("0").is_err());
+    }
+
+    #[test]
+    fn a_spec_round_trips_through_json_and_checks_its_fields() {
+        let json = r#"{"name":"cam7","source":"a.ts","loop":true,
+            "destination":"rtp://127.0.0.1:5004","bitrate":"4mbit","period":"15ms","deadline":"10ms"}"#;
+        let s: StreamSpec = serde_json::from_str(json).unwrap();
+        assert_eq!(s.source, SourceSpec::File("a.ts".into()));
+        assert_eq!(s.bitrate, Some(4_000_000));
+        assert_eq!(s.period, Some(Duration::from_millis(15)));
+        s.validate().unwrap();
+        let back: StreamSpec = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+        let mut bad = s.clone();
+        bad.deadline = Some(Duration::from_millis(20));
+        assert!(bad
+            .validate()
+            .unwrap_err()
+            .0
+            .contains("longer than its period"));
+        bad = s.clone();
+        bad.name = "a b".into();
+        assert!(bad.validate().is_err());
+        assert!(
+            serde_json::from_str::<StreamSpec>(r#"{"name":"x","destination":[],"typo":1}"#)
+                .is_err()
+        );
+    }
+}

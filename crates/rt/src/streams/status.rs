@@ -1,0 +1,125 @@
+//! What the server shows about itself and each stream: in the API, the status line and reports.
+
+use super::calibrate::Calibration;
+use super::server::Running;
+use super::stream::lock;
+use crate::clock::Clock;
+use metronome_session::sender::ReceiverView;
+use metronome_time::Summary;
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskView {
+    pub period_us: f64,
+    pub deadline_us: f64,
+    pub cost_us: f64,
+    pub utilisation_percent: f64,
+    pub bitrate_bps: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamStatus {
+    pub name: String,
+    pub id: u64,
+    /// running, ended (the source ended), failed, or removed.
+    pub state: String,
+    pub error: Option<String>,
+    pub core: usize,
+    pub source: String,
+    pub destinations: Vec<String>,
+    pub ssrc: String,
+    pub task: TaskView,
+    pub elapsed_s: f64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Bytes sent over the time since the first release.
+    pub bitrate_bps: f64,
+    pub jobs: u64,
+    pub deadline_misses: u64,
+    pub underruns: u64,
+    pub overruns: u64,
+    pub send_errors: u64,
+    pub ring_occupancy: usize,
+    pub ring_capacity: usize,
+    /// Send time minus job release, per packet.
+    pub lateness: Summary,
+    pub stalls: u64,
+    pub rebased_ms: f64,
+    pub receivers: Vec<ReceiverView>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreView {
+    pub index: usize,
+    /// Admitted utilisation (sum of cost / period).
+    pub utilisation_percent: f64,
+    /// The scheduling policy the core's pacing thread got.
+    pub grant: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerStatus {
+    pub sched: String,
+    pub running: usize,
+    pub admitted: usize,
+    pub refused: u64,
+    pub link_used_bps: u64,
+    pub link_capacity_bps: Option<u64>,
+    pub core_budget_percent: f64,
+    pub cores: Vec<CoreView>,
+    pub calibration: Calibration,
+    /// Lateness of every packet sent so far, all streams.
+    pub lateness: Summary,
+    pub process_cpu_s: f64,
+}
+
+pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
+    let rt = &r.rt;
+    let c = &rt.counters;
+    let (lateness, stalls, rebased_ms) = {
+        let p = lock(&rt.pace);
+        let s = p.stats();
+        (s.lateness, s.stalls, s.rebased_ms)
+    };
+    let elapsed = clock.now().saturating_since(r.started).as_secs_f64();
+    let bytes = c.bytes.load(Ordering::Relaxed);
+    let error = lock(&rt.producer_error).clone();
+    let state = if error.is_some() { "failed" } else { state };
+    StreamStatus {
+        name: rt.name.clone(),
+        id: rt.id,
+        state: state.to_string(),
+        error,
+        core: r.core,
+        source: r.source.clone(),
+        destinations: r.spec.destination.clone(),
+        ssrc: format!("{:08x}", r.ssrc),
+        task: TaskView {
+            period_us: rt.task.period.as_secs_f64() * 1e6,
+            deadline_us: rt.task.deadline.as_secs_f64() * 1e6,
+            cost_us: rt.task.cost.as_secs_f64() * 1e6,
+            utilisation_percent: rt.task.utilisation() * 100.0,
+            bitrate_bps: rt.task.bitrate_bps,
+        },
+        elapsed_s: elapsed,
+        packets: c.packets.load(Ordering::Relaxed),
+        bytes,
+        bitrate_bps: if elapsed > 0.0 {
+            bytes as f64 * 8.0 / elapsed
+        } else {
+            0.0
+        },
+        jobs: c.jobs.load(Ordering::Relaxed),
+        deadline_misses: c.deadline_misses.load(Ordering::Relaxed),
+        underruns: c.underruns.load(Ordering::Relaxed),
+        overruns: c.overruns.load(Ordering::Relaxed),
+        send_errors: c.send_errors.load(Ordering::Relaxed),
+        ring_occupancy: rt.ring.occupancy(),
+        ring_capacity: rt.ring.capacity(),
+        lateness,
+        stalls,
+        rebased_ms,
+        receivers: r.reports.receivers().to_vec(),
+    }
+}

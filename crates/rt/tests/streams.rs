@@ -1,0 +1,243 @@
+//! The multi-stream server on loopback: admission control refuses what does not fit, with
+//! reasons, and the admitted streams keep their deadlines; the HTTP control API drives it.
+
+use metronome_media::{TestSource, TestSourceConfig, TsSource};
+use metronome_rt::control::ControlServer;
+use metronome_rt::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One server at a time: each pins its pacer to the last CPU, and two busy-polling pacers on one
+/// CPU would make each other miss deadlines.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A 3-second constant-rate MPEG-TS file of the test pattern.
+fn ts_file(rate: u64) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "metronome-streams-test-{}-{rate}.ts",
+        std::process::id()
+    ));
+    let mut src = TestSource::new(TestSourceConfig {
+        width: 160,
+        height: 96,
+        fps: 25,
+        mux_rate: rate,
+        video_bitrate: (rate / 2) as u32,
+        duration: Some(Duration::from_secs(3)),
+        ..TestSourceConfig::default()
+    })
+    .unwrap();
+    let mut out = Vec::new();
+    let mut pkt = [0u8; 188];
+    while src.next_packet(&mut pkt).unwrap().is_some() {
+        out.extend_from_slice(&pkt);
+    }
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
+fn spec(name: &str, file: &Path, port: u16) -> StreamSpec {
+    let mut s = StreamSpec::new(name, vec![format!("rtp://127.0.0.1:{port}")]);
+    s.source = SourceSpec::File(file.to_path_buf());
+    s.looping = true;
+    // The paper's timing: a 15 ms period and a 10 ms deadline.
+    s.period = Some(Duration::from_millis(15));
+    s.deadline = Some(Duration::from_millis(10));
+    s.ring = Some(128);
+    s
+}
+
+/// A UDP sink that counts datagrams until stopped.
+fn sink() -> (u16, Arc<AtomicU64>, Arc<AtomicBool>) {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let port = sock.local_addr().unwrap().port();
+    let (count, stop) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (c, s) = (count.clone(), stop.clone());
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        while !s.load(Ordering::Relaxed) {
+            if sock.recv(&mut buf).is_ok() {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    (port, count, stop)
+}
+
+fn config(sched: SchedKind, link: u64, send_cost: Duration) -> ServerConfig {
+    ServerConfig {
+        sched,
+        link_capacity_bps: Some(link),
+        send_cost: Some(send_cost),
+        default_ring: 128,
+        seed: 7,
+        ..ServerConfig::default()
+    }
+}
+
+#[test]
+fn streams_past_the_link_are_refused_and_the_admitted_keep_their_deadlines() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, received, stop) = sink();
+    for sched in [SchedKind::Edf, SchedKind::Dm] {
+        // 2 Mbit/s of TS is 2.06 Mbit/s on the wire: four fit in 9 Mbit/s, a fifth does not.
+        let server =
+            StreamServer::start(config(sched, 9_000_000, Duration::from_micros(5))).unwrap();
+        let mut refusals = Vec::new();
+        for i in 0..7 {
+            if let Err(e) = server.add(spec(&format!("cam{i}"), &file, port)) {
+                refusals.push(e.to_string());
+            }
+        }
+        assert_eq!(server.running(), 4, "{sched}: {refusals:?}");
+        assert_eq!(refusals.len(), 3);
+        for r in &refusals {
+            assert!(r.contains("link") && r.contains("Mbit/s"), "{r}");
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        let out = server.shutdown();
+        assert_eq!(out.streams.len(), 4);
+        assert_eq!(out.server.refused, 3);
+        for s in &out.streams {
+            assert!(s.packets > 150, "{sched} {}: {} packets", s.name, s.packets);
+            assert_eq!(s.deadline_misses, 0, "{sched}: {s:?}");
+            assert_eq!(s.send_errors, 0);
+        }
+    }
+    assert!(received.load(Ordering::Relaxed) > 1000);
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn streams_past_the_cpu_budget_are_refused_with_the_core_and_its_load() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, _received, stop) = sink();
+    // A declared 4 ms per 15 ms job: two such jobs fit in a 10 ms deadline on a 95% core
+    // (8 ms ≤ 9.5 ms), three do not (12 ms): the EDF demand test refuses the third.
+    let server = StreamServer::start(config(
+        SchedKind::Edf,
+        1_000_000_000,
+        Duration::from_micros(5),
+    ))
+    .unwrap();
+    let heavy = |name: &str| {
+        let mut s = spec(name, &file, port);
+        s.cost = Some(Duration::from_millis(4));
+        s
+    };
+    server.add(heavy("a")).unwrap();
+    server.add(heavy("b")).unwrap();
+    let e = server.add(heavy("c")).unwrap_err().to_string();
+    assert!(
+        e.contains("'c'") && e.contains("core 0") && e.contains('%'),
+        "{e}"
+    );
+    // Removing a stream frees its share: now it fits.
+    if let Err(e) = server.remove("a") {
+        panic!("remove: {e}");
+    }
+    if let Err(e) = server.add(heavy("c")) {
+        panic!("{e}");
+    }
+    let out = server.shutdown();
+    assert_eq!(out.server.refused, 1);
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}
+
+fn http(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, out)
+}
+
+fn post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
+    http(
+        addr,
+        &format!(
+            "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+#[test]
+fn the_control_api_adds_lists_refuses_and_removes_streams() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, received, stop) = sink();
+    let server =
+        StreamServer::start(config(SchedKind::Edf, 5_000_000, Duration::from_micros(5))).unwrap();
+    let api = ControlServer::start("127.0.0.1:0".parse().unwrap(), server.control()).unwrap();
+    let addr = api.local_addr();
+    let body = |name: &str| {
+        format!(
+            r#"{{"name":"{name}","source":"{}","loop":true,"destination":"rtp://127.0.0.1:{port}","period":"15ms","deadline":"10ms"}}"#,
+            file.display()
+        )
+    };
+    let (code, text) = post(addr, &body("cam1"));
+    assert_eq!(code, 201, "{text}");
+    assert!(text.contains("\"cam1\""), "{text}");
+    let (code, text) = post(addr, &body("cam1"));
+    assert_eq!(code, 409, "a second cam1: {text}");
+    let (code, _) = post(addr, &body("cam2"));
+    assert_eq!(code, 201);
+    // A third 2 Mbit/s stream does not fit in 5 Mbit/s: refused, with the reason.
+    let (code, text) = post(addr, &body("cam3"));
+    assert_eq!(code, 409, "{text}");
+    assert!(text.contains("refused") && text.contains("link"), "{text}");
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, text) = http(
+        addr,
+        "GET /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 200);
+    assert!(text.contains("cam1") && text.contains("cam2") && !text.contains("cam3"));
+    assert!(
+        text.contains("deadline_misses") && text.contains("lateness"),
+        "{text}"
+    );
+    let (code, text) = http(
+        addr,
+        "DELETE /streams/cam1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 200, "{text}");
+    let (code, _) = http(
+        addr,
+        "DELETE /streams/cam1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 404);
+    let (code, _) = post(addr, &body("cam3"));
+    assert_eq!(code, 201, "cam1's place is free again");
+    api.shutdown();
+    let out = server.shutdown();
+    assert!(out.streams.iter().all(|s| s.deadline_misses == 0));
+    assert!(received.load(Ordering::Relaxed) > 50);
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}
