@@ -8,7 +8,7 @@ use crate::args::{parse_duration, parse_rate};
 use crate::demo::free_port_pair;
 use clap::Args;
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
-use metronome_rt::streams::server::process_cpu_s;
+use metronome_rt::clock::process_cpu_s;
 use metronome_rt::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use metronome_time::Summary;
 use serde::Serialize;

@@ -4,7 +4,7 @@ use crate::args::{parse_duration, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
-use metronome_rt::streams::SchedKind;
+use metronome_rt::streams::{parse_share, SchedKind};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use std::net::SocketAddr;
@@ -90,20 +90,6 @@ pub struct ServeArgs {
     /// Budget this send cost per packet instead of measuring it at start-up, e.g. 5us
     #[arg(long, value_parser = parse_duration, help_heading = "Many streams")]
     pub send_cost: Option<Duration>,
-}
-
-/// A share: `95%` or `0.95`.
-pub fn parse_share(s: &str) -> Result<f64, String> {
-    let t = s.trim();
-    let v = match t.strip_suffix('%') {
-        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
-        None => t.parse::<f64>(),
-    }
-    .map_err(|_| format!("'{s}' is not a share; write it like 95% or 0.95"))?;
-    if !(0.01..=1.0).contains(&v) {
-        return Err(format!("'{s}' is outside 1%..100%"));
-    }
-    Ok(v)
 }
 
 pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {

@@ -34,6 +34,16 @@ pub fn realtime_ns() -> u64 {
     read_ns(libc::CLOCK_REALTIME)
 }
 
+/// CPU time of the calling thread, in seconds.
+pub fn thread_cpu_s() -> f64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9
+}
+
+/// CPU time of the whole process (all threads), in seconds.
+pub fn process_cpu_s() -> f64 {
+    read_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e9
+}
+
 /// The run's clock: monotonic time since the run's epoch, and wall-clock time.
 #[derive(Clone, Copy, Debug)]
 pub struct Clock {

@@ -5,13 +5,13 @@
 //! memory locking, timer slack, pinning); [`Pacer::step`] is the per-packet path and allocates
 //! nothing (`crates/rt/tests/pacer_alloc.rs` checks it).
 
-use crate::clock::Clock;
+use crate::clock::{thread_cpu_s, Clock};
 use crate::ring::PacketRing;
 use crate::sender::{PacerKind, SenderConfig, WaitPolicy};
 use crate::thread::{self, Granted, RtPolicy};
 use crate::udp::UdpSender;
 use crate::wait::{WaitMode, Waiter};
-use metronome_sched::{PacingModel, WaitChoice, WaitSelector, WaitSelectorStats};
+use metronome_sched::{PacingModel, WaitSelector, WaitSelectorStats};
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -81,12 +81,7 @@ impl<'a> Pacer<'a> {
         } else {
             let g = thread::make_current_thread_realtime(cfg.rt_policy);
             if let Granted::Deadline { runtime, .. } = g.granted {
-                // Each wake-up gets a fresh budget (the CBS wake-up rule); the spin must fit in
-                // half of it, or the kernel throttles the thread until its next period.
-                let cap = u64::try_from(runtime.as_nanos() / 2).unwrap_or(u64::MAX);
-                waiter_cfg.max_margin_ns = waiter_cfg.max_margin_ns.min(cap);
-                waiter_cfg.initial_margin_ns = waiter_cfg.initial_margin_ns.min(cap);
-                waiter_cfg.min_margin_ns = waiter_cfg.min_margin_ns.min(cap);
+                waiter_cfg.fit_deadline_runtime(runtime);
             }
             g.to_string()
         };
@@ -181,18 +176,8 @@ impl<'a> Pacer<'a> {
 
     /// Switches between sleeping and busy-polling as the wait selector decides.
     fn follow_load(&mut self, now: metronome_time::Timestamp, late: std::time::Duration) {
-        match self.selector.on_sent(now, late) {
-            Some(WaitChoice::BusyPoll) => {
-                // Spinning under SCHED_FIFO would meet RT throttling: spin as an ordinary thread
-                // at the top nice value.
-                thread::spin_at_top_nice();
-                self.waiter.set_mode(WaitMode::BusyPoll);
-            }
-            Some(WaitChoice::SleepSpin) => {
-                thread::switch_policy(self.rt_policy);
-                self.waiter.set_mode(WaitMode::SleepSpin);
-            }
-            None => {}
+        if let Some(choice) = self.selector.on_sent(now, late) {
+            self.waiter.apply_choice(choice, self.rt_policy);
         }
     }
 
@@ -206,15 +191,4 @@ impl<'a> Pacer<'a> {
             memory: self.memory,
         }
     }
-}
-
-/// CPU time of the calling thread, in seconds.
-pub fn thread_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }

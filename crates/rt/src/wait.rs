@@ -16,6 +16,8 @@
 //! No call allocates; the state is a fixed ring of 128 samples. A `Waiter` belongs to one thread.
 
 use crate::clock::mono_ns;
+use crate::thread::{self, RtPolicy};
+use metronome_sched::WaitChoice;
 
 /// How [`Waiter::wait_until`] waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -51,6 +53,18 @@ impl Default for WaiterConfig {
             initial_margin_ns: 200_000,
             quantile: 0.99,
         }
+    }
+}
+
+impl WaiterConfig {
+    /// Fits the margins to a SCHED_DEADLINE reservation of `runtime`: each wake-up gets a fresh
+    /// budget (the CBS wake-up rule), and the spin must fit in half of it, or the kernel
+    /// throttles the thread until its next period.
+    pub fn fit_deadline_runtime(&mut self, runtime: std::time::Duration) {
+        let cap = u64::try_from(runtime.as_nanos() / 2).unwrap_or(u64::MAX);
+        self.max_margin_ns = self.max_margin_ns.min(cap);
+        self.initial_margin_ns = self.initial_margin_ns.min(cap);
+        self.min_margin_ns = self.min_margin_ns.min(cap);
     }
 }
 
@@ -125,6 +139,22 @@ impl Waiter {
     }
 
     /// Switch modes (e.g. to BusyPoll when the host is busy); keeps the margin history.
+    /// Follows a wait selector's choice. Busy-polling runs as an ordinary thread at nice −20
+    /// (spinning under SCHED_FIFO would meet RT throttling); sleeping returns to `rt_policy`.
+    /// Allocates nothing.
+    pub fn apply_choice(&mut self, choice: WaitChoice, rt_policy: RtPolicy) {
+        match choice {
+            WaitChoice::BusyPoll => {
+                thread::spin_at_top_nice();
+                self.set_mode(WaitMode::BusyPoll);
+            }
+            WaitChoice::SleepSpin => {
+                thread::switch_policy(rt_policy);
+                self.set_mode(WaitMode::SleepSpin);
+            }
+        }
+    }
+
     pub fn set_mode(&mut self, mode: WaitMode) {
         self.mode = mode;
     }

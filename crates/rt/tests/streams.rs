@@ -236,7 +236,9 @@ fn the_control_api_adds_lists_refuses_and_removes_streams() {
     assert_eq!(code, 201, "cam1's place is free again");
     api.shutdown();
     let out = server.shutdown();
-    assert!(out.streams.iter().all(|s| s.deadline_misses == 0));
+    for s in &out.streams {
+        assert_eq!(s.deadline_misses, 0, "{s:?}");
+    }
     assert!(received.load(Ordering::Relaxed) > 50);
     stop.store(true, Ordering::Relaxed);
     let _ = std::fs::remove_file(file);

@@ -27,6 +27,7 @@ pub mod pacing;
 pub mod phase;
 pub mod sim;
 pub mod task;
+pub mod throttle_guard;
 pub mod wait_choice;
 
 pub use admission::{
@@ -39,4 +40,5 @@ pub use dispatch::{Dispatcher, Job};
 pub use pacing::{PacingConfig, PacingModel, PacingStats, StallPolicy};
 pub use sim::{simulate, Release, SimOutcome, SimTask, SimTaskOutcome};
 pub use task::{Policy, TaskParams, TaskProblem, MAX_PERIOD};
+pub use throttle_guard::ThrottleGuard;
 pub use wait_choice::{WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats};

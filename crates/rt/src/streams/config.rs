@@ -18,7 +18,7 @@
 //! stream is validated, and names must be unique. Errors name the file, the line and column, and
 //! what to do.
 
-use super::spec::{parse_bitrate, StreamSpec};
+use super::spec::{parse_bitrate, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -293,19 +293,13 @@ fn de_control<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::
 
 fn de_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
     let share = match NumOrText::deserialize(d)? {
-        NumOrText::Int(n) => Some(n as f64),
-        NumOrText::Float(x) => Some(x),
-        NumOrText::Text(s) => {
-            let t = s.trim();
-            match t.strip_suffix('%') {
-                Some(p) => p.trim().parse::<f64>().ok().map(|p| p / 100.0),
-                None => t.parse::<f64>().ok(),
-            }
-        }
+        NumOrText::Int(n) => parse_share(&n.to_string()),
+        NumOrText::Float(x) => parse_share(&x.to_string()),
+        NumOrText::Text(s) => parse_share(&s),
     };
     match share {
-        Some(b) if (0.01..=1.0).contains(&b) => Ok(Some(b)),
-        _ => Err(serde::de::Error::custom(
+        Ok(b) => Ok(Some(b)),
+        Err(_) => Err(serde::de::Error::custom(
             "core_budget must be a share from 1% to 100%: write it like \"95%\" or 0.95",
         )),
     }

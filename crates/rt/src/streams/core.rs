@@ -8,13 +8,14 @@
 //! allocates nothing.
 
 use super::stream::{Cursor, Load, StreamRt};
-use crate::clock::Clock;
-pub use crate::pacer::thread_cpu_s;
+use crate::clock::{thread_cpu_s, Clock};
 use crate::thread::{self, Granted, RtPolicy};
 use crate::wait::{WaitMode, Waiter, WaiterConfig};
 use crossbeam_queue::ArrayQueue;
 use metronome_sched::WaitSelectorStats;
-use metronome_sched::{Dispatcher, Job, Policy, WaitChoice, WaitSelector, WaitSelectorConfig};
+use metronome_sched::{
+    Dispatcher, Job, Policy, ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig,
+};
 use metronome_time::{Distribution, Timestamp};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -23,7 +24,6 @@ use std::time::Duration;
 /// How a core's pacing thread is set up.
 #[derive(Clone, Debug)]
 pub struct CoreConfig {
-    pub index: usize,
     pub policy: Policy,
     pub rt_policy: RtPolicy,
     /// Switch between sleeping and busy-polling as lateness demands (`WaitPolicy::Auto`).
@@ -98,22 +98,6 @@ struct CoreLoop<'a> {
     guard: ThrottleGuard,
 }
 
-/// RT throttling guard: a SCHED_FIFO pacer whose streams leave it almost no time to sleep would
-/// run into the kernel's RT throttling (stopped ~50 ms each second: every stream misses). Every
-/// 100 ms the guard looks at the thread's CPU share; above 80% the thread would barely sleep
-/// anyway, so it busy-polls as an ordinary thread at nice −20 (on its own core when isolated)
-/// for the next 20 s before trying to sleep again.
-struct ThrottleGuard {
-    next_check: Timestamp,
-    cpu_at_check: f64,
-    hold_busy_until: Timestamp,
-    trips: u64,
-}
-
-const GUARD_WINDOW: Duration = Duration::from_millis(100);
-const GUARD_SHARE: f64 = 0.8;
-const GUARD_HOLD: Duration = Duration::from_secs(20);
-
 /// Runs a core's pacing thread until `shared.stop` is set. Call on the thread itself.
 pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResult {
     // SAFETY: gettid has no preconditions.
@@ -122,11 +106,7 @@ pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResu
     let mut waiter_cfg = cfg.waiter;
     let grant = thread::make_current_thread_realtime(cfg.rt_policy);
     if let Granted::Deadline { runtime, .. } = grant.granted {
-        // The spin must fit in the budget of one wake-up (see `Pacer::start`).
-        let cap = u64::try_from(runtime.as_nanos() / 2).unwrap_or(u64::MAX);
-        waiter_cfg.max_margin_ns = waiter_cfg.max_margin_ns.min(cap);
-        waiter_cfg.initial_margin_ns = waiter_cfg.initial_margin_ns.min(cap);
-        waiter_cfg.min_margin_ns = waiter_cfg.min_margin_ns.min(cap);
+        waiter_cfg.fit_deadline_runtime(runtime);
     }
     let mut description = grant.to_string();
     if cfg.lock_memory {
@@ -152,12 +132,7 @@ pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResu
         idle: Vec::with_capacity(cfg.capacity),
         waiter: Waiter::with_config(cfg.first_mode, waiter_cfg),
         selector: WaitSelector::new(cfg.wait_selector),
-        guard: ThrottleGuard {
-            next_check: clock.now() + GUARD_WINDOW,
-            cpu_at_check: cpu_start,
-            hold_busy_until: Timestamp::ZERO,
-            trips: 0,
-        },
+        guard: ThrottleGuard::new(clock.now(), cpu_start),
     };
     shared.ready.store(true, Ordering::Release);
     while !shared.stop.load(Ordering::Relaxed) {
@@ -166,7 +141,7 @@ pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResu
     core.release_all();
     CoreResult {
         cpu_s: thread_cpu_s() - cpu_start,
-        throttle_guard_trips: core.guard.trips,
+        throttle_guard_trips: core.guard.trips(),
         wait_modes: core.selector.stats(clock.now()),
     }
 }
@@ -178,7 +153,7 @@ impl CoreLoop<'_> {
         self.apply_commands();
         self.feed_idle();
         let now = self.clock.now();
-        if self.cfg.auto_wait && now >= self.guard.next_check {
+        if self.cfg.auto_wait && self.guard.due(now) {
             self.check_throttling(now);
         }
         if let Some(job) = self.dispatcher.pop(now) {
@@ -312,17 +287,12 @@ impl CoreLoop<'_> {
         }
     }
 
+    /// Busy-polls when the RT throttling guard says the thread barely sleeps anyway.
     fn check_throttling(&mut self, now: Timestamp) {
-        let cpu = thread_cpu_s();
-        let window = GUARD_WINDOW.as_secs_f64();
-        let share = (cpu - self.guard.cpu_at_check) / window;
-        self.guard.cpu_at_check = cpu;
-        self.guard.next_check = now + GUARD_WINDOW;
-        if share > GUARD_SHARE && self.waiter.mode() == WaitMode::SleepSpin {
-            self.guard.trips += 1;
-            self.guard.hold_busy_until = now + GUARD_HOLD;
-            thread::spin_at_top_nice();
-            self.waiter.set_mode(WaitMode::BusyPoll);
+        let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
+        if self.guard.on_window(now, thread_cpu_s(), sleeping) {
+            self.waiter
+                .apply_choice(WaitChoice::BusyPoll, self.cfg.rt_policy);
         }
     }
 
@@ -330,15 +300,8 @@ impl CoreLoop<'_> {
     /// single-stream pacer does), except while the throttling guard holds busy-polling.
     fn follow_load(&mut self, now: metronome_time::Timestamp, late: Duration) {
         match self.selector.on_sent(now, late) {
-            Some(WaitChoice::SleepSpin) if now < self.guard.hold_busy_until => {}
-            Some(WaitChoice::BusyPoll) => {
-                thread::spin_at_top_nice();
-                self.waiter.set_mode(WaitMode::BusyPoll);
-            }
-            Some(WaitChoice::SleepSpin) => {
-                thread::switch_policy(self.cfg.rt_policy);
-                self.waiter.set_mode(WaitMode::SleepSpin);
-            }
+            Some(WaitChoice::SleepSpin) if self.guard.holds_busy(now) => {}
+            Some(choice) => self.waiter.apply_choice(choice, self.cfg.rt_policy),
             None => {}
         }
     }

@@ -26,5 +26,7 @@ pub use calibrate::Calibration;
 pub use config::{SchedKind, ServeConfig};
 pub use open::task_for;
 pub use server::{CoreRt, ServerConfig, ServerOutcome, StreamServer};
-pub use spec::{format_bitrate, parse_bitrate, parse_duration, SourceSpec, SpecError, StreamSpec};
+pub use spec::{
+    format_bitrate, parse_bitrate, parse_duration, parse_share, SourceSpec, SpecError, StreamSpec,
+};
 pub use status::{ServerStatus, StreamStatus};

@@ -14,7 +14,7 @@ use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
 use super::status::{CoreView, ServerStatus, StreamStatus};
 use super::stream::{lock, StreamRt};
-use crate::clock::Clock;
+use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
 use crate::sender::WaitPolicy;
 use crate::thread::{self, RtPolicy};
@@ -145,7 +145,6 @@ pub(super) struct Running {
     pub rtcp: Vec<RtcpSocket>,
     pub reports: SenderReports,
     pub naive: Option<JoinHandle<()>>,
-    pub started: metronome_time::Timestamp,
 }
 
 pub(super) struct Inner {
@@ -348,7 +347,6 @@ fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreConfig {
     };
     let busy = cfg.wait == WaitPolicy::BusyPoll;
     CoreConfig {
-        index: i,
         policy,
         rt_policy,
         auto_wait: cfg.wait == WaitPolicy::Auto && cfg.rt != CoreRt::Deadline,
@@ -477,7 +475,6 @@ impl Inner {
             None
         };
         Ok(Running {
-            started: rt.epoch,
             rt,
             spec,
             core,
@@ -588,17 +585,6 @@ impl Inner {
             process_cpu_s: process_cpu_s(),
         }
     }
-}
-
-/// CPU time of the whole process (all threads), in seconds.
-pub fn process_cpu_s() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 /// The HTTP control API's view of the server.

@@ -239,6 +239,20 @@ pub fn parse_bitrate(s: &str) -> Result<u64, String> {
     Ok(bps.round() as u64)
 }
 
+/// Parses a share of a core: `95%` or `0.95`, from 1% to 100%.
+pub fn parse_share(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}' is not a share; write it like 95% or 0.95"))?;
+    if !(0.01..=1.0).contains(&v) {
+        return Err(format!("'{s}' is outside 1%..100%"));
+    }
+    Ok(v)
+}
+
 /// Formats a bit rate for people: `4 Mbit/s`.
 pub fn format_bitrate(bps: u64) -> String {
     let v = bps as f64;

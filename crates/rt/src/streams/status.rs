@@ -82,7 +82,7 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         let s = p.stats();
         (s.lateness, s.stalls, s.rebased_ms)
     };
-    let elapsed = clock.now().saturating_since(r.started).as_secs_f64();
+    let elapsed = clock.now().saturating_since(r.rt.epoch).as_secs_f64();
     let bytes = c.bytes.load(Ordering::Relaxed);
     let error = lock(&rt.producer_error).clone();
     let state = if error.is_some() { "failed" } else { state };

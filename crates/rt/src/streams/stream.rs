@@ -132,21 +132,19 @@ impl Cursor {
         let release = self.head.as_ref().map_or(Timestamp::ZERO, |s| s.release);
         let target = lock(&rt.pace).target(release);
         let release = rt.job_release(target);
-        match self.job {
-            Some(j) if j.release == release => {}
+        let job = match self.job {
+            Some(j) if j.release == release => j,
             _ => {
-                self.job = Some(JobTimes {
-                    release,
-                    deadline: release + rt.deadline(),
-                });
                 self.job_missed = false;
                 rt.counters.jobs.fetch_add(1, Ordering::Relaxed);
+                JobTimes {
+                    release,
+                    deadline: release + rt.deadline(),
+                }
             }
-        }
-        Load::Ready(self.job.unwrap_or(JobTimes {
-            release,
-            deadline: release + rt.deadline(),
-        }))
+        };
+        self.job = Some(job);
+        Load::Ready(job)
     }
 
     /// Sends the packet in hand now, to every destination, and accounts for it. Returns its
