@@ -8,6 +8,7 @@ mod demo;
 mod multi;
 mod recv;
 mod report;
+mod sdp;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -29,12 +30,15 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Stream MPEG-TS over RTP: one source to one or more destinations, or many streams under
-    /// EDF/DM scheduling with admission control (--config, --stream, --sched, --control)
-    Serve(serve::ServeArgs),
+    /// EDF/DM scheduling with admission control (--config, --stream, --sched, --control), and
+    /// over RTSP (--rtsp)
+    Serve(Box<serve::ServeArgs>),
     /// Receive an RTP stream, measure it, and answer with receiver reports
     Recv(recv::RecvArgs),
     /// The main job on its built-in default: a paced sender and two receivers on loopback
     Demo(demo::DemoArgs),
+    /// Print the SDP of a declared stream's RTP session (for ffplay, VLC, GStreamer, recv)
+    Sdp(sdp::SdpArgs),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -49,9 +53,10 @@ fn main() -> ExitCode {
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
     }
     let result = match cli.command {
-        Command::Serve(a) => serve::run(a, stop),
+        Command::Serve(a) => serve::run(*a, stop),
         Command::Recv(a) => recv::run(a, stop),
         Command::Demo(a) => demo::run(a, stop),
+        Command::Sdp(a) => sdp::run(a),
         Command::Bench(b) => bench::run(b, stop),
     };
     match result {

@@ -5,6 +5,7 @@ use crate::report::LiveLine;
 use crate::serve::ServeArgs;
 use metronome_rt::clock::mono_ns;
 use metronome_rt::control::ControlServer;
+use metronome_rt::rtsp::{Mounts, RtspService, RtspServiceConfig};
 use metronome_rt::sender::WaitPolicy;
 use metronome_rt::streams::{
     config, format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec,
@@ -23,6 +24,8 @@ pub fn wanted(a: &ServeArgs) -> bool {
         || a.rt_cores.is_some()
         || a.control.is_some()
         || a.link_capacity.is_some()
+        || a.rtsp.is_some()
+        || a.sdp_dir.is_some()
 }
 
 pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
@@ -35,12 +38,22 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         specs.push(parse_stream_arg(s)?);
     }
     let control_addr = a.control.or(file.control);
+    let rtsp_addr = a.rtsp.or(file.rtsp);
     if specs.is_empty() && control_addr.is_none() {
-        specs.push(spec_from_args(&a));
+        specs.push(match rtsp_addr {
+            // Nothing declared: the built-in test source at rtsp://HOST:PORT/test.
+            Some(_) => test_mount(&a),
+            None => spec_from_args(&a),
+        });
     }
     let cfg = server_config(&a, &file);
     let live = LiveLine::new(!a.json);
-    let server = StreamServer::start(cfg)?;
+    // Mounts are checked (and files measured) before anything starts.
+    let mounts = match rtsp_addr {
+        Some(_) => Some(Mounts::from_specs(&specs)?),
+        None => None,
+    };
+    let server = Arc::new(StreamServer::start(cfg)?);
     let cal = server.calibration();
     eprintln!(
         "metronome: send cost {:.1} µs per packet budgeted ({}; measured p50 {:.1} µs, p99 {:.1} µs)",
@@ -50,12 +63,38 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         cal.measured_p99.as_secs_f64() * 1e6,
     );
     for spec in specs {
+        // With RTSP, a stream without destinations is only played on request.
+        if rtsp_addr.is_some() && spec.destination.is_empty() {
+            continue;
+        }
+        if let Some(dir) = &a.sdp_dir {
+            for path in crate::sdp::write_files(&spec, dir)? {
+                eprintln!("metronome: wrote {}", path.display());
+            }
+        }
         let name = spec.name.clone();
         match server.add(spec) {
             Ok(s) => eprintln!("metronome: {}", admitted_line(&s)),
             Err(e) => eprintln!("metronome: '{name}' not started: {}", e.message()),
         }
     }
+    let rtsp = match (rtsp_addr, mounts) {
+        (Some(addr), Some(mounts)) => {
+            let names: Vec<String> = mounts.names().map(String::from).collect();
+            let mut rc = RtspServiceConfig::new(addr);
+            rc.session_timeout = a.rtsp_session_timeout;
+            rc.idle_timeout = a.rtsp_idle_timeout;
+            let service = RtspService::start(rc, server.clone(), mounts)?;
+            for n in names {
+                eprintln!(
+                    "metronome: serving rtsp://{}/{n}",
+                    shown_addr(service.local_addr())
+                );
+            }
+            Some(service)
+        }
+        _ => None,
+    };
     let control = match control_addr {
         Some(addr) => {
             let c = ControlServer::start(addr, server.control()).map_err(|e| {
@@ -78,7 +117,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         if stop.load(Ordering::Relaxed) || a.duration.is_some_and(|d| elapsed() >= d) {
             break;
         }
-        if control.is_none() && server.running() == 0 {
+        if control.is_none() && rtsp.is_none() && server.running() == 0 {
             break;
         }
         if elapsed() >= next_status {
@@ -91,6 +130,11 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     if let Some(c) = control {
         c.shutdown();
     }
+    if let Some(r) = rtsp {
+        r.shutdown();
+    }
+    let server = Arc::try_unwrap(server)
+        .map_err(|_| "internal error: the stream server is still in use at shutdown")?;
     let outcome = server.shutdown();
     if a.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
@@ -124,6 +168,37 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
     };
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
     cfg
+}
+
+/// The mount served when RTSP is on and nothing is declared: the test source.
+fn test_mount(a: &ServeArgs) -> StreamSpec {
+    let mut s = spec_from_args(a);
+    // The file's name (letters, digits, '-', '_' kept), or `test` for the test source.
+    s.name = a
+        .source
+        .input
+        .as_ref()
+        .and_then(|p| p.file_stem())
+        .map(|n| {
+            n.to_string_lossy()
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || "-_".contains(*c))
+                .take(40)
+                .collect::<String>()
+        })
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "test".into());
+    s.destination.clear();
+    s
+}
+
+/// An address to show in a URL: the machine's loopback when bound to any address.
+fn shown_addr(a: std::net::SocketAddr) -> std::net::SocketAddr {
+    if a.ip().is_unspecified() {
+        std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), a.port())
+    } else {
+        a
+    }
 }
 
 /// One stream from the single-stream arguments (positional URLs and the source options).
@@ -164,7 +239,7 @@ pub fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
     let spec: StreamSpec = toml::Value::Table(table)
         .try_into()
         .map_err(|e| format!("--stream '{s}': {e}"))?;
-    spec.validate().map_err(|e| e.to_string())?;
+    spec.validate_settings().map_err(|e| e.to_string())?;
     Ok(spec)
 }
 
@@ -239,6 +314,19 @@ fn summary(o: &ServerOutcome) -> String {
         if let Some(e) = &st.error {
             let _ = writeln!(out, "  error: {e}");
         }
+        // What the receivers said in their reports (RTSP clients send them too).
+        for r in &st.receivers {
+            let _ = writeln!(
+                out,
+                "  receiver {} ({}): {} reports, lost {}, jitter {:.2} ms, rtt {}",
+                r.addr,
+                r.cname.as_deref().unwrap_or("no cname"),
+                r.reports,
+                r.cumulative_lost,
+                r.jitter_ms,
+                r.rtt_ms.map_or("unknown".into(), |v| format!("{v:.2} ms")),
+            );
+        }
     }
     let l = &s.lateness;
     let _ = writeln!(
@@ -265,7 +353,7 @@ mod tests {
         assert_eq!(s.period, Some(Duration::from_millis(15)));
         assert_eq!(s.fps, Some(25));
         assert!(s.looping);
-        assert!(parse_stream_arg("name=x").is_err(), "no destination");
+        assert!(parse_stream_arg("name=x").is_ok(), "RTSP only");
         assert!(parse_stream_arg("cam1").unwrap_err().contains("KEY=VALUE"));
         assert!(parse_stream_arg("name=x,dest=rtp://a:1,perod=1ms").is_err());
     }

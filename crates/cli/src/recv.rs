@@ -1,20 +1,41 @@
 //! `metronome recv`: receive, measure, report.
+//!
+//! What to receive is one of:
+//! - `rtp://…`: listen there (see `metronome_rt::url`);
+//! - a `.sdp` file: its first media, on its connection address and port (a multicast group is
+//!   joined), with the payload type the SDP gives;
+//! - `rtsp://HOST[:PORT]/PATH`: DESCRIBE, SETUP (UDP unicast, multicast or TCP interleaved),
+//!   PLAY, keep-alives, and TEARDOWN at the end.
 
 use crate::args::parse_duration;
 use crate::report::{print_outcome, receiver_summary, LiveLine};
-use clap::Args;
-use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
+use clap::{Args, ValueEnum};
+use metronome_rt::receiver::{
+    run_datagrams, Receiver, ReceiverOutcome, ReceiverRunConfig, ReceiverRunConfig as Cfg,
+    RecvError,
+};
+use metronome_rt::rtsp_client::{
+    InterleavedSource, RtspClient, RtspClientConfig, Transport, TransportRequest,
+};
+use metronome_rt::udp::UdpError;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
-use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use metronome_time::MediaClock;
+use metronome_wire::sdp::{MediaDescription, SessionDescription, MAX_SDP_BYTES};
+use std::io::Read;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+type BoxError = Box<dyn std::error::Error>;
+
 #[derive(Args, Debug)]
 pub struct RecvArgs {
-    /// Where to listen: rtp://:PORT, rtp://ADDR:PORT, or rtp://GROUP:PORT?iface=ADDR (multicast)
-    #[arg(value_name = "URL")]
+    /// What to receive: rtp://:PORT, rtp://ADDR:PORT, rtp://GROUP:PORT?iface=ADDR (multicast),
+    /// an SDP file (FILE.sdp), or an RTSP URL (rtsp://HOST:PORT/PATH)
+    #[arg(value_name = "URL|FILE.sdp")]
     pub url: String,
     /// Stop after this long (seconds, or 500ms, 2s)
     #[arg(long, value_parser = parse_duration)]
@@ -37,26 +58,300 @@ pub struct RecvArgs {
     /// Track up to this many sources (SSRCs) on the port, each measured on its own
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_sources: u32,
+    /// For rtsp:// URLs: how the media comes (UDP to ports bound here, the server's multicast
+    /// group, or interleaved on the RTSP connection)
+    #[arg(long, value_enum, default_value_t = RtspTransport::Udp)]
+    pub rtsp_transport: RtspTransport,
+    /// The interface (its IPv4 address) to join a multicast group on, for an SDP file or RTSP
+    /// multicast. Default: for RTSP, the interface of the RTSP connection; else the kernel's
+    /// choice
+    #[arg(long, value_name = "ADDR")]
+    pub iface: Option<Ipv4Addr>,
 }
 
-pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RtspTransport {
+    Udp,
+    Tcp,
+    Multicast,
+}
+
+pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+    if a.url
+        .get(..7)
+        .is_some_and(|s| s.eq_ignore_ascii_case("rtsp://"))
+    {
+        return run_rtsp(&a, &stop);
+    }
+    if is_sdp_file(&a.url) {
+        return run_sdp(&a, &stop);
+    }
     let url = RtpUrl::parse_source(&a.url)?;
-    let mut cfg = ReceiverRunConfig::new(url);
-    cfg.duration = a.duration;
-    cfg.packets = a.packets;
-    cfg.trace = a.trace.clone();
-    cfg.output = a.output.clone();
+    let mut cfg = config(&a, url);
     if a.any_payload {
         cfg.session.payload = PayloadKind::Any;
     }
-    cfg.session.ssrc = crate::serve::fresh_seed() as u32;
-    cfg.session.max_sources = a.max_sources as usize;
     let receiver = Receiver::open(cfg)?;
     // Said once the sockets are bound (and the group joined): a script may start sending now.
     eprintln!("metronome: listening on {}", a.url);
     let live = LiveLine::new(true);
-    let outcome = receiver.run(&stop, |s| live.show(&s.status_line()))?;
+    let outcome = receiver.run(&stop, live_status(&live));
     live.finish();
+    finish(&a, outcome?)
+}
+
+/// A `.sdp` path, or any existing file that is not a URL.
+fn is_sdp_file(s: &str) -> bool {
+    !s.contains("://") && (s.to_ascii_lowercase().ends_with(".sdp") || Path::new(s).is_file())
+}
+
+/// The run configuration every mode shares.
+fn config(a: &RecvArgs, source: RtpUrl) -> ReceiverRunConfig {
+    let mut cfg = ReceiverRunConfig::new(source);
+    cfg.duration = a.duration;
+    cfg.packets = a.packets;
+    cfg.trace = a.trace.clone();
+    cfg.output = a.output.clone();
+    cfg.session.ssrc = crate::serve::fresh_seed() as u32;
+    cfg.session.max_sources = a.max_sources as usize;
+    cfg
+}
+
+/// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
+/// in any-payload mode, on the media's clock.
+fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
+    let mp2t = m.is_mp2t() && m.payload_type == 33 && !a.any_payload;
+    cfg.session.payload = if mp2t {
+        PayloadKind::Mp2t
+    } else {
+        PayloadKind::Any
+    };
+    cfg.session.clock = MediaClock::new(m.clock_rate);
+    if !mp2t && !a.any_payload {
+        eprintln!(
+            "metronome: payload type {} is {}/{}, not MPEG-TS: measuring RTP only (any-payload mode)",
+            m.payload_type, m.encoding, m.clock_rate
+        );
+    }
+}
+
+fn live_status(live: &LiveLine) -> impl FnMut(&metronome_session::receiver::ReceiverSession) + '_ {
+    move |s| live.show(&s.status_line())
+}
+
+fn finish(a: &RecvArgs, outcome: ReceiverOutcome) -> Result<(), BoxError> {
     print_outcome(a.json, &outcome, receiver_summary)?;
     Ok(())
+}
+
+fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
+    let path = a.url.as_str();
+    let sdp = read_sdp(path)?;
+    let Some(m) = sdp.media.first() else {
+        return Err(format!("{path}: no m= line: the SDP describes no media to receive").into());
+    };
+    if sdp.media.len() > 1 {
+        eprintln!(
+            "metronome: {path} has {} media; receiving the first (m={} {})",
+            sdp.media.len(),
+            m.media,
+            m.port
+        );
+    }
+    if m.port == 0 {
+        return Err(format!(
+            "{path}: the media's port is 0, as in an RTSP DESCRIBE answer: receive it with metronome recv rtsp://SERVER/PATH"
+        )
+        .into());
+    }
+    let Some(c) = m.connection_or(&sdp) else {
+        return Err(format!(
+            "{path}: no c= line for the media or the session: add one, e.g. c=IN IP4 127.0.0.1"
+        )
+        .into());
+    };
+    let at = SocketAddr::new(c.addr, m.port);
+    let url = if c.addr.is_multicast() {
+        RtpUrl::multicast(at, a.iface)
+    } else {
+        // 0.0.0.0 / ::, loopback or an address of this machine: listen there.
+        if let Err(e) = std::net::UdpSocket::bind(SocketAddr::new(c.addr, 0)) {
+            if e.kind() == std::io::ErrorKind::AddrNotAvailable {
+                return Err(format!(
+                    "{path}: c= address {} is neither a multicast group nor an address of this machine: the SDP describes a stream sent to another host",
+                    c.addr
+                )
+                .into());
+            }
+        }
+        RtpUrl::unicast(at)
+    };
+    let mut cfg = config(a, url);
+    apply_media(&mut cfg, a, m);
+    let receiver = Receiver::open(cfg).map_err(|e| format!("{path}: {e}"))?;
+    eprintln!(
+        "metronome: listening on {url} (from {path}: {} payload type {})",
+        m.encoding, m.payload_type
+    );
+    let live = LiveLine::new(true);
+    let outcome = receiver.run(stop, live_status(&live));
+    live.finish();
+    finish(a, outcome?)
+}
+
+fn read_sdp(path: &str) -> Result<SessionDescription, BoxError> {
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    let mut text = String::new();
+    f.take(MAX_SDP_BYTES as u64 + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| format!("cannot read {path}: {e} (an SDP is UTF-8 text)"))?;
+    Ok(SessionDescription::parse(&text).map_err(|e| format!("{path}: {e}"))?)
+}
+
+fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
+    let mut client = RtspClient::connect(&a.url, &RtspClientConfig::default())?;
+    if let Err(e) = client.options() {
+        // A server that does not answer OPTIONS may still DESCRIBE; anything else is fatal.
+        if !matches!(e.status(), Some(405 | 501)) {
+            return Err(e.into());
+        }
+    }
+    let d = client.describe()?;
+    let m = d.sdp.media[0].clone();
+    let media_url = d.media_url(0)?;
+    let aggregate = d.aggregate_url();
+    let shown = client.url().to_string();
+    // Where RTP comes in is only known once bound (UDP) or set up (multicast).
+    let mut cfg = config(a, RtpUrl::unicast(SocketAddr::new(unspecified(&m), 0)));
+    apply_media(&mut cfg, a, &m);
+    match a.rtsp_transport {
+        RtspTransport::Udp => {
+            let (receiver, port) = open_even_port(&cfg)?;
+            let reply = client.setup(&media_url, TransportRequest::Udp { rtp_port: port })?;
+            client.play(&aggregate)?;
+            eprintln!(
+                "metronome: listening on rtp://:{port} for {shown} (RTSP session {}, UDP{})",
+                reply.session,
+                match reply.transport {
+                    Transport::Udp {
+                        server_rtp_port: Some(p),
+                        ..
+                    } => format!(" from server port {p}"),
+                    _ => String::new(),
+                }
+            );
+            receive_udp(a, client, receiver, stop)
+        }
+        RtspTransport::Multicast => {
+            let reply = client.setup(&media_url, TransportRequest::Multicast)?;
+            let Transport::Multicast {
+                group, rtp_port, ..
+            } = reply.transport
+            else {
+                return Err(format!("{shown}: SETUP did not give a multicast group").into());
+            };
+            let iface = a.iface.or(match client.local_addr().map(|l| l.ip()) {
+                Some(IpAddr::V4(v4)) => Some(v4),
+                _ => None,
+            });
+            cfg.source = RtpUrl::multicast(SocketAddr::new(group, rtp_port), iface);
+            let receiver = Receiver::open(cfg)?;
+            client.play(&aggregate)?;
+            eprintln!(
+                "metronome: listening on {} for {shown} (RTSP session {}, multicast)",
+                SocketAddr::new(group, rtp_port),
+                reply.session
+            );
+            receive_udp(a, client, receiver, stop)
+        }
+        RtspTransport::Tcp => {
+            let reply = client.setup(&media_url, TransportRequest::Tcp)?;
+            let Transport::Interleaved {
+                rtp_channel,
+                rtcp_channel,
+            } = reply.transport
+            else {
+                return Err(format!("{shown}: SETUP did not give interleaved channels").into());
+            };
+            client.play(&aggregate)?;
+            eprintln!(
+                "metronome: listening on {shown} (RTSP session {}, TCP interleaved channels {rtp_channel}-{rtcp_channel})",
+                reply.session
+            );
+            let mut src = InterleavedSource::new(client, rtp_channel, rtcp_channel);
+            let live = LiveLine::new(true);
+            let outcome = run_datagrams(&cfg, &mut src, stop, live_status(&live));
+            live.finish();
+            let mut client = src.into_client();
+            if let Err(e) = client.teardown() {
+                eprintln!("metronome: warning: {e}");
+            }
+            finish(a, outcome?)
+        }
+    }
+}
+
+/// Receives on UDP while a thread keeps the RTSP session alive; TEARDOWN at the end.
+fn receive_udp(
+    a: &RecvArgs,
+    client: RtspClient,
+    receiver: Receiver,
+    stop: &AtomicBool,
+) -> Result<(), BoxError> {
+    let done = Arc::new(AtomicBool::new(false));
+    let d = done.clone();
+    let keeper = std::thread::Builder::new()
+        .name("rtsp-keepalive".into())
+        .spawn(move || client.keep_alive_until(&d))?;
+    let live = LiveLine::new(true);
+    let outcome = receiver.run(stop, live_status(&live));
+    live.finish();
+    done.store(true, Ordering::Relaxed);
+    match keeper.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("metronome: warning: {e}"),
+        Err(_) => eprintln!("metronome: warning: the RTSP keep-alive thread panicked"),
+    }
+    finish(a, outcome?)
+}
+
+fn unspecified(m: &MediaDescription) -> IpAddr {
+    match m.connection.map(|c| c.addr) {
+        Some(IpAddr::V6(_)) => Ipv6Addr::UNSPECIFIED.into(),
+        _ => Ipv4Addr::UNSPECIFIED.into(),
+    }
+}
+
+/// Binds the receiver on an even port with its RTCP neighbour (RFC 3550 §11), as
+/// `client_port=P-(P+1)` promises.
+fn open_even_port(cfg: &Cfg) -> Result<(Receiver, u16), RecvError> {
+    let ip = cfg.source.addr.ip();
+    const ATTEMPTS: usize = 32;
+    for attempt in 1..=ATTEMPTS {
+        let probe = std::net::UdpSocket::bind(SocketAddr::new(ip, 0))
+            .map_err(|e| RecvError::Io(ip.to_string(), e))?;
+        let port = probe
+            .local_addr()
+            .map_err(|e| RecvError::Io(ip.to_string(), e))?
+            .port()
+            & !1;
+        drop(probe);
+        if port < 1024 || port == u16::MAX - 1 {
+            continue;
+        }
+        let mut c = cfg.clone();
+        c.source = RtpUrl::unicast(SocketAddr::new(ip, port));
+        match Receiver::open(c) {
+            Ok(r) => return Ok((r, port)),
+            Err(RecvError::Udp(UdpError::Bind { .. })) if attempt < ATTEMPTS => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(RecvError::Io(
+        ip.to_string(),
+        std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!("no free even/odd UDP port pair found in {ATTEMPTS} tries"),
+        ),
+    ))
 }

@@ -87,6 +87,20 @@ pub struct ServeArgs {
     /// Serve the HTTP/JSON control API here (GET/POST /streams, DELETE /streams/NAME)
     #[arg(long, value_name = "ADDR", help_heading = "Many streams")]
     pub control: Option<SocketAddr>,
+    /// Serve every stream over RTSP here (rtsp://HOST:PORT/NAME); with no stream declared, the
+    /// built-in test source at rtsp://HOST:PORT/test
+    #[arg(long, value_name = "ADDR", help_heading = "RTSP")]
+    pub rtsp: Option<SocketAddr>,
+    /// Tear an RTSP session down after this long without a request or receiver report
+    #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
+    pub rtsp_session_timeout: Duration,
+    /// Close an RTSP connection that has no session after this long without a byte
+    #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
+    pub rtsp_idle_timeout: Duration,
+    /// Write an SDP file for each pushed stream into this directory (NAME.sdp), for
+    /// `ffplay NAME.sdp`, VLC, GStreamer's sdpdemux or `metronome recv NAME.sdp`
+    #[arg(long, value_name = "DIR", help_heading = "Many streams")]
+    pub sdp_dir: Option<PathBuf>,
     /// Budget this send cost per packet instead of measuring it at start-up, e.g. 5us
     #[arg(long, value_parser = parse_duration, help_heading = "Many streams")]
     pub send_cost: Option<Duration>,

@@ -1,15 +1,14 @@
 //! The `metronome` binary end to end on loopback: real sockets, real threads, ffprobe on the
 //! result. Every run is bounded (a few seconds) and stops by itself.
 
+mod common;
+
+use common::{bin, port_pair};
 use serde_json::Value;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_metronome"))
-}
 
 fn json(out: &Output) -> Value {
     assert!(
@@ -20,25 +19,6 @@ fn json(out: &Output) -> Value {
     );
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-/// An even port whose RTCP neighbour is free too.
-fn port_pair() -> u16 {
-    for _ in 0..100 {
-        let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-            & !1;
-        if p > 1024
-            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).is_ok()
-            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)).is_ok()
-        {
-            return p;
-        }
-    }
-    panic!("no free port pair");
 }
 
 fn tmp(name: &str) -> PathBuf {

@@ -14,12 +14,14 @@ pub mod analyze;
 pub mod h264;
 pub mod pattern;
 pub mod psi;
+pub mod seek;
 pub mod testsrc;
 pub mod tsfile;
 pub mod tsmux;
 
 pub use analyze::{TsAnalyzer, TsReport};
 pub use pattern::{Frame, Scene, TestPattern};
+pub use seek::{duration_of, Seeked};
 pub use testsrc::{TestSource, TestSourceConfig};
 pub use tsfile::{FileStats, TsFileSource};
 pub use tsmux::{MuxStats, TsMuxConfig, TsMuxer};

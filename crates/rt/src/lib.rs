@@ -15,12 +15,18 @@
 //! - `pacer`: the pacing thread's per-packet work (no allocation), and its set-up.
 //! - `sender`: one stream: producer thread → ring → real-time pacer → sockets; RTCP and status.
 //! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
+//! - `rtsp`: the RTSP server (connections, and the media side of each session on the stream
+//!   server); `interleaved`: the queue in front of a connection that carries media too;
+//!   `rtsp_client`: the client `metronome recv rtsp://…` uses.
 
 pub mod clock;
 pub mod control;
+pub mod interleaved;
 pub mod pacer;
 pub mod receiver;
 pub mod ring;
+pub mod rtsp;
+pub mod rtsp_client;
 pub mod run;
 pub mod sender;
 pub mod streams;

@@ -11,4 +11,5 @@
 
 pub mod interval;
 pub mod receiver;
+pub mod rtsp;
 pub mod sender;

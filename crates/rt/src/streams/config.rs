@@ -5,6 +5,7 @@
 //! rt_cores = 1
 //! link_capacity = "1gbit"
 //! control = "127.0.0.1:8089"    # the HTTP control API address
+//! rtsp = "0.0.0.0:8554"         # serve every stream as rtsp://HOST:8554/NAME
 //! core_budget = "95%"           # or 0.95
 //!
 //! [[stream]]
@@ -15,7 +16,8 @@
 //! ```
 //!
 //! Every setting is optional (the command line overrides them). Unknown keys are errors, every
-//! stream is validated, and names must be unique. Errors name the file, the line and column, and
+//! stream is validated, and names must be unique. A stream without a destination is only served
+//! over RTSP. Errors name the file, the line and column, and
 //! what to do.
 
 use super::spec::{parse_bitrate, parse_share, StreamSpec};
@@ -84,6 +86,8 @@ pub struct ServeConfig {
     pub link_capacity: Option<u64>,
     /// `control`: the address of the HTTP control API.
     pub control: Option<SocketAddr>,
+    /// `rtsp`: the address of the RTSP server.
+    pub rtsp: Option<SocketAddr>,
     /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
     pub core_budget: Option<f64>,
     /// The `[[stream]]` tables, in file order; each validated, names unique.
@@ -207,7 +211,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
     for s in raw.stream {
         let offset = Some(s.span().start);
         let spec = s.into_inner();
-        if let Err(e) = spec.validate() {
+        if let Err(e) = spec.validate_settings() {
             return Err(err(Invalid, e.0).at(text, offset));
         }
         if !names.insert(spec.name.clone()) {
@@ -224,6 +228,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         rt_cores: raw.rt_cores,
         link_capacity: raw.link_capacity,
         control: raw.control,
+        rtsp: raw.rtsp,
         core_budget: raw.core_budget,
         streams,
     })
@@ -240,6 +245,8 @@ struct RawConfig {
     link_capacity: Option<u64>,
     #[serde(default, deserialize_with = "de_control")]
     control: Option<SocketAddr>,
+    #[serde(default, deserialize_with = "de_rtsp")]
+    rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
     core_budget: Option<f64>,
     #[serde(default)]
@@ -286,6 +293,16 @@ fn de_control<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::
     s.trim().parse().map(Some).map_err(|_| {
         serde::de::Error::custom(format!(
             "control = \"{}\" is not an address: write it like \"127.0.0.1:8089\"",
+            s.escape_debug()
+        ))
+    })
+}
+
+fn de_rtsp<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    let s = String::deserialize(d)?;
+    s.trim().parse().map(Some).map_err(|_| {
+        serde::de::Error::custom(format!(
+            "rtsp = \"{}\" is not an address: write it like \"0.0.0.0:8554\"",
             s.escape_debug()
         ))
     })

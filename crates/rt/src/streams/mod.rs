@@ -15,6 +15,7 @@ pub mod config;
 pub mod core;
 pub mod naive;
 mod open;
+pub mod outlet;
 pub mod producer;
 mod rtcp;
 pub mod server;
@@ -25,6 +26,7 @@ pub mod stream;
 pub use calibrate::Calibration;
 pub use config::{SchedKind, ServeConfig};
 pub use open::task_for;
+pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 pub use server::{CoreRt, ServerConfig, ServerOutcome, StreamServer};
 pub use spec::{
     format_bitrate, parse_bitrate, parse_duration, parse_share, SourceSpec, SpecError, StreamSpec,

@@ -2,6 +2,7 @@
 //! derived from the media and the calibrated send cost, its sockets and ring in place.
 
 use super::calibrate::Calibration;
+use super::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 use super::server::ServerConfig;
 use super::spec::{format_bitrate, SourceSpec, StreamSpec};
 use super::stream::{StreamCounters, StreamRt};
@@ -10,7 +11,7 @@ use crate::control::ControlError;
 use crate::ring::PacketRing;
 use crate::udp::{RtcpSocket, SocketOptions, UdpSender};
 use crate::url::RtpUrl;
-use metronome_media::{TestSource, TestSourceConfig, TsFileSource, TsSource};
+use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSource};
 use metronome_sched::phase::staggered_start;
 use metronome_sched::{PacingConfig, PacingModel, TaskParams};
 use metronome_session::sender::{
@@ -34,14 +35,14 @@ pub(super) struct Opened {
     pub core: usize,
     pub source: Box<dyn TsSource>,
     pub packetizer: Mp2tPacketizer,
-    pub rtcp: Vec<RtcpSocket>,
+    pub rtcp: Vec<RtcpOut>,
     pub reports: SenderReports,
     pub description: String,
-    pub ssrc: u32,
+    pub start: StartInfo,
 }
 
-/// The task a stream of `ts_bitrate` MPEG-TS is, as [`task_for`] derives it.
-pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, cal: &Calibration) -> TaskParams {
+/// The task a stream of `ts_bitrate` MPEG-TS sent to `dests` destinations is.
+pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibration) -> TaskParams {
     let pps = ts_bitrate.max(1) as f64 / (8.0 * PAYLOAD as f64);
     let interval = Duration::from_secs_f64(1.0 / pps);
     let period = spec.period.unwrap_or(interval);
@@ -49,7 +50,7 @@ pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, cal: &Calibration) -> TaskPa
     let per_job = (period.as_secs_f64() / interval.as_secs_f64() - 1e-9)
         .ceil()
         .max(1.0) as u32;
-    let dests = spec.destination.len().max(1) as u32;
+    let dests = dests.max(1) as u32;
     let cost = spec
         .cost
         .unwrap_or(cal.per_packet * per_job * dests + cal.per_job);
@@ -64,7 +65,8 @@ pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, cal: &Calibration) -> TaskPa
 }
 
 /// Opens the source, derives the task, asks `admit` for a core, then opens the sockets and
-/// allocates the ring (only for an admitted stream). On an error after `admit` succeeded the
+/// allocates the ring (only for an admitted stream). A stream an RTSP session starts brings its
+/// transport (`outlet`) instead of `rtp://` destinations. On an error after `admit` succeeded the
 /// caller releases the admission.
 pub(super) fn open_stream(
     spec: &StreamSpec,
@@ -72,6 +74,7 @@ pub(super) fn open_stream(
     cfg: &ServerConfig,
     cal: &Calibration,
     clock: &Clock,
+    outlet: Option<SessionOutlet>,
     admit: impl FnOnce(TaskParams) -> Result<usize, ControlError>,
 ) -> Result<Opened, ControlError> {
     let destinations = spec
@@ -80,7 +83,11 @@ pub(super) fn open_stream(
         .map(|d| RtpUrl::parse_destination(d))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
-    let source = open_source(spec)?;
+    let next_seq = outlet.as_ref().and_then(|o| o.next_seq);
+    let mut source = open_source(spec)?;
+    if let Some(from) = outlet.as_ref().map(|o| o.from).filter(|f| !f.is_zero()) {
+        source = Box::new(Seeked::new(source, from));
+    }
     let description = source.describe();
     let ts_bitrate = spec.bitrate.or(source.nominal_bitrate()).ok_or_else(|| {
         ControlError::Invalid(format!(
@@ -88,36 +95,38 @@ pub(super) fn open_stream(
             spec.name
         ))
     })?;
-    let task = task_for(spec, ts_bitrate, cal);
-    let core = admit(task)?;
-    let senders = destinations
-        .iter()
-        .map(|d| UdpSender::open(d, &SocketOptions::default()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
-    let rtcp_opts = SocketOptions {
-        buffer_bytes: 256 << 10,
-        read_timeout: None,
+    let dests = if outlet.is_some() {
+        1
+    } else {
+        destinations.len()
     };
-    let rtcp = destinations
-        .iter()
-        .map(|d| RtcpSocket::open_for_sender(d, &rtcp_opts))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
-    for s in &rtcp {
-        s.socket().set_nonblocking(true).map_err(|e| {
-            ControlError::Internal(format!("stream '{}': RTCP socket: {e}", spec.name))
-        })?;
+    let task = task_for(spec, ts_bitrate, dests, cal);
+    let core = admit(task)?;
+    let (outputs, rtcp) = match outlet {
+        Some(o) => (vec![o.media], vec![o.rtcp]),
+        None => udp_outputs(spec, &destinations)?,
+    };
+    for r in &rtcp {
+        if let RtcpOut::Udp(s) = r {
+            s.socket().set_nonblocking(true).map_err(|e| {
+                ControlError::Internal(format!("stream '{}': RTCP socket: {e}", spec.name))
+            })?;
+        }
     }
     let seed = splitmix(cfg.seed ^ id.rotate_left(17));
     let ssrc = spec.ssrc.unwrap_or(seed as u32);
     // Staggered on the period so that streams do not release together (see `sched::phase`).
     let epoch = staggered_start(clock.now() + cfg.preroll, task.period, id);
     let rtp_ts_base = (seed >> 32) as u32;
+    let start = StartInfo {
+        ssrc,
+        seq: next_seq.unwrap_or((seed >> 16) as u16),
+        rtptime: rtp_ts_base,
+    };
     let packetizer = Mp2tPacketizer::new(
         PacketizerConfig {
             send_time_ext: spec.send_time,
-            ..PacketizerConfig::mp2t(ssrc, (seed >> 16) as u16, rtp_ts_base)
+            ..PacketizerConfig::mp2t(ssrc, start.seq, rtp_ts_base)
         },
         epoch,
     );
@@ -144,7 +153,7 @@ pub(super) fn open_stream(
             spec.ring.unwrap_or(cfg.default_ring),
             PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN,
         ),
-        senders,
+        outputs,
         send_time_ext: spec.send_time,
         counters: StreamCounters::default(),
         pace: Mutex::new(PacingModel::new(PacingConfig::default())),
@@ -161,8 +170,32 @@ pub(super) fn open_stream(
         rtcp,
         reports,
         description: format!("{description} at {}", format_bitrate(ts_bitrate)),
-        ssrc,
+        start,
     })
+}
+
+/// One UDP socket and one RTCP socket per `rtp://` destination.
+fn udp_outputs(
+    spec: &StreamSpec,
+    destinations: &[RtpUrl],
+) -> Result<(Vec<MediaOut>, Vec<RtcpOut>), ControlError> {
+    let invalid =
+        |e: crate::udp::UdpError| ControlError::Invalid(format!("stream '{}': {e}", spec.name));
+    let rtcp_opts = SocketOptions {
+        buffer_bytes: 256 << 10,
+        read_timeout: None,
+    };
+    let mut media = Vec::new();
+    let mut rtcp = Vec::new();
+    for d in destinations {
+        media.push(MediaOut::Udp(Arc::new(
+            UdpSender::open(d, &SocketOptions::default()).map_err(invalid)?,
+        )));
+        rtcp.push(RtcpOut::Udp(Arc::new(
+            RtcpSocket::open_for_sender(d, &rtcp_opts).map_err(invalid)?,
+        )));
+    }
+    Ok((media, rtcp))
 }
 
 fn open_source(spec: &StreamSpec) -> Result<Box<dyn TsSource>, ControlError> {
@@ -212,7 +245,7 @@ mod tests {
     fn task_parameters_follow_the_media_and_the_declared_period() {
         let cal = Calibration::fixed(Duration::from_micros(5));
         let spec = StreamSpec::new("a", vec!["rtp://127.0.0.1:5004".into()]);
-        let t = task_for(&spec, 4_000_000, &cal);
+        let t = task_for(&spec, 4_000_000, 1, &cal);
         // 4 Mbit/s of TS in 1316-byte payloads: 379.9 packets/s, one per job.
         assert!((t.period.as_secs_f64() - 1316.0 * 8.0 / 4e6).abs() < 1e-9);
         assert_eq!(t.deadline, t.period);
@@ -222,7 +255,7 @@ mod tests {
         let mut paper = spec.clone();
         paper.period = Some(Duration::from_millis(15));
         paper.deadline = Some(Duration::from_millis(10));
-        let t = task_for(&paper, 4_000_000, &cal);
+        let t = task_for(&paper, 4_000_000, 1, &cal);
         // 15 ms of 4 Mbit/s is 5.7 packets: a job carries up to 6.
         assert_eq!(t.cost, Duration::from_micros(6 * 5 + 1));
         assert_eq!(t.deadline, Duration::from_millis(10));

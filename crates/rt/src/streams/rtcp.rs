@@ -28,7 +28,7 @@ pub(super) fn run(inner: &Inner) {
         for name in ended {
             let running = lock(&inner.streams).remove(&name);
             if let Some(mut r) = running {
-                inner.stop_stream(&mut r);
+                inner.stop_stream(&mut r, true);
                 let status = super::status::stream_status(&r, "ended", &inner.clock);
                 inner.remember(status);
             }
@@ -43,13 +43,13 @@ fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     let now = clock.now();
     if let Some(n) = r.reports.poll_transmit(now, clock.wall(), buf) {
         for s in &r.rtcp {
-            let _ = s.send(&buf[..n]);
+            s.send(&buf[..n]);
         }
     }
     for s in &r.rtcp {
         // A bounded drain: a flood on one stream's RTCP port cannot hold up the others.
         for _ in 0..64 {
-            let Ok(meta) = s.recv(buf) else { break };
+            let Some(meta) = s.recv(buf) else { break };
             let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
             r.reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
         }
@@ -74,7 +74,7 @@ pub(super) fn bye(r: &mut Running, clock: &Clock) {
     record_sent(&mut r.reports, &r.rt);
     if let Some(n) = r.reports.bye(clock.now(), clock.wall(), &mut buf) {
         for s in &r.rtcp {
-            let _ = s.send(&buf[..n]);
+            s.send(&buf[..n]);
         }
     }
 }

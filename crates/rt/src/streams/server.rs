@@ -10,6 +10,7 @@ use super::config::SchedKind;
 use super::core::{run_core, Command, CoreConfig, CoreResult, CoreShared};
 use super::naive::spawn_naive;
 use super::open::{open_stream, Opened};
+use super::outlet::{SessionOutlet, StartInfo};
 use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
 use super::status::{CoreView, ServerStatus, StreamStatus};
@@ -18,7 +19,6 @@ use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
 use crate::sender::WaitPolicy;
 use crate::thread::{self, RtPolicy};
-use crate::udp::RtcpSocket;
 use crate::wait::{WaitMode, WaiterConfig};
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
 use metronome_session::sender::SenderReports;
@@ -142,7 +142,7 @@ pub(super) struct Running {
     pub core: usize,
     pub source: String,
     pub ssrc: u32,
-    pub rtcp: Vec<RtcpSocket>,
+    pub rtcp: Vec<super::outlet::RtcpOut>,
     pub reports: SenderReports,
     pub naive: Option<JoinHandle<()>>,
 }
@@ -273,12 +273,52 @@ impl StreamServer {
 
     /// Admits and starts a stream, or says why not.
     pub fn add(&self, spec: StreamSpec) -> Result<StreamStatus, ControlError> {
-        self.inner.add(spec)
+        self.inner.add(spec, None).map(|(s, _)| s)
+    }
+
+    /// Admits and starts a stream, and says where its first packet is. With an `outlet` (an
+    /// RTSP session's transport) packets go there, not to `spec.destination` (which may be
+    /// empty).
+    pub fn add_with(
+        &self,
+        spec: StreamSpec,
+        outlet: Option<SessionOutlet>,
+    ) -> Result<(StreamStatus, StartInfo), ControlError> {
+        self.inner.add(spec, outlet)
+    }
+
+    /// How far a running stream has got on its own timeline (what has been sent), for RTSP
+    /// PAUSE to resume from.
+    pub fn position(&self, name: &str) -> Option<Duration> {
+        let streams = lock(&self.inner.streams);
+        let r = streams.get(name)?;
+        let offset = Duration::from_nanos(r.rt.counters.schedule_offset_ns.load(Ordering::Relaxed));
+        Some(
+            self.inner
+                .clock
+                .now()
+                .saturating_since(r.rt.epoch)
+                .saturating_sub(offset),
+        )
+    }
+
+    /// The status of one running stream.
+    pub fn stream(&self, name: &str) -> Option<StreamStatus> {
+        let streams = lock(&self.inner.streams);
+        streams
+            .get(name)
+            .map(|r| super::status::stream_status(r, "running", &self.inner.clock))
     }
 
     /// Stops a stream and returns its final status.
     pub fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
-        self.inner.remove(name)
+        self.inner.remove(name, true)
+    }
+
+    /// Stops a stream without saying RTCP BYE: its source is not leaving (RTSP PAUSE; RFC 3550
+    /// §6.6 keeps BYE for a source that leaves the session), and PLAY will start it again.
+    pub fn pause(&self, name: &str) -> Result<StreamStatus, ControlError> {
+        self.inner.remove(name, false)
     }
 
     pub fn streams(&self) -> Vec<StreamStatus> {
@@ -304,7 +344,7 @@ impl StreamServer {
         let inner = self.inner.clone();
         let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
         for n in names {
-            let _ = inner.remove(&n);
+            let _ = inner.remove(&n, true);
         }
         inner.stop.store(true, Ordering::Release);
         for c in &inner.cores {
@@ -381,12 +421,20 @@ pub(super) fn deadline_policy(utilisation: f64) -> RtPolicy {
 }
 
 impl Inner {
-    fn add(&self, spec: StreamSpec) -> Result<StreamStatus, ControlError> {
+    fn add(
+        &self,
+        spec: StreamSpec,
+        outlet: Option<SessionOutlet>,
+    ) -> Result<(StreamStatus, StartInfo), ControlError> {
         if self.stop.load(Ordering::Acquire) {
             return Err(ControlError::Internal("the server is shutting down".into()));
         }
-        spec.validate()
-            .map_err(|e| ControlError::Invalid(e.to_string()))?;
+        let valid = if outlet.is_some() {
+            spec.validate_settings()
+        } else {
+            spec.validate()
+        };
+        valid.map_err(|e| ControlError::Invalid(e.to_string()))?;
         if spec.destination.len() > MAX_DESTINATIONS {
             return Err(ControlError::Invalid(format!(
                 "stream '{}' has {} destinations; at most {MAX_DESTINATIONS} are allowed",
@@ -403,15 +451,24 @@ impl Inner {
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let admit = |task| self.admit(id, &spec.name, task);
-        let opened = open_stream(&spec, id, &self.cfg, &self.calibration, &self.clock, admit)
-            .inspect_err(|_| {
-                lock(&self.admission).release(id);
-            })?;
+        let opened = open_stream(
+            &spec,
+            id,
+            &self.cfg,
+            &self.calibration,
+            &self.clock,
+            outlet,
+            admit,
+        )
+        .inspect_err(|_| {
+            lock(&self.admission).release(id);
+        })?;
         let core = opened.core;
+        let start = opened.start;
         let running = self.launch(spec, opened, core)?;
         let status = super::status::stream_status(&running, "running", &self.clock);
         streams.insert(running.spec.name.clone(), running);
-        Ok(status)
+        Ok((status, start))
     }
 
     /// Admission control: the schedulability tests, the link, and the kernel's own SCHED_DEADLINE
@@ -446,7 +503,7 @@ impl Inner {
             rtcp,
             reports,
             description,
-            ssrc,
+            start,
             ..
         } = o;
         if let Some(p) = lock(&self.producers).as_ref() {
@@ -479,7 +536,7 @@ impl Inner {
             spec,
             core,
             source: description,
-            ssrc,
+            ssrc: start.ssrc,
             rtcp,
             reports,
             naive,
@@ -496,21 +553,21 @@ impl Inner {
         thread::set_deadline_of(tid, deadline_policy(u))
     }
 
-    fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
+    fn remove(&self, name: &str, bye: bool) -> Result<StreamStatus, ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
             return Err(ControlError::NotFound(format!(
                 "no stream named '{name}' is running; GET /streams lists them"
             )));
         };
-        self.stop_stream(&mut r);
+        self.stop_stream(&mut r, bye);
         let status = super::status::stream_status(&r, "removed", &self.clock);
         self.remember(status.clone());
         Ok(status)
     }
 
-    /// Stops a stream's threads, sends its RTCP BYE and frees its admission.
-    pub(super) fn stop_stream(&self, r: &mut Running) {
+    /// Stops a stream's threads, sends its RTCP BYE (if `bye`) and frees its admission.
+    pub(super) fn stop_stream(&self, r: &mut Running, bye: bool) {
         r.rt.stop.store(true, Ordering::Release);
         if let Some(core) = self.cores.get(r.core) {
             let _ = core.commands.push(Command::Remove(r.rt.id));
@@ -525,7 +582,9 @@ impl Inner {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        super::rtcp::bye(r, &self.clock);
+        if bye {
+            super::rtcp::bye(r, &self.clock);
+        }
         lock(&self.admission).release(r.rt.id);
         if self.cfg.rt == CoreRt::Deadline && !self.cores.is_empty() {
             let _ = self.grow_deadline_budget(r.core);
@@ -605,11 +664,11 @@ impl StreamControl for Control {
         })
     }
     fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError> {
-        let s = self.0.add(spec)?;
+        let (s, _) = self.0.add(spec, None)?;
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
     fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError> {
-        let s = self.0.remove(name)?;
+        let s = self.0.remove(name, true)?;
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
 }

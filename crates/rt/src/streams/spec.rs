@@ -19,8 +19,9 @@ pub struct StreamSpec {
     /// Loop a file source forever.
     #[serde(default, rename = "loop")]
     pub looping: bool,
-    /// One or more `rtp://` destinations.
-    #[serde(deserialize_with = "one_or_many")]
+    /// One or more `rtp://` destinations to push to. May be empty when the server only serves
+    /// the stream over RTSP (`serve --rtsp`).
+    #[serde(default, deserialize_with = "one_or_many")]
     pub destination: Vec<String>,
     /// Test source: picture size, `WxH`.
     #[serde(default)]
@@ -66,6 +67,10 @@ pub struct StreamSpec {
     /// The RTP SSRC; random by default.
     #[serde(default)]
     pub ssrc: Option<u32>,
+    /// RTSP: the multicast group that clients asking for `multicast` in SETUP join, as
+    /// `rtp://GROUP:PORT?ttl=N&iface=ADDR`. Without it the mount is unicast only.
+    #[serde(default)]
+    pub multicast: Option<String>,
 }
 
 impl StreamSpec {
@@ -85,11 +90,24 @@ impl StreamSpec {
             ring: None,
             send_time: false,
             ssrc: None,
+            multicast: None,
         }
     }
 
     /// Checks what can be checked without opening anything.
     pub fn validate(&self) -> Result<(), SpecError> {
+        self.validate_settings()?;
+        if self.destination.is_empty() {
+            return Err(SpecError(format!(
+                "stream '{}' has no destination: add destination = \"rtp://HOST:PORT\"",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks everything but the destinations (an RTSP session brings its own).
+    pub fn validate_settings(&self) -> Result<(), SpecError> {
         let name_ok = !self.name.is_empty()
             && self.name.len() <= 64
             && self
@@ -100,12 +118,6 @@ impl StreamSpec {
             return Err(SpecError(format!(
                 "stream name '{}' is not usable: use 1 to 64 letters, digits, '-', '_' or '.'",
                 self.name.escape_debug()
-            )));
-        }
-        if self.destination.is_empty() {
-            return Err(SpecError(format!(
-                "stream '{}' has no destination: add destination = \"rtp://HOST:PORT\"",
-                self.name
             )));
         }
         if let (Some(p), Some(d)) = (self.period, self.deadline) {

@@ -6,9 +6,9 @@
 //! explicit period `T` (the paper's 15 ms) the packets due in `(q − T, q]` form the job released
 //! at `q`, a point of the stream's grid `epoch + k·T`, and must all be sent by `q + deadline`.
 
+use super::outlet::MediaOut;
 use crate::clock::Clock;
 use crate::ring::{PacketRing, Slot};
-use crate::udp::UdpSender;
 use metronome_sched::{PacingModel, TaskParams};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::patch_send_time;
@@ -48,7 +48,9 @@ pub struct StreamRt {
     /// The first release time.
     pub epoch: Timestamp,
     pub ring: PacketRing,
-    pub senders: Vec<UdpSender>,
+    /// Where every packet goes: one UDP socket per `rtp://` destination, or an RTSP session's
+    /// transport.
+    pub outputs: Vec<MediaOut>,
     pub send_time_ext: bool,
     pub counters: StreamCounters,
     /// Lateness statistics and stall rebasing; locked per packet by the one thread that sends the
@@ -156,8 +158,8 @@ impl Cursor {
             patch_send_time(slot.bytes_mut(), clock.wall());
         }
         let sent_at = clock.now();
-        for s in &rt.senders {
-            if s.send(slot.bytes()).is_err() {
+        for out in &rt.outputs {
+            if !out.send(slot.bytes()) {
                 rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
             }
         }

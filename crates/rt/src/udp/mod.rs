@@ -13,6 +13,7 @@
 //! Nothing here allocates per packet: `recv` uses a stack control buffer, `send_to_many` stack
 //! arrays. Timeouts show as `Err` with [`is_timeout`] true.
 
+mod pair;
 mod recv;
 mod rtcp;
 mod send;
@@ -20,6 +21,7 @@ mod socket;
 #[cfg(test)]
 mod tests;
 
+pub use pair::bind_pair;
 pub use recv::UdpReceiver;
 pub use rtcp::RtcpSocket;
 pub use send::{FanOut, UdpSender, FANOUT_BATCH};

@@ -68,6 +68,15 @@ impl RtcpSocket {
         })
     }
 
+    /// A socket already bound and set up (see [`super::bind_pair`]).
+    pub(super) fn from_bound(socket: Socket, peer: Option<SocketAddr>, rxq_ovfl: bool) -> Self {
+        RtcpSocket {
+            socket,
+            peer,
+            rxq_ovfl,
+        }
+    }
+
     /// Where [`RtcpSocket::send`] sends: the destination's or group's RTCP address, or for a
     /// unicast receiver whatever was set with [`RtcpSocket::set_peer`].
     pub fn peer(&self) -> Option<SocketAddr> {

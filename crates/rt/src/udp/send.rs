@@ -39,6 +39,15 @@ impl UdpSender {
         })
     }
 
+    /// A socket already bound and set up (see [`super::bind_pair`]).
+    pub(super) fn from_bound(socket: Socket, dest: RtpUrl, send_buffer: usize) -> UdpSender {
+        UdpSender {
+            socket,
+            dest,
+            send_buffer,
+        }
+    }
+
     pub fn destination(&self) -> &RtpUrl {
         &self.dest
     }

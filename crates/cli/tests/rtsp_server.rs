@@ -1,0 +1,576 @@
+//! The RTSP server against a plain socket client: every class of bad request, admission
+//! refusals (453), session timeouts, interleaved and UDP delivery, ranges, multicast, and many
+//! clients at once. All on loopback, bounded in time.
+
+mod common;
+
+use common::{ts_file, RtspServer};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::time::Duration;
+
+/// A response as the test sees it.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    headers: HashMap<String, String>,
+    body: Vec<u8>,
+    /// Interleaved frames read while waiting for it: (channel, length).
+    frames: Vec<(u8, usize)>,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+    fn session(&self) -> String {
+        self.header("session")
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string()
+    }
+}
+
+/// A bare RTSP connection.
+struct Client {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+    cseq: u32,
+    url: String,
+}
+
+impl Client {
+    fn connect(server: &RtspServer, mount: &str) -> Client {
+        let s = TcpStream::connect(server.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Client {
+            r: BufReader::new(s.try_clone().unwrap()),
+            w: s,
+            cseq: 0,
+            url: server.url(mount),
+        }
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> Reply {
+        self.w.write_all(bytes).unwrap();
+        self.read_reply()
+    }
+
+    /// Sends `METHOD url RTSP/1.0` with a CSeq and `headers`, returns the reply.
+    fn req(&mut self, method: &str, url: &str, headers: &[(&str, &str)]) -> Reply {
+        self.cseq += 1;
+        let mut m = format!("{method} {url} RTSP/1.0\r\nCSeq: {}\r\n", self.cseq);
+        for (k, v) in headers {
+            m.push_str(&format!("{k}: {v}\r\n"));
+        }
+        m.push_str("\r\n");
+        let r = self.raw(m.as_bytes());
+        assert_eq!(
+            r.header("cseq"),
+            self.cseq.to_string(),
+            "CSeq echoed: {r:?}"
+        );
+        r
+    }
+
+    fn setup(&mut self, transport: &str, session: Option<&str>) -> Reply {
+        let url = format!("{}/trackID=0", self.url);
+        let mut h = vec![("Transport", transport)];
+        if let Some(s) = session {
+            h.push(("Session", s));
+        }
+        self.req("SETUP", &url, &h)
+    }
+
+    fn play(&mut self, session: &str, range: Option<&str>) -> Reply {
+        let url = self.url.clone();
+        let mut h = vec![("Session", session)];
+        if let Some(r) = range {
+            h.push(("Range", r));
+        }
+        self.req("PLAY", &url, &h)
+    }
+
+    /// Reads one response, collecting the interleaved frames before it.
+    fn read_reply(&mut self) -> Reply {
+        let mut frames = Vec::new();
+        loop {
+            let buf = self.r.fill_buf().unwrap();
+            assert!(
+                !buf.is_empty(),
+                "connection closed while waiting for a response"
+            );
+            if buf[0] == b'$' {
+                let (ch, len) = self.read_frame();
+                frames.push((ch, len));
+                continue;
+            }
+            break;
+        }
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        let status: u16 = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("not a status line: {line:?}"));
+        assert!(line.starts_with("RTSP/1.0 "), "{line:?}");
+        let mut headers = HashMap::new();
+        loop {
+            let mut h = String::new();
+            self.r.read_line(&mut h).unwrap();
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            let (k, v) = h.split_once(':').unwrap();
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        self.r.read_exact(&mut body).unwrap();
+        Reply {
+            status,
+            headers,
+            body,
+            frames,
+        }
+    }
+
+    /// Reads one `$` frame: (channel, payload length).
+    fn read_frame(&mut self) -> (u8, usize) {
+        let mut head = [0u8; 4];
+        self.r.read_exact(&mut head).unwrap();
+        assert_eq!(head[0], b'$');
+        let len = u16::from_be_bytes([head[2], head[3]]) as usize;
+        let mut payload = vec![0; len];
+        self.r.read_exact(&mut payload).unwrap();
+        (head[1], len)
+    }
+}
+
+/// Two UDP sockets on an even/odd port pair, as an RTSP client binds for client_port.
+fn client_ports() -> (UdpSocket, UdpSocket, u16) {
+    for _ in 0..100 {
+        let a = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let p = a.local_addr().unwrap().port();
+        if p % 2 == 1 {
+            continue;
+        }
+        if let Ok(b) = UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)) {
+            a.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            b.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+            return (a, b, p);
+        }
+    }
+    panic!("no free port pair");
+}
+
+/// Drains what is queued and asserts that nothing more arrives for a second.
+fn assert_stops(sock: &UdpSocket) {
+    let mut buf = [0u8; 2048];
+    sock.set_read_timeout(Some(Duration::from_millis(1000)))
+        .unwrap();
+    for _ in 0..10_000 {
+        if sock.recv_from(&mut buf).is_err() {
+            return;
+        }
+    }
+    panic!("media still flows after the session ended");
+}
+
+fn small_test_source() -> [&'static str; 6] {
+    ["--size", "160x120", "--fps", "10", "--mux-rate", "600000"]
+}
+
+#[test]
+fn options_describe_setup_play_teardown_over_udp() {
+    let server = RtspServer::start(&small_test_source());
+    let mut c = Client::connect(&server, "test");
+    let r = c.req("OPTIONS", "*", &[]);
+    assert_eq!(r.status, 200);
+    for m in [
+        "DESCRIBE",
+        "SETUP",
+        "PLAY",
+        "PAUSE",
+        "TEARDOWN",
+        "GET_PARAMETER",
+    ] {
+        assert!(r.header("public").contains(m), "{r:?}");
+    }
+    let url = c.url.clone();
+    let r = c.req("DESCRIBE", &url, &[("Accept", "application/sdp")]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("content-type"), "application/sdp");
+    let sdp = String::from_utf8(r.body.clone()).unwrap();
+    assert!(sdp.contains("a=rtpmap:33 MP2T/90000"), "{sdp}");
+    assert!(sdp.contains("a=control:trackID=0"), "{sdp}");
+    let (rtp, rtcp, port) = client_ports();
+    let r = c.setup(
+        &format!("RTP/AVP;unicast;client_port={}-{}", port, port + 1),
+        None,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.session();
+    assert_eq!(session.len(), 32, "128-bit id: {session}");
+    assert!(r.header("transport").contains("server_port="), "{r:?}");
+    let r = c.play(&session, None);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("rtp-info").contains("seq="), "{r:?}");
+    // Media arrives on the client port, from the server port it announced, and so do SRs.
+    let mut buf = [0u8; 2048];
+    let (n, _) = rtp.recv_from(&mut buf).expect("RTP on client_port");
+    assert_eq!(buf[1] & 0x7f, 33, "MP2T payload");
+    assert!(n > 12);
+    let (n, _) = rtcp.recv_from(&mut buf).expect("an SR on the RTCP port");
+    assert_eq!(buf[1], 200, "sender report first: {:?}", &buf[..n]);
+    let r = c.req("TEARDOWN", &url, &[("Session", &session)]);
+    assert_eq!(r.status, 200);
+    let r = c.req("GET_PARAMETER", &url, &[("Session", &session)]);
+    assert_eq!(r.status, 454, "the session is gone");
+    server.stop();
+}
+
+#[test]
+fn interleaved_delivery_carries_rtp_and_rtcp_on_the_connection() {
+    let server = RtspServer::start(&small_test_source());
+    let mut c = Client::connect(&server, "test");
+    let r = c.setup("RTP/AVP/TCP;unicast;interleaved=0-1", None);
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("transport").contains("interleaved=0-1"), "{r:?}");
+    let s = r.session();
+    assert_eq!(c.play(&s, None).status, 200);
+    let mut rtp = 0;
+    let mut rtcp = 0;
+    for _ in 0..400 {
+        match c.read_frame() {
+            (0, n) if n > 12 => rtp += 1,
+            (1, _) => rtcp += 1,
+            f => panic!("unexpected frame {f:?}"),
+        }
+        if rtp > 50 && rtcp > 0 {
+            break;
+        }
+    }
+    assert!(rtp > 50 && rtcp > 0, "rtp {rtp}, rtcp {rtcp}");
+    // A request in the middle of the media still gets its answer.
+    let url = c.url.clone();
+    let r = c.req("GET_PARAMETER", &url, &[("Session", &s)]);
+    assert_eq!(r.status, 200);
+    assert!(!r.frames.is_empty() || rtp > 0);
+    server.stop();
+}
+
+#[test]
+fn bad_requests_get_the_standard_status_and_the_connection_survives() {
+    let server = RtspServer::start(&small_test_source());
+    let mut c = Client::connect(&server, "test");
+    let url = c.url.clone();
+    // Garbage, then a request without CSeq, then a good one on the same connection.
+    assert_eq!(c.raw(b"HELLO\r\n\r\n").status, 400);
+    assert_eq!(c.raw(b"OPTIONS * RTSP/1.0\r\n\r\n").status, 400);
+    assert_eq!(
+        c.raw(format!("OPTIONS {url} RTSP/2.0\r\nCSeq: 9\r\n\r\n").as_bytes())
+            .status,
+        505
+    );
+    // A head over the limit.
+    let big = format!(
+        "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let r = c.raw(big.as_bytes());
+    assert!(r.status == 400 || r.status == 413, "{r:?}");
+    assert_eq!(c.req("OPTIONS", "*", &[]).status, 200);
+    assert_eq!(
+        c.req("DESCRIBE", &format!("rtsp://{}/nope", server.addr), &[])
+            .status,
+        404
+    );
+    assert_eq!(c.req("ANNOUNCE", &url, &[]).status, 405);
+    assert_eq!(c.req("FLY", &url, &[]).status, 501);
+    let bogus = "0123456789abcdef0123456789abcdef";
+    assert_eq!(c.play(bogus, None).status, 454);
+    // Transports: another profile, a destination that is not the client, no client_port.
+    for t in [
+        "RTP/SAVP;unicast;client_port=5000-5001",
+        "RTP/AVP;unicast;client_port=5000-5001;destination=10.1.2.3",
+        "RTP/AVP;unicast",
+        "RTP/AVP;multicast",
+    ] {
+        let r = c.setup(t, None);
+        assert_eq!(r.status, 461, "{t}: {r:?}");
+    }
+    // Out of order: PAUSE while only set up; SETUP while playing.
+    let r = c.setup("RTP/AVP/TCP;unicast;interleaved=0-1", None);
+    assert_eq!(r.status, 200);
+    let s = r.session();
+    assert_eq!(c.req("PAUSE", &url, &[("Session", &s)]).status, 455);
+    assert_eq!(c.play(&s, None).status, 200);
+    assert_eq!(
+        c.setup("RTP/AVP/TCP;unicast;interleaved=2-3", Some(&s))
+            .status,
+        455
+    );
+    // Aggregate control of another mount's presentation.
+    let other = format!("rtsp://{}/other/trackID=0", server.addr);
+    let r = c.req(
+        "SETUP",
+        &other,
+        &[
+            ("Transport", "RTP/AVP/TCP;interleaved=4-5"),
+            ("Session", &s),
+        ],
+    );
+    assert!(r.status == 459 || r.status == 404, "{r:?}");
+    // A session is bound to its connection: another connection cannot use it.
+    let mut thief = Client::connect(&server, "test");
+    assert_eq!(thief.req("TEARDOWN", &url, &[("Session", &s)]).status, 454);
+    assert_eq!(c.req("TEARDOWN", &url, &[("Session", &s)]).status, 200);
+    let (_, log) = server.stop();
+    assert!(!log.iter().any(|l| l.contains("panicked")), "{log:?}");
+}
+
+#[test]
+fn admission_refusal_is_453_with_the_reason() {
+    // Room on the declared link for one 600 kbit/s stream, not two.
+    let mut args = small_test_source().to_vec();
+    args.extend(["--link-capacity", "1mbit"]);
+    let server = RtspServer::start(&args);
+    let mut a = Client::connect(&server, "test");
+    let sa = a
+        .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+        .session();
+    assert_eq!(a.play(&sa, None).status, 200);
+    let mut b = Client::connect(&server, "test");
+    let sb = b
+        .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+        .session();
+    let r = b.play(&sb, None);
+    assert_eq!(r.status, 453, "{r:?}");
+    let why = format!(
+        "{} {}",
+        r.header("x-metronome-reason"),
+        String::from_utf8_lossy(&r.body)
+    );
+    assert!(why.contains("link"), "the reason names the link: {r:?}");
+    // Once the first leaves, the second is admitted.
+    let url = a.url.clone();
+    assert_eq!(a.req("TEARDOWN", &url, &[("Session", &sa)]).status, 200);
+    assert_eq!(b.play(&sb, None).status, 200);
+    server.stop();
+}
+
+#[test]
+fn a_silent_session_times_out_and_everything_is_reclaimed() {
+    let mut args = small_test_source().to_vec();
+    args.extend(["--rtsp-session-timeout", "2s"]);
+    let server = RtspServer::start(&args);
+    let mut c = Client::connect(&server, "test");
+    let (rtp, _rtcp, port) = client_ports();
+    let r = c.setup(
+        &format!("RTP/AVP;unicast;client_port={}-{}", port, port + 1),
+        None,
+    );
+    assert!(r.header("session").contains("timeout=2"), "{r:?}");
+    let s = r.session();
+    assert_eq!(c.play(&s, None).status, 200);
+    let mut buf = [0u8; 2048];
+    rtp.recv_from(&mut buf).expect("media flows");
+    // No keep-alive and no receiver reports: gone after the timeout, and the media stops.
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_stops(&rtp);
+    let url = c.url.clone();
+    assert_eq!(c.req("GET_PARAMETER", &url, &[("Session", &s)]).status, 454);
+    // A keep-alive holds a session open past the timeout.
+    let s = c
+        .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+        .session();
+    for _ in 0..4 {
+        std::thread::sleep(Duration::from_millis(800));
+        assert_eq!(c.req("GET_PARAMETER", &url, &[("Session", &s)]).status, 200);
+    }
+    server.stop();
+}
+
+#[test]
+fn a_file_plays_from_a_range_pauses_and_resumes() {
+    let file = ts_file();
+    let spec = format!("name=clip,source={}", file.display());
+    let server = RtspServer::start(&["--stream", &spec]);
+    let mut c = Client::connect(&server, "clip");
+    let url = c.url.clone();
+    let sdp = String::from_utf8(c.req("DESCRIBE", &url, &[]).body).unwrap();
+    assert!(
+        sdp.contains("a=range:npt=0-6") || sdp.contains("a=range:npt=0-5.9"),
+        "{sdp}"
+    );
+    let s = c
+        .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+        .session();
+    let r = c.play(&s, Some("npt=2-"));
+    assert_eq!(r.status, 200, "{r:?}");
+    assert!(r.header("range").starts_with("npt=2"), "{r:?}");
+    for _ in 0..20 {
+        c.read_frame();
+    }
+    let r = c.req("PAUSE", &url, &[("Session", &s)]);
+    assert_eq!(r.status, 200);
+    let r = c.play(&s, None);
+    assert_eq!(r.status, 200);
+    let start: f64 = r
+        .header("range")
+        .trim_start_matches("npt=")
+        .split('-')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (2.0..6.0).contains(&start),
+        "resumes where it paused: {r:?}"
+    );
+    assert_eq!(c.play(&s, Some("npt=60-")).status, 457, "past the end");
+    server.stop();
+}
+
+#[test]
+fn multicast_clients_share_the_mount_group() {
+    let group = "rtp://239.255.42.7:5170?ttl=1&iface=127.0.0.1";
+    let spec = format!("name=m,multicast={group},size=160x120,fps=10,bitrate=600kbit");
+    let server = RtspServer::start(&["--stream", &spec]);
+    let mut a = Client::connect(&server, "m");
+    let r = a.setup("RTP/AVP;multicast", None);
+    assert_eq!(r.status, 200, "{r:?}");
+    let t = r.header("transport").to_string();
+    assert!(
+        t.contains("destination=239.255.42.7") && t.contains("port=5170-5171"),
+        "{t}"
+    );
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+    sock.set_reuse_address(true).unwrap();
+    sock.bind(&SocketAddr::from(([239, 255, 42, 7], 5170)).into())
+        .unwrap();
+    sock.join_multicast_v4(&Ipv4Addr::new(239, 255, 42, 7), &Ipv4Addr::LOCALHOST)
+        .unwrap();
+    let sock: UdpSocket = sock.into();
+    sock.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let sa = r.session();
+    assert_eq!(a.play(&sa, None).status, 200);
+    let mut b = Client::connect(&server, "m");
+    let sb = b.setup("RTP/AVP;multicast", None).session();
+    assert_eq!(b.play(&sb, None).status, 200);
+    let mut buf = [0u8; 2048];
+    sock.recv_from(&mut buf)
+        .expect("the group carries the stream");
+    // The group keeps going while one member remains, and stops with the last.
+    let url = a.url.clone();
+    assert_eq!(a.req("TEARDOWN", &url, &[("Session", &sa)]).status, 200);
+    sock.recv_from(&mut buf).expect("still flowing for b");
+    assert_eq!(b.req("TEARDOWN", &url, &[("Session", &sb)]).status, 200);
+    assert_stops(&sock);
+    server.stop();
+}
+
+#[test]
+fn many_clients_at_once_each_get_their_stream() {
+    let file = ts_file();
+    let spec = format!("name=clip,source={},loop=true", file.display());
+    let server = RtspServer::start(&["--stream", &spec]);
+    let clients = 24;
+    let handles: Vec<_> = (0..clients)
+        .map(|i| {
+            let addr = server.addr;
+            let url = server.url("clip");
+            std::thread::spawn(move || {
+                let s = TcpStream::connect(addr).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                let mut c = Client {
+                    r: BufReader::new(s.try_clone().unwrap()),
+                    w: s,
+                    cseq: 0,
+                    url: url.clone(),
+                };
+                let t = format!(
+                    "RTP/AVP/TCP;unicast;interleaved={}-{}",
+                    2 * (i % 4),
+                    2 * (i % 4) + 1
+                );
+                let r = c.setup(&t, None);
+                assert_eq!(r.status, 200, "client {i}: {r:?}");
+                let s = r.session();
+                assert_eq!(c.play(&s, None).status, 200, "client {i}");
+                let mut rtp = 0;
+                while rtp < 100 {
+                    let (ch, _) = c.read_frame();
+                    if ch == 2 * (i % 4) as u8 {
+                        rtp += 1;
+                    }
+                }
+                assert_eq!(c.req("TEARDOWN", &url, &[("Session", &s)]).status, 200);
+                rtp
+            })
+        })
+        .collect();
+    for h in handles {
+        assert!(h.join().unwrap() >= 100);
+    }
+    // The server is still there, with nothing left over.
+    let mut c = Client::connect(&server, "clip");
+    assert_eq!(c.req("OPTIONS", "*", &[]).status, 200);
+    server.stop();
+}
+
+#[test]
+fn idle_connections_are_closed_and_receiver_reports_are_read() {
+    let mut args = small_test_source().to_vec();
+    args.extend(["--rtsp-idle-timeout", "1s"]);
+    let server = RtspServer::start(&args);
+    // A connection that says nothing is closed after the idle timeout.
+    let mut idle = TcpStream::connect(server.addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut b = [0u8; 16];
+    assert_eq!(idle.read(&mut b).unwrap(), 0, "closed by the server");
+    // A receiver report sent on the RTCP channel reaches the stream's statistics.
+    let mut c = Client::connect(&server, "test");
+    let r = c.setup("RTP/AVP/TCP;unicast;interleaved=0-1", None);
+    let ssrc = r
+        .header("transport")
+        .split(';')
+        .find_map(|p| p.strip_prefix("ssrc="))
+        .map(|s| u32::from_str_radix(s, 16).unwrap())
+        .expect("the SETUP reply names the SSRC");
+    let s = r.session();
+    assert_eq!(c.play(&s, None).status, 200);
+    for _ in 0..20 {
+        c.read_frame();
+    }
+    // RFC 3550 §6.4.2: RR from SSRC 0x5eed, one block about `ssrc`: 3 lost, jitter 90.
+    let mut rr = vec![0x81, 201, 0, 7];
+    rr.extend(0x5eedu32.to_be_bytes());
+    rr.extend(ssrc.to_be_bytes());
+    rr.extend([0, 0, 0, 3]);
+    rr.extend(100u32.to_be_bytes());
+    rr.extend(90u32.to_be_bytes());
+    rr.extend([0; 8]);
+    let mut frame = vec![b'$', 1, 0, rr.len() as u8];
+    frame.extend(&rr);
+    c.w.write_all(&frame).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let url = c.url.clone();
+    assert_eq!(c.req("TEARDOWN", &url, &[("Session", &s)]).status, 200);
+    let (summary, _) = server.stop();
+    assert!(
+        summary.contains("1 reports, lost 3, jitter 1.00 ms"),
+        "the report shows in the summary:\n{summary}"
+    );
+}

@@ -1,0 +1,435 @@
+//! `metronome recv` of what other programs send, described by SDP files (ffmpeg, GStreamer) and
+//! by RTSP (`metronome serve --rtsp`): real programs on loopback, bounded durations.
+//!
+//! The programs are installed by scripts/test.sh; a test that cannot find one says so and
+//! skips.
+
+use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription};
+use serde_json::Value;
+use std::io::BufRead;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_metronome"))
+}
+
+/// Whether `program` runs; if not, prints why the test skips.
+fn have(program: &str, test: &str) -> bool {
+    let ok = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("{test}: skipped: {program} is not installed (scripts/test.sh installs it)");
+    }
+    ok
+}
+
+/// An even UDP port on 127.0.0.1 whose RTCP neighbour is free too.
+fn port_pair() -> u16 {
+    for _ in 0..200 {
+        let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+            & !1;
+        if p > 1024
+            && p < 65534
+            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).is_ok()
+            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)).is_ok()
+        {
+            return p;
+        }
+    }
+    panic!("no free even/odd UDP port pair on 127.0.0.1");
+}
+
+fn tmp(test: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("metronome-sdp-{test}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+/// A `metronome recv` in the background; returned once it says it is listening.
+struct Recv {
+    child: Child,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Recv {
+    fn start(target: &str, extra: &[&str]) -> Recv {
+        let mut child = bin()
+            .args(["recv", target, "--json", "--duration", "18"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv_timeout(Duration::from_secs(10)) {
+                Ok(l) if l.contains("listening on") => break,
+                Ok(l) => seen.push(l),
+                Err(_) => {
+                    let _ = child.kill();
+                    let out = child.wait_with_output().unwrap();
+                    panic!(
+                        "metronome recv {target} did not start listening: {seen:?} {}",
+                        String::from_utf8_lossy(&out.stdout)
+                    );
+                }
+            }
+        }
+        Recv { child, stderr: rx }
+    }
+
+    /// Ends it as Ctrl-C would, after what was sent has had time to arrive; its JSON summary.
+    fn stop(self) -> Value {
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        let out = self.child.wait_with_output().unwrap();
+        let err: Vec<String> = self.stderr.try_iter().collect();
+        assert!(
+            out.status.success(),
+            "metronome recv failed: {err:?} {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "recv printed no JSON ({e}): {} {err:?}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        })
+    }
+}
+
+/// Packets received and lost, after checking that every datagram was an accepted RTP packet.
+fn received(v: &Value) -> (u64, u64) {
+    let c = &v["counters"];
+    for k in ["not_rtp", "wrong_payload_type", "bad_payload"] {
+        assert_eq!(c[k], 0, "{k}: {v:#}");
+    }
+    let packets = c["rtp_packets"].as_u64().unwrap();
+    let lost = v["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["lost"].as_i64().unwrap().max(0) as u64)
+        .sum();
+    (packets, lost)
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::write(path, text).unwrap();
+}
+
+/// ffmpeg 5.1 writes no SDP for `-f rtp_mpegts` ("No output streams in the SDP"), so the file
+/// is Metronome's own description of the session (`SessionDescription::rtp_mp2t`), which ffmpeg,
+/// GStreamer and VLC read too.
+#[test]
+fn ffmpeg_rtp_mpegts_described_by_sdp_file() {
+    let test = "ffmpeg_rtp_mpegts_described_by_sdp_file";
+    if !have("ffmpeg", test) {
+        return;
+    }
+    let port = port_pair();
+    let sdp = SessionDescription::rtp_mp2t(
+        Ipv4Addr::LOCALHOST.into(),
+        1,
+        "ffmpeg rtp_mpegts",
+        SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port),
+        None,
+    );
+    let file = tmp(test, "ffmpeg.sdp");
+    write(&file, &sdp.to_sdp());
+    let recv = Recv::start(file.to_str().unwrap(), &[]);
+    let ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi"])
+        .args(["-i", "testsrc=size=320x240:rate=25", "-t", "3"])
+        .args(["-c:v", "mpeg2video", "-f", "rtp_mpegts"])
+        .arg(format!("rtp://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    assert!(
+        ff.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ff.stderr)
+    );
+    let v = recv.stop();
+    let (packets, lost) = received(&v);
+    assert!(packets > 50, "{v:#}");
+    assert_eq!(lost, 0, "{v:#}");
+    assert_eq!(v["sources"].as_array().unwrap().len(), 1, "{v:#}");
+}
+
+/// The SDP ffmpeg writes itself (`-f rtp -sdp_file`), H.264 in payload type 96: received in
+/// any-payload mode on the SDP's address and port.
+#[test]
+fn ffmpeg_written_sdp_h264() {
+    let test = "ffmpeg_written_sdp_h264";
+    if !have("ffmpeg", test) {
+        return;
+    }
+    let port = port_pair();
+    let file = tmp(test, "h264.sdp");
+    let _ = std::fs::remove_file(&file);
+    // ffmpeg writes the SDP as it starts; it sends for 5 s, and recv listens from then on.
+    let ff = Command::new("ffmpeg")
+        .args([
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-re",
+            "-f",
+            "lavfi",
+        ])
+        .args(["-i", "testsrc=size=320x240:rate=25", "-t", "5"])
+        .args(["-c:v", "libx264", "-preset", "veryfast", "-f", "rtp"])
+        .arg(format!("rtp://127.0.0.1:{port}"))
+        .arg("-sdp_file")
+        .arg(&file)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = std::fs::read_to_string(&file).unwrap_or_default();
+        if text.contains("a=rtpmap") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let parsed = SessionDescription::parse(&text).expect("ffmpeg's SDP parses");
+    assert_eq!(parsed.media[0].port, port);
+    assert_eq!(parsed.media[0].encoding, "H264");
+    let recv = Recv::start(file.to_str().unwrap(), &[]);
+    let out = ff.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = recv.stop();
+    let (packets, lost) = received(&v);
+    assert!(packets > 20, "{v:#}");
+    assert_eq!(lost, 0, "{v:#}");
+}
+
+/// A multicast session (c= with /TTL): recv joins the group on the interface given.
+#[test]
+fn ffmpeg_multicast_described_by_sdp_file() {
+    let test = "ffmpeg_multicast_described_by_sdp_file";
+    if !have("ffmpeg", test) {
+        return;
+    }
+    let port = port_pair();
+    let group: IpAddr = Ipv4Addr::new(239, 255, 77, (port % 200) as u8 + 1).into();
+    let mut sdp = SessionDescription::new(Ipv4Addr::LOCALHOST.into(), 2, "multicast");
+    sdp.connection = Some(Connection::new(group, Some(1)));
+    sdp.media.push(MediaDescription::mp2t(port));
+    let text = sdp.to_sdp();
+    assert!(text.contains(&format!("c=IN IP4 {group}/1\r\n")), "{text}");
+    let file = tmp(test, "multicast.sdp");
+    write(&file, &text);
+    let recv = Recv::start(file.to_str().unwrap(), &["--iface", "127.0.0.1"]);
+    let ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi"])
+        .args(["-i", "testsrc=size=320x240:rate=25", "-t", "2"])
+        .args(["-c:v", "mpeg2video", "-f", "rtp_mpegts"])
+        .arg(format!("rtp://{group}:{port}?ttl=1&localaddr=127.0.0.1"))
+        .output()
+        .unwrap();
+    assert!(
+        ff.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ff.stderr)
+    );
+    let v = recv.stop();
+    let (packets, lost) = received(&v);
+    assert!(packets > 30, "{v:#}");
+    assert_eq!(lost, 0, "{v:#}");
+}
+
+/// GStreamer's RTP/MP2T payloader, described by an SDP file the test writes by hand.
+#[test]
+fn gstreamer_rtpmp2tpay_described_by_sdp_file() {
+    let test = "gstreamer_rtpmp2tpay_described_by_sdp_file";
+    if !have("gst-launch-1.0", test) {
+        return;
+    }
+    // x264enc (plugins-ugly) as asked; openh264enc or libav's MPEG-2 encoder where it is
+    // missing: what is measured is the RTP stream, not the codec.
+    let encoder = [
+        "x264enc speed-preset=veryfast tune=zerolatency",
+        "openh264enc",
+        "avenc_mpeg2video",
+    ]
+    .into_iter()
+    .find(|e| {
+        let element = e.split(' ').next().unwrap();
+        Command::new("gst-inspect-1.0")
+            .arg(element)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    });
+    let Some(encoder) = encoder else {
+        eprintln!(
+            "{test}: skipped: no GStreamer video encoder (x264enc, openh264enc, avenc_mpeg2video)"
+        );
+        return;
+    };
+    let port = port_pair();
+    let file = tmp(test, "gst.sdp");
+    write(
+        &file,
+        &format!(
+            "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=GStreamer rtpmp2tpay\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=video {port} RTP/AVP 33\r\na=rtpmap:33 MP2T/90000\r\n"
+        ),
+    );
+    let recv = Recv::start(file.to_str().unwrap(), &[]);
+    let pipeline = format!(
+        "videotestsrc num-buffers=100 ! video/x-raw,width=320,height=240,framerate=30/1 ! {encoder} ! mpegtsmux ! rtpmp2tpay ! udpsink host=127.0.0.1 port={port}"
+    );
+    let gst = Command::new("gst-launch-1.0")
+        .arg("-q")
+        .args(pipeline.split(' '))
+        .output()
+        .unwrap();
+    assert!(
+        gst.status.success(),
+        "{pipeline}: {}{}",
+        String::from_utf8_lossy(&gst.stdout),
+        String::from_utf8_lossy(&gst.stderr)
+    );
+    let v = recv.stop();
+    let (packets, lost) = received(&v);
+    assert!(packets > 10, "{encoder}: {v:#}");
+    assert_eq!(lost, 0, "{encoder}: {v:#}");
+}
+
+/// A `metronome serve --rtsp` of the built-in test source, and a multicast mount.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(group: IpAddr, group_port: u16) -> Server {
+        let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let stream = format!(
+            "name=m,multicast=rtp://{group}:{group_port}?ttl=1&iface=127.0.0.1,size=160x120,fps=10,bitrate=600kbit"
+        );
+        let mut child = bin()
+            .args(["serve", "--rtsp", &format!("127.0.0.1:{port}")])
+            .args(["--stream", &stream])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let err = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        loop {
+            match rx.recv_timeout(Duration::from_secs(15)) {
+                Ok(l) if l.contains("serving rtsp://") => break,
+                Ok(_) => {}
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("metronome serve --rtsp did not start");
+                }
+            }
+        }
+        Server { child, port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `recv rtsp://` with each transport against Metronome's own RTSP server.
+#[test]
+fn recv_rtsp_udp_tcp_multicast() {
+    let group_port = port_pair();
+    let group: IpAddr = Ipv4Addr::new(239, 255, 78, (group_port % 200) as u8 + 1).into();
+    let server = Server::start(group, group_port);
+    for transport in ["udp", "tcp", "multicast"] {
+        let url = format!("rtsp://127.0.0.1:{}/m", server.port);
+        let out = bin()
+            .args(["recv", &url, "--rtsp-transport", transport])
+            .args(["--json", "--duration", "2"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{transport}: {err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (packets, lost) = received(&v);
+        assert!(packets > 10, "{transport}: {v:#} {err}");
+        assert_eq!(lost, 0, "{transport}: {v:#}");
+        assert!(err.contains("listening on"), "{err}");
+        assert!(!err.contains("warning"), "{transport}: {err}");
+    }
+}
+
+/// What recv says about SDP files it cannot use.
+#[test]
+fn unusable_sdp_files_are_explained() {
+    let test = "unusable_sdp_files_are_explained";
+    let cases: &[(&str, &str)] = &[
+        (
+            "v=0\r\ns=x\r\nm=video 5004 RTP/AVP 96\r\na=rtpmap:96 H264\r\n",
+            "no clock rate after 'H264'",
+        ),
+        (
+            "v=0\r\ns=x\r\nc=IN IP4 0.0.0.0\r\nm=video 0 RTP/AVP 33\r\n",
+            "receive it with metronome recv rtsp://",
+        ),
+        ("v=0\r\ns=x\r\nm=video 5004 RTP/AVP 33\r\n", "no c= line"),
+        ("v=0\r\ns=x\r\nc=IN IP4 127.0.0.1\r\n", "no m= line"),
+        (
+            "v=0\r\ns=x\r\nc=IN IP4 203.0.113.123\r\nm=video 5004 RTP/AVP 33\r\n",
+            "neither a multicast group nor an address of this machine",
+        ),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let file = tmp(test, &format!("bad{i}.sdp"));
+        write(&file, text);
+        let out = bin()
+            .args(["recv", file.to_str().unwrap(), "--duration", "1"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text:?}");
+        assert!(err.contains(want), "{text:?}: {err}");
+        assert!(err.contains(file.to_str().unwrap()), "{err}");
+    }
+}

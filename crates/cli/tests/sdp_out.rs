@@ -1,0 +1,133 @@
+//! SDP files for plain RTP sessions, as `serve --sdp-dir` writes them and `metronome sdp` prints
+//! them, opened by the real programs: ffprobe and GStreamer's sdpdemux decode the stream they
+//! describe.
+
+mod common;
+
+use common::{bin, port_pair, require, tmp_dir};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+#[test]
+fn sdp_command_prints_the_session_of_a_declared_stream() {
+    let out = bin()
+        .args(["sdp", "cam", "--stream"])
+        .arg("name=cam,destination=rtp://239.255.1.2:5004?ttl=3,bitrate=2mbit")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let sdp = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "v=0",
+        "c=IN IP4 239.255.1.2/3",
+        "m=video 5004 RTP/AVP 33",
+        "a=rtpmap:33 MP2T/90000",
+        "b=AS:2000",
+    ] {
+        assert!(sdp.contains(line), "{line} missing from:\n{sdp}");
+    }
+    assert!(sdp.contains("\r\n"), "CRLF line ends (RFC 8866 §5)");
+    let out = bin().args(["sdp", "nope"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no stream named 'nope'") && err.contains("--stream"),
+        "{err}"
+    );
+}
+
+#[test]
+fn ffprobe_and_gstreamer_open_the_sdp_that_serve_writes() {
+    require("ffprobe", "ffmpeg");
+    require("gst-launch-1.0", "gstreamer1.0-tools");
+    let dir = tmp_dir("sdp-out");
+    let port = port_pair();
+    let mut serve = bin()
+        .args([
+            "serve",
+            "--duration",
+            "12",
+            "--send-cost",
+            "5us",
+            "--sdp-dir",
+        ])
+        .arg(&dir)
+        .arg("--stream")
+        .arg(format!(
+            "name=s1,destination=rtp://127.0.0.1:{port},size=320x240,fps=25,bitrate=1mbit"
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sdp = dir.join("s1.sdp");
+    for _ in 0..200 {
+        if sdp.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(sdp.exists(), "serve --sdp-dir wrote no {}", sdp.display());
+    let probe = Command::new("timeout")
+        .args([
+            "10",
+            "ffprobe",
+            "-v",
+            "error",
+            "-protocol_whitelist",
+            "file,udp,rtp",
+        ])
+        .args([
+            "-show_entries",
+            "stream=codec_name,width,height",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&sdp)
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&probe.stdout);
+    assert!(
+        shown.contains("h264,320,240"),
+        "ffprobe on the SDP: {shown}\n{}",
+        String::from_utf8_lossy(&probe.stderr)
+    );
+    // GStreamer decodes 25 frames from the same description, then stops by itself.
+    let gst = Command::new("timeout")
+        .args(["10", "gst-launch-1.0", "-q", "filesrc"])
+        .arg(format!("location={}", sdp.display()))
+        .args([
+            "!",
+            "sdpdemux",
+            "!",
+            "rtpmp2tdepay",
+            "!",
+            "tsdemux",
+            "!",
+            "h264parse",
+        ])
+        .args([
+            "!",
+            "avdec_h264",
+            "!",
+            "identity",
+            "eos-after=25",
+            "!",
+            "fakesink",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        gst.status.success(),
+        "GStreamer did not decode 25 frames from the SDP: {}{}",
+        String::from_utf8_lossy(&gst.stdout),
+        String::from_utf8_lossy(&gst.stderr)
+    );
+    // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
+    unsafe { libc::kill(serve.id() as i32, libc::SIGINT) };
+    let _ = serve.wait();
+}

@@ -1,0 +1,439 @@
+//! The media side of RTSP sessions, on a [`StreamServer`].
+//!
+//! - SETUP binds what the transport needs and nothing is sent yet: an even/odd UDP port pair
+//!   on the address the client reached (unicast), channels on the client's connection
+//!   (interleaved), or nothing (multicast: the mount's group).
+//! - PLAY starts an admitted stream: one per unicast session, named `MOUNT.SESSION`, going to
+//!   the session's transport; multicast sessions share one stream per mount, `MOUNT.multicast`,
+//!   started by the first and stopped with the last. Admission control refuses with a reason,
+//!   which becomes 453 Not Enough Bandwidth.
+//! - PAUSE stops the stream and remembers how far it got; TEARDOWN releases everything.
+
+use super::mounts::Mounts;
+use crate::control::ControlError;
+use crate::interleaved::{ConnOut, Inbox};
+use crate::streams::{MediaOut, RtcpOut, SessionOutlet, StartInfo, StreamServer};
+use crate::udp::{bind_pair, RtcpSocket, SocketOptions, UdpSender};
+use metronome_session::rtsp::{
+    Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
+};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Most interleaved RTCP datagrams held per session between RTCP turns.
+const INBOX: usize = 64;
+
+/// How a session's media leaves.
+enum Prepared {
+    Udp {
+        rtp: Arc<UdpSender>,
+        rtcp: Arc<RtcpSocket>,
+    },
+    Interleaved {
+        out: Arc<ConnOut>,
+        rtp_channel: u8,
+        rtcp_channel: u8,
+        inbox: Arc<Inbox>,
+        peer: SocketAddr,
+    },
+    Multicast,
+}
+
+struct SessionMedia {
+    mount: String,
+    conn: ConnId,
+    prepared: Prepared,
+    ssrc: u32,
+    /// The stream it plays, while playing.
+    playing: Option<String>,
+    /// Where the current play started, in the presentation.
+    from: Duration,
+    /// Where the current play's packets started numbering.
+    start: Option<StartInfo>,
+    /// The sequence number the next play continues with (after a PAUSE).
+    next_seq: Option<u16>,
+    /// Receiver reports seen so far (liveness).
+    reports: u64,
+}
+
+/// The shared multicast stream of a mount.
+struct Group {
+    users: usize,
+    start: StartInfo,
+}
+
+pub(super) struct MediaBackend {
+    server: Arc<StreamServer>,
+    mounts: Arc<Mounts>,
+    sessions: HashMap<SessionId, SessionMedia>,
+    groups: HashMap<String, Group>,
+    /// Every open connection's writer, for interleaved transports.
+    conns: HashMap<ConnId, Arc<ConnOut>>,
+    /// Where RTCP that arrives on a connection's channel goes.
+    inboxes: HashMap<(ConnId, u8), Arc<Inbox>>,
+}
+
+impl MediaBackend {
+    pub fn new(server: Arc<StreamServer>, mounts: Arc<Mounts>) -> MediaBackend {
+        MediaBackend {
+            server,
+            mounts,
+            sessions: HashMap::new(),
+            groups: HashMap::new(),
+            conns: HashMap::new(),
+            inboxes: HashMap::new(),
+        }
+    }
+
+    pub fn connection_opened(&mut self, conn: ConnId, out: Arc<ConnOut>) {
+        self.conns.insert(conn, out);
+    }
+
+    pub fn connection_gone(&mut self, conn: ConnId) {
+        self.conns.remove(&conn);
+        self.inboxes.retain(|(c, _), _| *c != conn);
+    }
+
+    /// Interleaved data from the client on `channel`: its RTCP, for the session's stream.
+    pub fn interleaved_in(&self, conn: ConnId, channel: u8, payload: &[u8]) -> bool {
+        match self.inboxes.get(&(conn, channel)) {
+            Some(inbox) => {
+                inbox.push(payload);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Sessions on `conn`.
+    pub fn sessions_on(&self, conn: ConnId) -> usize {
+        self.sessions.values().filter(|s| s.conn == conn).count()
+    }
+
+    /// Playing sessions whose client sent a receiver report since the last call: alive even
+    /// if it sends no keep-alive requests.
+    pub fn reporting_sessions(&mut self) -> Vec<SessionId> {
+        let mut alive = Vec::new();
+        for (id, s) in self.sessions.iter_mut() {
+            let Some(name) = &s.playing else { continue };
+            let Some(status) = self.server.stream(name) else {
+                continue;
+            };
+            let reports: u64 = status.receivers.iter().map(|r| r.reports).sum();
+            if reports > s.reports {
+                s.reports = reports;
+                alive.push(*id);
+            }
+        }
+        alive
+    }
+
+    fn stream_name(mount: &str, session: SessionId) -> String {
+        let id = session.to_string();
+        format!("{mount}.{}", &id[..12])
+    }
+
+    fn start_multicast(&mut self, mount: &str) -> Result<StartInfo, Refusal> {
+        let m = self.mounts.get(mount).ok_or(Refusal::NotFound)?;
+        let Some(group) = m.multicast else {
+            return Err(Refusal::UnsupportedTransport(format!(
+                "mount '{mount}' has no multicast group"
+            )));
+        };
+        let mut spec = m.spec.clone();
+        spec.name = format!("{mount}.multicast");
+        spec.destination = vec![group.to_string()];
+        spec.ssrc = Some(ssrc_of(mount));
+        let (status, start) = self.server.add_with(spec, None).map_err(refusal)?;
+        let _ = status;
+        Ok(start)
+    }
+}
+
+impl Backend for MediaBackend {
+    fn mount(&mut self, name: &str, local: SocketAddr) -> Option<MountInfo> {
+        let m = self.mounts.get(name)?;
+        Some(MountInfo {
+            sdp: self.mounts.sdp(name, local)?,
+            duration: m.duration,
+            multicast: m.multicast.is_some(),
+        })
+    }
+
+    fn setup(&mut self, req: &SetupRequest<'_>) -> Result<Delivery, Refusal> {
+        let mount = self.mounts.get(req.mount).ok_or(Refusal::NotFound)?;
+        let ssrc = ssrc_of(&req.session.to_string());
+        let (prepared, delivery) = match req.transport {
+            Requested::Udp {
+                client_rtp,
+                client_rtcp,
+            } => {
+                if client_rtp == 0 || client_rtcp == 0 {
+                    return Err(Refusal::UnsupportedTransport(
+                        "client_port 0 cannot be sent to".into(),
+                    ));
+                }
+                let to_rtp = SocketAddr::new(req.peer.ip(), client_rtp);
+                let to_rtcp = SocketAddr::new(req.peer.ip(), client_rtcp);
+                let opts = SocketOptions {
+                    buffer_bytes: 4 << 20,
+                    read_timeout: None,
+                };
+                let (rtp, rtcp) = bind_pair(req.local.ip(), to_rtp, to_rtcp, &opts)
+                    .map_err(|e| Refusal::Unavailable(format!("no server ports: {e}")))?;
+                rtcp.socket()
+                    .set_nonblocking(true)
+                    .map_err(|e| Refusal::Internal(format!("RTCP socket: {e}")))?;
+                let port = |s: std::io::Result<SocketAddr>| s.map(|a| a.port()).unwrap_or(0);
+                let delivery = Delivery::Udp {
+                    client_rtp,
+                    client_rtcp,
+                    server_rtp: port(rtp.local_addr()),
+                    server_rtcp: port(rtcp.local_addr()),
+                    ssrc,
+                };
+                let prepared = Prepared::Udp {
+                    rtp: Arc::new(rtp),
+                    rtcp: Arc::new(rtcp),
+                };
+                (prepared, delivery)
+            }
+            Requested::Interleaved {
+                rtp_channel,
+                rtcp_channel,
+            } => {
+                let out = self
+                    .conns
+                    .get(&req.conn)
+                    .cloned()
+                    .ok_or_else(|| Refusal::Internal("the connection is gone".into()))?;
+                if self.inboxes.contains_key(&(req.conn, rtcp_channel)) {
+                    return Err(Refusal::UnsupportedTransport(format!(
+                        "interleaved channel {rtcp_channel} is already in use on this connection"
+                    )));
+                }
+                let inbox = Arc::new(Inbox::new(INBOX));
+                self.inboxes.insert((req.conn, rtcp_channel), inbox.clone());
+                let prepared = Prepared::Interleaved {
+                    out,
+                    rtp_channel,
+                    rtcp_channel,
+                    inbox,
+                    peer: req.peer,
+                };
+                let delivery = Delivery::Interleaved {
+                    rtp_channel,
+                    rtcp_channel,
+                    ssrc,
+                };
+                (prepared, delivery)
+            }
+            Requested::Multicast => {
+                let Some(group) = mount.multicast else {
+                    return Err(Refusal::UnsupportedTransport(format!(
+                        "mount '{}' is unicast only; ask for RTP/AVP;unicast or RTP/AVP/TCP",
+                        req.mount
+                    )));
+                };
+                let delivery = Delivery::Multicast {
+                    group: group.addr.ip(),
+                    port: group.addr.port(),
+                    rtcp_port: group.rtcp_addr().port(),
+                    ttl: group.ttl.unwrap_or(1).min(255) as u8,
+                    ssrc: ssrc_of(req.mount),
+                };
+                (Prepared::Multicast, delivery)
+            }
+        };
+        // A repeated SETUP replaces the session's transport.
+        self.teardown(req.session);
+        self.sessions.insert(
+            req.session,
+            SessionMedia {
+                mount: req.mount.to_string(),
+                conn: req.conn,
+                prepared,
+                ssrc,
+                playing: None,
+                from: Duration::ZERO,
+                start: None,
+                next_seq: None,
+                reports: 0,
+            },
+        );
+        Ok(delivery)
+    }
+
+    fn play(&mut self, session: SessionId, from: Option<Duration>) -> Result<PlayInfo, Refusal> {
+        let s = self
+            .sessions
+            .get(&session)
+            .ok_or_else(|| Refusal::Internal("PLAY of a session never set up".into()))?;
+        let mount = self.mounts.get(&s.mount).ok_or(Refusal::NotFound)?;
+        let end = mount.duration;
+        if matches!(s.prepared, Prepared::Multicast) {
+            let name = s.mount.clone();
+            if s.playing.is_none() {
+                if !self.groups.contains_key(&name) {
+                    let start = self.start_multicast(&name)?;
+                    self.groups.insert(name.clone(), Group { users: 0, start });
+                }
+                if let Some(g) = self.groups.get_mut(&name) {
+                    g.users += 1;
+                }
+            }
+            let stream = format!("{name}.multicast");
+            let g = &self.groups[&name];
+            // A late joiner starts where the group is now.
+            let position = self.server.position(&stream).unwrap_or_default();
+            let sent = self.server.stream(&stream).map_or(0, |st| st.packets);
+            if let Some(s) = self.sessions.get_mut(&session) {
+                s.playing = Some(stream);
+            }
+            return Ok(PlayInfo {
+                seq: g.start.seq.wrapping_add(sent as u16),
+                rtptime: g
+                    .start
+                    .rtptime
+                    .wrapping_add((position.as_secs_f64() * 90_000.0) as u32),
+                start: Duration::ZERO,
+                end: None,
+            });
+        }
+        let from = if end.is_some() {
+            from.unwrap_or(s.from)
+        } else {
+            Duration::ZERO
+        };
+        let name = Self::stream_name(&s.mount, session);
+        let (media, rtcp) = match &s.prepared {
+            Prepared::Udp { rtp, rtcp } => (MediaOut::Udp(rtp.clone()), RtcpOut::Udp(rtcp.clone())),
+            Prepared::Interleaved {
+                out,
+                rtp_channel,
+                rtcp_channel,
+                inbox,
+                peer,
+            } => (
+                MediaOut::Interleaved {
+                    conn: out.clone(),
+                    channel: *rtp_channel,
+                },
+                RtcpOut::Interleaved {
+                    conn: out.clone(),
+                    channel: *rtcp_channel,
+                    inbox: inbox.clone(),
+                    peer: *peer,
+                },
+            ),
+            Prepared::Multicast => unreachable!("handled above"),
+        };
+        if let Some(old) = &s.playing {
+            let _ = self.server.pause(old);
+        }
+        let mut spec = mount.spec.clone();
+        spec.name = name.clone();
+        spec.destination = Vec::new();
+        spec.ssrc = Some(s.ssrc);
+        let outlet = SessionOutlet {
+            media,
+            rtcp,
+            from,
+            next_seq: s.next_seq,
+        };
+        let (_, start) = self.server.add_with(spec, Some(outlet)).map_err(refusal)?;
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.playing = Some(name);
+            s.from = from;
+            s.start = Some(start);
+        }
+        Ok(PlayInfo {
+            seq: start.seq,
+            rtptime: start.rtptime,
+            start: from,
+            end,
+        })
+    }
+
+    fn pause(&mut self, session: SessionId) -> Result<Duration, Refusal> {
+        self.stop(session, false)
+    }
+
+    fn teardown(&mut self, session: SessionId) {
+        // The client leaves: its stream says BYE (RFC 3550 §6.6).
+        let _ = self.stop(session, true);
+        if let Some(s) = self.sessions.remove(&session) {
+            if let Prepared::Interleaved { rtcp_channel, .. } = s.prepared {
+                self.inboxes.remove(&(s.conn, rtcp_channel));
+            }
+        }
+    }
+}
+
+impl MediaBackend {
+    /// Stops what a session plays and returns the position reached; `bye` when the session
+    /// ends (TEARDOWN), not when it pauses.
+    fn stop(&mut self, session: SessionId, bye: bool) -> Result<Duration, Refusal> {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return Err(Refusal::Internal("PAUSE of a session never set up".into()));
+        };
+        let Some(stream) = s.playing.take() else {
+            return Ok(s.from);
+        };
+        if matches!(s.prepared, Prepared::Multicast) {
+            let mount = s.mount.clone();
+            self.leave_group(&mount);
+            return Ok(Duration::ZERO);
+        }
+        let position = self.server.position(&stream).unwrap_or_default();
+        let stopped = if bye {
+            self.server.remove(&stream)
+        } else {
+            self.server.pause(&stream)
+        };
+        if let (Ok(st), Some(start)) = (stopped, s.start) {
+            s.next_seq = Some(start.seq.wrapping_add(st.packets as u16));
+        }
+        let end = self.mounts.get(&s.mount).and_then(|m| m.duration);
+        let reached = s.from + position;
+        s.from = end.map_or(Duration::ZERO, |e| reached.min(e));
+        Ok(s.from)
+    }
+
+    fn leave_group(&mut self, mount: &str) {
+        let Some(g) = self.groups.get_mut(mount) else {
+            return;
+        };
+        g.users = g.users.saturating_sub(1);
+        if g.users == 0 {
+            self.groups.remove(mount);
+            let _ = self.server.remove(&format!("{mount}.multicast"));
+        }
+    }
+
+    /// Stops everything (the service is shutting down).
+    pub fn teardown_all(&mut self) {
+        let ids: Vec<SessionId> = self.sessions.keys().copied().collect();
+        for id in ids {
+            self.teardown(id);
+        }
+    }
+}
+
+fn refusal(e: ControlError) -> Refusal {
+    match e {
+        ControlError::Refused(why) => Refusal::NotEnoughBandwidth(why),
+        ControlError::Invalid(why) | ControlError::Internal(why) => Refusal::Internal(why),
+        ControlError::Exists(why) | ControlError::NotFound(why) => Refusal::Internal(why),
+    }
+}
+
+/// A stable SSRC for a name (a session id or a mount): FNV-1a, folded to 32 bits.
+fn ssrc_of(name: &str) -> u32 {
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    (h ^ (h >> 32)) as u32
+}

@@ -1,0 +1,115 @@
+//! One RTSP connection: a reader thread (this one) that frames requests and interleaved data
+//! and answers through the connection's [`ConnOut`], and a writer thread that drains it.
+
+use super::service::Shared;
+use crate::interleaved::ConnOut;
+use metronome_session::rtsp::{ConnId, Frame, Framer, FramerLimits};
+use std::io::{ErrorKind, Read};
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often a blocked read wakes to look at the stop flag and the idle timer.
+const READ_TURN: Duration = Duration::from_millis(200);
+/// Bytes of `$` frames queued for a slow reader before frames are dropped.
+const OUT_QUEUE: usize = 4 << 20;
+
+/// Serves one connection until the client closes it, it idles out, or the service stops.
+pub(super) fn serve(shared: Arc<Shared>, stream: TcpStream, conn: ConnId) {
+    let (Ok(peer), Ok(local)) = (stream.peer_addr(), stream.local_addr()) else {
+        return;
+    };
+    let out = Arc::new(ConnOut::new(OUT_QUEUE));
+    let writer = match stream.try_clone() {
+        Ok(s) => {
+            let (out, timeout) = (out.clone(), shared.cfg.write_timeout);
+            std::thread::Builder::new()
+                .name(format!("rtsp-w{}", conn.0))
+                .spawn(move || out.run_writer(s, timeout))
+                .ok()
+        }
+        Err(_) => None,
+    };
+    if writer.is_none() {
+        return;
+    }
+    shared.lock().backend.connection_opened(conn, out.clone());
+    let _ = stream.set_read_timeout(Some(READ_TURN));
+    let _ = stream.set_nodelay(true);
+    read_loop(&shared, &stream, conn, peer, local, &out);
+    {
+        let mut core = shared.lock();
+        let core = &mut *core;
+        core.rtsp.connection_closed(conn, &mut core.backend);
+        core.backend.connection_gone(conn);
+    }
+    out.close();
+    if let Some(w) = writer {
+        let _ = w.join();
+    }
+}
+
+fn read_loop(
+    shared: &Shared,
+    mut stream: &TcpStream,
+    conn: ConnId,
+    peer: std::net::SocketAddr,
+    local: std::net::SocketAddr,
+    out: &ConnOut,
+) {
+    let mut framer = Framer::new(FramerLimits::default());
+    let mut buf = vec![0u8; 16 << 10];
+    let mut idle = Duration::ZERO;
+    let mut wire = Vec::with_capacity(4096);
+    while !shared.stop.load(Ordering::Acquire) && !out.is_closed() {
+        let room = framer.buffer_space().min(buf.len());
+        let n = match stream.read(&mut buf[..room.max(1)]) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                idle += READ_TURN;
+                // A connection with no session lives as long as the idle timeout; one with
+                // sessions as long as they do (the session timer tears them down).
+                if idle >= shared.cfg.idle_timeout && shared.lock().backend.sessions_on(conn) == 0 {
+                    return;
+                }
+                continue;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return,
+        };
+        idle = Duration::ZERO;
+        if room == 0 {
+            // The framer is full and produced nothing: it cannot happen with its limits, but
+            // a connection that gets here is cut rather than looped on.
+            return;
+        }
+        framer.push(&buf[..n]);
+        while let Some(frame) = framer.next_frame() {
+            let mut core = shared.lock();
+            let core = &mut *core;
+            let response = match frame {
+                Ok(Frame::Request(req)) => {
+                    let now = shared.clock.now();
+                    core.rtsp
+                        .handle_request(now, conn, peer, local, &req, &mut core.backend)
+                }
+                Ok(Frame::Data { channel, payload }) => {
+                    if !core.backend.interleaved_in(conn, channel, &payload) {
+                        shared.unrouted.fetch_add(1, Ordering::Relaxed);
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    shared.bad_requests.fetch_add(1, Ordering::Relaxed);
+                    core.rtsp.error_response(&e)
+                }
+            };
+            wire.clear();
+            if response.write(&mut wire).is_err() || !out.send_message(&wire) {
+                return;
+            }
+        }
+    }
+}

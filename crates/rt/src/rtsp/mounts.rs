@@ -1,0 +1,164 @@
+//! Mounts: what an RTSP client can play, one per configured stream, and their descriptions.
+
+use crate::streams::{SourceSpec, StreamSpec};
+use crate::url::RtpUrl;
+use metronome_media::{duration_of, TsFileSource};
+use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+/// Longest mount name: a session's stream is named `MOUNT.SESSION` and stream names stop at 64.
+const MAX_MOUNT_NAME: usize = 40;
+
+/// One playable stream.
+#[derive(Clone, Debug)]
+pub struct Mount {
+    /// What each session's stream is made from (its destinations are not used for sessions).
+    pub spec: StreamSpec,
+    /// Files that do not loop: their length, for PLAY ranges. `None`: live.
+    pub duration: Option<Duration>,
+    /// The group multicast clients are sent to.
+    pub multicast: Option<RtpUrl>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct MountError(pub String);
+
+/// Every mount, by name.
+#[derive(Clone, Debug, Default)]
+pub struct Mounts(BTreeMap<String, Mount>);
+
+impl Mounts {
+    /// One mount per stream. Files that do not loop are read once to find their length.
+    pub fn from_specs(specs: &[StreamSpec]) -> Result<Mounts, MountError> {
+        let mut mounts = BTreeMap::new();
+        for spec in specs {
+            spec.validate_settings()
+                .map_err(|e| MountError(e.to_string()))?;
+            if spec.name.len() > MAX_MOUNT_NAME {
+                return Err(MountError(format!(
+                    "mount name '{}' is longer than {MAX_MOUNT_NAME} characters; pick a shorter name",
+                    spec.name
+                )));
+            }
+            let multicast = match &spec.multicast {
+                None => None,
+                Some(u) => {
+                    let url = RtpUrl::parse_destination(u).map_err(|e| {
+                        MountError(format!("stream '{}': multicast {u}: {e}", spec.name))
+                    })?;
+                    if !url.is_multicast() {
+                        return Err(MountError(format!(
+                            "stream '{}': multicast = \"{u}\" is not a multicast group; use e.g. \
+                             rtp://239.255.0.1:5004?ttl=1",
+                            spec.name
+                        )));
+                    }
+                    Some(url)
+                }
+            };
+            let duration = match &spec.source {
+                SourceSpec::File(path) if !spec.looping => {
+                    let mut f = TsFileSource::open(path, false)
+                        .map_err(|e| MountError(format!("stream '{}': {e}", spec.name)))?;
+                    Some(
+                        duration_of(&mut f)
+                            .map_err(|e| MountError(format!("stream '{}': {e}", spec.name)))?,
+                    )
+                }
+                _ => None,
+            };
+            let m = Mount {
+                spec: spec.clone(),
+                duration,
+                multicast,
+            };
+            if mounts.insert(spec.name.clone(), m).is_some() {
+                return Err(MountError(format!(
+                    "two streams are named '{}'; mount names must be unique",
+                    spec.name
+                )));
+            }
+        }
+        Ok(Mounts(mounts))
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Mount> {
+        self.0.get(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(|k| k.as_str())
+    }
+
+    /// The SDP a DESCRIBE of `name` answers with, for a client that reached us at `local`.
+    pub fn sdp(&self, name: &str, local: SocketAddr) -> Option<String> {
+        let m = self.0.get(name)?;
+        let range = match m.duration {
+            Some(d) => format!("npt=0-{:.3}", d.as_secs_f64()),
+            None => "npt=0-".to_string(),
+        };
+        let unspecified = match local.ip() {
+            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        let mut media = MediaDescription::mp2t(0);
+        media.control = Some("trackID=0".into());
+        media.bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
+        Some(
+            SessionDescription {
+                origin: local.ip(),
+                session_id: session_id_of(name),
+                name: name.to_string(),
+                connection: Some(Connection {
+                    addr: unspecified,
+                    ttl: None,
+                }),
+                control: Some("*".into()),
+                range: Some(range),
+                tool: Some(tool()),
+                media: vec![media],
+            }
+            .to_sdp(),
+        )
+    }
+}
+
+/// The SDP of a plain RTP session: what a receiver of `dest` opens (`ffplay file.sdp`, VLC,
+/// GStreamer's `sdpdemux`, `metronome recv file.sdp`).
+pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> String {
+    let mut media = MediaDescription::mp2t(dest.addr.port());
+    media.bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
+    SessionDescription {
+        origin,
+        session_id: session_id_of(&spec.name),
+        name: spec.name.clone(),
+        connection: Some(Connection {
+            addr: dest.addr.ip(),
+            ttl: if dest.is_multicast() {
+                Some(dest.ttl.unwrap_or(1).min(255) as u8)
+            } else {
+                None
+            },
+        }),
+        control: None,
+        range: None,
+        tool: Some(tool()),
+        media: vec![media],
+    }
+    .to_sdp()
+}
+
+fn tool() -> String {
+    format!("metronome {}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A stable origin session id for a name (RFC 8866 §5.2 only asks that it be unique per host).
+fn session_id_of(name: &str) -> u64 {
+    // FNV-1a: stable across runs, unlike the std hasher.
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    }) >> 1
+}

@@ -1,0 +1,243 @@
+//! The RTSP listener: accepts connections up to a limit, runs the session timer, and shuts
+//! everything down cleanly.
+
+use super::backend::MediaBackend;
+use super::mounts::Mounts;
+use crate::clock::Clock;
+use crate::streams::StreamServer;
+use metronome_session::rtsp::{ConnId, RtspConfig, RtspServer};
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct RtspServiceConfig {
+    pub addr: SocketAddr,
+    /// Most connections at once; more are answered 503 and closed.
+    pub max_connections: usize,
+    /// Most sessions at once (SETUP beyond it: 503).
+    pub max_sessions: usize,
+    /// A session with no request and no receiver report for this long is torn down.
+    pub session_timeout: Duration,
+    /// A connection with no session and no bytes for this long is closed.
+    pub idle_timeout: Duration,
+    /// A client that does not read what we send for this long is cut off.
+    pub write_timeout: Duration,
+}
+
+impl RtspServiceConfig {
+    pub fn new(addr: SocketAddr) -> Self {
+        RtspServiceConfig {
+            addr,
+            max_connections: 64,
+            max_sessions: 256,
+            session_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The protocol state and the media side, locked together (a request touches both).
+pub(super) struct Core {
+    pub rtsp: RtspServer,
+    pub backend: MediaBackend,
+}
+
+pub(super) struct Shared {
+    pub cfg: RtspServiceConfig,
+    pub clock: Clock,
+    core: Mutex<Core>,
+    pub stop: AtomicBool,
+    pub connections: AtomicUsize,
+    pub bad_requests: AtomicU64,
+    /// Interleaved frames on a channel no session uses.
+    pub unrouted: AtomicU64,
+}
+
+impl Shared {
+    pub fn lock(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// A running RTSP server.
+pub struct RtspService {
+    shared: Arc<Shared>,
+    local: SocketAddr,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RtspService {
+    /// Binds the listener and starts serving `mounts` from `server`.
+    pub fn start(
+        cfg: RtspServiceConfig,
+        server: Arc<StreamServer>,
+        mounts: Mounts,
+    ) -> io::Result<RtspService> {
+        let listener = TcpListener::bind(cfg.addr).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot listen for RTSP on {}: {e}; pick another address with --rtsp",
+                    cfg.addr
+                ),
+            )
+        })?;
+        listener.set_nonblocking(true)?;
+        let local = listener.local_addr()?;
+        let rtsp = RtspServer::new(RtspConfig {
+            session_timeout: cfg.session_timeout,
+            max_sessions: cfg.max_sessions,
+            server_name: format!("metronome/{}", env!("CARGO_PKG_VERSION")),
+            seed: os_entropy()?,
+        });
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Core {
+                rtsp,
+                backend: MediaBackend::new(server, Arc::new(mounts)),
+            }),
+            cfg,
+            clock: Clock::new(),
+            stop: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+            bad_requests: AtomicU64::new(0),
+            unrouted: AtomicU64::new(0),
+        });
+        let accept = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("rtsp-accept".into())
+                .spawn(move || accept_loop(&shared, listener))?
+        };
+        let timer = {
+            let shared = shared.clone();
+            std::thread::Builder::new()
+                .name("rtsp-timer".into())
+                .spawn(move || timer_loop(&shared))?
+        };
+        Ok(RtspService {
+            shared,
+            local,
+            threads: vec![accept, timer],
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+
+    /// Sessions open now.
+    pub fn sessions(&self) -> usize {
+        self.shared.lock().rtsp.sessions()
+    }
+
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::Relaxed)
+    }
+
+    /// Requests answered with an error status because they could not be parsed or broke a
+    /// limit.
+    pub fn bad_requests(&self) -> u64 {
+        self.shared.bad_requests.load(Ordering::Relaxed)
+    }
+
+    /// Stops accepting, closes every connection and tears every session down.
+    pub fn shutdown(mut self) {
+        self.shared.stop.store(true, Ordering::Release);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+        // Connection threads see the flag within a read turn.
+        for _ in 0..100 {
+            if self.shared.connections.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.shared.lock().backend.teardown_all();
+    }
+}
+
+/// 256 bits from the kernel's random number generator (getrandom(2)), for session ids.
+fn os_entropy() -> io::Result<[u8; 32]> {
+    let mut key = [0u8; 32];
+    let mut filled = 0;
+    while filled < key.len() {
+        // SAFETY: the pointer and length describe the unfilled tail of `key`, which lives
+        // across the call.
+        let n =
+            unsafe { libc::getrandom(key[filled..].as_mut_ptr().cast(), key.len() - filled, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(io::Error::new(
+                e.kind(),
+                format!("cannot read random bytes for RTSP session ids: {e}"),
+            ));
+        }
+        filled += n as usize;
+    }
+    Ok(key)
+}
+
+fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
+    let mut next = 1u64;
+    while !shared.stop.load(Ordering::Acquire) {
+        let (stream, _) = match listener.accept() {
+            Ok(s) => s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            Err(_) => {
+                // Out of file descriptors and the like: wait, do not spin.
+                std::thread::sleep(Duration::from_millis(100));
+                continue;
+            }
+        };
+        let _ = stream.set_nonblocking(false);
+        if shared.connections.load(Ordering::Acquire) >= shared.cfg.max_connections {
+            refuse(stream);
+            continue;
+        }
+        shared.connections.fetch_add(1, Ordering::AcqRel);
+        let conn = ConnId(next);
+        next += 1;
+        let s = shared.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("rtsp-c{}", conn.0))
+            .spawn(move || {
+                super::conn::serve(s.clone(), stream, conn);
+                s.connections.fetch_sub(1, Ordering::AcqRel);
+            });
+        if spawned.is_err() {
+            shared.connections.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Over the connection limit: one 503 and close (RFC 2326 §11.5.3 lets a server say so).
+fn refuse(mut stream: TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
+    let _ = stream
+        .write_all(b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n");
+}
+
+fn timer_loop(shared: &Shared) {
+    while !shared.stop.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(250));
+        let now = shared.clock.now();
+        let mut core = shared.lock();
+        let core = &mut *core;
+        for id in core.backend.reporting_sessions() {
+            core.rtsp.touch(id, now);
+        }
+        core.rtsp.handle_timeout(now, &mut core.backend);
+    }
+}

@@ -1,0 +1,88 @@
+//! Framing errors and the status that answers each (RFC 2326 §7.1.1).
+
+/// Why a message could not be framed. Each has a status for the response ([`Self::status`]) and
+/// the request's CSeq if it could be read ([`Self::cseq`]).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// No empty line within `limit` bytes: the head is too large.
+    #[error("request head longer than {limit} bytes")]
+    HeadTooLarge { limit: usize, cseq: Option<u32> },
+    /// One line of the head is longer than `limit` bytes.
+    #[error("{} longer than {limit} bytes", if *.request_line { "request line" } else { "header line" })]
+    LineTooLong {
+        limit: usize,
+        request_line: bool,
+        cseq: Option<u32>,
+    },
+    /// More than `limit` header lines.
+    #[error("more than {limit} header lines")]
+    TooManyHeaders { limit: usize, cseq: Option<u32> },
+    /// `Content-Length` above the limit (the body is skipped).
+    #[error("body of {length} bytes is larger than the limit of {limit}")]
+    BodyTooLarge {
+        length: u64,
+        limit: usize,
+        cseq: Option<u32>,
+    },
+    /// Not a well-formed RTSP request.
+    #[error("malformed request: {reason}")]
+    Malformed { reason: String, cseq: Option<u32> },
+    /// A protocol version other than RTSP/1.0 (RTSP/2.0 included).
+    #[error("unsupported protocol version {version:?}: only RTSP/1.0 is served")]
+    UnsupportedVersion { version: String, cseq: Option<u32> },
+    /// A response (status line) where a request was expected.
+    #[error("a response was received where a request was expected")]
+    NotARequest { cseq: Option<u32> },
+}
+
+impl FrameError {
+    /// The status of the response that answers this error (RFC 2326 §7.1.1).
+    pub fn status(&self) -> u16 {
+        match self {
+            FrameError::HeadTooLarge { .. } | FrameError::TooManyHeaders { .. } => 400,
+            FrameError::LineTooLong { request_line, .. } => {
+                if *request_line {
+                    414
+                } else {
+                    400
+                }
+            }
+            FrameError::BodyTooLarge { .. } => 413,
+            FrameError::Malformed { .. } | FrameError::NotARequest { .. } => 400,
+            FrameError::UnsupportedVersion { .. } => 505,
+        }
+    }
+
+    /// The CSeq of the bad message, if it could be read, for the response to echo.
+    pub fn cseq(&self) -> Option<u32> {
+        match self {
+            FrameError::HeadTooLarge { cseq, .. }
+            | FrameError::LineTooLong { cseq, .. }
+            | FrameError::TooManyHeaders { cseq, .. }
+            | FrameError::BodyTooLarge { cseq, .. }
+            | FrameError::Malformed { cseq, .. }
+            | FrameError::UnsupportedVersion { cseq, .. }
+            | FrameError::NotARequest { cseq } => *cseq,
+        }
+    }
+
+    pub(super) fn with_cseq(mut self, value: Option<u32>) -> Self {
+        match &mut self {
+            FrameError::HeadTooLarge { cseq, .. }
+            | FrameError::LineTooLong { cseq, .. }
+            | FrameError::TooManyHeaders { cseq, .. }
+            | FrameError::BodyTooLarge { cseq, .. }
+            | FrameError::Malformed { cseq, .. }
+            | FrameError::UnsupportedVersion { cseq, .. }
+            | FrameError::NotARequest { cseq } => *cseq = value,
+        }
+        self
+    }
+
+    pub(super) fn malformed(reason: &str) -> Self {
+        FrameError::Malformed {
+            reason: reason.to_owned(),
+            cseq: None,
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The RTSP 1.0 server (RFC 2326), sans-IO: request framing with limits, the session state
+//! machine (Init → Ready → Playing), session ids and timeouts. Messages are parsed and built with
+//! `rtsp-types`; this module never touches a socket or a clock. The driver
+//! (`metronome_rt::rtsp`) owns the TCP connections and implements [`Backend`], which does what a
+//! request asks of the media side (ports, streams, admission control).
+//!
+//! ```text
+//! bytes ─► Framer ─► Frame::Request ─► RtspServer::handle_request(now, conn, peer, local, req, backend) ─► Response
+//!                 └► Frame::Data (interleaved RTCP from the client, `$` framing)
+//! now ───► RtspServer::handle_timeout(now, backend)   (sessions that went silent are torn down)
+//! ```
+
+mod framing;
+mod request;
+mod server;
+#[cfg(test)]
+mod tests;
+mod transport;
+
+pub use framing::{Frame, FrameError, Framer, FramerLimits};
+pub use server::{
+    RtspConfig, RtspServer, SessionInfo, SessionState, PUBLIC_METHODS, REASON_HEADER,
+};
+
+use std::fmt;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+/// One TCP connection, as the driver numbers them. Sessions are bound to the connection that
+/// created them: a request naming a session from another connection gets 454.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(pub u64);
+
+/// A session id: 128 random bits, written as 32 lowercase hex digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SessionId(pub u128);
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// What the backend says about a mount, for DESCRIBE, SETUP and PLAY.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MountInfo {
+    /// The SDP for DESCRIBE (one media section, `a=control:trackID=0`).
+    pub sdp: String,
+    /// Files: the length of the presentation (PLAY Range applies). `None`: live.
+    pub duration: Option<Duration>,
+    /// The mount has a multicast group a client may SETUP with `multicast`.
+    pub multicast: bool,
+}
+
+/// The transport a client asked for in SETUP, after checks (RTP/AVP only; a `destination` other
+/// than the client's own address is refused before the backend sees it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requested {
+    /// RTP/AVP(/UDP);unicast;client_port=RTP-RTCP, to the connection's peer address.
+    Udp { client_rtp: u16, client_rtcp: u16 },
+    /// RTP/AVP;multicast: the server's group, port and ttl for the mount.
+    Multicast,
+    /// RTP/AVP/TCP;interleaved=RTP-RTCP over the RTSP connection.
+    Interleaved { rtp_channel: u8, rtcp_channel: u8 },
+}
+
+/// A SETUP for the backend to carry out.
+#[derive(Clone, Copy, Debug)]
+pub struct SetupRequest<'a> {
+    pub session: SessionId,
+    pub conn: ConnId,
+    pub mount: &'a str,
+    /// The RTSP client's address (streams only ever go to this IP, or to the mount's group).
+    pub peer: SocketAddr,
+    /// The server's address on this connection.
+    pub local: SocketAddr,
+    pub transport: Requested,
+}
+
+/// How the backend set a session's media up, for the SETUP response's Transport header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    Udp {
+        client_rtp: u16,
+        client_rtcp: u16,
+        server_rtp: u16,
+        server_rtcp: u16,
+        ssrc: u32,
+    },
+    Multicast {
+        group: IpAddr,
+        port: u16,
+        rtcp_port: u16,
+        ttl: u8,
+        ssrc: u32,
+    },
+    Interleaved {
+        rtp_channel: u8,
+        rtcp_channel: u8,
+        ssrc: u32,
+    },
+}
+
+/// What PLAY started, for the Range and RTP-Info headers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlayInfo {
+    /// Sequence number of the first packet sent.
+    pub seq: u16,
+    /// RTP timestamp that corresponds to `start`.
+    pub rtptime: u32,
+    /// Where play starts, in normal play time.
+    pub start: Duration,
+    /// Where it ends (files), `None` for live.
+    pub end: Option<Duration>,
+}
+
+/// Why the backend could not do what a request asked. Each maps to the standard status.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// 404: no such mount.
+    #[error("no such mount")]
+    NotFound,
+    /// 453 Not Enough Bandwidth: admission control refused the stream (the reason says why).
+    #[error("not enough bandwidth: {0}")]
+    NotEnoughBandwidth(String),
+    /// 461 Unsupported Transport.
+    #[error("unsupported transport: {0}")]
+    UnsupportedTransport(String),
+    /// 457 Invalid Range.
+    #[error("invalid range: {0}")]
+    InvalidRange(String),
+    /// 503 Service Unavailable: a limit (sessions, ports) is reached.
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
+    /// 500: something failed on the server.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+/// The media side of the server. The state machine calls it only for requests that are valid
+/// in the session's state; it never calls `play` on a session that `setup` did not accept.
+pub trait Backend {
+    /// The mount named `name`, described for a client that reached the server at `local`.
+    fn mount(&mut self, name: &str, local: SocketAddr) -> Option<MountInfo>;
+    /// Prepares delivery for a session (ports bound, group chosen); nothing is sent yet.
+    fn setup(&mut self, req: &SetupRequest<'_>) -> Result<Delivery, Refusal>;
+    /// Starts sending, from `from` (files) or live. Admission control is applied here.
+    fn play(&mut self, session: SessionId, from: Option<Duration>) -> Result<PlayInfo, Refusal>;
+    /// Stops sending and returns the position reached (files), so PLAY can resume there.
+    fn pause(&mut self, session: SessionId) -> Result<Duration, Refusal>;
+    /// Releases everything the session holds. Called once per session, whatever ended it
+    /// (TEARDOWN, timeout, its connection closing).
+    fn teardown(&mut self, session: SessionId);
+}
