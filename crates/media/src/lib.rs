@@ -14,6 +14,7 @@ pub mod analyze;
 pub mod h264;
 pub mod pattern;
 pub mod psi;
+pub mod raw;
 pub mod seek;
 pub mod testsrc;
 pub mod tsfile;
@@ -21,6 +22,7 @@ pub mod tsmux;
 
 pub use analyze::{TsAnalyzer, TsReport};
 pub use pattern::{Frame, Scene, TestPattern};
+pub use raw::{RawFileSource, RawFrame, RawSource, RawTestPattern, VideoFormat, Y4mWriter};
 pub use seek::{duration_of, Seeked};
 pub use testsrc::{TestSource, TestSourceConfig};
 pub use tsfile::{FileStats, TsFileSource};

@@ -18,6 +18,8 @@
 //!   accounting, and the stall policy (never catch up with a burst unless asked to).
 //! - [`wait_choice`]: whether the pacer sleeps-then-spins or busy-polls, chosen by the lateness
 //!   it sees.
+//! - [`st2110`]: SMPTE ST 2110-21 sender pacing models for uncompressed video (narrow gapped,
+//!   narrow linear, wide, burst) and the receiver's Cinst/VRX conformance measurement.
 
 pub mod admission;
 pub mod analysis;
@@ -26,6 +28,7 @@ mod fmt_util;
 pub mod pacing;
 pub mod phase;
 pub mod sim;
+pub mod st2110;
 pub mod task;
 pub mod throttle_guard;
 pub mod wait_choice;
@@ -39,6 +42,7 @@ pub use analysis::{Budget, DemandPoint, DmReport, DmViolation, EdfReport, EdfVio
 pub use dispatch::{Dispatcher, Job};
 pub use pacing::{PacingConfig, PacingModel, PacingStats, StallPolicy};
 pub use sim::{simulate, Release, SimOutcome, SimTask, SimTaskOutcome};
+pub use st2110::{Conformance, ConformanceSummary, FrameFormat, FrameSchedule, SenderType};
 pub use task::{Policy, TaskParams, TaskProblem, MAX_PERIOD};
 pub use throttle_guard::ThrottleGuard;
 pub use wait_choice::{WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats};

@@ -8,8 +8,10 @@
 //! - [`sender::SenderReports`]: sender reports, and what the receivers' reports say
 //!   (loss, jitter, round-trip time).
 //! - [`interval`]: the RTCP transmission interval (RFC 3550 §6.3, A.7).
+//! - [`raw`]: uncompressed video (RFC 4175): payloader, depayloader, SDP fmtp.
 
 pub mod interval;
+pub mod raw;
 pub mod receiver;
 pub mod rtsp;
 pub mod sender;

@@ -5,13 +5,16 @@
 //! - [`rtcp`]: RTCP compound packets (RFC 3550 §6) through `rtcp-types`: SR, RR, SDES CNAME, BYE.
 //! - [`ts`]: MPEG-TS packet views (ISO/IEC 13818-1 §2.4.3): PID, continuity counter, PCR.
 //! - [`mp2t`]: the RTP payload format for MPEG-TS (RFC 2250 §2).
+//! - [`rfc4175`]: the RTP payload format for uncompressed video (RFC 4175 §4).
 //! - [`sdp`]: SDP session descriptions (RFC 8866) of RTP sessions, for RTSP and `.sdp` files.
 
 pub mod mp2t;
+pub mod rfc4175;
 pub mod rtcp;
 pub mod rtp;
 pub mod sdp;
 pub mod ts;
 
+pub use rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader};
 pub use rtcp::{RtcpError, RtcpItem};
 pub use rtp::{RtpError, RtpHeader, RtpView};

@@ -13,6 +13,7 @@
 //! Nothing here allocates per packet: `recv` uses a stack control buffer, `send_to_many` stack
 //! arrays. Timeouts show as `Err` with [`is_timeout`] true.
 
+mod fast;
 mod pair;
 mod recv;
 mod rtcp;
@@ -20,11 +21,20 @@ mod send;
 mod socket;
 #[cfg(test)]
 mod tests;
+mod tuning;
 
+pub use fast::{
+    BatchError, Datagram, Datagrams, FastReceiver, FastSender, GsoStatus, RecvBufs, SendPath,
+    GSO_MAX_SEGMENTS, RECV_BATCH_MAX,
+};
 pub use pair::bind_pair;
 pub use recv::UdpReceiver;
 pub use rtcp::RtcpSocket;
 pub use send::{FanOut, UdpSender, FANOUT_BATCH};
+pub use tuning::{
+    classify, limit_sysctl, read_limit, sysctl_command, tune_buffers, wanted_for, BufferReport,
+    MAX_SOCKET_BUFFER,
+};
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

@@ -116,7 +116,7 @@ pub(super) fn recv_meta(s: &Socket, buf: &mut [u8], rxq_ovfl: bool) -> io::Resul
     Ok(meta)
 }
 
-fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
+pub(super) fn sockaddr_to_std(s: &libc::sockaddr_storage) -> Option<SocketAddr> {
     let p = (s as *const libc::sockaddr_storage).cast::<u8>();
     match s.ss_family as libc::c_int {
         libc::AF_INET => {

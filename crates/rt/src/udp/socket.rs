@@ -108,8 +108,8 @@ pub(super) fn set_buffer(s: &Socket, bytes: usize, recv: bool) -> usize {
     got.unwrap_or(0)
 }
 
-fn setsockopt_int(
-    s: &Socket,
+pub(super) fn setsockopt_int(
+    s: &impl AsRawFd,
     level: libc::c_int,
     name: libc::c_int,
     v: libc::c_int,
