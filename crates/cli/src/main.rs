@@ -6,6 +6,7 @@ mod bench;
 mod bench_streams;
 mod demo;
 mod multi;
+mod raw;
 mod recv;
 mod report;
 mod sdp;

@@ -161,11 +161,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
         crate::serve::RtChoice::Auto | crate::serve::RtChoice::Fifo => CoreRt::Auto,
     };
     cfg.lock_memory = cfg.rt != CoreRt::Off;
-    cfg.wait = match a.wait {
-        crate::serve::WaitChoiceArg::Auto => WaitPolicy::Auto,
-        crate::serve::WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,
-        crate::serve::WaitChoiceArg::BusyPoll => WaitPolicy::BusyPoll,
-    };
+    cfg.wait = WaitPolicy::from(a.wait);
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
     cfg
 }

@@ -67,6 +67,8 @@ pub struct RecvArgs {
     /// choice
     #[arg(long, value_name = "ADDR")]
     pub iface: Option<Ipv4Addr>,
+    #[command(flatten)]
+    pub raw: crate::raw::RawRecvArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -85,6 +87,9 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     }
     if is_sdp_file(&a.url) {
         return run_sdp(&a, &stop);
+    }
+    if a.raw.stream.raw {
+        return crate::raw::recv_url(&a, &stop);
     }
     let url = RtpUrl::parse_source(&a.url)?;
     let mut cfg = config(&a, url);
@@ -186,6 +191,9 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
         }
         RtpUrl::unicast(at)
     };
+    if crate::raw::is_raw_media(m) {
+        return crate::raw::recv_sdp(a, url, m, stop);
+    }
     let mut cfg = config(a, url);
     apply_media(&mut cfg, a, m);
     let receiver = Receiver::open(cfg).map_err(|e| format!("{path}: {e}"))?;

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 pub struct SdpArgs {
-    /// The stream's name, as declared in --config or --stream
+    /// The stream's name, as declared in --config or --stream (with --raw: the destination,
+    /// rtp://HOST:PORT)
     #[arg(value_name = "NAME")]
     pub name: String,
     /// The TOML config that declares the stream
@@ -24,9 +25,14 @@ pub struct SdpArgs {
     /// Write the SDP here instead of printing it
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub raw: crate::raw::RawStreamArgs,
 }
 
 pub fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
+    if a.raw.raw {
+        return crate::raw::print_sdp(&a);
+    }
     let mut specs = match &a.config {
         Some(p) => config::load(p)?.streams,
         None => Vec::new(),
@@ -93,7 +99,7 @@ fn sdps_of(spec: &StreamSpec) -> Result<Vec<(RtpUrl, String)>, String> {
 
 /// The address this machine sends to `dest` from (the SDP origin), by asking the kernel's
 /// routing table; the unspecified address if it has no route.
-fn origin_for(dest: &RtpUrl) -> IpAddr {
+pub(crate) fn origin_for(dest: &RtpUrl) -> IpAddr {
     if let Some(i) = dest.iface {
         return IpAddr::V4(i);
     }

@@ -32,6 +32,16 @@ pub enum WaitChoiceArg {
     BusyPoll,
 }
 
+impl From<WaitChoiceArg> for WaitPolicy {
+    fn from(w: WaitChoiceArg) -> WaitPolicy {
+        match w {
+            WaitChoiceArg::Auto => WaitPolicy::Auto,
+            WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,
+            WaitChoiceArg::BusyPoll => WaitPolicy::BusyPoll,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Destinations: rtp://HOST:PORT, or rtp://GROUP:PORT?ttl=1&iface=ADDR for multicast
@@ -104,6 +114,8 @@ pub struct ServeArgs {
     /// Budget this send cost per packet instead of measuring it at start-up, e.g. 5us
     #[arg(long, value_parser = parse_duration, help_heading = "Many streams")]
     pub send_cost: Option<Duration>,
+    #[command(flatten)]
+    pub raw: crate::raw::RawServeArgs,
 }
 
 pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
@@ -139,11 +151,7 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> 
     if matches!(a.rt, RtChoice::Off) {
         cfg.lock_memory = false;
     }
-    cfg.wait = match a.wait {
-        WaitChoiceArg::Auto => WaitPolicy::Auto,
-        WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,
-        WaitChoiceArg::BusyPoll => WaitPolicy::BusyPoll,
-    };
+    cfg.wait = WaitPolicy::from(a.wait);
     if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
         // A thread that never sleeps would run into RT throttling under SCHED_FIFO (stopped
         // ~50 ms each second); as an ordinary thread it keeps its core.
@@ -157,6 +165,9 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> 
 }
 
 pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    if a.raw.raw {
+        return crate::raw::serve(a, stop);
+    }
     if crate::multi::wanted(&a) {
         return crate::multi::run(a, stop);
     }

@@ -1,0 +1,354 @@
+//! The raw-video pacing thread: takes each frame from the ring, and sends its packets at their
+//! [`FrameSchedule`] times, batching into one GSO call all packets due within the batch window
+//! (a burst sends the whole frame in one [`FastSender::send_segments`]). A batch never holds
+//! more packets than the model lets arrive at once: CMAX − 1 of its class (ST 2110-21: n
+//! packets at one instant raise Cinst to n − 1, and one more may still be in the bucket).
+//!
+//! A packet that is overdue when the pacer gets to it goes out at once with the others that are
+//! overdue (catching up within the frame keeps its latency bounded); its lateness is recorded,
+//! and a frame whose send calls started more than the late threshold after they were due counts
+//! as a late frame. No frame is skipped. Nothing allocates per frame or per packet (the error
+//! message of a failed send excepted).
+
+use super::ring::{FrameRing, FrameSlot};
+use crate::clock::{thread_cpu_s, Clock};
+use crate::sender::WaitPolicy;
+use crate::thread::{self, Granted, RtPolicy};
+use crate::udp::{FastSender, GSO_MAX_SEGMENTS};
+use crate::wait::{WaitMode, Waiter, WaiterConfig};
+use metronome_sched::{
+    FrameSchedule, SenderType, ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig,
+    WaitSelectorStats,
+};
+use metronome_time::{Distribution, Timestamp};
+use metronome_wire::rtp::patch_send_time;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+/// How the pacing thread runs.
+#[derive(Clone, Debug)]
+pub struct PacerSettings {
+    pub rt_policy: RtPolicy,
+    pub wait: WaitPolicy,
+    pub waiter: WaiterConfig,
+    pub wait_selector: WaitSelectorConfig,
+    pub cpu: Option<usize>,
+    pub lock_memory: bool,
+    /// Packets due within this window after the one waited for go in the same send call.
+    pub batch_window: Duration,
+    /// A frame whose send calls start later than this after they were due is late.
+    pub late_threshold: Duration,
+    /// Patch the send-time element (the payloader leaves room for it) into every packet.
+    pub send_time_ext: bool,
+}
+
+/// What the pacer publishes while it runs.
+#[derive(Default)]
+pub struct PacerCounters {
+    pub frames: AtomicU64,
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub late_frames: AtomicU64,
+    /// Worst batch lateness since the status line last took it.
+    pub max_late_ns: AtomicU64,
+}
+
+/// What a finished pacer measured.
+pub struct PacerResult {
+    pub grant: String,
+    pub memory: String,
+    pub cpu_s: f64,
+    pub send_lateness: Distribution,
+    pub batch_lateness: Distribution,
+    pub frame_send_time: Distribution,
+    pub batches: u64,
+    pub frames_not_ready: u64,
+    pub send_errors: u64,
+    pub last_send_error: Option<String>,
+    pub wait_modes: WaitSelectorStats,
+    pub throttle_guard_trips: u64,
+    /// Most packets in one send call, if limited (not for a burst).
+    pub max_batch: Option<usize>,
+}
+
+pub struct RawPacer<'a> {
+    sender: &'a FastSender,
+    clock: &'a Clock,
+    schedule: FrameSchedule,
+    s: PacerSettings,
+    auto: bool,
+    max_batch: usize,
+    waiter: Waiter,
+    selector: WaitSelector,
+    guard: ThrottleGuard,
+    r: PacerResult,
+    cpu_start: f64,
+}
+
+impl<'a> RawPacer<'a> {
+    /// Sets up the calling thread as the pacing thread, as `s` asks and the system permits.
+    pub fn start(
+        s: PacerSettings,
+        schedule: FrameSchedule,
+        sender: &'a FastSender,
+        clock: &'a Clock,
+    ) -> Self {
+        let mut waiter_cfg = s.waiter;
+        let g = thread::make_current_thread_realtime(s.rt_policy);
+        if let Granted::Deadline { runtime, .. } = g.granted {
+            waiter_cfg.fit_deadline_runtime(runtime);
+        }
+        let memory = if s.lock_memory {
+            match thread::lock_memory() {
+                Ok(()) => "locked".to_string(),
+                Err(e) => format!("not locked: {e}"),
+            }
+        } else {
+            "not requested".to_string()
+        };
+        let _ = thread::set_timer_slack_ns(1);
+        if s.wait == WaitPolicy::BusyPoll && s.rt_policy == RtPolicy::Other {
+            thread::spin_at_top_nice();
+        }
+        if let Some(cpu) = s.cpu {
+            let _ = thread::pin_to_cpu(cpu);
+        }
+        let mode = match s.wait {
+            WaitPolicy::BusyPoll => WaitMode::BusyPoll,
+            WaitPolicy::SleepSpin | WaitPolicy::Auto => WaitMode::SleepSpin,
+        };
+        let cpu_start = thread_cpu_s();
+        let limits = schedule.limits();
+        let max_batch = match schedule.sender_type() {
+            SenderType::Burst => usize::MAX,
+            SenderType::Wide => (limits.cmax_wide as usize)
+                .saturating_sub(1)
+                .max(schedule.group() as usize),
+            SenderType::NarrowGapped | SenderType::NarrowLinear => {
+                (limits.cmax_narrow as usize).saturating_sub(1).max(1)
+            }
+        };
+        RawPacer {
+            max_batch,
+            sender,
+            clock,
+            schedule,
+            // A burst pacer wakes once a frame: sleeping then spinning costs next to nothing,
+            // and one late wake-up among 25 a second would make the selector busy-poll a
+            // whole core for 20 s. The paced models follow the load.
+            auto: s.wait == WaitPolicy::Auto && schedule.sender_type() != SenderType::Burst,
+            waiter: Waiter::with_config(mode, waiter_cfg),
+            selector: WaitSelector::new(s.wait_selector),
+            guard: ThrottleGuard::new(clock.now(), cpu_start),
+            s,
+            r: PacerResult {
+                grant: g.to_string(),
+                memory,
+                cpu_s: 0.0,
+                send_lateness: Distribution::new(),
+                batch_lateness: Distribution::new(),
+                frame_send_time: Distribution::new(),
+                batches: 0,
+                frames_not_ready: 0,
+                send_errors: 0,
+                last_send_error: None,
+                wait_modes: WaitSelectorStats::default(),
+                throttle_guard_trips: 0,
+                max_batch: None,
+            },
+            cpu_start,
+        }
+    }
+
+    /// Sends frames until the producer is done and the ring is empty, or `stop` is set.
+    pub fn run(
+        &mut self,
+        ring: &FrameRing,
+        producer_done: &AtomicBool,
+        stop: &AtomicBool,
+        c: &PacerCounters,
+        stream_epoch: Timestamp,
+    ) {
+        let mut next_index = 0u64;
+        let tframe = self.schedule.format().tframe();
+        while !stop.load(Ordering::Relaxed) {
+            let Some(mut slot) = ring.next_ready() else {
+                if producer_done.load(Ordering::Acquire) && ring.ready_len() == 0 {
+                    break;
+                }
+                // Nothing yet: doze in steps that are short near the next frame's first due
+                // time and 1 ms otherwise.
+                let due = self.schedule.send_time(
+                    self.schedule.format().frame_epoch(stream_epoch, next_index),
+                    0,
+                );
+                let left = due.saturating_since(self.clock.now());
+                let nap = if left > Duration::from_millis(2) {
+                    Duration::from_millis(1)
+                } else {
+                    Duration::from_micros(50)
+                };
+                std::thread::sleep(nap.min(tframe));
+                continue;
+            };
+            next_index = slot.index + 1;
+            self.send_frame(&mut slot, stop, c);
+            ring.recycle(slot);
+        }
+    }
+
+    fn send_frame(&mut self, slot: &mut FrameSlot, stop: &AtomicBool, c: &PacerCounters) {
+        let n = slot.npackets;
+        if n == 0 {
+            return;
+        }
+        let sched = self.schedule;
+        let epoch = slot.epoch;
+        if slot.ready_at > sched.send_time(epoch, 0) {
+            self.r.frames_not_ready += 1;
+        }
+        let burst = sched.sender_type() == SenderType::Burst;
+        let window = self.s.batch_window;
+        let mut k = 0;
+        let mut first_send: Option<Timestamp> = None;
+        let mut worst_late = Duration::ZERO;
+        while k < n {
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            let due = sched.send_time(epoch, k as u32);
+            let now = self.wait_until(due);
+            let end = if burst {
+                n
+            } else {
+                let limit = now.max(due) + window;
+                let max = k
+                    .saturating_add(self.max_batch.min(GSO_MAX_SEGMENTS))
+                    .min(n);
+                let mut j = k + 1;
+                while j < max && sched.send_time(epoch, j as u32) <= limit {
+                    j += 1;
+                }
+                j
+            };
+            if self.s.send_time_ext {
+                let wall = self.clock.wall();
+                for i in k..end {
+                    patch_send_time(slot.packet_mut(i), wall);
+                }
+            }
+            first_send.get_or_insert(now);
+            let sent = self.send_range(slot, k, end);
+            c.packets.fetch_add(sent as u64, Ordering::Relaxed);
+            c.bytes
+                .fetch_add(slot.wire_bytes(k, k + sent), Ordering::Relaxed);
+            let late = now.saturating_since(due);
+            worst_late = worst_late.max(late);
+            self.r.batches += 1;
+            self.r.batch_lateness.record(nanos(late));
+            for i in k..end {
+                let d = sched.send_time(epoch, i as u32);
+                self.r.send_lateness.record(nanos(now.saturating_since(d)));
+            }
+            c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
+            self.follow_load(now, late);
+            k = end;
+        }
+        let done = self.clock.now();
+        if let Some(t) = first_send {
+            self.r
+                .frame_send_time
+                .record(nanos(done.saturating_since(t)));
+        }
+        if worst_late > self.s.late_threshold {
+            c.late_frames.fetch_add(1, Ordering::Relaxed);
+        }
+        c.frames.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Waits for `due`; returns the time the wait ended.
+    fn wait_until(&mut self, due: Timestamp) -> Timestamp {
+        let mono = self
+            .waiter
+            .wait_until(self.clock.mono_ns_from_timestamp(due));
+        self.clock.timestamp_from_mono_ns(mono)
+    }
+
+    /// Sends packets `a..b`; returns how many left.
+    fn send_range(&mut self, slot: &FrameSlot, a: usize, b: usize) -> usize {
+        let result = if slot.uniform {
+            self.sender
+                .send_segments(slot.span(a, b), slot.stride())
+                .map_err(|e| (e.sent, e.to_string()))
+        } else {
+            let mut packets: [&[u8]; GSO_MAX_SEGMENTS] = [&[]; GSO_MAX_SEGMENTS];
+            let mut sent = 0;
+            let mut err = None;
+            for start in (a..b).step_by(GSO_MAX_SEGMENTS) {
+                let end = (start + GSO_MAX_SEGMENTS).min(b);
+                for (p, i) in packets.iter_mut().zip(start..end) {
+                    *p = slot.packet(i);
+                }
+                match self.sender.send_batch(&packets[..end - start]) {
+                    Ok(m) => sent += m,
+                    Err(e) => {
+                        sent += e.sent;
+                        err = Some(e.to_string());
+                        break;
+                    }
+                }
+            }
+            match err {
+                None => Ok(sent),
+                Some(e) => Err((sent, e)),
+            }
+        };
+        match result {
+            Ok(n) => n,
+            Err((sent, e)) => {
+                self.r.send_errors += 1;
+                if self.r.last_send_error.is_none() {
+                    self.r.last_send_error = Some(e);
+                }
+                sent
+            }
+        }
+    }
+
+    /// Switches between sleeping and busy-polling as the wait selector and the RT throttling
+    /// guard decide (as the multi-stream pacers do).
+    fn follow_load(&mut self, now: Timestamp, late: Duration) {
+        if !self.auto {
+            return;
+        }
+        if self.guard.due(now) {
+            let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
+            if self.guard.on_window(now, thread_cpu_s(), sleeping) {
+                self.waiter
+                    .apply_choice(WaitChoice::BusyPoll, self.s.rt_policy);
+            }
+        }
+        match self.selector.on_sent(now, late) {
+            Some(WaitChoice::SleepSpin) if self.guard.holds_busy(now) => {}
+            Some(choice) => self.waiter.apply_choice(choice, self.s.rt_policy),
+            None => {}
+        }
+    }
+
+    /// Most packets in one send call (unbounded for a burst).
+    pub fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    pub fn finish(mut self) -> PacerResult {
+        self.r.cpu_s = thread_cpu_s() - self.cpu_start;
+        self.r.wait_modes = self.selector.stats(self.clock.now());
+        self.r.throttle_guard_trips = self.guard.trips();
+        self.r.max_batch = (self.max_batch != usize::MAX).then_some(self.max_batch);
+        self.r
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}

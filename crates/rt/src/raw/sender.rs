@@ -1,0 +1,594 @@
+//! [`RawSender`]: one uncompressed video stream (RFC 4175) paced to one destination.
+//!
+//! Three threads: the producer (an ordinary thread) reads or renders each frame, stamps its
+//! capture time and payloads it into a ring slot; the pacer ([`super::pacer`], real-time where
+//! permitted) sends it by the chosen model; the calling thread reports status.
+
+use super::pacer::{PacerCounters, PacerResult, PacerSettings, RawPacer};
+use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
+use super::ring::{FrameRing, FrameSlot};
+use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
+use crate::sender::WaitPolicy;
+use crate::thread::RtPolicy;
+use crate::udp::{wanted_for, FastSender, GsoStatus, SendPath, SocketOptions, UdpError};
+use crate::url::RtpUrl;
+use crate::wait::WaiterConfig;
+use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
+use metronome_media::MediaError;
+use metronome_sched::st2110::FrameRate;
+use metronome_sched::{FrameFormat, FrameSchedule, SenderType, WaitSelectorConfig};
+use metronome_session::raw::{RawPayError, RawPayloader, RawPayloaderConfig};
+use metronome_time::Timestamp;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Largest RTP padding (RFC 3550 §5.1: the count is one octet).
+const MAX_PADDING: usize = 255;
+
+#[derive(Clone, Debug)]
+pub struct RawSenderConfig {
+    pub destination: RtpUrl,
+    pub ssrc: u32,
+    /// Seeds the initial sequence number and RTP timestamp.
+    pub seed: u64,
+    pub payload_type: u8,
+    pub model: SenderType,
+    /// Bytes of RTP payload per packet at most (1428 fits a 1500-byte MTU; up to 65 000, which
+    /// the kernel fragments).
+    pub max_payload: usize,
+    /// Packets due within this window after the one waited for leave in the same GSO call.
+    pub batch_window: Duration,
+    /// A frame whose send calls start later than this after they were due counts as late.
+    pub late_threshold: Duration,
+    /// Pad packets to one size so that batches go out with UDP GSO.
+    pub pad_for_gso: bool,
+    /// UDP GSO (else `sendmmsg`).
+    pub gso: bool,
+    pub send_time_ext: bool,
+    pub rt_policy: RtPolicy,
+    pub wait: WaitPolicy,
+    pub waiter: WaiterConfig,
+    pub wait_selector: WaitSelectorConfig,
+    pub pacer_cpu: Option<usize>,
+    pub lock_memory: bool,
+    /// Frames whose epoch is this long after the first one's are not sent.
+    pub duration: Option<Duration>,
+    pub frames: Option<u64>,
+    /// Time from start-up to the first frame's epoch.
+    pub preroll: Duration,
+    /// Frames between producer and pacer.
+    pub ring_frames: usize,
+    /// A live source: produce each frame only `produce_lead` before its epoch (a camera does
+    /// not have the future). Otherwise (a file) read ahead by up to the ring.
+    pub live: bool,
+    /// How long before its epoch a live frame is produced; default one frame period, at most
+    /// 20 ms.
+    pub produce_lead: Option<Duration>,
+    /// SO_SNDBUF to ask for; default: a frame's worth or 10 ms at the stream's rate.
+    pub send_buffer: Option<usize>,
+}
+
+impl RawSenderConfig {
+    pub fn new(destination: RtpUrl, ssrc: u32, seed: u64) -> Self {
+        RawSenderConfig {
+            destination,
+            ssrc,
+            seed,
+            payload_type: metronome_session::raw::DEFAULT_PAYLOAD_TYPE,
+            model: SenderType::NarrowGapped,
+            max_payload: metronome_session::raw::MTU_1500_MAX_PAYLOAD,
+            batch_window: Duration::from_micros(20),
+            late_threshold: Duration::from_millis(1),
+            pad_for_gso: true,
+            gso: true,
+            send_time_ext: false,
+            rt_policy: RtPolicy::Auto,
+            wait: WaitPolicy::Auto,
+            // Packets are tens of µs apart: a margin above the gap would never sleep, and never
+            // learn a smaller one. Start small; the wait selector busy-polls if sleeping is late.
+            waiter: WaiterConfig {
+                initial_margin_ns: 50_000,
+                ..WaiterConfig::default()
+            },
+            wait_selector: WaitSelectorConfig::default(),
+            pacer_cpu: None,
+            lock_memory: true,
+            duration: None,
+            frames: None,
+            preroll: Duration::from_millis(200),
+            ring_frames: 4,
+            live: true,
+            produce_lead: None,
+            send_buffer: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RawSendError {
+    #[error(transparent)]
+    Udp(#[from] UdpError),
+    #[error("source: {0}")]
+    Media(#[from] MediaError),
+    #[error("payloader: {0}")]
+    Payload(#[from] RawPayError),
+    #[error("could not start the {0} thread: {1}")]
+    Thread(&'static str, std::io::Error),
+}
+
+/// An opened raw sender: socket ready, buffers allocated, not yet sending.
+pub struct RawSender {
+    source: Box<dyn RawSource>,
+    cfg: RawSenderConfig,
+    format: VideoFormat,
+    payloader: RawPayloader,
+    schedule: FrameSchedule,
+    sender: FastSender,
+    ring: FrameRing,
+}
+
+impl RawSender {
+    /// Checks the format and packet size, opens the socket and allocates the frame ring.
+    pub fn open(source: Box<dyn RawSource>, cfg: RawSenderConfig) -> Result<Self, RawSendError> {
+        let format = source.format();
+        format.validate()?;
+        let mut pcfg = RawPayloaderConfig::new(cfg.ssrc, &format);
+        pcfg.payload_type = cfg.payload_type;
+        pcfg.initial_seq = (cfg.seed >> 16) as u32;
+        pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
+        pcfg.max_payload = cfg.max_payload;
+        pcfg.capture_time_ext = true;
+        pcfg.send_time_ext = cfg.send_time_ext;
+        let payloader = RawPayloader::new(pcfg, format)?;
+        let npackets = payloader.packets_per_frame();
+        let stride = payloader.packet_capacity();
+        let rate = FrameRate::new(format.fps_num, format.fps_den);
+        let ff = FrameFormat::new(rate, npackets as u32, format.height);
+        let schedule = FrameSchedule::new(&ff, cfg.model);
+        let frame_wire = npackets * stride;
+        let wire_bps = (frame_wire as u128 * 8 * u128::from(format.fps_num)
+            / u128::from(format.fps_den)) as u64;
+        let buffer_bytes = cfg
+            .send_buffer
+            .unwrap_or_else(|| wanted_for(wire_bps, frame_wire, Duration::from_millis(10)));
+        let sender = FastSender::open(
+            &cfg.destination,
+            &SocketOptions {
+                buffer_bytes,
+                read_timeout: None,
+            },
+        )?;
+        if !cfg.gso {
+            sender.set_path(SendPath::Mmsg);
+        }
+        let ring = FrameRing::new(cfg.ring_frames.max(2), npackets, stride);
+        Ok(RawSender {
+            source,
+            cfg,
+            format,
+            payloader,
+            schedule,
+            sender,
+            ring,
+        })
+    }
+
+    pub fn format(&self) -> VideoFormat {
+        self.format
+    }
+    pub fn schedule(&self) -> &FrameSchedule {
+        &self.schedule
+    }
+    pub fn packets_per_frame(&self) -> usize {
+        self.payloader.packets_per_frame()
+    }
+    pub fn buffer(&self) -> BufferInfo {
+        BufferInfo::from(self.sender.buffer_report())
+    }
+    pub fn gso_status(&self) -> GsoStatus {
+        self.sender.gso_status()
+    }
+    pub fn describe(&self) -> String {
+        self.source.describe()
+    }
+
+    /// Sends until the source ends, the frame count or duration is reached, or `stop` is set.
+    /// `on_status` is called about once a second.
+    pub fn run(
+        self,
+        stop: Arc<AtomicBool>,
+        mut on_status: impl FnMut(&RawSenderStatus),
+    ) -> Result<RawSenderOutcome, RawSendError> {
+        let RawSender {
+            mut source,
+            cfg,
+            format,
+            mut payloader,
+            schedule,
+            sender,
+            ring,
+        } = self;
+        let description = source.describe();
+        let packets_per_frame = payloader.packets_per_frame();
+        let stride = payloader.packet_capacity();
+        let clock = Clock::new();
+        let cpu0 = process_cpu_s();
+        let epoch0 = clock.now() + cfg.preroll;
+        let shared = Shared::default();
+        let tframe = schedule.format().tframe();
+        let plan = Plan {
+            ff: *schedule.format(),
+            epoch0,
+            end: cfg.duration.map(|d| epoch0 + d),
+            frames: cfg.frames,
+            live: cfg.live,
+            lead: cfg
+                .produce_lead
+                .unwrap_or(tframe.min(Duration::from_millis(20))),
+            pad: cfg.pad_for_gso,
+        };
+        let settings = PacerSettings {
+            rt_policy: cfg.rt_policy,
+            wait: cfg.wait,
+            waiter: cfg.waiter,
+            wait_selector: cfg.wait_selector,
+            cpu: cfg.pacer_cpu,
+            lock_memory: cfg.lock_memory,
+            batch_window: cfg.batch_window,
+            late_threshold: cfg.late_threshold,
+            send_time_ext: cfg.send_time_ext,
+        };
+        let (pacer, produced, ended_by) = std::thread::scope(|scope| {
+            let producer = std::thread::Builder::new()
+                .name("metronome-raw-producer".into())
+                .spawn_scoped(scope, || {
+                    // It works a few ms a frame; at the top nice level (where permitted) a busy
+                    // machine delays it less.
+                    crate::thread::spin_at_top_nice();
+                    let cpu = thread_cpu_s();
+                    let r = produce(&mut *source, &mut payloader, &ring, &shared, &clock, &plan);
+                    shared.producer_done.store(true, Ordering::Release);
+                    r.map(|why| (why, thread_cpu_s() - cpu))
+                })
+                .map_err(|e| RawSendError::Thread("producer", e))?;
+            let pacer = std::thread::Builder::new()
+                .name("metronome-raw-pacer".into())
+                .spawn_scoped(scope, || {
+                    let mut p = RawPacer::start(settings, schedule, &sender, &clock);
+                    p.run(
+                        &ring,
+                        &shared.producer_done,
+                        &shared.stop,
+                        &shared.counters,
+                        epoch0,
+                    );
+                    shared.pacer_done.store(true, Ordering::Release);
+                    p.finish()
+                })
+                .map_err(|e| RawSendError::Thread("pacer", e))?;
+            let mut next_status = epoch0 + Duration::from_secs(1);
+            while !shared.pacer_done.load(Ordering::Acquire) {
+                if stop.load(Ordering::Relaxed) {
+                    shared.stop.store(true, Ordering::Release);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+                let now = clock.now();
+                if now >= next_status {
+                    next_status = now + Duration::from_secs(1);
+                    on_status(&status(&shared.counters, now.saturating_since(epoch0)));
+                }
+            }
+            shared.stop.store(true, Ordering::Release);
+            let pacer = pacer.join().expect("the raw pacer does not panic");
+            let produced = producer.join().expect("the raw producer does not panic");
+            let ended_by = if stop.load(Ordering::Relaxed) {
+                "stopped"
+            } else {
+                match &produced {
+                    Ok((why, _)) => *why,
+                    Err(_) => "error",
+                }
+            };
+            Ok::<_, RawSendError>((pacer, produced, ended_by))
+        })?;
+        let (_, producer_cpu_s) = produced?;
+        let end = clock.now();
+        let cpu_s = process_cpu_s() - cpu0;
+        Ok(outcome(Finished {
+            cfg: &cfg,
+            format,
+            schedule,
+            sender: &sender,
+            description,
+            packets_per_frame,
+            stride,
+            duration_s: end.saturating_since(epoch0).as_secs_f64(),
+            cpu_s,
+            producer_cpu_s,
+            ended_by,
+            counters: &shared.counters,
+            pacer,
+        }))
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    stop: AtomicBool,
+    producer_done: AtomicBool,
+    pacer_done: AtomicBool,
+    counters: PacerCounters,
+}
+
+fn status(c: &PacerCounters, elapsed: Duration) -> RawSenderStatus {
+    RawSenderStatus {
+        elapsed,
+        frames: c.frames.load(Ordering::Relaxed),
+        packets: c.packets.load(Ordering::Relaxed),
+        bytes: c.bytes.load(Ordering::Relaxed),
+        late_frames: c.late_frames.load(Ordering::Relaxed),
+        max_late_us: c.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+    }
+}
+
+/// What the producer needs to know about the stream's timing.
+struct Plan {
+    ff: FrameFormat,
+    epoch0: Timestamp,
+    end: Option<Timestamp>,
+    frames: Option<u64>,
+    live: bool,
+    lead: Duration,
+    pad: bool,
+}
+
+/// The producer: frames from the source, stamped and payloaded into ring slots, in order.
+/// Returns why it stopped.
+fn produce(
+    source: &mut dyn RawSource,
+    pay: &mut RawPayloader,
+    ring: &FrameRing,
+    shared: &Shared,
+    clock: &Clock,
+    plan: &Plan,
+) -> Result<&'static str, RawSendError> {
+    let mut frame = RawFrame::new(source.format());
+    let mut n = 0u64;
+    loop {
+        if shared.stop.load(Ordering::Relaxed) {
+            return Ok("stopped");
+        }
+        if plan.frames.is_some_and(|f| n >= f) {
+            return Ok("frames");
+        }
+        let epoch = plan.ff.frame_epoch(plan.epoch0, n);
+        if plan.end.is_some_and(|end| epoch >= end) {
+            return Ok("duration");
+        }
+        let Some(mut slot) = take_free(ring, shared) else {
+            return Ok("stopped");
+        };
+        if plan.live && !sleep_until(clock, epoch.saturating_sub(plan.lead), &shared.stop) {
+            ring.give_back(slot);
+            return Ok("stopped");
+        }
+        if !source.next_frame(&mut frame)? {
+            ring.give_back(slot);
+            return Ok("end of input");
+        }
+        frame.index = n;
+        frame.capture_ns = realtime_of(clock, epoch);
+        if let Err(e) = payload_into(pay, &frame, &mut slot, plan.pad) {
+            ring.give_back(slot);
+            return Err(e.into());
+        }
+        slot.index = n;
+        slot.epoch = epoch;
+        slot.capture_ns = frame.capture_ns;
+        slot.ready_at = clock.now();
+        ring.publish(slot);
+        n += 1;
+    }
+}
+
+/// A free slot, waiting while the ring is full; `None` if stopped meanwhile.
+fn take_free(ring: &FrameRing, shared: &Shared) -> Option<FrameSlot> {
+    loop {
+        if let Some(s) = ring.take_free() {
+            return Some(s);
+        }
+        if shared.stop.load(Ordering::Relaxed) {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Sleeps until `t` in steps of at most 50 ms; false if stopped meanwhile.
+fn sleep_until(clock: &Clock, t: Timestamp, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let left = t.saturating_since(clock.now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// The wall-clock time (CLOCK_REALTIME ns) of run time `t`.
+fn realtime_of(clock: &Clock, t: Timestamp) -> u64 {
+    let ns = clock.mono_ns_from_timestamp(t) as i128 + clock.realtime_offset_ns();
+    ns.clamp(0, u64::MAX as i128) as u64
+}
+
+/// Writes every packet of `frame` into `slot`, padding all but the last to the slot's stride
+/// (RFC 3550 §5.1) when `pad`, so that the frame is uniform for GSO.
+fn payload_into(
+    pay: &mut RawPayloader,
+    frame: &RawFrame,
+    slot: &mut FrameSlot,
+    pad: bool,
+) -> Result<(), RawPayError> {
+    let stride = slot.stride();
+    let mut packets = pay.begin_frame(frame)?;
+    let (mut i, mut payload, mut uniform) = (0, 0u64, true);
+    // The slot was sized by `packets_for` for this payloader, so it has room for every packet.
+    while let Some(room) = slot.room_mut(i) {
+        let Some(info) = packets.next_packet(room)? else {
+            break;
+        };
+        let mut len = info.len;
+        if !info.marker && len < stride {
+            if pad && stride - len <= MAX_PADDING {
+                add_padding(room, len);
+                len = stride;
+            } else {
+                uniform = false;
+            }
+        }
+        slot.set_len(i, len);
+        payload += info.payload_len as u64;
+        i += 1;
+    }
+    slot.npackets = i;
+    slot.uniform = uniform;
+    slot.payload_bytes = payload;
+    Ok(())
+}
+
+/// Pads the RTP packet of `len` bytes at the start of `room` to the whole of `room` (at most
+/// 255 more bytes): P bit set, zeros, and the padding count in the last octet (RFC 3550 §5.1).
+fn add_padding(room: &mut [u8], len: usize) {
+    let total = room.len();
+    let pad = total - len;
+    room[len..total - 1].fill(0);
+    room[total - 1] = pad as u8;
+    room[0] |= 0x20;
+}
+
+struct Finished<'a> {
+    cfg: &'a RawSenderConfig,
+    format: VideoFormat,
+    schedule: FrameSchedule,
+    sender: &'a FastSender,
+    description: String,
+    packets_per_frame: usize,
+    stride: usize,
+    duration_s: f64,
+    cpu_s: f64,
+    producer_cpu_s: f64,
+    ended_by: &'static str,
+    counters: &'a PacerCounters,
+    pacer: PacerResult,
+}
+
+fn outcome(f: Finished<'_>) -> RawSenderOutcome {
+    let c = f.counters;
+    let frames = c.frames.load(Ordering::Relaxed);
+    let packets = c.packets.load(Ordering::Relaxed);
+    let bytes = c.bytes.load(Ordering::Relaxed);
+    let per_s = |v: f64| {
+        if f.duration_s > 0.0 {
+            v / f.duration_s
+        } else {
+            0.0
+        }
+    };
+    let gso = f.sender.gso_status();
+    let p = f.pacer;
+    RawSenderOutcome {
+        source: f.description,
+        destination: f.cfg.destination.to_string(),
+        format: f.format.to_string(),
+        model: super::model_name(f.cfg.model),
+        packet_size: f.cfg.max_payload,
+        packets_per_frame: f.packets_per_frame,
+        datagram_bytes: f.stride,
+        frame_bytes: f.format.frame_bytes(),
+        realtime: p.grant,
+        memory_locked: p.memory,
+        wait_mode: format!("{:?}", f.cfg.wait),
+        ended_by: f.ended_by,
+        duration_s: f.duration_s,
+        frames_sent: frames,
+        packets_sent: packets,
+        bytes_sent: bytes,
+        late_frames: c.late_frames.load(Ordering::Relaxed),
+        late_threshold_us: f.cfg.late_threshold.as_secs_f64() * 1e6,
+        frames_not_ready: p.frames_not_ready,
+        send_errors: p.send_errors,
+        last_send_error: p.last_send_error,
+        pps: per_s(packets as f64),
+        bitrate_bps: per_s(bytes as f64 * 8.0),
+        cpu_s: f.cpu_s,
+        pacer_cpu_s: p.cpu_s,
+        producer_cpu_s: f.producer_cpu_s,
+        cpu_per_frame_us: if frames > 0 {
+            f.cpu_s * 1e6 / frames as f64
+        } else {
+            0.0
+        },
+        send_lateness: p.send_lateness.summary(),
+        batch_lateness: p.batch_lateness.summary(),
+        frame_send_time: p.frame_send_time.summary(),
+        spread_ms: f.schedule.spread().as_secs_f64() * 1e3,
+        first_packet_offset_ms: f.schedule.offset(0).as_secs_f64() * 1e3,
+        batch_window_us: f.cfg.batch_window.as_secs_f64() * 1e6,
+        batch_max_packets: p.max_batch,
+        batches: p.batches,
+        gso: matches!(gso, GsoStatus::On { .. }) && f.sender.path() == SendPath::Gso,
+        gso_status: gso.to_string(),
+        padded: f.cfg.pad_for_gso,
+        buffer: BufferInfo::from(f.sender.buffer_report()),
+        wait_modes: p.wait_modes,
+        throttle_guard_trips: p.throttle_guard_trips,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_media::raw::{Depth, RawTestPattern, Sampling};
+    use metronome_wire::rtp::RtpView;
+
+    #[test]
+    fn frames_are_padded_to_one_size_and_depayload_unchanged() {
+        let f = VideoFormat::new(1920, 8, Sampling::Ycbcr422, Depth::Ten, 60, 1).unwrap();
+        let mut cfg = RawPayloaderConfig::new(5, &f);
+        cfg.capture_time_ext = true;
+        let mut pay = RawPayloader::new(cfg, f).unwrap();
+        let ring = FrameRing::new(1, pay.packets_per_frame(), pay.packet_capacity());
+        let mut slot = ring.take_free().unwrap();
+        let mut frame = RawFrame::new(f);
+        RawTestPattern::new(f).unwrap().render(3, &mut frame);
+        frame.capture_ns = 42;
+        payload_into(&mut pay, &frame, &mut slot, true).unwrap();
+        assert!(slot.uniform);
+        assert_eq!(slot.npackets, pay.packets_per_frame());
+        let mut d = metronome_session::raw::RawDepayloader::new(f, Some(96)).unwrap();
+        let mut complete = 0;
+        for i in 0..slot.npackets {
+            let p = slot.packet(i);
+            if i + 1 < slot.npackets {
+                assert_eq!(p.len(), slot.stride());
+            }
+            assert!(RtpView::parse(p).is_ok());
+            for e in d.push(Timestamp::ZERO, p) {
+                if let metronome_session::raw::RawEvent::Complete(c) = e {
+                    assert_eq!(c.capture_ns, Some(42));
+                    complete += 1;
+                }
+            }
+        }
+        assert_eq!(complete, 1);
+        assert_eq!(d.frame().unwrap().data, frame.data);
+        assert_eq!(d.counters().dropped.total(), 0);
+        // Without padding the packets differ where lines end.
+        payload_into(&mut pay, &frame, &mut slot, false).unwrap();
+        assert!(!slot.uniform);
+    }
+}
