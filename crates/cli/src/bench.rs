@@ -23,6 +23,9 @@ pub enum BenchCommand {
     /// Many streams under EDF, deadline-monotonic and a naive thread per stream: send lateness,
     /// deadline misses, receiver jitter, CPU, and admission (the source paper's experiment)
     Streams(crate::bench_streams::StreamsArgs),
+    /// Uncompressed video (RFC 4175): Metronome against GStreamer (rtpvrawpay/rtpvrawdepay) on
+    /// the same cases: frame latency, frames lost, CPU per frame, packets per second
+    Raw(crate::bench_raw::RawArgs),
 }
 
 #[derive(Args, Debug)]
@@ -79,6 +82,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
     match b {
         BenchCommand::Pacing(a) => pacing(a, stop),
         BenchCommand::Streams(a) => crate::bench_streams::run(a, stop),
+        BenchCommand::Raw(a) => crate::bench_raw::run(a, stop),
     }
 }
 

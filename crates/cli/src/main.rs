@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod bench_raw;
 mod bench_streams;
 mod demo;
 mod multi;
