@@ -4,18 +4,17 @@
 //! The programs are installed by scripts/test.sh; a test that cannot find one says so and
 //! skips.
 
+mod common;
+
+use common::{bin, port_pair};
 use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription};
 use serde_json::Value;
 use std::io::BufRead;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_metronome"))
-}
 
 /// Whether `program` runs; if not, prints why the test skips.
 fn have(program: &str, test: &str) -> bool {
@@ -29,26 +28,6 @@ fn have(program: &str, test: &str) -> bool {
         eprintln!("{test}: skipped: {program} is not installed (scripts/test.sh installs it)");
     }
     ok
-}
-
-/// An even UDP port on 127.0.0.1 whose RTCP neighbour is free too.
-fn port_pair() -> u16 {
-    for _ in 0..200 {
-        let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-            & !1;
-        if p > 1024
-            && p < 65534
-            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).is_ok()
-            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)).is_ok()
-        {
-            return p;
-        }
-    }
-    panic!("no free even/odd UDP port pair on 127.0.0.1");
 }
 
 fn tmp(test: &str, name: &str) -> PathBuf {
