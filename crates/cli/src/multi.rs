@@ -49,10 +49,9 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     let cfg = server_config(&a, &file);
     let live = LiveLine::new(!a.json);
     // Mounts are checked (and files measured) before anything starts.
-    let mounts = match rtsp_addr {
-        Some(_) => Some(Mounts::from_specs(&specs)?),
-        None => None,
-    };
+    let rtsp_plan = rtsp_addr
+        .map(|addr| Mounts::from_specs(&specs).map(|m| (addr, m)))
+        .transpose()?;
     let server = Arc::new(StreamServer::start(cfg)?);
     let cal = server.calibration();
     eprintln!(
@@ -78,8 +77,8 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             Err(e) => eprintln!("metronome: '{name}' not started: {}", e.message()),
         }
     }
-    let rtsp = match (rtsp_addr, mounts) {
-        (Some(addr), Some(mounts)) => {
+    let rtsp = match rtsp_plan {
+        Some((addr, mounts)) => {
             let names: Vec<String> = mounts.names().map(String::from).collect();
             let mut rc = RtspServiceConfig::new(addr);
             rc.session_timeout = a.rtsp_session_timeout;
@@ -93,7 +92,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             }
             Some(service)
         }
-        _ => None,
+        None => None,
     };
     let control = match control_addr {
         Some(addr) => {
@@ -179,7 +178,7 @@ fn test_mount(a: &ServeArgs) -> StreamSpec {
             n.to_string_lossy()
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || "-_".contains(*c))
-                .take(40)
+                .take(metronome_rt::rtsp::MAX_MOUNT_NAME)
                 .collect::<String>()
         })
         .filter(|n| !n.is_empty())

@@ -589,10 +589,9 @@ pub fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String
     let mut s = SessionDescription::new(crate::sdp::origin_for(dest), 1, "metronome raw video");
     s.connection = Some(Connection::new(
         dest.addr.ip(),
-        dest.is_multicast()
-            .then(|| dest.ttl.unwrap_or(1).min(255) as u8),
+        dest.is_multicast().then(|| dest.ttl_byte()),
     ));
-    s.tool = Some(format!("metronome {}", env!("CARGO_PKG_VERSION")));
+    s.tool = Some(metronome_wire::sdp::TOOL.to_string());
     s.media.push(media);
     s.to_sdp()
 }

@@ -21,9 +21,9 @@ use metronome_rt::udp::UdpError;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
 use metronome_time::MediaClock;
-use metronome_wire::sdp::{MediaDescription, SessionDescription, MAX_SDP_BYTES};
+use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -324,10 +324,9 @@ fn receive_udp(
 }
 
 fn unspecified(m: &MediaDescription) -> IpAddr {
-    match m.connection.map(|c| c.addr) {
-        Some(IpAddr::V6(_)) => Ipv6Addr::UNSPECIFIED.into(),
-        _ => Ipv4Addr::UNSPECIFIED.into(),
-    }
+    m.connection.map_or(Ipv4Addr::UNSPECIFIED.into(), |c| {
+        Connection::unspecified_like(c.addr).addr
+    })
 }
 
 /// Binds the receiver on an even port with its RTCP neighbour (RFC 3550 §11), as

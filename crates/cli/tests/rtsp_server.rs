@@ -16,8 +16,6 @@ struct Reply {
     status: u16,
     headers: HashMap<String, String>,
     body: Vec<u8>,
-    /// Interleaved frames read while waiting for it: (channel, length).
-    frames: Vec<(u8, usize)>,
 }
 
 impl Reply {
@@ -96,9 +94,8 @@ impl Client {
         self.req("PLAY", &url, &h)
     }
 
-    /// Reads one response, collecting the interleaved frames before it.
+    /// Reads one response, skipping the interleaved frames before it.
     fn read_reply(&mut self) -> Reply {
-        let mut frames = Vec::new();
         loop {
             let buf = self.r.fill_buf().unwrap();
             assert!(
@@ -106,8 +103,7 @@ impl Client {
                 "connection closed while waiting for a response"
             );
             if buf[0] == b'$' {
-                let (ch, len) = self.read_frame();
-                frames.push((ch, len));
+                self.read_frame();
                 continue;
             }
             break;
@@ -141,7 +137,6 @@ impl Client {
             status,
             headers,
             body,
-            frames,
         }
     }
 
@@ -266,7 +261,6 @@ fn interleaved_delivery_carries_rtp_and_rtcp_on_the_connection() {
     let url = c.url.clone();
     let r = c.req("GET_PARAMETER", &url, &[("Session", &s)]);
     assert_eq!(r.status, 200);
-    assert!(!r.frames.is_empty() || rtp > 0);
     server.stop();
 }
 
@@ -522,7 +516,8 @@ fn many_clients_at_once_each_get_their_stream() {
         })
         .collect();
     for h in handles {
-        assert!(h.join().unwrap() >= 100);
+        // Each client returns only once it has read 100 RTP frames; a failure panics.
+        h.join().unwrap();
     }
     // The server is still there, with nothing left over.
     let mut c = Client::connect(&server, "clip");

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{bin, port_pair};
+use common::{bin, port_pair, require};
 use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription};
 use serde_json::Value;
 use std::io::BufRead;
@@ -15,20 +15,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-
-/// Whether `program` runs; if not, prints why the test skips.
-fn have(program: &str, test: &str) -> bool {
-    let ok = Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ok {
-        eprintln!("{test}: skipped: {program} is not installed (scripts/test.sh installs it)");
-    }
-    ok
-}
 
 fn tmp(test: &str, name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("metronome-sdp-{test}-{}", std::process::id()));
@@ -123,9 +109,7 @@ fn write(path: &Path, text: &str) {
 #[test]
 fn ffmpeg_rtp_mpegts_described_by_sdp_file() {
     let test = "ffmpeg_rtp_mpegts_described_by_sdp_file";
-    if !have("ffmpeg", test) {
-        return;
-    }
+    require("ffmpeg", "ffmpeg");
     let port = port_pair();
     let sdp = SessionDescription::rtp_mp2t(
         Ipv4Addr::LOCALHOST.into(),
@@ -161,9 +145,7 @@ fn ffmpeg_rtp_mpegts_described_by_sdp_file() {
 #[test]
 fn ffmpeg_written_sdp_h264() {
     let test = "ffmpeg_written_sdp_h264";
-    if !have("ffmpeg", test) {
-        return;
-    }
+    require("ffmpeg", "ffmpeg");
     let port = port_pair();
     let file = tmp(test, "h264.sdp");
     let _ = std::fs::remove_file(&file);
@@ -214,9 +196,7 @@ fn ffmpeg_written_sdp_h264() {
 #[test]
 fn ffmpeg_multicast_described_by_sdp_file() {
     let test = "ffmpeg_multicast_described_by_sdp_file";
-    if !have("ffmpeg", test) {
-        return;
-    }
+    require("ffmpeg", "ffmpeg");
     let port = port_pair();
     let group: IpAddr = Ipv4Addr::new(239, 255, 77, (port % 200) as u8 + 1).into();
     let mut sdp = SessionDescription::new(Ipv4Addr::LOCALHOST.into(), 2, "multicast");
@@ -249,9 +229,7 @@ fn ffmpeg_multicast_described_by_sdp_file() {
 #[test]
 fn gstreamer_rtpmp2tpay_described_by_sdp_file() {
     let test = "gstreamer_rtpmp2tpay_described_by_sdp_file";
-    if !have("gst-launch-1.0", test) {
-        return;
-    }
+    require("gst-launch-1.0", "gstreamer1.0-tools");
     // x264enc (plugins-ugly) as asked; openh264enc or libav's MPEG-2 encoder where it is
     // missing: what is measured is the RTP stream, not the codec.
     let encoder = [
@@ -269,12 +247,10 @@ fn gstreamer_rtpmp2tpay_described_by_sdp_file() {
             .status()
             .is_ok_and(|s| s.success())
     });
-    let Some(encoder) = encoder else {
-        eprintln!(
-            "{test}: skipped: no GStreamer video encoder (x264enc, openh264enc, avenc_mpeg2video)"
-        );
-        return;
-    };
+    let encoder = encoder.expect(
+        "no GStreamer video encoder (x264enc, openh264enc, avenc_mpeg2video): \
+         apt-get install gstreamer1.0-plugins-ugly (scripts/test.sh does)",
+    );
     let port = port_pair();
     let file = tmp(test, "gst.sdp");
     write(

@@ -116,6 +116,13 @@ impl Clock {
         self.realtime_minus_mono_ns
     }
 
+    /// The wall-clock time (CLOCK_REALTIME ns) of run time `t`: the inverse of
+    /// [`Clock::timestamp_from_realtime_ns`].
+    pub fn realtime_ns_from_timestamp(&self, t: Timestamp) -> u64 {
+        let ns = self.mono_ns_from_timestamp(t) as i128 + self.realtime_minus_mono_ns;
+        ns.clamp(0, u64::MAX as i128) as u64
+    }
+
     /// A raw CLOCK_MONOTONIC reading as a run timestamp (zero if before the epoch).
     pub fn timestamp_from_mono_ns(&self, mono_ns: u64) -> Timestamp {
         Timestamp::from_nanos(mono_ns.saturating_sub(self.epoch_mono_ns))

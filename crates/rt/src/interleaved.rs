@@ -8,6 +8,7 @@
 //! dropped and counted, never the pacer stalled. A client that stops reading altogether is cut
 //! off when a write has made no progress for the write timeout.
 
+use crate::streams::stream::lock;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::net::{Shutdown, TcpStream};
@@ -114,8 +115,13 @@ impl ConnOut {
                 if q.bytes.is_empty() {
                     break;
                 }
+                // Two slice copies, so the pacers wait on the lock as briefly as possible.
                 let n = q.bytes.len().min(CHUNK);
-                chunk.extend(q.bytes.drain(..n));
+                let (a, b) = q.bytes.as_slices();
+                let from_a = a.len().min(n);
+                chunk.extend_from_slice(&a[..from_a]);
+                chunk.extend_from_slice(&b[..n - from_a]);
+                q.bytes.drain(..n);
             }
             if stream.write_all(&chunk).is_err() {
                 self.close();
@@ -125,10 +131,6 @@ impl ConnOut {
         let _ = stream.flush();
         let _ = stream.shutdown(Shutdown::Both);
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Datagrams that arrived on an interleaved channel (the client's RTCP), waiting for the

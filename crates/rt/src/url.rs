@@ -68,6 +68,11 @@ impl RtpUrl {
         SocketAddr::new(self.addr.ip(), port)
     }
 
+    /// The TTL as SDP and RTSP carry it: one byte, 1 when unset.
+    pub fn ttl_byte(&self) -> u8 {
+        self.ttl.unwrap_or(1).min(255) as u8
+    }
+
     pub fn is_multicast(&self) -> bool {
         self.addr.ip().is_multicast()
     }

@@ -192,6 +192,9 @@ pub struct SessionDescription {
     pub media: Vec<MediaDescription>,
 }
 
+/// What `a=tool` says in the descriptions Metronome writes.
+pub const TOOL: &str = concat!("metronome ", env!("CARGO_PKG_VERSION"));
+
 impl SessionDescription {
     /// A session with no connection, attribute or media yet.
     pub fn new(origin: IpAddr, session_id: u64, name: impl Into<String>) -> SessionDescription {
@@ -220,7 +223,7 @@ impl SessionDescription {
         s.connection = Some(Connection::unspecified_like(origin));
         s.control = Some("*".to_string());
         s.range = Some(range.into());
-        s.tool = Some(concat!("metronome ", env!("CARGO_PKG_VERSION")).to_string());
+        s.tool = Some(TOOL.to_string());
         s.media
             .push(MediaDescription::mp2t(0).with_control("trackID=0"));
         s
@@ -237,7 +240,7 @@ impl SessionDescription {
     ) -> SessionDescription {
         let mut s = Self::new(origin, session_id, name);
         s.connection = Some(Connection::new(dest.ip(), ttl));
-        s.tool = Some(concat!("metronome ", env!("CARGO_PKG_VERSION")).to_string());
+        s.tool = Some(TOOL.to_string());
         s.media.push(MediaDescription::mp2t(dest.port()));
         s
     }

@@ -279,7 +279,7 @@ impl<'a> RawPacer<'a> {
         let result = if slot.uniform {
             self.sender
                 .send_segments(slot.span(a, b), slot.stride())
-                .map_err(|e| (e.sent, e.to_string()))
+                .map_err(|e| (e.sent, e))
         } else {
             let mut packets: [&[u8]; GSO_MAX_SEGMENTS] = [&[]; GSO_MAX_SEGMENTS];
             let mut sent = 0;
@@ -293,7 +293,7 @@ impl<'a> RawPacer<'a> {
                     Ok(m) => sent += m,
                     Err(e) => {
                         sent += e.sent;
-                        err = Some(e.to_string());
+                        err = Some(e);
                         break;
                     }
                 }
@@ -307,8 +307,10 @@ impl<'a> RawPacer<'a> {
             Ok(n) => n,
             Err((sent, e)) => {
                 self.r.send_errors += 1;
+                // Only the first error is kept as text: repeated errors (ENOBUFS under load)
+                // must not allocate in the pacing thread.
                 if self.r.last_send_error.is_none() {
-                    self.r.last_send_error = Some(e);
+                    self.r.last_send_error = Some(e.to_string());
                 }
                 sent
             }

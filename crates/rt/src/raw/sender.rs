@@ -378,7 +378,7 @@ fn produce(
             return Ok("end of input");
         }
         frame.index = n;
-        frame.capture_ns = realtime_of(clock, epoch);
+        frame.capture_ns = clock.realtime_ns_from_timestamp(epoch);
         if let Err(e) = payload_into(pay, &frame, &mut slot, plan.pad) {
             ring.give_back(slot);
             return Err(e.into());
@@ -417,12 +417,6 @@ fn sleep_until(clock: &Clock, t: Timestamp, stop: &AtomicBool) -> bool {
         }
         std::thread::sleep(left.min(Duration::from_millis(50)));
     }
-}
-
-/// The wall-clock time (CLOCK_REALTIME ns) of run time `t`.
-fn realtime_of(clock: &Clock, t: Timestamp) -> u64 {
-    let ns = clock.mono_ns_from_timestamp(t) as i128 + clock.realtime_offset_ns();
-    ns.clamp(0, u64::MAX as i128) as u64
 }
 
 /// Writes every packet of `frame` into `slot`, padding all but the last to the slot's stride

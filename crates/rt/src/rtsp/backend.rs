@@ -17,6 +17,7 @@ use crate::udp::{bind_pair, RtcpSocket, SocketOptions, UdpSender};
 use metronome_session::rtsp::{
     Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
 };
+use metronome_time::MediaClock;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -130,6 +131,11 @@ impl MediaBackend {
         alive
     }
 
+    /// The stream a mount's multicast sessions share.
+    fn group_stream(mount: &str) -> String {
+        format!("{mount}.multicast")
+    }
+
     fn stream_name(mount: &str, session: SessionId) -> String {
         let id = session.to_string();
         format!("{mount}.{}", &id[..12])
@@ -143,11 +149,10 @@ impl MediaBackend {
             )));
         };
         let mut spec = m.spec.clone();
-        spec.name = format!("{mount}.multicast");
+        spec.name = Self::group_stream(mount);
         spec.destination = vec![group.to_string()];
         spec.ssrc = Some(ssrc_of(mount));
-        let (status, start) = self.server.add_with(spec, None).map_err(refusal)?;
-        let _ = status;
+        let (_, start) = self.server.add_with(spec, None).map_err(refusal)?;
         Ok(start)
     }
 }
@@ -170,11 +175,6 @@ impl Backend for MediaBackend {
                 client_rtp,
                 client_rtcp,
             } => {
-                if client_rtp == 0 || client_rtcp == 0 {
-                    return Err(Refusal::UnsupportedTransport(
-                        "client_port 0 cannot be sent to".into(),
-                    ));
-                }
                 let to_rtp = SocketAddr::new(req.peer.ip(), client_rtp);
                 let to_rtcp = SocketAddr::new(req.peer.ip(), client_rtcp);
                 let opts = SocketOptions {
@@ -241,14 +241,13 @@ impl Backend for MediaBackend {
                     group: group.addr.ip(),
                     port: group.addr.port(),
                     rtcp_port: group.rtcp_addr().port(),
-                    ttl: group.ttl.unwrap_or(1).min(255) as u8,
+                    ttl: group.ttl_byte(),
                     ssrc: ssrc_of(req.mount),
                 };
                 (Prepared::Multicast, delivery)
             }
         };
-        // A repeated SETUP replaces the session's transport.
-        self.teardown(req.session);
+        // The state machine sets a session up once (a second SETUP gets 455), with a fresh id.
         self.sessions.insert(
             req.session,
             SessionMedia {
@@ -284,7 +283,7 @@ impl Backend for MediaBackend {
                     g.users += 1;
                 }
             }
-            let stream = format!("{name}.multicast");
+            let stream = Self::group_stream(&name);
             let g = &self.groups[&name];
             // A late joiner starts where the group is now.
             let position = self.server.position(&stream).unwrap_or_default();
@@ -297,7 +296,7 @@ impl Backend for MediaBackend {
                 rtptime: g
                     .start
                     .rtptime
-                    .wrapping_add((position.as_secs_f64() * 90_000.0) as u32),
+                    .wrapping_add(MediaClock::VIDEO_90K.ticks(position) as u32),
                 start: Duration::ZERO,
                 end: None,
             });
@@ -409,7 +408,7 @@ impl MediaBackend {
         g.users = g.users.saturating_sub(1);
         if g.users == 0 {
             self.groups.remove(mount);
-            let _ = self.server.remove(&format!("{mount}.multicast"));
+            let _ = self.server.remove(&Self::group_stream(mount));
         }
     }
 
@@ -432,8 +431,6 @@ fn refusal(e: ControlError) -> Refusal {
 
 /// A stable SSRC for a name (a session id or a mount): FNV-1a, folded to 32 bits.
 fn ssrc_of(name: &str) -> u32 {
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    let h = super::fnv1a(name);
     (h ^ (h >> 32)) as u32
 }

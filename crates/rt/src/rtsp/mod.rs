@@ -18,5 +18,12 @@ mod conn;
 mod mounts;
 mod service;
 
-pub use mounts::{sdp_for_destination, Mount, MountError, Mounts};
+pub use mounts::{sdp_for_destination, Mount, MountError, Mounts, MAX_MOUNT_NAME};
 pub use service::{RtspService, RtspServiceConfig};
+
+/// FNV-1a of a name: stable across runs (unlike the std hasher), for ids derived from names.
+fn fnv1a(name: &str) -> u64 {
+    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -3,13 +3,13 @@
 use crate::streams::{SourceSpec, StreamSpec};
 use crate::url::RtpUrl;
 use metronome_media::{duration_of, TsFileSource};
-use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription};
+use metronome_wire::sdp::SessionDescription;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 /// Longest mount name: a session's stream is named `MOUNT.SESSION` and stream names stop at 64.
-const MAX_MOUNT_NAME: usize = 40;
+pub const MAX_MOUNT_NAME: usize = 40;
 
 /// One playable stream.
 #[derive(Clone, Debug)]
@@ -100,65 +100,28 @@ impl Mounts {
             Some(d) => format!("npt=0-{:.3}", d.as_secs_f64()),
             None => "npt=0-".to_string(),
         };
-        let unspecified = match local.ip() {
-            IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
-        };
-        let mut media = MediaDescription::mp2t(0);
-        media.control = Some("trackID=0".into());
-        media.bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
-        Some(
-            SessionDescription {
-                origin: local.ip(),
-                session_id: session_id_of(name),
-                name: name.to_string(),
-                connection: Some(Connection {
-                    addr: unspecified,
-                    ttl: None,
-                }),
-                control: Some("*".into()),
-                range: Some(range),
-                tool: Some(tool()),
-                media: vec![media],
-            }
-            .to_sdp(),
-        )
+        let mut s = SessionDescription::rtsp_mp2t(local.ip(), session_id_of(name), name, range);
+        s.media[0].bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
+        Some(s.to_sdp())
     }
 }
 
 /// The SDP of a plain RTP session: what a receiver of `dest` opens (`ffplay file.sdp`, VLC,
 /// GStreamer's `sdpdemux`, `metronome recv file.sdp`).
 pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> String {
-    let mut media = MediaDescription::mp2t(dest.addr.port());
-    media.bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
-    SessionDescription {
+    let ttl = dest.is_multicast().then(|| dest.ttl_byte());
+    let mut s = SessionDescription::rtp_mp2t(
         origin,
-        session_id: session_id_of(&spec.name),
-        name: spec.name.clone(),
-        connection: Some(Connection {
-            addr: dest.addr.ip(),
-            ttl: if dest.is_multicast() {
-                Some(dest.ttl.unwrap_or(1).min(255) as u8)
-            } else {
-                None
-            },
-        }),
-        control: None,
-        range: None,
-        tool: Some(tool()),
-        media: vec![media],
-    }
-    .to_sdp()
-}
-
-fn tool() -> String {
-    format!("metronome {}", env!("CARGO_PKG_VERSION"))
+        session_id_of(&spec.name),
+        &spec.name,
+        dest.addr,
+        ttl,
+    );
+    s.media[0].bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
+    s.to_sdp()
 }
 
 /// A stable origin session id for a name (RFC 8866 §5.2 only asks that it be unique per host).
 fn session_id_of(name: &str) -> u64 {
-    // FNV-1a: stable across runs, unlike the std hasher.
-    name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    }) >> 1
+    super::fnv1a(name) >> 1
 }

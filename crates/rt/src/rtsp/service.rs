@@ -4,6 +4,7 @@
 use super::backend::MediaBackend;
 use super::mounts::Mounts;
 use crate::clock::Clock;
+use crate::streams::stream::lock;
 use crate::streams::StreamServer;
 use metronome_session::rtsp::{ConnId, RtspConfig, RtspServer};
 use std::io::{self, Write};
@@ -60,7 +61,7 @@ pub(super) struct Shared {
 
 impl Shared {
     pub fn lock(&self) -> MutexGuard<'_, Core> {
-        self.core.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.core)
     }
 }
 
