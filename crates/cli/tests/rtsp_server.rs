@@ -182,6 +182,30 @@ fn assert_stops(sock: &UdpSocket) {
     panic!("media still flows after the session ended");
 }
 
+/// An RTCP receiver report on interleaved channel 1 (RFC 3550 §6.4.2): from SSRC 0x5eed, one
+/// block about `ssrc`: 3 lost, jitter 90.
+fn interleaved_rr(ssrc: u32) -> Vec<u8> {
+    let mut rr = vec![0x81, 201, 0, 7];
+    rr.extend(0x5eedu32.to_be_bytes());
+    rr.extend(ssrc.to_be_bytes());
+    rr.extend([0, 0, 0, 3]);
+    rr.extend(100u32.to_be_bytes());
+    rr.extend(90u32.to_be_bytes());
+    rr.extend([0; 8]);
+    let mut frame = vec![b'$', 1, 0, rr.len() as u8];
+    frame.extend(&rr);
+    frame
+}
+
+/// The SSRC a SETUP reply names in its Transport header.
+fn ssrc_of(r: &Reply) -> u32 {
+    r.header("transport")
+        .split(';')
+        .find_map(|p| p.strip_prefix("ssrc="))
+        .map(|s| u32::from_str_radix(s, 16).unwrap())
+        .expect("the SETUP reply names the SSRC")
+}
+
 fn small_test_source() -> [&'static str; 6] {
     ["--size", "160x120", "--fps", "10", "--mux-rate", "600000"]
 }
@@ -538,28 +562,13 @@ fn idle_connections_are_closed_and_receiver_reports_are_read() {
     // A receiver report sent on the RTCP channel reaches the stream's statistics.
     let mut c = Client::connect(&server, "test");
     let r = c.setup("RTP/AVP/TCP;unicast;interleaved=0-1", None);
-    let ssrc = r
-        .header("transport")
-        .split(';')
-        .find_map(|p| p.strip_prefix("ssrc="))
-        .map(|s| u32::from_str_radix(s, 16).unwrap())
-        .expect("the SETUP reply names the SSRC");
+    let ssrc = ssrc_of(&r);
     let s = r.session();
     assert_eq!(c.play(&s, None).status, 200);
     for _ in 0..20 {
         c.read_frame();
     }
-    // RFC 3550 §6.4.2: RR from SSRC 0x5eed, one block about `ssrc`: 3 lost, jitter 90.
-    let mut rr = vec![0x81, 201, 0, 7];
-    rr.extend(0x5eedu32.to_be_bytes());
-    rr.extend(ssrc.to_be_bytes());
-    rr.extend([0, 0, 0, 3]);
-    rr.extend(100u32.to_be_bytes());
-    rr.extend(90u32.to_be_bytes());
-    rr.extend([0; 8]);
-    let mut frame = vec![b'$', 1, 0, rr.len() as u8];
-    frame.extend(&rr);
-    c.w.write_all(&frame).unwrap();
+    c.w.write_all(&interleaved_rr(ssrc)).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let url = c.url.clone();
     assert_eq!(c.req("TEARDOWN", &url, &[("Session", &s)]).status, 200);
@@ -568,4 +577,35 @@ fn idle_connections_are_closed_and_receiver_reports_are_read() {
         summary.contains("1 reports, lost 3, jitter 1.00 ms"),
         "the report shows in the summary:\n{summary}"
     );
+}
+
+#[test]
+fn receiver_reports_keep_a_session_alive_after_pause_and_play() {
+    let mut args = small_test_source().to_vec();
+    args.extend(["--rtsp-session-timeout", "2s"]);
+    let server = RtspServer::start(&args);
+    let mut c = Client::connect(&server, "test");
+    let r = c.setup("RTP/AVP/TCP;unicast;interleaved=0-1", None);
+    let (ssrc, s) = (ssrc_of(&r), r.session());
+    let url = c.url.clone();
+    assert_eq!(c.play(&s, None).status, 200);
+    // More reports before the pause than after it: the count must start again with the
+    // resumed stream.
+    for _ in 0..12 {
+        c.w.write_all(&interleaved_rr(ssrc)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(c.req("PAUSE", &url, &[("Session", &s)]).status, 200);
+    assert_eq!(c.play(&s, None).status, 200);
+    // From here on only receiver reports, no requests, for twice the timeout.
+    for _ in 0..8 {
+        c.w.write_all(&interleaved_rr(ssrc)).unwrap();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(
+        c.req("GET_PARAMETER", &url, &[("Session", &s)]).status,
+        200,
+        "the reports kept the resumed session alive"
+    );
+    server.stop();
 }

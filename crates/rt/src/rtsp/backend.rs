@@ -55,7 +55,9 @@ struct SessionMedia {
     start: Option<StartInfo>,
     /// The sequence number the next play continues with (after a PAUSE).
     next_seq: Option<u16>,
-    /// Receiver reports seen so far (liveness).
+    /// The client's address: only its own receiver reports keep the session alive.
+    peer: std::net::IpAddr,
+    /// Receiver reports seen so far from the stream it plays now (liveness).
     reports: u64,
 }
 
@@ -122,7 +124,13 @@ impl MediaBackend {
             let Some(status) = self.server.stream(name) else {
                 continue;
             };
-            let reports: u64 = status.receivers.iter().map(|r| r.reports).sum();
+            // A multicast group's stream hears every member; count this client's reports only.
+            let reports: u64 = status
+                .receivers
+                .iter()
+                .filter(|r| r.addr.ip() == s.peer)
+                .map(|r| r.reports)
+                .sum();
             if reports > s.reports {
                 s.reports = reports;
                 alive.push(*id);
@@ -259,6 +267,7 @@ impl Backend for MediaBackend {
                 from: Duration::ZERO,
                 start: None,
                 next_seq: None,
+                peer: req.peer.ip(),
                 reports: 0,
             },
         );
@@ -290,6 +299,7 @@ impl Backend for MediaBackend {
             let sent = self.server.stream(&stream).map_or(0, |st| st.packets);
             if let Some(s) = self.sessions.get_mut(&session) {
                 s.playing = Some(stream);
+                s.reports = 0;
             }
             return Ok(PlayInfo {
                 seq: g.start.seq.wrapping_add(sent as u16),
@@ -347,6 +357,8 @@ impl Backend for MediaBackend {
             s.playing = Some(name);
             s.from = from;
             s.start = Some(start);
+            // A new stream: its report counts start again.
+            s.reports = 0;
         }
         Ok(PlayInfo {
             seq: start.seq,
