@@ -15,21 +15,13 @@
 
 mod common;
 
-use common::{bin, port_pair, require, tmp_dir};
+use common::{bin, port_pair, require, run, tmp_dir, Running};
 use metronome_media::raw::{RawFileSource, RawFrame, RawSource, RawTestPattern};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// The wall clock of the test harness (time limits only; nothing measured here is timed).
-#[allow(clippy::disallowed_methods)]
-fn now() -> Instant {
-    Instant::now()
-}
+use std::time::Duration;
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -39,118 +31,10 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// A child process whose stderr lines are collected; killed when dropped.
-struct Bg {
-    name: String,
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Bg {
-    fn spawn(name: &str, cmd: &mut Command) -> Bg {
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {name}: {e}"));
-        let (tx, rx) = mpsc::channel();
-        // gst-launch says what it does on stdout; Metronome on stderr (its JSON is on stdout).
-        let err = child.stderr.take().unwrap();
-        let tx2 = tx.clone();
-        std::thread::spawn(move || {
-            for l in BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx2.send(l);
-            }
-        });
-        if name.starts_with("gst") {
-            let out = child.stdout.take().unwrap();
-            std::thread::spawn(move || {
-                for l in BufReader::new(out).lines().map_while(Result::ok) {
-                    let _ = tx.send(l);
-                }
-            });
-        }
-        Bg {
-            name: name.to_string(),
-            child,
-            lines: rx,
-            seen: Vec::new(),
-        }
-    }
-
-    /// Waits for an output line containing `what`.
-    fn wait_for(&mut self, what: &str, limit: Duration) {
-        let deadline = now() + limit;
-        loop {
-            let left = deadline.saturating_duration_since(now());
-            match self.lines.recv_timeout(left) {
-                Ok(l) => {
-                    let hit = l.contains(what);
-                    self.seen.push(l);
-                    if hit {
-                        return;
-                    }
-                }
-                Err(_) => panic!(
-                    "{} did not say '{what}' within {limit:?}; it said:\n{}",
-                    self.name,
-                    self.seen.join("\n")
-                ),
-            }
-        }
-    }
-
-    /// Waits for the exit (killing it after `limit`); returns stdout and the output lines.
-    fn finish(mut self, limit: Duration) -> (String, String) {
-        let deadline = now() + limit;
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if now() > deadline {
-                let _ = self.child.kill();
-                let log = self.log();
-                panic!(
-                    "{} did not finish within {limit:?}; it said:\n{log}",
-                    self.name
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let mut out = String::new();
-        if let Some(mut s) = self.child.stdout.take() {
-            let _ = s.read_to_string(&mut out);
-        }
-        let log = self.log();
-        assert!(status.success(), "{} failed ({status}):\n{log}", self.name);
-        (out, log)
-    }
-
-    /// Interrupts it as Ctrl-C does.
-    fn interrupt(&self) {
-        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
-    }
-
-    fn log(&mut self) -> String {
-        std::thread::sleep(Duration::from_millis(50));
-        self.seen.extend(self.lines.try_iter());
-        self.seen.join("\n")
-    }
-}
-
-impl Drop for Bg {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Runs a command to completion within `limit`, panicking with its output if it fails.
-fn run(name: &str, cmd: &mut Command, limit: Duration) -> String {
-    Bg::spawn(name, cmd).finish(limit).0
+/// Runs a command to completion within `limit`, panicking with its output if it fails; returns
+/// its stdout.
+fn run_ok(cmd: &mut Command, limit: Duration) -> String {
+    run(cmd, limit).expect_success().stdout
 }
 
 fn gst_launch(pipeline: &str) -> Command {
@@ -160,8 +44,7 @@ fn gst_launch(pipeline: &str) -> Command {
 }
 
 fn ffmpeg_to_raw(y4m: &Path, pix_fmt: &str, out: &Path) {
-    run(
-        "ffmpeg",
+    run_ok(
         Command::new("ffmpeg")
             .args(["-v", "error", "-y", "-i"])
             .arg(y4m)
@@ -217,8 +100,7 @@ fn gst_to_metronome(gst_format: &str, sampling: &str, pix_fmt: &str, frame_len: 
     );
     let port = port_pair();
     let frames = 25;
-    let mut recv = Bg::spawn(
-        "metronome recv",
+    let mut recv = Running::spawn(
         bin()
             .args(["recv", &format!("rtp://127.0.0.1:{port}"), "--raw"])
             .args(["--size", "720x576", "--fps", "25", "--sampling", sampling])
@@ -234,8 +116,7 @@ fn gst_to_metronome(gst_format: &str, sampling: &str, pix_fmt: &str, frame_len: 
     );
     recv.wait_for("listening on", Duration::from_secs(10));
     // udpsink syncs to the clock: one frame, as one burst, every 40 ms.
-    run(
-        "gst-launch-1.0 (rtpvrawpay)",
+    run_ok(
         &mut gst_launch(&format!(
             "videotestsrc num-buffers={frames} pattern=snow \
              ! video/x-raw,format={gst_format},width=720,height=576,framerate=25/1 \
@@ -245,7 +126,8 @@ fn gst_to_metronome(gst_format: &str, sampling: &str, pix_fmt: &str, frame_len: 
         )),
         Duration::from_secs(15),
     );
-    let (stdout, log) = recv.finish(Duration::from_secs(20));
+    let recv = recv.finish_within(Duration::from_secs(20)).expect_success();
+    let (stdout, log) = (recv.stdout, recv.stderr);
     let v = json(&stdout, "metronome recv");
     assert_eq!(
         (
@@ -290,8 +172,7 @@ fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing
     } else {
         "yuv420p"
     };
-    run(
-        "ffmpeg (reference)",
+    run_ok(
         Command::new("ffmpeg")
             .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
             .arg("testsrc2=size=720x576:rate=25")
@@ -307,17 +188,13 @@ fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing
          sampling={sampling_fmtp},depth=(string)8,width=(string)720,height=(string)576,\
          colorimetry=(string)BT601-5,payload=96"
     );
-    let mut gst = Bg::spawn(
-        "gst-launch-1.0 (rtpvrawdepay)",
-        &mut gst_launch(&format!(
-            "udpsrc address=127.0.0.1 port={port} buffer-size=4194304 caps={caps} \
+    let mut gst = Running::spawn(&mut gst_launch(&format!(
+        "udpsrc address=127.0.0.1 port={port} buffer-size=4194304 caps={caps} \
              ! rtpvrawdepay ! video/x-raw,format={gst_format} ! filesink location={}",
-            got.display()
-        )),
-    );
+        got.display()
+    )));
     gst.wait_for("Setting pipeline to PLAYING", Duration::from_secs(10));
-    let out = run(
-        "metronome serve",
+    let out = run_ok(
         bin()
             .args(["serve", "--raw", "-i"])
             .arg(&reference)
@@ -331,7 +208,7 @@ fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing
     // Let GStreamer take the last frame, then end it with EOS so that filesink flushes.
     std::thread::sleep(Duration::from_millis(500));
     gst.interrupt();
-    gst.finish(Duration::from_secs(10));
+    gst.finish_within(Duration::from_secs(10)).expect_success();
     let frame_len = std::fs::metadata(&want).unwrap().len() as usize / frames as usize;
     assert_same_frames(&got, &want, frame_len, &format!("{gst_format} {pacing}"));
 }
@@ -363,8 +240,7 @@ fn metronome_narrow_gapped_420_to_gstreamer_pixel_exact() {
 fn pair(format: &[&str], serve_extra: &[&str], recv_extra: &[&str], frames: u64) -> (Value, Value) {
     let port = port_pair();
     let url = format!("rtp://127.0.0.1:{port}");
-    let mut recv = Bg::spawn(
-        "metronome recv",
+    let mut recv = Running::spawn(
         bin()
             .args(["recv", &url, "--raw", "--json", "--duration", "25"])
             .args(["--frames", &frames.to_string()])
@@ -372,8 +248,7 @@ fn pair(format: &[&str], serve_extra: &[&str], recv_extra: &[&str], frames: u64)
             .args(recv_extra),
     );
     recv.wait_for("listening on", Duration::from_secs(10));
-    let out = run(
-        "metronome serve",
+    let out = run_ok(
         bin()
             .args(["serve", "--raw", &url, "--json"])
             .args(["--frames", &frames.to_string(), "--duration", "20"])
@@ -382,24 +257,13 @@ fn pair(format: &[&str], serve_extra: &[&str], recv_extra: &[&str], frames: u64)
         Duration::from_secs(25),
     );
     // The receiver stops at its frame count; a frame lost at the very end needs its duration.
-    recv.interrupt_after_idle();
-    let (r, _) = recv.finish(Duration::from_secs(10));
+    // It prints its summary either way.
+    recv.interrupt_after(Duration::from_secs(1));
+    let r = recv
+        .finish_within(Duration::from_secs(10))
+        .expect_success()
+        .stdout;
     (json(&out, "metronome serve"), json(&r, "metronome recv"))
-}
-
-impl Bg {
-    /// Lets a receiver finish on its own for a second, then interrupts it (it prints its
-    /// summary either way).
-    fn interrupt_after_idle(&mut self) {
-        let deadline = now() + Duration::from_secs(1);
-        while now() < deadline {
-            if self.child.try_wait().ok().flatten().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        self.interrupt();
-    }
 }
 
 fn rates(s: &Value, r: &Value) -> String {
@@ -486,8 +350,7 @@ fn metronome_to_metronome_10bit_wide_through_sdp_matches_the_pattern() {
         "--depth",
         "10",
     ];
-    run(
-        "metronome sdp",
+    run_ok(
         bin()
             .args(["sdp", "--raw", &url, "--pacing", "wide"])
             .args(format)
@@ -502,8 +365,7 @@ fn metronome_to_metronome_10bit_wide_through_sdp_matches_the_pattern() {
         "{text}"
     );
     let frames = 20u64;
-    let mut recv = Bg::spawn(
-        "metronome recv",
+    let mut recv = Running::spawn(
         bin()
             .arg("recv")
             .arg(&sdp)
@@ -518,8 +380,7 @@ fn metronome_to_metronome_10bit_wide_through_sdp_matches_the_pattern() {
             .arg(&out),
     );
     recv.wait_for("listening on", Duration::from_secs(10));
-    let s = run(
-        "metronome serve",
+    let s = run_ok(
         bin()
             .args(["serve", "--raw", &url, "--pacing", "wide", "--json"])
             .args(["--frames", &frames.to_string()])
@@ -528,7 +389,8 @@ fn metronome_to_metronome_10bit_wide_through_sdp_matches_the_pattern() {
             .arg(dir.join("written")),
         Duration::from_secs(20),
     );
-    let (r, log) = recv.finish(Duration::from_secs(20));
+    let recv = recv.finish_within(Duration::from_secs(20)).expect_success();
+    let (r, log) = (recv.stdout, recv.stderr);
     let (s, r) = (json(&s, "metronome serve"), json(&r, "metronome recv"));
     assert!(all_complete(&r, frames), "{r}\n{log}");
     assert_eq!(r["declared_model"], "wide", "the SDP's TP= sets the model");

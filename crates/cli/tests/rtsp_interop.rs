@@ -15,15 +15,14 @@
 
 mod common;
 
-use common::{require, tmp_dir, ts_file, RtspServer};
+use common::{now, require, run, tmp_dir, ts_file, Outcome, RtspServer, Running};
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The built-in test source, small enough to decode quickly on a busy two-core machine.
 const TEST_SOURCE: &[&str] = &["--size", "320x240", "--fps", "25", "--mux-rate", "1500000"];
@@ -31,135 +30,6 @@ const TEST_SOURCE: &[&str] = &["--size", "320x240", "--fps", "25", "--mux-rate",
 const FRAME_BYTES: u64 = 320 * 240 * 3 / 2;
 /// How long one client may take before it is killed and the test fails.
 const CLIENT_LIMIT: Duration = Duration::from_secs(20);
-
-// ---------------------------------------------------------------------------------------------
-// Running programs with a time limit
-
-/// The tests bound their children by wall time.
-#[allow(clippy::disallowed_methods)]
-fn now() -> Instant {
-    Instant::now()
-}
-
-/// A program running in the background with its output collected; killed if dropped running.
-struct Running {
-    what: String,
-    child: Child,
-    stdout: Option<JoinHandle<String>>,
-    stderr: Option<JoinHandle<String>>,
-    started: Instant,
-}
-
-/// What a program did.
-struct Outcome {
-    what: String,
-    /// `None`: killed at its time limit.
-    status: Option<ExitStatus>,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-fn collect(mut from: impl Read + Send + 'static) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let _ = from.read_to_end(&mut bytes);
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
-}
-
-impl Running {
-    fn spawn(cmd: &mut Command) -> Running {
-        let what = format!("{cmd:?}");
-        let mut child = cmd
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
-        let stdout = child.stdout.take().map(collect);
-        let stderr = child.stderr.take().map(collect);
-        Running {
-            what,
-            child,
-            stdout,
-            stderr,
-            started: now(),
-        }
-    }
-
-    /// Waits until it exits or `deadline` passes (then kills it).
-    fn finish(mut self, deadline: Instant) -> Outcome {
-        let status = loop {
-            match self.child.try_wait() {
-                Ok(Some(status)) => break Some(status),
-                Ok(None) if now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                _ => {
-                    let _ = self.child.kill();
-                    let _ = self.child.wait();
-                    break None;
-                }
-            }
-        };
-        let took = now() - self.started;
-        let join =
-            |h: Option<JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
-        Outcome {
-            what: std::mem::take(&mut self.what),
-            status,
-            stdout: join(self.stdout.take()),
-            stderr: join(self.stderr.take()),
-            took,
-        }
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-/// Runs `cmd` to its end, or kills it after `limit`.
-fn run(cmd: &mut Command, limit: Duration) -> Outcome {
-    let deadline = now() + limit;
-    Running::spawn(cmd).finish(deadline)
-}
-
-/// The last `n` bytes of `s` (at a character boundary).
-fn tail(s: &str, n: usize) -> &str {
-    let mut start = s.len().saturating_sub(n);
-    while !s.is_char_boundary(start) {
-        start += 1;
-    }
-    &s[start..]
-}
-
-impl Outcome {
-    fn succeeded(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
-    }
-
-    /// The command, how it ended and the ends of its output, for assertion messages.
-    fn report(&self) -> String {
-        let ended = match self.status {
-            Some(s) => format!("exited with {s} after {:.1} s", self.took.as_secs_f64()),
-            None => format!(
-                "KILLED: still running after {:.1} s",
-                self.took.as_secs_f64()
-            ),
-        };
-        format!(
-            "{}\n  {ended}\n--- stderr (end) ---\n{}\n--- stdout (end) ---\n{}\n---",
-            self.what,
-            tail(&self.stderr, 6000),
-            tail(&self.stdout, 2000)
-        )
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // The server

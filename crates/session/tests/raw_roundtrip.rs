@@ -85,6 +85,9 @@ fn packetize(p: &mut RawPayloader, frame: &RawFrame) -> Vec<Vec<u8>> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
+    /// The oracle: every unmutated frame comes out byte for byte as it went in, as exactly one
+    /// complete frame (no partial, no lost), whatever the sampling, size, packet size, sequence
+    /// numbers and timestamps.
     #[test]
     fn payload_then_depayload_is_the_identity(
         kind in 0usize..4,
@@ -104,28 +107,63 @@ proptest! {
         let mut p = RawPayloader::new(cfg, f).unwrap();
         let mut d = RawDepayloader::new(f, Some(96)).unwrap();
         for i in 0..3u64 {
-            let frame = random_frame(f, seed.wrapping_add(i), i);
+            // Random octets: RFC 4175 sample data is opaque packed pgroups (any bit pattern is a
+            // valid 8- or 10-bit sample), and a RawFrame holds exactly `frame_bytes()` of them.
+            let mut frame = random_frame(f, seed.wrapping_add(i), i);
+            frame.capture_ns = seed.wrapping_mul(i + 1);
+            prop_assert_eq!(frame.data.len(), f.frame_bytes());
             let pkts = packetize(&mut p, &frame);
-            let mut complete = 0;
+            let before = *d.counters();
+            let (mut complete, mut partial, mut lost) = (0u64, 0u64, 0u64);
             for (k, pkt) in pkts.iter().enumerate() {
                 for e in d.push(Timestamp::from_micros(i * 40_000 + k as u64), pkt) {
                     match e {
                         RawEvent::Complete(c) => {
                             complete += 1;
+                            prop_assert_eq!(k + 1, pkts.len(), "complete before the last packet");
                             prop_assert_eq!(c.bytes as usize, f.frame_bytes());
                             prop_assert_eq!(c.packets as usize, pkts.len());
                             prop_assert_eq!(c.rtp_ts, p.rtp_timestamp(i));
+                            prop_assert_eq!(
+                                c.capture_ns,
+                                cfg.capture_time_ext.then_some(frame.capture_ns)
+                            );
                         }
-                        other => prop_assert!(false, "unexpected {:?}", other),
+                        RawEvent::Partial(_) => partial += 1,
+                        RawEvent::Lost(l) => lost += l.count,
                     }
                 }
             }
-            prop_assert_eq!(complete, 1);
-            prop_assert!(d.frame().unwrap().data == frame.data, "frame {} differs", i);
+            prop_assert_eq!((complete, partial, lost), (1, 0, 0), "events of frame {}", i);
+            let c = d.counters();
+            prop_assert_eq!(
+                (
+                    c.frames_complete - before.frames_complete,
+                    c.frames_partial - before.frames_partial,
+                    c.frames_lost - before.frames_lost,
+                ),
+                (1, 0, 0),
+                "counters of frame {}", i
+            );
+            prop_assert!(d.frame_is_complete());
+            let out = d.frame().unwrap();
+            prop_assert_eq!(out.index, i);
+            prop_assert_eq!(out.data.len(), frame.data.len());
+            // Byte for byte; name the first difference rather than print two whole frames.
+            let first_diff = out.data.iter().zip(&frame.data).position(|(a, b)| a != b);
+            prop_assert_eq!(first_diff, None, "frame {} differs from the source", i);
         }
-        let c = d.counters();
+        let c = *d.counters();
         prop_assert_eq!(c.accounted(), c.packets_in);
-        prop_assert_eq!((c.frames_complete, c.dropped.total(), c.duplicates), (3, 0, 0));
+        prop_assert_eq!(c.used, c.packets_in, "every packet used");
+        prop_assert_eq!(
+            (c.frames_complete, c.frames_partial, c.frames_lost),
+            (3, 0, 0)
+        );
+        prop_assert_eq!(
+            (c.dropped.total(), c.duplicates, c.late, c.frames_without_marker, c.discontinuities),
+            (0, 0, 0, 0, 0)
+        );
     }
 
     #[test]

@@ -133,6 +133,31 @@ impl MediaClock {
     pub fn ticks_to_secs(self, ticks: f64) -> f64 {
         ticks / self.rate as f64
     }
+
+    /// The tick of frame `index` at `fps_num/fps_den` frames per second: its sampling instant,
+    /// `⌊index × rate × fps_den / fps_num⌋`, modulo 2^64. Exact integer arithmetic (a u128
+    /// intermediate, so no drift over any number of frames): at 90 kHz, 30000/1001 gives
+    /// 3003 ticks a frame and 60000/1001 alternates 1501 and 1502. An RTP timestamp is the
+    /// stream's base plus the low 32 bits of this. A zero `fps_num` is taken as 1.
+    ///
+    /// The one home of this formula: the RFC 4175 payloader and depayloader and the ST 2110
+    /// models use it (and [`Self::frames_nearest`], its inverse).
+    pub fn frame_ticks(self, index: u64, fps_num: u32, fps_den: u32) -> u64 {
+        // < 2^64 × 2^32 × 2^32: no overflow.
+        let ticks = u128::from(index) * u128::from(self.rate) * u128::from(fps_den)
+            / u128::from(fps_num.max(1));
+        ticks as u64
+    }
+
+    /// The inverse of [`Self::frame_ticks`]: the whole number of frames at `fps_num/fps_den`
+    /// nearest to `ticks` (halves round up; negative for negative `ticks`). Frame ticks are
+    /// floored, so the difference of two frames' ticks gives back the difference of their
+    /// indices whenever a frame is longer than two ticks. Zeros in the rate are taken as 1.
+    pub fn frames_nearest(self, ticks: i128, fps_num: u32, fps_den: u32) -> i128 {
+        let num = i128::from(fps_num.max(1));
+        let per = i128::from(self.rate) * i128::from(fps_den.max(1));
+        (2 * ticks * num + per).div_euclid(2 * per)
+    }
 }
 
 #[cfg(test)]
@@ -163,5 +188,90 @@ mod tests {
             8
         );
         assert_eq!(c.duration(90_000), Duration::from_secs(1));
+    }
+
+    /// `frame_ticks` at 90 kHz another way, in u64 only: `num` frames take exactly
+    /// `90000 × den` ticks, so whole cycles of `num` frames, then the frames left.
+    fn frame_ticks_reference(index: u64, num: u64, den: u64) -> u64 {
+        let (cycles, rest) = (index / num, index % num);
+        cycles * 90_000 * den + rest * 90_000 * den / num
+    }
+
+    #[test]
+    fn frame_ticks_are_exact_at_ntsc_rates() {
+        let c = MediaClock::VIDEO_90K;
+        // 29.97: exactly 3003 ticks a frame.
+        for n in [0, 1, 2, 1000, 30_000, 1_000_001] {
+            assert_eq!(c.frame_ticks(n, 30_000, 1001), n * 3003, "frame {n}");
+        }
+        // 59.94: 1501.5 ticks a frame, floored, so steps alternate 1501 and 1502.
+        let steps: Vec<u64> = (0..6)
+            .map(|n| c.frame_ticks(n + 1, 60_000, 1001) - c.frame_ticks(n, 60_000, 1001))
+            .collect();
+        assert_eq!(steps, [1501, 1502, 1501, 1502, 1501, 1502]);
+        assert_eq!(c.frame_ticks(1, 25, 1), 3600);
+        assert_eq!(c.frame_ticks(7, 50, 1), 12_600);
+        // An unreduced rate gives the same ticks.
+        assert_eq!(
+            c.frame_ticks(12_345, 60_000, 2002),
+            c.frame_ticks(12_345, 30_000, 1001)
+        );
+        // Another clock rate: 48 kHz audio "frames" of 1/1000 s.
+        assert_eq!(MediaClock::new(48_000).frame_ticks(3, 1000, 1), 144);
+        assert_eq!(c.frame_ticks(5, 0, 1), c.frame_ticks(5, 1, 1));
+    }
+
+    #[test]
+    fn frame_ticks_do_not_drift_at_huge_indices() {
+        let c = MediaClock::VIDEO_90K;
+        // About 30 million years of 29.97 video: beyond f64's 53-bit mantissa, still exact.
+        let n = (1u64 << 52) + 12_345;
+        assert_eq!(c.frame_ticks(n, 30_000, 1001), n * 3003);
+        assert_eq!(
+            c.frame_ticks(n, 60_000, 1001),
+            frame_ticks_reference(n, 60_000, 1001)
+        );
+        assert_eq!(
+            c.frame_ticks(n, 24_000, 1001),
+            frame_ticks_reference(n, 24_000, 1001)
+        );
+        // A float formula is off here; the integer one is not.
+        let float = (n as f64 * 90_000.0 * 1001.0 / 60_000.0) as u64;
+        assert_ne!(float, c.frame_ticks(n, 60_000, 1001));
+        // The largest index: the tick count wraps modulo 2^64, and its low 32 bits (what an
+        // RTP timestamp carries) are those of the exact product.
+        let exact = u128::from(u64::MAX) * 90_000 * 1001 / 30_000;
+        assert_eq!(c.frame_ticks(u64::MAX, 30_000, 1001), exact as u64);
+        assert_eq!(c.frame_ticks(u64::MAX, 30_000, 1001) as u32, exact as u32);
+        assert_eq!(
+            c.frame_ticks(u64::MAX, 1, u32::MAX),
+            (u128::from(u64::MAX) * 90_000 * u128::from(u32::MAX)) as u64
+        );
+    }
+
+    #[test]
+    fn frames_nearest_inverts_frame_ticks() {
+        let c = MediaClock::VIDEO_90K;
+        for (num, den) in [(30_000, 1001), (60_000, 1001), (25, 1), (50, 1), (1000, 1)] {
+            for a in [0u64, 1, 7, 1_000_003] {
+                for k in 0..5u64 {
+                    let d =
+                        c.frame_ticks(a + k, num, den) as i128 - c.frame_ticks(a, num, den) as i128;
+                    assert_eq!(
+                        c.frames_nearest(d, num, den),
+                        k as i128,
+                        "{num}/{den} {a}+{k}"
+                    );
+                    assert_eq!(c.frames_nearest(-d, num, den), -(k as i128));
+                }
+            }
+        }
+        // Nearest, halves up: a 29.97 frame is 3003 ticks, a 25 fps one 3600.
+        assert_eq!(c.frames_nearest(1501, 30_000, 1001), 0);
+        assert_eq!(c.frames_nearest(1502, 30_000, 1001), 1);
+        assert_eq!(c.frames_nearest(-1502, 30_000, 1001), -1);
+        assert_eq!(c.frames_nearest(1799, 25, 1), 0);
+        assert_eq!(c.frames_nearest(1800, 25, 1), 1);
+        assert_eq!(c.frames_nearest(-1800, 25, 1), 0);
     }
 }

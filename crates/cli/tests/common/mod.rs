@@ -1,18 +1,235 @@
-//! What the RTSP tests share: a `metronome serve --rtsp` in the background, temporary files, and
-//! a small test media file.
+//! What the CLI tests share: child processes with a time limit ([`Running`], [`run`]), a
+//! `metronome serve --rtsp` in the background, temporary files, and a small test media file.
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
-use std::time::Duration;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 pub fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_metronome"))
 }
+
+/// The wall clock of the test harness: it bounds child processes, and nothing measured here is
+/// timed with it (clippy.toml forbids `Instant::now` in the crates' code).
+#[allow(clippy::disallowed_methods)]
+pub fn now() -> Instant {
+    Instant::now()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes with a time limit
+
+/// A program running in the background, stdin closed, its stdout and stderr collected (and
+/// each line also passed on as it comes, for [`Running::wait_for`]). Killed if dropped while
+/// still running, so a failing test leaves no child behind.
+pub struct Running {
+    what: String,
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    /// The lines `wait_for` has read so far.
+    seen: Vec<String>,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+    started: Instant,
+}
+
+/// What a program did.
+pub struct Outcome {
+    /// The command line.
+    pub what: String,
+    /// `None`: killed at its time limit.
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub took: Duration,
+}
+
+/// Reads `from` to its end on a thread: sends each line (without its line ending) to `lines`
+/// and returns all of it (invalid UTF-8 replaced).
+fn collect(from: impl Read + Send + 'static, lines: mpsc::Sender<String>) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut from = BufReader::new(from);
+        let (mut all, mut line) = (Vec::new(), Vec::new());
+        loop {
+            line.clear();
+            match from.read_until(b'\n', &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    all.extend_from_slice(&line);
+                    let l = line.strip_suffix(b"\n").unwrap_or(&line);
+                    let l = l.strip_suffix(b"\r").unwrap_or(l);
+                    // Nobody listening any more is fine: the output is still collected.
+                    let _ = lines.send(String::from_utf8_lossy(l).into_owned());
+                }
+            }
+        }
+        String::from_utf8_lossy(&all).into_owned()
+    })
+}
+
+impl Running {
+    /// Starts `cmd` with stdin closed and stdout and stderr collected.
+    pub fn spawn(cmd: &mut Command) -> Running {
+        let what = format!("{cmd:?}");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        let (tx, lines) = mpsc::channel();
+        let stdout = child.stdout.take().map(|o| collect(o, tx.clone()));
+        let stderr = child.stderr.take().map(|e| collect(e, tx));
+        Running {
+            what,
+            child,
+            lines,
+            seen: Vec::new(),
+            stdout,
+            stderr,
+            started: now(),
+        }
+    }
+
+    /// Waits for a line of output (stdout or stderr) containing `what`; panics with the output
+    /// so far if none comes within `limit` or the program closes its output first.
+    pub fn wait_for(&mut self, what: &str, limit: Duration) {
+        let deadline = now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    let hit = l.contains(what);
+                    self.seen.push(l);
+                    if hit {
+                        return;
+                    }
+                }
+                Err(_) => panic!(
+                    "{} did not say '{what}' within {limit:?}; it said:\n{}",
+                    self.what,
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Whether it has exited.
+    pub fn has_exited(&mut self) -> bool {
+        self.child.try_wait().ok().flatten().is_some()
+    }
+
+    /// Interrupts it as Ctrl-C does.
+    pub fn interrupt(&self) {
+        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+    }
+
+    /// Lets it end on its own for `grace`, then interrupts it as Ctrl-C does.
+    pub fn interrupt_after(&mut self, grace: Duration) {
+        let deadline = now() + grace;
+        while now() < deadline {
+            if self.has_exited() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.interrupt();
+    }
+
+    /// Waits until it exits or `deadline` passes (then kills it), and collects its output.
+    pub fn finish(mut self, deadline: Instant) -> Outcome {
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Some(status),
+                Ok(None) if now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+                _ => {
+                    let _ = self.child.kill();
+                    let _ = self.child.wait();
+                    break None;
+                }
+            }
+        };
+        let took = now() - self.started;
+        let join =
+            |h: Option<JoinHandle<String>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+        Outcome {
+            what: std::mem::take(&mut self.what),
+            status,
+            stdout: join(self.stdout.take()),
+            stderr: join(self.stderr.take()),
+            took,
+        }
+    }
+
+    /// [`finish`](Self::finish) with a deadline `limit` from now.
+    pub fn finish_within(self, limit: Duration) -> Outcome {
+        self.finish(now() + limit)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `cmd` to its end, or kills it after `limit`.
+pub fn run(cmd: &mut Command, limit: Duration) -> Outcome {
+    Running::spawn(cmd).finish_within(limit)
+}
+
+/// The last `n` bytes of `s` (at a character boundary).
+fn tail(s: &str, n: usize) -> &str {
+    let mut start = s.len().saturating_sub(n);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
+}
+
+impl Outcome {
+    /// Exited by itself, with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+
+    /// The command, how it ended and the ends of its output, for assertion messages.
+    pub fn report(&self) -> String {
+        let ended = match self.status {
+            Some(s) => format!("exited with {s} after {:.1} s", self.took.as_secs_f64()),
+            None => format!(
+                "KILLED: still running after {:.1} s",
+                self.took.as_secs_f64()
+            ),
+        };
+        format!(
+            "{}\n  {ended}\n--- stderr (end) ---\n{}\n--- stdout (end) ---\n{}\n---",
+            self.what,
+            tail(&self.stderr, 6000),
+            tail(&self.stdout, 2000)
+        )
+    }
+
+    /// Itself if it [`succeeded`](Self::succeeded); otherwise panics with its report.
+    #[track_caller]
+    pub fn expect_success(self) -> Outcome {
+        assert!(self.succeeded(), "a program failed: {}", self.report());
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ports, files and programs
 
 /// An even port whose RTCP neighbour is free too.
 pub fn port_pair() -> u16 {
@@ -91,6 +308,9 @@ pub fn ts_file() -> PathBuf {
     }
     path
 }
+
+// ---------------------------------------------------------------------------------------------
+// The RTSP server
 
 /// `metronome serve --rtsp 127.0.0.1:0 …` in the background, stopped (Ctrl-C) when dropped.
 pub struct RtspServer {

@@ -4,7 +4,7 @@
 use super::format::{FrameFormat, Limits, Nanos, ReadSchedule};
 use super::report::{ClassResult, ConformanceSummary, FrameReport, Verdict};
 use super::schedule::FrameSchedule;
-use metronome_time::{Distribution, RtpTsUnwrapper, Timestamp};
+use metronome_time::{Distribution, MediaClock, RtpTsUnwrapper, Timestamp};
 use std::time::Duration;
 
 /// Buckets of the Cinst histogram at most (2 × a wide CMAX of 512 + 2).
@@ -280,9 +280,8 @@ impl Conformance {
     fn open_frame(&self, rtp_ts: u32, ext: u64, t: u64) -> Open {
         let (epoch0, ext0) = self.origin.unwrap_or((0, ext));
         // Frames since the anchor: Δticks / (90000 × den / num), rounded to nearest.
-        let (num, den) = (self.rate.0 as i128, self.rate.1 as i128);
-        let per = 90_000 * den;
-        let k = (2 * (ext as i128 - ext0 as i128) * num + per).div_euclid(2 * per);
+        let (num, den) = self.rate;
+        let k = MediaClock::VIDEO_90K.frames_nearest(ext as i128 - ext0 as i128, num, den);
         let epoch_ns = epoch0 + self.tframe.times_floor(k);
         Open {
             rtp_ts,

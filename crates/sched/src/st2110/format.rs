@@ -2,13 +2,13 @@
 //! quantities derived from them (TRS, TDRAIN, CMAX, VRX_FULL). Exact integer arithmetic: every
 //! period is a rational number of nanoseconds and only the final value is floored.
 
-use metronome_time::Timestamp;
+use metronome_time::{MediaClock, Timestamp};
 use serde::Serialize;
 use std::time::Duration;
 
 const NS_PER_S: u128 = 1_000_000_000;
 /// The RTP clock of video (ST 2110-20 §6.1 via RFC 4175: 90 kHz).
-const RTP_HZ: u128 = 90_000;
+const RTP_CLOCK: MediaClock = MediaClock::VIDEO_90K;
 
 /// Frames per second as a fraction (`60000/1001` for 59.94). TFRAME = `den/num` seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -227,8 +227,7 @@ impl FrameFormat {
     /// The RTP timestamp of frame `n`: its epoch on the 90 kHz clock, ⌊n × TFRAME × 90000⌋
     /// modulo 2^32 (ST 2110-10 media clock; so 59.94 alternates 1501 and 1502 ticks).
     pub fn rtp_timestamp(&self, n: u64) -> u32 {
-        let ticks = n as u128 * RTP_HZ * self.rate.den as u128 / self.rate.num as u128;
-        ticks as u32
+        RTP_CLOCK.frame_ticks(n, self.rate.num, self.rate.den) as u32
     }
 }
 

@@ -12,7 +12,7 @@
 use super::coverage::Coverage;
 use super::events::{FrameComplete, FrameLost, FramePartial, RawEvent, RawEvents};
 use metronome_media::raw::{RawFrame, VideoFormat};
-use metronome_time::{SeqUnwrapper, Timestamp};
+use metronome_time::{MediaClock, SeqUnwrapper, Timestamp};
 use metronome_wire::rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader, CAPTURE_TIME_EXT_ID};
 use metronome_wire::rtp::RtpView;
 use serde::Serialize;
@@ -343,7 +343,7 @@ impl RawDepayloader {
         if let Some((r, high, marker)) = self.last_end {
             let step = ts.wrapping_sub(r);
             let configured =
-                90_000 * u64::from(self.format.fps_den) / u64::from(self.format.fps_num);
+                MediaClock::VIDEO_90K.frame_ticks(1, self.format.fps_num, self.format.fps_den);
             let period = self.min_step.map_or(configured, u64::from).max(1);
             let ratio = step as f64 / period as f64;
             let mut frames = ratio.round() as u64;

@@ -8,6 +8,7 @@
 //! of its sampling instant at 90 kHz (§4.1) and the last one the marker bit (§4.1, progressive).
 
 use metronome_media::raw::{RawFrame, VideoFormat};
+use metronome_time::MediaClock;
 use metronome_wire::rfc4175::{
     write_rtp_header, RawHeaderExt, SegmentHeader, EXT_SEQ_LEN, SEGMENT_HEADER_LEN,
 };
@@ -22,7 +23,7 @@ pub const MTU_1500_MAX_PAYLOAD: usize = 1428;
 /// extension. Datagrams this big are fragmented by the kernel.
 pub const MAX_PAYLOAD_LIMIT: usize = 65_507 - RTP_HEADER_LEN - 24;
 /// The RTP clock of video (RFC 4175 §6.1).
-pub const CLOCK_RATE: u64 = 90_000;
+pub const CLOCK_RATE: u64 = MediaClock::VIDEO_90K.rate() as u64;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RawPayError {
@@ -237,8 +238,7 @@ impl RawPayloader {
     }
     /// The RTP timestamp of frame `index`: its sampling instant at 90 kHz (RFC 4175 §4.1).
     pub fn rtp_timestamp(&self, index: u64) -> u32 {
-        let ticks = u128::from(index) * u128::from(CLOCK_RATE) * u128::from(self.cfg.fps_den)
-            / u128::from(self.cfg.fps_num);
+        let ticks = MediaClock::VIDEO_90K.frame_ticks(index, self.cfg.fps_num, self.cfg.fps_den);
         self.cfg.rtp_ts_base.wrapping_add(ticks as u32)
     }
 
