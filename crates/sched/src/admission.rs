@@ -79,6 +79,9 @@ pub struct Admission {
     platform: Platform,
     /// Per core, the admitted streams in admission order.
     cores: Vec<Vec<StreamSnapshot>>,
+    /// Streams that use the link but none of the cores (they run their own pacing thread:
+    /// uncompressed video), by id: their bit rates.
+    link_only: Vec<(u64, u64)>,
     link_used_bps: u64,
 }
 
@@ -104,6 +107,7 @@ impl Admission {
             policy,
             platform,
             cores: vec![Vec::new(); platform.cores],
+            link_only: Vec::new(),
             link_used_bps: 0,
         }
     }
@@ -167,6 +171,36 @@ impl Admission {
             utilisation_after: self.core_utilisation(core) + task.utilisation(),
             cause,
         })
+    }
+
+    /// Admits stream `id` on the link only (it runs no job on the cores), or says why not: the
+    /// link's capacity is shared with every other stream.
+    pub fn try_reserve_link(
+        &mut self,
+        id: u64,
+        name: &str,
+        bitrate_bps: u64,
+    ) -> Result<(), Refusal> {
+        if self.core_of(id).is_some() || self.link_only.iter().any(|(i, _)| *i == id) {
+            return Err(Refusal::Duplicate {
+                name: name.to_string(),
+                id,
+            });
+        }
+        self.check_link(name, bitrate_bps)?;
+        self.link_only.push((id, bitrate_bps));
+        self.link_used_bps = self.link_used_bps.saturating_add(bitrate_bps);
+        Ok(())
+    }
+
+    /// Gives back a link-only reservation; false if there was none.
+    pub fn release_link(&mut self, id: u64) -> bool {
+        let Some(pos) = self.link_only.iter().position(|(i, _)| *i == id) else {
+            return false;
+        };
+        let (_, bps) = self.link_only.remove(pos);
+        self.link_used_bps = self.link_used_bps.saturating_sub(bps);
+        true
     }
 
     /// Removes stream `id`; false if it was not admitted.

@@ -287,6 +287,25 @@ impl StreamServer {
         self.inner.add(spec, outlet)
     }
 
+    /// Reserves `bitrate_bps` of the declared link for a stream that paces itself (an RTSP
+    /// session of uncompressed video), or refuses as admission would any stream. Returns the
+    /// reservation's id, for [`StreamServer::release_link`].
+    pub fn reserve_link(&self, name: &str, bitrate_bps: u64) -> Result<u64, ControlError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.admission)
+            .try_reserve_link(id, name, bitrate_bps)
+            .map_err(|r| {
+                self.inner.refused.fetch_add(1, Ordering::Relaxed);
+                ControlError::Refused(r.to_string())
+            })?;
+        Ok(id)
+    }
+
+    /// Gives back a reservation of [`StreamServer::reserve_link`].
+    pub fn release_link(&self, id: u64) {
+        lock(&self.inner.admission).release_link(id);
+    }
+
     /// How far a running stream has got on its own timeline (what has been sent), for RTSP
     /// PAUSE to resume from.
     pub fn position(&self, name: &str) -> Option<Duration> {

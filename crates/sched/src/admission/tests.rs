@@ -218,3 +218,30 @@ fn the_snapshot_lists_streams_per_core_in_admission_order() {
     assert_eq!(s.platform, *a.platform());
     assert_eq!(a.policy(), Policy::Dm);
 }
+
+#[test]
+fn link_only_reservations_share_the_link_with_core_streams() {
+    let mut a = Admission::new(
+        Policy::Edf,
+        Platform {
+            link_capacity_bps: Some(1_000_000_000),
+            ..platform(1, 95)
+        },
+    );
+    a.try_reserve_link(1, "raw", 800_000_000).unwrap();
+    assert_eq!(a.link_used_bps(), 800_000_000);
+    // A core stream now finds the link full...
+    let ts = stream(1000, 1000, 10, 300_000_000);
+    let r = a.would_admit(2, "ts", ts).unwrap_err();
+    assert!(r.to_string().contains("1.1 Gbit/s"), "{r}");
+    // ...and so does a second link-only one; the same id twice is a duplicate.
+    let r = a.try_reserve_link(3, "raw2", 300_000_000).unwrap_err();
+    assert!(r.to_string().contains("admitting 'raw2'"), "{r}");
+    assert!(a.try_reserve_link(1, "raw", 1).is_err());
+    // A reservation is not a core stream: `release` leaves it, `release_link` frees it.
+    assert!(!a.release(1));
+    assert!(a.release_link(1));
+    assert!(!a.release_link(1));
+    assert_eq!(a.link_used_bps(), 0);
+    assert!(a.try_admit(2, "ts", ts).is_ok());
+}
