@@ -168,11 +168,15 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
 /// The mount served when RTSP is on and nothing is declared: the test source.
 fn test_mount(a: &ServeArgs) -> StreamSpec {
     let mut s = spec_from_args(a);
-    // The file's name (letters, digits, '-', '_' kept), or `test` for the test source.
-    s.name = a
-        .source
-        .input
-        .as_ref()
+    s.name = mount_name(a.source.input.as_deref(), "test");
+    s.destination.clear();
+    s
+}
+
+/// A mount's name from its file's name (letters, digits, '-', '_' kept), or `default` (the test
+/// source, or a name with nothing left).
+pub(crate) fn mount_name(input: Option<&std::path::Path>, default: &str) -> String {
+    input
         .and_then(|p| p.file_stem())
         .map(|n| {
             n.to_string_lossy()
@@ -182,13 +186,11 @@ fn test_mount(a: &ServeArgs) -> StreamSpec {
                 .collect::<String>()
         })
         .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| "test".into());
-    s.destination.clear();
-    s
+        .unwrap_or_else(|| default.into())
 }
 
 /// An address to show in a URL: the machine's loopback when bound to any address.
-fn shown_addr(a: std::net::SocketAddr) -> std::net::SocketAddr {
+pub(crate) fn shown_addr(a: std::net::SocketAddr) -> std::net::SocketAddr {
     if a.ip().is_unspecified() {
         std::net::SocketAddr::new(std::net::Ipv4Addr::LOCALHOST.into(), a.port())
     } else {

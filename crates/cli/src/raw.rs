@@ -10,23 +10,25 @@ use crate::sdp::SdpArgs;
 use crate::serve::{fresh_seed, rt_policy, RtChoice, ServeArgs};
 use clap::{Args, ValueEnum};
 use metronome_media::raw::{
-    Colorimetry, Depth, RawFileKind, RawFileSource, RawSource, RawTestPattern, Sampling,
-    VideoFormat,
+    Depth, RawFileKind, RawFileSource, RawSource, RawTestPattern, Sampling, VideoFormat,
 };
+use metronome_media::MediaError;
 use metronome_rt::raw::{
     model_name, parse_model, BufferInfo, RawReceiver, RawReceiverConfig, RawReceiverOutcome,
     RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
 };
+use metronome_rt::rtsp::{Mounts, RawMount, RtspService, RtspServiceConfig};
 use metronome_rt::sender::WaitPolicy;
+use metronome_rt::streams::{ServerConfig, StreamServer};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::GsoStatus;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::SenderType;
-use metronome_session::raw::{fmtp, packets_for, parse_fmtp, MAX_PAYLOAD_LIMIT};
-use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription, VIDEO_CLOCK_RATE};
+use metronome_session::raw::{packets_for, parse_fmtp, MAX_PAYLOAD_LIMIT};
+use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription};
 use std::fmt::Write;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -231,38 +233,17 @@ pub enum RecvRt {
 // serve --raw
 
 pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
-    let r = &a.raw;
+    if a.rtsp.is_some() {
+        return serve_rtsp(a, stop);
+    }
     let [dest] = a.destinations.as_slice() else {
         return Err("serve --raw sends to one destination: give one rtp://HOST:PORT".into());
     };
     let destination = RtpUrl::parse_destination(dest)?;
     let (source, live) = open_source(&a)?;
     let format = source.format();
-    let model = SenderType::from(r.pacing);
-    let npackets = packets_for(&format, r.packet_size)?;
-    let seed = a.seed.unwrap_or_else(fresh_seed);
-    let mut cfg = RawSenderConfig::new(destination, (seed ^ (seed >> 29)) as u32, seed);
-    cfg.model = model;
-    cfg.max_payload = r.packet_size;
-    cfg.batch_window = r.batch_window;
-    cfg.late_threshold = r.late_threshold;
-    cfg.gso = !r.no_gso;
-    cfg.send_time_ext = a.send_time;
-    cfg.duration = a.duration;
-    cfg.frames = r.frames;
-    cfg.live = live;
-    cfg.pacer_cpu = a.cpu;
-    let tframe = Duration::from_nanos(format.frame_duration_ns());
-    let interval = match model {
-        SenderType::Burst => tframe,
-        _ => (tframe / npackets.max(1) as u32).max(r.batch_window),
-    };
-    cfg.rt_policy = rt_policy(a.rt, interval);
-    cfg.lock_memory = !matches!(a.rt, RtChoice::Off);
-    cfg.wait = WaitPolicy::from(a.wait);
-    if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
-        cfg.rt_policy = RtPolicy::Other;
-    }
+    let model = SenderType::from(a.raw.pacing);
+    let cfg = sender_config(&a, destination, &format, live)?;
     let sender = RawSender::open(source, cfg)?;
     let live_line = LiveLine::new(!a.json);
     eprintln!(
@@ -289,6 +270,98 @@ pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// `serve --raw --rtsp ADDR`: the source as an RTSP mount (`rtsp://ADDR/raw`, or the file's
+/// name); every session gets a sender of its own, admitted on `--link-capacity`.
+fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+    let Some(addr) = a.rtsp else {
+        return Err("internal error: serve_rtsp without --rtsp".into());
+    };
+    let (source, live) = open_source(&a)?;
+    let format = source.format();
+    let describe = source.describe();
+    drop(source);
+    let placeholder = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], 9)));
+    let mut cfg = sender_config(&a, placeholder, &format, live)?;
+    // Each session's frames run until TEARDOWN (or the source ends), whatever the command's
+    // own duration.
+    cfg.duration = None;
+    let name = crate::multi::mount_name(a.source.input.as_deref(), "raw");
+    let args = Arc::new(a.clone());
+    let mut mounts = Mounts::default();
+    mounts.add_raw(
+        &name,
+        RawMount {
+            format,
+            sender: cfg,
+            live,
+            describe: describe.clone(),
+            open: Box::new(move || {
+                open_source(&args)
+                    .map(|(s, _)| s)
+                    .map_err(|e| MediaError::Config(e.to_string()))
+            }),
+        },
+    )?;
+    let server = Arc::new(StreamServer::start(ServerConfig {
+        link_capacity_bps: a.link_capacity,
+        seed: a.seed.unwrap_or_else(fresh_seed),
+        ..ServerConfig::default()
+    })?);
+    let mut rc = RtspServiceConfig::new(addr);
+    rc.session_timeout = a.rtsp_session_timeout;
+    rc.idle_timeout = a.rtsp_idle_timeout;
+    let service = RtspService::start(rc, server.clone(), mounts)?;
+    eprintln!(
+        "metronome: serving rtsp://{}/{name}: {describe} as {}",
+        crate::multi::shown_addr(service.local_addr()),
+        model_name(SenderType::from(a.raw.pacing))
+    );
+    let clock = metronome_rt::clock::Clock::new();
+    let start = clock.now();
+    let over = |d: Duration| clock.now().saturating_since(start) >= d;
+    while !stop.load(Ordering::Relaxed) && !a.duration.is_some_and(over) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    service.shutdown();
+    Ok(())
+}
+
+/// How `serve --raw` sends, from its arguments.
+fn sender_config(
+    a: &ServeArgs,
+    destination: RtpUrl,
+    format: &VideoFormat,
+    live: bool,
+) -> Result<RawSenderConfig, BoxError> {
+    let r = &a.raw;
+    let model = SenderType::from(r.pacing);
+    let npackets = packets_for(format, r.packet_size)?;
+    let seed = a.seed.unwrap_or_else(fresh_seed);
+    let mut cfg = RawSenderConfig::new(destination, (seed ^ (seed >> 29)) as u32, seed);
+    cfg.model = model;
+    cfg.max_payload = r.packet_size;
+    cfg.batch_window = r.batch_window;
+    cfg.late_threshold = r.late_threshold;
+    cfg.gso = !r.no_gso;
+    cfg.send_time_ext = a.send_time;
+    cfg.duration = a.duration;
+    cfg.frames = r.frames;
+    cfg.live = live;
+    cfg.pacer_cpu = a.cpu;
+    let tframe = Duration::from_nanos(format.frame_duration_ns());
+    let interval = match model {
+        SenderType::Burst => tframe,
+        _ => (tframe / npackets.max(1) as u32).max(r.batch_window),
+    };
+    cfg.rt_policy = rt_policy(a.rt, interval);
+    cfg.lock_memory = !matches!(a.rt, RtChoice::Off);
+    cfg.wait = WaitPolicy::from(a.wait);
+    if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
+        cfg.rt_policy = RtPolicy::Other;
+    }
+    Ok(cfg)
+}
+
 /// The source `serve --raw` asks for, and whether it is live (produced at its frame times).
 fn open_source(a: &ServeArgs) -> Result<(Box<dyn RawSource>, bool), BoxError> {
     let r = &a.raw;
@@ -299,6 +372,39 @@ fn open_source(a: &ServeArgs) -> Result<(Box<dyn RawSource>, bool), BoxError> {
         let f = VideoFormat::new(w, h, sampling, r.depth.unwrap_or(Depth::Eight), fps, 1)?;
         return Ok((Box::new(RawTestPattern::new(f)?), true));
     };
+    // A camera: a /dev/video* (or /dev/v4l/…) node, or any character device given without
+    // --raw-format. It is live and self-timed; --size and --fps (which always have a value) are
+    // the wish the driver comes as close to as it can.
+    let camera = {
+        use std::os::unix::fs::FileTypeExt;
+        let text = path.to_string_lossy();
+        text.starts_with("/dev/video")
+            || text.starts_with("/dev/v4l/")
+            || (r.raw_format.is_none()
+                && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device()))
+    };
+    if camera {
+        if r.raw_format.is_some() {
+            return Err(format!(
+                "{} is a camera: it gives its own pixel format, so --raw-format does not apply \
+                 (leave it out)",
+                path.display()
+            )
+            .into());
+        }
+        let src = metronome_rt::raw::V4l2Source::open(path, Some((w, h, fps)))?;
+        let f = src.format();
+        let clash = r.sampling.is_some_and(|s| Sampling::from(s) != f.sampling)
+            || r.depth.is_some_and(|d| d != f.depth);
+        if clash {
+            return Err(format!(
+                "{} captures {f}: --sampling and --depth do not apply to a camera (leave them out)",
+                path.display()
+            )
+            .into());
+        }
+        return Ok((Box::new(src), true));
+    }
     let src = match r.raw_format {
         Some(k) => {
             let kind = match k {
@@ -396,6 +502,26 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         "  {}; SO_SNDBUF {} of {} bytes",
         o.gso_status, o.buffer.accepted, o.buffer.wanted
     );
+    let _ = writeln!(
+        s,
+        "  RTCP: {} sender reports sent, {} receivers reported",
+        o.sender_reports,
+        o.receivers.len()
+    );
+    for r in &o.receivers {
+        let _ = writeln!(
+            s,
+            "    {} ({}): {} reports, lost {} ({:.1}% last), jitter {:.2} ms, RTT {}",
+            r.addr,
+            r.cname.as_deref().unwrap_or("no CNAME"),
+            r.reports,
+            r.cumulative_lost,
+            r.fraction_lost * 100.0,
+            r.jitter_ms,
+            r.rtt_ms
+                .map_or("unknown".to_string(), |ms| format!("{ms:.2} ms"))
+        );
+    }
     s
 }
 
@@ -536,6 +662,19 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
         o.buffer.accepted,
         o.buffer.wanted
     );
+    let _ = writeln!(
+        s,
+        "  RTCP: {} sender reports heard{}, {} receiver reports sent; RTP packets lost {}, jitter {:.2} ms",
+        o.rtcp.sender_reports,
+        o.rtcp
+            .sender_cname
+            .as_deref()
+            .map(|c| format!(" (from {c})"))
+            .unwrap_or_default(),
+        o.rtcp.receiver_reports_sent,
+        o.rtcp.packets_lost,
+        o.rtcp.jitter_ms
+    );
     if o.frames_written > 0 || o.frames_not_written > 0 {
         let _ = writeln!(
             s,
@@ -573,19 +712,7 @@ fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
 /// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the
 /// ST 2110-21 sender type (`TP=`) when the model is one.
 pub fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String {
-    let mut f = fmtp(format, Colorimetry::default());
-    if let Some(tp) = model.sdp_tp() {
-        let _ = write!(f, "; TP={tp}");
-    }
-    let mut media = MediaDescription::new(
-        "video",
-        dest.addr.port(),
-        metronome_session::raw::DEFAULT_PAYLOAD_TYPE,
-        metronome_session::raw::sdp::ENCODING_NAME,
-        VIDEO_CLOCK_RATE,
-    );
-    media.fmtp = Some(f);
-    media.bitrate_kbps = Some(format.bitrate().div_ceil(1000));
+    let media = metronome_rt::raw::sdp_media(format, model, dest.addr.port());
     let mut s = SessionDescription::new(crate::sdp::origin_for(dest), 1, "metronome raw video");
     s.connection = Some(Connection::new(
         dest.addr.ip(),

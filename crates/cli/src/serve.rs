@@ -42,7 +42,7 @@ impl From<WaitChoiceArg> for WaitPolicy {
     }
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct ServeArgs {
     /// Destinations: rtp://HOST:PORT, or rtp://GROUP:PORT?ttl=1&iface=ADDR for multicast
     #[arg(value_name = "URL", default_value = "rtp://127.0.0.1:5004")]

@@ -206,6 +206,15 @@ fn ssrc_of(r: &Reply) -> u32 {
         .expect("the SETUP reply names the SSRC")
 }
 
+/// The `seq=` of a PLAY reply's RTP-Info.
+fn rtp_info_seq(r: &Reply) -> u16 {
+    let info = r.header("rtp-info");
+    info.split(';')
+        .find_map(|p| p.trim().strip_prefix("seq="))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("seq in RTP-Info: {info}"))
+}
+
 fn small_test_source() -> [&'static str; 6] {
     ["--size", "160x120", "--fps", "10", "--mux-rate", "600000"]
 }
@@ -607,5 +616,102 @@ fn receiver_reports_keep_a_session_alive_after_pause_and_play() {
         200,
         "the reports kept the resumed session alive"
     );
+    server.stop();
+}
+
+/// A mount of uncompressed video (`serve --raw --rtsp`): its SDP is RFC 4175's; PLAY over UDP
+/// delivers RTP/raw from the announced server port with sender reports; PAUSE and PLAY continue
+/// the sequence numbers; every session is admitted on the declared link.
+#[test]
+fn a_raw_mount_plays_pauses_and_is_admitted_on_the_link() {
+    // 320x240 4:2:2 8-bit at 25 fps is about 31.5 Mbit/s with headers: one fits in 50, not two.
+    let server = RtspServer::start(&[
+        "--raw",
+        "--size",
+        "320x240",
+        "--fps",
+        "25",
+        "--pacing",
+        "burst",
+        "--link-capacity",
+        "50mbit",
+    ]);
+    let mut c = Client::connect(&server, "raw");
+    let url = c.url.clone();
+    let r = c.req("DESCRIBE", &url, &[("Accept", "application/sdp")]);
+    assert_eq!(r.status, 200, "{r:?}");
+    let sdp = String::from_utf8(r.body.clone()).unwrap();
+    assert!(sdp.contains("a=rtpmap:96 raw/90000"), "{sdp}");
+    assert!(sdp.contains("sampling=YCbCr-4:2:2"), "{sdp}");
+    assert!(
+        sdp.contains("width=320") && sdp.contains("height=240"),
+        "{sdp}"
+    );
+    let (rtp, rtcp, port) = client_ports();
+    let r = c.setup(
+        &format!("RTP/AVP;unicast;client_port={}-{}", port, port + 1),
+        None,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let session = r.session();
+    let ssrc = ssrc_of(&r);
+    let server_rtp: u16 = r
+        .header("transport")
+        .split(';')
+        .find_map(|p| p.strip_prefix("server_port="))
+        .and_then(|p| p.split('-').next())
+        .and_then(|p| p.parse().ok())
+        .expect("server_port in the reply");
+    let r = c.play(&session, None);
+    assert_eq!(r.status, 200, "{r:?}");
+    let first_seq = rtp_info_seq(&r);
+    let mut buf = [0u8; 2048];
+    let (n, from) = rtp.recv_from(&mut buf).expect("RTP on client_port");
+    assert_eq!(from.port(), server_rtp, "sent from the announced port");
+    assert_eq!(buf[1] & 0x7f, 96, "raw video payload type");
+    assert_eq!(u32::from_be_bytes(buf[8..12].try_into().unwrap()), ssrc);
+    assert_eq!(u16::from_be_bytes([buf[2], buf[3]]), first_seq);
+    assert!(n > 1000, "full-size packets: {n}");
+    let (_, _) = rtcp.recv_from(&mut buf).expect("a sender report");
+    assert_eq!(buf[1], 200, "a sender report first");
+    // A second client does not fit on the link: 453 with the reason.
+    let mut b = Client::connect(&server, "raw");
+    let sb = b
+        .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+        .session();
+    let r = b.play(&sb, None);
+    assert_eq!(r.status, 453, "{r:?}");
+    assert!(r.header("x-metronome-reason").contains("link"), "{r:?}");
+    // PAUSE stops the media; PLAY resumes where the numbering stopped (what the client's
+    // small socket buffer dropped was sent all the same).
+    assert_eq!(c.req("PAUSE", &url, &[("Session", &session)]).status, 200);
+    rtp.set_read_timeout(Some(Duration::from_millis(500)))
+        .unwrap();
+    let mut got = 1u16;
+    let mut last = first_seq;
+    while let Ok((_, _)) = rtp.recv_from(&mut buf) {
+        got += 1;
+        last = u16::from_be_bytes([buf[2], buf[3]]);
+    }
+    let r = c.play(&session, None);
+    assert_eq!(r.status, 200, "{r:?}");
+    let resumed_seq = rtp_info_seq(&r);
+    rtp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let (_, _) = rtp.recv_from(&mut buf).expect("RTP after the resume");
+    assert_eq!(u16::from_be_bytes([buf[2], buf[3]]), resumed_seq);
+    let advanced = resumed_seq.wrapping_sub(first_seq);
+    assert!(
+        advanced >= got && advanced > last.wrapping_sub(first_seq) && advanced < 30_000,
+        "numbering continues: first {first_seq}, last heard {last}, resumed {resumed_seq}"
+    );
+    // Once the first leaves, the second is admitted, and its frames arrive interleaved.
+    assert_eq!(
+        c.req("TEARDOWN", &url, &[("Session", &session)]).status,
+        200
+    );
+    assert_stops(&rtp);
+    assert_eq!(b.play(&sb, None).status, 200);
+    let (channel, len) = b.read_frame();
+    assert_eq!((channel, len > 1000), (0, true));
     server.stop();
 }

@@ -219,13 +219,23 @@ impl SessionDescription {
         name: impl Into<String>,
         range: impl Into<String>,
     ) -> SessionDescription {
+        Self::rtsp(origin, session_id, name, range, MediaDescription::mp2t(0))
+    }
+
+    /// An RTSP DESCRIBE answer of one track, `media` (port 0, the control `trackID=0`).
+    pub fn rtsp(
+        origin: IpAddr,
+        session_id: u64,
+        name: impl Into<String>,
+        range: impl Into<String>,
+        media: MediaDescription,
+    ) -> SessionDescription {
         let mut s = Self::new(origin, session_id, name);
         s.connection = Some(Connection::unspecified_like(origin));
         s.control = Some("*".to_string());
         s.range = Some(range.into());
         s.tool = Some(TOOL.to_string());
-        s.media
-            .push(MediaDescription::mp2t(0).with_control("trackID=0"));
+        s.media.push(media.with_control("trackID=0"));
         s
     }
 

@@ -10,7 +10,9 @@
 //! - [`file`]: [`RawFileSource`], raw I420/UYVY/v210 files and Y4M files.
 //! - [`y4m`]: the Y4M header parser and [`Y4mWriter`].
 //!
-//! Sources never read a clock: the driver stamps [`RawFrame::capture_ns`].
+//! Sources never read a clock: the driver stamps [`RawFrame::capture_ns`]. The exception is a
+//! [self-timed](RawSource::self_timed) source (a camera, in `metronome-rt`), which stamps each
+//! frame with its capture time.
 
 pub mod convert;
 pub mod file;
@@ -30,7 +32,9 @@ use crate::MediaError;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawFrame {
     pub format: VideoFormat,
-    /// Capture time in nanoseconds on the sender's clock (set by the driver, not the source).
+    /// Capture time in CLOCK_REALTIME nanoseconds. The driver sets it from the frame's epoch,
+    /// except for a [self-timed](RawSource::self_timed) source (a camera), which sets it itself
+    /// to the instant the frame was captured.
     pub capture_ns: u64,
     /// Frame number from the start of the source (0, 1, 2, ...); the RTP timestamp derives
     /// from it.
@@ -70,8 +74,16 @@ pub trait RawSource: Send {
 
     /// Writes the next frame into `into` (reshaped to [`format`](Self::format) if needed, so a
     /// reused buffer allocates only the first time) and sets its `index`; `capture_ns` is left
-    /// for the driver. `Ok(false)` is the end of the source.
+    /// for the driver unless the source is [self-timed](Self::self_timed). `Ok(false)` is the
+    /// end of the source.
     fn next_frame(&mut self, into: &mut RawFrame) -> Result<bool, MediaError>;
+
+    /// A camera: `next_frame` blocks until a frame is captured and sets `capture_ns`
+    /// (CLOCK_REALTIME ns) itself; the driver sends it as soon as it is ready instead of at a
+    /// frame-grid epoch.
+    fn self_timed(&self) -> bool {
+        false
+    }
 
     /// A one-line description for status output.
     fn describe(&self) -> String;

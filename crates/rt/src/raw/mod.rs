@@ -19,24 +19,58 @@
 //!   per frame: latency (completion − capture time), spread (last − first arrival), ST 2110-21
 //!   conformance, and optional Y4M output (a writer thread, [`output`]).
 //! - [`ring`]: the frame ring between producer and pacer.
+//! - [`v4l2`]: [`V4l2Source`], a V4L2 camera as a self-timed source (each frame sent when
+//!   captured, stamped with its capture time).
 //! - [`report`]: what runs measured, serializable to JSON.
 //!
 //! Packets of a frame are padded (RFC 3550 §5.1 padding) to one size, so that every batch is a
 //! run of equal datagrams that one UDP GSO `sendmsg` carries (the payloader's packets differ by a
 //! few bytes where lines end). Receivers drop the padding (`rtp-types`, GStreamer, FFmpeg).
 
+pub mod out;
 pub mod output;
 pub mod pacer;
 pub mod receiver;
 pub mod report;
 pub mod ring;
+mod rtcp;
 pub mod sender;
+pub mod v4l2;
 
+pub use out::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
 pub use report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawSenderOutcome, RawSenderStatus};
-pub use sender::{RawSendError, RawSender, RawSenderConfig};
+pub use sender::{
+    send_buffer_for, wire_bitrate, wire_geometry, RawControl, RawSendError, RawSender,
+    RawSenderConfig,
+};
+pub use v4l2::V4l2Source;
 
+use metronome_media::raw::{Colorimetry, VideoFormat};
 use metronome_sched::SenderType;
+use metronome_session::raw::fmtp;
+use metronome_wire::sdp::{MediaDescription, VIDEO_CLOCK_RATE};
+
+/// The SDP media of a raw stream of `format` on `port` (0 in an RTSP DESCRIBE):
+/// `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the ST 2110-21 sender type (`TP=`)
+/// when the model is one.
+pub fn sdp_media(format: &VideoFormat, model: SenderType, port: u16) -> MediaDescription {
+    let mut f = fmtp(format, Colorimetry::default());
+    if let Some(tp) = model.sdp_tp() {
+        f.push_str("; TP=");
+        f.push_str(tp);
+    }
+    let mut media = MediaDescription::new(
+        "video",
+        port,
+        metronome_session::raw::DEFAULT_PAYLOAD_TYPE,
+        metronome_session::raw::sdp::ENCODING_NAME,
+        VIDEO_CLOCK_RATE,
+    );
+    media.fmtp = Some(f);
+    media.bitrate_kbps = Some(format.bitrate().div_ceil(1000));
+    media
+}
 
 /// The command-line name of a sender model (`burst`, `narrow-gapped`, `narrow-linear`, `wide`).
 pub fn model_name(m: SenderType) -> &'static str {
@@ -61,7 +95,7 @@ pub fn parse_model(s: &str) -> Option<SenderType> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -80,22 +114,23 @@ mod tests {
         assert_eq!(parse_model("fast"), None);
     }
 
-    /// The two drivers on loopback, in one process: every frame arrives complete, with its
-    /// capture time, and the sender's counts match the receiver's.
-    #[test]
-    fn sender_to_receiver_on_loopback() {
+    /// A raw sender and receiver on loopback in one process, ordinary threads: `frames` frames
+    /// from `source`, the sender set up as `tweak` says. Returns both outcomes.
+    pub(crate) fn loopback(
+        source: Box<dyn metronome_media::raw::RawSource>,
+        frames: u64,
+        tweak: impl FnOnce(&mut RawSenderConfig),
+    ) -> (RawSenderOutcome, RawReceiverOutcome) {
         use crate::sender::WaitPolicy;
         use crate::thread::RtPolicy;
         use crate::url::RtpUrl;
-        use metronome_media::raw::{Depth, RawTestPattern, Sampling, VideoFormat};
         use std::sync::atomic::AtomicBool;
         use std::sync::Arc;
         use std::time::Duration;
 
-        let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 100, 1).unwrap();
         let any = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
-        let mut rcfg = RawReceiverConfig::new(any, f);
-        rcfg.frames = Some(20);
+        let mut rcfg = RawReceiverConfig::new(any, source.format());
+        rcfg.frames = Some(frames);
         rcfg.duration = Some(Duration::from_secs(10));
         rcfg.rt_policy = RtPolicy::Other;
         let rx = RawReceiver::open(rcfg).unwrap();
@@ -103,18 +138,28 @@ mod tests {
         let stop = AtomicBool::new(false);
         let dest = RtpUrl::parse_destination(&format!("rtp://127.0.0.1:{port}")).unwrap();
         let mut cfg = RawSenderConfig::new(dest, 7, 99);
-        cfg.frames = Some(20);
-        cfg.max_payload = 300;
+        cfg.frames = Some(frames);
         cfg.rt_policy = RtPolicy::Other;
         cfg.lock_memory = false;
         cfg.wait = WaitPolicy::SleepSpin;
-        let src = Box::new(RawTestPattern::new(f).unwrap());
-        let sender = RawSender::open(src, cfg).unwrap();
-        let (s, r) = std::thread::scope(|scope| {
+        tweak(&mut cfg);
+        let sender = RawSender::open(source, cfg).unwrap();
+        std::thread::scope(|scope| {
             let r = scope.spawn(|| rx.run(&stop, |_| {}));
             let s = sender.run(Arc::new(AtomicBool::new(false)), |_| {});
             (s.unwrap(), r.join().unwrap().unwrap())
-        });
+        })
+    }
+
+    /// The two drivers on loopback, in one process: every frame arrives complete, with its
+    /// capture time, and the sender's counts match the receiver's.
+    #[test]
+    fn sender_to_receiver_on_loopback() {
+        use metronome_media::raw::{Depth, RawTestPattern, Sampling};
+
+        let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 100, 1).unwrap();
+        let src = Box::new(RawTestPattern::new(f).unwrap());
+        let (s, r) = loopback(src, 20, |cfg| cfg.max_payload = 300);
         assert_eq!(
             (s.frames_sent, s.ended_by, s.send_errors),
             (20, "frames", 0)
@@ -129,5 +174,31 @@ mod tests {
         assert_eq!(r.latency_us.count, 20);
         assert_eq!(r.drops.total_malformed, 0);
         assert!(r.conformance.is_some());
+        // RTCP: the first sender report goes out with the first frame.
+        assert!(s.sender_reports >= 1, "{s:?}");
+        assert!(r.rtcp.sender_reports >= 1, "{:?}", r.rtcp);
+        assert_eq!(r.rtcp.sender_cname.as_deref(), Some("metronome@raw"));
+        assert_eq!(r.rtcp.packets_lost, 0);
+    }
+
+    /// RTCP both ways over 1.5 s: the receiver answers the sender's reports at the address they
+    /// came from, and the sender sees that receiver with its loss and round-trip time.
+    #[test]
+    fn receiver_reports_reach_the_raw_sender() {
+        use metronome_media::raw::{Depth, RawTestPattern, Sampling};
+
+        let f = VideoFormat::new(32, 16, Sampling::Ycbcr420, Depth::Eight, 100, 1).unwrap();
+        let src = Box::new(RawTestPattern::new(f).unwrap());
+        let (s, r) = loopback(src, 150, |cfg| cfg.model = SenderType::Burst);
+        assert_eq!(r.frames_complete, 150);
+        assert!(r.rtcp.receiver_reports_sent >= 1, "{:?}", r.rtcp);
+        let seen = s
+            .receivers
+            .iter()
+            .find(|v| v.cname.as_deref() == Some("metronome-recv@raw"))
+            .unwrap_or_else(|| panic!("the receiver in the sender's view: {:?}", s.receivers));
+        assert!(seen.reports >= 1);
+        assert_eq!(seen.cumulative_lost, 0);
+        assert!(seen.rtt_ms.is_some_and(|ms| ms < 100.0), "{seen:?}");
     }
 }

@@ -10,11 +10,12 @@
 //! as a late frame. No frame is skipped. Nothing allocates per frame or per packet (the error
 //! message of a failed send excepted).
 
+use super::out::RawOut;
 use super::ring::{FrameRing, FrameSlot};
 use crate::clock::{thread_cpu_s, Clock};
 use crate::sender::WaitPolicy;
 use crate::thread::{self, Granted, RtPolicy};
-use crate::udp::{FastSender, GSO_MAX_SEGMENTS};
+use crate::udp::GSO_MAX_SEGMENTS;
 use crate::wait::{WaitMode, Waiter, WaiterConfig};
 use metronome_sched::{
     FrameSchedule, SenderType, ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig,
@@ -24,6 +25,15 @@ use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+
+/// Spin before a burst's due time: none. A burst waits once a frame, with
+/// milliseconds to spare against its latency target; an absolute sleep's wake-up delay (tens
+/// of µs here) costs less than spinning through it.
+const BURST_SPIN_NS: u64 = 0;
+/// Longest park while no frame is ready (how late a stop may be seen).
+const IDLE_PARK: Duration = Duration::from_millis(100);
+/// A paced model's pacer wakes this long before a frame is due, then waits precisely.
+const PACED_WAKE_EARLY: Duration = Duration::from_millis(1);
 
 /// How the pacing thread runs.
 #[derive(Clone, Debug)]
@@ -48,6 +58,8 @@ pub struct PacerCounters {
     pub frames: AtomicU64,
     pub packets: AtomicU64,
     pub bytes: AtomicU64,
+    /// RTP payload octets sent (padding excluded), for sender reports (RFC 3550 §6.4.1).
+    pub payload_octets: AtomicU64,
     pub late_frames: AtomicU64,
     /// Worst batch lateness since the status line last took it.
     pub max_late_ns: AtomicU64,
@@ -72,7 +84,7 @@ pub struct PacerResult {
 }
 
 pub struct RawPacer<'a> {
-    sender: &'a FastSender,
+    sender: &'a RawOut,
     clock: &'a Clock,
     schedule: FrameSchedule,
     s: PacerSettings,
@@ -90,10 +102,22 @@ impl<'a> RawPacer<'a> {
     pub fn start(
         s: PacerSettings,
         schedule: FrameSchedule,
-        sender: &'a FastSender,
+        sender: &'a RawOut,
         clock: &'a Clock,
     ) -> Self {
         let mut waiter_cfg = s.waiter;
+        let mut selector_cfg = s.wait_selector;
+        if schedule.sender_type() == SenderType::Burst {
+            waiter_cfg.min_margin_ns = BURST_SPIN_NS;
+            waiter_cfg.max_margin_ns = BURST_SPIN_NS;
+            waiter_cfg.initial_margin_ns = BURST_SPIN_NS;
+        } else {
+            // A packet late by less than half the packet spacing stays within the model's
+            // limits (it can only meet the next one, raising Cinst by one): sleeping is good
+            // enough at low packet rates, and the selector should not busy-poll for them.
+            let trs = schedule.format().trs(schedule.read_schedule());
+            selector_cfg.late_threshold = selector_cfg.late_threshold.max(trs / 2);
+        }
         let g = thread::make_current_thread_realtime(s.rt_policy);
         if let Granted::Deadline { runtime, .. } = g.granted {
             waiter_cfg.fit_deadline_runtime(runtime);
@@ -138,7 +162,7 @@ impl<'a> RawPacer<'a> {
             // whole core for 20 s. The paced models follow the load.
             auto: s.wait == WaitPolicy::Auto && schedule.sender_type() != SenderType::Burst,
             waiter: Waiter::with_config(mode, waiter_cfg),
-            selector: WaitSelector::new(s.wait_selector),
+            selector: WaitSelector::new(selector_cfg),
             guard: ThrottleGuard::new(clock.now(), cpu_start),
             s,
             r: PacerResult {
@@ -161,6 +185,7 @@ impl<'a> RawPacer<'a> {
     }
 
     /// Sends frames until the producer is done and the ring is empty, or `stop` is set.
+    /// Frame `n` of the grid has its epoch at `stream_epoch + n × TFRAME`.
     pub fn run(
         &mut self,
         ring: &FrameRing,
@@ -169,30 +194,31 @@ impl<'a> RawPacer<'a> {
         c: &PacerCounters,
         stream_epoch: Timestamp,
     ) {
-        let mut next_index = 0u64;
-        let tframe = self.schedule.format().tframe();
+        let sched = self.schedule;
+        let tframe = sched.format().tframe();
+        let burst = sched.sender_type() == SenderType::Burst;
+        // When the next frame's first packet is due, as far as the grid says.
+        let mut next_due = sched.send_time(sched.format().frame_epoch(stream_epoch, 0), 0);
         while !stop.load(Ordering::Relaxed) {
             let Some(mut slot) = ring.next_ready() else {
                 if producer_done.load(Ordering::Acquire) && ring.ready_len() == 0 {
                     break;
                 }
-                // Nothing yet: doze in steps that are short near the next frame's first due
-                // time and 1 ms otherwise.
-                let due = self.schedule.send_time(
-                    self.schedule.format().frame_epoch(stream_epoch, next_index),
-                    0,
-                );
-                let left = due.saturating_since(self.clock.now());
-                let nap = if left > Duration::from_millis(2) {
-                    Duration::from_millis(1)
+                // Nothing yet. Frames are ready well before they are due, so sleep until the
+                // next one is (a paced model wakes a little before, for its precise wait). A
+                // frame that is nearly due when published, or the end, unparks this thread.
+                let wake_at = if burst {
+                    next_due
                 } else {
-                    Duration::from_micros(50)
+                    next_due.saturating_sub(PACED_WAKE_EARLY)
                 };
-                std::thread::sleep(nap.min(tframe));
+                let left = wake_at.saturating_since(self.clock.now());
+                let nap = if left.is_zero() { IDLE_PARK } else { left };
+                std::thread::park_timeout(nap.min(IDLE_PARK));
                 continue;
             };
-            next_index = slot.index + 1;
             self.send_frame(&mut slot, stop, c);
+            next_due = sched.send_time(slot.epoch + tframe, 0);
             ring.recycle(slot);
         }
     }
@@ -212,6 +238,7 @@ impl<'a> RawPacer<'a> {
         let mut k = 0;
         let mut first_send: Option<Timestamp> = None;
         let mut worst_late = Duration::ZERO;
+        let mut sent_total = 0usize;
         while k < n {
             if stop.load(Ordering::Relaxed) {
                 break;
@@ -239,6 +266,7 @@ impl<'a> RawPacer<'a> {
             }
             first_send.get_or_insert(now);
             let sent = self.send_range(slot, k, end);
+            sent_total += sent;
             c.packets.fetch_add(sent as u64, Ordering::Relaxed);
             c.bytes
                 .fetch_add(slot.wire_bytes(k, k + sent), Ordering::Relaxed);
@@ -260,6 +288,9 @@ impl<'a> RawPacer<'a> {
                 .frame_send_time
                 .record(nanos(done.saturating_since(t)));
         }
+        // Payload octets of what left (a frame cut short counts its share).
+        let octets = slot.payload_bytes * sent_total as u64 / n as u64;
+        c.payload_octets.fetch_add(octets, Ordering::Relaxed);
         if worst_late > self.s.late_threshold {
             c.late_frames.fetch_add(1, Ordering::Relaxed);
         }

@@ -9,22 +9,30 @@
 //! packets a frame has).
 
 use super::output::FrameWriter;
-use super::report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops};
+use super::report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops, RawRtcpStats};
 use crate::clock::{process_cpu_s, realtime_ns, thread_cpu_s, Clock};
 use crate::run::RunLimit;
 use crate::thread::{make_current_thread_realtime, RtPolicy};
-use crate::udp::{is_timeout, wanted_for, FastReceiver, RecvBufs, SocketOptions, UdpError};
+use crate::udp::{
+    is_timeout, wanted_for, FastReceiver, RecvBufs, RtcpSocket, SocketOptions, UdpError,
+};
 use crate::url::RtpUrl;
 use metronome_media::raw::VideoFormat;
 use metronome_media::MediaError;
 use metronome_sched::st2110::{Arrival, EpochAnchor, FrameRate};
 use metronome_sched::{Conformance, FrameFormat, FrameSchedule, SenderType};
 use metronome_session::raw::{FrameComplete, RawDepayloader, RawEvent, RawEvents};
+use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverSession};
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::RtpView;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
+
+/// How often the receive loop looks at RTCP.
+const RTCP_TURN: Duration = Duration::from_millis(20);
+/// Reports read per turn at most: a flood on the RTCP port cannot hold up the media.
+const RTCP_DRAIN: usize = 64;
 
 #[derive(Clone, Debug)]
 pub struct RawReceiverConfig {
@@ -45,6 +53,9 @@ pub struct RawReceiverConfig {
     /// Scheduling of the receiving thread (the calling thread): SCHED_FIFO below the pacers'
     /// priority by default, so that a busy machine delays frames less.
     pub rt_policy: RtPolicy,
+    /// RTCP on the RTP port + 1 (the group's, for multicast): the sender's reports in, receiver
+    /// reports (loss, jitter, LSR/DLSR for its round-trip time) back to where they came from.
+    pub rtcp: bool,
 }
 
 impl RawReceiverConfig {
@@ -60,6 +71,7 @@ impl RawReceiverConfig {
             buffer_bytes: None,
             gro: true,
             rt_policy: RtPolicy::Fifo { priority: 70 },
+            rtcp: true,
         }
     }
 }
@@ -80,6 +92,7 @@ pub enum RawRecvError {
 pub struct RawReceiver {
     cfg: RawReceiverConfig,
     rx: FastReceiver,
+    rtcp: Option<RtcpSocket>,
     depay: RawDepayloader,
 }
 
@@ -107,7 +120,26 @@ impl RawReceiver {
         if !cfg.gro {
             rx.set_gro(false);
         }
-        Ok(RawReceiver { cfg, rx, depay })
+        let rtcp = if cfg.rtcp {
+            // The RTP port the kernel picked (port 0 asked for) decides the RTCP port.
+            let mut at = cfg.source;
+            if let Ok(local) = rx.local_addr() {
+                at.addr.set_port(local.port());
+            }
+            let s = RtcpSocket::open_for_receiver(&at, &SocketOptions::default())?;
+            s.socket()
+                .set_nonblocking(true)
+                .map_err(|e| RawRecvError::Io(cfg.source.to_string(), e))?;
+            Some(s)
+        } else {
+            None
+        };
+        Ok(RawReceiver {
+            cfg,
+            rx,
+            rtcp,
+            depay,
+        })
     }
 
     pub fn buffer(&self) -> BufferInfo {
@@ -125,7 +157,12 @@ impl RawReceiver {
         stop: &AtomicBool,
         mut on_status: impl FnMut(&str),
     ) -> Result<RawReceiverOutcome, RawRecvError> {
-        let RawReceiver { cfg, rx, depay } = self;
+        let RawReceiver {
+            cfg,
+            rx,
+            mut rtcp,
+            depay,
+        } = self;
         let writer = match &cfg.output {
             Some(p) => Some(FrameWriter::create(p, cfg.format)?),
             None => None,
@@ -137,6 +174,8 @@ impl RawReceiver {
         let start = clock.now();
         let limit = RunLimit::new(start, cfg.duration, stop);
         let mut next_status = start + Duration::from_millis(500);
+        let mut next_rtcp = start;
+        let mut rtcp_buf = [0u8; 1500];
         let ended_by = loop {
             let now = clock.now();
             if let Some(why) = limit.ended(now) {
@@ -148,6 +187,10 @@ impl RawReceiver {
             if now >= next_status {
                 next_status = now + Duration::from_millis(500);
                 on_status(&st.status_line());
+            }
+            if let (Some(sock), true) = (rtcp.as_mut(), now >= next_rtcp) {
+                next_rtcp = now + RTCP_TURN;
+                st.rtcp_turn(now, sock, cfg.source.is_multicast(), &mut rtcp_buf);
             }
             match rx.recv_batch(&mut bufs) {
                 Ok(batch) => {
@@ -166,6 +209,12 @@ impl RawReceiver {
         let flushed = st.depay.flush(clock.now());
         st.on_events(flushed, None);
         let end = clock.now();
+        if let Some(sock) = &rtcp {
+            if let Some(n) = st.session.bye(end, &mut rtcp_buf) {
+                st.reports_sent +=
+                    u64::from(sock.peer().is_some() && sock.send(&rtcp_buf[..n]).is_ok());
+            }
+        }
         let mut outcome = st.finish(&cfg, &rx, ended_by, end.saturating_since(start));
         outcome.realtime = grant.description;
         Ok(outcome)
@@ -175,6 +224,9 @@ impl RawReceiver {
 /// Everything the receive loop keeps.
 struct State {
     depay: RawDepayloader,
+    /// RFC 3550 statistics of the stream, for receiver reports.
+    session: ReceiverSession,
+    reports_sent: u64,
     writer: Option<FrameWriter>,
     clock: Clock,
     declared: SenderType,
@@ -204,8 +256,18 @@ impl State {
         writer: Option<FrameWriter>,
         clock: Clock,
     ) -> State {
+        let session = ReceiverSession::new(ReceiverConfig {
+            cname: "metronome-recv@raw".into(),
+            payload: PayloadKind::Any,
+            send_time_ext_id: None,
+            session_bw_bps: cfg.format.bitrate(),
+            max_sources: 1,
+            ..ReceiverConfig::default()
+        });
         State {
             depay,
+            session,
+            reports_sent: 0,
             writer,
             clock,
             declared: cfg.declared,
@@ -257,6 +319,8 @@ impl State {
                 }
                 Some(_) => {}
             }
+            // Sequence, loss and jitter for the receiver reports (RFC 3550 A.1, A.3, A.8).
+            let _ = self.session.handle_rtp(at, None, data);
             if let Some(c) = self.conformance.as_mut() {
                 c.on_packet(Arrival {
                     at,
@@ -273,6 +337,29 @@ impl State {
             self.ssrc = candidate;
         }
         self.on_events(events, kernel_rt);
+    }
+
+    /// RTCP: the sender's reports in (a unicast receiver answers where they come from), a
+    /// receiver report out when one is due.
+    fn rtcp_turn(
+        &mut self,
+        now: Timestamp,
+        sock: &mut RtcpSocket,
+        multicast: bool,
+        buf: &mut [u8],
+    ) {
+        for _ in 0..RTCP_DRAIN {
+            let Ok(meta) = sock.recv(buf) else { break };
+            let (at, _) = self.clock.arrival(meta.kernel_rx_realtime_ns);
+            let from_sender = self.session.handle_rtcp(at, &buf[..meta.len]);
+            if from_sender && !multicast && sock.peer() != Some(meta.src) {
+                sock.set_peer(meta.src);
+            }
+        }
+        while self.session.poll_event().is_some() {}
+        if let Some(n) = self.session.poll_transmit(now, buf) {
+            self.reports_sent += u64::from(sock.peer().is_some() && sock.send(&buf[..n]).is_ok());
+        }
     }
 
     fn on_events(&mut self, events: RawEvents, kernel_rt: Option<u64>) {
@@ -355,6 +442,7 @@ impl State {
         if let Some(conf) = self.conformance.as_mut() {
             conf.finish();
         }
+        let main = self.session.main_source();
         RawReceiverOutcome {
             source: cfg.source.to_string(),
             format: cfg.format.to_string(),
@@ -365,6 +453,13 @@ impl State {
             frames_complete: c.frames_complete,
             frames_partial: c.frames_partial,
             frames_lost: c.frames_lost,
+            rtcp: RawRtcpStats {
+                sender_reports: main.map_or(0, |m| m.sender_reports),
+                receiver_reports_sent: self.reports_sent,
+                sender_cname: main.and_then(|m| m.cname.clone()),
+                packets_lost: main.map_or(0, |m| m.lost()),
+                jitter_ms: main.map_or(0.0, |m| m.jitter_ticks() / 90.0),
+            },
             frames_without_capture_time: self.without_capture,
             frames_written: written,
             frames_not_written: not_written,

@@ -139,6 +139,10 @@ pub struct RawSenderOutcome {
     /// Packets padded to one size for GSO.
     pub padded: bool,
     pub buffer: BufferInfo,
+    /// RTCP sender reports sent.
+    pub sender_reports: u64,
+    /// What each receiver said in its RTCP receiver reports: loss, jitter, round-trip time.
+    pub receivers: Vec<metronome_session::sender::ReceiverView>,
     pub wait_modes: WaitSelectorStats,
     pub throttle_guard_trips: u64,
 }
@@ -175,6 +179,8 @@ pub struct RawReceiverOutcome {
     pub frames_complete: u64,
     pub frames_partial: u64,
     pub frames_lost: u64,
+    /// RTCP: the sender's reports heard and receiver reports sent (RFC 3550 §6.4).
+    pub rtcp: RawRtcpStats,
     /// Complete frames without the capture-time extension (their latency is unknown).
     pub frames_without_capture_time: u64,
     pub frames_written: u64,
@@ -208,4 +214,18 @@ pub struct RawReceiverOutcome {
     pub buffer: BufferInfo,
     /// The receiving thread's scheduling policy.
     pub realtime: String,
+}
+
+/// The RTCP side of a raw receiver.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RawRtcpStats {
+    pub sender_reports: u64,
+    pub receiver_reports_sent: u64,
+    /// The sender's CNAME, from its SDES.
+    pub sender_cname: Option<String>,
+    /// Packets lost by RFC 3550 A.3 (expected − received), as the reports say.
+    pub packets_lost: u64,
+    /// RFC 3550 interarrival jitter at the end, in milliseconds (every packet of a frame
+    /// carries the frame's timestamp, so a paced frame's spread shows here).
+    pub jitter_ms: f64,
 }

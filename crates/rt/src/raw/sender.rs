@@ -4,13 +4,18 @@
 //! capture time and payloads it into a ring slot; the pacer ([`super::pacer`], real-time where
 //! permitted) sends it by the chosen model; the calling thread reports status.
 
+use super::out::RawOut;
 use super::pacer::{PacerCounters, PacerResult, PacerSettings, RawPacer};
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
+use super::rtcp::{RawRtcp, RtcpSetup};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
 use crate::sender::WaitPolicy;
+use crate::streams::RtcpOut;
 use crate::thread::RtPolicy;
-use crate::udp::{wanted_for, FastSender, GsoStatus, SendPath, SocketOptions, UdpError};
+use crate::udp::{
+    wanted_for, FastSender, GsoStatus, RtcpSocket, SendPath, SocketOptions, UdpError,
+};
 use crate::url::RtpUrl;
 use crate::wait::WaiterConfig;
 use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
@@ -19,9 +24,16 @@ use metronome_sched::st2110::FrameRate;
 use metronome_sched::{FrameFormat, FrameSchedule, SenderType, WaitSelectorConfig};
 use metronome_session::raw::{RawPayError, RawPayloader, RawPayloaderConfig};
 use metronome_time::Timestamp;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A frame published with its epoch less than this ahead wakes the pacer at once.
+const WAKE_PACER_WITHIN: Duration = Duration::from_millis(2);
+
+/// How often the calling thread looks at the stop flags and RTCP (round-trip times do not
+/// suffer: reports carry the kernel's receive time).
+const STATUS_TURN: Duration = Duration::from_millis(100);
 
 /// Largest RTP padding (RFC 3550 §5.1: the count is one octet).
 const MAX_PADDING: usize = 255;
@@ -67,6 +79,14 @@ pub struct RawSenderConfig {
     pub produce_lead: Option<Duration>,
     /// SO_SNDBUF to ask for; default: a frame's worth or 10 ms at the stream's rate.
     pub send_buffer: Option<usize>,
+    /// The first packet's sequence number (an RTSP session resuming after PAUSE continues
+    /// its numbering); by default derived from the seed.
+    pub initial_seq: Option<u16>,
+    /// Send RTCP sender reports to the destination's RTCP port (port + 1) and read the
+    /// receivers' reports there ([`RawSender::open`] only; an RTSP session brings its own).
+    pub rtcp: bool,
+    /// The RTCP CNAME.
+    pub cname: String,
 }
 
 impl RawSenderConfig {
@@ -101,6 +121,9 @@ impl RawSenderConfig {
             live: true,
             produce_lead: None,
             send_buffer: None,
+            initial_seq: None,
+            rtcp: true,
+            cname: "metronome@raw".to_string(),
         }
     }
 }
@@ -124,54 +147,74 @@ pub struct RawSender {
     format: VideoFormat,
     payloader: RawPayloader,
     schedule: FrameSchedule,
-    sender: FastSender,
+    out: RawOut,
+    rtcp: Vec<RtcpOut>,
     ring: FrameRing,
+    rtp_ts_base: u32,
+    first_seq: u16,
 }
 
 impl RawSender {
-    /// Checks the format and packet size, opens the socket and allocates the frame ring.
+    /// Checks the format and packet size, opens the socket to `cfg.destination` (and its RTCP
+    /// socket when `cfg.rtcp`) and allocates the frame ring.
     pub fn open(source: Box<dyn RawSource>, cfg: RawSenderConfig) -> Result<Self, RawSendError> {
         let format = source.format();
         format.validate()?;
-        let mut pcfg = RawPayloaderConfig::new(cfg.ssrc, &format);
-        pcfg.payload_type = cfg.payload_type;
-        pcfg.initial_seq = (cfg.seed >> 16) as u32;
-        pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
-        pcfg.max_payload = cfg.max_payload;
-        pcfg.capture_time_ext = true;
-        pcfg.send_time_ext = cfg.send_time_ext;
+        let opts = SocketOptions {
+            buffer_bytes: send_buffer_for(&format, &cfg)?,
+            read_timeout: None,
+        };
+        let sender = FastSender::open(&cfg.destination, &opts)?;
+        let rtcp = if cfg.rtcp {
+            let s = RtcpSocket::open_for_sender(&cfg.destination, &SocketOptions::default())?;
+            s.socket()
+                .set_nonblocking(true)
+                .map_err(|e| RawSendError::Udp(UdpError::Socket(e)))?;
+            vec![RtcpOut::Udp(Arc::new(s))]
+        } else {
+            Vec::new()
+        };
+        Self::open_with(source, cfg, RawOut::Udp(Box::new(sender)), rtcp)
+    }
+
+    /// Like [`RawSender::open`], to an output and RTCP the caller opened (an RTSP session's
+    /// server ports or its interleaved channels). `cfg.destination` is only shown.
+    pub fn open_with(
+        source: Box<dyn RawSource>,
+        cfg: RawSenderConfig,
+        out: RawOut,
+        rtcp: Vec<RtcpOut>,
+    ) -> Result<Self, RawSendError> {
+        let format = source.format();
+        format.validate()?;
+        let pcfg = payloader_config(&format, &cfg);
         let payloader = RawPayloader::new(pcfg, format)?;
         let npackets = payloader.packets_per_frame();
         let stride = payloader.packet_capacity();
         let rate = FrameRate::new(format.fps_num, format.fps_den);
         let ff = FrameFormat::new(rate, npackets as u32, format.height);
         let schedule = FrameSchedule::new(&ff, cfg.model);
-        let frame_wire = npackets * stride;
-        let wire_bps = (frame_wire as u128 * 8 * u128::from(format.fps_num)
-            / u128::from(format.fps_den)) as u64;
-        let buffer_bytes = cfg
-            .send_buffer
-            .unwrap_or_else(|| wanted_for(wire_bps, frame_wire, Duration::from_millis(10)));
-        let sender = FastSender::open(
-            &cfg.destination,
-            &SocketOptions {
-                buffer_bytes,
-                read_timeout: None,
-            },
-        )?;
-        if !cfg.gso {
-            sender.set_path(SendPath::Mmsg);
+        if let (RawOut::Udp(s), false) = (&out, cfg.gso) {
+            s.set_path(SendPath::Mmsg);
         }
         let ring = FrameRing::new(cfg.ring_frames.max(2), npackets, stride);
         Ok(RawSender {
+            rtp_ts_base: pcfg.rtp_ts_base,
+            first_seq: pcfg.initial_seq as u16,
             source,
             cfg,
             format,
             payloader,
             schedule,
-            sender,
+            out,
+            rtcp,
             ring,
         })
+    }
+
+    /// The first packet's sequence number and RTP timestamp (RTSP's RTP-Info).
+    pub fn first_packet(&self) -> (u16, u32) {
+        (self.first_seq, self.rtp_ts_base)
     }
 
     pub fn format(&self) -> VideoFormat {
@@ -184,10 +227,10 @@ impl RawSender {
         self.payloader.packets_per_frame()
     }
     pub fn buffer(&self) -> BufferInfo {
-        BufferInfo::from(self.sender.buffer_report())
+        self.out.buffer()
     }
     pub fn gso_status(&self) -> GsoStatus {
-        self.sender.gso_status()
+        self.out.gso_status()
     }
     pub fn describe(&self) -> String {
         self.source.describe()
@@ -198,6 +241,17 @@ impl RawSender {
     pub fn run(
         self,
         stop: Arc<AtomicBool>,
+        on_status: impl FnMut(&RawSenderStatus),
+    ) -> Result<RawSenderOutcome, RawSendError> {
+        self.run_with(&RawControl::default(), &stop, on_status)
+    }
+
+    /// [`RawSender::run`], watched and stopped through `ctl` as well as `stop` (an RTSP
+    /// session's PAUSE and TEARDOWN).
+    pub fn run_with(
+        self,
+        ctl: &RawControl,
+        stop: &AtomicBool,
         mut on_status: impl FnMut(&RawSenderStatus),
     ) -> Result<RawSenderOutcome, RawSendError> {
         let RawSender {
@@ -206,8 +260,11 @@ impl RawSender {
             format,
             mut payloader,
             schedule,
-            sender,
+            out,
+            rtcp,
             ring,
+            rtp_ts_base,
+            first_seq: _,
         } = self;
         let description = source.describe();
         let packets_per_frame = payloader.packets_per_frame();
@@ -216,6 +273,17 @@ impl RawSender {
         let cpu0 = process_cpu_s();
         let epoch0 = clock.now() + cfg.preroll;
         let shared = Shared::default();
+        let mut rtcp = RawRtcp::new(
+            RtcpSetup {
+                ssrc: cfg.ssrc,
+                cname: cfg.cname.clone(),
+                rtp_ts_base,
+                epoch: epoch0,
+                session_bw_bps: wire_bitrate(&format, &cfg)?,
+                seed: cfg.seed,
+            },
+            rtcp,
+        );
         let tframe = schedule.format().tframe();
         let plan = Plan {
             ff: *schedule.format(),
@@ -249,18 +317,20 @@ impl RawSender {
                     let cpu = thread_cpu_s();
                     let r = produce(&mut *source, &mut payloader, &ring, &shared, &clock, &plan);
                     shared.producer_done.store(true, Ordering::Release);
+                    shared.wake_pacer();
                     r.map(|why| (why, thread_cpu_s() - cpu))
                 })
                 .map_err(|e| RawSendError::Thread("producer", e))?;
             let pacer = std::thread::Builder::new()
                 .name("metronome-raw-pacer".into())
                 .spawn_scoped(scope, || {
-                    let mut p = RawPacer::start(settings, schedule, &sender, &clock);
+                    let _ = shared.pacer.set(std::thread::current());
+                    let mut p = RawPacer::start(settings, schedule, &out, &clock);
                     p.run(
                         &ring,
                         &shared.producer_done,
                         &shared.stop,
-                        &shared.counters,
+                        &ctl.counters,
                         epoch0,
                     );
                     shared.pacer_done.store(true, Ordering::Release);
@@ -269,20 +339,23 @@ impl RawSender {
                 .map_err(|e| RawSendError::Thread("pacer", e))?;
             let mut next_status = epoch0 + Duration::from_secs(1);
             while !shared.pacer_done.load(Ordering::Acquire) {
-                if stop.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
                     shared.stop.store(true, Ordering::Release);
                 }
-                std::thread::sleep(Duration::from_millis(20));
+                std::thread::sleep(STATUS_TURN);
+                rtcp.turn(&clock, &ctl.counters);
+                ctl.receiver_reports
+                    .store(rtcp.receiver_reports(), Ordering::Relaxed);
                 let now = clock.now();
                 if now >= next_status {
                     next_status = now + Duration::from_secs(1);
-                    on_status(&status(&shared.counters, now.saturating_since(epoch0)));
+                    on_status(&status(&ctl.counters, now.saturating_since(epoch0)));
                 }
             }
             shared.stop.store(true, Ordering::Release);
             let pacer = pacer.join().expect("the raw pacer does not panic");
             let produced = producer.join().expect("the raw producer does not panic");
-            let ended_by = if stop.load(Ordering::Relaxed) {
+            let ended_by = if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
                 "stopped"
             } else {
                 match &produced {
@@ -293,13 +366,18 @@ impl RawSender {
             Ok::<_, RawSendError>((pacer, produced, ended_by))
         })?;
         let (_, producer_cpu_s) = produced?;
+        // A paused RTSP session's source is not leaving: no BYE then (RFC 3550 §6.6).
+        if !ctl.quiet.load(Ordering::Relaxed) {
+            rtcp.bye(&clock, &ctl.counters);
+        }
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
         Ok(outcome(Finished {
             cfg: &cfg,
             format,
             schedule,
-            sender: &sender,
+            out: &out,
+            rtcp: &rtcp,
             description,
             packets_per_frame,
             stride,
@@ -307,10 +385,69 @@ impl RawSender {
             cpu_s,
             producer_cpu_s,
             ended_by,
-            counters: &shared.counters,
+            counters: &ctl.counters,
             pacer,
         }))
     }
+}
+
+/// How the payloader is set up for `cfg`.
+fn payloader_config(format: &VideoFormat, cfg: &RawSenderConfig) -> RawPayloaderConfig {
+    let mut pcfg = RawPayloaderConfig::new(cfg.ssrc, format);
+    pcfg.payload_type = cfg.payload_type;
+    pcfg.initial_seq = match cfg.initial_seq {
+        // The extended sequence number's low 16 bits are the RTP header's.
+        Some(seq) => u32::from(seq),
+        None => (cfg.seed >> 16) as u32,
+    };
+    pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
+    pcfg.max_payload = cfg.max_payload;
+    pcfg.capture_time_ext = true;
+    pcfg.send_time_ext = cfg.send_time_ext;
+    pcfg
+}
+
+/// Packets a frame and datagram size (padded) of a stream of `format` sent as `cfg` says.
+pub fn wire_geometry(
+    format: &VideoFormat,
+    cfg: &RawSenderConfig,
+) -> Result<(usize, usize), RawSendError> {
+    let p = RawPayloader::new(payloader_config(format, cfg), *format)?;
+    Ok((p.packets_per_frame(), p.packet_capacity()))
+}
+
+/// Bits per second on the wire (RTP headers and padding included, IP/UDP not).
+pub fn wire_bitrate(format: &VideoFormat, cfg: &RawSenderConfig) -> Result<u64, RawSendError> {
+    let (n, stride) = wire_geometry(format, cfg)?;
+    Ok((n as u128 * stride as u128 * 8 * u128::from(format.fps_num)
+        / u128::from(format.fps_den.max(1))) as u64)
+}
+
+/// SO_SNDBUF to ask for: `cfg.send_buffer`, or a frame's worth or 10 ms at the stream's rate.
+pub fn send_buffer_for(format: &VideoFormat, cfg: &RawSenderConfig) -> Result<usize, RawSendError> {
+    if let Some(b) = cfg.send_buffer {
+        return Ok(b);
+    }
+    let (n, stride) = wire_geometry(format, cfg)?;
+    Ok(wanted_for(
+        wire_bitrate(format, cfg)?,
+        n * stride,
+        Duration::from_millis(10),
+    ))
+}
+
+/// What other threads see of a running raw sender, and how they stop it (an RTSP session's
+/// PAUSE and TEARDOWN).
+#[derive(Default)]
+pub struct RawControl {
+    /// Set to stop; the sender ends after the frame it is sending.
+    pub stop: AtomicBool,
+    /// Stop without RTCP BYE (a pause: the source is not leaving).
+    pub quiet: AtomicBool,
+    /// What the pacer has sent so far.
+    pub counters: PacerCounters,
+    /// RTCP receiver reports heard so far (liveness of an RTSP session).
+    pub receiver_reports: AtomicU64,
 }
 
 #[derive(Default)]
@@ -318,7 +455,16 @@ struct Shared {
     stop: AtomicBool,
     producer_done: AtomicBool,
     pacer_done: AtomicBool,
-    counters: PacerCounters,
+    /// The pacing thread, which the producer wakes when a frame is ready.
+    pacer: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Shared {
+    fn wake_pacer(&self) {
+        if let Some(t) = self.pacer.get() {
+            t.unpark();
+        }
+    }
 }
 
 fn status(c: &PacerCounters, elapsed: Duration) -> RawSenderStatus {
@@ -345,6 +491,11 @@ struct Plan {
 
 /// The producer: frames from the source, stamped and payloaded into ring slots, in order.
 /// Returns why it stopped.
+///
+/// A [self-timed](RawSource::self_timed) source (a camera) is not held to the frame grid:
+/// `next_frame` blocks until a frame is captured and stamps its capture time itself, and the
+/// frame's epoch is the instant it is ready, so the pacer starts sending it at once under the
+/// chosen model. The duration then counts on the clock rather than on the grid.
 fn produce(
     source: &mut dyn RawSource,
     pay: &mut RawPayloader,
@@ -354,6 +505,7 @@ fn produce(
     plan: &Plan,
 ) -> Result<&'static str, RawSendError> {
     let mut frame = RawFrame::new(source.format());
+    let self_timed = source.self_timed();
     let mut n = 0u64;
     loop {
         if shared.stop.load(Ordering::Relaxed) {
@@ -362,14 +514,21 @@ fn produce(
         if plan.frames.is_some_and(|f| n >= f) {
             return Ok("frames");
         }
-        let epoch = plan.ff.frame_epoch(plan.epoch0, n);
+        let epoch = if self_timed {
+            clock.now()
+        } else {
+            plan.ff.frame_epoch(plan.epoch0, n)
+        };
         if plan.end.is_some_and(|end| epoch >= end) {
             return Ok("duration");
         }
         let Some(mut slot) = take_free(ring, shared) else {
             return Ok("stopped");
         };
-        if plan.live && !sleep_until(clock, epoch.saturating_sub(plan.lead), &shared.stop) {
+        if plan.live
+            && !self_timed
+            && !sleep_until(clock, epoch.saturating_sub(plan.lead), &shared.stop)
+        {
             ring.give_back(slot);
             return Ok("stopped");
         }
@@ -378,16 +537,25 @@ fn produce(
             return Ok("end of input");
         }
         frame.index = n;
-        frame.capture_ns = clock.realtime_ns_from_timestamp(epoch);
+        if !self_timed {
+            frame.capture_ns = clock.realtime_ns_from_timestamp(epoch);
+        }
         if let Err(e) = payload_into(pay, &frame, &mut slot, plan.pad) {
             ring.give_back(slot);
             return Err(e.into());
         }
+        let ready = clock.now();
         slot.index = n;
-        slot.epoch = epoch;
+        slot.epoch = if self_timed { ready } else { epoch };
+        // The pacer sleeps until the next frame on the grid is due; it needs waking only for a
+        // frame that is (nearly) due already: a camera's, or one produced late.
+        let wake = slot.epoch <= ready + WAKE_PACER_WITHIN;
         slot.capture_ns = frame.capture_ns;
-        slot.ready_at = clock.now();
+        slot.ready_at = ready;
         ring.publish(slot);
+        if wake {
+            shared.wake_pacer();
+        }
         n += 1;
     }
 }
@@ -468,7 +636,8 @@ struct Finished<'a> {
     cfg: &'a RawSenderConfig,
     format: VideoFormat,
     schedule: FrameSchedule,
-    sender: &'a FastSender,
+    out: &'a RawOut,
+    rtcp: &'a RawRtcp,
     description: String,
     packets_per_frame: usize,
     stride: usize,
@@ -492,11 +661,11 @@ fn outcome(f: Finished<'_>) -> RawSenderOutcome {
             0.0
         }
     };
-    let gso = f.sender.gso_status();
+    let gso = f.out.gso_status();
     let p = f.pacer;
     RawSenderOutcome {
         source: f.description,
-        destination: f.cfg.destination.to_string(),
+        destination: f.out.destination(),
         format: f.format.to_string(),
         model: super::model_name(f.cfg.model),
         packet_size: f.cfg.max_payload,
@@ -534,10 +703,12 @@ fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         batch_window_us: f.cfg.batch_window.as_secs_f64() * 1e6,
         batch_max_packets: p.max_batch,
         batches: p.batches,
-        gso: matches!(gso, GsoStatus::On { .. }) && f.sender.path() == SendPath::Gso,
+        gso: f.out.uses_gso(),
         gso_status: gso.to_string(),
         padded: f.cfg.pad_for_gso,
-        buffer: BufferInfo::from(f.sender.buffer_report()),
+        buffer: f.out.buffer(),
+        sender_reports: f.rtcp.sender_reports(),
+        receivers: f.rtcp.receivers().to_vec(),
         wait_modes: p.wait_modes,
         throttle_guard_trips: p.throttle_guard_trips,
     }

@@ -9,18 +9,22 @@
 //!   which becomes 453 Not Enough Bandwidth.
 //! - PAUSE stops the stream and remembers how far it got; TEARDOWN releases everything.
 
-use super::mounts::Mounts;
+use super::mounts::{Mounts, RawMount, SharedRawSource};
 use crate::control::ControlError;
 use crate::interleaved::{ConnOut, Inbox};
+use crate::raw::{send_buffer_for, wire_bitrate, RawControl, RawOut, RawSender};
 use crate::streams::{MediaOut, RtcpOut, SessionOutlet, StartInfo, StreamServer};
-use crate::udp::{bind_pair, RtcpSocket, SocketOptions, UdpSender};
+use crate::udp::{bind_pair, FastSender, RtcpSocket, SocketOptions, UdpSender};
+use crate::url::RtpUrl;
 use metronome_session::rtsp::{
     Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
 };
 use metronome_time::MediaClock;
 use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// Most interleaved RTCP datagrams held per session between RTCP turns.
@@ -42,6 +46,29 @@ enum Prepared {
     Multicast,
 }
 
+impl Prepared {
+    /// Where the stream's RTCP goes and comes from (none for multicast: the group's stream
+    /// has its own).
+    fn rtcp_out(&self) -> Option<RtcpOut> {
+        match self {
+            Prepared::Udp { rtcp, .. } => Some(RtcpOut::Udp(rtcp.clone())),
+            Prepared::Interleaved {
+                out,
+                rtcp_channel,
+                inbox,
+                peer,
+                ..
+            } => Some(RtcpOut::Interleaved {
+                conn: out.clone(),
+                channel: *rtcp_channel,
+                inbox: inbox.clone(),
+                peer: *peer,
+            }),
+            Prepared::Multicast => None,
+        }
+    }
+}
+
 struct SessionMedia {
     mount: String,
     conn: ConnId,
@@ -59,6 +86,25 @@ struct SessionMedia {
     peer: std::net::IpAddr,
     /// Receiver reports seen so far from the stream it plays now (liveness).
     reports: u64,
+    /// Uncompressed video: the session's own sender and source.
+    raw: Option<RawSession>,
+}
+
+/// A raw-video session: its source (kept across PAUSE, so a file resumes where it was) and,
+/// while playing, its sender's thread.
+struct RawSession {
+    mount: Arc<RawMount>,
+    source: SharedRawSource,
+    play: Option<RawPlay>,
+}
+
+struct RawPlay {
+    ctl: Arc<RawControl>,
+    thread: JoinHandle<()>,
+    /// The link reservation admission made for it.
+    link: u64,
+    first_seq: u16,
+    first_rtptime: u32,
 }
 
 /// The shared multicast stream of a mount.
@@ -120,6 +166,14 @@ impl MediaBackend {
     pub fn reporting_sessions(&mut self) -> Vec<SessionId> {
         let mut alive = Vec::new();
         for (id, s) in self.sessions.iter_mut() {
+            if let Some(play) = s.raw.as_ref().and_then(|r| r.play.as_ref()) {
+                let reports = play.ctl.receiver_reports.load(Ordering::Relaxed);
+                if reports > s.reports {
+                    s.reports = reports;
+                    alive.push(*id);
+                }
+                continue;
+            }
             let Some(name) = &s.playing else { continue };
             let Some(status) = self.server.stream(name) else {
                 continue;
@@ -178,6 +232,21 @@ impl Backend for MediaBackend {
     fn setup(&mut self, req: &SetupRequest<'_>) -> Result<Delivery, Refusal> {
         let mount = self.mounts.get(req.mount).ok_or(Refusal::NotFound)?;
         let ssrc = ssrc_of(&req.session.to_string());
+        // A raw session's source is opened now, so that a source that cannot be read fails
+        // the SETUP rather than the PLAY.
+        let raw = match &mount.raw {
+            Some(m) => {
+                let source = (m.open)().map_err(|e| {
+                    Refusal::Internal(format!("cannot open the source of '{}': {e}", req.mount))
+                })?;
+                Some(RawSession {
+                    mount: m.clone(),
+                    source: SharedRawSource::new(source),
+                    play: None,
+                })
+            }
+            None => None,
+        };
         let (prepared, delivery) = match req.transport {
             Requested::Udp {
                 client_rtp,
@@ -269,6 +338,7 @@ impl Backend for MediaBackend {
                 next_seq: None,
                 peer: req.peer.ip(),
                 reports: 0,
+                raw,
             },
         );
         Ok(delivery)
@@ -281,6 +351,9 @@ impl Backend for MediaBackend {
             .ok_or_else(|| Refusal::Internal("PLAY of a session never set up".into()))?;
         let mount = self.mounts.get(&s.mount).ok_or(Refusal::NotFound)?;
         let end = mount.duration;
+        if s.raw.is_some() {
+            return self.play_raw(session);
+        }
         if matches!(s.prepared, Prepared::Multicast) {
             let name = s.mount.clone();
             if s.playing.is_none() {
@@ -317,27 +390,18 @@ impl Backend for MediaBackend {
             Duration::ZERO
         };
         let name = Self::stream_name(&s.mount, session);
-        let (media, rtcp) = match &s.prepared {
-            Prepared::Udp { rtp, rtcp } => (MediaOut::Udp(rtp.clone()), RtcpOut::Udp(rtcp.clone())),
+        let media = match &s.prepared {
+            Prepared::Udp { rtp, .. } => MediaOut::Udp(rtp.clone()),
             Prepared::Interleaved {
-                out,
-                rtp_channel,
-                rtcp_channel,
-                inbox,
-                peer,
-            } => (
-                MediaOut::Interleaved {
-                    conn: out.clone(),
-                    channel: *rtp_channel,
-                },
-                RtcpOut::Interleaved {
-                    conn: out.clone(),
-                    channel: *rtcp_channel,
-                    inbox: inbox.clone(),
-                    peer: *peer,
-                },
-            ),
+                out, rtp_channel, ..
+            } => MediaOut::Interleaved {
+                conn: out.clone(),
+                channel: *rtp_channel,
+            },
             Prepared::Multicast => unreachable!("handled above"),
+        };
+        let Some(rtcp) = s.prepared.rtcp_out() else {
+            unreachable!("multicast is handled above")
         };
         if let Some(old) = &s.playing {
             let _ = self.server.pause(old);
@@ -390,6 +454,19 @@ impl MediaBackend {
         let Some(s) = self.sessions.get_mut(&session) else {
             return Err(Refusal::Internal("PAUSE of a session never set up".into()));
         };
+        if let Some(raw) = s.raw.as_mut() {
+            if let Some(play) = raw.play.take() {
+                // A pause is not a departure: no BYE (RFC 3550 §6.6).
+                play.ctl.quiet.store(!bye, Ordering::Relaxed);
+                play.ctl.stop.store(true, Ordering::Release);
+                let _ = play.thread.join();
+                self.server.release_link(play.link);
+                let sent = play.ctl.counters.packets.load(Ordering::Relaxed);
+                s.next_seq = Some(play.first_seq.wrapping_add(sent as u16));
+            }
+            s.playing = None;
+            return Ok(Duration::ZERO);
+        }
         let Some(stream) = s.playing.take() else {
             return Ok(s.from);
         };
@@ -411,6 +488,123 @@ impl MediaBackend {
         let reached = s.from + position;
         s.from = end.map_or(Duration::ZERO, |e| reached.min(e));
         Ok(s.from)
+    }
+
+    /// PLAY of a raw-video session: admits its bit rate on the link and starts its sender on
+    /// the session's transport (a sender of its own: its own pacing thread).
+    fn play_raw(&mut self, session: SessionId) -> Result<PlayInfo, Refusal> {
+        let s = self
+            .sessions
+            .get_mut(&session)
+            .ok_or_else(|| Refusal::Internal("PLAY of a session never set up".into()))?;
+        let Some(raw) = s.raw.as_mut() else {
+            return Err(Refusal::Internal("not a raw session".into()));
+        };
+        if let Some(p) = &raw.play {
+            // Already playing: PLAY again changes nothing (the source is live).
+            return Ok(PlayInfo {
+                seq: p.first_seq,
+                rtptime: p.first_rtptime,
+                start: Duration::ZERO,
+                end: None,
+            });
+        }
+        let m = raw.mount.clone();
+        let mut cfg = m.sender.clone();
+        cfg.ssrc = s.ssrc;
+        cfg.seed = u64::from(s.ssrc) << 32 | u64::from(s.next_seq.unwrap_or(0));
+        cfg.initial_seq = s.next_seq;
+        cfg.live = m.live;
+        let name = Self::stream_name(&s.mount, session);
+        let refuse = |e: crate::raw::RawSendError| {
+            Refusal::Internal(format!("cannot send '{}': {e}", s.mount))
+        };
+        let rtcp = s.prepared.rtcp_out();
+        let out = match &s.prepared {
+            Prepared::Udp { rtp, .. } => {
+                let dest = *rtp.destination();
+                cfg.destination = dest;
+                let opts = SocketOptions {
+                    buffer_bytes: send_buffer_for(&m.format, &cfg).map_err(refuse)?,
+                    read_timeout: None,
+                };
+                // The SETUP's server port, shared: it outlives this play.
+                let socket = rtp
+                    .socket()
+                    .try_clone()
+                    .map_err(|e| Refusal::Internal(format!("server port: {e}")))?;
+                let fast = FastSender::from_socket(socket, &dest, &opts)
+                    .map_err(|e| Refusal::Internal(format!("server port: {e}")))?;
+                RawOut::Udp(Box::new(fast))
+            }
+            Prepared::Interleaved {
+                out,
+                rtp_channel,
+                peer,
+                ..
+            } => {
+                cfg.destination = RtpUrl::unicast(*peer);
+                RawOut::Interleaved {
+                    conn: out.clone(),
+                    channel: *rtp_channel,
+                    peer: *peer,
+                }
+            }
+            Prepared::Multicast => {
+                return Err(Refusal::UnsupportedTransport(
+                    "raw video is served unicast only".into(),
+                ))
+            }
+        };
+        let bps = wire_bitrate(&m.format, &cfg).map_err(refuse)?;
+        let link = self.server.reserve_link(&name, bps).map_err(refusal)?;
+        let opened = RawSender::open_with(
+            Box::new(raw.source.clone()),
+            cfg,
+            out,
+            rtcp.into_iter().collect(),
+        );
+        let sender = match opened {
+            Ok(sender) => sender,
+            Err(e) => {
+                self.server.release_link(link);
+                return Err(refuse(e));
+            }
+        };
+        let (seq, rtptime) = sender.first_packet();
+        let ctl = Arc::new(RawControl::default());
+        let thread = {
+            let ctl = ctl.clone();
+            std::thread::Builder::new()
+                .name("metronome-raw-session".into())
+                .spawn(move || {
+                    let never = AtomicBool::new(false);
+                    // What it measured is for `serve --raw`; a session's clients measure it.
+                    let _ = sender.run_with(&ctl, &never, |_| {});
+                })
+        };
+        let thread = match thread {
+            Ok(t) => t,
+            Err(e) => {
+                self.server.release_link(link);
+                return Err(Refusal::Internal(format!("could not start a sender: {e}")));
+            }
+        };
+        raw.play = Some(RawPlay {
+            ctl,
+            thread,
+            link,
+            first_seq: seq,
+            first_rtptime: rtptime,
+        });
+        s.playing = Some(name);
+        s.reports = 0;
+        Ok(PlayInfo {
+            seq,
+            rtptime,
+            start: Duration::ZERO,
+            end: None,
+        })
     }
 
     fn leave_group(&mut self, mount: &str) {

@@ -18,7 +18,10 @@ mod conn;
 mod mounts;
 mod service;
 
-pub use mounts::{sdp_for_destination, Mount, MountError, Mounts, MAX_MOUNT_NAME};
+pub use mounts::{
+    sdp_for_destination, Mount, MountError, Mounts, RawMount, RawOpener, SharedRawSource,
+    MAX_MOUNT_NAME,
+};
 pub use service::{RtspService, RtspServiceConfig};
 
 /// FNV-1a of a name: stable across runs (unlike the std hasher), for ids derived from names.

@@ -1,11 +1,14 @@
 //! Mounts: what an RTSP client can play, one per configured stream, and their descriptions.
 
+use crate::raw::RawSenderConfig;
 use crate::streams::{SourceSpec, StreamSpec};
 use crate::url::RtpUrl;
-use metronome_media::{duration_of, TsFileSource};
+use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
+use metronome_media::{duration_of, MediaError, TsFileSource};
 use metronome_wire::sdp::SessionDescription;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Longest mount name: a session's stream is named `MOUNT.SESSION` and stream names stop at 64.
@@ -20,6 +23,67 @@ pub struct Mount {
     pub duration: Option<Duration>,
     /// The group multicast clients are sent to.
     pub multicast: Option<RtpUrl>,
+    /// Uncompressed video (RFC 4175): when set, sessions play this, and `spec` gives only the
+    /// mount's name.
+    pub raw: Option<Arc<RawMount>>,
+}
+
+/// Opens a raw source for one session.
+pub type RawOpener = dyn Fn() -> Result<Box<dyn RawSource>, MediaError> + Send + Sync;
+
+/// A mount of uncompressed video: every session gets its own [`crate::raw::RawSender`] (its
+/// own pacing thread) from a source of its own.
+pub struct RawMount {
+    pub format: VideoFormat,
+    /// How every session is sent: model, packet size, pacing thread. The destination, SSRC,
+    /// seed, sequence number and RTCP are each session's.
+    pub sender: RawSenderConfig,
+    /// A live source (produced at its frame times) rather than a file read ahead.
+    pub live: bool,
+    pub describe: String,
+    pub open: Box<RawOpener>,
+}
+
+impl std::fmt::Debug for RawMount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawMount")
+            .field("format", &self.format)
+            .field("model", &self.sender.model)
+            .field("source", &self.describe)
+            .finish()
+    }
+}
+
+/// A session's source, kept across PAUSE and PLAY so that a file resumes where it stopped:
+/// each play's sender reads through a clone.
+#[derive(Clone)]
+pub struct SharedRawSource {
+    inner: Arc<Mutex<Box<dyn RawSource>>>,
+    format: VideoFormat,
+}
+
+impl SharedRawSource {
+    pub fn new(source: Box<dyn RawSource>) -> SharedRawSource {
+        SharedRawSource {
+            format: source.format(),
+            inner: Arc::new(Mutex::new(source)),
+        }
+    }
+}
+
+impl RawSource for SharedRawSource {
+    fn format(&self) -> VideoFormat {
+        self.format
+    }
+    fn next_frame(&mut self, into: &mut RawFrame) -> Result<bool, MediaError> {
+        crate::streams::stream::lock(&self.inner).next_frame(into)
+    }
+    fn describe(&self) -> String {
+        crate::streams::stream::lock(&self.inner).describe()
+    }
+    fn self_timed(&self) -> bool {
+        crate::streams::stream::lock(&self.inner).self_timed()
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +138,7 @@ impl Mounts {
                 spec: spec.clone(),
                 duration,
                 multicast,
+                raw: None,
             };
             if mounts.insert(spec.name.clone(), m).is_some() {
                 return Err(MountError(format!(
@@ -83,6 +148,31 @@ impl Mounts {
             }
         }
         Ok(Mounts(mounts))
+    }
+
+    /// Adds a mount of uncompressed video.
+    pub fn add_raw(&mut self, name: &str, raw: RawMount) -> Result<(), MountError> {
+        let spec = StreamSpec::new(name, Vec::new());
+        spec.validate_settings()
+            .map_err(|e| MountError(e.to_string()))?;
+        if name.len() > MAX_MOUNT_NAME {
+            return Err(MountError(format!(
+                "mount name '{name}' is longer than {MAX_MOUNT_NAME} characters; pick a shorter name"
+            )));
+        }
+        if self.0.contains_key(name) {
+            return Err(MountError(format!(
+                "two mounts are named '{name}'; mount names must be unique"
+            )));
+        }
+        let m = Mount {
+            spec,
+            duration: None,
+            multicast: None,
+            raw: Some(Arc::new(raw)),
+        };
+        self.0.insert(name.to_string(), m);
+        Ok(())
     }
 
     pub fn get(&self, name: &str) -> Option<&Mount> {
@@ -100,6 +190,11 @@ impl Mounts {
             Some(d) => format!("npt=0-{:.3}", d.as_secs_f64()),
             None => "npt=0-".to_string(),
         };
+        if let Some(raw) = &m.raw {
+            let media = crate::raw::sdp_media(&raw.format, raw.sender.model, 0);
+            let s = SessionDescription::rtsp(local.ip(), session_id_of(name), name, range, media);
+            return Some(s.to_sdp());
+        }
         let mut s = SessionDescription::rtsp_mp2t(local.ip(), session_id_of(name), name, range);
         s.media[0].bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
         Some(s.to_sdp())

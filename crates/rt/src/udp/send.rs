@@ -40,6 +40,12 @@ impl UdpSender {
     }
 
     /// A socket already bound and set up (see [`super::bind_pair`]).
+    /// The socket and its destination, to hand the port to another sender
+    /// ([`crate::udp::FastSender::from_socket`]).
+    pub fn into_socket(self) -> (Socket, RtpUrl) {
+        (self.socket, self.dest)
+    }
+
     pub(super) fn from_bound(socket: Socket, dest: RtpUrl, send_buffer: usize) -> UdpSender {
         UdpSender {
             socket,

@@ -117,6 +117,17 @@ impl FastSender {
         let socket = new_udp(&dest.addr)?;
         bind(&socket, local_any(dest))?;
         set_send_options(&socket, dest)?;
+        Self::from_socket(socket, dest, o)
+    }
+
+    /// A fast sender on a socket already bound and set up for `dest` (an RTSP session's server
+    /// port, see [`crate::udp::bind_pair`]): tunes its send buffer, finds the path MTU and
+    /// whether the kernel has UDP GSO.
+    pub fn from_socket(
+        socket: Socket,
+        dest: &RtpUrl,
+        o: &SocketOptions,
+    ) -> Result<FastSender, UdpError> {
         let buffer = tune_buffers(&socket, o.buffer_bytes, false);
         let mtu = path_mtu(dest)?;
         let v4 = dest.addr.is_ipv4();
