@@ -509,18 +509,7 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         o.receivers.len()
     );
     for r in &o.receivers {
-        let _ = writeln!(
-            s,
-            "    {} ({}): {} reports, lost {} ({:.1}% last), jitter {:.2} ms, RTT {}",
-            r.addr,
-            r.cname.as_deref().unwrap_or("no CNAME"),
-            r.reports,
-            r.cumulative_lost,
-            r.fraction_lost * 100.0,
-            r.jitter_ms,
-            r.rtt_ms
-                .map_or("unknown".to_string(), |ms| format!("{ms:.2} ms"))
-        );
+        let _ = writeln!(s, "    {}", crate::report::receiver_line(r));
     }
     s
 }

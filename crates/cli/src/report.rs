@@ -112,20 +112,25 @@ pub fn sender_summary(o: &SenderOutcome) -> String {
         o.pacing.stalls, o.pacing.rebased_ms, o.underruns, o.send_errors
     );
     for r in &o.receivers {
-        let _ =
-            writeln!(
-            s,
-            "  receiver {:08x} ({}) at {}: loss {:.2}% (cumulative {}), jitter {:.3} ms, rtt {}",
-            r.ssrc,
-            r.cname.as_deref().unwrap_or("?"),
-            r.addr,
-            r.fraction_lost * 100.0,
-            r.cumulative_lost,
-            r.jitter_ms,
-            r.rtt_ms.map(|v| format!("{v:.3} ms")).unwrap_or_else(|| "n/a".into())
-        );
+        let _ = writeln!(s, "  {}", receiver_line(r));
     }
     s
+}
+
+/// What one receiver's RTCP reports said about a stream we send, on one line.
+pub fn receiver_line(r: &metronome_session::sender::ReceiverView) -> String {
+    format!(
+        "receiver {:08x} ({}) at {}: loss {:.2}% (cumulative {}), jitter {:.3} ms, rtt {}",
+        r.ssrc,
+        r.cname.as_deref().unwrap_or("?"),
+        r.addr,
+        r.fraction_lost * 100.0,
+        r.cumulative_lost,
+        r.jitter_ms,
+        r.rtt_ms
+            .map(|v| format!("{v:.3} ms"))
+            .unwrap_or_else(|| "n/a".into())
+    )
 }
 
 pub fn receiver_summary(o: &ReceiverOutcome) -> String {

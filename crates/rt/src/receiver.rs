@@ -299,7 +299,7 @@ impl RtpIn<'_> {
 }
 
 /// Sends a report if there is somewhere to send it; returns how many were sent (0 or 1).
-fn send_report(rtcp: &RtcpSocket, report: &[u8]) -> u64 {
+pub(crate) fn send_report(rtcp: &RtcpSocket, report: &[u8]) -> u64 {
     // Before a unicast sender has been heard there is nowhere to send; the next report goes.
     (rtcp.peer().is_some() && rtcp.send(report).is_ok()) as u64
 }

@@ -11,6 +11,7 @@
 use super::output::FrameWriter;
 use super::report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops, RawRtcpStats};
 use crate::clock::{process_cpu_s, realtime_ns, thread_cpu_s, Clock};
+use crate::receiver::send_report;
 use crate::run::RunLimit;
 use crate::thread::{make_current_thread_realtime, RtPolicy};
 use crate::udp::{
@@ -211,8 +212,7 @@ impl RawReceiver {
         let end = clock.now();
         if let Some(sock) = &rtcp {
             if let Some(n) = st.session.bye(end, &mut rtcp_buf) {
-                st.reports_sent +=
-                    u64::from(sock.peer().is_some() && sock.send(&rtcp_buf[..n]).is_ok());
+                st.reports_sent += send_report(sock, &rtcp_buf[..n]);
             }
         }
         let mut outcome = st.finish(&cfg, &rx, ended_by, end.saturating_since(start));
@@ -358,7 +358,7 @@ impl State {
         }
         while self.session.poll_event().is_some() {}
         if let Some(n) = self.session.poll_transmit(now, buf) {
-            self.reports_sent += u64::from(sock.peer().is_some() && sock.send(&buf[..n]).is_ok());
+            self.reports_sent += send_report(sock, &buf[..n]);
         }
     }
 

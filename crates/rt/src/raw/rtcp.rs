@@ -4,14 +4,12 @@
 
 use super::pacer::PacerCounters;
 use crate::clock::Clock;
+use crate::streams::rtcp::{exchange, say_bye};
 use crate::streams::RtcpOut;
 use metronome_session::sender::{ReceiverView, SenderReports, SenderReportsConfig};
 use metronome_time::{MediaClock, Timestamp};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
-
-/// Reports read per RTCP socket per turn: a flood cannot hold the calling thread.
-const DRAIN: usize = 64;
 
 pub(super) struct RawRtcp {
     reports: SenderReports,
@@ -57,39 +55,13 @@ impl RawRtcp {
             return;
         }
         self.record(c);
-        let now = clock.now();
-        if let Some(n) = self
-            .reports
-            .poll_transmit(now, clock.wall(), &mut self.buf[..])
-        {
-            for o in &self.outs {
-                o.send(&self.buf[..n]);
-            }
-        }
-        for o in &self.outs {
-            for _ in 0..DRAIN {
-                let Some(m) = o.recv(&mut self.buf[..]) else {
-                    break;
-                };
-                let (now, wall) = clock.arrival(m.kernel_rx_realtime_ns);
-                self.reports
-                    .handle_rtcp(now, wall, m.src, &self.buf[..m.len]);
-            }
-        }
-        while self.reports.poll_event().is_some() {}
+        exchange(&mut self.reports, &self.outs, clock, &mut self.buf[..]);
     }
 
     /// The last sender report, with a BYE (RFC 3550 §6.6): the source is leaving.
     pub fn bye(&mut self, clock: &Clock, c: &PacerCounters) {
         self.record(c);
-        if let Some(n) = self
-            .reports
-            .bye(clock.now(), clock.wall(), &mut self.buf[..])
-        {
-            for o in &self.outs {
-                o.send(&self.buf[..n]);
-            }
-        }
+        say_bye(&mut self.reports, &self.outs, clock, &mut self.buf[..]);
     }
 
     fn record(&mut self, c: &PacerCounters) {

@@ -17,7 +17,7 @@ pub mod naive;
 mod open;
 pub mod outlet;
 pub mod producer;
-mod rtcp;
+pub(crate) mod rtcp;
 pub mod server;
 pub mod spec;
 pub mod status;

@@ -1,6 +1,7 @@
 //! RTCP for every running stream, on one ordinary thread: sender reports out, receiver reports
 //! in, and the reaping of streams whose source ended.
 
+use super::outlet::RtcpOut;
 use super::server::{Inner, Running};
 use super::stream::{lock, StreamRt};
 use crate::clock::Clock;
@@ -40,21 +41,46 @@ pub(super) fn run(inner: &Inner) {
 /// One stream's RTCP: report what was sent, send a due SR, read what receivers said.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     record_sent(&mut r.reports, &r.rt);
+    exchange(&mut r.reports, &r.rtcp, clock, buf);
+}
+
+/// A sender's RTCP turn once its counts are recorded: a due sender report out to every
+/// outlet, and what receivers sent in (any stream that paces itself uses it too).
+pub(crate) fn exchange(
+    reports: &mut SenderReports,
+    outs: &[RtcpOut],
+    clock: &Clock,
+    buf: &mut [u8],
+) {
     let now = clock.now();
-    if let Some(n) = r.reports.poll_transmit(now, clock.wall(), buf) {
-        for s in &r.rtcp {
+    if let Some(n) = reports.poll_transmit(now, clock.wall(), buf) {
+        for s in outs {
             s.send(&buf[..n]);
         }
     }
-    for s in &r.rtcp {
+    for s in outs {
         // A bounded drain: a flood on one stream's RTCP port cannot hold up the others.
         for _ in 0..64 {
             let Some(meta) = s.recv(buf) else { break };
             let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-            r.reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
+            reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
         }
     }
-    while r.reports.poll_event().is_some() {}
+    while reports.poll_event().is_some() {}
+}
+
+/// The last sender report with a BYE (RFC 3550 §6.6), to every outlet.
+pub(crate) fn say_bye(
+    reports: &mut SenderReports,
+    outs: &[RtcpOut],
+    clock: &Clock,
+    buf: &mut [u8],
+) {
+    if let Some(n) = reports.bye(clock.now(), clock.wall(), buf) {
+        for s in outs {
+            s.send(&buf[..n]);
+        }
+    }
 }
 
 fn record_sent(reports: &mut SenderReports, rt: &StreamRt) {
@@ -72,9 +98,5 @@ fn record_sent(reports: &mut SenderReports, rt: &StreamRt) {
 pub(super) fn bye(r: &mut Running, clock: &Clock) {
     let mut buf = [0u8; 1500];
     record_sent(&mut r.reports, &r.rt);
-    if let Some(n) = r.reports.bye(clock.now(), clock.wall(), &mut buf) {
-        for s in &r.rtcp {
-            s.send(&buf[..n]);
-        }
-    }
+    say_bye(&mut r.reports, &r.rtcp, clock, &mut buf);
 }
