@@ -51,8 +51,18 @@ fn main() -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
-        // If a handler cannot be installed, Ctrl-C simply ends the process the default way.
+        // Ctrl-C (SIGINT), SIGTERM (`timeout`, systemd, `docker stop`) and SIGHUP (ctrlc's
+        // `termination` feature) all end the run the same way: the summary is still printed.
+        // A repeated signal only sets the flag again. If a handler cannot be installed, the
+        // signals end the process the default way.
+        let nohup = sighup_ignored();
         let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+        if nohup {
+            // Started under `nohup`: a hangup keeps being ignored, not turned into a stop.
+            // SAFETY: setting a signal's disposition to SIG_IGN has no memory-safety
+            // preconditions.
+            unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+        }
     }
     let result = match cli.command {
         Command::Serve(a) => serve::run(*a, stop),
@@ -67,5 +77,16 @@ fn main() -> ExitCode {
             eprintln!("metronome: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Whether SIGHUP is ignored, as `nohup` leaves it for the program it starts.
+fn sighup_ignored() -> bool {
+    // SAFETY: a zeroed `sigaction` is a valid value to be overwritten, and with a null new
+    // action sigaction(2) only reads the current one into it.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
     }
 }

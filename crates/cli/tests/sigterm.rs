@@ -1,0 +1,106 @@
+//! `metronome serve` and `metronome recv` stop on SIGTERM (what `timeout`, systemd and
+//! `docker stop` send) as they do on Ctrl-C: they end their run, print their summary (recv its
+//! JSON) and exit 0. Loopback only; every child is bounded and killed if the test fails.
+
+mod common;
+
+use common::{bin, now, port_pair, Outcome, Running};
+use serde_json::Value;
+use std::time::Duration;
+
+/// How long a program may take to stop after SIGTERM (it takes a fraction of a second).
+const STOP_LIMIT: Duration = Duration::from_secs(10);
+
+/// The pid of this process's child that runs `metronome` with all of `args` among its
+/// arguments, once it has started (before its exec, a child's command line is this test's).
+///
+/// The pid stays ours until the child is reaped, which only its [`Running`] does.
+fn child_pid(args: &[&str]) -> libc::pid_t {
+    let me = std::process::id().to_string();
+    let deadline = now() + Duration::from_secs(10);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+                continue;
+            };
+            // "PID (COMM) STATE PPID …", where COMM may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            if ppid != Some(me.as_str()) {
+                continue;
+            }
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+            if args.iter().all(|a| argv.contains(&a.as_bytes())) {
+                return pid;
+            }
+        }
+        assert!(now() < deadline, "no child process runs {args:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends SIGTERM to `pid` of `running` (still running: not reaped, so the pid is still its),
+/// then waits up to [`STOP_LIMIT`] for it to exit and asserts that it did so by itself, with
+/// status 0.
+fn terminate(mut running: Running, pid: libc::pid_t) -> Outcome {
+    if running.has_exited() {
+        panic!(
+            "it ended before SIGTERM: {}",
+            running.finish_within(Duration::ZERO).report()
+        );
+    }
+    // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
+    let sent = unsafe { libc::kill(pid, libc::SIGTERM) };
+    assert_eq!(sent, 0, "kill: {}", std::io::Error::last_os_error());
+    let out = running.finish_within(STOP_LIMIT);
+    assert!(
+        out.succeeded(),
+        "SIGTERM did not end it cleanly: {}",
+        out.report()
+    );
+    out
+}
+
+#[test]
+fn serve_and_recv_stop_cleanly_on_sigterm() {
+    let port = port_pair();
+    let url = format!("rtp://127.0.0.1:{port}");
+    // No --duration: only a signal ends either of them (the test's deadline kills them).
+    let mut recv = Running::spawn(bin().args(["recv", &url, "--json"]));
+    recv.wait_for("listening on", Duration::from_secs(20));
+    let recv_pid = child_pid(&["recv", &url]);
+    let serve = Running::spawn(bin().args(["serve", &url]));
+    let serve_pid = child_pid(&["serve", &url]);
+    std::thread::sleep(Duration::from_secs(2));
+
+    // The sender first, so that the receiver has the whole stream when it stops.
+    let sent = terminate(serve, serve_pid);
+    // Its human summary, as on Ctrl-C: "  sent N packets, … ended by stopped".
+    let line = sent
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("sent "))
+        .unwrap_or_else(|| panic!("no 'sent' line in the summary: {}", sent.report()));
+    assert!(line.ends_with("ended by stopped"), "{}", sent.report());
+    let packets: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(packets > 0, "{}", sent.report());
+    assert!(sent.stdout.starts_with("sender: "), "{}", sent.report());
+
+    let got = terminate(recv, recv_pid);
+    let v: Value = serde_json::from_str(&got.stdout)
+        .unwrap_or_else(|e| panic!("recv's stdout is not JSON ({e}): {}", got.report()));
+    assert_eq!(v["ended_by"].as_str(), Some("stopped"), "{v}");
+    let received = v["sources"][0]["received"].as_u64().unwrap_or(0);
+    assert!(received > 0, "recv received nothing: {v}");
+    assert!(
+        v["counters"]["rtp_packets"].as_u64().unwrap_or(0) > 0,
+        "{v}"
+    );
+}
