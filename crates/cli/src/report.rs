@@ -108,8 +108,8 @@ pub fn sender_summary(o: &SenderOutcome) -> String {
     }
     let _ = writeln!(
         s,
-        "  stalls {} (schedule shifted {:.2} ms), ring underruns {}, send errors {}",
-        o.pacing.stalls, o.pacing.rebased_ms, o.underruns, o.send_errors
+        "  stalls {} ({} packets caught up late, {} dropped), underruns {}, send errors {}",
+        o.pacing.stalls, o.pacing.late_packets, o.pacing.dropped, o.underruns, o.send_errors
     );
     for r in &o.receivers {
         let _ = writeln!(s, "  {}", receiver_line(r));

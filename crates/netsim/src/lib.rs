@@ -10,6 +10,8 @@
 //!   jitter, reordering, duplication) and its [`LinkStats`].
 //! - [`loss`]: the per-packet loss processes (Bernoulli, Gilbert-Elliott).
 //! - [`event`]: [`EventQueue`], a min-heap on time whose ties pop in insertion order.
+//! - [`pair`]: one stream in virtual time: the unchanged sender and receiver sessions over a
+//!   forward and a back link, with stalls of the sender, replayable by seed ([`run_pair`]).
 //!
 //! A driver loop looks like this:
 //!
@@ -34,7 +36,11 @@ pub mod config;
 pub mod event;
 pub mod link;
 pub mod loss;
+pub mod pair;
 
 pub use config::{ConfigError, LinkConfig, LossModel};
 pub use event::EventQueue;
 pub use link::{Link, LinkStats, SendOutcome};
+pub use pair::{
+    run_pair, CbrTs, PacketSource, PairConfig, PairOutcome, SourcePacket, Trace, TraceRow,
+};

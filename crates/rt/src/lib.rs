@@ -23,6 +23,7 @@ pub mod clock;
 pub mod control;
 pub mod interleaved;
 pub mod pacer;
+pub mod pacing_thread;
 pub mod raw;
 pub mod receiver;
 pub mod ring;

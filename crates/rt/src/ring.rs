@@ -9,9 +9,11 @@ use metronome_time::Timestamp;
 
 /// One packet waiting to be sent.
 pub struct Slot {
+    /// Which slot this is (what the sender session holds while the packet waits).
+    pub id: u32,
     pub buf: Box<[u8]>,
     pub len: usize,
-    /// When it is due to leave (before any stall rebasing).
+    /// When it is due to leave: the time its RTP timestamp names.
     pub release: Timestamp,
     /// Payload bytes, for the sender report's octet count.
     pub payload_len: usize,
@@ -37,8 +39,9 @@ impl PacketRing {
     pub fn new(capacity: usize, slot_size: usize) -> Self {
         let capacity = capacity.max(1);
         let free = ArrayQueue::new(capacity);
-        for _ in 0..capacity {
+        for id in 0..capacity {
             let slot = Slot {
+                id: id as u32,
                 buf: vec![0u8; slot_size.max(1)].into_boxed_slice(),
                 len: 0,
                 release: Timestamp::ZERO,

@@ -8,19 +8,27 @@
 //! - the calling thread runs RTCP: sender reports out, receiver reports in, status.
 
 use crate::clock::Clock;
-use crate::pacer::{Pacer, PacerCounters, Step};
+use crate::pacer::{Pacer, Step};
+use crate::pacing_thread::PacingThreadConfig;
 use crate::ring::PacketRing;
 use crate::run::RunLimit;
+use crate::streams::rtcp::{exchange, say_bye};
+use crate::streams::stream::{lock, StreamRt};
+use crate::streams::{MediaOut, RtcpOut};
 use crate::thread::RtPolicy;
 use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
 use crate::wait::WaiterConfig;
+use metronome_cc::FixedRate;
 use metronome_media::{MediaError, TsSource};
-use metronome_sched::{PacingConfig, PacingStats, WaitSelectorConfig, WaitSelectorStats};
-use metronome_session::sender::{
-    Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReports, SenderReportsConfig,
+use metronome_sched::{
+    PacingConfig, PacingStats, TaskParams, WaitSelectorConfig, WaitSelectorStats,
 };
-use metronome_time::MediaClock;
+use metronome_session::sender::{
+    JobConfig, Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReportsConfig, SenderSession,
+    SenderSessionConfig,
+};
+use metronome_time::{Bitrate, MediaClock};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
 use serde::Serialize;
 use std::os::fd::AsRawFd;
@@ -43,6 +51,7 @@ pub struct SenderConfig {
     /// When `WaitPolicy::Auto` switches between sleeping and busy-polling.
     pub wait_selector: WaitSelectorConfig,
     pub waiter: WaiterConfig,
+    /// What the stream does after a stall: catch up at a bounded rate, or drop what is late.
     pub pacing: PacingConfig,
     pub pacer_cpu: Option<usize>,
     pub lock_memory: bool,
@@ -81,6 +90,21 @@ impl SenderConfig {
             preroll: Duration::from_millis(200),
             socket: SocketOptions::default(),
             seed,
+        }
+    }
+}
+
+impl SenderConfig {
+    /// How the pacing thread is set up.
+    pub fn pacing_thread(&self) -> PacingThreadConfig {
+        PacingThreadConfig {
+            rt_policy: self.rt_policy,
+            wait: self.wait,
+            waiter: self.waiter,
+            wait_selector: self.wait_selector,
+            cpu: self.pacer_cpu,
+            lock_memory: self.lock_memory,
+            baseline: self.pacer == PacerKind::PlainSleep,
         }
     }
 }
@@ -127,13 +151,11 @@ pub enum SendError {
     Socket(&'static str, std::io::Error),
 }
 
-/// What the threads of one stream share.
+/// What the threads of one stream share besides the stream itself.
 #[derive(Default)]
 struct Shared {
     stop: AtomicBool,
-    producer_done: AtomicBool,
     pacer_done: AtomicBool,
-    counters: PacerCounters,
 }
 
 /// A status snapshot, about once a second.
@@ -165,7 +187,10 @@ pub struct SenderOutcome {
     pub bitrate_bps: f64,
     pub send_errors: u64,
     pub underruns: u64,
+    /// Packets per job deadline missed (a packet is its own job: due time + one interval).
+    pub deadline_misses: u64,
     pub ring_slots: usize,
+    /// Lateness, stalls, and what catching up or dropping did.
     pub pacing: PacingStats,
     /// With `WaitPolicy::Auto`: time spent sleeping-then-spinning and busy-polling.
     pub wait_modes: WaitSelectorStats,
@@ -185,29 +210,30 @@ pub fn run_sender(
     if cfg.destinations.is_empty() {
         return Err(SendError::NoDestination);
     }
-    let senders = cfg
+    let outputs = cfg
         .destinations
         .iter()
-        .map(|d| UdpSender::open(d, &cfg.socket))
+        .map(|d| UdpSender::open(d, &cfg.socket).map(|s| MediaOut::Udp(Arc::new(s))))
         .collect::<Result<Vec<_>, _>>()?;
     let rtcp_opts = SocketOptions {
         buffer_bytes: 256 << 10,
         read_timeout: Some(Duration::from_millis(5)),
     };
-    let rtcp = cfg
+    let rtcp_socks = cfg
         .destinations
         .iter()
         .map(|d| RtcpSocket::open_for_sender(d, &rtcp_opts))
         .collect::<Result<Vec<_>, _>>()?;
-    for s in &rtcp {
+    for s in &rtcp_socks {
         // Drained after poll(2) says readable: never block the RTCP loop on an empty socket.
         s.socket()
             .set_nonblocking(true)
             .map_err(|e| SendError::Socket("RTCP", e))?;
     }
     let description = source.describe();
-    // The session bandwidth for the RTCP interval (RFC 3550 §6.2).
-    let session_bw_bps = source.nominal_bitrate().unwrap_or(5_000_000);
+    // The session bandwidth for the RTCP interval (RFC 3550 §6.2), and the rate catching up is
+    // a multiple of.
+    let bitrate_bps = source.nominal_bitrate().unwrap_or(5_000_000);
     let clock = Arc::new(Clock::new());
     let epoch = clock.now() + cfg.preroll;
     let rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
@@ -216,31 +242,39 @@ pub fn run_sender(
         ..PacketizerConfig::mp2t(cfg.ssrc, (cfg.seed >> 32) as u16, rtp_ts_base)
     };
     let mut packetizer = Mp2tPacketizer::new(pcfg, epoch);
-    let ring = Arc::new(PacketRing::new(
-        cfg.ring_slots,
-        1316 + 12 + SEND_TIME_EXT_LEN,
+    let rt = Arc::new(single_stream(
+        &cfg,
+        bitrate_bps,
+        epoch,
+        rtp_ts_base,
+        outputs,
     ));
+    let rtcp: Vec<RtcpOut> = rtcp_socks
+        .into_iter()
+        .map(|s| RtcpOut::Udp(Arc::new(s)))
+        .collect();
     let shared = Arc::new(Shared::default());
 
     let producer = {
-        let (ring, shared) = (ring.clone(), shared.clone());
+        let (rt, shared) = (rt.clone(), shared.clone());
         std::thread::Builder::new()
             .name("metronome-producer".into())
             .spawn(move || {
-                let r = produce(&mut *source, &mut packetizer, &ring, &shared);
-                shared.producer_done.store(true, Ordering::Release);
+                let r = produce(&mut *source, &mut packetizer, &rt.ring, &shared.stop);
+                rt.producer_done.store(true, Ordering::Release);
                 r
             })
             .map_err(|e| SendError::Thread("producer", e))?
     };
     let pacer = {
-        let (ring, shared, clock, cfg) = (ring.clone(), shared.clone(), clock.clone(), cfg.clone());
+        let (rt, shared, clock) = (rt.clone(), shared.clone(), clock.clone());
+        let thread_cfg = cfg.pacing_thread();
         std::thread::Builder::new()
             .name("metronome-pacer".into())
             .spawn(move || {
-                let mut pacer = Pacer::start(&cfg, &ring, &senders, &clock);
+                let mut pacer = Pacer::start(&thread_cfg, &rt, &clock);
                 while !shared.stop.load(Ordering::Relaxed) {
-                    match pacer.step(&shared.counters, &shared.producer_done) {
+                    match pacer.step() {
                         Step::Sent => {}
                         Step::Empty => std::thread::sleep(Duration::from_micros(200)),
                         Step::Done => break,
@@ -252,23 +286,11 @@ pub fn run_sender(
             .map_err(|e| SendError::Thread("pacer", e))?
     };
 
-    let mut reports = SenderReports::new(
-        SenderReportsConfig {
-            ssrc: cfg.ssrc,
-            cname: cfg.cname.clone(),
-            clock: MediaClock::VIDEO_90K,
-            rtp_ts_base,
-            session_bw_bps,
-            rtcp_min_interval: cfg.rtcp_min_interval,
-            max_receivers: 256,
-            seed: cfg.seed ^ 0x5352,
-        },
-        epoch,
-    );
     let start = clock.now();
     let mut next_status = start + Duration::from_secs(1);
     let mut buf = [0u8; 1500];
     let limit = RunLimit::new(start, cfg.duration, &stop);
+    let c = &rt.counters;
     let ended_by = loop {
         let now = clock.now();
         if let Some(why) = limit.ended(now) {
@@ -277,30 +299,17 @@ pub fn run_sender(
         if shared.pacer_done.load(Ordering::Acquire) {
             break "end of input";
         }
-        record_sent(&mut reports, &shared.counters);
-        if let Some(n) = reports.poll_transmit(now, clock.wall(), &mut buf) {
-            for s in &rtcp {
-                let _ = s.send(&buf[..n]);
-            }
-        }
+        exchange(&mut *lock(&rt.session), &rtcp, &clock, &mut buf);
         wait_readable(&rtcp, Duration::from_millis(20));
-        for s in &rtcp {
-            while let Ok(meta) = s.recv(&mut buf) {
-                // The kernel's receive time, so that the RTT does not include our own latency.
-                let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-                reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
-            }
-        }
-        while reports.poll_event().is_some() {}
         if now >= next_status {
             next_status = now + Duration::from_secs(1);
             on_status(&SenderStatus {
                 elapsed: now.saturating_since(epoch),
-                packets: shared.counters.packets.load(Ordering::Relaxed),
-                bytes: shared.counters.bytes.load(Ordering::Relaxed),
-                max_late_us: shared.counters.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
-                ring_occupancy: ring.occupancy(),
-                receivers: reports.receivers().to_vec(),
+                packets: c.packets.load(Ordering::Relaxed),
+                bytes: c.bytes.load(Ordering::Relaxed),
+                max_late_us: c.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+                ring_occupancy: rt.ring.occupancy(),
+                receivers: lock(&rt.session).reports().receivers().to_vec(),
             });
         }
     };
@@ -308,17 +317,13 @@ pub fn run_sender(
     let pacer = pacer.join().expect("the pacer thread does not panic");
     let produced = producer.join().expect("the producer thread does not panic");
     let end = clock.now();
-    record_sent(&mut reports, &shared.counters);
-    if let Some(n) = reports.bye(end, clock.wall(), &mut buf) {
-        for s in &rtcp {
-            let _ = s.send(&buf[..n]);
-        }
-    }
+    let session = &mut *lock(&rt.session);
+    say_bye(session, &rtcp, &clock, &mut buf);
     produced?;
     let duration_s = end.saturating_since(start).as_secs_f64();
     // The stream itself starts at the first release time, after the preroll.
     let streamed_s = end.saturating_since(epoch).as_secs_f64();
-    let bytes = shared.counters.bytes.load(Ordering::Relaxed);
+    let stats = session.stats();
     Ok(SenderOutcome {
         source: description,
         destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
@@ -330,17 +335,18 @@ pub fn run_sender(
         },
         ended_by,
         duration_s,
-        packets: shared.counters.packets.load(Ordering::Relaxed),
-        bytes,
+        packets: stats.packets,
+        bytes: stats.bytes,
         bitrate_bps: if streamed_s > 0.0 {
-            bytes as f64 * 8.0 / streamed_s
+            stats.bytes as f64 * 8.0 / streamed_s
         } else {
             0.0
         },
-        send_errors: shared.counters.send_errors.load(Ordering::Relaxed),
-        underruns: shared.counters.underruns.load(Ordering::Relaxed),
+        send_errors: c.send_errors.load(Ordering::Relaxed),
+        underruns: stats.underruns,
+        deadline_misses: stats.deadline_misses,
         ring_slots: cfg.ring_slots,
-        pacing: pacer.pacing.stats(),
+        pacing: stats.pacing,
         wait_modes: pacer.wait_modes,
         final_spin_margin_us: pacer.margin_ns as f64 / 1000.0,
         pacer_cpu_percent: if duration_s > 0.0 {
@@ -348,8 +354,64 @@ pub fn run_sender(
         } else {
             0.0
         },
-        receivers: reports.receivers().to_vec(),
+        receivers: session.reports().receivers().to_vec(),
     })
+}
+
+/// The stream `run_sender` sends: one packet per job, due one packet interval apart.
+pub fn single_stream(
+    cfg: &SenderConfig,
+    bitrate_bps: u64,
+    epoch: metronome_time::Timestamp,
+    rtp_ts_base: u32,
+    outputs: Vec<MediaOut>,
+) -> StreamRt {
+    let header = 12
+        + if cfg.send_time_ext {
+            SEND_TIME_EXT_LEN
+        } else {
+            0
+        };
+    let wire_bits = ((1316 + header) * 8) as u64;
+    let interval = Duration::from_nanos(wire_bits * 1_000_000_000 / bitrate_bps.max(1));
+    let task = TaskParams {
+        period: interval,
+        deadline: interval,
+        cost: Duration::ZERO,
+        bitrate_bps,
+    };
+    let session = SenderSession::new(
+        SenderSessionConfig {
+            reports: SenderReportsConfig {
+                ssrc: cfg.ssrc,
+                cname: cfg.cname.clone(),
+                clock: MediaClock::VIDEO_90K,
+                rtp_ts_base,
+                session_bw_bps: bitrate_bps,
+                rtcp_min_interval: cfg.rtcp_min_interval,
+                max_receivers: 256,
+                seed: cfg.seed ^ 0x5352,
+            },
+            pacing: cfg.pacing,
+            jobs: JobConfig {
+                period: None,
+                deadline: interval,
+            },
+            queue_capacity: cfg.ring_slots,
+        },
+        epoch,
+        Box::new(FixedRate::new(Bitrate::bps(bitrate_bps))),
+    );
+    StreamRt::new(
+        0,
+        "stream".into(),
+        task,
+        epoch,
+        PacketRing::new(cfg.ring_slots, 1316 + 12 + SEND_TIME_EXT_LEN),
+        outputs,
+        cfg.send_time_ext,
+        session,
+    )
 }
 
 /// The producer: source → packetizer → ring, running ahead of the pacer by up to the ring size.
@@ -357,10 +419,10 @@ fn produce(
     source: &mut dyn TsSource,
     packetizer: &mut Mp2tPacketizer,
     ring: &PacketRing,
-    shared: &Shared,
+    stop: &AtomicBool,
 ) -> Result<(), MediaError> {
     let mut ts = [0u8; 188];
-    'slots: while !shared.stop.load(Ordering::Relaxed) {
+    'slots: while !stop.load(Ordering::Relaxed) {
         let Some(mut slot) = ring.take_free() else {
             // The ring is full: the producer is far enough ahead.
             std::thread::sleep(Duration::from_millis(2));
@@ -392,21 +454,14 @@ fn produce(
     Ok(())
 }
 
-/// Tells the sender reports what the pacer has actually sent, and how far stalls shifted it.
-fn record_sent(reports: &mut SenderReports, c: &PacerCounters) {
-    reports.record_sent(
-        c.packets.load(Ordering::Relaxed),
-        c.payload_octets.load(Ordering::Relaxed),
-    );
-    reports.set_schedule_offset(Duration::from_nanos(
-        c.schedule_offset_ns.load(Ordering::Relaxed),
-    ));
-}
-
 /// Waits until one of the RTCP sockets is readable, or `timeout`.
-fn wait_readable(socks: &[RtcpSocket], timeout: Duration) {
+fn wait_readable(socks: &[RtcpOut], timeout: Duration) {
     let mut fds: Vec<libc::pollfd> = socks
         .iter()
+        .filter_map(|s| match s {
+            RtcpOut::Udp(s) => Some(s),
+            RtcpOut::Interleaved { .. } => None,
+        })
         .map(|s| libc::pollfd {
             fd: s.socket().as_raw_fd(),
             events: libc::POLLIN,

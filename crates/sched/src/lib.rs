@@ -14,8 +14,9 @@
 //!   job, re-picked after every packet; allocation-free after construction.
 //! - [`sim`]: a deterministic virtual-time simulation of one core's pacer over the
 //!   dispatcher, periodic or sporadic (seeded), counting deadline misses.
-//! - [`pacing`]: the pacing model of one stream: release time → target send time, lateness
-//!   accounting, and the stall policy (never catch up with a burst unless asked to).
+//! - [`pacing`]: the pacing model of one stream: when a packet leaves, lateness accounting, and
+//!   what happens after a stall (catch up at a bounded rate, or drop what is late); the schedule
+//!   itself never moves.
 //! - [`wait_choice`]: whether the pacer sleeps-then-spins or busy-polls, chosen by the lateness
 //!   it sees.
 //! - [`st2110`]: SMPTE ST 2110-21 sender pacing models for uncompressed video (narrow gapped,
@@ -40,7 +41,7 @@ pub use admission::{
 pub use analysis::{cmp_utilisation, compare_utilisation, dm_test, edf_test, utilisation};
 pub use analysis::{Budget, DemandPoint, DmReport, DmViolation, EdfReport, EdfViolation};
 pub use dispatch::{Dispatcher, Job};
-pub use pacing::{PacingConfig, PacingModel, PacingStats, StallPolicy};
+pub use pacing::{Decision, LatePolicy, PacingConfig, PacingModel, PacingStats};
 pub use sim::{simulate, Release, SimOutcome, SimTask, SimTaskOutcome};
 pub use st2110::{Conformance, ConformanceSummary, FrameFormat, FrameSchedule, SenderType};
 pub use task::{Policy, TaskParams, TaskProblem, MAX_PERIOD};

@@ -8,13 +8,16 @@
 //! - [`SeqUnwrapper`] and [`RtpTsUnwrapper`]: extend 16-bit sequence numbers and 32-bit RTP timestamps
 //!   with a rollover count.
 //! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
+//! - [`Bitrate`]: a rate in bit/s, and how long bytes take at it.
 
 mod dist;
 mod ntp;
+mod rate;
 mod unwrap;
 
 pub use dist::{Distribution, Summary};
 pub use ntp::NtpTime;
+pub use rate::Bitrate;
 pub use unwrap::{RtpTsUnwrapper, SeqUnwrapper};
 
 use std::fmt;

@@ -12,15 +12,13 @@
 
 use super::out::RawOut;
 use super::ring::{FrameRing, FrameSlot};
-use crate::clock::{thread_cpu_s, Clock};
+use crate::clock::Clock;
+use crate::pacing_thread::{PacingThread, PacingThreadConfig};
 use crate::sender::WaitPolicy;
-use crate::thread::{self, Granted, RtPolicy};
+use crate::thread::RtPolicy;
 use crate::udp::GSO_MAX_SEGMENTS;
-use crate::wait::{WaitMode, Waiter, WaiterConfig};
-use metronome_sched::{
-    FrameSchedule, SenderType, ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig,
-    WaitSelectorStats,
-};
+use crate::wait::WaiterConfig;
+use metronome_sched::{FrameSchedule, SenderType, WaitSelectorConfig, WaitSelectorStats};
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,13 +86,9 @@ pub struct RawPacer<'a> {
     clock: &'a Clock,
     schedule: FrameSchedule,
     s: PacerSettings,
-    auto: bool,
     max_batch: usize,
-    waiter: Waiter,
-    selector: WaitSelector,
-    guard: ThrottleGuard,
+    thread: PacingThread,
     r: PacerResult,
-    cpu_start: f64,
 }
 
 impl<'a> RawPacer<'a> {
@@ -105,43 +99,38 @@ impl<'a> RawPacer<'a> {
         sender: &'a RawOut,
         clock: &'a Clock,
     ) -> Self {
-        let mut waiter_cfg = s.waiter;
-        let mut selector_cfg = s.wait_selector;
+        let mut waiter = s.waiter;
+        let mut wait_selector = s.wait_selector;
+        let mut wait = s.wait;
         if schedule.sender_type() == SenderType::Burst {
-            waiter_cfg.min_margin_ns = BURST_SPIN_NS;
-            waiter_cfg.max_margin_ns = BURST_SPIN_NS;
-            waiter_cfg.initial_margin_ns = BURST_SPIN_NS;
+            waiter.min_margin_ns = BURST_SPIN_NS;
+            waiter.max_margin_ns = BURST_SPIN_NS;
+            waiter.initial_margin_ns = BURST_SPIN_NS;
+            // A burst pacer wakes once a frame: sleeping then spinning costs next to nothing,
+            // and one late wake-up among 25 a second would make the selector busy-poll a
+            // whole core for 20 s. The paced models follow the load.
+            if wait == WaitPolicy::Auto {
+                wait = WaitPolicy::SleepSpin;
+            }
         } else {
             // A packet late by less than half the packet spacing stays within the model's
             // limits (it can only meet the next one, raising Cinst by one): sleeping is good
             // enough at low packet rates, and the selector should not busy-poll for them.
             let trs = schedule.format().trs(schedule.read_schedule());
-            selector_cfg.late_threshold = selector_cfg.late_threshold.max(trs / 2);
+            wait_selector.late_threshold = wait_selector.late_threshold.max(trs / 2);
         }
-        let g = thread::make_current_thread_realtime(s.rt_policy);
-        if let Granted::Deadline { runtime, .. } = g.granted {
-            waiter_cfg.fit_deadline_runtime(runtime);
-        }
-        let memory = if s.lock_memory {
-            match thread::lock_memory() {
-                Ok(()) => "locked".to_string(),
-                Err(e) => format!("not locked: {e}"),
-            }
-        } else {
-            "not requested".to_string()
-        };
-        let _ = thread::set_timer_slack_ns(1);
-        if s.wait == WaitPolicy::BusyPoll && s.rt_policy == RtPolicy::Other {
-            thread::spin_at_top_nice();
-        }
-        if let Some(cpu) = s.cpu {
-            let _ = thread::pin_to_cpu(cpu);
-        }
-        let mode = match s.wait {
-            WaitPolicy::BusyPoll => WaitMode::BusyPoll,
-            WaitPolicy::SleepSpin | WaitPolicy::Auto => WaitMode::SleepSpin,
-        };
-        let cpu_start = thread_cpu_s();
+        let thread = PacingThread::start(
+            &PacingThreadConfig {
+                rt_policy: s.rt_policy,
+                wait,
+                waiter,
+                wait_selector,
+                cpu: s.cpu,
+                lock_memory: s.lock_memory,
+                baseline: false,
+            },
+            clock,
+        );
         let limits = schedule.limits();
         let max_batch = match schedule.sender_type() {
             SenderType::Burst => usize::MAX,
@@ -157,17 +146,11 @@ impl<'a> RawPacer<'a> {
             sender,
             clock,
             schedule,
-            // A burst pacer wakes once a frame: sleeping then spinning costs next to nothing,
-            // and one late wake-up among 25 a second would make the selector busy-poll a
-            // whole core for 20 s. The paced models follow the load.
-            auto: s.wait == WaitPolicy::Auto && schedule.sender_type() != SenderType::Burst,
-            waiter: Waiter::with_config(mode, waiter_cfg),
-            selector: WaitSelector::new(selector_cfg),
-            guard: ThrottleGuard::new(clock.now(), cpu_start),
+            thread,
             s,
             r: PacerResult {
-                grant: g.to_string(),
-                memory,
+                grant: String::new(),
+                memory: String::new(),
                 cpu_s: 0.0,
                 send_lateness: Distribution::new(),
                 batch_lateness: Distribution::new(),
@@ -180,7 +163,6 @@ impl<'a> RawPacer<'a> {
                 throttle_guard_trips: 0,
                 max_batch: None,
             },
-            cpu_start,
         }
     }
 
@@ -299,10 +281,7 @@ impl<'a> RawPacer<'a> {
 
     /// Waits for `due`; returns the time the wait ended.
     fn wait_until(&mut self, due: Timestamp) -> Timestamp {
-        let mono = self
-            .waiter
-            .wait_until(self.clock.mono_ns_from_timestamp(due));
-        self.clock.timestamp_from_mono_ns(mono)
+        self.thread.wait_until(self.clock, due)
     }
 
     /// Sends packets `a..b`; returns how many left.
@@ -349,23 +328,9 @@ impl<'a> RawPacer<'a> {
     }
 
     /// Switches between sleeping and busy-polling as the wait selector and the RT throttling
-    /// guard decide (as the multi-stream pacers do).
+    /// guard decide (as every pacing thread does).
     fn follow_load(&mut self, now: Timestamp, late: Duration) {
-        if !self.auto {
-            return;
-        }
-        if self.guard.due(now) {
-            let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
-            if self.guard.on_window(now, thread_cpu_s(), sleeping) {
-                self.waiter
-                    .apply_choice(WaitChoice::BusyPoll, self.s.rt_policy);
-            }
-        }
-        match self.selector.on_sent(now, late) {
-            Some(WaitChoice::SleepSpin) if self.guard.holds_busy(now) => {}
-            Some(choice) => self.waiter.apply_choice(choice, self.s.rt_policy),
-            None => {}
-        }
+        self.thread.follow_load(now, late);
     }
 
     /// Most packets in one send call (unbounded for a burst).
@@ -374,9 +339,12 @@ impl<'a> RawPacer<'a> {
     }
 
     pub fn finish(mut self) -> PacerResult {
-        self.r.cpu_s = thread_cpu_s() - self.cpu_start;
-        self.r.wait_modes = self.selector.stats(self.clock.now());
-        self.r.throttle_guard_trips = self.guard.trips();
+        let t = self.thread.report(self.clock);
+        self.r.grant = t.grant;
+        self.r.memory = t.memory;
+        self.r.cpu_s = t.cpu_s;
+        self.r.wait_modes = t.wait_modes;
+        self.r.throttle_guard_trips = t.throttle_guard_trips;
         self.r.max_batch = (self.max_batch != usize::MAX).then_some(self.max_batch);
         self.r
     }

@@ -7,15 +7,11 @@
 //! stream table, the dispatcher and the lists are sized when the core starts, so the loop
 //! allocates nothing.
 
-use super::stream::{Cursor, Load, StreamRt};
-use crate::clock::{thread_cpu_s, Clock};
-use crate::thread::{self, Granted, RtPolicy};
-use crate::wait::{WaitMode, Waiter, WaiterConfig};
+use super::stream::{Cursor, Load, Sent, StreamRt};
+use crate::clock::Clock;
+use crate::pacing_thread::{PacingThread, PacingThreadConfig};
 use crossbeam_queue::ArrayQueue;
-use metronome_sched::WaitSelectorStats;
-use metronome_sched::{
-    Dispatcher, Job, Policy, ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig,
-};
+use metronome_sched::{Dispatcher, Job, Policy, WaitSelectorStats};
 use metronome_time::{Distribution, Timestamp};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,14 +21,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct CoreConfig {
     pub policy: Policy,
-    pub rt_policy: RtPolicy,
-    /// Switch between sleeping and busy-polling as lateness demands (`WaitPolicy::Auto`).
-    pub auto_wait: bool,
-    pub first_mode: WaitMode,
-    pub waiter: WaiterConfig,
-    pub wait_selector: WaitSelectorConfig,
-    pub cpu: Option<usize>,
-    pub lock_memory: bool,
+    pub thread: PacingThreadConfig,
     /// Most streams this core can carry.
     pub capacity: usize,
 }
@@ -87,62 +76,47 @@ struct Entry {
 }
 
 struct CoreLoop<'a> {
-    cfg: &'a CoreConfig,
     shared: &'a CoreShared,
     clock: &'a Clock,
     table: Vec<Option<Entry>>,
     dispatcher: Dispatcher,
     idle: Vec<usize>,
-    waiter: Waiter,
-    selector: WaitSelector,
-    guard: ThrottleGuard,
+    thread: PacingThread,
+    /// Streams in the table.
+    streams: usize,
 }
+
+/// With streams, the thread looks at its commands and idle streams at least this often.
+const BUSY_LOOK: Duration = Duration::from_millis(1);
+/// With no stream at all, it sleeps this long between looks: an idle server idles.
+const IDLE_LOOK: Duration = Duration::from_millis(20);
 
 /// Runs a core's pacing thread until `shared.stop` is set. Call on the thread itself.
 pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResult {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
     shared.tid.store(tid, Ordering::Release);
-    let mut waiter_cfg = cfg.waiter;
-    let grant = thread::make_current_thread_realtime(cfg.rt_policy);
-    if let Granted::Deadline { runtime, .. } = grant.granted {
-        waiter_cfg.fit_deadline_runtime(runtime);
-    }
-    let mut description = grant.to_string();
-    if cfg.lock_memory {
-        if let Err(e) = thread::lock_memory() {
-            description.push_str(&format!("; memory not locked: {e}"));
-        }
-    }
-    let _ = thread::set_timer_slack_ns(1);
-    if let Some(cpu) = cfg.cpu {
-        let _ = thread::pin_to_cpu(cpu);
-    }
-    if cfg.first_mode == WaitMode::BusyPoll && cfg.rt_policy == RtPolicy::Other {
-        thread::spin_at_top_nice();
-    }
-    *super::stream::lock(&shared.grant) = description;
-    let cpu_start = thread_cpu_s();
+    let thread = PacingThread::start(&cfg.thread, clock);
+    *super::stream::lock(&shared.grant) = thread.grant().to_string();
     let mut core = CoreLoop {
-        cfg: &cfg,
         shared,
         clock,
         table: (0..cfg.capacity).map(|_| None).collect(),
         dispatcher: Dispatcher::new(cfg.policy, cfg.capacity),
         idle: Vec::with_capacity(cfg.capacity),
-        waiter: Waiter::with_config(cfg.first_mode, waiter_cfg),
-        selector: WaitSelector::new(cfg.wait_selector),
-        guard: ThrottleGuard::new(clock.now(), cpu_start),
+        thread,
+        streams: 0,
     };
     shared.ready.store(true, Ordering::Release);
     while !shared.stop.load(Ordering::Relaxed) {
         core.step();
     }
     core.release_all();
+    let r = core.thread.report(clock);
     CoreResult {
-        cpu_s: thread_cpu_s() - cpu_start,
-        throttle_guard_trips: core.guard.trips(),
-        wait_modes: core.selector.stats(clock.now()),
+        cpu_s: r.cpu_s,
+        throttle_guard_trips: r.throttle_guard_trips,
+        wait_modes: r.wait_modes,
     }
 }
 
@@ -153,37 +127,52 @@ impl CoreLoop<'_> {
         self.apply_commands();
         self.feed_idle();
         let now = self.clock.now();
-        if self.cfg.auto_wait && self.guard.due(now) {
-            self.check_throttling(now);
-        }
+        self.thread.check_throttling(now);
         if let Some(job) = self.dispatcher.pop(now) {
             self.send(job.stream);
             return;
         }
-        // Nothing released: sleep (or spin) until the next release, but look at the command
-        // queue and the idle streams at least every millisecond.
-        let cap = now + Duration::from_millis(1);
-        let wake = self.dispatcher.next_release().map_or(cap, |r| r.min(cap));
-        self.waiter
-            .wait_until(self.clock.mono_ns_from_timestamp(wake));
+        // Nothing released: wait for the next release, but look at the command queue and the
+        // idle streams now and then.
+        let look = if self.streams == 0 {
+            IDLE_LOOK
+        } else {
+            BUSY_LOOK
+        };
+        let next = self.dispatcher.next_release().unwrap_or(Timestamp::MAX);
+        self.thread.idle_until(self.clock, next, look);
     }
 
     fn send(&mut self, slot: usize) {
         let Some(Some(e)) = self.table.get_mut(slot) else {
             return;
         };
-        let Some(late) = e.cursor.send(&e.rt, self.clock) else {
+        let Some(sent) = e.cursor.send(&e.rt, self.clock) else {
             return;
         };
-        let late_ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-        if let Ok(mut d) = self.shared.lateness.try_lock() {
-            d.record(late_ns);
+        let late = match sent {
+            Sent::Sent(late) => late,
+            // Catching up is rate-bounded: the job comes back when its packet may leave.
+            Sent::NotYet(job) => {
+                self.dispatcher.submit(Job {
+                    stream: slot,
+                    release: job.release,
+                    deadline: job.deadline,
+                });
+                return;
+            }
+            Sent::Dropped => Duration::ZERO,
+        };
+        if sent != Sent::Dropped {
+            if let Ok(mut d) = self.shared.lateness.try_lock() {
+                d.record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
+            }
         }
-        let next = e.cursor.load(&e.rt);
+        let now = self.clock.now();
+        let next = e.cursor.load(&e.rt, now);
         self.after_load(slot, next);
-        if self.cfg.auto_wait {
-            let now = self.clock.now();
-            self.follow_load(now, late);
+        if sent != Sent::Dropped {
+            self.thread.follow_load(now, late);
         }
     }
 
@@ -214,8 +203,9 @@ impl CoreLoop<'_> {
         let mut i = 0;
         while i < self.idle.len() {
             let slot = self.idle[i];
+            let now = self.clock.now();
             let load = match self.table.get_mut(slot) {
-                Some(Some(e)) => e.cursor.load(&e.rt),
+                Some(Some(e)) => e.cursor.load(&e.rt, now),
                 _ => Load::Done,
             };
             match load {
@@ -260,6 +250,7 @@ impl CoreLoop<'_> {
             return;
         };
         self.dispatcher.set_priority(slot, rt.deadline());
+        self.streams += 1;
         self.table[slot] = Some(Entry {
             rt,
             cursor: Cursor::default(),
@@ -274,6 +265,7 @@ impl CoreLoop<'_> {
             self.idle.swap_remove(pos);
         }
         if let Some(mut e) = self.table.get_mut(slot).and_then(Option::take) {
+            self.streams -= 1;
             e.cursor.release(&e.rt);
             e.rt.finished.store(true, Ordering::Release);
         }
@@ -284,25 +276,6 @@ impl CoreLoop<'_> {
             if self.table[slot].is_some() {
                 self.drop_stream(slot);
             }
-        }
-    }
-
-    /// Busy-polls when the RT throttling guard says the thread barely sleeps anyway.
-    fn check_throttling(&mut self, now: Timestamp) {
-        let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
-        if self.guard.on_window(now, thread_cpu_s(), sleeping) {
-            self.waiter
-                .apply_choice(WaitChoice::BusyPoll, self.cfg.rt_policy);
-        }
-    }
-
-    /// Switches between sleeping and busy-polling as the wait selector decides (as the
-    /// single-stream pacer does), except while the throttling guard holds busy-polling.
-    fn follow_load(&mut self, now: metronome_time::Timestamp, late: Duration) {
-        match self.selector.on_sent(now, late) {
-            Some(WaitChoice::SleepSpin) if self.guard.holds_busy(now) => {}
-            Some(choice) => self.waiter.apply_choice(choice, self.cfg.rt_policy),
-            None => {}
         }
     }
 }

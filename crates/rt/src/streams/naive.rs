@@ -3,7 +3,7 @@
 //! sends it. The same [`Cursor`] does the sending and the accounting, so only the scheduling
 //! differs from the real-time cores.
 
-use super::stream::{Cursor, Load, StreamRt};
+use super::stream::{Cursor, Load, Sent, StreamRt};
 use crate::clock::Clock;
 use metronome_time::Distribution;
 use std::sync::atomic::Ordering;
@@ -14,13 +14,21 @@ use std::time::Duration;
 pub fn run_naive(rt: &StreamRt, clock: &Clock, total: &Mutex<Distribution>) {
     let mut cursor = Cursor::default();
     while !rt.stop.load(Ordering::Relaxed) {
-        match cursor.load(rt) {
+        match cursor.load(rt, clock.now()) {
             Load::Ready(job) => {
-                std::thread::sleep(job.release.saturating_since(clock.now()));
-                if let Some(late) = cursor.send(rt, clock) {
-                    let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
-                    if let Ok(mut d) = total.lock() {
-                        d.record(ns);
+                let mut release = job.release;
+                loop {
+                    std::thread::sleep(release.saturating_since(clock.now()));
+                    match cursor.send(rt, clock) {
+                        Some(Sent::NotYet(j)) => release = j.release,
+                        Some(Sent::Sent(late)) => {
+                            let ns = u64::try_from(late.as_nanos()).unwrap_or(u64::MAX);
+                            if let Ok(mut d) = total.lock() {
+                                d.record(ns);
+                            }
+                            break;
+                        }
+                        Some(Sent::Dropped) | None => break,
                     }
                 }
             }

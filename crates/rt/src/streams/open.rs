@@ -5,22 +5,23 @@ use super::calibrate::Calibration;
 use super::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 use super::server::ServerConfig;
 use super::spec::{format_bitrate, SourceSpec, StreamSpec};
-use super::stream::{StreamCounters, StreamRt};
+use super::stream::StreamRt;
 use crate::clock::Clock;
 use crate::control::ControlError;
 use crate::ring::PacketRing;
 use crate::udp::{RtcpSocket, SocketOptions, UdpSender};
 use crate::url::RtpUrl;
+use metronome_cc::FixedRate;
 use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSource};
 use metronome_sched::phase::staggered_start;
-use metronome_sched::{PacingConfig, PacingModel, TaskParams};
+use metronome_sched::{PacingConfig, TaskParams};
 use metronome_session::sender::{
-    Mp2tPacketizer, PacketizerConfig, SenderReports, SenderReportsConfig,
+    JobConfig, Mp2tPacketizer, PacketizerConfig, SenderReportsConfig, SenderSession,
+    SenderSessionConfig,
 };
-use metronome_time::MediaClock;
+use metronome_time::{Bitrate, MediaClock};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// RTP/MP2T payload: seven TS packets (RFC 2250).
@@ -36,7 +37,6 @@ pub(super) struct Opened {
     pub source: Box<dyn TsSource>,
     pub packetizer: Mp2tPacketizer,
     pub rtcp: Vec<RtcpOut>,
-    pub reports: SenderReports,
     pub description: String,
     pub start: StartInfo,
 }
@@ -130,45 +130,52 @@ pub(super) fn open_stream(
         },
         epoch,
     );
-    let reports = SenderReports::new(
-        SenderReportsConfig {
-            ssrc,
-            cname: format!("metronome-{ssrc:08x}-{}", spec.name),
-            clock: MediaClock::VIDEO_90K,
-            rtp_ts_base,
-            session_bw_bps: ts_bitrate,
-            rtcp_min_interval: cfg.rtcp_min_interval,
-            max_receivers: 256,
-            seed: seed ^ 0x5352,
+    let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
+    let session = SenderSession::new(
+        SenderSessionConfig {
+            reports: SenderReportsConfig {
+                ssrc,
+                cname: format!("metronome-{ssrc:08x}-{}", spec.name),
+                clock: MediaClock::VIDEO_90K,
+                rtp_ts_base,
+                session_bw_bps: ts_bitrate,
+                rtcp_min_interval: cfg.rtcp_min_interval,
+                max_receivers: 256,
+                seed: seed ^ 0x5352,
+            },
+            pacing: PacingConfig {
+                link_capacity: cfg.link_capacity_bps.map(Bitrate::bps),
+                // A late job still leaves as the burst it is: one period's worth of bytes.
+                catch_up_burst_bytes: spec.period.map_or(0, |t| {
+                    (t.as_secs_f64() * task.bitrate_bps as f64 / 8.0).ceil() as u64
+                }),
+                ..cfg.pacing
+            },
+            jobs: JobConfig {
+                period: spec.period,
+                deadline: task.deadline,
+            },
+            queue_capacity: ring_slots,
         },
         epoch,
+        Box::new(FixedRate::new(Bitrate::bps(task.bitrate_bps))),
     );
-    let rt = Arc::new(StreamRt {
+    let rt = Arc::new(StreamRt::new(
         id,
-        name: spec.name.clone(),
+        spec.name.clone(),
         task,
-        grid: spec.period,
         epoch,
-        ring: PacketRing::new(
-            spec.ring.unwrap_or(cfg.default_ring),
-            PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN,
-        ),
+        PacketRing::new(ring_slots, PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN),
         outputs,
-        send_time_ext: spec.send_time,
-        counters: StreamCounters::default(),
-        pace: Mutex::new(PacingModel::new(PacingConfig::default())),
-        stop: AtomicBool::new(false),
-        producer_done: AtomicBool::new(false),
-        finished: AtomicBool::new(false),
-        producer_error: Mutex::new(None),
-    });
+        spec.send_time,
+        session,
+    ));
     Ok(Opened {
         rt,
         core,
         source,
         packetizer,
         rtcp,
-        reports,
         description: format!("{description} at {}", format_bitrate(ts_bitrate)),
         start,
     })

@@ -3,9 +3,11 @@
 
 use super::outlet::RtcpOut;
 use super::server::{Inner, Running};
-use super::stream::{lock, StreamRt};
+use super::stream::lock;
 use crate::clock::Clock;
-use metronome_session::sender::SenderReports;
+use metronome_session::sender::{Input, SenderReports, SenderSession};
+use metronome_time::{NtpTime, Timestamp};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
@@ -38,22 +40,54 @@ pub(super) fn run(inner: &Inner) {
     }
 }
 
-/// One stream's RTCP: report what was sent, send a due SR, read what receivers said.
+/// One stream's RTCP: a due sender report out, what receivers sent in.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
-    record_sent(&mut r.reports, &r.rt);
-    exchange(&mut r.reports, &r.rtcp, clock, buf);
+    exchange(&mut *lock(&r.rt.session), &r.rtcp, clock, buf);
 }
 
-/// A sender's RTCP turn once its counts are recorded: a due sender report out to every
-/// outlet, and what receivers sent in (any stream that paces itself uses it too).
+/// The RTCP side of a sender: a [`SenderSession`], or the bare [`SenderReports`] of a raw
+/// stream (whose pacer is not on a session yet).
+pub(crate) trait SenderRtcp {
+    fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize>;
+    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]);
+    fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize>;
+}
+
+impl SenderRtcp for SenderSession {
+    fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        self.handle_timeout(now);
+        SenderSession::poll_rtcp(self, now, wall, buf)
+    }
+    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
+        let _ = self.handle_input(now, Input::Rtcp { wall, from, data });
+    }
+    fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        SenderSession::bye(self, now, wall, buf)
+    }
+}
+
+impl SenderRtcp for SenderReports {
+    fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        self.poll_transmit(now, wall, buf)
+    }
+    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
+        SenderReports::handle_rtcp(self, now, wall, from, data);
+        while self.poll_event().is_some() {}
+    }
+    fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        SenderReports::bye(self, now, wall, buf)
+    }
+}
+
+/// A sender's RTCP turn: a due sender report out to every outlet, and what receivers sent in.
 pub(crate) fn exchange(
-    reports: &mut SenderReports,
+    sender: &mut impl SenderRtcp,
     outs: &[RtcpOut],
     clock: &Clock,
     buf: &mut [u8],
 ) {
     let now = clock.now();
-    if let Some(n) = reports.poll_transmit(now, clock.wall(), buf) {
+    if let Some(n) = sender.poll_rtcp(now, clock.wall(), buf) {
         for s in outs {
             s.send(&buf[..n]);
         }
@@ -63,40 +97,27 @@ pub(crate) fn exchange(
         for _ in 0..64 {
             let Some(meta) = s.recv(buf) else { break };
             let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-            reports.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
+            sender.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
         }
     }
-    while reports.poll_event().is_some() {}
 }
 
 /// The last sender report with a BYE (RFC 3550 §6.6), to every outlet.
 pub(crate) fn say_bye(
-    reports: &mut SenderReports,
+    sender: &mut impl SenderRtcp,
     outs: &[RtcpOut],
     clock: &Clock,
     buf: &mut [u8],
 ) {
-    if let Some(n) = reports.bye(clock.now(), clock.wall(), buf) {
+    if let Some(n) = sender.bye(clock.now(), clock.wall(), buf) {
         for s in outs {
             s.send(&buf[..n]);
         }
     }
 }
 
-fn record_sent(reports: &mut SenderReports, rt: &StreamRt) {
-    let c = &rt.counters;
-    reports.record_sent(
-        c.packets.load(Ordering::Relaxed),
-        c.payload_octets.load(Ordering::Relaxed),
-    );
-    reports.set_schedule_offset(Duration::from_nanos(
-        c.schedule_offset_ns.load(Ordering::Relaxed),
-    ));
-}
-
-/// Sends the stream's RTCP BYE (RFC 3550 §6.6), after a last count of what was sent.
+/// Sends the stream's RTCP BYE (RFC 3550 §6.6).
 pub(super) fn bye(r: &mut Running, clock: &Clock) {
     let mut buf = [0u8; 1500];
-    record_sent(&mut r.reports, &r.rt);
-    say_bye(&mut r.reports, &r.rtcp, clock, &mut buf);
+    say_bye(&mut *lock(&r.rt.session), &r.rtcp, clock, &mut buf);
 }

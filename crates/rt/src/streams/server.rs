@@ -17,11 +17,12 @@ use super::status::{CoreView, ServerStatus, StreamStatus};
 use super::stream::{lock, StreamRt};
 use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
+use crate::pacing_thread::PacingThreadConfig;
 use crate::sender::WaitPolicy;
 use crate::thread::{self, RtPolicy};
-use crate::wait::{WaitMode, WaiterConfig};
+use crate::wait::WaiterConfig;
+use metronome_sched::PacingConfig;
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
-use metronome_session::sender::SenderReports;
 use metronome_time::Distribution;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,6 +67,9 @@ pub struct ServerConfig {
     /// Most streams per core (the pacing thread's table size).
     pub streams_per_core: usize,
     pub rtcp_min_interval: Duration,
+    /// What every stream does after a stall: catch up at a bounded rate or drop what is late
+    /// (the link's capacity, if declared, caps catching up).
+    pub pacing: PacingConfig,
     pub seed: u64,
 }
 
@@ -87,6 +91,7 @@ impl Default for ServerConfig {
             send_cost: None,
             streams_per_core: 4096,
             rtcp_min_interval: Duration::from_secs(1),
+            pacing: PacingConfig::default(),
             seed: 1,
         }
     }
@@ -143,7 +148,6 @@ pub(super) struct Running {
     pub source: String,
     pub ssrc: u32,
     pub rtcp: Vec<super::outlet::RtcpOut>,
-    pub reports: SenderReports,
     pub naive: Option<JoinHandle<()>>,
 }
 
@@ -307,18 +311,11 @@ impl StreamServer {
     }
 
     /// How far a running stream has got on its own timeline (what has been sent), for RTSP
-    /// PAUSE to resume from.
+    /// PAUSE to resume from. The schedule never shifts, so it is the time since the epoch.
     pub fn position(&self, name: &str) -> Option<Duration> {
         let streams = lock(&self.inner.streams);
         let r = streams.get(name)?;
-        let offset = Duration::from_nanos(r.rt.counters.schedule_offset_ns.load(Ordering::Relaxed));
-        Some(
-            self.inner
-                .clock
-                .now()
-                .saturating_since(r.rt.epoch)
-                .saturating_sub(offset),
-        )
+        Some(self.inner.clock.now().saturating_since(r.rt.epoch))
     }
 
     /// The status of one running stream.
@@ -404,24 +401,26 @@ fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreConfig {
         // Starts small; grows as streams are admitted (see `Inner::grow_deadline_budget`).
         CoreRt::Deadline => deadline_policy(0.0),
     };
-    let busy = cfg.wait == WaitPolicy::BusyPoll;
+    // Under SCHED_DEADLINE the budget, not the load, decides: no switching to busy-polling.
+    let wait = match (cfg.wait, cfg.rt) {
+        (WaitPolicy::Auto, CoreRt::Deadline) => WaitPolicy::SleepSpin,
+        (w, _) => w,
+    };
     CoreConfig {
         policy,
-        rt_policy,
-        auto_wait: cfg.wait == WaitPolicy::Auto && cfg.rt != CoreRt::Deadline,
-        first_mode: if busy {
-            WaitMode::BusyPoll
-        } else {
-            WaitMode::SleepSpin
+        thread: PacingThreadConfig {
+            rt_policy,
+            wait,
+            waiter: WaiterConfig {
+                quantile: 1.0,
+                ..WaiterConfig::default()
+            },
+            wait_selector: WaitSelectorConfig::default(),
+            // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
+            cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
+            lock_memory: cfg.lock_memory,
+            baseline: false,
         },
-        waiter: WaiterConfig {
-            quantile: 1.0,
-            ..WaiterConfig::default()
-        },
-        wait_selector: WaitSelectorConfig::default(),
-        // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
-        cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
-        lock_memory: cfg.lock_memory,
         capacity: cfg.streams_per_core,
     }
 }
@@ -520,7 +519,6 @@ impl Inner {
             source,
             packetizer,
             rtcp,
-            reports,
             description,
             start,
             ..
@@ -557,7 +555,6 @@ impl Inner {
             source: description,
             ssrc: start.ssrc,
             rtcp,
-            reports,
             naive,
         })
     }

@@ -42,10 +42,14 @@ pub struct StreamStatus {
     pub send_errors: u64,
     pub ring_occupancy: usize,
     pub ring_capacity: usize,
-    /// Send time minus job release, per packet.
+    /// Send time minus job release (the due time, unless a period groups packets), per packet.
     pub lateness: Summary,
+    /// Times the stream fell more than the stall threshold behind its schedule.
     pub stalls: u64,
-    pub rebased_ms: f64,
+    /// Packets sent more than the stall threshold late (caught up at the bounded rate).
+    pub late_packets: u64,
+    /// Packets dropped for being too late (drop-late policy).
+    pub dropped: u64,
     pub receivers: Vec<ReceiverView>,
 }
 
@@ -77,10 +81,12 @@ pub struct ServerStatus {
 pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
     let rt = &r.rt;
     let c = &rt.counters;
-    let (lateness, stalls, rebased_ms) = {
-        let p = lock(&rt.pace);
-        let s = p.stats();
-        (s.lateness, s.stalls, s.rebased_ms)
+    let (pacing, receivers) = {
+        let session = lock(&rt.session);
+        (
+            session.stats().pacing,
+            session.reports().receivers().to_vec(),
+        )
     };
     let elapsed = clock.now().saturating_since(r.rt.epoch).as_secs_f64();
     let bytes = c.bytes.load(Ordering::Relaxed);
@@ -117,9 +123,10 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         send_errors: c.send_errors.load(Ordering::Relaxed),
         ring_occupancy: rt.ring.occupancy(),
         ring_capacity: rt.ring.capacity(),
-        lateness,
-        stalls,
-        rebased_ms,
-        receivers: r.reports.receivers().to_vec(),
+        lateness: pacing.lateness,
+        stalls: pacing.stalls,
+        late_packets: pacing.late_packets,
+        dropped: pacing.dropped,
+        receivers,
     }
 }

@@ -1,29 +1,31 @@
 //! One admitted stream at run time: what its producer, its pacing thread and the control side
-//! share, and the per-stream send logic ([`Cursor`]) that every scheduling policy runs.
+//! share, and the per-stream send step ([`Cursor`]) that every scheduling policy runs.
 //!
-//! A stream is a real-time task. Its jobs are the packets due within one period: with the default
-//! period (one packet interval) each packet is its own job, released at its own time; with an
-//! explicit period `T` (the paper's 15 ms) the packets due in `(q − T, q]` form the job released
-//! at `q`, a point of the stream's grid `epoch + k·T`, and must all be sent by `q + deadline`.
+//! What a stream does between producer and socket is its sans-IO
+//! [`SenderSession`](metronome_session::sender::SenderSession): when each packet leaves (on
+//! time, catching up after a stall, or dropped), which job it belongs to and whether that job
+//! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
+//! sends what the session says is due.
 
 use super::outlet::MediaOut;
 use crate::clock::Clock;
 use crate::ring::{PacketRing, Slot};
-use metronome_sched::{PacingModel, TaskParams};
+use metronome_sched::TaskParams;
+use metronome_session::sender::{Input, JobTimes, Queued, SenderSession, Transmit};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// Counters a stream's threads publish; read at any time by the control side.
+/// Counters a stream's threads publish; read at any time by the control side without a lock.
 #[derive(Default)]
 pub struct StreamCounters {
     pub packets: AtomicU64,
     pub bytes: AtomicU64,
     pub payload_octets: AtomicU64,
     pub send_errors: AtomicU64,
-    /// Times the pacer found the ring empty while the stream was running (the producer fell
+    /// Times the sender found nothing to send while the stream was running (the producer fell
     /// behind: packets go late).
     pub underruns: AtomicU64,
     /// Times the producer found the ring full. File and test sources are read on demand, so the
@@ -32,10 +34,12 @@ pub struct StreamCounters {
     pub jobs: AtomicU64,
     /// Jobs whose last packet left after the job's absolute deadline.
     pub deadline_misses: AtomicU64,
+    /// Packets dropped for being too late (drop-late policy).
+    pub dropped: AtomicU64,
+    /// Times the stream fell more than the stall threshold behind its schedule.
+    pub stalls: AtomicU64,
     /// Worst lateness since the status line last took it, ns.
     pub max_late_ns: AtomicU64,
-    /// How far stalls have shifted the schedule, ns (see `PacingModel::offset`).
-    pub schedule_offset_ns: AtomicU64,
 }
 
 /// The shared state of one running stream.
@@ -43,9 +47,7 @@ pub struct StreamRt {
     pub id: u64,
     pub name: String,
     pub task: TaskParams,
-    /// `Some(T)` when the user set a period: jobs are quantised to the grid `epoch + k·T`.
-    pub grid: Option<Duration>,
-    /// The first release time.
+    /// The first due time.
     pub epoch: Timestamp,
     pub ring: PacketRing,
     /// Where every packet goes: one UDP socket per `rtp://` destination, or an RTSP session's
@@ -53,9 +55,9 @@ pub struct StreamRt {
     pub outputs: Vec<MediaOut>,
     pub send_time_ext: bool,
     pub counters: StreamCounters,
-    /// Lateness statistics and stall rebasing; locked per packet by the one thread that sends the
-    /// stream, and now and then by the control side to read it.
-    pub pace: Mutex<PacingModel>,
+    /// The stream's send side. Locked per packet by the one thread that sends the stream, and
+    /// now and then by the RTCP thread and the control side.
+    pub session: Mutex<SenderSession>,
     /// Set by the control side: the stream is being removed.
     pub stop: AtomicBool,
     /// Set by the producer when the source ended or failed.
@@ -67,33 +69,47 @@ pub struct StreamRt {
 }
 
 impl StreamRt {
+    /// A stream about to start: its ring of `ring_slots` slots of `slot_size` bytes, its
+    /// session, where its packets go.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: u64,
+        name: String,
+        task: TaskParams,
+        epoch: Timestamp,
+        ring: PacketRing,
+        outputs: Vec<MediaOut>,
+        send_time_ext: bool,
+        session: SenderSession,
+    ) -> Self {
+        StreamRt {
+            id,
+            name,
+            task,
+            epoch,
+            ring,
+            outputs,
+            send_time_ext,
+            counters: StreamCounters::default(),
+            session: Mutex::new(session),
+            stop: AtomicBool::new(false),
+            producer_done: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            producer_error: Mutex::new(None),
+        }
+    }
+
     /// Relative deadline.
     pub fn deadline(&self) -> Duration {
         self.task.deadline
     }
-
-    /// The job release for a packet whose (rebased) target time is `t`.
-    fn job_release(&self, t: Timestamp) -> Timestamp {
-        let Some(period) = self.grid else { return t };
-        let period_ns = u64::try_from(period.as_nanos()).unwrap_or(u64::MAX).max(1);
-        let since = t.saturating_since(self.epoch).as_nanos();
-        let since = u64::try_from(since).unwrap_or(u64::MAX);
-        let k = since.div_ceil(period_ns);
-        self.epoch + Duration::from_nanos(k.saturating_mul(period_ns))
-    }
-}
-
-/// The job a [`Cursor`] is working through.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct JobTimes {
-    pub release: Timestamp,
-    pub deadline: Timestamp,
 }
 
 /// What [`Cursor::load`] found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Load {
-    /// A packet is ready, belonging to this job.
+    /// A packet is ready: it may leave from `release` on (its due time, or later while the
+    /// stream catches up after a stall) and belongs to a job with this deadline.
     Ready(JobTimes),
     /// Nothing to send yet.
     Empty,
@@ -101,87 +117,111 @@ pub enum Load {
     Done,
 }
 
-/// The sending side of one stream, owned by the thread that sends it. Allocates nothing.
+/// What [`Cursor::send`] did with the packet in hand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// It left this late.
+    Sent(Duration),
+    /// It was too late to be of use and was dropped.
+    Dropped,
+    /// Not yet (catching up is rate-bounded): the job again, released when it may leave.
+    NotYet(JobTimes),
+}
+
+/// The sending side of one stream, owned by the thread that sends it. Holds at most one slot:
+/// the packet the session has at the head of its queue. Allocates nothing.
 #[derive(Default)]
 pub struct Cursor {
     head: Option<Slot>,
-    job: Option<JobTimes>,
-    job_missed: bool,
-    started: bool,
-    empty: bool,
 }
 
 impl Cursor {
-    /// Takes the next packet from the ring, if there is none in hand, and says which job it
-    /// belongs to.
-    pub fn load(&mut self, rt: &StreamRt) -> Load {
+    /// Takes the next packet from the ring into the session, if there is none in hand, and
+    /// says when it may leave and which job it belongs to.
+    pub fn load(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
+        let mut session = lock(&rt.session);
         if self.head.is_none() {
             match rt.ring.next_ready() {
-                Some(slot) => self.head = Some(slot),
+                Some(slot) => {
+                    let q = Queued {
+                        id: slot.id,
+                        due: slot.release,
+                        wire_len: slot.len as u32,
+                        payload_len: slot.payload_len as u32,
+                    };
+                    if session.handle_input(now, Input::Packet(q)).is_err() {
+                        // Out of due order (a producer bug): the packet cannot keep its
+                        // timestamp's promise, so it is not sent.
+                        rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+                        rt.ring.recycle(slot);
+                        return Load::Empty;
+                    }
+                    self.head = Some(slot);
+                }
                 None => {
                     if rt.producer_done.load(Ordering::Acquire) && rt.ring.occupancy() == 0 {
+                        let _ = session.handle_input(now, Input::SourceEnded);
                         return Load::Done;
                     }
-                    if self.started && !self.empty {
-                        rt.counters.underruns.fetch_add(1, Ordering::Relaxed);
-                    }
-                    self.empty = true;
+                    // The session counts this as an underrun once the stream has started.
+                    let _ = session.poll_transmit(now);
+                    publish_counts(rt, &session);
                     return Load::Empty;
                 }
             }
         }
-        self.empty = false;
-        let release = self.head.as_ref().map_or(Timestamp::ZERO, |s| s.release);
-        let target = lock(&rt.pace).target(release);
-        let release = rt.job_release(target);
-        let job = match self.job {
-            Some(j) if j.release == release => j,
-            _ => {
-                self.job_missed = false;
-                rt.counters.jobs.fetch_add(1, Ordering::Relaxed);
-                JobTimes {
-                    release,
-                    deadline: release + rt.deadline(),
-                }
-            }
+        let (Some(job), Some(at)) = (session.head_job(), session.next_send()) else {
+            return Load::Empty;
         };
-        self.job = Some(job);
-        Load::Ready(job)
+        Load::Ready(JobTimes {
+            release: job.release.max(at),
+            deadline: job.deadline,
+        })
     }
 
-    /// Sends the packet in hand now, to every destination, and accounts for it. Returns its
-    /// lateness behind the job's release, or `None` if there was no packet in hand.
-    pub fn send(&mut self, rt: &StreamRt, clock: &Clock) -> Option<Duration> {
-        let mut slot = self.head.take()?;
-        let job = self.job?;
-        if rt.send_time_ext {
-            patch_send_time(slot.bytes_mut(), clock.wall());
-        }
-        let sent_at = clock.now();
-        for out in &rt.outputs {
-            if !out.send(slot.bytes()) {
-                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+    /// Sends the packet in hand, to every destination, if the session says it is due at the
+    /// clock's now; `None` if there was no packet in hand.
+    pub fn send(&mut self, rt: &StreamRt, clock: &Clock) -> Option<Sent> {
+        let slot = self.head.as_mut()?;
+        let now = clock.now();
+        let t = {
+            let mut session = lock(&rt.session);
+            let t = session.poll_transmit(now);
+            if t.is_none() {
+                let deadline = session.head_job().map_or(now, |j| j.deadline);
+                let release = session.next_send().unwrap_or(now);
+                return Some(Sent::NotYet(JobTimes { release, deadline }));
             }
-        }
-        let (late, offset) = {
-            let mut pace = lock(&rt.pace);
-            let late = pace.on_sent(job.release, sent_at);
-            (late, pace.offset())
+            publish_counts(rt, &session);
+            t
         };
-        if sent_at > job.deadline && !self.job_missed {
-            self.job_missed = true;
-            rt.counters.deadline_misses.fetch_add(1, Ordering::Relaxed);
-        }
         let c = &rt.counters;
-        c.schedule_offset_ns.store(nanos(offset), Ordering::Relaxed);
-        c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
-        c.packets.fetch_add(1, Ordering::Relaxed);
-        c.bytes.fetch_add(slot.len as u64, Ordering::Relaxed);
-        c.payload_octets
-            .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
-        rt.ring.recycle(slot);
-        self.started = true;
-        Some(late)
+        let sent = match t {
+            Some(Transmit::Send { late, .. }) => {
+                if rt.send_time_ext {
+                    patch_send_time(slot.bytes_mut(), clock.wall());
+                }
+                let mut failed = false;
+                for out in &rt.outputs {
+                    failed |= !out.send(slot.bytes());
+                }
+                if failed {
+                    c.send_errors.fetch_add(1, Ordering::Relaxed);
+                    let _ = lock(&rt.session).handle_input(now, Input::SendFailed);
+                }
+                c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
+                c.packets.fetch_add(1, Ordering::Relaxed);
+                c.bytes.fetch_add(slot.len as u64, Ordering::Relaxed);
+                c.payload_octets
+                    .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
+                Sent::Sent(late)
+            }
+            _ => Sent::Dropped,
+        };
+        if let Some(slot) = self.head.take() {
+            rt.ring.recycle(slot);
+        }
+        Some(sent)
     }
 
     /// Gives the packet in hand back to the ring (the stream is being removed).
@@ -190,6 +230,18 @@ impl Cursor {
             rt.ring.recycle(slot);
         }
     }
+}
+
+/// Copies the session's counts into the lock-free counters the control side reads.
+fn publish_counts(rt: &StreamRt, session: &SenderSession) {
+    let n = session.counts();
+    let c = &rt.counters;
+    c.underruns.store(n.underruns, Ordering::Relaxed);
+    c.jobs.store(n.jobs, Ordering::Relaxed);
+    c.deadline_misses
+        .store(n.deadline_misses, Ordering::Relaxed);
+    c.dropped.store(n.dropped, Ordering::Relaxed);
+    c.stalls.store(n.stalls, Ordering::Relaxed);
 }
 
 fn nanos(d: Duration) -> u64 {

@@ -1,13 +1,22 @@
-//! The sans-IO sending side: packetization with release times, and sender reports.
+//! The sans-IO sending side: packetization with release times, and the [`SenderSession`] that
+//! owns the rest of a stream's send side (queue, pacing, jobs and deadlines, RTCP, rate knob).
 //!
-//! The packetizer runs in the producer (ahead of time); the pacer (in the driver) sends each
-//! packet at its release time and tells [`SenderReports`] what actually left, so that sender
-//! reports count real transmissions.
+//! The packetizer runs in the producer (ahead of time); the session decides when each packet
+//! leaves and counts what actually left, so that sender reports count real transmissions.
 
+mod jobs;
 mod packetizer;
 mod report;
+mod session;
 #[cfg(test)]
 mod tests;
 
+pub use jobs::{JobClock, JobConfig, JobTimes};
 pub use packetizer::{Mp2tPacketizer, PacketizerConfig, RtpOut};
 pub use report::{ReceiverView, SenderCounters, SenderEvent, SenderReports, SenderReportsConfig};
+pub use session::{
+    Input, InputError, Queued, SenderCounts, SenderSession, SenderSessionConfig, SenderStats,
+    SessionEvent, Transmit, Wake,
+};
+#[cfg(test)]
+mod session_tests;

@@ -84,7 +84,6 @@ pub struct SenderReports {
     epoch: Timestamp,
     packets_sent: u64,
     octets_sent: u64,
-    schedule_offset: Duration,
     next_sr: Option<Timestamp>,
     avg_rtcp_size: f64,
     receivers: Vec<ReceiverView>,
@@ -103,7 +102,6 @@ impl SenderReports {
             epoch,
             packets_sent: 0,
             octets_sent: 0,
-            schedule_offset: Duration::ZERO,
             next_sr: Some(epoch),
             avg_rtcp_size: 100.0,
             counters: SenderCounters::default(),
@@ -118,11 +116,10 @@ impl SenderReports {
         self.octets_sent = payload_octets;
     }
 
-    /// How far the pacer has shifted its schedule after stalls: a packet leaving at `t` carries
-    /// the RTP timestamp of `t - offset`, and so must the sender report's RTP/NTP pair
-    /// (RFC 3550 §6.4.1: the RTP timestamp corresponds to the same instant as the NTP one).
-    pub fn set_schedule_offset(&mut self, offset: Duration) {
-        self.schedule_offset = offset;
+    /// One more packet left, carrying `payload_octets` of payload.
+    pub fn on_sent(&mut self, payload_octets: u64) {
+        self.packets_sent += 1;
+        self.octets_sent += payload_octets;
     }
 
     pub fn receivers(&self) -> &[ReceiverView] {
@@ -188,11 +185,12 @@ impl SenderReports {
         let info = SenderInfo {
             ssrc: self.cfg.ssrc,
             ntp: wall.0,
-            rtp_timestamp: self.cfg.clock.rtp_timestamp(
-                self.cfg.rtp_ts_base,
-                self.epoch,
-                now.saturating_sub(self.schedule_offset),
-            ),
+            // The schedule never shifts (`metronome_sched::pacing`): a packet's RTP timestamp
+            // is its due time, so `now` maps to the RTP time of a packet due now.
+            rtp_timestamp: self
+                .cfg
+                .clock
+                .rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now),
             // Both counters wrap modulo 2^32 (RFC 3550 §6.4.1).
             packet_count: self.packets_sent as u32,
             octet_count: self.octets_sent as u32,

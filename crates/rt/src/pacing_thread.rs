@@ -1,0 +1,175 @@
+//! The one place a pacing thread is set up and waits: every sender (one MPEG-TS stream, the
+//! EDF/DM cores, raw video) starts its pacing thread with [`PacingThread::start`] and waits with
+//! [`PacingThread::wait_until`].
+//!
+//! Set-up, once: the real-time policy the system grants (SCHED_DEADLINE fits the spin margin to
+//! its budget), locked memory, 1 ns timer slack, pinning, and top niceness for a busy-polling
+//! ordinary thread. While running: the wait selector (sleep-then-spin while that keeps time,
+//! busy-poll while it does not) and the RT throttling guard (a SCHED_FIFO thread that would spin
+//! most of a window busy-polls as an ordinary thread instead, so throttling never stops it).
+//!
+//! The baseline pacer of the benchmarks is set up here too, as the plain thread it is: no
+//! policy, no locked memory, the default timer slack, `std::thread::sleep` for every wait.
+
+use crate::clock::{thread_cpu_s, Clock};
+use crate::sender::WaitPolicy;
+use crate::thread::{self, Granted, RtPolicy};
+use crate::wait::{WaitMode, Waiter, WaiterConfig};
+use metronome_sched::{
+    ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats,
+};
+use metronome_time::Timestamp;
+use std::time::Duration;
+
+/// How a pacing thread runs.
+#[derive(Clone, Copy, Debug)]
+pub struct PacingThreadConfig {
+    pub rt_policy: RtPolicy,
+    pub wait: WaitPolicy,
+    pub waiter: WaiterConfig,
+    pub wait_selector: WaitSelectorConfig,
+    pub cpu: Option<usize>,
+    pub lock_memory: bool,
+    /// The benchmarks' baseline: an ordinary thread that sleeps for the time left.
+    pub baseline: bool,
+}
+
+/// What a pacing thread reports when it ends.
+#[derive(Clone, Debug)]
+pub struct PacingThreadReport {
+    /// The scheduling policy it got, in words.
+    pub grant: String,
+    pub memory: String,
+    /// CPU time it used, s.
+    pub cpu_s: f64,
+    pub wait_modes: WaitSelectorStats,
+    /// Times the RT throttling guard switched it to busy-polling.
+    pub throttle_guard_trips: u64,
+    /// The spin margin it ended with, ns.
+    pub margin_ns: u64,
+}
+
+pub struct PacingThread {
+    rt_policy: RtPolicy,
+    baseline: bool,
+    /// Follow the load (`WaitPolicy::Auto`): switch between sleeping and busy-polling.
+    auto: bool,
+    waiter: Waiter,
+    selector: WaitSelector,
+    guard: ThrottleGuard,
+    grant: String,
+    memory: String,
+    cpu_start: f64,
+}
+
+impl PacingThread {
+    /// Sets up the calling thread as a pacing thread, as `cfg` asks and the system permits.
+    pub fn start(cfg: &PacingThreadConfig, clock: &Clock) -> Self {
+        let mut waiter_cfg = cfg.waiter;
+        let (grant, memory) = if cfg.baseline {
+            let g = "SCHED_OTHER (baseline: plain sleep per packet)".to_string();
+            (g, "not requested".to_string())
+        } else {
+            let g = thread::make_current_thread_realtime(cfg.rt_policy);
+            if let Granted::Deadline { runtime, .. } = g.granted {
+                waiter_cfg.fit_deadline_runtime(runtime);
+            }
+            let memory = if cfg.lock_memory {
+                match thread::lock_memory() {
+                    Ok(()) => "locked".to_string(),
+                    Err(e) => format!("not locked: {e}"),
+                }
+            } else {
+                "not requested".to_string()
+            };
+            let _ = thread::set_timer_slack_ns(1);
+            if cfg.wait == WaitPolicy::BusyPoll && cfg.rt_policy == RtPolicy::Other {
+                thread::spin_at_top_nice();
+            }
+            (g.to_string(), memory)
+        };
+        if let Some(cpu) = cfg.cpu {
+            let _ = thread::pin_to_cpu(cpu);
+        }
+        let mode = match cfg.wait {
+            WaitPolicy::BusyPoll => WaitMode::BusyPoll,
+            WaitPolicy::SleepSpin | WaitPolicy::Auto => WaitMode::SleepSpin,
+        };
+        let cpu_start = thread_cpu_s();
+        PacingThread {
+            rt_policy: cfg.rt_policy,
+            baseline: cfg.baseline,
+            auto: cfg.wait == WaitPolicy::Auto && !cfg.baseline,
+            waiter: Waiter::with_config(mode, waiter_cfg),
+            selector: WaitSelector::new(cfg.wait_selector),
+            guard: ThrottleGuard::new(clock.now(), cpu_start),
+            grant,
+            memory,
+            cpu_start,
+        }
+    }
+
+    /// Waits until `t`; returns when the wait ended.
+    pub fn wait_until(&mut self, clock: &Clock, t: Timestamp) -> Timestamp {
+        if self.baseline {
+            std::thread::sleep(t.saturating_since(clock.now()));
+            return clock.now();
+        }
+        let mono = self.waiter.wait_until(clock.mono_ns_from_timestamp(t));
+        clock.timestamp_from_mono_ns(mono)
+    }
+
+    /// With nothing to send before `t`: waits precisely for `t` if it is within `most`, and
+    /// otherwise sleeps for `most` without spinning, even while busy-polling (a thread with no
+    /// work in sight leaves the CPU alone, and still looks at its commands every `most`).
+    pub fn idle_until(&mut self, clock: &Clock, t: Timestamp, most: Duration) {
+        let now = clock.now();
+        if t <= now + most {
+            self.wait_until(clock, t);
+        } else {
+            std::thread::sleep(most);
+        }
+    }
+
+    /// After a packet left `late` at `now`: switch between sleeping and busy-polling as the wait
+    /// selector and the RT throttling guard decide.
+    pub fn follow_load(&mut self, now: Timestamp, late: Duration) {
+        if !self.auto {
+            return;
+        }
+        self.check_throttling(now);
+        match self.selector.on_sent(now, late) {
+            Some(WaitChoice::SleepSpin) if self.guard.holds_busy(now) => {}
+            Some(choice) => self.waiter.apply_choice(choice, self.rt_policy),
+            None => {}
+        }
+    }
+
+    /// Busy-polls as an ordinary thread when the RT throttling guard says the thread barely
+    /// sleeps anyway (call now and then even with nothing to send).
+    pub fn check_throttling(&mut self, now: Timestamp) {
+        if !self.auto || !self.guard.due(now) {
+            return;
+        }
+        let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
+        if self.guard.on_window(now, thread_cpu_s(), sleeping) {
+            self.waiter
+                .apply_choice(WaitChoice::BusyPoll, self.rt_policy);
+        }
+    }
+
+    pub fn grant(&self) -> &str {
+        &self.grant
+    }
+
+    pub fn report(&self, clock: &Clock) -> PacingThreadReport {
+        PacingThreadReport {
+            grant: self.grant.clone(),
+            memory: self.memory.clone(),
+            cpu_s: thread_cpu_s() - self.cpu_start,
+            wait_modes: self.selector.stats(clock.now()),
+            throttle_guard_trips: self.guard.trips(),
+            margin_ns: self.waiter.margin_ns(),
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! [`SenderSession`]: one stream's whole send side, sans-IO.
+//!
+//! It owns everything a stream does between its producer and the socket:
+//! - the queue of packets, held as slot ids (the bytes stay in the driver's slots: no copies);
+//! - when each leaves: due times, the pacing model, catching up or dropping after a stall
+//!   ([`metronome_sched::pacing`]), and the accounting of jobs and deadlines ([`JobClock`]);
+//! - RTCP: sender reports and BYE out, receiver reports in ([`SenderReports`]);
+//! - the rate knob: a [`RateController`] that may change the target rate at any time; the
+//!   session follows it and tells the producer through [`SessionEvent::RateChanged`];
+//! - statistics and events.
+//!
+//! A driver runs it like this, with whatever clock it has (real or virtual):
+//!
+//! ```text
+//! handle_input(now, Input::Packet(..))     // the producer made a packet in slot `id`
+//! poll_transmit(now) -> Transmit           // send slot `id` now (or give it back: dropped)
+//! poll_rtcp(now, wall, buf) -> len         // a sender report is due
+//! handle_input(now, Input::Rtcp { .. })    // a receiver report came in
+//! poll_timeout() -> (when, Wake)           // sleep until then
+//! poll_event() -> SessionEvent             // stalls, drops, misses, rate changes, receivers
+//! ```
+//!
+//! Media and control are polled apart (`poll_transmit`, `poll_rtcp`) because a real-time driver
+//! sends them from different threads: building an RTCP compound never delays a packet.
+
+use super::jobs::{JobClock, JobConfig, JobTimes};
+use super::report::{SenderEvent, SenderReports, SenderReportsConfig};
+use metronome_cc::{Feedback, RateController};
+use metronome_sched::{Decision, PacingConfig, PacingModel, PacingStats};
+use metronome_time::{Bitrate, Distribution, NtpTime, Timestamp};
+use serde::Serialize;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct SenderSessionConfig {
+    pub reports: SenderReportsConfig,
+    pub pacing: PacingConfig,
+    pub jobs: JobConfig,
+    /// Packets held at most: the number of slots the driver has.
+    pub queue_capacity: usize,
+}
+
+/// A packet the producer made, waiting in the driver's slot `id`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queued {
+    pub id: u32,
+    /// When it is due to leave: the time its RTP timestamp names.
+    pub due: Timestamp,
+    /// Bytes on the wire (RTP header and payload).
+    pub wire_len: u32,
+    /// RTP payload bytes (RFC 3550 §6.4.1's octet count).
+    pub payload_len: u32,
+}
+
+/// What a driver tells the session.
+#[derive(Clone, Copy, Debug)]
+pub enum Input<'a> {
+    Packet(Queued),
+    /// An RTCP compound from `from`; `wall` is its arrival on the wall clock (for the RTT).
+    Rtcp {
+        wall: NtpTime,
+        from: SocketAddr,
+        data: &'a [u8],
+    },
+    /// A packet handed out to send could not be sent (the socket refused it).
+    SendFailed,
+    /// The producer has finished: once the queue is empty the stream is over.
+    SourceEnded,
+    /// Someone asks for another rate: the controller decides what to make of it.
+    SetRate(Bitrate),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    #[error("the stream's queue is full ({capacity} packets): the driver gave more packets than it has slots")]
+    QueueFull { capacity: usize },
+    #[error("a packet due at {due} came after one due at {last}: the producer must hand packets over in due order")]
+    OutOfOrder { due: Timestamp, last: Timestamp },
+}
+
+/// What the driver does with a slot now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transmit {
+    /// Send slot `id` now, to every destination of the stream. `late` is measured from the
+    /// release of the packet's job: its due time, or with a period, the grid point its job is
+    /// released at (the paper's periodic tasks send a period's packets together).
+    Send {
+        id: u32,
+        due: Timestamp,
+        late: Duration,
+        job: JobTimes,
+    },
+    /// Slot `id` is dropped (too late to be of use): give it back unsent.
+    Drop {
+        id: u32,
+        due: Timestamp,
+        late: Duration,
+    },
+}
+
+impl Transmit {
+    pub fn id(&self) -> u32 {
+        match *self {
+            Transmit::Send { id, .. } | Transmit::Drop { id, .. } => id,
+        }
+    }
+}
+
+/// Why the session wants to be woken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// The next packet is due.
+    Release,
+    /// The next late packet may leave under the catch-up rate bound.
+    CatchUp,
+    /// A sender report is due.
+    SenderReport,
+    /// The rate controller's timer.
+    RateController,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum SessionEvent {
+    /// Packets began to leave later than the stall threshold.
+    StallBegan {
+        at: Timestamp,
+        late: Duration,
+    },
+    /// The stream is back on its schedule.
+    StallEnded {
+        at: Timestamp,
+        lasted: Duration,
+    },
+    Dropped {
+        due: Timestamp,
+        late: Duration,
+    },
+    DeadlineMissed {
+        job: JobTimes,
+        at: Timestamp,
+    },
+    /// The queue ran empty while the stream was running: the producer fell behind.
+    Underrun {
+        at: Timestamp,
+    },
+    /// The target rate changed: the producer should follow (encoder bitrate, mux rate,
+    /// rendition of the next GOP).
+    RateChanged {
+        at: Timestamp,
+        rate: Bitrate,
+    },
+    Receiver(SenderEvent),
+}
+
+/// What a session has done so far.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct SenderStats {
+    pub packets: u64,
+    pub bytes: u64,
+    pub payload_octets: u64,
+    pub send_errors: u64,
+    pub underruns: u64,
+    pub jobs: u64,
+    pub deadline_misses: u64,
+    /// Most packets queued at once.
+    pub queue_high_water: usize,
+    pub target_rate_bps: u64,
+    pub rate_changes: u64,
+    pub events_dropped: u64,
+    pub pacing: PacingStats,
+}
+
+/// The counts of [`SenderStats`] that are cheap to read on every packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SenderCounts {
+    pub packets: u64,
+    pub underruns: u64,
+    pub jobs: u64,
+    pub deadline_misses: u64,
+    pub stalls: u64,
+    pub late_packets: u64,
+    pub dropped: u64,
+}
+
+const MAX_EVENTS: usize = 256;
+
+pub struct SenderSession {
+    queue: VecDeque<Queued>,
+    capacity: usize,
+    pacing: PacingModel,
+    jobs: JobClock,
+    reports: SenderReports,
+    controller: Box<dyn RateController>,
+    rate: Bitrate,
+    /// When the head packet was last told to wait until.
+    head_wait: Option<Timestamp>,
+    last_due: Timestamp,
+    stall_began: Option<Timestamp>,
+    started: bool,
+    empty_counted: bool,
+    source_ended: bool,
+    events: VecDeque<SessionEvent>,
+    s: Counts,
+}
+
+#[derive(Default)]
+struct Counts {
+    packets: u64,
+    bytes: u64,
+    payload_octets: u64,
+    send_errors: u64,
+    underruns: u64,
+    queue_high_water: usize,
+    rate_changes: u64,
+    events_dropped: u64,
+}
+
+impl SenderSession {
+    /// A stream whose RTP timestamps count from `epoch`, sending at the rate `controller` sets.
+    pub fn new(
+        cfg: SenderSessionConfig,
+        epoch: Timestamp,
+        controller: Box<dyn RateController>,
+    ) -> Self {
+        let rate = controller.target_rate();
+        let capacity = cfg.queue_capacity.max(1);
+        SenderSession {
+            queue: VecDeque::with_capacity(capacity),
+            capacity,
+            pacing: PacingModel::new(cfg.pacing, rate),
+            jobs: JobClock::new(cfg.jobs, epoch),
+            reports: SenderReports::new(cfg.reports, epoch),
+            controller,
+            rate,
+            head_wait: None,
+            last_due: Timestamp::ZERO,
+            stall_began: None,
+            started: false,
+            empty_counted: false,
+            source_ended: false,
+            events: VecDeque::with_capacity(MAX_EVENTS),
+            s: Counts::default(),
+        }
+    }
+
+    pub fn handle_input(&mut self, now: Timestamp, input: Input<'_>) -> Result<(), InputError> {
+        match input {
+            Input::Packet(p) => {
+                if self.queue.len() >= self.capacity {
+                    return Err(InputError::QueueFull {
+                        capacity: self.capacity,
+                    });
+                }
+                if p.due < self.last_due {
+                    return Err(InputError::OutOfOrder {
+                        due: p.due,
+                        last: self.last_due,
+                    });
+                }
+                self.last_due = p.due;
+                self.queue.push_back(p);
+                self.empty_counted = false;
+                self.s.queue_high_water = self.s.queue_high_water.max(self.queue.len());
+            }
+            Input::Rtcp { wall, from, data } => self.handle_rtcp(now, wall, from, data),
+            Input::SendFailed => self.s.send_errors += 1,
+            Input::SourceEnded => self.source_ended = true,
+            Input::SetRate(rate) => {
+                self.controller.set_rate(rate);
+                self.follow_controller(now);
+            }
+        }
+        Ok(())
+    }
+
+    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
+        self.reports.handle_rtcp(now, wall, from, data);
+        while let Some(e) = self.reports.poll_event() {
+            if let SenderEvent::ReceiverReport { ssrc, .. } = e {
+                if let Some(fb) = self.feedback(ssrc) {
+                    self.controller.on_feedback(now, &fb);
+                }
+            }
+            self.push_event(SessionEvent::Receiver(e));
+        }
+        self.follow_controller(now);
+    }
+
+    fn feedback(&self, ssrc: u32) -> Option<Feedback> {
+        let r = self.reports.receivers().iter().find(|r| r.ssrc == ssrc)?;
+        Some(Feedback {
+            receiver: r.ssrc,
+            from: r.addr,
+            fraction_lost: r.fraction_lost,
+            cumulative_lost: r.cumulative_lost as i64,
+            extended_highest_seq: r.extended_highest_seq,
+            jitter: Duration::from_secs_f64(r.jitter_ms.max(0.0) / 1000.0),
+            rtt: r
+                .rtt_ms
+                .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+        })
+    }
+
+    /// Wakes the rate controller if its timer is due.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if self
+            .controller
+            .poll_timeout()
+            .is_some_and(|(t, _)| t <= now)
+        {
+            self.controller.handle_timeout(now);
+            self.follow_controller(now);
+        }
+    }
+
+    fn follow_controller(&mut self, now: Timestamp) {
+        let rate = self.controller.target_rate();
+        if rate != self.rate {
+            self.rate = rate;
+            self.pacing.set_rate(rate);
+            self.s.rate_changes += 1;
+            self.push_event(SessionEvent::RateChanged { at: now, rate });
+        }
+    }
+
+    /// The next slot to send (or drop) at `now`, if any is due.
+    pub fn poll_transmit(&mut self, now: Timestamp) -> Option<Transmit> {
+        let Some(&head) = self.queue.front() else {
+            if self.started && !self.empty_counted && !self.source_ended {
+                self.empty_counted = true;
+                self.s.underruns += 1;
+                self.push_event(SessionEvent::Underrun { at: now });
+            }
+            return None;
+        };
+        let was_stalled = self.pacing.in_stall();
+        let job = self.jobs.job_of(head.due);
+        let decision = self
+            .pacing
+            .decide(now, job.release, u64::from(head.wire_len));
+        if let Decision::Wait(t) = decision {
+            self.head_wait = Some(t);
+            return None;
+        }
+        self.head_wait = None;
+        self.queue.pop_front();
+        let (Decision::Send { late } | Decision::Drop { late }) = decision else {
+            unreachable!("a wait returned above")
+        };
+        self.note_stall(now, was_stalled, late);
+        if self.jobs.on_done(job, now) {
+            self.push_event(SessionEvent::DeadlineMissed { job, at: now });
+        }
+        Some(match decision {
+            Decision::Send { late } => {
+                self.started = true;
+                self.s.packets += 1;
+                self.s.bytes += u64::from(head.wire_len);
+                self.s.payload_octets += u64::from(head.payload_len);
+                self.reports.on_sent(u64::from(head.payload_len));
+                self.controller.on_sent(now, u64::from(head.wire_len));
+                Transmit::Send {
+                    id: head.id,
+                    due: head.due,
+                    late,
+                    job,
+                }
+            }
+            Decision::Drop { late } => {
+                self.push_event(SessionEvent::Dropped {
+                    due: head.due,
+                    late,
+                });
+                Transmit::Drop {
+                    id: head.id,
+                    due: head.due,
+                    late,
+                }
+            }
+            Decision::Wait(_) => unreachable!("a wait returned above"),
+        })
+    }
+
+    fn note_stall(&mut self, now: Timestamp, was_stalled: bool, late: Duration) {
+        match (was_stalled, self.pacing.in_stall()) {
+            (false, true) => {
+                self.stall_began = Some(now);
+                self.push_event(SessionEvent::StallBegan { at: now, late });
+            }
+            (true, false) => {
+                let began = self.stall_began.take().unwrap_or(now);
+                self.push_event(SessionEvent::StallEnded {
+                    at: now,
+                    lasted: now.saturating_since(began),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// A sender report into `buf`, when one is due at `now` (`wall`: the NTP time of `now`).
+    pub fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        self.reports.poll_transmit(now, wall, buf)
+    }
+
+    /// The last sender report, with a BYE (RFC 3550 §6.6).
+    pub fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
+        self.reports.bye(now, wall, buf)
+    }
+
+    /// The next instant the session needs the driver, and why.
+    pub fn poll_timeout(&self) -> Option<(Timestamp, Wake)> {
+        let head = self.next_send().map(|t| {
+            let catching_up = self.head_job().is_some_and(|j| t > j.release);
+            (
+                t,
+                if catching_up {
+                    Wake::CatchUp
+                } else {
+                    Wake::Release
+                },
+            )
+        });
+        let report = self
+            .reports
+            .poll_timeout()
+            .map(|(t, _)| (t, Wake::SenderReport));
+        let cc = self
+            .controller
+            .poll_timeout()
+            .map(|(t, _)| (t, Wake::RateController));
+        [head, report, cc].into_iter().flatten().min_by_key(|x| x.0)
+    }
+
+    /// When the next packet may leave: its job's release (its due time, unless a period groups
+    /// packets into jobs), or later while catching up.
+    pub fn next_send(&self) -> Option<Timestamp> {
+        let p = self.queue.front()?;
+        let release = self.jobs.job_of(p.due).release;
+        Some(self.head_wait.unwrap_or(release).max(release))
+    }
+
+    /// The job of the packet at the head of the queue.
+    pub fn head_job(&self) -> Option<JobTimes> {
+        self.queue.front().map(|p| self.jobs.job_of(p.due))
+    }
+
+    pub fn poll_event(&mut self) -> Option<SessionEvent> {
+        self.events.pop_front()
+    }
+
+    fn push_event(&mut self, e: SessionEvent) {
+        if self.events.len() == MAX_EVENTS {
+            self.events.pop_front();
+            self.s.events_dropped += 1;
+        }
+        self.events.push_back(e);
+    }
+
+    /// The source has ended and every packet has left or been dropped.
+    pub fn is_finished(&self) -> bool {
+        self.source_ended && self.queue.is_empty()
+    }
+
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Slots the driver should give back when it stops the stream early.
+    pub fn drain_queue(&mut self) -> impl Iterator<Item = u32> + '_ {
+        self.queue.drain(..).map(|p| p.id)
+    }
+
+    pub fn target_rate(&self) -> Bitrate {
+        self.rate
+    }
+
+    pub fn controller_name(&self) -> &'static str {
+        self.controller.name()
+    }
+
+    pub fn reports(&self) -> &SenderReports {
+        &self.reports
+    }
+
+    /// Lateness of every packet sent.
+    pub fn lateness(&self) -> &Distribution {
+        self.pacing.lateness()
+    }
+
+    /// The counters, without the lateness summary (cheap: for every packet).
+    pub fn counts(&self) -> SenderCounts {
+        let p = self.pacing.counts();
+        SenderCounts {
+            packets: self.s.packets,
+            underruns: self.s.underruns,
+            jobs: self.jobs.jobs(),
+            deadline_misses: self.jobs.misses(),
+            stalls: p.0,
+            late_packets: p.1,
+            dropped: p.2,
+        }
+    }
+
+    pub fn stats(&self) -> SenderStats {
+        SenderStats {
+            packets: self.s.packets,
+            bytes: self.s.bytes,
+            payload_octets: self.s.payload_octets,
+            send_errors: self.s.send_errors,
+            underruns: self.s.underruns,
+            jobs: self.jobs.jobs(),
+            deadline_misses: self.jobs.misses(),
+            queue_high_water: self.s.queue_high_water,
+            target_rate_bps: self.rate.as_bps(),
+            rate_changes: self.s.rate_changes,
+            events_dropped: self.s.events_dropped,
+            pacing: self.pacing.stats(),
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! The sender session on its own, driven by hand in virtual time.
+
+use super::*;
+use metronome_cc::{Feedback, FixedRate, RateController};
+use metronome_sched::{LatePolicy, PacingConfig};
+use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
+use metronome_wire::rtcp::{self, Block, ReportHead};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+fn ms(v: u64) -> Timestamp {
+    Timestamp::from_millis(v)
+}
+
+fn wall(t: Timestamp) -> NtpTime {
+    NtpTime::from_unix_nanos(1_767_225_600_000_000_000 + t.as_nanos())
+}
+
+fn config(late: LatePolicy) -> SenderSessionConfig {
+    SenderSessionConfig {
+        reports: SenderReportsConfig {
+            ssrc: 0xabc,
+            cname: "sender@test".into(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: 0,
+            session_bw_bps: 5_000_000,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_receivers: 4,
+            seed: 1,
+        },
+        pacing: PacingConfig {
+            late,
+            ..PacingConfig::default()
+        },
+        jobs: JobConfig {
+            period: None,
+            deadline: Duration::from_millis(2),
+        },
+        queue_capacity: 2048,
+    }
+}
+
+/// 1250-byte packets every 2 ms: 5 Mbit/s.
+fn packet(k: u32) -> Queued {
+    Queued {
+        id: k,
+        due: ms(2 * k as u64),
+        wire_len: 1250,
+        payload_len: 1238,
+    }
+}
+
+fn session(late: LatePolicy) -> SenderSession {
+    let cc = Box::new(FixedRate::new(Bitrate::mbps(5)));
+    SenderSession::new(config(late), Timestamp::ZERO, cc)
+}
+
+/// Feeds `n` packets and runs the session as an exact driver would, except that it cannot
+/// run during `stall`. Returns every transmit with the time it happened, and every event.
+fn run(
+    s: &mut SenderSession,
+    n: u32,
+    stall: (Timestamp, Timestamp),
+) -> (Vec<(Timestamp, Transmit)>, Vec<SessionEvent>) {
+    for k in 0..n {
+        s.handle_input(Timestamp::ZERO, Input::Packet(packet(k)))
+            .unwrap();
+    }
+    s.handle_input(Timestamp::ZERO, Input::SourceEnded).unwrap();
+    let (mut out, mut events) = (Vec::new(), Vec::new());
+    let mut now = Timestamp::ZERO;
+    while !s.is_finished() {
+        while let Some(e) = s.poll_event() {
+            events.push(e);
+        }
+        if now >= stall.0 && now < stall.1 {
+            now = stall.1;
+        }
+        match s.poll_transmit(now) {
+            Some(t) => out.push((now, t)),
+            None => {
+                if s.poll_rtcp(now, wall(now), &mut [0u8; 1500]).is_some() {
+                    continue;
+                }
+                let (t, _) = s.poll_timeout().expect("a queued packet has a time");
+                assert!(t > now);
+                now = t;
+            }
+        }
+    }
+    events.extend(std::iter::from_fn(|| s.poll_event()));
+    (out, events)
+}
+
+#[test]
+fn packets_leave_at_their_due_time_and_reports_count_them() {
+    let mut s = session(LatePolicy::CATCH_UP);
+    let (out, _) = run(&mut s, 100, (ms(0), ms(0)));
+    assert_eq!(out.len(), 100);
+    for (at, t) in &out {
+        let Transmit::Send { due, late, .. } = *t else {
+            panic!("nothing is dropped on time")
+        };
+        assert_eq!((*at, late), (due, Duration::ZERO));
+    }
+    let st = s.stats();
+    assert_eq!(
+        (st.packets, st.bytes, st.payload_octets),
+        (100, 125_000, 123_800)
+    );
+    assert_eq!((st.jobs, st.deadline_misses, st.pacing.stalls), (100, 0, 0));
+    // The sender report carries the count and maps now to the RTP time of a packet due now.
+    let mut buf = [0u8; 1500];
+    let n = s.bye(ms(200), wall(ms(200)), &mut buf).unwrap();
+    let mut info = None;
+    rtcp::parse_compound(&buf[..n], |i| {
+        if let metronome_wire::RtcpItem::SenderReport(x) = i {
+            info = Some((x.packet_count, x.octet_count, x.rtp_timestamp));
+        }
+    })
+    .unwrap();
+    assert_eq!(info, Some((100, 123_800, 18_000)));
+}
+
+#[test]
+fn after_a_stall_late_packets_catch_up_at_the_bounded_rate_and_keep_their_due_times() {
+    let mut s = session(LatePolicy::CATCH_UP);
+    let (out, ev) = run(&mut s, 500, (ms(100), ms(400)));
+    assert_eq!(out.len(), 500, "catch-up sends everything");
+    let late: Vec<_> = out
+        .iter()
+        .filter_map(|(at, t)| match *t {
+            Transmit::Send { late, .. } if late > Duration::from_millis(2) => Some(*at),
+            _ => None,
+        })
+        .collect();
+    // 2× 5 Mbit/s: one 1250-byte packet a millisecond, never faster.
+    assert!(late.len() > 250, "{}", late.len());
+    for w in late.windows(2) {
+        assert!(w[1].saturating_since(w[0]) >= Duration::from_millis(1));
+    }
+    // Back on schedule about 300 ms after the stall ended, and exactly on time from then on.
+    let (back, _) = out
+        .iter()
+        .find(|(at, t)| *at > ms(400) && matches!(t, Transmit::Send { late, .. } if late.is_zero()))
+        .unwrap();
+    assert!(*back >= ms(695) && *back <= ms(705), "{back}");
+    assert!(
+        matches!(ev[0], SessionEvent::StallBegan { at, .. } if at == ms(400)),
+        "{:?}",
+        &ev[..3]
+    );
+    assert!(ev
+        .iter()
+        .any(|e| matches!(e, SessionEvent::StallEnded { lasted, .. } if *lasted > Duration::from_millis(290))));
+    let st = s.stats();
+    assert_eq!(st.pacing.stalls, 1);
+    assert!(
+        st.deadline_misses > 100,
+        "late packets miss their 2 ms deadlines"
+    );
+}
+
+#[test]
+fn drop_late_gives_back_the_slots_of_packets_past_their_deadline() {
+    let mut s = session(LatePolicy::DropLate {
+        after: Duration::from_millis(10),
+    });
+    let (out, _) = run(&mut s, 500, (ms(100), ms(400)));
+    let dropped: Vec<_> = out
+        .iter()
+        .filter(|(_, t)| matches!(t, Transmit::Drop { .. }))
+        .map(|(_, t)| t.id())
+        .collect();
+    // Packets due at 100..=388 ms (ids 50..=194) were more than 10 ms late at 400 ms.
+    assert_eq!(dropped, (50..=194).collect::<Vec<_>>());
+    assert_eq!(s.stats().packets, 500 - 145);
+    assert_eq!(s.stats().pacing.dropped, 145);
+}
+
+#[test]
+fn the_queue_refuses_more_than_its_slots_and_packets_out_of_order() {
+    let mut cfg = config(LatePolicy::CATCH_UP);
+    cfg.queue_capacity = 2;
+    let mut s = SenderSession::new(
+        cfg,
+        Timestamp::ZERO,
+        Box::new(FixedRate::new(Bitrate::mbps(5))),
+    );
+    s.handle_input(ms(0), Input::Packet(packet(1))).unwrap();
+    let e = s.handle_input(ms(0), Input::Packet(packet(0))).unwrap_err();
+    assert!(matches!(e, InputError::OutOfOrder { .. }), "{e}");
+    s.handle_input(ms(0), Input::Packet(packet(2))).unwrap();
+    let e = s.handle_input(ms(0), Input::Packet(packet(3))).unwrap_err();
+    assert_eq!(e, InputError::QueueFull { capacity: 2 });
+    assert!(e.to_string().contains("2 packets"));
+}
+
+#[test]
+fn an_empty_queue_while_running_is_one_underrun_per_episode() {
+    let mut s = session(LatePolicy::CATCH_UP);
+    assert!(s.poll_transmit(ms(0)).is_none(), "not started: no underrun");
+    s.handle_input(ms(0), Input::Packet(packet(0))).unwrap();
+    assert!(s.poll_transmit(ms(0)).is_some());
+    assert!(s.poll_transmit(ms(1)).is_none());
+    assert!(s.poll_transmit(ms(2)).is_none());
+    assert_eq!(s.stats().underruns, 1);
+    s.handle_input(ms(2), Input::Packet(packet(1))).unwrap();
+    assert!(s.poll_transmit(ms(2)).is_some());
+    assert!(s.poll_transmit(ms(3)).is_none());
+    assert_eq!(s.stats().underruns, 2);
+}
+
+/// A controller that halves its rate on every report with loss, and records what it heard.
+struct Halving {
+    rate: Bitrate,
+    heard: Arc<Mutex<Vec<Feedback>>>,
+}
+
+impl RateController for Halving {
+    fn name(&self) -> &'static str {
+        "halving"
+    }
+    fn target_rate(&self) -> Bitrate {
+        self.rate
+    }
+    fn on_feedback(&mut self, _now: Timestamp, fb: &Feedback) {
+        self.heard.lock().unwrap().push(*fb);
+        if fb.fraction_lost > 0.0 {
+            self.rate = self.rate.scaled(0.5);
+        }
+    }
+    fn set_rate(&mut self, rate: Bitrate) {
+        self.rate = rate;
+    }
+}
+
+#[test]
+fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate() {
+    let heard = Arc::new(Mutex::new(Vec::new()));
+    let cc = Halving {
+        rate: Bitrate::mbps(8),
+        heard: heard.clone(),
+    };
+    let mut s = SenderSession::new(config(LatePolicy::CATCH_UP), Timestamp::ZERO, Box::new(cc));
+    let block = Block {
+        ssrc: 0xabc,
+        fraction_lost: 32,
+        cumulative_lost: 5,
+        extended_highest_seq: 100,
+        jitter: 900,
+        lsr: 0,
+        dlsr: 0,
+    };
+    let mut buf = [0u8; 1500];
+    let n = rtcp::write_compound(
+        &mut buf,
+        ReportHead::Receiver {
+            ssrc: 0x77,
+            blocks: &[block],
+        },
+        "viewer",
+        None,
+    )
+    .unwrap();
+    let from = "127.0.0.1:5005".parse().unwrap();
+    let input = Input::Rtcp {
+        wall: wall(ms(50)),
+        from,
+        data: &buf[..n],
+    };
+    s.handle_input(ms(50), input).unwrap();
+    let fb = heard.lock().unwrap()[0];
+    assert_eq!(
+        (fb.receiver, fb.fraction_lost, fb.cumulative_lost),
+        (0x77, 0.125, 5)
+    );
+    assert_eq!(fb.jitter, Duration::from_millis(10));
+    assert_eq!(s.target_rate(), Bitrate::mbps(4));
+    let mut events = Vec::new();
+    while let Some(e) = s.poll_event() {
+        events.push(e);
+    }
+    assert!(events.contains(&SessionEvent::RateChanged {
+        at: ms(50),
+        rate: Bitrate::mbps(4)
+    }));
+    // Asked for a rate, the controller takes it.
+    s.handle_input(ms(60), Input::SetRate(Bitrate::mbps(6)))
+        .unwrap();
+    assert_eq!(s.target_rate(), Bitrate::mbps(6));
+    assert_eq!(s.stats().rate_changes, 2);
+}
