@@ -2,6 +2,7 @@
 
 use clap::Args;
 use metronome_media::{MediaError, TestSource, TestSourceConfig, TsFileSource, TsSource};
+use metronome_sched::LatePolicy;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -16,6 +17,36 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         Ok(v) if v >= 0.0 && v.is_finite() && v <= 1e7 => Ok(Duration::from_secs_f64(v)),
         Ok(_) => Err(format!("'{s}' is out of range")),
         Err(_) => metronome_rt::streams::parse_duration(s),
+    }
+}
+
+/// What a stream does with packets later than the stall threshold: `catch-up` (at twice its
+/// rate), `catch-up=F` (at F times its rate, F > 1), `drop-late` (drop what is more than
+/// 10 ms late) or `drop-late=DURATION`.
+pub fn parse_late(s: &str) -> Result<LatePolicy, String> {
+    let (name, value) = match s.split_once('=') {
+        Some((n, v)) => (n.trim(), Some(v.trim())),
+        None => (s.trim(), None),
+    };
+    match (name, value) {
+        ("catch-up", None) => Ok(LatePolicy::CATCH_UP),
+        ("catch-up", Some(f)) => match f.parse::<f64>() {
+            Ok(f) if f > 1.0 && f <= 100.0 => Ok(LatePolicy::CatchUp { factor: f }),
+            _ => Err(format!(
+                "'{f}' is not a catch-up factor: give a multiple of the stream's rate above 1 \
+                 (for example catch-up=2), so that a backlog can drain"
+            )),
+        },
+        ("drop-late", None) => Ok(LatePolicy::DropLate {
+            after: Duration::from_millis(10),
+        }),
+        ("drop-late", Some(d)) => Ok(LatePolicy::DropLate {
+            after: parse_duration(d)?,
+        }),
+        _ => Err(format!(
+            "'{s}' is not a late policy: use catch-up, catch-up=FACTOR, drop-late or \
+             drop-late=DURATION (for example drop-late=20ms)"
+        )),
     }
 }
 
@@ -97,5 +128,24 @@ mod tests {
         assert_eq!(parse_size("640x360"), Ok((640, 360)));
         assert!(parse_size("641x360").is_err());
         assert!(parse_size("640").is_err());
+    }
+
+    #[test]
+    fn late_policies() {
+        assert_eq!(parse_late("catch-up"), Ok(LatePolicy::CATCH_UP));
+        assert_eq!(
+            parse_late("catch-up=3"),
+            Ok(LatePolicy::CatchUp { factor: 3.0 })
+        );
+        assert_eq!(
+            parse_late("drop-late=20ms"),
+            Ok(LatePolicy::DropLate {
+                after: Duration::from_millis(20)
+            })
+        );
+        let e = parse_late("catch-up=1").unwrap_err();
+        assert!(e.contains("above 1"), "{e}");
+        let e = parse_late("rebase").unwrap_err();
+        assert!(e.contains("catch-up") && e.contains("drop-late"), "{e}");
     }
 }

@@ -1,12 +1,13 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
-use crate::args::{parse_duration, parse_rate, SourceArgs};
+use crate::args::{parse_duration, parse_late, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
 use metronome_rt::streams::{parse_share, SchedKind};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
+use metronome_sched::LatePolicy;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -68,6 +69,12 @@ pub struct ServeArgs {
     /// Packets buffered between producer and pacer
     #[arg(long, default_value_t = 1024)]
     pub ring: usize,
+    /// After a stall (the pacer was preempted, the producer fell behind), packets keep the
+    /// time their RTP timestamp names and are: caught up at a multiple of the stream's rate
+    /// (`catch-up`, `catch-up=3`), or dropped when later than a limit (`drop-late`,
+    /// `drop-late=20ms`). The schedule itself never shifts.
+    #[arg(long, value_parser = parse_late, default_value = "catch-up", value_name = "POLICY")]
+    pub late: LatePolicy,
     /// Print the final summary as JSON
     #[arg(long)]
     pub json: bool,
@@ -161,6 +168,7 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> 
     cfg.ring_slots = a.ring.max(1);
     cfg.duration = a.duration;
     cfg.send_time_ext = a.send_time;
+    cfg.pacing.late = a.late;
     cfg
 }
 

@@ -15,7 +15,7 @@
 
 mod common;
 
-use common::{bin, port_pair, require, run, tmp_dir, Running};
+use common::{bin, now, port_pair, require, run, tmp_dir, Running};
 use metronome_media::raw::{RawFileSource, RawFrame, RawSource, RawTestPattern};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -157,6 +157,29 @@ fn gstreamer_i420_720x576_to_metronome_pixel_exact() {
 // ---------------------------------------------------------------------------------------------
 // Metronome → GStreamer
 
+/// GStreamer's socket receive buffer (`udpsrc buffer-size`; Linux doubles it): room for the
+/// whole stream, so that what GStreamer writes does not depend on how much CPU it gets while
+/// Metronome sends. On a 2-CPU machine it may get next to none: the pacer spins a CPU at the
+/// top priority for a narrow-gapped stream (at real-time priority, or at nice -20 once the RT
+/// throttling guard trips), and another busy process takes the other. Measured: 12 frames of
+/// 720x576 4:2:2 are 7056 datagrams, 16.2 MB as the kernel counts them on loopback; with the
+/// former 4 MB (8 MB) a GStreamer that ran late kept the first frames and lost the last ones.
+const GST_RECEIVE_BUFFER: usize = 32 << 20;
+
+/// Waits until the file at `path` holds `len` bytes or `limit` passes; whether it does.
+fn wait_for_len(path: &Path, len: u64, limit: Duration) -> bool {
+    let deadline = now() + limit;
+    loop {
+        if std::fs::metadata(path).is_ok_and(|m| m.len() >= len) {
+            return true;
+        }
+        if now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing: &str) {
     tools();
     let _one = serial();
@@ -188,12 +211,22 @@ fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing
          sampling={sampling_fmtp},depth=(string)8,width=(string)720,height=(string)576,\
          colorimetry=(string)BT601-5,payload=96"
     );
+    // filesink unbuffered: the file's length says what GStreamer has taken.
     let mut gst = Running::spawn(&mut gst_launch(&format!(
-        "udpsrc address=127.0.0.1 port={port} buffer-size=4194304 caps={caps} \
-             ! rtpvrawdepay ! video/x-raw,format={gst_format} ! filesink location={}",
+        "udpsrc address=127.0.0.1 port={port} buffer-size={GST_RECEIVE_BUFFER} caps={caps} \
+             ! rtpvrawdepay ! video/x-raw,format={gst_format} \
+             ! filesink buffer-mode=unbuffered location={}",
         got.display()
     )));
     gst.wait_for("Setting pipeline to PLAYING", Duration::from_secs(10));
+    // udpsrc warns (before PLAYING) when the kernel gives it less: as root it forces the size.
+    assert!(
+        !gst.seen().iter().any(|l| l.contains("Could not create a buffer")),
+        "GStreamer's receive buffer is smaller than the stream, so the test would depend on \
+         the machine being quiet: run as root (scripts/test.sh does) or raise \
+         net.core.rmem_max to {GST_RECEIVE_BUFFER}:\n{}",
+        gst.seen().join("\n")
+    );
     let out = run_ok(
         bin()
             .args(["serve", "--raw", "-i"])
@@ -205,11 +238,15 @@ fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing
     let v = json(&out, "metronome serve");
     assert_eq!(v["frames_sent"], frames, "{out}");
     assert_eq!(v["send_errors"], 0, "{out}");
-    // Let GStreamer take the last frame, then end it with EOS so that filesink flushes.
-    std::thread::sleep(Duration::from_millis(500));
+    // The whole stream is in GStreamer's socket buffer by now, or GStreamer has taken it: wait
+    // until it has written every frame (however busy the machine), then end it with EOS. EOS
+    // stops udpsrc at once, dropping what it has not read yet; a frame really lost ends the
+    // wait at the limit and fails below.
+    let want_len = std::fs::metadata(&want).unwrap().len();
+    wait_for_len(&got, want_len, Duration::from_secs(20));
     gst.interrupt();
     gst.finish_within(Duration::from_secs(10)).expect_success();
-    let frame_len = std::fs::metadata(&want).unwrap().len() as usize / frames as usize;
+    let frame_len = want_len as usize / frames as usize;
     assert_same_frames(&got, &want, frame_len, &format!("{gst_format} {pacing}"));
 }
 

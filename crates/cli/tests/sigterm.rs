@@ -4,61 +4,23 @@
 
 mod common;
 
-use common::{bin, now, port_pair, Outcome, Running};
+use common::{bin, port_pair, Outcome, Running};
 use serde_json::Value;
 use std::time::Duration;
 
 /// How long a program may take to stop after SIGTERM (it takes a fraction of a second).
 const STOP_LIMIT: Duration = Duration::from_secs(10);
 
-/// The pid of this process's child that runs `metronome` with all of `args` among its
-/// arguments, once it has started (before its exec, a child's command line is this test's).
-///
-/// The pid stays ours until the child is reaped, which only its [`Running`] does.
-fn child_pid(args: &[&str]) -> libc::pid_t {
-    let me = std::process::id().to_string();
-    let deadline = now() + Duration::from_secs(10);
-    loop {
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-                continue;
-            };
-            // "PID (COMM) STATE PPID …", where COMM may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
-            if ppid != Some(me.as_str()) {
-                continue;
-            }
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let argv: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-            if args.iter().all(|a| argv.contains(&a.as_bytes())) {
-                return pid;
-            }
-        }
-        assert!(now() < deadline, "no child process runs {args:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Sends SIGTERM to `pid` of `running` (still running: not reaped, so the pid is still its),
-/// then waits up to [`STOP_LIMIT`] for it to exit and asserts that it did so by itself, with
-/// status 0.
-fn terminate(mut running: Running, pid: libc::pid_t) -> Outcome {
+/// Sends SIGTERM to `running`, then waits up to [`STOP_LIMIT`] for it to exit and asserts that
+/// it did so by itself, with status 0.
+fn terminate(mut running: Running) -> Outcome {
     if running.has_exited() {
         panic!(
             "it ended before SIGTERM: {}",
             running.finish_within(Duration::ZERO).report()
         );
     }
-    // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
-    let sent = unsafe { libc::kill(pid, libc::SIGTERM) };
-    assert_eq!(sent, 0, "kill: {}", std::io::Error::last_os_error());
+    running.signal(libc::SIGTERM);
     let out = running.finish_within(STOP_LIMIT);
     assert!(
         out.succeeded(),
@@ -75,13 +37,11 @@ fn serve_and_recv_stop_cleanly_on_sigterm() {
     // No --duration: only a signal ends either of them (the test's deadline kills them).
     let mut recv = Running::spawn(bin().args(["recv", &url, "--json"]));
     recv.wait_for("listening on", Duration::from_secs(20));
-    let recv_pid = child_pid(&["recv", &url]);
     let serve = Running::spawn(bin().args(["serve", &url]));
-    let serve_pid = child_pid(&["serve", &url]);
     std::thread::sleep(Duration::from_secs(2));
 
     // The sender first, so that the receiver has the whole stream when it stops.
-    let sent = terminate(serve, serve_pid);
+    let sent = terminate(serve);
     // Its human summary, as on Ctrl-C: "  sent N packets, … ended by stopped".
     let line = sent
         .stdout
@@ -93,7 +53,7 @@ fn serve_and_recv_stop_cleanly_on_sigterm() {
     assert!(packets > 0, "{}", sent.report());
     assert!(sent.stdout.starts_with("sender: "), "{}", sent.report());
 
-    let got = terminate(recv, recv_pid);
+    let got = terminate(recv);
     let v: Value = serde_json::from_str(&got.stdout)
         .unwrap_or_else(|e| panic!("recv's stdout is not JSON ({e}): {}", got.report()));
     assert_eq!(v["ended_by"].as_str(), Some("stopped"), "{v}");

@@ -44,14 +44,17 @@ impl<'a> Pacer<'a> {
         let (rt, clock) = (self.rt, self.clock);
         let mut job = match self.cursor.load(rt, clock.now()) {
             Load::Ready(job) => job,
-            Load::Empty => return Step::Empty,
+            Load::Empty => {
+                self.thread.note_starved(clock.now());
+                return Step::Empty;
+            }
             Load::Done => return Step::Done,
         };
         loop {
             self.thread.wait_until(clock, job.release);
             match self.cursor.send(rt, clock) {
-                Some(Sent::Sent(late)) => {
-                    self.thread.follow_load(clock.now(), late);
+                Some(Sent::Sent(_)) => {
+                    self.thread.follow_load(clock.now());
                     return Step::Sent;
                 }
                 Some(Sent::NotYet(next)) => job = next,

@@ -52,6 +52,11 @@ pub struct WaitSelector {
     window_start: Option<Timestamp>,
     packets: u64,
     late: u64,
+    /// No busy-polling before this: busy-polling starved the producer, or did no better.
+    sleep_until: Option<Timestamp>,
+    /// The late share of the sleeping window that made it switch to busy-polling: what
+    /// busy-polling must beat to be kept.
+    sleep_share: f64,
     stats: WaitSelectorStats,
 }
 
@@ -64,6 +69,8 @@ impl WaitSelector {
             window_start: None,
             packets: 0,
             late: 0,
+            sleep_until: None,
+            sleep_share: 0.0,
             stats: WaitSelectorStats::default(),
         }
     }
@@ -84,13 +91,45 @@ impl WaitSelector {
                 self.packets = 0;
                 self.late = 0;
                 self.window_start = Some(now);
-                (share > self.cfg.max_late_share).then_some(WaitChoice::BusyPoll)
+                let held = self.sleep_until.is_some_and(|t| now < t);
+                self.sleep_share = share;
+                (share > self.cfg.max_late_share && !held).then_some(WaitChoice::BusyPoll)
             }
             WaitChoice::BusyPoll if now.saturating_since(since) >= self.cfg.retry_after => {
                 Some(WaitChoice::SleepSpin)
             }
+            // Busy-polling is kept only while it beats the sleeping it replaced, measured in
+            // the same run: on a busy host an ordinary thread that spins is preempted too.
+            WaitChoice::BusyPoll if now.saturating_since(start) >= self.cfg.window => {
+                let share = self.late as f64 / self.packets as f64;
+                self.packets = 0;
+                self.late = 0;
+                self.window_start = Some(now);
+                if share >= self.sleep_share {
+                    self.sleep_until = Some(now + self.cfg.retry_after);
+                    Some(WaitChoice::SleepSpin)
+                } else {
+                    None
+                }
+            }
             _ => None,
         }?;
+        Some(self.switch(now, next))
+    }
+
+    /// What the pacer sends was not ready in time (its producer fell behind). While
+    /// busy-polling, that is the polling taking the CPU the producer needs: sleep again, and
+    /// do not busy-poll for `retry_after`. Returns the new mode when it changes.
+    pub fn on_starved(&mut self, now: Timestamp) -> Option<WaitChoice> {
+        if self.mode != WaitChoice::BusyPoll {
+            return None;
+        }
+        self.sleep_until = Some(now + self.cfg.retry_after);
+        Some(self.switch(now, WaitChoice::SleepSpin))
+    }
+
+    fn switch(&mut self, now: Timestamp, next: WaitChoice) -> WaitChoice {
+        let since = self.since.unwrap_or(now);
         let spent = now.saturating_since(since).as_secs_f64();
         match self.mode {
             WaitChoice::SleepSpin => {
@@ -107,7 +146,7 @@ impl WaitSelector {
         self.window_start = Some(now);
         self.packets = 0;
         self.late = 0;
-        Some(next)
+        next
     }
 
     /// Statistics up to `now`.
@@ -161,5 +200,34 @@ mod tests {
             (st.sleep_spin_s + st.busy_poll_s - 26.0).abs() < 0.01,
             "{st:?}"
         );
+    }
+
+    #[test]
+    fn busy_polling_that_does_no_better_than_sleeping_is_given_up_for_a_while() {
+        let mut s = WaitSelector::new(WaitSelectorConfig::default());
+        // 2% late while sleeping: switch.
+        assert_eq!(feed(&mut s, 0, 2000, 50), vec![WaitChoice::BusyPoll]);
+        // Busy-polling, 5% are still late: back to sleep after one window.
+        assert_eq!(feed(&mut s, 2000, 3500, 20), vec![WaitChoice::SleepSpin]);
+        // And no busy-polling again for 20 s, however late.
+        assert!(feed(&mut s, 3500, 22_000, 10).is_empty());
+    }
+
+    #[test]
+    fn a_starved_producer_sends_a_busy_poller_back_to_sleep_for_a_while() {
+        let mut s = WaitSelector::new(WaitSelectorConfig::default());
+        assert_eq!(
+            s.on_starved(Timestamp::from_millis(10)),
+            None,
+            "asleep already"
+        );
+        assert_eq!(feed(&mut s, 0, 1500, 50), vec![WaitChoice::BusyPoll]);
+        assert_eq!(
+            s.on_starved(Timestamp::from_millis(1500)),
+            Some(WaitChoice::SleepSpin)
+        );
+        // However late the wake-ups, no busy-polling for 20 s; then it may again.
+        assert!(feed(&mut s, 1500, 21_000, 10).is_empty());
+        assert_eq!(feed(&mut s, 21_000, 22_000, 10), vec![WaitChoice::BusyPoll]);
     }
 }

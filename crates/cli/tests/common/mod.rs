@@ -120,6 +120,11 @@ impl Running {
         }
     }
 
+    /// The lines [`wait_for`](Self::wait_for) has read so far.
+    pub fn seen(&self) -> &[String] {
+        &self.seen
+    }
+
     /// Whether it has exited.
     pub fn has_exited(&mut self) -> bool {
         self.child.try_wait().ok().flatten().is_some()
@@ -127,8 +132,20 @@ impl Running {
 
     /// Interrupts it as Ctrl-C does.
     pub fn interrupt(&self) {
-        // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
+        self.signal(libc::SIGINT);
+    }
+
+    /// Sends it `signal` (SIGTERM, SIGSTOP, SIGCONT, ...). Its pid is still its own: only
+    /// this `Running` reaps it.
+    pub fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill(2) on our own unreaped child's pid has no memory-safety preconditions.
+        let r = unsafe { libc::kill(self.child.id() as i32, signal) };
+        assert_eq!(r, 0, "kill: {}", std::io::Error::last_os_error());
+    }
+
+    /// Its process id (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Lets it end on its own for `grace`, then interrupts it as Ctrl-C does.

@@ -261,7 +261,7 @@ impl<'a> RawPacer<'a> {
                 self.r.send_lateness.record(nanos(now.saturating_since(d)));
             }
             c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
-            self.follow_load(now, late);
+            self.thread.follow_load(now);
             k = end;
         }
         let done = self.clock.now();
@@ -325,12 +325,6 @@ impl<'a> RawPacer<'a> {
                 sent
             }
         }
-    }
-
-    /// Switches between sleeping and busy-polling as the wait selector and the RT throttling
-    /// guard decide (as every pacing thread does).
-    fn follow_load(&mut self, now: Timestamp, late: Duration) {
-        self.thread.follow_load(now, late);
     }
 
     /// Most packets in one send call (unbounded for a burst).

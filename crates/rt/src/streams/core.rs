@@ -172,7 +172,7 @@ impl CoreLoop<'_> {
         let next = e.cursor.load(&e.rt, now);
         self.after_load(slot, next);
         if sent != Sent::Dropped {
-            self.thread.follow_load(now, late);
+            self.thread.follow_load(now);
         }
     }
 
@@ -190,6 +190,7 @@ impl CoreLoop<'_> {
                 });
             }
             Load::Empty => {
+                self.thread.note_starved(self.clock.now());
                 if !e.idle {
                     e.idle = true;
                     self.idle.push(slot);
