@@ -55,6 +55,8 @@ struct PacingRun {
     receiver_lost: u64,
     receiver_jitter_ms: f64,
     receiver_interarrival: Summary,
+    /// How busy the host was during this run.
+    host: Option<metronome_rt::host::HostLoad>,
 }
 
 #[derive(Serialize)]
@@ -143,6 +145,7 @@ fn summarize(name: &'static str, s: &SenderOutcome, r: &ReceiverOutcome) -> Paci
         receiver_lost: src.map(|x| x.lost).unwrap_or(0),
         receiver_jitter_ms: src.map(|x| x.jitter_ms).unwrap_or(0.0),
         receiver_interarrival: src.map(|x| x.interarrival).unwrap_or_default(),
+        host: s.host.clone(),
     }
 }
 
@@ -190,7 +193,7 @@ fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         ratios: ratios_of(&base, &ours),
         runs: vec![ours, sleepy, busy, base],
     };
-    println!("{}", serde_json::to_string_pretty(&out)?);
+    println!("{}", crate::report::to_json(&out)?);
     if !a.json {
         eprintln!();
         for r in &out.runs {
@@ -216,6 +219,11 @@ fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
                 "baseline / {name}: lateness p99 ×{:.1}, p99.9 ×{:.1}, max ×{:.1}; receiver inter-arrival p99.9 excess ×{:.1}",
                 r.lateness_p99, r.lateness_p999, r.lateness_max, r.interarrival_p999_excess
             );
+        }
+        for r in &out.runs {
+            if let Some(h) = &r.host {
+                eprintln!("{:<22} {}", r.name, h.line());
+            }
         }
     }
     Ok(())

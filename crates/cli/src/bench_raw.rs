@@ -263,7 +263,7 @@ pub fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::
         checks,
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&bench)?);
+        println!("{}", crate::report::to_json(&bench)?);
     } else {
         print!("{}", human(&bench));
     }

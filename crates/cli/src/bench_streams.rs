@@ -73,6 +73,8 @@ struct Case {
     /// The whole sending process (pacers, producers, RTCP), as a share of one core.
     process_cpu_percent: f64,
     receiver: RxView,
+    /// How busy the host was during this case.
+    host: Option<metronome_rt::host::HostLoad>,
 }
 
 #[derive(Serialize, Default)]
@@ -115,7 +117,7 @@ pub fn run(a: StreamsArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::err
     let _ = std::fs::remove_dir_all(&dir);
     let bench = result?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&bench)?);
+        println!("{}", crate::report::to_json(&bench)?);
     } else {
         print!("{}", human(&bench));
         println!("{}", serde_json::to_string(&bench)?);
@@ -277,6 +279,7 @@ fn one_case(
         pacer_cpu_percent: outcome.core_cpu_percent.iter().sum(),
         process_cpu_percent: cpu * 100.0 / outcome.duration_s.max(1e-9),
         receiver: rx_view(&rx, nominal),
+        host: outcome.host.clone(),
     })
 }
 
@@ -432,6 +435,11 @@ fn human(b: &StreamsBench) -> String {
             c.case, c.sched, c.sched, c.lateness_p99_ratio, c.lateness_p999_ratio,
             c.rx_interarrival_p999_excess_ratio
         );
+    }
+    for c in &b.cases {
+        if let Some(h) = &c.host {
+            let _ = writeln!(s, "{} {}: {}", c.name, c.sched, h.line());
+        }
     }
     s
 }

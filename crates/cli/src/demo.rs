@@ -87,7 +87,7 @@ pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
     let sent = sent?;
     if a.json {
         let v = serde_json::json!({ "sender": sent, "receivers": received });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        println!("{}", report::to_json(&v)?);
         return Ok(());
     }
     println!("{}", report::sender_summary(&sent));

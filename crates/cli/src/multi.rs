@@ -136,7 +136,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .map_err(|_| "internal error: the stream server is still in use at shutdown")?;
     let outcome = server.shutdown();
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", crate::report::to_json(&outcome)?);
     } else {
         print!("{}", summary(&outcome));
     }
@@ -332,6 +332,9 @@ fn summary(o: &ServerOutcome) -> String {
         "all packets: lateness p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.0} µs over {} packets",
         l.p50_us, l.p99_us, l.p999_us, l.max_us, l.count
     );
+    if let Some(h) = &o.host {
+        let _ = writeln!(out, "{}", h.line());
+    }
     out
 }
 

@@ -32,6 +32,25 @@ impl LiveLine {
     }
 }
 
+/// The version of every JSON document the binary prints (`schema_version`, the first field).
+/// Raise it when a field changes meaning or goes away; adding a field keeps it.
+pub const SCHEMA_VERSION: u32 = 2;
+
+#[derive(Serialize)]
+struct Versioned<'a, T> {
+    schema_version: u32,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// `value` as pretty JSON, with the schema version as its first field.
+pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
+    serde_json::to_string_pretty(&Versioned {
+        schema_version: SCHEMA_VERSION,
+        body: value,
+    })
+}
+
 /// Prints a run's outcome: pretty JSON, or the human summary.
 pub fn print_outcome<T: Serialize>(
     json: bool,
@@ -39,7 +58,7 @@ pub fn print_outcome<T: Serialize>(
     human: impl Fn(&T) -> String,
 ) -> Result<(), serde_json::Error> {
     if json {
-        println!("{}", serde_json::to_string_pretty(outcome)?);
+        println!("{}", to_json(outcome)?);
     } else {
         print!("{}", human(outcome));
     }
@@ -114,6 +133,9 @@ pub fn sender_summary(o: &SenderOutcome) -> String {
     for r in &o.receivers {
         let _ = writeln!(s, "  {}", receiver_line(r));
     }
+    if let Some(h) = &o.host {
+        let _ = writeln!(s, "  {}", h.line());
+    }
     s
 }
 
@@ -179,6 +201,9 @@ pub fn receiver_summary(o: &ReceiverOutcome) -> String {
         if let Some(d) = &src.one_way_delay {
             let _ = writeln!(s, "    one-way delay: {d}");
         }
+    }
+    if let Some(h) = &o.host {
+        let _ = writeln!(s, "  {}", h.line());
     }
     s
 }

@@ -221,7 +221,9 @@ fn metronome_to_gst(gst_format: &str, sampling_fmtp: &str, pix_fmt: &str, pacing
     gst.wait_for("Setting pipeline to PLAYING", Duration::from_secs(10));
     // udpsrc warns (before PLAYING) when the kernel gives it less: as root it forces the size.
     assert!(
-        !gst.seen().iter().any(|l| l.contains("Could not create a buffer")),
+        !gst.seen()
+            .iter()
+            .any(|l| l.contains("Could not create a buffer")),
         "GStreamer's receive buffer is smaller than the stream, so the test would depend on \
          the machine being quiet: run as root (scripts/test.sh does) or raise \
          net.core.rmem_max to {GST_RECEIVE_BUFFER}:\n{}",

@@ -21,6 +21,7 @@
 
 pub mod clock;
 pub mod control;
+pub mod host;
 pub mod interleaved;
 pub mod pacer;
 pub mod pacing_thread;

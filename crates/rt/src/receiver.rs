@@ -2,6 +2,7 @@
 //! trace and MPEG-TS capture. One thread, polling the RTP and RTCP sockets.
 
 use crate::clock::Clock;
+use crate::host::{HostLoad, HostWatch};
 use crate::run::RunLimit;
 use crate::udp::{self, RtcpSocket, SocketOptions, UdpError, UdpReceiver};
 use crate::url::RtpUrl;
@@ -79,6 +80,8 @@ pub struct ReceiverOutcome {
     pub truncated_datagrams: u64,
     /// Receiver reports that left (none go to a unicast sender before its first SR).
     pub receiver_reports_sent: u64,
+    /// How busy the host was over the run (absent where /proc cannot be read).
+    pub host: Option<HostLoad>,
     #[serde(flatten)]
     pub receiver: ReceiverSummary,
 }
@@ -167,6 +170,7 @@ impl Receiver {
             mut rtcp,
             mut out,
         } = self;
+        let host = HostWatch::start();
         let clock = Clock::new();
         let mut session = ReceiverSession::new(cfg.session.clone());
         let start = clock.now();
@@ -243,6 +247,7 @@ impl Receiver {
             socket_overflows: rx.overflows,
             truncated_datagrams: rx.truncated,
             receiver_reports_sent: reports_sent,
+            host: host.finish(0),
             receiver: session.summary(),
         })
     }
@@ -409,6 +414,7 @@ pub fn run_datagrams(
     mut on_status: impl FnMut(&ReceiverSession),
 ) -> Result<ReceiverOutcome, RecvError> {
     let mut out = open_outputs(cfg)?;
+    let host = HostWatch::start();
     let clock = Clock::new();
     let mut session = ReceiverSession::new(cfg.session.clone());
     let start = clock.now();
@@ -468,6 +474,7 @@ pub fn run_datagrams(
         socket_overflows: 0,
         truncated_datagrams: 0,
         receiver_reports_sent: reports_sent,
+        host: host.finish(0),
         receiver: session.summary(),
     })
 }

@@ -8,6 +8,7 @@
 //! - the calling thread runs RTCP: sender reports out, receiver reports in, status.
 
 use crate::clock::Clock;
+use crate::host::{HostLoad, HostWatch};
 use crate::pacer::{Pacer, Step};
 use crate::pacing_thread::PacingThreadConfig;
 use crate::ring::PacketRing;
@@ -198,6 +199,8 @@ pub struct SenderOutcome {
     /// CPU time the pacing thread used, as a share of one core over the run.
     pub pacer_cpu_percent: f64,
     pub receivers: Vec<ReceiverView>,
+    /// How busy the host was over the run (absent where /proc cannot be read).
+    pub host: Option<HostLoad>,
 }
 
 /// Runs one stream until the source ends, `cfg.duration` passes, or `stop` is set.
@@ -234,6 +237,7 @@ pub fn run_sender(
     // The session bandwidth for the RTCP interval (RFC 3550 §6.2), and the rate catching up is
     // a multiple of.
     let bitrate_bps = source.nominal_bitrate().unwrap_or(5_000_000);
+    let host = HostWatch::start();
     let clock = Arc::new(Clock::new());
     let epoch = clock.now() + cfg.preroll;
     let rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
@@ -355,6 +359,7 @@ pub fn run_sender(
             0.0
         },
         receivers: session.reports().receivers().to_vec(),
+        host: host.finish(stats.pacing.stalls),
     })
 }
 

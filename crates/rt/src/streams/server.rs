@@ -17,6 +17,7 @@ use super::status::{CoreView, ServerStatus, StreamStatus};
 use super::stream::{lock, StreamRt};
 use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
+use crate::host::{HostLoad, HostWatch};
 use crate::pacing_thread::PacingThreadConfig;
 use crate::sender::WaitPolicy;
 use crate::thread::{self, RtPolicy};
@@ -174,6 +175,8 @@ pub struct ServerOutcome {
     /// CPU time of each core's pacing thread over the run, as a share of one core.
     pub core_cpu_percent: Vec<f64>,
     pub duration_s: f64,
+    /// How busy the host was over the run (absent where /proc cannot be read).
+    pub host: Option<HostLoad>,
 }
 
 pub struct StreamServer {
@@ -181,6 +184,7 @@ pub struct StreamServer {
     core_threads: Vec<JoinHandle<CoreResult>>,
     rtcp_thread: Option<JoinHandle<()>>,
     started: metronome_time::Timestamp,
+    host: HostWatch,
 }
 
 impl StreamServer {
@@ -268,6 +272,7 @@ impl StreamServer {
             core_threads,
             rtcp_thread: Some(rtcp_thread),
             started,
+            host: HostWatch::start(),
         })
     }
 
@@ -385,11 +390,14 @@ impl StreamServer {
         if let Some(p) = lock(&inner.producers).take() {
             p.shutdown();
         }
+        let streams = inner.statuses(true);
+        let stalls = streams.iter().map(|s| s.stalls).sum();
         ServerOutcome {
             server: inner.server_status(),
-            streams: inner.statuses(true),
+            streams,
             core_cpu_percent,
             duration_s,
+            host: self.host.finish(stalls),
         }
     }
 }
