@@ -121,6 +121,10 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         }
         if elapsed() >= next_status {
             next_status += Duration::from_secs(1);
+            for w in server.take_warnings() {
+                live.finish_line();
+                eprintln!("metronome: {w}");
+            }
             live.show(&status_line(&server));
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -163,6 +167,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
     cfg.wait = WaitPolicy::from(a.wait);
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
     cfg.pacing.late = a.late;
+    cfg.overload = a.overload.into();
     cfg
 }
 

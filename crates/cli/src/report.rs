@@ -30,6 +30,12 @@ impl LiveLine {
             eprintln!();
         }
     }
+    /// Clears the status line so that a message can take its place.
+    pub fn finish_line(&self) {
+        if self.on {
+            eprint!("\r\x1b[K");
+        }
+    }
 }
 
 /// The version of every JSON document the binary prints (`schema_version`, the first field).

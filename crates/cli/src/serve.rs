@@ -7,7 +7,7 @@ use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
 use metronome_rt::streams::{parse_share, SchedKind};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
-use metronome_sched::LatePolicy;
+use metronome_sched::{LatePolicy, OverloadPolicy};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -24,6 +24,23 @@ pub enum RtChoice {
     Deadline,
     /// An ordinary thread
     Off,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OverloadChoice {
+    Warn,
+    Refuse,
+    Shed,
+}
+
+impl From<OverloadChoice> for OverloadPolicy {
+    fn from(o: OverloadChoice) -> OverloadPolicy {
+        match o {
+            OverloadChoice::Warn => OverloadPolicy::Warn,
+            OverloadChoice::Refuse => OverloadPolicy::Refuse,
+            OverloadChoice::Shed => OverloadPolicy::Shed,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -121,6 +138,17 @@ pub struct ServeArgs {
     /// Budget this send cost per packet instead of measuring it at start-up, e.g. 5us
     #[arg(long, value_parser = parse_duration, help_heading = "Many streams")]
     pub send_cost: Option<Duration>,
+    /// When the running streams no longer fit the host (the send cost measured while running
+    /// exceeds what admission budgeted, or deadlines are missed): say so (warn), also refuse
+    /// new streams until they fit again (refuse), or also stop the newest stream each second
+    /// deadlines are still missed (shed)
+    #[arg(
+        long,
+        value_enum,
+        default_value = "warn",
+        help_heading = "Many streams"
+    )]
+    pub overload: OverloadChoice,
     #[command(flatten)]
     pub raw: crate::raw::RawServeArgs,
 }

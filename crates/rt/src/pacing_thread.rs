@@ -151,11 +151,12 @@ impl PacingThread {
             return;
         }
         self.check_throttling(now);
-        let Some(late) = woke_late else { return };
-        match self.selector.on_sent(now, late) {
-            Some(WaitChoice::SleepSpin) if self.guard.holds_busy(now) => {}
-            Some(choice) => self.waiter.apply_choice(choice, self.rt_policy),
-            None => {}
+        // While the throttling guard holds busy-polling, the selector has nothing to decide.
+        let Some(late) = woke_late.filter(|_| !self.guard.holds_busy(now)) else {
+            return;
+        };
+        if let Some(choice) = self.selector.on_sent(now, late) {
+            self.waiter.apply_choice(choice, self.rt_policy);
         }
     }
 
@@ -180,6 +181,7 @@ impl PacingThread {
         }
         let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
         if self.guard.on_window(now, thread_cpu_s(), sleeping) {
+            self.selector.force_busy(now);
             self.waiter
                 .apply_choice(WaitChoice::BusyPoll, self.rt_policy);
         }

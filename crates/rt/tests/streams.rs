@@ -243,3 +243,50 @@ fn the_control_api_adds_lists_refuses_and_removes_streams() {
     stop.store(true, Ordering::Relaxed);
     let _ = std::fs::remove_file(file);
 }
+
+#[test]
+fn a_send_cost_over_its_budget_is_overload_and_refuse_refuses_new_streams_with_the_reason() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, _received, stop) = sink();
+    // Admission budgets 1 ns a packet: every real send costs more, so once the server has
+    // measured a window of sends it knows the admitted set does not fit as budgeted.
+    let mut cfg = config(SchedKind::Edf, 1_000_000_000, Duration::from_nanos(1));
+    cfg.overload = metronome_sched::OverloadPolicy::Refuse;
+    let server = StreamServer::start(cfg).unwrap();
+    for i in 0..3 {
+        let mut s = spec(&format!("cam{i}"), &file, port);
+        s.period = None;
+        s.deadline = None;
+        server.add(s).unwrap();
+    }
+    let mut warnings = Vec::new();
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        warnings.extend(server.take_warnings());
+        if !warnings.is_empty() {
+            break;
+        }
+    }
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("overloaded") && w.contains("budgeted")),
+        "{warnings:?}"
+    );
+    let status = server.stream("cam0").unwrap();
+    assert!(status.packets > 50, "{status:?}");
+    let refused = server
+        .add(spec("late", &file, port))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("do not fit") && refused.contains("--overload warn"),
+        "{refused}"
+    );
+    let out = server.shutdown();
+    assert!(out.server.overload.is_some(), "{:?}", out.server);
+    assert_eq!(out.server.refused, 1);
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}

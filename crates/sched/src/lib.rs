@@ -17,6 +17,8 @@
 //! - [`pacing`]: the pacing model of one stream: when a packet leaves, lateness accounting, and
 //!   what happens after a stall (catch up at a bounded rate, or drop what is late); the schedule
 //!   itself never moves.
+//! - [`overload`]: whether the admitted set still fits the machine as it is now (measured send
+//!   cost, missed deadlines), and what to do when it does not: warn, refuse or shed.
 //! - [`wait_choice`]: whether the pacer sleeps-then-spins or busy-polls, chosen by the lateness
 //!   it sees.
 //! - [`st2110`]: SMPTE ST 2110-21 sender pacing models for uncompressed video (narrow gapped,
@@ -26,6 +28,7 @@ pub mod admission;
 pub mod analysis;
 pub mod dispatch;
 mod fmt_util;
+pub mod overload;
 pub mod pacing;
 pub mod phase;
 pub mod sim;
@@ -41,6 +44,9 @@ pub use admission::{
 pub use analysis::{cmp_utilisation, compare_utilisation, dm_test, edf_test, utilisation};
 pub use analysis::{Budget, DemandPoint, DmReport, DmViolation, EdfReport, EdfViolation};
 pub use dispatch::{Dispatcher, Job};
+pub use overload::{
+    Action as OverloadAction, OverloadPolicy, OverloadWatch, Window as OverloadWindow,
+};
 pub use pacing::{Decision, LatePolicy, PacingConfig, PacingModel, PacingStats};
 pub use sim::{simulate, Release, SimOutcome, SimTask, SimTaskOutcome};
 pub use st2110::{Conformance, ConformanceSummary, FrameFormat, FrameSchedule, SenderType};

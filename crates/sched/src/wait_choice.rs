@@ -128,6 +128,14 @@ impl WaitSelector {
         Some(self.switch(now, WaitChoice::SleepSpin))
     }
 
+    /// Something else decided to busy-poll (the RT throttling guard): account for it, so that
+    /// the time shows in the statistics and the retry clock starts now.
+    pub fn force_busy(&mut self, now: Timestamp) {
+        if self.mode != WaitChoice::BusyPoll {
+            self.switch(now, WaitChoice::BusyPoll);
+        }
+    }
+
     fn switch(&mut self, now: Timestamp, next: WaitChoice) -> WaitChoice {
         let since = self.since.unwrap_or(now);
         let spent = now.saturating_since(since).as_secs_f64();

@@ -5,8 +5,9 @@ use super::outlet::RtcpOut;
 use super::server::{Inner, Running};
 use super::stream::lock;
 use crate::clock::Clock;
+use metronome_sched::{OverloadAction, OverloadWindow};
 use metronome_session::sender::{Input, SenderReports, SenderSession};
-use metronome_time::{NtpTime, Timestamp};
+use metronome_time::{Distribution, NtpTime, Timestamp};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -17,6 +18,7 @@ const TURN: Duration = Duration::from_millis(20);
 
 pub(super) fn run(inner: &Inner) {
     let mut buf = [0u8; 1500];
+    let mut next_window = inner.clock.now() + OVERLOAD_WINDOW;
     while !inner.stop.load(Ordering::Acquire) {
         let mut ended = Vec::new();
         {
@@ -36,7 +38,63 @@ pub(super) fn run(inner: &Inner) {
                 inner.remember(status);
             }
         }
+        if inner.clock.now() >= next_window {
+            next_window = inner.clock.now() + OVERLOAD_WINDOW;
+            watch_overload(inner);
+        }
         std::thread::sleep(TURN);
+    }
+}
+
+/// How often the server judges whether its admitted streams still fit the host.
+const OVERLOAD_WINDOW: Duration = Duration::from_secs(1);
+/// Warnings kept for the user at most (the oldest go first).
+const WARNINGS_KEPT: usize = 64;
+
+/// One window of the overload watch: the send cost the pacing threads measured and the
+/// deadlines the streams missed since the last window, judged by `sched::OverloadWatch`.
+fn watch_overload(inner: &Inner) {
+    let mut cost = Distribution::new();
+    let mut misses = 0;
+    let mut newest: Option<(u64, String)> = None;
+    for (name, r) in lock(&inner.streams).iter_mut() {
+        let mut d = lock(&r.rt.send_cost);
+        cost.merge(&d);
+        d.clear();
+        let total = r.rt.counters.deadline_misses.load(Ordering::Relaxed);
+        misses += total.saturating_sub(r.misses_seen);
+        r.misses_seen = total;
+        if newest.as_ref().is_none_or(|(id, _)| r.rt.id > *id) {
+            newest = Some((r.rt.id, name.clone()));
+        }
+    }
+    let window = OverloadWindow {
+        sends: cost.len(),
+        send_cost_p99: Duration::from_nanos(cost.quantile_ns(0.99)),
+        budget: inner.calibration.per_packet,
+        deadline_misses: misses,
+    };
+    let action = lock(&inner.overload).observe(window);
+    let say = |what: String| {
+        let mut w = lock(&inner.warnings);
+        if w.len() == WARNINGS_KEPT {
+            w.pop_front();
+        }
+        w.push_back(what);
+    };
+    match action {
+        None => {}
+        Some(OverloadAction::Overloaded(why)) => say(format!("overloaded: {why}")),
+        Some(OverloadAction::Recovered(why)) => say(why),
+        Some(OverloadAction::Shed(why)) => {
+            if let Some((_, name)) = newest {
+                if inner.remove(&name, true).is_ok() {
+                    say(format!(
+                        "shed the newest stream '{name}' (--overload shed): {why}"
+                    ));
+                }
+            }
+        }
     }
 }
 

@@ -22,8 +22,8 @@ use crate::pacing_thread::PacingThreadConfig;
 use crate::sender::WaitPolicy;
 use crate::thread::{self, RtPolicy};
 use crate::wait::WaiterConfig;
-use metronome_sched::PacingConfig;
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
+use metronome_sched::{OverloadPolicy, OverloadWatch, PacingConfig};
 use metronome_time::Distribution;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -71,6 +71,9 @@ pub struct ServerConfig {
     /// What every stream does after a stall: catch up at a bounded rate or drop what is late
     /// (the link's capacity, if declared, caps catching up).
     pub pacing: PacingConfig,
+    /// What to do when the admitted set no longer fits the host (measured send cost over its
+    /// budget, missed deadlines): warn, refuse new streams, or shed the newest.
+    pub overload: OverloadPolicy,
     pub seed: u64,
 }
 
@@ -93,6 +96,7 @@ impl Default for ServerConfig {
             streams_per_core: 4096,
             rtcp_min_interval: Duration::from_secs(1),
             pacing: PacingConfig::default(),
+            overload: OverloadPolicy::Warn,
             seed: 1,
         }
     }
@@ -150,6 +154,8 @@ pub(super) struct Running {
     pub ssrc: u32,
     pub rtcp: Vec<super::outlet::RtcpOut>,
     pub naive: Option<JoinHandle<()>>,
+    /// Deadline misses already counted by the overload watch.
+    pub misses_seen: u64,
 }
 
 pub(super) struct Inner {
@@ -165,6 +171,10 @@ pub(super) struct Inner {
     pub next_id: AtomicU64,
     pub refused: AtomicU64,
     pub stop: AtomicBool,
+    /// Whether the admitted set still fits the host as it is now (see `streams::overload`).
+    pub overload: Mutex<OverloadWatch>,
+    /// What the server has to tell its user (overload, shedding), oldest first; bounded.
+    pub warnings: Mutex<VecDeque<String>>,
 }
 
 /// What a finished server reports.
@@ -241,6 +251,7 @@ impl StreamServer {
         let producers = ProducerPool::start(cfg.producers, housekeeping.clone())
             .map_err(|e| ServerError::Thread("producer", e))?;
         let started = clock.now();
+        let cfg_overload = cfg.overload;
         let inner = Arc::new(Inner {
             admission: Mutex::new(Admission::new(policy, platform)),
             cfg,
@@ -254,6 +265,8 @@ impl StreamServer {
             next_id: AtomicU64::new(1),
             refused: AtomicU64::new(0),
             stop: AtomicBool::new(false),
+            overload: Mutex::new(OverloadWatch::new(cfg_overload)),
+            warnings: Mutex::new(VecDeque::new()),
         });
         let rtcp_thread = {
             let inner = inner.clone();
@@ -278,6 +291,11 @@ impl StreamServer {
 
     pub fn calibration(&self) -> Calibration {
         self.inner.calibration
+    }
+
+    /// What the server has had to say since the last call (overload, shedding, recovery).
+    pub fn take_warnings(&self) -> Vec<String> {
+        lock(&self.inner.warnings).drain(..).collect()
     }
 
     /// Admits and starts a stream, or says why not.
@@ -500,6 +518,13 @@ impl Inner {
     /// Admission control: the schedulability tests, the link, and the kernel's own SCHED_DEADLINE
     /// admission when the cores run under it. Returns the core.
     fn admit(&self, id: u64, name: &str, task: TaskParams) -> Result<usize, ControlError> {
+        if let Some(why) = lock(&self.overload).refusing_reason() {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(ControlError::Refused(format!(
+                "'{name}' is refused while the running streams do not fit ({why}); it is \
+                 admitted again once they do, or run with --overload warn"
+            )));
+        }
         let placement = lock(&self.admission)
             .try_admit(id, name, task)
             .map_err(|r| {
@@ -564,6 +589,7 @@ impl Inner {
             ssrc: start.ssrc,
             rtcp,
             naive,
+            misses_seen: 0,
         })
     }
 
@@ -577,7 +603,7 @@ impl Inner {
         thread::set_deadline_of(tid, deadline_policy(u))
     }
 
-    fn remove(&self, name: &str, bye: bool) -> Result<StreamStatus, ControlError> {
+    pub(super) fn remove(&self, name: &str, bye: bool) -> Result<StreamStatus, ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
             return Err(ControlError::NotFound(format!(
@@ -666,6 +692,7 @@ impl Inner {
             calibration: self.calibration,
             lateness: lateness.summary(),
             process_cpu_s: process_cpu_s(),
+            overload: lock(&self.overload).reason().map(String::from),
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct ServerStatus {
     /// Lateness of every packet sent so far, all streams.
     pub lateness: Summary,
     pub process_cpu_s: f64,
+    /// Why the admitted streams no longer fit the host, while they do not.
+    pub overload: Option<String>,
 }
 
 pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {

@@ -12,7 +12,7 @@ use crate::clock::Clock;
 use crate::ring::{PacketRing, Slot};
 use metronome_sched::TaskParams;
 use metronome_session::sender::{Input, JobTimes, Queued, SenderSession, Transmit};
-use metronome_time::Timestamp;
+use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -66,6 +66,9 @@ pub struct StreamRt {
     pub finished: AtomicBool,
     /// Why the producer stopped early, if it failed.
     pub producer_error: Mutex<Option<String>>,
+    /// What one send call cost per destination, ns, since the control side last took it
+    /// (admission budgets it; `streams::rtcp` compares).
+    pub send_cost: Mutex<Distribution>,
 }
 
 impl StreamRt {
@@ -96,6 +99,7 @@ impl StreamRt {
             producer_done: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             producer_error: Mutex::new(None),
+            send_cost: Mutex::new(Distribution::new()),
         }
     }
 
@@ -202,8 +206,13 @@ impl Cursor {
                     patch_send_time(slot.bytes_mut(), clock.wall());
                 }
                 let mut failed = false;
+                let t0 = clock.mono_ns();
                 for out in &rt.outputs {
                     failed |= !out.send(slot.bytes());
+                }
+                let per_dest = clock.mono_ns().saturating_sub(t0) / rt.outputs.len().max(1) as u64;
+                if let Ok(mut d) = rt.send_cost.try_lock() {
+                    d.record(per_dest);
                 }
                 if failed {
                     c.send_errors.fetch_add(1, Ordering::Relaxed);

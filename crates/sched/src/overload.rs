@@ -1,0 +1,180 @@
+//! Whether the admitted set still fits the machine as it is now, not as it was at start-up.
+//!
+//! Admission control budgets each packet's send cost as measured at start-up. On a shared host
+//! that cost changes by the hour, so the server watches, window by window, the send cost it
+//! actually measures and the deadlines its streams actually miss. When the set no longer fits
+//! it says so, and, as the user chose, also refuses new streams or sheds the newest running one
+//! until it fits again.
+
+use serde::Serialize;
+use std::time::Duration;
+
+/// What to do when the admitted set no longer fits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub enum OverloadPolicy {
+    /// Say so (the default).
+    #[default]
+    Warn,
+    /// Say so, and refuse new streams until it fits again.
+    Refuse,
+    /// Say so, and stop the newest stream each window in which deadlines are still missed.
+    Shed,
+}
+
+/// What the server measured over one window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Send calls measured, and the 99th percentile of their cost per packet per destination.
+    pub sends: u64,
+    pub send_cost_p99: Duration,
+    /// What admission control budgets per packet per destination.
+    pub budget: Duration,
+    /// Deadlines missed in the window, over all streams.
+    pub deadline_misses: u64,
+}
+
+/// What the server should do after a window.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// It stopped fitting: tell the user why.
+    Overloaded(String),
+    /// Stop the newest stream (policy `Shed`), for this reason.
+    Shed(String),
+    /// It fits again.
+    Recovered(String),
+}
+
+/// Sends measured before the p99 of a window is trusted.
+const MIN_SENDS: u64 = 200;
+/// Quiet windows in a row before the set counts as fitting again.
+const QUIET_WINDOWS: u32 = 3;
+
+#[derive(Clone, Debug)]
+pub struct OverloadWatch {
+    policy: OverloadPolicy,
+    reason: Option<String>,
+    quiet: u32,
+}
+
+impl OverloadWatch {
+    pub fn new(policy: OverloadPolicy) -> Self {
+        OverloadWatch {
+            policy,
+            reason: None,
+            quiet: 0,
+        }
+    }
+
+    /// Why the set does not fit now, if it does not.
+    pub fn reason(&self) -> Option<&str> {
+        self.reason.as_deref()
+    }
+
+    /// New streams are refused now (policy `Refuse`, while overloaded).
+    pub fn refusing(&self) -> bool {
+        self.refusing_reason().is_some()
+    }
+
+    /// Why new streams are refused now, if they are.
+    pub fn refusing_reason(&self) -> Option<&str> {
+        match self.policy {
+            OverloadPolicy::Refuse => self.reason(),
+            _ => None,
+        }
+    }
+
+    /// Judges one window; returns what to do, if anything.
+    pub fn observe(&mut self, w: Window) -> Option<Action> {
+        let mut why = Vec::new();
+        if w.deadline_misses > 0 {
+            why.push(format!(
+                "admitted streams missed {} deadlines in the last window",
+                w.deadline_misses
+            ));
+        }
+        if w.sends >= MIN_SENDS && w.send_cost_p99 > w.budget {
+            why.push(format!(
+                "sending a packet now costs {:.1} µs at p99, over the {:.1} µs admission \
+                 budgeted",
+                w.send_cost_p99.as_secs_f64() * 1e6,
+                w.budget.as_secs_f64() * 1e6
+            ));
+        }
+        if why.is_empty() {
+            self.quiet += 1;
+            if self.reason.is_some() && self.quiet >= QUIET_WINDOWS {
+                self.reason = None;
+                return Some(Action::Recovered(format!(
+                    "the admitted streams fit again ({QUIET_WINDOWS} windows without a miss, \
+                     send cost within budget)"
+                )));
+            }
+            return None;
+        }
+        self.quiet = 0;
+        let reason = format!("{}: the host is busier than at start-up", why.join("; "));
+        let first = self.reason.is_none();
+        self.reason = Some(reason.clone());
+        if self.policy == OverloadPolicy::Shed && w.deadline_misses > 0 {
+            return Some(Action::Shed(reason));
+        }
+        first.then_some(Action::Overloaded(reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window(misses: u64, p99_us: u64) -> Window {
+        Window {
+            sends: 1000,
+            send_cost_p99: Duration::from_micros(p99_us),
+            budget: Duration::from_micros(10),
+            deadline_misses: misses,
+        }
+    }
+
+    #[test]
+    fn misses_or_a_dearer_send_make_it_overloaded_once_and_quiet_windows_recover_it() {
+        let mut w = OverloadWatch::new(OverloadPolicy::Warn);
+        assert_eq!(w.observe(window(0, 8)), None);
+        let Some(Action::Overloaded(why)) = w.observe(window(0, 25)) else {
+            panic!("a send cost over budget is overload")
+        };
+        assert!(why.contains("25.0 µs") && why.contains("10.0 µs"), "{why}");
+        // Said once, not every window.
+        assert_eq!(w.observe(window(4, 25)), None);
+        assert!(w.reason().unwrap().contains("missed 4 deadlines"));
+        assert!(!w.refusing(), "warn only");
+        assert_eq!(w.observe(window(0, 5)), None);
+        assert_eq!(w.observe(window(0, 5)), None);
+        assert!(matches!(
+            w.observe(window(0, 5)),
+            Some(Action::Recovered(_))
+        ));
+        assert_eq!(w.reason(), None);
+    }
+
+    #[test]
+    fn refuse_refuses_while_overloaded_and_shed_sheds_while_deadlines_are_missed() {
+        let mut r = OverloadWatch::new(OverloadPolicy::Refuse);
+        r.observe(window(1, 5));
+        assert!(r.refusing());
+        let mut s = OverloadWatch::new(OverloadPolicy::Shed);
+        assert!(matches!(s.observe(window(2, 5)), Some(Action::Shed(_))));
+        assert!(matches!(s.observe(window(1, 5)), Some(Action::Shed(_))));
+        // A dear send alone sheds nothing: nobody missed a deadline yet.
+        assert_eq!(s.observe(window(0, 50)), None);
+    }
+
+    #[test]
+    fn too_few_sends_say_nothing_about_cost() {
+        let mut w = OverloadWatch::new(OverloadPolicy::Warn);
+        let few = Window {
+            sends: 10,
+            ..window(0, 500)
+        };
+        assert_eq!(w.observe(few), None);
+    }
+}
