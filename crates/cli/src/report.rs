@@ -136,6 +136,13 @@ pub fn sender_summary(o: &SenderOutcome) -> String {
         "  stalls {} ({} packets caught up late, {} dropped), underruns {}, send errors {}",
         o.pacing.stalls, o.pacing.late_packets, o.pacing.dropped, o.underruns, o.send_errors
     );
+    if o.frames_skipped > 0 {
+        let _ = writeln!(
+            s,
+            "  the source fell behind real time: {} frames skipped (null packets kept the rate)",
+            o.frames_skipped
+        );
+    }
     for r in &o.receivers {
         let _ = writeln!(s, "  {}", receiver_line(r));
     }

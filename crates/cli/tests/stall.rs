@@ -172,3 +172,43 @@ fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule(
     }
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A live source whose encoder cannot keep up (4K at 60 fps on two CPUs) must not become slow
+/// motion: its producer skips the frames it can no longer deliver, the mux keeps its rate with
+/// null packets, and the stream sends what real time asks for.
+#[test]
+fn a_live_source_too_slow_for_real_time_skips_frames_and_keeps_the_rate() {
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("rtp://{}", sink.local_addr().unwrap());
+    let out = common::run(
+        bin().args([
+            "serve",
+            "--size",
+            "3840x2160",
+            "--fps",
+            "60",
+            "--bitrate",
+            "20M",
+            "--mux-rate",
+            "25M",
+            "--duration",
+            "3",
+            "--json",
+            &url,
+        ]),
+        Duration::from_secs(60),
+    );
+    assert!(out.succeeded(), "{}", out.report());
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let streamed_s = v["duration_s"].as_f64().unwrap() - 0.2;
+    // 25 Mbit/s in 1328-byte packets, for the time the stream ran (after its 200 ms preroll).
+    let real_time = 25e6 / (1328.0 * 8.0) * streamed_s;
+    let packets = v["packets"].as_f64().unwrap();
+    assert!(
+        packets > 0.9 * real_time,
+        "{packets} packets sent, {real_time:.0} due: the stream fell behind real time \
+         ({} frames skipped)\n{}",
+        v["frames_skipped"],
+        out.report()
+    );
+}

@@ -65,4 +65,13 @@ pub trait TsSource: Send {
 
     /// The nominal rate in bits per second, where one is known (used to derive pacing defaults).
     fn nominal_bitrate(&self) -> Option<u64>;
+
+    /// The sender is at `now` on the stream's timeline and this source is behind it. A live
+    /// source skips what it could no longer deliver in time (frames captured before `now` and
+    /// not made yet), so that it keeps up with real time instead of becoming slow motion; a
+    /// constant-rate mux fills their share of the rate with null packets, as broadcast muxers
+    /// do. A file has nothing to skip. Returns the frames skipped.
+    fn catch_up_to(&mut self, _now: Duration) -> u64 {
+        0
+    }
 }

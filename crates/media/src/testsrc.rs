@@ -60,6 +60,8 @@ pub struct TestSource {
     next_frame: u64,
     total_frames: Option<u64>,
     encoded_bytes: u64,
+    /// Frames skipped because the sender was past them (see `TsSource::catch_up_to`).
+    skipped_frames: u64,
 }
 
 impl TestSource {
@@ -94,6 +96,7 @@ impl TestSource {
             next_frame: 0,
             total_frames,
             encoded_bytes: 0,
+            skipped_frames: 0,
             cfg,
         })
     }
@@ -106,11 +109,15 @@ impl TestSource {
         self.mux.stats()
     }
     pub fn frames_encoded(&self) -> u64 {
-        self.next_frame
+        self.next_frame - self.skipped_frames
     }
     /// H.264 bytes produced so far.
     pub fn encoded_bytes(&self) -> u64 {
         self.encoded_bytes
+    }
+    /// Frames skipped to keep up with real time.
+    pub fn skipped_frames(&self) -> u64 {
+        self.skipped_frames
     }
 
     fn capture_time(&self, n: u64) -> Duration {
@@ -157,6 +164,18 @@ impl TsSource for TestSource {
 
     fn nominal_bitrate(&self) -> Option<u64> {
         Some(self.cfg.mux_rate)
+    }
+
+    fn catch_up_to(&mut self, now: Duration) -> u64 {
+        let mut skipped = 0;
+        while self.total_frames.is_none_or(|n| self.next_frame < n)
+            && self.capture_time(self.next_frame) < now
+        {
+            self.next_frame += 1;
+            skipped += 1;
+        }
+        self.skipped_frames += skipped;
+        skipped
     }
 }
 
@@ -227,5 +246,34 @@ mod tests {
             None,
             "the end stays the end"
         );
+    }
+
+    #[test]
+    fn a_source_behind_the_sender_skips_frames_and_keeps_its_rate_with_null_packets() {
+        let cfg = TestSourceConfig {
+            width: 160,
+            height: 90,
+            fps: 30,
+            video_bitrate: 300_000,
+            mux_rate: 1_000_000,
+            duration: Some(Duration::from_secs(2)),
+            ..Default::default()
+        };
+        let mut src = TestSource::new(cfg).unwrap();
+        // The sender is already one second in: the frames captured before then are skipped.
+        assert_eq!(src.catch_up_to(Duration::from_secs(1)), 30);
+        assert_eq!(src.catch_up_to(Duration::from_secs(1)), 0, "once");
+        let mut pkt = [0u8; 188];
+        let (mut slots, mut last) = (0u64, Duration::ZERO);
+        while let Some(t) = src.next_packet(&mut pkt).unwrap() {
+            assert!(t >= last, "the mux keeps its clock");
+            last = t;
+            slots += 1;
+        }
+        // 2 s at 1 Mbit/s is 1330 slots of 188 bytes, whatever was skipped; a second of them
+        // carries nulls instead of the skipped frames.
+        assert!((1300..=1400).contains(&slots), "{slots}");
+        assert!(src.mux_stats().null_packets > 500, "{:?}", src.mux_stats());
+        assert_eq!((src.skipped_frames(), src.frames_encoded()), (30, 30));
     }
 }

@@ -13,6 +13,7 @@ use crate::pacer::{Pacer, Step};
 use crate::pacing_thread::PacingThreadConfig;
 use crate::ring::PacketRing;
 use crate::run::RunLimit;
+use crate::streams::producer::{make_packet, Made};
 use crate::streams::rtcp::{exchange, say_bye};
 use crate::streams::stream::{lock, StreamRt};
 use crate::streams::{MediaOut, RtcpOut};
@@ -190,6 +191,8 @@ pub struct SenderOutcome {
     pub underruns: u64,
     /// Packets per job deadline missed (a packet is its own job: due time + one interval).
     pub deadline_misses: u64,
+    /// Frames a live source skipped to keep up with real time (its producer fell behind).
+    pub frames_skipped: u64,
     pub ring_slots: usize,
     /// Lateness, stalls, and what catching up or dropping did.
     pub pacing: PacingStats,
@@ -260,11 +263,11 @@ pub fn run_sender(
     let shared = Arc::new(Shared::default());
 
     let producer = {
-        let (rt, shared) = (rt.clone(), shared.clone());
+        let (rt, shared, clock) = (rt.clone(), shared.clone(), clock.clone());
         std::thread::Builder::new()
             .name("metronome-producer".into())
             .spawn(move || {
-                let r = produce(&mut *source, &mut packetizer, &rt.ring, &shared.stop);
+                let r = produce(&mut *source, &mut packetizer, &rt, &clock, &shared.stop);
                 rt.producer_done.store(true, Ordering::Release);
                 r
             })
@@ -349,6 +352,7 @@ pub fn run_sender(
         send_errors: c.send_errors.load(Ordering::Relaxed),
         underruns: stats.underruns,
         deadline_misses: stats.deadline_misses,
+        frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
         ring_slots: cfg.ring_slots,
         pacing: stats.pacing,
         wait_modes: pacer.wait_modes,
@@ -423,37 +427,19 @@ pub fn single_stream(
 fn produce(
     source: &mut dyn TsSource,
     packetizer: &mut Mp2tPacketizer,
-    ring: &PacketRing,
+    rt: &StreamRt,
+    clock: &Clock,
     stop: &AtomicBool,
 ) -> Result<(), MediaError> {
     let mut ts = [0u8; 188];
-    'slots: while !stop.load(Ordering::Relaxed) {
-        let Some(mut slot) = ring.take_free() else {
+    while !stop.load(Ordering::Relaxed) {
+        let Some(slot) = rt.ring.take_free() else {
             // The ring is full: the producer is far enough ahead.
             std::thread::sleep(Duration::from_millis(2));
             continue;
         };
-        loop {
-            let out = match source.next_packet(&mut ts)? {
-                Some(due) => packetizer.push(&ts, due, &mut slot.buf),
-                None => {
-                    if let Ok(Some(out)) = packetizer.flush(&mut slot.buf) {
-                        slot.len = out.len;
-                        slot.release = out.release;
-                        slot.payload_len = out.payload_len;
-                        ring.publish(slot);
-                    }
-                    break 'slots;
-                }
-            };
-            // The slot is sized for the largest packet, so writing cannot fail.
-            if let Ok(Some(out)) = out {
-                slot.len = out.len;
-                slot.release = out.release;
-                slot.payload_len = out.payload_len;
-                ring.publish(slot);
-                continue 'slots;
-            }
+        if make_packet(source, packetizer, rt, clock, slot, &mut ts)? == Made::Ended {
+            break;
         }
     }
     Ok(())

@@ -3,7 +3,9 @@
 //! thousand streams do not need a thousand threads (nor a thousand locked stacks).
 
 use super::stream::{lock, StreamRt};
-use metronome_media::TsSource;
+use crate::clock::Clock;
+use crate::ring::Slot;
+use metronome_media::{MediaError, TsSource};
 use metronome_session::sender::Mp2tPacketizer;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -44,19 +46,24 @@ pub struct ProducerPool {
 
 impl ProducerPool {
     /// Starts `threads` producers, restricted to `cpus` when given.
-    pub fn start(threads: usize, cpus: Option<Vec<usize>>) -> std::io::Result<ProducerPool> {
+    pub fn start(
+        threads: usize,
+        cpus: Option<Vec<usize>>,
+        clock: Arc<Clock>,
+    ) -> std::io::Result<ProducerPool> {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
         for i in 0..threads.max(1) {
             let (tx, rx) = channel();
             let cpus = cpus.clone();
+            let clock = clock.clone();
             let h = std::thread::Builder::new()
                 .name(format!("producer-{i}"))
                 .spawn(move || {
                     if let Some(cpus) = cpus {
                         let _ = crate::thread::set_affinity(0, &cpus);
                     }
-                    run(rx)
+                    run(rx, &clock)
                 })?;
             senders.push(tx);
             handles.push(h);
@@ -86,7 +93,7 @@ impl ProducerPool {
     }
 }
 
-fn run(rx: Receiver<Production>) {
+fn run(rx: Receiver<Production>, clock: &Clock) {
     let mut work: Vec<Production> = Vec::new();
     let mut open = true;
     loop {
@@ -106,7 +113,7 @@ fn run(rx: Receiver<Production>) {
                 p.rt.producer_done.store(true, Ordering::Release);
                 return false;
             }
-            match fill(p) {
+            match fill(p, clock) {
                 Ok(Fill::More) => {
                     progress = true;
                     true
@@ -141,7 +148,7 @@ enum Fill {
 }
 
 /// One turn of one stream: source → packetizer → ring, at most [`PACKETS_PER_TURN`] packets.
-fn fill(p: &mut Production) -> Result<Fill, metronome_media::MediaError> {
+fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, MediaError> {
     let mut ts = [0u8; 188];
     // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
     // producer works in batches instead of waking for every slot the pacer frees.
@@ -149,7 +156,7 @@ fn fill(p: &mut Production) -> Result<Fill, metronome_media::MediaError> {
         return Ok(Fill::Full);
     }
     for _ in 0..PACKETS_PER_TURN {
-        let Some(mut slot) = p.rt.ring.take_free() else {
+        let Some(slot) = p.rt.ring.take_free() else {
             if !p.full {
                 p.full = true;
                 p.rt.counters.overruns.fetch_add(1, Ordering::Relaxed);
@@ -157,30 +164,79 @@ fn fill(p: &mut Production) -> Result<Fill, metronome_media::MediaError> {
             return Ok(Fill::Full);
         };
         p.full = false;
-        loop {
-            let out = match p.source.next_packet(&mut ts)? {
-                Some(due) => p.packetizer.push(&ts, due, &mut slot.buf),
-                None => {
-                    if let Ok(Some(out)) = p.packetizer.flush(&mut slot.buf) {
-                        slot.len = out.len;
-                        slot.release = out.release;
-                        slot.payload_len = out.payload_len;
-                        p.rt.ring.publish(slot);
-                    } else {
-                        p.rt.ring.recycle(slot);
-                    }
-                    return Ok(Fill::Ended);
-                }
-            };
-            // The slot is sized for the largest packet, so writing cannot fail.
-            if let Ok(Some(out)) = out {
-                slot.len = out.len;
-                slot.release = out.release;
-                slot.payload_len = out.payload_len;
-                p.rt.ring.publish(slot);
-                break;
-            }
+        let made = make_packet(
+            &mut *p.source,
+            &mut p.packetizer,
+            &p.rt,
+            clock,
+            slot,
+            &mut ts,
+        )?;
+        if made == Made::Ended {
+            return Ok(Fill::Ended);
         }
     }
     Ok(Fill::More)
+}
+
+/// What [`make_packet`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Made {
+    /// A packet is in the ring.
+    Published,
+    /// The source has ended (its last partial packet, if any, is in the ring).
+    Ended,
+}
+
+/// A live source this far behind the sender's clock is asked to skip ahead.
+const LIVE_BEHIND: Duration = Duration::from_millis(20);
+/// ...to this far ahead of it, so that it can make up its lead.
+const LIVE_LEAD: Duration = Duration::from_millis(50);
+
+/// Source → packetizer → `slot` → the stream's ring: one RTP packet. A source whose packets are
+/// already overdue when made is told where the sender is (`TsSource::catch_up_to`): a live
+/// source skips the frames it can no longer deliver, instead of becoming slow motion; the
+/// skipped frames are counted.
+pub(crate) fn make_packet(
+    source: &mut dyn TsSource,
+    packetizer: &mut Mp2tPacketizer,
+    rt: &StreamRt,
+    clock: &Clock,
+    mut slot: Slot,
+    ts: &mut [u8; 188],
+) -> Result<Made, MediaError> {
+    loop {
+        let out = match source.next_packet(ts)? {
+            Some(due) => {
+                let now = clock.now();
+                if now > rt.epoch + due + LIVE_BEHIND {
+                    let at = now.saturating_since(rt.epoch) + LIVE_LEAD;
+                    let skipped = source.catch_up_to(at);
+                    rt.counters
+                        .frames_skipped
+                        .fetch_add(skipped, Ordering::Relaxed);
+                }
+                packetizer.push(ts, due, &mut slot.buf)
+            }
+            None => {
+                if let Ok(Some(out)) = packetizer.flush(&mut slot.buf) {
+                    slot.len = out.len;
+                    slot.release = out.release;
+                    slot.payload_len = out.payload_len;
+                    rt.ring.publish(slot);
+                } else {
+                    rt.ring.recycle(slot);
+                }
+                return Ok(Made::Ended);
+            }
+        };
+        // The slot is sized for the largest packet, so writing cannot fail.
+        if let Ok(Some(out)) = out {
+            slot.len = out.len;
+            slot.release = out.release;
+            slot.payload_len = out.payload_len;
+            rt.ring.publish(slot);
+            return Ok(Made::Published);
+        }
+    }
 }

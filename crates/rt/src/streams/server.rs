@@ -248,7 +248,7 @@ impl StreamServer {
             std::thread::sleep(Duration::from_millis(5));
         }
         let housekeeping = cfg.housekeeping_cpus();
-        let producers = ProducerPool::start(cfg.producers, housekeeping.clone())
+        let producers = ProducerPool::start(cfg.producers, housekeeping.clone(), clock.clone())
             .map_err(|e| ServerError::Thread("producer", e))?;
         let started = clock.now();
         let cfg_overload = cfg.overload;

@@ -50,6 +50,8 @@ pub struct StreamStatus {
     pub late_packets: u64,
     /// Packets dropped for being too late (drop-late policy).
     pub dropped: u64,
+    /// Frames a live source skipped to keep up with real time (its producer fell behind).
+    pub frames_skipped: u64,
     pub receivers: Vec<ReceiverView>,
 }
 
@@ -129,6 +131,7 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         stalls: pacing.stalls,
         late_packets: pacing.late_packets,
         dropped: pacing.dropped,
+        frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
         receivers,
     }
 }

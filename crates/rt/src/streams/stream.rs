@@ -38,6 +38,8 @@ pub struct StreamCounters {
     pub dropped: AtomicU64,
     /// Times the stream fell more than the stall threshold behind its schedule.
     pub stalls: AtomicU64,
+    /// Frames a live source skipped to keep up with real time (its producer fell behind).
+    pub frames_skipped: AtomicU64,
     /// Worst lateness since the status line last took it, ns.
     pub max_late_ns: AtomicU64,
 }
