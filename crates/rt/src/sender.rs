@@ -306,7 +306,7 @@ pub fn run_sender(
         if shared.pacer_done.load(Ordering::Acquire) {
             break "end of input";
         }
-        exchange(&mut *lock(&rt.session), &rtcp, &clock, &mut buf);
+        exchange(&rt.session, &rtcp, &clock, &mut buf);
         wait_readable(&rtcp, Duration::from_millis(20));
         if now >= next_status {
             next_status = now + Duration::from_secs(1);
@@ -324,8 +324,8 @@ pub fn run_sender(
     let pacer = pacer.join().expect("the pacer thread does not panic");
     let produced = producer.join().expect("the producer thread does not panic");
     let end = clock.now();
-    let session = &mut *lock(&rt.session);
-    say_bye(session, &rtcp, &clock, &mut buf);
+    say_bye(&rt.session, &rtcp, &clock, &mut buf);
+    let session = &*lock(&rt.session);
     produced?;
     let duration_s = end.saturating_since(start).as_secs_f64();
     // The stream itself starts at the first release time, after the preroll.

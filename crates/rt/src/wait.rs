@@ -104,6 +104,8 @@ pub struct Waiter {
     next: usize,
     filled: usize,
     stats: WaitStats,
+    /// A cap on the margin set from outside (the RT throttling guard), below the configured one.
+    cap_ns: Option<u64>,
 }
 
 impl Waiter {
@@ -131,6 +133,7 @@ impl Waiter {
             next: 0,
             filled: 0,
             stats: WaitStats::default(),
+            cap_ns: None,
         }
     }
 
@@ -162,6 +165,15 @@ impl Waiter {
     /// The current sleep-spin margin in nanoseconds.
     pub fn margin_ns(&self) -> u64 {
         self.margin_ns
+    }
+
+    /// Caps the spin margin at `cap_ns` (the thread sleeps more and spins less), or lifts the
+    /// cap with `None`. Allocates nothing.
+    pub fn cap_margin(&mut self, cap_ns: Option<u64>) {
+        self.cap_ns = cap_ns;
+        if let Some(cap) = cap_ns {
+            self.margin_ns = self.margin_ns.min(cap);
+        }
     }
 
     pub fn stats(&self) -> &WaitStats {
@@ -224,8 +236,9 @@ impl Waiter {
             *sorted.select_nth_unstable(self.quantile_index).1
         };
         let c = &self.config;
-        self.margin_ns =
-            (q as u64 + c.headroom_ns).clamp(c.min_margin_ns, c.max_margin_ns.max(c.min_margin_ns));
+        let max = c.max_margin_ns.max(c.min_margin_ns);
+        let margin = (q as u64 + c.headroom_ns).clamp(c.min_margin_ns, max);
+        self.margin_ns = self.cap_ns.map_or(margin, |cap| margin.min(cap));
     }
 }
 

@@ -38,6 +38,7 @@ fn pacer_step_allocates_nothing() {
         late_threshold: Duration::ZERO,
         max_late_share: 0.0,
         window: Duration::from_micros(500),
+        trial: Duration::from_micros(500),
         retry_after: Duration::from_millis(1),
     };
     cfg.send_time_ext = true;

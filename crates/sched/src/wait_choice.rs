@@ -21,6 +21,10 @@ pub struct WaitSelectorConfig {
     pub max_late_share: f64,
     /// How long a judging window lasts.
     pub window: Duration,
+    /// How long busy-polling is tried before it is judged against the sleeping it replaced:
+    /// short, because a trial that does worse (an ordinary thread preempted by a process on
+    /// its core) costs late packets while it lasts.
+    pub trial: Duration,
     /// How long to busy-poll before trying to sleep again.
     pub retry_after: Duration,
 }
@@ -31,6 +35,7 @@ impl Default for WaitSelectorConfig {
             late_threshold: Duration::from_micros(20),
             max_late_share: 0.01,
             window: Duration::from_secs(1),
+            trial: Duration::from_millis(250),
             retry_after: Duration::from_secs(20),
         }
     }
@@ -100,7 +105,7 @@ impl WaitSelector {
             }
             // Busy-polling is kept only while it beats the sleeping it replaced, measured in
             // the same run: on a busy host an ordinary thread that spins is preempted too.
-            WaitChoice::BusyPoll if now.saturating_since(start) >= self.cfg.window => {
+            WaitChoice::BusyPoll if now.saturating_since(start) >= self.cfg.trial => {
                 let share = self.late as f64 / self.packets as f64;
                 self.packets = 0;
                 self.late = 0;
@@ -196,14 +201,15 @@ mod tests {
         // A packet every ms; 1 in 200 late (0.5%): stays asleep.
         assert!(feed(&mut s, 0, 3000, 200).is_empty());
         // 1 in 50 late (2%): switches at the end of the next full window.
-        assert_eq!(feed(&mut s, 3000, 5000, 50), vec![WaitChoice::BusyPoll]);
+        assert_eq!(feed(&mut s, 3000, 4001, 50), vec![WaitChoice::BusyPoll]);
         assert_eq!(s.mode(), WaitChoice::BusyPoll);
-        // Busy-polls for 20 s whatever happens, then tries to sleep again.
-        let changes = feed(&mut s, 5000, 26_000, 0);
+        // Busy-polling does better (nothing late): kept for 20 s, then sleeping is tried again.
+        let changes = feed(&mut s, 4001, 26_000, 0);
         assert_eq!(changes, vec![WaitChoice::SleepSpin]);
         let st = s.stats(Timestamp::from_millis(26_000));
         assert_eq!((st.switches_to_busy_poll, st.switches_to_sleep), (1, 1));
         assert!((st.busy_poll_s - 20.0).abs() < 0.01, "{st:?}");
+        assert_eq!(s.mode(), WaitChoice::SleepSpin);
         assert!(
             (st.sleep_spin_s + st.busy_poll_s - 26.0).abs() < 0.01,
             "{st:?}"
@@ -214,11 +220,11 @@ mod tests {
     fn busy_polling_that_does_no_better_than_sleeping_is_given_up_for_a_while() {
         let mut s = WaitSelector::new(WaitSelectorConfig::default());
         // 2% late while sleeping: switch.
-        assert_eq!(feed(&mut s, 0, 2000, 50), vec![WaitChoice::BusyPoll]);
-        // Busy-polling, 5% are still late: back to sleep after one window.
-        assert_eq!(feed(&mut s, 2000, 3500, 20), vec![WaitChoice::SleepSpin]);
+        assert_eq!(feed(&mut s, 0, 1001, 50), vec![WaitChoice::BusyPoll]);
+        // Busy-polling, 5% are still late: back to sleep after its 250 ms trial.
+        assert_eq!(feed(&mut s, 1001, 1300, 20), vec![WaitChoice::SleepSpin]);
         // And no busy-polling again for 20 s, however late.
-        assert!(feed(&mut s, 3500, 22_000, 10).is_empty());
+        assert!(feed(&mut s, 1300, 21_000, 10).is_empty());
     }
 
     #[test]
@@ -229,13 +235,13 @@ mod tests {
             None,
             "asleep already"
         );
-        assert_eq!(feed(&mut s, 0, 1500, 50), vec![WaitChoice::BusyPoll]);
+        assert_eq!(feed(&mut s, 0, 1100, 50), vec![WaitChoice::BusyPoll]);
         assert_eq!(
-            s.on_starved(Timestamp::from_millis(1500)),
+            s.on_starved(Timestamp::from_millis(1100)),
             Some(WaitChoice::SleepSpin)
         );
         // However late the wake-ups, no busy-polling for 20 s; then it may again.
-        assert!(feed(&mut s, 1500, 21_000, 10).is_empty());
-        assert_eq!(feed(&mut s, 21_000, 22_000, 10), vec![WaitChoice::BusyPoll]);
+        assert!(feed(&mut s, 1100, 21_000, 10).is_empty());
+        assert_eq!(feed(&mut s, 21_000, 21_200, 10), vec![WaitChoice::BusyPoll]);
     }
 }

@@ -10,6 +10,7 @@ use metronome_session::sender::{Input, SenderReports, SenderSession};
 use metronome_time::{Distribution, NtpTime, Timestamp};
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// How often the thread looks at every stream. RTT measurement does not suffer from it: receiver
@@ -100,7 +101,7 @@ fn watch_overload(inner: &Inner) {
 
 /// One stream's RTCP: a due sender report out, what receivers sent in.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
-    exchange(&mut *lock(&r.rt.session), &r.rtcp, clock, buf);
+    exchange(&r.rt.session, &r.rtcp, clock, buf);
 }
 
 /// The RTCP side of a sender: a [`SenderSession`], or the bare [`SenderReports`] of a raw
@@ -137,15 +138,36 @@ impl SenderRtcp for SenderReports {
     }
 }
 
+/// Access to a sender's RTCP side for one call: through the stream's mutex (the pacing thread
+/// locks the same session for every packet, so the lock is held only for the protocol work,
+/// never across a system call), or directly where one thread owns it.
+pub(crate) trait WithSender {
+    fn with<R>(&mut self, f: impl FnOnce(&mut dyn SenderRtcp) -> R) -> R;
+}
+
+impl<S: SenderRtcp> WithSender for &Mutex<S> {
+    fn with<R>(&mut self, f: impl FnOnce(&mut dyn SenderRtcp) -> R) -> R {
+        f(&mut *lock(self))
+    }
+}
+
+impl<S: SenderRtcp> WithSender for &mut S {
+    fn with<R>(&mut self, f: impl FnOnce(&mut dyn SenderRtcp) -> R) -> R {
+        f(&mut **self)
+    }
+}
+
 /// A sender's RTCP turn: a due sender report out to every outlet, and what receivers sent in.
+/// Sockets are read and written outside the sender's lock.
 pub(crate) fn exchange(
-    sender: &mut impl SenderRtcp,
+    mut sender: impl WithSender,
     outs: &[RtcpOut],
     clock: &Clock,
     buf: &mut [u8],
 ) {
     let now = clock.now();
-    if let Some(n) = sender.poll_rtcp(now, clock.wall(), buf) {
+    let wall = clock.wall();
+    if let Some(n) = sender.with(|s| s.poll_rtcp(now, wall, buf)) {
         for s in outs {
             s.send(&buf[..n]);
         }
@@ -155,19 +177,21 @@ pub(crate) fn exchange(
         for _ in 0..64 {
             let Some(meta) = s.recv(buf) else { break };
             let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-            sender.handle_rtcp(now, wall, meta.src, &buf[..meta.len]);
+            let data = &buf[..meta.len];
+            sender.with(|s| s.handle_rtcp(now, wall, meta.src, data));
         }
     }
 }
 
 /// The last sender report with a BYE (RFC 3550 §6.6), to every outlet.
 pub(crate) fn say_bye(
-    sender: &mut impl SenderRtcp,
+    mut sender: impl WithSender,
     outs: &[RtcpOut],
     clock: &Clock,
     buf: &mut [u8],
 ) {
-    if let Some(n) = sender.bye(clock.now(), clock.wall(), buf) {
+    let (now, wall) = (clock.now(), clock.wall());
+    if let Some(n) = sender.with(|s| s.bye(now, wall, buf)) {
         for s in outs {
             s.send(&buf[..n]);
         }
@@ -177,5 +201,5 @@ pub(crate) fn say_bye(
 /// Sends the stream's RTCP BYE (RFC 3550 §6.6).
 pub(super) fn bye(r: &mut Running, clock: &Clock) {
     let mut buf = [0u8; 1500];
-    say_bye(&mut *lock(&r.rt.session), &r.rtcp, clock, &mut buf);
+    say_bye(&r.rt.session, &r.rtcp, clock, &mut buf);
 }
