@@ -15,10 +15,8 @@ use super::ring::{FrameRing, FrameSlot};
 use crate::clock::Clock;
 use crate::pacing_thread::{PacingThread, PacingThreadConfig};
 use crate::sender::WaitPolicy;
-use crate::thread::RtPolicy;
 use crate::udp::GSO_MAX_SEGMENTS;
-use crate::wait::WaiterConfig;
-use metronome_sched::{FrameSchedule, SenderType, WaitSelectorConfig, WaitSelectorStats};
+use metronome_sched::{FrameSchedule, SenderType, WaitSelectorStats};
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -36,12 +34,8 @@ const PACED_WAKE_EARLY: Duration = Duration::from_millis(1);
 /// How the pacing thread runs.
 #[derive(Clone, Debug)]
 pub struct PacerSettings {
-    pub rt_policy: RtPolicy,
-    pub wait: WaitPolicy,
-    pub waiter: WaiterConfig,
-    pub wait_selector: WaitSelectorConfig,
-    pub cpu: Option<usize>,
-    pub lock_memory: bool,
+    /// How the pacing thread is set up (adjusted below to the sender type).
+    pub thread: PacingThreadConfig,
     /// Packets due within this window after the one waited for go in the same send call.
     pub batch_window: Duration,
     /// A frame whose send calls start later than this after they were due is late.
@@ -99,38 +93,26 @@ impl<'a> RawPacer<'a> {
         sender: &'a RawOut,
         clock: &'a Clock,
     ) -> Self {
-        let mut waiter = s.waiter;
-        let mut wait_selector = s.wait_selector;
-        let mut wait = s.wait;
+        let mut t = s.thread;
+        t.baseline = false;
         if schedule.sender_type() == SenderType::Burst {
-            waiter.min_margin_ns = BURST_SPIN_NS;
-            waiter.max_margin_ns = BURST_SPIN_NS;
-            waiter.initial_margin_ns = BURST_SPIN_NS;
+            t.waiter.min_margin_ns = BURST_SPIN_NS;
+            t.waiter.max_margin_ns = BURST_SPIN_NS;
+            t.waiter.initial_margin_ns = BURST_SPIN_NS;
             // A burst pacer wakes once a frame: sleeping then spinning costs next to nothing,
             // and one late wake-up among 25 a second would make the selector busy-poll a
             // whole core for 20 s. The paced models follow the load.
-            if wait == WaitPolicy::Auto {
-                wait = WaitPolicy::SleepSpin;
+            if t.wait == WaitPolicy::Auto {
+                t.wait = WaitPolicy::SleepSpin;
             }
         } else {
             // A packet late by less than half the packet spacing stays within the model's
             // limits (it can only meet the next one, raising Cinst by one): sleeping is good
             // enough at low packet rates, and the selector should not busy-poll for them.
             let trs = schedule.format().trs(schedule.read_schedule());
-            wait_selector.late_threshold = wait_selector.late_threshold.max(trs / 2);
+            t.wait_selector.late_threshold = t.wait_selector.late_threshold.max(trs / 2);
         }
-        let thread = PacingThread::start(
-            &PacingThreadConfig {
-                rt_policy: s.rt_policy,
-                wait,
-                waiter,
-                wait_selector,
-                cpu: s.cpu,
-                lock_memory: s.lock_memory,
-                baseline: false,
-            },
-            clock,
-        );
+        let thread = PacingThread::start(&t, clock);
         let limits = schedule.limits();
         let max_batch = match schedule.sender_type() {
             SenderType::Burst => usize::MAX,

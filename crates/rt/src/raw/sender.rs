@@ -10,6 +10,7 @@ use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
 use super::rtcp::{RawRtcp, RtcpSetup};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
+use crate::pacing_thread::PacingThreadConfig;
 use crate::sender::WaitPolicy;
 use crate::streams::RtcpOut;
 use crate::thread::RtPolicy;
@@ -297,12 +298,15 @@ impl RawSender {
             pad: cfg.pad_for_gso,
         };
         let settings = PacerSettings {
-            rt_policy: cfg.rt_policy,
-            wait: cfg.wait,
-            waiter: cfg.waiter,
-            wait_selector: cfg.wait_selector,
-            cpu: cfg.pacer_cpu,
-            lock_memory: cfg.lock_memory,
+            thread: PacingThreadConfig {
+                rt_policy: cfg.rt_policy,
+                wait: cfg.wait,
+                waiter: cfg.waiter,
+                wait_selector: cfg.wait_selector,
+                cpu: cfg.pacer_cpu,
+                lock_memory: cfg.lock_memory,
+                baseline: false,
+            },
             batch_window: cfg.batch_window,
             late_threshold: cfg.late_threshold,
             send_time_ext: cfg.send_time_ext,
