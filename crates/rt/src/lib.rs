@@ -25,6 +25,7 @@ pub mod host;
 pub mod interleaved;
 pub mod pacer;
 pub mod pacing_thread;
+pub mod poll;
 pub mod raw;
 pub mod receiver;
 pub mod ring;

@@ -354,25 +354,9 @@ fn record(
     Ok(())
 }
 
-/// Waits until either descriptor is readable, or `timeout`.
+/// Waits until either descriptor is readable, or `timeout` (at most a second).
 fn poll2(a: i32, b: i32, timeout: Duration) {
-    let mut fds = [
-        libc::pollfd {
-            fd: a,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-        libc::pollfd {
-            fd: b,
-            events: libc::POLLIN,
-            revents: 0,
-        },
-    ];
-    let ms = timeout.as_millis().clamp(0, 1000) as i32;
-    // SAFETY: `fds` is a valid array of two pollfd structs for the duration of the call.
-    unsafe {
-        libc::poll(fds.as_mut_ptr(), 2, ms);
-    }
+    let _ = crate::poll::wait_readable(&[a, b], timeout.min(Duration::from_secs(1)));
 }
 
 /// What a [`DatagramSource`] had.

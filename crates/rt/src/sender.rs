@@ -447,24 +447,17 @@ fn produce(
 
 /// Waits until one of the RTCP sockets is readable, or `timeout`.
 fn wait_readable(socks: &[RtcpOut], timeout: Duration) {
-    let mut fds: Vec<libc::pollfd> = socks
-        .iter()
-        .filter_map(|s| match s {
-            RtcpOut::Udp(s) => Some(s),
-            RtcpOut::Interleaved { .. } => None,
-        })
-        .map(|s| libc::pollfd {
-            fd: s.socket().as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the duration of the call.
-    unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            timeout.as_millis() as i32,
-        );
+    let mut fds = [0; crate::poll::MAX_FDS];
+    let mut n = 0;
+    for s in socks {
+        if let (RtcpOut::Udp(s), Some(slot)) = (s, fds.get_mut(n)) {
+            *slot = s.socket().as_raw_fd();
+            n += 1;
+        }
     }
+    if n == 0 {
+        std::thread::sleep(timeout);
+        return;
+    }
+    let _ = crate::poll::wait_readable(&fds[..n], timeout);
 }

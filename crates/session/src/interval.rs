@@ -21,6 +21,18 @@ pub struct IntervalInputs {
     pub min: Duration,
 }
 
+/// RTCP's share of a session's bandwidth, in octets per second: 5% (RFC 3550 §6.2).
+pub fn rtcp_bandwidth_octets(session_bw_bps: u64) -> f64 {
+    session_bw_bps as f64 * 0.05 / 8.0
+}
+
+/// The running average of compound RTCP packet sizes after one more of `packet_len` octets
+/// (RFC 3550 §6.3.3: `avg = size/16 + 15/16 avg`, the size counting UDP and IPv4 headers).
+pub fn update_avg_rtcp_size(avg: f64, packet_len: usize) -> f64 {
+    const UDP_IP_HEADERS: f64 = 28.0;
+    (packet_len as f64 + UDP_IP_HEADERS) / 16.0 + avg * 15.0 / 16.0
+}
+
 /// The randomized interval until the next report (RFC 3550 A.7, `rtcp_interval()`), where
 /// `uniform` is a sample from [0, 1) supplied by the caller's seeded generator.
 pub fn rtcp_interval(i: &IntervalInputs, uniform: f64) -> Duration {
@@ -53,6 +65,16 @@ pub fn rtcp_interval(i: &IntervalInputs, uniform: f64) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bandwidth_share_and_size_average_follow_section_6() {
+        // 5 Mbit/s: RTCP gets 250 kbit/s = 31 250 octets/s.
+        assert_eq!(rtcp_bandwidth_octets(5_000_000), 31_250.0);
+        // From an average of 100, a 72-octet packet (100 with headers) keeps it at 100; a
+        // 228-octet one (256) moves it a sixteenth of the way: 100 + 156/16.
+        assert_eq!(update_avg_rtcp_size(100.0, 72), 100.0);
+        assert_eq!(update_avg_rtcp_size(100.0, 228), 109.75);
+    }
 
     fn inputs() -> IntervalInputs {
         IntervalInputs {

@@ -14,7 +14,7 @@ mod tests;
 pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
 pub use summary::{ReceiverSummary, SourceSummary};
 
-use crate::interval::{rtcp_interval, IntervalInputs};
+use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem};
@@ -361,7 +361,7 @@ impl ReceiverSession {
         }
         let mut from_sender = false;
         self.counters.rtcp_ignored_items += ignored;
-        self.avg_rtcp_size = (data.len() as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, data.len());
         for item in seen {
             let ssrc = match item {
                 Seen::SenderReport { ssrc, .. } | Seen::Bye { ssrc } => ssrc,
@@ -400,7 +400,7 @@ impl ReceiverSession {
         let inputs = IntervalInputs {
             members: (self.sources.len() + self.members.len()) as u32 + 1,
             senders: self.sources.len() as u32,
-            rtcp_bw_octets: self.cfg.session_bw_bps as f64 * 0.05 / 8.0,
+            rtcp_bw_octets: rtcp_bandwidth_octets(self.cfg.session_bw_bps),
             we_sent: false,
             avg_rtcp_size: self.avg_rtcp_size,
             initial: self.reports_sent == 0,
@@ -453,7 +453,7 @@ impl ReceiverSession {
         };
         let len = rtcp::write_compound(buf, head, &self.cfg.cname, bye).ok()?;
         self.reports_sent += 1;
-        self.avg_rtcp_size = (len as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, len);
         Some(len)
     }
 

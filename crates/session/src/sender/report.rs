@@ -1,7 +1,7 @@
 //! The sender's RTCP: sender reports out (RFC 3550 §6.4.1), receiver reports in, and per-receiver
 //! loss, jitter and round-trip time (the feedback loop congestion control will close).
 
-use crate::interval::{rtcp_interval, IntervalInputs};
+use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
 use rand::{Rng, SeedableRng};
@@ -158,7 +158,7 @@ impl SenderReports {
         let inputs = IntervalInputs {
             members: self.receivers.len() as u32 + 1,
             senders: 1,
-            rtcp_bw_octets: self.cfg.session_bw_bps as f64 * 0.05 / 8.0,
+            rtcp_bw_octets: rtcp_bandwidth_octets(self.cfg.session_bw_bps),
             we_sent: true,
             avg_rtcp_size: self.avg_rtcp_size,
             initial: self.counters.sender_reports == 1,
@@ -198,7 +198,7 @@ impl SenderReports {
         let n =
             rtcp::write_compound(buf, ReportHead::Sender(info, &[]), &self.cfg.cname, bye).ok()?;
         self.counters.sender_reports += 1;
-        self.avg_rtcp_size = (n as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
         Some(n)
     }
 
@@ -222,7 +222,7 @@ impl SenderReports {
             self.counters.rtcp_malformed += 1;
             return;
         }
-        self.avg_rtcp_size = (data.len() as f64 + 28.0) / 16.0 + self.avg_rtcp_size * 15.0 / 16.0;
+        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, data.len());
         for (reporter, block) in blocks {
             if block.ssrc != our {
                 self.counters.blocks_about_others += 1;

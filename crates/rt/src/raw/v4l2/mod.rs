@@ -404,23 +404,11 @@ impl V4l2Source {
     /// Waits until a buffer is ready or `left` has passed; whether one is (or an error is
     /// signalled, which DQBUF then reports).
     fn wait_ready(&self, left: Duration) -> Result<(bool, bool), MediaError> {
-        let mut pfd = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                return Ok((false, false));
-            }
-            return Err(self.read_error(e.kind(), format!("waiting for a frame: {}", reason(&e))));
-        }
-        let err = pfd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0;
-        Ok((r > 0 && (pfd.revents & libc::POLLIN != 0 || err), err))
+        let polled = crate::poll::wait_readable(&[self.fd()], left.max(Duration::from_millis(1)))
+            .map_err(|e| {
+            self.read_error(e.kind(), format!("waiting for a frame: {}", reason(&e)))
+        })?;
+        Ok((polled.ready > 0, polled.error))
     }
 
     fn timeout_error(&self, timeout: Duration) -> MediaError {
