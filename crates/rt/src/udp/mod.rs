@@ -13,6 +13,7 @@
 //! Nothing here allocates per packet: `recv` uses a stack control buffer, `send_to_many` stack
 //! arrays. Timeouts show as `Err` with [`is_timeout`] true.
 
+mod cmsg;
 mod fast;
 mod pair;
 mod recv;

@@ -93,25 +93,11 @@ pub(super) fn recv_meta(s: &Socket, buf: &mut [u8], rxq_ovfl: bool) -> io::Resul
         dropped_total: rxq_ovfl.then_some(0),
         truncated: msg.msg_flags & libc::MSG_TRUNC != 0,
     };
-    // SAFETY: the kernel filled `msg_controllen` bytes of well-formed cmsgs into `cmsg`; the
-    // CMSG_* macros stay within it, and data is read unaligned with its length checked.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(&msg);
-        while !c.is_null() {
-            let h = &*c;
-            let data = libc::CMSG_DATA(c);
-            let data_len = (h.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
-            if h.cmsg_level == libc::SOL_SOCKET {
-                if h.cmsg_type == libc::SCM_TIMESTAMPNS && data_len >= size_of::<libc::timespec>() {
-                    let ts = std::ptr::read_unaligned(data.cast::<libc::timespec>());
-                    meta.kernel_rx_realtime_ns =
-                        Some((ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64);
-                } else if h.cmsg_type == libc::SO_RXQ_OVFL && data_len >= 4 {
-                    meta.dropped_total = Some(std::ptr::read_unaligned(data.cast::<u32>()));
-                }
-            }
-            c = libc::CMSG_NXTHDR(&msg, c);
-        }
+    // SAFETY: recvmsg succeeded and filled `msg`, whose control buffer `cmsg` is still live.
+    let control = unsafe { super::cmsg::parse(&msg) };
+    meta.kernel_rx_realtime_ns = control.kernel_rx_realtime_ns;
+    if control.dropped_total.is_some() {
+        meta.dropped_total = control.dropped_total;
     }
     Ok(meta)
 }

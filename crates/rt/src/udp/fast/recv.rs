@@ -174,38 +174,14 @@ fn parse(
         kernel_rx_realtime_ns: None,
         truncated: h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0,
     };
-    let msg = &h.msg_hdr;
-    // SAFETY: the kernel filled `msg_controllen` bytes of well-formed cmsgs into this message's
-    // control buffer; the CMSG_* macros stay within it, and data is read unaligned with its
-    // length checked.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            let hdr = &*c;
-            let data = libc::CMSG_DATA(c);
-            let data_len = (hdr.cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
-            match (hdr.cmsg_level, hdr.cmsg_type) {
-                (libc::SOL_SOCKET, libc::SCM_TIMESTAMPNS)
-                    if data_len >= size_of::<libc::timespec>() =>
-                {
-                    let ts = std::ptr::read_unaligned(data.cast::<libc::timespec>());
-                    m.kernel_rx_realtime_ns =
-                        Some((ts.tv_sec as u64).saturating_mul(1_000_000_000) + ts.tv_nsec as u64);
-                }
-                (libc::SOL_SOCKET, libc::SO_RXQ_OVFL) if data_len >= 4 => {
-                    let d = std::ptr::read_unaligned(data.cast::<u32>());
-                    *dropped = Some(dropped.unwrap_or(0).max(d));
-                }
-                (libc::SOL_UDP, libc::UDP_GRO) if data_len >= 4 => {
-                    let s = std::ptr::read_unaligned(data.cast::<libc::c_int>());
-                    if s > 0 {
-                        m.stride = s as usize;
-                    }
-                }
-                _ => {}
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
+    // SAFETY: recvmmsg succeeded and filled this message, whose control buffer is still live.
+    let control = unsafe { super::super::cmsg::parse(&h.msg_hdr) };
+    m.kernel_rx_realtime_ns = control.kernel_rx_realtime_ns;
+    if let Some(d) = control.dropped_total {
+        *dropped = Some(dropped.unwrap_or(0).max(d));
+    }
+    if let Some(s) = control.gro_segment {
+        m.stride = s;
     }
     m
 }
