@@ -199,11 +199,12 @@ impl RtspClient {
                 Transport::Udp {
                     client_rtp_port: rtp_port,
                     server_rtp_port: params.server_port.map(|p| p.0),
-                    source: params.source,
+                    source: params.source_ip(),
                 }
             }
             TransportRequest::Multicast => {
-                let (Some(group), Some((rtp_port, _))) = (params.destination, params.port) else {
+                let (Some(group), Some((rtp_port, _))) = (params.destination_ip(), params.port)
+                else {
                     return Err(self.protocol(format!(
                         "asked for multicast, the server answered Transport: {th} (no destination= and port=); try --rtsp-transport udp"
                     )));
@@ -217,7 +218,7 @@ impl RtspClient {
                     group,
                     rtp_port,
                     ttl: params.ttl,
-                    source: params.source,
+                    source: params.source_ip(),
                 }
             }
             TransportRequest::Tcp => {

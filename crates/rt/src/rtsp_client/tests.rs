@@ -48,7 +48,7 @@ fn session_and_transport_headers() {
         "RTP/AVP;multicast;destination=239.255.42.1;ttl=1;port=5000-5001;mode=\"PLAY\",RTP/AVP;unicast",
     );
     assert!(t.multicast);
-    assert_eq!(t.destination, Some("239.255.42.1".parse().unwrap()));
+    assert_eq!(t.destination_ip(), Some("239.255.42.1".parse().unwrap()));
     assert_eq!((t.port, t.ttl), (Some((5000, Some(5001))), Some(1)));
     let t = parse_transport("RTP/AVP/TCP;unicast;interleaved=2-3;ssrc=DEADBEEF");
     assert_eq!(t.interleaved, Some((2, Some(3))));
@@ -58,10 +58,15 @@ fn session_and_transport_headers() {
     );
     assert_eq!(t.client_port, Some((5004, Some(5005))));
     assert_eq!(t.server_port, Some((6970, Some(6971))));
-    assert_eq!(t.source, Some("10.0.0.1".parse().unwrap()));
-    // rtsp-types' own parser asserts on this one; ours shrugs.
+    assert_eq!(t.source_ip(), Some("10.0.0.1".parse().unwrap()));
+    // rtsp-types' own parser asserts on this one; ours shrugs, and says what it could not read.
     let t = parse_transport("RTP/AVP;dest_addr=\"\\\";client_port=x-");
-    assert_eq!(t, TransportParams::default());
+    assert_eq!((t.client_port, t.destination_ip()), (None, None));
+    assert_eq!(t.rtsp2_parameter, Some("dest_addr"));
+    // The quote opened in dest_addr never closes: the rest is its value, not a client_port.
+    assert!(t.errors.is_empty(), "{:?}", t.errors);
+    let t = parse_transport("RTP/AVP;unicast;client_port=x-");
+    assert_eq!(t.errors, vec!["bad client_port \"x-\"".to_string()]);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The RTSP 1.0 server (RFC 2326), sans-IO: request framing with limits, the session state
+//! RTSP 1.0 (RFC 2326), sans-IO. The server: request framing with limits, the session state
 //! machine (Init → Ready → Playing), session ids and timeouts. Messages are parsed and built with
 //! `rtsp-types`; this module never touches a socket or a clock. The driver
 //! (`metronome_rt::rtsp`) owns the TCP connections and implements [`Backend`], which does what a
@@ -9,7 +9,11 @@
 //!                 └► Frame::Data (interleaved RTCP from the client, `$` framing)
 //! now ───► RtspServer::handle_timeout(now, backend)   (sessions that went silent are torn down)
 //! ```
+//!
+//! The client's protocol ([`client`]: response framing, the Session header) is here too, and
+//! both sides read the Transport header as one [`TransportSpec`].
 
+pub mod client;
 mod framing;
 mod request;
 mod server;
@@ -21,6 +25,7 @@ pub use framing::{Frame, FrameError, Framer, FramerLimits};
 pub use server::{
     RtspConfig, RtspServer, SessionInfo, SessionState, PUBLIC_METHODS, REASON_HEADER,
 };
+pub use transport::{alternatives as transport_alternatives, TransportSpec};
 
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};

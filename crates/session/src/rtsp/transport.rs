@@ -8,6 +8,116 @@ use std::net::IpAddr;
 
 use super::{Delivery, Requested};
 
+/// One alternative of a Transport header (`transport-protocol/profile[/lower-transport]
+/// *(;parameter)`), as its parameters say: the one representation both the server (what a
+/// client asks for) and the client (what the server chose) read. Parsing only splits strings:
+/// no input makes it panic. A parameter whose value does not parse is left out and said in
+/// `errors`; whether that matters is the reader's call.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TransportSpec {
+    /// `RTP/AVP`, `RTP/AVP/UDP`, `RTP/AVP/TCP`, ... as written.
+    pub protocol: String,
+    pub unicast: bool,
+    pub multicast: bool,
+    /// As written, brackets and quotes removed.
+    pub destination: Option<String>,
+    pub source: Option<String>,
+    pub client_port: Option<(u16, Option<u16>)>,
+    pub server_port: Option<(u16, Option<u16>)>,
+    pub port: Option<(u16, Option<u16>)>,
+    pub interleaved: Option<(u8, Option<u8>)>,
+    pub ttl: Option<u8>,
+    pub ssrc: Option<u32>,
+    /// `mode`, its quotes removed.
+    pub mode: Option<String>,
+    /// An RTSP 2.0 parameter (`dest_addr`, `src_addr`) was present.
+    pub rtsp2_parameter: Option<&'static str>,
+    /// Parameters that did not parse, in order, as a person would be told.
+    pub errors: Vec<String>,
+}
+
+impl TransportSpec {
+    /// Parses one alternative.
+    pub fn parse(alternative: &str) -> TransportSpec {
+        let mut parts = split_outside_quotes(alternative, ';').into_iter();
+        let mut t = TransportSpec {
+            protocol: parts.next().unwrap_or("").trim().to_owned(),
+            ..TransportSpec::default()
+        };
+        for param in parts {
+            let (name, value) = match param.split_once('=') {
+                Some((n, v)) => (n.trim(), Some(v.trim())),
+                None => (param.trim(), None),
+            };
+            let lower = name.to_ascii_lowercase();
+            let Some(v) = value else {
+                match lower.as_str() {
+                    "unicast" => t.unicast = true,
+                    "multicast" => t.multicast = true,
+                    "client_port" | "server_port" | "port" | "interleaved" | "destination"
+                    | "mode" | "ttl" | "ssrc" | "source" => {
+                        t.errors.push(format!("{name} needs a value"))
+                    }
+                    "dest_addr" => t.rtsp2_parameter = Some("dest_addr"),
+                    "src_addr" => t.rtsp2_parameter = Some("src_addr"),
+                    _ => {}
+                }
+                continue;
+            };
+            let unquoted = v.trim_matches('"');
+            let address = || unquoted.trim_matches(|c| c == '[' || c == ']').to_owned();
+            match lower.as_str() {
+                "unicast" => t.unicast = true,
+                "multicast" => t.multicast = true,
+                "client_port" => t.client_port = t.note(pair(v, "client_port")),
+                "server_port" => t.server_port = t.note(pair(v, "server_port")),
+                "port" => t.port = t.note(pair(v, "port")),
+                "interleaved" => t.interleaved = t.note(pair(v, "interleaved")),
+                "ttl" => t.ttl = t.note(unquoted.parse().map_err(|_| bad("ttl", v))),
+                "ssrc" => {
+                    t.ssrc = t.note(u32::from_str_radix(unquoted, 16).map_err(|_| bad("ssrc", v)))
+                }
+                "destination" => t.destination = Some(address()),
+                "source" => t.source = Some(address()),
+                "mode" => t.mode = Some(unquoted.to_owned()),
+                "dest_addr" => t.rtsp2_parameter = Some("dest_addr"),
+                "src_addr" => t.rtsp2_parameter = Some("src_addr"),
+                // layers, RTCP-mux, append, ...: nothing either side acts on.
+                _ => {}
+            }
+        }
+        t
+    }
+
+    /// The first alternative of a header: the one a server's answer chose.
+    pub fn first(header: &str) -> TransportSpec {
+        TransportSpec::parse(alternatives(header).first().copied().unwrap_or(""))
+    }
+
+    fn note<T>(&mut self, r: Result<T, String>) -> Option<T> {
+        r.map_err(|e| self.errors.push(e)).ok()
+    }
+
+    /// `destination` as an address, if it is one.
+    pub fn destination_ip(&self) -> Option<IpAddr> {
+        self.destination.as_deref()?.parse().ok()
+    }
+
+    /// `source` as an address, if it is one.
+    pub fn source_ip(&self) -> Option<IpAddr> {
+        self.source.as_deref()?.parse().ok()
+    }
+}
+
+/// The alternatives of a Transport header, in the client's order of preference.
+pub fn alternatives(header: &str) -> Vec<&str> {
+    split_outside_quotes(header, ',')
+}
+
+fn bad(name: &str, value: &str) -> String {
+    format!("bad {name} {:?}", printable(value))
+}
+
 /// What SETUP may choose from, besides the header.
 pub(super) struct Offer<'a> {
     /// The RTSP client's address: unicast `destination` must be this.
@@ -22,8 +132,8 @@ pub(super) struct Offer<'a> {
 /// them in order of preference), or why none was: the reason for the first one.
 pub(super) fn choose(header: &str, offer: &Offer<'_>) -> Result<Requested, String> {
     let mut first_reason = None;
-    for alternative in split_outside_quotes(header, ',') {
-        match evaluate(alternative, offer) {
+    for alternative in alternatives(header) {
+        match evaluate(&TransportSpec::parse(alternative), offer) {
             Ok(requested) => return Ok(requested),
             Err(reason) => {
                 first_reason.get_or_insert(reason);
@@ -33,57 +143,35 @@ pub(super) fn choose(header: &str, offer: &Offer<'_>) -> Result<Requested, Strin
     Err(first_reason.unwrap_or_else(|| "empty Transport header".to_owned()))
 }
 
-/// One `transport-protocol/profile[/lower-transport] *(;parameter)`.
-fn evaluate(alternative: &str, offer: &Offer<'_>) -> Result<Requested, String> {
-    let mut parts = split_outside_quotes(alternative, ';').into_iter();
-    let spec = parts.next().unwrap_or("").trim();
-    let tcp = match spec.to_ascii_uppercase().as_str() {
+/// Whether one alternative can be served, and how.
+fn evaluate(t: &TransportSpec, offer: &Offer<'_>) -> Result<Requested, String> {
+    let tcp = match t.protocol.to_ascii_uppercase().as_str() {
         "RTP/AVP" | "RTP/AVP/UDP" => false,
         "RTP/AVP/TCP" => true,
         _ => {
             return Err(format!(
                 "transport {:?} is not supported: only RTP/AVP, RTP/AVP/UDP and RTP/AVP/TCP",
-                printable(spec)
+                printable(&t.protocol)
             ))
         }
     };
-    let (mut unicast, mut multicast) = (false, false);
-    let (mut client_port, mut interleaved, mut destination) = (None, None, None);
-    for param in parts {
-        let (name, value) = match param.split_once('=') {
-            Some((n, v)) => (n.trim(), Some(v.trim())),
-            None => (param.trim(), None),
-        };
-        let needed = || format!("{name} needs a value");
-        match name.to_ascii_lowercase().as_str() {
-            "unicast" => unicast = true,
-            "multicast" => multicast = true,
-            "client_port" => {
-                client_port = Some(pair::<u16>(value.ok_or_else(needed)?, "client_port")?)
-            }
-            "interleaved" => {
-                interleaved = Some(pair::<u8>(value.ok_or_else(needed)?, "interleaved")?)
-            }
-            "destination" => destination = Some(value.ok_or_else(needed)?),
-            "mode" => {
-                let modes = value.ok_or_else(needed)?.trim_matches('"');
-                if let Some(m) = modes
-                    .split(',')
-                    .find(|m| !m.trim().eq_ignore_ascii_case("play"))
-                {
-                    return Err(format!(
-                        "mode {:?} is not supported: only PLAY",
-                        printable(m)
-                    ));
-                }
-            }
-            "dest_addr" | "src_addr" => {
-                return Err(format!("{name} is an RTSP 2.0 parameter, not supported"))
-            }
-            // ttl, port, ssrc, source, layers, RTCP-mux, …: the server chooses these itself.
-            _ => {}
-        }
+    if let Some(e) = t.errors.first() {
+        return Err(e.clone());
     }
+    if let Some(m) = t.mode.as_deref().and_then(|modes| {
+        modes
+            .split(',')
+            .find(|m| !m.trim().eq_ignore_ascii_case("play"))
+    }) {
+        return Err(format!(
+            "mode {:?} is not supported: only PLAY",
+            printable(m)
+        ));
+    }
+    if let Some(name) = t.rtsp2_parameter {
+        return Err(format!("{name} is an RTSP 2.0 parameter, not supported"));
+    }
+    let (unicast, multicast) = (t.unicast, t.multicast);
     if unicast && multicast {
         return Err("both unicast and multicast".to_owned());
     }
@@ -98,8 +186,8 @@ fn evaluate(alternative: &str, offer: &Offer<'_>) -> Result<Requested, String> {
         return Ok(Requested::Multicast);
     }
     // Unicast (RFC 2326 makes multicast the default, but every client says `unicast` or TCP).
-    if let Some(dest) = destination {
-        let ip: Option<IpAddr> = dest.trim_matches(|c| c == '[' || c == ']').parse().ok();
+    if let Some(dest) = &t.destination {
+        let ip = t.destination_ip();
         if ip.map(|ip| ip.to_canonical()) != Some(offer.peer.to_canonical()) {
             return Err(format!(
                 "destination {:?} is not the client's own address",
@@ -108,7 +196,7 @@ fn evaluate(alternative: &str, offer: &Offer<'_>) -> Result<Requested, String> {
         }
     }
     if tcp {
-        let (rtp_channel, rtcp_channel) = match interleaved {
+        let (rtp_channel, rtcp_channel) = match t.interleaved {
             Some((a, b)) => {
                 let b = b
                     .or_else(|| a.checked_add(1))
@@ -129,7 +217,7 @@ fn evaluate(alternative: &str, offer: &Offer<'_>) -> Result<Requested, String> {
             rtcp_channel,
         });
     }
-    let (rtp, rtcp) = client_port.ok_or("RTP/AVP unicast needs client_port")?;
+    let (rtp, rtcp) = t.client_port.ok_or("RTP/AVP unicast needs client_port")?;
     let rtcp = rtcp
         .or_else(|| rtp.checked_add(1))
         .ok_or("no RTCP port after 65535")?;
@@ -212,5 +300,34 @@ pub(super) fn describe(delivery: &Delivery) -> String {
         } => {
             format!("RTP/AVP/TCP;unicast;interleaved={rtp_channel}-{rtcp_channel};ssrc={ssrc:08X}")
         }
+    }
+}
+
+#[cfg(test)]
+mod spec_tests {
+    use super::*;
+
+    #[test]
+    fn one_representation_reads_what_clients_ask_and_what_servers_answer() {
+        let asked = TransportSpec::parse("RTP/AVP/TCP;unicast;interleaved=4-5;mode=\"PLAY\"");
+        assert_eq!(asked.protocol, "RTP/AVP/TCP");
+        assert!(asked.unicast && !asked.multicast);
+        assert_eq!(asked.interleaved, Some((4, Some(5))));
+        assert_eq!(asked.mode.as_deref(), Some("PLAY"));
+        let answered = TransportSpec::first(
+            "RTP/AVP;multicast;destination=[ff15::1];port=5000-5001;ttl=4;ssrc=0A0B0C0D,RTP/AVP",
+        );
+        assert_eq!(answered.destination_ip(), Some("ff15::1".parse().unwrap()));
+        assert_eq!(
+            (answered.port, answered.ttl),
+            (Some((5000, Some(5001))), Some(4))
+        );
+        assert_eq!(answered.ssrc, Some(0x0a0b_0c0d));
+        let bad = TransportSpec::parse("RTP/AVP;client_port;ttl=many;src_addr=\"x\"");
+        assert_eq!(
+            bad.errors,
+            vec!["client_port needs a value", "bad ttl \"many\""]
+        );
+        assert_eq!(bad.rtsp2_parameter, Some("src_addr"));
     }
 }
