@@ -53,6 +53,12 @@ pub enum MediaError {
     Config(String),
 }
 
+impl From<metronome_video::FormatError> for MediaError {
+    fn from(e: metronome_video::FormatError) -> Self {
+        MediaError::Config(e.0)
+    }
+}
+
 /// A source of MPEG-TS packets on a timeline.
 pub trait TsSource: Send {
     /// Writes the next 188-byte TS packet into `out` and returns its time on the stream's

@@ -4,7 +4,8 @@
 //! (for 4:2:0 a row is a pair of lines, as RFC 4175 and GStreamer's rtpvrawpay lay them out), so
 //! the payloader copies contiguous byte ranges straight from [`RawFrame::data`].
 //!
-//! - [`format`]: [`Sampling`], [`Depth`], [`Colorimetry`], [`VideoFormat`] and its pgroup geometry.
+//! - [`format`] (from `metronome-video`): [`Sampling`], [`Depth`], [`Colorimetry`],
+//!   [`VideoFormat`] and its pgroup geometry, and [`RawFrame`].
 //! - [`convert`]: I420, UYVY, v210, packed RGB and Y4M planar layouts to and from payload order.
 //! - [`pattern`]: [`RawTestPattern`], a moving test pattern of any size, rate and sampling.
 //! - [`file`]: [`RawFileSource`], raw I420/UYVY/v210 files and Y4M files.
@@ -16,56 +17,19 @@
 
 pub mod convert;
 pub mod file;
-pub mod format;
 pub mod pattern;
 pub mod y4m;
 
 pub use convert::Layout;
 pub use file::{RawFileKind, RawFileSource};
-pub use format::{Colorimetry, Depth, Pgroup, Sampling, VideoFormat};
+// Formats and frames live in `metronome-video` (no encoder behind them); re-exported here.
+pub use metronome_video::{
+    format, Colorimetry, Depth, FormatError, Pgroup, RawFrame, Sampling, VideoFormat,
+};
 pub use pattern::RawTestPattern;
 pub use y4m::{Y4mHeader, Y4mWriter};
 
 use crate::MediaError;
-
-/// One uncompressed frame in RFC 4175 payload order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RawFrame {
-    pub format: VideoFormat,
-    /// Capture time in CLOCK_REALTIME nanoseconds. The driver sets it from the frame's epoch,
-    /// except for a [self-timed](RawSource::self_timed) source (a camera), which sets it itself
-    /// to the instant the frame was captured.
-    pub capture_ns: u64,
-    /// Frame number from the start of the source (0, 1, 2, ...); the RTP timestamp derives
-    /// from it.
-    pub index: u64,
-    /// `format.frame_bytes()` octets: pgroups row by row (RFC 4175 §4.3).
-    pub data: Vec<u8>,
-}
-
-impl RawFrame {
-    /// A zeroed frame of `format` (the one allocation a frame buffer needs).
-    pub fn new(format: VideoFormat) -> RawFrame {
-        RawFrame {
-            format,
-            capture_ns: 0,
-            index: 0,
-            data: vec![0; format.frame_bytes()],
-        }
-    }
-
-    /// Makes the buffer fit `format`, allocating only when it grows.
-    pub fn reshape(&mut self, format: VideoFormat) {
-        self.format = format;
-        self.data.resize(format.frame_bytes(), 0);
-    }
-
-    /// The octets of row `r` (a line, or a line pair for 4:2:0).
-    pub fn row(&self, r: usize) -> &[u8] {
-        let n = self.format.row_bytes();
-        &self.data[r * n..(r + 1) * n]
-    }
-}
 
 /// A source of uncompressed frames.
 pub trait RawSource: Send {

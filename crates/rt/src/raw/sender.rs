@@ -160,7 +160,7 @@ impl RawSender {
     /// socket when `cfg.rtcp`) and allocates the frame ring.
     pub fn open(source: Box<dyn RawSource>, cfg: RawSenderConfig) -> Result<Self, RawSendError> {
         let format = source.format();
-        format.validate()?;
+        format.validate().map_err(MediaError::from)?;
         let opts = SocketOptions {
             buffer_bytes: send_buffer_for(&format, &cfg)?,
             read_timeout: None,
@@ -187,7 +187,7 @@ impl RawSender {
         rtcp: Vec<RtcpOut>,
     ) -> Result<Self, RawSendError> {
         let format = source.format();
-        format.validate()?;
+        format.validate().map_err(MediaError::from)?;
         let pcfg = payloader_config(&format, &cfg);
         let payloader = RawPayloader::new(pcfg, format)?;
         let npackets = payloader.packets_per_frame();

@@ -11,8 +11,8 @@
 
 use super::coverage::Coverage;
 use super::events::{FrameComplete, FrameLost, FramePartial, RawEvent, RawEvents};
-use metronome_media::raw::{RawFrame, VideoFormat};
 use metronome_time::{MediaClock, SeqUnwrapper, Timestamp};
+use metronome_video::{RawFrame, VideoFormat};
 use metronome_wire::rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader, CAPTURE_TIME_EXT_ID};
 use metronome_wire::rtp::RtpView;
 use serde::Serialize;

@@ -7,8 +7,8 @@
 //! goes on in the next packet at a later Offset. All packets of a frame carry the RTP timestamp
 //! of its sampling instant at 90 kHz (§4.1) and the last one the marker bit (§4.1, progressive).
 
-use metronome_media::raw::{RawFrame, VideoFormat};
 use metronome_time::MediaClock;
+use metronome_video::{RawFrame, VideoFormat};
 use metronome_wire::rfc4175::{
     write_rtp_header, RawHeaderExt, SegmentHeader, EXT_SEQ_LEN, SEGMENT_HEADER_LEN,
 };
@@ -354,7 +354,7 @@ impl FramePackets<'_, '_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use metronome_media::raw::{Depth, Sampling};
+    use metronome_video::{Depth, Sampling};
     use metronome_wire::rfc4175::Rfc4175View;
     use metronome_wire::rtp::RtpView;
 

@@ -4,7 +4,7 @@
 //! `width`, `height` and `depth`, and knows the colorimetry names `BT601-5`, `BT709-2`,
 //! `SMPTE240M`; it refuses `interlace`).
 
-use metronome_media::raw::{Colorimetry, Depth, Sampling, VideoFormat};
+use metronome_video::{Colorimetry, Depth, Sampling, VideoFormat};
 
 /// The encoding name of `a=rtpmap` (RFC 4175 §6.1: media subtype `raw`).
 pub const ENCODING_NAME: &str = "raw";

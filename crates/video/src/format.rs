@@ -12,7 +12,7 @@
 //!
 //! A "row" here is one line of pgroups: one scan line, or for 4:2:0 a pair of scan lines.
 
-use crate::MediaError;
+use crate::FormatError;
 
 /// The largest width and height accepted (RFC 4175 allows 32767; frames this big already
 /// take 200 MB).
@@ -126,7 +126,7 @@ impl VideoFormat {
         depth: Depth,
         fps_num: u32,
         fps_den: u32,
-    ) -> Result<VideoFormat, MediaError> {
+    ) -> Result<VideoFormat, FormatError> {
         let f = VideoFormat {
             width,
             height,
@@ -167,8 +167,8 @@ impl VideoFormat {
     }
 
     /// Checks sizes against the pgroup and the limits; the error says what to change.
-    pub fn validate(&self) -> Result<(), MediaError> {
-        let bad = |why: String| Err(MediaError::Config(format!("video format {self}: {why}")));
+    pub fn validate(&self) -> Result<(), FormatError> {
+        let bad = |why: String| Err(FormatError(format!("video format {self}: {why}")));
         match (self.sampling, self.depth) {
             (Sampling::Ycbcr422, _) | (_, Depth::Eight) => {}
             (s, Depth::Ten) => {
