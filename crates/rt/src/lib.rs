@@ -36,5 +36,6 @@ pub mod sender;
 pub mod streams;
 pub mod thread;
 pub mod udp;
-pub mod url;
+// Declarations (URLs, stream specs, the TOML config) are plain data in `metronome-spec`.
+pub use metronome_spec::url;
 pub mod wait;

@@ -11,7 +11,8 @@
 //! - [`rtcp`]: sender and receiver reports for every stream.
 
 pub mod calibrate;
-pub mod config;
+// What users declare lives in `metronome-spec`; the driver reads it from here as before.
+pub use metronome_spec::{config, stream as spec};
 pub mod core;
 pub mod naive;
 mod open;
@@ -19,7 +20,6 @@ pub mod outlet;
 pub mod producer;
 pub(crate) mod rtcp;
 pub mod server;
-pub mod spec;
 pub mod status;
 pub mod stream;
 

@@ -20,7 +20,7 @@
 //! over RTSP. Errors name the file, the line and column, and
 //! what to do.
 
-use super::spec::{parse_bitrate, parse_share, StreamSpec};
+use crate::stream::{parse_bitrate, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashSet;
 use std::fmt;
