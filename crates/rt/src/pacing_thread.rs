@@ -70,6 +70,8 @@ pub struct PacingThread {
     wake_late: Option<Duration>,
     /// The throttling guard has capped the spin margin.
     capped: bool,
+    /// The throttling guard made the thread busy-poll (it ends that when its hold runs out).
+    busy_by_guard: bool,
 }
 
 /// The spin margin while the throttling guard has the thread sleep more: on a busy core a
@@ -125,6 +127,7 @@ impl PacingThread {
             cpu_start,
             wake_late: None,
             capped: false,
+            busy_by_guard: false,
         }
     }
 
@@ -197,6 +200,13 @@ impl PacingThread {
         if !self.auto || !self.guard.due(now) {
             return;
         }
+        if self.busy_by_guard && !self.guard.holds_busy(now) {
+            // The hold ran out: sleep again (the guard trips again if it still must).
+            self.busy_by_guard = false;
+            self.selector.force_sleep(now);
+            self.waiter
+                .apply_choice(WaitChoice::SleepSpin, self.rt_policy);
+        }
         let sleeping = self.waiter.mode() == WaitMode::SleepSpin;
         match self.guard.on_window(now, thread_cpu_s(), sleeping) {
             GuardStep::Keep => {
@@ -210,6 +220,7 @@ impl PacingThread {
                 self.waiter.cap_margin(Some(GUARD_MARGIN_NS));
             }
             GuardStep::BusyPoll => {
+                self.busy_by_guard = true;
                 self.selector.force_busy(now);
                 self.waiter
                     .apply_choice(WaitChoice::BusyPoll, self.rt_policy);

@@ -141,6 +141,13 @@ impl WaitSelector {
         }
     }
 
+    /// Something else ended busy-polling (the RT throttling guard's hold ran out).
+    pub fn force_sleep(&mut self, now: Timestamp) {
+        if self.mode != WaitChoice::SleepSpin {
+            self.switch(now, WaitChoice::SleepSpin);
+        }
+    }
+
     fn switch(&mut self, now: Timestamp, next: WaitChoice) -> WaitChoice {
         let since = self.since.unwrap_or(now);
         let spent = now.saturating_since(since).as_secs_f64();
