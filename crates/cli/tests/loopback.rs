@@ -22,9 +22,7 @@ fn json(out: &Output) -> Value {
 }
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("metronome-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::tmp_dir("test").join(name)
 }
 
 /// A `metronome recv` running in the background on 127.0.0.1:`port`.

@@ -17,9 +17,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 fn tmp(test: &str, name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("metronome-sdp-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::tmp_dir(&format!("sdp-{test}")).join(name)
 }
 
 /// A `metronome recv` in the background; returned once it says it is listening.

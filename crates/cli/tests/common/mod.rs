@@ -22,6 +22,21 @@ pub fn now() -> Instant {
     Instant::now()
 }
 
+/// This test process's id, unique across runs: the pid, which the kernel reuses (pid_max is
+/// 32768 here), plus the wall-clock time it started. A directory named by the pid alone can
+/// hold a previous run's files: a stale `got.raw` of full length once made a test stop
+/// GStreamer after its first frame.
+#[allow(clippy::disallowed_methods)]
+pub fn run_id() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        format!("{}-{t}", std::process::id())
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Child processes with a time limit
 
@@ -269,7 +284,7 @@ pub fn port_pair() -> u16 {
 
 /// A fresh directory for one test's files, readable by everyone (VLC runs as nobody).
 pub fn tmp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("metronome-{test}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("metronome-{test}-{}", run_id()));
     std::fs::create_dir_all(&dir).unwrap();
     let _ = Command::new("chmod").arg("0777").arg(&dir).status();
     dir
