@@ -24,10 +24,6 @@ impl Bitrate {
     pub const fn as_bps(self) -> u64 {
         self.0
     }
-    pub fn as_mbps_f64(self) -> f64 {
-        self.0 as f64 / 1e6
-    }
-
     /// How long `bytes` take at this rate, rounded up to the nanosecond; `None` at zero rate.
     pub fn transmit_time(self, bytes: u64) -> Option<Duration> {
         if self.0 == 0 {

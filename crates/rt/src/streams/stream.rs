@@ -34,10 +34,6 @@ pub struct StreamCounters {
     pub jobs: AtomicU64,
     /// Jobs whose last packet left after the job's absolute deadline.
     pub deadline_misses: AtomicU64,
-    /// Packets dropped for being too late (drop-late policy).
-    pub dropped: AtomicU64,
-    /// Times the stream fell more than the stall threshold behind its schedule.
-    pub stalls: AtomicU64,
     /// Frames a live source skipped to keep up with real time (its producer fell behind).
     pub frames_skipped: AtomicU64,
     /// Worst lateness since the status line last took it, ns.
@@ -251,8 +247,6 @@ fn publish_counts(rt: &StreamRt, session: &SenderSession) {
     c.jobs.store(n.jobs, Ordering::Relaxed);
     c.deadline_misses
         .store(n.deadline_misses, Ordering::Relaxed);
-    c.dropped.store(n.dropped, Ordering::Relaxed);
-    c.stalls.store(n.stalls, Ordering::Relaxed);
 }
 
 fn nanos(d: Duration) -> u64 {

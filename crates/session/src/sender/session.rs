@@ -340,47 +340,32 @@ impl SenderSession {
         let decision = self
             .pacing
             .decide(now, job.release, u64::from(head.wire_len));
-        if let Decision::Wait(t) = decision {
-            self.head_wait = Some(t);
-            return None;
-        }
+        let (late, send) = match decision {
+            Decision::Wait(t) => {
+                self.head_wait = Some(t);
+                return None;
+            }
+            Decision::Send { late } => (late, true),
+            Decision::Drop { late } => (late, false),
+        };
         self.head_wait = None;
         self.queue.pop_front();
-        let (Decision::Send { late } | Decision::Drop { late }) = decision else {
-            unreachable!("a wait returned above")
-        };
         self.note_stall(now, was_stalled, late);
         if self.jobs.on_done(job, now) {
             self.push_event(SessionEvent::DeadlineMissed { job, at: now });
         }
-        Some(match decision {
-            Decision::Send { late } => {
-                self.started = true;
-                self.s.packets += 1;
-                self.s.bytes += u64::from(head.wire_len);
-                self.s.payload_octets += u64::from(head.payload_len);
-                self.reports.on_sent(u64::from(head.payload_len));
-                self.controller.on_sent(now, u64::from(head.wire_len));
-                Transmit::Send {
-                    id: head.id,
-                    due: head.due,
-                    late,
-                    job,
-                }
-            }
-            Decision::Drop { late } => {
-                self.push_event(SessionEvent::Dropped {
-                    due: head.due,
-                    late,
-                });
-                Transmit::Drop {
-                    id: head.id,
-                    due: head.due,
-                    late,
-                }
-            }
-            Decision::Wait(_) => unreachable!("a wait returned above"),
-        })
+        let (id, due) = (head.id, head.due);
+        if !send {
+            self.push_event(SessionEvent::Dropped { due, late });
+            return Some(Transmit::Drop { id, due, late });
+        }
+        self.started = true;
+        self.s.packets += 1;
+        self.s.bytes += u64::from(head.wire_len);
+        self.s.payload_octets += u64::from(head.payload_len);
+        self.reports.on_sent(u64::from(head.payload_len));
+        self.controller.on_sent(now, u64::from(head.wire_len));
+        Some(Transmit::Send { id, due, late, job })
     }
 
     fn note_stall(&mut self, now: Timestamp, was_stalled: bool, late: Duration) {
@@ -468,17 +453,8 @@ impl SenderSession {
         self.queue.len()
     }
 
-    /// Slots the driver should give back when it stops the stream early.
-    pub fn drain_queue(&mut self) -> impl Iterator<Item = u32> + '_ {
-        self.queue.drain(..).map(|p| p.id)
-    }
-
     pub fn target_rate(&self) -> Bitrate {
         self.rate
-    }
-
-    pub fn controller_name(&self) -> &'static str {
-        self.controller.name()
     }
 
     pub fn reports(&self) -> &SenderReports {
