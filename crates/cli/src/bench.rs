@@ -6,7 +6,6 @@ use crate::demo::free_port_pair;
 use clap::{Args, Subcommand};
 use metronome_rt::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome, WaitPolicy};
-use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_time::Summary;
 use serde::Serialize;
@@ -118,11 +117,6 @@ fn one_run(
     cfg.duration = Some(a.duration);
     cfg.pacer = kind;
     cfg.wait = wait;
-    if wait == WaitPolicy::BusyPoll {
-        // A spinning SCHED_FIFO thread runs into RT throttling (stopped ~50 ms a second):
-        // busy-poll runs as an ordinary thread that keeps its core.
-        cfg.rt_policy = RtPolicy::Other;
-    }
     let sent = run_sender(source, cfg, stop.clone(), |_| {});
     std::thread::sleep(Duration::from_millis(200));
     rx_stop.store(true, Ordering::SeqCst);

@@ -158,11 +158,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
         seed: a.seed.unwrap_or_else(crate::serve::fresh_seed),
         ..ServerConfig::default()
     };
-    cfg.rt = match a.rt {
-        crate::serve::RtChoice::Deadline => CoreRt::Deadline,
-        crate::serve::RtChoice::Off => CoreRt::Off,
-        crate::serve::RtChoice::Auto | crate::serve::RtChoice::Fifo => CoreRt::Auto,
-    };
+    cfg.rt = a.rt.into();
     cfg.lock_memory = cfg.rt != CoreRt::Off;
     cfg.wait = WaitPolicy::from(a.wait);
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());

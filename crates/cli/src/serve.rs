@@ -4,7 +4,7 @@ use crate::args::{parse_duration, parse_late, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
-use metronome_rt::streams::{parse_share, SchedKind};
+use metronome_rt::streams::{parse_share, CoreRt, SchedKind};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
@@ -176,22 +176,24 @@ pub fn fresh_seed() -> u64 {
     t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15
 }
 
-/// The sender's configuration; `bitrate` is the source's (for a file, what its PCRs say), which
-/// sizes a SCHED_DEADLINE budget to the packet rate.
-pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>, bitrate: u64) -> SenderConfig {
+impl From<RtChoice> for CoreRt {
+    fn from(c: RtChoice) -> CoreRt {
+        match c {
+            RtChoice::Auto => CoreRt::Auto,
+            RtChoice::Fifo => CoreRt::Fifo,
+            RtChoice::Deadline => CoreRt::Deadline,
+            RtChoice::Off => CoreRt::Off,
+        }
+    }
+}
+
+/// The sender's configuration.
+pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     let seed = a.seed.unwrap_or_else(fresh_seed);
     let mut cfg = SenderConfig::new(destinations, (seed ^ (seed >> 29)) as u32, seed);
-    let interval = Duration::from_secs_f64(1316.0 * 8.0 / bitrate.max(1) as f64);
-    cfg.rt_policy = rt_policy(a.rt, interval);
-    if matches!(a.rt, RtChoice::Off) {
-        cfg.lock_memory = false;
-    }
+    cfg.rt = a.rt.into();
+    cfg.lock_memory = cfg.rt != CoreRt::Off;
     cfg.wait = WaitPolicy::from(a.wait);
-    if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
-        // A thread that never sleeps would run into RT throttling under SCHED_FIFO (stopped
-        // ~50 ms each second); as an ordinary thread it keeps its core.
-        cfg.rt_policy = RtPolicy::Other;
-    }
     cfg.pacer_cpu = a.cpu;
     cfg.ring_slots = a.ring.max(1);
     cfg.duration = a.duration;
@@ -213,8 +215,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .map(|d| RtpUrl::parse_destination(d))
         .collect::<Result<Vec<_>, _>>()?;
     let source = a.source.open()?;
-    let bitrate = source.nominal_bitrate().unwrap_or(a.source.mux_rate);
-    let cfg = sender_config(&a, destinations, bitrate);
+    let cfg = sender_config(&a, destinations);
     let live = LiveLine::new(!a.json);
     if live.is_on() {
         eprintln!(

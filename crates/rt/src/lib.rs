@@ -12,8 +12,10 @@
 //! Drivers:
 //! - `ring`: the pre-allocated packet ring between a producer and the pacing thread.
 //! - `run`: when a run ends (stop flag, duration).
-//! - `pacer`: the pacing thread's per-packet work (no allocation), and its set-up.
-//! - `sender`: one stream: producer thread → ring → real-time pacer → sockets; RTCP and status.
+//! - `pacing_thread`: the one set-up of every pacing thread (policy, memory, pinning, waiting).
+//! - `streams`: the stream server: admission, producers, one pacing thread per real-time core
+//!   (`streams::core`), RTCP; every MPEG-TS stream runs on it.
+//! - `sender`: one stream on the stream server (`serve URL`, `demo`, `bench pacing`).
 //! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
 //! - `rtsp`: the RTSP server (connections, and the media side of each session on the stream
 //!   server); `interleaved`: the queue in front of a connection that carries media too;
@@ -23,7 +25,6 @@ pub mod clock;
 pub mod control;
 pub mod host;
 pub mod interleaved;
-pub mod pacer;
 pub mod pacing_thread;
 pub mod poll;
 pub mod raw;

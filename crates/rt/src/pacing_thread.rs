@@ -1,5 +1,5 @@
-//! The one place a pacing thread is set up and waits: every sender (one MPEG-TS stream, the
-//! EDF/DM cores, raw video) starts its pacing thread with [`PacingThread::start`] and waits with
+//! The one place a pacing thread is set up and waits: every sender (the EDF/DM cores, which
+//! send every MPEG-TS stream, and raw video) starts its pacing thread with [`PacingThread::start`] and waits with
 //! [`PacingThread::wait_until`].
 //!
 //! Set-up, once: the real-time policy the system grants (SCHED_DEADLINE fits the spin margin to
@@ -8,8 +8,8 @@
 //! busy-poll while it does not) and the RT throttling guard (a SCHED_FIFO thread that would spin
 //! most of a window busy-polls as an ordinary thread instead, so throttling never stops it).
 //!
-//! The baseline pacer of the benchmarks is set up here too, as the plain thread it is: no
-//! policy, no locked memory, the default timer slack, `std::thread::sleep` for every wait.
+//! The benchmarks' baseline is not set up here: it is `streams::naive`, a plain thread per
+//! stream with no policy, no locked memory, the default timer slack and `std::thread::sleep`.
 
 use crate::clock::{thread_cpu_s, Clock};
 use crate::sender::WaitPolicy;
@@ -30,8 +30,6 @@ pub struct PacingThreadConfig {
     pub wait_selector: WaitSelectorConfig,
     pub cpu: Option<usize>,
     pub lock_memory: bool,
-    /// The benchmarks' baseline: an ordinary thread that sleeps for the time left.
-    pub baseline: bool,
 }
 
 /// What a pacing thread reports when it ends.
@@ -51,7 +49,6 @@ pub struct PacingThreadReport {
 
 pub struct PacingThread {
     rt_policy: RtPolicy,
-    baseline: bool,
     /// Follow the load (`WaitPolicy::Auto`): switch between sleeping and busy-polling.
     auto: bool,
     /// Whether the wait selector may try busy-polling: only for a thread that has no real-time
@@ -82,30 +79,24 @@ impl PacingThread {
     /// Sets up the calling thread as a pacing thread, as `cfg` asks and the system permits.
     pub fn start(cfg: &PacingThreadConfig, clock: &Clock) -> Self {
         let mut waiter_cfg = cfg.waiter;
-        let mut real_time = false;
-        let (grant, memory) = if cfg.baseline {
-            let g = "SCHED_OTHER (baseline: plain sleep per packet)".to_string();
-            (g, "not requested".to_string())
+        let g = thread::make_current_thread_realtime(cfg.rt_policy);
+        if let Granted::Deadline { runtime, .. } = g.granted {
+            waiter_cfg.fit_deadline_runtime(runtime);
+        }
+        let real_time = g.granted != Granted::Other;
+        let memory = if cfg.lock_memory {
+            match thread::lock_memory() {
+                Ok(()) => "locked".to_string(),
+                Err(e) => format!("not locked: {e}"),
+            }
         } else {
-            let g = thread::make_current_thread_realtime(cfg.rt_policy);
-            if let Granted::Deadline { runtime, .. } = g.granted {
-                waiter_cfg.fit_deadline_runtime(runtime);
-            }
-            real_time = g.granted != Granted::Other;
-            let memory = if cfg.lock_memory {
-                match thread::lock_memory() {
-                    Ok(()) => "locked".to_string(),
-                    Err(e) => format!("not locked: {e}"),
-                }
-            } else {
-                "not requested".to_string()
-            };
-            let _ = thread::set_timer_slack_ns(1);
-            if cfg.wait == WaitPolicy::BusyPoll && cfg.rt_policy == RtPolicy::Other {
-                thread::spin_at_top_nice();
-            }
-            (g.to_string(), memory)
+            "not requested".to_string()
         };
+        let _ = thread::set_timer_slack_ns(1);
+        if cfg.wait == WaitPolicy::BusyPoll && cfg.rt_policy == RtPolicy::Other {
+            thread::spin_at_top_nice();
+        }
+        let grant = g.to_string();
         if let Some(cpu) = cfg.cpu {
             let _ = thread::pin_to_cpu(cpu);
         }
@@ -116,8 +107,7 @@ impl PacingThread {
         let cpu_start = thread_cpu_s();
         PacingThread {
             rt_policy: cfg.rt_policy,
-            baseline: cfg.baseline,
-            auto: cfg.wait == WaitPolicy::Auto && !cfg.baseline,
+            auto: cfg.wait == WaitPolicy::Auto,
             try_busy_poll: !real_time,
             waiter: Waiter::with_config(mode, waiter_cfg),
             selector: WaitSelector::new(cfg.wait_selector),
@@ -134,26 +124,29 @@ impl PacingThread {
     /// Waits until `t`; returns when the wait ended.
     pub fn wait_until(&mut self, clock: &Clock, t: Timestamp) -> Timestamp {
         let ahead = t > clock.now();
-        let woke = if self.baseline {
-            std::thread::sleep(t.saturating_since(clock.now()));
-            clock.now()
-        } else {
-            let mono = self.waiter.wait_until(clock.mono_ns_from_timestamp(t));
-            clock.timestamp_from_mono_ns(mono)
-        };
+        let mono = self.waiter.wait_until(clock.mono_ns_from_timestamp(t));
+        let woke = clock.timestamp_from_mono_ns(mono);
         if ahead {
             self.wake_late = Some(woke.saturating_since(t));
         }
         woke
     }
 
-    /// With nothing to send before `t`: waits precisely for `t` if it is within `most`, and
-    /// otherwise sleeps for `most` without spinning, even while busy-polling (a thread with no
-    /// work in sight leaves the CPU alone, and still looks at its commands every `most`).
+    /// With nothing to send before `t`: waits precisely for `t` if it is within `most`;
+    /// otherwise it comes back within `most` (to look at its commands and idle streams) and:
+    /// - while busy-polling with work in sight, polls the whole way, as busy-polling promises;
+    /// - else sleeps without spinning (a thread with no work in sight leaves the CPU alone), and
+    ///   ends the plain sleep at least `most` before `t`, so that a late wake-up from it never
+    ///   makes the packet at `t` late: the precise wait takes over from there.
     pub fn idle_until(&mut self, clock: &Clock, t: Timestamp, most: Duration) {
         let now = clock.now();
-        if t <= now + most {
+        let left = t.saturating_since(now);
+        if left <= most {
             self.wait_until(clock, t);
+        } else if self.waiter.mode() == WaitMode::BusyPoll && t != Timestamp::MAX {
+            self.wait_until(clock, now + most);
+        } else if left < most * 2 {
+            std::thread::sleep(left - most);
         } else {
             std::thread::sleep(most);
         }

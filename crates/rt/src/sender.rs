@@ -1,40 +1,22 @@
-//! The sending driver: one stream from a [`TsSource`] to one or more RTP destinations.
+//! One stream from a [`TsSource`] to one or more RTP destinations: `serve URL`, `demo` and
+//! `bench pacing`.
 //!
-//! Three threads, as DESIGN.md's real-time path asks:
-//! - the producer (an ordinary thread) reads the source, packetizes, and fills the ring ahead
-//!   of the release times;
-//! - the pacer (a real-time thread) takes the next packet, waits for its release time, stamps
-//!   the send time, sends it to every destination and records its own lateness;
-//! - the calling thread runs RTCP: sender reports out, receiver reports in, status.
+//! It is the multi-stream server ([`StreamServer`]) with one stream on one core: the same
+//! admission, producer pool, pacing thread, sender session and RTCP as every other stream.
+//! [`run_sender`] starts it, watches the stream and reports what it measured.
 
 use crate::clock::Clock;
 use crate::host::{HostLoad, HostWatch};
-use crate::pacer::{Pacer, Step};
-use crate::pacing_thread::PacingThreadConfig;
-use crate::ring::PacketRing;
 use crate::run::RunLimit;
-use crate::streams::producer::{make_packet, Made};
-use crate::streams::rtcp::{exchange, say_bye};
-use crate::streams::stream::{lock, StreamRt};
-use crate::streams::{MediaOut, RtcpOut};
-use crate::thread::RtPolicy;
-use crate::udp::{RtcpSocket, SocketOptions, UdpError, UdpSender};
+use crate::streams::spec::StreamSpec;
+use crate::streams::{CoreRt, SchedKind, ServerConfig, ServerError, StreamServer};
+use crate::udp::{SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
-use crate::wait::WaiterConfig;
-use metronome_cc::FixedRate;
 use metronome_media::{MediaError, TsSource};
-use metronome_sched::{
-    PacingConfig, PacingStats, TaskParams, WaitSelectorConfig, WaitSelectorStats,
-};
-use metronome_session::sender::{
-    JobConfig, Mp2tPacketizer, PacketizerConfig, ReceiverView, SenderReportsConfig, SenderSession,
-    SenderSessionConfig,
-};
-use metronome_time::{Bitrate, MediaClock};
-use metronome_wire::rtp::SEND_TIME_EXT_LEN;
+use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
+use metronome_session::sender::ReceiverView;
 use serde::Serialize;
-use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,17 +24,14 @@ use std::time::Duration;
 pub struct SenderConfig {
     pub destinations: Vec<RtpUrl>,
     pub ssrc: u32,
-    pub cname: String,
     /// Stamp each packet's send time in an RFC 8285 header extension (for one-way delay).
     pub send_time_ext: bool,
     /// Ring slots between producer and pacer (the paper: 1024).
     pub ring_slots: usize,
     pub pacer: PacerKind,
-    pub rt_policy: RtPolicy,
+    /// Real-time policy of the pacing thread.
+    pub rt: CoreRt,
     pub wait: WaitPolicy,
-    /// When `WaitPolicy::Auto` switches between sleeping and busy-polling.
-    pub wait_selector: WaitSelectorConfig,
-    pub waiter: WaiterConfig,
     /// What the stream does after a stall: catch up at a bounded rate, or drop what is late.
     pub pacing: PacingConfig,
     pub pacer_cpu: Option<usize>,
@@ -62,7 +41,6 @@ pub struct SenderConfig {
     pub rtcp_min_interval: Duration,
     /// Head start of the producer before the first release time.
     pub preroll: Duration,
-    pub socket: SocketOptions,
     pub seed: u64,
 }
 
@@ -71,50 +49,46 @@ impl SenderConfig {
         SenderConfig {
             destinations,
             ssrc,
-            cname: format!("metronome-{ssrc:08x}@{}", hostname()),
             send_time_ext: false,
             ring_slots: 1024,
             pacer: PacerKind::Realtime,
-            rt_policy: RtPolicy::Auto,
+            rt: CoreRt::Auto,
             wait: WaitPolicy::Auto,
-            wait_selector: WaitSelectorConfig::default(),
-            // Spin through the largest oversleep of the last 128 sleeps: an idle vCPU wakes late
-            // about 1% of the time, and a p99 margin leaves those packets late.
-            waiter: WaiterConfig {
-                quantile: 1.0,
-                ..WaiterConfig::default()
-            },
             pacing: PacingConfig::default(),
             pacer_cpu: None,
             lock_memory: true,
             duration: None,
             rtcp_min_interval: Duration::from_secs(1),
             preroll: Duration::from_millis(200),
-            socket: SocketOptions::default(),
             seed,
         }
     }
-}
 
-impl SenderConfig {
-    /// How the pacing thread is set up.
-    pub fn pacing_thread(&self) -> PacingThreadConfig {
-        PacingThreadConfig {
-            rt_policy: self.rt_policy,
+    /// The server that runs the stream: one core (the baseline: one plain thread), pinned only
+    /// where asked, with the producer and RTCP free to run on any CPU.
+    pub fn server_config(&self) -> ServerConfig {
+        ServerConfig {
+            sched: match self.pacer {
+                PacerKind::Realtime => SchedKind::Edf,
+                PacerKind::PlainSleep => SchedKind::Naive,
+            },
+            rt_cores: 1,
+            rt: self.rt,
             wait: self.wait,
-            waiter: self.waiter,
-            wait_selector: self.wait_selector,
-            cpu: self.pacer_cpu,
+            cpus: self.pacer_cpu.map(|c| vec![c]),
+            isolate: false,
             lock_memory: self.lock_memory,
-            baseline: self.pacer == PacerKind::PlainSleep,
+            producers: 1,
+            preroll: self.preroll,
+            default_ring: self.ring_slots.max(1),
+            streams_per_core: 16,
+            rtcp_min_interval: self.rtcp_min_interval,
+            pacing: self.pacing,
+            overload: OverloadPolicy::Warn,
+            seed: self.seed,
+            ..ServerConfig::default()
         }
     }
-}
-
-fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// How the real-time pacer waits between packets.
@@ -145,19 +119,14 @@ pub enum SendError {
     Udp(#[from] UdpError),
     #[error("source: {0}")]
     Media(#[from] MediaError),
+    #[error("source: {0}")]
+    Source(String),
     #[error("no destination given: add one, for example rtp://127.0.0.1:5004")]
     NoDestination,
-    #[error("could not start the {0} thread: {1}")]
-    Thread(&'static str, std::io::Error),
-    #[error("could not set up the {0} socket: {1}")]
-    Socket(&'static str, std::io::Error),
-}
-
-/// What the threads of one stream share besides the stream itself.
-#[derive(Default)]
-struct Shared {
-    stop: AtomicBool,
-    pacer_done: AtomicBool,
+    #[error(transparent)]
+    Server(ServerError),
+    #[error("the stream was not started: {0}")]
+    Refused(String),
 }
 
 /// A status snapshot, about once a second.
@@ -206,9 +175,17 @@ pub struct SenderOutcome {
     pub host: Option<HostLoad>,
 }
 
+/// The stream's name in the server that runs it.
+const NAME: &str = "stream1";
+
 /// Runs one stream until the source ends, `cfg.duration` passes, or `stop` is set.
+///
+/// The stream runs on the multi-stream server ([`StreamServer`]) like any other: admitted
+/// against the send cost measured at start-up, fed by the producer pool, paced by a core's
+/// pacing thread (or, for the benchmarks' baseline, by a plain sleeping thread: `naive`),
+/// reported on by the RTCP thread. This function only watches it and says what it measured.
 pub fn run_sender(
-    mut source: Box<dyn TsSource>,
+    source: Box<dyn TsSource>,
     cfg: SenderConfig,
     stop: Arc<AtomicBool>,
     mut on_status: impl FnMut(&SenderStatus),
@@ -216,248 +193,107 @@ pub fn run_sender(
     if cfg.destinations.is_empty() {
         return Err(SendError::NoDestination);
     }
-    let outputs = cfg
-        .destinations
-        .iter()
-        .map(|d| UdpSender::open(d, &cfg.socket).map(|s| MediaOut::Udp(Arc::new(s))))
-        .collect::<Result<Vec<_>, _>>()?;
-    let rtcp_opts = SocketOptions {
-        buffer_bytes: 256 << 10,
-        read_timeout: Some(Duration::from_millis(5)),
-    };
-    let rtcp_socks = cfg
-        .destinations
-        .iter()
-        .map(|d| RtcpSocket::open_for_sender(d, &rtcp_opts))
-        .collect::<Result<Vec<_>, _>>()?;
-    for s in &rtcp_socks {
-        // Drained after poll(2) says readable: never block the RTCP loop on an empty socket.
-        s.socket()
-            .set_nonblocking(true)
-            .map_err(|e| SendError::Socket("RTCP", e))?;
-    }
     let description = source.describe();
-    // The session bandwidth for the RTCP interval (RFC 3550 §6.2), and the rate catching up is
-    // a multiple of.
-    let bitrate_bps = source.nominal_bitrate().unwrap_or(5_000_000);
+    let mut spec = StreamSpec::new(
+        NAME,
+        cfg.destinations.iter().map(|d| d.to_string()).collect(),
+    );
+    spec.send_time = cfg.send_time_ext;
+    spec.ssrc = Some(cfg.ssrc);
+    spec.ring = Some(cfg.ring_slots.max(1));
+    // Probe the destinations before the server starts, so that a bad one is said plainly.
+    for d in &cfg.destinations {
+        UdpSender::open(d, &SocketOptions::default())?;
+    }
     let host = HostWatch::start();
-    let clock = Arc::new(Clock::new());
-    let epoch = clock.now() + cfg.preroll;
-    let rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
-    let pcfg = PacketizerConfig {
-        send_time_ext: cfg.send_time_ext,
-        ..PacketizerConfig::mp2t(cfg.ssrc, (cfg.seed >> 32) as u16, rtp_ts_base)
-    };
-    let mut packetizer = Mp2tPacketizer::new(pcfg, epoch);
-    let rt = Arc::new(single_stream(
-        &cfg,
-        bitrate_bps,
-        epoch,
-        rtp_ts_base,
-        outputs,
-    ));
-    let rtcp: Vec<RtcpOut> = rtcp_socks
-        .into_iter()
-        .map(|s| RtcpOut::Udp(Arc::new(s)))
-        .collect();
-    let shared = Arc::new(Shared::default());
-
-    let producer = {
-        let (rt, shared, clock) = (rt.clone(), shared.clone(), clock.clone());
-        std::thread::Builder::new()
-            .name("metronome-producer".into())
-            .spawn(move || {
-                let r = produce(&mut *source, &mut packetizer, &rt, &clock, &shared.stop);
-                rt.producer_done.store(true, Ordering::Release);
-                r
-            })
-            .map_err(|e| SendError::Thread("producer", e))?
-    };
-    let pacer = {
-        let (rt, shared, clock) = (rt.clone(), shared.clone(), clock.clone());
-        let thread_cfg = cfg.pacing_thread();
-        std::thread::Builder::new()
-            .name("metronome-pacer".into())
-            .spawn(move || {
-                let mut pacer = Pacer::start(&thread_cfg, &rt, &clock);
-                while !shared.stop.load(Ordering::Relaxed) {
-                    match pacer.step() {
-                        Step::Sent => {}
-                        Step::Empty => std::thread::sleep(Duration::from_micros(200)),
-                        Step::Done => break,
-                    }
-                }
-                shared.pacer_done.store(true, Ordering::Release);
-                pacer.finish()
-            })
-            .map_err(|e| SendError::Thread("pacer", e))?
-    };
-
+    let server = StreamServer::start(cfg.server_config()).map_err(SendError::Server)?;
+    let clock = Clock::new();
     let start = clock.now();
-    let mut next_status = start + Duration::from_secs(1);
-    let mut buf = [0u8; 1500];
+    let added = server.add_source(spec, source);
+    let status = match added {
+        Ok(s) => s,
+        Err(e) => {
+            server.shutdown();
+            return Err(SendError::Refused(e.message().to_string()));
+        }
+    };
+    // The stream starts at its first release time, after the preroll.
+    let first_release = start + cfg.preroll;
     let limit = RunLimit::new(start, cfg.duration, &stop);
-    let c = &rt.counters;
+    let mut next_status = start + Duration::from_secs(1);
     let ended_by = loop {
         let now = clock.now();
         if let Some(why) = limit.ended(now) {
             break why;
         }
-        if shared.pacer_done.load(Ordering::Acquire) {
+        if !server.is_running(NAME) {
             break "end of input";
         }
-        exchange(&rt.session, &rtcp, &clock, &mut buf);
-        wait_readable(&rtcp, Duration::from_millis(20));
         if now >= next_status {
             next_status = now + Duration::from_secs(1);
-            on_status(&SenderStatus {
-                elapsed: now.saturating_since(epoch),
-                packets: c.packets.load(Ordering::Relaxed),
-                bytes: c.bytes.load(Ordering::Relaxed),
-                max_late_us: c.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
-                ring_occupancy: rt.ring.occupancy(),
-                receivers: lock(&rt.session).reports().receivers().to_vec(),
-            });
+            if let Some(s) = server.stream(NAME) {
+                on_status(&SenderStatus {
+                    elapsed: now.saturating_since(first_release),
+                    packets: s.packets,
+                    bytes: s.bytes,
+                    max_late_us: server.take_max_late(NAME).unwrap_or_default().as_secs_f64() * 1e6,
+                    ring_occupancy: s.ring_occupancy,
+                    receivers: s.receivers,
+                });
+            }
         }
+        std::thread::sleep(Duration::from_millis(10));
     };
-    shared.stop.store(true, Ordering::Release);
-    let pacer = pacer.join().expect("the pacer thread does not panic");
-    let produced = producer.join().expect("the producer thread does not panic");
     let end = clock.now();
-    say_bye(&rt.session, &rtcp, &clock, &mut buf);
-    let session = &*lock(&rt.session);
-    produced?;
+    let outcome = server.shutdown();
+    let s = outcome
+        .streams
+        .iter()
+        .find(|s| s.name == NAME)
+        .unwrap_or(&status);
+    if let Some(e) = &s.error {
+        return Err(SendError::Source(e.clone()));
+    }
     let duration_s = end.saturating_since(start).as_secs_f64();
-    // The stream itself starts at the first release time, after the preroll.
-    let streamed_s = end.saturating_since(epoch).as_secs_f64();
-    let stats = session.stats();
+    let pacer = outcome.pacers.first();
+    let pacer_cpu_percent = outcome.core_cpu_percent.first().copied().unwrap_or(0.0);
     Ok(SenderOutcome {
         source: description,
         destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
-        realtime: pacer.grant,
-        memory_locked: pacer.memory,
+        realtime: outcome
+            .server
+            .cores
+            .first()
+            .map(|c| c.grant.clone())
+            .unwrap_or_default(),
+        memory_locked: pacer
+            .map(|p| p.memory.clone())
+            .unwrap_or_else(|| "not requested".into()),
         wait_mode: match cfg.pacer {
             PacerKind::Realtime => format!("{:?}", cfg.wait),
             PacerKind::PlainSleep => "PlainSleep".to_string(),
         },
         ended_by,
         duration_s,
-        packets: stats.packets,
-        bytes: stats.bytes,
-        bitrate_bps: if streamed_s > 0.0 {
-            stats.bytes as f64 * 8.0 / streamed_s
-        } else {
-            0.0
+        packets: s.packets,
+        bytes: s.bytes,
+        bitrate_bps: s.bitrate_bps,
+        send_errors: s.send_errors,
+        underruns: s.underruns,
+        deadline_misses: s.deadline_misses,
+        frames_skipped: s.frames_skipped,
+        ring_slots: s.ring_capacity,
+        pacing: PacingStats {
+            packets: s.packets,
+            lateness: s.lateness,
+            stalls: s.stalls,
+            late_packets: s.late_packets,
+            dropped: s.dropped,
         },
-        send_errors: c.send_errors.load(Ordering::Relaxed),
-        underruns: stats.underruns,
-        deadline_misses: stats.deadline_misses,
-        frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
-        ring_slots: cfg.ring_slots,
-        pacing: stats.pacing,
-        wait_modes: pacer.wait_modes,
-        final_spin_margin_us: pacer.margin_ns as f64 / 1000.0,
-        pacer_cpu_percent: if duration_s > 0.0 {
-            pacer.cpu_s * 100.0 / duration_s
-        } else {
-            0.0
-        },
-        receivers: session.reports().receivers().to_vec(),
-        host: host.finish(stats.pacing.stalls),
+        wait_modes: pacer.map(|p| p.wait_modes).unwrap_or_default(),
+        final_spin_margin_us: pacer.map_or(0.0, |p| p.spin_margin_us),
+        pacer_cpu_percent,
+        receivers: s.receivers.clone(),
+        host: host.finish(s.stalls),
     })
-}
-
-/// The stream `run_sender` sends: one packet per job, due one packet interval apart.
-pub fn single_stream(
-    cfg: &SenderConfig,
-    bitrate_bps: u64,
-    epoch: metronome_time::Timestamp,
-    rtp_ts_base: u32,
-    outputs: Vec<MediaOut>,
-) -> StreamRt {
-    let header = 12
-        + if cfg.send_time_ext {
-            SEND_TIME_EXT_LEN
-        } else {
-            0
-        };
-    let wire_bits = ((1316 + header) * 8) as u64;
-    let interval = Duration::from_nanos(wire_bits * 1_000_000_000 / bitrate_bps.max(1));
-    let task = TaskParams {
-        period: interval,
-        deadline: interval,
-        cost: Duration::ZERO,
-        bitrate_bps,
-    };
-    let session = SenderSession::new(
-        SenderSessionConfig {
-            reports: SenderReportsConfig {
-                ssrc: cfg.ssrc,
-                cname: cfg.cname.clone(),
-                clock: MediaClock::VIDEO_90K,
-                rtp_ts_base,
-                session_bw_bps: bitrate_bps,
-                rtcp_min_interval: cfg.rtcp_min_interval,
-                max_receivers: 256,
-                seed: cfg.seed ^ 0x5352,
-            },
-            pacing: cfg.pacing,
-            jobs: JobConfig {
-                period: None,
-                deadline: interval,
-            },
-            queue_capacity: cfg.ring_slots,
-        },
-        epoch,
-        Box::new(FixedRate::new(Bitrate::bps(bitrate_bps))),
-    );
-    StreamRt::new(
-        0,
-        "stream".into(),
-        task,
-        epoch,
-        PacketRing::new(cfg.ring_slots, 1316 + 12 + SEND_TIME_EXT_LEN),
-        outputs,
-        cfg.send_time_ext,
-        session,
-    )
-}
-
-/// The producer: source → packetizer → ring, running ahead of the pacer by up to the ring size.
-fn produce(
-    source: &mut dyn TsSource,
-    packetizer: &mut Mp2tPacketizer,
-    rt: &StreamRt,
-    clock: &Clock,
-    stop: &AtomicBool,
-) -> Result<(), MediaError> {
-    let mut ts = [0u8; 188];
-    while !stop.load(Ordering::Relaxed) {
-        let Some(slot) = rt.ring.take_free() else {
-            // The ring is full: the producer is far enough ahead.
-            std::thread::sleep(Duration::from_millis(2));
-            continue;
-        };
-        if make_packet(source, packetizer, rt, clock, slot, &mut ts)? == Made::Ended {
-            break;
-        }
-    }
-    Ok(())
-}
-
-/// Waits until one of the RTCP sockets is readable, or `timeout`.
-fn wait_readable(socks: &[RtcpOut], timeout: Duration) {
-    let mut fds = [0; crate::poll::MAX_FDS];
-    let mut n = 0;
-    for s in socks {
-        if let (RtcpOut::Udp(s), Some(slot)) = (s, fds.get_mut(n)) {
-            *slot = s.socket().as_raw_fd();
-            n += 1;
-        }
-    }
-    if n == 0 {
-        std::thread::sleep(timeout);
-        return;
-    }
-    let _ = crate::poll::wait_readable(&fds[..n], timeout);
 }

@@ -1,16 +1,26 @@
 //! The pacing thread allocates nothing per packet (DESIGN.md: the hot path allocates nothing).
-//! A counting global allocator counts this thread's allocations across many `Pacer::step` calls.
+//! A counting global allocator counts this thread's allocations across many turns of a core's
+//! pacing loop (`streams::core::Core::step`), the loop every MPEG-TS stream is sent by.
 
+use metronome_cc::FixedRate;
 use metronome_rt::clock::Clock;
-use metronome_rt::pacer::{Pacer, Step};
-use metronome_rt::sender::{single_stream, SenderConfig, WaitPolicy};
-use metronome_rt::streams::stream::lock;
+use metronome_rt::pacing_thread::PacingThreadConfig;
+use metronome_rt::ring::PacketRing;
+use metronome_rt::sender::WaitPolicy;
+use metronome_rt::streams::core::{Command, Core, CoreConfig, CoreShared};
+use metronome_rt::streams::stream::{lock, StreamRt};
 use metronome_rt::streams::MediaOut;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::{SocketOptions, UdpReceiver, UdpSender};
 use metronome_rt::url::RtpUrl;
-use metronome_sched::WaitSelectorConfig;
+use metronome_rt::wait::WaiterConfig;
+use metronome_sched::{PacingConfig, Policy, TaskParams, WaitSelectorConfig};
+use metronome_session::sender::{
+    JobConfig, SenderReportsConfig, SenderSession, SenderSessionConfig,
+};
+use metronome_time::{Bitrate, MediaClock};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 #[global_allocator]
@@ -20,33 +30,83 @@ fn allocs() -> u64 {
     metronome_testkit::allocations()
 }
 
+/// A 5 Mbit/s stream of `n` packets to `dest`, one packet per job.
+fn stream(dest: &RtpUrl, n: usize, clock: &Clock) -> StreamRt {
+    let sender = UdpSender::open(dest, &SocketOptions::default()).unwrap();
+    let interval = Duration::from_micros(2_100);
+    let session = SenderSession::new(
+        SenderSessionConfig {
+            reports: SenderReportsConfig {
+                ssrc: 1,
+                cname: "alloc-test".into(),
+                clock: MediaClock::VIDEO_90K,
+                rtp_ts_base: 0,
+                session_bw_bps: 5_000_000,
+                rtcp_min_interval: Duration::from_secs(1),
+                max_receivers: 4,
+                seed: 1,
+            },
+            pacing: PacingConfig::default(),
+            jobs: JobConfig {
+                period: None,
+                deadline: interval,
+            },
+            queue_capacity: n,
+        },
+        clock.now(),
+        Box::new(FixedRate::new(Bitrate::bps(5_000_000))),
+    );
+    let task = TaskParams {
+        period: interval,
+        deadline: interval,
+        cost: Duration::from_micros(10),
+        bitrate_bps: 5_000_000,
+    };
+    StreamRt::new(
+        1,
+        "alloc".into(),
+        task,
+        clock.now(),
+        PacketRing::new(n, 1400),
+        vec![MediaOut::Udp(Arc::new(sender))],
+        true,
+        session,
+    )
+}
+
 #[test]
-fn pacer_step_allocates_nothing() {
+fn pacing_loop_allocates_nothing_per_packet() {
     let rx = UdpReceiver::open(
         &RtpUrl::unicast("127.0.0.1:0".parse().unwrap()),
         &SocketOptions::default(),
     )
     .unwrap();
     let dest = RtpUrl::unicast(rx.local_addr().unwrap());
-    let sender = UdpSender::open(&dest, &SocketOptions::default()).unwrap();
-    let mut cfg = SenderConfig::new(vec![dest], 1, 1);
-    cfg.rt_policy = RtPolicy::Other;
-    cfg.lock_memory = false;
-    cfg.wait = WaitPolicy::Auto;
-    // Make the auto wait switch modes every few packets, so that the switch is measured too.
-    cfg.wait_selector = WaitSelectorConfig {
-        late_threshold: Duration::ZERO,
-        max_late_share: 0.0,
-        window: Duration::from_micros(500),
-        trial: Duration::from_micros(500),
-        retry_after: Duration::from_millis(1),
-    };
-    cfg.send_time_ext = true;
     let clock = Clock::new();
     let n = 600;
-    cfg.ring_slots = n;
-    let outputs = vec![MediaOut::Udp(std::sync::Arc::new(sender))];
-    let rt = single_stream(&cfg, 5_000_000, clock.now(), 0, outputs);
+    let rt = Arc::new(stream(&dest, n, &clock));
+    let cfg = CoreConfig {
+        policy: Policy::Edf,
+        thread: PacingThreadConfig {
+            rt_policy: RtPolicy::Other,
+            wait: WaitPolicy::Auto,
+            waiter: WaiterConfig::default(),
+            // Make the auto wait switch modes every few packets, so that the switch is
+            // measured too.
+            wait_selector: WaitSelectorConfig {
+                late_threshold: Duration::ZERO,
+                max_late_share: 0.0,
+                window: Duration::from_micros(500),
+                trial: Duration::from_micros(500),
+                retry_after: Duration::from_millis(1),
+            },
+            cpu: None,
+            lock_memory: false,
+        },
+        capacity: 16,
+    };
+    let shared = CoreShared::new(cfg.capacity);
+    let mut core = Core::new(&cfg, &shared, &clock);
     let ring = &rt.ring;
     for i in 0..n {
         let mut slot = ring.take_free().unwrap();
@@ -56,32 +116,39 @@ fn pacer_step_allocates_nothing() {
         slot.release = clock.now() + Duration::from_micros(20 * i as u64);
         ring.publish(slot);
     }
-    let mut pacer = Pacer::start(&cfg.pacing_thread(), &rt, &clock);
+    assert!(shared.commands.push(Command::Add(rt.clone())).is_ok());
+    let sent = || rt.counters.packets.load(Ordering::Relaxed) as usize;
+    let deadline = clock.now() + Duration::from_secs(30);
     // A few packets to settle anything lazily initialised by the first system calls.
-    for _ in 0..10 {
-        assert_eq!(pacer.step(), Step::Sent);
+    while sent() < 10 && clock.now() < deadline {
+        core.step();
     }
     let before = allocs();
-    for _ in 10..n {
-        assert_eq!(pacer.step(), Step::Sent);
+    while sent() < n && clock.now() < deadline {
+        core.step();
     }
     let during = allocs() - before;
+    assert_eq!(sent(), n, "every packet left within the time allowed");
     assert_eq!(during, 0, "{during} allocations in {} packets", n - 10);
     rt.producer_done.store(true, Ordering::Release);
-    assert_eq!(pacer.step(), Step::Done);
-    let counters = &rt.counters;
-    assert_eq!(counters.packets.load(Ordering::Relaxed), n as u64);
-    assert_eq!(counters.send_errors.load(Ordering::Relaxed), 0);
-    let result = pacer.finish();
+    for _ in 0..10 {
+        core.step();
+    }
+    assert!(
+        rt.finished.load(Ordering::Acquire),
+        "the core let the ended stream go"
+    );
+    assert_eq!(rt.counters.send_errors.load(Ordering::Relaxed), 0);
+    let report = core.finish();
     assert_eq!(lock(&rt.session).stats().pacing.packets, n as u64);
     assert!(
-        result.wait_modes.switches_to_busy_poll >= 2,
+        report.wait_modes.switches_to_busy_poll >= 2,
         "{:?}",
-        result.wait_modes
+        report.wait_modes
     );
     assert!(
-        result.wait_modes.switches_to_sleep >= 2,
+        report.wait_modes.switches_to_sleep >= 2,
         "{:?}",
-        result.wait_modes
+        report.wait_modes
     );
 }

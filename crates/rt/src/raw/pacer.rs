@@ -94,7 +94,6 @@ impl<'a> RawPacer<'a> {
         clock: &'a Clock,
     ) -> Self {
         let mut t = s.thread;
-        t.baseline = false;
         if schedule.sender_type() == SenderType::Burst {
             t.waiter.min_margin_ns = BURST_SPIN_NS;
             t.waiter.max_margin_ns = BURST_SPIN_NS;

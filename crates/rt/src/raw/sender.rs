@@ -305,7 +305,6 @@ impl RawSender {
                 wait_selector: cfg.wait_selector,
                 cpu: cfg.pacer_cpu,
                 lock_memory: cfg.lock_memory,
-                baseline: false,
             },
             batch_window: cfg.batch_window,
             late_threshold: cfg.late_threshold,

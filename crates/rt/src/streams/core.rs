@@ -9,9 +9,9 @@
 
 use super::stream::{Cursor, Load, Sent, StreamRt};
 use crate::clock::Clock;
-use crate::pacing_thread::{PacingThread, PacingThreadConfig};
+use crate::pacing_thread::{PacingThread, PacingThreadConfig, PacingThreadReport};
 use crossbeam_queue::ArrayQueue;
-use metronome_sched::{Dispatcher, Job, Policy, WaitSelectorStats};
+use metronome_sched::{Dispatcher, Job, Policy};
 use metronome_time::{Distribution, Timestamp};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -59,15 +59,6 @@ impl CoreShared {
     }
 }
 
-/// What a core's thread reports when it ends.
-#[derive(Clone, Debug)]
-pub struct CoreResult {
-    pub cpu_s: f64,
-    /// Times the RT throttling guard switched to busy-polling.
-    pub throttle_guard_trips: u64,
-    pub wait_modes: WaitSelectorStats,
-}
-
 struct Entry {
     rt: Arc<StreamRt>,
     cursor: Cursor,
@@ -75,7 +66,10 @@ struct Entry {
     idle: bool,
 }
 
-struct CoreLoop<'a> {
+/// A core's pacing loop, on the thread that runs it: [`Core::new`] sets the thread up (policy,
+/// locked memory, pinning: see [`PacingThread`]), [`Core::step`] is one turn and allocates
+/// nothing (`crates/rt/tests/pacer_alloc.rs` checks it), [`Core::finish`] reports.
+pub struct Core<'a> {
     shared: &'a CoreShared,
     clock: &'a Clock,
     table: Vec<Option<Entry>>,
@@ -86,44 +80,56 @@ struct CoreLoop<'a> {
     streams: usize,
 }
 
-/// With streams, the thread looks at its commands and idle streams at least this often.
-const BUSY_LOOK: Duration = Duration::from_millis(1);
+/// With a stream waiting for its producer (its ring was empty), the thread looks at it at least
+/// this often.
+const STARVED_LOOK: Duration = Duration::from_millis(1);
+/// With streams, all fed, the thread looks at its commands at least this often. A new stream
+/// starts a preroll (hundreds of ms) after it is added, and a removal waits for the thread, so
+/// a few ms cost nothing; a shorter look would wake the thread twice per packet of a stream
+/// with a 2 ms packet interval (5 Mbit/s of MPEG-TS).
+const FED_LOOK: Duration = Duration::from_millis(5);
 /// With no stream at all, it sleeps this long between looks: an idle server idles.
 const IDLE_LOOK: Duration = Duration::from_millis(20);
 
 /// Runs a core's pacing thread until `shared.stop` is set. Call on the thread itself.
-pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> CoreResult {
-    // SAFETY: gettid has no preconditions.
-    let tid = unsafe { libc::gettid() };
-    shared.tid.store(tid, Ordering::Release);
-    let thread = PacingThread::start(&cfg.thread, clock);
-    *super::stream::lock(&shared.grant) = thread.grant().to_string();
-    let mut core = CoreLoop {
-        shared,
-        clock,
-        table: (0..cfg.capacity).map(|_| None).collect(),
-        dispatcher: Dispatcher::new(cfg.policy, cfg.capacity),
-        idle: Vec::with_capacity(cfg.capacity),
-        thread,
-        streams: 0,
-    };
-    shared.ready.store(true, Ordering::Release);
+pub fn run_core(cfg: CoreConfig, shared: &CoreShared, clock: &Clock) -> PacingThreadReport {
+    let mut core = Core::new(&cfg, shared, clock);
     while !shared.stop.load(Ordering::Relaxed) {
         core.step();
     }
-    core.release_all();
-    let r = core.thread.report(clock);
-    CoreResult {
-        cpu_s: r.cpu_s,
-        throttle_guard_trips: r.throttle_guard_trips,
-        wait_modes: r.wait_modes,
-    }
+    core.finish()
 }
 
-impl CoreLoop<'_> {
+impl<'a> Core<'a> {
+    /// Sets up the calling thread as the pacing thread of a core and sizes its tables.
+    pub fn new(cfg: &CoreConfig, shared: &'a CoreShared, clock: &'a Clock) -> Self {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        shared.tid.store(tid, Ordering::Release);
+        let thread = PacingThread::start(&cfg.thread, clock);
+        *super::stream::lock(&shared.grant) = thread.grant().to_string();
+        let core = Core {
+            shared,
+            clock,
+            table: (0..cfg.capacity).map(|_| None).collect(),
+            dispatcher: Dispatcher::new(cfg.policy, cfg.capacity),
+            idle: Vec::with_capacity(cfg.capacity),
+            thread,
+            streams: 0,
+        };
+        shared.ready.store(true, Ordering::Release);
+        core
+    }
+
+    /// Gives back every stream's packet in hand and reports how the thread ran.
+    pub fn finish(mut self) -> PacingThreadReport {
+        self.release_all();
+        self.thread.report(self.clock)
+    }
+
     /// One turn: apply commands, feed idle streams, then send the most urgent released packet or
     /// wait for the next release.
-    fn step(&mut self) {
+    pub fn step(&mut self) {
         self.apply_commands();
         self.feed_idle();
         let now = self.clock.now();
@@ -136,11 +142,17 @@ impl CoreLoop<'_> {
         // idle streams now and then.
         let look = if self.streams == 0 {
             IDLE_LOOK
+        } else if self.idle.is_empty() {
+            FED_LOOK
         } else {
-            BUSY_LOOK
+            STARVED_LOOK
         };
         let next = self.dispatcher.next_release().unwrap_or(Timestamp::MAX);
         self.thread.idle_until(self.clock, next, look);
+        // Woken for a release: send it now, before the bookkeeping of the next turn.
+        if let Some(job) = self.dispatcher.pop(self.clock.now()) {
+            self.send(job.stream);
+        }
     }
 
     fn send(&mut self, slot: usize) {

@@ -4,14 +4,16 @@
 //! differs from the real-time cores.
 
 use super::stream::{Cursor, Load, Sent, StreamRt};
-use crate::clock::Clock;
+use crate::clock::{thread_cpu_s, Clock};
 use metronome_time::Distribution;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Runs one stream until it ends or is stopped; every packet's lateness also goes into `total`.
-pub fn run_naive(rt: &StreamRt, clock: &Clock, total: &Mutex<Distribution>) {
+/// Returns the CPU time the thread used, s.
+pub fn run_naive(rt: &StreamRt, clock: &Clock, total: &Mutex<Distribution>) -> f64 {
+    let cpu_start = thread_cpu_s();
     let mut cursor = Cursor::default();
     while !rt.stop.load(Ordering::Relaxed) {
         match cursor.load(rt, clock.now()) {
@@ -38,6 +40,7 @@ pub fn run_naive(rt: &StreamRt, clock: &Clock, total: &Mutex<Distribution>) {
     }
     cursor.release(rt);
     rt.finished.store(true, Ordering::Release);
+    thread_cpu_s() - cpu_start
 }
 
 /// Starts [`run_naive`] on a thread of its own.
@@ -45,7 +48,7 @@ pub fn spawn_naive(
     rt: Arc<StreamRt>,
     clock: Arc<Clock>,
     total: Arc<Mutex<Distribution>>,
-) -> std::io::Result<std::thread::JoinHandle<()>> {
+) -> std::io::Result<std::thread::JoinHandle<f64>> {
     std::thread::Builder::new()
         .name(format!("naive-{}", rt.id))
         .stack_size(256 << 10)

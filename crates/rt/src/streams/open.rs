@@ -41,6 +41,15 @@ pub(super) struct Opened {
     pub start: StartInfo,
 }
 
+/// What the caller of [`open_stream`] may bring instead of what the spec declares.
+#[derive(Default)]
+pub(super) struct Given {
+    /// An RTSP session's transport, instead of `rtp://` destinations.
+    pub outlet: Option<SessionOutlet>,
+    /// A source already opened (from the command line), instead of `spec.source`.
+    pub source: Option<Box<dyn TsSource>>,
+}
+
 /// The task a stream of `ts_bitrate` MPEG-TS sent to `dests` destinations is.
 pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibration) -> TaskParams {
     let pps = ts_bitrate.max(1) as f64 / (8.0 * PAYLOAD as f64);
@@ -64,9 +73,9 @@ pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibrat
     }
 }
 
-/// Opens the source, derives the task, asks `admit` for a core, then opens the sockets and
+/// Opens the source (unless the caller brings it), derives the task, asks `admit` for a core, then opens the sockets and
 /// allocates the ring (only for an admitted stream). A stream an RTSP session starts brings its
-/// transport (`outlet`) instead of `rtp://` destinations. On an error after `admit` succeeded the
+/// transport instead of `rtp://` destinations (see [`Given`]). On an error after `admit` succeeded the
 /// caller releases the admission.
 pub(super) fn open_stream(
     spec: &StreamSpec,
@@ -74,9 +83,10 @@ pub(super) fn open_stream(
     cfg: &ServerConfig,
     cal: &Calibration,
     clock: &Clock,
-    outlet: Option<SessionOutlet>,
+    given: Given,
     admit: impl FnOnce(TaskParams) -> Result<usize, ControlError>,
 ) -> Result<Opened, ControlError> {
+    let Given { outlet, source } = given;
     let destinations = spec
         .destination
         .iter()
@@ -84,7 +94,10 @@ pub(super) fn open_stream(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
     let next_seq = outlet.as_ref().and_then(|o| o.next_seq);
-    let mut source = open_source(spec)?;
+    let mut source = match source {
+        Some(s) => s,
+        None => open_source(spec)?,
+    };
     if let Some(from) = outlet.as_ref().map(|o| o.from).filter(|f| !f.is_zero()) {
         source = Box::new(Seeked::new(source, from));
     }

@@ -7,9 +7,9 @@
 
 use super::calibrate::{calibrate, Calibration};
 use super::config::SchedKind;
-use super::core::{run_core, Command, CoreConfig, CoreResult, CoreShared};
+use super::core::{run_core, Command, CoreConfig, CoreShared};
 use super::naive::spawn_naive;
-use super::open::{open_stream, Opened};
+use super::open::{open_stream, Given, Opened};
 use super::outlet::{SessionOutlet, StartInfo};
 use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
@@ -18,10 +18,11 @@ use super::stream::{lock, StreamRt};
 use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
 use crate::host::{HostLoad, HostWatch};
-use crate::pacing_thread::PacingThreadConfig;
+use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
 use crate::thread::{self, RtPolicy};
 use crate::wait::WaiterConfig;
+use metronome_media::TsSource;
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
 use metronome_sched::{OverloadPolicy, OverloadWatch, PacingConfig};
 use metronome_time::Distribution;
@@ -34,8 +35,10 @@ use std::time::Duration;
 /// How the pacing threads run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CoreRt {
-    /// SCHED_FIFO where permitted.
+    /// SCHED_FIFO where permitted, else an ordinary thread (said in the grant).
     Auto,
+    /// SCHED_FIFO, asked for explicitly (the grant says if the system refused it).
+    Fifo,
     /// SCHED_DEADLINE with a budget that grows with the admitted streams; the kernel's own
     /// admission control then applies to every stream start.
     Deadline,
@@ -153,7 +156,8 @@ pub(super) struct Running {
     pub source: String,
     pub ssrc: u32,
     pub rtcp: Vec<super::outlet::RtcpOut>,
-    pub naive: Option<JoinHandle<()>>,
+    /// The naive baseline's own thread; it returns the CPU time it used, s.
+    pub naive: Option<JoinHandle<f64>>,
     /// Deadline misses already counted by the overload watch.
     pub misses_seen: u64,
 }
@@ -167,6 +171,8 @@ pub(super) struct Inner {
     pub ended: Mutex<VecDeque<StreamStatus>>,
     pub cores: Vec<Arc<CoreShared>>,
     pub naive_lateness: Arc<Mutex<Distribution>>,
+    /// CPU time the naive baseline's finished threads used, ns.
+    pub naive_cpu_ns: AtomicU64,
     pub producers: Mutex<Option<ProducerPool>>,
     pub next_id: AtomicU64,
     pub refused: AtomicU64,
@@ -182,16 +188,49 @@ pub(super) struct Inner {
 pub struct ServerOutcome {
     pub server: ServerStatus,
     pub streams: Vec<StreamStatus>,
-    /// CPU time of each core's pacing thread over the run, as a share of one core.
+    /// CPU time of each core's pacing thread over the run, as a share of one core (under
+    /// `naive`, one figure: all the streams' threads together).
     pub core_cpu_percent: Vec<f64>,
+    /// How each core's pacing thread ran (none under `naive`).
+    pub pacers: Vec<PacerView>,
     pub duration_s: f64,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
 }
 
+/// How one core's pacing thread ran, for the outcome.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PacerView {
+    /// The scheduling policy it got, in words.
+    pub grant: String,
+    /// Whether its memory is locked, in words.
+    pub memory: String,
+    /// CPU time it used, as a share of one core over the run.
+    pub cpu_percent: f64,
+    /// With `--wait auto`: time spent sleeping-then-spinning and busy-polling.
+    pub wait_modes: metronome_sched::WaitSelectorStats,
+    /// Times the RT throttling guard switched it to busy-polling.
+    pub throttle_guard_trips: u64,
+    /// The spin margin it ended with, µs.
+    pub spin_margin_us: f64,
+}
+
+impl PacerView {
+    fn new(r: &PacingThreadReport, duration_s: f64) -> Self {
+        PacerView {
+            grant: r.grant.clone(),
+            memory: r.memory.clone(),
+            cpu_percent: r.cpu_s * 100.0 / duration_s.max(1e-9),
+            wait_modes: r.wait_modes,
+            throttle_guard_trips: r.throttle_guard_trips,
+            spin_margin_us: r.margin_ns as f64 / 1000.0,
+        }
+    }
+}
+
 pub struct StreamServer {
     inner: Arc<Inner>,
-    core_threads: Vec<JoinHandle<CoreResult>>,
+    core_threads: Vec<JoinHandle<PacingThreadReport>>,
     rtcp_thread: Option<JoinHandle<()>>,
     started: metronome_time::Timestamp,
     host: HostWatch,
@@ -261,6 +300,7 @@ impl StreamServer {
             ended: Mutex::new(VecDeque::new()),
             cores,
             naive_lateness: Arc::new(Mutex::new(Distribution::new())),
+            naive_cpu_ns: AtomicU64::new(0),
             producers: Mutex::new(Some(producers)),
             next_id: AtomicU64::new(1),
             refused: AtomicU64::new(0),
@@ -300,7 +340,40 @@ impl StreamServer {
 
     /// Admits and starts a stream, or says why not.
     pub fn add(&self, spec: StreamSpec) -> Result<StreamStatus, ControlError> {
-        self.inner.add(spec, None).map(|(s, _)| s)
+        self.inner.add(spec, Given::default()).map(|(s, _)| s)
+    }
+
+    /// Admits and starts a stream from a source the caller opened (`spec.source` is not
+    /// looked at): `serve URL`, `demo` and `bench pacing` open theirs from the command line.
+    pub fn add_source(
+        &self,
+        spec: StreamSpec,
+        source: Box<dyn TsSource>,
+    ) -> Result<StreamStatus, ControlError> {
+        self.inner
+            .add(
+                spec,
+                Given {
+                    source: Some(source),
+                    ..Given::default()
+                },
+            )
+            .map(|(s, _)| s)
+    }
+
+    /// The worst lateness of a running stream's packets since the last call, for a live
+    /// status line.
+    pub fn take_max_late(&self, name: &str) -> Option<Duration> {
+        let streams = lock(&self.inner.streams);
+        let c = &streams.get(name)?.rt.counters;
+        Some(Duration::from_nanos(
+            c.max_late_ns.swap(0, Ordering::Relaxed),
+        ))
+    }
+
+    /// Whether a stream is running (not ended, removed or refused).
+    pub fn is_running(&self, name: &str) -> bool {
+        lock(&self.inner.streams).contains_key(name)
     }
 
     /// Admits and starts a stream, and says where its first packet is. With an `outlet` (an
@@ -311,7 +384,13 @@ impl StreamServer {
         spec: StreamSpec,
         outlet: Option<SessionOutlet>,
     ) -> Result<(StreamStatus, StartInfo), ControlError> {
-        self.inner.add(spec, outlet)
+        self.inner.add(
+            spec,
+            Given {
+                outlet,
+                ..Given::default()
+            },
+        )
     }
 
     /// Reserves `bitrate_bps` of the declared link for a stream that paces itself (an RTSP
@@ -394,14 +473,17 @@ impl StreamServer {
             .now()
             .saturating_since(self.started)
             .as_secs_f64();
-        let core_cpu_percent = std::mem::take(&mut self.core_threads)
+        let pacers: Vec<PacerView> = std::mem::take(&mut self.core_threads)
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .map(|r| r.cpu_s * 100.0 / duration_s.max(1e-9))
-                    .unwrap_or(f64::NAN)
-            })
+            .filter_map(|h| h.join().ok())
+            .map(|r| PacerView::new(&r, duration_s))
             .collect();
+        let core_cpu_percent = if inner.cfg.sched == SchedKind::Naive {
+            let naive_s = inner.naive_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
+            vec![naive_s * 100.0 / duration_s.max(1e-9)]
+        } else {
+            pacers.iter().map(|p| p.cpu_percent).collect()
+        };
         if let Some(h) = self.rtcp_thread.take() {
             let _ = h.join();
         }
@@ -414,6 +496,7 @@ impl StreamServer {
             server: inner.server_status(),
             streams,
             core_cpu_percent,
+            pacers,
             duration_s,
             host: self.host.finish(stalls),
         }
@@ -422,7 +505,13 @@ impl StreamServer {
 
 fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreConfig {
     let rt_policy = match cfg.rt {
+        // A thread that never sleeps would run into RT throttling under SCHED_FIFO (stopped
+        // ~50 ms each second); as an ordinary thread it keeps its core.
+        CoreRt::Auto if cfg.wait == WaitPolicy::BusyPoll => RtPolicy::Other,
         CoreRt::Auto => RtPolicy::Auto,
+        CoreRt::Fifo => RtPolicy::Fifo {
+            priority: RtPolicy::DEFAULT_FIFO_PRIORITY,
+        },
         CoreRt::Off => RtPolicy::Other,
         // Starts small; grows as streams are admitted (see `Inner::grow_deadline_budget`).
         CoreRt::Deadline => deadline_policy(0.0),
@@ -445,7 +534,6 @@ fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreConfig {
             // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
             cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
             lock_memory: cfg.lock_memory,
-            baseline: false,
         },
         capacity: cfg.streams_per_core,
     }
@@ -468,12 +556,12 @@ impl Inner {
     fn add(
         &self,
         spec: StreamSpec,
-        outlet: Option<SessionOutlet>,
+        given: Given,
     ) -> Result<(StreamStatus, StartInfo), ControlError> {
         if self.stop.load(Ordering::Acquire) {
             return Err(ControlError::Internal("the server is shutting down".into()));
         }
-        let valid = if outlet.is_some() {
+        let valid = if given.outlet.is_some() {
             spec.validate_settings()
         } else {
             spec.validate()
@@ -501,7 +589,7 @@ impl Inner {
             &self.cfg,
             &self.calibration,
             &self.clock,
-            outlet,
+            given,
             admit,
         )
         .inspect_err(|_| {
@@ -623,7 +711,10 @@ impl Inner {
             let _ = core.commands.push(Command::Remove(r.rt.id));
         }
         if let Some(h) = r.naive.take() {
-            let _ = h.join();
+            if let Ok(cpu_s) = h.join() {
+                self.naive_cpu_ns
+                    .fetch_add((cpu_s * 1e9) as u64, Ordering::Relaxed);
+            }
         }
         // The pacing thread lets go within a turn of its loop (a millisecond at most).
         for _ in 0..200 {
@@ -715,7 +806,7 @@ impl StreamControl for Control {
         })
     }
     fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError> {
-        let (s, _) = self.0.add(spec, None)?;
+        let (s, _) = self.0.add(spec, Given::default())?;
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
     fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError> {
