@@ -80,4 +80,29 @@ pub trait TsSource: Send {
     fn catch_up_to(&mut self, _now: Duration) -> u64 {
         0
     }
+
+    /// Whether the source is live (made as time passes, like a camera and its encoder), so
+    /// that the sender produces it only a little ahead of real time; a file is not.
+    fn is_live(&self) -> bool {
+        false
+    }
+
+    /// The rates, in bit/s of the whole transport stream (null packets included), that
+    /// [`TsSource::set_rate`] may switch this source to while it runs; `None` when its rate
+    /// is its own (a file).
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        None
+    }
+
+    /// Sends at `rate` bit/s from the source's next switching point on. The live test source
+    /// switches at its next GOP: the encoder's bitrate and the mux rate change together, from
+    /// the IDR picture that starts it (a receiver joining there decodes at once). A rate
+    /// controller (the sender session's rate knob) calls it; a source with no
+    /// [`TsSource::rate_range`] refuses.
+    fn set_rate(&mut self, rate: u64) -> Result<(), MediaError> {
+        Err(MediaError::Config(format!(
+            "this source cannot change its rate (asked for {rate} bit/s): {}",
+            self.describe()
+        )))
+    }
 }

@@ -40,6 +40,22 @@ impl TsSource for Seeked {
     fn nominal_bitrate(&self) -> Option<u64> {
         self.inner.nominal_bitrate()
     }
+
+    fn catch_up_to(&mut self, now: Duration) -> u64 {
+        self.inner.catch_up_to(now + self.from)
+    }
+
+    fn is_live(&self) -> bool {
+        self.inner.is_live()
+    }
+
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        self.inner.rate_range()
+    }
+
+    fn set_rate(&mut self, rate: u64) -> Result<(), MediaError> {
+        self.inner.set_rate(rate)
+    }
 }
 
 /// The length of a source: the time of its last packet. Reads it to the end, so use it once,

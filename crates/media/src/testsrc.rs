@@ -2,6 +2,10 @@
 //!
 //! Frame `n` is captured at `n / fps` on the stream timeline and encoded just before the first
 //! packet slot at or after that time, so its packets never leave before the frame exists.
+//!
+//! Its rate can change while it runs ([`TsSource::set_rate`]): at the next GOP the encoder is
+//! started again at the new bitrate (its first picture is the GOP's IDR) and the mux rate
+//! changes from that picture's first packet on, keeping the video's share of the mux.
 
 use crate::h264::{H264Config, H264Encoder};
 use crate::pattern::{Frame, TestPattern};
@@ -62,7 +66,19 @@ pub struct TestSource {
     encoded_bytes: u64,
     /// Frames skipped because the sender was past them (see `TsSource::catch_up_to`).
     skipped_frames: u64,
+    /// A mux rate asked for by `set_rate`, taken at the next GOP.
+    pending_rate: Option<u64>,
+    /// The video's share of the mux rate, kept across rate changes.
+    video_share: f64,
+    /// Rate changes made so far.
+    rate_changes: u64,
 }
+
+/// The lowest mux rate the test source switches to: the PSI, the PCR packets and a video of
+/// about 50 kbit/s.
+const MIN_RATE: u64 = 150_000;
+/// The highest: what one encoder of the test pattern can usefully spend.
+const MAX_RATE: u64 = 1_000_000_000;
 
 impl TestSource {
     pub fn new(cfg: TestSourceConfig) -> Result<TestSource, MediaError> {
@@ -97,6 +113,9 @@ impl TestSource {
             total_frames,
             encoded_bytes: 0,
             skipped_frames: 0,
+            pending_rate: None,
+            video_share: cfg.video_bitrate as f64 / cfg.mux_rate as f64,
+            rate_changes: 0,
             cfg,
         })
     }
@@ -120,6 +139,39 @@ impl TestSource {
         self.skipped_frames
     }
 
+    /// Rate changes made so far (each at a GOP).
+    pub fn rate_changes(&self) -> u64 {
+        self.rate_changes
+    }
+
+    fn gop(&self) -> u64 {
+        let g = if self.cfg.idr_interval == 0 {
+            self.cfg.fps
+        } else {
+            self.cfg.idr_interval
+        };
+        u64::from(g.max(1))
+    }
+
+    /// At the start of a GOP, takes a pending rate: a new encoder at the new video bitrate.
+    /// Returns the new mux rate, to be switched at the frame encoded next.
+    fn take_rate_at(&mut self, n: u64) -> Result<Option<u64>, MediaError> {
+        let Some(rate) = self.pending_rate.filter(|_| n % self.gop() == 0) else {
+            return Ok(None);
+        };
+        self.pending_rate = None;
+        let video = (rate as f64 * self.video_share) as u32;
+        let h264 = H264Config {
+            idr_interval: self.cfg.idr_interval,
+            ..H264Config::new(self.cfg.width, self.cfg.height, self.cfg.fps, video)
+        };
+        self.encoder = H264Encoder::new(h264)?;
+        self.cfg.video_bitrate = video;
+        self.cfg.mux_rate = rate;
+        self.rate_changes += 1;
+        Ok(Some(rate))
+    }
+
     fn capture_time(&self, n: u64) -> Duration {
         Duration::from_nanos((n as u128 * 1_000_000_000 / self.cfg.fps as u128) as u64)
     }
@@ -131,10 +183,14 @@ impl TestSource {
         {
             let n = self.next_frame;
             let capture = self.capture_time(n);
+            let switch = self.take_rate_at(n)?;
             self.pattern.render(n, &mut self.frame);
             let au = self.encoder.encode(&self.frame)?;
             self.encoded_bytes += au.data.len() as u64;
             self.mux.push_access_unit(capture, au.data, au.idr)?;
+            if let Some(rate) = switch {
+                self.mux.switch_rate_at_last_frame(rate)?;
+            }
             self.next_frame += 1;
         }
         Ok(())
@@ -176,6 +232,27 @@ impl TsSource for TestSource {
         }
         self.skipped_frames += skipped;
         skipped
+    }
+
+    fn is_live(&self) -> bool {
+        true
+    }
+
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        Some(MIN_RATE..=MAX_RATE)
+    }
+
+    fn set_rate(&mut self, rate: u64) -> Result<(), MediaError> {
+        if !(MIN_RATE..=MAX_RATE).contains(&rate) {
+            return Err(MediaError::Config(format!(
+                "the test source runs at {} to {}; {} is outside",
+                self::rate(MIN_RATE),
+                self::rate(MAX_RATE),
+                self::rate(rate)
+            )));
+        }
+        self.pending_rate = (rate != self.cfg.mux_rate).then_some(rate);
+        Ok(())
     }
 }
 
@@ -275,5 +352,80 @@ mod tests {
         assert!((1300..=1400).contains(&slots), "{slots}");
         assert!(src.mux_stats().null_packets > 500, "{:?}", src.mux_stats());
         assert_eq!((src.skipped_frames(), src.frames_encoded()), (30, 30));
+    }
+
+    /// Runs 4 s of a 320x180 test source at 2 Mbit/s, asking for `new_rate` at 1.2 s (if any).
+    /// Returns the packet times, the analyzer's report, the video bits sent after 2.5 s, and
+    /// the source.
+    fn run_with_rate_change(
+        new_rate: Option<u64>,
+    ) -> (Vec<Duration>, crate::TsReport, u64, TestSource) {
+        let cfg = TestSourceConfig {
+            width: 320,
+            height: 180,
+            fps: 30,
+            video_bitrate: 1_400_000,
+            mux_rate: 2_000_000,
+            scene_secs: 1,
+            duration: Some(Duration::from_secs(4)),
+            ..Default::default()
+        };
+        let mut src = TestSource::new(cfg).unwrap();
+        let mut an = crate::TsAnalyzer::new();
+        let mut pkt = [0u8; 188];
+        let (mut times, mut asked, mut bytes_then) = (Vec::new(), false, None);
+        while let Some(t) = src.next_packet(&mut pkt).unwrap() {
+            if !asked && t >= Duration::from_millis(1200) {
+                if let Some(r) = new_rate {
+                    src.set_rate(r).unwrap();
+                }
+                asked = true;
+            }
+            if bytes_then.is_none() && t >= Duration::from_millis(2500) {
+                bytes_then = Some(src.encoded_bytes());
+            }
+            an.push(&pkt, t);
+            times.push(t);
+        }
+        let late_bits = (src.encoded_bytes() - bytes_then.unwrap()) * 8;
+        (times, an.finish(), late_bits, src)
+    }
+
+    #[test]
+    fn a_rate_change_takes_effect_at_the_next_gop_for_encoder_and_mux_together() {
+        let (times, r, late_bits, src) = run_with_rate_change(Some(1_000_000));
+        assert_eq!(r.first_error, None);
+        assert_eq!((r.cc_errors, r.late_pes), (0, 0), "{r:?}");
+        assert_eq!(src.rate_changes(), 1);
+        assert_eq!(
+            src.describe(),
+            "test pattern 320x180@30 H.264 700 kbit/s, mux 1 Mbit/s"
+        );
+        // Before the GOP at 2 s the packets leave at 2 Mbit/s; after it (once the frames made
+        // for the old rate have left) at 1 Mbit/s.
+        let gap = |a: Duration| {
+            let i = times.iter().position(|&t| t >= a).unwrap();
+            (times[i + 1] - times[i]).as_nanos() as u64
+        };
+        assert_eq!(
+            gap(Duration::from_millis(1900)),
+            1504 * 1_000_000_000 / 2_000_000
+        );
+        assert_eq!(
+            gap(Duration::from_millis(3500)),
+            1504 * 1_000_000_000 / 1_000_000
+        );
+        // The encoder follows too: the same pictures cost about half the bits at half the
+        // rate (the same source without the change is the reference).
+        let (_, _, reference_bits, unchanged) = run_with_rate_change(None);
+        assert_eq!(unchanged.rate_changes(), 0);
+        let ratio = late_bits as f64 / reference_bits as f64;
+        assert!(
+            (0.3..0.75).contains(&ratio),
+            "{late_bits} / {reference_bits} bits"
+        );
+        let mut src = src;
+        assert!(src.set_rate(10).is_err(), "below the range");
+        assert_eq!(src.rate_range(), Some(MIN_RATE..=MAX_RATE));
     }
 }

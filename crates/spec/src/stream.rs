@@ -37,6 +37,15 @@ pub struct StreamSpec {
         serialize_with = "ser_opt_bitrate"
     )]
     pub bitrate: Option<u64>,
+    /// The most the stream's rate may be raised to while it runs (`PATCH /streams/NAME`, or a
+    /// rate controller); admission reserves this much. By default the starting `bitrate`: a
+    /// running stream may go down from what it was admitted at, and back up to it.
+    #[serde(
+        default,
+        deserialize_with = "opt_bitrate",
+        serialize_with = "ser_opt_bitrate"
+    )]
+    pub max_bitrate: Option<u64>,
     /// Job period; by default one packet interval at the stream's rate.
     #[serde(
         default,
@@ -84,6 +93,7 @@ impl StreamSpec {
             size: None,
             fps: None,
             bitrate: None,
+            max_bitrate: None,
             period: None,
             deadline: None,
             cost: None,
@@ -119,6 +129,17 @@ impl StreamSpec {
                 "stream name '{}' is not usable: use 1 to 64 letters, digits, '-', '_' or '.'",
                 self.name.escape_debug()
             )));
+        }
+        if let (Some(b), Some(m)) = (self.bitrate, self.max_bitrate) {
+            if m < b {
+                return Err(SpecError(format!(
+                    "stream '{}': max_bitrate {} is below its bitrate {}; it is the most the \
+                     rate may be raised to",
+                    self.name,
+                    format_bitrate(m),
+                    format_bitrate(b)
+                )));
+            }
         }
         if let (Some(p), Some(d)) = (self.period, self.deadline) {
             if d > p {

@@ -11,6 +11,12 @@
 //! 4. the next piece of the oldest ready frame (a frame is ready at its capture time);
 //! 5. a null packet.
 //!
+//! The rate may change while the stream runs ([`TsMuxer::switch_rate_at_last_frame`]): from the
+//! first packet of the marked frame on, slots are spaced at the new rate, continuing from where
+//! the old rate left the timeline, so the clock and the PCR stay continuous and only their
+//! slope changes (as a statistical multiplexer re-allocating a program's share does). The frames
+//! queued before it, made for the old rate, still leave at the old rate.
+//!
 //! The PCR of packet `i` is the start offset plus the packet's time, in 27 MHz ticks. A frame's
 //! PTS is its capture time plus a fixed mux delay (plus the same offset); a frame whose last
 //! packet has not fully left by its PTS would underflow the decoder and is counted as late.
@@ -88,6 +94,17 @@ struct QueuedFrame {
     pts_ns: u64,
     pes_len: usize,
     idr: bool,
+    /// The mux rate from this frame's first packet on, if it changes there.
+    switch_to: Option<u64>,
+}
+
+/// Where the current rate took over: slot `index` at `ns` on the timeline, `pcr` in 27 MHz
+/// ticks since the start offset.
+#[derive(Clone, Copy, Debug, Default)]
+struct RateBase {
+    index: u64,
+    ns: u64,
+    pcr: u64,
 }
 
 /// The muxer. Feed frames with [`TsMuxer::push_access_unit`], take packets with
@@ -109,17 +126,12 @@ pub struct TsMuxer {
     front_sent: usize,
     frames: VecDeque<QueuedFrame>,
     stats: MuxStats,
+    /// Where `cfg.mux_rate` took over (slot 0 until the rate first changes).
+    base: RateBase,
 }
 
 impl TsMuxer {
     pub fn new(cfg: TsMuxConfig) -> Result<TsMuxer, MediaError> {
-        let slot_ns = 1504 * 1_000_000_000 / cfg.mux_rate.max(1);
-        if cfg.mux_rate < 10_000 || cfg.mux_rate > 10_000_000_000 {
-            return Err(MediaError::Config(format!(
-                "mux rate {} bit/s is outside 10 kbit/s .. 10 Gbit/s",
-                cfg.mux_rate
-            )));
-        }
         let pids = [cfg.pmt_pid, cfg.video_pid];
         if pids.iter().any(|&p| !(0x10..PID_NULL).contains(&p)) || cfg.pmt_pid == cfg.video_pid {
             return Err(MediaError::Config(format!(
@@ -127,16 +139,7 @@ impl TsMuxer {
                 cfg.pmt_pid, cfg.video_pid
             )));
         }
-        if (cfg.pcr_interval.as_nanos() as u64) < 3 * slot_ns
-            || (cfg.psi_interval.as_nanos() as u64) < 3 * slot_ns
-        {
-            return Err(MediaError::Config(format!(
-                "PCR interval {:?} and PSI interval {:?} must span at least 3 packets ({} µs each at this mux rate)",
-                cfg.pcr_interval,
-                cfg.psi_interval,
-                slot_ns / 1000
-            )));
-        }
+        Self::check_rate(&cfg, cfg.mux_rate)?;
         Ok(TsMuxer {
             cfg,
             index: 0,
@@ -151,7 +154,29 @@ impl TsMuxer {
             front_sent: 0,
             frames: VecDeque::new(),
             stats: MuxStats::default(),
+            base: RateBase::default(),
         })
+    }
+
+    /// Whether `mux_rate` is one `cfg`'s muxer can run at.
+    fn check_rate(cfg: &TsMuxConfig, mux_rate: u64) -> Result<(), MediaError> {
+        if !(10_000..=10_000_000_000).contains(&mux_rate) {
+            return Err(MediaError::Config(format!(
+                "mux rate {mux_rate} bit/s is outside 10 kbit/s .. 10 Gbit/s"
+            )));
+        }
+        let slot_ns = 1504 * 1_000_000_000 / mux_rate;
+        if (cfg.pcr_interval.as_nanos() as u64) < 3 * slot_ns
+            || (cfg.psi_interval.as_nanos() as u64) < 3 * slot_ns
+        {
+            return Err(MediaError::Config(format!(
+                "PCR interval {:?} and PSI interval {:?} must span at least 3 packets ({} µs each at {mux_rate} bit/s)",
+                cfg.pcr_interval,
+                cfg.psi_interval,
+                slot_ns / 1000
+            )));
+        }
+        Ok(())
     }
 
     pub fn config(&self) -> &TsMuxConfig {
@@ -166,13 +191,47 @@ impl TsMuxer {
         Duration::from_nanos(self.slot_ns(i))
     }
     fn slot_ns(&self, i: u64) -> u64 {
-        (i as u128 * 1504 * 1_000_000_000 / self.cfg.mux_rate as u128) as u64
+        let b = self.base;
+        b.ns + ((i - b.index) as u128 * 1504 * 1_000_000_000 / self.cfg.mux_rate as u128) as u64
     }
     /// The PCR of packet slot `i` in 27 MHz ticks (before the 2^33×300 wrap): the start offset
     /// plus `i × 1504 × 27 000 000 / mux_rate`, floored (§2.4.2.2).
     pub fn slot_pcr(&self, i: u64) -> u64 {
         let offset = self.cfg.start_offset.as_nanos() * PCR_HZ as u128 / 1_000_000_000;
-        (offset + i as u128 * 1504 * PCR_HZ as u128 / self.cfg.mux_rate as u128) as u64
+        let b = self.base;
+        let since = (i - b.index) as u128 * 1504 * PCR_HZ as u128 / self.cfg.mux_rate as u128;
+        (offset + b.pcr as u128 + since) as u64
+    }
+
+    /// The current mux rate, bit/s (it changes at the first packet of a frame marked with
+    /// [`TsMuxer::switch_rate_at_last_frame`]).
+    pub fn rate(&self) -> u64 {
+        self.cfg.mux_rate
+    }
+
+    /// Changes the mux rate from the first packet of the frame pushed last: the frames before
+    /// it were made for the old rate and leave at it. The rate must lie within what
+    /// [`TsMuxer::new`] accepts and keep the PCR and PSI intervals at least 3 slots long.
+    pub fn switch_rate_at_last_frame(&mut self, mux_rate: u64) -> Result<(), MediaError> {
+        Self::check_rate(&self.cfg, mux_rate)?;
+        let Some(last) = self.frames.back_mut() else {
+            return Err(MediaError::Config(
+                "a rate change needs a frame to start at: push one first".into(),
+            ));
+        };
+        last.switch_to = Some(mux_rate);
+        Ok(())
+    }
+
+    /// Slots from `self.index` on are spaced at `mux_rate`.
+    fn rebase(&mut self, mux_rate: u64) {
+        let offset = self.cfg.start_offset.as_nanos() * PCR_HZ as u128 / 1_000_000_000;
+        self.base = RateBase {
+            index: self.index,
+            ns: self.slot_ns(self.index),
+            pcr: (self.slot_pcr(self.index) as u128 - offset) as u64,
+        };
+        self.cfg.mux_rate = mux_rate;
     }
     /// The time of the next packet [`TsMuxer::write_packet`] will write.
     pub fn next_packet_time(&self) -> Duration {
@@ -221,6 +280,7 @@ impl TsMuxer {
             pts_ns: (capture + self.cfg.mux_delay).as_nanos() as u64,
             pes_len: PES_HEADER_LEN + es_len,
             idr,
+            switch_to: None,
         });
         self.stats.frames_in += 1;
         self.stats.max_queued_bytes = self.stats.max_queued_bytes.max(self.pes.len());
@@ -229,6 +289,17 @@ impl TsMuxer {
 
     /// Writes the packet of the next slot into `out` and returns its time on the stream timeline.
     pub fn write_packet(&mut self, out: &mut [u8; TS_PACKET_LEN]) -> Duration {
+        // A frame that changes the rate does so at its first packet, once it is ready.
+        let switch = self.frames.front().and_then(|f| {
+            let ready = f.ready_ns <= self.slot_ns(self.index);
+            f.switch_to.filter(|_| ready && self.front_sent == 0)
+        });
+        if let Some(rate) = switch {
+            self.rebase(rate);
+            if let Some(f) = self.frames.front_mut() {
+                f.switch_to = None;
+            }
+        }
         let now = self.slot_ns(self.index);
         let pcr_due = self
             .last_pcr_ns

@@ -158,3 +158,67 @@ fn bad_config_is_refused() {
         assert!(TsMuxer::new(cfg.clone()).is_err(), "{cfg:?}");
     }
 }
+
+#[test]
+fn the_rate_changes_at_the_marked_frame_with_clock_and_pcr_continuous() {
+    // 3 Mbit/s for 2 s, then 1.5 Mbit/s from the IDR frame at 2 s on, with frames sized for
+    // each rate: the slots after the switch are spaced at the new rate, continuing the old
+    // timeline, and the PCR follows the packets' times exactly (no drift, no step).
+    let mut mux = TsMuxer::new(TsMuxConfig {
+        mux_rate: 3_000_000,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut an = TsAnalyzer::new();
+    let (mut pkt, mut au) = ([0u8; 188], Vec::new());
+    let (frames, switch_frame) = (120u64, 60u64);
+    let (mut next, mut times, mut switched_at) = (0u64, Vec::new(), None);
+    while next < frames || !mux.is_drained() {
+        while next < frames
+            && Duration::from_nanos(next * 1_000_000_000 / 30) <= mux.next_packet_time()
+        {
+            let idr = next % 30 == 0;
+            let p_len = if next < switch_frame { 8_000 } else { 4_000 };
+            fake_au(if idr { 30_000 } else { p_len }, idr, &mut au);
+            let capture = Duration::from_nanos(next * 1_000_000_000 / 30);
+            mux.push_access_unit(capture, &au, idr).unwrap();
+            if next == switch_frame {
+                mux.switch_rate_at_last_frame(1_500_000).unwrap();
+            }
+            next += 1;
+        }
+        let rate_before = mux.rate();
+        let t = mux.write_packet(&mut pkt);
+        if rate_before != mux.rate() {
+            switched_at = Some(times.len());
+        }
+        if let Some(pcr) = TsPacket::parse(&pkt).unwrap().pcr() {
+            let start = mux.config().start_offset.as_nanos() as u64;
+            let pcr_ns = pcr as u128 * 1_000_000_000 / PCR_HZ as u128;
+            let t_ns = (start + t.as_nanos() as u64) as u128;
+            assert!(
+                pcr_ns.abs_diff(t_ns) < 1_000,
+                "PCR {pcr_ns} ns at {t_ns} ns"
+            );
+        }
+        an.push(&pkt, t);
+        times.push(t.as_nanos() as u64);
+    }
+    let r = an.finish();
+    assert_eq!(r.first_error, None);
+    assert_eq!((r.cc_errors, r.late_pes), (0, 0), "{r:?}");
+    assert!(r.max_pcr_drift_ns < 1_000, "{r:?}");
+    let k = switched_at.expect("the rate changed");
+    // The switch comes when the marked frame starts leaving: after its capture at 2 s.
+    assert!(times[k] >= 2_000_000_000, "{}", times[k]);
+    let gap = |i: usize| times[i + 1] - times[i];
+    let old = 1504 * 1_000_000_000 / 3_000_000;
+    let new = 1504 * 1_000_000_000 / 1_500_000;
+    assert!(gap(k - 2).abs_diff(old) <= 1, "{} vs {old}", gap(k - 2));
+    assert!(gap(k + 1).abs_diff(new) <= 1, "{} vs {new}", gap(k + 1));
+    assert!(times.windows(2).all(|w| w[1] > w[0]), "the clock runs on");
+    // Rates outside what the muxer can run at are refused, and need a frame to start at.
+    assert!(mux.switch_rate_at_last_frame(100).is_err());
+    let mut empty = TsMuxer::new(TsMuxConfig::default()).unwrap();
+    assert!(empty.switch_rate_at_last_frame(2_000_000).is_err());
+}

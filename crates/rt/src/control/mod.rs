@@ -42,6 +42,8 @@ pub trait StreamControl: Send + Sync + 'static {
     fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError>;
     /// Stops and removes a stream; returns its final status.
     fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError>;
+    /// Turns a running stream's rate knob to `bitrate_bps` (MPEG-TS bit/s); returns its status.
+    fn set_rate(&self, name: &str, bitrate_bps: u64) -> Result<serde_json::Value, ControlError>;
 }
 
 /// Why a control request failed; each variant maps to an HTTP status and an `error` kind.

@@ -41,7 +41,8 @@ pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
                     Ok(v) => Response::json(200, &v),
                     Err(e) => e,
                 },
-                _ => not_allowed(method, "/streams/NAME", "GET, DELETE"),
+                "PATCH" => set_rate(req, name, control),
+                _ => not_allowed(method, "/streams/NAME", "GET, PATCH, DELETE"),
             },
             _ => Response::error(
                 404,
@@ -55,27 +56,70 @@ pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
     }
 }
 
-/// `POST /streams`: parse, validate, add.
-fn add(req: &Request, control: &dyn StreamControl) -> Response {
+/// The checks every JSON body passes: a length, and JSON as its content type if one is given.
+fn json_body_allowed(req: &Request, what: &str) -> Result<(), Response> {
     if !req.has_length {
-        return Response::error(
+        return Err(Response::error(
             411,
             "length_required",
-            "POST /streams needs a Content-Length header giving the JSON body's size",
-        );
+            format!("{what} needs a Content-Length header giving the JSON body's size"),
+        ));
     }
     if let Some(ct) = &req.content_type {
         let media = ct.split(';').next().unwrap_or("").trim();
         if !media.eq_ignore_ascii_case("application/json") {
-            return Response::error(
+            return Err(Response::error(
                 415,
                 "unsupported_media_type",
                 format!(
                     "the body must be JSON, sent with 'Content-Type: application/json', not '{}'",
                     echo(ct)
                 ),
-            );
+            ));
         }
+    }
+    Ok(())
+}
+
+/// `PATCH /streams/NAME` with `{"bitrate": "2mbit"}` (or bit/s as a number): turns the
+/// stream's rate knob.
+fn set_rate(req: &Request, name: &str, control: &dyn StreamControl) -> Response {
+    if let Err(r) = json_body_allowed(req, "PATCH /streams/NAME") {
+        return r;
+    }
+    let usage = "send {\"bitrate\": \"2mbit\"} (or bit/s as a number): the only field a \
+                 running stream changes";
+    let body: serde_json::Value = match serde_json::from_slice(&req.body) {
+        Ok(v) => v,
+        Err(e) => {
+            return Response::error(
+                400,
+                "bad_json",
+                format!("the body is not valid JSON: {e}; {usage}"),
+            )
+        }
+    };
+    let fields = body.as_object().map(|o| o.len()).unwrap_or(0);
+    let bitrate = match body.get("bitrate") {
+        Some(serde_json::Value::Number(n)) if fields == 1 => n
+            .as_u64()
+            .ok_or_else(|| format!("bitrate {n} is not a whole number of bit/s")),
+        Some(serde_json::Value::String(s)) if fields == 1 => crate::streams::parse_bitrate(s),
+        _ => Err(usage.to_string()),
+    };
+    match bitrate {
+        Ok(bps) => match guarded(|| control.set_rate(name, bps)) {
+            Ok(v) => Response::json(200, &v),
+            Err(e) => e,
+        },
+        Err(why) => Response::error(400, "invalid", why),
+    }
+}
+
+/// `POST /streams`: parse, validate, add.
+fn add(req: &Request, control: &dyn StreamControl) -> Response {
+    if let Err(r) = json_body_allowed(req, "POST /streams") {
+        return r;
     }
     let spec: StreamSpec = match serde_json::from_slice(&req.body) {
         Ok(spec) => spec,
@@ -133,6 +177,11 @@ fn index() -> Response {
                 route("GET", "/streams", "all streams and their status"),
                 route("POST", "/streams", "add a stream: a JSON stream spec, answered 201"),
                 route("GET", "/streams/NAME", "one stream's status"),
+                route(
+                    "PATCH",
+                    "/streams/NAME",
+                    "change a running stream's rate: {\"bitrate\": \"2mbit\"}, from its next GOP",
+                ),
                 route("DELETE", "/streams/NAME", "stop and remove a stream"),
             ],
         }),

@@ -5,7 +5,7 @@ use super::calibrate::Calibration;
 use super::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 use super::server::ServerConfig;
 use super::spec::{format_bitrate, SourceSpec, StreamSpec};
-use super::stream::StreamRt;
+use super::stream::{RateKnob, StreamRt};
 use crate::clock::Clock;
 use crate::control::ControlError;
 use crate::ring::PacketRing;
@@ -108,12 +108,22 @@ pub(super) fn open_stream(
             spec.name
         ))
     })?;
+    // Admission reserves the most the rate knob may raise the stream to.
+    let ceiling = spec.max_bitrate.unwrap_or(ts_bitrate);
+    if ceiling < ts_bitrate {
+        return Err(ControlError::Invalid(format!(
+            "stream '{}': max_bitrate {} is below the rate it starts at ({})",
+            spec.name,
+            format_bitrate(ceiling),
+            format_bitrate(ts_bitrate)
+        )));
+    }
     let dests = if outlet.is_some() {
         1
     } else {
         destinations.len()
     };
-    let task = task_for(spec, ts_bitrate, dests, cal);
+    let task = task_for(spec, ceiling, dests, cal);
     let core = admit(task)?;
     let (outputs, rtcp) = match outlet {
         Some(o) => (vec![o.media], vec![o.rtcp]),
@@ -144,6 +154,10 @@ pub(super) fn open_stream(
         epoch,
     );
     let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
+    // The session's rate is in bits on the wire (headers, every destination), the source's in
+    // MPEG-TS bits: the knob converts.
+    let ts_per_wire = ceiling as f64 / task.bitrate_bps.max(1) as f64;
+    let rate = RateKnob::new(ts_bitrate, ceiling, ts_per_wire, source.rate_range());
     let session = SenderSession::new(
         SenderSessionConfig {
             reports: SenderReportsConfig {
@@ -171,18 +185,21 @@ pub(super) fn open_stream(
             queue_capacity: ring_slots,
         },
         epoch,
-        Box::new(FixedRate::new(Bitrate::bps(task.bitrate_bps))),
+        Box::new(FixedRate::new(rate.wire(ts_bitrate))),
     );
-    let rt = Arc::new(StreamRt::new(
-        id,
-        spec.name.clone(),
-        task,
-        epoch,
-        PacketRing::new(ring_slots, PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN),
-        outputs,
-        spec.send_time,
-        session,
-    ));
+    let rt = Arc::new(
+        StreamRt::new(
+            id,
+            spec.name.clone(),
+            task,
+            epoch,
+            PacketRing::new(ring_slots, PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN),
+            outputs,
+            spec.send_time,
+            session,
+        )
+        .with_rate(rate),
+    );
     Ok(Opened {
         rt,
         core,

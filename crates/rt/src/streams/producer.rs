@@ -7,6 +7,7 @@ use crate::clock::Clock;
 use crate::ring::Slot;
 use metronome_media::{MediaError, TsSource};
 use metronome_session::sender::Mp2tPacketizer;
+use metronome_time::Timestamp;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
@@ -15,6 +16,10 @@ use std::time::Duration;
 
 /// Packets one stream may add per turn before the next stream gets its turn.
 const PACKETS_PER_TURN: usize = 64;
+/// How far ahead of the sender's clock a live source is produced. A camera and its encoder
+/// cannot run seconds ahead of real time, and a rate change (the rate knob) takes effect no
+/// later than this plus a GOP; a file is read ahead by up to its ring.
+const LIVE_AHEAD: Duration = Duration::from_millis(200);
 
 /// A stream handed to a producer thread.
 pub struct Production {
@@ -24,15 +29,21 @@ pub struct Production {
     /// The ring was full at the end of the last turn (an overrun is counted once per episode:
     /// the producer was ahead and had to wait for the pacer).
     full: bool,
+    /// The source is live: produced at most [`LIVE_AHEAD`] before its packets are due.
+    live: bool,
+    /// When the last packet made is due.
+    last_due: Timestamp,
 }
 
 impl Production {
     pub fn new(rt: Arc<StreamRt>, source: Box<dyn TsSource>, packetizer: Mp2tPacketizer) -> Self {
         Production {
+            live: source.is_live(),
             rt,
             source,
             packetizer,
             full: false,
+            last_due: Timestamp::ZERO,
         }
     }
 }
@@ -118,7 +129,7 @@ fn run(rx: Receiver<Production>, clock: &Clock) {
                     progress = true;
                     true
                 }
-                Ok(Fill::Full) => true,
+                Ok(Fill::Full | Fill::Ahead) => true,
                 Ok(Fill::Ended) => {
                     p.rt.producer_done.store(true, Ordering::Release);
                     false
@@ -144,18 +155,28 @@ enum Fill {
     More,
     /// The ring is full: the producer is far enough ahead.
     Full,
+    /// A live source is as far ahead of the clock as a live source can be.
+    Ahead,
     Ended,
 }
 
 /// One turn of one stream: source → packetizer → ring, at most [`PACKETS_PER_TURN`] packets.
 fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, MediaError> {
     let mut ts = [0u8; 188];
+    // The rate knob: the source switches at its next switching point (a GOP).
+    let asked = p.rt.rate.asked.swap(0, Ordering::AcqRel);
+    if asked != 0 && p.source.set_rate(asked).is_err() {
+        p.rt.counters.rate_refusals.fetch_add(1, Ordering::Relaxed);
+    }
     // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
     // producer works in batches instead of waking for every slot the pacer frees.
     if p.full && p.rt.ring.free_slots() < p.rt.ring.capacity().div_ceil(4) {
         return Ok(Fill::Full);
     }
     for _ in 0..PACKETS_PER_TURN {
+        if p.live && p.last_due > clock.now() + LIVE_AHEAD {
+            return Ok(Fill::Ahead);
+        }
         let Some(slot) = p.rt.ring.take_free() else {
             if !p.full {
                 p.full = true;
@@ -172,8 +193,9 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, MediaError> {
             slot,
             &mut ts,
         )?;
-        if made == Made::Ended {
-            return Ok(Fill::Ended);
+        match made {
+            Made::Published(due) => p.last_due = due,
+            Made::Ended => return Ok(Fill::Ended),
         }
     }
     Ok(Fill::More)
@@ -182,8 +204,8 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, MediaError> {
 /// What [`make_packet`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Made {
-    /// A packet is in the ring.
-    Published,
+    /// A packet due at this time is in the ring.
+    Published(Timestamp),
     /// The source has ended (its last partial packet, if any, is in the ring).
     Ended,
 }
@@ -236,7 +258,7 @@ pub(crate) fn make_packet(
             slot.release = out.release;
             slot.payload_len = out.payload_len;
             rt.ring.publish(slot);
-            return Ok(Made::Published);
+            return Ok(Made::Published(out.release));
         }
     }
 }

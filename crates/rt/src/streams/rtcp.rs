@@ -102,6 +102,9 @@ fn watch_overload(inner: &Inner) {
 /// One stream's RTCP: a due sender report out, what receivers sent in.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     exchange(&r.rt.session, &r.rtcp, clock, buf);
+    // The receivers' reports may have moved the rate controller: the source follows.
+    let wire = lock(&r.rt.session).target_rate();
+    r.rt.rate.follow(wire);
 }
 
 /// The RTCP side of a sender: a [`SenderSession`], or the bare [`SenderReports`] of a raw

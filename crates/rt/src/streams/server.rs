@@ -25,6 +25,8 @@ use crate::wait::WaiterConfig;
 use metronome_media::TsSource;
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
 use metronome_sched::{OverloadPolicy, OverloadWatch, PacingConfig};
+use metronome_session::sender::Input;
+use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -371,6 +373,14 @@ impl StreamServer {
         ))
     }
 
+    /// Turns a running stream's rate knob: from its source's next switching point (the test
+    /// source's next GOP) it sends at `ts_bps` bit/s of MPEG-TS. The rate must be one the
+    /// source can switch to, and at most what admission reserved for the stream (its
+    /// `max_bitrate`, or the rate it started at).
+    pub fn set_rate(&self, name: &str, ts_bps: u64) -> Result<StreamStatus, ControlError> {
+        self.inner.set_rate(name, ts_bps)
+    }
+
     /// Whether a stream is running (not ended, removed or refused).
     pub fn is_running(&self, name: &str) -> bool {
         lock(&self.inner.streams).contains_key(name)
@@ -681,6 +691,48 @@ impl Inner {
         })
     }
 
+    fn set_rate(&self, name: &str, ts_bps: u64) -> Result<StreamStatus, ControlError> {
+        let streams = lock(&self.streams);
+        let Some(r) = streams.get(name) else {
+            return Err(ControlError::NotFound(format!(
+                "no stream named '{name}' is running; GET /streams lists them"
+            )));
+        };
+        let knob = &r.rt.rate;
+        let Some(allowed) = knob.allowed() else {
+            return Err(ControlError::Invalid(format!(
+                "stream '{name}' ({}) cannot change its rate: a file plays at its own",
+                r.source
+            )));
+        };
+        if ts_bps > *allowed.end() && ts_bps > knob.ceiling {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(ControlError::Refused(format!(
+                "stream '{name}' was admitted for at most {}; {} needs admission again: start \
+                 it with max_bitrate = \"{}\" to let its rate go that high",
+                format_bitrate(knob.ceiling),
+                format_bitrate(ts_bps),
+                format_bitrate(ts_bps)
+            )));
+        }
+        if !allowed.contains(&ts_bps) {
+            return Err(ControlError::Invalid(format!(
+                "stream '{name}' can run at {} to {}; {} is outside",
+                format_bitrate(*allowed.start()),
+                format_bitrate(*allowed.end()),
+                format_bitrate(ts_bps)
+            )));
+        }
+        let now = self.clock.now();
+        let wire = {
+            let mut session = lock(&r.rt.session);
+            let _ = session.handle_input(now, Input::SetRate(knob.wire(ts_bps)));
+            session.target_rate()
+        };
+        knob.follow(wire);
+        Ok(super::status::stream_status(r, "running", &self.clock))
+    }
+
     /// Re-reserves SCHED_DEADLINE time for `core`'s pacing thread at its new utilisation.
     fn grow_deadline_budget(&self, core: usize) -> Result<(), String> {
         let u = lock(&self.admission).core_utilisation(core);
@@ -811,6 +863,10 @@ impl StreamControl for Control {
     }
     fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError> {
         let s = self.0.remove(name, true)?;
+        Ok(serde_json::to_value(s).unwrap_or_default())
+    }
+    fn set_rate(&self, name: &str, bitrate_bps: u64) -> Result<serde_json::Value, ControlError> {
+        let s = self.0.set_rate(name, bitrate_bps)?;
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
 }

@@ -35,6 +35,13 @@ pub struct StreamStatus {
     pub bytes: u64,
     /// Bytes sent over the time since the first release.
     pub bitrate_bps: f64,
+    /// The MPEG-TS rate the stream's rate knob targets now (its source switches at its next
+    /// GOP), bit/s.
+    pub target_bitrate_bps: u64,
+    /// The most the knob may raise it to (what admission reserved), MPEG-TS bit/s.
+    pub max_bitrate_bps: u64,
+    /// Whether the source can change its rate (the test source can; a file cannot).
+    pub rate_adjustable: bool,
     pub jobs: u64,
     pub deadline_misses: u64,
     pub underruns: u64,
@@ -120,6 +127,9 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         } else {
             0.0
         },
+        target_bitrate_bps: rt.rate.target.load(Ordering::Relaxed),
+        max_bitrate_bps: rt.rate.ceiling,
+        rate_adjustable: rt.rate.allowed().is_some(),
         jobs: c.jobs.load(Ordering::Relaxed),
         deadline_misses: c.deadline_misses.load(Ordering::Relaxed),
         underruns: c.underruns.load(Ordering::Relaxed),

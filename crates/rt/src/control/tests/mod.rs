@@ -62,6 +62,18 @@ impl StreamControl for Fake {
             None => Err(ControlError::NotFound(format!("no stream '{name}'"))),
         }
     }
+
+    fn set_rate(&self, name: &str, bitrate_bps: u64) -> Result<Value, ControlError> {
+        let mut streams = self.streams.lock().unwrap();
+        let Some(spec) = streams.get_mut(name) else {
+            return Err(ControlError::NotFound(format!("no stream '{name}'")));
+        };
+        if bitrate_bps > 10_000_000 {
+            return Err(ControlError::Refused("over what was admitted".into()));
+        }
+        spec.bitrate = Some(bitrate_bps);
+        Ok(json!({ "name": name, "target_bitrate_bps": bitrate_bps }))
+    }
 }
 
 /// Measures test durations with the driver's clock.

@@ -86,7 +86,7 @@ fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
     }
     for (method, path, allow) in [
         ("DELETE", "/streams", "GET, POST"),
-        ("PUT", "/streams/cam1", "GET, DELETE"),
+        ("PUT", "/streams/cam1", "GET, PATCH, DELETE"),
         ("POST", "/health", "GET"),
         ("DELETE", "/", "GET"),
     ] {
@@ -198,4 +198,67 @@ fn http10_closes_by_default_and_connections_have_a_request_quota() {
         assert_eq!(r.header("connection"), Some(expected), "request {i}");
     }
     assert!(c.closed());
+}
+
+#[test]
+fn patch_turns_a_running_streams_rate_and_says_what_is_wrong() {
+    let (server, fake) = start(quick(), Fake::default());
+    let addr = server.local_addr();
+    assert_eq!(call(addr, "POST", "/streams", Some(CAM1)).status, 201);
+    let r = call(
+        addr,
+        "PATCH",
+        "/streams/cam1",
+        Some(r#"{"bitrate":"2mbit"}"#),
+    );
+    assert_eq!(
+        (r.status, r.body["target_bitrate_bps"].clone()),
+        (200, json!(2_000_000))
+    );
+    assert_eq!(
+        fake.streams.lock().unwrap()["cam1"].bitrate,
+        Some(2_000_000)
+    );
+    let r = call(
+        addr,
+        "PATCH",
+        "/streams/cam1",
+        Some(r#"{"bitrate":3000000}"#),
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        fake.streams.lock().unwrap()["cam1"].bitrate,
+        Some(3_000_000)
+    );
+    for bad in [
+        r#"{"bitrate":"fast"}"#,
+        r#"{"bitrate":-1}"#,
+        r#"{"bitrate":"2mbit","fps":25}"#,
+        r#"{"rate":"2mbit"}"#,
+        r#"[]"#,
+    ] {
+        let r = call(addr, "PATCH", "/streams/cam1", Some(bad));
+        assert_eq!((r.status, r.error()), (400, "invalid"), "{bad}: {r:?}");
+    }
+    let r = call(addr, "PATCH", "/streams/cam1", Some("{oops"));
+    assert_eq!((r.status, r.error()), (400, "bad_json"));
+    assert!(r.message().contains("bitrate"), "{r:?}");
+    let r = call(
+        addr,
+        "PATCH",
+        "/streams/cam1",
+        Some(r#"{"bitrate":"20mbit"}"#),
+    );
+    assert_eq!((r.status, r.error()), (409, "refused"));
+    let r = call(
+        addr,
+        "PATCH",
+        "/streams/nope",
+        Some(r#"{"bitrate":"2mbit"}"#),
+    );
+    assert_eq!((r.status, r.error()), (404, "not_found"));
+    assert_eq!(
+        fake.streams.lock().unwrap()["cam1"].bitrate,
+        Some(3_000_000)
+    );
 }
