@@ -135,7 +135,8 @@ impl PacingThread {
     /// With nothing to send before `t`: waits precisely for `t` if it is within `most`;
     /// otherwise it comes back within `most` (to look at its commands and idle streams) and:
     /// - while busy-polling with work in sight, polls the whole way, as busy-polling promises;
-    /// - else sleeps without spinning (a thread with no work in sight leaves the CPU alone), and
+    /// - else sleeps without spinning (a thread with no work in sight leaves the CPU alone;
+    ///   an unpark ends the sleep early, see `streams::core::CoreShared::wake`), and
     ///   ends the plain sleep at least `most` before `t`, so that a late wake-up from it never
     ///   makes the packet at `t` late: the precise wait takes over from there.
     pub fn idle_until(&mut self, clock: &Clock, t: Timestamp, most: Duration) {
@@ -146,9 +147,9 @@ impl PacingThread {
         } else if self.waiter.mode() == WaitMode::BusyPoll && t != Timestamp::MAX {
             self.wait_until(clock, now + most);
         } else if left < most * 2 {
-            std::thread::sleep(left - most);
+            std::thread::park_timeout(left - most);
         } else {
-            std::thread::sleep(most);
+            std::thread::park_timeout(most);
         }
     }
 

@@ -1,7 +1,7 @@
 //! The drivers of uncompressed video (RFC 4175) at Gbit/s rates.
 //!
 //! ```text
-//!  producer thread (ordinary)              pacing thread (SCHED_FIFO where permitted)
+//!  producer thread (ordinary)              pacing core (SCHED_FIFO where permitted)
 //!  RawSource ─► RawPayloader ─► FrameRing ─► FrameSchedule.send_time(epoch, k)
 //!  (frame n at   (all packets of   (a few      Waiter: sleep then spin (or busy-poll)
 //!   its epoch,    the frame, one    pre-        FastSender: one GSO send per batch
@@ -18,6 +18,8 @@
 //! - [`receiver`]: [`RawReceiver`]: GRO + `recvmmsg` into [`metronome_session::raw::RawDepayloader`];
 //!   per frame: latency (completion − capture time), spread (last − first arrival), ST 2110-21
 //!   conformance, and optional Y4M output (a writer thread, [`output`]).
+//! - [`stream`]: one raw stream as a pacing core runs it (`streams::core::Core`, the loop of
+//!   every MPEG-TS stream too): [`stream::RawStreamRt`] and its send step [`stream::RawCursor`].
 //! - [`ring`]: the frame ring between producer and pacer.
 //! - [`v4l2`]: [`V4l2Source`], a V4L2 camera as a self-timed source (each frame sent when
 //!   captured, stamped with its capture time).
@@ -29,12 +31,12 @@
 
 pub mod out;
 pub mod output;
-pub mod pacer;
 pub mod receiver;
 pub mod report;
 pub mod ring;
 mod rtcp;
 pub mod sender;
+pub mod stream;
 pub mod v4l2;
 
 pub use out::RawOut;

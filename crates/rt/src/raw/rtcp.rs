@@ -2,7 +2,7 @@
 //! reports in, per-receiver loss, jitter and round-trip time. It runs on the raw sender's
 //! calling thread, never on the pacer.
 
-use super::pacer::PacerCounters;
+use super::stream::PacerCounters;
 use crate::clock::Clock;
 use crate::streams::rtcp::{exchange, say_bye};
 use crate::streams::RtcpOut;

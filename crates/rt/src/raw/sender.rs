@@ -1,17 +1,19 @@
 //! [`RawSender`]: one uncompressed video stream (RFC 4175) paced to one destination.
 //!
 //! Three threads: the producer (an ordinary thread) reads or renders each frame, stamps its
-//! capture time and payloads it into a ring slot; the pacer ([`super::pacer`], real-time where
-//! permitted) sends it by the chosen model; the calling thread reports status.
+//! capture time and payloads it into a ring slot; the pacer (a pacing core with the stream as
+//! its one lane, [`super::stream`], real-time where permitted) sends it by the chosen model;
+//! the calling thread runs RTCP and reports status.
 
 use super::out::RawOut;
-use super::pacer::{PacerCounters, PacerResult, PacerSettings, RawPacer};
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
 use super::rtcp::{RawRtcp, RtcpSetup};
+use super::stream::{thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
 use crate::pacing_thread::PacingThreadConfig;
 use crate::sender::WaitPolicy;
+use crate::streams::core::{Command, Core, CoreConfig, CoreShared};
 use crate::streams::RtcpOut;
 use crate::thread::RtPolicy;
 use crate::udp::{
@@ -22,7 +24,7 @@ use crate::wait::WaiterConfig;
 use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::MediaError;
 use metronome_sched::st2110::FrameRate;
-use metronome_sched::{FrameFormat, FrameSchedule, SenderType, WaitSelectorConfig};
+use metronome_sched::{FrameFormat, FrameSchedule, Policy, SenderType, WaitSelectorConfig};
 use metronome_session::raw::{RawPayError, RawPayloader, RawPayloaderConfig};
 use metronome_time::Timestamp;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -244,14 +246,14 @@ impl RawSender {
         stop: Arc<AtomicBool>,
         on_status: impl FnMut(&RawSenderStatus),
     ) -> Result<RawSenderOutcome, RawSendError> {
-        self.run_with(&RawControl::default(), &stop, on_status)
+        self.run_with(Arc::new(RawControl::default()), &stop, on_status)
     }
 
     /// [`RawSender::run`], watched and stopped through `ctl` as well as `stop` (an RTSP
     /// session's PAUSE and TEARDOWN).
     pub fn run_with(
         self,
-        ctl: &RawControl,
+        ctl: Arc<RawControl>,
         stop: &AtomicBool,
         mut on_status: impl FnMut(&RawSenderStatus),
     ) -> Result<RawSenderOutcome, RawSendError> {
@@ -273,7 +275,6 @@ impl RawSender {
         let clock = Clock::new();
         let cpu0 = process_cpu_s();
         let epoch0 = clock.now() + cfg.preroll;
-        let shared = Shared::default();
         let mut rtcp = RawRtcp::new(
             RtcpSetup {
                 ssrc: cfg.ssrc,
@@ -298,18 +299,36 @@ impl RawSender {
             pad: cfg.pad_for_gso,
         };
         let settings = PacerSettings {
-            thread: PacingThreadConfig {
-                rt_policy: cfg.rt_policy,
-                wait: cfg.wait,
-                waiter: cfg.waiter,
-                wait_selector: cfg.wait_selector,
-                cpu: cfg.pacer_cpu,
-                lock_memory: cfg.lock_memory,
-            },
             batch_window: cfg.batch_window,
             late_threshold: cfg.late_threshold,
             send_time_ext: cfg.send_time_ext,
         };
+        // The pacing thread is a core of its own, running the loop every MPEG-TS stream runs
+        // on, with this one stream on it.
+        let core_cfg = CoreConfig {
+            policy: Policy::Edf,
+            thread: thread_config(
+                PacingThreadConfig {
+                    rt_policy: cfg.rt_policy,
+                    wait: cfg.wait,
+                    waiter: cfg.waiter,
+                    wait_selector: cfg.wait_selector,
+                    cpu: cfg.pacer_cpu,
+                    lock_memory: cfg.lock_memory,
+                },
+                &schedule,
+            ),
+            capacity: 1,
+        };
+        let core = CoreShared::new(core_cfg.capacity);
+        let rt = Arc::new(RawStreamRt::new(
+            1,
+            ring,
+            out,
+            schedule,
+            settings,
+            ctl.clone(),
+        ));
         let (pacer, produced, ended_by) = std::thread::scope(|scope| {
             let producer = std::thread::Builder::new()
                 .name("metronome-raw-producer".into())
@@ -318,32 +337,29 @@ impl RawSender {
                     // machine delays it less.
                     crate::thread::spin_at_top_nice();
                     let cpu = thread_cpu_s();
-                    let r = produce(&mut *source, &mut payloader, &ring, &shared, &clock, &plan);
-                    shared.producer_done.store(true, Ordering::Release);
-                    shared.wake_pacer();
+                    let r = produce(&mut *source, &mut payloader, &rt, &core, &clock, &plan);
+                    rt.producer_done.store(true, Ordering::Release);
+                    core.wake();
                     r.map(|why| (why, thread_cpu_s() - cpu))
                 })
                 .map_err(|e| RawSendError::Thread("producer", e))?;
             let pacer = std::thread::Builder::new()
                 .name("metronome-raw-pacer".into())
                 .spawn_scoped(scope, || {
-                    let _ = shared.pacer.set(std::thread::current());
-                    let mut p = RawPacer::start(settings, schedule, &out, &clock);
-                    p.run(
-                        &ring,
-                        &shared.producer_done,
-                        &shared.stop,
-                        &ctl.counters,
-                        epoch0,
-                    );
-                    shared.pacer_done.store(true, Ordering::Release);
-                    p.finish()
+                    let mut pacer = Core::new(&core_cfg, &core, &clock);
+                    // The table has room for it: the command cannot be refused.
+                    let _ = core.commands.push(Command::AddRaw(rt.clone()));
+                    while !rt.finished.load(Ordering::Acquire) {
+                        pacer.step();
+                    }
+                    PacerResult::new(&rt, pacer.finish())
                 })
                 .map_err(|e| RawSendError::Thread("pacer", e))?;
             let mut next_status = epoch0 + Duration::from_secs(1);
-            while !shared.pacer_done.load(Ordering::Acquire) {
+            while !rt.finished.load(Ordering::Acquire) {
                 if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
-                    shared.stop.store(true, Ordering::Release);
+                    rt.stop.store(true, Ordering::Release);
+                    core.wake();
                 }
                 std::thread::sleep(STATUS_TURN);
                 rtcp.turn(&clock, &ctl.counters);
@@ -355,7 +371,7 @@ impl RawSender {
                     on_status(&status(&ctl.counters, now.saturating_since(epoch0)));
                 }
             }
-            shared.stop.store(true, Ordering::Release);
+            rt.stop.store(true, Ordering::Release);
             let pacer = pacer.join().expect("the raw pacer does not panic");
             let produced = producer.join().expect("the raw producer does not panic");
             let ended_by = if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
@@ -379,7 +395,7 @@ impl RawSender {
             cfg: &cfg,
             format,
             schedule,
-            out: &out,
+            out: &rt.out,
             rtcp: &rtcp,
             description,
             packets_per_frame,
@@ -453,23 +469,6 @@ pub struct RawControl {
     pub receiver_reports: AtomicU64,
 }
 
-#[derive(Default)]
-struct Shared {
-    stop: AtomicBool,
-    producer_done: AtomicBool,
-    pacer_done: AtomicBool,
-    /// The pacing thread, which the producer wakes when a frame is ready.
-    pacer: std::sync::OnceLock<std::thread::Thread>,
-}
-
-impl Shared {
-    fn wake_pacer(&self) {
-        if let Some(t) = self.pacer.get() {
-            t.unpark();
-        }
-    }
-}
-
 fn status(c: &PacerCounters, elapsed: Duration) -> RawSenderStatus {
     RawSenderStatus {
         elapsed,
@@ -502,16 +501,17 @@ struct Plan {
 fn produce(
     source: &mut dyn RawSource,
     pay: &mut RawPayloader,
-    ring: &FrameRing,
-    shared: &Shared,
+    rt: &RawStreamRt,
+    core: &CoreShared,
     clock: &Clock,
     plan: &Plan,
 ) -> Result<&'static str, RawSendError> {
+    let ring = &rt.ring;
     let mut frame = RawFrame::new(source.format());
     let self_timed = source.self_timed();
     let mut n = 0u64;
     loop {
-        if shared.stop.load(Ordering::Relaxed) {
+        if rt.stop.load(Ordering::Relaxed) {
             return Ok("stopped");
         }
         if plan.frames.is_some_and(|f| n >= f) {
@@ -525,12 +525,12 @@ fn produce(
         if plan.end.is_some_and(|end| epoch >= end) {
             return Ok("duration");
         }
-        let Some(mut slot) = take_free(ring, shared) else {
+        let Some(mut slot) = take_free(ring, &rt.stop) else {
             return Ok("stopped");
         };
         if plan.live
             && !self_timed
-            && !sleep_until(clock, epoch.saturating_sub(plan.lead), &shared.stop)
+            && !sleep_until(clock, epoch.saturating_sub(plan.lead), &rt.stop)
         {
             ring.give_back(slot);
             return Ok("stopped");
@@ -557,19 +557,19 @@ fn produce(
         slot.ready_at = ready;
         ring.publish(slot);
         if wake {
-            shared.wake_pacer();
+            core.wake();
         }
         n += 1;
     }
 }
 
 /// A free slot, waiting while the ring is full; `None` if stopped meanwhile.
-fn take_free(ring: &FrameRing, shared: &Shared) -> Option<FrameSlot> {
+fn take_free(ring: &FrameRing, stop: &AtomicBool) -> Option<FrameSlot> {
     loop {
         if let Some(s) = ring.take_free() {
             return Some(s);
         }
-        if shared.stop.load(Ordering::Relaxed) {
+        if stop.load(Ordering::Relaxed) {
             return None;
         }
         std::thread::sleep(Duration::from_millis(1));

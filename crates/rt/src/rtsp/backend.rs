@@ -580,7 +580,7 @@ impl MediaBackend {
                 .spawn(move || {
                     let never = AtomicBool::new(false);
                     // What it measured is for `serve --raw`; a session's clients measure it.
-                    let _ = sender.run_with(&ctl, &never, |_| {});
+                    let _ = sender.run_with(ctl, &never, |_| {});
                 })
         };
         let thread = match thread {

@@ -10,6 +10,7 @@
 use super::stream::{Cursor, Load, Sent, StreamRt};
 use crate::clock::Clock;
 use crate::pacing_thread::{PacingThread, PacingThreadConfig, PacingThreadReport};
+use crate::raw::stream::{RawCursor, RawStreamRt};
 use crossbeam_queue::ArrayQueue;
 use metronome_sched::{Dispatcher, Job, Policy};
 use metronome_time::{Distribution, Timestamp};
@@ -29,6 +30,8 @@ pub struct CoreConfig {
 /// A change to the core's set of streams.
 pub enum Command {
     Add(Arc<StreamRt>),
+    /// A raw-video (RFC 4175) stream.
+    AddRaw(Arc<RawStreamRt>),
     Remove(u64),
 }
 
@@ -44,6 +47,8 @@ pub struct CoreShared {
     pub grant: Mutex<String>,
     /// Set once the thread is set up (policy, locked memory) and about to run its loop.
     pub ready: AtomicBool,
+    /// The pacing thread, for [`CoreShared::wake`].
+    thread: std::sync::OnceLock<std::thread::Thread>,
 }
 
 impl CoreShared {
@@ -55,15 +60,70 @@ impl CoreShared {
             lateness: Mutex::new(Distribution::new()),
             grant: Mutex::new(String::new()),
             ready: AtomicBool::new(false),
+            thread: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Wakes the pacing thread from waiting between looks (a producer that published
+    /// something nearly due). A precise wait for a release is not cut short.
+    pub fn wake(&self) {
+        if let Some(t) = self.thread.get() {
+            t.unpark();
         }
     }
 }
 
 struct Entry {
-    rt: Arc<StreamRt>,
-    cursor: Cursor,
+    lane: Lane,
     /// The stream has no job submitted (its ring was empty).
     idle: bool,
+}
+
+/// A stream on the core and its send step: MPEG-TS packets through a sender session, or the
+/// batches of raw-video frames.
+enum Lane {
+    Ts(Arc<StreamRt>, Cursor),
+    Raw(Arc<RawStreamRt>, RawCursor),
+}
+
+impl Lane {
+    fn id(&self) -> u64 {
+        match self {
+            Lane::Ts(rt, _) => rt.id,
+            Lane::Raw(rt, _) => rt.id,
+        }
+    }
+    fn deadline(&self) -> Duration {
+        match self {
+            Lane::Ts(rt, _) => rt.deadline(),
+            Lane::Raw(rt, _) => rt.deadline(),
+        }
+    }
+    fn load(&mut self, now: Timestamp) -> Load {
+        match self {
+            Lane::Ts(rt, c) => c.load(rt, now),
+            Lane::Raw(rt, c) => c.load(rt, now),
+        }
+    }
+    fn send(&mut self, clock: &Clock) -> Option<Sent> {
+        match self {
+            Lane::Ts(rt, c) => c.send(rt, clock),
+            Lane::Raw(rt, c) => c.send(rt, clock),
+        }
+    }
+    /// Gives back what the cursor holds and says the stream is let go.
+    fn finish(&mut self) {
+        match self {
+            Lane::Ts(rt, c) => {
+                c.release(rt);
+                rt.finished.store(true, Ordering::Release);
+            }
+            Lane::Raw(rt, c) => {
+                c.release(rt);
+                rt.finished.store(true, Ordering::Release);
+            }
+        }
+    }
 }
 
 /// A core's pacing loop, on the thread that runs it: [`Core::new`] sets the thread up (policy,
@@ -106,6 +166,7 @@ impl<'a> Core<'a> {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() };
         shared.tid.store(tid, Ordering::Release);
+        let _ = shared.thread.set(std::thread::current());
         let thread = PacingThread::start(&cfg.thread, clock);
         *super::stream::lock(&shared.grant) = thread.grant().to_string();
         let core = Core {
@@ -159,7 +220,7 @@ impl<'a> Core<'a> {
         let Some(Some(e)) = self.table.get_mut(slot) else {
             return;
         };
-        let Some(sent) = e.cursor.send(&e.rt, self.clock) else {
+        let Some(sent) = e.lane.send(self.clock) else {
             return;
         };
         let late = match sent {
@@ -181,7 +242,7 @@ impl<'a> Core<'a> {
             }
         }
         let now = self.clock.now();
-        let next = e.cursor.load(&e.rt, now);
+        let next = e.lane.load(now);
         self.after_load(slot, next);
         if sent != Sent::Dropped {
             self.thread.follow_load(now);
@@ -218,7 +279,7 @@ impl<'a> Core<'a> {
             let slot = self.idle[i];
             let now = self.clock.now();
             let load = match self.table.get_mut(slot) {
-                Some(Some(e)) => e.cursor.load(&e.rt, now),
+                Some(Some(e)) => e.lane.load(now),
                 _ => Load::Done,
             };
             match load {
@@ -241,12 +302,13 @@ impl<'a> Core<'a> {
     fn apply_commands(&mut self) {
         while let Some(cmd) = self.shared.commands.pop() {
             match cmd {
-                Command::Add(rt) => self.add(rt),
+                Command::Add(rt) => self.add(Lane::Ts(rt, Cursor::default())),
+                Command::AddRaw(rt) => self.add(Lane::Raw(rt, RawCursor::default())),
                 Command::Remove(id) => {
                     let slot = self
                         .table
                         .iter()
-                        .position(|e| e.as_ref().is_some_and(|e| e.rt.id == id));
+                        .position(|e| e.as_ref().is_some_and(|e| e.lane.id() == id));
                     if let Some(slot) = slot {
                         self.drop_stream(slot);
                     }
@@ -255,20 +317,16 @@ impl<'a> Core<'a> {
         }
     }
 
-    fn add(&mut self, rt: Arc<StreamRt>) {
+    fn add(&mut self, mut lane: Lane) {
         let Some(slot) = self.table.iter().position(Option::is_none) else {
             // Admission control never places more streams on a core than its capacity; if it
             // did, the stream is handed back as finished rather than crashing the core.
-            rt.finished.store(true, Ordering::Release);
+            lane.finish();
             return;
         };
-        self.dispatcher.set_priority(slot, rt.deadline());
+        self.dispatcher.set_priority(slot, lane.deadline());
         self.streams += 1;
-        self.table[slot] = Some(Entry {
-            rt,
-            cursor: Cursor::default(),
-            idle: true,
-        });
+        self.table[slot] = Some(Entry { lane, idle: true });
         self.idle.push(slot);
     }
 
@@ -279,8 +337,7 @@ impl<'a> Core<'a> {
         }
         if let Some(mut e) = self.table.get_mut(slot).and_then(Option::take) {
             self.streams -= 1;
-            e.cursor.release(&e.rt);
-            e.rt.finished.store(true, Ordering::Release);
+            e.lane.finish();
         }
     }
 

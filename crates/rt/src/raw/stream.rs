@@ -1,0 +1,408 @@
+//! One raw-video stream at run time, as the pacing cores run it: [`RawStreamRt`] is what its
+//! producer, its pacing thread and its owner share; [`RawCursor`] is its send step, which a
+//! core's loop (`streams::core::Core`, the loop every MPEG-TS stream runs on too) calls job by
+//! job.
+//!
+//! Each frame's packets leave at their [`FrameSchedule`] times, batched into one GSO call for
+//! all packets due within the batch window after the one waited for (a burst sends the whole
+//! frame in one [`RawOut::send_segments`]). A batch never holds more packets than the model
+//! lets arrive at once: CMAX − 1 of its class (ST 2110-21: n packets at one instant raise
+//! Cinst to n − 1, and one more may still be in the bucket). Every batch is a job of the core:
+//! released at its first packet's time, due within the late threshold.
+//!
+//! A packet that is overdue when the cursor gets to it goes out at once with the others that
+//! are overdue (catching up within the frame keeps its latency bounded); its lateness is
+//! recorded, and a frame whose send calls started more than the late threshold after they were
+//! due counts as a late frame. No frame is skipped. Nothing allocates per frame or per packet
+//! (the error message of a failed send excepted).
+
+use super::out::RawOut;
+use super::ring::{FrameRing, FrameSlot};
+use super::sender::RawControl;
+use crate::clock::Clock;
+use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
+use crate::sender::WaitPolicy;
+use crate::streams::stream::{lock, Load, Sent};
+use crate::udp::GSO_MAX_SEGMENTS;
+use metronome_sched::{FrameSchedule, SenderType, WaitSelectorStats};
+use metronome_session::sender::JobTimes;
+use metronome_time::{Distribution, Timestamp};
+use metronome_wire::rtp::patch_send_time;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Spin before a burst's due time: none. A burst waits once a frame, with
+/// milliseconds to spare against its latency target; an absolute sleep's wake-up delay (tens
+/// of µs here) costs less than spinning through it.
+const BURST_SPIN_NS: u64 = 0;
+
+/// How a raw stream's packets are batched and judged.
+#[derive(Clone, Copy, Debug)]
+pub struct PacerSettings {
+    /// Packets due within this window after the one waited for go in the same send call.
+    pub batch_window: Duration,
+    /// A frame whose send calls start later than this after they were due is late.
+    pub late_threshold: Duration,
+    /// Patch the send-time element (the payloader leaves room for it) into every packet.
+    pub send_time_ext: bool,
+}
+
+/// What the pacer publishes while it runs.
+#[derive(Default)]
+pub struct PacerCounters {
+    pub frames: AtomicU64,
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    /// RTP payload octets sent (padding excluded), for sender reports (RFC 3550 §6.4.1).
+    pub payload_octets: AtomicU64,
+    pub late_frames: AtomicU64,
+    /// Worst batch lateness since the status line last took it.
+    pub max_late_ns: AtomicU64,
+}
+
+/// What a finished raw stream's pacing measured.
+pub struct PacerResult {
+    pub grant: String,
+    pub memory: String,
+    pub cpu_s: f64,
+    pub send_lateness: Distribution,
+    pub batch_lateness: Distribution,
+    pub frame_send_time: Distribution,
+    pub batches: u64,
+    pub frames_not_ready: u64,
+    pub send_errors: u64,
+    pub last_send_error: Option<String>,
+    pub wait_modes: WaitSelectorStats,
+    pub throttle_guard_trips: u64,
+    /// Most packets in one send call, if limited (not for a burst).
+    pub max_batch: Option<usize>,
+}
+
+impl PacerResult {
+    /// The stream's measurements and its pacing thread's report, together.
+    pub fn new(rt: &RawStreamRt, thread: PacingThreadReport) -> Self {
+        let mut stats = lock(&rt.stats);
+        let s = std::mem::replace(&mut *stats, RawSendStats::new());
+        PacerResult {
+            grant: thread.grant,
+            memory: thread.memory,
+            cpu_s: thread.cpu_s,
+            send_lateness: s.send_lateness,
+            batch_lateness: s.batch_lateness,
+            frame_send_time: s.frame_send_time,
+            batches: s.batches,
+            frames_not_ready: s.frames_not_ready,
+            send_errors: s.send_errors,
+            last_send_error: s.last_send_error,
+            wait_modes: thread.wait_modes,
+            throttle_guard_trips: thread.throttle_guard_trips,
+            max_batch: (rt.max_batch != usize::MAX).then_some(rt.max_batch),
+        }
+    }
+}
+
+/// The pacing thread's set-up for a raw stream of `schedule`: `base`, adjusted to the model.
+pub fn thread_config(base: PacingThreadConfig, schedule: &FrameSchedule) -> PacingThreadConfig {
+    let mut t = base;
+    if schedule.sender_type() == SenderType::Burst {
+        t.waiter.min_margin_ns = BURST_SPIN_NS;
+        t.waiter.max_margin_ns = BURST_SPIN_NS;
+        t.waiter.initial_margin_ns = BURST_SPIN_NS;
+        // A burst pacer wakes once a frame: sleeping then spinning costs next to nothing, and
+        // one late wake-up among 25 a second would make the selector busy-poll a whole core
+        // for 20 s. The paced models follow the load.
+        if t.wait == WaitPolicy::Auto {
+            t.wait = WaitPolicy::SleepSpin;
+        }
+    } else {
+        // A packet late by less than half the packet spacing stays within the model's limits
+        // (it can only meet the next one, raising Cinst by one): sleeping is good enough at
+        // low packet rates, and the selector should not busy-poll for them.
+        let trs = schedule.format().trs(schedule.read_schedule());
+        t.wait_selector.late_threshold = t.wait_selector.late_threshold.max(trs / 2);
+    }
+    t
+}
+
+/// Most packets in one send call under `schedule`'s model (unbounded for a burst).
+pub fn max_batch(schedule: &FrameSchedule) -> usize {
+    let limits = schedule.limits();
+    match schedule.sender_type() {
+        SenderType::Burst => usize::MAX,
+        SenderType::Wide => (limits.cmax_wide as usize)
+            .saturating_sub(1)
+            .max(schedule.group() as usize),
+        SenderType::NarrowGapped | SenderType::NarrowLinear => {
+            (limits.cmax_narrow as usize).saturating_sub(1).max(1)
+        }
+    }
+}
+
+/// What the cursor measures as it sends; taken by the owner when the stream ends.
+pub struct RawSendStats {
+    pub send_lateness: Distribution,
+    pub batch_lateness: Distribution,
+    pub frame_send_time: Distribution,
+    pub batches: u64,
+    pub frames_not_ready: u64,
+    pub send_errors: u64,
+    pub last_send_error: Option<String>,
+}
+
+impl RawSendStats {
+    fn new() -> Self {
+        RawSendStats {
+            send_lateness: Distribution::new(),
+            batch_lateness: Distribution::new(),
+            frame_send_time: Distribution::new(),
+            batches: 0,
+            frames_not_ready: 0,
+            send_errors: 0,
+            last_send_error: None,
+        }
+    }
+}
+
+/// The shared state of one running raw stream.
+pub struct RawStreamRt {
+    pub id: u64,
+    pub ring: FrameRing,
+    pub out: RawOut,
+    pub schedule: FrameSchedule,
+    pub settings: PacerSettings,
+    /// Most packets in one send call.
+    pub max_batch: usize,
+    /// What it has sent so far, and how it is stopped from outside (an RTSP session).
+    pub ctl: Arc<RawControl>,
+    /// Set by the owner: stop after the batch in hand.
+    pub stop: AtomicBool,
+    /// Set by the producer when the source ended or failed.
+    pub producer_done: AtomicBool,
+    /// Set by the pacing thread when it has let go of the stream.
+    pub finished: AtomicBool,
+    /// Locked once a batch by the pacing thread, at the end by the owner.
+    pub stats: Mutex<RawSendStats>,
+}
+
+impl RawStreamRt {
+    pub fn new(
+        id: u64,
+        ring: FrameRing,
+        out: RawOut,
+        schedule: FrameSchedule,
+        settings: PacerSettings,
+        ctl: Arc<RawControl>,
+    ) -> Self {
+        RawStreamRt {
+            id,
+            ring,
+            out,
+            max_batch: max_batch(&schedule),
+            schedule,
+            settings,
+            ctl,
+            stop: AtomicBool::new(false),
+            producer_done: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            stats: Mutex::new(RawSendStats::new()),
+        }
+    }
+
+    /// Relative deadline of each batch (its priority under deadline-monotonic scheduling).
+    pub fn deadline(&self) -> Duration {
+        self.settings.late_threshold
+    }
+}
+
+/// The frame in hand and how far through it the cursor is.
+struct InHand {
+    slot: FrameSlot,
+    /// The next packet to send.
+    k: usize,
+    first_send: Option<Timestamp>,
+    worst_late: Duration,
+    sent: usize,
+}
+
+/// The sending side of one raw stream, owned by the thread that sends it: at most one frame in
+/// hand. Allocates nothing.
+#[derive(Default)]
+pub struct RawCursor {
+    hand: Option<InHand>,
+}
+
+impl RawCursor {
+    /// Takes the next frame from the ring if none is in hand, and says when its next batch may
+    /// leave.
+    pub fn load(&mut self, rt: &RawStreamRt, _now: Timestamp) -> Load {
+        if rt.stop.load(Ordering::Relaxed) {
+            return Load::Done;
+        }
+        let sched = rt.schedule;
+        if self.hand.is_none() {
+            let Some(slot) = rt.ring.next_ready() else {
+                if rt.producer_done.load(Ordering::Acquire) && rt.ring.ready_len() == 0 {
+                    return Load::Done;
+                }
+                return Load::Empty;
+            };
+            if slot.npackets == 0 {
+                rt.ring.recycle(slot);
+                return Load::Empty;
+            }
+            if slot.ready_at > sched.send_time(slot.epoch, 0) {
+                lock(&rt.stats).frames_not_ready += 1;
+            }
+            self.hand = Some(InHand {
+                slot,
+                k: 0,
+                first_send: None,
+                worst_late: Duration::ZERO,
+                sent: 0,
+            });
+        }
+        let Some(h) = &self.hand else {
+            return Load::Empty;
+        };
+        let release = sched.send_time(h.slot.epoch, h.k as u32);
+        Load::Ready(JobTimes {
+            release,
+            deadline: release + rt.settings.late_threshold,
+        })
+    }
+
+    /// Sends the next batch of the frame in hand, if it is due at the clock's now; `None` if
+    /// there is no frame in hand.
+    pub fn send(&mut self, rt: &RawStreamRt, clock: &Clock) -> Option<Sent> {
+        let h = self.hand.as_mut()?;
+        let sched = rt.schedule;
+        let (epoch, n, k) = (h.slot.epoch, h.slot.npackets, h.k);
+        let due = sched.send_time(epoch, k as u32);
+        let now = clock.now();
+        if now < due {
+            return Some(Sent::NotYet(JobTimes {
+                release: due,
+                deadline: due + rt.settings.late_threshold,
+            }));
+        }
+        let end = if sched.sender_type() == SenderType::Burst {
+            n
+        } else {
+            let limit = now.max(due) + rt.settings.batch_window;
+            let max = k.saturating_add(rt.max_batch.min(GSO_MAX_SEGMENTS)).min(n);
+            let mut j = k + 1;
+            while j < max && sched.send_time(epoch, j as u32) <= limit {
+                j += 1;
+            }
+            j
+        };
+        if rt.settings.send_time_ext {
+            let wall = clock.wall();
+            for i in k..end {
+                patch_send_time(h.slot.packet_mut(i), wall);
+            }
+        }
+        h.first_send.get_or_insert(now);
+        let c = &rt.ctl.counters;
+        let mut stats = lock(&rt.stats);
+        let sent = send_range(&rt.out, &h.slot, k, end, &mut stats);
+        h.sent += sent;
+        c.packets.fetch_add(sent as u64, Ordering::Relaxed);
+        c.bytes
+            .fetch_add(h.slot.wire_bytes(k, k + sent), Ordering::Relaxed);
+        let late = now.saturating_since(due);
+        h.worst_late = h.worst_late.max(late);
+        stats.batches += 1;
+        stats.batch_lateness.record(nanos(late));
+        for i in k..end {
+            let d = sched.send_time(epoch, i as u32);
+            stats.send_lateness.record(nanos(now.saturating_since(d)));
+        }
+        c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
+        h.k = end;
+        if end == n {
+            let done = clock.now();
+            if let Some(t) = h.first_send {
+                stats
+                    .frame_send_time
+                    .record(nanos(done.saturating_since(t)));
+            }
+            // Payload octets of what left (a frame cut short counts its share).
+            let octets = h.slot.payload_bytes * h.sent as u64 / n as u64;
+            c.payload_octets.fetch_add(octets, Ordering::Relaxed);
+            if h.worst_late > rt.settings.late_threshold {
+                c.late_frames.fetch_add(1, Ordering::Relaxed);
+            }
+            c.frames.fetch_add(1, Ordering::Relaxed);
+            drop(stats);
+            self.release(rt);
+        }
+        Some(Sent::Sent(late))
+    }
+
+    /// Gives the frame in hand back to the ring (a frame cut short counts as sent, in part).
+    pub fn release(&mut self, rt: &RawStreamRt) {
+        if let Some(h) = self.hand.take() {
+            if h.k > 0 && h.k < h.slot.npackets {
+                let c = &rt.ctl.counters;
+                let octets = h.slot.payload_bytes * h.sent as u64 / h.slot.npackets as u64;
+                c.payload_octets.fetch_add(octets, Ordering::Relaxed);
+                c.frames.fetch_add(1, Ordering::Relaxed);
+            }
+            rt.ring.recycle(h.slot);
+        }
+    }
+}
+
+/// Sends packets `a..b` of `slot`; returns how many left.
+fn send_range(
+    out: &RawOut,
+    slot: &FrameSlot,
+    a: usize,
+    b: usize,
+    stats: &mut RawSendStats,
+) -> usize {
+    let result = if slot.uniform {
+        out.send_segments(slot.span(a, b), slot.stride())
+            .map_err(|e| (e.sent, e))
+    } else {
+        let mut packets: [&[u8]; GSO_MAX_SEGMENTS] = [&[]; GSO_MAX_SEGMENTS];
+        let mut sent = 0;
+        let mut err = None;
+        for start in (a..b).step_by(GSO_MAX_SEGMENTS) {
+            let end = (start + GSO_MAX_SEGMENTS).min(b);
+            for (p, i) in packets.iter_mut().zip(start..end) {
+                *p = slot.packet(i);
+            }
+            match out.send_batch(&packets[..end - start]) {
+                Ok(m) => sent += m,
+                Err(e) => {
+                    sent += e.sent;
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        match err {
+            None => Ok(sent),
+            Some(e) => Err((sent, e)),
+        }
+    };
+    match result {
+        Ok(n) => n,
+        Err((sent, e)) => {
+            stats.send_errors += 1;
+            // Only the first error is kept as text: repeated errors (ENOBUFS under load) must
+            // not allocate in the pacing thread.
+            if stats.last_send_error.is_none() {
+                stats.last_send_error = Some(e.to_string());
+            }
+            sent
+        }
+    }
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
