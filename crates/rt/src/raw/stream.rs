@@ -66,13 +66,7 @@ pub struct PacerResult {
     pub grant: String,
     pub memory: String,
     pub cpu_s: f64,
-    pub send_lateness: Distribution,
-    pub batch_lateness: Distribution,
-    pub frame_send_time: Distribution,
-    pub batches: u64,
-    pub frames_not_ready: u64,
-    pub send_errors: u64,
-    pub last_send_error: Option<String>,
+    pub stats: RawSendStats,
     pub wait_modes: WaitSelectorStats,
     pub throttle_guard_trips: u64,
     /// Most packets in one send call, if limited (not for a burst).
@@ -82,19 +76,12 @@ pub struct PacerResult {
 impl PacerResult {
     /// The stream's measurements and its pacing thread's report, together.
     pub fn new(rt: &RawStreamRt, thread: PacingThreadReport) -> Self {
-        let mut stats = lock(&rt.stats);
-        let s = std::mem::replace(&mut *stats, RawSendStats::new());
+        let stats = std::mem::replace(&mut *lock(&rt.stats), RawSendStats::new());
         PacerResult {
             grant: thread.grant,
             memory: thread.memory,
             cpu_s: thread.cpu_s,
-            send_lateness: s.send_lateness,
-            batch_lateness: s.batch_lateness,
-            frame_send_time: s.frame_send_time,
-            batches: s.batches,
-            frames_not_ready: s.frames_not_ready,
-            send_errors: s.send_errors,
-            last_send_error: s.last_send_error,
+            stats,
             wait_modes: thread.wait_modes,
             throttle_guard_trips: thread.throttle_guard_trips,
             max_batch: (rt.max_batch != usize::MAX).then_some(rt.max_batch),
