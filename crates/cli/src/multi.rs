@@ -162,7 +162,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
     cfg.lock_memory = cfg.rt != CoreRt::Off;
     cfg.wait = WaitPolicy::from(a.wait);
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
-    cfg.pacing.late = a.late;
+    cfg.pacing.late = a.late.unwrap_or(metronome_sched::LatePolicy::CATCH_UP);
     cfg.overload = a.overload.into();
     cfg
 }

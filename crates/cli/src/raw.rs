@@ -354,6 +354,7 @@ fn sender_config(
         _ => (tframe / npackets.max(1) as u32).max(r.batch_window),
     };
     cfg.rt_policy = rt_policy(a.rt, interval);
+    cfg.late = a.late;
     cfg.lock_memory = !matches!(a.rt, RtChoice::Off);
     cfg.wait = WaitPolicy::from(a.wait);
     if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
@@ -484,6 +485,11 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
             .as_deref()
             .map(|e| format!(" (first: {e})"))
             .unwrap_or_default()
+    );
+    let _ = writeln!(
+        s,
+        "  late policy {}: {} frames dropped whole, {} packets dropped within frames, {} stalls, {} batches past their deadline",
+        o.late_policy, o.frames_dropped, o.packets_dropped, o.pacing.stalls, o.deadline_misses
     );
     let _ = writeln!(s, "  send lateness per packet: {}", o.send_lateness);
     let _ = writeln!(s, "  per send call ({}): {}", o.batches, o.batch_lateness);

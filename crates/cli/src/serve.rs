@@ -89,9 +89,11 @@ pub struct ServeArgs {
     /// After a stall (the pacer was preempted, the producer fell behind), packets keep the
     /// time their RTP timestamp names and are: caught up at a multiple of the stream's rate
     /// (`catch-up`, `catch-up=3`), or dropped when later than a limit (`drop-late`,
-    /// `drop-late=20ms`). The schedule itself never shifts.
-    #[arg(long, value_parser = parse_late, default_value = "catch-up", value_name = "POLICY")]
-    pub late: LatePolicy,
+    /// `drop-late=20ms`). The schedule itself never shifts, and a dropped packet takes no
+    /// sequence number. Default: `catch-up` for MPEG-TS; for `--raw`, a frame that would
+    /// start a frame period late is dropped whole
+    #[arg(long, value_parser = parse_late, value_name = "POLICY")]
+    pub late: Option<LatePolicy>,
     /// Print the final summary as JSON
     #[arg(long)]
     pub json: bool,
@@ -198,7 +200,7 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     cfg.ring_slots = a.ring.max(1);
     cfg.duration = a.duration;
     cfg.send_time_ext = a.send_time;
-    cfg.pacing.late = a.late;
+    cfg.pacing.late = a.late.unwrap_or(LatePolicy::CATCH_UP);
     cfg
 }
 

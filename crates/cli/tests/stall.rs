@@ -52,10 +52,12 @@ fn median(mut v: Vec<i64>) -> i64 {
     v[v.len() / 2]
 }
 
-#[test]
-fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule() {
+/// A 5 s `serve` of the test file with `--late late`, stopped for 300 ms at 2 s, with `recv`
+/// tracing every packet: the arrivals, in order, and what `serve` printed.
+fn stalled_run(late: &str) -> (Vec<Arrival>, common::Outcome) {
     let file = ts_file();
-    let dir = tmp_dir("stall");
+    // One directory per policy: the tests run at the same time.
+    let dir = tmp_dir(&format!("stall-{}", late.replace('=', "-")));
     let trace = dir.join("trace.csv");
     let port = port_pair();
     let url = format!("rtp://127.0.0.1:{port}");
@@ -67,15 +69,7 @@ fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule(
     recv.wait_for("listening on", Duration::from_secs(20));
     let serve = Running::spawn(
         bin()
-            .args([
-                "serve",
-                "--loop",
-                "--duration",
-                "5",
-                "--late",
-                "catch-up=2",
-                "-i",
-            ])
+            .args(["serve", "--loop", "--duration", "5", "--late", late, "-i"])
             .arg(&file)
             .arg(&url),
     );
@@ -91,20 +85,13 @@ fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule(
     let got = recv.finish_within(Duration::from_secs(20));
     assert!(got.succeeded(), "{}", got.report());
     let a = read_trace(&trace);
-    // 1.2 Mbit/s of TS: about 110 packets a second.
-    assert!(a.len() > 400, "only {} packets", a.len());
+    let _ = std::fs::remove_dir_all(dir);
+    (a, sent)
+}
 
-    // No loss, no reordering: every packet sent arrived, in order.
-    let first = a[0].ext_seq;
-    for (i, p) in a.iter().enumerate() {
-        assert_eq!(
-            p.ext_seq,
-            first + i as u64,
-            "packet {i} is missing or out of order"
-        );
-    }
-    let sent_packets: u64 = sent
-        .stdout
+/// The packet count in `serve`'s summary line "sent N packets, …".
+fn sent_packets(sent: &common::Outcome) -> u64 {
+    sent.stdout
         .lines()
         .find_map(|l| {
             l.trim()
@@ -114,8 +101,29 @@ fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule(
                 .parse()
                 .ok()
         })
-        .unwrap_or_else(|| panic!("no 'sent N packets' line: {}", sent.report()));
-    assert_eq!(sent_packets, a.len() as u64, "{}", sent.report());
+        .unwrap_or_else(|| panic!("no 'sent N packets' line: {}", sent.report()))
+}
+
+/// Every packet sent arrived, in order, with consecutive sequence numbers.
+fn assert_whole(a: &[Arrival], sent: &common::Outcome) {
+    // 1.2 Mbit/s of TS: about 110 packets a second.
+    assert!(a.len() > 400, "only {} packets", a.len());
+    let first = a[0].ext_seq;
+    for (i, p) in a.iter().enumerate() {
+        assert_eq!(
+            p.ext_seq,
+            first + i as u64,
+            "packet {i} is missing or out of order"
+        );
+    }
+    assert_eq!(sent_packets(sent), a.len() as u64, "{}", sent.report());
+}
+
+#[test]
+fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule() {
+    let (a, sent) = stalled_run("catch-up=2");
+    // No loss, no reordering: every packet sent arrived, in order.
+    assert_whole(&a, &sent);
 
     // Transit before the stall, and at the end: the same within 1 ms (90 ticks).
     let t0 = a[0].at_ns;
@@ -170,7 +178,40 @@ fn after_a_300ms_stall_the_sender_catches_up_at_its_rate_and_keeps_its_schedule(
             bound_s / 0.9 * 1e3
         );
     }
-    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// With `--late drop-late=20ms` the packets more than 20 ms late are dropped, the rest of the
+/// stream leaves on time, and the dropped ones took no sequence number: the receiver sees a
+/// whole stream (no loss to report to a congestion controller), with the stall as a step in
+/// the RTP timestamps.
+#[test]
+fn after_a_300ms_stall_drop_late_drops_without_a_sequence_gap() {
+    let (a, sent) = stalled_run("drop-late=20ms");
+    assert_whole(&a, &sent);
+    let dropped: u64 = sent
+        .stdout
+        .lines()
+        .find_map(|l| {
+            // "stalls 1 (0 packets caught up late, 31 dropped), underruns …"
+            let l = l.trim().strip_prefix("stalls ")?;
+            l.split(" dropped)")
+                .next()?
+                .rsplit(' ')
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no 'stalls' line: {}", sent.report()));
+    // 300 ms of about 110 packets a second, less the last 20 ms: some 30 dropped.
+    assert!((20..=40).contains(&dropped), "{dropped}: {}", sent.report());
+    // Nothing that left was more than the limit late (plus the kernel's and recv's delay).
+    let base = median(a.iter().take(100).map(|p| p.transit_ticks).collect());
+    let worst = a.iter().map(|p| p.transit_ticks - base).max().unwrap();
+    assert!(
+        worst < 30 * 90,
+        "a packet {} ms late left",
+        worst as f64 / 90.0
+    );
 }
 
 /// A live source whose encoder cannot keep up (4K at 60 fps on two CPUs) must not become slow

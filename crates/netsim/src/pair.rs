@@ -17,7 +17,7 @@ use metronome_session::sender::{
     Input, Mp2tPacketizer, PacketizerConfig, Queued, SenderSession, SenderSessionConfig, Transmit,
 };
 use metronome_time::{NtpTime, Timestamp};
-use metronome_wire::rtp::patch_send_time;
+use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -223,6 +223,8 @@ pub fn run_pair(
     let mut slots: Vec<Vec<u8>> = vec![vec![0u8; cfg.slot_size]; slots_n];
     let mut lens = vec![(0usize, 0usize); slots_n];
     let mut free: Vec<u32> = (0..slots_n as u32).rev().collect();
+    // Packets dropped so far (never sent): the ones after them are renumbered.
+    let mut seq_back = 0u16;
     let mut sender = SenderSession::new(cfg.session, cfg.epoch, controller);
     let mut receiver = ReceiverSession::new(cfg.receiver);
     let mut fwd: Link<Vec<u8>> = Link::new(cfg.forward, cfg.seed);
@@ -249,6 +251,7 @@ pub fn run_pair(
                         lens[id as usize] = (p.len, p.wire_len);
                         let q = Queued {
                             id,
+                            packets: 1,
                             due: p.due,
                             wire_len: p.wire_len as u32,
                             payload_len: p.payload_len as u32,
@@ -270,6 +273,9 @@ pub fn run_pair(
                     Transmit::Send { due, .. } => {
                         let (len, wire_len) = lens[id as usize];
                         let pkt = &mut slots[id as usize][..len];
+                        if seq_back != 0 {
+                            shift_sequence(pkt, seq_back);
+                        }
                         if cfg.send_time_ext {
                             patch_send_time(pkt, wall(now));
                         }
@@ -283,6 +289,9 @@ pub fn run_pair(
                         }
                     }
                     Transmit::Drop { due, .. } => {
+                        // Never sent, so it takes no sequence number: the packets after it
+                        // are renumbered, as the real-time driver does.
+                        seq_back = seq_back.wrapping_add(1);
                         trace.rows.push(TraceRow::Dropped { at: now, id, due })
                     }
                 }

@@ -36,6 +36,25 @@ pub const MAX_OFFSET: u16 = 0x7fff;
 /// time, ns on the sender's clock, big-endian).
 pub const CAPTURE_TIME_EXT_ID: u8 = 2;
 
+/// [`crate::rtp::shift_sequence`] for RFC 4175, whose 32-bit extended sequence number keeps its
+/// high half in the payload header: both halves move back by `by` (mod 2^32). Returns false,
+/// changing nothing, for a packet that does not parse as RTP with room for the field.
+pub fn shift_sequence(packet: &mut [u8], by: u32) -> bool {
+    let offset = match crate::rtp::RtpView::parse(packet) {
+        Ok(v) => v.payload().as_ptr() as usize - packet.as_ptr() as usize,
+        Err(_) => return false,
+    };
+    if packet.len() < offset + EXT_SEQ_LEN {
+        return false;
+    }
+    let low = u16::from_be_bytes([packet[2], packet[3]]);
+    let high = u16::from_be_bytes([packet[offset], packet[offset + 1]]);
+    let seq = ((u32::from(high) << 16) | u32::from(low)).wrapping_sub(by);
+    packet[2..4].copy_from_slice(&(seq as u16).to_be_bytes());
+    packet[offset..offset + 2].copy_from_slice(&((seq >> 16) as u16).to_be_bytes());
+    true
+}
+
 /// Why a payload is not a well-formed RFC 4175 payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Rfc4175Error {
@@ -360,6 +379,37 @@ mod tests {
         );
         assert!(write_headers(&mut [0u8; 7], 0, &[SegmentHeader::default()]).is_err());
         assert!(write_headers(&mut [0u8; 64], 0, &[]).is_err());
+    }
+
+    #[test]
+    fn shifting_the_sequence_moves_both_halves_with_the_borrow() {
+        let hdr = RtpHeader {
+            payload_type: 96,
+            sequence: 0x0001,
+            timestamp: 90_000,
+            ssrc: 7,
+            marker: false,
+        };
+        let ext = RawHeaderExt {
+            send_time: true,
+            capture_ns: Some(5),
+        };
+        let mut buf = [0u8; 64];
+        let at = write_rtp_header(&mut buf, &hdr, ext).unwrap();
+        let seg = SegmentHeader {
+            length: 4,
+            ..Default::default()
+        };
+        let end = at + write_headers(&mut buf[at..], 0x0002, &[seg]).unwrap() + 4;
+        let pkt = &mut buf[..end];
+        // 0x0002_0001 − 3 = 0x0001_fffe: the borrow crosses into the payload header.
+        assert!(shift_sequence(pkt, 3));
+        let v = RtpView::parse(pkt).unwrap();
+        assert_eq!(v.sequence(), 0xfffe);
+        let r = Rfc4175View::parse(v.payload()).unwrap();
+        assert_eq!(r.extended_sequence(v.sequence()), 0x0001_fffe);
+        assert_eq!(r.segment_count(), 1, "the rest of the packet is untouched");
+        assert!(!shift_sequence(&mut [0u8; 5], 1), "not RTP: left alone");
     }
 
     #[test]

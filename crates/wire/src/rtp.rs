@@ -77,6 +77,17 @@ pub fn patch_send_time(packet: &mut [u8], t: NtpTime) {
     }
 }
 
+/// Moves a packet's sequence number back by `by` (mod 2^16). A sender that dropped `by`
+/// packets before they were sent renumbers the ones after them, so that receivers see no gap
+/// for packets that never left (RFC 3550 §5.1: the number increments by one for each RTP data
+/// packet sent). Does nothing to a packet shorter than an RTP header.
+pub fn shift_sequence(packet: &mut [u8], by: u16) {
+    if let Some(b) = packet.get_mut(2..4) {
+        let seq = u16::from_be_bytes([b[0], b[1]]).wrapping_sub(by);
+        b.copy_from_slice(&seq.to_be_bytes());
+    }
+}
+
 /// A parsed view of one RTP packet.
 #[derive(Debug)]
 pub struct RtpView<'a> {

@@ -34,7 +34,6 @@ pub mod output;
 pub mod receiver;
 pub mod report;
 pub mod ring;
-mod rtcp;
 pub mod sender;
 pub mod stream;
 pub mod v4l2;
@@ -123,6 +122,17 @@ pub(crate) mod tests {
         frames: u64,
         tweak: impl FnOnce(&mut RawSenderConfig),
     ) -> (RawSenderOutcome, RawReceiverOutcome) {
+        loopback_for(source, frames, None, tweak)
+    }
+
+    /// [`loopback`], with the receiver stopping after `rx_time` rather than after `frames`
+    /// frames (for a sender that does not send them all).
+    pub(crate) fn loopback_for(
+        source: Box<dyn metronome_media::raw::RawSource>,
+        frames: u64,
+        rx_time: Option<std::time::Duration>,
+        tweak: impl FnOnce(&mut RawSenderConfig),
+    ) -> (RawSenderOutcome, RawReceiverOutcome) {
         use crate::sender::WaitPolicy;
         use crate::thread::RtPolicy;
         use crate::url::RtpUrl;
@@ -132,8 +142,8 @@ pub(crate) mod tests {
 
         let any = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let mut rcfg = RawReceiverConfig::new(any, source.format());
-        rcfg.frames = Some(frames);
-        rcfg.duration = Some(Duration::from_secs(10));
+        rcfg.frames = rx_time.is_none().then_some(frames);
+        rcfg.duration = Some(rx_time.unwrap_or(Duration::from_secs(10)));
         rcfg.rt_policy = RtPolicy::Other;
         let rx = RawReceiver::open(rcfg).unwrap();
         let port = rx.local_addr().unwrap().port();
@@ -202,5 +212,87 @@ pub(crate) mod tests {
         assert!(seen.reports >= 1);
         assert_eq!(seen.cumulative_lost, 0);
         assert!(seen.rtt_ms.is_some_and(|ms| ms < 100.0), "{seen:?}");
+    }
+
+    /// A raw source that stalls once, for `stall`, before frame `at` (a producer held up).
+    struct StallsOnce {
+        inner: metronome_media::raw::RawTestPattern,
+        n: u64,
+        at: u64,
+        stall: std::time::Duration,
+    }
+
+    impl StallsOnce {
+        /// 100 frames a second of 64x48 4:2:2 10-bit, stalling 150 ms before frame 30.
+        fn at_frame_30() -> StallsOnce {
+            use metronome_media::raw::{Depth, RawTestPattern, Sampling};
+            let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 100, 1).unwrap();
+            StallsOnce {
+                inner: RawTestPattern::new(f).unwrap(),
+                n: 0,
+                at: 30,
+                stall: std::time::Duration::from_millis(150),
+            }
+        }
+    }
+
+    impl metronome_media::raw::RawSource for StallsOnce {
+        fn format(&self) -> VideoFormat {
+            self.inner.format()
+        }
+        fn next_frame(
+            &mut self,
+            into: &mut metronome_media::raw::RawFrame,
+        ) -> Result<bool, metronome_media::MediaError> {
+            if self.n == self.at {
+                std::thread::sleep(self.stall);
+            }
+            self.n += 1;
+            self.inner.next_frame(into)
+        }
+        fn describe(&self) -> String {
+            "a test pattern that stalls once".into()
+        }
+    }
+
+    /// The producer stalls for 15 frame periods: the frames that would leave more than a
+    /// frame period late are dropped whole, by default, and the rest arrive whole and on
+    /// time. Nothing dropped took a sequence number, so the receiver sees no packet lost.
+    #[test]
+    fn late_frames_are_dropped_whole_without_a_sequence_gap() {
+        use std::time::Duration;
+
+        let src = Box::new(StallsOnce::at_frame_30());
+        let (s, r) = loopback_for(src, 100, Some(Duration::from_millis(2000)), |cfg| {
+            cfg.max_payload = 300;
+        });
+        assert!(s.late_policy.starts_with("drop-late"), "{}", s.late_policy);
+        assert!((10..=17).contains(&s.frames_dropped), "{s:?}");
+        assert_eq!(s.frames_sent + s.frames_dropped, 100, "{s:?}");
+        assert_eq!(s.packets_dropped, 0, "no frame is cut short");
+        assert_eq!(
+            (r.frames_complete, r.frames_partial),
+            (s.frames_sent, 0),
+            "{r:?}"
+        );
+        assert_eq!(r.packets, s.packets_sent);
+        assert_eq!(r.rtcp.packets_lost, 0, "{:?}", r.rtcp);
+        assert_eq!(s.send_errors, 0);
+    }
+
+    /// With catch-up instead, every frame is sent, the late ones at up to twice the rate.
+    #[test]
+    fn late_frames_catch_up_when_asked() {
+        use metronome_sched::LatePolicy;
+
+        let src = Box::new(StallsOnce::at_frame_30());
+        let (s, r) = loopback(src, 100, |cfg| {
+            cfg.max_payload = 300;
+            cfg.late = Some(LatePolicy::CATCH_UP);
+        });
+        assert_eq!((s.frames_sent, s.frames_dropped), (100, 0), "{s:?}");
+        assert!(s.pacing.stalls >= 1, "{:?}", s.pacing);
+        assert!(s.late_frames >= 10, "{s:?}");
+        assert_eq!((r.frames_complete, r.frames_partial), (100, 0), "{r:?}");
     }
 }

@@ -145,6 +145,17 @@ pub struct RawSenderOutcome {
     pub receivers: Vec<metronome_session::sender::ReceiverView>,
     pub wait_modes: WaitSelectorStats,
     pub throttle_guard_trips: u64,
+    /// What is done with late frames: `drop-late=Dus` (a frame whose first packet would be
+    /// later than D is dropped whole) or `catch-up=F`.
+    pub late_policy: String,
+    /// Frames dropped whole by the late policy.
+    pub frames_dropped: u64,
+    /// Packets of batches the late policy dropped within frames that had begun.
+    pub packets_dropped: u64,
+    /// Batches (each a job, due within `late_threshold_us`) that left after their deadline.
+    pub deadline_misses: u64,
+    /// The sender session's view, batch by batch: lateness, stalls, late and dropped batches.
+    pub pacing: metronome_sched::PacingStats,
 }
 
 /// Packets the receiver did not use, by reason.

@@ -112,6 +112,7 @@ impl FrameSlot {
 pub struct FrameRing {
     free: ArrayQueue<FrameSlot>,
     ready: ArrayQueue<FrameSlot>,
+    max_packets: usize,
 }
 
 impl FrameRing {
@@ -125,7 +126,13 @@ impl FrameRing {
         FrameRing {
             free,
             ready: ArrayQueue::new(capacity),
+            max_packets: max_packets.max(1),
         }
+    }
+
+    /// Most packets a slot holds.
+    pub fn max_packets(&self) -> usize {
+        self.max_packets
     }
 
     /// Producer: an empty slot to fill, if the ring is not full.

@@ -8,12 +8,13 @@
 use super::out::RawOut;
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
-use super::rtcp::{RawRtcp, RtcpSetup};
 use super::stream::{thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
 use crate::pacing_thread::PacingThreadConfig;
 use crate::sender::WaitPolicy;
 use crate::streams::core::{Command, Core, CoreConfig, CoreShared};
+use crate::streams::rtcp::{exchange, say_bye};
+use crate::streams::stream::lock;
 use crate::streams::RtcpOut;
 use crate::thread::RtPolicy;
 use crate::udp::{
@@ -21,12 +22,19 @@ use crate::udp::{
 };
 use crate::url::RtpUrl;
 use crate::wait::WaiterConfig;
+use metronome_cc::FixedRate;
 use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::MediaError;
 use metronome_sched::st2110::FrameRate;
-use metronome_sched::{FrameFormat, FrameSchedule, Policy, SenderType, WaitSelectorConfig};
+use metronome_sched::{
+    FrameFormat, FrameSchedule, LatePolicy, PacingConfig, Policy, SenderType, WaitSelectorConfig,
+};
 use metronome_session::raw::{RawPayError, RawPayloader, RawPayloaderConfig};
+use metronome_session::sender::{
+    JobConfig, SenderReportsConfig, SenderSession, SenderSessionConfig,
+};
 use metronome_time::Timestamp;
+use metronome_time::{Bitrate, MediaClock};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,6 +98,9 @@ pub struct RawSenderConfig {
     pub rtcp: bool,
     /// The RTCP CNAME.
     pub cname: String,
+    /// What is done with late frames; by default a frame whose first packet would leave a
+    /// frame period late is dropped whole (ST 2110 receivers want whole frames on time).
+    pub late: Option<LatePolicy>,
 }
 
 impl RawSenderConfig {
@@ -127,6 +138,7 @@ impl RawSenderConfig {
             initial_seq: None,
             rtcp: true,
             cname: "metronome@raw".to_string(),
+            late: None,
         }
     }
 }
@@ -275,18 +287,38 @@ impl RawSender {
         let clock = Clock::new();
         let cpu0 = process_cpu_s();
         let epoch0 = clock.now() + cfg.preroll;
-        let mut rtcp = RawRtcp::new(
-            RtcpSetup {
-                ssrc: cfg.ssrc,
-                cname: cfg.cname.clone(),
-                rtp_ts_base,
-                epoch: epoch0,
-                session_bw_bps: wire_bitrate(&format, &cfg)?,
-                seed: cfg.seed,
-            },
-            rtcp,
-        );
         let tframe = schedule.format().tframe();
+        // Late frames: dropped whole once their first packet is a frame period late (the next
+        // frame is due then), unless the user chose otherwise.
+        let late = cfg.late.unwrap_or(LatePolicy::DropLate { after: tframe });
+        let wire_bps = wire_bitrate(&format, &cfg)?;
+        let session = SenderSession::new(
+            SenderSessionConfig {
+                reports: SenderReportsConfig {
+                    ssrc: cfg.ssrc,
+                    cname: cfg.cname.clone(),
+                    clock: MediaClock::VIDEO_90K,
+                    rtp_ts_base,
+                    session_bw_bps: wire_bps,
+                    // 1 s, as the MPEG-TS streams: RFC 3550 §6.2 allows a reduced minimum,
+                    // and at raw rates RTCP's 5% share is never the limit.
+                    rtcp_min_interval: Duration::from_secs(1),
+                    max_receivers: 64,
+                    seed: cfg.seed,
+                },
+                pacing: PacingConfig {
+                    late,
+                    ..PacingConfig::default()
+                },
+                jobs: JobConfig {
+                    period: None,
+                    deadline: cfg.late_threshold,
+                },
+                queue_capacity: packets_per_frame,
+            },
+            epoch0,
+            Box::new(FixedRate::new(Bitrate::bps(wire_bps))),
+        );
         let plan = Plan {
             ff: *schedule.format(),
             epoch0,
@@ -302,6 +334,7 @@ impl RawSender {
             batch_window: cfg.batch_window,
             late_threshold: cfg.late_threshold,
             send_time_ext: cfg.send_time_ext,
+            late,
         };
         // The pacing thread is a core of its own, running the loop every MPEG-TS stream runs
         // on, with this one stream on it.
@@ -328,7 +361,9 @@ impl RawSender {
             schedule,
             settings,
             ctl.clone(),
+            session,
         ));
+        let mut rtcp_buf = [0u8; 1500];
         let (pacer, produced, ended_by) = std::thread::scope(|scope| {
             let producer = std::thread::Builder::new()
                 .name("metronome-raw-producer".into())
@@ -362,9 +397,16 @@ impl RawSender {
                     core.wake();
                 }
                 std::thread::sleep(STATUS_TURN);
-                rtcp.turn(&clock, &ctl.counters);
-                ctl.receiver_reports
-                    .store(rtcp.receiver_reports(), Ordering::Relaxed);
+                if !rtcp.is_empty() {
+                    exchange(&rt.session, &rtcp, &clock, &mut rtcp_buf);
+                }
+                let heard = lock(&rt.session)
+                    .reports()
+                    .receivers()
+                    .iter()
+                    .map(|r| r.reports)
+                    .sum();
+                ctl.receiver_reports.store(heard, Ordering::Relaxed);
                 let now = clock.now();
                 if now >= next_status {
                     next_status = now + Duration::from_secs(1);
@@ -386,8 +428,8 @@ impl RawSender {
         })?;
         let (_, producer_cpu_s) = produced?;
         // A paused RTSP session's source is not leaving: no BYE then (RFC 3550 §6.6).
-        if !ctl.quiet.load(Ordering::Relaxed) {
-            rtcp.bye(&clock, &ctl.counters);
+        if !ctl.quiet.load(Ordering::Relaxed) && !rtcp.is_empty() {
+            say_bye(&rt.session, &rtcp, &clock, &mut rtcp_buf);
         }
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
@@ -395,8 +437,7 @@ impl RawSender {
             cfg: &cfg,
             format,
             schedule,
-            out: &rt.out,
-            rtcp: &rtcp,
+            rt: &rt,
             description,
             packets_per_frame,
             stride,
@@ -639,8 +680,7 @@ struct Finished<'a> {
     cfg: &'a RawSenderConfig,
     format: VideoFormat,
     schedule: FrameSchedule,
-    out: &'a RawOut,
-    rtcp: &'a RawRtcp,
+    rt: &'a RawStreamRt,
     description: String,
     packets_per_frame: usize,
     stride: usize,
@@ -664,11 +704,14 @@ fn outcome(f: Finished<'_>) -> RawSenderOutcome {
             0.0
         }
     };
-    let gso = f.out.gso_status();
+    let out = &f.rt.out;
+    let gso = out.gso_status();
     let p = f.pacer;
+    let session = lock(&f.rt.session);
+    let stats = session.stats();
     RawSenderOutcome {
         source: f.description,
-        destination: f.out.destination(),
+        destination: out.destination(),
         format: f.format.to_string(),
         model: super::model_name(f.cfg.model),
         packet_size: f.cfg.max_payload,
@@ -706,12 +749,20 @@ fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         batch_window_us: f.cfg.batch_window.as_secs_f64() * 1e6,
         batch_max_packets: p.max_batch,
         batches: p.stats.batches,
-        gso: f.out.uses_gso(),
+        gso: out.uses_gso(),
         gso_status: gso.to_string(),
         padded: f.cfg.pad_for_gso,
-        buffer: f.out.buffer(),
-        sender_reports: f.rtcp.sender_reports(),
-        receivers: f.rtcp.receivers().to_vec(),
+        buffer: out.buffer(),
+        sender_reports: session.reports().counters().sender_reports,
+        receivers: session.reports().receivers().to_vec(),
+        late_policy: match f.rt.settings.late {
+            LatePolicy::DropLate { after } => format!("drop-late={}us", after.as_micros()),
+            LatePolicy::CatchUp { factor } => format!("catch-up={factor}"),
+        },
+        frames_dropped: c.frames_dropped.load(Ordering::Relaxed),
+        packets_dropped: c.packets_dropped.load(Ordering::Relaxed),
+        deadline_misses: stats.deadline_misses,
+        pacing: stats.pacing,
         wait_modes: p.wait_modes,
         throttle_guard_trips: p.throttle_guard_trips,
     }

@@ -24,9 +24,10 @@ use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
 use crate::streams::stream::{lock, Load, Sent};
 use crate::udp::GSO_MAX_SEGMENTS;
-use metronome_sched::{FrameSchedule, SenderType, WaitSelectorStats};
-use metronome_session::sender::JobTimes;
+use metronome_sched::{FrameSchedule, LatePolicy, SenderType, WaitSelectorStats};
+use metronome_session::sender::{Input, JobTimes, Queued, SenderSession, Transmit};
 use metronome_time::{Distribution, Timestamp};
+use metronome_wire::rfc4175::shift_sequence;
 use metronome_wire::rtp::patch_send_time;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -38,7 +39,7 @@ use std::time::Duration;
 const BURST_SPIN_NS: u64 = 0;
 
 /// How a raw stream's packets are batched and judged.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PacerSettings {
     /// Packets due within this window after the one waited for go in the same send call.
     pub batch_window: Duration,
@@ -46,6 +47,8 @@ pub struct PacerSettings {
     pub late_threshold: Duration,
     /// Patch the send-time element (the payloader leaves room for it) into every packet.
     pub send_time_ext: bool,
+    /// What is done with late frames and batches (the session's pacing follows it too).
+    pub late: LatePolicy,
 }
 
 /// What the pacer publishes while it runs.
@@ -57,6 +60,10 @@ pub struct PacerCounters {
     /// RTP payload octets sent (padding excluded), for sender reports (RFC 3550 §6.4.1).
     pub payload_octets: AtomicU64,
     pub late_frames: AtomicU64,
+    /// Frames not sent at all: later than the late policy allows when their turn came.
+    pub frames_dropped: AtomicU64,
+    /// Packets of batches the late policy dropped within a frame that had begun.
+    pub packets_dropped: AtomicU64,
     /// Worst batch lateness since the status line last took it.
     pub max_late_ns: AtomicU64,
 }
@@ -162,6 +169,10 @@ pub struct RawStreamRt {
     pub max_batch: usize,
     /// What it has sent so far, and how it is stopped from outside (an RTSP session).
     pub ctl: Arc<RawControl>,
+    /// The stream's send side, batch by batch: when each leaves (on time, late, or dropped
+    /// by the late policy), jobs and deadlines, RTCP. Locked per frame and per batch by the
+    /// pacing thread, and now and then by the RTCP side.
+    pub session: Mutex<SenderSession>,
     /// Set by the owner: stop after the batch in hand.
     pub stop: AtomicBool,
     /// Set by the producer when the source ended or failed.
@@ -180,6 +191,7 @@ impl RawStreamRt {
         schedule: FrameSchedule,
         settings: PacerSettings,
         ctl: Arc<RawControl>,
+        session: SenderSession,
     ) -> Self {
         RawStreamRt {
             id,
@@ -189,6 +201,7 @@ impl RawStreamRt {
             schedule,
             settings,
             ctl,
+            session: Mutex::new(session),
             stop: AtomicBool::new(false),
             producer_done: AtomicBool::new(false),
             finished: AtomicBool::new(false),
@@ -200,138 +213,285 @@ impl RawStreamRt {
     pub fn deadline(&self) -> Duration {
         self.settings.late_threshold
     }
+
+    /// Where packet `k`'s batch ends (exclusive): the packets due within the batch window after
+    /// it, at most [`RawStreamRt::max_batch`] (a burst: the whole frame).
+    fn batch_end(&self, epoch: Timestamp, k: usize, n: usize) -> usize {
+        let sched = self.schedule;
+        if sched.sender_type() == SenderType::Burst {
+            return n;
+        }
+        let limit = sched.send_time(epoch, k as u32) + self.settings.batch_window;
+        let max = k
+            .saturating_add(self.max_batch.min(GSO_MAX_SEGMENTS))
+            .min(n);
+        let mut j = k + 1;
+        while j < max && sched.send_time(epoch, j as u32) <= limit {
+            j += 1;
+        }
+        j
+    }
 }
 
 /// The frame in hand and how far through it the cursor is.
 struct InHand {
     slot: FrameSlot,
-    /// The next packet to send.
-    k: usize,
+    /// The next batch: packets `starts[b]..starts[b + 1]`.
+    b: usize,
     first_send: Option<Timestamp>,
     worst_late: Duration,
     sent: usize,
 }
 
 /// The sending side of one raw stream, owned by the thread that sends it: at most one frame in
-/// hand. Allocates nothing.
-#[derive(Default)]
+/// hand, its batches queued in the session. Allocates nothing after [`RawCursor::new`].
 pub struct RawCursor {
     hand: Option<InHand>,
+    /// Where each batch of the frame in hand starts, and its end.
+    starts: Vec<usize>,
+    /// Packets dropped so far, which never left: the ones after them are renumbered so that
+    /// receivers see no gap for them (`wire::rfc4175::shift_sequence`).
+    seq_back: u32,
 }
 
 impl RawCursor {
-    /// Takes the next frame from the ring if none is in hand, and says when its next batch may
-    /// leave.
-    pub fn load(&mut self, rt: &RawStreamRt, _now: Timestamp) -> Load {
+    /// A cursor for frames of up to `max_packets` packets.
+    pub fn new(max_packets: usize) -> Self {
+        RawCursor {
+            hand: None,
+            starts: Vec::with_capacity(max_packets + 1),
+            seq_back: 0,
+        }
+    }
+
+    /// Takes the next frame from the ring if none is in hand (its batches into the session),
+    /// and says when the next batch may leave. A frame whose first packet is already later
+    /// than the late policy allows is dropped whole: a partial frame helps no receiver.
+    pub fn load(&mut self, rt: &RawStreamRt, now: Timestamp) -> Load {
         if rt.stop.load(Ordering::Relaxed) {
             return Load::Done;
         }
         let sched = rt.schedule;
-        if self.hand.is_none() {
+        let mut session = lock(&rt.session);
+        while self.hand.is_none() {
             let Some(slot) = rt.ring.next_ready() else {
                 if rt.producer_done.load(Ordering::Acquire) && rt.ring.ready_len() == 0 {
+                    let _ = session.handle_input(now, Input::SourceEnded);
                     return Load::Done;
                 }
+                // Between frames the queue is empty by design: not an underrun (a frame that
+                // comes late is counted as not ready).
                 return Load::Empty;
             };
-            if slot.npackets == 0 {
+            let n = slot.npackets;
+            let due = sched.send_time(slot.epoch, 0);
+            let too_late = match rt.settings.late {
+                LatePolicy::DropLate { after } => now > due + after,
+                LatePolicy::CatchUp { .. } => false,
+            };
+            if n == 0 || too_late {
+                if too_late {
+                    rt.ctl
+                        .counters
+                        .frames_dropped
+                        .fetch_add(1, Ordering::Relaxed);
+                    self.seq_back = self.seq_back.wrapping_add(n as u32);
+                }
                 rt.ring.recycle(slot);
-                return Load::Empty;
+                continue;
             }
-            if slot.ready_at > sched.send_time(slot.epoch, 0) {
+            if slot.ready_at > due {
                 lock(&rt.stats).frames_not_ready += 1;
+            }
+            if !self.queue_frame(rt, &mut session, &slot, now) {
+                self.seq_back = self.seq_back.wrapping_add(n as u32);
+                rt.ring.recycle(slot);
+                continue;
             }
             self.hand = Some(InHand {
                 slot,
-                k: 0,
+                b: 0,
                 first_send: None,
                 worst_late: Duration::ZERO,
                 sent: 0,
             });
         }
-        let Some(h) = &self.hand else {
+        let (Some(job), Some(at)) = (session.head_job(), session.next_send()) else {
             return Load::Empty;
         };
-        let release = sched.send_time(h.slot.epoch, h.k as u32);
         Load::Ready(JobTimes {
-            release,
-            deadline: release + rt.settings.late_threshold,
+            release: job.release.max(at),
+            deadline: job.deadline,
         })
     }
 
-    /// Sends the next batch of the frame in hand, if it is due at the clock's now; `None` if
-    /// there is no frame in hand.
+    /// Cuts the frame into batches and queues them in the session; false if the session
+    /// refused the frame (a producer out of due order), which is then not sent.
+    fn queue_frame(
+        &mut self,
+        rt: &RawStreamRt,
+        session: &mut SenderSession,
+        slot: &FrameSlot,
+        now: Timestamp,
+    ) -> bool {
+        let (n, epoch) = (slot.npackets, slot.epoch);
+        self.starts.clear();
+        let mut k = 0;
+        while k < n {
+            self.starts.push(k);
+            k = rt.batch_end(epoch, k, n);
+        }
+        self.starts.push(n);
+        let payload = |a: usize| slot.payload_bytes * a as u64 / n as u64;
+        for (i, w) in self.starts.windows(2).enumerate() {
+            let (a, b) = (w[0], w[1]);
+            let q = Queued {
+                id: a as u32,
+                packets: (b - a) as u32,
+                due: rt.schedule.send_time(epoch, a as u32),
+                wire_len: u32::try_from(slot.wire_bytes(a, b)).unwrap_or(u32::MAX),
+                payload_len: u32::try_from(payload(b) - payload(a)).unwrap_or(u32::MAX),
+            };
+            if session.handle_input(now, Input::Packet(q)).is_err() {
+                rt.ctl
+                    .counters
+                    .frames_dropped
+                    .fetch_add(1, Ordering::Relaxed);
+                if i == 0 {
+                    return false;
+                }
+                // Sized for a whole frame, the queue refuses only out-of-order input: what
+                // was queued of this frame is sent, the rest not.
+                self.starts.truncate(i + 1);
+                break;
+            }
+        }
+        true
+    }
+
+    /// Sends (or drops, as the session says) the next batch of the frame in hand, if it is due
+    /// at the clock's now; `None` if there is no frame in hand.
     pub fn send(&mut self, rt: &RawStreamRt, clock: &Clock) -> Option<Sent> {
         let h = self.hand.as_mut()?;
-        let sched = rt.schedule;
-        let (epoch, n, k) = (h.slot.epoch, h.slot.npackets, h.k);
-        let due = sched.send_time(epoch, k as u32);
         let now = clock.now();
-        if now < due {
-            return Some(Sent::NotYet(JobTimes {
-                release: due,
-                deadline: due + rt.settings.late_threshold,
-            }));
-        }
-        let end = if sched.sender_type() == SenderType::Burst {
-            n
-        } else {
-            let limit = now.max(due) + rt.settings.batch_window;
-            let max = k.saturating_add(rt.max_batch.min(GSO_MAX_SEGMENTS)).min(n);
-            let mut j = k + 1;
-            while j < max && sched.send_time(epoch, j as u32) <= limit {
-                j += 1;
+        let k = self.starts[h.b];
+        // Packets of a batch dropped after the ones sent now: renumbered around afterwards.
+        let mut dropped_after = 0u32;
+        let (t, end) = {
+            let mut session = lock(&rt.session);
+            let t = match session.poll_transmit(now) {
+                Some(t) => t,
+                None => {
+                    let deadline = session.head_job().map_or(now, |j| j.deadline);
+                    let release = session.next_send().unwrap_or(now);
+                    return Some(Sent::NotYet(JobTimes { release, deadline }));
+                }
+            };
+            h.b += 1;
+            let mut end = self.starts[h.b];
+            if matches!(t, Transmit::Send { .. }) {
+                // A late wake-up finds more packets due: the batches due by now plus the batch
+                // window join this send call, as long as it stays within the model's burst
+                // limit (CMAX − 1) and one GSO call.
+                let most = rt.max_batch.min(GSO_MAX_SEGMENTS);
+                while h.b + 1 < self.starts.len() && self.starts[h.b + 1] - k <= most {
+                    let due = session.next_send().unwrap_or(Timestamp::MAX);
+                    if due > now + rt.settings.batch_window {
+                        break;
+                    }
+                    match session.poll_transmit(now.max(due)) {
+                        Some(Transmit::Send { .. }) => {
+                            h.b += 1;
+                            end = self.starts[h.b];
+                        }
+                        Some(Transmit::Drop { .. }) => {
+                            // Too late to be of use: it never leaves (renumbered around).
+                            let n = self.starts[h.b + 1] - self.starts[h.b];
+                            rt.ctl
+                                .counters
+                                .packets_dropped
+                                .fetch_add(n as u64, Ordering::Relaxed);
+                            dropped_after = n as u32;
+                            h.b += 1;
+                            break;
+                        }
+                        None => break,
+                    }
+                }
             }
-            j
+            (t, end)
         };
-        if rt.settings.send_time_ext {
-            let wall = clock.wall();
-            for i in k..end {
-                patch_send_time(h.slot.packet_mut(i), wall);
-            }
-        }
-        h.first_send.get_or_insert(now);
         let c = &rt.ctl.counters;
-        let mut stats = lock(&rt.stats);
-        let sent = send_range(&rt.out, &h.slot, k, end, &mut stats);
-        h.sent += sent;
-        c.packets.fetch_add(sent as u64, Ordering::Relaxed);
-        c.bytes
-            .fetch_add(h.slot.wire_bytes(k, k + sent), Ordering::Relaxed);
-        let late = now.saturating_since(due);
-        h.worst_late = h.worst_late.max(late);
-        stats.batches += 1;
-        stats.batch_lateness.record(nanos(late));
-        for i in k..end {
-            let d = sched.send_time(epoch, i as u32);
-            stats.send_lateness.record(nanos(now.saturating_since(d)));
-        }
-        c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
-        h.k = end;
-        if end == n {
-            let done = clock.now();
+        let result = match t {
+            Transmit::Send { due, late, .. } => {
+                if self.seq_back != 0 {
+                    for i in k..end {
+                        shift_sequence(h.slot.packet_mut(i), self.seq_back);
+                    }
+                }
+                if rt.settings.send_time_ext {
+                    let wall = clock.wall();
+                    for i in k..end {
+                        patch_send_time(h.slot.packet_mut(i), wall);
+                    }
+                }
+                h.first_send.get_or_insert(now);
+                let mut stats = lock(&rt.stats);
+                let sent = send_range(&rt.out, &h.slot, k, end, &mut stats);
+                if sent < end - k {
+                    let _ = lock(&rt.session).handle_input(now, Input::SendFailed);
+                }
+                h.sent += sent;
+                c.packets.fetch_add(sent as u64, Ordering::Relaxed);
+                c.bytes
+                    .fetch_add(h.slot.wire_bytes(k, k + sent), Ordering::Relaxed);
+                h.worst_late = h.worst_late.max(late);
+                stats.batches += 1;
+                stats.batch_lateness.record(nanos(late));
+                let epoch = h.slot.epoch;
+                for i in k..end {
+                    let d = rt.schedule.send_time(epoch, i as u32).max(due);
+                    stats.send_lateness.record(nanos(now.saturating_since(d)));
+                }
+                c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
+                Sent::Sent(late)
+            }
+            Transmit::Drop { .. } => {
+                c.packets_dropped
+                    .fetch_add((end - k) as u64, Ordering::Relaxed);
+                self.seq_back = self.seq_back.wrapping_add((end - k) as u32);
+                Sent::Dropped
+            }
+        };
+        self.seq_back = self.seq_back.wrapping_add(dropped_after);
+        if h.b + 1 == self.starts.len() {
+            let n = h.slot.npackets;
             if let Some(t) = h.first_send {
-                stats
+                let done = clock.now();
+                lock(&rt.stats)
                     .frame_send_time
                     .record(nanos(done.saturating_since(t)));
+                // Payload octets of what left (a frame cut short counts its share).
+                let octets = h.slot.payload_bytes * h.sent as u64 / n as u64;
+                c.payload_octets.fetch_add(octets, Ordering::Relaxed);
+                if h.worst_late > rt.settings.late_threshold {
+                    c.late_frames.fetch_add(1, Ordering::Relaxed);
+                }
+                c.frames.fetch_add(1, Ordering::Relaxed);
+            } else {
+                c.frames_dropped.fetch_add(1, Ordering::Relaxed);
             }
-            // Payload octets of what left (a frame cut short counts its share).
-            let octets = h.slot.payload_bytes * h.sent as u64 / n as u64;
-            c.payload_octets.fetch_add(octets, Ordering::Relaxed);
-            if h.worst_late > rt.settings.late_threshold {
-                c.late_frames.fetch_add(1, Ordering::Relaxed);
+            if let Some(h) = self.hand.take() {
+                rt.ring.recycle(h.slot);
             }
-            c.frames.fetch_add(1, Ordering::Relaxed);
-            drop(stats);
-            self.release(rt);
         }
-        Some(Sent::Sent(late))
+        Some(result)
     }
 
     /// Gives the frame in hand back to the ring (a frame cut short counts as sent, in part).
     pub fn release(&mut self, rt: &RawStreamRt) {
         if let Some(h) = self.hand.take() {
-            if h.k > 0 && h.k < h.slot.npackets {
+            if h.sent > 0 && h.sent < h.slot.npackets {
                 let c = &rt.ctl.counters;
                 let octets = h.slot.payload_bytes * h.sent as u64 / h.slot.npackets as u64;
                 c.payload_octets.fetch_add(octets, Ordering::Relaxed);

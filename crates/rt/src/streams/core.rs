@@ -303,7 +303,10 @@ impl<'a> Core<'a> {
         while let Some(cmd) = self.shared.commands.pop() {
             match cmd {
                 Command::Add(rt) => self.add(Lane::Ts(rt, Cursor::default())),
-                Command::AddRaw(rt) => self.add(Lane::Raw(rt, RawCursor::default())),
+                Command::AddRaw(rt) => {
+                    let cursor = RawCursor::new(rt.ring.max_packets());
+                    self.add(Lane::Raw(rt, cursor));
+                }
                 Command::Remove(id) => {
                     let slot = self
                         .table

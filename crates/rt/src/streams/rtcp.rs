@@ -6,9 +6,8 @@ use super::server::{Inner, Running};
 use super::stream::lock;
 use crate::clock::Clock;
 use metronome_sched::{OverloadAction, OverloadWindow};
-use metronome_session::sender::{Input, SenderReports, SenderSession};
-use metronome_time::{Distribution, NtpTime, Timestamp};
-use std::net::SocketAddr;
+use metronome_session::sender::{Input, SenderSession};
+use metronome_time::Distribution;
 use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -107,70 +106,23 @@ fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     r.rt.rate.follow(wire);
 }
 
-/// The RTCP side of a sender: a [`SenderSession`], or the bare [`SenderReports`] of a raw
-/// stream (whose pacer is not on a session yet).
-pub(crate) trait SenderRtcp {
-    fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize>;
-    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]);
-    fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize>;
-}
-
-impl SenderRtcp for SenderSession {
-    fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
-        self.handle_timeout(now);
-        SenderSession::poll_rtcp(self, now, wall, buf)
-    }
-    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
-        let _ = self.handle_input(now, Input::Rtcp { wall, from, data });
-    }
-    fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
-        SenderSession::bye(self, now, wall, buf)
-    }
-}
-
-impl SenderRtcp for SenderReports {
-    fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
-        self.poll_transmit(now, wall, buf)
-    }
-    fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
-        SenderReports::handle_rtcp(self, now, wall, from, data);
-        while self.poll_event().is_some() {}
-    }
-    fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
-        SenderReports::bye(self, now, wall, buf)
-    }
-}
-
-/// Access to a sender's RTCP side for one call: through the stream's mutex (the pacing thread
-/// locks the same session for every packet, so the lock is held only for the protocol work,
-/// never across a system call), or directly where one thread owns it.
-pub(crate) trait WithSender {
-    fn with<R>(&mut self, f: impl FnOnce(&mut dyn SenderRtcp) -> R) -> R;
-}
-
-impl<S: SenderRtcp> WithSender for &Mutex<S> {
-    fn with<R>(&mut self, f: impl FnOnce(&mut dyn SenderRtcp) -> R) -> R {
-        f(&mut *lock(self))
-    }
-}
-
-impl<S: SenderRtcp> WithSender for &mut S {
-    fn with<R>(&mut self, f: impl FnOnce(&mut dyn SenderRtcp) -> R) -> R {
-        f(&mut **self)
-    }
-}
-
 /// A sender's RTCP turn: a due sender report out to every outlet, and what receivers sent in.
-/// Sockets are read and written outside the sender's lock.
+/// Sockets are read and written outside the session's lock: the pacing thread locks the same
+/// session for every packet, so the lock is held only for the protocol work.
 pub(crate) fn exchange(
-    mut sender: impl WithSender,
+    session: &Mutex<SenderSession>,
     outs: &[RtcpOut],
     clock: &Clock,
     buf: &mut [u8],
 ) {
     let now = clock.now();
     let wall = clock.wall();
-    if let Some(n) = sender.with(|s| s.poll_rtcp(now, wall, buf)) {
+    let report = {
+        let mut s = lock(session);
+        s.handle_timeout(now);
+        s.poll_rtcp(now, wall, buf)
+    };
+    if let Some(n) = report {
         for s in outs {
             s.send(&buf[..n]);
         }
@@ -181,20 +133,26 @@ pub(crate) fn exchange(
             let Some(meta) = s.recv(buf) else { break };
             let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
             let data = &buf[..meta.len];
-            sender.with(|s| s.handle_rtcp(now, wall, meta.src, data));
+            let rtcp = Input::Rtcp {
+                wall,
+                from: meta.src,
+                data,
+            };
+            let _ = lock(session).handle_input(now, rtcp);
         }
     }
 }
 
 /// The last sender report with a BYE (RFC 3550 §6.6), to every outlet.
 pub(crate) fn say_bye(
-    mut sender: impl WithSender,
+    session: &Mutex<SenderSession>,
     outs: &[RtcpOut],
     clock: &Clock,
     buf: &mut [u8],
 ) {
     let (now, wall) = (clock.now(), clock.wall());
-    if let Some(n) = sender.with(|s| s.bye(now, wall, buf)) {
+    let bye = lock(session).bye(now, wall, buf);
+    if let Some(n) = bye {
         for s in outs {
             s.send(&buf[..n]);
         }

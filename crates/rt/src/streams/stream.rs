@@ -13,7 +13,7 @@ use crate::ring::{PacketRing, Slot};
 use metronome_sched::TaskParams;
 use metronome_session::sender::{Input, JobTimes, Queued, SenderSession, Transmit};
 use metronome_time::{Bitrate, Distribution, Timestamp};
-use metronome_wire::rtp::patch_send_time;
+use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -208,6 +208,9 @@ pub enum Sent {
 #[derive(Default)]
 pub struct Cursor {
     head: Option<Slot>,
+    /// Packets dropped so far, which never left: the ones after them are renumbered so that
+    /// receivers see no gap for them (`wire::rtp::shift_sequence`).
+    seq_back: u16,
 }
 
 impl Cursor {
@@ -220,6 +223,7 @@ impl Cursor {
                 Some(slot) => {
                     let q = Queued {
                         id: slot.id,
+                        packets: 1,
                         due: slot.release,
                         wire_len: slot.len as u32,
                         payload_len: slot.payload_len as u32,
@@ -273,6 +277,9 @@ impl Cursor {
         let c = &rt.counters;
         let sent = match t {
             Some(Transmit::Send { late, .. }) => {
+                if self.seq_back != 0 {
+                    shift_sequence(slot.bytes_mut(), self.seq_back);
+                }
                 if rt.send_time_ext {
                     patch_send_time(slot.bytes_mut(), clock.wall());
                 }
@@ -296,7 +303,10 @@ impl Cursor {
                     .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
                 Sent::Sent(late)
             }
-            _ => Sent::Dropped,
+            _ => {
+                self.seq_back = self.seq_back.wrapping_add(1);
+                Sent::Dropped
+            }
         };
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);

@@ -117,8 +117,9 @@ impl SenderReports {
     }
 
     /// One more packet left, carrying `payload_octets` of payload.
-    pub fn on_sent(&mut self, payload_octets: u64) {
-        self.packets_sent += 1;
+    /// `packets` RTP packets carrying `payload_octets` have left.
+    pub fn on_sent(&mut self, packets: u64, payload_octets: u64) {
+        self.packets_sent += packets;
         self.octets_sent += payload_octets;
     }
 

@@ -42,10 +42,13 @@ pub struct SenderSessionConfig {
     pub queue_capacity: usize,
 }
 
-/// A packet the producer made, waiting in the driver's slot `id`.
+/// A packet the producer made, waiting in the driver's slot `id`; or a batch of packets that
+/// leave in one send call (the GSO batches of raw video), as one entry with one due time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Queued {
     pub id: u32,
+    /// RTP packets the entry carries: 1, or a batch's count.
+    pub packets: u32,
     /// When it is due to leave: the time its RTP timestamp names.
     pub due: Timestamp,
     /// Bytes on the wire (RTP header and payload).
@@ -360,10 +363,11 @@ impl SenderSession {
             return Some(Transmit::Drop { id, due, late });
         }
         self.started = true;
-        self.s.packets += 1;
+        self.s.packets += u64::from(head.packets);
         self.s.bytes += u64::from(head.wire_len);
         self.s.payload_octets += u64::from(head.payload_len);
-        self.reports.on_sent(u64::from(head.payload_len));
+        self.reports
+            .on_sent(u64::from(head.packets), u64::from(head.payload_len));
         self.controller.on_sent(now, u64::from(head.wire_len));
         Some(Transmit::Send { id, due, late, job })
     }

@@ -44,6 +44,7 @@ fn config(late: LatePolicy) -> SenderSessionConfig {
 fn packet(k: u32) -> Queued {
     Queued {
         id: k,
+        packets: 1,
         due: ms(2 * k as u64),
         wire_len: 1250,
         payload_len: 1238,
