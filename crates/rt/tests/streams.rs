@@ -427,3 +427,60 @@ fn patch_turns_a_live_streams_rate_knob_and_the_wire_follows_cleanly() {
         "{s:?}"
     );
 }
+
+/// `--overload shed`: a stream admitted on a declared cost far below what its jobs take (114
+/// packets due together, all within 100 µs) misses its deadlines; once a window of misses
+/// is measured the server stops the newest stream, which is that one, says so, and the
+/// stream admitted before it keeps running without a miss.
+#[test]
+fn overload_shed_stops_the_newest_stream_while_deadlines_are_missed() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, _received, stop) = sink();
+    let mut cfg = config(SchedKind::Edf, 1_000_000_000, Duration::from_micros(5));
+    cfg.overload = metronome_sched::OverloadPolicy::Shed;
+    let server = StreamServer::start(cfg).unwrap();
+    let mut calm = spec("calm", &file, port);
+    calm.period = None;
+    calm.deadline = None;
+    server.add(calm).unwrap();
+    let mut hog = StreamSpec::new("hog", vec![format!("rtp://127.0.0.1:{port}")]);
+    hog.size = Some("160x96".into());
+    hog.fps = Some(25);
+    hog.bitrate = Some(80_000_000);
+    // 15 ms of 80 Mbit/s is 114 packets a job, due within 100 µs: no loopback send is
+    // that cheap (under 1 µs each), but the declared cost says it is.
+    hog.period = Some(Duration::from_millis(15));
+    hog.deadline = Some(Duration::from_micros(100));
+    hog.cost = Some(Duration::from_micros(10));
+    server.add(hog).unwrap();
+    let mut warnings = Vec::new();
+    for _ in 0..60 {
+        std::thread::sleep(Duration::from_millis(100));
+        warnings.extend(server.take_warnings());
+        if !server.is_running("hog") {
+            break;
+        }
+    }
+    assert!(!server.is_running("hog"), "not shed: {warnings:?}");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("shed the newest stream 'hog'") && w.contains("missed")),
+        "{warnings:?}"
+    );
+    let calm = server
+        .stream("calm")
+        .expect("the older stream keeps running");
+    let misses_then = calm.deadline_misses;
+    std::thread::sleep(Duration::from_millis(1500));
+    let calm = server.stream("calm").unwrap();
+    assert!(calm.packets > 200, "{calm:?}");
+    assert_eq!(calm.deadline_misses, misses_then, "{calm:?}");
+    let out = server.shutdown();
+    let hog = out.streams.iter().find(|s| s.name == "hog").unwrap();
+    assert_eq!(hog.state, "removed");
+    assert!(hog.deadline_misses > 0, "{hog:?}");
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}
