@@ -47,6 +47,21 @@ pub struct PacingThreadReport {
     pub margin_ns: u64,
 }
 
+impl PacingThreadReport {
+    /// For a stream sent by a core shared with others: what the core was granted; its CPU
+    /// time and waiting belong to the core, not to one stream.
+    pub fn shared(grant: String) -> Self {
+        PacingThreadReport {
+            grant,
+            memory: "as its core's".into(),
+            cpu_s: 0.0,
+            wait_modes: WaitSelectorStats::default(),
+            throttle_guard_trips: 0,
+            margin_ns: 0,
+        }
+    }
+}
+
 pub struct PacingThread {
     rt_policy: RtPolicy,
     /// Follow the load (`WaitPolicy::Auto`): switch between sleeping and busy-polling.

@@ -42,7 +42,7 @@ pub use out::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
 pub use report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawSenderOutcome, RawSenderStatus};
 pub use sender::{
-    send_buffer_for, wire_bitrate, wire_geometry, RawControl, RawSendError, RawSender,
+    send_buffer_for, wire_bitrate, wire_geometry, RawControl, RawPlace, RawSendError, RawSender,
     RawSenderConfig,
 };
 pub use v4l2::V4l2Source;
@@ -215,7 +215,7 @@ pub(crate) mod tests {
     }
 
     /// A raw source that stalls once, for `stall`, before frame `at` (a producer held up).
-    struct StallsOnce {
+    pub(crate) struct StallsOnce {
         inner: metronome_media::raw::RawTestPattern,
         n: u64,
         at: u64,
@@ -223,6 +223,14 @@ pub(crate) mod tests {
     }
 
     impl StallsOnce {
+        /// The same, never stalling.
+        pub(crate) fn never() -> StallsOnce {
+            StallsOnce {
+                at: u64::MAX,
+                ..StallsOnce::at_frame_30()
+            }
+        }
+
         /// 100 frames a second of 64x48 4:2:2 10-bit, stalling 150 ms before frame 30.
         fn at_frame_30() -> StallsOnce {
             use metronome_media::raw::{Depth, RawTestPattern, Sampling};
@@ -294,5 +302,111 @@ pub(crate) mod tests {
         assert!(s.pacing.stalls >= 1, "{:?}", s.pacing);
         assert!(s.late_frames >= 10, "{s:?}");
         assert_eq!((r.frames_complete, r.frames_partial), (100, 0), "{r:?}");
+    }
+}
+
+#[cfg(test)]
+mod shared_core_tests {
+    use super::tests::StallsOnce;
+    use super::*;
+    use crate::streams::{SchedKind, ServerConfig, StreamServer, StreamSpec};
+    use crate::url::RtpUrl;
+    use metronome_media::raw::RawSource;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A raw stream admitted on a stream server's core runs as a lane of that core, beside an
+    /// MPEG-TS stream: its frames all arrive whole, the TS stream misses no deadline, the
+    /// core's admitted utilisation grows by the raw task's and shrinks back when it ends. A
+    /// raw stream the core cannot carry is refused with the reason.
+    #[test]
+    fn a_raw_stream_runs_on_a_shared_core_under_admission() {
+        let cfg = ServerConfig {
+            sched: SchedKind::Edf,
+            send_cost: Some(Duration::from_micros(5)),
+            rt: crate::streams::CoreRt::Off,
+            lock_memory: false,
+            seed: 3,
+            ..ServerConfig::default()
+        };
+        let server = Arc::new(StreamServer::start(cfg).unwrap());
+        let ts_sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut ts = StreamSpec::new(
+            "ts",
+            vec![format!("rtp://{}", ts_sink.local_addr().unwrap())],
+        );
+        ts.size = Some("160x96".into());
+        ts.bitrate = Some(1_000_000);
+        server.add(ts).unwrap();
+        let before = server.status().cores[0].utilisation_percent;
+        // The server has run a while: a stream that kept time on a clock of its own would
+        // look 200 ms late to the core (more than a frame period: dropped whole).
+        std::thread::sleep(Duration::from_millis(200));
+
+        let src = Box::new(StallsOnce::never());
+        let f = src.format();
+        let any = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let mut rcfg = RawReceiverConfig::new(any, f);
+        rcfg.frames = Some(100);
+        rcfg.duration = Some(Duration::from_secs(10));
+        rcfg.rt_policy = crate::thread::RtPolicy::Other;
+        let rx = RawReceiver::open(rcfg).unwrap();
+        let port = rx.local_addr().unwrap().port();
+        let dest = RtpUrl::parse_destination(&format!("rtp://127.0.0.1:{port}")).unwrap();
+        let mut scfg = RawSenderConfig::new(dest, 7, 99);
+        scfg.frames = Some(100);
+        scfg.max_payload = 300;
+        let sender = RawSender::open(src, scfg).unwrap();
+        let task = sender.task(&server.calibration());
+        let admitted = server.admit_raw("raw", task).unwrap();
+        assert_eq!(admitted.core, Some(0));
+        let during = server.status().cores[0].utilisation_percent;
+        assert!(
+            (during - before - task.utilisation() * 100.0).abs() < 0.01,
+            "{before}% + {}% ≠ {during}%",
+            task.utilisation() * 100.0
+        );
+        let stop = AtomicBool::new(false);
+        let (s, r) = std::thread::scope(|scope| {
+            let r = scope.spawn(|| rx.run(&stop, |_| {}));
+            let place = RawPlace::Server(server.clone(), admitted);
+            let s = sender
+                .run_on(place, Arc::new(RawControl::default()), &stop, |_| {})
+                .unwrap();
+            (s, r.join().unwrap().unwrap())
+        });
+        assert_eq!((s.frames_sent, s.send_errors), (100, 0), "{s:?}");
+        assert!(
+            s.realtime.starts_with("shared pacing core 0"),
+            "{}",
+            s.realtime
+        );
+        assert_eq!((r.frames_complete, r.frames_partial), (100, 0), "{r:?}");
+        let after = server.status().cores[0].utilisation_percent;
+        assert!((after - before).abs() < 0.01, "{before}% then {after}%");
+        let ts = server.stream("ts").unwrap();
+        assert!(ts.packets > 50, "{ts:?}");
+        assert_eq!(ts.deadline_misses, 0, "{ts:?}");
+
+        // 1080p60 10-bit at 5 µs a send does not fit a core: refused, saying why.
+        let big = metronome_media::raw::VideoFormat::new(
+            1920,
+            1080,
+            metronome_media::raw::Sampling::Ycbcr422,
+            metronome_media::raw::Depth::Ten,
+            60,
+            1,
+        )
+        .unwrap();
+        let src = Box::new(metronome_media::raw::RawTestPattern::new(big).unwrap());
+        let dest = RtpUrl::parse_destination("rtp://127.0.0.1:9").unwrap();
+        let heavy = RawSender::open(src, RawSenderConfig::new(dest, 8, 1)).unwrap();
+        let refused = server
+            .admit_raw("heavy", heavy.task(&server.calibration()))
+            .unwrap_err();
+        assert!(refused.message().contains("heavy"), "{refused:?}");
+        let server = Arc::try_unwrap(server).ok().unwrap();
+        server.shutdown();
     }
 }

@@ -8,14 +8,17 @@
 use super::out::RawOut;
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
-use super::stream::{thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt};
+use super::stream::{
+    frame_task, thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt,
+};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
-use crate::pacing_thread::PacingThreadConfig;
+use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
 use crate::streams::core::{Command, Core, CoreConfig, CoreShared};
 use crate::streams::rtcp::{exchange, say_bye};
 use crate::streams::stream::lock;
 use crate::streams::RtcpOut;
+use crate::streams::{Calibration, RawAdmission, StreamServer};
 use crate::thread::RtPolicy;
 use crate::udp::{
     wanted_for, FastSender, GsoStatus, RtcpSocket, SendPath, SocketOptions, UdpError,
@@ -27,7 +30,8 @@ use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::MediaError;
 use metronome_sched::st2110::FrameRate;
 use metronome_sched::{
-    FrameFormat, FrameSchedule, LatePolicy, PacingConfig, Policy, SenderType, WaitSelectorConfig,
+    FrameFormat, FrameSchedule, LatePolicy, PacingConfig, Policy, SenderType, TaskParams,
+    WaitSelectorConfig,
 };
 use metronome_session::raw::{RawPayError, RawPayloader, RawPayloaderConfig};
 use metronome_session::sender::{
@@ -155,6 +159,15 @@ pub enum RawSendError {
     Thread(&'static str, std::io::Error),
 }
 
+/// Where a raw stream is paced.
+pub enum RawPlace {
+    /// On a pacing core of its own (`serve --raw`, the benchmarks).
+    Own,
+    /// On the core of a stream server that admitted it (`StreamServer::admit_raw`), sharing
+    /// that core with the other streams on it; its admission is given back when it ends.
+    Server(Arc<StreamServer>, RawAdmission),
+}
+
 /// An opened raw sender: socket ready, buffers allocated, not yet sending.
 pub struct RawSender {
     source: Box<dyn RawSource>,
@@ -267,8 +280,36 @@ impl RawSender {
         self,
         ctl: Arc<RawControl>,
         stop: &AtomicBool,
+        on_status: impl FnMut(&RawSenderStatus),
+    ) -> Result<RawSenderOutcome, RawSendError> {
+        self.run_on(RawPlace::Own, ctl, stop, on_status)
+    }
+
+    /// The task admission control sees for this stream (see [`frame_task`]).
+    pub fn task(&self, cal: &Calibration) -> TaskParams {
+        frame_task(
+            &self.schedule,
+            self.cfg.batch_window,
+            self.payloader.packets_per_frame(),
+            self.payloader.packet_capacity(),
+            cal,
+        )
+    }
+
+    /// [`RawSender::run_with`], paced where `place` says: on a pacing core of its own, or as a
+    /// lane of a stream server's core it was admitted on (an RTSP session), sharing that core
+    /// with every other stream on it.
+    pub fn run_on(
+        self,
+        place: RawPlace,
+        ctl: Arc<RawControl>,
+        stop: &AtomicBool,
         mut on_status: impl FnMut(&RawSenderStatus),
     ) -> Result<RawSenderOutcome, RawSendError> {
+        let (server, admission) = match place {
+            RawPlace::Own => (None, None),
+            RawPlace::Server(s, a) => (Some(s), Some(a)),
+        };
         let RawSender {
             mut source,
             cfg,
@@ -284,7 +325,12 @@ impl RawSender {
         let description = source.describe();
         let packets_per_frame = payloader.packets_per_frame();
         let stride = payloader.packet_capacity();
-        let clock = Clock::new();
+        // On a server's core, the server's clock: every time the core compares is on it.
+        let clock = match &server {
+            Some(s) => s.clock(),
+            None => Arc::new(Clock::new()),
+        };
+        let clock = &*clock;
         let cpu0 = process_cpu_s();
         let epoch0 = clock.now() + cfg.preroll;
         let tframe = schedule.format().tframe();
@@ -355,7 +401,7 @@ impl RawSender {
         };
         let core = CoreShared::new(core_cfg.capacity);
         let rt = Arc::new(RawStreamRt::new(
-            1,
+            admission.as_ref().map_or(1, |a| a.id),
             ring,
             out,
             schedule,
@@ -364,6 +410,15 @@ impl RawSender {
             session,
         ));
         let mut rtcp_buf = [0u8; 1500];
+        // On a server's core, if it has one for the stream; else on a core of its own.
+        let shared = match (&server, &admission) {
+            (Some(s), Some(a)) if s.start_raw(a, rt.clone()) => Some((s, a)),
+            _ => None,
+        };
+        let wake = || match shared {
+            Some((s, a)) => s.wake_raw(a),
+            None => core.wake(),
+        };
         let (pacer, produced, ended_by) = std::thread::scope(|scope| {
             let producer = std::thread::Builder::new()
                 .name("metronome-raw-producer".into())
@@ -372,33 +427,38 @@ impl RawSender {
                     // machine delays it less.
                     crate::thread::spin_at_top_nice();
                     let cpu = thread_cpu_s();
-                    let r = produce(&mut *source, &mut payloader, &rt, &core, &clock, &plan);
+                    let r = produce(&mut *source, &mut payloader, &rt, &wake, clock, &plan);
                     rt.producer_done.store(true, Ordering::Release);
-                    core.wake();
+                    wake();
                     r.map(|why| (why, thread_cpu_s() - cpu))
                 })
                 .map_err(|e| RawSendError::Thread("producer", e))?;
-            let pacer = std::thread::Builder::new()
-                .name("metronome-raw-pacer".into())
-                .spawn_scoped(scope, || {
-                    let mut pacer = Core::new(&core_cfg, &core, &clock);
-                    // The table has room for it: the command cannot be refused.
-                    let _ = core.commands.push(Command::AddRaw(rt.clone()));
-                    while !rt.finished.load(Ordering::Acquire) {
-                        pacer.step();
-                    }
-                    PacerResult::new(&rt, pacer.finish())
-                })
-                .map_err(|e| RawSendError::Thread("pacer", e))?;
+            let pacer = if shared.is_none() {
+                let h = std::thread::Builder::new()
+                    .name("metronome-raw-pacer".into())
+                    .spawn_scoped(scope, || {
+                        let mut pacer = Core::new(&core_cfg, &core, clock);
+                        // The table has room for it: the command cannot be refused.
+                        let _ = core.commands.push(Command::AddRaw(rt.clone()));
+                        while !rt.finished.load(Ordering::Acquire) {
+                            pacer.step();
+                        }
+                        PacerResult::new(&rt, pacer.finish())
+                    })
+                    .map_err(|e| RawSendError::Thread("pacer", e))?;
+                Some(h)
+            } else {
+                None
+            };
             let mut next_status = epoch0 + Duration::from_secs(1);
             while !rt.finished.load(Ordering::Acquire) {
                 if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
                     rt.stop.store(true, Ordering::Release);
-                    core.wake();
+                    wake();
                 }
                 std::thread::sleep(STATUS_TURN);
                 if !rtcp.is_empty() {
-                    exchange(&rt.session, &rtcp, &clock, &mut rtcp_buf);
+                    exchange(&rt.session, &rtcp, clock, &mut rtcp_buf);
                 }
                 let heard = lock(&rt.session)
                     .reports()
@@ -414,7 +474,18 @@ impl RawSender {
                 }
             }
             rt.stop.store(true, Ordering::Release);
-            let pacer = pacer.join().expect("the raw pacer does not panic");
+            let pacer = match pacer {
+                Some(h) => h.join().expect("the raw pacer does not panic"),
+                None => {
+                    let grant = shared
+                        .map(|(s, a)| {
+                            let c = a.core.unwrap_or(0);
+                            format!("shared pacing core {c}: {}", s.core_grant(c))
+                        })
+                        .unwrap_or_default();
+                    PacerResult::new(&rt, PacingThreadReport::shared(grant))
+                }
+            };
             let produced = producer.join().expect("the raw producer does not panic");
             let ended_by = if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
                 "stopped"
@@ -426,10 +497,13 @@ impl RawSender {
             };
             Ok::<_, RawSendError>((pacer, produced, ended_by))
         })?;
+        if let (Some(s), Some(a)) = (server, admission) {
+            s.end_raw(a, &rt);
+        }
         let (_, producer_cpu_s) = produced?;
         // A paused RTSP session's source is not leaving: no BYE then (RFC 3550 §6.6).
         if !ctl.quiet.load(Ordering::Relaxed) && !rtcp.is_empty() {
-            say_bye(&rt.session, &rtcp, &clock, &mut rtcp_buf);
+            say_bye(&rt.session, &rtcp, clock, &mut rtcp_buf);
         }
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
@@ -543,7 +617,7 @@ fn produce(
     source: &mut dyn RawSource,
     pay: &mut RawPayloader,
     rt: &RawStreamRt,
-    core: &CoreShared,
+    wake: &dyn Fn(),
     clock: &Clock,
     plan: &Plan,
 ) -> Result<&'static str, RawSendError> {
@@ -593,12 +667,12 @@ fn produce(
         slot.epoch = if self_timed { ready } else { epoch };
         // The pacer sleeps until the next frame on the grid is due; it needs waking only for a
         // frame that is (nearly) due already: a camera's, or one produced late.
-        let wake = slot.epoch <= ready + WAKE_PACER_WITHIN;
+        let wake_pacer = slot.epoch <= ready + WAKE_PACER_WITHIN;
         slot.capture_ns = frame.capture_ns;
         slot.ready_at = ready;
         ring.publish(slot);
-        if wake {
-            core.wake();
+        if wake_pacer {
+            wake();
         }
         n += 1;
     }

@@ -214,24 +214,72 @@ impl RawStreamRt {
         self.settings.late_threshold
     }
 
-    /// Where packet `k`'s batch ends (exclusive): the packets due within the batch window after
-    /// it, at most [`RawStreamRt::max_batch`] (a burst: the whole frame).
+    /// Where packet `k`'s batch ends (exclusive), see [`batch_end`].
     fn batch_end(&self, epoch: Timestamp, k: usize, n: usize) -> usize {
-        let sched = self.schedule;
-        if sched.sender_type() == SenderType::Burst {
-            return n;
-        }
-        let limit = sched.send_time(epoch, k as u32) + self.settings.batch_window;
-        let max = k
-            .saturating_add(self.max_batch.min(GSO_MAX_SEGMENTS))
-            .min(n);
-        let mut j = k + 1;
-        while j < max && sched.send_time(epoch, j as u32) <= limit {
-            j += 1;
-        }
-        j
+        batch_end(&self.schedule, self.settings.batch_window, epoch, k, n)
     }
 }
+
+/// Where the batch that starts with packet `k` of a frame of `n` ends (exclusive): the packets
+/// due within `window` after it, at most the model's burst limit (CMAX − 1) and one GSO call.
+/// A burst's frame is all due at once and goes in GSO calls of [`GSO_MAX_SEGMENTS`], each a
+/// job of its own, so that a pacing core shared with other streams can send their packets
+/// between them.
+pub fn batch_end(
+    schedule: &FrameSchedule,
+    window: Duration,
+    epoch: Timestamp,
+    k: usize,
+    n: usize,
+) -> usize {
+    let max = k
+        .saturating_add(max_batch(schedule).min(GSO_MAX_SEGMENTS))
+        .min(n);
+    if schedule.sender_type() == SenderType::Burst {
+        return max;
+    }
+    let limit = schedule.send_time(epoch, k as u32) + window;
+    let mut j = k + 1;
+    while j < max && schedule.send_time(epoch, j as u32) <= limit {
+        j += 1;
+    }
+    j
+}
+
+/// A raw stream as a real-time task, for admission: a job per frame period (its deadline the
+/// next frame), costing a send call and a job's bookkeeping per batch plus a GSO segment per
+/// further packet, at the calibrated costs; its link rate counts IP/UDP headers.
+///
+/// The test counts the CPU each frame takes within its period; that a paced model's batches
+/// leave at their own times within it is the pacer's work, not proven by the test (a job of a
+/// shared core is one batch, so other streams wait at most one GSO call: the blocking term).
+pub fn frame_task(
+    schedule: &FrameSchedule,
+    window: Duration,
+    packets: usize,
+    datagram_bytes: usize,
+    cal: &crate::streams::Calibration,
+) -> metronome_sched::TaskParams {
+    let tframe = schedule.format().tframe();
+    let mut batches = 0u32;
+    let mut k = 0;
+    while k < packets {
+        batches += 1;
+        k = batch_end(schedule, window, Timestamp::ZERO, k, packets);
+    }
+    let further = (packets as u32).saturating_sub(batches);
+    let cost = (cal.per_packet + cal.per_job) * batches + cal.per_segment * further;
+    let wire_bits = (packets as u64) * ((datagram_bytes + IP_UDP) as u64) * 8;
+    metronome_sched::TaskParams {
+        period: tframe,
+        deadline: tframe,
+        cost,
+        bitrate_bps: (wire_bits as f64 / tframe.as_secs_f64()).ceil() as u64,
+    }
+}
+
+/// IPv4 and UDP headers, counted in the link rate.
+const IP_UDP: usize = 28;
 
 /// The frame in hand and how far through it the cursor is.
 struct InHand {

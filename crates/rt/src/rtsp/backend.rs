@@ -12,7 +12,7 @@
 use super::mounts::{Mounts, RawMount, SharedRawSource};
 use crate::control::ControlError;
 use crate::interleaved::{ConnOut, Inbox};
-use crate::raw::{send_buffer_for, wire_bitrate, RawControl, RawOut, RawSender};
+use crate::raw::{send_buffer_for, RawControl, RawOut, RawPlace, RawSender};
 use crate::streams::{MediaOut, RtcpOut, SessionOutlet, StartInfo, StreamServer};
 use crate::udp::{bind_pair, FastSender, RtcpSocket, SocketOptions, UdpSender};
 use crate::url::RtpUrl;
@@ -100,9 +100,8 @@ struct RawSession {
 
 struct RawPlay {
     ctl: Arc<RawControl>,
+    /// Runs the session's sender; it gives its admission back when it ends.
     thread: JoinHandle<()>,
-    /// The link reservation admission made for it.
-    link: u64,
     first_seq: u16,
     first_rtptime: u32,
 }
@@ -460,7 +459,6 @@ impl MediaBackend {
                 play.ctl.quiet.store(!bye, Ordering::Relaxed);
                 play.ctl.stop.store(true, Ordering::Release);
                 let _ = play.thread.join();
-                self.server.release_link(play.link);
                 let sent = play.ctl.counters.packets.load(Ordering::Relaxed);
                 s.next_seq = Some(play.first_seq.wrapping_add(sent as u16));
             }
@@ -556,44 +554,39 @@ impl MediaBackend {
                 ))
             }
         };
-        let bps = wire_bitrate(&m.format, &cfg).map_err(refuse)?;
-        let link = self.server.reserve_link(&name, bps).map_err(refusal)?;
-        let opened = RawSender::open_with(
+        let sender = RawSender::open_with(
             Box::new(raw.source.clone()),
             cfg,
             out,
             rtcp.into_iter().collect(),
-        );
-        let sender = match opened {
-            Ok(sender) => sender,
-            Err(e) => {
-                self.server.release_link(link);
-                return Err(refuse(e));
-            }
-        };
+        )
+        .map_err(refuse)?;
+        // Admitted on a pacing core like every stream: the core's schedulability test and
+        // the link; it runs as a lane of that core.
+        let task = sender.task(&self.server.calibration());
+        let admitted = self.server.admit_raw(&name, task).map_err(refusal)?;
         let (seq, rtptime) = sender.first_packet();
         let ctl = Arc::new(RawControl::default());
         let thread = {
-            let ctl = ctl.clone();
+            let (ctl, server, place) = (ctl.clone(), self.server.clone(), admitted.clone());
             std::thread::Builder::new()
                 .name("metronome-raw-session".into())
                 .spawn(move || {
                     let never = AtomicBool::new(false);
                     // What it measured is for `serve --raw`; a session's clients measure it.
-                    let _ = sender.run_with(ctl, &never, |_| {});
+                    let _ = sender.run_on(RawPlace::Server(server, place), ctl, &never, |_| {});
                 })
         };
         let thread = match thread {
             Ok(t) => t,
             Err(e) => {
-                self.server.release_link(link);
+                self.server.release_raw(admitted);
                 return Err(Refusal::Internal(format!("could not start a sender: {e}")));
             }
         };
         raw.play = Some(RawPlay {
             ctl,
             thread,
-            link,
             first_seq: seq,
             first_rtptime: rtptime,
         });

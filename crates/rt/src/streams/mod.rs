@@ -27,7 +27,9 @@ pub use calibrate::Calibration;
 pub use config::{SchedKind, ServeConfig};
 pub use open::task_for;
 pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
-pub use server::{CoreRt, PacerView, ServerConfig, ServerError, ServerOutcome, StreamServer};
+pub use server::{
+    CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,
+};
 pub use spec::{
     format_bitrate, parse_bitrate, parse_duration, parse_share, SourceSpec, SpecError, StreamSpec,
 };
