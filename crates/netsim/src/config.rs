@@ -33,6 +33,15 @@ pub struct LinkConfig {
     /// Drop-tail limit, in bytes, of the queue in front of the rate limiter. `None` is unbounded.
     /// Has no effect without a rate (nothing ever waits).
     pub queue_limit_bytes: Option<usize>,
+    /// Drop-tail limit, in packets, of the same queue (the packet on the wire included), as a
+    /// router's or tbf's queue counts them. `None` is unbounded; no effect without a rate.
+    pub queue_limit_packets: Option<usize>,
+    /// netem's own `limit` (tc-netem(8), `sch->limit` in `sch_netem.c`): a packet is dropped
+    /// when the link already holds this many, counting every packet accepted and not yet
+    /// delivered, those still serving their delay included. This is how an experiment run with
+    /// netem's `limit` is reproduced as it ran: with 20 ms of delay, a limit of 2 passes at most
+    /// 2 packets per 20 ms whatever the rate. Checked after loss, as netem does.
+    pub netem_limit: Option<usize>,
 }
 
 impl Default for LinkConfig {
@@ -46,6 +55,8 @@ impl Default for LinkConfig {
             reorder_delay: Duration::ZERO,
             duplicate: 0.0,
             queue_limit_bytes: None,
+            queue_limit_packets: None,
+            netem_limit: None,
         }
     }
 }

@@ -5,20 +5,23 @@
 //! 1. **loss**, decided per packet by the [`LossModel`](crate::LossModel). As in netem
 //!    (`netem_enqueue()` in Linux `sch_netem.c` decides loss before the queue), a lost packet takes
 //!    no room in the queue and no time on the wire.
-//! 2. **drop-tail queue**: with a rate and a `queue_limit_bytes`, the packet is dropped if the bytes
+//! 2. **netem's limit** (`netem_limit`): dropped if the link already holds that many packets,
+//!    counting every one accepted and not yet delivered (`sch->q.qlen >= sch->limit` in
+//!    `netem_enqueue()`).
+//! 3. **drop-tail queue**: with a rate and a `queue_limit_bytes`, the packet is dropped if the bytes
 //!    accepted but not yet fully serialized, plus its own, would exceed the limit (the arriving
 //!    packet is the one dropped, as in ns-2's `DropTail`, `queue/drop-tail.cc`). Unlike ns-2, whose
 //!    limit counts packets waiting behind the one on the wire, ours counts bytes and includes the
 //!    packet being serialized until its last bit has left, so a limit of `L` holds `L / size`
-//!    back-to-back packets of equal size.
-//! 3. **serialization**: `departure = max(now, previous departure) + size·8 / rate`, one packet
+//!    back-to-back packets of equal size. `queue_limit_packets` counts the same packets.
+//! 4. **serialization**: `departure = max(now, previous departure) + size·8 / rate`, one packet
 //!    after another; the queue feeds the wire only when it is free (ns-2 `LinkDelay::recv()`,
 //!    `link/delay.cc`: the transmission time is `8·size / bandwidth_`, after which the queue resumes).
-//! 4. **propagation**: `arrival = departure + delay + U[0, jitter]` (ns-2 schedules the receive at
+//! 5. **propagation**: `arrival = departure + delay + U[0, jitter]` (ns-2 schedules the receive at
 //!    `txtime + delay_`), then raised to the previous in-order arrival, so jitter never reorders.
-//! 5. **reordering**: a packet picked with probability `reorder` gets `reorder_delay` on top and
+//! 6. **reordering**: a packet picked with probability `reorder` gets `reorder_delay` on top and
 //!    does not raise the floor for later packets, which may then overtake it.
-//! 6. **duplication**: with probability `duplicate` a copy arrives right after the original. The copy
+//! 7. **duplication**: with probability `duplicate` a copy arrives right after the original. The copy
 //!    is made past the bottleneck (as when a link-layer ACK is lost), so it costs no queue room or
 //!    wire time; netem instead puts the copy through the qdisc again.
 //!
@@ -35,7 +38,8 @@ use crate::loss::LossProcess;
 use metronome_time::Timestamp;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::time::Duration;
 
 /// What became of a packet handed to [`Link::send`].
@@ -86,6 +90,8 @@ pub struct Link<T> {
     /// Arrival of the last packet not picked for reordering: no later packet arrives before it.
     last_in_order: Timestamp,
     in_flight: EventQueue<(usize, T)>,
+    /// Arrival times of the packets accepted and not yet arrived (for `netem_limit`).
+    held: BinaryHeap<Reverse<Timestamp>>,
     stats: LinkStats,
 }
 
@@ -102,6 +108,7 @@ impl<T> Link<T> {
             queued_bytes: 0,
             last_in_order: Timestamp::ZERO,
             in_flight: EventQueue::new(),
+            held: BinaryHeap::new(),
             stats: LinkStats::default(),
         }
     }
@@ -163,11 +170,23 @@ impl<T: Clone> Link<T> {
             self.stats.lost += 1;
             return SendOutcome::Lost;
         }
+        if let Some(limit) = self.cfg.netem_limit {
+            while self.held.peek().is_some_and(|Reverse(t)| *t <= now) {
+                self.held.pop();
+            }
+            if self.held.len() >= limit {
+                self.stats.dropped_queue += 1;
+                return SendOutcome::DroppedQueueFull;
+            }
+        }
         let Some(departure) = self.serialize(now, size_bytes) else {
             self.stats.dropped_queue += 1;
             return SendOutcome::DroppedQueueFull;
         };
         let arrival = self.arrival(departure, &draws);
+        if self.cfg.netem_limit.is_some() {
+            self.held.push(Reverse(arrival));
+        }
         if draws.duplicate < self.cfg.duplicate {
             self.stats.duplicated += 1;
             let copy = item.clone();
@@ -195,6 +214,11 @@ impl<T> Link<T> {
         }
         if let Some(limit) = self.cfg.queue_limit_bytes {
             if self.queued_bytes.saturating_add(size) > limit {
+                return None;
+            }
+        }
+        if let Some(limit) = self.cfg.queue_limit_packets {
+            if self.on_queue.len() >= limit {
                 return None;
             }
         }

@@ -96,9 +96,12 @@ prop_compose! {
         reorder_delay in duration(20),
         duplicate in prop_oneof![Just(0.0), prob()],
         queue_limit_bytes in prop::option::of(0usize..50_000),
+        queue_limit_packets in prop::option::of(0usize..40),
+        netem_limit in prop::option::of(0usize..40),
     ) -> LinkConfig {
         LinkConfig {
             rate_bps, delay, jitter, loss, reorder, reorder_delay, duplicate, queue_limit_bytes,
+            queue_limit_packets, netem_limit,
         }
     }
 }

@@ -234,6 +234,8 @@ fn same_seed_same_run_and_other_seeds_differ() {
         reorder_delay: Duration::from_millis(2),
         duplicate: 0.02,
         queue_limit_bytes: Some(20_000),
+        queue_limit_packets: Some(12),
+        netem_limit: Some(40),
     };
     let run = |seed| {
         let mut link = Link::new(cfg.clone(), seed);
