@@ -13,6 +13,13 @@ use std::time::Duration;
 pub struct LinkConfig {
     /// Serialization rate in bit/s; `None` is infinite (a packet leaves the moment it is sent).
     pub rate_bps: Option<u64>,
+    /// With a rate: the link is a token bucket, as tc-tbf shapes, instead of a serializer.
+    /// Tokens accrue at `rate_bps` up to this many bytes (tbf's `burst`; the bucket starts
+    /// full); a packet leaves as soon as the bucket holds its size, so after an idle spell up
+    /// to `burst` bytes leave at once, and over time no more than `rate_bps` passes. Packets
+    /// wait in order; `queue_limit_bytes` is tbf's `limit`. A packet larger than the bucket is
+    /// dropped, as tbf drops it.
+    pub burst_bytes: Option<usize>,
     /// Propagation delay, added to every packet after serialization.
     pub delay: Duration,
     /// Extra delay drawn uniformly from `[0, jitter]` per packet. Order-preserving: a packet never
@@ -48,6 +55,7 @@ impl Default for LinkConfig {
     fn default() -> Self {
         LinkConfig {
             rate_bps: None,
+            burst_bytes: None,
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
             loss: LossModel::None,

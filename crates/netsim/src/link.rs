@@ -84,6 +84,9 @@ pub struct Link<T> {
     /// `bits·10⁹ mod rate` left over by the previous packet, carried so that a busy period takes
     /// exactly `total bits / rate` despite nanosecond resolution.
     carry: u64,
+    /// Token bucket (`burst_bytes`): tokens, in bit·10⁹ (so that accrual, `rate · ns`, is exact),
+    /// as of `busy_until`.
+    tokens: u128,
     /// Accepted packets not yet fully serialized, as (departure, size), earliest first.
     on_queue: VecDeque<(Timestamp, usize)>,
     queued_bytes: usize,
@@ -98,12 +101,14 @@ pub struct Link<T> {
 impl<T> Link<T> {
     /// A link with configuration `cfg` whose randomness comes from `seed` alone.
     pub fn new(cfg: LinkConfig, seed: u64) -> Self {
+        let tokens = full_bucket(&cfg);
         Link {
             loss: LossProcess::new(cfg.loss),
             cfg,
             rng: ChaCha8Rng::seed_from_u64(seed),
             busy_until: Timestamp::ZERO,
             carry: 0,
+            tokens,
             on_queue: VecDeque::new(),
             queued_bytes: 0,
             last_in_order: Timestamp::ZERO,
@@ -222,6 +227,18 @@ impl<T> Link<T> {
                 return None;
             }
         }
+        if let Some(burst) = self.cfg.burst_bytes {
+            if size > burst {
+                // It would never find enough tokens: tbf drops it too.
+                return None;
+            }
+            let departure = self.bucket(now, rate, burst, size);
+            self.on_queue.push_back((departure, size));
+            self.queued_bytes += size;
+            let wait = departure.saturating_since(now);
+            self.stats.max_queue_delay = self.stats.max_queue_delay.max(wait);
+            return Some(departure);
+        }
         let start = if self.busy_until < now {
             self.carry = 0; // the link went idle: no fraction of a nanosecond is owed
             now
@@ -235,6 +252,29 @@ impl<T> Link<T> {
         let wait = start.saturating_since(now);
         self.stats.max_queue_delay = self.stats.max_queue_delay.max(wait);
         Some(departure)
+    }
+
+    /// The token bucket: when a packet of `size` bytes offered at `now` leaves, behind the
+    /// packets before it, and takes its tokens. Exact in integers: tokens are bit·10⁹ and
+    /// accrue `rate` per ns.
+    fn bucket(&mut self, now: Timestamp, rate: u64, burst: usize, size: usize) -> Timestamp {
+        let cap = burst as u128 * 8 * 1_000_000_000;
+        let need = size as u128 * 8 * 1_000_000_000;
+        let from = self.busy_until.max(now);
+        let idle = from.saturating_since(self.busy_until).as_nanos();
+        let mut tokens = (self.tokens + idle * rate as u128).min(cap);
+        let mut departure = from;
+        if tokens < need {
+            if rate == 0 {
+                return Timestamp::MAX;
+            }
+            let wait = (need - tokens).div_ceil(rate as u128);
+            departure = from + Duration::from_nanos(u64::try_from(wait).unwrap_or(u64::MAX));
+            tokens += wait * rate as u128;
+        }
+        self.tokens = tokens.min(cap).saturating_sub(need);
+        self.busy_until = departure;
+        departure
     }
 
     /// `size·8 / rate` seconds, in whole nanoseconds, carrying the remainder to the next packet.
@@ -262,6 +302,11 @@ impl<T> Link<T> {
             base
         }
     }
+}
+
+/// A token bucket's tokens when full (tc-tbf starts full), in bit·10⁹.
+fn full_bucket(cfg: &LinkConfig) -> u128 {
+    cfg.burst_bytes.map_or(0, |b| b as u128 * 8 * 1_000_000_000)
 }
 
 /// The variates one packet consumes, always all of them, always in this order.

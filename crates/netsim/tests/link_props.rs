@@ -89,6 +89,7 @@ fn loss_model() -> impl Strategy<Value = LossModel> {
 prop_compose! {
     fn link_config()(
         rate_bps in prop::option::of(100_000u64..1_000_000_000),
+        burst_bytes in prop::option::of(1000usize..100_000),
         delay in duration(50),
         jitter in prop_oneof![Just(Duration::ZERO), duration(20)],
         loss in loss_model(),
@@ -100,8 +101,8 @@ prop_compose! {
         netem_limit in prop::option::of(0usize..40),
     ) -> LinkConfig {
         LinkConfig {
-            rate_bps, delay, jitter, loss, reorder, reorder_delay, duplicate, queue_limit_bytes,
-            queue_limit_packets, netem_limit,
+            rate_bps, burst_bytes, delay, jitter, loss, reorder, reorder_delay, duplicate,
+            queue_limit_bytes, queue_limit_packets, netem_limit,
         }
     }
 }

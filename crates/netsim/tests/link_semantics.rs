@@ -222,6 +222,7 @@ fn jitter_never_reorders() {
 fn same_seed_same_run_and_other_seeds_differ() {
     let cfg = LinkConfig {
         rate_bps: Some(10_000_000),
+        burst_bytes: None,
         delay: Duration::from_millis(10),
         jitter: Duration::from_millis(3),
         loss: LossModel::GilbertElliott {

@@ -123,3 +123,55 @@ fn netem_limit_reproduces_the_closed_form_of_seed_001s_udp_table() {
     }
     eprintln!("{table}");
 }
+
+/// A token bucket (tc-tbf): after an idle spell `burst` bytes leave at once, and by any time
+/// `t` no more than `burst + rate·t` bytes have left; under a load above its rate it passes its
+/// rate (within 1 %), and `limit` bytes wait at most.
+#[test]
+fn a_token_bucket_passes_its_burst_at_once_and_its_rate_over_time() {
+    let rate = 8_000_000; // 1 MB/s
+    let cfg = LinkConfig {
+        rate_bps: Some(rate),
+        burst_bytes: Some(15_000),
+        queue_limit_bytes: Some(30_000),
+        ..LinkConfig::default()
+    };
+    let mut link = Link::new(cfg, 3);
+    // Ten 1500-byte packets at t = 0: the full bucket lets all ten leave at once.
+    for i in 0..10 {
+        assert_eq!(link.send(Timestamp::ZERO, 1500, i), SendOutcome::Queued);
+    }
+    let at_once: Vec<_> = std::iter::from_fn(|| link.poll_deliver(Timestamp::ZERO)).collect();
+    assert_eq!(at_once.len(), 10);
+    // Then 12 Mbit/s offered for 10 s (1000 packets a second): the bucket passes 8 Mbit/s, the
+    // rest waits up to the limit and is dropped beyond it.
+    let mut delivered_bytes = 0u64;
+    let mut bound_checked = 0;
+    for i in 0..10_000u64 {
+        let now = Timestamp::ZERO + Duration::from_micros(1000 * i);
+        while let Some((at, _)) = link.poll_deliver(now) {
+            delivered_bytes += 1500;
+            // The first burst emptied the bucket at t = 0: since then no more than what
+            // accrued has left.
+            let allowed = at.as_nanos() * (rate / 8) / 1_000_000_000;
+            assert!(delivered_bytes <= allowed, "{delivered_bytes} B by {at:?}");
+            bound_checked += 1;
+        }
+        link.send(now, 1500, 10 + i);
+    }
+    assert!(bound_checked > 5000);
+    let rate_seen = delivered_bytes as f64 * 8.0 / 10.0;
+    assert!(
+        (rate_seen - rate as f64).abs() < 0.01 * rate as f64,
+        "{rate_seen} bit/s through an {rate} bit/s bucket"
+    );
+    assert!(link.stats().dropped_queue > 0);
+    assert!(
+        link.stats().max_queue_delay <= Duration::from_millis(31),
+        "{:?}",
+        link.stats()
+    );
+    // A packet larger than the bucket never fits: dropped, as tbf drops it.
+    let t = Timestamp::ZERO + Duration::from_secs(20);
+    assert_eq!(link.send(t, 20_000, 0), SendOutcome::DroppedQueueFull);
+}
