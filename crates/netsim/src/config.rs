@@ -27,6 +27,10 @@ pub struct LinkConfig {
     /// netem, whose jitter is centred on `delay` (`delay ± jitter`, tc-netem(8)) and can reorder
     /// packets (its `tfifo` sorts by time to send); ours only adds, and keeps order.
     pub jitter: Duration,
+    /// How `jitter` is drawn: uniformly added and order-preserving (the default, above), or as
+    /// netem's `distribution normal`: `delay + jitter·z`, z standard normal, never below zero,
+    /// with or without reordering.
+    pub jitter_model: JitterModel,
     /// Which packets are lost on the link, decided per packet from the seeded RNG.
     pub loss: LossModel,
     /// Probability that a packet is held back `reorder_delay` extra, so later packets overtake it.
@@ -58,6 +62,7 @@ impl Default for LinkConfig {
             burst_bytes: None,
             delay: Duration::ZERO,
             jitter: Duration::ZERO,
+            jitter_model: JitterModel::Uniform,
             loss: LossModel::None,
             reorder: 0.0,
             reorder_delay: Duration::ZERO,
@@ -67,6 +72,19 @@ impl Default for LinkConfig {
             netem_limit: None,
         }
     }
+}
+
+/// How a link draws each packet's jitter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JitterModel {
+    /// `U[0, jitter]` added to the delay; a packet never arrives before the one sent before it.
+    #[default]
+    Uniform,
+    /// netem's `delay D J distribution normal`: `D + J·z` with `z` standard normal (drawn by the
+    /// inverse normal CDF from the packet's variate), clamped at zero. With `reorder`, a packet
+    /// may overtake the ones before it, as netem's time-sorted queue lets it without a rate;
+    /// without, it waits for them, as netem does once a rate is set.
+    Normal { reorder: bool },
 }
 
 /// How a link loses packets.

@@ -38,7 +38,7 @@ pub mod link;
 pub mod loss;
 pub mod pair;
 
-pub use config::{ConfigError, LinkConfig, LossModel};
+pub use config::{ConfigError, JitterModel, LinkConfig, LossModel};
 pub use event::EventQueue;
 pub use link::{Link, LinkStats, SendOutcome};
 pub use pair::{

@@ -1,6 +1,6 @@
 //! Invariants of the link over random configurations and send schedules.
 
-use metronome_netsim::{Link, LinkConfig, LinkStats, LossModel, SendOutcome};
+use metronome_netsim::{JitterModel, Link, LinkConfig, LinkStats, LossModel, SendOutcome};
 use metronome_time::Timestamp;
 use proptest::prelude::*;
 use std::time::Duration;
@@ -92,6 +92,11 @@ prop_compose! {
         burst_bytes in prop::option::of(1000usize..100_000),
         delay in duration(50),
         jitter in prop_oneof![Just(Duration::ZERO), duration(20)],
+        jitter_model in prop_oneof![
+            Just(JitterModel::Uniform),
+            Just(JitterModel::Normal { reorder: true }),
+            Just(JitterModel::Normal { reorder: false }),
+        ],
         loss in loss_model(),
         reorder in prop_oneof![Just(0.0), prob()],
         reorder_delay in duration(20),
@@ -101,7 +106,7 @@ prop_compose! {
         netem_limit in prop::option::of(0usize..40),
     ) -> LinkConfig {
         LinkConfig {
-            rate_bps, burst_bytes, delay, jitter, loss, reorder, reorder_delay, duplicate,
+            rate_bps, burst_bytes, delay, jitter, jitter_model, loss, reorder, reorder_delay, duplicate,
             queue_limit_bytes, queue_limit_packets, netem_limit,
         }
     }
@@ -119,8 +124,14 @@ proptest! {
         cfg in link_config(), seed in any::<u64>(), sched in schedule()
     ) {
         let trace = run(&cfg, seed, &sched);
+        // The delay is a floor for the uniform jitter; normal jitter goes below it, never
+        // below zero.
+        let floor = match cfg.jitter_model {
+            JitterModel::Uniform => cfg.delay,
+            JitterModel::Normal { .. } => Duration::ZERO,
+        };
         for d in &trace.deliveries {
-            prop_assert!(d.arrival >= d.pkt.sent + cfg.delay, "{d:?} before send + delay");
+            prop_assert!(d.arrival >= d.pkt.sent + floor, "{d:?} before send + delay");
             prop_assert!(d.arrival <= d.polled_at, "{d:?} handed out before its arrival");
         }
         prop_assert!(trace.deliveries.windows(2).all(|w| w[0].arrival <= w[1].arrival));
@@ -131,6 +142,9 @@ proptest! {
         mut cfg in link_config(), seed in any::<u64>(), sched in schedule()
     ) {
         cfg.reorder = 0.0;
+        if cfg.jitter_model == (JitterModel::Normal { reorder: true }) {
+            cfg.jitter_model = JitterModel::Normal { reorder: false };
+        }
         let trace = run(&cfg, seed, &sched);
         let ids: Vec<_> = trace.deliveries.iter().map(|d| d.pkt.id).collect();
         prop_assert!(ids.windows(2).all(|w| w[0] <= w[1]), "reordered: {ids:?}");

@@ -1,6 +1,6 @@
 //! Link semantics worked out by hand.
 
-use metronome_netsim::{Link, LinkConfig, LossModel, SendOutcome};
+use metronome_netsim::{JitterModel, Link, LinkConfig, LossModel, SendOutcome};
 use metronome_time::Timestamp;
 use std::time::Duration;
 
@@ -225,6 +225,7 @@ fn same_seed_same_run_and_other_seeds_differ() {
         burst_bytes: None,
         delay: Duration::from_millis(10),
         jitter: Duration::from_millis(3),
+        jitter_model: JitterModel::Uniform,
         loss: LossModel::GilbertElliott {
             p_good_to_bad: 0.05,
             p_bad_to_good: 0.3,
