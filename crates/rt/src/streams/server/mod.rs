@@ -7,7 +7,7 @@
 
 use super::calibrate::{calibrate, Calibration};
 use super::config::SchedKind;
-use super::core::{run_core, Command, CoreConfig, CoreShared};
+use super::core::{run_core, Command, CoreShared};
 use super::naive::spawn_naive;
 use super::open::{open_stream, Given, Opened};
 use super::outlet::{SessionOutlet, StartInfo};
@@ -17,15 +17,12 @@ use super::status::{CoreView, ServerStatus, StreamStatus};
 use super::stream::{lock, StreamRt};
 use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
-use crate::host::{HostLoad, HostWatch};
-use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
-use crate::raw::stream::RawStreamRt;
-use crate::sender::WaitPolicy;
-use crate::thread::{self, RtPolicy};
-use crate::wait::WaiterConfig;
+use crate::host::HostWatch;
+use crate::pacing_thread::PacingThreadReport;
+use crate::thread;
 use metronome_media::TsSource;
-use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams, WaitSelectorConfig};
-use metronome_sched::{OverloadPolicy, OverloadWatch, PacingConfig};
+use metronome_sched::OverloadWatch;
+use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams};
 use metronome_session::sender::Input;
 use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
@@ -35,105 +32,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How the pacing threads run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CoreRt {
-    /// SCHED_FIFO where permitted, else an ordinary thread (said in the grant).
-    Auto,
-    /// SCHED_FIFO, asked for explicitly (the grant says if the system refused it).
-    Fifo,
-    /// SCHED_DEADLINE with a budget that grows with the admitted streams; the kernel's own
-    /// admission control then applies to every stream start.
-    Deadline,
-    /// Ordinary threads.
-    Off,
-}
+mod config;
+mod control;
+mod outcome;
+mod raw;
 
-#[derive(Clone, Debug)]
-pub struct ServerConfig {
-    pub sched: SchedKind,
-    pub rt_cores: usize,
-    /// Share of each real-time core the pacer may use.
-    pub core_budget: f64,
-    pub link_capacity_bps: Option<u64>,
-    pub rt: CoreRt,
-    pub wait: WaitPolicy,
-    /// Pin core `i`'s pacing thread to `cpus[i]`. By default (with `isolate`) the pacers take
-    /// the last CPUs.
-    pub cpus: Option<Vec<usize>>,
-    /// Keep the producers and the RTCP thread off the pacers' CPUs, so that nothing but the
-    /// kernel shares a real-time core with its pacer. Needs more CPUs than `rt_cores`, and is
-    /// not done under SCHED_DEADLINE (which refuses pinned threads).
-    pub isolate: bool,
-    pub lock_memory: bool,
-    pub producers: usize,
-    pub preroll: Duration,
-    pub default_ring: usize,
-    /// Per-packet send cost to budget; measured at start-up when `None`.
-    pub send_cost: Option<Duration>,
-    /// Most streams per core (the pacing thread's table size).
-    pub streams_per_core: usize,
-    pub rtcp_min_interval: Duration,
-    /// What every stream does after a stall: catch up at a bounded rate or drop what is late
-    /// (the link's capacity, if declared, caps catching up).
-    pub pacing: PacingConfig,
-    /// What to do when the admitted set no longer fits the host (measured send cost over its
-    /// budget, missed deadlines): warn, refuse new streams, or shed the newest.
-    pub overload: OverloadPolicy,
-    pub seed: u64,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            sched: SchedKind::Edf,
-            rt_cores: 1,
-            core_budget: 0.95,
-            link_capacity_bps: None,
-            rt: CoreRt::Auto,
-            wait: WaitPolicy::Auto,
-            cpus: None,
-            isolate: true,
-            lock_memory: true,
-            producers: 2,
-            preroll: Duration::from_millis(300),
-            default_ring: 1024,
-            send_cost: None,
-            streams_per_core: 4096,
-            rtcp_min_interval: Duration::from_secs(1),
-            pacing: PacingConfig::default(),
-            overload: OverloadPolicy::Warn,
-            seed: 1,
-        }
-    }
-}
-
-impl ServerConfig {
-    /// The CPU each core's pacing thread is pinned to, if any.
-    pub fn pacer_cpus(&self) -> Option<Vec<usize>> {
-        if self.rt == CoreRt::Deadline {
-            return None;
-        }
-        if let Some(c) = &self.cpus {
-            return Some(c.clone());
-        }
-        let n = thread::online_cpus();
-        let cores = self.rt_cores.max(1);
-        (self.isolate && n > cores).then(|| (0..cores).map(|i| n - 1 - i).collect())
-    }
-
-    /// The CPUs left for producers and RTCP when the pacers are isolated.
-    pub fn housekeeping_cpus(&self) -> Option<Vec<usize>> {
-        let pacers = self.pacer_cpus()?;
-        if !self.isolate {
-            return None;
-        }
-        let rest: Vec<usize> = (0..thread::online_cpus())
-            .filter(|c| !pacers.contains(c))
-            .collect();
-        (!rest.is_empty()).then_some(rest)
-    }
-}
+use config::core_config;
+pub(crate) use config::deadline_policy;
+pub use config::{CoreRt, ServerConfig};
+use control::Control;
+pub use outcome::{PacerView, ServerOutcome};
+pub use raw::RawAdmission;
 
 /// Most destinations of one stream; the admission test's blocking term covers a packet sent to
 /// this many.
@@ -184,60 +93,6 @@ pub(super) struct Inner {
     pub overload: Mutex<OverloadWatch>,
     /// What the server has to tell its user (overload, shedding), oldest first; bounded.
     pub warnings: Mutex<VecDeque<String>>,
-}
-
-/// A raw-video stream admitted by [`StreamServer::admit_raw`].
-#[derive(Clone, Debug)]
-pub struct RawAdmission {
-    /// Its id on the core (and in admission).
-    pub id: u64,
-    /// The core it runs on; `None` under `naive`, where only its link is reserved.
-    pub core: Option<usize>,
-}
-
-/// What a finished server reports.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct ServerOutcome {
-    pub server: ServerStatus,
-    pub streams: Vec<StreamStatus>,
-    /// CPU time of each core's pacing thread over the run, as a share of one core (under
-    /// `naive`, one figure: all the streams' threads together).
-    pub core_cpu_percent: Vec<f64>,
-    /// How each core's pacing thread ran (none under `naive`).
-    pub pacers: Vec<PacerView>,
-    pub duration_s: f64,
-    /// How busy the host was over the run (absent where /proc cannot be read).
-    pub host: Option<HostLoad>,
-}
-
-/// How one core's pacing thread ran, for the outcome.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PacerView {
-    /// The scheduling policy it got, in words.
-    pub grant: String,
-    /// Whether its memory is locked, in words.
-    pub memory: String,
-    /// CPU time it used, as a share of one core over the run.
-    pub cpu_percent: f64,
-    /// With `--wait auto`: time spent sleeping-then-spinning and busy-polling.
-    pub wait_modes: metronome_sched::WaitSelectorStats,
-    /// Times the RT throttling guard switched it to busy-polling.
-    pub throttle_guard_trips: u64,
-    /// The spin margin it ended with, µs.
-    pub spin_margin_us: f64,
-}
-
-impl PacerView {
-    fn new(r: &PacingThreadReport, duration_s: f64) -> Self {
-        PacerView {
-            grant: r.grant.clone(),
-            memory: r.memory.clone(),
-            cpu_percent: r.cpu_s * 100.0 / duration_s.max(1e-9),
-            wait_modes: r.wait_modes,
-            throttle_guard_trips: r.throttle_guard_trips,
-            spin_margin_us: r.margin_ns as f64 / 1000.0,
-        }
-    }
 }
 
 pub struct StreamServer {
@@ -419,97 +274,6 @@ impl StreamServer {
         )
     }
 
-    /// Reserves `bitrate_bps` of the declared link for a stream that paces itself (an RTSP
-    /// session of uncompressed video), or refuses as admission would any stream. Returns the
-    /// reservation's id, for [`StreamServer::release_link`].
-    pub fn reserve_link(&self, name: &str, bitrate_bps: u64) -> Result<u64, ControlError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.admission)
-            .try_reserve_link(id, name, bitrate_bps)
-            .map_err(|r| {
-                self.inner.refused.fetch_add(1, Ordering::Relaxed);
-                ControlError::Refused(r.to_string())
-            })?;
-        Ok(id)
-    }
-
-    /// Gives back a reservation of [`StreamServer::reserve_link`].
-    pub fn release_link(&self, id: u64) {
-        lock(&self.inner.admission).release_link(id);
-    }
-
-    /// Admits a raw-video stream (`raw::stream::frame_task`) on a pacing core, as every
-    /// stream is admitted: the schedulability test of the core and the link. Under `naive`
-    /// (no cores) only the link is reserved, and the stream paces itself.
-    pub fn admit_raw(&self, name: &str, task: TaskParams) -> Result<RawAdmission, ControlError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        if self.inner.cores.is_empty() {
-            self.reserve_link(name, task.bitrate_bps)
-                .map(|id| RawAdmission { id, core: None })
-        } else {
-            let core = self.inner.admit(id, name, task)?;
-            Ok(RawAdmission {
-                id,
-                core: Some(core),
-            })
-        }
-    }
-
-    /// Starts an admitted raw stream on its core; false if it has none (it paces itself).
-    pub fn start_raw(&self, a: &RawAdmission, rt: Arc<RawStreamRt>) -> bool {
-        let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) else {
-            return false;
-        };
-        let started = core.commands.push(Command::AddRaw(rt)).is_ok();
-        core.wake();
-        started
-    }
-
-    /// Takes a raw stream off its core (it has let go once `rt.finished` is set) and gives its
-    /// admission back.
-    pub fn end_raw(&self, a: RawAdmission, rt: &RawStreamRt) {
-        if let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) {
-            let _ = core.commands.push(Command::Remove(a.id));
-            core.wake();
-            for _ in 0..200 {
-                if rt.finished.load(Ordering::Acquire) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(5));
-            }
-        }
-        self.release_raw(a);
-    }
-
-    /// Gives back a raw stream's admission (one that never started, or has ended).
-    pub fn release_raw(&self, a: RawAdmission) {
-        let Some(c) = a.core else {
-            lock(&self.inner.admission).release_link(a.id);
-            return;
-        };
-        lock(&self.inner.admission).release(a.id);
-        if self.inner.cfg.rt == CoreRt::Deadline {
-            let _ = self.inner.grow_deadline_budget(c);
-        }
-    }
-
-    /// Wakes the core an admitted raw stream runs on (its producer published a frame that is
-    /// nearly due).
-    pub fn wake_raw(&self, a: &RawAdmission) {
-        if let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) {
-            core.wake();
-        }
-    }
-
-    /// What the pacing thread of `core` was granted, in words.
-    pub fn core_grant(&self, core: usize) -> String {
-        self.inner
-            .cores
-            .get(core)
-            .map(|c| lock(&c.grant).clone())
-            .unwrap_or_default()
-    }
-
     /// How far a running stream has got on its own timeline (what has been sent), for RTSP
     /// PAUSE to resume from. The schedule never shifts, so it is the time since the epoch.
     pub fn position(&self, name: &str) -> Option<Duration> {
@@ -598,55 +362,6 @@ impl StreamServer {
             duration_s,
             host: self.host.finish(stalls),
         }
-    }
-}
-
-fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreConfig {
-    let rt_policy = match cfg.rt {
-        // A thread that never sleeps would run into RT throttling under SCHED_FIFO (stopped
-        // ~50 ms each second); as an ordinary thread it keeps its core.
-        CoreRt::Auto if cfg.wait == WaitPolicy::BusyPoll => RtPolicy::Other,
-        CoreRt::Auto => RtPolicy::Auto,
-        CoreRt::Fifo => RtPolicy::Fifo {
-            priority: RtPolicy::DEFAULT_FIFO_PRIORITY,
-        },
-        CoreRt::Off => RtPolicy::Other,
-        // Starts small; grows as streams are admitted (see `Inner::grow_deadline_budget`).
-        CoreRt::Deadline => deadline_policy(0.0),
-    };
-    // Under SCHED_DEADLINE the budget, not the load, decides: no switching to busy-polling.
-    let wait = match (cfg.wait, cfg.rt) {
-        (WaitPolicy::Auto, CoreRt::Deadline) => WaitPolicy::SleepSpin,
-        (w, _) => w,
-    };
-    CoreConfig {
-        policy,
-        thread: PacingThreadConfig {
-            rt_policy,
-            wait,
-            waiter: WaiterConfig {
-                quantile: 1.0,
-                ..WaiterConfig::default()
-            },
-            wait_selector: WaitSelectorConfig::default(),
-            // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
-            cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
-            lock_memory: cfg.lock_memory,
-        },
-        capacity: cfg.streams_per_core,
-    }
-}
-
-/// The SCHED_DEADLINE reservation of a core whose admitted streams use `utilisation` of it: a
-/// 1 ms period, twice the admitted share (the pacer also spins before each release), at least
-/// 100 µs, at most 95%.
-pub(super) fn deadline_policy(utilisation: f64) -> RtPolicy {
-    let period = Duration::from_millis(1);
-    let share = (utilisation * 2.0).clamp(0.1, 0.95);
-    RtPolicy::Deadline {
-        runtime: period.mul_f64(share),
-        deadline: period,
-        period,
     }
 }
 
@@ -925,36 +640,5 @@ impl Inner {
             process_cpu_s: process_cpu_s(),
             overload: lock(&self.overload).reason().map(String::from),
         }
-    }
-}
-
-/// The HTTP control API's view of the server.
-struct Control(Arc<Inner>);
-
-impl StreamControl for Control {
-    fn list(&self) -> serde_json::Value {
-        serde_json::json!({
-            "server": self.0.server_status(),
-            "streams": self.0.statuses(false),
-        })
-    }
-    fn get(&self, name: &str) -> Option<serde_json::Value> {
-        let streams = lock(&self.0.streams);
-        streams.get(name).map(|r| {
-            serde_json::to_value(super::status::stream_status(r, "running", &self.0.clock))
-                .unwrap_or_default()
-        })
-    }
-    fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError> {
-        let (s, _) = self.0.add(spec, Given::default())?;
-        Ok(serde_json::to_value(s).unwrap_or_default())
-    }
-    fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError> {
-        let s = self.0.remove(name, true)?;
-        Ok(serde_json::to_value(s).unwrap_or_default())
-    }
-    fn set_rate(&self, name: &str, bitrate_bps: u64) -> Result<serde_json::Value, ControlError> {
-        let s = self.0.set_rate(name, bitrate_bps)?;
-        Ok(serde_json::to_value(s).unwrap_or_default())
     }
 }
