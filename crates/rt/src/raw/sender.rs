@@ -8,9 +8,7 @@
 use super::out::RawOut;
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
-use super::stream::{
-    frame_task, thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt,
-};
+use super::stream::{thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
 use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
@@ -20,6 +18,7 @@ use crate::streams::stream::lock;
 use crate::streams::RtcpOut;
 use crate::streams::{Calibration, RawAdmission, StreamServer};
 use crate::thread::RtPolicy;
+use crate::udp::GSO_MAX_SEGMENTS;
 use crate::udp::{
     wanted_for, FastSender, GsoStatus, RtcpSocket, SendPath, SocketOptions, UdpError,
 };
@@ -29,6 +28,7 @@ use metronome_cc::FixedRate;
 use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::MediaError;
 use metronome_sched::st2110::FrameRate;
+use metronome_sched::st2110::{frame_task, SendCosts};
 use metronome_sched::{
     FrameFormat, FrameSchedule, LatePolicy, PacingConfig, Policy, SenderType, TaskParams,
     WaitSelectorConfig,
@@ -287,12 +287,18 @@ impl RawSender {
 
     /// The task admission control sees for this stream (see [`frame_task`]).
     pub fn task(&self, cal: &Calibration) -> TaskParams {
+        let costs = SendCosts {
+            per_call: cal.per_packet,
+            per_job: cal.per_job,
+            per_segment: cal.per_segment,
+        };
         frame_task(
             &self.schedule,
             self.cfg.batch_window,
+            GSO_MAX_SEGMENTS,
             self.payloader.packets_per_frame(),
             self.payloader.packet_capacity(),
-            cal,
+            costs,
         )
     }
 

@@ -24,6 +24,7 @@ use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
 use crate::streams::stream::{lock, Load, Sent};
 use crate::udp::GSO_MAX_SEGMENTS;
+use metronome_sched::st2110::{batch_end, max_batch};
 use metronome_sched::{FrameSchedule, LatePolicy, SenderType, WaitSelectorStats};
 use metronome_session::sender::{Input, JobTimes, Queued, SenderSession, Transmit};
 use metronome_time::{Distribution, Timestamp};
@@ -119,20 +120,6 @@ pub fn thread_config(base: PacingThreadConfig, schedule: &FrameSchedule) -> Paci
     t
 }
 
-/// Most packets in one send call under `schedule`'s model (unbounded for a burst).
-pub fn max_batch(schedule: &FrameSchedule) -> usize {
-    let limits = schedule.limits();
-    match schedule.sender_type() {
-        SenderType::Burst => usize::MAX,
-        SenderType::Wide => (limits.cmax_wide as usize)
-            .saturating_sub(1)
-            .max(schedule.group() as usize),
-        SenderType::NarrowGapped | SenderType::NarrowLinear => {
-            (limits.cmax_narrow as usize).saturating_sub(1).max(1)
-        }
-    }
-}
-
 /// What the cursor measures as it sends; taken by the owner when the stream ends.
 pub struct RawSendStats {
     pub send_lateness: Distribution,
@@ -216,70 +203,16 @@ impl RawStreamRt {
 
     /// Where packet `k`'s batch ends (exclusive), see [`batch_end`].
     fn batch_end(&self, epoch: Timestamp, k: usize, n: usize) -> usize {
-        batch_end(&self.schedule, self.settings.batch_window, epoch, k, n)
+        batch_end(
+            &self.schedule,
+            self.settings.batch_window,
+            GSO_MAX_SEGMENTS,
+            epoch,
+            k,
+            n,
+        )
     }
 }
-
-/// Where the batch that starts with packet `k` of a frame of `n` ends (exclusive): the packets
-/// due within `window` after it, at most the model's burst limit (CMAX − 1) and one GSO call.
-/// A burst's frame is all due at once and goes in GSO calls of [`GSO_MAX_SEGMENTS`], each a
-/// job of its own, so that a pacing core shared with other streams can send their packets
-/// between them.
-pub fn batch_end(
-    schedule: &FrameSchedule,
-    window: Duration,
-    epoch: Timestamp,
-    k: usize,
-    n: usize,
-) -> usize {
-    let max = k
-        .saturating_add(max_batch(schedule).min(GSO_MAX_SEGMENTS))
-        .min(n);
-    if schedule.sender_type() == SenderType::Burst {
-        return max;
-    }
-    let limit = schedule.send_time(epoch, k as u32) + window;
-    let mut j = k + 1;
-    while j < max && schedule.send_time(epoch, j as u32) <= limit {
-        j += 1;
-    }
-    j
-}
-
-/// A raw stream as a real-time task, for admission: a job per frame period (its deadline the
-/// next frame), costing a send call and a job's bookkeeping per batch plus a GSO segment per
-/// further packet, at the calibrated costs; its link rate counts IP/UDP headers.
-///
-/// The test counts the CPU each frame takes within its period; that a paced model's batches
-/// leave at their own times within it is the pacer's work, not proven by the test (a job of a
-/// shared core is one batch, so other streams wait at most one GSO call: the blocking term).
-pub fn frame_task(
-    schedule: &FrameSchedule,
-    window: Duration,
-    packets: usize,
-    datagram_bytes: usize,
-    cal: &crate::streams::Calibration,
-) -> metronome_sched::TaskParams {
-    let tframe = schedule.format().tframe();
-    let mut batches = 0u32;
-    let mut k = 0;
-    while k < packets {
-        batches += 1;
-        k = batch_end(schedule, window, Timestamp::ZERO, k, packets);
-    }
-    let further = (packets as u32).saturating_sub(batches);
-    let cost = (cal.per_packet + cal.per_job) * batches + cal.per_segment * further;
-    let wire_bits = (packets as u64) * ((datagram_bytes + IP_UDP) as u64) * 8;
-    metronome_sched::TaskParams {
-        period: tframe,
-        deadline: tframe,
-        cost,
-        bitrate_bps: (wire_bits as f64 / tframe.as_secs_f64()).ceil() as u64,
-    }
-}
-
-/// IPv4 and UDP headers, counted in the link rate.
-const IP_UDP: usize = 28;
 
 /// The frame in hand and how far through it the cursor is.
 struct InHand {

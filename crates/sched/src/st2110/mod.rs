@@ -63,11 +63,13 @@
 //! assert!(summary.latency.p99_us <= 1.2 * sender.last_offset().as_secs_f64() * 1e6);
 //! ```
 
+mod batching;
 mod conformance;
 mod format;
 mod report;
 mod schedule;
 
+pub use batching::{batch_end, frame_task, max_batch, SendCosts};
 pub use conformance::{Arrival, Conformance, EpochAnchor};
 pub use format::{tro_default, ActiveRatio, FrameFormat, FrameRate, Limits, ReadSchedule};
 pub use report::{ClassResult, ConformanceSummary, FrameReport, Verdict};

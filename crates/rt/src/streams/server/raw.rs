@@ -41,7 +41,7 @@ impl StreamServer {
         lock(&self.inner.admission).release_link(id);
     }
 
-    /// Admits a raw-video stream (`raw::stream::frame_task`) on a pacing core, as every
+    /// Admits a raw-video stream (`sched::st2110::frame_task`) on a pacing core, as every
     /// stream is admitted: the schedulability test of the core and the link. Under `naive`
     /// (no cores) only the link is reserved, and the stream paces itself.
     pub fn admit_raw(&self, name: &str, task: TaskParams) -> Result<RawAdmission, ControlError> {
