@@ -16,7 +16,7 @@ use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSour
 use metronome_sched::phase::staggered_start;
 use metronome_sched::{PacingConfig, TaskParams};
 use metronome_session::sender::{
-    JobConfig, Mp2tPacketizer, PacketizerConfig, SenderReportsConfig, SenderSession,
+    JobConfig, Mp2tPacketizer, PacketizerConfig, RateLimits, SenderReportsConfig, SenderSession,
     SenderSessionConfig,
 };
 use metronome_time::{Bitrate, MediaClock};
@@ -157,7 +157,12 @@ pub(super) fn open_stream(
     // The session's rate is in bits on the wire (headers, every destination), the source's in
     // MPEG-TS bits: the knob converts.
     let ts_per_wire = ceiling as f64 / task.bitrate_bps.max(1) as f64;
-    let rate = RateKnob::new(ts_bitrate, ceiling, ts_per_wire, source.rate_range());
+    let limits = RateLimits {
+        ts_per_wire,
+        range: source.rate_range(),
+        ceiling,
+    };
+    let rate = RateKnob::new(ts_bitrate, limits);
     let session = SenderSession::new(
         SenderSessionConfig {
             reports: SenderReportsConfig {
@@ -185,7 +190,7 @@ pub(super) fn open_stream(
             queue_capacity: ring_slots,
         },
         epoch,
-        Box::new(FixedRate::new(rate.wire(ts_bitrate))),
+        Box::new(FixedRate::new(rate.limits.wire(ts_bitrate))),
     );
     let rt = Arc::new(
         StreamRt::new(

@@ -128,8 +128,8 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
             0.0
         },
         target_bitrate_bps: rt.rate.target.load(Ordering::Relaxed),
-        max_bitrate_bps: rt.rate.ceiling,
-        rate_adjustable: rt.rate.allowed().is_some(),
+        max_bitrate_bps: rt.rate.limits.ceiling,
+        rate_adjustable: rt.rate.limits.allowed().is_some(),
         jobs: c.jobs.load(Ordering::Relaxed),
         deadline_misses: c.deadline_misses.load(Ordering::Relaxed),
         underruns: c.underruns.load(Ordering::Relaxed),

@@ -11,10 +11,9 @@ use super::outlet::MediaOut;
 use crate::clock::Clock;
 use crate::ring::{PacketRing, Slot};
 use metronome_sched::TaskParams;
-use metronome_session::sender::{Input, JobTimes, Queued, SenderSession, Transmit};
+use metronome_session::sender::{Input, JobTimes, Queued, RateLimits, SenderSession, Transmit};
 use metronome_time::{Bitrate, Distribution, Timestamp};
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
-use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -44,59 +43,32 @@ pub struct StreamCounters {
     pub rate_refusals: AtomicU64,
 }
 
-/// The rate knob as the driver holds it: the sender session's controller sets a target rate
-/// (in bits on the wire); the source follows it in its own units (MPEG-TS bit/s), within what
-/// it can do and what admission reserved.
+/// The rate knob as the driver holds it: where the source's rate may go (sans-IO,
+/// [`RateLimits`]), what it targets now, and what the producer is yet to ask of the source.
 pub struct RateKnob {
-    /// MPEG-TS bit/s per bit/s of the session's rate.
-    pub ts_per_wire: f64,
-    /// The TS rates the source can switch to; `None` for a source whose rate is its own.
-    pub range: Option<RangeInclusive<u64>>,
-    /// The most it may be raised to: what admission reserved, TS bit/s.
-    pub ceiling: u64,
-    /// The TS rate targeted now.
+    pub limits: RateLimits,
+    /// The source rate targeted now.
     pub target: AtomicU64,
-    /// A TS rate for the producer to ask of the source (0: nothing new).
+    /// A source rate for the producer to ask of the source (0: nothing new).
     pub asked: AtomicU64,
 }
 
 impl RateKnob {
-    /// A stream that starts at `start` TS bit/s, may go up to `ceiling`, and whose session
-    /// counts `ts_per_wire` TS bits per bit of its rate.
-    pub fn new(
-        start: u64,
-        ceiling: u64,
-        ts_per_wire: f64,
-        range: Option<RangeInclusive<u64>>,
-    ) -> Self {
+    /// A stream that starts at `start` (source bit/s) within `limits`.
+    pub fn new(start: u64, limits: RateLimits) -> Self {
         RateKnob {
-            ts_per_wire,
-            range,
-            ceiling,
+            limits,
             target: AtomicU64::new(start),
             asked: AtomicU64::new(0),
         }
     }
 
-    /// The TS rates a change may ask for: the source's range up to the ceiling.
-    pub fn allowed(&self) -> Option<RangeInclusive<u64>> {
-        let r = self.range.clone()?;
-        (*r.start() <= self.ceiling).then(|| *r.start()..=(*r.end()).min(self.ceiling))
-    }
-
-    /// The session's rate in wire bits for a TS rate.
-    pub fn wire(&self, ts: u64) -> Bitrate {
-        Bitrate::bps((ts as f64 / self.ts_per_wire).round() as u64)
-    }
-
-    /// Follows the session's target rate: a new TS rate, kept within what is allowed, is
-    /// handed to the producer. Returns the TS rate targeted now.
+    /// Follows the session's target rate: a new source rate, kept within the limits, is
+    /// handed to the producer. Returns the source rate targeted now.
     pub fn follow(&self, wire: Bitrate) -> u64 {
-        let Some(allowed) = self.allowed() else {
+        let Some(ts) = self.limits.source_rate(wire) else {
             return self.target.load(Ordering::Relaxed);
         };
-        let ts = ((wire.as_bps() as f64 * self.ts_per_wire).round() as u64)
-            .clamp(*allowed.start(), *allowed.end());
         if self.target.swap(ts, Ordering::AcqRel) != ts {
             self.asked.store(ts, Ordering::Release);
         }
@@ -164,7 +136,14 @@ impl StreamRt {
             finished: AtomicBool::new(false),
             producer_error: Mutex::new(None),
             send_cost: Mutex::new(Distribution::new()),
-            rate: RateKnob::new(task.bitrate_bps, task.bitrate_bps, 1.0, None),
+            rate: RateKnob::new(
+                task.bitrate_bps,
+                RateLimits {
+                    ts_per_wire: 1.0,
+                    range: None,
+                    ceiling: task.bitrate_bps,
+                },
+            ),
         }
     }
 

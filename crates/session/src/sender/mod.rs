@@ -6,6 +6,7 @@
 
 mod jobs;
 mod packetizer;
+mod rate_limits;
 mod report;
 mod session;
 #[cfg(test)]
@@ -13,6 +14,7 @@ mod tests;
 
 pub use jobs::{JobClock, JobConfig, JobTimes};
 pub use packetizer::{Mp2tPacketizer, PacketizerConfig, RtpOut};
+pub use rate_limits::{RateLimits, RateRefusal};
 pub use report::{ReceiverView, SenderCounters, SenderEvent, SenderReports, SenderReportsConfig};
 pub use session::{
     Input, InputError, Queued, SenderCounts, SenderSession, SenderSessionConfig, SenderStats,

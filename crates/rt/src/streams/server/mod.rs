@@ -23,7 +23,7 @@ use crate::thread;
 use metronome_media::TsSource;
 use metronome_sched::OverloadWatch;
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams};
-use metronome_session::sender::Input;
+use metronome_session::sender::{Input, RateRefusal};
 use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
 use std::collections::{BTreeMap, VecDeque};
@@ -502,34 +502,37 @@ impl Inner {
             )));
         };
         let knob = &r.rt.rate;
-        let Some(allowed) = knob.allowed() else {
-            return Err(ControlError::Invalid(format!(
-                "stream '{name}' ({}) cannot change its rate: a file plays at its own",
-                r.source
-            )));
-        };
-        if ts_bps > *allowed.end() && ts_bps > knob.ceiling {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            return Err(ControlError::Refused(format!(
-                "stream '{name}' was admitted for at most {}; {} needs admission again: start \
-                 it with max_bitrate = \"{}\" to let its rate go that high",
-                format_bitrate(knob.ceiling),
-                format_bitrate(ts_bps),
-                format_bitrate(ts_bps)
-            )));
-        }
-        if !allowed.contains(&ts_bps) {
-            return Err(ControlError::Invalid(format!(
-                "stream '{name}' can run at {} to {}; {} is outside",
-                format_bitrate(*allowed.start()),
-                format_bitrate(*allowed.end()),
-                format_bitrate(ts_bps)
-            )));
+        match knob.limits.check(ts_bps) {
+            Ok(()) => {}
+            Err(RateRefusal::Fixed) => {
+                return Err(ControlError::Invalid(format!(
+                    "stream '{name}' ({}) cannot change its rate: a file plays at its own",
+                    r.source
+                )))
+            }
+            Err(RateRefusal::AboveCeiling { ceiling }) => {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                return Err(ControlError::Refused(format!(
+                    "stream '{name}' was admitted for at most {}; {} needs admission again: \
+                     start it with max_bitrate = \"{}\" to let its rate go that high",
+                    format_bitrate(ceiling),
+                    format_bitrate(ts_bps),
+                    format_bitrate(ts_bps)
+                )));
+            }
+            Err(RateRefusal::OutsideRange { range }) => {
+                return Err(ControlError::Invalid(format!(
+                    "stream '{name}' can run at {} to {}; {} is outside",
+                    format_bitrate(*range.start()),
+                    format_bitrate(*range.end()),
+                    format_bitrate(ts_bps)
+                )))
+            }
         }
         let now = self.clock.now();
         let wire = {
             let mut session = lock(&r.rt.session);
-            let _ = session.handle_input(now, Input::SetRate(knob.wire(ts_bps)));
+            let _ = session.handle_input(now, Input::SetRate(knob.limits.wire(ts_bps)));
             session.target_rate()
         };
         knob.follow(wire);
