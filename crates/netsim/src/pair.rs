@@ -223,8 +223,6 @@ pub fn run_pair(
     let mut slots: Vec<Vec<u8>> = vec![vec![0u8; cfg.slot_size]; slots_n];
     let mut lens = vec![(0usize, 0usize); slots_n];
     let mut free: Vec<u32> = (0..slots_n as u32).rev().collect();
-    // Packets dropped so far (never sent): the ones after them are renumbered.
-    let mut seq_back = 0u16;
     let mut sender = SenderSession::new(cfg.session, cfg.epoch, controller);
     let mut receiver = ReceiverSession::new(cfg.receiver);
     let mut fwd: Link<Vec<u8>> = Link::new(cfg.forward, cfg.seed);
@@ -270,11 +268,12 @@ pub fn run_pair(
             while let Some(t) = sender.poll_transmit(now) {
                 let id = t.id();
                 match t {
-                    Transmit::Send { due, .. } => {
+                    Transmit::Send { due, renumber, .. } => {
                         let (len, wire_len) = lens[id as usize];
                         let pkt = &mut slots[id as usize][..len];
-                        if seq_back != 0 {
-                            shift_sequence(pkt, seq_back);
+                        // Dropped packets never left and take no sequence number.
+                        if renumber != 0 {
+                            shift_sequence(pkt, renumber as u16);
                         }
                         if cfg.send_time_ext {
                             patch_send_time(pkt, wall(now));
@@ -289,9 +288,6 @@ pub fn run_pair(
                         }
                     }
                     Transmit::Drop { due, .. } => {
-                        // Never sent, so it takes no sequence number: the packets after it
-                        // are renumbered, as the real-time driver does.
-                        seq_back = seq_back.wrapping_add(1);
                         trace.rows.push(TraceRow::Dropped { at: now, id, due })
                     }
                 }

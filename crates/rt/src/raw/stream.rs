@@ -230,9 +230,6 @@ pub struct RawCursor {
     hand: Option<InHand>,
     /// Where each batch of the frame in hand starts, and its end.
     starts: Vec<usize>,
-    /// Packets dropped so far, which never left: the ones after them are renumbered so that
-    /// receivers see no gap for them (`wire::rfc4175::shift_sequence`).
-    seq_back: u32,
 }
 
 impl RawCursor {
@@ -241,7 +238,6 @@ impl RawCursor {
         RawCursor {
             hand: None,
             starts: Vec::with_capacity(max_packets + 1),
-            seq_back: 0,
         }
     }
 
@@ -276,7 +272,9 @@ impl RawCursor {
                         .counters
                         .frames_dropped
                         .fetch_add(1, Ordering::Relaxed);
-                    self.seq_back = self.seq_back.wrapping_add(n as u32);
+                    // It never leaves: its packets take no sequence number.
+                    let packets = n as u32;
+                    let _ = session.handle_input(now, Input::Discarded { packets });
                 }
                 rt.ring.recycle(slot);
                 continue;
@@ -285,7 +283,6 @@ impl RawCursor {
                 lock(&rt.stats).frames_not_ready += 1;
             }
             if !self.queue_frame(rt, &mut session, &slot, now) {
-                self.seq_back = self.seq_back.wrapping_add(n as u32);
                 rt.ring.recycle(slot);
                 continue;
             }
@@ -338,6 +335,9 @@ impl RawCursor {
                     .counters
                     .frames_dropped
                     .fetch_add(1, Ordering::Relaxed);
+                // What is not queued of the frame never leaves.
+                let packets = (slot.npackets - a) as u32;
+                let _ = session.handle_input(now, Input::Discarded { packets });
                 if i == 0 {
                     return false;
                 }
@@ -356,8 +356,6 @@ impl RawCursor {
         let h = self.hand.as_mut()?;
         let now = clock.now();
         let k = self.starts[h.b];
-        // Packets of a batch dropped after the ones sent now: renumbered around afterwards.
-        let mut dropped_after = 0u32;
         let (t, end) = {
             let mut session = lock(&rt.session);
             let t = match session.poll_transmit(now) {
@@ -386,13 +384,13 @@ impl RawCursor {
                             end = self.starts[h.b];
                         }
                         Some(Transmit::Drop { .. }) => {
-                            // Too late to be of use: it never leaves (renumbered around).
+                            // Too late to be of use: it never leaves (the session renumbers
+                            // the packets after it).
                             let n = self.starts[h.b + 1] - self.starts[h.b];
                             rt.ctl
                                 .counters
                                 .packets_dropped
                                 .fetch_add(n as u64, Ordering::Relaxed);
-                            dropped_after = n as u32;
                             h.b += 1;
                             break;
                         }
@@ -404,10 +402,11 @@ impl RawCursor {
         };
         let c = &rt.ctl.counters;
         let result = match t {
-            Transmit::Send { due, late, .. } => {
-                if self.seq_back != 0 {
+            Transmit::Send { late, renumber, .. } => {
+                // Merged batches share it: no drop lies between them.
+                if renumber != 0 {
                     for i in k..end {
-                        shift_sequence(h.slot.packet_mut(i), self.seq_back);
+                        shift_sequence(h.slot.packet_mut(i), renumber);
                     }
                 }
                 if rt.settings.send_time_ext {
@@ -431,7 +430,7 @@ impl RawCursor {
                 stats.batch_lateness.record(nanos(late));
                 let epoch = h.slot.epoch;
                 for i in k..end {
-                    let d = rt.schedule.send_time(epoch, i as u32).max(due);
+                    let d = rt.schedule.send_time(epoch, i as u32);
                     stats.send_lateness.record(nanos(now.saturating_since(d)));
                 }
                 c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
@@ -440,11 +439,9 @@ impl RawCursor {
             Transmit::Drop { .. } => {
                 c.packets_dropped
                     .fetch_add((end - k) as u64, Ordering::Relaxed);
-                self.seq_back = self.seq_back.wrapping_add((end - k) as u32);
                 Sent::Dropped
             }
         };
-        self.seq_back = self.seq_back.wrapping_add(dropped_after);
         if h.b + 1 == self.starts.len() {
             let n = h.slot.npackets;
             if let Some(t) = h.first_send {

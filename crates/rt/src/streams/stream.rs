@@ -187,9 +187,6 @@ pub enum Sent {
 #[derive(Default)]
 pub struct Cursor {
     head: Option<Slot>,
-    /// Packets dropped so far, which never left: the ones after them are renumbered so that
-    /// receivers see no gap for them (`wire::rtp::shift_sequence`).
-    seq_back: u16,
 }
 
 impl Cursor {
@@ -255,9 +252,9 @@ impl Cursor {
         };
         let c = &rt.counters;
         let sent = match t {
-            Some(Transmit::Send { late, .. }) => {
-                if self.seq_back != 0 {
-                    shift_sequence(slot.bytes_mut(), self.seq_back);
+            Some(Transmit::Send { late, renumber, .. }) => {
+                if renumber != 0 {
+                    shift_sequence(slot.bytes_mut(), renumber as u16);
                 }
                 if rt.send_time_ext {
                     patch_send_time(slot.bytes_mut(), clock.wall());
@@ -282,10 +279,7 @@ impl Cursor {
                     .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
                 Sent::Sent(late)
             }
-            _ => {
-                self.seq_back = self.seq_back.wrapping_add(1);
-                Sent::Dropped
-            }
+            _ => Sent::Dropped,
         };
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);

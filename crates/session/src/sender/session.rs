@@ -73,6 +73,11 @@ pub enum Input<'a> {
     SourceEnded,
     /// Someone asks for another rate: the controller decides what to make of it.
     SetRate(Bitrate),
+    /// The driver discarded this many packets without queueing them (a raw frame too late to
+    /// start): like the ones the session drops, they take no sequence number.
+    Discarded {
+        packets: u32,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
@@ -94,6 +99,11 @@ pub enum Transmit {
         due: Timestamp,
         late: Duration,
         job: JobTimes,
+        /// How far to move the entry's sequence numbers back: the packets dropped before it
+        /// never left, so they take no sequence number (RFC 3550 §5.1: it increments by one
+        /// for each packet sent) and receivers see no loss the network did not cause. Zero
+        /// until something is dropped; wraps as sequence numbers do.
+        renumber: u32,
     },
     /// Slot `id` is dropped (too late to be of use): give it back unsent.
     Drop {
@@ -206,6 +216,8 @@ pub struct SenderSession {
     source_ended: bool,
     events: VecDeque<SessionEvent>,
     s: Counts,
+    /// Packets dropped or discarded so far (wrapping): see `Transmit::Send::renumber`.
+    renumber: u32,
 }
 
 #[derive(Default)]
@@ -245,6 +257,7 @@ impl SenderSession {
             source_ended: false,
             events: VecDeque::with_capacity(MAX_EVENTS),
             s: Counts::default(),
+            renumber: 0,
         }
     }
 
@@ -274,6 +287,7 @@ impl SenderSession {
                 self.controller.set_rate(rate);
                 self.follow_controller(now);
             }
+            Input::Discarded { packets } => self.renumber = self.renumber.wrapping_add(packets),
         }
         Ok(())
     }
@@ -359,6 +373,7 @@ impl SenderSession {
         }
         let (id, due) = (head.id, head.due);
         if !send {
+            self.renumber = self.renumber.wrapping_add(head.packets);
             self.push_event(SessionEvent::Dropped { due, late });
             return Some(Transmit::Drop { id, due, late });
         }
@@ -369,7 +384,13 @@ impl SenderSession {
         self.reports
             .on_sent(u64::from(head.packets), u64::from(head.payload_len));
         self.controller.on_sent(now, u64::from(head.wire_len));
-        Some(Transmit::Send { id, due, late, job })
+        Some(Transmit::Send {
+            id,
+            due,
+            late,
+            job,
+            renumber: self.renumber,
+        })
     }
 
     fn note_stall(&mut self, now: Timestamp, was_stalled: bool, late: Duration) {

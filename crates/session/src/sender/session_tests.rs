@@ -180,6 +180,36 @@ fn drop_late_gives_back_the_slots_of_packets_past_their_deadline() {
 }
 
 #[test]
+fn what_is_dropped_or_discarded_takes_no_sequence_number() {
+    let mut s = session(LatePolicy::DropLate {
+        after: Duration::from_millis(10),
+    });
+    let (out, _) = run(&mut s, 500, (ms(100), ms(400)));
+    // Sent packets carry how many were dropped before them: none before the stall, all 145
+    // after it.
+    let renumber_of = |id: u32| {
+        out.iter().find_map(|(_, t)| match *t {
+            Transmit::Send {
+                id: i, renumber, ..
+            } if i == id => Some(renumber),
+            _ => None,
+        })
+    };
+    assert_eq!(renumber_of(49), Some(0));
+    assert_eq!(renumber_of(195), Some(145));
+    assert_eq!(renumber_of(499), Some(145));
+    // Packets a driver discards without queueing them count the same way.
+    let mut s = session(LatePolicy::CATCH_UP);
+    s.handle_input(ms(0), Input::Discarded { packets: 7 })
+        .unwrap();
+    s.handle_input(ms(0), Input::Packet(packet(0))).unwrap();
+    let Some(Transmit::Send { renumber, .. }) = s.poll_transmit(ms(0)) else {
+        panic!("packet 0 is due at 0 ms");
+    };
+    assert_eq!(renumber, 7);
+}
+
+#[test]
 fn the_queue_refuses_more_than_its_slots_and_packets_out_of_order() {
     let mut cfg = config(LatePolicy::CATCH_UP);
     cfg.queue_capacity = 2;
