@@ -37,6 +37,7 @@ pub mod event;
 pub mod link;
 pub mod loss;
 pub mod pair;
+pub mod sim;
 
 pub use config::{ConfigError, JitterModel, LinkConfig, LossModel};
 pub use event::EventQueue;

@@ -1,0 +1,138 @@
+//! The applications of a simulation. Each flow has endpoints at nodes: endpoint 0 sends,
+//! endpoints 1.. receive (one per receiving node). The simulator wakes an endpoint when it
+//! asked ([`Net::wake`]) and hands it the packets of its flow that reach its node.
+
+pub mod rtp;
+pub mod udp;
+
+use super::meter::{IntervalFigures, Meter};
+use super::net::Net;
+use super::packet::{FlowId, NodeId, Packet};
+use metronome_time::Timestamp;
+use serde::Serialize;
+use std::time::Duration;
+
+/// An application in the simulated network.
+pub trait Flow {
+    /// Registers endpoints and trees; `id` is how the network knows the flow.
+    fn bind(&mut self, id: FlowId, net: &mut Net);
+    /// Called once, at the start of the run.
+    fn start(&mut self, now: Timestamp, net: &mut Net);
+    /// The endpoint `ep` asked to be woken at `now`.
+    fn on_wake(&mut self, now: Timestamp, ep: u32, net: &mut Net);
+    /// A packet of this flow reached endpoint `ep`.
+    fn on_packet(&mut self, now: Timestamp, ep: u32, pkt: Packet, net: &mut Net);
+    /// Whether the flow has nothing more to send (packets may still be in flight).
+    fn done(&self) -> bool;
+    /// The flow itself, for a caller that knows its type (`downcast`).
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+    /// What it measured, at the end of the run (`end`: the run's last instant).
+    fn report(&mut self, end: Timestamp, net: &Net) -> FlowReport;
+}
+
+/// What one flow did, for the summary and the report. Times in ns, rates in bit/s, sizes in
+/// bytes on the wire (IP header included).
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowReport {
+    pub name: String,
+    /// `udp`, `rtp` or `tcp`.
+    pub kind: &'static str,
+    /// The sending node.
+    pub src: String,
+    /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
+    pub target_bps: u64,
+    pub start_ns: u64,
+    /// How long the sender was active.
+    pub duration_ns: u64,
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub receivers: Vec<ReceiverReport>,
+}
+
+/// What one receiving endpoint measured.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReceiverReport {
+    pub node: String,
+    /// Unique packets received.
+    pub packets: u64,
+    pub bytes: u64,
+    /// Packets sent and not received (unique), at the end of the run.
+    pub lost: u64,
+    /// `lost / sent`, in percent.
+    pub loss_percent: f64,
+    pub duplicates: u64,
+    pub reordered: u64,
+    /// Bits received per second of the sender's active time.
+    pub throughput_bps: f64,
+    /// RFC 3550 jitter of the transit time at the end, ns.
+    pub jitter_ns: u64,
+    pub mean_delay_ns: u64,
+    pub min_delay_ns: u64,
+    pub max_delay_ns: u64,
+    /// One-way delay quantiles (only with histograms: 0 otherwise).
+    pub p50_delay_ns: u64,
+    pub p99_delay_ns: u64,
+    /// Inter-arrival quantiles (only with histograms: 0 otherwise).
+    pub p50_interarrival_ns: u64,
+    pub p99_interarrival_ns: u64,
+    pub intervals: Vec<IntervalFigures>,
+}
+
+impl ReceiverReport {
+    /// The figures of `meter` at `node`, for a sender that sent `sent` packets over `active`.
+    pub fn from_meter(node: String, meter: &mut Meter, sent: u64, active: Duration) -> Self {
+        meter.finish();
+        let lost = sent.saturating_sub(meter.packets);
+        let q = |d: &Option<metronome_time::Distribution>, p: f64| {
+            d.as_ref().map_or(0, |h| h.quantile_ns(p))
+        };
+        let secs = active.as_secs_f64();
+        ReceiverReport {
+            node,
+            packets: meter.packets,
+            bytes: meter.bytes,
+            lost,
+            loss_percent: if sent == 0 {
+                0.0
+            } else {
+                100.0 * lost as f64 / sent as f64
+            },
+            duplicates: meter.duplicates,
+            reordered: meter.reordered,
+            throughput_bps: if secs > 0.0 {
+                meter.bytes as f64 * 8.0 / secs
+            } else {
+                0.0
+            },
+            jitter_ns: meter.jitter_ns(),
+            mean_delay_ns: meter.mean_delay_ns(),
+            min_delay_ns: if meter.packets == 0 {
+                0
+            } else {
+                meter.min_delay_ns
+            },
+            max_delay_ns: meter.max_delay_ns,
+            p50_delay_ns: q(&meter.delay, 0.5),
+            p99_delay_ns: q(&meter.delay, 0.99),
+            p50_interarrival_ns: q(&meter.interarrival, 0.5),
+            p99_interarrival_ns: q(&meter.interarrival, 0.99),
+            intervals: meter.intervals.clone(),
+        }
+    }
+}
+
+/// Where a flow's packets go: one node (unicast) or several (a multicast tree).
+pub(crate) fn destination(
+    net: &mut Net,
+    id: FlowId,
+    src: NodeId,
+    receivers: &[NodeId],
+) -> super::packet::Dst {
+    for (i, &r) in receivers.iter().enumerate() {
+        net.listen(id, r, 1 + i as u32);
+    }
+    match receivers {
+        [one] => super::packet::Dst::Node(*one),
+        many => super::packet::Dst::Tree(net.add_tree(src, many)),
+    }
+}

@@ -1,0 +1,390 @@
+//! An RTP stream in the simulator: the engine's unchanged [`SenderSession`] at the source node,
+//! an unchanged [`ReceiverSession`] at each receiving node, sender reports along the media's
+//! path (the multicast tree, for a group) and receiver reports back to the sender by unicast
+//! (RFC 5760's unicast feedback for source-specific multicast).
+//!
+//! The flow plays the real-time driver's part with a perfect clock: it holds the packet bytes
+//! in slots (the session holds their ids), runs the producer ahead as far as the slots allow,
+//! wakes the session exactly when [`SenderSession::poll_timeout`] says, and can *stall* the
+//! sender for spans of time (a preempted pacing thread), after which the session's late
+//! policy decides what happens.
+
+use super::{destination, Flow, FlowReport, ReceiverReport};
+pub mod source;
+
+use crate::sim::meter::Meter;
+use crate::sim::net::Net;
+use crate::sim::packet::{Body, Dst, FlowId, NodeId, Packet};
+use metronome_cc::RateController;
+use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
+use metronome_session::sender::{Input, Queued, SenderSession, SenderSessionConfig, Transmit};
+use metronome_time::Timestamp;
+use metronome_wire::rtp::{patch_send_time, shift_sequence};
+use source::{wall, PacketSource};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::rc::Rc;
+use std::time::Duration;
+
+pub struct RtpFlowConfig {
+    pub name: String,
+    pub src: NodeId,
+    pub receivers: Vec<NodeId>,
+    pub session: SenderSessionConfig,
+    /// Every receiver's configuration (each gets its own seed from it).
+    pub receiver: ReceiverConfig,
+    /// The stream's epoch (its first due time).
+    pub epoch: Timestamp,
+    /// Patch the send time into every packet (the packets must have room for it).
+    pub send_time_ext: bool,
+    /// Largest packet the source makes.
+    pub slot_size: usize,
+    /// Spans of virtual time in which the sender cannot run: (start, length).
+    pub stalls: Vec<(Timestamp, Duration)>,
+    /// Bytes each datagram takes on the wire beyond the RTP packet (28: IPv4 and UDP).
+    pub ip_overhead: u32,
+    /// Bin width of the per-interval figures, and whether to keep histograms.
+    pub interval: Duration,
+    pub histograms: bool,
+}
+
+/// What the sender did, in order (the trace of the sessions' decisions, beside the network's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RtpLogRow {
+    Sent {
+        at: Timestamp,
+        id: u32,
+        due: Timestamp,
+    },
+    Dropped {
+        at: Timestamp,
+        id: u32,
+        due: Timestamp,
+    },
+    SenderReport {
+        at: Timestamp,
+    },
+    ReceiverReport {
+        at: Timestamp,
+        receiver: u32,
+    },
+    /// An RTP packet reached receiver `receiver` (by index) and its session took it.
+    Delivered {
+        at: Timestamp,
+        receiver: u32,
+        ext_seq: u64,
+        rtp_ts: u32,
+    },
+}
+
+pub struct RtpFlow {
+    cfg: RtpFlowConfig,
+    id: FlowId,
+    dst: Dst,
+    source: Box<dyn PacketSource>,
+    source_done: bool,
+    pub sender: SenderSession,
+    pub receivers: Vec<ReceiverSession>,
+    meters: Vec<Meter>,
+    slots: Vec<Vec<u8>>,
+    lens: Vec<(usize, usize)>,
+    free: Vec<u32>,
+    /// When each endpoint's pending wake-up is (`MAX`: none).
+    wakes: Vec<Timestamp>,
+    sent: u64,
+    sent_bytes: u64,
+    first_send: Option<Timestamp>,
+    last_send: Timestamp,
+    pub log: Vec<RtpLogRow>,
+    rtcp: Vec<u8>,
+}
+
+impl RtpFlow {
+    pub fn new(
+        cfg: RtpFlowConfig,
+        source: Box<dyn PacketSource>,
+        controller: Box<dyn RateController>,
+    ) -> Self {
+        let n = cfg.session.queue_capacity.max(1);
+        let sender = SenderSession::new(cfg.session.clone(), cfg.epoch, controller);
+        let receivers = (0..cfg.receivers.len())
+            .map(|i| {
+                // Each receiver is its own RTP participant: its own SSRC and CNAME.
+                ReceiverSession::new(ReceiverConfig {
+                    seed: cfg.receiver.seed.wrapping_add(i as u64),
+                    ssrc: cfg.receiver.ssrc.wrapping_add(i as u32),
+                    cname: format!("{}-{i}", cfg.receiver.cname),
+                    ..cfg.receiver.clone()
+                })
+            })
+            .collect();
+        let meters = cfg
+            .receivers
+            .iter()
+            .map(|_| Meter::new(cfg.interval, cfg.histograms))
+            .collect();
+        RtpFlow {
+            id: FlowId(u32::MAX),
+            dst: Dst::Node(cfg.src),
+            source,
+            source_done: false,
+            sender,
+            receivers,
+            meters,
+            slots: vec![vec![0u8; cfg.slot_size]; n],
+            lens: vec![(0, 0); n],
+            free: (0..n as u32).rev().collect(),
+            wakes: vec![Timestamp::MAX; cfg.receivers.len() + 1],
+            sent: 0,
+            sent_bytes: 0,
+            first_send: None,
+            last_send: Timestamp::ZERO,
+            log: Vec::new(),
+            rtcp: vec![0u8; 1500],
+            cfg,
+        }
+    }
+
+    fn stalled_until(&self, t: Timestamp) -> Option<Timestamp> {
+        self.cfg
+            .stalls
+            .iter()
+            .find(|(s, d)| *s <= t && t < *s + *d)
+            .map(|(s, d)| *s + *d)
+    }
+
+    /// Wakes endpoint `ep` at `at` unless an earlier wake-up is already pending.
+    fn wake_at(&mut self, now: Timestamp, ep: u32, at: Option<Timestamp>, net: &mut Net) {
+        let Some(at) = at else { return };
+        let at = at.max(now);
+        let w = &mut self.wakes[ep as usize];
+        if *w <= now || at < *w {
+            *w = at;
+            net.wake(at, self.id, ep);
+        }
+    }
+
+    fn datagram(&self, net: &mut Net, now: Timestamp, dst: Dst, data: &[u8]) -> Packet {
+        Packet {
+            id: net.packet_id(),
+            flow: self.id,
+            src: self.cfg.src,
+            dst,
+            size: data.len() as u32 + self.cfg.ip_overhead,
+            sent_at: now,
+            body: Body::Datagram(Rc::from(data)),
+        }
+    }
+
+    /// The producer runs ahead as far as the slots allow.
+    fn produce(&mut self, now: Timestamp) {
+        while !self.source_done {
+            let Some(id) = self.free.pop() else { break };
+            match self.source.next_packet(&mut self.slots[id as usize]) {
+                Some(p) => {
+                    self.lens[id as usize] = (p.len, p.wire_len);
+                    let q = Queued {
+                        id,
+                        packets: 1,
+                        due: p.due,
+                        wire_len: p.wire_len as u32,
+                        payload_len: p.payload_len as u32,
+                    };
+                    // At most one packet per free slot, in due order: cannot be refused.
+                    let _ = self.sender.handle_input(now, Input::Packet(q));
+                }
+                None => {
+                    self.free.push(id);
+                    self.source_done = true;
+                    let _ = self.sender.handle_input(now, Input::SourceEnded);
+                }
+            }
+        }
+    }
+
+    fn run_sender(&mut self, now: Timestamp, net: &mut Net) {
+        if let Some(end) = self.stalled_until(now) {
+            self.wake_at(now, 0, Some(end), net);
+            return;
+        }
+        self.produce(now);
+        self.sender.handle_timeout(now);
+        while let Some(t) = self.sender.poll_transmit(now) {
+            let id = t.id();
+            match t {
+                Transmit::Send { due, renumber, .. } => self.send_slot(now, id, due, renumber, net),
+                Transmit::Drop { due, .. } => {
+                    self.log.push(RtpLogRow::Dropped { at: now, id, due })
+                }
+            }
+            self.free.push(id);
+        }
+        self.produce(now);
+        let mut rtcp = std::mem::take(&mut self.rtcp);
+        if let Some(n) = self.sender.poll_rtcp(now, wall(now), &mut rtcp) {
+            self.log.push(RtpLogRow::SenderReport { at: now });
+            let pkt = self.datagram(net, now, self.dst, &rtcp[..n]);
+            net.send(now, self.cfg.src, pkt);
+        }
+        self.rtcp = rtcp;
+        while self.sender.poll_event().is_some() {}
+        let next = self.sender.poll_timeout().map(|(t, _)| t);
+        self.wake_at(now, 0, next, net);
+    }
+
+    fn send_slot(&mut self, now: Timestamp, id: u32, due: Timestamp, renumber: u32, net: &mut Net) {
+        let (len, wire_len) = self.lens[id as usize];
+        let pkt = &mut self.slots[id as usize][..len];
+        // Dropped packets never left and take no sequence number.
+        if renumber != 0 {
+            shift_sequence(pkt, renumber as u16);
+        }
+        if self.cfg.send_time_ext {
+            patch_send_time(pkt, wall(now));
+        }
+        self.log.push(RtpLogRow::Sent { at: now, id, due });
+        let size = wire_len as u32 + self.cfg.ip_overhead;
+        let p = Packet {
+            id: net.packet_id(),
+            flow: self.id,
+            src: self.cfg.src,
+            dst: self.dst,
+            size,
+            sent_at: now,
+            body: Body::Datagram(Rc::from(&*pkt)),
+        };
+        self.sent += 1;
+        self.sent_bytes += size as u64;
+        self.first_send.get_or_insert(now);
+        self.last_send = now;
+        net.send(now, self.cfg.src, p);
+    }
+
+    fn run_receiver(&mut self, now: Timestamp, ep: u32, net: &mut Net) {
+        let r = ep as usize - 1;
+        let mut rtcp = std::mem::take(&mut self.rtcp);
+        if let Some(n) = self.receivers[r].poll_transmit(now, &mut rtcp) {
+            self.log.push(RtpLogRow::ReceiverReport {
+                at: now,
+                receiver: r as u32,
+            });
+            let mut pkt = self.datagram(net, now, Dst::Node(self.cfg.src), &rtcp[..n]);
+            pkt.src = self.cfg.receivers[r];
+            net.send(now, self.cfg.receivers[r], pkt);
+        }
+        self.rtcp = rtcp;
+        while self.receivers[r].poll_event().is_some() {}
+        let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
+        self.wake_at(now, ep, next, net);
+    }
+
+    fn receive(&mut self, now: Timestamp, r: usize, pkt: &Packet, data: &[u8], net: &mut Net) {
+        let rx = &mut self.receivers[r];
+        if (200..=204).contains(&data.get(1).copied().unwrap_or(0)) {
+            rx.handle_rtcp(now, data);
+        } else if let Ok(rec) = rx.handle_rtp(now, Some(wall(now)), data) {
+            use metronome_session::receiver::SeqVerdict;
+            self.log.push(RtpLogRow::Delivered {
+                at: now,
+                receiver: r as u32,
+                ext_seq: rec.ext_seq,
+                rtp_ts: rec.rtp_ts,
+            });
+            if !matches!(rec.verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
+                self.meters[r].account(now, pkt.size, pkt.sent_at);
+            } else {
+                self.meters[r].duplicates += 1;
+            }
+        }
+        while self.receivers[r].poll_event().is_some() {}
+        let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
+        self.wake_at(now, r as u32 + 1, next, net);
+    }
+
+    /// The sender's and receivers' sessions, as they ended.
+    pub fn into_sessions(self) -> (SenderSession, Vec<ReceiverSession>) {
+        (self.sender, self.receivers)
+    }
+
+    /// The address a receiver's reports come from, as the sender sees it.
+    fn receiver_addr(node: NodeId) -> SocketAddr {
+        let [_, _, hi, lo] = node.0.to_be_bytes();
+        SocketAddr::from((Ipv4Addr::new(10, 0, hi, lo), 5005))
+    }
+}
+
+impl Flow for RtpFlow {
+    fn bind(&mut self, id: FlowId, net: &mut Net) {
+        self.id = id;
+        self.dst = destination(net, id, self.cfg.src, &self.cfg.receivers);
+        net.listen(id, self.cfg.src, 0);
+    }
+
+    fn start(&mut self, now: Timestamp, net: &mut Net) {
+        self.run_sender(now, net);
+    }
+
+    fn on_wake(&mut self, now: Timestamp, ep: u32, net: &mut Net) {
+        if let Some(w) = self.wakes.get_mut(ep as usize) {
+            if *w == now {
+                *w = Timestamp::MAX;
+            }
+        }
+        if ep == 0 {
+            self.run_sender(now, net);
+        } else if (ep as usize) <= self.receivers.len() {
+            self.run_receiver(now, ep, net);
+        }
+    }
+
+    fn on_packet(&mut self, now: Timestamp, ep: u32, pkt: Packet, net: &mut Net) {
+        let Body::Datagram(data) = &pkt.body else {
+            return;
+        };
+        let data = Rc::clone(data);
+        if ep == 0 {
+            let input = Input::Rtcp {
+                wall: wall(now),
+                from: Self::receiver_addr(pkt.src),
+                data: &data,
+            };
+            let _ = self.sender.handle_input(now, input);
+            let next = self.sender.poll_timeout().map(|(t, _)| t);
+            self.wake_at(now, 0, next, net);
+        } else if (ep as usize) <= self.receivers.len() {
+            self.receive(now, ep as usize - 1, &pkt, &data, net);
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.sender.is_finished()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+
+    fn report(&mut self, _end: Timestamp, net: &Net) -> FlowReport {
+        let start = self.first_send.unwrap_or(Timestamp::ZERO);
+        let active = self.last_send.saturating_since(start);
+        let receivers = self
+            .cfg
+            .receivers
+            .iter()
+            .zip(&mut self.meters)
+            .map(|(&n, m)| {
+                ReceiverReport::from_meter(net.node_name(n).to_string(), m, self.sent, active)
+            })
+            .collect();
+        FlowReport {
+            name: self.cfg.name.clone(),
+            kind: "rtp",
+            src: net.node_name(self.cfg.src).to_string(),
+            target_bps: self.sender.target_rate().as_bps(),
+            start_ns: start.as_nanos(),
+            duration_ns: active.as_nanos() as u64,
+            sent_packets: self.sent,
+            sent_bytes: self.sent_bytes,
+            receivers,
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! What travels through the simulated network.
+
+use metronome_time::Timestamp;
+use std::rc::Rc;
+
+/// A node of the topology (a host or a router), by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+/// One direction of a link, by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LinkId(pub u32);
+
+/// A flow (one application: a UDP stream, an RTP session, a TCP connection), by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowId(pub u32);
+
+/// A multicast distribution tree, by index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TreeId(pub u32);
+
+/// Where a packet goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dst {
+    /// One host, reached by unicast routing (shortest path in hops).
+    Node(NodeId),
+    /// Every member of a multicast tree; routers copy the packet onto each branch.
+    Tree(TreeId),
+}
+
+/// The bytes a packet carries, shared between the copies a multicast tree makes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// A measurement datagram (UDP cross traffic, iperf-style): only its number is needed.
+    Probe { seq: u64 },
+    /// An RTP or RTCP datagram, as the sessions wrote it.
+    Datagram(Rc<[u8]>),
+    /// An IPv4 packet of a TCP connection, as the TCP stack wrote it.
+    Ip(Rc<[u8]>),
+}
+
+/// One packet in the network.
+#[derive(Clone, Debug)]
+pub struct Packet {
+    /// Unique per run, in the order packets were sent; copies of a multicast packet share it.
+    pub id: u64,
+    pub flow: FlowId,
+    pub src: NodeId,
+    pub dst: Dst,
+    /// Bytes on the wire (IP header included): what links serialize and queue.
+    pub size: u32,
+    /// When the sending application handed it to the network.
+    pub sent_at: Timestamp,
+    pub body: Body,
+}
+
+/// IPv4 (20 bytes) plus UDP (8 bytes): a UDP payload of `n` bytes is `n + 28` on the wire.
+pub const UDP_IP_OVERHEAD: u32 = 28;

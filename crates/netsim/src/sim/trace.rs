@@ -1,0 +1,127 @@
+//! A trace of every packet: sent, queued on a link, dropped (and why), delivered.
+//!
+//! Rows are kept in memory in the order they happened. Tracing costs a row per packet per hop,
+//! so large runs (thousands of receivers) turn it off ([`TraceLevel::Off`]) and keep the
+//! per-flow figures only.
+
+use super::packet::{FlowId, LinkId, NodeId};
+use metronome_time::Timestamp;
+use std::fmt::Write as _;
+
+/// How much the simulator records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TraceLevel {
+    /// No per-packet rows.
+    #[default]
+    Off,
+    /// A row for every packet event.
+    Packets,
+}
+
+/// What happened to a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PacketEvent {
+    /// An application handed it to the network at its node.
+    Sent,
+    /// A link accepted it; it waits `queue_delay` before its serialization starts.
+    Queued { link: LinkId, queue_delay_ns: u64 },
+    /// A link or router did not pass it on.
+    Dropped {
+        link: Option<LinkId>,
+        why: DropReason,
+    },
+    /// It reached an application at its node.
+    Delivered,
+}
+
+/// Why a packet was dropped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// The link's loss model picked it.
+    Loss,
+    /// The link's queue (or netem's `limit`) was full.
+    QueueFull,
+    /// No route from this node to its destination.
+    NoRoute,
+}
+
+impl DropReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DropReason::Loss => "loss",
+            DropReason::QueueFull => "queue_full",
+            DropReason::NoRoute => "no_route",
+        }
+    }
+}
+
+/// One row of the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRow {
+    pub at: Timestamp,
+    pub event: PacketEvent,
+    /// Where it happened.
+    pub node: NodeId,
+    pub flow: FlowId,
+    pub packet: u64,
+    pub size: u32,
+}
+
+/// The rows of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PacketTrace {
+    pub rows: Vec<TraceRow>,
+}
+
+impl PacketTrace {
+    /// The CSV header of [`PacketTrace::write_csv`].
+    pub const CSV_HEADER: &'static str =
+        "time_ns,event,node,flow,packet,size_bytes,link,queue_delay_ns,reason";
+
+    /// One line per row, header first. Columns: `time_ns` (virtual time of the event),
+    /// `event` (`sent`, `queued`, `dropped`, `delivered`), `node` (where), `flow`, `packet` (its
+    /// id; multicast copies share one), `size_bytes` (on the wire), `link` (the link that queued
+    /// or dropped it, else empty), `queue_delay_ns` (`queued` only: its wait before
+    /// serialization), `reason` (`dropped` only: `loss`, `queue_full`, `no_route`). Node, flow
+    /// and link are numbers; the summary names them.
+    pub fn write_csv(&self, out: &mut String) {
+        out.push_str(Self::CSV_HEADER);
+        out.push('\n');
+        for r in &self.rows {
+            let (event, link, qd, reason) = match r.event {
+                PacketEvent::Sent => ("sent", None, None, ""),
+                PacketEvent::Queued {
+                    link,
+                    queue_delay_ns,
+                } => ("queued", Some(link), Some(queue_delay_ns), ""),
+                PacketEvent::Dropped { link, why } => ("dropped", link, None, why.as_str()),
+                PacketEvent::Delivered => ("delivered", None, None, ""),
+            };
+            let _ = write!(
+                out,
+                "{},{event},{},{},{},{},",
+                r.at.as_nanos(),
+                r.node.0,
+                r.flow.0,
+                r.packet,
+                r.size
+            );
+            if let Some(l) = link {
+                let _ = write!(out, "{}", l.0);
+            }
+            out.push(',');
+            if let Some(q) = qd {
+                let _ = write!(out, "{q}");
+            }
+            out.push(',');
+            out.push_str(reason);
+            out.push('\n');
+        }
+    }
+
+    pub fn to_csv(&self) -> String {
+        let mut s = String::with_capacity(self.rows.len() * 48 + 80);
+        self.write_csv(&mut s);
+        s
+    }
+}

@@ -1,0 +1,139 @@
+//! The engine's sessions in the simulator: one RTP stream to a multicast group behind a
+//! bottleneck, with sender reports down the tree and receiver reports back by unicast.
+
+use metronome_cc::FixedRate;
+use metronome_netsim::sim::flows::rtp::source::CbrTs;
+use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
+use metronome_netsim::sim::trace::TraceLevel;
+use metronome_netsim::sim::Sim;
+use metronome_netsim::{LinkConfig, LossModel};
+use metronome_sched::PacingConfig;
+use metronome_session::receiver::ReceiverConfig;
+use metronome_session::sender::{
+    JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
+};
+use metronome_time::{Bitrate, MediaClock, Timestamp};
+use std::time::Duration;
+
+fn session(seed: u64) -> SenderSessionConfig {
+    SenderSessionConfig {
+        reports: SenderReportsConfig {
+            ssrc: 0xfeed,
+            cname: "sim".into(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: 1,
+            session_bw_bps: 1_000_000,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_receivers: 64,
+            seed,
+        },
+        pacing: PacingConfig::default(),
+        jobs: JobConfig {
+            period: None,
+            deadline: Duration::from_millis(2),
+        },
+        queue_capacity: 256,
+    }
+}
+
+#[test]
+fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
+    let seed = 45;
+    let mut sim = Sim::new(seed, TraceLevel::Off);
+    let src = sim.add_node("server");
+    let r = sim.add_node("router");
+    let bottleneck = LinkConfig {
+        rate_bps: Some(10_000_000),
+        delay: Duration::from_millis(10),
+        queue_limit_packets: Some(50),
+        ..LinkConfig::default()
+    };
+    sim.add_link(src, r, bottleneck.clone(), bottleneck);
+    let mut receivers = Vec::new();
+    for i in 0..45 {
+        let h = sim.add_node(format!("viewer{i}"));
+        // Every third viewer has a lossy access link.
+        let access = LinkConfig {
+            delay: Duration::from_millis(5),
+            loss: if i % 3 == 0 {
+                LossModel::Bernoulli(0.02)
+            } else {
+                LossModel::None
+            },
+            ..LinkConfig::default()
+        };
+        sim.add_link(r, h, access, LinkConfig::default());
+        receivers.push(h);
+    }
+    // 1 Mbit/s of TS: one TS packet every 1.504 ms, seven per RTP packet; 20 s.
+    let epoch = Timestamp::from_millis(10);
+    let pcfg = PacketizerConfig {
+        send_time_ext: true,
+        ..PacketizerConfig::mp2t(0xfeed, 1, 1)
+    };
+    let packets = 20_000_000_000 / (1_504_000 * 7);
+    let source = CbrTs::new(
+        pcfg,
+        epoch,
+        Duration::from_nanos(1_504_000),
+        packets as usize,
+    );
+    let flow = RtpFlow::new(
+        RtpFlowConfig {
+            name: "tv".into(),
+            src,
+            receivers: receivers.clone(),
+            session: session(seed),
+            receiver: ReceiverConfig {
+                seed,
+                ..ReceiverConfig::default()
+            },
+            epoch,
+            send_time_ext: true,
+            slot_size: 1500,
+            stalls: Vec::new(),
+            ip_overhead: 28,
+            interval: Duration::from_secs(1),
+            histograms: false,
+        },
+        Box::new(source),
+        Box::new(FixedRate::new(Bitrate::mbps(1))),
+    );
+    sim.add_flow(Box::new(flow));
+    sim.run_until(Timestamp::from_secs(21));
+    let (out, flows) = sim.finish_with_flows();
+    let flow = flows
+        .into_iter()
+        .next()
+        .unwrap()
+        .into_any()
+        .downcast::<RtpFlow>()
+        .unwrap();
+    let report = &out.flows[0];
+    assert_eq!(report.sent_packets, packets);
+    assert_eq!(report.receivers.len(), 45);
+    for (i, rx) in report.receivers.iter().enumerate() {
+        if i % 3 == 0 {
+            assert!(
+                (0.5..5.0).contains(&rx.loss_percent),
+                "seed {seed}: {} lost {} %",
+                rx.node,
+                rx.loss_percent
+            );
+        } else {
+            assert_eq!(rx.lost, 0, "seed {seed}: {}", rx.node);
+        }
+        // 10 ms + 5 ms + serialization of ~1344 bytes at 10 Mbit/s.
+        assert!(rx.min_delay_ns >= 15_000_000 && rx.max_delay_ns < 17_000_000);
+    }
+    // Every receiver's reports reached the sender, and their loss is what the viewer saw.
+    let views = flow.sender.reports().receivers();
+    assert_eq!(views.len(), 45, "seed {seed}");
+    let lossy_views = views.iter().filter(|v| v.cumulative_lost > 0).count();
+    assert_eq!(lossy_views, 15, "seed {seed}");
+    for v in views {
+        let rtt = v.rtt_ms.expect("an RTT from LSR/DLSR");
+        // 10 + 5 ms out, 0 + 10 ms back, and serialization.
+        assert!((25.0..26.0).contains(&rtt), "seed {seed}: {rtt} ms");
+    }
+}
