@@ -138,7 +138,7 @@ impl std::error::Error for ConfigError {}
 
 impl ConfigError {
     /// An error not (yet) placed at a line.
-    fn new(kind: ConfigErrorKind, origin: &str, message: String) -> Self {
+    pub(crate) fn new(kind: ConfigErrorKind, origin: &str, message: String) -> Self {
         let origin = origin.to_string();
         ConfigError {
             kind,
@@ -150,7 +150,7 @@ impl ConfigError {
     }
 
     /// Places the error at a byte offset of `text`.
-    fn at(mut self, text: &str, offset: Option<usize>) -> Self {
+    pub(crate) fn at(mut self, text: &str, offset: Option<usize>) -> Self {
         if let Some(o) = offset {
             let (line, column) = line_col(text, o);
             (self.line, self.column) = (Some(line), Some(column));
@@ -323,7 +323,7 @@ fn de_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
 }
 
 /// 1-based line and column (in characters) of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;

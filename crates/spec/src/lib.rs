@@ -7,5 +7,6 @@
 //! clock; `config::load` reads the one file it is given, bounded in size.
 
 pub mod config;
+pub mod scenario;
 pub mod stream;
 pub mod url;

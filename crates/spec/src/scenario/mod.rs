@@ -1,0 +1,193 @@
+//! Lab scenarios: a network, the flows over it, and parameter sweeps, as a TOML file.
+//!
+//! The same file runs in the simulator (virtual time) and, later, in the emulator (real
+//! sockets); this module only reads and checks it. The format, by example (every key is
+//! documented in `docs/scenarios.md`):
+//!
+//! ```toml
+//! name = "two-clients"
+//! seed = 1                 # the same seed replays the same run
+//! duration = "10s"         # how long flows send, unless a flow says otherwise
+//!
+//! [sweep]                  # every combination runs; "${rate}" below takes each value
+//! rate = ["2mbit", "4mbit"]
+//!
+//! [links.lan]              # link profiles, by name
+//! rate = "1gbit"
+//! [links.poor]
+//! rate = "10mbit"
+//! delay = "20ms"
+//! netem_limit = 2
+//!
+//! [topology]
+//! shape = "star"
+//! center = "switch"
+//! leaves = [{ node = "server", link = "lan" }, { node = "client", link = "poor" }]
+//!
+//! [[flow]]
+//! kind = "udp"
+//! from = "server"
+//! to = "client"
+//! rate = "${rate}"
+//! ```
+//!
+//! Errors name the line and say what is expected ([`ConfigError`]). A sweep value replaces
+//! its `"${name}"` reference in place, so an error in a swept value is reported at the line
+//! of the reference, for the sweep point that has it.
+
+mod parse;
+mod sweep;
+mod topology;
+
+pub use crate::config::{ConfigError, ConfigErrorKind};
+pub use sweep::{Point, ScenarioFile};
+
+use std::time::Duration;
+
+/// One point of a scenario, every sweep reference resolved, checked.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub name: String,
+    pub description: String,
+    pub seed: u64,
+    /// How long flows send by default.
+    pub duration: Duration,
+    /// How long the run goes on after the last flow stops, for packets in flight.
+    pub drain: Duration,
+    /// Bin width of per-interval figures (throughput over time).
+    pub interval: Duration,
+    /// Write a row per packet event (sent, queued, dropped, delivered).
+    pub trace: bool,
+    /// Keep full delay and inter-arrival distributions per receiver.
+    pub histograms: bool,
+    /// Every node, in the order first named.
+    pub nodes: Vec<String>,
+    /// Every link: two directions between two nodes.
+    pub links: Vec<LinkDecl>,
+    pub flows: Vec<FlowDecl>,
+    /// Figures from elsewhere (a paper, a seed experiment) to show beside the measured ones.
+    pub reference: Option<Reference>,
+}
+
+/// A full-duplex link between `a` and `b`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkDecl {
+    pub a: String,
+    pub b: String,
+    /// The profile from `a` to `b`, by name, and its settings.
+    pub ab: (String, LinkProfile),
+    /// The profile from `b` to `a`.
+    pub ba: (String, LinkProfile),
+}
+
+/// What a link does to packets, in one direction (mapped onto the link model by the lab).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkProfile {
+    /// bit/s; `None`: infinite.
+    pub rate_bps: Option<u64>,
+    /// A tc-tbf token bucket of this many bytes instead of a serializer.
+    pub burst_bytes: Option<usize>,
+    pub delay: Duration,
+    pub jitter: Duration,
+    pub jitter_distribution: JitterDistribution,
+    pub loss: LossDecl,
+    pub duplicate: f64,
+    pub reorder: f64,
+    pub reorder_delay: Duration,
+    pub queue_packets: Option<usize>,
+    pub queue_bytes: Option<usize>,
+    /// netem's `limit`: counts every packet held, those still serving their delay too.
+    pub netem_limit: Option<usize>,
+    /// Time the testbed held each packet beyond its delay and serialization (a fitted
+    /// property of a real netem set-up, see the seed001 scenarios); added to the delay.
+    pub hold_extra: Duration,
+}
+
+/// How jitter is drawn.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum JitterDistribution {
+    /// Uniform in `[0, jitter]`, added, order kept.
+    #[default]
+    Uniform,
+    /// netem's `distribution normal`, order kept.
+    Normal,
+    /// netem's `distribution normal`, packets may overtake each other.
+    NormalReorder,
+}
+
+/// How a link loses packets.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum LossDecl {
+    #[default]
+    None,
+    /// Independent loss with this probability.
+    Random(f64),
+    /// Gilbert-Elliott: `p` good→bad, `r` bad→good, loss probability in each state.
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        loss_good: f64,
+        loss_bad: f64,
+    },
+}
+
+/// An application in the network.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowDecl {
+    pub name: String,
+    pub from: String,
+    /// Receiving nodes (one: unicast; several: a multicast group).
+    pub to: Vec<String>,
+    pub start: Duration,
+    pub duration: Duration,
+    pub kind: FlowKind,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum FlowKind {
+    /// UDP as iperf sends it: `rate` of payload in `payload`-byte datagrams, or a square wave.
+    Udp { payload: u32, rate: RateShape },
+    /// TCP bulk transfer: as fast as the congestion control allows (or at most `rate_bps`
+    /// from the application, as iperf's `-b` limits a TCP test), `bytes` or until the end.
+    Tcp {
+        cc: TcpCc,
+        bytes: Option<u64>,
+        rate_bps: Option<u64>,
+    },
+    /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session.
+    Rtp { rate_bps: u64 },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum RateShape {
+    Constant(u64),
+    Square {
+        high_bps: u64,
+        low_bps: u64,
+        period: Duration,
+        duty: f64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TcpCc {
+    Reno,
+    #[default]
+    Cubic,
+}
+
+/// A table of reference figures (rows × columns), e.g. a seed's measured loss. Rows are
+/// receiving nodes, columns the values of the sweep parameter `by`; each cell is `metric` of
+/// that receiver at that point, so the report can put what was measured beside it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    pub title: String,
+    /// A receiver figure: `loss_percent`, `throughput_bps`, `jitter_ns`, `mean_delay_ns`.
+    pub metric: String,
+    /// The sweep parameter the columns are values of.
+    pub by: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<(String, Vec<f64>)>,
+    /// Where the figures come from.
+    pub source: String,
+}

@@ -1,0 +1,540 @@
+//! One scenario point's text → [`Scenario`]: the file's keys, their forms, and the checks
+//! that need the whole file (names of nodes and link profiles).
+
+use super::topology::{expand, RawLink, RawTopology};
+use super::{
+    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Reference, Scenario,
+    TcpCc,
+};
+use crate::config::{ConfigError, ConfigErrorKind};
+use crate::stream::{parse_bitrate, parse_duration};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+use std::time::Duration;
+use toml::Spanned;
+
+/// The most flows, links or nodes one scenario may declare.
+pub const MAX_ITEMS: usize = 100_000;
+
+pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
+    let raw: RawScenario = toml::from_str(text).map_err(|e| {
+        let offset = e.span().map(|s| s.start);
+        ConfigError::new(ConfigErrorKind::Parse, origin, explain(e.message())).at(text, offset)
+    })?;
+    let invalid = |message: String, offset: usize| {
+        ConfigError::new(ConfigErrorKind::Invalid, origin, message).at(text, Some(offset))
+    };
+    let profiles: BTreeMap<String, LinkProfile> = raw
+        .links
+        .iter()
+        .map(|(k, v)| (k.clone(), v.get_ref().to_profile()))
+        .collect();
+    let (nodes, links) = expand(raw.topology.as_ref(), &raw.link, &profiles)
+        .map_err(|(message, offset)| invalid(message, offset))?;
+    if nodes.len() > MAX_ITEMS || links.len() > MAX_ITEMS || raw.flow.len() > MAX_ITEMS {
+        let message = format!("more than {MAX_ITEMS} nodes, links or flows; split the scenario");
+        return Err(ConfigError::new(ConfigErrorKind::TooLarge, origin, message));
+    }
+    let duration = raw.duration.map_or(Duration::from_secs(10), |d| d.0);
+    let mut flows = Vec::with_capacity(raw.flow.len());
+    for (i, f) in raw.flow.iter().enumerate() {
+        let offset = f.span().start;
+        let flow = f
+            .get_ref()
+            .resolve(i, &nodes, duration)
+            .map_err(|m| invalid(m, offset))?;
+        if flows.iter().any(|g: &FlowDecl| g.name == flow.name) {
+            let message = format!(
+                "a second flow is named '{}'; flow names must be unique",
+                flow.name
+            );
+            return Err(invalid(message, offset));
+        }
+        flows.push(flow);
+    }
+    if flows.is_empty() {
+        let message = "the scenario has no [[flow]]; add one, e.g. kind = \"udp\", from, to, rate";
+        return Err(ConfigError::new(
+            ConfigErrorKind::Invalid,
+            origin,
+            message.into(),
+        ));
+    }
+    let reference = match raw.reference {
+        Some(r) => Some(
+            r.check()
+                .map_err(|m| invalid(m, text.find("[reference]").unwrap_or(0)))?,
+        ),
+        None => None,
+    };
+    Ok(Scenario {
+        name: raw.name,
+        description: raw.description,
+        seed: raw.seed,
+        duration,
+        drain: raw.drain.map_or(Duration::from_secs(1), |d| d.0),
+        interval: raw.interval.map_or(Duration::from_secs(1), |d| d.0),
+        trace: raw.trace,
+        histograms: raw.histograms.unwrap_or(true),
+        nodes,
+        links,
+        flows,
+        reference,
+    })
+}
+
+/// toml's messages, in the file's terms.
+fn explain(message: &str) -> String {
+    if let Some(rest) = message.strip_prefix("unknown field `") {
+        if let Some((key, expected)) = rest.split_once("`, expected ") {
+            let known = expected
+                .trim_start_matches("one of ")
+                .replace('`', "")
+                .replace(" or ", ", ");
+            return format!("unknown key '{key}'; known keys here: {known}");
+        }
+    }
+    if let Some(rest) = message.strip_prefix("missing field `") {
+        let key = rest.trim_end_matches('`');
+        return format!("the key '{key}' is required here; add {key} = ...");
+    }
+    message.to_string()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    seed: u64,
+    duration: Option<Dur>,
+    drain: Option<Dur>,
+    interval: Option<Dur>,
+    #[serde(default)]
+    trace: bool,
+    histograms: Option<bool>,
+    /// Read by [`super::ScenarioFile`]; its references are already replaced.
+    #[serde(default, rename = "sweep")]
+    _sweep: Option<toml::Table>,
+    #[serde(default)]
+    links: BTreeMap<String, Spanned<RawProfile>>,
+    topology: Option<Spanned<RawTopology>>,
+    #[serde(default)]
+    link: Vec<Spanned<RawLink>>,
+    #[serde(default)]
+    flow: Vec<Spanned<RawFlow>>,
+    reference: Option<RawReference>,
+}
+
+/// A duration written as people write it: "20ms", "1.5s".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dur(pub Duration);
+
+impl<'de> Deserialize<'de> for Dur {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match NumOrText::deserialize(d)? {
+            NumOrText::Text(s) => parse_duration(&s)
+                .map(Dur)
+                .map_err(serde::de::Error::custom),
+            NumOrText::Int(0) => Ok(Dur(Duration::ZERO)),
+            _ => Err(serde::de::Error::custom(
+                "a duration needs a unit, in quotes: write it like \"20ms\" or \"1.5s\"",
+            )),
+        }
+    }
+}
+
+/// A rate: "10mbit", "500kbit", or a number of bit/s.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Rate(pub u64);
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        match NumOrText::deserialize(d)? {
+            NumOrText::Text(s) if s.trim() == "0" => Ok(Rate(0)),
+            NumOrText::Text(s) => parse_bitrate(&s)
+                .map(Rate)
+                .map_err(serde::de::Error::custom),
+            NumOrText::Int(n) if n >= 0 => Ok(Rate(n as u64)),
+            _ => Err(serde::de::Error::custom(
+                "a rate is written like \"10mbit\", \"500kbit\" or a number of bit/s",
+            )),
+        }
+    }
+}
+
+/// A probability: 0.01 or "1%".
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Prob(pub f64);
+
+impl<'de> Deserialize<'de> for Prob {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bad = || {
+            serde::de::Error::custom(
+                "a probability is written like 0.01 or \"1%\" (0 to 1, or 0% to 100%)",
+            )
+        };
+        let v = match NumOrText::deserialize(d)? {
+            NumOrText::Int(n) => n as f64,
+            NumOrText::Float(x) => x,
+            NumOrText::Text(s) => match s.trim().strip_suffix('%') {
+                Some(p) => p.trim().parse::<f64>().map_err(|_| bad())? / 100.0,
+                None => s.trim().parse::<f64>().map_err(|_| bad())?,
+            },
+        };
+        if (0.0..=1.0).contains(&v) {
+            Ok(Prob(v))
+        } else {
+            Err(bad())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumOrText {
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProfile {
+    rate: Option<Rate>,
+    burst: Option<usize>,
+    delay: Option<Dur>,
+    jitter: Option<Dur>,
+    jitter_distribution: Option<RawJitter>,
+    loss: Option<RawLoss>,
+    duplicate: Option<Prob>,
+    reorder: Option<Prob>,
+    reorder_delay: Option<Dur>,
+    queue_packets: Option<usize>,
+    queue_bytes: Option<usize>,
+    netem_limit: Option<usize>,
+    hold_extra: Option<Dur>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(rename_all = "kebab-case")]
+enum RawJitter {
+    Uniform,
+    Normal,
+    NormalReorder,
+}
+
+#[derive(Clone, Copy)]
+enum RawLoss {
+    Random(Prob),
+    Gilbert(RawGilbert),
+}
+
+/// `loss = 0.01`, `loss = "1%"`, or `loss = { p, r, loss_good, loss_bad }`.
+impl<'de> Deserialize<'de> for RawLoss {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let v = toml::Value::deserialize(d)?;
+        if v.is_table() {
+            RawGilbert::deserialize(v)
+                .map(RawLoss::Gilbert)
+                .map_err(|e| {
+                    D::Error::custom(format!("loss as a Gilbert-Elliott table: {}", e.message()))
+                })
+        } else {
+            Prob::deserialize(v).map(RawLoss::Random).map_err(|e| {
+                D::Error::custom(format!(
+                    "{}; or a table {{ p, r, loss_good, loss_bad }} for bursts",
+                    e.message()
+                ))
+            })
+        }
+    }
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawGilbert {
+    p: Prob,
+    r: Prob,
+    #[serde(default)]
+    loss_good: Option<Prob>,
+    #[serde(default)]
+    loss_bad: Option<Prob>,
+}
+
+impl RawProfile {
+    fn to_profile(&self) -> LinkProfile {
+        let d = |v: Option<Dur>| v.map_or(Duration::ZERO, |d| d.0);
+        LinkProfile {
+            rate_bps: self.rate.map(|r| r.0),
+            burst_bytes: self.burst,
+            delay: d(self.delay),
+            jitter: d(self.jitter),
+            jitter_distribution: match self.jitter_distribution {
+                None | Some(RawJitter::Uniform) => JitterDistribution::Uniform,
+                Some(RawJitter::Normal) => JitterDistribution::Normal,
+                Some(RawJitter::NormalReorder) => JitterDistribution::NormalReorder,
+            },
+            loss: match self.loss {
+                None => LossDecl::None,
+                Some(RawLoss::Random(p)) => LossDecl::Random(p.0),
+                Some(RawLoss::Gilbert(g)) => LossDecl::GilbertElliott {
+                    p: g.p.0,
+                    r: g.r.0,
+                    loss_good: g.loss_good.map_or(0.0, |p| p.0),
+                    loss_bad: g.loss_bad.map_or(1.0, |p| p.0),
+                },
+            },
+            duplicate: self.duplicate.map_or(0.0, |p| p.0),
+            reorder: self.reorder.map_or(0.0, |p| p.0),
+            reorder_delay: d(self.reorder_delay),
+            queue_packets: self.queue_packets,
+            queue_bytes: self.queue_bytes,
+            netem_limit: self.netem_limit,
+            hold_extra: d(self.hold_extra),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFlow {
+    name: Option<String>,
+    kind: String,
+    from: String,
+    to: OneOrMany,
+    start: Option<Dur>,
+    duration: Option<Dur>,
+    rate: Option<Rate>,
+    payload: Option<u32>,
+    square: Option<RawSquare>,
+    cc: Option<String>,
+    bytes: Option<u64>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawSquare {
+    high: Rate,
+    low: Rate,
+    period: Dur,
+    #[serde(default = "half")]
+    duty: f64,
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+impl RawFlow {
+    fn resolve(&self, i: usize, nodes: &[String], duration: Duration) -> Result<FlowDecl, String> {
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("flow{}", i + 1));
+        let known = |n: &str| nodes.iter().any(|m| m == n);
+        if !known(&self.from) {
+            return Err(format!(
+                "flow '{name}': from = \"{}\" is not a node of the topology",
+                self.from
+            ));
+        }
+        let to = match &self.to {
+            OneOrMany::One(s) => vec![s.clone()],
+            OneOrMany::Many(v) => v.clone(),
+        };
+        let mut receivers = Vec::new();
+        for t in &to {
+            match t.strip_suffix('*') {
+                Some(prefix) => {
+                    let before = receivers.len();
+                    receivers.extend(nodes.iter().filter(|n| n.starts_with(prefix)).cloned());
+                    if receivers.len() == before {
+                        return Err(format!(
+                            "flow '{name}': no node's name starts with '{prefix}'"
+                        ));
+                    }
+                }
+                None if known(t) => receivers.push(t.clone()),
+                None => {
+                    return Err(format!(
+                        "flow '{name}': to = \"{t}\" is not a node of the topology"
+                    ))
+                }
+            }
+        }
+        if receivers.is_empty() {
+            return Err(format!("flow '{name}': to names no receiver"));
+        }
+        if receivers.contains(&self.from) {
+            return Err(format!(
+                "flow '{name}' sends to its own node '{}'",
+                self.from
+            ));
+        }
+        let kind = self.kind(&name)?;
+        if matches!(kind, FlowKind::Tcp { .. }) && receivers.len() != 1 {
+            return Err(format!(
+                "flow '{name}': a TCP flow goes to exactly one node"
+            ));
+        }
+        Ok(FlowDecl {
+            name,
+            from: self.from.clone(),
+            to: receivers,
+            start: self.start.map_or(Duration::ZERO, |d| d.0),
+            duration: self.duration.map_or(duration, |d| d.0),
+            kind,
+        })
+    }
+
+    fn kind(&self, name: &str) -> Result<FlowKind, String> {
+        let unused = |key: &str, kind: &str| {
+            Err(format!(
+                "flow '{name}': a {kind} flow has no '{key}'; remove it"
+            ))
+        };
+        match self.kind.as_str() {
+            "udp" => {
+                if self.cc.is_some() {
+                    return unused("cc", "udp");
+                }
+                if self.bytes.is_some() {
+                    return unused("bytes", "udp");
+                }
+                let rate = match (self.rate, self.square) {
+                    (Some(r), None) => RateShape::Constant(r.0),
+                    (None, Some(s)) => {
+                        if !(0.0..=1.0).contains(&s.duty) {
+                            return Err(format!("flow '{name}': square.duty must be in 0..1"));
+                        }
+                        RateShape::Square {
+                            high_bps: s.high.0,
+                            low_bps: s.low.0,
+                            period: s.period.0,
+                            duty: s.duty,
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "flow '{name}': a udp flow needs either rate = \"2mbit\" or square = {{ high, low, period }}"
+                        ))
+                    }
+                };
+                let payload = self.payload.unwrap_or(1470);
+                if !(1..=65_507).contains(&payload) {
+                    return Err(format!("flow '{name}': payload must be 1 to 65507 bytes"));
+                }
+                Ok(FlowKind::Udp { payload, rate })
+            }
+            "tcp" => {
+                for (key, set) in [
+                    ("payload", self.payload.is_some()),
+                    ("square", self.square.is_some()),
+                ] {
+                    if set {
+                        return unused(key, "tcp");
+                    }
+                }
+                let cc = match self.cc.as_deref() {
+                    None | Some("cubic") => TcpCc::Cubic,
+                    Some("reno") => TcpCc::Reno,
+                    Some(other) => return Err(format!(
+                        "flow '{name}': cc = \"{other}\" is not known; use \"reno\" or \"cubic\""
+                    )),
+                };
+                Ok(FlowKind::Tcp {
+                    cc,
+                    bytes: self.bytes,
+                    rate_bps: self.rate.map(|r| r.0),
+                })
+            }
+            "rtp" => {
+                for (key, set) in [
+                    ("cc", self.cc.is_some()),
+                    ("bytes", self.bytes.is_some()),
+                    ("payload", self.payload.is_some()),
+                    ("square", self.square.is_some()),
+                ] {
+                    if set {
+                        return unused(key, "rtp");
+                    }
+                }
+                match self.rate {
+                    Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp { rate_bps: r.0 }),
+                    _ => Err(format!(
+                        "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
+                    )),
+                }
+            }
+            other => Err(format!(
+                "flow '{name}': kind = \"{other}\" is not known; use \"udp\", \"tcp\" or \"rtp\""
+            )),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReference {
+    title: String,
+    metric: String,
+    by: String,
+    #[serde(default)]
+    source: String,
+    columns: Vec<String>,
+    rows: Vec<RawRow>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRow {
+    name: String,
+    values: Vec<f64>,
+}
+
+impl RawReference {
+    fn check(self) -> Result<Reference, String> {
+        for r in &self.rows {
+            if r.values.len() != self.columns.len() {
+                return Err(format!(
+                    "[reference] row '{}' has {} values for {} columns",
+                    r.name,
+                    r.values.len(),
+                    self.columns.len()
+                ));
+            }
+        }
+        const METRICS: [&str; 4] = [
+            "loss_percent",
+            "throughput_bps",
+            "jitter_ns",
+            "mean_delay_ns",
+        ];
+        if !METRICS.contains(&self.metric.as_str()) {
+            return Err(format!(
+                "[reference] metric = \"{}\" is not a receiver figure; use one of: {}",
+                self.metric,
+                METRICS.join(", ")
+            ));
+        }
+        Ok(Reference {
+            title: self.title,
+            metric: self.metric,
+            by: self.by,
+            columns: self.columns,
+            rows: self.rows.into_iter().map(|r| (r.name, r.values)).collect(),
+            source: self.source,
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! Lab scenario files: the format, sweeps, and errors that name the line.
+
+use metronome_spec::scenario::{FlowKind, LossDecl, RateShape, ScenarioFile};
+use std::time::Duration;
+
+const SEED001: &str = include_str!("../../lab/scenarios/seed001-udp.toml");
+
+#[test]
+fn seed001_udp_has_ten_points_and_resolves() {
+    let f = ScenarioFile::parse(SEED001, "seed001-udp.toml").unwrap();
+    let points = f.points();
+    assert_eq!(points.len(), 10);
+    // The last parameter varies fastest.
+    assert_eq!(points[0].to_string(), "hold_extra=0ms, rate=2mbit");
+    assert_eq!(points[1].to_string(), "hold_extra=0ms, rate=4mbit");
+    assert_eq!(points[5].to_string(), "hold_extra=1.2ms, rate=2mbit");
+    let all = f.resolve_all().unwrap();
+    let (_, s) = &all[6];
+    assert_eq!(s.nodes, ["switch", "server", "poor", "moderate", "good"]);
+    assert_eq!(s.links.len(), 4);
+    let poor = &s.links[1];
+    assert_eq!((poor.a.as_str(), poor.b.as_str()), ("switch", "poor"));
+    assert_eq!(poor.ab.1.rate_bps, Some(10_000_000));
+    assert_eq!(poor.ab.1.netem_limit, Some(2));
+    assert_eq!(poor.ab.1.hold_extra, Duration::from_micros(1200));
+    assert_eq!(s.flows.len(), 3);
+    assert_eq!(
+        s.flows[0].kind,
+        FlowKind::Udp {
+            payload: 1470,
+            rate: RateShape::Constant(4_000_000)
+        }
+    );
+    assert_eq!(s.flows[0].duration, Duration::from_secs(10));
+    let r = s.reference.as_ref().unwrap();
+    assert_eq!(r.rows[1].1, [0.0, 0.0, 9.3, 33.0, 47.0]);
+}
+
+fn err(text: &str) -> String {
+    let f = match ScenarioFile::parse(text, "t.toml") {
+        Ok(f) => f,
+        Err(e) => return e.to_string(),
+    };
+    match f.resolve_all() {
+        Ok(_) => panic!("accepted:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+const BASE: &str = r#"name = "t"
+[links.l]
+rate = "10mbit"
+[topology]
+shape = "chain"
+nodes = ["a", "b"]
+link = "l"
+[[flow]]
+kind = "udp"
+from = "a"
+to = "b"
+rate = "1mbit"
+"#;
+
+#[test]
+fn a_good_small_file_parses() {
+    let f = ScenarioFile::parse(BASE, "t.toml").unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    assert_eq!(s.flows[0].name, "flow1");
+    assert_eq!(s.seed, 0);
+}
+
+#[test]
+fn errors_name_the_line_and_what_is_expected() {
+    let e = err(&BASE.replace("rate = \"10mbit\"", "rate = \"10 megabits\""));
+    assert!(e.starts_with("t.toml line 3"), "{e}");
+    assert!(e.contains("4mbit"), "{e}");
+
+    let e = err(&BASE.replace("link = \"l\"", "link = \"l\"\nfanout = 3"));
+    assert!(e.starts_with("t.toml line 8"), "{e}");
+    assert!(e.contains("unknown key 'fanout'"), "{e}");
+
+    let e = err(&BASE.replace("to = \"b\"", "to = \"c\""));
+    assert!(e.starts_with("t.toml line 8"), "{e}");
+    assert!(e.contains("to = \"c\" is not a node"), "{e}");
+
+    let e = err(&BASE.replace("link = \"l\"", "link = \"wan\""));
+    assert!(
+        e.contains("no link profile 'wan'") && e.contains("[links.wan]"),
+        "{e}"
+    );
+
+    let e = err(&BASE.replace("kind = \"udp\"", "kind = \"quic\""));
+    assert!(e.contains("\"udp\", \"tcp\" or \"rtp\""), "{e}");
+
+    let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\ncc = \"reno\""));
+    assert!(e.contains("a udp flow has no 'cc'"), "{e}");
+
+    let e = err(&BASE.replace("[links.l]", "[links.l]\nloss = 1.5"));
+    assert!(e.starts_with("t.toml line 3"), "{e}");
+    assert!(e.contains("probability"), "{e}");
+
+    let e = err(&BASE.replace("[links.l]", "[links.l]\ndelay = 20"));
+    assert!(e.contains("needs a unit"), "{e}");
+
+    let e = err("name = \"t\"\n[[flow]\n");
+    assert!(e.starts_with("t.toml line 2"), "{e}");
+}
+
+#[test]
+fn sweep_references_are_checked() {
+    let swept = format!(
+        "{}[sweep]\nr = [\"1mbit\", \"2mbit\"]\n",
+        BASE.replace("rate = \"1mbit\"", "rate = \"${r}\"")
+    );
+    let f = ScenarioFile::parse(&swept, "t.toml").unwrap();
+    let all = f.resolve_all().unwrap();
+    assert_eq!(all.len(), 2);
+    assert_eq!(
+        all[1].1.flows[0].kind,
+        FlowKind::Udp {
+            payload: 1470,
+            rate: RateShape::Constant(2_000_000)
+        }
+    );
+
+    let e = err(&swept.replace("${r}", "${rate}"));
+    assert!(e.contains("\"${rate}\" is not a sweep parameter"), "{e}");
+    assert!(e.contains("line 12"), "{e}");
+
+    let e = err(&format!("{BASE}[sweep]\nq = [1, 2]\n"));
+    assert!(
+        e.contains("'q' is never used") && e.starts_with("t.toml line 14"),
+        "{e}"
+    );
+
+    let e = err(&swept.replace("\"${r}\"", "\"x${r}\""));
+    assert!(e.contains("whole string"), "{e}");
+
+    // A swept value of the wrong form is reported at the reference, for that point.
+    let bad = swept.replace("\"2mbit\"]", "\"fast\"]");
+    let e = err(&bad);
+    assert!(
+        e.contains("line 12") && e.contains("sweep point r=fast"),
+        "{e}"
+    );
+}
+
+#[test]
+fn shapes_expand() {
+    let tree = r#"name = "t"
+[links.core]
+rate = "100mbit"
+[links.access]
+rate = "10mbit"
+loss = { p = 0.01, r = 0.5 }
+[topology]
+shape = "tree"
+root = "src"
+levels = [{ count = 2, link = "core", prefix = "r" }, { count = 3, link = "access", prefix = "v" }]
+[[flow]]
+kind = "rtp"
+from = "src"
+to = "v*"
+rate = "1mbit"
+"#;
+    let f = ScenarioFile::parse(tree, "t.toml").unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    assert_eq!(s.nodes.len(), 1 + 2 + 6);
+    assert_eq!(s.flows[0].to, ["v1", "v2", "v3", "v4", "v5", "v6"]);
+    assert_eq!(s.links[2].a, "r1");
+    assert_eq!(s.links[5].a, "r2");
+    assert_eq!(
+        s.links[2].ab.1.loss,
+        LossDecl::GilbertElliott {
+            p: 0.01,
+            r: 0.5,
+            loss_good: 0.0,
+            loss_bad: 1.0
+        }
+    );
+
+    let dumbbell = r#"name = "d"
+[links.bn]
+rate = "10mbit"
+[links.lan]
+[topology]
+shape = "dumbbell"
+bottleneck = "bn"
+left = [{ node = "s1", link = "lan" }, { node = "s2", link = "lan" }]
+right = [{ node = "c1", link = "lan" }, { node = "c2", link = "lan" }]
+[[flow]]
+kind = "tcp"
+from = "s1"
+to = "c1"
+[[flow]]
+kind = "udp"
+from = "s2"
+to = "c2"
+square = { high = "8mbit", low = "0", period = "1s", duty = 0.25 }
+"#;
+    let f = ScenarioFile::parse(dumbbell, "d.toml").unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    assert_eq!(s.links.len(), 5);
+    assert_eq!(s.nodes[..2], ["left", "right"]);
+    assert!(
+        matches!(s.flows[1].kind, FlowKind::Udp { rate: RateShape::Square { duty, .. }, .. } if duty == 0.25)
+    );
+}
