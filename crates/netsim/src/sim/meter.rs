@@ -2,11 +2,11 @@
 //! and the same per interval (for throughput over time).
 
 use metronome_time::{Distribution, Timestamp};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Figures of one interval `[start, start + interval)` of virtual time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalFigures {
     /// Start of the interval, ns of virtual time.
     pub start_ns: u64,

@@ -57,6 +57,10 @@ impl Sim {
         &self.net
     }
 
+    pub fn net_mut(&mut self) -> &mut Net {
+        &mut self.net
+    }
+
     pub fn add_node(&mut self, name: impl Into<String>) -> NodeId {
         self.net.add_node(name)
     }

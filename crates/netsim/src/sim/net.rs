@@ -119,6 +119,11 @@ impl Net {
         id
     }
 
+    /// What the network has done so far.
+    pub fn counters(&self) -> NetCounters {
+        self.counters
+    }
+
     pub fn node_count(&self) -> usize {
         self.nodes.len()
     }
@@ -244,6 +249,21 @@ impl Net {
             self.routes.insert(dst, next);
         }
         &self.routes[&dst]
+    }
+
+    /// The links a unicast packet from `from` to `to` crosses, in order (`None`: no route).
+    pub fn path(&mut self, from: NodeId, to: NodeId) -> Option<Vec<LinkId>> {
+        let mut at = from;
+        let mut links = Vec::new();
+        while at != to {
+            let l = self.routes_to(to)[at.0 as usize]?;
+            links.push(l);
+            at = self.links[l.0 as usize].to;
+            if links.len() > self.links.len() {
+                return None; // cannot happen with BFS routes; never loop on a bug
+            }
+        }
+        Some(links)
     }
 
     /// Asks for flow `flow`'s endpoint `ep` to be woken at `at`.

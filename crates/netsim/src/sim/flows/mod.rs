@@ -9,7 +9,7 @@ use super::meter::{IntervalFigures, Meter};
 use super::net::Net;
 use super::packet::{FlowId, NodeId, Packet};
 use metronome_time::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// An application in the simulated network.
@@ -32,11 +32,11 @@ pub trait Flow {
 
 /// What one flow did, for the summary and the report. Times in ns, rates in bit/s, sizes in
 /// bytes on the wire (IP header included).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowReport {
     pub name: String,
     /// `udp`, `rtp` or `tcp`.
-    pub kind: &'static str,
+    pub kind: String,
     /// The sending node.
     pub src: String,
     /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
@@ -50,7 +50,7 @@ pub struct FlowReport {
 }
 
 /// What one receiving endpoint measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReceiverReport {
     pub node: String,
     /// Unique packets received.
@@ -75,6 +75,13 @@ pub struct ReceiverReport {
     /// Inter-arrival quantiles (only with histograms: 0 otherwise).
     pub p50_interarrival_ns: u64,
     pub p99_interarrival_ns: u64,
+    /// The delay distribution as 101 quantiles (0 %, 1 %, …, 100 %), ns; empty without
+    /// histograms. What a CDF plot draws.
+    #[serde(default)]
+    pub delay_quantiles_ns: Vec<u64>,
+    /// The inter-arrival distribution, likewise.
+    #[serde(default)]
+    pub interarrival_quantiles_ns: Vec<u64>,
     pub intervals: Vec<IntervalFigures>,
 }
 
@@ -116,8 +123,18 @@ impl ReceiverReport {
             p99_delay_ns: q(&meter.delay, 0.99),
             p50_interarrival_ns: q(&meter.interarrival, 0.5),
             p99_interarrival_ns: q(&meter.interarrival, 0.99),
+            delay_quantiles_ns: percentiles(&meter.delay),
+            interarrival_quantiles_ns: percentiles(&meter.interarrival),
             intervals: meter.intervals.clone(),
         }
+    }
+}
+
+/// 101 quantiles of a distribution (none if it is absent or empty).
+fn percentiles(d: &Option<metronome_time::Distribution>) -> Vec<u64> {
+    match d {
+        Some(h) if !h.is_empty() => (0..=100).map(|p| h.quantile_ns(p as f64 / 100.0)).collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -211,7 +211,7 @@ impl Flow for UdpFlow {
             .collect();
         FlowReport {
             name: self.cfg.name.clone(),
-            kind: "udp",
+            kind: "udp".into(),
             src: net.node_name(self.cfg.src).to_string(),
             target_bps: self.cfg.rate.peak_bps(),
             start_ns: self.cfg.start.as_nanos() as u64,

@@ -377,7 +377,7 @@ impl Flow for RtpFlow {
             .collect();
         FlowReport {
             name: self.cfg.name.clone(),
-            kind: "rtp",
+            kind: "rtp".into(),
             src: net.node_name(self.cfg.src).to_string(),
             target_bps: self.sender.target_rate().as_bps(),
             start_ns: start.as_nanos(),

@@ -1,0 +1,19 @@
+//! The lab: scenario files (`metronome_spec::scenario`) run in the simulator
+//! (`metronome_netsim::sim`), written as a results directory, and drawn as a report.
+//!
+//! - [`builtin`]: the scenarios that ship with Metronome (seed 001's experiments);
+//! - [`model`]: a scenario point built as a simulation (link profiles → link model, flows →
+//!   the simulator's applications);
+//! - [`run`]: every point (or a shard's share), `--jobs` at a time, into a directory;
+//! - [`results`]: the directory's files: `summary.json` (schema [`results::SCHEMA`]) and CSVs;
+//! - [`closed_form`]: what the link model must give, by hand, and the fit of a testbed's
+//!   extra holding time;
+//! - [`report`]: `report.html`, self-contained.
+
+pub mod builtin;
+pub mod closed_form;
+pub mod model;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod wall;

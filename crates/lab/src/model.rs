@@ -1,0 +1,214 @@
+//! A scenario point, declared in `spec`, built as a simulation in `netsim`.
+
+use metronome_cc::FixedRate;
+use metronome_netsim::sim::flows::rtp::source::CbrTs;
+use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
+use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
+use metronome_netsim::sim::net::derive_seed;
+use metronome_netsim::sim::packet::NodeId;
+use metronome_netsim::sim::trace::TraceLevel;
+use metronome_netsim::sim::Sim;
+use metronome_netsim::{JitterModel, LinkConfig, LossModel};
+use metronome_sched::PacingConfig;
+use metronome_session::receiver::ReceiverConfig;
+use metronome_session::sender::{
+    JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
+};
+use metronome_spec::scenario::{
+    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Scenario,
+};
+use metronome_time::{Bitrate, MediaClock, Timestamp};
+use std::time::Duration;
+
+/// The link model's configuration for a profile. `hold_extra` adds to the delay: the packet
+/// is held that much longer, and counts against netem's limit for that much longer.
+pub fn link_config(p: &LinkProfile) -> LinkConfig {
+    LinkConfig {
+        rate_bps: p.rate_bps,
+        burst_bytes: p.burst_bytes,
+        delay: p.delay + p.hold_extra,
+        jitter: p.jitter,
+        jitter_model: match p.jitter_distribution {
+            JitterDistribution::Uniform => JitterModel::Uniform,
+            JitterDistribution::Normal => JitterModel::Normal { reorder: false },
+            JitterDistribution::NormalReorder => JitterModel::Normal { reorder: true },
+        },
+        loss: match p.loss {
+            LossDecl::None => LossModel::None,
+            LossDecl::Random(x) => LossModel::Bernoulli(x),
+            LossDecl::GilbertElliott {
+                p,
+                r,
+                loss_good,
+                loss_bad,
+            } => LossModel::GilbertElliott {
+                p_good_to_bad: p,
+                p_bad_to_good: r,
+                loss_in_good: loss_good,
+                loss_in_bad: loss_bad,
+            },
+        },
+        reorder: p.reorder,
+        reorder_delay: p.reorder_delay,
+        duplicate: p.duplicate,
+        queue_limit_bytes: p.queue_bytes,
+        queue_limit_packets: p.queue_packets,
+        netem_limit: p.netem_limit,
+    }
+}
+
+/// The simulation of one point, seeded with `seed`; the flows in declaration order.
+pub fn build(s: &Scenario, seed: u64) -> Result<Sim, String> {
+    let trace = if s.trace {
+        TraceLevel::Packets
+    } else {
+        TraceLevel::Off
+    };
+    let mut sim = Sim::new(seed, trace);
+    for n in &s.nodes {
+        sim.add_node(n.clone());
+    }
+    let node = |sim: &Sim, name: &str| {
+        sim.net()
+            .node_by_name(name)
+            .ok_or_else(|| format!("no node '{name}'"))
+    };
+    for l in &s.links {
+        let (a, b) = (node(&sim, &l.a)?, node(&sim, &l.b)?);
+        let (ab, ba) = (link_config(&l.ab.1), link_config(&l.ba.1));
+        for (cfg, name) in [(&ab, &l.ab.0), (&ba, &l.ba.0)] {
+            cfg.validate()
+                .map_err(|e| format!("link profile '{name}': {e}"))?;
+        }
+        sim.add_link(a, b, ab, ba);
+    }
+    for (i, f) in s.flows.iter().enumerate() {
+        let src = node(&sim, &f.from)?;
+        let receivers =
+            f.to.iter()
+                .map(|r| node(&sim, r))
+                .collect::<Result<Vec<_>, _>>()?;
+        let flow_seed = derive_seed(seed, 1_000_000 + i as u64);
+        match &f.kind {
+            FlowKind::Udp { payload, rate } => {
+                sim.add_flow(Box::new(udp(s, f, src, receivers, *payload, *rate)));
+            }
+            FlowKind::Rtp { rate_bps } => {
+                sim.add_flow(Box::new(rtp(s, f, src, receivers, *rate_bps, flow_seed)));
+            }
+            FlowKind::Tcp { .. } => {
+                return Err(format!(
+                    "flow '{}': TCP flows are not in the simulator yet",
+                    f.name
+                ))
+            }
+        }
+    }
+    Ok(sim)
+}
+
+/// When the run ends: the last flow's end plus the drain time.
+pub fn end_time(s: &Scenario) -> Timestamp {
+    let last = s
+        .flows
+        .iter()
+        .map(|f| f.start + f.duration)
+        .max()
+        .unwrap_or_default();
+    Timestamp::ZERO + last + s.drain
+}
+
+fn udp(
+    s: &Scenario,
+    f: &FlowDecl,
+    src: NodeId,
+    receivers: Vec<NodeId>,
+    payload: u32,
+    rate: RateShape,
+) -> UdpFlow {
+    UdpFlow::new(UdpFlowConfig {
+        name: f.name.clone(),
+        src,
+        receivers,
+        payload_bytes: payload,
+        rate: match rate {
+            RateShape::Constant(r) => RatePattern::Constant(r),
+            RateShape::Square {
+                high_bps,
+                low_bps,
+                period,
+                duty,
+            } => RatePattern::Square {
+                high_bps,
+                low_bps,
+                period,
+                duty,
+            },
+        },
+        start: f.start,
+        duration: f.duration,
+        interval: s.interval,
+        histograms: s.histograms,
+    })
+}
+
+/// A constant-rate MPEG-TS stream through the engine's sender session: seven TS packets per
+/// RTP packet, the send-time extension on, a 2 ms deadline per packet.
+fn rtp(
+    s: &Scenario,
+    f: &FlowDecl,
+    src: NodeId,
+    receivers: Vec<NodeId>,
+    rate_bps: u64,
+    seed: u64,
+) -> RtpFlow {
+    let ssrc = seed as u32 | 1;
+    let ts_interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
+    let packets = (f.duration.as_nanos() / (ts_interval.as_nanos() * 7).max(1)) as usize;
+    let epoch = Timestamp::ZERO + f.start;
+    let pcfg = PacketizerConfig {
+        send_time_ext: true,
+        ..PacketizerConfig::mp2t(ssrc, seed as u16, (seed >> 16) as u32)
+    };
+    let source = CbrTs::new(pcfg, epoch, ts_interval, packets);
+    let session = SenderSessionConfig {
+        reports: SenderReportsConfig {
+            ssrc,
+            cname: f.name.clone(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: (seed >> 16) as u32,
+            session_bw_bps: rate_bps,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_receivers: receivers.len().max(1),
+            seed,
+        },
+        pacing: PacingConfig::default(),
+        jobs: JobConfig {
+            period: None,
+            deadline: Duration::from_millis(2),
+        },
+        queue_capacity: 512,
+    };
+    RtpFlow::new(
+        RtpFlowConfig {
+            name: f.name.clone(),
+            src,
+            receivers,
+            session,
+            receiver: ReceiverConfig {
+                session_bw_bps: rate_bps,
+                seed: seed ^ 0x5eed,
+                ..ReceiverConfig::default()
+            },
+            epoch,
+            send_time_ext: true,
+            slot_size: 1500,
+            stalls: Vec::new(),
+            ip_overhead: 28,
+            interval: s.interval,
+            histograms: s.histograms,
+        },
+        Box::new(source),
+        Box::new(FixedRate::new(Bitrate::bps(rate_bps))),
+    )
+}

@@ -1,0 +1,114 @@
+//! The HTML report of a results directory: one self-contained file (styles inline, plots as
+//! inline SVG), so it opens anywhere without a network connection.
+//!
+//! - [`tables`]: the reference table beside the closed form and the measurement, the fit of
+//!   the testbed's extra holding time, the per-point figures.
+
+mod tables;
+
+use crate::results::Summary;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Writes `DIR/report.html` for `summary`.
+pub fn write(dir: &Path, summary: &Summary) -> Result<(), String> {
+    let path = dir.join("report.html");
+    std::fs::write(&path, render(summary))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The report as one HTML document.
+pub fn render(s: &Summary) -> String {
+    let mut h = String::with_capacity(64 * 1024);
+    let title = format!("{} — Metronome lab", s.scenario.name);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{}</title><style>{STYLE}</style></head><body>\n",
+        esc(&title)
+    );
+    let _ = write!(
+        h,
+        "<h1>{}</h1>\n<p class=\"lead\">{}</p>\n",
+        esc(&s.scenario.name),
+        esc(&s.scenario.description)
+    );
+    h.push_str(&run_facts(s));
+    h.push_str(&tables::reference_section(s));
+    h.push_str(&tables::points_section(s));
+    let _ = writeln!(
+        h,
+        "<details><summary>Scenario file ({})</summary><pre>{}</pre></details>",
+        esc(&s.scenario.origin),
+        esc(&s.scenario.text)
+    );
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn run_facts(s: &Summary) -> String {
+    let mut h = String::from("<table class=\"facts\">");
+    let shard = if s.shard.count > 1 {
+        format!("{} of {}", s.shard.index, s.shard.count)
+    } else {
+        "all".into()
+    };
+    for (k, v) in [
+        ("mode", s.mode.clone()),
+        (
+            "points",
+            format!("{} of {} ({shard})", s.points.len(), s.total_points),
+        ),
+        ("seed", s.scenario.seed.to_string()),
+        (
+            "host",
+            format!(
+                "{} ({} CPUs, Linux {})",
+                s.host.hostname, s.host.cpus, s.host.kernel
+            ),
+        ),
+        ("commit", s.commit.clone()),
+        ("started", format!("{} (Unix time)", s.started_unix_s)),
+        ("schema", s.schema.clone()),
+    ] {
+        let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));
+    }
+    h.push_str("</table>\n");
+    h
+}
+
+/// Escapes text for HTML.
+pub(crate) fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}\
+h1{margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccc}.lead{color:#555}\
+table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
+th{background:#f3f3f3}.facts th,.facts td{text-align:left}caption{font-weight:600;text-align:left;padding:.3em 0}\
+.side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
+.bad{background:#fde2e2}.good{background:#e2f5e2}pre{background:#f7f7f7;padding:1em;overflow:auto}\
+figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:90%;color:#444}";
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(
+            super::esc("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}

@@ -1,0 +1,283 @@
+//! The report's tables: a reference (a seed's figures) beside the closed form and the
+//! measurement, and each point's figures.
+
+use super::esc;
+use crate::closed_form::{self, ClosedForm};
+use crate::results::{PointResult, Summary};
+use metronome_spec::scenario::{Reference, ScenarioFile};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// The scenario's `[reference]`, if it has one (read back from the text the run used).
+pub(crate) fn reference_of(s: &Summary) -> Option<Reference> {
+    let file = ScenarioFile::parse(&s.scenario.text, &s.scenario.origin).ok()?;
+    let first = file.points().into_iter().next()?;
+    file.resolve(&first).ok()?.reference
+}
+
+/// The points grouped by the values of every sweep parameter but `by`, in run order.
+pub(crate) fn groups<'a>(
+    s: &'a Summary,
+    by: &str,
+) -> Vec<(BTreeMap<String, String>, Vec<&'a PointResult>)> {
+    let mut out: Vec<(BTreeMap<String, String>, Vec<&PointResult>)> = Vec::new();
+    for p in &s.points {
+        let mut key = p.params.clone();
+        key.remove(by);
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(p),
+            None => out.push((key, vec![p])),
+        }
+    }
+    out
+}
+
+fn point_for<'a>(group: &[&'a PointResult], by: &str, col: &str) -> Option<&'a PointResult> {
+    group
+        .iter()
+        .copied()
+        .find(|p| p.params.get(by).map(String::as_str) == Some(col))
+}
+
+fn closed<'a>(p: &'a PointResult, receiver: &str) -> Option<&'a ClosedForm> {
+    p.closed_form.iter().find(|c| c.receiver == receiver)
+}
+
+fn fmt_metric(metric: &str, v: f64) -> String {
+    match metric {
+        "loss_percent" => format!("{v:.1}"),
+        "throughput_bps" => format!("{:.2}", v / 1e6),
+        _ => format!("{:.3}", v / 1e6),
+    }
+}
+
+fn unit(metric: &str) -> &'static str {
+    match metric {
+        "loss_percent" => "%",
+        "throughput_bps" => "Mbit/s",
+        _ => "ms",
+    }
+}
+
+/// A rows × columns table; `cell` gives each value (None: no figure).
+fn grid(
+    caption: &str,
+    r: &Reference,
+    cell: impl Fn(usize, usize) -> Option<f64>,
+    class: impl Fn(usize, usize) -> &'static str,
+) -> String {
+    let mut h = format!("<table><caption>{}</caption><tr><th></th>", esc(caption));
+    for c in &r.columns {
+        let _ = write!(h, "<th>{}</th>", esc(c));
+    }
+    h.push_str("</tr>");
+    for (i, (name, _)) in r.rows.iter().enumerate() {
+        let _ = write!(h, "<tr><th>{}</th>", esc(name));
+        for j in 0..r.columns.len() {
+            let v = cell(i, j).map_or("–".into(), |v| fmt_metric(&r.metric, v));
+            let _ = write!(h, "<td class=\"{}\">{v}</td>", class(i, j));
+        }
+        h.push_str("</tr>");
+    }
+    h.push_str("</table>");
+    h
+}
+
+/// The reference beside the closed forms and the measurement, per group of other sweep
+/// values, and the fitted extra holding time.
+pub(crate) fn reference_section(s: &Summary) -> String {
+    let Some(r) = reference_of(s) else {
+        return String::new();
+    };
+    let u = unit(&r.metric);
+    let mut h = format!("<h2 id=\"reference\">{}</h2>\n", esc(&r.title));
+    let _ = writeln!(
+        h,
+        "<p class=\"note\">Reference figures from {}; each cell is <code>{}</code> ({u}) of the \
+         receiver named by the row, at the point where <code>{}</code> is the column's value.</p>",
+        esc(&r.source),
+        esc(&r.metric),
+        esc(&r.by)
+    );
+    let loss = r.metric == "loss_percent";
+    let measured_at = |g: &[&PointResult], i: usize, j: usize| {
+        let p = point_for(g, &r.by, &r.columns[j])?;
+        closed_form::metric(&p.flows, &r.rows[i].0, &r.metric)
+    };
+    let closed_at = |g: &[&PointResult], i: usize, j: usize, fluid: bool| {
+        let p = point_for(g, &r.by, &r.columns[j])?;
+        let c = closed(p, &r.rows[i].0)?;
+        Some(if fluid {
+            c.fluid_loss_percent
+        } else {
+            c.periodic_loss_percent
+        })
+    };
+    for (key, g) in groups(s, &r.by) {
+        let label = if key.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = key.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            parts.join(", ")
+        };
+        let _ = write!(h, "<h3>{}</h3>\n<div class=\"side\">", esc(&label));
+        h.push_str(&grid(
+            &format!("reference ({u})"),
+            &r,
+            |i, j| Some(r.rows[i].1[j]),
+            |_, _| "",
+        ));
+        if loss {
+            h.push_str(&grid(
+                "closed form: evenly spaced arrivals (%)",
+                &r,
+                |i, j| closed_at(&g, i, j, false),
+                |_, _| "",
+            ));
+            h.push_str(&grid(
+                "closed form: fluid bound L ÷ hold (%)",
+                &r,
+                |i, j| closed_at(&g, i, j, true),
+                |_, _| "",
+            ));
+        }
+        let off_closed = |i, j| {
+            let m = measured_at(&g, i, j)?;
+            Some((m - closed_at(&g, i, j, false)?).abs())
+        };
+        h.push_str(&grid(
+            &format!("measured ({u})"),
+            &r,
+            |i, j| measured_at(&g, i, j),
+            |i, j| match (off_closed(i, j), measured_at(&g, i, j)) {
+                (Some(d), _) if loss && d > 1.0 => "bad",
+                (_, Some(m)) if (m - r.rows[i].1[j]).abs() <= 5.0 => "good",
+                _ => "",
+            },
+        ));
+        h.push_str("</div>\n");
+        let worst = |f: &dyn Fn(usize, usize) -> Option<f64>| {
+            let mut w: Option<f64> = None;
+            for i in 0..r.rows.len() {
+                for j in 0..r.columns.len() {
+                    if let Some(d) = f(i, j) {
+                        w = Some(w.map_or(d, |x: f64| x.max(d)));
+                    }
+                }
+            }
+            w
+        };
+        let vs_ref = worst(&|i, j| Some((measured_at(&g, i, j)? - r.rows[i].1[j]).abs()));
+        let mut facts = Vec::new();
+        if loss {
+            if let Some(w) = worst(&off_closed) {
+                facts.push(format!(
+                    "measured vs. closed form (evenly spaced): at most {w:.2} points apart"
+                ));
+            }
+        }
+        if let Some(w) = vs_ref {
+            facts.push(format!("measured vs. reference: at most {w:.2} {u} apart"));
+        }
+        let _ = writeln!(h, "<p class=\"note\">{}.</p>", esc(&facts.join("; ")));
+    }
+    if loss {
+        h.push_str(&fit_note(s, &r));
+    }
+    h
+}
+
+/// The extra time the reference's testbed held packets, fitted to its table.
+fn fit_note(s: &Summary, r: &Reference) -> String {
+    let Some((key, _)) = groups(s, &r.by).into_iter().next() else {
+        return String::new();
+    };
+    let points: Vec<(BTreeMap<String, String>, Vec<ClosedForm>)> = s
+        .points
+        .iter()
+        .map(|p| (p.params.clone(), p.closed_form.clone()))
+        .collect();
+    let cells = closed_form::reference_cells(r, &points, &key);
+    let Some((from, to, worst)) = closed_form::fit_hold_extra(&cells) else {
+        return String::new();
+    };
+    format!(
+        "<h3>Fit: how long the reference's testbed held packets</h3>\n<p class=\"note\" id=\"fit\">\
+         The closed form holds each packet for its delay plus its serialization. Fitted to the \
+         reference's {} cells by least squares, the testbed held each packet \
+         <b>{:.2} to {:.2} ms</b> longer (<code>hold_extra</code>; the form is a step function of \
+         the holding time, so every value in the range gives the same table); with that, the \
+         evenly-spaced closed form is within \
+         <b>{worst:.1}</b> points of every reference cell. This is a property of the testbed \
+         (the qdisc's dequeue timing, the host's stack), not of netem's definition, so the \
+         model keeps its definition and the scenario carries the fitted value as a documented \
+         parameter.</p>\n",
+        cells.len(),
+        from as f64 / 1e6,
+        to as f64 / 1e6
+    )
+}
+
+/// Each point: its receivers' figures, and its links.
+pub(crate) fn points_section(s: &Summary) -> String {
+    let mut h = String::from("<h2 id=\"points\">Points</h2>\n");
+    for p in &s.points {
+        let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let _ = write!(
+            h,
+            "<h3 id=\"{}\">{}: {}</h3>\n<p class=\"note\">{:.1} s of virtual time in {:.3} s \
+             ({} events, seed {}).</p>\n",
+            p.id,
+            p.id,
+            esc(&params.join(", ")),
+            p.sim_ns as f64 / 1e9,
+            p.wall_s,
+            p.events,
+            p.seed
+        );
+        h.push_str(
+            "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
+             <th>loss %</th><th>throughput Mbit/s</th><th>jitter ms</th><th>mean delay ms</th>\
+             <th>p99 delay ms</th></tr>",
+        );
+        for f in &p.flows {
+            for r in &f.receivers {
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td>\
+                     <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                    esc(&f.name),
+                    esc(&f.kind),
+                    esc(&r.node),
+                    f.sent_packets,
+                    r.packets,
+                    r.loss_percent,
+                    r.throughput_bps / 1e6,
+                    r.jitter_ns as f64 / 1e6,
+                    r.mean_delay_ns as f64 / 1e6,
+                    r.p99_delay_ns as f64 / 1e6
+                );
+            }
+        }
+        h.push_str("</table>\n<details><summary>links</summary><table><tr><th>from</th><th>to</th>\
+                    <th>profile</th><th>sent</th><th>delivered</th><th>lost</th><th>queue drops</th>\
+                    <th>max queue delay ms</th></tr>");
+        for l in &p.links {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+                 <td>{:.3}</td></tr>",
+                esc(&l.from),
+                esc(&l.to),
+                esc(&l.profile),
+                l.sent,
+                l.delivered,
+                l.lost,
+                l.dropped_queue,
+                l.max_queue_delay_ns as f64 / 1e6
+            );
+        }
+        h.push_str("</table></details>\n");
+    }
+    h
+}

@@ -1,0 +1,238 @@
+//! A results directory: what a run wrote, in files a person and a program can both read.
+//!
+//! ```text
+//! DIR/summary.json           the run: schema, scenario, host, commit, every point's figures
+//! DIR/report.html            the report (plots inline as SVG; opens without a network)
+//! DIR/points/pNNN/flows.csv      one row per flow and receiver
+//! DIR/points/pNNN/intervals.csv  one row per flow, receiver and interval
+//! DIR/points/pNNN/packets.csv    one row per packet event (only with `trace = true`)
+//! ```
+//!
+//! Units: times in ns, rates in bit/s, sizes in bytes on the wire (IP header included),
+//! loss in percent. Every column is documented in `docs/lab.md`.
+
+use crate::closed_form::ClosedForm;
+use metronome_netsim::sim::flows::FlowReport;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io;
+use std::path::Path;
+
+/// The summary's schema; bumped when a field changes meaning or goes away.
+pub const SCHEMA: &str = "metronome.lab.summary/1";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// [`SCHEMA`].
+    pub schema: String,
+    pub scenario: ScenarioInfo,
+    /// `sim` (virtual time) or `emu` (real sockets).
+    pub mode: String,
+    pub host: Host,
+    /// The git commit the binary was built from (`+dirty` if the tree had changes).
+    pub commit: String,
+    /// When the run started, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+    /// Which share of the sweep this directory holds: `index` of `count` (0 of 1: all).
+    pub shard: Shard,
+    /// Points of the whole sweep (this directory may hold fewer).
+    pub total_points: usize,
+    pub points: Vec<PointResult>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub description: String,
+    /// Where it came from: a path, or `builtin:NAME`.
+    pub origin: String,
+    /// The file's text, as run.
+    pub text: String,
+    pub seed: u64,
+    /// The sweep parameters and their values, in file order.
+    pub sweep: Vec<(String, Vec<String>)>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+/// One sweep point's run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PointResult {
+    pub index: usize,
+    /// `pNNN`: its directory under `points/`.
+    pub id: String,
+    /// Sweep parameter → value, as written in the scenario.
+    pub params: BTreeMap<String, String>,
+    pub seed: u64,
+    /// Virtual time the run covered, ns.
+    pub sim_ns: u64,
+    /// Wall-clock time it took, seconds (how fast the simulator was, not a result).
+    pub wall_s: f64,
+    /// Events the simulator handled.
+    pub events: u64,
+    pub flows: Vec<FlowReport>,
+    pub links: Vec<LinkResult>,
+    /// Closed forms of the UDP flows that cross a netem limit (see [`crate::closed_form`]).
+    #[serde(default)]
+    pub closed_form: Vec<ClosedForm>,
+}
+
+/// What one direction of a link did.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct LinkResult {
+    pub from: String,
+    pub to: String,
+    /// The link profile's name.
+    pub profile: String,
+    pub sent: u64,
+    pub delivered: u64,
+    /// Lost to the loss model.
+    pub lost: u64,
+    /// Dropped because the queue (or netem's limit) was full.
+    pub dropped_queue: u64,
+    pub bytes_delivered: u64,
+    /// Longest wait before serialization, ns.
+    pub max_queue_delay_ns: u64,
+}
+
+impl Summary {
+    pub fn write(&self, dir: &Path) -> io::Result<()> {
+        let json = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
+        std::fs::write(dir.join("summary.json"), json)
+    }
+
+    pub fn read(dir: &Path) -> Result<Summary, String> {
+        let path = dir.join("summary.json");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "cannot read {}: {e}; is it a results directory?",
+                path.display()
+            )
+        })?;
+        let s: Summary = serde_json::from_str(&text)
+            .map_err(|e| format!("{} is not a lab summary: {e}", path.display()))?;
+        if s.schema != SCHEMA {
+            return Err(format!(
+                "{} has schema '{}'; this build reads '{SCHEMA}'",
+                path.display(),
+                s.schema
+            ));
+        }
+        Ok(s)
+    }
+
+    /// One summary from the shards of one sweep (same scenario text), points in order.
+    pub fn merge(parts: Vec<Summary>) -> Result<Summary, String> {
+        let mut iter = parts.into_iter();
+        let mut all = iter.next().ok_or("no results directory given")?;
+        for s in iter {
+            if s.scenario.text != all.scenario.text {
+                return Err(format!(
+                    "cannot merge runs of different scenarios ('{}' and '{}', or the same name with other settings)",
+                    all.scenario.name, s.scenario.name
+                ));
+            }
+            for p in s.points {
+                if !all.points.iter().any(|q| q.index == p.index) {
+                    all.points.push(p);
+                }
+            }
+        }
+        all.points.sort_by_key(|p| p.index);
+        all.shard = Shard { index: 0, count: 1 };
+        Ok(all)
+    }
+}
+
+/// `flows.csv`: one row per flow and receiver.
+pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns";
+
+/// `intervals.csv`: one row per flow, receiver and interval.
+pub const INTERVALS_HEADER: &str =
+    "flow,receiver,start_ns,packets,bytes,throughput_bps,mean_delay_ns,jitter_ns";
+
+pub fn flows_csv(p: &PointResult) -> String {
+    let mut s = String::from(FLOWS_HEADER);
+    s.push('\n');
+    for f in &p.flows {
+        for r in &f.receivers {
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{:.3},{},{},{:.0},{},{},{},{},{},{}",
+                f.name,
+                f.kind,
+                f.src,
+                r.node,
+                f.sent_packets,
+                r.packets,
+                r.bytes,
+                r.lost,
+                r.loss_percent,
+                r.duplicates,
+                r.reordered,
+                r.throughput_bps,
+                r.jitter_ns,
+                r.mean_delay_ns,
+                r.min_delay_ns,
+                r.max_delay_ns,
+                r.p50_delay_ns,
+                r.p99_delay_ns
+            );
+        }
+    }
+    s
+}
+
+/// `intervals.csv`; `interval_ns` is the bin width (for the rate column).
+pub fn intervals_csv(p: &PointResult, interval_ns: u64) -> String {
+    let mut s = String::from(INTERVALS_HEADER);
+    s.push('\n');
+    for f in &p.flows {
+        for r in &f.receivers {
+            for i in &r.intervals {
+                let bps = if interval_ns == 0 {
+                    0.0
+                } else {
+                    i.bytes as f64 * 8e9 / interval_ns as f64
+                };
+                let _ = writeln!(
+                    s,
+                    "{},{},{},{},{},{bps:.0},{},{}",
+                    f.name, r.node, i.start_ns, i.packets, i.bytes, i.mean_delay_ns, i.jitter_ns
+                );
+            }
+        }
+    }
+    s
+}
+
+/// This machine, for the summary.
+pub fn host() -> Host {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into())
+    };
+    Host {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// The commit this binary was built from (see `build.rs`).
+pub fn commit() -> String {
+    env!("METRONOME_GIT_COMMIT").to_string()
+}

@@ -1,0 +1,229 @@
+//! Running a scenario: every sweep point (or a shard's share), in parallel, into a results
+//! directory.
+
+use crate::closed_form;
+use crate::model;
+use crate::results::{self, LinkResult, PointResult, ScenarioInfo, Shard, Summary};
+use crate::wall;
+use metronome_netsim::sim::packet::LinkId;
+use metronome_spec::scenario::{Point, Scenario, ScenarioFile};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    /// Points run at once (each on its own thread).
+    pub jobs: usize,
+    pub shard: Shard,
+    /// Replaces the scenario's seed.
+    pub seed: Option<u64>,
+    /// Where the results go (created; must be empty or absent).
+    pub out: PathBuf,
+    /// Show progress on stderr.
+    pub progress: bool,
+}
+
+/// A point resolved and ready to run.
+struct Job {
+    point: Point,
+    scenario: Scenario,
+}
+
+/// Runs `file` (all its points, or `opts.shard`'s share) and writes the results directory:
+/// the summary, the CSVs per point and the report.
+pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
+    let all = file.resolve_all().map_err(|e| e.to_string())?;
+    let total = all.len();
+    if opts.shard.count == 0 || opts.shard.index >= opts.shard.count {
+        return Err(format!(
+            "shard {}/{} does not exist: use I/N with 0 ≤ I < N",
+            opts.shard.index, opts.shard.count
+        ));
+    }
+    let jobs: Vec<Job> = all
+        .into_iter()
+        .filter(|(p, _)| p.index % opts.shard.count == opts.shard.index)
+        .map(|(point, scenario)| Job { point, scenario })
+        .collect();
+    prepare_dir(&opts.out)?;
+    let first = jobs.first().map(|j| &j.scenario);
+    let started_unix_s = wall::unix_seconds();
+    let results = run_points(&jobs, opts)?;
+    for (job, p) in jobs.iter().zip(&results) {
+        write_point(&opts.out, job, p)?;
+    }
+    let summary = Summary {
+        schema: results::SCHEMA.into(),
+        scenario: ScenarioInfo {
+            name: first.map_or_else(String::new, |s| s.name.clone()),
+            description: first.map_or_else(String::new, |s| s.description.clone()),
+            origin: file.origin.clone(),
+            text: file.text.clone(),
+            seed: opts.seed.or(first.map(|s| s.seed)).unwrap_or(0),
+            sweep: file
+                .sweep
+                .iter()
+                .map(|(k, vs)| {
+                    let vs = vs
+                        .iter()
+                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                        .collect();
+                    (k.clone(), vs)
+                })
+                .collect(),
+        },
+        mode: "sim".into(),
+        host: results::host(),
+        commit: results::commit(),
+        started_unix_s,
+        shard: opts.shard,
+        total_points: total,
+        points: results,
+    };
+    summary
+        .write(&opts.out)
+        .map_err(|e| format!("cannot write {}: {e}", opts.out.display()))?;
+    crate::report::write(&opts.out, &summary)?;
+    Ok(summary)
+}
+
+fn prepare_dir(dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(format!(
+                "{} is not empty; choose a new directory with --out, or remove it",
+                dir.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir.join("points"))
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+/// Runs the jobs on `opts.jobs` threads; results in job order.
+fn run_points(jobs: &[Job], opts: &RunOptions) -> Result<Vec<PointResult>, String> {
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let slots: Vec<Mutex<Option<Result<PointResult, String>>>> =
+        jobs.iter().map(|_| Mutex::new(None)).collect();
+    let threads = opts.jobs.clamp(1, jobs.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(i) else { break };
+                let seed = opts.seed.unwrap_or(job.scenario.seed);
+                let r = run_point(&job.point, &job.scenario, seed, &opts.out);
+                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if opts.progress {
+                    progress(n, jobs.len(), &job.point);
+                }
+            });
+        }
+    });
+    if opts.progress {
+        eprintln!();
+    }
+    slots
+        .into_iter()
+        .map(|m| {
+            m.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err("a point did not run".into()))
+        })
+        .collect()
+}
+
+fn progress(n: usize, total: usize, point: &Point) {
+    const WIDTH: usize = 30;
+    let filled = WIDTH * n / total.max(1);
+    let bar = format!("{}{}", "=".repeat(filled), " ".repeat(WIDTH - filled));
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r[{bar}] {n}/{total} points (last: {point})\x1b[K");
+    let _ = err.flush();
+}
+
+/// Runs one point in the simulator. The per-packet trace, if asked for, goes straight to
+/// `points/pNNN/packets.csv`.
+pub fn run_point(
+    point: &Point,
+    s: &Scenario,
+    seed: u64,
+    out: &Path,
+) -> Result<PointResult, String> {
+    let started = wall::Stopwatch::start();
+    let mut sim = model::build(s, seed).map_err(|e| format!("point {point}: {e}"))?;
+    let closed = closed_form::for_scenario(s, &mut sim);
+    sim.run_until(model::end_time(s));
+    let links = (0..sim.net().link_count())
+        .map(|i| link_result(s, &sim, LinkId(i as u32)))
+        .collect();
+    let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
+    let outcome = sim.finish();
+    let id = point_id(point.index);
+    if s.trace {
+        let dir = out.join("points").join(&id);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::write(dir.join("packets.csv"), outcome.trace.to_csv())
+            .map_err(|e| format!("cannot write the packet trace: {e}"))?;
+    }
+    Ok(PointResult {
+        index: point.index,
+        id,
+        params: point.params.iter().cloned().collect(),
+        seed,
+        sim_ns,
+        wall_s: started.seconds(),
+        events,
+        flows: outcome.flows,
+        links,
+        closed_form: closed,
+    })
+}
+
+pub fn point_id(index: usize) -> String {
+    format!("p{index:03}")
+}
+
+fn link_result(s: &Scenario, sim: &metronome_netsim::sim::Sim, l: LinkId) -> LinkResult {
+    let net = sim.net();
+    let (a, b) = net.link_ends(l);
+    let st = net.link_stats(l);
+    // Links are added two by two, in declaration order: even ids go a → b.
+    let decl = &s.links[l.0 as usize / 2];
+    let profile = if l.0 % 2 == 0 { &decl.ab.0 } else { &decl.ba.0 };
+    LinkResult {
+        from: net.node_name(a).to_string(),
+        to: net.node_name(b).to_string(),
+        profile: profile.clone(),
+        sent: st.sent,
+        delivered: st.delivered,
+        lost: st.lost,
+        dropped_queue: st.dropped_queue,
+        bytes_delivered: st.bytes_delivered,
+        max_queue_delay_ns: st.max_queue_delay.as_nanos() as u64,
+    }
+}
+
+fn write_point(out: &Path, job: &Job, p: &PointResult) -> Result<(), String> {
+    let dir = out.join("points").join(&p.id);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let interval = job.scenario.interval.as_nanos() as u64;
+    for (name, text) in [
+        ("flows.csv", results::flows_csv(p)),
+        ("intervals.csv", results::intervals_csv(p, interval)),
+    ] {
+        std::fs::write(dir.join(name), text)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
+    }
+    Ok(())
+}
