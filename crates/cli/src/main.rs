@@ -6,6 +6,7 @@ mod bench;
 mod bench_raw;
 mod bench_streams;
 mod demo;
+mod lab;
 mod multi;
 mod raw;
 mod recv;
@@ -41,6 +42,9 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the SDP of a declared stream's RTP session (for ffplay, VLC, GStreamer, recv)
     Sdp(sdp::SdpArgs),
+    /// The lab: scenario files run in the simulator, results directories, reports with plots
+    #[command(subcommand)]
+    Lab(lab::LabCommand),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Recv(a) => recv::run(a, stop),
         Command::Demo(a) => demo::run(a, stop),
         Command::Sdp(a) => sdp::run(a),
+        Command::Lab(l) => lab::run(l).map_err(Into::into),
         Command::Bench(b) => bench::run(b, stop),
     };
     match result {

@@ -12,6 +12,7 @@
 
 pub mod builtin;
 pub mod closed_form;
+pub mod compare;
 pub mod model;
 pub mod report;
 pub mod results;

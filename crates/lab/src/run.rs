@@ -129,7 +129,7 @@ fn run_points(jobs: &[Job], opts: &RunOptions) -> Result<Vec<PointResult>, Strin
             });
         }
     });
-    if opts.progress {
+    if opts.progress && std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         eprintln!();
     }
     slots
@@ -142,7 +142,13 @@ fn run_points(jobs: &[Job], opts: &RunOptions) -> Result<Vec<PointResult>, Strin
         .collect()
 }
 
+/// A bar redrawn in place on a terminal; a line per point otherwise (a log, a CI job).
 fn progress(n: usize, total: usize, point: &Point) {
+    use std::io::IsTerminal as _;
+    if !std::io::stderr().is_terminal() {
+        eprintln!("lab: {n}/{total} points done (last: {point})");
+        return;
+    }
     const WIDTH: usize = 30;
     let filled = WIDTH * n / total.max(1);
     let bar = format!("{}{}", "=".repeat(filled), " ".repeat(WIDTH - filled));

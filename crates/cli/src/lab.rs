@@ -1,0 +1,232 @@
+//! `metronome lab`: run scenario files in the simulator, list the built-in ones, redraw
+//! reports, compare runs. The work is `metronome-lab`'s; this parses arguments and prints.
+
+use clap::{Args, Subcommand};
+use metronome_lab::results::{Shard, Summary};
+use metronome_lab::run::RunOptions;
+use metronome_lab::{builtin, compare, report};
+use metronome_spec::scenario::ScenarioFile;
+use std::path::{Path, PathBuf};
+
+#[derive(Subcommand, Debug)]
+pub enum LabCommand {
+    /// Run a scenario (a TOML file, or a built-in name from `lab list`) in the simulator and
+    /// write a results directory: summary.json, CSV traces, report.html
+    Run(RunArgs),
+    /// The built-in scenarios
+    List,
+    /// Redraw the report of a results directory; several directories (the shards of one
+    /// sweep, from --shard) are merged into --out first
+    Report(ReportArgs),
+    /// Two results directories side by side: the same points and receivers, each figure from
+    /// both and the difference
+    Compare(CompareArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// A scenario file (.toml) or a built-in scenario's name
+    pub scenario: String,
+    /// The results directory (must be empty or absent) [default: lab-results/NAME, numbered
+    /// if taken]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Points run in parallel [default: the number of CPUs]
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Run only share I of N of the sweep (points whose index is I modulo N), for N machines
+    /// (a Slurm job array, a Kubernetes indexed job); merge with `lab report`
+    #[arg(long, value_parser = parse_shard, default_value = "0/1")]
+    pub shard: Shard,
+    /// Replace the scenario's seed
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// No progress bar and no summary table
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results directories (one run, or the shards of one sweep)
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Where the merged summary and report go [default: the directory, if only one]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    pub a: PathBuf,
+    pub b: PathBuf,
+    /// Also write the comparison as an HTML page
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_shard(s: &str) -> Result<Shard, String> {
+    let bad = || format!("'{s}' is not a shard: write I/N, e.g. 0/4 for the first of four");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let (index, count) = (
+        i.trim().parse().map_err(|_| bad())?,
+        n.trim().parse().map_err(|_| bad())?,
+    );
+    if count == 0 || index >= count {
+        return Err(format!("shard {s}: I must be below N, and N at least 1"));
+    }
+    Ok(Shard { index, count })
+}
+
+pub fn run(cmd: LabCommand) -> Result<(), String> {
+    match cmd {
+        LabCommand::Run(a) => run_scenario(a),
+        LabCommand::List => {
+            for b in builtin::BUILTINS {
+                println!("{:<16} {}", b.name, b.summary);
+            }
+            println!("\nRun one with: metronome lab run NAME");
+            Ok(())
+        }
+        LabCommand::Report(a) => redraw(a),
+        LabCommand::Compare(a) => compare_runs(a),
+    }
+}
+
+/// A scenario by file path or built-in name.
+fn load(what: &str) -> Result<ScenarioFile, String> {
+    let path = Path::new(what);
+    if path.exists() {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {what}: {e}"))?;
+        return ScenarioFile::parse(&text, what).map_err(|e| e.to_string());
+    }
+    match builtin::find(what) {
+        Some(b) => {
+            ScenarioFile::parse(b.text, &format!("builtin:{}", b.name)).map_err(|e| e.to_string())
+        }
+        None => {
+            let names: Vec<&str> = builtin::BUILTINS.iter().map(|b| b.name).collect();
+            Err(format!(
+                "'{what}' is neither a file nor a built-in scenario (built in: {})",
+                names.join(", ")
+            ))
+        }
+    }
+}
+
+fn default_out(name: &str) -> PathBuf {
+    let base = Path::new("lab-results").join(name);
+    if !base.exists() {
+        return base;
+    }
+    (2..)
+        .map(|i| Path::new("lab-results").join(format!("{name}-{i}")))
+        .find(|p| !p.exists())
+        .expect("some numbered directory is free")
+}
+
+fn run_scenario(a: RunArgs) -> Result<(), String> {
+    let file = load(&a.scenario)?;
+    let name = file
+        .resolve(&file.points()[0])
+        .map_err(|e| e.to_string())?
+        .name;
+    let out = a.out.unwrap_or_else(|| default_out(&name));
+    let opts = RunOptions {
+        jobs: a
+            .jobs
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        shard: a.shard,
+        seed: a.seed,
+        out: out.clone(),
+        progress: !a.quiet,
+    };
+    let summary = metronome_lab::run::run(&file, &opts)?;
+    if !a.quiet {
+        print_table(&summary);
+    }
+    println!("results: {}", out.display());
+    println!("report:  {}", out.join("report.html").display());
+    Ok(())
+}
+
+fn print_table(s: &Summary) {
+    for p in &s.points {
+        let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        println!("{} {}", p.id, params.join(" "));
+        for f in &p.flows {
+            for r in &f.receivers {
+                println!(
+                    "    {:<14} → {:<12} loss {:6.2} %  {:8.3} Mbit/s  jitter {:7.3} ms  delay {:8.3} ms",
+                    f.name,
+                    r.node,
+                    r.loss_percent,
+                    r.throughput_bps / 1e6,
+                    r.jitter_ns as f64 / 1e6,
+                    r.mean_delay_ns as f64 / 1e6
+                );
+            }
+        }
+    }
+}
+
+fn redraw(a: ReportArgs) -> Result<(), String> {
+    let parts = a
+        .dirs
+        .iter()
+        .map(|d| Summary::read(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    let out = match (&a.out, a.dirs.as_slice()) {
+        (Some(o), _) => o.clone(),
+        (None, [one]) => one.clone(),
+        (None, _) => {
+            return Err(
+                "several directories are merged into a new one: give it with --out DIR".into(),
+            )
+        }
+    };
+    let merged = Summary::merge(parts)?;
+    if merged.points.len() < merged.total_points {
+        eprintln!(
+            "metronome: warning: {} of the sweep's {} points are here; the report shows those",
+            merged.points.len(),
+            merged.total_points
+        );
+    }
+    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    merged
+        .write(&out)
+        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    report::write(&out, &merged)?;
+    println!("report: {}", out.join("report.html").display());
+    Ok(())
+}
+
+fn compare_runs(a: CompareArgs) -> Result<(), String> {
+    let x = Summary::read(&a.a)?;
+    let y = Summary::read(&a.b)?;
+    let (rows, only_a, only_b) = compare::rows(&x, &y);
+    if rows.is_empty() {
+        return Err(
+            "the two runs have no point and receiver in common (compare runs of one scenario)"
+                .into(),
+        );
+    }
+    if a.json {
+        let v = serde_json::json!({ "schema": "metronome.lab.compare/1", "rows": rows, "only_a": only_a, "only_b": only_b });
+        println!("{v:#}");
+    } else {
+        print!("{}", compare::text(&x, &y, &rows));
+        if only_a + only_b > 0 {
+            println!("({only_a} receivers only in A, {only_b} only in B)");
+        }
+    }
+    if let Some(path) = a.html {
+        std::fs::write(&path, compare::html(&x, &y, &rows))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}

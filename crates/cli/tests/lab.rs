@@ -1,0 +1,107 @@
+//! `metronome lab` end to end: run a built-in scenario in shards, merge them with `lab report`,
+//! compare two runs, and read a broken scenario's error.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> Self {
+        let p =
+            std::env::temp_dir().join(format!("metronome-cli-lab-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        TempDir(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn metronome(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_metronome"))
+        .args(args)
+        .output()
+        .expect("the metronome binary runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn shards_merge_into_one_report_and_runs_compare() {
+    let tmp = TempDir::new("shards");
+    let d = |s: &str| tmp.0.join(s).to_string_lossy().into_owned();
+    let (ok, list, _) = metronome(&["lab", "list"]);
+    assert!(ok && list.contains("seed001-udp"), "{list}");
+    for i in 0..2 {
+        let shard = format!("{i}/2");
+        let (ok, out, err) = metronome(&[
+            "lab",
+            "run",
+            "seed001-udp",
+            "--out",
+            &d(&format!("s{i}")),
+            "--shard",
+            &shard,
+            "--quiet",
+        ]);
+        assert!(ok, "{out}\n{err}");
+    }
+    let (ok, out, err) = metronome(&["lab", "report", &d("s0"), &d("s1"), "--out", &d("merged")]);
+    assert!(ok, "{out}\n{err}");
+    let summary = std::fs::read_to_string(tmp.0.join("merged/summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    assert_eq!(v["schema"], "metronome.lab.summary/1");
+    assert_eq!(v["points"].as_array().unwrap().len(), 10);
+    assert!(std::fs::read_to_string(tmp.0.join("merged/report.html"))
+        .unwrap()
+        .contains("Seed 001"));
+
+    let (ok, out, err) = metronome(&["lab", "run", "seed001-udp", "--out", &d("whole"), "--quiet"]);
+    assert!(ok, "{out}\n{err}");
+    let (ok, out, err) = metronome(&["lab", "compare", &d("whole"), &d("merged"), "--json"]);
+    assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let rows = v["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 30);
+    // Same scenario, same seed: the shards measured exactly what the whole run did.
+    for r in rows {
+        assert_eq!(r["loss_percent"][0], r["loss_percent"][1], "{r}");
+    }
+    // A directory that is not empty is not overwritten.
+    let (ok, _, err) = metronome(&["lab", "run", "seed001-udp", "--out", &d("whole"), "--quiet"]);
+    assert!(!ok && err.contains("not empty"), "{err}");
+}
+
+#[test]
+fn a_broken_scenario_is_refused_with_its_line() {
+    let tmp = TempDir::new("broken");
+    let path = tmp.0.join("bad.toml");
+    std::fs::write(
+        &path,
+        "name = \"bad\"\n[links.l]\nrate = \"10mbit\"\ndelay = \"20 parsecs\"\n",
+    )
+    .unwrap();
+    let p = path.to_string_lossy().into_owned();
+    let (ok, _, err) = metronome(&[
+        "lab",
+        "run",
+        &p,
+        "--out",
+        &tmp.0.join("o").to_string_lossy(),
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("bad.toml line 4") && err.contains("15ms"),
+        "{err}"
+    );
+    let (ok, _, err) = metronome(&["lab", "run", "no-such-scenario"]);
+    assert!(!ok && err.contains("built in: seed001-udp"), "{err}");
+}

@@ -1,0 +1,157 @@
+//! Two runs side by side (`metronome lab compare A B`): the same points (matched by their
+//! sweep values) and receivers, each figure from both runs and their difference.
+
+use crate::report::esc;
+use crate::results::Summary;
+use std::fmt::Write as _;
+
+/// One receiver at one point, in both runs.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Row {
+    /// The point's sweep values, `k=v, …`.
+    pub point: String,
+    pub flow: String,
+    pub receiver: String,
+    /// (a, b) per figure: loss %, throughput bit/s, jitter ns, mean delay ns.
+    pub loss_percent: (f64, f64),
+    pub throughput_bps: (f64, f64),
+    pub jitter_ns: (u64, u64),
+    pub mean_delay_ns: (u64, u64),
+}
+
+/// The rows both runs have, in `a`'s order; and how many of `a`'s and `b`'s had no partner.
+pub fn rows(a: &Summary, b: &Summary) -> (Vec<Row>, usize, usize) {
+    let mut out = Vec::new();
+    let mut matched_b = 0;
+    for pa in &a.points {
+        let Some(pb) = b.points.iter().find(|p| p.params == pa.params) else {
+            continue;
+        };
+        let point: Vec<String> = pa.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        for fa in &pa.flows {
+            let Some(fb) = pb.flows.iter().find(|f| f.name == fa.name) else {
+                continue;
+            };
+            for ra in &fa.receivers {
+                let Some(rb) = fb.receivers.iter().find(|r| r.node == ra.node) else {
+                    continue;
+                };
+                matched_b += 1;
+                out.push(Row {
+                    point: point.join(", "),
+                    flow: fa.name.clone(),
+                    receiver: ra.node.clone(),
+                    loss_percent: (ra.loss_percent, rb.loss_percent),
+                    throughput_bps: (ra.throughput_bps, rb.throughput_bps),
+                    jitter_ns: (ra.jitter_ns, rb.jitter_ns),
+                    mean_delay_ns: (ra.mean_delay_ns, rb.mean_delay_ns),
+                });
+            }
+        }
+    }
+    let count = |s: &Summary| -> usize {
+        s.points
+            .iter()
+            .flat_map(|p| &p.flows)
+            .map(|f| f.receivers.len())
+            .sum()
+    };
+    (
+        out,
+        count(a) - matched_b.min(count(a)),
+        count(b) - matched_b.min(count(b)),
+    )
+}
+
+/// A plain-text table for a terminal.
+pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
+    let mut s = format!(
+        "A: {} ({}, commit {}, seed {})\nB: {} ({}, commit {}, seed {})\n\n",
+        a.scenario.name,
+        a.mode,
+        a.commit,
+        a.scenario.seed,
+        b.scenario.name,
+        b.mode,
+        b.commit,
+        b.scenario.seed
+    );
+    let _ = writeln!(
+        s,
+        "{:<32} {:<14} {:<12} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>7}  {:>8} {:>8}",
+        "point",
+        "flow",
+        "receiver",
+        "loss A%",
+        "loss B%",
+        "Δ",
+        "Mbit/s A",
+        "Mbit/s B",
+        "jit A",
+        "jit B",
+        "delay A",
+        "delay B"
+    );
+    for r in rows {
+        let _ = writeln!(
+            s,
+            "{:<32} {:<14} {:<12} {:>7.2} {:>7.2} {:>+7.2}  {:>8.3} {:>8.3}  {:>7.3} {:>7.3}  {:>8.3} {:>8.3}",
+            r.point,
+            r.flow,
+            r.receiver,
+            r.loss_percent.0,
+            r.loss_percent.1,
+            r.loss_percent.1 - r.loss_percent.0,
+            r.throughput_bps.0 / 1e6,
+            r.throughput_bps.1 / 1e6,
+            r.jitter_ns.0 as f64 / 1e6,
+            r.jitter_ns.1 as f64 / 1e6,
+            r.mean_delay_ns.0 as f64 / 1e6,
+            r.mean_delay_ns.1 as f64 / 1e6,
+        );
+    }
+    s.push_str("(jitter and delay in ms)\n");
+    s
+}
+
+/// The same as an HTML page.
+pub fn html(a: &Summary, b: &Summary, rows: &[Row]) -> String {
+    let mut h = format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{} vs {}</title>\
+         <style>body{{font:15px system-ui,sans-serif;margin:2em}}table{{border-collapse:collapse}}\
+         td,th{{border:1px solid #ccc;padding:.2em .5em;text-align:right}}</style></head><body>\
+         <h1>{} vs {}</h1><p>A: commit {}, {} points. B: commit {}, {} points.</p><table><tr>\
+         <th>point</th><th>flow</th><th>receiver</th><th>loss A %</th><th>loss B %</th>\
+         <th>Δ loss</th><th>Mbit/s A</th><th>Mbit/s B</th><th>jitter A ms</th><th>jitter B ms</th>\
+         <th>delay A ms</th><th>delay B ms</th></tr>",
+        esc(&a.scenario.name),
+        esc(&b.scenario.name),
+        esc(&a.scenario.name),
+        esc(&b.scenario.name),
+        esc(&a.commit),
+        a.points.len(),
+        esc(&b.commit),
+        b.points.len()
+    );
+    for r in rows {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:+.2}</td>\
+             <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+            esc(&r.point),
+            esc(&r.flow),
+            esc(&r.receiver),
+            r.loss_percent.0,
+            r.loss_percent.1,
+            r.loss_percent.1 - r.loss_percent.0,
+            r.throughput_bps.0 / 1e6,
+            r.throughput_bps.1 / 1e6,
+            r.jitter_ns.0 as f64 / 1e6,
+            r.jitter_ns.1 as f64 / 1e6,
+            r.mean_delay_ns.0 as f64 / 1e6,
+            r.mean_delay_ns.1 as f64 / 1e6
+        );
+    }
+    h.push_str("</table></body></html>\n");
+    h
+}
