@@ -171,6 +171,13 @@ fn rtp(
         ..PacketizerConfig::mp2t(ssrc, seed as u16, (seed >> 16) as u32)
     };
     let source = CbrTs::new(pcfg, epoch, ts_interval, packets);
+    // Full histograms for a handful of receivers; none in the sessions of a crowd (the
+    // simulator's own meter still measures their delay and jitter).
+    let histogram_digits = if s.histograms && receivers.len() <= 64 {
+        3
+    } else {
+        0
+    };
     let session = SenderSessionConfig {
         reports: SenderReportsConfig {
             ssrc,
@@ -198,6 +205,7 @@ fn rtp(
             receiver: ReceiverConfig {
                 session_bw_bps: rate_bps,
                 seed: seed ^ 0x5eed,
+                histogram_digits,
                 ..ReceiverConfig::default()
             },
             epoch,
@@ -207,6 +215,7 @@ fn rtp(
             ip_overhead: 28,
             interval: s.interval,
             histograms: s.histograms,
+            log: false,
         },
         Box::new(source),
         Box::new(FixedRate::new(Bitrate::bps(rate_bps))),

@@ -150,6 +150,7 @@ pub fn run_pair(
             ip_overhead: 0,
             interval: Duration::ZERO,
             histograms: false,
+            log: true,
         },
         Box::new(source),
         controller,

@@ -55,6 +55,10 @@ pub struct ReceiverConfig {
     /// `max_sources` are tracked (RFC 3550 §6.3.5).
     pub source_timeout: Duration,
     pub seed: u64,
+    /// Significant digits of each source's inter-arrival and one-way-delay histograms (1 to
+    /// 3, or 0 for none). 3 (the default) takes ~400 KB per source; a simulation of thousands
+    /// of receivers keeps none (their counters, loss and jitter are kept as always).
+    pub histogram_digits: u8,
 }
 
 impl Default for ReceiverConfig {
@@ -71,6 +75,7 @@ impl Default for ReceiverConfig {
             ts_jump_threshold: Duration::from_secs(1),
             source_timeout: Duration::from_secs(10),
             seed: 1,
+            histogram_digits: 3,
         }
     }
 }
@@ -311,7 +316,8 @@ impl ReceiverSession {
         if !self.sources.is_empty() {
             self.counters.ssrc_changes += 1;
         }
-        self.sources.push(Source::new(ssrc, seq, now));
+        self.sources
+            .push(Source::new(ssrc, seq, now, self.cfg.histogram_digits));
         self.push_event(ReceiverEvent::NewSource { ssrc, at: now });
         if self.next_report.is_none() {
             self.schedule_report(now);

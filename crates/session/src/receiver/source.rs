@@ -73,7 +73,8 @@ pub struct Source {
 const MAX_CNAME: usize = 255;
 
 impl Source {
-    pub fn new(ssrc: u32, seq: u16, now: Timestamp) -> Self {
+    /// A source first heard at `now`; its histograms keep `digits` significant digits.
+    pub fn new(ssrc: u32, seq: u16, now: Timestamp, digits: u8) -> Self {
         let mut s = Source {
             ssrc,
             max_seq: seq,
@@ -98,8 +99,8 @@ impl Source {
             negative_delay: 0,
             first_arrival: now,
             last_arrival: now,
-            interarrival: Distribution::new(),
-            one_way_delay: Distribution::new(),
+            interarrival: Distribution::with_digits(digits),
+            one_way_delay: Distribution::with_digits(digits),
             last_sr: None,
             sender_reports: 0,
             cname: None,

@@ -7,6 +7,7 @@ use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -87,6 +88,9 @@ pub struct SenderReports {
     next_sr: Option<Timestamp>,
     avg_rtcp_size: f64,
     receivers: Vec<ReceiverView>,
+    /// Position of each receiver in `receivers`, by SSRC (a multicast sender may hear
+    /// thousands: a linear search per report would cost more than the report).
+    by_ssrc: BTreeMap<u32, usize>,
     counters: SenderCounters,
     events: VecDeque<SenderEvent>,
     rng: ChaCha8Rng,
@@ -98,6 +102,7 @@ impl SenderReports {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         SenderReports {
             receivers: Vec::with_capacity(cfg.max_receivers.min(64)),
+            by_ssrc: BTreeMap::new(),
             cfg,
             epoch,
             packets_sent: 0,
@@ -252,20 +257,20 @@ impl SenderReports {
             self.push_event(e);
         }
         for (ssrc, cname) in cnames {
-            if let Some(r) = self.receivers.iter_mut().find(|r| r.ssrc == ssrc) {
-                r.cname = Some(cname.chars().take(255).collect());
+            if let Some(&i) = self.by_ssrc.get(&ssrc) {
+                self.receivers[i].cname = Some(cname.chars().take(255).collect());
             }
         }
         for ssrc in byes {
-            if let Some(r) = self.receivers.iter_mut().find(|r| r.ssrc == ssrc) {
-                r.said_bye = true;
+            if let Some(&i) = self.by_ssrc.get(&ssrc) {
+                self.receivers[i].said_bye = true;
                 self.push_event(SenderEvent::ReceiverBye { ssrc });
             }
         }
     }
 
     fn receiver_index(&mut self, ssrc: u32, addr: SocketAddr) -> Option<usize> {
-        if let Some(i) = self.receivers.iter().position(|r| r.ssrc == ssrc) {
+        if let Some(&i) = self.by_ssrc.get(&ssrc) {
             return Some(i);
         }
         if self.receivers.len() >= self.cfg.max_receivers {
@@ -285,6 +290,7 @@ impl SenderReports {
             last_report: Timestamp::ZERO,
             said_bye: false,
         });
+        self.by_ssrc.insert(ssrc, self.receivers.len() - 1);
         self.push_event(SenderEvent::NewReceiver { ssrc, addr });
         Some(self.receivers.len() - 1)
     }

@@ -45,6 +45,9 @@ pub struct RtpFlowConfig {
     /// Bin width of the per-interval figures, and whether to keep histograms.
     pub interval: Duration,
     pub histograms: bool,
+    /// Keep [`RtpFlow::log`], a row per packet sent, dropped and delivered (a pair's trace;
+    /// too much for thousands of receivers).
+    pub log: bool,
 }
 
 /// What the sender did, in order (the trace of the sessions' decisions, beside the network's).
@@ -212,16 +215,14 @@ impl RtpFlow {
             let id = t.id();
             match t {
                 Transmit::Send { due, renumber, .. } => self.send_slot(now, id, due, renumber, net),
-                Transmit::Drop { due, .. } => {
-                    self.log.push(RtpLogRow::Dropped { at: now, id, due })
-                }
+                Transmit::Drop { due, .. } => self.note(RtpLogRow::Dropped { at: now, id, due }),
             }
             self.free.push(id);
         }
         self.produce(now);
         let mut rtcp = std::mem::take(&mut self.rtcp);
         if let Some(n) = self.sender.poll_rtcp(now, wall(now), &mut rtcp) {
-            self.log.push(RtpLogRow::SenderReport { at: now });
+            self.note(RtpLogRow::SenderReport { at: now });
             let pkt = self.datagram(net, now, self.dst, &rtcp[..n]);
             net.send(now, self.cfg.src, pkt);
         }
@@ -241,7 +242,9 @@ impl RtpFlow {
         if self.cfg.send_time_ext {
             patch_send_time(pkt, wall(now));
         }
-        self.log.push(RtpLogRow::Sent { at: now, id, due });
+        if self.cfg.log {
+            self.log.push(RtpLogRow::Sent { at: now, id, due });
+        }
         let size = wire_len as u32 + self.cfg.ip_overhead;
         let p = Packet {
             id: net.packet_id(),
@@ -263,7 +266,7 @@ impl RtpFlow {
         let r = ep as usize - 1;
         let mut rtcp = std::mem::take(&mut self.rtcp);
         if let Some(n) = self.receivers[r].poll_transmit(now, &mut rtcp) {
-            self.log.push(RtpLogRow::ReceiverReport {
+            self.note(RtpLogRow::ReceiverReport {
                 at: now,
                 receiver: r as u32,
             });
@@ -283,7 +286,7 @@ impl RtpFlow {
             rx.handle_rtcp(now, data);
         } else if let Ok(rec) = rx.handle_rtp(now, Some(wall(now)), data) {
             use metronome_session::receiver::SeqVerdict;
-            self.log.push(RtpLogRow::Delivered {
+            self.note(RtpLogRow::Delivered {
                 at: now,
                 receiver: r as u32,
                 ext_seq: rec.ext_seq,
@@ -298,6 +301,12 @@ impl RtpFlow {
         while self.receivers[r].poll_event().is_some() {}
         let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
         self.wake_at(now, r as u32 + 1, next, net);
+    }
+
+    fn note(&mut self, row: RtpLogRow) {
+        if self.cfg.log {
+            self.log.push(row);
+        }
     }
 
     /// The sender's and receivers' sessions, as they ended.
