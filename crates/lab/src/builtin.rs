@@ -11,6 +11,11 @@ pub const BUILTINS: &[Builtin] = &[Builtin {
     name: "seed001-udp",
     summary: "UDP loss and jitter per client over netem-limited links, at the ladder bitrates; beside seed 001's table and the closed form",
     text: include_str!("../scenarios/seed001-udp.toml"),
+},
+Builtin {
+    name: "seed001-video",
+    summary: "The test pattern encoded at each ladder bitrate, streamed over the poor, moderate and good links: frames lost and frame delay per client",
+    text: include_str!("../scenarios/seed001-video.toml"),
 }];
 
 /// The built-in scenario called `name`.

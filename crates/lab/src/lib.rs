@@ -17,4 +17,5 @@ pub mod model;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod video;
 pub mod wall;

@@ -1,7 +1,8 @@
 //! A scenario point, declared in `spec`, built as a simulation in `netsim`.
 
+use crate::video::{FrameMap, TestVideo};
 use metronome_cc::FixedRate;
-use metronome_netsim::sim::flows::rtp::source::CbrTs;
+use metronome_netsim::sim::flows::rtp::source::{CbrTs, PacketSource};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
 use metronome_netsim::sim::net::derive_seed;
@@ -15,9 +16,11 @@ use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };
 use metronome_spec::scenario::{
-    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Scenario,
+    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Scenario, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 
 /// The link model's configuration for a profile. `hold_extra` adds to the delay: the packet
@@ -57,8 +60,16 @@ pub fn link_config(p: &LinkProfile) -> LinkConfig {
     }
 }
 
+/// A simulation built from a scenario point, and what is needed to read its video flows'
+/// frames afterwards: (flow index, its frame map).
+pub struct Built {
+    pub sim: Sim,
+    pub videos: Vec<(usize, Rc<RefCell<FrameMap>>)>,
+}
+
 /// The simulation of one point, seeded with `seed`; the flows in declaration order.
-pub fn build(s: &Scenario, seed: u64) -> Result<Sim, String> {
+pub fn build(s: &Scenario, seed: u64) -> Result<Built, String> {
+    let mut videos = Vec::new();
     let trace = if s.trace {
         TraceLevel::Packets
     } else {
@@ -93,8 +104,12 @@ pub fn build(s: &Scenario, seed: u64) -> Result<Sim, String> {
             FlowKind::Udp { payload, rate } => {
                 sim.add_flow(Box::new(udp(s, f, src, receivers, *payload, *rate)));
             }
-            FlowKind::Rtp { rate_bps } => {
-                sim.add_flow(Box::new(rtp(s, f, src, receivers, *rate_bps, flow_seed)));
+            FlowKind::Rtp { rate_bps, video } => {
+                let (flow, frames) = rtp(s, f, src, receivers, *rate_bps, *video, flow_seed)?;
+                sim.add_flow(Box::new(flow));
+                if let Some(map) = frames {
+                    videos.push((i, map));
+                }
             }
             FlowKind::Tcp { .. } => {
                 return Err(format!(
@@ -104,7 +119,7 @@ pub fn build(s: &Scenario, seed: u64) -> Result<Sim, String> {
             }
         }
     }
-    Ok(sim)
+    Ok(Built { sim, videos })
 }
 
 /// When the run ends: the last flow's end plus the drain time.
@@ -152,25 +167,40 @@ fn udp(
     })
 }
 
+type Frames = Option<Rc<RefCell<FrameMap>>>;
+
 /// A constant-rate MPEG-TS stream through the engine's sender session: seven TS packets per
-/// RTP packet, the send-time extension on, a 2 ms deadline per packet.
+/// RTP packet, the send-time extension on, a 2 ms deadline per packet. The TS is made of
+/// placeholder packets, or with `video` is the encoded test pattern (whose frames are kept).
 fn rtp(
     s: &Scenario,
     f: &FlowDecl,
     src: NodeId,
     receivers: Vec<NodeId>,
     rate_bps: u64,
+    video: Option<VideoDecl>,
     seed: u64,
-) -> RtpFlow {
+) -> Result<(RtpFlow, Frames), String> {
     let ssrc = seed as u32 | 1;
     let ts_interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
     let packets = (f.duration.as_nanos() / (ts_interval.as_nanos() * 7).max(1)) as usize;
     let epoch = Timestamp::ZERO + f.start;
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(ssrc, seed as u16, (seed >> 16) as u32)
+        // Far from a wrap, so that packets are numbered from the first one sent.
+        ..PacketizerConfig::mp2t(ssrc, 1000 + (seed % 20_000) as u16, (seed >> 16) as u32)
     };
-    let source = CbrTs::new(pcfg, epoch, ts_interval, packets);
+    let (source, frames): (Box<dyn PacketSource>, Frames) = match video {
+        None => (
+            Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets)),
+            None,
+        ),
+        Some(v) => {
+            let (src, map) = TestVideo::new(v, rate_bps, f.duration, pcfg, epoch)
+                .map_err(|e| format!("flow '{}': {e}", f.name))?;
+            (Box::new(src), Some(map))
+        }
+    };
     // Full histograms for a handful of receivers; none in the sessions of a crowd (the
     // simulator's own meter still measures their delay and jitter).
     let histogram_digits = if s.histograms && receivers.len() <= 64 {
@@ -196,7 +226,7 @@ fn rtp(
         },
         queue_capacity: 512,
     };
-    RtpFlow::new(
+    let flow = RtpFlow::new(
         RtpFlowConfig {
             name: f.name.clone(),
             src,
@@ -216,8 +246,10 @@ fn rtp(
             interval: s.interval,
             histograms: s.histograms,
             log: false,
+            track_arrivals: frames.is_some(),
         },
-        Box::new(source),
+        source,
         Box::new(FixedRate::new(Bitrate::bps(rate_bps))),
-    )
+    );
+    Ok((flow, frames))
 }

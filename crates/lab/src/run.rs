@@ -5,6 +5,7 @@ use crate::closed_form;
 use crate::model;
 use crate::results::{self, LinkResult, PointResult, ScenarioInfo, Shard, Summary};
 use crate::wall;
+use metronome_netsim::sim::flows::rtp::RtpFlow;
 use metronome_netsim::sim::packet::LinkId;
 use metronome_spec::scenario::{Point, Scenario, ScenarioFile};
 use std::io::Write as _;
@@ -166,14 +167,16 @@ pub fn run_point(
     out: &Path,
 ) -> Result<PointResult, String> {
     let started = wall::Stopwatch::start();
-    let mut sim = model::build(s, seed).map_err(|e| format!("point {point}: {e}"))?;
+    let model::Built { mut sim, videos } =
+        model::build(s, seed).map_err(|e| format!("point {point}: {e}"))?;
     let closed = closed_form::for_scenario(s, &mut sim);
     sim.run_until(model::end_time(s));
     let links = (0..sim.net().link_count())
         .map(|i| link_result(s, &sim, LinkId(i as u32)))
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
-    let outcome = sim.finish();
+    let (mut outcome, flows) = sim.finish_with_flows();
+    add_frames(&mut outcome.flows, flows, &videos);
     let id = point_id(point.index);
     if s.trace {
         let dir = out.join("points").join(&id);
@@ -194,6 +197,31 @@ pub fn run_point(
         links,
         closed_form: closed,
     })
+}
+
+/// Each video flow's frame figures, per receiver, from its packets' arrivals.
+fn add_frames(
+    reports: &mut [metronome_netsim::sim::flows::FlowReport],
+    flows: Vec<Box<dyn metronome_netsim::sim::flows::Flow>>,
+    videos: &[(
+        usize,
+        std::rc::Rc<std::cell::RefCell<crate::video::FrameMap>>,
+    )],
+) {
+    let mut flows: Vec<Option<Box<dyn metronome_netsim::sim::flows::Flow>>> =
+        flows.into_iter().map(Some).collect();
+    for (i, map) in videos {
+        let Some(flow) = flows.get_mut(*i).and_then(Option::take) else {
+            continue;
+        };
+        let Ok(rtp) = flow.into_any().downcast::<RtpFlow>() else {
+            continue;
+        };
+        let map = map.borrow();
+        for (r, rx) in reports[*i].receivers.iter_mut().enumerate() {
+            rx.frames = Some(crate::video::frame_figures(&map, rtp.arrivals(r)));
+        }
+    }
 }
 
 pub fn point_id(index: usize) -> String {

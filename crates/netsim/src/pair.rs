@@ -151,6 +151,7 @@ pub fn run_pair(
             interval: Duration::ZERO,
             histograms: false,
             log: true,
+            track_arrivals: false,
         },
         Box::new(source),
         controller,

@@ -96,6 +96,7 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
             interval: Duration::from_secs(1),
             histograms: false,
             log: false,
+            track_arrivals: false,
         },
         Box::new(source),
         Box::new(FixedRate::new(Bitrate::mbps(1))),

@@ -238,14 +238,27 @@ pub(crate) fn points_section(s: &Summary) -> String {
         h.push_str(
             "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
              <th>loss %</th><th>throughput Mbit/s</th><th>jitter ms</th><th>mean delay ms</th>\
-             <th>p99 delay ms</th></tr>",
+             <th>p99 delay ms</th><th>frames lost</th><th>frame delay ms (mean / p99)</th></tr>",
         );
         for f in &p.flows {
             for r in &f.receivers {
+                let frames = r.frames.map_or_else(
+                    || "<td>–</td><td>–</td>".to_string(),
+                    |f| {
+                        format!(
+                            "<td>{} of {} ({:.1} %)</td><td>{:.1} / {:.1}</td>",
+                            f.lost,
+                            f.frames,
+                            f.lost_percent,
+                            f.mean_delay_ns as f64 / 1e6,
+                            f.p99_delay_ns as f64 / 1e6
+                        )
+                    },
+                );
                 let _ = write!(
                     h,
                     "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td>\
-                     <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                     <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>{frames}</tr>",
                     esc(&f.name),
                     esc(&f.kind),
                     esc(&r.node),

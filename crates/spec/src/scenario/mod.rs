@@ -154,8 +154,43 @@ pub enum FlowKind {
         bytes: Option<u64>,
         rate_bps: Option<u64>,
     },
-    /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session.
-    Rtp { rate_bps: u64 },
+    /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:
+    /// null-free constant-rate TS, or with `video` the test pattern encoded with H.264 at
+    /// 70 % of the rate and muxed at the rate (its frames are then known, for frame figures).
+    Rtp {
+        rate_bps: u64,
+        video: Option<VideoDecl>,
+    },
+}
+
+/// The test pattern's picture: `WIDTHxHEIGHT@FPS`, e.g. `640x360@30`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VideoDecl {
+    pub width: u32,
+    pub height: u32,
+    pub fps: u32,
+}
+
+impl std::str::FromStr for VideoDecl {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || {
+            format!("video = \"{s}\" is not a picture: write it like \"640x360@30\" (even sizes, 1 to 60 fps)")
+        };
+        let (size, fps) = s.trim().split_once('@').ok_or_else(bad)?;
+        let (w, h) = size.split_once('x').ok_or_else(bad)?;
+        let v = VideoDecl {
+            width: w.parse().map_err(|_| bad())?,
+            height: h.parse().map_err(|_| bad())?,
+            fps: fps.parse().map_err(|_| bad())?,
+        };
+        let even = |n: u32| (16..=4096).contains(&n) && n % 2 == 0;
+        if !even(v.width) || !even(v.height) || !(1..=60).contains(&v.fps) {
+            return Err(bad());
+        }
+        Ok(v)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]

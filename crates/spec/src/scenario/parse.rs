@@ -320,6 +320,7 @@ struct RawFlow {
     square: Option<RawSquare>,
     cc: Option<String>,
     bytes: Option<u64>,
+    video: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -405,6 +406,7 @@ impl RawFlow {
             ))
         };
         match self.kind.as_str() {
+            "udp" | "tcp" if self.video.is_some() => unused("video", &self.kind),
             "udp" => {
                 if self.cc.is_some() {
                     return unused("cc", "udp");
@@ -449,9 +451,11 @@ impl RawFlow {
                 let cc = match self.cc.as_deref() {
                     None | Some("cubic") => TcpCc::Cubic,
                     Some("reno") => TcpCc::Reno,
-                    Some(other) => return Err(format!(
+                    Some(other) => {
+                        return Err(format!(
                         "flow '{name}': cc = \"{other}\" is not known; use \"reno\" or \"cubic\""
-                    )),
+                    ))
+                    }
                 };
                 Ok(FlowKind::Tcp {
                     cc,
@@ -470,8 +474,15 @@ impl RawFlow {
                         return unused(key, "rtp");
                     }
                 }
+                let video = match &self.video {
+                    Some(v) => Some(v.parse().map_err(|e| format!("flow '{name}': {e}"))?),
+                    None => None,
+                };
                 match self.rate {
-                    Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp { rate_bps: r.0 }),
+                    Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
+                        rate_bps: r.0,
+                        video,
+                    }),
                     _ => Err(format!(
                         "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
                     )),

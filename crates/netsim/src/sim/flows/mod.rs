@@ -83,6 +83,23 @@ pub struct ReceiverReport {
     #[serde(default)]
     pub interarrival_quantiles_ns: Vec<u64>,
     pub intervals: Vec<IntervalFigures>,
+    /// What a viewer saw, frame by frame, where the flow carries video whose frames are known.
+    #[serde(default)]
+    pub frames: Option<FrameFigures>,
+}
+
+/// Frames of a video flow at one receiver. A frame is lost if any packet that carries part
+/// of it is lost; its delay runs from its first packet's due time to its last packet's
+/// arrival (the network's delay plus the frame's spread on the wire).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameFigures {
+    /// Frames the sender sent.
+    pub frames: u64,
+    pub lost: u64,
+    pub lost_percent: f64,
+    pub mean_delay_ns: u64,
+    pub p99_delay_ns: u64,
+    pub max_delay_ns: u64,
 }
 
 impl ReceiverReport {
@@ -126,6 +143,7 @@ impl ReceiverReport {
             delay_quantiles_ns: percentiles(&meter.delay),
             interarrival_quantiles_ns: percentiles(&meter.interarrival),
             intervals: meter.intervals.clone(),
+            frames: None,
         }
     }
 }

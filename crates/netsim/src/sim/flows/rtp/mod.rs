@@ -48,6 +48,9 @@ pub struct RtpFlowConfig {
     /// Keep [`RtpFlow::log`], a row per packet sent, dropped and delivered (a pair's trace;
     /// too much for thousands of receivers).
     pub log: bool,
+    /// Keep each receiver's arrival time of every packet ([`RtpFlow::arrivals`]), for frame
+    /// figures: 8 bytes per packet per receiver.
+    pub track_arrivals: bool,
 }
 
 /// What the sender did, in order (the trace of the sessions' decisions, beside the network's).
@@ -99,6 +102,10 @@ pub struct RtpFlow {
     last_send: Timestamp,
     pub log: Vec<RtpLogRow>,
     rtcp: Vec<u8>,
+    /// Per receiver, by packet number (sequence number from the first one sent): when it
+    /// arrived, `Timestamp::MAX` if it did not.
+    arrivals: Vec<Vec<Timestamp>>,
+    first_seq: Option<u64>,
 }
 
 impl RtpFlow {
@@ -143,6 +150,8 @@ impl RtpFlow {
             last_send: Timestamp::ZERO,
             log: Vec::new(),
             rtcp: vec![0u8; 1500],
+            arrivals: vec![Vec::new(); cfg.receivers.len()],
+            first_seq: None,
             cfg,
         }
     }
@@ -242,6 +251,11 @@ impl RtpFlow {
         if self.cfg.send_time_ext {
             patch_send_time(pkt, wall(now));
         }
+        if self.first_seq.is_none() && pkt.len() >= 4 {
+            // Receivers extend sequence numbers from 0 cycles: the first one sent is number 0
+            // (a sender starting within a few packets of a wrap would number them past it).
+            self.first_seq = Some(u16::from_be_bytes([pkt[2], pkt[3]]) as u64);
+        }
         if self.cfg.log {
             self.log.push(RtpLogRow::Sent { at: now, id, due });
         }
@@ -294,6 +308,7 @@ impl RtpFlow {
             });
             if !matches!(rec.verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
                 self.meters[r].account(now, pkt.size, pkt.sent_at);
+                self.track(r, rec.ext_seq, now);
             } else {
                 self.meters[r].duplicates += 1;
             }
@@ -301,6 +316,37 @@ impl RtpFlow {
         while self.receivers[r].poll_event().is_some() {}
         let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
         self.wake_at(now, r as u32 + 1, next, net);
+    }
+
+    /// Records packet `ext_seq`'s arrival at receiver `r` (numbers bounded by what was sent).
+    fn track(&mut self, r: usize, ext_seq: u64, now: Timestamp) {
+        if !self.cfg.track_arrivals {
+            return;
+        }
+        let Some(k) = self.first_seq.and_then(|first| ext_seq.checked_sub(first)) else {
+            return;
+        };
+        let k = k as usize;
+        if k >= self.sent as usize {
+            return;
+        }
+        let a = &mut self.arrivals[r];
+        if a.len() <= k {
+            a.resize(k + 1, Timestamp::MAX);
+        }
+        a[k] = a[k].min(now);
+    }
+
+    /// Receiver `r`'s arrival time of each packet, by its number from the first sent
+    /// (`Timestamp::MAX`: lost); empty unless `track_arrivals`. Shorter than the packets sent
+    /// if the last ones were lost.
+    pub fn arrivals(&self, r: usize) -> &[Timestamp] {
+        self.arrivals.get(r).map_or(&[], |a| a.as_slice())
+    }
+
+    /// Packets sent.
+    pub fn sent(&self) -> u64 {
+        self.sent
     }
 
     fn note(&mut self, row: RtpLogRow) {
