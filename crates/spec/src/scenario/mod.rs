@@ -2,7 +2,7 @@
 //!
 //! The same file runs in the simulator (virtual time) and, later, in the emulator (real
 //! sockets); this module only reads and checks it. The format, by example (every key is
-//! documented in `docs/scenarios.md`):
+//! documented in `docs/lab.md`):
 //!
 //! ```toml
 //! name = "two-clients"
