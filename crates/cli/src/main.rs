@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod bench_raw;
+mod bench_sim;
 mod bench_streams;
 mod demo;
 mod lab;

@@ -105,3 +105,32 @@ fn a_broken_scenario_is_refused_with_its_line() {
     let (ok, _, err) = metronome(&["lab", "run", "no-such-scenario"]);
     assert!(!ok && err.contains("built in: seed001-udp"), "{err}");
 }
+
+#[test]
+fn bench_sim_reports_speed_against_the_wall_clock() {
+    let (ok, out, err) = metronome(&[
+        "bench",
+        "sim",
+        "--json",
+        "--small-media",
+        "5s",
+        "--large-receivers",
+        "200",
+        "--large-media",
+        "2s",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["schema"], "metronome.bench.sim/1");
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    assert_eq!(cases[0]["receivers"], 45);
+    assert_eq!(cases[0]["tcp_flows"], 1);
+    assert_eq!(cases[1]["receivers"], 200);
+    for c in cases {
+        assert!(c["events"].as_u64().unwrap() > 1000, "{c}");
+        assert!(c["sim_to_wall"].as_f64().unwrap() > 0.0, "{c}");
+        assert!(c["delivered_packets"].as_u64().unwrap() > 0, "{c}");
+    }
+    assert!(v["host"].is_object(), "{v}");
+}

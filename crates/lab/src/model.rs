@@ -4,6 +4,7 @@ use crate::video::{FrameMap, TestVideo};
 use metronome_cc::FixedRate;
 use metronome_netsim::sim::flows::rtp::source::{CbrTs, PacketSource};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
+use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
 use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
 use metronome_netsim::sim::net::derive_seed;
 use metronome_netsim::sim::packet::NodeId;
@@ -16,7 +17,8 @@ use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };
 use metronome_spec::scenario::{
-    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Scenario, VideoDecl,
+    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Scenario, TcpCc,
+    VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use std::cell::RefCell;
@@ -111,11 +113,28 @@ pub fn build(s: &Scenario, seed: u64) -> Result<Built, String> {
                     videos.push((i, map));
                 }
             }
-            FlowKind::Tcp { .. } => {
-                return Err(format!(
-                    "flow '{}': TCP flows are not in the simulator yet",
-                    f.name
-                ))
+            FlowKind::Tcp {
+                cc,
+                bytes,
+                rate_bps,
+            } => {
+                sim.add_flow(Box::new(TcpFlow::new(TcpFlowConfig {
+                    name: f.name.clone(),
+                    src,
+                    dst: receivers[0],
+                    congestion: match cc {
+                        TcpCc::Reno => TcpCongestion::Reno,
+                        TcpCc::Cubic => TcpCongestion::Cubic,
+                    },
+                    bytes: *bytes,
+                    app_rate_bps: *rate_bps,
+                    start: f.start,
+                    duration: f.duration,
+                    // Windows up to 4 MiB: above 100 Mbit/s × 300 ms.
+                    buffer_bytes: 4 << 20,
+                    interval: s.interval,
+                    seed: flow_seed,
+                })));
             }
         }
     }

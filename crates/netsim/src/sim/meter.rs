@@ -128,11 +128,22 @@ impl Meter {
         self.bin(now, size, d);
     }
 
-    fn bin(&mut self, now: Timestamp, size: u32, delay: u64) {
+    /// Counts bytes an application read from a stream (TCP): throughput, not packets.
+    pub fn account_bytes(&mut self, now: Timestamp, bytes: u64) {
+        self.bytes += bytes;
+        self.first_arrival.get_or_insert(now);
+        self.last_arrival = Some(now);
         let step = self.interval.as_nanos() as u64;
         if step == 0 {
             return;
         }
+        self.open_interval(now, step);
+        let last = self.intervals.last_mut().expect("just opened");
+        last.bytes += bytes;
+    }
+
+    /// Makes the interval holding `now` the last one, closing the ones before.
+    fn open_interval(&mut self, now: Timestamp, step: u64) {
         let k = (now.as_nanos() / step) as usize;
         if self.intervals.len() <= k {
             self.close_interval();
@@ -144,7 +155,15 @@ impl Meter {
             }));
             self.interval_delay_sum = 0;
         }
-        let last = self.intervals.last_mut().expect("just extended");
+    }
+
+    fn bin(&mut self, now: Timestamp, size: u32, delay: u64) {
+        let step = self.interval.as_nanos() as u64;
+        if step == 0 {
+            return;
+        }
+        self.open_interval(now, step);
+        let last = self.intervals.last_mut().expect("just opened");
         last.packets += 1;
         last.bytes += size as u64;
         self.interval_delay_sum += delay as u128;

@@ -3,6 +3,7 @@
 //! asked ([`Net::wake`]) and hands it the packets of its flow that reach its node.
 
 pub mod rtp;
+pub mod tcp;
 pub mod udp;
 
 use super::meter::{IntervalFigures, Meter};

@@ -1,0 +1,217 @@
+//! `metronome bench sim`: how fast the simulator runs the lab's two reference loads, against
+//! the wall clock of the same run: one 1 Mbit/s stream to 45 receivers behind one bottleneck
+//! with one TCP flow (73 s of media; target under 1 s), and one to 10,000 receivers (60 s of
+//! media; target under 60 s). Build with `--release` to measure.
+
+use clap::Args;
+use metronome_lab::run::run_point;
+use metronome_rt::host::HostWatch;
+use metronome_spec::scenario::{FlowKind, ScenarioFile};
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct SimArgs {
+    /// Media time of the 45-receiver case
+    #[arg(long, value_parser = crate::args::parse_duration, default_value = "73s")]
+    pub small_media: Duration,
+    /// Receivers of the large case (a two-level tree under one bottleneck)
+    #[arg(long, default_value_t = 10_000)]
+    pub large_receivers: usize,
+    /// Media time of the large case
+    #[arg(long, value_parser = crate::args::parse_duration, default_value = "60s")]
+    pub large_media: Duration,
+    /// Print JSON only
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Serialize)]
+struct Case {
+    name: String,
+    /// Receivers of the media stream.
+    receivers: usize,
+    /// TCP transfers beside it.
+    tcp_flows: usize,
+    /// Virtual time simulated, s.
+    media_s: f64,
+    /// Wall-clock time it took, s.
+    wall_s: f64,
+    events: u64,
+    events_per_s: f64,
+    /// Simulated seconds per wall-clock second.
+    sim_to_wall: f64,
+    /// The issue's target for this case, wall-clock s, and whether this run met it.
+    target_wall_s: f64,
+    met_target: bool,
+    /// Packets handed to receivers (every copy).
+    delivered_packets: u64,
+}
+
+#[derive(Serialize)]
+struct SimBench {
+    schema: &'static str,
+    benchmark: &'static str,
+    /// Whether this binary was built with optimizations (debug builds are ~3x slower).
+    optimized: bool,
+    cases: Vec<Case>,
+    /// How busy the host was during the benchmark.
+    host: Option<metronome_rt::host::HostLoad>,
+}
+
+/// 45 viewers and a TCP transfer share a 20 Mbit/s bottleneck.
+fn small(media: Duration) -> String {
+    format!(
+        r#"name = "bench-sim-45"
+duration = "{}ms"
+drain = "500ms"
+histograms = false
+[links.bottleneck]
+rate = "20mbit"
+delay = "10ms"
+queue_packets = 100
+[links.access]
+rate = "100mbit"
+delay = "2ms"
+[topology]
+shape = "tree"
+root = "server"
+levels = [{{ count = 1, link = "bottleneck", prefix = "router" }}, {{ count = 45, link = "access", prefix = "viewer" }}]
+[[link]]
+between = ["router1", "tcp-sink"]
+link = "access"
+[[flow]]
+name = "tv"
+kind = "rtp"
+from = "server"
+to = "viewer*"
+rate = "1mbit"
+[[flow]]
+name = "bulk"
+kind = "tcp"
+from = "server"
+to = "tcp-sink"
+"#,
+        media.as_millis()
+    )
+}
+
+/// A 1 Mbit/s stream down a tree: a 100 Mbit/s bottleneck, 100 edge routers, and the
+/// receivers spread evenly under them behind 10 Mbit/s access links with 0.1 % loss.
+fn large(receivers: usize, media: Duration) -> String {
+    let edges = 100.min(receivers.max(1));
+    let per_edge = receivers.div_ceil(edges);
+    format!(
+        r#"name = "bench-sim-large"
+duration = "{}ms"
+drain = "500ms"
+histograms = false
+[links.bottleneck]
+rate = "100mbit"
+delay = "10ms"
+queue_packets = 100
+[links.edge]
+rate = "1gbit"
+delay = "1ms"
+[links.access]
+rate = "10mbit"
+delay = "5ms"
+loss = 0.001
+[topology]
+shape = "tree"
+root = "server"
+levels = [{{ count = 1, link = "bottleneck", prefix = "core" }}, {{ count = {edges}, link = "edge", prefix = "edge" }}, {{ count = {per_edge}, link = "access", prefix = "viewer" }}]
+[[flow]]
+name = "tv"
+kind = "rtp"
+from = "server"
+to = "viewer*"
+rate = "1mbit"
+"#,
+        media.as_millis()
+    )
+}
+
+fn run_case(text: &str, target_wall_s: f64, scratch: &std::path::Path) -> Result<Case, String> {
+    let file = ScenarioFile::parse(text, "bench").map_err(|e| e.to_string())?;
+    let point = file.points().remove(0);
+    let s = file.resolve(&point).map_err(|e| e.to_string())?;
+    let receivers: usize = s
+        .flows
+        .iter()
+        .filter(|f| !matches!(f.kind, FlowKind::Tcp { .. }))
+        .map(|f| f.to.len())
+        .sum();
+    let tcp_flows = s.flows.len()
+        - s.flows
+            .iter()
+            .filter(|f| !matches!(f.kind, FlowKind::Tcp { .. }))
+            .count();
+    let r = run_point(&point, &s, s.seed, scratch)?;
+    let delivered = r
+        .flows
+        .iter()
+        .flat_map(|f| &f.receivers)
+        .map(|x| x.packets + x.duplicates)
+        .sum();
+    let media_s = r.sim_ns as f64 / 1e9;
+    Ok(Case {
+        name: s.name,
+        receivers,
+        tcp_flows,
+        media_s,
+        wall_s: r.wall_s,
+        events: r.events,
+        events_per_s: r.events as f64 / r.wall_s.max(1e-9),
+        sim_to_wall: media_s / r.wall_s.max(1e-9),
+        target_wall_s,
+        met_target: r.wall_s < target_wall_s,
+        delivered_packets: delivered,
+    })
+}
+
+pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
+    let scratch = std::env::temp_dir().join(format!("metronome-bench-sim-{}", std::process::id()));
+    let watch = HostWatch::start();
+    let cases = [
+        (small(a.small_media), 1.0),
+        (large(a.large_receivers, a.large_media), 60.0),
+    ]
+    .iter()
+    .map(|(text, target)| run_case(text, *target, &scratch))
+    .collect::<Result<Vec<_>, _>>();
+    let _ = std::fs::remove_dir_all(&scratch);
+    let bench = SimBench {
+        schema: "metronome.bench.sim/1",
+        benchmark: "sim",
+        optimized: !cfg!(debug_assertions),
+        cases: cases?,
+        host: watch.finish(0),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&bench)?);
+        return Ok(());
+    }
+    println!("simulator speed (virtual time against the wall clock of this run)");
+    for c in &bench.cases {
+        println!(
+            "  {:<18} {:>6} receivers + {} TCP  {:>5.1} s of media in {:>7.3} s  ({:>7.1}x real time, {:>5.2} M events/s)  target < {} s: {}",
+            c.name,
+            c.receivers,
+            c.tcp_flows,
+            c.media_s,
+            c.wall_s,
+            c.sim_to_wall,
+            c.events_per_s / 1e6,
+            c.target_wall_s,
+            if c.met_target { "met" } else { "missed" }
+        );
+    }
+    if !bench.optimized {
+        println!("  (a debug build: run `cargo run --release -- bench sim` to measure)");
+    }
+    if let Some(h) = &bench.host {
+        println!("  {}", h.line());
+    }
+    Ok(())
+}
