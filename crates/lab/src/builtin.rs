@@ -13,6 +13,11 @@ pub const BUILTINS: &[Builtin] = &[Builtin {
     text: include_str!("../scenarios/seed001-udp.toml"),
 },
 Builtin {
+    name: "seed001-tcp",
+    summary: "TCP (smoltcp, CUBIC) transfer rate against the tc-tbf limit rate, for the ladder bitrates",
+    text: include_str!("../scenarios/seed001-tcp.toml"),
+},
+Builtin {
     name: "seed001-video",
     summary: "The test pattern encoded at each ladder bitrate, streamed over the poor, moderate and good links: frames lost and frame delay per client",
     text: include_str!("../scenarios/seed001-video.toml"),

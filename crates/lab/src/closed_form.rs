@@ -107,6 +107,53 @@ pub fn for_scenario(s: &Scenario, sim: &mut Sim) -> Vec<ClosedForm> {
     out
 }
 
+/// What a TCP bulk transfer should carry: the smaller of what the application offers and
+/// the path's narrowest rate, less 40 bytes of IPv4 and TCP headers per 1460-byte segment
+/// (smoltcp sends no TCP options on data segments). Loss recovery can only lower it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TcpExpected {
+    pub flow: String,
+    pub receiver: String,
+    /// The narrowest link rate on the path, bit/s (0: none is limited).
+    pub bottleneck_bps: u64,
+    /// The application's limit, bit/s of payload (0: none).
+    pub app_bps: u64,
+    pub expected_goodput_bps: f64,
+}
+
+/// Bytes of payload per byte on the wire of a full TCP segment.
+pub const TCP_GOODPUT_SHARE: f64 = 1460.0 / 1500.0;
+
+/// [`TcpExpected`] for every TCP flow of `s`.
+pub fn tcp_for_scenario(s: &Scenario, sim: &mut Sim) -> Vec<TcpExpected> {
+    let mut out = Vec::new();
+    for f in &s.flows {
+        let FlowKind::Tcp { rate_bps, .. } = f.kind else {
+            continue;
+        };
+        let net = sim.net_mut();
+        let (Some(a), Some(b)) = (net.node_by_name(&f.from), net.node_by_name(&f.to[0])) else {
+            continue;
+        };
+        let Some(path) = net.path(a, b) else { continue };
+        let bottleneck = path
+            .iter()
+            .filter_map(|l| net.link_config(*l).rate_bps)
+            .min();
+        let by_link = bottleneck.map_or(f64::INFINITY, |r| r as f64 * TCP_GOODPUT_SHARE);
+        let by_app = rate_bps.map_or(f64::INFINITY, |r| r as f64);
+        let expected = by_link.min(by_app);
+        out.push(TcpExpected {
+            flow: f.name.clone(),
+            receiver: f.to[0].clone(),
+            bottleneck_bps: bottleneck.unwrap_or(0),
+            app_bps: rate_bps.unwrap_or(0),
+            expected_goodput_bps: if expected.is_finite() { expected } else { 0.0 },
+        });
+    }
+    out
+}
+
 /// The `hold_extra` of the profile on the link between these nodes, ns.
 fn profile_extra(
     s: &Scenario,

@@ -11,7 +11,7 @@
 //! Units: times in ns, rates in bit/s, sizes in bytes on the wire (IP header included),
 //! loss in percent. Every column is documented in `docs/lab.md`.
 
-use crate::closed_form::ClosedForm;
+use crate::closed_form::{ClosedForm, TcpExpected};
 use metronome_netsim::sim::flows::FlowReport;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -87,6 +87,9 @@ pub struct PointResult {
     /// Closed forms of the UDP flows that cross a netem limit (see [`crate::closed_form`]).
     #[serde(default)]
     pub closed_form: Vec<ClosedForm>,
+    /// What each TCP flow should carry (see [`crate::closed_form::TcpExpected`]).
+    #[serde(default)]
+    pub tcp_expected: Vec<TcpExpected>,
 }
 
 /// What one direction of a link did.

@@ -170,6 +170,7 @@ pub fn run_point(
     let model::Built { mut sim, videos } =
         model::build(s, seed).map_err(|e| format!("point {point}: {e}"))?;
     let closed = closed_form::for_scenario(s, &mut sim);
+    let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
     sim.run_until(model::end_time(s));
     let links = (0..sim.net().link_count())
         .map(|i| link_result(s, &sim, LinkId(i as u32)))
@@ -196,6 +197,7 @@ pub fn run_point(
         flows: outcome.flows,
         links,
         closed_form: closed,
+        tcp_expected,
     })
 }
 

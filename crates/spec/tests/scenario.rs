@@ -102,6 +102,12 @@ fn errors_name_the_line_and_what_is_expected() {
     let e = err(&BASE.replace("[links.l]", "[links.l]\ndelay = 20"));
     assert!(e.contains("needs a unit"), "{e}");
 
+    let e = err(&BASE.replace("[links.l]", "[links.l]\nlatency = \"20ms\""));
+    assert!(
+        e.starts_with("t.toml line 2") && e.contains("needs rate and burst"),
+        "{e}"
+    );
+
     let e = err("name = \"t\"\n[[flow]\n");
     assert!(e.starts_with("t.toml line 2"), "{e}");
 }
@@ -143,6 +149,18 @@ fn sweep_references_are_checked() {
         e.contains("line 12") && e.contains("sweep point r=fast"),
         "{e}"
     );
+}
+
+#[test]
+fn tbf_latency_sizes_the_queue_as_tc_does() {
+    let f = ScenarioFile::parse(
+        &BASE.replace("[links.l]", "[links.l]\nburst = 4096\nlatency = \"20ms\""),
+        "t.toml",
+    )
+    .unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    // 10 Mbit/s for 20 ms is 25,000 bytes, plus the bucket.
+    assert_eq!(s.links[0].ab.1.queue_bytes, Some(25_000 + 4096));
 }
 
 #[test]

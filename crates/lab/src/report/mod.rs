@@ -4,6 +4,7 @@
 //! - [`tables`]: the reference table beside the closed form and the measurement, the fit of
 //!   the testbed's extra holding time, the per-point figures.
 
+mod sweep;
 mod tables;
 
 use crate::results::Summary;
@@ -36,6 +37,7 @@ pub fn render(s: &Summary) -> String {
     );
     h.push_str(&run_facts(s));
     h.push_str(&tables::reference_section(s));
+    h.push_str(&sweep::sweep_section(s));
     h.push_str(&tables::points_section(s));
     let _ = writeln!(
         h,

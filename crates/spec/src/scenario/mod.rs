@@ -87,6 +87,9 @@ pub struct LinkProfile {
     pub rate_bps: Option<u64>,
     /// A tc-tbf token bucket of this many bytes instead of a serializer.
     pub burst_bytes: Option<usize>,
+    /// tc-tbf's `latency`: the longest a packet may wait; the queue then holds
+    /// `rate · latency + burst` bytes, as tc computes tbf's limit (`queue_bytes` is then set).
+    pub tbf_latency: Option<Duration>,
     pub delay: Duration,
     pub jitter: Duration,
     pub jitter_distribution: JitterDistribution,

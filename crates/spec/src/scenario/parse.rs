@@ -24,6 +24,11 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
     let invalid = |message: String, offset: usize| {
         ConfigError::new(ConfigErrorKind::Invalid, origin, message).at(text, Some(offset))
     };
+    for (name, p) in &raw.links {
+        p.get_ref()
+            .check()
+            .map_err(|m| invalid(format!("[links.{name}]: {m}"), p.span().start))?;
+    }
     let profiles: BTreeMap<String, LinkProfile> = raw
         .links
         .iter()
@@ -205,6 +210,7 @@ enum NumOrText {
 struct RawProfile {
     rate: Option<Rate>,
     burst: Option<usize>,
+    latency: Option<Dur>,
     delay: Option<Dur>,
     jitter: Option<Dur>,
     jitter_distribution: Option<RawJitter>,
@@ -266,11 +272,26 @@ struct RawGilbert {
 }
 
 impl RawProfile {
+    /// Settings that only make sense together.
+    fn check(&self) -> Result<(), String> {
+        if self.burst.is_some() && self.rate.is_none() {
+            return Err("burst is a token bucket's size: it needs a rate".into());
+        }
+        if self.latency.is_some() && (self.rate.is_none() || self.burst.is_none()) {
+            return Err("latency is tc-tbf's: it needs rate and burst (the queue then holds rate · latency + burst bytes)".into());
+        }
+        if self.latency.is_some() && self.queue_bytes.is_some() {
+            return Err("latency and queue_bytes both set the queue's size; keep one".into());
+        }
+        Ok(())
+    }
+
     fn to_profile(&self) -> LinkProfile {
         let d = |v: Option<Dur>| v.map_or(Duration::ZERO, |d| d.0);
         LinkProfile {
             rate_bps: self.rate.map(|r| r.0),
             burst_bytes: self.burst,
+            tbf_latency: self.latency.map(|l| l.0),
             delay: d(self.delay),
             jitter: d(self.jitter),
             jitter_distribution: match self.jitter_distribution {
@@ -292,7 +313,13 @@ impl RawProfile {
             reorder: self.reorder.map_or(0.0, |p| p.0),
             reorder_delay: d(self.reorder_delay),
             queue_packets: self.queue_packets,
-            queue_bytes: self.queue_bytes,
+            queue_bytes: match (self.latency, self.rate, self.burst) {
+                // tc-tbf(8): limit = rate · latency + burst.
+                (Some(l), Some(r), Some(b)) => {
+                    Some((r.0 as u128 * l.0.as_nanos() / 8_000_000_000) as usize + b)
+                }
+                _ => self.queue_bytes,
+            },
             netem_limit: self.netem_limit,
             hold_extra: d(self.hold_extra),
         }

@@ -166,6 +166,8 @@ pub struct TcpFlow {
     read: u64,
     segments_sent: u64,
     bytes_on_wire: u64,
+    /// Packets that reached the sink (data segments and the handshake's).
+    sink_packets: u64,
     meter: Meter,
     closed: bool,
     first_read: Option<Timestamp>,
@@ -189,6 +191,7 @@ impl TcpFlow {
             read: 0,
             segments_sent: 0,
             bytes_on_wire: 0,
+            sink_packets: 0,
             closed: false,
             first_read: None,
             last_read: Timestamp::ZERO,
@@ -374,6 +377,9 @@ impl Flow for TcpFlow {
 
     fn on_packet(&mut self, now: Timestamp, ep: u32, pkt: Packet, net: &mut Net) {
         let Body::Ip(data) = pkt.body else { return };
+        if ep == 1 {
+            self.sink_packets += 1;
+        }
         let end = if ep == 0 {
             &mut self.sender
         } else {
@@ -403,7 +409,9 @@ impl Flow for TcpFlow {
             0,
             active,
         );
+        // Bytes the application read (goodput), packets that reached its stack.
         rx.bytes = self.read;
+        rx.packets = self.sink_packets;
         rx.throughput_bps = if active.is_zero() {
             0.0
         } else {
