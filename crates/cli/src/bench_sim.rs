@@ -147,7 +147,7 @@ fn run_case(text: &str, target_wall_s: f64, scratch: &std::path::Path) -> Result
             .iter()
             .filter(|f| !matches!(f.kind, FlowKind::Tcp { .. }))
             .count();
-    let r = run_point(&point, &s, s.seed, scratch)?;
+    let r = run_point(&point, &s, s.seed, scratch, None)?;
     let delivered = r
         .flows
         .iter()

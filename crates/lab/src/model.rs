@@ -10,25 +10,70 @@ use metronome_netsim::sim::net::derive_seed;
 use metronome_netsim::sim::packet::NodeId;
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
-use metronome_netsim::{JitterModel, LinkConfig, LossModel};
+use metronome_netsim::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossModel};
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::ReceiverConfig;
 use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };
+use metronome_spec::scenario::Variation;
 use metronome_spec::scenario::{
-    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Scenario, TcpCc,
-    VideoDecl,
+    DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
+    Scenario, TcpCc, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use std::cell::RefCell;
+use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
+
+/// How one direction of a link is built: a fixed configuration, or a schedule.
+pub enum LinkPlan {
+    Fixed(LinkConfig),
+    Scheduled(LinkSchedule),
+}
+
+/// The link model for a profile: its configuration, or its schedule if it changes over time.
+/// `dir` is where relative trace files are found (`None`: a built-in scenario, which has
+/// none).
+pub fn link_plan(p: &LinkProfile, dir: Option<&Path>) -> Result<LinkPlan, String> {
+    let base = link_config(p, dir)?;
+    let plan = match &p.variation {
+        None => return Ok(LinkPlan::Fixed(base)),
+        Some(Variation::Steps(steps)) => {
+            let mut all = vec![(Duration::ZERO, base)];
+            for (at, sp) in steps {
+                all.push((*at, link_config(sp, dir)?));
+            }
+            LinkSchedule::steps(all)
+        }
+        Some(Variation::Square { period, duty, low }) => {
+            LinkSchedule::square(base, link_config(low, dir)?, *period, *duty)
+        }
+    };
+    plan.map(LinkPlan::Scheduled).map_err(|e| e.to_string())
+}
 
 /// The link model's configuration for a profile. `hold_extra` adds to the delay: the packet
 /// is held that much longer, and counts against netem's limit for that much longer.
-pub fn link_config(p: &LinkProfile) -> LinkConfig {
-    LinkConfig {
+pub fn link_config(p: &LinkProfile, dir: Option<&Path>) -> Result<LinkConfig, String> {
+    let delivery = match &p.delivery {
+        None => None,
+        Some(DeliveryDecl::Millis(ms)) => Some(Arc::new(
+            DeliveryTrace::from_millis(ms).map_err(|e| e.to_string())?,
+        )),
+        Some(DeliveryDecl::File(f)) => {
+            let dir = dir.ok_or("a built-in scenario has no trace files")?;
+            let path = dir.join(f);
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read the delivery trace {}: {e}", path.display()))?;
+            let t = DeliveryTrace::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            Some(Arc::new(t))
+        }
+    };
+    Ok(LinkConfig {
+        delivery,
         rate_bps: p.rate_bps,
         burst_bytes: p.burst_bytes,
         delay: p.delay + p.hold_extra,
@@ -59,7 +104,7 @@ pub fn link_config(p: &LinkProfile) -> LinkConfig {
         queue_limit_bytes: p.queue_bytes,
         queue_limit_packets: p.queue_packets,
         netem_limit: p.netem_limit,
-    }
+    })
 }
 
 /// A simulation built from a scenario point, and what is needed to read its video flows'
@@ -69,8 +114,9 @@ pub struct Built {
     pub videos: Vec<(usize, Rc<RefCell<FrameMap>>)>,
 }
 
-/// The simulation of one point, seeded with `seed`; the flows in declaration order.
-pub fn build(s: &Scenario, seed: u64) -> Result<Built, String> {
+/// The simulation of one point, seeded with `seed`; the flows in declaration order. `dir`:
+/// the scenario file's directory, for relative trace files.
+pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, String> {
     let mut videos = Vec::new();
     let trace = if s.trace {
         TraceLevel::Packets
@@ -88,12 +134,20 @@ pub fn build(s: &Scenario, seed: u64) -> Result<Built, String> {
     };
     for l in &s.links {
         let (a, b) = (node(&sim, &l.a)?, node(&sim, &l.b)?);
-        let (ab, ba) = (link_config(&l.ab.1), link_config(&l.ba.1));
-        for (cfg, name) in [(&ab, &l.ab.0), (&ba, &l.ba.0)] {
-            cfg.validate()
-                .map_err(|e| format!("link profile '{name}': {e}"))?;
+        for ((from, to), (name, profile)) in [((a, b), &l.ab), ((b, a), &l.ba)] {
+            let plan =
+                link_plan(profile, dir).map_err(|e| format!("link profile '{name}': {e}"))?;
+            match plan {
+                LinkPlan::Fixed(cfg) => {
+                    cfg.validate()
+                        .map_err(|e| format!("link profile '{name}': {e}"))?;
+                    sim.net_mut().add_link(from, to, cfg);
+                }
+                LinkPlan::Scheduled(schedule) => {
+                    sim.net_mut().add_link_scheduled(from, to, schedule);
+                }
+            }
         }
-        sim.add_link(a, b, ab, ba);
     }
     for (i, f) in s.flows.iter().enumerate() {
         let src = node(&sim, &f.from)?;

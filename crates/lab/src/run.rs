@@ -52,7 +52,8 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
     prepare_dir(&opts.out)?;
     let first = jobs.first().map(|j| &j.scenario);
     let started_unix_s = wall::unix_seconds();
-    let results = run_points(&jobs, opts)?;
+    let dir = scenario_dir(&file.origin);
+    let results = run_points(&jobs, opts, dir.as_deref())?;
     for (job, p) in jobs.iter().zip(&results) {
         write_point(&opts.out, job, p)?;
     }
@@ -91,6 +92,18 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
     Ok(summary)
 }
 
+/// The directory of a scenario file, `None` for a built-in (`builtin:NAME`).
+pub fn scenario_dir(origin: &str) -> Option<PathBuf> {
+    if origin.starts_with("builtin:") {
+        return None;
+    }
+    Some(
+        Path::new(origin)
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    )
+}
+
 fn prepare_dir(dir: &Path) -> Result<(), String> {
     if dir.exists() {
         let empty = std::fs::read_dir(dir)
@@ -109,7 +122,11 @@ fn prepare_dir(dir: &Path) -> Result<(), String> {
 }
 
 /// Runs the jobs on `opts.jobs` threads; results in job order.
-fn run_points(jobs: &[Job], opts: &RunOptions) -> Result<Vec<PointResult>, String> {
+fn run_points(
+    jobs: &[Job],
+    opts: &RunOptions,
+    dir: Option<&Path>,
+) -> Result<Vec<PointResult>, String> {
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<PointResult, String>>>> =
@@ -121,7 +138,7 @@ fn run_points(jobs: &[Job], opts: &RunOptions) -> Result<Vec<PointResult>, Strin
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let seed = opts.seed.unwrap_or(job.scenario.seed);
-                let r = run_point(&job.point, &job.scenario, seed, &opts.out);
+                let r = run_point(&job.point, &job.scenario, seed, &opts.out, dir);
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if opts.progress {
@@ -160,15 +177,17 @@ fn progress(n: usize, total: usize, point: &Point) {
 
 /// Runs one point in the simulator. The per-packet trace, if asked for, goes straight to
 /// `points/pNNN/packets.csv`.
+/// `dir`: the scenario file's directory (for relative trace files), `None` for a built-in.
 pub fn run_point(
     point: &Point,
     s: &Scenario,
     seed: u64,
     out: &Path,
+    dir: Option<&Path>,
 ) -> Result<PointResult, String> {
     let started = wall::Stopwatch::start();
     let model::Built { mut sim, videos } =
-        model::build(s, seed).map_err(|e| format!("point {point}: {e}"))?;
+        model::build(s, seed, dir).map_err(|e| format!("point {point}: {e}"))?;
     let closed = closed_form::for_scenario(s, &mut sim);
     let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
     sim.run_until(model::end_time(s));

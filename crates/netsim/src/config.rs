@@ -4,6 +4,8 @@
 //! `loss gemodel`, `reorder`, `duplicate`, `limit`) where the meaning is the same; where ours
 //! differs, the field says how.
 
+use crate::delivery::DeliveryTrace;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Configuration of one direction of a link.
@@ -53,6 +55,9 @@ pub struct LinkConfig {
     /// netem's `limit` is reproduced as it ran: with 20 ms of delay, a limit of 2 passes at most
     /// 2 packets per 20 ms whatever the rate. Checked after loss, as netem does.
     pub netem_limit: Option<usize>,
+    /// A Mahimahi packet-delivery trace as the link's capacity, instead of `rate_bps` (which
+    /// must then be `None`): see [`crate::delivery`]. Queue limits apply as with a rate.
+    pub delivery: Option<Arc<DeliveryTrace>>,
 }
 
 impl Default for LinkConfig {
@@ -70,6 +75,7 @@ impl Default for LinkConfig {
             queue_limit_bytes: None,
             queue_limit_packets: None,
             netem_limit: None,
+            delivery: None,
         }
     }
 }
@@ -173,6 +179,8 @@ pub enum ConfigError {
     ZeroRate,
     #[error("link {field} = {value} is not a probability; use a value in [0, 1]")]
     NotAProbability { field: &'static str, value: f64 },
+    #[error("a link has a rate and a delivery trace; the trace is its capacity: drop the rate")]
+    RateAndTrace,
 }
 
 impl LinkConfig {
@@ -180,6 +188,9 @@ impl LinkConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.rate_bps == Some(0) {
             return Err(ConfigError::ZeroRate);
+        }
+        if self.rate_bps.is_some() && self.delivery.is_some() {
+            return Err(ConfigError::RateAndTrace);
         }
         let mut probs = vec![("reorder", self.reorder), ("duplicate", self.duplicate)];
         probs.extend(self.loss.probabilities());

@@ -9,6 +9,8 @@
 //! - [`link`]: [`Link`], the impairment pipeline (loss, drop-tail queue, serialization, delay,
 //!   jitter, reordering, duplication) and its [`LinkStats`].
 //! - [`loss`]: the per-packet loss processes (Bernoulli, Gilbert-Elliott).
+//! - [`schedule`]: links that change over time (steps, square waves), applied by the link.
+//! - [`delivery`]: Mahimahi packet-delivery traces as a link's capacity.
 //! - [`event`]: [`EventQueue`], a min-heap on time whose ties pop in insertion order.
 //! - [`pair`]: one stream in virtual time: the unchanged sender and receiver sessions over a
 //!   forward and a back link, with stalls of the sender, replayable by seed ([`run_pair`]).
@@ -33,15 +35,19 @@
 //! ```
 
 pub mod config;
+pub mod delivery;
 pub mod event;
 pub mod link;
 pub mod loss;
 pub mod pair;
+pub mod schedule;
 pub mod sim;
 
 pub use config::{ConfigError, JitterModel, LinkConfig, LossModel};
+pub use delivery::{DeliveryTrace, TraceError};
 pub use event::EventQueue;
 pub use link::{Link, LinkStats, SendOutcome};
 pub use pair::{
     run_pair, CbrTs, PacketSource, PairConfig, PairOutcome, SourcePacket, Trace, TraceRow,
 };
+pub use schedule::{LinkSchedule, ScheduleError};

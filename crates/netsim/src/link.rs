@@ -33,8 +33,10 @@
 //! (common random numbers): turning on duplication leaves the loss pattern as it was.
 
 use crate::config::{JitterModel, LinkConfig};
+use crate::delivery::TraceCursor;
 use crate::event::EventQueue;
 use crate::loss::LossProcess;
+use crate::schedule::LinkSchedule;
 use metronome_time::Timestamp;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -96,6 +98,11 @@ pub struct Link<T> {
     /// Arrival times of the packets accepted and not yet arrived (for `netem_limit`).
     held: BinaryHeap<Reverse<Timestamp>>,
     stats: LinkStats,
+    /// How the configuration changes over time, and when it next does.
+    schedule: Option<LinkSchedule>,
+    next_change: Option<Timestamp>,
+    /// Where a delivery-trace link is in its trace.
+    cursor: TraceCursor,
 }
 
 impl<T> Link<T> {
@@ -115,7 +122,35 @@ impl<T> Link<T> {
             in_flight: EventQueue::new(),
             held: BinaryHeap::new(),
             stats: LinkStats::default(),
+            schedule: None,
+            next_change: None,
+            cursor: TraceCursor::default(),
         }
+    }
+
+    /// A link that follows `schedule` (see [`crate::schedule`]): it starts with the first
+    /// step's configuration and puts each next one in force itself, at its time.
+    pub fn with_schedule(schedule: LinkSchedule, seed: u64) -> Self {
+        let (first, next) = schedule.at(Timestamp::ZERO);
+        let mut link = Link::new(first.clone(), seed);
+        link.next_change = next;
+        link.schedule = Some(schedule);
+        link
+    }
+
+    /// Puts in force the scheduled configuration of `now`, if it changed.
+    fn follow_schedule(&mut self, now: Timestamp) {
+        if self.next_change.is_none_or(|t| now < t) {
+            return;
+        }
+        let Some(s) = self.schedule.take() else {
+            return;
+        };
+        let (cfg, next) = s.at(now);
+        let cfg = cfg.clone();
+        self.next_change = next;
+        self.schedule = Some(s);
+        self.set_config(cfg);
     }
 
     pub fn config(&self) -> &LinkConfig {
@@ -168,6 +203,7 @@ impl<T> Link<T> {
 impl<T: Clone> Link<T> {
     /// Offers a packet of `size_bytes` to the link at `now`. `T` is cloned only for duplicates.
     pub fn send(&mut self, now: Timestamp, size_bytes: usize, item: T) -> SendOutcome {
+        self.follow_schedule(now);
         self.stats.sent += 1;
         self.stats.bytes_sent += size_bytes as u64;
         let draws = Draws::draw(&mut self.rng);
@@ -207,9 +243,14 @@ impl<T: Clone> Link<T> {
 impl<T> Link<T> {
     /// Steps 2 and 3: the drop-tail queue and the serializer. `None` if the queue is full.
     fn serialize(&mut self, now: Timestamp, size: usize) -> Option<Timestamp> {
-        let Some(rate) = self.cfg.rate_bps else {
+        let scheduled_rate = self
+            .schedule
+            .as_ref()
+            .is_some_and(LinkSchedule::rate_changes);
+        let limited = self.cfg.rate_bps.is_some() || self.cfg.delivery.is_some();
+        if !limited && !scheduled_rate {
             return Some(now);
-        };
+        }
         while let Some(&(departure, bytes)) = self.on_queue.front() {
             if departure > now {
                 break;
@@ -227,6 +268,20 @@ impl<T> Link<T> {
                 return None;
             }
         }
+        if let Some(trace) = self.cfg.delivery.clone() {
+            let from = self.busy_until.max(now);
+            let departure = trace.finish(&mut self.cursor, from, size);
+            return Some(self.accept(now, from, departure, size));
+        }
+        if scheduled_rate {
+            let from = self.busy_until.max(now);
+            let schedule = self.schedule.as_ref().expect("checked above");
+            let departure = schedule.finish(from, size);
+            return Some(self.accept(now, from, departure, size));
+        }
+        let Some(rate) = self.cfg.rate_bps else {
+            return Some(now);
+        };
         if let Some(burst) = self.cfg.burst_bytes {
             if size > burst {
                 // It would never find enough tokens: tbf drops it too.
@@ -252,6 +307,22 @@ impl<T> Link<T> {
         let wait = start.saturating_since(now);
         self.stats.max_queue_delay = self.stats.max_queue_delay.max(wait);
         Some(departure)
+    }
+
+    /// Queues a packet whose serialization starts at `from` and ends at `departure`.
+    fn accept(
+        &mut self,
+        now: Timestamp,
+        from: Timestamp,
+        departure: Timestamp,
+        size: usize,
+    ) -> Timestamp {
+        self.busy_until = departure;
+        self.on_queue.push_back((departure, size));
+        self.queued_bytes += size;
+        let wait = from.saturating_since(now);
+        self.stats.max_queue_delay = self.stats.max_queue_delay.max(wait);
+        departure
     }
 
     /// The token bucket: when a packet of `size` bytes offered at `now` leaves, behind the

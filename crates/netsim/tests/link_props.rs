@@ -1,8 +1,11 @@
 //! Invariants of the link over random configurations and send schedules.
 
-use metronome_netsim::{JitterModel, Link, LinkConfig, LinkStats, LossModel, SendOutcome};
+use metronome_netsim::{
+    DeliveryTrace, JitterModel, Link, LinkConfig, LinkStats, LossModel, SendOutcome,
+};
 use metronome_time::Timestamp;
 use proptest::prelude::*;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A packet's identity and send time, carried as the payload.
@@ -104,10 +107,18 @@ prop_compose! {
         queue_limit_bytes in prop::option::of(0usize..50_000),
         queue_limit_packets in prop::option::of(0usize..40),
         netem_limit in prop::option::of(0usize..40),
+        trace in prop::option::of(prop::collection::vec(0u64..20, 1..30)),
     ) -> LinkConfig {
+        // A Mahimahi trace (sorted ms, a positive period) as the capacity of rate-less links.
+        let delivery = trace.filter(|_| rate_bps.is_none()).map(|mut ms| {
+            ms.sort_unstable();
+            let last = ms.len() - 1;
+            ms[last] = ms[last].max(1);
+            Arc::new(DeliveryTrace::from_millis(&ms).expect("a sorted trace with a period"))
+        });
         LinkConfig {
             rate_bps, burst_bytes, delay, jitter, jitter_model, loss, reorder, reorder_delay, duplicate,
-            queue_limit_bytes, queue_limit_packets, netem_limit,
+            queue_limit_bytes, queue_limit_packets, netem_limit, delivery,
         }
     }
 }

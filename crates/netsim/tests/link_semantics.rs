@@ -238,6 +238,7 @@ fn same_seed_same_run_and_other_seeds_differ() {
         queue_limit_bytes: Some(20_000),
         queue_limit_packets: Some(12),
         netem_limit: Some(40),
+        delivery: None,
     };
     let run = |seed| {
         let mut link = Link::new(cfg.clone(), seed);

@@ -8,7 +8,7 @@
 
 use super::packet::{Dst, FlowId, LinkId, NodeId, Packet, TreeId};
 use super::trace::{DropReason, PacketEvent, PacketTrace, TraceLevel, TraceRow};
-use crate::{EventQueue, Link, LinkConfig, LinkStats, SendOutcome};
+use crate::{EventQueue, Link, LinkConfig, LinkSchedule, LinkStats, SendOutcome};
 use metronome_time::Timestamp;
 use std::collections::{HashMap, VecDeque};
 
@@ -122,6 +122,19 @@ impl Net {
     /// What the network has done so far.
     pub fn counters(&self) -> NetCounters {
         self.counters
+    }
+
+    /// One direction of a link that follows `schedule` (see [`crate::schedule`]).
+    pub fn add_link_scheduled(
+        &mut self,
+        from: NodeId,
+        to: NodeId,
+        schedule: LinkSchedule,
+    ) -> LinkId {
+        let id = self.add_link(from, to, LinkConfig::default());
+        let seed = derive_seed(self.seed, 1 + id.0 as u64);
+        self.links[id.0 as usize].link = Link::with_schedule(schedule, seed);
+        id
     }
 
     pub fn node_count(&self) -> usize {

@@ -104,6 +104,33 @@ pub struct LinkProfile {
     /// Time the testbed held each packet beyond its delay and serialization (a fitted
     /// property of a real netem set-up, see the seed001 scenarios); added to the delay.
     pub hold_extra: Duration,
+    /// How the profile changes over time (`None`: it does not).
+    pub variation: Option<Variation>,
+    /// A Mahimahi packet-delivery trace as the capacity, instead of `rate_bps`.
+    pub delivery: Option<DeliveryDecl>,
+}
+
+/// A link profile that changes over time. Each step's profile is the base profile with the
+/// step's keys replacing its own.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Variation {
+    /// From each offset on (the base profile until the first), the last one for good.
+    Steps(Vec<(Duration, LinkProfile)>),
+    /// The base profile for `duty · period`, then `low`, repeating.
+    Square {
+        period: Duration,
+        duty: f64,
+        low: Box<LinkProfile>,
+    },
+}
+
+/// Where a delivery trace comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeliveryDecl {
+    /// Opportunity times in ms, written in the scenario.
+    Millis(Vec<u64>),
+    /// A Mahimahi trace file, relative to the scenario file's directory.
+    File(String),
 }
 
 /// How jitter is drawn.

@@ -3,8 +3,8 @@
 
 use super::topology::{expand, RawLink, RawTopology};
 use super::{
-    FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, Reference, Scenario,
-    TcpCc,
+    DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
+    Reference, Scenario, TcpCc, Variation,
 };
 use crate::config::{ConfigError, ConfigErrorKind};
 use crate::stream::{parse_bitrate, parse_duration};
@@ -25,9 +25,12 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
         ConfigError::new(ConfigErrorKind::Invalid, origin, message).at(text, Some(offset))
     };
     for (name, p) in &raw.links {
-        p.get_ref()
-            .check()
-            .map_err(|m| invalid(format!("[links.{name}]: {m}"), p.span().start))?;
+        let at = p.span().start;
+        let r = p.get_ref();
+        r.check()
+            .map_err(|m| invalid(format!("[links.{name}]: {m}"), at))?;
+        r.variation()
+            .map_err(|m| invalid(format!("[links.{name}]: {m}"), at))?;
     }
     let profiles: BTreeMap<String, LinkProfile> = raw
         .links
@@ -205,7 +208,7 @@ enum NumOrText {
     Text(String),
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone)]
 #[serde(deny_unknown_fields)]
 struct RawProfile {
     rate: Option<Rate>,
@@ -222,6 +225,10 @@ struct RawProfile {
     queue_bytes: Option<usize>,
     netem_limit: Option<usize>,
     hold_extra: Option<Dur>,
+    schedule: Option<Vec<toml::Table>>,
+    square: Option<toml::Table>,
+    delivery_ms: Option<Vec<u64>>,
+    delivery_file: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -271,9 +278,116 @@ struct RawGilbert {
     loss_bad: Option<Prob>,
 }
 
+/// A step's keys over the base profile's.
+fn overlay(base: &RawProfile, step: &RawProfile) -> RawProfile {
+    RawProfile {
+        rate: step.rate.or(base.rate),
+        burst: step.burst.or(base.burst),
+        latency: step.latency.or(base.latency),
+        delay: step.delay.or(base.delay),
+        jitter: step.jitter.or(base.jitter),
+        jitter_distribution: step.jitter_distribution.or(base.jitter_distribution),
+        loss: step.loss.or(base.loss),
+        duplicate: step.duplicate.or(base.duplicate),
+        reorder: step.reorder.or(base.reorder),
+        reorder_delay: step.reorder_delay.or(base.reorder_delay),
+        queue_packets: step.queue_packets.or(base.queue_packets),
+        queue_bytes: step.queue_bytes.or(base.queue_bytes),
+        netem_limit: step.netem_limit.or(base.netem_limit),
+        hold_extra: step.hold_extra.or(base.hold_extra),
+        schedule: None,
+        square: None,
+        delivery_ms: None,
+        delivery_file: None,
+    }
+}
+
+/// A step's table: its own key (`at`, `period`, …) taken out, the rest a profile.
+fn step_profile(table: &toml::Table, own: &[&str], what: &str) -> Result<RawProfile, String> {
+    let mut rest = table.clone();
+    for k in own {
+        rest.remove(*k);
+    }
+    let p = RawProfile::deserialize(toml::Value::Table(rest))
+        .map_err(|e| format!("{what}: {}", explain(e.message())))?;
+    if p.schedule.is_some()
+        || p.square.is_some()
+        || p.delivery_ms.is_some()
+        || p.delivery_file.is_some()
+    {
+        return Err(format!(
+            "{what}: a step cannot itself change over time or have a trace"
+        ));
+    }
+    Ok(p)
+}
+
+fn duration_key(table: &toml::Table, key: &str, what: &str) -> Result<Duration, String> {
+    let v = table
+        .get(key)
+        .ok_or_else(|| format!("{what} needs {key} = \"...\" (a duration like \"5s\")"))?;
+    Dur::deserialize(v.clone())
+        .map(|d| d.0)
+        .map_err(|e| format!("{what}: {key}: {}", e.message()))
+}
+
 impl RawProfile {
+    /// How the profile changes over time.
+    fn variation(&self) -> Result<Option<Variation>, String> {
+        match (&self.schedule, &self.square) {
+            (Some(_), Some(_)) => Err("a profile has a schedule or a square wave, not both".into()),
+            (Some(steps), None) => {
+                let mut out = Vec::with_capacity(steps.len());
+                for (i, t) in steps.iter().enumerate() {
+                    let what = format!("schedule step {}", i + 1);
+                    let at = duration_key(t, "at", &what)?;
+                    if out.last().is_some_and(|(prev, _)| at <= *prev) || at.is_zero() {
+                        return Err(format!("{what}: at = {at:?} must come after the step before it (and after 0 s, which is the base profile)"));
+                    }
+                    let p = step_profile(t, &["at"], &what)?;
+                    let merged = overlay(self, &p);
+                    merged.check().map_err(|m| format!("{what}: {m}"))?;
+                    out.push((at, merged.to_profile()));
+                }
+                Ok(Some(Variation::Steps(out)))
+            }
+            (None, Some(t)) => {
+                let what = "square";
+                let period = duration_key(t, "period", what)?;
+                let duty = match t.get("duty") {
+                    None => 0.5,
+                    Some(v) => v
+                        .as_float()
+                        .or_else(|| v.as_integer().map(|i| i as f64))
+                        .filter(|d| (0.0..=1.0).contains(d))
+                        .ok_or(
+                            "square: duty is the share of the period at the base profile, 0 to 1",
+                        )?,
+                };
+                let low = t.get("low").and_then(toml::Value::as_table).ok_or(
+                    "square needs low = { rate = \"2mbit\", ... }: the profile's other half",
+                )?;
+                let p = step_profile(low, &[], "square.low")?;
+                let merged = overlay(self, &p);
+                merged.check().map_err(|m| format!("square.low: {m}"))?;
+                Ok(Some(Variation::Square {
+                    period,
+                    duty,
+                    low: Box::new(merged.to_profile()),
+                }))
+            }
+            (None, None) => Ok(None),
+        }
+    }
+
     /// Settings that only make sense together.
     fn check(&self) -> Result<(), String> {
+        if (self.delivery_ms.is_some() || self.delivery_file.is_some()) && self.rate.is_some() {
+            return Err("a delivery trace is the link's capacity: drop rate, or the trace".into());
+        }
+        if self.delivery_ms.is_some() && self.delivery_file.is_some() {
+            return Err("delivery_ms or delivery_file, not both".into());
+        }
         if self.burst.is_some() && self.rate.is_none() {
             return Err("burst is a token bucket's size: it needs a rate".into());
         }
@@ -322,6 +436,13 @@ impl RawProfile {
             },
             netem_limit: self.netem_limit,
             hold_extra: d(self.hold_extra),
+            // Checked by `check` and `variation` before the profile is made.
+            variation: self.variation().ok().flatten(),
+            delivery: match (&self.delivery_ms, &self.delivery_file) {
+                (Some(ms), _) => Some(DeliveryDecl::Millis(ms.clone())),
+                (None, Some(f)) => Some(DeliveryDecl::File(f.clone())),
+                (None, None) => None,
+            },
         }
     }
 }
