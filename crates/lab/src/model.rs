@@ -82,6 +82,10 @@ pub fn link_config(p: &LinkProfile, dir: Option<&Path>) -> Result<LinkConfig, St
             JitterDistribution::Uniform => JitterModel::Uniform,
             JitterDistribution::Normal => JitterModel::Normal { reorder: false },
             JitterDistribution::NormalReorder => JitterModel::Normal { reorder: true },
+            JitterDistribution::Pareto => JitterModel::Pareto { reorder: false },
+            JitterDistribution::ParetoReorder => JitterModel::Pareto { reorder: true },
+            JitterDistribution::ParetoNormal => JitterModel::ParetoNormal { reorder: false },
+            JitterDistribution::ParetoNormalReorder => JitterModel::ParetoNormal { reorder: true },
         },
         loss: match p.loss {
             LossDecl::None => LossModel::None,

@@ -91,6 +91,24 @@ pub enum JitterModel {
     /// may overtake the ones before it, as netem's time-sorted queue lets it without a rate;
     /// without, it waits for them, as netem does once a rate is set.
     Normal { reorder: bool },
+    /// netem's `distribution pareto`: `D + J·z`, `z` the Pareto table's quantile (shape 3,
+    /// centred on its mean; from −2/3, heavy tail capped at 4), clamped at zero.
+    Pareto { reorder: bool },
+    /// netem's `distribution paretonormal`: `z` = ¼ normal + ¾ Pareto, quantile by quantile,
+    /// as iproute2 builds the table.
+    ParetoNormal { reorder: bool },
+}
+
+impl JitterModel {
+    /// Whether a packet may overtake the ones sent before it.
+    pub fn reorders(self) -> bool {
+        match self {
+            JitterModel::Uniform => false,
+            JitterModel::Normal { reorder }
+            | JitterModel::Pareto { reorder }
+            | JitterModel::ParetoNormal { reorder } => reorder,
+        }
+    }
 }
 
 /// How a link loses packets.

@@ -37,6 +37,7 @@
 pub mod config;
 pub mod delivery;
 pub mod event;
+pub mod jitter;
 pub mod link;
 pub mod loss;
 pub mod pair;

@@ -99,6 +99,8 @@ prop_compose! {
             Just(JitterModel::Uniform),
             Just(JitterModel::Normal { reorder: true }),
             Just(JitterModel::Normal { reorder: false }),
+            Just(JitterModel::Pareto { reorder: true }),
+            Just(JitterModel::ParetoNormal { reorder: false }),
         ],
         loss in loss_model(),
         reorder in prop_oneof![Just(0.0), prob()],
@@ -139,7 +141,7 @@ proptest! {
         // below zero.
         let floor = match cfg.jitter_model {
             JitterModel::Uniform => cfg.delay,
-            JitterModel::Normal { .. } => Duration::ZERO,
+            _ => Duration::ZERO,
         };
         for d in &trace.deliveries {
             prop_assert!(d.arrival >= d.pkt.sent + floor, "{d:?} before send + delay");
@@ -153,9 +155,12 @@ proptest! {
         mut cfg in link_config(), seed in any::<u64>(), sched in schedule()
     ) {
         cfg.reorder = 0.0;
-        if cfg.jitter_model == (JitterModel::Normal { reorder: true }) {
-            cfg.jitter_model = JitterModel::Normal { reorder: false };
-        }
+        cfg.jitter_model = match cfg.jitter_model {
+            JitterModel::Normal { .. } => JitterModel::Normal { reorder: false },
+            JitterModel::Pareto { .. } => JitterModel::Pareto { reorder: false },
+            JitterModel::ParetoNormal { .. } => JitterModel::ParetoNormal { reorder: false },
+            m => m,
+        };
         let trace = run(&cfg, seed, &sched);
         let ids: Vec<_> = trace.deliveries.iter().map(|d| d.pkt.id).collect();
         prop_assert!(ids.windows(2).all(|w| w[0] <= w[1]), "reordered: {ids:?}");

@@ -143,6 +143,12 @@ pub enum JitterDistribution {
     Normal,
     /// netem's `distribution normal`, packets may overtake each other.
     NormalReorder,
+    /// netem's `distribution pareto`, order kept / packets may overtake.
+    Pareto,
+    ParetoReorder,
+    /// netem's `distribution paretonormal`, order kept / packets may overtake.
+    ParetoNormal,
+    ParetoNormalReorder,
 }
 
 /// How a link loses packets.

@@ -237,6 +237,12 @@ enum RawJitter {
     Uniform,
     Normal,
     NormalReorder,
+    Pareto,
+    ParetoReorder,
+    #[serde(rename = "paretonormal")]
+    ParetoNormal,
+    #[serde(rename = "paretonormal-reorder")]
+    ParetoNormalReorder,
 }
 
 #[derive(Clone, Copy)]
@@ -412,6 +418,10 @@ impl RawProfile {
                 None | Some(RawJitter::Uniform) => JitterDistribution::Uniform,
                 Some(RawJitter::Normal) => JitterDistribution::Normal,
                 Some(RawJitter::NormalReorder) => JitterDistribution::NormalReorder,
+                Some(RawJitter::Pareto) => JitterDistribution::Pareto,
+                Some(RawJitter::ParetoReorder) => JitterDistribution::ParetoReorder,
+                Some(RawJitter::ParetoNormal) => JitterDistribution::ParetoNormal,
+                Some(RawJitter::ParetoNormalReorder) => JitterDistribution::ParetoNormalReorder,
             },
             loss: match self.loss {
                 None => LossDecl::None,
