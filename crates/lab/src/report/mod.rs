@@ -4,6 +4,8 @@
 //! - [`tables`]: the reference table beside the closed form and the measurement, the fit of
 //!   the testbed's extra holding time, the per-point figures.
 
+mod figures;
+pub mod plots;
 mod sweep;
 mod tables;
 
@@ -102,7 +104,8 @@ table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #c
 th{background:#f3f3f3}.facts th,.facts td{text-align:left}caption{font-weight:600;text-align:left;padding:.3em 0}\
 .side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
 .bad{background:#fde2e2}.good{background:#e2f5e2}pre{background:#f7f7f7;padding:1em;overflow:auto}\
-figure{display:inline-block;margin:.5em 1em .5em 0}figcaption{font-size:90%;color:#444}";
+figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:640px}\
+figcaption{font-size:90%;color:#444}.legend{color:#222;margin-bottom:.2em}.key{font-size:110%}";
 
 #[cfg(test)]
 mod tests {

@@ -48,13 +48,15 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
             middles.push(k);
         }
     }
+    let mut n = 0;
     for f in &first.flows {
         // A crowd's receivers would make a table per receiver: the first 12 are shown.
         for r in f.receivers.iter().take(12) {
             for mid in &middles {
                 h.push_str(&table(
-                    s, &f.name, &r.node, mid, rows_param, cols_param, two,
+                    s, &f.name, &r.node, mid, rows_param, cols_param, two, n,
                 ));
+                n += 1;
             }
         }
     }
@@ -70,6 +72,7 @@ fn table(
     rows: &(String, Vec<String>),
     cols: &(String, Vec<String>),
     two: bool,
+    n: usize,
 ) -> String {
     let at = |rv: &str, cv: &str| {
         s.points.iter().find(|p| {
@@ -141,5 +144,15 @@ fn table(
         ));
     }
     h.push_str("</div>\n");
+    h.push_str(&super::figures::sweep_plot(
+        s,
+        flow,
+        receiver,
+        mid,
+        &|p| figure(p, flow, receiver).map(|f| f.0),
+        &|p| expected(p, flow),
+        unit,
+        n,
+    ));
     h
 }

@@ -113,7 +113,7 @@ pub(crate) fn reference_section(s: &Summary) -> String {
             c.periodic_loss_percent
         })
     };
-    for (key, g) in groups(s, &r.by) {
+    for (n, (key, g)) in groups(s, &r.by).into_iter().enumerate() {
         let label = if key.is_empty() {
             String::new()
         } else {
@@ -156,6 +156,7 @@ pub(crate) fn reference_section(s: &Summary) -> String {
             },
         ));
         h.push_str("</div>\n");
+        h.push_str(&super::figures::reference_plots(&r, &g, &label, n));
         let worst = |f: &dyn Fn(usize, usize) -> Option<f64>| {
             let mut w: Option<f64> = None;
             for i in 0..r.rows.len() {
@@ -241,7 +242,12 @@ pub(crate) fn points_section(s: &Summary) -> String {
              <th>p99 delay ms</th><th>frames lost</th><th>frame delay ms (mean / p99)</th></tr>",
         );
         for f in &p.flows {
-            for r in &f.receivers {
+            let n = f.receivers.len();
+            for r in f
+                .receivers
+                .iter()
+                .take(if n > MAX_ROWS { SHOWN_ROWS } else { n })
+            {
                 let frames = r.frames.map_or_else(
                     || "<td>–</td><td>–</td>".to_string(),
                     |f| {
@@ -271,26 +277,62 @@ pub(crate) fn points_section(s: &Summary) -> String {
                     r.p99_delay_ns as f64 / 1e6
                 );
             }
+            if n > MAX_ROWS {
+                h.push_str(&crowd_row(f, n));
+            }
         }
-        h.push_str("</table>\n<details><summary>links</summary><table><tr><th>from</th><th>to</th>\
-                    <th>profile</th><th>sent</th><th>delivered</th><th>lost</th><th>queue drops</th>\
-                    <th>max queue delay ms</th></tr>");
-        for l in &p.links {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-                 <td>{:.3}</td></tr>",
-                esc(&l.from),
-                esc(&l.to),
-                esc(&l.profile),
-                l.sent,
-                l.delivered,
-                l.lost,
-                l.dropped_queue,
-                l.max_queue_delay_ns as f64 / 1e6
-            );
-        }
-        h.push_str("</table></details>\n");
+        h.push_str("</table>\n");
+        h.push_str(&super::figures::point_plots(p));
+        h.push_str(&links_table(p));
     }
+    h
+}
+
+/// Receivers shown per flow when it has more than [`MAX_ROWS`].
+const SHOWN_ROWS: usize = 20;
+const MAX_ROWS: usize = 50;
+
+/// What a crowd's receivers left out of the table did, in one row: the spread of their loss.
+fn crowd_row(f: &metronome_netsim::sim::flows::FlowReport, n: usize) -> String {
+    let loss = f.receivers.iter().map(|r| r.loss_percent);
+    let (lo, hi) = loss.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
+    let mean = f.receivers.iter().map(|r| r.loss_percent).sum::<f64>() / n as f64;
+    format!(
+        "<tr><td colspan=\"12\" class=\"note\">… and {} more receivers (all {n} in \
+         flows.csv): loss from {lo:.2} to {hi:.2} %, mean {mean:.2} %</td></tr>",
+        n - SHOWN_ROWS
+    )
+}
+
+fn links_table(p: &PointResult) -> String {
+    const SHOWN: usize = 200;
+    let mut h = String::from(
+        "<details><summary>links</summary><table><tr><th>from</th><th>to</th><th>profile</th>\
+         <th>sent</th><th>delivered</th><th>lost</th><th>queue drops</th>\
+         <th>max queue delay ms</th></tr>",
+    );
+    for l in p.links.iter().take(SHOWN) {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{:.3}</td></tr>",
+            esc(&l.from),
+            esc(&l.to),
+            esc(&l.profile),
+            l.sent,
+            l.delivered,
+            l.lost,
+            l.dropped_queue,
+            l.max_queue_delay_ns as f64 / 1e6
+        );
+    }
+    if p.links.len() > SHOWN {
+        let _ = write!(
+            h,
+            "<tr><td colspan=\"8\" class=\"note\">… and {} more (every link is in summary.json)</td></tr>",
+            p.links.len() - SHOWN
+        );
+    }
+    h.push_str("</table></details>\n");
     h
 }

@@ -1,0 +1,253 @@
+//! Which plots the report draws, from a run's figures: the reference metric and jitter
+//! against the swept parameter, each receiver's main figure across the sweep, and per point
+//! the throughput over time and the delay and inter-arrival distributions.
+
+use super::plots::{figure, x_values, Line, Plot, Style};
+use crate::closed_form;
+use crate::results::{PointResult, Summary};
+use metronome_spec::scenario::Reference;
+use std::collections::BTreeMap;
+
+/// The reference's metric against its sweep parameter (measured, the reference's figures,
+/// the closed form), and jitter likewise, for one group of the other parameters.
+pub(crate) fn reference_plots(
+    r: &Reference,
+    group: &[&PointResult],
+    label: &str,
+    n: usize,
+) -> String {
+    let (xs, unit) = x_values(&r.columns);
+    let point = |c: &str| {
+        group
+            .iter()
+            .find(|p| p.params.get(&r.by).map(String::as_str) == Some(c))
+    };
+    let series = |f: &dyn Fn(&PointResult, &str) -> Option<f64>, row: &str| -> Vec<(f64, f64)> {
+        r.columns
+            .iter()
+            .zip(&xs)
+            .filter_map(|(c, x)| point(c).and_then(|p| f(p, row)).map(|y| (*x, y)))
+            .collect()
+    };
+    let (scale, y_unit) = match r.metric.as_str() {
+        "loss_percent" => (1.0, "%"),
+        "throughput_bps" => (1e-6, "Mbit/s"),
+        _ => (1e-6, "ms"),
+    };
+    let mut lines = Vec::new();
+    for (group, (row, values)) in r.rows.iter().enumerate() {
+        lines.push(Line {
+            group,
+            name: format!("{row} measured"),
+            points: series(
+                &|p, row| closed_form::metric(&p.flows, row, &r.metric).map(|v| v * scale),
+                row,
+            ),
+            style: Style::Measured,
+        });
+        lines.push(Line {
+            group,
+            name: format!("{row} reference"),
+            points: xs
+                .iter()
+                .zip(values)
+                .map(|(x, v)| (*x, v * scale))
+                .collect(),
+            style: Style::Reference,
+        });
+        if r.metric == "loss_percent" {
+            lines.push(Line {
+                group,
+                name: format!("{row} closed form"),
+                points: series(
+                    &|p, row| {
+                        p.closed_form
+                            .iter()
+                            .find(|c| c.receiver == row)
+                            .map(|c| c.periodic_loss_percent)
+                    },
+                    row,
+                ),
+                style: Style::Closed,
+            });
+        }
+    }
+    let x_label = axis(&r.by, unit);
+    let mut html = figure(Plot {
+        id: &format!("reference-{n}"),
+        title: &format!("{} against {}", r.metric, r.by),
+        x_label: &x_label,
+        y_label: &format!("{}, {y_unit}", r.metric),
+        caption: &format!(
+            "{label}: measured (circles), reference (triangles), closed form (crosses)"
+        ),
+        lines,
+    });
+    let jitter = r
+        .rows
+        .iter()
+        .enumerate()
+        .map(|(group, (row, _))| Line {
+            group,
+            name: row.clone(),
+            points: series(
+                &|p, row| closed_form::metric(&p.flows, row, "jitter_ns").map(|v| v / 1e6),
+                row,
+            ),
+            style: Style::Measured,
+        })
+        .collect();
+    html.push_str(&figure(Plot {
+        id: &format!("jitter-{n}"),
+        title: &format!("RFC 3550 jitter against {}", r.by),
+        x_label: &x_label,
+        y_label: "jitter, ms",
+        caption: &format!("{label}: each receiver's jitter at the end of the run"),
+        lines: jitter,
+    }));
+    html
+}
+
+fn axis(param: &str, unit: &str) -> String {
+    if unit.is_empty() || unit == "position" {
+        param.to_string()
+    } else {
+        format!("{param}, {unit}")
+    }
+}
+
+/// A receiver's main figure against the first sweep parameter, a line per value of the last.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sweep_plot(
+    s: &Summary,
+    flow: &str,
+    receiver: &str,
+    mid: &BTreeMap<String, String>,
+    figure_of: &dyn Fn(&PointResult) -> Option<f64>,
+    expected_of: &dyn Fn(&PointResult) -> Option<f64>,
+    unit: &str,
+    n: usize,
+) -> String {
+    let params = &s.scenario.sweep;
+    let (rows, cols) = (&params[0], &params[params.len() - 1]);
+    let two = params.len() > 1;
+    let (xs, x_unit) = x_values(&rows.1);
+    let col_values: Vec<Option<&String>> = if two {
+        cols.1.iter().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let at = |rv: &str, cv: Option<&String>| {
+        s.points.iter().find(|p| {
+            p.params.get(&rows.0).map(String::as_str) == Some(rv)
+                && cv.is_none_or(|cv| p.params.get(&cols.0) == Some(cv))
+                && mid.iter().all(|(k, v)| p.params.get(k) == Some(v))
+        })
+    };
+    let mut lines = Vec::new();
+    for (group, cv) in col_values.iter().enumerate() {
+        let name = cv.map_or_else(|| receiver.to_string(), |c| format!("{} = {c}", cols.0));
+        let pts = |f: &dyn Fn(&PointResult) -> Option<f64>| {
+            rows.1
+                .iter()
+                .zip(&xs)
+                .filter_map(|(rv, x)| at(rv, *cv).and_then(f).map(|y| (*x, y)))
+                .collect::<Vec<_>>()
+        };
+        lines.push(Line {
+            group,
+            name: name.clone(),
+            points: pts(figure_of),
+            style: Style::Measured,
+        });
+        let expected = pts(expected_of);
+        if !expected.is_empty() {
+            lines.push(Line {
+                group,
+                name: format!("{name} expected"),
+                points: expected,
+                style: Style::Closed,
+            });
+        }
+    }
+    figure(Plot {
+        id: &format!("sweep-{n}"),
+        title: &format!("{flow} → {receiver}"),
+        x_label: &axis(&rows.0, x_unit),
+        y_label: unit,
+        caption: &format!("{unit} against {}; expected values as crosses", rows.0),
+        lines,
+    })
+}
+
+/// Throughput over time, and the delay and inter-arrival distributions, of one point.
+pub(crate) fn point_plots(p: &PointResult) -> String {
+    let mut lines = Vec::new();
+    let (mut delays, mut gaps) = (Vec::new(), Vec::new());
+    for f in &p.flows {
+        for r in &f.receivers {
+            let name = format!("{} → {}", f.name, r.node);
+            let group = lines.len();
+            let width = r
+                .intervals
+                .windows(2)
+                .map(|w| w[1].start_ns - w[0].start_ns)
+                .next()
+                .unwrap_or(1_000_000_000)
+                .max(1);
+            lines.push(Line {
+                group,
+                name: name.clone(),
+                points: r
+                    .intervals
+                    .iter()
+                    .map(|i| (i.start_ns as f64 / 1e9, i.bytes as f64 * 8e3 / width as f64))
+                    .collect(),
+                style: Style::Plain,
+            });
+            let cdf = |q: &[u64]| {
+                q.iter()
+                    .enumerate()
+                    .map(|(i, ns)| (*ns as f64 / 1e6, i as f64))
+                    .collect::<Vec<_>>()
+            };
+            delays.push(Line {
+                group,
+                name: name.clone(),
+                points: cdf(&r.delay_quantiles_ns),
+                style: Style::Plain,
+            });
+            gaps.push(Line {
+                group,
+                name,
+                points: cdf(&r.interarrival_quantiles_ns),
+                style: Style::Plain,
+            });
+        }
+    }
+    let mut html = figure(Plot {
+        id: &format!("{}-throughput", p.id),
+        title: "Throughput over time",
+        x_label: "time, s",
+        y_label: "Mbit/s",
+        caption: "Bits received per interval (on the wire; TCP: what the application read)",
+        lines,
+    });
+    html.push_str(&figure(Plot {
+        id: &format!("{}-delay", p.id),
+        title: "One-way delay distribution",
+        x_label: "delay, ms",
+        y_label: "% of packets",
+        caption: "Cumulative distribution of the one-way delay",
+        lines: delays,
+    }));
+    html.push_str(&figure(Plot {
+        id: &format!("{}-interarrival", p.id),
+        title: "Inter-arrival distribution",
+        x_label: "gap between arrivals, ms",
+        y_label: "% of packets",
+        caption: "Cumulative distribution of the time between consecutive arrivals",
+        lines: gaps,
+    }));
+    html
+}

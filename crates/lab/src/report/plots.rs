@@ -1,0 +1,256 @@
+//! The report's plots, as inline SVG drawn by plotters (no font is needed: text goes into the
+//! SVG as `<text>` and the browser sets it).
+//!
+//! Every plot is a `<figure class="plot">` with a caption; a plot of many receivers draws the
+//! first [`MAX_LINES`] and says how many it left out, so a 10,000-receiver run stays readable.
+
+use super::esc;
+use metronome_spec::stream::{parse_bitrate, parse_duration};
+use plotters::prelude::*;
+
+/// Lines drawn in one plot at most.
+pub const MAX_LINES: usize = 12;
+
+/// One line: its name, its points, and how it is drawn.
+pub struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub style: Style,
+    /// Lines of one group share a colour (a receiver's measured, reference and closed-form
+    /// lines); the style tells them apart.
+    pub group: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// A solid line with round markers: what was measured.
+    Measured,
+    /// Triangles on a thin line: figures from elsewhere (a seed's table).
+    Reference,
+    /// Crosses on a thin line: the closed form.
+    Closed,
+    /// A plain line (time series, distributions).
+    Plain,
+}
+
+/// A plot's axes and caption.
+pub struct Plot<'a> {
+    pub id: &'a str,
+    pub title: &'a str,
+    pub x_label: &'a str,
+    pub y_label: &'a str,
+    pub caption: &'a str,
+    /// Lines beyond [`MAX_LINES`] are left out (and counted in the caption).
+    pub lines: Vec<Line>,
+}
+
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(23, 190, 207),
+];
+
+/// Sweep values as x coordinates: rates in Mbit/s, durations in ms, numbers as they are;
+/// otherwise their positions (1, 2, …). Returns the values and the unit they are in.
+pub fn x_values(labels: &[String]) -> (Vec<f64>, &'static str) {
+    if let Ok(v) = labels
+        .iter()
+        .map(|l| parse_bitrate(l).map(|b| b as f64 / 1e6))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        if labels.iter().any(|l| l.chars().any(char::is_alphabetic)) {
+            return (v, "Mbit/s");
+        }
+    }
+    if let Ok(v) = labels
+        .iter()
+        .map(|l| parse_duration(l).map(|d| d.as_secs_f64() * 1e3))
+        .collect::<Result<Vec<_>, _>>()
+    {
+        return (v, "ms");
+    }
+    if let Ok(v) = labels
+        .iter()
+        .map(|l| l.parse::<f64>())
+        .collect::<Result<Vec<_>, _>>()
+    {
+        return (v, "");
+    }
+    ((1..=labels.len()).map(|i| i as f64).collect(), "position")
+}
+
+/// The plot as an HTML figure with an inline SVG; empty if it has nothing to draw.
+pub fn figure(plot: Plot) -> String {
+    let total = plot.lines.len();
+    let lines: Vec<&Line> = plot
+        .lines
+        .iter()
+        .filter(|l| !l.points.is_empty())
+        .take(MAX_LINES)
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let left_out = total.saturating_sub(lines.len());
+    let Some(svg) = draw(&plot, &lines) else {
+        return String::new();
+    };
+    let more = if left_out > 0 {
+        format!(" ({left_out} more lines left out)")
+    } else {
+        String::new()
+    };
+    let legend: String = lines
+        .iter()
+        .map(|l| {
+            let c = PALETTE[l.group % PALETTE.len()];
+            let mark = match l.style {
+                Style::Measured => "●",
+                Style::Reference => "▲",
+                Style::Closed => "✕",
+                Style::Plain => "━",
+            };
+            format!(
+                "<span class=\"key\" style=\"color:#{:02x}{:02x}{:02x}\">{mark}</span> {} ",
+                c.0,
+                c.1,
+                c.2,
+                esc(&l.name)
+            )
+        })
+        .collect();
+    format!(
+        "<figure class=\"plot\" id=\"{}\">{svg}<figcaption><div class=\"legend\">{legend}</div>{}{}</figcaption></figure>\n",
+        esc(plot.id),
+        esc(plot.caption),
+        esc(&more)
+    )
+}
+
+fn bounds(lines: &[&Line]) -> ((f64, f64), (f64, f64)) {
+    let pts = lines.iter().flat_map(|l| l.points.iter());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0f64, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x1 <= x0 {
+        x1 = x0 + 1.0;
+    }
+    if y1 <= y0 {
+        y1 = y0 + 1.0;
+    }
+    let pad = (x1 - x0) * 0.03;
+    ((x0 - pad, x1 + pad), (y0, y1 + (y1 - y0) * 0.08))
+}
+
+fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
+    let ((x0, x1), (y0, y1)) = bounds(lines);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
+        root.fill(&WHITE).ok()?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(plot.title, ("sans-serif", 16))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(56)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .ok()?;
+        chart
+            .configure_mesh()
+            .light_line_style(TRANSPARENT)
+            .x_desc(plot.x_label)
+            .y_desc(plot.y_label)
+            .draw()
+            .ok()?;
+        for line in lines {
+            let c = PALETTE[line.group % PALETTE.len()];
+            let width = if line.style == Style::Measured || line.style == Style::Plain {
+                2
+            } else {
+                1
+            };
+            let pts = line.points.clone();
+            chart
+                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
+                .ok()?
+                .label(line.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+            match line.style {
+                Style::Measured => {
+                    chart
+                        .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                        .ok()?;
+                }
+                Style::Reference => {
+                    chart
+                        .draw_series(pts.into_iter().map(|p| TriangleMarker::new(p, 5, c)))
+                        .ok()?;
+                }
+                Style::Closed => {
+                    chart
+                        .draw_series(pts.into_iter().map(|p| Cross::new(p, 4, c)))
+                        .ok()?;
+                }
+                Style::Plain => {}
+            }
+        }
+        root.present().ok()?;
+    }
+    Some(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plot_is_an_svg_with_its_text_and_says_what_it_left_out() {
+        let lines = (0..15)
+            .map(|i| Line {
+                name: format!("r{i}"),
+                points: vec![(1.0, i as f64), (2.0, i as f64 + 1.0)],
+                style: Style::Measured,
+                group: i,
+            })
+            .collect();
+        let html = figure(Plot {
+            id: "t",
+            title: "Loss against bitrate",
+            x_label: "bitrate, Mbit/s",
+            y_label: "loss, %",
+            caption: "a test",
+            lines,
+        });
+        assert!(
+            html.starts_with("<figure class=\"plot\" id=\"t\"><svg"),
+            "{}",
+            &html[..80]
+        );
+        for text in ["Loss against bitrate", "bitrate, Mbit/s", "loss, %", "r11"] {
+            assert!(html.contains(text), "{text}");
+        }
+        assert!(!html.contains(" r12 "));
+        assert!(html.contains("(3 more lines left out)"));
+    }
+
+    #[test]
+    fn sweep_values_become_numbers() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            x_values(&s(&["2mbit", "10mbit"])),
+            (vec![2.0, 10.0], "Mbit/s")
+        );
+        assert_eq!(x_values(&s(&["0ms", "1.2ms"])), (vec![0.0, 1.2], "ms"));
+        assert_eq!(x_values(&s(&["3", "5"])), (vec![3.0, 5.0], ""));
+        assert_eq!(x_values(&s(&["a", "b"])), (vec![1.0, 2.0], "position"));
+    }
+}

@@ -1,0 +1,111 @@
+//! The report renders in a real browser: headless Chromium (Debian's `chromium`) loads
+//! seed001-udp's report from disk, with no network, takes a screenshot and dumps the DOM it
+//! built; the plots are there, with their axes' text.
+
+use metronome_lab::builtin;
+use metronome_lab::results::Shard;
+use metronome_lab::run::{run, RunOptions};
+use metronome_spec::scenario::ScenarioFile;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs Chromium headless with `args` on `page`, killed after 60 s; its stdout.
+fn chromium(profile: &Path, args: &[&str], page: &Path) -> String {
+    let mut child = Command::new("chromium")
+        .args(["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run chromium ({e}): install it with `apt-get install chromium` (scripts/test.sh does)")
+        });
+    let out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || std::io::read_to_string(out).unwrap_or_default());
+    for _ in 0..600 {
+        if child.try_wait().ok().flatten().is_some() {
+            return reader.join().unwrap_or_default();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("chromium did not finish within 60 s");
+}
+
+#[test]
+fn the_report_renders_in_headless_chromium_with_its_plots() {
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("metronome-browser-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let b = builtin::find("seed001-udp").unwrap();
+    let file = ScenarioFile::parse(b.text, "builtin:seed001-udp").unwrap();
+    let out = tmp.0.join("run");
+    let opts = RunOptions {
+        jobs: 2,
+        shard: Shard { index: 0, count: 1 },
+        seed: None,
+        out: out.clone(),
+        progress: false,
+    };
+    run(&file, &opts).unwrap();
+    let page = out.join("report.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Nothing is fetched: no scripts, styles, fonts or images from elsewhere.
+    for needle in ["src=\"http", "href=\"http", "url(http", "<script", "<link"] {
+        assert!(!html.contains(needle), "the report refers out: {needle}");
+    }
+
+    let profile = tmp.0.join("chromium");
+    let shot = tmp.0.join("report.png");
+    chromium(
+        &profile,
+        &[
+            &format!("--screenshot={}", shot.display()),
+            "--window-size=1280,4000",
+        ],
+        &page,
+    );
+    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
+    assert_eq!(&png[1..4], b"PNG");
+    let width = u32::from_be_bytes(png[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(png[20..24].try_into().unwrap());
+    assert_eq!((width, height), (1280, 4000));
+    // A blank page compresses to a few kilobytes; tables and plots do not.
+    assert!(
+        png.len() > 100_000,
+        "{} bytes: is the page blank?",
+        png.len()
+    );
+
+    let dom = chromium(&profile, &["--dump-dom"], &page);
+    let figures = dom.matches("<figure class=\"plot\"").count();
+    let svgs = dom.matches("<svg").count();
+    // Per sweep group: loss and jitter against the rate (2 groups); per point: throughput
+    // and the delay and inter-arrival distributions (10 points); the receivers' sweep plots.
+    assert!(
+        figures >= 2 * 2 + 10 * 3,
+        "{figures} plots in the rendered page"
+    );
+    assert_eq!(svgs, figures, "every plot is an inline SVG");
+    for text in [
+        "loss_percent against rate",
+        "rate, Mbit/s",
+        "Throughput over time",
+        "delay, ms",
+    ] {
+        assert!(dom.contains(text), "the rendered page lacks '{text}'");
+    }
+    assert!(dom.contains("Seed 001: UDP loss per client"));
+}
