@@ -7,6 +7,7 @@ mod bench_raw;
 mod bench_sim;
 mod bench_streams;
 mod demo;
+mod emu;
 mod lab;
 mod multi;
 mod raw;
@@ -46,6 +47,9 @@ enum Command {
     /// The lab: scenario files run in the simulator, results directories, reports with plots
     #[command(subcommand)]
     Lab(lab::LabCommand),
+    /// The emulator: the lab's link model between real sockets, in real time
+    #[command(subcommand)]
+    Emu(emu::EmuCommand),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Command::Demo(a) => demo::run(a, stop),
         Command::Sdp(a) => sdp::run(a),
         Command::Lab(l) => lab::run(l).map_err(Into::into),
+        Command::Emu(e) => emu::run(e, stop),
         Command::Bench(b) => bench::run(b, stop),
     };
     match result {

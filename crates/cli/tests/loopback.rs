@@ -3,23 +3,12 @@
 
 mod common;
 
-use common::{bin, port_pair};
+use common::{bin, json, port_pair};
 use serde_json::Value;
 use std::net::{Ipv4Addr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "metronome failed: {}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        String::from_utf8_lossy(&out.stdout)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp_dir("test").join(name)

@@ -414,3 +414,15 @@ impl Drop for RtspServer {
         let _ = self.child.wait();
     }
 }
+
+/// The JSON a successful `metronome … --json` printed; its stderr and stdout if it failed.
+pub fn json(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "metronome failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}

@@ -1,0 +1,174 @@
+//! `metronome emu`: the lab's link model between real sockets. `emu relay` is UDP relay mode:
+//! no privileges needed; point a sender at the relay and the relay at the receiver.
+
+use crate::args::{parse_duration, parse_rate};
+use clap::{Args, Subcommand};
+use metronome_emu::relay::{Relay, RelayConfig};
+use metronome_netsim::{JitterModel, LinkConfig, LossModel};
+use serde::Serialize;
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Subcommand, Debug)]
+pub enum EmuCommand {
+    /// Relay UDP datagrams from --listen to --to through one emulated link (rate, queue,
+    /// delay, jitter, loss), in real time, until Ctrl-C or --duration
+    Relay(RelayArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RelayArgs {
+    /// Where senders send to
+    #[arg(long)]
+    pub listen: SocketAddr,
+    /// Where the relay sends what the link delivers
+    #[arg(long)]
+    pub to: SocketAddr,
+    /// Link rate (none: infinite)
+    #[arg(long, value_parser = parse_rate)]
+    pub rate: Option<u64>,
+    /// With --rate: a tc-tbf token bucket of this many bytes instead of a serializer
+    #[arg(long)]
+    pub burst: Option<usize>,
+    /// Propagation delay
+    #[arg(long, value_parser = parse_duration, default_value = "0")]
+    pub delay: Duration,
+    /// Jitter added to the delay
+    #[arg(long, value_parser = parse_duration, default_value = "0")]
+    pub jitter: Duration,
+    /// uniform, normal, pareto or paretonormal (netem's); add -reorder to let packets overtake
+    #[arg(long, default_value = "uniform", value_parser = parse_jitter)]
+    pub jitter_distribution: JitterModel,
+    /// Random loss probability (0.01 or 1%)
+    #[arg(long, value_parser = parse_prob, default_value = "0")]
+    pub loss: f64,
+    /// Drop-tail queue limit in packets
+    #[arg(long)]
+    pub queue_packets: Option<usize>,
+    /// Drop-tail queue limit in bytes
+    #[arg(long)]
+    pub queue_bytes: Option<usize>,
+    /// netem's `limit`: packets held, those still serving their delay included
+    #[arg(long)]
+    pub netem_limit: Option<usize>,
+    /// Seeds the link's randomness
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop after this long (default: at Ctrl-C)
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Print JSON only
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_prob(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let v = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    }
+    .map_err(|_| format!("'{s}' is not a probability: write 0.01 or 1%"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("'{s}' is outside 0..1 (0%..100%)"))
+    }
+}
+
+fn parse_jitter(s: &str) -> Result<JitterModel, String> {
+    let (name, reorder) = match s.strip_suffix("-reorder") {
+        Some(n) => (n, true),
+        None => (s, false),
+    };
+    match name {
+        "uniform" if !reorder => Ok(JitterModel::Uniform),
+        "normal" => Ok(JitterModel::Normal { reorder }),
+        "pareto" => Ok(JitterModel::Pareto { reorder }),
+        "paretonormal" => Ok(JitterModel::ParetoNormal { reorder }),
+        _ => Err(format!(
+            "'{s}' is not a jitter distribution: uniform, normal, pareto or paretonormal \
+             (the last three with -reorder to let packets overtake)"
+        )),
+    }
+}
+
+#[derive(Serialize)]
+struct RelayReport {
+    schema: &'static str,
+    listen: SocketAddr,
+    to: SocketAddr,
+    received: u64,
+    forwarded: u64,
+    lost: u64,
+    dropped_queue: u64,
+    overflow: u64,
+    truncated: u64,
+    socket_drops: u64,
+    send_errors: u64,
+    /// How late datagrams left against the link model's delivery time, µs.
+    lateness: metronome_time::Summary,
+}
+
+pub fn run(cmd: EmuCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let EmuCommand::Relay(a) = cmd;
+    let link = LinkConfig {
+        rate_bps: a.rate,
+        burst_bytes: a.burst,
+        delay: a.delay,
+        jitter: a.jitter,
+        jitter_model: a.jitter_distribution,
+        loss: if a.loss > 0.0 {
+            LossModel::Bernoulli(a.loss)
+        } else {
+            LossModel::None
+        },
+        queue_limit_packets: a.queue_packets,
+        queue_limit_bytes: a.queue_bytes,
+        netem_limit: a.netem_limit,
+        ..LinkConfig::default()
+    };
+    link.validate()?;
+    let mut cfg = RelayConfig::new(a.listen, a.to, link);
+    cfg.seed = a.seed;
+    let relay = Relay::open(cfg)?;
+    if !a.json {
+        eprintln!(
+            "relaying {} → {} (Ctrl-C ends it)",
+            relay.local_addr()?,
+            a.to
+        );
+    }
+    let s = relay.run(&stop, a.duration);
+    let report = RelayReport {
+        schema: "metronome.emu.relay/1",
+        listen: a.listen,
+        to: a.to,
+        received: s.received,
+        forwarded: s.forwarded,
+        lost: s.lost,
+        dropped_queue: s.dropped_queue,
+        overflow: s.overflow,
+        truncated: s.truncated,
+        socket_drops: s.socket_drops,
+        send_errors: s.send_errors,
+        lateness: s.lateness.summary(),
+    };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!(
+            "received {}, forwarded {}, lost {}, queue drops {}, overflow {}, truncated {}",
+            report.received,
+            report.forwarded,
+            report.lost,
+            report.dropped_queue,
+            report.overflow,
+            report.truncated
+        );
+        println!("lateness against the model: {}", report.lateness);
+    }
+    Ok(())
+}
