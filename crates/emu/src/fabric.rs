@@ -1,0 +1,310 @@
+//! A network of emulated links in one real-time loop: the lab's emu mode for UDP flows.
+//!
+//! Each route (a flow's path through the topology) has an input socket: a sender sends to it,
+//! the datagram enters the route's first link at its kernel receive time, and when that link
+//! delivers it, it enters the next link at that instant, inside the emulator (no socket
+//! between hops, so intermediate hops add exactly what their models say). After the last link
+//! it is sent to the route's destination. Links are shared: two routes over one link share
+//! its queue, as two flows over one router port do.
+//!
+//! One thread runs everything. It reads every input before it moves any datagram due at `t`,
+//! watches the sockets (ppoll, ns timeout) while the next delivery is far, and waits precisely
+//! (sleep then spin) when it is near.
+
+use crate::relay::UDP_IP_OVERHEAD;
+use metronome_netsim::{Link, LinkStats, SendOutcome};
+use metronome_rt::clock::Clock;
+use metronome_rt::udp::{SocketOptions, UdpError, UdpReceiver, UdpSender};
+use metronome_rt::url::RtpUrl;
+use metronome_rt::wait::{WaitMode, Waiter};
+use metronome_time::{Distribution, Timestamp};
+use std::net::SocketAddr;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// A datagram inside the fabric: which route it is on, at which hop.
+#[derive(Clone, Debug)]
+pub struct Datagram {
+    route: u32,
+    hop: u32,
+    data: Vec<u8>,
+}
+
+/// A path: where its sender sends to, the links it crosses (indices into the fabric's
+/// links), and where it ends.
+#[derive(Clone, Debug)]
+pub struct Route {
+    /// The input socket's address (port 0: any free port, see [`Fabric::input_addr`]).
+    pub listen: SocketAddr,
+    pub links: Vec<usize>,
+    pub dest: SocketAddr,
+}
+
+/// One datagram as it entered the fabric: the model's input, to replay it in virtual time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Input {
+    pub route: u32,
+    pub at: Timestamp,
+    pub len: usize,
+    pub head: [u8; 16],
+}
+
+/// What the fabric did.
+#[derive(Clone, Debug, Default)]
+pub struct FabricStats {
+    pub received: u64,
+    pub delivered: u64,
+    /// Dropped because the fabric held `max_in_flight` datagrams.
+    pub overflow: u64,
+    /// Arrived longer than the largest UDP payload (cut: not forwarded).
+    pub truncated: u64,
+    /// Datagrams the input sockets dropped for lack of buffer (SO_RXQ_OVFL), summed.
+    pub socket_drops: u64,
+    pub send_errors: u64,
+    /// Every datagram as it entered (only with [`Fabric::record_inputs`]).
+    pub inputs: Vec<Input>,
+    /// How late datagrams left the last link against its model, ns.
+    pub lateness: Distribution,
+    /// Each link's own counters, in the fabric's order.
+    pub links: Vec<LinkStats>,
+}
+
+pub struct Fabric {
+    links: Vec<Link<Datagram>>,
+    routes: Vec<Route>,
+    inputs: Vec<UdpReceiver>,
+    out: UdpSender,
+    clock: Clock,
+    waiter: Waiter,
+    buf: Vec<u8>,
+    stats: FabricStats,
+    max_in_flight: usize,
+    record: bool,
+    /// Set once the run has ended: nothing more is read.
+    ended: bool,
+    socket_drops: Vec<u64>,
+}
+
+const MAX_DATAGRAM: usize = 65_507;
+const PRECISE_WINDOW: Duration = Duration::from_millis(2);
+
+impl Fabric {
+    /// Binds each route's input socket. `clock` is the run's (senders and receivers use it
+    /// too, so that their times compare).
+    pub fn new(
+        links: Vec<Link<Datagram>>,
+        routes: Vec<Route>,
+        clock: Clock,
+    ) -> Result<Self, UdpError> {
+        let o = SocketOptions {
+            buffer_bytes: 8 << 20,
+            read_timeout: None,
+        };
+        let mut inputs = Vec::with_capacity(routes.len());
+        for r in &routes {
+            let rx = UdpReceiver::open(&RtpUrl::unicast(r.listen), &o)?;
+            rx.socket()
+                .set_nonblocking(true)
+                .map_err(|source| UdpError::Bind {
+                    addr: r.listen,
+                    source,
+                })?;
+            inputs.push(rx);
+        }
+        let any: SocketAddr = "127.0.0.1:9".parse().expect("a valid address");
+        let first_dest = routes.first().map_or(any, |r| r.dest);
+        let out = UdpSender::open(&RtpUrl::unicast(first_dest), &o)?;
+        let n = inputs.len();
+        Ok(Fabric {
+            links,
+            routes,
+            inputs,
+            out,
+            clock,
+            waiter: Waiter::new(WaitMode::SleepSpin),
+            buf: vec![0u8; MAX_DATAGRAM + 1],
+            stats: FabricStats::default(),
+            max_in_flight: 1_000_000,
+            record: false,
+            ended: false,
+            socket_drops: vec![0; n],
+        })
+    }
+
+    /// Keeps every datagram's arrival (for [`FabricStats::inputs`]).
+    pub fn record_inputs(&mut self, on: bool) {
+        self.record = on;
+    }
+
+    /// Datagrams held at most (the links' own limits come first; this bounds an unlimited
+    /// model's memory). Beyond it, datagrams are dropped and counted.
+    pub fn set_max_in_flight(&mut self, n: usize) {
+        self.max_in_flight = n.max(1);
+    }
+
+    /// Where route `r`'s sender sends to.
+    pub fn input_addr(&self, r: usize) -> std::io::Result<SocketAddr> {
+        self.inputs[r].local_addr()
+    }
+
+    /// Runs until `stop` is set or `duration` has passed, then lets what is in flight arrive
+    /// (for at most a second).
+    pub fn run(mut self, stop: &AtomicBool, duration: Option<Duration>) -> FabricStats {
+        let mut end = duration.map(|d| self.clock.now() + d);
+        loop {
+            let now = self.clock.now();
+            if stop.load(Ordering::Relaxed) && end.is_none_or(|e| e > now) {
+                end = Some(now);
+            }
+            self.ended = end.is_some_and(|e| now >= e);
+            let in_flight: usize = self.links.iter().map(Link::in_flight).sum();
+            if self.ended
+                && (in_flight == 0 || end.is_some_and(|e| now >= e + Duration::from_secs(1)))
+            {
+                break;
+            }
+            self.drain();
+            self.deliver();
+            self.wait(end);
+        }
+        self.stats.links = self.links.iter().map(|l| l.stats().clone()).collect();
+        self.stats.socket_drops = self.socket_drops.iter().sum();
+        self.stats
+    }
+
+    /// Reads every datagram the inputs hold into their routes' first links.
+    fn drain(&mut self) {
+        if self.ended {
+            return;
+        }
+        let mut in_flight: usize = self.links.iter().map(Link::in_flight).sum();
+        for r in 0..self.inputs.len() {
+            loop {
+                let meta = match self.inputs[r].recv(&mut self.buf) {
+                    Ok(m) => m,
+                    // Would block; or an ICMP error from an earlier send: nothing to read.
+                    Err(_) => break,
+                };
+                self.stats.received += 1;
+                if let Some(d) = meta.dropped_total {
+                    self.socket_drops[r] = d as u64;
+                }
+                if meta.truncated || meta.len > MAX_DATAGRAM {
+                    self.stats.truncated += 1;
+                    continue;
+                }
+                if in_flight >= self.max_in_flight {
+                    self.stats.overflow += 1;
+                    continue;
+                }
+                let (at, _) = self.clock.arrival(meta.kernel_rx_realtime_ns);
+                let data = self.buf[..meta.len].to_vec();
+                if self.record {
+                    let mut head = [0u8; 16];
+                    let k = meta.len.min(16);
+                    head[..k].copy_from_slice(&data[..k]);
+                    self.stats.inputs.push(Input {
+                        route: r as u32,
+                        at,
+                        len: meta.len,
+                        head,
+                    });
+                }
+                let d = Datagram {
+                    route: r as u32,
+                    hop: 0,
+                    data,
+                };
+                self.enter(at, d);
+                in_flight += 1;
+            }
+        }
+    }
+
+    /// `d` enters the link of its hop at `at` (or leaves the fabric after the last).
+    fn enter(&mut self, at: Timestamp, d: Datagram) {
+        let route = &self.routes[d.route as usize];
+        match route.links.get(d.hop as usize) {
+            Some(&l) => {
+                let size = d.data.len() + UDP_IP_OVERHEAD;
+                // Loss and queue drops are the link's to count.
+                let _: SendOutcome = self.links[l].send(at, size, d);
+            }
+            None => {
+                let dest = route.dest;
+                match self.out.send_to(&d.data, dest) {
+                    Ok(_) => self.stats.delivered += 1,
+                    Err(_) => self.stats.send_errors += 1,
+                }
+                let sent = self.clock.now();
+                self.stats
+                    .lateness
+                    .record(sent.saturating_since(at).as_nanos() as u64);
+            }
+        }
+    }
+
+    /// Moves every datagram due by now one hop on, in time order across the links.
+    fn deliver(&mut self) {
+        let now = self.clock.now();
+        loop {
+            let next = self
+                .links
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| l.poll_timeout().filter(|t| *t <= now).map(|t| (t, i)))
+                .min();
+            let Some((_, i)) = next else { return };
+            if let Some((at, mut d)) = self.links[i].poll_deliver(now) {
+                d.hop += 1;
+                self.enter(at, d);
+            }
+        }
+    }
+
+    /// Until the next delivery: watching the inputs while it is far, precisely when near.
+    fn wait(&mut self, end: Option<Timestamp>) {
+        let now = self.clock.now();
+        let next = self.links.iter().filter_map(Link::poll_timeout).min();
+        let limit = end
+            .filter(|e| *e > now)
+            .map_or(Duration::from_millis(50), |e| e.saturating_since(now))
+            .clamp(Duration::from_micros(100), Duration::from_millis(50));
+        match next {
+            Some(t) if t.saturating_since(now) < PRECISE_WINDOW => {
+                self.drain();
+                self.waiter.wait_until(self.clock.mono_ns_from_timestamp(t));
+            }
+            Some(t) => self.watch((t.saturating_since(now) - PRECISE_WINDOW / 2).min(limit)),
+            None => self.watch(limit),
+        }
+    }
+
+    /// Waits until an input is readable, at most `timeout` (ppoll: ns, not poll's ms).
+    fn watch(&self, timeout: Duration) {
+        let mut fds: Vec<libc::pollfd> = self
+            .inputs
+            .iter()
+            .map(|i| libc::pollfd {
+                fd: i.socket().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ts = libc::timespec {
+            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_nsec: timeout.subsec_nanos() as libc::c_long,
+        };
+        // SAFETY: `fds` holds `fds.len()` valid pollfds and `ts` a valid timespec, both live
+        // for the call; no signal mask is passed.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
+    }
+}
