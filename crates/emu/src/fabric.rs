@@ -180,12 +180,9 @@ impl Fabric {
         }
         let mut in_flight: usize = self.links.iter().map(Link::in_flight).sum();
         for r in 0..self.inputs.len() {
-            loop {
-                let meta = match self.inputs[r].recv(&mut self.buf) {
-                    Ok(m) => m,
-                    // Would block; or an ICMP error from an earlier send: nothing to read.
-                    Err(_) => break,
-                };
+            // Until it would block (or reports an ICMP error from an earlier send: nothing to
+            // read either).
+            while let Ok(meta) = self.inputs[r].recv(&mut self.buf) {
                 self.stats.received += 1;
                 if let Some(d) = meta.dropped_total {
                     self.socket_drops[r] = d as u64;
