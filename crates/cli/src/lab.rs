@@ -3,7 +3,7 @@
 
 use clap::{Args, Subcommand};
 use metronome_lab::results::{Shard, Summary};
-use metronome_lab::run::RunOptions;
+use metronome_lab::run::{Mode, RunOptions};
 use metronome_lab::{builtin, compare, report};
 use metronome_spec::scenario::ScenarioFile;
 use std::path::{Path, PathBuf};
@@ -41,6 +41,10 @@ pub struct RunArgs {
     /// Replace the scenario's seed
     #[arg(long)]
     pub seed: Option<u64>,
+    /// sim: virtual time (deterministic, fast); emu: the same links between real sockets in
+    /// real time (UDP flows so far; points run one at a time)
+    #[arg(long, default_value = "sim", value_parser = parse_mode)]
+    pub mode: Mode,
     /// No progress bar and no summary table
     #[arg(long)]
     pub quiet: bool,
@@ -66,6 +70,16 @@ pub struct CompareArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
+}
+
+fn parse_mode(s: &str) -> Result<Mode, String> {
+    match s {
+        "sim" => Ok(Mode::Sim),
+        "emu" => Ok(Mode::Emu),
+        _ => Err(format!(
+            "'{s}' is not a mode: sim (virtual time) or emu (real sockets)"
+        )),
+    }
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
@@ -136,6 +150,7 @@ fn run_scenario(a: RunArgs) -> Result<(), String> {
         .name;
     let out = a.out.unwrap_or_else(|| default_out(&name));
     let opts = RunOptions {
+        mode: a.mode,
         jobs: a
             .jobs
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),

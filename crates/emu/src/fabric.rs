@@ -84,6 +84,8 @@ pub struct Fabric {
     /// Set once the run has ended: nothing more is read.
     ended: bool,
     socket_drops: Vec<u64>,
+    /// Datagrams read but not yet entered (stamped after the last read began).
+    pending: Vec<(Timestamp, Datagram)>,
 }
 
 const MAX_DATAGRAM: usize = 65_507;
@@ -129,6 +131,7 @@ impl Fabric {
             record: false,
             ended: false,
             socket_drops: vec![0; n],
+            pending: Vec::new(),
         })
     }
 
@@ -158,7 +161,8 @@ impl Fabric {
                 end = Some(now);
             }
             self.ended = end.is_some_and(|e| now >= e);
-            let in_flight: usize = self.links.iter().map(Link::in_flight).sum();
+            let in_flight =
+                self.links.iter().map(Link::in_flight).sum::<usize>() + self.pending.len();
             if self.ended
                 && (in_flight == 0 || end.is_some_and(|e| now >= e + Duration::from_secs(1)))
             {
@@ -176,9 +180,19 @@ impl Fabric {
     /// Reads every datagram the inputs hold into their routes' first links.
     fn drain(&mut self) {
         if self.ended {
+            // Nothing more is read; what was read goes in.
+            let rest: Vec<(Timestamp, Datagram)> = self.pending.drain(..).collect();
+            for (at, d) in rest {
+                self.enter(at, d);
+            }
             return;
         }
-        let mut in_flight: usize = self.links.iter().map(Link::in_flight).sum();
+        // Every datagram stamped before `t0` is in its socket by now; one stamped later may
+        // not be in a socket read earlier, so it waits for the next round: links then see
+        // their inputs in time order across all sockets.
+        let t0 = self.clock.now();
+        let mut in_flight =
+            self.links.iter().map(Link::in_flight).sum::<usize>() + self.pending.len();
         for r in 0..self.inputs.len() {
             // Until it would block (or reports an ICMP error from an earlier send: nothing to
             // read either).
@@ -196,26 +210,31 @@ impl Fabric {
                     continue;
                 }
                 let (at, _) = self.clock.arrival(meta.kernel_rx_realtime_ns);
-                let data = self.buf[..meta.len].to_vec();
-                if self.record {
-                    let mut head = [0u8; 16];
-                    let k = meta.len.min(16);
-                    head[..k].copy_from_slice(&data[..k]);
-                    self.stats.inputs.push(Input {
-                        route: r as u32,
-                        at,
-                        len: meta.len,
-                        head,
-                    });
-                }
                 let d = Datagram {
                     route: r as u32,
                     hop: 0,
-                    data,
+                    data: self.buf[..meta.len].to_vec(),
                 };
-                self.enter(at, d);
+                self.pending.push((at, d));
                 in_flight += 1;
             }
+        }
+        self.pending.sort_by_key(|(at, _)| *at); // stable: one socket's order is kept
+        let ready = self.pending.partition_point(|(at, _)| *at < t0);
+        let now_in: Vec<(Timestamp, Datagram)> = self.pending.drain(..ready).collect();
+        for (at, d) in now_in {
+            if self.record {
+                let mut head = [0u8; 16];
+                let k = d.data.len().min(16);
+                head[..k].copy_from_slice(&d.data[..k]);
+                self.stats.inputs.push(Input {
+                    route: d.route,
+                    at,
+                    len: d.data.len(),
+                    head,
+                });
+            }
+            self.enter(at, d);
         }
     }
 
@@ -242,9 +261,14 @@ impl Fabric {
         }
     }
 
-    /// Moves every datagram due by now one hop on, in time order across the links.
+    /// Moves every datagram due by now one hop on, in time order across the links (and
+    /// before any input still waiting, so that no link gets an input out of time order).
     fn deliver(&mut self) {
         let now = self.clock.now();
+        let now = match self.pending.first() {
+            Some((at, _)) => now.min(Timestamp::from_nanos(at.as_nanos().saturating_sub(1))),
+            None => now,
+        };
         loop {
             let next = self
                 .links
@@ -268,6 +292,11 @@ impl Fabric {
             .filter(|e| *e > now)
             .map_or(Duration::from_millis(50), |e| e.saturating_since(now))
             .clamp(Duration::from_micros(100), Duration::from_millis(50));
+        if !self.pending.is_empty() {
+            // Read again soon: those inputs wait only for the sockets read before them.
+            self.watch(Duration::from_micros(50));
+            return;
+        }
         match next {
             Some(t) if t.saturating_since(now) < PRECISE_WINDOW => {
                 self.drain();

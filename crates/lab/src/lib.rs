@@ -5,6 +5,7 @@
 //! - [`model`]: a scenario point built as a simulation (link profiles → link model, flows →
 //!   the simulator's applications);
 //! - [`run`]: every point (or a shard's share), `--jobs` at a time, into a directory;
+//! - [`emu_mode`]: a point on real sockets through the emulator (`--mode emu`);
 //! - [`results`]: the directory's files: `summary.json` (schema [`results::SCHEMA`]) and CSVs;
 //! - [`closed_form`]: what the link model must give, by hand, and the fit of a testbed's
 //!   extra holding time;
@@ -13,6 +14,7 @@
 pub mod builtin;
 pub mod closed_form;
 pub mod compare;
+pub mod emu_mode;
 pub mod model;
 pub mod report;
 pub mod results;

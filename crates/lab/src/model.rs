@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How one direction of a link is built: a fixed configuration, or a schedule.
+#[derive(Clone, Debug)]
 pub enum LinkPlan {
     Fixed(LinkConfig),
     Scheduled(LinkSchedule),
@@ -122,37 +123,12 @@ pub struct Built {
 /// the scenario file's directory, for relative trace files.
 pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, String> {
     let mut videos = Vec::new();
-    let trace = if s.trace {
-        TraceLevel::Packets
-    } else {
-        TraceLevel::Off
-    };
-    let mut sim = Sim::new(seed, trace);
-    for n in &s.nodes {
-        sim.add_node(n.clone());
-    }
+    let (mut sim, _) = network(s, seed, dir)?;
     let node = |sim: &Sim, name: &str| {
         sim.net()
             .node_by_name(name)
             .ok_or_else(|| format!("no node '{name}'"))
     };
-    for l in &s.links {
-        let (a, b) = (node(&sim, &l.a)?, node(&sim, &l.b)?);
-        for ((from, to), (name, profile)) in [((a, b), &l.ab), ((b, a), &l.ba)] {
-            let plan =
-                link_plan(profile, dir).map_err(|e| format!("link profile '{name}': {e}"))?;
-            match plan {
-                LinkPlan::Fixed(cfg) => {
-                    cfg.validate()
-                        .map_err(|e| format!("link profile '{name}': {e}"))?;
-                    sim.net_mut().add_link(from, to, cfg);
-                }
-                LinkPlan::Scheduled(schedule) => {
-                    sim.net_mut().add_link_scheduled(from, to, schedule);
-                }
-            }
-        }
-    }
     for (i, f) in s.flows.iter().enumerate() {
         let src = node(&sim, &f.from)?;
         let receivers =
@@ -197,6 +173,50 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
         }
     }
     Ok(Built { sim, videos })
+}
+
+/// The scenario's nodes and links as a simulation without flows (its routes are the ones
+/// both modes use), and each directed link's plan, by link id (the emulator builds its own
+/// links from them, seeded as the simulator seeds its: `derive_seed(seed, 1 + id)`).
+pub fn network(
+    s: &Scenario,
+    seed: u64,
+    dir: Option<&Path>,
+) -> Result<(Sim, Vec<LinkPlan>), String> {
+    let trace = if s.trace {
+        TraceLevel::Packets
+    } else {
+        TraceLevel::Off
+    };
+    let mut sim = Sim::new(seed, trace);
+    for n in &s.nodes {
+        sim.add_node(n.clone());
+    }
+    let node = |sim: &Sim, name: &str| {
+        sim.net()
+            .node_by_name(name)
+            .ok_or_else(|| format!("no node '{name}'"))
+    };
+    let mut plans = Vec::with_capacity(s.links.len() * 2);
+    for l in &s.links {
+        let (a, b) = (node(&sim, &l.a)?, node(&sim, &l.b)?);
+        for ((from, to), (name, profile)) in [((a, b), &l.ab), ((b, a), &l.ba)] {
+            let plan =
+                link_plan(profile, dir).map_err(|e| format!("link profile '{name}': {e}"))?;
+            match &plan {
+                LinkPlan::Fixed(cfg) => {
+                    cfg.validate()
+                        .map_err(|e| format!("link profile '{name}': {e}"))?;
+                    sim.net_mut().add_link(from, to, cfg.clone());
+                }
+                LinkPlan::Scheduled(schedule) => {
+                    sim.net_mut().add_link_scheduled(from, to, schedule.clone());
+                }
+            }
+            plans.push(plan);
+        }
+    }
+    Ok((sim, plans))
 }
 
 /// When the run ends: the last flow's end plus the drain time.

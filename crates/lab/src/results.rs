@@ -90,6 +90,23 @@ pub struct PointResult {
     /// What each TCP flow should carry (see [`crate::closed_form::TcpExpected`]).
     #[serde(default)]
     pub tcp_expected: Vec<TcpExpected>,
+    /// Emu mode only: the emulator's own error and how busy the host was.
+    #[serde(default)]
+    pub emu: Option<EmuFacts>,
+}
+
+/// How well the emulator kept time in an emu-mode point.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EmuFacts {
+    /// How late datagrams left the last link against its model, µs.
+    pub lateness_p50_us: f64,
+    pub lateness_p99_us: f64,
+    pub lateness_max_us: f64,
+    /// Datagrams the emulator's sockets dropped for lack of buffer.
+    pub socket_drops: u64,
+    /// How busy the host was (steal, other processes): figures from another hour do not
+    /// compare.
+    pub host: String,
 }
 
 /// What one direction of a link did.

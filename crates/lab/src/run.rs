@@ -13,9 +13,29 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
+/// In virtual time, or on real sockets.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// The simulator: virtual time, deterministic for a seed, as fast as it goes.
+    #[default]
+    Sim,
+    /// The emulator: the same link models between real sockets, in real time.
+    Emu,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sim => "sim",
+            Mode::Emu => "emu",
+        }
+    }
+}
+
 /// How to run.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
+    pub mode: Mode,
     /// Points run at once (each on its own thread).
     pub jobs: usize,
     pub shard: Shard,
@@ -77,7 +97,7 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
                 })
                 .collect(),
         },
-        mode: "sim".into(),
+        mode: opts.mode.as_str().into(),
         host: results::host(),
         commit: results::commit(),
         started_unix_s,
@@ -131,14 +151,20 @@ fn run_points(
     let done = AtomicUsize::new(0);
     let slots: Vec<Mutex<Option<Result<PointResult, String>>>> =
         jobs.iter().map(|_| Mutex::new(None)).collect();
-    let threads = opts.jobs.clamp(1, jobs.len().max(1));
+    // Real time is measured: emulated points run one at a time, so that they do not take
+    // each other's CPU.
+    let jobs_at_once = if opts.mode == Mode::Emu { 1 } else { opts.jobs };
+    let threads = jobs_at_once.clamp(1, jobs.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let seed = opts.seed.unwrap_or(job.scenario.seed);
-                let r = run_point(&job.point, &job.scenario, seed, &opts.out, dir);
+                let r = match opts.mode {
+                    Mode::Sim => run_point(&job.point, &job.scenario, seed, &opts.out, dir),
+                    Mode::Emu => crate::emu_mode::run_point(&job.point, &job.scenario, seed, dir),
+                };
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                 if opts.progress {
@@ -217,6 +243,7 @@ pub fn run_point(
         links,
         closed_form: closed,
         tcp_expected,
+        emu: None,
     })
 }
 
@@ -250,9 +277,19 @@ pub fn point_id(index: usize) -> String {
 }
 
 fn link_result(s: &Scenario, sim: &metronome_netsim::sim::Sim, l: LinkId) -> LinkResult {
+    link_result_from(s, sim, l.0 as usize, sim.net().link_stats(l))
+}
+
+/// Link `i` of `sim`'s network, with counters `st` (the simulator's, or the emulator's).
+pub fn link_result_from(
+    s: &Scenario,
+    sim: &metronome_netsim::sim::Sim,
+    i: usize,
+    st: &metronome_netsim::LinkStats,
+) -> LinkResult {
+    let l = LinkId(i as u32);
     let net = sim.net();
     let (a, b) = net.link_ends(l);
-    let st = net.link_stats(l);
     // Links are added two by two, in declaration order: even ids go a → b.
     let decl = &s.links[l.0 as usize / 2];
     let profile = if l.0 % 2 == 0 { &decl.ab.0 } else { &decl.ba.0 };

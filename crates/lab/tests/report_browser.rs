@@ -53,6 +53,7 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
     let file = ScenarioFile::parse(b.text, "builtin:seed001-udp").unwrap();
     let out = tmp.0.join("run");
     let opts = RunOptions {
+        mode: Default::default(),
         jobs: 2,
         shard: Shard { index: 0, count: 1 },
         seed: None,

@@ -14,6 +14,7 @@ fn tcp_follows_the_limit_rate_less_overhead() {
     let dir = std::env::temp_dir().join(format!("metronome-lab-tcp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let opts = RunOptions {
+        mode: Default::default(),
         jobs: 2,
         shard: Shard { index: 0, count: 1 },
         seed: None,

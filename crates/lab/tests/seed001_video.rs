@@ -13,6 +13,7 @@ fn frames_are_lost_where_the_link_model_drops_packets() {
     let dir = std::env::temp_dir().join(format!("metronome-lab-video-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let opts = RunOptions {
+        mode: Default::default(),
         jobs: 2,
         shard: Shard { index: 0, count: 1 },
         seed: None,

@@ -25,6 +25,7 @@ fn run_text(tag: &str, text: &str, files: &[(&str, &str)]) -> metronome_lab::res
     std::fs::write(&path, text).unwrap();
     let file = ScenarioFile::parse(text, &path.to_string_lossy()).unwrap();
     let opts = RunOptions {
+        mode: Default::default(),
         jobs: 1,
         shard: Shard { index: 0, count: 1 },
         seed: None,

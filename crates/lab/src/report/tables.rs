@@ -236,6 +236,19 @@ pub(crate) fn points_section(s: &Summary) -> String {
             p.events,
             p.seed
         );
+        if let Some(e) = &p.emu {
+            let _ = writeln!(
+                h,
+                "<p class=\"note\">On real sockets: the emulator sent datagrams p50 {:.0} µs, \
+                 p99 {:.0} µs, at most {:.0} µs after its model's time; its sockets dropped {}; \
+                 {}.</p>",
+                e.lateness_p50_us,
+                e.lateness_p99_us,
+                e.lateness_max_us,
+                e.socket_drops,
+                esc(&e.host)
+            );
+        }
         h.push_str(
             "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
              <th>loss %</th><th>throughput Mbit/s</th><th>jitter ms</th><th>mean delay ms</th>\

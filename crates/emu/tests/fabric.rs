@@ -1,0 +1,153 @@
+//! The fabric: two routes share a bottleneck, one of them crosses a second link after it.
+//! Replaying the datagrams' recorded arrivals through the same links in virtual time (each
+//! entering the next link when the previous one delivers it) delivers exactly the datagrams
+//! the fabric delivered, whatever the host's load.
+
+use metronome_emu::fabric::{Datagram, Fabric, Input, Route};
+use metronome_emu::relay::UDP_IP_OVERHEAD;
+use metronome_netsim::{EventQueue, Link, LinkConfig, LossModel};
+use metronome_rt::clock::Clock;
+use metronome_rt::wait::{WaitMode, Waiter};
+use std::collections::BTreeSet;
+use std::net::{SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+fn links() -> Vec<LinkConfig> {
+    vec![
+        // 0: a shared 8 Mbit/s bottleneck with a short queue.
+        LinkConfig {
+            rate_bps: Some(8_000_000),
+            delay: Duration::from_millis(5),
+            queue_limit_packets: Some(6),
+            ..LinkConfig::default()
+        },
+        // 1: a lossy access link behind it, for route 1 only.
+        LinkConfig {
+            delay: Duration::from_millis(3),
+            loss: LossModel::Bernoulli(0.05),
+            ..LinkConfig::default()
+        },
+    ]
+}
+
+fn receive(sock: UdpSocket, stop: &AtomicBool) -> BTreeSet<u64> {
+    sock.set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let mut got = BTreeSet::new();
+    let mut buf = [0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        if let Ok(n) = sock.recv(&mut buf) {
+            if n >= 8 {
+                got.insert(u64::from_be_bytes(buf[..8].try_into().unwrap()));
+            }
+        }
+    }
+    got
+}
+
+/// The recorded inputs through fresh links in virtual time: numbers delivered, per route.
+fn replay(routes: &[Vec<usize>], inputs: &[Input], seed: u64) -> Vec<BTreeSet<u64>> {
+    let mut links: Vec<Link<(usize, usize, u64, usize)>> = links()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| Link::new(c, seed + i as u64))
+        .collect();
+    let mut out = vec![BTreeSet::new(); routes.len()];
+    // Arrivals and deliveries in time order, as the fabric moves them.
+    let mut arrivals = EventQueue::new();
+    for i in inputs {
+        let n = u64::from_be_bytes(i.head[..8].try_into().unwrap());
+        arrivals.push(i.at, (i.route as usize, 0usize, n, i.len));
+    }
+    loop {
+        let next_link = links
+            .iter()
+            .enumerate()
+            .filter_map(|(k, l)| l.poll_timeout().map(|t| (t, k)))
+            .min();
+        let next_in = arrivals.peek_time();
+        let (at, item) = match (next_in, next_link) {
+            (Some(a), Some((b, _))) if a <= b => arrivals.pop().unwrap(),
+            (Some(_), None) => arrivals.pop().unwrap(),
+            (_, Some((b, k))) => {
+                let (at, mut item) = links[k].poll_deliver(b).unwrap();
+                item.1 += 1;
+                (at, item)
+            }
+            (None, None) => break,
+        };
+        let (r, hop, n, len) = item;
+        match routes[r].get(hop) {
+            Some(&l) => {
+                links[l].send(at, len + UDP_IP_OVERHEAD, item);
+            }
+            None => {
+                out[r].insert(n);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_fabric_delivers_what_its_links_deliver_in_virtual_time() {
+    let seed = 40;
+    let sinks: Vec<UdpSocket> = (0..2)
+        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
+        .collect();
+    let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
+    let paths = vec![vec![0], vec![0, 1]];
+    let routes: Vec<Route> = paths
+        .iter()
+        .zip(&sinks)
+        .map(|(p, s)| Route {
+            listen: any,
+            links: p.clone(),
+            dest: s.local_addr().unwrap(),
+        })
+        .collect();
+    let links: Vec<Link<Datagram>> = links()
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| Link::new(c, seed + i as u64))
+        .collect();
+    let mut fabric = Fabric::new(links, routes, Clock::new()).unwrap();
+    fabric.record_inputs(true);
+    let to: Vec<SocketAddr> = (0..2).map(|r| fabric.input_addr(r).unwrap()).collect();
+    let (stop_fabric, stop_rx) = (AtomicBool::new(false), AtomicBool::new(false));
+    let (stats, got) = std::thread::scope(|s| {
+        let f = s.spawn(|| fabric.run(&stop_fabric, None));
+        let rx: Vec<_> = sinks
+            .into_iter()
+            .map(|k| s.spawn(|| receive(k, &stop_rx)))
+            .collect();
+        // Two senders of 1000-byte datagrams, 6 Mbit/s each, into 8 Mbit/s: the queue fills.
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut w = Waiter::new(WaitMode::SleepSpin);
+        let start = metronome_rt::clock::mono_ns();
+        let mut buf = [0u8; 1000];
+        for i in 0..1200u64 {
+            w.wait_until(start + i * 666_667);
+            buf[..8].copy_from_slice(&i.to_be_bytes());
+            tx.send_to(&buf, to[(i % 2) as usize]).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        stop_fabric.store(true, Ordering::Relaxed);
+        let stats = f.join().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        stop_rx.store(true, Ordering::Relaxed);
+        let got: Vec<BTreeSet<u64>> = rx.into_iter().map(|h| h.join().unwrap()).collect();
+        (stats, got)
+    });
+    assert_eq!(stats.received, 1200, "{stats:?}");
+    let model = replay(&paths, &stats.inputs, seed);
+    assert_eq!(
+        got, model,
+        "the fabric and its links in virtual time differ"
+    );
+    // Both effects happened: queue drops on the shared link, loss on route 1's own link.
+    assert!(stats.links[0].dropped_queue > 50, "{:?}", stats.links[0]);
+    assert!(stats.links[1].lost > 0, "{:?}", stats.links[1]);
+    assert_eq!(stats.delivered as usize, got[0].len() + got[1].len());
+}
