@@ -6,11 +6,12 @@ cd "$(dirname "$0")/.."
 
 # Real peers and tools the tests use: ffprobe/ffmpeg read what Metronome writes and sends;
 # nasm lets openh264 build its assembly (without it, a ~2.5x slower encoder); GStreamer and VLC
-# play Metronome's RTSP mounts and send it RTP; headless Chromium renders the lab's reports.
+# play Metronome's RTSP mounts and send it RTP; headless Chromium renders the lab's reports;
+# iperf3 measures the emulator's links from inside network namespaces.
 packages=(ffmpeg nasm
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  vlc-bin vlc-plugin-base chromium)
+  vlc-bin vlc-plugin-base chromium iperf3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,8 +3,12 @@
 
 use crate::args::{parse_duration, parse_rate};
 use clap::{Args, Subcommand};
+use metronome_emu::fabric::Fabric;
+use metronome_emu::netns;
 use metronome_emu::relay::{Relay, RelayConfig};
+use metronome_netsim::Link;
 use metronome_netsim::{JitterModel, LinkConfig, LossModel};
+use metronome_rt::clock::Clock;
 use serde::Serialize;
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
@@ -16,6 +20,26 @@ pub enum EmuCommand {
     /// Relay UDP datagrams from --listen to --to through one emulated link (rate, queue,
     /// delay, jitter, loss), in real time, until Ctrl-C or --duration
     Relay(RelayArgs),
+    /// Two network namespaces joined only by the emulated link (as root): run any program in
+    /// them with `ip netns exec NAME …` (kernel TCP, iperf3, ffmpeg, Metronome). Both are
+    /// deleted when it ends (Ctrl-C, SIGTERM, --duration)
+    Pair(PairArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PairArgs {
+    /// The link from the first namespace to the second
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// The link back: the same as the link there, but with this delay if given
+    #[arg(long, value_parser = parse_duration)]
+    pub back_delay: Option<Duration>,
+    /// Stop after this long (default: at Ctrl-C)
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// A name for the namespaces (mt<pid>-NAME-a and -b)
+    #[arg(long, default_value = "pair")]
+    pub name: String,
 }
 
 #[derive(Args, Debug)]
@@ -26,6 +50,19 @@ pub struct RelayArgs {
     /// Where the relay sends what the link delivers
     #[arg(long)]
     pub to: SocketAddr,
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Stop after this long (default: at Ctrl-C)
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<Duration>,
+    /// Print JSON only
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One direction of an emulated link.
+#[derive(Args, Debug)]
+pub struct LinkArgs {
     /// Link rate (none: infinite)
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<u64>,
@@ -56,12 +93,28 @@ pub struct RelayArgs {
     /// Seeds the link's randomness
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Stop after this long (default: at Ctrl-C)
-    #[arg(long, value_parser = parse_duration)]
-    pub duration: Option<Duration>,
-    /// Print JSON only
-    #[arg(long)]
-    pub json: bool,
+}
+
+impl LinkArgs {
+    fn config(&self) -> Result<LinkConfig, metronome_netsim::ConfigError> {
+        let link = LinkConfig {
+            rate_bps: self.rate,
+            burst_bytes: self.burst,
+            delay: self.delay,
+            jitter: self.jitter,
+            jitter_model: self.jitter_distribution,
+            loss: if self.loss > 0.0 {
+                LossModel::Bernoulli(self.loss)
+            } else {
+                LossModel::None
+            },
+            queue_limit_packets: self.queue_packets,
+            queue_limit_bytes: self.queue_bytes,
+            netem_limit: self.netem_limit,
+            ..LinkConfig::default()
+        };
+        link.validate().map(|()| link)
+    }
 }
 
 fn parse_prob(s: &str) -> Result<f64, String> {
@@ -95,6 +148,38 @@ fn parse_jitter(s: &str) -> Result<JitterModel, String> {
     }
 }
 
+/// Namespace mode: the pair, the fabric between, until stopped; then both are deleted.
+fn pair(a: PairArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let removed = netns::remove_stale();
+    if removed > 0 {
+        eprintln!("removed {removed} namespaces left by runs that were killed");
+    }
+    let ab = a.link.config()?;
+    let mut ba = ab.clone();
+    if let Some(d) = a.back_delay {
+        ba.delay = d;
+    }
+    let p = netns::NetnsPair::create(&a.name, 200)?;
+    let links = vec![Link::new(ab, a.link.seed), Link::new(ba, a.link.seed + 1)];
+    let routes = p.routes();
+    let fabric = Fabric::new(links, routes, Clock::new())?;
+    println!(
+        "ready: {} ({}) ⇄ {} ({}); run programs with `ip netns exec NAME …`",
+        p.a, p.addr_a, p.b, p.addr_b
+    );
+    let s = fabric.run(&stop, a.duration);
+    println!(
+        "carried {} packets; a → b: {} lost, {} queue drops; b → a: {} lost, {} queue drops",
+        s.delivered,
+        s.links[0].lost,
+        s.links[0].dropped_queue,
+        s.links[1].lost,
+        s.links[1].dropped_queue
+    );
+    drop(p);
+    Ok(())
+}
+
 #[derive(Serialize)]
 struct RelayReport {
     schema: &'static str,
@@ -113,26 +198,13 @@ struct RelayReport {
 }
 
 pub fn run(cmd: EmuCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
-    let EmuCommand::Relay(a) = cmd;
-    let link = LinkConfig {
-        rate_bps: a.rate,
-        burst_bytes: a.burst,
-        delay: a.delay,
-        jitter: a.jitter,
-        jitter_model: a.jitter_distribution,
-        loss: if a.loss > 0.0 {
-            LossModel::Bernoulli(a.loss)
-        } else {
-            LossModel::None
-        },
-        queue_limit_packets: a.queue_packets,
-        queue_limit_bytes: a.queue_bytes,
-        netem_limit: a.netem_limit,
-        ..LinkConfig::default()
+    let a = match cmd {
+        EmuCommand::Relay(a) => a,
+        EmuCommand::Pair(p) => return pair(p, stop),
     };
-    link.validate()?;
+    let link = a.link.config()?;
     let mut cfg = RelayConfig::new(a.listen, a.to, link);
-    cfg.seed = a.seed;
+    cfg.seed = a.link.seed;
     let relay = Relay::open(cfg)?;
     if !a.json {
         eprintln!(

@@ -73,3 +73,101 @@ fn a_bad_link_option_is_refused_with_what_to_write() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("outside 0..1"), "{err}");
 }
+
+fn namespaces() -> String {
+    let out = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An `emu pair` run, interrupted (and waited for) if the test fails first.
+struct Pair(std::process::Child);
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `emu pair` and returns it with its two namespaces' names once it is ready.
+fn start_pair(name: &str) -> (Pair, String, String) {
+    use std::io::BufRead;
+    let mut child = bin()
+        .args([
+            "emu",
+            "pair",
+            "--name",
+            name,
+            "--duration",
+            "60",
+            "--delay",
+            "5ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = child.stdout.take().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(out).read_line(&mut line).unwrap();
+    assert!(line.starts_with("ready: "), "{line}");
+    let names: Vec<String> = line
+        .split_whitespace()
+        .filter(|w| w.starts_with("mt"))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(names.len(), 2, "{line}");
+    (Pair(child), names[0].clone(), names[1].clone())
+}
+
+#[test]
+fn namespaces_are_removed_when_a_run_is_interrupted_or_killed() {
+    // Ctrl-C: the run removes its own.
+    let (mut pair, a, b) = start_pair("int");
+    let listed = namespaces();
+    assert!(listed.contains(&a) && listed.contains(&b), "{listed}");
+    // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
+    unsafe { libc::kill(pair.0.id() as i32, libc::SIGINT) };
+    let mut gone = false;
+    for _ in 0..100 {
+        if pair.0.try_wait().unwrap().is_some() {
+            gone = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(gone, "emu pair did not stop on SIGINT");
+    let listed = namespaces();
+    assert!(
+        !listed.contains(&a) && !listed.contains(&b),
+        "left behind: {listed}"
+    );
+
+    // SIGKILL: nothing can run in the process; the next run removes what it left.
+    let (mut pair, a, b) = start_pair("kill");
+    pair.0.kill().unwrap();
+    pair.0.wait().unwrap();
+    assert!(
+        namespaces().contains(&a),
+        "the killed run's namespaces are still there"
+    );
+    let next = bin()
+        .args(["emu", "pair", "--name", "next", "--duration", "0.2"])
+        .output()
+        .unwrap();
+    assert!(
+        next.status.success(),
+        "{}",
+        String::from_utf8_lossy(&next.stderr)
+    );
+    let listed = namespaces();
+    assert!(
+        !listed.contains(&a) && !listed.contains(&b),
+        "left behind: {listed}"
+    );
+    assert!(!listed.contains("-next-"), "{listed}");
+}

@@ -18,9 +18,12 @@ use metronome_rt::udp::{SocketOptions, UdpError, UdpReceiver, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_rt::wait::{WaitMode, Waiter};
 use metronome_time::{Distribution, Timestamp};
+use std::fs::File;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A datagram inside the fabric: which route it is on, at which hop.
@@ -31,14 +34,51 @@ pub struct Datagram {
     data: Vec<u8>,
 }
 
-/// A path: where its sender sends to, the links it crosses (indices into the fabric's
-/// links), and where it ends.
+/// A path: where its packets come from, the links they cross (indices into the fabric's
+/// links), and where they go.
 #[derive(Clone, Debug)]
 pub struct Route {
-    /// The input socket's address (port 0: any free port, see [`Fabric::input_addr`]).
-    pub listen: SocketAddr,
+    pub ends: Ends,
     pub links: Vec<usize>,
-    pub dest: SocketAddr,
+}
+
+/// A route's two ends.
+#[derive(Clone, Debug)]
+pub enum Ends {
+    /// UDP datagrams sent to `listen` (port 0: any free port, see [`Fabric::input_addr`]),
+    /// sent on to `dest`. On the wire each is 28 bytes (IPv4, UDP) longer than its payload.
+    Udp {
+        listen: SocketAddr,
+        dest: SocketAddr,
+    },
+    /// IP packets read from one TUN device and written to another (network-namespace mode:
+    /// the kernels on both sides send and receive them as they are).
+    Tun { from: Arc<File>, to: Arc<File> },
+}
+
+impl Route {
+    /// A UDP route.
+    pub fn udp(listen: SocketAddr, links: Vec<usize>, dest: SocketAddr) -> Route {
+        Route {
+            ends: Ends::Udp { listen, dest },
+            links,
+        }
+    }
+}
+
+/// Where a route's packets are read.
+enum Source {
+    Udp(UdpReceiver),
+    Tun(Arc<File>),
+}
+
+impl Source {
+    fn fd(&self) -> i32 {
+        match self {
+            Source::Udp(u) => u.socket().as_raw_fd(),
+            Source::Tun(f) => f.as_raw_fd(),
+        }
+    }
 }
 
 /// One datagram as it entered the fabric: the model's input, to replay it in virtual time.
@@ -73,7 +113,7 @@ pub struct FabricStats {
 pub struct Fabric {
     links: Vec<Link<Datagram>>,
     routes: Vec<Route>,
-    inputs: Vec<UdpReceiver>,
+    inputs: Vec<Source>,
     out: UdpSender,
     clock: Clock,
     waiter: Waiter,
@@ -105,17 +145,28 @@ impl Fabric {
         };
         let mut inputs = Vec::with_capacity(routes.len());
         for r in &routes {
-            let rx = UdpReceiver::open(&RtpUrl::unicast(r.listen), &o)?;
-            rx.socket()
-                .set_nonblocking(true)
-                .map_err(|source| UdpError::Bind {
-                    addr: r.listen,
-                    source,
-                })?;
-            inputs.push(rx);
+            match &r.ends {
+                Ends::Udp { listen, .. } => {
+                    let rx = UdpReceiver::open(&RtpUrl::unicast(*listen), &o)?;
+                    rx.socket()
+                        .set_nonblocking(true)
+                        .map_err(|source| UdpError::Bind {
+                            addr: *listen,
+                            source,
+                        })?;
+                    inputs.push(Source::Udp(rx));
+                }
+                Ends::Tun { from, .. } => inputs.push(Source::Tun(from.clone())),
+            }
         }
         let any: SocketAddr = "127.0.0.1:9".parse().expect("a valid address");
-        let first_dest = routes.first().map_or(any, |r| r.dest);
+        let first_dest = routes
+            .iter()
+            .find_map(|r| match r.ends {
+                Ends::Udp { dest, .. } => Some(dest),
+                Ends::Tun { .. } => None,
+            })
+            .unwrap_or(any);
         let out = UdpSender::open(&RtpUrl::unicast(first_dest), &o)?;
         let n = inputs.len();
         Ok(Fabric {
@@ -146,9 +197,12 @@ impl Fabric {
         self.max_in_flight = n.max(1);
     }
 
-    /// Where route `r`'s sender sends to.
+    /// Where route `r`'s sender sends to (a UDP route's).
     pub fn input_addr(&self, r: usize) -> std::io::Result<SocketAddr> {
-        self.inputs[r].local_addr()
+        match &self.inputs[r] {
+            Source::Udp(u) => u.local_addr(),
+            Source::Tun(_) => Err(std::io::Error::other("a TUN route has no address")),
+        }
     }
 
     /// Runs until `stop` is set or `duration` has passed, then lets what is in flight arrive
@@ -196,12 +250,9 @@ impl Fabric {
         for r in 0..self.inputs.len() {
             // Until it would block (or reports an ICMP error from an earlier send: nothing to
             // read either).
-            while let Ok(meta) = self.inputs[r].recv(&mut self.buf) {
+            while let Some((len, at)) = self.read(r) {
                 self.stats.received += 1;
-                if let Some(d) = meta.dropped_total {
-                    self.socket_drops[r] = d as u64;
-                }
-                if meta.truncated || meta.len > MAX_DATAGRAM {
+                if len > MAX_DATAGRAM {
                     self.stats.truncated += 1;
                     continue;
                 }
@@ -209,11 +260,10 @@ impl Fabric {
                     self.stats.overflow += 1;
                     continue;
                 }
-                let (at, _) = self.clock.arrival(meta.kernel_rx_realtime_ns);
                 let d = Datagram {
                     route: r as u32,
                     hop: 0,
-                    data: self.buf[..meta.len].to_vec(),
+                    data: self.buf[..len].to_vec(),
                 };
                 self.pending.push((at, d));
                 in_flight += 1;
@@ -238,20 +288,47 @@ impl Fabric {
         }
     }
 
+    /// One packet from input `r` into the buffer: its length and arrival (the kernel's
+    /// receive time for UDP; the read's for a TUN device, which has none). `None` when empty.
+    fn read(&mut self, r: usize) -> Option<(usize, Timestamp)> {
+        match &self.inputs[r] {
+            Source::Udp(u) => {
+                let meta = u.recv(&mut self.buf).ok()?;
+                if let Some(d) = meta.dropped_total {
+                    self.socket_drops[r] = d as u64;
+                }
+                let len = if meta.truncated { usize::MAX } else { meta.len };
+                Some((len, self.clock.arrival(meta.kernel_rx_realtime_ns).0))
+            }
+            Source::Tun(f) => {
+                let n = (&**f).read(&mut self.buf).ok()?;
+                Some((n, self.clock.now()))
+            }
+        }
+    }
+
     /// `d` enters the link of its hop at `at` (or leaves the fabric after the last).
     fn enter(&mut self, at: Timestamp, d: Datagram) {
         let route = &self.routes[d.route as usize];
         match route.links.get(d.hop as usize) {
             Some(&l) => {
-                let size = d.data.len() + UDP_IP_OVERHEAD;
+                let size = match route.ends {
+                    Ends::Udp { .. } => d.data.len() + UDP_IP_OVERHEAD,
+                    Ends::Tun { .. } => d.data.len(),
+                };
                 // Loss and queue drops are the link's to count.
                 let _: SendOutcome = self.links[l].send(at, size, d);
             }
             None => {
-                let dest = route.dest;
-                match self.out.send_to(&d.data, dest) {
-                    Ok(_) => self.stats.delivered += 1,
-                    Err(_) => self.stats.send_errors += 1,
+                let sent = match &route.ends {
+                    Ends::Udp { dest, .. } => {
+                        self.out.send_to(&d.data, *dest).map(|_| ()).map_err(|_| ())
+                    }
+                    Ends::Tun { to, .. } => (&**to).write_all(&d.data).map_err(|_| ()),
+                };
+                match sent {
+                    Ok(()) => self.stats.delivered += 1,
+                    Err(()) => self.stats.send_errors += 1,
                 }
                 let sent = self.clock.now();
                 self.stats
@@ -313,7 +390,7 @@ impl Fabric {
             .inputs
             .iter()
             .map(|i| libc::pollfd {
-                fd: i.socket().as_raw_fd(),
+                fd: i.fd(),
                 events: libc::POLLIN,
                 revents: 0,
             })

@@ -4,10 +4,13 @@
 //! - [`fabric`]: several links and routes in one real-time loop (the lab's emu mode for UDP
 //!   flows): a route's datagrams cross its links inside the emulator and leave after the last.
 //! - [`relay`]: UDP relay mode, which needs no privileges: one route over one link.
+//! - [`netns`]: network-namespace mode (root): two namespaces joined only by the emulator,
+//!   through TUN devices, so that unchanged programs and kernel TCP cross the links.
 //!
 //! The link model never reads a clock: the relay hands it each datagram with the kernel's
 //! receive timestamp, so the model sees the true arrival times however late the relay reads
 //! its socket, and sends each one when the model says it arrives.
 
 pub mod fabric;
+pub mod netns;
 pub mod relay;

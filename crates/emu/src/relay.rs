@@ -88,11 +88,7 @@ pub struct Relay {
 
 impl Relay {
     pub fn open(cfg: RelayConfig) -> Result<Relay, UdpError> {
-        let route = Route {
-            listen: cfg.listen,
-            links: vec![0],
-            dest: cfg.forward,
-        };
+        let route = Route::udp(cfg.listen, vec![0], cfg.forward);
         let link = Link::new(cfg.link, cfg.seed);
         let mut fabric = Fabric::new(vec![link], vec![route], Clock::new())?;
         fabric.record_inputs(cfg.record_inputs);

@@ -101,11 +101,7 @@ fn the_fabric_delivers_what_its_links_deliver_in_virtual_time() {
     let routes: Vec<Route> = paths
         .iter()
         .zip(&sinks)
-        .map(|(p, s)| Route {
-            listen: any,
-            links: p.clone(),
-            dest: s.local_addr().unwrap(),
-        })
+        .map(|(p, s)| Route::udp(any, p.clone(), s.local_addr().unwrap()))
         .collect();
     let links: Vec<Link<Datagram>> = links()
         .into_iter()

@@ -222,11 +222,11 @@ pub fn run_point(
             .ok_or_else(|| format!("flow '{}': no route from {} to {}", f.name, f.from, f.to[0]))?;
         let rx = UdpReceiver::open(&RtpUrl::unicast(any), &o).map_err(|e| e.to_string())?;
         let dest = rx.local_addr().map_err(|e| e.to_string())?;
-        routes.push(Route {
-            listen: any,
-            links: path.iter().map(|l| l.0 as usize).collect(),
+        routes.push(Route::udp(
+            any,
+            path.iter().map(|l| l.0 as usize).collect(),
             dest,
-        });
+        ));
         receivers.push(rx);
     }
     let clock = Clock::new();
