@@ -28,6 +28,9 @@ pub enum BenchCommand {
     /// The lab's simulator: 45 receivers and a TCP flow for 73 s, and 10,000 receivers for
     /// 60 s, against the wall clock (events per second, simulated time per wall-clock time)
     Sim(crate::bench_sim::SimArgs),
+    /// The emulator (as root): throughput and the accuracy of its added delay through one link,
+    /// beside the kernel's tbf on a veth pair in the same run, measured by iperf3
+    Emu(crate::bench_emu::EmuArgs),
 }
 
 #[derive(Args, Debug)]
@@ -88,6 +91,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         BenchCommand::Streams(a) => crate::bench_streams::run(a, stop),
         BenchCommand::Raw(a) => crate::bench_raw::run(a, stop),
         BenchCommand::Sim(a) => crate::bench_sim::run(a),
+        BenchCommand::Emu(a) => crate::bench_emu::run(a),
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod args;
 mod bench;
+mod bench_emu;
 mod bench_raw;
 mod bench_sim;
 mod bench_streams;

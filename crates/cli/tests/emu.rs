@@ -171,3 +171,31 @@ fn namespaces_are_removed_when_a_run_is_interrupted_or_killed() {
     );
     assert!(!listed.contains("-next-"), "{listed}");
 }
+
+#[test]
+fn bench_emu_reports_both_cases_side_by_side() {
+    let out = bin()
+        .args([
+            "bench",
+            "emu",
+            "--json",
+            "--rate",
+            "100mbit",
+            "--delay",
+            "5ms",
+            "--duration",
+            "3s",
+        ])
+        .output()
+        .unwrap();
+    let v = json(&out);
+    assert_eq!(v["schema"], "metronome.bench.emu/1");
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for c in cases {
+        assert!(c["throughput_bps"].as_f64().unwrap() > 0.0, "{c}");
+    }
+    assert!(cases[0]["delay_error_p99_us"].is_number(), "{v}");
+    assert!(v["throughput_ratio"].as_f64().unwrap() > 0.0);
+    assert!(!namespaces().contains("-bench-") && !namespaces().contains("-tbf-"));
+}
