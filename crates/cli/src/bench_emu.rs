@@ -5,7 +5,6 @@
 
 use crate::args::{parse_duration, parse_rate};
 use clap::Args;
-use metronome_emu::fabric::Fabric;
 use metronome_emu::netns::{remove_stale, NetnsPair};
 use metronome_netsim::{Link, LinkConfig};
 use metronome_rt::clock::Clock;
@@ -42,6 +41,8 @@ struct Case {
     delay_error_p50_us: Option<f64>,
     delay_error_p99_us: Option<f64>,
     delay_error_max_us: Option<f64>,
+    /// Packets the emulated link dropped from its full queue (the emulator only).
+    queue_drops: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -92,6 +93,19 @@ fn iperf3(pair_a: &str, pair_b: &str, addr_b: &str, secs: u64) -> Result<f64, St
         .ok_or_else(|| format!("iperf3 failed: {}", v["error"]))
 }
 
+/// TCP buffers for a long fat path in namespace `ns`, for both cases: Linux lets a socket's
+/// send buffer grow to 4 MB by default, less than 1 Gbit/s × 40 ms of round trip, which holds
+/// one TCP flow near 600 Mbit/s however fast the link; the link should be what limits it.
+fn long_fat_tcp(ns: &str) -> Result<(), String> {
+    for key in [
+        "net.ipv4.tcp_rmem=4096 131072 33554432",
+        "net.ipv4.tcp_wmem=4096 16384 33554432",
+    ] {
+        ip(&["netns", "exec", ns, "sysctl", "-q", "-w", key])?;
+    }
+    Ok(())
+}
+
 fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
         .args(args)
@@ -124,6 +138,7 @@ impl VethPair {
             ip(&["-n", ns, "addr", "add", addr, "dev", dev])?;
             ip(&["-n", ns, "link", "set", dev, "up"])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
+            long_fat_tcp(ns)?;
         }
         // tbf at the rate; a bucket of 1 ms at the rate (at least 64 KB) and 20 ms of queue.
         let burst = (rate / 8 / 1000).max(65_536).to_string();
@@ -160,6 +175,8 @@ impl Drop for VethPair {
 
 fn emulated(a: &EmuArgs, secs: u64) -> Result<Case, String> {
     let pair = NetnsPair::create("bench", 210).map_err(|e| e.to_string())?;
+    long_fat_tcp(&pair.a)?;
+    long_fat_tcp(&pair.b)?;
     let link = LinkConfig {
         rate_bps: Some(a.rate),
         delay: a.delay,
@@ -173,15 +190,19 @@ fn emulated(a: &EmuArgs, secs: u64) -> Result<Case, String> {
         delay: a.delay,
         ..LinkConfig::default()
     };
-    let links = vec![Link::new(link, 1), Link::new(back, 2)];
-    let fabric = Fabric::new(links, pair.routes(), Clock::new()).map_err(|e| e.to_string())?;
+    let [there, back] = pair
+        .fabrics(Link::new(link, 1), Link::new(back, 2), Clock::new())
+        .map_err(|e| e.to_string())?;
     let stop = AtomicBool::new(false);
     let (bps, stats) = std::thread::scope(|s| {
-        let f = s.spawn(|| fabric.run(&stop, None));
+        let f = s.spawn(|| there.run(&stop, None));
+        let g = s.spawn(|| back.run(&stop, None));
         let bps = iperf3(&pair.a, &pair.b, &pair.addr_b.to_string(), secs);
         stop.store(true, Ordering::Relaxed);
+        let _ = g.join();
         (bps, f.join())
     });
+    // The delay error of the data direction.
     let stats = stats.map_err(|_| "the emulator's thread failed".to_string())?;
     let late = stats.lateness.summary();
     let bps = bps?;
@@ -192,6 +213,7 @@ fn emulated(a: &EmuArgs, secs: u64) -> Result<Case, String> {
         delay_error_p50_us: Some(late.p50_us),
         delay_error_p99_us: Some(late.p99_us),
         delay_error_max_us: Some(late.max_us),
+        queue_drops: stats.links.first().map(|l| l.dropped_queue),
     })
 }
 
@@ -205,6 +227,7 @@ fn kernel(a: &EmuArgs, secs: u64) -> Result<Case, String> {
         delay_error_p50_us: None,
         delay_error_p99_us: None,
         delay_error_max_us: None,
+        queue_drops: None,
     })
 }
 
@@ -234,7 +257,10 @@ pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
     for c in &bench.cases {
         let err = match (c.delay_error_p50_us, c.delay_error_p99_us) {
             (Some(p50), Some(p99)) => {
-                format!("; sent p50 {p50:.0} µs, p99 {p99:.0} µs after the model's time")
+                format!(
+                    "; sent p50 {p50:.0} µs, p99 {p99:.0} µs after the model's time; {} queue drops",
+                    c.queue_drops.unwrap_or(0)
+                )
             }
             _ => String::new(),
         };

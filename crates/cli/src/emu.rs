@@ -3,7 +3,6 @@
 
 use crate::args::{parse_duration, parse_rate};
 use clap::{Args, Subcommand};
-use metronome_emu::fabric::Fabric;
 use metronome_emu::netns;
 use metronome_emu::relay::{Relay, RelayConfig};
 use metronome_netsim::Link;
@@ -160,21 +159,27 @@ fn pair(a: PairArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Er
         ba.delay = d;
     }
     let p = netns::NetnsPair::create(&a.name, 200)?;
-    let links = vec![Link::new(ab, a.link.seed), Link::new(ba, a.link.seed + 1)];
-    let routes = p.routes();
-    let fabric = Fabric::new(links, routes, Clock::new())?;
+    let [there, back] = p.fabrics(
+        Link::new(ab, a.link.seed),
+        Link::new(ba, a.link.seed + 1),
+        Clock::new(),
+    )?;
     println!(
         "ready: {} ({}) ⇄ {} ({}); run programs with `ip netns exec NAME …`",
         p.a, p.addr_a, p.b, p.addr_b
     );
-    let s = fabric.run(&stop, a.duration);
+    let (s, t) = std::thread::scope(|scope| {
+        let b = scope.spawn(|| back.run(&stop, a.duration));
+        let s = there.run(&stop, a.duration);
+        (s, b.join().unwrap_or_default())
+    });
     println!(
         "carried {} packets; a → b: {} lost, {} queue drops; b → a: {} lost, {} queue drops",
-        s.delivered,
+        s.delivered + t.delivered,
         s.links[0].lost,
         s.links[0].dropped_queue,
-        s.links[1].lost,
-        s.links[1].dropped_queue
+        t.links.first().map_or(0, |l| l.lost),
+        t.links.first().map_or(0, |l| l.dropped_queue)
     );
     drop(p);
     Ok(())

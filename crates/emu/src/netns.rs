@@ -12,7 +12,10 @@
 //! namespaces (their devices go with them), also when a test fails or a run is interrupted;
 //! [`remove_stale`] deletes those of processes that are gone (a run that was killed).
 
-use crate::fabric::{Ends, Route};
+use crate::fabric::{Datagram, Ends, Fabric, Route};
+use metronome_netsim::Link;
+use metronome_rt::clock::Clock;
+use metronome_rt::udp::UdpError;
 use std::fs::File;
 use std::io;
 use std::net::Ipv4Addr;
@@ -82,7 +85,10 @@ impl NetnsPair {
                 "dev",
                 "tun0",
             ])?;
-            ip(&["-n", ns, "link", "set", "tun0", "up"])?;
+            // The TUN device's own queue must not drop what the emulator has not read yet:
+            // the model's queue is the one that decides (the default, 500 packets, overflows
+            // in a burst at 1 Gbit/s with tens of ms of round trip).
+            ip(&["-n", ns, "link", "set", "tun0", "txqueuelen", "20000", "up"])?;
         }
         Ok(pair)
     }
@@ -100,6 +106,27 @@ impl NetnsPair {
             route(&self.tun_a, &self.tun_b, 0),
             route(&self.tun_b, &self.tun_a, 1),
         ]
+    }
+
+    /// One fabric per direction (a → b over `ab`, b → a over `ba`), to run on two threads:
+    /// writing a packet into a TUN device runs the receiving kernel's stack in the writer's
+    /// time, so one thread for both directions halves what either can carry.
+    pub fn fabrics(
+        &self,
+        ab: Link<Datagram>,
+        ba: Link<Datagram>,
+        clock: Clock,
+    ) -> Result<[Fabric; 2], UdpError> {
+        let mut routes = self.routes();
+        let back = routes.pop().expect("two routes");
+        let mut there = routes.pop().expect("two routes");
+        let mut back = back;
+        there.links = vec![0];
+        back.links = vec![0];
+        Ok([
+            Fabric::new(vec![ab], vec![there], clock)?,
+            Fabric::new(vec![ba], vec![back], clock)?,
+        ])
     }
 
     /// A command to run in namespace `a` (`true`) or `b`.
