@@ -12,6 +12,7 @@ use crate::results::{EmuFacts, PointResult};
 use crate::wall::Stopwatch;
 use metronome_emu::fabric::{Datagram, Fabric, Route};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
+use metronome_netsim::sim::meter::IntervalFigures;
 use metronome_netsim::sim::meter::Meter;
 use metronome_netsim::sim::net::derive_seed;
 use metronome_netsim::Link;
@@ -167,16 +168,91 @@ fn receive(
     meter
 }
 
+/// A point's figures from the emulator's run (closed forms, timing and host added by the
+/// caller).
+fn point_result(
+    point: &Point,
+    s: &Scenario,
+    sim: &metronome_netsim::sim::Sim,
+    seed: u64,
+    fabric_stats: &metronome_emu::fabric::FabricStats,
+    flows: Vec<FlowReport>,
+) -> PointResult {
+    let links = fabric_stats
+        .links
+        .iter()
+        .enumerate()
+        .map(|(i, st)| crate::run::link_result_from(s, sim, i, st))
+        .collect();
+    PointResult {
+        index: point.index,
+        id: crate::run::point_id(point.index),
+        params: point.params.iter().cloned().collect(),
+        seed,
+        sim_ns: model::end_time(s).as_nanos(),
+        wall_s: 0.0,
+        events: fabric_stats.received,
+        flows,
+        links,
+        closed_form: Vec::new(),
+        tcp_expected: Vec::new(),
+        emu: None,
+    }
+}
+
+/// The scenario's links for the emulator, seeded as the simulator seeds its own.
+fn emulated_links(plans: Vec<LinkPlan>, seed: u64) -> Vec<Link<Datagram>> {
+    plans
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let link_seed = derive_seed(seed, 1 + i as u64);
+            match p {
+                LinkPlan::Fixed(cfg) => Link::new(cfg, link_seed),
+                LinkPlan::Scheduled(sch) => Link::with_schedule(sch, link_seed),
+            }
+        })
+        .collect()
+}
+
+/// How well the emulator kept time, and how busy the host was.
+fn emu_facts(
+    stats: &metronome_emu::fabric::FabricStats,
+    host: &metronome_rt::host::HostWatch,
+) -> EmuFacts {
+    let late = stats.lateness.summary();
+    EmuFacts {
+        lateness_p50_us: late.p50_us,
+        lateness_p99_us: late.p99_us,
+        lateness_max_us: late.max_us,
+        socket_drops: stats.socket_drops,
+        host: host
+            .finish(0)
+            .map_or_else(|| "unknown".into(), |h| h.line()),
+    }
+}
+
 /// What emu mode cannot run yet, said plainly.
 fn refuse(s: &Scenario) -> Result<(), String> {
+    let tcp = s
+        .flows
+        .iter()
+        .filter(|f| matches!(f.kind, FlowKind::Tcp { .. }))
+        .count();
+    if tcp == s.flows.len() {
+        return Ok(());
+    }
     for f in &s.flows {
         match f.kind {
             FlowKind::Udp { .. } if f.to.len() == 1 => {}
             FlowKind::Udp { .. } => {
                 return Err(format!("flow '{}': emu mode runs unicast UDP flows so far; a multicast group is not yet emulated (use --mode sim)", f.name))
             }
-            _ => {
-                return Err(format!("flow '{}': emu mode runs UDP flows so far; TCP and RTP flows are next (use --mode sim)", f.name))
+            FlowKind::Tcp { .. } => {
+                return Err(format!("flow '{}': emu mode runs a scenario's TCP flows (kernel TCP in namespaces) or its UDP flows, not both yet (use --mode sim)", f.name))
+            }
+            FlowKind::Rtp { .. } => {
+                return Err(format!("flow '{}': emu mode does not run RTP flows yet (use --mode sim)", f.name))
             }
         }
     }
@@ -191,21 +267,17 @@ pub fn run_point(
     dir: Option<&Path>,
 ) -> Result<PointResult, String> {
     refuse(s)?;
+    if s.flows
+        .iter()
+        .all(|f| matches!(f.kind, FlowKind::Tcp { .. }))
+    {
+        return run_tcp_point(point, s, seed, dir);
+    }
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     let (mut sim, plans) = model::network(s, seed, dir)?;
     let closed = closed_form::for_scenario(s, &mut sim);
-    let links: Vec<Link<Datagram>> = plans
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let link_seed = derive_seed(seed, 1 + i as u64);
-            match p {
-                LinkPlan::Fixed(cfg) => Link::new(cfg, link_seed),
-                LinkPlan::Scheduled(sch) => Link::with_schedule(sch, link_seed),
-            }
-        })
-        .collect();
+    let links = emulated_links(plans, seed);
     let o = SocketOptions {
         buffer_bytes: 8 << 20,
         read_timeout: Some(Duration::from_millis(50)),
@@ -301,35 +373,11 @@ pub fn run_point(
         (fabric_stats, flows)
     });
     let fabric_stats = fabric_stats.ok_or("the emulator's thread failed")?;
-    let late = fabric_stats.lateness.summary();
-    let links = fabric_stats
-        .links
-        .iter()
-        .enumerate()
-        .map(|(i, st)| crate::run::link_result_from(s, &sim, i, st))
-        .collect();
-    Ok(PointResult {
-        index: point.index,
-        id: crate::run::point_id(point.index),
-        params: point.params.iter().cloned().collect(),
-        seed,
-        sim_ns: model::end_time(s).as_nanos(),
-        wall_s: watch.seconds(),
-        events: fabric_stats.received,
-        flows,
-        links,
-        closed_form: closed,
-        tcp_expected: Vec::new(),
-        emu: Some(EmuFacts {
-            lateness_p50_us: late.p50_us,
-            lateness_p99_us: late.p99_us,
-            lateness_max_us: late.max_us,
-            socket_drops: fabric_stats.socket_drops,
-            host: host
-                .finish(0)
-                .map_or_else(|| "unknown".into(), |h| h.line()),
-        }),
-    })
+    let mut r = point_result(point, s, &sim, seed, &fabric_stats, flows);
+    r.wall_s = watch.seconds();
+    r.closed_form = closed;
+    r.emu = Some(emu_facts(&fabric_stats, &host));
+    Ok(r)
 }
 
 fn report(f: &FlowDecl, meter: &mut Meter, sent: u64, bytes: u64) -> FlowReport {
@@ -361,4 +409,165 @@ fn report(f: &FlowDecl, meter: &mut Meter, sent: u64, bytes: u64) -> FlowReport 
             f.duration,
         )],
     }
+}
+
+/// A process killed when dropped.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A point whose flows are all TCP, in namespace mode (root): each flow's two hosts are
+/// namespaces joined only by the emulator's fabric, on the scenario's routes there and back;
+/// iperf3 runs the kernel's TCP between them (its `-b` is the flow's rate, its `-C` the
+/// congestion control).
+fn run_tcp_point(
+    point: &Point,
+    s: &Scenario,
+    seed: u64,
+    dir: Option<&Path>,
+) -> Result<PointResult, String> {
+    use metronome_emu::netns::{remove_stale, NetnsPair};
+    let watch = Stopwatch::start();
+    let host = metronome_rt::host::HostWatch::start();
+    remove_stale();
+    let (mut sim, plans) = model::network(s, seed, dir)?;
+    let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
+    let links = emulated_links(plans, seed);
+    let mut pairs = Vec::new();
+    let mut routes = Vec::new();
+    for (i, f) in s.flows.iter().enumerate() {
+        let net = sim.net_mut();
+        let (a, b) = (net.node_by_name(&f.from), net.node_by_name(&f.to[0]));
+        let (there, back) = a
+            .zip(b)
+            .and_then(|(a, b)| Some((net.path(a, b)?, net.path(b, a)?)))
+            .ok_or_else(|| {
+                format!(
+                    "flow '{}': no route between {} and {}",
+                    f.name, f.from, f.to[0]
+                )
+            })?;
+        let pair = NetnsPair::create(&format!("f{i}"), 100 + i as u8).map_err(|e| e.to_string())?;
+        let mut r = pair.routes();
+        r[0].links = there.iter().map(|l| l.0 as usize).collect();
+        r[1].links = back.iter().map(|l| l.0 as usize).collect();
+        routes.extend(r);
+        pairs.push(pair);
+    }
+    let clock = Clock::new();
+    let fabric = Fabric::new(links, routes, clock).map_err(|e| e.to_string())?;
+    let stop = AtomicBool::new(false);
+    let (fabric_stats, flows) = std::thread::scope(|scope| {
+        let fab = scope.spawn(|| fabric.run(&stop, None));
+        let clients: Vec<_> = s
+            .flows
+            .iter()
+            .zip(&pairs)
+            .map(|(f, pair)| scope.spawn(move || iperf3_flow(f, pair, s.interval)))
+            .collect();
+        let flows: Vec<Result<FlowReport, String>> = clients
+            .into_iter()
+            .map(|c| {
+                c.join()
+                    .unwrap_or_else(|_| Err("iperf3 thread failed".into()))
+            })
+            .collect();
+        stop.store(true, Ordering::Relaxed);
+        (fab.join().ok(), flows)
+    });
+    let flows = flows.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let fabric_stats = fabric_stats.ok_or("the emulator's thread failed")?;
+    drop(pairs);
+    let mut r = point_result(point, s, &sim, seed, &fabric_stats, flows);
+    r.wall_s = watch.seconds();
+    r.tcp_expected = tcp_expected;
+    r.emu = Some(emu_facts(&fabric_stats, &host));
+    Ok(r)
+}
+
+/// One TCP flow by iperf3 in its namespaces: what its receiver got, per interval and in all.
+fn iperf3_flow(
+    f: &FlowDecl,
+    pair: &metronome_emu::netns::NetnsPair,
+    interval: Duration,
+) -> Result<FlowReport, String> {
+    let FlowKind::Tcp {
+        cc,
+        bytes,
+        rate_bps,
+    } = f.kind
+    else {
+        return Err(format!("flow '{}' is not TCP", f.name));
+    };
+    std::thread::sleep(f.start);
+    let addr = pair.addr_b.to_string();
+    let _server = Running(
+        pair.command(false, "iperf3")
+            .args(["-s", "-1", "-B", &addr])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run iperf3 ({e}): install it (apt-get install iperf3)"))?,
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let mut c = pair.command(true, "iperf3");
+    c.args(["-c", &addr, "-J", "-C"]);
+    c.arg(match cc {
+        metronome_spec::scenario::TcpCc::Reno => "reno",
+        metronome_spec::scenario::TcpCc::Cubic => "cubic",
+    });
+    c.args(["-i", &format!("{:.3}", interval.as_secs_f64().max(0.1))]);
+    match bytes {
+        Some(n) => c.args(["-n", &n.to_string()]),
+        None => c.args(["-t", &format!("{:.3}", f.duration.as_secs_f64())]),
+    };
+    if let Some(r) = rate_bps {
+        c.args(["-b", &r.to_string()]);
+    }
+    let out = c.output().map_err(|e| format!("cannot run iperf3: {e}"))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("flow '{}': iperf3 printed no JSON ({e})", f.name))?;
+    if let Some(e) = v.get("error") {
+        return Err(format!("flow '{}': iperf3: {e}", f.name));
+    }
+    let received = &v["end"]["sum_received"];
+    let intervals = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| IntervalFigures {
+                    start_ns: (i["sum"]["start"].as_f64().unwrap_or(0.0) * 1e9) as u64
+                        + f.start.as_nanos() as u64,
+                    bytes: i["sum"]["bytes"].as_u64().unwrap_or(0),
+                    ..IntervalFigures::default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut rx = ReceiverReport::from_meter(
+        f.to[0].clone(),
+        &mut Meter::new(Duration::ZERO, false),
+        0,
+        f.duration,
+    );
+    rx.bytes = received["bytes"].as_u64().unwrap_or(0);
+    rx.throughput_bps = received["bits_per_second"].as_f64().unwrap_or(0.0);
+    rx.intervals = intervals;
+    let sent = &v["end"]["sum_sent"];
+    Ok(FlowReport {
+        name: f.name.clone(),
+        kind: "tcp".into(),
+        src: f.from.clone(),
+        target_bps: rate_bps.unwrap_or(0),
+        start_ns: f.start.as_nanos() as u64,
+        duration_ns: f.duration.as_nanos() as u64,
+        sent_packets: 0,
+        sent_bytes: sent["bytes"].as_u64().unwrap_or(0),
+        receivers: vec![rx],
+    })
 }

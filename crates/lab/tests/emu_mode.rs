@@ -17,7 +17,7 @@ impl Drop for TempDir {
 }
 
 fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {
-    let file = ScenarioFile::parse(text, "seed001-udp (2 s, no hold_extra)").unwrap();
+    let file = ScenarioFile::parse(text, "a built-in scenario, shortened").unwrap();
     let opts = RunOptions {
         mode,
         jobs: 2,
@@ -78,4 +78,53 @@ fn seed001_udp_runs_on_real_sockets() {
         }
     }
     eprintln!("{table}");
+}
+
+/// seed001-tcp in emu mode: the kernel's TCP (iperf3 in namespaces joined only by the
+/// emulator) through the same tbf-like links: below the limit it carries what is offered, at
+/// the limit the limit less headers. Needs root and iperf3.
+#[test]
+fn seed001_tcp_runs_kernel_tcp_through_the_emulator() {
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("metronome-emu-tcp-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let text = metronome_lab::builtin::find("seed001-tcp")
+        .unwrap()
+        .text
+        .replace("duration = \"10s\"", "duration = \"3s\"")
+        .replace(
+            "limit = [\"2mbit\", \"4mbit\", \"6mbit\", \"8mbit\", \"10mbit\", \"15mbit\", \"20mbit\"]",
+            "limit = [\"4mbit\", \"20mbit\"]",
+        )
+        .replace(
+            "bitrate = [\"2mbit\", \"4mbit\", \"6mbit\", \"8mbit\", \"10mbit\"]",
+            "bitrate = [\"2mbit\", \"10mbit\"]",
+        );
+    let emu = run_mode(&text, Mode::Emu, &tmp.0.join("emu"));
+    assert_eq!(emu.points.len(), 4);
+    for p in &emu.points {
+        let got = p.flows[0].receivers[0].throughput_bps;
+        let exp = &p.tcp_expected[0];
+        let offered = exp.app_bps as f64;
+        let at = format!(
+            "{:?}: {got:.0} bit/s, expected {:.0}",
+            p.params, exp.expected_goodput_bps
+        );
+        if offered < exp.bottleneck_bps as f64 * 0.9 {
+            assert!((got - offered).abs() / offered < 0.05, "{at}");
+        } else {
+            // Linux's segments carry 1448 bytes in 1500 (timestamps), a little less than the
+            // 1460 the expectation counts.
+            assert!(got <= exp.expected_goodput_bps * 1.01, "{at}");
+            assert!(got >= exp.expected_goodput_bps * 0.7, "{at}");
+        }
+    }
+    assert!(!String::from_utf8_lossy(
+        &std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout
+    )
+    .contains("-f0-"));
 }
