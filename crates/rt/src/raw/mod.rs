@@ -171,7 +171,12 @@ pub(crate) mod tests {
 
         let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 100, 1).unwrap();
         let src = Box::new(RawTestPattern::new(f).unwrap());
-        let (s, r) = loopback(src, 20, |cfg| cfg.max_payload = 300);
+        // Catch up rather than drop late frames: this is about transport, and a busy host
+        // makes some frames late.
+        let (s, r) = loopback(src, 20, |cfg| {
+            cfg.max_payload = 300;
+            cfg.late = Some(metronome_sched::LatePolicy::CATCH_UP);
+        });
         assert_eq!(
             (s.frames_sent, s.ended_by, s.send_errors),
             (20, "frames", 0)
@@ -201,7 +206,11 @@ pub(crate) mod tests {
 
         let f = VideoFormat::new(32, 16, Sampling::Ycbcr420, Depth::Eight, 100, 1).unwrap();
         let src = Box::new(RawTestPattern::new(f).unwrap());
-        let (s, r) = loopback(src, 150, |cfg| cfg.model = SenderType::Burst);
+        let (s, r) = loopback(src, 150, |cfg| {
+            cfg.model = SenderType::Burst;
+            // Every frame sent, however busy the host.
+            cfg.late = Some(metronome_sched::LatePolicy::CATCH_UP);
+        });
         assert_eq!(r.frames_complete, 150);
         assert!(r.rtcp.receiver_reports_sent >= 1, "{:?}", r.rtcp);
         let seen = s
@@ -376,13 +385,21 @@ mod shared_core_tests {
                 .unwrap();
             (s, r.join().unwrap().unwrap())
         });
-        assert_eq!((s.frames_sent, s.send_errors), (100, 0), "{s:?}");
+        // On the server's clock, frames are late only when the host is (a busy host drops
+        // some, by the default policy); on a clock of its own, all 100 would be dropped.
+        assert_eq!(s.frames_sent + s.frames_dropped, 100, "{s:?}");
+        assert!(s.frames_dropped <= 50, "{s:?}");
+        assert_eq!(s.send_errors, 0, "{s:?}");
         assert!(
             s.realtime.starts_with("shared pacing core 0"),
             "{}",
             s.realtime
         );
-        assert_eq!((r.frames_complete, r.frames_partial), (100, 0), "{r:?}");
+        assert_eq!(
+            (r.frames_complete, r.frames_partial),
+            (s.frames_sent, 0),
+            "{r:?}"
+        );
         let after = server.status().cores[0].utilisation_percent;
         assert!((after - before).abs() < 0.01, "{before}% then {after}%");
         let ts = server.stream("ts").unwrap();
