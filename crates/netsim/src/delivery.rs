@@ -109,30 +109,35 @@ impl DeliveryTrace {
         Timestamp::from_nanos(t)
     }
 
-    /// The first opportunity at or after `t`.
-    fn first_from(&self, t: Timestamp) -> u64 {
+    /// The first opportunity after `t`: as in Mahimahi's link queue, which uses up every
+    /// opportunity up to and including the present before it queues an arriving packet, a
+    /// packet arriving at an opportunity's instant waits for the next one.
+    fn first_after(&self, t: Timestamp) -> u64 {
         let n = self.times_ns.len() as u64;
         let ns = t.as_nanos();
         let (cycle, phase) = (ns / self.period_ns, ns % self.period_ns);
-        let i = self.times_ns.partition_point(|&x| x < phase) as u64;
+        let i = self.times_ns.partition_point(|&x| x <= phase) as u64;
         cycle * n + i
     }
 
     /// When the last of `size` bytes, queued from `from`, is delivered.
     pub(crate) fn finish(&self, cur: &mut TraceCursor, from: Timestamp, size: usize) -> Timestamp {
         let mut need = size.max(1);
-        let mut k = self.first_from(from);
+        let mut k = self.first_after(from);
         if let Some(last) = cur.last {
-            if cur.left > 0 && self.time(last) >= from {
-                // The packet before left in this opportunity; its leftover bytes are ours.
+            if self.time(last) >= from {
+                // Queued behind the packet before: its opportunity's leftover bytes are ours,
+                // then the next opportunities in turn (several may share one instant).
                 let used = need.min(cur.left);
                 cur.left -= used;
                 need -= used;
                 if need == 0 {
                     return self.time(last);
                 }
+                k = last + 1;
+            } else {
+                k = k.max(last + 1);
             }
-            k = k.max(last + 1);
         }
         loop {
             let take = need.min(OPPORTUNITY_BYTES);
@@ -174,9 +179,10 @@ mod tests {
         assert_eq!(t.finish(&mut c, Timestamp::from_micros(500), 1000), ms(1));
         // 1000 more queued behind it: 504 at 1 ms, the rest at 2 ms.
         assert_eq!(t.finish(&mut c, ms(1), 1000), ms(2));
-        // Idle until 10 ms: opportunities 5..9 are wasted; the next at 10 ms (3rd cycle's
-        // 2nd, since the trace repeats every 4 ms).
-        assert_eq!(t.finish(&mut c, ms(10), 100), ms(10));
+        // Idle until 10 ms: the opportunities before are wasted, and the one at 10 ms itself
+        // (3rd cycle's 2nd, since the trace repeats every 4 ms) is past when the packet
+        // arrives at that instant: it leaves at 11 ms.
+        assert_eq!(t.finish(&mut c, ms(10), 100), ms(11));
         // A packet of 4000 bytes needs three opportunities: 21, 22 and 23 ms.
         assert_eq!(t.finish(&mut c, ms(20), 4000), ms(23));
     }

@@ -4,9 +4,13 @@
 //!
 //! The non-uniform ones are netem's (tc-netem(8) `distribution normal | pareto |
 //! paretonormal`). netem reads a table of 4096 quantiles (iproute2 `netem/*.c`, scaled by
-//! `NETEM_DIST_SCALE` = 8192, clamped to ±4) and adds `jitter · table[rnd] / 8192`; here
-//! the same quantile functions are evaluated exactly at the packet's variate instead of at the
-//! nearest of 4096 steps, and clamped the same way.
+//! `NETEM_DIST_SCALE` = 8192 into 16 bits) and adds `jitter · table[rnd] / 8192`; here the
+//! same quantile functions are evaluated exactly at the packet's variate instead of at the
+//! nearest of 4096 steps. The Pareto-based ones are clamped to the 16-bit range as their
+//! tables are; the normal is not (its table ends near −4 and +3.4, ours goes on to about ±8
+//! at the variate's extremes, once in many millions of packets). In paretonormal, netem's
+//! table reads its normal part half a table step higher than its Pareto part; ours takes both
+//! at the same variate.
 
 use crate::config::JitterModel;
 
