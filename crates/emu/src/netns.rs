@@ -6,7 +6,7 @@
 //! devices are created from a thread that has entered the namespace (setns), so they belong
 //! to it; their descriptors stay with the emulator, which reads the IP packets one kernel
 //! sends and writes them, when the link model delivers them, into the other's device: a
-//! [`Fabric`](crate::fabric::Fabric) of two TUN routes over two links (one per direction).
+//! [`Fabric`] of two TUN routes over two links (one per direction).
 //!
 //! Names carry the creating process's id (`mt<pid>-<tag>-a`). Dropping the pair deletes both
 //! namespaces (their devices go with them), also when a test fails or a run is interrupted;

@@ -1,8 +1,10 @@
 //! The HTML report of a results directory: one self-contained file (styles inline, plots as
 //! inline SVG), so it opens anywhere without a network connection.
 //!
-//! - [`tables`]: the reference table beside the closed form and the measurement, the fit of
-//!   the testbed's extra holding time, the per-point figures.
+//! - `tables.rs`: the reference table beside the closed form and the measurement, the fit of
+//!   the testbed's extra holding time, the per-point figures;
+//! - `sweep.rs`: each receiver's main figure across the sweep;
+//! - `figures.rs`: which plots, from a run's figures; [`plots`]: drawing them as SVG.
 
 mod figures;
 pub mod plots;

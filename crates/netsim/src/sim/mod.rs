@@ -25,7 +25,7 @@ use net::{Event, Net, NetCounters};
 use packet::{FlowId, LinkId, NodeId};
 use trace::{PacketEvent, PacketTrace, TraceLevel};
 
-/// A simulation: build the network and flows, then [`run`](Sim::run).
+/// A simulation: build the network and flows, then [`run_until`](Sim::run_until).
 pub struct Sim {
     net: Net,
     flows: Vec<Box<dyn Flow>>,
