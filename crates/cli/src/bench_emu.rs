@@ -174,7 +174,7 @@ impl Drop for VethPair {
 }
 
 fn emulated(a: &EmuArgs, secs: u64) -> Result<Case, String> {
-    let pair = NetnsPair::create("bench", 210).map_err(|e| e.to_string())?;
+    let pair = NetnsPair::create("bench").map_err(|e| e.to_string())?;
     long_fat_tcp(&pair.a)?;
     long_fat_tcp(&pair.b)?;
     let link = LinkConfig {

@@ -158,7 +158,7 @@ fn pair(a: PairArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Er
     if let Some(d) = a.back_delay {
         ba.delay = d;
     }
-    let p = netns::NetnsPair::create(&a.name, 200)?;
+    let p = netns::NetnsPair::create(&a.name)?;
     let [there, back] = p.fabrics(
         Link::new(ab, a.link.seed),
         Link::new(ba, a.link.seed + 1),

@@ -41,8 +41,9 @@ pub struct RunArgs {
     /// Replace the scenario's seed
     #[arg(long)]
     pub seed: Option<u64>,
-    /// sim: virtual time (deterministic, fast); emu: the same links between real sockets in
-    /// real time (UDP flows so far; points run one at a time)
+    /// sim: virtual time (deterministic, fast); emu (root): the same links between real
+    /// sockets in real time, each host a network namespace (UDP and TCP flows, unicast and
+    /// multicast; points run one at a time)
     #[arg(long, default_value = "sim", value_parser = parse_mode)]
     pub mode: Mode,
     /// No progress bar and no summary table

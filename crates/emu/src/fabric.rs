@@ -1,14 +1,17 @@
-//! A network of emulated links in one real-time loop: the lab's emu mode for UDP flows.
+//! A network of emulated links in one real-time loop: what the relay, namespace mode and the
+//! lab's emu mode all run.
 //!
-//! Each route (a flow's path through the topology) has an input socket: a sender sends to it,
-//! the datagram enters the route's first link at its kernel receive time, and when that link
-//! delivers it, it enters the next link at that instant, inside the emulator (no socket
-//! between hops, so intermediate hops add exactly what their models say). After the last link
-//! it is sent to the route's destination. Links are shared: two routes over one link share
-//! its queue, as two flows over one router port do.
+//! Datagrams come in from inputs (UDP sockets, or hosts' TUN devices) and follow a tree over
+//! the fabric's links: a datagram enters its first link at its receive time, and when that
+//! link delivers it, it enters the next at that instant, inside the emulator (no socket
+//! between hops, so intermediate hops add exactly what their models say); after the last it
+//! leaves by its output. A [`Route`] is a tree with one branch (every datagram of its input
+//! goes the same way); a [`HostNet`] routes each host's packets by their destination
+//! address, and a multicast group's tree is copied where its receivers' paths part. Links are
+//! shared: two routes over one link share its queue, as two flows over one router port do.
 //!
 //! One thread runs everything. It reads every input before it moves any datagram due at `t`,
-//! watches the sockets (ppoll, ns timeout) while the next delivery is far, and waits precisely
+//! watches the inputs (ppoll, ns timeout) while the next delivery is far, and waits precisely
 //! (sleep then spin) when it is near.
 
 use crate::relay::UDP_IP_OVERHEAD;
@@ -18,19 +21,22 @@ use metronome_rt::udp::{SocketOptions, UdpError, UdpReceiver, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_rt::wait::{WaitMode, Waiter};
 use metronome_time::{Distribution, Timestamp};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::net::SocketAddr;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A datagram inside the fabric: which route it is on, at which hop.
+/// A datagram inside the fabric: which tree it follows, at which hop, and its size on the
+/// wire.
 #[derive(Clone, Debug)]
 pub struct Datagram {
-    route: u32,
+    tree: u32,
     hop: u32,
+    wire: u32,
     data: Vec<u8>,
 }
 
@@ -66,6 +72,101 @@ impl Route {
     }
 }
 
+/// Hosts that reach each other through the fabric (network-namespace mode for a whole
+/// topology): each host's TUN device, and for each (sending host, destination address) the
+/// hosts the packet reaches and the links it crosses to each. A multicast group has several;
+/// where their paths share links (from the start), one copy crosses them and is copied where
+/// they part, as a multicast router does.
+#[derive(Clone, Debug, Default)]
+pub struct HostNet {
+    pub devices: Vec<Arc<File>>,
+    pub paths: Vec<HostPath>,
+}
+
+/// Where the IPv4 packets host `from` sends to `dst` go: `(host, links)` for each receiver.
+#[derive(Clone, Debug)]
+pub struct HostPath {
+    pub from: usize,
+    pub dst: Ipv4Addr,
+    pub to: Vec<(usize, Vec<usize>)>,
+}
+
+/// One hop of a tree: the link a datagram crosses, then the hops after it and the outputs it
+/// leaves by.
+#[derive(Clone, Debug)]
+struct Hop {
+    link: usize,
+    next: Vec<u32>,
+    exits: Vec<u32>,
+}
+
+/// Where the datagrams of one input (and destination) go: a trie of link paths.
+#[derive(Clone, Debug, Default)]
+struct Tree {
+    first: Vec<u32>,
+    /// Outputs reached without crossing a link.
+    direct: Vec<u32>,
+    hops: Vec<Hop>,
+}
+
+impl Tree {
+    /// Adds a path over `links` that leaves by output `exit`, sharing the hops it has in
+    /// common (from the start) with the paths added before.
+    fn add(&mut self, links: &[usize], exit: u32) {
+        let mut at: Option<u32> = None;
+        for &l in links {
+            let level = match at {
+                None => &self.first,
+                Some(h) => &self.hops[h as usize].next,
+            };
+            let found = level
+                .iter()
+                .copied()
+                .find(|&h| self.hops[h as usize].link == l);
+            let h = match found {
+                Some(h) => h,
+                None => {
+                    let h = self.hops.len() as u32;
+                    self.hops.push(Hop {
+                        link: l,
+                        next: Vec::new(),
+                        exits: Vec::new(),
+                    });
+                    match at {
+                        None => self.first.push(h),
+                        Some(p) => self.hops[p as usize].next.push(h),
+                    }
+                    h
+                }
+            };
+            at = Some(h);
+        }
+        let exits = match at {
+            None => &mut self.direct,
+            Some(h) => &mut self.hops[h as usize].exits,
+        };
+        if !exits.contains(&exit) {
+            exits.push(exit);
+        }
+    }
+}
+
+/// Which tree an input's datagram follows.
+#[derive(Clone, Debug)]
+enum Classify {
+    /// Every datagram of the input (a route).
+    Fixed(u32),
+    /// By the IPv4 destination address (hosts); anything else is unroutable.
+    ByDestination(HashMap<Ipv4Addr, u32>),
+}
+
+/// Where datagrams leave the fabric.
+#[derive(Clone, Debug)]
+enum Sink {
+    Udp(SocketAddr),
+    Tun(Arc<File>),
+}
+
 /// Where a route's packets are read.
 enum Source {
     Udp(UdpReceiver),
@@ -94,11 +195,15 @@ pub struct Input {
 #[derive(Clone, Debug, Default)]
 pub struct FabricStats {
     pub received: u64,
+    /// Copies written out (a multicast datagram counts once per receiver).
     pub delivered: u64,
     /// Dropped because the fabric held `max_in_flight` datagrams.
     pub overflow: u64,
     /// Arrived longer than the largest UDP payload (cut: not forwarded).
     pub truncated: u64,
+    /// Packets from a host to an address no path was declared for (IPv6, IGMP, other
+    /// hosts' traffic nobody listens to): dropped.
+    pub unroutable: u64,
     /// Datagrams the input sockets dropped for lack of buffer (SO_RXQ_OVFL), summed.
     pub socket_drops: u64,
     pub send_errors: u64,
@@ -112,8 +217,10 @@ pub struct FabricStats {
 
 pub struct Fabric {
     links: Vec<Link<Datagram>>,
-    routes: Vec<Route>,
     inputs: Vec<Source>,
+    classify: Vec<Classify>,
+    trees: Vec<Tree>,
+    sinks: Vec<Sink>,
     out: UdpSender,
     clock: Clock,
     waiter: Waiter,
@@ -126,10 +233,18 @@ pub struct Fabric {
     socket_drops: Vec<u64>,
     /// Datagrams read but not yet entered (stamped after the last read began).
     pending: Vec<(Timestamp, Datagram)>,
+    /// The inputs, as `ppoll` watches them.
+    pollfds: Vec<libc::pollfd>,
 }
 
 const MAX_DATAGRAM: usize = 65_507;
-const PRECISE_WINDOW: Duration = Duration::from_millis(2);
+
+fn socket_options() -> SocketOptions {
+    SocketOptions {
+        buffer_bytes: 8 << 20,
+        read_timeout: None,
+    }
+}
 
 impl Fabric {
     /// Binds each route's input socket. `clock` is the run's (senders and receivers use it
@@ -139,14 +254,16 @@ impl Fabric {
         routes: Vec<Route>,
         clock: Clock,
     ) -> Result<Self, UdpError> {
-        let o = SocketOptions {
-            buffer_bytes: 8 << 20,
-            read_timeout: None,
-        };
+        let o = socket_options();
         let mut inputs = Vec::with_capacity(routes.len());
-        for r in &routes {
+        let mut trees = Vec::with_capacity(routes.len());
+        let mut sinks = Vec::with_capacity(routes.len());
+        for (i, r) in routes.iter().enumerate() {
+            let mut tree = Tree::default();
+            tree.add(&r.links, i as u32);
+            trees.push(tree);
             match &r.ends {
-                Ends::Udp { listen, .. } => {
+                Ends::Udp { listen, dest } => {
                     let rx = UdpReceiver::open(&RtpUrl::unicast(*listen), &o)?;
                     rx.socket()
                         .set_nonblocking(true)
@@ -155,24 +272,80 @@ impl Fabric {
                             source,
                         })?;
                     inputs.push(Source::Udp(rx));
+                    sinks.push(Sink::Udp(*dest));
                 }
-                Ends::Tun { from, .. } => inputs.push(Source::Tun(from.clone())),
+                Ends::Tun { from, to } => {
+                    inputs.push(Source::Tun(from.clone()));
+                    sinks.push(Sink::Tun(to.clone()));
+                }
             }
         }
+        let classify = (0..routes.len() as u32).map(Classify::Fixed).collect();
+        Self::assemble(links, inputs, classify, trees, sinks, clock)
+    }
+
+    /// A fabric between hosts' TUN devices, each packet routed by its destination address.
+    pub fn routed(
+        links: Vec<Link<Datagram>>,
+        net: HostNet,
+        clock: Clock,
+    ) -> Result<Self, UdpError> {
+        let n = net.devices.len();
+        let mut trees: Vec<Tree> = Vec::new();
+        let mut classify: Vec<HashMap<Ipv4Addr, u32>> = vec![HashMap::new(); n];
+        for p in &net.paths {
+            let Some(table) = classify.get_mut(p.from) else {
+                continue;
+            };
+            let t = *table.entry(p.dst).or_insert_with(|| {
+                trees.push(Tree::default());
+                trees.len() as u32 - 1
+            });
+            for (to, links) in &p.to {
+                if *to < n {
+                    trees[t as usize].add(links, *to as u32);
+                }
+            }
+        }
+        let inputs = net.devices.iter().cloned().map(Source::Tun).collect();
+        let sinks = net.devices.into_iter().map(Sink::Tun).collect();
+        let classify = classify.into_iter().map(Classify::ByDestination).collect();
+        Self::assemble(links, inputs, classify, trees, sinks, clock)
+    }
+
+    fn assemble(
+        links: Vec<Link<Datagram>>,
+        inputs: Vec<Source>,
+        classify: Vec<Classify>,
+        trees: Vec<Tree>,
+        sinks: Vec<Sink>,
+        clock: Clock,
+    ) -> Result<Self, UdpError> {
         let any: SocketAddr = "127.0.0.1:9".parse().expect("a valid address");
-        let first_dest = routes
+        let first_dest = sinks
             .iter()
-            .find_map(|r| match r.ends {
-                Ends::Udp { dest, .. } => Some(dest),
-                Ends::Tun { .. } => None,
+            .find_map(|s| match s {
+                Sink::Udp(dest) => Some(*dest),
+                Sink::Tun(_) => None,
             })
             .unwrap_or(any);
-        let out = UdpSender::open(&RtpUrl::unicast(first_dest), &o)?;
+        let out = UdpSender::open(&RtpUrl::unicast(first_dest), &socket_options())?;
         let n = inputs.len();
+        let pollfds = inputs
+            .iter()
+            .map(|i: &Source| libc::pollfd {
+                fd: i.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
         Ok(Fabric {
+            pollfds,
             links,
-            routes,
             inputs,
+            classify,
+            trees,
+            sinks,
             out,
             clock,
             waiter: Waiter::new(WaitMode::SleepSpin),
@@ -208,6 +381,8 @@ impl Fabric {
     /// Runs until `stop` is set or `duration` has passed, then lets what is in flight arrive
     /// (for at most a second).
     pub fn run(mut self, stop: &AtomicBool, duration: Option<Duration>) -> FabricStats {
+        // Wake-ups as precise as the kernel's timers allow (the default slack is 50 µs).
+        let _ = metronome_rt::thread::set_timer_slack_ns(1);
         let mut end = duration.map(|d| self.clock.now() + d);
         loop {
             let now = self.clock.now();
@@ -260,9 +435,18 @@ impl Fabric {
                     self.stats.overflow += 1;
                     continue;
                 }
+                let Some(tree) = self.tree_of(r, len) else {
+                    self.stats.unroutable += 1;
+                    continue;
+                };
+                let wire = match self.inputs[r] {
+                    Source::Udp(_) => len + UDP_IP_OVERHEAD,
+                    Source::Tun(_) => len,
+                };
                 let d = Datagram {
-                    route: r as u32,
-                    hop: 0,
+                    tree,
+                    hop: r as u32, // the input, until it enters
+                    wire: wire as u32,
                     data: self.buf[..len].to_vec(),
                 };
                 self.pending.push((at, d));
@@ -278,13 +462,28 @@ impl Fabric {
                 let k = d.data.len().min(16);
                 head[..k].copy_from_slice(&d.data[..k]);
                 self.stats.inputs.push(Input {
-                    route: d.route,
+                    route: d.hop,
                     at,
                     len: d.data.len(),
                     head,
                 });
             }
             self.enter(at, d);
+        }
+    }
+
+    /// The tree that the datagram in the buffer (`len` bytes, from input `r`) follows.
+    fn tree_of(&self, r: usize, len: usize) -> Option<u32> {
+        match &self.classify[r] {
+            Classify::Fixed(t) => Some(*t),
+            Classify::ByDestination(table) => {
+                let ip = &self.buf[..len];
+                if len < 20 || ip[0] >> 4 != 4 {
+                    return None;
+                }
+                let dst = Ipv4Addr::new(ip[16], ip[17], ip[18], ip[19]);
+                table.get(&dst).copied()
+            }
         }
     }
 
@@ -307,35 +506,81 @@ impl Fabric {
         }
     }
 
-    /// `d` enters the link of its hop at `at` (or leaves the fabric after the last).
+    /// A datagram read at `at` enters its tree: the first links, or straight out.
     fn enter(&mut self, at: Timestamp, d: Datagram) {
-        let route = &self.routes[d.route as usize];
-        match route.links.get(d.hop as usize) {
-            Some(&l) => {
-                let size = match route.ends {
-                    Ends::Udp { .. } => d.data.len() + UDP_IP_OVERHEAD,
-                    Ends::Tun { .. } => d.data.len(),
-                };
-                // Loss and queue drops are the link's to count.
-                let _: SendOutcome = self.links[l].send(at, size, d);
-            }
-            None => {
-                let sent = match &route.ends {
-                    Ends::Udp { dest, .. } => {
-                        self.out.send_to(&d.data, *dest).map(|_| ()).map_err(|_| ())
-                    }
-                    Ends::Tun { to, .. } => (&**to).write_all(&d.data).map_err(|_| ()),
-                };
-                match sent {
-                    Ok(()) => self.stats.delivered += 1,
-                    Err(()) => self.stats.send_errors += 1,
+        self.fan_out(at, d, None);
+    }
+
+    /// `d` has crossed the link of its hop at `at`: on to the next, or out.
+    fn crossed(&mut self, at: Timestamp, d: Datagram) {
+        let hop = d.hop;
+        self.fan_out(at, d, Some(hop));
+    }
+
+    /// After hop `after` of its tree (`None`: at its input), `d` leaves by each of the hop's
+    /// exits and enters each of the next hops' links (a copy for each but the last). Indexes,
+    /// not clones of the lists: nothing is allocated but the copies.
+    fn fan_out(&mut self, at: Timestamp, mut d: Datagram, after: Option<u32>) {
+        let t = d.tree as usize;
+        let lists = |trees: &[Tree]| -> (usize, usize) {
+            let tree = &trees[t];
+            match after {
+                None => (tree.direct.len(), tree.first.len()),
+                Some(h) => {
+                    let hop = &tree.hops[h as usize];
+                    (hop.exits.len(), hop.next.len())
                 }
-                let sent = self.clock.now();
-                self.stats
-                    .lateness
-                    .record(sent.saturating_since(at).as_nanos() as u64);
             }
+        };
+        let (n_exits, n_next) = lists(&self.trees);
+        for i in 0..n_exits {
+            let tree = &self.trees[t];
+            let e = match after {
+                None => tree.direct[i],
+                Some(h) => tree.hops[h as usize].exits[i],
+            };
+            self.exit(at, e, &d.data);
         }
+        for i in 0..n_next {
+            let tree = &self.trees[t];
+            let h = match after {
+                None => tree.first[i],
+                Some(h) => tree.hops[h as usize].next[i],
+            };
+            if i + 1 == n_next {
+                d.hop = h;
+                self.send_on_link(at, d);
+                return;
+            }
+            let copy = Datagram {
+                hop: h,
+                ..d.clone()
+            };
+            self.send_on_link(at, copy);
+        }
+    }
+
+    /// `d` enters the link of its hop at `at`.
+    fn send_on_link(&mut self, at: Timestamp, d: Datagram) {
+        let l = self.trees[d.tree as usize].hops[d.hop as usize].link;
+        // Loss and queue drops are the link's to count.
+        let _: SendOutcome = self.links[l].send(at, d.wire as usize, d);
+    }
+
+    /// `data` leaves by output `e`, due at `at`.
+    fn exit(&mut self, at: Timestamp, e: u32, data: &[u8]) {
+        let sent = match &self.sinks[e as usize] {
+            Sink::Udp(dest) => self.out.send_to(data, *dest).map(|_| ()).map_err(|_| ()),
+            Sink::Tun(to) => (&**to).write_all(data).map_err(|_| ()),
+        };
+        match sent {
+            Ok(()) => self.stats.delivered += 1,
+            Err(()) => self.stats.send_errors += 1,
+        }
+        let sent = self.clock.now();
+        self.stats
+            .lateness
+            .record(sent.saturating_since(at).as_nanos() as u64);
     }
 
     /// Moves every datagram due by now one hop on, in time order across the links (and
@@ -354,14 +599,16 @@ impl Fabric {
                 .filter_map(|(i, l)| l.poll_timeout().filter(|t| *t <= now).map(|t| (t, i)))
                 .min();
             let Some((_, i)) = next else { return };
-            if let Some((at, mut d)) = self.links[i].poll_deliver(now) {
-                d.hop += 1;
-                self.enter(at, d);
+            if let Some((at, d)) = self.links[i].poll_deliver(now) {
+                self.crossed(at, d);
             }
         }
     }
 
-    /// Until the next delivery: watching the inputs while it is far, precisely when near.
+    /// Until the next delivery or the next input, whichever comes first. The inputs are
+    /// watched all the way (a TUN packet is stamped when it is read, so it must be read at
+    /// once): a `ppoll` until the waiter's margin before the delivery, then a spin that polls
+    /// the inputs without blocking.
     fn wait(&mut self, end: Option<Timestamp>) {
         let now = self.clock.now();
         let next = self.links.iter().filter_map(Link::poll_timeout).min();
@@ -370,31 +617,40 @@ impl Fabric {
             .map_or(Duration::from_millis(50), |e| e.saturating_since(now))
             .clamp(Duration::from_micros(100), Duration::from_millis(50));
         if !self.pending.is_empty() {
-            // Read again soon: those inputs wait only for the sockets read before them.
+            // Read again soon: those inputs wait only for the inputs read before them.
             self.watch(Duration::from_micros(50));
             return;
         }
-        match next {
-            Some(t) if t.saturating_since(now) < PRECISE_WINDOW => {
-                self.drain();
-                self.waiter.wait_until(self.clock.mono_ns_from_timestamp(t));
+        let Some(t) = next else {
+            self.watch(limit);
+            return;
+        };
+        let margin = Duration::from_nanos(self.waiter.margin_ns());
+        let left = t.saturating_since(now);
+        if left > margin {
+            let nap = (left - margin).min(limit);
+            if self.watch(nap) == 0 {
+                let woke = self.clock.now();
+                self.waiter
+                    .record_sleep(woke.saturating_since(now + nap).as_nanos() as u64);
             }
-            Some(t) => self.watch((t.saturating_since(now) - PRECISE_WINDOW / 2).min(limit)),
-            None => self.watch(limit),
+            return;
+        }
+        while self.clock.now() < t {
+            if self.watch(Duration::ZERO) > 0 {
+                return;
+            }
+            std::hint::spin_loop();
         }
     }
 
-    /// Waits until an input is readable, at most `timeout` (ppoll: ns, not poll's ms).
-    fn watch(&self, timeout: Duration) {
-        let mut fds: Vec<libc::pollfd> = self
-            .inputs
-            .iter()
-            .map(|i| libc::pollfd {
-                fd: i.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+    /// Waits until an input is readable, at most `timeout` (ppoll: ns, not poll's ms);
+    /// returns how many are.
+    fn watch(&mut self, timeout: Duration) -> i32 {
+        let fds = &mut self.pollfds;
+        for f in fds.iter_mut() {
+            f.revents = 0;
+        }
         let ts = libc::timespec {
             tv_sec: timeout.as_secs() as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
@@ -408,6 +664,6 @@ impl Fabric {
                 &ts,
                 std::ptr::null(),
             )
-        };
+        }
     }
 }

@@ -1,37 +1,32 @@
-//! Network-namespace mode (root): two namespaces whose only connection is the emulator, so
-//! that unchanged programs (kernel TCP, iperf3, ffmpeg, GStreamer, VLC, Metronome) talk
-//! across emulated links.
+//! Network-namespace mode (root): hosts in namespaces whose only connection is the emulator,
+//! so that unchanged programs (kernel TCP, iperf3, ffmpeg, GStreamer, VLC, Metronome) talk
+//! across emulated links, unicast and multicast.
 //!
-//! Each namespace gets a TUN device (`tun0`, an address on one /24, loopback up). The TUN
-//! devices are created from a thread that has entered the namespace (setns), so they belong
-//! to it; their descriptors stay with the emulator, which reads the IP packets one kernel
-//! sends and writes them, when the link model delivers them, into the other's device: a
-//! [`Fabric`] of two TUN routes over two links (one per direction).
+//! [`Hosts`] makes one namespace per host, each with a TUN device `tun0` holding the host's
+//! address on 10.77.0.0/16 and the multicast range (224.0.0.0/4), and loopback up. The TUN
+//! devices are created from a thread that has entered the namespace (setns), so they belong to
+//! it; their descriptors stay with the emulator, which reads the IP packets each kernel sends
+//! and writes them, when the link models deliver them, into the receivers' devices
+//! ([`Fabric::routed`](crate::fabric::Fabric::routed)). [`Hosts::run_in`] runs code in a
+//! host's namespace: a socket opened there belongs to the host for its whole life, so the lab
+//! sends and measures in-process from any host. [`NetnsPair`] is two hosts, one link each way.
 //!
-//! Names carry the creating process's id (`mt<pid>-<tag>-a`). Dropping the pair deletes both
-//! namespaces (their devices go with them), also when a test fails or a run is interrupted;
-//! [`remove_stale`] deletes those of processes that are gone (a run that was killed).
+//! Names carry the creating process's id (`mt<pid>-<tag><serial>-<n>`). Dropping the hosts deletes
+//! their namespaces (the devices go with them), also when a test fails or a run is
+//! interrupted; [`remove_stale`] deletes those of processes that are gone (a run that was
+//! killed).
 
 use crate::fabric::{Datagram, Ends, Fabric, Route};
 use metronome_netsim::Link;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpError;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-
-/// Two namespaces joined by the emulator.
-pub struct NetnsPair {
-    pub a: String,
-    pub b: String,
-    pub addr_a: Ipv4Addr,
-    pub addr_b: Ipv4Addr,
-    pub tun_a: Arc<File>,
-    pub tun_b: Arc<File>,
-}
 
 /// What the `ip` commands said when one failed.
 fn ip(args: &[&str]) -> io::Result<()> {
@@ -51,48 +46,180 @@ fn ip(args: &[&str]) -> io::Result<()> {
     }
 }
 
+/// Runs `commands` (one per line, as `ip -batch` reads them) in namespace `ns`.
+fn ip_batch(ns: &str, commands: &str) -> io::Result<()> {
+    let mut child = Command::new("ip")
+        .args(["-n", ns, "-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot run ip ({e}): install iproute2")))?;
+    child
+        .stdin
+        .take()
+        .expect("piped")
+        .write_all(commands.as_bytes())?;
+    let out = child.wait_with_output()?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(io::Error::other(format!(
+            "ip -n {ns} -batch failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
 const PREFIX: &str = "mt";
 
-impl NetnsPair {
-    /// Creates `mt<pid>-<tag>-a` and `-b` with `tun0` at 10.77.`net`.1 and .2.
-    pub fn create(tag: &str, net: u8) -> io::Result<NetnsPair> {
+/// One host: its name (the scenario's), its namespace, address and TUN device.
+#[derive(Debug)]
+pub struct Host {
+    pub name: String,
+    pub ns: String,
+    pub addr: Ipv4Addr,
+    pub tun: Arc<File>,
+}
+
+/// Hosts in namespaces of their own, deleted when dropped.
+#[derive(Debug)]
+pub struct Hosts {
+    hosts: Vec<Host>,
+    /// Namespaces made so far (all of them once created): what Drop deletes.
+    made: Vec<String>,
+}
+
+/// The address of the `k`-th host (from 0) on 10.77.0.0/16.
+pub fn host_addr(k: usize) -> Ipv4Addr {
+    let n = k + 1;
+    Ipv4Addr::new(10, 77, (n >> 8) as u8, (n & 0xff) as u8)
+}
+
+/// At most this many hosts (the /16, less the network and broadcast addresses).
+pub const MAX_HOSTS: usize = 65_533;
+
+impl Hosts {
+    /// Creates a namespace `mt<pid>-<tag><serial>-<k>` for each name, with `tun0` at
+    /// [`host_addr`]`(k)`.
+    pub fn create(tag: &str, names: &[&str]) -> io::Result<Hosts> {
+        if names.len() > MAX_HOSTS {
+            return Err(io::Error::other(format!(
+                "{} hosts: namespace mode addresses at most {MAX_HOSTS}",
+                names.len()
+            )));
+        }
         let pid = std::process::id();
-        let a = format!("{PREFIX}{pid}-{tag}-a");
-        let b = format!("{PREFIX}{pid}-{tag}-b");
-        let addr_a = Ipv4Addr::new(10, 77, net, 1);
-        let addr_b = Ipv4Addr::new(10, 77, net, 2);
-        ip(&["netns", "add", &a])?;
-        // From here on, a failure deletes what was made (Drop).
-        let mut pair = NetnsPair {
-            a: a.clone(),
-            b: b.clone(),
-            addr_a,
-            addr_b,
-            tun_a: Arc::new(File::open("/dev/null")?),
-            tun_b: Arc::new(File::open("/dev/null")?),
+        // Unique within the process too: runs and tests make hosts concurrently.
+        static SERIAL: AtomicUsize = AtomicUsize::new(0);
+        let serial = SERIAL.fetch_add(1, Ordering::Relaxed);
+        let mut hosts = Hosts {
+            hosts: Vec::with_capacity(names.len()),
+            made: Vec::with_capacity(names.len()),
         };
-        ip(&["netns", "add", &b])?;
-        pair.tun_a = Arc::new(tun_in(&a)?);
-        pair.tun_b = Arc::new(tun_in(&b)?);
-        for (ns, addr) in [(&a, addr_a), (&b, addr_b)] {
-            ip(&["-n", ns, "link", "set", "lo", "up"])?;
-            ip(&[
-                "-n",
-                ns,
-                "addr",
-                "add",
-                &format!("{addr}/24"),
-                "dev",
-                "tun0",
-            ])?;
+        for (k, name) in names.iter().enumerate() {
+            let ns = format!("{PREFIX}{pid}-{tag}{serial}-{k}");
+            ip(&["netns", "add", &ns])?;
+            // From here on, a failure deletes what was made (Drop).
+            hosts.made.push(ns.clone());
+            let tun = Arc::new(tun_in(&ns)?);
+            let addr = host_addr(k);
             // The TUN device's own queue must not drop what the emulator has not read yet:
             // the model's queue is the one that decides (the default, 500 packets, overflows
             // in a burst at 1 Gbit/s with tens of ms of round trip).
-            ip(&["-n", ns, "link", "set", "tun0", "txqueuelen", "20000", "up"])?;
+            ip_batch(
+                &ns,
+                &format!(
+                    "link set lo up\n\
+                     addr add {addr}/16 dev tun0\n\
+                     link set tun0 txqueuelen 20000 up\n\
+                     route add 224.0.0.0/4 dev tun0\n"
+                ),
+            )?;
+            hosts.hosts.push(Host {
+                name: name.to_string(),
+                ns,
+                addr,
+                tun,
+            });
         }
-        Ok(pair)
+        Ok(hosts)
     }
 
+    pub fn hosts(&self) -> &[Host] {
+        &self.hosts
+    }
+
+    /// The host named `name`.
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.hosts.iter().position(|h| h.name == name)
+    }
+
+    /// A command to run in host `k`'s namespace.
+    pub fn command(&self, k: usize, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.hosts[k].ns, program]);
+        c
+    }
+
+    /// Runs `f` on a thread inside host `k`'s namespace: sockets it opens belong to the host.
+    pub fn run_in<T: Send>(&self, k: usize, f: impl FnOnce() -> T + Send) -> io::Result<T> {
+        enter_and_run(&self.hosts[k].ns, f)
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for ns in &self.made {
+            let _ = ip(&["netns", "del", ns]);
+        }
+    }
+}
+
+/// Runs `f` on a thread of its own that has entered namespace `ns` (setns changes only the
+/// calling thread's namespace).
+fn enter_and_run<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> io::Result<T> {
+    let target = File::open(format!("/var/run/netns/{ns}"))?;
+    std::thread::scope(|s| {
+        s.spawn(move || -> io::Result<T> {
+            // SAFETY: setns with a valid namespace descriptor and CLONE_NEWNET affects only
+            // this thread, which ends right after `f`.
+            if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(f())
+        })
+        .join()
+        .map_err(|_| io::Error::other("the namespace thread panicked"))?
+    })
+}
+
+/// Two namespaces joined by the emulator: hosts `a` and `b`.
+pub struct NetnsPair {
+    pub a: String,
+    pub b: String,
+    pub addr_a: Ipv4Addr,
+    pub addr_b: Ipv4Addr,
+    pub tun_a: Arc<File>,
+    pub tun_b: Arc<File>,
+    hosts: Hosts,
+}
+
+impl NetnsPair {
+    /// Creates `mt<pid>-<tag><serial>-0` (a) and `-1` (b), with `tun0` at 10.77.0.1 and .2.
+    pub fn create(tag: &str) -> io::Result<NetnsPair> {
+        let hosts = Hosts::create(tag, &["a", "b"])?;
+        let [a, b] = [&hosts.hosts[0], &hosts.hosts[1]];
+        Ok(NetnsPair {
+            a: a.ns.clone(),
+            b: b.ns.clone(),
+            addr_a: a.addr,
+            addr_b: b.addr,
+            tun_a: a.tun.clone(),
+            tun_b: b.tun.clone(),
+            hosts,
+        })
+    }
     /// The two routes between the namespaces: a → b over link 0, b → a over link 1.
     pub fn routes(&self) -> Vec<Route> {
         let route = |from: &Arc<File>, to: &Arc<File>, link| Route {
@@ -131,37 +258,14 @@ impl NetnsPair {
 
     /// A command to run in namespace `a` (`true`) or `b`.
     pub fn command(&self, in_a: bool, program: &str) -> Command {
-        let mut c = Command::new("ip");
-        c.args([
-            "netns",
-            "exec",
-            if in_a { &self.a } else { &self.b },
-            program,
-        ]);
-        c
-    }
-}
-
-impl Drop for NetnsPair {
-    fn drop(&mut self) {
-        for ns in [&self.a, &self.b] {
-            let _ = ip(&["netns", "del", ns]);
-        }
+        self.hosts.command(if in_a { 0 } else { 1 }, program)
     }
 }
 
 /// Opens a TUN device `tun0` inside namespace `ns` (IFF_TUN | IFF_NO_PI: bare IP packets),
 /// non-blocking.
 fn tun_in(ns: &str) -> io::Result<File> {
-    let ns = ns.to_string();
-    // setns changes the calling thread's namespace: do it on a thread of its own.
-    std::thread::spawn(move || -> io::Result<File> {
-        let target = File::open(format!("/var/run/netns/{ns}"))?;
-        // SAFETY: setns with a valid namespace descriptor and CLONE_NEWNET affects only this
-        // thread, which ends right after.
-        if unsafe { libc::setns(target.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+    enter_and_run(ns, || -> io::Result<File> {
         let tun = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -181,9 +285,7 @@ fn tun_in(ns: &str) -> io::Result<File> {
             libc::fcntl(tun.as_raw_fd(), libc::F_SETFL, fl | libc::O_NONBLOCK);
         }
         Ok(tun)
-    })
-    .join()
-    .map_err(|_| io::Error::other("the namespace thread panicked"))?
+    })?
 }
 
 /// Deletes the namespaces of emulator runs whose process is gone (killed before it could

@@ -1,10 +1,12 @@
 //! Network-namespace mode with real programs: iperf3 (from Debian) in two namespaces joined
 //! only by the emulator. UDP: iperf3's loss is what the link model, fed the packets' arrivals,
 //! drops (replayed in virtual time). TCP (the kernel's): the rate is the link's, less headers.
+//! Hosts of a star routed by destination: a multicast group crosses a shared link once and is
+//! copied where its receivers' paths part.
 //! Needs root, `ip` and iperf3; every namespace and process is removed, also on failure.
 
-use metronome_emu::fabric::{Datagram, Fabric, Input};
-use metronome_emu::netns::{remove_stale, NetnsPair};
+use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath, Input};
+use metronome_emu::netns::{remove_stale, Hosts, NetnsPair};
 use metronome_netsim::{Link, LinkConfig, SendOutcome};
 use metronome_rt::clock::Clock;
 use std::process::{Child, Stdio};
@@ -25,7 +27,6 @@ impl Drop for Running {
 /// the client's JSON and the fabric's record of what entered it.
 fn iperf3(
     tag: &str,
-    net: u8,
     ab: LinkConfig,
     ba: LinkConfig,
     client_args: &[&str],
@@ -39,7 +40,7 @@ fn iperf3(
         "iperf3 is missing: install it with `apt-get install iperf3` (scripts/test.sh does)"
     );
     remove_stale();
-    let pair = NetnsPair::create(tag, net).expect("namespaces (this test needs root)");
+    let pair = NetnsPair::create(tag).expect("namespaces (this test needs root)");
     let links: Vec<Link<Datagram>> = vec![Link::new(ab, 5), Link::new(ba, 6)];
     let routes = pair.routes();
     let mut fabric = Fabric::new(links, routes, Clock::new()).unwrap();
@@ -91,7 +92,6 @@ fn iperf3_udp_loses_what_the_link_model_drops() {
     };
     let (v, inputs) = iperf3(
         "udp",
-        201,
         ab.clone(),
         ba,
         &["-u", "-b", "2M", "-l", "1470", "-t", "4"],
@@ -133,7 +133,7 @@ fn kernel_tcp_gets_the_links_rate() {
         ..LinkConfig::default()
     };
     // -O 2: leave slow start out of the figure.
-    let (v, _) = iperf3("tcp", 202, ab, ba, &["-t", "6", "-O", "2"]);
+    let (v, _) = iperf3("tcp", ab, ba, &["-t", "6", "-O", "2"]);
     let bps = v["end"]["sum_received"]["bits_per_second"]
         .as_f64()
         .unwrap();
@@ -144,4 +144,122 @@ fn kernel_tcp_gets_the_links_rate() {
         (bps - expect).abs() / expect < 0.02,
         "{bps:.0} bit/s, expected {expect:.0}"
     );
+}
+
+/// A star: a sender behind a shared link 0, two receivers behind links 1 and 2 (the second
+/// lossy). A multicast datagram crosses link 0 once; each receiver gets what its own link
+/// passes. Unicast to one receiver crosses only its links.
+#[test]
+fn multicast_crosses_a_shared_link_once_and_is_copied_where_paths_part() {
+    use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+    remove_stale();
+    let hosts = Hosts::create("mc", &["src", "r1", "r2"]).expect("namespaces (needs root)");
+    let group = Ipv4Addr::new(239, 77, 0, 1);
+    let addr = |k: usize| hosts.hosts()[k].addr;
+    let link = |loss: f64| {
+        Link::new(
+            LinkConfig {
+                delay: Duration::from_millis(2),
+                loss: metronome_netsim::LossModel::Bernoulli(loss),
+                ..LinkConfig::default()
+            },
+            9,
+        )
+    };
+    let links: Vec<Link<Datagram>> = vec![link(0.0), link(0.0), link(0.3)];
+    let net = HostNet {
+        devices: hosts.hosts().iter().map(|h| h.tun.clone()).collect(),
+        paths: vec![
+            HostPath {
+                from: 0,
+                dst: group,
+                to: vec![(1, vec![0, 1]), (2, vec![0, 2])],
+            },
+            HostPath {
+                from: 0,
+                dst: addr(1),
+                to: vec![(1, vec![0, 1])],
+            },
+        ],
+    };
+    let fabric = Fabric::routed(links, net, Clock::new()).unwrap();
+    let open = |k: usize, join: bool| {
+        hosts
+            .run_in(k, move || {
+                let s = UdpSocket::bind("0.0.0.0:5000").unwrap();
+                if join {
+                    s.join_multicast_v4(&group, &Ipv4Addr::UNSPECIFIED).unwrap();
+                }
+                s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+                s
+            })
+            .unwrap()
+    };
+    let (r1, r2) = (open(1, true), open(2, true));
+    let tx = hosts
+        .run_in(0, || UdpSocket::bind("0.0.0.0:0").unwrap())
+        .unwrap();
+    let stop = AtomicBool::new(false);
+    let count = |s: &UdpSocket, stop: &AtomicBool| {
+        let (mut mc, mut uc) = (0u32, 0u32);
+        let mut buf = [0u8; 2048];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, _)) = s.recv_from(&mut buf) {
+                match &buf[..n.min(1)] {
+                    b"m" => mc += 1,
+                    b"u" => uc += 1,
+                    _ => {}
+                }
+            }
+        }
+        (mc, uc)
+    };
+    let n = 400u32;
+    let (stats, got1, got2) = std::thread::scope(|s| {
+        let f = s.spawn(|| fabric.run(&stop, None));
+        let stop_rx = AtomicBool::new(false);
+        let (h1, h2) = std::thread::scope(|s2| {
+            let h1 = s2.spawn(|| count(&r1, &stop_rx));
+            let h2 = s2.spawn(|| count(&r2, &stop_rx));
+            std::thread::sleep(Duration::from_millis(100));
+            for _ in 0..n {
+                tx.send_to(b"m", SocketAddrV4::new(group, 5000)).unwrap();
+                tx.send_to(b"u", SocketAddrV4::new(addr(1), 5000)).unwrap();
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            stop_rx.store(true, Ordering::Relaxed);
+            (h1.join().unwrap(), h2.join().unwrap())
+        });
+        stop.store(true, Ordering::Relaxed);
+        (f.join().unwrap(), h1, h2)
+    });
+    let [l0, l1, l2] = [&stats.links[0], &stats.links[1], &stats.links[2]];
+    eprintln!(
+        "r1 {got1:?} r2 {got2:?} links {:?}",
+        [l0.sent, l1.sent, l2.sent]
+    );
+    // Link 0 carried each multicast datagram once, and each unicast one.
+    assert_eq!(l0.sent, 2 * n as u64, "{stats:?}");
+    assert_eq!(l1.sent, 2 * n as u64);
+    assert_eq!(l2.sent, n as u64, "r2 gets the group only");
+    assert_eq!(got1, (n, n), "lossless to r1");
+    assert_eq!(got2.1, 0);
+    assert_eq!(
+        got2.0 as u64,
+        l2.sent - l2.lost,
+        "r2 gets what its link passes"
+    );
+    assert!(l2.lost > 60 && l2.lost < 180, "30 % of {n}: {}", l2.lost);
+    drop(hosts);
+    let left = String::from_utf8(
+        std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let me = format!("mt{}-mc-", std::process::id());
+    assert!(!left.contains(&me), "namespaces left: {left}");
 }

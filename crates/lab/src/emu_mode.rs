@@ -1,16 +1,21 @@
-//! A scenario point on real sockets, in real time: the scenario's links as an emulator
-//! [`Fabric`] (the same link models, seeded as the simulator seeds them, on the same routes),
-//! real paced UDP senders, and receivers that measure with kernel timestamps. It writes the
+//! A scenario point on real sockets, in real time (root): each of the scenario's hosts (the
+//! nodes that send or receive) is a network namespace, and the scenario's links join them as
+//! an emulator [`Fabric`] (the same link models, seeded as the simulator seeds them, on the
+//! same routes; a multicast group is copied where its receivers' paths part). It writes the
 //! same figures as the simulator, so `lab compare` can put the two modes side by side.
 //!
-//! So far emu mode runs unicast UDP flows (iperf-like, constant rate or square wave); TCP,
-//! RTP and multicast flows are refused with a message until they join it.
+//! - UDP flows (unicast or to a group): one paced sender thread sends every flow's datagrams
+//!   from a socket in its host, each at its time; a receiver in each receiving host measures
+//!   with the kernel's receive timestamps.
+//! - TCP flows: iperf3 (Debian's), the kernel's TCP with the flow's congestion control.
+//! - RTP flows are refused with a message until they join it.
 
 use crate::closed_form;
 use crate::model::{self, LinkPlan};
 use crate::results::{EmuFacts, PointResult};
 use crate::wall::Stopwatch;
-use metronome_emu::fabric::{Datagram, Fabric, Route};
+use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath};
+use metronome_emu::netns::{remove_stale, Hosts};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::IntervalFigures;
 use metronome_netsim::sim::meter::Meter;
@@ -22,7 +27,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_rt::wait::{WaitMode, Waiter};
 use metronome_spec::scenario::{FlowDecl, FlowKind, Point, RateShape, Scenario};
 use metronome_time::Timestamp;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -91,6 +96,7 @@ impl Pacer {
 /// One flow's sender state.
 struct Sending<'a> {
     f: &'a FlowDecl,
+    sock: UdpSocket,
     to: SocketAddr,
     pacer: Pacer,
     /// Time of the next datagram from the flow's start (`None`: done).
@@ -103,9 +109,6 @@ struct Sending<'a> {
 /// waiting thread, not one per flow, so that senders do not take the emulator's CPU.
 /// Returns each flow's (datagrams, bytes on the wire) sent.
 fn send_all(flows: Vec<Sending>, clock: Clock, origin: Timestamp) -> Vec<(u64, u64)> {
-    let Ok(sock) = UdpSocket::bind("127.0.0.1:0") else {
-        return vec![(0, 0); flows.len()];
-    };
     let mut flows = flows;
     let mut waiter = Waiter::new(WaitMode::SleepSpin);
     let mut buf = vec![0u8; 65_536];
@@ -132,7 +135,7 @@ fn send_all(flows: Vec<Sending>, clock: Clock, origin: Timestamp) -> Vec<(u64, u
         let len = x.pacer.payload as usize;
         buf[..8].copy_from_slice(&x.sent.to_be_bytes());
         buf[8..16].copy_from_slice(&now.as_nanos().to_be_bytes());
-        if sock.send_to(&buf[..len], x.to).is_ok() {
+        if x.sock.send_to(&buf[..len], x.to).is_ok() {
             x.sent += 1;
             x.bytes += (x.pacer.payload + OVERHEAD) as u64;
         }
@@ -234,29 +237,137 @@ fn emu_facts(
 
 /// What emu mode cannot run yet, said plainly.
 fn refuse(s: &Scenario) -> Result<(), String> {
-    let tcp = s
-        .flows
-        .iter()
-        .filter(|f| matches!(f.kind, FlowKind::Tcp { .. }))
-        .count();
-    if tcp == s.flows.len() {
-        return Ok(());
-    }
     for f in &s.flows {
-        match f.kind {
-            FlowKind::Udp { .. } if f.to.len() == 1 => {}
-            FlowKind::Udp { .. } => {
-                return Err(format!("flow '{}': emu mode runs unicast UDP flows so far; a multicast group is not yet emulated (use --mode sim)", f.name))
-            }
-            FlowKind::Tcp { .. } => {
-                return Err(format!("flow '{}': emu mode runs a scenario's TCP flows (kernel TCP in namespaces) or its UDP flows, not both yet (use --mode sim)", f.name))
-            }
-            FlowKind::Rtp { .. } => {
-                return Err(format!("flow '{}': emu mode does not run RTP flows yet (use --mode sim)", f.name))
-            }
+        if let FlowKind::Rtp { .. } = f.kind {
+            return Err(format!(
+                "flow '{}': emu mode does not run RTP flows yet (use --mode sim)",
+                f.name
+            ));
+        }
+        if matches!(f.kind, FlowKind::Tcp { .. }) && f.to.len() != 1 {
+            return Err(format!(
+                "flow '{}': a TCP flow has one receiver, not {}",
+                f.name,
+                f.to.len()
+            ));
         }
     }
     Ok(())
+}
+
+/// The port of flow `i` (its receivers listen on it; iperf3's server too).
+fn flow_port(i: usize) -> u16 {
+    5201 + i as u16
+}
+
+/// The group address of flow `i` when it has several receivers.
+fn flow_group(i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(239, 77, (i >> 8) as u8, (i & 0xff) as u8)
+}
+
+/// The scenario's hosts: every node a flow starts or ends at, in the order they appear.
+fn host_names(s: &Scenario) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for f in &s.flows {
+        for n in std::iter::once(&f.from).chain(&f.to) {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    names
+}
+
+/// Where each host's packets go: to every other host by the scenario's shortest paths, and
+/// to each multicast flow's group along its receivers' paths.
+fn host_net(
+    s: &Scenario,
+    sim: &mut metronome_netsim::sim::Sim,
+    hosts: &Hosts,
+) -> Result<HostNet, String> {
+    let names = host_names(s);
+    let node = |sim: &mut metronome_netsim::sim::Sim, n: &str| {
+        sim.net_mut()
+            .node_by_name(n)
+            .ok_or_else(|| format!("no node '{n}'"))
+    };
+    let nodes: Vec<_> = names
+        .iter()
+        .map(|n| node(sim, n))
+        .collect::<Result<_, _>>()?;
+    let path = |sim: &mut metronome_netsim::sim::Sim, i: usize, j: usize| -> Option<Vec<usize>> {
+        let p = sim.net_mut().path(nodes[i], nodes[j])?;
+        Some(p.iter().map(|l| l.0 as usize).collect())
+    };
+    let mut paths = Vec::new();
+    for i in 0..names.len() {
+        for j in (0..names.len()).filter(|&j| j != i) {
+            // A pair the topology does not join gets no path: its packets are unroutable.
+            if let Some(links) = path(sim, i, j) {
+                paths.push(HostPath {
+                    from: i,
+                    dst: hosts.hosts()[j].addr,
+                    to: vec![(j, links)],
+                });
+            }
+        }
+    }
+    for (k, f) in s.flows.iter().enumerate().filter(|(_, f)| f.to.len() > 1) {
+        let from = host_index(&names, &f.from);
+        let mut to = Vec::new();
+        for m in &f.to {
+            let j = host_index(&names, m);
+            let links = path(sim, from, j)
+                .ok_or_else(|| format!("flow '{}': no route from {} to {m}", f.name, f.from))?;
+            to.push((j, links));
+        }
+        paths.push(HostPath {
+            from,
+            dst: flow_group(k),
+            to,
+        });
+    }
+    Ok(HostNet {
+        devices: hosts.hosts().iter().map(|h| h.tun.clone()).collect(),
+        paths,
+    })
+}
+
+fn host_index(names: &[String], n: &str) -> usize {
+    names
+        .iter()
+        .position(|x| x == n)
+        .expect("every flow's nodes are hosts")
+}
+
+/// A UDP flow's receiving sockets, one per receiving host, opened in the hosts (joined to
+/// the group for several).
+fn open_receivers(
+    hosts: &Hosts,
+    names: &[String],
+    k: usize,
+    f: &FlowDecl,
+) -> Result<Vec<UdpReceiver>, String> {
+    let o = SocketOptions {
+        buffer_bytes: 8 << 20,
+        read_timeout: Some(Duration::from_millis(50)),
+    };
+    let port = flow_port(k);
+    f.to.iter()
+        .map(|m| {
+            let j = host_index(names, m);
+            let addr = hosts.hosts()[j].addr;
+            let url = if f.to.len() > 1 {
+                RtpUrl::multicast(SocketAddr::from((flow_group(k), port)), Some(addr))
+            } else {
+                RtpUrl::unicast(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))
+            };
+            hosts
+                .run_in(j, move || UdpReceiver::open(&url, &o))
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("flow '{}': receiver at {m}: {e}", f.name))
+        })
+        .collect()
 }
 
 /// Runs one point on real sockets.
@@ -267,147 +378,159 @@ pub fn run_point(
     dir: Option<&Path>,
 ) -> Result<PointResult, String> {
     refuse(s)?;
-    if s.flows
-        .iter()
-        .all(|f| matches!(f.kind, FlowKind::Tcp { .. }))
-    {
-        return run_tcp_point(point, s, seed, dir);
-    }
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
+    remove_stale();
     let (mut sim, plans) = model::network(s, seed, dir)?;
     let closed = closed_form::for_scenario(s, &mut sim);
-    let links = emulated_links(plans, seed);
-    let o = SocketOptions {
-        buffer_bytes: 8 << 20,
-        read_timeout: Some(Duration::from_millis(50)),
-    };
-    let any: SocketAddr = "127.0.0.1:0".parse().expect("a valid address");
-    let mut receivers = Vec::new();
-    let mut routes = Vec::new();
-    for f in &s.flows {
-        let net = sim.net_mut();
-        let (a, b) = (net.node_by_name(&f.from), net.node_by_name(&f.to[0]));
-        let path = a
-            .zip(b)
-            .and_then(|(a, b)| net.path(a, b))
-            .ok_or_else(|| format!("flow '{}': no route from {} to {}", f.name, f.from, f.to[0]))?;
-        let rx = UdpReceiver::open(&RtpUrl::unicast(any), &o).map_err(|e| e.to_string())?;
-        let dest = rx.local_addr().map_err(|e| e.to_string())?;
-        routes.push(Route::udp(
-            any,
-            path.iter().map(|l| l.0 as usize).collect(),
-            dest,
-        ));
-        receivers.push(rx);
-    }
+    let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
+    let names = host_names(s);
+    let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let hosts = Hosts::create(&format!("p{}", point.index), &name_refs)
+        .map_err(|e| format!("cannot make the scenario's hosts: {e}"))?;
+    let net = host_net(s, &mut sim, &hosts)?;
     let clock = Clock::new();
-    let fabric = Fabric::new(links, routes, clock).map_err(|e| e.to_string())?;
-    let inputs: Vec<SocketAddr> = (0..s.flows.len())
-        .map(|r| fabric.input_addr(r))
-        .collect::<Result<_, _>>()
-        .map_err(|e| e.to_string())?;
+    let fabric =
+        Fabric::routed(emulated_links(plans, seed), net, clock).map_err(|e| e.to_string())?;
+    // Every UDP receiver is open before anything is sent.
+    let mut receivers = Vec::new();
+    let mut sending = Vec::new();
+    for (k, f) in s.flows.iter().enumerate() {
+        let FlowKind::Udp { payload, rate } = f.kind else {
+            receivers.push(Vec::new());
+            continue;
+        };
+        receivers.push(open_receivers(&hosts, &names, k, f)?);
+        let from = host_index(&names, &f.from);
+        let sock = hosts
+            .run_in(from, || UdpSocket::bind("0.0.0.0:0"))
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("flow '{}': sender at {}: {e}", f.name, f.from))?;
+        let dst = if f.to.len() > 1 {
+            flow_group(k)
+        } else {
+            hosts.hosts()[host_index(&names, &f.to[0])].addr
+        };
+        sending.push((
+            k,
+            Sending {
+                f,
+                sock,
+                to: SocketAddr::from((dst, flow_port(k))),
+                // Room for the number and the send time.
+                pacer: Pacer {
+                    payload: payload.max(16),
+                    rate,
+                    carry: 0,
+                },
+                next: Some(Duration::ZERO),
+                sent: 0,
+                bytes: 0,
+            },
+        ));
+    }
     let origin = clock.now() + LEAD;
     let end = origin + model::end_time(s).saturating_since(Timestamp::ZERO);
     let (stop_fabric, stop_rx) = (AtomicBool::new(false), AtomicBool::new(false));
     let (fabric_stats, flows) = std::thread::scope(|scope| {
         let fab = scope.spawn(|| fabric.run(&stop_fabric, None));
         let mut rx_threads = Vec::new();
-        for (f, rx) in s.flows.iter().zip(receivers) {
-            let FlowKind::Udp { payload, rate } = f.kind else {
-                unreachable!("refused above")
-            };
-            let pacer = Pacer {
-                payload,
-                rate,
-                carry: 0,
-            };
-            let bound = (f.duration.as_secs_f64() * pacer.peak() as f64 / (payload as f64 * 8.0))
-                as u64
-                + 2;
-            let meter = Meter::new(s.interval, s.histograms);
-            let stop = &stop_rx;
-            rx_threads.push(scope.spawn(move || receive(rx, clock, origin, bound, meter, stop)));
+        for (f, rxs) in s.flows.iter().zip(receivers) {
+            let mut threads = Vec::new();
+            for rx in rxs {
+                let FlowKind::Udp { payload, rate } = f.kind else {
+                    unreachable!("only UDP flows have receivers here")
+                };
+                let pacer = Pacer {
+                    payload,
+                    rate,
+                    carry: 0,
+                };
+                let bound = (f.duration.as_secs_f64() * pacer.peak() as f64
+                    / (payload as f64 * 8.0)) as u64
+                    + 2;
+                let meter = Meter::new(s.interval, s.histograms);
+                let stop = &stop_rx;
+                threads.push(scope.spawn(move || receive(rx, clock, origin, bound, meter, stop)));
+            }
+            rx_threads.push(threads);
         }
-        let sending: Vec<Sending> = s
+        let tcp: Vec<_> = s
             .flows
             .iter()
-            .zip(&inputs)
-            .map(|(f, to)| {
-                let FlowKind::Udp { payload, rate } = f.kind else {
-                    unreachable!("refused above")
-                };
-                Sending {
-                    f,
-                    to: *to,
-                    // Room for the number and the send time.
-                    pacer: Pacer {
-                        payload: payload.max(16),
-                        rate,
-                        carry: 0,
-                    },
-                    next: Some(Duration::ZERO),
-                    sent: 0,
-                    bytes: 0,
-                }
+            .enumerate()
+            .filter(|(_, f)| matches!(f.kind, FlowKind::Tcp { .. }))
+            .map(|(k, f)| {
+                let (hosts, names) = (&hosts, &names);
+                (
+                    k,
+                    scope.spawn(move || iperf3_flow(k, f, hosts, names, s.interval, clock, origin)),
+                )
             })
             .collect();
-        let sent = send_all(sending, clock, origin);
+        let order: Vec<usize> = sending.iter().map(|(k, _)| *k).collect();
+        let sent = send_all(sending.into_iter().map(|(_, x)| x).collect(), clock, origin);
+        let mut reports: Vec<Option<Result<FlowReport, String>>> = vec![None; s.flows.len()];
+        for (k, h) in tcp {
+            reports[k] = Some(
+                h.join()
+                    .unwrap_or_else(|_| Err("iperf3 thread failed".into())),
+            );
+        }
         // The drain: what is in flight arrives.
-        let left = end.saturating_since(clock.now());
-        std::thread::sleep(left);
+        std::thread::sleep(end.saturating_since(clock.now()));
         stop_fabric.store(true, Ordering::Relaxed);
         let fabric_stats = fab.join().ok();
         stop_rx.store(true, Ordering::Relaxed);
-        let meters: Vec<Meter> = rx_threads
+        let mut meters: Vec<Vec<Meter>> = rx_threads
             .into_iter()
-            .filter_map(|h| h.join().ok())
+            .map(|t| t.into_iter().filter_map(|h| h.join().ok()).collect())
             .collect();
-        let flows: Vec<FlowReport> = s
-            .flows
-            .iter()
-            .zip(meters)
-            .zip(sent)
-            .map(|((f, mut m), (n, bytes))| report(f, &mut m, n, bytes))
-            .collect();
-        (fabric_stats, flows)
+        for (k, (n, bytes)) in order.into_iter().zip(sent) {
+            let f = &s.flows[k];
+            reports[k] = Some(Ok(udp_report(f, &mut meters[k], n, bytes)));
+        }
+        (fabric_stats, reports)
     });
+    let flows = flows
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err("a flow did not run".into())))
+        .collect::<Result<Vec<_>, _>>()?;
     let fabric_stats = fabric_stats.ok_or("the emulator's thread failed")?;
+    drop(hosts);
     let mut r = point_result(point, s, &sim, seed, &fabric_stats, flows);
     r.wall_s = watch.seconds();
     r.closed_form = closed;
+    r.tcp_expected = tcp_expected;
     r.emu = Some(emu_facts(&fabric_stats, &host));
     Ok(r)
 }
 
-fn report(f: &FlowDecl, meter: &mut Meter, sent: u64, bytes: u64) -> FlowReport {
-    let (target, start) = match f.kind {
-        FlowKind::Udp { rate, .. } => (
-            match rate {
-                RateShape::Constant(r) => r,
-                RateShape::Square {
-                    high_bps, low_bps, ..
-                } => high_bps.max(low_bps),
-            },
-            f.start,
-        ),
-        _ => (0, f.start),
+fn udp_report(f: &FlowDecl, meters: &mut [Meter], sent: u64, bytes: u64) -> FlowReport {
+    let target = match f.kind {
+        FlowKind::Udp { rate, .. } => match rate {
+            RateShape::Constant(r) => r,
+            RateShape::Square {
+                high_bps, low_bps, ..
+            } => high_bps.max(low_bps),
+        },
+        _ => 0,
     };
     FlowReport {
         name: f.name.clone(),
         kind: "udp".into(),
         src: f.from.clone(),
         target_bps: target,
-        start_ns: start.as_nanos() as u64,
+        start_ns: f.start.as_nanos() as u64,
         duration_ns: f.duration.as_nanos() as u64,
         sent_packets: sent,
         sent_bytes: bytes,
-        receivers: vec![ReceiverReport::from_meter(
-            f.to[0].clone(),
-            meter,
-            sent,
-            f.duration,
-        )],
+        receivers: f
+            .to
+            .iter()
+            .zip(meters.iter_mut())
+            .map(|(m, meter)| ReceiverReport::from_meter(m.clone(), meter, sent, f.duration))
+            .collect(),
     }
 }
 
@@ -421,80 +544,17 @@ impl Drop for Running {
     }
 }
 
-/// A point whose flows are all TCP, in namespace mode (root): each flow's two hosts are
-/// namespaces joined only by the emulator's fabric, on the scenario's routes there and back;
-/// iperf3 runs the kernel's TCP between them (its `-b` is the flow's rate, its `-C` the
-/// congestion control).
-fn run_tcp_point(
-    point: &Point,
-    s: &Scenario,
-    seed: u64,
-    dir: Option<&Path>,
-) -> Result<PointResult, String> {
-    use metronome_emu::netns::{remove_stale, NetnsPair};
-    let watch = Stopwatch::start();
-    let host = metronome_rt::host::HostWatch::start();
-    remove_stale();
-    let (mut sim, plans) = model::network(s, seed, dir)?;
-    let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
-    let links = emulated_links(plans, seed);
-    let mut pairs = Vec::new();
-    let mut routes = Vec::new();
-    for (i, f) in s.flows.iter().enumerate() {
-        let net = sim.net_mut();
-        let (a, b) = (net.node_by_name(&f.from), net.node_by_name(&f.to[0]));
-        let (there, back) = a
-            .zip(b)
-            .and_then(|(a, b)| Some((net.path(a, b)?, net.path(b, a)?)))
-            .ok_or_else(|| {
-                format!(
-                    "flow '{}': no route between {} and {}",
-                    f.name, f.from, f.to[0]
-                )
-            })?;
-        let pair = NetnsPair::create(&format!("f{i}"), 100 + i as u8).map_err(|e| e.to_string())?;
-        let mut r = pair.routes();
-        r[0].links = there.iter().map(|l| l.0 as usize).collect();
-        r[1].links = back.iter().map(|l| l.0 as usize).collect();
-        routes.extend(r);
-        pairs.push(pair);
-    }
-    let clock = Clock::new();
-    let fabric = Fabric::new(links, routes, clock).map_err(|e| e.to_string())?;
-    let stop = AtomicBool::new(false);
-    let (fabric_stats, flows) = std::thread::scope(|scope| {
-        let fab = scope.spawn(|| fabric.run(&stop, None));
-        let clients: Vec<_> = s
-            .flows
-            .iter()
-            .zip(&pairs)
-            .map(|(f, pair)| scope.spawn(move || iperf3_flow(f, pair, s.interval)))
-            .collect();
-        let flows: Vec<Result<FlowReport, String>> = clients
-            .into_iter()
-            .map(|c| {
-                c.join()
-                    .unwrap_or_else(|_| Err("iperf3 thread failed".into()))
-            })
-            .collect();
-        stop.store(true, Ordering::Relaxed);
-        (fab.join().ok(), flows)
-    });
-    let flows = flows.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let fabric_stats = fabric_stats.ok_or("the emulator's thread failed")?;
-    drop(pairs);
-    let mut r = point_result(point, s, &sim, seed, &fabric_stats, flows);
-    r.wall_s = watch.seconds();
-    r.tcp_expected = tcp_expected;
-    r.emu = Some(emu_facts(&fabric_stats, &host));
-    Ok(r)
-}
-
-/// One TCP flow by iperf3 in its namespaces: what its receiver got, per interval and in all.
+/// TCP flow `k` by iperf3 between its hosts, from the flow's start: what its receiver got,
+/// per interval and in all (iperf3's `-b` is the flow's rate, its `-C` the congestion
+/// control).
 fn iperf3_flow(
+    k: usize,
     f: &FlowDecl,
-    pair: &metronome_emu::netns::NetnsPair,
+    hosts: &Hosts,
+    names: &[String],
     interval: Duration,
+    clock: Clock,
+    origin: Timestamp,
 ) -> Result<FlowReport, String> {
     let FlowKind::Tcp {
         cc,
@@ -504,19 +564,23 @@ fn iperf3_flow(
     else {
         return Err(format!("flow '{}' is not TCP", f.name));
     };
-    std::thread::sleep(f.start);
-    let addr = pair.addr_b.to_string();
+    let (from, to) = (host_index(names, &f.from), host_index(names, &f.to[0]));
+    let addr = hosts.hosts()[to].addr.to_string();
+    let port = flow_port(k).to_string();
+    // The server is up before the flow starts (it takes a few hundred ms to listen).
     let _server = Running(
-        pair.command(false, "iperf3")
-            .args(["-s", "-1", "-B", &addr])
+        hosts
+            .command(to, "iperf3")
+            .args(["-s", "-1", "-B", &addr, "-p", &port])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
             .map_err(|e| format!("cannot run iperf3 ({e}): install it (apt-get install iperf3)"))?,
     );
-    std::thread::sleep(Duration::from_millis(300));
-    let mut c = pair.command(true, "iperf3");
-    c.args(["-c", &addr, "-J", "-C"]);
+    std::thread::sleep(Duration::from_millis(250));
+    std::thread::sleep((origin + f.start).saturating_since(clock.now()));
+    let mut c = hosts.command(from, "iperf3");
+    c.args(["-c", &addr, "-p", &port, "-J", "-C"]);
     c.arg(match cc {
         metronome_spec::scenario::TcpCc::Reno => "reno",
         metronome_spec::scenario::TcpCc::Cubic => "cubic",

@@ -218,6 +218,15 @@ impl Waiter {
         now
     }
 
+    /// Feeds the margin a sleep taken another way (a `ppoll` that also watches sockets, say)
+    /// that woke `oversleep_ns` after its target: the caller then sleeps until `deadline −`
+    /// [`margin_ns`](Self::margin_ns) and spins the rest, as [`wait_until`](Self::wait_until)
+    /// does.
+    pub fn record_sleep(&mut self, oversleep_ns: u64) {
+        self.stats.sleeps += 1;
+        self.record_oversleep(oversleep_ns);
+    }
+
     fn note_late(&mut self, late_ns: u64) {
         self.stats.max_late_ns = self.stats.max_late_ns.max(late_ns);
     }
