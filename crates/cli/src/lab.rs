@@ -7,6 +7,8 @@ use metronome_lab::run::{Mode, RunOptions};
 use metronome_lab::{builtin, compare, report};
 use metronome_spec::scenario::ScenarioFile;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 #[derive(Subcommand, Debug)]
 pub enum LabCommand {
@@ -96,9 +98,9 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
     Ok(Shard { index, count })
 }
 
-pub fn run(cmd: LabCommand) -> Result<(), String> {
+pub fn run(cmd: LabCommand, stop: Arc<AtomicBool>) -> Result<(), String> {
     match cmd {
-        LabCommand::Run(a) => run_scenario(a),
+        LabCommand::Run(a) => run_scenario(a, stop),
         LabCommand::List => {
             for b in builtin::BUILTINS {
                 println!("{:<16} {}", b.name, b.summary);
@@ -143,7 +145,7 @@ fn default_out(name: &str) -> PathBuf {
         .expect("some numbered directory is free")
 }
 
-fn run_scenario(a: RunArgs) -> Result<(), String> {
+fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
     let file = load(&a.scenario)?;
     let name = file
         .resolve(&file.points()[0])
@@ -159,6 +161,7 @@ fn run_scenario(a: RunArgs) -> Result<(), String> {
         seed: a.seed,
         out: out.clone(),
         progress: !a.quiet,
+        stop,
     };
     let summary = metronome_lab::run::run(&file, &opts)?;
     if !a.quiet {

@@ -79,7 +79,7 @@ fn main() -> ExitCode {
         Command::Recv(a) => recv::run(a, stop),
         Command::Demo(a) => demo::run(a, stop),
         Command::Sdp(a) => sdp::run(a),
-        Command::Lab(l) => lab::run(l).map_err(Into::into),
+        Command::Lab(l) => lab::run(l, stop).map_err(Into::into),
         Command::Emu(e) => emu::run(e, stop),
         Command::Bench(b) => bench::run(b, stop),
     };

@@ -199,3 +199,61 @@ fn bench_emu_reports_both_cases_side_by_side() {
     assert!(v["throughput_ratio"].as_f64().unwrap() > 0.0);
     assert!(!namespaces().contains("-bench-") && !namespaces().contains("-tbf-"));
 }
+
+/// `lab run --mode emu` stopped by Ctrl-C: the point running ends (its programs interrupted,
+/// its hosts removed), no other starts, and the run says it was interrupted.
+#[test]
+fn an_interrupted_lab_run_in_emu_mode_removes_its_hosts() {
+    let out = std::env::temp_dir().join(format!("metronome-lab-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out);
+    let run = Pair(
+        bin()
+            .args([
+                "lab",
+                "run",
+                "seed001-tcp",
+                "--mode",
+                "emu",
+                "--quiet",
+                "--out",
+            ])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mine = format!("mt{}-", run.0.id());
+    let mut made = false;
+    for _ in 0..200 {
+        if namespaces().contains(&mine) {
+            made = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(made, "the run made no hosts: {}", namespaces());
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
+    unsafe { libc::kill(run.0.id() as i32, libc::SIGINT) };
+    let mut run = run;
+    let mut status = None;
+    for _ in 0..150 {
+        if let Some(s) = run.0.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = status.expect("lab run did not stop within 15 s of SIGINT");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.0.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(
+        !namespaces().contains(&mine),
+        "left behind: {}",
+        namespaces()
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -137,6 +137,12 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 .collect::<Result<Vec<_>, _>>()?;
         let flow_seed = derive_seed(seed, 1_000_000 + i as u64);
         match &f.kind {
+            FlowKind::Command { .. } => {
+                return Err(format!(
+                    "flow '{}' runs a program (kind = \"command\"), and programs run only on real sockets: use --mode emu (as root)",
+                    f.name
+                ))
+            }
             FlowKind::Udp { payload, rate } => {
                 sim.add_flow(Box::new(udp(s, f, src, receivers, *payload, *rate)));
             }

@@ -6,6 +6,7 @@
 //! DIR/points/pNNN/flows.csv      one row per flow and receiver
 //! DIR/points/pNNN/intervals.csv  one row per flow, receiver and interval
 //! DIR/points/pNNN/packets.csv    one row per packet event (only with `trace = true`)
+//! DIR/points/pNNN/FLOW.stdout    a command flow's output (emu mode), and FLOW.stderr
 //! ```
 //!
 //! Units: times in ns, rates in bit/s, sizes in bytes on the wire (IP header included),
@@ -93,6 +94,30 @@ pub struct PointResult {
     /// Emu mode only: the emulator's own error and how busy the host was.
     #[serde(default)]
     pub emu: Option<EmuFacts>,
+    /// Emu mode only: the programs the command flows ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandRun>,
+}
+
+/// A program a command flow ran (emu mode), and how it ended.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CommandRun {
+    pub flow: String,
+    /// The host (scenario node) it ran in.
+    pub host: String,
+    /// The program and its arguments, with `@{…}` replaced.
+    pub argv: Vec<String>,
+    /// Its exit code (`None`: ended by a signal).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, if one did.
+    pub signal: Option<i32>,
+    /// Whether the lab stopped it (SIGINT, then SIGKILL 2 s later) at the end of its duration.
+    pub stopped: bool,
+    /// From its start to its end, ns.
+    pub ran_ns: u64,
+    /// Its standard output and error, relative to the results directory.
+    pub stdout: String,
+    pub stderr: String,
 }
 
 /// How well the emulator kept time in an emu-mode point.

@@ -10,8 +10,8 @@ use metronome_netsim::sim::packet::LinkId;
 use metronome_spec::scenario::{Point, Scenario, ScenarioFile};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// In virtual time, or on real sockets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,6 +45,9 @@ pub struct RunOptions {
     pub out: PathBuf,
     /// Show progress on stderr.
     pub progress: bool,
+    /// Set (by Ctrl-C, say) to end the run early: the point running stops and cleans up, no
+    /// other starts, and the run returns an error.
+    pub stop: Arc<AtomicBool>,
 }
 
 /// A point resolved and ready to run.
@@ -158,12 +161,24 @@ fn run_points(
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {
+                if opts.stop.load(Ordering::Relaxed) {
+                    break;
+                }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let seed = opts.seed.unwrap_or(job.scenario.seed);
                 let r = match opts.mode {
                     Mode::Sim => run_point(&job.point, &job.scenario, seed, &opts.out, dir),
-                    Mode::Emu => crate::emu_mode::run_point(&job.point, &job.scenario, seed, dir),
+                    Mode::Emu => crate::emu_mode::run_point(
+                        &job.point,
+                        &job.scenario,
+                        seed,
+                        crate::emu_mode::Where {
+                            scenario_dir: dir,
+                            out: &opts.out,
+                            stop: &opts.stop,
+                        },
+                    ),
                 };
                 *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
                 let n = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -181,7 +196,14 @@ fn run_points(
         .map(|m| {
             m.into_inner()
                 .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err("a point did not run".into()))
+                .unwrap_or_else(|| {
+                    Err(if opts.stop.load(Ordering::Relaxed) {
+                        "the run was interrupted (Ctrl-C or SIGTERM) before every point had run"
+                            .into()
+                    } else {
+                        "a point did not run".into()
+                    })
+                })
         })
         .collect()
 }
@@ -244,6 +266,7 @@ pub fn run_point(
         closed_form: closed,
         tcp_expected,
         emu: None,
+        commands: Vec::new(),
     })
 }
 

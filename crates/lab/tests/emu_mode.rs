@@ -33,6 +33,7 @@ fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {
         seed: None,
         out: dir.to_path_buf(),
         progress: false,
+        stop: Default::default(),
     };
     run(&file, &opts).unwrap()
 }
@@ -235,5 +236,100 @@ to = "bulk"
     let tcp = &emu.points[0].flows[1].receivers[0];
     eprintln!("tcp: {:.1} Mbit/s", tcp.throughput_bps / 1e6);
     assert!(tcp.throughput_bps > 5e6, "{tcp:?}");
+    assert_no_namespaces_left();
+}
+
+/// Flows that are real programs: iperf3's server and client as command flows in their hosts
+/// (the client names the server's address as `@{b}`), and a program that outlives its
+/// duration, which the lab interrupts. Their output is kept in the point's directory.
+#[test]
+fn command_flows_run_real_programs_in_their_hosts() {
+    let _one = serial();
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("metronome-emu-cmd-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let text = r#"
+name = "programs"
+duration = "4s"
+drain = "200ms"
+
+[links.poor]
+rate = "10mbit"
+delay = "20ms"
+netem_limit = 2
+
+[links.back]
+delay = "20ms"
+
+[topology]
+shape = "chain"
+nodes = ["a", "b"]
+link = "poor"
+
+[[link]]
+between = ["b", "a"]
+link = "back"
+
+[[flow]]
+name = "iperf3 server"
+kind = "command"
+from = "b"
+program = "iperf3"
+args = ["-s", "-1", "-J"]
+
+[[flow]]
+name = "iperf3 client"
+kind = "command"
+from = "a"
+to = "b"
+start = "500ms"
+program = "iperf3"
+args = ["-c", "@{b}", "-u", "-b", "2M", "-l", "1470", "-t", "2"]
+
+[[flow]]
+name = "sleeper"
+kind = "command"
+from = "a"
+duration = "1s"
+program = "sleep"
+args = ["30"]
+"#;
+    let file = ScenarioFile::parse(text, "the test's scenario").unwrap();
+    let opts = |mode, dir: &std::path::Path| RunOptions {
+        mode,
+        jobs: 1,
+        shard: Shard { index: 0, count: 1 },
+        seed: None,
+        out: dir.to_path_buf(),
+        progress: false,
+        stop: Default::default(),
+    };
+    let err = run(&file, &opts(Mode::Sim, &tmp.0.join("sim"))).unwrap_err();
+    assert!(err.contains("--mode emu"), "{err}");
+    let emu = run(&file, &opts(Mode::Emu, &tmp.0.join("emu"))).unwrap();
+    let runs = &emu.points[0].commands;
+    assert_eq!(runs.len(), 3, "{runs:?}");
+    let by = |flow: &str| runs.iter().find(|r| r.flow == flow).unwrap();
+    let (server, client, sleeper) = (by("iperf3 server"), by("iperf3 client"), by("sleeper"));
+    // Hosts are numbered as the flows name them: b (the server's) first.
+    assert_eq!(
+        client.argv[2], "10.77.0.1",
+        "@{{b}} is b's address: {client:?}"
+    );
+    assert_eq!(client.exit_code, Some(0), "{client:?}");
+    assert_eq!(server.exit_code, Some(0), "{server:?}");
+    assert!(!server.stopped && !client.stopped);
+    assert!(sleeper.stopped, "{sleeper:?}");
+    assert_eq!(sleeper.signal, Some(libc::SIGINT), "{sleeper:?}");
+    assert!(sleeper.ran_ns < 2_000_000_000, "{sleeper:?}");
+    assert_eq!(server.stdout, "points/p000/iperf3_server.stdout");
+    // The server's own report, kept: the poor link's netem limit drops about half.
+    let json = std::fs::read(tmp.0.join("emu").join(&server.stdout)).unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+    let lost = v["end"]["sum"]["lost_percent"].as_f64().unwrap();
+    eprintln!("iperf3 (a real program, through the emulator): lost {lost:.1} %");
+    assert!((35.0..75.0).contains(&lost), "{lost}");
+    let report = std::fs::read_to_string(tmp.0.join("emu/report.html")).unwrap();
+    assert!(report.contains("href=\"points/p000/iperf3_client.stdout\""));
     assert_no_namespaces_left();
 }

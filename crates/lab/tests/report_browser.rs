@@ -59,6 +59,7 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
         seed: None,
         out: out.clone(),
         progress: false,
+        stop: Default::default(),
     };
     run(&file, &opts).unwrap();
     let page = out.join("report.html");

@@ -20,6 +20,7 @@ fn tcp_follows_the_limit_rate_less_overhead() {
         seed: None,
         out: dir.clone(),
         progress: false,
+        stop: Default::default(),
     };
     let s = run(&file, &opts);
     let _ = std::fs::remove_dir_all(&dir);

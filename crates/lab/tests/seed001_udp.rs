@@ -37,6 +37,7 @@ fn run_builtin(tag: &str, jobs: usize) -> (TempDir, Summary) {
         seed: None,
         out: dir.0.clone(),
         progress: false,
+        stop: Default::default(),
     };
     let summary = run(&file, &opts).unwrap();
     (dir, summary)
@@ -134,6 +135,7 @@ fn the_same_seed_writes_the_same_figures_and_shards_merge() {
             seed: None,
             out: dir.0.clone(),
             progress: false,
+            stop: Default::default(),
         };
         parts.push(run(&file, &opts).unwrap());
         dirs.push(dir);

@@ -19,6 +19,7 @@ fn frames_are_lost_where_the_link_model_drops_packets() {
         seed: None,
         out: dir.clone(),
         progress: false,
+        stop: Default::default(),
     };
     let s = run(&file, &opts);
     let _ = std::fs::remove_dir_all(&dir);

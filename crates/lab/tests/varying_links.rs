@@ -31,6 +31,7 @@ fn run_text(tag: &str, text: &str, files: &[(&str, &str)]) -> metronome_lab::res
         seed: None,
         out: dir.0.join("out"),
         progress: false,
+        stop: Default::default(),
     };
     run(&file, &opts).unwrap()
 }

@@ -90,7 +90,21 @@ fn errors_name_the_line_and_what_is_expected() {
     );
 
     let e = err(&BASE.replace("kind = \"udp\"", "kind = \"quic\""));
-    assert!(e.contains("\"udp\", \"tcp\" or \"rtp\""), "{e}");
+    assert!(
+        e.contains("\"udp\", \"tcp\", \"rtp\" or \"command\""),
+        "{e}"
+    );
+
+    // A command flow names its program; other kinds take no program.
+    let e = err(&BASE.replace("kind = \"udp\"", "kind = \"command\""));
+    assert!(e.contains("a command flow has no 'rate'"), "{e}");
+    let cmd = BASE
+        .replace("kind = \"udp\"", "kind = \"command\"")
+        .replace("rate = \"1mbit\"", "args = [\"-s\"]");
+    let e = err(&cmd);
+    assert!(e.contains("needs program = "), "{e}");
+    let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nprogram = \"iperf3\""));
+    assert!(e.contains("a udp flow has no 'program'"), "{e}");
 
     let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\ncc = \"reno\""));
     assert!(e.contains("a udp flow has no 'cc'"), "{e}");

@@ -249,6 +249,36 @@ pub(crate) fn points_section(s: &Summary) -> String {
                 esc(&e.host)
             );
         }
+        if !p.commands.is_empty() {
+            h.push_str(
+                "<table><tr><th>program flow</th><th>host</th><th>command</th><th>ended</th>\
+                 <th>ran s</th><th>output</th></tr>",
+            );
+            for c in &p.commands {
+                let ended = match (c.exit_code, c.signal) {
+                    (Some(code), _) => format!("exit {code}"),
+                    (None, Some(sig)) => format!("signal {sig}"),
+                    (None, None) => "not started".into(),
+                };
+                let stopped = if c.stopped {
+                    " (stopped by the lab)"
+                } else {
+                    ""
+                };
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{ended}{stopped}</td>\
+                     <td>{:.2}</td><td><a href=\"{}\">stdout</a> <a href=\"{}\">stderr</a></td></tr>",
+                    esc(&c.flow),
+                    esc(&c.host),
+                    esc(&c.argv.join(" ")),
+                    c.ran_ns as f64 / 1e9,
+                    esc(&c.stdout),
+                    esc(&c.stderr)
+                );
+            }
+            h.push_str("</table>\n");
+        }
         h.push_str(
             "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
              <th>loss %</th><th>throughput Mbit/s</th><th>jitter ms</th><th>mean delay ms</th>\

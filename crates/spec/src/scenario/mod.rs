@@ -172,7 +172,8 @@ pub enum LossDecl {
 pub struct FlowDecl {
     pub name: String,
     pub from: String,
-    /// Receiving nodes (one: unicast; several: a multicast group).
+    /// Receiving nodes (one: unicast; several: a multicast group). For a command flow, the
+    /// hosts it talks to (maybe none).
     pub to: Vec<String>,
     pub start: Duration,
     pub duration: Duration,
@@ -197,6 +198,12 @@ pub enum FlowKind {
         rate_bps: u64,
         video: Option<VideoDecl>,
     },
+    /// A real program run in the `from` host's namespace (emu mode only), from `start` until
+    /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a
+    /// host's address, `@{group:FLOW}` the group address of a flow with several receivers
+    /// (this one's included: its `to` hosts are then routed from `from`), `@{out}` the
+    /// directory its output goes to.
+    Command { program: String, args: Vec<String> },
 }
 
 /// The test pattern's picture: `WIDTHxHEIGHT@FPS`, e.g. `640x360@30`.

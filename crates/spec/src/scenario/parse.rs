@@ -470,7 +470,7 @@ struct RawFlow {
     name: Option<String>,
     kind: String,
     from: String,
-    to: OneOrMany,
+    to: Option<OneOrMany>,
     start: Option<Dur>,
     duration: Option<Dur>,
     rate: Option<Rate>,
@@ -479,6 +479,8 @@ struct RawFlow {
     cc: Option<String>,
     bytes: Option<u64>,
     video: Option<String>,
+    program: Option<String>,
+    args: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -508,9 +510,16 @@ impl RawFlow {
                 self.from
             ));
         }
+        let command = self.kind == "command";
         let to = match &self.to {
-            OneOrMany::One(s) => vec![s.clone()],
-            OneOrMany::Many(v) => v.clone(),
+            Some(OneOrMany::One(s)) => vec![s.clone()],
+            Some(OneOrMany::Many(v)) => v.clone(),
+            None if command => Vec::new(),
+            None => {
+                return Err(format!(
+                    "flow '{name}': to = \"NODE\" (or a list, for a multicast group) is missing"
+                ))
+            }
         };
         let mut receivers = Vec::new();
         for t in &to {
@@ -532,7 +541,7 @@ impl RawFlow {
                 }
             }
         }
-        if receivers.is_empty() {
+        if receivers.is_empty() && !command {
             return Err(format!("flow '{name}': to names no receiver"));
         }
         if receivers.contains(&self.from) {
@@ -564,7 +573,34 @@ impl RawFlow {
             ))
         };
         match self.kind.as_str() {
-            "udp" | "tcp" if self.video.is_some() => unused("video", &self.kind),
+            "udp" | "tcp" | "command" if self.video.is_some() => unused("video", &self.kind),
+            "udp" | "tcp" | "rtp" if self.program.is_some() => unused("program", &self.kind),
+            "udp" | "tcp" | "rtp" if self.args.is_some() => unused("args", &self.kind),
+            "command" => {
+                for (key, set) in [
+                    ("cc", self.cc.is_some()),
+                    ("bytes", self.bytes.is_some()),
+                    ("payload", self.payload.is_some()),
+                    ("square", self.square.is_some()),
+                    ("rate", self.rate.is_some()),
+                ] {
+                    if set {
+                        return unused(key, "command");
+                    }
+                }
+                let program = match self.program.as_deref().map(str::trim) {
+                    Some(p) if !p.is_empty() => p.to_string(),
+                    _ => {
+                        return Err(format!(
+                            "flow '{name}': a command flow needs program = \"iperf3\" (or ffmpeg, gst-launch-1.0, cvlc, metronome, …) and args = [...]"
+                        ))
+                    }
+                };
+                Ok(FlowKind::Command {
+                    program,
+                    args: self.args.clone().unwrap_or_default(),
+                })
+            }
             "udp" => {
                 if self.cc.is_some() {
                     return unused("cc", "udp");
@@ -647,7 +683,7 @@ impl RawFlow {
                 }
             }
             other => Err(format!(
-                "flow '{name}': kind = \"{other}\" is not known; use \"udp\", \"tcp\" or \"rtp\""
+                "flow '{name}': kind = \"{other}\" is not known; use \"udp\", \"tcp\", \"rtp\" or \"command\""
             )),
         }
     }

@@ -1,0 +1,382 @@
+//! Flows that are real programs, run in the scenario's hosts (network namespaces): TCP flows
+//! by iperf3, and command flows (`kind = "command"`: iperf3, ffmpeg, gst-launch-1.0, cvlc,
+//! `metronome` itself, or anything else). Each runs from its flow's start until it exits or
+//! its duration has passed; then it is interrupted (SIGINT, which lets ffmpeg and iperf3 end
+//! their output properly) and killed 2 s later if it has not ended. Its standard output and
+//! error are kept in the point's directory, `FLOW.stdout` and `FLOW.stderr`.
+
+use super::{flow_group, flow_port, host_index};
+use crate::results::CommandRun;
+use metronome_emu::netns::Hosts;
+use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
+use metronome_netsim::sim::meter::{IntervalFigures, Meter};
+use metronome_rt::clock::Clock;
+use metronome_spec::scenario::{FlowDecl, FlowKind, Scenario, TcpCc};
+use metronome_time::Timestamp;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How long an interrupted program has to end before it is killed.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// Where a point's programs run and write.
+#[derive(Clone, Copy)]
+pub(super) struct Stage<'a> {
+    pub hosts: &'a Hosts,
+    /// The hosts' scenario names, in the hosts' order.
+    pub names: &'a [String],
+    pub s: &'a Scenario,
+    /// The point's directory (absolute or relative to the working directory), and the same
+    /// relative to the results directory.
+    pub dir: &'a Path,
+    pub rel_dir: &'a Path,
+    pub clock: Clock,
+    /// The run's time zero.
+    pub origin: Timestamp,
+    pub stop: &'a AtomicBool,
+}
+
+/// A child process killed when dropped (an error or a panic leaves none behind).
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// How a supervised program ended.
+struct Ended {
+    status: Option<ExitStatus>,
+    stopped: bool,
+    ran: Duration,
+}
+
+/// Waits for `child` until it exits, `deadline` passes or `stop` is set; then interrupts it,
+/// and kills it after [`GRACE`].
+fn supervise(child: &mut Running, st: &Stage, deadline: Timestamp) -> Ended {
+    let started = st.clock.now();
+    let ended = |status, stopped| Ended {
+        status,
+        stopped,
+        ran: st.clock.now().saturating_since(started),
+    };
+    loop {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            return ended(Some(status), false);
+        }
+        if st.stop.load(Ordering::Relaxed) || st.clock.now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) with the id of a child not yet waited for (so not reused).
+    unsafe { libc::kill(child.0.id() as libc::pid_t, libc::SIGINT) };
+    let give_up = st.clock.now() + GRACE;
+    while st.clock.now() < give_up {
+        if let Ok(Some(status)) = child.0.try_wait() {
+            return ended(Some(status), true);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.0.kill();
+    ended(child.0.wait().ok(), true)
+}
+
+/// A file name from a flow's name (anything but letters, digits, `.`, `-`, `_` becomes `_`).
+fn file_stem(flow: &str) -> String {
+    flow.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Opens `FLOW.EXT` in the point's directory: the file, and its path relative to the results.
+fn output(st: &Stage, flow: &str, ext: &str) -> Result<(std::fs::File, PathBuf), String> {
+    std::fs::create_dir_all(st.dir)
+        .map_err(|e| format!("cannot create {}: {e}", st.dir.display()))?;
+    let name = format!("{}.{ext}", file_stem(flow));
+    let path = st.dir.join(&name);
+    let f = std::fs::File::create(&path)
+        .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+    Ok((f, st.rel_dir.join(name)))
+}
+
+/// Sleeps until `t` or until `stop` is set; whether `t` was reached.
+fn sleep_until(st: &Stage, t: Timestamp) -> bool {
+    loop {
+        if st.stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let left = t.saturating_since(st.clock.now());
+        if left.is_zero() {
+            return true;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(50)));
+    }
+}
+
+/// `@{…}` in a command's argument: `@{NODE}` a host's address, `@{group:FLOW}` the group of
+/// a flow with several receivers, `@{out}` the point's directory.
+pub(super) fn expand(arg: &str, st: &Stage) -> Result<String, String> {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(i) = rest.find("@{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(j) = after.find('}') else {
+            return Err(format!("'{arg}': '@{{' without a closing '}}'"));
+        };
+        let key = &after[..j];
+        if key == "out" {
+            let dir = std::path::absolute(st.dir).unwrap_or_else(|_| st.dir.to_path_buf());
+            out.push_str(&dir.to_string_lossy());
+        } else if let Some(flow) = key.strip_prefix("group:") {
+            let k =
+                st.s.flows
+                    .iter()
+                    .position(|f| f.name == flow && f.to.len() > 1)
+                    .ok_or_else(|| {
+                        format!("'{arg}': @{{group:{flow}}} names no flow with several receivers")
+                    })?;
+            out.push_str(&flow_group(k).to_string());
+        } else {
+            let h = st.names.iter().position(|n| n == key).ok_or_else(|| {
+                format!(
+                    "'{arg}': @{{{key}}} is not a host; hosts are the nodes flows start or end at: {}",
+                    st.names.join(", ")
+                )
+            })?;
+            out.push_str(&st.hosts.hosts()[h].addr.to_string());
+        }
+        rest = &after[j + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The nodes a command's arguments name with `@{NODE}` (they are made hosts).
+pub(super) fn referenced_nodes(f: &FlowDecl) -> Vec<String> {
+    let FlowKind::Command { args, .. } = &f.kind else {
+        return Vec::new();
+    };
+    let mut nodes = Vec::new();
+    for a in args {
+        let mut rest = a.as_str();
+        while let Some(i) = rest.find("@{") {
+            let after = &rest[i + 2..];
+            let Some(j) = after.find('}') else { break };
+            let key = &after[..j];
+            if key != "out" && !key.starts_with("group:") {
+                nodes.push(key.to_string());
+            }
+            rest = &after[j + 1..];
+        }
+    }
+    nodes
+}
+
+/// The program to start: `metronome` is this very binary when the lab runs inside it.
+fn program_path(program: &str) -> PathBuf {
+    if program == "metronome" {
+        if let Ok(me) = std::env::current_exe() {
+            let ours = me
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("metronome"));
+            if ours {
+                return me;
+            }
+        }
+    }
+    PathBuf::from(program)
+}
+
+/// Command flow `f`: its program in its host, from its start, as [`CommandRun`] says.
+pub(super) fn command_flow(f: &FlowDecl, st: &Stage) -> Result<CommandRun, String> {
+    let FlowKind::Command { program, args } = &f.kind else {
+        return Err(format!("flow '{}' is not a command", f.name));
+    };
+    let argv: Vec<String> = args
+        .iter()
+        .map(|a| expand(a, st))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("flow '{}': {e}", f.name))?;
+    let host = host_index(st.names, &f.from);
+    let (stdout, stdout_rel) = output(st, &f.name, "stdout")?;
+    let (stderr, stderr_rel) = output(st, &f.name, "stderr")?;
+    let mut run = CommandRun {
+        flow: f.name.clone(),
+        host: f.from.clone(),
+        argv: std::iter::once(program.clone())
+            .chain(argv.iter().cloned())
+            .collect(),
+        exit_code: None,
+        signal: None,
+        stopped: false,
+        ran_ns: 0,
+        stdout: stdout_rel.to_string_lossy().into_owned(),
+        stderr: stderr_rel.to_string_lossy().into_owned(),
+    };
+    if !sleep_until(st, st.origin + f.start) {
+        run.stopped = true;
+        return Ok(run);
+    }
+    let path = program_path(program);
+    let mut child = Running(
+        st.hosts
+            .command(host, &path.to_string_lossy())
+            .args(&argv)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "flow '{}': cannot run {program} in {}: {e} (is it installed?)",
+                    f.name, f.from
+                )
+            })?,
+    );
+    let ended = supervise(&mut child, st, st.origin + f.start + f.duration);
+    use std::os::unix::process::ExitStatusExt as _;
+    run.exit_code = ended.status.and_then(|s| s.code());
+    run.signal = ended.status.and_then(|s| s.signal());
+    run.stopped = ended.stopped;
+    run.ran_ns = ended.ran.as_nanos() as u64;
+    Ok(run)
+}
+
+/// TCP flow `k` by iperf3 between its hosts, from the flow's start: what its receiver got,
+/// per interval and in all (iperf3's `-b` is the flow's rate, its `-C` the congestion
+/// control). Its JSON is kept as `FLOW.iperf3.json`.
+pub(super) fn iperf3_flow(k: usize, f: &FlowDecl, st: &Stage) -> Result<FlowReport, String> {
+    let FlowKind::Tcp {
+        cc,
+        bytes,
+        rate_bps,
+    } = f.kind
+    else {
+        return Err(format!("flow '{}' is not TCP", f.name));
+    };
+    let (from, to) = (
+        host_index(st.names, &f.from),
+        host_index(st.names, &f.to[0]),
+    );
+    let addr = st.hosts.hosts()[to].addr.to_string();
+    let port = flow_port(k).to_string();
+    let missing =
+        |e: std::io::Error| format!("cannot run iperf3 ({e}): install it (apt-get install iperf3)");
+    // The server is up before the flow starts (it takes a few hundred ms to listen).
+    let _server = Running(
+        st.hosts
+            .command(to, "iperf3")
+            .args(["-s", "-1", "-B", &addr, "-p", &port])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(missing)?,
+    );
+    std::thread::sleep(Duration::from_millis(250));
+    if !sleep_until(st, st.origin + f.start) {
+        return Err("interrupted".into());
+    }
+    let (json, _) = output(st, &f.name, "iperf3.json")?;
+    let mut c: Command = st.hosts.command(from, "iperf3");
+    c.args(["-c", &addr, "-p", &port, "-J", "-C"]);
+    c.arg(match cc {
+        TcpCc::Reno => "reno",
+        TcpCc::Cubic => "cubic",
+    });
+    c.args([
+        "-i",
+        &format!("{:.3}", st.s.interval.as_secs_f64().max(0.1)),
+    ]);
+    match bytes {
+        Some(n) => c.args(["-n", &n.to_string()]),
+        None => c.args(["-t", &format!("{:.3}", f.duration.as_secs_f64())]),
+    };
+    if let Some(r) = rate_bps {
+        c.args(["-b", &r.to_string()]);
+    }
+    let mut client = Running(
+        c.stdin(Stdio::null())
+            .stdout(json)
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(missing)?,
+    );
+    // iperf3 ends by itself after -t; a byte count is given the scenario's drain to finish.
+    let deadline = st.origin + f.start + f.duration + st.s.drain + Duration::from_secs(2);
+    supervise(&mut client, st, deadline);
+    let text = std::fs::read(st.dir.join(format!("{}.iperf3.json", file_stem(&f.name))))
+        .map_err(|e| format!("flow '{}': iperf3's output: {e}", f.name))?;
+    parse_iperf3(f, rate_bps, &text)
+}
+
+/// iperf3's `-J` output as the flow's figures.
+fn parse_iperf3(f: &FlowDecl, rate_bps: Option<u64>, json: &[u8]) -> Result<FlowReport, String> {
+    let v: serde_json::Value = serde_json::from_slice(json)
+        .map_err(|e| format!("flow '{}': iperf3 printed no JSON ({e})", f.name))?;
+    if let Some(e) = v.get("error") {
+        return Err(format!("flow '{}': iperf3: {e}", f.name));
+    }
+    let received = &v["end"]["sum_received"];
+    let intervals = v["intervals"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|i| IntervalFigures {
+                    start_ns: (i["sum"]["start"].as_f64().unwrap_or(0.0) * 1e9) as u64
+                        + f.start.as_nanos() as u64,
+                    bytes: i["sum"]["bytes"].as_u64().unwrap_or(0),
+                    ..IntervalFigures::default()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut rx = ReceiverReport::from_meter(
+        f.to[0].clone(),
+        &mut Meter::new(Duration::ZERO, false),
+        0,
+        f.duration,
+    );
+    rx.bytes = received["bytes"].as_u64().unwrap_or(0);
+    rx.throughput_bps = received["bits_per_second"].as_f64().unwrap_or(0.0);
+    rx.intervals = intervals;
+    let sent = &v["end"]["sum_sent"];
+    Ok(FlowReport {
+        name: f.name.clone(),
+        kind: "tcp".into(),
+        src: f.from.clone(),
+        target_bps: rate_bps.unwrap_or(0),
+        start_ns: f.start.as_nanos() as u64,
+        duration_ns: f.duration.as_nanos() as u64,
+        sent_packets: 0,
+        sent_bytes: sent["bytes"].as_u64().unwrap_or(0),
+        receivers: vec![rx],
+    })
+}
+
+/// A command flow's line in the flows table: no packets of its own (its program measures).
+pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
+    FlowReport {
+        name: f.name.clone(),
+        kind: "command".into(),
+        src: f.from.clone(),
+        target_bps: 0,
+        start_ns: f.start.as_nanos() as u64,
+        duration_ns: f.duration.as_nanos() as u64,
+        sent_packets: 0,
+        sent_bytes: 0,
+        receivers: Vec::new(),
+    }
+}
