@@ -44,8 +44,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// sim: virtual time (deterministic, fast); emu (root): the same links between real
-    /// sockets in real time, each host a network namespace (UDP and TCP flows, unicast and
-    /// multicast; points run one at a time)
+    /// sockets in real time, each host a network namespace (every kind of flow, unicast and
+    /// multicast, and programs; points run one at a time)
     #[arg(long, default_value = "sim", value_parser = parse_mode)]
     pub mode: Mode,
     /// No progress bar and no summary table

@@ -333,3 +333,51 @@ args = ["30"]
     assert!(report.contains("href=\"points/p000/iperf3_client.stdout\""));
     assert_no_namespaces_left();
 }
+
+/// seed001-video in emu mode: Metronome's own sender (the stream server, its pacer and
+/// session) multicasts the encoded test pattern through the emulated star; each client's
+/// receiver counts packets and frames as sim mode does. The same packets and frames are sent
+/// in both modes; the good client loses nothing, the poor one (netem limit 2) loses frames.
+#[test]
+fn seed001_video_runs_metronomes_sender_through_the_emulator() {
+    let _one = serial();
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("metronome-emu-video-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let text = metronome_lab::builtin::find("seed001-video")
+        .unwrap()
+        .text
+        .replace("duration = \"10s\"", "duration = \"3s\"")
+        .replace(
+            "rate = [\"2mbit\", \"4mbit\", \"6mbit\", \"8mbit\", \"10mbit\"]",
+            "rate = [\"2mbit\"]",
+        )
+        .replace("640x360@30", "320x180@30");
+    let sim = run_mode(&text, Mode::Sim, &tmp.0.join("sim"));
+    let emu = run_mode(&text, Mode::Emu, &tmp.0.join("emu"));
+    let (fs, fe) = (&sim.points[0].flows[0], &emu.points[0].flows[0]);
+    assert_eq!(fe.kind, "rtp");
+    assert_eq!(fe.sent_packets, fs.sent_packets, "the same stream");
+    for (rs, re) in fs.receivers.iter().zip(&fe.receivers) {
+        let (a, b) = (rs.frames.unwrap(), re.frames.unwrap());
+        eprintln!(
+            "{:>8}: loss sim {:5.1} emu {:5.1} %, frames lost sim {} emu {} of {}, frame delay sim {:.1} emu {:.1} ms",
+            re.node,
+            rs.loss_percent,
+            re.loss_percent,
+            a.lost,
+            b.lost,
+            b.frames,
+            a.mean_delay_ns as f64 / 1e6,
+            b.mean_delay_ns as f64 / 1e6
+        );
+        assert_eq!(a.frames, b.frames, "the same frames");
+        assert!(re.min_delay_ns >= 20_000_000, "{re:?}");
+        match re.node.as_str() {
+            "good" => assert_eq!((re.lost, b.lost), (0, 0), "{re:?}"),
+            "poor" => assert!(b.lost > 0 && re.lost > 0, "{re:?}"),
+            _ => {}
+        }
+    }
+    assert_no_namespaces_left();
+}

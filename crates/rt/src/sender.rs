@@ -147,6 +147,10 @@ pub struct SenderStatus {
 pub struct SenderOutcome {
     pub source: String,
     pub destinations: Vec<String>,
+    /// The stream's SSRC and the sequence number of its first RTP packet (a receiver numbers
+    /// packets from it).
+    pub ssrc: u32,
+    pub first_seq: u16,
     pub realtime: String,
     pub memory_locked: String,
     pub wait_mode: String,
@@ -210,7 +214,7 @@ pub fn run_sender(
     let clock = Clock::new();
     let start = clock.now();
     let added = server.add_source(spec, source);
-    let status = match added {
+    let (status, first) = match added {
         Ok(s) => s,
         Err(e) => {
             server.shutdown();
@@ -260,6 +264,8 @@ pub fn run_sender(
     Ok(SenderOutcome {
         source: description,
         destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
+        ssrc: first.ssrc,
+        first_seq: first.seq,
         realtime: outcome
             .server
             .cores

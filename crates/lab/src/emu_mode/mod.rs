@@ -8,7 +8,9 @@
 //!   from a socket in its host, each at its time; a receiver in each receiving host measures
 //!   with the kernel's receive timestamps.
 //! - TCP flows: iperf3 (Debian's), the kernel's TCP with the flow's congestion control.
-//! - RTP flows are refused with a message until they join it.
+//! - RTP flows: Metronome's own sender (the stream server `metronome serve` runs) in the
+//!   sending host, measured per receiving host, frames counted as in sim mode ([`rtp`]).
+//! - Command flows: real programs in their hosts ([`programs`]).
 
 use crate::closed_form;
 use crate::model::{self, LinkPlan};
@@ -32,6 +34,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod programs;
+mod rtp;
 mod udp;
 
 use programs::Stage;
@@ -108,12 +111,6 @@ fn emu_facts(
 /// What emu mode cannot run yet, said plainly.
 fn refuse(s: &Scenario) -> Result<(), String> {
     for f in &s.flows {
-        if let FlowKind::Rtp { .. } = f.kind {
-            return Err(format!(
-                "flow '{}': emu mode does not run RTP flows yet (use --mode sim)",
-                f.name
-            ));
-        }
         if matches!(f.kind, FlowKind::Tcp { .. }) && f.to.len() != 1 {
             return Err(format!(
                 "flow '{}': a TCP flow has one receiver, not {}",
@@ -275,7 +272,19 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     // Every UDP receiver is open before anything is sent.
     let mut receivers = Vec::new();
     let mut sending = Vec::new();
+    let mut rtp_runs = Vec::new();
     for (k, f) in s.flows.iter().enumerate() {
+        if let FlowKind::Rtp { .. } = f.kind {
+            let from = hosts.hosts()[host_index(&names, &f.from)].addr;
+            let dest = if f.to.len() > 1 {
+                RtpUrl::multicast(SocketAddr::from((flow_group(k), flow_port(k))), Some(from))
+            } else {
+                let to = hosts.hosts()[host_index(&names, &f.to[0])].addr;
+                RtpUrl::unicast(SocketAddr::from((to, flow_port(k))))
+            };
+            let receivers = open_receivers(&hosts, &names, k, f)?;
+            rtp_runs.push((k, rtp::RtpFlowRun { f, dest, receivers }));
+        }
         let FlowKind::Udp { payload, rate } = f.kind else {
             receivers.push(Vec::new());
             continue;
@@ -368,6 +377,13 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                 _ => None,
             })
             .collect();
+        let mut programs = programs;
+        for (k, run) in rtp_runs {
+            programs.push((
+                k,
+                scope.spawn(move || rtp::rtp_flow(run, stage).map(|r| (r, None))),
+            ));
+        }
         let order: Vec<usize> = sending.iter().map(|(k, _)| *k).collect();
         let sent = send_all(
             sending.into_iter().map(|(_, x)| x).collect(),

@@ -111,7 +111,7 @@ fn output(st: &Stage, flow: &str, ext: &str) -> Result<(std::fs::File, PathBuf),
 }
 
 /// Sleeps until `t` or until `stop` is set; whether `t` was reached.
-fn sleep_until(st: &Stage, t: Timestamp) -> bool {
+pub(super) fn sleep_until(st: &Stage, t: Timestamp) -> bool {
     loop {
         if st.stop.load(Ordering::Relaxed) {
             return false;

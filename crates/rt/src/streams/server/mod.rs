@@ -222,16 +222,14 @@ impl StreamServer {
         &self,
         spec: StreamSpec,
         source: Box<dyn TsSource>,
-    ) -> Result<StreamStatus, ControlError> {
-        self.inner
-            .add(
-                spec,
-                Given {
-                    source: Some(source),
-                    ..Given::default()
-                },
-            )
-            .map(|(s, _)| s)
+    ) -> Result<(StreamStatus, StartInfo), ControlError> {
+        self.inner.add(
+            spec,
+            Given {
+                source: Some(source),
+                ..Given::default()
+            },
+        )
     }
 
     /// The worst lateness of a running stream's packets since the last call, for a live

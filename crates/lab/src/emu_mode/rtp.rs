@@ -1,0 +1,365 @@
+//! RTP flows on real sockets: Metronome's own sender (the driver's stream server, as `metronome
+//! serve` runs it: producer, ring, pacing thread, sender session, RTCP) in the sending host,
+//! unicast or to the flow's group; in each receiving host a receiver that measures with the
+//! kernel's receive timestamps and the packets' send-time stamps.
+//!
+//! The source is the one the simulator sends: the encoded test pattern (`video`) or
+//! constant-rate MPEG-TS. Which frames each RTP packet carries is noted as the source makes
+//! its TS packets (seven to a packet, in order), so that frames are counted lost and late
+//! exactly as in sim mode.
+
+use super::Stage;
+use crate::video::{frame_figures, FrameMap};
+use metronome_media::testsrc::{TestSource, TestSourceConfig};
+use metronome_media::{MediaError, TsSource};
+use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
+use metronome_netsim::sim::meter::Meter;
+use metronome_rt::clock::Clock;
+use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
+use metronome_rt::udp::UdpReceiver;
+use metronome_rt::url::RtpUrl;
+use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
+use metronome_time::Timestamp;
+use metronome_wire::rtp::RtpView;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The video PID of the test source's mux.
+const VIDEO_PID: u16 = 0x100;
+/// TS packets per RTP packet (RFC 2250, as the packetizer makes them).
+const TS_PER_RTP: usize = 7;
+/// The send-time extension's id (the packetizer's).
+const SEND_TIME_ID: u8 = metronome_wire::rtp::SEND_TIME_EXT_ID;
+/// IPv4 and UDP headers.
+const OVERHEAD: u32 = 28;
+
+/// One TS packet as the source made it.
+#[derive(Clone, Copy)]
+struct TsNote {
+    due: Duration,
+    /// Starts a frame (video PID, payload_unit_start_indicator).
+    starts_frame: bool,
+    video: bool,
+}
+
+/// A source that notes every TS packet it hands out.
+struct Noted {
+    inner: Box<dyn TsSource>,
+    notes: Arc<Mutex<Vec<TsNote>>>,
+}
+
+impl TsSource for Noted {
+    fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
+        let r = self.inner.next_packet(out)?;
+        if let Some(due) = r {
+            let pid = u16::from_be_bytes([out[1] & 0x1f, out[2]]);
+            let video = pid == VIDEO_PID;
+            let note = TsNote {
+                due,
+                starts_frame: video && out[1] & 0x40 != 0,
+                video,
+            };
+            self.notes
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(note);
+        }
+        Ok(r)
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn nominal_bitrate(&self) -> Option<u64> {
+        self.inner.nominal_bitrate()
+    }
+    fn catch_up_to(&mut self, now: Duration) -> u64 {
+        self.inner.catch_up_to(now)
+    }
+    fn is_live(&self) -> bool {
+        self.inner.is_live()
+    }
+}
+
+/// Constant-rate MPEG-TS with no null packets: the simulator's `CbrTs`, as a source.
+struct CbrTs {
+    interval: Duration,
+    i: u64,
+    count: u64,
+}
+
+impl TsSource for CbrTs {
+    fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
+        if self.i >= self.count {
+            return Ok(None);
+        }
+        out.fill(0xff);
+        out[0] = 0x47;
+        out[1] = (VIDEO_PID >> 8) as u8;
+        out[2] = VIDEO_PID as u8;
+        out[3] = 0x10 | (self.i & 0x0f) as u8;
+        let due = self.interval * self.i as u32;
+        self.i += 1;
+        Ok(Some(due))
+    }
+    fn describe(&self) -> String {
+        format!("constant-rate MPEG-TS, a packet every {:?}", self.interval)
+    }
+    fn nominal_bitrate(&self) -> Option<u64> {
+        Some((188 * 8 * 1_000_000_000 / self.interval.as_nanos().max(1)) as u64)
+    }
+}
+
+/// The source of an RTP flow, as the simulator makes it.
+fn source(
+    f: &FlowDecl,
+    rate_bps: u64,
+    video: Option<VideoDecl>,
+) -> Result<Box<dyn TsSource>, String> {
+    let interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
+    match video {
+        None => {
+            let packets = f.duration.as_nanos() / (interval.as_nanos() * 7).max(1);
+            Ok(Box::new(CbrTs {
+                interval,
+                i: 0,
+                count: packets as u64 * TS_PER_RTP as u64,
+            }))
+        }
+        Some(v) => {
+            let cfg = TestSourceConfig {
+                width: v.width,
+                height: v.height,
+                fps: v.fps,
+                video_bitrate: u32::try_from(rate_bps * 7 / 10).unwrap_or(u32::MAX),
+                mux_rate: rate_bps,
+                duration: Some(f.duration),
+                ..TestSourceConfig::default()
+            };
+            let s = TestSource::new(cfg)
+                .map_err(|e| format!("flow '{}': the test video: {e}", f.name))?;
+            Ok(Box::new(s))
+        }
+    }
+}
+
+/// One datagram as a receiver got it.
+#[derive(Clone, Copy)]
+struct Got {
+    seq: u16,
+    at: Timestamp,
+    /// When it left the sender (its send-time stamp), on the run's clock.
+    sent: Option<Timestamp>,
+    len: u32,
+}
+
+/// Receives until `stop`: what arrived, in order.
+fn receive(rx: UdpReceiver, clock: Clock, stop: &AtomicBool) -> Vec<Got> {
+    let mut buf = vec![0u8; 65_536];
+    let mut got = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let Ok(meta) = rx.recv(&mut buf) else {
+            continue;
+        };
+        let Ok(p) = RtpView::parse(&buf[..meta.len]) else {
+            continue; // RTCP on the same group, or anything else: not the stream
+        };
+        let (at, _) = clock.arrival(meta.kernel_rx_realtime_ns);
+        let sent = p
+            .send_time(SEND_TIME_ID)
+            .map(|t| clock.timestamp_from_realtime_ns(t.to_unix_nanos()));
+        // Bounded by the flow's own rate and duration (the caller's receive window).
+        got.push(Got {
+            seq: p.sequence(),
+            at,
+            sent,
+            len: meta.len as u32,
+        });
+    }
+    got
+}
+
+/// An RTP flow's plan: where it sends, its receivers' sockets (opened in their hosts).
+pub(super) struct RtpFlowRun<'a> {
+    pub f: &'a FlowDecl,
+    pub dest: RtpUrl,
+    pub receivers: Vec<UdpReceiver>,
+}
+
+/// Runs RTP flow `run` (sender in its host, receivers in theirs) and says what each receiver
+/// measured, with frame figures for video.
+pub(super) fn rtp_flow(run: RtpFlowRun, st: &Stage) -> Result<FlowReport, String> {
+    let f = run.f;
+    let FlowKind::Rtp { rate_bps, video } = f.kind else {
+        return Err(format!("flow '{}' is not RTP", f.name));
+    };
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let noted = Noted {
+        inner: source(f, rate_bps, video)?,
+        notes: notes.clone(),
+    };
+    let stop_rx = AtomicBool::new(false);
+    let from = super::host_index(st.names, &f.from);
+    let (outcome, got) = std::thread::scope(|scope| {
+        let rx: Vec<_> = run
+            .receivers
+            .into_iter()
+            .map(|r| {
+                let stop = &stop_rx;
+                scope.spawn(move || receive(r, st.clock, stop))
+            })
+            .collect();
+        // The sender's stream server starts its first packet a preroll after it is started.
+        let mut cfg = SenderConfig::new(vec![run.dest], 0x4d54_0000 | from as u32, st.s.seed);
+        cfg.send_time_ext = true;
+        cfg.duration = Some(f.duration + Duration::from_millis(500));
+        cfg.lock_memory = false;
+        let preroll = cfg.preroll;
+        let start = (st.origin + f.start)
+            .as_nanos()
+            .saturating_sub(preroll.as_nanos() as u64);
+        let outcome = if super::programs::sleep_until(st, Timestamp::from_nanos(start)) {
+            let stop = Arc::new(AtomicBool::new(false));
+            let watch = {
+                let stop = stop.clone();
+                let outer = st.stop;
+                scope.spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        if outer.load(Ordering::Relaxed) {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                        std::thread::sleep(Duration::from_millis(50));
+                    }
+                })
+            };
+            let r = st
+                .hosts
+                .run_in(from, || {
+                    run_sender(Box::new(noted), cfg, stop.clone(), |_| {})
+                })
+                .map_err(|e| e.to_string())
+                .and_then(|r| r.map_err(|e| format!("flow '{}': the sender: {e}", f.name)));
+            stop.store(true, Ordering::Relaxed);
+            let _ = watch.join();
+            r
+        } else {
+            Err("interrupted".into())
+        };
+        // What is in flight arrives.
+        super::programs::sleep_until(
+            st,
+            st.clock.now() + st.s.drain.max(Duration::from_millis(200)),
+        );
+        stop_rx.store(true, Ordering::Relaxed);
+        let got: Vec<Vec<Got>> = rx.into_iter().filter_map(|h| h.join().ok()).collect();
+        (outcome, got)
+    });
+    let outcome = outcome?;
+    let notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok(report(
+        f,
+        rate_bps,
+        &outcome,
+        &notes,
+        got,
+        st,
+        video.is_some(),
+    ))
+}
+
+/// The frames each RTP packet carries, from the source's notes (seven TS packets to an RTP
+/// packet), with each frame's due time on the run's clock, from `epoch`.
+fn frame_map(notes: &[TsNote], epoch: Timestamp) -> FrameMap {
+    let mut map = FrameMap::default();
+    let mut frames_seen = 0u32;
+    for chunk in notes.chunks(TS_PER_RTP) {
+        let mut span: Option<(u32, u32)> = None;
+        for n in chunk {
+            if n.starts_frame {
+                frames_seen += 1;
+                map.frame_due.push(epoch + n.due);
+            }
+            if n.video {
+                if let Some(fr) = frames_seen.checked_sub(1) {
+                    span = Some(span.map_or((fr, fr), |(a, _)| (a, fr)));
+                }
+            }
+        }
+        map.packets.push(span);
+    }
+    map
+}
+
+fn report(
+    f: &FlowDecl,
+    rate_bps: u64,
+    out: &SenderOutcome,
+    notes: &[TsNote],
+    got: Vec<Vec<Got>>,
+    st: &Stage,
+    video: bool,
+) -> FlowReport {
+    let sent = out.packets;
+    let rel = |t: Timestamp| Timestamp::ZERO + t.saturating_since(st.origin);
+    // The stream's epoch on the run's clock: each packet left at its release or later, so the
+    // earliest (send time − release) of what arrived is the epoch plus the least lateness.
+    let release = |k: usize| {
+        notes
+            .get(k * TS_PER_RTP + TS_PER_RTP - 1)
+            .or(notes.last())
+            .map_or(Duration::ZERO, |n| n.due)
+    };
+    let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
+    let epoch = got
+        .iter()
+        .flatten()
+        .filter_map(|g| {
+            g.sent.map(|s| {
+                s.as_nanos()
+                    .saturating_sub(release(index(g.seq)).as_nanos() as u64)
+            })
+        })
+        .min()
+        .map(Timestamp::from_nanos);
+    let map = epoch.map(|e| frame_map(notes, rel(e)));
+    let receivers =
+        f.to.iter()
+            .zip(got)
+            .map(|(node, got)| {
+                let mut meter = Meter::new(st.s.interval, st.s.histograms);
+                // Sequence numbers extended from the first sent, over a stream of a bounded length.
+                let mut arrivals = vec![Timestamp::MAX; sent as usize];
+                let mut last = 0u64;
+                for g in &got {
+                    let near = last & !0xffff | index(g.seq) as u64;
+                    let k = [near.wrapping_sub(0x1_0000), near, near + 0x1_0000]
+                        .into_iter()
+                        .min_by_key(|c| c.abs_diff(last))
+                        .unwrap_or(near);
+                    last = k;
+                    let at = rel(g.at);
+                    meter.record(at, k, sent, g.len + OVERHEAD, rel(g.sent.unwrap_or(g.at)));
+                    if let Some(a) = arrivals.get_mut(k as usize) {
+                        *a = (*a).min(at);
+                    }
+                }
+                let mut r = ReceiverReport::from_meter(node.clone(), &mut meter, sent, f.duration);
+                if video {
+                    r.frames = map.as_ref().map(|m| frame_figures(m, &arrivals));
+                }
+                r
+            })
+            .collect();
+    FlowReport {
+        name: f.name.clone(),
+        kind: "rtp".into(),
+        src: f.from.clone(),
+        target_bps: rate_bps,
+        start_ns: f.start.as_nanos() as u64,
+        duration_ns: f.duration.as_nanos() as u64,
+        sent_packets: sent,
+        // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
+        sent_bytes: out.bytes + OVERHEAD as u64 * sent,
+        receivers,
+    }
+}
