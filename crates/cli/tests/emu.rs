@@ -257,3 +257,67 @@ fn an_interrupted_lab_run_in_emu_mode_removes_its_hosts() {
     );
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// seed001-ffmpeg, shortened: FFmpeg (x264, RTP/MPEG-TS) streams to the clients' group from
+/// the server's namespace and `metronome recv` measures each client's link, all as command
+/// flows of one scenario; each program's output is kept, the receivers' JSON becomes their
+/// rows. The poor client (netem limit 2) loses much, the good one (limit 20) little.
+#[test]
+fn seed001_ffmpeg_streams_ffmpeg_to_metronome_receivers_through_the_emulator() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../lab/scenarios/seed001-ffmpeg.toml"),
+    )
+    .unwrap()
+    .replace(
+        "video = [\"2M\", \"4M\", \"6M\", \"8M\", \"10M\"]",
+        "video = [\"2M\"]",
+    )
+    .replace("duration = \"12s\"", "duration = \"5s\"")
+    .replace("\"-t\", \"10\"", "\"-t\", \"3\"")
+    .replace("duration = \"11s\"", "duration = \"4s\"")
+    .replace("\"--duration\", \"11.5\"", "\"--duration\", \"4.5\"");
+    let dir = std::env::temp_dir().join(format!("metronome-ffmpeg-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ffmpeg.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = bin()
+        .args(["lab", "run", "--mode", "emu", "--quiet", "--out"])
+        .arg(dir.join("run"))
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("run/summary.json")).unwrap()).unwrap();
+    let point = &summary["points"][0];
+    let rx = |flow: &str| {
+        point["flows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == flow)
+            .unwrap()["receivers"][0]
+            .clone()
+    };
+    let (poor, good) = (rx("at-poor"), rx("at-good"));
+    eprintln!("poor {poor}\ngood {good}");
+    assert!(good["packets"].as_u64().unwrap() > 300, "{good}");
+    assert!(good["loss_percent"].as_f64().unwrap() < 5.0, "{good}");
+    assert!(poor["loss_percent"].as_f64().unwrap() > 20.0, "{poor}");
+    let commands = point["commands"].as_array().unwrap();
+    let ffmpeg = commands.iter().find(|c| c["flow"] == "ffmpeg").unwrap();
+    assert_eq!(ffmpeg["exit_code"], 0, "{ffmpeg}");
+    assert!(
+        ffmpeg["argv"].to_string().contains("rtp://239.77.0.3:5004"),
+        "{ffmpeg}"
+    );
+    let report = std::fs::read_to_string(dir.join("run/report.html")).unwrap();
+    assert!(report.contains("points/p000/ffmpeg.stderr"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -21,9 +21,30 @@ Builtin {
     name: "seed001-video",
     summary: "The test pattern encoded at each ladder bitrate, streamed over the poor, moderate and good links: frames lost and frame delay per client",
     text: include_str!("../scenarios/seed001-video.toml"),
+},
+Builtin {
+    name: "seed001-ffmpeg",
+    summary: "FFmpeg (x264, RTP/MPEG-TS) at each ladder bitrate to the clients' group, measured by metronome recv per client (real programs: --mode emu, as root)",
+    text: include_str!("../scenarios/seed001-ffmpeg.toml"),
 }];
 
 /// The built-in scenario called `name`.
 pub fn find(name: &str) -> Option<&'static Builtin> {
     BUILTINS.iter().find(|b| b.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_spec::scenario::ScenarioFile;
+
+    #[test]
+    fn every_builtin_parses_at_every_point() {
+        for b in BUILTINS {
+            let file = ScenarioFile::parse(b.text, b.name).unwrap_or_else(|e| panic!("{e}"));
+            let points = file.resolve_all().unwrap_or_else(|e| panic!("{e}"));
+            assert!(!points.is_empty(), "{}", b.name);
+            assert!(points.iter().all(|(_, s)| s.name == b.name), "{}", b.name);
+        }
+    }
 }

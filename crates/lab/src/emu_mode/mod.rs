@@ -370,8 +370,13 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                 FlowKind::Command { .. } => Some((
                     k,
                     scope.spawn(move || {
-                        programs::command_flow(f, stage)
-                            .map(|run| (programs::command_report(f), Some(run)))
+                        programs::command_flow(f, stage).map(|run| {
+                            let mut report = programs::command_report(f);
+                            report
+                                .receivers
+                                .extend(programs::measured_by(&run, f, stage));
+                            (report, Some(run))
+                        })
                     }),
                 )),
                 _ => None,

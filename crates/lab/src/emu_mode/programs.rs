@@ -366,7 +366,51 @@ fn parse_iperf3(f: &FlowDecl, rate_bps: Option<u64>, json: &[u8]) -> Result<Flow
     })
 }
 
-/// A command flow's line in the flows table: no packets of its own (its program measures).
+/// What a `metronome recv … --json` command measured, as a receiver's figures at its host
+/// (the source it received most packets from); `None` for any other program, or when its
+/// output is not that JSON.
+pub(super) fn measured_by(run: &CommandRun, f: &FlowDecl, st: &Stage) -> Option<ReceiverReport> {
+    let is_recv = run.argv.first().is_some_and(|p| p == "metronome")
+        && run.argv.get(1).is_some_and(|a| a == "recv")
+        && run.argv.iter().any(|a| a == "--json");
+    if !is_recv {
+        return None;
+    }
+    let text = std::fs::read(st.dir.join(format!("{}.stdout", file_stem(&run.flow)))).ok()?;
+    let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+    let src = v["sources"]
+        .as_array()?
+        .iter()
+        .max_by_key(|s| s["packets"].as_u64().unwrap_or(0))?;
+    let num = |k: &str| src[k].as_f64().unwrap_or(0.0);
+    let mut r = ReceiverReport::from_meter(
+        run.host.clone(),
+        &mut Meter::new(Duration::ZERO, false),
+        0,
+        f.duration,
+    );
+    r.packets = src["received"].as_u64().unwrap_or(0);
+    // On the wire: the payload, and RTP (12) and IPv4/UDP (28) headers per packet.
+    r.bytes = src["payload_bytes"].as_u64().unwrap_or(0) + 40 * r.packets;
+    r.lost = src["lost"].as_u64().unwrap_or(0);
+    r.loss_percent = num("loss_percent");
+    r.duplicates = src["duplicates"].as_u64().unwrap_or(0);
+    r.reordered = src["reordered"].as_u64().unwrap_or(0);
+    r.throughput_bps = num("bitrate_bps");
+    r.jitter_ns = (num("jitter_ms") * 1e6) as u64;
+    if let Some(d) = src.get("one_way_delay").filter(|d| !d.is_null()) {
+        let us = |k: &str| (d[k].as_f64().unwrap_or(0.0) * 1e3) as u64;
+        r.mean_delay_ns = us("mean_us");
+        r.min_delay_ns = us("min_us");
+        r.max_delay_ns = us("max_us");
+        r.p50_delay_ns = us("p50_us");
+        r.p99_delay_ns = us("p99_us");
+    }
+    Some(r)
+}
+
+/// A command flow's line in the flows table: no packets of its own; a `metronome recv`
+/// command's figures as its receiver (see [`measured_by`]).
 pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
     FlowReport {
         name: f.name.clone(),
