@@ -31,6 +31,9 @@ pub enum BenchCommand {
     /// The emulator (as root): throughput and the accuracy of its added delay through one link,
     /// beside the kernel's tbf on a veth pair in the same run, measured by iperf3
     Emu(crate::bench_emu::EmuArgs),
+    /// Video quality metrics: PSNR and SSIM frames per second on 1080p pairs, against FFmpeg's
+    /// psnr and ssim filters on the same files in the same run
+    Quality(crate::bench_quality::QualityBenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +95,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         BenchCommand::Raw(a) => crate::bench_raw::run(a, stop),
         BenchCommand::Sim(a) => crate::bench_sim::run(a),
         BenchCommand::Emu(a) => crate::bench_emu::run(a),
+        BenchCommand::Quality(a) => crate::bench_quality::run(a),
     }
 }
 

@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod bench_emu;
+mod bench_quality;
 mod bench_raw;
 mod bench_sim;
 mod bench_streams;
@@ -11,6 +12,7 @@ mod demo;
 mod emu;
 mod lab;
 mod multi;
+mod quality;
 mod raw;
 mod recv;
 mod report;
@@ -51,6 +53,9 @@ enum Command {
     /// The emulator: the lab's link model between real sockets, in real time
     #[command(subcommand)]
     Emu(emu::EmuCommand),
+    /// What viewers saw: PSNR, SSIM and MOS of a received video against its reference, frame
+    /// by frame (as FFmpeg's psnr and ssim filters and Evalvid compute them)
+    Quality(quality::QualityArgs),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -81,6 +86,7 @@ fn main() -> ExitCode {
         Command::Sdp(a) => sdp::run(a),
         Command::Lab(l) => lab::run(l, stop).map_err(Into::into),
         Command::Emu(e) => emu::run(e, stop),
+        Command::Quality(q) => quality::run(q).map_err(Into::into),
         Command::Bench(b) => bench::run(b, stop),
     };
     match result {

@@ -1,0 +1,157 @@
+//! Two streams of pictures through the metrics, frame by frame, on several threads.
+
+use crate::mos;
+use crate::picture::{Chroma, Picture};
+use crate::psnr::{self, FramePsnr, RunPsnr};
+use crate::ssim::{self, FrameSsim};
+use crate::y4m::{Reader, Y4mError};
+use std::io::BufRead;
+
+/// One frame's figures.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct FrameQuality {
+    /// From 0, in stream order.
+    pub frame: u64,
+    pub psnr: FramePsnr,
+    pub ssim: FrameSsim,
+    /// Evalvid's MOS of the frame's Y PSNR.
+    pub mos: u8,
+}
+
+/// A run's figures.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct RunQuality {
+    /// Frames compared (the shorter stream's length).
+    pub frames: u64,
+    /// Frames the reference has beyond the received stream's end (not compared).
+    pub frames_missing: u64,
+    /// The PSNR of the mean MSE (FFmpeg's `psnr` filter's summary).
+    pub psnr_global: RunPsnr,
+    /// The mean of the frames' PSNRs, each capped at [`psnr::CAP_DB`] (Evalvid's).
+    pub psnr_mean: RunPsnr,
+    /// The mean of the frames' SSIMs (FFmpeg's `ssim` filter's summary).
+    pub ssim: FrameSsim,
+    pub mos_mean: f64,
+    /// Frames with MOS 1, 2, 3, 4, 5.
+    pub mos_frames: [u64; 5],
+}
+
+/// The figures of `received` against `reference`, computed frame by frame.
+pub fn frame(reference: &Picture, received: &Picture, n: u64) -> FrameQuality {
+    let p = psnr::frame(reference, received);
+    FrameQuality {
+        frame: n,
+        psnr: p,
+        ssim: ssim::frame(reference, received),
+        mos: mos::from_psnr(p.y_db),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("the reference: {0}")]
+    Reference(Y4mError),
+    #[error("the received video: {0}")]
+    Received(Y4mError),
+    #[error("the videos differ in format: reference {a}, received {b}; convert one (ffmpeg -s WxH -pix_fmt yuv420p)")]
+    Format { a: String, b: String },
+}
+
+fn describe(w: usize, h: usize, c: Chroma) -> String {
+    format!("{w}x{h} {}", c.y4m_name())
+}
+
+/// Compares two streams to the end of the shorter, `threads` frames at a time; calls `each`
+/// with every frame's figures, in order.
+pub fn streams<A: BufRead, B: BufRead>(
+    mut reference: Reader<A>,
+    mut received: Reader<B>,
+    threads: usize,
+    mut each: impl FnMut(&FrameQuality),
+) -> Result<RunQuality, CompareError> {
+    let (fa, fb) = (reference.format(), received.format());
+    if (fa.width, fa.height, fa.chroma) != (fb.width, fb.height, fb.chroma) {
+        return Err(CompareError::Format {
+            a: describe(fa.width, fa.height, fa.chroma),
+            b: describe(fb.width, fb.height, fb.chroma),
+        });
+    }
+    let threads = threads.max(1);
+    let blank = || Picture::black(fa.width, fa.height, fa.chroma);
+    let mut a: Vec<Picture> = (0..threads).map(|_| blank()).collect();
+    let mut b: Vec<Picture> = (0..threads).map(|_| blank()).collect();
+    let mut run = RunQuality::default();
+    let mut totals = psnr::Totals::default();
+    let mut ssim_sum = [0.0; 4];
+    let mut mos_sum = 0u64;
+    let share = psnr::plane_share(&a[0]);
+    let mut ended = false;
+    while !ended {
+        let mut k = 0;
+        while k < threads {
+            let got_a = reference
+                .next_into(&mut a[k])
+                .map_err(CompareError::Reference)?;
+            if !got_a {
+                ended = true;
+                break;
+            }
+            if !received
+                .next_into(&mut b[k])
+                .map_err(CompareError::Received)?
+            {
+                run.frames_missing += 1;
+                ended = true;
+                break;
+            }
+            k += 1;
+        }
+        let base = run.frames;
+        let figures: Vec<FrameQuality> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..k)
+                .map(|i| {
+                    let (x, y) = (&a[i], &b[i]);
+                    s.spawn(move || frame(x, y, base + i as u64))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("metrics never panic"))
+                .collect()
+        });
+        for q in &figures {
+            totals.add(&q.psnr, share);
+            for (s, v) in ssim_sum
+                .iter_mut()
+                .zip([q.ssim.y, q.ssim.u, q.ssim.v, q.ssim.all])
+            {
+                *s += v;
+            }
+            mos_sum += q.mos as u64;
+            run.mos_frames[(q.mos - 1) as usize] += 1;
+            each(q);
+        }
+        run.frames += k as u64;
+    }
+    if run.frames_missing > 0 {
+        // Count the rest of the reference.
+        let mut spare = blank();
+        while reference
+            .next_into(&mut spare)
+            .map_err(CompareError::Reference)?
+        {
+            run.frames_missing += 1;
+        }
+    }
+    let n = run.frames.max(1) as f64;
+    run.psnr_global = totals.global();
+    run.psnr_mean = totals.mean();
+    run.ssim = FrameSsim {
+        y: ssim_sum[0] / n,
+        u: ssim_sum[1] / n,
+        v: ssim_sum[2] / n,
+        all: ssim_sum[3] / n,
+    };
+    run.mos_mean = mos_sum as f64 / n;
+    Ok(run)
+}
