@@ -17,6 +17,7 @@
 pub mod compare;
 pub mod mos;
 pub mod picture;
+pub mod playout;
 pub mod psnr;
 pub mod ssim;
 pub mod y4m;
