@@ -124,7 +124,11 @@ pub fn run(a: QualityBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
         println!("  (a debug build: run `cargo run --release -- bench quality` to measure)");
     }
     if let Some(h) = &bench.host {
-        println!("  {}", h.line());
+        // FFmpeg, which this benchmark runs, is one of the "other processes".
+        println!(
+            "  {} (FFmpeg, run here, counts among the other processes)",
+            h.line()
+        );
     }
     Ok(())
 }

@@ -48,7 +48,8 @@ struct Report<'a> {
 
 fn open(p: &Path, raw: Option<Format>) -> Result<Reader<BufReader<File>>, String> {
     let f = File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?;
-    let r = BufReader::with_capacity(1 << 20, f);
+    // Small: frames are read straight into the pictures, not through this buffer.
+    let r = BufReader::with_capacity(16 << 10, f);
     let is_y4m = p.extension().is_some_and(|e| e.eq_ignore_ascii_case("y4m"));
     match (is_y4m, raw) {
         (false, Some(f)) => Reader::raw(r, f),

@@ -78,46 +78,51 @@ pub fn streams<A: BufRead, B: BufRead>(
     }
     let threads = threads.max(1);
     let blank = || Picture::black(fa.width, fa.height, fa.chroma);
-    let mut a: Vec<Picture> = (0..threads).map(|_| blank()).collect();
-    let mut b: Vec<Picture> = (0..threads).map(|_| blank()).collect();
+    // Two sets of buffers: one batch is compared while the next is read.
+    let batch =
+        |n: usize| -> Vec<(Picture, Picture)> { (0..n).map(|_| (blank(), blank())).collect() };
+    let (mut ready, mut next) = (batch(threads), batch(threads));
     let mut run = RunQuality::default();
     let mut totals = psnr::Totals::default();
     let mut ssim_sum = [0.0; 4];
     let mut mos_sum = 0u64;
-    let share = psnr::plane_share(&a[0]);
+    let share = psnr::plane_share(&ready[0].0);
     let mut ended = false;
-    while !ended {
+    let mut read = |set: &mut Vec<(Picture, Picture)>,
+                    ended: &mut bool,
+                    missing: &mut u64|
+     -> Result<usize, CompareError> {
         let mut k = 0;
-        while k < threads {
-            let got_a = reference
-                .next_into(&mut a[k])
-                .map_err(CompareError::Reference)?;
-            if !got_a {
-                ended = true;
+        while k < set.len() && !*ended {
+            let (a, b) = &mut set[k];
+            if !reference.next_into(a).map_err(CompareError::Reference)? {
+                *ended = true;
                 break;
             }
-            if !received
-                .next_into(&mut b[k])
-                .map_err(CompareError::Received)?
-            {
-                run.frames_missing += 1;
-                ended = true;
+            if !received.next_into(b).map_err(CompareError::Received)? {
+                *missing += 1;
+                *ended = true;
                 break;
             }
             k += 1;
         }
+        Ok(k)
+    };
+    let mut have = read(&mut ready, &mut ended, &mut run.frames_missing)?;
+    while have > 0 {
         let base = run.frames;
-        let figures: Vec<FrameQuality> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..k)
-                .map(|i| {
-                    let (x, y) = (&a[i], &b[i]);
-                    s.spawn(move || frame(x, y, base + i as u64))
-                })
+        let (figures, got) = std::thread::scope(|s| {
+            let handles: Vec<_> = ready[..have]
+                .iter()
+                .enumerate()
+                .map(|(i, (x, y))| s.spawn(move || frame(x, y, base + i as u64)))
                 .collect();
-            handles
+            let got = read(&mut next, &mut ended, &mut run.frames_missing);
+            let figures: Vec<FrameQuality> = handles
                 .into_iter()
                 .map(|h| h.join().expect("metrics never panic"))
-                .collect()
+                .collect();
+            (figures, got)
         });
         for q in &figures {
             totals.add(&q.psnr, share);
@@ -131,11 +136,13 @@ pub fn streams<A: BufRead, B: BufRead>(
             run.mos_frames[(q.mos - 1) as usize] += 1;
             each(q);
         }
-        run.frames += k as u64;
+        run.frames += have as u64;
+        have = got?;
+        std::mem::swap(&mut ready, &mut next);
     }
     if run.frames_missing > 0 {
         // Count the rest of the reference.
-        let mut spare = blank();
+        let mut spare = Picture::black(fa.width, fa.height, fa.chroma);
         while reference
             .next_into(&mut spare)
             .map_err(CompareError::Reference)?
