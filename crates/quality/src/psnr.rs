@@ -34,8 +34,9 @@ pub fn sse(a: &[u8], b: &[u8]) -> u64 {
 }
 
 #[cfg(target_arch = "x86_64")]
+/// Safety: only on a CPU with AVX2 (an `unsafe fn` for Rust before 1.86).
 #[target_feature(enable = "avx2")]
-fn sse_avx2(a: &[u8], b: &[u8]) -> u64 {
+unsafe fn sse_avx2(a: &[u8], b: &[u8]) -> u64 {
     sse_generic(a, b)
 }
 

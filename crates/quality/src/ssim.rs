@@ -147,8 +147,9 @@ fn plane_generic(a: &[u8], b: &[u8], w: usize, h: usize) -> f64 {
 }
 
 #[cfg(target_arch = "x86_64")]
+/// Safety: only on a CPU with AVX2 (an `unsafe fn` for Rust before 1.86).
 #[target_feature(enable = "avx2")]
-fn plane_avx2(a: &[u8], b: &[u8], w: usize, h: usize) -> f64 {
+unsafe fn plane_avx2(a: &[u8], b: &[u8], w: usize, h: usize) -> f64 {
     plane_generic(a, b, w, h)
 }
 
