@@ -20,6 +20,7 @@ pub mod picture;
 pub mod playout;
 pub mod psnr;
 pub mod ssim;
+pub mod trace;
 pub mod y4m;
 
 pub use picture::{Chroma, Picture};

@@ -1,0 +1,327 @@
+//! Trace files: what the sender sent, frame by frame and packet by packet, and what a receiver
+//! got; in Metronome's CSV formats and in Evalvid's (`st`, `sd`, `rd`), so that results can be
+//! checked with Evalvid's own tools.
+//!
+//! Metronome's formats (CSV with a header line, times in ns on the run's clock):
+//! - frame trace: `frame,type,size_bytes,first_packet,packets,send_ns` (type `I`, `P`, `B` or
+//!   `H`; the frame's packets are `first_packet .. first_packet + packets`);
+//! - packet trace: `packet,time_ns,size_bytes` (the sender's: when each left; a receiver's: when
+//!   each arrived, a duplicate on a line of its own).
+//!
+//! Evalvid's (whitespace-separated, times in seconds):
+//! - `st` (mp4trace's sender trace): `frame type size packets time`, packets numbered in frame
+//!   order from 0;
+//! - `sd` and `rd` (tcpdump-derived dumps of the sender and the receiver): `time id N udp size`.
+//!
+//! Readers are bounded: a line longer than [`MAX_LINE`] is an error, and every error names the
+//! line.
+
+use crate::playout::{FrameType, SentFrame};
+use std::io::{BufRead, Write};
+
+/// The longest line a trace may have.
+pub const MAX_LINE: usize = 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    #[error("line {line}: {what}")]
+    Line { line: usize, what: String },
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// A packet as a trace records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PacketRecord {
+    pub packet: u64,
+    pub time_ns: u64,
+    pub size_bytes: u32,
+}
+
+/// Each line of `input` (without its end), numbered from 1, bounded.
+fn lines(input: impl BufRead) -> impl Iterator<Item = Result<(usize, String), TraceError>> {
+    let mut input = input;
+    let mut n = 0;
+    std::iter::from_fn(move || {
+        let mut buf = Vec::new();
+        n += 1;
+        let mut limited = std::io::Read::take(&mut input, MAX_LINE as u64 + 1);
+        match limited.read_until(b'\n', &mut buf) {
+            Ok(0) => None,
+            Ok(_) if buf.len() > MAX_LINE => Some(Err(TraceError::Line {
+                line: n,
+                what: format!("longer than {MAX_LINE} bytes"),
+            })),
+            Ok(_) => {
+                let s = String::from_utf8_lossy(&buf).trim_end().to_string();
+                Some(Ok((n, s)))
+            }
+            Err(e) => Some(Err(e.into())),
+        }
+    })
+}
+
+fn field<T: std::str::FromStr>(v: Option<&str>, line: usize, name: &str) -> Result<T, TraceError> {
+    v.and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| TraceError::Line {
+            line,
+            what: format!("no valid {name}"),
+        })
+}
+
+/// Seconds with a decimal fraction, as text, to ns exactly (an f64 loses ns on epoch times).
+fn seconds_to_ns(text: Option<&str>, line: usize) -> Result<u64, TraceError> {
+    let bad = || TraceError::Line {
+        line,
+        what: format!("'{}' is not a time in seconds", text.unwrap_or("")),
+    };
+    let t = text.ok_or_else(bad)?.trim();
+    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
+    if frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let secs: u64 = int.parse().map_err(|_| bad())?;
+    let frac_ns: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse::<u64>().map_err(|_| bad())? * 10u64.pow(9 - frac.len() as u32)
+    };
+    secs.checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(frac_ns))
+        .ok_or_else(bad)
+}
+
+/// ns as seconds with 6 decimals (Evalvid's and tcpdump's microseconds).
+fn ns_to_seconds(ns: u64) -> String {
+    format!("{}.{:06}", ns / 1_000_000_000, ns % 1_000_000_000 / 1_000)
+}
+
+/// Writes Metronome's frame trace.
+pub fn write_frames(out: &mut impl Write, frames: &[SentFrame]) -> std::io::Result<()> {
+    writeln!(out, "frame,type,size_bytes,first_packet,packets,send_ns")?;
+    for (i, f) in frames.iter().enumerate() {
+        writeln!(
+            out,
+            "{i},{},{},{},{},{}",
+            f.kind.letter(),
+            f.size_bytes,
+            f.packets.first().copied().unwrap_or(0),
+            f.packets.len(),
+            f.send_ns
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads Metronome's frame trace.
+pub fn read_frames(input: impl BufRead) -> Result<Vec<SentFrame>, TraceError> {
+    let mut frames = Vec::new();
+    for l in lines(input) {
+        let (n, line) = l?;
+        if n == 1 || line.is_empty() {
+            continue; // the header
+        }
+        let mut f = line.split(',');
+        let _frame: u64 = field(f.next(), n, "frame")?;
+        let kind: String = field(f.next(), n, "type")?;
+        let size_bytes = field(f.next(), n, "size_bytes")?;
+        let first: u64 = field(f.next(), n, "first_packet")?;
+        let count: u64 = field(f.next(), n, "packets")?;
+        if count > 1_000_000 {
+            return Err(TraceError::Line {
+                line: n,
+                what: format!("{count} packets in one frame"),
+            });
+        }
+        frames.push(SentFrame {
+            kind: FrameType::from_letter(kind.chars().next().unwrap_or('H')),
+            size_bytes,
+            packets: (first..first + count).collect(),
+            send_ns: field(f.next(), n, "send_ns")?,
+        });
+    }
+    Ok(frames)
+}
+
+/// Writes Metronome's packet trace.
+pub fn write_packets(out: &mut impl Write, packets: &[PacketRecord]) -> std::io::Result<()> {
+    writeln!(out, "packet,time_ns,size_bytes")?;
+    for p in packets {
+        writeln!(out, "{},{},{}", p.packet, p.time_ns, p.size_bytes)?;
+    }
+    Ok(())
+}
+
+/// Reads Metronome's packet trace.
+pub fn read_packets(input: impl BufRead) -> Result<Vec<PacketRecord>, TraceError> {
+    let mut out = Vec::new();
+    for l in lines(input) {
+        let (n, line) = l?;
+        if n == 1 || line.is_empty() {
+            continue;
+        }
+        let mut f = line.split(',');
+        out.push(PacketRecord {
+            packet: field(f.next(), n, "packet")?,
+            time_ns: field(f.next(), n, "time_ns")?,
+            size_bytes: field(f.next(), n, "size_bytes")?,
+        });
+    }
+    Ok(out)
+}
+
+/// Writes Evalvid's `st`: `frame type size packets time_s`.
+pub fn write_st(out: &mut impl Write, frames: &[SentFrame]) -> std::io::Result<()> {
+    for (i, f) in frames.iter().enumerate() {
+        writeln!(
+            out,
+            "{i}\t{}\t{}\t{}\t{}",
+            f.kind.letter(),
+            f.size_bytes,
+            f.packets.len(),
+            ns_to_seconds(f.send_ns)
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads Evalvid's `st`; packets are numbered in frame order from 0, as Evalvid numbers them.
+pub fn read_st(input: impl BufRead) -> Result<Vec<SentFrame>, TraceError> {
+    let mut frames = Vec::new();
+    let mut next = 0u64;
+    for l in lines(input) {
+        let (n, line) = l?;
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut f = line.split_whitespace();
+        let _frame: u64 = field(f.next(), n, "frame number")?;
+        let kind: String = field(f.next(), n, "frame type")?;
+        let size_bytes = field(f.next(), n, "frame size")?;
+        let count: u64 = field(f.next(), n, "number of packets")?;
+        if count > 1_000_000 {
+            return Err(TraceError::Line {
+                line: n,
+                what: format!("{count} packets in one frame"),
+            });
+        }
+        let send_ns = seconds_to_ns(f.next(), n)?;
+        frames.push(SentFrame {
+            kind: FrameType::from_letter(kind.chars().next().unwrap_or('H')),
+            size_bytes,
+            packets: (next..next + count).collect(),
+            send_ns,
+        });
+        next += count;
+    }
+    Ok(frames)
+}
+
+/// Writes Evalvid's `sd` or `rd`: `time_s id N udp size`.
+pub fn write_dump(out: &mut impl Write, packets: &[PacketRecord]) -> std::io::Result<()> {
+    for p in packets {
+        writeln!(
+            out,
+            "{} id {} udp {}",
+            ns_to_seconds(p.time_ns),
+            p.packet,
+            p.size_bytes
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads Evalvid's `sd` or `rd`.
+pub fn read_dump(input: impl BufRead) -> Result<Vec<PacketRecord>, TraceError> {
+    let mut out = Vec::new();
+    for l in lines(input) {
+        let (n, line) = l?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let w: Vec<&str> = line.split_whitespace().collect();
+        if w.len() < 5 || w[1] != "id" || w[3] != "udp" {
+            return Err(TraceError::Line {
+                line: n,
+                what: "expected 'TIME id N udp SIZE', as Evalvid's dumps have".into(),
+            });
+        }
+        out.push(PacketRecord {
+            time_ns: seconds_to_ns(Some(w[0]), n)?,
+            packet: field(Some(w[2]), n, "packet id")?,
+            size_bytes: field(Some(w[4]), n, "size")?,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames() -> Vec<SentFrame> {
+        vec![
+            SentFrame {
+                kind: FrameType::I,
+                size_bytes: 6384,
+                packets: vec![0, 1, 2, 3, 4],
+                send_ns: 0,
+            },
+            SentFrame {
+                kind: FrameType::P,
+                size_bytes: 1100,
+                packets: vec![5],
+                send_ns: 40_000_000,
+            },
+        ]
+    }
+
+    #[test]
+    fn both_formats_round_trip() {
+        let mut buf = Vec::new();
+        write_frames(&mut buf, &frames()).unwrap();
+        assert_eq!(read_frames(&buf[..]).unwrap(), frames());
+        let mut st = Vec::new();
+        write_st(&mut st, &frames()).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&st).lines().next(),
+            Some("0\tI\t6384\t5\t0.000000")
+        );
+        assert_eq!(read_st(&st[..]).unwrap(), frames());
+        let pk = vec![
+            PacketRecord {
+                packet: 0,
+                time_ns: 1_064_922_471_232_123_000,
+                size_bytes: 1052,
+            },
+            PacketRecord {
+                packet: 0,
+                time_ns: 1_064_922_471_232_200_000,
+                size_bytes: 1052,
+            },
+        ];
+        let mut csv = Vec::new();
+        write_packets(&mut csv, &pk).unwrap();
+        assert_eq!(read_packets(&csv[..]).unwrap(), pk);
+        let mut rd = Vec::new();
+        write_dump(&mut rd, &pk).unwrap();
+        // Seconds with 6 decimals: microseconds survive, as in tcpdump's dumps.
+        assert_eq!(read_dump(&rd[..]).unwrap(), pk);
+    }
+
+    #[test]
+    fn evalvids_own_lines_read_and_bad_lines_say_where() {
+        let rd = b"1064922471.232123 id 1 udp 1052\n1064922471.272210 id 2 udp 1052\n";
+        let p = read_dump(&rd[..]).unwrap();
+        assert_eq!((p[1].packet, p[1].size_bytes), (2, 1052));
+        let e = read_dump(&b"1.0 id 1 udp 10\n1.1 xx 2 udp 10\n"[..]).unwrap_err();
+        assert!(e.to_string().starts_with("line 2:"), "{e}");
+        let e = read_st(&b"0 I 100 2 0.0\n1 P 100 x 0.04\n"[..]).unwrap_err();
+        assert!(
+            e.to_string().contains("line 2") && e.to_string().contains("packets"),
+            "{e}"
+        );
+        let long = vec![b'1'; 5000];
+        assert!(read_dump(&long[..]).is_err());
+    }
+}
