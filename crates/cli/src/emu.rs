@@ -36,7 +36,7 @@ pub struct PairArgs {
     /// Stop after this long (default: at Ctrl-C)
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
-    /// A name for the namespaces (mt<pid>-NAME-a and -b)
+    /// A name for the namespaces (mt<pid>-NAME<n>-0 and -1)
     #[arg(long, default_value = "pair")]
     pub name: String,
 }
