@@ -202,7 +202,7 @@ impl Summary {
 }
 
 /// `flows.csv`: one row per flow and receiver.
-pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns,frames,frames_lost,frames_lost_percent,frame_mean_delay_ns,frame_p99_delay_ns";
+pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns,frames,frames_lost,frames_lost_percent,frame_mean_delay_ns,frame_p99_delay_ns,frame_max_cumulative_jitter_ns";
 
 /// `intervals.csv`: one row per flow, receiver and interval.
 pub const INTERVALS_HEADER: &str =
@@ -214,11 +214,16 @@ pub fn flows_csv(p: &PointResult) -> String {
     for f in &p.flows {
         for r in &f.receivers {
             let frames = r.frames.map_or_else(
-                || ",,,,".to_string(),
+                || ",,,,,".to_string(),
                 |f| {
                     format!(
-                        "{},{},{:.3},{},{}",
-                        f.frames, f.lost, f.lost_percent, f.mean_delay_ns, f.p99_delay_ns
+                        "{},{},{:.3},{},{},{}",
+                        f.frames,
+                        f.lost,
+                        f.lost_percent,
+                        f.mean_delay_ns,
+                        f.p99_delay_ns,
+                        f.max_cumulative_jitter_ns
                     )
                 },
             );

@@ -12,6 +12,7 @@ use metronome_media::testsrc::{TestSource, TestSourceConfig};
 use metronome_media::TsSource;
 use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
 use metronome_netsim::sim::flows::FrameFigures;
+use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_session::sender::{Mp2tPacketizer, PacketizerConfig};
 use metronome_spec::scenario::VideoDecl;
 use metronome_time::{Distribution, Timestamp};
@@ -126,41 +127,57 @@ impl PacketSource for TestVideo {
 }
 
 /// The frame figures of one receiver, from its packets' arrival times (by packet number,
-/// `Timestamp::MAX` or missing: lost).
+/// `Timestamp::MAX` or missing: lost): what `metronome_quality::playout` reconstructs with
+/// Evalvid's rule (a frame is lost with any of its packets), no play-out deadline.
 pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
     let n = map.frame_due.len();
-    let mut complete_at = vec![Timestamp::ZERO; n];
-    let mut lost = vec![false; n];
+    let mut packets: Vec<Vec<u64>> = vec![Vec::new(); n];
     for (k, frames) in map.packets.iter().enumerate() {
         let Some((a, b)) = *frames else { continue };
-        let at = arrivals.get(k).copied().unwrap_or(Timestamp::MAX);
-        for f in a as usize..=(b as usize).min(n.saturating_sub(1)) {
-            if at == Timestamp::MAX {
-                lost[f] = true;
-            } else {
-                complete_at[f] = complete_at[f].max(at);
-            }
+        for p in packets
+            .iter_mut()
+            .take((b as usize + 1).min(n))
+            .skip(a as usize)
+        {
+            p.push(k as u64);
         }
     }
+    let sent: Vec<SentFrame> = packets
+        .into_iter()
+        .zip(&map.frame_due)
+        .map(|(packets, due)| SentFrame {
+            kind: FrameType::Other,
+            size_bytes: 0,
+            packets,
+            send_ns: due.as_nanos(),
+        })
+        .collect();
+    let got: Vec<(u64, u64)> = arrivals
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| **t != Timestamp::MAX)
+        .map(|(k, t)| (k as u64, t.as_nanos()))
+        .collect();
+    let r = reconstruct(&sent, &got, Playout::default());
     let mut delays = Distribution::new();
-    let mut sum = 0u128;
-    let mut kept = 0u64;
-    for f in 0..n {
-        if !lost[f] {
-            let d = complete_at[f].saturating_since(map.frame_due[f]).as_nanos() as u64;
-            delays.record(d);
-            sum += d as u128;
-            kept += 1;
-        }
+    let (mut sum, mut kept) = (0u128, 0u64);
+    for d in r
+        .frames
+        .iter()
+        .filter(|f| f.shown)
+        .filter_map(|f| f.delay_ns)
+    {
+        delays.record(d);
+        sum += d as u128;
+        kept += 1;
     }
-    let lost_n = lost.iter().filter(|l| **l).count() as u64;
     FrameFigures {
         frames: n as u64,
-        lost: lost_n,
+        lost: r.frames_lost,
         lost_percent: if n == 0 {
             0.0
         } else {
-            100.0 * lost_n as f64 / n as f64
+            100.0 * r.frames_lost as f64 / n as f64
         },
         mean_delay_ns: if kept == 0 {
             0
@@ -169,6 +186,12 @@ pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
         },
         p99_delay_ns: delays.quantile_ns(0.99),
         max_delay_ns: delays.quantile_ns(1.0),
+        max_cumulative_jitter_ns: r
+            .frames
+            .iter()
+            .filter_map(|f| f.cumulative_jitter_ns)
+            .max()
+            .unwrap_or(0),
     }
 }
 
@@ -189,6 +212,14 @@ mod tests {
         assert_eq!((f.frames, f.lost), (3, 0));
         // Frame 0 complete at 12 ms (due 0), frame 1 at 18 (due 10), frame 2 at 30 (due 20).
         assert_eq!(f.mean_delay_ns, (12 + 8 + 10) * 1_000_000 / 3);
+        // Cumulative jitter: delays 12, 8, 10 ms never grew past the first frame's.
+        assert_eq!(f.max_cumulative_jitter_ns, 0);
+        let later = [ms(5), ms(12), ms(18), ms(19), ms(40)];
+        // Frame 2 now complete at 40 ms: 20 ms of delay, 8 ms more than frame 0's.
+        assert_eq!(
+            frame_figures(&map, &later).max_cumulative_jitter_ns,
+            8_000_000
+        );
         let mut some = all;
         some[1] = Timestamp::MAX; // carries frames 0 and 1
         let f = frame_figures(&map, &some);

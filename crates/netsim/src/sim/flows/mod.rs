@@ -101,6 +101,10 @@ pub struct FrameFigures {
     pub mean_delay_ns: u64,
     pub p99_delay_ns: u64,
     pub max_delay_ns: u64,
+    /// The largest cumulative jitter over the frames that arrived (seed 002's Eq. 4: the
+    /// play-out delay that would have kept every frame), ns; negative when delays only fell.
+    #[serde(default)]
+    pub max_cumulative_jitter_ns: i64,
 }
 
 impl ReceiverReport {
