@@ -231,8 +231,11 @@ pub struct Fabric {
     /// Set once the run has ended: nothing more is read.
     ended: bool,
     socket_drops: Vec<u64>,
-    /// Datagrams read but not yet entered (stamped after the last read began).
-    pending: Vec<(Timestamp, Datagram)>,
+    /// Datagrams read but not yet entered (stamped after the last read began), with the
+    /// input each came from.
+    pending: Vec<(Timestamp, u32, Datagram)>,
+    /// The datagrams entering in one round (kept to reuse its allocation).
+    entering: Vec<(Timestamp, u32, Datagram)>,
     /// The inputs, as `ppoll` watches them.
     pollfds: Vec<libc::pollfd>,
 }
@@ -356,6 +359,7 @@ impl Fabric {
             ended: false,
             socket_drops: vec![0; n],
             pending: Vec::new(),
+            entering: Vec::new(),
         })
     }
 
@@ -410,10 +414,8 @@ impl Fabric {
     fn drain(&mut self) {
         if self.ended {
             // Nothing more is read; what was read goes in.
-            let rest: Vec<(Timestamp, Datagram)> = self.pending.drain(..).collect();
-            for (at, d) in rest {
-                self.enter(at, d);
-            }
+            let ready = self.pending.len();
+            self.enter_pending(ready, false);
             return;
         }
         // Every datagram stamped before `t0` is in its socket by now; one stamped later may
@@ -445,24 +447,30 @@ impl Fabric {
                 };
                 let d = Datagram {
                     tree,
-                    hop: r as u32, // the input, until it enters
+                    hop: 0,
                     wire: wire as u32,
                     data: self.buf[..len].to_vec(),
                 };
-                self.pending.push((at, d));
+                self.pending.push((at, r as u32, d));
                 in_flight += 1;
             }
         }
-        self.pending.sort_by_key(|(at, _)| *at); // stable: one socket's order is kept
-        let ready = self.pending.partition_point(|(at, _)| *at < t0);
-        let now_in: Vec<(Timestamp, Datagram)> = self.pending.drain(..ready).collect();
-        for (at, d) in now_in {
-            if self.record {
+        self.pending.sort_by_key(|(at, _, _)| *at); // stable: one socket's order is kept
+        let ready = self.pending.partition_point(|(at, _, _)| *at < t0);
+        self.enter_pending(ready, self.record);
+    }
+
+    /// The first `ready` pending datagrams enter their trees (recorded if `record`).
+    fn enter_pending(&mut self, ready: usize, record: bool) {
+        let mut entering = std::mem::take(&mut self.entering);
+        entering.extend(self.pending.drain(..ready));
+        for (at, input, d) in entering.drain(..) {
+            if record {
                 let mut head = [0u8; 16];
                 let k = d.data.len().min(16);
                 head[..k].copy_from_slice(&d.data[..k]);
                 self.stats.inputs.push(Input {
-                    route: d.hop,
+                    route: input,
                     at,
                     len: d.data.len(),
                     head,
@@ -470,6 +478,7 @@ impl Fabric {
             }
             self.enter(at, d);
         }
+        self.entering = entering;
     }
 
     /// The tree that the datagram in the buffer (`len` bytes, from input `r`) follows.
@@ -588,7 +597,7 @@ impl Fabric {
     fn deliver(&mut self) {
         let now = self.clock.now();
         let now = match self.pending.first() {
-            Some((at, _)) => now.min(Timestamp::from_nanos(at.as_nanos().saturating_sub(1))),
+            Some((at, _, _)) => now.min(Timestamp::from_nanos(at.as_nanos().saturating_sub(1))),
             None => now,
         };
         loop {

@@ -249,25 +249,30 @@ fn udp(
         src,
         receivers,
         payload_bytes: payload,
-        rate: match rate {
-            RateShape::Constant(r) => RatePattern::Constant(r),
-            RateShape::Square {
-                high_bps,
-                low_bps,
-                period,
-                duty,
-            } => RatePattern::Square {
-                high_bps,
-                low_bps,
-                period,
-                duty,
-            },
-        },
+        rate: rate_pattern(rate),
         start: f.start,
         duration: f.duration,
         interval: s.interval,
         histograms: s.histograms,
     })
+}
+
+/// A scenario's UDP rate as the simulator's flows (and the emulator's sender) pace it.
+pub(crate) fn rate_pattern(rate: RateShape) -> RatePattern {
+    match rate {
+        RateShape::Constant(r) => RatePattern::Constant(r),
+        RateShape::Square {
+            high_bps,
+            low_bps,
+            period,
+            duty,
+        } => RatePattern::Square {
+            high_bps,
+            low_bps,
+            period,
+            duty,
+        },
+    }
 }
 
 type Frames = Option<Rc<RefCell<FrameMap>>>;

@@ -37,8 +37,9 @@ mod programs;
 mod rtp;
 mod udp;
 
+use metronome_netsim::sim::flows::udp::UdpSchedule;
 use programs::Stage;
-use udp::{receive, send_all, udp_report, Pacer, Sending};
+use udp::{receive, send_all, udp_report, Sending};
 
 /// Time for every thread to be ready before the first datagram (the run's origin).
 const LEAD: Duration = Duration::from_millis(300);
@@ -106,20 +107,6 @@ fn emu_facts(
             .finish(0)
             .map_or_else(|| "unknown".into(), |h| h.line()),
     }
-}
-
-/// What emu mode cannot run yet, said plainly.
-fn refuse(s: &Scenario) -> Result<(), String> {
-    for f in &s.flows {
-        if matches!(f.kind, FlowKind::Tcp { .. }) && f.to.len() != 1 {
-            return Err(format!(
-                "flow '{}': a TCP flow has one receiver, not {}",
-                f.name,
-                f.to.len()
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// The port of flow `i` (its receivers listen on it; iperf3's server too).
@@ -254,7 +241,6 @@ pub struct Where<'a> {
 
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
-    refuse(s)?;
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
@@ -307,11 +293,8 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                 sock,
                 to: SocketAddr::from((dst, flow_port(k))),
                 // Room for the number and the send time.
-                pacer: Pacer {
-                    payload: payload.max(16),
-                    rate,
-                    carry: 0,
-                },
+                payload: payload.max(16),
+                schedule: UdpSchedule::new(payload.max(16), model::rate_pattern(rate)),
                 next: Some(Duration::ZERO),
                 sent: 0,
                 bytes: 0,
@@ -342,14 +325,9 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                 let FlowKind::Udp { payload, rate } = f.kind else {
                     unreachable!("only UDP flows have receivers here")
                 };
-                let pacer = Pacer {
-                    payload,
-                    rate,
-                    carry: 0,
-                };
-                let bound = (f.duration.as_secs_f64() * pacer.peak() as f64
-                    / (payload as f64 * 8.0)) as u64
-                    + 2;
+                let peak = model::rate_pattern(rate).peak_bps();
+                let bound =
+                    (f.duration.as_secs_f64() * peak as f64 / (payload as f64 * 8.0)) as u64 + 2;
                 let meter = Meter::new(s.interval, s.histograms);
                 let stop = &stop_rx;
                 threads.push(scope.spawn(move || receive(rx, clock, origin, bound, meter, stop)));

@@ -16,6 +16,7 @@ use metronome_time::Timestamp;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// How long an interrupted program has to end before it is killed.
@@ -35,7 +36,8 @@ pub(super) struct Stage<'a> {
     pub clock: Clock,
     /// The run's time zero.
     pub origin: Timestamp,
-    pub stop: &'a AtomicBool,
+    /// The run's stop flag (Ctrl-C, SIGTERM).
+    pub stop: &'a Arc<AtomicBool>,
 }
 
 /// A child process killed when dropped (an error or a panic leaves none behind).
@@ -127,18 +129,10 @@ pub(super) fn sleep_until(st: &Stage, t: Timestamp) -> bool {
 /// `@{…}` in a command's argument: `@{NODE}` a host's address, `@{group:FLOW}` the group of
 /// a flow with several receivers, `@{out}` the point's directory.
 pub(super) fn expand(arg: &str, st: &Stage) -> Result<String, String> {
-    let mut out = String::with_capacity(arg.len());
-    let mut rest = arg;
-    while let Some(i) = rest.find("@{") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 2..];
-        let Some(j) = after.find('}') else {
-            return Err(format!("'{arg}': '@{{' without a closing '}}'"));
-        };
-        let key = &after[..j];
+    substitute(arg, |key| {
         if key == "out" {
             let dir = std::path::absolute(st.dir).unwrap_or_else(|_| st.dir.to_path_buf());
-            out.push_str(&dir.to_string_lossy());
+            Ok(dir.to_string_lossy().into_owned())
         } else if let Some(flow) = key.strip_prefix("group:") {
             let k =
                 st.s.flows
@@ -147,7 +141,7 @@ pub(super) fn expand(arg: &str, st: &Stage) -> Result<String, String> {
                     .ok_or_else(|| {
                         format!("'{arg}': @{{group:{flow}}} names no flow with several receivers")
                     })?;
-            out.push_str(&flow_group(k).to_string());
+            Ok(flow_group(k).to_string())
         } else {
             let h = st.names.iter().position(|n| n == key).ok_or_else(|| {
                 format!(
@@ -155,8 +149,25 @@ pub(super) fn expand(arg: &str, st: &Stage) -> Result<String, String> {
                     st.names.join(", ")
                 )
             })?;
-            out.push_str(&st.hosts.hosts()[h].addr.to_string());
+            Ok(st.hosts.hosts()[h].addr.to_string())
         }
+    })
+}
+
+/// `arg` with each `@{KEY}` replaced by `value(KEY)`.
+fn substitute(
+    arg: &str,
+    mut value: impl FnMut(&str) -> Result<String, String>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(arg.len());
+    let mut rest = arg;
+    while let Some(i) = rest.find("@{") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 2..];
+        let Some(j) = after.find('}') else {
+            return Err(format!("'{arg}': '@{{' without a closing '}}'"));
+        };
+        out.push_str(&value(&after[..j])?);
         rest = &after[j + 1..];
     }
     out.push_str(rest);
@@ -170,16 +181,13 @@ pub(super) fn referenced_nodes(f: &FlowDecl) -> Vec<String> {
     };
     let mut nodes = Vec::new();
     for a in args {
-        let mut rest = a.as_str();
-        while let Some(i) = rest.find("@{") {
-            let after = &rest[i + 2..];
-            let Some(j) = after.find('}') else { break };
-            let key = &after[..j];
+        // An unclosed `@{` is the error `expand` reports when the command runs.
+        let _ = substitute(a, |key| {
             if key != "out" && !key.starts_with("group:") {
                 nodes.push(key.to_string());
             }
-            rest = &after[j + 1..];
-        }
+            Ok(String::new())
+        });
     }
     nodes
 }

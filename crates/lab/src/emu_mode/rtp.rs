@@ -219,29 +219,12 @@ pub(super) fn rtp_flow(run: RtpFlowRun, st: &Stage) -> Result<FlowReport, String
             .as_nanos()
             .saturating_sub(preroll.as_nanos() as u64);
         let outcome = if super::programs::sleep_until(st, Timestamp::from_nanos(start)) {
-            let stop = Arc::new(AtomicBool::new(false));
-            let watch = {
-                let stop = stop.clone();
-                let outer = st.stop;
-                scope.spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        if outer.load(Ordering::Relaxed) {
-                            stop.store(true, Ordering::Relaxed);
-                        }
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                })
-            };
-            let r = st
-                .hosts
-                .run_in(from, || {
-                    run_sender(Box::new(noted), cfg, stop.clone(), |_| {})
-                })
+            // The run's own stop flag: Ctrl-C ends the stream as it ends the rest.
+            let stop = st.stop.clone();
+            st.hosts
+                .run_in(from, || run_sender(Box::new(noted), cfg, stop, |_| {}))
                 .map_err(|e| e.to_string())
-                .and_then(|r| r.map_err(|e| format!("flow '{}': the sender: {e}", f.name)));
-            stop.store(true, Ordering::Relaxed);
-            let _ = watch.join();
-            r
+                .and_then(|r| r.map_err(|e| format!("flow '{}': the sender: {e}", f.name)))
         } else {
             Err("interrupted".into())
         };

@@ -2,12 +2,13 @@
 //! time, from a socket in its host), a receiver per receiving host that measures with the
 //! kernel's receive timestamps, as the simulator's iperf-like flow measures.
 
+use metronome_netsim::sim::flows::udp::UdpSchedule;
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::Meter;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::wait::{WaitMode, Waiter};
-use metronome_spec::scenario::{FlowDecl, FlowKind, RateShape};
+use metronome_spec::scenario::{FlowDecl, FlowKind};
 use metronome_time::Timestamp;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,68 +17,15 @@ use std::time::Duration;
 /// IPv4 and UDP headers.
 const OVERHEAD: u32 = 28;
 
-/// A UDP flow's rate, gap by gap, as the simulator's flow computes it.
-pub(super) struct Pacer {
-    pub payload: u32,
-    pub rate: RateShape,
-    pub carry: u128,
-}
-
-impl Pacer {
-    fn rate_at(&self, since_start: Duration) -> u64 {
-        match self.rate {
-            RateShape::Constant(r) => r,
-            RateShape::Square {
-                high_bps,
-                low_bps,
-                period,
-                duty,
-            } => {
-                let p = period.as_nanos().max(1);
-                let phase = since_start.as_nanos() % p;
-                if (phase as f64) < duty * p as f64 {
-                    high_bps
-                } else {
-                    low_bps
-                }
-            }
-        }
-    }
-
-    /// The next send time after one at `since_start`.
-    fn next(&mut self, since_start: Duration) -> Option<Duration> {
-        let rate = self.rate_at(since_start);
-        if rate == 0 {
-            let RateShape::Square { period, .. } = self.rate else {
-                return None;
-            };
-            let p = period.as_nanos().max(1);
-            self.carry = 0;
-            return Some(Duration::from_nanos(
-                ((since_start.as_nanos() / p + 1) * p) as u64,
-            ));
-        }
-        let numer = self.payload as u128 * 8 * 1_000_000_000 + self.carry;
-        self.carry = numer % rate as u128;
-        Some(since_start + Duration::from_nanos((numer / rate as u128) as u64))
-    }
-
-    pub(super) fn peak(&self) -> u64 {
-        match self.rate {
-            RateShape::Constant(r) => r,
-            RateShape::Square {
-                high_bps, low_bps, ..
-            } => high_bps.max(low_bps),
-        }
-    }
-}
-
 /// One flow's sender state.
 pub(super) struct Sending<'a> {
     pub f: &'a FlowDecl,
     pub sock: UdpSocket,
     pub to: SocketAddr,
-    pub pacer: Pacer,
+    /// UDP payload per datagram (room for the number and the send time: at least 16).
+    pub payload: u32,
+    /// When its datagrams leave: the simulator's own schedule.
+    pub schedule: UdpSchedule,
     /// Time of the next datagram from the flow's start (`None`: done).
     pub next: Option<Duration>,
     pub sent: u64,
@@ -110,20 +58,20 @@ pub(super) fn send_all(
             x.next = None;
             continue;
         }
-        if x.pacer.rate_at(t) == 0 {
-            x.next = x.pacer.next(t);
+        if x.schedule.rate().rate_at(t) == 0 {
+            x.next = x.schedule.next_after(t);
             continue;
         }
         waiter.wait_until(clock.mono_ns_from_timestamp(origin + x.f.start + t));
         let now = clock.now();
-        let len = x.pacer.payload as usize;
+        let len = x.payload as usize;
         buf[..8].copy_from_slice(&x.sent.to_be_bytes());
         buf[8..16].copy_from_slice(&now.as_nanos().to_be_bytes());
         if x.sock.send_to(&buf[..len], x.to).is_ok() {
             x.sent += 1;
-            x.bytes += (x.pacer.payload + OVERHEAD) as u64;
+            x.bytes += (x.payload + OVERHEAD) as u64;
         }
-        x.next = x.pacer.next(t);
+        x.next = x.schedule.next_after(t);
     }
     flows.iter().map(|x| (x.sent, x.bytes)).collect()
 }
@@ -157,12 +105,7 @@ pub(super) fn receive(
 
 pub(super) fn udp_report(f: &FlowDecl, meters: &mut [Meter], sent: u64, bytes: u64) -> FlowReport {
     let target = match f.kind {
-        FlowKind::Udp { rate, .. } => match rate {
-            RateShape::Constant(r) => r,
-            RateShape::Square {
-                high_bps, low_bps, ..
-            } => high_bps.max(low_bps),
-        },
+        FlowKind::Udp { rate, .. } => crate::model::rate_pattern(rate).peak_bps(),
         _ => 0,
     };
     FlowReport {

@@ -27,7 +27,8 @@ pub enum RatePattern {
 }
 
 impl RatePattern {
-    fn rate_at(&self, since_start: Duration) -> u64 {
+    /// The rate at `since_start` from the flow's start.
+    pub fn rate_at(&self, since_start: Duration) -> u64 {
         match *self {
             RatePattern::Constant(r) => r,
             RatePattern::Square {
@@ -58,6 +59,51 @@ impl RatePattern {
     }
 }
 
+/// When a UDP flow's datagrams leave, as iperf spaces them: evenly at the pattern's rate, the
+/// ns·rate remainder carried from gap to gap (exact over the run, not rounded per datagram);
+/// through a square wave's zero phase, nothing until its next period. Sans-IO: the simulator's
+/// flow follows it in virtual time, the emulator's sender in real time.
+#[derive(Clone, Debug)]
+pub struct UdpSchedule {
+    payload_bytes: u32,
+    rate: RatePattern,
+    carry: u128,
+}
+
+impl UdpSchedule {
+    pub fn new(payload_bytes: u32, rate: RatePattern) -> Self {
+        UdpSchedule {
+            payload_bytes,
+            rate,
+            carry: 0,
+        }
+    }
+
+    pub fn rate(&self) -> RatePattern {
+        self.rate
+    }
+
+    /// After a datagram due at `since_start` (from the flow's start), the next one's time: the
+    /// gap of its payload at the rate then; at a rate of zero, the pattern's next period (a
+    /// square wave's next high phase), or `None` for a constant zero rate (nothing more).
+    pub fn next_after(&mut self, since_start: Duration) -> Option<Duration> {
+        let rate = self.rate.rate_at(since_start);
+        if rate == 0 {
+            let RatePattern::Square { period, .. } = self.rate else {
+                return None;
+            };
+            let p = period.as_nanos().max(1);
+            self.carry = 0;
+            return Some(Duration::from_nanos(
+                ((since_start.as_nanos() / p + 1) * p) as u64,
+            ));
+        }
+        let numer = self.payload_bytes as u128 * 8 * 1_000_000_000 + self.carry;
+        self.carry = numer % rate as u128;
+        Some(since_start + Duration::from_nanos((numer / rate as u128) as u64))
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct UdpFlowConfig {
     pub name: String,
@@ -80,9 +126,9 @@ pub struct UdpFlow {
     dst: Dst,
     sent: u64,
     sent_bytes: u64,
-    /// Time of the next datagram, and the ns·rate remainder carried from the last gap.
+    /// Time of the next datagram.
     next: Timestamp,
-    carry: u128,
+    schedule: UdpSchedule,
     meters: Vec<Meter>,
     stopped: bool,
 }
@@ -98,10 +144,10 @@ impl UdpFlow {
             id: FlowId(u32::MAX),
             dst: Dst::Node(cfg.src),
             next: Timestamp::ZERO + cfg.start,
+            schedule: UdpSchedule::new(cfg.payload_bytes, cfg.rate),
             cfg,
             sent: 0,
             sent_bytes: 0,
-            carry: 0,
             meters,
             stopped: false,
         }
@@ -115,25 +161,15 @@ impl UdpFlow {
         Timestamp::ZERO + self.cfg.start
     }
 
-    /// The gap after a datagram sent at `rate`: payload bits ÷ rate, the remainder carried.
-    fn gap(&mut self, rate: u64) -> Duration {
-        let numer = self.cfg.payload_bytes as u128 * 8 * 1_000_000_000 + self.carry;
-        self.carry = numer % rate as u128;
-        Duration::from_nanos((numer / rate as u128) as u64)
-    }
-
-    /// Nothing to send at a rate of zero: wake at the pattern's next period (a square wave's
-    /// next high phase), or stop for good (a constant zero rate).
-    fn resume_at_next_period(&mut self, now: Timestamp, net: &mut Net) {
-        match self.cfg.rate {
-            RatePattern::Square { period, .. } => {
-                let p = period.as_nanos().max(1) as u64;
-                let since = now.saturating_since(self.start_time()).as_nanos() as u64;
-                self.next = self.start_time() + Duration::from_nanos((since / p + 1) * p);
-                self.carry = 0;
+    /// The next datagram after one due at `now` by the schedule, or the end of the flow.
+    fn schedule_next(&mut self, now: Timestamp, net: &mut Net) {
+        let since = now.saturating_since(self.start_time());
+        match self.schedule.next_after(since) {
+            Some(t) => {
+                self.next = self.start_time() + t;
                 net.wake(self.next, self.id, 0);
             }
-            RatePattern::Constant(_) => self.stopped = true,
+            None => self.stopped = true,
         }
     }
 }
@@ -156,12 +192,14 @@ impl Flow for UdpFlow {
             self.stopped = true;
             return;
         }
-        let rate = self
-            .cfg
-            .rate
-            .rate_at(now.saturating_since(self.start_time()));
-        if rate == 0 {
-            self.resume_at_next_period(now, net);
+        if self
+            .schedule
+            .rate()
+            .rate_at(now.saturating_since(self.start_time()))
+            == 0
+        {
+            // Nothing to send: wait for the pattern's next period, or stop.
+            self.schedule_next(now, net);
             return;
         }
         let size = self.cfg.payload_bytes + UDP_IP_OVERHEAD;
@@ -177,8 +215,7 @@ impl Flow for UdpFlow {
         self.sent += 1;
         self.sent_bytes += size as u64;
         net.send(now, self.cfg.src, pkt);
-        self.next = now + self.gap(rate);
-        net.wake(self.next, self.id, 0);
+        self.schedule_next(now, net);
     }
 
     fn on_packet(&mut self, now: Timestamp, ep: u32, pkt: Packet, _net: &mut Net) {
