@@ -146,7 +146,9 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
             FlowKind::Udp { payload, rate } => {
                 sim.add_flow(Box::new(udp(s, f, src, receivers, *payload, *rate)));
             }
-            FlowKind::Rtp { rate_bps, video } => {
+            FlowKind::Rtp {
+                rate_bps, video, ..
+            } => {
                 let (flow, frames) = rtp(s, f, src, receivers, *rate_bps, *video, flow_seed)?;
                 sim.add_flow(Box::new(flow));
                 if let Some(map) = frames {

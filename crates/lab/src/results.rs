@@ -97,6 +97,14 @@ pub struct PointResult {
     /// Emu mode only: the programs the command flows ran.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub commands: Vec<CommandRun>,
+    /// Each video receiver's frames over time, thinned for plots (PSNR, delay, cumulative
+    /// jitter); every frame is in `points/pNNN/FLOW.frames.csv`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frame_series: Vec<crate::video::FrameSeries>,
+    /// Files for the point's directory, `(name, contents)` (video flows' frames and traces);
+    /// written with it, not kept in the summary.
+    #[serde(skip)]
+    pub files: Vec<(String, Vec<u8>)>,
 }
 
 /// A program a command flow ran (emu mode), and how it ended.
@@ -202,7 +210,7 @@ impl Summary {
 }
 
 /// `flows.csv`: one row per flow and receiver.
-pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns,frames,frames_lost,frames_lost_percent,frame_mean_delay_ns,frame_p99_delay_ns,frame_max_cumulative_jitter_ns";
+pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns,frames,frames_lost,frames_lost_percent,frame_mean_delay_ns,frame_p99_delay_ns,frame_max_cumulative_jitter_ns,frames_lost_i,frames_lost_p,frames_missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
 
 /// `intervals.csv`: one row per flow, receiver and interval.
 pub const INTERVALS_HEADER: &str =
@@ -214,16 +222,28 @@ pub fn flows_csv(p: &PointResult) -> String {
     for f in &p.flows {
         for r in &f.receivers {
             let frames = r.frames.map_or_else(
-                || ",,,,,".to_string(),
+                || ",,,,,,,,,,,,".to_string(),
                 |f| {
+                    let pictures = f.pictures.map_or_else(
+                        || ",,,".to_string(),
+                        |q| {
+                            format!(
+                                "{:.3},{:.3},{:.6},{:.3}",
+                                q.psnr_y_db, q.psnr_yuv_db, q.ssim, q.mos
+                            )
+                        },
+                    );
                     format!(
-                        "{},{},{:.3},{},{},{}",
+                        "{},{},{:.3},{},{},{},{},{},{},{pictures}",
                         f.frames,
                         f.lost,
                         f.lost_percent,
                         f.mean_delay_ns,
                         f.p99_delay_ns,
-                        f.max_cumulative_jitter_ns
+                        f.max_cumulative_jitter_ns,
+                        f.lost_i,
+                        f.lost_p,
+                        f.missed_deadline
                     )
                 },
             );

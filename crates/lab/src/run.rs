@@ -244,7 +244,7 @@ pub fn run_point(
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
     let (mut outcome, flows) = sim.finish_with_flows();
-    add_frames(&mut outcome.flows, flows, &videos);
+    let videos = add_frames(s, &mut outcome.flows, flows, &videos);
     let id = point_id(point.index);
     if s.trace {
         let dir = out.join("points").join(&id);
@@ -267,20 +267,25 @@ pub fn run_point(
         tcp_expected,
         emu: None,
         commands: Vec::new(),
+        frame_series: videos.iter().flat_map(|v| v.series.clone()).collect(),
+        files: videos.into_iter().flat_map(|v| v.files).collect(),
     })
 }
 
-/// Each video flow's frame figures, per receiver, from its packets' arrivals.
+/// Each video flow's frames, per receiver, from its packets' arrivals: figures into the
+/// reports, series and files for the point.
 fn add_frames(
+    s: &Scenario,
     reports: &mut [metronome_netsim::sim::flows::FlowReport],
     flows: Vec<Box<dyn metronome_netsim::sim::flows::Flow>>,
     videos: &[(
         usize,
         std::rc::Rc<std::cell::RefCell<crate::video::FrameMap>>,
     )],
-) {
+) -> Vec<crate::video::FlowVideo> {
     let mut flows: Vec<Option<Box<dyn metronome_netsim::sim::flows::Flow>>> =
         flows.into_iter().map(Some).collect();
+    let mut out = Vec::new();
     for (i, map) in videos {
         let Some(flow) = flows.get_mut(*i).and_then(Option::take) else {
             continue;
@@ -289,10 +294,17 @@ fn add_frames(
             continue;
         };
         let map = map.borrow();
-        for (r, rx) in reports[*i].receivers.iter_mut().enumerate() {
-            rx.frames = Some(crate::video::frame_figures(&map, rtp.arrivals(r)));
-        }
+        let arrivals: Vec<&[metronome_time::Timestamp]> = (0..reports[*i].receivers.len())
+            .map(|r| rtp.arrivals(r))
+            .collect();
+        out.push(crate::video::view_flow(
+            &s.flows[*i],
+            &mut reports[*i],
+            &map,
+            &arrivals,
+        ));
     }
+    out
 }
 
 pub fn point_id(index: usize) -> String {
@@ -338,6 +350,10 @@ fn write_point(out: &Path, job: &Job, p: &PointResult) -> Result<(), String> {
         ("intervals.csv", results::intervals_csv(p, interval)),
     ] {
         std::fs::write(dir.join(name), text)
+            .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
+    }
+    for (name, bytes) in &p.files {
+        std::fs::write(dir.join(name), bytes)
             .map_err(|e| format!("cannot write {}: {e}", dir.join(name).display()))?;
     }
     Ok(())

@@ -1,52 +1,153 @@
-//! Real video in the simulator: the test pattern, encoded with H.264 and muxed into
-//! constant-rate MPEG-TS by `metronome-media`, packetized by the engine's packetizer, and the
-//! frame each packet carries remembered, so that what each viewer saw can be told frame by
-//! frame.
+//! Real video in the lab: the test pattern, encoded with H.264 and muxed into constant-rate
+//! MPEG-TS by `metronome-media`, packetized by the engine's packetizer; which frames each
+//! packet carries is noted, with each frame's coded bytes, so that what each viewer saw can be
+//! told frame by frame and picture by picture, in both modes.
 //!
 //! A frame starts at a TS packet of the video PID with `payload_unit_start_indicator` set
 //! (ISO/IEC 13818-1 §2.4.3.3: a PES packet, here one access unit, begins in it) and runs to
-//! the next such packet. A frame is lost when any RTP packet carrying one of its TS packets
-//! is lost (a decoder would show it damaged or not at all).
+//! the next such packet. What the screen showed follows `metronome_quality::playout`'s rules
+//! (a frame is lost when any of its packets is; the flow's play-out deadline, if any); the
+//! pictures are the frames that reached the viewer, decoded by openh264 in order (a frame
+//! whose reference was lost is decoded against what the decoder has, as a player does), and
+//! compared with the pattern's own pictures: PSNR, SSIM and MOS per frame. The received bytes
+//! are the sent bytes (links lose and delay packets, they do not corrupt them), so the coded
+//! frames are kept once, at the sender, as Evalvid keeps the sent file.
 
+use metronome_media::decode::{Concealment, H264Decoder};
+use metronome_media::demux::VideoDemux;
+use metronome_media::h264::{nal_type, nal_units};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
-use metronome_media::TsSource;
+use metronome_media::{Frame, TestPattern, TsSource};
 use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
-use metronome_netsim::sim::flows::FrameFigures;
+use metronome_netsim::sim::flows::{FlowReport, FrameFigures};
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
+use metronome_quality::trace::PacketRecord;
+use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
 use metronome_session::sender::{Mp2tPacketizer, PacketizerConfig};
-use metronome_spec::scenario::VideoDecl;
+use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
 use metronome_time::{Distribution, Timestamp};
+use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
 
 /// The video PID of the test source's mux (`TsMuxConfig` default).
-const VIDEO_PID: u16 = 0x100;
+pub const VIDEO_PID: u16 = 0x100;
 
-/// Which frames each RTP packet carries: `(first, last)` frame number, by packet number;
-/// `None` for a packet with no video (PSI, null packets only).
+/// Seconds per scene of the pattern the lab sends (static, moderate, high motion).
+pub const SCENE_SECS: u32 = 4;
+
+/// What a video flow sent: which frames each RTP packet carries (`(first, last)` frame number,
+/// by packet number; `None` for a packet with no video), and each frame's due time, type and
+/// coded bytes.
 #[derive(Clone, Debug, Default)]
 pub struct FrameMap {
     pub packets: Vec<Option<(u32, u32)>>,
-    /// The due time of each frame's first packet.
-    pub frame_due: Vec<Timestamp>,
+    /// Each RTP packet's payload: the TS packets it carries, bytes.
+    pub payload_bytes: Vec<u32>,
+    /// The due time of each frame's first packet, on the stream's timeline.
+    pub frame_due: Vec<Duration>,
+    /// Where the stream's timeline starts on the run's clock.
+    pub epoch: Timestamp,
+    /// Each frame's access unit as sent (Annex B).
+    pub coded: Vec<Vec<u8>>,
+    pub kinds: Vec<FrameType>,
+    /// The pattern's picture, to render the reference frames from.
+    pub picture: Option<VideoDecl>,
+}
+
+/// Notes TS packets as a source makes them into a [`FrameMap`]: frame starts, the frames of
+/// each RTP packet (`end_packet` closes one), the access units.
+#[derive(Debug)]
+pub struct FrameNoter {
+    demux: VideoDemux,
+    frames_seen: u32,
+    /// Frames touched by the TS packets since the last `end_packet`, and how many there were.
+    pending: Option<(u32, u32)>,
+    pending_ts: u32,
+}
+
+impl Default for FrameNoter {
+    fn default() -> Self {
+        FrameNoter {
+            demux: VideoDemux::with_pid(VIDEO_PID),
+            frames_seen: 0,
+            pending: None,
+            pending_ts: 0,
+        }
+    }
+}
+
+impl FrameNoter {
+    /// Notes one TS packet, due at `due` on the stream's timeline.
+    pub fn ts(&mut self, map: &mut FrameMap, ts: &[u8; 188], due: Duration) {
+        self.pending_ts += 1;
+        let pid = u16::from_be_bytes([ts[1] & 0x1f, ts[2]]);
+        if pid != VIDEO_PID {
+            return;
+        }
+        if ts[1] & 0x40 != 0 {
+            self.frames_seen += 1;
+            map.frame_due.push(due);
+        }
+        if let Some(f) = self.frames_seen.checked_sub(1) {
+            self.pending = Some(self.pending.map_or((f, f), |(a, _)| (a, f)));
+        }
+        if let Some(au) = self.demux.push(ts) {
+            keep(map, au.data);
+        }
+    }
+
+    /// The TS packets noted since the last call left in one RTP packet.
+    pub fn end_packet(&mut self, map: &mut FrameMap) {
+        map.packets.push(self.pending.take());
+        map.payload_bytes
+            .push(std::mem::take(&mut self.pending_ts) * 188);
+    }
+
+    /// The stream ended: its last access unit.
+    pub fn finish(&mut self, map: &mut FrameMap) {
+        if let Some(au) = self.demux.finish() {
+            keep(map, au.data);
+        }
+    }
+}
+
+fn keep(map: &mut FrameMap, au: Vec<u8>) {
+    // Constrained Baseline: an IDR slice (NAL type 5) makes an I-frame, anything else a P.
+    let idr = nal_units(&au).any(|n| nal_type(n) == Some(5));
+    map.kinds
+        .push(if idr { FrameType::I } else { FrameType::P });
+    map.coded.push(au);
 }
 
 /// A [`PacketSource`] of the encoded test pattern.
 pub struct TestVideo {
     source: TestSource,
     packetizer: Mp2tPacketizer,
-    epoch: Timestamp,
     frames: Rc<RefCell<FrameMap>>,
-    /// Frames seen so far (the current one is `frames_seen - 1`).
-    frames_seen: u32,
-    /// Frames touched by the TS packets pending in the packetizer.
-    pending: Option<(u32, u32)>,
+    noter: FrameNoter,
     ended: bool,
 }
 
+/// The test source the lab sends for `v`: `duration` of the pattern, H.264 at 70 % of
+/// `rate_bps`, muxed at `rate_bps`.
+pub fn test_source(v: VideoDecl, rate_bps: u64, duration: Duration) -> Result<TestSource, String> {
+    let cfg = TestSourceConfig {
+        width: v.width,
+        height: v.height,
+        fps: v.fps,
+        video_bitrate: u32::try_from(rate_bps * 7 / 10).unwrap_or(u32::MAX),
+        mux_rate: rate_bps,
+        duration: Some(duration),
+        scene_secs: SCENE_SECS,
+        ..TestSourceConfig::default()
+    };
+    TestSource::new(cfg).map_err(|e| format!("the test video: {e}"))
+}
+
 impl TestVideo {
-    /// `duration` of the pattern at `v`, H.264 at 70 % of `rate_bps`, muxed at `rate_bps`.
+    /// The pattern at `v` (see [`test_source`]), packetized with `pcfg` from `epoch`.
     pub fn new(
         v: VideoDecl,
         rate_bps: u64,
@@ -54,46 +155,23 @@ impl TestVideo {
         pcfg: PacketizerConfig,
         epoch: Timestamp,
     ) -> Result<(Self, Rc<RefCell<FrameMap>>), String> {
-        let cfg = TestSourceConfig {
-            width: v.width,
-            height: v.height,
-            fps: v.fps,
-            video_bitrate: u32::try_from(rate_bps * 7 / 10).unwrap_or(u32::MAX),
-            mux_rate: rate_bps,
-            duration: Some(duration),
-            ..TestSourceConfig::default()
-        };
-        let source = TestSource::new(cfg).map_err(|e| format!("the test video: {e}"))?;
-        let frames = Rc::new(RefCell::new(FrameMap::default()));
-        let me = TestVideo {
-            source,
-            packetizer: Mp2tPacketizer::new(pcfg, epoch),
+        let frames = Rc::new(RefCell::new(FrameMap {
             epoch,
+            picture: Some(v),
+            ..FrameMap::default()
+        }));
+        let me = TestVideo {
+            source: test_source(v, rate_bps, duration)?,
+            packetizer: Mp2tPacketizer::new(pcfg, epoch),
             frames: frames.clone(),
-            frames_seen: 0,
-            pending: None,
+            noter: FrameNoter::default(),
             ended: false,
         };
         Ok((me, frames))
     }
 
-    /// Notes the frame a TS packet belongs to.
-    fn note_ts(&mut self, ts: &[u8; 188], due: Duration) {
-        let pid = u16::from_be_bytes([ts[1] & 0x1f, ts[2]]);
-        if pid != VIDEO_PID {
-            return;
-        }
-        if ts[1] & 0x40 != 0 {
-            self.frames_seen += 1;
-            self.frames.borrow_mut().frame_due.push(self.epoch + due);
-        }
-        if let Some(f) = self.frames_seen.checked_sub(1) {
-            self.pending = Some(self.pending.map_or((f, f), |(a, _)| (a, f)));
-        }
-    }
-
     fn emitted(&mut self, out: metronome_session::sender::RtpOut) -> SourcePacket {
-        self.frames.borrow_mut().packets.push(self.pending.take());
+        self.noter.end_packet(&mut self.frames.borrow_mut());
         SourcePacket {
             len: out.len,
             wire_len: out.len,
@@ -109,14 +187,17 @@ impl PacketSource for TestVideo {
         while !self.ended {
             match self.source.next_packet(&mut ts) {
                 Ok(Some(due)) => {
-                    self.note_ts(&ts, due);
+                    self.noter.ts(&mut self.frames.borrow_mut(), &ts, due);
                     if let Ok(Some(out)) = self.packetizer.push(&ts, due, buf) {
                         return Some(self.emitted(out));
                     }
                 }
                 // An encoder error ends the stream as its end would: the run reports fewer
                 // frames, never a panic.
-                Ok(None) | Err(_) => self.ended = true,
+                Ok(None) | Err(_) => {
+                    self.ended = true;
+                    self.noter.finish(&mut self.frames.borrow_mut());
+                }
             }
         }
         match self.packetizer.flush(buf) {
@@ -126,10 +207,123 @@ impl PacketSource for TestVideo {
     }
 }
 
-/// The frame figures of one receiver, from its packets' arrival times (by packet number,
-/// `Timestamp::MAX` or missing: lost): what `metronome_quality::playout` reconstructs with
-/// Evalvid's rule (a frame is lost with any of its packets), no play-out deadline.
-pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
+/// One frame as a viewer saw it: its fate, and the picture its display slot showed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameRow {
+    pub frame: u32,
+    pub kind: FrameType,
+    /// The frame the slot showed (`None`: nothing yet).
+    pub shown: Option<u32>,
+    pub arrived: bool,
+    pub delay_ns: Option<u64>,
+    pub cumulative_jitter_ns: Option<i64>,
+    pub missed_deadline: bool,
+    /// The slot's picture against the source's frame (`None` without pictures).
+    pub psnr_y_db: Option<f64>,
+    pub psnr_yuv_db: Option<f64>,
+    pub ssim: Option<f64>,
+    pub mos: Option<u8>,
+}
+
+/// A video receiver's frames, thinned for plots: at most [`SERIES_POINTS`] points, each over
+/// `step` consecutive frames.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrameSeries {
+    pub flow: String,
+    pub receiver: String,
+    /// The first frame's due time on the run's clock, ns, and the time between frames, ns.
+    pub start_ns: u64,
+    pub frame_interval_ns: u64,
+    /// Frames per point.
+    pub step: u32,
+    /// The lowest PSNR of Y in each point's frames, dB (empty without pictures).
+    pub psnr_y_db: Vec<f64>,
+    /// The largest delay among each point's frames that arrived, ns (`None`: none arrived).
+    pub delay_ns: Vec<Option<u64>>,
+    /// The cumulative jitter at each point's last arrived frame, ns.
+    pub cumulative_jitter_ns: Vec<Option<i64>>,
+}
+
+/// Points a [`FrameSeries`] keeps at most.
+pub const SERIES_POINTS: usize = 600;
+
+/// One receiver's frames: the summary, every frame's row, and the series for plots.
+pub struct Viewed {
+    pub figures: FrameFigures,
+    pub rows: Vec<FrameRow>,
+    pub series: FrameSeries,
+}
+
+/// What a video flow leaves in its point's directory, and its series for the report.
+#[derive(Debug, Default)]
+pub struct FlowVideo {
+    pub series: Vec<FrameSeries>,
+    /// `(file name, contents)`: `FLOW.frames.csv` (every receiver's frames, [`FRAMES_HEADER`]),
+    /// `FLOW.sent.csv` (the sender's frame trace) and `FLOW.RECEIVER.packets.csv` (what each
+    /// receiver got), in `metronome_quality::trace`'s formats.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
+/// The play-out of a flow's viewers.
+pub fn playout_of(f: &FlowDecl) -> Playout {
+    match f.kind {
+        FlowKind::Rtp {
+            playout_deadline, ..
+        } => Playout {
+            deadline_ns: playout_deadline.map(|d| d.as_nanos() as u64),
+            ..Playout::default()
+        },
+        _ => Playout::default(),
+    }
+}
+
+/// Every receiver of video flow `f` (its report's receivers, in order, and their packets'
+/// arrivals): frame figures into the report, series and files for the point.
+pub fn view_flow(
+    f: &FlowDecl,
+    report: &mut FlowReport,
+    map: &FrameMap,
+    arrivals: &[&[Timestamp]],
+) -> FlowVideo {
+    let playout = playout_of(f);
+    let mut out = FlowVideo::default();
+    let mut rows_csv = String::from(FRAMES_HEADER);
+    rows_csv.push('\n');
+    let sent = sent_frames(map);
+    let mut trace = Vec::new();
+    let _ = metronome_quality::trace::write_frames(&mut trace, &sent);
+    out.files.push((format!("{}.sent.csv", f.name), trace));
+    for (rx, got) in report.receivers.iter_mut().zip(arrivals) {
+        let v = view(map, got, playout);
+        rx.frames = Some(v.figures);
+        frames_csv(&mut rows_csv, &f.name, &rx.node, &v.rows);
+        out.series.push(FrameSeries {
+            flow: f.name.clone(),
+            receiver: rx.node.clone(),
+            ..v.series
+        });
+        let packets: Vec<PacketRecord> = got
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| **t != Timestamp::MAX)
+            .map(|(k, t)| PacketRecord {
+                packet: k as u64,
+                time_ns: t.as_nanos(),
+                size_bytes: map.payload_bytes.get(k).copied().unwrap_or(0),
+            })
+            .collect();
+        let mut trace = Vec::new();
+        let _ = metronome_quality::trace::write_packets(&mut trace, &packets);
+        out.files
+            .push((format!("{}.{}.packets.csv", f.name, rx.node), trace));
+    }
+    out.files
+        .push((format!("{}.frames.csv", f.name), rows_csv.into_bytes()));
+    out
+}
+
+/// The frames as sent: type, size, packets, send time on the run's clock.
+fn sent_frames(map: &FrameMap) -> Vec<SentFrame> {
     let n = map.frame_due.len();
     let mut packets: Vec<Vec<u64>> = vec![Vec::new(); n];
     for (k, frames) in map.packets.iter().enumerate() {
@@ -142,23 +336,48 @@ pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
             p.push(k as u64);
         }
     }
-    let sent: Vec<SentFrame> = packets
+    packets
         .into_iter()
-        .zip(&map.frame_due)
-        .map(|(packets, due)| SentFrame {
-            kind: FrameType::Other,
-            size_bytes: 0,
+        .enumerate()
+        .map(|(k, packets)| SentFrame {
+            kind: map.kinds.get(k).copied().unwrap_or(FrameType::Other),
+            size_bytes: map.coded.get(k).map_or(0, |c| c.len() as u32),
             packets,
-            send_ns: due.as_nanos(),
+            send_ns: (map.epoch + map.frame_due[k]).as_nanos(),
         })
-        .collect();
+        .collect()
+}
+
+/// What one receiver saw, from its packets' arrival times (by packet number,
+/// `Timestamp::MAX` or missing: lost), played out with `playout`.
+pub fn view(map: &FrameMap, arrivals: &[Timestamp], playout: Playout) -> Viewed {
+    let n = map.frame_due.len();
+    let sent = sent_frames(map);
     let got: Vec<(u64, u64)> = arrivals
         .iter()
         .enumerate()
         .filter(|(_, t)| **t != Timestamp::MAX)
         .map(|(k, t)| (k as u64, t.as_nanos()))
         .collect();
-    let r = reconstruct(&sent, &got, Playout::default());
+    let r = reconstruct(&sent, &got, playout);
+    let mut rows: Vec<FrameRow> = r
+        .frames
+        .iter()
+        .enumerate()
+        .map(|(k, f)| FrameRow {
+            frame: k as u32,
+            kind: f.kind,
+            shown: r.slots.get(k).copied().flatten(),
+            arrived: f.arrived,
+            delay_ns: f.delay_ns,
+            cumulative_jitter_ns: f.cumulative_jitter_ns,
+            missed_deadline: f.missed_deadline,
+            psnr_y_db: None,
+            psnr_yuv_db: None,
+            ssim: None,
+            mos: None,
+        })
+        .collect();
     let mut delays = Distribution::new();
     let (mut sum, mut kept) = (0u128, 0u64);
     for d in r
@@ -171,7 +390,8 @@ pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
         sum += d as u128;
         kept += 1;
     }
-    FrameFigures {
+    let by_type = |t: FrameType| r.loss_by_type[t as usize].lost;
+    let mut figures = FrameFigures {
         frames: n as u64,
         lost: r.frames_lost,
         lost_percent: if n == 0 {
@@ -179,6 +399,9 @@ pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
         } else {
             100.0 * r.frames_lost as f64 / n as f64
         },
+        lost_i: by_type(FrameType::I),
+        lost_p: by_type(FrameType::P),
+        missed_deadline: r.missed_deadline,
         mean_delay_ns: if kept == 0 {
             0
         } else {
@@ -192,6 +415,133 @@ pub fn frame_figures(map: &FrameMap, arrivals: &[Timestamp]) -> FrameFigures {
             .filter_map(|f| f.cumulative_jitter_ns)
             .max()
             .unwrap_or(0),
+        pictures: None,
+    };
+    if let Some(v) = map.picture.filter(|_| !map.coded.is_empty()) {
+        figures.pictures = pictures(map, v, &sent, &r, playout, &mut rows);
+    }
+    let series = series(map, &rows);
+    Viewed {
+        figures,
+        rows,
+        series,
+    }
+}
+
+/// Decodes what reached the viewer and compares every slot's picture with the source's
+/// frame; fills the rows' picture columns. `None` if the decoder cannot be made.
+fn pictures(
+    map: &FrameMap,
+    v: VideoDecl,
+    sent: &[SentFrame],
+    r: &metronome_quality::playout::Reconstruction,
+    playout: Playout,
+    rows: &mut [FrameRow],
+) -> Option<metronome_netsim::sim::flows::PictureFigures> {
+    let mut decoder = H264Decoder::new(Concealment::Decode).ok()?;
+    let pattern = TestPattern::new(v.fps, SCENE_SECS).ok()?;
+    let mut frame = Frame::new(v.width, v.height).ok()?;
+    let (w, h) = (v.width as usize, v.height as usize);
+    let blank = Picture::black(w, h, Chroma::C420);
+    let mut reference = blank.clone();
+    let mut totals = psnr::Totals::default();
+    let share = psnr::plane_share(&blank);
+    let (mut ssim_sum, mut mos_sum, mut mos_all) = (0.0, 0u64, Vec::with_capacity(rows.len()));
+    let mut wrong_size = 0u64;
+    let stats = viewer::play(
+        sent,
+        r,
+        playout,
+        &map.coded,
+        &mut decoder,
+        &blank,
+        |j, shown| {
+            pattern.render(j as u64, &mut frame);
+            frame.copy_to(&mut reference);
+            let q = if shown.same_format(&reference) {
+                compare::frame(&reference, shown, j as u64)
+            } else {
+                // A picture of another size is nothing like the source: as black.
+                wrong_size += 1;
+                compare::frame(&reference, &blank, j as u64)
+            };
+            totals.add(&q.psnr, share);
+            ssim_sum += q.ssim.all;
+            mos_sum += u64::from(q.mos);
+            mos_all.push(q.mos);
+            if let Some(row) = rows.get_mut(j) {
+                row.psnr_y_db = Some(q.psnr.y_db);
+                row.psnr_yuv_db = Some(q.psnr.yuv_db);
+                row.ssim = Some(q.ssim.all);
+                row.mos = Some(q.mos);
+            }
+        },
+    );
+    let n = mos_all.len().max(1) as f64;
+    let mean = totals.mean();
+    Some(metronome_netsim::sim::flows::PictureFigures {
+        psnr_y_db: mean.y_db,
+        psnr_yuv_db: mean.yuv_db,
+        ssim: ssim_sum / n,
+        mos: mos_sum as f64 / n,
+        mos_frames: mos::distribution(&mos_all),
+        undecodable: stats.undecodable + wrong_size,
+        blank_frames: stats.blank_slots,
+    })
+}
+
+fn series(map: &FrameMap, rows: &[FrameRow]) -> FrameSeries {
+    let step = rows.len().div_ceil(SERIES_POINTS).max(1);
+    let fps = map.picture.map_or(30, |v| v.fps).max(1);
+    let mut s = FrameSeries {
+        start_ns: map
+            .frame_due
+            .first()
+            .map_or(0, |d| (map.epoch + *d).as_nanos()),
+        frame_interval_ns: 1_000_000_000 / fps as u64,
+        step: step as u32,
+        ..FrameSeries::default()
+    };
+    for chunk in rows.chunks(step) {
+        if chunk.iter().any(|r| r.psnr_y_db.is_some()) {
+            s.psnr_y_db.push(
+                chunk
+                    .iter()
+                    .filter_map(|r| r.psnr_y_db)
+                    .fold(f64::INFINITY, f64::min),
+            );
+        }
+        s.delay_ns
+            .push(chunk.iter().filter_map(|r| r.delay_ns).max());
+        s.cumulative_jitter_ns
+            .push(chunk.iter().rev().find_map(|r| r.cumulative_jitter_ns));
+    }
+    s
+}
+
+/// `frames.csv`: one row per video flow, receiver and frame.
+pub const FRAMES_HEADER: &str = "flow,receiver,frame,type,shown_frame,arrived,delay_ns,cumulative_jitter_ns,missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
+
+/// Appends `rows` of `flow` at `receiver` to a `frames.csv` text.
+pub fn frames_csv(out: &mut String, flow: &str, receiver: &str, rows: &[FrameRow]) {
+    use std::fmt::Write as _;
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "{flow},{receiver},{},{},{},{},{},{},{},{},{},{},{}",
+            r.frame,
+            r.kind.letter(),
+            opt(r.shown.map(|k| k.to_string())),
+            u8::from(r.arrived),
+            opt(r.delay_ns.map(|d| d.to_string())),
+            opt(r.cumulative_jitter_ns.map(|d| d.to_string())),
+            u8::from(r.missed_deadline),
+            opt(r.psnr_y_db.map(|d| format!("{d:.3}"))),
+            opt(r.psnr_yuv_db.map(|d| format!("{d:.3}"))),
+            opt(r.ssim.map(|d| format!("{d:.6}"))),
+            opt(r.mos.map(|d| d.to_string())),
+        );
     }
 }
 
@@ -203,10 +553,13 @@ mod tests {
     fn a_frame_is_lost_with_any_of_its_packets() {
         let ms = Timestamp::from_millis;
         // Frames 0..3; packets: [0], [0,1], [1], none, [2].
+        let due = Duration::from_millis;
         let map = FrameMap {
             packets: vec![Some((0, 0)), Some((0, 1)), Some((1, 1)), None, Some((2, 2))],
-            frame_due: vec![ms(0), ms(10), ms(20)],
+            frame_due: vec![due(0), due(10), due(20)],
+            ..FrameMap::default()
         };
+        let frame_figures = |m: &FrameMap, a: &[Timestamp]| view(m, a, Playout::default()).figures;
         let all = [ms(5), ms(12), ms(18), ms(19), ms(30)];
         let f = frame_figures(&map, &all);
         assert_eq!((f.frames, f.lost), (3, 0));

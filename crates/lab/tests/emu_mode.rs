@@ -381,3 +381,109 @@ fn seed001_video_runs_metronomes_sender_through_the_emulator() {
     }
     assert_no_namespaces_left();
 }
+
+/// Issue 14's end-to-end check: Metronome's sender streams the encoded test pattern through
+/// the emulator over a link that loses 1 % of packets. Every frame gets a PSNR and a MOS from
+/// its decoded picture; the frames counted lost are exactly the frames that had a packet
+/// missing at the receiver (worked out here from the sender's frame trace and the receiver's
+/// packet trace, the way Evalvid's tools would), and the packets missing are the ones the
+/// link dropped (less the sender's RTCP reports it dropped on the same link).
+#[test]
+fn a_live_stream_through_one_percent_loss_is_judged_frame_by_frame() {
+    let _one = serial();
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("metronome-emu-1pct-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let text = r#"
+name = "video-1pct"
+seed = 3
+duration = "5s"
+drain = "1s"
+interval = "1s"
+
+[links.lan]
+rate = "10gbit"
+
+[links.lossy]
+rate = "100mbit"
+delay = "10ms"
+loss = "1%"
+
+[topology]
+shape = "star"
+center = "switch"
+leaves = [
+  { node = "server", link = "lan" },
+  { node = "client", link = "lossy" },
+]
+
+[[flow]]
+name = "video"
+kind = "rtp"
+from = "server"
+to = "client"
+rate = "2mbit"
+video = "320x180@30"
+"#;
+    let dir = tmp.0.join("emu");
+    let s = run_mode(text, Mode::Emu, &dir);
+    let p = &s.points[0];
+    let (f, r) = (&p.flows[0], &p.flows[0].receivers[0]);
+    let fr = r.frames.unwrap();
+    let q = fr.pictures.unwrap();
+    let read = |name: &str| std::fs::read_to_string(dir.join("points/p000").join(name)).unwrap();
+    let sent = metronome_quality::trace::read_frames(read("video.sent.csv").as_bytes()).unwrap();
+    let got = metronome_quality::trace::read_packets(read("video.client.packets.csv").as_bytes())
+        .unwrap();
+    let arrived: std::collections::HashSet<u64> = got.iter().map(|p| p.packet).collect();
+    let missing = f.sent_packets - arrived.len() as u64;
+    let damaged = sent
+        .iter()
+        .filter(|fr| fr.packets.iter().any(|k| !arrived.contains(k)))
+        .count() as u64;
+    let link = p
+        .links
+        .iter()
+        .find(|l| l.from == "switch" && l.to == "client")
+        .unwrap();
+    eprintln!(
+        "1 % loss: {missing} of {} packets missing, link dropped {} (+{} queue); frames lost {} of {} (I {}, P {}); PSNR Y {:.2} dB, SSIM {:.4}, MOS {:.2} {:?}",
+        f.sent_packets,
+        link.lost,
+        link.dropped_queue,
+        fr.lost,
+        fr.frames,
+        fr.lost_i,
+        fr.lost_p,
+        q.psnr_y_db,
+        q.ssim,
+        q.mos,
+        q.mos_frames
+    );
+    assert!(missing > 0, "1 % of about 900 packets is lost");
+    assert_eq!(fr.frames, sent.len() as u64);
+    assert_eq!(
+        fr.lost, damaged,
+        "a frame is lost exactly when a packet of it is"
+    );
+    let dropped = link.lost + link.dropped_queue;
+    assert!(
+        dropped >= missing && dropped <= missing + 10,
+        "the link dropped {dropped}, the receiver missed {missing} RTP packets"
+    );
+    // Every frame has its picture's figures; losses cost quality.
+    let rows = read("video.frames.csv");
+    let rows: Vec<&str> = rows.lines().skip(1).collect();
+    assert_eq!(rows.len() as u64, fr.frames);
+    for row in &rows {
+        let cols: Vec<&str> = row.split(',').collect();
+        let psnr: f64 = cols[9].parse().unwrap();
+        let mos: u8 = cols[12].parse().unwrap();
+        assert!(
+            (0.0..=100.0).contains(&psnr) && (1..=5).contains(&mos),
+            "{row}"
+        );
+    }
+    assert_eq!(q.mos_frames.iter().sum::<u64>(), fr.frames);
+    assert_no_namespaces_left();
+}

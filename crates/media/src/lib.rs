@@ -8,9 +8,13 @@
 //! - `tsmux`: an MPEG-TS muxer (PAT, PMT, PES, PCR, constant rate with null stuffing).
 //! - `testsrc`: the built-in live test source: pattern → H.264 → TS at a constant mux rate.
 //! - `tsfile`: an MPEG-TS file source timed by its PCRs.
+//! - `demux`: TS back to access units (the video PES packets), as a receiver gets them;
+//!   `decode`: the openh264 decoder, with error concealment as a player has it.
 //! - `psi`: PAT/PMT sections and their CRC32; `analyze`: a stream checker (CC, PSI, PCR, PTS).
 
 pub mod analyze;
+pub mod decode;
+pub mod demux;
 pub mod h264;
 pub mod pattern;
 pub mod psi;

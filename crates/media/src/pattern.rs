@@ -65,6 +65,14 @@ impl Frame {
     pub fn as_bytes(&self) -> &[u8] {
         &self.data
     }
+    /// Copies it into `out`, as the picture the quality metrics compare (4:2:0).
+    pub fn copy_to(&self, out: &mut metronome_quality::Picture) {
+        out.width = self.width;
+        out.height = self.height;
+        out.chroma = metronome_quality::Chroma::C420;
+        out.data.clear();
+        out.data.extend_from_slice(&self.data);
+    }
 }
 
 /// What kind of content a frame shows.

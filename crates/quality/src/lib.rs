@@ -11,6 +11,9 @@
 //! - [`y4m`]: YUV4MPEG2 streams (what FFmpeg writes with `-f yuv4mpegpipe`) and raw planar
 //!   YUV, read and written with bounded memory.
 //!
+//! - [`viewer`]: the video as the viewer saw it: the frames that reached the player, through a
+//!   real decoder (a trait; `metronome-media` has openh264's), slot by slot.
+//!
 //! Nothing here reads a clock or touches a socket; [`compare`] runs two streams of pictures
 //! through the metrics, on as many threads as asked.
 
@@ -21,6 +24,7 @@ pub mod playout;
 pub mod psnr;
 pub mod ssim;
 pub mod trace;
+pub mod viewer;
 pub mod y4m;
 
 pub use picture::{Chroma, Picture};

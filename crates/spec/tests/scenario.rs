@@ -238,3 +238,30 @@ square = { high = "8mbit", low = "0", period = "1s", duty = 0.25 }
         matches!(s.flows[1].kind, FlowKind::Udp { rate: RateShape::Square { duty, .. }, .. } if duty == 0.25)
     );
 }
+
+#[test]
+fn a_video_flow_may_have_a_playout_deadline_and_only_a_video_flow() {
+    let rtp = |extra: &str| {
+        format!(
+            "name = \"t\"\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"chain\"\nnodes = [\"a\", \"b\"]\nlink = \"l\"\n[[flow]]\nkind = \"rtp\"\nfrom = \"a\"\nto = \"b\"\nrate = \"2mbit\"\n{extra}\n"
+        )
+    };
+    let text = rtp("video = \"352x288@25\"\nplayout_deadline = \"150ms\"");
+    let f = ScenarioFile::parse(&text, "t.toml").unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    match &s.flows[0].kind {
+        FlowKind::Rtp {
+            video: Some(v),
+            playout_deadline,
+            ..
+        } => {
+            assert_eq!((v.width, v.height, v.fps), (352, 288, 25));
+            assert_eq!(*playout_deadline, Some(Duration::from_millis(150)));
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = err(&rtp("playout_deadline = \"150ms\""));
+    assert!(e.contains("playout_deadline needs video"), "{e}");
+    let e = err(&BASE.replace("to = \"b\"", "to = \"b\"\nplayout_deadline = \"150ms\""));
+    assert!(e.contains("has no 'playout_deadline'"), "{e}");
+}

@@ -37,6 +37,7 @@ mod programs;
 mod rtp;
 mod udp;
 
+use crate::video::FlowVideo;
 use metronome_netsim::sim::flows::udp::UdpSchedule;
 use programs::Stage;
 use udp::{receive, send_all, udp_report, Sending};
@@ -74,6 +75,8 @@ fn point_result(
         tcp_expected: Vec::new(),
         emu: None,
         commands: Vec::new(),
+        frame_series: Vec::new(),
+        files: Vec::new(),
     }
 }
 
@@ -316,7 +319,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
         origin,
         stop: at.stop,
     };
-    let (fabric_stats, flows, commands) = std::thread::scope(|scope| {
+    let (fabric_stats, flows, commands, videos) = std::thread::scope(|scope| {
         let fab = scope.spawn(|| fabric.run(&stop_fabric, None));
         let mut rx_threads = Vec::new();
         for (f, rxs) in s.flows.iter().zip(receivers) {
@@ -335,7 +338,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
             rx_threads.push(threads);
         }
         let stage = &stage;
-        type Outcome = Result<(FlowReport, Option<CommandRun>), String>;
+        type Outcome = Result<(FlowReport, Option<CommandRun>, Option<FlowVideo>), String>;
         let programs: Vec<(usize, std::thread::ScopedJoinHandle<Outcome>)> = s
             .flows
             .iter()
@@ -343,7 +346,8 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
             .filter_map(|(k, f)| match f.kind {
                 FlowKind::Tcp { .. } => Some((
                     k,
-                    scope.spawn(move || programs::iperf3_flow(k, f, stage).map(|r| (r, None))),
+                    scope
+                        .spawn(move || programs::iperf3_flow(k, f, stage).map(|r| (r, None, None))),
                 )),
                 FlowKind::Command { .. } => Some((
                     k,
@@ -353,7 +357,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                             report
                                 .receivers
                                 .extend(programs::measured_by(&run, f, stage));
-                            (report, Some(run))
+                            (report, Some(run), None)
                         })
                     }),
                 )),
@@ -364,7 +368,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
         for (k, run) in rtp_runs {
             programs.push((
                 k,
-                scope.spawn(move || rtp::rtp_flow(run, stage).map(|r| (r, None))),
+                scope.spawn(move || rtp::rtp_flow(run, stage).map(|(r, v)| (r, None, v))),
             ));
         }
         let order: Vec<usize> = sending.iter().map(|(k, _)| *k).collect();
@@ -376,12 +380,14 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
         );
         let mut reports: Vec<Option<Result<FlowReport, String>>> = vec![None; s.flows.len()];
         let mut commands = Vec::new();
+        let mut videos = Vec::new();
         for (k, h) in programs {
             let r = h
                 .join()
                 .unwrap_or_else(|_| Err("a program's thread failed".into()));
-            reports[k] = Some(r.map(|(report, run)| {
+            reports[k] = Some(r.map(|(report, run, video)| {
                 commands.extend(run);
+                videos.extend(video);
                 report
             }));
         }
@@ -403,7 +409,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
             let f = &s.flows[k];
             reports[k] = Some(Ok(udp_report(f, &mut meters[k], n, bytes)));
         }
-        (fabric_stats, reports, commands)
+        (fabric_stats, reports, commands, videos)
     });
     drop(hosts);
     if at.stop.load(Ordering::Relaxed) {
@@ -422,5 +428,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     r.tcp_expected = tcp_expected;
     r.emu = Some(emu_facts(&fabric_stats, &host));
     r.commands = commands;
+    r.frame_series = videos.iter().flat_map(|v| v.series.clone()).collect();
+    r.files = videos.into_iter().flat_map(|v| v.files).collect();
     Ok(r)
 }

@@ -9,8 +9,7 @@
 //! exactly as in sim mode.
 
 use super::Stage;
-use crate::video::{frame_figures, FrameMap};
-use metronome_media::testsrc::{TestSource, TestSourceConfig};
+use crate::video::{view_flow, FlowVideo, FrameMap, FrameNoter, VIDEO_PID};
 use metronome_media::{MediaError, TsSource};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::Meter;
@@ -25,8 +24,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// The video PID of the test source's mux.
-const VIDEO_PID: u16 = 0x100;
 /// TS packets per RTP packet (RFC 2250, as the packetizer makes them).
 const TS_PER_RTP: usize = 7;
 /// The send-time extension's id (the packetizer's).
@@ -34,36 +31,44 @@ const SEND_TIME_ID: u8 = metronome_wire::rtp::SEND_TIME_EXT_ID;
 /// IPv4 and UDP headers.
 const OVERHEAD: u32 = 28;
 
-/// One TS packet as the source made it.
-#[derive(Clone, Copy)]
-struct TsNote {
-    due: Duration,
-    /// Starts a frame (video PID, payload_unit_start_indicator).
-    starts_frame: bool,
-    video: bool,
+/// What a source handed out: each TS packet's due time, and the frames (seven TS packets to
+/// an RTP packet, as the packetizer makes them).
+#[derive(Default)]
+struct Notes {
+    dues: Vec<Duration>,
+    map: FrameMap,
+    noter: FrameNoter,
+    /// The source has ended (its last access unit and packet are noted).
+    ended: bool,
 }
 
 /// A source that notes every TS packet it hands out.
 struct Noted {
     inner: Box<dyn TsSource>,
-    notes: Arc<Mutex<Vec<TsNote>>>,
+    notes: Arc<Mutex<Notes>>,
 }
 
 impl TsSource for Noted {
     fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
         let r = self.inner.next_packet(out)?;
-        if let Some(due) = r {
-            let pid = u16::from_be_bytes([out[1] & 0x1f, out[2]]);
-            let video = pid == VIDEO_PID;
-            let note = TsNote {
-                due,
-                starts_frame: video && out[1] & 0x40 != 0,
-                video,
-            };
-            self.notes
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(note);
+        let mut guard = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        let n = &mut *guard;
+        match r {
+            Some(due) => {
+                n.dues.push(due);
+                n.noter.ts(&mut n.map, out, due);
+                if n.dues.len() % TS_PER_RTP == 0 {
+                    n.noter.end_packet(&mut n.map);
+                }
+            }
+            None if !n.ended => {
+                n.ended = true;
+                if n.dues.len() % TS_PER_RTP != 0 {
+                    n.noter.end_packet(&mut n.map);
+                }
+                n.noter.finish(&mut n.map);
+            }
+            None => {}
         }
         Ok(r)
     }
@@ -127,17 +132,8 @@ fn source(
             }))
         }
         Some(v) => {
-            let cfg = TestSourceConfig {
-                width: v.width,
-                height: v.height,
-                fps: v.fps,
-                video_bitrate: u32::try_from(rate_bps * 7 / 10).unwrap_or(u32::MAX),
-                mux_rate: rate_bps,
-                duration: Some(f.duration),
-                ..TestSourceConfig::default()
-            };
-            let s = TestSource::new(cfg)
-                .map_err(|e| format!("flow '{}': the test video: {e}", f.name))?;
+            let s = crate::video::test_source(v, rate_bps, f.duration)
+                .map_err(|e| format!("flow '{}': {e}", f.name))?;
             Ok(Box::new(s))
         }
     }
@@ -188,12 +184,24 @@ pub(super) struct RtpFlowRun<'a> {
 
 /// Runs RTP flow `run` (sender in its host, receivers in theirs) and says what each receiver
 /// measured, with frame figures for video.
-pub(super) fn rtp_flow(run: RtpFlowRun, st: &Stage) -> Result<FlowReport, String> {
+pub(super) fn rtp_flow(
+    run: RtpFlowRun,
+    st: &Stage,
+) -> Result<(FlowReport, Option<FlowVideo>), String> {
     let f = run.f;
-    let FlowKind::Rtp { rate_bps, video } = f.kind else {
+    let FlowKind::Rtp {
+        rate_bps, video, ..
+    } = f.kind
+    else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
-    let notes = Arc::new(Mutex::new(Vec::new()));
+    let notes = Arc::new(Mutex::new(Notes {
+        map: FrameMap {
+            picture: video,
+            ..FrameMap::default()
+        },
+        ..Notes::default()
+    }));
     let noted = Noted {
         inner: source(f, rate_bps, video)?,
         notes: notes.clone(),
@@ -238,59 +246,45 @@ pub(super) fn rtp_flow(run: RtpFlowRun, st: &Stage) -> Result<FlowReport, String
         (outcome, got)
     });
     let outcome = outcome?;
-    let notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
+    if !notes.ended {
+        // The sender stopped before the source's end: what it noted so far.
+        if notes.dues.len() % TS_PER_RTP != 0 {
+            notes.noter.end_packet(&mut notes.map);
+        }
+        notes.noter.finish(&mut notes.map);
+    }
     Ok(report(
         f,
         rate_bps,
         &outcome,
-        &notes,
+        notes,
         got,
         st,
         video.is_some(),
     ))
 }
 
-/// The frames each RTP packet carries, from the source's notes (seven TS packets to an RTP
-/// packet), with each frame's due time on the run's clock, from `epoch`.
-fn frame_map(notes: &[TsNote], epoch: Timestamp) -> FrameMap {
-    let mut map = FrameMap::default();
-    let mut frames_seen = 0u32;
-    for chunk in notes.chunks(TS_PER_RTP) {
-        let mut span: Option<(u32, u32)> = None;
-        for n in chunk {
-            if n.starts_frame {
-                frames_seen += 1;
-                map.frame_due.push(epoch + n.due);
-            }
-            if n.video {
-                if let Some(fr) = frames_seen.checked_sub(1) {
-                    span = Some(span.map_or((fr, fr), |(a, _)| (a, fr)));
-                }
-            }
-        }
-        map.packets.push(span);
-    }
-    map
-}
-
 fn report(
     f: &FlowDecl,
     rate_bps: u64,
     out: &SenderOutcome,
-    notes: &[TsNote],
+    notes: Notes,
     got: Vec<Vec<Got>>,
     st: &Stage,
     video: bool,
-) -> FlowReport {
+) -> (FlowReport, Option<FlowVideo>) {
     let sent = out.packets;
     let rel = |t: Timestamp| Timestamp::ZERO + t.saturating_since(st.origin);
     // The stream's epoch on the run's clock: each packet left at its release or later, so the
     // earliest (send time − release) of what arrived is the epoch plus the least lateness.
     let release = |k: usize| {
         notes
+            .dues
             .get(k * TS_PER_RTP + TS_PER_RTP - 1)
-            .or(notes.last())
-            .map_or(Duration::ZERO, |n| n.due)
+            .or(notes.dues.last())
+            .copied()
+            .unwrap_or(Duration::ZERO)
     };
     let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
     let epoch = got
@@ -304,14 +298,14 @@ fn report(
         })
         .min()
         .map(Timestamp::from_nanos);
-    let map = epoch.map(|e| frame_map(notes, rel(e)));
+    let mut arrivals = Vec::with_capacity(f.to.len());
     let receivers =
         f.to.iter()
             .zip(got)
             .map(|(node, got)| {
                 let mut meter = Meter::new(st.s.interval, st.s.histograms);
                 // Sequence numbers extended from the first sent, over a stream of a bounded length.
-                let mut arrivals = vec![Timestamp::MAX; sent as usize];
+                let mut at_k = vec![Timestamp::MAX; sent as usize];
                 let mut last = 0u64;
                 for g in &got {
                     let near = last & !0xffff | index(g.seq) as u64;
@@ -322,18 +316,15 @@ fn report(
                     last = k;
                     let at = rel(g.at);
                     meter.record(at, k, sent, g.len + OVERHEAD, rel(g.sent.unwrap_or(g.at)));
-                    if let Some(a) = arrivals.get_mut(k as usize) {
+                    if let Some(a) = at_k.get_mut(k as usize) {
                         *a = (*a).min(at);
                     }
                 }
-                let mut r = ReceiverReport::from_meter(node.clone(), &mut meter, sent, f.duration);
-                if video {
-                    r.frames = map.as_ref().map(|m| frame_figures(m, &arrivals));
-                }
-                r
+                arrivals.push(at_k);
+                ReceiverReport::from_meter(node.clone(), &mut meter, sent, f.duration)
             })
             .collect();
-    FlowReport {
+    let mut report = FlowReport {
         name: f.name.clone(),
         kind: "rtp".into(),
         src: f.from.clone(),
@@ -344,5 +335,15 @@ fn report(
         // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
         sent_bytes: out.bytes + OVERHEAD as u64 * sent,
         receivers,
-    }
+    };
+    let video = match (video, epoch) {
+        (true, Some(e)) => {
+            let mut map = notes.map;
+            map.epoch = rel(e);
+            let refs: Vec<&[Timestamp]> = arrivals.iter().map(Vec::as_slice).collect();
+            Some(view_flow(f, &mut report, &map, &refs))
+        }
+        _ => None,
+    };
+    (report, video)
 }

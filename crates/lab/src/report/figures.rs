@@ -251,3 +251,115 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
     }));
     html
 }
+
+/// Each video receiver's frames over time (PSNR of Y, delay, cumulative jitter) and its MOS
+/// distribution; empty without video.
+pub(crate) fn video_plots(p: &PointResult) -> String {
+    if p.frame_series.is_empty() {
+        return String::new();
+    }
+    let (mut psnr, mut delay, mut cj, mut mos) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (group, s) in p.frame_series.iter().enumerate() {
+        let name = format!("{} → {}", s.flow, s.receiver);
+        let t = |i: usize| {
+            (s.start_ns as f64 + (i * s.step as usize) as f64 * s.frame_interval_ns as f64) / 1e9
+        };
+        let line = |points: Vec<(f64, f64)>| Line {
+            group,
+            name: name.clone(),
+            points,
+            style: Style::Plain,
+        };
+        psnr.push(line(
+            s.psnr_y_db
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (t(i), *v))
+                .collect(),
+        ));
+        delay.push(line(
+            s.delay_ns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.map(|d| (t(i), d as f64 / 1e6)))
+                .collect(),
+        ));
+        cj.push(line(
+            s.cumulative_jitter_ns
+                .iter()
+                .enumerate()
+                .filter_map(|(i, v)| v.map(|d| (t(i), d as f64 / 1e6)))
+                .collect(),
+        ));
+        let dist = p
+            .flows
+            .iter()
+            .filter(|f| f.name == s.flow)
+            .flat_map(|f| &f.receivers)
+            .find(|r| r.node == s.receiver)
+            .and_then(|r| r.frames)
+            .and_then(|f| f.pictures);
+        if let Some(q) = dist {
+            let n = q.mos_frames.iter().sum::<u64>().max(1) as f64;
+            mos.push(Line {
+                group,
+                name: name.clone(),
+                points: q
+                    .mos_frames
+                    .iter()
+                    .enumerate()
+                    .map(|(m, c)| ((m + 1) as f64, 100.0 * *c as f64 / n))
+                    .collect(),
+                style: Style::Measured,
+            });
+        }
+    }
+    let step = p.frame_series[0].step;
+    let thinned = if step > 1 {
+        format!(" (each point the worst of {step} frames)")
+    } else {
+        String::new()
+    };
+    let mut html = figure(Plot {
+        id: &format!("{}-psnr", p.id),
+        title: "PSNR per frame",
+        x_label: "time, s",
+        y_label: "PSNR of Y, dB",
+        caption: &format!(
+            "What each viewer's screen showed against the source's frame{thinned}; 100 dB: identical"
+        ),
+        lines: psnr,
+    });
+    html.push_str(&figure(Plot {
+        id: &format!("{}-mos", p.id),
+        title: "MOS distribution",
+        x_label: "MOS (Evalvid's table of PSNR)",
+        y_label: "% of frames",
+        caption: "Share of display slots at each MOS: 5 above 37 dB, 4 above 31, 3 above 25, 2 above 20, else 1",
+        lines: mos,
+    }));
+    html.push_str(&figure(Plot {
+        id: &format!("{}-frame-delay", p.id),
+        title: "Frame delay over time",
+        x_label: "time, s",
+        y_label: "delay, ms",
+        caption: &format!(
+            "From a frame's first packet's due time to its last packet's arrival{}",
+            if step > 1 {
+                " (each point the largest of its frames)"
+            } else {
+                ""
+            }
+        ),
+        lines: delay,
+    }));
+    html.push_str(&figure(Plot {
+        id: &format!("{}-cumulative-jitter", p.id),
+        title: "Cumulative jitter over time",
+        x_label: "time, s",
+        y_label: "cumulative jitter, ms",
+        caption: "Seed 002's Eq. 3–4: the play-out delay that would have kept every frame so far",
+        lines: cj,
+    }));
+    html
+}

@@ -325,9 +325,68 @@ pub(crate) fn points_section(s: &Summary) -> String {
             }
         }
         h.push_str("</table>\n");
+        h.push_str(&video_table(p));
         h.push_str(&super::figures::point_plots(p));
+        h.push_str(&super::figures::video_plots(p));
         h.push_str(&links_table(p));
     }
+    h
+}
+
+/// What each video receiver saw: frames lost by type, delay, cumulative jitter, and the
+/// pictures against the source's (empty without video).
+fn video_table(p: &crate::results::PointResult) -> String {
+    let rows: Vec<_> = p
+        .flows
+        .iter()
+        .flat_map(|f| f.receivers.iter().map(move |r| (f, r)))
+        .filter_map(|(f, r)| r.frames.map(|v| (f, r, v)))
+        .take(SHOWN_ROWS * 4)
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<table><caption>What viewers saw</caption><tr><th>flow</th><th>receiver</th>\
+         <th>frames lost (I / P)</th><th>missed play-out deadline</th>\
+         <th>frame delay ms (mean / p99)</th><th>max cumulative jitter ms</th>\
+         <th>PSNR Y dB</th><th>PSNR YUV dB</th><th>SSIM</th><th>MOS</th>\
+         <th>frames at MOS 1 / 2 / 3 / 4 / 5</th></tr>",
+    );
+    for (f, r, v) in rows {
+        let pictures = v.pictures.map_or_else(
+            || "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>".to_string(),
+            |q| {
+                let m = q.mos_frames;
+                format!(
+                    "<td>{:.2}</td><td>{:.2}</td><td>{:.4}</td><td>{:.2}</td>\
+                     <td>{} / {} / {} / {} / {}</td>",
+                    q.psnr_y_db, q.psnr_yuv_db, q.ssim, q.mos, m[0], m[1], m[2], m[3], m[4]
+                )
+            },
+        );
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{} of {} ({} / {})</td><td>{}</td>\
+             <td>{:.1} / {:.1}</td><td>{:.1}</td>{pictures}</tr>",
+            esc(&f.name),
+            esc(&r.node),
+            v.lost,
+            v.frames,
+            v.lost_i,
+            v.lost_p,
+            v.missed_deadline,
+            v.mean_delay_ns as f64 / 1e6,
+            v.p99_delay_ns as f64 / 1e6,
+            v.max_cumulative_jitter_ns as f64 / 1e6,
+        );
+    }
+    h.push_str(
+        "</table>\n<p class=\"note\">A frame is lost when a packet of it is, or when it misses \
+         the play-out deadline and a newer frame is shown instead; the pictures are what reached \
+         the viewer, decoded by openh264, each display slot against the source's frame (PSNR \
+         capped at 100 dB, Evalvid's MOS table). Every frame: <code>points/PNNN/FLOW.frames.csv</code>.</p>\n",
+    );
     h
 }
 

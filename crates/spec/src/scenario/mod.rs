@@ -194,9 +194,12 @@ pub enum FlowKind {
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:
     /// null-free constant-rate TS, or with `video` the test pattern encoded with H.264 at
     /// 70 % of the rate and muxed at the rate (its frames are then known, for frame figures).
+    /// With `video`, `playout_deadline` is the viewers' play-out deadline (seed 002's: a
+    /// frame not complete by its send time plus this is not shown in its slot).
     Rtp {
         rate_bps: u64,
         video: Option<VideoDecl>,
+        playout_deadline: Option<Duration>,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
     /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a

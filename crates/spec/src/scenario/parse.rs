@@ -479,6 +479,7 @@ struct RawFlow {
     cc: Option<String>,
     bytes: Option<u64>,
     video: Option<String>,
+    playout_deadline: Option<Dur>,
     program: Option<String>,
     args: Option<Vec<String>>,
 }
@@ -574,6 +575,9 @@ impl RawFlow {
         };
         match self.kind.as_str() {
             "udp" | "tcp" | "command" if self.video.is_some() => unused("video", &self.kind),
+            "udp" | "tcp" | "command" if self.playout_deadline.is_some() => {
+                unused("playout_deadline", &self.kind)
+            }
             "udp" | "tcp" | "rtp" if self.program.is_some() => unused("program", &self.kind),
             "udp" | "tcp" | "rtp" if self.args.is_some() => unused("args", &self.kind),
             "command" => {
@@ -672,10 +676,16 @@ impl RawFlow {
                     Some(v) => Some(v.parse().map_err(|e| format!("flow '{name}': {e}"))?),
                     None => None,
                 };
+                if video.is_none() && self.playout_deadline.is_some() {
+                    return Err(format!(
+                        "flow '{name}': playout_deadline needs video = \"640x360@30\" (frames to play out)"
+                    ));
+                }
                 match self.rate {
                     Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
                         rate_bps: r.0,
                         video,
+                        playout_deadline: self.playout_deadline.map(|d| d.0),
                     }),
                     _ => Err(format!(
                         "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"

@@ -105,6 +105,38 @@ pub struct FrameFigures {
     /// play-out delay that would have kept every frame), ns; negative when delays only fell.
     #[serde(default)]
     pub max_cumulative_jitter_ns: i64,
+    /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
+    #[serde(default)]
+    pub lost_i: u64,
+    #[serde(default)]
+    pub lost_p: u64,
+    /// Frames that arrived after their play-out deadline (0 without one).
+    #[serde(default)]
+    pub missed_deadline: u64,
+    /// The pictures the viewer saw against the source's, where they are known.
+    #[serde(default)]
+    pub pictures: Option<PictureFigures>,
+}
+
+/// What the viewer's screen showed, against the source's pictures, over every display slot:
+/// the frames that arrived, decoded (a lost reference concealed as a player does), a lost
+/// frame's slot showing the picture before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PictureFigures {
+    /// The mean of the slots' PSNR of Y, each capped at 100 dB (Evalvid's figure), dB.
+    pub psnr_y_db: f64,
+    /// The same of all planes (their MSEs weighted by their samples), dB.
+    pub psnr_yuv_db: f64,
+    /// The mean SSIM of all planes (FFmpeg's `All`), 0 to 1.
+    pub ssim: f64,
+    /// The mean MOS (Evalvid's table of the slot's PSNR of Y), 1 to 5.
+    pub mos: f64,
+    /// Slots with MOS 1, 2, 3, 4, 5.
+    pub mos_frames: [u64; 5],
+    /// Frames that reached the decoder and gave no picture.
+    pub undecodable: u64,
+    /// Slots shown black, before the first picture.
+    pub blank_frames: u64,
 }
 
 impl ReceiverReport {
