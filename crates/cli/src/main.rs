@@ -15,6 +15,7 @@ mod multi;
 mod quality;
 mod raw;
 mod recv;
+mod recv_quality;
 mod report;
 mod sdp;
 mod serve;

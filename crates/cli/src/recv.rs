@@ -8,11 +8,14 @@
 //!   PLAY, keep-alives, and TEARDOWN at the end.
 
 use crate::args::parse_duration;
+use crate::recv_quality::{judge, JudgeOptions, LiveQuality, LiveViewer};
 use crate::report::{print_outcome, receiver_summary, LiveLine};
 use clap::{Args, ValueEnum};
+use metronome_quality::playout::LateRule;
+use metronome_quality::y4m::Reader;
 use metronome_rt::receiver::{
-    run_datagrams, Receiver, ReceiverOutcome, ReceiverRunConfig, ReceiverRunConfig as Cfg,
-    RecvError,
+    run_datagrams, PayloadSinkHandle, Receiver, ReceiverOutcome, ReceiverRunConfig,
+    ReceiverRunConfig as Cfg, RecvError,
 };
 use metronome_rt::rtsp_client::{
     InterleavedSource, RtspClient, RtspClientConfig, Transport, TransportRequest,
@@ -22,7 +25,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
 use metronome_time::MediaClock;
 use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -67,9 +70,38 @@ pub struct RecvArgs {
     /// choice
     #[arg(long, value_name = "ADDR")]
     pub iface: Option<Ipv4Addr>,
+    /// Judge what a viewer saw against this reference video (.y4m, 4:2:0, the source before
+    /// encoding): the H.264 frames that arrived whole, decoded by openh264, each display slot
+    /// against the reference's frame (PSNR, SSIM, MOS), frames lost by type, cumulative jitter
+    #[arg(long, value_name = "REFERENCE.y4m")]
+    pub quality: Option<PathBuf>,
+    /// With --quality: write one CSV row per display slot here
+    #[arg(long, value_name = "FILE", requires = "quality")]
+    pub quality_frames: Option<PathBuf>,
+    /// With --quality: the viewer's play-out deadline (a player's buffer: slot j is on screen
+    /// at the first frame's arrival plus j frames plus this), e.g. 150ms
+    #[arg(long, value_parser = parse_duration, requires = "quality")]
+    pub playout_deadline: Option<Duration>,
+    /// With --playout-deadline: a frame late for its slot is shown at a later slot if it is
+    /// then the newest arrived (newest, seed 002), or is lost (drop, Evalvid's stricter rule)
+    #[arg(long, value_enum, default_value_t = LateFrames::Newest, requires = "quality")]
+    pub late_frames: LateFrames,
+    /// With --quality: reference frames to skip before the first frame received (a receiver
+    /// that joined a running stream)
+    #[arg(long, default_value_t = 0, requires = "quality")]
+    pub reference_start: u64,
     #[command(flatten)]
     pub raw: crate::raw::RawRecvArgs,
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LateFrames {
+    Newest,
+    Drop,
+}
+
+/// The live viewer of `--quality`, shared with the receiving thread.
+type Viewer = Option<Arc<std::sync::Mutex<LiveViewer>>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum RtspTransport {
@@ -92,7 +124,7 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
         return crate::raw::recv_url(&a, &stop);
     }
     let url = RtpUrl::parse_source(&a.url)?;
-    let mut cfg = config(&a, url);
+    let (mut cfg, viewer) = config(&a, url)?;
     if a.any_payload {
         cfg.session.payload = PayloadKind::Any;
     }
@@ -102,7 +134,7 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     let live = LiveLine::new(true);
     let outcome = receiver.run(&stop, live_status(&live));
     live.finish();
-    finish(&a, outcome?)
+    finish(&a, outcome?, viewer)
 }
 
 /// A `.sdp` path, or any existing file that is not a URL.
@@ -110,8 +142,8 @@ fn is_sdp_file(s: &str) -> bool {
     !s.contains("://") && (s.to_ascii_lowercase().ends_with(".sdp") || Path::new(s).is_file())
 }
 
-/// The run configuration every mode shares.
-fn config(a: &RecvArgs, source: RtpUrl) -> ReceiverRunConfig {
+/// The run configuration every mode shares, and the live viewer of `--quality`.
+fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), BoxError> {
     let mut cfg = ReceiverRunConfig::new(source);
     cfg.duration = a.duration;
     cfg.packets = a.packets;
@@ -119,7 +151,28 @@ fn config(a: &RecvArgs, source: RtpUrl) -> ReceiverRunConfig {
     cfg.output = a.output.clone();
     cfg.session.ssrc = crate::serve::fresh_seed() as u32;
     cfg.session.max_sources = a.max_sources as usize;
-    cfg
+    let viewer = match &a.quality {
+        Some(reference) => {
+            // Refused now rather than after the stream: the reference must be readable.
+            open_reference(reference)?;
+            let v = Arc::new(std::sync::Mutex::new(LiveViewer::default()));
+            cfg.sink = Some(PayloadSinkHandle(v.clone()));
+            Some(v)
+        }
+        None => None,
+    };
+    Ok((cfg, viewer))
+}
+
+fn open_reference(p: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>, BoxError> {
+    let f = std::fs::File::open(p).map_err(|e| {
+        format!(
+            "--quality {}: {e}. Give the reference video as Y4M (ffmpeg -i SOURCE -pix_fmt yuv420p ref.y4m)",
+            p.display()
+        )
+    })?;
+    Ok(Reader::y4m(std::io::BufReader::with_capacity(1 << 16, f))
+        .map_err(|e| format!("--quality {}: {e}", p.display()))?)
 }
 
 /// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
@@ -144,9 +197,72 @@ fn live_status(live: &LiveLine) -> impl FnMut(&metronome_session::receiver::Rece
     move |s| live.show(&s.status_line())
 }
 
-fn finish(a: &RecvArgs, outcome: ReceiverOutcome) -> Result<(), BoxError> {
-    print_outcome(a.json, &outcome, receiver_summary)?;
+/// The receiver's outcome, with what the viewer saw (`--quality`).
+#[derive(serde::Serialize)]
+struct Judged<'a> {
+    #[serde(flatten)]
+    outcome: &'a ReceiverOutcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    quality: Option<LiveQuality>,
+}
+
+fn finish(a: &RecvArgs, outcome: ReceiverOutcome, viewer: Viewer) -> Result<(), BoxError> {
+    let quality = match (viewer, &a.quality) {
+        (Some(v), Some(reference)) => Some(judge_run(a, &v, reference)?),
+        _ => None,
+    };
+    let judged = Judged {
+        outcome: &outcome,
+        quality,
+    };
+    print_outcome(a.json, &judged, |j| {
+        let mut s = receiver_summary(j.outcome);
+        if let Some(q) = &j.quality {
+            s.push_str(&crate::recv_quality::human(q));
+        }
+        s
+    })?;
     Ok(())
+}
+
+fn judge_run(
+    a: &RecvArgs,
+    viewer: &std::sync::Mutex<LiveViewer>,
+    reference: &Path,
+) -> Result<LiveQuality, BoxError> {
+    let reader = open_reference(reference)?;
+    let mut csv = match &a.quality_frames {
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            let mut w = std::io::BufWriter::new(f);
+            writeln!(w, "{}", crate::recv_quality::FRAMES_HEADER)
+                .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+            Some(w)
+        }
+        None => None,
+    };
+    let opts = JudgeOptions {
+        deadline_ns: a.playout_deadline.map(|d| d.as_nanos() as u64),
+        late: match a.late_frames {
+            LateFrames::Newest => LateRule::NewestArrived,
+            LateFrames::Drop => LateRule::Drop,
+        },
+        reference_start: a.reference_start,
+    };
+    let mut viewer = viewer.lock().unwrap_or_else(|e| e.into_inner());
+    let q = judge(
+        &mut viewer,
+        reader,
+        &reference.display().to_string(),
+        opts,
+        csv.as_mut().map(|w| w as &mut dyn Write),
+    )?;
+    if let (Some(mut w), Some(p)) = (csv, &a.quality_frames) {
+        w.flush()
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
+    Ok(q)
 }
 
 fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
@@ -194,7 +310,7 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     if crate::raw::is_raw_media(m) {
         return crate::raw::recv_sdp(a, url, m, stop);
     }
-    let mut cfg = config(a, url);
+    let (mut cfg, viewer) = config(a, url)?;
     apply_media(&mut cfg, a, m);
     let receiver = Receiver::open(cfg).map_err(|e| format!("{path}: {e}"))?;
     eprintln!(
@@ -204,7 +320,7 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     let live = LiveLine::new(true);
     let outcome = receiver.run(stop, live_status(&live));
     live.finish();
-    finish(a, outcome?)
+    finish(a, outcome?, viewer)
 }
 
 fn read_sdp(path: &str) -> Result<SessionDescription, BoxError> {
@@ -230,7 +346,7 @@ fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     let aggregate = d.aggregate_url();
     let shown = client.url().to_string();
     // Where RTP comes in is only known once bound (UDP) or set up (multicast).
-    let mut cfg = config(a, RtpUrl::unicast(SocketAddr::new(unspecified(&m), 0)));
+    let (mut cfg, viewer) = config(a, RtpUrl::unicast(SocketAddr::new(unspecified(&m), 0)))?;
     apply_media(&mut cfg, a, &m);
     match a.rtsp_transport {
         RtspTransport::Udp => {
@@ -248,7 +364,7 @@ fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
                     _ => String::new(),
                 }
             );
-            receive_udp(a, client, receiver, stop)
+            receive_udp(a, client, receiver, stop, viewer)
         }
         RtspTransport::Multicast => {
             let reply = client.setup(&media_url, TransportRequest::Multicast)?;
@@ -270,7 +386,7 @@ fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
                 SocketAddr::new(group, rtp_port),
                 reply.session
             );
-            receive_udp(a, client, receiver, stop)
+            receive_udp(a, client, receiver, stop, viewer)
         }
         RtspTransport::Tcp => {
             let reply = client.setup(&media_url, TransportRequest::Tcp)?;
@@ -294,7 +410,7 @@ fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
             if let Err(e) = client.teardown() {
                 eprintln!("metronome: warning: {e}");
             }
-            finish(a, outcome?)
+            finish(a, outcome?, viewer)
         }
     }
 }
@@ -305,6 +421,7 @@ fn receive_udp(
     client: RtspClient,
     receiver: Receiver,
     stop: &AtomicBool,
+    viewer: Viewer,
 ) -> Result<(), BoxError> {
     let done = Arc::new(AtomicBool::new(false));
     let d = done.clone();
@@ -320,7 +437,7 @@ fn receive_udp(
         Ok(Err(e)) => eprintln!("metronome: warning: {e}"),
         Err(_) => eprintln!("metronome: warning: the RTSP keep-alive thread panicked"),
     }
-    finish(a, outcome?)
+    finish(a, outcome?, viewer)
 }
 
 fn unspecified(m: &MediaDescription) -> IpAddr {

@@ -101,6 +101,21 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
+/// A free loopback port and an SDP file (Metronome's own) describing RTP/MPEG-TS sent to it.
+fn mp2t_sdp_file(test: &str, name: &str) -> (u16, PathBuf) {
+    let port = port_pair();
+    let sdp = SessionDescription::rtp_mp2t(
+        Ipv4Addr::LOCALHOST.into(),
+        1,
+        name,
+        SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port),
+        None,
+    );
+    let file = tmp(test, "mp2t.sdp");
+    write(&file, &sdp.to_sdp());
+    (port, file)
+}
+
 /// ffmpeg 5.1 writes no SDP for `-f rtp_mpegts` ("No output streams in the SDP"), so the file
 /// is Metronome's own description of the session (`SessionDescription::rtp_mp2t`), which ffmpeg,
 /// GStreamer and VLC read too.
@@ -108,16 +123,7 @@ fn write(path: &Path, text: &str) {
 fn ffmpeg_rtp_mpegts_described_by_sdp_file() {
     let test = "ffmpeg_rtp_mpegts_described_by_sdp_file";
     require("ffmpeg", "ffmpeg");
-    let port = port_pair();
-    let sdp = SessionDescription::rtp_mp2t(
-        Ipv4Addr::LOCALHOST.into(),
-        1,
-        "ffmpeg rtp_mpegts",
-        SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port),
-        None,
-    );
-    let file = tmp(test, "ffmpeg.sdp");
-    write(&file, &sdp.to_sdp());
+    let (port, file) = mp2t_sdp_file(test, "ffmpeg rtp_mpegts");
     let recv = Recv::start(file.to_str().unwrap(), &[]);
     let ff = Command::new("ffmpeg")
         .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi"])
@@ -385,4 +391,67 @@ fn unusable_sdp_files_are_explained() {
         assert!(err.contains(want), "{text:?}: {err}");
         assert!(err.contains(file.to_str().unwrap()), "{err}");
     }
+}
+
+/// `recv --quality`: FFmpeg streams H.264 (x264, Constrained Baseline) in RTP/MPEG-TS; the
+/// receiver decodes what arrived with openh264 and judges every frame against the source
+/// FFmpeg encoded (the same lavfi pattern, as Y4M). On loopback nothing is lost: every frame
+/// is shown, and the pictures are x264's at its rate (the last frame aside: see below).
+#[test]
+fn ffmpeg_h264_is_judged_frame_by_frame_against_its_source() {
+    let test = "ffmpeg_h264_is_judged_frame_by_frame_against_its_source";
+    require("ffmpeg", "ffmpeg");
+    let source = "testsrc2=size=320x180:rate=25";
+    let reference = tmp(test, "ref.y4m");
+    let _ = std::fs::create_dir_all(reference.parent().unwrap());
+    let made = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
+        .args(["-i", source, "-t", "3", "-pix_fmt", "yuv420p"])
+        .arg(&reference)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let (port, file) = mp2t_sdp_file(test, "ffmpeg h264");
+    let frames = tmp(test, "frames.csv");
+    let recv = Recv::start(
+        file.to_str().unwrap(),
+        &[
+            "--quality",
+            reference.to_str().unwrap(),
+            "--quality-frames",
+            frames.to_str().unwrap(),
+        ],
+    );
+    let ff = Command::new("ffmpeg")
+        .args(["-hide_banner", "-loglevel", "error", "-re", "-f", "lavfi"])
+        .args(["-i", source, "-t", "3"])
+        .args(["-c:v", "libx264", "-profile:v", "baseline", "-g", "25"])
+        .args(["-b:v", "600k", "-pix_fmt", "yuv420p", "-f", "rtp_mpegts"])
+        .arg(format!("rtp://127.0.0.1:{port}"))
+        .output()
+        .unwrap();
+    assert!(
+        ff.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ff.stderr)
+    );
+    let v = recv.stop();
+    let q = &v["quality"];
+    assert_eq!(q["video_found"], true, "{q:#}");
+    assert_eq!(q["frames"], 75, "{q:#}");
+    assert_eq!(q["frames_lost"], 0, "{q:#}");
+    // FFmpeg 5.1's rtp_mpegts muxer never sends its last, partial RTP packet (every datagram
+    // carries seven TS packets): the last frame arrives cut short, and FFmpeg's own decoder
+    // fails on it too ("error while decoding MB"). Nothing else may fail.
+    assert!(q["undecodable"].as_u64().unwrap() <= 1, "{q:#}");
+    let psnr = q["psnr_mean"]["y_db"].as_f64().unwrap();
+    assert!((30.0..60.0).contains(&psnr), "{q:#}");
+    assert!(q["mos_mean"].as_f64().unwrap() >= 3.5, "{q:#}");
+    let rows = std::fs::read_to_string(&frames).unwrap();
+    assert_eq!(rows.lines().count(), 1 + 75);
+    let _ = std::fs::remove_dir_all(reference.parent().unwrap());
 }

@@ -132,6 +132,16 @@ impl VideoDemux {
         None
     }
 
+    /// Packets of the stream were lost here (a gap the transport saw, such as RTP sequence
+    /// numbers, which a continuity counter of 16 values cannot always show): the access unit
+    /// being assembled is damaged, and the continuity counter is followed afresh.
+    pub fn lost(&mut self) {
+        if let Some(au) = self.open.as_mut() {
+            au.damaged = true;
+        }
+        self.cc = None;
+    }
+
     /// Ends the stream: the access unit still open, if any.
     pub fn finish(&mut self) -> Option<AccessUnit> {
         let au = self.open.take()?;

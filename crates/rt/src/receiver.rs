@@ -29,6 +29,24 @@ pub struct ReceiverRunConfig {
     pub output: Option<PathBuf>,
     pub socket: SocketOptions,
     pub status_every: Duration,
+    /// Where every accepted RTP packet's payload also goes (`recv --quality`).
+    pub sink: Option<PayloadSinkHandle>,
+}
+
+/// What gets each accepted RTP packet's payload as it arrives (in order, reordered or after a
+/// resync; not duplicates), on the receiving thread: keep the work small.
+pub trait PayloadSink: Send {
+    fn payload(&mut self, arrival: Timestamp, ssrc: u32, ext_seq: u64, payload: &[u8]);
+}
+
+/// A shared [`PayloadSink`]: the caller keeps a clone to read it after the run.
+#[derive(Clone)]
+pub struct PayloadSinkHandle(pub std::sync::Arc<std::sync::Mutex<dyn PayloadSink>>);
+
+impl std::fmt::Debug for PayloadSinkHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PayloadSinkHandle")
+    }
 }
 
 impl ReceiverRunConfig {
@@ -45,6 +63,7 @@ impl ReceiverRunConfig {
                 read_timeout: None,
             },
             status_every: Duration::from_millis(500),
+            sink: None,
         }
     }
 }
@@ -89,6 +108,7 @@ pub struct ReceiverOutcome {
 struct Outputs {
     trace: Option<(String, BufWriter<File>)>,
     output: Option<(String, BufWriter<File>)>,
+    sink: Option<PayloadSinkHandle>,
 }
 
 fn create(path: &Option<PathBuf>) -> Result<Option<(String, BufWriter<File>)>, RecvError> {
@@ -105,6 +125,7 @@ fn open_outputs(cfg: &ReceiverRunConfig) -> Result<Outputs, RecvError> {
     let mut out = Outputs {
         trace: create(&cfg.trace)?,
         output: create(&cfg.output)?,
+        sink: cfg.sink.clone(),
     };
     if let Some((p, w)) = &mut out.trace {
         writeln!(w, "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns")
@@ -344,12 +365,20 @@ fn record(
         };
         r.map_err(|e| write_err(p, e))?;
     }
-    if let (Some((p, w)), Ok(r)) = (&mut out.output, rec) {
-        use metronome_session::receiver::SeqVerdict::*;
-        if matches!(r.verdict, InOrder | Reordered | Resync) {
-            w.write_all(&data[r.payload.clone()])
-                .map_err(|e| write_err(p, e))?;
-        }
+    use metronome_session::receiver::SeqVerdict::*;
+    let Ok(r) = rec else { return Ok(()) };
+    if !matches!(r.verdict, InOrder | Reordered | Resync) {
+        return Ok(());
+    }
+    let payload = data.get(r.payload.clone()).unwrap_or_default();
+    if let Some((p, w)) = &mut out.output {
+        w.write_all(payload).map_err(|e| write_err(p, e))?;
+    }
+    if let Some(sink) = &out.sink {
+        sink.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .payload(arrival, r.ssrc, r.ext_seq, payload);
     }
     Ok(())
 }

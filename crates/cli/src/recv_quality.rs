@@ -1,0 +1,560 @@
+//! `metronome recv … --quality REFERENCE`: what a viewer of the live stream saw, judged against
+//! the reference video, frame by frame.
+//!
+//! While the stream runs, every accepted RTP payload (MPEG-TS) goes to a [`LiveViewer`] on the
+//! receiving thread: a short reorder window puts packets back in sequence order, a gap in the
+//! sequence numbers marks the frame being assembled as damaged, and the video's PES packets
+//! become access units, each with the time its last packet arrived. The coded frames are kept,
+//! up to [`MAX_CODED_BYTES`].
+//!
+//! At the end, a frame's display slot is its PTS, counted in frames of the reference's rate
+//! from the first frame received (`--reference-start` skips reference frames, for a receiver
+//! that joined late). Evalvid's rules make the screen: a frame with a packet missing is lost;
+//! with `--playout-deadline`, slot `j` is on screen at the first frame's arrival plus `j`
+//! frame intervals plus the deadline (a player's buffer of that length), and seed 002's rule
+//! decides what a late frame becomes. The frames that reached the player are decoded by
+//! openh264 in order (H.264 without B-frames: Constrained Baseline, what `metronome serve`
+//! sends and `ffmpeg -c:v libx264 -profile:v baseline` makes), and each slot's picture is
+//! compared with the reference's frame: PSNR, SSIM, MOS.
+//!
+//! Frame delay here is relative: from the first frame's arrival plus its slot's share of time,
+//! as a receiver without the sender's clock can tell it (the cumulative jitter, seed 002's
+//! Eq. 3–4, needs only differences and is exact).
+
+use metronome_media::decode::{Concealment, H264Decoder};
+use metronome_media::demux::VideoDemux;
+use metronome_media::h264::{nal_type, nal_units};
+use metronome_quality::compare;
+use metronome_quality::playout::{reconstruct, FrameType, LateRule, Playout, SentFrame};
+use metronome_quality::psnr::{self, RunPsnr};
+use metronome_quality::ssim::FrameSsim;
+use metronome_quality::viewer::play;
+use metronome_quality::y4m::Reader;
+use metronome_quality::{mos, Chroma, Picture};
+use metronome_rt::receiver::PayloadSink;
+use metronome_time::Timestamp;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+
+/// Packets held back to put reordered ones in sequence.
+const REORDER_WINDOW: usize = 128;
+/// Coded frames kept for the judgement at the end, bytes (about 15 minutes at 10 Mbit/s).
+pub const MAX_CODED_BYTES: usize = 1 << 30;
+/// Frames kept at most (a day at 60 fps is far beyond).
+const MAX_FRAMES: usize = 1 << 22;
+
+/// One access unit as it arrived.
+struct Received {
+    pts_90k: u64,
+    data: Vec<u8>,
+    damaged: bool,
+    complete: Timestamp,
+}
+
+/// Collects the live stream's frames (see the module's documentation).
+pub struct LiveViewer {
+    ssrc: Option<u32>,
+    pending: BTreeMap<u64, (Timestamp, Vec<u8>)>,
+    next_seq: Option<u64>,
+    demux: VideoDemux,
+    /// When the last TS packet of the video PID arrived (the open access unit's end so far).
+    last_video: Option<Timestamp>,
+    frames: Vec<Received>,
+    kept_bytes: usize,
+    counts: LiveCounts,
+}
+
+/// What the viewer counted while receiving.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LiveCounts {
+    /// Packets of another SSRC than the first one seen (not judged).
+    pub other_source_packets: u64,
+    /// Packets that came after the reorder window had moved past them.
+    pub too_late_packets: u64,
+    /// Gaps in the sequence numbers (packets lost).
+    pub gaps: u64,
+    /// Payloads that were not whole TS packets.
+    pub bad_payloads: u64,
+    /// Access units without a PTS (not placed).
+    pub without_pts: u64,
+    /// Frames not kept because the budget was spent.
+    pub over_budget: u64,
+}
+
+impl Default for LiveViewer {
+    fn default() -> Self {
+        LiveViewer {
+            ssrc: None,
+            pending: BTreeMap::new(),
+            next_seq: None,
+            demux: VideoDemux::new(),
+            last_video: None,
+            frames: Vec::new(),
+            kept_bytes: 0,
+            counts: LiveCounts::default(),
+        }
+    }
+}
+
+impl PayloadSink for LiveViewer {
+    fn payload(&mut self, arrival: Timestamp, ssrc: u32, ext_seq: u64, payload: &[u8]) {
+        if *self.ssrc.get_or_insert(ssrc) != ssrc {
+            self.counts.other_source_packets += 1;
+            return;
+        }
+        if self.next_seq.is_some_and(|n| ext_seq < n) {
+            self.counts.too_late_packets += 1;
+            return;
+        }
+        self.pending.insert(ext_seq, (arrival, payload.to_vec()));
+        while self.pending.len() > REORDER_WINDOW {
+            self.flush_one();
+        }
+    }
+}
+
+impl LiveViewer {
+    fn flush_one(&mut self) {
+        let Some((seq, (at, payload))) = self.pending.pop_first() else {
+            return;
+        };
+        if self.next_seq.is_some_and(|n| seq > n) {
+            self.counts.gaps += 1;
+            self.demux.lost();
+        }
+        self.next_seq = Some(seq + 1);
+        if payload.len() % 188 != 0 {
+            self.counts.bad_payloads += 1;
+        }
+        for ts in payload.chunks_exact(188) {
+            let video = self.demux.pid().is_some_and(|pid| {
+                u16::from_be_bytes([ts[1] & 0x1f, ts[2]]) == pid && ts[0] == 0x47
+            });
+            let done = self.demux.push(ts);
+            if let Some(au) = done {
+                let complete = self.last_video.unwrap_or(at);
+                self.keep(au, complete);
+            }
+            if video {
+                self.last_video = Some(at);
+            }
+        }
+    }
+
+    fn keep(&mut self, au: metronome_media::demux::AccessUnit, complete: Timestamp) {
+        let Some(pts_90k) = au.pts_90k else {
+            self.counts.without_pts += 1;
+            return;
+        };
+        if self.kept_bytes + au.data.len() > MAX_CODED_BYTES || self.frames.len() >= MAX_FRAMES {
+            self.counts.over_budget += 1;
+            return;
+        }
+        self.kept_bytes += au.data.len();
+        self.frames.push(Received {
+            pts_90k,
+            data: au.data,
+            damaged: au.damaged,
+            complete,
+        });
+    }
+
+    /// The stream ended: what is held back goes through, the last frame completes.
+    fn finish(&mut self) {
+        while !self.pending.is_empty() {
+            self.flush_one();
+        }
+        if let Some(au) = self.demux.finish() {
+            let complete = self.last_video.unwrap_or(Timestamp::ZERO);
+            self.keep(au, complete);
+        }
+    }
+}
+
+/// How the frames are played out and placed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JudgeOptions {
+    pub deadline_ns: Option<u64>,
+    pub late: LateRule,
+    /// Reference frames to skip before the first frame received.
+    pub reference_start: u64,
+}
+
+/// The judgement of a live run: what `recv --json` adds as `quality`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LiveQuality {
+    pub reference: String,
+    /// Display slots judged (from the first frame received to the last, or the reference's end).
+    pub frames: u64,
+    /// Frames lost (never shown), by type: I, P, other (never arrived, type unknown).
+    pub frames_lost: u64,
+    pub frames_lost_i: u64,
+    pub frames_lost_p: u64,
+    pub frames_lost_unknown: u64,
+    pub frames_missed_deadline: u64,
+    /// Frames whose packets all arrived but decoded to no picture.
+    pub undecodable: u64,
+    /// The PSNR of the slots' mean MSE (FFmpeg's), and the mean of the slots' PSNRs (Evalvid's,
+    /// each capped at `psnr_cap_db`).
+    pub psnr_global: RunPsnr,
+    pub psnr_mean: RunPsnr,
+    pub psnr_cap_db: f64,
+    pub ssim: FrameSsim,
+    pub mos_mean: f64,
+    pub mos_frames: [u64; 5],
+    /// Mean and largest frame delay relative to the first frame (see the module), ns.
+    pub mean_relative_delay_ns: i64,
+    pub max_cumulative_jitter_ns: i64,
+    /// The video's H.264 stream was found (a PMT with stream type 0x1b).
+    pub video_found: bool,
+    pub counts: LiveCounts,
+}
+
+/// Per-frame CSV header (`--quality-frames`).
+pub const FRAMES_HEADER: &str = "frame,type,shown_frame,arrived,relative_delay_ns,cumulative_jitter_ns,missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
+
+/// Judges what `viewer` collected against `reference` (read frame by frame); writes a CSV row
+/// per slot to `frames` if given.
+pub fn judge<R: BufRead>(
+    viewer: &mut LiveViewer,
+    mut reference: Reader<R>,
+    reference_name: &str,
+    opts: JudgeOptions,
+    mut frames: Option<&mut dyn Write>,
+) -> Result<LiveQuality, String> {
+    viewer.finish();
+    let fmt = reference.format();
+    let mut out = LiveQuality {
+        reference: reference_name.to_string(),
+        psnr_cap_db: psnr::CAP_DB,
+        video_found: viewer.demux.stream_type() == Some(0x1b),
+        counts: viewer.counts,
+        ..LiveQuality::default()
+    };
+    if fmt.chroma != Chroma::C420 {
+        return Err(format!(
+            "{reference_name}: the reference is {}, the decoder makes 4:2:0: convert it (ffmpeg -i REF -pix_fmt yuv420p ref.y4m)",
+            fmt.chroma.y4m_name()
+        ));
+    }
+    let (num, den) = (u64::from(fmt.fps.0.max(1)), u64::from(fmt.fps.1.max(1)));
+    // One frame in 90 kHz ticks, and in ns.
+    let tick_frame = |ticks: u64| (ticks * num + 45_000 * den) / (90_000 * den);
+    let interval_ns = 1_000_000_000 * den / num;
+    let Some(first) = viewer.frames.first() else {
+        return Ok(out);
+    };
+    let (pts0, a0) = (first.pts_90k, first.complete);
+    // Each received frame's slot: PTS (33 bits, unwrapped from the first) in frames.
+    let mut slot_of = Vec::with_capacity(viewer.frames.len());
+    let mut last = pts0;
+    let mut unwrapped = 0u64;
+    for f in &viewer.frames {
+        let step = f.pts_90k.wrapping_sub(last) & ((1 << 33) - 1);
+        // A step back (B-frames, a restart) is not followed: such a frame is not placed.
+        if step < 1 << 32 {
+            unwrapped += step;
+            last = f.pts_90k;
+            slot_of.push(Some(tick_frame(unwrapped)));
+        } else {
+            slot_of.push(None);
+        }
+    }
+    let slots = slot_of
+        .iter()
+        .flatten()
+        .max()
+        .map_or(0, |m| m + 1)
+        .min(MAX_FRAMES as u64) as usize;
+    let mut coded: Vec<&[u8]> = vec![&[]; slots];
+    let mut sent: Vec<SentFrame> = (0..slots)
+        .map(|k| SentFrame {
+            kind: FrameType::Other,
+            size_bytes: 0,
+            packets: vec![k as u64],
+            send_ns: (a0 + std::time::Duration::from_nanos(k as u64 * interval_ns)).as_nanos(),
+        })
+        .collect();
+    let mut arrivals = Vec::new();
+    for (f, slot) in viewer.frames.iter().zip(&slot_of) {
+        let Some(k) = slot.map(|k| k as usize).filter(|&k| k < slots) else {
+            continue;
+        };
+        let idr = nal_units(&f.data).any(|n| nal_type(n) == Some(5));
+        sent[k].kind = if idr { FrameType::I } else { FrameType::P };
+        sent[k].size_bytes = f.data.len() as u32;
+        coded[k] = &f.data;
+        if !f.damaged {
+            arrivals.push((k as u64, f.complete.as_nanos()));
+        }
+    }
+    let playout = Playout {
+        deadline_ns: opts.deadline_ns,
+        late: opts.late,
+        ..Playout::default()
+    };
+    let rec = reconstruct(&sent, &arrivals, playout);
+    // The reference, from its first frame the stream is compared with.
+    let mut reference_pic = Picture::black(fmt.width, fmt.height, Chroma::C420);
+    for _ in 0..opts.reference_start {
+        if !reference
+            .next_into(&mut reference_pic)
+            .map_err(|e| format!("{reference_name}: {e}"))?
+        {
+            return Err(format!(
+                "{reference_name}: --reference-start {} is past its end",
+                opts.reference_start
+            ));
+        }
+    }
+    let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
+    let mut decoder = H264Decoder::new(Concealment::Decode).map_err(|e| e.to_string())?;
+    let mut totals = psnr::Totals::default();
+    let share = psnr::plane_share(&blank);
+    let mut ssim_sum = FrameSsim::default();
+    let mut mos_all = Vec::with_capacity(slots);
+    let mut ended_at = None;
+    let mut failure: Option<String> = None;
+    let stats = play(
+        &sent,
+        &rec,
+        playout,
+        &coded,
+        &mut decoder,
+        &blank,
+        |j, shown| {
+            if ended_at.is_some() || failure.is_some() {
+                return;
+            }
+            match reference.next_into(&mut reference_pic) {
+                Ok(true) => {}
+                Ok(false) => {
+                    ended_at = Some(j);
+                    return;
+                }
+                Err(e) => {
+                    failure = Some(format!("{reference_name}: {e}"));
+                    return;
+                }
+            }
+            let picture = if shown.same_format(&reference_pic) {
+                shown
+            } else {
+                &blank
+            };
+            let q = compare::frame(&reference_pic, picture, j as u64);
+            totals.add(&q.psnr, share);
+            ssim_sum.y += q.ssim.y;
+            ssim_sum.u += q.ssim.u;
+            ssim_sum.v += q.ssim.v;
+            ssim_sum.all += q.ssim.all;
+            mos_all.push(q.mos);
+            if let Some(w) = frames.as_mut() {
+                let f = &rec.frames[j];
+                let opt = |v: Option<i64>| v.map(|d| d.to_string()).unwrap_or_default();
+                let _ = writeln!(
+                    w,
+                    "{j},{},{},{},{},{},{},{:.3},{:.3},{:.6},{}",
+                    f.kind.letter(),
+                    rec.slots[j].map(|k| k.to_string()).unwrap_or_default(),
+                    u8::from(f.arrived),
+                    opt(f.complete_ns.map(|c| c as i64 - sent[j].send_ns as i64)),
+                    opt(f.cumulative_jitter_ns),
+                    u8::from(f.missed_deadline),
+                    q.psnr.y_db,
+                    q.psnr.yuv_db,
+                    q.ssim.all,
+                    q.mos
+                );
+            }
+        },
+    );
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let judged = mos_all.len();
+    let n = judged.max(1) as f64;
+    let frames = &rec.frames[..judged.min(rec.frames.len())];
+    out.frames = judged as u64;
+    for f in frames.iter().filter(|f| !f.shown) {
+        out.frames_lost += 1;
+        match f.kind {
+            FrameType::I => out.frames_lost_i += 1,
+            FrameType::P | FrameType::B => out.frames_lost_p += 1,
+            FrameType::Other => out.frames_lost_unknown += 1,
+        }
+    }
+    out.frames_missed_deadline = frames.iter().filter(|f| f.missed_deadline).count() as u64;
+    out.undecodable = stats.undecodable;
+    out.psnr_global = totals.global();
+    out.psnr_mean = totals.mean();
+    out.ssim = FrameSsim {
+        y: ssim_sum.y / n,
+        u: ssim_sum.u / n,
+        v: ssim_sum.v / n,
+        all: ssim_sum.all / n,
+    };
+    out.mos_mean = mos_all.iter().map(|m| f64::from(*m)).sum::<f64>() / n;
+    out.mos_frames = mos::distribution(&mos_all);
+    let delays: Vec<i64> = frames
+        .iter()
+        .zip(&sent)
+        .filter_map(|(f, s)| f.complete_ns.map(|c| c as i64 - s.send_ns as i64))
+        .collect();
+    out.mean_relative_delay_ns = if delays.is_empty() {
+        0
+    } else {
+        delays.iter().sum::<i64>() / delays.len() as i64
+    };
+    out.max_cumulative_jitter_ns = frames
+        .iter()
+        .filter_map(|f| f.cumulative_jitter_ns)
+        .max()
+        .unwrap_or(0);
+    Ok(out)
+}
+
+/// The judgement in words, for the terminal.
+pub fn human(q: &LiveQuality) -> String {
+    if q.frames == 0 {
+        return format!(
+            "quality: no video frame was received to judge against {}{}\n",
+            q.reference,
+            if q.video_found {
+                ""
+            } else {
+                " (no H.264 stream was found in the MPEG-TS)"
+            }
+        );
+    }
+    format!(
+        "quality against {}: {} frames, {} lost (I {}, P {}, never arrived {}), {} missed the play-out deadline, {} undecodable\n  \
+         PSNR Y {:.2} dB (mean of frames; {:.2} of the mean MSE), YUV {:.2} dB; SSIM {:.4}; MOS {:.2} (frames at MOS 1..5: {:?})\n  \
+         cumulative jitter at most {:.1} ms\n",
+        q.reference,
+        q.frames,
+        q.frames_lost,
+        q.frames_lost_i,
+        q.frames_lost_p,
+        q.frames_lost_unknown,
+        q.frames_missed_deadline,
+        q.undecodable,
+        q.psnr_mean.y_db,
+        q.psnr_global.y_db,
+        q.psnr_mean.yuv_db,
+        q.ssim.all,
+        q.mos_mean,
+        q.mos_frames,
+        q.max_cumulative_jitter_ns as f64 / 1e6
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_media::testsrc::{TestSource, TestSourceConfig};
+    use metronome_media::{Frame, TestPattern, TsSource};
+    use metronome_quality::y4m::{Format, Writer};
+    use std::time::Duration;
+
+    /// 1 s of the test source at 160x96, 25 fps, as RTP payloads of seven TS packets, with
+    /// the reference pictures as a Y4M file in memory.
+    fn stream() -> (Vec<Vec<u8>>, Vec<u8>) {
+        let cfg = TestSourceConfig {
+            width: 160,
+            height: 96,
+            fps: 25,
+            video_bitrate: 400_000,
+            mux_rate: 1_000_000,
+            scene_secs: 1,
+            duration: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let mut src = TestSource::new(cfg).unwrap();
+        let mut payloads = Vec::new();
+        let mut cur = Vec::new();
+        let mut ts = [0u8; 188];
+        while src.next_packet(&mut ts).unwrap().is_some() {
+            cur.extend_from_slice(&ts);
+            if cur.len() == 7 * 188 {
+                payloads.push(std::mem::take(&mut cur));
+            }
+        }
+        if !cur.is_empty() {
+            payloads.push(cur);
+        }
+        let pattern = TestPattern::new(25, 1).unwrap();
+        let mut frame = Frame::new(160, 96).unwrap();
+        let mut pic = Picture::black(160, 96, Chroma::C420);
+        let mut w = Writer::new(
+            Vec::new(),
+            Format {
+                width: 160,
+                height: 96,
+                chroma: Chroma::C420,
+                fps: (25, 1),
+            },
+        )
+        .unwrap();
+        for i in 0..25 {
+            pattern.render(i, &mut frame);
+            frame.copy_to(&mut pic);
+            w.write(&pic).unwrap();
+        }
+        (payloads, w.into_inner())
+    }
+
+    fn judge_with(viewer: &mut LiveViewer, y4m: &[u8]) -> LiveQuality {
+        let reader = Reader::y4m(std::io::Cursor::new(y4m.to_vec())).unwrap();
+        let mut csv = Vec::new();
+        let q = judge(
+            viewer,
+            reader,
+            "ref.y4m",
+            JudgeOptions::default(),
+            Some(&mut csv),
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(csv).unwrap().lines().count() as u64,
+            q.frames
+        );
+        q
+    }
+
+    #[test]
+    fn a_clean_stream_is_what_the_encoder_made_and_a_lost_packet_costs_its_frames() {
+        let (payloads, y4m) = stream();
+        let ms = |k: usize| Timestamp::from_millis(k as u64);
+        let mut clean = LiveViewer::default();
+        for (k, p) in payloads.iter().enumerate() {
+            clean.payload(ms(k), 7, k as u64, p);
+        }
+        let q = judge_with(&mut clean, &y4m);
+        assert!(q.video_found);
+        assert_eq!((q.frames, q.frames_lost, q.undecodable), (25, 0, 0));
+        assert!(q.psnr_mean.y_db > 35.0 && q.mos_mean > 4.0, "{q:?}");
+
+        // The same stream with packets in a different order (within the window), a
+        // duplicate-free copy from another source, and one packet of the IDR picture lost.
+        let mut lossy = LiveViewer::default();
+        let mut order: Vec<usize> = (0..payloads.len()).collect();
+        order.swap(5, 9);
+        for k in order {
+            if k == 1 {
+                continue; // inside the first (IDR) picture
+            }
+            lossy.payload(ms(k), 7, k as u64, &payloads[k]);
+            lossy.payload(ms(k), 8, k as u64, &payloads[k]);
+        }
+        let l = judge_with(&mut lossy, &y4m);
+        assert_eq!(l.counts.gaps, 1);
+        assert_eq!(l.counts.other_source_packets, payloads.len() as u64 - 1);
+        assert!(l.frames_lost_i >= 1, "{l:?}");
+        assert!(l.psnr_mean.y_db < q.psnr_mean.y_db, "{l:?}");
+        // Nothing decodes before the next IDR (a second away): the screen stays black.
+        assert_eq!(l.frames, 25);
+        assert_eq!(l.mos_frames[0], 25, "{l:?}");
+    }
+}
