@@ -19,7 +19,7 @@ use metronome_media::h264::{nal_type, nal_units};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
 use metronome_media::{Frame, TestPattern, TsSource};
 use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
-use metronome_netsim::sim::flows::{FlowReport, FrameFigures};
+use metronome_netsim::sim::flows::{FlowReport, FrameFigures, PictureFigures};
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
@@ -28,6 +28,7 @@ use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
 use metronome_time::{Distribution, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -293,8 +294,9 @@ pub fn view_flow(
     let mut trace = Vec::new();
     let _ = metronome_quality::trace::write_frames(&mut trace, &sent);
     out.files.push((format!("{}.sent.csv", f.name), trace));
+    let mut cache = PictureCache::default();
     for (rx, got) in report.receivers.iter_mut().zip(arrivals) {
-        let v = view(map, got, playout);
+        let v = view(map, got, playout, &mut cache);
         rx.frames = Some(v.figures);
         frames_csv(&mut rows_csv, &f.name, &rx.node, &v.rows);
         out.series.push(FrameSeries {
@@ -350,7 +352,12 @@ fn sent_frames(map: &FrameMap) -> Vec<SentFrame> {
 
 /// What one receiver saw, from its packets' arrival times (by packet number,
 /// `Timestamp::MAX` or missing: lost), played out with `playout`.
-pub fn view(map: &FrameMap, arrivals: &[Timestamp], playout: Playout) -> Viewed {
+pub fn view(
+    map: &FrameMap,
+    arrivals: &[Timestamp],
+    playout: Playout,
+    cache: &mut PictureCache,
+) -> Viewed {
     let n = map.frame_due.len();
     let sent = sent_frames(map);
     let got: Vec<(u64, u64)> = arrivals
@@ -418,7 +425,15 @@ pub fn view(map: &FrameMap, arrivals: &[Timestamp], playout: Playout) -> Viewed 
         pictures: None,
     };
     if let Some(v) = map.picture.filter(|_| !map.coded.is_empty()) {
-        figures.pictures = pictures(map, v, &sent, &r, playout, &mut rows);
+        if let Some((p, slots)) = pictures_cached(map, v, &sent, &r, playout, cache) {
+            figures.pictures = Some(p);
+            for (row, q) in rows.iter_mut().zip(slots.iter()) {
+                row.psnr_y_db = Some(q.0);
+                row.psnr_yuv_db = Some(q.1);
+                row.ssim = Some(q.2);
+                row.mos = Some(q.3);
+            }
+        }
     }
     let series = series(map, &rows);
     Viewed {
@@ -428,16 +443,52 @@ pub fn view(map: &FrameMap, arrivals: &[Timestamp], playout: Playout) -> Viewed 
     }
 }
 
+/// Each slot's picture against the source's frame: PSNR of Y and of YUV (dB), SSIM, MOS.
+type SlotFigures = Vec<(f64, f64, f64, u8)>;
+
+/// What decides a viewer's pictures: when each frame reached its decoder (the slot it was
+/// decoded for), and which frame each slot showed.
+type ViewKey = (Vec<Option<usize>>, Vec<Option<u32>>);
+
+/// Receivers whose decoder got the same frames for the same slots, and whose slots showed the
+/// same frames, saw the same pictures: they are decoded and judged once (in a crowd behind one
+/// bottleneck, most viewers lose the same packets).
+#[derive(Default)]
+pub struct PictureCache {
+    seen: HashMap<ViewKey, (PictureFigures, Rc<SlotFigures>)>,
+    /// Receivers whose pictures came from the cache.
+    pub hits: u64,
+}
+
+/// The pictures receiver `r` saw, from the cache or decoded and compared now.
+fn pictures_cached(
+    map: &FrameMap,
+    v: VideoDecl,
+    sent: &[SentFrame],
+    r: &metronome_quality::playout::Reconstruction,
+    playout: Playout,
+    cache: &mut PictureCache,
+) -> Option<(PictureFigures, Rc<SlotFigures>)> {
+    let key = (viewer::decoder_input(sent, r, playout), r.slots.clone());
+    if let Some(hit) = cache.seen.get(&key) {
+        cache.hits += 1;
+        return Some(hit.clone());
+    }
+    let got = pictures(map, v, sent, r, playout)?;
+    let got = (got.0, Rc::new(got.1));
+    cache.seen.insert(key, got.clone());
+    Some(got)
+}
+
 /// Decodes what reached the viewer and compares every slot's picture with the source's
-/// frame; fills the rows' picture columns. `None` if the decoder cannot be made.
+/// frame. `None` if the decoder cannot be made.
 fn pictures(
     map: &FrameMap,
     v: VideoDecl,
     sent: &[SentFrame],
     r: &metronome_quality::playout::Reconstruction,
     playout: Playout,
-    rows: &mut [FrameRow],
-) -> Option<metronome_netsim::sim::flows::PictureFigures> {
+) -> Option<(PictureFigures, SlotFigures)> {
     let mut decoder = H264Decoder::new(Concealment::Decode).ok()?;
     let pattern = TestPattern::new(v.fps, SCENE_SECS).ok()?;
     let mut frame = Frame::new(v.width, v.height).ok()?;
@@ -446,7 +497,8 @@ fn pictures(
     let mut reference = blank.clone();
     let mut totals = psnr::Totals::default();
     let share = psnr::plane_share(&blank);
-    let (mut ssim_sum, mut mos_sum, mut mos_all) = (0.0, 0u64, Vec::with_capacity(rows.len()));
+    let mut slots = Vec::with_capacity(r.slots.len());
+    let mut ssim_sum = 0.0;
     let mut wrong_size = 0u64;
     let stats = viewer::play(
         sent,
@@ -467,27 +519,22 @@ fn pictures(
             };
             totals.add(&q.psnr, share);
             ssim_sum += q.ssim.all;
-            mos_sum += u64::from(q.mos);
-            mos_all.push(q.mos);
-            if let Some(row) = rows.get_mut(j) {
-                row.psnr_y_db = Some(q.psnr.y_db);
-                row.psnr_yuv_db = Some(q.psnr.yuv_db);
-                row.ssim = Some(q.ssim.all);
-                row.mos = Some(q.mos);
-            }
+            slots.push((q.psnr.y_db, q.psnr.yuv_db, q.ssim.all, q.mos));
         },
     );
+    let mos_all: Vec<u8> = slots.iter().map(|s| s.3).collect();
     let n = mos_all.len().max(1) as f64;
     let mean = totals.mean();
-    Some(metronome_netsim::sim::flows::PictureFigures {
+    let figures = PictureFigures {
         psnr_y_db: mean.y_db,
         psnr_yuv_db: mean.yuv_db,
         ssim: ssim_sum / n,
-        mos: mos_sum as f64 / n,
+        mos: mos_all.iter().map(|m| f64::from(*m)).sum::<f64>() / n,
         mos_frames: mos::distribution(&mos_all),
         undecodable: stats.undecodable + wrong_size,
         blank_frames: stats.blank_slots,
-    })
+    };
+    Some((figures, slots))
 }
 
 fn series(map: &FrameMap, rows: &[FrameRow]) -> FrameSeries {
@@ -559,7 +606,9 @@ mod tests {
             frame_due: vec![due(0), due(10), due(20)],
             ..FrameMap::default()
         };
-        let frame_figures = |m: &FrameMap, a: &[Timestamp]| view(m, a, Playout::default()).figures;
+        let frame_figures = |m: &FrameMap, a: &[Timestamp]| {
+            view(m, a, Playout::default(), &mut PictureCache::default()).figures
+        };
         let all = [ms(5), ms(12), ms(18), ms(19), ms(30)];
         let f = frame_figures(&map, &all);
         assert_eq!((f.frames, f.lost), (3, 0));
@@ -580,5 +629,59 @@ mod tests {
         // A packet with no video lost costs no frame; missing tail arrivals are losses.
         let f = frame_figures(&map, &all[..4]);
         assert_eq!(f.lost, 1);
+    }
+
+    #[test]
+    fn viewers_who_lost_the_same_packets_are_judged_once_and_alike() {
+        // Noted from the real source, seven TS packets to a packet, as the sender makes them.
+        let v = VideoDecl {
+            width: 160,
+            height: 96,
+            fps: 30,
+        };
+        let mut src = test_source(v, 1_000_000, Duration::from_millis(500)).unwrap();
+        let mut map = FrameMap {
+            picture: Some(v),
+            ..FrameMap::default()
+        };
+        let mut noter = FrameNoter::default();
+        let (mut ts, mut n) = ([0u8; 188], 0);
+        while let Some(due) = src.next_packet(&mut ts).unwrap() {
+            noter.ts(&mut map, &ts, due);
+            n += 1;
+            if n % 7 == 0 {
+                noter.end_packet(&mut map);
+            }
+        }
+        if n % 7 != 0 {
+            noter.end_packet(&mut map);
+        }
+        noter.finish(&mut map);
+        assert_eq!((map.coded.len(), map.frame_due.len()), (15, 15));
+        assert_eq!(map.kinds[0], FrameType::I);
+        assert!(map.kinds[1..].iter().all(|k| *k == FrameType::P));
+        let all: Vec<Timestamp> = (0..map.packets.len())
+            .map(|k| Timestamp::from_millis(30 + k as u64))
+            .collect();
+        // A packet carrying frame 3 is lost.
+        let mut lossy = all.clone();
+        let k = map
+            .packets
+            .iter()
+            .position(|p| matches!(p, Some((a, _)) if *a == 3))
+            .unwrap();
+        lossy[k] = Timestamp::MAX;
+        let mut cache = PictureCache::default();
+        let p = Playout::default();
+        let a = view(&map, &all, p, &mut cache).figures;
+        let b = view(&map, &lossy, p, &mut cache).figures;
+        let c = view(&map, &lossy, p, &mut cache).figures;
+        assert_eq!(cache.hits, 1);
+        assert_eq!(b, c);
+        assert_eq!((a.lost, b.lost_p), (0, b.lost));
+        assert!(b.lost >= 1);
+        let (qa, qb) = (a.pictures.unwrap(), b.pictures.unwrap());
+        assert!(qb.psnr_y_db < qa.psnr_y_db, "{qa:?} {qb:?}");
+        assert_eq!((qa.undecodable, qa.blank_frames), (0, 0));
     }
 }

@@ -36,6 +36,44 @@ pub struct PlayStats {
     pub blank_slots: u64,
 }
 
+/// Which frames the player's decoder gets (see the module's rules), and, for each, the slot
+/// at which it is decoded: `Some(j)` for a frame fed while slot `j` is made ready.
+pub fn decoder_input(
+    sent: &[SentFrame],
+    rec: &Reconstruction,
+    playout: Playout,
+) -> Vec<Option<usize>> {
+    let mut fed = vec![None; rec.frames.len()];
+    let mut next = 0usize;
+    for (j, slot) in rec.slots.iter().enumerate() {
+        let Some(k) = slot.map(|k| k as usize).filter(|&k| k >= next) else {
+            continue;
+        };
+        let by = playout
+            .deadline_ns
+            .and_then(|d| sent.get(j).map(|f| f.send_ns.saturating_add(d)));
+        let upto = (k + 1).min(rec.frames.len());
+        for (f, fed) in rec.frames[next.min(upto)..upto]
+            .iter()
+            .zip(&mut fed[next.min(upto)..upto])
+        {
+            let there = f.arrived
+                && match (playout.deadline_ns, playout.late) {
+                    (None, _) => true,
+                    (Some(_), LateRule::Drop) => !f.missed_deadline,
+                    (Some(_), LateRule::NewestArrived) => {
+                        matches!((f.complete_ns, by), (Some(c), Some(t)) if c <= t)
+                    }
+                };
+            if there {
+                *fed = Some(j);
+            }
+        }
+        next = k + 1;
+    }
+    fed
+}
+
 /// Plays `rec` out: calls `show(slot, picture)` for every display slot, in order. `coded[k]`
 /// is frame `k`'s coded bytes as sent; `blank` is what the screen shows before any picture.
 pub fn play<D: Decode + ?Sized, C: AsRef<[u8]>>(
@@ -47,42 +85,26 @@ pub fn play<D: Decode + ?Sized, C: AsRef<[u8]>>(
     blank: &Picture,
     mut show: impl FnMut(usize, &Picture),
 ) -> PlayStats {
+    let fed = decoder_input(sent, rec, playout);
     let mut stats = PlayStats::default();
     let mut screen = blank.clone();
     let mut scratch = blank.clone();
     let mut pictures = 0u64;
-    let mut next = 0usize;
-    for (j, slot) in rec.slots.iter().enumerate() {
-        if let Some(k) = slot.map(|k| k as usize).filter(|&k| k >= next) {
-            let by = playout
-                .deadline_ns
-                .map(|d| sent[j].send_ns.saturating_add(d));
-            for i in next..=k.min(rec.frames.len().saturating_sub(1)) {
-                let f = &rec.frames[i];
-                let there = f.arrived
-                    && match (playout.deadline_ns, playout.late) {
-                        (None, _) => true,
-                        (Some(_), LateRule::Drop) => !f.missed_deadline,
-                        (Some(_), LateRule::NewestArrived) => {
-                            matches!((f.complete_ns, by), (Some(c), Some(t)) if c <= t)
-                        }
-                    };
-                if !there {
-                    continue;
-                }
+    let mut k = 0usize;
+    for j in 0..rec.slots.len() {
+        // The frames fed for this slot, in decode order.
+        while k < fed.len() && fed[k].is_none_or(|at| at <= j) {
+            if fed[k].is_some() {
                 stats.decoded += 1;
-                let Some(bytes) = coded.get(i) else {
-                    stats.undecodable += 1;
-                    continue;
-                };
-                if decoder.decode(bytes.as_ref(), &mut scratch) {
-                    std::mem::swap(&mut screen, &mut scratch);
-                    pictures += 1;
-                } else {
-                    stats.undecodable += 1;
+                match coded.get(k) {
+                    Some(bytes) if decoder.decode(bytes.as_ref(), &mut scratch) => {
+                        std::mem::swap(&mut screen, &mut scratch);
+                        pictures += 1;
+                    }
+                    _ => stats.undecodable += 1,
                 }
             }
-            next = k + 1;
+            k += 1;
         }
         if pictures == 0 {
             stats.blank_slots += 1;
