@@ -94,6 +94,11 @@ pub struct ServeArgs {
     /// start a frame period late is dropped whole
     #[arg(long, value_parser = parse_late, value_name = "POLICY")]
     pub late: Option<LatePolicy>,
+    /// Write the sender's frame trace here at the end: every video frame's number, type, size,
+    /// RTP packets (by sequence number, extended from the first packet's) and send time (its
+    /// first packet's release, Unix ns); Metronome's CSV, or Evalvid's `st` for a .st file
+    #[arg(long, value_name = "FILE")]
+    pub frame_trace: Option<PathBuf>,
     /// Print the final summary as JSON
     #[arg(long)]
     pub json: bool,
@@ -216,7 +221,17 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .iter()
         .map(|d| RtpUrl::parse_destination(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let source = a.source.open()?;
+    let mut source = a.source.open()?;
+    let noted = match &a.frame_trace {
+        Some(p) => {
+            // Refused now, not after the stream: the trace's file must be writable.
+            std::fs::File::create(p).map_err(|e| format!("--frame-trace {}: {e}", p.display()))?;
+            let (noting, noted) = metronome_media::frames::NotingSource::new(source);
+            source = Box::new(noting);
+            Some(noted)
+        }
+        None => None,
+    };
     let cfg = sender_config(&a, destinations);
     let live = LiveLine::new(!a.json);
     if live.is_on() {
@@ -228,6 +243,41 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     }
     let outcome = run_sender(source, cfg, stop, |s| live.show(&sender_status(s)))?;
     live.finish();
+    if let (Some(noted), Some(path)) = (noted, &a.frame_trace) {
+        write_frame_trace(path, &noted, &outcome)?;
+    }
     print_outcome(a.json, &outcome, sender_summary)?;
     Ok(())
+}
+
+/// The frames the sender noted, as a trace: packets as many as were sent, by sequence number.
+fn write_frame_trace(
+    path: &std::path::Path,
+    noted: &std::sync::Mutex<metronome_media::frames::Noted>,
+    outcome: &metronome_rt::sender::SenderOutcome,
+) -> Result<(), String> {
+    let mut noted = noted.lock().unwrap_or_else(|e| e.into_inner());
+    noted.finish();
+    let mut frames = noted
+        .frames
+        .trace(outcome.epoch_unix_ns, u64::from(outcome.first_seq));
+    // Frames whose packets never left (the run stopped first) are not in the trace.
+    let sent_end = u64::from(outcome.first_seq) + outcome.packets;
+    frames.retain(|f| f.packets.first().is_some_and(|p| *p < sent_end));
+    for f in &mut frames {
+        f.packets.retain(|p| *p < sent_end);
+    }
+    let file = std::fs::File::create(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut w = std::io::BufWriter::new(file);
+    let evalvid = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("st"));
+    let written = if evalvid {
+        metronome_quality::trace::write_st(&mut w, &frames)
+    } else {
+        metronome_quality::trace::write_frames(&mut w, &frames)
+    };
+    written
+        .and_then(|()| std::io::Write::flush(&mut w))
+        .map_err(|e| format!("cannot write the frame trace {}: {e}", path.display()))
 }

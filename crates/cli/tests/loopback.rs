@@ -306,3 +306,69 @@ fn serve_to_an_unreachable_destination_says_so() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach 192.0.2.10:5004"), "{err}");
 }
+
+/// `serve --frame-trace`: the sender's frame trace names the RTP packets (by extended
+/// sequence number) each frame went in, and they are the packets the receiver's trace shows;
+/// an I-frame a second, as the test source encodes; Evalvid's `st` from a `.st` name.
+#[test]
+fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
+    let port = port_pair();
+    let (frames_csv, st, rx_trace) = (tmp("frames.csv"), tmp("frames.st"), tmp("rx.csv"));
+    let rx = Recv::start(port, &["--trace".as_ref(), rx_trace.as_ref()]);
+    let tx = serve(
+        port,
+        &[
+            "--duration".as_ref(),
+            "2".as_ref(),
+            "--frame-trace".as_ref(),
+            frames_csv.as_ref(),
+        ],
+    );
+    let sent = json(&tx);
+    let got = rx.stop();
+    assert_eq!(
+        got["sources"][0]["received"].as_u64(),
+        sent["packets"].as_u64()
+    );
+    let text = std::fs::read_to_string(&frames_csv).unwrap();
+    let frames = metronome_quality::trace::read_frames(text.as_bytes()).unwrap();
+    assert!((40..=62).contains(&frames.len()), "{} frames", frames.len());
+    use metronome_quality::playout::FrameType;
+    for (k, f) in frames.iter().enumerate() {
+        let want = if k % 30 == 0 {
+            FrameType::I
+        } else {
+            FrameType::P
+        };
+        assert_eq!(f.kind, want, "frame {k}");
+        assert!(f.size_bytes > 0 && !f.packets.is_empty());
+    }
+    assert!(frames.windows(2).all(|w| w[1].send_ns > w[0].send_ns));
+    // Every packet of every frame arrived, under the same number.
+    let rx_text = std::fs::read_to_string(&rx_trace).unwrap();
+    let header: Vec<&str> = rx_text.lines().next().unwrap().split(',').collect();
+    let col = header.iter().position(|h| *h == "ext_seq").unwrap();
+    let arrived: std::collections::HashSet<u64> = rx_text
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(col)?.parse().ok())
+        .collect();
+    for f in &frames {
+        assert!(f.packets.iter().all(|p| arrived.contains(p)), "{f:?}");
+    }
+    // The same run written as Evalvid's sender trace.
+    let tx = serve(
+        port,
+        &[
+            "--duration".as_ref(),
+            "1".as_ref(),
+            "--frame-trace".as_ref(),
+            st.as_ref(),
+        ],
+    );
+    assert!(tx.status.success());
+    let st_text = std::fs::read_to_string(&st).unwrap();
+    let st_frames = metronome_quality::trace::read_st(st_text.as_bytes()).unwrap();
+    assert!(st_frames.len() >= 20, "{st_text}");
+    assert_eq!(st_frames[0].kind, FrameType::I);
+}

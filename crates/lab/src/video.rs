@@ -14,8 +14,7 @@
 //! frames are kept once, at the sender, as Evalvid keeps the sent file.
 
 use metronome_media::decode::{Concealment, H264Decoder};
-use metronome_media::demux::VideoDemux;
-use metronome_media::h264::{nal_type, nal_units};
+use metronome_media::frames::{FrameNoter, SentFrames};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
 use metronome_media::{Frame, TestPattern, TsSource};
 use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
@@ -32,94 +31,17 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::time::Duration;
 
-/// The video PID of the test source's mux (`TsMuxConfig` default).
-pub const VIDEO_PID: u16 = 0x100;
-
 /// Seconds per scene of the pattern the lab sends (static, moderate, high motion).
 pub const SCENE_SECS: u32 = 4;
 
-/// What a video flow sent: which frames each RTP packet carries (`(first, last)` frame number,
-/// by packet number; `None` for a packet with no video), and each frame's due time, type and
-/// coded bytes.
+/// What a video flow sent (which frames each RTP packet carries, each frame's due time, type
+/// and coded bytes: see `metronome_media::frames`), where its timeline starts on the run's
+/// clock, and the pattern's picture, to render the reference frames from.
 #[derive(Clone, Debug, Default)]
 pub struct FrameMap {
-    pub packets: Vec<Option<(u32, u32)>>,
-    /// Each RTP packet's payload: the TS packets it carries, bytes.
-    pub payload_bytes: Vec<u32>,
-    /// The due time of each frame's first packet, on the stream's timeline.
-    pub frame_due: Vec<Duration>,
-    /// Where the stream's timeline starts on the run's clock.
+    pub sent: SentFrames,
     pub epoch: Timestamp,
-    /// Each frame's access unit as sent (Annex B).
-    pub coded: Vec<Vec<u8>>,
-    pub kinds: Vec<FrameType>,
-    /// The pattern's picture, to render the reference frames from.
     pub picture: Option<VideoDecl>,
-}
-
-/// Notes TS packets as a source makes them into a [`FrameMap`]: frame starts, the frames of
-/// each RTP packet (`end_packet` closes one), the access units.
-#[derive(Debug)]
-pub struct FrameNoter {
-    demux: VideoDemux,
-    frames_seen: u32,
-    /// Frames touched by the TS packets since the last `end_packet`, and how many there were.
-    pending: Option<(u32, u32)>,
-    pending_ts: u32,
-}
-
-impl Default for FrameNoter {
-    fn default() -> Self {
-        FrameNoter {
-            demux: VideoDemux::with_pid(VIDEO_PID),
-            frames_seen: 0,
-            pending: None,
-            pending_ts: 0,
-        }
-    }
-}
-
-impl FrameNoter {
-    /// Notes one TS packet, due at `due` on the stream's timeline.
-    pub fn ts(&mut self, map: &mut FrameMap, ts: &[u8; 188], due: Duration) {
-        self.pending_ts += 1;
-        let pid = u16::from_be_bytes([ts[1] & 0x1f, ts[2]]);
-        if pid != VIDEO_PID {
-            return;
-        }
-        if ts[1] & 0x40 != 0 {
-            self.frames_seen += 1;
-            map.frame_due.push(due);
-        }
-        if let Some(f) = self.frames_seen.checked_sub(1) {
-            self.pending = Some(self.pending.map_or((f, f), |(a, _)| (a, f)));
-        }
-        if let Some(au) = self.demux.push(ts) {
-            keep(map, au.data);
-        }
-    }
-
-    /// The TS packets noted since the last call left in one RTP packet.
-    pub fn end_packet(&mut self, map: &mut FrameMap) {
-        map.packets.push(self.pending.take());
-        map.payload_bytes
-            .push(std::mem::take(&mut self.pending_ts) * 188);
-    }
-
-    /// The stream ended: its last access unit.
-    pub fn finish(&mut self, map: &mut FrameMap) {
-        if let Some(au) = self.demux.finish() {
-            keep(map, au.data);
-        }
-    }
-}
-
-fn keep(map: &mut FrameMap, au: Vec<u8>) {
-    // Constrained Baseline: an IDR slice (NAL type 5) makes an I-frame, anything else a P.
-    let idr = nal_units(&au).any(|n| nal_type(n) == Some(5));
-    map.kinds
-        .push(if idr { FrameType::I } else { FrameType::P });
-    map.coded.push(au);
 }
 
 /// A [`PacketSource`] of the encoded test pattern.
@@ -172,7 +94,7 @@ impl TestVideo {
     }
 
     fn emitted(&mut self, out: metronome_session::sender::RtpOut) -> SourcePacket {
-        self.noter.end_packet(&mut self.frames.borrow_mut());
+        self.noter.end_packet(&mut self.frames.borrow_mut().sent);
         SourcePacket {
             len: out.len,
             wire_len: out.len,
@@ -188,7 +110,7 @@ impl PacketSource for TestVideo {
         while !self.ended {
             match self.source.next_packet(&mut ts) {
                 Ok(Some(due)) => {
-                    self.noter.ts(&mut self.frames.borrow_mut(), &ts, due);
+                    self.noter.ts(&mut self.frames.borrow_mut().sent, &ts, due);
                     if let Ok(Some(out)) = self.packetizer.push(&ts, due, buf) {
                         return Some(self.emitted(out));
                     }
@@ -197,7 +119,7 @@ impl PacketSource for TestVideo {
                 // frames, never a panic.
                 Ok(None) | Err(_) => {
                     self.ended = true;
-                    self.noter.finish(&mut self.frames.borrow_mut());
+                    self.noter.finish(&mut self.frames.borrow_mut().sent);
                 }
             }
         }
@@ -311,7 +233,7 @@ pub fn view_flow(
             .map(|(k, t)| PacketRecord {
                 packet: k as u64,
                 time_ns: t.as_nanos(),
-                size_bytes: map.payload_bytes.get(k).copied().unwrap_or(0),
+                size_bytes: map.sent.payload_bytes.get(k).copied().unwrap_or(0),
             })
             .collect();
         let mut trace = Vec::new();
@@ -326,28 +248,7 @@ pub fn view_flow(
 
 /// The frames as sent: type, size, packets, send time on the run's clock.
 fn sent_frames(map: &FrameMap) -> Vec<SentFrame> {
-    let n = map.frame_due.len();
-    let mut packets: Vec<Vec<u64>> = vec![Vec::new(); n];
-    for (k, frames) in map.packets.iter().enumerate() {
-        let Some((a, b)) = *frames else { continue };
-        for p in packets
-            .iter_mut()
-            .take((b as usize + 1).min(n))
-            .skip(a as usize)
-        {
-            p.push(k as u64);
-        }
-    }
-    packets
-        .into_iter()
-        .enumerate()
-        .map(|(k, packets)| SentFrame {
-            kind: map.kinds.get(k).copied().unwrap_or(FrameType::Other),
-            size_bytes: map.coded.get(k).map_or(0, |c| c.len() as u32),
-            packets,
-            send_ns: (map.epoch + map.frame_due[k]).as_nanos(),
-        })
-        .collect()
+    map.sent.trace(map.epoch.as_nanos(), 0)
 }
 
 /// What one receiver saw, from its packets' arrival times (by packet number,
@@ -358,7 +259,7 @@ pub fn view(
     playout: Playout,
     cache: &mut PictureCache,
 ) -> Viewed {
-    let n = map.frame_due.len();
+    let n = map.sent.frame_due.len();
     let sent = sent_frames(map);
     let got: Vec<(u64, u64)> = arrivals
         .iter()
@@ -424,7 +325,7 @@ pub fn view(
             .unwrap_or(0),
         pictures: None,
     };
-    if let Some(v) = map.picture.filter(|_| !map.coded.is_empty()) {
+    if let Some(v) = map.picture.filter(|_| !map.sent.coded.is_empty()) {
         if let Some((p, slots)) = pictures_cached(map, v, &sent, &r, playout, cache) {
             figures.pictures = Some(p);
             for (row, q) in rows.iter_mut().zip(slots.iter()) {
@@ -504,7 +405,7 @@ fn pictures(
         sent,
         r,
         playout,
-        &map.coded,
+        &map.sent.coded,
         &mut decoder,
         &blank,
         |j, shown| {
@@ -542,6 +443,7 @@ fn series(map: &FrameMap, rows: &[FrameRow]) -> FrameSeries {
     let fps = map.picture.map_or(30, |v| v.fps).max(1);
     let mut s = FrameSeries {
         start_ns: map
+            .sent
             .frame_due
             .first()
             .map_or(0, |d| (map.epoch + *d).as_nanos()),
@@ -602,8 +504,11 @@ mod tests {
         // Frames 0..3; packets: [0], [0,1], [1], none, [2].
         let due = Duration::from_millis;
         let map = FrameMap {
-            packets: vec![Some((0, 0)), Some((0, 1)), Some((1, 1)), None, Some((2, 2))],
-            frame_due: vec![due(0), due(10), due(20)],
+            sent: SentFrames {
+                packets: vec![Some((0, 0)), Some((0, 1)), Some((1, 1)), None, Some((2, 2))],
+                frame_due: vec![due(0), due(10), due(20)],
+                ..SentFrames::default()
+            },
             ..FrameMap::default()
         };
         let frame_figures = |m: &FrameMap, a: &[Timestamp]| {
@@ -647,25 +552,24 @@ mod tests {
         let mut noter = FrameNoter::default();
         let (mut ts, mut n) = ([0u8; 188], 0);
         while let Some(due) = src.next_packet(&mut ts).unwrap() {
-            noter.ts(&mut map, &ts, due);
+            noter.ts(&mut map.sent, &ts, due);
             n += 1;
             if n % 7 == 0 {
-                noter.end_packet(&mut map);
+                noter.end_packet(&mut map.sent);
             }
         }
         if n % 7 != 0 {
-            noter.end_packet(&mut map);
+            noter.end_packet(&mut map.sent);
         }
-        noter.finish(&mut map);
-        assert_eq!((map.coded.len(), map.frame_due.len()), (15, 15));
-        assert_eq!(map.kinds[0], FrameType::I);
-        assert!(map.kinds[1..].iter().all(|k| *k == FrameType::P));
-        let all: Vec<Timestamp> = (0..map.packets.len())
+        noter.finish(&mut map.sent);
+        assert_eq!((map.sent.coded.len(), map.sent.frame_due.len()), (15, 15));
+        let all: Vec<Timestamp> = (0..map.sent.packets.len())
             .map(|k| Timestamp::from_millis(30 + k as u64))
             .collect();
         // A packet carrying frame 3 is lost.
         let mut lossy = all.clone();
         let k = map
+            .sent
             .packets
             .iter()
             .position(|p| matches!(p, Some((a, _)) if *a == 3))

@@ -9,12 +9,14 @@
 //! - `testsrc`: the built-in live test source: pattern → H.264 → TS at a constant mux rate.
 //! - `tsfile`: an MPEG-TS file source timed by its PCRs.
 //! - `demux`: TS back to access units (the video PES packets), as a receiver gets them;
-//!   `decode`: the openh264 decoder, with error concealment as a player has it.
+//!   `decode`: the openh264 decoder, with error concealment as a player has it; `frames`:
+//!   what a stream sent, frame by frame, noted as its source hands out TS packets.
 //! - `psi`: PAT/PMT sections and their CRC32; `analyze`: a stream checker (CC, PSI, PCR, PTS).
 
 pub mod analyze;
 pub mod decode;
 pub mod demux;
+pub mod frames;
 pub mod h264;
 pub mod pattern;
 pub mod psi;

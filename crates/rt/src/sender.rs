@@ -151,6 +151,8 @@ pub struct SenderOutcome {
     /// packets from it).
     pub ssrc: u32,
     pub first_seq: u16,
+    /// The stream's time zero on the wall clock, Unix ns (packet due times count from it).
+    pub epoch_unix_ns: u64,
     pub realtime: String,
     pub memory_locked: String,
     pub wait_mode: String,
@@ -266,6 +268,7 @@ pub fn run_sender(
         destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
         ssrc: first.ssrc,
         first_seq: first.seq,
+        epoch_unix_ns: first.epoch_unix_ns,
         realtime: outcome
             .server
             .cores

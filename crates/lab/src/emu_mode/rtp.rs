@@ -9,7 +9,8 @@
 //! exactly as in sim mode.
 
 use super::Stage;
-use crate::video::{view_flow, FlowVideo, FrameMap, FrameNoter, VIDEO_PID};
+use crate::video::{view_flow, FlowVideo, FrameMap};
+use metronome_media::frames::NotingSource;
 use metronome_media::{MediaError, TsSource};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::Meter;
@@ -21,70 +22,15 @@ use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// TS packets per RTP packet (RFC 2250, as the packetizer makes them).
-const TS_PER_RTP: usize = 7;
 /// The send-time extension's id (the packetizer's).
 const SEND_TIME_ID: u8 = metronome_wire::rtp::SEND_TIME_EXT_ID;
 /// IPv4 and UDP headers.
 const OVERHEAD: u32 = 28;
 
-/// What a source handed out: each TS packet's due time, and the frames (seven TS packets to
-/// an RTP packet, as the packetizer makes them).
-#[derive(Default)]
-struct Notes {
-    dues: Vec<Duration>,
-    map: FrameMap,
-    noter: FrameNoter,
-    /// The source has ended (its last access unit and packet are noted).
-    ended: bool,
-}
-
-/// A source that notes every TS packet it hands out.
-struct Noted {
-    inner: Box<dyn TsSource>,
-    notes: Arc<Mutex<Notes>>,
-}
-
-impl TsSource for Noted {
-    fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
-        let r = self.inner.next_packet(out)?;
-        let mut guard = self.notes.lock().unwrap_or_else(|e| e.into_inner());
-        let n = &mut *guard;
-        match r {
-            Some(due) => {
-                n.dues.push(due);
-                n.noter.ts(&mut n.map, out, due);
-                if n.dues.len() % TS_PER_RTP == 0 {
-                    n.noter.end_packet(&mut n.map);
-                }
-            }
-            None if !n.ended => {
-                n.ended = true;
-                if n.dues.len() % TS_PER_RTP != 0 {
-                    n.noter.end_packet(&mut n.map);
-                }
-                n.noter.finish(&mut n.map);
-            }
-            None => {}
-        }
-        Ok(r)
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn nominal_bitrate(&self) -> Option<u64> {
-        self.inner.nominal_bitrate()
-    }
-    fn catch_up_to(&mut self, now: Duration) -> u64 {
-        self.inner.catch_up_to(now)
-    }
-    fn is_live(&self) -> bool {
-        self.inner.is_live()
-    }
-}
+/// The PID of the constant-rate placeholder stream's packets.
+const CBR_PID: u16 = 0x100;
 
 /// Constant-rate MPEG-TS with no null packets: the simulator's `CbrTs`, as a source.
 struct CbrTs {
@@ -100,8 +46,8 @@ impl TsSource for CbrTs {
         }
         out.fill(0xff);
         out[0] = 0x47;
-        out[1] = (VIDEO_PID >> 8) as u8;
-        out[2] = VIDEO_PID as u8;
+        out[1] = (CBR_PID >> 8) as u8;
+        out[2] = CBR_PID as u8;
         out[3] = 0x10 | (self.i & 0x0f) as u8;
         let due = self.interval * self.i as u32;
         self.i += 1;
@@ -128,7 +74,7 @@ fn source(
             Ok(Box::new(CbrTs {
                 interval,
                 i: 0,
-                count: packets as u64 * TS_PER_RTP as u64,
+                count: packets as u64 * metronome_media::frames::TS_PER_RTP as u64,
             }))
         }
         Some(v) => {
@@ -195,17 +141,7 @@ pub(super) fn rtp_flow(
     else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
-    let notes = Arc::new(Mutex::new(Notes {
-        map: FrameMap {
-            picture: video,
-            ..FrameMap::default()
-        },
-        ..Notes::default()
-    }));
-    let noted = Noted {
-        inner: source(f, rate_bps, video)?,
-        notes: notes.clone(),
-    };
+    let (noted, notes) = NotingSource::new(source(f, rate_bps, video)?);
     let stop_rx = AtomicBool::new(false);
     let from = super::host_index(st.names, &f.from);
     let (outcome, got) = std::thread::scope(|scope| {
@@ -246,45 +182,32 @@ pub(super) fn rtp_flow(
         (outcome, got)
     });
     let outcome = outcome?;
-    let mut notes = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
-    if !notes.ended {
-        // The sender stopped before the source's end: what it noted so far.
-        if notes.dues.len() % TS_PER_RTP != 0 {
-            notes.noter.end_packet(&mut notes.map);
-        }
-        notes.noter.finish(&mut notes.map);
-    }
-    Ok(report(
-        f,
-        rate_bps,
-        &outcome,
-        notes,
-        got,
-        st,
-        video.is_some(),
-    ))
+    let mut noted = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
+    // If the sender stopped before the source's end: what it noted so far.
+    noted.finish();
+    let map = FrameMap {
+        sent: noted.frames,
+        epoch: Timestamp::ZERO,
+        picture: video,
+    };
+    Ok(report(f, rate_bps, &outcome, map, got, st))
 }
 
 fn report(
     f: &FlowDecl,
     rate_bps: u64,
     out: &SenderOutcome,
-    notes: Notes,
+    mut map: FrameMap,
     got: Vec<Vec<Got>>,
     st: &Stage,
-    video: bool,
 ) -> (FlowReport, Option<FlowVideo>) {
     let sent = out.packets;
     let rel = |t: Timestamp| Timestamp::ZERO + t.saturating_since(st.origin);
     // The stream's epoch on the run's clock: each packet left at its release or later, so the
     // earliest (send time − release) of what arrived is the epoch plus the least lateness.
     let release = |k: usize| {
-        notes
-            .dues
-            .get(k * TS_PER_RTP + TS_PER_RTP - 1)
-            .or(notes.dues.last())
-            .copied()
-            .unwrap_or(Duration::ZERO)
+        let due = &map.sent.packet_due;
+        due.get(k).or(due.last()).copied().unwrap_or(Duration::ZERO)
     };
     let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
     let epoch = got
@@ -336,9 +259,8 @@ fn report(
         sent_bytes: out.bytes + OVERHEAD as u64 * sent,
         receivers,
     };
-    let video = match (video, epoch) {
+    let video = match (map.picture.is_some(), epoch) {
         (true, Some(e)) => {
-            let mut map = notes.map;
             map.epoch = rel(e);
             let refs: Vec<&[Timestamp]> = arrivals.iter().map(Vec::as_slice).collect();
             Some(view_flow(f, &mut report, &map, &refs))

@@ -145,6 +145,7 @@ pub(super) fn open_stream(
         ssrc,
         seq: next_seq.unwrap_or((seed >> 16) as u16),
         rtptime: rtp_ts_base,
+        epoch_unix_ns: clock.realtime_ns_from_timestamp(epoch),
     };
     let packetizer = Mp2tPacketizer::new(
         PacketizerConfig {

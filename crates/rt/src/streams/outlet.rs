@@ -93,4 +93,7 @@ pub struct StartInfo {
     pub ssrc: u32,
     pub seq: u16,
     pub rtptime: u32,
+    /// The stream's time zero (its source's timeline) on the wall clock, Unix ns: a packet
+    /// due at `d` on the timeline is released at this plus `d`.
+    pub epoch_unix_ns: u64,
 }
