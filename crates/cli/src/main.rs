@@ -10,6 +10,7 @@ mod bench_sim;
 mod bench_streams;
 mod demo;
 mod emu;
+mod frames;
 mod lab;
 mod multi;
 mod quality;
@@ -57,6 +58,9 @@ enum Command {
     /// What viewers saw: PSNR, SSIM and MOS of a received video against its reference, frame
     /// by frame (as FFmpeg's psnr and ssim filters and Evalvid compute them)
     Quality(quality::QualityArgs),
+    /// What viewers saw from traces, after the fact (Evalvid's reconstruction): frames lost by
+    /// type, frame delay, cumulative jitter, play-out deadline; exports to Evalvid's st/sd/rd
+    Frames(frames::FramesArgs),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Lab(l) => lab::run(l, stop).map_err(Into::into),
         Command::Emu(e) => emu::run(e, stop),
         Command::Quality(q) => quality::run(q).map_err(Into::into),
+        Command::Frames(f) => frames::run(f).map_err(Into::into),
         Command::Bench(b) => bench::run(b, stop),
     };
     match result {

@@ -356,6 +356,32 @@ fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
     for f in &frames {
         assert!(f.packets.iter().all(|p| arrived.contains(p)), "{f:?}");
     }
+    // The two traces, read back by `metronome frames`: nothing lost on loopback, and a
+    // frame's delay is its spread over the constant-rate mux plus the loopback's (both
+    // traces are on the wall clock of one host).
+    let prefix = tmp("evalvid");
+    let v = json(
+        &bin()
+            .arg("frames")
+            .args([&frames_csv, &rx_trace])
+            .arg("--json")
+            .arg("--evalvid")
+            .arg(&prefix)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(v["schema"], "metronome.frames/1");
+    assert_eq!(v["frames"].as_u64(), Some(frames.len() as u64), "{v}");
+    assert_eq!(v["frames_lost"], 0, "{v}");
+    let mean = v["mean_delay_ns"].as_u64().unwrap();
+    assert!(mean > 0 && mean < 1_000_000_000, "{v}");
+    let st_out = std::fs::read_to_string(format!("{}.st", prefix.display())).unwrap();
+    let rd_out = std::fs::read_to_string(format!("{}.rd", prefix.display())).unwrap();
+    let st_frames = metronome_quality::trace::read_st(st_out.as_bytes()).unwrap();
+    let rd = metronome_quality::trace::read_dump(rd_out.as_bytes()).unwrap();
+    assert_eq!(st_frames.len(), frames.len());
+    let evalvid_packets: usize = st_frames.iter().map(|f| f.packets.len()).sum();
+    assert_eq!(rd.len(), evalvid_packets, "every Evalvid packet arrived");
     // The same run written as Evalvid's sender trace.
     let tx = serve(
         port,

@@ -24,7 +24,7 @@ use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
 use metronome_session::sender::{Mp2tPacketizer, PacketizerConfig};
 use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
-use metronome_time::{Distribution, Timestamp};
+use metronome_time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -286,18 +286,7 @@ pub fn view(
             mos: None,
         })
         .collect();
-    let mut delays = Distribution::new();
-    let (mut sum, mut kept) = (0u128, 0u64);
-    for d in r
-        .frames
-        .iter()
-        .filter(|f| f.shown)
-        .filter_map(|f| f.delay_ns)
-    {
-        delays.record(d);
-        sum += d as u128;
-        kept += 1;
-    }
+    let delay = r.shown_delay();
     let by_type = |t: FrameType| r.loss_by_type[t as usize].lost;
     let mut figures = FrameFigures {
         frames: n as u64,
@@ -310,19 +299,10 @@ pub fn view(
         lost_i: by_type(FrameType::I),
         lost_p: by_type(FrameType::P),
         missed_deadline: r.missed_deadline,
-        mean_delay_ns: if kept == 0 {
-            0
-        } else {
-            (sum / kept as u128) as u64
-        },
-        p99_delay_ns: delays.quantile_ns(0.99),
-        max_delay_ns: delays.quantile_ns(1.0),
-        max_cumulative_jitter_ns: r
-            .frames
-            .iter()
-            .filter_map(|f| f.cumulative_jitter_ns)
-            .max()
-            .unwrap_or(0),
+        mean_delay_ns: delay.mean_ns,
+        p99_delay_ns: delay.p99_ns,
+        max_delay_ns: delay.max_ns,
+        max_cumulative_jitter_ns: r.max_cumulative_jitter_ns(),
         pictures: None,
     };
     if let Some(v) = map.picture.filter(|_| !map.sent.coded.is_empty()) {

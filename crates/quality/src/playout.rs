@@ -129,6 +129,46 @@ pub struct Reconstruction {
     pub duplicate_packets: u64,
 }
 
+/// The delay of the frames shown, ns (0 when none was).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ShownDelay {
+    pub mean_ns: u64,
+    /// The nearest-rank 99th percentile.
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+impl Reconstruction {
+    /// The delay (complete − sent) of the frames that were shown.
+    pub fn shown_delay(&self) -> ShownDelay {
+        let mut d: Vec<u64> = self
+            .frames
+            .iter()
+            .filter(|f| f.shown)
+            .filter_map(|f| f.delay_ns)
+            .collect();
+        if d.is_empty() {
+            return ShownDelay::default();
+        }
+        d.sort_unstable();
+        let rank = (d.len() * 99).div_ceil(100).max(1) - 1;
+        ShownDelay {
+            mean_ns: (d.iter().map(|&v| v as u128).sum::<u128>() / d.len() as u128) as u64,
+            p99_ns: d[rank],
+            max_ns: d[d.len() - 1],
+        }
+    }
+
+    /// The largest cumulative jitter over the frames that arrived, ns (0 if none did).
+    pub fn max_cumulative_jitter_ns(&self) -> i64 {
+        self.frames
+            .iter()
+            .filter_map(|f| f.cumulative_jitter_ns)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
 /// Reconstructs what was shown. `arrivals` are `(packet id, arrival ns)` in any order, with
 /// duplicates; packets of no frame are ignored.
 pub fn reconstruct(sent: &[SentFrame], arrivals: &[(u64, u64)], p: Playout) -> Reconstruction {
@@ -367,5 +407,18 @@ mod tests {
         assert_eq!(r.frames[0].complete_ns, Some(10 * MS));
         assert_eq!(r.frames[1].complete_ns, Some(50 * MS));
         assert_eq!(r.frames_lost, 0);
+    }
+
+    #[test]
+    fn shown_frames_delay_and_the_largest_cumulative_jitter() {
+        // Delays 5, 25, (lost), 15 ms: mean 15, p99 and max 25; CJ grows to 20 ms.
+        let sent = gop("IPPP", 1);
+        let got = vec![(0, 5 * MS), (1, 65 * MS), (3, 135 * MS)];
+        let r = reconstruct(&sent, &got, Playout::default());
+        let d = r.shown_delay();
+        assert_eq!((d.mean_ns, d.p99_ns, d.max_ns), (15 * MS, 25 * MS, 25 * MS));
+        assert_eq!(r.max_cumulative_jitter_ns(), 20 * MS as i64);
+        let none = reconstruct(&sent, &[], Playout::default());
+        assert_eq!(none.shown_delay(), ShownDelay::default());
     }
 }

@@ -3,8 +3,10 @@
 //! checked with Evalvid's own tools.
 //!
 //! Metronome's formats (CSV with a header line, times in ns on the run's clock):
-//! - frame trace: `frame,type,size_bytes,first_packet,packets,send_ns` (type `I`, `P`, `B` or
-//!   `H`; the frame's packets are `first_packet .. first_packet + packets`);
+//! - frame trace: `frame,type,size_bytes,packets,send_ns` (type `I`, `P`, `B` or `H`;
+//!   `packets` the ids of the packets carrying part of it, space-separated, a run written
+//!   `first-last`: `120-131 133`, as a packet of only PSI or null TS packets in between
+//!   carries none of it);
 //! - packet trace: `packet,time_ns,size_bytes` (the sender's: when each left; a receiver's: when
 //!   each arrived, a duplicate on a line of its own).
 //!
@@ -19,8 +21,8 @@
 use crate::playout::{FrameType, SentFrame};
 use std::io::{BufRead, Write};
 
-/// The longest line a trace may have.
-pub const MAX_LINE: usize = 1024;
+/// The longest line a trace may have (a frame's packet list included).
+pub const MAX_LINE: usize = 16 << 10;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -98,19 +100,66 @@ fn ns_to_seconds(ns: u64) -> String {
 
 /// Writes Metronome's frame trace.
 pub fn write_frames(out: &mut impl Write, frames: &[SentFrame]) -> std::io::Result<()> {
-    writeln!(out, "frame,type,size_bytes,first_packet,packets,send_ns")?;
+    writeln!(out, "frame,type,size_bytes,packets,send_ns")?;
     for (i, f) in frames.iter().enumerate() {
         writeln!(
             out,
-            "{i},{},{},{},{},{}",
+            "{i},{},{},{},{}",
             f.kind.letter(),
             f.size_bytes,
-            f.packets.first().copied().unwrap_or(0),
-            f.packets.len(),
+            runs(&f.packets),
             f.send_ns
         )?;
     }
     Ok(())
+}
+
+/// Packet ids as runs: `3-7 9 11-12`.
+fn runs(ids: &[u64]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let mut j = i;
+        while j + 1 < ids.len() && ids[j + 1] == ids[j] + 1 {
+            j += 1;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&if j > i {
+            format!("{}-{}", ids[i], ids[j])
+        } else {
+            ids[i].to_string()
+        });
+        i = j + 1;
+    }
+    out
+}
+
+/// The most packets one frame may have in a trace.
+const MAX_FRAME_PACKETS: u64 = 1_000_000;
+
+fn parse_runs(text: Option<&str>, line: usize) -> Result<Vec<u64>, TraceError> {
+    let bad = |what: String| TraceError::Line { line, what };
+    let mut ids = Vec::new();
+    for run in text.unwrap_or("").split_whitespace() {
+        let (a, b) = run.split_once('-').unwrap_or((run, run));
+        let (a, b): (u64, u64) = match (a.parse(), b.parse()) {
+            (Ok(a), Ok(b)) if a <= b => (a, b),
+            _ => {
+                return Err(bad(format!(
+                    "'{run}' is not a packet id or a run first-last"
+                )))
+            }
+        };
+        if ids.len() as u64 + (b - a) >= MAX_FRAME_PACKETS {
+            return Err(bad(format!(
+                "more than {MAX_FRAME_PACKETS} packets in one frame"
+            )));
+        }
+        ids.extend(a..=b);
+    }
+    Ok(ids)
 }
 
 /// Reads Metronome's frame trace.
@@ -125,18 +174,11 @@ pub fn read_frames(input: impl BufRead) -> Result<Vec<SentFrame>, TraceError> {
         let _frame: u64 = field(f.next(), n, "frame")?;
         let kind: String = field(f.next(), n, "type")?;
         let size_bytes = field(f.next(), n, "size_bytes")?;
-        let first: u64 = field(f.next(), n, "first_packet")?;
-        let count: u64 = field(f.next(), n, "packets")?;
-        if count > 1_000_000 {
-            return Err(TraceError::Line {
-                line: n,
-                what: format!("{count} packets in one frame"),
-            });
-        }
+        let packets = parse_runs(f.next(), n)?;
         frames.push(SentFrame {
             kind: FrameType::from_letter(kind.chars().next().unwrap_or('H')),
             size_bytes,
-            packets: (first..first + count).collect(),
+            packets,
             send_ns: field(f.next(), n, "send_ns")?,
         });
     }
@@ -154,8 +196,14 @@ pub fn write_packets(out: &mut impl Write, packets: &[PacketRecord]) -> std::io:
 
 /// Reads Metronome's packet trace.
 pub fn read_packets(input: impl BufRead) -> Result<Vec<PacketRecord>, TraceError> {
+    packets_from(lines(input))
+}
+
+type Lines = Result<(usize, String), TraceError>;
+
+fn packets_from(lines: impl Iterator<Item = Lines>) -> Result<Vec<PacketRecord>, TraceError> {
     let mut out = Vec::new();
-    for l in lines(input) {
+    for l in lines {
         let (n, line) = l?;
         if n == 1 || line.is_empty() {
             continue;
@@ -233,8 +281,12 @@ pub fn write_dump(out: &mut impl Write, packets: &[PacketRecord]) -> std::io::Re
 
 /// Reads Evalvid's `sd` or `rd`.
 pub fn read_dump(input: impl BufRead) -> Result<Vec<PacketRecord>, TraceError> {
+    dump_from(lines(input))
+}
+
+fn dump_from(lines: impl Iterator<Item = Lines>) -> Result<Vec<PacketRecord>, TraceError> {
     let mut out = Vec::new();
-    for l in lines(input) {
+    for l in lines {
         let (n, line) = l?;
         if line.trim().is_empty() {
             continue;
@@ -253,6 +305,92 @@ pub fn read_dump(input: impl BufRead) -> Result<Vec<PacketRecord>, TraceError> {
         });
     }
     Ok(out)
+}
+
+/// Reads what a receiver got, whichever of these it is (told by its first line): Metronome's
+/// packet trace (`packet,time_ns,…`); `metronome recv --trace`'s CSV (the packet is its
+/// `ext_seq`, its time `arrival_unix_ns`, or `arrival_ns` in a trace without it; dropped
+/// datagrams are skipped); or Evalvid's `rd` dump.
+pub fn read_received(input: impl BufRead) -> Result<Vec<PacketRecord>, TraceError> {
+    let mut it = lines(input);
+    let Some(first) = it.next() else {
+        return Ok(Vec::new());
+    };
+    let (n, header) = first?;
+    if header.starts_with("packet,") {
+        return packets_from(std::iter::once(Ok((n, header))).chain(it));
+    }
+    if header.starts_with("arrival_ns,") {
+        let cols: Vec<&str> = header.split(',').collect();
+        let at = |name: &str| cols.iter().position(|c| *c == name);
+        let missing = |name: &str| TraceError::Line {
+            line: 1,
+            what: format!("no {name} column: is this metronome recv's --trace?"),
+        };
+        let seq = at("ext_seq").ok_or_else(|| missing("ext_seq"))?;
+        let size = at("size").ok_or_else(|| missing("size"))?;
+        let time = at("arrival_unix_ns")
+            .or(at("arrival_ns"))
+            .ok_or_else(|| missing("arrival_ns"))?;
+        let mut out = Vec::new();
+        for l in it {
+            let (n, line) = l?;
+            let f: Vec<&str> = line.split(',').collect();
+            // A dropped datagram has no sequence number.
+            if f.get(seq).is_none_or(|v| v.is_empty()) {
+                continue;
+            }
+            out.push(PacketRecord {
+                packet: field(f.get(seq).copied(), n, "ext_seq")?,
+                time_ns: field(f.get(time).copied(), n, "arrival time")?,
+                size_bytes: field(f.get(size).copied(), n, "size")?,
+            });
+        }
+        return Ok(out);
+    }
+    dump_from(std::iter::once(Ok((n, header))).chain(it))
+}
+
+/// The same stream as Evalvid sees one: every packet carries part of one frame, numbered in
+/// frame order from 0, as its `st`, `sd` and `rd` number them. A packet that carries the end
+/// of one frame and the start of the next becomes one Evalvid packet in each (arriving
+/// together); packets that carry no frame are left out. Returns the frames and the received
+/// packets renumbered.
+pub fn to_evalvid(
+    frames: &[SentFrame],
+    received: &[PacketRecord],
+) -> (Vec<SentFrame>, Vec<PacketRecord>) {
+    let mut ids: std::collections::HashMap<u64, Vec<u64>> = std::collections::HashMap::new();
+    let mut next = 0u64;
+    let frames: Vec<SentFrame> = frames
+        .iter()
+        .map(|f| {
+            let packets: Vec<u64> = f
+                .packets
+                .iter()
+                .map(|p| {
+                    ids.entry(*p).or_default().push(next);
+                    next += 1;
+                    next - 1
+                })
+                .collect();
+            SentFrame {
+                packets,
+                ..f.clone()
+            }
+        })
+        .collect();
+    let mut packets: Vec<PacketRecord> = received
+        .iter()
+        .flat_map(|r| {
+            ids.get(&r.packet)
+                .into_iter()
+                .flatten()
+                .map(|id| PacketRecord { packet: *id, ..*r })
+        })
+        .collect();
+    packets.sort_by_key(|p| (p.time_ns, p.packet));
+    (frames, packets)
 }
 
 #[cfg(test)]
@@ -274,6 +412,65 @@ mod tests {
                 send_ns: 40_000_000,
             },
         ]
+    }
+
+    #[test]
+    fn received_traces_are_read_whatever_wrote_them_and_renumbered_for_evalvid() {
+        let recv = "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns,arrival_unix_ns\n\
+                    5,0000abcd,10,65546,1,1344,InOrder,0,0.0,,,1000\n\
+                    6,,,,,17,\"dropped: NotRtp\",,,,,1001\n\
+                    7,0000abcd,12,65548,1,1344,InOrder,0,0.0,,,1002\n";
+        let got = read_received(recv.as_bytes()).unwrap();
+        assert_eq!(got.len(), 2);
+        assert_eq!(
+            (got[1].packet, got[1].time_ns, got[1].size_bytes),
+            (65548, 1002, 1344)
+        );
+        let rd = "1.000000 id 3 udp 100\n";
+        assert_eq!(read_received(rd.as_bytes()).unwrap()[0].packet, 3);
+        let csv = "packet,time_ns,size_bytes\n4,9,10\n";
+        assert_eq!(read_received(csv.as_bytes()).unwrap()[0].time_ns, 9);
+
+        // Frame 0 in packets 65546-65547, frame 1 in 65547-65548 (sharing one).
+        let frames = vec![
+            SentFrame {
+                kind: FrameType::I,
+                size_bytes: 2000,
+                packets: vec![65546, 65547],
+                send_ns: 0,
+            },
+            SentFrame {
+                kind: FrameType::P,
+                size_bytes: 900,
+                packets: vec![65547, 65548],
+                send_ns: 40,
+            },
+        ];
+        let (ev, rx) = to_evalvid(&frames, &got);
+        assert_eq!(ev[0].packets, vec![0, 1]);
+        assert_eq!(ev[1].packets, vec![2, 3]);
+        // 65547 was lost: Evalvid's 1 and 2 are missing, so both frames are lost there too.
+        let ids: Vec<u64> = rx.iter().map(|p| p.packet).collect();
+        assert_eq!(ids, vec![0, 3]);
+    }
+
+    #[test]
+    fn a_frames_packets_need_not_be_contiguous() {
+        let f = vec![SentFrame {
+            kind: FrameType::P,
+            size_bytes: 3000,
+            packets: vec![120, 121, 122, 124, 126, 127],
+            send_ns: 7,
+        }];
+        let mut buf = Vec::new();
+        write_frames(&mut buf, &f).unwrap();
+        let text = String::from_utf8(buf.clone()).unwrap();
+        assert_eq!(text.lines().nth(1), Some("0,P,3000,120-122 124 126-127,7"));
+        assert_eq!(read_frames(&buf[..]).unwrap(), f);
+        for bad in ["0,P,1,5-3,0", "0,P,1,x,0", "0,P,1,0-99999999,0"] {
+            let e = read_frames(format!("h\n{bad}\n").as_bytes()).unwrap_err();
+            assert!(e.to_string().starts_with("line 2:"), "{e}");
+        }
     }
 
     #[test]
@@ -321,7 +518,7 @@ mod tests {
             e.to_string().contains("line 2") && e.to_string().contains("packets"),
             "{e}"
         );
-        let long = vec![b'1'; 5000];
+        let long = vec![b'1'; MAX_LINE + 10];
         assert!(read_dump(&long[..]).is_err());
     }
 }

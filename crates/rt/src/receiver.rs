@@ -128,7 +128,7 @@ fn open_outputs(cfg: &ReceiverRunConfig) -> Result<Outputs, RecvError> {
         sink: cfg.sink.clone(),
     };
     if let Some((p, w)) = &mut out.trace {
-        writeln!(w, "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns")
+        writeln!(w, "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns,arrival_unix_ns")
             .map_err(|e| write_err(p, e))?;
     }
     Ok(out)
@@ -318,7 +318,7 @@ impl RtpIn<'_> {
             self.truncated += meta.truncated as u64;
             let data = &buf[..meta.len];
             let rec = session.handle_rtp(arrival, Some(wall), data);
-            record(out, arrival, data, &rec)?;
+            record(out, arrival, wall.to_unix_nanos(), data, &rec)?;
         }
         Ok(())
     }
@@ -333,6 +333,7 @@ pub(crate) fn send_report(rtcp: &RtcpSocket, report: &[u8]) -> u64 {
 fn record(
     out: &mut Outputs,
     arrival: Timestamp,
+    arrival_unix_ns: u64,
     data: &[u8],
     rec: &Result<PacketRecord, metronome_session::receiver::Dropped>,
 ) -> Result<(), RecvError> {
@@ -340,7 +341,7 @@ fn record(
         let r = match rec {
             Ok(r) => writeln!(
                 w,
-                "{},{:08x},{},{},{},{},{:?},{},{:.4},{},{}",
+                "{},{:08x},{},{},{},{},{:?},{},{:.4},{},{},{arrival_unix_ns}",
                 arrival.as_nanos(),
                 r.ssrc,
                 r.seq,
@@ -357,7 +358,7 @@ fn record(
             ),
             Err(d) => writeln!(
                 w,
-                "{},,,,,{},\"dropped: {:?}\",,,,",
+                "{},,,,,{},\"dropped: {:?}\",,,,,{arrival_unix_ns}",
                 arrival.as_nanos(),
                 data.len(),
                 d
@@ -458,7 +459,7 @@ pub fn run_datagrams(
                 let (arrival, wall) = clock.arrival(None);
                 let data = &buf[..n.min(buf.len())];
                 let rec = session.handle_rtp(arrival, Some(wall), data);
-                record(&mut out, arrival, data, &rec)?;
+                record(&mut out, arrival, wall.to_unix_nanos(), data, &rec)?;
             }
             Incoming::Rtcp(n) => {
                 let (at, _) = clock.arrival(None);
