@@ -187,7 +187,16 @@ fn print_table(s: &Summary) {
                     r.jitter_ns as f64 / 1e6,
                     r.mean_delay_ns as f64 / 1e6
                 );
+                if let Some((f, q)) = r.frames.and_then(|f| Some((f, f.pictures?))) {
+                    println!(
+                        "    {:<14}   {:<12} frames lost {} of {}  PSNR {:.2} dB  SSIM {:.4}  MOS {:.2}",
+                        "", "", f.lost, f.frames, q.psnr_y_db, q.ssim, q.mos
+                    );
+                }
             }
+        }
+        for w in &p.warnings {
+            eprintln!("metronome: warning: {} {w}", p.id);
         }
     }
 }

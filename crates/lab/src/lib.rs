@@ -9,12 +9,15 @@
 //! - [`results`]: the directory's files: `summary.json` (schema [`results::SCHEMA`]) and CSVs;
 //! - [`closed_form`]: what the link model must give, by hand, and the fit of a testbed's
 //!   extra holding time;
-//! - [`report`]: `report.html`, self-contained.
+//! - [`report`]: `report.html`, self-contained;
+//! - [`video`]: video flows, what each viewer saw (frames, pictures); [`lavfi`]: their
+//!   content from FFmpeg's lavfi sources.
 
 pub mod builtin;
 pub mod closed_form;
 pub mod compare;
 pub mod emu_mode;
+pub mod lavfi;
 pub mod model;
 pub mod report;
 pub mod results;

@@ -19,7 +19,7 @@ use metronome_session::sender::{
 use metronome_spec::scenario::Variation;
 use metronome_spec::scenario::{
     DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
-    Scenario, TcpCc, VideoDecl,
+    Scenario, TcpCc, VideoContent, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use std::cell::RefCell;
@@ -147,9 +147,13 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 sim.add_flow(Box::new(udp(s, f, src, receivers, *payload, *rate)));
             }
             FlowKind::Rtp {
-                rate_bps, video, ..
+                rate_bps,
+                video,
+                content,
+                ..
             } => {
-                let (flow, frames) = rtp(s, f, src, receivers, *rate_bps, *video, flow_seed)?;
+                let video = video.map(|v| (v, content));
+                let (flow, frames) = rtp(s, f, src, receivers, *rate_bps, video, flow_seed)?;
                 sim.add_flow(Box::new(flow));
                 if let Some(map) = frames {
                     videos.push((i, map));
@@ -288,7 +292,7 @@ fn rtp(
     src: NodeId,
     receivers: Vec<NodeId>,
     rate_bps: u64,
-    video: Option<VideoDecl>,
+    video: Option<(VideoDecl, &VideoContent)>,
     seed: u64,
 ) -> Result<(RtpFlow, Frames), String> {
     let ssrc = seed as u32 | 1;
@@ -305,8 +309,8 @@ fn rtp(
             Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets)),
             None,
         ),
-        Some(v) => {
-            let (src, map) = TestVideo::new(v, rate_bps, f.duration, pcfg, epoch)
+        Some((v, content)) => {
+            let (src, map) = TestVideo::new(v, content, rate_bps, f.duration, pcfg, epoch)
                 .map_err(|e| format!("flow '{}': {e}", f.name))?;
             (Box::new(src), Some(map))
         }

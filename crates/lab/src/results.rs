@@ -105,6 +105,9 @@ pub struct PointResult {
     /// written with it, not kept in the summary.
     #[serde(skip)]
     pub files: Vec<(String, Vec<u8>)>,
+    /// What went wrong in the point that did not stop it (a video source that ended early).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// A program a command flow ran (emu mode), and how it ended.

@@ -268,6 +268,7 @@ pub fn run_point(
         emu: None,
         commands: Vec::new(),
         frame_series: videos.iter().flat_map(|v| v.series.clone()).collect(),
+        warnings: videos.iter().flat_map(|v| v.warnings.clone()).collect(),
         files: videos.into_iter().flat_map(|v| v.files).collect(),
     })
 }

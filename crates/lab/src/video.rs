@@ -16,14 +16,14 @@
 use metronome_media::decode::{Concealment, H264Decoder};
 use metronome_media::frames::{FrameNoter, SentFrames};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
-use metronome_media::{Frame, TestPattern, TsSource};
+use metronome_media::{Frame, Pictures, TestPattern, TsSource};
 use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
 use metronome_netsim::sim::flows::{FlowReport, FrameFigures, PictureFigures};
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
 use metronome_session::sender::{Mp2tPacketizer, PacketizerConfig};
-use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
+use metronome_spec::scenario::{FlowDecl, FlowKind, VideoContent, VideoDecl};
 use metronome_time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
@@ -42,6 +42,9 @@ pub struct FrameMap {
     pub sent: SentFrames,
     pub epoch: Timestamp,
     pub picture: Option<VideoDecl>,
+    pub content: VideoContent,
+    /// Why the source stopped before its end, if it did (the stream is then shorter).
+    pub source_error: Option<String>,
 }
 
 /// A [`PacketSource`] of the encoded test pattern.
@@ -53,9 +56,14 @@ pub struct TestVideo {
     ended: bool,
 }
 
-/// The test source the lab sends for `v`: `duration` of the pattern, H.264 at 70 % of
+/// The test source the lab sends for `v`: `duration` of `content`, H.264 at 70 % of
 /// `rate_bps`, muxed at `rate_bps`.
-pub fn test_source(v: VideoDecl, rate_bps: u64, duration: Duration) -> Result<TestSource, String> {
+pub fn test_source(
+    v: VideoDecl,
+    content: &VideoContent,
+    rate_bps: u64,
+    duration: Duration,
+) -> Result<TestSource, String> {
     let cfg = TestSourceConfig {
         width: v.width,
         height: v.height,
@@ -66,13 +74,32 @@ pub fn test_source(v: VideoDecl, rate_bps: u64, duration: Duration) -> Result<Te
         scene_secs: SCENE_SECS,
         ..TestSourceConfig::default()
     };
-    TestSource::new(cfg).map_err(|e| format!("the test video: {e}"))
+    let frames = (duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u64;
+    let pictures = pictures_of(v, content, frames)?;
+    TestSource::with_pictures(cfg, pictures).map_err(|e| format!("the test video: {e}"))
+}
+
+/// The pictures of `content` at `v`, `frames` of them.
+fn pictures_of(
+    v: VideoDecl,
+    content: &VideoContent,
+    frames: u64,
+) -> Result<Box<dyn Pictures>, String> {
+    Ok(match content {
+        VideoContent::Pattern => Box::new(
+            TestPattern::new(v.fps, SCENE_SECS).map_err(|e| format!("the test video: {e}"))?,
+        ),
+        VideoContent::Lavfi(sources) => Box::new(crate::lavfi::Lavfi::spawn(
+            sources, v.width, v.height, v.fps, SCENE_SECS, frames,
+        )?),
+    })
 }
 
 impl TestVideo {
     /// The pattern at `v` (see [`test_source`]), packetized with `pcfg` from `epoch`.
     pub fn new(
         v: VideoDecl,
+        content: &VideoContent,
         rate_bps: u64,
         duration: Duration,
         pcfg: PacketizerConfig,
@@ -81,10 +108,11 @@ impl TestVideo {
         let frames = Rc::new(RefCell::new(FrameMap {
             epoch,
             picture: Some(v),
+            content: content.clone(),
             ..FrameMap::default()
         }));
         let me = TestVideo {
-            source: test_source(v, rate_bps, duration)?,
+            source: test_source(v, content, rate_bps, duration)?,
             packetizer: Mp2tPacketizer::new(pcfg, epoch),
             frames: frames.clone(),
             noter: FrameNoter::default(),
@@ -116,10 +144,19 @@ impl PacketSource for TestVideo {
                     }
                 }
                 // An encoder error ends the stream as its end would: the run reports fewer
-                // frames, never a panic.
-                Ok(None) | Err(_) => {
+                // frames and says why, never a panic.
+                Ok(None) => {
                     self.ended = true;
                     self.noter.finish(&mut self.frames.borrow_mut().sent);
+                }
+                Err(e) => {
+                    self.ended = true;
+                    let mut map = self.frames.borrow_mut();
+                    self.noter.finish(&mut map.sent);
+                    map.source_error = Some(format!(
+                        "the video source stopped after {} frames: {e}",
+                        map.sent.frame_due.len()
+                    ));
                 }
             }
         }
@@ -185,6 +222,8 @@ pub struct FlowVideo {
     /// `FLOW.sent.csv` (the sender's frame trace) and `FLOW.RECEIVER.packets.csv` (what each
     /// receiver got), in `metronome_quality::trace`'s formats.
     pub files: Vec<(String, Vec<u8>)>,
+    /// What went wrong with the flow's video, in words.
+    pub warnings: Vec<String>,
 }
 
 /// The play-out of a flow's viewers.
@@ -210,6 +249,9 @@ pub fn view_flow(
 ) -> FlowVideo {
     let playout = playout_of(f);
     let mut out = FlowVideo::default();
+    if let Some(e) = &map.source_error {
+        out.warnings.push(format!("flow '{}': {e}", f.name));
+    }
     let mut rows_csv = String::from(FRAMES_HEADER);
     rows_csv.push('\n');
     let sent = sent_frames(map);
@@ -371,8 +413,9 @@ fn pictures(
     playout: Playout,
 ) -> Option<(PictureFigures, SlotFigures)> {
     let mut decoder = H264Decoder::new(Concealment::Decode).ok()?;
-    let pattern = TestPattern::new(v.fps, SCENE_SECS).ok()?;
+    let mut source = pictures_of(v, &map.content, r.slots.len() as u64).ok()?;
     let mut frame = Frame::new(v.width, v.height).ok()?;
+    let mut failed = false;
     let (w, h) = (v.width as usize, v.height as usize);
     let blank = Picture::black(w, h, Chroma::C420);
     let mut reference = blank.clone();
@@ -389,7 +432,10 @@ fn pictures(
         &mut decoder,
         &blank,
         |j, shown| {
-            pattern.render(j as u64, &mut frame);
+            if failed || source.picture(j as u64, &mut frame).is_err() {
+                failed = true;
+                return;
+            }
             frame.copy_to(&mut reference);
             let q = if shown.same_format(&reference) {
                 compare::frame(&reference, shown, j as u64)
@@ -403,6 +449,10 @@ fn pictures(
             slots.push((q.psnr.y_db, q.psnr.yuv_db, q.ssim.all, q.mos));
         },
     );
+    if failed {
+        // The reference pictures could not be made again: no figures rather than wrong ones.
+        return None;
+    }
     let mos_all: Vec<u8> = slots.iter().map(|s| s.3).collect();
     let n = mos_all.len().max(1) as f64;
     let mean = totals.mean();
@@ -524,7 +574,13 @@ mod tests {
             height: 96,
             fps: 30,
         };
-        let mut src = test_source(v, 1_000_000, Duration::from_millis(500)).unwrap();
+        let mut src = test_source(
+            v,
+            &VideoContent::Pattern,
+            1_000_000,
+            Duration::from_millis(500),
+        )
+        .unwrap();
         let mut map = FrameMap {
             picture: Some(v),
             ..FrameMap::default()

@@ -27,7 +27,7 @@ pub mod tsfile;
 pub mod tsmux;
 
 pub use analyze::{TsAnalyzer, TsReport};
-pub use pattern::{Frame, Scene, TestPattern};
+pub use pattern::{Frame, Pictures, Scene, TestPattern};
 pub use raw::{RawFileSource, RawFrame, RawSource, RawTestPattern, VideoFormat, Y4mWriter};
 pub use seek::{duration_of, Seeked};
 pub use testsrc::{TestSource, TestSourceConfig};

@@ -65,6 +65,10 @@ impl Frame {
     pub fn as_bytes(&self) -> &[u8] {
         &self.data
     }
+    /// The whole I420 buffer, to be filled (by a picture source reading raw frames).
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.data
+    }
     /// Copies it into `out`, as the picture the quality metrics compare (4:2:0).
     pub fn copy_to(&self, out: &mut metronome_quality::Picture) {
         out.width = self.width;
@@ -85,6 +89,21 @@ pub enum Scene {
 
 impl Scene {
     const CYCLE: [Scene; 3] = [Scene::Static, Scene::Moderate, Scene::HighMotion];
+}
+
+/// Where a test source's pictures come from: the built-in pattern, or another generator (the
+/// lab's FFmpeg lavfi scenes). Frames are asked for in increasing order; a source may be asked
+/// to skip ahead (a sender that fell behind), never to go back.
+pub trait Pictures: Send + std::fmt::Debug {
+    /// Draws frame `index` into `frame`.
+    fn picture(&mut self, index: u64, frame: &mut Frame) -> Result<(), MediaError>;
+}
+
+impl Pictures for TestPattern {
+    fn picture(&mut self, index: u64, frame: &mut Frame) -> Result<(), MediaError> {
+        self.render(index, frame);
+        Ok(())
+    }
 }
 
 /// The pattern generator: frame size, frame rate and scene length. Rendering is deterministic.

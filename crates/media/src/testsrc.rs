@@ -8,7 +8,7 @@
 //! changes from that picture's first packet on, keeping the video's share of the mux.
 
 use crate::h264::{H264Config, H264Encoder};
-use crate::pattern::{Frame, TestPattern};
+use crate::pattern::{Frame, Pictures, TestPattern};
 use crate::tsmux::{MuxStats, TsMuxConfig, TsMuxer};
 use crate::{MediaError, TsSource};
 use std::time::Duration;
@@ -57,7 +57,7 @@ impl Default for TestSourceConfig {
 #[derive(Debug)]
 pub struct TestSource {
     cfg: TestSourceConfig,
-    pattern: TestPattern,
+    pictures: Box<dyn Pictures>,
     frame: Frame,
     encoder: H264Encoder,
     mux: TsMuxer,
@@ -81,7 +81,17 @@ const MIN_RATE: u64 = 150_000;
 const MAX_RATE: u64 = 1_000_000_000;
 
 impl TestSource {
+    /// The built-in pattern (scenes of `cfg.scene_secs`), encoded and muxed.
     pub fn new(cfg: TestSourceConfig) -> Result<TestSource, MediaError> {
+        let pattern = TestPattern::new(cfg.fps, cfg.scene_secs)?;
+        TestSource::with_pictures(cfg, Box::new(pattern))
+    }
+
+    /// Pictures from `pictures` (at `cfg`'s size and rate), encoded and muxed.
+    pub fn with_pictures(
+        cfg: TestSourceConfig,
+        pictures: Box<dyn Pictures>,
+    ) -> Result<TestSource, MediaError> {
         // The video plus ~4 % of TS/PES overhead and 60 kbit/s of PSI/PCR must fit the mux.
         let needed = cfg.video_bitrate as u64 * 104 / 100 + 60_000;
         if needed > cfg.mux_rate {
@@ -105,7 +115,7 @@ impl TestSource {
             .duration
             .map(|d| (d.as_nanos() * cfg.fps as u128).div_ceil(1_000_000_000) as u64);
         Ok(TestSource {
-            pattern: TestPattern::new(cfg.fps, cfg.scene_secs)?,
+            pictures,
             frame: Frame::new(cfg.width, cfg.height)?,
             encoder: H264Encoder::new(h264)?,
             mux,
@@ -184,7 +194,7 @@ impl TestSource {
             let n = self.next_frame;
             let capture = self.capture_time(n);
             let switch = self.take_rate_at(n)?;
-            self.pattern.render(n, &mut self.frame);
+            self.pictures.picture(n, &mut self.frame)?;
             let au = self.encoder.encode(&self.frame)?;
             self.encoded_bytes += au.data.len() as u64;
             self.mux.push_access_unit(capture, au.data, au.idr)?;

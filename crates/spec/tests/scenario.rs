@@ -265,3 +265,31 @@ fn a_video_flow_may_have_a_playout_deadline_and_only_a_video_flow() {
     let e = err(&BASE.replace("to = \"b\"", "to = \"b\"\nplayout_deadline = \"150ms\""));
     assert!(e.contains("has no 'playout_deadline'"), "{e}");
 }
+
+#[test]
+fn video_content_is_the_pattern_or_lavfi_sources_without_filtergraph_syntax() {
+    use metronome_spec::scenario::VideoContent;
+    let rtp = |extra: &str| {
+        format!(
+            "name = \"t\"\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"chain\"\nnodes = [\"a\", \"b\"]\nlink = \"l\"\n[[flow]]\nkind = \"rtp\"\nfrom = \"a\"\nto = \"b\"\nrate = \"2mbit\"\n{extra}\n"
+        )
+    };
+    let content = |extra: &str| {
+        let f = ScenarioFile::parse(&rtp(extra), "t.toml").unwrap();
+        match f.resolve(&f.points()[0]).unwrap().flows[0].kind.clone() {
+            FlowKind::Rtp { content, .. } => content,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(content("video = \"320x180@25\""), VideoContent::Pattern);
+    assert_eq!(
+        content("video = \"320x180@25\"\ncontent = [\"testsrc2\", \"life=seed=1\"]"),
+        VideoContent::Lavfi(vec!["testsrc2".into(), "life=seed=1".into()])
+    );
+    for bad in ["\"testsrc2,scale=2:2\"", "\"a;b\"", "[]", "\"x[y]\""] {
+        let e = err(&rtp(&format!("video = \"320x180@25\"\ncontent = {bad}")));
+        assert!(e.contains("content"), "{bad}: {e}");
+    }
+    let e = err(&rtp("content = \"testsrc2\""));
+    assert!(e.contains("content needs video"), "{e}");
+}

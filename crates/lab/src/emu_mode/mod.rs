@@ -77,6 +77,7 @@ fn point_result(
         commands: Vec::new(),
         frame_series: Vec::new(),
         files: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 
@@ -429,6 +430,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     r.emu = Some(emu_facts(&fabric_stats, &host));
     r.commands = commands;
     r.frame_series = videos.iter().flat_map(|v| v.series.clone()).collect();
+    r.warnings = videos.iter().flat_map(|v| v.warnings.clone()).collect();
     r.files = videos.into_iter().flat_map(|v| v.files).collect();
     Ok(r)
 }

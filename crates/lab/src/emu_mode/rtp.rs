@@ -18,7 +18,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
+use metronome_spec::scenario::{FlowDecl, FlowKind, VideoContent, VideoDecl};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,6 +66,7 @@ fn source(
     f: &FlowDecl,
     rate_bps: u64,
     video: Option<VideoDecl>,
+    content: &VideoContent,
 ) -> Result<Box<dyn TsSource>, String> {
     let interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
     match video {
@@ -78,7 +79,7 @@ fn source(
             }))
         }
         Some(v) => {
-            let s = crate::video::test_source(v, rate_bps, f.duration)
+            let s = crate::video::test_source(v, content, rate_bps, f.duration)
                 .map_err(|e| format!("flow '{}': {e}", f.name))?;
             Ok(Box::new(s))
         }
@@ -136,12 +137,15 @@ pub(super) fn rtp_flow(
 ) -> Result<(FlowReport, Option<FlowVideo>), String> {
     let f = run.f;
     let FlowKind::Rtp {
-        rate_bps, video, ..
+        rate_bps,
+        video,
+        ref content,
+        ..
     } = f.kind
     else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
-    let (noted, notes) = NotingSource::new(source(f, rate_bps, video)?);
+    let (noted, notes) = NotingSource::new(source(f, rate_bps, video, content)?);
     let stop_rx = AtomicBool::new(false);
     let from = super::host_index(st.names, &f.from);
     let (outcome, got) = std::thread::scope(|scope| {
@@ -189,6 +193,9 @@ pub(super) fn rtp_flow(
         sent: noted.frames,
         epoch: Timestamp::ZERO,
         picture: video,
+        content: content.clone(),
+        // A source error stops the sender: the flow fails with it.
+        source_error: None,
     };
     Ok(report(f, rate_bps, &outcome, map, got, st))
 }

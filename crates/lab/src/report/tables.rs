@@ -236,6 +236,9 @@ pub(crate) fn points_section(s: &Summary) -> String {
             p.events,
             p.seed
         );
+        for w in &p.warnings {
+            let _ = writeln!(h, "<p class=\"note bad\">{}</p>", esc(w));
+        }
         if let Some(e) = &p.emu {
             let _ = writeln!(
                 h,

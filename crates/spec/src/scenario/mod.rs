@@ -196,10 +196,12 @@ pub enum FlowKind {
     /// 70 % of the rate and muxed at the rate (its frames are then known, for frame figures).
     /// With `video`, `playout_deadline` is the viewers' play-out deadline (seed 002's: a
     /// frame not complete by its send time plus this is not shown in its slot).
+    /// `content` is what the video shows (with `video`).
     Rtp {
         rate_bps: u64,
         video: Option<VideoDecl>,
         playout_deadline: Option<Duration>,
+        content: VideoContent,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
     /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a
@@ -207,6 +209,45 @@ pub enum FlowKind {
     /// (this one's included: its `to` hosts are then routed from `from`), `@{out}` the
     /// directory its output goes to.
     Command { program: String, args: Vec<String> },
+}
+
+/// What a video flow shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum VideoContent {
+    /// The built-in pattern: static, moderate and high-motion scenes of 4 s, in a cycle.
+    #[default]
+    Pattern,
+    /// FFmpeg lavfi sources (`testsrc2`, `mandelbrot`, `life=seed=1`, …), each for a scene of
+    /// 4 s, in a cycle; the picture's size and rate are added to each.
+    Lavfi(Vec<String>),
+}
+
+impl VideoContent {
+    /// `"pattern"`, or lavfi sources: a name with options, no filtergraph syntax.
+    pub fn parse(items: &[String]) -> Result<VideoContent, String> {
+        if items.len() == 1 && items[0] == "pattern" {
+            return Ok(VideoContent::Pattern);
+        }
+        if items.is_empty() || items.len() > 64 {
+            return Err("content = \"pattern\", or 1 to 64 lavfi sources like [\"testsrc2\", \"mandelbrot\", \"life=seed=1\"]".into());
+        }
+        for s in items {
+            let (name, opts) = s.split_once('=').unwrap_or((s, ""));
+            let name_ok = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            let opts_ok = opts
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"=:._-+".contains(&b));
+            if !name_ok || !opts_ok || s.len() > 200 {
+                return Err(format!(
+                    "content: '{s}' is not a lavfi source: write a source's name and options, like \"life=seed=1:ratio=0.3\" (no filtergraph syntax; size and rate are added)"
+                ));
+            }
+        }
+        Ok(VideoContent::Lavfi(items.to_vec()))
+    }
 }
 
 /// The test pattern's picture: `WIDTHxHEIGHT@FPS`, e.g. `640x360@30`.

@@ -4,7 +4,7 @@
 use super::topology::{expand, RawLink, RawTopology};
 use super::{
     DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
-    Reference, Scenario, TcpCc, Variation,
+    Reference, Scenario, TcpCc, Variation, VideoContent,
 };
 use crate::config::{ConfigError, ConfigErrorKind};
 use crate::stream::{parse_bitrate, parse_duration};
@@ -480,6 +480,7 @@ struct RawFlow {
     bytes: Option<u64>,
     video: Option<String>,
     playout_deadline: Option<Dur>,
+    content: Option<OneOrMany>,
     program: Option<String>,
     args: Option<Vec<String>>,
 }
@@ -578,6 +579,7 @@ impl RawFlow {
             "udp" | "tcp" | "command" if self.playout_deadline.is_some() => {
                 unused("playout_deadline", &self.kind)
             }
+            "udp" | "tcp" | "command" if self.content.is_some() => unused("content", &self.kind),
             "udp" | "tcp" | "rtp" if self.program.is_some() => unused("program", &self.kind),
             "udp" | "tcp" | "rtp" if self.args.is_some() => unused("args", &self.kind),
             "command" => {
@@ -681,11 +683,23 @@ impl RawFlow {
                         "flow '{name}': playout_deadline needs video = \"640x360@30\" (frames to play out)"
                     ));
                 }
+                let content = match &self.content {
+                    None => Ok(VideoContent::Pattern),
+                    Some(_) if video.is_none() => {
+                        return Err(format!(
+                            "flow '{name}': content needs video = \"640x360@30\" (a picture to show it in)"
+                        ))
+                    }
+                    Some(OneOrMany::One(s)) => VideoContent::parse(std::slice::from_ref(s)),
+                    Some(OneOrMany::Many(v)) => VideoContent::parse(v),
+                }
+                .map_err(|e| format!("flow '{name}': {e}"))?;
                 match self.rate {
                     Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
                         rate_bps: r.0,
                         video,
                         playout_deadline: self.playout_deadline.map(|d| d.0),
+                        content,
                     }),
                     _ => Err(format!(
                         "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
