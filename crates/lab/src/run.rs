@@ -50,6 +50,21 @@ pub struct RunOptions {
     pub stop: Arc<AtomicBool>,
 }
 
+impl RunOptions {
+    /// Every point in the simulator, two at a time, quietly, into `out`.
+    pub fn new(out: PathBuf) -> RunOptions {
+        RunOptions {
+            mode: Mode::default(),
+            jobs: 2,
+            shard: Shard { index: 0, count: 1 },
+            seed: None,
+            out,
+            progress: false,
+            stop: Arc::default(),
+        }
+    }
+}
+
 /// A point resolved and ready to run.
 struct Job {
     point: Point,

@@ -4,7 +4,7 @@
 //! fluid bound, nothing arrives faster than the link's delay. How close emu comes to sim is
 //! printed (and measured by `lab compare`), not asserted: it depends on the host's load.
 
-use metronome_lab::results::{Shard, Summary};
+use metronome_lab::results::Summary;
 use metronome_lab::run::{run, Mode, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 
@@ -28,12 +28,7 @@ fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {
     let file = ScenarioFile::parse(text, "a built-in scenario, shortened").unwrap();
     let opts = RunOptions {
         mode,
-        jobs: 2,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.to_path_buf(),
-        progress: false,
-        stop: Default::default(),
+        ..RunOptions::new(dir.to_path_buf())
     };
     run(&file, &opts).unwrap()
 }
@@ -298,11 +293,7 @@ args = ["30"]
     let opts = |mode, dir: &std::path::Path| RunOptions {
         mode,
         jobs: 1,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.to_path_buf(),
-        progress: false,
-        stop: Default::default(),
+        ..RunOptions::new(dir.to_path_buf())
     };
     let err = run(&file, &opts(Mode::Sim, &tmp.0.join("sim"))).unwrap_err();
     assert!(err.contains("--mode emu"), "{err}");

@@ -3,7 +3,6 @@
 //! built; the plots are there, with their axes' text.
 
 use metronome_lab::builtin;
-use metronome_lab::results::Shard;
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 use std::path::{Path, PathBuf};
@@ -52,15 +51,7 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
     let b = builtin::find("seed001-udp").unwrap();
     let file = ScenarioFile::parse(b.text, "builtin:seed001-udp").unwrap();
     let out = tmp.0.join("run");
-    let opts = RunOptions {
-        mode: Default::default(),
-        jobs: 2,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: out.clone(),
-        progress: false,
-        stop: Default::default(),
-    };
+    let opts = RunOptions::new(out.clone());
     run(&file, &opts).unwrap();
     let page = out.join("report.html");
     let html = std::fs::read_to_string(&page).unwrap();

@@ -2,7 +2,6 @@
 //! less protocol overhead, and the offered bitrate below it.
 
 use metronome_lab::builtin;
-use metronome_lab::results::Shard;
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 use std::collections::BTreeMap;
@@ -13,15 +12,7 @@ fn tcp_follows_the_limit_rate_less_overhead() {
     let file = ScenarioFile::parse(b.text, "builtin:seed001-tcp").unwrap();
     let dir = std::env::temp_dir().join(format!("metronome-lab-tcp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = RunOptions {
-        mode: Default::default(),
-        jobs: 2,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.clone(),
-        progress: false,
-        stop: Default::default(),
-    };
+    let opts = RunOptions::new(dir.clone());
     let s = run(&file, &opts);
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();

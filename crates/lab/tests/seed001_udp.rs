@@ -31,13 +31,8 @@ fn run_builtin(tag: &str, jobs: usize) -> (TempDir, Summary) {
     let file = ScenarioFile::parse(b.text, "builtin:seed001-udp").unwrap();
     let dir = TempDir::new(tag);
     let opts = RunOptions {
-        mode: Default::default(),
         jobs,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.0.clone(),
-        progress: false,
-        stop: Default::default(),
+        ..RunOptions::new(dir.0.clone())
     };
     let summary = run(&file, &opts).unwrap();
     (dir, summary)
@@ -129,13 +124,9 @@ fn the_same_seed_writes_the_same_figures_and_shards_merge() {
     for i in 0..2 {
         let dir = TempDir::new(&format!("shard{i}"));
         let opts = RunOptions {
-            mode: Default::default(),
             jobs: 1,
             shard: Shard { index: i, count: 2 },
-            seed: None,
-            out: dir.0.clone(),
-            progress: false,
-            stop: Default::default(),
+            ..RunOptions::new(dir.0.clone())
         };
         parts.push(run(&file, &opts).unwrap());
         dirs.push(dir);

@@ -2,7 +2,6 @@
 //! bitrate over the three clients' links; frames lost and frame delay per client.
 
 use metronome_lab::builtin;
-use metronome_lab::results::Shard;
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 
@@ -12,15 +11,7 @@ fn frames_are_lost_where_the_link_model_drops_packets() {
     let file = ScenarioFile::parse(b.text, "builtin:seed001-video").unwrap();
     let dir = std::env::temp_dir().join(format!("metronome-lab-video-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let opts = RunOptions {
-        mode: Default::default(),
-        jobs: 2,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.clone(),
-        progress: false,
-        stop: Default::default(),
-    };
+    let opts = RunOptions::new(dir.clone());
     let s = run(&file, &opts);
     // Every frame of every receiver, and the traces, are in the point's directory.
     let frames_csv = std::fs::read_to_string(dir.join("points/p000/video.frames.csv"));

@@ -1,7 +1,6 @@
 //! Links that change over time, from scenario files: a rate square wave and a Mahimahi trace
 //! file, seen in a UDP flow's throughput over time.
 
-use metronome_lab::results::Shard;
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 
@@ -25,13 +24,8 @@ fn run_text(tag: &str, text: &str, files: &[(&str, &str)]) -> metronome_lab::res
     std::fs::write(&path, text).unwrap();
     let file = ScenarioFile::parse(text, &path.to_string_lossy()).unwrap();
     let opts = RunOptions {
-        mode: Default::default(),
         jobs: 1,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.0.join("out"),
-        progress: false,
-        stop: Default::default(),
+        ..RunOptions::new(dir.0.join("out"))
     };
     run(&file, &opts).unwrap()
 }

@@ -3,7 +3,6 @@
 //! the viewer saw is what the encoder made at the flow's rate, so quality falls where the
 //! content is hard to code, scene by scene, as in seed 002's concatenated sequence.
 
-use metronome_lab::results::Shard;
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 
@@ -40,13 +39,8 @@ content = {content}
     let dir = std::env::temp_dir().join(format!("metronome-content-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let opts = RunOptions {
-        mode: Default::default(),
         jobs: 1,
-        shard: Shard { index: 0, count: 1 },
-        seed: None,
-        out: dir.clone(),
-        progress: false,
-        stop: Default::default(),
+        ..RunOptions::new(dir.clone())
     };
     let s = run(&file, &opts);
     let rows = std::fs::read_to_string(dir.join("points/p000/video.frames.csv"));
