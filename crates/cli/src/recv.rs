@@ -78,6 +78,10 @@ pub struct RecvArgs {
     /// With --quality: write one CSV row per display slot here
     #[arg(long, value_name = "FILE", requires = "quality")]
     pub quality_frames: Option<PathBuf>,
+    /// With --quality: write the video as the viewer saw it here, every display slot (.y4m,
+    /// or raw planar 4:2:0 for .yuv)
+    #[arg(long, value_name = "FILE", requires = "quality")]
+    pub shown: Option<PathBuf>,
     /// With --quality: the viewer's play-out deadline (a player's buffer: slot j is on screen
     /// at the first frame's arrival plus j frames plus this), e.g. 150ms
     #[arg(long, value_parser = parse_duration, requires = "quality")]
@@ -250,6 +254,17 @@ fn judge_run(
         },
         reference_start: a.reference_start,
     };
+    let mut shown = match &a.shown {
+        Some(p) => Some(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(p).map_err(|e| format!("cannot write {}: {e}", p.display()))?,
+        )),
+        None => None,
+    };
+    let raw = a
+        .shown
+        .as_ref()
+        .is_some_and(|p| p.extension().is_some_and(|e| e.eq_ignore_ascii_case("yuv")));
     let mut viewer = viewer.lock().unwrap_or_else(|e| e.into_inner());
     let q = judge(
         &mut viewer,
@@ -257,7 +272,15 @@ fn judge_run(
         &reference.display().to_string(),
         opts,
         csv.as_mut().map(|w| w as &mut dyn Write),
+        shown.as_mut().map(|w| crate::recv_quality::ShownVideo {
+            out: w as &mut dyn Write,
+            y4m: !raw,
+        }),
     )?;
+    if let (Some(mut w), Some(p)) = (shown, &a.shown) {
+        w.flush()
+            .map_err(|e| format!("cannot write {}: {e}", p.display()))?;
+    }
     if let (Some(mut w), Some(p)) = (csv, &a.quality_frames) {
         w.flush()
             .map_err(|e| format!("cannot write {}: {e}", p.display()))?;

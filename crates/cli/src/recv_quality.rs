@@ -214,14 +214,22 @@ pub struct LiveQuality {
 /// Per-frame CSV header (`--quality-frames`).
 pub const FRAMES_HEADER: &str = "frame,type,shown_frame,arrived,relative_delay_ns,cumulative_jitter_ns,missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
 
+/// Where the video as the viewer saw it goes: Y4M (the reference's format), or raw planar
+/// 4:2:0 (`.yuv`).
+pub struct ShownVideo<'a> {
+    pub out: &'a mut dyn Write,
+    pub y4m: bool,
+}
+
 /// Judges what `viewer` collected against `reference` (read frame by frame); writes a CSV row
-/// per slot to `frames` if given.
+/// per slot to `frames`, and every slot's picture to `shown`, if given.
 pub fn judge<R: BufRead>(
     viewer: &mut LiveViewer,
     mut reference: Reader<R>,
     reference_name: &str,
     opts: JudgeOptions,
     mut frames: Option<&mut dyn Write>,
+    shown_video: Option<ShownVideo<'_>>,
 ) -> Result<LiveQuality, String> {
     viewer.finish();
     let fmt = reference.format();
@@ -310,6 +318,14 @@ pub fn judge<R: BufRead>(
     }
     let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
     let mut decoder = H264Decoder::new(Concealment::Decode).map_err(|e| e.to_string())?;
+    let mut video = match shown_video {
+        Some(v) if v.y4m => Some(Sink::Y4m(
+            metronome_quality::y4m::Writer::new(v.out, fmt)
+                .map_err(|e| format!("cannot write the shown video: {e}"))?,
+        )),
+        Some(v) => Some(Sink::Raw(v.out)),
+        None => None,
+    };
     let mut totals = psnr::Totals::default();
     let share = psnr::plane_share(&blank);
     let mut ssim_sum = FrameSsim::default();
@@ -343,6 +359,15 @@ pub fn judge<R: BufRead>(
             } else {
                 &blank
             };
+            let written = match video.as_mut() {
+                Some(Sink::Y4m(w)) => w.write(picture),
+                Some(Sink::Raw(w)) => w.write_all(&picture.data),
+                None => Ok(()),
+            };
+            if let Err(e) = written {
+                failure = Some(format!("cannot write the shown video: {e}"));
+                return;
+            }
             let q = compare::frame(&reference_pic, picture, j as u64);
             totals.add(&q.psnr, share);
             ssim_sum.y += q.ssim.y;
@@ -413,6 +438,11 @@ pub fn judge<R: BufRead>(
         .max()
         .unwrap_or(0);
     Ok(out)
+}
+
+enum Sink<'a> {
+    Y4m(metronome_quality::y4m::Writer<&'a mut dyn Write>),
+    Raw(&'a mut dyn Write),
 }
 
 /// The judgement in words, for the terminal.
@@ -508,14 +538,27 @@ mod tests {
     fn judge_with(viewer: &mut LiveViewer, y4m: &[u8]) -> LiveQuality {
         let reader = Reader::y4m(std::io::Cursor::new(y4m.to_vec())).unwrap();
         let mut csv = Vec::new();
+        let mut shown = Vec::new();
         let q = judge(
             viewer,
             reader,
             "ref.y4m",
             JudgeOptions::default(),
             Some(&mut csv),
+            Some(ShownVideo {
+                out: &mut shown,
+                y4m: true,
+            }),
         )
         .unwrap();
+        // The video as shown: a Y4M of every slot, comparable with the reference again.
+        let mut r = Reader::y4m(std::io::Cursor::new(shown)).unwrap();
+        let mut pic = Picture::black(2, 2, Chroma::C420);
+        let mut n = 0;
+        while r.next_into(&mut pic).unwrap() {
+            n += 1;
+        }
+        assert_eq!(n, q.frames);
         assert_eq!(
             String::from_utf8(csv).unwrap().lines().count() as u64,
             q.frames

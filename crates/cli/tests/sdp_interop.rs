@@ -417,6 +417,7 @@ fn ffmpeg_h264_is_judged_frame_by_frame_against_its_source() {
     );
     let (port, file) = mp2t_sdp_file(test, "ffmpeg h264");
     let frames = tmp(test, "frames.csv");
+    let shown = tmp(test, "shown.y4m");
     let recv = Recv::start(
         file.to_str().unwrap(),
         &[
@@ -424,6 +425,8 @@ fn ffmpeg_h264_is_judged_frame_by_frame_against_its_source() {
             reference.to_str().unwrap(),
             "--quality-frames",
             frames.to_str().unwrap(),
+            "--shown",
+            shown.to_str().unwrap(),
         ],
     );
     let ff = Command::new("ffmpeg")
@@ -453,5 +456,20 @@ fn ffmpeg_h264_is_judged_frame_by_frame_against_its_source() {
     assert!(q["mos_mean"].as_f64().unwrap() >= 3.5, "{q:#}");
     let rows = std::fs::read_to_string(&frames).unwrap();
     assert_eq!(rows.lines().count(), 1 + 75);
+    // The video as the viewer saw it, judged again from the file: the same figures.
+    let again = common::json(
+        &bin()
+            .args([
+                "quality",
+                reference.to_str().unwrap(),
+                shown.to_str().unwrap(),
+            ])
+            .arg("--json")
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(again["frames"], 75);
+    let psnr_again = again["psnr_mean"]["y_db"].as_f64().unwrap();
+    assert!((psnr_again - psnr).abs() < 1e-9, "{psnr_again} {psnr}");
     let _ = std::fs::remove_dir_all(reference.parent().unwrap());
 }

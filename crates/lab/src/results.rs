@@ -213,7 +213,7 @@ impl Summary {
 }
 
 /// `flows.csv`: one row per flow and receiver.
-pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns,frames,frames_lost,frames_lost_percent,frame_mean_delay_ns,frame_p99_delay_ns,frame_max_cumulative_jitter_ns,frames_lost_i,frames_lost_p,frames_missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
+pub const FLOWS_HEADER: &str = "flow,kind,src,receiver,sent_packets,packets,bytes,lost,loss_percent,duplicates,reordered,throughput_bps,jitter_ns,mean_delay_ns,min_delay_ns,max_delay_ns,p50_delay_ns,p99_delay_ns,frames,frames_lost,frames_lost_percent,frame_mean_delay_ns,frame_p99_delay_ns,frame_max_cumulative_jitter_ns,frames_lost_i,frames_lost_p,frames_missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos,miv_max_percent";
 
 /// `intervals.csv`: one row per flow, receiver and interval.
 pub const INTERVALS_HEADER: &str =
@@ -225,14 +225,14 @@ pub fn flows_csv(p: &PointResult) -> String {
     for f in &p.flows {
         for r in &f.receivers {
             let frames = r.frames.map_or_else(
-                || ",,,,,,,,,,,,".to_string(),
+                || ",,,,,,,,,,,,,".to_string(),
                 |f| {
                     let pictures = f.pictures.map_or_else(
-                        || ",,,".to_string(),
+                        || ",,,,".to_string(),
                         |q| {
                             format!(
-                                "{:.3},{:.3},{:.6},{:.3}",
-                                q.psnr_y_db, q.psnr_yuv_db, q.ssim, q.mos
+                                "{:.3},{:.3},{:.6},{:.3},{:.1}",
+                                q.psnr_y_db, q.psnr_yuv_db, q.ssim, q.mos, q.miv_max_percent
                             )
                         },
                     );

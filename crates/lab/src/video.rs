@@ -348,7 +348,20 @@ pub fn view(
         pictures: None,
     };
     if let Some(v) = map.picture.filter(|_| !map.sent.coded.is_empty()) {
-        if let Some((p, slots)) = pictures_cached(map, v, &sent, &r, playout, cache) {
+        if let Some((mut p, slots)) = pictures_cached(map, v, &sent, &r, playout, cache) {
+            // MIV (Evalvid's): against the MOS of the video as sent, every frame shown.
+            let every: Vec<(u64, u64)> = sent
+                .iter()
+                .flat_map(|f| f.packets.iter().map(|k| (*k, f.send_ns)))
+                .collect();
+            let lossless = reconstruct(&sent, &every, Playout::default());
+            let as_sent = pictures_cached(map, v, &sent, &lossless, Playout::default(), cache);
+            if let Some((_, reference)) = as_sent {
+                let mos = |s: &SlotFigures| s.iter().map(|q| q.3).collect::<Vec<u8>>();
+                let miv = mos::miv(&mos(&slots), &mos(&reference), mos::MIV_WINDOW);
+                p.miv_max_percent = miv.iter().copied().fold(0.0, f64::max);
+                p.miv_mean_percent = miv.iter().sum::<f64>() / miv.len().max(1) as f64;
+            }
             figures.pictures = Some(p);
             for (row, q) in rows.iter_mut().zip(slots.iter()) {
                 row.psnr_y_db = Some(q.0);
@@ -464,6 +477,9 @@ fn pictures(
         mos_frames: mos::distribution(&mos_all),
         undecodable: stats.undecodable + wrong_size,
         blank_frames: stats.blank_slots,
+        // Against the video as sent: filled in by the caller.
+        miv_mean_percent: 0.0,
+        miv_max_percent: 0.0,
     };
     Some((figures, slots))
 }
@@ -616,12 +632,18 @@ mod tests {
         let a = view(&map, &all, p, &mut cache).figures;
         let b = view(&map, &lossy, p, &mut cache).figures;
         let c = view(&map, &lossy, p, &mut cache).figures;
-        assert_eq!(cache.hits, 1);
+        // b and c are alike; the video as sent (for MIV) is a's.
+        assert_eq!(cache.hits, 4);
         assert_eq!(b, c);
         assert_eq!((a.lost, b.lost_p), (0, b.lost));
         assert!(b.lost >= 1);
         let (qa, qb) = (a.pictures.unwrap(), b.pictures.unwrap());
         assert!(qb.psnr_y_db < qa.psnr_y_db, "{qa:?} {qb:?}");
         assert_eq!((qa.undecodable, qa.blank_frames), (0, 0));
+        assert_eq!(qa.miv_max_percent, 0.0);
+        assert!(
+            qb.miv_max_percent > 0.0 || qb.mos_frames == qa.mos_frames,
+            "{qb:?}"
+        );
     }
 }

@@ -70,6 +70,8 @@ fn frames_are_lost_where_the_link_model_drops_packets() {
                 );
             } else {
                 assert!(q.psnr_y_db < 35.0, "{rate} {}: {q:?}", r.node);
+                // Losses take MOS from some window of frames (MIV, against the video as sent).
+                assert!(q.miv_max_percent > 0.0, "{rate} {}: {q:?}", r.node);
             }
             if fr.lost_i == 10 {
                 // No I-frame arrived: the decoder never made a picture.

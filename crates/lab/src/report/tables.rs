@@ -354,17 +354,27 @@ fn video_table(p: &crate::results::PointResult) -> String {
          <th>frames lost (I / P)</th><th>missed play-out deadline</th>\
          <th>frame delay ms (mean / p99)</th><th>max cumulative jitter ms</th>\
          <th>PSNR Y dB</th><th>PSNR YUV dB</th><th>SSIM</th><th>MOS</th>\
-         <th>frames at MOS 1 / 2 / 3 / 4 / 5</th></tr>",
+         <th>frames at MOS 1 / 2 / 3 / 4 / 5</th><th>MIV % (mean / max)</th></tr>",
     );
     for (f, r, v) in rows {
         let pictures = v.pictures.map_or_else(
-            || "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>".to_string(),
+            || "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>".to_string(),
             |q| {
                 let m = q.mos_frames;
                 format!(
                     "<td>{:.2}</td><td>{:.2}</td><td>{:.4}</td><td>{:.2}</td>\
-                     <td>{} / {} / {} / {} / {}</td>",
-                    q.psnr_y_db, q.psnr_yuv_db, q.ssim, q.mos, m[0], m[1], m[2], m[3], m[4]
+                     <td>{} / {} / {} / {} / {}</td><td>{:.1} / {:.1}</td>",
+                    q.psnr_y_db,
+                    q.psnr_yuv_db,
+                    q.ssim,
+                    q.mos,
+                    m[0],
+                    m[1],
+                    m[2],
+                    m[3],
+                    m[4],
+                    q.miv_mean_percent,
+                    q.miv_max_percent
                 )
             },
         );

@@ -133,6 +133,13 @@ pub struct PictureFigures {
     pub mos: f64,
     /// Slots with MOS 1, 2, 3, 4, 5.
     pub mos_frames: [u64; 5],
+    /// MIV (Evalvid's): in windows of 25 slots sliding by one, the share of slots whose MOS
+    /// is below that of the video as sent (every frame shown); the mean and the largest over
+    /// the windows, percent.
+    #[serde(default)]
+    pub miv_mean_percent: f64,
+    #[serde(default)]
+    pub miv_max_percent: f64,
     /// Frames that reached the decoder and gave no picture.
     pub undecodable: u64,
     /// Slots shown black, before the first picture.
