@@ -37,10 +37,16 @@ struct Case {
     throughput_bps: f64,
     /// `throughput_bps` against the link's rate less 52 bytes of headers per 1500.
     share_of_link: f64,
-    /// How late the emulator sent packets against its model, µs (the emulator only).
+    /// How late the emulator handed packets to the receiving host against its model (when
+    /// its write began), µs (the emulator only).
     delay_error_p50_us: Option<f64>,
     delay_error_p99_us: Option<f64>,
     delay_error_max_us: Option<f64>,
+    /// How long a write to the receiving host's TUN device took at p99, µs: the receiving
+    /// kernel's stack runs in it (the emulator only).
+    write_p99_us: Option<f64>,
+    /// How the emulator's data thread was scheduled (the emulator only).
+    thread: Option<String>,
     /// Packets the emulated link dropped from its full queue (the emulator only).
     queue_drops: Option<u64>,
 }
@@ -205,6 +211,7 @@ fn emulated(a: &EmuArgs, secs: u64) -> Result<Case, String> {
     // The delay error of the data direction.
     let stats = stats.map_err(|_| "the emulator's thread failed".to_string())?;
     let late = stats.lateness.summary();
+    let write = stats.write_time.summary();
     let bps = bps?;
     Ok(Case {
         name: "emulator (namespaces, TUN)",
@@ -213,6 +220,8 @@ fn emulated(a: &EmuArgs, secs: u64) -> Result<Case, String> {
         delay_error_p50_us: Some(late.p50_us),
         delay_error_p99_us: Some(late.p99_us),
         delay_error_max_us: Some(late.max_us),
+        write_p99_us: Some(write.p99_us),
+        thread: Some(stats.thread.clone()),
         queue_drops: stats.links.first().map(|l| l.dropped_queue),
     })
 }
@@ -227,6 +236,8 @@ fn kernel(a: &EmuArgs, secs: u64) -> Result<Case, String> {
         delay_error_p50_us: None,
         delay_error_p99_us: None,
         delay_error_max_us: None,
+        write_p99_us: None,
+        thread: None,
         queue_drops: None,
     })
 }
@@ -258,7 +269,8 @@ pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
         let err = match (c.delay_error_p50_us, c.delay_error_p99_us) {
             (Some(p50), Some(p99)) => {
                 format!(
-                    "; sent p50 {p50:.0} µs, p99 {p99:.0} µs after the model's time; {} queue drops",
+                    "; handed over p50 {p50:.0} µs, p99 {p99:.0} µs after the model's time (a write took {:.0} µs at p99); {} queue drops",
+                    c.write_p99_us.unwrap_or(0.0),
                     c.queue_drops.unwrap_or(0)
                 )
             }
@@ -272,6 +284,9 @@ pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     println!("  emulator / kernel tbf: {:.3}", bench.throughput_ratio);
+    if let Some(t) = bench.cases.iter().find_map(|c| c.thread.as_ref()) {
+        println!("  the emulator's thread: {t}");
+    }
     if let Some(h) = &bench.host {
         println!("  {}", h.line());
     }

@@ -134,7 +134,7 @@ pub struct CommandRun {
 /// How well the emulator kept time in an emu-mode point.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EmuFacts {
-    /// How late datagrams left the last link against its model, µs.
+    /// How late datagrams were handed out of the last link against its model, µs.
     pub lateness_p50_us: f64,
     pub lateness_p99_us: f64,
     pub lateness_max_us: f64,
@@ -143,6 +143,9 @@ pub struct EmuFacts {
     /// How busy the host was (steal, other processes): figures from another hour do not
     /// compare.
     pub host: String,
+    /// How the emulator's thread was scheduled (real-time, or why not).
+    #[serde(default)]
+    pub thread: String,
 }
 
 /// What one direction of a link did.

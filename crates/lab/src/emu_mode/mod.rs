@@ -107,6 +107,7 @@ fn emu_facts(
         lateness_p99_us: late.p99_us,
         lateness_max_us: late.max_us,
         socket_drops: stats.socket_drops,
+        thread: stats.thread.clone(),
         host: host
             .finish(0)
             .map_or_else(|| "unknown".into(), |h| h.line()),
