@@ -7,16 +7,19 @@
 //! and catching up take that rate, and it tells the producer (the encoder's bitrate, the mux
 //! rate, which rendition feeds the next GOP) through an event.
 //!
-//! [`FixedRate`] keeps the rate it was given. TFRC (RFC 5348), TFMCC (RFC 4654) and ASMP plug in
-//! here.
+//! [`FixedRate`] keeps the rate it was given. [`tfrc`]: TFRC (RFC 5348): the throughput
+//! equation, the receiver's loss history and loss event rate, the sender's rate rules and its
+//! no-feedback timer. TFMCC (RFC 4654) and ASMP plug in here next.
 
 use metronome_time::{Bitrate, Timestamp};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 mod fixed;
+pub mod tfrc;
 
 pub use fixed::FixedRate;
+pub use tfrc::{TfrcConfig, TfrcReport, TfrcSender};
 
 /// One receiver report block about our stream (RFC 3550 §6.4.1), as the sender saw it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -32,6 +35,9 @@ pub struct Feedback {
     pub jitter: Duration,
     /// Round-trip time from LSR/DLSR, once the receiver has seen a sender report.
     pub rtt: Option<Duration>,
+    /// A TFRC receiver's report (loss event rate, receive rate, RTT sample), where the
+    /// receiver sends one.
+    pub tfrc: Option<TfrcReport>,
 }
 
 /// Why a controller asked to be woken (shown in traces).

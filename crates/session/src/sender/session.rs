@@ -317,6 +317,8 @@ impl SenderSession {
             rtt: r
                 .rtt_ms
                 .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+            // Receiver reports carry no loss event rate: TFRC's reports come their own way.
+            tfrc: None,
         })
     }
 

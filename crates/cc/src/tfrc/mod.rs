@@ -1,0 +1,15 @@
+//! TFRC, TCP-Friendly Rate Control (RFC 5348), sans-IO:
+//!
+//! - [`equation`]: the TCP throughput equation and its inverse;
+//! - [`loss`]: the receiver's loss history, loss events and loss event rate;
+//! - [`sender`]: the sender's allowed rate from the receiver's reports, and its no-feedback
+//!   timer, behind [`crate::RateController`].
+//!
+//! TFMCC (RFC 4654) builds on all three: its receivers compute their rate with the same
+//! equation and loss history.
+
+pub mod equation;
+pub mod loss;
+pub mod sender;
+
+pub use sender::{TfrcConfig, TfrcReport, TfrcSender};

@@ -1,0 +1,319 @@
+//! TFRC's sender (RFC 5348 §4): the allowed rate `X` from the receiver's reports of its loss
+//! event rate `p` and receive rate `X_recv`, and the no-feedback timer.
+//!
+//! - Before any feedback: one packet per second (§4.2), halved at each no-feedback timeout
+//!   (every 2 s), never below one packet per `t_mbi` (64 s).
+//! - First feedback: `R` is the first RTT sample; `X = W_init / R`, `W_init = min(4s, max(2s,
+//!   4380))` bytes, TCP's initial window (§4.2).
+//! - Each feedback (§4.3): `R = 0.9 R + 0.1 R_sample`; with `p > 0`,
+//!   `X = max(min(X_Bps, 2 X_recv), s / t_mbi)`, `X_Bps` the throughput equation; with `p = 0`
+//!   (slow start), at most once per RTT, `X = max(min(2X, 2 X_recv), W_init / R)`.
+//! - The no-feedback timer runs `max(4R, 2s/X)` (§4.3, step 5). On expiry (§4.4): if `p = 0`
+//!   or `X_Bps > 2 X_recv`, `X_recv = max(X_recv / 2, s / (2 t_mbi))`, else `X_recv = X_Bps /
+//!   4`; then `X` is worked out again as on feedback.
+//!
+//! Left out, as RFC 5348 allows for a sender that is not data-limited: the `X_recv_set` kept
+//! over data-limited and idle periods (§4.3 step 4, §4.4's idle rules). Metronome's video
+//! sender sends at the rate it is given (the encoder follows the target per GOP), so
+//! `recv_limit = 2 X_recv` of the latest report.
+
+use super::equation::throughput_bytes_per_s;
+use crate::{ControllerTimer, Feedback, RateController};
+use metronome_time::{Bitrate, Timestamp};
+use std::time::Duration;
+
+/// What a TFRC receiver reports (RFC 5348 §3.2.2; carried in RTCP, see `Feedback::tfrc`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TfrcReport {
+    /// The loss event rate, 0..=1.
+    pub p: f64,
+    /// What it received over the last RTT, bit/s.
+    pub x_recv_bps: f64,
+    /// A round-trip time sample (from the timestamp echo), taken by the sender.
+    pub rtt_sample: Duration,
+}
+
+/// TFRC's sender settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TfrcConfig {
+    /// The segment size `s`, bytes (the RTP packets' size on the wire).
+    pub segment_bytes: u32,
+    /// The longest time between packets when backing off (RFC 5348: 64 s).
+    pub t_mbi: Duration,
+    /// The most it may send (the application's or admission's ceiling).
+    pub max_rate: Bitrate,
+}
+
+impl TfrcConfig {
+    pub fn new(segment_bytes: u32, max_rate: Bitrate) -> Self {
+        TfrcConfig {
+            segment_bytes,
+            t_mbi: Duration::from_secs(64),
+            max_rate,
+        }
+    }
+}
+
+/// The sender's state.
+#[derive(Clone, Debug)]
+pub struct TfrcSender {
+    cfg: TfrcConfig,
+    /// The allowed rate, bytes/s.
+    x: f64,
+    /// The receive rate the last report (or timeout) left, bytes/s.
+    x_recv: f64,
+    p: f64,
+    rtt: Option<Duration>,
+    /// When the rate was last doubled in slow start.
+    tld: Option<Timestamp>,
+    no_feedback_at: Timestamp,
+    feedbacks: u64,
+}
+
+impl TfrcSender {
+    /// A sender starting at `now`, one packet per second.
+    pub fn new(cfg: TfrcConfig, now: Timestamp) -> Self {
+        let s = cfg.segment_bytes.max(1) as f64;
+        TfrcSender {
+            cfg,
+            x: s,
+            x_recv: 0.0,
+            p: 0.0,
+            rtt: None,
+            tld: None,
+            no_feedback_at: now + Duration::from_secs(2),
+            feedbacks: 0,
+        }
+    }
+
+    fn s(&self) -> f64 {
+        self.cfg.segment_bytes.max(1) as f64
+    }
+
+    fn floor(&self) -> f64 {
+        self.s() / self.cfg.t_mbi.as_secs_f64().max(1e-3)
+    }
+
+    fn cap(&self) -> f64 {
+        self.cfg.max_rate.as_bps() as f64 / 8.0
+    }
+
+    /// `W_init / R`: TCP's initial window per round trip.
+    fn initial_rate(&self, rtt: Duration) -> f64 {
+        let s = self.s();
+        let w_init = (4.0 * s).min((2.0 * s).max(4380.0));
+        w_init / rtt.as_secs_f64().max(1e-6)
+    }
+
+    /// The allowed rate, bytes/s.
+    pub fn rate_bytes_per_s(&self) -> f64 {
+        self.x
+    }
+
+    /// The smoothed RTT, once there is one.
+    pub fn rtt(&self) -> Option<Duration> {
+        self.rtt
+    }
+
+    /// A receiver's report arrived at `now`.
+    pub fn on_report(&mut self, now: Timestamp, r: &TfrcReport) {
+        self.feedbacks += 1;
+        self.x_recv = (r.x_recv_bps / 8.0).max(0.0);
+        self.p = r.p.clamp(0.0, 1.0);
+        let first = self.rtt.is_none();
+        let rtt = match self.rtt {
+            None => r.rtt_sample,
+            Some(old) => old.mul_f64(0.9) + r.rtt_sample.mul_f64(0.1),
+        };
+        self.rtt = Some(rtt);
+        if first && self.p == 0.0 {
+            self.x = self.initial_rate(rtt).min(self.cap());
+            self.tld = Some(now);
+        } else {
+            self.update_rate(now, rtt);
+        }
+        self.arm(now, rtt);
+    }
+
+    /// §4.3 step 4.
+    fn update_rate(&mut self, now: Timestamp, rtt: Duration) {
+        let recv_limit = 2.0 * self.x_recv;
+        if self.p > 0.0 {
+            let x_bps = throughput_bytes_per_s(self.s(), rtt, self.p);
+            self.x = x_bps.min(recv_limit).max(self.floor());
+        } else if self.tld.is_none_or(|t| now.saturating_since(t) >= rtt) {
+            self.x = (2.0 * self.x).min(recv_limit).max(self.initial_rate(rtt));
+            self.tld = Some(now);
+        }
+        self.x = self.x.min(self.cap());
+    }
+
+    fn arm(&mut self, now: Timestamp, rtt: Duration) {
+        let t = (4.0 * rtt.as_secs_f64()).max(2.0 * self.s() / self.x.max(1e-9));
+        self.no_feedback_at = now + Duration::from_secs_f64(t.min(3600.0));
+    }
+
+    /// The no-feedback timer expired (§4.4).
+    pub fn on_no_feedback(&mut self, now: Timestamp) {
+        match self.rtt {
+            None => {
+                self.x = (self.x / 2.0).max(self.floor());
+                self.no_feedback_at = now + Duration::from_secs(2);
+            }
+            Some(rtt) => {
+                let x_bps = throughput_bytes_per_s(self.s(), rtt, self.p);
+                if self.p == 0.0 || x_bps > 2.0 * self.x_recv {
+                    self.x_recv =
+                        (self.x_recv / 2.0).max(self.s() / (2.0 * self.cfg.t_mbi.as_secs_f64()));
+                } else {
+                    self.x_recv = x_bps / 4.0;
+                }
+                // No doubling on a timeout: only what the halved receive rate allows.
+                self.tld = Some(now);
+                let recv_limit = 2.0 * self.x_recv;
+                self.x = if self.p > 0.0 {
+                    x_bps.min(recv_limit).max(self.floor())
+                } else {
+                    self.x.min(recv_limit).max(self.floor())
+                };
+                self.arm(now, rtt);
+            }
+        }
+    }
+}
+
+impl RateController for TfrcSender {
+    fn name(&self) -> &'static str {
+        "tfrc"
+    }
+    fn target_rate(&self) -> Bitrate {
+        Bitrate::bps((self.x * 8.0) as u64)
+    }
+    fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback) {
+        if let Some(r) = &feedback.tfrc {
+            self.on_report(now, r);
+        }
+    }
+    fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
+        Some((self.no_feedback_at, ControllerTimer::NoFeedback))
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if now >= self.no_feedback_at {
+            self.on_no_feedback(now);
+        }
+    }
+    fn set_rate(&mut self, rate: Bitrate) {
+        self.cfg.max_rate = rate;
+        self.x = self.x.min(self.cap());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u32 = 1000;
+
+    fn sender() -> TfrcSender {
+        TfrcSender::new(TfrcConfig::new(S, Bitrate::mbps(100)), Timestamp::ZERO)
+    }
+
+    fn report(p: f64, x_recv_bps: f64, rtt_ms: u64) -> TfrcReport {
+        TfrcReport {
+            p,
+            x_recv_bps,
+            rtt_sample: Duration::from_millis(rtt_ms),
+        }
+    }
+
+    #[test]
+    fn one_packet_a_second_then_halving_without_feedback() {
+        let mut t = sender();
+        assert_eq!(t.rate_bytes_per_s(), 1000.0);
+        assert_eq!(t.poll_timeout().unwrap().0, Timestamp::from_secs(2));
+        t.handle_timeout(Timestamp::from_secs(2));
+        assert_eq!(t.rate_bytes_per_s(), 500.0);
+        // Never below one packet per t_mbi.
+        for k in 2..40 {
+            t.handle_timeout(Timestamp::from_secs(2 * k));
+        }
+        assert!((t.rate_bytes_per_s() - 1000.0 / 64.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn slow_start_doubles_once_per_rtt_limited_by_twice_the_receive_rate() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        // First feedback, no loss: W_init / R = min(4000, max(2000, 4380)) / 0.1 = 40 000 B/s.
+        t.on_report(ms(100), &report(0.0, 8_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 40_000.0);
+        // Within the same RTT: no doubling.
+        t.on_report(ms(150), &report(0.0, 320_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 40_000.0);
+        // An RTT later: doubled, the receive rate (40 kB/s) allowing up to 80 kB/s.
+        t.on_report(ms(200), &report(0.0, 320_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 80_000.0);
+        // Receiving only 30 kB/s: 60 kB/s at most, but never below W_init / R.
+        t.on_report(ms(300), &report(0.0, 240_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 60_000.0);
+    }
+
+    #[test]
+    fn with_losses_the_rate_follows_the_equation_and_the_receive_rate() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        t.on_report(ms(100), &report(0.0, 8_000.0, 100));
+        // p = 1 %: X_Bps = 112 332 B/s at R = 100 ms (equation.rs), below 2 X_recv.
+        t.on_report(ms(300), &report(0.01, 8.0 * 100_000.0, 100));
+        assert!((t.rate_bytes_per_s() - 112_332.234_362_992_98).abs() < 1e-6);
+        // The receiver gets only 40 kB/s: at most twice that.
+        t.on_report(ms(400), &report(0.01, 8.0 * 40_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 80_000.0);
+        // The RTT is smoothed: 0.9 * 100 + 0.1 * 200 ms.
+        t.on_report(ms(500), &report(0.01, 8.0 * 100_000.0, 200));
+        assert_eq!(t.rtt(), Some(Duration::from_millis(110)));
+        let want = throughput_bytes_per_s(1000.0, Duration::from_millis(110), 0.01);
+        assert!((t.rate_bytes_per_s() - want).abs() < 1e-6);
+        assert_eq!(t.target_rate(), Bitrate::bps((want * 8.0) as u64));
+    }
+
+    #[test]
+    fn the_no_feedback_timer_halves_the_receive_rate_it_relies_on() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        t.on_report(ms(100), &report(0.0, 8_000.0, 100));
+        t.on_report(ms(300), &report(0.01, 8.0 * 50_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 100_000.0);
+        // Armed for max(4R, 2s/X) = 400 ms.
+        let (at, why) = t.poll_timeout().unwrap();
+        assert_eq!((at, why), (ms(700), ControllerTimer::NoFeedback));
+        t.handle_timeout(ms(700));
+        // X_Bps (112 kB/s) > 2 X_recv: X_recv halves to 25 kB/s, X to 50 kB/s.
+        assert_eq!(t.rate_bytes_per_s(), 50_000.0);
+        t.handle_timeout(ms(700) + Duration::from_millis(400));
+        assert_eq!(t.rate_bytes_per_s(), 25_000.0);
+    }
+
+    #[test]
+    fn a_ceiling_holds_and_feedback_without_tfrc_fields_changes_nothing() {
+        let mut t = TfrcSender::new(TfrcConfig::new(S, Bitrate::kbps(200)), Timestamp::ZERO);
+        t.on_report(Timestamp::from_millis(100), &report(0.0, 1e9, 10));
+        assert_eq!(t.target_rate(), Bitrate::kbps(200));
+        let before = t.rate_bytes_per_s();
+        let fb = Feedback {
+            receiver: 1,
+            from: "127.0.0.1:5005".parse().unwrap(),
+            fraction_lost: 0.5,
+            cumulative_lost: 10,
+            extended_highest_seq: 9,
+            jitter: Duration::ZERO,
+            rtt: None,
+            tfrc: None,
+        };
+        t.on_feedback(Timestamp::from_millis(200), &fb);
+        assert_eq!(t.rate_bytes_per_s(), before);
+        t.set_rate(Bitrate::kbps(100));
+        assert_eq!(t.target_rate(), Bitrate::kbps(100));
+        assert_eq!(t.name(), "tfrc");
+    }
+}
