@@ -16,5 +16,5 @@ pub mod sdp;
 pub mod ts;
 
 pub use rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader};
-pub use rtcp::{RtcpError, RtcpItem};
+pub use rtcp::{RtcpError, RtcpItem, TfrcFeedback};
 pub use rtp::{RtpError, RtpHeader, RtpView};

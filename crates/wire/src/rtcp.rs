@@ -4,8 +4,8 @@
 //! times a second at most, off the per-packet path.
 
 use rtcp_types::{
-    Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt, RtcpPacketWriterExt,
-    Sdes, SdesChunk, SdesItem, SenderReport,
+    App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
+    RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport,
 };
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -43,6 +43,88 @@ pub struct Block {
     pub dlsr: u32,
 }
 
+/// A TFRC receiver's report (RFC 5348 §3.2.2), carried in an RTCP APP packet (RFC 3550 §6.7)
+/// of name `TFRC`, subtype 0, whose SSRC is the reporting receiver's:
+///
+/// ```text
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |V=2|P| subtype |   PT=APP=204  |          length = 6           |
+/// |                   SSRC of the receiver                        |
+/// |                      name = "TFRC"                            |
+/// |             SSRC of the media source reported on              |
+/// |   timestamp echo: RTP timestamp of the last packet received   |
+/// |   t_delay: µs from that packet's arrival to this report       |
+/// |   X_recv: bytes per second received over the last RTT         |
+/// |   p: the loss event rate, a fraction of 2^32 (0: none yet)    |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+///
+/// The sender knows when it sent the packet whose RTP timestamp is echoed (its timestamps are
+/// its due times), so `now − sent − t_delay` is a round-trip sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TfrcFeedback {
+    pub media_ssrc: u32,
+    pub timestamp_echo: u32,
+    pub t_delay_us: u32,
+    pub x_recv_bytes_per_s: u32,
+    /// The loss event rate as on the wire: `p × (2^32 − 1)`; see [`TfrcFeedback::p`].
+    pub p_fraction: u32,
+}
+
+impl TfrcFeedback {
+    /// The APP packet's name.
+    pub const NAME: &'static str = "TFRC";
+    const DATA_LEN: usize = 20;
+
+    /// The loss event rate, 0..=1.
+    pub fn p(&self) -> f64 {
+        self.p_fraction as f64 / u32::MAX as f64
+    }
+
+    /// `p` (0..=1) as on the wire.
+    pub fn fraction_of(p: f64) -> u32 {
+        (p.clamp(0.0, 1.0) * u32::MAX as f64).round() as u32
+    }
+
+    fn encode(&self) -> [u8; Self::DATA_LEN] {
+        let mut out = [0u8; Self::DATA_LEN];
+        for (i, v) in [
+            self.media_ssrc,
+            self.timestamp_echo,
+            self.t_delay_us,
+            self.x_recv_bytes_per_s,
+            self.p_fraction,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            out[4 * i..4 * i + 4].copy_from_slice(&v.to_be_bytes());
+        }
+        out
+    }
+
+    fn decode(data: &[u8]) -> Option<TfrcFeedback> {
+        let data: &[u8; Self::DATA_LEN] = data.try_into().ok()?;
+        let word = |i: usize| {
+            u32::from_be_bytes([
+                data[4 * i],
+                data[4 * i + 1],
+                data[4 * i + 2],
+                data[4 * i + 3],
+            ])
+        };
+        Some(TfrcFeedback {
+            media_ssrc: word(0),
+            timestamp_echo: word(1),
+            t_delay_us: word(2),
+            x_recv_bytes_per_s: word(3),
+            p_fraction: word(4),
+        })
+    }
+}
+
 /// One thing found in a compound packet, handed to the visitor of [`parse_compound`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum RtcpItem<'a> {
@@ -58,7 +140,13 @@ pub enum RtcpItem<'a> {
     Bye {
         ssrc: u32,
     },
-    /// A packet type Metronome does not act on (APP, feedback, XR, unknown): counted by the caller.
+    /// A TFRC receiver's report ([`TfrcFeedback`]).
+    Tfrc {
+        reporter: u32,
+        feedback: TfrcFeedback,
+    },
+    /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
+    /// TFRC APP packet of another length or subtype: counted by the caller.
     Other {
         packet_type: u8,
     },
@@ -114,6 +202,19 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                     visit(RtcpItem::Bye { ssrc });
                 }
             }
+            Packet::App(app) => match TfrcFeedback::decode(app.data()) {
+                Some(feedback)
+                    if app.name() == *TfrcFeedback::NAME.as_bytes() && app.count() == 0 =>
+                {
+                    visit(RtcpItem::Tfrc {
+                        reporter: app.ssrc(),
+                        feedback,
+                    })
+                }
+                _ => visit(RtcpItem::Other {
+                    packet_type: app.type_(),
+                }),
+            },
             other => visit(RtcpItem::Other {
                 packet_type: other.type_(),
             }),
@@ -164,6 +265,18 @@ pub fn write_compound(
     cname: &str,
     bye_reason: Option<&str>,
 ) -> Result<usize, RtcpError> {
+    write_compound_with(buf, head, cname, None, bye_reason)
+}
+
+/// [`write_compound`], with a TFRC receiver's report after the CNAME (before a BYE).
+pub fn write_compound_with(
+    buf: &mut [u8],
+    head: ReportHead<'_>,
+    cname: &str,
+    tfrc: Option<&TfrcFeedback>,
+    bye_reason: Option<&str>,
+) -> Result<usize, RtcpError> {
+    let tfrc_data = tfrc.map(TfrcFeedback::encode);
     let (ssrc, compound) = match head {
         ReportHead::Sender(info, blocks) => {
             let mut sr = SenderReport::builder(info.ssrc)
@@ -187,6 +300,9 @@ pub fn write_compound(
     let sdes = Sdes::builder()
         .add_chunk(SdesChunk::builder(ssrc).add_item(SdesItem::builder(SdesItem::CNAME, cname)));
     let mut compound = compound.add_packet(sdes);
+    if let Some(data) = &tfrc_data {
+        compound = compound.add_packet(App::builder(ssrc, TfrcFeedback::NAME).data(data));
+    }
     if let Some(reason) = bye_reason {
         compound = compound.add_packet(Bye::builder().add_source(ssrc).reason(reason));
     }
@@ -271,6 +387,66 @@ mod tests {
                 assert!(r.is_err(), "cut {cut}");
                 assert_eq!(visited, 0, "cut {cut}");
             }
+        }
+    }
+
+    #[test]
+    fn tfrc_feedback_rides_an_app_packet_and_other_apps_are_left_alone() {
+        let fb = TfrcFeedback {
+            media_ssrc: 0xdead_beef,
+            timestamp_echo: 90_000,
+            t_delay_us: 1234,
+            x_recv_bytes_per_s: 125_000,
+            p_fraction: TfrcFeedback::fraction_of(0.01),
+        };
+        let mut buf = [0u8; 1500];
+        let head = ReportHead::Receiver {
+            ssrc: 5,
+            blocks: &[block()],
+        };
+        let n = write_compound_with(&mut buf, head, "r", Some(&fb), Some("bye")).unwrap();
+        let mut got = Vec::new();
+        parse_compound(&buf[..n], |i| {
+            if let RtcpItem::Tfrc { reporter, feedback } = i {
+                got.push((reporter, feedback));
+            }
+        })
+        .unwrap();
+        assert_eq!(got.len(), 1);
+        let (reporter, back) = got[0];
+        assert_eq!(reporter, 5);
+        assert_eq!(
+            (
+                back.media_ssrc,
+                back.timestamp_echo,
+                back.t_delay_us,
+                back.x_recv_bytes_per_s
+            ),
+            (0xdead_beef, 90_000, 1234, 125_000)
+        );
+        assert!((back.p() - 0.01).abs() < 1e-9, "{}", back.p());
+        assert_eq!(back, fb);
+        // The APP packet: name TFRC, 20 bytes of data, 32 bytes in all (length field 7).
+        let app = &buf[..n]
+            .windows(4)
+            .position(|w| w == b"TFRC")
+            .map(|at| &buf[at - 8..at + 24])
+            .unwrap();
+        assert_eq!((app[1], u16::from_be_bytes([app[2], app[3]])), (204, 7));
+        // Another APP, or a TFRC APP cut short, is counted as other, not misread.
+        let other = App::builder(9, "ABCD").data(&[0u8; 20]);
+        let short = App::builder(9, "TFRC").data(&[0u8; 8]);
+        for p in [other, short] {
+            let mut b = [0u8; 200];
+            let rr = ReceiverReport::builder(9);
+            let n = Compound::builder()
+                .add_packet(rr)
+                .add_packet(p)
+                .write_into(&mut b)
+                .unwrap();
+            let mut kinds = Vec::new();
+            parse_compound(&b[..n], |i| kinds.push(format!("{i:?}"))).unwrap();
+            assert_eq!(kinds, vec!["Other { packet_type: 204 }".to_string()]);
         }
     }
 }

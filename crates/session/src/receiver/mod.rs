@@ -346,7 +346,8 @@ impl ReceiverSession {
             RtcpItem::Bye { ssrc } => seen.push(Seen::Bye { ssrc }),
             RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
             RtcpItem::ReportBlock { reporter, .. } => reporters.push(reporter),
-            RtcpItem::Other { .. } => ignored += 1,
+            // Another receiver's TFRC report (on a multicast group) is for the sender.
+            RtcpItem::Other { .. } | RtcpItem::Tfrc { .. } => ignored += 1,
         });
         if r.is_err() {
             self.counters.rtcp_malformed += 1;

@@ -55,6 +55,8 @@ pub struct SenderCounters {
     pub blocks_about_others: u64,
     pub too_many_receivers: u64,
     pub events_dropped: u64,
+    /// TFRC reports whose timestamp echo or delay made no round-trip sample.
+    pub tfrc_unusable: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +72,13 @@ pub enum SenderEvent {
     },
     ReceiverBye {
         ssrc: u32,
+    },
+    /// A TFRC receiver's report about this stream (RFC 5348 §3.2.2; the RTCP APP packet of
+    /// `metronome_wire::TfrcFeedback`), with the round-trip sample it gives: now, less when
+    /// the echoed packet was due, less the receiver's delay before answering.
+    Tfrc {
+        ssrc: u32,
+        report: metronome_cc::TfrcReport,
     },
 }
 
@@ -216,8 +225,10 @@ impl SenderReports {
         let mut blocks = Vec::new();
         let mut byes = Vec::new();
         let mut cnames = Vec::new();
+        let mut tfrc = Vec::new();
         let r = rtcp::parse_compound(data, |item| match item {
             RtcpItem::ReportBlock { reporter, block } => blocks.push((reporter, block)),
+            RtcpItem::Tfrc { reporter, feedback } => tfrc.push((reporter, feedback)),
             RtcpItem::Bye { ssrc } => byes.push(ssrc),
             RtcpItem::Cname { ssrc, cname } => {
                 cnames.push((ssrc, String::from_utf8_lossy(cname).into_owned()))
@@ -267,6 +278,42 @@ impl SenderReports {
                 self.push_event(SenderEvent::ReceiverBye { ssrc });
             }
         }
+        for (reporter, fb) in tfrc {
+            if fb.media_ssrc != our {
+                self.counters.blocks_about_others += 1;
+                continue;
+            }
+            match self.tfrc_report(now, &fb) {
+                Some(report) => self.push_event(SenderEvent::Tfrc {
+                    ssrc: reporter,
+                    report,
+                }),
+                None => self.counters.tfrc_unusable += 1,
+            }
+        }
+    }
+
+    /// The TFRC report of `fb`, received at `now`: `None` if its timestamp echo is not of a
+    /// packet sent in the last half of the RTP timestamp's range, or its delay is longer
+    /// than the time since.
+    fn tfrc_report(
+        &self,
+        now: Timestamp,
+        fb: &rtcp::TfrcFeedback,
+    ) -> Option<metronome_cc::TfrcReport> {
+        let clock = self.cfg.clock;
+        let now_ts = clock.rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now);
+        let ago = now_ts.wrapping_sub(fb.timestamp_echo);
+        if ago >= 1 << 31 {
+            return None;
+        }
+        let since = clock.duration(u64::from(ago));
+        let rtt = since.checked_sub(std::time::Duration::from_micros(u64::from(fb.t_delay_us)))?;
+        Some(metronome_cc::TfrcReport {
+            p: fb.p(),
+            x_recv_bps: f64::from(fb.x_recv_bytes_per_s) * 8.0,
+            rtt_sample: rtt,
+        })
     }
 
     fn receiver_index(&mut self, ssrc: u32, addr: SocketAddr) -> Option<usize> {

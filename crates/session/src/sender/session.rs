@@ -295,10 +295,32 @@ impl SenderSession {
     fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
         self.reports.handle_rtcp(now, wall, from, data);
         while let Some(e) = self.reports.poll_event() {
-            if let SenderEvent::ReceiverReport { ssrc, .. } = e {
-                if let Some(fb) = self.feedback(ssrc) {
+            match &e {
+                SenderEvent::ReceiverReport { ssrc, .. } => {
+                    if let Some(fb) = self.feedback(*ssrc) {
+                        self.controller.on_feedback(now, &fb);
+                    }
+                }
+                SenderEvent::Tfrc { ssrc, report } => {
+                    let fb = self.feedback(*ssrc).map_or_else(
+                        || Feedback {
+                            receiver: *ssrc,
+                            from,
+                            fraction_lost: 0.0,
+                            cumulative_lost: 0,
+                            extended_highest_seq: 0,
+                            jitter: Duration::ZERO,
+                            rtt: None,
+                            tfrc: Some(*report),
+                        },
+                        |fb| Feedback {
+                            tfrc: Some(*report),
+                            ..fb
+                        },
+                    );
                     self.controller.on_feedback(now, &fb);
                 }
+                _ => {}
             }
             self.push_event(SessionEvent::Receiver(e));
         }

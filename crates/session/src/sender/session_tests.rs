@@ -322,3 +322,54 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
     assert_eq!(s.target_rate(), Bitrate::mbps(6));
     assert_eq!(s.stats().rate_changes, 2);
 }
+
+/// A TFRC receiver's report (RTCP APP "TFRC") reaches a TFRC controller with the round-trip
+/// sample its timestamp echo gives, and the session follows the rate TFRC allows.
+#[test]
+fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
+    use metronome_cc::{TfrcConfig, TfrcSender};
+    use metronome_wire::TfrcFeedback;
+    let cc = TfrcSender::new(TfrcConfig::new(1250, Bitrate::mbps(50)), Timestamp::ZERO);
+    let mut s = SenderSession::new(config(LatePolicy::CATCH_UP), Timestamp::ZERO, Box::new(cc));
+    // The receiver answers about the packet due at 880 ms, 20 ms after it arrived.
+    let echo = MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, ms(880));
+    let report = |p: f64| TfrcFeedback {
+        media_ssrc: 0xabc,
+        timestamp_echo: echo,
+        t_delay_us: 20_000,
+        x_recv_bytes_per_s: 125_000,
+        p_fraction: TfrcFeedback::fraction_of(p),
+    };
+    let deliver = |s: &mut SenderSession, at: u64, fb: &TfrcFeedback| {
+        let mut buf = [0u8; 1500];
+        let head = ReportHead::Receiver {
+            ssrc: 0x77,
+            blocks: &[],
+        };
+        let n = rtcp::write_compound_with(&mut buf, head, "viewer", Some(fb), None).unwrap();
+        let input = Input::Rtcp {
+            wall: wall(ms(at)),
+            from: "127.0.0.1:5005".parse().unwrap(),
+            data: &buf[..n],
+        };
+        s.handle_input(ms(at), input).unwrap();
+    };
+    // At 1 s: a round trip of 100 ms, no loss yet, 1 Mbit/s received.
+    // W_init / R = min(4·1250, max(2·1250, 4380)) / 0.1 s = 43 800 B/s.
+    deliver(&mut s, 1000, &report(0.0));
+    assert_eq!(s.target_rate(), Bitrate::bps(350_400));
+    // A report about another stream changes nothing.
+    let mut other = report(0.01);
+    other.media_ssrc = 0xdef;
+    deliver(&mut s, 1100, &other);
+    assert_eq!(s.target_rate(), Bitrate::bps(350_400));
+    // With losses (p = 1 %), at 1.2 s the echo is 320 ms old: R = 0.9·100 + 0.1·300 ms.
+    deliver(&mut s, 1200, &report(0.01));
+    let want = metronome_cc::tfrc::equation::throughput_bytes_per_s(
+        1250.0,
+        Duration::from_millis(120),
+        report(0.01).p(),
+    );
+    let got = s.target_rate().as_bps() as f64 / 8.0;
+    assert!((got - want).abs() < 1.0, "{got} {want}");
+}
