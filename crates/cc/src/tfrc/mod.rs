@@ -2,6 +2,7 @@
 //!
 //! - [`equation`]: the TCP throughput equation and its inverse;
 //! - [`loss`]: the receiver's loss history, loss events and loss event rate;
+//! - [`receiver`]: when a receiver reports, and what (receive rate, loss event rate, echo);
 //! - [`sender`]: the sender's allowed rate from the receiver's reports, and its no-feedback
 //!   timer, behind [`crate::RateController`].
 //!
@@ -10,6 +11,8 @@
 
 pub mod equation;
 pub mod loss;
+pub mod receiver;
 pub mod sender;
 
+pub use receiver::TfrcReceiver;
 pub use sender::{TfrcConfig, TfrcReport, TfrcSender};

@@ -67,6 +67,9 @@ pub struct TfrcSender {
     /// When the rate was last doubled in slow start.
     tld: Option<Timestamp>,
     no_feedback_at: Timestamp,
+    /// When the no-feedback timer was last armed, and whether a packet left since.
+    armed_at: Timestamp,
+    sent_since_armed: bool,
     feedbacks: u64,
 }
 
@@ -82,6 +85,8 @@ impl TfrcSender {
             rtt: None,
             tld: None,
             no_feedback_at: now + Duration::from_secs(2),
+            armed_at: now,
+            sent_since_armed: false,
             feedbacks: 0,
         }
     }
@@ -151,6 +156,8 @@ impl TfrcSender {
     fn arm(&mut self, now: Timestamp, rtt: Duration) {
         let t = (4.0 * rtt.as_secs_f64()).max(2.0 * self.s() / self.x.max(1e-9));
         self.no_feedback_at = now + Duration::from_secs_f64(t.min(3600.0));
+        self.armed_at = now;
+        self.sent_since_armed = false;
     }
 
     /// The no-feedback timer expired (§4.4).
@@ -162,6 +169,14 @@ impl TfrcSender {
             }
             Some(rtt) => {
                 let x_bps = throughput_bytes_per_s(self.s(), rtt, self.p);
+                // An idle sender (nothing sent since the timer was armed) hears nothing
+                // because it sent nothing: below four packets per RTT it keeps its receive
+                // rate (RFC 3448 §4.4; RFC 5348 keeps the same aim).
+                let idle = !self.sent_since_armed;
+                if idle && self.x_recv < 4.0 * self.s() / rtt.as_secs_f64().max(1e-6) {
+                    self.arm(now, rtt);
+                    return;
+                }
                 if self.p == 0.0 || x_bps > 2.0 * self.x_recv {
                     self.x_recv =
                         (self.x_recv / 2.0).max(self.s() / (2.0 * self.cfg.t_mbi.as_secs_f64()));
@@ -193,6 +208,9 @@ impl RateController for TfrcSender {
         if let Some(r) = &feedback.tfrc {
             self.on_report(now, r);
         }
+    }
+    fn on_sent(&mut self, _now: Timestamp, _bytes: u64) {
+        self.sent_since_armed = true;
     }
     fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
         Some((self.no_feedback_at, ControllerTimer::NoFeedback))
@@ -287,11 +305,20 @@ mod tests {
         // Armed for max(4R, 2s/X) = 400 ms.
         let (at, why) = t.poll_timeout().unwrap();
         assert_eq!((at, why), (ms(700), ControllerTimer::NoFeedback));
+        t.on_sent(ms(400), 1000);
         t.handle_timeout(ms(700));
         // X_Bps (112 kB/s) > 2 X_recv: X_recv halves to 25 kB/s, X to 50 kB/s.
         assert_eq!(t.rate_bytes_per_s(), 50_000.0);
+        t.on_sent(ms(800), 1000);
         t.handle_timeout(ms(700) + Duration::from_millis(400));
         assert_eq!(t.rate_bytes_per_s(), 25_000.0);
+        // Idle since (nothing sent) and receiving under 4 packets per RTT: kept as it is.
+        let mut idle = sender();
+        idle.on_report(ms(100), &report(0.01, 8.0 * 20_000.0, 100));
+        let before = idle.rate_bytes_per_s();
+        let (at, _) = idle.poll_timeout().unwrap();
+        idle.handle_timeout(at);
+        assert_eq!(idle.rate_bytes_per_s(), before);
     }
 
     #[test]
