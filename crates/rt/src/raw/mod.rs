@@ -357,7 +357,8 @@ mod shared_core_tests {
         let f = src.format();
         let any = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let mut rcfg = RawReceiverConfig::new(any, f);
-        rcfg.frames = Some(100);
+        // Until the sender is done (not a count of frames: one the sender drops on a busy host
+        // counts as seen, and a count would stop the receiver inside the last frame).
         rcfg.duration = Some(Duration::from_secs(10));
         rcfg.rt_policy = crate::thread::RtPolicy::Other;
         let rx = RawReceiver::open(rcfg).unwrap();
@@ -383,6 +384,9 @@ mod shared_core_tests {
             let s = sender
                 .run_on(place, Arc::new(RawControl::default()), &stop, |_| {})
                 .unwrap();
+            // What is in flight arrives, then the receiver stops.
+            std::thread::sleep(Duration::from_millis(300));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
             (s, r.join().unwrap().unwrap())
         });
         // On the server's clock, frames are late only when the host is (a busy host drops
