@@ -8,7 +8,7 @@
 use crate::args::parse_duration;
 use crate::recv::LateFrames;
 use clap::Args;
-use metronome_quality::playout::{reconstruct, LateRule, LossRule, Playout, SentFrame};
+use metronome_quality::playout::{reconstruct, LossRule, Playout, SentFrame};
 use metronome_quality::trace::{self, PacketRecord};
 use serde::Serialize;
 use std::fs::File;
@@ -93,10 +93,7 @@ pub fn run(a: FramesArgs) -> Result<(), String> {
             LossRule::AnyPacket
         },
         deadline_ns: a.playout_deadline.map(|d| d.as_nanos() as u64),
-        late: match a.late_frames {
-            LateFrames::Newest => LateRule::NewestArrived,
-            LateFrames::Drop => LateRule::Drop,
-        },
+        late: a.late_frames.into(),
     };
     let arrivals: Vec<(u64, u64)> = got.iter().map(|r| (r.packet, r.time_ns)).collect();
     let r = reconstruct(&sent, &arrivals, p);

@@ -104,6 +104,15 @@ pub enum LateFrames {
     Drop,
 }
 
+impl From<LateFrames> for LateRule {
+    fn from(l: LateFrames) -> LateRule {
+        match l {
+            LateFrames::Newest => LateRule::NewestArrived,
+            LateFrames::Drop => LateRule::Drop,
+        }
+    }
+}
+
 /// The live viewer of `--quality`, shared with the receiving thread.
 type Viewer = Option<Arc<std::sync::Mutex<LiveViewer>>>;
 
@@ -248,10 +257,7 @@ fn judge_run(
     };
     let opts = JudgeOptions {
         deadline_ns: a.playout_deadline.map(|d| d.as_nanos() as u64),
-        late: match a.late_frames {
-            LateFrames::Newest => LateRule::NewestArrived,
-            LateFrames::Drop => LateRule::Drop,
-        },
+        late: a.late_frames.into(),
         reference_start: a.reference_start,
     };
     let mut shown = match &a.shown {

@@ -2,7 +2,8 @@
 //! the reference video, frame by frame.
 //!
 //! While the stream runs, every accepted RTP payload (MPEG-TS) goes to a [`LiveViewer`] on the
-//! receiving thread: a short reorder window puts packets back in sequence order, a gap in the
+//! receiving thread: a packet in sequence is taken at once, without a copy; after a gap, a
+//! short reorder window puts packets back in sequence order, a gap in the
 //! sequence numbers marks the frame being assembled as damaged, and the video's PES packets
 //! become access units, each with the time its last packet arrived. The coded frames are kept,
 //! up to [`MAX_CODED_BYTES`].
@@ -107,8 +108,20 @@ impl PayloadSink for LiveViewer {
             self.counts.too_late_packets += 1;
             return;
         }
+        // In sequence with what was taken, nothing held: taken at once, without a copy.
+        if self.pending.is_empty() && self.next_seq == Some(ext_seq) {
+            self.take(ext_seq, arrival, payload);
+            return;
+        }
         self.pending.insert(ext_seq, (arrival, payload.to_vec()));
         while self.pending.len() > REORDER_WINDOW {
+            self.flush_one();
+        }
+        // What now follows on from what was taken waits no longer.
+        while self
+            .next_seq
+            .is_some_and(|n| self.pending.first_key_value().is_some_and(|(k, _)| *k == n))
+        {
             self.flush_one();
         }
     }
@@ -116,9 +129,14 @@ impl PayloadSink for LiveViewer {
 
 impl LiveViewer {
     fn flush_one(&mut self) {
-        let Some((seq, (at, payload))) = self.pending.pop_first() else {
-            return;
-        };
+        if let Some((seq, (at, payload))) = self.pending.pop_first() {
+            self.take(seq, at, &payload);
+        }
+    }
+
+    /// Packet `seq`'s payload, in sequence order: a gap before it damages the frame being
+    /// assembled; its TS packets go to the demuxer.
+    fn take(&mut self, seq: u64, at: Timestamp, payload: &[u8]) {
         if self.next_seq.is_some_and(|n| seq > n) {
             self.counts.gaps += 1;
             self.demux.lost();

@@ -110,6 +110,17 @@ pub struct PointResult {
     pub warnings: Vec<String>,
 }
 
+impl PointResult {
+    /// Takes the video flows' series, warnings and files.
+    pub fn add_videos(&mut self, videos: Vec<crate::video::FlowVideo>) {
+        for v in videos {
+            self.frame_series.extend(v.series);
+            self.warnings.extend(v.warnings);
+            self.files.extend(v.files);
+        }
+    }
+}
+
 /// A program a command flow ran (emu mode), and how it ended.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CommandRun {

@@ -268,7 +268,7 @@ pub fn run_point(
         std::fs::write(dir.join("packets.csv"), outcome.trace.to_csv())
             .map_err(|e| format!("cannot write the packet trace: {e}"))?;
     }
-    Ok(PointResult {
+    let mut result = PointResult {
         index: point.index,
         id,
         params: point.params.iter().cloned().collect(),
@@ -282,10 +282,12 @@ pub fn run_point(
         tcp_expected,
         emu: None,
         commands: Vec::new(),
-        frame_series: videos.iter().flat_map(|v| v.series.clone()).collect(),
-        warnings: videos.iter().flat_map(|v| v.warnings.clone()).collect(),
-        files: videos.into_iter().flat_map(|v| v.files).collect(),
-    })
+        frame_series: Vec::new(),
+        warnings: Vec::new(),
+        files: Vec::new(),
+    };
+    result.add_videos(videos);
+    Ok(result)
 }
 
 /// Each video flow's frames, per receiver, from its packets' arrivals: figures into the

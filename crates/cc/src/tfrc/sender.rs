@@ -70,7 +70,6 @@ pub struct TfrcSender {
     /// When the no-feedback timer was last armed, and whether a packet left since.
     armed_at: Timestamp,
     sent_since_armed: bool,
-    feedbacks: u64,
 }
 
 impl TfrcSender {
@@ -87,7 +86,6 @@ impl TfrcSender {
             no_feedback_at: now + Duration::from_secs(2),
             armed_at: now,
             sent_since_armed: false,
-            feedbacks: 0,
         }
     }
 
@@ -122,7 +120,6 @@ impl TfrcSender {
 
     /// A receiver's report arrived at `now`.
     pub fn on_report(&mut self, now: Timestamp, r: &TfrcReport) {
-        self.feedbacks += 1;
         self.x_recv = (r.x_recv_bps / 8.0).max(0.0);
         self.p = r.p.clamp(0.0, 1.0);
         let first = self.rtt.is_none();

@@ -430,8 +430,6 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     r.tcp_expected = tcp_expected;
     r.emu = Some(emu_facts(&fabric_stats, &host));
     r.commands = commands;
-    r.frame_series = videos.iter().flat_map(|v| v.series.clone()).collect();
-    r.warnings = videos.iter().flat_map(|v| v.warnings.clone()).collect();
-    r.files = videos.into_iter().flat_map(|v| v.files).collect();
+    r.add_videos(videos);
     Ok(r)
 }
