@@ -45,6 +45,7 @@ mod tests {
             jitter: Duration::from_millis(30),
             rtt: Some(Duration::from_millis(200)),
             tfrc: None,
+            tfmcc: None,
         };
         c.on_feedback(Timestamp::from_secs(1), &fb);
         assert_eq!(c.target_rate(), Bitrate::mbps(5));

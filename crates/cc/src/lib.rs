@@ -7,18 +7,29 @@
 //! and catching up take that rate, and it tells the producer (the encoder's bitrate, the mux
 //! rate, which rendition feeds the next GOP) through an event.
 //!
+//! Some controllers tell their receivers something ([`RateController::poll_announce`]: TFRC
+//! its RTT, TFMCC its feedback round, suppression rate and echoes), and their receivers answer
+//! with more than receiver reports ([`Feedback::tfrc`], [`Feedback::tfmcc`]); the sessions
+//! carry both in RTCP APP packets, and a receiver runs the matching [`receiver::Agent`].
+//!
 //! [`FixedRate`] keeps the rate it was given. [`tfrc`]: TFRC (RFC 5348): the throughput
 //! equation, the receiver's loss history and loss event rate, the sender's rate rules and its
-//! no-feedback timer. TFMCC (RFC 4654) and ASMP plug in here next.
+//! no-feedback timer. [`tfmcc`]: TFMCC (RFC 4654) for a multicast group. [`asmp`]: ASMP, from
+//! receiver reports alone (seed 002).
 
 use metronome_time::{Bitrate, Timestamp};
 use std::net::SocketAddr;
 use std::time::Duration;
 
+pub mod asmp;
 mod fixed;
+pub mod receiver;
+pub mod tfmcc;
 pub mod tfrc;
 
+pub use asmp::{AsmpConfig, AsmpSender};
 pub use fixed::FixedRate;
+pub use tfmcc::{TfmccConfig, TfmccSender};
 pub use tfrc::{TfrcConfig, TfrcReport, TfrcSender};
 
 /// One receiver report block about our stream (RFC 3550 §6.4.1), as the sender saw it.
@@ -38,6 +49,35 @@ pub struct Feedback {
     /// A TFRC receiver's report (loss event rate, receive rate, RTT sample), where the
     /// receiver sends one.
     pub tfrc: Option<TfrcReport>,
+    /// A TFMCC receiver's report, where the receiver sends one.
+    pub tfmcc: Option<tfmcc::ReceiverFeedback>,
+}
+
+impl Feedback {
+    /// Feedback from `receiver` with no receiver report figures (a TFRC or TFMCC report on its
+    /// own): fill in what came.
+    pub fn bare(receiver: u32, from: SocketAddr) -> Feedback {
+        Feedback {
+            receiver,
+            from,
+            fraction_lost: 0.0,
+            cumulative_lost: 0,
+            extended_highest_seq: 0,
+            jitter: Duration::ZERO,
+            rtt: None,
+            tfrc: None,
+            tfmcc: None,
+        }
+    }
+}
+
+/// What a controller tells its receivers (the session sends it in RTCP).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Announce {
+    /// TFRC: the sender's RTT (RFC 5348 §3.2.1), which the receiver groups losses by.
+    TfrcRtt(Duration),
+    /// TFMCC: the sender's fields (RFC 4654 §2.2.1).
+    Tfmcc(tfmcc::SenderInfo),
 }
 
 /// Why a controller asked to be woken (shown in traces).
@@ -47,6 +87,8 @@ pub enum ControllerTimer {
     Feedback,
     /// No feedback for too long: slow down (TFRC's no-feedback timer).
     NoFeedback,
+    /// Something to tell the receivers.
+    Announce,
 }
 
 /// Decides a stream's target rate.
@@ -64,6 +106,11 @@ pub trait RateController: Send {
         None
     }
     fn handle_timeout(&mut self, _now: Timestamp) {}
+    /// Something to tell the receivers, if it is due at `now` (its time is in
+    /// [`RateController::poll_timeout`]).
+    fn poll_announce(&mut self, _now: Timestamp) -> Option<Announce> {
+        None
+    }
     /// The application asks for another rate (a user, a test): a fixed-rate controller takes
     /// it; an adaptive one may treat it as its upper bound.
     fn set_rate(&mut self, rate: Bitrate);

@@ -10,6 +10,7 @@
 //! - [`interval`]: the RTCP transmission interval (RFC 3550 §6.3, A.7).
 //! - [`raw`]: uncompressed video (RFC 4175): payloader, depayloader, SDP fmtp.
 
+pub mod cc_app;
 pub mod interval;
 pub mod raw;
 pub mod receiver;

@@ -2,7 +2,8 @@
 //!
 //! - [`rtp`]: RTP packets (RFC 3550 §5) through `rtp-types`, plus the RFC 8285 one-byte header
 //!   extension that carries Metronome's send time.
-//! - [`rtcp`]: RTCP compound packets (RFC 3550 §6) through `rtcp-types`: SR, RR, SDES CNAME, BYE.
+//! - [`rtcp`]: RTCP compound packets (RFC 3550 §6) through `rtcp-types`: SR, RR, SDES CNAME, BYE, and the APP packets of congestion control
+//!   (`rtcp::cc`: TFRC's and TFMCC's fields).
 //! - [`ts`]: MPEG-TS packet views (ISO/IEC 13818-1 §2.4.3): PID, continuity counter, PCR.
 //! - [`mp2t`]: the RTP payload format for MPEG-TS (RFC 2250 §2).
 //! - [`rfc4175`]: the RTP payload format for uncompressed video (RFC 4175 §4).
@@ -16,5 +17,5 @@ pub mod sdp;
 pub mod ts;
 
 pub use rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader};
-pub use rtcp::{RtcpError, RtcpItem, TfrcFeedback};
+pub use rtcp::{CcApp, RtcpError, RtcpItem, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use rtp::{RtpError, RtpHeader, RtpView};

@@ -18,7 +18,7 @@
 //! `recv_limit = 2 X_recv` of the latest report.
 
 use super::equation::throughput_bytes_per_s;
-use crate::{ControllerTimer, Feedback, RateController};
+use crate::{Announce, ControllerTimer, Feedback, RateController};
 use metronome_time::{Bitrate, Timestamp};
 use std::time::Duration;
 
@@ -70,6 +70,8 @@ pub struct TfrcSender {
     /// When the no-feedback timer was last armed, and whether a packet left since.
     armed_at: Timestamp,
     sent_since_armed: bool,
+    /// The RTT last told to the receiver, and whether it should be told again.
+    told_rtt: Option<Duration>,
 }
 
 impl TfrcSender {
@@ -86,6 +88,7 @@ impl TfrcSender {
             no_feedback_at: now + Duration::from_secs(2),
             armed_at: now,
             sent_since_armed: false,
+            told_rtt: None,
         }
     }
 
@@ -116,6 +119,16 @@ impl TfrcSender {
     /// The smoothed RTT, once there is one.
     pub fn rtt(&self) -> Option<Duration> {
         self.rtt
+    }
+
+    /// The RTT to tell the receiver (RFC 5348 §3.2.1 puts it in every packet): the first one,
+    /// and again when it has moved by more than an eighth.
+    fn rtt_to_tell(&self) -> Option<Duration> {
+        let rtt = self.rtt?;
+        match self.told_rtt {
+            Some(told) if rtt.abs_diff(told) * 8 <= told => None,
+            _ => Some(rtt),
+        }
     }
 
     /// A receiver's report arrived at `now`.
@@ -210,7 +223,15 @@ impl RateController for TfrcSender {
         self.sent_since_armed = true;
     }
     fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
+        if self.rtt_to_tell().is_some() {
+            return Some((Timestamp::ZERO, ControllerTimer::Announce));
+        }
         Some((self.no_feedback_at, ControllerTimer::NoFeedback))
+    }
+    fn poll_announce(&mut self, _now: Timestamp) -> Option<Announce> {
+        let rtt = self.rtt_to_tell()?;
+        self.told_rtt = Some(rtt);
+        Some(Announce::TfrcRtt(rtt))
     }
     fn handle_timeout(&mut self, now: Timestamp) {
         if now >= self.no_feedback_at {
@@ -299,6 +320,11 @@ mod tests {
         t.on_report(ms(100), &report(0.0, 8_000.0, 100));
         t.on_report(ms(300), &report(0.01, 8.0 * 50_000.0, 100));
         assert_eq!(t.rate_bytes_per_s(), 100_000.0);
+        // The RTT is told to the receiver first (at once), then nothing until it moves.
+        assert_eq!(t.poll_timeout().unwrap().1, ControllerTimer::Announce);
+        let told = t.poll_announce(ms(300));
+        assert_eq!(told, Some(Announce::TfrcRtt(Duration::from_millis(100))));
+        assert_eq!(t.poll_announce(ms(300)), None);
         // Armed for max(4R, 2s/X) = 400 ms.
         let (at, why) = t.poll_timeout().unwrap();
         assert_eq!((at, why), (ms(700), ControllerTimer::NoFeedback));
@@ -312,6 +338,7 @@ mod tests {
         // Idle since (nothing sent) and receiving under 4 packets per RTT: kept as it is.
         let mut idle = sender();
         idle.on_report(ms(100), &report(0.01, 8.0 * 20_000.0, 100));
+        let _ = idle.poll_announce(ms(100));
         let before = idle.rate_bytes_per_s();
         let (at, _) = idle.poll_timeout().unwrap();
         idle.handle_timeout(at);
@@ -333,6 +360,7 @@ mod tests {
             jitter: Duration::ZERO,
             rtt: None,
             tfrc: None,
+            tfmcc: None,
         };
         t.on_feedback(Timestamp::from_millis(200), &fb);
         assert_eq!(t.rate_bytes_per_s(), before);

@@ -15,6 +15,8 @@ pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
 pub use summary::{ReceiverSummary, SourceSummary};
 
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
+use metronome_cc::receiver::{Agent, AgentKind};
+use metronome_time::RtpTsUnwrapper;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem};
@@ -59,6 +61,9 @@ pub struct ReceiverConfig {
     /// 3, or 0 for none). 3 (the default) takes ~400 KB per source; a simulation of thousands
     /// of receivers keeps none (their counters, loss and jitter are kept as always).
     pub histogram_digits: u8,
+    /// The rate controller's receiving end to run for the stream (the first source heard),
+    /// when the sender's controller needs more than receiver reports (TFRC, TFMCC).
+    pub cc: AgentKind,
 }
 
 impl Default for ReceiverConfig {
@@ -76,6 +81,7 @@ impl Default for ReceiverConfig {
             source_timeout: Duration::from_secs(10),
             seed: 1,
             histogram_digits: 3,
+            cc: AgentKind::None,
         }
     }
 }
@@ -97,6 +103,8 @@ pub struct Counters {
     pub ssrc_changes: u64,
     pub sources_evicted: u64,
     pub events_dropped: u64,
+    /// Compound packets sent out of turn with the rate controller's feedback.
+    pub cc_reports: u64,
 }
 
 /// Why a datagram was not taken as a packet of a source.
@@ -156,10 +164,25 @@ const MAX_EVENTS: usize = 256;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiverTimer {
     ReceiverReport,
+    /// The rate controller's receiving end has a report due (TFRC, TFMCC).
+    RateFeedback,
 }
+
+/// The rate controller's receiving end, bound to one source.
+struct CcAgent {
+    ssrc: u32,
+    agent: Agent,
+    /// The source's RTP timestamps extended: its clock, for the agent.
+    ts: RtpTsUnwrapper,
+    last_rtp_ts: u32,
+}
+
+/// Bytes of IPv4 and UDP headers: rates on the wire count them, as the sender's do.
+const IP_UDP_OVERHEAD: usize = 28;
 
 pub struct ReceiverSession {
     cfg: ReceiverConfig,
+    cc: Option<CcAgent>,
     sources: Vec<Source>,
     members: members::Members,
     counters: Counters,
@@ -175,6 +198,7 @@ impl ReceiverSession {
     pub fn new(cfg: ReceiverConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         ReceiverSession {
+            cc: None,
             sources: Vec::with_capacity(cfg.max_sources.min(64)),
             cfg,
             members: members::Members::default(),
@@ -276,6 +300,11 @@ impl ReceiverSession {
                 let (gap, owd) = src.record_arrival(now, wall, sent);
                 (gap, owd, transit)
             };
+        let ssrc = src.ssrc;
+        if !matches!(verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
+            self.feed_agent(now, ssrc, ext_seq, pkt.timestamp(), data.len());
+        }
+        let src = &self.sources[idx];
         Ok(PacketRecord {
             ssrc: src.ssrc,
             seq: pkt.sequence(),
@@ -290,6 +319,34 @@ impl ReceiverSession {
             interarrival_ns,
             one_way_delay_ns,
         })
+    }
+
+    /// The rate controller's receiving end, once the stream has started (TFRC, TFMCC).
+    pub fn cc_agent(&self) -> Option<&Agent> {
+        self.cc.as_ref().map(|c| &c.agent)
+    }
+
+    /// Gives the rate controller's receiving end a packet of the stream.
+    fn feed_agent(&mut self, now: Timestamp, ssrc: u32, ext_seq: u64, rtp_ts: u32, len: usize) {
+        if self.cc.is_none() {
+            let Some(agent) = Agent::new(self.cfg.cc, self.cfg.ssrc, self.cfg.seed) else {
+                return;
+            };
+            self.cc = Some(CcAgent {
+                ssrc,
+                agent,
+                ts: RtpTsUnwrapper::new(),
+                last_rtp_ts: rtp_ts,
+            });
+        }
+        let clock = self.cfg.clock;
+        let Some(cc) = self.cc.as_mut().filter(|c| c.ssrc == ssrc) else {
+            return;
+        };
+        let sent = Timestamp::ZERO + clock.duration(cc.ts.unwrap(rtp_ts));
+        cc.last_rtp_ts = rtp_ts;
+        cc.agent
+            .on_packet(now, ext_seq, rtp_ts, sent, len + IP_UDP_OVERHEAD);
     }
 
     fn source_index(&mut self, ssrc: u32, seq: u16, now: Timestamp) -> Result<usize, Dropped> {
@@ -338,20 +395,41 @@ impl ReceiverSession {
         let mut cnames: Vec<(u32, Vec<u8>)> = Vec::new();
         let mut reporters = Vec::new();
         let mut ignored = 0;
+        let mut sr_ts = None;
+        let mut apps = Vec::new();
         let r = rtcp::parse_compound(data, |item| match item {
-            RtcpItem::SenderReport(info) => seen.push(Seen::SenderReport {
-                ssrc: info.ssrc,
-                lsr: NtpTime(info.ntp).compact(),
-            }),
+            RtcpItem::SenderReport(info) => {
+                sr_ts = Some((info.ssrc, info.rtp_timestamp));
+                seen.push(Seen::SenderReport {
+                    ssrc: info.ssrc,
+                    lsr: NtpTime(info.ntp).compact(),
+                })
+            }
+            RtcpItem::Cc { ssrc, app } => apps.push((ssrc, app)),
             RtcpItem::Bye { ssrc } => seen.push(Seen::Bye { ssrc }),
             RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
             RtcpItem::ReportBlock { reporter, .. } => reporters.push(reporter),
-            // Another receiver's TFRC report (on a multicast group) is for the sender.
-            RtcpItem::Other { .. } | RtcpItem::Tfrc { .. } => ignored += 1,
+            RtcpItem::Other { .. } => ignored += 1,
         });
         if r.is_err() {
             self.counters.rtcp_malformed += 1;
             return false;
+        }
+        // The rate controller's announcements from the stream's sender (another receiver's
+        // report, on a multicast group, is for the sender: ignored). They follow a sender
+        // report whose RTP timestamp says when they were sent.
+        let clock = self.cfg.clock;
+        for (ssrc, app) in apps {
+            let announce = crate::cc_app::app_announce(&app);
+            match (self.cc.as_mut(), announce) {
+                (Some(cc), Some(a)) if cc.ssrc == ssrc => {
+                    let ts = sr_ts.filter(|(s, _)| *s == ssrc).map(|(_, t)| t);
+                    let ts = ts.unwrap_or(cc.last_rtp_ts);
+                    let sent = Timestamp::ZERO + clock.duration(cc.ts.unwrap(ts));
+                    cc.agent.on_announce(now, &a, sent);
+                }
+                _ => ignored += 1,
+            }
         }
         // Who is in the session first; a BYE in the same compound then takes its sender out.
         for (ssrc, cname) in cnames {
@@ -419,27 +497,48 @@ impl ReceiverSession {
     }
 
     pub fn poll_timeout(&self) -> Option<(Timestamp, ReceiverTimer)> {
-        self.next_report.map(|t| (t, ReceiverTimer::ReceiverReport))
+        let report = self.next_report.map(|t| (t, ReceiverTimer::ReceiverReport));
+        let cc = self
+            .cc
+            .as_ref()
+            .and_then(|c| c.agent.poll_timeout())
+            .map(|t| (t, ReceiverTimer::RateFeedback));
+        [report, cc].into_iter().flatten().min_by_key(|(t, _)| *t)
     }
 
-    /// Writes a receiver report into `buf` if one is due at `now`; returns its length.
+    /// Writes a receiver report into `buf` if one is due at `now` (a regular one, or one that
+    /// carries the rate controller's feedback, which goes out of turn); returns its length.
     pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
-        let due = self.next_report?;
-        if now < due {
+        let regular = self.next_report.is_some_and(|t| now >= t);
+        let app = self.cc.as_mut().and_then(|c| {
+            let r = c.agent.poll_report(now)?;
+            Some(crate::cc_app::report_app(&r, c.ssrc, c.last_rtp_ts))
+        });
+        if !regular && app.is_none() {
             return None;
         }
-        let n = self.write_report(now, buf, None)?;
-        self.schedule_report(now);
+        let n = self.write_report(now, buf, None, app.as_slice())?;
+        if regular {
+            self.schedule_report(now);
+        } else {
+            self.counters.cc_reports += 1;
+        }
         Some(n)
     }
 
     /// Writes a final receiver report with a BYE (RFC 3550 §6.6), for when the receiver stops.
     pub fn bye(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         self.next_report = None;
-        self.write_report(now, buf, Some("receiver stopped"))
+        self.write_report(now, buf, Some("receiver stopped"), &[])
     }
 
-    fn write_report(&mut self, now: Timestamp, buf: &mut [u8], bye: Option<&str>) -> Option<usize> {
+    fn write_report(
+        &mut self,
+        now: Timestamp,
+        buf: &mut [u8],
+        bye: Option<&str>,
+        apps: &[rtcp::CcApp],
+    ) -> Option<usize> {
         let mut blocks = [metronome_wire::rtcp::Block {
             ssrc: 0,
             fraction_lost: 0,
@@ -458,7 +557,7 @@ impl ReceiverSession {
             ssrc: self.cfg.ssrc,
             blocks: &blocks[..n],
         };
-        let len = rtcp::write_compound(buf, head, &self.cfg.cname, bye).ok()?;
+        let len = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, bye).ok()?;
         self.reports_sent += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, len);
         Some(len)

@@ -57,6 +57,8 @@ pub struct SenderCounters {
     pub events_dropped: u64,
     /// TFRC reports whose timestamp echo or delay made no round-trip sample.
     pub tfrc_unusable: u64,
+    /// Compound packets sent out of turn to carry the rate controller's APP packets.
+    pub cc_packets: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -79,6 +81,12 @@ pub enum SenderEvent {
     Tfrc {
         ssrc: u32,
         report: metronome_cc::TfrcReport,
+    },
+    /// A TFMCC receiver's report (RFC 4654 §2.2.2; `metronome_wire::TfmccFeedback`), its echo
+    /// of our RTP timestamp turned into our clock.
+    Tfmcc {
+        ssrc: u32,
+        report: metronome_cc::tfmcc::ReceiverFeedback,
     },
 }
 
@@ -166,10 +174,28 @@ impl SenderReports {
         wall: NtpTime,
         buf: &mut [u8],
     ) -> Option<usize> {
-        if now < self.next_sr? {
-            return None;
+        self.poll_transmit_with(now, wall, buf, &[])
+    }
+
+    /// [`SenderReports::poll_transmit`], with the rate controller's APP packets: they go at
+    /// once, after a sender report (whose RTP timestamp tells receivers when they were sent),
+    /// whether or not the regular one is due.
+    pub fn poll_transmit_with(
+        &mut self,
+        now: Timestamp,
+        wall: NtpTime,
+        buf: &mut [u8],
+        apps: &[rtcp::CcApp],
+    ) -> Option<usize> {
+        let due = self.next_sr.is_some_and(|t| now >= t);
+        if !due {
+            if apps.is_empty() {
+                return None;
+            }
+            self.counters.cc_packets += 1;
+            return self.write(now, wall, buf, None, apps);
         }
-        let n = self.write(now, wall, buf, None)?;
+        let n = self.write(now, wall, buf, None, apps)?;
         let inputs = IntervalInputs {
             members: self.receivers.len() as u32 + 1,
             senders: 1,
@@ -187,7 +213,7 @@ impl SenderReports {
     /// A last sender report with a BYE (RFC 3550 §6.6).
     pub fn bye(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
         self.next_sr = None;
-        self.write(now, wall, buf, Some("stream ended"))
+        self.write(now, wall, buf, Some("stream ended"), &[])
     }
 
     fn write(
@@ -196,6 +222,7 @@ impl SenderReports {
         wall: NtpTime,
         buf: &mut [u8],
         bye: Option<&str>,
+        apps: &[rtcp::CcApp],
     ) -> Option<usize> {
         let info = SenderInfo {
             ssrc: self.cfg.ssrc,
@@ -210,8 +237,8 @@ impl SenderReports {
             packet_count: self.packets_sent as u32,
             octet_count: self.octets_sent as u32,
         };
-        let n =
-            rtcp::write_compound(buf, ReportHead::Sender(info, &[]), &self.cfg.cname, bye).ok()?;
+        let head = ReportHead::Sender(info, &[]);
+        let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, bye).ok()?;
         self.counters.sender_reports += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
         Some(n)
@@ -225,10 +252,10 @@ impl SenderReports {
         let mut blocks = Vec::new();
         let mut byes = Vec::new();
         let mut cnames = Vec::new();
-        let mut tfrc = Vec::new();
+        let mut cc = Vec::new();
         let r = rtcp::parse_compound(data, |item| match item {
             RtcpItem::ReportBlock { reporter, block } => blocks.push((reporter, block)),
-            RtcpItem::Tfrc { reporter, feedback } => tfrc.push((reporter, feedback)),
+            RtcpItem::Cc { ssrc, app } => cc.push((ssrc, app)),
             RtcpItem::Bye { ssrc } => byes.push(ssrc),
             RtcpItem::Cname { ssrc, cname } => {
                 cnames.push((ssrc, String::from_utf8_lossy(cname).into_owned()))
@@ -278,19 +305,43 @@ impl SenderReports {
                 self.push_event(SenderEvent::ReceiverBye { ssrc });
             }
         }
-        for (reporter, fb) in tfrc {
-            if fb.media_ssrc != our {
-                self.counters.blocks_about_others += 1;
-                continue;
-            }
-            match self.tfrc_report(now, &fb) {
-                Some(report) => self.push_event(SenderEvent::Tfrc {
-                    ssrc: reporter,
-                    report,
-                }),
-                None => self.counters.tfrc_unusable += 1,
+        for (reporter, app) in cc {
+            match app {
+                rtcp::CcApp::TfrcFeedback(fb) if fb.media_ssrc == our => {
+                    match self.tfrc_report(now, &fb) {
+                        Some(report) => self.push_event(SenderEvent::Tfrc {
+                            ssrc: reporter,
+                            report,
+                        }),
+                        None => self.counters.tfrc_unusable += 1,
+                    }
+                }
+                rtcp::CcApp::TfmccFeedback(fb) if fb.media_ssrc == our => {
+                    let report = crate::cc_app::tfmcc_report(&fb, |ts| self.sent_at(now, ts));
+                    self.push_event(SenderEvent::Tfmcc {
+                        ssrc: reporter,
+                        report,
+                    });
+                }
+                rtcp::CcApp::TfrcFeedback(_) | rtcp::CcApp::TfmccFeedback(_) => {
+                    self.counters.blocks_about_others += 1
+                }
+                // A sender's announcement (another sender on the group): not for us.
+                _ => {}
             }
         }
+    }
+
+    /// When (on our clock) we sent the packet of RTP timestamp `ts`, as seen at `now`: `None`
+    /// unless it lies in the last half of the timestamp's range.
+    fn sent_at(&self, now: Timestamp, ts: u32) -> Option<Timestamp> {
+        let clock = self.cfg.clock;
+        let now_ts = clock.rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now);
+        let ago = now_ts.wrapping_sub(ts);
+        if ago >= 1 << 31 {
+            return None;
+        }
+        now.checked_sub(clock.duration(u64::from(ago)))
     }
 
     /// The TFRC report of `fb`, received at `now`: `None` if its timestamp echo is not of a

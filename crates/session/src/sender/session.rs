@@ -304,20 +304,21 @@ impl SenderSession {
                 SenderEvent::Tfrc { ssrc, report } => {
                     let fb = self.feedback(*ssrc).map_or_else(
                         || Feedback {
-                            receiver: *ssrc,
-                            from,
-                            fraction_lost: 0.0,
-                            cumulative_lost: 0,
-                            extended_highest_seq: 0,
-                            jitter: Duration::ZERO,
-                            rtt: None,
                             tfrc: Some(*report),
+                            ..Feedback::bare(*ssrc, from)
                         },
                         |fb| Feedback {
                             tfrc: Some(*report),
                             ..fb
                         },
                     );
+                    self.controller.on_feedback(now, &fb);
+                }
+                SenderEvent::Tfmcc { ssrc, report } => {
+                    let fb = Feedback {
+                        tfmcc: Some(*report),
+                        ..Feedback::bare(*ssrc, from)
+                    };
                     self.controller.on_feedback(now, &fb);
                 }
                 _ => {}
@@ -341,6 +342,7 @@ impl SenderSession {
                 .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
             // Receiver reports carry no loss event rate: TFRC's reports come their own way.
             tfrc: None,
+            tfmcc: None,
         })
     }
 
@@ -436,7 +438,9 @@ impl SenderSession {
 
     /// A sender report into `buf`, when one is due at `now` (`wall`: the NTP time of `now`).
     pub fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
-        self.reports.poll_transmit(now, wall, buf)
+        let announce = self.controller.poll_announce(now);
+        let apps: Vec<_> = announce.iter().map(crate::cc_app::announce_app).collect();
+        self.reports.poll_transmit_with(now, wall, buf, &apps)
     }
 
     /// The last sender report, with a BYE (RFC 3550 §6.6).

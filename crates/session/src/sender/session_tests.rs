@@ -346,7 +346,8 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
             ssrc: 0x77,
             blocks: &[],
         };
-        let n = rtcp::write_compound_with(&mut buf, head, "viewer", Some(fb), None).unwrap();
+        let apps = [rtcp::CcApp::TfrcFeedback(*fb)];
+        let n = rtcp::write_compound_with(&mut buf, head, "viewer", &apps, None).unwrap();
         let input = Input::Rtcp {
             wall: wall(ms(at)),
             from: "127.0.0.1:5005".parse().unwrap(),

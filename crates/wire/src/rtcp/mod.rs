@@ -3,6 +3,9 @@
 //! Building allocates a little (rtcp-types boxes each packet of a compound); RTCP is sent a few
 //! times a second at most, off the per-packet path.
 
+pub mod cc;
+
+pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 use rtcp_types::{
     App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
     RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport,
@@ -43,88 +46,6 @@ pub struct Block {
     pub dlsr: u32,
 }
 
-/// A TFRC receiver's report (RFC 5348 §3.2.2), carried in an RTCP APP packet (RFC 3550 §6.7)
-/// of name `TFRC`, subtype 0, whose SSRC is the reporting receiver's:
-///
-/// ```text
-///  0                   1                   2                   3
-///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
-/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-/// |V=2|P| subtype |   PT=APP=204  |          length = 6           |
-/// |                   SSRC of the receiver                        |
-/// |                      name = "TFRC"                            |
-/// |             SSRC of the media source reported on              |
-/// |   timestamp echo: RTP timestamp of the last packet received   |
-/// |   t_delay: µs from that packet's arrival to this report       |
-/// |   X_recv: bytes per second received over the last RTT         |
-/// |   p: the loss event rate, a fraction of 2^32 (0: none yet)    |
-/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
-/// ```
-///
-/// The sender knows when it sent the packet whose RTP timestamp is echoed (its timestamps are
-/// its due times), so `now − sent − t_delay` is a round-trip sample.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TfrcFeedback {
-    pub media_ssrc: u32,
-    pub timestamp_echo: u32,
-    pub t_delay_us: u32,
-    pub x_recv_bytes_per_s: u32,
-    /// The loss event rate as on the wire: `p × (2^32 − 1)`; see [`TfrcFeedback::p`].
-    pub p_fraction: u32,
-}
-
-impl TfrcFeedback {
-    /// The APP packet's name.
-    pub const NAME: &'static str = "TFRC";
-    const DATA_LEN: usize = 20;
-
-    /// The loss event rate, 0..=1.
-    pub fn p(&self) -> f64 {
-        self.p_fraction as f64 / u32::MAX as f64
-    }
-
-    /// `p` (0..=1) as on the wire.
-    pub fn fraction_of(p: f64) -> u32 {
-        (p.clamp(0.0, 1.0) * u32::MAX as f64).round() as u32
-    }
-
-    fn encode(&self) -> [u8; Self::DATA_LEN] {
-        let mut out = [0u8; Self::DATA_LEN];
-        for (i, v) in [
-            self.media_ssrc,
-            self.timestamp_echo,
-            self.t_delay_us,
-            self.x_recv_bytes_per_s,
-            self.p_fraction,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            out[4 * i..4 * i + 4].copy_from_slice(&v.to_be_bytes());
-        }
-        out
-    }
-
-    fn decode(data: &[u8]) -> Option<TfrcFeedback> {
-        let data: &[u8; Self::DATA_LEN] = data.try_into().ok()?;
-        let word = |i: usize| {
-            u32::from_be_bytes([
-                data[4 * i],
-                data[4 * i + 1],
-                data[4 * i + 2],
-                data[4 * i + 3],
-            ])
-        };
-        Some(TfrcFeedback {
-            media_ssrc: word(0),
-            timestamp_echo: word(1),
-            t_delay_us: word(2),
-            x_recv_bytes_per_s: word(3),
-            p_fraction: word(4),
-        })
-    }
-}
-
 /// One thing found in a compound packet, handed to the visitor of [`parse_compound`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum RtcpItem<'a> {
@@ -140,13 +61,13 @@ pub enum RtcpItem<'a> {
     Bye {
         ssrc: u32,
     },
-    /// A TFRC receiver's report ([`TfrcFeedback`]).
-    Tfrc {
-        reporter: u32,
-        feedback: TfrcFeedback,
+    /// A congestion-control APP packet ([`cc`]) from `ssrc`.
+    Cc {
+        ssrc: u32,
+        app: CcApp,
     },
     /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
-    /// TFRC APP packet of another length or subtype: counted by the caller.
+    /// congestion-control APP packet of another length or subtype: counted by the caller.
     Other {
         packet_type: u8,
     },
@@ -202,16 +123,12 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                     visit(RtcpItem::Bye { ssrc });
                 }
             }
-            Packet::App(app) => match TfrcFeedback::decode(app.data()) {
-                Some(feedback)
-                    if app.name() == *TfrcFeedback::NAME.as_bytes() && app.count() == 0 =>
-                {
-                    visit(RtcpItem::Tfrc {
-                        reporter: app.ssrc(),
-                        feedback,
-                    })
-                }
-                _ => visit(RtcpItem::Other {
+            Packet::App(app) => match CcApp::decode(app.name(), app.count(), app.data()) {
+                Some(cc) => visit(RtcpItem::Cc {
+                    ssrc: app.ssrc(),
+                    app: cc,
+                }),
+                None => visit(RtcpItem::Other {
                     packet_type: app.type_(),
                 }),
             },
@@ -265,18 +182,26 @@ pub fn write_compound(
     cname: &str,
     bye_reason: Option<&str>,
 ) -> Result<usize, RtcpError> {
-    write_compound_with(buf, head, cname, None, bye_reason)
+    write_compound_with(buf, head, cname, &[], bye_reason)
 }
 
-/// [`write_compound`], with a TFRC receiver's report after the CNAME (before a BYE).
+/// [`write_compound`], with congestion-control APP packets after the CNAME (before a BYE).
 pub fn write_compound_with(
     buf: &mut [u8],
     head: ReportHead<'_>,
     cname: &str,
-    tfrc: Option<&TfrcFeedback>,
+    apps: &[CcApp],
     bye_reason: Option<&str>,
 ) -> Result<usize, RtcpError> {
-    let tfrc_data = tfrc.map(TfrcFeedback::encode);
+    // rtcp-types' APP builder borrows its data: encode every packet's first.
+    let data: Vec<(&str, u8, Vec<u8>)> = apps
+        .iter()
+        .map(|a| {
+            let (name, subtype) = a.name_and_subtype();
+            let bytes = a.words().iter().flat_map(|w| w.to_be_bytes()).collect();
+            (name, subtype, bytes)
+        })
+        .collect();
     let (ssrc, compound) = match head {
         ReportHead::Sender(info, blocks) => {
             let mut sr = SenderReport::builder(info.ssrc)
@@ -300,8 +225,8 @@ pub fn write_compound_with(
     let sdes = Sdes::builder()
         .add_chunk(SdesChunk::builder(ssrc).add_item(SdesItem::builder(SdesItem::CNAME, cname)));
     let mut compound = compound.add_packet(sdes);
-    if let Some(data) = &tfrc_data {
-        compound = compound.add_packet(App::builder(ssrc, TfrcFeedback::NAME).data(data));
+    for (name, subtype, bytes) in &data {
+        compound = compound.add_packet(App::builder(ssrc, name).subtype(*subtype).data(bytes));
     }
     if let Some(reason) = bye_reason {
         compound = compound.add_packet(Bye::builder().add_source(ssrc).reason(reason));
@@ -391,7 +316,7 @@ mod tests {
     }
 
     #[test]
-    fn tfrc_feedback_rides_an_app_packet_and_other_apps_are_left_alone() {
+    fn congestion_control_apps_round_trip_and_other_apps_are_left_alone() {
         let fb = TfrcFeedback {
             media_ssrc: 0xdead_beef,
             timestamp_echo: 90_000,
@@ -399,44 +324,65 @@ mod tests {
             x_recv_bytes_per_s: 125_000,
             p_fraction: TfrcFeedback::fraction_of(0.01),
         };
+        let apps = [
+            CcApp::TfrcFeedback(fb),
+            CcApp::TfrcRtt(TfrcRtt { rtt_us: 41_000 }),
+            CcApp::TfmccSender(TfmccSender {
+                round: 65_535,
+                flags: TfmccSender::SLOW_START,
+                x_supp: u32::MAX,
+                r_max_us: 80_000,
+                feedback_delay_us: 480_000,
+                clr: 7,
+                echo_ssrc: 8,
+                echo_ts_us: 0xffff_fff0,
+                echo_delay_us: 12,
+                x_send: 500_000,
+            }),
+            CcApp::TfmccFeedback(TfmccFeedback {
+                media_ssrc: 42,
+                ts_us: 1,
+                rtt_us: 2,
+                x_calc: 3,
+                x_recv: 4,
+                p_fraction: cc::fraction_of(0.5),
+                round: 9,
+                flags: TfmccFeedback::HAVE_RTT | TfmccFeedback::LEAVING,
+                echo_rtp_ts: 90_000,
+                echo_delay_us: 77,
+            }),
+        ];
         let mut buf = [0u8; 1500];
         let head = ReportHead::Receiver {
             ssrc: 5,
             blocks: &[block()],
         };
-        let n = write_compound_with(&mut buf, head, "r", Some(&fb), Some("bye")).unwrap();
+        let n = write_compound_with(&mut buf, head, "r", &apps, Some("bye")).unwrap();
         let mut got = Vec::new();
         parse_compound(&buf[..n], |i| {
-            if let RtcpItem::Tfrc { reporter, feedback } = i {
-                got.push((reporter, feedback));
+            if let RtcpItem::Cc { ssrc, app } = i {
+                got.push((ssrc, app));
             }
         })
         .unwrap();
-        assert_eq!(got.len(), 1);
-        let (reporter, back) = got[0];
-        assert_eq!(reporter, 5);
-        assert_eq!(
-            (
-                back.media_ssrc,
-                back.timestamp_echo,
-                back.t_delay_us,
-                back.x_recv_bytes_per_s
-            ),
-            (0xdead_beef, 90_000, 1234, 125_000)
-        );
-        assert!((back.p() - 0.01).abs() < 1e-9, "{}", back.p());
-        assert_eq!(back, fb);
-        // The APP packet: name TFRC, 20 bytes of data, 32 bytes in all (length field 7).
+        assert_eq!(got, apps.iter().map(|a| (5, *a)).collect::<Vec<_>>());
+        assert!((fb.p() - 0.01).abs() < 1e-9, "{}", fb.p());
+        // The TFRC report: name TFRC, subtype 0, 20 bytes of data, 32 bytes in all (length 7).
         let app = &buf[..n]
             .windows(4)
             .position(|w| w == b"TFRC")
             .map(|at| &buf[at - 8..at + 24])
             .unwrap();
-        assert_eq!((app[1], u16::from_be_bytes([app[2], app[3]])), (204, 7));
-        // Another APP, or a TFRC APP cut short, is counted as other, not misread.
+        assert_eq!(
+            (app[0] & 0x1f, app[1], u16::from_be_bytes([app[2], app[3]])),
+            (0, 204, 7)
+        );
+        // Another APP, one of these names cut short or of another subtype, is counted as
+        // other, not misread.
         let other = App::builder(9, "ABCD").data(&[0u8; 20]);
         let short = App::builder(9, "TFRC").data(&[0u8; 8]);
-        for p in [other, short] {
+        let subtype = App::builder(9, "TFMC").subtype(5).data(&[0u8; 36]);
+        for p in [other, short, subtype] {
             let mut b = [0u8; 200];
             let rr = ReceiverReport::builder(9);
             let n = Compound::builder()

@@ -1,0 +1,89 @@
+//! The receiving end of a rate controller: what a receiver runs beside its RTCP reports when
+//! the sender's controller needs more than receiver reports (TFRC, TFMCC). The receiver
+//! session feeds it every data packet of the stream and every announcement of the sender, and
+//! sends what [`Agent::poll_report`] gives.
+
+use crate::tfmcc::{self, TfmccReceiver, TfmccReceiverConfig};
+use crate::tfrc::receiver::ReceiverReport;
+use crate::tfrc::TfrcReceiver;
+use crate::Announce;
+use metronome_time::Timestamp;
+use std::time::Duration;
+
+/// Which receiver to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AgentKind {
+    /// Receiver reports only (fixed rate, ASMP).
+    #[default]
+    None,
+    Tfrc,
+    Tfmcc,
+}
+
+/// What a receiver reports.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum AgentReport {
+    Tfrc(ReceiverReport),
+    Tfmcc(tfmcc::ReceiverFeedback),
+}
+
+#[derive(Clone, Debug)]
+pub enum Agent {
+    Tfrc(Box<TfrcReceiver>),
+    Tfmcc(Box<TfmccReceiver>),
+}
+
+impl Agent {
+    /// The receiver of `kind` (`None` for receiver reports only); `id` is the receiver's SSRC.
+    pub fn new(kind: AgentKind, id: u32, seed: u64) -> Option<Agent> {
+        match kind {
+            AgentKind::None => None,
+            // RFC 5348 §6: until the sender tells its RTT, a receiver assumes 500 ms.
+            AgentKind::Tfrc => Some(Agent::Tfrc(Box::new(TfrcReceiver::new(
+                Duration::from_millis(500),
+            )))),
+            AgentKind::Tfmcc => Some(Agent::Tfmcc(Box::new(TfmccReceiver::new(
+                TfmccReceiverConfig::new(id, seed),
+            )))),
+        }
+    }
+
+    /// A data packet: `seq` extended, `rtp_ts` its RTP timestamp, `sent` that timestamp on
+    /// the sender's clock, `size` bytes, arrived at `now`.
+    pub fn on_packet(
+        &mut self,
+        now: Timestamp,
+        seq: u64,
+        rtp_ts: u32,
+        sent: Timestamp,
+        size: usize,
+    ) {
+        match self {
+            Agent::Tfrc(r) => r.on_packet(now, seq, rtp_ts, sent, size),
+            Agent::Tfmcc(r) => r.on_packet(now, seq, sent, size),
+        }
+    }
+
+    /// The sender's announcement, sent at `sent` on its clock, arrived at `now`.
+    pub fn on_announce(&mut self, now: Timestamp, a: &Announce, sent: Timestamp) {
+        match (self, a) {
+            (Agent::Tfrc(r), Announce::TfrcRtt(rtt)) => r.set_rtt(*rtt),
+            (Agent::Tfmcc(r), Announce::Tfmcc(info)) => r.on_sender_info(now, info, sent),
+            _ => {}
+        }
+    }
+
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        match self {
+            Agent::Tfrc(r) => r.poll_timeout(),
+            Agent::Tfmcc(r) => r.poll_timeout(),
+        }
+    }
+
+    pub fn poll_report(&mut self, now: Timestamp) -> Option<AgentReport> {
+        match self {
+            Agent::Tfrc(r) => r.poll_report(now).map(AgentReport::Tfrc),
+            Agent::Tfmcc(r) => r.poll_report(now).map(AgentReport::Tfmcc),
+        }
+    }
+}

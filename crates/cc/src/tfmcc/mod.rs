@@ -1,0 +1,73 @@
+//! TFMCC, TCP-Friendly Multicast Congestion Control (RFC 4654), sans-IO: one sending rate for
+//! a whole group, set by its slowest receiver.
+//!
+//! - [`receiver`]: each receiver's TCP-friendly rate (TFRC's equation and loss history), its
+//!   RTT (timestamp echo, adjusted between echoes by the one-way delay), and when it answers a
+//!   feedback round (a random exponential timer, biased to low rates, and suppression);
+//! - [`sender`]: feedback rounds, the suppression rate, the current limiting receiver (CLR),
+//!   `R_max`, slow start, the increase limit, and the halvings when the CLR or everyone falls
+//!   silent, behind [`crate::RateController`].
+//!
+//! RFC 4654 puts the sender's fields in every data packet; over RTP they travel as an RTCP
+//! APP packet ([`SenderInfo`], `TFMC` subtype 0, see `metronome_wire::rtcp::cc`) that the
+//! sender sends whenever they change (a new round, a lower suppression rate, an echo, a new
+//! CLR) and at least once per `R_max`; receivers answer with [`ReceiverFeedback`] (`TFMC`
+//! subtype 1). The RFC text used is the one at the IETF (August 2006); section numbers in the
+//! code are its.
+
+pub mod receiver;
+pub mod sender;
+
+pub use receiver::{TfmccReceiver, TfmccReceiverConfig};
+pub use sender::{TfmccConfig, TfmccSender};
+
+use std::time::Duration;
+
+/// A receiver's timestamp, echoed by the sender (RFC 4654 §2.2.1: `r`, `tr_r'`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Echo {
+    pub receiver: u32,
+    /// The receiver's timestamp, µs of its clock (32 bits, wrapping).
+    pub ts_us: u32,
+    /// How long the sender held it before echoing.
+    pub delay: Duration,
+}
+
+/// What the sender tells the group (RFC 4654 §2.2.1).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SenderInfo {
+    /// The feedback round (`fb_nr`).
+    pub round: u16,
+    pub slow_start: bool,
+    /// The suppression rate, bytes/s (`INFINITY`: no feedback this round yet).
+    pub x_supp: f64,
+    pub r_max: Duration,
+    /// This round's feedback delay `T`.
+    pub feedback_delay: Duration,
+    /// The current limiting receiver.
+    pub clr: Option<u32>,
+    pub echo: Option<Echo>,
+    /// The sending rate, bytes/s.
+    pub x_send: f64,
+}
+
+/// What a receiver reports (RFC 4654 §2.2.2).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ReceiverFeedback {
+    /// The receiver's clock, µs (wrapping), for the sender to echo.
+    pub ts_us: u32,
+    /// Its measured RTT (`None`: not measured yet, `have_RTT` clear).
+    pub rtt: Option<Duration>,
+    /// `X_r`, the rate it allows, bytes/s.
+    pub x_r: f64,
+    /// What it receives, bytes/s.
+    pub x_recv: f64,
+    pub p: f64,
+    /// The sender's clock of the last data packet received, and how long ago it came (RFC
+    /// 4654 §2.2.2's `ts_i'`): the sender's own RTT sample for a receiver that has none.
+    pub echo: Option<(metronome_time::Timestamp, Duration)>,
+    /// The round it answers.
+    pub round: u16,
+    pub have_loss: bool,
+    pub leaving: bool,
+}

@@ -1,0 +1,293 @@
+//! A TFMCC sender and a whole group of receivers in virtual time: each receiver has its own
+//! path delay and loss rate; data and the sender's announcements go down, reports come back.
+//! What RFC 4654 promises is checked here: the feedback per round stays bounded however large
+//! the group (10 000 receivers), the slowest receiver becomes the CLR (also one that joins
+//! late), and the rate follows it.
+
+use metronome_cc::tfmcc::{ReceiverFeedback, SenderInfo, TfmccReceiver, TfmccReceiverConfig};
+use metronome_cc::{Announce, RateController, TfmccConfig, TfmccSender};
+use metronome_time::{Bitrate, Timestamp};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
+use std::time::Duration;
+
+const S: usize = 1000;
+
+#[derive(Clone, Copy)]
+struct Member {
+    one_way: Duration,
+    loss: f64,
+    joins: Timestamp,
+}
+
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// Packet `seq` (sent at `sent`) reaches delay class `class`.
+    Data {
+        class: usize,
+        seq: u64,
+        sent: u64,
+    },
+    /// Announcement `idx` reaches delay class `class`.
+    Info {
+        class: usize,
+        idx: usize,
+    },
+    /// Receiver `r`'s report `idx` reaches the sender.
+    Report {
+        r: usize,
+        idx: usize,
+    },
+    Timer {
+        r: usize,
+    },
+    Sender,
+}
+
+struct Outcome {
+    /// Non-CLR reports per finished round (rounds after the first `skip`).
+    per_round: Vec<u64>,
+    /// (time s, rate B/s, CLR) after every sender event, sampled each 100 ms.
+    trace: Vec<(f64, f64, Option<u32>)>,
+    sender: TfmccSender,
+}
+
+/// Runs `secs` of a group whose members are given; delay classes are members' distinct
+/// one-way delays (a data packet is one event per class, not per receiver).
+fn run(members: &[Member], secs: u64, max_rate: Bitrate, seed: u64) -> Outcome {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut sender = TfmccSender::new(TfmccConfig::new(S as u32, max_rate), Timestamp::ZERO);
+    let mut rx: Vec<TfmccReceiver> = (0..members.len())
+        .map(|i| TfmccReceiver::new(TfmccReceiverConfig::new(i as u32 + 1, seed ^ i as u64)))
+        .collect();
+    let mut classes: Vec<Duration> = members.iter().map(|m| m.one_way).collect();
+    classes.sort();
+    classes.dedup();
+    let class_of: Vec<usize> = members
+        .iter()
+        .map(|m| classes.binary_search(&m.one_way).unwrap())
+        .collect();
+    let mut in_class: Vec<Vec<usize>> = vec![Vec::new(); classes.len()];
+    for (i, &c) in class_of.iter().enumerate() {
+        in_class[c].push(i);
+    }
+    let mut heap: BinaryHeap<Reverse<(u64, Ev)>> = BinaryHeap::new();
+    let mut infos: Vec<(SenderInfo, u64)> = Vec::new();
+    let mut reports: Vec<ReceiverFeedback> = Vec::new();
+    let mut timers: Vec<Option<Timestamp>> = vec![None; members.len()];
+    let end = Timestamp::from_secs(secs);
+    let mut next_send = Timestamp::ZERO;
+    let mut seq = 0u64;
+    let mut round_reports: BTreeMap<u16, u64> = BTreeMap::new();
+    let mut trace = Vec::new();
+    let mut next_sample = 0.0;
+    heap.push(Reverse((0, Ev::Sender)));
+    while let Some(Reverse((t, ev))) = heap.pop() {
+        let now = Timestamp::from_nanos(t);
+        if now >= end {
+            break;
+        }
+        let mut touched: Vec<usize> = Vec::new();
+        match ev {
+            Ev::Sender => {
+                sender.handle_timeout(now);
+                if now >= next_send {
+                    for (c, d) in classes.iter().enumerate() {
+                        let at = now + *d;
+                        heap.push(Reverse((
+                            at.as_nanos(),
+                            Ev::Data {
+                                class: c,
+                                seq,
+                                sent: t,
+                            },
+                        )));
+                    }
+                    seq += 1;
+                    sender.on_sent(now, S as u64);
+                    let gap = S as f64 / (sender.target_rate().as_bps() as f64 / 8.0).max(1.0);
+                    next_send = now + Duration::from_secs_f64(gap);
+                }
+            }
+            Ev::Data { class, seq, sent } => {
+                for &r in &in_class[class] {
+                    let m = &members[r];
+                    if now < m.joins || rng.random::<f64>() < m.loss {
+                        continue;
+                    }
+                    rx[r].on_packet(now, seq, Timestamp::from_nanos(sent), S);
+                }
+            }
+            Ev::Info { class, idx } => {
+                let (info, sent) = infos[idx];
+                for &r in &in_class[class] {
+                    if now < members[r].joins {
+                        continue;
+                    }
+                    rx[r].on_sender_info(now, &info, Timestamp::from_nanos(sent));
+                    touched.push(r);
+                }
+            }
+            Ev::Report { r, idx } => {
+                let fb = reports[idx];
+                let clr = sender.clr();
+                if clr != Some(r as u32 + 1) {
+                    *round_reports.entry(fb.round).or_default() += 1;
+                }
+                let feedback = metronome_cc::Feedback {
+                    tfmcc: Some(fb),
+                    ..metronome_cc::Feedback::bare(r as u32 + 1, "10.0.0.1:5005".parse().unwrap())
+                };
+                sender.on_feedback(now, &feedback);
+            }
+            Ev::Timer { r } => {
+                if timers[r] == Some(now) {
+                    timers[r] = None;
+                    touched.push(r);
+                }
+            }
+        }
+        for r in touched {
+            if let Some(fb) = rx[r].poll_report(now) {
+                reports.push(fb);
+                let at = now + members[r].one_way;
+                heap.push(Reverse((
+                    at.as_nanos(),
+                    Ev::Report {
+                        r,
+                        idx: reports.len() - 1,
+                    },
+                )));
+            }
+            let next = rx[r].poll_timeout();
+            if let Some(at) = next.filter(|_| next != timers[r]) {
+                timers[r] = next;
+                heap.push(Reverse((at.as_nanos(), Ev::Timer { r })));
+            }
+        }
+        // The sender: announcements, its timers, its next packet.
+        while let Some(Announce::Tfmcc(info)) = sender.poll_announce(now) {
+            infos.push((info, t));
+            for (c, d) in classes.iter().enumerate() {
+                heap.push(Reverse((
+                    (now + *d).as_nanos(),
+                    Ev::Info {
+                        class: c,
+                        idx: infos.len() - 1,
+                    },
+                )));
+            }
+        }
+        if now.as_secs_f64() >= next_sample {
+            trace.push((now.as_secs_f64(), sender.rate_bytes_per_s(), sender.clr()));
+            next_sample += 0.1;
+        }
+        let wake = sender.poll_timeout().map(|(w, _)| w).unwrap_or(end);
+        let wake = wake.min(next_send).max(now + Duration::from_micros(1));
+        if matches!(ev, Ev::Sender) || heap.iter().all(|Reverse((_, e))| *e != Ev::Sender) {
+            heap.push(Reverse((wake.as_nanos(), Ev::Sender)));
+        }
+    }
+    let last = sender.round();
+    let per_round = round_reports
+        .iter()
+        .filter(|(r, _)| **r >= 2 && **r < last)
+        .map(|(_, n)| *n)
+        .collect();
+    Outcome {
+        per_round,
+        trace,
+        sender,
+    }
+}
+
+fn group(n: usize, seed: u64) -> Vec<Member> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| Member {
+            // 10 delay classes, 10–55 ms one way.
+            one_way: Duration::from_millis(10 + 5 * rng.random_range(0..10u64)),
+            loss: 0.02 + 0.02 * rng.random::<f64>(),
+            joins: Timestamp::ZERO,
+        })
+        .collect()
+}
+
+fn summary(o: &Outcome) -> (f64, u64) {
+    let n = o.per_round.len().max(1) as f64;
+    let mean = o.per_round.iter().sum::<u64>() as f64 / n;
+    (mean, o.per_round.iter().copied().max().unwrap_or(0))
+}
+
+#[test]
+fn feedback_per_round_stays_bounded_from_100_to_10_000_receivers() {
+    let mut figures = Vec::new();
+    for n in [100, 1_000, 10_000] {
+        let o = run(&group(n, 7), 40, Bitrate::mbps(2), 11);
+        let (mean, max) = summary(&o);
+        println!(
+            "{n:>6} receivers: {} rounds, non-CLR reports per round mean {mean:.1}, max {max}; rate {:.0} B/s, CLR {:?}, counters {:?}",
+            o.per_round.len(),
+            o.sender.rate_bytes_per_s(),
+            o.sender.clr(),
+            o.sender.counters()
+        );
+        assert!(o.per_round.len() >= 5, "{n}: too few rounds to judge");
+        figures.push((n, mean, max));
+    }
+    // A hundred times the receivers: nowhere near a hundred times the feedback (RFC 4654's
+    // timers give about N^(RTT/T) answers), and never an implosion.
+    let (_, small, _) = figures[0];
+    let (_, large, large_max) = figures[2];
+    assert!(large < 4.0 * small.max(1.0), "{figures:?}");
+    assert!(large_max < 100, "{figures:?}");
+}
+
+#[test]
+fn the_slowest_receiver_becomes_the_clr_also_when_it_joins_late_and_the_rate_follows() {
+    let mut members = group(300, 3);
+    // A receiver with much more loss joins at 20 s.
+    members.push(Member {
+        one_way: Duration::from_millis(30),
+        loss: 0.15,
+        joins: Timestamp::from_secs(20),
+    });
+    let slow = members.len() as u32;
+    let o = run(&members, 40, Bitrate::mbps(2), 5);
+    let before: Vec<_> = o
+        .trace
+        .iter()
+        .filter(|s| s.0 > 15.0 && s.0 < 20.0)
+        .collect();
+    let after: Vec<_> = o.trace.iter().filter(|s| s.0 > 32.0).collect();
+    let mean = |v: &[&(f64, f64, Option<u32>)]| v.iter().map(|s| s.1).sum::<f64>() / v.len() as f64;
+    let (rate_before, rate_after) = (mean(&before), mean(&after));
+    println!(
+        "rate before {rate_before:.0} B/s (CLR {:?}), after the slow receiver joined {rate_after:.0} B/s (CLR {:?})",
+        before.last().map(|s| s.2),
+        after.last().map(|s| s.2)
+    );
+    assert!(before.iter().all(|s| s.2 != Some(slow)));
+    // It is the CLR soon after it joins, and most of the time from then on (a receiver of
+    // the others can still be the lowest for a moment, after a burst of losses).
+    let first = o.trace.iter().find(|s| s.2 == Some(slow)).map(|s| s.0);
+    let led = after.iter().filter(|s| s.2 == Some(slow)).count() as f64 / after.len() as f64;
+    println!(
+        "CLR from {first:?} s, then {:.0} % of the time; R_max {:?}, T {:?}",
+        led * 100.0,
+        o.sender.r_max(),
+        o.sender.feedback_delay()
+    );
+    // Within a few feedback rounds of joining (it needs a loss event, then a round).
+    assert!(
+        first.is_some_and(|t| t < 20.0 + 4.0 * o.sender.feedback_delay().as_secs_f64()),
+        "{first:?}"
+    );
+    assert!(led > 0.4, "{led}");
+    assert!(
+        rate_after < 0.6 * rate_before,
+        "{rate_before} -> {rate_after}"
+    );
+}

@@ -1,0 +1,127 @@
+//! Rate control's messages between their `metronome_cc` form and the RTCP APP packets that carry
+//! them (`metronome_wire::rtcp::cc`): the one place that knows both.
+
+use metronome_cc::receiver::AgentReport;
+use metronome_cc::tfmcc::{Echo, ReceiverFeedback, SenderInfo};
+use metronome_cc::Announce;
+use metronome_wire::rtcp::cc::{fraction_of, rate_word};
+use metronome_wire::rtcp::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
+use std::time::Duration;
+
+fn us(d: Duration) -> u32 {
+    d.as_micros().min(u32::MAX as u128) as u32
+}
+
+fn rate(word: u32) -> f64 {
+    if word == u32::MAX {
+        f64::INFINITY
+    } else {
+        word as f64
+    }
+}
+
+/// A sender's announcement as an APP packet.
+pub fn announce_app(a: &Announce) -> CcApp {
+    match a {
+        Announce::TfrcRtt(rtt) => CcApp::TfrcRtt(TfrcRtt { rtt_us: us(*rtt) }),
+        Announce::Tfmcc(i) => {
+            let echo = i.echo;
+            CcApp::TfmccSender(TfmccSender {
+                round: i.round,
+                flags: if i.slow_start {
+                    TfmccSender::SLOW_START
+                } else {
+                    0
+                },
+                x_supp: rate_word(i.x_supp),
+                r_max_us: us(i.r_max),
+                feedback_delay_us: us(i.feedback_delay),
+                clr: i.clr.unwrap_or(0),
+                echo_ssrc: echo.map_or(0, |e| e.receiver),
+                echo_ts_us: echo.map_or(0, |e| e.ts_us),
+                echo_delay_us: echo.map_or(0, |e| us(e.delay)),
+                x_send: rate_word(i.x_send),
+            })
+        }
+    }
+}
+
+/// An APP packet from a sender, as its announcement (`None`: not one).
+pub fn app_announce(app: &CcApp) -> Option<Announce> {
+    match *app {
+        CcApp::TfrcRtt(r) => Some(Announce::TfrcRtt(Duration::from_micros(r.rtt_us as u64))),
+        CcApp::TfmccSender(s) => Some(Announce::Tfmcc(SenderInfo {
+            round: s.round,
+            slow_start: s.flags & TfmccSender::SLOW_START != 0,
+            x_supp: rate(s.x_supp),
+            r_max: Duration::from_micros(s.r_max_us as u64),
+            feedback_delay: Duration::from_micros(s.feedback_delay_us as u64),
+            clr: (s.clr != 0).then_some(s.clr),
+            echo: (s.echo_ssrc != 0).then_some(Echo {
+                receiver: s.echo_ssrc,
+                ts_us: s.echo_ts_us,
+                delay: Duration::from_micros(s.echo_delay_us as u64),
+            }),
+            x_send: rate(s.x_send),
+        })),
+        _ => None,
+    }
+}
+
+/// A receiver's report about source `media_ssrc` as an APP packet; `last_rtp_ts` is the RTP
+/// timestamp of the last packet the receiver's agent was given (TFMCC's echo).
+pub fn report_app(r: &AgentReport, media_ssrc: u32, last_rtp_ts: u32) -> CcApp {
+    match r {
+        AgentReport::Tfrc(t) => CcApp::TfrcFeedback(TfrcFeedback {
+            media_ssrc,
+            timestamp_echo: t.timestamp_echo,
+            t_delay_us: us(t.t_delay),
+            x_recv_bytes_per_s: rate_word(t.x_recv_bytes_per_s),
+            p_fraction: fraction_of(t.p),
+        }),
+        AgentReport::Tfmcc(f) => {
+            let mut flags = 0;
+            if f.rtt.is_some() {
+                flags |= TfmccFeedback::HAVE_RTT;
+            }
+            if f.have_loss {
+                flags |= TfmccFeedback::HAVE_LOSS;
+            }
+            if f.leaving {
+                flags |= TfmccFeedback::LEAVING;
+            }
+            CcApp::TfmccFeedback(TfmccFeedback {
+                media_ssrc,
+                ts_us: f.ts_us,
+                rtt_us: f.rtt.map_or(0, |r| us(r).max(1)),
+                x_calc: rate_word(f.x_r),
+                x_recv: rate_word(f.x_recv),
+                p_fraction: fraction_of(f.p),
+                round: f.round,
+                flags,
+                echo_rtp_ts: last_rtp_ts,
+                echo_delay_us: f.echo.map_or(0, |(_, d)| us(d)),
+            })
+        }
+    }
+}
+
+/// A TFMCC receiver's APP packet as its report; `echo_sent` turns its RTP timestamp echo into
+/// the sender's clock (`None`: not of a recent packet).
+pub fn tfmcc_report(
+    f: &TfmccFeedback,
+    echo_sent: impl FnOnce(u32) -> Option<metronome_time::Timestamp>,
+) -> ReceiverFeedback {
+    let has = |flag| f.flags & flag != 0;
+    ReceiverFeedback {
+        ts_us: f.ts_us,
+        rtt: has(TfmccFeedback::HAVE_RTT).then(|| Duration::from_micros(f.rtt_us as u64)),
+        x_r: rate(f.x_calc),
+        x_recv: rate(f.x_recv),
+        p: f.p(),
+        echo: echo_sent(f.echo_rtp_ts).map(|t| (t, Duration::from_micros(f.echo_delay_us as u64))),
+        round: f.round,
+        have_loss: has(TfmccFeedback::HAVE_LOSS),
+        leaving: has(TfmccFeedback::LEAVING),
+    }
+}

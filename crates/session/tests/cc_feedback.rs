@@ -1,0 +1,203 @@
+//! Rate control end to end through the sessions' own RTCP bytes: a sender session with a TFMCC
+//! (or TFRC) controller, receiver sessions running its receiving end, RTP and RTCP carried by
+//! hand with a fixed delay each way, one receiver losing packets. The receivers measure their
+//! RTT from the sender's echoes, report in RTCP APP packets, and the sender makes the lossy one
+//! its current limiting receiver.
+
+use metronome_cc::receiver::{Agent, AgentKind};
+use metronome_cc::{RateController, TfmccConfig, TfmccSender, TfrcConfig, TfrcSender};
+use metronome_sched::PacingConfig;
+use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
+use metronome_session::sender::{
+    Input, JobConfig, Queued, SenderReportsConfig, SenderSession, SenderSessionConfig, Transmit,
+};
+use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
+use metronome_wire::rtp::{write_packet, RtpHeader};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+const SSRC: u32 = 0xabc;
+const ONE_WAY: Duration = Duration::from_millis(25);
+
+fn wall(t: Timestamp) -> NtpTime {
+    NtpTime::from_unix_nanos(1_767_225_600_000_000_000 + t.as_nanos())
+}
+
+fn sender(cc: Box<dyn RateController>) -> SenderSession {
+    let cfg = SenderSessionConfig {
+        reports: SenderReportsConfig {
+            ssrc: SSRC,
+            cname: "sender".into(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: 0,
+            session_bw_bps: 2_000_000,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_receivers: 8,
+            seed: 1,
+        },
+        pacing: PacingConfig::default(),
+        jobs: JobConfig {
+            period: None,
+            deadline: Duration::from_millis(2),
+        },
+        queue_capacity: 4096,
+    };
+    SenderSession::new(cfg, Timestamp::ZERO, cc)
+}
+
+fn rtp(seq: u16, due: Timestamp) -> Vec<u8> {
+    let mut payload = [0u8; 1316];
+    for c in payload.chunks_exact_mut(188) {
+        c[0] = 0x47;
+    }
+    let hdr = RtpHeader {
+        payload_type: 33,
+        sequence: seq,
+        timestamp: MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, due),
+        ssrc: SSRC,
+        marker: false,
+    };
+    let mut buf = vec![0u8; 1500];
+    let n = write_packet(&mut buf, &hdr, false, &payload).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+enum Msg {
+    Rtp(Vec<u8>),
+    Rtcp(Vec<u8>),
+}
+
+/// Runs `secs` of 1 Mbit/s (packets every 10.7 ms); receiver `k` loses every `loss_every[k]`th
+/// packet (0: none). Returns the sender and receivers at the end.
+fn run(
+    cc: Box<dyn RateController>,
+    kind: AgentKind,
+    loss_every: &[u64],
+    secs: u64,
+) -> (SenderSession, Vec<ReceiverSession>) {
+    let mut s = sender(cc);
+    let mut rx: Vec<ReceiverSession> = (0..loss_every.len())
+        .map(|k| {
+            ReceiverSession::new(ReceiverConfig {
+                ssrc: 100 + k as u32,
+                cname: format!("r{k}"),
+                seed: k as u64,
+                cc: kind,
+                ..ReceiverConfig::default()
+            })
+        })
+        .collect();
+    let gap = Duration::from_micros(10_700);
+    let n = (secs * 1_000_000 / 10_700) as u32;
+    let mut down: VecDeque<(Timestamp, Msg)> = VecDeque::new();
+    let mut up: VecDeque<(Timestamp, Vec<u8>)> = VecDeque::new();
+    let mut queued = 0u32;
+    let mut buf = vec![0u8; 1500];
+    let step = Duration::from_millis(1);
+    let mut now = Timestamp::ZERO;
+    while now < Timestamp::from_secs(secs) {
+        while queued < n && queued < 64 + (now.as_nanos() / gap.as_nanos() as u64) as u32 {
+            let q = Queued {
+                id: queued,
+                packets: 1,
+                due: Timestamp::ZERO + gap * queued,
+                wire_len: 1344,
+                payload_len: 1316,
+            };
+            s.handle_input(now, Input::Packet(q)).unwrap();
+            queued += 1;
+        }
+        s.handle_timeout(now);
+        while let Some(t) = s.poll_transmit(now) {
+            if let Transmit::Send { id, due, .. } = t {
+                down.push_back((now + ONE_WAY, Msg::Rtp(rtp(id as u16, due))));
+            }
+        }
+        if let Some(len) = s.poll_rtcp(now, wall(now), &mut buf) {
+            down.push_back((now + ONE_WAY, Msg::Rtcp(buf[..len].to_vec())));
+        }
+        while s.poll_event().is_some() {}
+        while down.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, m) = down.pop_front().unwrap();
+            for (k, r) in rx.iter_mut().enumerate() {
+                match &m {
+                    Msg::Rtp(p) => {
+                        let seq = u16::from_be_bytes([p[2], p[3]]) as u64;
+                        if loss_every[k] > 0 && seq % loss_every[k] == 7 {
+                            continue;
+                        }
+                        let _ = r.handle_rtp(now, Some(wall(now)), p);
+                    }
+                    Msg::Rtcp(p) => {
+                        r.handle_rtcp(now, p);
+                    }
+                }
+            }
+        }
+        for r in rx.iter_mut() {
+            if let Some(len) = r.poll_transmit(now, &mut buf) {
+                up.push_back((now + ONE_WAY, buf[..len].to_vec()));
+            }
+            while r.poll_event().is_some() {}
+        }
+        while up.front().is_some_and(|(t, _)| *t <= now) {
+            let (_, p) = up.pop_front().unwrap();
+            let input = Input::Rtcp {
+                wall: wall(now),
+                from: "10.0.0.2:5005".parse().unwrap(),
+                data: &p,
+            };
+            s.handle_input(now, input).unwrap();
+        }
+        now += step;
+    }
+    (s, rx)
+}
+
+#[test]
+fn tfmcc_over_rtcp_makes_the_lossy_receiver_the_clr_and_measures_rtts() {
+    let cc = TfmccSender::new(TfmccConfig::new(1372, Bitrate::mbps(10)), Timestamp::ZERO);
+    // Receiver 1 loses one packet in 20, the others nothing.
+    let (s, rx) = run(Box::new(cc), AgentKind::Tfmcc, &[0, 20, 0], 20);
+    let rate = s.target_rate();
+    let out_of_turn: Vec<u64> = rx.iter().map(|r| r.counters().cc_reports).collect();
+    println!(
+        "target {rate}, receivers' out-of-turn reports {out_of_turn:?}, sender's extra RTCP {}",
+        s.reports().counters().cc_packets
+    );
+    // Every receiver answered (the first round has no suppression rate yet), the sender
+    // announced rounds and echoes out of turn.
+    assert!(out_of_turn.iter().all(|n| *n > 0), "{out_of_turn:?}");
+    // The lossy receiver is the CLR: it reports once per RTT, the others only in rounds.
+    assert!(
+        out_of_turn[1] > 2 * out_of_turn[0].max(out_of_turn[2]),
+        "{out_of_turn:?}"
+    );
+    // Each measured its RTT from the sender's echoes: 50 ms, give or take the 1 ms steps.
+    for r in &rx {
+        let Some(Agent::Tfmcc(t)) = r.cc_agent() else {
+            panic!("no TFMCC receiver")
+        };
+        assert!(t.has_rtt());
+        let rtt = t.rtt().as_secs_f64() * 1000.0;
+        assert!((rtt - 50.0).abs() < 3.0, "{rtt} ms");
+    }
+    assert!(s.reports().counters().cc_packets > 10);
+    // One in 20 lost, 50 ms RTT, 1372-byte packets: the equation allows roughly 150-400 kB/s;
+    // the sender sends no more than that (and far less than the 10 Mbit/s ceiling).
+    let bps = rate.as_bps() as f64;
+    assert!(bps > 200_000.0 && bps < 4_000_000.0, "{rate}");
+}
+
+#[test]
+fn tfrc_over_rtcp_tells_the_receiver_its_rtt_and_follows_its_reports() {
+    let cc = TfrcSender::new(TfrcConfig::new(1372, Bitrate::mbps(10)), Timestamp::ZERO);
+    let (s, rx) = run(Box::new(cc), AgentKind::Tfrc, &[20], 10);
+    let reports = rx[0].counters().cc_reports;
+    println!("target {}, reports out of turn {reports}", s.target_rate());
+    // Once per RTT (50 ms) after the first: well over a hundred in 10 s.
+    assert!(reports > 100, "{reports}");
+    let bps = s.target_rate().as_bps() as f64;
+    assert!(bps > 200_000.0 && bps < 4_000_000.0, "{}", s.target_rate());
+}

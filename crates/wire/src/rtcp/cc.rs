@@ -1,0 +1,278 @@
+//! What congestion control adds to RTCP: APP packets (RFC 3550 §6.7) between a sender's rate
+//! controller and its receivers. RFC 5348 and RFC 4654 put these fields in their own packet
+//! headers; over RTP they travel in RTCP, each as an APP packet after the report and the
+//! CNAME of a compound. Every field is a 32-bit word in network order (or two 16-bit halves);
+//! rates are bytes per second, times microseconds, loss event rates fractions of 2^32 − 1.
+//!
+//! | name, subtype | from → to | what | data bytes |
+//! |---|---|---|---|
+//! | `TFRC` 0 | receiver → sender | [`TfrcFeedback`]: RFC 5348 §3.2.2's feedback | 20 |
+//! | `TFRC` 1 | sender → receivers | [`TfrcRtt`]: the sender's RTT (RFC 5348 §3.2.1's RTT field) | 4 |
+//! | `TFMC` 0 | sender → group | [`TfmccSender`]: RFC 4654 §2.2.1's data-packet fields | 36 |
+//! | `TFMC` 1 | receiver → sender | [`TfmccFeedback`]: RFC 4654 §2.2.2's feedback fields | 36 |
+//!
+//! The APP packet's SSRC is its sender's: the receiver that reports, or the media sender.
+//! An APP packet of these names with another subtype or length is not misread: it is
+//! [`crate::rtcp::RtcpItem::Other`].
+
+/// One congestion-control APP packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CcApp {
+    TfrcFeedback(TfrcFeedback),
+    TfrcRtt(TfrcRtt),
+    TfmccSender(TfmccSender),
+    TfmccFeedback(TfmccFeedback),
+}
+
+/// `p` in 0..=1 as a fraction of 2^32 − 1.
+pub fn fraction_of(p: f64) -> u32 {
+    (p.clamp(0.0, 1.0) * u32::MAX as f64).round() as u32
+}
+
+/// A fraction of 2^32 − 1 as a number in 0..=1.
+pub fn fraction_value(f: u32) -> f64 {
+    f as f64 / u32::MAX as f64
+}
+
+/// A rate in bytes per second as a word: saturating, and `u32::MAX` for "none yet" or
+/// infinite.
+pub fn rate_word(bytes_per_s: f64) -> u32 {
+    if bytes_per_s.is_finite() {
+        bytes_per_s.clamp(0.0, (u32::MAX - 1) as f64).round() as u32
+    } else {
+        u32::MAX
+    }
+}
+
+/// A TFRC receiver's report (RFC 5348 §3.2.2), `TFRC` subtype 0:
+///
+/// ```text
+///  0                   1                   2                   3
+///  0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1 2 3 4 5 6 7 8 9 0 1
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// |V=2|P|    0    |   PT=APP=204  |          length = 7           |
+/// |                   SSRC of the receiver                        |
+/// |                      name = "TFRC"                            |
+/// |             SSRC of the media source reported on              |
+/// |   timestamp echo: RTP timestamp of the last packet received   |
+/// |   t_delay: µs from that packet's arrival to this report       |
+/// |   X_recv: bytes per second received over the last RTT         |
+/// |   p: the loss event rate, a fraction of 2^32 (0: none yet)    |
+/// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
+/// ```
+///
+/// The sender knows when it sent the packet whose RTP timestamp is echoed (its timestamps are
+/// its due times), so `now − sent − t_delay` is a round-trip sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TfrcFeedback {
+    pub media_ssrc: u32,
+    pub timestamp_echo: u32,
+    pub t_delay_us: u32,
+    pub x_recv_bytes_per_s: u32,
+    /// The loss event rate as on the wire: `p × (2^32 − 1)`; see [`TfrcFeedback::p`].
+    pub p_fraction: u32,
+}
+
+impl TfrcFeedback {
+    /// The loss event rate, 0..=1.
+    pub fn p(&self) -> f64 {
+        fraction_value(self.p_fraction)
+    }
+
+    /// `p` (0..=1) as on the wire.
+    pub fn fraction_of(p: f64) -> u32 {
+        fraction_of(p)
+    }
+}
+
+/// The sender's round-trip time estimate, for its receivers (RFC 5348 §3.2.1: the receiver
+/// groups losses into loss events and paces its reports by it), `TFRC` subtype 1: one word,
+/// the RTT in µs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TfrcRtt {
+    pub rtt_us: u32,
+}
+
+/// What a TFMCC sender tells its group (RFC 4654 §2.2.1: the fields of its data packets),
+/// `TFMC` subtype 0, sent after a sender report (whose RTP timestamp is the sender's clock when
+/// it sent them, RFC 4654's `ts_i`):
+///
+/// ```text
+/// |     feedback round number     |             flags             |
+/// |   X_supp: the lowest rate reported this round (MAX: none)     |
+/// |   R_max: the largest RTT of the group, µs                     |
+/// |   T: the feedback delay of this round, µs                     |
+/// |   SSRC of the current limiting receiver (0: none)             |
+/// |   SSRC of the receiver whose timestamp is echoed (0: none)    |
+/// |   timestamp echo: that receiver's timestamp, µs of its clock  |
+/// |   t_delay: µs from that report's arrival to this packet       |
+/// |   X: the sending rate, bytes per second                       |
+/// ```
+///
+/// flags: bit 0 slow start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TfmccSender {
+    pub round: u16,
+    pub flags: u16,
+    pub x_supp: u32,
+    pub r_max_us: u32,
+    pub feedback_delay_us: u32,
+    pub clr: u32,
+    pub echo_ssrc: u32,
+    pub echo_ts_us: u32,
+    pub echo_delay_us: u32,
+    pub x_send: u32,
+}
+
+impl TfmccSender {
+    pub const SLOW_START: u16 = 1;
+}
+
+/// A TFMCC receiver's feedback (RFC 4654 §2.2.2), `TFMC` subtype 1:
+///
+/// ```text
+/// |             SSRC of the media source reported on              |
+/// |   timestamp: the receiver's clock when it sent this, µs       |
+/// |   RTT: its round-trip time, µs (0: none measured yet)         |
+/// |   X_r: the rate it allows, bytes/s                            |
+/// |   X_recv: the rate it receives, bytes/s                       |
+/// |   p: its loss event rate, a fraction of 2^32                  |
+/// |     feedback round number     |             flags             |
+/// |   echo: RTP timestamp of the last data packet received        |
+/// |   t_delay: µs from that packet's arrival to this report       |
+/// ```
+///
+/// flags: bit 0 has an RTT measurement, bit 1 has seen loss, bit 2 leaving the group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TfmccFeedback {
+    pub media_ssrc: u32,
+    pub ts_us: u32,
+    pub rtt_us: u32,
+    pub x_calc: u32,
+    pub x_recv: u32,
+    pub p_fraction: u32,
+    pub round: u16,
+    pub flags: u16,
+    pub echo_rtp_ts: u32,
+    pub echo_delay_us: u32,
+}
+
+impl TfmccFeedback {
+    pub const HAVE_RTT: u16 = 1;
+    pub const HAVE_LOSS: u16 = 2;
+    pub const LEAVING: u16 = 4;
+
+    pub fn p(&self) -> f64 {
+        fraction_value(self.p_fraction)
+    }
+}
+
+fn halves(hi: u16, lo: u16) -> u32 {
+    (u32::from(hi) << 16) | u32::from(lo)
+}
+
+fn split(w: u32) -> (u16, u16) {
+    ((w >> 16) as u16, w as u16)
+}
+
+impl CcApp {
+    /// The APP packet's name and subtype.
+    pub fn name_and_subtype(&self) -> (&'static str, u8) {
+        match self {
+            CcApp::TfrcFeedback(_) => ("TFRC", 0),
+            CcApp::TfrcRtt(_) => ("TFRC", 1),
+            CcApp::TfmccSender(_) => ("TFMC", 0),
+            CcApp::TfmccFeedback(_) => ("TFMC", 1),
+        }
+    }
+
+    /// The data words, in order.
+    pub(crate) fn words(&self) -> Vec<u32> {
+        match *self {
+            CcApp::TfrcFeedback(f) => vec![
+                f.media_ssrc,
+                f.timestamp_echo,
+                f.t_delay_us,
+                f.x_recv_bytes_per_s,
+                f.p_fraction,
+            ],
+            CcApp::TfrcRtt(r) => vec![r.rtt_us],
+            CcApp::TfmccSender(s) => vec![
+                halves(s.round, s.flags),
+                s.x_supp,
+                s.r_max_us,
+                s.feedback_delay_us,
+                s.clr,
+                s.echo_ssrc,
+                s.echo_ts_us,
+                s.echo_delay_us,
+                s.x_send,
+            ],
+            CcApp::TfmccFeedback(f) => vec![
+                f.media_ssrc,
+                f.ts_us,
+                f.rtt_us,
+                f.x_calc,
+                f.x_recv,
+                f.p_fraction,
+                halves(f.round, f.flags),
+                f.echo_rtp_ts,
+                f.echo_delay_us,
+            ],
+        }
+    }
+
+    /// Reads the APP packet of `name`, `subtype` and `data`, if it is one of these (of its
+    /// exact length).
+    pub(crate) fn decode(name: [u8; 4], subtype: u8, data: &[u8]) -> Option<CcApp> {
+        if data.len() % 4 != 0 || data.len() > 64 {
+            return None;
+        }
+        let mut w = [0u32; 16];
+        for (i, c) in data.chunks_exact(4).enumerate() {
+            w[i] = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+        }
+        let n = data.len() / 4;
+        Some(match (&name, subtype, n) {
+            (b"TFRC", 0, 5) => CcApp::TfrcFeedback(TfrcFeedback {
+                media_ssrc: w[0],
+                timestamp_echo: w[1],
+                t_delay_us: w[2],
+                x_recv_bytes_per_s: w[3],
+                p_fraction: w[4],
+            }),
+            (b"TFRC", 1, 1) => CcApp::TfrcRtt(TfrcRtt { rtt_us: w[0] }),
+            (b"TFMC", 0, 9) => {
+                let (round, flags) = split(w[0]);
+                CcApp::TfmccSender(TfmccSender {
+                    round,
+                    flags,
+                    x_supp: w[1],
+                    r_max_us: w[2],
+                    feedback_delay_us: w[3],
+                    clr: w[4],
+                    echo_ssrc: w[5],
+                    echo_ts_us: w[6],
+                    echo_delay_us: w[7],
+                    x_send: w[8],
+                })
+            }
+            (b"TFMC", 1, 9) => {
+                let (round, flags) = split(w[6]);
+                CcApp::TfmccFeedback(TfmccFeedback {
+                    media_ssrc: w[0],
+                    ts_us: w[1],
+                    rtt_us: w[2],
+                    x_calc: w[3],
+                    x_recv: w[4],
+                    p_fraction: w[5],
+                    round,
+                    flags,
+                    echo_rtp_ts: w[7],
+                    echo_delay_us: w[8],
+                })
+            }
+            _ => return None,
+        })
+    }
+}
