@@ -290,7 +290,7 @@ pub(crate) mod tests {
         assert_eq!(
             (r.frames_complete, r.frames_partial),
             (s.frames_sent, 0),
-            "{r:?}"
+            "{r:?}\n{s:?}"
         );
         assert_eq!(r.packets, s.packets_sent);
         assert_eq!(r.rtcp.packets_lost, 0, "{:?}", r.rtcp);
@@ -378,13 +378,32 @@ mod shared_core_tests {
             task.utilisation() * 100.0
         );
         let stop = AtomicBool::new(false);
+        // The receiver's frames so far (complete and partial), from its status lines.
+        let seen = std::sync::atomic::AtomicU64::new(0);
         let (s, r) = std::thread::scope(|scope| {
-            let r = scope.spawn(|| rx.run(&stop, |_| {}));
+            let r = scope.spawn(|| {
+                rx.run(&stop, |line| {
+                    let n = |word: &str| {
+                        let i = line.find(word)?;
+                        line[..i].split_whitespace().last()?.parse::<u64>().ok()
+                    };
+                    let frames = n(" frames complete").unwrap_or(0) + n(" partial").unwrap_or(0);
+                    seen.store(frames, std::sync::atomic::Ordering::Relaxed);
+                })
+            });
             let place = RawPlace::Server(server.clone(), admitted);
             let s = sender
                 .run_on(place, Arc::new(RawControl::default()), &stop, |_| {})
                 .unwrap();
-            // What is in flight arrives, then the receiver stops.
+            // What is in flight arrives (on a busy host the core may still be sending the
+            // last frame): the receiver has begun the last frame sent (its status comes every
+            // 500 ms), then a little more, at most 5 s; then it stops.
+            for _ in 0..100 {
+                if seen.load(std::sync::atomic::Ordering::Relaxed) >= s.frames_sent {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
             std::thread::sleep(Duration::from_millis(300));
             stop.store(true, std::sync::atomic::Ordering::Relaxed);
             (s, r.join().unwrap().unwrap())
@@ -402,7 +421,7 @@ mod shared_core_tests {
         assert_eq!(
             (r.frames_complete, r.frames_partial),
             (s.frames_sent, 0),
-            "{r:?}"
+            "{r:?}\n{s:?}"
         );
         let after = server.status().cores[0].utilisation_percent;
         assert!((after - before).abs() < 0.01, "{before}% then {after}%");
