@@ -75,8 +75,9 @@ pub struct TestSource {
 }
 
 /// The lowest mux rate the test source switches to: the PSI, the PCR packets and a video of
-/// about 50 kbit/s.
-const MIN_RATE: u64 = 150_000;
+/// about 50 kbit/s. The mux needs three packets within its PCR interval (30 ms): at least
+/// 150.4 kbit/s (150 kbit/s was refused at the switch, ending the stream).
+pub const MIN_RATE: u64 = 160_000;
 /// The highest: what one encoder of the test pattern can usefully spend.
 const MAX_RATE: u64 = 1_000_000_000;
 
@@ -279,6 +280,26 @@ pub(crate) fn rate(bps: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_lowest_rate_it_offers_is_one_its_mux_takes() {
+        let mut src = TestSource::new(TestSourceConfig {
+            width: 160,
+            height: 96,
+            duration: Some(Duration::from_secs(2)),
+            ..TestSourceConfig::default()
+        })
+        .unwrap();
+        let low = *src.rate_range().unwrap().start();
+        src.set_rate(low).unwrap();
+        let mut ts = [0u8; 188];
+        let mut n = 0;
+        while let Some(_due) = src.next_packet(&mut ts).unwrap() {
+            n += 1;
+        }
+        assert_eq!(src.rate_changes(), 1);
+        assert!(n > 100, "{n} packets");
+    }
 
     #[test]
     fn describe_and_refusals() {
