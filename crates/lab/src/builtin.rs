@@ -26,6 +26,21 @@ Builtin {
     name: "seed001-ffmpeg",
     summary: "FFmpeg (x264, RTP/MPEG-TS) at each ladder bitrate to the clients' group, measured by metronome recv per client (real programs: --mode emu, as root)",
     text: include_str!("../scenarios/seed001-ffmpeg.toml"),
+},
+Builtin {
+    name: "seed002-tcp",
+    summary: "TFMCC and ASMP multicast video to 45 receivers beside one TCP flow on a 4 Mbit/s dumbbell: rates, fairness, frames, PSNR",
+    text: include_str!("../scenarios/seed002-tcp.toml"),
+},
+Builtin {
+    name: "seed002-playout",
+    summary: "TFMCC and ASMP multicast video on the dumbbell without TCP, with and without a 150 ms play-out deadline",
+    text: include_str!("../scenarios/seed002-playout.toml"),
+},
+Builtin {
+    name: "seed002-cbr",
+    summary: "TFMCC and ASMP multicast video beside a 2 Mbit/s CBR UDP flow switching on and off",
+    text: include_str!("../scenarios/seed002-cbr.toml"),
 }];
 
 /// The built-in scenario called `name`.

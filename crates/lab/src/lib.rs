@@ -17,6 +17,7 @@ pub mod builtin;
 pub mod closed_form;
 pub mod compare;
 pub mod emu_mode;
+pub mod fairness;
 pub mod lavfi;
 pub mod model;
 pub mod report;

@@ -1,7 +1,11 @@
 //! A scenario point, declared in `spec`, built as a simulation in `netsim`.
 
 use crate::video::{FrameMap, TestVideo};
-use metronome_cc::FixedRate;
+use metronome_cc::receiver::AgentKind;
+use metronome_cc::{
+    AsmpConfig, AsmpSender, FixedRate, RateController, TfmccConfig, TfmccSender, TfrcConfig,
+    TfrcSender,
+};
 use metronome_netsim::sim::flows::rtp::source::{CbrTs, PacketSource};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
@@ -18,7 +22,7 @@ use metronome_session::sender::{
 };
 use metronome_spec::scenario::Variation;
 use metronome_spec::scenario::{
-    DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
+    DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, RtpCc,
     Scenario, TcpCc, VideoContent, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
@@ -150,10 +154,23 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 rate_bps,
                 video,
                 content,
+                cc,
+                start_bps,
+                mtu,
+                gop,
+                ladder,
                 ..
             } => {
-                let video = video.map(|v| (v, content));
-                let (flow, frames) = rtp(s, f, src, receivers, *rate_bps, video, flow_seed)?;
+                let plan = RtpPlan {
+                    ladder: ladder.clone(),
+                    rate_bps: *rate_bps,
+                    video: video.map(|v| (v, content)),
+                    cc: *cc,
+                    start_bps: *start_bps,
+                    ts_per_packet: ts_per_packet(*mtu),
+                    gop: *gop,
+                };
+                let (flow, frames) = rtp(s, f, src, receivers, plan, flow_seed)?;
                 sim.add_flow(Box::new(flow));
                 if let Some(map) = frames {
                     videos.push((i, map));
@@ -163,6 +180,7 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 cc,
                 bytes,
                 rate_bps,
+                mtu,
             } => {
                 sim.add_flow(Box::new(TcpFlow::new(TcpFlowConfig {
                     name: f.name.clone(),
@@ -178,6 +196,7 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                     duration: f.duration,
                     // Windows up to 4 MiB: above 100 Mbit/s × 300 ms.
                     buffer_bytes: 4 << 20,
+                    mtu: mtu.map_or(metronome_netsim::sim::flows::tcp::DEFAULT_MTU, |m| m as usize),
                     interval: s.interval,
                     seed: flow_seed,
                 })));
@@ -283,35 +302,121 @@ pub(crate) fn rate_pattern(rate: RateShape) -> RatePattern {
 
 type Frames = Option<Rc<RefCell<FrameMap>>>;
 
-/// A constant-rate MPEG-TS stream through the engine's sender session: seven TS packets per
-/// RTP packet, the send-time extension on, a 2 ms deadline per packet. The TS is made of
-/// placeholder packets, or with `video` is the encoded test pattern (whose frames are kept).
+/// Bytes an RTP packet of MPEG-TS takes beyond its TS packets, as the lab sends it: the RTP
+/// header, the send-time extension, IPv4 and UDP.
+pub const RTP_TS_OVERHEAD: usize = 12 + metronome_wire::rtp::SEND_TIME_EXT_LEN + 28;
+
+/// TS packets per RTP packet within an IP packet of `mtu` bytes (7 without one).
+pub fn ts_per_packet(mtu: Option<u32>) -> usize {
+    mtu.map_or(7, |m| {
+        ((m as usize).saturating_sub(RTP_TS_OVERHEAD) / 188).clamp(1, 7)
+    })
+}
+
+/// What an RTP flow sends and how its rate is decided.
+struct RtpPlan<'a> {
+    rate_bps: u64,
+    video: Option<(VideoDecl, &'a VideoContent)>,
+    cc: RtpCc,
+    start_bps: Option<u64>,
+    ts_per_packet: usize,
+    gop: Option<u32>,
+    ladder: Vec<u64>,
+}
+
+/// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
+/// size on the wire.
+fn controller(plan: &RtpPlan, segment: u32, epoch: Timestamp) -> Box<dyn RateController> {
+    let max = Bitrate::bps(plan.rate_bps);
+    // The least the source sends: the video's lowest rendition (the test source's lowest mux
+    // rate, or the ladder's lowest rung), on the wire; the controllers never go below it.
+    let min = match plan.video {
+        None => 0,
+        Some(_) => {
+            let ts_share = (plan.ts_per_packet * 188) as f64
+                / (plan.ts_per_packet * 188 + RTP_TS_OVERHEAD) as f64;
+            let rung = plan
+                .ladder
+                .first()
+                .map_or(0.0, |r| *r as f64 / crate::video::VIDEO_SHARE);
+            (rung.max(metronome_media::testsrc::MIN_RATE as f64) / ts_share) as u64
+        }
+    };
+    let min = Bitrate::bps(min.min(plan.rate_bps));
+    match plan.cc {
+        RtpCc::Fixed => Box::new(FixedRate::new(max)),
+        RtpCc::Tfrc => Box::new(TfrcSender::new(TfrcConfig::new(segment, max), epoch)),
+        RtpCc::Tfmcc => Box::new(TfmccSender::new(
+            TfmccConfig {
+                min_rate: min,
+                ..TfmccConfig::new(segment, max)
+            },
+            epoch,
+        )),
+        RtpCc::Asmp => {
+            let start = plan
+                .start_bps
+                .unwrap_or(plan.rate_bps / 4)
+                .min(plan.rate_bps);
+            Box::new(AsmpSender::new(AsmpConfig {
+                min_rate: min,
+                ..AsmpConfig::new(segment, Bitrate::bps(start), max)
+            }))
+        }
+    }
+}
+
+/// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
+/// packet, the send-time extension on, a 2 ms deadline per packet. The TS is made of
+/// placeholder packets at a constant rate, or with `video` is the encoded test pattern (whose
+/// frames are kept). With a rate controller the source follows it (the constant-rate TS from
+/// its next packet, the video from its next GOP), made at most 200 ms ahead, as the real
+/// driver's producer.
 fn rtp(
     s: &Scenario,
     f: &FlowDecl,
     src: NodeId,
     receivers: Vec<NodeId>,
-    rate_bps: u64,
-    video: Option<(VideoDecl, &VideoContent)>,
+    plan: RtpPlan,
     seed: u64,
 ) -> Result<(RtpFlow, Frames), String> {
+    let rate_bps = match plan.cc {
+        RtpCc::Fixed => plan.rate_bps,
+        // Where the source starts: the controller's first rate follows at once.
+        _ => plan
+            .start_bps
+            .unwrap_or(plan.rate_bps / 4)
+            .min(plan.rate_bps),
+    };
+    let video = plan.video;
     let ssrc = seed as u32 | 1;
+    let k = plan.ts_per_packet;
+    let segment = (k * 188 + RTP_TS_OVERHEAD) as u32;
     let ts_interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
-    let packets = (f.duration.as_nanos() / (ts_interval.as_nanos() * 7).max(1)) as usize;
+    let packets = match plan.cc {
+        RtpCc::Fixed => {
+            (f.duration.as_nanos() / (ts_interval.as_nanos() * k as u128).max(1)) as usize
+        }
+        // A followed source runs for the flow's duration at whatever rate it is given.
+        _ => usize::MAX,
+    };
     let epoch = Timestamp::ZERO + f.start;
     let pcfg = PacketizerConfig {
         send_time_ext: true,
+        ts_per_packet: k,
         // Far from a wrap, so that packets are numbered from the first one sent.
         ..PacketizerConfig::mp2t(ssrc, 1000 + (seed % 20_000) as u16, (seed >> 16) as u32)
     };
     let (source, frames): (Box<dyn PacketSource>, Frames) = match video {
         None => (
-            Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets)),
+            Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration)),
             None,
         ),
         Some((v, content)) => {
-            let (src, map) = TestVideo::new(v, content, rate_bps, f.duration, pcfg, epoch)
-                .map_err(|e| format!("flow '{}': {e}", f.name))?;
+            let (src, map) =
+                TestVideo::new(v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
+                    .map_err(|e| format!("flow '{}': {e}", f.name))?;
+            let src = src.with_ladder(plan.ladder.clone());
             (Box::new(src), Some(map))
         }
     };
@@ -328,7 +433,7 @@ fn rtp(
             cname: f.name.clone(),
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: (seed >> 16) as u32,
-            session_bw_bps: rate_bps,
+            session_bw_bps: plan.rate_bps,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: receivers.len().max(1),
             seed,
@@ -347,9 +452,14 @@ fn rtp(
             receivers,
             session,
             receiver: ReceiverConfig {
-                session_bw_bps: rate_bps,
+                session_bw_bps: plan.rate_bps,
                 seed: seed ^ 0x5eed,
                 histogram_digits,
+                cc: match plan.cc {
+                    RtpCc::Tfrc => AgentKind::Tfrc,
+                    RtpCc::Tfmcc => AgentKind::Tfmcc,
+                    RtpCc::Fixed | RtpCc::Asmp => AgentKind::None,
+                },
                 ..ReceiverConfig::default()
             },
             epoch,
@@ -361,9 +471,10 @@ fn rtp(
             histograms: s.histograms,
             log: false,
             track_arrivals: frames.is_some(),
+            lookahead: (plan.cc != RtpCc::Fixed).then_some(Duration::from_millis(200)),
         },
         source,
-        Box::new(FixedRate::new(Bitrate::bps(rate_bps))),
+        controller(&plan, segment, epoch),
     );
     Ok((flow, frames))
 }

@@ -108,6 +108,9 @@ pub struct PointResult {
     /// What went wrong in the point that did not stop it (a video source that ended early).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness: Option<crate::fairness::Fairness>,
 }
 
 impl PointResult {

@@ -285,8 +285,10 @@ pub fn run_point(
         frame_series: Vec::new(),
         warnings: Vec::new(),
         files: Vec::new(),
+        fairness: None,
     };
     result.add_videos(videos);
+    result.fairness = crate::fairness::Fairness::of(&result.flows);
     Ok(result)
 }
 

@@ -24,7 +24,7 @@ use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
 use metronome_session::sender::{Mp2tPacketizer, PacketizerConfig};
 use metronome_spec::scenario::{FlowDecl, FlowKind, VideoContent, VideoDecl};
-use metronome_time::Timestamp;
+use metronome_time::{Bitrate, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -54,24 +54,33 @@ pub struct TestVideo {
     frames: Rc<RefCell<FrameMap>>,
     noter: FrameNoter,
     ended: bool,
+    /// TS bytes per IP byte of the packets it makes (for a wire rate asked for).
+    ts_share: f64,
+    /// The video bitrates it may pick from (empty: any).
+    ladder: Vec<u64>,
 }
 
+/// The video's share of the mux rate in the lab's test sources.
+pub const VIDEO_SHARE: f64 = 0.7;
+
 /// The test source the lab sends for `v`: `duration` of `content`, H.264 at 70 % of
-/// `rate_bps`, muxed at `rate_bps`.
+/// `rate_bps`, muxed at `rate_bps`, an IDR every `gop` frames (one second's worth if `None`).
 pub fn test_source(
     v: VideoDecl,
     content: &VideoContent,
     rate_bps: u64,
     duration: Duration,
+    gop: Option<u32>,
 ) -> Result<TestSource, String> {
     let cfg = TestSourceConfig {
         width: v.width,
         height: v.height,
         fps: v.fps,
-        video_bitrate: u32::try_from(rate_bps * 7 / 10).unwrap_or(u32::MAX),
+        video_bitrate: u32::try_from((rate_bps as f64 * VIDEO_SHARE) as u64).unwrap_or(u32::MAX),
         mux_rate: rate_bps,
         duration: Some(duration),
         scene_secs: SCENE_SECS,
+        idr_interval: gop.unwrap_or(0),
         ..TestSourceConfig::default()
     };
     let frames = (duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u64;
@@ -102,6 +111,7 @@ impl TestVideo {
         content: &VideoContent,
         rate_bps: u64,
         duration: Duration,
+        gop: Option<u32>,
         pcfg: PacketizerConfig,
         epoch: Timestamp,
     ) -> Result<(Self, Rc<RefCell<FrameMap>>), String> {
@@ -111,14 +121,23 @@ impl TestVideo {
             content: content.clone(),
             ..FrameMap::default()
         }));
+        let k = pcfg.ts_per_packet;
         let me = TestVideo {
-            source: test_source(v, content, rate_bps, duration)?,
+            ts_share: (k * 188) as f64 / (k * 188 + crate::model::RTP_TS_OVERHEAD) as f64,
+            source: test_source(v, content, rate_bps, duration, gop)?,
+            ladder: Vec::new(),
             packetizer: Mp2tPacketizer::new(pcfg, epoch),
             frames: frames.clone(),
             noter: FrameNoter::default(),
             ended: false,
         };
         Ok((me, frames))
+    }
+
+    /// Picks each GOP's video bitrate from `ladder` (sorted), as Evalvid-RA picks a quantizer.
+    pub fn with_ladder(mut self, ladder: Vec<u64>) -> Self {
+        self.ladder = ladder;
+        self
     }
 
     fn emitted(&mut self, out: metronome_session::sender::RtpOut) -> SourcePacket {
@@ -163,6 +182,25 @@ impl PacketSource for TestVideo {
         match self.packetizer.flush(buf) {
             Ok(Some(out)) => Some(self.emitted(out)),
             _ => None,
+        }
+    }
+
+    /// The rendition for the next GOP: a new encoder at the rate asked for (the test source
+    /// switches at its next IDR picture), within what the source can do.
+    fn follow_rate(&mut self, wire: Bitrate) {
+        let mut ts = (wire.as_bps() as f64 * self.ts_share) as u64;
+        if !self.ladder.is_empty() {
+            let video = ts as f64 * VIDEO_SHARE;
+            let rung = self
+                .ladder
+                .iter()
+                .rev()
+                .find(|r| **r as f64 <= video)
+                .unwrap_or(&self.ladder[0]);
+            ts = (*rung as f64 / VIDEO_SHARE) as u64;
+        }
+        if let Some(range) = self.source.rate_range() {
+            let _ = self.source.set_rate(ts.clamp(*range.start(), *range.end()));
         }
     }
 }
@@ -595,6 +633,7 @@ mod tests {
             &VideoContent::Pattern,
             1_000_000,
             Duration::from_millis(500),
+            None,
         )
         .unwrap();
         let mut map = FrameMap {

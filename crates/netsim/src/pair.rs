@@ -152,6 +152,7 @@ pub fn run_pair(
             histograms: false,
             log: true,
             track_arrivals: false,
+            lookahead: None,
         },
         Box::new(source),
         controller,

@@ -97,6 +97,7 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
             histograms: false,
             log: false,
             track_arrivals: false,
+            lookahead: None,
         },
         Box::new(source),
         Box::new(FixedRate::new(Bitrate::mbps(1))),

@@ -39,6 +39,7 @@ fn run(
         start: Duration::ZERO,
         duration: Duration::from_secs(secs),
         buffer_bytes: 1 << 20,
+        mtu: metronome_netsim::sim::flows::tcp::DEFAULT_MTU,
         interval: Duration::from_secs(1),
         seed,
     })));

@@ -35,6 +35,10 @@ pub struct TfmccConfig {
     /// The packet size `s` on the wire, bytes.
     pub segment_bytes: u32,
     pub max_rate: Bitrate,
+    /// The least the application can send (a video's lowest rendition): the rate never goes
+    /// below it, whatever the receivers report, since the stream would send that much anyway.
+    /// RFC 4654's floor is one packet per 8 s (the default, zero, keeps it).
+    pub min_rate: Bitrate,
     /// `k` in `T = k R_max`.
     pub round_factor: f64,
     /// g, the suppression margin.
@@ -51,6 +55,7 @@ impl TfmccConfig {
         TfmccConfig {
             segment_bytes,
             max_rate,
+            min_rate: Bitrate::bps(0),
             round_factor: 6.0,
             g: 0.1,
             initial_r_max: Duration::from_millis(500),
@@ -127,8 +132,9 @@ pub struct TfmccSender {
 impl TfmccSender {
     pub fn new(cfg: TfmccConfig, now: Timestamp) -> Self {
         let r_max = cfg.initial_r_max;
+        let min = cfg.min_rate.as_bps() as f64 / 8.0;
         TfmccSender {
-            x: cfg.segment_bytes.max(1) as f64 / r_max.as_secs_f64(),
+            x: (cfg.segment_bytes.max(1) as f64 / r_max.as_secs_f64()).max(min),
             slow_start: true,
             r_max,
             r_peak: Duration::ZERO,
@@ -161,7 +167,7 @@ impl TfmccSender {
     }
 
     fn floor(&self) -> f64 {
-        self.s() / 8.0
+        (self.s() / 8.0).max(self.cfg.min_rate.as_bps() as f64 / 8.0)
     }
 
     pub fn rate_bytes_per_s(&self) -> f64 {

@@ -25,7 +25,7 @@ use metronome_netsim::Link;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::{SocketOptions, UdpReceiver};
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, Point, Scenario};
+use metronome_spec::scenario::{FlowDecl, FlowKind, Point, RtpCc, Scenario};
 use metronome_time::Timestamp;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -55,6 +55,7 @@ fn point_result(
     fabric_stats: &metronome_emu::fabric::FabricStats,
     flows: Vec<FlowReport>,
 ) -> PointResult {
+    let fairness = crate::fairness::Fairness::of(&flows);
     let links = fabric_stats
         .links
         .iter()
@@ -78,6 +79,7 @@ fn point_result(
         frame_series: Vec::new(),
         files: Vec::new(),
         warnings: Vec::new(),
+        fairness,
     }
 }
 
@@ -252,6 +254,17 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     let (mut sim, plans) = model::network(s, seed, at.scenario_dir)?;
     let closed = closed_form::for_scenario(s, &mut sim);
     let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
+    for f in &s.flows {
+        if let FlowKind::Rtp { cc, .. } = f.kind {
+            if cc != RtpCc::Fixed {
+                return Err(format!(
+                    "flow '{}': cc = \"{}\" runs in the simulator only so far (the emulator's RTP sender keeps a fixed rate); run it without --mode emu",
+                    f.name,
+                    cc.name()
+                ));
+            }
+        }
+    }
     let names = host_names(s);
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let hosts = Hosts::create(&format!("p{}", point.index), &name_refs)

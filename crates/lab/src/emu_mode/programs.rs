@@ -270,6 +270,7 @@ pub(super) fn iperf3_flow(k: usize, f: &FlowDecl, st: &Stage) -> Result<FlowRepo
         cc,
         bytes,
         rate_bps,
+        mtu,
     } = f.kind
     else {
         return Err(format!("flow '{}' is not TCP", f.name));
@@ -314,6 +315,10 @@ pub(super) fn iperf3_flow(k: usize, f: &FlowDecl, st: &Stage) -> Result<FlowRepo
     };
     if let Some(r) = rate_bps {
         c.args(["-b", &r.to_string()]);
+    }
+    if let Some(m) = mtu {
+        // iperf3's -M is the MSS: the IP packet less IPv4 and TCP headers.
+        c.args(["-M", &m.saturating_sub(40).to_string()]);
     }
     let mut client = Running(
         c.stdin(Stdio::null())
@@ -371,6 +376,7 @@ fn parse_iperf3(f: &FlowDecl, rate_bps: Option<u64>, json: &[u8]) -> Result<Flow
         sent_packets: 0,
         sent_bytes: sent["bytes"].as_u64().unwrap_or(0),
         receivers: vec![rx],
+        rate_control: None,
     })
 }
 
@@ -430,5 +436,6 @@ pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
         sent_packets: 0,
         sent_bytes: 0,
         receivers: Vec::new(),
+        rate_control: None,
     }
 }

@@ -79,7 +79,7 @@ fn source(
             }))
         }
         Some(v) => {
-            let s = crate::video::test_source(v, content, rate_bps, f.duration)
+            let s = crate::video::test_source(v, content, rate_bps, f.duration, None)
                 .map_err(|e| format!("flow '{}': {e}", f.name))?;
             Ok(Box::new(s))
         }
@@ -265,6 +265,10 @@ fn report(
         // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
         sent_bytes: out.bytes + OVERHEAD as u64 * sent,
         receivers,
+        rate_control: Some(metronome_netsim::sim::flows::RateControl {
+            controller: "fixed".into(),
+            ..Default::default()
+        }),
     };
     let video = match (map.picture.is_some(), epoch) {
         (true, Some(e)) => {

@@ -123,5 +123,6 @@ pub(super) fn udp_report(f: &FlowDecl, meters: &mut [Meter], sent: u64, bytes: u
             .zip(meters.iter_mut())
             .map(|(m, meter)| ReceiverReport::from_meter(m.clone(), meter, sent, f.duration))
             .collect(),
+        rate_control: None,
     }
 }

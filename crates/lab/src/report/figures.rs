@@ -181,11 +181,21 @@ pub(crate) fn sweep_plot(
 }
 
 /// Throughput over time, and the delay and inter-arrival distributions, of one point.
+/// A flow with more receivers than this shows only its first [`CROWD_SHOWN`] in the plots.
+const CROWD: usize = 8;
+const CROWD_SHOWN: usize = 3;
+
 pub(crate) fn point_plots(p: &PointResult) -> String {
     let mut lines = Vec::new();
     let (mut delays, mut gaps) = (Vec::new(), Vec::new());
     for f in &p.flows {
-        for r in &f.receivers {
+        // A crowd of receivers (a multicast group) is shown by its first few.
+        let n = f.receivers.len();
+        for r in f
+            .receivers
+            .iter()
+            .take(if n > CROWD { CROWD_SHOWN } else { n })
+        {
             let name = format!("{} → {}", f.name, r.node);
             let group = lines.len();
             let width = r
@@ -230,7 +240,7 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
         title: "Throughput over time",
         x_label: "time, s",
         y_label: "Mbit/s",
-        caption: "Bits received per interval (on the wire; TCP: what the application read)",
+        caption: "Bits received per interval (on the wire; TCP: what the application read); of a group of more than 8 receivers, the first 3",
         lines,
     });
     html.push_str(&figure(Plot {
@@ -250,6 +260,51 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
         lines: gaps,
     }));
     html
+}
+
+/// Each rate controller's target over time (empty without one).
+pub(crate) fn rate_plot(p: &PointResult) -> String {
+    let lines: Vec<Line> = p
+        .flows
+        .iter()
+        .filter_map(|f| {
+            let rc = f
+                .rate_control
+                .as_ref()
+                .filter(|r| r.controller != "fixed")?;
+            Some((f, rc))
+        })
+        .enumerate()
+        .map(|(group, (f, rc))| {
+            // A step line: each target holds until the next.
+            let end = (f.start_ns + f.duration_ns) as f64 / 1e9;
+            let mut points = Vec::with_capacity(rc.points.len() * 2 + 1);
+            for (i, &(t, bps)) in rc.points.iter().enumerate() {
+                let y = bps as f64 / 1e6;
+                points.push((t as f64 / 1e9, y));
+                let next = rc.points.get(i + 1).map_or(end, |n| n.0 as f64 / 1e9);
+                points.push((next, y));
+            }
+            Line {
+                group,
+                name: format!("{} ({})", f.name, rc.controller),
+                points,
+                style: Style::Plain,
+            }
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    figure(Plot {
+        id: &format!("{}-rate", p.id),
+        title: "Sending rate over time",
+        x_label: "time, s",
+        y_label: "Mbit/s",
+        caption:
+            "The rate controller's target (bits on the wire); the video follows it at its next GOP",
+        lines,
+    })
 }
 
 /// Each video receiver's frames over time (PSNR of Y, delay, cumulative jitter) and its MOS

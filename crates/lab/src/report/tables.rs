@@ -328,10 +328,85 @@ pub(crate) fn points_section(s: &Summary) -> String {
             }
         }
         h.push_str("</table>\n");
+        h.push_str(&sharing_table(p));
         h.push_str(&video_table(p));
         h.push_str(&super::figures::point_plots(p));
+        h.push_str(&super::figures::rate_plot(p));
         h.push_str(&super::figures::video_plots(p));
         h.push_str(&links_table(p));
+    }
+    h
+}
+
+/// The time-weighted mean of a rate controller's target over the flow's active time, bit/s.
+pub(crate) fn mean_target(f: &metronome_netsim::sim::flows::FlowReport) -> Option<f64> {
+    let rc = f.rate_control.as_ref()?;
+    let end = f.start_ns + f.duration_ns;
+    let mut sum = 0.0;
+    for (i, &(t, bps)) in rc.points.iter().enumerate() {
+        let next = rc.points.get(i + 1).map_or(end, |p| p.0).min(end);
+        sum += bps as f64 * next.saturating_sub(t.max(f.start_ns)) as f64;
+    }
+    (f.duration_ns > 0).then(|| sum / f.duration_ns as f64)
+}
+
+/// The flows' rate controllers and how the flows shared the network (empty when neither
+/// applies).
+fn sharing_table(p: &PointResult) -> String {
+    let mut h = String::new();
+    let controlled: Vec<_> = p
+        .flows
+        .iter()
+        .filter(|f| {
+            f.rate_control
+                .as_ref()
+                .is_some_and(|r| r.controller != "fixed")
+        })
+        .collect();
+    if !controlled.is_empty() {
+        h.push_str(
+            "<table><caption>Rate control</caption><tr><th>flow</th><th>controller</th>\
+             <th>target changes</th><th>mean target Mbit/s</th><th>sent Mbit/s</th></tr>",
+        );
+        for f in controlled {
+            let rc = f
+                .rate_control
+                .as_ref()
+                .map_or("", |r| r.controller.as_str());
+            let sent = f.sent_bytes as f64 * 8e9 / f.duration_ns.max(1) as f64;
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+                esc(&f.name),
+                esc(rc),
+                f.rate_control.as_ref().map_or(0, |r| r.changes),
+                mean_target(f).unwrap_or(0.0) / 1e6,
+                sent / 1e6
+            );
+        }
+        h.push_str("</table>\n");
+    }
+    if let Some(fair) = &p.fairness {
+        h.push_str(
+            "<table><caption>Sharing: each flow's throughput (the mean of its receivers'), \
+             Jain's fairness index over them, the largest ratio</caption>\
+             <tr><th>flow</th><th>kind</th><th>throughput Mbit/s</th></tr>",
+        );
+        for f in &fair.flows {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
+                esc(&f.flow),
+                esc(&f.kind),
+                f.throughput_bps / 1e6
+            );
+        }
+        let _ = writeln!(
+            h,
+            "<tr><th colspan=\"2\">Jain's index</th><td>{:.3}</td></tr>\
+             <tr><th colspan=\"2\">largest / smallest</th><td>{:.2}</td></tr></table>",
+            fair.jain_index, fair.max_ratio
+        );
     }
     h
 }

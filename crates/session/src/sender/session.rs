@@ -506,6 +506,11 @@ impl SenderSession {
         self.queue.len()
     }
 
+    /// The rate controller's name ("fixed", "tfrc", "tfmcc", "asmp").
+    pub fn controller_name(&self) -> &'static str {
+        self.controller.name()
+    }
+
     pub fn target_rate(&self) -> Bitrate {
         self.rate
     }

@@ -186,10 +186,12 @@ pub enum FlowKind {
     Udp { payload: u32, rate: RateShape },
     /// TCP bulk transfer: as fast as the congestion control allows (or at most `rate_bps`
     /// from the application, as iperf's `-b` limits a TCP test), `bytes` or until the end.
+    /// `mtu`: the largest IP packet (its segments are `mtu − 40` bytes; 1500 by default).
     Tcp {
         cc: TcpCc,
         bytes: Option<u64>,
         rate_bps: Option<u64>,
+        mtu: Option<u32>,
     },
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:
     /// null-free constant-rate TS, or with `video` the test pattern encoded with H.264 at
@@ -197,11 +199,26 @@ pub enum FlowKind {
     /// With `video`, `playout_deadline` is the viewers' play-out deadline (seed 002's: a
     /// frame not complete by its send time plus this is not shown in its slot).
     /// `content` is what the video shows (with `video`).
+    ///
+    /// With a rate controller (`cc`, other than `fixed`), `rate_bps` is the most the stream
+    /// may send; the source follows the controller: the constant-rate TS at once, the video
+    /// at its next GOP (a new encoder at the new rate: the rendition ladder of one live
+    /// encoder). `start_bps` is where a controller without slow start begins (ASMP).
+    /// `mtu` limits the IP packets (TS packets per RTP packet follow), `gop` sets the video's
+    /// frames per GOP (its IDR interval; one second by default). `ladder` lists the video
+    /// bitrates the sender may pick from, one per GOP, as Evalvid-RA's VBR controller picks a
+    /// quantizer (seed 002's Table 2): the highest at or below what the controller allows
+    /// (the lowest if none is); empty: any rate.
     Rtp {
         rate_bps: u64,
         video: Option<VideoDecl>,
         playout_deadline: Option<Duration>,
         content: VideoContent,
+        cc: RtpCc,
+        start_bps: Option<u64>,
+        mtu: Option<u32>,
+        gop: Option<u32>,
+        ladder: Vec<u64>,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
     /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a
@@ -289,6 +306,32 @@ pub enum RateShape {
         period: Duration,
         duty: f64,
     },
+}
+
+/// An RTP flow's rate controller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RtpCc {
+    /// The rate as declared.
+    #[default]
+    Fixed,
+    /// TFRC (RFC 5348), for one receiver.
+    Tfrc,
+    /// TFMCC (RFC 4654), for a group.
+    Tfmcc,
+    /// ASMP (seed 002), from receiver reports.
+    Asmp,
+}
+
+impl RtpCc {
+    /// As written in scenarios and shown in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            RtpCc::Fixed => "fixed",
+            RtpCc::Tfrc => "tfrc",
+            RtpCc::Tfmcc => "tfmcc",
+            RtpCc::Asmp => "asmp",
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 use super::topology::{expand, RawLink, RawTopology};
 use super::{
     DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
-    Reference, Scenario, TcpCc, Variation, VideoContent,
+    Reference, RtpCc, Scenario, TcpCc, Variation, VideoContent,
 };
 use crate::config::{ConfigError, ConfigErrorKind};
 use crate::stream::{parse_bitrate, parse_duration};
@@ -483,6 +483,10 @@ struct RawFlow {
     content: Option<OneOrMany>,
     program: Option<String>,
     args: Option<Vec<String>>,
+    start_rate: Option<Rate>,
+    mtu: Option<u32>,
+    gop: Option<u32>,
+    ladder: Option<Vec<Rate>>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -582,6 +586,12 @@ impl RawFlow {
             "udp" | "tcp" | "command" if self.content.is_some() => unused("content", &self.kind),
             "udp" | "tcp" | "rtp" if self.program.is_some() => unused("program", &self.kind),
             "udp" | "tcp" | "rtp" if self.args.is_some() => unused("args", &self.kind),
+            "udp" | "tcp" | "command" if self.start_rate.is_some() => {
+                unused("start_rate", &self.kind)
+            }
+            "udp" | "command" if self.mtu.is_some() => unused("mtu", &self.kind),
+            "udp" | "tcp" | "command" if self.gop.is_some() => unused("gop", &self.kind),
+            "udp" | "tcp" | "command" if self.ladder.is_some() => unused("ladder", &self.kind),
             "command" => {
                 for (key, set) in [
                     ("cc", self.cc.is_some()),
@@ -657,15 +667,20 @@ impl RawFlow {
                     ))
                     }
                 };
+                if let Some(m) = self.mtu.filter(|m| !(576..=9000).contains(m)) {
+                    return Err(format!(
+                        "flow '{name}': mtu = {m}: an IP packet of 576 to 9000 bytes"
+                    ));
+                }
                 Ok(FlowKind::Tcp {
                     cc,
                     bytes: self.bytes,
                     rate_bps: self.rate.map(|r| r.0),
+                    mtu: self.mtu,
                 })
             }
             "rtp" => {
                 for (key, set) in [
-                    ("cc", self.cc.is_some()),
                     ("bytes", self.bytes.is_some()),
                     ("payload", self.payload.is_some()),
                     ("square", self.square.is_some()),
@@ -694,12 +709,64 @@ impl RawFlow {
                     Some(OneOrMany::Many(v)) => VideoContent::parse(v),
                 }
                 .map_err(|e| format!("flow '{name}': {e}"))?;
+                let cc = match self.cc.as_deref() {
+                    None | Some("fixed") => RtpCc::Fixed,
+                    Some("tfrc") => RtpCc::Tfrc,
+                    Some("tfmcc") => RtpCc::Tfmcc,
+                    Some("asmp") => RtpCc::Asmp,
+                    Some(other) => {
+                        return Err(format!(
+                            "flow '{name}': cc = \"{other}\" is not known for rtp; use \"fixed\", \"tfrc\", \"tfmcc\" or \"asmp\""
+                        ))
+                    }
+                };
+                if self.start_rate.is_some() && cc == RtpCc::Fixed {
+                    return Err(format!(
+                        "flow '{name}': start_rate is where a rate controller begins: set cc (\"asmp\", \"tfmcc\", \"tfrc\") or remove it"
+                    ));
+                }
+                if let Some(m) = self.mtu.filter(|m| !(300..=9000).contains(m)) {
+                    return Err(format!(
+                        "flow '{name}': mtu = {m}: an IP packet of 300 to 9000 bytes (one TS packet needs 236 with the headers)"
+                    ));
+                }
+                if self.gop.is_some() && video.is_none() {
+                    return Err(format!(
+                        "flow '{name}': gop needs video = \"352x288@25\" (frames to group)"
+                    ));
+                }
+                if self.gop == Some(0) {
+                    return Err(format!("flow '{name}': gop is a number of frames, at least 1"));
+                }
+                let mut ladder: Vec<u64> = self
+                    .ladder
+                    .iter()
+                    .flatten()
+                    .map(|r| r.0)
+                    .collect();
+                if !ladder.is_empty() && (video.is_none() || cc == RtpCc::Fixed) {
+                    return Err(format!(
+                        "flow '{name}': a ladder is the video bitrates a rate controller picks from: it needs video and cc"
+                    ));
+                }
+                if ladder.len() > 256 || ladder.contains(&0) {
+                    return Err(format!(
+                        "flow '{name}': ladder has 1 to 256 video bitrates, none zero"
+                    ));
+                }
+                ladder.sort_unstable();
+                ladder.dedup();
                 match self.rate {
                     Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
                         rate_bps: r.0,
                         video,
                         playout_deadline: self.playout_deadline.map(|d| d.0),
                         content,
+                        cc,
+                        start_bps: self.start_rate.map(|r| r.0),
+                        mtu: self.mtu,
+                        gop: self.gop,
+                        ladder,
                     }),
                     _ => Err(format!(
                         "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"

@@ -2,7 +2,8 @@
 //! links.
 //!
 //! - `star`: `center`, and `leaves = [{ node, link, up?, down? }]`: each leaf linked to the
-//!   center (`down`: center → leaf, `up`: leaf → center; `link` both ways).
+//!   center (`down`: center → leaf, `up`: leaf → center; `link` both ways); `{ prefix = "r",
+//!   count = 45, link }` is 45 leaves r1..r45 alike.
 //! - `dumbbell`: `left` and `right` leaves (as a star's), two routers (`routers`, by default
 //!   `["left", "right"]`) joined by the `bottleneck` profile.
 //! - `chain`: `nodes = [...]` in order, hop `i` with `links[i]`, or every hop with `link`.
@@ -37,7 +38,10 @@ pub(crate) struct RawTopology {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawLeaf {
-    node: String,
+    /// One leaf, or `count` of them named `prefix` and a number from 1.
+    node: Option<String>,
+    prefix: Option<String>,
+    count: Option<usize>,
     link: Option<String>,
     up: Option<String>,
     down: Option<String>,
@@ -170,14 +174,30 @@ impl Builder<'_> {
 
     fn leaves(&mut self, center: &str, leaves: &[RawLeaf]) -> Result<(), String> {
         for l in leaves {
+            let names: Vec<String> = match (&l.node, &l.prefix, l.count) {
+                (Some(n), None, None) => vec![n.clone()],
+                (None, Some(p), Some(c)) if c >= 1 && self.nodes.len().saturating_add(c) <= MAX_TREE_NODES => {
+                    (1..=c).map(|i| format!("{p}{i}")).collect()
+                }
+                (None, Some(p), Some(c)) => {
+                    return Err(format!(
+                        "leaves '{p}': count = {c} must be 1 to {MAX_TREE_NODES} (nodes in all)"
+                    ))
+                }
+                _ => return Err(
+                    "a leaf is { node = \"NAME\", link = ... }, or { prefix = \"r\", count = 45, link = ... } for r1..r45".into(),
+                ),
+            };
             let both = l.link.as_deref();
-            self.link(
-                center,
-                &l.node,
-                l.down.as_deref().or(both),
-                l.up.as_deref().or(both),
-                "leaf",
-            )?;
+            for n in names {
+                self.link(
+                    center,
+                    &n,
+                    l.down.as_deref().or(both),
+                    l.up.as_deref().or(both),
+                    "leaf",
+                )?;
+            }
         }
         Ok(())
     }

@@ -48,6 +48,45 @@ pub struct FlowReport {
     pub sent_packets: u64,
     pub sent_bytes: u64,
     pub receivers: Vec<ReceiverReport>,
+    /// What the flow's rate controller did (RTP flows).
+    #[serde(default)]
+    pub rate_control: Option<RateControl>,
+}
+
+/// An RTP flow's rate controller over the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateControl {
+    /// `fixed`, `tfrc`, `tfmcc`, `asmp`.
+    pub controller: String,
+    /// How many times the target changed.
+    pub changes: u64,
+    /// The target rate over time: (ns from the run's start, bit/s on the wire), at most
+    /// [`RATE_POINTS`] points (the last change of each span kept).
+    pub points: Vec<(u64, u64)>,
+}
+
+/// Points kept of a rate controller's target over time.
+pub const RATE_POINTS: usize = 1000;
+
+impl RateControl {
+    /// From every change `(when, bit/s)`, thinned to [`RATE_POINTS`] by keeping the last
+    /// change of each of that many equal spans of `[0, end]`.
+    pub fn new(controller: &str, changes: &[(Timestamp, u64)], end: Timestamp) -> RateControl {
+        let span = (end.as_nanos() / RATE_POINTS as u64).max(1);
+        let mut points: Vec<(u64, u64)> = Vec::new();
+        for &(t, bps) in changes {
+            let t = t.as_nanos();
+            match points.last_mut() {
+                Some(last) if last.0 / span == t / span => *last = (t, bps),
+                _ => points.push((t, bps)),
+            }
+        }
+        RateControl {
+            controller: controller.to_string(),
+            changes: changes.len() as u64,
+            points,
+        }
+    }
 }
 
 /// What one receiving endpoint measured.

@@ -47,19 +47,22 @@ pub struct TcpFlowConfig {
     /// Send and receive buffers, bytes (the largest window: size them above the path's
     /// bandwidth-delay product).
     pub buffer_bytes: usize,
+    /// The largest IP packet, bytes (segments fill it: MSS = mtu − 40).
+    pub mtu: usize,
     /// Bin width of the receiver's per-interval figures.
     pub interval: Duration,
     pub seed: u64,
 }
 
-/// IPv4 packets in and out of one stack.
-#[derive(Default)]
+/// IPv4 packets in and out of one stack, of at most `mtu` bytes.
 struct Queues {
     rx: VecDeque<Rc<[u8]>>,
     tx: VecDeque<Vec<u8>>,
+    mtu: usize,
 }
 
-const MTU: usize = 1500;
+/// The IP packet size TCP segments fill by default (Ethernet's).
+pub const DEFAULT_MTU: usize = 1500;
 const PORT: u16 = 5001;
 
 impl Device for Queues {
@@ -68,17 +71,17 @@ impl Device for Queues {
 
     fn receive(&mut self, _: Instant) -> Option<(Rx, Tx<'_>)> {
         let p = self.rx.pop_front()?;
-        Some((Rx(p), Tx(&mut self.tx)))
+        Some((Rx(p), Tx(&mut self.tx, self.mtu)))
     }
 
     fn transmit(&mut self, _: Instant) -> Option<Tx<'_>> {
-        Some(Tx(&mut self.tx))
+        Some(Tx(&mut self.tx, self.mtu))
     }
 
     fn capabilities(&self) -> DeviceCapabilities {
         let mut c = DeviceCapabilities::default();
         c.medium = Medium::Ip;
-        c.max_transmission_unit = MTU;
+        c.max_transmission_unit = self.mtu;
         c
     }
 }
@@ -91,11 +94,11 @@ impl RxToken for Rx {
     }
 }
 
-struct Tx<'a>(&'a mut VecDeque<Vec<u8>>);
+struct Tx<'a>(&'a mut VecDeque<Vec<u8>>, usize);
 
 impl TxToken for Tx<'_> {
     fn consume<R, F: FnOnce(&mut [u8]) -> R>(self, len: usize, f: F) -> R {
-        let mut buf = vec![0u8; len.min(MTU)];
+        let mut buf = vec![0u8; len.min(self.1)];
         let r = f(&mut buf);
         self.0.push_back(buf);
         r
@@ -115,8 +118,12 @@ fn micros(t: Timestamp) -> Instant {
 }
 
 impl End {
-    fn new(addr: Ipv4Address, buffer: usize, seed: u64, now: Timestamp) -> Self {
-        let mut dev = Queues::default();
+    fn new(addr: Ipv4Address, buffer: usize, mtu: usize, seed: u64, now: Timestamp) -> Self {
+        let mut dev = Queues {
+            rx: VecDeque::new(),
+            tx: VecDeque::new(),
+            mtu,
+        };
         let mut cfg = Config::new(HardwareAddress::Ip);
         cfg.random_seed = seed;
         let mut iface = Interface::new(cfg, &mut dev, micros(now));
@@ -311,7 +318,7 @@ impl TcpFlow {
         if ep == 0 && !self.closed {
             // The application's next write: when the rate allows more, or at the end.
             let more = self.cfg.app_rate_bps.map(|r| {
-                let step = Duration::from_nanos(MTU as u64 * 8 * 1_000_000_000 / r.max(1));
+                let step = Duration::from_nanos(self.cfg.mtu as u64 * 8 * 1_000_000_000 / r.max(1));
                 now + step
             });
             for t in [more, Some(self.end_time())].into_iter().flatten() {
@@ -354,13 +361,25 @@ impl Flow for TcpFlow {
         }
         *w = Timestamp::MAX;
         if ep == 1 && self.sink.is_none() {
-            let mut sink = End::new(SINK_ADDR, self.cfg.buffer_bytes, self.cfg.seed ^ 1, now);
+            let mut sink = End::new(
+                SINK_ADDR,
+                self.cfg.buffer_bytes,
+                self.cfg.mtu,
+                self.cfg.seed ^ 1,
+                now,
+            );
             // A fresh socket always listens.
             let _ = sink.tcp().listen(PORT);
             self.sink = Some(sink);
         }
         if ep == 0 && self.sender.is_none() {
-            let mut s = End::new(SENDER_ADDR, self.cfg.buffer_bytes, self.cfg.seed, now);
+            let mut s = End::new(
+                SENDER_ADDR,
+                self.cfg.buffer_bytes,
+                self.cfg.mtu,
+                self.cfg.seed,
+                now,
+            );
             let sock = s.sockets.get_mut::<tcp::Socket>(s.socket);
             sock.set_congestion_control(match self.cfg.congestion {
                 TcpCongestion::Reno => tcp::CongestionControl::Reno,
@@ -427,6 +446,7 @@ impl Flow for TcpFlow {
             sent_packets: self.segments_sent,
             sent_bytes: self.bytes_on_wire,
             receivers: vec![rx],
+            rate_control: None,
         }
     }
 }

@@ -256,6 +256,7 @@ impl Flow for UdpFlow {
             sent_packets: self.sent,
             sent_bytes: self.sent_bytes,
             receivers,
+            rate_control: None,
         }
     }
 }

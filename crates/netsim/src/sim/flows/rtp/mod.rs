@@ -51,6 +51,10 @@ pub struct RtpFlowConfig {
     /// Keep each receiver's arrival time of every packet ([`RtpFlow::arrivals`]), for frame
     /// figures: 8 bytes per packet per receiver.
     pub track_arrivals: bool,
+    /// How far ahead of now the producer may run (its packets' due times); `None`: as far as
+    /// the slots allow. A source that follows a rate controller needs a bound, as the real
+    /// driver's producer has one: what is made is sent at the rate it was made for.
+    pub lookahead: Option<Duration>,
 }
 
 /// What the sender did, in order (the trace of the sessions' decisions, beside the network's).
@@ -106,6 +110,9 @@ pub struct RtpFlow {
     /// arrived, `Timestamp::MAX` if it did not.
     arrivals: Vec<Vec<Timestamp>>,
     first_seq: Option<u64>,
+    /// The due time of the last packet made.
+    last_due: Timestamp,
+    rate_trace: Vec<(Timestamp, u64)>,
 }
 
 impl RtpFlow {
@@ -152,6 +159,8 @@ impl RtpFlow {
             rtcp: vec![0u8; 1500],
             arrivals: vec![Vec::new(); cfg.receivers.len()],
             first_seq: None,
+            last_due: Timestamp::ZERO,
+            rate_trace: Vec::new(),
             cfg,
         }
     }
@@ -187,13 +196,19 @@ impl RtpFlow {
         }
     }
 
-    /// The producer runs ahead as far as the slots allow.
+    /// The producer runs ahead as far as the slots (and the lookahead) allow.
     fn produce(&mut self, now: Timestamp) {
         while !self.source_done {
+            if let Some(ahead) = self.cfg.lookahead {
+                if self.last_due > now + ahead {
+                    break;
+                }
+            }
             let Some(id) = self.free.pop() else { break };
             match self.source.next_packet(&mut self.slots[id as usize]) {
                 Some(p) => {
                     self.lens[id as usize] = (p.len, p.wire_len);
+                    self.last_due = self.last_due.max(p.due);
                     let q = Queued {
                         id,
                         packets: 1,
@@ -236,9 +251,32 @@ impl RtpFlow {
             net.send(now, self.cfg.src, pkt);
         }
         self.rtcp = rtcp;
-        while self.sender.poll_event().is_some() {}
-        let next = self.sender.poll_timeout().map(|(t, _)| t);
+        self.follow_events(now);
+        let mut next = self.sender.poll_timeout().map(|(t, _)| t);
+        if self.cfg.lookahead.is_some() && !self.source_done && !self.free.is_empty() {
+            // Wake to make more when the lookahead moves past what is made.
+            let more = self
+                .last_due
+                .saturating_sub(self.cfg.lookahead.unwrap_or_default());
+            next = Some(next.map_or(more, |t| t.min(more.max(now))));
+        }
         self.wake_at(now, 0, next, net);
+    }
+
+    /// The session's events; the source follows the rate controller.
+    fn follow_events(&mut self, now: Timestamp) {
+        use metronome_session::sender::SessionEvent;
+        while let Some(e) = self.sender.poll_event() {
+            if let SessionEvent::RateChanged { rate, .. } = e {
+                self.source.follow_rate(rate);
+                self.rate_trace.push((now, rate.as_bps()));
+            }
+        }
+    }
+
+    /// The controller's target rate each time it changed: (when, bit/s on the wire).
+    pub fn rate_trace(&self) -> &[(Timestamp, u64)] {
+        &self.rate_trace
     }
 
     fn send_slot(&mut self, now: Timestamp, id: u32, due: Timestamp, renumber: u32, net: &mut Net) {
@@ -375,6 +413,12 @@ impl Flow for RtpFlow {
     }
 
     fn start(&mut self, now: Timestamp, net: &mut Net) {
+        let rate = self.sender.target_rate();
+        self.rate_trace.push((now, rate.as_bps()));
+        if self.cfg.lookahead.is_some() {
+            // A source that follows the controller starts at its first rate.
+            self.source.follow_rate(rate);
+        }
         self.run_sender(now, net);
     }
 
@@ -403,8 +447,9 @@ impl Flow for RtpFlow {
                 data: &data,
             };
             let _ = self.sender.handle_input(now, input);
-            let next = self.sender.poll_timeout().map(|(t, _)| t);
-            self.wake_at(now, 0, next, net);
+            self.follow_events(now);
+            // The controller may have something to tell the receivers at once.
+            self.wake_at(now, 0, Some(now), net);
         } else if (ep as usize) <= self.receivers.len() {
             self.receive(now, ep as usize - 1, &pkt, &data, net);
         }
@@ -418,7 +463,7 @@ impl Flow for RtpFlow {
         self
     }
 
-    fn report(&mut self, _end: Timestamp, net: &Net) -> FlowReport {
+    fn report(&mut self, end: Timestamp, net: &Net) -> FlowReport {
         let start = self.first_send.unwrap_or(Timestamp::ZERO);
         let active = self.last_send.saturating_since(start);
         let receivers = self
@@ -440,6 +485,11 @@ impl Flow for RtpFlow {
             sent_packets: self.sent,
             sent_bytes: self.sent_bytes,
             receivers,
+            rate_control: Some(super::RateControl::new(
+                self.sender.controller_name(),
+                &self.rate_trace,
+                end,
+            )),
         }
     }
 }
