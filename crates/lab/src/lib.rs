@@ -14,6 +14,7 @@
 //!   content from FFmpeg's lavfi sources.
 
 pub mod builtin;
+pub mod claims;
 pub mod closed_form;
 pub mod compare;
 pub mod emu_mode;

@@ -108,6 +108,10 @@ pub struct PointResult {
     /// What went wrong in the point that did not stop it (a video source that ended early).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Of `wall_s`, the seconds spent on the video: making it (rendering, encoding) and
+    /// judging it (decoding, comparing pictures); the rest is the network and the sessions.
+    #[serde(default)]
+    pub video_s: f64,
     /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::Fairness>,

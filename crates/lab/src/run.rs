@@ -259,7 +259,15 @@ pub fn run_point(
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
     let (mut outcome, flows) = sim.finish_with_flows();
+    let making: f64 = videos.iter().map(|(_, m)| m.borrow().making_s).sum();
+    let judging = wall::Stopwatch::start();
+    let any_video = !videos.is_empty();
     let videos = add_frames(s, &mut outcome.flows, flows, &videos);
+    let video_s = if any_video {
+        making + judging.seconds()
+    } else {
+        0.0
+    };
     let id = point_id(point.index);
     if s.trace {
         let dir = out.join("points").join(&id);
@@ -286,6 +294,7 @@ pub fn run_point(
         warnings: Vec::new(),
         files: Vec::new(),
         fairness: None,
+        video_s,
     };
     result.add_videos(videos);
     result.fairness = crate::fairness::Fairness::of(&result.flows);

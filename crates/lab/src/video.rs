@@ -45,6 +45,9 @@ pub struct FrameMap {
     pub content: VideoContent,
     /// Why the source stopped before its end, if it did (the stream is then shorter).
     pub source_error: Option<String>,
+    /// Wall-clock seconds the source spent making the video (rendering, encoding, muxing):
+    /// how fast the run was, not a result.
+    pub making_s: f64,
 }
 
 /// A [`PacketSource`] of the encoded test pattern.
@@ -153,6 +156,19 @@ impl TestVideo {
 
 impl PacketSource for TestVideo {
     fn next_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
+        let watch = crate::wall::Stopwatch::start();
+        let out = self.make_packet(buf);
+        self.frames.borrow_mut().making_s += watch.seconds();
+        out
+    }
+
+    fn follow_rate(&mut self, wire: Bitrate) {
+        self.follow(wire);
+    }
+}
+
+impl TestVideo {
+    fn make_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
         let mut ts = [0u8; 188];
         while !self.ended {
             match self.source.next_packet(&mut ts) {
@@ -187,7 +203,7 @@ impl PacketSource for TestVideo {
 
     /// The rendition for the next GOP: a new encoder at the rate asked for (the test source
     /// switches at its next IDR picture), within what the source can do.
-    fn follow_rate(&mut self, wire: Bitrate) {
+    fn follow(&mut self, wire: Bitrate) {
         let mut ts = (wire.as_bps() as f64 * self.ts_share) as u64;
         if !self.ladder.is_empty() {
             let video = ts as f64 * VIDEO_SHARE;

@@ -16,6 +16,27 @@ fn tfmcc_and_asmp_share_the_dumbbell_with_tcp_within_a_factor_of_two() {
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
     assert_eq!(s.points.len(), 2);
+    // Seed 002's conclusions, each with a figure on both sides (whether they hold is the
+    // report's to say, with why where they differ).
+    let checked = metronome_lab::claims::check(&s);
+    assert_eq!(checked.len(), 6);
+    for c in &checked {
+        let (l, r) = c
+            .values
+            .clone()
+            .unwrap_or_else(|e| panic!("{}: {e}", c.claim.text));
+        println!(
+            "claim: {} — {l:.3} {} {r:.3}: {:?}",
+            c.claim.text,
+            c.claim.op.symbol(),
+            c.holds()
+        );
+        assert!(
+            c.holds().is_some_and(|h| h || !c.claim.note.is_empty()),
+            "{}: differs without a note",
+            c.claim.text
+        );
+    }
     for p in &s.points {
         let cc = &p.params["cc"];
         assert!(p.warnings.is_empty(), "{cc}: {:?}", p.warnings);

@@ -293,3 +293,63 @@ fn video_content_is_the_pattern_or_lavfi_sources_without_filtergraph_syntax() {
     let e = err(&rtp("content = \"testsrc2\""));
     assert!(e.contains("content needs video"), "{e}");
 }
+
+#[test]
+fn rate_controlled_rtp_flows_and_claims() {
+    let text = |flow: &str, claim: &str| {
+        format!(
+            "name = \"t\"\n[sweep]\ncc = [\"tfmcc\", \"asmp\"]\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"star\"\ncenter = \"sw\"\nleaves = [{{ node = \"a\", link = \"l\" }}, {{ prefix = \"R\", count = 3, link = \"l\" }}]\n[[flow]]\nname = \"v\"\nkind = \"rtp\"\nfrom = \"a\"\nto = \"R*\"\nrate = \"4mbit\"\n{flow}\n{claim}\n"
+        )
+    };
+    let ok = text(
+        "cc = \"${cc}\"\nstart_rate = \"500kbit\"\nvideo = \"352x288@25\"\ngop = 12\nmtu = 1018\nladder = [300000, 100000, 2000000]",
+        "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"psnr_y_db\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]",
+    );
+    let f = ScenarioFile::parse(&ok, "t.toml").unwrap();
+    let points = f.points();
+    let s = f.resolve(&points[1]).unwrap();
+    // Leaves by prefix and count.
+    assert!(["R1", "R2", "R3"]
+        .iter()
+        .all(|n| s.nodes.iter().any(|m| m == n)));
+    assert_eq!(s.flows[0].to.len(), 3);
+    match &s.flows[0].kind {
+        FlowKind::Rtp {
+            cc,
+            start_bps,
+            mtu,
+            gop,
+            ladder,
+            ..
+        } => {
+            assert_eq!(*cc, metronome_spec::scenario::RtpCc::Asmp);
+            assert_eq!(
+                (*start_bps, *mtu, *gop),
+                (Some(500_000), Some(1018), Some(12))
+            );
+            // Sorted, as the sender picks the highest at or below the rate.
+            assert_eq!(ladder, &vec![100_000, 300_000, 2_000_000]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.claims.len(), 1);
+    assert_eq!(s.claims[0].op, metronome_spec::scenario::ClaimOp::Greater);
+    // What is refused, and said.
+    for (flow, claim, says) in [
+        ("cc = \"bbr\"", "", "is not known for rtp"),
+        ("start_rate = \"1mbit\"", "", "start_rate is where a rate controller begins"),
+        ("cc = \"asmp\"\nladder = [100000]", "", "a ladder is the video bitrates"),
+        ("mtu = 100", "", "an IP packet of 300 to 9000 bytes"),
+        ("gop = 12", "", "gop needs video"),
+        ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"beauty\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]", "metric = \"beauty\" is not known"),
+        ("", "[[claim]]\ntext = \"x\"\nflow = \"w\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]", "flow = \"w\" is not a flow"),
+        ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">=\"\nrhs = [{ cc = \"tfmcc\" }]", "use \"<\" or \">\""),
+    ] {
+        let t = text(flow, claim).replace("[sweep]\ncc = [\"tfmcc\", \"asmp\"]\n", "");
+        let err = ScenarioFile::parse(&t, "t.toml")
+            .and_then(|f| f.resolve(&f.points()[0]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(says), "{flow} {claim}: {err}");
+    }
+}

@@ -80,6 +80,7 @@ fn point_result(
         files: Vec::new(),
         warnings: Vec::new(),
         fairness,
+        video_s: 0.0,
     }
 }
 

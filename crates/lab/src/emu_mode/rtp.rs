@@ -196,6 +196,8 @@ pub(super) fn rtp_flow(
         content: content.clone(),
         // A source error stops the sender: the flow fails with it.
         source_error: None,
+        // Made on the driver's producer thread, in real time.
+        making_s: 0.0,
     };
     Ok(report(f, rate_bps, &outcome, map, got, st))
 }

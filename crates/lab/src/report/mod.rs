@@ -40,6 +40,7 @@ pub fn render(s: &Summary) -> String {
         esc(&s.scenario.description)
     );
     h.push_str(&run_facts(s));
+    h.push_str(&claims_section(s));
     h.push_str(&tables::reference_section(s));
     h.push_str(&sweep::sweep_section(s));
     h.push_str(&tables::points_section(s));
@@ -50,6 +51,48 @@ pub fn render(s: &Summary) -> String {
         esc(&s.scenario.text)
     );
     h.push_str("</body></html>\n");
+    h
+}
+
+/// The scenario's claims beside what the run says.
+fn claims_section(s: &Summary) -> String {
+    let checked = crate::claims::check(s);
+    if checked.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<h2 id=\"claims\">Claims checked</h2>\n<p class=\"note\">What the source concluded, \
+         and what this run says: each side is the metric at the point its sweep values pick, \
+         or the difference between two points (the first less the second).</p>\n\
+         <table><tr><th>claim</th><th>source</th><th>metric</th><th>left</th><th></th>\
+         <th>right</th><th>this run</th></tr>",
+    );
+    for c in &checked {
+        let (l, r) = match &c.values {
+            Ok((l, r)) => (format!("{l:.3}"), format!("{r:.3}")),
+            Err(e) => (esc(e), String::new()),
+        };
+        let (verdict, class) = match c.holds() {
+            Some(true) => ("agrees".to_string(), "good"),
+            Some(false) if c.claim.note.is_empty() => ("differs".to_string(), "bad"),
+            Some(false) => (format!("differs: {}", esc(&c.claim.note)), "bad"),
+            None => ("not known".to_string(), ""),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code>{}</td><td>{l}</td><td>{}</td>\
+             <td>{r}</td><td class=\"{class}\">{verdict}</td></tr>",
+            esc(&c.claim.text),
+            esc(&c.claim.source),
+            esc(&c.claim.metric),
+            c.claim
+                .flow
+                .as_deref()
+                .map_or(String::new(), |f| format!(" of {}", esc(f))),
+            esc(c.claim.op.symbol())
+        );
+    }
+    h.push_str("</table>\n");
     h
 }
 

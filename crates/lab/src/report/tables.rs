@@ -224,10 +224,22 @@ pub(crate) fn points_section(s: &Summary) -> String {
     let mut h = String::from("<h2 id=\"points\">Points</h2>\n");
     for p in &s.points {
         let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let video = if p.video_s > 0.0 {
+            let net = (p.wall_s - p.video_s).max(1e-9);
+            format!(
+                "; the video (making it, then decoding and comparing what viewers saw) took {:.3} s, \
+                 the network and the sessions {:.3} s: {:.2} M events/s",
+                p.video_s,
+                net,
+                p.events as f64 / net / 1e6
+            )
+        } else {
+            String::new()
+        };
         let _ = write!(
             h,
             "<h3 id=\"{}\">{}: {}</h3>\n<p class=\"note\">{:.1} s of virtual time in {:.3} s \
-             ({} events, seed {}).</p>\n",
+             ({} events, seed {}){video}.</p>\n",
             p.id,
             p.id,
             esc(&params.join(", ")),

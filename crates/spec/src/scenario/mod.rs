@@ -42,6 +42,7 @@ mod topology;
 pub use crate::config::{ConfigError, ConfigErrorKind};
 pub use sweep::{Point, ScenarioFile};
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// One point of a scenario, every sweep reference resolved, checked.
@@ -67,6 +68,8 @@ pub struct Scenario {
     pub flows: Vec<FlowDecl>,
     /// Figures from elsewhere (a paper, a seed experiment) to show beside the measured ones.
     pub reference: Option<Reference>,
+    /// What a source concluded, to be checked against the run (`[[claim]]`).
+    pub claims: Vec<Claim>,
 }
 
 /// A full-duplex link between `a` and `b`.
@@ -340,6 +343,54 @@ pub enum TcpCc {
     #[default]
     Cubic,
 }
+
+/// A conclusion of a source (a seed's paper) to check against the run: `metric` of `flow` on
+/// the left side compared by `op` with the right. A side is the metric at one point (picked
+/// by sweep values), or the difference between two points (the first less the second).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Claim {
+    pub text: String,
+    pub source: String,
+    /// The flow whose receivers' figures count (`None`: a figure of the point).
+    pub flow: Option<String>,
+    pub metric: String,
+    pub lhs: Vec<BTreeMap<String, String>>,
+    pub op: ClaimOp,
+    pub rhs: Vec<BTreeMap<String, String>>,
+    /// Why the run may differ, shown when it does.
+    pub note: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaimOp {
+    Less,
+    Greater,
+}
+
+impl ClaimOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            ClaimOp::Less => "<",
+            ClaimOp::Greater => ">",
+        }
+    }
+}
+
+/// The metrics a claim may compare: per flow, the mean over its receivers; `jain_index` is
+/// the point's.
+pub const CLAIM_METRICS: [&str; 11] = [
+    "frames_lost_percent",
+    "missed_deadline_percent",
+    "frame_delay_ms",
+    "cumulative_jitter_ms",
+    "psnr_y_db",
+    "mos",
+    "throughput_mbps",
+    "loss_percent",
+    "delay_ms",
+    "p99_delay_ms",
+    "jain_index",
+];
 
 /// A table of reference figures (rows × columns), e.g. a seed's measured loss. Rows are
 /// receiving nodes, columns the values of the sweep parameter `by`; each cell is `metric` of

@@ -3,8 +3,8 @@
 
 use super::topology::{expand, RawLink, RawTopology};
 use super::{
-    DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape,
-    Reference, RtpCc, Scenario, TcpCc, Variation, VideoContent,
+    Claim, ClaimOp, DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl,
+    RateShape, Reference, RtpCc, Scenario, TcpCc, Variation, VideoContent, CLAIM_METRICS,
 };
 use crate::config::{ConfigError, ConfigErrorKind};
 use crate::stream::{parse_bitrate, parse_duration};
@@ -75,7 +75,14 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
         ),
         None => None,
     };
+    let mut claims = Vec::with_capacity(raw.claim.len());
+    for c in raw.claim {
+        let at = text.find("[[claim]]").unwrap_or(0);
+        let claim = c.check(&flows).map_err(|m| invalid(m, at))?;
+        claims.push(claim);
+    }
     Ok(Scenario {
+        claims,
         name: raw.name,
         description: raw.description,
         seed: raw.seed,
@@ -134,6 +141,8 @@ struct RawScenario {
     #[serde(default)]
     flow: Vec<Spanned<RawFlow>>,
     reference: Option<RawReference>,
+    #[serde(default)]
+    claim: Vec<RawClaim>,
 }
 
 /// A duration written as people write it: "20ms", "1.5s".
@@ -777,6 +786,70 @@ impl RawFlow {
                 "flow '{name}': kind = \"{other}\" is not known; use \"udp\", \"tcp\", \"rtp\" or \"command\""
             )),
         }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawClaim {
+    text: String,
+    #[serde(default)]
+    source: String,
+    flow: Option<String>,
+    metric: String,
+    lhs: Vec<BTreeMap<String, String>>,
+    op: String,
+    rhs: Vec<BTreeMap<String, String>>,
+    #[serde(default)]
+    note: String,
+}
+
+impl RawClaim {
+    fn check(self, flows: &[FlowDecl]) -> Result<Claim, String> {
+        let what = format!("[[claim]] '{}'", self.text);
+        if !CLAIM_METRICS.contains(&self.metric.as_str()) {
+            return Err(format!(
+                "{what}: metric = \"{}\" is not known; use one of: {}",
+                self.metric,
+                CLAIM_METRICS.join(", ")
+            ));
+        }
+        match (&self.flow, self.metric == "jain_index") {
+            (Some(f), false) if flows.iter().any(|g| &g.name == f) => {}
+            (Some(f), false) => return Err(format!("{what}: flow = \"{f}\" is not a flow")),
+            (None, true) => {}
+            (None, false) => {
+                return Err(format!(
+                    "{what}: metric {} needs flow = \"NAME\"",
+                    self.metric
+                ))
+            }
+            (Some(_), true) => {
+                return Err(format!("{what}: jain_index is the point's: remove flow"))
+            }
+        }
+        let op = match self.op.as_str() {
+            "<" => ClaimOp::Less,
+            ">" => ClaimOp::Greater,
+            other => return Err(format!("{what}: op = \"{other}\": use \"<\" or \">\"")),
+        };
+        for side in [&self.lhs, &self.rhs] {
+            if side.is_empty() || side.len() > 2 {
+                return Err(format!(
+                    "{what}: lhs and rhs are [{{ param = \"value\" }}] (a point) or two of them (the first less the second)"
+                ));
+            }
+        }
+        Ok(Claim {
+            text: self.text,
+            source: self.source,
+            flow: self.flow,
+            metric: self.metric,
+            lhs: self.lhs,
+            op,
+            rhs: self.rhs,
+            note: self.note,
+        })
     }
 }
 
