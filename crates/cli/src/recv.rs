@@ -58,6 +58,11 @@ pub struct RecvArgs {
     /// Accept any payload type, not only MPEG-TS (RFC 2250)
     #[arg(long)]
     pub any_payload: bool,
+    /// Run a rate controller's receiving end and send its feedback in RTCP: tfrc (RFC 5348)
+    /// or tfmcc (RFC 4654), matching the sender's `serve --cc` (asmp and fixed need only the
+    /// receiver reports every receiver sends)
+    #[arg(long, value_parser = ["tfrc", "tfmcc"], value_name = "CONTROLLER")]
+    pub cc: Option<String>,
     /// Track up to this many sources (SSRCs) on the port, each measured on its own
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_sources: u32,
@@ -164,6 +169,11 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
     cfg.output = a.output.clone();
     cfg.session.ssrc = crate::serve::fresh_seed() as u32;
     cfg.session.max_sources = a.max_sources as usize;
+    cfg.session.cc = match a.cc.as_deref() {
+        Some("tfrc") => metronome_session::receiver::AgentKind::Tfrc,
+        Some("tfmcc") => metronome_session::receiver::AgentKind::Tfmcc,
+        _ => metronome_session::receiver::AgentKind::None,
+    };
     let viewer = match &a.quality {
         Some(reference) => {
             // Refused now rather than after the stream: the reference must be readable.

@@ -99,6 +99,14 @@ pub struct ServeArgs {
     /// first packet's release, Unix ns); Metronome's CSV, or Evalvid's `st` for a .st file
     #[arg(long, value_name = "FILE")]
     pub frame_trace: Option<PathBuf>,
+    /// Rate control: fixed (the source's rate), tfrc (RFC 5348, one receiver), tfmcc (RFC 4654,
+    /// a multicast group) or asmp (receiver reports only); receivers run the receiving end
+    /// with `metronome recv --cc`. The test source follows at its next GOP, up to --max-bitrate
+    #[arg(long, value_parser = ["fixed", "tfrc", "tfmcc", "asmp"], value_name = "CONTROLLER")]
+    pub cc: Option<String>,
+    /// The most a rate controller may raise the stream to (default: the starting rate)
+    #[arg(long, value_parser = parse_rate, value_name = "RATE")]
+    pub max_bitrate: Option<u64>,
     /// Print the final summary as JSON
     #[arg(long)]
     pub json: bool,
@@ -206,6 +214,8 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     cfg.duration = a.duration;
     cfg.send_time_ext = a.send_time;
     cfg.pacing.late = a.late.unwrap_or(LatePolicy::CATCH_UP);
+    cfg.cc = a.cc.clone();
+    cfg.max_bitrate = a.max_bitrate;
     cfg
 }
 

@@ -398,3 +398,38 @@ fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
     assert!(st_frames.len() >= 20, "{st_text}");
     assert_eq!(st_frames[0].kind, FrameType::I);
 }
+
+/// `serve --cc tfrc` and `recv --cc tfrc`: the receiver reports its loss event rate and
+/// receive rate in RTCP (once per RTT), the sender's TFRC controller slow-starts from the
+/// test source's lowest rate up towards its ceiling, and the source follows at each GOP.
+#[test]
+fn a_tfrc_stream_follows_its_receivers_feedback_live() {
+    let port = port_pair();
+    let rx = Recv::start(port, &["--cc".as_ref(), "tfrc".as_ref()]);
+    let out = serve(
+        port,
+        &[
+            "--cc".as_ref(),
+            "tfrc".as_ref(),
+            "--size".as_ref(),
+            "320x180".as_ref(),
+            "--mux-rate".as_ref(),
+            "1mbit".as_ref(),
+            "--max-bitrate".as_ref(),
+            "4mbit".as_ref(),
+            "--duration".as_ref(),
+            "5".as_ref(),
+        ],
+    );
+    let tx = json(&out);
+    let rx = rx.stop();
+    let reports = rx["counters"]["cc_reports"].as_u64().unwrap();
+    let rate = tx["bitrate_bps"].as_f64().unwrap();
+    println!("TFRC reports {reports}, sender's mean rate {rate:.0} bit/s");
+    // A report per RTT (sub-millisecond on loopback, the receiver's loop bounds it).
+    assert!(reports > 50, "{rx}");
+    // No loss on loopback: slow start doubles per RTT up to the 4 Mbit/s ceiling; the source
+    // follows at its GOPs (one a second), so the mean is above the 1 Mbit/s it started at.
+    assert!(rate > 1.2e6, "{tx}");
+    assert_eq!(tx["receivers"][0]["cumulative_lost"], 0, "{tx}");
+}

@@ -42,6 +42,10 @@ pub struct SenderConfig {
     /// Head start of the producer before the first release time.
     pub preroll: Duration,
     pub seed: u64,
+    /// The rate controller (`fixed`, `tfrc`, `tfmcc`, `asmp`; see `StreamSpec::cc`), and the
+    /// most it may raise the stream to.
+    pub cc: Option<String>,
+    pub max_bitrate: Option<u64>,
 }
 
 impl SenderConfig {
@@ -61,6 +65,8 @@ impl SenderConfig {
             rtcp_min_interval: Duration::from_secs(1),
             preroll: Duration::from_millis(200),
             seed,
+            cc: None,
+            max_bitrate: None,
         }
     }
 
@@ -207,6 +213,10 @@ pub fn run_sender(
     spec.send_time = cfg.send_time_ext;
     spec.ssrc = Some(cfg.ssrc);
     spec.ring = Some(cfg.ring_slots.max(1));
+    spec.cc = cfg.cc.clone();
+    spec.max_bitrate = cfg.max_bitrate;
+    spec.validate_settings()
+        .map_err(|e| SendError::Refused(e.to_string()))?;
     // Probe the destinations before the server starts, so that a bad one is said plainly.
     for d in &cfg.destinations {
         UdpSender::open(d, &SocketOptions::default())?;

@@ -76,11 +76,20 @@ pub struct StreamSpec {
     /// The RTP SSRC; random by default.
     #[serde(default)]
     pub ssrc: Option<u32>,
+    /// The rate controller: `fixed` (the default: the rate as declared, or as set by hand),
+    /// `tfrc` (RFC 5348, one receiver), `tfmcc` (RFC 4654, a group) or `asmp` (seed 002's,
+    /// from receiver reports). With one, `max_bitrate` is the most it may reach; receivers
+    /// run its receiving end (`metronome recv --cc`).
+    #[serde(default)]
+    pub cc: Option<String>,
     /// RTSP: the multicast group that clients asking for `multicast` in SETUP join, as
     /// `rtp://GROUP:PORT?ttl=N&iface=ADDR`. Without it the mount is unicast only.
     #[serde(default)]
     pub multicast: Option<String>,
 }
+
+/// The rate controllers a stream may have (see [`StreamSpec::cc`]).
+pub const CONTROLLERS: [&str; 4] = ["fixed", "tfrc", "tfmcc", "asmp"];
 
 impl StreamSpec {
     /// A spec with defaults for everything but the name and destinations.
@@ -100,6 +109,7 @@ impl StreamSpec {
             ring: None,
             send_time: false,
             ssrc: None,
+            cc: None,
             multicast: None,
         }
     }
@@ -129,6 +139,15 @@ impl StreamSpec {
                 "stream name '{}' is not usable: use 1 to 64 letters, digits, '-', '_' or '.'",
                 self.name.escape_debug()
             )));
+        }
+        if let Some(cc) = self.cc.as_deref() {
+            if !CONTROLLERS.contains(&cc) {
+                return Err(SpecError(format!(
+                    "stream '{}': cc = \"{cc}\" is not known; use one of: {}",
+                    self.name,
+                    CONTROLLERS.join(", ")
+                )));
+            }
         }
         if let (Some(b), Some(m)) = (self.bitrate, self.max_bitrate) {
             if m < b {

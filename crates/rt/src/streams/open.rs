@@ -11,7 +11,10 @@ use crate::control::ControlError;
 use crate::ring::PacketRing;
 use crate::udp::{RtcpSocket, SocketOptions, UdpSender};
 use crate::url::RtpUrl;
-use metronome_cc::FixedRate;
+use metronome_cc::{
+    AsmpConfig, AsmpSender, FixedRate, RateController, TfmccConfig, TfmccSender, TfrcConfig,
+    TfrcSender,
+};
 use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSource};
 use metronome_sched::phase::staggered_start;
 use metronome_sched::{PacingConfig, TaskParams};
@@ -19,7 +22,7 @@ use metronome_session::sender::{
     JobConfig, Mp2tPacketizer, PacketizerConfig, RateLimits, SenderReportsConfig, SenderSession,
     SenderSessionConfig,
 };
-use metronome_time::{Bitrate, MediaClock};
+use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
 use std::sync::Arc;
 use std::time::Duration;
@@ -191,7 +194,7 @@ pub(super) fn open_stream(
             queue_capacity: ring_slots,
         },
         epoch,
-        Box::new(FixedRate::new(rate.limits.wire(ts_bitrate))),
+        controller(spec, &rate.limits, ts_bitrate, epoch),
     );
     let rt = Arc::new(
         StreamRt::new(
@@ -278,6 +281,36 @@ fn splitmix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^ (x >> 31)
+}
+
+/// The stream's rate controller (`spec.cc`), in wire bits: from the rate it starts at up to
+/// the ceiling admission reserved, never below the least its source can send.
+fn controller(
+    spec: &StreamSpec,
+    limits: &RateLimits,
+    ts_bitrate: u64,
+    epoch: Timestamp,
+) -> Box<dyn RateController> {
+    let start = limits.wire(ts_bitrate);
+    let max = limits.wire(limits.ceiling);
+    let min = limits.wire(limits.range.as_ref().map_or(ts_bitrate, |r| *r.start()));
+    // Seven TS packets, the RTP header, the send-time extension, IPv4 and UDP.
+    let segment = (PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN + 28) as u32;
+    match spec.cc.as_deref() {
+        Some("tfrc") => Box::new(TfrcSender::new(TfrcConfig::new(segment, max), epoch)),
+        Some("tfmcc") => Box::new(TfmccSender::new(
+            TfmccConfig {
+                min_rate: min,
+                ..TfmccConfig::new(segment, max)
+            },
+            epoch,
+        )),
+        Some("asmp") => Box::new(AsmpSender::new(AsmpConfig {
+            min_rate: min,
+            ..AsmpConfig::new(segment, start, max)
+        })),
+        _ => Box::new(FixedRate::new(start)),
+    }
 }
 
 #[cfg(test)]

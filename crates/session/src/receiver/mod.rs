@@ -15,7 +15,8 @@ pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
 pub use summary::{ReceiverSummary, SourceSummary};
 
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
-use metronome_cc::receiver::{Agent, AgentKind};
+use metronome_cc::receiver::Agent;
+pub use metronome_cc::receiver::AgentKind;
 use metronome_time::RtpTsUnwrapper;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
