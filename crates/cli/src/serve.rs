@@ -107,6 +107,10 @@ pub struct ServeArgs {
     /// The most a rate controller may raise the stream to (default: the starting rate)
     #[arg(long, value_parser = parse_rate, value_name = "RATE")]
     pub max_bitrate: Option<u64>,
+    /// The largest IP packet, bytes: fewer than seven TS packets go in each RTP packet where
+    /// seven do not fit (e.g. 1018, seed 002's)
+    #[arg(long, value_name = "BYTES")]
+    pub mtu: Option<u32>,
     /// Print the final summary as JSON
     #[arg(long)]
     pub json: bool,
@@ -216,6 +220,7 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     cfg.pacing.late = a.late.unwrap_or(LatePolicy::CATCH_UP);
     cfg.cc = a.cc.clone();
     cfg.max_bitrate = a.max_bitrate;
+    cfg.mtu = a.mtu;
     cfg
 }
 
@@ -237,7 +242,11 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             // Refused now, not after the stream: the trace's file must be writable.
             std::fs::File::create(p).map_err(|e| format!("--frame-trace {}: {e}", p.display()))?;
             let (noting, noted) = metronome_media::frames::NotingSource::new(source);
-            source = Box::new(noting);
+            // As many TS packets to an RTP packet as the sender's packetizer puts in one.
+            let mut spec = metronome_rt::streams::StreamSpec::new("stream1", Vec::new());
+            spec.mtu = a.mtu;
+            spec.send_time = a.send_time;
+            source = Box::new(noting.with_ts_per_packet(spec.ts_per_packet()));
             Some(noted)
         }
         None => None,

@@ -161,11 +161,12 @@ impl Noted {
     }
 }
 
-/// A source that notes every TS packet it hands out, [`TS_PER_RTP`] to an RTP packet (as the
-/// sender's packetizer fills them).
+/// A source that notes every TS packet it hands out, [`TS_PER_RTP`] to an RTP packet (or as
+/// many as [`NotingSource::with_ts_per_packet`] says: as the sender's packetizer fills them).
 pub struct NotingSource {
     inner: Box<dyn TsSource>,
     noted: Arc<Mutex<Noted>>,
+    ts_per_packet: u64,
 }
 
 impl NotingSource {
@@ -176,9 +177,16 @@ impl NotingSource {
             NotingSource {
                 inner,
                 noted: noted.clone(),
+                ts_per_packet: TS_PER_RTP as u64,
             },
             noted,
         )
+    }
+
+    /// `k` TS packets to an RTP packet (1 to 7), as the packetizer is set.
+    pub fn with_ts_per_packet(mut self, k: usize) -> Self {
+        self.ts_per_packet = k.clamp(1, TS_PER_RTP) as u64;
+        self
     }
 }
 
@@ -191,7 +199,7 @@ impl TsSource for NotingSource {
             Some(due) => {
                 n.noter.ts(&mut n.frames, out, due);
                 n.ts_packets += 1;
-                if n.ts_packets % TS_PER_RTP as u64 == 0 {
+                if n.ts_packets % self.ts_per_packet == 0 {
                     n.noter.end_packet(&mut n.frames);
                 }
             }

@@ -31,12 +31,18 @@ pub struct ReceiverRunConfig {
     pub status_every: Duration,
     /// Where every accepted RTP packet's payload also goes (`recv --quality`).
     pub sink: Option<PayloadSinkHandle>,
+    /// For a group: send the receiver reports to this unicast address (the sender's RTCP
+    /// port) instead of the group, as RFC 5760 has receivers of source-specific multicast do.
+    pub feedback_to: Option<std::net::SocketAddr>,
 }
 
 /// What gets each accepted RTP packet's payload as it arrives (in order, reordered or after a
 /// resync; not duplicates), on the receiving thread: keep the work small.
 pub trait PayloadSink: Send {
     fn payload(&mut self, arrival: Timestamp, ssrc: u32, ext_seq: u64, payload: &[u8]);
+    /// Every RTP packet the session took (duplicates and late ones too), with its arrival on
+    /// the wall clock and the whole datagram: for callers that measure per packet.
+    fn packet(&mut self, _rec: &PacketRecord, _arrival_unix_ns: u64, _datagram: &[u8]) {}
 }
 
 /// A shared [`PayloadSink`]: the caller keeps a clone to read it after the run.
@@ -64,6 +70,7 @@ impl ReceiverRunConfig {
             },
             status_every: Duration::from_millis(500),
             sink: None,
+            feedback_to: None,
         }
     }
 }
@@ -161,7 +168,10 @@ impl Receiver {
             buffer_bytes: 256 << 10,
             read_timeout: None,
         };
-        let rtcp = RtcpSocket::open_for_receiver(&cfg.source, &rtcp_opts)?;
+        let mut rtcp = RtcpSocket::open_for_receiver(&cfg.source, &rtcp_opts)?;
+        if let Some(to) = cfg.feedback_to {
+            rtcp.set_peer(to);
+        }
         let nb = |r: std::io::Result<()>| r.map_err(|e| RecvError::Io(cfg.source.to_string(), e));
         nb(rtp.socket().set_nonblocking(true))?;
         nb(rtcp.socket().set_nonblocking(true))?;
@@ -368,6 +378,12 @@ fn record(
     }
     use metronome_session::receiver::SeqVerdict::*;
     let Ok(r) = rec else { return Ok(()) };
+    if let Some(sink) = &out.sink {
+        sink.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .packet(r, arrival_unix_ns, data);
+    }
     if !matches!(r.verdict, InOrder | Reordered | Resync) {
         return Ok(());
     }

@@ -46,6 +46,8 @@ pub struct SenderConfig {
     /// most it may raise the stream to.
     pub cc: Option<String>,
     pub max_bitrate: Option<u64>,
+    /// The largest IP packet (fewer TS packets per RTP packet than seven where it needs).
+    pub mtu: Option<u32>,
 }
 
 impl SenderConfig {
@@ -67,6 +69,7 @@ impl SenderConfig {
             seed,
             cc: None,
             max_bitrate: None,
+            mtu: None,
         }
     }
 
@@ -146,6 +149,8 @@ pub struct SenderStatus {
     pub max_late_us: f64,
     pub ring_occupancy: usize,
     pub receivers: Vec<ReceiverView>,
+    /// The MPEG-TS rate the rate knob targets now (the rate controller's, where there is one).
+    pub target_bitrate_bps: u64,
 }
 
 /// What a finished run measured.
@@ -215,6 +220,7 @@ pub fn run_sender(
     spec.ring = Some(cfg.ring_slots.max(1));
     spec.cc = cfg.cc.clone();
     spec.max_bitrate = cfg.max_bitrate;
+    spec.mtu = cfg.mtu;
     spec.validate_settings()
         .map_err(|e| SendError::Refused(e.to_string()))?;
     // Probe the destinations before the server starts, so that a bad one is said plainly.
@@ -255,6 +261,7 @@ pub fn run_sender(
                     max_late_us: server.take_max_late(NAME).unwrap_or_default().as_secs_f64() * 1e6,
                     ring_occupancy: s.ring_occupancy,
                     receivers: s.receivers,
+                    target_bitrate_bps: s.target_bitrate_bps,
                 });
             }
         }

@@ -82,10 +82,25 @@ pub struct StreamSpec {
     /// run its receiving end (`metronome recv --cc`).
     #[serde(default)]
     pub cc: Option<String>,
+    /// The largest IP packet, bytes: as many TS packets go in each RTP packet as fit (at most
+    /// seven, the default; RFC 2250).
+    #[serde(default)]
+    pub mtu: Option<u32>,
     /// RTSP: the multicast group that clients asking for `multicast` in SETUP join, as
     /// `rtp://GROUP:PORT?ttl=N&iface=ADDR`. Without it the mount is unicast only.
     #[serde(default)]
     pub multicast: Option<String>,
+}
+
+impl StreamSpec {
+    /// TS packets per RTP packet: seven, or as many as fit `mtu` with the RTP header, the
+    /// send-time extension if stamped, IPv4 and UDP.
+    pub fn ts_per_packet(&self) -> usize {
+        let header = 12 + if self.send_time { 16 } else { 0 } + 28;
+        self.mtu.map_or(7, |m| {
+            ((m as usize).saturating_sub(header) / 188).clamp(1, 7)
+        })
+    }
 }
 
 /// The rate controllers a stream may have (see [`StreamSpec::cc`]).
@@ -110,6 +125,7 @@ impl StreamSpec {
             send_time: false,
             ssrc: None,
             cc: None,
+            mtu: None,
             multicast: None,
         }
     }
@@ -138,6 +154,12 @@ impl StreamSpec {
             return Err(SpecError(format!(
                 "stream name '{}' is not usable: use 1 to 64 letters, digits, '-', '_' or '.'",
                 self.name.escape_debug()
+            )));
+        }
+        if let Some(m) = self.mtu.filter(|m| !(300..=9000).contains(m)) {
+            return Err(SpecError(format!(
+                "stream '{}': mtu = {m}: an IP packet of 300 to 9000 bytes",
+                self.name
             )));
         }
         if let Some(cc) = self.cc.as_deref() {

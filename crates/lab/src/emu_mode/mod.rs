@@ -255,17 +255,6 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     let (mut sim, plans) = model::network(s, seed, at.scenario_dir)?;
     let closed = closed_form::for_scenario(s, &mut sim);
     let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
-    for f in &s.flows {
-        if let FlowKind::Rtp { cc, .. } = f.kind {
-            if cc != RtpCc::Fixed {
-                return Err(format!(
-                    "flow '{}': cc = \"{}\" runs in the simulator only so far (the emulator's RTP sender keeps a fixed rate); run it without --mode emu",
-                    f.name,
-                    cc.name()
-                ));
-            }
-        }
-    }
     let names = host_names(s);
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let hosts = Hosts::create(&format!("p{}", point.index), &name_refs)
@@ -287,7 +276,40 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                 let to = hosts.hosts()[host_index(&names, &f.to[0])].addr;
                 RtpUrl::unicast(SocketAddr::from((to, flow_port(k))))
             };
-            let receivers = open_receivers(&hosts, &names, k, f)?;
+            let receivers = match f.kind {
+                FlowKind::Rtp { cc, .. } if cc != RtpCc::Fixed => {
+                    // The engine's receivers: they report in RTCP, a group's by unicast to
+                    // the sender (RFC 5760), as the fabric routes a group from its sender only.
+                    let urls =
+                        f.to.iter()
+                            .map(|m| {
+                                let j = host_index(&names, m);
+                                let addr = hosts.hosts()[j].addr;
+                                let url = if f.to.len() > 1 {
+                                    RtpUrl::multicast(
+                                        SocketAddr::from((flow_group(k), flow_port(k))),
+                                        Some(addr),
+                                    )
+                                } else {
+                                    RtpUrl::unicast(SocketAddr::from((
+                                        Ipv4Addr::UNSPECIFIED,
+                                        flow_port(k),
+                                    )))
+                                };
+                                (j, url)
+                            })
+                            .collect();
+                    let feedback =
+                        (f.to.len() > 1).then(|| SocketAddr::from((from, flow_port(k) + 1)));
+                    rtp::session_receivers(f, urls, feedback, clock, seed, |j, cfg| {
+                        hosts
+                            .run_in(j, move || metronome_rt::receiver::Receiver::open(cfg))
+                            .map_err(|e| e.to_string())?
+                            .map_err(|e| format!("flow '{}': a receiver: {e}", f.name))
+                    })?
+                }
+                _ => rtp::RtpReceivers::Plain(open_receivers(&hosts, &names, k, f)?),
+            };
             rtp_runs.push((k, rtp::RtpFlowRun { f, dest, receivers }));
         }
         let FlowKind::Udp { payload, rate } = f.kind else {

@@ -15,13 +15,16 @@ use metronome_media::{MediaError, TsSource};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::Meter;
 use metronome_rt::clock::Clock;
+use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, VideoContent, VideoDecl};
+use metronome_session::receiver::AgentKind;
+use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc, VideoContent, VideoDecl};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The send-time extension's id (the packetizer's).
@@ -32,16 +35,18 @@ const OVERHEAD: u32 = 28;
 /// The PID of the constant-rate placeholder stream's packets.
 const CBR_PID: u16 = 0x100;
 
-/// Constant-rate MPEG-TS with no null packets: the simulator's `CbrTs`, as a source.
+/// Constant-rate MPEG-TS with no null packets: the simulator's `CbrTs`, as a source. Its rate
+/// can change (a rate controller's knob), from its next packet; it ends at `end`.
 struct CbrTs {
     interval: Duration,
+    next_due: Duration,
     i: u64,
-    count: u64,
+    end: Duration,
 }
 
 impl TsSource for CbrTs {
     fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
-        if self.i >= self.count {
+        if self.next_due >= self.end {
             return Ok(None);
         }
         out.fill(0xff);
@@ -49,9 +54,22 @@ impl TsSource for CbrTs {
         out[1] = (CBR_PID >> 8) as u8;
         out[2] = CBR_PID as u8;
         out[3] = 0x10 | (self.i & 0x0f) as u8;
-        let due = self.interval * self.i as u32;
+        let due = self.next_due;
+        self.next_due += self.interval;
         self.i += 1;
         Ok(Some(due))
+    }
+    /// Made as it is sent (a little ahead), so that a new rate takes effect at once, as in
+    /// the simulator's source.
+    fn is_live(&self) -> bool {
+        true
+    }
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        Some(10_000..=10_000_000_000)
+    }
+    fn set_rate(&mut self, rate: u64) -> Result<(), MediaError> {
+        self.interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate.max(1));
+        Ok(())
     }
     fn describe(&self) -> String {
         format!("constant-rate MPEG-TS, a packet every {:?}", self.interval)
@@ -69,21 +87,61 @@ fn source(
     content: &VideoContent,
 ) -> Result<Box<dyn TsSource>, String> {
     let interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
+    let (k, gop) = match f.kind {
+        FlowKind::Rtp { mtu, gop, .. } => (crate::model::ts_per_packet(mtu), gop),
+        _ => (7, None),
+    };
     match video {
         None => {
-            let packets = f.duration.as_nanos() / (interval.as_nanos() * 7).max(1);
+            // Whole RTP packets, as the simulator's source makes them.
+            let packets = f.duration.as_nanos() / (interval.as_nanos() * k as u128).max(1);
             Ok(Box::new(CbrTs {
                 interval,
+                next_due: Duration::ZERO,
                 i: 0,
-                count: packets as u64 * metronome_media::frames::TS_PER_RTP as u64,
+                end: interval * (packets as u32 * k as u32),
             }))
         }
         Some(v) => {
-            let s = crate::video::test_source(v, content, rate_bps, f.duration, None)
+            let s = crate::video::test_source(v, content, rate_bps, f.duration, gop)
                 .map_err(|e| format!("flow '{}': {e}", f.name))?;
             Ok(Box::new(s))
         }
     }
+}
+
+/// A receiver that runs the engine's receiver session (RTCP, and the rate controller's end)
+/// and notes every packet, as [`receive`] does.
+pub(super) struct GotSink {
+    clock: Clock,
+    got: Vec<Got>,
+}
+
+impl metronome_rt::receiver::PayloadSink for GotSink {
+    fn payload(&mut self, _: Timestamp, _: u32, _: u64, _: &[u8]) {}
+    fn packet(
+        &mut self,
+        rec: &metronome_session::receiver::PacketRecord,
+        arrival_unix_ns: u64,
+        datagram: &[u8],
+    ) {
+        let sent = RtpView::parse(datagram)
+            .ok()
+            .and_then(|p| p.send_time(SEND_TIME_ID))
+            .map(|t| self.clock.timestamp_from_realtime_ns(t.to_unix_nanos()));
+        self.got.push(Got {
+            seq: rec.seq,
+            at: self.clock.timestamp_from_realtime_ns(arrival_unix_ns),
+            sent,
+            len: datagram.len() as u32,
+        });
+    }
+}
+
+/// Runs `rx` until `stop`: what arrived, in order.
+fn receive_session(rx: Receiver, sink: Arc<Mutex<GotSink>>, stop: &AtomicBool) -> Vec<Got> {
+    let _ = rx.run(stop, |_| {});
+    std::mem::take(&mut sink.lock().unwrap_or_else(|e| e.into_inner()).got)
 }
 
 /// One datagram as a receiver got it.
@@ -122,11 +180,56 @@ fn receive(rx: UdpReceiver, clock: Clock, stop: &AtomicBool) -> Vec<Got> {
     got
 }
 
-/// An RTP flow's plan: where it sends, its receivers' sockets (opened in their hosts).
+/// An RTP flow's receivers, opened in their hosts: plain sockets that note what arrives, or
+/// (for a flow with a rate controller) the engine's receivers, which also report in RTCP.
+pub(super) enum RtpReceivers {
+    Plain(Vec<UdpReceiver>),
+    Sessions(Vec<(Receiver, Arc<Mutex<GotSink>>)>),
+}
+
+/// An RTP flow's plan: where it sends, its receivers.
 pub(super) struct RtpFlowRun<'a> {
     pub f: &'a FlowDecl,
     pub dest: RtpUrl,
-    pub receivers: Vec<UdpReceiver>,
+    pub receivers: RtpReceivers,
+}
+
+/// The engine's receivers for flow `f` (a rate controller's: `cc`), each opened by `open` in
+/// its host with its URL; a group's report to the sender by unicast, at `feedback_to`.
+pub(super) fn session_receivers(
+    f: &FlowDecl,
+    urls: Vec<(usize, RtpUrl)>,
+    feedback_to: Option<std::net::SocketAddr>,
+    clock: Clock,
+    seed: u64,
+    open: impl Fn(usize, ReceiverRunConfig) -> Result<Receiver, String>,
+) -> Result<RtpReceivers, String> {
+    let FlowKind::Rtp { cc, .. } = f.kind else {
+        return Err(format!("flow '{}' is not RTP", f.name));
+    };
+    let kind = match cc {
+        RtpCc::Tfrc => AgentKind::Tfrc,
+        RtpCc::Tfmcc => AgentKind::Tfmcc,
+        RtpCc::Fixed | RtpCc::Asmp => AgentKind::None,
+    };
+    let mut out = Vec::with_capacity(urls.len());
+    for (i, (host, url)) in urls.into_iter().enumerate() {
+        let mut cfg = ReceiverRunConfig::new(url);
+        cfg.session.ssrc = 0x5256_0000 | i as u32;
+        cfg.session.cname = format!("{}-{i}", f.name);
+        cfg.session.seed = seed ^ i as u64;
+        cfg.session.cc = kind;
+        // A crowd of receivers keeps no histograms (the lab's meter measures delay).
+        cfg.session.histogram_digits = 0;
+        cfg.feedback_to = feedback_to;
+        let sink = Arc::new(Mutex::new(GotSink {
+            clock,
+            got: Vec::new(),
+        }));
+        cfg.sink = Some(metronome_rt::receiver::PayloadSinkHandle(sink.clone()));
+        out.push((open(host, cfg)?, sink));
+    }
+    Ok(RtpReceivers::Sessions(out))
 }
 
 /// Runs RTP flow `run` (sender in its host, receivers in theirs) and says what each receiver
@@ -140,28 +243,52 @@ pub(super) fn rtp_flow(
         rate_bps,
         video,
         ref content,
+        cc,
+        start_bps,
+        mtu,
         ..
     } = f.kind
     else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
-    let (noted, notes) = NotingSource::new(source(f, rate_bps, video, content)?);
+    // With a rate controller, `rate` is the most on the wire, and the source starts at
+    // `start_rate` (as in the simulator).
+    let k = crate::model::ts_per_packet(mtu);
+    let ts_share = (k * 188) as f64 / (k * 188 + crate::model::RTP_TS_OVERHEAD) as f64;
+    let (start, max_ts) = match cc {
+        RtpCc::Fixed => (rate_bps, None),
+        _ => (
+            start_bps.unwrap_or(rate_bps / 4).min(rate_bps),
+            Some((rate_bps as f64 * ts_share) as u64),
+        ),
+    };
+    let (noted, notes) = NotingSource::new(source(f, start, video, content)?);
+    let noted = noted.with_ts_per_packet(k);
+    let targets: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
     let stop_rx = AtomicBool::new(false);
     let from = super::host_index(st.names, &f.from);
     let (outcome, got) = std::thread::scope(|scope| {
-        let rx: Vec<_> = run
-            .receivers
-            .into_iter()
-            .map(|r| {
-                let stop = &stop_rx;
-                scope.spawn(move || receive(r, st.clock, stop))
-            })
-            .collect();
+        let stop = &stop_rx;
+        let rx: Vec<_> = match run.receivers {
+            RtpReceivers::Plain(v) => v
+                .into_iter()
+                .map(|r| scope.spawn(move || receive(r, st.clock, stop)))
+                .collect(),
+            RtpReceivers::Sessions(v) => v
+                .into_iter()
+                .map(|(r, sink)| scope.spawn(move || receive_session(r, sink, stop)))
+                .collect(),
+        };
         // The sender's stream server starts its first packet a preroll after it is started.
         let mut cfg = SenderConfig::new(vec![run.dest], 0x4d54_0000 | from as u32, st.s.seed);
         cfg.send_time_ext = true;
         cfg.duration = Some(f.duration + Duration::from_millis(500));
         cfg.lock_memory = false;
+        cfg.mtu = mtu;
+        if cc != RtpCc::Fixed {
+            cfg.cc = Some(cc.name().to_string());
+            cfg.max_bitrate = max_ts;
+        }
         let preroll = cfg.preroll;
         let start = (st.origin + f.start)
             .as_nanos()
@@ -170,7 +297,17 @@ pub(super) fn rtp_flow(
             // The run's own stop flag: Ctrl-C ends the stream as it ends the rest.
             let stop = st.stop.clone();
             st.hosts
-                .run_in(from, || run_sender(Box::new(noted), cfg, stop, |_| {}))
+                .run_in(from, || {
+                    run_sender(Box::new(noted), cfg, stop, |status| {
+                        // The controller's target, each second (MPEG-TS bits to wire bits).
+                        let at = (f.start + status.elapsed).as_nanos() as u64;
+                        let wire = (status.target_bitrate_bps as f64 / ts_share) as u64;
+                        targets
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((at, wire));
+                    })
+                })
                 .map_err(|e| e.to_string())
                 .and_then(|r| r.map_err(|e| format!("flow '{}': the sender: {e}", f.name)))
         } else {
@@ -199,7 +336,14 @@ pub(super) fn rtp_flow(
         // Made on the driver's producer thread, in real time.
         making_s: 0.0,
     };
-    Ok(report(f, rate_bps, &outcome, map, got, st))
+    let targets = targets.into_inner().unwrap_or_else(|e| e.into_inner());
+    let (mut report, video) = report(f, rate_bps, &outcome, map, got, st);
+    report.rate_control = Some(metronome_netsim::sim::flows::RateControl {
+        controller: cc.name().into(),
+        changes: targets.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64,
+        points: targets,
+    });
+    Ok((report, video))
 }
 
 fn report(
@@ -267,10 +411,7 @@ fn report(
         // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
         sent_bytes: out.bytes + OVERHEAD as u64 * sent,
         receivers,
-        rate_control: Some(metronome_netsim::sim::flows::RateControl {
-            controller: "fixed".into(),
-            ..Default::default()
-        }),
+        rate_control: None,
     };
     let video = match (map.picture.is_some(), epoch) {
         (true, Some(e)) => {

@@ -27,7 +27,8 @@ use metronome_wire::rtp::SEND_TIME_EXT_LEN;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// RTP/MP2T payload: seven TS packets (RFC 2250).
+/// The largest RTP/MP2T payload: seven TS packets (RFC 2250); a stream's `mtu` may make it
+/// fewer (`StreamSpec::ts_per_packet`).
 const PAYLOAD: u64 = 7 * 188;
 /// IPv4 + UDP headers, counted in the link rate.
 const IP_UDP: u64 = 28;
@@ -55,7 +56,8 @@ pub(super) struct Given {
 
 /// The task a stream of `ts_bitrate` MPEG-TS sent to `dests` destinations is.
 pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibration) -> TaskParams {
-    let pps = ts_bitrate.max(1) as f64 / (8.0 * PAYLOAD as f64);
+    let payload = (spec.ts_per_packet() * 188) as u64;
+    let pps = ts_bitrate.max(1) as f64 / (8.0 * payload as f64);
     let interval = Duration::from_secs_f64(1.0 / pps);
     let period = spec.period.unwrap_or(interval);
     // Packets due within one period: at most ceil(T / interval) at a constant rate.
@@ -67,7 +69,7 @@ pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibrat
         .cost
         .unwrap_or(cal.per_packet * per_job * dests + cal.per_job);
     let header = 12 + if spec.send_time { SEND_TIME_EXT_LEN } else { 0 } as u64;
-    let wire = (PAYLOAD + header + IP_UDP) * 8;
+    let wire = (payload + header + IP_UDP) * 8;
     TaskParams {
         period,
         deadline: spec.deadline.unwrap_or(period),
@@ -153,6 +155,7 @@ pub(super) fn open_stream(
     let packetizer = Mp2tPacketizer::new(
         PacketizerConfig {
             send_time_ext: spec.send_time,
+            ts_per_packet: spec.ts_per_packet(),
             ..PacketizerConfig::mp2t(ssrc, start.seq, rtp_ts_base)
         },
         epoch,
@@ -294,8 +297,9 @@ fn controller(
     let start = limits.wire(ts_bitrate);
     let max = limits.wire(limits.ceiling);
     let min = limits.wire(limits.range.as_ref().map_or(ts_bitrate, |r| *r.start()));
-    // Seven TS packets, the RTP header, the send-time extension, IPv4 and UDP.
-    let segment = (PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN + 28) as u32;
+    // The TS packets, the RTP header, the send-time extension, IPv4 and UDP.
+    let ext = if spec.send_time { SEND_TIME_EXT_LEN } else { 0 };
+    let segment = (spec.ts_per_packet() * 188 + 12 + ext + 28) as u32;
     match spec.cc.as_deref() {
         Some("tfrc") => Box::new(TfrcSender::new(TfrcConfig::new(segment, max), epoch)),
         Some("tfmcc") => Box::new(TfmccSender::new(

@@ -3,8 +3,8 @@
 use super::recv::recv_meta;
 use super::send::send_to;
 use super::socket::{
-    bind, bind_multicast, local_addr, local_any, new_udp, probe_route, set_recv_options,
-    set_send_options,
+    bind, bind_multicast, bind_multicast_at, local_addr, local_any, new_udp, probe_route,
+    set_recv_options, set_send_options,
 };
 use super::{RecvMeta, SocketOptions, UdpError};
 use crate::url::RtpUrl;
@@ -22,10 +22,24 @@ pub struct RtcpSocket {
 
 impl RtcpSocket {
     /// RTCP for a sender to `dest`: sends to `dest.rtcp_addr()` and receives the reports.
+    /// For a group, the socket is bound to the RTCP port on any address and joins the group:
+    /// it takes the receivers' reports sent to the group and those sent to the sender by
+    /// unicast (RFC 5760's unicast feedback, for receivers whose reports cannot reach the
+    /// group, as in source-specific multicast).
     pub fn open_for_sender(dest: &RtpUrl, o: &SocketOptions) -> Result<RtcpSocket, UdpError> {
         let to = dest.rtcp_addr();
         if dest.is_multicast() {
-            return Self::open_multicast(dest, o);
+            let socket = new_udp(&to)?;
+            let any = SocketAddr::new(
+                match to {
+                    SocketAddr::V4(_) => std::net::Ipv4Addr::UNSPECIFIED.into(),
+                    SocketAddr::V6(_) => std::net::Ipv6Addr::UNSPECIFIED.into(),
+                },
+                to.port(),
+            );
+            bind_multicast_at(&socket, dest, to, any)?;
+            set_send_options(&socket, dest)?;
+            return Self::finish(socket, Some(to), dest, o);
         }
         let socket = new_udp(&to)?;
         bind(&socket, local_any(dest))?;

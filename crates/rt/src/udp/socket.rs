@@ -151,9 +151,20 @@ pub(super) fn set_recv_options(
 /// Binds `GROUP:port` shared (SO_REUSEADDR/SO_REUSEPORT), joins the group, and receives only that
 /// group (IP_MULTICAST_ALL off).
 pub(super) fn bind_multicast(s: &Socket, url: &RtpUrl, at: SocketAddr) -> Result<(), UdpError> {
+    bind_multicast_at(s, url, at, at)
+}
+
+/// [`bind_multicast`], bound to `bind_to` (the group's port on any address, to take unicast
+/// datagrams too) while joining `at`'s group.
+pub(super) fn bind_multicast_at(
+    s: &Socket,
+    url: &RtpUrl,
+    at: SocketAddr,
+    bind_to: SocketAddr,
+) -> Result<(), UdpError> {
     opt("SO_REUSEADDR", at, s.set_reuse_address(true))?;
     opt("SO_REUSEPORT", at, s.set_reuse_port(true))?;
-    bind(s, at)?;
+    bind(s, bind_to)?;
     let iface = url.iface.unwrap_or(Ipv4Addr::UNSPECIFIED);
     let joined = match at.ip() {
         IpAddr::V4(g) => {
