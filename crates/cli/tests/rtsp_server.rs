@@ -715,3 +715,41 @@ fn a_raw_mount_plays_pauses_and_is_admitted_on_the_link() {
     assert_eq!((channel, len > 1000), (0, true));
     server.stop();
 }
+
+/// A Content-Length that cannot be honoured (2^63, or given twice) is answered (413, 400) with
+/// `Connection: close`, and the connection then closes instead of swallowing what follows;
+/// other connections are served as before.
+#[test]
+fn an_untrustworthy_content_length_is_answered_and_the_connection_closed() {
+    use std::io::Read;
+    let server = RtspServer::start(&small_test_source());
+    for (head, status) in [
+        (
+            "SET_PARAMETER * RTSP/1.0\r\nCSeq: 4\r\nContent-Length: 9223372036854775808\r\n\r\n",
+            413,
+        ),
+        (
+            "OPTIONS * RTSP/1.0\r\nCSeq: 4\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+            400,
+        ),
+    ] {
+        let mut c = Client::connect(&server, "test");
+        let r = c.raw(head.as_bytes());
+        assert_eq!(r.status, status, "{r:?}");
+        assert_eq!(r.header("connection"), "close", "{r:?}");
+        assert_eq!(r.header("cseq"), "4", "{r:?}");
+        // A request that follows is not answered: the server has closed the connection.
+        let _ = c.w.write_all(b"OPTIONS * RTSP/1.0\r\nCSeq: 5\r\n\r\n");
+        let mut rest = Vec::new();
+        // The end of the stream (or a reset): no answer to the second request.
+        let _ = c.r.read_to_end(&mut rest);
+        assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
+        assert_eq!(
+            Client::connect(&server, "test")
+                .req("OPTIONS", "*", &[])
+                .status,
+            200
+        );
+    }
+    server.stop();
+}

@@ -86,6 +86,7 @@ fn read_loop(
             return;
         }
         framer.push(&buf[..n]);
+        let mut closing = false;
         while let Some(frame) = framer.next_frame() {
             let mut core = shared.lock();
             let core = &mut *core;
@@ -103,11 +104,16 @@ fn read_loop(
                 }
                 Err(e) => {
                     shared.bad_requests.fetch_add(1, Ordering::Relaxed);
+                    closing = e.closes_connection();
                     core.rtsp.error_response(&e)
                 }
             };
             wire.clear();
             if response.write(&mut wire).is_err() || !out.send_message(&wire) {
+                return;
+            }
+            if closing {
+                // The answer is queued; the connection ends after it (the writer drains it).
                 return;
             }
         }

@@ -6,7 +6,10 @@
 //! resynchronises: the bad message is skipped up to and including its empty line and its
 //! `Content-Length` body when that could be read; a head longer than `max_head` is discarded
 //! until an empty line is seen. The caller answers each error with a response of
-//! [`FrameError::status`] (see `RtspServer::error_response`) and carries on.
+//! [`FrameError::status`] (see `RtspServer::error_response`) and carries on, except after an
+//! error that [`FrameError::closes_connection`] (a body over the limit, a Content-Length that
+//! is not one number): where the next message starts is not known, so the framer stops and
+//! the caller closes the connection after the answer.
 
 use rtsp_types::{Message, ParseError};
 
@@ -71,6 +74,8 @@ enum State {
     Body { head_len: usize, total: usize },
     /// Dropping a body or an oversized data frame.
     Skip { remaining: u64 },
+    /// After an error that closes the connection: nothing more is read.
+    Stopped,
 }
 
 /// What has been learnt about the head being read, line by line.
@@ -143,6 +148,9 @@ impl Framer {
     /// Appends bytes read from the connection. Takes at most [`Framer::buffer_space`] bytes and
     /// returns how many it took (a caller that respects `buffer_space` can ignore it).
     pub fn push(&mut self, bytes: &[u8]) -> usize {
+        if matches!(self.state, State::Stopped) {
+            return bytes.len();
+        }
         let n = bytes.len().min(self.buffer_space());
         self.buf.extend_from_slice(&bytes[..n]);
         n
@@ -152,6 +160,7 @@ impl Framer {
     pub fn next_frame(&mut self) -> Option<Result<Frame, FrameError>> {
         loop {
             match &mut self.state {
+                State::Stopped => return None,
                 State::Skip { remaining } => {
                     let n = usize::try_from(*remaining)
                         .unwrap_or(usize::MAX)
@@ -253,9 +262,10 @@ impl Framer {
         };
         let error = scan.error.or_else(|| {
             if scan.bad_length {
-                Some(FrameError::malformed(
-                    "invalid or conflicting Content-Length",
-                ))
+                Some(FrameError::BadLength {
+                    reason: "Content-Length is not one number (invalid, or given twice with different values): the connection closes".into(),
+                    cseq: None,
+                })
             } else if scan.bare_lf {
                 Some(FrameError::malformed("lines must end with CRLF"))
             } else {
@@ -270,6 +280,11 @@ impl Framer {
             }
         });
         match error {
+            Some(err) if err.closes_connection() => {
+                self.buf.clear();
+                self.state = State::Stopped;
+                Some(Err(err.with_cseq(scan.cseq)))
+            }
             Some(err) => {
                 // Resync: the head is gone already if an error was seen while scanning.
                 if scan.pos > 0 {
@@ -390,10 +405,10 @@ impl HeadScan {
         let name = &line[..colon];
         let value = std::str::from_utf8(&line[colon + 1..]).map(str::trim);
         if name.eq_ignore_ascii_case(b"content-length") {
+            // Given twice (even with one value) is refused: a proxy in between may have read
+            // the other one (RFC 7230 §3.3.3's request smuggling).
             match value.ok().and_then(|v| v.parse::<u64>().ok()) {
-                Some(n) if self.content_length.is_none_or(|m| m == n) => {
-                    self.content_length = Some(n)
-                }
+                Some(n) if self.content_length.is_none() => self.content_length = Some(n),
                 _ => self.bad_length = true,
             }
         } else if name.eq_ignore_ascii_case(b"cseq") && self.cseq.is_none() {

@@ -225,8 +225,15 @@ impl RtspServer {
     }
 
     /// The response to a framing error: its status, CSeq if it could be read, the reason.
+    /// One that closes the connection says so (`Connection: close`, RFC 2326 §12.10).
     pub fn error_response(&self, err: &FrameError) -> Response<Vec<u8>> {
-        self.respond(Reply::error(err.status(), err.to_string()), err.cseq())
+        let mut reply = Reply::error(err.status(), err.to_string());
+        if err.closes_connection() {
+            reply
+                .headers
+                .push((headers::CONNECTION, "close".to_string()));
+        }
+        self.respond(reply, err.cseq())
     }
 
     /// Tears down every session that has been silent for `session_timeout` at `now`.

@@ -230,15 +230,26 @@ fn evaluate(t: &TransportSpec, offer: &Offer<'_>) -> Result<Requested, String> {
     })
 }
 
-/// `a` or `a-b`.
-fn pair<T: std::str::FromStr>(value: &str, name: &str) -> Result<(T, Option<T>), String> {
+/// `a` or `a-b`, a range that ascends (RFC 2326 §12.39: `port = port-number "-"
+/// port-number`, the RTCP port or channel after the RTP one).
+fn pair<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
+    value: &str,
+    name: &str,
+) -> Result<(T, Option<T>), String> {
     let bad = || format!("bad {name} {:?}", printable(value));
     let (a, b) = match value.split_once('-') {
         Some((a, b)) => (a, Some(b)),
         None => (value, None),
     };
-    let a = a.trim().parse().map_err(|_| bad())?;
-    let b = b.map(|b| b.trim().parse().map_err(|_| bad())).transpose()?;
+    let a: T = a.trim().parse().map_err(|_| bad())?;
+    let b: Option<T> = b.map(|b| b.trim().parse().map_err(|_| bad())).transpose()?;
+    if let Some(b) = &b {
+        if *b <= a {
+            return Err(format!(
+                "{name} {a}-{b} does not ascend: write the RTP one first, then the RTCP one after it"
+            ));
+        }
+    }
     Ok((a, b))
 }
 
@@ -323,6 +334,19 @@ mod spec_tests {
             (Some((5000, Some(5001))), Some(4))
         );
         assert_eq!(answered.ssrc, Some(0x0a0b_0c0d));
+        let reversed = TransportSpec::parse("RTP/AVP;unicast;client_port=5001-5000");
+        assert_eq!(reversed.client_port, None);
+        assert!(
+            reversed.errors[0].contains("does not ascend"),
+            "{:?}",
+            reversed.errors
+        );
+        let same = TransportSpec::parse("RTP/AVP/TCP;unicast;interleaved=3-3");
+        assert!(
+            same.errors[0].contains("interleaved 3-3 does not ascend"),
+            "{:?}",
+            same.errors
+        );
         let bad = TransportSpec::parse("RTP/AVP;client_port;ttl=many;src_addr=\"x\"");
         assert_eq!(
             bad.errors,

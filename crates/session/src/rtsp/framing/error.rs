@@ -17,13 +17,18 @@ pub enum FrameError {
     /// More than `limit` header lines.
     #[error("more than {limit} header lines")]
     TooManyHeaders { limit: usize, cseq: Option<u32> },
-    /// `Content-Length` above the limit (the body is skipped).
+    /// `Content-Length` above the limit. The body is not read: the connection is answered
+    /// and closed ([`Self::closes_connection`]), as a body that long cannot be skipped safely.
     #[error("body of {length} bytes is larger than the limit of {limit}")]
     BodyTooLarge {
         length: u64,
         limit: usize,
         cseq: Option<u32>,
     },
+    /// `Content-Length` that is not a number, or given twice: where the next message starts
+    /// cannot be known, so the connection is answered and closed.
+    #[error("{reason}")]
+    BadLength { reason: String, cseq: Option<u32> },
     /// Not a well-formed RTSP request.
     #[error("malformed request: {reason}")]
     Malformed { reason: String, cseq: Option<u32> },
@@ -48,6 +53,7 @@ impl FrameError {
                 }
             }
             FrameError::BodyTooLarge { .. } => 413,
+            FrameError::BadLength { .. } => 400,
             FrameError::Malformed { .. } | FrameError::NotARequest { .. } => 400,
             FrameError::UnsupportedVersion { .. } => 505,
         }
@@ -60,10 +66,21 @@ impl FrameError {
             | FrameError::LineTooLong { cseq, .. }
             | FrameError::TooManyHeaders { cseq, .. }
             | FrameError::BodyTooLarge { cseq, .. }
+            | FrameError::BadLength { cseq, .. }
             | FrameError::Malformed { cseq, .. }
             | FrameError::UnsupportedVersion { cseq, .. }
             | FrameError::NotARequest { cseq } => *cseq,
         }
+    }
+
+    /// Whether the connection must close after the answer: the message's end cannot be
+    /// found (a body too long to skip, a Content-Length that is not one number). The framer
+    /// reads nothing more after such an error.
+    pub fn closes_connection(&self) -> bool {
+        matches!(
+            self,
+            FrameError::BodyTooLarge { .. } | FrameError::BadLength { .. }
+        )
     }
 
     pub(super) fn with_cseq(mut self, value: Option<u32>) -> Self {
@@ -72,6 +89,7 @@ impl FrameError {
             | FrameError::LineTooLong { cseq, .. }
             | FrameError::TooManyHeaders { cseq, .. }
             | FrameError::BodyTooLarge { cseq, .. }
+            | FrameError::BadLength { cseq, .. }
             | FrameError::Malformed { cseq, .. }
             | FrameError::UnsupportedVersion { cseq, .. }
             | FrameError::NotARequest { cseq } => *cseq = value,

@@ -172,9 +172,36 @@ impl RtspServer {
             .req
             .header(&headers::RANGE)
             .map(|v| request::range_start(v.as_str()));
-        // RFC 2326 §12.29: files seek to the Range start; live streams ignore the Range.
+        // RFC 2326 §12.34: Scale changes the speed; Metronome plays at the stream's own.
+        if let Some(v) = ctx.req.header(&headers::SCALE) {
+            match v.as_str().trim().parse::<f64>() {
+                Ok(x) if x.is_finite() && (x - 1.0).abs() < 1e-9 => {}
+                Ok(_) => {
+                    return Reply::error(
+                        457,
+                        "only Scale: 1 is served: streams play at their own speed",
+                    )
+                    .session(id)
+                }
+                Err(_) => return Reply::error(400, "Scale is not a number").session(id),
+            }
+        }
+        // RFC 2326 §12.29: files seek to the Range start. A live stream plays from now: a range
+        // that starts now (or at 0, as FFmpeg and VLC ask) is served, another one is not.
         let seek = match (s.duration, range) {
-            (None, _) | (Some(_), None | Some(RangeStart::Unspecified)) => None,
+            (None, None | Some(RangeStart::Unspecified)) => None,
+            (None, Some(RangeStart::At(start))) if start.is_zero() => None,
+            (None, Some(RangeStart::At(_))) => {
+                return Reply::error(457, "a live stream plays from now: ask npt=now- or npt=0-")
+                    .session(id)
+            }
+            (None, Some(RangeStart::OtherUnit)) => {
+                return Reply::error(457, "only npt ranges are supported").session(id)
+            }
+            (None, Some(RangeStart::Invalid)) => {
+                return Reply::error(457, "malformed Range").session(id)
+            }
+            (Some(_), None | Some(RangeStart::Unspecified)) => None,
             (Some(_), Some(RangeStart::OtherUnit)) => {
                 return Reply::error(457, "only npt ranges are supported").session(id)
             }

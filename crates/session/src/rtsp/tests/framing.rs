@@ -140,7 +140,7 @@ fn each_limit_and_resync() {
     );
     resyncs(head.as_bytes(), "E400 Some(9)");
     let body = "SET_PARAMETER * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: 11\r\n\r\nhello world";
-    resyncs(body.as_bytes(), "E413 Some(9)");
+    stops(body.as_bytes(), "E413 Some(9)");
     // An oversized data frame is skipped silently...
     let mut s = data(2, 100);
     s.extend_from_slice(OPTIONS);
@@ -167,14 +167,6 @@ fn bad_messages_and_resync() {
         ),
         ("OPTIONS * RTSP/1.0\nCSeq: 9\n\n", "E400 Some(9)"),
         (
-            "OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: x\r\n\r\n",
-            "E400 Some(9)",
-        ),
-        (
-            "OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n",
-            "E400 Some(9)",
-        ),
-        (
             "OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nno colon\r\n\r\n",
             "E400 Some(9)",
         ),
@@ -186,6 +178,56 @@ fn bad_messages_and_resync() {
     ] {
         resyncs(bad.as_bytes(), error);
     }
+}
+
+/// `bad` then a good OPTIONS and a data frame: the error, and nothing after it (the framer
+/// stops; the connection is answered and closed).
+fn stops(bad: &[u8], error: &str) {
+    let mut s = bad.to_vec();
+    s.extend_from_slice(OPTIONS);
+    s.extend(data(0, 4));
+    assert_eq!(
+        run(limits(), &[&s]),
+        [error],
+        "{}",
+        String::from_utf8_lossy(bad)
+    );
+    let bytes: Vec<&[u8]> = s.chunks(7).collect();
+    assert_eq!(run(limits(), &bytes), [error]);
+}
+
+#[test]
+fn a_length_that_cannot_be_trusted_stops_the_connection() {
+    for (bad, error) in [
+        // Over the limit, by a little or by 2^63: never skipped, never read.
+        (
+            "SET_PARAMETER * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: 9223372036854775808\r\n\r\n",
+            "E413 Some(9)",
+        ),
+        (
+            "OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: x\r\n\r\n",
+            "E400 Some(9)",
+        ),
+        (
+            "OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: 1\r\ncontent-length: 2\r\n\r\n",
+            "E400 Some(9)",
+        ),
+        // Twice, even with one value (a proxy between may have read only one).
+        (
+            "OPTIONS * RTSP/1.0\r\nCSeq: 9\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nab",
+            "E400 Some(9)",
+        ),
+    ] {
+        stops(bad.as_bytes(), error);
+    }
+    let mut framer = Framer::new(limits());
+    framer.push(b"OPTIONS * RTSP/1.0\r\nContent-Length: 99999\r\n\r\n");
+    let err = framer.next_frame().unwrap().unwrap_err();
+    assert!(err.closes_connection(), "{err}");
+    // What comes after is taken and dropped: nothing held, nothing framed.
+    assert_eq!(framer.push(OPTIONS), OPTIONS.len());
+    assert_eq!(framer.buffered(), 0);
+    assert!(framer.next_frame().is_none());
 }
 
 #[test]

@@ -179,11 +179,12 @@ fn play_pause_resume_teardown_on_a_file() {
 }
 
 #[test]
-fn live_streams_ignore_the_range() {
+fn live_streams_take_ranges_that_start_now_and_refuse_others() {
     let mut h = Harness::new();
     let s = h.setup(1, "live");
     let id = Harness::id(&s);
-    for range in ["npt=1000-", "clock=19961108T142300Z-", "garbage"] {
+    // What players send to a live stream: no Range, now, or 0 (FFmpeg's npt=0.000-).
+    for range in ["npt=now-", "npt=0.000-", "npt=0-", "npt"] {
         let r = h.play(1, "live", &s, &[&format!("Range: {range}")]);
         assert_eq!(r.status, 200, "{range}");
         assert_eq!(
@@ -192,6 +193,20 @@ fn live_streams_ignore_the_range() {
             200
         );
     }
+    // A start in the stream's past or future, another unit, a malformed range: 457.
+    for range in ["npt=1000-", "clock=19961108T142300Z-", "garbage", "npt=x-"] {
+        let r = h.play(1, "live", &s, &[&format!("Range: {range}")]);
+        assert_eq!(r.status, 457, "{range}");
+    }
+    // Scale: 1 is served; another speed is not; not a number is a bad request.
+    assert_eq!(h.play(1, "live", &s, &["Scale: 1.0"]).status, 200);
+    assert_eq!(
+        h.send(1, "PAUSE", "live", &[&format!("Session: {s}")])
+            .status,
+        200
+    );
+    assert_eq!(h.play(1, "live", &s, &["Scale: 2"]).status, 457);
+    assert_eq!(h.play(1, "live", &s, &["Scale: fast"]).status, 400);
     assert!(h.backend.actions().contains(&Call::Play(id, None)));
     assert!(!h
         .backend
