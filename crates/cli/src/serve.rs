@@ -262,6 +262,9 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     }
     let outcome = run_sender(source, cfg, stop, |s| live.show(&sender_status(s)))?;
     live.finish();
+    for w in &outcome.warnings {
+        eprintln!("metronome: warning: {w}");
+    }
     if let (Some(noted), Some(path)) = (noted, &a.frame_trace) {
         write_frame_trace(path, &noted, &outcome)?;
     }

@@ -209,6 +209,30 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
         (rate - 2.0e6).abs() < 0.04e6,
         "scheduled at {rate} bit/s over {span_s} s"
     );
+    assert_eq!(sent["warnings"], serde_json::json!([]), "{sent}");
+
+    // The same file cut 100 bytes short: sent to its last whole packet, and said so.
+    let bytes = std::fs::read(&file).unwrap();
+    let cut = tmp("cut.ts");
+    std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
+    let sink = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+    let out = serve(
+        sink.local_addr().unwrap().port(),
+        &["-i".as_ref(), cut.as_ref()],
+    );
+    let sent = json(&out);
+    let said = sent["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        said.contains(
+            "ends mid-packet: its last 88 bytes (less than a 188-byte TS packet) were dropped"
+        ),
+        "{sent}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning:") && stderr.contains("last 88 bytes"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -216,6 +216,9 @@ impl TsSource for NotingSource {
     fn catch_up_to(&mut self, now: Duration) -> u64 {
         self.inner.catch_up_to(now)
     }
+    fn take_warning(&mut self) -> Option<String> {
+        self.inner.take_warning()
+    }
     fn is_live(&self) -> bool {
         self.inner.is_live()
     }

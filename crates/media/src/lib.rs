@@ -87,6 +87,12 @@ pub trait TsSource: Send {
         0
     }
 
+    /// Something the user should know that did not stop the source (a file that ends in the
+    /// middle of a packet), once; the sender polls it and says it.
+    fn take_warning(&mut self) -> Option<String> {
+        None
+    }
+
     /// Whether the source is live (made as time passes, like a camera and its encoder), so
     /// that the sender produces it only a little ahead of real time; a file is not.
     fn is_live(&self) -> bool {

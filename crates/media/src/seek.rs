@@ -45,6 +45,9 @@ impl TsSource for Seeked {
         self.inner.catch_up_to(now + self.from)
     }
 
+    fn take_warning(&mut self) -> Option<String> {
+        self.inner.take_warning()
+    }
     fn is_live(&self) -> bool {
         self.inner.is_live()
     }

@@ -190,6 +190,8 @@ pub struct SenderOutcome {
     pub receivers: Vec<ReceiverView>,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
+    /// What went wrong without stopping the stream (a file that ends mid-packet), in words.
+    pub warnings: Vec<String>,
 }
 
 /// The stream's name in the server that runs it.
@@ -243,6 +245,7 @@ pub fn run_sender(
     let first_release = start + cfg.preroll;
     let limit = RunLimit::new(start, cfg.duration, &stop);
     let mut next_status = start + Duration::from_secs(1);
+    let mut warnings = Vec::new();
     let ended_by = loop {
         let now = clock.now();
         if let Some(why) = limit.ended(now) {
@@ -251,6 +254,7 @@ pub fn run_sender(
         if !server.is_running(NAME) {
             break "end of input";
         }
+        warnings.extend(server.take_warnings());
         if now >= next_status {
             next_status = now + Duration::from_secs(1);
             if let Some(s) = server.stream(NAME) {
@@ -268,6 +272,9 @@ pub fn run_sender(
         std::thread::sleep(Duration::from_millis(10));
     };
     let end = clock.now();
+    // Said by the source just before the end, or as the stream was reaped.
+    std::thread::sleep(Duration::from_millis(30));
+    warnings.extend(server.take_warnings());
     let outcome = server.shutdown();
     let s = outcome
         .streams
@@ -321,5 +328,9 @@ pub fn run_sender(
         pacer_cpu_percent,
         receivers: s.receivers.clone(),
         host: host.finish(s.stalls),
+        warnings: warnings
+            .into_iter()
+            .map(|w| w.replace(&format!("stream '{NAME}': "), ""))
+            .collect(),
     })
 }

@@ -67,6 +67,9 @@ pub struct TsFileSource {
     /// Per PID: what to add to the file's counters in this pass (0xff: decide at the next packet).
     cc_shift: Box<[u8; 8192]>,
     stats: FileStats,
+    /// A warning to hand out (`TsSource::take_warning`), and whether the truncation was said.
+    warning: Option<String>,
+    truncation_said: bool,
 }
 
 impl std::fmt::Debug for TsFileSource {
@@ -123,6 +126,8 @@ impl TsFileSource {
             cc_shift: Box::new([0; 8192]),
             stats: FileStats::default(),
             name,
+            warning: None,
+            truncation_said: false,
         };
         // Read to the second PCR (or the end): finds the PCR PID and the rate, or fails early.
         while !s.timeline.has_rate() && !s.eof && s.queue.len() < MAX_LOOKAHEAD_PACKETS {
@@ -157,6 +162,14 @@ impl TsFileSource {
                     source,
                 })?;
             if !got {
+                let tail = self.reader.truncated_tail;
+                if tail > 0 && !self.truncation_said {
+                    self.truncation_said = true;
+                    self.warning = Some(format!(
+                        "'{}' ends mid-packet: its last {tail} bytes (less than a 188-byte TS packet) were dropped",
+                        self.name
+                    ));
+                }
                 let index = self.queue_index + self.queue.len() as u64;
                 if self.looping && self.seg.is_some() && index > 0 {
                     self.reader.rewind().map_err(|source| MediaError::Read {
@@ -333,6 +346,10 @@ impl TsSource for TsFileSource {
 
     fn nominal_bitrate(&self) -> Option<u64> {
         self.timeline.average_rate()
+    }
+
+    fn take_warning(&mut self) -> Option<String> {
+        self.warning.take()
     }
 }
 

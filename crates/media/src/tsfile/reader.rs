@@ -22,6 +22,8 @@ pub(crate) struct PacketReader {
     pub resyncs: u64,
     /// Bytes skipped while looking for sync, or left over at the end (a truncated last packet).
     pub skipped_bytes: u64,
+    /// The bytes left over at the end of the last pass (a truncated last packet), if any.
+    pub truncated_tail: u64,
 }
 
 impl PacketReader {
@@ -34,6 +36,7 @@ impl PacketReader {
             eof: false,
             resyncs: 0,
             skipped_bytes: 0,
+            truncated_tail: 0,
         }
     }
 
@@ -98,6 +101,7 @@ impl PacketReader {
             let have = self.fill(TS_PACKET_LEN + 1)?;
             if have < TS_PACKET_LEN {
                 self.skipped_bytes += have as u64;
+                self.truncated_tail = have as u64;
                 self.start = self.end;
                 return Ok(false);
             }

@@ -178,9 +178,21 @@ fn truncated_and_resynced_streams_end_cleanly() {
     let n = bytes.len() / 188;
     let mut cut = bytes.clone();
     cut.truncate(bytes.len() - 100);
-    let mut src = source(cut, false).unwrap();
+    let mut src = source(cut.clone(), false).unwrap();
     assert_eq!(drain(&mut src, usize::MAX).len(), n - 1);
     assert_eq!(src.stats().skipped_bytes, 88);
+    // Said once, with how many bytes were dropped; looping says it once too.
+    let w = src.take_warning().expect("a warning");
+    assert!(w.contains("ends mid-packet: its last 88 bytes"), "{w}");
+    assert_eq!(src.take_warning(), None);
+    let mut looped = source(cut, true).unwrap();
+    let _ = drain(&mut looped, 3 * n);
+    assert!(looped.take_warning().is_some());
+    let _ = drain(&mut looped, 3 * n);
+    assert_eq!(looped.take_warning(), None);
+    let mut whole = source(bytes.clone(), false).unwrap();
+    let _ = drain(&mut whole, usize::MAX);
+    assert_eq!(whole.take_warning(), None);
     // 7 stray bytes in the middle: one resync, no packet lost but the one they hit.
     let mut broken = bytes[..188 * 500].to_vec();
     broken.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7]);

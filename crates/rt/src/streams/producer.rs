@@ -228,7 +228,11 @@ pub(crate) fn make_packet(
     ts: &mut [u8; 188],
 ) -> Result<Made, MediaError> {
     loop {
-        let out = match source.next_packet(ts)? {
+        let next = source.next_packet(ts)?;
+        if let Some(w) = source.take_warning() {
+            rt.warn(w);
+        }
+        let out = match next {
             Some(due) => {
                 let now = clock.now();
                 if now > rt.epoch + due + LIVE_BEHIND {

@@ -34,6 +34,10 @@ pub(super) fn run(inner: &Inner) {
             let running = lock(&inner.streams).remove(&name);
             if let Some(mut r) = running {
                 inner.stop_stream(&mut r, true);
+                // What its source said, kept for the server's next take.
+                let said: Vec<String> = lock(&r.rt.warnings).drain(..).collect();
+                lock(&inner.warnings)
+                    .extend(said.into_iter().map(|w| format!("stream '{name}': {w}")));
                 let status = super::status::stream_status(&r, "ended", &inner.clock);
                 inner.remember(status);
             }

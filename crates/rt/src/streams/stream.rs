@@ -105,7 +105,13 @@ pub struct StreamRt {
     pub send_cost: Mutex<Distribution>,
     /// The rate knob: what the source is to follow (fixed until [`StreamRt::with_rate`]).
     pub rate: RateKnob,
+    /// What the source had to say that did not stop it (a truncated file), not yet taken by
+    /// the server; at most [`WARNINGS_HELD`].
+    pub warnings: Mutex<Vec<String>>,
 }
+
+/// Warnings a stream holds for the server to take.
+pub const WARNINGS_HELD: usize = 8;
 
 impl StreamRt {
     /// A stream about to start: its ring of `ring_slots` slots of `slot_size` bytes, its
@@ -144,6 +150,15 @@ impl StreamRt {
                     ceiling: task.bitrate_bps,
                 },
             ),
+            warnings: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Notes a warning of the source's (dropped when [`WARNINGS_HELD`] are waiting).
+    pub fn warn(&self, w: String) {
+        let mut held = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if held.len() < WARNINGS_HELD {
+            held.push(w);
         }
     }
 

@@ -206,9 +206,16 @@ impl StreamServer {
         self.inner.calibration
     }
 
-    /// What the server has had to say since the last call (overload, shedding, recovery).
+    /// What the server has had to say since the last call (overload, shedding, recovery),
+    /// and what its streams' sources had to (a file that ends mid-packet).
     pub fn take_warnings(&self) -> Vec<String> {
-        lock(&self.inner.warnings).drain(..).collect()
+        let mut out: Vec<String> = lock(&self.inner.warnings).drain(..).collect();
+        for (name, r) in lock(&self.inner.streams).iter() {
+            for w in lock(&r.rt.warnings).drain(..) {
+                out.push(format!("stream '{name}': {w}"));
+            }
+        }
+        out
     }
 
     /// Admits and starts a stream, or says why not.
