@@ -15,7 +15,7 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct SimArgs {
-    /// Media time of the 45-receiver case
+    /// Media time of the 45-receiver cases (the reference load and seed002-tcp)
     #[arg(long, value_parser = crate::args::parse_duration, default_value = "73s")]
     pub small_media: Duration,
     /// Receivers of the large case (a two-level tree under one bottleneck)
@@ -197,12 +197,18 @@ fn run_case(
 pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
     let scratch = std::env::temp_dir().join(format!("metronome-bench-sim-{}", std::process::id()));
     let watch = HostWatch::start();
-    let seed002 = metronome_lab::builtin::find("seed002-tcp").map_or("", |b| b.text);
+    // seed002-tcp as built in, for the small case's media time (73 s by default).
+    let seed002 = metronome_lab::builtin::find("seed002-tcp").map_or(String::new(), |b| {
+        b.text.replace(
+            "duration = \"73s\"",
+            &format!("duration = \"{}ms\"", a.small_media.as_millis()),
+        )
+    });
     let cases = [
         (small(a.small_media), 0, 1.0),
         (large(a.large_receivers, a.large_media), 0, 60.0),
-        (seed002.to_string(), 0, 1.0),
-        (seed002.to_string(), 1, 1.0),
+        (seed002.clone(), 0, 1.0),
+        (seed002, 1, 1.0),
     ]
     .iter()
     .map(|(text, i, target)| run_case(text, *i, *target, &scratch))

@@ -123,10 +123,24 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["schema"], "metronome.bench.sim/1");
     let cases = v["cases"].as_array().unwrap();
-    assert_eq!(cases.len(), 2);
+    assert_eq!(cases.len(), 4);
     assert_eq!(cases[0]["receivers"], 45);
     assert_eq!(cases[0]["tcp_flows"], 1);
     assert_eq!(cases[1]["receivers"], 200);
+    // seed002-tcp at each point (TFMCC, ASMP), its video's work timed apart.
+    for (c, cc) in cases[2..].iter().zip(["tfmcc", "asmp"]) {
+        assert_eq!(c["name"], format!("seed002-tcp cc={cc}"), "{c}");
+        assert_eq!(
+            (c["receivers"].as_u64(), c["tcp_flows"].as_u64()),
+            (Some(45), Some(1))
+        );
+        let (wall, video, net) = (
+            c["wall_s"].as_f64().unwrap(),
+            c["video_s"].as_f64().unwrap(),
+            c["network_s"].as_f64().unwrap(),
+        );
+        assert!(video > 0.0 && (wall - video - net).abs() < 1e-6, "{c}");
+    }
     for c in cases {
         assert!(c["events"].as_u64().unwrap() > 1000, "{c}");
         assert!(c["sim_to_wall"].as_f64().unwrap() > 0.0, "{c}");
