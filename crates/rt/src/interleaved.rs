@@ -41,10 +41,12 @@ pub struct ConnOut {
 
 impl ConnOut {
     /// A queue holding up to `data_capacity` bytes of `$` frames (plus room for messages).
+    /// Only the messages' room is allocated until a session sends media on the connection
+    /// ([`ConnOut::reserve_for_media`]): an idle connection costs kilobytes, not megabytes.
     pub fn new(data_capacity: usize) -> ConnOut {
         ConnOut {
             queue: Mutex::new(Queue {
-                bytes: VecDeque::with_capacity(data_capacity + MESSAGE_RESERVE),
+                bytes: VecDeque::with_capacity(MESSAGE_RESERVE),
                 closed: false,
             }),
             ready: Condvar::new(),
@@ -90,6 +92,15 @@ impl ConnOut {
     }
 
     /// No more writes; the writer thread ends once the queue is drained or at once on error.
+    /// Allocates the whole queue, so that the pacing thread, which queues media here, never
+    /// allocates: called on the control side when a session on this connection is set up.
+    pub fn reserve_for_media(&self) {
+        let mut q = lock(&self.queue);
+        let want = self.data_capacity + MESSAGE_RESERVE;
+        let len = q.bytes.len();
+        q.bytes.reserve(want.saturating_sub(len));
+    }
+
     pub fn close(&self) {
         lock(&self.queue).closed = true;
         self.ready.notify_all();

@@ -39,6 +39,9 @@ impl PacketRing {
     pub fn new(capacity: usize, slot_size: usize) -> Self {
         let capacity = capacity.max(1);
         let free = ArrayQueue::new(capacity);
+        // Once a pacing thread has locked the process's memory, a ring made later locks its
+        // own slots: the pacer reads them (see `thread::lock_memory`).
+        let lock = crate::thread::memory_locked();
         for id in 0..capacity {
             let slot = Slot {
                 id: id as u32,
@@ -47,6 +50,9 @@ impl PacketRing {
                 release: Timestamp::ZERO,
                 payload_len: 0,
             };
+            if lock {
+                crate::thread::lock_region(&slot.buf);
+            }
             // Cannot fail: the queue has exactly `capacity` places.
             let _ = free.push(slot);
         }

@@ -340,7 +340,7 @@ pub fn rt_throttling() -> RtThrottling {
 /// Why a thread or process setting could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum ThreadError {
-    #[error("cannot lock memory (mlockall): {0}; run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK (ulimit -l unlimited)")]
+    #[error("cannot lock memory (mlockall MCL_CURRENT): {0}; run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK (ulimit -l unlimited)")]
     LockMemory(io::Error),
     #[error("cannot set timer slack to {ns} ns (prctl PR_SET_TIMERSLACK): {source}")]
     TimerSlack { ns: u64, source: io::Error },
@@ -348,16 +348,38 @@ pub enum ThreadError {
     Pin { cpu: usize, reason: String },
 }
 
-/// Locks the process's current and future pages in RAM (`mlockall(MCL_CURRENT | MCL_FUTURE)`), so
-/// the pacing thread never waits for a page fault. Applies to the whole process.
+/// Whether a pacing thread locked memory: rings made after that lock their own slots.
+static MEMORY_LOCKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Locks the process's current pages in RAM (`mlockall(MCL_CURRENT)`): the pacing thread's
+/// stack, the code, the rings and sessions made so far, so the pacing thread never waits for a
+/// page fault on them. Memory mapped later is not pinned (`MCL_FUTURE` would pin every
+/// control-plane thread's stack and buffer too: megabytes per RTSP connection); a ring made
+/// later locks its own slots ([`lock_region`], see `PacketRing::new`).
 pub fn lock_memory() -> Result<(), ThreadError> {
     // SAFETY: mlockall takes flags only.
-    let r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    let r = unsafe { libc::mlockall(libc::MCL_CURRENT) };
     if r == 0 {
+        MEMORY_LOCKED.store(true, std::sync::atomic::Ordering::Release);
         Ok(())
     } else {
         Err(ThreadError::LockMemory(io::Error::last_os_error()))
     }
+}
+
+/// Whether [`lock_memory`] succeeded in this process.
+pub fn memory_locked() -> bool {
+    MEMORY_LOCKED.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Locks the pages of `bytes` in RAM (best effort: a failure leaves them unlocked).
+pub fn lock_region(bytes: &[u8]) -> bool {
+    if bytes.is_empty() {
+        return true;
+    }
+    // SAFETY: mlock reads no memory; it takes any address range the process maps, and the
+    // slice is mapped for its whole length.
+    unsafe { libc::mlock(bytes.as_ptr().cast(), bytes.len()) == 0 }
 }
 
 /// Sets the calling thread's timer slack (default 50 µs, which delays every ordinary sleep).

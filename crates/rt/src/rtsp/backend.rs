@@ -290,6 +290,9 @@ impl Backend for MediaBackend {
                         "interleaved channel {rtcp_channel} is already in use on this connection"
                     )));
                 }
+                // The pacer queues media on this connection from now on: its queue is
+                // allocated now, on the control side.
+                out.reserve_for_media();
                 let inbox = Arc::new(Inbox::new(INBOX));
                 self.inboxes.insert((req.conn, rtcp_channel), inbox.clone());
                 let prepared = Prepared::Interleaved {

@@ -213,6 +213,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
         let s = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("rtsp-c{}", conn.0))
+            .stack_size(super::conn::CONN_STACK)
             .spawn(move || {
                 super::conn::serve(s.clone(), stream, conn);
                 s.connections.fetch_sub(1, Ordering::AcqRel);
