@@ -83,6 +83,12 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             let mut rc = RtspServiceConfig::new(addr);
             rc.session_timeout = a.rtsp_session_timeout;
             rc.idle_timeout = a.rtsp_idle_timeout;
+            rc.request_timeout = a.rtsp_request_timeout;
+            rc.max_connections = a.rtsp_max_connections.max(1);
+            rc.max_per_address = a.rtsp_max_per_address.max(1);
+            rc.request_timeout = a.rtsp_request_timeout;
+            rc.max_connections = a.rtsp_max_connections.max(1);
+            rc.max_per_address = a.rtsp_max_per_address.max(1);
             let service = RtspService::start(rc, server.clone(), mounts)?;
             for n in names {
                 eprintln!(

@@ -310,6 +310,9 @@ fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     let mut rc = RtspServiceConfig::new(addr);
     rc.session_timeout = a.rtsp_session_timeout;
     rc.idle_timeout = a.rtsp_idle_timeout;
+    rc.request_timeout = a.rtsp_request_timeout;
+    rc.max_connections = a.rtsp_max_connections.max(1);
+    rc.max_per_address = a.rtsp_max_per_address.max(1);
     let service = RtspService::start(rc, server.clone(), mounts)?;
     eprintln!(
         "metronome: serving rtsp://{}/{name}: {describe} as {}",

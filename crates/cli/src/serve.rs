@@ -150,6 +150,17 @@ pub struct ServeArgs {
     /// Close an RTSP connection that has no session after this long without a byte
     #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
     pub rtsp_idle_timeout: Duration,
+    /// A request must arrive whole within this long of its first byte, however its bytes
+    /// trickle in (else 408 and the connection closes)
+    #[arg(long, value_parser = parse_duration, default_value = "5s", help_heading = "RTSP")]
+    pub rtsp_request_timeout: Duration,
+    /// Most RTSP connections at once; when full, a connection without a session that waits
+    /// for the rest of a request, or idles, longest is closed to make room (else 503)
+    #[arg(long, default_value_t = 64, help_heading = "RTSP")]
+    pub rtsp_max_connections: usize,
+    /// Most RTSP connections from one address at once (the same rule makes room)
+    #[arg(long, default_value_t = 16, help_heading = "RTSP")]
+    pub rtsp_max_per_address: usize,
     /// Write an SDP file for each pushed stream into this directory (NAME.sdp), for
     /// `ffplay NAME.sdp`, VLC, GStreamer's sdpdemux or `metronome recv NAME.sdp`
     #[arg(long, value_name = "DIR", help_heading = "Many streams")]

@@ -753,3 +753,91 @@ fn an_untrustworthy_content_length_is_answered_and_the_connection_closed() {
     }
     server.stop();
 }
+
+/// Slowloris: 300 connections that send one byte every 2 s, for 10 s (bounded). Meanwhile a
+/// prompt client's DESCRIBE every 200 ms is answered, each within 100 ms at p99, and ffprobe
+/// plays the mount: a slow client holds no place a prompt one needs (it is closed to make
+/// room, or by the request deadline).
+#[test]
+#[allow(clippy::disallowed_methods)] // the client's own latency, measured by the test
+fn slow_clients_cannot_keep_prompt_ones_out() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let server = RtspServer::start(&small_test_source());
+    let addr = server.addr;
+    let stop = AtomicBool::new(false);
+    let request = b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n";
+    let (latencies, probed) = std::thread::scope(|scope| {
+        let stop = &stop;
+        scope.spawn(move || {
+            let mut slow: Vec<(TcpStream, usize)> = (0..300)
+                .filter_map(|_| TcpStream::connect(addr).ok().map(|s| (s, 0)))
+                .collect();
+            while !stop.load(Ordering::Relaxed) {
+                slow.retain_mut(|(s, k)| {
+                    let byte = request[*k % request.len()];
+                    *k += 1;
+                    s.write_all(&[byte]).is_ok()
+                });
+                for _ in 0..20 {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
+        });
+        std::thread::sleep(Duration::from_millis(500));
+        let probe = scope.spawn(move || {
+            std::process::Command::new("ffprobe")
+                .args(["-v", "error", "-rw_timeout", "5000000", "-show_streams"])
+                .arg(format!("rtsp://{addr}/test"))
+                .output()
+                .map(|o| {
+                    o.status.success()
+                        && String::from_utf8_lossy(&o.stdout).contains("codec_name=h264")
+                })
+                .unwrap_or(false)
+        });
+        let mut latencies = Vec::new();
+        for _ in 0..45 {
+            let t0 = std::time::Instant::now();
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            s.write_all(
+                format!("DESCRIBE rtsp://{addr}/test RTSP/1.0\r\nCSeq: 7\r\n\r\n").as_bytes(),
+            )
+            .unwrap();
+            let mut head = Vec::new();
+            let mut b = [0u8; 4096];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                match s.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => head.extend_from_slice(&b[..n]),
+                }
+            }
+            let status = String::from_utf8_lossy(&head)
+                .split(' ')
+                .nth(1)
+                .unwrap_or("none")
+                .to_string();
+            latencies.push((status, t0.elapsed()));
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let probed = probe.join().unwrap();
+        stop.store(true, Ordering::Relaxed);
+        (latencies, probed)
+    });
+    let answered = latencies.iter().filter(|(s, _)| s == "200").count();
+    let mut times: Vec<Duration> = latencies.iter().map(|(_, t)| *t).collect();
+    times.sort();
+    let p99 = times[(times.len() * 99).div_ceil(100) - 1];
+    println!(
+        "{answered} of {} answered 200, p99 {p99:?}, ffprobe {probed}",
+        latencies.len()
+    );
+    assert_eq!(answered, latencies.len(), "{latencies:?}");
+    assert!(p99 < Duration::from_millis(100), "{times:?}");
+    assert!(probed, "ffprobe could not play the mount");
+    server.stop();
+}

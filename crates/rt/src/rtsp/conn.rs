@@ -3,7 +3,7 @@
 
 use super::service::Shared;
 use crate::interleaved::ConnOut;
-use metronome_session::rtsp::{ConnId, Frame, Framer, FramerLimits};
+use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits};
 use std::io::{ErrorKind, Read};
 use std::net::TcpStream;
 use std::sync::atomic::Ordering;
@@ -40,9 +40,21 @@ pub(super) fn serve(shared: Arc<Shared>, stream: TcpStream, conn: ConnId) {
         return;
     }
     shared.lock().backend.connection_opened(conn, out.clone());
+    crate::streams::stream::lock(&shared.conns).insert(
+        conn,
+        super::service::ConnState {
+            ip: peer.ip(),
+            out: out.clone(),
+            partial_since: None,
+            last_active: shared.clock.now(),
+            served: false,
+            evicted: false,
+        },
+    );
     let _ = stream.set_read_timeout(Some(READ_TURN));
     let _ = stream.set_nodelay(true);
     read_loop(&shared, &stream, conn, peer, local, &out);
+    crate::streams::stream::lock(&shared.conns).remove(&conn);
     {
         let mut core = shared.lock();
         let core = &mut *core;
@@ -67,7 +79,25 @@ fn read_loop(
     let mut buf = vec![0u8; 16 << 10];
     let mut idle = Duration::ZERO;
     let mut wire = Vec::with_capacity(4096);
+    // When the request being read began (its first byte), if one is.
+    let mut partial_since: Option<metronome_time::Timestamp> = None;
     while !shared.stop.load(Ordering::Acquire) && !out.is_closed() {
+        if let Some(t) = partial_since {
+            if shared.clock.now().saturating_since(t) >= shared.cfg.request_timeout {
+                // A whole request takes at most request_timeout, however its bytes trickle.
+                let e = FrameError::Timeout {
+                    seconds: shared.cfg.request_timeout.as_secs(),
+                    cseq: None,
+                };
+                shared.bad_requests.fetch_add(1, Ordering::Relaxed);
+                let response = shared.lock().rtsp.error_response(&e);
+                wire.clear();
+                if response.write(&mut wire).is_ok() {
+                    out.send_message(&wire);
+                }
+                return;
+            }
+        }
         let room = framer.buffer_space().min(buf.len());
         let n = match stream.read(&mut buf[..room.max(1)]) {
             Ok(0) => return,
@@ -120,6 +150,20 @@ fn read_loop(
             if closing {
                 // The answer is queued; the connection ends after it (the writer drains it).
                 return;
+            }
+        }
+        // Between requests, or in the middle of one: what the deadline and the choice of a
+        // connection to close (when full) go by.
+        let now = shared.clock.now();
+        let waiting = framer.mid_message();
+        if waiting != partial_since.is_some() {
+            partial_since = waiting.then_some(now);
+            if let Some(c) = crate::streams::stream::lock(&shared.conns).get_mut(&conn) {
+                c.partial_since = partial_since;
+                if !waiting {
+                    c.last_active = now;
+                    c.served = true;
+                }
             }
         }
     }

@@ -27,6 +27,11 @@ pub struct RtspServiceConfig {
     pub idle_timeout: Duration,
     /// A client that does not read what we send for this long is cut off.
     pub write_timeout: Duration,
+    /// A request must arrive whole within this long of its first byte (not reset by each
+    /// byte: a client trickling bytes is closed, 408).
+    pub request_timeout: Duration,
+    /// Most connections from one address at once.
+    pub max_per_address: usize,
 }
 
 impl RtspServiceConfig {
@@ -38,9 +43,33 @@ impl RtspServiceConfig {
             session_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
             write_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(5),
+            max_per_address: 16,
         }
     }
 }
+
+/// What the accept loop knows of a live connection, to choose one to close when full.
+pub(super) struct ConnState {
+    pub ip: std::net::IpAddr,
+    pub out: Arc<crate::interleaved::ConnOut>,
+    /// Since when part of a request has been waiting for the rest, if it has.
+    pub partial_since: Option<metronome_time::Timestamp>,
+    /// When it last completed a request (or connected).
+    pub last_active: metronome_time::Timestamp,
+    /// Whether it has completed a request at all.
+    pub served: bool,
+    /// Closed to make room; its thread is on its way out.
+    pub evicted: bool,
+}
+
+/// How long a connection must have held its place, by what it is doing, before it may be
+/// closed to make room: waiting for the rest of a request (a whole request comes in one
+/// round trip), connected but silent (a client sends its request as soon as it connects),
+/// idle after requests it made (a player between its keep-alives).
+const EVICT_PARTIAL: Duration = Duration::from_millis(20);
+const EVICT_SILENT: Duration = Duration::from_millis(100);
+const EVICT_IDLE: Duration = Duration::from_secs(1);
 
 /// The protocol state and the media side, locked together (a request touches both).
 pub(super) struct Core {
@@ -54,6 +83,11 @@ pub(super) struct Shared {
     core: Mutex<Core>,
     pub stop: AtomicBool,
     pub connections: AtomicUsize,
+    /// Every live connection's state (see [`ConnState`]).
+    pub conns: Mutex<std::collections::HashMap<ConnId, ConnState>>,
+    /// Connections closed to make room for new ones, and refused (503).
+    pub evicted: AtomicU64,
+    pub refused: AtomicU64,
     pub bad_requests: AtomicU64,
     /// Interleaved frames on a channel no session uses.
     pub unrouted: AtomicU64,
@@ -105,6 +139,9 @@ impl RtspService {
             clock: Clock::new(),
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
+            conns: Mutex::new(std::collections::HashMap::new()),
+            evicted: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
             unrouted: AtomicU64::new(0),
         });
@@ -203,7 +240,11 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
             }
         };
         let _ = stream.set_nonblocking(false);
-        if shared.connections.load(Ordering::Acquire) >= shared.cfg.max_connections {
+        let Ok(peer) = stream.peer_addr() else {
+            continue;
+        };
+        if !make_room(shared, peer.ip()) {
+            shared.refused.fetch_add(1, Ordering::Relaxed);
             refuse(stream);
             continue;
         }
@@ -222,6 +263,54 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
             shared.connections.fetch_sub(1, Ordering::AcqRel);
         }
     }
+}
+
+/// Whether a new connection from `ip` may be served: under the limits (all connections, and
+/// those from `ip`), or once one that holds a place without using it is closed: without a
+/// session, waiting longest for the rest of a request, else idle longest (from `ip` when
+/// it is `ip`'s limit that is reached). A slow or stuck client cannot keep prompt ones out.
+fn make_room(shared: &Shared, ip: std::net::IpAddr) -> bool {
+    let now = shared.clock.now();
+    let mut conns = lock(&shared.conns);
+    let live = || conns.values().filter(|c| !c.evicted);
+    let total = live().count();
+    let from_ip = live().filter(|c| c.ip == ip).count();
+    // Threads on their way out still count against a hard bound: twice the limit.
+    let hard = conns.len() >= 2 * shared.cfg.max_connections.max(1);
+    let full_ip = from_ip >= shared.cfg.max_per_address.max(1);
+    if total < shared.cfg.max_connections && !full_ip && !hard {
+        return true;
+    }
+    if hard {
+        return false;
+    }
+    let core = shared.lock();
+    let victim = conns
+        .iter()
+        .filter(|(id, c)| {
+            !c.evicted && (!full_ip || c.ip == ip) && core.backend.sessions_on(**id) == 0
+        })
+        .filter_map(|(id, c)| {
+            // Waiting for the rest of a request first, then silent, then idle after requests.
+            let (rank, since, after) = match (c.partial_since, c.served) {
+                (Some(t), _) => (0, t, EVICT_PARTIAL),
+                (None, false) => (1, c.last_active, EVICT_SILENT),
+                (None, true) => (2, c.last_active, EVICT_IDLE),
+            };
+            (now.saturating_since(since) >= after).then_some(((rank, since), *id))
+        })
+        .min()
+        .map(|(_, id)| id);
+    drop(core);
+    let Some(id) = victim else {
+        return false;
+    };
+    if let Some(c) = conns.get_mut(&id) {
+        c.evicted = true;
+        c.out.close();
+    }
+    shared.evicted.fetch_add(1, Ordering::Relaxed);
+    true
 }
 
 /// Over the connection limit: one 503 and close (RFC 2326 §11.5.3 lets a server say so).

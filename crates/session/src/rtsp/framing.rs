@@ -135,6 +135,12 @@ impl Framer {
         self.cap.saturating_sub(self.buf.len())
     }
 
+    /// Whether part of a message has arrived and not the rest (a head or body being read,
+    /// or bytes held): what a deadline for a whole request runs on.
+    pub fn mid_message(&self) -> bool {
+        !self.buf.is_empty() || !matches!(self.state, State::Idle | State::Stopped)
+    }
+
     /// Bytes held now.
     pub fn buffered(&self) -> usize {
         self.buf.len()

@@ -35,6 +35,10 @@ pub enum FrameError {
     /// A protocol version other than RTSP/1.0 (RTSP/2.0 included).
     #[error("unsupported protocol version {version:?}: only RTSP/1.0 is served")]
     UnsupportedVersion { version: String, cseq: Option<u32> },
+    /// A request (head and body) that did not arrive whole within `seconds` of its first
+    /// byte: the connection is answered and closed (a slow client holds no place).
+    #[error("the request did not arrive whole within {seconds} s")]
+    Timeout { seconds: u64, cseq: Option<u32> },
     /// A response (status line) where a request was expected.
     #[error("a response was received where a request was expected")]
     NotARequest { cseq: Option<u32> },
@@ -54,6 +58,7 @@ impl FrameError {
             }
             FrameError::BodyTooLarge { .. } => 413,
             FrameError::BadLength { .. } => 400,
+            FrameError::Timeout { .. } => 408,
             FrameError::Malformed { .. } | FrameError::NotARequest { .. } => 400,
             FrameError::UnsupportedVersion { .. } => 505,
         }
@@ -67,6 +72,7 @@ impl FrameError {
             | FrameError::TooManyHeaders { cseq, .. }
             | FrameError::BodyTooLarge { cseq, .. }
             | FrameError::BadLength { cseq, .. }
+            | FrameError::Timeout { cseq, .. }
             | FrameError::Malformed { cseq, .. }
             | FrameError::UnsupportedVersion { cseq, .. }
             | FrameError::NotARequest { cseq } => *cseq,
@@ -79,7 +85,9 @@ impl FrameError {
     pub fn closes_connection(&self) -> bool {
         matches!(
             self,
-            FrameError::BodyTooLarge { .. } | FrameError::BadLength { .. }
+            FrameError::BodyTooLarge { .. }
+                | FrameError::BadLength { .. }
+                | FrameError::Timeout { .. }
         )
     }
 
@@ -90,6 +98,7 @@ impl FrameError {
             | FrameError::TooManyHeaders { cseq, .. }
             | FrameError::BodyTooLarge { cseq, .. }
             | FrameError::BadLength { cseq, .. }
+            | FrameError::Timeout { cseq, .. }
             | FrameError::Malformed { cseq, .. }
             | FrameError::UnsupportedVersion { cseq, .. }
             | FrameError::NotARequest { cseq } => *cseq = value,
