@@ -64,6 +64,18 @@ enum Command {
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Print a shell's completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `metronome completions bash > /etc/bash_completion.d/metronome`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages for metronome and every subcommand into a directory (metronome.1,
+    /// metronome-serve.1, ...), e.g. `metronome man /usr/local/share/man/man1`
+    Man {
+        #[arg(default_value = ".")]
+        dir: std::path::PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -94,6 +106,12 @@ fn main() -> ExitCode {
         Command::Quality(q) => quality::run(q).map_err(Into::into),
         Command::Frames(f) => frames::run(f).map_err(Into::into),
         Command::Bench(b) => bench::run(b, stop),
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut cmd, "metronome", &mut std::io::stdout());
+            Ok(())
+        }
+        Command::Man { dir } => write_man_pages(&dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -102,6 +120,21 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Man pages of the whole command tree, from the same definition the parser uses.
+fn write_man_pages(dir: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        format!(
+            "cannot create {}: {e}; name a writable directory",
+            dir.display()
+        )
+    })?;
+    let cmd = <Cli as clap::CommandFactory>::command();
+    clap_mangen::generate_to(cmd, dir)
+        .map_err(|e| format!("cannot write man pages into {}: {e}", dir.display()))?;
+    eprintln!("metronome: man pages written to {}", dir.display());
+    Ok(())
 }
 
 /// Whether SIGHUP is ignored, as `nohup` leaves it for the program it starts.
