@@ -48,9 +48,6 @@ pub struct RunArgs {
     /// multicast, and programs; points run one at a time)
     #[arg(long, default_value = "sim", value_parser = parse_mode)]
     pub mode: Mode,
-    /// No progress bar and no summary table
-    #[arg(long)]
-    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -98,9 +95,10 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
     Ok(Shard { index, count })
 }
 
-pub fn run(cmd: LabCommand, stop: Arc<AtomicBool>) -> Result<(), String> {
+/// `quiet` (the global -q): no progress bar and no summary table either.
+pub fn run(cmd: LabCommand, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
     match cmd {
-        LabCommand::Run(a) => run_scenario(a, stop),
+        LabCommand::Run(a) => run_scenario(a, stop, quiet),
         LabCommand::List => {
             for b in builtin::BUILTINS {
                 println!("{:<16} {}", b.name, b.summary);
@@ -145,7 +143,7 @@ fn default_out(name: &str) -> PathBuf {
         .expect("some numbered directory is free")
 }
 
-fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
+fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
     let file = load(&a.scenario)?;
     let name = file
         .resolve(&file.points()[0])
@@ -160,11 +158,11 @@ fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>) -> Result<(), String> {
         shard: a.shard,
         seed: a.seed,
         out: out.clone(),
-        progress: !a.quiet,
+        progress: !quiet,
         stop,
     };
     let summary = metronome_lab::run::run(&file, &opts)?;
-    if !a.quiet {
+    if !quiet {
         print_table(&summary);
     }
     println!("results: {}", out.display());

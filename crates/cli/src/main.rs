@@ -35,6 +35,13 @@ use std::sync::Arc;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More log lines: -v debug, -vv trace (RUST_LOG, if set, decides instead)
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Fewer lines: log lines only for warnings and errors (RUST_LOG, if set, decides instead),
+    /// and no progress bar or table where a command has one (lab run)
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
 }
 
 #[derive(Subcommand)]
@@ -80,6 +87,7 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
     let stop = Arc::new(AtomicBool::new(false));
     {
         let stop = stop.clone();
@@ -101,7 +109,7 @@ fn main() -> ExitCode {
         Command::Recv(a) => recv::run(a, stop),
         Command::Demo(a) => demo::run(a, stop),
         Command::Sdp(a) => sdp::run(a),
-        Command::Lab(l) => lab::run(l, stop).map_err(Into::into),
+        Command::Lab(l) => lab::run(l, stop, cli.quiet).map_err(Into::into),
         Command::Emu(e) => emu::run(e, stop),
         Command::Quality(q) => quality::run(q).map_err(Into::into),
         Command::Frames(f) => frames::run(f).map_err(Into::into),
@@ -120,6 +128,26 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Log lines (what clients did, what changed) go to stderr, as `LEVEL target: message`, from
+/// `info` by default, `warn` with -q, `debug`/`trace` with -v/-vv; `RUST_LOG` (e.g.
+/// `metronome_rt::rtsp=debug`) overrides. The summaries and live lines are not log lines.
+fn init_logging(verbose: u8, quiet: bool) {
+    use tracing_subscriber::EnvFilter;
+    let level = match (quiet, verbose) {
+        (true, _) => "warn",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(level));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .without_time()
+        .try_init();
 }
 
 /// Man pages of the whole command tree, from the same definition the parser uses.
@@ -145,5 +173,13 @@ fn sighup_ignored() -> bool {
         let mut old: libc::sigaction = std::mem::zeroed();
         libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) == 0
             && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
     }
 }

@@ -841,3 +841,44 @@ fn slow_clients_cannot_keep_prompt_ones_out() {
     assert!(probed, "ffprobe could not play the mount");
     server.stop();
 }
+
+/// A log line for each client that connects, plays, tears down and leaves (-v/-q/RUST_LOG
+/// choose how many; info by default); -q keeps them out.
+#[test]
+fn each_client_that_connects_plays_and_leaves_gets_a_log_line() {
+    for quiet in [false, true] {
+        let mut args = small_test_source().to_vec();
+        if quiet {
+            args.push("-q");
+        }
+        let server = RtspServer::start(&args);
+        let mut c = Client::connect(&server, "test");
+        let r = c.setup("RTP/AVP/TCP;unicast;interleaved=0-1", None);
+        assert_eq!(r.status, 200);
+        let s = r.session();
+        assert_eq!(c.play(&s, None).status, 200);
+        let url = c.url.clone();
+        assert_eq!(c.req("TEARDOWN", &url, &[("Session", &s)]).status, 200);
+        drop(c);
+        std::thread::sleep(Duration::from_millis(500));
+        let (_, lines) = server.stop();
+        let log = lines.join("\n");
+        let said = |what: &str| {
+            lines
+                .iter()
+                .any(|l| l.contains("metronome::rtsp") && l.contains(what))
+        };
+        if quiet {
+            assert!(!said("connected"), "{log}");
+        } else {
+            for what in [
+                "connected (connection",
+                " plays rtsp://",
+                " tears down rtsp://",
+                "left (connection",
+            ] {
+                assert!(said(what), "no '{what}' in:\n{log}");
+            }
+        }
+    }
+}

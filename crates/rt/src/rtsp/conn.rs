@@ -53,7 +53,14 @@ pub(super) fn serve(shared: Arc<Shared>, stream: TcpStream, conn: ConnId) {
     );
     let _ = stream.set_read_timeout(Some(READ_TURN));
     let _ = stream.set_nodelay(true);
-    read_loop(&shared, &stream, conn, peer, local, &out);
+    tracing::info!(target: "metronome::rtsp", "client {peer} connected (connection {})", conn.0);
+    let why = read_loop(&shared, &stream, conn, peer, local, &out);
+    let why = if out.is_closed() && why == "the server closed it" {
+        "closed to make room for another client"
+    } else {
+        why
+    };
+    tracing::info!(target: "metronome::rtsp", "client {peer} left (connection {}): {why}", conn.0);
     crate::streams::stream::lock(&shared.conns).remove(&conn);
     {
         let mut core = shared.lock();
@@ -74,7 +81,7 @@ fn read_loop(
     peer: std::net::SocketAddr,
     local: std::net::SocketAddr,
     out: &ConnOut,
-) {
+) -> &'static str {
     let mut framer = Framer::new(FramerLimits::default());
     let mut buf = vec![0u8; 16 << 10];
     let mut idle = Duration::ZERO;
@@ -95,30 +102,30 @@ fn read_loop(
                 if response.write(&mut wire).is_ok() {
                     out.send_message(&wire);
                 }
-                return;
+                return "its request did not arrive whole in time (408)";
             }
         }
         let room = framer.buffer_space().min(buf.len());
         let n = match stream.read(&mut buf[..room.max(1)]) {
-            Ok(0) => return,
+            Ok(0) => return "it closed the connection",
             Ok(n) => n,
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                 idle += READ_TURN;
                 // A connection with no session lives as long as the idle timeout; one with
                 // sessions as long as they do (the session timer tears them down).
                 if idle >= shared.cfg.idle_timeout && shared.lock().backend.sessions_on(conn) == 0 {
-                    return;
+                    return "idle without a session";
                 }
                 continue;
             }
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return,
+            Err(_) => return "the connection failed",
         };
         idle = Duration::ZERO;
         if room == 0 {
             // The framer is full and produced nothing: it cannot happen with its limits, but
             // a connection that gets here is cut rather than looped on.
-            return;
+            return "its framing could not go on";
         }
         framer.push(&buf[..n]);
         let mut closing = false;
@@ -128,8 +135,11 @@ fn read_loop(
             let response = match frame {
                 Ok(Frame::Request(req)) => {
                     let now = shared.clock.now();
-                    core.rtsp
-                        .handle_request(now, conn, peer, local, &req, &mut core.backend)
+                    let response =
+                        core.rtsp
+                            .handle_request(now, conn, peer, local, &req, &mut core.backend);
+                    log_request(peer, &req, &response);
+                    response
                 }
                 Ok(Frame::Data { channel, payload }) => {
                     if !core.backend.interleaved_in(conn, channel, &payload) {
@@ -145,11 +155,11 @@ fn read_loop(
             };
             wire.clear();
             if response.write(&mut wire).is_err() || !out.send_message(&wire) {
-                return;
+                return "it does not read what it is sent";
             }
             if closing {
                 // The answer is queued; the connection ends after it (the writer drains it).
-                return;
+                return "its request's length could not be trusted";
             }
         }
         // Between requests, or in the middle of one: what the deadline and the choice of a
@@ -166,5 +176,38 @@ fn read_loop(
                 }
             }
         }
+    }
+    "the server closed it"
+}
+
+/// A line for what a client did that changes what is sent: PLAY, PAUSE, TEARDOWN (and SETUP
+/// at debug level), with the answer's status.
+fn log_request(
+    peer: std::net::SocketAddr,
+    req: &rtsp_types::Request<Vec<u8>>,
+    response: &rtsp_types::Response<Vec<u8>>,
+) {
+    let method = match req.method() {
+        rtsp_types::Method::Play => "plays",
+        rtsp_types::Method::Pause => "pauses",
+        rtsp_types::Method::Teardown => "tears down",
+        rtsp_types::Method::Setup => {
+            tracing::debug!(target: "metronome::rtsp", "client {peer} sets up {}: {}",
+                req.request_uri().map_or("*".into(), |u| u.to_string()),
+                u16::from(response.status()));
+            return;
+        }
+        _ => return,
+    };
+    let uri = req.request_uri().map_or("*".into(), |u| u.to_string());
+    let status = u16::from(response.status());
+    let session = req
+        .header(&rtsp_types::headers::SESSION)
+        .map(|v| v.as_str().split(';').next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    if (200..300).contains(&status) {
+        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri} (session {session})");
+    } else {
+        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status}");
     }
 }

@@ -245,6 +245,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
         };
         if !make_room(shared, peer.ip()) {
             shared.refused.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
             refuse(stream);
             continue;
         }
@@ -308,6 +309,7 @@ fn make_room(shared: &Shared, ip: std::net::IpAddr) -> bool {
     if let Some(c) = conns.get_mut(&id) {
         c.evicted = true;
         c.out.close();
+        tracing::debug!(target: "metronome::rtsp", "closing connection {} of {} to make room", id.0, c.ip);
     }
     shared.evicted.fetch_add(1, Ordering::Relaxed);
     true
@@ -329,6 +331,12 @@ fn timer_loop(shared: &Shared) {
         for id in core.backend.reporting_sessions() {
             core.rtsp.touch(id, now);
         }
-        core.rtsp.handle_timeout(now, &mut core.backend);
+        for id in core.rtsp.handle_timeout(now, &mut core.backend) {
+            tracing::info!(
+                target: "metronome::rtsp",
+                "session {id} timed out: no request or receiver report for {:?}",
+                shared.cfg.session_timeout
+            );
+        }
     }
 }
