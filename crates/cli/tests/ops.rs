@@ -49,3 +49,114 @@ fn the_packaged_config_is_one_the_server_takes() {
     assert_eq!(cfg.streams.len(), 1);
     assert!(cfg.rtsp.is_some() && cfg.control.is_some());
 }
+
+/// GET one path of the control API; the body.
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .unwrap();
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut all = String::new();
+    s.read_to_string(&mut all).unwrap();
+    let (head, body) = all.split_once("\r\n\r\n").unwrap();
+    (head.to_string(), body.to_string())
+}
+
+/// The value of the metric line `name{labels}` (labels as written), if there is one.
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// `GET /metrics` while a stream runs to a receiver that reports: the same figures as the JSON
+/// status, in Prometheus's format.
+#[test]
+fn metrics_match_the_json_status() {
+    let port = common::port_pair();
+    let mut server = common::Running::spawn(bin().args([
+        "serve",
+        "--control",
+        "127.0.0.1:0",
+        "--send-cost",
+        "5us",
+        "--stream",
+        &format!("name=a,destination=rtp://127.0.0.1:{port},bitrate=2mbit"),
+        "--duration",
+        "8",
+    ]));
+    server.wait_for("control API on http://", std::time::Duration::from_secs(20));
+    let line = server
+        .seen()
+        .iter()
+        .find(|l| l.contains("control API on"))
+        .unwrap()
+        .clone();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_string();
+    let mut rx = common::Running::spawn(bin().args([
+        "recv",
+        &format!("rtp://127.0.0.1:{port}"),
+        "--duration",
+        "6",
+    ]));
+    rx.wait_for("listening on", std::time::Duration::from_secs(20));
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let json = |body: String| -> serde_json::Value { serde_json::from_str(&body).unwrap() };
+    let before = json(http_get(&addr, "/streams").1);
+    let (head, text) = http_get(&addr, "/metrics");
+    let after = json(http_get(&addr, "/streams").1);
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    let packets = |v: &serde_json::Value| v["streams"][0]["packets"].as_f64().unwrap();
+    let m = metric(&text, "metronome_stream_packets_total{stream=\"a\"}").expect(&text);
+    assert!(
+        packets(&before) <= m && m <= packets(&after),
+        "{m} {before} {after}"
+    );
+    assert_eq!(metric(&text, "metronome_streams_running"), Some(1.0));
+    assert_eq!(
+        metric(
+            &text,
+            "metronome_stream_target_bits_per_second{stream=\"a\"}"
+        ),
+        after["streams"][0]["target_bitrate_bps"].as_f64()
+    );
+    // The receiver's reports: the same receiver, loss and RTT as the JSON.
+    let rv = &after["streams"][0]["receivers"][0];
+    let series = format!(
+        "{{stream=\"a\",receiver=\"{:08x}\",addr=\"{}\"}}",
+        rv["ssrc"].as_u64().unwrap(),
+        rv["addr"].as_str().unwrap()
+    );
+    let reports = metric(&text, &format!("metronome_receiver_reports_total{series}")).expect(&text);
+    assert!(reports >= 1.0, "{text}");
+    assert_eq!(
+        metric(
+            &text,
+            &format!("metronome_receiver_packets_lost_total{series}")
+        ),
+        Some(0.0)
+    );
+    assert!(
+        metric(&text, &format!("metronome_receiver_rtt_seconds{series}"))
+            .is_some_and(|r| r > 0.0 && r < 0.1)
+    );
+    // Every sample line is NAME{LABELS} VALUE or NAME VALUE, after its # TYPE.
+    for l in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let value = l.rsplit(' ').next().unwrap();
+        assert!(value.parse::<f64>().is_ok(), "{l}");
+    }
+    drop(rx);
+    drop(server);
+}

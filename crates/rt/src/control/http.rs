@@ -48,6 +48,15 @@ impl Response {
         }
     }
 
+    /// A plain-text response of `content_type`.
+    pub fn text(status: u16, content_type: &'static str, body: String) -> Self {
+        Response {
+            status,
+            headers: vec![("Content-Type", content_type.to_string())],
+            body: body.into_bytes(),
+        }
+    }
+
     /// `{"error": kind, "message": message}`.
     pub fn error(status: u16, kind: &str, message: impl Into<String>) -> Self {
         let message: String = message.into();

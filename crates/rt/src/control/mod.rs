@@ -18,6 +18,7 @@
 //! input makes it panic. It is meant for a local, trusted network: there is no authentication.
 
 mod http;
+pub mod metrics;
 mod router;
 mod server;
 #[cfg(test)]
@@ -44,6 +45,10 @@ pub trait StreamControl: Send + Sync + 'static {
     fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError>;
     /// Turns a running stream's rate knob to `bitrate_bps` (MPEG-TS bit/s); returns its status.
     fn set_rate(&self, name: &str, bitrate_bps: u64) -> Result<serde_json::Value, ControlError>;
+    /// The figures in Prometheus's text format (answered to `GET /metrics`).
+    fn metrics(&self) -> String {
+        String::new()
+    }
 }
 
 /// Why a control request failed; each variant maps to an HTTP status and an `error` kind.

@@ -21,6 +21,13 @@ pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
             "GET" => index(),
             _ => not_allowed(method, path, "GET"),
         },
+        "/metrics" => match method {
+            "GET" => guarded(|| Ok(control.metrics())).map_or_else(
+                |e| e,
+                |t| Response::text(200, "text/plain; version=0.0.4; charset=utf-8", t),
+            ),
+            _ => not_allowed(method, path, "GET"),
+        },
         "/health" => match method {
             "GET" => Response::json(200, &json!({ "ok": true })),
             _ => not_allowed(method, path, "GET"),

@@ -133,7 +133,7 @@ impl RtspService {
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
                 rtsp,
-                backend: MediaBackend::new(server, Arc::new(mounts)),
+                backend: MediaBackend::new(server.clone(), Arc::new(mounts)),
             }),
             cfg,
             clock: Clock::new(),
@@ -157,6 +157,14 @@ impl RtspService {
                 .name("rtsp-timer".into())
                 .spawn(move || timer_loop(&shared))?
         };
+        {
+            // GET /metrics on the control address: this service's connections and sessions.
+            let weak = Arc::downgrade(&shared);
+            server.add_metrics(Arc::new(move || {
+                weak.upgrade()
+                    .map_or_else(String::new, |s| rtsp_metrics(&s))
+            }));
+        }
         Ok(RtspService {
             shared,
             local,
@@ -313,6 +321,56 @@ fn make_room(shared: &Shared, ip: std::net::IpAddr) -> bool {
     }
     shared.evicted.fetch_add(1, Ordering::Relaxed);
     true
+}
+
+/// The RTSP service's figures in Prometheus's text format.
+fn rtsp_metrics(shared: &Shared) -> String {
+    let sessions = shared.lock().rtsp.sessions();
+    let families: [(&str, &str, &str, f64); 6] = [
+        (
+            "metronome_rtsp_connections",
+            "gauge",
+            "RTSP connections open now.",
+            shared.connections.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "metronome_rtsp_sessions",
+            "gauge",
+            "RTSP sessions now.",
+            sessions as f64,
+        ),
+        (
+            "metronome_rtsp_bad_requests_total",
+            "counter",
+            "Requests answered with a framing error (400, 408, 413, 414, 505).",
+            shared.bad_requests.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "metronome_rtsp_connections_closed_for_room_total",
+            "counter",
+            "Connections closed to make room for another (slow or idle, without a session).",
+            shared.evicted.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "metronome_rtsp_connections_refused_total",
+            "counter",
+            "Connections refused with 503 (every place in use).",
+            shared.refused.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "metronome_rtsp_unrouted_frames_total",
+            "counter",
+            "Interleaved frames on a channel no session uses.",
+            shared.unrouted.load(Ordering::Relaxed) as f64,
+        ),
+    ];
+    let mut out = String::new();
+    for (name, kind, help, v) in families {
+        out.push_str(&format!(
+            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
+        ));
+    }
+    out
 }
 
 /// Over the connection limit: one 503 and close (RFC 2326 §11.5.3 lets a server say so).

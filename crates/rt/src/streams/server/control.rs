@@ -39,4 +39,13 @@ impl StreamControl for Control {
         let s = self.0.set_rate(name, bitrate_bps)?;
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
+    fn metrics(&self) -> String {
+        let mut text =
+            crate::control::metrics::exposition(&self.0.server_status(), &self.0.statuses(false));
+        // What else serves through this server (the RTSP service: its connections, sessions).
+        for extra in lock(&self.0.extra_metrics).iter() {
+            text.push_str(&extra());
+        }
+        text
+    }
 }

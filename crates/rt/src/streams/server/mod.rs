@@ -93,7 +93,12 @@ pub(super) struct Inner {
     pub overload: Mutex<OverloadWatch>,
     /// What the server has to tell its user (overload, shedding), oldest first; bounded.
     pub warnings: Mutex<VecDeque<String>>,
+    /// More Prometheus text for `GET /metrics`, from services that run on this server.
+    pub extra_metrics: Mutex<Vec<ExtraMetrics>>,
 }
+
+/// A service's own figures in Prometheus's text format.
+pub type ExtraMetrics = Arc<dyn Fn() -> String + Send + Sync>;
 
 pub struct StreamServer {
     inner: Arc<Inner>,
@@ -174,6 +179,7 @@ impl StreamServer {
             stop: AtomicBool::new(false),
             overload: Mutex::new(OverloadWatch::new(cfg_overload)),
             warnings: Mutex::new(VecDeque::new()),
+            extra_metrics: Mutex::new(Vec::new()),
         });
         let rtcp_thread = {
             let inner = inner.clone();
@@ -204,6 +210,11 @@ impl StreamServer {
 
     pub fn calibration(&self) -> Calibration {
         self.inner.calibration
+    }
+
+    /// Adds a service's figures to `GET /metrics` (the RTSP service's connections, sessions).
+    pub fn add_metrics(&self, f: ExtraMetrics) {
+        lock(&self.inner.extra_metrics).push(f);
     }
 
     /// What the server has had to say since the last call (overload, shedding, recovery),

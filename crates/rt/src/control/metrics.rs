@@ -1,0 +1,205 @@
+//! `GET /metrics`: the server's figures in Prometheus's text format (version 0.0.4), the same
+//! numbers `GET /streams` gives in JSON. Durations in seconds and rates in bits per second, as
+//! Prometheus names them; counters end in `_total`.
+
+use crate::streams::status::{ServerStatus, StreamStatus};
+use std::fmt::Write as _;
+
+/// A label value, escaped as the format asks (backslash, double quote, newline).
+fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// Writes `# HELP` and `# TYPE` once, then each sample.
+fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, f64)]) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, v) in samples {
+        if labels.is_empty() {
+            let _ = writeln!(out, "{name} {v}");
+        } else {
+            let _ = writeln!(out, "{name}{{{labels}}} {v}");
+        }
+    }
+}
+
+/// A stream counter: its name, its help text, and how to read it from a stream's status.
+type StreamCounter = (&'static str, &'static str, fn(&StreamStatus) -> f64);
+
+/// The exposition of `server` and its running `streams`.
+pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
+    let mut out = String::with_capacity(4096);
+    let one = |v: f64| vec![(String::new(), v)];
+    family(
+        &mut out,
+        "metronome_streams_running",
+        "gauge",
+        "Streams running now.",
+        &one(server.running as f64),
+    );
+    family(
+        &mut out,
+        "metronome_admission_refused_total",
+        "counter",
+        "Streams admission control refused (they would have missed deadlines).",
+        &one(server.refused as f64),
+    );
+    family(
+        &mut out,
+        "metronome_link_used_bits_per_second",
+        "gauge",
+        "Link capacity the admitted streams reserve.",
+        &one(server.link_used_bps as f64),
+    );
+    let s = |f: &dyn Fn(&StreamStatus) -> f64| -> Vec<(String, f64)> {
+        streams
+            .iter()
+            .map(|st| (format!("stream=\"{}\"", label(&st.name)), f(st)))
+            .collect()
+    };
+    let counters: [StreamCounter; 9] = [
+        (
+            "metronome_stream_packets_total",
+            "RTP packets sent.",
+            |st| st.packets as f64,
+        ),
+        ("metronome_stream_bytes_total", "RTP bytes sent.", |st| {
+            st.bytes as f64
+        }),
+        (
+            "metronome_stream_deadline_misses_total",
+            "Jobs finished after their deadline.",
+            |st| st.deadline_misses as f64,
+        ),
+        (
+            "metronome_stream_late_packets_total",
+            "Packets sent more than the stall threshold late (caught up).",
+            |st| st.late_packets as f64,
+        ),
+        (
+            "metronome_stream_dropped_packets_total",
+            "Packets dropped for being too late.",
+            |st| st.dropped as f64,
+        ),
+        (
+            "metronome_stream_underruns_total",
+            "Times the pacer found the ring empty.",
+            |st| st.underruns as f64,
+        ),
+        (
+            "metronome_stream_send_errors_total",
+            "Sends the kernel refused.",
+            |st| st.send_errors as f64,
+        ),
+        (
+            "metronome_stream_stalls_total",
+            "Times the stream fell behind its schedule.",
+            |st| st.stalls as f64,
+        ),
+        (
+            "metronome_stream_frames_skipped_total",
+            "Frames a live source skipped to keep up.",
+            |st| st.frames_skipped as f64,
+        ),
+    ];
+    for (name, help, f) in counters {
+        family(&mut out, name, "counter", help, &s(&f));
+    }
+    family(
+        &mut out,
+        "metronome_stream_target_bits_per_second",
+        "gauge",
+        "The MPEG-TS rate the stream's rate knob targets now.",
+        &s(&|st| st.target_bitrate_bps as f64),
+    );
+    // Lateness: a summary of send time minus due time, per packet.
+    let _ = writeln!(
+        out,
+        "# HELP metronome_stream_lateness_seconds Send time minus due time, per packet."
+    );
+    let _ = writeln!(out, "# TYPE metronome_stream_lateness_seconds summary");
+    for st in streams {
+        let n = label(&st.name);
+        let l = &st.lateness;
+        for (q, v) in [
+            ("0.5", l.p50_us),
+            ("0.99", l.p99_us),
+            ("0.999", l.p999_us),
+            ("1", l.max_us),
+        ] {
+            let _ = writeln!(
+                out,
+                "metronome_stream_lateness_seconds{{stream=\"{n}\",quantile=\"{q}\"}} {}",
+                v / 1e6
+            );
+        }
+        let _ = writeln!(
+            out,
+            "metronome_stream_lateness_seconds_sum{{stream=\"{n}\"}} {}",
+            l.mean_us * l.count as f64 / 1e6
+        );
+        let _ = writeln!(
+            out,
+            "metronome_stream_lateness_seconds_count{{stream=\"{n}\"}} {}",
+            l.count
+        );
+    }
+    // What each stream's receivers report (RTCP receiver reports).
+    let r = |f: &dyn Fn(&metronome_session::sender::ReceiverView) -> Option<f64>| -> Vec<(String, f64)> {
+        streams
+            .iter()
+            .flat_map(|st| {
+                st.receivers.iter().filter_map(move |rv| {
+                    let v = f(rv)?;
+                    Some((
+                        format!(
+                            "stream=\"{}\",receiver=\"{:08x}\",addr=\"{}\"",
+                            label(&st.name),
+                            rv.ssrc,
+                            label(&rv.addr.to_string())
+                        ),
+                        v,
+                    ))
+                })
+            })
+            .collect()
+    };
+    family(
+        &mut out,
+        "metronome_receiver_fraction_lost",
+        "gauge",
+        "Fraction of packets lost in the receiver's last report interval (0 to 1).",
+        &r(&|rv| Some(rv.fraction_lost)),
+    );
+    family(
+        &mut out,
+        "metronome_receiver_packets_lost_total",
+        "counter",
+        "Packets the receiver counts lost since it started.",
+        &r(&|rv| Some(rv.cumulative_lost as f64)),
+    );
+    family(
+        &mut out,
+        "metronome_receiver_jitter_seconds",
+        "gauge",
+        "RFC 3550 interarrival jitter the receiver reports.",
+        &r(&|rv| Some(rv.jitter_ms / 1e3)),
+    );
+    family(
+        &mut out,
+        "metronome_receiver_rtt_seconds",
+        "gauge",
+        "Round-trip time from the receiver's report (LSR/DLSR).",
+        &r(&|rv| rv.rtt_ms.map(|ms| ms / 1e3)),
+    );
+    family(
+        &mut out,
+        "metronome_receiver_reports_total",
+        "counter",
+        "Receiver reports received.",
+        &r(&|rv| Some(rv.reports as f64)),
+    );
+    out
+}
