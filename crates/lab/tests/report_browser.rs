@@ -102,3 +102,35 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
     }
     assert!(dom.contains("Seed 001: UDP loss per client"));
 }
+
+/// seed002-cbr's report, shortened (6 s, 3 receivers): the claims it checks, the rate
+/// controllers' tables and target plot, and the sharing table render in Chromium too.
+#[test]
+fn a_rate_control_report_renders_its_claims_and_controllers() {
+    let tmp =
+        TempDir(std::env::temp_dir().join(format!("metronome-browser-cc-{}", std::process::id())));
+    let _ = std::fs::remove_dir_all(&tmp.0);
+    let text = builtin::find("seed002-cbr")
+        .unwrap()
+        .text
+        .replace("duration = \"73s\"", "duration = \"6s\"")
+        .replace("count = 45", "count = 3");
+    let file = ScenarioFile::parse(&text, "builtin:seed002-cbr, shortened").unwrap();
+    let out = tmp.0.join("run");
+    run(&file, &RunOptions::new(out.clone())).unwrap();
+    let page = out.join("report.html");
+    let dom = chromium(&tmp.0.join("chromium"), &["--dump-dom"], &page);
+    for text in [
+        "Claims checked",
+        "TFMCC uses more of the bandwidth",
+        "Rate control",
+        "Sending rate over time",
+        "Jain's index",
+        "PSNR per frame",
+    ] {
+        assert!(dom.contains(text), "the rendered page lacks '{text}'");
+    }
+    // Each of the four claims has a verdict.
+    let verdicts = dom.matches(">agrees<").count() + dom.matches(">differs").count();
+    assert_eq!(verdicts, 4, "claims with a verdict");
+}
