@@ -337,7 +337,8 @@ fn rx_view(rx: &Value, nominal: Duration) -> RxView {
         .cloned()
         .unwrap_or_default();
     let nominal_us = nominal.as_secs_f64() * 1e6;
-    let jitter: Vec<f64> = sources.iter().map(|s| f(s, "jitter_ms")).collect();
+    // The receiver reports jitter in µs (schema 3); this summary keeps ms.
+    let jitter: Vec<f64> = sources.iter().map(|s| f(s, "jitter_us") / 1e3).collect();
     let mut excess: Vec<f64> = sources
         .iter()
         .map(|s| s.get("interarrival").map_or(0.0, |d| f(d, "p999_us")) - nominal_us)

@@ -86,6 +86,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    report::mark_start();
     let cli = Cli::parse();
     init_logging(cli.verbose, cli.quiet);
     let stop = Arc::new(AtomicBool::new(false));

@@ -40,19 +40,57 @@ impl LiveLine {
 
 /// The version of every JSON document the binary prints (`schema_version`, the first field).
 /// Raise it when a field changes meaning or goes away; adding a field keeps it.
-pub const SCHEMA_VERSION: u32 = 2;
+///
+/// 3: durations in µs where they were in ms or `{secs, nanos}` (`jitter_us`, `rtt_us`,
+/// the calibration's `*_us`), enum values spelled as on the command line (`sleep-spin`), and a
+/// `run` header. Run lengths and CPU times stay in seconds, named `_s`.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// What run a document comes from: this binary's version, when it started, on which host,
+/// with which arguments.
+#[derive(Serialize)]
+struct RunHeader {
+    version: &'static str,
+    started_unix_ns: u64,
+    host: String,
+    args: Vec<String>,
+}
 
 #[derive(Serialize)]
 struct Versioned<'a, T> {
     schema_version: u32,
+    run: RunHeader,
     #[serde(flatten)]
     body: &'a T,
 }
 
-/// `value` as pretty JSON, with the schema version as its first field.
+static STARTED_UNIX_NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+
+/// Notes when the run started (call first thing in `main`).
+#[allow(clippy::disallowed_methods)] // describes the run in its JSON; no input to the engine
+pub fn mark_start() {
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let _ = STARTED_UNIX_NS.set(ns);
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// `value` as pretty JSON, with the schema version as its first field and the run header.
 pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(&Versioned {
         schema_version: SCHEMA_VERSION,
+        run: RunHeader {
+            version: env!("CARGO_PKG_VERSION"),
+            started_unix_ns: STARTED_UNIX_NS.get().copied().unwrap_or(0),
+            host: host_name(),
+            args: std::env::args().collect(),
+        },
         body: value,
     })
 }

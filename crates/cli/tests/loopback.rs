@@ -113,7 +113,7 @@ fn demo_unicast_and_multicast_receivers_get_every_packet() {
     let views = sender["receivers"].as_array().unwrap();
     assert_eq!(views.len(), 2, "{sender}");
     for view in views {
-        assert!(view["rtt_ms"].as_f64().is_some(), "{view}");
+        assert!(view["rtt_us"].as_f64().is_some(), "{view}");
     }
 }
 

@@ -122,6 +122,12 @@ fn metrics_match_the_json_status() {
         "{m} {before} {after}"
     );
     assert_eq!(metric(&text, "metronome_streams_running"), Some(1.0));
+    // The JSON's durations are numbers of µs, not {secs, nanos}.
+    assert!(
+        after["server"]["calibration"]["per_packet_us"].is_f64(),
+        "{after}"
+    );
+    assert!(!after.to_string().contains("\"secs\""), "{after}");
     assert_eq!(
         metric(
             &text,
@@ -159,4 +165,45 @@ fn metrics_match_the_json_status() {
     }
     drop(rx);
     drop(server);
+}
+
+/// Every JSON document says its schema and its run (version, start, host, arguments); enum
+/// values are spelled as on the command line; durations are numbers of µs.
+#[test]
+fn json_documents_carry_a_run_header_and_one_vocabulary() {
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dest = format!("rtp://{}", sink.local_addr().unwrap());
+    let out = bin()
+        .args([
+            "serve",
+            &dest,
+            "--duration",
+            "1",
+            "--json",
+            "--wait",
+            "sleep-spin",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema_version"], 3);
+    let run = &v["run"];
+    assert_eq!(run["version"], env!("CARGO_PKG_VERSION"));
+    assert!(run["started_unix_ns"].as_u64().unwrap() > 1_700_000_000_000_000_000);
+    assert!(
+        run["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "--json"),
+        "{run}"
+    );
+    assert!(run["host"].is_string());
+    assert_eq!(v["wait_mode"], "sleep-spin");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("\"secs\"") && !text.contains("_ms\""),
+        "{text}"
+    );
 }

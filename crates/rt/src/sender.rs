@@ -100,8 +100,9 @@ impl SenderConfig {
     }
 }
 
-/// How the real-time pacer waits between packets.
+/// How the real-time pacer waits between packets (spelled in JSON as on the command line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum WaitPolicy {
     /// Absolute sleep, then spin the last stretch (little CPU; inherits wake-up latency).
     SleepSpin,
@@ -114,12 +115,24 @@ pub enum WaitPolicy {
 
 /// How the pacing thread waits for each release time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum PacerKind {
     /// Real-time policy, locked memory, 1 ns timer slack, absolute sleep then spin (or busy-poll).
     Realtime,
     /// The baseline: an ordinary thread that sleeps for the time left before each packet with
     /// `std::thread::sleep`, as a plain timer-driven sender does.
     PlainSleep,
+}
+
+impl WaitPolicy {
+    /// As on the command line (`--wait`) and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitPolicy::SleepSpin => "sleep-spin",
+            WaitPolicy::BusyPoll => "busy-poll",
+            WaitPolicy::Auto => "auto",
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -303,8 +316,8 @@ pub fn run_sender(
             .map(|p| p.memory.clone())
             .unwrap_or_else(|| "not requested".into()),
         wait_mode: match cfg.pacer {
-            PacerKind::Realtime => format!("{:?}", cfg.wait),
-            PacerKind::PlainSleep => "PlainSleep".to_string(),
+            PacerKind::Realtime => cfg.wait.name().to_string(),
+            PacerKind::PlainSleep => "plain-sleep".to_string(),
         },
         ended_by,
         duration_s,

@@ -13,6 +13,7 @@
 mod dist;
 mod ntp;
 mod rate;
+pub mod units;
 mod unwrap;
 
 pub use dist::{Distribution, Summary};

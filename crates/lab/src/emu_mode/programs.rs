@@ -411,7 +411,7 @@ pub(super) fn measured_by(run: &CommandRun, f: &FlowDecl, st: &Stage) -> Option<
     r.duplicates = src["duplicates"].as_u64().unwrap_or(0);
     r.reordered = src["reordered"].as_u64().unwrap_or(0);
     r.throughput_bps = num("bitrate_bps");
-    r.jitter_ns = (num("jitter_ms") * 1e6) as u64;
+    r.jitter_ns = (num("jitter_us") * 1e3) as u64;
     if let Some(d) = src.get("one_way_delay").filter(|d| !d.is_null()) {
         let us = |k: &str| (d[k].as_f64().unwrap_or(0.0) * 1e3) as u64;
         r.mean_delay_ns = us("mean_us");

@@ -237,6 +237,11 @@ pub struct RawRtcpStats {
     /// Packets lost by RFC 3550 A.3 (expected − received), as the reports say.
     pub packets_lost: u64,
     /// RFC 3550 interarrival jitter at the end, in milliseconds (every packet of a frame
-    /// carries the frame's timestamp, so a paced frame's spread shows here).
+    /// carries the frame's timestamp, so a paced frame's spread shows here); `jitter_us` in
+    /// JSON.
+    #[serde(
+        rename = "jitter_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     pub jitter_ms: f64,
 }

@@ -800,7 +800,7 @@ fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         frame_bytes: f.format.frame_bytes(),
         realtime: p.grant,
         memory_locked: p.memory,
-        wait_mode: format!("{:?}", f.cfg.wait),
+        wait_mode: f.cfg.wait.name().to_string(),
         ended_by: f.ended_by,
         duration_s: f.duration_s,
         frames_sent: frames,

@@ -16,14 +16,34 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Calibration {
     /// The budgeted cost of sending one packet to one destination.
+    #[serde(
+        rename = "per_packet_us",
+        serialize_with = "metronome_time::units::duration_us"
+    )]
     pub per_packet: Duration,
     /// Fixed cost of one job besides its sends: picking it, reading the clock, accounting.
+    #[serde(
+        rename = "per_job_us",
+        serialize_with = "metronome_time::units::duration_us"
+    )]
     pub per_job: Duration,
     /// The cost of each further datagram of a UDP GSO send (raw video sends its packets in
     /// batches: one `sendmsg` costs about `per_packet`, every segment after the first this).
+    #[serde(
+        rename = "per_segment_us",
+        serialize_with = "metronome_time::units::duration_us"
+    )]
     pub per_segment: Duration,
     /// Measured send-call times.
+    #[serde(
+        rename = "measured_p50_us",
+        serialize_with = "metronome_time::units::duration_us"
+    )]
     pub measured_p50: Duration,
+    #[serde(
+        rename = "measured_p99_us",
+        serialize_with = "metronome_time::units::duration_us"
+    )]
     pub measured_p99: Duration,
     pub samples: u64,
     /// How the numbers were obtained.

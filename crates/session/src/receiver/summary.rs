@@ -21,7 +21,12 @@ pub struct SourceSummary {
     pub payload_bytes: u64,
     pub duration_s: f64,
     pub bitrate_bps: f64,
-    /// RFC 3550 interarrival jitter at the end of the run, in milliseconds.
+    /// RFC 3550 interarrival jitter at the end of the run, in milliseconds (`jitter_us` in
+    /// JSON).
+    #[serde(
+        rename = "jitter_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     pub jitter_ms: f64,
     pub interarrival: Summary,
     /// Present when the sender stamps its send time (RFC 8285 extension).

@@ -37,9 +37,18 @@ pub struct ReceiverView {
     pub fraction_lost: f64,
     pub cumulative_lost: i32,
     pub extended_highest_seq: u32,
-    /// RFC 3550 interarrival jitter, in milliseconds.
+    /// RFC 3550 interarrival jitter, in milliseconds (`jitter_us` in JSON).
+    #[serde(
+        rename = "jitter_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     pub jitter_ms: f64,
-    /// Round-trip time from LSR/DLSR (RFC 3550 §6.4.1), once the receiver has seen an SR.
+    /// Round-trip time from LSR/DLSR (RFC 3550 §6.4.1), once the receiver has seen an SR
+    /// (`rtt_us` in JSON).
+    #[serde(
+        rename = "rtt_us",
+        serialize_with = "metronome_time::units::opt_ms_as_us"
+    )]
     pub rtt_ms: Option<f64>,
     pub reports: u64,
     #[serde(skip)]
