@@ -58,6 +58,10 @@ pub struct RecvArgs {
     /// Accept any payload type, not only MPEG-TS (RFC 2250)
     #[arg(long)]
     pub any_payload: bool,
+    /// Print a JSON line per interval on stdout (packets, bytes, rate, loss, jitter over the
+    /// interval), as iperf3 does, e.g. --interval 1s; the summary still comes at the end
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub interval: Option<Duration>,
     /// Run a rate controller's receiving end and send its feedback in RTCP: tfrc (RFC 5348)
     /// or tfmcc (RFC 4654), matching the sender's `serve --cc` (asmp and fixed need only the
     /// receiver reports every receiver sends)
@@ -146,12 +150,21 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     if a.any_payload {
         cfg.session.payload = PayloadKind::Any;
     }
+    if let Some(every) = a.interval {
+        cfg.status_every = every.max(Duration::from_millis(10));
+    }
     let receiver = Receiver::open(cfg)?;
     // Said once the sockets are bound (and the group joined): a script may start sending now.
     eprintln!("metronome: listening on {}", a.url);
-    let live = LiveLine::new(true);
-    let outcome = receiver.run(&stop, live_status(&live));
-    live.finish();
+    let outcome = match a.interval {
+        Some(every) => receiver.run(&stop, interval_lines(every)),
+        None => {
+            let live = LiveLine::new(true);
+            let outcome = receiver.run(&stop, live_status(&live));
+            live.finish();
+            outcome
+        }
+    };
     finish(&a, outcome?, viewer)
 }
 
@@ -213,6 +226,35 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
             "metronome: payload type {} is {}/{}, not MPEG-TS: measuring RTP only (any-payload mode)",
             m.payload_type, m.encoding, m.clock_rate
         );
+    }
+}
+
+/// A JSON line per status call (`--interval`, one each `every` from the start): what the
+/// main source added since the last one (nothing yet: no line).
+fn interval_lines(every: Duration) -> impl FnMut(&metronome_session::receiver::ReceiverSession) {
+    // (received, payload bytes, lost) at the previous line, and lines so far.
+    let mut last = (0u64, 0u64, 0u64);
+    let mut k = 0u32;
+    move |s| {
+        k += 1;
+        let Some(src) = s.main_source() else { return };
+        let m = metronome_session::receiver::SourceSummary::of(src, s.config().clock.rate());
+        let (r0, b0, l0) = last;
+        let (at, now) = ((every * (k - 1)).as_secs_f64(), (every * k).as_secs_f64());
+        let span = (now - at).max(1e-9);
+        crate::report::interval_line(
+            at,
+            now,
+            serde_json::json!({
+                "ssrc": m.ssrc,
+                "packets": m.received.saturating_sub(r0),
+                "payload_bytes": m.payload_bytes.saturating_sub(b0),
+                "bitrate_bps": m.payload_bytes.saturating_sub(b0) as f64 * 8.0 / span,
+                "lost": m.lost.saturating_sub(l0),
+                "jitter_us": m.jitter_ms * 1e3,
+            }),
+        );
+        last = (m.received, m.payload_bytes, m.lost);
     }
 }
 

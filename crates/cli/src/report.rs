@@ -95,6 +95,22 @@ pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
     })
 }
 
+/// One interval's figures as a JSON line (`--interval`), as iperf3 prints its intervals:
+/// `{"schema_version", "interval": {"start_s", "end_s"}, ...figures}` on stdout, flushed.
+pub fn interval_line(start_s: f64, end_s: f64, figures: serde_json::Value) {
+    use std::io::Write as _;
+    let mut v = serde_json::json!({
+        "schema_version": SCHEMA_VERSION,
+        "interval": { "start_s": start_s, "end_s": end_s },
+    });
+    if let (Some(obj), serde_json::Value::Object(f)) = (v.as_object_mut(), figures) {
+        obj.extend(f);
+    }
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{v}");
+    let _ = out.flush();
+}
+
 /// Prints a run's outcome: pretty JSON, or the human summary.
 pub fn print_outcome<T: Serialize>(
     json: bool,

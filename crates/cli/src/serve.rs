@@ -114,6 +114,10 @@ pub struct ServeArgs {
     /// Print the final summary as JSON
     #[arg(long)]
     pub json: bool,
+    /// Print a JSON line per interval on stdout (packets, bytes, rate, lateness, the rate
+    /// target), as iperf3 does, e.g. --interval 1s; the summary still comes at the end
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub interval: Option<Duration>,
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
@@ -232,6 +236,9 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     cfg.cc = a.cc.clone();
     cfg.max_bitrate = a.max_bitrate;
     cfg.mtu = a.mtu;
+    if let Some(every) = a.interval {
+        cfg.status_every = every;
+    }
     cfg
 }
 
@@ -271,7 +278,29 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             a.destinations.join(", ")
         );
     }
-    let outcome = run_sender(source, cfg, stop, |s| live.show(&sender_status(s)))?;
+    let interval = a.interval.is_some();
+    let mut last = (0u64, 0u64, Duration::ZERO);
+    let outcome = run_sender(source, cfg, stop, |s| {
+        if !interval {
+            live.show(&sender_status(s));
+            return;
+        }
+        let (p0, b0, t0) = last;
+        let span = s.elapsed.saturating_sub(t0).as_secs_f64().max(1e-9);
+        crate::report::interval_line(
+            t0.as_secs_f64(),
+            s.elapsed.as_secs_f64(),
+            serde_json::json!({
+                "packets": s.packets.saturating_sub(p0),
+                "bytes": s.bytes.saturating_sub(b0),
+                "bitrate_bps": s.bytes.saturating_sub(b0) as f64 * 8.0 / span,
+                "max_late_us": s.max_late_us,
+                "target_bitrate_bps": s.target_bitrate_bps,
+                "receivers": s.receivers.len(),
+            }),
+        );
+        last = (s.packets, s.bytes, s.elapsed);
+    })?;
     live.finish();
     for w in &outcome.warnings {
         eprintln!("metronome: warning: {w}");

@@ -457,3 +457,64 @@ fn a_tfrc_stream_follows_its_receivers_feedback_live() {
     assert!(rate > 1.2e6, "{tx}");
     assert_eq!(tx["receivers"][0]["cumulative_lost"], 0, "{tx}");
 }
+
+/// `--interval`: a JSON line per interval on stdout from both ends, as iperf3 prints; the
+/// receiver's intervals add up to what it received, and the summary still comes at the end.
+#[test]
+fn interval_lines_from_both_ends() {
+    let port = port_pair();
+    let rx = bin()
+        .args([
+            "recv",
+            &format!("rtp://127.0.0.1:{port}"),
+            "--duration",
+            "4",
+            "--interval",
+            "500ms",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let tx = serve(
+        port,
+        &[
+            "--duration".as_ref(),
+            "2".as_ref(),
+            "--interval".as_ref(),
+            "500ms".as_ref(),
+        ],
+    );
+    assert!(tx.status.success(), "{tx:?}");
+    let rx = rx.wait_with_output().unwrap();
+    let lines = |out: &[u8]| -> Vec<serde_json::Value> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter(|l| l.starts_with('{') && l.contains("\"interval\""))
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (rl, tl) = (lines(&rx.stdout), lines(&tx.stdout));
+    assert!(
+        rl.len() >= 3 && tl.len() >= 2,
+        "{} and {} lines",
+        rl.len(),
+        tl.len()
+    );
+    for l in rl.iter().chain(&tl) {
+        assert_eq!(l["schema_version"], 3);
+        let (a, b) = (
+            l["interval"]["start_s"].as_f64().unwrap(),
+            l["interval"]["end_s"].as_f64().unwrap(),
+        );
+        assert!(a < b, "{l}");
+    }
+    let received: u64 = rl.iter().map(|l| l["packets"].as_u64().unwrap()).sum();
+    let sent: u64 = tl.iter().map(|l| l["packets"].as_u64().unwrap()).sum();
+    assert!(
+        received > 0 && sent > 0 && received <= sent + 500,
+        "{received} {sent}"
+    );
+    assert!(rl.iter().all(|l| l["lost"] == 0));
+}

@@ -48,6 +48,8 @@ pub struct SenderConfig {
     pub max_bitrate: Option<u64>,
     /// The largest IP packet (fewer TS packets per RTP packet than seven where it needs).
     pub mtu: Option<u32>,
+    /// How often `run_sender` reports its status.
+    pub status_every: Duration,
 }
 
 impl SenderConfig {
@@ -70,6 +72,7 @@ impl SenderConfig {
             cc: None,
             max_bitrate: None,
             mtu: None,
+            status_every: Duration::from_secs(1),
         }
     }
 
@@ -257,7 +260,8 @@ pub fn run_sender(
     // The stream starts at its first release time, after the preroll.
     let first_release = start + cfg.preroll;
     let limit = RunLimit::new(start, cfg.duration, &stop);
-    let mut next_status = start + Duration::from_secs(1);
+    let every = cfg.status_every.max(Duration::from_millis(10));
+    let mut next_status = start + every;
     let mut warnings = Vec::new();
     let ended_by = loop {
         let now = clock.now();
@@ -269,7 +273,7 @@ pub fn run_sender(
         }
         warnings.extend(server.take_warnings());
         if now >= next_status {
-            next_status = now + Duration::from_secs(1);
+            next_status += every;
             if let Some(s) = server.stream(NAME) {
                 on_status(&SenderStatus {
                     elapsed: now.saturating_since(first_release),
