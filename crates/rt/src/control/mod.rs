@@ -116,6 +116,9 @@ pub const MAX_HEADERS: usize = 32;
 pub struct ControlLimits {
     /// Connection threads at once; a client beyond this is answered 503 and closed.
     pub max_connections: usize,
+    /// Connections from one address at once (503 beyond): one client cannot take every
+    /// thread from the others.
+    pub max_per_address: usize,
     /// Request line plus headers, bytes (431 beyond).
     pub max_head_bytes: usize,
     /// Request body, bytes, as declared by `Content-Length` (413 beyond).
@@ -132,11 +135,12 @@ pub struct ControlLimits {
 }
 
 impl Default for ControlLimits {
-    /// 16 connections, 8 KiB heads, 64 KiB bodies, 5 s to read or write, 10 s idle, 100
-    /// requests per connection.
+    /// 16 connections, 8 from one address, 8 KiB heads, 64 KiB bodies, 5 s to read or write
+    /// (a whole request), 10 s idle, 100 requests per connection.
     fn default() -> Self {
         ControlLimits {
             max_connections: 16,
+            max_per_address: 8,
             max_head_bytes: 8 * 1024,
             max_body_bytes: 64 * 1024,
             read_timeout: Duration::from_secs(5),

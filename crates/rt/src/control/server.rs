@@ -38,10 +38,11 @@ struct Shared {
     panicked: AtomicUsize,
 }
 
-/// The open connections, so that shutdown can close them.
+/// The open connections, so that shutdown can close them, and their clients' addresses.
 struct Conns {
     next_id: u64,
     open: HashMap<u64, TcpStream>,
+    from: HashMap<u64, IpAddr>,
 }
 
 impl Shared {
@@ -64,6 +65,7 @@ impl ControlServer {
         limits: ControlLimits,
     ) -> io::Result<ControlServer> {
         let usable = limits.max_connections >= 1
+            && limits.max_per_address >= 1
             && limits.max_head_bytes >= 64
             && limits.max_requests_per_connection >= 1
             && !limits.read_timeout.is_zero()
@@ -85,6 +87,7 @@ impl ControlServer {
             conns: Mutex::new(Conns {
                 next_id: 0,
                 open: HashMap::new(),
+                from: HashMap::new(),
             }),
             changed: Condvar::new(),
             panicked: AtomicUsize::new(0),
@@ -203,7 +206,11 @@ fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener, reject: SyncSender<
 fn admit(shared: &Arc<Shared>, stream: TcpStream, reject: &SyncSender<TcpStream>) {
     let id = {
         let mut conns = shared.conns();
-        if conns.open.len() >= shared.limits.max_connections {
+        let ip = stream.peer_addr().map(|a| a.ip()).ok();
+        let from_ip = conns.from.values().filter(|a| Some(**a) == ip).count();
+        if conns.open.len() >= shared.limits.max_connections
+            || from_ip >= shared.limits.max_per_address
+        {
             drop(conns);
             // A full queue means a flood: close without an answer.
             let _ = reject.try_send(stream);
@@ -215,6 +222,9 @@ fn admit(shared: &Arc<Shared>, stream: TcpStream, reject: &SyncSender<TcpStream>
         let id = conns.next_id;
         conns.next_id += 1;
         conns.open.insert(id, registered);
+        if let Some(ip) = ip {
+            conns.from.insert(id, ip);
+        }
         id
     };
     // Created before the spawn so that a failed spawn (which drops the closure) unregisters.
@@ -241,7 +251,10 @@ impl Drop for Registered {
         if thread::panicking() {
             self.shared.panicked.fetch_add(1, Ordering::SeqCst);
         }
-        self.shared.conns().open.remove(&self.id);
+        let mut conns = self.shared.conns();
+        conns.open.remove(&self.id);
+        conns.from.remove(&self.id);
+        drop(conns);
         self.shared.changed.notify_all();
     }
 }

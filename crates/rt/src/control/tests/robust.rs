@@ -87,6 +87,29 @@ fn a_silent_client_is_dropped_after_the_timeout_without_blocking_others() {
 }
 
 #[test]
+fn one_address_cannot_take_every_connection() {
+    let limits = ControlLimits {
+        max_connections: 8,
+        max_per_address: 2,
+        ..quick()
+    };
+    let (server, _) = start(limits, Fake::default());
+    let addr = server.local_addr();
+    let mut a = Client::connect(addr);
+    let mut b = Client::connect(addr);
+    a.send(b"GET /health HTTP/1.1\r\n");
+    b.send(b"GET /health HTTP/1.1\r\n");
+    std::thread::sleep(Duration::from_millis(50));
+    // Threads are free, but this address has its two: told to come back.
+    let busy = call(addr, "GET", "/health", None);
+    assert_eq!((busy.status, busy.error()), (503, "busy"));
+    drop((a, b));
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(call(addr, "GET", "/health", None).status, 200);
+    assert_eq!(server.panicked(), 0);
+}
+
+#[test]
 fn forty_concurrent_clients_are_served_or_told_to_wait() {
     let limits = ControlLimits {
         max_connections: 4,
