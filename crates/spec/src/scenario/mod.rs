@@ -35,6 +35,8 @@
 //! its `"${name}"` reference in place, so an error in a swept value is reported at the line
 //! of the reference, for the sweep point that has it.
 
+mod checks;
+mod flow;
 mod parse;
 mod sweep;
 mod topology;

@@ -1,0 +1,335 @@
+//! A scenario's `[[flow]]` tables → [`FlowDecl`]: each kind's keys, their forms, and the
+//! checks that need the nodes of the topology.
+
+use super::parse::{Dur, Rate};
+use super::{FlowDecl, FlowKind, RateShape, RtpCc, TcpCc, VideoContent};
+use serde::Deserialize;
+use std::time::Duration;
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawFlow {
+    name: Option<String>,
+    kind: String,
+    from: String,
+    to: Option<OneOrMany>,
+    start: Option<Dur>,
+    duration: Option<Dur>,
+    rate: Option<Rate>,
+    payload: Option<u32>,
+    square: Option<RawSquare>,
+    cc: Option<String>,
+    bytes: Option<u64>,
+    video: Option<String>,
+    playout_deadline: Option<Dur>,
+    content: Option<OneOrMany>,
+    program: Option<String>,
+    args: Option<Vec<String>>,
+    start_rate: Option<Rate>,
+    mtu: Option<u32>,
+    gop: Option<u32>,
+    ladder: Option<Vec<Rate>>,
+}
+
+#[derive(Deserialize, Clone, Copy)]
+#[serde(deny_unknown_fields)]
+struct RawSquare {
+    high: Rate,
+    low: Rate,
+    period: Dur,
+    #[serde(default = "half")]
+    duty: f64,
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+impl RawFlow {
+    pub(super) fn resolve(
+        &self,
+        i: usize,
+        nodes: &[String],
+        duration: Duration,
+    ) -> Result<FlowDecl, String> {
+        let name = self
+            .name
+            .clone()
+            .unwrap_or_else(|| format!("flow{}", i + 1));
+        let known = |n: &str| nodes.iter().any(|m| m == n);
+        if !known(&self.from) {
+            return Err(format!(
+                "flow '{name}': from = \"{}\" is not a node of the topology",
+                self.from
+            ));
+        }
+        let command = self.kind == "command";
+        let to = match &self.to {
+            Some(OneOrMany::One(s)) => vec![s.clone()],
+            Some(OneOrMany::Many(v)) => v.clone(),
+            None if command => Vec::new(),
+            None => {
+                return Err(format!(
+                    "flow '{name}': to = \"NODE\" (or a list, for a multicast group) is missing"
+                ))
+            }
+        };
+        let mut receivers = Vec::new();
+        for t in &to {
+            match t.strip_suffix('*') {
+                Some(prefix) => {
+                    let before = receivers.len();
+                    receivers.extend(nodes.iter().filter(|n| n.starts_with(prefix)).cloned());
+                    if receivers.len() == before {
+                        return Err(format!(
+                            "flow '{name}': no node's name starts with '{prefix}'"
+                        ));
+                    }
+                }
+                None if known(t) => receivers.push(t.clone()),
+                None => {
+                    return Err(format!(
+                        "flow '{name}': to = \"{t}\" is not a node of the topology"
+                    ))
+                }
+            }
+        }
+        if receivers.is_empty() && !command {
+            return Err(format!("flow '{name}': to names no receiver"));
+        }
+        if receivers.contains(&self.from) {
+            return Err(format!(
+                "flow '{name}' sends to its own node '{}'",
+                self.from
+            ));
+        }
+        let kind = self.kind(&name)?;
+        if matches!(kind, FlowKind::Tcp { .. }) && receivers.len() != 1 {
+            return Err(format!(
+                "flow '{name}': a TCP flow goes to exactly one node"
+            ));
+        }
+        Ok(FlowDecl {
+            name,
+            from: self.from.clone(),
+            to: receivers,
+            start: self.start.map_or(Duration::ZERO, |d| d.0),
+            duration: self.duration.map_or(duration, |d| d.0),
+            kind,
+        })
+    }
+
+    fn kind(&self, name: &str) -> Result<FlowKind, String> {
+        let unused = |key: &str, kind: &str| {
+            Err(format!(
+                "flow '{name}': a {kind} flow has no '{key}'; remove it"
+            ))
+        };
+        match self.kind.as_str() {
+            "udp" | "tcp" | "command" if self.video.is_some() => unused("video", &self.kind),
+            "udp" | "tcp" | "command" if self.playout_deadline.is_some() => {
+                unused("playout_deadline", &self.kind)
+            }
+            "udp" | "tcp" | "command" if self.content.is_some() => unused("content", &self.kind),
+            "udp" | "tcp" | "rtp" if self.program.is_some() => unused("program", &self.kind),
+            "udp" | "tcp" | "rtp" if self.args.is_some() => unused("args", &self.kind),
+            "udp" | "tcp" | "command" if self.start_rate.is_some() => {
+                unused("start_rate", &self.kind)
+            }
+            "udp" | "command" if self.mtu.is_some() => unused("mtu", &self.kind),
+            "udp" | "tcp" | "command" if self.gop.is_some() => unused("gop", &self.kind),
+            "udp" | "tcp" | "command" if self.ladder.is_some() => unused("ladder", &self.kind),
+            "command" => {
+                for (key, set) in [
+                    ("cc", self.cc.is_some()),
+                    ("bytes", self.bytes.is_some()),
+                    ("payload", self.payload.is_some()),
+                    ("square", self.square.is_some()),
+                    ("rate", self.rate.is_some()),
+                ] {
+                    if set {
+                        return unused(key, "command");
+                    }
+                }
+                let program = match self.program.as_deref().map(str::trim) {
+                    Some(p) if !p.is_empty() => p.to_string(),
+                    _ => {
+                        return Err(format!(
+                            "flow '{name}': a command flow needs program = \"iperf3\" (or ffmpeg, gst-launch-1.0, cvlc, metronome, …) and args = [...]"
+                        ))
+                    }
+                };
+                Ok(FlowKind::Command {
+                    program,
+                    args: self.args.clone().unwrap_or_default(),
+                })
+            }
+            "udp" => {
+                if self.cc.is_some() {
+                    return unused("cc", "udp");
+                }
+                if self.bytes.is_some() {
+                    return unused("bytes", "udp");
+                }
+                let rate = match (self.rate, self.square) {
+                    (Some(r), None) => RateShape::Constant(r.0),
+                    (None, Some(s)) => {
+                        if !(0.0..=1.0).contains(&s.duty) {
+                            return Err(format!("flow '{name}': square.duty must be in 0..1"));
+                        }
+                        RateShape::Square {
+                            high_bps: s.high.0,
+                            low_bps: s.low.0,
+                            period: s.period.0,
+                            duty: s.duty,
+                        }
+                    }
+                    _ => {
+                        return Err(format!(
+                            "flow '{name}': a udp flow needs either rate = \"2mbit\" or square = {{ high, low, period }}"
+                        ))
+                    }
+                };
+                let payload = self.payload.unwrap_or(1470);
+                if !(1..=65_507).contains(&payload) {
+                    return Err(format!("flow '{name}': payload must be 1 to 65507 bytes"));
+                }
+                Ok(FlowKind::Udp { payload, rate })
+            }
+            "tcp" => {
+                for (key, set) in [
+                    ("payload", self.payload.is_some()),
+                    ("square", self.square.is_some()),
+                ] {
+                    if set {
+                        return unused(key, "tcp");
+                    }
+                }
+                let cc = match self.cc.as_deref() {
+                    None | Some("cubic") => TcpCc::Cubic,
+                    Some("reno") => TcpCc::Reno,
+                    Some(other) => {
+                        return Err(format!(
+                        "flow '{name}': cc = \"{other}\" is not known; use \"reno\" or \"cubic\""
+                    ))
+                    }
+                };
+                if let Some(m) = self.mtu.filter(|m| !(576..=9000).contains(m)) {
+                    return Err(format!(
+                        "flow '{name}': mtu = {m}: an IP packet of 576 to 9000 bytes"
+                    ));
+                }
+                Ok(FlowKind::Tcp {
+                    cc,
+                    bytes: self.bytes,
+                    rate_bps: self.rate.map(|r| r.0),
+                    mtu: self.mtu,
+                })
+            }
+            "rtp" => {
+                for (key, set) in [
+                    ("bytes", self.bytes.is_some()),
+                    ("payload", self.payload.is_some()),
+                    ("square", self.square.is_some()),
+                ] {
+                    if set {
+                        return unused(key, "rtp");
+                    }
+                }
+                let video = match &self.video {
+                    Some(v) => Some(v.parse().map_err(|e| format!("flow '{name}': {e}"))?),
+                    None => None,
+                };
+                if video.is_none() && self.playout_deadline.is_some() {
+                    return Err(format!(
+                        "flow '{name}': playout_deadline needs video = \"640x360@30\" (frames to play out)"
+                    ));
+                }
+                let content = match &self.content {
+                    None => Ok(VideoContent::Pattern),
+                    Some(_) if video.is_none() => {
+                        return Err(format!(
+                            "flow '{name}': content needs video = \"640x360@30\" (a picture to show it in)"
+                        ))
+                    }
+                    Some(OneOrMany::One(s)) => VideoContent::parse(std::slice::from_ref(s)),
+                    Some(OneOrMany::Many(v)) => VideoContent::parse(v),
+                }
+                .map_err(|e| format!("flow '{name}': {e}"))?;
+                let cc = match self.cc.as_deref() {
+                    None | Some("fixed") => RtpCc::Fixed,
+                    Some("tfrc") => RtpCc::Tfrc,
+                    Some("tfmcc") => RtpCc::Tfmcc,
+                    Some("asmp") => RtpCc::Asmp,
+                    Some(other) => {
+                        return Err(format!(
+                            "flow '{name}': cc = \"{other}\" is not known for rtp; use \"fixed\", \"tfrc\", \"tfmcc\" or \"asmp\""
+                        ))
+                    }
+                };
+                if self.start_rate.is_some() && cc == RtpCc::Fixed {
+                    return Err(format!(
+                        "flow '{name}': start_rate is where a rate controller begins: set cc (\"asmp\", \"tfmcc\", \"tfrc\") or remove it"
+                    ));
+                }
+                if let Some(m) = self.mtu.filter(|m| !(300..=9000).contains(m)) {
+                    return Err(format!(
+                        "flow '{name}': mtu = {m}: an IP packet of 300 to 9000 bytes (one TS packet needs 236 with the headers)"
+                    ));
+                }
+                if self.gop.is_some() && video.is_none() {
+                    return Err(format!(
+                        "flow '{name}': gop needs video = \"352x288@25\" (frames to group)"
+                    ));
+                }
+                if self.gop == Some(0) {
+                    return Err(format!("flow '{name}': gop is a number of frames, at least 1"));
+                }
+                let mut ladder: Vec<u64> = self
+                    .ladder
+                    .iter()
+                    .flatten()
+                    .map(|r| r.0)
+                    .collect();
+                if !ladder.is_empty() && (video.is_none() || cc == RtpCc::Fixed) {
+                    return Err(format!(
+                        "flow '{name}': a ladder is the video bitrates a rate controller picks from: it needs video and cc"
+                    ));
+                }
+                if ladder.len() > 256 || ladder.contains(&0) {
+                    return Err(format!(
+                        "flow '{name}': ladder has 1 to 256 video bitrates, none zero"
+                    ));
+                }
+                ladder.sort_unstable();
+                ladder.dedup();
+                match self.rate {
+                    Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
+                        rate_bps: r.0,
+                        video,
+                        playout_deadline: self.playout_deadline.map(|d| d.0),
+                        content,
+                        cc,
+                        start_bps: self.start_rate.map(|r| r.0),
+                        mtu: self.mtu,
+                        gop: self.gop,
+                        ladder,
+                    }),
+                    _ => Err(format!(
+                        "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
+                    )),
+                }
+            }
+            other => Err(format!(
+                "flow '{name}': kind = \"{other}\" is not known; use \"udp\", \"tcp\", \"rtp\" or \"command\""
+            )),
+        }
+    }
+}
