@@ -63,14 +63,6 @@ pub(super) struct ConnState {
     pub evicted: bool,
 }
 
-/// How long a connection must have held its place, by what it is doing, before it may be
-/// closed to make room: waiting for the rest of a request (a whole request comes in one
-/// round trip), connected but silent (a client sends its request as soon as it connects),
-/// idle after requests it made (a player between its keep-alives).
-const EVICT_PARTIAL: Duration = Duration::from_millis(20);
-const EVICT_SILENT: Duration = Duration::from_millis(100);
-const EVICT_IDLE: Duration = Duration::from_secs(1);
-
 /// The protocol state and the media side, locked together (a request touches both).
 pub(super) struct Core {
     pub rtsp: RtspServer,
@@ -274,53 +266,41 @@ fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
     }
 }
 
-/// Whether a new connection from `ip` may be served: under the limits (all connections, and
-/// those from `ip`), or once one that holds a place without using it is closed: without a
-/// session, waiting longest for the rest of a request, else idle longest (from `ip` when
-/// it is `ip`'s limit that is reached). A slow or stuck client cannot keep prompt ones out.
+/// Whether a new connection from `ip` may be served, by the connection table's rule
+/// (`metronome_session::rtsp::room`): this applies it, closing the connection it names.
 fn make_room(shared: &Shared, ip: std::net::IpAddr) -> bool {
+    use metronome_session::rtsp::room::{admit, Admit, Holder};
     let now = shared.clock.now();
     let mut conns = lock(&shared.conns);
-    let live = || conns.values().filter(|c| !c.evicted);
-    let total = live().count();
-    let from_ip = live().filter(|c| c.ip == ip).count();
-    // Threads on their way out still count against a hard bound: twice the limit.
-    let hard = conns.len() >= 2 * shared.cfg.max_connections.max(1);
-    let full_ip = from_ip >= shared.cfg.max_per_address.max(1);
-    if total < shared.cfg.max_connections && !full_ip && !hard {
-        return true;
-    }
-    if hard {
-        return false;
-    }
-    let core = shared.lock();
-    let victim = conns
-        .iter()
-        .filter(|(id, c)| {
-            !c.evicted && (!full_ip || c.ip == ip) && core.backend.sessions_on(**id) == 0
-        })
-        .filter_map(|(id, c)| {
-            // Waiting for the rest of a request first, then silent, then idle after requests.
-            let (rank, since, after) = match (c.partial_since, c.served) {
-                (Some(t), _) => (0, t, EVICT_PARTIAL),
-                (None, false) => (1, c.last_active, EVICT_SILENT),
-                (None, true) => (2, c.last_active, EVICT_IDLE),
-            };
-            (now.saturating_since(since) >= after).then_some(((rank, since), *id))
-        })
-        .min()
-        .map(|(_, id)| id);
-    drop(core);
-    let Some(id) = victim else {
-        return false;
+    let holders: Vec<Holder> = {
+        let core = shared.lock();
+        conns
+            .iter()
+            .map(|(id, c)| Holder {
+                id: *id,
+                ip: c.ip,
+                partial_since: c.partial_since,
+                last_active: c.last_active,
+                served: c.served,
+                sessions: core.backend.sessions_on(*id),
+                closing: c.evicted,
+            })
+            .collect()
     };
-    if let Some(c) = conns.get_mut(&id) {
-        c.evicted = true;
-        c.out.close();
-        tracing::debug!(target: "metronome::rtsp", "closing connection {} of {} to make room", id.0, c.ip);
+    let max = shared.cfg.max_connections;
+    match admit(&holders, ip, now, max, shared.cfg.max_per_address) {
+        Admit::Serve => true,
+        Admit::Refuse => false,
+        Admit::CloseFirst(id) => {
+            if let Some(c) = conns.get_mut(&id) {
+                c.evicted = true;
+                c.out.close();
+                tracing::debug!(target: "metronome::rtsp", "closing connection {} of {} to make room", id.0, c.ip);
+            }
+            shared.evicted.fetch_add(1, Ordering::Relaxed);
+            true
+        }
     }
-    shared.evicted.fetch_add(1, Ordering::Relaxed);
-    true
 }
 
 /// The RTSP service's figures in Prometheus's text format.

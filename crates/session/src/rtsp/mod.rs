@@ -16,6 +16,7 @@
 pub mod client;
 mod framing;
 mod request;
+pub mod room;
 mod server;
 #[cfg(test)]
 mod tests;
