@@ -3,15 +3,99 @@
 //! so the pacing thread never allocates.
 //!
 //! The source paper used FIFOs of 1024 elements of 1328 bytes; both sizes are parameters here.
+//!
+//! The slots' bytes are one allocation per ring ([`Region`]): when the process's memory is
+//! locked for a pacing thread, a ring made later locks its region as one range and unlocks it
+//! when it goes. (Locking each slot's own allocation split the heap into a mapping per slot,
+//! and freed slots stayed locked: 200 sessions playing in turn reached the kernel's limit of
+//! 65 530 mappings, and the server's next allocation failed.)
 
 use crossbeam_queue::ArrayQueue;
 use metronome_time::Timestamp;
+use std::alloc::Layout;
+use std::sync::Arc;
+
+/// The bytes of every slot of one ring.
+struct Region {
+    ptr: *mut u8,
+    layout: Layout,
+    locked: bool,
+}
+
+// SAFETY: the region is plain bytes, handed out as disjoint slices, one per slot (`SlotBuf`);
+// nothing in it is tied to a thread.
+unsafe impl Send for Region {}
+// SAFETY: as above; the region itself is never read or written through a shared reference.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// `len` zeroed bytes (at least one), locked in RAM if `lock`. Whole pages: locking and
+    /// unlocking work on pages, and a page shared with another allocation would be unlocked
+    /// under it.
+    fn new(len: usize, lock: bool) -> Region {
+        const PAGE: usize = 4096;
+        let len = len.max(1).next_multiple_of(PAGE);
+        let layout = Layout::from_size_align(len, PAGE).expect("a ring of a sane size");
+        // SAFETY: the layout has a non-zero size.
+        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        // SAFETY: `ptr` is valid for `layout.size()` bytes, just allocated.
+        let locked = lock
+            && crate::thread::lock_region(unsafe {
+                std::slice::from_raw_parts(ptr, layout.size())
+            });
+        Region {
+            ptr,
+            layout,
+            locked,
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // SAFETY: the range is this region's own allocation, unlocked (freeing memory does not
+        // unlock it) and then freed with the layout it was allocated with. No slot outlives
+        // the region: each holds an `Arc` of it.
+        unsafe {
+            if self.locked {
+                libc::munlock(self.ptr.cast(), self.layout.size());
+            }
+            std::alloc::dealloc(self.ptr, self.layout);
+        }
+    }
+}
+
+/// One slot's bytes: a slice of its ring's region that only this slot touches.
+pub struct SlotBuf {
+    region: Arc<Region>,
+    offset: usize,
+    len: usize,
+}
+
+impl std::ops::Deref for SlotBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: [offset, offset + len) lies inside the region, which the `Arc` keeps alive,
+        // and no other slot's range overlaps it; slots are not `Clone`.
+        unsafe { std::slice::from_raw_parts(self.region.ptr.add(self.offset), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for SlotBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only access to the range.
+        unsafe { std::slice::from_raw_parts_mut(self.region.ptr.add(self.offset), self.len) }
+    }
+}
 
 /// One packet waiting to be sent.
 pub struct Slot {
     /// Which slot this is (what the sender session holds while the packet waits).
     pub id: u32,
-    pub buf: Box<[u8]>,
+    pub buf: SlotBuf,
     pub len: usize,
     /// When it is due to leave: the time its RTP timestamp names.
     pub release: Timestamp,
@@ -38,21 +122,26 @@ impl PacketRing {
     /// A ring of `capacity` slots of `slot_size` bytes each (both at least 1).
     pub fn new(capacity: usize, slot_size: usize) -> Self {
         let capacity = capacity.max(1);
+        let slot_size = slot_size.max(1);
         let free = ArrayQueue::new(capacity);
         // Once a pacing thread has locked the process's memory, a ring made later locks its
         // own slots: the pacer reads them (see `thread::lock_memory`).
-        let lock = crate::thread::memory_locked();
+        let region = Arc::new(Region::new(
+            capacity * slot_size,
+            crate::thread::memory_locked(),
+        ));
         for id in 0..capacity {
             let slot = Slot {
                 id: id as u32,
-                buf: vec![0u8; slot_size.max(1)].into_boxed_slice(),
+                buf: SlotBuf {
+                    region: region.clone(),
+                    offset: id * slot_size,
+                    len: slot_size,
+                },
                 len: 0,
                 release: Timestamp::ZERO,
                 payload_len: 0,
             };
-            if lock {
-                crate::thread::lock_region(&slot.buf);
-            }
             // Cannot fail: the queue has exactly `capacity` places.
             let _ = free.push(slot);
         }
@@ -113,5 +202,23 @@ mod tests {
         }
         assert!(ring.next_ready().is_none());
         assert!(ring.take_free().is_some());
+    }
+
+    #[test]
+    fn each_slot_has_its_own_bytes() {
+        let ring = PacketRing::new(4, 100);
+        let mut slots: Vec<Slot> = std::iter::from_fn(|| ring.take_free()).collect();
+        assert_eq!(slots.len(), 4);
+        for s in slots.iter_mut() {
+            assert_eq!(s.buf.len(), 100);
+            assert!(s.buf.iter().all(|&b| b == 0), "zeroed");
+            s.buf.fill(s.id as u8 + 1);
+        }
+        for s in &slots {
+            assert!(s.buf.iter().all(|&b| b == s.id as u8 + 1));
+        }
+        // The slots keep the bytes alive after the ring is gone.
+        drop(ring);
+        assert_eq!(slots[3].buf[99], 4);
     }
 }
