@@ -5,7 +5,7 @@ use crate::report::LiveLine;
 use crate::serve::ServeArgs;
 use metronome_rt::clock::mono_ns;
 use metronome_rt::control::ControlServer;
-use metronome_rt::rtsp::{Mounts, RtspService, RtspServiceConfig};
+use metronome_rt::rtsp::{Mounts, RtspService};
 use metronome_rt::sender::WaitPolicy;
 use metronome_rt::streams::{
     config, format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec,
@@ -80,15 +80,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     let rtsp = match rtsp_plan {
         Some((addr, mounts)) => {
             let names: Vec<String> = mounts.names().map(String::from).collect();
-            let mut rc = RtspServiceConfig::new(addr);
-            rc.session_timeout = a.rtsp_session_timeout;
-            rc.idle_timeout = a.rtsp_idle_timeout;
-            rc.request_timeout = a.rtsp_request_timeout;
-            rc.max_connections = a.rtsp_max_connections.max(1);
-            rc.max_per_address = a.rtsp_max_per_address.max(1);
-            rc.request_timeout = a.rtsp_request_timeout;
-            rc.max_connections = a.rtsp_max_connections.max(1);
-            rc.max_per_address = a.rtsp_max_per_address.max(1);
+            let rc = a.rtsp_config(addr);
             let service = RtspService::start(rc, server.clone(), mounts)?;
             for n in names {
                 eprintln!(

@@ -17,7 +17,7 @@ use metronome_rt::raw::{
     model_name, parse_model, BufferInfo, RawReceiver, RawReceiverConfig, RawReceiverOutcome,
     RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
 };
-use metronome_rt::rtsp::{Mounts, RawMount, RtspService, RtspServiceConfig};
+use metronome_rt::rtsp::{Mounts, RawMount, RtspService};
 use metronome_rt::sender::WaitPolicy;
 use metronome_rt::streams::{ServerConfig, StreamServer};
 use metronome_rt::thread::RtPolicy;
@@ -307,12 +307,7 @@ fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
         seed: a.seed.unwrap_or_else(fresh_seed),
         ..ServerConfig::default()
     })?);
-    let mut rc = RtspServiceConfig::new(addr);
-    rc.session_timeout = a.rtsp_session_timeout;
-    rc.idle_timeout = a.rtsp_idle_timeout;
-    rc.request_timeout = a.rtsp_request_timeout;
-    rc.max_connections = a.rtsp_max_connections.max(1);
-    rc.max_per_address = a.rtsp_max_per_address.max(1);
+    let rc = a.rtsp_config(addr);
     let service = RtspService::start(rc, server.clone(), mounts)?;
     eprintln!(
         "metronome: serving rtsp://{}/{name}: {describe} as {}",

@@ -160,11 +160,17 @@ pub struct ServeArgs {
     pub rtsp_request_timeout: Duration,
     /// Most RTSP connections at once; when full, a connection without a session that waits
     /// for the rest of a request, or idles, longest is closed to make room (else 503)
-    #[arg(long, default_value_t = 64, help_heading = "RTSP")]
+    #[arg(long, default_value_t = 1024, help_heading = "RTSP")]
     pub rtsp_max_connections: usize,
     /// Most RTSP connections from one address at once (the same rule makes room)
-    #[arg(long, default_value_t = 16, help_heading = "RTSP")]
+    #[arg(long, default_value_t = 64, help_heading = "RTSP")]
     pub rtsp_max_per_address: usize,
+    /// Most RTSP sessions at once (SETUP beyond it: 503)
+    #[arg(long, default_value_t = 256, help_heading = "RTSP")]
+    pub rtsp_max_sessions: usize,
+    /// Most RTSP sessions from one address at once (SETUP beyond it: 503)
+    #[arg(long, default_value_t = 64, help_heading = "RTSP")]
+    pub rtsp_max_sessions_per_address: usize,
     /// Write an SDP file for each pushed stream into this directory (NAME.sdp), for
     /// `ffplay NAME.sdp`, VLC, GStreamer's sdpdemux or `metronome recv NAME.sdp`
     #[arg(long, value_name = "DIR", help_heading = "Many streams")]
@@ -208,6 +214,21 @@ pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
 pub fn fresh_seed() -> u64 {
     let t = metronome_rt::clock::realtime_ns();
     t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15
+}
+
+impl ServeArgs {
+    /// The RTSP service's settings from the `--rtsp-*` options, serving on `addr`.
+    pub fn rtsp_config(&self, addr: SocketAddr) -> metronome_rt::rtsp::RtspServiceConfig {
+        let mut rc = metronome_rt::rtsp::RtspServiceConfig::new(addr);
+        rc.session_timeout = self.rtsp_session_timeout;
+        rc.idle_timeout = self.rtsp_idle_timeout;
+        rc.request_timeout = self.rtsp_request_timeout;
+        rc.max_connections = self.rtsp_max_connections.max(1);
+        rc.max_per_address = self.rtsp_max_per_address.max(1);
+        rc.max_sessions = self.rtsp_max_sessions.max(1);
+        rc.max_sessions_per_address = self.rtsp_max_sessions_per_address.max(1);
+        rc
+    }
 }
 
 impl From<RtChoice> for CoreRt {

@@ -2,36 +2,88 @@
 //! with the RTSP messages (RFC 2326 §10.12: `$`, a channel byte, a 16-bit length, the data).
 //!
 //! Everything written to the connection goes through one [`ConnOut`]: responses and `$` frames
-//! are queued whole, so they never interleave mid-message, and one writer thread per connection
-//! drains the queue to the socket. A pacing thread that sends a packet only copies it into the
-//! queue (no allocation, no blocking on the network): a client that reads too slowly has frames
-//! dropped and counted, never the pacer stalled. A client that stops reading altogether is cut
-//! off when a write has made no progress for the write timeout.
+//! are queued whole, so they never interleave mid-message, and the control plane's event loop
+//! drains the queue to the socket when the socket can take it ([`ConnOut::flush_into`]). A
+//! pacing thread that sends a packet only copies it into the queue and, when the queue was
+//! empty, rings the loop's [`Doorbell`] (no allocation, no blocking on the network): a client
+//! that reads too slowly has frames dropped and counted, never the pacer stalled. A client that
+//! stops reading altogether is cut off by the loop when its queue has made no progress for the
+//! write timeout.
 
 use crate::streams::stream::lock;
 use std::collections::VecDeque;
-use std::io::Write;
-use std::net::{Shutdown, TcpStream};
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
-use std::time::Duration;
+use std::sync::Mutex;
 
 /// Room kept for RTSP messages beyond the data capacity: a response is never dropped because
 /// media filled the queue.
 const MESSAGE_RESERVE: usize = 64 << 10;
 /// Largest write handed to the socket at once.
-const CHUNK: usize = 64 << 10;
+pub const CHUNK: usize = 64 << 10;
 
-#[derive(Default)]
+/// How queues tell the event loop that they have something to write: the ids of the rung
+/// queues, and a wake-up for the loop's `poll` (an eventfd behind [`mio::Waker`]).
+pub struct Doorbell {
+    waker: mio::Waker,
+    rung: Mutex<Vec<u64>>,
+}
+
+impl Doorbell {
+    pub fn new(registry: &mio::Registry, token: mio::Token) -> io::Result<Doorbell> {
+        Ok(Doorbell {
+            waker: mio::Waker::new(registry, token)?,
+            rung: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Makes room for `queues` rings, so that ringing never allocates (it happens on pacing
+    /// threads). Each queue is in the list at most once.
+    pub fn reserve(&self, queues: usize) {
+        let mut r = lock(&self.rung);
+        let len = r.len();
+        r.reserve(queues.saturating_sub(len));
+    }
+
+    fn ring(&self, id: u64) {
+        lock(&self.rung).push(id);
+        let _ = self.waker.wake();
+    }
+
+    /// Wakes the loop without a queue (to stop it, say).
+    pub fn wake(&self) {
+        let _ = self.waker.wake();
+    }
+
+    /// Moves the ids of the queues rung since the last call into `into`.
+    pub fn take(&self, into: &mut Vec<u64>) {
+        into.extend(lock(&self.rung).drain(..));
+    }
+}
+
 struct Queue {
     bytes: VecDeque<u8>,
     closed: bool,
+    /// In the doorbell's list, or being drained: a push does not ring again.
+    rung: bool,
+}
+
+/// What [`ConnOut::flush_into`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flush {
+    /// Everything queued was written; the queue is open.
+    Drained,
+    /// The socket took `written` bytes and then would block: wait until it is writable.
+    Blocked { written: usize },
+    /// Closed, and everything queued was written: the connection can end.
+    Closed,
 }
 
 /// The queue in front of one connection's socket.
 pub struct ConnOut {
+    id: u64,
     queue: Mutex<Queue>,
-    ready: Condvar,
+    bell: std::sync::Arc<Doorbell>,
     data_capacity: usize,
     /// `$` frames dropped because the queue was full or the connection closed.
     pub dropped: AtomicU64,
@@ -40,19 +92,30 @@ pub struct ConnOut {
 }
 
 impl ConnOut {
-    /// A queue holding up to `data_capacity` bytes of `$` frames (plus room for messages).
-    /// Only the messages' room is allocated until a session sends media on the connection
-    /// ([`ConnOut::reserve_for_media`]): an idle connection costs kilobytes, not megabytes.
-    pub fn new(data_capacity: usize) -> ConnOut {
+    /// A queue holding up to `data_capacity` bytes of `$` frames (plus room for messages),
+    /// which rings `bell` with `id` when it has something to write. Nothing is allocated until
+    /// a message is queued or a session sends media on the connection
+    /// ([`ConnOut::reserve_for_media`]): an idle connection costs bytes, not megabytes.
+    pub fn new(id: u64, data_capacity: usize, bell: std::sync::Arc<Doorbell>) -> ConnOut {
         ConnOut {
+            id,
             queue: Mutex::new(Queue {
-                bytes: VecDeque::with_capacity(MESSAGE_RESERVE),
+                bytes: VecDeque::new(),
                 closed: false,
+                rung: false,
             }),
-            ready: Condvar::new(),
+            bell,
             data_capacity,
             dropped: AtomicU64::new(0),
             frames: AtomicU64::new(0),
+        }
+    }
+
+    /// Rings the bell unless the queue already did (called with the queue locked).
+    fn ring(&self, q: &mut Queue) {
+        if !q.rung {
+            q.rung = true;
+            self.bell.ring(self.id);
         }
     }
 
@@ -72,26 +135,24 @@ impl ConnOut {
         let [hi, lo] = len.to_be_bytes();
         q.bytes.extend([b'$', channel, hi, lo]);
         q.bytes.extend(payload);
+        self.ring(&mut q);
         drop(q);
         self.frames.fetch_add(1, Ordering::Relaxed);
-        self.ready.notify_one();
         true
     }
 
     /// Queues an RTSP message (a response). Fails only if the connection is closed or the
-    /// writer is hopelessly behind.
+    /// client is hopelessly behind.
     pub fn send_message(&self, message: &[u8]) -> bool {
         let mut q = lock(&self.queue);
         if q.closed || q.bytes.len() + message.len() > self.data_capacity + MESSAGE_RESERVE {
             return false;
         }
         q.bytes.extend(message);
-        drop(q);
-        self.ready.notify_one();
+        self.ring(&mut q);
         true
     }
 
-    /// No more writes; the writer thread ends once the queue is drained or at once on error.
     /// Allocates the whole queue, so that the pacing thread, which queues media here, never
     /// allocates: called on the control side when a session on this connection is set up.
     pub fn reserve_for_media(&self) {
@@ -101,46 +162,53 @@ impl ConnOut {
         q.bytes.reserve(want.saturating_sub(len));
     }
 
+    /// No more writes: what is queued is still written, then the connection ends.
     pub fn close(&self) {
-        lock(&self.queue).closed = true;
-        self.ready.notify_all();
+        let mut q = lock(&self.queue);
+        q.closed = true;
+        self.ring(&mut q);
     }
 
     pub fn is_closed(&self) -> bool {
         lock(&self.queue).closed
     }
 
-    /// The writer thread's loop: drains the queue into `stream` until the connection closes.
-    /// A write that fails or times out closes the queue and shuts the socket down, so the
-    /// connection's reader sees the end too.
-    pub fn run_writer(&self, mut stream: TcpStream, write_timeout: Duration) {
-        let _ = stream.set_write_timeout(Some(write_timeout));
-        let mut chunk = Vec::with_capacity(CHUNK);
+    /// Writes what is queued into `w` (a non-blocking socket) until it is drained or `w` would
+    /// block, through `scratch` (so that pacers wait on the queue's lock only for copies, not
+    /// for the socket). An error other than "would block" is returned: the connection failed.
+    pub fn flush_into(&self, w: &mut impl Write, scratch: &mut Vec<u8>) -> io::Result<Flush> {
+        let mut written = 0;
         loop {
-            chunk.clear();
+            scratch.clear();
             {
                 let mut q = lock(&self.queue);
-                while q.bytes.is_empty() && !q.closed {
-                    q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-                }
                 if q.bytes.is_empty() {
-                    break;
+                    if q.closed {
+                        return Ok(Flush::Closed);
+                    }
+                    q.rung = false;
+                    return Ok(Flush::Drained);
                 }
-                // Two slice copies, so the pacers wait on the lock as briefly as possible.
                 let n = q.bytes.len().min(CHUNK);
                 let (a, b) = q.bytes.as_slices();
                 let from_a = a.len().min(n);
-                chunk.extend_from_slice(&a[..from_a]);
-                chunk.extend_from_slice(&b[..n - from_a]);
-                q.bytes.drain(..n);
+                scratch.extend_from_slice(&a[..from_a]);
+                scratch.extend_from_slice(&b[..n - from_a]);
             }
-            if stream.write_all(&chunk).is_err() {
-                self.close();
-                break;
+            match w.write(scratch) {
+                // Only this side takes bytes out, so the front is still what was copied.
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => {
+                    lock(&self.queue).bytes.drain(..n);
+                    written += n;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return Ok(Flush::Blocked { written })
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
-        let _ = stream.flush();
-        let _ = stream.shutdown(Shutdown::Both);
     }
 }
 
@@ -182,35 +250,76 @@ impl Inbox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
-    use std::net::TcpListener;
     use std::sync::Arc;
 
+    fn bell() -> (mio::Poll, Arc<Doorbell>) {
+        let poll = mio::Poll::new().unwrap();
+        let bell = Arc::new(Doorbell::new(poll.registry(), mio::Token(1)).unwrap());
+        (poll, bell)
+    }
+
+    /// A socket that takes `room` bytes, then would block until given more room.
+    struct Slow {
+        got: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Slow {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if self.room == 0 {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            let n = b.len().min(self.room);
+            self.room -= n;
+            self.got.extend_from_slice(&b[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
-    fn frames_and_messages_arrive_whole_and_in_order() {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
-        let (s, _) = l.accept().unwrap();
-        let out = Arc::new(ConnOut::new(1 << 16));
-        let w = {
-            let out = out.clone();
-            std::thread::spawn(move || out.run_writer(s, Duration::from_secs(2)))
-        };
+    fn frames_and_messages_arrive_whole_and_in_order_and_ring_once() {
+        let (_poll, bell) = bell();
+        let out = ConnOut::new(7, 1 << 16, bell.clone());
         assert!(out.send_message(b"RTSP/1.0 200 OK\r\n\r\n"));
         assert!(out.send_data(0, &[1, 2, 3]));
         assert!(out.send_data(1, &[]));
-        out.close();
-        w.join().unwrap();
-        let mut got = Vec::new();
-        (&c).read_to_end(&mut got).unwrap();
+        let mut rung = Vec::new();
+        bell.take(&mut rung);
+        assert_eq!(rung, [7], "one ring until the loop drains it");
+        let mut sock = Slow {
+            got: Vec::new(),
+            room: 10,
+        };
+        let mut scratch = Vec::new();
+        let f = out.flush_into(&mut sock, &mut scratch).unwrap();
+        assert_eq!(f, Flush::Blocked { written: 10 });
+        sock.room = 100;
+        assert_eq!(
+            out.flush_into(&mut sock, &mut scratch).unwrap(),
+            Flush::Drained
+        );
         let mut want = b"RTSP/1.0 200 OK\r\n\r\n".to_vec();
         want.extend([b'$', 0, 0, 3, 1, 2, 3, b'$', 1, 0, 0]);
-        assert_eq!(got, want);
+        assert_eq!(sock.got, want);
+        // Drained: the next frame rings again; closing flushes it, then says so.
+        assert!(out.send_data(2, &[9]));
+        out.close();
+        bell.take(&mut rung);
+        assert_eq!(rung, [7, 7]);
+        assert_eq!(
+            out.flush_into(&mut sock, &mut scratch).unwrap(),
+            Flush::Closed
+        );
+        assert!(sock.got.ends_with(&[b'$', 2, 0, 1, 9]));
     }
 
     #[test]
     fn a_full_queue_drops_frames_but_keeps_room_for_messages() {
-        let out = ConnOut::new(100);
+        let (_poll, bell) = bell();
+        let out = ConnOut::new(1, 100, bell);
         assert!(out.send_data(0, &[0; 90]));
         assert!(!out.send_data(0, &[0; 10]));
         assert_eq!(out.dropped.load(Ordering::Relaxed), 1);

@@ -307,27 +307,32 @@ pub fn require(program: &str, package: &str) {
 /// A 6-second MPEG-TS file (MPEG-2 video, 320x240 at 25 fps) made with ffmpeg, cached per test
 /// process.
 pub fn ts_file() -> PathBuf {
+    ts_file_made("clip.ts", "320x240", 25, 6, "800k", "1200k")
+}
+
+/// An MPEG-TS file of ffmpeg's test pattern in MPEG-2 video (`size`, `fps`, `seconds` long,
+/// GOPs of 12 frames, the video's `bitrate` in a mux of `muxrate`), cached per test process
+/// under `name`.
+pub fn ts_file_made(
+    name: &str,
+    size: &str,
+    fps: u32,
+    seconds: u32,
+    bitrate: &str,
+    muxrate: &str,
+) -> PathBuf {
     // Tests run on several threads: one makes the file, the others wait for it.
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let path = tmp_dir("media").join("clip.ts");
+    let path = tmp_dir("media").join(name);
     if !path.exists() {
         require("ffmpeg", "ffmpeg");
         let part = path.with_extension("part.ts");
         let out = Command::new("ffmpeg")
             .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
-            .arg("testsrc=size=320x240:rate=25:duration=6")
-            .args([
-                "-c:v",
-                "mpeg2video",
-                "-b:v",
-                "800k",
-                "-g",
-                "12",
-                "-f",
-                "mpegts",
-            ])
-            .args(["-muxrate", "1200k"])
+            .arg(format!("testsrc=size={size}:rate={fps}:duration={seconds}"))
+            .args(["-c:v", "mpeg2video", "-b:v", bitrate, "-g", "12"])
+            .args(["-f", "mpegts", "-muxrate", muxrate])
             .arg(&part)
             .output()
             .unwrap();
@@ -355,8 +360,14 @@ impl RtspServer {
     /// Starts it with `extra` arguments and waits until it serves its mounts. It stops by
     /// itself after 120 s at the latest.
     pub fn start(extra: &[&str]) -> RtspServer {
+        RtspServer::start_for(extra, Duration::from_secs(120))
+    }
+
+    /// [`RtspServer::start`] for a server that stops by itself after `limit`.
+    pub fn start_for(extra: &[&str], limit: Duration) -> RtspServer {
         let mut child = bin()
-            .args(["serve", "--rtsp", "127.0.0.1:0", "--duration", "120"])
+            .args(["serve", "--rtsp", "127.0.0.1:0", "--duration"])
+            .arg(format!("{}s", limit.as_secs().max(1)))
             .args(["--send-cost", "5us"])
             .args(extra)
             .stdout(Stdio::piped())

@@ -156,8 +156,20 @@ impl MediaBackend {
     }
 
     /// Sessions on `conn`.
-    pub fn sessions_on(&self, conn: ConnId) -> usize {
-        self.sessions.values().filter(|s| s.conn == conn).count()
+    pub fn shrink_to_fit(&mut self) {
+        self.sessions.shrink_to_fit();
+        self.groups.shrink_to_fit();
+        self.conns.shrink_to_fit();
+        self.inboxes.shrink_to_fit();
+    }
+
+    /// How many sessions each connection that has one holds (one pass over the sessions).
+    pub fn sessions_per_connection(&self) -> HashMap<ConnId, usize> {
+        let mut n = HashMap::new();
+        for s in self.sessions.values() {
+            *n.entry(s.conn).or_insert(0) += 1;
+        }
+        n
     }
 
     /// Playing sessions whose client sent a receiver report since the last call: alive even

@@ -9,12 +9,13 @@
 //! - `mounts`: what can be played (one mount per configured stream) and its SDP;
 //! - `backend`: SETUP/PLAY/PAUSE/TEARDOWN on the media side: port pairs, interleaved channels,
 //!   multicast users;
-//! - `conn`: one thread per connection (framing, requests, interleaved RTCP in), and a writer
-//!   thread behind a [`ConnOut`](crate::interleaved::ConnOut);
-//! - `service`: the listener, connection limits and the session timer.
+//! - `event_loop`: one thread for every connection (readiness I/O through mio): accepting
+//!   under the connection limits, framing, requests, interleaved RTCP in, writing each
+//!   connection's [`ConnOut`](crate::interleaved::ConnOut), deadlines and the session timer;
+//! - `service`: the configuration, the shared state, metrics and shutdown.
 
 mod backend;
-mod conn;
+mod event_loop;
 mod mounts;
 mod service;
 

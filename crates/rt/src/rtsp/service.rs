@@ -1,14 +1,15 @@
-//! The RTSP listener: accepts connections up to a limit, runs the session timer, and shuts
-//! everything down cleanly.
+//! The RTSP service: its configuration, the state its event loop shares with the pacing side
+//! (the protocol and the media backend, under one lock), its metrics, and a clean shutdown.
 
 use super::backend::MediaBackend;
 use super::mounts::Mounts;
 use crate::clock::Clock;
+use crate::interleaved::Doorbell;
 use crate::streams::stream::lock;
 use crate::streams::StreamServer;
-use metronome_session::rtsp::{ConnId, RtspConfig, RtspServer};
-use std::io::{self, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use metronome_session::rtsp::{RtspConfig, RtspServer};
+use std::io;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -32,35 +33,24 @@ pub struct RtspServiceConfig {
     pub request_timeout: Duration,
     /// Most connections from one address at once.
     pub max_per_address: usize,
+    /// Most sessions from one address at once (SETUP beyond it: 503).
+    pub max_sessions_per_address: usize,
 }
 
 impl RtspServiceConfig {
     pub fn new(addr: SocketAddr) -> Self {
         RtspServiceConfig {
             addr,
-            max_connections: 64,
+            max_connections: 1024,
             max_sessions: 256,
             session_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
             write_timeout: Duration::from_secs(5),
             request_timeout: Duration::from_secs(5),
-            max_per_address: 16,
+            max_per_address: 64,
+            max_sessions_per_address: 64,
         }
     }
-}
-
-/// What the accept loop knows of a live connection, to choose one to close when full.
-pub(super) struct ConnState {
-    pub ip: std::net::IpAddr,
-    pub out: Arc<crate::interleaved::ConnOut>,
-    /// Since when part of a request has been waiting for the rest, if it has.
-    pub partial_since: Option<metronome_time::Timestamp>,
-    /// When it last completed a request (or connected).
-    pub last_active: metronome_time::Timestamp,
-    /// Whether it has completed a request at all.
-    pub served: bool,
-    /// Closed to make room; its thread is on its way out.
-    pub evicted: bool,
 }
 
 /// The protocol state and the media side, locked together (a request touches both).
@@ -69,14 +59,21 @@ pub(super) struct Core {
     pub backend: MediaBackend,
 }
 
+impl Core {
+    /// Shrinks the media side's tables to what they hold (after many clients have gone; the
+    /// protocol's session table is a B-tree, which shrinks as it empties).
+    pub fn shrink_to_fit(&mut self) {
+        self.backend.shrink_to_fit();
+    }
+}
+
 pub(super) struct Shared {
     pub cfg: RtspServiceConfig,
     pub clock: Clock,
     core: Mutex<Core>,
     pub stop: AtomicBool,
+    /// Connections open now (the event loop keeps it).
     pub connections: AtomicUsize,
-    /// Every live connection's state (see [`ConnState`]).
-    pub conns: Mutex<std::collections::HashMap<ConnId, ConnState>>,
     /// Connections closed to make room for new ones, and refused (503).
     pub evicted: AtomicU64,
     pub refused: AtomicU64,
@@ -95,7 +92,8 @@ impl Shared {
 pub struct RtspService {
     shared: Arc<Shared>,
     local: SocketAddr,
-    threads: Vec<JoinHandle<()>>,
+    bell: Arc<Doorbell>,
+    event_loop: Option<JoinHandle<()>>,
 }
 
 impl RtspService {
@@ -105,7 +103,7 @@ impl RtspService {
         server: Arc<StreamServer>,
         mounts: Mounts,
     ) -> io::Result<RtspService> {
-        let listener = TcpListener::bind(cfg.addr).map_err(|e| {
+        let listener = std::net::TcpListener::bind(cfg.addr).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -116,9 +114,16 @@ impl RtspService {
         })?;
         listener.set_nonblocking(true)?;
         let local = listener.local_addr()?;
+        // A descriptor per connection, two per UDP session (its port pair), and some to spare.
+        raise_descriptor_limit((cfg.max_connections + 2 * cfg.max_sessions) as u64 + 256);
+        separate_large_allocations();
+        let listener = mio::net::TcpListener::from_std(listener);
+        let poll = mio::Poll::new()?;
+        let bell = Arc::new(Doorbell::new(poll.registry(), super::event_loop::BELL)?);
         let rtsp = RtspServer::new(RtspConfig {
             session_timeout: cfg.session_timeout,
             max_sessions: cfg.max_sessions,
+            max_sessions_per_address: cfg.max_sessions_per_address,
             server_name: format!("metronome/{}", env!("CARGO_PKG_VERSION")),
             seed: os_entropy()?,
         });
@@ -131,23 +136,16 @@ impl RtspService {
             clock: Clock::new(),
             stop: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
-            conns: Mutex::new(std::collections::HashMap::new()),
             evicted: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
             unrouted: AtomicU64::new(0),
         });
-        let accept = {
-            let shared = shared.clone();
+        let event_loop = {
+            let l = super::event_loop::Loop::new(shared.clone(), poll, listener, bell.clone())?;
             std::thread::Builder::new()
-                .name("rtsp-accept".into())
-                .spawn(move || accept_loop(&shared, listener))?
-        };
-        let timer = {
-            let shared = shared.clone();
-            std::thread::Builder::new()
-                .name("rtsp-timer".into())
-                .spawn(move || timer_loop(&shared))?
+                .name("rtsp-io".into())
+                .spawn(move || l.run())?
         };
         {
             // GET /metrics on the control address: this service's connections and sessions.
@@ -160,7 +158,8 @@ impl RtspService {
         Ok(RtspService {
             shared,
             local,
-            threads: vec![accept, timer],
+            bell,
+            event_loop: Some(event_loop),
         })
     }
 
@@ -186,17 +185,54 @@ impl RtspService {
     /// Stops accepting, closes every connection and tears every session down.
     pub fn shutdown(mut self) {
         self.shared.stop.store(true, Ordering::Release);
-        for t in self.threads.drain(..) {
+        self.bell.wake();
+        if let Some(t) = self.event_loop.take() {
             let _ = t.join();
         }
-        // Connection threads see the flag within a read turn.
-        for _ in 0..100 {
-            if self.shared.connections.load(Ordering::Acquire) == 0 {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
         self.shared.lock().backend.teardown_all();
+    }
+}
+
+/// Raises the soft limit on open descriptors towards `want` (up to the hard limit), as servers
+/// do: each connection holds one, and the soft default (often 1024) would refuse connections
+/// well under `--rtsp-max-connections`. Short of it, a warning says what to change.
+fn raise_descriptor_limit(want: u64) {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct passed, which lives across
+    // the calls.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= want {
+            return;
+        }
+        let raised = libc::rlimit {
+            rlim_cur: want.min(lim.rlim_max),
+            rlim_max: lim.rlim_max,
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+            lim = raised;
+        }
+    }
+    if lim.rlim_cur < want {
+        tracing::warn!(target: "metronome::rtsp",
+            "at most {} descriptors may be open, fewer than the RTSP connection limit needs ({want}); \
+             raise it (ulimit -n, or LimitNOFILE= in the systemd unit) or lower --rtsp-max-connections",
+            lim.rlim_cur);
+    }
+}
+
+/// Makes every allocation of 128 KiB or more a mapping of its own (glibc's default raises that
+/// threshold to the largest block freed so far): a session's packet ring and its connection's
+/// media queue then go back to the system when it ends, instead of staying in the heap with
+/// small, long-lived allocations scattered between them. A server that played a thousand
+/// sessions one after another keeps the memory of the ones still playing.
+fn separate_large_allocations() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt takes two integers and changes a malloc tunable.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
 }
 
@@ -222,85 +258,6 @@ fn os_entropy() -> io::Result<[u8; 32]> {
         filled += n as usize;
     }
     Ok(key)
-}
-
-fn accept_loop(shared: &Arc<Shared>, listener: TcpListener) {
-    let mut next = 1u64;
-    while !shared.stop.load(Ordering::Acquire) {
-        let (stream, _) = match listener.accept() {
-            Ok(s) => s,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(10));
-                continue;
-            }
-            Err(_) => {
-                // Out of file descriptors and the like: wait, do not spin.
-                std::thread::sleep(Duration::from_millis(100));
-                continue;
-            }
-        };
-        let _ = stream.set_nonblocking(false);
-        let Ok(peer) = stream.peer_addr() else {
-            continue;
-        };
-        if !make_room(shared, peer.ip()) {
-            shared.refused.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
-            refuse(stream);
-            continue;
-        }
-        shared.connections.fetch_add(1, Ordering::AcqRel);
-        let conn = ConnId(next);
-        next += 1;
-        let s = shared.clone();
-        let spawned = std::thread::Builder::new()
-            .name(format!("rtsp-c{}", conn.0))
-            .stack_size(super::conn::CONN_STACK)
-            .spawn(move || {
-                super::conn::serve(s.clone(), stream, conn);
-                s.connections.fetch_sub(1, Ordering::AcqRel);
-            });
-        if spawned.is_err() {
-            shared.connections.fetch_sub(1, Ordering::AcqRel);
-        }
-    }
-}
-
-/// Whether a new connection from `ip` may be served, by the connection table's rule
-/// (`metronome_session::rtsp::room`): this applies it, closing the connection it names.
-fn make_room(shared: &Shared, ip: std::net::IpAddr) -> bool {
-    use metronome_session::rtsp::room::{admit, Admit, Holder};
-    let now = shared.clock.now();
-    let mut conns = lock(&shared.conns);
-    let holders: Vec<Holder> = {
-        let core = shared.lock();
-        conns
-            .iter()
-            .map(|(id, c)| Holder {
-                id: *id,
-                ip: c.ip,
-                partial_since: c.partial_since,
-                last_active: c.last_active,
-                served: c.served,
-                sessions: core.backend.sessions_on(*id),
-                closing: c.evicted,
-            })
-            .collect()
-    };
-    let max = shared.cfg.max_connections;
-    match admit(&holders, ip, now, max, shared.cfg.max_per_address) {
-        Admit::Serve => true,
-        Admit::Refuse => false,
-        Admit::CloseFirst(id) => {
-            if let Some(c) = conns.get_mut(&id) {
-                c.evicted = true;
-                c.out.close();
-                tracing::debug!(target: "metronome::rtsp", "closing connection {} of {} to make room", id.0, c.ip);
-            }
-            shared.evicted.fetch_add(1, Ordering::Relaxed);
-            true
-        }
-    }
 }
 
 /// The RTSP service's figures in Prometheus's text format.
@@ -351,30 +308,4 @@ fn rtsp_metrics(shared: &Shared) -> String {
         ));
     }
     out
-}
-
-/// Over the connection limit: one 503 and close (RFC 2326 §11.5.3 lets a server say so).
-fn refuse(mut stream: TcpStream) {
-    let _ = stream.set_write_timeout(Some(Duration::from_millis(200)));
-    let _ = stream
-        .write_all(b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n");
-}
-
-fn timer_loop(shared: &Shared) {
-    while !shared.stop.load(Ordering::Acquire) {
-        std::thread::sleep(Duration::from_millis(250));
-        let now = shared.clock.now();
-        let mut core = shared.lock();
-        let core = &mut *core;
-        for id in core.backend.reporting_sessions() {
-            core.rtsp.touch(id, now);
-        }
-        for id in core.rtsp.handle_timeout(now, &mut core.backend) {
-            tracing::info!(
-                target: "metronome::rtsp",
-                "session {id} timed out: no request or receiver report for {:?}",
-                shared.cfg.session_timeout
-            );
-        }
-    }
 }

@@ -43,6 +43,9 @@ pub struct RtspConfig {
     pub session_timeout: Duration,
     /// More sessions than this: SETUP gets 503.
     pub max_sessions: usize,
+    /// More sessions than this from one client address: SETUP gets 503 (one address cannot
+    /// take every session).
+    pub max_sessions_per_address: usize,
     /// The `Server` header.
     pub server_name: String,
     /// The key of the session-id generator (ChaCha20). Session ids are what stands between a
@@ -56,6 +59,7 @@ impl Default for RtspConfig {
         RtspConfig {
             session_timeout: Duration::from_secs(60),
             max_sessions: 256,
+            max_sessions_per_address: 64,
             server_name: "metronome".to_owned(),
             seed: [0; 32],
         }

@@ -203,6 +203,8 @@ struct Harness {
     backend: TestBackend,
     now: Timestamp,
     cseq: u32,
+    /// The client's address for the next requests.
+    peer: SocketAddr,
 }
 
 const BASE: &str = "rtsp://192.0.2.1/";
@@ -217,6 +219,7 @@ impl Harness {
             backend: TestBackend::new(),
             now: Timestamp::from_secs(1),
             cseq: 0,
+            peer: peer(),
         }
     }
 
@@ -250,7 +253,7 @@ impl Harness {
         let resp = self.server.handle_request(
             self.now,
             ConnId(conn),
-            peer(),
+            self.peer,
             local(),
             &req,
             &mut self.backend,

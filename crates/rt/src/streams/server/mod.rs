@@ -47,8 +47,11 @@ pub use raw::RawAdmission;
 /// Most destinations of one stream; the admission test's blocking term covers a packet sent to
 /// this many.
 pub const MAX_DESTINATIONS: usize = 8;
-/// Finished streams whose final status is kept for the API and the summary.
-const ENDED_KEPT: usize = 4096;
+/// Finished streams whose final status is kept for the API and the summary: the most recent
+/// ones. Every RTSP session plays a stream of its own; a server that has played thousands keeps
+/// the last few dozen (each session's end is in the log), not a record of every one, whose
+/// small allocations, scattered through the heap, kept megabytes from going back.
+const ENDED_KEPT: usize = 64;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

@@ -64,6 +64,11 @@ impl RtspServer {
         if self.sessions.len() >= self.cfg.max_sessions {
             return Reply::error(503, "too many sessions");
         }
+        let ip = ctx.peer.ip();
+        let from_ip = self.sessions.values().filter(|s| s.peer.ip() == ip).count();
+        if from_ip >= self.cfg.max_sessions_per_address {
+            return Reply::error(503, "too many sessions from this address");
+        }
         let Some(mount) = backend.mount(&target.mount, ctx.local) else {
             return Reply::error(404, "no such mount");
         };

@@ -256,6 +256,28 @@ fn setup_errors() {
 }
 
 #[test]
+fn one_address_cannot_take_every_session() {
+    let mut h = Harness::with(RtspConfig {
+        max_sessions: 10,
+        max_sessions_per_address: 2,
+        ..RtspConfig::default()
+    });
+    let a = h.setup(1, "live");
+    h.setup(2, "live");
+    let udp = "RTP/AVP;unicast;client_port=5000-5001";
+    let r = setup(&mut h, 3, "live", udp);
+    assert_eq!(r.status, 503, "{}", r.text);
+    // Another address still gets one.
+    h.peer = "192.0.2.77:40000".parse().unwrap();
+    assert_eq!(setup(&mut h, 4, "live", udp).status, 200);
+    // The first address gets one again once it tears one down.
+    h.peer = "192.0.2.10:40000".parse().unwrap();
+    let teardown = h.send(1, "TEARDOWN", "live", &[&format!("Session: {a}")]);
+    assert_eq!(teardown.status, 200);
+    assert_eq!(setup(&mut h, 3, "live", udp).status, 200);
+}
+
+#[test]
 fn too_many_sessions_get_503() {
     let mut h = Harness::with(RtspConfig {
         max_sessions: 2,

@@ -1,0 +1,542 @@
+//! The RTSP control plane's one thread: every connection on one readiness loop (`epoll`
+//! through mio), with no thread per client.
+//!
+//! - The listener accepts while the connection table's rule (`metronome_session::rtsp::room`)
+//!   lets it, closing a slow or idle holder to make room, else answering 503.
+//! - A readable connection is read into its framer; each whole request is answered through
+//!   the connection's [`ConnOut`], and interleaved data (the client's RTCP) goes to its
+//!   session. A connection that floods is read for a budget per turn, then others get theirs.
+//! - A queue with something to write rings the [`Doorbell`] (pacing threads do, for `$`
+//!   frames); the loop writes until the socket would block and finishes the rest when it is
+//!   writable again.
+//! - Every [`TICK`] a sweep applies the deadlines: a whole request within the request timeout
+//!   (408), no connection idle without a session past the idle timeout, no queue stalled past
+//!   the write timeout; and the session timer.
+//!
+//! An idle connection costs its socket, its framer and its queue, each empty until used: a
+//! few hundred bytes, where a thread per connection cost its stacks.
+
+use super::service::Shared;
+use crate::interleaved::{ConnOut, Doorbell, Flush};
+use metronome_session::rtsp::room::{admit, Admit, Holder};
+use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits};
+use metronome_time::Timestamp;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use std::collections::HashMap;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub(super) const LISTENER: Token = Token(0);
+pub(super) const BELL: Token = Token(1);
+/// The first connection's token; connection ids count up from it and are never reused.
+const FIRST_CONN: u64 = 2;
+/// How often the deadlines are checked (and the longest `poll` waits).
+const TICK: Duration = Duration::from_millis(250);
+/// How often memory is given back to the system while connections close.
+const GIVE_BACK_EVERY: Duration = Duration::from_secs(5);
+/// Bytes read from one connection before the others get their turn.
+const READ_BUDGET: usize = 256 << 10;
+/// Bytes of `$` frames queued for a slow reader before frames are dropped: 800 ms of a
+/// 10 Mbit/s stream, beside what the kernel's socket buffer holds. Allocated, and touched as
+/// the queue cycles, for every connection that carries media: it is what an interleaved
+/// session costs.
+const OUT_QUEUE: usize = 1 << 20;
+
+/// One client connection.
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+    out: Arc<ConnOut>,
+    framer: Framer,
+    /// Since when part of a request has been waiting for the rest, if it has.
+    partial_since: Option<Timestamp>,
+    /// When bytes last arrived (the idle timeout counts from it).
+    last_read: Timestamp,
+    /// When it last completed a request (or connected).
+    last_active: Timestamp,
+    /// Whether it has completed a request at all.
+    served: bool,
+    /// Since when its queue has had bytes the socket would not take.
+    stalled_since: Option<Timestamp>,
+    /// Ending, for this reason, once its queue is written.
+    closing: Option<&'static str>,
+}
+
+pub(super) struct Loop {
+    shared: Arc<Shared>,
+    poll: Poll,
+    listener: TcpListener,
+    bell: Arc<Doorbell>,
+    conns: HashMap<u64, Conn>,
+    per_ip: HashMap<IpAddr, usize>,
+    next: u64,
+    /// What reads land in.
+    input: Vec<u8>,
+    /// What writes go out of (see [`ConnOut::flush_into`]).
+    output: Vec<u8>,
+    /// A response being serialised.
+    wire: Vec<u8>,
+    /// Connections with input left after their budget.
+    again: Vec<u64>,
+    rung: Vec<u64>,
+    last_sweep: Timestamp,
+    /// Memory give-backs still due (see [`Loop::give_back_memory`]), and the last one.
+    give_backs_due: u8,
+    last_give_back: Timestamp,
+}
+
+impl Loop {
+    pub fn new(
+        shared: Arc<Shared>,
+        poll: Poll,
+        mut listener: TcpListener,
+        bell: Arc<Doorbell>,
+    ) -> io::Result<Loop> {
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let now = shared.clock.now();
+        Ok(Loop {
+            shared,
+            poll,
+            listener,
+            bell,
+            conns: HashMap::new(),
+            per_ip: HashMap::new(),
+            next: FIRST_CONN,
+            input: vec![0; 16 << 10],
+            output: Vec::with_capacity(crate::interleaved::CHUNK),
+            wire: Vec::with_capacity(4096),
+            again: Vec::new(),
+            rung: Vec::new(),
+            last_sweep: now,
+            give_backs_due: 0,
+            last_give_back: now,
+        })
+    }
+
+    /// Serves until the service's stop flag is set, then closes every connection.
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        while !self.shared.stop.load(Ordering::Acquire) {
+            let timeout = if self.again.is_empty() {
+                TICK
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    tracing::error!(target: "metronome::rtsp", "the RTSP event loop cannot wait: {e}");
+                    std::thread::sleep(TICK);
+                }
+                continue;
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept_all(),
+                    BELL => {}
+                    Token(id) => {
+                        let id = id as u64;
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.read(id);
+                        }
+                        if ev.is_writable() {
+                            self.write(id);
+                        }
+                    }
+                }
+            }
+            for id in std::mem::take(&mut self.again) {
+                self.read(id);
+            }
+            let mut rung = std::mem::take(&mut self.rung);
+            self.bell.take(&mut rung);
+            for id in rung.drain(..) {
+                self.write(id);
+            }
+            self.rung = rung;
+            let now = self.shared.clock.now();
+            if now.saturating_since(self.last_sweep) >= TICK {
+                self.last_sweep = now;
+                self.sweep(now);
+            }
+        }
+        let ids: Vec<u64> = self.conns.keys().copied().collect();
+        for id in ids {
+            self.finish(id, "the server closed it");
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    // Out of descriptors, say: the connection waits in the backlog, and the
+                    // next sweep tries again.
+                    tracing::warn!(target: "metronome::rtsp", "cannot accept an RTSP connection: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Serves a newcomer if the connection table's rule lets it (closing the holder it names
+    /// first), else answers 503.
+    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+        let cfg = &self.shared.cfg;
+        let ip = peer.ip();
+        let from_ip = self.per_ip.get(&ip).copied().unwrap_or(0);
+        if self.conns.len() >= cfg.max_connections || from_ip >= cfg.max_per_address {
+            let now = self.shared.clock.now();
+            let holders = self.holders();
+            match admit(&holders, ip, now, cfg.max_connections, cfg.max_per_address) {
+                Admit::Serve => {}
+                Admit::CloseFirst(ConnId(id)) => {
+                    self.shared.evicted.fetch_add(1, Ordering::Relaxed);
+                    self.finish(id, "closed to make room for another client");
+                }
+                Admit::Refuse => {
+                    self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
+                    // A fresh socket takes this whole; it is dropped (closed) right after.
+                    let _ = stream.write(
+                        b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n",
+                    );
+                    return;
+                }
+            }
+        }
+        let id = self.next;
+        self.next += 1;
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if let Err(e) = self
+            .poll
+            .registry()
+            .register(&mut stream, Token(id as usize), interest)
+        {
+            tracing::warn!(target: "metronome::rtsp", "cannot watch the connection from {peer}: {e}");
+            return;
+        }
+        let local = stream.local_addr().unwrap_or(self.shared.cfg.addr);
+        let _ = stream.set_nodelay(true);
+        self.bell.reserve(self.conns.len() + 1);
+        let out = Arc::new(ConnOut::new(id, OUT_QUEUE, self.bell.clone()));
+        self.shared
+            .lock()
+            .backend
+            .connection_opened(ConnId(id), out.clone());
+        let now = self.shared.clock.now();
+        self.conns.insert(
+            id,
+            Conn {
+                stream,
+                peer,
+                local,
+                out,
+                framer: Framer::new(FramerLimits::default()),
+                partial_since: None,
+                last_read: now,
+                last_active: now,
+                served: false,
+                stalled_since: None,
+                closing: None,
+            },
+        );
+        *self.per_ip.entry(ip).or_insert(0) += 1;
+        self.shared
+            .connections
+            .store(self.conns.len(), Ordering::Release);
+        tracing::info!(target: "metronome::rtsp", "client {peer} connected (connection {id})");
+    }
+
+    /// What the room rule needs to know of every connection.
+    fn holders(&self) -> Vec<Holder> {
+        let core = self.shared.lock();
+        let sessions = core.backend.sessions_per_connection();
+        self.conns
+            .iter()
+            .map(|(&id, c)| Holder {
+                id: ConnId(id),
+                ip: c.peer.ip(),
+                partial_since: c.partial_since,
+                last_active: c.last_active,
+                served: c.served,
+                sessions: sessions.get(&ConnId(id)).copied().unwrap_or(0),
+                closing: c.closing.is_some(),
+            })
+            .collect()
+    }
+
+    /// Reads what `id` sent and answers each whole request.
+    fn read(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.closing.is_some() {
+            return;
+        }
+        let mut budget = READ_BUDGET;
+        let why = loop {
+            let room = c.framer.buffer_space().min(self.input.len());
+            if room == 0 {
+                // The framer is full and produced nothing: it cannot happen with its limits,
+                // but a connection that gets here is cut rather than looped on.
+                break Some("its framing could not go on");
+            }
+            match c.stream.read(&mut self.input[..room]) {
+                Ok(0) => break Some("it closed the connection"),
+                Ok(n) => {
+                    c.last_read = self.shared.clock.now();
+                    c.framer.push(&self.input[..n]);
+                    if let Err(why) = answer(&self.shared, id, c, &mut self.wire) {
+                        break Some(why);
+                    }
+                    if c.closing.is_some() {
+                        break None;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        self.again.push(id);
+                        break None;
+                    }
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => break Some("the connection failed"),
+            }
+        };
+        // Between requests, or in the middle of one: what the deadline and the choice of a
+        // connection to close (when full) go by.
+        let now = self.shared.clock.now();
+        let waiting = c.framer.mid_message();
+        if waiting != c.partial_since.is_some() {
+            c.partial_since = waiting.then_some(now);
+            if !waiting {
+                c.last_active = now;
+                c.served = true;
+            }
+        }
+        if let Some(why) = why {
+            self.finish(id, why);
+        }
+    }
+
+    /// Writes what `id` has queued, as far as its socket takes it; ends a connection that was
+    /// closing once everything is written.
+    fn write(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        match c.out.flush_into(&mut c.stream, &mut self.output) {
+            Ok(Flush::Drained) => c.stalled_since = None,
+            Ok(Flush::Blocked { written }) => {
+                if written > 0 || c.stalled_since.is_none() {
+                    c.stalled_since = Some(self.shared.clock.now());
+                }
+            }
+            Ok(Flush::Closed) => {
+                let why = c.closing.unwrap_or("the server closed it");
+                self.finish(id, why);
+            }
+            Err(_) => self.finish(id, "the connection failed"),
+        }
+    }
+
+    /// Applies the deadlines, retries a stalled accept, and runs the session timer.
+    fn sweep(&mut self, now: Timestamp) {
+        let cfg = self.shared.cfg.clone();
+        let sessions = self.shared.lock().backend.sessions_per_connection();
+        let mut ended: Vec<(u64, &'static str)> = Vec::new();
+        for (&id, c) in self.conns.iter_mut() {
+            if c.stalled_since
+                .is_some_and(|t| now.saturating_since(t) >= cfg.write_timeout)
+            {
+                ended.push((id, "it does not read what it is sent"));
+                continue;
+            }
+            if c.closing.is_some() {
+                continue;
+            }
+            if c.partial_since
+                .is_some_and(|t| now.saturating_since(t) >= cfg.request_timeout)
+            {
+                // A whole request takes at most request_timeout, however its bytes trickle.
+                let e = FrameError::Timeout {
+                    seconds: cfg.request_timeout.as_secs(),
+                    cseq: None,
+                };
+                self.shared.bad_requests.fetch_add(1, Ordering::Relaxed);
+                let response = self.shared.lock().rtsp.error_response(&e);
+                self.wire.clear();
+                if response.write(&mut self.wire).is_ok() {
+                    c.out.send_message(&self.wire);
+                }
+                c.closing = Some("its request did not arrive whole in time (408)");
+                c.out.close();
+                continue;
+            }
+            // A connection with no session lives as long as the idle timeout; one with
+            // sessions as long as they do (the session timer tears them down).
+            if now.saturating_since(c.last_read) >= cfg.idle_timeout
+                && !sessions.contains_key(&ConnId(id))
+            {
+                ended.push((id, "idle without a session"));
+            }
+        }
+        for (id, why) in ended {
+            self.finish(id, why);
+        }
+        self.accept_all();
+        self.give_back_memory(now);
+        let mut core = self.shared.lock();
+        let core = &mut *core;
+        for id in core.backend.reporting_sessions() {
+            core.rtsp.touch(id, now);
+        }
+        for id in core.rtsp.handle_timeout(now, &mut core.backend) {
+            tracing::info!(
+                target: "metronome::rtsp",
+                "session {id} timed out: no request or receiver report for {:?}",
+                cfg.session_timeout
+            );
+        }
+    }
+
+    /// After connections have closed, gives their memory back to the system, at most every
+    /// [`GIVE_BACK_EVERY`], and once more after the last close (streams are torn down on other
+    /// threads, a little later): the tables shrink, and the allocator returns its free pages
+    /// (glibc keeps them otherwise, and a server that once held a thousand clients would stay
+    /// that size).
+    fn give_back_memory(&mut self, now: Timestamp) {
+        if self.give_backs_due == 0 || now.saturating_since(self.last_give_back) < GIVE_BACK_EVERY {
+            return;
+        }
+        self.give_backs_due -= 1;
+        self.last_give_back = now;
+        self.conns.shrink_to_fit();
+        self.per_ip.shrink_to_fit();
+        self.again.shrink_to_fit();
+        self.rung.shrink_to_fit();
+        self.shared.lock().shrink_to_fit();
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim takes a byte count and only releases free memory.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    }
+
+    /// Ends connection `id` now, and the sessions bound to it.
+    fn finish(&mut self, id: u64, why: &'static str) {
+        let Some(mut c) = self.conns.remove(&id) else {
+            return;
+        };
+        c.out.close();
+        self.give_backs_due = 2;
+        let _ = self.poll.registry().deregister(&mut c.stream);
+        let _ = c.stream.shutdown(Shutdown::Both);
+        let ip = c.peer.ip();
+        if let Some(n) = self.per_ip.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_ip.remove(&ip);
+            }
+        }
+        {
+            let mut core = self.shared.lock();
+            let core = &mut *core;
+            core.rtsp.connection_closed(ConnId(id), &mut core.backend);
+            core.backend.connection_gone(ConnId(id));
+        }
+        self.shared
+            .connections
+            .store(self.conns.len(), Ordering::Release);
+        tracing::info!(target: "metronome::rtsp", "client {} left (connection {id}): {why}", c.peer);
+    }
+}
+
+/// Answers every whole request `c`'s framer holds, and routes its interleaved data. An error
+/// is why the connection must end now; a framing error that leaves the stream untrustworthy
+/// queues its answer and marks the connection closing.
+fn answer(shared: &Shared, id: u64, c: &mut Conn, wire: &mut Vec<u8>) -> Result<(), &'static str> {
+    while let Some(frame) = c.framer.next_frame() {
+        let mut core = shared.lock();
+        let core = &mut *core;
+        let mut closing = false;
+        let response = match frame {
+            Ok(Frame::Request(req)) => {
+                let now = shared.clock.now();
+                let response = core.rtsp.handle_request(
+                    now,
+                    ConnId(id),
+                    c.peer,
+                    c.local,
+                    &req,
+                    &mut core.backend,
+                );
+                log_request(c.peer, &req, &response);
+                response
+            }
+            Ok(Frame::Data { channel, payload }) => {
+                if !core.backend.interleaved_in(ConnId(id), channel, &payload) {
+                    shared.unrouted.fetch_add(1, Ordering::Relaxed);
+                }
+                continue;
+            }
+            Err(e) => {
+                shared.bad_requests.fetch_add(1, Ordering::Relaxed);
+                closing = e.closes_connection();
+                core.rtsp.error_response(&e)
+            }
+        };
+        wire.clear();
+        if response.write(wire).is_err() || !c.out.send_message(wire) {
+            return Err("it does not read what it is sent");
+        }
+        if closing {
+            // The answer is queued; the connection ends once it is written.
+            c.closing = Some("its request's length could not be trusted");
+            c.out.close();
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// A line for what a client did that changes what is sent: PLAY, PAUSE, TEARDOWN (and SETUP
+/// at debug level), with the answer's status.
+fn log_request(
+    peer: SocketAddr,
+    req: &rtsp_types::Request<Vec<u8>>,
+    response: &rtsp_types::Response<Vec<u8>>,
+) {
+    let method = match req.method() {
+        rtsp_types::Method::Play => "plays",
+        rtsp_types::Method::Pause => "pauses",
+        rtsp_types::Method::Teardown => "tears down",
+        rtsp_types::Method::Setup => {
+            tracing::debug!(target: "metronome::rtsp", "client {peer} sets up {}: {}",
+                req.request_uri().map_or("*".into(), |u| u.to_string()),
+                u16::from(response.status()));
+            return;
+        }
+        _ => return,
+    };
+    let uri = req.request_uri().map_or("*".into(), |u| u.to_string());
+    let status = u16::from(response.status());
+    let session = req
+        .header(&rtsp_types::headers::SESSION)
+        .map(|v| v.as_str().split(';').next().unwrap_or("").to_string())
+        .unwrap_or_default();
+    if (200..300).contains(&status) {
+        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri} (session {session})");
+    } else {
+        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status}");
+    }
+}
