@@ -192,7 +192,7 @@ impl<'a> Conn<'a> {
         }
         let deadline = Deadline::after(self.limits.read_timeout);
         let (head_len, head) = loop {
-            match self.parse_head() {
+            match parse_head(&self.buf[..self.filled], self.limits) {
                 Ok(Some(parsed)) => break parsed,
                 Ok(None) => {}
                 Err(reply) => return Next::Reply(reply),
@@ -203,7 +203,7 @@ impl<'a> Conn<'a> {
                 Fill::Eof | Fill::Failed => return Next::Closed,
             }
         };
-        let length = match self.framing(&head) {
+        let length = match framing(&head, self.limits) {
             Ok(length) => length,
             Err(reply) => return Next::Reply(reply),
         };
@@ -240,59 +240,6 @@ impl<'a> Conn<'a> {
         (&*self.stream).write_all(&response.to_bytes(keep_alive))
     }
 
-    /// Parses what has arrived: `Ok(None)` if the head is incomplete.
-    fn parse_head(&self) -> Result<Option<(usize, Head)>, Response> {
-        let max = self.limits.max_head_bytes;
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        let too_large = || {
-            Response::error(
-                431,
-                "header_too_large",
-                format!("the request line and headers exceed {max} bytes; send a shorter request"),
-            )
-        };
-        match req.parse(&self.buf[..self.filled]) {
-            Ok(httparse::Status::Complete(n)) if n > max => Err(too_large()),
-            Ok(httparse::Status::Complete(n)) => read_head(&req).map(|h| Some((n, h))),
-            Ok(httparse::Status::Partial) if self.filled >= max => Err(too_large()),
-            Ok(httparse::Status::Partial) => Ok(None),
-            Err(httparse::Error::TooManyHeaders) => Err(Response::error(
-                431,
-                "header_too_large",
-                format!("the request has more than {MAX_HEADERS} headers; send fewer"),
-            )),
-            Err(e) => Err(Response::error(
-                400,
-                "bad_request",
-                format!(
-                    "malformed HTTP request ({e}); send HTTP/1.1, e.g. 'GET /streams HTTP/1.1'"
-                ),
-            )),
-        }
-    }
-
-    /// The body length the head declares, if it is acceptable.
-    fn framing(&self, head: &Head) -> Result<usize, Response> {
-        if head.chunked {
-            return Err(Response::error(
-                411,
-                "length_required",
-                "chunked request bodies are not supported; send the body with a Content-Length",
-            ));
-        }
-        let max = self.limits.max_body_bytes;
-        match head.content_length {
-            Some(n) if n > max => Err(Response::error(
-                413,
-                "body_too_large",
-                format!("the request body is {n} bytes; at most {max} are accepted"),
-            )),
-            Some(n) => Ok(n),
-            None => Ok(0),
-        }
-    }
-
     /// Reads more into the buffer, waiting at most until `deadline`.
     fn fill(&mut self, deadline: Deadline) -> Fill {
         loop {
@@ -317,6 +264,73 @@ impl<'a> Conn<'a> {
             }
         }
     }
+}
+
+/// Parses the head at the start of `buf`: `Ok(None)` if it is incomplete, else its length and
+/// what it says; an answer if it is unacceptable.
+fn parse_head(buf: &[u8], limits: &ControlLimits) -> Result<Option<(usize, Head)>, Response> {
+    let max = limits.max_head_bytes;
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let too_large = || {
+        Response::error(
+            431,
+            "header_too_large",
+            format!("the request line and headers exceed {max} bytes; send a shorter request"),
+        )
+    };
+    match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) if n > max => Err(too_large()),
+        Ok(httparse::Status::Complete(n)) => read_head(&req).map(|h| Some((n, h))),
+        Ok(httparse::Status::Partial) if buf.len() >= max => Err(too_large()),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Err(httparse::Error::TooManyHeaders) => Err(Response::error(
+            431,
+            "header_too_large",
+            format!("the request has more than {MAX_HEADERS} headers; send fewer"),
+        )),
+        Err(e) => Err(Response::error(
+            400,
+            "bad_request",
+            format!("malformed HTTP request ({e}); send HTTP/1.1, e.g. 'GET /streams HTTP/1.1'"),
+        )),
+    }
+}
+
+/// The body length a head declares, if it is acceptable.
+fn framing(head: &Head, limits: &ControlLimits) -> Result<usize, Response> {
+    if head.chunked {
+        return Err(Response::error(
+            411,
+            "length_required",
+            "chunked request bodies are not supported; send the body with a Content-Length",
+        ));
+    }
+    let max = limits.max_body_bytes;
+    match head.content_length {
+        Some(n) if n > max => Err(Response::error(
+            413,
+            "body_too_large",
+            format!("the request body is {n} bytes; at most {max} are accepted"),
+        )),
+        Some(n) => Ok(n),
+        None => Ok(0),
+    }
+}
+
+/// What the control API makes of the bytes at the start of `buf`, without a connection (for
+/// the fuzzer, and for whatever reads requests from a buffer): `Ok(None)` if more are needed,
+/// `Ok(Some(n))` if a whole request of `n` bytes is there, `Err(status)` if it is answered with
+/// that error status.
+pub fn parse_request(buf: &[u8], limits: &ControlLimits) -> Result<Option<usize>, u16> {
+    let (head_len, head) = match parse_head(buf, limits) {
+        Ok(Some(parsed)) => parsed,
+        Ok(None) => return Ok(None),
+        Err(r) => return Err(r.status),
+    };
+    let length = framing(&head, limits).map_err(|r| r.status)?;
+    let end = head_len.saturating_add(length);
+    Ok((buf.len() >= end).then_some(end))
 }
 
 fn timeout() -> Response {

@@ -18,6 +18,7 @@
 //! input makes it panic. It is meant for a local, trusted network: there is no authentication.
 
 mod http;
+pub use http::parse_request;
 pub mod metrics;
 mod router;
 mod server;

@@ -1,165 +1,13 @@
 //! Whatever bytes a client sends, the RTSP framer and server never panic, the framer's buffer
 //! stays within its capacity, every response serialises, and the backend's contract holds
-//! (no play without setup, one teardown per session).
+//! (no play without setup, one teardown per session). Property tests over the `rtsp` fuzz
+//! target's world (`metronome_fuzz::rtsp_world`).
 
-use std::collections::BTreeSet;
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use metronome_session::rtsp::{
-    Backend, ConnId, Delivery, Frame, Framer, FramerLimits, MountInfo, PlayInfo, Refusal,
-    Requested, RtspConfig, RtspServer, SessionId, SetupRequest,
-};
-use metronome_time::Timestamp;
+use metronome_fuzz::rtsp_world::{small_limits, World};
+use metronome_session::rtsp::{ConnId, Framer, FramerLimits};
 use proptest::prelude::*;
-
-/// Accepts everything, and checks the contract of the calls it gets.
-#[derive(Default)]
-struct Checker {
-    live: BTreeSet<SessionId>,
-    ended: BTreeSet<SessionId>,
-}
-
-impl Backend for Checker {
-    fn mount(&mut self, name: &str, _local: SocketAddr) -> Option<MountInfo> {
-        (name == "live" || name == "file").then(|| MountInfo {
-            sdp: "v=0\r\n".into(),
-            duration: (name == "file").then_some(Duration::from_secs(10)),
-            multicast: name == "live",
-        })
-    }
-    fn setup(&mut self, req: &SetupRequest<'_>) -> Result<Delivery, Refusal> {
-        assert!(self.live.insert(req.session), "setup twice");
-        assert!(!self.ended.contains(&req.session), "id reused");
-        Ok(match req.transport {
-            Requested::Udp {
-                client_rtp,
-                client_rtcp,
-            } => Delivery::Udp {
-                client_rtp,
-                client_rtcp,
-                server_rtp: 6970,
-                server_rtcp: 6971,
-                ssrc: 1,
-            },
-            Requested::Multicast => Delivery::Multicast {
-                group: "239.0.0.1".parse().unwrap(),
-                port: 5004,
-                rtcp_port: 5005,
-                ttl: 1,
-                ssrc: 1,
-            },
-            Requested::Interleaved {
-                rtp_channel,
-                rtcp_channel,
-            } => Delivery::Interleaved {
-                rtp_channel,
-                rtcp_channel,
-                ssrc: 1,
-            },
-        })
-    }
-    fn play(&mut self, session: SessionId, from: Option<Duration>) -> Result<PlayInfo, Refusal> {
-        assert!(self.live.contains(&session), "play without setup");
-        Ok(PlayInfo {
-            seq: 1,
-            rtptime: 1,
-            start: from.unwrap_or_default(),
-            end: None,
-        })
-    }
-    fn pause(&mut self, session: SessionId) -> Result<Duration, Refusal> {
-        assert!(self.live.contains(&session), "pause without setup");
-        Ok(Duration::from_secs(1))
-    }
-    fn teardown(&mut self, session: SessionId) {
-        assert!(self.live.remove(&session), "teardown of an unknown session");
-        assert!(self.ended.insert(session), "teardown twice");
-    }
-}
-
-struct World {
-    framer: Framer,
-    server: RtspServer,
-    backend: Checker,
-    now: Timestamp,
-    /// The last session id the server gave out, substituted for `{S}` in generated requests.
-    last_session: String,
-}
-
-impl World {
-    fn new(limits: FramerLimits) -> Self {
-        World {
-            framer: Framer::new(limits),
-            server: RtspServer::new(RtspConfig {
-                max_sessions: 4,
-                session_timeout: Duration::from_secs(6),
-                ..RtspConfig::default()
-            }),
-            backend: Checker::default(),
-            now: Timestamp::ZERO,
-            last_session: String::new(),
-        }
-    }
-
-    fn feed(&mut self, mut bytes: &[u8]) {
-        let peer: SocketAddr = "10.0.0.2:4000".parse().unwrap();
-        let local: SocketAddr = "10.0.0.1:554".parse().unwrap();
-        while !bytes.is_empty() {
-            let n = self.framer.push(bytes);
-            bytes = &bytes[n..];
-            while let Some(frame) = self.framer.next_frame() {
-                assert!(self.framer.buffered() <= self.framer.capacity());
-                let resp = match frame {
-                    Ok(Frame::Request(req)) => self.server.handle_request(
-                        self.now,
-                        ConnId(1),
-                        peer,
-                        local,
-                        &req,
-                        &mut self.backend,
-                    ),
-                    Ok(Frame::Data { .. }) => continue,
-                    Err(e) => self.server.error_response(&e),
-                };
-                let mut out = Vec::new();
-                resp.write(&mut out).unwrap();
-                let text = String::from_utf8_lossy(&out);
-                let head = text.split("\r\n\r\n").next().unwrap_or("");
-                assert!(head.starts_with("RTSP/1.0 "), "{text}");
-                // No header injection: every head line is `Name: value`.
-                for line in head.split("\r\n").skip(1) {
-                    assert!(line.contains(": "), "bad header line {line:?} in {text}");
-                }
-                if let Some(s) = head.lines().find_map(|l| l.strip_prefix("Session: ")) {
-                    self.last_session = s.split(';').next().unwrap_or("").to_owned();
-                }
-            }
-            assert!(self.framer.buffer_space() > 0, "stuck with a full buffer");
-        }
-    }
-
-    fn finish(mut self) {
-        self.now += Duration::from_secs(4);
-        self.server.handle_timeout(self.now, &mut self.backend);
-        self.server.connection_closed(ConnId(1), &mut self.backend);
-        assert_eq!(self.server.sessions(), 0);
-        assert!(
-            self.backend.live.is_empty(),
-            "a session was never torn down"
-        );
-    }
-}
-
-fn small_limits() -> FramerLimits {
-    FramerLimits {
-        max_head: 300,
-        max_line: 80,
-        max_headers: 6,
-        max_body: 20,
-        max_data: 40,
-    }
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
@@ -193,7 +41,7 @@ proptest! {
         let mut w = World::new(small_limits());
         let mut mount = "live";
         for s in steps {
-            w.step(s, &mut mount);
+            step_world(&mut w, s, &mut mount);
         }
         w.finish();
     }
@@ -233,9 +81,10 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-impl World {
-    fn step(&mut self, step: Step, mount: &mut &'static str) {
-        let session = format!("Session: {}\r\n", self.last_session);
+/// Takes one client step in `w`.
+fn step_world(w: &mut World, step: Step, mount: &mut &'static str) {
+    {
+        let session = format!("Session: {}\r\n", w.last_session);
         let text = match step {
             Step::Setup { file, transport } => {
                 *mount = if file { "file" } else { "live" };
@@ -258,20 +107,20 @@ impl World {
             Step::KeepAlive => {
                 format!("GET_PARAMETER rtsp://h/{mount}/ RTSP/1.0\r\nCSeq: 5\r\n{session}\r\n")
             }
-            Step::Garbage(bytes) => return self.feed(&bytes),
+            Step::Garbage(bytes) => return w.feed(&bytes),
             Step::Silence(ms) => {
-                self.now += Duration::from_millis(ms);
-                self.server.handle_timeout(self.now, &mut self.backend);
+                w.now += Duration::from_millis(ms);
+                w.server.handle_timeout(w.now, &mut w.backend);
                 return;
             }
             Step::Close => {
                 // A new connection: the framer starts afresh, the old sessions end.
-                self.server.connection_closed(ConnId(1), &mut self.backend);
-                self.framer = Framer::new(small_limits());
+                w.server.connection_closed(ConnId(1), &mut w.backend);
+                w.framer = Framer::new(small_limits());
                 return;
             }
         };
-        self.feed(text.as_bytes());
+        w.feed(text.as_bytes());
     }
 }
 

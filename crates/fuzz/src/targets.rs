@@ -1,0 +1,186 @@
+//! The targets themselves. Each drives the parser as the server or receiver does with what
+//! arrives from the network or a file, and checks what must hold whatever the input.
+
+use super::chunks;
+use crate::rtsp_world::World;
+use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverSession};
+use metronome_session::rtsp::{FramerLimits, TransportSpec};
+use metronome_session::sender::{SenderReports, SenderReportsConfig};
+use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_wire::rtcp::parse_compound;
+use metronome_wire::{Rfc4175View, RtpView};
+use std::time::Duration;
+
+/// RTP datagrams (and their header extensions) into a receiver session, for TS and for any
+/// payload.
+pub fn rtp(data: &[u8]) {
+    for payload in [PayloadKind::Mp2t, PayloadKind::Any] {
+        let mut rx = ReceiverSession::new(ReceiverConfig {
+            payload,
+            send_time_ext_id: Some(1),
+            max_sources: 4,
+            ..ReceiverConfig::default()
+        });
+        let mut now = Timestamp::from_millis(1);
+        for d in chunks(data) {
+            if let Ok(p) = RtpView::parse(d) {
+                let _ = (p.payload(), p.send_time(1), p.marker());
+                assert!(p.payload().len() <= d.len());
+            }
+            let _ = rx.handle_rtp(now, Some(NtpTime::from_unix_nanos(now.as_nanos())), d);
+            now += Duration::from_millis(3);
+        }
+        while rx.poll_event().is_some() {}
+    }
+}
+
+/// Compound RTCP packets (reports, SDES, BYE, the congestion-control APP packets) into the
+/// parser, a receiver session and a sender's report table.
+pub fn rtcp(data: &[u8]) {
+    let mut rx = ReceiverSession::new(ReceiverConfig::default());
+    let mut tx = SenderReports::new(
+        SenderReportsConfig {
+            ssrc: 7,
+            cname: "fuzz".into(),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: 0,
+            session_bw_bps: 1_000_000,
+            rtcp_min_interval: Duration::from_secs(1),
+            max_receivers: 4,
+            seed: 1,
+        },
+        Timestamp::ZERO,
+    );
+    let from = "192.0.2.1:5005".parse().unwrap();
+    let mut now = Timestamp::from_millis(1);
+    for d in chunks(data) {
+        let mut items = 0usize;
+        let _ = parse_compound(d, |_| items += 1);
+        assert!(items <= d.len(), "{items} items from {} bytes", d.len());
+        let _ = rx.handle_rtcp(now, d);
+        tx.handle_rtcp(now, NtpTime::from_unix_nanos(now.as_nanos()), from, d);
+        now += Duration::from_millis(10);
+    }
+}
+
+/// Bytes on an RTSP connection: framing, requests, the session state machine (with a backend
+/// that checks its contract), interleaved data, timeouts; with the default and with small
+/// limits.
+pub fn rtsp(data: &[u8]) {
+    let small = data.first().is_some_and(|b| b & 1 == 1);
+    let limits = if small {
+        crate::rtsp_world::small_limits()
+    } else {
+        FramerLimits::default()
+    };
+    let mut w = World::new(limits);
+    for c in chunks(data) {
+        w.feed(c);
+        w.now += Duration::from_millis(700);
+        w.server.handle_timeout(w.now, &mut w.backend);
+    }
+    w.finish();
+}
+
+/// A Transport header (RFC 2326 §12.39): every alternative, and the choice a server makes.
+pub fn rtsp_transport(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    for alt in metronome_session::rtsp::transport_alternatives(&text) {
+        let spec = TransportSpec::parse(alt);
+        let _ = (spec.destination_ip(), spec.source_ip());
+    }
+    let _ = TransportSpec::first(&text);
+    let _ = metronome_session::rtsp::client::parse_session(&text, Duration::from_secs(60));
+}
+
+/// What an RTSP server sends a client (`recv rtsp://`): responses and interleaved frames.
+pub fn rtsp_response(data: &[u8]) {
+    use metronome_session::rtsp::client::{split_frame, ClientLimits, Split};
+    let limits = ClientLimits {
+        head_bytes: 4096,
+        body_bytes: 8192,
+    };
+    let mut rest = data;
+    while let Ok(Some(split)) = split_frame(rest, limits) {
+        let used = match split {
+            Split::Skip(n) => n,
+            Split::Data { len, .. } => 4 + len,
+            Split::Message(len) => len,
+        };
+        assert!(used > 0 && used <= rest.len(), "{used} of {}", rest.len());
+        rest = &rest[used..];
+    }
+}
+
+/// An SDP document (DESCRIBE's answer, or a file given to `recv`).
+pub fn sdp(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = metronome_wire::sdp::SessionDescription::parse(&text);
+}
+
+/// MPEG-TS: packets into the parser and the video demultiplexer, and the whole input as a file
+/// read by the file source (sync search, PCR timing, PSI).
+pub fn mpegts(data: &[u8]) {
+    let mut demux = metronome_media::demux::VideoDemux::new();
+    for p in data.chunks(188) {
+        let _ = metronome_wire::ts::TsPacket::parse(p);
+        let _ = metronome_wire::mp2t::check_payload(p);
+        if p.len() == 188 {
+            let _ = demux.push(p);
+        }
+    }
+    let _ = demux.finish();
+    let reader = Box::new(std::io::Cursor::new(data.to_vec()));
+    if let Ok(mut src) = metronome_media::TsFileSource::from_reader("fuzz".into(), reader, false) {
+        use metronome_media::TsSource;
+        let mut out = [0u8; 188];
+        // A file of n bytes has at most n / 188 packets; the source never hands out more.
+        for _ in 0..=data.len() / 188 + 1 {
+            match src.next_packet(&mut out) {
+                Ok(Some(_)) => {}
+                _ => break,
+            }
+        }
+    }
+}
+
+/// RFC 4175 payloads (uncompressed video) into the parser and the depayloader, for 4:2:2 at
+/// 8 and 10 bits.
+pub fn rfc4175(data: &[u8]) {
+    use metronome_video::{Depth, Sampling, VideoFormat};
+    for depth in [Depth::Eight, Depth::Ten] {
+        let format =
+            VideoFormat::new(64, 32, Sampling::Ycbcr422, depth, 25, 1).expect("a valid format");
+        let mut d =
+            metronome_session::raw::RawDepayloader::new(format, None).expect("a depayloader");
+        let mut now = Timestamp::from_millis(1);
+        for c in chunks(data) {
+            if let Ok(p) = RtpView::parse(c) {
+                let _ = Rfc4175View::parse(p.payload());
+            }
+            let _ = d.push(now, c);
+            now += Duration::from_micros(100);
+        }
+        let _ = d.flush(now);
+    }
+}
+
+/// A request to the HTTP control API.
+pub fn http(data: &[u8]) {
+    let limits = metronome_rt::control::ControlLimits::default();
+    if let Ok(Some(n)) = metronome_rt::control::parse_request(data, &limits) {
+        assert!(n <= data.len());
+    }
+}
+
+/// A scenario file (`lab run FILE`).
+pub fn scenario(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = metronome_spec::scenario::ScenarioFile::parse(&text, "fuzz.toml");
+}
+
+/// A server configuration file (`serve --config FILE`).
+pub fn config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let _ = metronome_spec::config::parse(&text, "fuzz.toml");
+}
