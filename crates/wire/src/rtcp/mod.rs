@@ -73,13 +73,26 @@ pub enum RtcpItem<'a> {
     },
 }
 
+/// An APP packet's header, SSRC and name, before its data.
+const APP_HEADER: usize = 12;
+
 /// Walks a compound RTCP packet and hands each item to `visit`. The whole compound is validated
 /// (lengths, version, padding) before any item is visited, so a bad packet changes nothing.
 pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Result<(), RtcpError> {
     let bad = |e: rtcp_types::RtcpParseError| RtcpError::Malformed(e.to_string());
     // First pass: every packet parses.
     for p in Compound::parse(data).map_err(bad)? {
-        p.map_err(bad)?;
+        // rtcp-types 0.3 does not check an APP packet's padding against its data, and
+        // `App::data` then panics (the fuzzer found it: crates/fuzz/regressions/rtcp/).
+        if let Packet::App(app) = p.map_err(bad)? {
+            let pad = usize::from(app.padding().unwrap_or(0));
+            if APP_HEADER + pad > app.length() {
+                return Err(RtcpError::Malformed(format!(
+                    "an APP packet of {} bytes claims {pad} bytes of padding",
+                    app.length()
+                )));
+            }
+        }
     }
     for p in Compound::parse(data).map_err(bad)? {
         match p.map_err(bad)? {
@@ -277,6 +290,16 @@ mod tests {
         assert!(items[1].contains("cumulative_lost: -3"));
         assert!(items[2].contains("Cname"));
         assert_eq!(items[3], "Bye { ssrc: 42 }");
+    }
+
+    #[test]
+    fn an_app_packet_padded_past_its_data_is_refused_not_a_panic() {
+        // An RR, then an APP packet of 12 bytes (no data) whose padding bit is set and whose
+        // last byte claims 0xc9 bytes of padding (found by the fuzzer).
+        let mut pkt = vec![0x80, 201, 0, 1, 0, 0, 0, 1];
+        pkt.extend([0xa0, 204, 0, 2, 0, 0, 0, 1, b'T', b'F', b'M', 0xc9]);
+        let e = parse_compound(&pkt, |_| panic!("nothing is visited")).unwrap_err();
+        assert!(e.to_string().contains("padding"), "{e}");
     }
 
     #[test]
