@@ -1,15 +1,9 @@
-//! HTTP/1.1 framing for the control API: reading one request from a connection into a fixed
-//! buffer (parsed with `httparse`), and writing one response. Everything here is bounded: the
-//! buffer is allocated once per connection, every read has a deadline, every error is an answer.
+//! HTTP/1.1 framing for the control API, sans-IO: the bytes a connection has sent so far
+//! ([`Inbox`]), framed into requests (heads parsed with `httparse`), and responses as bytes.
+//! Everything is bounded: an inbox holds at most a head and a body of the limits' sizes, and
+//! every error is an answer. The event loop (`server.rs`) does the reading, writing and timing.
 
 use super::{ControlLimits, MAX_HEADERS};
-use crate::clock::mono_ns;
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::time::Duration;
-
-/// The most a closing connection discards while lingering.
-const LINGER_BYTES: usize = 256 * 1024;
 
 /// A complete request.
 #[derive(Debug)]
@@ -111,42 +105,20 @@ fn reason(status: u16) -> &'static str {
     }
 }
 
-/// What came of waiting for a request.
+/// What an [`Inbox`] holds now.
 #[derive(Debug)]
-pub(crate) enum Next {
+pub(crate) enum Taken {
     /// A complete request.
     Request(Request),
     /// The request cannot be served: answer this, then close.
     Reply(Response),
-    /// The client went away, or stayed silent too long: close without an answer.
-    Closed,
+    /// The head asks for `100 Continue` before it sends its body: send it, then wait.
+    Continue,
+    /// Not a whole request yet.
+    Incomplete,
 }
 
-/// A point in CLOCK_MONOTONIC time.
-#[derive(Clone, Copy)]
-struct Deadline(u64);
-
-impl Deadline {
-    fn after(d: Duration) -> Self {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        Deadline(mono_ns().saturating_add(ns))
-    }
-
-    /// Time left, or `None` once less than a millisecond is.
-    fn remaining(self) -> Option<Duration> {
-        let left = self.0.saturating_sub(mono_ns());
-        (left >= 1_000_000).then(|| Duration::from_nanos(left))
-    }
-}
-
-enum Fill {
-    Data,
-    Eof,
-    Timeout,
-    Failed,
-}
-
-/// What the request head says about framing and the connection.
+/// What the head says about framing and the connection.
 struct Head {
     method: String,
     path: String,
@@ -159,73 +131,55 @@ struct Head {
     expect_continue: bool,
 }
 
-/// One client connection: the stream and its fixed read buffer.
-pub(crate) struct Conn<'a> {
-    stream: &'a TcpStream,
-    limits: &'a ControlLimits,
+/// The bytes a connection has sent and not yet made into requests. It grows with what arrives,
+/// up to one head and one body of the limits' sizes, and shrinks back between requests.
+#[derive(Default)]
+pub(crate) struct Inbox {
     buf: Vec<u8>,
-    filled: usize,
+    continue_sent: bool,
 }
 
-impl<'a> Conn<'a> {
-    /// Wraps an accepted stream; allocates the read buffer (head + body limits) once.
-    pub fn new(stream: &'a TcpStream, limits: &'a ControlLimits) -> io::Result<Self> {
-        stream.set_write_timeout(Some(limits.write_timeout.max(Duration::from_millis(1))))?;
-        stream.set_nodelay(true)?;
-        let size = limits.max_head_bytes.saturating_add(limits.max_body_bytes);
-        Ok(Conn {
-            stream,
-            limits,
-            buf: vec![0; size],
-            filled: 0,
-        })
+impl Inbox {
+    /// How many more bytes may be read now (0 only while a request is ready to be taken).
+    pub fn room(&self, limits: &ControlLimits) -> usize {
+        limits
+            .max_head_bytes
+            .saturating_add(limits.max_body_bytes)
+            .saturating_sub(self.buf.len())
     }
 
-    /// Waits up to `first_wait` for a request to begin, then up to the read timeout for all of
-    /// it.
-    pub fn next_request(&mut self, first_wait: Duration) -> Next {
-        if self.filled == 0 {
-            match self.fill(Deadline::after(first_wait)) {
-                Fill::Data => {}
-                Fill::Eof | Fill::Timeout | Fill::Failed => return Next::Closed,
-            }
-        }
-        let deadline = Deadline::after(self.limits.read_timeout);
-        let (head_len, head) = loop {
-            match parse_head(&self.buf[..self.filled], self.limits) {
-                Ok(Some(parsed)) => break parsed,
-                Ok(None) => {}
-                Err(reply) => return Next::Reply(reply),
-            }
-            match self.fill(deadline) {
-                Fill::Data => {}
-                Fill::Timeout => return Next::Reply(timeout()),
-                Fill::Eof | Fill::Failed => return Next::Closed,
-            }
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The next request, if it is all there.
+    pub fn take(&mut self, limits: &ControlLimits) -> Taken {
+        let (head_len, head) = match parse_head(&self.buf, limits) {
+            Ok(Some(parsed)) => parsed,
+            Ok(None) => return Taken::Incomplete,
+            Err(reply) => return Taken::Reply(reply),
         };
-        let length = match framing(&head, self.limits) {
+        let length = match framing(&head, limits) {
             Ok(length) => length,
-            Err(reply) => return Next::Reply(reply),
+            Err(reply) => return Taken::Reply(reply),
         };
         let end = head_len + length;
-        if head.expect_continue && self.filled < end {
-            let interim = b"HTTP/1.1 100 Continue\r\n\r\n";
-            if (&*self.stream).write_all(interim).is_err() {
-                return Next::Closed;
+        if self.buf.len() < end {
+            if head.expect_continue && !self.continue_sent {
+                self.continue_sent = true;
+                return Taken::Continue;
             }
-        }
-        while self.filled < end {
-            match self.fill(deadline) {
-                Fill::Data => {}
-                Fill::Timeout => return Next::Reply(timeout()),
-                Fill::Eof | Fill::Failed => return Next::Closed,
-            }
+            return Taken::Incomplete;
         }
         let body = self.buf[head_len..end].to_vec();
-        self.buf.copy_within(end..self.filled, 0);
-        self.filled -= end;
+        self.buf.drain(..end);
+        if self.buf.is_empty() {
+            // An idle connection keeps no buffer.
+            self.buf = Vec::new();
+        }
+        self.continue_sent = false;
         let keep_alive = !head.close && (!head.http10 || head.keep_alive);
-        Next::Request(Request {
+        Taken::Request(Request {
             method: head.method,
             path: head.path,
             keep_alive,
@@ -234,37 +188,10 @@ impl<'a> Conn<'a> {
             body,
         })
     }
-
-    /// Writes a response.
-    pub fn respond(&mut self, response: &Response, keep_alive: bool) -> io::Result<()> {
-        (&*self.stream).write_all(&response.to_bytes(keep_alive))
-    }
-
-    /// Reads more into the buffer, waiting at most until `deadline`.
-    fn fill(&mut self, deadline: Deadline) -> Fill {
-        loop {
-            let Some(left) = deadline.remaining() else {
-                return Fill::Timeout;
-            };
-            if self.filled >= self.buf.len() || self.stream.set_read_timeout(Some(left)).is_err() {
-                return Fill::Failed;
-            }
-            match (&*self.stream).read(&mut self.buf[self.filled..]) {
-                Ok(0) => return Fill::Eof,
-                Ok(n) => {
-                    self.filled += n;
-                    return Fill::Data;
-                }
-                Err(e) => match e.kind() {
-                    io::ErrorKind::Interrupted
-                    | io::ErrorKind::WouldBlock
-                    | io::ErrorKind::TimedOut => continue,
-                    _ => return Fill::Failed,
-                },
-            }
-        }
-    }
 }
+
+/// The interim answer to `Expect: 100-continue`.
+pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// Parses the head at the start of `buf`: `Ok(None)` if it is incomplete, else its length and
 /// what it says; an answer if it is unacceptable.
@@ -333,7 +260,7 @@ pub fn parse_request(buf: &[u8], limits: &ControlLimits) -> Result<Option<usize>
     Ok((buf.len() >= end).then_some(end))
 }
 
-fn timeout() -> Response {
+pub(crate) fn timeout() -> Response {
     Response::error(
         408,
         "timeout",
@@ -393,28 +320,4 @@ fn read_head(req: &httparse::Request<'_, '_>) -> Result<Head, Response> {
         }
     }
     Ok(head)
-}
-
-/// Closes a connection politely: no more writes, then read and discard what the client still
-/// sends (for at most `linger`, and boundedly), so that the client reads the answer instead of a
-/// reset.
-pub(crate) fn linger_close(stream: &TcpStream, linger: Duration) {
-    let _ = stream.shutdown(Shutdown::Write);
-    let deadline = Deadline::after(linger);
-    let mut scratch = [0u8; 4096];
-    let mut discarded = 0;
-    while discarded < LINGER_BYTES {
-        let Some(left) = deadline.remaining() else {
-            break;
-        };
-        if stream.set_read_timeout(Some(left)).is_err() {
-            break;
-        }
-        match (&*stream).read(&mut scratch) {
-            Ok(0) => break,
-            Ok(n) => discarded += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
 }

@@ -12,10 +12,11 @@
 //!
 //! Errors are JSON: `{"error": "<kind>", "message": "<what happened and what to do>"}`.
 //!
-//! The server is plain `std::net` and threads: one accept thread and at most
-//! [`ControlLimits::max_connections`] connection threads; beyond that a client is answered 503.
-//! Every read and write has a deadline, every buffer a fixed size (see [`ControlLimits`]), and no
-//! input makes it panic. It is meant for a local, trusted network: there is no authentication.
+//! The server is one event loop (mio) for every connection and four workers that run the
+//! routes (`server.rs`); the framing is sans-IO (`http.rs`). At [`ControlLimits::max_connections`]
+//! (or the per-address cap) a connection that holds its place without using it is closed to make
+//! room, else a client is answered 503. Every request and write has a deadline, every buffer a
+//! bound (see [`ControlLimits`]), and no input makes it panic. It is meant for a local, trusted network: there is no authentication.
 
 mod http;
 pub use http::parse_request;
@@ -31,8 +32,8 @@ use crate::streams::StreamSpec;
 use std::fmt;
 use std::time::Duration;
 
-/// What the control API drives: the set of running streams. Implementations must be quick (they
-/// run on a connection thread, with the client waiting) and must not panic (a panic is answered
+/// What the control API drives: the set of running streams. Implementations should be quick
+/// (they run on one of four workers, with the client waiting) and must not panic (a panic is answered
 /// 500, but state may be left half-changed).
 pub trait StreamControl: Send + Sync + 'static {
     /// All streams, as one JSON value (answered to `GET /streams`).
@@ -115,10 +116,12 @@ pub const MAX_HEADERS: usize = 32;
 /// Bounds on what one client can make the server hold or wait for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ControlLimits {
-    /// Connection threads at once; a client beyond this is answered 503 and closed.
+    /// Connections at once. At the cap, one that holds its place without using it (trickling
+    /// a request, silent, idle between requests) is closed to make room; else a newcomer is
+    /// answered 503 and closed.
     pub max_connections: usize,
-    /// Connections from one address at once (503 beyond): one client cannot take every
-    /// thread from the others.
+    /// Connections from one address at once (the same rule beyond): one client cannot take
+    /// every place from the others.
     pub max_per_address: usize,
     /// Request line plus headers, bytes (431 beyond).
     pub max_head_bytes: usize,

@@ -1,54 +1,76 @@
-//! The control server's threads: one accepting, at most `max_connections` serving, and one that
-//! answers 503 to the clients beyond that.
+//! The control server: one event loop thread (readiness I/O through mio) for every connection,
+//! and a few workers that run the routes (a route may take a while: opening a source, stopping
+//! a stream), so that a slow route never holds up other clients' bytes.
+//!
+//! - Accepting applies the connection table's rule (`metronome_session::rtsp::room`, the same
+//!   as RTSP's): under the caps (in all, and per address) a client is served; at a cap, a
+//!   connection that holds its place without using it (trickling a request, silent, or idle
+//!   between requests) is closed to make room; else the newcomer is answered 503 at once.
+//! - A connection reads into its [`Inbox`]; a whole request goes to a worker; the response is
+//!   written when the socket takes it. Kept alive, the connection waits for its next request.
+//! - A sweep every [`TICK`] applies the deadlines: a whole request within the read timeout
+//!   (408), the first request within it too and the next within the idle timeout (closed
+//!   without an answer), a response written within the write timeout.
+//! - A connection that ends after an answer lingers a moment, reading what the client still
+//!   sends, so that the client reads the answer rather than a reset.
 
-use super::http::{linger_close, Conn, Next, Response};
+use super::http::{timeout, Inbox, Response, Taken, CONTINUE};
 use super::{router, ControlLimits, StreamControl};
+use crate::clock::mono_ns;
+use metronome_session::rtsp::room::{admit, Admit, Holder};
+use metronome_session::rtsp::ConnId;
+use metronome_time::Timestamp;
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
 use std::collections::HashMap;
-use std::io::{self, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-/// Clients waiting for their 503; beyond this they are closed without an answer.
-const REJECT_QUEUE: usize = 64;
-/// How long the 503 thread lingers on each rejected client.
+const LISTENER: Token = Token(0);
+const WAKER: Token = Token(1);
+const FIRST_CONN: u64 = 2;
+/// How often deadlines are checked (and the longest `poll` waits).
+const TICK: Duration = Duration::from_millis(25);
+/// Routes run at once at most.
+const WORKERS: usize = 4;
+/// Refused clients lingering for their 503 at most; beyond, they are closed without it.
+const REFUSED_LINGERING: usize = 64;
+/// How long a refused client lingers, and the most a closing connection waits while lingering.
 const REJECT_LINGER: Duration = Duration::from_millis(200);
-/// How long [`ControlServer::shutdown`] waits for connection threads to finish.
+const LINGER: Duration = Duration::from_millis(500);
+/// The most a closing connection discards while lingering.
+const LINGER_BYTES: usize = 256 * 1024;
+/// How long [`ControlServer::shutdown`] waits for the workers' routes to finish.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(1);
 
 /// A running control API server. Dropping it stops it, like [`ControlServer::shutdown`].
 pub struct ControlServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    /// Shared with the accept thread; closed once both let go.
-    listener: Option<Arc<TcpListener>>,
-    accept: Option<JoinHandle<()>>,
+    waker: Arc<Waker>,
+    event_loop: Option<JoinHandle<()>>,
 }
 
 struct Shared {
     stop: AtomicBool,
     limits: ControlLimits,
     control: Arc<dyn StreamControl>,
-    conns: Mutex<Conns>,
-    changed: Condvar,
+    /// Responses the workers have made: connection, response, keep the connection.
+    done: Mutex<Vec<(u64, Response, bool)>>,
+    /// Routes that panicked past the router's own guard (tests check that none do).
     panicked: AtomicUsize,
 }
 
-/// The open connections, so that shutdown can close them, and their clients' addresses.
-struct Conns {
-    next_id: u64,
-    open: HashMap<u64, TcpStream>,
-    from: HashMap<u64, IpAddr>,
-}
-
-impl Shared {
-    fn conns(&self) -> MutexGuard<'_, Conns> {
-        self.conns.lock().unwrap_or_else(PoisonError::into_inner)
-    }
+/// A request handed to a worker.
+struct Job {
+    conn: u64,
+    request: super::http::Request,
+    keep_alive: bool,
 }
 
 impl ControlServer {
@@ -78,38 +100,62 @@ impl ControlServer {
                  one request per connection and non-zero timeouts",
             ));
         }
-        let listener = Arc::new(TcpListener::bind(addr)?);
+        let listener = std::net::TcpListener::bind(addr)?;
+        listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
+        let mut listener = TcpListener::from_std(listener);
+        let poll = Poll::new()?;
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             limits,
             control,
-            conns: Mutex::new(Conns {
-                next_id: 0,
-                open: HashMap::new(),
-                from: HashMap::new(),
-            }),
-            changed: Condvar::new(),
+            done: Mutex::new(Vec::new()),
             panicked: AtomicUsize::new(0),
         });
-        let (reject_tx, reject_rx) = sync_channel(REJECT_QUEUE);
-        let for_rejecter = Arc::clone(&shared);
-        let rejecter = thread::Builder::new()
-            .name("control-503".into())
-            .spawn(move || reject_loop(&for_rejecter, reject_rx))?;
-        let for_accept = Arc::clone(&shared);
-        let accept_listener = Arc::clone(&listener);
-        let accept = thread::Builder::new()
-            .name("control-accept".into())
+        let (jobs, queue) = channel::<Job>();
+        let queue = Arc::new(Mutex::new(queue));
+        let mut workers = Vec::new();
+        for i in 0..WORKERS {
+            let (shared, queue, waker) = (shared.clone(), queue.clone(), waker.clone());
+            workers.push(
+                thread::Builder::new()
+                    .name(format!("control-w{i}"))
+                    .spawn(move || work(&shared, &queue, &waker))?,
+            );
+        }
+        let mut l = Loop {
+            shared: shared.clone(),
+            poll,
+            listener,
+            jobs: Some(jobs),
+            conns: HashMap::new(),
+            next: FIRST_CONN,
+            input: vec![0; 16 << 10],
+        };
+        let event_loop = thread::Builder::new()
+            .name("control-io".into())
             .spawn(move || {
-                accept_loop(&for_accept, &accept_listener, reject_tx);
-                let _ = rejecter.join();
+                l.run();
+                // The workers end when the job queue closes, after their current route.
+                drop(l);
+                let deadline = mono_ns() + SHUTDOWN_WAIT.as_nanos() as u64;
+                for w in workers {
+                    while !w.is_finished() && mono_ns() < deadline {
+                        thread::sleep(Duration::from_millis(10));
+                    }
+                    if w.is_finished() {
+                        let _ = w.join();
+                    }
+                }
             })?;
         Ok(ControlServer {
             addr,
             shared,
-            listener: Some(listener),
-            accept: Some(accept),
+            waker,
+            event_loop: Some(event_loop),
         })
     }
 
@@ -124,48 +170,19 @@ impl ControlServer {
         self.stop_and_join();
     }
 
-    /// Connection threads that ended in a panic (tests check that none do).
+    /// Routes that ended in a panic the router did not catch (tests check that none do).
     #[cfg(test)]
     pub(crate) fn panicked(&self) -> usize {
         self.shared.panicked.load(Ordering::SeqCst)
     }
 
     fn stop_and_join(&mut self) {
-        let Some(accept) = self.accept.take() else {
+        let Some(t) = self.event_loop.take() else {
             return;
         };
         self.shared.stop.store(true, Ordering::SeqCst);
-        // Wake the blocked accept: connect to ourselves; failing that, shut the listening socket
-        // down, which wakes `accept` on Linux.
-        let ip = match self.addr.ip() {
-            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
-            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
-            ip => ip,
-        };
-        let wake = SocketAddr::new(ip, self.addr.port());
-        if TcpStream::connect_timeout(&wake, Duration::from_millis(200)).is_err() {
-            if let Some(listener) = &self.listener {
-                // SAFETY: the listener is open (we hold an `Arc` to it); shutdown on a valid
-                // socket descriptor has no memory effects.
-                unsafe { libc::shutdown(listener.as_raw_fd(), libc::SHUT_RDWR) };
-            }
-        }
-        let _ = accept.join();
-        // The accept thread has let go of its handle: this closes the listening socket.
-        self.listener = None;
-        let mut conns = self.shared.conns();
-        for stream in conns.open.values() {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-        let mut waited = Duration::ZERO;
-        while !conns.open.is_empty() && waited < SHUTDOWN_WAIT {
-            let step = Duration::from_millis(50);
-            conns = match self.shared.changed.wait_timeout(conns, step) {
-                Ok((guard, _)) => guard,
-                Err(poisoned) => poisoned.into_inner().0,
-            };
-            waited += step;
-        }
+        let _ = self.waker.wake();
+        let _ = t.join();
     }
 }
 
@@ -183,139 +200,392 @@ impl std::fmt::Debug for ControlServer {
     }
 }
 
-fn accept_loop(shared: &Arc<Shared>, listener: &TcpListener, reject: SyncSender<TcpStream>) {
+/// A worker: runs routes until the job queue closes.
+fn work(shared: &Shared, queue: &Mutex<Receiver<Job>>, waker: &Waker) {
     loop {
-        let accepted = listener.accept();
-        if shared.stop.load(Ordering::SeqCst) {
-            return;
-        }
-        match accepted {
-            Ok((stream, _)) => admit(shared, stream, &reject),
-            Err(e) => match e.kind() {
-                io::ErrorKind::Interrupted
-                | io::ErrorKind::ConnectionAborted
-                | io::ErrorKind::ConnectionReset => {}
-                // Out of descriptors or memory: back off rather than spin.
-                _ => thread::sleep(Duration::from_millis(20)),
-            },
-        }
-    }
-}
-
-/// Gives a new connection a thread, or, when all are busy, hands it to the 503 thread.
-fn admit(shared: &Arc<Shared>, stream: TcpStream, reject: &SyncSender<TcpStream>) {
-    let id = {
-        let mut conns = shared.conns();
-        let ip = stream.peer_addr().map(|a| a.ip()).ok();
-        let from_ip = conns.from.values().filter(|a| Some(**a) == ip).count();
-        if conns.open.len() >= shared.limits.max_connections
-            || from_ip >= shared.limits.max_per_address
-        {
-            drop(conns);
-            // A full queue means a flood: close without an answer.
-            let _ = reject.try_send(stream);
-            return;
-        }
-        let Ok(registered) = stream.try_clone() else {
+        let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+        let Ok(job) = job else {
             return;
         };
-        let id = conns.next_id;
-        conns.next_id += 1;
-        conns.open.insert(id, registered);
-        if let Some(ip) = ip {
-            conns.from.insert(id, ip);
-        }
-        id
-    };
-    // Created before the spawn so that a failed spawn (which drops the closure) unregisters.
-    let guard = Registered {
-        shared: Arc::clone(shared),
-        id,
-    };
-    let _ = thread::Builder::new()
-        .name("control-conn".into())
-        .spawn(move || {
-            serve(&guard.shared, &stream);
-            drop(guard);
+        let routed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            router::route(&job.request, &*shared.control)
+        }));
+        let response = routed.unwrap_or_else(|_| {
+            shared.panicked.fetch_add(1, Ordering::SeqCst);
+            Response::error(500, "internal", "the request could not be served")
         });
-}
-
-/// Unregisters a connection when its thread ends, even by a panic.
-struct Registered {
-    shared: Arc<Shared>,
-    id: u64,
-}
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        if thread::panicking() {
-            self.shared.panicked.fetch_add(1, Ordering::SeqCst);
-        }
-        let mut conns = self.shared.conns();
-        conns.open.remove(&self.id);
-        conns.from.remove(&self.id);
-        drop(conns);
-        self.shared.changed.notify_all();
+        shared
+            .done
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((job.conn, response, job.keep_alive));
+        let _ = waker.wake();
     }
 }
 
-/// Serves requests on one connection until it closes, errs, idles out or reaches its quota.
-fn serve(shared: &Shared, stream: &TcpStream) {
-    let limits = &shared.limits;
-    let Ok(mut conn) = Conn::new(stream, limits) else {
-        return;
-    };
-    let mut served = 0;
-    loop {
-        let wait = if served == 0 {
-            limits.read_timeout
-        } else {
-            limits.idle_timeout
+/// Where a connection is in its exchange.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Phase {
+    /// Waiting for (the rest of) a request.
+    Reading,
+    /// A worker runs its request.
+    Routing,
+    /// Writing a response; then reading again, or lingering.
+    Writing { keep_alive: bool },
+    /// Answered and closing: reading and discarding until the client closes or `until`.
+    Lingering { until: u64 },
+}
+
+struct Conn {
+    stream: TcpStream,
+    ip: IpAddr,
+    inbox: Inbox,
+    phase: Phase,
+    out: Vec<u8>,
+    written: usize,
+    /// Requests taken on this connection.
+    served: usize,
+    /// When the phase began (or the connection, or the last request's answer), ns.
+    since: u64,
+    /// When the request being read began, ns, if one is.
+    first_byte: Option<u64>,
+    discarded: usize,
+    /// Refused (503): not counted against the caps.
+    refused: bool,
+}
+
+struct Loop {
+    shared: Arc<Shared>,
+    poll: Poll,
+    listener: TcpListener,
+    jobs: Option<Sender<Job>>,
+    conns: HashMap<u64, Conn>,
+    next: u64,
+    input: Vec<u8>,
+}
+
+impl Loop {
+    fn run(&mut self) {
+        let mut events = Events::with_capacity(256);
+        let mut last_sweep = mono_ns();
+        while !self.shared.stop.load(Ordering::SeqCst) {
+            if let Err(e) = self.poll.poll(&mut events, Some(TICK)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    thread::sleep(TICK);
+                }
+                continue;
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept_all(),
+                    WAKER => {}
+                    Token(id) => {
+                        let id = id as u64;
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.readable(id);
+                        }
+                        if ev.is_writable() {
+                            self.flush(id);
+                        }
+                    }
+                }
+            }
+            let done = std::mem::take(
+                &mut *self
+                    .shared
+                    .done
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
+            );
+            for (id, response, keep_alive) in done {
+                self.respond(id, &response, keep_alive);
+            }
+            let now = mono_ns();
+            if now.saturating_sub(last_sweep) >= TICK.as_nanos() as u64 {
+                last_sweep = now;
+                self.sweep(now);
+            }
+        }
+        for (_, c) in self.conns.drain() {
+            let _ = c.stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, peer)) => self.admit(stream, peer.ip()),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // Out of descriptors, say: the next sweep tries again.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn admit(&mut self, mut stream: TcpStream, ip: IpAddr) {
+        let shared = self.shared.clone();
+        let limits = &shared.limits;
+        let live = self.conns.values().filter(|c| !c.refused);
+        let (total, from_ip) = live.fold((0, 0), |(t, f), c| (t + 1, f + usize::from(c.ip == ip)));
+        let mut refuse = false;
+        if total >= limits.max_connections || from_ip >= limits.max_per_address {
+            let now = mono_ns();
+            let holders: Vec<Holder> = self
+                .conns
+                .iter()
+                .filter(|(_, c)| !c.refused)
+                .map(|(&id, c)| Holder {
+                    id: ConnId(id),
+                    ip: c.ip,
+                    partial_since: c.first_byte.map(Timestamp::from_nanos),
+                    last_active: Timestamp::from_nanos(c.since),
+                    served: c.served > 0,
+                    // A connection whose request is with a worker, or whose answer is being
+                    // written, is using its place.
+                    sessions: usize::from(c.phase != Phase::Reading),
+                    closing: matches!(c.phase, Phase::Lingering { .. }),
+                })
+                .collect();
+            match admit(
+                &holders,
+                ip,
+                Timestamp::from_nanos(now),
+                limits.max_connections,
+                limits.max_per_address,
+            ) {
+                Admit::Serve => {}
+                Admit::CloseFirst(ConnId(id)) => self.close(id),
+                Admit::Refuse => refuse = true,
+            }
+        }
+        let id = self.next;
+        self.next += 1;
+        let interest = Interest::READABLE | Interest::WRITABLE;
+        if self
+            .poll
+            .registry()
+            .register(&mut stream, Token(id as usize), interest)
+            .is_err()
+        {
+            return;
+        }
+        let _ = stream.set_nodelay(true);
+        let now = mono_ns();
+        let mut c = Conn {
+            stream,
+            ip,
+            inbox: Inbox::default(),
+            phase: Phase::Reading,
+            out: Vec::new(),
+            written: 0,
+            served: 0,
+            since: now,
+            first_byte: None,
+            discarded: 0,
+            refused: refuse,
         };
-        match conn.next_request(wait) {
-            Next::Closed => return,
-            Next::Reply(response) => {
-                let _ = conn.respond(&response, false);
-                linger_close(stream, limits.read_timeout.min(Duration::from_millis(500)));
+        if refuse {
+            if self.conns.values().filter(|c| c.refused).count() >= REFUSED_LINGERING {
+                // A flood: closed without an answer.
+                let _ = self.poll.registry().deregister(&mut c.stream);
                 return;
             }
-            Next::Request(request) => {
-                served += 1;
+            let busy = Response::error(
+                503,
+                "busy",
+                format!(
+                    "the control API is already serving {} connections; retry in a moment",
+                    limits.max_connections
+                ),
+            )
+            .with_header("Retry-After", "1");
+            c.out = busy.to_bytes(false);
+            c.phase = Phase::Writing { keep_alive: false };
+        }
+        self.conns.insert(id, c);
+        self.flush(id);
+    }
+
+    /// Reads what `id` sent: request bytes while reading, discarded bytes while lingering.
+    fn readable(&mut self, id: u64) {
+        let shared = self.shared.clone();
+        let limits = &shared.limits;
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        loop {
+            let room = match c.phase {
+                Phase::Reading => c.inbox.room(limits).min(self.input.len()),
+                Phase::Lingering { .. } => self.input.len(),
+                // Pipelined bytes wait in the socket until the answer is out.
+                Phase::Routing | Phase::Writing { .. } => return,
+            };
+            if room == 0 {
+                break;
+            }
+            match c.stream.read(&mut self.input[..room]) {
+                Ok(0) => return self.close(id),
+                Ok(n) => match c.phase {
+                    Phase::Lingering { .. } => {
+                        c.discarded += n;
+                        if c.discarded >= LINGER_BYTES {
+                            return self.close(id);
+                        }
+                    }
+                    _ => {
+                        c.inbox.push(&self.input[..n]);
+                        if c.first_byte.is_none() {
+                            c.first_byte = Some(mono_ns());
+                        }
+                    }
+                },
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return self.close(id),
+            }
+        }
+        self.take(id);
+    }
+
+    /// Takes the next whole request `id` holds, if it is reading.
+    fn take(&mut self, id: u64) {
+        let shared = self.shared.clone();
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if c.phase != Phase::Reading {
+            return;
+        }
+        match c.inbox.take(&shared.limits) {
+            Taken::Incomplete => {}
+            Taken::Continue => {
+                c.out = CONTINUE.to_vec();
+                c.written = 0;
+                // Written at once if the socket takes it; a client that cannot take 25
+                // bytes gets no interim answer and sends its body anyway.
+                let _ = c.stream.write(&c.out);
+                c.out.clear();
+            }
+            Taken::Reply(response) => self.respond(id, &response, false),
+            Taken::Request(request) => {
+                c.served += 1;
+                c.first_byte = None;
+                c.phase = Phase::Routing;
+                c.since = mono_ns();
                 let keep_alive = request.keep_alive
-                    && served < limits.max_requests_per_connection
+                    && c.served < shared.limits.max_requests_per_connection
                     && !shared.stop.load(Ordering::SeqCst);
-                let response = router::route(&request, &*shared.control);
-                if conn.respond(&response, keep_alive).is_err() {
-                    return;
-                }
-                if !keep_alive {
-                    linger_close(stream, limits.read_timeout.min(Duration::from_millis(500)));
-                    return;
+                let job = Job {
+                    conn: id,
+                    request,
+                    keep_alive,
+                };
+                if self.jobs.as_ref().is_none_or(|j| j.send(job).is_err()) {
+                    self.close(id);
                 }
             }
         }
     }
-}
 
-/// Answers 503 to the clients that found every connection thread busy.
-fn reject_loop(shared: &Shared, queue: Receiver<TcpStream>) {
-    let busy = Response::error(
-        503,
-        "busy",
-        format!(
-            "the control API is already serving {} connections; retry in a moment",
-            shared.limits.max_connections
-        ),
-    )
-    .with_header("Retry-After", "1")
-    .to_bytes(false);
-    for stream in queue {
-        if shared.stop.load(Ordering::SeqCst) {
-            continue;
+    /// Starts writing `response` on `id`.
+    fn respond(&mut self, id: u64, response: &Response, keep_alive: bool) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        c.out = response.to_bytes(keep_alive);
+        c.written = 0;
+        c.phase = Phase::Writing { keep_alive };
+        c.since = mono_ns();
+        self.flush(id);
+    }
+
+    /// Writes what `id` has to write; then reads on, or lingers.
+    fn flush(&mut self, id: u64) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let Phase::Writing { keep_alive } = c.phase else {
+            return;
+        };
+        while c.written < c.out.len() {
+            match c.stream.write(&c.out[c.written..]) {
+                Ok(0) => return self.close(id),
+                Ok(n) => c.written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(_) => return self.close(id),
+            }
         }
-        let _ = stream.set_write_timeout(Some(REJECT_LINGER));
-        if (&stream).write_all(&busy).is_ok() {
-            linger_close(&stream, REJECT_LINGER);
+        c.out = Vec::new();
+        let now = mono_ns();
+        c.since = now;
+        if keep_alive {
+            c.phase = Phase::Reading;
+            // A pipelined request may be waiting, in the inbox or in the socket.
+            self.readable(id);
+        } else {
+            let _ = c.stream.shutdown(Shutdown::Write);
+            let linger = if c.refused {
+                REJECT_LINGER
+            } else {
+                self.shared.limits.read_timeout.min(LINGER)
+            };
+            c.phase = Phase::Lingering {
+                until: now + linger.as_nanos() as u64,
+            };
+            self.readable(id);
+        }
+    }
+
+    /// Applies the deadlines.
+    fn sweep(&mut self, now: u64) {
+        let limits = self.shared.limits.clone();
+        let ns = |d: Duration| d.as_nanos() as u64;
+        let mut late: Vec<u64> = Vec::new();
+        let mut closed: Vec<u64> = Vec::new();
+        for (&id, c) in &self.conns {
+            match c.phase {
+                Phase::Reading => match c.first_byte {
+                    Some(t) if now.saturating_sub(t) >= ns(limits.read_timeout) => late.push(id),
+                    Some(_) => {}
+                    None => {
+                        let wait = if c.served == 0 {
+                            limits.read_timeout
+                        } else {
+                            limits.idle_timeout
+                        };
+                        if now.saturating_sub(c.since) >= ns(wait) {
+                            closed.push(id);
+                        }
+                    }
+                },
+                Phase::Writing { .. } => {
+                    if now.saturating_sub(c.since) >= ns(limits.write_timeout) {
+                        closed.push(id);
+                    }
+                }
+                Phase::Lingering { until } => {
+                    if now >= until {
+                        closed.push(id);
+                    }
+                }
+                Phase::Routing => {}
+            }
+        }
+        for id in late {
+            self.respond(id, &timeout(), false);
+        }
+        for id in closed {
+            self.close(id);
+        }
+        self.accept_all();
+    }
+
+    fn close(&mut self, id: u64) {
+        if let Some(mut c) = self.conns.remove(&id) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            let _ = c.stream.shutdown(Shutdown::Both);
         }
     }
 }
