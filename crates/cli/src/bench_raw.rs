@@ -515,7 +515,7 @@ fn metronome_run(
         latency_us: Dist::of(r.get("latency_us")),
         arrival_latency_us: Dist::of(r.get("arrival_latency_us")),
         spread_us: Dist::of(r.get("spread_us")),
-        model_spread_us: Some(num(&s, "spread_ms") * 1e3),
+        model_spread_us: Some(num(&s, "spread_us")),
         sender_cpu_per_frame_us: per_frame(sent.cpu_s),
         receiver_cpu_per_frame_us: per_frame(got.cpu_s),
         sender_reported_cpu_per_frame_us: s.get("cpu_per_frame_us").and_then(Value::as_f64),

@@ -43,8 +43,10 @@ impl LiveLine {
 ///
 /// 3: durations in µs where they were in ms or `{secs, nanos}` (`jitter_us`, `rtt_us`,
 /// the calibration's `*_us`), enum values spelled as on the command line (`sleep-spin`), and a
-/// `run` header. Run lengths and CPU times stay in seconds, named `_s`.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `run` header.
+/// 4: every duration in µs, run lengths and CPU times too (`duration_us`, `elapsed_us`,
+/// `cpu_us`, `process_cpu_us`, the interval's `start_us`/`end_us`, raw's `spread_us`).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// What run a document comes from: this binary's version, when it started, on which host,
 /// with which arguments.
@@ -96,12 +98,15 @@ pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
 }
 
 /// One interval's figures as a JSON line (`--interval`), as iperf3 prints its intervals:
-/// `{"schema_version", "interval": {"start_s", "end_s"}, ...figures}` on stdout, flushed.
+/// `{"schema_version", "interval": {"start_us", "end_us"}, ...figures}` on stdout, flushed.
 pub fn interval_line(start_s: f64, end_s: f64, figures: serde_json::Value) {
     use std::io::Write as _;
     let mut v = serde_json::json!({
         "schema_version": SCHEMA_VERSION,
-        "interval": { "start_s": start_s, "end_s": end_s },
+        "interval": {
+            "start_us": (start_s * 1e6).round() as i64,
+            "end_us": (end_s * 1e6).round() as i64,
+        },
     });
     if let (Some(obj), serde_json::Value::Object(f)) = (v.as_object_mut(), figures) {
         obj.extend(f);

@@ -503,10 +503,10 @@ fn interval_lines_from_both_ends() {
         tl.len()
     );
     for l in rl.iter().chain(&tl) {
-        assert_eq!(l["schema_version"], 3);
+        assert_eq!(l["schema_version"], 4);
         let (a, b) = (
-            l["interval"]["start_s"].as_f64().unwrap(),
-            l["interval"]["end_s"].as_f64().unwrap(),
+            l["interval"]["start_us"].as_f64().unwrap() / 1e6,
+            l["interval"]["end_us"].as_f64().unwrap() / 1e6,
         );
         assert!(a < b, "{l}");
     }

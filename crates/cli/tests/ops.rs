@@ -187,7 +187,7 @@ fn json_documents_carry_a_run_header_and_one_vocabulary() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["schema_version"], 3);
+    assert_eq!(v["schema_version"], 4);
     let run = &v["run"];
     assert_eq!(run["version"], env!("CARGO_PKG_VERSION"));
     assert!(run["started_unix_ns"].as_u64().unwrap() > 1_700_000_000_000_000_000);
@@ -201,9 +201,32 @@ fn json_documents_carry_a_run_header_and_one_vocabulary() {
     );
     assert!(run["host"].is_string());
     assert_eq!(v["wait_mode"], "sleep-spin");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        !text.contains("\"secs\"") && !text.contains("_ms\""),
-        "{text}"
-    );
+    // One unit for durations: every key that names a unit of time says µs (rates say
+    // per second; points in time are ns since the Unix epoch, `*_unix_ns`).
+    let mut keys = Vec::new();
+    collect_keys(&v, &mut keys);
+    let wrong: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            (k.ends_with("_s") || k.ends_with("_ms") || k.ends_with("_ns") || *k == "secs")
+                && !k.ends_with("_per_s")
+                && !k.ends_with("_unix_ns")
+        })
+        .collect();
+    assert!(wrong.is_empty(), "durations not in µs: {wrong:?}");
+    assert!(keys.iter().any(|k| k == "duration_us"), "{keys:?}");
+}
+
+/// Every object key in `v`, at any depth.
+fn collect_keys(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                out.push(k.clone());
+                collect_keys(x, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_keys(x, out)),
+        _ => {}
+    }
 }

@@ -241,7 +241,7 @@ fn a_live_source_too_slow_for_real_time_skips_frames_and_keeps_the_rate() {
     );
     assert!(out.succeeded(), "{}", out.report());
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
-    let streamed_s = v["duration_s"].as_f64().unwrap() - 0.2;
+    let streamed_s = v["duration_us"].as_f64().unwrap() / 1e6 - 0.2;
     // 25 Mbit/s in 1328-byte packets, for the time the stream ran (after its 200 ms preroll).
     let real_time = 25e6 / (1328.0 * 8.0) * streamed_s;
     let packets = v["packets"].as_f64().unwrap();

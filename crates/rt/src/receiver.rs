@@ -96,6 +96,10 @@ pub enum RecvError {
 pub struct ReceiverOutcome {
     pub source: String,
     pub ended_by: &'static str,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub duration_s: f64,
     /// Whether every datagram carried a kernel receive timestamp (SO_TIMESTAMPNS).
     pub kernel_timestamps: bool,

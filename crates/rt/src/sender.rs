@@ -184,6 +184,10 @@ pub struct SenderOutcome {
     pub memory_locked: String,
     pub wait_mode: String,
     pub ended_by: &'static str,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub duration_s: f64,
     pub packets: u64,
     pub bytes: u64,

@@ -46,7 +46,15 @@ impl Default for WaitSelectorConfig {
 pub struct WaitSelectorStats {
     pub switches_to_busy_poll: u64,
     pub switches_to_sleep: u64,
+    #[serde(
+        rename = "busy_poll_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub busy_poll_s: f64,
+    #[serde(
+        rename = "sleep_spin_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub sleep_spin_s: f64,
 }
 

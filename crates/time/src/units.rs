@@ -9,6 +9,11 @@ pub fn duration_us<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error>
     s.serialize_f64(d.as_nanos() as f64 / 1e3)
 }
 
+/// Seconds kept as `f64`, written as whole microseconds.
+pub fn secs_as_us<S: Serializer>(secs: &f64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_i64((secs * 1e6).round() as i64)
+}
+
 /// Milliseconds kept as `f64`, written as microseconds.
 pub fn ms_as_us<S: Serializer>(ms: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(ms * 1e3)

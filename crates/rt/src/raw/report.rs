@@ -100,6 +100,10 @@ pub struct RawSenderOutcome {
     /// `frames`, `duration`, `end of input` or `stopped`.
     pub ended_by: &'static str,
     /// First frame's epoch to the end.
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub duration_s: f64,
     pub frames_sent: u64,
     pub packets_sent: u64,
@@ -115,8 +119,20 @@ pub struct RawSenderOutcome {
     pub pps: f64,
     pub bitrate_bps: f64,
     /// Process CPU time over the run (producer, pacer and the rest).
+    #[serde(
+        rename = "cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub cpu_s: f64,
+    #[serde(
+        rename = "pacer_cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub pacer_cpu_s: f64,
+    #[serde(
+        rename = "producer_cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub producer_cpu_s: f64,
     pub cpu_per_frame_us: f64,
     /// Per packet: start of the send call that carried it − its due time (0 when sent early
@@ -127,8 +143,16 @@ pub struct RawSenderOutcome {
     /// Per frame: start of its first send call to the return of its last.
     pub frame_send_time: Summary,
     /// The model's spread of a frame (first to last packet), in ms.
+    #[serde(
+        rename = "spread_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     pub spread_ms: f64,
     /// When the first packet of a frame is due after the frame's epoch, in ms.
+    #[serde(
+        rename = "first_packet_offset_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     pub first_packet_offset_ms: f64,
     pub batch_window_us: f64,
     /// Most packets in one send call: CMAX − 1 of the model's class (none for a burst).
@@ -184,6 +208,10 @@ pub struct RawReceiverOutcome {
     pub declared_model: &'static str,
     /// `frames`, `duration` or `stopped`.
     pub ended_by: &'static str,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub duration_s: f64,
     /// The SSRC received (the first whose packet the depayloader used).
     pub ssrc: Option<u32>,
@@ -219,7 +247,15 @@ pub struct RawReceiverOutcome {
     pub rx_overflow: u64,
     pub kernel_timestamps: bool,
     pub gro: bool,
+    #[serde(
+        rename = "cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub cpu_s: f64,
+    #[serde(
+        rename = "recv_cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub recv_cpu_s: f64,
     pub cpu_per_frame_us: f64,
     pub buffer: BufferInfo,

@@ -30,6 +30,10 @@ pub struct StreamStatus {
     pub destinations: Vec<String>,
     pub ssrc: String,
     pub task: TaskView,
+    #[serde(
+        rename = "elapsed_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub elapsed_s: f64,
     pub packets: u64,
     pub bytes: u64,
@@ -84,6 +88,10 @@ pub struct ServerStatus {
     pub calibration: Calibration,
     /// Lateness of every packet sent so far, all streams.
     pub lateness: Summary,
+    #[serde(
+        rename = "process_cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub process_cpu_s: f64,
     /// Why the admitted streams no longer fit the host, while they do not.
     pub overload: Option<String>,

@@ -19,6 +19,10 @@ pub struct SourceSummary {
     pub sequence_jumps: u64,
     pub timestamp_jumps: u64,
     pub payload_bytes: u64,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub duration_s: f64,
     pub bitrate_bps: f64,
     /// RFC 3550 interarrival jitter at the end of the run, in milliseconds (`jitter_us` in

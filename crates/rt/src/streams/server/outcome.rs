@@ -14,6 +14,10 @@ pub struct ServerOutcome {
     pub core_cpu_percent: Vec<f64>,
     /// How each core's pacing thread ran (none under `naive`).
     pub pacers: Vec<PacerView>,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     pub duration_s: f64,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
