@@ -152,6 +152,11 @@ impl Inbox {
         self.buf.extend_from_slice(bytes);
     }
 
+    /// Whether nothing of a next request has arrived.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     /// The next request, if it is all there.
     pub fn take(&mut self, limits: &ControlLimits) -> Taken {
         let (head_len, head) = match parse_head(&self.buf, limits) {

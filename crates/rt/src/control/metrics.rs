@@ -13,7 +13,13 @@ fn label(v: &str) -> String {
 }
 
 /// Writes `# HELP` and `# TYPE` once, then each sample.
-fn family(out: &mut String, name: &str, kind: &str, help: &str, samples: &[(String, f64)]) {
+pub(crate) fn family(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    help: &str,
+    samples: &[(String, f64)],
+) {
     let _ = writeln!(out, "# HELP {name} {help}");
     let _ = writeln!(out, "# TYPE {name} {kind}");
     for (labels, v) in samples {

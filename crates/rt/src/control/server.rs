@@ -17,7 +17,7 @@
 use super::http::{timeout, Inbox, Response, Taken, CONTINUE};
 use super::{router, ControlLimits, StreamControl};
 use crate::clock::mono_ns;
-use metronome_session::rtsp::room::{admit, Admit, Holder};
+use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Room};
 use metronome_session::rtsp::ConnId;
 use metronome_time::Timestamp;
 use mio::net::{TcpListener, TcpStream};
@@ -108,6 +108,7 @@ impl ControlServer {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let room = Room::new(limits.max_connections, limits.max_per_address);
         let shared = Arc::new(Shared {
             stop: AtomicBool::new(false),
             limits,
@@ -132,6 +133,7 @@ impl ControlServer {
             listener,
             jobs: Some(jobs),
             conns: HashMap::new(),
+            room,
             next: FIRST_CONN,
             input: vec![0; 16 << 10],
         };
@@ -238,17 +240,14 @@ enum Phase {
 
 struct Conn {
     stream: TcpStream,
-    ip: IpAddr,
     inbox: Inbox,
     phase: Phase,
     out: Vec<u8>,
     written: usize,
     /// Requests taken on this connection.
     served: usize,
-    /// When the phase began (or the connection, or the last request's answer), ns.
+    /// When the answer being written began, ns.
     since: u64,
-    /// When the request being read began, ns, if one is.
-    first_byte: Option<u64>,
     discarded: usize,
     /// Refused (503): not counted against the caps.
     refused: bool,
@@ -260,6 +259,9 @@ struct Loop {
     listener: TcpListener,
     jobs: Option<Sender<Job>>,
     conns: HashMap<u64, Conn>,
+    /// Their places, timing and caps (sans-IO, the same table as RTSP's); refused clients
+    /// lingering for their 503 are not in it.
+    room: Room,
     next: u64,
     input: Vec<u8>,
 }
@@ -326,39 +328,22 @@ impl Loop {
     fn admit(&mut self, mut stream: TcpStream, ip: IpAddr) {
         let shared = self.shared.clone();
         let limits = &shared.limits;
-        let live = self.conns.values().filter(|c| !c.refused);
-        let (total, from_ip) = live.fold((0, 0), |(t, f), c| (t + 1, f + usize::from(c.ip == ip)));
-        let mut refuse = false;
-        if total >= limits.max_connections || from_ip >= limits.max_per_address {
-            let now = mono_ns();
-            let holders: Vec<Holder> = self
-                .conns
-                .iter()
-                .filter(|(_, c)| !c.refused)
-                .map(|(&id, c)| Holder {
-                    id: ConnId(id),
-                    ip: c.ip,
-                    partial_since: c.first_byte.map(Timestamp::from_nanos),
-                    last_active: Timestamp::from_nanos(c.since),
-                    served: c.served > 0,
-                    // A connection whose request is with a worker, or whose answer is being
-                    // written, is using its place.
-                    sessions: usize::from(c.phase != Phase::Reading),
-                    closing: matches!(c.phase, Phase::Lingering { .. }),
-                })
-                .collect();
-            match admit(
-                &holders,
-                ip,
-                Timestamp::from_nanos(now),
-                limits.max_connections,
-                limits.max_per_address,
-            ) {
-                Admit::Serve => {}
-                Admit::CloseFirst(ConnId(id)) => self.close(id),
-                Admit::Refuse => refuse = true,
+        let now = mono_ns();
+        // A connection whose request is with a worker, or whose answer is being written, is
+        // using its place.
+        let busy = |ConnId(id)| {
+            self.conns
+                .get(&id)
+                .map_or(0, |c| usize::from(c.phase != Phase::Reading))
+        };
+        let refuse = match self.room.admit(ip, Timestamp::from_nanos(now), busy) {
+            Admit::Serve => false,
+            Admit::CloseFirst(ConnId(id)) => {
+                self.close(id);
+                false
             }
-        }
+            Admit::Refuse => true,
+        };
         let id = self.next;
         self.next += 1;
         let interest = Interest::READABLE | Interest::WRITABLE;
@@ -371,17 +356,14 @@ impl Loop {
             return;
         }
         let _ = stream.set_nodelay(true);
-        let now = mono_ns();
         let mut c = Conn {
             stream,
-            ip,
             inbox: Inbox::default(),
             phase: Phase::Reading,
             out: Vec::new(),
             written: 0,
             served: 0,
             since: now,
-            first_byte: None,
             discarded: 0,
             refused: refuse,
         };
@@ -402,6 +384,8 @@ impl Loop {
             .with_header("Retry-After", "1");
             c.out = busy.to_bytes(false);
             c.phase = Phase::Writing { keep_alive: false };
+        } else {
+            self.room.enter(ConnId(id), ip, Timestamp::from_nanos(now));
         }
         self.conns.insert(id, c);
         self.flush(id);
@@ -414,6 +398,7 @@ impl Loop {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
+        let mut heard = false;
         loop {
             let room = match c.phase {
                 Phase::Reading => c.inbox.room(limits).min(self.input.len()),
@@ -435,9 +420,7 @@ impl Loop {
                     }
                     _ => {
                         c.inbox.push(&self.input[..n]);
-                        if c.first_byte.is_none() {
-                            c.first_byte = Some(mono_ns());
-                        }
+                        heard = true;
                     }
                 },
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -446,6 +429,15 @@ impl Loop {
             }
         }
         self.take(id);
+        if heard {
+            // Part of a request waits while the connection reads with bytes in its inbox.
+            let mid = self
+                .conns
+                .get(&id)
+                .is_some_and(|c| c.phase == Phase::Reading && !c.inbox.is_empty());
+            self.room
+                .heard(ConnId(id), Timestamp::from_nanos(mono_ns()), mid);
+        }
     }
 
     /// Takes the next whole request `id` holds, if it is reading.
@@ -470,9 +462,9 @@ impl Loop {
             Taken::Reply(response) => self.respond(id, &response, false),
             Taken::Request(request) => {
                 c.served += 1;
-                c.first_byte = None;
                 c.phase = Phase::Routing;
-                c.since = mono_ns();
+                self.room
+                    .request_done(ConnId(id), Timestamp::from_nanos(mono_ns()));
                 let keep_alive = request.keep_alive
                     && c.served < shared.limits.max_requests_per_connection
                     && !shared.stop.load(Ordering::SeqCst);
@@ -519,9 +511,9 @@ impl Loop {
         }
         c.out = Vec::new();
         let now = mono_ns();
-        c.since = now;
         if keep_alive {
             c.phase = Phase::Reading;
+            self.room.answered(ConnId(id), Timestamp::from_nanos(now));
             // A pipelined request may be waiting, in the inbox or in the socket.
             self.readable(id);
         } else {
@@ -534,6 +526,7 @@ impl Loop {
             c.phase = Phase::Lingering {
                 until: now + linger.as_nanos() as u64,
             };
+            self.room.closing(ConnId(id));
             self.readable(id);
         }
     }
@@ -542,24 +535,9 @@ impl Loop {
     fn sweep(&mut self, now: u64) {
         let limits = self.shared.limits.clone();
         let ns = |d: Duration| d.as_nanos() as u64;
-        let mut late: Vec<u64> = Vec::new();
         let mut closed: Vec<u64> = Vec::new();
         for (&id, c) in &self.conns {
             match c.phase {
-                Phase::Reading => match c.first_byte {
-                    Some(t) if now.saturating_sub(t) >= ns(limits.read_timeout) => late.push(id),
-                    Some(_) => {}
-                    None => {
-                        let wait = if c.served == 0 {
-                            limits.read_timeout
-                        } else {
-                            limits.idle_timeout
-                        };
-                        if now.saturating_sub(c.since) >= ns(wait) {
-                            closed.push(id);
-                        }
-                    }
-                },
                 Phase::Writing { .. } => {
                     if now.saturating_sub(c.since) >= ns(limits.write_timeout) {
                         closed.push(id);
@@ -570,7 +548,29 @@ impl Loop {
                         closed.push(id);
                     }
                 }
-                Phase::Routing => {}
+                Phase::Reading | Phase::Routing => {}
+            }
+        }
+        // A whole request within the read timeout (408), the first within it too and the
+        // next within the idle timeout (closed without an answer).
+        let deadlines = Deadlines {
+            request: limits.read_timeout,
+            first_request: limits.read_timeout,
+            idle: limits.idle_timeout,
+        };
+        let busy = |ConnId(id)| {
+            self.conns
+                .get(&id)
+                .map_or(0, |c| usize::from(c.phase != Phase::Reading))
+        };
+        let mut late: Vec<u64> = Vec::new();
+        for (ConnId(id), expiry) in self
+            .room
+            .expired(Timestamp::from_nanos(now), deadlines, busy)
+        {
+            match expiry {
+                Expiry::Request => late.push(id),
+                Expiry::Idle => closed.push(id),
             }
         }
         for id in late {
@@ -583,6 +583,7 @@ impl Loop {
     }
 
     fn close(&mut self, id: u64) {
+        self.room.leave(ConnId(id));
         if let Some(mut c) = self.conns.remove(&id) {
             let _ = self.poll.registry().deregister(&mut c.stream);
             let _ = c.stream.shutdown(Shutdown::Both);

@@ -18,14 +18,14 @@
 
 use super::service::Shared;
 use crate::interleaved::{ConnOut, Doorbell, Flush};
-use metronome_session::rtsp::room::{admit, Admit, Holder};
+use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Room};
 use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits};
 use metronome_time::Timestamp;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::net::{Shutdown, SocketAddr};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,14 +53,6 @@ struct Conn {
     local: SocketAddr,
     out: Arc<ConnOut>,
     framer: Framer,
-    /// Since when part of a request has been waiting for the rest, if it has.
-    partial_since: Option<Timestamp>,
-    /// When bytes last arrived (the idle timeout counts from it).
-    last_read: Timestamp,
-    /// When it last completed a request (or connected).
-    last_active: Timestamp,
-    /// Whether it has completed a request at all.
-    served: bool,
     /// Since when its queue has had bytes the socket would not take.
     stalled_since: Option<Timestamp>,
     /// Ending, for this reason, once its queue is written.
@@ -73,7 +65,8 @@ pub(super) struct Loop {
     listener: TcpListener,
     bell: Arc<Doorbell>,
     conns: HashMap<u64, Conn>,
-    per_ip: HashMap<IpAddr, usize>,
+    /// Their places, timing and caps (sans-IO: `session::rtsp::room`).
+    room: Room,
     next: u64,
     /// What reads land in.
     input: Vec<u8>,
@@ -100,13 +93,14 @@ impl Loop {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
         let now = shared.clock.now();
+        let room = Room::new(shared.cfg.max_connections, shared.cfg.max_per_address);
         Ok(Loop {
             shared,
             poll,
             listener,
             bell,
             conns: HashMap::new(),
-            per_ip: HashMap::new(),
+            room,
             next: FIRST_CONN,
             input: vec![0; 16 << 10],
             output: Vec::with_capacity(crate::interleaved::CHUNK),
@@ -190,27 +184,28 @@ impl Loop {
     /// Serves a newcomer if the connection table's rule lets it (closing the holder it names
     /// first), else answers 503.
     fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
-        let cfg = &self.shared.cfg;
         let ip = peer.ip();
-        let from_ip = self.per_ip.get(&ip).copied().unwrap_or(0);
-        if self.conns.len() >= cfg.max_connections || from_ip >= cfg.max_per_address {
-            let now = self.shared.clock.now();
-            let holders = self.holders();
-            match admit(&holders, ip, now, cfg.max_connections, cfg.max_per_address) {
-                Admit::Serve => {}
-                Admit::CloseFirst(ConnId(id)) => {
-                    self.shared.evicted.fetch_add(1, Ordering::Relaxed);
-                    self.finish(id, "closed to make room for another client");
-                }
-                Admit::Refuse => {
-                    self.shared.refused.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
-                    // A fresh socket takes this whole; it is dropped (closed) right after.
-                    let _ = stream.write(
-                        b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n",
-                    );
-                    return;
-                }
+        let now = self.shared.clock.now();
+        // Sessions per connection, read (under the lock) only if the rule needs them.
+        let sessions = std::cell::OnceCell::new();
+        let busy = |id| {
+            let s = sessions.get_or_init(|| self.shared.lock().backend.sessions_per_connection());
+            s.get(&id).copied().unwrap_or(0)
+        };
+        match self.room.admit(ip, now, busy) {
+            Admit::Serve => {}
+            Admit::CloseFirst(ConnId(id)) => {
+                self.shared.evicted.fetch_add(1, Ordering::Relaxed);
+                self.finish(id, "closed to make room for another client");
+            }
+            Admit::Refuse => {
+                self.shared.refused.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
+                // A fresh socket takes this whole; it is dropped (closed) right after.
+                let _ = stream.write(
+                    b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n",
+                );
+                return;
             }
         }
         let id = self.next;
@@ -232,7 +227,6 @@ impl Loop {
             .lock()
             .backend
             .connection_opened(ConnId(id), out.clone());
-        let now = self.shared.clock.now();
         self.conns.insert(
             id,
             Conn {
@@ -241,37 +235,15 @@ impl Loop {
                 local,
                 out,
                 framer: Framer::new(FramerLimits::default()),
-                partial_since: None,
-                last_read: now,
-                last_active: now,
-                served: false,
                 stalled_since: None,
                 closing: None,
             },
         );
-        *self.per_ip.entry(ip).or_insert(0) += 1;
+        self.room.enter(ConnId(id), ip, now);
         self.shared
             .connections
             .store(self.conns.len(), Ordering::Release);
         tracing::info!(target: "metronome::rtsp", "client {peer} connected (connection {id})");
-    }
-
-    /// What the room rule needs to know of every connection.
-    fn holders(&self) -> Vec<Holder> {
-        let core = self.shared.lock();
-        let sessions = core.backend.sessions_per_connection();
-        self.conns
-            .iter()
-            .map(|(&id, c)| Holder {
-                id: ConnId(id),
-                ip: c.peer.ip(),
-                partial_since: c.partial_since,
-                last_active: c.last_active,
-                served: c.served,
-                sessions: sessions.get(&ConnId(id)).copied().unwrap_or(0),
-                closing: c.closing.is_some(),
-            })
-            .collect()
     }
 
     /// Reads what `id` sent and answers each whole request.
@@ -283,6 +255,8 @@ impl Loop {
             return;
         }
         let mut budget = READ_BUDGET;
+        let mut heard = false;
+        let mut requests = 0;
         let why = loop {
             let room = c.framer.buffer_space().min(self.input.len());
             if room == 0 {
@@ -293,10 +267,11 @@ impl Loop {
             match c.stream.read(&mut self.input[..room]) {
                 Ok(0) => break Some("it closed the connection"),
                 Ok(n) => {
-                    c.last_read = self.shared.clock.now();
+                    heard = true;
                     c.framer.push(&self.input[..n]);
-                    if let Err(why) = answer(&self.shared, id, c, &mut self.wire) {
-                        break Some(why);
+                    match answer(&self.shared, id, c, &mut self.wire) {
+                        Ok(n) => requests += n,
+                        Err(why) => break Some(why),
                     }
                     if c.closing.is_some() {
                         break None;
@@ -312,16 +287,17 @@ impl Loop {
                 Err(_) => break Some("the connection failed"),
             }
         };
-        // Between requests, or in the middle of one: what the deadline and the choice of a
+        // Between requests, or in the middle of one: what the deadlines and the choice of a
         // connection to close (when full) go by.
-        let now = self.shared.clock.now();
-        let waiting = c.framer.mid_message();
-        if waiting != c.partial_since.is_some() {
-            c.partial_since = waiting.then_some(now);
-            if !waiting {
-                c.last_active = now;
-                c.served = true;
+        if heard {
+            let now = self.shared.clock.now();
+            self.room.heard(ConnId(id), now, c.framer.mid_message());
+            if requests > 0 {
+                self.room.request_done(ConnId(id), now);
             }
+        }
+        if c.closing.is_some() {
+            self.room.closing(ConnId(id));
         }
         if let Some(why) = why {
             self.finish(id, why);
@@ -352,42 +328,31 @@ impl Loop {
     /// Applies the deadlines, retries a stalled accept, and runs the session timer.
     fn sweep(&mut self, now: Timestamp) {
         let cfg = self.shared.cfg.clone();
+        let mut ended: Vec<(u64, &'static str)> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| {
+                c.stalled_since
+                    .is_some_and(|t| now.saturating_since(t) >= cfg.write_timeout)
+            })
+            .map(|(&id, _)| (id, "it does not read what it is sent"))
+            .collect();
+        // A connection with no session lives as long as the idle timeout; one with sessions
+        // as long as they do (the session timer tears them down).
         let sessions = self.shared.lock().backend.sessions_per_connection();
-        let mut ended: Vec<(u64, &'static str)> = Vec::new();
-        for (&id, c) in self.conns.iter_mut() {
-            if c.stalled_since
-                .is_some_and(|t| now.saturating_since(t) >= cfg.write_timeout)
-            {
-                ended.push((id, "it does not read what it is sent"));
+        let deadlines = Deadlines {
+            request: cfg.request_timeout,
+            first_request: cfg.idle_timeout,
+            idle: cfg.idle_timeout,
+        };
+        let busy = |id| sessions.get(&id).copied().unwrap_or(0);
+        for (ConnId(id), expiry) in self.room.expired(now, deadlines, busy) {
+            if ended.iter().any(|(e, _)| *e == id) {
                 continue;
             }
-            if c.closing.is_some() {
-                continue;
-            }
-            if c.partial_since
-                .is_some_and(|t| now.saturating_since(t) >= cfg.request_timeout)
-            {
-                // A whole request takes at most request_timeout, however its bytes trickle.
-                let e = FrameError::Timeout {
-                    seconds: cfg.request_timeout.as_secs(),
-                    cseq: None,
-                };
-                self.shared.bad_requests.fetch_add(1, Ordering::Relaxed);
-                let response = self.shared.lock().rtsp.error_response(&e);
-                self.wire.clear();
-                if response.write(&mut self.wire).is_ok() {
-                    c.out.send_message(&self.wire);
-                }
-                c.closing = Some("its request did not arrive whole in time (408)");
-                c.out.close();
-                continue;
-            }
-            // A connection with no session lives as long as the idle timeout; one with
-            // sessions as long as they do (the session timer tears them down).
-            if now.saturating_since(c.last_read) >= cfg.idle_timeout
-                && !sessions.contains_key(&ConnId(id))
-            {
-                ended.push((id, "idle without a session"));
+            match expiry {
+                Expiry::Idle => ended.push((id, "idle without a session")),
+                Expiry::Request => self.late(id, cfg.request_timeout),
             }
         }
         for (id, why) in ended {
@@ -409,6 +374,27 @@ impl Loop {
         }
     }
 
+    /// Answers 408 to a request that did not arrive whole in time, and closes the connection
+    /// once that is written.
+    fn late(&mut self, id: u64, limit: Duration) {
+        let Some(c) = self.conns.get_mut(&id) else {
+            return;
+        };
+        let e = FrameError::Timeout {
+            seconds: limit.as_secs(),
+            cseq: None,
+        };
+        self.shared.bad_requests.fetch_add(1, Ordering::Relaxed);
+        let response = self.shared.lock().rtsp.error_response(&e);
+        self.wire.clear();
+        if response.write(&mut self.wire).is_ok() {
+            c.out.send_message(&self.wire);
+        }
+        c.closing = Some("its request did not arrive whole in time (408)");
+        c.out.close();
+        self.room.closing(ConnId(id));
+    }
+
     /// After connections have closed, gives their memory back to the system, at most every
     /// [`GIVE_BACK_EVERY`], and once more after the last close (streams are torn down on other
     /// threads, a little later): the tables shrink, and the allocator returns its free pages
@@ -421,7 +407,7 @@ impl Loop {
         self.give_backs_due -= 1;
         self.last_give_back = now;
         self.conns.shrink_to_fit();
-        self.per_ip.shrink_to_fit();
+        self.room.shrink_to_fit();
         self.again.shrink_to_fit();
         self.rung.shrink_to_fit();
         self.shared.lock().shrink_to_fit();
@@ -441,13 +427,7 @@ impl Loop {
         self.give_backs_due = 2;
         let _ = self.poll.registry().deregister(&mut c.stream);
         let _ = c.stream.shutdown(Shutdown::Both);
-        let ip = c.peer.ip();
-        if let Some(n) = self.per_ip.get_mut(&ip) {
-            *n -= 1;
-            if *n == 0 {
-                self.per_ip.remove(&ip);
-            }
-        }
+        self.room.leave(ConnId(id));
         {
             let mut core = self.shared.lock();
             let core = &mut *core;
@@ -461,10 +441,16 @@ impl Loop {
     }
 }
 
-/// Answers every whole request `c`'s framer holds, and routes its interleaved data. An error
-/// is why the connection must end now; a framing error that leaves the stream untrustworthy
-/// queues its answer and marks the connection closing.
-fn answer(shared: &Shared, id: u64, c: &mut Conn, wire: &mut Vec<u8>) -> Result<(), &'static str> {
+/// Answers every whole request `c`'s framer holds (returns how many it answered), and routes
+/// its interleaved data. An error is why the connection must end now; a framing error that
+/// leaves the stream untrustworthy queues its answer and marks the connection closing.
+fn answer(
+    shared: &Shared,
+    id: u64,
+    c: &mut Conn,
+    wire: &mut Vec<u8>,
+) -> Result<usize, &'static str> {
+    let mut answered = 0;
     while let Some(frame) = c.framer.next_frame() {
         let mut core = shared.lock();
         let core = &mut *core;
@@ -499,14 +485,15 @@ fn answer(shared: &Shared, id: u64, c: &mut Conn, wire: &mut Vec<u8>) -> Result<
         if response.write(wire).is_err() || !c.out.send_message(wire) {
             return Err("it does not read what it is sent");
         }
+        answered += 1;
         if closing {
             // The answer is queued; the connection ends once it is written.
             c.closing = Some("its request's length could not be trusted");
             c.out.close();
-            return Ok(());
+            break;
         }
     }
-    Ok(())
+    Ok(answered)
 }
 
 /// A line for what a client did that changes what is sent: PLAY, PAUSE, TEARDOWN (and SETUP

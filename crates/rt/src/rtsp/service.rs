@@ -303,9 +303,7 @@ fn rtsp_metrics(shared: &Shared) -> String {
     ];
     let mut out = String::new();
     for (name, kind, help, v) in families {
-        out.push_str(&format!(
-            "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}\n"
-        ));
+        crate::control::metrics::family(&mut out, name, kind, help, &[(String::new(), v)]);
     }
     out
 }

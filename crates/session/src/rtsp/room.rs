@@ -1,5 +1,6 @@
-//! Who may connect when the server is full, sans-IO: the connection table's rule, which the
-//! driver applies (it holds the sockets and closes what this says).
+//! Who may connect when the server is full, and when a connection has waited too long, sans-IO:
+//! the connection table ([`Room`]) that the RTSP server's and the control API's event loops
+//! keep, and its rule ([`admit`]). The driver holds the sockets and closes what this says.
 //!
 //! Under the limits (all connections, and those from the newcomer's address) a newcomer is
 //! served. At a limit, the connection that holds its place without using it is closed to make
@@ -11,6 +12,7 @@
 
 use super::ConnId;
 use metronome_time::Timestamp;
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -83,6 +85,189 @@ pub fn admit(
         .map_or(Admit::Refuse, |(_, id)| Admit::CloseFirst(id))
 }
 
+/// How long a connection may wait, by what it is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadlines {
+    /// A whole request, from its first byte (408 after it).
+    pub request: Duration,
+    /// Quiet before its first request (closed without an answer after it).
+    pub first_request: Duration,
+    /// Quiet after a request, when it uses nothing (closed after it).
+    pub idle: Duration,
+}
+
+/// Why a connection's time is up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// Its request did not arrive whole in time: answer 408, then close.
+    Request,
+    /// It stayed quiet too long: close.
+    Idle,
+}
+
+/// What the table keeps of one connection.
+#[derive(Clone, Copy, Debug)]
+struct Place {
+    ip: IpAddr,
+    partial_since: Option<Timestamp>,
+    last_active: Timestamp,
+    /// Since when nothing has arrived (or the last answer went out).
+    quiet_since: Timestamp,
+    served: bool,
+    closing: bool,
+}
+
+/// The connection table: every live connection's address and timing, the caps, and the
+/// deadlines. `busy` (asked of the driver) is how much a connection uses its place: the
+/// sessions it set up, or a request being served. A busy connection is never closed to make
+/// room, nor for being idle.
+#[derive(Debug)]
+pub struct Room {
+    max: usize,
+    per_address: usize,
+    places: HashMap<ConnId, Place>,
+    per_ip: HashMap<IpAddr, usize>,
+}
+
+impl Room {
+    /// A table for `max` connections in all and `per_address` from one address.
+    pub fn new(max: usize, per_address: usize) -> Room {
+        Room {
+            max: max.max(1),
+            per_address: per_address.max(1),
+            places: HashMap::new(),
+            per_ip: HashMap::new(),
+        }
+    }
+
+    /// Connections in the table (closing ones too).
+    pub fn len(&self) -> usize {
+        self.places.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.places.is_empty()
+    }
+
+    /// What to do with a newcomer from `ip` ([`admit`], asked only at a cap).
+    pub fn admit(&self, ip: IpAddr, now: Timestamp, busy: impl Fn(ConnId) -> usize) -> Admit {
+        let from_ip = self.per_ip.get(&ip).copied().unwrap_or(0);
+        if self.places.len() < self.max && from_ip < self.per_address {
+            return Admit::Serve;
+        }
+        let holders: Vec<Holder> = self
+            .places
+            .iter()
+            .map(|(&id, p)| Holder {
+                id,
+                ip: p.ip,
+                partial_since: p.partial_since,
+                last_active: p.last_active,
+                served: p.served,
+                sessions: busy(id),
+                closing: p.closing,
+            })
+            .collect();
+        admit(&holders, ip, now, self.max, self.per_address)
+    }
+
+    /// A connection from `ip` is served from `now`.
+    pub fn enter(&mut self, id: ConnId, ip: IpAddr, now: Timestamp) {
+        let place = Place {
+            ip,
+            partial_since: None,
+            last_active: now,
+            quiet_since: now,
+            served: false,
+            closing: false,
+        };
+        if self.places.insert(id, place).is_none() {
+            *self.per_ip.entry(ip).or_insert(0) += 1;
+        }
+    }
+
+    /// The connection is gone.
+    pub fn leave(&mut self, id: ConnId) {
+        let Some(p) = self.places.remove(&id) else {
+            return;
+        };
+        if let Some(n) = self.per_ip.get_mut(&p.ip) {
+            *n -= 1;
+            if *n == 0 {
+                self.per_ip.remove(&p.ip);
+            }
+        }
+    }
+
+    /// The connection is ending (its last answer is being written): it holds no place a
+    /// newcomer needs, and no deadline applies.
+    pub fn closing(&mut self, id: ConnId) {
+        if let Some(p) = self.places.get_mut(&id) {
+            p.closing = true;
+        }
+    }
+
+    /// Bytes arrived at `now`; `mid_request` says whether part of a request now waits for
+    /// the rest (its deadline counts from the first of them).
+    pub fn heard(&mut self, id: ConnId, now: Timestamp, mid_request: bool) {
+        if let Some(p) = self.places.get_mut(&id) {
+            p.quiet_since = now;
+            p.partial_since = if mid_request {
+                p.partial_since.or(Some(now))
+            } else {
+                None
+            };
+        }
+    }
+
+    /// A whole request arrived at `now`: the connection has been served, and is active.
+    pub fn request_done(&mut self, id: ConnId, now: Timestamp) {
+        if let Some(p) = self.places.get_mut(&id) {
+            p.served = true;
+            p.last_active = now;
+        }
+    }
+
+    /// An answer went out at `now`: quiet counts from here.
+    pub fn answered(&mut self, id: ConnId, now: Timestamp) {
+        if let Some(p) = self.places.get_mut(&id) {
+            p.quiet_since = now;
+        }
+    }
+
+    /// The connections whose time is up at `now`, and why.
+    pub fn expired(
+        &self,
+        now: Timestamp,
+        d: Deadlines,
+        busy: impl Fn(ConnId) -> usize,
+    ) -> Vec<(ConnId, Expiry)> {
+        let mut out = Vec::new();
+        for (&id, p) in &self.places {
+            if p.closing {
+                continue;
+            }
+            match p.partial_since {
+                // However its bytes trickle, a whole request takes at most `request`.
+                Some(t) if now.saturating_since(t) >= d.request => out.push((id, Expiry::Request)),
+                Some(_) => {}
+                None => {
+                    let wait = if p.served { d.idle } else { d.first_request };
+                    if now.saturating_since(p.quiet_since) >= wait && busy(id) == 0 {
+                        out.push((id, Expiry::Idle));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    pub fn shrink_to_fit(&mut self) {
+        self.places.shrink_to_fit();
+        self.per_ip.shrink_to_fit();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,5 +322,43 @@ mod tests {
         h[0].closing = true;
         assert_eq!(admit(&h, A, ms(1000), 10, 2), Admit::Serve);
         assert_eq!(admit(&h, A, ms(1000), 1, 2), Admit::Refuse);
+    }
+
+    #[test]
+    fn the_table_counts_addresses_and_applies_the_deadlines() {
+        let mut room = Room::new(2, 1);
+        let idle = |_| 0;
+        room.enter(ConnId(1), A, ms(0));
+        // A's one place is taken and has just connected: B is served, A waits.
+        assert_eq!(room.admit(B, ms(10), idle), Admit::Serve);
+        assert_eq!(room.admit(A, ms(10), idle), Admit::Refuse);
+        // Silent long enough, it makes room for another from A.
+        assert_eq!(room.admit(A, ms(200), idle), Admit::CloseFirst(ConnId(1)));
+        let d = Deadlines {
+            request: Duration::from_millis(500),
+            first_request: Duration::from_millis(300),
+            idle: Duration::from_secs(1),
+        };
+        // A request trickling from 100 ms is late at 600; quiet after one, idle at 1.7 s.
+        room.heard(ConnId(1), ms(100), true);
+        assert_eq!(room.expired(ms(599), d, idle), []);
+        assert_eq!(
+            room.expired(ms(600), d, idle),
+            [(ConnId(1), Expiry::Request)]
+        );
+        room.heard(ConnId(1), ms(700), false);
+        room.request_done(ConnId(1), ms(700));
+        assert_eq!(room.expired(ms(1699), d, idle), []);
+        assert_eq!(room.expired(ms(1700), d, idle), [(ConnId(1), Expiry::Idle)]);
+        // Busy, or closing, it is never idle; gone, its address is free again.
+        assert_eq!(room.expired(ms(5000), d, |_| 1), []);
+        room.closing(ConnId(1));
+        assert_eq!(room.expired(ms(5000), d, idle), []);
+        room.leave(ConnId(1));
+        assert!(room.is_empty());
+        assert_eq!(room.admit(A, ms(5000), idle), Admit::Serve);
+        // Before its first request, the first deadline applies.
+        room.enter(ConnId(2), B, ms(0));
+        assert_eq!(room.expired(ms(300), d, idle), [(ConnId(2), Expiry::Idle)]);
     }
 }
