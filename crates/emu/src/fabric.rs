@@ -441,9 +441,10 @@ impl Fabric {
     /// Reads every datagram the inputs hold into their routes' first links.
     fn drain(&mut self) {
         if self.ended {
-            // Nothing more is read; what was read goes in.
+            // Nothing more is read; what was read goes in (recorded like any other input:
+            // the record is of what entered the links).
             let ready = self.pending.len();
-            self.enter_pending(ready, false);
+            self.enter_pending(ready, self.record);
             return;
         }
         // Every datagram stamped before `t0` is in its socket by now; one stamped later may

@@ -10,7 +10,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::wait::{WaitMode, Waiter};
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 fn links() -> Vec<LinkConfig> {
@@ -31,19 +31,45 @@ fn links() -> Vec<LinkConfig> {
     ]
 }
 
-fn receive(sock: UdpSocket, stop: &AtomicBool) -> BTreeSet<u64> {
+/// Receives until `stop` is set and then until its socket is empty (a receiver the host
+/// starved for a while still counts what the kernel holds for it); `count` follows along.
+fn receive(sock: UdpSocket, stop: &AtomicBool, count: &AtomicUsize) -> BTreeSet<u64> {
     sock.set_read_timeout(Some(Duration::from_millis(50)))
         .unwrap();
     let mut got = BTreeSet::new();
     let mut buf = [0u8; 2048];
-    while !stop.load(Ordering::Relaxed) {
-        if let Ok(n) = sock.recv(&mut buf) {
-            if n >= 8 {
+    let mut stopping = false;
+    loop {
+        if !stopping && stop.load(Ordering::Relaxed) {
+            stopping = true;
+            sock.set_nonblocking(true).unwrap();
+        }
+        match sock.recv(&mut buf) {
+            Ok(n) if n >= 8 => {
                 got.insert(u64::from_be_bytes(buf[..8].try_into().unwrap()));
+                count.fetch_add(1, Ordering::Relaxed);
             }
+            Ok(_) => {}
+            Err(_) if stopping => return got,
+            Err(_) => {}
         }
     }
-    got
+}
+
+/// Waits until `count` has not moved for `quiet` (at most `limit`).
+fn wait_until_quiet(count: &AtomicUsize, quiet: Duration, limit: Duration) {
+    let now = || Duration::from_nanos(metronome_rt::clock::mono_ns());
+    let start = now();
+    let (mut last, mut since) = (count.load(Ordering::Relaxed), now());
+    while now() - start < limit {
+        std::thread::sleep(Duration::from_millis(20));
+        let n = count.load(Ordering::Relaxed);
+        if n != last {
+            (last, since) = (n, now());
+        } else if now() - since >= quiet {
+            return;
+        }
+    }
 }
 
 /// The recorded inputs through fresh links in virtual time: numbers delivered, per route.
@@ -112,11 +138,12 @@ fn the_fabric_delivers_what_its_links_deliver_in_virtual_time() {
     fabric.record_inputs(true);
     let to: Vec<SocketAddr> = (0..2).map(|r| fabric.input_addr(r).unwrap()).collect();
     let (stop_fabric, stop_rx) = (AtomicBool::new(false), AtomicBool::new(false));
+    let count = AtomicUsize::new(0);
     let (stats, got) = std::thread::scope(|s| {
         let f = s.spawn(|| fabric.run(&stop_fabric, None));
         let rx: Vec<_> = sinks
             .into_iter()
-            .map(|k| s.spawn(|| receive(k, &stop_rx)))
+            .map(|k| s.spawn(|| receive(k, &stop_rx, &count)))
             .collect();
         // Two senders of 1000-byte datagrams, 6 Mbit/s each, into 8 Mbit/s: the queue fills.
         let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -128,10 +155,12 @@ fn the_fabric_delivers_what_its_links_deliver_in_virtual_time() {
             buf[..8].copy_from_slice(&i.to_be_bytes());
             tx.send_to(&buf, to[(i % 2) as usize]).unwrap();
         }
-        std::thread::sleep(Duration::from_millis(300));
+        // The fabric stops once nothing has come out of it for a while (not after a fixed
+        // time: a loaded host may hold its thread back), then lets what is in flight arrive;
+        // the receivers then empty their sockets.
+        wait_until_quiet(&count, Duration::from_millis(300), Duration::from_secs(20));
         stop_fabric.store(true, Ordering::Relaxed);
         let stats = f.join().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
         stop_rx.store(true, Ordering::Relaxed);
         let got: Vec<BTreeSet<u64>> = rx.into_iter().map(|h| h.join().unwrap()).collect();
         (stats, got)

@@ -203,22 +203,30 @@ fn multicast_crosses_a_shared_link_once_and_is_copied_where_paths_part() {
     let count = |s: &UdpSocket, stop: &AtomicBool| {
         let (mut mc, mut uc) = (0u32, 0u32);
         let mut buf = [0u8; 2048];
-        while !stop.load(Ordering::Relaxed) {
-            if let Ok((n, _)) = s.recv_from(&mut buf) {
-                match &buf[..n.min(1)] {
+        // Until `stop`, and then until the socket is empty: a receiver the host held back
+        // still counts what the kernel keeps for it.
+        let mut stopping = false;
+        loop {
+            if !stopping && stop.load(Ordering::Relaxed) {
+                stopping = true;
+                s.set_nonblocking(true).unwrap();
+            }
+            match s.recv_from(&mut buf) {
+                Ok((n, _)) => match &buf[..n.min(1)] {
                     b"m" => mc += 1,
                     b"u" => uc += 1,
                     _ => {}
-                }
+                },
+                Err(_) if stopping => return (mc, uc),
+                Err(_) => {}
             }
         }
-        (mc, uc)
     };
     let n = 400u32;
     let (stats, got1, got2) = std::thread::scope(|s| {
         let f = s.spawn(|| fabric.run(&stop, None));
         let stop_rx = AtomicBool::new(false);
-        let (h1, h2) = std::thread::scope(|s2| {
+        std::thread::scope(|s2| {
             let h1 = s2.spawn(|| count(&r1, &stop_rx));
             let h2 = s2.spawn(|| count(&r2, &stop_rx));
             std::thread::sleep(Duration::from_millis(100));
@@ -227,12 +235,14 @@ fn multicast_crosses_a_shared_link_once_and_is_copied_where_paths_part() {
                 tx.send_to(b"u", SocketAddrV4::new(addr(1), 5000)).unwrap();
                 std::thread::sleep(Duration::from_micros(500));
             }
+            // The fabric stops reading and lets what is in flight arrive; then the receivers
+            // empty their sockets.
             std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, Ordering::Relaxed);
+            let stats = f.join().unwrap();
             stop_rx.store(true, Ordering::Relaxed);
-            (h1.join().unwrap(), h2.join().unwrap())
-        });
-        stop.store(true, Ordering::Relaxed);
-        (f.join().unwrap(), h1, h2)
+            (stats, h1.join().unwrap(), h2.join().unwrap())
+        })
     });
     let [l0, l1, l2] = [&stats.links[0], &stats.links[1], &stats.links[2]];
     eprintln!(
