@@ -61,6 +61,10 @@ struct PacingRun {
     pacer_cpu_percent: f64,
     receiver_packets: u64,
     receiver_lost: u64,
+    #[serde(
+        rename = "receiver_jitter_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     receiver_jitter_ms: f64,
     receiver_interarrival: Summary,
     /// How busy the host was during this run.
@@ -71,6 +75,10 @@ struct PacingRun {
 struct PacingBench {
     benchmark: &'static str,
     rate_bps: u64,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     duration_s: f64,
     runs: Vec<PacingRun>,
     /// Baseline divided by Metronome's default (auto wait): how many times better it is.

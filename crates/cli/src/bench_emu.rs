@@ -53,8 +53,12 @@ struct Case {
 
 #[derive(Serialize)]
 struct EmuBench {
-    schema: &'static str,
+    benchmark: &'static str,
     rate_bps: u64,
+    #[serde(
+        rename = "delay_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     delay_ms: f64,
     cases: Vec<Case>,
     /// The emulator's throughput over the kernel tbf's, in the same run.
@@ -249,7 +253,7 @@ pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
     let emu = emulated(&a, secs)?;
     let tbf = kernel(&a, secs)?;
     let bench = EmuBench {
-        schema: "metronome.bench.emu/1",
+        benchmark: "emu",
         rate_bps: a.rate,
         delay_ms: a.delay.as_secs_f64() * 1e3,
         throughput_ratio: emu.throughput_bps / tbf.throughput_bps.max(1.0),
@@ -257,7 +261,7 @@ pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
         host: watch.finish(0),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&bench)?);
+        println!("{}", crate::report::to_json(&bench)?);
         return Ok(());
     }
     println!(

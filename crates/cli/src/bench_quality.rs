@@ -28,13 +28,16 @@ pub struct QualityBenchArgs {
 struct Case {
     name: &'static str,
     frames: u64,
+    #[serde(
+        rename = "wall_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     wall_s: f64,
     frames_per_s: f64,
 }
 
 #[derive(Serialize)]
 struct QualityBench {
-    schema: &'static str,
     benchmark: &'static str,
     optimized: bool,
     size: String,
@@ -99,7 +102,7 @@ pub fn run(a: QualityBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(&dir);
     let bench = result?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&bench)?);
+        println!("{}", crate::report::to_json(&bench)?);
         return Ok(());
     }
     println!(
@@ -170,7 +173,6 @@ fn measure(a: &QualityBenchArgs, dir: &Path) -> Result<QualityBench, String> {
         case("ffmpeg psnr + ssim filters", theirs),
     );
     Ok(QualityBench {
-        schema: "metronome.bench.quality/1",
         benchmark: "quality",
         optimized: !cfg!(debug_assertions),
         size: a.size.clone(),

@@ -192,6 +192,10 @@ struct Check {
 #[derive(Serialize)]
 struct RawBench {
     benchmark: &'static str,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     duration_s: f64,
     notes: Vec<&'static str>,
     runs: Vec<Run>,

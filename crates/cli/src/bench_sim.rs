@@ -37,18 +37,38 @@ struct Case {
     /// TCP transfers beside it.
     tcp_flows: usize,
     /// Virtual time simulated, s.
+    #[serde(
+        rename = "media_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     media_s: f64,
     /// Wall-clock time it took, s.
+    #[serde(
+        rename = "wall_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     wall_s: f64,
     /// Of which the video (making, decoding, comparing pictures), s; the rest is the network
     /// and the sessions (`network_s`), what the target is for.
+    #[serde(
+        rename = "video_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     video_s: f64,
+    #[serde(
+        rename = "network_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     network_s: f64,
     events: u64,
     events_per_s: f64,
     /// Simulated seconds per wall-clock second.
     sim_to_wall: f64,
     /// The target for this case, wall-clock s, and whether this run met it.
+    #[serde(
+        rename = "target_wall_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     target_wall_s: f64,
     met_target: bool,
     /// Packets handed to receivers (every copy).
@@ -57,7 +77,6 @@ struct Case {
 
 #[derive(Serialize)]
 struct SimBench {
-    schema: &'static str,
     benchmark: &'static str,
     /// Whether this binary was built with optimizations (debug builds are ~3x slower).
     optimized: bool,
@@ -215,14 +234,13 @@ pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
     .collect::<Result<Vec<_>, _>>();
     let _ = std::fs::remove_dir_all(&scratch);
     let bench = SimBench {
-        schema: "metronome.bench.sim/1",
         benchmark: "sim",
         optimized: !cfg!(debug_assertions),
         cases: cases?,
         host: watch.finish(0),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&bench)?);
+        println!("{}", crate::report::to_json(&bench)?);
         return Ok(());
     }
     println!("simulator speed (virtual time against the wall clock of this run)");

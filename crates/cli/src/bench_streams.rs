@@ -63,6 +63,10 @@ struct Case {
     /// Why the first refused stream was refused.
     first_refusal: Option<String>,
     stream_rate_bps: u64,
+    #[serde(
+        rename = "period_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     period_ms: f64,
     packets: u64,
     lateness: Summary,
@@ -84,7 +88,15 @@ struct RxView {
     lost: u64,
     socket_overflows: u64,
     /// RFC 3550 interarrival jitter, mean and worst over the streams, ms.
+    #[serde(
+        rename = "jitter_mean_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     jitter_ms_mean: f64,
+    #[serde(
+        rename = "jitter_max_us",
+        serialize_with = "metronome_time::units::ms_as_us"
+    )]
     jitter_ms_max: f64,
     /// Inter-arrival p99.9 minus the nominal interval: median and worst over the streams, µs.
     interarrival_p999_excess_us_median: f64,
@@ -104,6 +116,10 @@ struct Comparison {
 #[derive(Serialize)]
 struct StreamsBench {
     benchmark: &'static str,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     duration_s: f64,
     send_cost_us: f64,
     cases: Vec<Case>,
@@ -120,7 +136,7 @@ pub fn run(a: StreamsArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::err
         println!("{}", crate::report::to_json(&bench)?);
     } else {
         print!("{}", human(&bench));
-        println!("{}", serde_json::to_string(&bench)?);
+        println!("{}", crate::report::to_json(&bench)?);
     }
     Ok(())
 }
@@ -337,7 +353,7 @@ fn rx_view(rx: &Value, nominal: Duration) -> RxView {
         .cloned()
         .unwrap_or_default();
     let nominal_us = nominal.as_secs_f64() * 1e6;
-    // The receiver reports jitter in µs (schema 3); this summary keeps ms.
+    // The receiver reports jitter in µs; this summary keeps ms inside (written in µs).
     let jitter: Vec<f64> = sources.iter().map(|s| f(s, "jitter_us") / 1e3).collect();
     let mut excess: Vec<f64> = sources
         .iter()

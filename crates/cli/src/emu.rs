@@ -187,7 +187,6 @@ fn pair(a: PairArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Er
 
 #[derive(Serialize)]
 struct RelayReport {
-    schema: &'static str,
     listen: SocketAddr,
     to: SocketAddr,
     received: u64,
@@ -220,7 +219,6 @@ pub fn run(cmd: EmuCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
     }
     let s = relay.run(&stop, a.duration);
     let report = RelayReport {
-        schema: "metronome.emu.relay/1",
         listen: a.listen,
         to: a.to,
         received: s.received,
@@ -234,7 +232,7 @@ pub fn run(cmd: EmuCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         lateness: s.lateness.summary(),
     };
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::report::to_json(&report)?);
     } else {
         println!(
             "received {}, forwarded {}, lost {}, queue drops {}, overflow {}, truncated {}",

@@ -40,7 +40,7 @@ pub struct FramesArgs {
     /// Also write the pair as Evalvid's traces: PREFIX.st, PREFIX.sd, PREFIX.rd
     #[arg(long, value_name = "PREFIX")]
     pub evalvid: Option<PathBuf>,
-    /// Print JSON only (schema metronome.frames/1)
+    /// Print JSON only (durations in µs; the fields are on `Report` in frames.rs)
     #[arg(long)]
     pub json: bool,
 }
@@ -48,7 +48,6 @@ pub struct FramesArgs {
 /// The JSON document.
 #[derive(Serialize)]
 struct Report {
-    schema: &'static str,
     sent: String,
     received: String,
     frames: u64,
@@ -57,10 +56,17 @@ struct Report {
     frames_lost_by_type: [u64; 4],
     frames_missed_deadline: u64,
     duplicate_packets: u64,
-    /// Of the frames shown: complete − sent, ns.
+    /// Of the frames shown: complete − sent (kept in ns, written in µs).
+    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     mean_delay_ns: u64,
+    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
     p99_delay_ns: u64,
+    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
     max_delay_ns: u64,
+    #[serde(
+        rename = "max_cumulative_jitter_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     max_cumulative_jitter_ns: i64,
 }
 
@@ -102,7 +108,6 @@ pub fn run(a: FramesArgs) -> Result<(), String> {
     }
     let delay = r.shown_delay();
     let report = Report {
-        schema: "metronome.frames/1",
         sent: a.sent.display().to_string(),
         received: a.received.display().to_string(),
         frames: sent.len() as u64,
@@ -118,7 +123,7 @@ pub fn run(a: FramesArgs) -> Result<(), String> {
     if a.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?
+            crate::report::to_json(&report).map_err(|e| e.to_string())?
         );
         return Ok(());
     }

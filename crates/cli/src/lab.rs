@@ -242,8 +242,8 @@ fn compare_runs(a: CompareArgs) -> Result<(), String> {
         );
     }
     if a.json {
-        let v = serde_json::json!({ "schema": "metronome.lab.compare/1", "rows": rows, "only_a": only_a, "only_b": only_b });
-        println!("{v:#}");
+        let v = serde_json::json!({ "rows": rows, "only_a": only_a, "only_b": only_b });
+        println!("{}", crate::report::to_json(&v).map_err(|e| e.to_string())?);
     } else {
         print!("{}", compare::text(&x, &y, &rows));
         if only_a + only_b > 0 {

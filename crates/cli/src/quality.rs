@@ -29,7 +29,7 @@ pub struct QualityArgs {
     /// Threads (frames compared at once) [default: the number of CPUs]
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Print JSON only (schema metronome.quality/1)
+    /// Print JSON only (the fields are on `Report` in quality.rs and `RunQuality`)
     #[arg(long)]
     pub json: bool,
 }
@@ -37,7 +37,6 @@ pub struct QualityArgs {
 /// The JSON document `--json` prints.
 #[derive(Serialize)]
 struct Report<'a> {
-    schema: &'static str,
     reference: String,
     received: String,
     /// Identical frames get this PSNR (dB), not infinity.
@@ -145,16 +144,12 @@ pub fn run(a: QualityArgs) -> Result<(), String> {
     )?;
     if a.json {
         let r = Report {
-            schema: "metronome.quality/1",
             reference: a.reference.display().to_string(),
             received: a.received.display().to_string(),
             psnr_cap_db: metronome_quality::psnr::CAP_DB,
             run: &run,
         };
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&r).map_err(|e| e.to_string())?
-        );
+        println!("{}", crate::report::to_json(&r).map_err(|e| e.to_string())?);
         return Ok(());
     }
     let mut out = std::io::stdout().lock();

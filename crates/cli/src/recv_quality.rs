@@ -222,7 +222,15 @@ pub struct LiveQuality {
     pub mos_mean: f64,
     pub mos_frames: [u64; 5],
     /// Mean and largest frame delay relative to the first frame (see the module), ns.
+    #[serde(
+        rename = "mean_relative_delay_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub mean_relative_delay_ns: i64,
+    #[serde(
+        rename = "max_cumulative_jitter_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub max_cumulative_jitter_ns: i64,
     /// The video's H.264 stream was found (a PMT with stream type 0x1b).
     pub video_found: bool,

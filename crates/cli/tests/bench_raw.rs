@@ -1,5 +1,8 @@
 //! `metronome bench raw` smoke test: one small case, both systems measured.
 
+mod common;
+
+use common::assert_one_vocabulary;
 use serde_json::Value;
 use std::process::Command;
 
@@ -23,6 +26,7 @@ fn bench_raw_measures_both_systems() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
+    assert_one_vocabulary(&v);
     let runs = v["runs"].as_array().expect("runs");
     let find = |system: &str| {
         runs.iter()

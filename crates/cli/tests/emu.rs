@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, json, port_pair};
+use common::{assert_durations_in_us, assert_one_vocabulary, bin, json, port_pair};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -43,7 +43,7 @@ fn a_stream_crosses_the_relay_with_the_links_delay() {
     let relay = json(&relay.wait_with_output().unwrap());
     let recv = json(&recv.wait_with_output().unwrap());
     let packets = sent["packets"].as_u64().unwrap();
-    assert_eq!(relay["schema"], "metronome.emu.relay/1");
+    assert_one_vocabulary(&relay);
     assert_eq!(relay["received"].as_u64(), Some(packets), "{relay}");
     assert_eq!(relay["forwarded"].as_u64(), Some(packets), "{relay}");
     let src = &recv["sources"][0];
@@ -189,7 +189,8 @@ fn bench_emu_reports_both_cases_side_by_side() {
         .output()
         .unwrap();
     let v = json(&out);
-    assert_eq!(v["schema"], "metronome.bench.emu/1");
+    assert_one_vocabulary(&v);
+    assert!(v["delay_us"].is_number(), "{v}");
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
     for c in cases {
@@ -295,6 +296,7 @@ fn seed001_ffmpeg_streams_ffmpeg_to_metronome_receivers_through_the_emulator() {
     );
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("run/summary.json")).unwrap()).unwrap();
+    assert_durations_in_us(&summary);
     let point = &summary["points"][0];
     let rx = |flow: &str| {
         point["flows"]

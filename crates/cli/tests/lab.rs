@@ -1,6 +1,9 @@
 //! `metronome lab` end to end: run a built-in scenario in shards, merge them with `lab report`,
 //! compare two runs, and read a broken scenario's error.
 
+mod common;
+
+use common::{assert_durations_in_us, assert_one_vocabulary};
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -58,7 +61,8 @@ fn shards_merge_into_one_report_and_runs_compare() {
     assert!(ok, "{out}\n{err}");
     let summary = std::fs::read_to_string(tmp.0.join("merged/summary.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
-    assert_eq!(v["schema"], "metronome.lab.summary/1");
+    assert_eq!(v["schema"], "metronome.lab.summary/2");
+    assert_durations_in_us(&v);
     assert_eq!(v["points"].as_array().unwrap().len(), 10);
     assert!(std::fs::read_to_string(tmp.0.join("merged/report.html"))
         .unwrap()
@@ -69,6 +73,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
     let (ok, out, err) = metronome(&["lab", "compare", &d("whole"), &d("merged"), "--json"]);
     assert!(ok, "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_one_vocabulary(&v);
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 30);
     // Same scenario, same seed: the shards measured exactly what the whole run did.
@@ -121,7 +126,7 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
     ]);
     assert!(ok, "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(v["schema"], "metronome.bench.sim/1");
+    assert_one_vocabulary(&v);
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4);
     assert_eq!(cases[0]["receivers"], 45);
@@ -135,11 +140,12 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
             (Some(45), Some(1))
         );
         let (wall, video, net) = (
-            c["wall_s"].as_f64().unwrap(),
-            c["video_s"].as_f64().unwrap(),
-            c["network_s"].as_f64().unwrap(),
+            c["wall_us"].as_i64().unwrap(),
+            c["video_us"].as_i64().unwrap(),
+            c["network_us"].as_i64().unwrap(),
         );
-        assert!(video > 0.0 && (wall - video - net).abs() < 1e-6, "{c}");
+        // Each is rounded to a whole µs.
+        assert!(video > 0 && (wall - video - net).abs() <= 1, "{c}");
     }
     for c in cases {
         assert!(c["events"].as_u64().unwrap() > 1000, "{c}");

@@ -26,10 +26,13 @@ pub struct ClosedForm {
     /// The limit of the path's netem link, packets.
     pub limit: usize,
     /// Delay plus serialization of one datagram on that link, ns (without `hold_extra_ns`).
+    #[serde(rename = "hold_us", with = "metronome_time::units::ns_as_us")]
     pub hold_ns: u64,
     /// The profile's `hold_extra`, ns (already in the link's delay).
+    #[serde(rename = "hold_extra_us", with = "metronome_time::units::ns_as_us")]
     pub hold_extra_ns: u64,
     /// Gap between datagrams, ns.
+    #[serde(rename = "interval_us", with = "metronome_time::units::ns_as_us")]
     pub interval_ns: u64,
     /// `1 − L / ⌈hold / interval⌉`, in percent.
     pub periodic_loss_percent: f64,
@@ -247,8 +250,8 @@ pub fn metric(flows: &[FlowReport], receiver: &str, metric: &str) -> Option<f64>
     Some(match metric {
         "loss_percent" => r.loss_percent,
         "throughput_bps" => r.throughput_bps,
-        "jitter_ns" => r.jitter_ns as f64,
-        "mean_delay_ns" => r.mean_delay_ns as f64,
+        "jitter_us" => r.jitter_ns as f64 / 1e3,
+        "mean_delay_us" => r.mean_delay_ns as f64 / 1e3,
         _ => return None,
     })
 }

@@ -12,10 +12,13 @@ pub struct Row {
     pub point: String,
     pub flow: String,
     pub receiver: String,
-    /// (a, b) per figure: loss %, throughput bit/s, jitter ns, mean delay ns.
+    /// (a, b) per figure: loss %, throughput bit/s, jitter and mean delay (kept in ns,
+    /// written in µs).
     pub loss_percent: (f64, f64),
     pub throughput_bps: (f64, f64),
+    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
     pub jitter_ns: (u64, u64),
+    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     pub mean_delay_ns: (u64, u64),
 }
 

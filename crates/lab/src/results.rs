@@ -9,8 +9,10 @@
 //! DIR/points/pNNN/FLOW.stdout    a command flow's output (emu mode), and FLOW.stderr
 //! ```
 //!
-//! Units: times in ns, rates in bit/s, sizes in bytes on the wire (IP header included),
-//! loss in percent. Every column is documented in `docs/lab.md`.
+//! Units in `summary.json`: durations in µs (`*_us`, kept in ns inside: exact in virtual
+//! time), points in time in ns since the Unix epoch (`*_unix_ns`), rates in bit/s, sizes in
+//! bytes on the wire (IP header included), loss in percent. Every field and column is
+//! documented in `docs/lab.md`.
 
 use crate::closed_form::{ClosedForm, TcpExpected};
 use metronome_netsim::sim::flows::FlowReport;
@@ -21,7 +23,7 @@ use std::io;
 use std::path::Path;
 
 /// The summary's schema; bumped when a field changes meaning or goes away.
-pub const SCHEMA: &str = "metronome.lab.summary/1";
+pub const SCHEMA: &str = "metronome.lab.summary/2";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Summary {
@@ -33,8 +35,13 @@ pub struct Summary {
     pub host: Host,
     /// The git commit the binary was built from (`+dirty` if the tree had changes).
     pub commit: String,
-    /// When the run started, seconds since the Unix epoch.
-    pub started_unix_s: u64,
+    /// Metronome's version, and the command line of the run.
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// When the run started, ns since the Unix epoch.
+    pub started_unix_ns: u64,
     /// Which share of the sweep this directory holds: `index` of `count` (0 of 1: all).
     pub shard: Shard,
     /// Points of the whole sweep (this directory may hold fewer).
@@ -78,8 +85,14 @@ pub struct PointResult {
     pub params: BTreeMap<String, String>,
     pub seed: u64,
     /// Virtual time the run covered, ns.
+    #[serde(rename = "sim_us", with = "metronome_time::units::ns_as_us")]
     pub sim_ns: u64,
-    /// Wall-clock time it took, seconds (how fast the simulator was, not a result).
+    /// Wall-clock time it took, seconds (how fast the simulator was, not a result); µs in JSON.
+    #[serde(
+        rename = "wall_us",
+        serialize_with = "metronome_time::units::secs_as_us",
+        deserialize_with = "metronome_time::units::us_as_secs"
+    )]
     pub wall_s: f64,
     /// Events the simulator handled.
     pub events: u64,
@@ -110,7 +123,13 @@ pub struct PointResult {
     pub warnings: Vec<String>,
     /// Of `wall_s`, the seconds spent on the video: making it (rendering, encoding) and
     /// judging it (decoding, comparing pictures); the rest is the network and the sessions.
-    #[serde(default)]
+    /// µs in JSON.
+    #[serde(
+        default,
+        rename = "video_us",
+        serialize_with = "metronome_time::units::secs_as_us",
+        deserialize_with = "metronome_time::units::us_as_secs"
+    )]
     pub video_s: f64,
     /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -143,6 +162,7 @@ pub struct CommandRun {
     /// Whether the lab stopped it (SIGINT, then SIGKILL 2 s later) at the end of its duration.
     pub stopped: bool,
     /// From its start to its end, ns.
+    #[serde(rename = "ran_us", with = "metronome_time::units::ns_as_us")]
     pub ran_ns: u64,
     /// Its standard output and error, relative to the results directory.
     pub stdout: String,
@@ -181,6 +201,10 @@ pub struct LinkResult {
     pub dropped_queue: u64,
     pub bytes_delivered: u64,
     /// Longest wait before serialization, ns.
+    #[serde(
+        rename = "max_queue_delay_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub max_queue_delay_ns: u64,
 }
 

@@ -89,7 +89,7 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
         .collect();
     prepare_dir(&opts.out)?;
     let first = jobs.first().map(|j| &j.scenario);
-    let started_unix_s = wall::unix_seconds();
+    let started_unix_ns = wall::unix_ns();
     let dir = scenario_dir(&file.origin);
     let results = run_points(&jobs, opts, dir.as_deref())?;
     for (job, p) in jobs.iter().zip(&results) {
@@ -118,7 +118,9 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
         mode: opts.mode.as_str().into(),
         host: results::host(),
         commit: results::commit(),
-        started_unix_s,
+        version: env!("CARGO_PKG_VERSION").into(),
+        args: std::env::args().collect(),
+        started_unix_ns,
         shard: opts.shard,
         total_points: total,
         points: results,

@@ -246,15 +246,22 @@ pub struct FrameSeries {
     pub flow: String,
     pub receiver: String,
     /// The first frame's due time on the run's clock, ns, and the time between frames, ns.
+    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
     pub start_ns: u64,
+    #[serde(rename = "frame_interval_us", with = "metronome_time::units::ns_as_us")]
     pub frame_interval_ns: u64,
     /// Frames per point.
     pub step: u32,
     /// The lowest PSNR of Y in each point's frames, dB (empty without pictures).
     pub psnr_y_db: Vec<f64>,
     /// The largest delay among each point's frames that arrived, ns (`None`: none arrived).
+    #[serde(rename = "delay_us", with = "metronome_time::units::ns_as_us")]
     pub delay_ns: Vec<Option<u64>>,
     /// The cumulative jitter at each point's last arrived frame, ns.
+    #[serde(
+        rename = "cumulative_jitter_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub cumulative_jitter_ns: Vec<Option<i64>>,
 }
 

@@ -3,12 +3,12 @@
 
 use std::time::Instant;
 
-/// Seconds since the Unix epoch, now.
+/// Nanoseconds since the Unix epoch, now.
 #[allow(clippy::disallowed_methods)] // describes the run; never an input to a simulation
-pub fn unix_seconds() -> u64 {
+pub fn unix_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Wall-clock time since [`Stopwatch::start`].

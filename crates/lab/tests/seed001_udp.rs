@@ -105,6 +105,26 @@ fn seed001_udp_matches_the_closed_form_and_the_seed() {
     let back = Summary::read(&dir.0).unwrap();
     assert_eq!(back.points.len(), 10);
     assert_eq!(back.scenario.name, "seed001-udp");
+    // Durations are written in µs and read back to the nanosecond.
+    for (p, q) in s.points.iter().zip(&back.points) {
+        assert_eq!(p.sim_ns, q.sim_ns);
+        for (f, g) in p.flows.iter().zip(&q.flows) {
+            assert_eq!((f.start_ns, f.duration_ns), (g.start_ns, g.duration_ns));
+            for (r, t) in f.receivers.iter().zip(&g.receivers) {
+                assert_eq!(
+                    (r.jitter_ns, r.mean_delay_ns, &r.delay_quantiles_ns),
+                    (t.jitter_ns, t.mean_delay_ns, &t.delay_quantiles_ns)
+                );
+            }
+        }
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.0.join("summary.json")).unwrap()).unwrap();
+    let r = &json["points"][0]["flows"][0]["receivers"][0];
+    assert_eq!(
+        r["jitter_us"].as_f64().unwrap(),
+        s.points[0].flows[0].receivers[0].jitter_ns as f64 / 1e3
+    );
 }
 
 #[test]

@@ -437,3 +437,54 @@ pub fn json(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
+
+/// The JSON vocabulary every document the binary prints keeps: `schema_version` and a `run`
+/// header (version, start, host, arguments) at the top; every key that names a unit of time
+/// says µs (`*_us`), except points in time (ns since the Unix epoch, `*_unix_ns`) and rates
+/// (`*_per_s`). Returns every key, for more checks.
+pub fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
+    assert_eq!(v["schema_version"], 4, "schema_version: {v}");
+    let run = &v["run"];
+    assert_eq!(
+        run["version"],
+        env!("CARGO_PKG_VERSION"),
+        "run header: {run}"
+    );
+    assert!(
+        run["started_unix_ns"].as_u64().unwrap() > 1_700_000_000_000_000_000,
+        "{run}"
+    );
+    assert!(run["host"].is_string() && run["args"].is_array(), "{run}");
+    assert_durations_in_us(v)
+}
+
+/// Every key that names a unit of time says µs, but points in time (`*_unix_ns`) and rates
+/// (`*_per_s`); returns every key. (The lab's `summary.json` keeps its own header.)
+pub fn assert_durations_in_us(v: &serde_json::Value) -> Vec<String> {
+    let mut keys = Vec::new();
+    collect_keys(v, &mut keys);
+    let wrong: Vec<&String> = keys
+        .iter()
+        .filter(|k| {
+            (k.ends_with("_s") || k.ends_with("_ms") || k.ends_with("_ns") || *k == "secs")
+                && !k.ends_with("_per_s")
+                && !k.ends_with("_unix_ns")
+        })
+        .collect();
+    assert!(wrong.is_empty(), "durations not in µs: {wrong:?}");
+    keys
+}
+
+/// Every object key in `v`, at any depth.
+pub fn collect_keys(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                out.push(k.clone());
+                collect_keys(x, out);
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|x| collect_keys(x, out)),
+        _ => {}
+    }
+}

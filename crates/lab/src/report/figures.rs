@@ -91,7 +91,7 @@ pub(crate) fn reference_plots(
             group,
             name: row.clone(),
             points: series(
-                &|p, row| closed_form::metric(&p.flows, row, "jitter_ns").map(|v| v / 1e6),
+                &|p, row| closed_form::metric(&p.flows, row, "jitter_us").map(|v| v / 1e3),
                 row,
             ),
             style: Style::Measured,

@@ -118,7 +118,7 @@ fn run_facts(s: &Summary) -> String {
             ),
         ),
         ("commit", s.commit.clone()),
-        ("started", format!("{} (Unix time)", s.started_unix_s)),
+        ("started", metronome_time::units::utc(s.started_unix_ns)),
         ("schema", s.schema.clone()),
     ] {
         let _ = write!(h, "<tr><th>{k}</th><td>{}</td></tr>", esc(&v));

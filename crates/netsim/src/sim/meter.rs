@@ -9,14 +9,17 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct IntervalFigures {
     /// Start of the interval, ns of virtual time.
+    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
     pub start_ns: u64,
     /// Packets received in it (unique).
     pub packets: u64,
     /// Bytes on the wire received in it.
     pub bytes: u64,
     /// Mean one-way delay of its packets, ns (0 without packets).
+    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     pub mean_delay_ns: u64,
     /// RFC 3550 jitter at its end, ns.
+    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
     pub jitter_ns: u64,
 }
 

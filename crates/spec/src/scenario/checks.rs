@@ -103,8 +103,8 @@ impl RawReference {
         const METRICS: [&str; 4] = [
             "loss_percent",
             "throughput_bps",
-            "jitter_ns",
-            "mean_delay_ns",
+            "jitter_us",
+            "mean_delay_us",
         ];
         if !METRICS.contains(&self.metric.as_str()) {
             return Err(format!(

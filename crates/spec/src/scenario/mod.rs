@@ -400,7 +400,7 @@ pub const CLAIM_METRICS: [&str; 11] = [
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reference {
     pub title: String,
-    /// A receiver figure: `loss_percent`, `throughput_bps`, `jitter_ns`, `mean_delay_ns`.
+    /// A receiver figure: `loss_percent`, `throughput_bps`, `jitter_us`, `mean_delay_us` (values in µs).
     pub metric: String,
     /// The sweep parameter the columns are values of.
     pub by: String,

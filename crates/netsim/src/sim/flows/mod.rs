@@ -31,8 +31,9 @@ pub trait Flow {
     fn report(&mut self, end: Timestamp, net: &Net) -> FlowReport;
 }
 
-/// What one flow did, for the summary and the report. Times in ns, rates in bit/s, sizes in
-/// bytes on the wire (IP header included).
+/// What one flow did, for the summary and the report. Times kept in ns (exact in virtual
+/// time) and written as µs (`*_us` in JSON), rates in bit/s, sizes in bytes on the wire (IP
+/// header included).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowReport {
     pub name: String,
@@ -42,8 +43,10 @@ pub struct FlowReport {
     pub src: String,
     /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
     pub target_bps: u64,
+    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
     pub start_ns: u64,
     /// How long the sender was active.
+    #[serde(rename = "duration_us", with = "metronome_time::units::ns_as_us")]
     pub duration_ns: u64,
     pub sent_packets: u64,
     pub sent_bytes: u64,
@@ -61,7 +64,8 @@ pub struct RateControl {
     /// How many times the target changed.
     pub changes: u64,
     /// The target rate over time: (ns from the run's start, bit/s on the wire), at most
-    /// [`RATE_POINTS`] points (the last change of each span kept).
+    /// [`RATE_POINTS`] points (the last change of each span kept); in JSON `[µs, bit/s]`.
+    #[serde(with = "metronome_time::units::ns_as_us")]
     pub points: Vec<(u64, u64)>,
 }
 
@@ -105,22 +109,44 @@ pub struct ReceiverReport {
     /// Bits received per second of the sender's active time.
     pub throughput_bps: f64,
     /// RFC 3550 jitter of the transit time at the end, ns.
+    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
     pub jitter_ns: u64,
+    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     pub mean_delay_ns: u64,
+    #[serde(rename = "min_delay_us", with = "metronome_time::units::ns_as_us")]
     pub min_delay_ns: u64,
+    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
     pub max_delay_ns: u64,
     /// One-way delay quantiles (only with histograms: 0 otherwise).
+    #[serde(rename = "p50_delay_us", with = "metronome_time::units::ns_as_us")]
     pub p50_delay_ns: u64,
+    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
     pub p99_delay_ns: u64,
     /// Inter-arrival quantiles (only with histograms: 0 otherwise).
+    #[serde(
+        rename = "p50_interarrival_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub p50_interarrival_ns: u64,
+    #[serde(
+        rename = "p99_interarrival_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub p99_interarrival_ns: u64,
     /// The delay distribution as 101 quantiles (0 %, 1 %, …, 100 %), ns; empty without
     /// histograms. What a CDF plot draws.
-    #[serde(default)]
+    #[serde(
+        default,
+        rename = "delay_quantiles_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub delay_quantiles_ns: Vec<u64>,
     /// The inter-arrival distribution, likewise.
-    #[serde(default)]
+    #[serde(
+        default,
+        rename = "interarrival_quantiles_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub interarrival_quantiles_ns: Vec<u64>,
     pub intervals: Vec<IntervalFigures>,
     /// What a viewer saw, frame by frame, where the flow carries video whose frames are known.
@@ -137,12 +163,19 @@ pub struct FrameFigures {
     pub frames: u64,
     pub lost: u64,
     pub lost_percent: f64,
+    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     pub mean_delay_ns: u64,
+    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
     pub p99_delay_ns: u64,
+    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
     pub max_delay_ns: u64,
     /// The largest cumulative jitter over the frames that arrived (seed 002's Eq. 4: the
     /// play-out delay that would have kept every frame), ns; negative when delays only fell.
-    #[serde(default)]
+    #[serde(
+        default,
+        rename = "max_cumulative_jitter_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
     pub max_cumulative_jitter_ns: i64,
     /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
     #[serde(default)]
