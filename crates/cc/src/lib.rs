@@ -15,7 +15,8 @@
 //! [`FixedRate`] keeps the rate it was given. [`tfrc`]: TFRC (RFC 5348): the throughput
 //! equation, the receiver's loss history and loss event rate, the sender's rate rules and its
 //! no-feedback timer. [`tfmcc`]: TFMCC (RFC 4654) for a multicast group. [`asmp`]: ASMP, from
-//! receiver reports alone (seed 002).
+//! receiver reports alone (seed 002). [`gcc`]: GCC (draft-ietf-rmcat-gcc), WebRTC's, from
+//! per-packet feedback (RFC 8888), for unicast.
 
 use metronome_time::{Bitrate, Timestamp};
 use std::net::SocketAddr;
@@ -23,12 +24,14 @@ use std::time::Duration;
 
 pub mod asmp;
 mod fixed;
+pub mod gcc;
 pub mod receiver;
 pub mod tfmcc;
 pub mod tfrc;
 
 pub use asmp::{AsmpConfig, AsmpSender};
 pub use fixed::FixedRate;
+pub use gcc::{GccConfig, GccSender, PacketResult};
 pub use tfmcc::{TfmccConfig, TfmccSender};
 pub use tfrc::{TfrcConfig, TfrcReport, TfrcSender};
 
@@ -101,6 +104,9 @@ pub trait RateController: Send {
     fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback);
     /// The stream sent `bytes` at `now`.
     fn on_sent(&mut self, _now: Timestamp, _bytes: u64) {}
+    /// A receiver's per-packet feedback (RFC 8888), matched with the send times, arrived at
+    /// `now` (GCC reads it; the others ignore it).
+    fn on_packet_results(&mut self, _now: Timestamp, _results: &[PacketResult]) {}
     /// When the controller wants [`RateController::handle_timeout`] called, and why.
     fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
         None
