@@ -104,6 +104,11 @@ pub trait RateController: Send {
     fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback);
     /// The stream sent `bytes` at `now`.
     fn on_sent(&mut self, _now: Timestamp, _bytes: u64) {}
+    /// Whether it reads per-packet feedback: the sender session then keeps a log of what it
+    /// sent (GCC).
+    fn wants_packet_feedback(&self) -> bool {
+        false
+    }
     /// A receiver's per-packet feedback (RFC 8888), matched with the send times, arrived at
     /// `now` (GCC reads it; the others ignore it).
     fn on_packet_results(&mut self, _now: Timestamp, _results: &[PacketResult]) {}

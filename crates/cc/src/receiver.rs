@@ -1,8 +1,9 @@
 //! The receiving end of a rate controller: what a receiver runs beside its RTCP reports when
-//! the sender's controller needs more than receiver reports (TFRC, TFMCC). The receiver
+//! the sender's controller needs more than receiver reports (TFRC, TFMCC, GCC). The receiver
 //! session feeds it every data packet of the stream and every announcement of the sender, and
 //! sends what [`Agent::poll_report`] gives.
 
+use crate::gcc::feedback::{ArrivalRecorder, ArrivalReport};
 use crate::tfmcc::{self, TfmccReceiver, TfmccReceiverConfig};
 use crate::tfrc::receiver::ReceiverReport;
 use crate::tfrc::TfrcReceiver;
@@ -18,19 +19,26 @@ pub enum AgentKind {
     None,
     Tfrc,
     Tfmcc,
+    /// Every packet's arrival (RFC 8888's feedback), for GCC.
+    Gcc,
 }
 
+/// How often GCC's receiving end reports.
+pub const GCC_FEEDBACK_INTERVAL: Duration = Duration::from_millis(50);
+
 /// What a receiver reports.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum AgentReport {
     Tfrc(ReceiverReport),
     Tfmcc(tfmcc::ReceiverFeedback),
+    Arrivals(ArrivalReport),
 }
 
 #[derive(Clone, Debug)]
 pub enum Agent {
     Tfrc(Box<TfrcReceiver>),
     Tfmcc(Box<TfmccReceiver>),
+    Arrivals(Box<ArrivalRecorder>),
 }
 
 impl Agent {
@@ -44,6 +52,9 @@ impl Agent {
             )))),
             AgentKind::Tfmcc => Some(Agent::Tfmcc(Box::new(TfmccReceiver::new(
                 TfmccReceiverConfig::new(id, seed),
+            )))),
+            AgentKind::Gcc => Some(Agent::Arrivals(Box::new(ArrivalRecorder::new(
+                GCC_FEEDBACK_INTERVAL,
             )))),
         }
     }
@@ -61,6 +72,7 @@ impl Agent {
         match self {
             Agent::Tfrc(r) => r.on_packet(now, seq, rtp_ts, sent, size),
             Agent::Tfmcc(r) => r.on_packet(now, seq, sent, size),
+            Agent::Arrivals(r) => r.on_packet(now, seq),
         }
     }
 
@@ -77,6 +89,7 @@ impl Agent {
         match self {
             Agent::Tfrc(r) => r.poll_timeout(),
             Agent::Tfmcc(r) => r.poll_timeout(),
+            Agent::Arrivals(r) => r.poll_timeout(),
         }
     }
 
@@ -84,6 +97,7 @@ impl Agent {
         match self {
             Agent::Tfrc(r) => r.poll_report(now).map(AgentReport::Tfrc),
             Agent::Tfmcc(r) => r.poll_report(now).map(AgentReport::Tfmcc),
+            Agent::Arrivals(r) => r.poll_report(now).map(AgentReport::Arrivals),
         }
     }
 }

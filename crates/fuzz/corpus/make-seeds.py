@@ -96,6 +96,13 @@ def main():
         body = struct.pack(">IIIIII", 1, 2, 3, 4, 5, 6)
         app = struct.pack(">BBHI", 0x80 | sub, 204, 2 + len(body) // 4, 0x5678) + name + body
         put("rtcp", f"app-{name.decode().lower()}-{sub}", join(rr + app))
+    # RFC 8888 feedback (GCC's): begin_seq 10, three reports (one lost), padded, timestamp;
+    # and one whose num_reports runs past its packet.
+    reports = struct.pack(">HHHH", 0x8005, 0x0000, 0xdfff, 0)
+    ccfb = struct.pack(">BBHII", 0x80 | 11, 205, 6, 0x5678, 0x1234) + struct.pack(">HH", 10, 3) + reports + struct.pack(">I", 0x00010000)
+    put("rtcp", "ccfb", join(rr + sdes + ccfb))
+    ccfb_long = struct.pack(">BBHII", 0x80 | 11, 205, 5, 0x5678, 0x1234) + struct.pack(">HH", 10, 400) + struct.pack(">II", 0, 1)
+    put("rtcp", "ccfb-num-reports-overflow", join(rr + ccfb_long))
     # CVE-class: a length field past the datagram, a report count beyond the length, an SDES
     # item running off the end (live555 RTCP.cpp, GStreamer gstrtcpbuffer).
     put("rtcp", "length-overflow", join(struct.pack(">BBHI", 0x81, 201, 0xFFFF, 1)))

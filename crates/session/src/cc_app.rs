@@ -1,11 +1,17 @@
-//! Rate control's messages between their `metronome_cc` form and the RTCP APP packets that carry
-//! them (`metronome_wire::rtcp::cc`): the one place that knows both.
+//! Rate control's messages between their `metronome_cc` form and the RTCP packets that carry
+//! them (APP packets, `metronome_wire::rtcp::cc`; RFC 8888 feedback,
+//! `metronome_wire::rtcp::ccfb`): the one place that knows both.
 
+use metronome_cc::gcc::feedback::ArrivalReport;
 use metronome_cc::receiver::AgentReport;
 use metronome_cc::tfmcc::{Echo, ReceiverFeedback, SenderInfo};
 use metronome_cc::Announce;
+use metronome_time::Timestamp;
 use metronome_wire::rtcp::cc::{fraction_of, rate_word};
-use metronome_wire::rtcp::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
+use metronome_wire::rtcp::ccfb::{ATO_MAX, MAX_REPORTS};
+use metronome_wire::rtcp::{
+    CcApp, CcfbReport, CcfbWriter, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt,
+};
 use std::time::Duration;
 
 fn us(d: Duration) -> u32 {
@@ -68,42 +74,93 @@ pub fn app_announce(app: &CcApp) -> Option<Announce> {
     }
 }
 
-/// A receiver's report about source `media_ssrc` as an APP packet; `last_rtp_ts` is the RTP
-/// timestamp of the last packet the receiver's agent was given (TFMCC's echo).
-pub fn report_app(r: &AgentReport, media_ssrc: u32, last_rtp_ts: u32) -> CcApp {
+/// What a receiver's agent sends: an APP packet, or RFC 8888 feedback.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReportOut {
+    App(CcApp),
+    Ccfb(CcfbWriter),
+}
+
+/// A receiver's report about source `media_ssrc` as RTCP; `last_rtp_ts` is the RTP timestamp
+/// of the last packet the receiver's agent was given (TFMCC's echo).
+pub fn report_out(r: &AgentReport, media_ssrc: u32, last_rtp_ts: u32) -> ReportOut {
     match r {
-        AgentReport::Tfrc(t) => CcApp::TfrcFeedback(TfrcFeedback {
-            media_ssrc,
-            timestamp_echo: t.timestamp_echo,
-            t_delay_us: us(t.t_delay),
-            x_recv_bytes_per_s: rate_word(t.x_recv_bytes_per_s),
-            p_fraction: fraction_of(t.p),
-        }),
-        AgentReport::Tfmcc(f) => {
-            let mut flags = 0;
-            if f.rtt.is_some() {
-                flags |= TfmccFeedback::HAVE_RTT;
-            }
-            if f.have_loss {
-                flags |= TfmccFeedback::HAVE_LOSS;
-            }
-            if f.leaving {
-                flags |= TfmccFeedback::LEAVING;
-            }
-            CcApp::TfmccFeedback(TfmccFeedback {
-                media_ssrc,
-                ts_us: f.ts_us,
-                rtt_us: f.rtt.map_or(0, |r| us(r).max(1)),
-                x_calc: rate_word(f.x_r),
-                x_recv: rate_word(f.x_recv),
-                p_fraction: fraction_of(f.p),
-                round: f.round,
-                flags,
-                echo_rtp_ts: last_rtp_ts,
-                echo_delay_us: f.echo.map_or(0, |(_, d)| us(d)),
-            })
-        }
+        AgentReport::Arrivals(a) => ReportOut::Ccfb(ccfb_of(a, media_ssrc)),
+        AgentReport::Tfrc(t) => ReportOut::App(tfrc_app(t, media_ssrc)),
+        AgentReport::Tfmcc(f) => ReportOut::App(tfmcc_app(f, media_ssrc, last_rtp_ts)),
     }
+}
+
+/// The receiver's clock as RFC 8888's report timestamp: NTP's middle 32 bits (16.16 s), of
+/// the session's time (only differences matter to the sender).
+pub fn ccfb_timestamp(t: Timestamp) -> u32 {
+    ((u128::from(t.as_nanos()) << 16) / 1_000_000_000) as u32
+}
+
+/// An arrivals report as RFC 8888 feedback: each arrival as its offset before the report's
+/// time in 1/1024 s (clamped to the largest the field holds).
+pub fn ccfb_of(a: &ArrivalReport, media_ssrc: u32) -> CcfbWriter {
+    let reports: Vec<CcfbReport> = a
+        .arrivals
+        .iter()
+        .take(MAX_REPORTS)
+        .map(|arr| match arr {
+            Some(t) => {
+                let before = a.at.saturating_since(*t).as_nanos() * 1024 / 1_000_000_000;
+                CcfbReport {
+                    received: true,
+                    ecn: 0,
+                    ato: before.min(u128::from(ATO_MAX)) as u16,
+                }
+            }
+            None => CcfbReport {
+                received: false,
+                ecn: 0,
+                ato: 0,
+            },
+        })
+        .collect();
+    CcfbWriter::new(
+        media_ssrc,
+        a.begin_seq as u16,
+        reports,
+        ccfb_timestamp(a.at),
+    )
+}
+
+fn tfrc_app(t: &metronome_cc::tfrc::receiver::ReceiverReport, media_ssrc: u32) -> CcApp {
+    CcApp::TfrcFeedback(TfrcFeedback {
+        media_ssrc,
+        timestamp_echo: t.timestamp_echo,
+        t_delay_us: us(t.t_delay),
+        x_recv_bytes_per_s: rate_word(t.x_recv_bytes_per_s),
+        p_fraction: fraction_of(t.p),
+    })
+}
+
+fn tfmcc_app(f: &ReceiverFeedback, media_ssrc: u32, last_rtp_ts: u32) -> CcApp {
+    let mut flags = 0;
+    if f.rtt.is_some() {
+        flags |= TfmccFeedback::HAVE_RTT;
+    }
+    if f.have_loss {
+        flags |= TfmccFeedback::HAVE_LOSS;
+    }
+    if f.leaving {
+        flags |= TfmccFeedback::LEAVING;
+    }
+    CcApp::TfmccFeedback(TfmccFeedback {
+        media_ssrc,
+        ts_us: f.ts_us,
+        rtt_us: f.rtt.map_or(0, |r| us(r).max(1)),
+        x_calc: rate_word(f.x_r),
+        x_recv: rate_word(f.x_recv),
+        p_fraction: fraction_of(f.p),
+        round: f.round,
+        flags,
+        echo_rtp_ts: last_rtp_ts,
+        echo_delay_us: f.echo.map_or(0, |(_, d)| us(d)),
+    })
 }
 
 /// A TFMCC receiver's APP packet as its report; `echo_sent` turns its RTP timestamp echo into

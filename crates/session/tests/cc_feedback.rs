@@ -5,7 +5,9 @@
 //! its current limiting receiver.
 
 use metronome_cc::receiver::{Agent, AgentKind};
-use metronome_cc::{RateController, TfmccConfig, TfmccSender, TfrcConfig, TfrcSender};
+use metronome_cc::{
+    GccConfig, GccSender, RateController, TfmccConfig, TfmccSender, TfrcConfig, TfrcSender,
+};
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::{
@@ -104,6 +106,7 @@ fn run(
                 due: Timestamp::ZERO + gap * queued,
                 wire_len: 1344,
                 payload_len: 1316,
+                seq: queued as u16,
             };
             s.handle_input(now, Input::Packet(q)).unwrap();
             queued += 1;
@@ -200,4 +203,29 @@ fn tfrc_over_rtcp_tells_the_receiver_its_rtt_and_follows_its_reports() {
     assert!(reports > 100, "{reports}");
     let bps = s.target_rate().as_bps() as f64;
     assert!(bps > 200_000.0 && bps < 4_000_000.0, "{}", s.target_rate());
+}
+
+#[test]
+fn gcc_over_rfc_8888_feedback_grows_on_a_clear_path_and_backs_off_under_loss() {
+    // A clear path: every 50 ms the receiver reports each packet; the sender matches them
+    // with its send times and, seeing no queue and no loss, raises the rate 8 % a second.
+    let cc = GccSender::new(GccConfig::new(Bitrate::kbps(300), Bitrate::mbps(10)));
+    let (s, rx) = run(Box::new(cc), AgentKind::Gcc, &[0], 10);
+    let reports = rx[0].counters().cc_reports;
+    println!(
+        "clear: target {}, RFC 8888 reports {reports}, unmatched {}",
+        s.target_rate(),
+        s.feedback_unmatched()
+    );
+    assert!(reports > 150, "{reports}");
+    assert_eq!(s.feedback_unmatched(), 0);
+    // 300 kbit/s × 1.08^~9.9 s of feedback.
+    let bps = s.target_rate().as_bps() as f64;
+    assert!((560e3..700e3).contains(&bps), "{}", s.target_rate());
+    // One packet in 8 lost (12.5 %, over GCC's 10 %): the loss-based rate falls below where
+    // it started.
+    let cc = GccSender::new(GccConfig::new(Bitrate::kbps(300), Bitrate::mbps(10)));
+    let (s, _) = run(Box::new(cc), AgentKind::Gcc, &[8], 10);
+    println!("lossy: target {}", s.target_rate());
+    assert!(s.target_rate() < Bitrate::kbps(300), "{}", s.target_rate());
 }

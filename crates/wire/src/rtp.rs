@@ -88,6 +88,13 @@ pub fn shift_sequence(packet: &mut [u8], by: u16) {
     }
 }
 
+/// A packet's sequence number as written (0 for a packet shorter than an RTP header).
+pub fn sequence_of(packet: &[u8]) -> u16 {
+    packet
+        .get(2..4)
+        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+}
+
 /// A parsed view of one RTP packet.
 #[derive(Debug)]
 pub struct RtpView<'a> {

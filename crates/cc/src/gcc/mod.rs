@@ -17,6 +17,7 @@
 //! silent are in [`GccConfig`]'s fields.
 
 pub mod delay;
+pub mod feedback;
 
 use crate::{Feedback, RateController};
 use delay::{DelayConfig, DelayDetector, Usage};
@@ -320,6 +321,9 @@ impl RateController for GccSender {
         if let Some(rtt) = feedback.rtt {
             self.rtt = rtt.min(Duration::from_secs(5));
         }
+    }
+    fn wants_packet_feedback(&self) -> bool {
+        true
     }
     fn on_packet_results(&mut self, now: Timestamp, results: &[PacketResult]) {
         self.on_results(now, results);

@@ -329,6 +329,7 @@ impl RawCursor {
                 due: rt.schedule.send_time(epoch, a as u32),
                 wire_len: u32::try_from(slot.wire_bytes(a, b)).unwrap_or(u32::MAX),
                 payload_len: u32::try_from(payload(b) - payload(a)).unwrap_or(u32::MAX),
+                seq: metronome_wire::rtp::sequence_of(slot.packet(a)),
             };
             if session.handle_input(now, Input::Packet(q)).is_err() {
                 rt.ctl

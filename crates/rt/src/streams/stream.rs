@@ -218,6 +218,7 @@ impl Cursor {
                         due: slot.release,
                         wire_len: slot.len as u32,
                         payload_len: slot.payload_len as u32,
+                        seq: metronome_wire::rtp::sequence_of(slot.bytes()),
                     };
                     if session.handle_input(now, Input::Packet(q)).is_err() {
                         // Out of due order (a producer bug): the packet cannot keep its

@@ -410,7 +410,8 @@ impl ReceiverSession {
             RtcpItem::Bye { ssrc } => seen.push(Seen::Bye { ssrc }),
             RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
             RtcpItem::ReportBlock { reporter, .. } => reporters.push(reporter),
-            RtcpItem::Other { .. } => ignored += 1,
+            // Another receiver's feedback to the sender (on a group): not for us.
+            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) => ignored += 1,
         });
         if r.is_err() {
             self.counters.rtcp_malformed += 1;
@@ -511,14 +512,14 @@ impl ReceiverSession {
     /// carries the rate controller's feedback, which goes out of turn); returns its length.
     pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         let regular = self.next_report.is_some_and(|t| now >= t);
-        let app = self.cc.as_mut().and_then(|c| {
+        let out = self.cc.as_mut().and_then(|c| {
             let r = c.agent.poll_report(now)?;
-            Some(crate::cc_app::report_app(&r, c.ssrc, c.last_rtp_ts))
+            Some(crate::cc_app::report_out(&r, c.ssrc, c.last_rtp_ts))
         });
-        if !regular && app.is_none() {
+        if !regular && out.is_none() {
             return None;
         }
-        let n = self.write_report(now, buf, None, app.as_slice())?;
+        let n = self.write_report(now, buf, None, out.as_ref())?;
         if regular {
             self.schedule_report(now);
         } else {
@@ -530,7 +531,7 @@ impl ReceiverSession {
     /// Writes a final receiver report with a BYE (RFC 3550 §6.6), for when the receiver stops.
     pub fn bye(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         self.next_report = None;
-        self.write_report(now, buf, Some("receiver stopped"), &[])
+        self.write_report(now, buf, Some("receiver stopped"), None)
     }
 
     fn write_report(
@@ -538,7 +539,7 @@ impl ReceiverSession {
         now: Timestamp,
         buf: &mut [u8],
         bye: Option<&str>,
-        apps: &[rtcp::CcApp],
+        cc: Option<&crate::cc_app::ReportOut>,
     ) -> Option<usize> {
         let mut blocks = [metronome_wire::rtcp::Block {
             ssrc: 0,
@@ -558,7 +559,13 @@ impl ReceiverSession {
             ssrc: self.cfg.ssrc,
             blocks: &blocks[..n],
         };
-        let len = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, bye).ok()?;
+        let (apps, ccfb) = match cc {
+            Some(crate::cc_app::ReportOut::App(a)) => (std::slice::from_ref(a), None),
+            Some(crate::cc_app::ReportOut::Ccfb(f)) => (&[][..], Some(f)),
+            None => (&[][..], None),
+        };
+        let len =
+            rtcp::write_compound_feedback(buf, head, &self.cfg.cname, apps, ccfb, bye).ok()?;
         self.reports_sent += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, len);
         Some(len)

@@ -8,6 +8,7 @@ mod jobs;
 mod packetizer;
 mod rate_limits;
 mod report;
+mod send_log;
 mod session;
 #[cfg(test)]
 mod tests;

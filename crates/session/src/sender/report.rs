@@ -97,6 +97,14 @@ pub enum SenderEvent {
         ssrc: u32,
         report: metronome_cc::tfmcc::ReceiverFeedback,
     },
+    /// RFC 8888 feedback about this stream: per sequence number, the arrival time offset
+    /// (1/1024 s before `report_timestamp`, the receiver's clock in NTP's 16.16 form) or
+    /// `None` for a packet not received.
+    PacketFeedback {
+        ssrc: u32,
+        report_timestamp: u32,
+        reports: Vec<(u16, Option<u16>)>,
+    },
 }
 
 const MAX_EVENTS: usize = 256;
@@ -262,9 +270,27 @@ impl SenderReports {
         let mut byes = Vec::new();
         let mut cnames = Vec::new();
         let mut cc = Vec::new();
+        let mut feedback = Vec::new();
         let r = rtcp::parse_compound(data, |item| match item {
             RtcpItem::ReportBlock { reporter, block } => blocks.push((reporter, block)),
             RtcpItem::Cc { ssrc, app } => cc.push((ssrc, app)),
+            RtcpItem::Ccfb(fb) => {
+                for b in fb.blocks() {
+                    if b.media_ssrc != our {
+                        self.counters.blocks_about_others += 1;
+                        continue;
+                    }
+                    let reports = b
+                        .reports()
+                        .map(|(seq, r)| (seq, r.received.then_some(r.ato)))
+                        .collect();
+                    feedback.push(SenderEvent::PacketFeedback {
+                        ssrc: fb.sender_ssrc,
+                        report_timestamp: fb.report_timestamp,
+                        reports,
+                    });
+                }
+            }
             RtcpItem::Bye { ssrc } => byes.push(ssrc),
             RtcpItem::Cname { ssrc, cname } => {
                 cnames.push((ssrc, String::from_utf8_lossy(cname).into_owned()))
@@ -276,6 +302,9 @@ impl SenderReports {
             return;
         }
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, data.len());
+        for e in feedback {
+            self.push_event(e);
+        }
         for (reporter, block) in blocks {
             if block.ssrc != our {
                 self.counters.blocks_about_others += 1;

@@ -55,6 +55,9 @@ pub struct Queued {
     pub wire_len: u32,
     /// RTP payload bytes (RFC 3550 §6.4.1's octet count).
     pub payload_len: u32,
+    /// The RTP sequence number of its first packet, as the producer wrote it (the packets
+    /// leave with it less `Transmit::Send::renumber`).
+    pub seq: u16,
 }
 
 /// What a driver tells the session.
@@ -218,6 +221,10 @@ pub struct SenderSession {
     s: Counts,
     /// Packets dropped or discarded so far (wrapping): see `Transmit::Send::renumber`.
     renumber: u32,
+    /// What left when, for a controller that reads per-packet feedback (GCC).
+    send_log: Option<Box<super::send_log::SendLog>>,
+    /// Reported packets that were not in the log.
+    feedback_unmatched: u64,
 }
 
 #[derive(Default)]
@@ -240,6 +247,7 @@ impl SenderSession {
         controller: Box<dyn RateController>,
     ) -> Self {
         let rate = controller.target_rate();
+        let controller_wants_log = controller.wants_packet_feedback();
         let capacity = cfg.queue_capacity.max(1);
         SenderSession {
             queue: VecDeque::with_capacity(capacity),
@@ -258,6 +266,8 @@ impl SenderSession {
             events: VecDeque::with_capacity(MAX_EVENTS),
             s: Counts::default(),
             renumber: 0,
+            send_log: controller_wants_log.then(Box::default),
+            feedback_unmatched: 0,
         }
     }
 
@@ -321,6 +331,18 @@ impl SenderSession {
                     };
                     self.controller.on_feedback(now, &fb);
                 }
+                SenderEvent::PacketFeedback {
+                    report_timestamp,
+                    reports,
+                    ..
+                } => {
+                    if let Some(log) = self.send_log.as_mut() {
+                        let mut results = Vec::with_capacity(reports.len());
+                        let unmatched = log.results(*report_timestamp, reports, &mut results);
+                        self.feedback_unmatched += unmatched as u64;
+                        self.controller.on_packet_results(now, &results);
+                    }
+                }
                 _ => {}
             }
             self.push_event(SessionEvent::Receiver(e));
@@ -344,6 +366,12 @@ impl SenderSession {
             tfrc: None,
             tfmcc: None,
         })
+    }
+
+    /// Packets a receiver's RFC 8888 feedback named that were not in the send log (sent too
+    /// long ago, or never).
+    pub fn feedback_unmatched(&self) -> u64 {
+        self.feedback_unmatched
     }
 
     /// Wakes the rate controller if its timer is due.
@@ -410,6 +438,10 @@ impl SenderSession {
         self.reports
             .on_sent(u64::from(head.packets), u64::from(head.payload_len));
         self.controller.on_sent(now, u64::from(head.wire_len));
+        if let Some(log) = self.send_log.as_mut() {
+            let seq = head.seq.wrapping_sub(self.renumber as u16);
+            log.record(now, seq, head.packets, head.wire_len);
+        }
         Some(Transmit::Send {
             id,
             due,

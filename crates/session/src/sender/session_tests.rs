@@ -48,6 +48,7 @@ fn packet(k: u32) -> Queued {
         due: ms(2 * k as u64),
         wire_len: 1250,
         payload_len: 1238,
+        seq: k as u16,
     }
 }
 

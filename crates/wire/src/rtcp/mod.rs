@@ -4,11 +4,13 @@
 //! times a second at most, off the per-packet path.
 
 pub mod cc;
+pub mod ccfb;
 
 pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
+pub use ccfb::{Ccfb, CcfbReport, CcfbWriter};
 use rtcp_types::{
     App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
-    RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport,
+    RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport, TransportFeedback,
 };
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -66,6 +68,8 @@ pub enum RtcpItem<'a> {
         ssrc: u32,
         app: CcApp,
     },
+    /// RFC 8888 feedback ([`ccfb`]).
+    Ccfb(Ccfb<'a>),
     /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
     /// congestion-control APP packet of another length or subtype: counted by the caller.
     Other {
@@ -84,14 +88,21 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
     for p in Compound::parse(data).map_err(bad)? {
         // rtcp-types 0.3 does not check an APP packet's padding against its data, and
         // `App::data` then panics (the fuzzer found it: crates/fuzz/regressions/rtcp/).
-        if let Packet::App(app) = p.map_err(bad)? {
-            let pad = usize::from(app.padding().unwrap_or(0));
-            if APP_HEADER + pad > app.length() {
-                return Err(RtcpError::Malformed(format!(
-                    "an APP packet of {} bytes claims {pad} bytes of padding",
-                    app.length()
-                )));
+        match p.map_err(bad)? {
+            Packet::App(app) => {
+                let pad = usize::from(app.padding().unwrap_or(0));
+                if APP_HEADER + pad > app.length() {
+                    return Err(RtcpError::Malformed(format!(
+                        "an APP packet of {} bytes claims {pad} bytes of padding",
+                        app.length()
+                    )));
+                }
             }
+            // An RFC 8888 block that runs past its packet refuses the compound.
+            Packet::TransportFeedback(fb) => {
+                Ccfb::parse(&fb).map_err(RtcpError::Malformed)?;
+            }
+            _ => {}
         }
     }
     for p in Compound::parse(data).map_err(bad)? {
@@ -143,6 +154,12 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                 }),
                 None => visit(RtcpItem::Other {
                     packet_type: app.type_(),
+                }),
+            },
+            Packet::TransportFeedback(fb) => match Ccfb::parse(&fb) {
+                Ok(Some(c)) => visit(RtcpItem::Ccfb(c)),
+                _ => visit(RtcpItem::Other {
+                    packet_type: fb.type_(),
                 }),
             },
             other => visit(RtcpItem::Other {
@@ -206,6 +223,18 @@ pub fn write_compound_with(
     apps: &[CcApp],
     bye_reason: Option<&str>,
 ) -> Result<usize, RtcpError> {
+    write_compound_feedback(buf, head, cname, apps, None, bye_reason)
+}
+
+/// [`write_compound_with`], and RFC 8888 feedback after the APP packets.
+pub fn write_compound_feedback(
+    buf: &mut [u8],
+    head: ReportHead<'_>,
+    cname: &str,
+    apps: &[CcApp],
+    ccfb: Option<&CcfbWriter>,
+    bye_reason: Option<&str>,
+) -> Result<usize, RtcpError> {
     // rtcp-types' APP builder borrows its data: encode every packet's first.
     let data: Vec<(&str, u8, Vec<u8>)> = apps
         .iter()
@@ -240,6 +269,13 @@ pub fn write_compound_with(
     let mut compound = compound.add_packet(sdes);
     for (name, subtype, bytes) in &data {
         compound = compound.add_packet(App::builder(ssrc, name).subtype(*subtype).data(bytes));
+    }
+    if let Some(fb) = ccfb {
+        compound = compound.add_packet(
+            TransportFeedback::builder(fb)
+                .sender_ssrc(ssrc)
+                .media_ssrc(fb.media_ssrc()),
+        );
     }
     if let Some(reason) = bye_reason {
         compound = compound.add_packet(Bye::builder().add_source(ssrc).reason(reason));

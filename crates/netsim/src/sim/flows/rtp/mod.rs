@@ -215,6 +215,7 @@ impl RtpFlow {
                         due: p.due,
                         wire_len: p.wire_len as u32,
                         payload_len: p.payload_len as u32,
+                        seq: metronome_wire::rtp::sequence_of(&self.slots[id as usize][..p.len]),
                     };
                     // At most one packet per free slot, in due order: cannot be refused.
                     let _ = self.sender.handle_input(now, Input::Packet(q));

@@ -1,0 +1,123 @@
+//! GCC's receiving end: it notes when each packet arrived and, every `interval`, reports
+//! every sequence number since its last report, arrived or not (what RFC 8888's feedback
+//! carries; the receiver session writes it).
+
+use metronome_time::Timestamp;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Packets one report covers at most (RFC 8888's range per stream).
+pub const MAX_RANGE: u64 = 16_384;
+
+/// One report: the packets from `begin_seq` on, each with its arrival (`None`: not arrived
+/// by the time of the report), and when it was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArrivalReport {
+    /// Extended RTP sequence number of the first packet reported.
+    pub begin_seq: u64,
+    pub arrivals: Vec<Option<Timestamp>>,
+    pub at: Timestamp,
+}
+
+#[derive(Clone, Debug)]
+pub struct ArrivalRecorder {
+    interval: Duration,
+    /// Arrivals not yet reported, by extended sequence number (at most `MAX_RANGE`).
+    pending: BTreeMap<u64, Timestamp>,
+    /// The first sequence number the next report starts from.
+    next_seq: Option<u64>,
+    next_report: Option<Timestamp>,
+}
+
+impl ArrivalRecorder {
+    /// A report every `interval` (RFC 8888 leaves it to the controller; WebRTC's feedback
+    /// comes about every 50 to 100 ms).
+    pub fn new(interval: Duration) -> Self {
+        ArrivalRecorder {
+            interval,
+            pending: BTreeMap::new(),
+            next_seq: None,
+            next_report: None,
+        }
+    }
+
+    /// Packet `seq` (extended) arrived at `now`.
+    pub fn on_packet(&mut self, now: Timestamp, seq: u64) {
+        let next = *self.next_seq.get_or_insert(seq);
+        if seq < next {
+            // Reported as missing already: too late to count.
+            return;
+        }
+        if seq - next >= MAX_RANGE {
+            // A jump (or a long silence): what lies before the newest range is given up.
+            let start = seq + 1 - MAX_RANGE;
+            self.pending = self.pending.split_off(&start);
+            self.next_seq = Some(start);
+        }
+        self.pending.entry(seq).or_insert(now);
+        self.next_report.get_or_insert(now + self.interval);
+    }
+
+    pub fn poll_timeout(&self) -> Option<Timestamp> {
+        self.next_report
+    }
+
+    /// The report due at `now`, if one is.
+    pub fn poll_report(&mut self, now: Timestamp) -> Option<ArrivalReport> {
+        if self.next_report.is_none_or(|t| now < t) {
+            return None;
+        }
+        self.next_report = None;
+        let begin = self.next_seq?;
+        let (&top, _) = self.pending.last_key_value()?;
+        let arrivals = (begin..=top)
+            .map(|s| self.pending.get(&s).copied())
+            .collect();
+        self.pending.clear();
+        self.next_seq = Some(top + 1);
+        Some(ArrivalReport {
+            begin_seq: begin,
+            arrivals,
+            at: now,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_covers_every_number_since_the_last_and_marks_gaps() {
+        let mut r = ArrivalRecorder::new(Duration::from_millis(50));
+        let t = |ms| Timestamp::from_millis(ms);
+        r.on_packet(t(10), 100);
+        r.on_packet(t(12), 101);
+        r.on_packet(t(15), 103);
+        assert_eq!(r.poll_timeout(), Some(t(60)));
+        assert_eq!(r.poll_report(t(59)), None);
+        let rep = r.poll_report(t(60)).unwrap();
+        assert_eq!(rep.begin_seq, 100);
+        assert_eq!(
+            rep.arrivals,
+            vec![Some(t(10)), Some(t(12)), None, Some(t(15))]
+        );
+        // 102 arriving late is not reported again; the next report starts at 104.
+        r.on_packet(t(70), 102);
+        r.on_packet(t(71), 104);
+        let rep = r.poll_report(t(121)).unwrap();
+        assert_eq!((rep.begin_seq, rep.arrivals.len()), (104, 1));
+        // Nothing arrived: no report, no timer.
+        assert_eq!(r.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_jump_keeps_the_report_within_the_rfc_range() {
+        let mut r = ArrivalRecorder::new(Duration::from_millis(50));
+        r.on_packet(Timestamp::from_millis(1), 5);
+        r.on_packet(Timestamp::from_millis(2), 1_000_000);
+        let rep = r.poll_report(Timestamp::from_secs(1)).unwrap();
+        assert_eq!(rep.arrivals.len() as u64, MAX_RANGE);
+        assert_eq!(rep.begin_seq, 1_000_000 + 1 - MAX_RANGE);
+    }
+}
