@@ -25,6 +25,7 @@ use std::time::Duration;
 pub mod asmp;
 mod fixed;
 pub mod gcc;
+mod kind;
 pub mod receiver;
 pub mod tfmcc;
 pub mod tfrc;
@@ -32,6 +33,7 @@ pub mod tfrc;
 pub use asmp::{AsmpConfig, AsmpSender};
 pub use fixed::FixedRate;
 pub use gcc::{GccConfig, GccSender, PacketResult};
+pub use kind::{ControllerKind, ControllerParams};
 pub use tfmcc::{TfmccConfig, TfmccSender};
 pub use tfrc::{TfrcConfig, TfrcReport, TfrcSender};
 

@@ -110,6 +110,11 @@ impl SourceArgs {
     }
 }
 
+/// The rate controllers' names, for `--cc` (the list `metronome_cc::ControllerKind` keeps).
+pub fn controller_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(metronome_cc::ControllerKind::ALL.map(|k| k.name()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,10 +62,10 @@ pub struct RecvArgs {
     /// interval), as iperf3 does, e.g. --interval 1s; the summary still comes at the end
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
-    /// Run a rate controller's receiving end and send its feedback in RTCP: tfrc (RFC 5348)
-    /// or tfmcc (RFC 4654), matching the sender's `serve --cc` (asmp and fixed need only the
-    /// receiver reports every receiver sends)
-    #[arg(long, value_parser = ["tfrc", "tfmcc"], value_name = "CONTROLLER")]
+    /// Run a rate controller's receiving end and send its feedback in RTCP, matching the
+    /// sender's `serve --cc`: tfrc (RFC 5348's reports), tfmcc (RFC 4654's), gcc (RFC 8888
+    /// feedback every 50 ms); asmp and fixed need only the receiver reports every receiver sends
+    #[arg(long, value_parser = crate::args::controller_names(), value_name = "CONTROLLER")]
     pub cc: Option<String>,
     /// Track up to this many sources (SSRCs) on the port, each measured on its own
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
@@ -182,11 +182,11 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
     cfg.output = a.output.clone();
     cfg.session.ssrc = crate::serve::fresh_seed() as u32;
     cfg.session.max_sources = a.max_sources as usize;
-    cfg.session.cc = match a.cc.as_deref() {
-        Some("tfrc") => metronome_session::receiver::AgentKind::Tfrc,
-        Some("tfmcc") => metronome_session::receiver::AgentKind::Tfmcc,
-        _ => metronome_session::receiver::AgentKind::None,
-    };
+    cfg.session.cc =
+        a.cc.as_deref()
+            .and_then(metronome_cc::ControllerKind::from_name)
+            .unwrap_or_default()
+            .receiver();
     let viewer = match &a.quality {
         Some(reference) => {
             // Refused now rather than after the stream: the reference must be readable.

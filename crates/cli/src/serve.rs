@@ -100,9 +100,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub frame_trace: Option<PathBuf>,
     /// Rate control: fixed (the source's rate), tfrc (RFC 5348, one receiver), tfmcc (RFC 4654,
-    /// a multicast group) or asmp (receiver reports only); receivers run the receiving end
-    /// with `metronome recv --cc`. The test source follows at its next GOP, up to --max-bitrate
-    #[arg(long, value_parser = ["fixed", "tfrc", "tfmcc", "asmp"], value_name = "CONTROLLER")]
+    /// a multicast group), asmp (receiver reports only) or gcc (WebRTC's, one receiver, from
+    /// RFC 8888 feedback); receivers run the receiving end with `metronome recv --cc`. The
+    /// test source follows at its next GOP, up to --max-bitrate
+    #[arg(long, value_parser = crate::args::controller_names(), value_name = "CONTROLLER")]
     pub cc: Option<String>,
     /// The most a rate controller may raise the stream to (default: the starting rate)
     #[arg(long, value_parser = parse_rate, value_name = "RATE")]

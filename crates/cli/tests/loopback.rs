@@ -423,18 +423,16 @@ fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
     assert_eq!(st_frames[0].kind, FrameType::I);
 }
 
-/// `serve --cc tfrc` and `recv --cc tfrc`: the receiver reports its loss event rate and
-/// receive rate in RTCP (once per RTT), the sender's TFRC controller slow-starts from the
-/// test source's lowest rate up towards its ceiling, and the source follows at each GOP.
-#[test]
-fn a_tfrc_stream_follows_its_receivers_feedback_live() {
+/// `serve --cc CC` and `recv --cc CC` on loopback for 5 s: the stream's test source starts at
+/// 1 Mbit/s of TS, its ceiling 4 Mbit/s. Returns the sender's and the receiver's JSON.
+fn rate_controlled(cc: &str) -> (Value, Value) {
     let port = port_pair();
-    let rx = Recv::start(port, &["--cc".as_ref(), "tfrc".as_ref()]);
+    let rx = Recv::start(port, &["--cc".as_ref(), cc.as_ref()]);
     let out = serve(
         port,
         &[
             "--cc".as_ref(),
-            "tfrc".as_ref(),
+            cc.as_ref(),
             "--size".as_ref(),
             "320x180".as_ref(),
             "--mux-rate".as_ref(),
@@ -445,8 +443,15 @@ fn a_tfrc_stream_follows_its_receivers_feedback_live() {
             "5".as_ref(),
         ],
     );
-    let tx = json(&out);
-    let rx = rx.stop();
+    (json(&out), rx.stop())
+}
+
+/// `serve --cc tfrc` and `recv --cc tfrc`: the receiver reports its loss event rate and
+/// receive rate in RTCP (once per RTT), the sender's TFRC controller slow-starts from the
+/// test source's lowest rate up towards its ceiling, and the source follows at each GOP.
+#[test]
+fn a_tfrc_stream_follows_its_receivers_feedback_live() {
+    let (tx, rx) = rate_controlled("tfrc");
     let reports = rx["counters"]["cc_reports"].as_u64().unwrap();
     let rate = tx["bitrate_bps"].as_f64().unwrap();
     println!("TFRC reports {reports}, sender's mean rate {rate:.0} bit/s");
@@ -455,6 +460,23 @@ fn a_tfrc_stream_follows_its_receivers_feedback_live() {
     // No loss on loopback: slow start doubles per RTT up to the 4 Mbit/s ceiling; the source
     // follows at its GOPs (one a second), so the mean is above the 1 Mbit/s it started at.
     assert!(rate > 1.2e6, "{tx}");
+    assert_eq!(tx["receivers"][0]["cumulative_lost"], 0, "{tx}");
+}
+
+/// `serve --cc gcc` and `recv --cc gcc`: the receiver reports every packet's arrival in
+/// RFC 8888 feedback every 50 ms, and the sender's GCC, seeing no queue and no loss on
+/// loopback, raises the rate 8 % a second from where it started.
+#[test]
+fn a_gcc_stream_follows_its_receivers_rfc_8888_feedback_live() {
+    let (tx, rx) = rate_controlled("gcc");
+    let reports = rx["counters"]["cc_reports"].as_u64().unwrap();
+    let target = tx["target_bitrate_bps"].as_u64().unwrap();
+    println!("RFC 8888 reports {reports}, the sender's target at the end {target} bit/s");
+    // One every 50 ms over ~5 s.
+    assert!(reports > 50, "{rx}");
+    // GCC raised the rate from the 1 Mbit/s it started at (its floor), within the ceiling:
+    // 8 % a second for 4 to 5 s of feedback is about 1.4 Mbit/s.
+    assert!(target > 1_000_000 && target <= 4_000_000, "{tx}");
     assert_eq!(tx["receivers"][0]["cumulative_lost"], 0, "{tx}");
 }
 

@@ -1,11 +1,7 @@
 //! A scenario point, declared in `spec`, built as a simulation in `netsim`.
 
 use crate::video::{FrameMap, TestVideo};
-use metronome_cc::receiver::AgentKind;
-use metronome_cc::{
-    AsmpConfig, AsmpSender, FixedRate, RateController, TfmccConfig, TfmccSender, TfrcConfig,
-    TfrcSender,
-};
+use metronome_cc::{ControllerParams, RateController};
 use metronome_netsim::sim::flows::rtp::source::{CbrTs, PacketSource};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
@@ -324,6 +320,20 @@ struct RtpPlan<'a> {
     ladder: Vec<u64>,
 }
 
+impl RtpPlan<'_> {
+    /// Where the source starts: the declared rate, or with a controller its `start_rate` (a
+    /// quarter of the declared rate by default); the controller's first rate follows at once.
+    fn start_bps(&self) -> u64 {
+        match self.cc {
+            RtpCc::Fixed => self.rate_bps,
+            _ => self
+                .start_bps
+                .unwrap_or(self.rate_bps / 4)
+                .min(self.rate_bps),
+        }
+    }
+}
+
 /// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
 /// size on the wire.
 fn controller(plan: &RtpPlan, segment: u32, epoch: Timestamp) -> Box<dyn RateController> {
@@ -342,28 +352,13 @@ fn controller(plan: &RtpPlan, segment: u32, epoch: Timestamp) -> Box<dyn RateCon
             (rung.max(metronome_media::testsrc::MIN_RATE as f64) / ts_share) as u64
         }
     };
-    let min = Bitrate::bps(min.min(plan.rate_bps));
-    match plan.cc {
-        RtpCc::Fixed => Box::new(FixedRate::new(max)),
-        RtpCc::Tfrc => Box::new(TfrcSender::new(TfrcConfig::new(segment, max), epoch)),
-        RtpCc::Tfmcc => Box::new(TfmccSender::new(
-            TfmccConfig {
-                min_rate: min,
-                ..TfmccConfig::new(segment, max)
-            },
-            epoch,
-        )),
-        RtpCc::Asmp => {
-            let start = plan
-                .start_bps
-                .unwrap_or(plan.rate_bps / 4)
-                .min(plan.rate_bps);
-            Box::new(AsmpSender::new(AsmpConfig {
-                min_rate: min,
-                ..AsmpConfig::new(segment, Bitrate::bps(start), max)
-            }))
-        }
-    }
+    let params = ControllerParams {
+        segment_bytes: segment,
+        start: Bitrate::bps(plan.start_bps()),
+        min: Bitrate::bps(min),
+        max,
+    };
+    plan.cc.build(params, epoch)
 }
 
 /// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
@@ -380,14 +375,7 @@ fn rtp(
     plan: RtpPlan,
     seed: u64,
 ) -> Result<(RtpFlow, Frames), String> {
-    let rate_bps = match plan.cc {
-        RtpCc::Fixed => plan.rate_bps,
-        // Where the source starts: the controller's first rate follows at once.
-        _ => plan
-            .start_bps
-            .unwrap_or(plan.rate_bps / 4)
-            .min(plan.rate_bps),
-    };
+    let rate_bps = plan.start_bps();
     let video = plan.video;
     let ssrc = seed as u32 | 1;
     let k = plan.ts_per_packet;
@@ -455,11 +443,7 @@ fn rtp(
                 session_bw_bps: plan.rate_bps,
                 seed: seed ^ 0x5eed,
                 histogram_digits,
-                cc: match plan.cc {
-                    RtpCc::Tfrc => AgentKind::Tfrc,
-                    RtpCc::Tfmcc => AgentKind::Tfmcc,
-                    RtpCc::Fixed | RtpCc::Asmp => AgentKind::None,
-                },
+                cc: plan.cc.receiver(),
                 ..ReceiverConfig::default()
             },
             epoch,

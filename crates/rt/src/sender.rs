@@ -42,7 +42,7 @@ pub struct SenderConfig {
     /// Head start of the producer before the first release time.
     pub preroll: Duration,
     pub seed: u64,
-    /// The rate controller (`fixed`, `tfrc`, `tfmcc`, `asmp`; see `StreamSpec::cc`), and the
+    /// The rate controller (`metronome_cc::ControllerKind`'s names), and the
     /// most it may raise the stream to.
     pub cc: Option<String>,
     pub max_bitrate: Option<u64>,
@@ -193,6 +193,8 @@ pub struct SenderOutcome {
     pub bytes: u64,
     /// Bytes sent over the time from the first release to the end.
     pub bitrate_bps: f64,
+    /// The MPEG-TS rate the rate controller targeted at the end (the fixed rate without one).
+    pub target_bitrate_bps: u64,
     pub send_errors: u64,
     pub underruns: u64,
     /// Packets per job deadline missed (a packet is its own job: due time + one interval).
@@ -332,6 +334,7 @@ pub fn run_sender(
         packets: s.packets,
         bytes: s.bytes,
         bitrate_bps: s.bitrate_bps,
+        target_bitrate_bps: s.target_bitrate_bps,
         send_errors: s.send_errors,
         underruns: s.underruns,
         deadline_misses: s.deadline_misses,

@@ -103,9 +103,6 @@ impl StreamSpec {
     }
 }
 
-/// The rate controllers a stream may have (see [`StreamSpec::cc`]).
-pub const CONTROLLERS: [&str; 4] = ["fixed", "tfrc", "tfmcc", "asmp"];
-
 impl StreamSpec {
     /// A spec with defaults for everything but the name and destinations.
     pub fn new(name: impl Into<String>, destination: Vec<String>) -> Self {
@@ -163,11 +160,15 @@ impl StreamSpec {
             )));
         }
         if let Some(cc) = self.cc.as_deref() {
-            if !CONTROLLERS.contains(&cc) {
+            if metronome_cc::ControllerKind::from_name(cc).is_none() {
+                let names: Vec<&str> = metronome_cc::ControllerKind::ALL
+                    .iter()
+                    .map(|k| k.name())
+                    .collect();
                 return Err(SpecError(format!(
                     "stream '{}': cc = \"{cc}\" is not known; use one of: {}",
                     self.name,
-                    CONTROLLERS.join(", ")
+                    names.join(", ")
                 )));
             }
         }

@@ -341,6 +341,8 @@ fn rate_controlled_rtp_flows_and_claims() {
         ("cc = \"asmp\"\nladder = [100000]", "", "a ladder is the video bitrates"),
         ("mtu = 100", "", "an IP packet of 300 to 9000 bytes"),
         ("gop = 12", "", "gop needs video"),
+        ("cc = \"gcc\"", "", "cc = \"gcc\" controls a stream to one receiver, and this one has 3"),
+        ("cc = \"tfrc\"", "", "for a group use \"tfmcc\" or \"asmp\""),
         ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"beauty\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]", "metric = \"beauty\" is not known"),
         ("", "[[claim]]\ntext = \"x\"\nflow = \"w\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]", "flow = \"w\" is not a flow"),
         ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">=\"\nrhs = [{ cc = \"tfmcc\" }]", "use \"<\" or \">\""),

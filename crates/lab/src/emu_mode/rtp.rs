@@ -19,7 +19,6 @@ use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_session::receiver::AgentKind;
 use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc, VideoContent, VideoDecl};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
@@ -207,11 +206,7 @@ pub(super) fn session_receivers(
     let FlowKind::Rtp { cc, .. } = f.kind else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
-    let kind = match cc {
-        RtpCc::Tfrc => AgentKind::Tfrc,
-        RtpCc::Tfmcc => AgentKind::Tfmcc,
-        RtpCc::Fixed | RtpCc::Asmp => AgentKind::None,
-    };
+    let kind = cc.receiver();
     let mut out = Vec::with_capacity(urls.len());
     for (i, (host, url)) in urls.into_iter().enumerate() {
         let mut cfg = ReceiverRunConfig::new(url);

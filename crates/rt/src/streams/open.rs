@@ -11,10 +11,7 @@ use crate::control::ControlError;
 use crate::ring::PacketRing;
 use crate::udp::{RtcpSocket, SocketOptions, UdpSender};
 use crate::url::RtpUrl;
-use metronome_cc::{
-    AsmpConfig, AsmpSender, FixedRate, RateController, TfmccConfig, TfmccSender, TfrcConfig,
-    TfrcSender,
-};
+use metronome_cc::{ControllerKind, ControllerParams, RateController};
 use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSource};
 use metronome_sched::phase::staggered_start;
 use metronome_sched::{PacingConfig, TaskParams};
@@ -300,21 +297,18 @@ fn controller(
     // The TS packets, the RTP header, the send-time extension, IPv4 and UDP.
     let ext = if spec.send_time { SEND_TIME_EXT_LEN } else { 0 };
     let segment = (spec.ts_per_packet() * 188 + 12 + ext + 28) as u32;
-    match spec.cc.as_deref() {
-        Some("tfrc") => Box::new(TfrcSender::new(TfrcConfig::new(segment, max), epoch)),
-        Some("tfmcc") => Box::new(TfmccSender::new(
-            TfmccConfig {
-                min_rate: min,
-                ..TfmccConfig::new(segment, max)
-            },
-            epoch,
-        )),
-        Some("asmp") => Box::new(AsmpSender::new(AsmpConfig {
-            min_rate: min,
-            ..AsmpConfig::new(segment, start, max)
-        })),
-        _ => Box::new(FixedRate::new(start)),
-    }
+    let kind = spec
+        .cc
+        .as_deref()
+        .and_then(ControllerKind::from_name)
+        .unwrap_or_default();
+    let params = ControllerParams {
+        segment_bytes: segment,
+        start,
+        min,
+        max,
+    };
+    kind.build(params, epoch)
 }
 
 #[cfg(test)]

@@ -538,7 +538,7 @@ impl SenderSession {
         self.queue.len()
     }
 
-    /// The rate controller's name ("fixed", "tfrc", "tfmcc", "asmp").
+    /// The rate controller's name (`metronome_cc::ControllerKind::name`).
     pub fn controller_name(&self) -> &'static str {
         self.controller.name()
     }

@@ -116,6 +116,16 @@ impl RawFlow {
                 "flow '{name}': a TCP flow goes to exactly one node"
             ));
         }
+        if let FlowKind::Rtp { cc, .. } = kind {
+            if cc != RtpCc::Fixed && !cc.for_groups() && receivers.len() != 1 {
+                return Err(format!(
+                    "flow '{name}': cc = \"{}\" controls a stream to one receiver, and this one has {}; \
+                     for a group use \"tfmcc\" or \"asmp\"",
+                    cc.name(),
+                    receivers.len()
+                ));
+            }
+        }
         Ok(FlowDecl {
             name,
             from: self.from.clone(),
@@ -264,19 +274,19 @@ impl RawFlow {
                 }
                 .map_err(|e| format!("flow '{name}': {e}"))?;
                 let cc = match self.cc.as_deref() {
-                    None | Some("fixed") => RtpCc::Fixed,
-                    Some("tfrc") => RtpCc::Tfrc,
-                    Some("tfmcc") => RtpCc::Tfmcc,
-                    Some("asmp") => RtpCc::Asmp,
-                    Some(other) => {
-                        return Err(format!(
-                            "flow '{name}': cc = \"{other}\" is not known for rtp; use \"fixed\", \"tfrc\", \"tfmcc\" or \"asmp\""
-                        ))
-                    }
+                    None => RtpCc::Fixed,
+                    Some(n) => RtpCc::from_name(n).ok_or_else(|| {
+                        let names: Vec<String> =
+                            RtpCc::ALL.iter().map(|k| format!("\"{}\"", k.name())).collect();
+                        format!(
+                            "flow '{name}': cc = \"{n}\" is not known for rtp; use one of {}",
+                            names.join(", ")
+                        )
+                    })?,
                 };
                 if self.start_rate.is_some() && cc == RtpCc::Fixed {
                     return Err(format!(
-                        "flow '{name}': start_rate is where a rate controller begins: set cc (\"asmp\", \"tfmcc\", \"tfrc\") or remove it"
+                        "flow '{name}': start_rate is where a rate controller begins: set cc (\"asmp\", \"gcc\", \"tfmcc\", \"tfrc\") or remove it"
                     ));
                 }
                 if let Some(m) = self.mtu.filter(|m| !(300..=9000).contains(m)) {

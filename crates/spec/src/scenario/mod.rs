@@ -313,31 +313,8 @@ pub enum RateShape {
     },
 }
 
-/// An RTP flow's rate controller.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum RtpCc {
-    /// The rate as declared.
-    #[default]
-    Fixed,
-    /// TFRC (RFC 5348), for one receiver.
-    Tfrc,
-    /// TFMCC (RFC 4654), for a group.
-    Tfmcc,
-    /// ASMP (seed 002), from receiver reports.
-    Asmp,
-}
-
-impl RtpCc {
-    /// As written in scenarios and shown in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            RtpCc::Fixed => "fixed",
-            RtpCc::Tfrc => "tfrc",
-            RtpCc::Tfmcc => "tfmcc",
-            RtpCc::Asmp => "asmp",
-        }
-    }
-}
+/// An RTP flow's rate controller: the list the command line and the engine share.
+pub use metronome_cc::ControllerKind as RtpCc;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TcpCc {
