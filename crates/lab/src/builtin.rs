@@ -33,6 +33,16 @@ Builtin {
     text: include_str!("../scenarios/seed002-tcp.toml"),
 },
 Builtin {
+    name: "unicast-cc",
+    summary: "TFRC and GCC to one viewer on a 4 Mbit/s bottleneck: how each finds the link, and the queue it keeps",
+    text: include_str!("../scenarios/unicast-cc.toml"),
+},
+Builtin {
+    name: "unicast-cc-tcp",
+    summary: "TFRC and GCC to one viewer beside a TCP flow on a 4 Mbit/s bottleneck: the share each leaves TCP",
+    text: include_str!("../scenarios/unicast-cc-tcp.toml"),
+},
+Builtin {
     name: "seed002-playout",
     summary: "TFMCC and ASMP multicast video on the dumbbell without TCP, with and without a 150 ms play-out deadline",
     text: include_str!("../scenarios/seed002-playout.toml"),
