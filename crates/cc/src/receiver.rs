@@ -93,11 +93,13 @@ impl Agent {
         }
     }
 
-    pub fn poll_report(&mut self, now: Timestamp) -> Option<AgentReport> {
+    /// The report due at `now`, if one is; `max_packets` bounds a per-packet report (GCC's)
+    /// to what its RTCP packet has room for.
+    pub fn poll_report(&mut self, now: Timestamp, max_packets: usize) -> Option<AgentReport> {
         match self {
             Agent::Tfrc(r) => r.poll_report(now).map(AgentReport::Tfrc),
             Agent::Tfmcc(r) => r.poll_report(now).map(AgentReport::Tfmcc),
-            Agent::Arrivals(r) => r.poll_report(now).map(AgentReport::Arrivals),
+            Agent::Arrivals(r) => r.poll_report(now, max_packets).map(AgentReport::Arrivals),
         }
     }
 }

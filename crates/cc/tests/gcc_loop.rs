@@ -76,6 +76,7 @@ fn run(link_bps: u64, queue: usize, one_way: Duration, secs: u64) -> Outcome {
                 seq: n,
                 sent: Timestamp::ZERO,
                 size: S,
+                received: true,
                 // The receiver's clock runs 7 s ahead: only differences may count.
                 arrived: Some(at + Duration::from_secs(7)),
             });
@@ -103,6 +104,7 @@ fn run(link_bps: u64, queue: usize, one_way: Duration, secs: u64) -> Outcome {
                             seq: s,
                             sent: Timestamp::ZERO,
                             size: S,
+                            received: arrived.is_some(),
                             arrived,
                         })
                         .collect(),

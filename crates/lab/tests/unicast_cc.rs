@@ -46,7 +46,7 @@ fn alone_gcc_finds_the_link_by_delay_and_tfrc_by_loss() {
 }
 
 #[test]
-fn beside_tcp_tfrc_shares_evenly_and_gcc_takes_more() {
+fn beside_tcp_both_are_tcp_friendly_and_tfrc_the_more_even() {
     let s = run_builtin("unicast-cc-tcp");
     for p in &s.points {
         let cc = &p.params["cc"];
@@ -57,17 +57,18 @@ fn beside_tcp_tfrc_shares_evenly_and_gcc_takes_more() {
             fair.flows[1].throughput_bps / 1e6,
             fair.jain_index
         );
-        // The link is used, and TCP is not starved by either.
+        // The link is used, and both are TCP-friendly by TFMCC's definition: within a factor
+        // of two of the TCP flow.
         let total: f64 = fair.flows.iter().map(|f| f.throughput_bps).sum();
         assert!(total > 3.2e6, "{cc}: {total}");
-        assert!(fair.flows[1].throughput_bps > 0.8e6, "{cc}: {fair:?}");
+        assert!(fair.max_ratio < 2.0, "{cc}: {fair:?}");
     }
     let jain = |cc: &str| {
         let p = s.points.iter().find(|p| p.params["cc"] == cc).unwrap();
         p.fairness.as_ref().unwrap().jain_index
     };
-    // TFRC is TCP-friendly as designed.
-    assert!(jain("tfrc") > 0.95);
+    // TFRC is TCP-friendly as designed; GCC nearly as much.
+    assert!(jain("tfrc") > 0.95 && jain("gcc") > 0.9);
     // The claim that GCC is as fair is checked and, here, not met: the report says why.
     let c = metronome_lab::claims::check(&s);
     assert_eq!(c.len(), 1);

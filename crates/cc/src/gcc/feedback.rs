@@ -62,19 +62,24 @@ impl ArrivalRecorder {
         self.next_report
     }
 
-    /// The report due at `now`, if one is.
-    pub fn poll_report(&mut self, now: Timestamp) -> Option<ArrivalReport> {
-        if self.next_report.is_none_or(|t| now < t) {
+    /// The report due at `now`, if one is, of at most `max` packets (what the packet that
+    /// carries it has room for): the rest is due at once, in the next.
+    pub fn poll_report(&mut self, now: Timestamp, max: usize) -> Option<ArrivalReport> {
+        if self.next_report.is_none_or(|t| now < t) || max == 0 {
             return None;
         }
         self.next_report = None;
         let begin = self.next_seq?;
         let (&top, _) = self.pending.last_key_value()?;
-        let arrivals = (begin..=top)
+        let end = top.min(begin + max as u64 - 1);
+        let arrivals = (begin..=end)
             .map(|s| self.pending.get(&s).copied())
             .collect();
-        self.pending.clear();
-        self.next_seq = Some(top + 1);
+        self.pending = self.pending.split_off(&(end + 1));
+        self.next_seq = Some(end + 1);
+        if end < top {
+            self.next_report = Some(now);
+        }
         Some(ArrivalReport {
             begin_seq: begin,
             arrivals,
@@ -95,8 +100,8 @@ mod tests {
         r.on_packet(t(12), 101);
         r.on_packet(t(15), 103);
         assert_eq!(r.poll_timeout(), Some(t(60)));
-        assert_eq!(r.poll_report(t(59)), None);
-        let rep = r.poll_report(t(60)).unwrap();
+        assert_eq!(r.poll_report(t(59), 100), None);
+        let rep = r.poll_report(t(60), 100).unwrap();
         assert_eq!(rep.begin_seq, 100);
         assert_eq!(
             rep.arrivals,
@@ -105,7 +110,7 @@ mod tests {
         // 102 arriving late is not reported again; the next report starts at 104.
         r.on_packet(t(70), 102);
         r.on_packet(t(71), 104);
-        let rep = r.poll_report(t(121)).unwrap();
+        let rep = r.poll_report(t(121), 100).unwrap();
         assert_eq!((rep.begin_seq, rep.arrivals.len()), (104, 1));
         // Nothing arrived: no report, no timer.
         assert_eq!(r.poll_timeout(), None);
@@ -116,8 +121,25 @@ mod tests {
         let mut r = ArrivalRecorder::new(Duration::from_millis(50));
         r.on_packet(Timestamp::from_millis(1), 5);
         r.on_packet(Timestamp::from_millis(2), 1_000_000);
-        let rep = r.poll_report(Timestamp::from_secs(1)).unwrap();
+        let rep = r.poll_report(Timestamp::from_secs(1), 100_000).unwrap();
         assert_eq!(rep.arrivals.len() as u64, MAX_RANGE);
         assert_eq!(rep.begin_seq, 1_000_000 + 1 - MAX_RANGE);
+    }
+
+    #[test]
+    fn a_report_too_big_for_its_packet_goes_in_parts_and_nothing_is_lost() {
+        let mut r = ArrivalRecorder::new(Duration::from_millis(50));
+        for s in 0..1000u64 {
+            r.on_packet(Timestamp::from_micros(s * 10), s);
+        }
+        let now = Timestamp::from_millis(60);
+        let a = r.poll_report(now, 600).unwrap();
+        assert_eq!((a.begin_seq, a.arrivals.len()), (0, 600));
+        // The rest is due at once.
+        assert_eq!(r.poll_timeout(), Some(now));
+        let b = r.poll_report(now, 600).unwrap();
+        assert_eq!((b.begin_seq, b.arrivals.len()), (600, 400));
+        assert!(b.arrivals.iter().all(Option::is_some));
+        assert_eq!(r.poll_timeout(), None);
     }
 }

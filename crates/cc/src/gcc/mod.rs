@@ -5,9 +5,9 @@
 //! `metronome_wire::rtcp::ccfb`); the sender session matches the reports with its own send
 //! times and hands them over as [`PacketResult`]s. From them:
 //! - the delay-based controller ([`delay`]: groups, the Kalman filter, the over-use detector)
-//!   drives an AIMD rate `A` (§5.5): in *increase*, `A` grows by 8 % a second, or by about a
-//!   packet per response time (RTT + 100 ms) once the incoming rate is near the rate at which
-//!   the path last over-used; on over-use `A` drops to `beta = 0.85` of the incoming rate
+//!   drives an AIMD rate `A` (§5.5): in *increase*, `A` grows by 8 % a second, or by half a
+//!   packet per response time (RTT + 100 ms; at least 1000 bit/s an update) once the incoming
+//!   rate is near the rate at which the path last over-used; on over-use `A` drops to `beta = 0.85` of the incoming rate
 //!   `R` (bytes that arrived in the last 500 ms), at most once per response time; on
 //!   under-use it holds. `A` never exceeds `1.5 R`.
 //! - the loss-based controller (§6) keeps `A_s`: over at least 100 ms and 20 packets, a loss
@@ -34,10 +34,16 @@ pub struct PacketResult {
     pub sent: Timestamp,
     /// Its size on the wire, bytes.
     pub size: u32,
-    /// When it arrived, on the receiver's clock (only differences count); `None`: reported
-    /// as not received.
+    /// Whether the receiver got it.
+    pub received: bool,
+    /// When it arrived, on the receiver's clock (only differences count); `None` if it was
+    /// not received, or the receiver did not say when (RFC 8888's "unavailable").
     pub arrived: Option<Timestamp>,
 }
+
+/// Arrivals the incoming-rate window holds at most, whatever reports say (25,000 packets a
+/// second for 500 ms).
+pub const MAX_WINDOW: usize = 12_500;
 
 /// GCC's constants.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -113,11 +119,13 @@ pub struct GccSender {
     a_s: f64,
     last_update: Option<Timestamp>,
     last_decrease: Option<Timestamp>,
-    /// Arrivals (receiver's clock) and sizes in the rate window, for `R`.
+    /// Arrivals (receiver's clock) and sizes in the rate window, for `R` (at most
+    /// [`MAX_WINDOW`]), and the latest arrival seen.
     arrivals: VecDeque<(Timestamp, u32)>,
     window_bytes: u64,
-    /// The incoming rate at past decreases: its mean and variance, normalised (§5.5's
-    /// "average max bitrate"), bit/s.
+    newest_arrival: Option<Timestamp>,
+    /// The incoming rate at past decreases: its mean (kbit/s) and variance, normalised
+    /// (§5.5's "average max bitrate").
     max_mean: Option<f64>,
     max_var: f64,
     /// Loss-based: packets and losses since its last update.
@@ -140,6 +148,7 @@ impl GccSender {
             last_decrease: None,
             arrivals: VecDeque::new(),
             window_bytes: 0,
+            newest_arrival: None,
             max_mean: None,
             max_var: 0.4,
             loss_since: None,
@@ -170,7 +179,7 @@ impl GccSender {
 
     /// The incoming rate `R` over the window, bit/s (`None` before a window's worth).
     fn incoming_bps(&self) -> Option<f64> {
-        let (first, last) = (self.arrivals.front()?.0, self.arrivals.back()?.0);
+        let (first, last) = (self.arrivals.front()?.0, self.newest_arrival?);
         let span = last.saturating_since(first);
         (span >= self.cfg.rate_window / 2)
             .then(|| self.window_bytes as f64 * 8.0 / span.as_secs_f64().max(1e-3))
@@ -181,19 +190,24 @@ impl GccSender {
         for r in results {
             self.counters.results += 1;
             self.loss_packets += 1;
-            match r.arrived {
-                Some(at) => {
-                    self.detector.on_packet(now, r.sent, at);
-                    self.arrivals.push_back((at, r.size));
-                    self.window_bytes += u64::from(r.size);
-                }
-                None => {
-                    self.counters.lost += 1;
-                    self.loss_lost += 1;
+            if !r.received {
+                self.counters.lost += 1;
+                self.loss_lost += 1;
+                continue;
+            }
+            // Received without a time: it counts against loss, not for delay or rate.
+            let Some(at) = r.arrived else { continue };
+            self.detector.on_packet(r.sent, at);
+            if self.arrivals.len() == MAX_WINDOW {
+                if let Some((_, size)) = self.arrivals.pop_front() {
+                    self.window_bytes -= u64::from(size);
                 }
             }
+            self.arrivals.push_back((at, r.size));
+            self.window_bytes += u64::from(r.size);
+            self.newest_arrival = Some(self.newest_arrival.map_or(at, |n| n.max(at)));
         }
-        if let Some(&(newest, _)) = self.arrivals.back() {
+        if let Some(newest) = self.newest_arrival {
             while let Some(&(t, size)) = self.arrivals.front() {
                 if newest.saturating_since(t) <= self.cfg.rate_window {
                     break;
@@ -225,17 +239,13 @@ impl GccSender {
         match self.state {
             RateState::Increase => {
                 let near = match (incoming, self.max_mean) {
-                    (Some(r), Some(mean)) => {
-                        let sd = (self.max_var * mean).sqrt();
-                        (r - mean).abs() < 3.0 * sd
-                    }
+                    (Some(r), Some(mean)) => self.near_max(r / 1e3, mean),
                     _ => false,
                 };
                 if near {
-                    let per_response = f64::from(self.cfg.packet_bytes) * 8.0;
-                    let add = (per_response * dt.as_secs_f64() / response.as_secs_f64())
-                        .max(1000.0 * dt.as_secs_f64());
-                    self.a += add;
+                    // §5.5: half a packet per response time, at least 1000 bit/s an update.
+                    let alpha = 0.5 * (dt.as_secs_f64() / response.as_secs_f64()).min(1.0);
+                    self.a += (alpha * f64::from(self.cfg.packet_bytes) * 8.0).max(1000.0);
                 } else {
                     self.a *= self.cfg.eta.powf(dt.as_secs_f64());
                 }
@@ -249,7 +259,7 @@ impl GccSender {
                     self.a = self.cfg.beta * r;
                     self.last_decrease = Some(now);
                     self.counters.decreases += 1;
-                    self.note_max(r);
+                    self.note_max(r / 1e3);
                 }
             }
             RateState::Hold => {}
@@ -260,11 +270,17 @@ impl GccSender {
         self.a = self.clamp(self.a);
     }
 
-    /// The incoming rate at a decrease joins the "average max bitrate" (its variance is kept
-    /// relative to the mean, as the draft's "3 standard deviations" rule needs).
+    /// Whether `r_kbps` is within 3 standard deviations of the rate at past over-uses (§5.5).
+    /// The variance is kept relative to the mean, in kbit/s, as libwebrtc keeps it: its
+    /// bounds (0.4 to 2.5) make the deviation 14 to 35 kbit/s at 500 kbit/s.
+    fn near_max(&self, r_kbps: f64, mean_kbps: f64) -> bool {
+        (r_kbps - mean_kbps).abs() < 3.0 * (self.max_var * mean_kbps).sqrt()
+    }
+
+    /// The incoming rate at a decrease, kbit/s, joins the "average max bitrate".
     fn note_max(&mut self, r: f64) {
         let mean = match self.max_mean {
-            Some(m) if (r - m).abs() <= 3.0 * (self.max_var * m).sqrt() => m,
+            Some(m) if self.near_max(r, m) => m,
             // Far from the old mean: the path changed; start again.
             _ => {
                 self.max_mean = Some(r);
@@ -348,11 +364,13 @@ mod tests {
         (from..from + n)
             .map(|i| {
                 let sent = Timestamp::from_micros(i * gap_us);
+                let arrived = delay_us(i).map(|d| sent + Duration::from_micros(d));
                 PacketResult {
                     seq: i,
                     sent,
                     size: 1200,
-                    arrived: delay_us(i).map(|d| sent + Duration::from_micros(d)),
+                    received: arrived.is_some(),
+                    arrived,
                 }
             })
             .collect()

@@ -512,8 +512,18 @@ impl ReceiverSession {
     /// carries the rate controller's feedback, which goes out of turn); returns its length.
     pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         let regular = self.next_report.is_some_and(|t| now >= t);
+        // Room for RFC 8888 reports, 2 bytes each, after the RR's blocks, the SDES and the
+        // feedback packet's own 20 bytes (with some to spare).
+        let blocks = self
+            .sources
+            .iter()
+            .filter(|s| s.packets > 0)
+            .count()
+            .min(31);
+        let used = 8 + 24 * blocks + 16 + self.cfg.cname.len() + 20 + 16;
+        let room = buf.len().saturating_sub(used) / 2;
         let out = self.cc.as_mut().and_then(|c| {
-            let r = c.agent.poll_report(now)?;
+            let r = c.agent.poll_report(now, room)?;
             Some(crate::cc_app::report_out(&r, c.ssrc, c.last_rtp_ts))
         });
         if !regular && out.is_none() {

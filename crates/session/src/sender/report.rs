@@ -97,13 +97,13 @@ pub enum SenderEvent {
         ssrc: u32,
         report: metronome_cc::tfmcc::ReceiverFeedback,
     },
-    /// RFC 8888 feedback about this stream: per sequence number, the arrival time offset
-    /// (1/1024 s before `report_timestamp`, the receiver's clock in NTP's 16.16 form) or
-    /// `None` for a packet not received.
+    /// RFC 8888 feedback about this stream: per sequence number, its report (received or
+    /// not, and when: 1/1024 s before `report_timestamp`, the receiver's clock in NTP's 16.16
+    /// form).
     PacketFeedback {
         ssrc: u32,
         report_timestamp: u32,
-        reports: Vec<(u16, Option<u16>)>,
+        reports: Vec<(u16, rtcp::CcfbReport)>,
     },
 }
 
@@ -280,10 +280,7 @@ impl SenderReports {
                         self.counters.blocks_about_others += 1;
                         continue;
                     }
-                    let reports = b
-                        .reports()
-                        .map(|(seq, r)| (seq, r.received.then_some(r.ato)))
-                        .collect();
+                    let reports = b.reports().collect();
                     feedback.push(SenderEvent::PacketFeedback {
                         ssrc: fb.sender_ssrc,
                         report_timestamp: fb.report_timestamp,

@@ -4,6 +4,7 @@
 
 use metronome_cc::PacketResult;
 use metronome_time::Timestamp;
+use metronome_wire::rtcp::CcfbReport;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -11,9 +12,20 @@ use std::time::Duration;
 /// a report names are not matched (counted by the caller).
 pub const SEND_LOG: usize = 8192;
 
+/// One packet sent.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    seq: u64,
+    at: Timestamp,
+    size: u32,
+    /// A report has named it: a later one (RFC 8888 lets a receiver repeat itself) does not
+    /// count it again.
+    reported: bool,
+}
+
 pub struct SendLog {
-    /// (extended sequence number, sent, bytes on the wire), oldest first.
-    sent: VecDeque<(u64, Timestamp, u32)>,
+    /// Oldest first.
+    sent: VecDeque<Sent>,
     /// The receiver's report timestamps extended past their 16.16-second wrap.
     last_report_ts: Option<u64>,
 }
@@ -39,16 +51,18 @@ impl SendLog {
         for k in 0..packets {
             let seq16 = first_seq.wrapping_add(k as u16);
             let ext = match self.sent.back() {
-                Some(&(last, _, _)) => {
-                    let delta = seq16.wrapping_sub(last as u16);
-                    last + u64::from(delta)
-                }
+                Some(last) => last.seq + u64::from(seq16.wrapping_sub(last.seq as u16)),
                 None => u64::from(seq16) + (1 << 16),
             };
             if self.sent.len() == SEND_LOG {
                 self.sent.pop_front();
             }
-            self.sent.push_back((ext, now, size));
+            self.sent.push_back(Sent {
+                seq: ext,
+                at: now,
+                size,
+                reported: false,
+            });
         }
     }
 
@@ -70,32 +84,33 @@ impl SendLog {
         ))
     }
 
-    /// The packets of one RFC 8888 block, matched with their send times, into `out`. Each
-    /// report is `(sequence number, arrival time offset in 1/1024 s or None)`. Returns how
-    /// many could not be matched (sent too long ago, or never).
+    /// The packets of one RFC 8888 block, matched with their send times, into `out`. Returns
+    /// how many could not be matched: sent too long ago or never, or reported before.
     pub fn results(
         &mut self,
         report_timestamp: u32,
-        reports: &[(u16, Option<u16>)],
+        reports: &[(u16, CcfbReport)],
         out: &mut Vec<PacketResult>,
     ) -> usize {
         let Some(at) = self.report_time(report_timestamp) else {
             return reports.len();
         };
         let mut unmatched = 0;
-        for &(seq16, ato) in reports {
-            let Some(&(ext, sent, size)) = self.find(seq16) else {
+        for &(seq16, report) in reports {
+            let Some(p) = self.find(seq16).filter(|p| !p.reported) else {
                 unmatched += 1;
                 continue;
             };
-            let arrived = ato.map(|a| {
+            p.reported = true;
+            let arrived = report.offset().map(|a| {
                 at.checked_sub(Duration::from_nanos(u64::from(a) * 1_000_000_000 / 1024))
                     .unwrap_or(Timestamp::ZERO)
             });
             out.push(PacketResult {
-                seq: ext,
-                sent,
-                size,
+                seq: p.seq,
+                sent: p.at,
+                size: p.size,
+                received: report.received,
                 arrived,
             });
         }
@@ -103,19 +118,32 @@ impl SendLog {
     }
 
     /// The newest packet sent with this sequence number (the log spans less than 2^16).
-    fn find(&self, seq16: u16) -> Option<&(u64, Timestamp, u32)> {
-        let &(newest, _, _) = self.sent.back()?;
+    fn find(&mut self, seq16: u16) -> Option<&mut Sent> {
+        let newest = self.sent.back()?.seq;
         let back = u64::from((newest as u16).wrapping_sub(seq16));
         let ext = newest.checked_sub(back)?;
-        let &(oldest, _, _) = self.sent.front()?;
-        let i = ext.checked_sub(oldest)?;
-        self.sent.get(i as usize).filter(|e| e.0 == ext)
+        let i = ext.checked_sub(self.sent.front()?.seq)?;
+        self.sent.get_mut(i as usize).filter(|e| e.seq == ext)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at(ato: u16) -> CcfbReport {
+        CcfbReport {
+            received: true,
+            ecn: 0,
+            ato,
+        }
+    }
+
+    const LOST: CcfbReport = CcfbReport {
+        received: false,
+        ecn: 0,
+        ato: 0,
+    };
 
     #[test]
     fn reports_are_matched_across_the_sequence_wrap_and_the_timestamp_wrap() {
@@ -133,24 +161,36 @@ mod tests {
         // received, 1 arrived at it; 20 was never sent.
         let unmatched = log.results(
             0xFFFF_0000,
-            &[(65_535, Some(512)), (0, None), (1, Some(0)), (20, Some(0))],
+            &[(65_535, at(512)), (0, LOST), (1, at(0)), (20, at(0))],
             &mut out,
         );
         assert_eq!(unmatched, 1, "seq 20 was never sent");
         assert_eq!(out.len(), 3);
         assert_eq!(out[0].sent, Timestamp::from_millis(5));
-        assert_eq!(out[1].arrived, None);
+        assert!(!out[1].received && out[1].arrived.is_none());
         assert_eq!(out[1].sent, Timestamp::from_millis(6));
         let t0 = out[2].arrived.unwrap();
         assert_eq!(
             t0.saturating_since(out[0].arrived.unwrap()),
             Duration::from_millis(500)
         );
-        // The next report's timestamp wrapped: it is later, not 65536 s earlier.
+        // The next report's timestamp wrapped: it is later, not 65536 s earlier. A packet
+        // reported again is not counted twice; one received at an unknown time counts as
+        // received, without a time.
         out.clear();
-        log.results(0x0000_8000, &[(1, Some(0))], &mut out);
+        let unmatched = log.results(
+            0x0000_8000,
+            &[
+                (1, at(0)),
+                (2, at(0)),
+                (3, at(metronome_wire::rtcp::ccfb::ATO_UNKNOWN)),
+            ],
+            &mut out,
+        );
+        assert_eq!(unmatched, 1, "seq 1 was reported before");
         let t1 = out[0].arrived.unwrap();
         assert_eq!(t1.saturating_since(t0), Duration::from_millis(1500));
+        assert!(out[1].received && out[1].arrived.is_none());
     }
 
     #[test]
@@ -161,9 +201,9 @@ mod tests {
         }
         assert_eq!(log.sent.len(), SEND_LOG);
         let mut out = Vec::new();
-        assert_eq!(log.results(1, &[(5, Some(0))], &mut out), 1);
+        assert_eq!(log.results(1, &[(5, at(0))], &mut out), 1);
         assert_eq!(
-            log.results(1, &[((SEND_LOG + 50) as u16, Some(0))], &mut out),
+            log.results(1, &[((SEND_LOG + 50) as u16, at(0))], &mut out),
             0
         );
     }

@@ -23,7 +23,9 @@
 //! Each stream's reports are padded to 32 bits. The report timestamp is the middle 32 bits of
 //! the receiver's NTP clock when it wrote the report; an arrival time offset (ATO) is how long
 //! before that the packet arrived, in 1/1024 s (0x1FFE: that long or longer; 0x1FFF:
-//! unknown). A packet not received has R = 0 and ECN and ATO 0.
+//! unknown). A packet not received has R = 0 and ECN and ATO 0. `num_reports` is the number of
+//! reports that follow (RFC 8888 as corrected by erratum 8166; the first reading, the last
+//! report's offset, is one less).
 
 use rtcp_types::{
     FciBuilder, FciFeedbackPacketType, FciParser, RtcpPacketWriter, RtcpParseError, RtcpWriteError,
@@ -49,6 +51,12 @@ pub struct CcfbReport {
 }
 
 impl CcfbReport {
+    /// How long before the report timestamp the packet arrived, 1/1024 s: only for a packet
+    /// received with an exact time (not "unknown", not "that long or longer").
+    pub fn offset(self) -> Option<u16> {
+        (self.received && self.ato < ATO_MAX).then_some(self.ato)
+    }
+
     fn word(self) -> u16 {
         if !self.received {
             return 0;
