@@ -18,7 +18,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
 /// JSON schema of the runner's report.
-const SCHEMA: u32 = 1;
+const SCHEMA: u32 = 2;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,7 +32,8 @@ struct Args {
     /// Targets fuzzed at once (each takes a CPU)
     #[arg(long, default_value_t = 1)]
     jobs: usize,
-    /// Print the report as JSON (fields in the crate's README) instead of a table
+    /// Print the report as JSON (fields on `Report` and `TargetReport` in src/bin/fuzz.rs)
+    /// instead of a table
     #[arg(long)]
     json: bool,
     /// Run one input through TARGET without AFL (to see a finding's panic): TARGET FILE
@@ -47,9 +48,14 @@ struct Args {
 #[derive(Serialize, Debug, Default)]
 struct TargetReport {
     target: String,
-    /// Fuzzing time, s (AFL++'s `run_time`).
+    /// Fuzzing time, µs (AFL++'s `run_time`), as Metronome's other documents give durations.
+    #[serde(
+        rename = "run_time_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
     run_time_s: f64,
-    /// CPU time spent, h (one CPU per target).
+    /// CPU time spent, h: user and system time of AFL++ and of every process under it (the
+    /// fork server, the targets), as /proc showed them every 200 ms; not the wall-clock time.
     cpu_hours: f64,
     execs: u64,
     execs_per_s: f64,
@@ -66,10 +72,14 @@ struct TargetReport {
     findings: Option<String>,
 }
 
+/// The runner's JSON document (`--json`). Durations in µs; CPU time in hours, the unit the
+/// field's name says, as fuzzing is reckoned.
 #[derive(Serialize)]
 struct Report {
+    /// [`SCHEMA`].
     schema: u32,
-    seconds_per_target: u64,
+    /// The time asked for each target, µs.
+    time_per_target_us: u64,
     targets: Vec<TargetReport>,
 }
 
@@ -114,7 +124,7 @@ fn main() -> ExitCode {
     let found = reports.iter().any(|r| r.crashes > 0);
     let report = Report {
         schema: SCHEMA,
-        seconds_per_target: args.seconds,
+        time_per_target_us: args.seconds.saturating_mul(1_000_000),
         targets: reports,
     };
     if args.json {
@@ -191,6 +201,53 @@ fn start(
         .map_err(|e| format!("cannot start cargo afl fuzz: {e}"))
 }
 
+/// The CPU time of a process tree, from /proc: each process's user and system time as last
+/// seen (a process that ends between two samples loses what it used since the last).
+#[derive(Default)]
+struct TreeCpu {
+    ticks: std::collections::HashMap<u32, u64>,
+}
+
+impl TreeCpu {
+    /// Notes the CPU time of `root` and every process under it now.
+    fn sample(&mut self, root: u32) {
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        // (pid, parent, user + system ticks) of every process.
+        let procs: Vec<(u32, u32, u64)> = dir
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // After the command's closing parenthesis: state, ppid, … utime (14th field
+                // of the line), stime (15th).
+                let rest = &stat[stat.rfind(')')? + 2..];
+                let f: Vec<&str> = rest.split(' ').collect();
+                let ppid = f.get(1)?.parse().ok()?;
+                let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+                Some((pid, ppid, ticks))
+            })
+            .collect();
+        let mut tree = vec![root];
+        let mut k = 0;
+        while k < tree.len() {
+            let parent = tree[k];
+            tree.extend(procs.iter().filter(|p| p.1 == parent).map(|p| p.0));
+            k += 1;
+        }
+        for &(pid, _, ticks) in procs.iter().filter(|p| tree.contains(&p.0)) {
+            let seen = self.ticks.entry(pid).or_default();
+            *seen = (*seen).max(ticks);
+        }
+    }
+
+    fn seconds(&self) -> f64 {
+        // SAFETY: sysconf has no preconditions.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+        self.ticks.values().sum::<u64>() as f64 / hz
+    }
+}
+
 /// Waits for AFL++ (at most a minute past its time), then reads its statistics and copies
 /// its crashes.
 fn finish(
@@ -201,7 +258,9 @@ fn finish(
 ) -> Result<TargetReport, String> {
     let limit = Duration::from_secs(seconds + 60);
     let mut waited = Duration::ZERO;
+    let mut cpu = TreeCpu::default();
     let status = loop {
+        cpu.sample(child.id());
         if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
             break s;
         }
@@ -236,7 +295,7 @@ fn finish(
     let mut report = TargetReport {
         target: target.to_string(),
         run_time_s,
-        cpu_hours: run_time_s / 3600.0,
+        cpu_hours: cpu.seconds() / 3600.0,
         execs: field("execs_done") as u64,
         execs_per_s: field("execs_done") / run_time_s.max(1.0),
         corpus: field("corpus_count") as u64,
