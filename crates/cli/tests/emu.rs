@@ -274,10 +274,12 @@ fn seed001_ffmpeg_streams_ffmpeg_to_metronome_receivers_through_the_emulator() {
         "video = [\"2M\", \"4M\", \"6M\", \"8M\", \"10M\"]",
         "video = [\"2M\"]",
     )
-    .replace("duration = \"12s\"", "duration = \"5s\"")
+    // Three seconds of video, and three more for FFmpeg to start and end: under CI's load
+    // its start took over a second, and the lab stopped it before it was done.
+    .replace("duration = \"12s\"", "duration = \"7s\"")
     .replace("\"-t\", \"10\"", "\"-t\", \"3\"")
-    .replace("duration = \"11s\"", "duration = \"4s\"")
-    .replace("\"--duration\", \"11.5\"", "\"--duration\", \"4.5\"");
+    .replace("duration = \"11s\"", "duration = \"6s\"")
+    .replace("\"--duration\", \"11.5\"", "\"--duration\", \"6.5\"");
     let dir = std::env::temp_dir().join(format!("metronome-ffmpeg-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
