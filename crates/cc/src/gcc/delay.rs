@@ -98,7 +98,7 @@ pub struct DelayDetector {
     var_v: f64,
     /// Groups seen (the gain, up to `max_gain`).
     groups: u64,
-    /// Recent inter-group arrival gaps, for `f_max` (§5.3: the last 5).
+    /// The last 5 groups' send spacing, ms, for `f_max` (§5.3).
     gaps: [f64; 5],
     gap_count: usize,
     threshold: f64,
@@ -245,8 +245,8 @@ impl DelayDetector {
 mod tests {
     use super::*;
 
-    /// Packets every `gap_us` µs for `n` packets; each arrives `delay(i)` µs after it was
-    /// sent; the detector's usage after each.
+    /// `n` packets `gap_us` µs apart from `start` µs; packet `i` arrives `delay(i)` µs after
+    /// it was sent.
     fn feed(d: &mut DelayDetector, start: u64, n: u64, gap_us: u64, delay: impl Fn(u64) -> u64) {
         for i in 0..n {
             let sent = Timestamp::from_micros(start + i * gap_us);

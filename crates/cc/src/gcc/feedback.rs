@@ -3,7 +3,7 @@
 //! carries; the receiver session writes it).
 
 use metronome_time::Timestamp;
-use std::collections::BTreeMap;
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// Packets one report covers at most (RFC 8888's range per stream).
@@ -22,8 +22,10 @@ pub struct ArrivalReport {
 #[derive(Clone, Debug)]
 pub struct ArrivalRecorder {
     interval: Duration,
-    /// Arrivals not yet reported, by extended sequence number (at most `MAX_RANGE`).
-    pending: BTreeMap<u64, Timestamp>,
+    /// The arrivals of the sequence numbers from `next_seq` on, not yet reported (at most
+    /// `MAX_RANGE`; the last one always arrived). Its room is kept between reports: a
+    /// packet's arrival allocates nothing once the range has been seen.
+    pending: VecDeque<Option<Timestamp>>,
     /// The first sequence number the next report starts from.
     next_seq: Option<u64>,
     next_report: Option<Timestamp>,
@@ -35,7 +37,7 @@ impl ArrivalRecorder {
     pub fn new(interval: Duration) -> Self {
         ArrivalRecorder {
             interval,
-            pending: BTreeMap::new(),
+            pending: VecDeque::new(),
             next_seq: None,
             next_report: None,
         }
@@ -48,13 +50,19 @@ impl ArrivalRecorder {
             // Reported as missing already: too late to count.
             return;
         }
+        let mut first = next;
         if seq - next >= MAX_RANGE {
             // A jump (or a long silence): what lies before the newest range is given up.
-            let start = seq + 1 - MAX_RANGE;
-            self.pending = self.pending.split_off(&start);
-            self.next_seq = Some(start);
+            first = seq + 1 - MAX_RANGE;
+            let gone = ((first - next) as usize).min(self.pending.len());
+            self.pending.drain(..gone);
+            self.next_seq = Some(first);
         }
-        self.pending.entry(seq).or_insert(now);
+        let i = (seq - first) as usize;
+        if i >= self.pending.len() {
+            self.pending.resize(i + 1, None);
+        }
+        self.pending[i].get_or_insert(now);
         self.next_report.get_or_insert(now + self.interval);
     }
 
@@ -70,14 +78,13 @@ impl ArrivalRecorder {
         }
         self.next_report = None;
         let begin = self.next_seq?;
-        let (&top, _) = self.pending.last_key_value()?;
-        let end = top.min(begin + max as u64 - 1);
-        let arrivals = (begin..=end)
-            .map(|s| self.pending.get(&s).copied())
-            .collect();
-        self.pending = self.pending.split_off(&(end + 1));
-        self.next_seq = Some(end + 1);
-        if end < top {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let n = self.pending.len().min(max);
+        let arrivals = self.pending.drain(..n).collect();
+        self.next_seq = Some(begin + n as u64);
+        if !self.pending.is_empty() {
             self.next_report = Some(now);
         }
         Some(ArrivalReport {

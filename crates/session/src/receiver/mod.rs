@@ -574,8 +574,7 @@ impl ReceiverSession {
             Some(crate::cc_app::ReportOut::Ccfb(f)) => (&[][..], Some(f)),
             None => (&[][..], None),
         };
-        let len =
-            rtcp::write_compound_feedback(buf, head, &self.cfg.cname, apps, ccfb, bye).ok()?;
+        let len = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, ccfb, bye).ok()?;
         self.reports_sent += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, len);
         Some(len)

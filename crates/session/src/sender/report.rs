@@ -255,7 +255,7 @@ impl SenderReports {
             octet_count: self.octets_sent as u32,
         };
         let head = ReportHead::Sender(info, &[]);
-        let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, bye).ok()?;
+        let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
         self.counters.sender_reports += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
         Some(n)

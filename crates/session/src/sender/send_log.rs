@@ -67,7 +67,8 @@ impl SendLog {
     }
 
     /// A report timestamp (NTP's middle 32 bits, the receiver's clock) as a point in time,
-    /// extended across wraps; `None` for one far behind the last (reordered reports).
+    /// extended across wraps from the newest seen (a reordered report lands before it);
+    /// `None` only for one that would come before the extended clock's start.
     fn report_time(&mut self, ts: u32) -> Option<Timestamp> {
         let ext = match self.last_report_ts {
             None => u64::from(ts) + (1 << 32),

@@ -348,7 +348,7 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
             blocks: &[],
         };
         let apps = [rtcp::CcApp::TfrcFeedback(*fb)];
-        let n = rtcp::write_compound_with(&mut buf, head, "viewer", &apps, None).unwrap();
+        let n = rtcp::write_compound_with(&mut buf, head, "viewer", &apps, None, None).unwrap();
         let input = Input::Rtcp {
             wall: wall(ms(at)),
             from: "127.0.0.1:5005".parse().unwrap(),

@@ -170,20 +170,12 @@ impl<'a> Ccfb<'a> {
         }
         let body_len = data.len() - 4;
         let (body, ts) = data.split_at(body_len);
-        // Every block fits: the first has its SSRC in the header, the others their own.
-        let mut at = 0;
-        let mut first = true;
-        while at < body.len() {
-            if !first {
-                at += 4;
-            }
-            let (_, _, words) = block_head(body, at)?;
-            at += 4 + words;
-            first = false;
-        }
+        // Every block fits.
+        let first_ssrc = fb.media_ssrc();
+        walk(body, first_ssrc).try_for_each(|b| b.map(drop))?;
         Ok(Some(Ccfb {
             sender_ssrc: fb.sender_ssrc(),
-            first_ssrc: fb.media_ssrc(),
+            first_ssrc,
             blocks: body,
             report_timestamp: u32::from_be_bytes([ts[0], ts[1], ts[2], ts[3]]),
         }))
@@ -191,32 +183,47 @@ impl<'a> Ccfb<'a> {
 
     /// Each stream's block, in order.
     pub fn blocks(&self) -> impl Iterator<Item = CcfbBlock<'a>> + 'a {
-        let (data, first_ssrc) = (self.blocks, self.first_ssrc);
-        let mut at = 0;
-        let mut first = true;
-        std::iter::from_fn(move || {
-            if at >= data.len() {
-                return None;
-            }
+        // `parse` walked them all without an error.
+        walk(self.blocks, self.first_ssrc).map_while(Result::ok)
+    }
+}
+
+/// The blocks of `data` (without the report timestamp), the first one's SSRC in the header
+/// (`first_ssrc`), the others' before their ranges; an error ends the walk.
+fn walk<'a>(
+    data: &'a [u8],
+    first_ssrc: u32,
+) -> impl Iterator<Item = Result<CcfbBlock<'a>, String>> + 'a {
+    let mut at = 0;
+    let mut first = true;
+    let mut failed = false;
+    std::iter::from_fn(move || {
+        if at >= data.len() || failed {
+            return None;
+        }
+        let block = (|| {
             let ssrc = if first {
                 first_ssrc
             } else {
-                let s = data.get(at..at + 4)?;
+                let s = data
+                    .get(at..at + 4)
+                    .ok_or("an RFC 8888 block is cut short before its SSRC")?;
                 at += 4;
                 u32::from_be_bytes([s[0], s[1], s[2], s[3]])
             };
             first = false;
-            // Checked by `parse`; a failure here ends the walk rather than panics.
-            let (begin_seq, n, words) = block_head(data, at).ok()?;
+            let (begin_seq, n, words) = block_head(data, at)?;
             let block = CcfbBlock {
                 media_ssrc: ssrc,
                 begin_seq,
                 words: &data[at + 4..at + 4 + 2 * n],
             };
             at += 4 + words;
-            Some(block)
-        })
-    }
+            Ok(block)
+        })();
+        failed = block.is_err();
+        Some(block)
+    })
 }
 
 /// RFC 8888 feedback about one stream, to write (`rtcp_types::TransportFeedback::builder`,

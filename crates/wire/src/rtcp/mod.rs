@@ -212,22 +212,12 @@ pub fn write_compound(
     cname: &str,
     bye_reason: Option<&str>,
 ) -> Result<usize, RtcpError> {
-    write_compound_with(buf, head, cname, &[], bye_reason)
+    write_compound_with(buf, head, cname, &[], None, bye_reason)
 }
 
-/// [`write_compound`], with congestion-control APP packets after the CNAME (before a BYE).
+/// [`write_compound`], with congestion-control APP packets after the CNAME and RFC 8888
+/// feedback after them (before a BYE).
 pub fn write_compound_with(
-    buf: &mut [u8],
-    head: ReportHead<'_>,
-    cname: &str,
-    apps: &[CcApp],
-    bye_reason: Option<&str>,
-) -> Result<usize, RtcpError> {
-    write_compound_feedback(buf, head, cname, apps, None, bye_reason)
-}
-
-/// [`write_compound_with`], and RFC 8888 feedback after the APP packets.
-pub fn write_compound_feedback(
     buf: &mut [u8],
     head: ReportHead<'_>,
     cname: &str,
@@ -416,7 +406,7 @@ mod tests {
             ssrc: 5,
             blocks: &[block()],
         };
-        let n = write_compound_with(&mut buf, head, "r", &apps, Some("bye")).unwrap();
+        let n = write_compound_with(&mut buf, head, "r", &apps, None, Some("bye")).unwrap();
         let mut got = Vec::new();
         parse_compound(&buf[..n], |i| {
             if let RtcpItem::Cc { ssrc, app } = i {
