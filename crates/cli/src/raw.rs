@@ -486,7 +486,7 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
     );
     let _ = writeln!(
         s,
-        "  late policy {}: {} frames dropped whole, {} packets dropped within frames, {} stalls, {} batches past their deadline",
+        "  late policy {}: {} frames dropped whole ({} packets), {} stalls, {} batches past their deadline",
         o.late_policy, o.frames_dropped, o.packets_dropped, o.pacing.stalls, o.deadline_misses
     );
     let _ = writeln!(s, "  send lateness per packet: {}", o.send_lateness);

@@ -11,6 +11,8 @@
 //!   again: a token bucket as deep as one packet, or one job of a stream that sends its jobs
 //!   as bursts. The backlog of a stall `S` at rate `R` drains in about `S / (factor − 1)`.
 //! - **drop late**: packets more than `after` past their due time are dropped and counted.
+//!   A frame's later packets share its first packet's fate ([`PacingModel::decide_in_frame`],
+//!   [`PacingModel::drop_with_frame`]): a frame leaves whole or not at all.
 //!
 //! Either way, every stall, every caught-up and every dropped packet is counted.
 
@@ -139,6 +141,32 @@ impl PacingModel {
     /// Decides what becomes of a packet of `wire_bytes` due at `due`, at `now`, and accounts
     /// for it when it leaves or is dropped.
     pub fn decide(&mut self, now: Timestamp, due: Timestamp, wire_bytes: u64) -> Decision {
+        self.decide_as(now, due, wire_bytes, true)
+    }
+
+    /// [`PacingModel::decide`] for a packet of a frame that has begun to leave: a frame
+    /// leaves whole or not at all, so it is never dropped. Late beyond the drop-late bound, it
+    /// leaves at once (and counts as a late packet); under catch-up it keeps to the rate bound.
+    pub fn decide_in_frame(&mut self, now: Timestamp, due: Timestamp, wire_bytes: u64) -> Decision {
+        self.decide_as(now, due, wire_bytes, false)
+    }
+
+    /// A packet of a frame whose first packet was dropped is dropped with it, at once (even
+    /// before its own due time), and counted.
+    pub fn drop_with_frame(&mut self, now: Timestamp, due: Timestamp) -> Decision {
+        self.dropped += 1;
+        Decision::Drop {
+            late: now.saturating_since(due),
+        }
+    }
+
+    fn decide_as(
+        &mut self,
+        now: Timestamp,
+        due: Timestamp,
+        wire_bytes: u64,
+        may_drop: bool,
+    ) -> Decision {
         if now < due {
             return Decision::Wait(due);
         }
@@ -156,7 +184,7 @@ impl PacingModel {
             self.tokens_at = now;
         }
         match self.cfg.late {
-            LatePolicy::DropLate { after } if late > after => {
+            LatePolicy::DropLate { after } if may_drop && late > after => {
                 self.dropped += 1;
                 Decision::Drop { late }
             }

@@ -286,7 +286,11 @@ pub(crate) mod tests {
         assert!(s.late_policy.starts_with("drop-late"), "{}", s.late_policy);
         assert!((10..=17).contains(&s.frames_dropped), "{s:?}");
         assert_eq!(s.frames_sent + s.frames_dropped, 100, "{s:?}");
-        assert_eq!(s.packets_dropped, 0, "no frame is cut short");
+        assert_eq!(
+            s.packets_dropped,
+            s.frames_dropped * s.packets_per_frame as u64,
+            "no frame is cut short: {s:?}"
+        );
         assert_eq!(
             (r.frames_complete, r.frames_partial),
             (s.frames_sent, 0),
@@ -412,6 +416,11 @@ mod shared_core_tests {
         // some, by the default policy); on a clock of its own, all 100 would be dropped.
         assert_eq!(s.frames_sent + s.frames_dropped, 100, "{s:?}");
         assert!(s.frames_dropped <= 50, "{s:?}");
+        assert_eq!(
+            s.packets_dropped,
+            s.frames_dropped * s.packets_per_frame as u64,
+            "frames are dropped whole: {s:?}"
+        );
         assert_eq!(s.send_errors, 0, "{s:?}");
         assert!(
             s.realtime.starts_with("shared pacing core 0"),

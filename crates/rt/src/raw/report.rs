@@ -172,9 +172,9 @@ pub struct RawSenderOutcome {
     /// What is done with late frames: `drop-late=Dus` (a frame whose first packet would be
     /// later than D is dropped whole) or `catch-up=F`.
     pub late_policy: String,
-    /// Frames dropped whole by the late policy.
+    /// Frames dropped whole by the late policy (a frame leaves whole or not at all).
     pub frames_dropped: u64,
-    /// Packets of batches the late policy dropped within frames that had begun.
+    /// The packets those frames held; they took no sequence number.
     pub packets_dropped: u64,
     /// Batches (each a job, due within `late_threshold_us`) that left after their deadline.
     pub deadline_misses: u64,

@@ -344,33 +344,7 @@ impl RawSender {
         // frame is due then), unless the user chose otherwise.
         let late = cfg.late.unwrap_or(LatePolicy::DropLate { after: tframe });
         let wire_bps = wire_bitrate(&format, &cfg)?;
-        let session = SenderSession::new(
-            SenderSessionConfig {
-                reports: SenderReportsConfig {
-                    ssrc: cfg.ssrc,
-                    cname: cfg.cname.clone(),
-                    clock: MediaClock::VIDEO_90K,
-                    rtp_ts_base,
-                    session_bw_bps: wire_bps,
-                    // 1 s, as the MPEG-TS streams: RFC 3550 §6.2 allows a reduced minimum,
-                    // and at raw rates RTCP's 5% share is never the limit.
-                    rtcp_min_interval: Duration::from_secs(1),
-                    max_receivers: 64,
-                    seed: cfg.seed,
-                },
-                pacing: PacingConfig {
-                    late,
-                    ..PacingConfig::default()
-                },
-                jobs: JobConfig {
-                    period: None,
-                    deadline: cfg.late_threshold,
-                },
-                queue_capacity: packets_per_frame,
-            },
-            epoch0,
-            Box::new(FixedRate::new(Bitrate::bps(wire_bps))),
-        );
+        let session = new_session(&cfg, late, wire_bps, packets_per_frame, rtp_ts_base, epoch0);
         let plan = Plan {
             ff: *schedule.format(),
             epoch0,
@@ -529,6 +503,45 @@ impl RawSender {
             pacer,
         }))
     }
+}
+
+/// The stream's sender session: RTCP at 1 s, `late` for late batches, a job per batch due
+/// within the late threshold, a queue for one frame's batches, at the stream's wire rate.
+fn new_session(
+    cfg: &RawSenderConfig,
+    late: LatePolicy,
+    wire_bps: u64,
+    packets_per_frame: usize,
+    rtp_ts_base: u32,
+    epoch0: Timestamp,
+) -> SenderSession {
+    SenderSession::new(
+        SenderSessionConfig {
+            reports: SenderReportsConfig {
+                ssrc: cfg.ssrc,
+                cname: cfg.cname.clone(),
+                clock: MediaClock::VIDEO_90K,
+                rtp_ts_base,
+                session_bw_bps: wire_bps,
+                // 1 s, as the MPEG-TS streams: RFC 3550 §6.2 allows a reduced minimum, and at
+                // raw rates RTCP's 5% share is never the limit.
+                rtcp_min_interval: Duration::from_secs(1),
+                max_receivers: 64,
+                seed: cfg.seed,
+            },
+            pacing: PacingConfig {
+                late,
+                ..PacingConfig::default()
+            },
+            jobs: JobConfig {
+                period: None,
+                deadline: cfg.late_threshold,
+            },
+            queue_capacity: packets_per_frame,
+        },
+        epoch0,
+        Box::new(FixedRate::new(Bitrate::bps(wire_bps))),
+    )
 }
 
 /// How the payloader is set up for `cfg`.
@@ -853,6 +866,80 @@ mod tests {
     use super::*;
     use metronome_media::raw::{Depth, RawTestPattern, Sampling};
     use metronome_wire::rtp::RtpView;
+
+    /// A pacing thread held up in the middle of a frame (preempted on a busy host) for longer
+    /// than the drop-late bound: the frame still leaves whole, the rest of it at once when the
+    /// thread runs again. The cursor is driven here as a core drives it, on the real clock.
+    #[test]
+    fn a_frame_held_up_halfway_still_leaves_whole() {
+        use super::super::stream::RawCursor;
+        use crate::streams::stream::{Load, Sent};
+
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dest = format!("rtp://{}", rx.local_addr().unwrap());
+        let mut cfg = RawSenderConfig::new(RtpUrl::parse_destination(&dest).unwrap(), 7, 1);
+        cfg.max_payload = 300;
+        cfg.rtcp = false;
+        let late = LatePolicy::DropLate {
+            after: Duration::from_millis(10),
+        };
+        let f = VideoFormat::new(160, 96, Sampling::Ycbcr422, Depth::Eight, 25, 1).unwrap();
+        let source = Box::new(RawTestPattern::new(f).unwrap());
+        let RawSender {
+            mut payloader,
+            schedule,
+            out,
+            ring,
+            rtp_ts_base,
+            ..
+        } = RawSender::open(source, cfg.clone()).unwrap();
+        let n = payloader.packets_per_frame();
+        let clock = Clock::new();
+        let epoch0 = clock.now() + Duration::from_millis(5);
+        let session = new_session(&cfg, late, 10_000_000, n, rtp_ts_base, epoch0);
+        let mut slot = ring.take_free().unwrap();
+        let mut frame = RawFrame::new(f);
+        RawTestPattern::new(f).unwrap().render(0, &mut frame);
+        payload_into(&mut payloader, &frame, &mut slot, true).unwrap();
+        slot.epoch = epoch0;
+        ring.publish(slot);
+        let settings = PacerSettings {
+            batch_window: cfg.batch_window,
+            late_threshold: cfg.late_threshold,
+            send_time_ext: false,
+            late,
+        };
+        let ctl = Arc::new(RawControl::default());
+        let rt = RawStreamRt::new(1, ring, out, schedule, settings, ctl.clone(), session);
+        let mut cursor = RawCursor::new(n);
+        let mut held_up = false;
+        while let Load::Ready(job) = cursor.load(&rt, clock.now()) {
+            std::thread::sleep(job.release.saturating_since(clock.now()));
+            if let Some(Sent::Sent(_)) = cursor.send(&rt, &clock) {
+                if !held_up {
+                    // The first batch has left: the thread is held up for 30 ms.
+                    held_up = true;
+                    std::thread::sleep(Duration::from_millis(30));
+                }
+            }
+        }
+        let c = &ctl.counters;
+        let count = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        assert!(held_up);
+        assert_eq!(
+            (
+                count(&c.frames),
+                count(&c.frames_dropped),
+                count(&c.packets_dropped)
+            ),
+            (1, 0, 0)
+        );
+        assert_eq!(count(&c.packets), n as u64);
+        rx.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 2048];
+        let got = std::iter::from_fn(|| rx.recv(&mut buf).ok()).count();
+        assert_eq!(got, n, "every packet of the frame arrives");
+    }
 
     #[test]
     fn frames_are_padded_to_one_size_and_depayload_unchanged() {

@@ -10,11 +10,15 @@
 //! Cinst to n − 1, and one more may still be in the bucket). Every batch is a job of the core:
 //! released at its first packet's time, due within the late threshold.
 //!
-//! A packet that is overdue when the cursor gets to it goes out at once with the others that
+//! A frame leaves whole or not at all (ST 2110 receivers want whole frames): its batches go
+//! into the session as one frame ([`Input::Frame`]). Under the drop-late policy a frame whose
+//! first batch is too late when its turn comes is dropped whole, every batch of it at once;
+//! once its first batch has left, the rest follow, late if need be, and are never dropped. A
+//! packet that is overdue when the cursor gets to it goes out at once with the others that
 //! are overdue (catching up within the frame keeps its latency bounded); its lateness is
 //! recorded, and a frame whose send calls started more than the late threshold after they were
-//! due counts as a late frame. No frame is skipped. Nothing allocates per frame or per packet
-//! (the error message of a failed send excepted).
+//! due counts as a late frame. Nothing allocates per frame or per packet (the error message of
+//! a failed send excepted).
 
 use super::out::RawOut;
 use super::ring::{FrameRing, FrameSlot};
@@ -61,9 +65,10 @@ pub struct PacerCounters {
     /// RTP payload octets sent (padding excluded), for sender reports (RFC 3550 §6.4.1).
     pub payload_octets: AtomicU64,
     pub late_frames: AtomicU64,
-    /// Frames not sent at all: later than the late policy allows when their turn came.
+    /// Frames not sent at all, dropped whole: later than the late policy allows when their
+    /// turn came (or refused by the session).
     pub frames_dropped: AtomicU64,
-    /// Packets of batches the late policy dropped within a frame that had begun.
+    /// The packets those frames held (none of a frame that began to leave is ever dropped).
     pub packets_dropped: AtomicU64,
     /// Worst batch lateness since the status line last took it.
     pub max_late_ns: AtomicU64,
@@ -230,6 +235,8 @@ pub struct RawCursor {
     hand: Option<InHand>,
     /// Where each batch of the frame in hand starts, and its end.
     starts: Vec<usize>,
+    /// The frame's batches as the session queues them.
+    entries: Vec<Queued>,
 }
 
 impl RawCursor {
@@ -238,6 +245,7 @@ impl RawCursor {
         RawCursor {
             hand: None,
             starts: Vec::with_capacity(max_packets + 1),
+            entries: Vec::with_capacity(max_packets),
         }
     }
 
@@ -268,13 +276,7 @@ impl RawCursor {
             };
             if n == 0 || too_late {
                 if too_late {
-                    rt.ctl
-                        .counters
-                        .frames_dropped
-                        .fetch_add(1, Ordering::Relaxed);
-                    // It never leaves: its packets take no sequence number.
-                    let packets = n as u32;
-                    let _ = session.handle_input(now, Input::Discarded { packets });
+                    drop_whole(rt, &mut session, now, n);
                 }
                 rt.ring.recycle(slot);
                 continue;
@@ -303,8 +305,8 @@ impl RawCursor {
         })
     }
 
-    /// Cuts the frame into batches and queues them in the session; false if the session
-    /// refused the frame (a producer out of due order), which is then not sent.
+    /// Cuts the frame into batches and queues them in the session as one frame; false if
+    /// the session refused it (a producer out of due order), which is then dropped whole.
     fn queue_frame(
         &mut self,
         rt: &RawStreamRt,
@@ -321,32 +323,24 @@ impl RawCursor {
         }
         self.starts.push(n);
         let payload = |a: usize| slot.payload_bytes * a as u64 / n as u64;
-        for (i, w) in self.starts.windows(2).enumerate() {
+        self.entries.clear();
+        self.entries.extend(self.starts.windows(2).map(|w| {
             let (a, b) = (w[0], w[1]);
-            let q = Queued {
+            Queued {
                 id: a as u32,
                 packets: (b - a) as u32,
                 due: rt.schedule.send_time(epoch, a as u32),
                 wire_len: u32::try_from(slot.wire_bytes(a, b)).unwrap_or(u32::MAX),
                 payload_len: u32::try_from(payload(b) - payload(a)).unwrap_or(u32::MAX),
                 seq: metronome_wire::rtp::sequence_of(slot.packet(a)),
-            };
-            if session.handle_input(now, Input::Packet(q)).is_err() {
-                rt.ctl
-                    .counters
-                    .frames_dropped
-                    .fetch_add(1, Ordering::Relaxed);
-                // What is not queued of the frame never leaves.
-                let packets = (slot.npackets - a) as u32;
-                let _ = session.handle_input(now, Input::Discarded { packets });
-                if i == 0 {
-                    return false;
-                }
-                // Sized for a whole frame, the queue refuses only out-of-order input: what
-                // was queued of this frame is sent, the rest not.
-                self.starts.truncate(i + 1);
-                break;
             }
+        }));
+        if session
+            .handle_input(now, Input::Frame(&self.entries))
+            .is_err()
+        {
+            drop_whole(rt, session, now, n);
+            return false;
         }
         true
     }
@@ -368,38 +362,20 @@ impl RawCursor {
                 }
             };
             h.b += 1;
-            let mut end = self.starts[h.b];
-            if matches!(t, Transmit::Send { .. }) {
-                // A late wake-up finds more packets due: the batches due by now plus the batch
-                // window join this send call, as long as it stays within the model's burst
-                // limit (CMAX − 1) and one GSO call.
-                let most = rt.max_batch.min(GSO_MAX_SEGMENTS);
-                while h.b + 1 < self.starts.len() && self.starts[h.b + 1] - k <= most {
-                    let due = session.next_send().unwrap_or(Timestamp::MAX);
-                    if due > now + rt.settings.batch_window {
-                        break;
-                    }
-                    match session.poll_transmit(now.max(due)) {
-                        Some(Transmit::Send { .. }) => {
-                            h.b += 1;
-                            end = self.starts[h.b];
-                        }
-                        Some(Transmit::Drop { .. }) => {
-                            // Too late to be of use: it never leaves (the session renumbers
-                            // the packets after it).
-                            let n = self.starts[h.b + 1] - self.starts[h.b];
-                            rt.ctl
-                                .counters
-                                .packets_dropped
-                                .fetch_add(n as u64, Ordering::Relaxed);
-                            h.b += 1;
-                            break;
-                        }
-                        None => break,
+            let last = self.starts.len() - 1;
+            match t {
+                Transmit::Send { .. } => join_due_batches(rt, &mut session, &self.starts, h, now),
+                Transmit::Drop { .. } => {
+                    // The frame's first batch came too late: the session drops the rest of
+                    // the frame with it, at once.
+                    while h.b < last {
+                        let next = session.poll_transmit(now);
+                        debug_assert!(matches!(next, Some(Transmit::Drop { .. })), "{next:?}");
+                        h.b += 1;
                     }
                 }
             }
-            (t, end)
+            (t, self.starts[h.b])
         };
         let c = &rt.ctl.counters;
         let result = match t {
@@ -437,11 +413,7 @@ impl RawCursor {
                 c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
                 Sent::Sent(late)
             }
-            Transmit::Drop { .. } => {
-                c.packets_dropped
-                    .fetch_add((end - k) as u64, Ordering::Relaxed);
-                Sent::Dropped
-            }
+            Transmit::Drop { .. } => Sent::Dropped,
         };
         if h.b + 1 == self.starts.len() {
             let n = h.slot.npackets;
@@ -458,7 +430,9 @@ impl RawCursor {
                 }
                 c.frames.fetch_add(1, Ordering::Relaxed);
             } else {
+                // Dropped whole by the session (its batches took no sequence number).
                 c.frames_dropped.fetch_add(1, Ordering::Relaxed);
+                c.packets_dropped.fetch_add(n as u64, Ordering::Relaxed);
             }
             if let Some(h) = self.hand.take() {
                 rt.ring.recycle(h.slot);
@@ -477,6 +451,45 @@ impl RawCursor {
                 c.frames.fetch_add(1, Ordering::Relaxed);
             }
             rt.ring.recycle(h.slot);
+        }
+    }
+}
+
+/// A frame of `packets` dropped whole before any of it was queued: counted, and its packets
+/// take no sequence number.
+fn drop_whole(rt: &RawStreamRt, session: &mut SenderSession, now: Timestamp, packets: usize) {
+    let c = &rt.ctl.counters;
+    c.frames_dropped.fetch_add(1, Ordering::Relaxed);
+    c.packets_dropped
+        .fetch_add(packets as u64, Ordering::Relaxed);
+    let packets = u32::try_from(packets).unwrap_or(u32::MAX);
+    let _ = session.handle_input(now, Input::Discarded { packets });
+}
+
+/// After batch `h.b − 1` was handed out to send at `now`: a late wake-up finds more packets
+/// due, and the batches due by now plus the batch window join the same send call, as long as
+/// it stays within the model's burst limit (CMAX − 1) and one GSO call. A batch of a frame
+/// that began to leave is never dropped (the session keeps frames whole).
+fn join_due_batches(
+    rt: &RawStreamRt,
+    session: &mut SenderSession,
+    starts: &[usize],
+    h: &mut InHand,
+    now: Timestamp,
+) {
+    let k = starts[h.b - 1];
+    let most = rt.max_batch.min(GSO_MAX_SEGMENTS);
+    while h.b + 1 < starts.len() && starts[h.b + 1] - k <= most {
+        let due = session.next_send().unwrap_or(Timestamp::MAX);
+        if due > now + rt.settings.batch_window {
+            break;
+        }
+        match session.poll_transmit(now.max(due)) {
+            Some(Transmit::Send { .. }) => h.b += 1,
+            Some(Transmit::Drop { .. }) => {
+                unreachable!("SenderSession never drops a batch of a frame that began to leave")
+            }
+            None => break,
         }
     }
 }

@@ -64,6 +64,12 @@ pub struct Queued {
 #[derive(Clone, Copy, Debug)]
 pub enum Input<'a> {
     Packet(Queued),
+    /// The entries of one frame (a raw frame's GSO batches), in due order: the frame leaves
+    /// whole or not at all. If its first entry is dropped (late), the others are dropped with
+    /// it at once; once its first entry has left, the others leave too, late if need be, and
+    /// are never dropped. Refused whole (nothing queued) when the queue lacks room for all of
+    /// them or the first is out of due order.
+    Frame(&'a [Queued]),
     /// An RTCP compound from `from`; `wall` is its arrival on the wall clock (for the RTT).
     Rtcp {
         wall: NtpTime,
@@ -202,8 +208,16 @@ pub struct SenderCounts {
 
 const MAX_EVENTS: usize = 256;
 
+/// A queued entry, and whether it shares the fate of the entry before it (a frame's later
+/// entries: see [`Input::Frame`]).
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    q: Queued,
+    follows: bool,
+}
+
 pub struct SenderSession {
-    queue: VecDeque<Queued>,
+    queue: VecDeque<Entry>,
     capacity: usize,
     pacing: PacingModel,
     jobs: JobClock,
@@ -221,6 +235,9 @@ pub struct SenderSession {
     s: Counts,
     /// Packets dropped or discarded so far (wrapping): see `Transmit::Send::renumber`.
     renumber: u32,
+    /// Whether the last entry to leave the queue was dropped (an entry that follows it in its
+    /// frame is dropped too).
+    last_dropped: bool,
     /// What left when, for a controller that reads per-packet feedback (GCC).
     send_log: Option<Box<super::send_log::SendLog>>,
     /// Reported packets that were not in the log.
@@ -266,6 +283,7 @@ impl SenderSession {
             events: VecDeque::with_capacity(MAX_EVENTS),
             s: Counts::default(),
             renumber: 0,
+            last_dropped: false,
             send_log: controller_wants_log.then(Box::default),
             feedback_unmatched: 0,
         }
@@ -273,23 +291,8 @@ impl SenderSession {
 
     pub fn handle_input(&mut self, now: Timestamp, input: Input<'_>) -> Result<(), InputError> {
         match input {
-            Input::Packet(p) => {
-                if self.queue.len() >= self.capacity {
-                    return Err(InputError::QueueFull {
-                        capacity: self.capacity,
-                    });
-                }
-                if p.due < self.last_due {
-                    return Err(InputError::OutOfOrder {
-                        due: p.due,
-                        last: self.last_due,
-                    });
-                }
-                self.last_due = p.due;
-                self.queue.push_back(p);
-                self.empty_counted = false;
-                self.s.queue_high_water = self.s.queue_high_water.max(self.queue.len());
-            }
+            Input::Packet(p) => self.enqueue(std::slice::from_ref(&p))?,
+            Input::Frame(entries) => self.enqueue(entries)?,
             Input::Rtcp { wall, from, data } => self.handle_rtcp(now, wall, from, data),
             Input::SendFailed => self.s.send_errors += 1,
             Input::SourceEnded => self.source_ended = true,
@@ -299,6 +302,29 @@ impl SenderSession {
             }
             Input::Discarded { packets } => self.renumber = self.renumber.wrapping_add(packets),
         }
+        Ok(())
+    }
+
+    /// Queues `entries` as one frame, or none of them.
+    fn enqueue(&mut self, entries: &[Queued]) -> Result<(), InputError> {
+        if self.queue.len() + entries.len() > self.capacity {
+            return Err(InputError::QueueFull {
+                capacity: self.capacity,
+            });
+        }
+        let mut last = self.last_due;
+        for p in entries {
+            if p.due < last {
+                return Err(InputError::OutOfOrder { due: p.due, last });
+            }
+            last = p.due;
+        }
+        for (i, &q) in entries.iter().enumerate() {
+            self.queue.push_back(Entry { q, follows: i > 0 });
+        }
+        self.last_due = last;
+        self.empty_counted = false;
+        self.s.queue_high_water = self.s.queue_high_water.max(self.queue.len());
         Ok(())
     }
 
@@ -398,7 +424,7 @@ impl SenderSession {
 
     /// The next slot to send (or drop) at `now`, if any is due.
     pub fn poll_transmit(&mut self, now: Timestamp) -> Option<Transmit> {
-        let Some(&head) = self.queue.front() else {
+        let Some(&Entry { q: head, follows }) = self.queue.front() else {
             if self.started && !self.empty_counted && !self.source_ended {
                 self.empty_counted = true;
                 self.s.underruns += 1;
@@ -408,9 +434,14 @@ impl SenderSession {
         };
         let was_stalled = self.pacing.in_stall();
         let job = self.jobs.job_of(head.due);
-        let decision = self
-            .pacing
-            .decide(now, job.release, u64::from(head.wire_len));
+        let bytes = u64::from(head.wire_len);
+        let decision = match (follows, self.last_dropped) {
+            (false, _) => self.pacing.decide(now, job.release, bytes),
+            // Its frame was dropped: so is it, now.
+            (true, true) => self.pacing.drop_with_frame(now, job.release),
+            // Its frame has begun to leave: the rest follows, late if need be.
+            (true, false) => self.pacing.decide_in_frame(now, job.release, bytes),
+        };
         let (late, send) = match decision {
             Decision::Wait(t) => {
                 self.head_wait = Some(t);
@@ -421,6 +452,7 @@ impl SenderSession {
         };
         self.head_wait = None;
         self.queue.pop_front();
+        self.last_dropped = !send;
         self.note_stall(now, was_stalled, late);
         if self.jobs.on_done(job, now) {
             self.push_event(SessionEvent::DeadlineMissed { job, at: now });
@@ -507,14 +539,18 @@ impl SenderSession {
     /// When the next packet may leave: its job's release (its due time, unless a period groups
     /// packets into jobs), or later while catching up.
     pub fn next_send(&self) -> Option<Timestamp> {
-        let p = self.queue.front()?;
-        let release = self.jobs.job_of(p.due).release;
+        let e = self.queue.front()?;
+        if e.follows && self.last_dropped {
+            // Dropped with its frame, at once.
+            return Some(Timestamp::ZERO);
+        }
+        let release = self.jobs.job_of(e.q.due).release;
         Some(self.head_wait.unwrap_or(release).max(release))
     }
 
     /// The job of the packet at the head of the queue.
     pub fn head_job(&self) -> Option<JobTimes> {
-        self.queue.front().map(|p| self.jobs.job_of(p.due))
+        self.queue.front().map(|p| self.jobs.job_of(p.q.due))
     }
 
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
@@ -536,6 +572,11 @@ impl SenderSession {
 
     pub fn queue_len(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Entries the queue has room for.
+    pub fn room(&self) -> usize {
+        self.capacity - self.queue.len()
     }
 
     /// The rate controller's name (`metronome_cc::ControllerKind::name`).

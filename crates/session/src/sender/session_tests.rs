@@ -375,3 +375,134 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
     let got = s.target_rate().as_bps() as f64 / 8.0;
     assert!((got - want).abs() < 1.0, "{got} {want}");
 }
+
+/// Frame `f` of four entries of three packets each (a raw frame's GSO batches), due 5 ms
+/// apart from `40 f` ms. Ids are `10 f + i`.
+fn frame(f: u32) -> [Queued; 4] {
+    std::array::from_fn(|i| Queued {
+        id: 10 * f + i as u32,
+        packets: 3,
+        due: ms(40 * f as u64 + 5 * i as u64),
+        wire_len: 3750,
+        payload_len: 3714,
+        seq: (12 * f + 3 * i as u32) as u16,
+    })
+}
+
+/// Queues `frames` frames and runs the session as an exact driver would, except that it
+/// cannot run during `stall`.
+fn run_frames(
+    s: &mut SenderSession,
+    frames: u32,
+    stall: (Timestamp, Timestamp),
+) -> Vec<(Timestamp, Transmit)> {
+    for f in 0..frames {
+        s.handle_input(Timestamp::ZERO, Input::Frame(&frame(f)))
+            .unwrap();
+    }
+    s.handle_input(Timestamp::ZERO, Input::SourceEnded).unwrap();
+    let mut out = Vec::new();
+    let mut now = Timestamp::ZERO;
+    while !s.is_finished() {
+        if now >= stall.0 && now < stall.1 {
+            now = stall.1;
+        }
+        match s.poll_transmit(now) {
+            Some(t) => out.push((now, t)),
+            None => now = s.next_send().expect("a queued entry has a time").max(now),
+        }
+    }
+    out
+}
+
+fn drop_late_10ms() -> SenderSession {
+    session(LatePolicy::DropLate {
+        after: Duration::from_millis(10),
+    })
+}
+
+/// ST 2110 receivers want a frame whole or not at all. The driver stalls from 41 ms (frame
+/// 1's first entry has left) to 95 ms: frame 1's other entries are 36–46 ms late, past the
+/// 10 ms bound, and still leave; frame 2, whose first entry is 15 ms late when the driver
+/// runs again, is dropped whole at once, its later entries before their own due times.
+#[test]
+fn a_frame_leaves_whole_or_not_at_all() {
+    let mut s = drop_late_10ms();
+    let out = run_frames(&mut s, 4, (ms(41), ms(95)));
+    let fate = |id: u32| {
+        out.iter()
+            .find(|(_, t)| t.id() == id)
+            .map(|(at, t)| (*at, matches!(t, Transmit::Send { .. })))
+            .unwrap()
+    };
+    for i in 0..4 {
+        assert!(fate(i).1 && fate(10 + i).1, "frames 0 and 1 leave whole");
+        assert!(!fate(20 + i).1, "frame 2 is dropped whole");
+        assert_eq!(fate(20 + i).0, ms(95), "at once");
+        assert!(fate(30 + i).1, "frame 3 leaves whole");
+    }
+    assert_eq!(
+        fate(11).0,
+        ms(95),
+        "frame 1's rest leaves when the driver can"
+    );
+    // Frame 2's twelve packets took no sequence number; frame 3 moves back by them.
+    let renumber = out.iter().find_map(|(_, t)| match *t {
+        Transmit::Send {
+            id: 30, renumber, ..
+        } => Some(renumber),
+        _ => None,
+    });
+    assert_eq!(renumber, Some(12));
+    let st = s.stats();
+    assert_eq!(st.packets, 36);
+    assert_eq!((st.pacing.dropped, st.pacing.late_packets), (4, 3));
+}
+
+/// The same stall with single packets drops every packet past the bound, as before: only
+/// a frame's later entries are kept.
+#[test]
+fn packets_queued_one_by_one_are_judged_one_by_one() {
+    let mut s = drop_late_10ms();
+    for f in 0..4 {
+        for q in frame(f) {
+            s.handle_input(Timestamp::ZERO, Input::Packet(q)).unwrap();
+        }
+    }
+    s.handle_input(Timestamp::ZERO, Input::SourceEnded).unwrap();
+    let mut now = Timestamp::ZERO;
+    let mut dropped = Vec::new();
+    while !s.is_finished() {
+        if now >= ms(41) && now < ms(95) {
+            now = ms(95);
+        }
+        match s.poll_transmit(now) {
+            Some(t @ Transmit::Drop { .. }) => dropped.push(t.id()),
+            Some(_) => {}
+            None => now = s.next_send().unwrap().max(now),
+        }
+    }
+    // Due at 45..=80 ms: more than 10 ms late at 95 ms (85 and 90 are within the bound).
+    assert_eq!(dropped, [11, 12, 13, 20]);
+}
+
+/// A frame is queued whole or refused whole: no room for all its entries, or out of due
+/// order, and nothing of it is queued.
+#[test]
+fn a_frame_is_queued_whole_or_refused() {
+    let mut cfg = config(LatePolicy::CATCH_UP);
+    cfg.queue_capacity = 6;
+    let cc = Box::new(FixedRate::new(Bitrate::mbps(5)));
+    let mut s = SenderSession::new(cfg, Timestamp::ZERO, cc);
+    s.handle_input(ms(0), Input::Frame(&frame(1))).unwrap();
+    assert_eq!(s.room(), 2);
+    let full = s.handle_input(ms(0), Input::Frame(&frame(2)));
+    assert_eq!(full, Err(InputError::QueueFull { capacity: 6 }));
+    assert_eq!(s.queue_len(), 4);
+    let early = s.handle_input(ms(0), Input::Frame(&frame(0)[..2]));
+    assert!(
+        matches!(early, Err(InputError::OutOfOrder { .. })),
+        "{early:?}"
+    );
+    assert_eq!(s.queue_len(), 4);
+}
