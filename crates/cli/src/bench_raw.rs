@@ -320,7 +320,7 @@ struct Ended {
 
 impl Proc {
     fn spawn(cmd: &mut Command) -> std::io::Result<Proc> {
-        let mut child = cmd
+        let mut child = metronome_rt::process::with_default_signals(cmd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -301,19 +301,20 @@ fn one_case(
 
 /// `metronome recv` in its own process, so that its CPU is not the sender's.
 fn start_receiver(port: u16, sources: usize, limit: Duration) -> std::io::Result<Child> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args([
-            "recv",
-            &format!("rtp://127.0.0.1:{port}"),
-            "--json",
-            "--max-sources",
-            &sources.clamp(1, 4096).to_string(),
-            "--duration",
-            &format!("{}", limit.as_secs()),
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
+    let mut child =
+        metronome_rt::process::with_default_signals(&mut Command::new(std::env::current_exe()?))
+            .args([
+                "recv",
+                &format!("rtp://127.0.0.1:{port}"),
+                "--json",
+                "--max-sources",
+                &sources.clamp(1, 4096).to_string(),
+                "--duration",
+                &format!("{}", limit.as_secs()),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
     let stderr = child
         .stderr
         .take()

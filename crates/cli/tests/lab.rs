@@ -4,26 +4,8 @@
 mod common;
 
 use common::{assert_durations_in_us, assert_one_vocabulary};
-use std::path::PathBuf;
+use metronome_testkit::TempDir;
 use std::process::Command;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let p =
-            std::env::temp_dir().join(format!("metronome-cli-lab-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn metronome(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_metronome"))
@@ -39,7 +21,7 @@ fn metronome(args: &[&str]) -> (bool, String, String) {
 
 #[test]
 fn shards_merge_into_one_report_and_runs_compare() {
-    let tmp = TempDir::new("shards");
+    let tmp = TempDir::new("cli-lab-shards");
     let d = |s: &str| tmp.0.join(s).to_string_lossy().into_owned();
     let (ok, list, _) = metronome(&["lab", "list"]);
     assert!(ok && list.contains("seed001-udp"), "{list}");
@@ -87,7 +69,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
 
 #[test]
 fn a_broken_scenario_is_refused_with_its_line() {
-    let tmp = TempDir::new("broken");
+    let tmp = TempDir::new("cli-lab-broken");
     let path = tmp.0.join("bad.toml");
     std::fs::write(
         &path,

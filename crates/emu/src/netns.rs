@@ -19,6 +19,7 @@
 use crate::fabric::{Datagram, Ends, Fabric, Route};
 use metronome_netsim::Link;
 use metronome_rt::clock::Clock;
+use metronome_rt::process::with_default_signals;
 use metronome_rt::udp::UdpError;
 use std::fs::File;
 use std::io::{self, Write};
@@ -30,7 +31,7 @@ use std::sync::Arc;
 
 /// What the `ip` commands said when one failed.
 fn ip(args: &[&str]) -> io::Result<()> {
-    let out = Command::new("ip")
+    let out = with_default_signals(&mut Command::new("ip"))
         .args(args)
         .stdin(Stdio::null())
         .output()
@@ -48,7 +49,7 @@ fn ip(args: &[&str]) -> io::Result<()> {
 
 /// Runs `commands` (one per line, as `ip -batch` reads them) in namespace `ns`.
 fn ip_batch(ns: &str, commands: &str) -> io::Result<()> {
-    let mut child = Command::new("ip")
+    let mut child = with_default_signals(&mut Command::new("ip"))
         .args(["-n", ns, "-batch", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -155,10 +156,12 @@ impl Hosts {
         self.hosts.iter().position(|h| h.name == name)
     }
 
-    /// A command to run in host `k`'s namespace.
+    /// A command to run in host `k`'s namespace. It starts with default signal dispositions
+    /// and an empty signal mask, whatever this process inherited
+    /// ([`metronome_rt::process::with_default_signals`]).
     pub fn command(&self, k: usize, program: &str) -> Command {
         let mut c = Command::new("ip");
-        c.args(["netns", "exec", &self.hosts[k].ns, program]);
+        with_default_signals(&mut c).args(["netns", "exec", &self.hosts[k].ns, program]);
         c
     }
 
@@ -291,7 +294,10 @@ fn tun_in(ns: &str) -> io::Result<File> {
 /// Deletes the namespaces of emulator runs whose process is gone (killed before it could
 /// clean up). Returns how many.
 pub fn remove_stale() -> usize {
-    let Ok(out) = Command::new("ip").args(["netns", "list"]).output() else {
+    let Ok(out) = with_default_signals(&mut Command::new("ip"))
+        .args(["netns", "list"])
+        .output()
+    else {
         return 0;
     };
     let list = String::from_utf8_lossy(&out.stdout);

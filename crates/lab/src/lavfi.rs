@@ -42,7 +42,7 @@ impl Lavfi {
             graph.push_str(&format!("[s{i}]"));
         }
         graph.push_str(&format!("concat=n={scenes}:v=1:a=0[out]"));
-        let mut child = Command::new("ffmpeg")
+        let mut child = metronome_rt::process::with_default_signals(&mut Command::new("ffmpeg"))
             .args(["-hide_banner", "-nostdin", "-loglevel", "error"])
             .args(["-filter_complex", &graph, "-map", "[out]"])
             .args(["-frames:v", &frames.to_string()])

@@ -7,14 +7,7 @@
 use metronome_lab::results::Summary;
 use metronome_lab::run::{run, Mode, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
-
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use metronome_testkit::TempDir;
 
 /// One emulated run at a time: real time is measured, and each test checks that its
 /// namespaces are gone.
@@ -36,9 +29,7 @@ fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {
 #[test]
 fn seed001_udp_runs_on_real_sockets() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-mode-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-mode");
     // The built-in file, 2 s per point and the model's own holding time only, to stay short.
     let text = metronome_lab::builtin::find("seed001-udp")
         .unwrap()
@@ -91,9 +82,7 @@ fn seed001_udp_runs_on_real_sockets() {
 #[test]
 fn seed001_tcp_runs_kernel_tcp_through_the_emulator() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-tcp-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-tcp");
     let text = metronome_lab::builtin::find("seed001-tcp")
         .unwrap()
         .text
@@ -147,9 +136,7 @@ fn assert_no_namespaces_left() {
 #[test]
 fn multicast_and_tcp_cross_one_emulated_star() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-mc-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-mc");
     let text = r#"
 name = "mc-and-tcp"
 seed = 5
@@ -240,9 +227,7 @@ to = "bulk"
 #[test]
 fn command_flows_run_real_programs_in_their_hosts() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-cmd-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-cmd");
     let text = r#"
 name = "programs"
 duration = "4s"
@@ -307,8 +292,22 @@ args = ["30"]
         client.argv[2], "10.77.0.1",
         "@{{b}} is b's address: {client:?}"
     );
-    assert_eq!(client.exit_code, Some(0), "{client:?}");
-    assert_eq!(server.exit_code, Some(0), "{server:?}");
+    let said =
+        |path: &str| std::fs::read_to_string(tmp.0.join("emu").join(path)).unwrap_or_default();
+    assert_eq!(
+        client.exit_code,
+        Some(0),
+        "{client:?}\n{}\n{}",
+        said(&client.stdout),
+        said(&client.stderr)
+    );
+    assert_eq!(
+        server.exit_code,
+        Some(0),
+        "{server:?}\n{}\n{}",
+        said(&server.stdout),
+        said(&server.stderr)
+    );
     assert!(!server.stopped && !client.stopped);
     assert!(sleeper.stopped, "{sleeper:?}");
     assert_eq!(sleeper.signal, Some(libc::SIGINT), "{sleeper:?}");
@@ -332,9 +331,7 @@ args = ["30"]
 #[test]
 fn seed001_video_runs_metronomes_sender_through_the_emulator() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-video-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-video");
     let text = metronome_lab::builtin::find("seed001-video")
         .unwrap()
         .text
@@ -382,9 +379,7 @@ fn seed001_video_runs_metronomes_sender_through_the_emulator() {
 #[test]
 fn a_live_stream_through_one_percent_loss_is_judged_frame_by_frame() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-1pct-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-1pct");
     let text = r#"
 name = "video-1pct"
 seed = 3
@@ -489,9 +484,7 @@ video = "320x180@30"
 #[test]
 fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-cc-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-cc");
     let text = metronome_lab::builtin::find("seed002-cbr").unwrap().text;
     let mut text = text[..text.find("# Seed 002's conclusions").unwrap()]
         .replace("duration = \"73s\"", "duration = \"20s\"")
@@ -547,9 +540,7 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
 #[test]
 fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
     let _one = serial();
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-emu-uni-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("emu-uni");
     let text = metronome_lab::builtin::find("unicast-cc").unwrap().text;
     let text =
         text[..text.find("[[claim]]").unwrap()].replace("duration = \"40s\"", "duration = \"20s\"");

@@ -5,17 +5,10 @@
 use metronome_lab::builtin;
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
-use std::path::{Path, PathBuf};
+use metronome_testkit::TempDir;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Runs Chromium headless with `args` on `page`, killed after 60 s; its stdout.
 fn chromium(profile: &Path, args: &[&str], page: &Path) -> String {
@@ -45,9 +38,7 @@ fn chromium(profile: &Path, args: &[&str], page: &Path) -> String {
 
 #[test]
 fn the_report_renders_in_headless_chromium_with_its_plots() {
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-browser-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("browser");
     let b = builtin::find("seed001-udp").unwrap();
     let file = ScenarioFile::parse(b.text, "builtin:seed001-udp").unwrap();
     let out = tmp.0.join("run");
@@ -107,9 +98,7 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
 /// controllers' tables and target plot, and the sharing table render in Chromium too.
 #[test]
 fn a_rate_control_report_renders_its_claims_and_controllers() {
-    let tmp =
-        TempDir(std::env::temp_dir().join(format!("metronome-browser-cc-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&tmp.0);
+    let tmp = TempDir::new("browser-cc");
     let text = builtin::find("seed002-cbr")
         .unwrap()
         .text

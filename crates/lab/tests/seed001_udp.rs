@@ -8,28 +8,12 @@ use metronome_lab::closed_form;
 use metronome_lab::results::{Shard, Summary};
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
-use std::path::PathBuf;
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("metronome-lab-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        TempDir(p)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use metronome_testkit::TempDir;
 
 fn run_builtin(tag: &str, jobs: usize) -> (TempDir, Summary) {
     let b = builtin::find("seed001-udp").unwrap();
     let file = ScenarioFile::parse(b.text, "builtin:seed001-udp").unwrap();
-    let dir = TempDir::new(tag);
+    let dir = TempDir::new(&format!("lab-{tag}"));
     let opts = RunOptions {
         jobs,
         ..RunOptions::new(dir.0.clone())
@@ -142,7 +126,7 @@ fn the_same_seed_writes_the_same_figures_and_shards_merge() {
     let mut parts = Vec::new();
     let mut dirs = Vec::new();
     for i in 0..2 {
-        let dir = TempDir::new(&format!("shard{i}"));
+        let dir = TempDir::new(&format!("lab-shard{i}"));
         let opts = RunOptions {
             jobs: 1,
             shard: Shard { index: i, count: 2 },

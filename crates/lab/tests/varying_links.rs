@@ -3,20 +3,10 @@
 
 use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
-
-struct TempDir(std::path::PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use metronome_testkit::TempDir;
 
 fn run_text(tag: &str, text: &str, files: &[(&str, &str)]) -> metronome_lab::results::Summary {
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("metronome-vary-{tag}-{}", std::process::id())));
-    let _ = std::fs::remove_dir_all(&dir.0);
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new(&format!("vary-{tag}"));
     for (name, body) in files {
         std::fs::write(dir.0.join(name), body).unwrap();
     }

@@ -3,31 +3,11 @@
 //! be timed by its PCRs.
 
 use metronome_media::{TestSource, TestSourceConfig, TsAnalyzer, TsFileSource, TsSource};
+use metronome_testkit::TempDir;
 use metronome_wire::ts::{TsPacket, PCR_HZ};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-
-/// A directory under the system temp dir, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("metronome-media-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Runs an FFmpeg tool; a missing tool fails the test with what to install.
 fn run(tool: &str, args: &[&str]) -> std::process::Output {
@@ -58,8 +38,8 @@ fn lines(s: &str) -> Vec<&str> {
 
 #[test]
 fn test_source_is_valid_h264_ts_for_ffmpeg() {
-    let dir = TempDir::new("testsrc");
-    let file = dir.path("testsrc.ts");
+    let dir = TempDir::new("media-testsrc");
+    let file = dir.join("testsrc.ts");
     let fps = 30;
     let cfg = TestSourceConfig {
         duration: Some(Duration::from_secs(5)),
@@ -173,7 +153,7 @@ fn test_source_is_valid_h264_ts_for_ffmpeg() {
 
 /// Writes the brief's reference file: 3 s of 320x240 MPEG-2 video, muxed at a constant 2 Mbit/s.
 fn ffmpeg_reference_file(dir: &TempDir) -> PathBuf {
-    let file = dir.path("ref.ts");
+    let file = dir.join("ref.ts");
     let out = run(
         "ffmpeg",
         &[
@@ -219,7 +199,7 @@ fn read_all(src: &mut TsFileSource, limit: usize) -> Vec<Duration> {
 
 #[test]
 fn ffmpeg_file_is_timed_by_its_pcrs() {
-    let dir = TempDir::new("tsfile");
+    let dir = TempDir::new("media-tsfile");
     let file = ffmpeg_reference_file(&dir);
     let len = std::fs::metadata(&file).unwrap().len();
     let packets = (len / 188) as usize;
@@ -281,10 +261,10 @@ fn ffmpeg_file_is_timed_by_its_pcrs() {
 
 #[test]
 fn truncated_ffmpeg_file_ends_cleanly() {
-    let dir = TempDir::new("truncated");
+    let dir = TempDir::new("media-truncated");
     let file = ffmpeg_reference_file(&dir);
     let bytes = std::fs::read(&file).unwrap();
-    let cut = dir.path("cut.ts");
+    let cut = dir.join("cut.ts");
     let keep = bytes.len() / 2 + 77;
     std::fs::write(&cut, &bytes[..keep]).unwrap();
     let mut src = TsFileSource::open(&cut, false).unwrap();
@@ -297,8 +277,8 @@ fn truncated_ffmpeg_file_ends_cleanly() {
 
 #[test]
 fn non_ts_and_missing_files_are_refused() {
-    let dir = TempDir::new("bad");
-    let text = dir.path("notes.txt");
+    let dir = TempDir::new("media-bad");
+    let text = dir.join("notes.txt");
     std::fs::write(
         &text,
         "this is a text file, not a transport stream\n".repeat(30),
@@ -310,7 +290,7 @@ fn non_ts_and_missing_files_are_refused() {
         }
         other => panic!("expected NotTransportStream, got {other:?}"),
     }
-    match TsFileSource::open(dir.path("missing.ts"), false) {
+    match TsFileSource::open(dir.join("missing.ts"), false) {
         Err(e @ metronome_media::MediaError::Open { .. }) => {
             assert!(e.to_string().contains("missing.ts"))
         }

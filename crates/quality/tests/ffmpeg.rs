@@ -7,16 +7,9 @@
 use metronome_quality::compare::{streams, FrameQuality};
 use metronome_quality::y4m::{Reader, Writer};
 use metronome_quality::Picture;
-use std::path::{Path, PathBuf};
+use metronome_testkit::TempDir;
+use std::path::Path;
 use std::process::Command;
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 fn ffmpeg(args: &[&str]) -> String {
     let out = Command::new("ffmpeg")
@@ -172,8 +165,7 @@ fn freeze(src: &Path, dst: &Path) {
 
 #[test]
 fn psnr_and_ssim_agree_with_ffmpegs_filters() {
-    let dir =
-        TempDir(std::env::temp_dir().join(format!("metronome-quality-{}", std::process::id())));
+    let dir = TempDir::new("quality");
     std::fs::create_dir_all(&dir.0).unwrap();
     let d = |n: &str| dir.0.join(n);
     for (size, tag) in [("352x288", "cif"), ("350x286", "odd")] {

@@ -27,6 +27,7 @@ pub mod host;
 pub mod interleaved;
 pub mod pacing_thread;
 pub mod poll;
+pub mod process;
 pub mod raw;
 pub mod receiver;
 pub mod ring;

@@ -1,4 +1,5 @@
-//! What Metronome's tests share. Used as a dev-dependency only.
+//! What Metronome's tests share. Used as a dev-dependency only: an allocation counter and
+//! [`TempDir`].
 //!
 //! [`CountingAlloc`] counts the allocations of the current thread, so that a test can show a hot
 //! path allocates nothing (tests of other threads running at the same time do not disturb the
@@ -43,4 +44,34 @@ unsafe impl GlobalAlloc for CountingAlloc {
 /// global allocator.
 pub fn allocations() -> u64 {
     ALLOCS.with(|c| c.get())
+}
+
+/// A fresh directory under the system's temp dir for one test, `metronome-TAG-PID` (what an
+/// earlier run left there is removed first), removed with everything in it when dropped.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let dir = std::env::temp_dir().join(format!("metronome-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
+        TempDir(dir)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// `name` in the directory.
+    pub fn join(&self, name: &str) -> std::path::PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
