@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 # nasm lets openh264 build its assembly (without it, a ~2.5x slower encoder); GStreamer and VLC
 # play Metronome's RTSP mounts and send it RTP; headless Chromium renders the lab's reports;
 # iperf3 measures the emulator's links from inside network namespaces.
-packages=(ffmpeg nasm
+# libav*-dev, pkg-config, clang and libclang-dev: the build links FFmpeg's libraries (decoding,
+# the VBR ladder's encoders) and generates their bindings.
+packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   vlc-bin vlc-plugin-base chromium iperf3)

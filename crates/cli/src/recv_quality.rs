@@ -9,22 +9,23 @@
 //! up to [`MAX_CODED_BYTES`].
 //!
 //! At the end, a frame's display slot is its PTS, counted in frames of the reference's rate
-//! from the first frame received (`--reference-start` skips reference frames, for a receiver
-//! that joined late). Evalvid's rules make the screen: a frame with a packet missing is lost;
-//! with `--playout-deadline`, slot `j` is on screen at the first frame's arrival plus `j`
-//! frame intervals plus the deadline (a player's buffer of that length), and seed 002's rule
+//! from the earliest frame received (`--reference-start` skips reference frames, for a
+//! receiver that joined late); frames came in decode order, which B-frames make another.
+//! Evalvid's rules make the screen: a frame with a packet missing is lost; with
+//! `--playout-deadline`, slot `j` is on screen at the first frame's arrival plus `j` frame
+//! intervals plus the deadline (a player's buffer of that length), and seed 002's rule
 //! decides what a late frame becomes. The frames that reached the player are decoded by
-//! openh264 in order (H.264 without B-frames: Constrained Baseline, what `metronome serve`
-//! sends and `ffmpeg -c:v libx264 -profile:v baseline` makes), and each slot's picture is
-//! compared with the reference's frame: PSNR, SSIM, MOS.
+//! FFmpeg's H.264 decoder in decode order (any profile, B-frames included, with its error
+//! concealment), and each slot's picture is compared with the reference's frame: PSNR, SSIM,
+//! MOS.
 //!
 //! Frame delay here is relative: from the first frame's arrival plus its slot's share of time,
 //! as a receiver without the sender's clock can tell it (the cumulative jitter, seed 002's
 //! Eq. 3–4, needs only differences and is exact).
 
-use metronome_media::decode::{Concealment, H264Decoder};
+use metronome_media::decode::{VideoCodec, VideoDecoder};
 use metronome_media::demux::VideoDemux;
-use metronome_media::h264::{nal_type, nal_units};
+use metronome_media::encode::frame_type;
 use metronome_quality::compare;
 use metronome_quality::playout::{reconstruct, FrameType, LateRule, Playout, SentFrame};
 use metronome_quality::psnr::{self, RunPsnr};
@@ -279,28 +280,8 @@ pub fn judge<R: BufRead>(
     let Some(first) = viewer.frames.first() else {
         return Ok(out);
     };
-    let (pts0, a0) = (first.pts_90k, first.complete);
-    // Each received frame's slot: PTS (33 bits, unwrapped from the first) in frames.
-    let mut slot_of = Vec::with_capacity(viewer.frames.len());
-    let mut last = pts0;
-    let mut unwrapped = 0u64;
-    for f in &viewer.frames {
-        let step = f.pts_90k.wrapping_sub(last) & ((1 << 33) - 1);
-        // A step back (B-frames, a restart) is not followed: such a frame is not placed.
-        if step < 1 << 32 {
-            unwrapped += step;
-            last = f.pts_90k;
-            slot_of.push(Some(tick_frame(unwrapped)));
-        } else {
-            slot_of.push(None);
-        }
-    }
-    let slots = slot_of
-        .iter()
-        .flatten()
-        .max()
-        .map_or(0, |m| m + 1)
-        .min(MAX_FRAMES as u64) as usize;
+    let a0 = first.complete;
+    let (slot_of, slots) = display_slots(&viewer.frames, tick_frame);
     let mut coded: Vec<&[u8]> = vec![&[]; slots];
     let mut sent: Vec<SentFrame> = (0..slots)
         .map(|k| SentFrame {
@@ -311,12 +292,14 @@ pub fn judge<R: BufRead>(
         })
         .collect();
     let mut arrivals = Vec::new();
+    // The frames' slots in the order they came: the decode order.
+    let mut order = Vec::with_capacity(viewer.frames.len());
     for (f, slot) in viewer.frames.iter().zip(&slot_of) {
         let Some(k) = slot.map(|k| k as usize).filter(|&k| k < slots) else {
             continue;
         };
-        let idr = nal_units(&f.data).any(|n| nal_type(n) == Some(5));
-        sent[k].kind = if idr { FrameType::I } else { FrameType::P };
+        order.push(k as u32);
+        sent[k].kind = frame_type(VideoCodec::H264, &f.data);
         sent[k].size_bytes = f.data.len() as u32;
         coded[k] = &f.data;
         if !f.damaged {
@@ -343,7 +326,7 @@ pub fn judge<R: BufRead>(
         }
     }
     let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
-    let mut decoder = H264Decoder::new(Concealment::Decode).map_err(|e| e.to_string())?;
+    let mut decoder = VideoDecoder::new(VideoCodec::H264, None).map_err(|e| e.to_string())?;
     let mut video = match shown_video {
         Some(v) if v.y4m => Some(Sink::Y4m(
             metronome_quality::y4m::Writer::new(v.out, fmt)
@@ -363,6 +346,7 @@ pub fn judge<R: BufRead>(
         &rec,
         playout,
         &coded,
+        &order,
         &mut decoder,
         &blank,
         |j, shown| {
@@ -464,6 +448,44 @@ pub fn judge<R: BufRead>(
         .max()
         .unwrap_or(0);
     Ok(out)
+}
+
+/// Each received frame's display slot (its PTS in frames from the earliest, B-frames that
+/// come after the frames they precede included), and how many slots there are. A frame whose
+/// slot another took already, or that lies too far from the first, is not placed.
+fn display_slots(
+    frames: &[Received],
+    tick_frame: impl Fn(u64) -> u64,
+) -> (Vec<Option<u64>>, usize) {
+    const PTS_BITS: u32 = 33;
+    let Some(first) = frames.first() else {
+        return (Vec::new(), 0);
+    };
+    // PTS from the first frame's, unwrapped: a step is a signed 33-bit difference.
+    let mut rel = Vec::with_capacity(frames.len());
+    let (mut last, mut at) = (first.pts_90k, 0i64);
+    for f in frames {
+        let step = f.pts_90k.wrapping_sub(last) & ((1 << PTS_BITS) - 1);
+        let step = if step >= 1 << (PTS_BITS - 1) {
+            step as i64 - (1 << PTS_BITS)
+        } else {
+            step as i64
+        };
+        at += step;
+        last = f.pts_90k;
+        rel.push(at);
+    }
+    let lowest = rel.iter().copied().min().unwrap_or(0);
+    let mut taken = std::collections::HashSet::new();
+    let slot_of: Vec<Option<u64>> = rel
+        .iter()
+        .map(|&r| {
+            let k = tick_frame((r - lowest) as u64);
+            (k < MAX_FRAMES as u64 && taken.insert(k)).then_some(k)
+        })
+        .collect();
+    let slots = slot_of.iter().flatten().max().map_or(0, |m| m + 1) as usize;
+    (slot_of, slots)
 }
 
 enum Sink<'a> {

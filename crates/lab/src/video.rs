@@ -7,13 +7,13 @@
 //! (ISO/IEC 13818-1 §2.4.3.3: a PES packet, here one access unit, begins in it) and runs to
 //! the next such packet. What the screen showed follows `metronome_quality::playout`'s rules
 //! (a frame is lost when any of its packets is; the flow's play-out deadline, if any); the
-//! pictures are the frames that reached the viewer, decoded by openh264 in order (a frame
-//! whose reference was lost is decoded against what the decoder has, as a player does), and
+//! pictures are the frames that reached the viewer, decoded by FFmpeg's decoder in order (a
+//! frame whose reference was lost is decoded against what the decoder has, as a player does), and
 //! compared with the pattern's own pictures: PSNR, SSIM and MOS per frame. The received bytes
 //! are the sent bytes (links lose and delay packets, they do not corrupt them), so the coded
 //! frames are kept once, at the sender, as Evalvid keeps the sent file.
 
-use metronome_media::decode::{Concealment, H264Decoder};
+use metronome_media::decode::{VideoCodec, VideoDecoder};
 use metronome_media::frames::{FrameNoter, SentFrames};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
 use metronome_media::{Frame, Pictures, TestPattern, TsSource};
@@ -466,7 +466,11 @@ fn pictures_cached(
     playout: Playout,
     cache: &mut PictureCache,
 ) -> Option<(PictureFigures, Rc<SlotFigures>)> {
-    let key = (viewer::decoder_input(sent, r, playout), r.slots.clone());
+    let order = viewer::display_order(map.sent.coded.len());
+    let key = (
+        viewer::decoder_input(sent, r, playout, &order),
+        r.slots.clone(),
+    );
     if let Some(hit) = cache.seen.get(&key) {
         cache.hits += 1;
         return Some(hit.clone());
@@ -486,7 +490,7 @@ fn pictures(
     r: &metronome_quality::playout::Reconstruction,
     playout: Playout,
 ) -> Option<(PictureFigures, SlotFigures)> {
-    let mut decoder = H264Decoder::new(Concealment::Decode).ok()?;
+    let mut decoder = VideoDecoder::new(VideoCodec::H264, None).ok()?;
     let mut source = pictures_of(v, &map.content, r.slots.len() as u64).ok()?;
     let mut frame = Frame::new(v.width, v.height).ok()?;
     let mut failed = false;
@@ -503,6 +507,8 @@ fn pictures(
         r,
         playout,
         &map.sent.coded,
+        // The test source's H.264 has no B-frames: frames leave in display order.
+        &viewer::display_order(map.sent.coded.len()),
         &mut decoder,
         &blank,
         |j, shown| {

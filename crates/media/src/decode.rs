@@ -1,85 +1,120 @@
-//! H.264 decoding through openh264: what a viewer's player makes of the access units that
-//! reached it.
+//! Decoding through FFmpeg's libavcodec: what a viewer's player makes of the frames that
+//! reached it. MPEG-4 Part 2 (what Evalvid-RA's ladder is encoded with) and H.264 of any
+//! profile, B-frames included.
 //!
-//! A player decodes the frames it has, in order, and a frame whose reference was lost is still
-//! decoded against the picture the decoder has instead, with the errors that brings (drift
-//! until the next IDR), as FFmpeg does with Evalvid's reconstructed files. That is
-//! [`Concealment::Decode`] (openh264's slice and motion-vector copy across IDRs). With
-//! [`Concealment::Freeze`] the decoder gives no picture for a damaged frame, and the player
-//! keeps showing its last good one.
+//! A player decodes the frames it has, in decode order, and a frame whose reference was lost
+//! is still decoded against the picture the decoder has instead, with the errors that brings
+//! (drift until the next I-frame): libavcodec's own error concealment (motion-vector guessing
+//! and deblocking, its defaults), as FFmpeg decodes Evalvid's reconstructed files. One thread,
+//! so that the pictures are the same on every run and every machine.
+//!
+//! Pictures come out in display order, each with the number of the frame it belongs to: the
+//! number rides through the decoder as the packet's PTS, which libavcodec carries across
+//! reordering.
 
 use crate::MediaError;
+use ffmpeg_next as ff;
 use metronome_quality::viewer::Decode;
 use metronome_quality::{Chroma, Picture};
-use openh264::decoder::{Decoder, DecoderConfig};
-use openh264::OpenH264API;
-use openh264_sys2::{
-    SBufferInfo, DECODER_OPTION_ERROR_CON_IDC, ERROR_CON_DISABLE, ERROR_CON_SLICE_MV_COPY_CROSS_IDR,
-};
+use std::collections::VecDeque;
 
-/// What the decoder does with a frame whose references or slices are missing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Concealment {
-    /// Decode it anyway against what it has (errors propagate to the next IDR).
-    #[default]
-    Decode,
-    /// No picture for it: the previous one stays on screen.
-    Freeze,
+/// A video codec FFmpeg decodes (and the ladder encodes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VideoCodec {
+    /// MPEG-4 Part 2 Visual (ISO/IEC 14496-2): Evalvid's and seed 002's codec.
+    Mpeg4Part2,
+    H264,
+}
+
+impl VideoCodec {
+    fn id(self) -> ff::codec::Id {
+        match self {
+            VideoCodec::Mpeg4Part2 => ff::codec::Id::MPEG4,
+            VideoCodec::H264 => ff::codec::Id::H264,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VideoCodec::Mpeg4Part2 => "mpeg4",
+            VideoCodec::H264 => "h264",
+        }
+    }
+}
+
+/// FFmpeg's libraries, set up once (quiet: a decoder meeting a damaged frame says so on
+/// stderr otherwise, for every frame).
+pub(crate) fn init() -> Result<(), MediaError> {
+    static INIT: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    INIT.get_or_init(|| {
+        ff::init().map_err(|e| format!("FFmpeg's libraries would not start: {e}"))?;
+        ff::util::log::set_level(ff::util::log::Level::Quiet);
+        Ok(())
+    })
+    .clone()
+    .map_err(MediaError::Codec)
 }
 
 /// Counters of what the decoder met.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DecodeStats {
-    pub access_units: u64,
+    pub frames: u64,
     pub pictures: u64,
-    /// Access units the decoder reported errors for (a concealed picture may still come).
+    /// Frames the decoder refused (a concealed picture may still come for others).
     pub errors: u64,
-}
-
-/// One H.264 stream's decoder.
-pub struct H264Decoder {
-    decoder: Decoder,
-    concealment: Concealment,
-    stats: DecodeStats,
-}
-
-impl std::fmt::Debug for H264Decoder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("H264Decoder")
-            .field("concealment", &self.concealment)
-            .field("stats", &self.stats)
-            .finish()
-    }
 }
 
 /// The largest picture taken from the decoder (8192×4320).
 const MAX_SAMPLES: usize = 8192 * 4320;
 
-impl H264Decoder {
-    pub fn new(concealment: Concealment) -> Result<H264Decoder, MediaError> {
-        let mut decoder =
-            Decoder::with_api_config(OpenH264API::from_source(), DecoderConfig::new()).map_err(
-                |e| MediaError::Encoder(format!("cannot create the H.264 decoder: {e}")),
-            )?;
-        let mut idc: i32 = match concealment {
-            Concealment::Decode => ERROR_CON_SLICE_MV_COPY_CROSS_IDR,
-            Concealment::Freeze => ERROR_CON_DISABLE,
-        };
-        // SAFETY: the decoder exists; SetOption(DECODER_OPTION_ERROR_CON_IDC) reads one int
-        // through the pointer, which outlives the call.
-        let rc = unsafe {
-            decoder
-                .raw_api()
-                .set_option(DECODER_OPTION_ERROR_CON_IDC, (&raw mut idc).cast())
-        };
-        if rc != 0 {
-            return Err(MediaError::Encoder(format!(
-                "the H.264 decoder refused its error concealment setting (code {rc})"
-            )));
+/// One video stream's decoder.
+pub struct VideoDecoder {
+    decoder: ff::decoder::Video,
+    frame: ff::frame::Video,
+    /// To 8-bit 4:2:0 when the stream is anything else (4:2:2 or 10-bit H.264).
+    scaler: Option<(ff::software::scaling::Context, ff::frame::Video)>,
+    /// Pictures taken out to make room for input, not yet received.
+    pending: VecDeque<(u32, Picture)>,
+    stats: DecodeStats,
+}
+
+impl std::fmt::Debug for VideoDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VideoDecoder")
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl VideoDecoder {
+    /// A decoder of `codec`; `config` is the stream's out-of-band configuration, if it has
+    /// one (MPEG-4's VOL header from the SDP's `config=`, H.264's parameter sets); in-band
+    /// headers work without it.
+    pub fn new(codec: VideoCodec, config: Option<&[u8]>) -> Result<VideoDecoder, MediaError> {
+        init()?;
+        let found = ff::codec::decoder::find(codec.id()).ok_or_else(|| {
+            MediaError::Codec(format!(
+                "this FFmpeg has no {} decoder: install Debian's libavcodec59",
+                codec.name()
+            ))
+        })?;
+        let mut ctx = ff::codec::context::Context::new_with_codec(found);
+        ctx.set_threading(ff::threading::Config {
+            kind: ff::threading::Type::None,
+            count: 1,
+            safe: true,
+        });
+        if let Some(extra) = config.filter(|c| !c.is_empty()) {
+            set_extradata(&mut ctx, extra)?;
         }
-        Ok(H264Decoder {
+        let decoder = ctx.decoder().video().map_err(|e| {
+            MediaError::Codec(format!("cannot open the {} decoder: {e}", codec.name()))
+        })?;
+        Ok(VideoDecoder {
             decoder,
-            concealment,
+            frame: ff::frame::Video::empty(),
+            scaler: None,
+            pending: VecDeque::new(),
             stats: DecodeStats::default(),
         })
     }
@@ -88,145 +123,141 @@ impl H264Decoder {
         self.stats
     }
 
-    /// Decodes one access unit (Annex B). Returns whether a picture came out, in `out`
-    /// (4:2:0, planes packed).
-    pub fn decode(&mut self, access_unit: &[u8], out: &mut Picture) -> bool {
-        self.stats.access_units += 1;
-        let Ok(len) = i32::try_from(access_unit.len()) else {
-            self.stats.errors += 1;
-            return false;
-        };
-        let mut dst = [std::ptr::null_mut::<u8>(); 3];
-        let mut info = SBufferInfo::default();
-        // SAFETY: the source pointer and length describe `access_unit`; `dst` and `info` are
-        // ours and outlive the call; the decoder exists.
-        let state = unsafe {
-            self.decoder.raw_api().decode_frame_no_delay(
-                access_unit.as_ptr(),
-                len,
-                dst.as_mut_ptr(),
-                &raw mut info,
-            )
-        };
-        if state != 0 {
-            self.stats.errors += 1;
-            if self.concealment == Concealment::Freeze {
-                return false;
+    /// The next decoded picture, if one is ready.
+    fn take(&mut self, out: &mut Picture) -> Option<u32> {
+        loop {
+            self.decoder.receive_frame(&mut self.frame).ok()?;
+            let Some(k) = self.frame.pts().and_then(|p| u32::try_from(p).ok()) else {
+                continue;
+            };
+            if self.copy_out(out) {
+                self.stats.pictures += 1;
+                return Some(k);
             }
         }
-        if info.iBufferStatus != 1 || dst.iter().any(|p| p.is_null()) {
+    }
+
+    /// The decoded frame into `out` as packed 8-bit 4:2:0.
+    fn copy_out(&mut self, out: &mut Picture) -> bool {
+        let (w, h) = (self.frame.width() as usize, self.frame.height() as usize);
+        if w == 0 || h == 0 || w * h > MAX_SAMPLES {
             return false;
         }
-        // SAFETY: with iBufferStatus 1 the decoder filled sSystemBuffer for the picture in dst.
-        let sys = unsafe { info.UsrData.sSystemBuffer };
-        let (w, h) = (sys.iWidth, sys.iHeight);
-        let (sy, sc) = (sys.iStride[0], sys.iStride[1]);
-        if w <= 0 || h <= 0 || sy < w || sc < (w + 1) / 2 {
-            self.stats.errors += 1;
-            return false;
-        }
-        let (w, h, sy, sc) = (w as usize, h as usize, sy as usize, sc as usize);
-        if w * h > MAX_SAMPLES {
-            self.stats.errors += 1;
-            return false;
-        }
-        let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
-        out.width = w;
-        out.height = h;
-        out.chroma = Chroma::C420;
-        out.data.clear();
-        out.data.reserve(w * h + 2 * cw * ch);
-        for (p, (pw, ph, stride)) in [(w, h, sy), (cw, ch, sc), (cw, ch, sc)]
-            .into_iter()
-            .enumerate()
-        {
-            for row in 0..ph {
-                // SAFETY: openh264's plane p has `ph` rows of `stride` bytes (iStride[0] for
-                // luma, iStride[1] for both chroma planes), each at least `pw` wide (checked).
-                let line = unsafe { std::slice::from_raw_parts(dst[p].add(row * stride), pw) };
-                out.data.extend_from_slice(line);
+        let src = match self.frame.format() {
+            ff::format::Pixel::YUV420P | ff::format::Pixel::YUVJ420P => &self.frame,
+            other => {
+                let fresh = self.scaler.as_ref().is_none_or(|(s, _)| {
+                    s.input().format != other
+                        || s.input().width != w as u32
+                        || s.input().height != h as u32
+                });
+                if fresh {
+                    let Ok(s) = ff::software::scaling::Context::get(
+                        other,
+                        w as u32,
+                        h as u32,
+                        ff::format::Pixel::YUV420P,
+                        w as u32,
+                        h as u32,
+                        ff::software::scaling::Flags::POINT,
+                    ) else {
+                        return false;
+                    };
+                    self.scaler = Some((s, ff::frame::Video::empty()));
+                }
+                let Some((s, conv)) = self.scaler.as_mut() else {
+                    return false;
+                };
+                if s.run(&self.frame, conv).is_err() {
+                    return false;
+                }
+                &*conv
             }
-        }
-        self.stats.pictures += 1;
+        };
+        packed_420(src, w, h, out);
         true
     }
 }
 
-impl Decode for H264Decoder {
-    fn decode(&mut self, coded: &[u8], out: &mut Picture) -> bool {
-        H264Decoder::decode(self, coded, out)
+/// Copies frame `f` (planar 4:2:0, any strides) into `out`, planes packed.
+fn packed_420(f: &ff::frame::Video, w: usize, h: usize, out: &mut Picture) {
+    let (cw, ch) = (w.div_ceil(2), h.div_ceil(2));
+    out.width = w;
+    out.height = h;
+    out.chroma = Chroma::C420;
+    out.data.clear();
+    out.data.reserve(w * h + 2 * cw * ch);
+    for (p, (pw, ph)) in [(w, h), (cw, ch), (cw, ch)].into_iter().enumerate() {
+        let stride = f.stride(p);
+        let data = f.data(p);
+        for row in 0..ph {
+            out.data
+                .extend_from_slice(&data[row * stride..row * stride + pw]);
+        }
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::h264::{H264Config, H264Encoder};
-    use crate::pattern::{Frame, TestPattern};
-
-    fn psnr_y(a: &[u8], b: &[u8]) -> f64 {
-        let sse: u64 = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (*x as i64 - *y as i64).pow(2) as u64)
-            .sum();
-        let mse = sse as f64 / a.len() as f64;
-        10.0 * (255.0 * 255.0 / mse.max(1e-9)).log10()
-    }
-
-    /// Encodes `n` frames of the pattern at 160x90; returns the access units and the pictures.
-    fn encoded(n: u64) -> (Vec<Vec<u8>>, Vec<Frame>) {
-        let mut enc = H264Encoder::new(H264Config::new(160, 96, 30, 400_000)).unwrap();
-        let pattern = TestPattern::new(30, 1).unwrap();
-        let (mut aus, mut pics) = (Vec::new(), Vec::new());
-        for i in 0..n {
-            let mut f = Frame::new(160, 96).unwrap();
-            pattern.render(i, &mut f);
-            aus.push(enc.encode(&f).unwrap().data.to_vec());
-            pics.push(f);
+/// Gives `ctx` the stream's configuration as extradata (copied into memory libavcodec owns,
+/// with the zeroed padding it reads past the end).
+fn set_extradata(ctx: &mut ff::codec::context::Context, extra: &[u8]) -> Result<(), MediaError> {
+    let pad = ff::ffi::AV_INPUT_BUFFER_PADDING_SIZE as usize;
+    // SAFETY: av_mallocz returns zeroed memory of the size asked for, or null (checked); the
+    // copy stays within it; the context takes ownership (freed with it by libavcodec).
+    unsafe {
+        let buf = ff::ffi::av_mallocz(extra.len() + pad) as *mut u8;
+        if buf.is_null() {
+            return Err(MediaError::Codec(
+                "out of memory for the decoder's configuration".into(),
+            ));
         }
-        (aus, pics)
+        std::ptr::copy_nonoverlapping(extra.as_ptr(), buf, extra.len());
+        let raw = ctx.as_mut_ptr();
+        (*raw).extradata = buf;
+        (*raw).extradata_size = extra.len() as i32;
     }
+    Ok(())
+}
 
-    #[test]
-    fn decodes_what_the_encoder_made() {
-        let (aus, pics) = encoded(10);
-        let mut d = H264Decoder::new(Concealment::Decode).unwrap();
-        let mut out = Picture::black(2, 2, Chroma::C420);
-        for (au, pic) in aus.iter().zip(&pics) {
-            assert!(d.decode(au, &mut out));
-            assert_eq!((out.width, out.height), (160, 96));
-            assert_eq!(out.data.len(), 160 * 96 * 3 / 2);
-            let p = psnr_y(&out.data[..160 * 96], pic.y());
-            assert!(p > 30.0, "PSNR {p}");
+impl Decode for VideoDecoder {
+    fn send(&mut self, frame: u32, coded: &[u8]) -> bool {
+        self.stats.frames += 1;
+        if coded.is_empty() {
+            self.stats.errors += 1;
+            return false;
         }
-        assert_eq!(d.stats().errors, 0);
-        assert_eq!(d.stats().pictures, 10);
-    }
-
-    #[test]
-    fn a_lost_reference_is_concealed_or_frozen() {
-        // Frame 3 (a P-frame) never reaches the decoder.
-        let (aus, _) = encoded(8);
-        let mut conceal = H264Decoder::new(Concealment::Decode).unwrap();
-        let mut freeze = H264Decoder::new(Concealment::Freeze).unwrap();
-        let mut out = Picture::black(2, 2, Chroma::C420);
-        let (mut a, mut b) = (0, 0);
-        for (i, au) in aus.iter().enumerate() {
-            if i == 3 {
-                continue;
+        let mut packet = ff::Packet::copy(coded);
+        packet.set_pts(Some(i64::from(frame)));
+        loop {
+            match self.decoder.send_packet(&packet) {
+                Ok(()) => return true,
+                // Its output must be taken first: keep it for `receive`.
+                Err(ff::Error::Other { errno }) if errno == ff::util::error::EAGAIN => {
+                    let mut pic = Picture::black(2, 2, Chroma::C420);
+                    match self.take(&mut pic) {
+                        Some(k) => self.pending.push_back((k, pic)),
+                        None => {
+                            self.stats.errors += 1;
+                            return false;
+                        }
+                    }
+                }
+                Err(_) => {
+                    self.stats.errors += 1;
+                    return false;
+                }
             }
-            a += u32::from(conceal.decode(au, &mut out));
-            b += u32::from(freeze.decode(au, &mut out));
         }
-        assert_eq!(a, 7, "concealment gives a picture for every frame it gets");
-        assert!(
-            b < 7 && freeze.stats().errors > 0,
-            "{b} {:?}",
-            freeze.stats()
-        );
-        // Garbage is an error, not a crash.
-        assert!(!freeze.decode(&[0, 0, 0, 1, 0x65, 0xff, 0xff], &mut out));
-        assert!(!freeze.decode(&[], &mut out));
+    }
+
+    fn receive(&mut self, out: &mut Picture) -> Option<u32> {
+        if let Some((k, pic)) = self.pending.pop_front() {
+            *out = pic;
+            return Some(k);
+        }
+        self.take(out)
+    }
+
+    fn drain(&mut self) {
+        let _ = self.decoder.send_eof();
     }
 }

@@ -9,13 +9,15 @@
 //! - `testsrc`: the built-in live test source: pattern → H.264 → TS at a constant mux rate.
 //! - `tsfile`: an MPEG-TS file source timed by its PCRs.
 //! - `demux`: TS back to access units (the video PES packets), as a receiver gets them;
-//!   `decode`: the openh264 decoder, with error concealment as a player has it; `frames`:
+//!   `decode`: FFmpeg's decoders (MPEG-4 Part 2, H.264 of any profile), with a player's error
+//!   concealment; `frames`:
 //!   what a stream sent, frame by frame, noted as its source hands out TS packets.
 //! - `psi`: PAT/PMT sections and their CRC32; `analyze`: a stream checker (CC, PSI, PCR, PTS).
 
 pub mod analyze;
 pub mod decode;
 pub mod demux;
+pub mod encode;
 pub mod frames;
 pub mod h264;
 pub mod pattern;
@@ -55,6 +57,9 @@ pub enum MediaError {
     },
     #[error("H.264 encoder: {0}")]
     Encoder(String),
+    /// FFmpeg's libraries (decoding, the ladder's encoders).
+    #[error("{0}")]
+    Codec(String),
     #[error("invalid source settings: {0}")]
     Config(String),
 }

@@ -12,7 +12,7 @@
 //!   YUV, read and written with bounded memory.
 //!
 //! - [`viewer`]: the video as the viewer saw it: the frames that reached the player, through a
-//!   real decoder (a trait; `metronome-media` has openh264's), slot by slot.
+//!   real decoder (a trait; `metronome-media` has FFmpeg's), slot by slot.
 //!
 //! Nothing here reads a clock or touches a socket; [`compare`] runs two streams of pictures
 //! through the metrics, on as many threads as asked.

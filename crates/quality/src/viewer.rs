@@ -1,5 +1,9 @@
 //! The video as the viewer saw it: the frames that reached the player, decoded by a real
-//! decoder in order, and put on screen slot by slot as [`crate::playout`] decided.
+//! decoder in decode order, and put on screen slot by slot as [`crate::playout`] decided.
+//!
+//! Frames are numbered in display order (frame `k` belongs in slot `k`); a stream with
+//! B-frames sends them in another order, its decode order (`decode_order`: the frames'
+//! numbers as they were sent), and the decoder gets them in that order.
 //!
 //! - The decoder gets every frame that was there in time to be decoded, in decode order:
 //!   without a play-out deadline, every frame that arrived (by the loss rule); with one, a
@@ -9,20 +13,28 @@
 //!   what it has (concealment and drift are the decoder's, as with Evalvid's files decoded by
 //!   FFmpeg).
 //! - Slot `j` shows the picture the decoder made for the frame the reconstruction put there,
-//!   or, if the decoder made none for it, the last picture it made; before any, a black
-//!   picture.
+//!   or, if the decoder made none for it, the picture shown before; before any, a black
+//!   picture. A decoder that reorders (B-frames) holds a picture back until it has the frames
+//!   that follow it in decode order: those frames are given to it early (the ones it would
+//!   get anyway, by their own slots), as a player's reorder delay does.
 //!
 //! The decoder is a trait, so that this crate stays free of codecs; `metronome-media` gives
-//! openh264's.
+//! FFmpeg's.
 
 use crate::picture::Picture;
 use crate::playout::{LateRule, Playout, Reconstruction, SentFrame};
 
-/// A real decoder, as the viewer's player has it.
+/// A real decoder, as the viewer's player has it: frames in, in decode order, each with the
+/// number of the frame it is; pictures out, in display order, each with the number of its
+/// frame.
 pub trait Decode {
-    /// Decodes the next frame in decode order (its coded bytes as sent) into `out`. `false`:
-    /// no picture came out for it.
-    fn decode(&mut self, coded: &[u8], out: &mut Picture) -> bool;
+    /// Gives the decoder frame `frame`'s coded bytes as sent. `false`: refused outright (it
+    /// makes no picture for it).
+    fn send(&mut self, frame: u32, coded: &[u8]) -> bool;
+    /// The next picture the decoder has ready, written into `out`, and its frame's number.
+    fn receive(&mut self, out: &mut Picture) -> Option<u32>;
+    /// No more frames: the pictures it still holds back become ready.
+    fn drain(&mut self);
 }
 
 /// What one play-out did.
@@ -36,27 +48,37 @@ pub struct PlayStats {
     pub blank_slots: u64,
 }
 
-/// Which frames the player's decoder gets (see the module's rules), and, for each, the slot
-/// at which it is decoded: `Some(j)` for a frame fed while slot `j` is made ready.
+/// Which frames the player's decoder gets (see the module's rules), and, for each position of
+/// `order` (the frames' numbers in decode order), the slot at which it is decoded: `Some(j)`
+/// for a frame fed while slot `j` is made ready.
 pub fn decoder_input(
     sent: &[SentFrame],
     rec: &Reconstruction,
     playout: Playout,
+    order: &[u32],
 ) -> Vec<Option<usize>> {
-    let mut fed = vec![None; rec.frames.len()];
+    let n = order.len().min(rec.frames.len());
+    let mut position = vec![usize::MAX; rec.frames.len()];
+    for (p, &k) in order[..n].iter().enumerate() {
+        if let Some(slot) = position.get_mut(k as usize) {
+            *slot = p;
+        }
+    }
+    let mut fed = vec![None; n];
     let mut next = 0usize;
     for (j, slot) in rec.slots.iter().enumerate() {
-        let Some(k) = slot.map(|k| k as usize).filter(|&k| k >= next) else {
+        let Some(upto) = slot
+            .and_then(|k| position.get(k as usize))
+            .map(|&p| p.saturating_add(1).min(n))
+            .filter(|&upto| upto > next)
+        else {
             continue;
         };
         let by = playout
             .deadline_ns
             .and_then(|d| sent.get(j).map(|f| f.send_ns.saturating_add(d)));
-        let upto = (k + 1).min(rec.frames.len());
-        for (f, fed) in rec.frames[next.min(upto)..upto]
-            .iter()
-            .zip(&mut fed[next.min(upto)..upto])
-        {
+        for p in next..upto {
+            let f = &rec.frames[order[p] as usize];
             let there = f.arrived
                 && match (playout.deadline_ns, playout.late) {
                     (None, _) => true,
@@ -66,52 +88,196 @@ pub fn decoder_input(
                     }
                 };
             if there {
-                *fed = Some(j);
+                fed[p] = Some(j);
             }
         }
-        next = k + 1;
+        next = upto;
     }
     fed
 }
 
+/// The frames in display order: what `order` is for a stream without B-frames.
+pub fn display_order(frames: usize) -> Vec<u32> {
+    (0..frames as u32).collect()
+}
+
 /// Plays `rec` out: calls `show(slot, picture)` for every display slot, in order. `coded[k]`
-/// is frame `k`'s coded bytes as sent; `blank` is what the screen shows before any picture.
+/// is frame `k`'s coded bytes as sent; `order` the frames' numbers in decode order
+/// ([`display_order`] without B-frames); `blank` is what the screen shows before any picture.
+#[allow(clippy::too_many_arguments)]
 pub fn play<D: Decode + ?Sized, C: AsRef<[u8]>>(
     sent: &[SentFrame],
     rec: &Reconstruction,
     playout: Playout,
     coded: &[C],
+    order: &[u32],
     decoder: &mut D,
     blank: &Picture,
     mut show: impl FnMut(usize, &Picture),
 ) -> PlayStats {
-    let fed = decoder_input(sent, rec, playout);
-    let mut stats = PlayStats::default();
-    let mut screen = blank.clone();
-    let mut scratch = blank.clone();
-    let mut pictures = 0u64;
-    let mut k = 0usize;
+    let fed = decoder_input(sent, rec, playout, order);
+    let mut player = Player::new(decoder, coded, order, &fed, blank);
     for j in 0..rec.slots.len() {
-        // The frames fed for this slot, in decode order.
-        while k < fed.len() && fed[k].is_none_or(|at| at <= j) {
-            if fed[k].is_some() {
-                stats.decoded += 1;
-                match coded.get(k) {
-                    Some(bytes) if decoder.decode(bytes.as_ref(), &mut scratch) => {
-                        std::mem::swap(&mut screen, &mut scratch);
-                        pictures += 1;
-                    }
-                    _ => stats.undecodable += 1,
-                }
-            }
-            k += 1;
+        player.feed_due(j);
+        if let Some(k) = rec.slots[j] {
+            player.show_frame(k);
         }
-        if pictures == 0 {
-            stats.blank_slots += 1;
+        if player.shown.is_none() {
+            player.stats.blank_slots += 1;
         }
-        show(j, &screen);
+        show(j, &player.screen);
     }
-    stats
+    player.finish()
+}
+
+/// The player's side of [`play`]: what it has fed, the pictures the decoder has given and not
+/// shown yet, the screen.
+struct Player<'a, D: Decode + ?Sized, C> {
+    decoder: &'a mut D,
+    coded: &'a [C],
+    order: &'a [u32],
+    fed: &'a [Option<usize>],
+    /// The next position of `order` to consider.
+    next: usize,
+    drained: bool,
+    /// Pictures out of the decoder, not yet shown, by frame; and spare pictures to reuse.
+    ready: Vec<(u32, Picture)>,
+    spare: Vec<Picture>,
+    /// Which frames the decoder was given, and which it made a picture for.
+    given: Vec<bool>,
+    made: Vec<bool>,
+    /// The highest frame a picture came out for (a reordering decoder's pictures come in
+    /// display order: a frame below it that has none will get none).
+    highest_out: Option<u32>,
+    screen: Picture,
+    shown: Option<u32>,
+    stats: PlayStats,
+}
+
+impl<'a, D: Decode + ?Sized, C: AsRef<[u8]>> Player<'a, D, C> {
+    fn new(
+        decoder: &'a mut D,
+        coded: &'a [C],
+        order: &'a [u32],
+        fed: &'a [Option<usize>],
+        blank: &Picture,
+    ) -> Self {
+        let frames = order.iter().map(|&k| k as usize + 1).max().unwrap_or(0);
+        Player {
+            decoder,
+            coded,
+            order,
+            fed,
+            next: 0,
+            drained: false,
+            ready: Vec::new(),
+            spare: Vec::new(),
+            given: vec![false; frames],
+            made: vec![false; frames],
+            highest_out: None,
+            screen: blank.clone(),
+            shown: None,
+            stats: PlayStats::default(),
+        }
+    }
+
+    /// Gives the decoder every frame due by slot `j`, in decode order.
+    fn feed_due(&mut self, j: usize) {
+        while self.next < self.fed.len() && self.fed[self.next].is_none_or(|at| at <= j) {
+            self.feed_next();
+        }
+    }
+
+    /// Considers the next position of the decode order: feeds it if the player gets it.
+    fn feed_next(&mut self) {
+        let p = self.next;
+        self.next += 1;
+        if self.fed[p].is_none() {
+            return;
+        }
+        let k = self.order[p];
+        self.stats.decoded += 1;
+        self.given[k as usize] = true;
+        let bytes = self.coded.get(k as usize).map(|c| c.as_ref());
+        if bytes.is_some_and(|b| self.decoder.send(k, b)) {
+            self.collect();
+        }
+    }
+
+    /// Takes every picture the decoder has ready.
+    fn collect(&mut self) {
+        let mut pic = self.spare.pop().unwrap_or_else(|| self.screen.clone());
+        while let Some(k) = self.decoder.receive(&mut pic) {
+            if let Some(m) = self.made.get_mut(k as usize) {
+                *m = true;
+            }
+            self.highest_out = self.highest_out.max(Some(k));
+            // A picture for a frame already passed on screen is not shown.
+            if self.shown.is_none_or(|s| k > s) {
+                self.ready.push((k, pic));
+                pic = self.spare.pop().unwrap_or_else(|| self.screen.clone());
+            }
+        }
+        self.spare.push(pic);
+    }
+
+    /// Whether a picture for frame `k` may still come out of the decoder.
+    fn may_come(&self, k: u32) -> bool {
+        let i = k as usize;
+        self.given.get(i).copied().unwrap_or(false)
+            && !self.made.get(i).copied().unwrap_or(false)
+            && self.highest_out.is_none_or(|h| h < k)
+    }
+
+    /// Puts frame `k`'s picture on screen, feeding ahead while the decoder holds it back; if
+    /// it makes none, the screen keeps what it showed.
+    fn show_frame(&mut self, k: u32) {
+        while self.may_come(k) && !self.ready.iter().any(|(f, _)| *f == k) {
+            if self.next < self.fed.len() {
+                self.feed_next();
+            } else if !self.drained {
+                self.drained = true;
+                self.decoder.drain();
+                self.collect();
+            } else {
+                break;
+            }
+        }
+        if let Some(i) = self.ready.iter().position(|(f, _)| *f == k) {
+            let (_, pic) = self.ready.swap_remove(i);
+            let old = std::mem::replace(&mut self.screen, pic);
+            self.spare.push(old);
+            self.shown = Some(k);
+        }
+        // Frames before it will not be shown any more.
+        let mut i = 0;
+        while i < self.ready.len() {
+            if self.ready[i].0 < k {
+                let (_, pic) = self.ready.swap_remove(i);
+                self.spare.push(pic);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// The counts, once every frame given has had its chance to make a picture.
+    fn finish(mut self) -> PlayStats {
+        while self.next < self.fed.len() {
+            self.feed_next();
+        }
+        if !self.drained {
+            self.decoder.drain();
+            self.collect();
+        }
+        self.stats.undecodable = self
+            .given
+            .iter()
+            .zip(&self.made)
+            .filter(|(g, m)| **g && !**m)
+            .count() as u64;
+        self.stats
+    }
 }
 
 #[cfg(test)]
@@ -124,21 +290,41 @@ mod tests {
 
     /// A "decoder" of a toy codec: a frame's bytes are `[own value]` for an intra frame or
     /// `[delta]` added to the previous picture for an inter frame, so what a missing
-    /// reference does is visible, as with a real decoder's drift.
+    /// reference does is visible, as with a real decoder's drift. With `delay`, it holds
+    /// pictures back as a decoder that reorders B-frames does, and gives them in frame order.
+    #[derive(Default)]
     struct Toy {
         last: Option<u8>,
+        delay: usize,
+        held: Vec<(u32, u8)>,
+        draining: bool,
     }
     impl Decode for Toy {
-        fn decode(&mut self, coded: &[u8], out: &mut Picture) -> bool {
+        fn send(&mut self, frame: u32, coded: &[u8]) -> bool {
             let v = match (coded, self.last) {
                 ([b'I', v], _) => *v,
                 ([b'P', d], Some(last)) => last.wrapping_add(*d),
+                ([b'B', v], Some(_)) => *v,
                 _ => return false,
             };
-            self.last = Some(v);
+            if coded[0] != b'B' {
+                self.last = Some(v);
+            }
+            self.held.push((frame, v));
+            self.held.sort_by_key(|h| std::cmp::Reverse(h.0));
+            true
+        }
+        fn receive(&mut self, out: &mut Picture) -> Option<u32> {
+            if self.held.len() <= self.delay && !self.draining {
+                return None;
+            }
+            let (k, v) = self.held.pop()?;
             *out = Picture::black(2, 2, Chroma::Mono);
             out.data.fill(v);
-            true
+            Some(k)
+        }
+        fn drain(&mut self) {
+            self.draining = true;
         }
     }
 
@@ -173,6 +359,24 @@ mod tests {
         arrivals: &[(u64, u64)],
         p: Playout,
     ) -> (Vec<u8>, PlayStats) {
+        shown_with(
+            sent,
+            coded,
+            &display_order(sent.len()),
+            arrivals,
+            p,
+            Toy::default(),
+        )
+    }
+
+    fn shown_with(
+        sent: &[SentFrame],
+        coded: &[Vec<u8>],
+        order: &[u32],
+        arrivals: &[(u64, u64)],
+        p: Playout,
+        mut toy: Toy,
+    ) -> (Vec<u8>, PlayStats) {
         let rec = reconstruct(sent, arrivals, p);
         let mut out = Vec::new();
         let stats = play(
@@ -180,7 +384,8 @@ mod tests {
             &rec,
             p,
             coded,
-            &mut Toy { last: None },
+            order,
+            &mut toy,
             &Picture::black(2, 2, Chroma::Mono),
             |_, pic| out.push(pic.data[0]),
         );
@@ -236,5 +441,52 @@ mod tests {
         let (out, stats) = shown(&sent, &coded, &got, strict);
         assert_eq!(out, vec![100, 100, 101, 102]);
         assert_eq!(stats.decoded, 3);
+    }
+
+    /// I0 P3 B1 B2 P6 B4 B5 in decode order, 7 slots: the decoder holds each picture back one
+    /// frame (as FFmpeg's MPEG-4 decoder with B-frames does); every slot still shows its own
+    /// frame, and a lost B-frame freezes only its slot.
+    #[test]
+    fn b_frames_are_decoded_in_decode_order_and_shown_in_display_order() {
+        let kinds = ["I", "B", "B", "P", "B", "B", "P"];
+        let sent: Vec<SentFrame> = kinds
+            .iter()
+            .enumerate()
+            .map(|(i, k)| SentFrame {
+                kind: FrameType::from_letter(k.chars().next().unwrap()),
+                size_bytes: 2,
+                packets: vec![i as u64],
+                send_ns: i as u64 * 40 * MS,
+            })
+            .collect();
+        // Values: I 10; P +3 each (13, 16); B-frames carry their own value (11, 12, 14, 15).
+        let coded: Vec<Vec<u8>> = [
+            (b'I', 10),
+            (b'B', 11),
+            (b'B', 12),
+            (b'P', 3),
+            (b'B', 14),
+            (b'B', 15),
+            (b'P', 3),
+        ]
+        .iter()
+        .map(|(t, v)| vec![*t, *v])
+        .collect();
+        let order = [0, 3, 1, 2, 6, 4, 5];
+        let all: Vec<(u64, u64)> = (0..7).map(|k| (k, k * 40 * MS + 5 * MS)).collect();
+        let delayed = || Toy {
+            delay: 1,
+            ..Toy::default()
+        };
+        let p = Playout::default();
+        let (out, stats) = shown_with(&sent, &coded, &order, &all, p, delayed());
+        assert_eq!(out, vec![10, 11, 12, 13, 14, 15, 16]);
+        assert_eq!(
+            (stats.decoded, stats.undecodable, stats.blank_slots),
+            (7, 0, 0)
+        );
+        let without_b2: Vec<(u64, u64)> = all.iter().copied().filter(|a| a.0 != 2).collect();
+        let (out, _) = shown_with(&sent, &coded, &order, &without_b2, p, delayed());
+        assert_eq!(out, vec![10, 11, 11, 13, 14, 15, 16]);
     }
 }

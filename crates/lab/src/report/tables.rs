@@ -484,7 +484,7 @@ fn video_table(p: &crate::results::PointResult) -> String {
     h.push_str(
         "</table>\n<p class=\"note\">A frame is lost when a packet of it is, or when it misses \
          the play-out deadline and a newer frame is shown instead; the pictures are what reached \
-         the viewer, decoded by openh264, each display slot against the source's frame (PSNR \
+         the viewer, decoded by FFmpeg's decoder, each display slot against the source's frame (PSNR \
          capped at 100 dB, Evalvid's MOS table). Every frame: <code>points/PNNN/FLOW.frames.csv</code>.</p>\n",
     );
     h
