@@ -119,9 +119,7 @@ fn replay(routes: &[Vec<usize>], inputs: &[Input], seed: u64) -> Vec<BTreeSet<u6
 #[test]
 fn the_fabric_delivers_what_its_links_deliver_in_virtual_time() {
     let seed = 40;
-    let sinks: Vec<UdpSocket> = (0..2)
-        .map(|_| UdpSocket::bind("127.0.0.1:0").unwrap())
-        .collect();
+    let sinks: Vec<UdpSocket> = (0..2).map(|_| metronome_testkit::udp_sink()).collect();
     let any: SocketAddr = "127.0.0.1:0".parse().unwrap();
     let paths = vec![vec![0], vec![0, 1]];
     let routes: Vec<Route> = paths

@@ -44,7 +44,7 @@ fn run(
     payload: usize,
     gap: Duration,
 ) -> (metronome_emu::relay::RelayStats, BTreeSet<u64>) {
-    let sink = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let sink = metronome_testkit::udp_sink();
     let mut cfg = RelayConfig::new(
         "127.0.0.1:0".parse().unwrap(),
         sink.local_addr().unwrap(),
