@@ -16,7 +16,8 @@
 //! equation, the receiver's loss history and loss event rate, the sender's rate rules and its
 //! no-feedback timer. [`tfmcc`]: TFMCC (RFC 4654) for a multicast group. [`asmp`]: ASMP, from
 //! receiver reports alone (seed 002). [`gcc`]: GCC (draft-ietf-rmcat-gcc), WebRTC's, from
-//! per-packet feedback (RFC 8888), for unicast.
+//! per-packet feedback (RFC 8888), for unicast. [`vbr`]: Evalvid-RA's VBR controller, which
+//! turns the allowed rate into the quantizer (the ladder's rung) of the next GOP.
 
 use metronome_time::{Bitrate, Timestamp};
 use std::net::SocketAddr;
@@ -29,6 +30,7 @@ mod kind;
 pub mod receiver;
 pub mod tfmcc;
 pub mod tfrc;
+pub mod vbr;
 
 pub use asmp::{AsmpConfig, AsmpSender};
 pub use fixed::FixedRate;
@@ -36,6 +38,7 @@ pub use gcc::{GccConfig, GccSender, PacketResult};
 pub use kind::{ControllerKind, ControllerParams};
 pub use tfmcc::{TfmccConfig, TfmccSender};
 pub use tfrc::{TfrcConfig, TfrcReport, TfrcSender};
+pub use vbr::{VbrConfig, VbrController, VbrDecision};
 
 /// One receiver report block about our stream (RFC 3550 §6.4.1), as the sender saw it.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -55,6 +55,13 @@ pub(crate) fn init() -> Result<(), MediaError> {
     .map_err(MediaError::Codec)
 }
 
+/// The libavcodec linked in, as `MAJOR.MINOR.MICRO` (what encodes the ladder: part of its
+/// cache key).
+pub fn libavcodec_version() -> String {
+    let v = ff::codec::version();
+    format!("{}.{}.{}", v >> 16, (v >> 8) & 0xff, v & 0xff)
+}
+
 /// Counters of what the decoder met.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DecodeStats {

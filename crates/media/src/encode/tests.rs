@@ -148,3 +148,36 @@ fn settings_out_of_range_are_refused_with_why() {
     };
     assert!(FixedQuantizer::new(odd).is_err());
 }
+
+/// The generated high-motion content spreads the MPEG-4 ladder across the MOS scale, from
+/// excellent (> 37 dB) at quantizer 2 to poor (< 25 dB) at 31, its rate falling all the way
+/// (seed 002's *highway*, Table 2: 2.6 Mbit/s to 66 kbit/s). Two seconds of CIF.
+#[test]
+fn motion_content_spans_the_ladder_and_the_mos_scale() {
+    use crate::motion::Motion;
+    use crate::pattern::Pictures;
+    let mut m = Motion::new(25, 1).unwrap();
+    let mut f = Frame::new(352, 288).unwrap();
+    let pics: Vec<Picture> = (0..50)
+        .map(|i| {
+            m.picture(i, &mut f).unwrap();
+            let mut p = Picture::black(352, 288, Chroma::C420);
+            f.copy_to(&mut p);
+            p
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for q in [2, 4, 8, 16, 31] {
+        let coded = encode(EncoderConfig::seed002(q), &pics);
+        let bytes: usize = coded.iter().map(|c| c.data.len()).sum();
+        let kbps = bytes as f64 * 8.0 / 2.0 / 1000.0;
+        let p = decoded_psnr(VideoCodec::Mpeg4Part2, &coded, &pics);
+        eprintln!("q {q:2}: {kbps:7.1} kbit/s, PSNR-Y {p:.2} dB");
+        seen.push((kbps, p));
+    }
+    for w in seen.windows(2) {
+        assert!(w[1].0 < w[0].0 && w[1].1 < w[0].1, "{seen:?}");
+    }
+    assert!(seen[0].1 > 37.0 && seen[4].1 < 25.0, "{seen:?}");
+    assert!(seen[0].0 / seen[4].0 > 15.0, "{seen:?}");
+}
