@@ -8,6 +8,7 @@
 //! settings reads it back instead of encoding again.
 
 pub mod cache;
+pub mod source;
 
 use crate::encode::{CodedFrame, EncoderConfig, FixedQuantizer};
 use crate::pattern::{Frame, Pictures};

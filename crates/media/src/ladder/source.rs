@@ -1,0 +1,201 @@
+//! A ladder sent as Evalvid-RA sends it: each GOP at the rung its VBR controller picks
+//! (`metronome_cc::vbr`) from the rate the congestion controller allows, every frame as it was
+//! coded, cut into RTP packets ([`crate::payload`]) that are paced evenly over the frame's
+//! interval: variable bit rate, frame sizes that follow the content, no padding.
+//!
+//! Times are on the stream's own timeline (from its first frame): frame `p` of the decode
+//! order leaves from `p · T` on, its `n` packets at `p · T + i · T / n`. Its RTP timestamp is
+//! its presentation time, `k · T` for display frame `k`, moved later by the B-frame delay
+//! where frames are reordered, so that no frame is presented before it is sent.
+
+use super::Ladder;
+use crate::decode::VideoCodec;
+use crate::payload::{FramePayloader, PayloaderConfig};
+use metronome_cc::{VbrConfig, VbrController, VbrDecision};
+use metronome_quality::playout::FrameType;
+use metronome_wire::rtp::RtpError;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a [`LadderSource`] sends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LadderSourceConfig {
+    pub payloader: PayloaderConfig,
+    /// The RTP timestamp of the stream's time zero (90 kHz clock).
+    pub rtp_ts_base: u32,
+    /// Bytes each packet takes on the wire beyond its payload (RTP and its extensions, UDP,
+    /// IP): what the congestion controller's rate counts.
+    pub overhead_per_packet: u32,
+    /// The VBR controller's reference quantizer.
+    pub reference_q: u32,
+}
+
+/// A packet the source wrote.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LadderPacket {
+    pub len: usize,
+    pub payload_len: usize,
+    /// When it is due to leave, on the stream's timeline.
+    pub due: Duration,
+    /// The frame it carries (its display number), and whether it is the frame's first packet.
+    pub frame: u32,
+    pub first_of_frame: bool,
+}
+
+/// The ladder, sent (see the module).
+pub struct LadderSource {
+    ladder: Arc<Ladder>,
+    cfg: LadderSourceConfig,
+    vbr: VbrController,
+    payloader: FramePayloader,
+    /// The frame being sent: its decode position, packets in all, packets sent.
+    frame: Option<(usize, usize, usize)>,
+    /// The next frame's decode position.
+    next: usize,
+    /// This GOP's rung and the wire bytes it has sent.
+    q: u32,
+    gop_bytes: u64,
+    /// Each GOP's decision, in order.
+    decisions: Vec<(u32, VbrDecision)>,
+    frame_interval: Duration,
+    /// The presentation delay B-frames need, in frames.
+    reorder_frames: u32,
+}
+
+impl LadderSource {
+    pub fn new(ladder: Arc<Ladder>, cfg: LadderSourceConfig) -> Self {
+        let e = ladder.spec.encoder;
+        let q_range = ladder.spec.quantizers.iter().copied();
+        let vbr = VbrController::new(VbrConfig {
+            reference_q: cfg.reference_q,
+            min_q: q_range.clone().min().unwrap_or(2),
+            max_q: q_range.max().unwrap_or(31),
+            gop_frames: e.gop,
+            fps: f64::from(e.fps),
+            open_loop_factor: 1.0,
+        });
+        LadderSource {
+            payloader: FramePayloader::new(e.codec, cfg.payloader),
+            q: vbr.quantizer(),
+            vbr,
+            ladder,
+            cfg,
+            frame: None,
+            next: 0,
+            gop_bytes: 0,
+            decisions: Vec::new(),
+            frame_interval: Duration::from_nanos(1_000_000_000 / u64::from(e.fps.max(1))),
+            reorder_frames: if e.b_frames > 0 { e.b_frames + 1 } else { 0 },
+        }
+    }
+
+    pub fn ladder(&self) -> &Arc<Ladder> {
+        &self.ladder
+    }
+
+    pub fn codec(&self) -> VideoCodec {
+        self.ladder.spec.encoder.codec
+    }
+
+    /// The rate the congestion controller allows now, bit/s on the wire.
+    pub fn on_rate(&mut self, wire_bps: f64) {
+        self.vbr.on_rate(wire_bps, 0.0);
+    }
+
+    /// The rung of each GOP sent so far, with the controller's figures.
+    pub fn decisions(&self) -> &[(u32, VbrDecision)] {
+        &self.decisions
+    }
+
+    /// The frame at decode position `p` in the rung now sent: its display number, type and
+    /// bytes.
+    pub fn frame_at(&self, p: usize) -> Option<(u32, FrameType, &[u8])> {
+        let f = self.ladder.rung(self.q).frames.get(p)?;
+        Some((f.frame, f.kind, &f.data))
+    }
+
+    /// Writes the next packet into `out`; `None` at the content's end.
+    pub fn next_packet(&mut self, out: &mut [u8]) -> Result<Option<LadderPacket>, RtpError> {
+        loop {
+            if self.frame.is_none() && !self.start_frame() {
+                return Ok(None);
+            }
+            let Some((p, n, i)) = self.frame else {
+                return Ok(None);
+            };
+            let ladder = Arc::clone(&self.ladder);
+            let f = &ladder.rung(self.q).frames[p];
+            let Some(o) = self.payloader.next(&f.data, out)? else {
+                self.frame = None;
+                continue;
+            };
+            self.gop_bytes += o.payload_len as u64 + u64::from(self.cfg.overhead_per_packet);
+            let spacing = self.frame_interval.as_nanos() as u64 / n.max(1) as u64;
+            let due = self.frame_interval * p as u32 + Duration::from_nanos(spacing * i as u64);
+            self.frame = Some((p, n, i + 1));
+            return Ok(Some(LadderPacket {
+                len: o.len,
+                payload_len: o.payload_len,
+                due,
+                frame: f.frame,
+                first_of_frame: i == 0,
+            }));
+        }
+    }
+
+    /// Takes the next frame (a new GOP's rung first, at a GOP boundary); false at the end.
+    fn start_frame(&mut self) -> bool {
+        let p = self.next;
+        if p >= self.ladder.frames() {
+            return false;
+        }
+        let gop = self.ladder.spec.encoder.gop.max(1) as usize;
+        if p % gop == 0 && p > 0 {
+            let g = p / gop;
+            let open = self.wire_gop_bytes(self.cfg.reference_q, g);
+            let d = self.vbr.next_gop(self.gop_bytes as f64, open as f64);
+            self.q = d.quantizer;
+            self.gop_bytes = 0;
+            self.decisions.push((g as u32, d));
+        } else if p == 0 {
+            self.decisions.push((
+                0,
+                VbrDecision {
+                    quantizer: self.q,
+                    target_bytes: 0.0,
+                    open_bytes: 0.0,
+                    fill: 0.0,
+                },
+            ));
+        }
+        let ladder = self.ladder.clone();
+        let f = &ladder.rung(self.q).frames[p];
+        let clock_per_frame = 90_000 / u64::from(ladder.spec.encoder.fps.max(1));
+        let pts = u64::from(f.frame + self.reorder_frames) * clock_per_frame;
+        let rtp_ts = self.cfg.rtp_ts_base.wrapping_add(pts as u32);
+        let n = self.payloader.begin(&f.data, rtp_ts);
+        self.frame = Some((p, n, 0));
+        self.next = p + 1;
+        true
+    }
+
+    /// GOP `g` at quantizer `q` on the wire: its coded bytes and each packet's overhead.
+    fn wire_gop_bytes(&self, q: u32, g: usize) -> u64 {
+        let gop = self.ladder.spec.encoder.gop.max(1) as usize;
+        let max = self.cfg.payloader.max_payload.max(1) as u64;
+        self.ladder
+            .rung(q)
+            .frames
+            .iter()
+            .skip(g * gop)
+            .take(gop)
+            .map(|f| {
+                let len = f.data.len() as u64;
+                len + len.div_ceil(max).max(1) * u64::from(self.cfg.overhead_per_packet)
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests;

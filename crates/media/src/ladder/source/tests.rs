@@ -1,0 +1,97 @@
+use super::*;
+use crate::encode::EncoderConfig;
+use crate::ladder::{Ladder, LadderSpec};
+use crate::motion::Motion;
+
+fn ladder() -> Arc<Ladder> {
+    let spec = LadderSpec {
+        encoder: EncoderConfig {
+            width: 176,
+            height: 144,
+            ..EncoderConfig::seed002(2)
+        },
+        quantizers: (2..=31).step_by(3).collect(),
+        frames: 96,
+        content: "motion seed 5".into(),
+    };
+    Arc::new(Ladder::build(spec, &mut Motion::new(25, 5).unwrap()).unwrap())
+}
+
+fn source(l: &Arc<Ladder>) -> LadderSource {
+    LadderSource::new(
+        l.clone(),
+        LadderSourceConfig {
+            payloader: PayloaderConfig {
+                ssrc: 9,
+                payload_type: 96,
+                max_payload: 978,
+                initial_seq: 100,
+                send_time_ext: false,
+            },
+            rtp_ts_base: 1000,
+            overhead_per_packet: 40,
+            reference_q: 2,
+        },
+    )
+}
+
+/// Every packet: (due, frame, payload length).
+fn drain(s: &mut LadderSource, rate_bps: f64) -> Vec<(Duration, u32, usize)> {
+    let mut buf = [0u8; 1500];
+    let mut out = Vec::new();
+    while let Some(p) = s.next_packet(&mut buf).unwrap() {
+        if p.first_of_frame {
+            s.on_rate(rate_bps);
+        }
+        assert!(p.payload_len <= 978 && p.len == p.payload_len + 12);
+        out.push((p.due, p.frame, p.payload_len));
+    }
+    out
+}
+
+#[test]
+fn frames_leave_whole_and_unpadded_paced_over_their_interval() {
+    let l = ladder();
+    let mut s = source(&l);
+    let got = drain(&mut s, 10_000_000.0);
+    let frames: Vec<u32> = got.iter().map(|g| g.1).collect();
+    let mut distinct = frames.clone();
+    distinct.dedup();
+    assert_eq!(distinct, (0..96).collect::<Vec<_>>());
+    for k in 0..96u32 {
+        let mine: Vec<_> = got.iter().filter(|g| g.1 == k).collect();
+        let t0 = Duration::from_millis(40) * k;
+        assert_eq!(mine[0].0, t0, "frame {k} starts at its time");
+        assert!(mine.iter().all(|g| g.0 >= t0 && g.0 < t0 + Duration::from_millis(40)));
+        // Its bytes are the rung's frame's, no more: no padding.
+        let payload: usize = mine.iter().map(|g| g.2).sum();
+        let q = s.decisions()[k as usize / 12].1.quantizer;
+        assert_eq!(payload, l.rung(q).frames[k as usize].data.len());
+    }
+}
+
+#[test]
+fn the_rung_follows_the_allowed_rate_gop_by_gop() {
+    let l = ladder();
+    let rich = {
+        let mut s = source(&l);
+        drain(&mut s, 50_000_000.0);
+        s.decisions().iter().map(|d| d.1.quantizer).collect::<Vec<_>>()
+    };
+    let poor = {
+        let mut s = source(&l);
+        drain(&mut s, 100_000.0);
+        s.decisions().iter().map(|d| d.1.quantizer).collect::<Vec<_>>()
+    };
+    assert_eq!(rich.len(), 8, "a decision per GOP");
+    assert_eq!(*rich.last().unwrap(), 2, "{rich:?}");
+    assert!(*poor.last().unwrap() >= 26, "{poor:?}");
+    // The wire rate of what it sent at a middling rate is near that rate.
+    let mut s = source(&l);
+    let mid = 600_000.0;
+    let got = drain(&mut s, mid);
+    let wire: usize = got.iter().skip_while(|g| g.1 < 24).map(|g| g.2 + 40).sum();
+    let secs = (96 - 24) as f64 / 25.0;
+    let bps = wire as f64 * 8.0 / secs;
+    assert!(bps < 1.3 * mid && bps > 0.5 * mid, "{bps} against {mid}: {:?}", s.decisions());
+}
