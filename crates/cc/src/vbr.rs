@@ -11,7 +11,8 @@
 //!   at the GOP's end the average becomes the first sample of the next GOP's average. The
 //!   target per GOP is that rate in bytes over the GOP's duration, scaled by
 //!   `exp(−backlog / 1000)` (the sender's queue in packets: none when frames are paced out as
-//!   they are made, as here), and never above the first rate.
+//!   they are made, as here), and never above the stream's configured rate (Evalvid-RA's
+//!   `r_`).
 //! - A leaky bucket of size `b = 1.5 r` tracks what was sent against the target `r`:
 //!   `X = min(b, max(0, X − r) + sent)` (Hamdi's Eq. 5), `x = X / b`, `e1 = 1 − (1 − x)^5`,
 //!   `e2 = x^5`.
@@ -39,6 +40,8 @@ pub struct VbrConfig {
     pub fps: f64,
     /// `r_open`'s factor (Evalvid-RA: 1.25 under TFRC, 1 otherwise).
     pub open_loop_factor: f64,
+    /// The most the stream may send, bit/s (Evalvid-RA's `r_`): no target goes above it.
+    pub max_bps: f64,
 }
 
 impl VbrConfig {
@@ -51,6 +54,7 @@ impl VbrConfig {
             gop_frames: 12,
             fps: 25.0,
             open_loop_factor: 1.0,
+            max_bps: f64::INFINITY,
         }
     }
 
@@ -64,8 +68,6 @@ impl VbrConfig {
 pub struct VbrController {
     cfg: VbrConfig,
     q: u32,
-    /// The first target, bytes per GOP: the cap on every later one.
-    first: Option<f64>,
     /// This GOP's mean of reported rates (bit/s), over `samples` reports.
     mean_bps: f64,
     samples: u32,
@@ -93,7 +95,6 @@ impl VbrController {
         VbrController {
             cfg,
             q,
-            first: None,
             mean_bps: 0.0,
             samples: 0,
             backlog_packets: 0.0,
@@ -123,10 +124,9 @@ impl VbrController {
     pub fn next_gop(&mut self, sent_bytes: f64, open_bytes: f64) -> VbrDecision {
         self.gops += 1;
         let open = open_bytes * self.cfg.open_loop_factor;
-        let mut target =
-            self.mean_bps / 8.0 * self.cfg.gop_secs() * (-self.backlog_packets / 1000.0).exp();
-        let first = *self.first.get_or_insert(target);
-        target = target.min(first);
+        let target = self.mean_bps.min(self.cfg.max_bps) / 8.0
+            * self.cfg.gop_secs()
+            * (-self.backlog_packets / 1000.0).exp();
         // The running mean: this GOP's average counts as one sample of the next.
         self.samples = self.samples.min(1);
         let b = 1.5 * target;
@@ -197,16 +197,19 @@ mod tests {
     }
 
     #[test]
-    fn reports_within_a_gop_are_averaged_and_the_target_never_exceeds_the_first() {
-        let mut c = VbrController::new(VbrConfig::seed002());
+    fn reports_within_a_gop_are_averaged_and_the_target_never_exceeds_the_streams_rate() {
+        let mut c = VbrController::new(VbrConfig {
+            max_bps: 2_500_000.0,
+            ..VbrConfig::seed002()
+        });
         c.on_rate(1_000_000.0, 0.0);
         c.on_rate(3_000_000.0, 0.0);
         let d = c.next_gop(0.0, 1.0);
         assert!((d.target_bytes - 120_000.0).abs() < 1.0, "{d:?}");
-        // (2 Mbit/s carried as one sample) + 4 Mbit/s: 3 Mbit/s, capped at the first, 2.
+        // (2 Mbit/s carried as one sample) + 4 Mbit/s: 3 Mbit/s, capped at the stream's 2.5.
         c.on_rate(4_000_000.0, 0.0);
         let d = c.next_gop(0.0, 1.0);
-        assert!((d.target_bytes - 120_000.0).abs() < 1.0, "{d:?}");
+        assert!((d.target_bytes - 150_000.0).abs() < 1.0, "{d:?}");
         // A backlog of 1000 packets scales the target by 1/e: (3 + 1) / 2 Mbit/s, over 0.48 s.
         c.on_rate(1_000_000.0, 1000.0);
         let d = c.next_gop(0.0, 1.0);

@@ -19,6 +19,7 @@ pub mod closed_form;
 pub mod compare;
 pub mod emu_mode;
 pub mod fairness;
+pub mod ladder;
 pub mod lavfi;
 pub mod model;
 pub mod report;

@@ -1,7 +1,9 @@
 //! A scenario point, declared in `spec`, built as a simulation in `netsim`.
 
+use crate::ladder::LadderVideo;
 use crate::video::{FrameMap, TestVideo};
 use metronome_cc::{ControllerParams, RateController};
+use metronome_media::ladder::source::LadderSourceConfig;
 use metronome_netsim::sim::flows::rtp::source::{CbrTs, PacketSource};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
@@ -12,14 +14,14 @@ use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
 use metronome_netsim::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossModel};
 use metronome_sched::PacingConfig;
-use metronome_session::receiver::ReceiverConfig;
+use metronome_session::receiver::{PayloadKind, ReceiverConfig};
 use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };
 use metronome_spec::scenario::Variation;
 use metronome_spec::scenario::{
-    DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl, RateShape, RtpCc,
-    Scenario, TcpCc, VideoContent, VideoDecl,
+    CodedVideo, DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl,
+    RateShape, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use std::cell::RefCell;
@@ -154,17 +156,19 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 start_bps,
                 mtu,
                 gop,
-                ladder,
+                coded,
                 ..
             } => {
+                let content = resolve(content, dir);
                 let plan = RtpPlan {
-                    ladder: ladder.clone(),
+                    coded: *coded,
                     rate_bps: *rate_bps,
-                    video: video.map(|v| (v, content)),
+                    video: video.map(|v| (v, &content)),
                     cc: *cc,
                     start_bps: *start_bps,
                     ts_per_packet: ts_per_packet(*mtu),
                     gop: *gop,
+                    mtu: *mtu,
                 };
                 let (flow, frames) = rtp(s, f, src, receivers, plan, flow_seed)?;
                 sim.add_flow(Box::new(flow));
@@ -317,7 +321,8 @@ struct RtpPlan<'a> {
     start_bps: Option<u64>,
     ts_per_packet: usize,
     gop: Option<u32>,
-    ladder: Vec<u64>,
+    coded: Option<CodedVideo>,
+    mtu: Option<u32>,
 }
 
 impl RtpPlan<'_> {
@@ -335,23 +340,16 @@ impl RtpPlan<'_> {
 }
 
 /// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
-/// size on the wire.
-fn controller(plan: &RtpPlan, segment: u32, epoch: Timestamp) -> Box<dyn RateController> {
+/// size on the wire; `floor_bps` the least the source sends (the video's lowest rendition, on
+/// the wire), below which the controller never goes.
+fn controller(
+    plan: &RtpPlan,
+    segment: u32,
+    floor_bps: u64,
+    epoch: Timestamp,
+) -> Box<dyn RateController> {
     let max = Bitrate::bps(plan.rate_bps);
-    // The least the source sends: the video's lowest rendition (the test source's lowest mux
-    // rate, or the ladder's lowest rung), on the wire; the controllers never go below it.
-    let min = match plan.video {
-        None => 0,
-        Some(_) => {
-            let ts_share = (plan.ts_per_packet * 188) as f64
-                / (plan.ts_per_packet * 188 + RTP_TS_OVERHEAD) as f64;
-            let rung = plan
-                .ladder
-                .first()
-                .map_or(0.0, |r| *r as f64 / crate::video::VIDEO_SHARE);
-            (rung.max(metronome_media::testsrc::MIN_RATE as f64) / ts_share) as u64
-        }
-    };
+    let min = floor_bps;
     let params = ControllerParams {
         segment_bytes: segment,
         start: Bitrate::bps(plan.start_bps()),
@@ -359,6 +357,61 @@ fn controller(plan: &RtpPlan, segment: u32, epoch: Timestamp) -> Box<dyn RateCon
         max,
     };
     plan.cc.build(params, epoch)
+}
+
+/// Bytes each packet of a ladder's video takes beyond its payload on the wire: RTP, the
+/// send-time extension, UDP, IPv4.
+const LADDER_OVERHEAD: u32 = 12 + metronome_wire::rtp::SEND_TIME_EXT_LEN as u32 + 28;
+
+/// A flow's ladder video: the ladder of its content (from the cache, or encoded now), sent as
+/// Evalvid-RA sends it; its frame map; the coarsest rung's rate on the wire.
+#[allow(clippy::too_many_arguments)]
+fn ladder_video(
+    f: &FlowDecl,
+    v: VideoDecl,
+    content: &VideoContent,
+    coded: CodedVideo,
+    plan: &RtpPlan,
+    ssrc: u32,
+    seed: u64,
+    epoch: Timestamp,
+) -> Result<(LadderVideo, Rc<RefCell<FrameMap>>, u64), String> {
+    let gop = plan.gop.unwrap_or(v.fps);
+    let frames = (f.duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u32;
+    let spec = crate::ladder::spec(v, content, coded, gop, frames.max(1))?;
+    let watch = crate::wall::Stopwatch::start();
+    let ladder =
+        crate::ladder::ladder(spec, v, content).map_err(|e| format!("flow '{}': {e}", f.name))?;
+    let getting_s = watch.seconds();
+    let payloader = crate::ladder::payloader(ssrc, 1000 + (seed % 20_000) as u16, plan.mtu, true);
+    let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, LADDER_OVERHEAD);
+    let map = Rc::new(RefCell::new(FrameMap {
+        picture: Some(v),
+        content: content.clone(),
+        // Encoding the ladder (or reading it from the cache) is the video's work too.
+        making_s: getting_s,
+        ..FrameMap::default()
+    }));
+    let cfg = LadderSourceConfig {
+        payloader,
+        rtp_ts_base: (seed >> 16) as u32,
+        overhead_per_packet: LADDER_OVERHEAD,
+        reference_q: coded.quantizers.0,
+        max_bps: plan.rate_bps as f64,
+    };
+    Ok((
+        LadderVideo::new(ladder, cfg, epoch, map.clone()),
+        map,
+        floor,
+    ))
+}
+
+/// A scenario's content with a file's path made absolute against the scenario's directory.
+pub fn resolve(content: &VideoContent, dir: Option<&Path>) -> VideoContent {
+    match (content, dir) {
+        (VideoContent::File(p), Some(d)) if p.is_relative() => VideoContent::File(d.join(p)),
+        _ => content.clone(),
+    }
 }
 
 /// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
@@ -395,19 +448,29 @@ fn rtp(
         // Far from a wrap, so that packets are numbered from the first one sent.
         ..PacketizerConfig::mp2t(ssrc, 1000 + (seed % 20_000) as u16, (seed >> 16) as u32)
     };
-    let (source, frames): (Box<dyn PacketSource>, Frames) = match video {
-        None => (
-            Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration)),
-            None,
-        ),
-        Some((v, content)) => {
-            let (src, map) =
-                TestVideo::new(v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
-                    .map_err(|e| format!("flow '{}': {e}", f.name))?;
-            let src = src.with_ladder(plan.ladder.clone());
-            (Box::new(src), Some(map))
-        }
+    let ts_floor = || {
+        let ts_share = (k * 188) as f64 / (k * 188 + RTP_TS_OVERHEAD) as f64;
+        (metronome_media::testsrc::MIN_RATE as f64 / ts_share) as u64
     };
+    let (source, frames, floor_bps): (Box<dyn PacketSource>, Frames, u64) =
+        match (video, plan.coded) {
+            (None, _) => (
+                Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration)),
+                None,
+                0,
+            ),
+            (Some((v, content)), None) => {
+                let (src, map) =
+                    TestVideo::new(v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
+                        .map_err(|e| format!("flow '{}': {e}", f.name))?;
+                (Box::new(src), Some(map), ts_floor())
+            }
+            (Some((v, content)), Some(coded)) => {
+                let (src, map, floor) =
+                    ladder_video(f, v, content, coded, &plan, ssrc, seed, epoch)?;
+                (Box::new(src), Some(map), floor)
+            }
+        };
     // Full histograms for a handful of receivers; none in the sessions of a crowd (the
     // simulator's own meter still measures their delay and jitter).
     let histogram_digits = if s.histograms && receivers.len() <= 64 {
@@ -440,6 +503,12 @@ fn rtp(
             receivers,
             session,
             receiver: ReceiverConfig {
+                // A ladder's video is MPEG-4 or H.264 over RTP, not MPEG-TS.
+                payload: if plan.coded.is_some() {
+                    PayloadKind::Any
+                } else {
+                    PayloadKind::Mp2t
+                },
                 session_bw_bps: plan.rate_bps,
                 seed: seed ^ 0x5eed,
                 histogram_digits,
@@ -458,7 +527,7 @@ fn rtp(
             lookahead: (plan.cc != RtpCc::Fixed).then_some(Duration::from_millis(200)),
         },
         source,
-        controller(&plan, segment, epoch),
+        controller(&plan, segment, floor_bps, epoch),
     );
     Ok((flow, frames))
 }

@@ -37,7 +37,7 @@ pub const SCENE_SECS: u32 = 4;
 /// What a video flow sent (which frames each RTP packet carries, each frame's due time, type
 /// and coded bytes: see `metronome_media::frames`), where its timeline starts on the run's
 /// clock, and the pattern's picture, to render the reference frames from.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct FrameMap {
     pub sent: SentFrames,
     pub epoch: Timestamp,
@@ -48,6 +48,40 @@ pub struct FrameMap {
     /// Wall-clock seconds the source spent making the video (rendering, encoding, muxing):
     /// how fast the run was, not a result.
     pub making_s: f64,
+    /// What decodes it: H.264 for the MPEG-TS test source, the ladder's codec otherwise.
+    pub codec: VideoCodec,
+    /// The frames' numbers in the order they were sent, where B-frames make it other than
+    /// display order (empty: display order).
+    pub decode_order: Vec<u32>,
+    /// The rung of each GOP of a ladder's video, as its VBR controller chose it.
+    pub rungs: Vec<(u32, metronome_cc::VbrDecision)>,
+}
+
+impl Default for FrameMap {
+    fn default() -> Self {
+        FrameMap {
+            sent: SentFrames::default(),
+            epoch: Timestamp::ZERO,
+            picture: None,
+            content: VideoContent::Pattern,
+            source_error: None,
+            making_s: 0.0,
+            codec: VideoCodec::H264,
+            decode_order: Vec::new(),
+            rungs: Vec::new(),
+        }
+    }
+}
+
+impl FrameMap {
+    /// The frames' numbers in decode order.
+    pub fn order(&self) -> Vec<u32> {
+        if self.decode_order.is_empty() {
+            viewer::display_order(self.sent.coded.len())
+        } else {
+            self.decode_order.clone()
+        }
+    }
 }
 
 /// A [`PacketSource`] of the encoded test pattern.
@@ -59,8 +93,6 @@ pub struct TestVideo {
     ended: bool,
     /// TS bytes per IP byte of the packets it makes (for a wire rate asked for).
     ts_share: f64,
-    /// The video bitrates it may pick from (empty: any).
-    ladder: Vec<u64>,
 }
 
 /// The video's share of the mux rate in the lab's test sources.
@@ -92,7 +124,7 @@ pub fn test_source(
 }
 
 /// The pictures of `content` at `v`, `frames` of them.
-fn pictures_of(
+pub fn pictures_of(
     v: VideoDecl,
     content: &VideoContent,
     frames: u64,
@@ -100,6 +132,13 @@ fn pictures_of(
     Ok(match content {
         VideoContent::Pattern => Box::new(
             TestPattern::new(v.fps, SCENE_SECS).map_err(|e| format!("the test video: {e}"))?,
+        ),
+        VideoContent::Motion(seed) => {
+            Box::new(metronome_media::motion::Motion::new(v.fps, *seed).map_err(|e| e.to_string())?)
+        }
+        VideoContent::File(path) => Box::new(
+            metronome_media::clip::Clip::open(path, v.width, v.height, v.fps)
+                .map_err(|e| e.to_string())?,
         ),
         VideoContent::Lavfi(sources) => Box::new(crate::lavfi::Lavfi::spawn(
             sources, v.width, v.height, v.fps, SCENE_SECS, frames,
@@ -128,19 +167,12 @@ impl TestVideo {
         let me = TestVideo {
             ts_share: (k * 188) as f64 / (k * 188 + crate::model::RTP_TS_OVERHEAD) as f64,
             source: test_source(v, content, rate_bps, duration, gop)?,
-            ladder: Vec::new(),
             packetizer: Mp2tPacketizer::new(pcfg, epoch),
             frames: frames.clone(),
             noter: FrameNoter::default(),
             ended: false,
         };
         Ok((me, frames))
-    }
-
-    /// Picks each GOP's video bitrate from `ladder` (sorted), as Evalvid-RA picks a quantizer.
-    pub fn with_ladder(mut self, ladder: Vec<u64>) -> Self {
-        self.ladder = ladder;
-        self
     }
 
     fn emitted(&mut self, out: metronome_session::sender::RtpOut) -> SourcePacket {
@@ -204,17 +236,7 @@ impl TestVideo {
     /// The rendition for the next GOP: a new encoder at the rate asked for (the test source
     /// switches at its next IDR picture), within what the source can do.
     fn follow(&mut self, wire: Bitrate) {
-        let mut ts = (wire.as_bps() as f64 * self.ts_share) as u64;
-        if !self.ladder.is_empty() {
-            let video = ts as f64 * VIDEO_SHARE;
-            let rung = self
-                .ladder
-                .iter()
-                .rev()
-                .find(|r| **r as f64 <= video)
-                .unwrap_or(&self.ladder[0]);
-            ts = (*rung as f64 / VIDEO_SHARE) as u64;
-        }
+        let ts = (wire.as_bps() as f64 * self.ts_share) as u64;
         if let Some(range) = self.source.rate_range() {
             let _ = self.source.set_rate(ts.clamp(*range.start(), *range.end()));
         }
@@ -281,7 +303,8 @@ pub struct FlowVideo {
     pub series: Vec<FrameSeries>,
     /// `(file name, contents)`: `FLOW.frames.csv` (every receiver's frames, [`FRAMES_HEADER`]),
     /// `FLOW.sent.csv` (the sender's frame trace) and `FLOW.RECEIVER.packets.csv` (what each
-    /// receiver got), in `metronome_quality::trace`'s formats.
+    /// receiver got), in `metronome_quality::trace`'s formats; for a ladder's video
+    /// `FLOW.rungs.csv` (each GOP's rung, `crate::ladder::RUNGS_HEADER`).
     pub files: Vec<(String, Vec<u8>)>,
     /// What went wrong with the flow's video, in words.
     pub warnings: Vec<String>,
@@ -319,6 +342,16 @@ pub fn view_flow(
     let mut trace = Vec::new();
     let _ = metronome_quality::trace::write_frames(&mut trace, &sent);
     out.files.push((format!("{}.sent.csv", f.name), trace));
+    if !map.rungs.is_empty() {
+        let fps = map.picture.map_or(25, |v| v.fps);
+        let gop = match f.kind {
+            FlowKind::Rtp { gop, .. } => gop.unwrap_or(fps),
+            _ => fps,
+        };
+        let csv = crate::ladder::rungs_csv(map, gop, fps);
+        out.files
+            .push((format!("{}.rungs.csv", f.name), csv.into_bytes()));
+    }
     let mut cache = PictureCache::default();
     for (rx, got) in report.receivers.iter_mut().zip(arrivals) {
         let v = view(map, got, playout, &mut cache);
@@ -466,7 +499,7 @@ fn pictures_cached(
     playout: Playout,
     cache: &mut PictureCache,
 ) -> Option<(PictureFigures, Rc<SlotFigures>)> {
-    let order = viewer::display_order(map.sent.coded.len());
+    let order = map.order();
     let key = (
         viewer::decoder_input(sent, r, playout, &order),
         r.slots.clone(),
@@ -490,7 +523,8 @@ fn pictures(
     r: &metronome_quality::playout::Reconstruction,
     playout: Playout,
 ) -> Option<(PictureFigures, SlotFigures)> {
-    let mut decoder = VideoDecoder::new(VideoCodec::H264, None).ok()?;
+    let mut decoder = VideoDecoder::new(map.codec, None).ok()?;
+    let order = map.order();
     let mut source = pictures_of(v, &map.content, r.slots.len() as u64).ok()?;
     let mut frame = Frame::new(v.width, v.height).ok()?;
     let mut failed = false;
@@ -507,8 +541,7 @@ fn pictures(
         r,
         playout,
         &map.sent.coded,
-        // The test source's H.264 has no B-frames: frames leave in display order.
-        &viewer::display_order(map.sent.coded.len()),
+        &order,
         &mut decoder,
         &blank,
         |j, shown| {

@@ -15,6 +15,7 @@
 //! - `psi`: PAT/PMT sections and their CRC32; `analyze`: a stream checker (CC, PSI, PCR, PTS).
 
 pub mod analyze;
+pub mod clip;
 pub mod decode;
 pub mod demux;
 pub mod encode;

@@ -302,7 +302,7 @@ fn rate_controlled_rtp_flows_and_claims() {
         )
     };
     let ok = text(
-        "cc = \"${cc}\"\nstart_rate = \"500kbit\"\nvideo = \"352x288@25\"\ngop = 12\nmtu = 1018\nladder = [300000, 100000, 2000000]",
+        "cc = \"${cc}\"\nstart_rate = \"500kbit\"\nvideo = \"352x288@25\"\ngop = 12\nmtu = 1018\ncodec = \"mpeg4\"\nquantizers = [4, 20]\ncontent = \"motion=seed=3\"",
         "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"psnr_y_db\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]",
     );
     let f = ScenarioFile::parse(&ok, "t.toml").unwrap();
@@ -319,7 +319,8 @@ fn rate_controlled_rtp_flows_and_claims() {
             start_bps,
             mtu,
             gop,
-            ladder,
+            coded,
+            content,
             ..
         } => {
             assert_eq!(*cc, metronome_spec::scenario::RtpCc::Asmp);
@@ -327,8 +328,12 @@ fn rate_controlled_rtp_flows_and_claims() {
                 (*start_bps, *mtu, *gop),
                 (Some(500_000), Some(1018), Some(12))
             );
-            // Sorted, as the sender picks the highest at or below the rate.
-            assert_eq!(ladder, &vec![100_000, 300_000, 2_000_000]);
+            let coded = coded.unwrap();
+            assert_eq!(
+                (coded.codec.name(), coded.quantizers, coded.b_frames),
+                ("mpeg4", (4, 20), 0)
+            );
+            assert_eq!(*content, metronome_spec::scenario::VideoContent::Motion(3));
         }
         other => panic!("{other:?}"),
     }
@@ -338,7 +343,11 @@ fn rate_controlled_rtp_flows_and_claims() {
     for (flow, claim, says) in [
         ("cc = \"bbr\"", "", "is not known for rtp"),
         ("start_rate = \"1mbit\"", "", "start_rate is where a rate controller begins"),
-        ("cc = \"asmp\"\nladder = [100000]", "", "a ladder is the video bitrates"),
+        ("cc = \"asmp\"\ncodec = \"mpeg4\"", "", "it needs video"),
+        ("video = \"352x288@25\"\ncodec = \"vp9\"", "", "codec = \"vp9\" is not known"),
+        ("video = \"352x288@25\"\ncodec = \"mpeg4\"\nquantizers = [1, 31]", "", "within 2–31"),
+        ("video = \"352x288@25\"\nquantizers = [2, 31]", "", "belong to codec"),
+        ("video = \"352x288@25\"\ncontent = \"motion=seed=x\"", "", "whole number"),
         ("mtu = 100", "", "an IP packet of 300 to 9000 bytes"),
         ("gop = 12", "", "gop needs video"),
         ("cc = \"gcc\"", "", "cc = \"gcc\" controls a stream to one receiver, and this one has 3"),

@@ -87,6 +87,13 @@ fn source(
 ) -> Result<Box<dyn TsSource>, String> {
     let interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
     let (k, gop) = match f.kind {
+        FlowKind::Rtp { coded: Some(c), .. } => {
+            return Err(format!(
+                "flow '{}': codec = \"{}\" (the video as Evalvid-RA sends it) runs in sim mode only so far: the real-time driver sends MPEG-TS; remove codec for an MPEG-TS video, or use --mode sim",
+                f.name,
+                c.codec.name()
+            ))
+        }
         FlowKind::Rtp { mtu, gop, .. } => (crate::model::ts_per_packet(mtu), gop),
         _ => (7, None),
     };
@@ -330,6 +337,7 @@ pub(super) fn rtp_flow(
         source_error: None,
         // Made on the driver's producer thread, in real time.
         making_s: 0.0,
+        ..FrameMap::default()
     };
     let targets = targets.into_inner().unwrap_or_else(|e| e.into_inner());
     let (mut report, video) = report(f, rate_bps, &outcome, map, got, st);

@@ -28,6 +28,8 @@ pub struct LadderSourceConfig {
     pub overhead_per_packet: u32,
     /// The VBR controller's reference quantizer.
     pub reference_q: u32,
+    /// The most the stream may send, bit/s on the wire: the VBR controller's ceiling.
+    pub max_bps: f64,
 }
 
 /// A packet the source wrote.
@@ -73,6 +75,7 @@ impl LadderSource {
             gop_frames: e.gop,
             fps: f64::from(e.fps),
             open_loop_factor: 1.0,
+            max_bps: cfg.max_bps,
         });
         LadderSource {
             payloader: FramePayloader::new(e.codec, cfg.payloader),

@@ -2,7 +2,9 @@
 //! checks that need the nodes of the topology.
 
 use super::parse::{Dur, Rate};
-use super::{FlowDecl, FlowKind, RateShape, RtpCc, TcpCc, VideoContent};
+use super::{
+    CodedVideo, FlowDecl, FlowKind, RateShape, RtpCc, TcpCc, VideoCodecDecl, VideoContent,
+};
 use serde::Deserialize;
 use std::time::Duration;
 
@@ -35,7 +37,9 @@ pub(super) struct RawFlow {
     start_rate: Option<Rate>,
     mtu: Option<u32>,
     gop: Option<u32>,
-    ladder: Option<Vec<Rate>>,
+    codec: Option<String>,
+    quantizers: Option<Vec<u32>>,
+    b_frames: Option<u32>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -53,6 +57,52 @@ fn half() -> f64 {
 }
 
 impl RawFlow {
+    /// `codec`, `quantizers` and `b_frames`: the video as Evalvid-RA sends it.
+    fn coded(&self, has_video: bool) -> Result<Option<CodedVideo>, String> {
+        let Some(name) = self.codec.as_deref() else {
+            if self.quantizers.is_some() || self.b_frames.is_some() {
+                return Err(
+                    "quantizers and b_frames belong to codec = \"mpeg4\" (or \"h264\"): set it"
+                        .into(),
+                );
+            }
+            return Ok(None);
+        };
+        let codec = match name {
+            "mpeg4" => VideoCodecDecl::Mpeg4,
+            "h264" => VideoCodecDecl::H264,
+            other => {
+                return Err(format!(
+                    "codec = \"{other}\" is not known; use \"mpeg4\" (MPEG-4 Part 2, seed 002's) or \"h264\""
+                ))
+            }
+        };
+        if !has_video {
+            return Err(format!(
+                "codec = \"{name}\" codes a picture: it needs video = \"352x288@25\""
+            ));
+        }
+        let (lo, hi) = codec.quantizer_range();
+        let quantizers = match self.quantizers.as_deref() {
+            None => codec.default_ladder(),
+            Some(&[a, b]) if lo <= a && a <= b && b <= hi => (a, b),
+            Some(q) => {
+                return Err(format!(
+                    "quantizers = {q:?}: write the ladder's finest and coarsest quantizer, like [2, 31], within {lo}–{hi} for {name}"
+                ))
+            }
+        };
+        let b_frames = self.b_frames.unwrap_or(0);
+        if b_frames > 4 {
+            return Err(format!("b_frames = {b_frames}: at most 4"));
+        }
+        Ok(Some(CodedVideo {
+            codec,
+            quantizers,
+            b_frames,
+        }))
+    }
+
     pub(super) fn resolve(
         &self,
         i: usize,
@@ -155,7 +205,11 @@ impl RawFlow {
             }
             "udp" | "command" if self.mtu.is_some() => unused("mtu", &self.kind),
             "udp" | "tcp" | "command" if self.gop.is_some() => unused("gop", &self.kind),
-            "udp" | "tcp" | "command" if self.ladder.is_some() => unused("ladder", &self.kind),
+            "udp" | "tcp" | "command" if self.codec.is_some() => unused("codec", &self.kind),
+            "udp" | "tcp" | "command" if self.quantizers.is_some() => {
+                unused("quantizers", &self.kind)
+            }
+            "udp" | "tcp" | "command" if self.b_frames.is_some() => unused("b_frames", &self.kind),
             "command" => {
                 for (key, set) in [
                     ("cc", self.cc.is_some()),
@@ -302,24 +356,9 @@ impl RawFlow {
                 if self.gop == Some(0) {
                     return Err(format!("flow '{name}': gop is a number of frames, at least 1"));
                 }
-                let mut ladder: Vec<u64> = self
-                    .ladder
-                    .iter()
-                    .flatten()
-                    .map(|r| r.0)
-                    .collect();
-                if !ladder.is_empty() && (video.is_none() || cc == RtpCc::Fixed) {
-                    return Err(format!(
-                        "flow '{name}': a ladder is the video bitrates a rate controller picks from: it needs video and cc"
-                    ));
-                }
-                if ladder.len() > 256 || ladder.contains(&0) {
-                    return Err(format!(
-                        "flow '{name}': ladder has 1 to 256 video bitrates, none zero"
-                    ));
-                }
-                ladder.sort_unstable();
-                ladder.dedup();
+                let coded = self
+                    .coded(video.is_some())
+                    .map_err(|e| format!("flow '{name}': {e}"))?;
                 match self.rate {
                     Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
                         rate_bps: r.0,
@@ -330,7 +369,7 @@ impl RawFlow {
                         start_bps: self.start_rate.map(|r| r.0),
                         mtu: self.mtu,
                         gop: self.gop,
-                        ladder,
+                        coded,
                     }),
                     _ => Err(format!(
                         "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"

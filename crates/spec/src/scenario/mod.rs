@@ -210,10 +210,11 @@ pub enum FlowKind {
     /// at its next GOP (a new encoder at the new rate: the rendition ladder of one live
     /// encoder). `start_bps` is where a controller without slow start begins (ASMP).
     /// `mtu` limits the IP packets (TS packets per RTP packet follow), `gop` sets the video's
-    /// frames per GOP (its IDR interval; one second by default). `ladder` lists the video
-    /// bitrates the sender may pick from, one per GOP, as Evalvid-RA's VBR controller picks a
-    /// quantizer (seed 002's Table 2): the highest at or below what the controller allows
-    /// (the lowest if none is); empty: any rate.
+    /// frames per GOP (its IDR interval; one second by default).
+    ///
+    /// With `coded`, the video is sent as Evalvid-RA sends it instead: the content encoded once
+    /// per quantizer of a ladder, each GOP at the rung the VBR controller picks from the rate
+    /// allowed, every frame as coded over RTP (RFC 6416, RFC 6184), no MPEG-TS, no padding.
     Rtp {
         rate_bps: u64,
         video: Option<VideoDecl>,
@@ -223,7 +224,7 @@ pub enum FlowKind {
         start_bps: Option<u64>,
         mtu: Option<u32>,
         gop: Option<u32>,
-        ladder: Vec<u64>,
+        coded: Option<CodedVideo>,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
     /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a
@@ -233,25 +234,93 @@ pub enum FlowKind {
     Command { program: String, args: Vec<String> },
 }
 
+/// A video sent as Evalvid-RA sends it: `codec = "mpeg4"` (or `"h264"`), `quantizers = [2,
+/// 31]`, `b_frames = 0`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodedVideo {
+    pub codec: VideoCodecDecl,
+    /// The ladder's finest and coarsest quantizer: a rung for each in between.
+    pub quantizers: (u32, u32),
+    pub b_frames: u32,
+}
+
+/// The codec of a [`CodedVideo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VideoCodecDecl {
+    /// MPEG-4 Part 2 (seed 002's), quantizer scale 2–31.
+    Mpeg4,
+    /// H.264 (x264), QP 0–51.
+    H264,
+}
+
+impl VideoCodecDecl {
+    /// The quantizers a codec has, and its default ladder.
+    pub fn quantizer_range(self) -> (u32, u32) {
+        match self {
+            VideoCodecDecl::Mpeg4 => (2, 31),
+            VideoCodecDecl::H264 => (0, 51),
+        }
+    }
+
+    pub fn default_ladder(self) -> (u32, u32) {
+        match self {
+            VideoCodecDecl::Mpeg4 => (2, 31),
+            // About the MPEG-4 ladder's quality span (QP ≈ 12 + 6·log2 q).
+            VideoCodecDecl::H264 => (18, 42),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            VideoCodecDecl::Mpeg4 => "mpeg4",
+            VideoCodecDecl::H264 => "h264",
+        }
+    }
+}
+
 /// What a video flow shows.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum VideoContent {
     /// The built-in pattern: static, moderate and high-motion scenes of 4 s, in a cycle.
     #[default]
     Pattern,
+    /// Generated high-motion content (`metronome_media::motion`, seeded), hard to code as
+    /// natural video is: across the MPEG-4 ladder its quality spans the MOS scale.
+    Motion(u64),
+    /// The user's own video: a Y4M file, or raw planar 4:2:0 (`.yuv`) of the flow's picture
+    /// size; a relative path is from the scenario file's directory.
+    File(std::path::PathBuf),
     /// FFmpeg lavfi sources (`testsrc2`, `mandelbrot`, `life=seed=1`, …), each for a scene of
     /// 4 s, in a cycle; the picture's size and rate are added to each.
     Lavfi(Vec<String>),
 }
 
 impl VideoContent {
-    /// `"pattern"`, or lavfi sources: a name with options, no filtergraph syntax.
+    /// `"pattern"`, `"motion"` (or `"motion=seed=N"`), a `.y4m` or `.yuv` file, or lavfi
+    /// sources: a name with options, no filtergraph syntax.
     pub fn parse(items: &[String]) -> Result<VideoContent, String> {
-        if items.len() == 1 && items[0] == "pattern" {
-            return Ok(VideoContent::Pattern);
+        if items.len() == 1 {
+            let one = items[0].trim();
+            if one == "pattern" {
+                return Ok(VideoContent::Pattern);
+            }
+            if one == "motion" {
+                return Ok(VideoContent::Motion(1));
+            }
+            if let Some(seed) = one.strip_prefix("motion=seed=") {
+                return seed.parse().map(VideoContent::Motion).map_err(|_| {
+                    format!(
+                        "content = \"{one}\": the seed is a whole number, like \"motion=seed=3\""
+                    )
+                });
+            }
+            let lower = one.to_ascii_lowercase();
+            if lower.ends_with(".y4m") || lower.ends_with(".yuv") {
+                return Ok(VideoContent::File(std::path::PathBuf::from(one)));
+            }
         }
         if items.is_empty() || items.len() > 64 {
-            return Err("content = \"pattern\", or 1 to 64 lavfi sources like [\"testsrc2\", \"mandelbrot\", \"life=seed=1\"]".into());
+            return Err("content = \"pattern\", \"motion\", a .y4m or .yuv file, or 1 to 64 lavfi sources like [\"testsrc2\", \"mandelbrot\", \"life=seed=1\"]".into());
         }
         for s in items {
             let (name, opts) = s.split_once('=').unwrap_or((s, ""));

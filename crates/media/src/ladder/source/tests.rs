@@ -31,6 +31,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
             rtp_ts_base: 1000,
             overhead_per_packet: 40,
             reference_q: 2,
+            max_bps: f64::INFINITY,
         },
     )
 }
@@ -62,7 +63,9 @@ fn frames_leave_whole_and_unpadded_paced_over_their_interval() {
         let mine: Vec<_> = got.iter().filter(|g| g.1 == k).collect();
         let t0 = Duration::from_millis(40) * k;
         assert_eq!(mine[0].0, t0, "frame {k} starts at its time");
-        assert!(mine.iter().all(|g| g.0 >= t0 && g.0 < t0 + Duration::from_millis(40)));
+        assert!(mine
+            .iter()
+            .all(|g| g.0 >= t0 && g.0 < t0 + Duration::from_millis(40)));
         // Its bytes are the rung's frame's, no more: no padding.
         let payload: usize = mine.iter().map(|g| g.2).sum();
         let q = s.decisions()[k as usize / 12].1.quantizer;
@@ -76,12 +79,18 @@ fn the_rung_follows_the_allowed_rate_gop_by_gop() {
     let rich = {
         let mut s = source(&l);
         drain(&mut s, 50_000_000.0);
-        s.decisions().iter().map(|d| d.1.quantizer).collect::<Vec<_>>()
+        s.decisions()
+            .iter()
+            .map(|d| d.1.quantizer)
+            .collect::<Vec<_>>()
     };
     let poor = {
         let mut s = source(&l);
         drain(&mut s, 100_000.0);
-        s.decisions().iter().map(|d| d.1.quantizer).collect::<Vec<_>>()
+        s.decisions()
+            .iter()
+            .map(|d| d.1.quantizer)
+            .collect::<Vec<_>>()
     };
     assert_eq!(rich.len(), 8, "a decision per GOP");
     assert_eq!(*rich.last().unwrap(), 2, "{rich:?}");
@@ -93,5 +102,9 @@ fn the_rung_follows_the_allowed_rate_gop_by_gop() {
     let wire: usize = got.iter().skip_while(|g| g.1 < 24).map(|g| g.2 + 40).sum();
     let secs = (96 - 24) as f64 / 25.0;
     let bps = wire as f64 * 8.0 / secs;
-    assert!(bps < 1.3 * mid && bps > 0.5 * mid, "{bps} against {mid}: {:?}", s.decisions());
+    assert!(
+        bps < 1.3 * mid && bps > 0.5 * mid,
+        "{bps} against {mid}: {:?}",
+        s.decisions()
+    );
 }

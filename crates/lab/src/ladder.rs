@@ -1,0 +1,267 @@
+//! Seed 002's video in the lab, as Evalvid-RA makes and sends it: a flow's content encoded once
+//! per quantizer of its ladder (`metronome_media::ladder`, kept in the cache between runs and
+//! shared by the points of a run), and sent by `metronome_media::ladder::source::LadderSource`:
+//! each GOP at the rung the VBR controller picks from the rate controller's target, every
+//! frame as coded, over RTP (RFC 6416 / RFC 6184), paced over its frame interval. Which frame
+//! each packet carries, each frame's bytes and type, and each GOP's rung are noted for the
+//! viewers' judgement and the report.
+
+use crate::video::FrameMap;
+use metronome_media::decode::VideoCodec;
+use metronome_media::encode::EncoderConfig;
+use metronome_media::ladder::source::{LadderSource, LadderSourceConfig};
+use metronome_media::ladder::{cache, Ladder, LadderSpec};
+use metronome_media::payload::PayloaderConfig;
+use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
+use metronome_spec::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
+use metronome_time::{Bitrate, Timestamp};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, Weak};
+
+/// The codec of a declared ladder.
+pub fn codec(c: VideoCodecDecl) -> VideoCodec {
+    match c {
+        VideoCodecDecl::Mpeg4 => VideoCodec::Mpeg4Part2,
+        VideoCodecDecl::H264 => VideoCodec::H264,
+    }
+}
+
+/// The ladder's spec for a flow: its picture, content, codec, quantizers, GOP; `frames` long.
+pub fn spec(
+    v: VideoDecl,
+    content: &VideoContent,
+    coded: CodedVideo,
+    gop: u32,
+    frames: u32,
+) -> Result<LadderSpec, String> {
+    let content_key = match content {
+        VideoContent::Pattern => format!("pattern scenes of {} s", crate::video::SCENE_SECS),
+        VideoContent::Motion(seed) => format!("motion seed {seed}"),
+        VideoContent::Lavfi(sources) => format!(
+            "lavfi {} scenes of {} s",
+            sources.join(","),
+            crate::video::SCENE_SECS
+        ),
+        VideoContent::File(path) => {
+            metronome_media::clip::Clip::identity(path).map_err(|e| e.to_string())?
+        }
+    };
+    Ok(LadderSpec {
+        encoder: EncoderConfig {
+            codec: codec(coded.codec),
+            width: v.width,
+            height: v.height,
+            fps: v.fps,
+            gop,
+            b_frames: coded.b_frames,
+            quantizer: coded.quantizers.0,
+        },
+        quantizers: (coded.quantizers.0..=coded.quantizers.1).collect(),
+        frames,
+        content: content_key,
+    })
+}
+
+/// The ladders this process has: points running at once share one, and it is encoded (or read
+/// from the cache) once.
+static LADDERS: Mutex<Vec<(String, Weak<Ladder>)>> = Mutex::new(Vec::new());
+
+/// The ladder of `spec`: this process's, the cache's, or encoded now from `content` at `v`.
+pub fn ladder(
+    spec: LadderSpec,
+    v: VideoDecl,
+    content: &VideoContent,
+) -> Result<Arc<Ladder>, String> {
+    let key = spec.key();
+    // Held while encoding: a second point waits for the first's ladder instead of encoding too.
+    let mut held = LADDERS.lock().unwrap_or_else(|e| e.into_inner());
+    held.retain(|(_, w)| w.strong_count() > 0);
+    if let Some(l) = held
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(l);
+    }
+    let frames = u64::from(spec.frames);
+    let made = Ladder::load_or_build(spec, cache::default_dir().as_deref(), || {
+        crate::video::pictures_of(v, content, frames).map_err(metronome_media::MediaError::Config)
+    })
+    .map_err(|e| format!("the video's ladder: {e}"))?;
+    held.push((key, Arc::downgrade(&made)));
+    Ok(made)
+}
+
+/// The coarsest rung's rate on the wire, bit/s: the least the flow sends, so the rate
+/// controller's floor.
+pub fn floor_bps(ladder: &Ladder, max_payload: usize, overhead: u32) -> u64 {
+    let Some(r) = ladder.rungs.iter().max_by_key(|r| r.quantizer) else {
+        return 0;
+    };
+    let fps = f64::from(ladder.spec.encoder.fps.max(1));
+    let secs = r.frames.len() as f64 / fps;
+    let wire: u64 = r
+        .frames
+        .iter()
+        .map(|f| {
+            let len = f.data.len() as u64;
+            len + len.div_ceil(max_payload.max(1) as u64).max(1) * u64::from(overhead)
+        })
+        .sum();
+    if secs > 0.0 {
+        (wire as f64 * 8.0 / secs) as u64
+    } else {
+        0
+    }
+}
+
+/// A [`PacketSource`] of a ladder (see the module).
+pub struct LadderVideo {
+    source: LadderSource,
+    frames: Rc<RefCell<FrameMap>>,
+    epoch: Timestamp,
+    ended: bool,
+}
+
+impl LadderVideo {
+    /// `ladder` sent from `epoch`, RTP packets of at most `max_payload` bytes of payload.
+    pub fn new(
+        ladder: Arc<Ladder>,
+        cfg: LadderSourceConfig,
+        epoch: Timestamp,
+        frames: Rc<RefCell<FrameMap>>,
+    ) -> Self {
+        {
+            let mut map = frames.borrow_mut();
+            map.codec = ladder.spec.encoder.codec;
+            map.epoch = epoch;
+        }
+        LadderVideo {
+            source: LadderSource::new(ladder, cfg),
+            frames,
+            epoch,
+            ended: false,
+        }
+    }
+
+    /// Notes packet `p` (and its frame, on its first packet).
+    fn note(&self, p: &metronome_media::ladder::source::LadderPacket) {
+        let mut map = self.frames.borrow_mut();
+        let k = p.frame as usize;
+        let s = &mut map.sent;
+        s.packets.push(Some((p.frame, p.frame)));
+        s.payload_bytes.push(p.payload_len as u32);
+        s.packet_due.push(p.due);
+        if p.first_of_frame {
+            let position = s.frame_due.len().max(k + 1);
+            s.frame_due.resize(position, std::time::Duration::ZERO);
+            s.coded.resize(position, Vec::new());
+            s.kinds
+                .resize(position, metronome_quality::playout::FrameType::Other);
+            s.frame_due[k] = p.due;
+            let decision = self.source.decisions().last().copied();
+            let order_len = map.decode_order.len();
+            if let Some((_, kind, bytes)) = self.source.frame_at(order_len) {
+                map.sent.coded[k] = bytes.to_vec();
+                map.sent.kinds[k] = kind;
+            }
+            map.decode_order.push(p.frame);
+            if let Some(d) = decision {
+                if map.rungs.last().is_none_or(|r| r.0 != d.0) {
+                    map.rungs.push(d);
+                }
+            }
+        }
+    }
+}
+
+impl PacketSource for LadderVideo {
+    fn next_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
+        let watch = crate::wall::Stopwatch::start();
+        let out = self.make_packet(buf);
+        self.frames.borrow_mut().making_s += watch.seconds();
+        out
+    }
+
+    fn follow_rate(&mut self, wire: Bitrate) {
+        self.source.on_rate(wire.as_bps() as f64);
+    }
+}
+
+impl LadderVideo {
+    fn make_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
+        if self.ended {
+            return None;
+        }
+        match self.source.next_packet(buf) {
+            Ok(Some(p)) => {
+                self.note(&p);
+                Some(SourcePacket {
+                    len: p.len,
+                    wire_len: p.len,
+                    due: self.epoch + p.due,
+                    payload_len: p.payload_len,
+                })
+            }
+            Ok(None) => {
+                self.ended = true;
+                None
+            }
+            Err(e) => {
+                self.ended = true;
+                self.frames.borrow_mut().source_error =
+                    Some(format!("the video source stopped: {e}"));
+                None
+            }
+        }
+    }
+}
+
+/// The payloader's settings for a flow: RTP payload of at most `mtu` less RTP (12 bytes, and
+/// the send-time extension's 12), UDP and IPv4 (28).
+pub fn payloader(
+    ssrc: u32,
+    initial_seq: u16,
+    mtu: Option<u32>,
+    send_time_ext: bool,
+) -> PayloaderConfig {
+    let headers =
+        12 + if send_time_ext {
+            metronome_wire::rtp::SEND_TIME_EXT_LEN
+        } else {
+            0
+        } + 28;
+    PayloaderConfig {
+        ssrc,
+        payload_type: 96,
+        max_payload: (mtu.unwrap_or(1500) as usize)
+            .saturating_sub(headers)
+            .max(100),
+        initial_seq,
+        send_time_ext,
+    }
+}
+
+/// `FLOW.rungs.csv`: each GOP's rung as the VBR controller chose it.
+pub const RUNGS_HEADER: &str = "gop,start_ns,quantizer,target_bytes,open_bytes,bucket_fill";
+
+/// The rows of `FLOW.rungs.csv` for `map`.
+pub fn rungs_csv(map: &FrameMap, gop: u32, fps: u32) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(RUNGS_HEADER);
+    out.push('\n');
+    let gop_ns = u64::from(gop) * 1_000_000_000 / u64::from(fps.max(1));
+    for (g, d) in &map.rungs {
+        let _ = writeln!(
+            out,
+            "{g},{},{},{:.0},{:.0},{:.4}",
+            map.epoch.as_nanos() + u64::from(*g) * gop_ns,
+            d.quantizer,
+            d.target_bytes,
+            d.open_bytes,
+            d.fill
+        );
+    }
+    out
+}
