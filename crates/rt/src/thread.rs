@@ -340,7 +340,7 @@ pub fn rt_throttling() -> RtThrottling {
 /// Why a thread or process setting could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum ThreadError {
-    #[error("cannot lock memory (mlockall MCL_CURRENT): {0}; run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK (ulimit -l unlimited)")]
+    #[error("cannot lock memory (mlockall): {0}; run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK (ulimit -l unlimited)")]
     LockMemory(io::Error),
     #[error("cannot set timer slack to {ns} ns (prctl PR_SET_TIMERSLACK): {source}")]
     TimerSlack { ns: u64, source: io::Error },
@@ -351,14 +351,22 @@ pub enum ThreadError {
 /// Whether a pacing thread locked memory: rings made after that lock their own slots.
 static MEMORY_LOCKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Locks the process's current pages in RAM (`mlockall(MCL_CURRENT)`): the pacing thread's
-/// stack, the code, the rings and sessions made so far, so the pacing thread never waits for a
-/// page fault on them. Memory mapped later is not pinned (`MCL_FUTURE` would pin every
-/// control-plane thread's stack and buffer too: megabytes per RTSP connection); a ring made
-/// later locks its own slots ([`lock_region`], see `PacketRing::new`).
+/// Locks the process's current pages in RAM (`mlockall(MCL_CURRENT | MCL_ONFAULT)`): the
+/// pacing thread's stack, the code, the rings and sessions made so far, so the pacing thread
+/// never waits for a page fault on them. A page of the current mappings that has never been
+/// touched is locked when it first is (`MCL_ONFAULT`, Linux 4.4): the libraries the process
+/// maps and never uses (FFmpeg's and theirs map hundreds of MB) are not read in and pinned.
+/// Memory mapped later is not pinned (`MCL_FUTURE` would pin every control-plane thread's
+/// stack and buffer too: megabytes per RTSP connection); a ring made later locks its own
+/// slots ([`lock_region`], see `PacketRing::new`).
 pub fn lock_memory() -> Result<(), ThreadError> {
     // SAFETY: mlockall takes flags only.
-    let r = unsafe { libc::mlockall(libc::MCL_CURRENT) };
+    let mut r = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_ONFAULT) };
+    if r != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+        // A kernel before 4.4: every current page, read in now.
+        // SAFETY: as above.
+        r = unsafe { libc::mlockall(libc::MCL_CURRENT) };
+    }
     if r == 0 {
         MEMORY_LOCKED.store(true, std::sync::atomic::Ordering::Release);
         Ok(())
