@@ -6,17 +6,15 @@
 //! each packet carries, each frame's bytes and type, and each GOP's rung are noted for the
 //! viewers' judgement and the report.
 
-use crate::video::FrameMap;
+use crate::video::{lock_frames, FrameMap, SharedFrames};
 use metronome_media::decode::VideoCodec;
 use metronome_media::encode::EncoderConfig;
 use metronome_media::ladder::source::{LadderSource, LadderSourceConfig};
 use metronome_media::ladder::{cache, Ladder, LadderSpec};
 use metronome_media::payload::PayloaderConfig;
-use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
+use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
 use metronome_spec::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
-use metronome_time::{Bitrate, Timestamp};
-use std::cell::RefCell;
-use std::rc::Rc;
+use metronome_time::Bitrate;
 use std::sync::{Arc, Mutex, Weak};
 
 /// The codec of a declared ladder.
@@ -116,38 +114,30 @@ pub fn floor_bps(ladder: &Ladder, max_payload: usize, overhead: u32) -> u64 {
     }
 }
 
-/// A [`PacketSource`] of a ladder (see the module).
+/// A ladder as an RTP source that notes every frame it sends into its flow's map (see the
+/// module).
 pub struct LadderVideo {
     source: LadderSource,
-    frames: Rc<RefCell<FrameMap>>,
-    epoch: Timestamp,
-    ended: bool,
+    frames: SharedFrames,
 }
 
 impl LadderVideo {
-    /// `ladder` sent from `epoch`, RTP packets of at most `max_payload` bytes of payload.
-    pub fn new(
-        ladder: Arc<Ladder>,
-        cfg: LadderSourceConfig,
-        epoch: Timestamp,
-        frames: Rc<RefCell<FrameMap>>,
-    ) -> Self {
+    /// `ladder` sent as `cfg` says (from its epoch), noted into `frames`.
+    pub fn new(ladder: Arc<Ladder>, cfg: LadderSourceConfig, frames: SharedFrames) -> Self {
         {
-            let mut map = frames.borrow_mut();
+            let mut map = lock_frames(&frames);
             map.codec = ladder.spec.encoder.codec;
-            map.epoch = epoch;
+            map.epoch = cfg.epoch;
         }
         LadderVideo {
             source: LadderSource::new(ladder, cfg),
             frames,
-            epoch,
-            ended: false,
         }
     }
 
     /// Notes packet `p` (and its frame, on its first packet).
     fn note(&self, p: &metronome_media::ladder::source::LadderPacket) {
-        let mut map = self.frames.borrow_mut();
+        let mut map = lock_frames(&self.frames);
         let k = p.frame as usize;
         let s = &mut map.sent;
         s.packets.push(Some((p.frame, p.frame)));
@@ -176,45 +166,47 @@ impl LadderVideo {
     }
 }
 
-impl PacketSource for LadderVideo {
-    fn next_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
-        let watch = crate::wall::Stopwatch::start();
-        let out = self.make_packet(buf);
-        self.frames.borrow_mut().making_s += watch.seconds();
-        out
+impl RtpSource for LadderVideo {
+    fn next_packet(&mut self, buf: &mut [u8]) -> Result<Option<SourcePacket>, SourceError> {
+        let epoch = self.source.config().epoch;
+        let Some(p) = self
+            .source
+            .next_noted(buf)
+            .map_err(|e| SourceError(e.to_string()))?
+        else {
+            return Ok(None);
+        };
+        self.note(&p);
+        Ok(Some(SourcePacket {
+            len: p.len,
+            wire_len: p.len,
+            due: epoch + p.due,
+            payload_len: p.payload_len,
+        }))
+    }
+
+    fn describe(&self) -> String {
+        self.source.describe()
+    }
+
+    fn nominal_bitrate(&self) -> Option<u64> {
+        self.source.nominal_bitrate()
     }
 
     fn follow_rate(&mut self, wire: Bitrate) {
-        self.source.on_rate(wire.as_bps() as f64);
+        self.source.follow_rate(wire)
     }
-}
 
-impl LadderVideo {
-    fn make_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
-        if self.ended {
-            return None;
-        }
-        match self.source.next_packet(buf) {
-            Ok(Some(p)) => {
-                self.note(&p);
-                Some(SourcePacket {
-                    len: p.len,
-                    wire_len: p.len,
-                    due: self.epoch + p.due,
-                    payload_len: p.payload_len,
-                })
-            }
-            Ok(None) => {
-                self.ended = true;
-                None
-            }
-            Err(e) => {
-                self.ended = true;
-                self.frames.borrow_mut().source_error =
-                    Some(format!("the video source stopped: {e}"));
-                None
-            }
-        }
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        self.source.rate_range()
+    }
+
+    fn set_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        self.source.set_rate(rate)
+    }
+
+    fn is_live(&self) -> bool {
+        true
     }
 }
 

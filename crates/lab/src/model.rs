@@ -1,10 +1,9 @@
 //! A scenario point, declared in `spec`, built as a simulation in `netsim`.
 
 use crate::ladder::LadderVideo;
-use crate::video::{FrameMap, TestVideo};
+use crate::video::{FrameMap, SharedFrames, Timed};
 use metronome_cc::{ControllerParams, RateController};
 use metronome_media::ladder::source::LadderSourceConfig;
-use metronome_netsim::sim::flows::rtp::source::{CbrTs, PacketSource};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
 use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
@@ -16,7 +15,7 @@ use metronome_netsim::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, Los
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig};
 use metronome_session::sender::{
-    JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
+    CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderReportsConfig, SenderSessionConfig,
 };
 use metronome_spec::scenario::Variation;
 use metronome_spec::scenario::{
@@ -24,10 +23,8 @@ use metronome_spec::scenario::{
     RateShape, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
-use std::cell::RefCell;
 use std::path::Path;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How one direction of a link is built: a fixed configuration, or a schedule.
@@ -118,7 +115,7 @@ pub fn link_config(p: &LinkProfile, dir: Option<&Path>) -> Result<LinkConfig, St
 /// frames afterwards: (flow index, its frame map).
 pub struct Built {
     pub sim: Sim,
-    pub videos: Vec<(usize, Rc<RefCell<FrameMap>>)>,
+    pub videos: Vec<(usize, SharedFrames)>,
 }
 
 /// The simulation of one point, seeded with `seed`; the flows in declaration order. `dir`:
@@ -300,7 +297,7 @@ pub(crate) fn rate_pattern(rate: RateShape) -> RatePattern {
     }
 }
 
-type Frames = Option<Rc<RefCell<FrameMap>>>;
+type Frames = Option<SharedFrames>;
 
 /// Bytes an RTP packet of MPEG-TS takes beyond its TS packets, as the lab sends it: the RTP
 /// header, the send-time extension, IPv4 and UDP.
@@ -375,7 +372,7 @@ fn ladder_video(
     ssrc: u32,
     seed: u64,
     epoch: Timestamp,
-) -> Result<(LadderVideo, Rc<RefCell<FrameMap>>, u64), String> {
+) -> Result<(Timed<LadderVideo>, SharedFrames, u64), String> {
     let gop = plan.gop.unwrap_or(v.fps);
     let frames = (f.duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u32;
     let spec = crate::ladder::spec(v, content, coded, gop, frames.max(1))?;
@@ -385,7 +382,7 @@ fn ladder_video(
     let getting_s = watch.seconds();
     let payloader = crate::ladder::payloader(ssrc, 1000 + (seed % 20_000) as u16, plan.mtu, true);
     let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, LADDER_OVERHEAD);
-    let map = Rc::new(RefCell::new(FrameMap {
+    let map = Arc::new(Mutex::new(FrameMap {
         picture: Some(v),
         content: content.clone(),
         // Encoding the ladder (or reading it from the cache) is the video's work too.
@@ -398,12 +395,13 @@ fn ladder_video(
         overhead_per_packet: LADDER_OVERHEAD,
         reference_q: coded.quantizers.0,
         max_bps: plan.rate_bps as f64,
+        epoch,
     };
-    Ok((
-        LadderVideo::new(ladder, cfg, epoch, map.clone()),
-        map,
-        floor,
-    ))
+    let source = Timed {
+        inner: LadderVideo::new(ladder, cfg, map.clone()),
+        frames: map.clone(),
+    };
+    Ok((source, map, floor))
 }
 
 /// A scenario's content with a file's path made absolute against the scenario's directory.
@@ -452,25 +450,23 @@ fn rtp(
         let ts_share = (k * 188) as f64 / (k * 188 + RTP_TS_OVERHEAD) as f64;
         (metronome_media::testsrc::MIN_RATE as f64 / ts_share) as u64
     };
-    let (source, frames, floor_bps): (Box<dyn PacketSource>, Frames, u64) =
-        match (video, plan.coded) {
-            (None, _) => (
-                Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration)),
-                None,
-                0,
-            ),
-            (Some((v, content)), None) => {
-                let (src, map) =
-                    TestVideo::new(v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
-                        .map_err(|e| format!("flow '{}': {e}", f.name))?;
-                (Box::new(src), Some(map), ts_floor())
-            }
-            (Some((v, content)), Some(coded)) => {
-                let (src, map, floor) =
-                    ladder_video(f, v, content, coded, &plan, ssrc, seed, epoch)?;
-                (Box::new(src), Some(map), floor)
-            }
-        };
+    let (source, frames, floor_bps): (Box<dyn RtpSource>, Frames, u64) = match (video, plan.coded) {
+        (None, _) => (
+            Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration)),
+            None,
+            0,
+        ),
+        (Some((v, content)), None) => {
+            let (src, map) =
+                crate::video::test_video(v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
+                    .map_err(|e| format!("flow '{}': {e}", f.name))?;
+            (Box::new(src), Some(map), ts_floor())
+        }
+        (Some((v, content)), Some(coded)) => {
+            let (src, map, floor) = ladder_video(f, v, content, coded, &plan, ssrc, seed, epoch)?;
+            (Box::new(src), Some(map), floor)
+        }
+    };
     // Full histograms for a handful of receivers; none in the sessions of a crowd (the
     // simulator's own meter still measures their delay and jitter).
     let histogram_digits = if s.histograms && receivers.len() <= 64 {

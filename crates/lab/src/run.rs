@@ -261,7 +261,10 @@ pub fn run_point(
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
     let (mut outcome, flows) = sim.finish_with_flows();
-    let making: f64 = videos.iter().map(|(_, m)| m.borrow().making_s).sum();
+    let making: f64 = videos
+        .iter()
+        .map(|(_, m)| crate::video::lock_frames(m).making_s)
+        .sum();
     let judging = wall::Stopwatch::start();
     let any_video = !videos.is_empty();
     let videos = add_frames(s, &mut outcome.flows, flows, &videos);
@@ -309,10 +312,7 @@ fn add_frames(
     s: &Scenario,
     reports: &mut [metronome_netsim::sim::flows::FlowReport],
     flows: Vec<Box<dyn metronome_netsim::sim::flows::Flow>>,
-    videos: &[(
-        usize,
-        std::rc::Rc<std::cell::RefCell<crate::video::FrameMap>>,
-    )],
+    videos: &[(usize, crate::video::SharedFrames)],
 ) -> Vec<crate::video::FlowVideo> {
     let mut flows: Vec<Option<Box<dyn metronome_netsim::sim::flows::Flow>>> =
         flows.into_iter().map(Some).collect();
@@ -324,7 +324,8 @@ fn add_frames(
         let Ok(rtp) = flow.into_any().downcast::<RtpFlow>() else {
             continue;
         };
-        let map = map.borrow();
+        let mut map = crate::video::lock_frames(map);
+        map.absorb_notes();
         let arrivals: Vec<&[metronome_time::Timestamp]> = (0..reports[*i].receivers.len())
             .map(|r| rtp.arrivals(r))
             .collect();

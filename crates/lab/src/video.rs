@@ -14,21 +14,21 @@
 //! frames are kept once, at the sender, as Evalvid keeps the sent file.
 
 use metronome_media::decode::{VideoCodec, VideoDecoder};
-use metronome_media::frames::{FrameNoter, SentFrames};
+use metronome_media::frames::{Noted, NotingSource, SentFrames};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
-use metronome_media::{Frame, Pictures, TestPattern, TsSource};
-use metronome_netsim::sim::flows::rtp::source::{PacketSource, SourcePacket};
+use metronome_media::ts_rtp::TsRtp;
+use metronome_media::{Frame, Pictures, TestPattern};
 use metronome_netsim::sim::flows::{FlowReport, FrameFigures, PictureFigures};
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
-use metronome_session::sender::{Mp2tPacketizer, PacketizerConfig};
+use metronome_session::sender::{PacketizerConfig, RtpSource, SourceError, SourcePacket};
 use metronome_spec::scenario::{FlowDecl, FlowKind, VideoContent, VideoDecl};
 use metronome_time::{Bitrate, Timestamp};
 use serde::{Deserialize, Serialize};
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// Seconds per scene of the pattern the lab sends (static, moderate, high motion).
@@ -37,7 +37,7 @@ pub const SCENE_SECS: u32 = 4;
 /// What a video flow sent (which frames each RTP packet carries, each frame's due time, type
 /// and coded bytes: see `metronome_media::frames`), where its timeline starts on the run's
 /// clock, and the pattern's picture, to render the reference frames from.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct FrameMap {
     pub sent: SentFrames,
     pub epoch: Timestamp,
@@ -55,6 +55,8 @@ pub struct FrameMap {
     pub decode_order: Vec<u32>,
     /// The rung of each GOP of a ladder's video, as its VBR controller chose it.
     pub rungs: Vec<(u32, metronome_cc::VbrDecision)>,
+    /// What a noted MPEG-TS source noted, until [`FrameMap::absorb_notes`] takes it.
+    pub notes: Option<Arc<Mutex<Noted>>>,
 }
 
 impl Default for FrameMap {
@@ -69,6 +71,7 @@ impl Default for FrameMap {
             codec: VideoCodec::H264,
             decode_order: Vec::new(),
             rungs: Vec::new(),
+            notes: None,
         }
     }
 }
@@ -82,17 +85,6 @@ impl FrameMap {
             self.decode_order.clone()
         }
     }
-}
-
-/// A [`PacketSource`] of the encoded test pattern.
-pub struct TestVideo {
-    source: TestSource,
-    packetizer: Mp2tPacketizer,
-    frames: Rc<RefCell<FrameMap>>,
-    noter: FrameNoter,
-    ended: bool,
-    /// TS bytes per IP byte of the packets it makes (for a wire rate asked for).
-    ts_share: f64,
 }
 
 /// The video's share of the mux rate in the lab's test sources.
@@ -146,101 +138,94 @@ pub fn pictures_of(
     })
 }
 
-impl TestVideo {
-    /// The pattern at `v` (see [`test_source`]), packetized with `pcfg` from `epoch`.
-    pub fn new(
-        v: VideoDecl,
-        content: &VideoContent,
-        rate_bps: u64,
-        duration: Duration,
-        gop: Option<u32>,
-        pcfg: PacketizerConfig,
-        epoch: Timestamp,
-    ) -> Result<(Self, Rc<RefCell<FrameMap>>), String> {
-        let frames = Rc::new(RefCell::new(FrameMap {
-            epoch,
-            picture: Some(v),
-            content: content.clone(),
-            ..FrameMap::default()
-        }));
-        let k = pcfg.ts_per_packet;
-        let me = TestVideo {
-            ts_share: (k * 188) as f64 / (k * 188 + crate::model::RTP_TS_OVERHEAD) as f64,
-            source: test_source(v, content, rate_bps, duration, gop)?,
-            packetizer: Mp2tPacketizer::new(pcfg, epoch),
-            frames: frames.clone(),
-            noter: FrameNoter::default(),
-            ended: false,
-        };
-        Ok((me, frames))
-    }
+/// A flow's frame map, shared by its source (which notes into it as it makes packets) and the
+/// run that reads it afterwards.
+pub type SharedFrames = Arc<Mutex<FrameMap>>;
 
-    fn emitted(&mut self, out: metronome_session::sender::RtpOut) -> SourcePacket {
-        self.noter.end_packet(&mut self.frames.borrow_mut().sent);
-        SourcePacket {
-            len: out.len,
-            wire_len: out.len,
-            due: out.release,
-            payload_len: out.payload_len,
+/// The map behind `m` (a source that panicked leaves what it noted).
+pub fn lock_frames(m: &SharedFrames) -> MutexGuard<'_, FrameMap> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl FrameMap {
+    /// Takes what a noted MPEG-TS source noted into the map (after the run: its last packet
+    /// and access unit closed).
+    pub fn absorb_notes(&mut self) {
+        if let Some(notes) = self.notes.take() {
+            let mut n = notes.lock().unwrap_or_else(|e| e.into_inner());
+            n.finish();
+            self.sent = std::mem::take(&mut n.frames);
         }
     }
 }
 
-impl PacketSource for TestVideo {
-    fn next_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
+/// A source whose time making packets (rendering, encoding, muxing, payloading) is added to
+/// its flow's `making_s`: how fast the run was, not a result.
+pub struct Timed<S> {
+    pub inner: S,
+    pub frames: SharedFrames,
+}
+
+impl<S: RtpSource> RtpSource for Timed<S> {
+    fn next_packet(&mut self, buf: &mut [u8]) -> Result<Option<SourcePacket>, SourceError> {
         let watch = crate::wall::Stopwatch::start();
-        let out = self.make_packet(buf);
-        self.frames.borrow_mut().making_s += watch.seconds();
+        let out = self.inner.next_packet(buf);
+        let mut map = lock_frames(&self.frames);
+        map.making_s += watch.seconds();
+        if let Err(e) = &out {
+            map.source_error = Some(format!("the video source stopped: {e}"));
+        }
         out
     }
-
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn nominal_bitrate(&self) -> Option<u64> {
+        self.inner.nominal_bitrate()
+    }
+    fn source_per_wire(&self) -> f64 {
+        self.inner.source_per_wire()
+    }
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        self.inner.rate_range()
+    }
+    fn set_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        self.inner.set_rate(rate)
+    }
     fn follow_rate(&mut self, wire: Bitrate) {
-        self.follow(wire);
+        self.inner.follow_rate(wire)
+    }
+    fn is_live(&self) -> bool {
+        self.inner.is_live()
     }
 }
 
-impl TestVideo {
-    fn make_packet(&mut self, buf: &mut [u8]) -> Option<SourcePacket> {
-        let mut ts = [0u8; 188];
-        while !self.ended {
-            match self.source.next_packet(&mut ts) {
-                Ok(Some(due)) => {
-                    self.noter.ts(&mut self.frames.borrow_mut().sent, &ts, due);
-                    if let Ok(Some(out)) = self.packetizer.push(&ts, due, buf) {
-                        return Some(self.emitted(out));
-                    }
-                }
-                // An encoder error ends the stream as its end would: the run reports fewer
-                // frames and says why, never a panic.
-                Ok(None) => {
-                    self.ended = true;
-                    self.noter.finish(&mut self.frames.borrow_mut().sent);
-                }
-                Err(e) => {
-                    self.ended = true;
-                    let mut map = self.frames.borrow_mut();
-                    self.noter.finish(&mut map.sent);
-                    map.source_error = Some(format!(
-                        "the video source stopped after {} frames: {e}",
-                        map.sent.frame_due.len()
-                    ));
-                }
-            }
-        }
-        match self.packetizer.flush(buf) {
-            Ok(Some(out)) => Some(self.emitted(out)),
-            _ => None,
-        }
-    }
-
-    /// The rendition for the next GOP: a new encoder at the rate asked for (the test source
-    /// switches at its next IDR picture), within what the source can do.
-    fn follow(&mut self, wire: Bitrate) {
-        let ts = (wire.as_bps() as f64 * self.ts_share) as u64;
-        if let Some(range) = self.source.rate_range() {
-            let _ = self.source.set_rate(ts.clamp(*range.start(), *range.end()));
-        }
-    }
+/// The encoded test pattern (see [`test_source`]) as an RTP source from `epoch`, packetized
+/// with `pcfg`, every TS packet noted; its frame map.
+pub fn test_video(
+    v: VideoDecl,
+    content: &VideoContent,
+    rate_bps: u64,
+    duration: Duration,
+    gop: Option<u32>,
+    pcfg: PacketizerConfig,
+    epoch: Timestamp,
+) -> Result<(Timed<TsRtp>, SharedFrames), String> {
+    let source = test_source(v, content, rate_bps, duration, gop)?;
+    let (noting, notes) = NotingSource::new(Box::new(source));
+    let noting = noting.with_ts_per_packet(pcfg.ts_per_packet);
+    let frames = Arc::new(Mutex::new(FrameMap {
+        epoch,
+        picture: Some(v),
+        content: content.clone(),
+        notes: Some(notes),
+        ..FrameMap::default()
+    }));
+    let source = Timed {
+        inner: TsRtp::new(Box::new(noting), pcfg, epoch),
+        frames: frames.clone(),
+    };
+    Ok((source, frames))
 }
 
 /// One frame as a viewer saw it: its fate, and the picture its display slot showed.
@@ -643,6 +628,8 @@ pub fn frames_csv(out: &mut String, flow: &str, receiver: &str, rows: &[FrameRow
 #[cfg(test)]
 mod tests {
     use super::*;
+    use metronome_media::frames::FrameNoter;
+    use metronome_media::TsSource;
 
     #[test]
     fn a_frame_is_lost_with_any_of_its_packets() {

@@ -29,6 +29,7 @@ pub mod psi;
 pub mod raw;
 pub mod seek;
 pub mod testsrc;
+pub mod ts_rtp;
 pub mod tsfile;
 pub mod tsmux;
 

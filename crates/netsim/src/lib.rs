@@ -49,6 +49,6 @@ pub use delivery::{DeliveryTrace, TraceError};
 pub use event::EventQueue;
 pub use link::{Link, LinkStats, SendOutcome};
 pub use pair::{
-    run_pair, CbrTs, PacketSource, PairConfig, PairOutcome, SourcePacket, Trace, TraceRow,
+    run_pair, CbrTs, PairConfig, PairOutcome, RtpSource, SourcePacket, Trace, TraceRow,
 };
 pub use schedule::{LinkSchedule, ScheduleError};

@@ -19,7 +19,8 @@ use metronome_time::Timestamp;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-pub use crate::sim::flows::rtp::source::{wall, CbrTs, PacketSource, SourcePacket};
+pub use crate::sim::flows::rtp::source::wall;
+pub use metronome_session::sender::{CbrTs, RtpSource, SourcePacket};
 
 pub struct PairConfig {
     pub session: SenderSessionConfig,
@@ -129,7 +130,7 @@ pub struct PairOutcome {
 /// until the source has ended and nothing is in flight.
 pub fn run_pair(
     cfg: PairConfig,
-    source: impl PacketSource + 'static,
+    source: impl RtpSource + 'static,
     controller: Box<dyn RateController>,
 ) -> PairOutcome {
     let mut sim = Sim::new(cfg.seed, TraceLevel::Packets);

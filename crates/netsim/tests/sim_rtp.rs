@@ -2,13 +2,13 @@
 //! bottleneck, with sender reports down the tree and receiver reports back by unicast.
 
 use metronome_cc::FixedRate;
-use metronome_netsim::sim::flows::rtp::source::CbrTs;
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
 use metronome_netsim::{LinkConfig, LossModel};
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::ReceiverConfig;
+use metronome_session::sender::CbrTs;
 use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };

@@ -13,6 +13,8 @@ use crate::decode::VideoCodec;
 use crate::payload::{FramePayloader, PayloaderConfig};
 use metronome_cc::{VbrConfig, VbrController, VbrDecision};
 use metronome_quality::playout::FrameType;
+use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
+use metronome_time::{Bitrate, Timestamp};
 use metronome_wire::rtp::RtpError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +32,8 @@ pub struct LadderSourceConfig {
     pub reference_q: u32,
     /// The most the stream may send, bit/s on the wire: the VBR controller's ceiling.
     pub max_bps: f64,
+    /// The stream's time zero on the driver's clock (where [`RtpSource`] packets are due from).
+    pub epoch: Timestamp,
 }
 
 /// A packet the source wrote.
@@ -96,6 +100,10 @@ impl LadderSource {
         &self.ladder
     }
 
+    pub fn config(&self) -> &LadderSourceConfig {
+        &self.cfg
+    }
+
     pub fn codec(&self) -> VideoCodec {
         self.ladder.spec.encoder.codec
     }
@@ -117,8 +125,9 @@ impl LadderSource {
         Some((f.frame, f.kind, &f.data))
     }
 
-    /// Writes the next packet into `out`; `None` at the content's end.
-    pub fn next_packet(&mut self, out: &mut [u8]) -> Result<Option<LadderPacket>, RtpError> {
+    /// Writes the next packet into `out`, with the frame it carries; `None` at the content's
+    /// end.
+    pub fn next_noted(&mut self, out: &mut [u8]) -> Result<Option<LadderPacket>, RtpError> {
         loop {
             if self.frame.is_none() && !self.start_frame() {
                 return Ok(None);
@@ -197,6 +206,58 @@ impl LadderSource {
                 len + len.div_ceil(max).max(1) * u64::from(self.cfg.overhead_per_packet)
             })
             .sum()
+    }
+}
+
+impl RtpSource for LadderSource {
+    fn next_packet(&mut self, buf: &mut [u8]) -> Result<Option<SourcePacket>, SourceError> {
+        let epoch = self.cfg.epoch;
+        Ok(self
+            .next_noted(buf)
+            .map_err(|e| SourceError(e.to_string()))?
+            .map(|p| SourcePacket {
+                len: p.len,
+                wire_len: p.len,
+                due: epoch + p.due,
+                payload_len: p.payload_len,
+            }))
+    }
+
+    fn describe(&self) -> String {
+        let s = &self.ladder.spec;
+        format!(
+            "{} {}x{}@{} ladder of {} quantizers ({}), GOP {}",
+            s.encoder.codec.name(),
+            s.encoder.width,
+            s.encoder.height,
+            s.encoder.fps,
+            s.quantizers.len(),
+            s.content,
+            s.encoder.gop
+        )
+    }
+
+    fn nominal_bitrate(&self) -> Option<u64> {
+        Some(self.cfg.max_bps as u64)
+    }
+
+    /// The VBR controller takes the controller's rate as it is, on the wire.
+    fn follow_rate(&mut self, wire: Bitrate) {
+        self.on_rate(wire.as_bps() as f64);
+    }
+
+    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
+        Some(0..=self.cfg.max_bps as u64)
+    }
+
+    fn set_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        self.on_rate(rate as f64);
+        Ok(())
+    }
+
+    /// Made as it is sent: the rung of each GOP follows the rate of its time.
+    fn is_live(&self) -> bool {
+        true
     }
 }
 

@@ -12,11 +12,12 @@ use crate::ring::PacketRing;
 use crate::udp::{RtcpSocket, SocketOptions, UdpSender};
 use crate::url::RtpUrl;
 use metronome_cc::{ControllerKind, ControllerParams, RateController};
+use metronome_media::ts_rtp::TsRtp;
 use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSource};
 use metronome_sched::phase::staggered_start;
 use metronome_sched::{PacingConfig, TaskParams};
 use metronome_session::sender::{
-    JobConfig, Mp2tPacketizer, PacketizerConfig, RateLimits, SenderReportsConfig, SenderSession,
+    JobConfig, PacketizerConfig, RateLimits, RtpSource, SenderReportsConfig, SenderSession,
     SenderSessionConfig,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
@@ -35,8 +36,8 @@ pub(super) struct Opened {
     pub rt: Arc<StreamRt>,
     /// The core admission control placed it on.
     pub core: usize,
-    pub source: Box<dyn TsSource>,
-    pub packetizer: Mp2tPacketizer,
+    /// Its packets: the TS source through the RFC 2250 packetizer.
+    pub source: Box<dyn RtpSource>,
     pub rtcp: Vec<RtcpOut>,
     pub description: String,
     pub start: StartInfo,
@@ -149,14 +150,11 @@ pub(super) fn open_stream(
         rtptime: rtp_ts_base,
         epoch_unix_ns: clock.realtime_ns_from_timestamp(epoch),
     };
-    let packetizer = Mp2tPacketizer::new(
-        PacketizerConfig {
-            send_time_ext: spec.send_time,
-            ts_per_packet: spec.ts_per_packet(),
-            ..PacketizerConfig::mp2t(ssrc, start.seq, rtp_ts_base)
-        },
-        epoch,
-    );
+    let packetizer = PacketizerConfig {
+        send_time_ext: spec.send_time,
+        ts_per_packet: spec.ts_per_packet(),
+        ..PacketizerConfig::mp2t(ssrc, start.seq, rtp_ts_base)
+    };
     let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
     // The session's rate is in bits on the wire (headers, every destination), the source's in
     // MPEG-TS bits: the knob converts.
@@ -212,8 +210,7 @@ pub(super) fn open_stream(
     Ok(Opened {
         rt,
         core,
-        source,
-        packetizer,
+        source: Box::new(TsRtp::new(source, packetizer, epoch)),
         rtcp,
         description: format!("{description} at {}", format_bitrate(ts_bitrate)),
         start,

@@ -1,12 +1,11 @@
-//! Producers: ordinary threads that read each stream's source, packetize it and fill the stream's
-//! ring ahead of its release times. A few threads serve all streams, round robin, so that a
+//! Producers: ordinary threads that run each stream's [`RtpSource`] (its packetizer is part of
+//! it) and fill the stream's ring ahead of its release times. A few threads serve all streams, round robin, so that a
 //! thousand streams do not need a thousand threads (nor a thousand locked stacks).
 
 use super::stream::{lock, StreamRt};
 use crate::clock::Clock;
 use crate::ring::Slot;
-use metronome_media::{MediaError, TsSource};
-use metronome_session::sender::Mp2tPacketizer;
+use metronome_session::sender::{RtpSource, SourceError};
 use metronome_time::Timestamp;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -24,8 +23,7 @@ const LIVE_AHEAD: Duration = Duration::from_millis(200);
 /// A stream handed to a producer thread.
 pub struct Production {
     pub rt: Arc<StreamRt>,
-    pub source: Box<dyn TsSource>,
-    pub packetizer: Mp2tPacketizer,
+    pub source: Box<dyn RtpSource>,
     /// The ring was full at the end of the last turn (an overrun is counted once per episode:
     /// the producer was ahead and had to wait for the pacer).
     full: bool,
@@ -36,12 +34,11 @@ pub struct Production {
 }
 
 impl Production {
-    pub fn new(rt: Arc<StreamRt>, source: Box<dyn TsSource>, packetizer: Mp2tPacketizer) -> Self {
+    pub fn new(rt: Arc<StreamRt>, source: Box<dyn RtpSource>) -> Self {
         Production {
             live: source.is_live(),
             rt,
             source,
-            packetizer,
             full: false,
             last_due: Timestamp::ZERO,
         }
@@ -160,9 +157,8 @@ enum Fill {
     Ended,
 }
 
-/// One turn of one stream: source → packetizer → ring, at most [`PACKETS_PER_TURN`] packets.
-fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, MediaError> {
-    let mut ts = [0u8; 188];
+/// One turn of one stream: source → ring, at most [`PACKETS_PER_TURN`] packets.
+fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
     // The rate knob: the source switches at its next switching point (a GOP).
     let asked = p.rt.rate.asked.swap(0, Ordering::AcqRel);
     if asked != 0 && p.source.set_rate(asked).is_err() {
@@ -185,14 +181,7 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, MediaError> {
             return Ok(Fill::Full);
         };
         p.full = false;
-        let made = make_packet(
-            &mut *p.source,
-            &mut p.packetizer,
-            &p.rt,
-            clock,
-            slot,
-            &mut ts,
-        )?;
+        let made = make_packet(&mut *p.source, &p.rt, clock, slot)?;
         match made {
             Made::Published(due) => p.last_due = due,
             Made::Ended => return Ok(Fill::Ended),
@@ -215,54 +204,35 @@ const LIVE_BEHIND: Duration = Duration::from_millis(20);
 /// ...to this far ahead of it, so that it can make up its lead.
 const LIVE_LEAD: Duration = Duration::from_millis(50);
 
-/// Source → packetizer → `slot` → the stream's ring: one RTP packet. A source whose packets are
-/// already overdue when made is told where the sender is (`TsSource::catch_up_to`): a live
-/// source skips the frames it can no longer deliver, instead of becoming slow motion; the
-/// skipped frames are counted.
+/// Source → `slot` → the stream's ring: one RTP packet. A source whose packets are already
+/// overdue when made is told where the sender is ([`RtpSource::catch_up_to`]): a live source
+/// skips the frames it can no longer deliver, instead of becoming slow motion; the skipped
+/// frames are counted.
 pub(crate) fn make_packet(
-    source: &mut dyn TsSource,
-    packetizer: &mut Mp2tPacketizer,
+    source: &mut dyn RtpSource,
     rt: &StreamRt,
     clock: &Clock,
     mut slot: Slot,
-    ts: &mut [u8; 188],
-) -> Result<Made, MediaError> {
-    loop {
-        let next = source.next_packet(ts)?;
-        if let Some(w) = source.take_warning() {
-            rt.warn(w);
-        }
-        let out = match next {
-            Some(due) => {
-                let now = clock.now();
-                if now > rt.epoch + due + LIVE_BEHIND {
-                    let at = now.saturating_since(rt.epoch) + LIVE_LEAD;
-                    let skipped = source.catch_up_to(at);
-                    rt.counters
-                        .frames_skipped
-                        .fetch_add(skipped, Ordering::Relaxed);
-                }
-                packetizer.push(ts, due, &mut slot.buf)
-            }
-            None => {
-                if let Ok(Some(out)) = packetizer.flush(&mut slot.buf) {
-                    slot.len = out.len;
-                    slot.release = out.release;
-                    slot.payload_len = out.payload_len;
-                    rt.ring.publish(slot);
-                } else {
-                    rt.ring.recycle(slot);
-                }
-                return Ok(Made::Ended);
-            }
-        };
-        // The slot is sized for the largest packet, so writing cannot fail.
-        if let Ok(Some(out)) = out {
-            slot.len = out.len;
-            slot.release = out.release;
-            slot.payload_len = out.payload_len;
-            rt.ring.publish(slot);
-            return Ok(Made::Published(out.release));
-        }
+) -> Result<Made, SourceError> {
+    let next = source.next_packet(&mut slot.buf)?;
+    if let Some(w) = source.take_warning() {
+        rt.warn(w);
     }
+    let Some(p) = next else {
+        rt.ring.recycle(slot);
+        return Ok(Made::Ended);
+    };
+    let now = clock.now();
+    if now > p.due + LIVE_BEHIND {
+        let at = now.saturating_since(rt.epoch) + LIVE_LEAD;
+        let skipped = source.catch_up_to(at);
+        rt.counters
+            .frames_skipped
+            .fetch_add(skipped, Ordering::Relaxed);
+    }
+    slot.len = p.len;
+    slot.release = p.due;
+    slot.payload_len = p.payload_len;
+    rt.ring.publish(slot);
+    Ok(Made::Published(p.due))
 }

@@ -1,18 +1,22 @@
 //! The sans-IO sending side: packetization with release times, and the [`SenderSession`] that
 //! owns the rest of a stream's send side (queue, pacing, jobs and deadlines, RTCP, rate knob).
 //!
-//! The packetizer runs in the producer (ahead of time); the session decides when each packet
-//! leaves and counts what actually left, so that sender reports count real transmissions.
+//! The producer runs the stream's [`RtpSource`] ahead of time (the packetizer is part of it);
+//! the session decides when each packet leaves and counts what actually left, so that sender
+//! reports count real transmissions.
 
+mod cbr;
 mod jobs;
 mod packetizer;
 mod rate_limits;
 mod report;
 mod send_log;
 mod session;
+mod source;
 #[cfg(test)]
 mod tests;
 
+pub use cbr::{CbrTs, IP_UDP};
 pub use jobs::{JobClock, JobConfig, JobTimes};
 pub use packetizer::{Mp2tPacketizer, PacketizerConfig, RtpOut};
 pub use rate_limits::{RateLimits, RateRefusal};
@@ -21,5 +25,6 @@ pub use session::{
     Input, InputError, Queued, SenderCounts, SenderSession, SenderSessionConfig, SenderStats,
     SessionEvent, Transmit, Wake,
 };
+pub use source::{RtpSource, SourceError, SourcePacket};
 #[cfg(test)]
 mod session_tests;

@@ -32,6 +32,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
             overhead_per_packet: 40,
             reference_q: 2,
             max_bps: f64::INFINITY,
+            epoch: metronome_time::Timestamp::ZERO,
         },
     )
 }
@@ -40,7 +41,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
 fn drain(s: &mut LadderSource, rate_bps: f64) -> Vec<(Duration, u32, usize)> {
     let mut buf = [0u8; 1500];
     let mut out = Vec::new();
-    while let Some(p) = s.next_packet(&mut buf).unwrap() {
+    while let Some(p) = s.next_noted(&mut buf).unwrap() {
         if p.first_of_frame {
             s.on_rate(rate_bps);
         }

@@ -470,14 +470,13 @@ impl Inner {
         let Opened {
             rt,
             source,
-            packetizer,
             rtcp,
             description,
             start,
             ..
         } = o;
         if let Some(p) = lock(&self.producers).as_ref() {
-            p.add(Production::new(rt.clone(), source, packetizer));
+            p.add(Production::new(rt.clone(), source));
         }
         let naive = if self.cfg.sched == SchedKind::Naive {
             let h = spawn_naive(rt.clone(), self.clock.clone(), self.naive_lateness.clone())

@@ -17,10 +17,11 @@ use crate::sim::net::Net;
 use crate::sim::packet::{Body, Dst, FlowId, NodeId, Packet};
 use metronome_cc::RateController;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
+use metronome_session::sender::RtpSource;
 use metronome_session::sender::{Input, Queued, SenderSession, SenderSessionConfig, Transmit};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
-use source::{wall, PacketSource};
+use source::wall;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
@@ -90,7 +91,7 @@ pub struct RtpFlow {
     cfg: RtpFlowConfig,
     id: FlowId,
     dst: Dst,
-    source: Box<dyn PacketSource>,
+    source: Box<dyn RtpSource>,
     source_done: bool,
     pub sender: SenderSession,
     pub receivers: Vec<ReceiverSession>,
@@ -118,7 +119,7 @@ pub struct RtpFlow {
 impl RtpFlow {
     pub fn new(
         cfg: RtpFlowConfig,
-        source: Box<dyn PacketSource>,
+        source: Box<dyn RtpSource>,
         controller: Box<dyn RateController>,
     ) -> Self {
         let n = cfg.session.queue_capacity.max(1);
@@ -206,7 +207,7 @@ impl RtpFlow {
             }
             let Some(id) = self.free.pop() else { break };
             match self.source.next_packet(&mut self.slots[id as usize]) {
-                Some(p) => {
+                Ok(Some(p)) => {
                     self.lens[id as usize] = (p.len, p.wire_len);
                     self.last_due = self.last_due.max(p.due);
                     let q = Queued {
@@ -220,7 +221,8 @@ impl RtpFlow {
                     // At most one packet per free slot, in due order: cannot be refused.
                     let _ = self.sender.handle_input(now, Input::Packet(q));
                 }
-                None => {
+                // A source that fails ends the stream (it keeps the reason for its report).
+                Ok(None) | Err(_) => {
                     self.free.push(id);
                     self.source_done = true;
                     let _ = self.sender.handle_input(now, Input::SourceEnded);

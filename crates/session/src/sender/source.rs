@@ -1,0 +1,97 @@
+//! Where a stream's packets come from: [`RtpSource`], the one trait every driver's producer
+//! takes — the real-time driver's producer pool (`metronome serve`), the simulator's flows, and
+//! the lab in both modes. A source writes each RTP packet whole (header and payload) into the
+//! driver's slot and says when it is due; the sender session alone decides when it leaves, and
+//! tells the driver what to edit in it (sequence numbers moved back after drops, the send-time
+//! stamp), which the driver only applies.
+//!
+//! Sources: MPEG-TS of any [`TsSource`](../../../metronome_media/trait.TsSource.html) through
+//! the RFC 2250 packetizer (`metronome_media::ts_rtp::TsRtp`), a ladder of coded frames as
+//! Evalvid-RA sends it (`metronome_media::ladder::source`), and [`CbrTs`], constant-rate
+//! placeholder TS for tests and the lab's plain flows.
+
+use metronome_time::{Bitrate, Timestamp};
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+/// A packet a source wrote into the driver's slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourcePacket {
+    /// Bytes of the RTP packet written.
+    pub len: usize,
+    /// Its size on the link (usually `len`; a test may make it larger or smaller).
+    pub wire_len: usize,
+    /// When it is due to leave, on the driver's clock (the source was given its epoch).
+    pub due: Timestamp,
+    /// RTP payload bytes (RFC 3550 §6.4.1's octet count).
+    pub payload_len: usize,
+}
+
+/// Why a source stopped or refused something, in words for a person.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SourceError(pub String);
+
+/// A stream's source of RTP packets (see the module).
+pub trait RtpSource: Send {
+    /// Writes the next packet into `buf` (sized for the largest packet the source makes);
+    /// `Ok(None)` once the stream has ended.
+    fn next_packet(&mut self, buf: &mut [u8]) -> Result<Option<SourcePacket>, SourceError>;
+
+    /// A one-line description for status output.
+    fn describe(&self) -> String;
+
+    /// The source's nominal rate in its own units (MPEG-TS bit/s for TS, bits on the wire for
+    /// a source counted there), where one is known.
+    fn nominal_bitrate(&self) -> Option<u64> {
+        None
+    }
+
+    /// The source's rate units per bit on the wire (TS bits per wire bit for MPEG-TS; 1 for a
+    /// source whose rate is counted on the wire).
+    fn source_per_wire(&self) -> f64 {
+        1.0
+    }
+
+    /// The rates (its own units) [`RtpSource::set_rate`] may ask for; `None` when its rate is
+    /// its own (a file).
+    fn rate_range(&self) -> Option<RangeInclusive<u64>> {
+        None
+    }
+
+    /// Sends at `rate` (its own units) from its next switching point on (its next packet, or
+    /// its next GOP).
+    fn set_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        Err(SourceError(format!(
+            "this source cannot change its rate (asked for {rate} bit/s): {}",
+            self.describe()
+        )))
+    }
+
+    /// The rate controller asks for `wire` bit/s: the source follows within its range, from
+    /// its next switching point. A source whose rate is its own keeps it.
+    fn follow_rate(&mut self, wire: Bitrate) {
+        let Some(range) = self.rate_range() else {
+            return;
+        };
+        let rate = (wire.as_bps() as f64 * self.source_per_wire()).round() as u64;
+        let _ = self.set_rate(rate.clamp(*range.start(), *range.end()));
+    }
+
+    /// Whether it is made as time passes (a camera and its encoder), so that the driver makes
+    /// it only a little ahead of its due times.
+    fn is_live(&self) -> bool {
+        false
+    }
+
+    /// The driver is at `now` on the stream's timeline and the source is behind it: a live
+    /// source skips what it could no longer deliver in time. Returns the frames skipped.
+    fn catch_up_to(&mut self, _now: Duration) -> u64 {
+        0
+    }
+
+    /// Something the user should know that did not stop the source, once.
+    fn take_warning(&mut self) -> Option<String> {
+        None
+    }
+}
