@@ -531,6 +531,19 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
     }
 }
 
+/// A controller's target at each whole second (the last change before it), for a failure's
+/// message: which second the two modes parted in.
+fn per_second(points: &[(u64, u64)]) -> String {
+    let end = points.last().map_or(0, |p| p.0 / 1_000_000_000);
+    (1..=end + 1)
+        .map(|s| {
+            let at = points.iter().take_while(|p| p.0 < s * 1_000_000_000).last();
+            format!("{:.2}", at.map_or(0.0, |p| p.1 as f64 / 1e6))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// `unicast-cc` shortened to 20 s: TFRC and GCC each to one viewer on real sockets, the
 /// viewer's receiver session sending TFRC's reports or RFC 8888 feedback to the sender by
 /// unicast. Emu against sim, within these tolerances: the video's throughput within 15 %
@@ -563,11 +576,14 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
             rs.loss_percent,
             re.loss_percent,
         );
+        let sim_rc = ps.flows[0].rate_control.as_ref().expect("sim figures");
         assert!(
             (re.throughput_bps / rs.throughput_bps - 1.0).abs() < 0.15,
-            "{cc}: {} (sim) against {} (emu)",
+            "{cc}: {} (sim) against {} (emu); the target each second, Mbit/s:\n sim {}\n emu {}",
             rs.throughput_bps,
-            re.throughput_bps
+            re.throughput_bps,
+            per_second(&sim_rc.points),
+            per_second(&rc.points)
         );
         if cc == "gcc" {
             assert_eq!((rs.lost, re.lost), (0, 0), "{cc}");
