@@ -34,6 +34,10 @@ pub enum BenchCommand {
     /// Video quality metrics: PSNR and SSIM frames per second on 1080p pairs, against FFmpeg's
     /// psnr and ssim filters on the same files in the same run
     Quality(crate::bench_quality::QualityBenchArgs),
+    /// Seed 002's video: a clip's quantizer ladder encoded once and had again from the cache,
+    /// each rung's rate beside the paper's Table 2, and judging a viewer's video (decode, PSNR,
+    /// SSIM) on one core against FFmpeg doing the same in the same run
+    Ladder(crate::bench_ladder::LadderBenchArgs),
 }
 
 #[derive(Args, Debug)]
@@ -104,6 +108,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         BenchCommand::Sim(a) => crate::bench_sim::run(a),
         BenchCommand::Emu(a) => crate::bench_emu::run(a),
         BenchCommand::Quality(a) => crate::bench_quality::run(a),
+        BenchCommand::Ladder(a) => crate::bench_ladder::run(a),
     }
 }
 

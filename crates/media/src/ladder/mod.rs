@@ -17,6 +17,42 @@ use metronome_quality::{Chroma, Picture};
 use std::path::Path;
 use std::sync::Arc;
 
+/// Seed 002's Table 2: the *highway* clip (73.4 s, CIF, 25 fps, GOP 12) encoded by FFmpeg's
+/// MPEG-4 Part 2 encoder at each quantizer scale, kbit/s, as printed: not monotonic at the
+/// coarse end (q 22, 25 and 28 above their neighbours).
+pub const SEED002_TABLE2_KBPS: [(u32, f64); 30] = [
+    (2, 2614.4),
+    (3, 1420.5),
+    (4, 929.1),
+    (5, 651.1),
+    (6, 452.9),
+    (7, 362.0),
+    (8, 294.0),
+    (9, 234.8),
+    (10, 219.0),
+    (11, 197.4),
+    (12, 179.0),
+    (13, 166.0),
+    (14, 139.7),
+    (15, 135.4),
+    (16, 129.9),
+    (17, 113.6),
+    (18, 107.6),
+    (19, 102.6),
+    (20, 96.9),
+    (21, 92.8),
+    (22, 103.2),
+    (23, 85.1),
+    (24, 81.6),
+    (25, 92.7),
+    (26, 76.6),
+    (27, 73.8),
+    (28, 86.1),
+    (29, 69.5),
+    (30, 67.4),
+    (31, 65.5),
+];
+
 /// What a ladder is: the content, how it is encoded, at which quantizers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LadderSpec {
