@@ -209,7 +209,17 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
         (rate - 2.0e6).abs() < 0.04e6,
         "scheduled at {rate} bit/s over {span_s} s"
     );
-    assert_eq!(sent["warnings"], serde_json::json!([]), "{sent}");
+    // Nothing to say about the file. Deadlines missed while other processes held the CPUs
+    // (the host judged busy: seen in a suite run beside an encoder, others at 90 %) are said
+    // too, and are the host's.
+    let busy = sent["host"]["verdict"] == "busy";
+    let about_the_file: Vec<_> = sent["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| !(busy && w.as_str().unwrap().starts_with("overloaded:")))
+        .collect();
+    assert!(about_the_file.is_empty(), "{sent}");
 
     // The same file cut 100 bytes short: sent to its last whole packet, and said so.
     let bytes = std::fs::read(&file).unwrap();
