@@ -219,6 +219,7 @@ impl Receiver {
             truncated: 0,
         };
         let mut reports_sent = 0u64;
+        let mut peer = PeerFollower::default();
         let limit = RunLimit::new(start, cfg.duration, stop);
         let enough =
             |s: &ReceiverSession| cfg.packets.is_some_and(|n| s.counters().rtp_packets >= n);
@@ -253,10 +254,11 @@ impl Receiver {
                 let Ok(meta) = rtcp.recv(&mut buf) else { break };
                 let (at, _) = clock.arrival(meta.kernel_rx_realtime_ns);
                 let from_sender = session.handle_rtcp(at, &buf[..meta.len]);
-                if from_sender && !cfg.source.is_multicast() && rtcp.peer() != Some(meta.src) {
-                    rtcp.set_peer(meta.src);
+                if !cfg.source.is_multicast() {
+                    peer.heard(&mut rtcp, from_sender, &buf[..meta.len], meta.src);
                 }
             }
+            peer.settle(&mut rtcp, &session);
             while session.poll_event().is_some() {}
         };
         if ended_by != "packet count" {
@@ -336,6 +338,56 @@ impl RtpIn<'_> {
         }
         Ok(())
     }
+}
+
+/// Where a unicast receiver's reports go: back to where the stream's sender reports from
+/// (followed when a restarted sender reports from a new port). A sender may report before its
+/// first packet arrives (Metronome's sends its first report at the stream's start): the last
+/// such report's SSRC and address are kept, and followed once a packet shows the SSRC is the
+/// stream's. Nothing else, such as a stray datagram, decides it.
+#[derive(Default)]
+struct PeerFollower {
+    early: Option<(u32, std::net::SocketAddr)>,
+}
+
+impl PeerFollower {
+    /// An RTCP datagram from `src`; `from_sender`: the session knows it as the stream's sender's.
+    fn heard(
+        &mut self,
+        rtcp: &mut RtcpSocket,
+        from_sender: bool,
+        data: &[u8],
+        src: std::net::SocketAddr,
+    ) {
+        if from_sender {
+            if rtcp.peer() != Some(src) {
+                rtcp.set_peer(src);
+            }
+            self.early = None;
+        } else if let Some(ssrc) = sender_report_ssrc(data) {
+            self.early = Some((ssrc, src));
+        }
+    }
+
+    /// Follows a report that came early, once its SSRC is a source of the session.
+    fn settle(&mut self, rtcp: &mut RtcpSocket, session: &ReceiverSession) {
+        let Some((ssrc, src)) = self.early else {
+            return;
+        };
+        if session.sources().iter().any(|s| s.ssrc == ssrc) {
+            if rtcp.peer().is_none() {
+                rtcp.set_peer(src);
+            }
+            self.early = None;
+        }
+    }
+}
+
+/// The SSRC of a compound RTCP packet that starts with a sender report (RFC 3550 §6.4.1).
+fn sender_report_ssrc(data: &[u8]) -> Option<u32> {
+    let head: [u8; 8] = data.get(..8)?.try_into().ok()?;
+    (head[0] >> 6 == 2 && head[1] == 200)
+        .then(|| u32::from_be_bytes([head[4], head[5], head[6], head[7]]))
 }
 
 /// Sends a report if there is somewhere to send it; returns how many were sent (0 or 1).
@@ -511,4 +563,67 @@ pub fn run_datagrams(
         host: host.finish(0),
         receiver: session.summary(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::udp::SocketOptions;
+    use metronome_session::receiver::ReceiverConfig;
+    use metronome_time::Timestamp;
+
+    fn sender_report(ssrc: u32) -> Vec<u8> {
+        // V=2, no report blocks, PT 200, length 6 (28 bytes): SSRC, NTP, RTP time, counts.
+        let mut sr = vec![0x80, 200, 0, 6];
+        sr.extend_from_slice(&ssrc.to_be_bytes());
+        sr.extend_from_slice(&[0; 20]);
+        sr
+    }
+
+    fn rtp_packet(ssrc: u32) -> Vec<u8> {
+        let mut p = vec![0x80, 33, 0, 1, 0, 0, 0, 0];
+        p.extend_from_slice(&ssrc.to_be_bytes());
+        for _ in 0..7 {
+            let mut ts = [0xffu8; 188];
+            ts[..4].copy_from_slice(&[0x47, 0x1f, 0xff, 0x10]);
+            p.extend_from_slice(&ts);
+        }
+        p
+    }
+
+    /// A sender's first report may come before its first packet: reports go back to it once a
+    /// packet shows its SSRC is the stream's; a report of another SSRC, or anything that is not
+    /// a sender report, decides nothing.
+    #[test]
+    fn a_report_before_the_first_packet_is_followed_once_the_packet_comes() {
+        // RTCP at a port the kernel found free (RTP's is one below).
+        let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+        let mut rtcp = RtcpSocket::open_for_receiver(&url, &SocketOptions::default()).unwrap();
+        let mut session = ReceiverSession::new(ReceiverConfig::default());
+        let mut peer = PeerFollower::default();
+        let (sender, stray) = (
+            "127.0.0.1:40000".parse().unwrap(),
+            "127.0.0.1:40002".parse().unwrap(),
+        );
+        let at = Timestamp::from_nanos(1_000_000);
+        assert!(!session.handle_rtcp(at, &sender_report(7)));
+        peer.heard(&mut rtcp, false, &sender_report(7), sender);
+        peer.heard(&mut rtcp, false, b"not rtcp", stray);
+        peer.settle(&mut rtcp, &session);
+        assert_eq!(rtcp.peer(), None, "no packet of SSRC 7 yet");
+        session.handle_rtp(at, None, &rtp_packet(7)).unwrap();
+        peer.settle(&mut rtcp, &session);
+        assert_eq!(rtcp.peer(), Some(sender));
+
+        // Another SSRC's early report is never followed.
+        drop(rtcp);
+        let mut rtcp = RtcpSocket::open_for_receiver(&url, &SocketOptions::default()).unwrap();
+        let mut peer = PeerFollower::default();
+        peer.heard(&mut rtcp, false, &sender_report(8), stray);
+        peer.settle(&mut rtcp, &session);
+        assert_eq!(rtcp.peer(), None);
+    }
 }
