@@ -119,6 +119,8 @@ pub fn floor_bps(ladder: &Ladder, max_payload: usize, overhead: u32) -> u64 {
 pub struct LadderVideo {
     source: LadderSource,
     frames: SharedFrames,
+    /// The least it sends, bit/s on the wire (its coarsest rung): the bottom of its range.
+    floor_bps: u64,
 }
 
 impl LadderVideo {
@@ -132,7 +134,15 @@ impl LadderVideo {
         LadderVideo {
             source: LadderSource::new(ladder, cfg),
             frames,
+            floor_bps: 0,
         }
+    }
+
+    /// It never sends less than `floor_bps` on the wire (see [`floor_bps`]): a rate
+    /// controller driving it goes no lower.
+    pub fn with_floor(mut self, floor_bps: u64) -> Self {
+        self.floor_bps = floor_bps;
+        self
     }
 
     /// Notes packet `p` (and its frame, on its first packet).
@@ -198,7 +208,8 @@ impl RtpSource for LadderVideo {
     }
 
     fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
-        self.source.rate_range()
+        let r = self.source.rate_range()?;
+        Some(self.floor_bps.min(*r.end())..=*r.end())
     }
 
     fn set_rate(&mut self, rate: u64) -> Result<(), SourceError> {

@@ -145,28 +145,8 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
             FlowKind::Udp { payload, rate } => {
                 sim.add_flow(Box::new(udp(s, f, src, receivers, *payload, *rate)));
             }
-            FlowKind::Rtp {
-                rate_bps,
-                video,
-                content,
-                cc,
-                start_bps,
-                mtu,
-                gop,
-                coded,
-                ..
-            } => {
-                let content = resolve(content, dir);
-                let plan = RtpPlan {
-                    coded: *coded,
-                    rate_bps: *rate_bps,
-                    video: video.map(|v| (v, &content)),
-                    cc: *cc,
-                    start_bps: *start_bps,
-                    ts_per_packet: ts_per_packet(*mtu),
-                    gop: *gop,
-                    mtu: *mtu,
-                };
+            FlowKind::Rtp { .. } => {
+                let plan = RtpPlan::of(f, dir).expect("an RTP flow");
                 let (flow, frames) = rtp(s, f, src, receivers, plan, flow_seed)?;
                 sim.add_flow(Box::new(flow));
                 if let Some(map) = frames {
@@ -297,7 +277,7 @@ pub(crate) fn rate_pattern(rate: RateShape) -> RatePattern {
     }
 }
 
-type Frames = Option<SharedFrames>;
+pub type Frames = Option<SharedFrames>;
 
 /// Bytes an RTP packet of MPEG-TS takes beyond its TS packets, as the lab sends it: the RTP
 /// header, the send-time extension, IPv4 and UDP.
@@ -310,22 +290,54 @@ pub fn ts_per_packet(mtu: Option<u32>) -> usize {
     })
 }
 
-/// What an RTP flow sends and how its rate is decided.
-struct RtpPlan<'a> {
-    rate_bps: u64,
-    video: Option<(VideoDecl, &'a VideoContent)>,
-    cc: RtpCc,
-    start_bps: Option<u64>,
-    ts_per_packet: usize,
-    gop: Option<u32>,
-    coded: Option<CodedVideo>,
-    mtu: Option<u32>,
+/// What an RTP flow sends and how its rate is decided: the same for the simulator and the
+/// real-time driver.
+#[derive(Clone, Debug)]
+pub struct RtpPlan {
+    pub rate_bps: u64,
+    /// The picture and what it shows (a file's path made absolute).
+    pub video: Option<(VideoDecl, VideoContent)>,
+    pub cc: RtpCc,
+    pub start_bps: Option<u64>,
+    pub ts_per_packet: usize,
+    pub gop: Option<u32>,
+    pub coded: Option<CodedVideo>,
+    pub mtu: Option<u32>,
 }
 
-impl RtpPlan<'_> {
+impl RtpPlan {
+    /// The plan of flow `f` (`None` if it is not RTP), its content's path resolved against
+    /// the scenario's directory `dir`.
+    pub fn of(f: &FlowDecl, dir: Option<&Path>) -> Option<RtpPlan> {
+        let FlowKind::Rtp {
+            rate_bps,
+            video,
+            ref content,
+            cc,
+            start_bps,
+            mtu,
+            gop,
+            coded,
+            ..
+        } = f.kind
+        else {
+            return None;
+        };
+        Some(RtpPlan {
+            rate_bps,
+            video: video.map(|v| (v, resolve(content, dir))),
+            cc,
+            start_bps,
+            ts_per_packet: ts_per_packet(mtu),
+            gop,
+            coded,
+            mtu,
+        })
+    }
+
     /// Where the source starts: the declared rate, or with a controller its `start_rate` (a
     /// quarter of the declared rate by default); the controller's first rate follows at once.
-    fn start_bps(&self) -> u64 {
+    pub fn start_bps(&self) -> u64 {
         match self.cc {
             RtpCc::Fixed => self.rate_bps,
             _ => self
@@ -334,6 +346,37 @@ impl RtpPlan<'_> {
                 .min(self.rate_bps),
         }
     }
+}
+
+/// How a flow's packets are numbered and timed: SSRC, first sequence number, RTP time of the
+/// stream's time zero, and that time zero on the driver's clock.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Numbering {
+    pub ssrc: u32,
+    pub seq: u16,
+    pub rtp_ts_base: u32,
+    pub epoch: Timestamp,
+}
+
+impl Numbering {
+    /// The simulator's: from the flow's seed, far from a wrap (packets are numbered from the
+    /// first one sent), from the flow's start.
+    fn simulated(seed: u64, f: &FlowDecl) -> Numbering {
+        Numbering {
+            ssrc: seed as u32 | 1,
+            seq: 1000 + (seed % 20_000) as u16,
+            rtp_ts_base: (seed >> 16) as u32,
+            epoch: Timestamp::ZERO + f.start,
+        }
+    }
+}
+
+/// What an RTP flow sends, made once for every driver: its packets, its frames (video), and
+/// the least it sends on the wire (the rate controller's floor).
+pub struct FlowSource {
+    pub source: Box<dyn RtpSource>,
+    pub frames: Frames,
+    pub floor_bps: u64,
 }
 
 /// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
@@ -369,9 +412,7 @@ fn ladder_video(
     content: &VideoContent,
     coded: CodedVideo,
     plan: &RtpPlan,
-    ssrc: u32,
-    seed: u64,
-    epoch: Timestamp,
+    n: &Numbering,
 ) -> Result<(Timed<LadderVideo>, SharedFrames, u64), String> {
     let gop = plan.gop.unwrap_or(v.fps);
     let frames = (f.duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u32;
@@ -380,7 +421,7 @@ fn ladder_video(
     let ladder =
         crate::ladder::ladder(spec, v, content).map_err(|e| format!("flow '{}': {e}", f.name))?;
     let getting_s = watch.seconds();
-    let payloader = crate::ladder::payloader(ssrc, 1000 + (seed % 20_000) as u16, plan.mtu, true);
+    let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, true);
     let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, LADDER_OVERHEAD);
     let map = Arc::new(Mutex::new(FrameMap {
         picture: Some(v),
@@ -391,14 +432,14 @@ fn ladder_video(
     }));
     let cfg = LadderSourceConfig {
         payloader,
-        rtp_ts_base: (seed >> 16) as u32,
+        rtp_ts_base: n.rtp_ts_base,
         overhead_per_packet: LADDER_OVERHEAD,
         reference_q: coded.quantizers.0,
         max_bps: plan.rate_bps as f64,
-        epoch,
+        epoch: n.epoch,
     };
     let source = Timed {
-        inner: LadderVideo::new(ladder, cfg, map.clone()),
+        inner: LadderVideo::new(ladder, cfg, map.clone()).with_floor(floor),
         frames: map.clone(),
     };
     Ok((source, map, floor))
@@ -410,6 +451,59 @@ pub fn resolve(content: &VideoContent, dir: Option<&Path>) -> VideoContent {
         (VideoContent::File(p), Some(d)) if p.is_relative() => VideoContent::File(d.join(p)),
         _ => content.clone(),
     }
+}
+
+/// What flow `f` sends, numbered and timed by `n`: constant-rate MPEG-TS, the encoded test
+/// pattern in MPEG-TS (its frames noted), or a ladder's frames as coded (see
+/// [`crate::ladder`]). The simulator and the real-time driver both send this.
+pub fn flow_source(f: &FlowDecl, plan: &RtpPlan, n: &Numbering) -> Result<FlowSource, String> {
+    let rate_bps = plan.start_bps();
+    let k = plan.ts_per_packet;
+    let ts_interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
+    let packets = match plan.cc {
+        RtpCc::Fixed => {
+            (f.duration.as_nanos() / (ts_interval.as_nanos() * k as u128).max(1)) as usize
+        }
+        // A followed source runs for the flow's duration at whatever rate it is given.
+        _ => usize::MAX,
+    };
+    let epoch = n.epoch;
+    let pcfg = PacketizerConfig {
+        send_time_ext: true,
+        ts_per_packet: k,
+        ..PacketizerConfig::mp2t(n.ssrc, n.seq, n.rtp_ts_base)
+    };
+    let ts_floor = || {
+        let ts_share = (k * 188) as f64 / (k * 188 + RTP_TS_OVERHEAD) as f64;
+        (metronome_media::testsrc::MIN_RATE as f64 / ts_share) as u64
+    };
+    Ok(match (&plan.video, plan.coded) {
+        (None, _) => FlowSource {
+            source: Box::new(
+                CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration),
+            ),
+            frames: None,
+            floor_bps: 0,
+        },
+        (Some((v, content)), None) => {
+            let (src, map) =
+                crate::video::test_video(*v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
+                    .map_err(|e| format!("flow '{}': {e}", f.name))?;
+            FlowSource {
+                source: Box::new(src),
+                frames: Some(map),
+                floor_bps: ts_floor(),
+            }
+        }
+        (Some((v, content)), Some(coded)) => {
+            let (src, map, floor) = ladder_video(f, *v, content, coded, plan, n)?;
+            FlowSource {
+                source: Box::new(src),
+                frames: Some(map),
+                floor_bps: floor,
+            }
+        }
+    })
 }
 
 /// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
@@ -426,47 +520,14 @@ fn rtp(
     plan: RtpPlan,
     seed: u64,
 ) -> Result<(RtpFlow, Frames), String> {
-    let rate_bps = plan.start_bps();
-    let video = plan.video;
-    let ssrc = seed as u32 | 1;
-    let k = plan.ts_per_packet;
-    let segment = (k * 188 + RTP_TS_OVERHEAD) as u32;
-    let ts_interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
-    let packets = match plan.cc {
-        RtpCc::Fixed => {
-            (f.duration.as_nanos() / (ts_interval.as_nanos() * k as u128).max(1)) as usize
-        }
-        // A followed source runs for the flow's duration at whatever rate it is given.
-        _ => usize::MAX,
-    };
-    let epoch = Timestamp::ZERO + f.start;
-    let pcfg = PacketizerConfig {
-        send_time_ext: true,
-        ts_per_packet: k,
-        // Far from a wrap, so that packets are numbered from the first one sent.
-        ..PacketizerConfig::mp2t(ssrc, 1000 + (seed % 20_000) as u16, (seed >> 16) as u32)
-    };
-    let ts_floor = || {
-        let ts_share = (k * 188) as f64 / (k * 188 + RTP_TS_OVERHEAD) as f64;
-        (metronome_media::testsrc::MIN_RATE as f64 / ts_share) as u64
-    };
-    let (source, frames, floor_bps): (Box<dyn RtpSource>, Frames, u64) = match (video, plan.coded) {
-        (None, _) => (
-            Box::new(CbrTs::new(pcfg, epoch, ts_interval, packets).until(epoch + f.duration)),
-            None,
-            0,
-        ),
-        (Some((v, content)), None) => {
-            let (src, map) =
-                crate::video::test_video(v, content, rate_bps, f.duration, plan.gop, pcfg, epoch)
-                    .map_err(|e| format!("flow '{}': {e}", f.name))?;
-            (Box::new(src), Some(map), ts_floor())
-        }
-        (Some((v, content)), Some(coded)) => {
-            let (src, map, floor) = ladder_video(f, v, content, coded, &plan, ssrc, seed, epoch)?;
-            (Box::new(src), Some(map), floor)
-        }
-    };
+    let n = Numbering::simulated(seed, f);
+    let (ssrc, epoch) = (n.ssrc, n.epoch);
+    let segment = (plan.ts_per_packet * 188 + RTP_TS_OVERHEAD) as u32;
+    let FlowSource {
+        source,
+        frames,
+        floor_bps,
+    } = flow_source(f, &plan, &n)?;
     // Full histograms for a handful of receivers; none in the sessions of a crowd (the
     // simulator's own meter still measures their delay and jitter).
     let histogram_digits = if s.histograms && receivers.len() <= 64 {
@@ -479,7 +540,7 @@ fn rtp(
             ssrc,
             cname: f.name.clone(),
             clock: MediaClock::VIDEO_90K,
-            rtp_ts_base: (seed >> 16) as u32,
+            rtp_ts_base: n.rtp_ts_base,
             session_bw_bps: plan.rate_bps,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: receivers.len().max(1),

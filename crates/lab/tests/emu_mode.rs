@@ -594,3 +594,84 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
         }
     }
 }
+
+/// Seed 002's video as Evalvid-RA sends it, on real sockets: `seed002-tcp` shortened to 12 s
+/// and three viewers, TFMCC. The real-time driver sends the simulator's own source (the
+/// ladder, a rung per GOP, frames as coded over RTP), so on the wire are the coded frames and
+/// their headers, a rung per GOP is traced, every frame is judged, and the video gets what it
+/// gets in the simulator.
+#[test]
+fn a_ladder_video_runs_on_real_sockets_as_in_the_simulator() {
+    let _one = serial();
+    let tmp = TempDir::new("emu-ladder");
+    let text = metronome_lab::builtin::find("seed002-tcp").unwrap().text;
+    let text = text[..text.find("[[claim]]").unwrap()]
+        .replace("duration = \"73s\"", "duration = \"12s\"")
+        .replace("count = 45", "count = 3")
+        .replace("cc = [\"tfmcc\", \"asmp\"]", "cc = [\"tfmcc\"]")
+        // A quarter of CIF and 11 rungs, to encode the ladder in seconds.
+        .replace("352x288@25", "176x144@25")
+        .replace(
+            "codec = \"mpeg4\"",
+            "codec = \"mpeg4\"\nquantizers = [2, 12]",
+        );
+    let sim = run_mode(&text, Mode::Sim, &tmp.0.join("sim"));
+    let emu = run_mode(&text, Mode::Emu, &tmp.0.join("emu"));
+    assert_no_namespaces_left();
+    let (ps, pe) = (&sim.points[0], &emu.points[0]);
+    assert!(pe.warnings.is_empty(), "{:?}", pe.warnings);
+    let (vs, ve) = (&ps.flows[0], &pe.flows[0]);
+    let dir = tmp.0.join("emu/points/p000");
+    // On the wire: the coded frames and each packet's headers (RTP 12, send time 12, UDP and
+    // IPv4 28), nothing else.
+    let sent = std::fs::read_to_string(dir.join("video.sent.csv")).expect("the frame trace");
+    let frames: Vec<(char, u64)> = sent
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[1].chars().next().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    let coded: u64 = frames.iter().map(|f| f.1).sum();
+    let ratio = ve.sent_bytes as f64 / (coded + ve.sent_packets * 52) as f64;
+    println!(
+        "emu: {} bytes on the wire, {coded} coded: ratio {ratio:.4}",
+        ve.sent_bytes
+    );
+    assert!((ratio - 1.0).abs() < 0.12, "{ratio}");
+    assert_eq!(frames.len(), 300);
+    assert_eq!(frames.iter().filter(|f| f.0 == 'I').count(), 25);
+    let rungs = std::fs::read_to_string(dir.join("video.rungs.csv")).expect("the rungs trace");
+    let qs: Vec<u32> = rungs
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(qs.len(), 25, "a rung per GOP: {rungs}");
+    assert!(qs.iter().all(|q| (2..=12).contains(q)), "{qs:?}");
+    let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
+        f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
+    };
+    for (mode, v) in [("sim", vs), ("emu", ve)] {
+        let fr = v.receivers[0].frames.expect("frame figures");
+        let pics = fr.pictures.expect("pictures judged");
+        println!(
+            "{mode}: video {:.3} Mbit/s, frames lost {} of {}, PSNR-Y {:.2} dB, MOS {:.2}",
+            thr(v) / 1e6,
+            fr.lost,
+            fr.frames,
+            pics.psnr_y_db,
+            pics.mos
+        );
+        assert_eq!(fr.frames, 300, "{mode}");
+        assert!(pics.psnr_y_db > 20.0, "{mode}: {pics:?}");
+    }
+    println!("emu rungs: {qs:?}");
+    assert!(
+        (thr(ve) / thr(vs) - 1.0).abs() < 0.2,
+        "video {} (sim) against {} (emu)",
+        thr(vs),
+        thr(ve)
+    );
+}

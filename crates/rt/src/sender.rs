@@ -9,10 +9,10 @@ use crate::clock::Clock;
 use crate::host::{HostLoad, HostWatch};
 use crate::run::RunLimit;
 use crate::streams::spec::StreamSpec;
-use crate::streams::{CoreRt, SchedKind, ServerConfig, ServerError, StreamServer};
+use crate::streams::{CoreRt, GivenSource, SchedKind, ServerConfig, ServerError, StreamServer};
 use crate::udp::{SocketOptions, UdpError, UdpSender};
 use crate::url::RtpUrl;
-use metronome_media::{MediaError, TsSource};
+use metronome_media::MediaError;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::ReceiverView;
 use serde::Serialize;
@@ -226,7 +226,7 @@ const NAME: &str = "stream1";
 /// pacing thread (or, for the benchmarks' baseline, by a plain sleeping thread: `naive`),
 /// reported on by the RTCP thread. This function only watches it and says what it measured.
 pub fn run_sender(
-    source: Box<dyn TsSource>,
+    source: impl Into<GivenSource>,
     cfg: SenderConfig,
     stop: Arc<AtomicBool>,
     mut on_status: impl FnMut(&SenderStatus),
@@ -234,7 +234,11 @@ pub fn run_sender(
     if cfg.destinations.is_empty() {
         return Err(SendError::NoDestination);
     }
-    let description = source.describe();
+    let source = source.into();
+    let description = match &source {
+        GivenSource::Ts(s) => s.describe(),
+        GivenSource::Rtp(p) => p.describe(),
+    };
     let mut spec = StreamSpec::new(
         NAME,
         cfg.destinations.iter().map(|d| d.to_string()).collect(),

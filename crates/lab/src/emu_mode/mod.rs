@@ -310,7 +310,16 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
                 }
                 _ => rtp::RtpReceivers::Plain(open_receivers(&hosts, &names, k, f)?),
             };
-            rtp_runs.push((k, rtp::RtpFlowRun { f, dest, receivers }));
+            let plan = model::RtpPlan::of(f, at.scenario_dir).expect("an RTP flow");
+            rtp_runs.push((
+                k,
+                rtp::RtpFlowRun {
+                    f,
+                    plan,
+                    dest,
+                    receivers,
+                },
+            ));
         }
         let FlowKind::Udp { payload, rate } = f.kind else {
             receivers.push(Vec::new());

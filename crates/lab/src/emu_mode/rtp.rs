@@ -3,23 +3,24 @@
 //! unicast or to the flow's group; in each receiving host a receiver that measures with the
 //! kernel's receive timestamps and the packets' send-time stamps.
 //!
-//! The source is the one the simulator sends: the encoded test pattern (`video`) or
-//! constant-rate MPEG-TS. Which frames each RTP packet carries is noted as the source makes
-//! its TS packets (seven to a packet, in order), so that frames are counted lost and late
-//! exactly as in sim mode.
+//! The source is the simulator's own (`model::flow_source`: constant-rate MPEG-TS, the encoded
+//! test pattern, or a ladder's frames as coded), opened by the server once it has numbered and
+//! timed the stream ([`LabSource`]). It notes which frame each packet carries as it makes it,
+//! so that frames are counted lost and late exactly as in sim mode.
 
 use super::Stage;
-use crate::video::{view_flow, FlowVideo, FrameMap};
-use metronome_media::frames::NotingSource;
-use metronome_media::{MediaError, TsSource};
+use crate::model::{self, Frames, Numbering, RtpPlan};
+use crate::video::{lock_frames, view_flow, FlowVideo, FrameMap};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::Meter;
 use metronome_rt::clock::Clock;
 use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
+use metronome_rt::streams::{GivenSource, PacketShape, RtpSourcePlan, StartInfo};
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc, VideoContent, VideoDecl};
+use metronome_session::sender::RtpSource;
+use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,88 +32,58 @@ const SEND_TIME_ID: u8 = metronome_wire::rtp::SEND_TIME_EXT_ID;
 /// IPv4 and UDP headers.
 const OVERHEAD: u32 = 28;
 
-/// The PID of the constant-rate placeholder stream's packets.
-const CBR_PID: u16 = 0x100;
-
-/// Constant-rate MPEG-TS with no null packets: the simulator's `CbrTs`, as a source. Its rate
-/// can change (a rate controller's knob), from its next packet; it ends at `end`.
-struct CbrTs {
-    interval: Duration,
-    next_due: Duration,
-    i: u64,
-    end: Duration,
+/// A flow's source as the lab makes it for the simulator, opened by the real-time server once
+/// it has numbered and timed the stream: the same packets, the same frames noted.
+pub(super) struct LabSource {
+    f: FlowDecl,
+    plan: RtpPlan,
+    /// What opening it made: the flow's frames (video), for the report.
+    frames: Arc<Mutex<Option<Frames>>>,
 }
 
-impl TsSource for CbrTs {
-    fn next_packet(&mut self, out: &mut [u8; 188]) -> Result<Option<Duration>, MediaError> {
-        if self.next_due >= self.end {
-            return Ok(None);
+impl LabSource {
+    pub fn new(f: &FlowDecl, plan: RtpPlan) -> LabSource {
+        LabSource {
+            f: f.clone(),
+            plan,
+            frames: Arc::new(Mutex::new(None)),
         }
-        out.fill(0xff);
-        out[0] = 0x47;
-        out[1] = (CBR_PID >> 8) as u8;
-        out[2] = CBR_PID as u8;
-        out[3] = 0x10 | (self.i & 0x0f) as u8;
-        let due = self.next_due;
-        self.next_due += self.interval;
-        self.i += 1;
-        Ok(Some(due))
     }
-    /// Made as it is sent (a little ahead), so that a new rate takes effect at once, as in
-    /// the simulator's source.
-    fn is_live(&self) -> bool {
-        true
+}
+
+/// How the flow's rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count
+/// the whole packet on the wire, at most the MTU.
+fn shape(plan: &RtpPlan) -> PacketShape {
+    match plan.coded {
+        Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
+        None => PacketShape::mp2t(plan.ts_per_packet, true),
     }
-    fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
-        Some(10_000..=10_000_000_000)
-    }
-    fn set_rate(&mut self, rate: u64) -> Result<(), MediaError> {
-        self.interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate.max(1));
-        Ok(())
-    }
+}
+
+impl RtpSourcePlan for LabSource {
     fn describe(&self) -> String {
-        format!("constant-rate MPEG-TS, a packet every {:?}", self.interval)
+        format!("flow '{}' as the lab makes it", self.f.name)
     }
-    fn nominal_bitrate(&self) -> Option<u64> {
-        Some((188 * 8 * 1_000_000_000 / self.interval.as_nanos().max(1)) as u64)
+    fn start_rate(&self) -> u64 {
+        self.plan.start_bps()
     }
-}
-
-/// The source of an RTP flow, as the simulator makes it.
-fn source(
-    f: &FlowDecl,
-    rate_bps: u64,
-    video: Option<VideoDecl>,
-    content: &VideoContent,
-) -> Result<Box<dyn TsSource>, String> {
-    let interval = Duration::from_nanos(188 * 8 * 1_000_000_000 / rate_bps.max(1));
-    let (k, gop) = match f.kind {
-        FlowKind::Rtp { coded: Some(c), .. } => {
-            return Err(format!(
-                "flow '{}': codec = \"{}\" (the video as Evalvid-RA sends it) runs in sim mode only so far: the real-time driver sends MPEG-TS; remove codec for an MPEG-TS video, or use --mode sim",
-                f.name,
-                c.codec.name()
-            ))
-        }
-        FlowKind::Rtp { mtu, gop, .. } => (crate::model::ts_per_packet(mtu), gop),
-        _ => (7, None),
-    };
-    match video {
-        None => {
-            // Whole RTP packets, as the simulator's source makes them.
-            let packets = f.duration.as_nanos() / (interval.as_nanos() * k as u128).max(1);
-            Ok(Box::new(CbrTs {
-                interval,
-                next_due: Duration::ZERO,
-                i: 0,
-                end: interval * (packets as u32 * k as u32),
-            }))
-        }
-        Some(v) => {
-            let s = crate::video::test_source(v, content, rate_bps, f.duration, gop)
-                .map_err(|e| format!("flow '{}': {e}", f.name))?;
-            Ok(Box::new(s))
-        }
+    fn shape(&self) -> PacketShape {
+        shape(&self.plan)
+    }
+    fn open(
+        self: Box<Self>,
+        start: &StartInfo,
+        epoch: Timestamp,
+    ) -> Result<Box<dyn RtpSource>, String> {
+        let n = Numbering {
+            ssrc: start.ssrc,
+            seq: start.seq,
+            rtp_ts_base: start.rtptime,
+            epoch,
+        };
+        let made = model::flow_source(&self.f, &self.plan, &n)?;
+        *self.frames.lock().unwrap_or_else(|e| e.into_inner()) = Some(made.frames);
+        Ok(made.source)
     }
 }
 
@@ -196,6 +167,7 @@ pub(super) enum RtpReceivers {
 /// An RTP flow's plan: where it sends, its receivers.
 pub(super) struct RtpFlowRun<'a> {
     pub f: &'a FlowDecl,
+    pub plan: RtpPlan,
     pub dest: RtpUrl,
     pub receivers: RtpReceivers,
 }
@@ -210,7 +182,7 @@ pub(super) fn session_receivers(
     seed: u64,
     open: impl Fn(usize, ReceiverRunConfig) -> Result<Receiver, String>,
 ) -> Result<RtpReceivers, String> {
-    let FlowKind::Rtp { cc, .. } = f.kind else {
+    let FlowKind::Rtp { cc, coded, .. } = f.kind else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
     let kind = cc.receiver();
@@ -221,6 +193,10 @@ pub(super) fn session_receivers(
         cfg.session.cname = format!("{}-{i}", f.name);
         cfg.session.seed = seed ^ i as u64;
         cfg.session.cc = kind;
+        // A ladder's video is MPEG-4 or H.264 over RTP, not MPEG-TS (as in the simulator).
+        if coded.is_some() {
+            cfg.session.payload = metronome_session::receiver::PayloadKind::Any;
+        }
         // A crowd of receivers keeps no histograms (the lab's meter measures delay).
         cfg.session.histogram_digits = 0;
         cfg.feedback_to = feedback_to;
@@ -241,31 +217,15 @@ pub(super) fn rtp_flow(
     st: &Stage,
 ) -> Result<(FlowReport, Option<FlowVideo>), String> {
     let f = run.f;
-    let FlowKind::Rtp {
-        rate_bps,
-        video,
-        ref content,
-        cc,
-        start_bps,
-        mtu,
-        ..
-    } = f.kind
-    else {
-        return Err(format!("flow '{}' is not RTP", f.name));
-    };
-    // With a rate controller, `rate` is the most on the wire, and the source starts at
-    // `start_rate` (as in the simulator).
-    let k = crate::model::ts_per_packet(mtu);
-    let ts_share = (k * 188) as f64 / (k * 188 + crate::model::RTP_TS_OVERHEAD) as f64;
-    let (start, max_ts) = match cc {
-        RtpCc::Fixed => (rate_bps, None),
-        _ => (
-            start_bps.unwrap_or(rate_bps / 4).min(rate_bps),
-            Some((rate_bps as f64 * ts_share) as u64),
-        ),
-    };
-    let (noted, notes) = NotingSource::new(source(f, start, video, content)?);
-    let noted = noted.with_ts_per_packet(k);
+    let plan = run.plan;
+    let (rate_bps, cc, mtu) = (plan.rate_bps, plan.cc, plan.mtu);
+    // The source's units per bit on the wire: with a rate controller, `rate` is the most on
+    // the wire, and the source starts at `start_rate` (as in the simulator).
+    let shape = shape(&plan);
+    let per_wire = shape.source_bits as f64 / (shape.wire_bytes * 8).max(1) as f64;
+    let max_source = (cc != RtpCc::Fixed).then_some((rate_bps as f64 * per_wire) as u64);
+    let source = LabSource::new(f, plan);
+    let frames = source.frames.clone();
     let targets: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
     let stop_rx = AtomicBool::new(false);
     let from = super::host_index(st.names, &f.from);
@@ -289,7 +249,7 @@ pub(super) fn rtp_flow(
         cfg.mtu = mtu;
         if cc != RtpCc::Fixed {
             cfg.cc = Some(cc.name().to_string());
-            cfg.max_bitrate = max_ts;
+            cfg.max_bitrate = max_source;
         }
         let preroll = cfg.preroll;
         let start = (st.origin + f.start)
@@ -300,10 +260,11 @@ pub(super) fn rtp_flow(
             let stop = st.stop.clone();
             st.hosts
                 .run_in(from, || {
-                    run_sender(Box::new(noted), cfg, stop, |status| {
-                        // The controller's target, each second (MPEG-TS bits to wire bits).
+                    let source = GivenSource::Rtp(Box::new(source));
+                    run_sender(source, cfg, stop, |status| {
+                        // The controller's target, each second (the source's bits to wire bits).
                         let at = (f.start + status.elapsed).as_nanos() as u64;
-                        let wire = (status.target_bitrate_bps as f64 / ts_share) as u64;
+                        let wire = (status.target_bitrate_bps as f64 / per_wire) as u64;
                         targets
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
@@ -325,19 +286,15 @@ pub(super) fn rtp_flow(
         (outcome, got)
     });
     let outcome = outcome?;
-    let mut noted = std::mem::take(&mut *notes.lock().unwrap_or_else(|e| e.into_inner()));
-    // If the sender stopped before the source's end: what it noted so far.
-    noted.finish();
-    let map = FrameMap {
-        sent: noted.frames,
-        epoch: Timestamp::ZERO,
-        picture: video,
-        content: content.clone(),
-        // A source error stops the sender: the flow fails with it.
-        source_error: None,
-        // Made on the driver's producer thread, in real time.
-        making_s: 0.0,
-        ..FrameMap::default()
+    // The flow's frames as its source noted them (what it made before the sender stopped).
+    let opened = frames.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let map = match opened.flatten() {
+        Some(shared) => {
+            let mut map = std::mem::take(&mut *lock_frames(&shared));
+            map.absorb_notes();
+            map
+        }
+        None => FrameMap::default(),
     };
     let targets = targets.into_inner().unwrap_or_else(|e| e.into_inner());
     let (mut report, video) = report(f, rate_bps, &outcome, map, got, st);

@@ -25,7 +25,7 @@ pub mod stream;
 
 pub use calibrate::Calibration;
 pub use config::{SchedKind, ServeConfig};
-pub use open::task_for;
+pub use open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSourcePlan};
 pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 pub use server::{
     CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,

@@ -48,14 +48,88 @@ pub(super) struct Opened {
 pub(super) struct Given {
     /// An RTSP session's transport, instead of `rtp://` destinations.
     pub outlet: Option<SessionOutlet>,
-    /// A source already opened (from the command line), instead of `spec.source`.
-    pub source: Option<Box<dyn TsSource>>,
+    /// A source already opened (from the command line, or the lab's), instead of
+    /// `spec.source`.
+    pub source: Option<GivenSource>,
+}
+
+/// A source the caller brings.
+pub enum GivenSource {
+    /// MPEG-TS: the server cuts it into RTP packets (RFC 2250).
+    Ts(Box<dyn TsSource>),
+    /// A source that makes its own RTP packets (a ladder's coded frames, RFC 6416 or 6184),
+    /// opened once the server has numbered and timed the stream.
+    Rtp(Box<dyn RtpSourcePlan>),
+}
+
+impl From<Box<dyn TsSource>> for GivenSource {
+    fn from(s: Box<dyn TsSource>) -> Self {
+        GivenSource::Ts(s)
+    }
+}
+
+/// An RTP source before the server has numbered it: what admission needs to know of it, and
+/// how to open it.
+pub trait RtpSourcePlan: Send {
+    fn describe(&self) -> String;
+    /// The rate it starts at, in its own units (see [`PacketShape`]).
+    fn start_rate(&self) -> u64;
+    /// How its rate becomes packets on the wire.
+    fn shape(&self) -> PacketShape;
+    /// Opens it: SSRC, first sequence number and RTP time from `start`, due times from
+    /// `epoch` on the server's clock.
+    fn open(
+        self: Box<Self>,
+        start: &StartInfo,
+        epoch: Timestamp,
+    ) -> Result<Box<dyn RtpSource>, String>;
+}
+
+/// How a source's rate becomes packets: the source's units each packet carries, and the
+/// packet's bytes on the wire (IPv4, UDP, RTP and payload). MPEG-TS counts its TS bits; a
+/// source counted on the wire (a ladder's frames) counts the whole packet.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PacketShape {
+    pub source_bits: u64,
+    pub wire_bytes: u64,
+}
+
+impl PacketShape {
+    /// `ts_per_packet` TS packets per RTP packet, with or without the send-time extension.
+    pub fn mp2t(ts_per_packet: usize, send_time: bool) -> PacketShape {
+        let payload = (ts_per_packet * 188) as u64;
+        let header = 12 + if send_time { SEND_TIME_EXT_LEN } else { 0 } as u64;
+        PacketShape {
+            source_bits: payload * 8,
+            wire_bytes: payload + header + IP_UDP,
+        }
+    }
+
+    /// Packets of at most `wire_bytes` on the wire, the source's rate counted there.
+    pub fn on_the_wire(wire_bytes: u64) -> PacketShape {
+        PacketShape {
+            source_bits: wire_bytes * 8,
+            wire_bytes,
+        }
+    }
 }
 
 /// The task a stream of `ts_bitrate` MPEG-TS sent to `dests` destinations is.
 pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibration) -> TaskParams {
-    let payload = (spec.ts_per_packet() * 188) as u64;
-    let pps = ts_bitrate.max(1) as f64 / (8.0 * payload as f64);
+    let shape = PacketShape::mp2t(spec.ts_per_packet(), spec.send_time);
+    task_of_shape(spec, shape, ts_bitrate, dests, cal)
+}
+
+/// The task a stream of `rate` (the source's units) in packets of `shape` sent to `dests`
+/// destinations is.
+pub fn task_of_shape(
+    spec: &StreamSpec,
+    shape: PacketShape,
+    rate: u64,
+    dests: usize,
+    cal: &Calibration,
+) -> TaskParams {
+    let pps = rate.max(1) as f64 / shape.source_bits.max(1) as f64;
     let interval = Duration::from_secs_f64(1.0 / pps);
     let period = spec.period.unwrap_or(interval);
     // Packets due within one period: at most ceil(T / interval) at a constant rate.
@@ -66,8 +140,7 @@ pub fn task_for(spec: &StreamSpec, ts_bitrate: u64, dests: usize, cal: &Calibrat
     let cost = spec
         .cost
         .unwrap_or(cal.per_packet * per_job * dests + cal.per_job);
-    let header = 12 + if spec.send_time { SEND_TIME_EXT_LEN } else { 0 } as u64;
-    let wire = (payload + header + IP_UDP) * 8;
+    let wire = shape.wire_bytes * 8;
     TaskParams {
         period,
         deadline: spec.deadline.unwrap_or(period),
@@ -99,12 +172,15 @@ pub(super) fn open_stream(
     let next_seq = outlet.as_ref().and_then(|o| o.next_seq);
     let mut source = match source {
         Some(s) => s,
-        None => open_source(spec)?,
+        None => GivenSource::Ts(open_source(spec)?),
     };
     if let Some(from) = outlet.as_ref().map(|o| o.from).filter(|f| !f.is_zero()) {
-        source = Box::new(Seeked::new(source, from));
+        source = source
+            .seeked(from)
+            .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
     }
     let description = source.describe();
+    let shape = source.shape(spec);
     let ts_bitrate = spec.bitrate.or(source.nominal_bitrate()).ok_or_else(|| {
         ControlError::Invalid(format!(
             "cannot tell the rate of stream '{}' ({description}); declare it, e.g. bitrate = \"4mbit\"",
@@ -126,7 +202,7 @@ pub(super) fn open_stream(
     } else {
         destinations.len()
     };
-    let task = task_for(spec, ceiling, dests, cal);
+    let task = task_of_shape(spec, shape, ceiling, dests, cal);
     let core = admit(task)?;
     let (outputs, rtcp) = match outlet {
         Some(o) => (vec![o.media], vec![o.rtcp]),
@@ -156,8 +232,11 @@ pub(super) fn open_stream(
         ..PacketizerConfig::mp2t(ssrc, start.seq, rtp_ts_base)
     };
     let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
+    let source = source
+        .open(packetizer, &start, epoch)
+        .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
     // The session's rate is in bits on the wire (headers, every destination), the source's in
-    // MPEG-TS bits: the knob converts.
+    // its own units (MPEG-TS bits, or wire bits): the knob converts.
     let ts_per_wire = ceiling as f64 / task.bitrate_bps.max(1) as f64;
     let limits = RateLimits {
         ts_per_wire,
@@ -192,15 +271,20 @@ pub(super) fn open_stream(
             queue_capacity: ring_slots,
         },
         epoch,
-        controller(spec, &rate.limits, ts_bitrate, epoch),
+        controller(spec, shape, &rate.limits, ts_bitrate, epoch),
     );
+    if spec.cc.is_some() {
+        // A source that follows a controller starts at its first rate (TFRC's one packet a
+        // second), as in the simulator: the producer asks it before making the first packet.
+        rate.follow(session.target_rate());
+    }
     let rt = Arc::new(
         StreamRt::new(
             id,
             spec.name.clone(),
             task,
             epoch,
-            PacketRing::new(ring_slots, PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN),
+            PacketRing::new(ring_slots, slot_bytes(shape)),
             outputs,
             spec.send_time,
             session,
@@ -210,11 +294,65 @@ pub(super) fn open_stream(
     Ok(Opened {
         rt,
         core,
-        source: Box::new(TsRtp::new(source, packetizer, epoch)),
+        source,
         rtcp,
         description: format!("{description} at {}", format_bitrate(ts_bitrate)),
         start,
     })
+}
+
+/// A ring slot: the largest RTP packet (MPEG-TS's seven packets and the send-time
+/// extension, or the largest packet a source of its own makes).
+fn slot_bytes(shape: PacketShape) -> usize {
+    let mp2t = PAYLOAD as usize + 12 + SEND_TIME_EXT_LEN;
+    mp2t.max(shape.wire_bytes.saturating_sub(IP_UDP) as usize)
+}
+
+impl GivenSource {
+    fn describe(&self) -> String {
+        match self {
+            GivenSource::Ts(s) => s.describe(),
+            GivenSource::Rtp(p) => p.describe(),
+        }
+    }
+
+    fn nominal_bitrate(&self) -> Option<u64> {
+        match self {
+            GivenSource::Ts(s) => s.nominal_bitrate(),
+            GivenSource::Rtp(p) => Some(p.start_rate()),
+        }
+    }
+
+    fn shape(&self, spec: &StreamSpec) -> PacketShape {
+        match self {
+            GivenSource::Ts(_) => PacketShape::mp2t(spec.ts_per_packet(), spec.send_time),
+            GivenSource::Rtp(p) => p.shape(),
+        }
+    }
+
+    /// Started `from` into its timeline (RTSP PLAY after PAUSE, or with a range).
+    fn seeked(self, from: Duration) -> Result<GivenSource, String> {
+        match self {
+            GivenSource::Ts(s) => Ok(GivenSource::Ts(Box::new(Seeked::new(s, from)))),
+            GivenSource::Rtp(p) => Err(format!(
+                "{} cannot start {from:?} into its timeline: play it from its start",
+                p.describe()
+            )),
+        }
+    }
+
+    /// Its packets: MPEG-TS through the RFC 2250 packetizer, or the source's own.
+    fn open(
+        self,
+        packetizer: PacketizerConfig,
+        start: &StartInfo,
+        epoch: Timestamp,
+    ) -> Result<Box<dyn RtpSource>, String> {
+        match self {
+            GivenSource::Ts(s) => Ok(Box::new(TsRtp::new(s, packetizer, epoch))),
+            GivenSource::Rtp(p) => p.open(start, epoch),
+        }
+    }
 }
 
 /// One UDP socket and one RTCP socket per `rtp://` destination.
@@ -284,6 +422,7 @@ fn splitmix(mut x: u64) -> u64 {
 /// the ceiling admission reserved, never below the least its source can send.
 fn controller(
     spec: &StreamSpec,
+    shape: PacketShape,
     limits: &RateLimits,
     ts_bitrate: u64,
     epoch: Timestamp,
@@ -291,9 +430,8 @@ fn controller(
     let start = limits.wire(ts_bitrate);
     let max = limits.wire(limits.ceiling);
     let min = limits.wire(limits.range.as_ref().map_or(ts_bitrate, |r| *r.start()));
-    // The TS packets, the RTP header, the send-time extension, IPv4 and UDP.
-    let ext = if spec.send_time { SEND_TIME_EXT_LEN } else { 0 };
-    let segment = (spec.ts_per_packet() * 188 + 12 + ext + 28) as u32;
+    // The packet on the wire: payload, RTP header, the send-time extension, IPv4 and UDP.
+    let segment = shape.wire_bytes as u32;
     let kind = spec
         .cc
         .as_deref()

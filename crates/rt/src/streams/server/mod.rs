@@ -9,7 +9,7 @@ use super::calibrate::{calibrate, Calibration};
 use super::config::SchedKind;
 use super::core::{run_core, Command, CoreShared};
 use super::naive::spawn_naive;
-use super::open::{open_stream, Given, Opened};
+use super::open::{open_stream, Given, GivenSource, Opened};
 use super::outlet::{SessionOutlet, StartInfo};
 use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
@@ -20,7 +20,6 @@ use crate::control::{ControlError, StreamControl};
 use crate::host::HostWatch;
 use crate::pacing_thread::PacingThreadReport;
 use crate::thread;
-use metronome_media::TsSource;
 use metronome_sched::OverloadWatch;
 use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams};
 use metronome_session::sender::{Input, RateRefusal};
@@ -238,16 +237,17 @@ impl StreamServer {
     }
 
     /// Admits and starts a stream from a source the caller opened (`spec.source` is not
-    /// looked at): `serve URL`, `demo` and `bench pacing` open theirs from the command line.
+    /// looked at): `serve URL`, `demo` and `bench pacing` open theirs from the command line,
+    /// the lab its flows' (MPEG-TS, or a source that makes its own RTP packets).
     pub fn add_source(
         &self,
         spec: StreamSpec,
-        source: Box<dyn TsSource>,
+        source: impl Into<GivenSource>,
     ) -> Result<(StreamStatus, StartInfo), ControlError> {
         self.inner.add(
             spec,
             Given {
-                source: Some(source),
+                source: Some(source.into()),
                 ..Given::default()
             },
         )
