@@ -455,17 +455,19 @@ impl Fabric {
             self.links.iter().map(Link::in_flight).sum::<usize>() + self.pending.len();
         // A burst (a TCP sender's whole window, queued in a TUN device at once) is not read
         // to its end while a delivery falls due: reading ~90 packets takes longer than a
-        // packet's time on a 1 Gbit/s link. What is left is read next round.
+        // packet's time on a 1 Gbit/s link. What is left is read next round. Each input is
+        // read up to its first datagram stamped at or after that delivery (a socket holds its
+        // datagrams in time order): every datagram that came before the delivery, in any
+        // input, enters before it, as in virtual time.
         let next_due = self.links.iter().filter_map(Link::poll_timeout).min();
-        'inputs: for r in 0..self.inputs.len() {
+        for r in 0..self.inputs.len() {
             // Until it would block (or reports an ICMP error from an earlier send: nothing to
             // read either).
             while let Some((len, at)) = self.read(r) {
-                if next_due.is_some_and(|t| at >= t) {
-                    self.take(r, len, at, &mut in_flight);
-                    break 'inputs;
-                }
                 self.take(r, len, at, &mut in_flight);
+                if next_due.is_some_and(|t| at >= t) {
+                    break;
+                }
             }
         }
         self.pending.sort_by_key(|(at, _, _)| *at); // stable: one socket's order is kept
