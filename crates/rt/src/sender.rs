@@ -15,6 +15,7 @@ use crate::url::RtpUrl;
 use metronome_media::MediaError;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::ReceiverView;
+use metronome_time::Timestamp;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -234,23 +235,9 @@ pub fn run_sender(
     if cfg.destinations.is_empty() {
         return Err(SendError::NoDestination);
     }
-    let source = source.into();
-    let description = match &source {
-        GivenSource::Ts(s) => s.describe(),
-        GivenSource::Rtp(p) => p.describe(),
-    };
-    let mut spec = StreamSpec::new(
-        NAME,
-        cfg.destinations.iter().map(|d| d.to_string()).collect(),
-    );
-    spec.send_time = cfg.send_time_ext;
-    spec.ssrc = Some(cfg.ssrc);
-    spec.ring = Some(cfg.ring_slots.max(1));
-    spec.cc = cfg.cc.clone();
-    spec.max_bitrate = cfg.max_bitrate;
-    spec.mtu = cfg.mtu;
-    spec.validate_settings()
-        .map_err(|e| SendError::Refused(e.to_string()))?;
+    let source: GivenSource = source.into();
+    let description = source.describe();
+    let spec = stream_spec(&cfg)?;
     // Probe the destinations before the server starts, so that a bad one is said plainly.
     for d in &cfg.destinations {
         UdpSender::open(d, &SocketOptions::default())?;
@@ -267,37 +254,17 @@ pub fn run_sender(
             return Err(SendError::Refused(e.message().to_string()));
         }
     };
-    // The stream starts at its first release time, after the preroll.
-    let first_release = start + cfg.preroll;
-    let limit = RunLimit::new(start, cfg.duration, &stop);
-    let every = cfg.status_every.max(Duration::from_millis(10));
-    let mut next_status = start + every;
     let mut warnings = Vec::new();
-    let ended_by = loop {
-        let now = clock.now();
-        if let Some(why) = limit.ended(now) {
-            break why;
-        }
-        if !server.is_running(NAME) {
-            break "end of input";
-        }
-        warnings.extend(server.take_warnings());
-        if now >= next_status {
-            next_status += every;
-            if let Some(s) = server.stream(NAME) {
-                on_status(&SenderStatus {
-                    elapsed: now.saturating_since(first_release),
-                    packets: s.packets,
-                    bytes: s.bytes,
-                    max_late_us: server.take_max_late(NAME).unwrap_or_default().as_secs_f64() * 1e6,
-                    ring_occupancy: s.ring_occupancy,
-                    receivers: s.receivers,
-                    target_bitrate_bps: s.target_bitrate_bps,
-                });
-            }
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let ended_by = watch(
+        &server,
+        &cfg,
+        &clock,
+        start,
+        &stop,
+        &mut warnings,
+        &mut on_status,
+    );
+
     let end = clock.now();
     // Said by the source just before the end, or as the stream was reaped.
     std::thread::sleep(Duration::from_millis(30));
@@ -361,4 +328,65 @@ pub fn run_sender(
             .map(|w| w.replace(&format!("stream '{NAME}': "), ""))
             .collect(),
     })
+}
+
+/// The one stream's spec, from the sender's settings.
+fn stream_spec(cfg: &SenderConfig) -> Result<StreamSpec, SendError> {
+    let mut spec = StreamSpec::new(
+        NAME,
+        cfg.destinations.iter().map(|d| d.to_string()).collect(),
+    );
+    spec.send_time = cfg.send_time_ext;
+    spec.ssrc = Some(cfg.ssrc);
+    spec.ring = Some(cfg.ring_slots.max(1));
+    spec.cc = cfg.cc.clone();
+    spec.max_bitrate = cfg.max_bitrate;
+    spec.mtu = cfg.mtu;
+    spec.validate_settings()
+        .map_err(|e| SendError::Refused(e.to_string()))?;
+    Ok(spec)
+}
+
+/// Watches the running stream until the run's limit, `stop`, or the source's end, reporting
+/// its status every `cfg.status_every` and collecting the server's warnings. Returns why it
+/// ended.
+fn watch(
+    server: &StreamServer,
+    cfg: &SenderConfig,
+    clock: &Clock,
+    start: Timestamp,
+    stop: &Arc<AtomicBool>,
+    warnings: &mut Vec<String>,
+    on_status: &mut impl FnMut(&SenderStatus),
+) -> &'static str {
+    // The stream starts at its first release time, after the preroll.
+    let first_release = start + cfg.preroll;
+    let limit = RunLimit::new(start, cfg.duration, stop);
+    let every = cfg.status_every.max(Duration::from_millis(10));
+    let mut next_status = start + every;
+    loop {
+        let now = clock.now();
+        if let Some(why) = limit.ended(now) {
+            break why;
+        }
+        if !server.is_running(NAME) {
+            break "end of input";
+        }
+        warnings.extend(server.take_warnings());
+        if now >= next_status {
+            next_status += every;
+            if let Some(s) = server.stream(NAME) {
+                on_status(&SenderStatus {
+                    elapsed: now.saturating_since(first_release),
+                    packets: s.packets,
+                    bytes: s.bytes,
+                    max_late_us: server.take_max_late(NAME).unwrap_or_default().as_secs_f64() * 1e6,
+                    ring_occupancy: s.ring_occupancy,
+                    receivers: s.receivers,
+                    target_bitrate_bps: s.target_bitrate_bps,
+                });
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

@@ -247,6 +247,64 @@ pub struct Where<'a> {
     pub stop: &'a Arc<AtomicBool>,
 }
 
+/// An RTP flow's run, set up before the point starts: where its sender sends, its plan,
+/// its receivers opened in their hosts (the engine's, reporting by RTCP, for a flow with a
+/// rate controller).
+fn rtp_run<'a>(
+    k: usize,
+    f: &'a FlowDecl,
+    hosts: &Hosts,
+    names: &[String],
+    clock: Clock,
+    seed: u64,
+    scenario_dir: Option<&Path>,
+) -> Result<rtp::RtpFlowRun<'a>, String> {
+    let from = hosts.hosts()[host_index(names, &f.from)].addr;
+    let dest = if f.to.len() > 1 {
+        RtpUrl::multicast(SocketAddr::from((flow_group(k), flow_port(k))), Some(from))
+    } else {
+        let to = hosts.hosts()[host_index(names, &f.to[0])].addr;
+        RtpUrl::unicast(SocketAddr::from((to, flow_port(k))))
+    };
+    let receivers = match f.kind {
+        FlowKind::Rtp { cc, .. } if cc != RtpCc::Fixed => {
+            // The engine's receivers: they report in RTCP, a group's by unicast to
+            // the sender (RFC 5760), as the fabric routes a group from its sender only.
+            let urls =
+                f.to.iter()
+                    .map(|m| {
+                        let j = host_index(names, m);
+                        let addr = hosts.hosts()[j].addr;
+                        let url = if f.to.len() > 1 {
+                            RtpUrl::multicast(
+                                SocketAddr::from((flow_group(k), flow_port(k))),
+                                Some(addr),
+                            )
+                        } else {
+                            RtpUrl::unicast(SocketAddr::from((Ipv4Addr::UNSPECIFIED, flow_port(k))))
+                        };
+                        (j, url)
+                    })
+                    .collect();
+            let feedback = (f.to.len() > 1).then(|| SocketAddr::from((from, flow_port(k) + 1)));
+            rtp::session_receivers(f, urls, feedback, clock, seed, |j, cfg| {
+                hosts
+                    .run_in(j, move || metronome_rt::receiver::Receiver::open(cfg))
+                    .map_err(|e| e.to_string())?
+                    .map_err(|e| format!("flow '{}': a receiver: {e}", f.name))
+            })?
+        }
+        _ => rtp::RtpReceivers::Plain(open_receivers(hosts, names, k, f)?),
+    };
+    let plan = model::RtpPlan::of(f, scenario_dir).expect("an RTP flow");
+    Ok(rtp::RtpFlowRun {
+        f,
+        plan,
+        dest,
+        receivers,
+    })
+}
+
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
     let watch = Stopwatch::start();
@@ -269,56 +327,9 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     let mut rtp_runs = Vec::new();
     for (k, f) in s.flows.iter().enumerate() {
         if let FlowKind::Rtp { .. } = f.kind {
-            let from = hosts.hosts()[host_index(&names, &f.from)].addr;
-            let dest = if f.to.len() > 1 {
-                RtpUrl::multicast(SocketAddr::from((flow_group(k), flow_port(k))), Some(from))
-            } else {
-                let to = hosts.hosts()[host_index(&names, &f.to[0])].addr;
-                RtpUrl::unicast(SocketAddr::from((to, flow_port(k))))
-            };
-            let receivers = match f.kind {
-                FlowKind::Rtp { cc, .. } if cc != RtpCc::Fixed => {
-                    // The engine's receivers: they report in RTCP, a group's by unicast to
-                    // the sender (RFC 5760), as the fabric routes a group from its sender only.
-                    let urls =
-                        f.to.iter()
-                            .map(|m| {
-                                let j = host_index(&names, m);
-                                let addr = hosts.hosts()[j].addr;
-                                let url = if f.to.len() > 1 {
-                                    RtpUrl::multicast(
-                                        SocketAddr::from((flow_group(k), flow_port(k))),
-                                        Some(addr),
-                                    )
-                                } else {
-                                    RtpUrl::unicast(SocketAddr::from((
-                                        Ipv4Addr::UNSPECIFIED,
-                                        flow_port(k),
-                                    )))
-                                };
-                                (j, url)
-                            })
-                            .collect();
-                    let feedback =
-                        (f.to.len() > 1).then(|| SocketAddr::from((from, flow_port(k) + 1)));
-                    rtp::session_receivers(f, urls, feedback, clock, seed, |j, cfg| {
-                        hosts
-                            .run_in(j, move || metronome_rt::receiver::Receiver::open(cfg))
-                            .map_err(|e| e.to_string())?
-                            .map_err(|e| format!("flow '{}': a receiver: {e}", f.name))
-                    })?
-                }
-                _ => rtp::RtpReceivers::Plain(open_receivers(&hosts, &names, k, f)?),
-            };
-            let plan = model::RtpPlan::of(f, at.scenario_dir).expect("an RTP flow");
             rtp_runs.push((
                 k,
-                rtp::RtpFlowRun {
-                    f,
-                    plan,
-                    dest,
-                    receivers,
-                },
+                rtp_run(k, f, &hosts, &names, clock, seed, at.scenario_dir)?,
             ));
         }
         let FlowKind::Udp { payload, rate } = f.kind else {

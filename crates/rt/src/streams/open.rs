@@ -181,22 +181,7 @@ pub(super) fn open_stream(
     }
     let description = source.describe();
     let shape = source.shape(spec);
-    let ts_bitrate = spec.bitrate.or(source.nominal_bitrate()).ok_or_else(|| {
-        ControlError::Invalid(format!(
-            "cannot tell the rate of stream '{}' ({description}); declare it, e.g. bitrate = \"4mbit\"",
-            spec.name
-        ))
-    })?;
-    // Admission reserves the most the rate knob may raise the stream to.
-    let ceiling = spec.max_bitrate.unwrap_or(ts_bitrate);
-    if ceiling < ts_bitrate {
-        return Err(ControlError::Invalid(format!(
-            "stream '{}': max_bitrate {} is below the rate it starts at ({})",
-            spec.name,
-            format_bitrate(ceiling),
-            format_bitrate(ts_bitrate)
-        )));
-    }
+    let (ts_bitrate, ceiling) = rates(spec, &source, &description)?;
     let dests = if outlet.is_some() {
         1
     } else {
@@ -204,32 +189,20 @@ pub(super) fn open_stream(
     };
     let task = task_of_shape(spec, shape, ceiling, dests, cal);
     let core = admit(task)?;
-    let (outputs, rtcp) = match outlet {
-        Some(o) => (vec![o.media], vec![o.rtcp]),
-        None => udp_outputs(spec, &destinations)?,
-    };
-    for r in &rtcp {
-        if let RtcpOut::Udp(s) = r {
-            s.socket().set_nonblocking(true).map_err(|e| {
-                ControlError::Internal(format!("stream '{}': RTCP socket: {e}", spec.name))
-            })?;
-        }
-    }
+    let (outputs, rtcp) = outputs(spec, outlet, &destinations)?;
     let seed = splitmix(cfg.seed ^ id.rotate_left(17));
-    let ssrc = spec.ssrc.unwrap_or(seed as u32);
     // Staggered on the period so that streams do not release together (see `sched::phase`).
     let epoch = staggered_start(clock.now() + cfg.preroll, task.period, id);
-    let rtp_ts_base = (seed >> 32) as u32;
     let start = StartInfo {
-        ssrc,
+        ssrc: spec.ssrc.unwrap_or(seed as u32),
         seq: next_seq.unwrap_or((seed >> 16) as u16),
-        rtptime: rtp_ts_base,
+        rtptime: (seed >> 32) as u32,
         epoch_unix_ns: clock.realtime_ns_from_timestamp(epoch),
     };
     let packetizer = PacketizerConfig {
         send_time_ext: spec.send_time,
         ts_per_packet: spec.ts_per_packet(),
-        ..PacketizerConfig::mp2t(ssrc, start.seq, rtp_ts_base)
+        ..PacketizerConfig::mp2t(start.ssrc, start.seq, start.rtptime)
     };
     let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
     let source = source
@@ -245,31 +218,7 @@ pub(super) fn open_stream(
     };
     let rate = RateKnob::new(ts_bitrate, limits);
     let session = SenderSession::new(
-        SenderSessionConfig {
-            reports: SenderReportsConfig {
-                ssrc,
-                cname: format!("metronome-{ssrc:08x}-{}", spec.name),
-                clock: MediaClock::VIDEO_90K,
-                rtp_ts_base,
-                session_bw_bps: ts_bitrate,
-                rtcp_min_interval: cfg.rtcp_min_interval,
-                max_receivers: 256,
-                seed: seed ^ 0x5352,
-            },
-            pacing: PacingConfig {
-                link_capacity: cfg.link_capacity_bps.map(Bitrate::bps),
-                // A late job still leaves as the burst it is: one period's worth of bytes.
-                catch_up_burst_bytes: spec.period.map_or(0, |t| {
-                    (t.as_secs_f64() * task.bitrate_bps as f64 / 8.0).ceil() as u64
-                }),
-                ..cfg.pacing
-            },
-            jobs: JobConfig {
-                period: spec.period,
-                deadline: task.deadline,
-            },
-            queue_capacity: ring_slots,
-        },
+        session_config(spec, cfg, &task, &start, seed, ts_bitrate, ring_slots),
         epoch,
         controller(spec, shape, &rate.limits, ts_bitrate, epoch),
     );
@@ -301,6 +250,90 @@ pub(super) fn open_stream(
     })
 }
 
+/// The rate the stream starts at and the most it may be raised to (admission reserves that),
+/// in the source's units: declared, or the source's own.
+fn rates(
+    spec: &StreamSpec,
+    source: &GivenSource,
+    description: &str,
+) -> Result<(u64, u64), ControlError> {
+    let start = spec.bitrate.or(source.nominal_bitrate()).ok_or_else(|| {
+        ControlError::Invalid(format!(
+            "cannot tell the rate of stream '{}' ({description}); declare it, e.g. bitrate = \"4mbit\"",
+            spec.name
+        ))
+    })?;
+    let ceiling = spec.max_bitrate.unwrap_or(start);
+    if ceiling < start {
+        return Err(ControlError::Invalid(format!(
+            "stream '{}': max_bitrate {} is below the rate it starts at ({})",
+            spec.name,
+            format_bitrate(ceiling),
+            format_bitrate(start)
+        )));
+    }
+    Ok((start, ceiling))
+}
+
+/// Where the stream's packets and RTCP go: an RTSP session's transport, or a UDP socket
+/// pair per `rtp://` destination (RTCP read without blocking).
+fn outputs(
+    spec: &StreamSpec,
+    outlet: Option<SessionOutlet>,
+    destinations: &[RtpUrl],
+) -> Result<(Vec<MediaOut>, Vec<RtcpOut>), ControlError> {
+    let (outputs, rtcp) = match outlet {
+        Some(o) => (vec![o.media], vec![o.rtcp]),
+        None => udp_outputs(spec, destinations)?,
+    };
+    for r in &rtcp {
+        if let RtcpOut::Udp(s) = r {
+            s.socket().set_nonblocking(true).map_err(|e| {
+                ControlError::Internal(format!("stream '{}': RTCP socket: {e}", spec.name))
+            })?;
+        }
+    }
+    Ok((outputs, rtcp))
+}
+
+/// The stream's sender session: its reports, pacing, jobs and queue.
+fn session_config(
+    spec: &StreamSpec,
+    cfg: &ServerConfig,
+    task: &TaskParams,
+    start: &StartInfo,
+    seed: u64,
+    ts_bitrate: u64,
+    ring_slots: usize,
+) -> SenderSessionConfig {
+    let ssrc = start.ssrc;
+    SenderSessionConfig {
+        reports: SenderReportsConfig {
+            ssrc,
+            cname: format!("metronome-{ssrc:08x}-{}", spec.name),
+            clock: MediaClock::VIDEO_90K,
+            rtp_ts_base: start.rtptime,
+            session_bw_bps: ts_bitrate,
+            rtcp_min_interval: cfg.rtcp_min_interval,
+            max_receivers: 256,
+            seed: seed ^ 0x5352,
+        },
+        pacing: PacingConfig {
+            link_capacity: cfg.link_capacity_bps.map(Bitrate::bps),
+            // A late job still leaves as the burst it is: one period's worth of bytes.
+            catch_up_burst_bytes: spec.period.map_or(0, |t| {
+                (t.as_secs_f64() * task.bitrate_bps as f64 / 8.0).ceil() as u64
+            }),
+            ..cfg.pacing
+        },
+        jobs: JobConfig {
+            period: spec.period,
+            deadline: task.deadline,
+        },
+        queue_capacity: ring_slots,
+    }
+}
+
 /// A ring slot: the largest RTP packet (MPEG-TS's seven packets and the send-time
 /// extension, or the largest packet a source of its own makes).
 fn slot_bytes(shape: PacketShape) -> usize {
@@ -309,7 +342,7 @@ fn slot_bytes(shape: PacketShape) -> usize {
 }
 
 impl GivenSource {
-    fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         match self {
             GivenSource::Ts(s) => s.describe(),
             GivenSource::Rtp(p) => p.describe(),
