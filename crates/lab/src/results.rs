@@ -114,6 +114,10 @@ pub struct PointResult {
     /// jitter); every frame is in `points/pNNN/FLOW.frames.csv`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub frame_series: Vec<crate::video::FrameSeries>,
+    /// Each video flow as sent, thinned for plots: coded frame sizes over time and, for a
+    /// ladder's video, the rung of each GOP.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sent_series: Vec<crate::video::SentSeries>,
     /// Files for the point's directory, `(name, contents)` (video flows' frames and traces);
     /// written with it, not kept in the summary.
     #[serde(skip)]
@@ -141,6 +145,7 @@ impl PointResult {
     pub fn add_videos(&mut self, videos: Vec<crate::video::FlowVideo>) {
         for v in videos {
             self.frame_series.extend(v.series);
+            self.sent_series.extend(v.sent);
             self.warnings.extend(v.warnings);
             self.files.extend(v.files);
         }

@@ -296,6 +296,7 @@ pub fn run_point(
         emu: None,
         commands: Vec::new(),
         frame_series: Vec::new(),
+        sent_series: Vec::new(),
         warnings: Vec::new(),
         files: Vec::new(),
         fairness: None,

@@ -272,6 +272,62 @@ pub struct FrameSeries {
     pub cumulative_jitter_ns: Vec<Option<i64>>,
 }
 
+/// A video flow as its sender sent it, thinned for plots: its coded frames' sizes and, for a
+/// ladder's video, each GOP's rung.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SentSeries {
+    pub flow: String,
+    /// Each point's first frame's send time on the run's clock, ns.
+    #[serde(rename = "time_us", with = "metronome_time::units::ns_as_us")]
+    pub time_ns: Vec<u64>,
+    /// Frames per point.
+    pub step: u32,
+    /// The mean and the largest coded size of each point's frames, bytes.
+    pub frame_bytes_mean: Vec<f64>,
+    pub frame_bytes_max: Vec<u32>,
+    /// A ladder's video: each GOP's start on the run's clock (ns) and the quantizer of the rung
+    /// its VBR controller chose, where the rung changed.
+    #[serde(
+        default,
+        rename = "rung_start_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
+    pub rung_start_ns: Vec<u64>,
+    #[serde(default)]
+    pub rung_quantizer: Vec<u32>,
+}
+
+impl SentSeries {
+    /// The series of `frames` (as sent) and of a ladder's `rungs` (`(GOP, quantizer)`, GOPs
+    /// `gop_ns` apart from `epoch_ns`).
+    pub fn of(
+        flow: &str,
+        frames: &[SentFrame],
+        rungs: &[(u32, u32)],
+        epoch_ns: u64,
+        gop_ns: u64,
+    ) -> SentSeries {
+        let step = frames.len().div_ceil(SERIES_POINTS).max(1);
+        let mut s = SentSeries {
+            flow: flow.to_string(),
+            step: step as u32,
+            ..SentSeries::default()
+        };
+        for chunk in frames.chunks(step) {
+            s.time_ns.push(chunk[0].send_ns);
+            let total: u64 = chunk.iter().map(|f| u64::from(f.size_bytes)).sum();
+            s.frame_bytes_mean.push(total as f64 / chunk.len() as f64);
+            s.frame_bytes_max
+                .push(chunk.iter().map(|f| f.size_bytes).max().unwrap_or(0));
+        }
+        for &(g, q) in rungs {
+            s.rung_start_ns.push(epoch_ns + u64::from(g) * gop_ns);
+            s.rung_quantizer.push(q);
+        }
+        s
+    }
+}
+
 /// Points a [`FrameSeries`] keeps at most.
 pub const SERIES_POINTS: usize = 600;
 
@@ -286,6 +342,8 @@ pub struct Viewed {
 #[derive(Debug, Default)]
 pub struct FlowVideo {
     pub series: Vec<FrameSeries>,
+    /// The flow as sent (frame sizes, rungs), for the report's plots.
+    pub sent: Option<SentSeries>,
     /// `(file name, contents)`: `FLOW.frames.csv` (every receiver's frames, [`FRAMES_HEADER`]),
     /// `FLOW.sent.csv` (the sender's frame trace) and `FLOW.RECEIVER.packets.csv` (what each
     /// receiver got), in `metronome_quality::trace`'s formats; for a ladder's video
@@ -327,16 +385,25 @@ pub fn view_flow(
     let mut trace = Vec::new();
     let _ = metronome_quality::trace::write_frames(&mut trace, &sent);
     out.files.push((format!("{}.sent.csv", f.name), trace));
+    let fps = map.picture.map_or(25, |v| v.fps).max(1);
+    let gop = match f.kind {
+        FlowKind::Rtp { gop, .. } => gop.unwrap_or(fps),
+        _ => fps,
+    };
     if !map.rungs.is_empty() {
-        let fps = map.picture.map_or(25, |v| v.fps);
-        let gop = match f.kind {
-            FlowKind::Rtp { gop, .. } => gop.unwrap_or(fps),
-            _ => fps,
-        };
         let csv = crate::ladder::rungs_csv(map, gop, fps);
         out.files
             .push((format!("{}.rungs.csv", f.name), csv.into_bytes()));
     }
+    let rungs: Vec<(u32, u32)> = map.rungs.iter().map(|(g, d)| (*g, d.quantizer)).collect();
+    let gop_ns = u64::from(gop) * 1_000_000_000 / u64::from(fps);
+    out.sent = Some(SentSeries::of(
+        &f.name,
+        &sent,
+        &rungs,
+        map.epoch.as_nanos(),
+        gop_ns,
+    ));
     let mut cache = PictureCache::default();
     for (rx, got) in report.receivers.iter_mut().zip(arrivals) {
         let v = view(map, got, playout, &mut cache);
@@ -630,6 +697,43 @@ mod tests {
     use super::*;
     use metronome_media::frames::FrameNoter;
     use metronome_media::TsSource;
+
+    #[test]
+    fn the_sent_series_keeps_every_frame_size_and_rung_until_it_must_thin() {
+        let frame = |k: u64, size: u32| SentFrame {
+            kind: FrameType::Other,
+            size_bytes: size,
+            packets: Vec::new(),
+            send_ns: k * 40_000_000,
+        };
+        // 25 frames: every one kept; GOPs of 12 frames (480 ms) from 1 s.
+        let few: Vec<SentFrame> = (0..25).map(|k| frame(k, 100 + k as u32)).collect();
+        let s = SentSeries::of(
+            "v",
+            &few,
+            &[(0, 8), (1, 4), (2, 4)],
+            1_000_000_000,
+            480_000_000,
+        );
+        assert_eq!(s.step, 1);
+        assert_eq!(s.frame_bytes_mean[24], 124.0);
+        assert_eq!(s.time_ns[24], 24 * 40_000_000);
+        assert_eq!(
+            s.rung_start_ns,
+            [1_000_000_000, 1_480_000_000, 1_960_000_000]
+        );
+        assert_eq!(s.rung_quantizer, [8, 4, 4]);
+        // Past SERIES_POINTS frames, points of two frames: their mean and largest size.
+        let many: Vec<SentFrame> = (0..(SERIES_POINTS as u64 + 2))
+            .map(|k| frame(k, if k % 2 == 0 { 1000 } else { 200 }))
+            .collect();
+        let s = SentSeries::of("v", &many, &[], 0, 1);
+        assert_eq!(s.step, 2);
+        assert_eq!(s.time_ns.len(), SERIES_POINTS / 2 + 1);
+        assert!(s.frame_bytes_mean.iter().all(|m| *m == 600.0));
+        assert!(s.frame_bytes_max.iter().all(|m| *m == 1000));
+        assert!(s.rung_quantizer.is_empty());
+    }
 
     #[test]
     fn a_frame_is_lost_with_any_of_its_packets() {

@@ -95,7 +95,8 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
 }
 
 /// seed002-cbr's report, shortened (6 s, 3 receivers): the claims it checks, the rate
-/// controllers' tables and target plot, and the sharing table render in Chromium too.
+/// controllers' tables and target plot, the sharing table, and the video as sent (frame sizes,
+/// the rung of each GOP) render in Chromium too.
 #[test]
 fn a_rate_control_report_renders_its_claims_and_controllers() {
     let tmp = TempDir::new("browser-cc");
@@ -116,6 +117,8 @@ fn a_rate_control_report_renders_its_claims_and_controllers() {
         "Sending rate over time",
         "Jain's index",
         "PSNR per frame",
+        "Frame sizes over time",
+        "Rung per GOP",
     ] {
         assert!(dom.contains(text), "the rendered page lacks '{text}'");
     }

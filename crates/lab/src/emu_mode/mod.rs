@@ -77,6 +77,7 @@ fn point_result(
         emu: None,
         commands: Vec::new(),
         frame_series: Vec::new(),
+        sent_series: Vec::new(),
         files: Vec::new(),
         warnings: Vec::new(),
         fairness,

@@ -307,6 +307,76 @@ pub(crate) fn rate_plot(p: &PointResult) -> String {
     })
 }
 
+/// Each video flow as sent: its coded frames' sizes over time and, for a ladder's video, the
+/// rung its VBR controller chose for each GOP; empty without video.
+pub(crate) fn sent_plots(p: &PointResult) -> String {
+    if p.sent_series.is_empty() {
+        return String::new();
+    }
+    let (mut sizes, mut rungs) = (Vec::new(), Vec::new());
+    for (group, s) in p.sent_series.iter().enumerate() {
+        let t = |ns: u64| ns as f64 / 1e9;
+        let points = |v: &[f64]| {
+            s.time_ns
+                .iter()
+                .zip(v)
+                .map(|(x, y)| (t(*x), y / 1e3))
+                .collect()
+        };
+        sizes.push(Line {
+            group,
+            name: s.flow.clone(),
+            points: points(&s.frame_bytes_mean),
+            style: Style::Plain,
+        });
+        if !s.rung_quantizer.is_empty() {
+            rungs.push(Line {
+                group,
+                name: s.flow.clone(),
+                points: rung_steps(s),
+                style: Style::Plain,
+            });
+        }
+    }
+    let step = p.sent_series[0].step;
+    let caption = if step > 1 {
+        format!("The coded size of each frame as sent; each point the mean of {step} frames (every frame is in FLOW.sent.csv)")
+    } else {
+        "The coded size of each frame as sent: I-frames stand above the P-frames".to_string()
+    };
+    let mut html = figure(Plot {
+        id: &format!("{}-frame-bytes", p.id),
+        title: "Frame sizes over time",
+        x_label: "time, s",
+        y_label: "coded frame, kB",
+        caption: &caption,
+        lines: sizes,
+    });
+    if !rungs.is_empty() {
+        html.push_str(&figure(Plot {
+            id: &format!("{}-rungs", p.id),
+            title: "Rung per GOP",
+            x_label: "time, s",
+            y_label: "quantizer",
+            caption: "The ladder's rung the VBR controller picked for each GOP (2: finest, 31: coarsest); every GOP is in FLOW.rungs.csv",
+            lines: rungs,
+        }));
+    }
+    html
+}
+
+/// A ladder's rungs as a step line: each quantizer held until the next change.
+fn rung_steps(s: &crate::video::SentSeries) -> Vec<(f64, f64)> {
+    let end = s.time_ns.last().copied().unwrap_or(0);
+    let mut points = Vec::new();
+    for (i, (&t, &q)) in s.rung_start_ns.iter().zip(&s.rung_quantizer).enumerate() {
+        let until = s.rung_start_ns.get(i + 1).copied().unwrap_or(end.max(t));
+        points.push((t as f64 / 1e9, f64::from(q)));
+        points.push((until as f64 / 1e9, f64::from(q)));
+    }
+    points
+}
+
 /// Each video receiver's frames over time (PSNR of Y, delay, cumulative jitter) and its MOS
 /// distribution; empty without video.
 pub(crate) fn video_plots(p: &PointResult) -> String {

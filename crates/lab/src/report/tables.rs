@@ -344,6 +344,7 @@ pub(crate) fn points_section(s: &Summary) -> String {
         h.push_str(&video_table(p));
         h.push_str(&super::figures::point_plots(p));
         h.push_str(&super::figures::rate_plot(p));
+        h.push_str(&super::figures::sent_plots(p));
         h.push_str(&super::figures::video_plots(p));
         h.push_str(&links_table(p));
     }
