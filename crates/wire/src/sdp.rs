@@ -248,10 +248,33 @@ impl SessionDescription {
         dest: std::net::SocketAddr,
         ttl: Option<u8>,
     ) -> SessionDescription {
+        Self::rtp(
+            origin,
+            session_id,
+            name,
+            dest,
+            ttl,
+            MediaDescription::mp2t(0),
+        )
+    }
+
+    /// A plain RTP session of one stream, `media`, sent to `dest` (a unicast receiver or a
+    /// multicast group, with its TTL): the media's port becomes `dest`'s.
+    pub fn rtp(
+        origin: IpAddr,
+        session_id: u64,
+        name: impl Into<String>,
+        dest: std::net::SocketAddr,
+        ttl: Option<u8>,
+        media: MediaDescription,
+    ) -> SessionDescription {
         let mut s = Self::new(origin, session_id, name);
         s.connection = Some(Connection::new(dest.ip(), ttl));
         s.tool = Some(TOOL.to_string());
-        s.media.push(MediaDescription::mp2t(dest.port()));
+        s.media.push(MediaDescription {
+            port: dest.port(),
+            ..media
+        });
         s
     }
 

@@ -12,6 +12,7 @@
 //!   own when it fits (§5.6), else in FU-A fragments (§5.8).
 
 mod h264;
+pub mod sdp;
 
 use crate::decode::VideoCodec;
 use metronome_wire::rtp::{self, RtpError, RtpHeader};
