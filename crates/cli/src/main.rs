@@ -9,6 +9,7 @@ mod bench_quality;
 mod bench_raw;
 mod bench_sim;
 mod bench_streams;
+mod coded;
 mod demo;
 mod emu;
 mod frames;

@@ -4,10 +4,13 @@ use crate::args::{parse_duration, parse_late, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
+use metronome_rt::streams::GivenSource;
 use metronome_rt::streams::{parse_share, CoreRt, SchedKind};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
+use metronome_spec::scenario::RtpCc;
+use metronome_wire::sdp::{MediaDescription, SessionDescription};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -67,6 +70,12 @@ pub struct ServeArgs {
     pub destinations: Vec<String>,
     #[command(flatten)]
     pub source: SourceArgs,
+    #[command(flatten)]
+    pub coded: crate::coded::CodedArgs,
+    /// Write the stream's SDP here before its first packet (its first destination's), for
+    /// ffplay, VLC, GStreamer's sdpdemux or `metronome recv FILE.sdp`
+    #[arg(long, value_name = "FILE")]
+    pub sdp: Option<PathBuf>,
     /// Stop after this long (seconds, or 500ms, 2s); default: until the input ends or Ctrl-C
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<Duration>,
@@ -268,6 +277,14 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     if a.raw.raw {
         return crate::raw::serve(a, stop);
     }
+    if a.coded.codec.is_some() && crate::multi::wanted(&a) {
+        return Err(
+            "--codec sends one stream to the destinations given: it does not combine \
+                    with --config, --stream, --rtsp, --control or --sdp-dir (write its SDP with \
+                    --sdp FILE)"
+                .into(),
+        );
+    }
     if crate::multi::wanted(&a) {
         return crate::multi::run(a, stop);
     }
@@ -276,22 +293,14 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .iter()
         .map(|d| RtpUrl::parse_destination(d))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut source = a.source.open()?;
-    let noted = match &a.frame_trace {
-        Some(p) => {
-            // Refused now, not after the stream: the trace's file must be writable.
-            std::fs::File::create(p).map_err(|e| format!("--frame-trace {}: {e}", p.display()))?;
-            let (noting, noted) = metronome_media::frames::NotingSource::new(source);
-            // As many TS packets to an RTP packet as the sender's packetizer puts in one.
-            let mut spec = metronome_rt::streams::StreamSpec::new("stream1", Vec::new());
-            spec.mtu = a.mtu;
-            spec.send_time = a.send_time;
-            source = Box::new(noting.with_ts_per_packet(spec.ts_per_packet()));
-            Some(noted)
-        }
-        None => None,
+    let mut cfg = sender_config(&a, destinations.clone());
+    let (source, noted, media) = match a.coded.codec {
+        Some(codec) => coded_source(&a, codec, &mut cfg)?,
+        None => ts_source(&a)?,
     };
-    let cfg = sender_config(&a, destinations);
+    if let (Some(path), Some(dest)) = (&a.sdp, destinations.first()) {
+        write_sdp(path, dest, media)?;
+    }
     let live = LiveLine::new(!a.json);
     if live.is_on() {
         eprintln!(
@@ -328,23 +337,116 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         eprintln!("metronome: warning: {w}");
     }
     if let (Some(noted), Some(path)) = (noted, &a.frame_trace) {
-        write_frame_trace(path, &noted, &outcome)?;
+        write_frame_trace(path, noted, &outcome)?;
     }
     print_outcome(a.json, &outcome, sender_summary)?;
     Ok(())
 }
 
+/// The MPEG-TS source (a file or the live test source), noting its frames for
+/// `--frame-trace`; the media its SDP describes.
+fn ts_source(a: &ServeArgs) -> Result<(GivenSource, Option<Noted>, MediaDescription), BoxError> {
+    let mut source = a.source.open()?;
+    let noted = match &a.frame_trace {
+        Some(p) => {
+            // Refused now, not after the stream: the trace's file must be writable.
+            std::fs::File::create(p).map_err(|e| format!("--frame-trace {}: {e}", p.display()))?;
+            let (noting, noted) = metronome_media::frames::NotingSource::new(source);
+            // As many TS packets to an RTP packet as the sender's packetizer puts in one.
+            let mut spec = metronome_rt::streams::StreamSpec::new("stream1", Vec::new());
+            spec.mtu = a.mtu;
+            spec.send_time = a.send_time;
+            source = Box::new(noting.with_ts_per_packet(spec.ts_per_packet()));
+            Some(Noted::Ts(noted))
+        }
+        None => None,
+    };
+    Ok((source.into(), noted, MediaDescription::mp2t(0)))
+}
+
+/// `--codec`: the ladder's video (see [`crate::coded`]), its frames always noted; the media its
+/// SDP describes. The stream carries the send-time extension, as the lab's does.
+fn coded_source(
+    a: &ServeArgs,
+    codec: crate::coded::CodecArg,
+    cfg: &mut SenderConfig,
+) -> Result<(GivenSource, Option<Noted>, MediaDescription), BoxError> {
+    let cc = match a.cc.as_deref() {
+        Some(name) => RtpCc::from_name(name).ok_or_else(|| format!("--cc {name}: unknown"))?,
+        None => RtpCc::Fixed,
+    };
+    let start = a.source.bitrate.unwrap_or(1_000_000);
+    let most = a.max_bitrate.unwrap_or(start).max(start);
+    let picture = crate::coded::picture(a.source.size, a.source.fps)?;
+    let duration = a
+        .duration
+        .unwrap_or(Duration::from_secs(crate::coded::DEFAULT_SECS));
+    let stream = crate::coded::open(&a.coded, codec, picture, cc, (start, most), a.mtu, duration)?;
+    cfg.send_time_ext = true;
+    // The ladder is `duration` long: the stream ends with its last frame, whole.
+    cfg.duration = None;
+    let f = &stream.format;
+    let mut media = MediaDescription::new("video", 0, 96, f.encoding, f.clock_rate);
+    media.fmtp = Some(f.fmtp.clone());
+    media.bitrate_kbps = Some(most.div_ceil(1000));
+    let source = GivenSource::Rtp(Box::new(stream.source));
+    Ok((source, Some(Noted::Ladder(stream.frames)), media))
+}
+
+/// Writes the SDP of the stream to `dest` (its `media`) at `path`.
+fn write_sdp(path: &std::path::Path, dest: &RtpUrl, media: MediaDescription) -> Result<(), String> {
+    let ttl = dest.is_multicast().then(|| dest.ttl_byte());
+    let text = SessionDescription::rtp(
+        crate::sdp::origin_for(dest),
+        metronome_rt::clock::realtime_ns() >> 1,
+        "metronome",
+        dest.addr,
+        ttl,
+        media,
+    )
+    .to_sdp();
+    std::fs::write(path, text).map_err(|e| format!("--sdp {}: {e}", path.display()))
+}
+
+type BoxError = Box<dyn std::error::Error>;
+
+/// Where the source notes the frames it sends.
+enum Noted {
+    Ts(Arc<std::sync::Mutex<metronome_media::frames::Noted>>),
+    Ladder(Arc<std::sync::Mutex<Option<metronome_lab::model::Frames>>>),
+}
+
+impl Noted {
+    /// The frames as sent, `epoch_ns` their time zero (Unix ns), packets numbered from
+    /// `first_packet`.
+    fn trace(self, epoch_ns: u64, first_packet: u64) -> Vec<metronome_quality::playout::SentFrame> {
+        match self {
+            Noted::Ts(noted) => {
+                let mut noted = noted.lock().unwrap_or_else(|e| e.into_inner());
+                noted.finish();
+                noted.frames.trace(epoch_ns, first_packet)
+            }
+            Noted::Ladder(frames) => {
+                let opened = frames.lock().unwrap_or_else(|e| e.into_inner()).take();
+                match opened.flatten() {
+                    Some(shared) => {
+                        let map = metronome_lab::video::lock_frames(&shared);
+                        map.sent.trace(epoch_ns, first_packet)
+                    }
+                    None => Vec::new(),
+                }
+            }
+        }
+    }
+}
+
 /// The frames the sender noted, as a trace: packets as many as were sent, by sequence number.
 fn write_frame_trace(
     path: &std::path::Path,
-    noted: &std::sync::Mutex<metronome_media::frames::Noted>,
+    noted: Noted,
     outcome: &metronome_rt::sender::SenderOutcome,
 ) -> Result<(), String> {
-    let mut noted = noted.lock().unwrap_or_else(|e| e.into_inner());
-    noted.finish();
-    let mut frames = noted
-        .frames
-        .trace(outcome.epoch_unix_ns, u64::from(outcome.first_seq));
+    let mut frames = noted.trace(outcome.epoch_unix_ns, u64::from(outcome.first_seq));
     // Frames whose packets never left (the run stopped first) are not in the trace.
     let sent_end = u64::from(outcome.first_seq) + outcome.packets;
     frames.retain(|f| f.packets.first().is_some_and(|p| *p < sent_end));

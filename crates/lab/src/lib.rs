@@ -25,5 +25,6 @@ pub mod model;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod served;
 pub mod video;
 pub mod wall;

@@ -406,6 +406,21 @@ const LADDER_OVERHEAD: u32 = 12 + metronome_wire::rtp::SEND_TIME_EXT_LEN as u32 
 /// A flow's ladder video: the ladder of its content (from the cache, or encoded now), sent as
 /// Evalvid-RA sends it; its frame map; the coarsest rung's rate on the wire.
 #[allow(clippy::too_many_arguments)]
+/// The ladder flow `f` sends (`v` showing `content`, coded as `coded`): its GOP, as long as
+/// the flow; this process's, the cache's, or encoded now.
+pub fn flow_ladder(
+    f: &FlowDecl,
+    v: VideoDecl,
+    content: &VideoContent,
+    coded: CodedVideo,
+    plan: &RtpPlan,
+) -> Result<Arc<metronome_media::ladder::Ladder>, String> {
+    let gop = plan.gop.unwrap_or(v.fps);
+    let frames = (f.duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u32;
+    let spec = crate::ladder::spec(v, content, coded, gop, frames.max(1))?;
+    crate::ladder::ladder(spec, v, content).map_err(|e| format!("flow '{}': {e}", f.name))
+}
+
 fn ladder_video(
     f: &FlowDecl,
     v: VideoDecl,
@@ -414,12 +429,8 @@ fn ladder_video(
     plan: &RtpPlan,
     n: &Numbering,
 ) -> Result<(Timed<LadderVideo>, SharedFrames, u64), String> {
-    let gop = plan.gop.unwrap_or(v.fps);
-    let frames = (f.duration.as_nanos() * u128::from(v.fps)).div_ceil(1_000_000_000) as u32;
-    let spec = crate::ladder::spec(v, content, coded, gop, frames.max(1))?;
     let watch = crate::wall::Stopwatch::start();
-    let ladder =
-        crate::ladder::ladder(spec, v, content).map_err(|e| format!("flow '{}': {e}", f.name))?;
+    let ladder = flow_ladder(f, v, content, coded, plan)?;
     let getting_s = watch.seconds();
     let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, true);
     let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, LADDER_OVERHEAD);

@@ -5,21 +5,21 @@
 //!
 //! The source is the simulator's own (`model::flow_source`: constant-rate MPEG-TS, the encoded
 //! test pattern, or a ladder's frames as coded), opened by the server once it has numbered and
-//! timed the stream ([`LabSource`]). It notes which frame each packet carries as it makes it,
+//! timed the stream ([`crate::served::ServedFlow`]). It notes which frame each packet carries as it makes it,
 //! so that frames are counted lost and late exactly as in sim mode.
 
 use super::Stage;
-use crate::model::{self, Frames, Numbering, RtpPlan};
+use crate::model::RtpPlan;
+use crate::served::ServedFlow;
 use crate::video::{lock_frames, view_flow, FlowVideo, FrameMap};
 use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::meter::Meter;
 use metronome_rt::clock::Clock;
 use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
-use metronome_rt::streams::{GivenSource, PacketShape, RtpSourcePlan, StartInfo};
+use metronome_rt::streams::GivenSource;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_session::sender::RtpSource;
 use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
@@ -31,61 +31,6 @@ use std::time::Duration;
 const SEND_TIME_ID: u8 = metronome_wire::rtp::SEND_TIME_EXT_ID;
 /// IPv4 and UDP headers.
 const OVERHEAD: u32 = 28;
-
-/// A flow's source as the lab makes it for the simulator, opened by the real-time server once
-/// it has numbered and timed the stream: the same packets, the same frames noted.
-pub(super) struct LabSource {
-    f: FlowDecl,
-    plan: RtpPlan,
-    /// What opening it made: the flow's frames (video), for the report.
-    frames: Arc<Mutex<Option<Frames>>>,
-}
-
-impl LabSource {
-    pub fn new(f: &FlowDecl, plan: RtpPlan) -> LabSource {
-        LabSource {
-            f: f.clone(),
-            plan,
-            frames: Arc::new(Mutex::new(None)),
-        }
-    }
-}
-
-/// How the flow's rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count
-/// the whole packet on the wire, at most the MTU.
-fn shape(plan: &RtpPlan) -> PacketShape {
-    match plan.coded {
-        Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
-        None => PacketShape::mp2t(plan.ts_per_packet, true),
-    }
-}
-
-impl RtpSourcePlan for LabSource {
-    fn describe(&self) -> String {
-        format!("flow '{}' as the lab makes it", self.f.name)
-    }
-    fn start_rate(&self) -> u64 {
-        self.plan.start_bps()
-    }
-    fn shape(&self) -> PacketShape {
-        shape(&self.plan)
-    }
-    fn open(
-        self: Box<Self>,
-        start: &StartInfo,
-        epoch: Timestamp,
-    ) -> Result<Box<dyn RtpSource>, String> {
-        let n = Numbering {
-            ssrc: start.ssrc,
-            seq: start.seq,
-            rtp_ts_base: start.rtptime,
-            epoch,
-        };
-        let made = model::flow_source(&self.f, &self.plan, &n)?;
-        *self.frames.lock().unwrap_or_else(|e| e.into_inner()) = Some(made.frames);
-        Ok(made.source)
-    }
-}
 
 /// A receiver that runs the engine's receiver session (RTCP, and the rate controller's end)
 /// and notes every packet, as [`receive`] does.
@@ -221,11 +166,11 @@ pub(super) fn rtp_flow(
     let (rate_bps, cc, mtu) = (plan.rate_bps, plan.cc, plan.mtu);
     // The source's units per bit on the wire: with a rate controller, `rate` is the most on
     // the wire, and the source starts at `start_rate` (as in the simulator).
-    let shape = shape(&plan);
+    let shape = ServedFlow::packet_shape(&plan);
     let per_wire = shape.source_bits as f64 / (shape.wire_bytes * 8).max(1) as f64;
     let max_source = (cc != RtpCc::Fixed).then_some((rate_bps as f64 * per_wire) as u64);
-    let source = LabSource::new(f, plan);
-    let frames = source.frames.clone();
+    let source = ServedFlow::new(f, plan);
+    let frames = source.frames();
     let targets: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
     let stop_rx = AtomicBool::new(false);
     let from = super::host_index(st.names, &f.from);

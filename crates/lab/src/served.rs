@@ -1,0 +1,118 @@
+//! A flow's source as the lab makes it for the simulator (`model::flow_source`: constant-rate
+//! MPEG-TS, the encoded test pattern, or a ladder's frames as coded), for the real-time server
+//! to send: emu mode's hosts and `metronome serve --codec` both send it. The server opens it
+//! once it has numbered and timed the stream; it notes which frame each packet carries as it
+//! makes it, so that frames are judged exactly as in sim mode.
+
+use crate::model::{self, Frames, Numbering, RtpPlan};
+use metronome_media::ladder::Ladder;
+use metronome_media::payload::sdp::{rtp_format, RtpFormat};
+use metronome_rt::streams::{PacketShape, RtpSourcePlan, StartInfo};
+use metronome_session::sender::RtpSource;
+use metronome_spec::scenario::{FlowDecl, VideoContent};
+use metronome_time::Timestamp;
+use std::sync::{Arc, Mutex};
+
+/// A flow's source, to be opened by the real-time server (see the module).
+pub struct ServedFlow {
+    f: FlowDecl,
+    plan: RtpPlan,
+    /// What opening it made: the flow's frames (video), for the report.
+    frames: Arc<Mutex<Option<Frames>>>,
+    /// A ladder's video, held from [`ServedFlow::rtp_format`] until it is opened (which then
+    /// finds it instead of encoding it again).
+    ladder: Option<Arc<Ladder>>,
+}
+
+impl ServedFlow {
+    pub fn new(f: &FlowDecl, plan: RtpPlan) -> ServedFlow {
+        ServedFlow {
+            f: f.clone(),
+            plan,
+            frames: Arc::new(Mutex::new(None)),
+            ladder: None,
+        }
+    }
+
+    /// Where the flow's frames will be once it is opened (`Some(None)`: opened, no video).
+    pub fn frames(&self) -> Arc<Mutex<Option<Frames>>> {
+        self.frames.clone()
+    }
+
+    /// How its rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count the
+    /// whole packet on the wire, at most the MTU.
+    pub fn packet_shape(plan: &RtpPlan) -> PacketShape {
+        match plan.coded {
+            Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
+            None => PacketShape::mp2t(plan.ts_per_packet, true),
+        }
+    }
+
+    /// A ladder's video: what its SDP says of it (encoding the ladder now, or reading it from
+    /// the cache); `None` for MPEG-TS.
+    pub fn rtp_format(&mut self) -> Result<Option<RtpFormat>, String> {
+        let (Some((v, content)), Some(coded)) = (&self.plan.video, self.plan.coded) else {
+            return Ok(None);
+        };
+        let ladder = model::flow_ladder(&self.f, *v, content, coded, &self.plan)?;
+        let first = ladder
+            .rungs
+            .first()
+            .and_then(|r| r.frames.first())
+            .ok_or_else(|| format!("flow '{}': the ladder has no frames", self.f.name))?;
+        let format = rtp_format(ladder.spec.encoder.codec, &first.data)
+            .map_err(|e| format!("flow '{}': {e}", self.f.name))?;
+        self.ladder = Some(ladder);
+        Ok(Some(format))
+    }
+}
+
+/// What a video shows, in a few words.
+fn content_name(c: &VideoContent) -> String {
+    match c {
+        VideoContent::Pattern => "the test pattern".into(),
+        VideoContent::Motion(seed) => format!("high-motion content (seed {seed})"),
+        VideoContent::File(p) => p.display().to_string(),
+        VideoContent::Lavfi(s) => format!("lavfi {}", s.join(", ")),
+    }
+}
+
+impl RtpSourcePlan for ServedFlow {
+    fn describe(&self) -> String {
+        match (&self.plan.video, self.plan.coded) {
+            (Some((v, content)), Some(coded)) => format!(
+                "flow '{}': {}x{}@{} {} as a {} ladder, quantizers {}–{}",
+                self.f.name,
+                v.width,
+                v.height,
+                v.fps,
+                content_name(content),
+                coded.codec.name(),
+                coded.quantizers.0,
+                coded.quantizers.1
+            ),
+            _ => format!("flow '{}' as the lab makes it", self.f.name),
+        }
+    }
+    fn start_rate(&self) -> u64 {
+        self.plan.start_bps()
+    }
+    fn shape(&self) -> PacketShape {
+        Self::packet_shape(&self.plan)
+    }
+    fn open(
+        self: Box<Self>,
+        start: &StartInfo,
+        epoch: Timestamp,
+    ) -> Result<Box<dyn RtpSource>, String> {
+        let n = Numbering {
+            ssrc: start.ssrc,
+            seq: start.seq,
+            rtp_ts_base: start.rtptime,
+            epoch,
+        };
+        let made = model::flow_source(&self.f, &self.plan, &n)?;
+        *self.frames.lock().unwrap_or_else(|e| e.into_inner()) = Some(made.frames);
+        Ok(made.source)
+    }
+}
