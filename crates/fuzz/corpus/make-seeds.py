@@ -193,6 +193,17 @@ def main():
     put("rfc4175", "continuation-forever", join(rtp(pt=96, payload=b"\x00\x00" + line(0, 0, 0, 1) * 200)))
     put("rfc4175", "length-past-payload", join(rtp(pt=96, payload=b"\x00\x00" + line(0xffff, 0, 0, 0) + px)))
     put("rfc4175", "odd-offsets", join(rtp(pt=96, payload=b"\x00\x00" + line(3, 0, 1, 1) + line(5, 0, 63, 0) + b"abcdefgh")))
+    # ---- coded-depay (RTP of MPEG-4 Visual and H.264 frames; odd first byte: a gap before it)
+    vop = b"\x00\x00\x01\xb6" + bytes(range(1, 200))
+    put("coded-depay", "mpeg4-frames", join(rtp(pt=96, seq=2, ts=0, payload=vop[:100]), rtp(pt=96, seq=4, ts=0, payload=vop[100:], marker=1), rtp(pt=96, seq=6, ts=3600, payload=vop, marker=1)))
+    sps, pps = b"\x67\x64\x00\x1f\xac", b"\x68\xee\x3c\x80"
+    stap = b"\x18" + struct.pack(">H", len(sps)) + sps + struct.pack(">H", len(pps)) + pps
+    fu = lambda se, body: b"\x7c" + bytes([se | 5]) + body
+    put("coded-depay", "h264-stap-fu", join(rtp(pt=96, seq=2, payload=stap), rtp(pt=96, seq=4, payload=fu(0x80, b"a" * 90)), rtp(pt=96, seq=6, payload=fu(0, b"b" * 90)), rtp(pt=96, seq=8, payload=fu(0x40, b"c" * 9), marker=1)))
+    put("coded-depay", "stap-size-past-payload", join(rtp(pt=96, seq=2, payload=b"\x18\xff\xff\x67", marker=1)))
+    put("coded-depay", "fu-without-start-after-gap", join(rtp(pt=96, seq=2, payload=fu(0x80, b"a" * 9)), rtp(pt=96, seq=5, payload=fu(0, b"b" * 9)), rtp(pt=96, seq=6, payload=fu(0x40, b"c"), marker=1)))
+    put("coded-depay", "timestamps-without-markers", join(*[rtp(pt=96, seq=2 * i, ts=i * 3000, payload=vop) for i in range(20)]))
+    put("coded-depay", "fmtp", "profile-level-id=1;config=000001B0F5000001B5;sprop-parameter-sets=Z2QAH6w=,aO48gA==,!!")
     # ---- http (control API)
     put("http", "get", "GET /streams HTTP/1.1\r\nHost: x\r\n\r\n")
     put("http", "post", "POST /streams HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"name\":\"a\",\"source\":\"test\",\"to\":\"x\"}  ")

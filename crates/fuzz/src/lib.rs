@@ -30,6 +30,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("sdp", targets::sdp),
     ("mpegts", targets::mpegts),
     ("rfc4175", targets::rfc4175),
+    ("coded-depay", targets::coded_depay),
     ("http", targets::http),
     ("scenario", targets::scenario),
     ("config", targets::config),

@@ -165,6 +165,29 @@ pub fn rfc4175(data: &[u8]) {
     }
 }
 
+/// RTP datagrams of coded video (RFC 6416 MP4V-ES, RFC 6184 H.264) into the depayloader that
+/// `recv --quality` runs, a gap before every datagram whose first byte is odd; the SDP
+/// configuration parser on the same bytes. A frame never outgrows its bound.
+pub fn coded_depay(data: &[u8]) {
+    use metronome_media::decode::VideoCodec;
+    use metronome_media::payload::depay::{config_of_fmtp, FrameDepayloader, MAX_FRAME_BYTES};
+    for codec in [VideoCodec::Mpeg4Part2, VideoCodec::H264] {
+        let mut d = FrameDepayloader::new(codec);
+        let mut frames = Vec::new();
+        for c in chunks(data) {
+            if c.first().is_some_and(|b| b & 1 == 1) {
+                d.lost();
+            }
+            if let Ok(p) = RtpView::parse(c) {
+                frames.extend(d.push(p.timestamp(), p.marker(), p.payload()));
+            }
+        }
+        frames.extend(d.finish());
+        assert!(frames.iter().all(|f| f.data.len() <= MAX_FRAME_BYTES));
+        let _ = config_of_fmtp(codec, &String::from_utf8_lossy(data));
+    }
+}
+
 /// A request to the HTTP control API.
 pub fn http(data: &[u8]) {
     let limits = metronome_rt::control::ControlLimits::default();

@@ -40,7 +40,7 @@ struct Args {
     #[arg(long, num_args = 2, value_names = ["TARGET", "FILE"])]
     replay: Option<Vec<String>>,
     /// Targets to run (all if none): rtp, rtcp, rtsp, rtsp-transport, rtsp-response, sdp,
-    /// mpegts, rfc4175, http, scenario, config
+    /// mpegts, rfc4175, coded-depay, http, scenario, config
     targets: Vec<String>,
 }
 

@@ -11,6 +11,7 @@
 //! - H.264: each NAL unit of the access unit (Annex B start codes removed) in a packet of its
 //!   own when it fits (§5.6), else in FU-A fragments (§5.8).
 
+pub mod depay;
 mod h264;
 pub mod sdp;
 
