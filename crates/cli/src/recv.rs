@@ -80,8 +80,9 @@ pub struct RecvArgs {
     #[arg(long, value_name = "ADDR")]
     pub iface: Option<Ipv4Addr>,
     /// Judge what a viewer saw against this reference video (.y4m, 4:2:0, the source before
-    /// encoding): the H.264 frames that arrived whole, decoded by openh264, each display slot
-    /// against the reference's frame (PSNR, SSIM, MOS), frames lost by type, cumulative jitter
+    /// encoding): the frames that arrived whole (H.264 in MPEG-TS; from an SDP, MPEG-4 Part 2
+    /// or H.264 straight over RTP), decoded by FFmpeg's decoder, each display slot against the
+    /// reference's frame (PSNR, SSIM, MOS), frames lost by type, cumulative jitter
     #[arg(long, value_name = "REFERENCE.y4m")]
     pub quality: Option<PathBuf>,
     /// With --quality: write one CSV row per display slot here
@@ -221,11 +222,25 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
         PayloadKind::Any
     };
     cfg.session.clock = MediaClock::new(m.clock_rate);
-    if !mp2t && !a.any_payload {
+    let judged = a.quality.is_some() && coded_video(m).is_some();
+    if !mp2t && !a.any_payload && !judged {
         eprintln!(
             "metronome: payload type {} is {}/{}, not MPEG-TS: measuring RTP only (any-payload mode)",
             m.payload_type, m.encoding, m.clock_rate
         );
+    }
+}
+
+/// The codec of coded video straight over RTP that `--quality` judges: MP4V-ES (RFC 6416) or
+/// H.264 (RFC 6184).
+fn coded_video(m: &MediaDescription) -> Option<metronome_media::decode::VideoCodec> {
+    use metronome_media::decode::VideoCodec;
+    if m.encoding.eq_ignore_ascii_case("MP4V-ES") {
+        Some(VideoCodec::Mpeg4Part2)
+    } else if m.encoding.eq_ignore_ascii_case("H264") {
+        Some(VideoCodec::H264)
+    } else {
+        None
     }
 }
 
@@ -393,6 +408,13 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     }
     let (mut cfg, viewer) = config(a, url)?;
     apply_media(&mut cfg, a, m);
+    if let (Some(v), Some(codec)) = (&viewer, coded_video(m)) {
+        let config = m
+            .fmtp
+            .as_deref()
+            .and_then(|f| metronome_media::payload::depay::config_of_fmtp(codec, f));
+        *v.lock().unwrap_or_else(|e| e.into_inner()) = LiveViewer::coded(codec, config);
+    }
     let receiver = Receiver::open(cfg).map_err(|e| format!("{path}: {e}"))?;
     eprintln!(
         "metronome: listening on {url} (from {path}: {} payload type {})",

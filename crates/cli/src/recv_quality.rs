@@ -1,12 +1,14 @@
 //! `metronome recv … --quality REFERENCE`: what a viewer of the live stream saw, judged against
 //! the reference video, frame by frame.
 //!
-//! While the stream runs, every accepted RTP payload (MPEG-TS) goes to a [`LiveViewer`] on the
-//! receiving thread: a packet in sequence is taken at once, without a copy; after a gap, a
-//! short reorder window puts packets back in sequence order, a gap in the
-//! sequence numbers marks the frame being assembled as damaged, and the video's PES packets
-//! become access units, each with the time its last packet arrived. The coded frames are kept,
-//! up to [`MAX_CODED_BYTES`].
+//! While the stream runs, every accepted RTP payload goes to a [`LiveViewer`] on the receiving
+//! thread: a packet in sequence is taken at once, without a copy; after a gap, a short reorder
+//! window puts packets back in sequence order, and a gap in the sequence numbers marks the
+//! frame being assembled as damaged. MPEG-TS payloads go through the demuxer, whose PES
+//! packets become access units (PTS from the PES header); coded video straight over RTP (an
+//! SDP's MP4V-ES or H264) goes through `metronome_media::payload::depay` (a frame per RTP
+//! timestamp, its presentation time). Each frame keeps the time its last packet arrived; the
+//! coded frames are kept, up to [`MAX_CODED_BYTES`].
 //!
 //! At the end, a frame's display slot is its PTS, counted in frames of the reference's rate
 //! from the earliest frame received (`--reference-start` skips reference frames, for a
@@ -15,9 +17,9 @@
 //! `--playout-deadline`, slot `j` is on screen at the first frame's arrival plus `j` frame
 //! intervals plus the deadline (a player's buffer of that length), and seed 002's rule
 //! decides what a late frame becomes. The frames that reached the player are decoded by
-//! FFmpeg's H.264 decoder in decode order (any profile, B-frames included, with its error
-//! concealment), and each slot's picture is compared with the reference's frame: PSNR, SSIM,
-//! MOS.
+//! FFmpeg's decoder in decode order (H.264 of any profile or MPEG-4 Part 2, B-frames included,
+//! with its error concealment; the SDP's configuration given to it), and each slot's picture
+//! is compared with the reference's frame: PSNR, SSIM, MOS.
 //!
 //! Frame delay here is relative: from the first frame's arrival plus its slot's share of time,
 //! as a receiver without the sender's clock can tell it (the cumulative jitter, seed 002's
@@ -26,6 +28,7 @@
 use metronome_media::decode::{VideoCodec, VideoDecoder};
 use metronome_media::demux::VideoDemux;
 use metronome_media::encode::frame_type;
+use metronome_media::payload::depay::FrameDepayloader;
 use metronome_quality::compare;
 use metronome_quality::playout::{reconstruct, FrameType, LateRule, Playout, SentFrame};
 use metronome_quality::psnr::{self, RunPsnr};
@@ -34,6 +37,7 @@ use metronome_quality::viewer::play;
 use metronome_quality::y4m::Reader;
 use metronome_quality::{mos, Chroma, Picture};
 use metronome_rt::receiver::PayloadSink;
+use metronome_session::receiver::PacketRecord;
 use metronome_time::Timestamp;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -57,14 +61,50 @@ struct Received {
 /// Collects the live stream's frames (see the module's documentation).
 pub struct LiveViewer {
     ssrc: Option<u32>,
-    pending: BTreeMap<u64, (Timestamp, Vec<u8>)>,
+    pending: BTreeMap<u64, Pending>,
     next_seq: Option<u64>,
-    demux: VideoDemux,
-    /// When the last TS packet of the video PID arrived (the open access unit's end so far).
-    last_video: Option<Timestamp>,
+    assembly: Assembly,
+    /// The RTP timestamp and marker of the packet the session just took (its payload comes
+    /// next): `(extended sequence number, timestamp, marker)`.
+    header: Option<(u64, u32, bool)>,
     frames: Vec<Received>,
     kept_bytes: usize,
     counts: LiveCounts,
+}
+
+/// A packet held back to be put in sequence.
+struct Pending {
+    at: Timestamp,
+    rtp_ts: u32,
+    marker: bool,
+    payload: Vec<u8>,
+}
+
+/// How payloads become frames.
+enum Assembly {
+    /// MPEG-TS: the video's PES packets become access units; `last_video` is when the last
+    /// TS packet of the video PID arrived (the open access unit's end so far).
+    Ts {
+        demux: VideoDemux,
+        last_video: Option<Timestamp>,
+    },
+    /// Coded frames straight over RTP (RFC 6416, RFC 6184), each frame's presentation time
+    /// its RTP timestamp (`unwrapped`: the last one, extended to 64 bits); `config` the SDP's.
+    Frames {
+        depay: FrameDepayloader,
+        config: Option<Vec<u8>>,
+        unwrapped: Option<(u32, u64)>,
+        last_at: Option<Timestamp>,
+    },
+}
+
+impl Assembly {
+    fn codec(&self) -> VideoCodec {
+        match self {
+            Assembly::Ts { .. } => VideoCodec::H264,
+            Assembly::Frames { depay, .. } => depay.codec(),
+        }
+    }
 }
 
 /// What the viewer counted while receiving.
@@ -76,7 +116,7 @@ pub struct LiveCounts {
     pub too_late_packets: u64,
     /// Gaps in the sequence numbers (packets lost).
     pub gaps: u64,
-    /// Payloads that were not whole TS packets.
+    /// Payloads that were not whole TS packets, or malformed RTP payloads of coded video.
     pub bad_payloads: u64,
     /// Access units without a PTS (not placed).
     pub without_pts: u64,
@@ -85,17 +125,12 @@ pub struct LiveCounts {
 }
 
 impl Default for LiveViewer {
+    /// A viewer of MPEG-TS.
     fn default() -> Self {
-        LiveViewer {
-            ssrc: None,
-            pending: BTreeMap::new(),
-            next_seq: None,
+        LiveViewer::with(Assembly::Ts {
             demux: VideoDemux::new(),
             last_video: None,
-            frames: Vec::new(),
-            kept_bytes: 0,
-            counts: LiveCounts::default(),
-        }
+        })
     }
 }
 
@@ -109,12 +144,22 @@ impl PayloadSink for LiveViewer {
             self.counts.too_late_packets += 1;
             return;
         }
+        let (rtp_ts, marker) = match self.header.take() {
+            Some((seq, ts, m)) if seq == ext_seq => (ts, m),
+            _ => (0, false),
+        };
         // In sequence with what was taken, nothing held: taken at once, without a copy.
         if self.pending.is_empty() && self.next_seq == Some(ext_seq) {
-            self.take(ext_seq, arrival, payload);
+            self.take(ext_seq, arrival, rtp_ts, marker, payload);
             return;
         }
-        self.pending.insert(ext_seq, (arrival, payload.to_vec()));
+        let held = Pending {
+            at: arrival,
+            rtp_ts,
+            marker,
+            payload: payload.to_vec(),
+        };
+        self.pending.insert(ext_seq, held);
         while self.pending.len() > REORDER_WINDOW {
             self.flush_one();
         }
@@ -126,55 +171,116 @@ impl PayloadSink for LiveViewer {
             self.flush_one();
         }
     }
+
+    fn packet(&mut self, rec: &PacketRecord, _: u64, datagram: &[u8]) {
+        let marker = datagram.get(1).is_some_and(|b| b & 0x80 != 0);
+        self.header = Some((rec.ext_seq, rec.rtp_ts, marker));
+    }
 }
 
 impl LiveViewer {
+    fn with(assembly: Assembly) -> Self {
+        LiveViewer {
+            ssrc: None,
+            pending: BTreeMap::new(),
+            next_seq: None,
+            assembly,
+            header: None,
+            frames: Vec::new(),
+            kept_bytes: 0,
+            counts: LiveCounts::default(),
+        }
+    }
+
+    /// A viewer of `codec` frames straight over RTP, `config` the SDP's (MPEG-4's VOL
+    /// headers, H.264's parameter sets) if it gives one.
+    pub fn coded(codec: VideoCodec, config: Option<Vec<u8>>) -> Self {
+        LiveViewer::with(Assembly::Frames {
+            depay: FrameDepayloader::new(codec),
+            config,
+            unwrapped: None,
+            last_at: None,
+        })
+    }
+
     fn flush_one(&mut self) {
-        if let Some((seq, (at, payload))) = self.pending.pop_first() {
-            self.take(seq, at, &payload);
+        if let Some((seq, p)) = self.pending.pop_first() {
+            self.take(seq, p.at, p.rtp_ts, p.marker, &p.payload);
         }
     }
 
     /// Packet `seq`'s payload, in sequence order: a gap before it damages the frame being
-    /// assembled; its TS packets go to the demuxer.
-    fn take(&mut self, seq: u64, at: Timestamp, payload: &[u8]) {
-        if self.next_seq.is_some_and(|n| seq > n) {
+    /// assembled; the payload goes to the demuxer or the depayloader.
+    fn take(&mut self, seq: u64, at: Timestamp, rtp_ts: u32, marker: bool, payload: &[u8]) {
+        let gap = self.next_seq.is_some_and(|n| seq > n);
+        if gap {
             self.counts.gaps += 1;
-            self.demux.lost();
         }
         self.next_seq = Some(seq + 1);
-        if payload.len() % 188 != 0 {
-            self.counts.bad_payloads += 1;
+        let mut done = Vec::new();
+        match &mut self.assembly {
+            Assembly::Ts { demux, last_video } => {
+                if gap {
+                    demux.lost();
+                }
+                if payload.len() % 188 != 0 {
+                    self.counts.bad_payloads += 1;
+                }
+                for ts in payload.chunks_exact(188) {
+                    let video = demux.pid().is_some_and(|pid| {
+                        u16::from_be_bytes([ts[1] & 0x1f, ts[2]]) == pid && ts[0] == 0x47
+                    });
+                    if let Some(au) = demux.push(ts) {
+                        done.push((au.pts_90k, au.data, au.damaged, last_video.unwrap_or(at)));
+                    }
+                    if video {
+                        *last_video = Some(at);
+                    }
+                }
+            }
+            Assembly::Frames {
+                depay,
+                unwrapped,
+                last_at,
+                ..
+            } => {
+                if gap {
+                    depay.lost();
+                }
+                let malformed = depay.malformed();
+                for f in depay.push(rtp_ts, marker, payload) {
+                    // Ended by its marker (this packet), or by this packet's new timestamp.
+                    let complete = if f.rtp_ts == rtp_ts {
+                        at
+                    } else {
+                        last_at.unwrap_or(at)
+                    };
+                    let pts = unwrap_rtp(unwrapped, f.rtp_ts);
+                    done.push((Some(pts), f.data, f.damaged, complete));
+                }
+                self.counts.bad_payloads += depay.malformed() - malformed;
+                *last_at = Some(at);
+            }
         }
-        for ts in payload.chunks_exact(188) {
-            let video = self.demux.pid().is_some_and(|pid| {
-                u16::from_be_bytes([ts[1] & 0x1f, ts[2]]) == pid && ts[0] == 0x47
-            });
-            let done = self.demux.push(ts);
-            if let Some(au) = done {
-                let complete = self.last_video.unwrap_or(at);
-                self.keep(au, complete);
-            }
-            if video {
-                self.last_video = Some(at);
-            }
+        for (pts, data, damaged, complete) in done {
+            self.keep(pts, data, damaged, complete);
         }
     }
 
-    fn keep(&mut self, au: metronome_media::demux::AccessUnit, complete: Timestamp) {
-        let Some(pts_90k) = au.pts_90k else {
+    fn keep(&mut self, pts_90k: Option<u64>, data: Vec<u8>, damaged: bool, complete: Timestamp) {
+        let Some(pts_90k) = pts_90k else {
             self.counts.without_pts += 1;
             return;
         };
-        if self.kept_bytes + au.data.len() > MAX_CODED_BYTES || self.frames.len() >= MAX_FRAMES {
+        if self.kept_bytes + data.len() > MAX_CODED_BYTES || self.frames.len() >= MAX_FRAMES {
             self.counts.over_budget += 1;
             return;
         }
-        self.kept_bytes += au.data.len();
+        self.kept_bytes += data.len();
         self.frames.push(Received {
             pts_90k,
-            data: au.data,
-            damaged: au.damaged,
+            data,
+            damaged,
             complete,
         });
     }
@@ -184,11 +290,62 @@ impl LiveViewer {
         while !self.pending.is_empty() {
             self.flush_one();
         }
-        if let Some(au) = self.demux.finish() {
-            let complete = self.last_video.unwrap_or(Timestamp::ZERO);
-            self.keep(au, complete);
+        let last = match &mut self.assembly {
+            Assembly::Ts { demux, last_video } => demux.finish().map(|au| {
+                (
+                    au.pts_90k,
+                    au.data,
+                    au.damaged,
+                    last_video.unwrap_or(Timestamp::ZERO),
+                )
+            }),
+            Assembly::Frames {
+                depay,
+                unwrapped,
+                last_at,
+                ..
+            } => depay.finish().map(|f| {
+                let pts = unwrap_rtp(unwrapped, f.rtp_ts);
+                (
+                    Some(pts),
+                    f.data,
+                    f.damaged,
+                    last_at.unwrap_or(Timestamp::ZERO),
+                )
+            }),
+        };
+        if let Some((pts, data, damaged, complete)) = last {
+            self.keep(pts, data, damaged, complete);
         }
     }
+
+    /// Whether the video was found: MPEG-TS's H.264 stream (a PMT with stream type 0x1b), or
+    /// any coded frame.
+    fn video_found(&self) -> bool {
+        match &self.assembly {
+            Assembly::Ts { demux, .. } => demux.stream_type() == Some(0x1b),
+            Assembly::Frames { .. } => !self.frames.is_empty(),
+        }
+    }
+
+    /// The decoder's out-of-band configuration, if the stream has one.
+    fn config(&self) -> Option<&[u8]> {
+        match &self.assembly {
+            Assembly::Frames { config, .. } => config.as_deref(),
+            Assembly::Ts { .. } => None,
+        }
+    }
+}
+
+/// RTP timestamp `ts` extended to 64 bits from the last one (`*last`), from 2^32 on so that a
+/// frame presented before the first (B-frames) stays positive.
+fn unwrap_rtp(last: &mut Option<(u32, u64)>, ts: u32) -> u64 {
+    let ext = match *last {
+        Some((prev, ext)) => ext.wrapping_add_signed(i64::from(ts.wrapping_sub(prev) as i32)),
+        None => 1 << 32,
+    };
+    *last = Some((ts, ext));
+    ext
 }
 
 /// How the frames are played out and placed.
@@ -263,7 +420,7 @@ pub fn judge<R: BufRead>(
     let mut out = LiveQuality {
         reference: reference_name.to_string(),
         psnr_cap_db: psnr::CAP_DB,
-        video_found: viewer.demux.stream_type() == Some(0x1b),
+        video_found: viewer.video_found(),
         counts: viewer.counts,
         ..LiveQuality::default()
     };
@@ -282,6 +439,7 @@ pub fn judge<R: BufRead>(
     };
     let a0 = first.complete;
     let (slot_of, slots) = display_slots(&viewer.frames, tick_frame);
+    let codec = viewer.assembly.codec();
     let mut coded: Vec<&[u8]> = vec![&[]; slots];
     let mut sent: Vec<SentFrame> = (0..slots)
         .map(|k| SentFrame {
@@ -299,7 +457,7 @@ pub fn judge<R: BufRead>(
             continue;
         };
         order.push(k as u32);
-        sent[k].kind = frame_type(VideoCodec::H264, &f.data);
+        sent[k].kind = frame_type(codec, &f.data);
         sent[k].size_bytes = f.data.len() as u32;
         coded[k] = &f.data;
         if !f.damaged {
@@ -326,7 +484,7 @@ pub fn judge<R: BufRead>(
         }
     }
     let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
-    let mut decoder = VideoDecoder::new(VideoCodec::H264, None).map_err(|e| e.to_string())?;
+    let mut decoder = VideoDecoder::new(codec, viewer.config()).map_err(|e| e.to_string())?;
     let mut video = match shown_video {
         Some(v) if v.y4m => Some(Sink::Y4m(
             metronome_quality::y4m::Writer::new(v.out, fmt)

@@ -212,3 +212,182 @@ fn an_h264_ladder_with_b_frames_plays_in_ffmpeg_and_gstreamer_from_its_sdp() {
         out.report()
     );
 }
+
+/// `recv SDP --quality REF --json` while the stream of `codec` showing `reference` is sent:
+/// its `quality` object.
+fn judged(
+    codec: &str,
+    extra: &[&str],
+    port: u16,
+    sdp: &Path,
+    reference: &Path,
+    output: &Path,
+) -> serde_json::Value {
+    let mut recv = bin();
+    recv.arg("recv")
+        .arg(sdp)
+        .arg("--quality")
+        .arg(reference)
+        .args(["--duration", "8", "--json", "--output"])
+        .arg(output);
+    let out = play(&mut recv, codec, extra, port, sdp);
+    assert!(out.succeeded(), "recv: {}", out.report());
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("recv --json: {e}: {}", out.report()));
+    v["quality"].clone()
+}
+
+/// FFmpeg's PSNR of Y of `video` against `reference` (its psnr filter's average).
+fn ffmpeg_psnr_y(video: &Path, reference: &Path) -> f64 {
+    let out = run(
+        Command::new("ffmpeg")
+            .args(["-nostdin", "-i"])
+            .arg(video)
+            .arg("-i")
+            .arg(reference)
+            .args(["-lavfi", "psnr", "-f", "null", "-"]),
+        Duration::from_secs(60),
+    );
+    out.stderr
+        .lines()
+        .find_map(|l| l.split("PSNR y:").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no PSNR from FFmpeg: {}", out.report()))
+}
+
+/// The reference both ends see: 125 frames of FFmpeg's testsrc2 at QCIF, 25 fps.
+fn reference(dir: &Path) -> PathBuf {
+    let path = dir.join("ref.y4m");
+    run(
+        Command::new("ffmpeg")
+            .args(["-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i"])
+            .arg("testsrc2=size=176x144:rate=25")
+            .args(["-frames:v", "125", "-pix_fmt", "yuv420p"])
+            .arg(&path),
+        Duration::from_secs(60),
+    )
+    .expect_success();
+    path
+}
+
+/// What `recv --quality` says must be what FFmpeg's decoder gives: every frame judged, none
+/// lost, PSNR within 0.05 dB of FFmpeg's psnr filter on FFmpeg's own decoding.
+fn assert_judged_as_ffmpeg(q: &serde_json::Value, ffmpeg_db: f64) {
+    assert_eq!(q["frames"], FRAMES, "{q}");
+    assert_eq!(q["frames_lost"], 0, "{q}");
+    assert_eq!(q["undecodable"], 0, "{q}");
+    assert_eq!(q["video_found"], true, "{q}");
+    assert_eq!(q["counts"]["bad_payloads"], 0, "{q}");
+    let ours = q["psnr_global"]["y_db"].as_f64().unwrap();
+    assert!(
+        (ours - ffmpeg_db).abs() <= 0.05,
+        "recv --quality: PSNR-Y {ours:.3} dB, FFmpeg {ffmpeg_db:.3} dB"
+    );
+}
+
+#[test]
+fn recv_quality_judges_mpeg4_and_h264_over_rtp_as_ffmpeg_decodes_them() {
+    require("ffmpeg", "ffmpeg");
+    let dir = tmp_dir("coded-quality");
+    let port = port_pair();
+    let reference = reference(&dir);
+    let content = reference.display().to_string();
+
+    // MPEG-4: the payloads in order are the elementary stream (what `--output` keeps), which
+    // FFmpeg decodes as Evalvid's tools do.
+    let extra = ["--quantizers", "4-8", "--content", &content];
+    let sdp = describe("mpeg4", &extra, port, &dir);
+    let m4v = dir.join("got.m4v");
+    let q = judged("mpeg4", &extra, port, &sdp, &reference, &m4v);
+    assert_judged_as_ffmpeg(&q, ffmpeg_psnr_y(&m4v, &reference));
+
+    // H.264 with B-frames: FFmpeg decodes a second run of the same stream from the SDP (the
+    // ladder, the rungs and so the frames are the same: the rate is fixed).
+    let extra = [
+        "--quantizers",
+        "24-28",
+        "--b-frames",
+        "2",
+        "--content",
+        &content,
+    ];
+    let sdp = describe("h264", &extra, port, &dir);
+    let q = judged(
+        "h264",
+        &extra,
+        port,
+        &sdp,
+        &reference,
+        &dir.join("got.h264"),
+    );
+    let decoded = dir.join("ffmpeg.y4m");
+    let mut c = Command::new("ffmpeg");
+    c.args([
+        "-nostdin",
+        "-v",
+        "error",
+        "-y",
+        "-protocol_whitelist",
+        "file,udp,rtp",
+    ])
+    .arg("-i")
+    .arg(&sdp)
+    .args(["-fps_mode", "passthrough", "-frames:v"])
+    .arg(FRAMES.to_string())
+    .arg(&decoded);
+    let out = play(&mut c, "h264", &extra, port, &sdp);
+    assert!(out.succeeded(), "{}", out.report());
+    assert_judged_as_ffmpeg(&q, ffmpeg_psnr_y(&decoded, &reference));
+}
+
+/// FFmpeg's own RTP payloader (x264 High profile with B-frames, RFC 6184) and its own SDP:
+/// `recv --quality` judges the stream as FFmpeg decodes the same encoding from a file.
+#[test]
+fn recv_quality_judges_ffmpegs_own_h264_rtp_stream_as_ffmpeg_decodes_it() {
+    require("ffmpeg", "ffmpeg");
+    let dir = tmp_dir("coded-ffmpeg-h264");
+    let port = port_pair();
+    let reference = reference(&dir);
+    let sdp = dir.join("ffmpeg.sdp");
+    let x264 = |c: &mut Command| {
+        c.args(["-nostdin", "-v", "error", "-y", "-i"])
+            .arg(&reference)
+            .args(["-c:v", "libx264", "-threads", "1", "-profile:v", "high"])
+            .args(["-bf", "2", "-g", "25", "-pix_fmt", "yuv420p"]);
+    };
+    let send = |frames: Option<&str>| {
+        let mut c = Command::new("ffmpeg");
+        c.arg("-re");
+        x264(&mut c);
+        if let Some(n) = frames {
+            c.args(["-frames:v", n]);
+        }
+        c.args(["-f", "rtp"])
+            .arg(format!("rtp://127.0.0.1:{port}"))
+            .arg("-sdp_file")
+            .arg(&sdp);
+        run(&mut c, Duration::from_secs(60)).expect_success();
+    };
+    // Its SDP first (the same for every run of these settings), then the stream.
+    send(Some("2"));
+    let mut recv = bin();
+    recv.arg("recv")
+        .arg(&sdp)
+        .arg("--quality")
+        .arg(&reference)
+        .args(["--duration", "8", "--json"]);
+    let r = Running::spawn(&mut recv);
+    std::thread::sleep(Duration::from_secs(1));
+    send(None);
+    let out = r.finish_within(Duration::from_secs(30));
+    assert!(out.succeeded(), "recv: {}", out.report());
+    let v: serde_json::Value = serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("recv --json: {e}: {}", out.report()));
+    let file = dir.join("x264.mp4");
+    let mut c = Command::new("ffmpeg");
+    x264(&mut c);
+    c.arg(&file);
+    run(&mut c, Duration::from_secs(60)).expect_success();
+    assert_judged_as_ffmpeg(&v["quality"], ffmpeg_psnr_y(&file, &reference));
+}
