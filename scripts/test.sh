@@ -37,10 +37,20 @@ fi
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# The tests' scratch files go to a directory of this run's own (TMPDIR), open to all like /tmp
+# (VLC runs as nobody), removed at the end: a test that leaves files behind fails the suite,
+# because a machine that runs it often would fill its disk.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/metronome-suite.XXXXXX")
+chmod 1777 "$scratch"
+trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
 # --no-fail-fast: a failure in one test binary must not hide the results of the others.
 status=0
-cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
+TMPDIR=$scratch cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
+left=$(find "$scratch" -mindepth 1 -maxdepth 1 -name 'metronome-*' -printf '%f ' | head -c 2000)
+if [ -n "$left" ]; then
+  echo "test.sh: tests left files behind in $scratch (each test must remove its own): $left" >&2
+  status=1
+fi
 # One closing line for the whole suite (cargo prints one summary per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1); if ($i ~ /^ignored/) s += $(i-1) } }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s; if (p == 0) exit 1 }' "$log"

@@ -205,8 +205,8 @@ fn bench_emu_reports_both_cases_side_by_side() {
 /// its hosts removed), no other starts, and the run says it was interrupted.
 #[test]
 fn an_interrupted_lab_run_in_emu_mode_removes_its_hosts() {
-    let out = std::env::temp_dir().join(format!("metronome-lab-int-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    let tmp = metronome_testkit::TempDir::new("lab-int");
+    let out = tmp.join("run");
     let run = Pair(
         bin()
             .args([
@@ -256,7 +256,6 @@ fn an_interrupted_lab_run_in_emu_mode_removes_its_hosts() {
         "left behind: {}",
         namespaces()
     );
-    let _ = std::fs::remove_dir_all(&out);
 }
 
 /// seed001-ffmpeg, shortened: FFmpeg (x264, RTP/MPEG-TS) streams to the clients' group from
@@ -280,9 +279,7 @@ fn seed001_ffmpeg_streams_ffmpeg_to_metronome_receivers_through_the_emulator() {
     .replace("\"-t\", \"10\"", "\"-t\", \"3\"")
     .replace("duration = \"11s\"", "duration = \"6s\"")
     .replace("\"--duration\", \"11.5\"", "\"--duration\", \"6.5\"");
-    let dir = std::env::temp_dir().join(format!("metronome-ffmpeg-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = metronome_testkit::TempDir::new("emu-ffmpeg");
     let file = dir.join("ffmpeg.toml");
     std::fs::write(&file, text).unwrap();
     let out = bin()
@@ -323,5 +320,4 @@ fn seed001_ffmpeg_streams_ffmpeg_to_metronome_receivers_through_the_emulator() {
     );
     let report = std::fs::read_to_string(dir.join("run/report.html")).unwrap();
     assert!(report.contains("points/p000/ffmpeg.stderr"));
-    let _ = std::fs::remove_dir_all(&dir);
 }

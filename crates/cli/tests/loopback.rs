@@ -6,13 +6,8 @@ mod common;
 use common::{assert_one_vocabulary, bin, json, port_pair};
 use serde_json::Value;
 use std::net::{Ipv4Addr, UdpSocket};
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
-
-fn tmp(name: &str) -> PathBuf {
-    common::tmp_dir("test").join(name)
-}
 
 /// A `metronome recv` running in the background on 127.0.0.1:`port`.
 struct Recv {
@@ -119,9 +114,10 @@ fn demo_unicast_and_multicast_receivers_get_every_packet() {
 
 #[test]
 fn received_transport_stream_is_readable_by_ffprobe() {
+    let dir = common::tmp_dir("loopback-ffprobe");
     let port = port_pair();
-    let out_ts = tmp("received.ts");
-    let trace = tmp("trace.csv");
+    let out_ts = dir.join("received.ts");
+    let trace = dir.join("trace.csv");
     let rx = Recv::start(
         port,
         &[
@@ -158,7 +154,8 @@ fn received_transport_stream_is_readable_by_ffprobe() {
 
 #[test]
 fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
-    let file = tmp("input.ts");
+    let dir = common::tmp_dir("loopback-pcr-rate");
+    let file = dir.join("input.ts");
     let made = Command::new("ffmpeg")
         .args([
             "-v",
@@ -186,7 +183,7 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
         .expect("ffmpeg is missing: install it (scripts/test.sh does)");
     assert!(made.success());
     let port = port_pair();
-    let trace = tmp("file-trace.csv");
+    let trace = dir.join("file-trace.csv");
     let rx = Recv::start(port, &["--trace".as_ref(), trace.as_ref()]);
     let tx = serve(port, &["-i".as_ref(), file.as_ref()]);
     let sent = json(&tx);
@@ -223,7 +220,7 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
 
     // The same file cut 100 bytes short: sent to its last whole packet, and said so.
     let bytes = std::fs::read(&file).unwrap();
-    let cut = tmp("cut.ts");
+    let cut = dir.join("cut.ts");
     std::fs::write(&cut, &bytes[..bytes.len() - 100]).unwrap();
     let sink = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
     let out = serve(
@@ -304,12 +301,13 @@ fn one_line_error(args: &[&str]) -> String {
 
 #[test]
 fn serve_bad_input_exits_with_a_one_line_error_that_says_what_to_do() {
+    let dir = common::tmp_dir("loopback-bad-input");
     let e = one_line_error(&["serve", "--duration", "1", "-i", "/nonexistent/file.ts"]);
     assert!(
         e.contains("cannot open") && e.contains("Check the path"),
         "{e}"
     );
-    let not_ts = tmp("not-a-stream.ts");
+    let not_ts = dir.join("not-a-stream.ts");
     std::fs::write(&not_ts, b"hello, this is not MPEG-TS at all".repeat(50)).unwrap();
     let e = one_line_error(&["serve", "--duration", "1", "-i", not_ts.to_str().unwrap()]);
     assert!(e.contains("not an MPEG-TS file"), "{e}");
@@ -346,8 +344,13 @@ fn serve_to_an_unreachable_destination_says_so() {
 /// an I-frame a second, as the test source encodes; Evalvid's `st` from a `.st` name.
 #[test]
 fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
+    let dir = common::tmp_dir("loopback-frame-trace");
     let port = port_pair();
-    let (frames_csv, st, rx_trace) = (tmp("frames.csv"), tmp("frames.st"), tmp("rx.csv"));
+    let (frames_csv, st, rx_trace) = (
+        dir.join("frames.csv"),
+        dir.join("frames.st"),
+        dir.join("rx.csv"),
+    );
     let rx = Recv::start(port, &["--trace".as_ref(), rx_trace.as_ref()]);
     let tx = serve(
         port,
@@ -393,7 +396,7 @@ fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
     // The two traces, read back by `metronome frames`: nothing lost on loopback, and a
     // frame's delay is its spread over the constant-rate mux plus the loopback's (both
     // traces are on the wall clock of one host).
-    let prefix = tmp("evalvid");
+    let prefix = dir.join("evalvid");
     let v = json(
         &bin()
             .arg("frames")

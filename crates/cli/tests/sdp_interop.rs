@@ -16,10 +16,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-fn tmp(test: &str, name: &str) -> PathBuf {
-    common::tmp_dir(&format!("sdp-{test}")).join(name)
-}
-
 /// A `metronome recv` in the background; returned once it says it is listening.
 struct Recv {
     child: Child,
@@ -102,7 +98,7 @@ fn write(path: &Path, text: &str) {
 }
 
 /// A free loopback port and an SDP file (Metronome's own) describing RTP/MPEG-TS sent to it.
-fn mp2t_sdp_file(test: &str, name: &str) -> (u16, PathBuf) {
+fn mp2t_sdp_file(dir: &Path, name: &str) -> (u16, PathBuf) {
     let port = port_pair();
     let sdp = SessionDescription::rtp_mp2t(
         Ipv4Addr::LOCALHOST.into(),
@@ -111,7 +107,7 @@ fn mp2t_sdp_file(test: &str, name: &str) -> (u16, PathBuf) {
         SocketAddr::new(Ipv4Addr::LOCALHOST.into(), port),
         None,
     );
-    let file = tmp(test, "mp2t.sdp");
+    let file = dir.join("mp2t.sdp");
     write(&file, &sdp.to_sdp());
     (port, file)
 }
@@ -121,9 +117,9 @@ fn mp2t_sdp_file(test: &str, name: &str) -> (u16, PathBuf) {
 /// GStreamer and VLC read too.
 #[test]
 fn ffmpeg_rtp_mpegts_described_by_sdp_file() {
-    let test = "ffmpeg_rtp_mpegts_described_by_sdp_file";
     require("ffmpeg", "ffmpeg");
-    let (port, file) = mp2t_sdp_file(test, "ffmpeg rtp_mpegts");
+    let dir = common::tmp_dir("sdp-ffmpeg-mp2t");
+    let (port, file) = mp2t_sdp_file(&dir, "ffmpeg rtp_mpegts");
     let recv = Recv::start(file.to_str().unwrap(), &[]);
     succeed(
         Command::new("ffmpeg")
@@ -143,10 +139,10 @@ fn ffmpeg_rtp_mpegts_described_by_sdp_file() {
 /// any-payload mode on the SDP's address and port.
 #[test]
 fn ffmpeg_written_sdp_h264() {
-    let test = "ffmpeg_written_sdp_h264";
+    let dir = common::tmp_dir("sdp-ffmpeg-h264");
     require("ffmpeg", "ffmpeg");
     let port = port_pair();
-    let file = tmp(test, "h264.sdp");
+    let file = dir.join("h264.sdp");
     let _ = std::fs::remove_file(&file);
     // ffmpeg writes the SDP as it starts; it sends for 5 s, and recv listens from then on.
     let ff = Command::new("ffmpeg")
@@ -194,7 +190,7 @@ fn ffmpeg_written_sdp_h264() {
 /// A multicast session (c= with /TTL): recv joins the group on the interface given.
 #[test]
 fn ffmpeg_multicast_described_by_sdp_file() {
-    let test = "ffmpeg_multicast_described_by_sdp_file";
+    let dir = common::tmp_dir("sdp-ffmpeg-multicast");
     require("ffmpeg", "ffmpeg");
     let port = port_pair();
     let group: IpAddr = Ipv4Addr::new(239, 255, 77, (port % 200) as u8 + 1).into();
@@ -203,7 +199,7 @@ fn ffmpeg_multicast_described_by_sdp_file() {
     sdp.media.push(MediaDescription::mp2t(port));
     let text = sdp.to_sdp();
     assert!(text.contains(&format!("c=IN IP4 {group}/1\r\n")), "{text}");
-    let file = tmp(test, "multicast.sdp");
+    let file = dir.join("multicast.sdp");
     write(&file, &text);
     let recv = Recv::start(file.to_str().unwrap(), &["--iface", "127.0.0.1"]);
     succeed(
@@ -222,7 +218,7 @@ fn ffmpeg_multicast_described_by_sdp_file() {
 /// GStreamer's RTP/MP2T payloader, described by an SDP file the test writes by hand.
 #[test]
 fn gstreamer_rtpmp2tpay_described_by_sdp_file() {
-    let test = "gstreamer_rtpmp2tpay_described_by_sdp_file";
+    let dir = common::tmp_dir("sdp-gst-mp2t");
     require("gst-launch-1.0", "gstreamer1.0-tools");
     // x264enc (plugins-ugly) as asked; openh264enc or libav's MPEG-2 encoder where it is
     // missing: what is measured is the RTP stream, not the codec.
@@ -246,7 +242,7 @@ fn gstreamer_rtpmp2tpay_described_by_sdp_file() {
          apt-get install gstreamer1.0-plugins-ugly (scripts/test.sh does)",
     );
     let port = port_pair();
-    let file = tmp(test, "gst.sdp");
+    let file = dir.join("gst.sdp");
     write(
         &file,
         &format!(
@@ -352,7 +348,7 @@ fn recv_rtsp_udp_tcp_multicast() {
 /// What recv says about SDP files it cannot use.
 #[test]
 fn unusable_sdp_files_are_explained() {
-    let test = "unusable_sdp_files_are_explained";
+    let dir = common::tmp_dir("sdp-unusable");
     let cases: &[(&str, &str)] = &[
         (
             "v=0\r\ns=x\r\nm=video 5004 RTP/AVP 96\r\na=rtpmap:96 H264\r\n",
@@ -370,7 +366,7 @@ fn unusable_sdp_files_are_explained() {
         ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
-        let file = tmp(test, &format!("bad{i}.sdp"));
+        let file = dir.join(format!("bad{i}.sdp"));
         write(&file, text);
         let out = bin()
             .args(["recv", file.to_str().unwrap(), "--duration", "1"])
@@ -389,20 +385,19 @@ fn unusable_sdp_files_are_explained() {
 /// is shown, and the pictures are x264's at its rate (the last frame aside: see below).
 #[test]
 fn ffmpeg_h264_is_judged_frame_by_frame_against_its_source() {
-    let test = "ffmpeg_h264_is_judged_frame_by_frame_against_its_source";
+    let dir = common::tmp_dir("sdp-h264-judged");
     require("ffmpeg", "ffmpeg");
     let source = "testsrc2=size=320x180:rate=25";
-    let reference = tmp(test, "ref.y4m");
-    let _ = std::fs::create_dir_all(reference.parent().unwrap());
+    let reference = dir.join("ref.y4m");
     succeed(
         Command::new("ffmpeg")
             .args(["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi"])
             .args(["-i", source, "-t", "3", "-pix_fmt", "yuv420p"])
             .arg(&reference),
     );
-    let (port, file) = mp2t_sdp_file(test, "ffmpeg h264");
-    let frames = tmp(test, "frames.csv");
-    let shown = tmp(test, "shown.y4m");
+    let (port, file) = mp2t_sdp_file(&dir, "ffmpeg h264");
+    let frames = dir.join("frames.csv");
+    let shown = dir.join("shown.y4m");
     let recv = Recv::start(
         file.to_str().unwrap(),
         &[
@@ -504,11 +499,8 @@ fn ffmpeg_psnr_y(received: &Path, reference: &Path) -> (f64, u64) {
 /// stream, within 0.05 dB.
 #[test]
 fn x264_high_with_b_frames_is_judged_as_ffmpeg_judges_it() {
-    let test = "x264_high_with_b_frames_is_judged_as_ffmpeg_judges_it";
+    let dir = common::tmp_dir("sdp-x264-high");
     require("ffmpeg", "ffmpeg");
-    let dir = tmp(test, "");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
     let (reference, ts) = (dir.join("ref.y4m"), dir.join("x264.ts"));
     let source = "testsrc2=size=320x240:rate=25";
     succeed(
@@ -534,7 +526,7 @@ fn x264_high_with_b_frames_is_judged_as_ffmpeg_judges_it() {
             .args(["-b:v", "400k", "-muxrate", "1000k", "-f", "mpegts"])
             .arg(&ts),
     );
-    let (port, file) = mp2t_sdp_file(test, "x264 high");
+    let (port, file) = mp2t_sdp_file(&dir, "x264 high");
     let got = dir.join("got.ts");
     let recv = Recv::start(
         file.to_str().unwrap(),

@@ -13,6 +13,7 @@
 use metronome_media::raw::convert::{from_rfc4175, to_rfc4175, Layout};
 use metronome_media::raw::{Colorimetry, Depth, RawFrame, Sampling, VideoFormat, Y4mWriter};
 use metronome_session::raw::{fmtp, RawDepayloader, RawEvent, RawPayloader, RawPayloaderConfig};
+use metronome_testkit::TempDir;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use rand::{RngCore, SeedableRng};
@@ -20,12 +21,6 @@ use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("metronome-raw-gst-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
 
 /// Runs a tool with a time limit; panics with what to install if it is missing.
 fn run(tool: &str, args: &[String], install: &str) {
@@ -90,9 +85,13 @@ fn gst_format(layout: Layout) -> (&'static str, Sampling) {
 
 /// GStreamer pays `frames` frames of snow; returns (raw frames file bytes, RTP packets).
 fn gst_pay(layout: Layout, w: u32, h: u32, mtu: usize, frames: usize) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let dir = TempDir::new("raw-gst");
     let (name, _) = gst_format(layout);
     let tag = format!("{name}-{w}x{h}-{mtu}");
-    let (raw, rtp) = (tmp(&format!("{tag}.raw")), tmp(&format!("{tag}.rtps")));
+    let (raw, rtp) = (
+        dir.join(format!("{tag}.raw")),
+        dir.join(format!("{tag}.rtps")),
+    );
     gst(&format!(
         "videotestsrc num-buffers={frames} pattern=snow ! video/x-raw,format={name},width={w},height={h},framerate=25/1 \
          ! tee name=t t. ! queue ! filesink location={} \
@@ -153,6 +152,7 @@ fn from_gstreamer(layout: Layout, w: u32, h: u32, mtu: usize) {
 }
 
 fn to_gstreamer(layout: Layout, w: u32, h: u32) {
+    let dir = TempDir::new("raw-gst");
     let (name, sampling) = gst_format(layout);
     let f = VideoFormat::new(w, h, sampling, Depth::Eight, 25, 1).unwrap();
     let mut p = RawPayloader::new(RawPayloaderConfig::new(7, &f), f).unwrap();
@@ -173,7 +173,10 @@ fn to_gstreamer(layout: Layout, w: u32, h: u32) {
         }
     }
     let tag = format!("ours-{name}-{w}x{h}");
-    let (rtp, raw) = (tmp(&format!("{tag}.rtps")), tmp(&format!("{tag}.raw")));
+    let (rtp, raw) = (
+        dir.join(format!("{tag}.rtps")),
+        dir.join(format!("{tag}.raw")),
+    );
     std::fs::write(&rtp, &stream).unwrap();
     // Caps from our own fmtp: every parameter as a string, as an SDP would give them.
     let params: String = fmtp(&f, Colorimetry::Bt601)
@@ -221,6 +224,7 @@ fn gstreamer_i420_720x576() {
 
 #[test]
 fn ffmpeg_reads_our_y4m_as_written() {
+    let dir = TempDir::new("raw-gst");
     for (s, d, pix) in [
         (Sampling::Ycbcr420, Depth::Eight, "yuv420p"),
         (Sampling::Ycbcr422, Depth::Eight, "yuv422p"),
@@ -234,8 +238,8 @@ fn ffmpeg_reads_our_y4m_as_written() {
             "yuv444p" => Layout::Yuv444p, // RGB: Y4M has none, we write BT.601 Y'CbCr
             _ => Layout::Yuv422p10le,
         };
-        let y4m = tmp(&format!("out-{pix}.y4m"));
-        let raw = tmp(&format!("out-{pix}.raw"));
+        let y4m = dir.join(format!("out-{pix}.y4m"));
+        let raw = dir.join(format!("out-{pix}.raw"));
         let mut w = Y4mWriter::new(std::fs::File::create(&y4m).unwrap(), f).unwrap();
         let mut want = Vec::new();
         for i in 0..2 {

@@ -323,8 +323,7 @@ fn source_payloader_and_depayloader_allocate_nothing_per_frame() {
 #[test]
 fn file_sources_allocate_nothing_per_frame_even_when_looping() {
     let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 25, 1).unwrap();
-    let dir = std::env::temp_dir().join(format!("metronome-raw-rt-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = metronome_testkit::TempDir::new("raw-rt");
     let path = dir.join("loop.y4m");
     let mut w = Y4mWriter::new(std::fs::File::create(&path).unwrap(), f).unwrap();
     let pat = RawTestPattern::new(f).unwrap();

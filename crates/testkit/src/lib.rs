@@ -46,27 +46,56 @@ pub fn allocations() -> u64 {
     ALLOCS.with(|c| c.get())
 }
 
-/// A fresh directory under the system's temp dir for one test, `metronome-TAG-PID` (what an
-/// earlier run left there is removed first), removed with everything in it when dropped.
+/// A fresh directory under the system's temp dir for one test, `metronome-TAG-PID-N` (N counts
+/// the directories this process made, so two tests never share one), removed with everything
+/// in it when dropped, also when the test fails. Every test's scratch files live in one of
+/// these: a suite that leaves files behind fills the disk of the machine that runs it often.
 pub struct TempDir(pub std::path::PathBuf);
 
 impl TempDir {
     pub fn new(tag: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("metronome-{tag}-{}", std::process::id()));
+        static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("metronome-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
         TempDir(dir)
     }
 
+    /// The same, readable and writable by every user: for peers that drop privileges (VLC
+    /// runs as `nobody`).
+    pub fn open_to_all(tag: &str) -> TempDir {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new(tag);
+        std::fs::set_permissions(&dir.0, std::fs::Permissions::from_mode(0o777))
+            .unwrap_or_else(|e| panic!("cannot open {} to all: {e}", dir.0.display()));
+        dir
+    }
+
     /// The directory.
     pub fn path(&self) -> &std::path::Path {
         &self.0
     }
+}
 
-    /// `name` in the directory.
-    pub fn join(&self, name: &str) -> std::path::PathBuf {
-        self.0.join(name)
+/// A `TempDir` is used as the path it is: `dir.join("out.ts")`, `Command::new(..).arg(&dir)`.
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
     }
 }
 

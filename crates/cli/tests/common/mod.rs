@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use metronome_testkit::TempDir;
 use std::io::{BufRead, BufReader, Read};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::PathBuf;
@@ -282,12 +283,36 @@ pub fn port_pair() -> u16 {
     panic!("no free port pair");
 }
 
-/// A fresh directory for one test's files, readable by everyone (VLC runs as nobody).
-pub fn tmp_dir(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("metronome-{test}-{}", run_id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let _ = Command::new("chmod").arg("0777").arg(&dir).status();
-    dir
+/// Waits until a socket is bound to UDP `port` on any address (as /proc/net/udp and udp6 list
+/// them): a player started in the background is then ready to receive, and what is sent to it
+/// waits in its socket's buffer. A fixed sleep instead loses the stream's first packets when the
+/// machine is busy. Panics after `within`.
+pub fn wait_udp_bound(port: u16, within: Duration) {
+    let deadline = now() + within;
+    let suffix = format!(":{port:04X}");
+    let bound = || {
+        ["/proc/net/udp", "/proc/net/udp6"].iter().any(|table| {
+            std::fs::read_to_string(table).is_ok_and(|t| {
+                t.lines()
+                    .skip(1)
+                    .filter_map(|l| l.split_whitespace().nth(1))
+                    .any(|local| local.ends_with(&suffix))
+            })
+        })
+    };
+    while !bound() {
+        assert!(
+            now() < deadline,
+            "nothing bound UDP port {port} within {within:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A fresh directory for one test's files, readable by everyone (VLC runs as nobody), removed
+/// with its files when dropped.
+pub fn tmp_dir(test: &str) -> TempDir {
+    TempDir::open_to_all(test)
 }
 
 /// Panics with a clear message if a program the tests need is missing (scripts/test.sh installs
@@ -304,15 +329,16 @@ pub fn require(program: &str, package: &str) {
     );
 }
 
-/// A 6-second MPEG-TS file (MPEG-2 video, 320x240 at 25 fps) made with ffmpeg, cached per test
-/// process.
+/// A 6-second MPEG-TS file (MPEG-2 video, 320x240 at 25 fps) made with ffmpeg, cached in the
+/// target directory.
 pub fn ts_file() -> PathBuf {
     ts_file_made("clip.ts", "320x240", 25, 6, "800k", "1200k")
 }
 
 /// An MPEG-TS file of ffmpeg's test pattern in MPEG-2 video (`size`, `fps`, `seconds` long,
-/// GOPs of 12 frames, the video's `bitrate` in a mux of `muxrate`), cached per test process
-/// under `name`.
+/// GOPs of 12 frames, the video's `bitrate` in a mux of `muxrate`), cached under the target
+/// directory's scratch space (`CARGO_TARGET_TMPDIR`) by `name` and those parameters: made once
+/// per build tree, shared by every test process, never left in the system's temp dir.
 pub fn ts_file_made(
     name: &str,
     size: &str,
@@ -324,10 +350,17 @@ pub fn ts_file_made(
     // Tests run on several threads: one makes the file, the others wait for it.
     static MAKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one = MAKING.lock().unwrap_or_else(|e| e.into_inner());
-    let path = tmp_dir("media").join(name);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("media");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = name.trim_end_matches(".ts");
+    let path = dir.join(format!(
+        "{stem}-{size}-{fps}fps-{seconds}s-{bitrate}-{muxrate}.ts"
+    ));
     if !path.exists() {
         require("ffmpeg", "ffmpeg");
-        let part = path.with_extension("part.ts");
+        // Made under a name of its own, then renamed: other test processes see the whole file
+        // or none.
+        let part = path.with_extension(format!("{}.part.ts", std::process::id()));
         let out = Command::new("ffmpeg")
             .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
             .arg(format!("testsrc=size={size}:rate={fps}:duration={seconds}"))

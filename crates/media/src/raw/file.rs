@@ -255,12 +255,7 @@ mod tests {
     use super::*;
     use crate::raw::convert::from_rfc4175;
     use crate::raw::{RawTestPattern, Y4mWriter};
-
-    fn tmp(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("metronome-raw-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d.join(name)
-    }
+    use metronome_testkit::TempDir;
 
     fn frames(fmt: VideoFormat, n: u64) -> Vec<RawFrame> {
         let p = RawTestPattern::new(fmt).unwrap();
@@ -275,6 +270,7 @@ mod tests {
 
     #[test]
     fn raw_files_of_each_kind_read_back_and_loop() {
+        let dir = TempDir::new("raw-file");
         for (kind, s, d, layout) in [
             (
                 RawFileKind::I420,
@@ -303,7 +299,7 @@ mod tests {
                 from_rfc4175(&fmt, layout, &f.data, &mut out).unwrap();
                 bytes.extend_from_slice(&out);
             }
-            let path = tmp(&format!("a.{kind:?}"));
+            let path = dir.join(format!("a.{kind:?}"));
             std::fs::write(&path, &bytes).unwrap();
             let mut src = RawFileSource::open_raw(&path, kind, 52, 6, 25, 1)
                 .unwrap()
@@ -328,6 +324,7 @@ mod tests {
 
     #[test]
     fn y4m_written_then_read_is_the_same() {
+        let dir = TempDir::new("raw-file");
         for (s, d) in [
             (Sampling::Ycbcr420, Depth::Eight),
             (Sampling::Ycbcr422, Depth::Eight),
@@ -335,7 +332,7 @@ mod tests {
         ] {
             let fmt = VideoFormat::new(64, 48, s, d, 30000, 1001).unwrap();
             let want = frames(fmt, 3);
-            let path = tmp(&format!("b-{}.y4m", fmt.frame_bytes()));
+            let path = dir.join(format!("b-{}.y4m", fmt.frame_bytes()));
             let mut w = Y4mWriter::new(File::create(&path).unwrap(), fmt).unwrap();
             for f in &want {
                 w.write_frame(f).unwrap();
@@ -355,7 +352,8 @@ mod tests {
 
     #[test]
     fn broken_y4m_files_are_clear_errors() {
-        let path = tmp("bad.y4m");
+        let dir = TempDir::new("raw-file");
+        let path = dir.join("bad.y4m");
         std::fs::write(&path, b"YUV4MPEG2 W4 H2 F25:1 C420jpeg\nFRAME\n123").unwrap();
         let mut src = RawFileSource::open_y4m(&path).unwrap();
         let mut f = RawFrame::new(src.format());
@@ -375,7 +373,7 @@ mod tests {
         std::fs::write(&path, b"YUV4MPEG2 W4 H2 F25:1\n").unwrap();
         let mut src = RawFileSource::open_y4m(&path).unwrap().looping(true);
         assert!(!src.next_frame(&mut f).unwrap());
-        assert!(RawFileSource::open(tmp("x.mkv"), None).is_err());
-        assert!(RawFileSource::open(tmp("x.uyvy"), None).is_err());
+        assert!(RawFileSource::open(dir.join("x.mkv"), None).is_err());
+        assert!(RawFileSource::open(dir.join("x.uyvy"), None).is_err());
     }
 }
