@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{bin, port_pair, require, run, tmp_dir, Outcome, Running};
+use common::{bin, port_pair, require, run, tmp_dir, wait_udp_bound, Outcome, Running};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -45,11 +45,11 @@ fn describe(codec: &str, extra: &[&str], port: u16, dir: &Path) -> PathBuf {
     sdp
 }
 
-/// Starts `player`, gives it a second to open its sockets, sends the stream, and waits for
-/// the player to end (at most 30 s).
+/// Starts `player`, waits until it has bound the stream's port, sends the stream, and waits
+/// for the player to end (at most 30 s).
 fn play(player: &mut Command, codec: &str, extra: &[&str], port: u16, sdp: &Path) -> Outcome {
     let p = Running::spawn(player);
-    std::thread::sleep(Duration::from_secs(1));
+    wait_udp_bound(port, Duration::from_secs(20));
     let sent = run(
         &mut serve(codec, extra, port, sdp, SECS),
         Duration::from_secs(60),
@@ -378,7 +378,7 @@ fn recv_quality_judges_ffmpegs_own_h264_rtp_stream_as_ffmpeg_decodes_it() {
         .arg(&reference)
         .args(["--duration", "8", "--json"]);
     let r = Running::spawn(&mut recv);
-    std::thread::sleep(Duration::from_secs(1));
+    wait_udp_bound(port, Duration::from_secs(20));
     send(None);
     let out = r.finish_within(Duration::from_secs(30));
     assert!(out.succeeded(), "recv: {}", out.report());
