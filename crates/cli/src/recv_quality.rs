@@ -64,9 +64,6 @@ pub struct LiveViewer {
     pending: BTreeMap<u64, Pending>,
     next_seq: Option<u64>,
     assembly: Assembly,
-    /// The RTP timestamp and marker of the packet the session just took (its payload comes
-    /// next): `(extended sequence number, timestamp, marker)`.
-    header: Option<(u64, u32, bool)>,
     frames: Vec<Received>,
     kept_bytes: usize,
     counts: LiveCounts,
@@ -135,7 +132,9 @@ impl Default for LiveViewer {
 }
 
 impl PayloadSink for LiveViewer {
-    fn payload(&mut self, arrival: Timestamp, ssrc: u32, ext_seq: u64, payload: &[u8]) {
+    fn payload(&mut self, rec: &PacketRecord, payload: &[u8]) {
+        let (ssrc, ext_seq, arrival) = (rec.ssrc, rec.ext_seq, rec.arrival);
+        let (rtp_ts, marker) = (rec.rtp_ts, rec.marker);
         if *self.ssrc.get_or_insert(ssrc) != ssrc {
             self.counts.other_source_packets += 1;
             return;
@@ -144,10 +143,6 @@ impl PayloadSink for LiveViewer {
             self.counts.too_late_packets += 1;
             return;
         }
-        let (rtp_ts, marker) = match self.header.take() {
-            Some((seq, ts, m)) if seq == ext_seq => (ts, m),
-            _ => (0, false),
-        };
         // In sequence with what was taken, nothing held: taken at once, without a copy.
         if self.pending.is_empty() && self.next_seq == Some(ext_seq) {
             self.take(ext_seq, arrival, rtp_ts, marker, payload);
@@ -171,11 +166,6 @@ impl PayloadSink for LiveViewer {
             self.flush_one();
         }
     }
-
-    fn packet(&mut self, rec: &PacketRecord, _: u64, datagram: &[u8]) {
-        let marker = datagram.get(1).is_some_and(|b| b & 0x80 != 0);
-        self.header = Some((rec.ext_seq, rec.rtp_ts, marker));
-    }
 }
 
 impl LiveViewer {
@@ -185,7 +175,6 @@ impl LiveViewer {
             pending: BTreeMap::new(),
             next_seq: None,
             assembly,
-            header: None,
             frames: Vec::new(),
             kept_bytes: 0,
             counts: LiveCounts::default(),
@@ -772,13 +761,31 @@ mod tests {
         q
     }
 
+    /// What the session makes of the `k`th packet of `ssrc`, arrived at `k` ms.
+    fn record(ssrc: u32, k: usize) -> PacketRecord {
+        PacketRecord {
+            ssrc,
+            seq: k as u16,
+            ext_seq: k as u64,
+            rtp_ts: 0,
+            marker: false,
+            arrival: Timestamp::from_millis(k as u64),
+            size: 0,
+            payload: 0..0,
+            verdict: metronome_session::receiver::SeqVerdict::InOrder,
+            transit_ticks: 0,
+            jitter_ticks: 0.0,
+            interarrival_ns: None,
+            one_way_delay_ns: None,
+        }
+    }
+
     #[test]
     fn a_clean_stream_is_what_the_encoder_made_and_a_lost_packet_costs_its_frames() {
         let (payloads, y4m) = stream();
-        let ms = |k: usize| Timestamp::from_millis(k as u64);
         let mut clean = LiveViewer::default();
         for (k, p) in payloads.iter().enumerate() {
-            clean.payload(ms(k), 7, k as u64, p);
+            clean.payload(&record(7, k), p);
         }
         let q = judge_with(&mut clean, &y4m);
         assert!(q.video_found);
@@ -794,8 +801,8 @@ mod tests {
             if k == 1 {
                 continue; // inside the first (IDR) picture
             }
-            lossy.payload(ms(k), 7, k as u64, &payloads[k]);
-            lossy.payload(ms(k), 8, k as u64, &payloads[k]);
+            lossy.payload(&record(7, k), &payloads[k]);
+            lossy.payload(&record(8, k), &payloads[k]);
         }
         let l = judge_with(&mut lossy, &y4m);
         assert_eq!(l.counts.gaps, 1);

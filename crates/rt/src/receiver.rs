@@ -39,7 +39,9 @@ pub struct ReceiverRunConfig {
 /// What gets each accepted RTP packet's payload as it arrives (in order, reordered or after a
 /// resync; not duplicates), on the receiving thread: keep the work small.
 pub trait PayloadSink: Send {
-    fn payload(&mut self, arrival: Timestamp, ssrc: u32, ext_seq: u64, payload: &[u8]);
+    /// `rec` is what the session made of the packet (source, extended sequence number, RTP
+    /// timestamp, marker, arrival on the session's clock); `payload` its payload.
+    fn payload(&mut self, rec: &PacketRecord, payload: &[u8]);
     /// Every RTP packet the session took (duplicates and late ones too), with its arrival on
     /// the wall clock and the whole datagram: for callers that measure per packet.
     fn packet(&mut self, _rec: &PacketRecord, _arrival_unix_ns: u64, _datagram: &[u8]) {}
@@ -451,7 +453,7 @@ fn record(
         sink.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .payload(arrival, r.ssrc, r.ext_seq, payload);
+            .payload(r, payload);
     }
     Ok(())
 }

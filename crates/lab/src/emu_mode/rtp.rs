@@ -40,7 +40,7 @@ pub(super) struct GotSink {
 }
 
 impl metronome_rt::receiver::PayloadSink for GotSink {
-    fn payload(&mut self, _: Timestamp, _: u32, _: u64, _: &[u8]) {}
+    fn payload(&mut self, _: &metronome_session::receiver::PacketRecord, _: &[u8]) {}
     fn packet(
         &mut self,
         rec: &metronome_session::receiver::PacketRecord,

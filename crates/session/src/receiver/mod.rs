@@ -126,6 +126,8 @@ pub struct PacketRecord {
     pub seq: u16,
     pub ext_seq: u64,
     pub rtp_ts: u32,
+    /// The RTP header's marker bit (the last packet of a frame, for video).
+    pub marker: bool,
     pub arrival: Timestamp,
     pub size: usize,
     pub payload: Range<usize>,
@@ -311,6 +313,7 @@ impl ReceiverSession {
             seq: pkt.sequence(),
             ext_seq,
             rtp_ts: pkt.timestamp(),
+            marker: pkt.marker(),
             arrival: now,
             size: data.len(),
             payload: payload_start..payload_start + payload_len,
