@@ -73,8 +73,8 @@ pub struct SourceArgs {
     /// Test source frame size
     #[arg(long, value_parser = parse_size, default_value = "640x360")]
     pub size: (u32, u32),
-    /// Test source frame rate
-    #[arg(long, default_value_t = 30)]
+    /// Test source frame rate (1 to 240 frames per second)
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=240))]
     pub fps: u32,
     /// Test source video bit rate (H.264); defaults to what fits the mux rate
     #[arg(long, value_parser = parse_rate)]

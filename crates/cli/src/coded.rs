@@ -7,7 +7,6 @@
 //! codec's configuration (`config=`, `sprop-parameter-sets=`), so that ffplay, VLC and
 //! GStreamer play it from the file `--sdp` writes.
 
-use crate::args::parse_size;
 use clap::{Args, ValueEnum};
 use metronome_lab::model::{Frames, RtpPlan};
 use metronome_lab::served::ServedFlow;
@@ -152,16 +151,6 @@ pub fn open(
         format,
         frames,
     })
-}
-
-/// `(width, height, fps)` of `--size` and `--fps`, checked as the encoders need them.
-pub fn picture(size: (u32, u32), fps: u32) -> Result<(u32, u32, u32), String> {
-    let (w, h) = size;
-    parse_size(&format!("{w}x{h}"))?;
-    if fps == 0 || fps > 240 {
-        return Err(format!("--fps {fps}: give 1 to 240 frames per second"));
-    }
-    Ok((w, h, fps))
 }
 
 #[cfg(test)]

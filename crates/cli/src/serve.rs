@@ -377,7 +377,8 @@ fn coded_source(
     };
     let start = a.source.bitrate.unwrap_or(1_000_000);
     let most = a.max_bitrate.unwrap_or(start).max(start);
-    let picture = crate::coded::picture(a.source.size, a.source.fps)?;
+    // Both checked as the encoders need them when the command line was read.
+    let picture = (a.source.size.0, a.source.size.1, a.source.fps);
     let duration = a
         .duration
         .unwrap_or(Duration::from_secs(crate::coded::DEFAULT_SECS));
