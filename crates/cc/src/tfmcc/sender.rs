@@ -10,13 +10,16 @@
 //!   `X_supp = (1 − g) X_r` when `X_supp > X_r`, g = 0.1.
 //! - **The rate (§3.3):** a receiver reporting less than the rate becomes the CLR and the
 //!   rate drops to its `X_r` at once; the CLR's reports move the rate to its `X_r`, up by at
-//!   most one packet per `R_max` per `R_max`; a CLR that leaves is replaced by the next
-//!   reporter, with no increase for a round. A receiver with loss but no RTT computed `X_r`
+//!   most one packet per `R_max` per `R_max`; a CLR that leaves (its report says so, or it is
+//!   silent for 10 of its RTTs) is replaced by the next reporter, with no increase for a
+//!   round (case 3). A receiver with loss but no RTT computed `X_r`
 //!   with `R_max`; for the choice of CLR (not for `X_supp`) the sender scales it by
 //!   `R_max / R_r`, `R_r` its own sample from the echo of its timestamp in the report
 //!   (§3.4).
-//! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv` and
-//!   the rate goes to the smallest of those of the round (the smallest reporter is the CLR).
+//! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv`; the
+//!   smallest reporter is the CLR, as always, and each of its reports (one per its RTT, §4.5)
+//!   sets the rate to what it reported, without the one-packet-per-`R_max` limit: the rate
+//!   about doubles every RTT. The first report of a loss ends it.
 //! - **Silence (§3.3):** no report from the CLR for 4 of its RTTs halves the rate (unless it
 //!   became CLR less than 10 RTTs ago), again for each further 4; after 10 RTTs it is taken to
 //!   have left. No report from anyone for 10 `R_max` halves the rate, again every 10 `R_max`,
@@ -115,8 +118,6 @@ pub struct TfmccSender {
     round_start: Timestamp,
     non_clr_heard: bool,
     x_supp: f64,
-    /// The smallest `X_r` of this round in slow start.
-    ss_min: f64,
     clr: Option<Clr>,
     no_increase_until: Option<Timestamp>,
     last_increase: Timestamp,
@@ -143,7 +144,6 @@ impl TfmccSender {
             round_start: now,
             non_clr_heard: false,
             x_supp: f64::INFINITY,
-            ss_min: f64::INFINITY,
             clr: None,
             no_increase_until: None,
             last_increase: now,
@@ -174,8 +174,15 @@ impl TfmccSender {
         self.x
     }
 
+    /// The current CLR (none once the last one left, until the next report).
     pub fn clr(&self) -> Option<u32> {
-        self.clr.map(|c| c.id)
+        self.current_clr().map(|c| c.id)
+    }
+
+    /// The CLR, unless it left: one that left is kept only so that the next reporter takes
+    /// its place as §3.3's case 3 says.
+    fn current_clr(&self) -> Option<&Clr> {
+        self.clr.as_ref().filter(|c| !c.leaving)
     }
 
     pub fn r_max(&self) -> Duration {
@@ -263,7 +270,7 @@ impl TfmccSender {
             }
             self.r_peak = self.r_peak.max(rtt);
         }
-        let is_clr = self.clr.is_some_and(|c| c.id == id);
+        let is_clr = self.current_clr().is_some_and(|c| c.id == id);
         let priority = match (is_clr, fb.rtt.is_some()) {
             (true, false) => 0,
             (false, false) => 1,
@@ -288,18 +295,14 @@ impl TfmccSender {
             }
         }
         if fb.leaving {
-            if is_clr {
-                if let Some(c) = &mut self.clr {
-                    c.leaving = true;
-                }
+            if let Some(c) = self.clr.as_mut().filter(|_| is_clr) {
+                c.leaving = true;
+                c.heard = now;
             }
             return;
         }
-        if self.slow_start && !stale {
-            self.ss_min = self.ss_min.min(fb.x_r);
-        }
         match self.clr {
-            Some(mut c) if c.id == id => {
+            Some(mut c) if c.id == id && !c.leaving => {
                 c.heard = now;
                 c.halved = None;
                 c.x_r = fb.x_r;
@@ -309,12 +312,7 @@ impl TfmccSender {
                     self.set_x(fb.x_r);
                     self.last_increase = now;
                 } else {
-                    let target = if self.slow_start {
-                        fb.x_r.min(self.ss_min)
-                    } else {
-                        fb.x_r
-                    };
-                    self.increase_to(now, target);
+                    self.increase_to(now, fb.x_r);
                 }
             }
             Some(c) if !c.leaving => {
@@ -325,7 +323,8 @@ impl TfmccSender {
                 }
             }
             _ => {
-                // No CLR, or one that left: this receiver takes its place (cases 1 and 3).
+                // No CLR, or one that left (even if this is it, back): this receiver takes
+                // its place (cases 1 and 3).
                 let replaced = self.clr.is_some();
                 self.make_clr(now, id, fb);
                 if fb.x_r <= self.x {
@@ -402,7 +401,6 @@ impl TfmccSender {
         self.round_start = now;
         self.non_clr_heard = false;
         self.x_supp = f64::INFINITY;
-        self.ss_min = f64::INFINITY;
         self.counters.rounds += 1;
         self.announce_due = Some(now);
     }
@@ -412,8 +410,8 @@ impl TfmccSender {
         let t = self.feedback_delay();
         let round_end = self.round_start + if self.non_clr_heard { t } else { 2 * t };
         let mut next = round_end;
-        if let Some(c) = self.clr {
-            next = next.min(self.clr_silence_at(&c));
+        if let Some(c) = self.current_clr() {
+            next = next.min(self.clr_silence_at(c));
         }
         next = next.min(self.no_feedback_at());
         if let Some(a) = self.announce_due {
@@ -442,22 +440,18 @@ impl TfmccSender {
         if age >= 2 * t || (age >= t && self.non_clr_heard) {
             self.new_round(now);
         }
-        if let Some(mut c) = self.clr {
+        if let Some(mut c) = self.current_clr().copied() {
             if now >= self.clr_silence_at(&c) {
                 let rtt = self.clr_rtt(&c);
-                if now.saturating_since(c.heard) >= 10 * rtt {
-                    // Taken to have left (§3.3): the next report picks a CLR.
-                    self.clr = None;
-                    c.leaving = true;
-                }
+                // Silent for 10 RTTs: taken to have left (§3.3); the next report picks a CLR,
+                // as case 3.
+                c.leaving = now.saturating_since(c.heard) >= 10 * rtt;
+                c.halved = Some(now);
+                self.clr = Some(c);
                 self.counters.clr_silence_halvings += 1;
                 self.x = (self.x / 2.0).max(self.floor());
                 self.last_increase = now;
                 self.announce_soon();
-                if self.clr.is_some() {
-                    c.halved = Some(now);
-                    self.clr = Some(c);
-                }
             }
         }
         if now >= self.no_feedback_at() {
@@ -475,9 +469,9 @@ impl TfmccSender {
             return None;
         }
         // §3.5: the CLR at least once per round; otherwise the most urgent echo.
-        let clr_first = self.clr.is_some() && self.clr_echoed_round != Some(self.round);
+        let clr_first = self.clr().is_some() && self.clr_echoed_round != Some(self.round);
         let pick = if clr_first {
-            let id = self.clr.map(|c| c.id);
+            let id = self.clr();
             self.echoes.iter().position(|e| Some(e.receiver) == id)
         } else {
             None
@@ -492,7 +486,7 @@ impl TfmccSender {
         });
         let echo = pick.map(|i| {
             let e = self.echoes.swap_remove(i);
-            if self.clr.is_some_and(|c| c.id == e.receiver) {
+            if self.clr() == Some(e.receiver) {
                 self.clr_echoed_round = Some(self.round);
             }
             Echo {
@@ -515,7 +509,7 @@ impl TfmccSender {
             x_supp: self.x_supp,
             r_max: self.r_max,
             feedback_delay: self.feedback_delay(),
-            clr: self.clr.map(|c| c.id),
+            clr: self.clr(),
             echo,
             x_send: self.x,
         })
@@ -676,7 +670,7 @@ mod tests {
     }
 
     #[test]
-    fn slow_start_follows_the_smallest_receive_rate_of_the_round_and_ends_at_the_first_loss() {
+    fn slow_start_follows_the_smallest_reporter_and_ends_at_the_first_loss() {
         let mut t = sender();
         let ms = Timestamp::from_millis;
         t.on_report(ms(100), 1, &fb(0, 8_000.0, Some(100), false));
@@ -684,9 +678,78 @@ mod tests {
         t.on_report(ms(150), 2, &fb(0, 6_000.0, Some(100), false));
         assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(2), 6_000.0));
         assert!(t.in_slow_start());
+        // A higher report from another receiver does not raise the rate.
+        t.on_report(ms(200), 1, &fb(0, 12_000.0, Some(100), false));
+        assert_eq!(t.rate_bytes_per_s(), 6_000.0);
         t.on_report(ms(300), 3, &fb(0, 90_000.0, Some(100), true));
         assert!(!t.in_slow_start());
         assert!(t.poll_info(ms(300)).is_some_and(|i| !i.slow_start));
+    }
+
+    /// RFC 4654 §3.6: the CLR reports twice what it receives once per its RTT, and each report
+    /// sets the rate: it doubles every RTT, many times within one feedback round (T = 3 s
+    /// here), not once a round.
+    #[test]
+    fn slow_start_doubles_the_rate_every_rtt_of_the_clr() {
+        let mut t = sender();
+        let start = t.rate_bytes_per_s();
+        let mut x = start;
+        for k in 1..=8u64 {
+            // The CLR received at the rate sent during its last RTT (100 ms).
+            t.on_report(
+                Timestamp::from_millis(100 * k),
+                1,
+                &fb(0, 2.0 * x, Some(100), false),
+            );
+            x = t.rate_bytes_per_s();
+        }
+        assert_eq!(t.round(), 0);
+        assert!(t.in_slow_start());
+        assert_eq!(x, start * 256.0);
+    }
+
+    /// §3.3 case 3: the receiver that takes over from a CLR taken to have left (silent for
+    /// 10 of its RTTs) does not raise the rate for a feedback round; a lower rate it takes.
+    #[test]
+    fn after_the_clr_left_the_next_reporter_raises_nothing_for_a_round() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        t.on_report(ms(100), 1, &fb(0, 40_000.0, Some(100), true));
+        for at in [1100, 1500, 1900, 2300] {
+            t.handle_timeout(ms(at));
+        }
+        assert_eq!(t.clr(), None);
+        let x = t.rate_bytes_per_s();
+        t.on_report(ms(2400), 2, &fb(0, 10.0 * x, Some(100), true));
+        assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(2), x));
+        t.on_report(ms(2500), 2, &fb(0, 10.0 * x, Some(100), true));
+        assert_eq!(t.rate_bytes_per_s(), x, "no increase within the round");
+        let later = ms(2400) + t.feedback_delay() + Duration::from_millis(100);
+        t.on_report(later, 2, &fb(0, 10.0 * x, Some(100), true));
+        assert!(t.rate_bytes_per_s() > x);
+        // The one that left, back, is a new CLR only if it reports less.
+        t.on_report(later, 1, &fb(0, 20.0 * x, Some(100), true));
+        assert_eq!(t.clr(), Some(2));
+    }
+
+    /// A CLR that says it is leaving is still heard: its reports stop the silence halvings,
+    /// and the next reporter takes its place (case 3).
+    #[test]
+    fn a_leaving_clr_is_replaced_without_halving() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        t.on_report(ms(100), 1, &fb(0, 40_000.0, Some(100), true));
+        let x = t.rate_bytes_per_s();
+        let mut leaving = fb(0, 40_000.0, Some(100), true);
+        leaving.leaving = true;
+        for k in 1..=20u64 {
+            t.on_report(ms(100 + 100 * k), 1, &leaving);
+            t.handle_timeout(ms(100 + 100 * k));
+        }
+        assert_eq!(t.counters().clr_silence_halvings, 0);
+        assert_eq!(t.rate_bytes_per_s(), x);
+        t.on_report(ms(2200), 2, &fb(0, 50_000.0, Some(100), true));
+        assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(2), x));
     }
 
     #[test]
