@@ -43,6 +43,11 @@ pub struct RunArgs {
     /// Replace the scenario's seed
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Run each point N times (replicate r with the seed plus r − 1), replacing the
+    /// scenario's `replicates`; claims are then judged by the replicates' 95 % confidence
+    /// intervals
+    #[arg(long, value_name = "N")]
+    pub replicates: Option<u32>,
     /// sim: virtual time (deterministic, fast); emu (root): the same links between real
     /// sockets in real time, each host a network namespace (every kind of flow, unicast and
     /// multicast, and programs; points run one at a time)
@@ -144,7 +149,10 @@ fn default_out(name: &str) -> PathBuf {
 }
 
 fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
-    let file = load(&a.scenario)?;
+    let mut file = load(&a.scenario)?;
+    if let Some(n) = a.replicates {
+        file = file.with_replicates(n).map_err(|e| e.to_string())?;
+    }
     let name = file
         .resolve(&file.points()[0])
         .map_err(|e| e.to_string())?

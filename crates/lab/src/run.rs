@@ -103,17 +103,7 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
             origin: file.origin.clone(),
             text: file.text.clone(),
             seed: opts.seed.or(first.map(|s| s.seed)).unwrap_or(0),
-            sweep: file
-                .sweep
-                .iter()
-                .map(|(k, vs)| {
-                    let vs = vs
-                        .iter()
-                        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
-                        .collect();
-                    (k.clone(), vs)
-                })
-                .collect(),
+            sweep: sweep_of(file),
         },
         mode: opts.mode.as_str().into(),
         host: results::host(),
@@ -130,6 +120,33 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
         .map_err(|e| format!("cannot write {}: {e}", opts.out.display()))?;
     crate::report::write(&opts.out, &summary)?;
     Ok(summary)
+}
+
+/// A point's seed: the run's, plus the point's replicate less one (replicate 1 runs with the
+/// scenario's own seed).
+pub fn point_seed(seed: u64, point: &Point) -> u64 {
+    seed.wrapping_add(u64::from(point.replicate.max(1) - 1))
+}
+
+/// The sweep parameters and their values as the summary lists them, `replicate` last when
+/// each point runs more than once.
+fn sweep_of(file: &ScenarioFile) -> Vec<(String, Vec<String>)> {
+    let mut sweep: Vec<(String, Vec<String>)> = file
+        .sweep
+        .iter()
+        .map(|(k, vs)| {
+            let vs = vs
+                .iter()
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string))
+                .collect();
+            (k.clone(), vs)
+        })
+        .collect();
+    if file.replicates > 1 {
+        let rs = (1..=file.replicates).map(|r| r.to_string()).collect();
+        sweep.push((metronome_spec::scenario::REPLICATE.into(), rs));
+    }
+    sweep
 }
 
 /// The directory of a scenario file, `None` for a built-in (`builtin:NAME`).
@@ -183,7 +200,7 @@ fn run_points(
                 }
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
-                let seed = opts.seed.unwrap_or(job.scenario.seed);
+                let seed = point_seed(opts.seed.unwrap_or(job.scenario.seed), &job.point);
                 let r = match opts.mode {
                     Mode::Sim => run_point(&job.point, &job.scenario, seed, &opts.out, dir),
                     Mode::Emu => crate::emu_mode::run_point(

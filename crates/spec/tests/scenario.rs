@@ -165,6 +165,61 @@ fn sweep_references_are_checked() {
     );
 }
 
+/// `replicates = N` runs each sweep point N times, replicate r after r − 1, each named in
+/// the point's parameters; the seed offset is the lab's (`Point::replicate`).
+#[test]
+fn replicates_multiply_the_points_and_are_named() {
+    let swept = format!(
+        "replicates = 3\n{}[sweep]\nr = [\"1mbit\", \"2mbit\"]\n",
+        BASE.replace("rate = \"1mbit\"", "rate = \"${r}\"")
+    );
+    let f = ScenarioFile::parse(&swept, "t.toml").unwrap();
+    assert_eq!((f.replicates, f.point_count()), (3, 6));
+    let points = f.points();
+    let seen: Vec<(String, u32)> = points
+        .iter()
+        .map(|p| (p.params[0].1.clone(), p.replicate))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("1mbit", 1),
+            ("1mbit", 2),
+            ("1mbit", 3),
+            ("2mbit", 1),
+            ("2mbit", 2),
+            ("2mbit", 3)
+        ]
+        .map(|(r, k)| (r.to_string(), k))
+    );
+    assert_eq!(points[4].params[1], ("replicate".into(), "2".into()));
+    assert_eq!(points[4].to_string(), "r=2mbit, replicate=2");
+    assert_eq!(f.resolve_all().unwrap().len(), 6);
+
+    // One replicate (the default) adds no parameter; the option replaces the file's.
+    let one = ScenarioFile::parse(BASE, "t.toml").unwrap();
+    assert_eq!((one.replicates, one.points()[0].params.len()), (1, 0));
+    let ten = one.with_replicates(10).unwrap();
+    assert_eq!(ten.point_count(), 10);
+    assert!(ten.with_replicates(0).is_err());
+
+    for bad in ["0", "-1", "2.5", "\"ten\"", "1001"] {
+        let e = err(&format!("replicates = {bad}\n{BASE}"));
+        assert!(
+            e.starts_with("t.toml line 1") && e.contains("replicates = 10"),
+            "{bad}: {e}"
+        );
+    }
+    let e = err(&format!(
+        "{}[sweep]\nreplicate = [1, 2]\n",
+        BASE.replace("rate = \"1mbit\"", "rate = \"${replicate}\"")
+    ));
+    assert!(
+        e.contains("'replicate'") && e.contains("replicates = N"),
+        "{e}"
+    );
+}
+
 #[test]
 fn tbf_latency_sizes_the_queue_as_tc_does() {
     let f = ScenarioFile::parse(

@@ -11,6 +11,7 @@ pub mod plots;
 mod sweep;
 mod tables;
 
+use crate::claims::Verdict;
 use crate::results::Summary;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -63,25 +64,35 @@ fn claims_section(s: &Summary) -> String {
     let mut h = String::from(
         "<h2 id=\"claims\">Claims checked</h2>\n<p class=\"note\">What the source concluded, \
          and what this run says: each side is the metric at the point its sweep values pick, \
-         or the difference between two points (the first less the second).</p>\n\
+         or the difference between two points (the first less the second). With replicates, \
+         each side is their mean ± the half-width of its 95 % confidence interval, and the \
+         verdict comes from the interval of the replicates' differences (left − right): \
+         <em>agrees</em> when it lies wholly on the claim's side of zero, <em>differs</em> \
+         when wholly on the other, <em>inconclusive</em> when it holds zero.</p>\n\
          <table><tr><th>claim</th><th>source</th><th>metric</th><th>left</th><th></th>\
-         <th>right</th><th>this run</th></tr>",
+         <th>right</th><th>left − right</th><th>replicates</th><th>this run</th></tr>",
     );
     for c in &checked {
-        let (l, r) = match &c.values {
-            Ok((l, r)) => (format!("{l:.3}"), format!("{r:.3}")),
-            Err(e) => (esc(e), String::new()),
+        let (l, r, d) = match &c.values {
+            Ok(_) => (c.left().show(3), c.right().show(3), c.difference().show(3)),
+            Err(e) => (esc(e), String::new(), String::new()),
         };
-        let (verdict, class) = match c.holds() {
-            Some(true) => ("agrees".to_string(), "good"),
-            Some(false) if c.claim.note.is_empty() => ("differs".to_string(), "bad"),
-            Some(false) => (format!("differs: {}", esc(&c.claim.note)), "bad"),
-            None => ("not known".to_string(), ""),
+        let verdict = c.verdict();
+        let class = match verdict {
+            Verdict::Agrees => "good",
+            Verdict::Differs => "bad",
+            Verdict::Inconclusive | Verdict::NotKnown => "",
+        };
+        let verdict = match verdict {
+            Verdict::Differs if !c.claim.note.is_empty() => {
+                format!("differs: {}", esc(&c.claim.note))
+            }
+            v => v.as_str().to_string(),
         };
         let _ = write!(
             h,
             "<tr><td>{}</td><td>{}</td><td><code>{}</code>{}</td><td>{l}</td><td>{}</td>\
-             <td>{r}</td><td class=\"{class}\">{verdict}</td></tr>",
+             <td>{r}</td><td>{d}</td><td>{}</td><td class=\"{class}\">{verdict}</td></tr>",
             esc(&c.claim.text),
             esc(&c.claim.source),
             esc(&c.claim.metric),
@@ -89,7 +100,8 @@ fn claims_section(s: &Summary) -> String {
                 .flow
                 .as_deref()
                 .map_or(String::new(), |f| format!(" of {}", esc(f))),
-            esc(c.claim.op.symbol())
+            esc(c.claim.op.symbol()),
+            c.replicates.len()
         );
     }
     h.push_str("</table>\n");

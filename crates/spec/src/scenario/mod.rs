@@ -42,7 +42,7 @@ mod sweep;
 mod topology;
 
 pub use crate::config::{ConfigError, ConfigErrorKind};
-pub use sweep::{Point, ScenarioFile};
+pub use sweep::{Point, ScenarioFile, MAX_REPLICATES, REPLICATE};
 
 use std::collections::BTreeMap;
 use std::time::Duration;

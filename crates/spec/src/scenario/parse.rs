@@ -134,6 +134,9 @@ struct RawScenario {
     /// Read by [`super::ScenarioFile`]; its references are already replaced.
     #[serde(default, rename = "sweep")]
     _sweep: Option<toml::Table>,
+    /// Read by [`super::ScenarioFile`].
+    #[serde(default, rename = "replicates")]
+    _replicates: Option<toml::Value>,
     #[serde(default)]
     links: BTreeMap<String, Spanned<RawProfile>>,
     topology: Option<Spanned<RawTopology>>,

@@ -7,6 +7,8 @@ use std::fmt;
 
 /// The most points one scenario may sweep over.
 pub const MAX_POINTS: usize = 10_000;
+/// The most replicates of each point.
+pub const MAX_REPLICATES: u32 = 1000;
 
 /// A scenario file as read: its text, and its sweep.
 #[derive(Clone, Debug)]
@@ -15,6 +17,9 @@ pub struct ScenarioFile {
     pub text: String,
     /// Sweep parameters in file order, each with its values as TOML literals.
     pub sweep: Vec<(String, Vec<toml::Value>)>,
+    /// Runs of each sweep point (`replicates = N`, default 1), replicate `r` (1-based) with
+    /// the seed plus `r − 1`: independent samples of every figure, for confidence intervals.
+    pub replicates: u32,
 }
 
 /// One combination of sweep values.
@@ -22,8 +27,12 @@ pub struct ScenarioFile {
 pub struct Point {
     /// 0-based, in sweep order (the last parameter varies fastest).
     pub index: usize,
-    /// `(parameter, value)` in sweep order; values as written (strings without quotes).
+    /// `(parameter, value)` in sweep order; values as written (strings without quotes). With
+    /// more than one replicate, the last is `("replicate", r)`.
     pub params: Vec<(String, String)>,
+    /// Which run of its sweep point this is, from 1: its seed is the scenario's plus
+    /// `replicate − 1`.
+    pub replicate: u32,
     values: Vec<toml::Value>,
 }
 
@@ -79,22 +88,61 @@ impl ScenarioFile {
                     );
                     return Err(err(ConfigErrorKind::Parse, message).at(text, find_key(text, name)));
                 }
+                if name == REPLICATE {
+                    let message = format!(
+                        "sweep parameter '{REPLICATE}' is the lab's own name for a run's \
+                         replicate: to run each point several times write replicates = N; \
+                         otherwise choose another name"
+                    );
+                    return Err(err(ConfigErrorKind::Parse, message).at(text, find_key(text, name)));
+                }
                 sweep.push((name.clone(), values));
             }
         }
+        let replicates = match doc.get("replicates") {
+            None => 1,
+            Some(v) => replicates_of(v).map_err(|message| {
+                err(ConfigErrorKind::Invalid, message).at(text, find_key(text, "replicates"))
+            })?,
+        };
         let file = ScenarioFile {
             origin: origin.to_string(),
             text: text.to_string(),
             sweep,
+            replicates,
         };
         file.check_references()?;
-        let n = file.point_count();
+        file.check_size()?;
+        Ok(file)
+    }
+
+    /// The file with `n` replicates of each point instead of its own (`lab run --replicates`).
+    pub fn with_replicates(mut self, n: u32) -> Result<ScenarioFile, ConfigError> {
+        if !(1..=MAX_REPLICATES).contains(&n) {
+            let message = format!("{n} replicates: give 1 to {MAX_REPLICATES}");
+            return Err(ConfigError::new(
+                ConfigErrorKind::Invalid,
+                &self.origin,
+                message,
+            ));
+        }
+        self.replicates = n;
+        self.check_size()?;
+        Ok(self)
+    }
+
+    fn check_size(&self) -> Result<(), ConfigError> {
+        let n = self.point_count();
         if n > MAX_POINTS {
             let message =
                 format!("the sweep has {n} points; at most {MAX_POINTS} run from one file");
-            return Err(err(ConfigErrorKind::TooLarge, message));
+            return Err(ConfigError::new(
+                ConfigErrorKind::TooLarge,
+                &self.origin,
+                message,
+            ));
         }
-        Ok(file)
+        Ok(())
     }
 
     /// Every `${...}` names a sweep parameter and is a whole string; every parameter is used.
@@ -148,33 +196,41 @@ impl ScenarioFile {
         Ok(())
     }
 
+    /// Points to run: every combination of the sweep, each `replicates` times.
     pub fn point_count(&self) -> usize {
         self.sweep
             .iter()
             .map(|(_, v)| v.len())
-            .fold(1usize, |a, b| a.saturating_mul(b))
+            .fold(self.replicates.max(1) as usize, |a, b| a.saturating_mul(b))
     }
 
-    /// Every point, the last parameter varying fastest.
+    /// Every point, the last parameter varying fastest, and each point's replicates after
+    /// one another.
     pub fn points(&self) -> Vec<Point> {
         let n = self.point_count();
+        let replicates = self.replicates.max(1) as usize;
         (0..n)
             .map(|index| {
-                let mut rest = index;
+                let replicate = (index % replicates) as u32 + 1;
+                let mut rest = index / replicates;
                 let mut picked = vec![toml::Value::Integer(0); self.sweep.len()];
                 for (k, (_, values)) in self.sweep.iter().enumerate().rev() {
                     picked[k] = values[rest % values.len()].clone();
                     rest /= values.len();
                 }
-                let params = self
+                let mut params: Vec<(String, String)> = self
                     .sweep
                     .iter()
                     .zip(&picked)
                     .map(|((name, _), v)| (name.clone(), plain(v)))
                     .collect();
+                if replicates > 1 {
+                    params.push((REPLICATE.into(), replicate.to_string()));
+                }
                 Point {
                     index,
                     params,
+                    replicate,
                     values: picked,
                 }
             })
@@ -202,6 +258,22 @@ impl ScenarioFile {
             .map(|p| self.resolve(&p).map(|s| (p, s)))
             .collect()
     }
+}
+
+/// The parameter that names a point's replicate (when there is more than one).
+pub const REPLICATE: &str = "replicate";
+
+/// `replicates = N`, checked.
+fn replicates_of(v: &toml::Value) -> Result<u32, String> {
+    v.as_integer()
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (1..=MAX_REPLICATES).contains(n))
+        .ok_or_else(|| {
+            format!(
+                "replicates = {v}: give a whole number of runs of each point, 1 to \
+                 {MAX_REPLICATES}, like replicates = 10"
+            )
+        })
 }
 
 /// A TOML value as a person wrote it: strings without quotes.

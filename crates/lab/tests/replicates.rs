@@ -1,0 +1,125 @@
+//! `replicates = N`: each sweep point runs N times with seeds N apart, and claims are judged
+//! from the replicates' 95 % confidence intervals, in the summary and the report.
+
+use metronome_lab::claims::{check, Verdict};
+use metronome_lab::run::{run, RunOptions};
+use metronome_spec::scenario::ScenarioFile;
+use metronome_testkit::TempDir;
+
+/// UDP at two rates through a link that drops 2 % of packets at random: loss varies from seed
+/// to seed around the same mean at both rates, throughput does not.
+const SCENARIO: &str = r#"name = "replicated"
+seed = 7
+replicates = 5
+duration = "2s"
+
+[sweep]
+rate = ["1mbit", "2mbit"]
+
+[links.lossy]
+rate = "10mbit"
+delay = "5ms"
+loss = 0.02
+
+[topology]
+shape = "chain"
+nodes = ["a", "b"]
+link = "lossy"
+
+[[flow]]
+name = "udp"
+kind = "udp"
+from = "a"
+to = "b"
+rate = "${rate}"
+
+[[claim]]
+text = "the faster flow carries more"
+source = "arithmetic"
+flow = "udp"
+metric = "throughput_mbps"
+lhs = [{ rate = "2mbit" }]
+op = ">"
+rhs = [{ rate = "1mbit" }]
+
+[[claim]]
+text = "the faster flow carries less"
+source = "a wrong guess"
+flow = "udp"
+metric = "throughput_mbps"
+lhs = [{ rate = "2mbit" }]
+op = "<"
+rhs = [{ rate = "1mbit" }]
+
+[[claim]]
+text = "the faster flow loses a smaller share"
+source = "a guess the link does not bear out: its loss is random, whatever the rate"
+flow = "udp"
+metric = "loss_percent"
+lhs = [{ rate = "2mbit" }]
+op = "<"
+rhs = [{ rate = "1mbit" }]
+"#;
+
+#[test]
+fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
+    let file = ScenarioFile::parse(SCENARIO, "replicated.toml").unwrap();
+    let dir = TempDir::new("lab-replicates");
+    let out = dir.join("run");
+    let s = run(&file, &RunOptions::new(out.clone())).unwrap();
+    assert_eq!(s.points.len(), 10);
+    // Each point's replicates: seeds 7 to 11, and different draws of the same loss.
+    for rate in ["1mbit", "2mbit"] {
+        let reps: Vec<_> = s
+            .points
+            .iter()
+            .filter(|p| p.params["rate"] == rate)
+            .collect();
+        let seeds: Vec<u64> = reps.iter().map(|p| p.seed).collect();
+        assert_eq!(seeds, [7, 8, 9, 10, 11], "{rate}");
+        let names: Vec<&str> = reps
+            .iter()
+            .map(|p| p.params["replicate"].as_str())
+            .collect();
+        assert_eq!(names, ["1", "2", "3", "4", "5"]);
+        let losses: Vec<f64> = reps
+            .iter()
+            .map(|p| p.flows[0].receivers[0].loss_percent)
+            .collect();
+        let distinct = losses
+            .iter()
+            .filter(|l| (**l - losses[0]).abs() > 1e-9)
+            .count();
+        assert!(distinct > 0, "{rate}: {losses:?}");
+        assert!(losses.iter().all(|l| (0.5..5.0).contains(l)), "{losses:?}");
+    }
+    assert!(s
+        .scenario
+        .sweep
+        .iter()
+        .any(|(k, v)| k == "replicate" && v.len() == 5));
+
+    let claims = check(&s);
+    let verdicts: Vec<Verdict> = claims.iter().map(|c| c.verdict()).collect();
+    for c in &claims {
+        println!(
+            "{}: {} vs {}, difference {}: {:?}",
+            c.claim.text,
+            c.left().show(3),
+            c.right().show(3),
+            c.difference().show(3),
+            c.verdict()
+        );
+        assert_eq!(c.replicates.len(), 5, "{}", c.claim.text);
+        assert!(c.difference().half_width.is_some_and(|h| h > 0.0));
+    }
+    assert_eq!(verdicts[0], Verdict::Agrees);
+    assert_eq!(verdicts[1], Verdict::Differs);
+    // 2 % random loss at both rates: the interval of the difference holds zero.
+    assert_eq!(verdicts[2], Verdict::Inconclusive);
+    let d = claims[2].difference();
+    assert!(d.mean.abs() < d.half_width.unwrap(), "{d:?}");
+
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("inconclusive") && report.contains(" ± "));
+}
