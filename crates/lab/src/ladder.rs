@@ -35,7 +35,9 @@ pub fn spec(
 ) -> Result<LadderSpec, String> {
     let content_key = match content {
         VideoContent::Pattern => format!("pattern scenes of {} s", crate::video::SCENE_SECS),
-        VideoContent::Motion(seed) => format!("motion seed {seed}"),
+        VideoContent::Motion(seed) => {
+            format!("motion v{} seed {seed}", metronome_media::motion::VERSION)
+        }
         VideoContent::Lavfi(sources) => format!(
             "lavfi {} scenes of {} s",
             sources.join(","),
