@@ -194,11 +194,15 @@ impl Ladder {
         Ok(Arc::new(ladder))
     }
 
-    /// The rung at quantizer `q`, or the nearest one.
+    /// The rung at quantizer `q`; in a ladder without it, the next coarser one (a rate
+    /// controller's choice of `q` is then not exceeded), or the coarsest.
     pub fn rung(&self, q: u32) -> &Rung {
+        let coarsest = self.rungs.iter().max_by_key(|r| r.quantizer);
         self.rungs
             .iter()
-            .min_by_key(|r| r.quantizer.abs_diff(q))
+            .filter(|r| r.quantizer >= q)
+            .min_by_key(|r| r.quantizer)
+            .or(coarsest)
             .expect("a ladder has a rung (checked when built)")
     }
 

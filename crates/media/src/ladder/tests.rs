@@ -43,7 +43,13 @@ fn every_rung_has_the_same_gops_and_the_rate_falls_with_the_quantizer() {
             .map(|f| f.data.len() as u64)
             .sum::<u64>()
     );
-    assert_eq!(ladder.rung(6).quantizer, 5, "the nearest rung");
+    // A quantizer between rungs takes the coarser: a controller's rate is not exceeded.
+    assert_eq!(ladder.rung(6).quantizer, 12, "the next coarser rung");
+    assert_eq!(ladder.rung(3).quantizer, 5);
+    assert_eq!(
+        (ladder.rung(1).quantizer, ladder.rung(40).quantizer),
+        (2, 31)
+    );
 }
 
 #[test]
