@@ -264,12 +264,20 @@ pub struct FrameSeries {
     /// The largest delay among each point's frames that arrived, ns (`None`: none arrived).
     #[serde(rename = "delay_us", with = "metronome_time::units::ns_as_us")]
     pub delay_ns: Vec<Option<u64>>,
-    /// The cumulative jitter at each point's last arrived frame, ns.
+    /// The largest cumulative jitter among each point's frames that arrived, ns: a thinned
+    /// plot still shows every peak (an I-frame's), up to the flow's maximum.
     #[serde(
         rename = "cumulative_jitter_us",
         with = "metronome_time::units::ns_as_us"
     )]
     pub cumulative_jitter_ns: Vec<Option<i64>>,
+    /// The smallest, ns: with the largest, each point's range.
+    #[serde(
+        default,
+        rename = "cumulative_jitter_min_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
+    pub cumulative_jitter_min_ns: Vec<Option<i64>>,
 }
 
 /// A video flow as its sender sent it, thinned for plots: its coded frames' sizes and, for a
@@ -660,8 +668,9 @@ fn series(map: &FrameMap, rows: &[FrameRow]) -> FrameSeries {
         }
         s.delay_ns
             .push(chunk.iter().filter_map(|r| r.delay_ns).max());
-        s.cumulative_jitter_ns
-            .push(chunk.iter().rev().find_map(|r| r.cumulative_jitter_ns));
+        let cj = || chunk.iter().filter_map(|r| r.cumulative_jitter_ns);
+        s.cumulative_jitter_ns.push(cj().max());
+        s.cumulative_jitter_min_ns.push(cj().min());
     }
     s
 }
@@ -733,6 +742,42 @@ mod tests {
         assert!(s.frame_bytes_mean.iter().all(|m| *m == 600.0));
         assert!(s.frame_bytes_max.iter().all(|m| *m == 1000));
         assert!(s.rung_quantizer.is_empty());
+    }
+
+    /// Thinned for plots, each point keeps its frames' extremes: a peak of cumulative jitter
+    /// on any frame (an I-frame's, say) is in the series, not only each point's last frame.
+    #[test]
+    fn the_frame_series_keeps_each_points_extremes() {
+        let ms = |v: i64| v * 1_000_000;
+        let rows: Vec<FrameRow> = (0..1200u32)
+            .map(|k| FrameRow {
+                frame: k,
+                kind: FrameType::P,
+                shown: Some(k),
+                arrived: true,
+                delay_ns: Some(20_000_000 + u64::from(k % 3)),
+                cumulative_jitter_ns: Some(match k {
+                    600 => ms(590),
+                    800 => ms(-40),
+                    _ => ms(10),
+                }),
+                missed_deadline: false,
+                psnr_y_db: None,
+                psnr_yuv_db: None,
+                ssim: None,
+                mos: None,
+            })
+            .collect();
+        let s = series(&FrameMap::default(), &rows);
+        assert_eq!((s.step, s.cumulative_jitter_ns.len()), (2, 600));
+        // Frames 600 and 601 make point 300: its largest is frame 600's, not 601's.
+        assert_eq!(s.cumulative_jitter_ns[300], Some(ms(590)));
+        assert_eq!(s.cumulative_jitter_min_ns[400], Some(ms(-40)));
+        assert_eq!(
+            s.cumulative_jitter_ns.iter().flatten().max(),
+            Some(&ms(590))
+        );
+        assert_eq!(s.delay_ns[0], Some(20_000_001));
     }
 
     #[test]

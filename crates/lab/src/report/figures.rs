@@ -409,11 +409,16 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
                 .filter_map(|(i, v)| v.map(|d| (t(i), d as f64 / 1e6)))
                 .collect(),
         ));
+        // Each point's smallest then largest: the line covers every frame's value.
+        let ms = |v: &Option<i64>| v.map(|d| d as f64 / 1e6);
         cj.push(line(
             s.cumulative_jitter_ns
                 .iter()
                 .enumerate()
-                .filter_map(|(i, v)| v.map(|d| (t(i), d as f64 / 1e6)))
+                .flat_map(|(i, hi)| {
+                    let lo = s.cumulative_jitter_min_ns.get(i).and_then(ms);
+                    [lo, ms(hi)].into_iter().flatten().map(move |v| (t(i), v))
+                })
                 .collect(),
         ));
         let dist = p
