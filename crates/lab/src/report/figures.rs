@@ -5,6 +5,7 @@
 use super::plots::{figure, x_values, Line, Plot, Style};
 use crate::closed_form;
 use crate::results::{PointResult, Summary};
+use crate::video::FrameSeries;
 use metronome_spec::scenario::Reference;
 use std::collections::BTreeMap;
 
@@ -377,14 +378,18 @@ fn rung_steps(s: &crate::video::SentSeries) -> Vec<(f64, f64)> {
     points
 }
 
-/// Each video receiver's frames over time (PSNR of Y, delay, cumulative jitter) and its MOS
-/// distribution; empty without video.
-pub(crate) fn video_plots(p: &PointResult) -> String {
-    if p.frame_series.is_empty() {
-        return String::new();
-    }
-    let (mut psnr, mut delay, mut cj, mut mos) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for (group, s) in p.frame_series.iter().enumerate() {
+/// The lines of the video plots, one per viewer in each.
+#[derive(Default)]
+struct ViewerLines {
+    psnr: Vec<Line>,
+    delay: Vec<Line>,
+    cj: Vec<Line>,
+    mos: Vec<Line>,
+}
+
+impl ViewerLines {
+    /// Viewer `s`'s lines (`group`: its colour).
+    fn add(&mut self, p: &PointResult, group: usize, s: &FrameSeries) {
         let name = format!("{} → {}", s.flow, s.receiver);
         let t = |i: usize| {
             (s.start_ns as f64 + (i * s.step as usize) as f64 * s.frame_interval_ns as f64) / 1e9
@@ -395,14 +400,14 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
             points,
             style: Style::Plain,
         };
-        psnr.push(line(
+        self.psnr.push(line(
             s.psnr_y_db
                 .iter()
                 .enumerate()
                 .map(|(i, v)| (t(i), *v))
                 .collect(),
         ));
-        delay.push(line(
+        self.delay.push(line(
             s.delay_ns
                 .iter()
                 .enumerate()
@@ -411,7 +416,7 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         ));
         // Each point's smallest then largest: the line covers every frame's value.
         let ms = |v: &Option<i64>| v.map(|d| d as f64 / 1e6);
-        cj.push(line(
+        self.cj.push(line(
             s.cumulative_jitter_ns
                 .iter()
                 .enumerate()
@@ -421,29 +426,53 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
                 })
                 .collect(),
         ));
-        let dist = p
-            .flows
-            .iter()
-            .filter(|f| f.name == s.flow)
-            .flat_map(|f| &f.receivers)
-            .find(|r| r.node == s.receiver)
-            .and_then(|r| r.frames)
-            .and_then(|f| f.pictures);
-        if let Some(q) = dist {
-            let n = q.mos_frames.iter().sum::<u64>().max(1) as f64;
-            mos.push(Line {
+        if let Some(points) = mos_shares(p, s) {
+            self.mos.push(Line {
                 group,
-                name: name.clone(),
-                points: q
-                    .mos_frames
-                    .iter()
-                    .enumerate()
-                    .map(|(m, c)| ((m + 1) as f64, 100.0 * *c as f64 / n))
-                    .collect(),
+                name,
+                points,
                 style: Style::Measured,
             });
         }
     }
+}
+
+/// The share of viewer `s`'s display slots at each MOS, %, if its pictures were judged.
+fn mos_shares(p: &PointResult, s: &FrameSeries) -> Option<Vec<(f64, f64)>> {
+    let q = p
+        .flows
+        .iter()
+        .filter(|f| f.name == s.flow)
+        .flat_map(|f| &f.receivers)
+        .find(|r| r.node == s.receiver)
+        .and_then(|r| r.frames)
+        .and_then(|f| f.pictures)?;
+    let n = q.mos_frames.iter().sum::<u64>().max(1) as f64;
+    Some(
+        q.mos_frames
+            .iter()
+            .enumerate()
+            .map(|(m, c)| ((m + 1) as f64, 100.0 * *c as f64 / n))
+            .collect(),
+    )
+}
+
+/// Each video receiver's frames over time (PSNR of Y, delay, cumulative jitter) and its MOS
+/// distribution; empty without video.
+pub(crate) fn video_plots(p: &PointResult) -> String {
+    if p.frame_series.is_empty() {
+        return String::new();
+    }
+    let mut lines = ViewerLines::default();
+    for (group, s) in p.frame_series.iter().enumerate() {
+        lines.add(p, group, s);
+    }
+    let ViewerLines {
+        psnr,
+        delay,
+        cj,
+        mos,
+    } = lines;
     let step = p.frame_series[0].step;
     let thinned = if step > 1 {
         format!(" (each point the worst of {step} frames)")
