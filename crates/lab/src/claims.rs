@@ -79,6 +79,25 @@ impl Estimate {
     }
 }
 
+/// Which of a claim's figures, per replicate.
+#[derive(Clone, Copy)]
+enum Side {
+    Left,
+    Right,
+    Difference,
+}
+
+fn side_of(replicates: &[(u32, f64, f64)], side: Side) -> Vec<f64> {
+    replicates
+        .iter()
+        .map(|&(_, l, r)| match side {
+            Side::Left => l,
+            Side::Right => r,
+            Side::Difference => l - r,
+        })
+        .collect()
+}
+
 /// Student's t at 97.5 % for `df` degrees of freedom (two-sided 95 %).
 pub fn t_975(df: usize) -> f64 {
     const T: [f64; 30] = [
@@ -98,23 +117,17 @@ pub fn t_975(df: usize) -> f64 {
 impl Checked {
     /// The left side over the replicates.
     pub fn left(&self) -> Estimate {
-        Estimate::of(&self.replicates.iter().map(|r| r.1).collect::<Vec<_>>())
+        Estimate::of(&side_of(&self.replicates, Side::Left))
     }
 
     /// The right side over the replicates.
     pub fn right(&self) -> Estimate {
-        Estimate::of(&self.replicates.iter().map(|r| r.2).collect::<Vec<_>>())
+        Estimate::of(&side_of(&self.replicates, Side::Right))
     }
 
     /// Left less right, replicate by replicate.
     pub fn difference(&self) -> Estimate {
-        Estimate::of(
-            &self
-                .replicates
-                .iter()
-                .map(|r| r.1 - r.2)
-                .collect::<Vec<_>>(),
-        )
+        Estimate::of(&side_of(&self.replicates, Side::Difference))
     }
 
     /// What the run says (see the module).
@@ -178,16 +191,10 @@ fn checked(s: &Summary, claim: Claim) -> Checked {
         Ok(_) if replicates.is_empty() => {
             Err("the two sides have no replicate in common in this run".into())
         }
-        Ok(_) => {
-            let mean = |i: usize| {
-                replicates
-                    .iter()
-                    .map(|r| if i == 0 { r.1 } else { r.2 })
-                    .sum::<f64>()
-                    / replicates.len() as f64
-            };
-            Ok((mean(0), mean(1)))
-        }
+        Ok(_) => Ok((
+            Estimate::of(&side_of(&replicates, Side::Left)).mean,
+            Estimate::of(&side_of(&replicates, Side::Right)).mean,
+        )),
     };
     Checked {
         claim,
