@@ -164,7 +164,10 @@ fn run_case(
     target_wall_s: f64,
     scratch: &std::path::Path,
 ) -> Result<Case, String> {
-    let file = ScenarioFile::parse(text, "bench").map_err(|e| e.to_string())?;
+    // One replicate: a case is one run of a point.
+    let file = ScenarioFile::parse(text, "bench")
+        .and_then(|f| f.with_replicates(1))
+        .map_err(|e| e.to_string())?;
     let point = file.points().remove(index);
     let s = file.resolve(&point).map_err(|e| e.to_string())?;
     let receivers: usize = s

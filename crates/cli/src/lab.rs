@@ -234,6 +234,7 @@ fn redraw(a: ReportArgs) -> Result<(), String> {
     merged
         .write(&out)
         .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    metronome_lab::estimates::write(&out, &merged)?;
     report::write(&out, &merged)?;
     println!("report: {}", out.join("report.html").display());
     Ok(())

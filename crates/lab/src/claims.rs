@@ -6,11 +6,11 @@
 //! interval (Student's t, N − 1 degrees of freedom). The claim agrees when the whole interval
 //! is on its side of zero, differs when the whole interval is on the other, and is
 //! inconclusive when the interval holds zero. One replicate gives a verdict from the two
-//! values alone, without an interval.
+//! values alone, without an interval. The figures are [`crate::estimates`]'s.
 
+use crate::estimates::{metric, replicate_of, Estimate};
 use crate::results::{PointResult, Summary};
-use metronome_netsim::sim::flows::FlowReport;
-use metronome_spec::scenario::{Claim, ClaimOp, ScenarioFile, REPLICATE};
+use metronome_spec::scenario::{Claim, ClaimOp, ScenarioFile};
 use std::collections::BTreeMap;
 
 /// A claim and what the run says of it.
@@ -46,39 +46,6 @@ impl Verdict {
     }
 }
 
-/// A mean over replicates and the half-width of its 95 % confidence interval (`None` with
-/// fewer than two replicates).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Estimate {
-    pub mean: f64,
-    pub half_width: Option<f64>,
-    pub n: usize,
-}
-
-impl Estimate {
-    pub fn of(values: &[f64]) -> Estimate {
-        let n = values.len();
-        let mean = values.iter().sum::<f64>() / n.max(1) as f64;
-        let half_width = (n >= 2).then(|| {
-            let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
-            t_975(n - 1) * (var / n as f64).sqrt()
-        });
-        Estimate {
-            mean,
-            half_width,
-            n,
-        }
-    }
-
-    /// `mean ± half-width`, to `digits` decimals.
-    pub fn show(&self, digits: usize) -> String {
-        match self.half_width {
-            Some(h) => format!("{:.digits$} ± {h:.digits$}", self.mean),
-            None => format!("{:.digits$}", self.mean),
-        }
-    }
-}
-
 /// Which of a claim's figures, per replicate.
 #[derive(Clone, Copy)]
 enum Side {
@@ -96,22 +63,6 @@ fn side_of(replicates: &[(u32, f64, f64)], side: Side) -> Vec<f64> {
             Side::Difference => l - r,
         })
         .collect()
-}
-
-/// Student's t at 97.5 % for `df` degrees of freedom (two-sided 95 %).
-pub fn t_975(df: usize) -> f64 {
-    const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
-    ];
-    match df {
-        0 => f64::INFINITY,
-        1..=30 => T[df - 1],
-        31..=60 => 2.000,
-        61..=120 => 1.980,
-        _ => 1.960,
-    }
 }
 
 impl Checked {
@@ -213,7 +164,7 @@ fn side(
     for m in sel {
         let mut by_replicate = BTreeMap::new();
         for p in points(s, m)? {
-            by_replicate.insert(replicate_of(p), metric(p, c)?);
+            by_replicate.insert(replicate_of(p), metric(p, c.flow.as_deref(), &c.metric)?);
         }
         v.push(by_replicate);
     }
@@ -225,14 +176,6 @@ fn side(
             .collect(),
         _ => return Err("a side picks one point or two".into()),
     })
-}
-
-/// A point's replicate (1 when the run has one of each point).
-fn replicate_of(p: &PointResult) -> u32 {
-    p.params
-        .get(REPLICATE)
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(1)
 }
 
 /// The points `sel` picks: one, or one per replicate.
@@ -264,71 +207,4 @@ fn points<'a>(
         ));
     }
     Ok(found)
-}
-
-/// The mean over `f`'s receivers of `value` (those that have it).
-fn mean(
-    f: &FlowReport,
-    value: impl Fn(&metronome_netsim::sim::flows::ReceiverReport) -> Option<f64>,
-) -> Option<f64> {
-    let v: Vec<f64> = f.receivers.iter().filter_map(value).collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-}
-
-fn metric(p: &PointResult, c: &Claim) -> Result<f64, String> {
-    if c.metric == "jain_index" {
-        return p
-            .fairness
-            .as_ref()
-            .map(|f| f.jain_index)
-            .ok_or_else(|| format!("{}: fewer than two flows", p.id));
-    }
-    let name = c.flow.as_deref().unwrap_or_default();
-    let f = p
-        .flows
-        .iter()
-        .find(|f| f.name == name)
-        .ok_or_else(|| format!("{}: no flow '{name}'", p.id))?;
-    let frames = |r: &metronome_netsim::sim::flows::ReceiverReport| r.frames;
-    let v = match c.metric.as_str() {
-        "frames_lost_percent" => mean(f, |r| frames(r).map(|x| x.lost_percent)),
-        "missed_deadline_percent" => mean(f, |r| {
-            frames(r).map(|x| 100.0 * x.missed_deadline as f64 / x.frames.max(1) as f64)
-        }),
-        "frame_delay_ms" => mean(f, |r| frames(r).map(|x| x.mean_delay_ns as f64 / 1e6)),
-        "cumulative_jitter_ms" => mean(f, |r| {
-            frames(r).map(|x| x.max_cumulative_jitter_ns as f64 / 1e6)
-        }),
-        "psnr_y_db" => mean(f, |r| frames(r)?.pictures.map(|x| x.psnr_y_db)),
-        "mos" => mean(f, |r| frames(r)?.pictures.map(|x| x.mos)),
-        "throughput_mbps" => mean(f, |r| Some(r.throughput_bps / 1e6)),
-        "loss_percent" => mean(f, |r| Some(r.loss_percent)),
-        "delay_ms" => mean(f, |r| Some(r.mean_delay_ns as f64 / 1e6)),
-        "p99_delay_ms" => mean(f, |r| Some(r.p99_delay_ns as f64 / 1e6)),
-        other => return Err(format!("metric {other} is not known")),
-    };
-    v.ok_or_else(|| format!("{}: flow '{name}' has no {}", p.id, c.metric))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_interval_is_students_at_95_percent() {
-        assert_eq!(t_975(1), 12.706);
-        assert_eq!(t_975(9), 2.262);
-        assert_eq!(t_975(1000), 1.960);
-        // Ten replicates, sample standard deviation 1: ± 2.262 / √10.
-        let v: Vec<f64> = (0..10)
-            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let e = Estimate::of(&v);
-        let sd = (10.0f64 / 9.0).sqrt();
-        assert_eq!((e.mean, e.n), (0.0, 10));
-        assert!((e.half_width.unwrap() - 2.262 * sd / 10f64.sqrt()).abs() < 1e-12);
-        assert_eq!(Estimate::of(&[3.0]).half_width, None);
-        assert_eq!(Estimate::of(&[3.0]).show(1), "3.0");
-        assert_eq!(Estimate::of(&[1.0, 3.0]).show(1), "2.0 ± 12.7");
-    }
 }

@@ -9,6 +9,8 @@
 //! - [`results`]: the directory's files: `summary.json` (schema [`results::SCHEMA`]) and CSVs;
 //! - [`closed_form`]: what the link model must give, by hand, and the fit of a testbed's
 //!   extra holding time;
+//! - [`estimates`]: every metric over the replicates, mean and 95 % interval; [`claims`]:
+//!   a scenario's claims judged from them;
 //! - [`report`]: `report.html`, self-contained;
 //! - [`video`]: video flows, what each viewer saw (frames, pictures); [`lavfi`]: their
 //!   content from FFmpeg's lavfi sources.
@@ -18,6 +20,7 @@ pub mod claims;
 pub mod closed_form;
 pub mod compare;
 pub mod emu_mode;
+pub mod estimates;
 pub mod fairness;
 pub mod ladder;
 pub mod lavfi;

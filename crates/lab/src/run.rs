@@ -118,6 +118,7 @@ pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
     summary
         .write(&opts.out)
         .map_err(|e| format!("cannot write {}: {e}", opts.out.display()))?;
+    crate::estimates::write(&opts.out, &summary)?;
     crate::report::write(&opts.out, &summary)?;
     Ok(summary)
 }

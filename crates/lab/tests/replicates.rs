@@ -122,4 +122,48 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
 
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("inconclusive") && report.contains(" ± "));
+    assert!(report.contains("Across replicates"));
+    // Across the sweep, a cell is its replicates' mean and interval, drawn as a band.
+    assert!(
+        report.contains("b, 95 % interval"),
+        "no band named for receiver b"
+    );
+    assert!(report.contains("<polygon"), "the sweep plot has no band");
+
+    // Every metric over each point's replicates, in replicates.csv: the mean and Student's
+    // interval of the five losses, worked here from the points themselves.
+    let csv = std::fs::read_to_string(out.join("replicates.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("rate,flow,metric,n,mean,ci95_low,ci95_high")
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    for rate in ["1mbit", "2mbit"] {
+        let losses: Vec<f64> = s
+            .points
+            .iter()
+            .filter(|p| p.params["rate"] == rate)
+            .map(|p| p.flows[0].receivers[0].loss_percent)
+            .collect();
+        let mean = losses.iter().sum::<f64>() / 5.0;
+        let sd = (losses.iter().map(|l| (l - mean).powi(2)).sum::<f64>() / 4.0).sqrt();
+        let half = 2.776 * sd / 5f64.sqrt();
+        let row = rows
+            .iter()
+            .find(|r| r[0] == rate && r[1] == "udp" && r[2] == "loss_percent")
+            .unwrap_or_else(|| panic!("no loss row for {rate} in\n{csv}"));
+        let num = |i: usize| row[i].parse::<f64>().unwrap();
+        assert_eq!(row[3], "5");
+        assert!((num(4) - mean).abs() < 1e-9, "{row:?} against {mean}");
+        assert!((num(5) - (mean - half)).abs() < 1e-9, "{row:?}");
+        assert!((num(6) - (mean + half)).abs() < 1e-9, "{row:?}");
+    }
+    // One flow: no Jain's index; no frames: no frame metrics.
+    assert!(rows
+        .iter()
+        .all(|r| r[2] != "jain_index" && r[2] != "psnr_y_db"));
+    assert!(rows
+        .iter()
+        .any(|r| r[0] == "2mbit" && r[2] == "throughput_mbps"));
 }

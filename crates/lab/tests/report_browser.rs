@@ -94,9 +94,10 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
     assert!(dom.contains("Seed 001: UDP loss per client"));
 }
 
-/// seed002-cbr's report, shortened (6 s, 3 receivers): the claims it checks, the rate
-/// controllers' tables and target plot, the sharing table, and the video as sent (frame sizes,
-/// the rung of each GOP) render in Chromium too.
+/// seed002-cbr's report, shortened (6 s, 3 receivers, 2 replicates): the claims it checks,
+/// every metric over the replicates, the rate controllers' tables and target plot, the
+/// sharing table, and the video as sent (frame sizes, the rung of each GOP) render in
+/// Chromium too.
 #[test]
 fn a_rate_control_report_renders_its_claims_and_controllers() {
     let tmp = TempDir::new("browser-cc");
@@ -105,7 +106,10 @@ fn a_rate_control_report_renders_its_claims_and_controllers() {
         .text
         .replace("duration = \"73s\"", "duration = \"6s\"")
         .replace("count = 45", "count = 3");
-    let file = ScenarioFile::parse(&text, "builtin:seed002-cbr, shortened").unwrap();
+    // Two replicates (10 as built in): each figure as a mean and an interval.
+    let file = ScenarioFile::parse(&text, "builtin:seed002-cbr, shortened")
+        .and_then(|f| f.with_replicates(2))
+        .unwrap();
     let out = tmp.0.join("run");
     run(&file, &RunOptions::new(out.clone())).unwrap();
     let page = out.join("report.html");
@@ -119,6 +123,8 @@ fn a_rate_control_report_renders_its_claims_and_controllers() {
         "PSNR per frame",
         "Frame sizes over time",
         "Rung per GOP",
+        "Across replicates",
+        "95 % interval",
     ] {
         assert!(dom.contains(text), "the rendered page lacks '{text}'");
     }

@@ -4,10 +4,9 @@
 
 use super::plots::{figure, x_values, Line, Plot, Style};
 use crate::closed_form;
-use crate::results::{PointResult, Summary};
+use crate::results::PointResult;
 use crate::video::FrameSeries;
 use metronome_spec::scenario::Reference;
-use std::collections::BTreeMap;
 
 /// The reference's metric against its sweep parameter (measured, the reference's figures,
 /// the closed form), and jitter likewise, for one group of the other parameters.
@@ -117,51 +116,53 @@ fn axis(param: &str, unit: &str) -> String {
     }
 }
 
-/// A receiver's main figure against the first sweep parameter, a line per value of the last.
-#[allow(clippy::too_many_arguments)]
+/// A receiver's main figure against the first sweep parameter, a line per value of the last;
+/// with replicates, their mean, and their 95 % interval as a band.
 pub(crate) fn sweep_plot(
-    s: &Summary,
-    flow: &str,
-    receiver: &str,
-    mid: &BTreeMap<String, String>,
+    g: &super::sweep::Grid,
+    (flow, receiver): (&str, &str),
     figure_of: &dyn Fn(&PointResult) -> Option<f64>,
     expected_of: &dyn Fn(&PointResult) -> Option<f64>,
     unit: &str,
     n: usize,
 ) -> String {
-    let params = &s.scenario.sweep;
-    let (rows, cols) = (&params[0], &params[params.len() - 1]);
-    let two = params.len() > 1;
-    let (xs, x_unit) = x_values(&rows.1);
-    let col_values: Vec<Option<&String>> = if two {
-        cols.1.iter().map(Some).collect()
-    } else {
-        vec![None]
-    };
-    let at = |rv: &str, cv: Option<&String>| {
-        s.points.iter().find(|p| {
-            p.params.get(&rows.0).map(String::as_str) == Some(rv)
-                && cv.is_none_or(|cv| p.params.get(&cols.0) == Some(cv))
-                && mid.iter().all(|(k, v)| p.params.get(k) == Some(v))
-        })
-    };
+    let (xs, x_unit) = x_values(&g.rows.1);
     let mut lines = Vec::new();
-    for (group, cv) in col_values.iter().enumerate() {
-        let name = cv.map_or_else(|| receiver.to_string(), |c| format!("{} = {c}", cols.0));
-        let pts = |f: &dyn Fn(&PointResult) -> Option<f64>| {
-            rows.1
+    let mut banded = false;
+    for (group, cv) in g.columns().into_iter().enumerate() {
+        let name = cv.map_or_else(|| receiver.to_string(), |c| format!("{} = {c}", g.cols.0));
+        let cells = |f: &dyn Fn(&PointResult) -> Option<f64>| {
+            g.rows
+                .1
                 .iter()
                 .zip(&xs)
-                .filter_map(|(rv, x)| at(rv, *cv).and_then(f).map(|y| (*x, y)))
+                .filter_map(|(rv, x)| g.estimate(rv, cv, f).map(|e| (*x, e)))
                 .collect::<Vec<_>>()
         };
+        let measured = cells(figure_of);
         lines.push(Line {
             group,
             name: name.clone(),
-            points: pts(figure_of),
+            points: measured.iter().map(|(x, e)| (*x, e.mean)).collect(),
             style: Style::Measured,
         });
-        let expected = pts(expected_of);
+        let intervals: Vec<(f64, f64, f64)> = measured
+            .iter()
+            .filter_map(|(x, e)| e.half_width.map(|h| (*x, e.mean - h, e.mean + h)))
+            .collect();
+        if intervals.len() == measured.len() && !intervals.is_empty() {
+            banded = true;
+            lines.push(Line {
+                group,
+                name: format!("{name}, 95 % interval"),
+                points: super::plots::band(&intervals),
+                style: Style::Band,
+            });
+        }
+        let expected: Vec<(f64, f64)> = cells(expected_of)
+            .into_iter()
+            .map(|(x, e)| (x, e.mean))
+            .collect();
         if !expected.is_empty() {
             lines.push(Line {
                 group,
@@ -171,12 +172,20 @@ pub(crate) fn sweep_plot(
             });
         }
     }
+    let band = if banded {
+        "; the mean over the replicates, their 95 % interval shaded"
+    } else {
+        ""
+    };
     figure(Plot {
         id: &format!("sweep-{n}"),
         title: &format!("{flow} → {receiver}"),
-        x_label: &axis(&rows.0, x_unit),
+        x_label: &axis(&g.rows.0, x_unit),
         y_label: unit,
-        caption: &format!("{unit} against {}; expected values as crosses", rows.0),
+        caption: &format!(
+            "{unit} against {}; expected values as crosses{band}",
+            g.rows.0
+        ),
         lines,
     })
 }

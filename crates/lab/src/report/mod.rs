@@ -4,10 +4,12 @@
 //! - `tables.rs`: the reference table beside the closed form and the measurement, the fit of
 //!   the testbed's extra holding time, the per-point figures;
 //! - `sweep.rs`: each receiver's main figure across the sweep;
+//! - `replicates.rs`: every metric over each point's replicates, mean and interval;
 //! - `figures.rs`: which plots, from a run's figures; [`plots`]: drawing them as SVG.
 
 mod figures;
 pub mod plots;
+mod replicates;
 mod sweep;
 mod tables;
 
@@ -42,6 +44,7 @@ pub fn render(s: &Summary) -> String {
     );
     h.push_str(&run_facts(s));
     h.push_str(&claims_section(s));
+    h.push_str(&replicates::section(s));
     h.push_str(&tables::reference_section(s));
     h.push_str(&sweep::sweep_section(s));
     h.push_str(&tables::points_section(s));

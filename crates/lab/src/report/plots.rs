@@ -31,6 +31,16 @@ pub enum Style {
     Closed,
     /// A plain line (time series, distributions).
     Plain,
+    /// A shaded band (a 95 % confidence interval), drawn beneath the lines: its points go
+    /// along the upper edge and back along the lower one ([`band`]).
+    Band,
+}
+
+/// A band's outline from `(x, low, high)` triples: along the highs, back along the lows.
+pub fn band(points: &[(f64, f64, f64)]) -> Vec<(f64, f64)> {
+    let upper = points.iter().map(|&(x, _, hi)| (x, hi));
+    let lower = points.iter().rev().map(|&(x, lo, _)| (x, lo));
+    upper.chain(lower).collect()
 }
 
 /// A plot's axes and caption.
@@ -112,6 +122,7 @@ pub fn figure(plot: Plot) -> String {
                 Style::Reference => "▲",
                 Style::Closed => "✕",
                 Style::Plain => "━",
+                Style::Band => "▮",
             };
             format!(
                 "<span class=\"key\" style=\"color:#{:02x}{:02x}{:02x}\">{mark}</span> {} ",
@@ -169,7 +180,16 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
             .y_desc(plot.y_label)
             .draw()
             .ok()?;
-        for line in lines {
+        for line in lines.iter().filter(|l| l.style == Style::Band) {
+            let c = PALETTE[line.group % PALETTE.len()];
+            chart
+                .draw_series(std::iter::once(Polygon::new(
+                    line.points.clone(),
+                    c.mix(0.2).filled(),
+                )))
+                .ok()?;
+        }
+        for line in lines.iter().filter(|l| l.style != Style::Band) {
             let c = PALETTE[line.group % PALETTE.len()];
             let width = if line.style == Style::Measured || line.style == Style::Plain {
                 2
@@ -200,7 +220,7 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
                         .draw_series(pts.into_iter().map(|p| Cross::new(p, 4, c)))
                         .ok()?;
                 }
-                Style::Plain => {}
+                Style::Plain | Style::Band => {}
             }
         }
         root.present().ok()?;
@@ -240,6 +260,40 @@ mod tests {
         }
         assert!(!html.contains(" r12 "));
         assert!(html.contains("(3 more lines left out)"));
+    }
+
+    #[test]
+    fn a_band_is_drawn_beneath_its_line_and_widens_the_axes() {
+        let band = band(&[(1.0, 8.0, 12.0), (2.0, 18.0, 30.0)]);
+        assert_eq!(band, [(1.0, 12.0), (2.0, 30.0), (2.0, 18.0), (1.0, 8.0)]);
+        let html = figure(Plot {
+            id: "b",
+            title: "with a band",
+            x_label: "x",
+            y_label: "y",
+            caption: "a test",
+            lines: vec![
+                Line {
+                    name: "mean".into(),
+                    points: vec![(1.0, 10.0), (2.0, 20.0)],
+                    style: Style::Measured,
+                    group: 0,
+                },
+                Line {
+                    name: "95 % interval".into(),
+                    points: band,
+                    style: Style::Band,
+                    group: 0,
+                },
+            ],
+        });
+        let polygon = html.find("<polygon").expect("the band is a polygon");
+        assert!(
+            html[polygon..].contains("stroke=\"#1F77B4\""),
+            "the mean is drawn over the band"
+        );
+        // The axis reaches the band's top (30), not only the line's (20).
+        assert!(html.contains("\n30.0\n"), "{html}");
     }
 
     #[test]

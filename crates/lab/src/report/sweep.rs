@@ -1,10 +1,13 @@
 //! Every receiver's main figure across the sweep, as tables: rows are the first sweep
 //! parameter's values, columns the last one's (one table per combination of any in between).
 //! The figure depends on the flow: TCP its goodput (beside what it should carry), UDP and
-//! RTP their loss, video its frames lost.
+//! RTP their loss, video its frames lost. With replicates a cell is their mean and 95 %
+//! interval, and the plots draw the interval as a band.
 
 use super::esc;
+use crate::estimates::{self, Estimate};
 use crate::results::{PointResult, Summary};
+use metronome_spec::scenario::REPLICATE;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -26,9 +29,69 @@ fn expected(p: &PointResult, flow: &str) -> Option<f64> {
         .map(|t| t.expected_goodput_bps / 1e6)
 }
 
+/// The sweep's grid for one combination of the parameters in between (`mid`): rows are the
+/// first parameter's values, columns the last one's; a cell holds a point's replicates.
+pub(crate) struct Grid<'a> {
+    pub s: &'a Summary,
+    pub rows: &'a (String, Vec<String>),
+    pub cols: &'a (String, Vec<String>),
+    /// Whether there are two parameters (else one: a column).
+    pub two: bool,
+    pub mid: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Grid<'a> {
+    /// The points at row value `rv` and column value `cv` (every replicate).
+    pub fn at(&self, rv: &str, cv: Option<&str>) -> Vec<&'a PointResult> {
+        self.s
+            .points
+            .iter()
+            .filter(|p| {
+                p.params.get(&self.rows.0).map(String::as_str) == Some(rv)
+                    && (!self.two
+                        || cv.is_none_or(|cv| {
+                            p.params.get(&self.cols.0).map(String::as_str) == Some(cv)
+                        }))
+                    && self.mid.iter().all(|(k, v)| p.params.get(k) == Some(v))
+            })
+            .collect()
+    }
+
+    /// `f` at a cell, over its replicates that have it.
+    pub fn estimate(
+        &self,
+        rv: &str,
+        cv: Option<&str>,
+        f: &dyn Fn(&PointResult) -> Option<f64>,
+    ) -> Option<Estimate> {
+        let v: Vec<f64> = self.at(rv, cv).into_iter().filter_map(f).collect();
+        (!v.is_empty()).then(|| Estimate::of(&v))
+    }
+
+    /// The column values (one, `None`, with a single parameter).
+    pub fn columns(&self) -> Vec<Option<&'a str>> {
+        if self.two {
+            self.cols.1.iter().map(|c| Some(c.as_str())).collect()
+        } else {
+            vec![None]
+        }
+    }
+}
+
+/// The sweep's parameters as the tables take them: `replicate` is not one (a cell holds a
+/// point's replicates, shown as their mean and interval).
+fn parameters(s: &Summary) -> Vec<(String, Vec<String>)> {
+    s.scenario
+        .sweep
+        .iter()
+        .filter(|(k, _)| k != REPLICATE)
+        .cloned()
+        .collect()
+}
+
 /// The tables, or nothing without a sweep.
 pub(crate) fn sweep_section(s: &Summary) -> String {
-    let params = &s.scenario.sweep;
+    let params = parameters(s);
     let Some(first) = s.points.first() else {
         return String::new();
     };
@@ -39,11 +102,19 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
     let cols_param = &params[params.len() - 1];
     let two = params.len() > 1;
     let mut h = String::from("<h2 id=\"sweep\">Across the sweep</h2>\n");
+    if estimates::has_replicates(s) {
+        h.push_str(
+            "<p class=\"note\">Each cell is the mean over the point's replicates ± the \
+             half-width of its 95 % confidence interval; the plots draw the interval as a \
+             band.</p>\n",
+        );
+    }
     let mut middles: Vec<BTreeMap<String, String>> = Vec::new();
     for p in &s.points {
         let mut k = p.params.clone();
         k.remove(&rows_param.0);
         k.remove(&cols_param.0);
+        k.remove(REPLICATE);
         if !middles.contains(&k) {
             middles.push(k);
         }
@@ -53,9 +124,14 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
         // A crowd's receivers would make a table per receiver: the first 12 are shown.
         for r in f.receivers.iter().take(12) {
             for mid in &middles {
-                h.push_str(&table(
-                    s, &f.name, &r.node, mid, rows_param, cols_param, two, n,
-                ));
+                let grid = Grid {
+                    s,
+                    rows: rows_param,
+                    cols: cols_param,
+                    two,
+                    mid,
+                };
+                h.push_str(&table(&grid, &f.name, &r.node, n));
                 n += 1;
             }
         }
@@ -63,36 +139,15 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
     h
 }
 
-#[allow(clippy::too_many_arguments)]
-fn table(
-    s: &Summary,
-    flow: &str,
-    receiver: &str,
-    mid: &BTreeMap<String, String>,
-    rows: &(String, Vec<String>),
-    cols: &(String, Vec<String>),
-    two: bool,
-    n: usize,
-) -> String {
-    let at = |rv: &str, cv: &str| {
-        s.points.iter().find(|p| {
-            p.params.get(&rows.0).map(String::as_str) == Some(rv)
-                && (!two || p.params.get(&cols.0).map(String::as_str) == Some(cv))
-                && mid.iter().all(|(k, v)| p.params.get(k) == Some(v))
-        })
-    };
-    let col_values: Vec<&String> = if two {
-        cols.1.iter().collect()
-    } else {
-        vec![&rows.1[0]]
-    };
+fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
+    let s = g.s;
     let unit = s
         .points
         .iter()
         .find_map(|p| figure(p, flow, receiver))
         .map_or("", |(_, u)| u);
     let is_tcp = s.points.iter().any(|p| expected(p, flow).is_some());
-    let mid_label: Vec<String> = mid.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    let mid_label: Vec<String> = g.mid.iter().map(|(k, v)| format!("{k} = {v}")).collect();
     let mut h = format!(
         "<h3>{} → {} ({}){}</h3>\n<div class=\"side\">",
         esc(flow),
@@ -108,26 +163,22 @@ fn table(
         let mut t = format!(
             "<table><caption>{}</caption><tr><th>{} \\ {}</th>",
             esc(caption),
-            esc(&rows.0),
-            if two { esc(&cols.0) } else { String::new() }
+            esc(&g.rows.0),
+            if g.two { esc(&g.cols.0) } else { String::new() }
         );
-        if two {
-            for c in &cols.1 {
+        if g.two {
+            for c in &g.cols.1 {
                 let _ = write!(t, "<th>{}</th>", esc(c));
             }
         } else {
             t.push_str("<th></th>");
         }
         t.push_str("</tr>");
-        for rv in &rows.1 {
+        for rv in &g.rows.1 {
             let _ = write!(t, "<tr><th>{}</th>", esc(rv));
-            for cv in &col_values {
-                let v = at(rv, cv).and_then(cell);
-                let _ = write!(
-                    t,
-                    "<td>{}</td>",
-                    v.map_or("–".into(), |v| format!("{v:.2}"))
-                );
+            for cv in g.columns() {
+                let v = g.estimate(rv, cv, cell);
+                let _ = write!(t, "<td>{}</td>", v.map_or("–".into(), |v| v.show(2)));
             }
             t.push_str("</tr>");
         }
@@ -145,10 +196,8 @@ fn table(
     }
     h.push_str("</div>\n");
     h.push_str(&super::figures::sweep_plot(
-        s,
-        flow,
-        receiver,
-        mid,
+        g,
+        (flow, receiver),
         &|p| figure(p, flow, receiver).map(|f| f.0),
         &|p| expected(p, flow),
         unit,
