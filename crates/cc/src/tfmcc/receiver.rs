@@ -20,6 +20,15 @@
 //!   receiver's rate (and its `R_max` covers the receiver's RTT), or below `X_fbr`, the rate at
 //!   the round's start; a newer round cancels an older one's timer.
 //! - **The CLR (§4.5)** answers once per RTT, outside the rounds, never suppressed.
+//! - **The first loss interval (§5.6)** inverts the simplified equation
+//!   `X = sqrt(3/2) s / (R sqrt(1/l_0))` at `X_recv` over the last RTT:
+//!   `l_0 = (X_recv R / (sqrt(3/2) s))²`; made with `R_max` for want of an RTT, it is scaled
+//!   by `(R / R_max)²` at the first RTT measured, if the history still holds it.
+//! - **Leaving (§4.4):** a receiver whose calculated rate has stayed below the one packet
+//!   per 8 s it reports instead, with the sender sending faster than it calculates, for more
+//!   than 120 s leaves: its last report says so ([`TfmccReceiver::leave`]), then it is silent
+//!   ([`TfmccReceiver::has_left`]; the application leaves the group). So does one that
+//!   leaves of its own accord.
 
 use super::{ReceiverFeedback, SenderInfo};
 use crate::tfrc::equation::throughput_bytes_per_s;
@@ -57,6 +66,10 @@ impl TfmccReceiverConfig {
 /// Packets kept for the receive rate (a bound whatever the rate).
 const MAX_RECENT: usize = 65_536;
 
+/// How long a receiver may calculate less than the lowest rate it reports before it leaves
+/// (RFC 4654 §4.4).
+pub const LEAVE_AFTER: Duration = Duration::from_secs(120);
+
 #[derive(Clone, Debug)]
 pub struct TfmccReceiver {
     cfg: TfmccReceiverConfig,
@@ -83,6 +96,12 @@ pub struct TfmccReceiver {
     /// The last data packet's sender time and arrival (echoed in reports).
     last_sent: Option<(Timestamp, Timestamp)>,
     leaving: bool,
+    /// The leaving report went out: nothing more is sent.
+    left: bool,
+    /// Since when the calculated rate has been below the reported floor, the sender faster.
+    below_floor_since: Option<Timestamp>,
+    /// `R_max` the first loss interval was made with, until the first RTT corrects it.
+    first_interval_r_max: Option<Duration>,
     sent_reports: u64,
 }
 
@@ -105,6 +124,9 @@ impl TfmccReceiver {
             s: 0.0,
             last_sent: None,
             leaving: false,
+            left: false,
+            below_floor_since: None,
+            first_interval_r_max: None,
             sent_reports: 0,
         }
     }
@@ -152,17 +174,79 @@ impl TfmccReceiver {
         (self.rtt() * 2).max(Duration::from_millis(10))
     }
 
-    /// `X_r`, bytes/s: the rate this receiver would allow.
+    /// `X_r`, bytes/s: the rate this receiver would allow, and reports.
     pub fn rate(&self, now: Timestamp) -> f64 {
-        let s = self.s.max(1.0);
-        let floor = s / 8.0;
+        self.calculated_rate(now).max(self.floor())
+    }
+
+    /// The lowest rate reported: one packet per 8 s (§4.4).
+    fn floor(&self) -> f64 {
+        self.s.max(1.0) / 8.0
+    }
+
+    /// The rate calculated, before the floor.
+    fn calculated_rate(&self, now: Timestamp) -> f64 {
         let p = self.history.loss_event_rate();
-        let x = if p > 0.0 {
-            throughput_bytes_per_s(s, self.rtt(), p)
+        if p > 0.0 {
+            throughput_bytes_per_s(self.s.max(1.0), self.rtt(), p)
         } else {
             2.0 * self.x_recv(now)
+        }
+    }
+
+    /// Whether this receiver has sent its leaving report (and so is silent).
+    pub fn has_left(&self) -> bool {
+        self.left
+    }
+
+    /// `X_recv` over the last RTT only, bytes/s (§5.6's).
+    fn x_recv_last_rtt(&self, now: Timestamp) -> f64 {
+        let rtt = self.rtt();
+        let from = now.saturating_sub(rtt);
+        let bytes: u64 = self
+            .recent
+            .iter()
+            .rev()
+            .take_while(|(t, _)| *t >= from)
+            .map(|(_, b)| u64::from(*b))
+            .sum();
+        let first = self.recent.front().map_or(now, |(t, _)| *t);
+        let listened = now.saturating_since(first).max(rtt / 2).min(rtt);
+        bytes as f64 / listened.as_secs_f64().max(1e-3)
+    }
+
+    /// §5.6: the interval before the first loss event, from the simplified equation.
+    fn make_first_interval(&mut self, now: Timestamp) {
+        let (s, r) = (self.s.max(1.0), self.rtt().as_secs_f64());
+        let l0 = (self.x_recv_last_rtt(now) * r / (1.5f64.sqrt() * s)).powi(2);
+        self.history.set_first_interval(l0.round().max(1.0) as u64);
+        self.first_interval_r_max = (!self.has_rtt()).then(|| self.rtt());
+    }
+
+    /// §5.6: the first RTT measured corrects an interval made with `R_max`.
+    fn correct_first_interval(&mut self) {
+        let (Some(r_max), Some(r)) = (self.first_interval_r_max.take(), self.rtt) else {
+            return;
         };
-        x.max(floor)
+        if let Some(l0) = self.history.first_interval() {
+            let f = (r.as_secs_f64() / r_max.as_secs_f64().max(1e-9)).powi(2);
+            self.history
+                .set_first_interval((l0 as f64 * f).round().max(1.0) as u64);
+        }
+    }
+
+    /// §4.4: below the floor for more than [`LEAVE_AFTER`], the sender faster: leave.
+    fn check_floor(&mut self, now: Timestamp) {
+        let calc = self.calculated_rate(now);
+        let sender_faster = self.info.is_some_and(|i| i.x_send > calc);
+        if calc >= self.floor() || !sender_faster {
+            self.below_floor_since = None;
+            return;
+        }
+        let since = *self.below_floor_since.get_or_insert(now);
+        if now.saturating_since(since) > LEAVE_AFTER && !self.leaving {
+            self.leave(now);
+        }
     }
 
     /// A data packet: `seq` extended, `sent` on the sender's clock (from its RTP timestamp),
@@ -189,7 +273,12 @@ impl TfmccReceiver {
         }
         let x = self.x_recv(now);
         self.history.set_receive_rate(x, self.s.max(1.0));
+        let events = self.history.counts().0;
         self.history.on_packet(seq, sent, self.rtt());
+        if events == 0 && self.history.counts().0 > 0 {
+            self.make_first_interval(now);
+        }
+        self.check_floor(now);
     }
 
     /// The sender's fields arrived at `now`; `sent` is when it sent them, on its clock.
@@ -209,6 +298,7 @@ impl TfmccReceiver {
                     None => sample,
                     Some(r) => r.mul_f64(q) + sample.mul_f64(1.0 - q),
                 });
+                self.correct_first_interval();
                 // D_r: the return path's share, in mixed clocks.
                 self.d_r = Some(
                     sample.as_nanos() as i128 - now.as_nanos() as i128 + sent.as_nanos() as i128,
@@ -263,7 +353,8 @@ impl TfmccReceiver {
         info.feedback_delay.mul_f64(f)
     }
 
-    /// This receiver leaves the group: its next report says so (§4.4), and is sent at once.
+    /// This receiver leaves the group: its next report says so (§4.4), and is sent at once;
+    /// after it, nothing.
     pub fn leave(&mut self, now: Timestamp) {
         self.leaving = true;
         self.timer = Some(now);
@@ -271,6 +362,9 @@ impl TfmccReceiver {
 
     /// When a report is due.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.left {
+            return None;
+        }
         match (self.timer, self.clr_due) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -279,6 +373,9 @@ impl TfmccReceiver {
 
     /// The report due by `now`, if any.
     pub fn poll_report(&mut self, now: Timestamp) -> Option<ReceiverFeedback> {
+        if self.left {
+            return None;
+        }
         let timer = self.timer.is_some_and(|t| t <= now);
         let clr = self.clr_due.is_some_and(|t| t <= now);
         if !timer && !clr {
@@ -293,6 +390,7 @@ impl TfmccReceiver {
         // Nothing heard yet: nothing to say.
         let round = self.round?;
         self.sent_reports += 1;
+        self.left = self.leaving;
         Some(ReceiverFeedback {
             ts_us: (now.as_nanos() / 1000) as u32,
             rtt: self.rtt,
@@ -331,16 +429,10 @@ mod tests {
         Timestamp::from_millis(v)
     }
 
-    #[test]
-    fn rtt_from_the_echo_then_kept_current_by_the_one_way_delay() {
-        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
-        // Before anything: 500 ms; then the sender's R_max.
-        assert_eq!(r.rtt(), Duration::from_millis(500));
-        r.on_sender_info(ms(20), &info(0, f64::INFINITY, None, None), ms(0));
-        assert_eq!(r.rtt(), Duration::from_millis(200));
-        // Our report stamped at 1000 ms (µs of our clock), held 5 ms by the sender, echoed in
-        // a packet sent at 1020 ms (sender clock; the sender's clock is 500 ms behind ours),
-        // arriving at 1080 ms: RTT 75 ms.
+    /// Receiver 5's report stamped at 1000 ms (µs of its clock), held 5 ms by the sender,
+    /// echoed in a packet sent at 1020 ms (sender clock; the sender's clock is 500 ms behind
+    /// the receiver's), arriving at 1080 ms: RTT 75 ms.
+    fn measure_75_ms(r: &mut TfmccReceiver) {
         let echo = Echo {
             receiver: 5,
             ts_us: 1_000_000,
@@ -348,6 +440,16 @@ mod tests {
         };
         r.on_sender_info(ms(1080), &info(0, f64::INFINITY, None, Some(echo)), ms(520));
         assert_eq!(r.rtt(), Duration::from_millis(75));
+    }
+
+    #[test]
+    fn rtt_from_the_echo_then_kept_current_by_the_one_way_delay() {
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        // Before anything: 500 ms; then the sender's R_max.
+        assert_eq!(r.rtt(), Duration::from_millis(500));
+        r.on_sender_info(ms(20), &info(0, f64::INFINITY, None, None), ms(0));
+        assert_eq!(r.rtt(), Duration::from_millis(200));
+        measure_75_ms(&mut r);
         assert!(r.has_rtt());
         // The path gets 10 ms longer one way: a data packet sent at 600 (sender clock) that
         // arrives at 1170 took 10 ms more than the echo's packet: R' = 85 ms, no echo needed.
@@ -404,5 +506,140 @@ mod tests {
             r.poll_timeout().unwrap()
         };
         assert!(timer(5) < timer(50), "{:?} {:?}", timer(5), timer(50));
+    }
+
+    /// Packets of 1000 bytes every 10 ms from `start` ms (sequence k at `start` + 10 k ms),
+    /// each sent `lag` ms before it arrives by the sender's clock, `lost` missing.
+    fn feed(r: &mut TfmccReceiver, (start, lag): (u64, u64), until: u64, lost: &[u64]) {
+        for k in 0..until {
+            if !lost.contains(&k) {
+                let at = start + 10 * k;
+                r.on_packet(ms(at), k, ms(at - lag), 1000);
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_loss_interval_inverts_the_simplified_equation_at_the_last_rtts_rate() {
+        // RTT 75 ms from an echo (as above), then 100 kB/s: 100 packets a second.
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        measure_75_ms(&mut r);
+        // The echo's packet took 560 ms by the mixed clocks: so do these, keeping R' = 75 ms.
+        feed(&mut r, (1100, 560), 300, &[200]);
+        assert_eq!(r.rtt(), Duration::from_millis(75));
+        // Packet 200 is known lost when 203 arrives; X_recv over the last 75 ms then: packets
+        // 196 to 203 but 200, 7 kB in 75 ms; l_0 = (X R / (sqrt(3/2) s))²
+        // = (93 333 × 0.075 / (1.2247 × 1000))² = 32.7.
+        assert_eq!(r.history().counts().0, 1);
+        let l0 = r.history().first_interval().unwrap() as f64;
+        let want = (7000.0 / 0.075 * 0.075 / (1.5f64.sqrt() * 1000.0)).powi(2);
+        assert!((l0 - want).abs() <= 0.5, "l_0 {l0} against {want}");
+    }
+
+    #[test]
+    fn a_first_interval_made_with_r_max_is_scaled_at_the_first_rtt() {
+        // No RTT yet: R_max (200 ms) stands in.
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        r.on_sender_info(ms(0), &info(0, f64::INFINITY, None, None), ms(0));
+        feed(&mut r, (0, 0), 300, &[250]);
+        let made = r.history().first_interval().unwrap() as f64;
+        let want = (100_000.0 * 0.2 / (1.5f64.sqrt() * 1000.0)).powi(2);
+        assert!(
+            (made - want).abs() <= 0.05 * want,
+            "l_0 {made} against {want}"
+        );
+        // The first echo measures 50 ms: l_0 × (50 / 200)².
+        let echo = Echo {
+            receiver: 5,
+            ts_us: 2_950_000,
+            delay: Duration::ZERO,
+        };
+        r.on_sender_info(
+            ms(3000),
+            &info(0, f64::INFINITY, None, Some(echo)),
+            ms(3000),
+        );
+        assert_eq!(r.rtt(), Duration::from_millis(50));
+        let scaled = r.history().first_interval().unwrap() as f64;
+        assert!(
+            (scaled - made / 16.0).abs() <= 1.0,
+            "{scaled} against {made} / 16"
+        );
+        // Only once: a later echo changes nothing.
+        let echo = Echo {
+            ts_us: 3_940_000,
+            ..echo
+        };
+        r.on_sender_info(
+            ms(4000),
+            &info(0, f64::INFINITY, None, Some(echo)),
+            ms(4000),
+        );
+        assert_eq!(r.history().first_interval().unwrap() as f64, scaled);
+    }
+
+    #[test]
+    fn a_receiver_below_one_packet_per_8_s_for_120_s_leaves_and_falls_silent() {
+        // R_max 2 s, no RTT; a packet every 4 s, every other one lost: each loss its own
+        // event, intervals of 2 packets, p near 1/2, and the equation well under s/8.
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        let slow = SenderInfo {
+            r_max: Duration::from_secs(2),
+            ..info(0, f64::INFINITY, None, None)
+        };
+        r.on_sender_info(ms(0), &slow, ms(0));
+        let mut below_from = None;
+        let mut left_at = None;
+        for k in 0..200u64 {
+            let now = ms(4000 * k);
+            if (k % 2 == 0 || k < 10) && left_at.is_none() {
+                r.on_packet(now, k, now, 1000);
+                // As the receiver judges it: on each packet.
+                if r.calculated_rate(now) >= r.floor() {
+                    below_from = None;
+                } else if below_from.is_none() {
+                    below_from = Some(now);
+                }
+            }
+            while let Some(t) = r.poll_timeout().filter(|t| *t <= now) {
+                let Some(fb) = r.poll_report(t) else { break };
+                if fb.leaving {
+                    assert_eq!(fb.x_r, r.floor(), "it reports the floor, not less");
+                    left_at = Some(now);
+                }
+            }
+        }
+        let (from, left) = (
+            below_from.expect("the rate fell"),
+            left_at.expect("it left"),
+        );
+        let after = left.saturating_since(from);
+        assert!(
+            after > LEAVE_AFTER && after <= LEAVE_AFTER + Duration::from_secs(8),
+            "left {after:?} after the rate fell below the floor"
+        );
+        assert!(r.has_left());
+        assert_eq!(
+            (r.poll_timeout(), r.poll_report(ms(10_000_000))),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn a_receiver_below_the_floor_stays_while_the_sender_is_no_faster() {
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        let slow = SenderInfo {
+            r_max: Duration::from_secs(2),
+            x_send: 1.0,
+            ..info(0, f64::INFINITY, None, None)
+        };
+        r.on_sender_info(ms(0), &slow, ms(0));
+        for k in 0..200u64 {
+            let now = ms(4000 * k);
+            if k % 2 == 0 || k < 10 {
+                r.on_packet(now, k, now, 1000);
+            }
+        }
+        assert!(!r.leaving && !r.has_left());
     }
 }

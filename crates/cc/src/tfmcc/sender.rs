@@ -1,9 +1,11 @@
 //! The TFMCC sender (RFC 4654 §3).
 //!
 //! - **Start (§3.1):** `R_max` = 500 ms, one packet per `R_max`, slow start.
-//! - **`R_max` (§3.2):** a receiver reporting a larger RTT raises it at once; at the end of a
-//!   round without that, `R_max = max(0.9 R_max, R_peak)`, the round's largest RTT; never
-//!   below `s/X + 10 ms`.
+//! - **`R_max` (§3.2):** from the sender's own sample of each report, `R_r = now − ts_i'`
+//!   (the echoed send time of the receiver's last data packet, plus how long it held it): a
+//!   larger one raises it at once; at the end of a round without that,
+//!   `R_max = max(0.9 R_max, R_peak)`, the round's largest sample; never below
+//!   `s/X + 10 ms` (the packet interval and the clock's granularity).
 //! - **Rounds (§3.4):** `T = k R_max` (k = 6; 4 for source-specific multicast). A round ends
 //!   `T` after it began if a non-CLR receiver answered, else at the first non-CLR answer, at
 //!   most `2T` after. Each non-CLR answer lowers the suppression rate:
@@ -14,8 +16,7 @@
 //!   silent for 10 of its RTTs) is replaced by the next reporter, with no increase for a
 //!   round (case 3). A receiver with loss but no RTT computed `X_r`
 //!   with `R_max`; for the choice of CLR (not for `X_supp`) the sender scales it by
-//!   `R_max / R_r`, `R_r` its own sample from the echo of its timestamp in the report
-//!   (§3.4).
+//!   `R_max / R_r`, `R_r` its own sample from the report's echo (§3.3).
 //! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv`; the
 //!   smallest reporter is the CLR, as always, and each of its reports (one per its RTT, §4.5)
 //!   sets the rate to what it reported, without the one-packet-per-`R_max` limit: the rate
@@ -247,23 +248,27 @@ impl TfmccSender {
     pub fn on_report(&mut self, now: Timestamp, id: u32, fb: &ReceiverFeedback) {
         self.counters.reports += 1;
         self.heard_any = now;
-        // §3.4: a receiver with loss and no RTT computed its rate with R_max; the sender's
-        // own sample gives the rate it would have computed.
+        // The sender's own RTT sample of the receiver (§3.2: `R_r = ts_now − ts_i'`, the
+        // echoed send time plus the time the receiver held it); the receiver's own figure
+        // only for a report without an echo.
+        let sample = fb
+            .echo
+            .map(|(sent, held)| {
+                now.saturating_since(sent)
+                    .saturating_sub(held)
+                    .max(Duration::from_millis(1))
+            })
+            .or(fb.rtt);
+        // §3.3: a receiver with loss and no RTT computed its rate with R_max; the sender's
+        // sample gives the rate it would have computed.
         let unscaled_x_r = fb.x_r;
         let mut scaled = *fb;
-        if fb.have_loss && fb.rtt.is_none() {
-            if let Some((sent, held)) = fb.echo {
-                let r = now
-                    .saturating_since(sent)
-                    .saturating_sub(held)
-                    .max(Duration::from_millis(1));
-                if r < self.r_max {
-                    scaled.x_r = fb.x_r * self.r_max.as_secs_f64() / r.as_secs_f64();
-                }
-            }
+        if let Some(r) = sample.filter(|r| fb.have_loss && fb.rtt.is_none() && *r < self.r_max) {
+            scaled.x_r = fb.x_r * self.r_max.as_secs_f64() / r.as_secs_f64();
         }
         let fb = &scaled;
-        if let Some(rtt) = fb.rtt {
+        // §3.2: R_max rises at once to a larger sample; R_peak is the round's largest.
+        if let Some(rtt) = sample {
             if rtt > self.r_max {
                 self.r_max = rtt;
                 self.r_max_raised = true;
@@ -629,6 +634,21 @@ mod tests {
         assert_eq!((info.round, info.x_supp), (1, f64::INFINITY));
         // R_max decays towards the round's peak RTT (100 ms): 0.9 × 500 ms.
         assert_eq!(t.r_max(), Duration::from_millis(450));
+    }
+
+    #[test]
+    fn r_max_follows_the_senders_own_samples_not_the_receivers_figure() {
+        let ms = Timestamp::from_millis;
+        let mut t = sender();
+        // The receiver says 100 ms, but its echo says 800: the data packet it last got was
+        // sent at 1000 ms and held 200 ms, the report came at 2000 ms.
+        let mut report = fb(0, 50_000.0, Some(100), false);
+        report.echo = Some((ms(1000), Duration::from_millis(200)));
+        t.on_report(ms(2000), 1, &report);
+        assert_eq!(t.r_max(), Duration::from_millis(800));
+        // Without an echo, the receiver's own figure counts.
+        t.on_report(ms(2100), 2, &fb(0, 60_000.0, Some(900), false));
+        assert_eq!(t.r_max(), Duration::from_millis(900));
     }
 
     #[test]

@@ -153,6 +153,29 @@ impl LossHistory {
         self.intervals.truncate(N);
     }
 
+    /// The interval made before the first loss event, while the history still holds it
+    /// (until the `N`th loss event after it).
+    pub fn first_interval(&self) -> Option<u64> {
+        let i = (self.events as usize).checked_sub(1)?;
+        self.intervals.get(i).copied()
+    }
+
+    /// Replaces the interval made before the first loss event (RFC 4654 §5.6 makes it its
+    /// own way, and corrects it once the receiver has an RTT); `false`, and nothing changed,
+    /// once the history no longer holds it.
+    pub fn set_first_interval(&mut self, packets: u64) -> bool {
+        let Some(i) = (self.events as usize).checked_sub(1) else {
+            return false;
+        };
+        match self.intervals.get_mut(i) {
+            Some(v) => {
+                *v = packets.max(1);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Loss events seen, and packets counted lost.
     pub fn counts(&self) -> (u64, u64) {
         (self.events, self.lost)
