@@ -578,6 +578,11 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
             re.loss_percent,
         );
         let sim_rc = ps.flows[0].rate_control.as_ref().expect("sim figures");
+        println!(
+            "{cc}: the target each second, Mbit/s:\n sim {}\n emu {}",
+            per_second(&sim_rc.points),
+            per_second(&rc.points)
+        );
         assert!(
             (re.throughput_bps / rs.throughput_bps - 1.0).abs() < 0.15,
             "{cc}: {} (sim) against {} (emu); the target each second, Mbit/s:\n sim {}\n emu {}",

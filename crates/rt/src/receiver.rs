@@ -233,15 +233,21 @@ impl Receiver {
             if enough(&session) {
                 break "packet count";
             }
-            if let Some(n) = session.poll_transmit(now, &mut buf) {
-                reports_sent += send_report(&rtcp, &buf[..n]);
+            // A unicast receiver learns where to report from the sender's first report: until
+            // then what is due waits (a rate controller's first feedback, due at the first
+            // packet, would otherwise be lost, and the sender would wait for the next).
+            let can_report = rtcp.peer().is_some();
+            if can_report {
+                if let Some(n) = session.poll_transmit(now, &mut buf) {
+                    reports_sent += send_report(&rtcp, &buf[..n]);
+                }
             }
             if now >= next_status {
                 next_status = now + cfg.status_every;
                 on_status(&session);
             }
             let mut wake = next_status.min(limit.deadline().unwrap_or(Timestamp::MAX));
-            if let Some((t, _)) = session.poll_timeout() {
+            if let Some((t, _)) = session.poll_timeout().filter(|_| can_report) {
                 wake = wake.min(t);
             }
             let timeout = wake.saturating_since(now).min(Duration::from_millis(100));
@@ -571,7 +577,7 @@ pub fn run_datagrams(
 mod tests {
     use super::*;
     use crate::udp::SocketOptions;
-    use metronome_session::receiver::ReceiverConfig;
+    use metronome_session::receiver::{AgentKind, ReceiverConfig};
     use metronome_time::Timestamp;
 
     fn sender_report(ssrc: u32) -> Vec<u8> {
@@ -627,5 +633,46 @@ mod tests {
         peer.heard(&mut rtcp, false, &sender_report(8), stray);
         peer.settle(&mut rtcp, &session);
         assert_eq!(rtcp.peer(), None);
+    }
+
+    /// A rate controller's first feedback is due at the first packet. A unicast receiver that
+    /// has not heard the sender's report yet has nowhere to send it: it holds it until it has
+    /// (sent at once, it was lost, and TFRC's sender, at one packet a second before feedback,
+    /// waited a second for the next).
+    #[test]
+    fn feedback_due_before_the_sender_is_known_waits_for_it() {
+        let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+        let mut cfg = ReceiverRunConfig::new(url);
+        cfg.session.cc = AgentKind::Tfrc;
+        cfg.duration = Some(Duration::from_secs(5));
+        let rx = Receiver::open(cfg).unwrap();
+        let stop = AtomicBool::new(false);
+        let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let control = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        control
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .unwrap();
+        std::thread::scope(|scope| {
+            let running = scope.spawn(|| rx.run(&stop, |_| {}));
+            data.send_to(&rtp_packet(7), ("127.0.0.1", port - 1))
+                .unwrap();
+            // The sender's report comes later than its packet.
+            std::thread::sleep(Duration::from_millis(200));
+            control
+                .send_to(&sender_report(7), ("127.0.0.1", port))
+                .unwrap();
+            let mut buf = [0u8; 1500];
+            let got = control.recv(&mut buf);
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            let n = got.expect("the feedback due at the first packet, once the sender is known");
+            assert!(
+                buf[..n].windows(4).any(|w| w == b"TFRC"),
+                "a TFRC report, not only a receiver report"
+            );
+            running.join().unwrap().unwrap();
+        });
     }
 }
