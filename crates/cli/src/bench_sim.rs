@@ -3,8 +3,10 @@
 //! one TCP flow (73 s of media; target under 1 s), one to 10,000 receivers (60 s of media;
 //! target under 60 s), and the built-in seed002-tcp at each of its points (TFMCC and ASMP with
 //! 45 receivers and TCP, 73 s; target under 1 s for the network and the sessions: the video's
-//! encoding, decoding and picture comparison are timed apart). Build with `--release` to
-//! measure.
+//! encoding, decoding and picture comparison are timed apart); then seed002-tcp whole as
+//! `lab run` runs it, `--replicates` (10) of each controller on every core (target under
+//! 120 s once the ladder is in the cache), its work split into the ladder, sending, judging
+//! the pictures, and the network. Build with `--release` to measure.
 
 use clap::Args;
 use metronome_lab::run::run_point;
@@ -24,6 +26,10 @@ pub struct SimArgs {
     /// Media time of the large case
     #[arg(long, value_parser = crate::args::parse_duration, default_value = "60s")]
     pub large_media: Duration,
+    /// Replicates of each of seed002-tcp's points in its whole-run case, as `lab run` runs
+    /// them, all cores busy (0: leave the case out)
+    #[arg(long, default_value_t = 10)]
+    pub replicates: u32,
     /// Print JSON only
     #[arg(long)]
     pub json: bool,
@@ -75,12 +81,92 @@ struct Case {
     delivered_packets: u64,
 }
 
+/// seed002-tcp run whole, as `lab run` runs it: every replicate of both controllers, a point
+/// per core at a time. The parts are summed over the points (CPU time: points run at once).
+#[derive(Serialize)]
+struct WholeRun {
+    name: String,
+    points: usize,
+    jobs: usize,
+    #[serde(
+        rename = "wall_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    wall_s: f64,
+    #[serde(
+        rename = "target_wall_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    target_wall_s: f64,
+    met_target: bool,
+    /// Encoding the ladder's renditions, or reading them from the cache.
+    #[serde(
+        rename = "ladder_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    ladder_s: f64,
+    /// Making the packets as the runs went.
+    #[serde(
+        rename = "sending_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    sending_s: f64,
+    /// Decoding what the viewers got and comparing pictures.
+    #[serde(
+        rename = "judging_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    judging_s: f64,
+    /// The network and the sessions.
+    #[serde(
+        rename = "network_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    network_s: f64,
+}
+
+/// The target for seed002-tcp's 10 replicates of both controllers.
+const WHOLE_RUN_TARGET_S: f64 = 120.0;
+
+fn run_whole(text: &str, replicates: u32, scratch: &std::path::Path) -> Result<WholeRun, String> {
+    let file = ScenarioFile::parse(text, "builtin:seed002-tcp")
+        .and_then(|f| f.with_replicates(replicates))
+        .map_err(|e| e.to_string())?;
+    let jobs = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut opts = metronome_lab::run::RunOptions::new(scratch.join("whole"));
+    opts.jobs = jobs;
+    let watch = metronome_lab::wall::Stopwatch::start();
+    let s = metronome_lab::run::run(&file, &opts)?;
+    let wall_s = watch.seconds();
+    let sum = |f: &dyn Fn(&metronome_lab::results::PointResult) -> f64| -> f64 {
+        s.points.iter().map(f).sum()
+    };
+    let work = |f: fn(&metronome_lab::results::VideoWork) -> f64| {
+        sum(&|p| p.video_work.as_ref().map_or(0.0, f))
+    };
+    Ok(WholeRun {
+        name: format!("seed002-tcp, {replicates} replicates of each controller"),
+        points: s.points.len(),
+        jobs,
+        wall_s,
+        target_wall_s: WHOLE_RUN_TARGET_S,
+        met_target: wall_s < WHOLE_RUN_TARGET_S,
+        ladder_s: work(|w| w.ladder_s),
+        sending_s: work(|w| w.sending_s),
+        judging_s: work(|w| w.judging_s),
+        network_s: sum(&|p| p.wall_s - p.video_s),
+    })
+}
+
 #[derive(Serialize)]
 struct SimBench {
     benchmark: &'static str,
     /// Whether this binary was built with optimizations (debug builds are ~3x slower).
     optimized: bool,
     cases: Vec<Case>,
+    /// seed002-tcp whole (absent with `--replicates 0`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    whole_run: Option<WholeRun>,
     /// How busy the host was during the benchmark.
     host: Option<metronome_rt::host::HostLoad>,
 }
@@ -230,16 +316,21 @@ pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
         (small(a.small_media), 0, 1.0),
         (large(a.large_receivers, a.large_media), 0, 60.0),
         (seed002.clone(), 0, 1.0),
-        (seed002, 1, 1.0),
+        (seed002.clone(), 1, 1.0),
     ]
     .iter()
     .map(|(text, i, target)| run_case(text, *i, *target, &scratch))
     .collect::<Result<Vec<_>, _>>();
+    let whole = match (&cases, a.replicates) {
+        (Ok(_), 1..) => Some(run_whole(&seed002, a.replicates, &scratch)),
+        _ => None,
+    };
     let _ = std::fs::remove_dir_all(&scratch);
     let bench = SimBench {
         benchmark: "sim",
         optimized: !cfg!(debug_assertions),
         cases: cases?,
+        whole_run: whole.transpose()?,
         host: watch.finish(0),
     };
     if a.json {
@@ -264,6 +355,31 @@ pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
             c.events_per_s / 1e6,
             c.target_wall_s,
             if c.met_target { "met" } else { "missed" }
+        );
+    }
+    if let Some(w) = &bench.whole_run {
+        println!(
+            "  {}: {} points, {} at a time, in {:.1} s  target < {} s: {}",
+            w.name,
+            w.points,
+            w.jobs,
+            w.wall_s,
+            w.target_wall_s,
+            if w.met_target { "met" } else { "missed" }
+        );
+        let total = (w.ladder_s + w.sending_s + w.judging_s + w.network_s).max(1e-9);
+        let share = |x: f64| 100.0 * x / total;
+        println!(
+            "    of its {:.1} s of work: the ladder {:.1} s ({:.0} %), sending {:.1} s ({:.0} %), decoding and comparing pictures {:.1} s ({:.0} %), the network and sessions {:.1} s ({:.0} %)",
+            total,
+            w.ladder_s,
+            share(w.ladder_s),
+            w.sending_s,
+            share(w.sending_s),
+            w.judging_s,
+            share(w.judging_s),
+            w.network_s,
+            share(w.network_s)
         );
     }
     if !bench.optimized {

@@ -105,6 +105,8 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
         "200",
         "--large-media",
         "2s",
+        "--replicates",
+        "1",
     ]);
     assert!(ok, "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -134,5 +136,16 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
         assert!(c["sim_to_wall"].as_f64().unwrap() > 0.0, "{c}");
         assert!(c["delivered_packets"].as_u64().unwrap() > 0, "{c}");
     }
+    // seed002-tcp whole, as `lab run` runs it: its parts add up to its points' work.
+    let w = &v["whole_run"];
+    assert_eq!(
+        (w["points"].as_u64(), w["target_wall_us"].as_f64()),
+        (Some(2), Some(120e6)),
+        "{w}"
+    );
+    let part = |k: &str| w[k].as_f64().unwrap();
+    assert!(part("ladder_us") > 0.0 && part("judging_us") > 0.0, "{w}");
+    assert!(part("sending_us") >= 0.0 && part("network_us") > 0.0, "{w}");
+    assert!(part("wall_us") > 0.0, "{w}");
     assert!(v["host"].is_object(), "{v}");
 }

@@ -439,6 +439,7 @@ fn ladder_video(
         content: content.clone(),
         // Encoding the ladder (or reading it from the cache) is the video's work too.
         making_s: getting_s,
+        ladder_s: getting_s,
         ..FrameMap::default()
     }));
     let cfg = LadderSourceConfig {

@@ -135,9 +135,40 @@ pub struct PointResult {
         deserialize_with = "metronome_time::units::us_as_secs"
     )]
     pub video_s: f64,
+    /// `video_s` in its parts (sim mode, video flows only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub video_work: Option<VideoWork>,
     /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::Fairness>,
+}
+
+/// Where a point's video time went, wall-clock seconds (µs in JSON): how fast the run was,
+/// not a result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct VideoWork {
+    /// Encoding a ladder's renditions, or reading them from the cache.
+    #[serde(
+        rename = "ladder_us",
+        serialize_with = "metronome_time::units::secs_as_us",
+        deserialize_with = "metronome_time::units::us_as_secs"
+    )]
+    pub ladder_s: f64,
+    /// Making the packets as the run went (rendering and encoding a live source, the
+    /// ladder's payloading).
+    #[serde(
+        rename = "sending_us",
+        serialize_with = "metronome_time::units::secs_as_us",
+        deserialize_with = "metronome_time::units::us_as_secs"
+    )]
+    pub sending_s: f64,
+    /// Decoding what each viewer got and comparing its pictures with the source's.
+    #[serde(
+        rename = "judging_us",
+        serialize_with = "metronome_time::units::secs_as_us",
+        deserialize_with = "metronome_time::units::us_as_secs"
+    )]
+    pub judging_s: f64,
 }
 
 impl PointResult {

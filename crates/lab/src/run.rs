@@ -3,7 +3,7 @@
 
 use crate::closed_form;
 use crate::model;
-use crate::results::{self, LinkResult, PointResult, ScenarioInfo, Shard, Summary};
+use crate::results::{self, LinkResult, PointResult, ScenarioInfo, Shard, Summary, VideoWork};
 use crate::wall;
 use metronome_netsim::sim::flows::rtp::RtpFlow;
 use metronome_netsim::sim::packet::LinkId;
@@ -279,18 +279,22 @@ pub fn run_point(
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
     let (mut outcome, flows) = sim.finish_with_flows();
-    let making: f64 = videos
-        .iter()
-        .map(|(_, m)| crate::video::lock_frames(m).making_s)
-        .sum();
+    let (making, ladder) = videos.iter().fold((0.0, 0.0), |(m, l), (_, v)| {
+        let v = crate::video::lock_frames(v);
+        (m + v.making_s, l + v.ladder_s)
+    });
     let judging = wall::Stopwatch::start();
-    let any_video = !videos.is_empty();
+    let video_work = (!videos.is_empty()).then_some(VideoWork {
+        ladder_s: ladder,
+        sending_s: making - ladder,
+        judging_s: 0.0,
+    });
     let videos = add_frames(s, &mut outcome.flows, flows, &videos);
-    let video_s = if any_video {
-        making + judging.seconds()
-    } else {
-        0.0
-    };
+    let video_work = video_work.map(|w| VideoWork {
+        judging_s: judging.seconds(),
+        ..w
+    });
+    let video_s = video_work.map_or(0.0, |w| w.ladder_s + w.sending_s + w.judging_s);
     let id = point_id(point.index);
     if s.trace {
         let dir = out.join("points").join(&id);
@@ -319,6 +323,7 @@ pub fn run_point(
         files: Vec::new(),
         fairness: None,
         video_s,
+        video_work,
     };
     result.add_videos(videos);
     result.fairness = crate::fairness::Fairness::of(&result.flows);

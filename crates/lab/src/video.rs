@@ -48,6 +48,8 @@ pub struct FrameMap {
     /// Wall-clock seconds the source spent making the video (rendering, encoding, muxing):
     /// how fast the run was, not a result.
     pub making_s: f64,
+    /// Of which encoding a ladder's renditions (or reading them from the cache).
+    pub ladder_s: f64,
     /// What decodes it: H.264 for the MPEG-TS test source, the ladder's codec otherwise.
     pub codec: VideoCodec,
     /// The frames' numbers in the order they were sent, where B-frames make it other than
@@ -68,6 +70,7 @@ impl Default for FrameMap {
             content: VideoContent::Pattern,
             source_error: None,
             making_s: 0.0,
+            ladder_s: 0.0,
             codec: VideoCodec::H264,
             decode_order: Vec::new(),
             rungs: Vec::new(),

@@ -82,6 +82,7 @@ fn point_result(
         warnings: Vec::new(),
         fairness,
         video_s: 0.0,
+        video_work: None,
     }
 }
 

@@ -226,9 +226,16 @@ pub(crate) fn points_section(s: &Summary) -> String {
         let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
         let video = if p.video_s > 0.0 {
             let net = (p.wall_s - p.video_s).max(1e-9);
+            let parts = p.video_work.map_or(String::new(), |w| {
+                format!(
+                    " (the ladder {:.3} s, sending {:.3} s, decoding and comparing what \
+                     viewers saw {:.3} s)",
+                    w.ladder_s, w.sending_s, w.judging_s
+                )
+            });
             format!(
-                "; the video (making it, then decoding and comparing what viewers saw) took {:.3} s, \
-                 the network and the sessions {:.3} s: {:.2} M events/s",
+                "; the video took {:.3} s{parts}, the network and the sessions {:.3} s: \
+                 {:.2} M events/s",
                 p.video_s,
                 net,
                 p.events as f64 / net / 1e6
