@@ -77,6 +77,10 @@ pub const METRICS: &[(&str, &str)] = &[
     ("cumulative_jitter_ms", "largest cumulative jitter, ms"),
     ("psnr_y_db", "PSNR of luma, dB"),
     ("mos", "MOS (from PSNR)"),
+    (
+        "rate_cv",
+        "the controller's target: coefficient of variation over the run",
+    ),
     ("jain_index", "Jain's index over the flows"),
 ];
 
@@ -120,9 +124,38 @@ pub fn metric(p: &PointResult, flow: Option<&str>, metric: &str) -> Result<f64, 
         "loss_percent" => mean(f, |r| Some(r.loss_percent)),
         "delay_ms" => mean(f, |r| Some(r.mean_delay_ns as f64 / 1e6)),
         "p99_delay_ms" => mean(f, |r| Some(r.p99_delay_ns as f64 / 1e6)),
+        "rate_cv" => f
+            .rate_control
+            .as_ref()
+            .and_then(|rc| rate_cv(&rc.points, p.sim_ns)),
         other => return Err(format!("metric {other} is not known")),
     };
     v.ok_or_else(|| format!("{}: flow '{name}' has no {metric}", p.id))
+}
+
+/// The coefficient of variation (standard deviation over mean) of a rate that is `x` from
+/// each point's time `t` (ns) to the next's, the last's until `end`, weighted by time: how
+/// smooth a controller's target was. `None` without a span or with a zero mean.
+pub fn rate_cv(points: &[(u64, u64)], end: u64) -> Option<f64> {
+    let spans: Vec<(f64, f64)> = points
+        .iter()
+        .enumerate()
+        .map(|(i, &(t, x))| {
+            let next = points.get(i + 1).map_or(end, |p| p.0);
+            (next.saturating_sub(t) as f64, x as f64)
+        })
+        .collect();
+    let total: f64 = spans.iter().map(|s| s.0).sum();
+    if total <= 0.0 {
+        return None;
+    }
+    let mean = spans.iter().map(|(d, x)| d * x).sum::<f64>() / total;
+    let var = spans
+        .iter()
+        .map(|(d, x)| d * (x - mean).powi(2))
+        .sum::<f64>()
+        / total;
+    (mean > 0.0).then(|| var.sqrt() / mean)
 }
 
 /// A point's replicate (1 when the run has one of each point).
@@ -270,6 +303,17 @@ mod tests {
         claims.sort_unstable();
         sorted.sort_unstable();
         assert_eq!(sorted, claims);
+    }
+
+    #[test]
+    fn a_rates_variation_is_weighted_by_how_long_it_held() {
+        // 1 Mbit/s for 3 s, then 3 Mbit/s for 1 s: mean 1.5, deviation sqrt(0.75).
+        let cv = rate_cv(&[(0, 1_000_000), (3_000_000_000, 3_000_000)], 4_000_000_000);
+        assert!((cv.unwrap() - 0.75f64.sqrt() / 1.5).abs() < 1e-12, "{cv:?}");
+        // Constant: no variation; nothing to weigh: none.
+        assert_eq!(rate_cv(&[(0, 5)], 10), Some(0.0));
+        assert_eq!(rate_cv(&[], 10), None);
+        assert_eq!(rate_cv(&[(10, 5)], 10), None);
     }
 
     #[test]

@@ -128,10 +128,10 @@ fn a_rate_control_report_renders_its_claims_and_controllers() {
     ] {
         assert!(dom.contains(text), "the rendered page lacks '{text}'");
     }
-    // Each of the four claims has a verdict, in its row's last cell.
+    // Each of the five claims has a verdict, in its row's last cell.
     let verdicts = ["\">agrees</td>", "\">differs", "\">inconclusive</td>"]
         .iter()
         .map(|v| dom.matches(v).count())
         .sum::<usize>();
-    assert_eq!(verdicts, 4, "claims with a verdict");
+    assert_eq!(verdicts, 5, "claims with a verdict");
 }

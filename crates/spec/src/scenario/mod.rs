@@ -426,7 +426,7 @@ impl ClaimOp {
 
 /// The metrics a claim may compare: per flow, the mean over its receivers; `jain_index` is
 /// the point's.
-pub const CLAIM_METRICS: [&str; 11] = [
+pub const CLAIM_METRICS: [&str; 12] = [
     "frames_lost_percent",
     "missed_deadline_percent",
     "frame_delay_ms",
@@ -437,6 +437,7 @@ pub const CLAIM_METRICS: [&str; 11] = [
     "loss_percent",
     "delay_ms",
     "p99_delay_ms",
+    "rate_cv",
     "jain_index",
 ];
 
