@@ -206,7 +206,14 @@ impl LossHistory {
 /// first (RFC 5348 §5.4): the larger of the weighted means with and without `i0`. `None`
 /// without a closed interval.
 pub fn average_loss_interval(i0: u64, closed: impl Iterator<Item = u64>) -> Option<f64> {
-    let closed: Vec<u64> = closed.take(N).collect();
+    // At most N intervals, on the stack: TFMCC's receiver asks on every packet.
+    let mut kept = [0u64; N];
+    let mut n = 0;
+    for (slot, v) in kept.iter_mut().zip(closed) {
+        *slot = v;
+        n += 1;
+    }
+    let closed = &kept[..n];
     if closed.is_empty() {
         return None;
     }
