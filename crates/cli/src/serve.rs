@@ -190,8 +190,8 @@ pub struct ServeArgs {
     pub send_cost: Option<Duration>,
     /// When the running streams no longer fit the host (the send cost measured while running
     /// exceeds what admission budgeted, or deadlines are missed): say so (warn), also refuse
-    /// new streams until they fit again (refuse), or also stop the newest stream each second
-    /// deadlines are still missed (shed)
+    /// new streams until they fit again (refuse), or also stop the newest stream once
+    /// deadlines are missed two seconds in a row, and again while they still are (shed)
     #[arg(
         long,
         value_enum,

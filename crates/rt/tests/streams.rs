@@ -429,8 +429,8 @@ fn patch_turns_a_live_streams_rate_knob_and_the_wire_follows_cleanly() {
 }
 
 /// `--overload shed`: a stream admitted on a declared cost far below what its jobs take (114
-/// packets due together, all within 100 µs) misses its deadlines; once a window of misses
-/// is measured the server stops the newest stream, which is that one, says so, and the
+/// packets due together, all within 100 µs) misses its deadlines; once two windows in a row
+/// have misses the server stops the newest stream, which is that one, says so, and the
 /// stream admitted before it keeps running without a miss.
 #[test]
 fn overload_shed_stops_the_newest_stream_while_deadlines_are_missed() {
@@ -440,9 +440,11 @@ fn overload_shed_stops_the_newest_stream_while_deadlines_are_missed() {
     let mut cfg = config(SchedKind::Edf, 1_000_000_000, Duration::from_micros(5));
     cfg.overload = metronome_sched::OverloadPolicy::Shed;
     let server = StreamServer::start(cfg).unwrap();
+    // The calm stream's deadline is longer than this host's worst stalls (a vCPU woken 12 ms
+    // late was measured) and the hog's bursts: it has no reason to miss one.
     let mut calm = spec("calm", &file, port);
-    calm.period = None;
-    calm.deadline = None;
+    calm.period = Some(Duration::from_millis(40));
+    calm.deadline = Some(Duration::from_millis(40));
     server.add(calm).unwrap();
     let mut hog = StreamSpec::new("hog", vec![format!("rtp://127.0.0.1:{port}")]);
     hog.size = Some("160x96".into());
@@ -454,27 +456,30 @@ fn overload_shed_stops_the_newest_stream_while_deadlines_are_missed() {
     hog.deadline = Some(Duration::from_micros(100));
     hog.cost = Some(Duration::from_micros(10));
     server.add(hog).unwrap();
+    // The shed is said once the stream has stopped (its pacing thread let go of it).
+    let shed = |w: &String| w.contains("shed the newest stream 'hog'") && w.contains("missed");
     let mut warnings = Vec::new();
-    for _ in 0..60 {
+    for _ in 0..100 {
         std::thread::sleep(Duration::from_millis(100));
         warnings.extend(server.take_warnings());
-        if !server.is_running("hog") {
+        if warnings.iter().any(shed) {
             break;
         }
     }
-    assert!(!server.is_running("hog"), "not shed: {warnings:?}");
-    assert!(
-        warnings
-            .iter()
-            .any(|w| w.contains("shed the newest stream 'hog'") && w.contains("missed")),
-        "{warnings:?}"
-    );
+    assert!(warnings.iter().any(shed), "not shed: {warnings:?}");
+    assert!(!server.is_running("hog"));
+    // A job of the calm stream that the hog's last burst held up may still be sent late just
+    // after the hog let go; it counts to the hog's window, which sheds nothing more.
+    std::thread::sleep(Duration::from_millis(100));
     let calm = server
         .stream("calm")
         .expect("the older stream keeps running");
     let misses_then = calm.deadline_misses;
     std::thread::sleep(Duration::from_millis(1500));
-    let calm = server.stream("calm").unwrap();
+    warnings.extend(server.take_warnings());
+    let calm = server
+        .stream("calm")
+        .unwrap_or_else(|| panic!("the older stream stopped: {warnings:?}"));
     assert!(calm.packets > 200, "{calm:?}");
     assert_eq!(calm.deadline_misses, misses_then, "{calm:?}");
     let out = server.shutdown();

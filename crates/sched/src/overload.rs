@@ -17,7 +17,10 @@ pub enum OverloadPolicy {
     Warn,
     /// Say so, and refuse new streams until it fits again.
     Refuse,
-    /// Say so, and stop the newest stream each window in which deadlines are still missed.
+    /// Say so, and stop the newest stream once deadlines are missed in two windows in a row
+    /// (a one-off stall of the host is not a set that does not fit), and again while they
+    /// still are. The window right after a stop does not count: the stopped stream's last jobs
+    /// may still have delayed the others in it.
     Shed,
 }
 
@@ -48,12 +51,18 @@ pub enum Action {
 const MIN_SENDS: u64 = 200;
 /// Quiet windows in a row before the set counts as fitting again.
 const QUIET_WINDOWS: u32 = 3;
+/// Windows in a row with missed deadlines before a stream is shed.
+const SHED_AFTER: u32 = 2;
 
 #[derive(Clone, Debug)]
 pub struct OverloadWatch {
     policy: OverloadPolicy,
     reason: Option<String>,
     quiet: u32,
+    /// Windows in a row with missed deadlines (policy `Shed`).
+    missing: u32,
+    /// A stream was shed at the end of the last window.
+    just_shed: bool,
 }
 
 impl OverloadWatch {
@@ -62,6 +71,8 @@ impl OverloadWatch {
             policy,
             reason: None,
             quiet: 0,
+            missing: 0,
+            just_shed: false,
         }
     }
 
@@ -85,6 +96,12 @@ impl OverloadWatch {
 
     /// Judges one window; returns what to do, if anything.
     pub fn observe(&mut self, w: Window) -> Option<Action> {
+        let settling = std::mem::take(&mut self.just_shed);
+        self.missing = match w.deadline_misses {
+            0 => 0,
+            _ if settling => 0,
+            _ => self.missing + 1,
+        };
         let mut why = Vec::new();
         if w.deadline_misses > 0 {
             why.push(format!(
@@ -115,7 +132,9 @@ impl OverloadWatch {
         let reason = format!("{}: the host is busier than at start-up", why.join("; "));
         let first = self.reason.is_none();
         self.reason = Some(reason.clone());
-        if self.policy == OverloadPolicy::Shed && w.deadline_misses > 0 {
+        if self.policy == OverloadPolicy::Shed && self.missing >= SHED_AFTER {
+            self.missing = 0;
+            self.just_shed = true;
             return Some(Action::Shed(reason));
         }
         first.then_some(Action::Overloaded(reason))
@@ -162,7 +181,17 @@ mod tests {
         r.observe(window(1, 5));
         assert!(r.refusing());
         let mut s = OverloadWatch::new(OverloadPolicy::Shed);
+        // One window of misses (a stall of the host) says so and sheds nothing.
+        assert!(matches!(
+            s.observe(window(2, 5)),
+            Some(Action::Overloaded(_))
+        ));
+        assert_eq!(s.observe(window(0, 5)), None);
+        assert_eq!(s.observe(window(3, 5)), None);
         assert!(matches!(s.observe(window(2, 5)), Some(Action::Shed(_))));
+        // The window after a shed held the shed stream's last jobs: it does not count.
+        assert_eq!(s.observe(window(1, 5)), None);
+        assert_eq!(s.observe(window(1, 5)), None);
         assert!(matches!(s.observe(window(1, 5)), Some(Action::Shed(_))));
         // A dear send alone sheds nothing: nobody missed a deadline yet.
         assert_eq!(s.observe(window(0, 50)), None);
