@@ -126,7 +126,11 @@ impl FixedQuantizer {
             VideoCodec::Mpeg4Part2 => {
                 let mut flags = ff::codec::Flags::QSCALE;
                 if cfg.b_frames > 0 {
+                    // A GOP's B-frames refer to nothing before its I-frame. FFmpeg's MPEG-4
+                    // encoder refuses a closed GOP with scene-change detection on ("not yet
+                    // implemented"); the ladder wants the fixed GOP anyway.
                     flags |= ff::codec::Flags::CLOSED_GOP;
+                    opts.set("sc_threshold", "1000000000");
                 }
                 enc.set_flags(flags);
                 enc.set_global_quality(cfg.quantizer as i32 * QP2LAMBDA);
