@@ -136,6 +136,8 @@ pub fn open(
                 quantizers,
                 b_frames: c.b_frames,
             }),
+            // The sender's RTCP follows `serve`'s own settings; this is the scenario's default.
+            rtcp_interval: metronome_spec::scenario::RTCP_MIN_INTERVAL,
         },
     };
     let dir = std::env::current_dir().ok();

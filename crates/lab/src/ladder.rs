@@ -46,6 +46,16 @@ pub fn spec(
         VideoContent::File(path) => {
             metronome_media::clip::Clip::identity(path).map_err(|e| e.to_string())?
         }
+        // The paces' figures, not their names: a pace tuned draws other pictures.
+        VideoContent::Scenes(scenes) => format!(
+            "motion v{} scenes {}",
+            metronome_media::motion::VERSION,
+            scenes
+                .iter()
+                .map(|(p, n)| format!("{:?}:{n}", crate::video::pace(*p)))
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
     };
     Ok(LadderSpec {
         encoder: EncoderConfig {

@@ -303,6 +303,8 @@ pub struct RtpPlan {
     pub gop: Option<u32>,
     pub coded: Option<CodedVideo>,
     pub mtu: Option<u32>,
+    /// The sender's and receivers' minimum RTCP interval.
+    pub rtcp_interval: Duration,
 }
 
 impl RtpPlan {
@@ -318,6 +320,7 @@ impl RtpPlan {
             mtu,
             gop,
             coded,
+            rtcp_interval,
             ..
         } = f.kind
         else {
@@ -332,6 +335,7 @@ impl RtpPlan {
             gop,
             coded,
             mtu,
+            rtcp_interval,
         })
     }
 
@@ -554,7 +558,7 @@ fn rtp(
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: n.rtp_ts_base,
             session_bw_bps: plan.rate_bps,
-            rtcp_min_interval: Duration::from_secs(1),
+            rtcp_min_interval: plan.rtcp_interval,
             max_receivers: receivers.len().max(1),
             seed,
         },
@@ -582,6 +586,7 @@ fn rtp(
                 seed: seed ^ 0x5eed,
                 histogram_digits,
                 cc: plan.cc.receiver(),
+                rtcp_min_interval: plan.rtcp_interval,
                 ..ReceiverConfig::default()
             },
             epoch,

@@ -74,6 +74,7 @@ fn content_name(c: &VideoContent) -> String {
         VideoContent::Motion(seed) => format!("high-motion content (seed {seed})"),
         VideoContent::File(p) => p.display().to_string(),
         VideoContent::Lavfi(s) => format!("lavfi {}", s.join(", ")),
+        VideoContent::Scenes(s) => format!("{} scenes of generated content", s.len()),
     }
 }
 

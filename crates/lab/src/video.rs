@@ -23,7 +23,7 @@ use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
 use metronome_session::sender::{PacketizerConfig, RtpSource, SourceError, SourcePacket};
-use metronome_spec::scenario::{FlowDecl, FlowKind, VideoContent, VideoDecl};
+use metronome_spec::scenario::{FlowDecl, FlowKind, ScenePace, VideoContent, VideoDecl};
 use metronome_time::{Bitrate, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -138,7 +138,26 @@ pub fn pictures_of(
         VideoContent::Lavfi(sources) => Box::new(crate::lavfi::Lavfi::spawn(
             sources, v.width, v.height, v.fps, SCENE_SECS, frames,
         )?),
+        VideoContent::Scenes(scenes) => {
+            let scenes: Vec<_> = scenes.iter().map(|(p, n)| (pace(*p), *n)).collect();
+            Box::new(
+                metronome_media::motion::Scenes::new(v.fps, 1, &scenes)
+                    .map_err(|e| e.to_string())?,
+            )
+        }
     })
+}
+
+/// The generator's pace of a declared scene.
+pub(crate) fn pace(p: ScenePace) -> metronome_media::motion::Pace {
+    use metronome_media::motion::Pace;
+    match p {
+        ScenePace::Still => Pace::STILL,
+        ScenePace::Calm => Pace::CALM,
+        ScenePace::Busy => Pace::BUSY,
+        ScenePace::Fast => Pace::FAST,
+        ScenePace::Drive => Pace::DRIVE,
+    }
 }
 
 /// A flow's frame map, shared by its source (which notes into it as it makes packets) and the

@@ -29,16 +29,72 @@ pub const VERSION: u32 = 2;
 const OCTAVE_GAIN: f64 = 0.85;
 /// The ground texture's contrast (luma levels either side of its mean, before clamping).
 const SPREAD: f64 = 180.0;
-/// The camera's speed against version 1's (which coded at 3–6 × Table 2's rates).
+/// The camera's speed against version 1's (which coded at 3–6 × Table 2's rates): the drive's.
 const SPEED: f64 = 0.3;
 /// The share of the picture's height, from the top, that is sky.
 const SKY: f64 = 0.4;
 /// Vehicles crossing the ground.
 const VEHICLES: usize = 3;
 
+/// How much a scene moves: the camera, and the vehicles crossing the ground.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pace {
+    /// The camera's speed (the drive's is 0.3; 0 holds it still on the ground).
+    pub camera: f64,
+    /// Vehicles crossing, 0 to 3.
+    pub vehicles: usize,
+    /// Their speed against the drive's.
+    pub vehicle_speed: f64,
+    /// A camera's sensor noise: each luma sample of each frame moved by up to this many
+    /// levels either way (0: none). It costs bits at fine quantizers and none at coarse ones,
+    /// as a real sequence's does.
+    pub grain: u8,
+}
+
+impl Pace {
+    /// The default: *highway*, a camera driving forward, three vehicles.
+    pub const DRIVE: Pace = Pace {
+        camera: SPEED,
+        vehicles: VEHICLES,
+        vehicle_speed: 1.0,
+        grain: 0,
+    };
+    /// Very complex, as *Stefan* (fast pans over a crowd): the camera at five times the
+    /// drive's speed, vehicles at three times theirs, a grainy sensor.
+    pub const FAST: Pace = Pace {
+        camera: 5.0 * SPEED,
+        vehicles: VEHICLES,
+        vehicle_speed: 3.0,
+        grain: 5,
+    };
+    /// High to medium, as *Paris* (people moving all the time): the camera at half the
+    /// drive's speed, three vehicles.
+    pub const BUSY: Pace = Pace {
+        camera: 0.5 * SPEED,
+        vehicles: VEHICLES,
+        vehicle_speed: 1.0,
+        grain: 4,
+    };
+    /// Medium, as *News* (a still camera, two presenters): two vehicles, slow.
+    pub const CALM: Pace = Pace {
+        camera: 0.0,
+        vehicles: 2,
+        vehicle_speed: 0.5,
+        grain: 3,
+    };
+    /// Very low, as *Akiyo* (a still camera, one head moving a little): one vehicle, crawling.
+    pub const STILL: Pace = Pace {
+        camera: 0.0,
+        vehicles: 1,
+        vehicle_speed: 0.1,
+        grain: 2,
+    };
+}
+
 /// High-motion generated pictures.
 pub struct Motion {
     fps: f64,
+    pace: Pace,
     /// Luma texture, `TEX`×`TEX`.
     luma: Vec<u8>,
     /// Chroma textures, `TEX/2`×`TEX/2` each.
@@ -64,6 +120,14 @@ struct Vehicle {
     h: f64,
     /// Where in the texture its skin comes from.
     skin: (usize, usize),
+}
+
+/// A hash of `x` (SplitMix64's finaliser): the grain of each sample of each frame.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// A small deterministic generator (xorshift64*).
@@ -125,6 +189,11 @@ fn sample(tex: &[u8], size: usize, x: f64, y: f64) -> u8 {
 impl Motion {
     /// The content at `fps`, from `seed` (the same seed draws the same pictures).
     pub fn new(fps: u32, seed: u64) -> Result<Motion, MediaError> {
+        Motion::with_pace(fps, seed, Pace::DRIVE)
+    }
+
+    /// The content at `fps`, from `seed`, moving at `pace`.
+    pub fn with_pace(fps: u32, seed: u64, pace: Pace) -> Result<Motion, MediaError> {
         if fps == 0 {
             return Err(MediaError::Config(
                 "motion content: fps must be non-zero".into(),
@@ -147,9 +216,11 @@ impl Motion {
                     (rng.next() % TEX as u64) as usize,
                 ),
             })
+            .take(pace.vehicles)
             .collect();
         Ok(Motion {
             fps: f64::from(fps),
+            pace,
             luma,
             cb,
             cr,
@@ -160,7 +231,7 @@ impl Motion {
     /// Where the camera looks at time `t` s: the texture position of the picture's top left,
     /// and the texture pixels per picture pixel.
     fn camera(&self, t: f64) -> (f64, f64, f64) {
-        let t = t * SPEED;
+        let t = t * self.pace.camera;
         let x = 170.0 * t + 6.0 * (t * 7.3).sin();
         let y = 55.0 * t + 4.0 * (t * 5.1).cos() + 30.0 * (t * 0.4).sin();
         let zoom = 1.0 + 0.25 * (t * 0.3).sin();
@@ -171,7 +242,7 @@ impl Motion {
     /// where in its skin that point is.
     fn vehicle_at(&self, t: f64, u: f64, v: f64, w: usize, h: usize) -> Option<(f64, f64)> {
         self.vehicles.iter().find_map(|c| {
-            let x = (c.x0 + c.speed * t).rem_euclid(1.0 + c.w) - c.w;
+            let x = (c.x0 + c.speed * self.pace.vehicle_speed * t).rem_euclid(1.0 + c.w) - c.w;
             let (du, dv) = (u - x, v - c.y);
             (du >= 0.0 && du < c.w && dv >= 0.0 && dv < c.h).then_some((
                 c.skin.0 as f64 + du * w as f64,
@@ -197,6 +268,13 @@ impl Pictures for Motion {
                     let (tx, ty) = self.look(t, col as f64, row as f64, w, h);
                     sample(&self.luma, TEX, tx, ty)
                 };
+                if self.pace.grain > 0 {
+                    let at = (index * h as u64 + row as u64) * w as u64 + col as u64;
+                    let g = i16::from(self.pace.grain);
+                    let n = (splitmix(at) % (2 * g as u64 + 1)) as i16 - g;
+                    let y = &mut yp[row * w + col];
+                    *y = (i16::from(*y) + n).clamp(0, 255) as u8;
+                }
             }
         }
         let (cw, ch) = (w / 2, h / 2);
@@ -234,6 +312,46 @@ impl Motion {
     }
 }
 
+/// Scenes of generated content one after another, in a cycle: each from its own seed (the
+/// first from `seed`, the next from `seed + 1`, …) and at its own pace, from its own start.
+/// Seed 002's play-out clip is four sequences of different complexity so.
+#[derive(Debug)]
+pub struct Scenes {
+    scenes: Vec<(Motion, u64)>,
+    total: u64,
+}
+
+impl Scenes {
+    /// `scenes`: each scene's pace and length in frames (at least one frame each).
+    pub fn new(fps: u32, seed: u64, scenes: &[(Pace, u64)]) -> Result<Scenes, MediaError> {
+        if scenes.is_empty() || scenes.iter().any(|(_, n)| *n == 0) {
+            return Err(MediaError::Config(
+                "motion scenes: at least one scene, each at least one frame long".into(),
+            ));
+        }
+        let scenes = scenes
+            .iter()
+            .enumerate()
+            .map(|(k, (pace, n))| Ok((Motion::with_pace(fps, seed + k as u64, *pace)?, *n)))
+            .collect::<Result<Vec<_>, MediaError>>()?;
+        let total = scenes.iter().map(|(_, n)| n).sum();
+        Ok(Scenes { scenes, total })
+    }
+}
+
+impl Pictures for Scenes {
+    fn picture(&mut self, index: u64, frame: &mut Frame) -> Result<(), MediaError> {
+        let mut i = index % self.total;
+        for (motion, n) in &mut self.scenes {
+            if i < *n {
+                return motion.picture(i, frame);
+            }
+            i -= *n;
+        }
+        unreachable!("an index modulo the scenes' total falls in a scene")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +369,84 @@ mod tests {
         let ground = fa.y().len() * 6 / 10;
         let changed = fa.y().iter().zip(fb.y()).filter(|(x, y)| x != y).count();
         assert!(changed > ground * 9 / 10, "{changed} of {ground}");
+    }
+}
+
+#[cfg(test)]
+mod pace_tests {
+    use super::*;
+
+    /// Samples that move from one frame to the next (the grain aside), a proxy for what a
+    /// P-frame codes.
+    fn moved(pace: Pace) -> usize {
+        let mut m = Motion::with_pace(25, 1, Pace { grain: 0, ..pace }).unwrap();
+        let (mut a, mut b) = (Frame::new(176, 144).unwrap(), Frame::new(176, 144).unwrap());
+        m.picture(50, &mut a).unwrap();
+        m.picture(51, &mut b).unwrap();
+        a.y().iter().zip(b.y()).filter(|(x, y)| x != y).count()
+    }
+
+    #[test]
+    fn the_paces_move_in_their_order_and_the_drive_is_the_default() {
+        let mut a = Motion::new(25, 3).unwrap();
+        let mut b = Motion::with_pace(25, 3, Pace::DRIVE).unwrap();
+        let (mut fa, mut fb) = (Frame::new(176, 144).unwrap(), Frame::new(176, 144).unwrap());
+        a.picture(40, &mut fa).unwrap();
+        b.picture(40, &mut fb).unwrap();
+        assert_eq!(fa, fb);
+        let m: Vec<usize> = [Pace::STILL, Pace::CALM, Pace::BUSY, Pace::FAST]
+            .into_iter()
+            .map(moved)
+            .collect();
+        assert!(m.windows(2).all(|w| w[0] < w[1]), "{m:?}");
+        assert!(moved(Pace::STILL) < 176 * 144 / 20, "{m:?}");
+        // The grain moves samples by at most its amplitude, and differs frame to frame.
+        let still = |grain| {
+            let mut m = Motion::with_pace(
+                25,
+                1,
+                Pace {
+                    grain,
+                    ..Pace::STILL
+                },
+            )
+            .unwrap();
+            let mut f = Frame::new(176, 144).unwrap();
+            m.picture(50, &mut f).unwrap();
+            f
+        };
+        let (clean, grainy) = (still(0), still(2));
+        let d: Vec<i16> = clean
+            .y()
+            .iter()
+            .zip(grainy.y())
+            .map(|(a, b)| i16::from(*b) - i16::from(*a))
+            .collect();
+        assert!(d.iter().all(|x| x.abs() <= 2));
+        assert!(d.iter().filter(|x| **x != 0).count() > d.len() / 2);
+    }
+
+    #[test]
+    fn scenes_follow_each_other_from_their_own_start_in_a_cycle() {
+        let list = [(Pace::CALM, 3), (Pace::FAST, 2)];
+        let mut s = Scenes::new(25, 5, &list).unwrap();
+        let mut calm = Motion::with_pace(25, 5, Pace::CALM).unwrap();
+        let mut fast = Motion::with_pace(25, 6, Pace::FAST).unwrap();
+        let (mut got, mut want) = (Frame::new(64, 48).unwrap(), Frame::new(64, 48).unwrap());
+        for (index, scene, local) in [
+            (0, 0, 0),
+            (2, 0, 2),
+            (3, 1, 0),
+            (4, 1, 1),
+            (5, 0, 0),
+            (9, 1, 1),
+        ] {
+            s.picture(index, &mut got).unwrap();
+            let m = if scene == 0 { &mut calm } else { &mut fast };
+            m.picture(local, &mut want).unwrap();
+            assert_eq!(got, want, "frame {index}");
+        }
+        assert!(Scenes::new(25, 1, &[]).is_err());
+        assert!(Scenes::new(25, 1, &[(Pace::CALM, 0)]).is_err());
     }
 }

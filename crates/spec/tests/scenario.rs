@@ -308,10 +308,13 @@ fn a_video_flow_may_have_a_playout_deadline_and_only_a_video_flow() {
         FlowKind::Rtp {
             video: Some(v),
             playout_deadline,
+            rtcp_interval,
             ..
         } => {
             assert_eq!((v.width, v.height, v.fps), (352, 288, 25));
             assert_eq!(*playout_deadline, Some(Duration::from_millis(150)));
+            // RTCP as RFC 3550 says, unless the scenario says otherwise.
+            assert_eq!(*rtcp_interval, Duration::from_secs(5));
         }
         other => panic!("{other:?}"),
     }
@@ -319,6 +322,8 @@ fn a_video_flow_may_have_a_playout_deadline_and_only_a_video_flow() {
     assert!(e.contains("playout_deadline needs video"), "{e}");
     let e = err(&BASE.replace("to = \"b\"", "to = \"b\"\nplayout_deadline = \"150ms\""));
     assert!(e.contains("has no 'playout_deadline'"), "{e}");
+    let e = err(&BASE.replace("to = \"b\"", "to = \"b\"\nrtcp_interval = \"1s\""));
+    assert!(e.contains("has no 'rtcp_interval'"), "{e}");
 }
 
 #[test]
@@ -347,6 +352,23 @@ fn video_content_is_the_pattern_or_lavfi_sources_without_filtergraph_syntax() {
     }
     let e = err(&rtp("content = \"testsrc2\""));
     assert!(e.contains("content needs video"), "{e}");
+    // Scenes of generated content, each with its pace and length.
+    use metronome_spec::scenario::ScenePace;
+    assert_eq!(
+        content("video = \"352x288@25\"\ncontent = [\"motion=calm:300\", \"motion=fast:100\"]"),
+        VideoContent::Scenes(vec![(ScenePace::Calm, 300), (ScenePace::Fast, 100)])
+    );
+    for (bad, says) in [
+        ("[\"motion=calm:300\", \"testsrc2\"]", "is not a scene"),
+        (
+            "[\"motion=slow:300\"]",
+            "the pace is one of still, calm, busy, fast, drive",
+        ),
+        ("[\"motion=calm:0\"]", "1 to 1000000 frames"),
+    ] {
+        let e = err(&rtp(&format!("video = \"352x288@25\"\ncontent = {bad}")));
+        assert!(e.contains(says), "{bad}: {e}");
+    }
 }
 
 #[test]
@@ -357,7 +379,7 @@ fn rate_controlled_rtp_flows_and_claims() {
         )
     };
     let ok = text(
-        "cc = \"${cc}\"\nstart_rate = \"500kbit\"\nvideo = \"352x288@25\"\ngop = 12\nmtu = 1018\ncodec = \"mpeg4\"\nquantizers = [4, 20]\ncontent = \"motion=seed=3\"",
+        "cc = \"${cc}\"\nstart_rate = \"500kbit\"\nvideo = \"352x288@25\"\ngop = 12\nmtu = 1018\nrtcp_interval = \"1s\"\ncodec = \"mpeg4\"\nquantizers = [4, 20]\ncontent = \"motion=seed=3\"",
         "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"psnr_y_db\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]",
     );
     let f = ScenarioFile::parse(&ok, "t.toml").unwrap();
@@ -376,9 +398,11 @@ fn rate_controlled_rtp_flows_and_claims() {
             gop,
             coded,
             content,
+            rtcp_interval,
             ..
         } => {
             assert_eq!(*cc, metronome_spec::scenario::RtpCc::Asmp);
+            assert_eq!(*rtcp_interval, Duration::from_secs(1));
             assert_eq!(
                 (*start_bps, *mtu, *gop),
                 (Some(500_000), Some(1018), Some(12))
@@ -404,6 +428,7 @@ fn rate_controlled_rtp_flows_and_claims() {
         ("video = \"352x288@25\"\nquantizers = [2, 31]", "", "belong to codec"),
         ("video = \"352x288@25\"\ncontent = \"motion=seed=x\"", "", "whole number"),
         ("mtu = 100", "", "an IP packet of 300 to 9000 bytes"),
+        ("rtcp_interval = \"10ms\"", "", "write 100ms to 60s"),
         ("gop = 12", "", "gop needs video"),
         ("cc = \"gcc\"", "", "cc = \"gcc\" controls a stream to one receiver, and this one has 3"),
         ("cc = \"tfrc\"", "", "for a group use \"tfmcc\" or \"asmp\""),

@@ -127,7 +127,13 @@ pub(super) fn session_receivers(
     seed: u64,
     open: impl Fn(usize, ReceiverRunConfig) -> Result<Receiver, String>,
 ) -> Result<RtpReceivers, String> {
-    let FlowKind::Rtp { cc, coded, .. } = f.kind else {
+    let FlowKind::Rtp {
+        cc,
+        coded,
+        rtcp_interval,
+        ..
+    } = f.kind
+    else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
     let kind = cc.receiver();
@@ -138,6 +144,7 @@ pub(super) fn session_receivers(
         cfg.session.cname = format!("{}-{i}", f.name);
         cfg.session.seed = seed ^ i as u64;
         cfg.session.cc = kind;
+        cfg.session.rtcp_min_interval = rtcp_interval;
         // A ladder's video is MPEG-4 or H.264 over RTP, not MPEG-TS (as in the simulator).
         if coded.is_some() {
             cfg.session.payload = metronome_session::receiver::PayloadKind::Any;
@@ -163,7 +170,7 @@ pub(super) fn rtp_flow(
 ) -> Result<(FlowReport, Option<FlowVideo>), String> {
     let f = run.f;
     let plan = run.plan;
-    let (rate_bps, cc, mtu) = (plan.rate_bps, plan.cc, plan.mtu);
+    let (rate_bps, cc, mtu, plan_rtcp) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
     // The source's units per bit on the wire: with a rate controller, `rate` is the most on
     // the wire, and the source starts at `start_rate` (as in the simulator).
     let shape = ServedFlow::packet_shape(&plan);
@@ -192,6 +199,7 @@ pub(super) fn rtp_flow(
         cfg.duration = Some(f.duration + Duration::from_millis(500));
         cfg.lock_memory = false;
         cfg.mtu = mtu;
+        cfg.rtcp_min_interval = plan_rtcp;
         if cc != RtpCc::Fixed {
             cfg.cc = Some(cc.name().to_string());
             cfg.max_bitrate = max_source;

@@ -4,6 +4,7 @@
 use super::parse::{Dur, Rate};
 use super::{
     CodedVideo, FlowDecl, FlowKind, RateShape, RtpCc, TcpCc, VideoCodecDecl, VideoContent,
+    RTCP_MIN_INTERVAL,
 };
 use serde::Deserialize;
 use std::time::Duration;
@@ -40,6 +41,7 @@ pub(super) struct RawFlow {
     codec: Option<String>,
     quantizers: Option<Vec<u32>>,
     b_frames: Option<u32>,
+    rtcp_interval: Option<Dur>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -210,6 +212,9 @@ impl RawFlow {
                 unused("quantizers", &self.kind)
             }
             "udp" | "tcp" | "command" if self.b_frames.is_some() => unused("b_frames", &self.kind),
+            "udp" | "tcp" | "command" if self.rtcp_interval.is_some() => {
+                unused("rtcp_interval", &self.kind)
+            }
             "command" => {
                 for (key, set) in [
                     ("cc", self.cc.is_some()),
@@ -359,6 +364,14 @@ impl RawFlow {
                 let coded = self
                     .coded(video.is_some())
                     .map_err(|e| format!("flow '{name}': {e}"))?;
+                let rtcp_interval = self.rtcp_interval.map_or(RTCP_MIN_INTERVAL, |d| d.0);
+                if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&rtcp_interval)
+                {
+                    return Err(format!(
+                        "flow '{name}': rtcp_interval = {:?}: write 100ms to 60s (RFC 3550's minimum is \"5s\")",
+                        rtcp_interval
+                    ));
+                }
                 match self.rate {
                     Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
                         rate_bps: r.0,
@@ -370,6 +383,7 @@ impl RawFlow {
                         mtu: self.mtu,
                         gop: self.gop,
                         coded,
+                        rtcp_interval,
                     }),
                     _ => Err(format!(
                         "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"

@@ -215,6 +215,9 @@ pub enum FlowKind {
     /// With `coded`, the video is sent as Evalvid-RA sends it instead: the content encoded once
     /// per quantizer of a ladder, each GOP at the rung the VBR controller picks from the rate
     /// allowed, every frame as coded over RTP (RFC 6416, RFC 6184), no MPEG-TS, no padding.
+    ///
+    /// `rtcp_interval` is the sender's and receivers' minimum RTCP interval (RFC 3550 §6.2:
+    /// 5 s unless the scenario says otherwise, [`RTCP_MIN_INTERVAL`]).
     Rtp {
         rate_bps: u64,
         video: Option<VideoDecl>,
@@ -225,6 +228,7 @@ pub enum FlowKind {
         mtu: Option<u32>,
         gop: Option<u32>,
         coded: Option<CodedVideo>,
+        rtcp_interval: Duration,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
     /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a
@@ -233,6 +237,9 @@ pub enum FlowKind {
     /// directory its output goes to.
     Command { program: String, args: Vec<String> },
 }
+
+/// RFC 3550's minimum RTCP interval (§6.2, T_min): an RTP flow's `rtcp_interval` unless set.
+pub const RTCP_MIN_INTERVAL: Duration = Duration::from_secs(5);
 
 /// A video sent as Evalvid-RA sends it: `codec = "mpeg4"` (or `"h264"`), `quantizers = [2,
 /// 31]`, `b_frames = 0`.
@@ -293,6 +300,65 @@ pub enum VideoContent {
     /// FFmpeg lavfi sources (`testsrc2`, `mandelbrot`, `life=seed=1`, …), each for a scene of
     /// 4 s, in a cycle; the picture's size and rate are added to each.
     Lavfi(Vec<String>),
+    /// Scenes of generated content of different complexity one after another, in a cycle
+    /// (`["motion=calm:300", "motion=still:300", …]`): each scene's pace and frames. Scene `k`
+    /// is drawn from seed `k + 1`.
+    Scenes(Vec<(ScenePace, u64)>),
+}
+
+/// How much a scene of generated content moves (`metronome_media::motion::Pace`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScenePace {
+    /// Very low complexity (as *Akiyo*): a still camera, one thing moving a little.
+    Still,
+    /// Medium (as *News*): a still camera, two things moving slowly.
+    Calm,
+    /// High to medium (as *Paris*): a drifting camera, three things moving.
+    Busy,
+    /// Very high (as *Stefan*): fast pans, fast movers.
+    Fast,
+    /// *highway*'s, `content = "motion"`'s: a camera driving forward.
+    Drive,
+}
+
+impl ScenePace {
+    pub const ALL: [ScenePace; 5] = [
+        ScenePace::Still,
+        ScenePace::Calm,
+        ScenePace::Busy,
+        ScenePace::Fast,
+        ScenePace::Drive,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ScenePace::Still => "still",
+            ScenePace::Calm => "calm",
+            ScenePace::Busy => "busy",
+            ScenePace::Fast => "fast",
+            ScenePace::Drive => "drive",
+        }
+    }
+}
+
+/// `"motion=PACE:FRAMES"`, one scene of [`VideoContent::Scenes`]; `None` if `s` is not written
+/// so at all, an error if it is and is wrong.
+fn scene(s: &str) -> Option<Result<(ScenePace, u64), String>> {
+    let rest = s.trim().strip_prefix("motion=")?;
+    let (pace, frames) = rest.split_once(':')?;
+    let Some(pace) = ScenePace::ALL.into_iter().find(|p| p.name() == pace) else {
+        let names: Vec<&str> = ScenePace::ALL.iter().map(|p| p.name()).collect();
+        return Some(Err(format!(
+            "content: '{s}': the pace is one of {}",
+            names.join(", ")
+        )));
+    };
+    Some(match frames.parse::<u64>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok((pace, n)),
+        _ => Err(format!(
+            "content: '{s}': the scene's length is 1 to 1000000 frames, like \"motion=calm:300\""
+        )),
+    })
 }
 
 impl VideoContent {
@@ -318,6 +384,19 @@ impl VideoContent {
             if lower.ends_with(".y4m") || lower.ends_with(".yuv") {
                 return Ok(VideoContent::File(std::path::PathBuf::from(one)));
             }
+        }
+        if items.first().is_some_and(|s| scene(s).is_some()) && items.len() <= 64 {
+            return items
+                .iter()
+                .map(|s| {
+                    scene(s).unwrap_or_else(|| {
+                        Err(format!(
+                            "content: '{s}' is not a scene: write every scene like \"motion=calm:300\""
+                        ))
+                    })
+                })
+                .collect::<Result<Vec<_>, String>>()
+                .map(VideoContent::Scenes);
         }
         if items.is_empty() || items.len() > 64 {
             return Err("content = \"pattern\", \"motion\", a .y4m or .yuv file, or 1 to 64 lavfi sources like [\"testsrc2\", \"mandelbrot\", \"life=seed=1\"]".into());
