@@ -189,210 +189,202 @@ impl RawFlow {
     }
 
     fn kind(&self, name: &str) -> Result<FlowKind, String> {
-        let unused = |key: &str, kind: &str| {
-            Err(format!(
-                "flow '{name}': a {kind} flow has no '{key}'; remove it"
-            ))
-        };
+        if !["command", "udp", "tcp", "rtp"].contains(&self.kind.as_str()) {
+            return Err(format!(
+                "flow '{name}': kind = \"{}\" is not known; use \"udp\", \"tcp\", \"rtp\" or \"command\"",
+                self.kind
+            ));
+        }
+        if let Some((key, _, _)) = self
+            .keys()
+            .into_iter()
+            .find(|(_, set, kinds)| *set && !kinds.contains(&self.kind.as_str()))
+        {
+            return Err(unused(name, key, &self.kind));
+        }
         match self.kind.as_str() {
-            "udp" | "tcp" | "command" if self.video.is_some() => unused("video", &self.kind),
-            "udp" | "tcp" | "command" if self.playout_deadline.is_some() => {
-                unused("playout_deadline", &self.kind)
+            "command" => self.command(name),
+            "udp" => self.udp(name),
+            "tcp" => self.tcp(name),
+            _ => self.rtp(name),
+        }
+    }
+
+    /// Every key only some kinds have: whether it is set, and the kinds that take it, in the
+    /// order a flow's first unused key is found.
+    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 17] {
+        const RTP: &[&str] = &["rtp"];
+        [
+            ("video", self.video.is_some(), RTP),
+            ("playout_deadline", self.playout_deadline.is_some(), RTP),
+            ("content", self.content.is_some(), RTP),
+            ("program", self.program.is_some(), &["command"]),
+            ("args", self.args.is_some(), &["command"]),
+            ("start_rate", self.start_rate.is_some(), RTP),
+            ("mtu", self.mtu.is_some(), &["tcp", "rtp"]),
+            ("gop", self.gop.is_some(), RTP),
+            ("codec", self.codec.is_some(), RTP),
+            ("quantizers", self.quantizers.is_some(), RTP),
+            ("b_frames", self.b_frames.is_some(), RTP),
+            ("rtcp_interval", self.rtcp_interval.is_some(), RTP),
+            ("cc", self.cc.is_some(), &["tcp", "rtp"]),
+            ("bytes", self.bytes.is_some(), &["tcp"]),
+            ("payload", self.payload.is_some(), &["udp"]),
+            ("square", self.square.is_some(), &["udp"]),
+            ("rate", self.rate.is_some(), &["udp", "tcp", "rtp"]),
+        ]
+    }
+
+    fn command(&self, name: &str) -> Result<FlowKind, String> {
+        let program = match self.program.as_deref().map(str::trim) {
+            Some(p) if !p.is_empty() => p.to_string(),
+            _ => {
+                return Err(format!(
+                    "flow '{name}': a command flow needs program = \"iperf3\" (or ffmpeg, gst-launch-1.0, cvlc, metronome, …) and args = [...]"
+                ))
             }
-            "udp" | "tcp" | "command" if self.content.is_some() => unused("content", &self.kind),
-            "udp" | "tcp" | "rtp" if self.program.is_some() => unused("program", &self.kind),
-            "udp" | "tcp" | "rtp" if self.args.is_some() => unused("args", &self.kind),
-            "udp" | "tcp" | "command" if self.start_rate.is_some() => {
-                unused("start_rate", &self.kind)
-            }
-            "udp" | "command" if self.mtu.is_some() => unused("mtu", &self.kind),
-            "udp" | "tcp" | "command" if self.gop.is_some() => unused("gop", &self.kind),
-            "udp" | "tcp" | "command" if self.codec.is_some() => unused("codec", &self.kind),
-            "udp" | "tcp" | "command" if self.quantizers.is_some() => {
-                unused("quantizers", &self.kind)
-            }
-            "udp" | "tcp" | "command" if self.b_frames.is_some() => unused("b_frames", &self.kind),
-            "udp" | "tcp" | "command" if self.rtcp_interval.is_some() => {
-                unused("rtcp_interval", &self.kind)
-            }
-            "command" => {
-                for (key, set) in [
-                    ("cc", self.cc.is_some()),
-                    ("bytes", self.bytes.is_some()),
-                    ("payload", self.payload.is_some()),
-                    ("square", self.square.is_some()),
-                    ("rate", self.rate.is_some()),
-                ] {
-                    if set {
-                        return unused(key, "command");
-                    }
+        };
+        Ok(FlowKind::Command {
+            program,
+            args: self.args.clone().unwrap_or_default(),
+        })
+    }
+
+    fn udp(&self, name: &str) -> Result<FlowKind, String> {
+        let rate = match (self.rate, self.square) {
+            (Some(r), None) => RateShape::Constant(r.0),
+            (None, Some(s)) => {
+                if !(0.0..=1.0).contains(&s.duty) {
+                    return Err(format!("flow '{name}': square.duty must be in 0..1"));
                 }
-                let program = match self.program.as_deref().map(str::trim) {
-                    Some(p) if !p.is_empty() => p.to_string(),
-                    _ => {
-                        return Err(format!(
-                            "flow '{name}': a command flow needs program = \"iperf3\" (or ffmpeg, gst-launch-1.0, cvlc, metronome, …) and args = [...]"
-                        ))
-                    }
-                };
-                Ok(FlowKind::Command {
-                    program,
-                    args: self.args.clone().unwrap_or_default(),
-                })
-            }
-            "udp" => {
-                if self.cc.is_some() {
-                    return unused("cc", "udp");
-                }
-                if self.bytes.is_some() {
-                    return unused("bytes", "udp");
-                }
-                let rate = match (self.rate, self.square) {
-                    (Some(r), None) => RateShape::Constant(r.0),
-                    (None, Some(s)) => {
-                        if !(0.0..=1.0).contains(&s.duty) {
-                            return Err(format!("flow '{name}': square.duty must be in 0..1"));
-                        }
-                        RateShape::Square {
-                            high_bps: s.high.0,
-                            low_bps: s.low.0,
-                            period: s.period.0,
-                            duty: s.duty,
-                        }
-                    }
-                    _ => {
-                        return Err(format!(
-                            "flow '{name}': a udp flow needs either rate = \"2mbit\" or square = {{ high, low, period }}"
-                        ))
-                    }
-                };
-                let payload = self.payload.unwrap_or(1470);
-                if !(1..=65_507).contains(&payload) {
-                    return Err(format!("flow '{name}': payload must be 1 to 65507 bytes"));
-                }
-                Ok(FlowKind::Udp { payload, rate })
-            }
-            "tcp" => {
-                for (key, set) in [
-                    ("payload", self.payload.is_some()),
-                    ("square", self.square.is_some()),
-                ] {
-                    if set {
-                        return unused(key, "tcp");
-                    }
-                }
-                let cc = match self.cc.as_deref() {
-                    None | Some("cubic") => TcpCc::Cubic,
-                    Some("reno") => TcpCc::Reno,
-                    Some(other) => {
-                        return Err(format!(
-                        "flow '{name}': cc = \"{other}\" is not known; use \"reno\" or \"cubic\""
-                    ))
-                    }
-                };
-                if let Some(m) = self.mtu.filter(|m| !(576..=9000).contains(m)) {
-                    return Err(format!(
-                        "flow '{name}': mtu = {m}: an IP packet of 576 to 9000 bytes"
-                    ));
-                }
-                Ok(FlowKind::Tcp {
-                    cc,
-                    bytes: self.bytes,
-                    rate_bps: self.rate.map(|r| r.0),
-                    mtu: self.mtu,
-                })
-            }
-            "rtp" => {
-                for (key, set) in [
-                    ("bytes", self.bytes.is_some()),
-                    ("payload", self.payload.is_some()),
-                    ("square", self.square.is_some()),
-                ] {
-                    if set {
-                        return unused(key, "rtp");
-                    }
-                }
-                let video = match &self.video {
-                    Some(v) => Some(v.parse().map_err(|e| format!("flow '{name}': {e}"))?),
-                    None => None,
-                };
-                if video.is_none() && self.playout_deadline.is_some() {
-                    return Err(format!(
-                        "flow '{name}': playout_deadline needs video = \"640x360@30\" (frames to play out)"
-                    ));
-                }
-                let content = match &self.content {
-                    None => Ok(VideoContent::Pattern),
-                    Some(_) if video.is_none() => {
-                        return Err(format!(
-                            "flow '{name}': content needs video = \"640x360@30\" (a picture to show it in)"
-                        ))
-                    }
-                    Some(OneOrMany::One(s)) => VideoContent::parse(std::slice::from_ref(s)),
-                    Some(OneOrMany::Many(v)) => VideoContent::parse(v),
-                }
-                .map_err(|e| format!("flow '{name}': {e}"))?;
-                let cc = match self.cc.as_deref() {
-                    None => RtpCc::Fixed,
-                    Some(n) => RtpCc::from_name(n).ok_or_else(|| {
-                        let names: Vec<String> =
-                            RtpCc::ALL.iter().map(|k| format!("\"{}\"", k.name())).collect();
-                        format!(
-                            "flow '{name}': cc = \"{n}\" is not known for rtp; use one of {}",
-                            names.join(", ")
-                        )
-                    })?,
-                };
-                if self.start_rate.is_some() && cc == RtpCc::Fixed {
-                    return Err(format!(
-                        "flow '{name}': start_rate is where a rate controller begins: set cc (\"asmp\", \"gcc\", \"tfmcc\", \"tfrc\") or remove it"
-                    ));
-                }
-                if let Some(m) = self.mtu.filter(|m| !(300..=9000).contains(m)) {
-                    return Err(format!(
-                        "flow '{name}': mtu = {m}: an IP packet of 300 to 9000 bytes (one TS packet needs 236 with the headers)"
-                    ));
-                }
-                if self.gop.is_some() && video.is_none() {
-                    return Err(format!(
-                        "flow '{name}': gop needs video = \"352x288@25\" (frames to group)"
-                    ));
-                }
-                if self.gop == Some(0) {
-                    return Err(format!("flow '{name}': gop is a number of frames, at least 1"));
-                }
-                let coded = self
-                    .coded(video.is_some())
-                    .map_err(|e| format!("flow '{name}': {e}"))?;
-                let rtcp_interval = self.rtcp_interval.map_or(RTCP_MIN_INTERVAL, |d| d.0);
-                if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&rtcp_interval)
-                {
-                    return Err(format!(
-                        "flow '{name}': rtcp_interval = {:?}: write 100ms to 60s (RFC 3550's minimum is \"5s\")",
-                        rtcp_interval
-                    ));
-                }
-                match self.rate {
-                    Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
-                        rate_bps: r.0,
-                        video,
-                        playout_deadline: self.playout_deadline.map(|d| d.0),
-                        content,
-                        cc,
-                        start_bps: self.start_rate.map(|r| r.0),
-                        mtu: self.mtu,
-                        gop: self.gop,
-                        coded,
-                        rtcp_interval,
-                    }),
-                    _ => Err(format!(
-                        "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
-                    )),
+                RateShape::Square {
+                    high_bps: s.high.0,
+                    low_bps: s.low.0,
+                    period: s.period.0,
+                    duty: s.duty,
                 }
             }
-            other => Err(format!(
-                "flow '{name}': kind = \"{other}\" is not known; use \"udp\", \"tcp\", \"rtp\" or \"command\""
+            _ => {
+                return Err(format!(
+                    "flow '{name}': a udp flow needs either rate = \"2mbit\" or square = {{ high, low, period }}"
+                ))
+            }
+        };
+        let payload = self.payload.unwrap_or(1470);
+        if !(1..=65_507).contains(&payload) {
+            return Err(format!("flow '{name}': payload must be 1 to 65507 bytes"));
+        }
+        Ok(FlowKind::Udp { payload, rate })
+    }
+
+    fn tcp(&self, name: &str) -> Result<FlowKind, String> {
+        let cc = match self.cc.as_deref() {
+            None | Some("cubic") => TcpCc::Cubic,
+            Some("reno") => TcpCc::Reno,
+            Some(other) => {
+                return Err(format!(
+                    "flow '{name}': cc = \"{other}\" is not known; use \"reno\" or \"cubic\""
+                ))
+            }
+        };
+        if let Some(m) = self.mtu.filter(|m| !(576..=9000).contains(m)) {
+            return Err(format!(
+                "flow '{name}': mtu = {m}: an IP packet of 576 to 9000 bytes"
+            ));
+        }
+        Ok(FlowKind::Tcp {
+            cc,
+            bytes: self.bytes,
+            rate_bps: self.rate.map(|r| r.0),
+            mtu: self.mtu,
+        })
+    }
+
+    fn rtp(&self, name: &str) -> Result<FlowKind, String> {
+        let video = match &self.video {
+            Some(v) => Some(v.parse().map_err(|e| format!("flow '{name}': {e}"))?),
+            None => None,
+        };
+        if video.is_none() && self.playout_deadline.is_some() {
+            return Err(format!(
+                "flow '{name}': playout_deadline needs video = \"640x360@30\" (frames to play out)"
+            ));
+        }
+        let content = match &self.content {
+            None => Ok(VideoContent::Pattern),
+            Some(_) if video.is_none() => {
+                return Err(format!(
+                    "flow '{name}': content needs video = \"640x360@30\" (a picture to show it in)"
+                ))
+            }
+            Some(OneOrMany::One(s)) => VideoContent::parse(std::slice::from_ref(s)),
+            Some(OneOrMany::Many(v)) => VideoContent::parse(v),
+        }
+        .map_err(|e| format!("flow '{name}': {e}"))?;
+        let cc = match self.cc.as_deref() {
+            None => RtpCc::Fixed,
+            Some(n) => RtpCc::from_name(n).ok_or_else(|| {
+                let names: Vec<String> = RtpCc::ALL
+                    .iter()
+                    .map(|k| format!("\"{}\"", k.name()))
+                    .collect();
+                format!(
+                    "flow '{name}': cc = \"{n}\" is not known for rtp; use one of {}",
+                    names.join(", ")
+                )
+            })?,
+        };
+        if self.start_rate.is_some() && cc == RtpCc::Fixed {
+            return Err(format!(
+                "flow '{name}': start_rate is where a rate controller begins: set cc (\"asmp\", \"gcc\", \"tfmcc\", \"tfrc\") or remove it"
+            ));
+        }
+        if let Some(m) = self.mtu.filter(|m| !(300..=9000).contains(m)) {
+            return Err(format!(
+                "flow '{name}': mtu = {m}: an IP packet of 300 to 9000 bytes (one TS packet needs 236 with the headers)"
+            ));
+        }
+        if self.gop.is_some() && video.is_none() {
+            return Err(format!(
+                "flow '{name}': gop needs video = \"352x288@25\" (frames to group)"
+            ));
+        }
+        if self.gop == Some(0) {
+            return Err(format!(
+                "flow '{name}': gop is a number of frames, at least 1"
+            ));
+        }
+        let coded = self
+            .coded(video.is_some())
+            .map_err(|e| format!("flow '{name}': {e}"))?;
+        let rtcp_interval = self.rtcp_interval.map_or(RTCP_MIN_INTERVAL, |d| d.0);
+        if !(Duration::from_millis(100)..=Duration::from_secs(60)).contains(&rtcp_interval) {
+            return Err(format!(
+                "flow '{name}': rtcp_interval = {:?}: write 100ms to 60s (RFC 3550's minimum is \"5s\")",
+                rtcp_interval
+            ));
+        }
+        match self.rate {
+            Some(r) if r.0 >= 10_000 => Ok(FlowKind::Rtp {
+                rate_bps: r.0,
+                video,
+                playout_deadline: self.playout_deadline.map(|d| d.0),
+                content,
+                cc,
+                start_bps: self.start_rate.map(|r| r.0),
+                mtu: self.mtu,
+                gop: self.gop,
+                coded,
+                rtcp_interval,
+            }),
+            _ => Err(format!(
+                "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
             )),
         }
     }
+}
+
+/// What a flow is told when it sets a key its kind does not have.
+fn unused(name: &str, key: &str, kind: &str) -> String {
+    format!("flow '{name}': a {kind} flow has no '{key}'; remove it")
 }
