@@ -9,8 +9,10 @@
 //!   with a rollover count.
 //! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
 //! - [`Bitrate`]: a rate in bit/s, and how long bytes take at it.
+//! - [`mix::splitmix64`]: the seed mixer every crate uses.
 
 mod dist;
+pub mod mix;
 mod ntp;
 mod rate;
 pub mod units;

@@ -399,8 +399,6 @@ impl Net {
 /// A seed for part `k` of a run seeded with `seed` (SplitMix64's finaliser: nearby inputs give
 /// unrelated outputs, so link 1 and link 2 do not draw correlated variates).
 pub fn derive_seed(seed: u64, k: u64) -> u64 {
-    let mut z = seed.wrapping_add(k.wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+    use metronome_time::mix::{mix64, GOLDEN_GAMMA};
+    mix64(seed.wrapping_add(k.wrapping_mul(GOLDEN_GAMMA)))
 }

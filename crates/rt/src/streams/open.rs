@@ -20,6 +20,7 @@ use metronome_session::sender::{
     JobConfig, PacketizerConfig, RateLimits, RtpSource, SenderReportsConfig, SenderSession,
     SenderSessionConfig,
 };
+use metronome_time::mix::splitmix64;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
 use std::sync::Arc;
@@ -190,7 +191,8 @@ pub(super) fn open_stream(
     let task = task_of_shape(spec, shape, ceiling, dests, cal);
     let core = admit(task)?;
     let (outputs, rtcp) = outputs(spec, outlet, &destinations)?;
-    let seed = splitmix(cfg.seed ^ id.rotate_left(17));
+    // Spreads the server's seed and the stream id into independent-looking SSRCs and bases.
+    let seed = splitmix64(cfg.seed ^ id.rotate_left(17));
     // Staggered on the period so that streams do not release together (see `sched::phase`).
     let epoch = staggered_start(clock.now() + cfg.preroll, task.period, id);
     let start = StartInfo {
@@ -441,14 +443,6 @@ fn open_source(spec: &StreamSpec) -> Result<Box<dyn TsSource>, ControlError> {
             TsFileSource::open(path, spec.looping).map_err(|e| invalid(e.to_string()))?,
         )),
     }
-}
-
-/// SplitMix64: spreads a seed and a stream id into independent-looking SSRCs and bases.
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
 }
 
 /// The stream's rate controller (`spec.cc`), in wire bits: from the rate it starts at up to
