@@ -550,22 +550,16 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
         .replace("codec = \"mpeg4\"\n", "")
         .replace("content = \"motion\"\n", "");
     let sim = run_mode(&text, Mode::Sim, &tmp.0.join("sim"));
-    let video = |p: &PointResult| {
-        let f = &p.flows[0];
+    let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
         f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
     };
+    let tolerance = |cc: &str| if cc == "tfmcc" { 0.15 } else { 0.5 };
     let emu = emu_closest(
         &text,
         &sim,
         &tmp.0,
-        |ps, pe| (video(pe) / video(ps) - 1.0).abs(),
-        |pe| {
-            if pe.params["cc"] == "tfmcc" {
-                0.15
-            } else {
-                0.5
-            }
-        },
+        |ps, pe| (thr(&pe.flows[0]) / thr(&ps.flows[0]) - 1.0).abs(),
+        |pe| tolerance(&pe.params["cc"]),
     );
     assert_no_namespaces_left();
     for (ps, pe) in sim.points.iter().zip(&emu.points) {
@@ -575,9 +569,6 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
         assert_eq!(&rc.controller, cc);
         // The receivers' feedback reached the sender: its controller moved the rate.
         assert!(rc.changes >= 3, "{cc}: {rc:?}");
-        let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
-            f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
-        };
         let (video_s, video_e) = (thr(vs), thr(ve));
         let (cbr_s, cbr_e) = (thr(&ps.flows[1]), thr(&pe.flows[1]));
         println!(
@@ -592,9 +583,8 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
             cbr_e / 1e6
         );
         println!("{cc}: {}", emulator(pe));
-        let tolerance = if cc == "tfmcc" { 0.15 } else { 0.5 };
         assert!(
-            (video_e / video_s - 1.0).abs() < tolerance,
+            (video_e / video_s - 1.0).abs() < tolerance(cc),
             "{cc}: video {video_s} (sim) against {video_e} (emu); {}",
             emulator(pe)
         );
@@ -625,6 +615,7 @@ fn per_second(points: &[(u64, u64)]) -> String {
 /// delay within 5 ms of the simulator's (measured: the same to 0.1 ms).
 #[test]
 fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
+    const TOLERANCE: f64 = 0.15;
     let _one = serial();
     let tmp = TempDir::new("emu-uni");
     let text = metronome_lab::builtin::find("unicast-cc").unwrap().text;
@@ -637,7 +628,7 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
         &sim,
         &tmp.0,
         |ps, pe| (thr(pe) / thr(ps) - 1.0).abs(),
-        |_| 0.15,
+        |_| TOLERANCE,
     );
     assert_no_namespaces_left();
     for (ps, pe) in sim.points.iter().zip(&emu.points) {
@@ -665,7 +656,7 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
         );
         println!("{cc}: {}", emulator(pe));
         assert!(
-            (re.throughput_bps / rs.throughput_bps - 1.0).abs() < 0.15,
+            (re.throughput_bps / rs.throughput_bps - 1.0).abs() < TOLERANCE,
             "{cc}: {} (sim) against {} (emu); the target each second, Mbit/s:\n sim {}\n emu {}\n{}",
             rs.throughput_bps,
             re.throughput_bps,

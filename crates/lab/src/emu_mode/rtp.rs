@@ -170,7 +170,7 @@ pub(super) fn rtp_flow(
 ) -> Result<(FlowReport, Option<FlowVideo>), String> {
     let f = run.f;
     let plan = run.plan;
-    let (rate_bps, cc, mtu, plan_rtcp) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
+    let (rate_bps, cc, mtu, rtcp_interval) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
     // The source's units per bit on the wire: with a rate controller, `rate` is the most on
     // the wire, and the source starts at `start_rate` (as in the simulator).
     let shape = ServedFlow::packet_shape(&plan);
@@ -199,7 +199,7 @@ pub(super) fn rtp_flow(
         cfg.duration = Some(f.duration + Duration::from_millis(500));
         cfg.lock_memory = false;
         cfg.mtu = mtu;
-        cfg.rtcp_min_interval = plan_rtcp;
+        cfg.rtcp_min_interval = rtcp_interval;
         if cc != RtpCc::Fixed {
             cfg.cc = Some(cc.name().to_string());
             cfg.max_bitrate = max_source;
