@@ -64,8 +64,12 @@ impl TfrcReceiver {
     }
 
     /// The sender's round-trip time estimate.
+    /// A report already scheduled by the hint comes no later than an RTT after the last one.
     pub fn set_rtt(&mut self, rtt: Duration) {
         self.rtt = rtt.max(Duration::from_micros(100));
+        if let (Some(due), Some(last)) = (self.due, self.last_report) {
+            self.due = Some(due.min(last + self.rtt));
+        }
     }
 
     pub fn history(&self) -> &LossHistory {
@@ -183,6 +187,26 @@ mod tests {
             assert!((rep.x_recv_bytes_per_s - 100_000.0).abs() < 1e-6, "{rep:?}");
             assert_eq!(rep.p, 0.0);
         }
+    }
+
+    /// A report scheduled by the hint (500 ms) before the sender's RTT (50 ms) was told comes an
+    /// RTT after the last one, not half a second: the first RTTs of slow start wait for it.
+    #[test]
+    fn the_senders_rtt_brings_a_report_the_hint_put_later_forward() {
+        let ms = Timestamp::from_millis;
+        let mut r = TfrcReceiver::new(Duration::from_millis(500));
+        r.on_packet(ms(0), 0, 0, ms(0), 1000);
+        assert!(
+            r.poll_report(ms(0)).is_some(),
+            "the first packet is answered"
+        );
+        r.on_packet(ms(10), 1, 900, ms(10), 1000);
+        assert_eq!(r.poll_timeout(), Some(ms(500)));
+        r.set_rtt(Duration::from_millis(50));
+        assert_eq!(r.poll_timeout(), Some(ms(50)));
+        // Told a longer one: no later than it was.
+        r.set_rtt(Duration::from_millis(80));
+        assert_eq!(r.poll_timeout(), Some(ms(50)));
     }
 
     #[test]

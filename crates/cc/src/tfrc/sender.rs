@@ -8,9 +8,12 @@
 //! - Each feedback (§4.3): `R = 0.9 R + 0.1 R_sample`; with `p > 0`,
 //!   `X = max(min(X_Bps, 2 X_recv), s / t_mbi)`, `X_Bps` the throughput equation; with `p = 0`
 //!   (slow start), at most once per RTT, `X = max(min(2X, 2 X_recv), W_init / R)`.
-//! - The no-feedback timer runs `max(4R, 2s/X)` (§4.3, step 5). On expiry (§4.4): if `p = 0`
-//!   or `X_Bps > 2 X_recv`, `X_recv = max(X_recv / 2, s / (2 t_mbi))`, else `X_recv = X_Bps /
-//!   4`; then `X` is worked out again as on feedback.
+//! - The no-feedback timer runs `max(4R, 2s/X)` (§4.3, step 5). On expiry (§4.4): an idle
+//!   sender (nothing sent since the timer was set) below its recover rate (`X_recv < W_init /
+//!   R` with loss, `X < 2 W_init / R` without) keeps its rate; else without loss `X` halves
+//!   (there is no equation rate yet); with loss `update_limits` halves the limit that held:
+//!   `X_recv` if `X_Bps > 2 X_recv`, else `X_Bps / 2` (`X_recv` becomes half the limit and `X
+//!   = min(X_Bps, 2 X_recv)`). Before any feedback, `X` halves unless the sender was idle.
 //!
 //! Left out, as RFC 5348 allows for a sender that is not data-limited: the `X_recv_set` kept
 //! over data-limited and idle periods (§4.3 step 4, §4.4's idle rules). Metronome's video
@@ -172,38 +175,46 @@ impl TfrcSender {
 
     /// The no-feedback timer expired (§4.4).
     pub fn on_no_feedback(&mut self, now: Timestamp) {
-        match self.rtt {
-            None => {
+        let idle = !self.sent_since_armed;
+        let Some(rtt) = self.rtt else {
+            // No feedback yet: halved, unless nothing was sent since the timer was set.
+            if !idle {
                 self.x = (self.x / 2.0).max(self.floor());
-                self.no_feedback_at = now + Duration::from_secs(2);
             }
-            Some(rtt) => {
-                let x_bps = throughput_bytes_per_s(self.s(), rtt, self.p);
-                // An idle sender (nothing sent since the timer was armed) hears nothing
-                // because it sent nothing: below four packets per RTT it keeps its receive
-                // rate (RFC 3448 §4.4; RFC 5348 keeps the same aim).
-                let idle = !self.sent_since_armed;
-                if idle && self.x_recv < 4.0 * self.s() / rtt.as_secs_f64().max(1e-6) {
-                    self.arm(now, rtt);
-                    return;
-                }
-                if self.p == 0.0 || x_bps > 2.0 * self.x_recv {
-                    self.x_recv =
-                        (self.x_recv / 2.0).max(self.s() / (2.0 * self.cfg.t_mbi.as_secs_f64()));
-                } else {
-                    self.x_recv = x_bps / 4.0;
-                }
-                // No doubling on a timeout: only what the halved receive rate allows.
-                self.tld = Some(now);
-                let recv_limit = 2.0 * self.x_recv;
-                self.x = if self.p > 0.0 {
-                    x_bps.min(recv_limit).max(self.floor())
-                } else {
-                    self.x.min(recv_limit).max(self.floor())
-                };
-                self.arm(now, rtt);
-            }
+            self.no_feedback_at = now + Duration::from_secs(2);
+            return;
+        };
+        let recover_rate = self.initial_rate(rtt);
+        let x_bps = throughput_bytes_per_s(self.s(), rtt, self.p);
+        // An idle sender hears nothing because it sent nothing: below what it could
+        // recover to at once, it keeps its rate.
+        let low = if self.p > 0.0 {
+            self.x_recv < recover_rate
+        } else {
+            self.x < 2.0 * recover_rate
+        };
+        if idle && low {
+            // Kept as it is.
+        } else if self.p == 0.0 {
+            // No equation rate yet (slow start): the allowed rate halves.
+            self.x = (self.x / 2.0).max(self.floor());
+        } else if x_bps > 2.0 * self.x_recv {
+            // The receive rate was what limited it: that limit halves.
+            self.update_limits(self.x_recv);
+        } else {
+            self.update_limits(x_bps / 2.0);
         }
+        self.x = self.x.min(self.cap());
+        self.arm(now, rtt);
+    }
+
+    /// §4.4's `update_limits`: the receive rate becomes half of `timer_limit` (at least
+    /// `s / t_mbi`), and the rate follows as on feedback with loss (step 4).
+    fn update_limits(&mut self, timer_limit: f64) {
+        let limit = timer_limit.max(self.floor());
+        self.x_recv = limit / 2.0;
+        let x_bps = throughput_bytes_per_s(self.s(), self.rtt.unwrap_or_default(), self.p);
+        self.x = x_bps.min(2.0 * self.x_recv).max(self.floor());
     }
 }
 
@@ -267,10 +278,15 @@ mod tests {
         let mut t = sender();
         assert_eq!(t.rate_bytes_per_s(), 1000.0);
         assert_eq!(t.poll_timeout().unwrap().0, Timestamp::from_secs(2));
+        // Nothing sent: nothing to hear about, kept.
         t.handle_timeout(Timestamp::from_secs(2));
+        assert_eq!(t.rate_bytes_per_s(), 1000.0);
+        t.on_sent(Timestamp::from_secs(3), 1000);
+        t.handle_timeout(Timestamp::from_secs(4));
         assert_eq!(t.rate_bytes_per_s(), 500.0);
         // Never below one packet per t_mbi.
-        for k in 2..40 {
+        for k in 3..40 {
+            t.on_sent(Timestamp::from_secs(2 * k - 1), 1000);
             t.handle_timeout(Timestamp::from_secs(2 * k));
         }
         assert!((t.rate_bytes_per_s() - 1000.0 / 64.0).abs() < 1e-9);
@@ -335,7 +351,7 @@ mod tests {
         t.on_sent(ms(800), 1000);
         t.handle_timeout(ms(700) + Duration::from_millis(400));
         assert_eq!(t.rate_bytes_per_s(), 25_000.0);
-        // Idle since (nothing sent) and receiving under 4 packets per RTT: kept as it is.
+        // Idle since (nothing sent) and receiving under W_init / R: kept as it is.
         let mut idle = sender();
         idle.on_report(ms(100), &report(0.01, 8.0 * 20_000.0, 100));
         let _ = idle.poll_announce(ms(100));
@@ -343,6 +359,35 @@ mod tests {
         let (at, _) = idle.poll_timeout().unwrap();
         idle.handle_timeout(at);
         assert_eq!(idle.rate_bytes_per_s(), before);
+    }
+
+    /// RFC 5348 §4.4: without loss there is no equation rate, and the timer halves the allowed
+    /// rate itself. (Halving the receive rate instead, as RFC 3448 did with its `p = 0` rule,
+    /// took a sender whose first report counted one packet down to two packets a second.)
+    #[test]
+    fn in_slow_start_the_timer_halves_the_allowed_rate() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        // First feedback, one packet received: W_init / R = 40 000 B/s at R = 100 ms.
+        t.on_report(ms(100), &report(0.0, 8_000.0, 100));
+        assert_eq!(t.rate_bytes_per_s(), 40_000.0);
+        let _ = t.poll_announce(ms(100));
+        // A packet left, no report came: armed for max(4R, 2s/X) = 400 ms.
+        t.on_sent(ms(150), 1000);
+        let (at, why) = t.poll_timeout().unwrap();
+        assert_eq!((at, why), (ms(500), ControllerTimer::NoFeedback));
+        t.handle_timeout(at);
+        assert_eq!(t.rate_bytes_per_s(), 20_000.0);
+        // Idle below twice the recover rate (80 kB/s): kept.
+        let (at, _) = t.poll_timeout().unwrap();
+        t.handle_timeout(at);
+        assert_eq!(t.rate_bytes_per_s(), 20_000.0);
+        // The next report, an RTT on: doubled, at least W_init / R.
+        t.on_report(
+            at + Duration::from_millis(100),
+            &report(0.0, 8.0 * 30_000.0, 100),
+        );
+        assert_eq!(t.rate_bytes_per_s(), 40_000.0);
     }
 
     #[test]
