@@ -1,10 +1,12 @@
 //! The engine's sessions in the simulator: one RTP stream to a multicast group behind a
 //! bottleneck, with sender reports down the tree and receiver reports back by unicast.
 
+use metronome_cc::receiver::AgentKind;
 use metronome_cc::FixedRate;
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
+use metronome_netsim::sim::packet::NodeId;
 use metronome_netsim::sim::trace::TraceLevel;
-use metronome_netsim::sim::Sim;
+use metronome_netsim::sim::{Sim, SimOutcome};
 use metronome_netsim::{LinkConfig, LossModel};
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::ReceiverConfig;
@@ -34,6 +36,53 @@ fn session(seed: u64) -> SenderSessionConfig {
         },
         queue_capacity: 256,
     }
+}
+
+/// A flow's settings as these tests run it: `seed`'s sessions, a receiver per node in
+/// `receivers` (with `cc`'s receiver end), from `epoch`.
+fn flow_config(
+    name: &str,
+    src: NodeId,
+    receivers: Vec<NodeId>,
+    seed: u64,
+    cc: AgentKind,
+    epoch: Timestamp,
+) -> RtpFlowConfig {
+    RtpFlowConfig {
+        name: name.into(),
+        src,
+        receivers,
+        session: session(seed),
+        receiver: ReceiverConfig {
+            seed,
+            cc,
+            ..ReceiverConfig::default()
+        },
+        epoch,
+        send_time_ext: true,
+        slot_size: 1500,
+        stalls: Vec::new(),
+        ip_overhead: 28,
+        interval: Duration::from_secs(1),
+        histograms: false,
+        log: false,
+        track_arrivals: false,
+        lookahead: None,
+    }
+}
+
+/// Runs `sim` until `end`: its report and the one RTP flow it ran.
+fn run_one(mut sim: Sim, end: Timestamp) -> (SimOutcome, Box<RtpFlow>) {
+    sim.run_until(end);
+    let (out, flows) = sim.finish_with_flows();
+    let flow = flows
+        .into_iter()
+        .next()
+        .unwrap()
+        .into_any()
+        .downcast::<RtpFlow>()
+        .unwrap();
+    (out, flow)
 }
 
 #[test]
@@ -79,39 +128,12 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
         packets as usize,
     );
     let flow = RtpFlow::new(
-        RtpFlowConfig {
-            name: "tv".into(),
-            src,
-            receivers: receivers.clone(),
-            session: session(seed),
-            receiver: ReceiverConfig {
-                seed,
-                ..ReceiverConfig::default()
-            },
-            epoch,
-            send_time_ext: true,
-            slot_size: 1500,
-            stalls: Vec::new(),
-            ip_overhead: 28,
-            interval: Duration::from_secs(1),
-            histograms: false,
-            log: false,
-            track_arrivals: false,
-            lookahead: None,
-        },
+        flow_config("tv", src, receivers.clone(), seed, AgentKind::None, epoch),
         Box::new(source),
         Box::new(FixedRate::new(Bitrate::mbps(1))),
     );
     sim.add_flow(Box::new(flow));
-    sim.run_until(Timestamp::from_secs(21));
-    let (out, flows) = sim.finish_with_flows();
-    let flow = flows
-        .into_iter()
-        .next()
-        .unwrap()
-        .into_any()
-        .downcast::<RtpFlow>()
-        .unwrap();
+    let (out, flow) = run_one(sim, Timestamp::from_secs(21));
     let report = &out.flows[0];
     assert_eq!(report.sent_packets, packets);
     assert_eq!(report.receivers.len(), 45);
@@ -139,4 +161,75 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
         // 10 + 5 ms out, 0 + 10 ms back, and serialization.
         assert!((25.0..26.0).contains(&rtt), "seed {seed}: {rtt} ms");
     }
+}
+
+/// A constant-rate source that follows TFRC (RFC 5348 §4.2: one packet a second until the first
+/// feedback, then `W_init / R`): its producer makes a packet only when it is due within the
+/// lookahead, so the packet made at one a second does not hold back the rate the first
+/// feedback allows, and slow start doubles from there. (When the producer went by the last
+/// packet made, the next one was made a second ahead at the old rate, TFRC saw its sender
+/// data-limited, its no-feedback timer halved the rate, and slow start began only after 4 s.)
+#[test]
+fn tfrc_slow_start_follows_its_first_feedback_at_once() {
+    use metronome_cc::{ControllerKind, ControllerParams};
+
+    let seed = 7;
+    let mut sim = Sim::new(seed, TraceLevel::Off);
+    let src = sim.add_node("server");
+    let dst = sim.add_node("viewer");
+    let link = LinkConfig {
+        rate_bps: Some(4_000_000),
+        delay: Duration::from_millis(20),
+        queue_limit_packets: Some(50),
+        ..LinkConfig::default()
+    };
+    sim.add_link(src, dst, link.clone(), link);
+    let epoch = Timestamp::from_millis(10);
+    let pcfg = PacketizerConfig {
+        send_time_ext: true,
+        ts_per_packet: 5,
+        ..PacketizerConfig::mp2t(0xfeed, 1, 1)
+    };
+    // Starts at 500 kbit/s of TS; follows the controller from its first rate on.
+    let source = CbrTs::new(pcfg, epoch, Duration::from_nanos(3_008_000), usize::MAX)
+        .until(epoch + Duration::from_secs(4));
+    let segment = 5 * 188 + 12 + 12 + 28;
+    let params = ControllerParams {
+        segment_bytes: segment,
+        start: Bitrate::kbps(500),
+        min: Bitrate::kbps(8),
+        max: Bitrate::mbps(8),
+    };
+    let flow = RtpFlow::new(
+        RtpFlowConfig {
+            lookahead: Some(Duration::from_millis(200)),
+            ..flow_config("tfrc", src, vec![dst], seed, AgentKind::Tfrc, epoch)
+        },
+        Box::new(source),
+        ControllerKind::Tfrc.build(params, epoch),
+    );
+    sim.add_flow(Box::new(flow));
+    let (_, flow) = run_one(sim, Timestamp::from_secs(5));
+    let trace = flow.rate_trace();
+    // W_init / R: 4 segments per RTT of 40 ms and a little, about 0.8 Mbit/s.
+    let w_init = |&(_, r): &(Timestamp, u64)| r > 600_000;
+    let first = trace.iter().find(|p| w_init(p)).expect("a first feedback");
+    let doubled = trace
+        .iter()
+        .find(|&&(_, r)| r > 2 * first.1 - 50_000)
+        .expect("slow start doubles");
+    assert!(
+        first.0 < Timestamp::from_millis(1000),
+        "the first feedback at {:?}: {trace:?}",
+        first.0
+    );
+    let below = trace
+        .iter()
+        .filter(|&&(t, r)| t > first.0 && t < doubled.0 && r < first.1 / 2)
+        .count();
+    assert!(
+        doubled.0.saturating_since(first.0) < Duration::from_millis(400) && below == 0,
+        "doubled {:?} after the first feedback, {below} times below half on the way: {trace:?}",
+        doubled.0.saturating_since(first.0)
+    );
 }

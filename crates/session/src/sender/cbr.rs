@@ -124,4 +124,42 @@ impl RtpSource for CbrTs {
     fn is_live(&self) -> bool {
         true
     }
+
+    /// Its last TS packet's due time, at the rate it has now.
+    fn next_due(&self) -> Option<Timestamp> {
+        let k = self.packetizer.config().ts_per_packet;
+        let rest = k.saturating_sub(self.packetizer.pending() + 1) as u32;
+        Some(self.packetizer.epoch() + self.next_due + self.ts_interval * rest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The next packet's due time is known before it is made, at the rate the source has
+    /// then: a driver that makes packets only within its lookahead makes the next one at the
+    /// new rate.
+    #[test]
+    fn the_next_due_time_is_known_before_the_packet_is_made() {
+        let epoch = Timestamp::from_millis(10);
+        let cfg = PacketizerConfig {
+            ts_per_packet: 5,
+            ..PacketizerConfig::mp2t(1, 0, 0)
+        };
+        let ms = Duration::from_millis;
+        let mut src = CbrTs::new(cfg, epoch, ms(200), usize::MAX);
+        // Five TS packets at 0, 200, …, 800 ms.
+        assert_eq!(src.next_due(), Some(epoch + ms(800)));
+        let mut buf = [0u8; 1500];
+        let p = src.next_packet(&mut buf).unwrap().unwrap();
+        assert_eq!(p.due, epoch + ms(800));
+        assert_eq!(src.next_due(), Some(epoch + ms(1800)));
+        // A hundred times the rate: the next TS packet is one old interval on (1 s), the
+        // packet four new intervals after it.
+        src.set_rate(188 * 8 * 500).unwrap();
+        assert_eq!(src.next_due(), Some(epoch + ms(1008)));
+        let p = src.next_packet(&mut buf).unwrap().unwrap();
+        assert_eq!(p.due, epoch + ms(1008));
+    }
 }

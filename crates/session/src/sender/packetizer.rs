@@ -77,6 +77,10 @@ impl Mp2tPacketizer {
     pub fn epoch(&self) -> Timestamp {
         self.epoch
     }
+    /// TS packets waiting for the RTP packet they will complete.
+    pub fn pending(&self) -> usize {
+        self.n_pending
+    }
 
     /// The RTP timestamp that corresponds to instant `t` (RFC 2250: the transmission time).
     pub fn rtp_timestamp_at(&self, t: Timestamp) -> u32 {

@@ -84,6 +84,15 @@ pub trait RtpSource: Send {
         false
     }
 
+    /// When its next packet will be due, where the source knows before making it (a constant
+    /// rate does). A live source's driver makes a packet only once this is within its
+    /// lookahead, so that a packet made at a slow rate (TFRC's one packet a second before its
+    /// first feedback) is not made a second ahead and does not hold back a faster rate that
+    /// comes meanwhile. `None`: the driver goes by the last packet's due time.
+    fn next_due(&self) -> Option<Timestamp> {
+        None
+    }
+
     /// The driver is at `now` on the stream's timeline and the source is behind it: a live
     /// source skips what it could no longer deliver in time. Returns the frames skipped.
     fn catch_up_to(&mut self, _now: Duration) -> u64 {

@@ -197,11 +197,17 @@ impl RtpFlow {
         }
     }
 
+    /// How far ahead the producer is: when the next packet will be due, where the source
+    /// knows it, or else when the last one made is due.
+    fn ahead_to(&self) -> Timestamp {
+        self.source.next_due().unwrap_or(self.last_due)
+    }
+
     /// The producer runs ahead as far as the slots (and the lookahead) allow.
     fn produce(&mut self, now: Timestamp) {
         while !self.source_done {
             if let Some(ahead) = self.cfg.lookahead {
-                if self.last_due > now + ahead {
+                if self.ahead_to() > now + ahead {
                     break;
                 }
             }
@@ -259,7 +265,7 @@ impl RtpFlow {
         if self.cfg.lookahead.is_some() && !self.source_done && !self.free.is_empty() {
             // Wake to make more when the lookahead moves past what is made.
             let more = self
-                .last_due
+                .ahead_to()
                 .saturating_sub(self.cfg.lookahead.unwrap_or_default());
             next = Some(next.map_or(more, |t| t.min(more.max(now))));
         }
