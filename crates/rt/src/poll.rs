@@ -28,10 +28,29 @@ pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> std::io::Result<Polled
     for (p, &fd) in set.iter_mut().zip(&fds[..n]) {
         p.fd = fd;
     }
+    poll_set(&mut set[..n], timeout)
+}
+
+/// [`wait_readable`] for any number of descriptors, in `set` (kept by the caller from one
+/// wait to the next, so that it allocates only when it grows).
+pub fn wait_readable_in(
+    fds: impl IntoIterator<Item = RawFd>,
+    set: &mut Vec<libc::pollfd>,
+    timeout: Duration,
+) -> std::io::Result<Polled> {
+    set.clear();
+    set.extend(fds.into_iter().map(|fd| libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }));
+    poll_set(set, timeout)
+}
+
+fn poll_set(set: &mut [libc::pollfd], timeout: Duration) -> std::io::Result<Polled> {
     let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
-    // SAFETY: `set` is a valid array of at least `n` pollfd structs for the duration of the
-    // call.
-    let r = unsafe { libc::poll(set.as_mut_ptr(), n as libc::nfds_t, ms) };
+    // SAFETY: `set` is a valid slice of pollfd structs for the duration of the call.
+    let r = unsafe { libc::poll(set.as_mut_ptr(), set.len() as libc::nfds_t, ms) };
     if r < 0 {
         let e = std::io::Error::last_os_error();
         if e.kind() == std::io::ErrorKind::Interrupted {
@@ -41,8 +60,8 @@ pub fn wait_readable(fds: &[RawFd], timeout: Duration) -> std::io::Result<Polled
     }
     let bad = libc::POLLERR | libc::POLLHUP | libc::POLLNVAL;
     Ok(Polled {
-        ready: set[..n].iter().filter(|p| p.revents != 0).count(),
-        error: set[..n].iter().any(|p| p.revents & bad != 0),
+        ready: set.iter().filter(|p| p.revents != 0).count(),
+        error: set.iter().any(|p| p.revents & bad != 0),
     })
 }
 
@@ -62,5 +81,14 @@ mod tests {
         a.send_to(b"x", b.local_addr().unwrap()).unwrap();
         let p = wait_readable(&fds, Duration::from_secs(5)).unwrap();
         assert_eq!((p.ready, p.error), (1, false));
+        // Any number of them, in a set the caller keeps.
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut set = Vec::new();
+        let more = [a.as_raw_fd(), c.as_raw_fd()];
+        let p = wait_readable_in(more, &mut set, Duration::from_millis(5)).unwrap();
+        assert_eq!(p, Polled::default());
+        let all = [a.as_raw_fd(), b.as_raw_fd(), c.as_raw_fd()];
+        let p = wait_readable_in(all, &mut set, Duration::from_secs(5)).unwrap();
+        assert_eq!((p.ready, p.error, set.len()), (1, false, 3));
     }
 }

@@ -5,26 +5,36 @@ use super::outlet::RtcpOut;
 use super::server::{Inner, Running};
 use super::stream::lock;
 use crate::clock::Clock;
+use crate::udp::RtcpSocket;
 use metronome_sched::{OverloadAction, OverloadWindow};
 use metronome_session::sender::{Input, SenderSession};
 use metronome_time::Distribution;
+use metronome_time::Timestamp;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// How often the thread looks at every stream. RTT measurement does not suffer from it: receiver
-/// reports carry the kernel's arrival time.
+/// The longest the thread waits before it looks at every stream again: what an RTSP
+/// session's interleaved reports (which come without a socket to wait on) may wait. Reports on
+/// UDP are handled as they arrive, and timers (a sender report due, a rate controller's) when
+/// they fall due: a rate controller's reaction to feedback is part of its control loop (TFRC
+/// with 20 ms more of it overshot into a second loss event now and then).
 const TURN: Duration = Duration::from_millis(20);
 
 pub(super) fn run(inner: &Inner) {
     let mut buf = [0u8; 1500];
     let mut next_window = inner.clock.now() + OVERLOAD_WINDOW;
+    let mut wait = Wait::default();
     while !inner.stop.load(Ordering::Acquire) {
         let mut ended = Vec::new();
+        wait.clear(inner.clock.now() + TURN);
         {
             let mut streams = lock(&inner.streams);
             for (name, r) in streams.iter_mut() {
                 turn(r, &inner.clock, &mut buf);
+                wait.add(r);
                 if r.rt.finished.load(Ordering::Acquire) && !r.rt.stop.load(Ordering::Acquire) {
                     ended.push(name.clone());
                 }
@@ -46,7 +56,47 @@ pub(super) fn run(inner: &Inner) {
             next_window = inner.clock.now() + OVERLOAD_WINDOW;
             watch_overload(inner);
         }
-        std::thread::sleep(TURN);
+        wait.until(&inner.clock, next_window);
+    }
+}
+
+/// What the thread waits for between turns: a report on any stream's RTCP socket, the first
+/// timer due, or at most [`TURN`].
+#[derive(Default)]
+struct Wait {
+    /// The sockets, held so that none closes while it is waited on.
+    sockets: Vec<Arc<RtcpSocket>>,
+    set: Vec<libc::pollfd>,
+    next: Option<Timestamp>,
+}
+
+impl Wait {
+    fn clear(&mut self, latest: Timestamp) {
+        self.sockets.clear();
+        self.next = Some(latest);
+    }
+
+    fn add(&mut self, r: &Running) {
+        for o in &r.rtcp {
+            if let RtcpOut::Udp(s) = o {
+                self.sockets.push(s.clone());
+            }
+        }
+        if let Some(t) = lock(&r.rt.session).rtcp_timeout() {
+            self.next = self.next.map(|n| n.min(t));
+        }
+    }
+
+    /// Waits until a socket is readable, the first timer, or `also`; at least a millisecond,
+    /// so that a timer the session leaves in the past cannot make the thread spin.
+    fn until(&mut self, clock: &Clock, also: Timestamp) {
+        let now = clock.now();
+        let until = self.next.unwrap_or(now + TURN).min(also);
+        let timeout = until.saturating_since(now).max(Duration::from_millis(1));
+        let fds = self.sockets.iter().map(|s| s.socket().as_raw_fd());
+        if crate::poll::wait_readable_in(fds, &mut self.set, timeout).is_err() {
+            std::thread::sleep(timeout);
+        }
     }
 }
 

@@ -536,6 +536,14 @@ impl SenderSession {
         [head, report, cc].into_iter().flatten().min_by_key(|x| x.0)
     }
 
+    /// The next instant the session's RTCP side needs the driver (a sender report due, the
+    /// rate controller's timer), for a driver that runs it apart from the packets.
+    pub fn rtcp_timeout(&self) -> Option<Timestamp> {
+        let report = self.reports.poll_timeout().map(|(t, _)| t);
+        let cc = self.controller.poll_timeout().map(|(t, _)| t);
+        [report, cc].into_iter().flatten().min()
+    }
+
     /// When the next packet may leave: its job's release (its due time, unless a period groups
     /// packets into jobs), or later while catching up.
     pub fn next_send(&self) -> Option<Timestamp> {
