@@ -200,6 +200,9 @@ pub(super) fn rtp_flow(
         cfg.lock_memory = false;
         cfg.mtu = mtu;
         cfg.rtcp_min_interval = rtcp_interval;
+        // The controller's target is traced at its changes, as the simulator traces it: looked
+        // at every 20 ms (the server's RTCP thread moves it at most that often).
+        cfg.status_every = Duration::from_millis(20);
         if cc != RtpCc::Fixed {
             cfg.cc = Some(cc.name().to_string());
             cfg.max_bitrate = max_source;
@@ -215,13 +218,14 @@ pub(super) fn rtp_flow(
                 .run_in(from, || {
                     let source = GivenSource::Rtp(Box::new(source));
                     run_sender(source, cfg, stop, |status| {
-                        // The controller's target, each second (the source's bits to wire bits).
+                        // The controller's target where it changed (the source's bits to wire
+                        // bits).
                         let at = (f.start + status.elapsed).as_nanos() as u64;
                         let wire = (status.target_bitrate_bps as f64 / per_wire) as u64;
-                        targets
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push((at, wire));
+                        let mut t = targets.lock().unwrap_or_else(|e| e.into_inner());
+                        if t.last().is_none_or(|&(_, last)| last != wire) {
+                            t.push((at, wire));
+                        }
                     })
                 })
                 .map_err(|e| e.to_string())
