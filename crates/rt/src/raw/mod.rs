@@ -360,6 +360,10 @@ mod shared_core_tests {
         );
         ts.size = Some("160x96".into());
         ts.bitrate = Some(1_000_000);
+        // Jobs of 40 ms: longer than this VM's own stalls (an idle pacing thread woken up to
+        // 12 ms late, with no load at all), so that a miss is the shared core's doing.
+        ts.period = Some(Duration::from_millis(40));
+        ts.deadline = Some(Duration::from_millis(40));
         server.add(ts).unwrap();
         let before = server.status().cores[0].utilisation_percent;
         // The server has run a while: a stream that kept time on a clock of its own would
