@@ -28,29 +28,11 @@ pub(super) fn run(inner: &Inner) {
     let mut next_window = inner.clock.now() + OVERLOAD_WINDOW;
     let mut wait = Wait::default();
     while !inner.stop.load(Ordering::Acquire) {
-        let mut ended = Vec::new();
-        wait.clear(inner.clock.now() + TURN);
-        {
-            let mut streams = lock(&inner.streams);
-            for (name, r) in streams.iter_mut() {
-                turn(r, &inner.clock, &mut buf);
-                wait.add(r);
-                if r.rt.finished.load(Ordering::Acquire) && !r.rt.stop.load(Ordering::Acquire) {
-                    ended.push(name.clone());
-                }
-            }
-        }
-        for name in ended {
-            let running = lock(&inner.streams).remove(&name);
-            if let Some(mut r) = running {
-                inner.stop_stream(&mut r, true);
-                // What its source said, kept for the server's next take.
-                let said: Vec<String> = lock(&r.rt.warnings).drain(..).collect();
-                lock(&inner.warnings)
-                    .extend(said.into_iter().map(|w| format!("stream '{name}': {w}")));
-                let status = super::status::stream_status(&r, "ended", &inner.clock);
-                inner.remember(status);
-            }
+        if wait.full_turn_due(inner.clock.now()) {
+            let ended = full_turn(inner, &mut wait, &mut buf);
+            reap(inner, ended);
+        } else {
+            wait.ready_turn(inner, &mut buf);
         }
         if inner.clock.now() >= next_window {
             next_window = inner.clock.now() + OVERLOAD_WINDOW;
@@ -60,41 +42,103 @@ pub(super) fn run(inner: &Inner) {
     }
 }
 
-/// What the thread waits for between turns: a report on any stream's RTCP socket, the first
-/// timer due, or at most [`TURN`].
+/// Every stream's turn; what the thread waits for next; the streams whose source ended.
+fn full_turn(inner: &Inner, wait: &mut Wait, buf: &mut [u8]) -> Vec<String> {
+    wait.clear(inner.clock.now() + TURN);
+    let mut ended = Vec::new();
+    for (name, r) in lock(&inner.streams).iter_mut() {
+        turn(r, &inner.clock, buf);
+        wait.add(name, r);
+        if r.rt.finished.load(Ordering::Acquire) && !r.rt.stop.load(Ordering::Acquire) {
+            ended.push(name.clone());
+        }
+    }
+    ended
+}
+
+/// Stops the streams whose source ended, keeping what they said and their last status.
+fn reap(inner: &Inner, ended: Vec<String>) {
+    for name in ended {
+        let running = lock(&inner.streams).remove(&name);
+        if let Some(mut r) = running {
+            inner.stop_stream(&mut r, true);
+            // What its source said, kept for the server's next take.
+            let said: Vec<String> = lock(&r.rt.warnings).drain(..).collect();
+            lock(&inner.warnings).extend(said.into_iter().map(|w| format!("stream '{name}': {w}")));
+            let status = super::status::stream_status(&r, "ended", &inner.clock);
+            inner.remember(status);
+        }
+    }
+}
+
+/// What the thread waits for between turns: a report on a stream's RTCP socket (then that
+/// stream alone has its turn, so that a thousand streams' reports do not each cost a look at
+/// all of them), the first timer due, or at most [`TURN`] (then every stream has its turn).
 #[derive(Default)]
 struct Wait {
-    /// The sockets, held so that none closes while it is waited on.
+    /// The sockets, held so that none closes while it is waited on, and each one's stream.
     sockets: Vec<Arc<RtcpSocket>>,
+    owners: Vec<String>,
     set: Vec<libc::pollfd>,
-    next: Option<Timestamp>,
+    /// When every stream next has its turn: the first timer due, or a turn after the last.
+    full_at: Timestamp,
 }
 
 impl Wait {
-    fn clear(&mut self, latest: Timestamp) {
-        self.sockets.clear();
-        self.next = Some(latest);
+    fn full_turn_due(&self, now: Timestamp) -> bool {
+        now >= self.full_at
     }
 
-    fn add(&mut self, r: &Running) {
+    fn clear(&mut self, latest: Timestamp) {
+        self.sockets.clear();
+        self.owners.clear();
+        self.full_at = latest;
+    }
+
+    fn add(&mut self, name: &str, r: &Running) {
         for o in &r.rtcp {
             if let RtcpOut::Udp(s) = o {
                 self.sockets.push(s.clone());
+                self.owners.push(name.to_string());
             }
         }
-        if let Some(t) = lock(&r.rt.session).rtcp_timeout() {
-            self.next = self.next.map(|n| n.min(t));
+        self.note_timer(r);
+    }
+
+    fn note_timer(&mut self, r: &Running) {
+        if let Some(t) = rtcp_due(r) {
+            self.full_at = self.full_at.min(t);
         }
     }
 
-    /// Waits until a socket is readable, the first timer, or `also`; at least a millisecond,
-    /// so that a timer the session leaves in the past cannot make the thread spin.
+    /// The turns of the streams whose sockets the last wait found readable.
+    fn ready_turn(&mut self, inner: &Inner, buf: &mut [u8]) {
+        let mut streams = lock(&inner.streams);
+        for (p, name) in self.set.iter_mut().zip(&self.owners) {
+            if std::mem::take(&mut p.revents) == 0 {
+                continue;
+            }
+            if let Some(r) = streams.get_mut(name) {
+                turn(r, &inner.clock, buf);
+                if let Some(t) = rtcp_due(r) {
+                    self.full_at = self.full_at.min(t);
+                }
+            }
+        }
+    }
+
+    /// Waits until a socket is readable, the next full turn, or `also`; at least a
+    /// millisecond, so that a timer the session leaves in the past cannot make the thread spin.
     fn until(&mut self, clock: &Clock, also: Timestamp) {
         let now = clock.now();
-        let until = self.next.unwrap_or(now + TURN).min(also);
-        let timeout = until.saturating_since(now).max(Duration::from_millis(1));
+        let timeout = self
+            .full_at
+            .min(also)
+            .saturating_since(now)
+            .max(Duration::from_millis(1));
         let fds = self.sockets.iter().map(|s| s.socket().as_raw_fd());
         if crate::poll::wait_readable_in(fds, &mut self.set, timeout).is_err() {
+            self.set.clear();
             std::thread::sleep(timeout);
         }
     }
@@ -152,7 +196,12 @@ fn watch_overload(inner: &Inner) {
     }
 }
 
-/// One stream's RTCP: a due sender report out, what receivers sent in.
+/// When a stream's RTCP side next needs the thread.
+fn rtcp_due(r: &Running) -> Option<Timestamp> {
+    lock(&r.rt.session).rtcp_timeout()
+}
+
+/// One stream's RTCP: what receivers sent in, a due sender report out.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     exchange(&r.rt.session, &r.rtcp, clock, buf);
     // The receivers' reports may have moved the rate controller: the source follows.
@@ -160,7 +209,7 @@ fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     r.rt.rate.follow(wire);
 }
 
-/// A sender's RTCP turn: a due sender report out to every outlet, and what receivers sent in.
+/// A sender's RTCP turn: what receivers sent in, then a due sender report out to every outlet.
 /// Sockets are read and written outside the session's lock: the pacing thread locks the same
 /// session for every packet, so the lock is held only for the protocol work.
 pub(crate) fn exchange(
@@ -169,18 +218,7 @@ pub(crate) fn exchange(
     clock: &Clock,
     buf: &mut [u8],
 ) {
-    let now = clock.now();
-    let wall = clock.wall();
-    let report = {
-        let mut s = lock(session);
-        s.handle_timeout(now);
-        s.poll_rtcp(now, wall, buf)
-    };
-    if let Some(n) = report {
-        for s in outs {
-            s.send(&buf[..n]);
-        }
-    }
+    // What came in first, so that what the controller answers (an APP packet) goes at once.
     for s in outs {
         // A bounded drain: a flood on one stream's RTCP port cannot hold up the others.
         for _ in 0..64 {
@@ -193,6 +231,18 @@ pub(crate) fn exchange(
                 data,
             };
             let _ = lock(session).handle_input(now, rtcp);
+        }
+    }
+    let now = clock.now();
+    let wall = clock.wall();
+    let report = {
+        let mut s = lock(session);
+        s.handle_timeout(now);
+        s.poll_rtcp(now, wall, buf)
+    };
+    if let Some(n) = report {
+        for s in outs {
+            s.send(&buf[..n]);
         }
     }
 }
