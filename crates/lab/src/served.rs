@@ -9,7 +9,7 @@ use metronome_media::ladder::Ladder;
 use metronome_media::payload::sdp::{rtp_format, RtpFormat};
 use metronome_rt::streams::{PacketShape, RtpSourcePlan, StartInfo};
 use metronome_session::sender::RtpSource;
-use metronome_spec::scenario::{FlowDecl, VideoContent};
+use metronome_spec::scenario::{FlowDecl, RtpCc, VideoContent};
 use metronome_time::Timestamp;
 use std::sync::{Arc, Mutex};
 
@@ -46,6 +46,12 @@ impl ServedFlow {
             Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
             None => PacketShape::mp2t(plan.ts_per_packet, true),
         }
+    }
+
+    /// The source's units per bit on the wire (TS bits, or 1 for a source counted there).
+    pub fn source_per_wire(plan: &RtpPlan) -> f64 {
+        let shape = Self::packet_shape(plan);
+        shape.source_bits as f64 / (shape.wire_bytes * 8).max(1) as f64
     }
 
     /// A ladder's video: what its SDP says of it (encoding the ladder now, or reading it from
@@ -95,8 +101,14 @@ impl RtpSourcePlan for ServedFlow {
             _ => format!("flow '{}' as the lab makes it", self.f.name),
         }
     }
+    /// In the source's units. With a controller the scenario's start rate is on the wire, as
+    /// the simulator's controller takes it (its `rate` too is the most on the wire).
     fn start_rate(&self) -> u64 {
-        self.plan.start_bps()
+        let start = self.plan.start_bps();
+        if self.plan.cc == RtpCc::Fixed {
+            return start;
+        }
+        (start as f64 * Self::source_per_wire(&self.plan)).round() as u64
     }
     fn shape(&self) -> PacketShape {
         Self::packet_shape(&self.plan)

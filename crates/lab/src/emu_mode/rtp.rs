@@ -172,9 +172,8 @@ pub(super) fn rtp_flow(
     let plan = run.plan;
     let (rate_bps, cc, mtu, rtcp_interval) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
     // The source's units per bit on the wire: with a rate controller, `rate` is the most on
-    // the wire, and the source starts at `start_rate` (as in the simulator).
-    let shape = ServedFlow::packet_shape(&plan);
-    let per_wire = shape.source_bits as f64 / (shape.wire_bytes * 8).max(1) as f64;
+    // the wire, and the source starts at `start_rate` on the wire (as in the simulator).
+    let per_wire = ServedFlow::source_per_wire(&plan);
     let max_source = (cc != RtpCc::Fixed).then_some((rate_bps as f64 * per_wire) as u64);
     let source = ServedFlow::new(f, plan);
     let frames = source.frames();
