@@ -611,7 +611,7 @@ fn per_second(points: &[(u64, u64)]) -> String {
 /// `unicast-cc` shortened to 20 s: TFRC and GCC each to one viewer on real sockets, the
 /// viewer's receiver session sending TFRC's reports or RFC 8888 feedback to the sender by
 /// unicast. Emu against sim, within these tolerances: the video's throughput within 15 %
-/// (measured: 3–5 % for TFRC, 6 % for GCC), GCC losing nothing in either mode and its mean
+/// (measured: 3–6 % for TFRC, none for GCC), GCC losing nothing in either mode and its mean
 /// delay within 5 ms of the simulator's (measured: the same to 0.1 ms).
 #[test]
 fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
