@@ -63,8 +63,8 @@ impl TfrcReceiver {
         }
     }
 
-    /// The sender's round-trip time estimate.
-    /// A report already scheduled by the hint comes no later than an RTT after the last one.
+    /// The sender's round-trip time estimate: a report the hint had already put later comes an
+    /// RTT after the last one.
     pub fn set_rtt(&mut self, rtt: Duration) {
         self.rtt = rtt.max(Duration::from_micros(100));
         if let (Some(due), Some(last)) = (self.due, self.last_report) {

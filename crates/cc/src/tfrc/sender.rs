@@ -16,9 +16,9 @@
 //!   = min(X_Bps, 2 X_recv)`). Before any feedback, `X` halves unless the sender was idle.
 //!
 //! Left out, as RFC 5348 allows for a sender that is not data-limited: the `X_recv_set` kept
-//! over data-limited and idle periods (§4.3 step 4, §4.4's idle rules). Metronome's video
-//! sender sends at the rate it is given (the encoder follows the target per GOP), so
-//! `recv_limit = 2 X_recv` of the latest report.
+//! over data-limited periods (§4.3 step 4). Metronome's video sender sends at the rate it is
+//! given (a constant-rate source from its next packet, the encoder per GOP), so `recv_limit = 2
+//! X_recv` of the latest report.
 
 use super::equation::throughput_bytes_per_s;
 use crate::{Announce, ControllerTimer, Feedback, RateController};
@@ -200,20 +200,20 @@ impl TfrcSender {
             self.x = (self.x / 2.0).max(self.floor());
         } else if x_bps > 2.0 * self.x_recv {
             // The receive rate was what limited it: that limit halves.
-            self.update_limits(self.x_recv);
+            self.update_limits(self.x_recv, x_bps);
         } else {
-            self.update_limits(x_bps / 2.0);
+            self.update_limits(x_bps / 2.0, x_bps);
         }
         self.x = self.x.min(self.cap());
         self.arm(now, rtt);
     }
 
     /// §4.4's `update_limits`: the receive rate becomes half of `timer_limit` (at least
-    /// `s / t_mbi`), and the rate follows as on feedback with loss (step 4).
-    fn update_limits(&mut self, timer_limit: f64) {
+    /// `s / t_mbi`), and the rate follows as on feedback with loss (step 4), `x_bps` the
+    /// equation's rate.
+    fn update_limits(&mut self, timer_limit: f64, x_bps: f64) {
         let limit = timer_limit.max(self.floor());
         self.x_recv = limit / 2.0;
-        let x_bps = throughput_bytes_per_s(self.s(), self.rtt.unwrap_or_default(), self.p);
         self.x = x_bps.min(2.0 * self.x_recv).max(self.floor());
     }
 }

@@ -170,8 +170,8 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
         return Ok(Fill::Full);
     }
     for _ in 0..PACKETS_PER_TURN {
-        let ahead_to = p.source.next_due().unwrap_or(p.last_due);
-        if p.live && ahead_to > clock.now() + LIVE_AHEAD {
+        // How far ahead it is: its next packet's due time where the source knows it.
+        if p.live && p.source.next_due().unwrap_or(p.last_due) > clock.now() + LIVE_AHEAD {
             return Ok(Fill::Ahead);
         }
         let Some(slot) = p.rt.ring.take_free() else {

@@ -102,13 +102,7 @@ impl Wait {
                 self.owners.push(name.to_string());
             }
         }
-        self.note_timer(r);
-    }
-
-    fn note_timer(&mut self, r: &Running) {
-        if let Some(t) = rtcp_due(r) {
-            self.full_at = self.full_at.min(t);
-        }
+        sooner(&mut self.full_at, r);
     }
 
     /// The turns of the streams whose sockets the last wait found readable.
@@ -120,9 +114,7 @@ impl Wait {
             }
             if let Some(r) = streams.get_mut(name) {
                 turn(r, &inner.clock, buf);
-                if let Some(t) = rtcp_due(r) {
-                    self.full_at = self.full_at.min(t);
-                }
+                sooner(&mut self.full_at, r);
             }
         }
     }
@@ -196,9 +188,11 @@ fn watch_overload(inner: &Inner) {
     }
 }
 
-/// When a stream's RTCP side next needs the thread.
-fn rtcp_due(r: &Running) -> Option<Timestamp> {
-    lock(&r.rt.session).rtcp_timeout()
+/// Brings `at` forward to when the stream's RTCP side next needs the thread, if sooner.
+fn sooner(at: &mut Timestamp, r: &Running) {
+    if let Some(t) = lock(&r.rt.session).rtcp_timeout() {
+        *at = (*at).min(t);
+    }
 }
 
 /// One stream's RTCP: what receivers sent in, a due sender report out.
