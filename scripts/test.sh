@@ -10,10 +10,12 @@ cd "$(dirname "$0")/.."
 # iperf3 measures the emulator's links from inside network namespaces.
 # libav*-dev, pkg-config, clang and libclang-dev: the build links FFmpeg's libraries (decoding,
 # the VBR ladder's encoders) and generates their bindings.
+# g++, ns3, libns3-dev and libgsl-dev: `bench ns3` builds a small ns-3 program to compare the
+# simulator with (ns-3's pkg-config files name libgsl, which only libgsl-dev provides).
 packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  vlc-bin vlc-plugin-base chromium iperf3)
+  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

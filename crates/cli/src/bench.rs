@@ -28,6 +28,10 @@ pub enum BenchCommand {
     /// The lab's simulator: 45 receivers and a TCP flow for 73 s, and 10,000 receivers for
     /// 60 s, against the wall clock (events per second, simulated time per wall-clock time)
     Sim(crate::bench_sim::SimArgs),
+    /// Seed 002's dumbbell in Metronome's simulator and in ns-3 3.37 (built with g++ on first
+    /// use): throughput, loss and queueing delay side by side, agreement where both model the
+    /// same thing, and each simulator's speed on the same work
+    Ns3(crate::bench_ns3::Ns3Args),
     /// The emulator (as root): throughput and the accuracy of its added delay through one link,
     /// beside the kernel's tbf on a veth pair in the same run, measured by iperf3
     Emu(crate::bench_emu::EmuArgs),
@@ -105,7 +109,8 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         BenchCommand::Pacing(a) => pacing(a, stop),
         BenchCommand::Streams(a) => crate::bench_streams::run(a, stop),
         BenchCommand::Raw(a) => crate::bench_raw::run(a, stop),
-        BenchCommand::Sim(a) => crate::bench_sim::run(a),
+        BenchCommand::Sim(a) => crate::bench_sim::run(a, &stop),
+        BenchCommand::Ns3(a) => crate::bench_ns3::run(a, stop),
         BenchCommand::Emu(a) => crate::bench_emu::run(a),
         BenchCommand::Quality(a) => crate::bench_quality::run(a),
         BenchCommand::Ladder(a) => crate::bench_ladder::run(a),

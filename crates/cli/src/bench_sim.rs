@@ -13,6 +13,7 @@ use metronome_lab::run::run_point;
 use metronome_rt::host::HostWatch;
 use metronome_spec::scenario::{FlowKind, ScenarioFile};
 use serde::Serialize;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -30,6 +31,9 @@ pub struct SimArgs {
     /// them, all cores busy (0: leave the case out)
     #[arg(long, default_value_t = 10)]
     pub replicates: u32,
+    /// Leave out the comparison with ns-3 (seed 002's dumbbell in both simulators)
+    #[arg(long)]
+    pub without_ns3: bool,
     /// Print JSON only
     #[arg(long)]
     pub json: bool,
@@ -167,6 +171,13 @@ struct SimBench {
     /// seed002-tcp whole (absent with `--replicates 0`).
     #[serde(skip_serializing_if = "Option::is_none")]
     whole_run: Option<WholeRun>,
+    /// Seed 002's dumbbell in this simulator and in ns-3, as `bench ns3` runs it (absent with
+    /// `--without-ns3`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ns3: Option<crate::bench_ns3::Ns3Comparison>,
+    /// Why the comparison with ns-3 could not run (ns-3 not installed, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ns3_error: Option<String>,
     /// How busy the host was during the benchmark.
     host: Option<metronome_rt::host::HostLoad>,
 }
@@ -302,7 +313,7 @@ fn run_case(
     })
 }
 
-pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::error::Error>> {
     let scratch = std::env::temp_dir().join(format!("metronome-bench-sim-{}", std::process::id()));
     let watch = HostWatch::start();
     // seed002-tcp as built in, for the small case's media time (73 s by default).
@@ -326,11 +337,14 @@ pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
         _ => None,
     };
     let _ = std::fs::remove_dir_all(&scratch);
+    let ns3 = (!a.without_ns3).then(|| crate::bench_ns3::compare(a.small_media, stop));
     let bench = SimBench {
         benchmark: "sim",
         optimized: !cfg!(debug_assertions),
         cases: cases?,
         whole_run: whole.transpose()?,
+        ns3_error: ns3.as_ref().and_then(|r| r.as_ref().err().cloned()),
+        ns3: ns3.and_then(Result::ok),
         host: watch.finish(0),
     };
     if a.json {
@@ -382,6 +396,7 @@ pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
             share(w.network_s)
         );
     }
+    print_ns3(&bench);
     if !bench.optimized {
         println!("  (a debug build: run `cargo run --release -- bench sim` to measure)");
     }
@@ -389,4 +404,29 @@ pub fn run(a: SimArgs) -> Result<(), Box<dyn std::error::Error>> {
         println!("  {}", h.line());
     }
     Ok(())
+}
+
+/// Beside ns-3: each simulator's speed on the same work, and whether they agree.
+fn print_ns3(bench: &SimBench) {
+    if let Some(e) = &bench.ns3_error {
+        println!("  beside ns-3: not run: {e}");
+    }
+    let Some(c) = &bench.ns3 else {
+        return;
+    };
+    for case in &c.cases {
+        let verdict = match case.agrees {
+            Some(true) => "the figures agree",
+            Some(false) => "the figures DIFFER (see `bench ns3`)",
+            None => "TCP compared, not judged",
+        };
+        println!(
+            "  beside ns-3 {}, seed 002's dumbbell, {}: {:.2} M events/s against {:.2} M; ns-3 takes {:.1}x as long ({verdict})",
+            c.ns3_version,
+            case.name,
+            case.metronome.events_per_s / 1e6,
+            case.ns3.events_per_s / 1e6,
+            case.wall_ratio
+        );
+    }
 }

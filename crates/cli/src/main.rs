@@ -5,6 +5,7 @@ mod args;
 mod bench;
 mod bench_emu;
 mod bench_ladder;
+mod bench_ns3;
 mod bench_quality;
 mod bench_raw;
 mod bench_sim;

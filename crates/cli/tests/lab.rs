@@ -113,6 +113,16 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
     assert_one_vocabulary(&v);
     let cases = v["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 4);
+    // Beside ns-3 (scripts/test.sh installs it): the same dumbbell in both, speed of each.
+    let ns3 = v["ns3"]["cases"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ns3: {v:#}"));
+    assert_eq!(ns3.len(), 3, "{v:#}");
+    for c in ns3 {
+        for side in ["metronome", "ns3"] {
+            assert!(c[side]["events_per_s"].as_f64().unwrap() > 0.0, "{c:#}");
+        }
+    }
     assert_eq!(cases[0]["receivers"], 45);
     assert_eq!(cases[0]["tcp_flows"], 1);
     assert_eq!(cases[1]["receivers"], 200);
