@@ -93,6 +93,21 @@ impl Agent {
         }
     }
 
+    /// The receiver leaves its group: TFMCC's next report says so (RFC 4654 §4.4) and is due
+    /// at once; the other controllers' receivers have nothing to say.
+    pub fn leave(&mut self, now: Timestamp) {
+        if let Agent::Tfmcc(r) = self {
+            r.leave(now);
+        }
+    }
+
+    /// Whether this end has said its last: TFMCC's after its leaving report, sent because the
+    /// application left or by RFC 4654 §4.4's rule (its rate below the lowest it may report
+    /// for 120 s). The application should then leave the group.
+    pub fn has_left(&self) -> bool {
+        matches!(self, Agent::Tfmcc(r) if r.has_left())
+    }
+
     /// The report due at `now`, if one is; `max_packets` bounds a per-packet report (GCC's)
     /// to what its RTCP packet has room for.
     pub fn poll_report(&mut self, now: Timestamp, max_packets: usize) -> Option<AgentReport> {

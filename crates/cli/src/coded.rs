@@ -122,6 +122,7 @@ pub fn open(
         to: vec!["viewer".into()],
         start: Duration::ZERO,
         duration,
+        membership: Vec::new(),
         kind: FlowKind::Rtp {
             rate_bps,
             video: Some(VideoDecl { width, height, fps }),

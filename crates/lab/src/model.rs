@@ -4,7 +4,7 @@ use crate::ladder::LadderVideo;
 use crate::video::{FrameMap, SharedFrames, Timed};
 use metronome_cc::{ControllerParams, RateController};
 use metronome_media::ladder::source::LadderSourceConfig;
-use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
+use metronome_netsim::sim::flows::rtp::{MemberWindow, RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
 use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
 use metronome_netsim::sim::net::derive_seed;
@@ -522,6 +522,20 @@ pub fn flow_source(f: &FlowDecl, plan: &RtpPlan, n: &Numbering) -> Result<FlowSo
     })
 }
 
+/// When the flow's receivers join and leave its group, by their index in `f.to`.
+fn member_windows(f: &FlowDecl) -> Vec<MemberWindow> {
+    f.membership
+        .iter()
+        .filter_map(|m| {
+            Some(MemberWindow {
+                receiver: f.to.iter().position(|n| *n == m.node)?,
+                join: Timestamp::ZERO + m.join,
+                leave: m.leave.map(|l| Timestamp::ZERO + l),
+            })
+        })
+        .collect()
+}
+
 /// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
 /// packet, the send-time extension on, a 2 ms deadline per packet. The TS is made of
 /// placeholder packets at a constant rate, or with `video` is the encoded test pattern (whose
@@ -599,6 +613,7 @@ fn rtp(
             log: false,
             track_arrivals: frames.is_some(),
             lookahead: (plan.cc != RtpCc::Fixed).then_some(Duration::from_millis(200)),
+            membership: member_windows(f),
         },
         source,
         controller(&plan, segment, floor_bps, epoch),

@@ -154,6 +154,7 @@ pub fn run_pair(
             log: true,
             track_arrivals: false,
             lookahead: None,
+            membership: Vec::new(),
         },
         Box::new(source),
         controller,

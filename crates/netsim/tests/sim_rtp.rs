@@ -68,6 +68,7 @@ fn flow_config(
         log: false,
         track_arrivals: false,
         lookahead: None,
+        membership: Vec::new(),
     }
 }
 
@@ -203,6 +204,7 @@ fn tfrc_slow_start_follows_its_first_feedback_at_once() {
     let flow = RtpFlow::new(
         RtpFlowConfig {
             lookahead: Some(Duration::from_millis(200)),
+            membership: Vec::new(),
             ..flow_config("tfrc", src, vec![dst], seed, AgentKind::Tfrc, epoch)
         },
         Box::new(source),

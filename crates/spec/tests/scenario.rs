@@ -444,3 +444,66 @@ fn rate_controlled_rtp_flows_and_claims() {
         assert!(err.contains(says), "{flow} {claim}: {err}");
     }
 }
+
+#[test]
+fn a_groups_receivers_may_join_and_leave() {
+    let group = |membership: &str| {
+        format!(
+            "name = \"t\"\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"star\"\ncenter = \"h\"\nleaves = [{{ node = \"s\", link = \"l\" }}, {{ prefix = \"r\", count = 3, link = \"l\" }}]\n[[flow]]\nkind = \"rtp\"\nfrom = \"s\"\nto = \"r*\"\nrate = \"2mbit\"\ncc = \"tfmcc\"\n{membership}\n"
+        )
+    };
+    let text = group(
+        "membership = [{ to = \"r3\", join = \"10s\", leave = \"20s\" }, { to = \"r1\", leave = \"5s\" }]",
+    );
+    let f = ScenarioFile::parse(&text, "t.toml").unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    let m = &s.flows[0].membership;
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert_eq!(
+        (m[0].node.as_str(), m[0].join, m[0].leave),
+        ("r3", Duration::from_secs(10), Some(Duration::from_secs(20)))
+    );
+    assert_eq!(
+        (m[1].node.as_str(), m[1].join, m[1].leave),
+        ("r1", Duration::ZERO, Some(Duration::from_secs(5)))
+    );
+    // A pattern names every receiver it matches.
+    let f =
+        ScenarioFile::parse(&group("membership = [{ to = \"r*\", join = \"1s\" }]"), "t").unwrap();
+    assert_eq!(
+        f.resolve(&f.points()[0]).unwrap().flows[0].membership.len(),
+        3
+    );
+
+    for (membership, says) in [
+        (
+            "membership = [{ to = \"x\" }]",
+            "not one of the flow's receivers",
+        ),
+        (
+            "membership = [{ to = \"r1\", join = \"5s\", leave = \"5s\" }]",
+            "leave must come after join",
+        ),
+        (
+            "membership = [{ to = \"r1\" }, { to = \"r*\", join = \"2s\" }]",
+            "names 'r1' twice",
+        ),
+        (
+            "membership = [{ to = \"r1\", at = \"2s\" }]",
+            "unknown key 'at'",
+        ),
+        (
+            "video = \"352x288@25\"\nmembership = [{ to = \"r1\", leave = \"2s\" }]",
+            "membership with video is not judged yet",
+        ),
+    ] {
+        let e = err(&group(membership));
+        assert!(e.contains(says), "{membership}: {e}");
+    }
+    let unicast = group("membership = [{ to = \"r1\", leave = \"2s\" }]")
+        .replace("to = \"r*\"", "to = \"r1\"");
+    let e = err(&unicast);
+    assert!(e.contains("for a multicast group's receivers"), "{e}");
+    let e = err(&BASE.replace("to = \"b\"", "to = \"b\"\nmembership = []"));
+    assert!(e.contains("has no 'membership'"), "{e}");
+}

@@ -309,6 +309,12 @@ fn rtp_run<'a>(
 
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
+    if let Some(f) = s.flows.iter().find(|f| !f.membership.is_empty()) {
+        return Err(format!(
+            "flow '{}': receivers joining and leaving (membership) run in sim mode only for now: the emulator's fabric keeps a group's tree for the whole run; remove membership or use --mode sim",
+            f.name
+        ));
+    }
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();

@@ -193,6 +193,22 @@ impl Net {
 
     /// A multicast tree from `src` to `members`: the union of the shortest paths.
     pub fn add_tree(&mut self, src: NodeId, members: &[NodeId]) -> TreeId {
+        let tree = self.tree(src, members);
+        self.trees.push(tree);
+        TreeId(self.trees.len() as u32 - 1)
+    }
+
+    /// Tree `t`'s members become `members` (receivers joined or left): the branches no member
+    /// needs are pruned, and new members' paths grafted, at once (PIM's joins and prunes, in no
+    /// time). A packet already past a pruned branch's router is not delivered.
+    pub fn set_tree_members(&mut self, t: TreeId, members: &[NodeId]) {
+        let Some(src) = self.trees.get(t.0 as usize).map(|tr| tr.src) else {
+            return;
+        };
+        self.trees[t.0 as usize] = self.tree(src, members);
+    }
+
+    fn tree(&self, src: NodeId, members: &[NodeId]) -> Tree {
         let n = self.nodes.len();
         let parent = self.parents_from(src);
         let mut member = vec![false; n];
@@ -214,8 +230,7 @@ impl Net {
         for o in &mut out {
             o.sort(); // copies leave in link order, whatever the members' order
         }
-        self.trees.push(Tree { src, member, out });
-        TreeId(self.trees.len() as u32 - 1)
+        Tree { src, member, out }
     }
 
     /// Breadth-first from `src`: the link each node is first reached by.

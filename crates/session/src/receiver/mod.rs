@@ -195,6 +195,8 @@ pub struct ReceiverSession {
     reports_sent: u64,
     avg_rtcp_size: f64,
     rng: ChaCha8Rng,
+    /// Left the session ([`ReceiverSession::leave`]): its BYE went out, nothing more does.
+    left: bool,
 }
 
 impl ReceiverSession {
@@ -212,6 +214,7 @@ impl ReceiverSession {
             reports_sent: 0,
             avg_rtcp_size: 100.0,
             rng,
+            left: false,
         }
     }
 
@@ -502,6 +505,9 @@ impl ReceiverSession {
     }
 
     pub fn poll_timeout(&self) -> Option<(Timestamp, ReceiverTimer)> {
+        if self.left {
+            return None;
+        }
         let report = self.next_report.map(|t| (t, ReceiverTimer::ReceiverReport));
         let cc = self
             .cc
@@ -514,6 +520,9 @@ impl ReceiverSession {
     /// Writes a receiver report into `buf` if one is due at `now` (a regular one, or one that
     /// carries the rate controller's feedback, which goes out of turn); returns its length.
     pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
+        if self.left {
+            return None;
+        }
         let regular = self.next_report.is_some_and(|t| now >= t);
         // Room for RFC 8888 reports, 2 bytes each, after the RR's blocks, the SDES and the
         // feedback packet's own 20 bytes (with some to spare).
@@ -545,6 +554,36 @@ impl ReceiverSession {
     pub fn bye(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         self.next_report = None;
         self.write_report(now, buf, Some("receiver stopped"), None)
+    }
+
+    /// The receiver leaves the session, as when it leaves a multicast group: a last compound
+    /// with its receiver report, the rate controller's leaving report (TFMCC, RFC 4654 §4.4:
+    /// the sender stops counting on it at once) and a BYE (RFC 3550 §6.6); after it, nothing
+    /// is sent. `None` if it has already left (or `buf` is too small).
+    pub fn leave(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
+        if self.left {
+            return None;
+        }
+        self.left = true;
+        self.next_report = None;
+        let out = self.cc.as_mut().and_then(|c| {
+            c.agent.leave(now);
+            let r = c.agent.poll_report(now, 0)?;
+            Some(crate::cc_app::report_out(&r, c.ssrc, c.last_rtp_ts))
+        });
+        self.write_report(now, buf, Some("left the group"), out.as_ref())
+    }
+
+    /// Whether the receiver has left ([`ReceiverSession::leave`]).
+    pub fn has_left(&self) -> bool {
+        self.left
+    }
+
+    /// Whether the rate controller's receiving end has left of its own accord (TFMCC's rule,
+    /// RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s): the
+    /// application should leave the group, calling [`ReceiverSession::leave`].
+    pub fn controller_left(&self) -> bool {
+        self.cc.as_ref().is_some_and(|c| c.agent.has_left())
     }
 
     fn write_report(

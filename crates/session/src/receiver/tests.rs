@@ -438,3 +438,29 @@ proptest! {
         prop_assert_eq!(s.packets, arrivals.len() as u64);
     }
 }
+
+#[test]
+fn a_receiver_that_leaves_says_goodbye_once_and_then_nothing() {
+    let mut r = session();
+    r.handle_rtp(Timestamp::from_millis(0), None, &rtp(0, 0, 77))
+        .unwrap();
+    assert!(r.poll_timeout().is_some());
+    let mut buf = [0u8; 1500];
+    let n = r.leave(Timestamp::from_millis(40), &mut buf).unwrap();
+    let (mut blocks, mut byes) = (0, Vec::new());
+    metronome_wire::rtcp::parse_compound(&buf[..n], |i| match i {
+        RtcpItem::ReportBlock { block, .. } => blocks += usize::from(block.ssrc == 77),
+        RtcpItem::Bye { ssrc } => byes.push(ssrc),
+        _ => {}
+    })
+    .unwrap();
+    assert_eq!(blocks, 1, "its last report on what it got");
+    assert_eq!(byes, [r.config().ssrc]);
+    assert!(r.has_left());
+    assert_eq!(r.poll_timeout(), None);
+    assert_eq!(r.poll_transmit(Timestamp::from_secs(10), &mut buf), None);
+    assert_eq!(r.leave(Timestamp::from_secs(10), &mut buf), None);
+    // A packet still on its way changes nothing.
+    let _ = r.handle_rtp(Timestamp::from_secs(11), None, &rtp(1, 3000, 77));
+    assert_eq!(r.poll_transmit(Timestamp::from_secs(20), &mut buf), None);
+}

@@ -3,8 +3,8 @@
 
 use super::parse::{Dur, Rate};
 use super::{
-    CodedVideo, FlowDecl, FlowKind, RateShape, RtpCc, TcpCc, VideoCodecDecl, VideoContent,
-    RTCP_MIN_INTERVAL,
+    CodedVideo, FlowDecl, FlowKind, Membership, RateShape, RtpCc, TcpCc, VideoCodecDecl,
+    VideoContent, RTCP_MIN_INTERVAL,
 };
 use serde::Deserialize;
 use std::time::Duration;
@@ -42,6 +42,17 @@ pub(super) struct RawFlow {
     quantizers: Option<Vec<u32>>,
     b_frames: Option<u32>,
     rtcp_interval: Option<Dur>,
+    membership: Option<Vec<RawMembership>>,
+}
+
+/// `membership = [{ to = "R45", join = "20s", leave = "50s" }]`: when receivers of a group
+/// join it and leave it.
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct RawMembership {
+    to: String,
+    join: Option<Dur>,
+    leave: Option<Dur>,
 }
 
 #[derive(Deserialize, Clone, Copy)]
@@ -178,6 +189,12 @@ impl RawFlow {
                 ));
             }
         }
+        let membership = self.membership(&name, &receivers)?;
+        if !membership.is_empty() && matches!(kind, FlowKind::Rtp { video: Some(_), .. }) {
+            return Err(format!(
+                "flow '{name}': membership with video is not judged yet (a viewer's frames would count from the video's start, not from its join); drop video, or membership"
+            ));
+        }
         Ok(FlowDecl {
             name,
             from: self.from.clone(),
@@ -185,6 +202,7 @@ impl RawFlow {
             start: self.start.map_or(Duration::ZERO, |d| d.0),
             duration: self.duration.map_or(duration, |d| d.0),
             kind,
+            membership,
         })
     }
 
@@ -212,7 +230,7 @@ impl RawFlow {
 
     /// Every key only some kinds have: whether it is set, and the kinds that take it, in the
     /// order a flow's first unused key is found.
-    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 17] {
+    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 18] {
         const RTP: &[&str] = &["rtp"];
         [
             ("video", self.video.is_some(), RTP),
@@ -227,6 +245,7 @@ impl RawFlow {
             ("quantizers", self.quantizers.is_some(), RTP),
             ("b_frames", self.b_frames.is_some(), RTP),
             ("rtcp_interval", self.rtcp_interval.is_some(), RTP),
+            ("membership", self.membership.is_some(), RTP),
             ("cc", self.cc.is_some(), &["tcp", "rtp"]),
             ("bytes", self.bytes.is_some(), &["tcp"]),
             ("payload", self.payload.is_some(), &["udp"]),
@@ -381,6 +400,52 @@ impl RawFlow {
                 "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
             )),
         }
+    }
+
+    /// `membership`: each entry names receivers of this flow (a name, or a prefix and `*`),
+    /// each receiver at most once, joining before it leaves; only a group's receivers.
+    fn membership(&self, name: &str, receivers: &[String]) -> Result<Vec<Membership>, String> {
+        let Some(raw) = &self.membership else {
+            return Ok(Vec::new());
+        };
+        if receivers.len() < 2 {
+            return Err(format!(
+                "flow '{name}': membership is for a multicast group's receivers, and this flow has one receiver; a unicast receiver takes what is sent to it from start to end"
+            ));
+        }
+        let mut out: Vec<Membership> = Vec::new();
+        for m in raw {
+            let join = m.join.map_or(Duration::ZERO, |d| d.0);
+            if m.leave.is_some_and(|l| l.0 <= join) {
+                return Err(format!(
+                    "flow '{name}': membership of '{}': leave must come after join",
+                    m.to
+                ));
+            }
+            let named: Vec<&String> = match m.to.strip_suffix('*') {
+                Some(prefix) => receivers.iter().filter(|r| r.starts_with(prefix)).collect(),
+                None => receivers.iter().filter(|r| **r == m.to).collect(),
+            };
+            if named.is_empty() {
+                return Err(format!(
+                    "flow '{name}': membership names '{}', which is not one of the flow's receivers (to = ...)",
+                    m.to
+                ));
+            }
+            for node in named {
+                if out.iter().any(|o| &o.node == node) {
+                    return Err(format!(
+                        "flow '{name}': membership names '{node}' twice; give each receiver one join and one leave"
+                    ));
+                }
+                out.push(Membership {
+                    node: node.clone(),
+                    join,
+                    leave: m.leave.map(|l| l.0),
+                });
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -183,6 +183,18 @@ pub struct FlowDecl {
     pub start: Duration,
     pub duration: Duration,
     pub kind: FlowKind,
+    /// When receivers of a group join and leave it (times from the run's start); a receiver
+    /// not named is a member from start to end.
+    pub membership: Vec<Membership>,
+}
+
+/// One receiver's time in its group: it joins at `join` and, with `leave`, leaves then (an
+/// RTP receiver says goodbye: RTCP BYE, and TFMCC's leaving report, RFC 4654 §4.4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Membership {
+    pub node: String,
+    pub join: Duration,
+    pub leave: Option<Duration>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -56,6 +56,19 @@ pub struct RtpFlowConfig {
     /// the slots allow. A source that follows a rate controller needs a bound, as the real
     /// driver's producer has one: what is made is sent at the rate it was made for.
     pub lookahead: Option<Duration>,
+    /// When receivers join and leave the group; a receiver not named is a member throughout.
+    pub membership: Vec<MemberWindow>,
+}
+
+/// One receiver's time in the group (by its index in [`RtpFlowConfig::receivers`]): it is
+/// grafted onto the tree at `join` and, with `leave`, says goodbye then (its last report, with
+/// TFMCC's leaving flag, and a BYE) and is pruned. A receiver whose rate controller leaves of
+/// its own accord (TFMCC's 120 s rule) leaves the same way.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MemberWindow {
+    pub receiver: usize,
+    pub join: Timestamp,
+    pub leave: Option<Timestamp>,
 }
 
 /// What the sender did, in order (the trace of the sessions' decisions, beside the network's).
@@ -114,6 +127,8 @@ pub struct RtpFlow {
     /// The due time of the last packet made.
     last_due: Timestamp,
     rate_trace: Vec<(Timestamp, u64)>,
+    /// Per receiver, whether it is in the group now.
+    member: Vec<bool>,
 }
 
 impl RtpFlow {
@@ -162,6 +177,7 @@ impl RtpFlow {
             first_seq: None,
             last_due: Timestamp::ZERO,
             rate_trace: Vec::new(),
+            member: vec![false; cfg.receivers.len()],
             cfg,
         }
     }
@@ -337,6 +353,7 @@ impl RtpFlow {
         }
         self.rtcp = rtcp;
         while self.receivers[r].poll_event().is_some() {}
+        self.leave_if_controller_left(now, r, net);
         let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
         self.wake_at(now, ep, next, net);
     }
@@ -361,8 +378,85 @@ impl RtpFlow {
             }
         }
         while self.receivers[r].poll_event().is_some() {}
+        self.leave_if_controller_left(now, r, net);
         let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
         self.wake_at(now, r as u32 + 1, next, net);
+    }
+
+    /// The endpoint that wakes at membership changes (after the sender's and receivers').
+    fn membership_ep(&self) -> u32 {
+        self.cfg.receivers.len() as u32 + 1
+    }
+
+    fn window(&self, r: usize) -> Option<&MemberWindow> {
+        self.cfg.membership.iter().find(|w| w.receiver == r)
+    }
+
+    /// Joins and leaves due at `now`.
+    fn update_membership(&mut self, now: Timestamp, net: &mut Net) {
+        let mut changed = false;
+        for w in self.cfg.membership.clone() {
+            let r = w.receiver;
+            if r >= self.member.len() || self.receivers[r].has_left() {
+                continue;
+            }
+            if w.leave.is_some_and(|l| l <= now) {
+                self.leave(now, r, net);
+            } else if w.join <= now && !self.member[r] {
+                self.member[r] = true;
+                changed = true;
+            }
+        }
+        if changed {
+            self.retree(net);
+        }
+    }
+
+    /// TFMCC's end at receiver `r` left (RFC 4654 §4.4's rule): so does the receiver.
+    fn leave_if_controller_left(&mut self, now: Timestamp, r: usize, net: &mut Net) {
+        if self.receivers[r].controller_left() && !self.receivers[r].has_left() {
+            self.leave(now, r, net);
+        }
+    }
+
+    /// Receiver `r` says goodbye to the sender and leaves the group.
+    fn leave(&mut self, now: Timestamp, r: usize, net: &mut Net) {
+        let mut rtcp = std::mem::take(&mut self.rtcp);
+        if let Some(n) = self.receivers[r].leave(now, &mut rtcp) {
+            let mut pkt = self.datagram(net, now, Dst::Node(self.cfg.src), &rtcp[..n]);
+            pkt.src = self.cfg.receivers[r];
+            net.send(now, self.cfg.receivers[r], pkt);
+        }
+        self.rtcp = rtcp;
+        self.member[r] = false;
+        self.retree(net);
+    }
+
+    /// The group's tree follows its members.
+    fn retree(&mut self, net: &mut Net) {
+        if let Dst::Tree(t) = self.dst {
+            let members: Vec<NodeId> = self
+                .cfg
+                .receivers
+                .iter()
+                .zip(&self.member)
+                .filter(|(_, m)| **m)
+                .map(|(n, _)| *n)
+                .collect();
+            net.set_tree_members(t, &members);
+        }
+    }
+
+    /// Packets receiver `r` could expect (from its first to its last heard, for one that was
+    /// in the group part of the time; else every packet sent), and how long it was in it.
+    fn expected_and_active(&self, r: usize, active: Duration) -> (u64, Duration) {
+        let Some(w) = self.window(r) else {
+            return (self.sent, active);
+        };
+        let expected = self.receivers[r].main_source().map_or(0, |s| s.expected());
+        let start = self.first_send.unwrap_or(Timestamp::ZERO).max(w.join);
+        let end = w.leave.map_or(self.last_send, |l| l.min(self.last_send));
+        (expected, end.saturating_since(start))
     }
 
     /// Records packet `ext_seq`'s arrival at receiver `r` (numbers bounded by what was sent).
@@ -419,6 +513,12 @@ impl Flow for RtpFlow {
         self.id = id;
         self.dst = destination(net, id, self.cfg.src, &self.cfg.receivers);
         net.listen(id, self.cfg.src, 0);
+        self.member = (0..self.cfg.receivers.len())
+            .map(|r| self.window(r).is_none_or(|w| w.join == Timestamp::ZERO))
+            .collect();
+        if self.member.iter().any(|m| !m) {
+            self.retree(net);
+        }
     }
 
     fn start(&mut self, now: Timestamp, net: &mut Net) {
@@ -427,6 +527,12 @@ impl Flow for RtpFlow {
         if self.cfg.lookahead.is_some() {
             // A source that follows the controller starts at its first rate.
             self.source.follow_rate(rate);
+        }
+        let ep = self.membership_ep();
+        for w in &self.cfg.membership {
+            for t in [Some(w.join), w.leave].into_iter().flatten() {
+                net.wake(t.max(now), self.id, ep);
+            }
         }
         self.run_sender(now, net);
     }
@@ -441,6 +547,8 @@ impl Flow for RtpFlow {
             self.run_sender(now, net);
         } else if (ep as usize) <= self.receivers.len() {
             self.run_receiver(now, ep, net);
+        } else if ep == self.membership_ep() {
+            self.update_membership(now, net);
         }
     }
 
@@ -459,7 +567,7 @@ impl Flow for RtpFlow {
             self.follow_events(now);
             // The controller may have something to tell the receivers at once.
             self.wake_at(now, 0, Some(now), net);
-        } else if (ep as usize) <= self.receivers.len() {
+        } else if (ep as usize) <= self.receivers.len() && self.member[ep as usize - 1] {
             self.receive(now, ep as usize - 1, &pkt, &data, net);
         }
     }
@@ -475,13 +583,17 @@ impl Flow for RtpFlow {
     fn report(&mut self, end: Timestamp, net: &Net) -> FlowReport {
         let start = self.first_send.unwrap_or(Timestamp::ZERO);
         let active = self.last_send.saturating_since(start);
+        let windows: Vec<(u64, Duration)> = (0..self.cfg.receivers.len())
+            .map(|r| self.expected_and_active(r, active))
+            .collect();
         let receivers = self
             .cfg
             .receivers
             .iter()
             .zip(&mut self.meters)
-            .map(|(&n, m)| {
-                ReceiverReport::from_meter(net.node_name(n).to_string(), m, self.sent, active)
+            .zip(windows)
+            .map(|((&n, m), (expected, active))| {
+                ReceiverReport::from_meter(net.node_name(n).to_string(), m, expected, active)
             })
             .collect();
         FlowReport {
