@@ -7,16 +7,17 @@
 //!
 //! | rule | source | here |
 //! |---|---|---|
-//! | feedback is RTCP SR/RR only, at RTCP's own interval | seed 002 §II.B | every receiver report block about the stream ([`Feedback`]); nothing else is read |
-//! | a TCP-friendly rate per receiver | seed 002 §II.B ("long term TCP-friendliness") | RFC 5348's equation with the receiver's RTT (LSR/DLSR) and its loss rate: RR's fraction lost, smoothed per receiver by an EWMA (`loss_weight`), RTT by TCP's 7/8 EWMA |
-//! | the rate follows the worst receiver | single-rate multicast (seed 002 §II) | the lowest TCP-friendly rate among receivers heard within `receiver_timeout` |
-//! | the rate is smoothed by a smoothness factor | seed 002 §II.B; NGI 2008 ("the TCP-friendly rate is filtered") | a decrease goes `sf` of the way to the TCP-friendly rate at each update: `X ← X − sf (X − X_tcp)` |
-//! | congestion indicators tune the smoothness factor | seed 002 §II.B | three indicators, each seen in a report: loss (fraction lost > 0), a growing queue (RTT above `delay_factor` × the smallest RTT seen), and rising jitter (above `jitter_factor` × its smoothed value); each present raises `sf` by `sf_step` towards `sf_max`; a report with none lowers it by `sf_step` towards `sf_min` |
-//! | an increase of one packet per RTT, no slow start | seed 002 §V.C | the rate grows by at most `s / RTT` per RTT (`s·Δt/RTT²` over Δt), and never past the TCP-friendly rate; it starts at `initial_rate` |
-//! | a loss indicator the sender cannot miss | assumption | a report with fraction lost above `heavy_loss` sets `sf = sf_max` at once |
+//! | feedback is RTCP SR/RR only, at RTCP's own interval | seed 002 §I.B | every receiver report block about the stream ([`Feedback`]); nothing else is read |
+//! | the smooth rate is computed by receivers | seed 002 §I.B ("performed by receivers") | each receiver's computation, from its own report blocks, its own state: run at the sender, because a receiver cannot measure its RTT from SR/RR alone (LSR/DLSR give it to the sender) and may send nothing but RTCP's reports (assumption) |
+//! | a TCP-friendly rate per receiver | seed 002 §I.B ("long term TCP-friendliness") | RFC 5348's equation with the receiver's RTT (LSR/DLSR, TCP's 7/8 EWMA) and its loss rate: RR's fraction lost smoothed by an EWMA (`loss_weight`) (assumption) |
+//! | single-rate: the group gets one rate | seed 002 §I | the lowest rate asked by the receivers heard within `receiver_timeout` (assumption) |
+//! | the rate is smoothed by a smoothness factor | seed 002 §I.B; NGI 2008 ("the TCP-friendly rate is filtered") | a receiver's decrease goes `sf` of the way to its TCP-friendly rate at each of its reports: `X_i ← X_i − sf_i (X_i − X_tcp,i)` (assumption) |
+//! | congestion indicators tune the smoothness factor | seed 002 §I.B ("warnings of upcoming congestion") | per receiver, three indicators in each of its reports: loss (fraction lost > 0), a queue growing (its RTT sample above `delay_factor` × its smoothed RTT), rising jitter (above `jitter_factor` × its smoothed value); each raises `sf_i` by `sf_step` towards `sf_max`, a report with none lowers it by `sf_step` towards `sf_min` (assumption) |
+//! | an increase of one packet per RTT, no slow start | seed 002 §IV.G | a receiver's ask grows by `s / RTT` per RTT (`s·Δt/RTT²` over the Δt since its last report) from the lower of its last ask and what is sent, never past its TCP-friendly rate, not before its RTT is measured; the stream starts at `initial_rate` |
+//! | a loss indicator the sender cannot miss | assumption | a report with fraction lost above `heavy_loss` sets that receiver's `sf = sf_max` at once |
 //!
 //! Receivers without loss have no TCP-friendly rate from the equation (p = 0): only the
-//! additive increase bounds the rate then, as for TCP in congestion avoidance.
+//! additive increase bounds their ask then, as for TCP in congestion avoidance.
 
 use crate::tfrc::equation::throughput_bytes_per_s;
 use crate::{Feedback, RateController};
@@ -48,7 +49,8 @@ pub struct AsmpConfig {
     pub heavy_loss: f64,
     /// A receiver not heard for this long no longer counts.
     pub receiver_timeout: Duration,
-    /// The RTT assumed for a receiver until LSR/DLSR give one.
+    /// The RTT a receiver's TCP-friendly rate is computed with until LSR/DLSR give one (its
+    /// rate does not increase before).
     pub initial_rtt: Duration,
     /// At most this many receivers are remembered (a bound whatever arrives).
     pub max_receivers: usize,
@@ -82,6 +84,10 @@ struct Receiver {
     rtt: Option<Duration>,
     jitter_avg: Option<f64>,
     heard: Timestamp,
+    /// Its smoothness factor, tuned by the indicators in its own reports.
+    sf: f64,
+    /// Its smoothed rate, bytes/s: what it asks the sender for.
+    x: f64,
 }
 
 /// Which congestion indicators the last report showed (for traces and tests).
@@ -98,10 +104,7 @@ pub struct AsmpSender {
     cfg: AsmpConfig,
     /// The sending rate, bytes/s.
     x: f64,
-    sf: f64,
     receivers: BTreeMap<u32, Receiver>,
-    min_rtt: Option<Duration>,
-    last_update: Option<Timestamp>,
     last_indicators: Indicators,
 }
 
@@ -109,17 +112,20 @@ impl AsmpSender {
     pub fn new(cfg: AsmpConfig) -> Self {
         AsmpSender {
             x: cfg.initial_rate.as_bps() as f64 / 8.0,
-            sf: cfg.sf_initial.clamp(cfg.sf_min, cfg.sf_max),
             cfg,
             receivers: BTreeMap::new(),
-            min_rtt: None,
-            last_update: None,
             last_indicators: Indicators::default(),
         }
     }
 
+    /// The smoothness factor of the receiver that sets the rate (the initial one before any
+    /// report).
     pub fn smoothness_factor(&self) -> f64 {
-        self.sf
+        self.receivers
+            .values()
+            .min_by(|a, b| a.x.total_cmp(&b.x))
+            .map_or(self.cfg.sf_initial, |r| r.sf)
+            .clamp(self.cfg.sf_min, self.cfg.sf_max)
     }
 
     pub fn indicators(&self) -> Indicators {
@@ -134,37 +140,10 @@ impl AsmpSender {
         self.cfg.segment_bytes.max(1) as f64
     }
 
-    /// The lowest TCP-friendly rate of the receivers heard lately (bytes/s; infinite when
-    /// none has lost anything), and the RTT that goes with it (the largest, when none lost).
-    fn worst(&self, now: Timestamp) -> (f64, Duration) {
-        let mut x_tcp = f64::INFINITY;
-        let mut rtt_of_worst = None;
-        let mut max_rtt = Duration::ZERO;
-        for r in self.receivers.values() {
-            if now.saturating_since(r.heard) > self.cfg.receiver_timeout {
-                continue;
-            }
-            let rtt = r.rtt.unwrap_or(self.cfg.initial_rtt);
-            max_rtt = max_rtt.max(rtt);
-            if r.loss > 0.0 {
-                let x = throughput_bytes_per_s(self.s(), rtt, r.loss);
-                if x < x_tcp {
-                    x_tcp = x;
-                    rtt_of_worst = Some(rtt);
-                }
-            }
-        }
-        let rtt = rtt_of_worst.unwrap_or(if max_rtt.is_zero() {
-            self.cfg.initial_rtt
-        } else {
-            max_rtt
-        });
-        (x_tcp, rtt)
-    }
-
-    /// A receiver report block about the stream arrived at `now`.
+    /// A receiver report block about the stream arrived at `now`: that receiver's state and
+    /// smoothed rate move, and the sender sends at the lowest of the rates asked.
     pub fn on_report(&mut self, now: Timestamp, fb: &Feedback) {
-        let cfg = self.cfg;
+        let (cfg, s, x_sent) = (self.cfg, self.s(), self.x);
         if !self.receivers.contains_key(&fb.receiver) && self.receivers.len() >= cfg.max_receivers {
             // Make room: forget the receiver heard least recently.
             if let Some((&k, _)) = self.receivers.iter().min_by_key(|(_, r)| r.heard) {
@@ -176,68 +155,103 @@ impl AsmpSender {
             rtt: None,
             jitter_avg: None,
             heard: now,
+            sf: cfg.sf_initial.clamp(cfg.sf_min, cfg.sf_max),
+            x: x_sent,
         });
+        let dt = now.saturating_since(r.heard);
         r.heard = now;
-        let lost = fb.fraction_lost.clamp(0.0, 1.0);
-        r.loss = (1.0 - cfg.loss_weight) * r.loss + cfg.loss_weight * lost;
-        if r.loss < 1e-9 {
-            r.loss = 0.0;
-        }
-        let mut ind = Indicators {
-            loss: lost > 0.0,
-            ..Indicators::default()
-        };
-        if let Some(sample) = fb.rtt {
-            r.rtt = Some(match r.rtt {
-                None => sample,
-                Some(old) => old.mul_f64(0.875) + sample.mul_f64(0.125),
-            });
-            let min = self.min_rtt.map_or(sample, |m| m.min(sample));
-            self.min_rtt = Some(min);
-            ind.delay = sample.as_secs_f64() > cfg.delay_factor * min.as_secs_f64();
-        }
-        let j = fb.jitter.as_secs_f64();
-        match r.jitter_avg {
-            None => r.jitter_avg = Some(j),
-            Some(avg) => {
-                ind.jitter = avg > 0.0 && j > cfg.jitter_factor * avg;
-                r.jitter_avg = Some(0.875 * avg + 0.125 * j);
-            }
-        }
-        self.sf = if lost > cfg.heavy_loss {
-            cfg.sf_max
-        } else if ind.loss || ind.delay || ind.jitter {
-            let n = [ind.loss, ind.delay, ind.jitter]
-                .iter()
-                .filter(|b| **b)
-                .count();
-            self.sf + cfg.sf_step * n as f64
-        } else {
-            self.sf - cfg.sf_step
-        }
-        .clamp(cfg.sf_min, cfg.sf_max);
+        let ind = observe(&cfg, r, fb);
+        r.sf = tune(&cfg, r.sf, fb.fraction_lost, ind);
+        r.x = smoothed_rate(r, s, x_sent, dt, cfg.initial_rtt);
         self.last_indicators = ind;
-        self.update(now);
+        self.follow_receivers(now);
     }
 
-    /// Moves the rate towards the worst receiver's TCP-friendly rate.
-    fn update(&mut self, now: Timestamp) {
-        let (x_tcp, rtt) = self.worst(now);
-        let dt = self
-            .last_update
-            .map_or(Duration::ZERO, |t| now.saturating_since(t));
-        self.last_update = Some(now);
-        if x_tcp < self.x {
-            self.x -= self.sf * (self.x - x_tcp);
-        } else {
-            // One packet per RTT, per RTT.
-            let r = rtt.as_secs_f64().max(1e-3);
-            let step = self.s() * dt.as_secs_f64() / (r * r);
-            self.x = (self.x + step).min(x_tcp);
+    /// The sending rate: the lowest rate asked by the receivers heard lately.
+    fn follow_receivers(&mut self, now: Timestamp) {
+        let timeout = self.cfg.receiver_timeout;
+        let lowest = self
+            .receivers
+            .values()
+            .filter(|r| now.saturating_since(r.heard) <= timeout)
+            .map(|r| r.x)
+            .fold(f64::INFINITY, f64::min);
+        if lowest.is_finite() {
+            self.x = lowest;
         }
         let lo = self.cfg.min_rate.as_bps() as f64 / 8.0;
         let hi = self.cfg.max_rate.as_bps() as f64 / 8.0;
         self.x = self.x.clamp(lo.min(hi), hi);
+    }
+}
+
+/// A report's figures into its receiver's loss, RTT and jitter; the congestion indicators it
+/// shows: loss, an RTT rising above `delay_factor` × the receiver's smoothed RTT (a queue
+/// growing), jitter above `jitter_factor` × its smoothed value.
+fn observe(cfg: &AsmpConfig, r: &mut Receiver, fb: &Feedback) -> Indicators {
+    let lost = fb.fraction_lost.clamp(0.0, 1.0);
+    r.loss = (1.0 - cfg.loss_weight) * r.loss + cfg.loss_weight * lost;
+    if r.loss < 1e-9 {
+        r.loss = 0.0;
+    }
+    let mut ind = Indicators {
+        loss: lost > 0.0,
+        ..Indicators::default()
+    };
+    if let Some(sample) = fb.rtt {
+        if let Some(old) = r.rtt {
+            ind.delay = sample.as_secs_f64() > cfg.delay_factor * old.as_secs_f64();
+        }
+        r.rtt = Some(
+            r.rtt
+                .map_or(sample, |old| old.mul_f64(0.875) + sample.mul_f64(0.125)),
+        );
+    }
+    let j = fb.jitter.as_secs_f64();
+    if let Some(avg) = r.jitter_avg {
+        ind.jitter = avg > 0.0 && j > cfg.jitter_factor * avg;
+    }
+    r.jitter_avg = Some(r.jitter_avg.map_or(j, |avg| 0.875 * avg + 0.125 * j));
+    ind
+}
+
+/// The smoothness factor after a report: up a step per indicator, down a step without any, at
+/// once to the top on heavy loss.
+fn tune(cfg: &AsmpConfig, sf: f64, fraction_lost: f64, ind: Indicators) -> f64 {
+    let n = [ind.loss, ind.delay, ind.jitter]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if fraction_lost > cfg.heavy_loss {
+        cfg.sf_max
+    } else if n > 0 {
+        sf + cfg.sf_step * n as f64
+    } else {
+        sf - cfg.sf_step
+    }
+    .clamp(cfg.sf_min, cfg.sf_max)
+}
+
+/// A receiver's smoothed rate after its report, `dt` after its last: from what it asked, at
+/// most what is sent (`x_sent`), a decrease goes `sf` of the way to its TCP-friendly rate
+/// (with `rtt_guess` until its RTT is measured: the cautious side); an increase is one packet
+/// per RTT per RTT (none until its RTT is measured), never past the TCP-friendly rate.
+fn smoothed_rate(r: &Receiver, s: f64, x_sent: f64, dt: Duration, rtt_guess: Duration) -> f64 {
+    let x_tcp = if r.loss > 0.0 {
+        throughput_bytes_per_s(s, r.rtt.unwrap_or(rtt_guess), r.loss)
+    } else {
+        f64::INFINITY
+    };
+    let base = r.x.min(x_sent);
+    if x_tcp < base {
+        return base - r.sf * (base - x_tcp);
+    }
+    match r.rtt {
+        Some(rtt) => {
+            let rtt = rtt.as_secs_f64().max(1e-3);
+            (base + s * dt.as_secs_f64() / (rtt * rtt)).min(x_tcp)
+        }
+        None => base,
     }
 }
 
@@ -349,6 +363,78 @@ mod tests {
         // Heavy loss: at once to the top.
         a.on_report(ms(30_000), &rr(1, 0.2, 40, 2));
         assert_eq!(a.smoothness_factor(), 1.0);
+    }
+
+    /// Each receiver's smoothness factor follows its own reports: 44 calm receivers do not
+    /// talk down the one that is losing packets, nor does it talk them up.
+    #[test]
+    fn each_receiver_tunes_its_own_smoothness_factor() {
+        let mut a = AsmpSender::new(AsmpConfig::new(1000, Bitrate::mbps(4), Bitrate::mbps(10)));
+        let ms = Timestamp::from_millis;
+        for k in 0..5 {
+            for id in 0..45 {
+                let lost = if id == 7 { 0.02 } else { 0.0 };
+                a.on_report(ms(1000 * k + 10 * u64::from(id)), &rr(id, lost, 60, 1));
+            }
+        }
+        // The lossy receiver's loss raised its factor a step per report (0.5 → 1.0); the
+        // others' calm lowered theirs to the floor.
+        assert!(
+            (a.receivers[&7].sf - 1.0).abs() < 1e-9,
+            "{}",
+            a.receivers[&7].sf
+        );
+        assert!(
+            a.receivers
+                .values()
+                .filter(|r| (r.sf - 0.1).abs() < 1e-9)
+                .count()
+                == 44
+        );
+        // It sets the rate, and its factor is the one reported.
+        assert_eq!(a.smoothness_factor(), 1.0);
+        assert_eq!(a.rate_bytes_per_s(), a.receivers[&7].x);
+    }
+
+    /// The delay indicator warns of a queue growing: an RTT above the receiver's usual, not a
+    /// queue that stays full beside TCP.
+    #[test]
+    fn the_delay_indicator_is_a_rising_rtt_not_a_long_one() {
+        let mut a = asmp();
+        let ms = Timestamp::from_millis;
+        a.on_report(ms(0), &rr(1, 0.0, 40, 1));
+        a.on_report(ms(1000), &rr(1, 0.0, 120, 1));
+        assert!(a.indicators().delay, "40 → 120 ms: rising");
+        for k in 2..40 {
+            a.on_report(ms(1000 * k), &rr(1, 0.0, 120, 1));
+        }
+        assert!(!a.indicators().delay, "120 ms for 38 s is the usual now");
+    }
+
+    /// A receiver asks for at most a packet per RTT per RTT more than it is sent, and nothing
+    /// more before it knows its RTT.
+    #[test]
+    fn a_receiver_asks_for_a_little_more_than_it_gets_and_only_with_an_rtt() {
+        let mut cfg = AsmpConfig::new(1000, Bitrate::kbps(400), Bitrate::mbps(100));
+        cfg.max_rate = Bitrate::mbps(100);
+        let mut a = AsmpSender::new(cfg);
+        let ms = Timestamp::from_millis;
+        let mut no_rtt = rr(1, 0.0, 100, 1);
+        no_rtt.rtt = None;
+        a.on_report(ms(0), &no_rtt);
+        a.on_report(ms(1000), &no_rtt);
+        assert_eq!(a.rate_bytes_per_s(), 50_000.0, "no increase without an RTT");
+        // The sender is held at 60 kB/s (its own limit): the receiver's ask stays within a
+        // step of it, however long it has been calm.
+        a.set_rate(Bitrate::bps(480_000));
+        for k in 2..30 {
+            a.on_report(ms(1000 * k), &rr(1, 0.0, 100, 1));
+        }
+        assert!(
+            a.receivers[&1].x <= 60_000.0 + 100_000.0 + 1e-6,
+            "{}",
+            a.receivers[&1].x
+        );
     }
 
     #[test]

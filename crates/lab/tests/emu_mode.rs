@@ -533,9 +533,11 @@ video = "320x180@30"
 /// video): TFMCC and ASMP on real sockets, every host a namespace; the receivers run the
 /// engine's receiver session and its controller end, reporting to the sender by unicast (RFC
 /// 5760), beside a UDP square wave. Emu against sim, within these tolerances: the video's
-/// throughput within 15 % for TFMCC (measured: 1-2 %) and 50 % for ASMP (measured: 24 and
-/// 37 % in two runs: its smoothness factor reacts to jitter, which real sockets add and the
-/// model does not), the CBR flow's within 10 % (measured: under 4 %).
+/// throughput within 15 % for TFMCC (measured: 1-12 %) and 25 % for ASMP (measured: 1.5 %
+/// since each receiver's indicators compare its RTT and jitter with its own usual; 24 and
+/// 37 % before, when one smoothness factor took every receiver's jitter and RTT against the
+/// smallest ever seen, which real sockets' jitter kept raising), the CBR flow's within 10 %
+/// (measured: under 4 %).
 #[test]
 fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
     let _one = serial();
@@ -553,7 +555,7 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
     let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
         f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
     };
-    let tolerance = |cc: &str| if cc == "tfmcc" { 0.15 } else { 0.5 };
+    let tolerance = |cc: &str| if cc == "tfmcc" { 0.15 } else { 0.25 };
     let emu = emu_closest(
         &text,
         &sim,
