@@ -163,7 +163,7 @@ pub fn run(a: Ns3Args, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::
         println!("  (a debug build: run `cargo run --release -- bench ns3` to compare speed)");
     }
     if let Some(h) = &bench.host {
-        println!("  {} (ns-3 counts among the other processes)", h.line());
+        println!("  {}", h.line());
     }
     let failed = bench
         .comparison

@@ -6,7 +6,9 @@
 //! steal time) and this process's CPU time (`/proc/self/stat`); [`HostWatch::finish`] reads them
 //! again and says, over the run:
 //! - **steal**: the share of time the hypervisor gave the VM's CPUs to someone else;
-//! - **others**: the share of the VM's CPU time used by other processes than this one;
+//! - **others**: the share of the VM's CPU time used by other processes than this one and the
+//!   programs it ran (a benchmark's baseline, ns-3, GStreamer: counted as its own once they
+//!   have ended and been waited for, as the kernel accounts them);
 //! - **stalls**: how often the run's own senders fell behind by more than the stall threshold;
 //!
 //! and a verdict: `quiet`, or `busy` with the reason, when the figures reflect the host more
@@ -31,7 +33,8 @@ pub struct HostLoad {
     pub steal_percent: f64,
     /// CPU time other processes used, % of all CPU time (of all CPUs together).
     pub others_percent: f64,
-    /// This process's CPU time, % of all CPU time.
+    /// This process's CPU time and that of the programs it ran and waited for, % of all CPU
+    /// time.
     pub own_percent: f64,
     /// Senders' stalls (lateness beyond the stall threshold) during the run.
     pub stalls: u64,
@@ -144,7 +147,10 @@ fn parse(stat: &str, own: &str) -> Option<Ticks> {
     let total = (0..8).map(field).sum();
     let rest = own.rsplit_once(')')?.1;
     let f: Vec<&str> = rest.split_whitespace().collect();
-    let own = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    // utime, stime, and cutime, cstime: its children's, once waited for.
+    let own = (11..=14)
+        .map(|i| f.get(i)?.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
     Some(Ticks {
         total,
         idle: field(3) + field(4),
@@ -158,7 +164,7 @@ mod tests {
     use super::*;
 
     const OWN: &str =
-        "4242 (metronome (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 30 10 0 0 20 0 9 0";
+        "4242 (metronome (x)) S 1 4242 4242 0 -1 4194560 100 0 0 0 30 10 5 7 20 0 9 0";
 
     #[test]
     fn parses_the_kernels_accounting() {
@@ -170,7 +176,7 @@ mod tests {
                 total: 998,
                 idle: 810,
                 steal: 30,
-                own: 40
+                own: 52
             }
         );
         assert_eq!(parse("intr 5", OWN), None);

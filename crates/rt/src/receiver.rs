@@ -242,6 +242,10 @@ impl Receiver {
                     reports_sent += send_report(&rtcp, &buf[..n]);
                 }
             }
+            if session.controller_left() {
+                // Its leaving report went out just now; the BYE follows below.
+                break "left the group (TFMCC, RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s)";
+            }
             if now >= next_status {
                 next_status = now + cfg.status_every;
                 on_status(&session);
