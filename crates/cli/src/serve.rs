@@ -383,7 +383,9 @@ fn coded_source(
         .duration
         .unwrap_or(Duration::from_secs(crate::coded::DEFAULT_SECS));
     let stream = crate::coded::open(&a.coded, codec, picture, cc, (start, most), a.mtu, duration)?;
-    cfg.send_time_ext = true;
+    // A ladder's packets are Evalvid-RA's: no send-time extension, which the server would
+    // otherwise stamp over their payload.
+    cfg.send_time_ext = stream.source.send_time_ext();
     // The ladder is `duration` long: the stream ends with its last frame, whole.
     cfg.duration = None;
     let f = &stream.format;

@@ -305,6 +305,11 @@ pub struct RtpPlan {
     pub mtu: Option<u32>,
     /// The sender's and receivers' minimum RTCP interval.
     pub rtcp_interval: Duration,
+    /// Whether packets carry the send-time extension (RTP header extension, 12 bytes), which
+    /// receivers on real sockets read one-way delay from: MPEG-TS flows do; a ladder's video
+    /// does not, as Evalvid-RA's packets carry none (its payloads are `mtu − 40` bytes: seed
+    /// 002's 978 at 1018), and its delays count from each packet's due time.
+    pub send_time_ext: bool,
 }
 
 impl RtpPlan {
@@ -336,7 +341,19 @@ impl RtpPlan {
             coded,
             mtu,
             rtcp_interval,
+            send_time_ext: coded.is_none(),
         })
+    }
+
+    /// Bytes of each packet on the wire beyond its RTP payload: RTP's header, the send-time
+    /// extension if it is carried, UDP and IPv4.
+    pub fn packet_overhead(&self) -> u32 {
+        let ext = if self.send_time_ext {
+            metronome_wire::rtp::SEND_TIME_EXT_LEN as u32
+        } else {
+            0
+        };
+        12 + ext + 28
     }
 
     /// Where the source starts: the declared rate, or with a controller its `start_rate` (a
@@ -403,10 +420,6 @@ fn controller(
     plan.cc.build(params, epoch)
 }
 
-/// Bytes each packet of a ladder's video takes beyond its payload on the wire: RTP, the
-/// send-time extension, UDP, IPv4.
-const LADDER_OVERHEAD: u32 = 12 + metronome_wire::rtp::SEND_TIME_EXT_LEN as u32 + 28;
-
 /// A flow's ladder video: the ladder of its content (from the cache, or encoded now), sent as
 /// Evalvid-RA sends it; its frame map; the coarsest rung's rate on the wire.
 #[allow(clippy::too_many_arguments)]
@@ -436,8 +449,8 @@ fn ladder_video(
     let watch = crate::wall::Stopwatch::start();
     let ladder = flow_ladder(f, v, content, coded, plan)?;
     let getting_s = watch.seconds();
-    let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, true);
-    let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, LADDER_OVERHEAD);
+    let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, plan.send_time_ext);
+    let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, plan.packet_overhead());
     let map = Arc::new(Mutex::new(FrameMap {
         picture: Some(v),
         content: content.clone(),
@@ -449,7 +462,7 @@ fn ladder_video(
     let cfg = LadderSourceConfig {
         payloader,
         rtp_ts_base: n.rtp_ts_base,
-        overhead_per_packet: LADDER_OVERHEAD,
+        overhead_per_packet: plan.packet_overhead(),
         reference_q: coded.quantizers.0,
         max_bps: plan.rate_bps as f64,
         epoch: n.epoch,
@@ -485,7 +498,7 @@ pub fn flow_source(f: &FlowDecl, plan: &RtpPlan, n: &Numbering) -> Result<FlowSo
     };
     let epoch = n.epoch;
     let pcfg = PacketizerConfig {
-        send_time_ext: true,
+        send_time_ext: plan.send_time_ext,
         ts_per_packet: k,
         ..PacketizerConfig::mp2t(n.ssrc, n.seq, n.rtp_ts_base)
     };
@@ -552,7 +565,9 @@ fn rtp(
 ) -> Result<(RtpFlow, Frames), String> {
     let n = Numbering::simulated(seed, f);
     let (ssrc, epoch) = (n.ssrc, n.epoch);
-    let segment = (plan.ts_per_packet * 188 + RTP_TS_OVERHEAD) as u32;
+    // The controller's packet size: as the real-time server gives it (a TS packet's wire
+    // bytes, or a ladder's whole packet, at most the MTU).
+    let segment = crate::served::ServedFlow::packet_shape(&plan).wire_bytes as u32;
     let FlowSource {
         source,
         frames,
@@ -604,7 +619,7 @@ fn rtp(
                 ..ReceiverConfig::default()
             },
             epoch,
-            send_time_ext: true,
+            send_time_ext: plan.send_time_ext,
             slot_size: 1500,
             stalls: Vec::new(),
             ip_overhead: 28,

@@ -44,8 +44,13 @@ impl ServedFlow {
     pub fn packet_shape(plan: &RtpPlan) -> PacketShape {
         match plan.coded {
             Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
-            None => PacketShape::mp2t(plan.ts_per_packet, true),
+            None => PacketShape::mp2t(plan.ts_per_packet, plan.send_time_ext),
         }
+    }
+
+    /// Whether its packets carry the send-time extension (the server must then stamp it).
+    pub fn send_time_ext(&self) -> bool {
+        self.plan.send_time_ext
     }
 
     /// The source's units per bit on the wire (TS bits, or 1 for a source counted there).

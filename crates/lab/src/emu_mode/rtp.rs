@@ -171,6 +171,7 @@ pub(super) fn rtp_flow(
     let f = run.f;
     let plan = run.plan;
     let (rate_bps, cc, mtu, rtcp_interval) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
+    let send_time_ext = plan.send_time_ext;
     // The source's units per bit on the wire: with a rate controller, `rate` is the most on
     // the wire, and the source starts at `start_rate` on the wire (as in the simulator).
     let per_wire = ServedFlow::source_per_wire(&plan);
@@ -194,7 +195,7 @@ pub(super) fn rtp_flow(
         };
         // The sender's stream server starts its first packet a preroll after it is started.
         let mut cfg = SenderConfig::new(vec![run.dest], 0x4d54_0000 | from as u32, st.s.seed);
-        cfg.send_time_ext = true;
+        cfg.send_time_ext = send_time_ext;
         cfg.duration = Some(f.duration + Duration::from_millis(500));
         cfg.lock_memory = false;
         cfg.mtu = mtu;
@@ -262,24 +263,17 @@ pub(super) fn rtp_flow(
     Ok((report, video))
 }
 
-fn report(
-    f: &FlowDecl,
-    rate_bps: u64,
+/// The stream's epoch on the run's clock. Each packet left at its release or later, so with
+/// send-time stamps the earliest (send time − release) of what arrived is the epoch plus the
+/// least lateness; without them, the epoch the sender says it used.
+fn stream_epoch(
+    got: &[Vec<Got>],
     out: &SenderOutcome,
-    mut map: FrameMap,
-    got: Vec<Vec<Got>>,
     st: &Stage,
-) -> (FlowReport, Option<FlowVideo>) {
-    let sent = out.packets;
-    let rel = |t: Timestamp| Timestamp::ZERO + t.saturating_since(st.origin);
-    // The stream's epoch on the run's clock: each packet left at its release or later, so the
-    // earliest (send time − release) of what arrived is the epoch plus the least lateness.
-    let release = |k: usize| {
-        let due = &map.sent.packet_due;
-        due.get(k).or(due.last()).copied().unwrap_or(Duration::ZERO)
-    };
-    let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
-    let epoch = got
+    release: &dyn Fn(usize) -> Duration,
+    index: &dyn Fn(u16) -> usize,
+) -> Option<Timestamp> {
+    let stamped = got
         .iter()
         .flatten()
         .filter_map(|g| {
@@ -290,6 +284,28 @@ fn report(
         })
         .min()
         .map(Timestamp::from_nanos);
+    stamped.or_else(|| {
+        (out.epoch_unix_ns > 0).then(|| st.clock.timestamp_from_realtime_ns(out.epoch_unix_ns))
+    })
+}
+
+fn report(
+    f: &FlowDecl,
+    rate_bps: u64,
+    out: &SenderOutcome,
+    mut map: FrameMap,
+    got: Vec<Vec<Got>>,
+    st: &Stage,
+) -> (FlowReport, Option<FlowVideo>) {
+    let sent = out.packets;
+    let rel = |t: Timestamp| Timestamp::ZERO + t.saturating_since(st.origin);
+    // Each packet's release (due time) from the stream's epoch.
+    let release = |k: usize| {
+        let due = &map.sent.packet_due;
+        due.get(k).or(due.last()).copied().unwrap_or(Duration::ZERO)
+    };
+    let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
+    let epoch = stream_epoch(&got, out, st, &release, &index);
     let mut arrivals = Vec::with_capacity(f.to.len());
     let receivers =
         f.to.iter()
@@ -307,7 +323,10 @@ fn report(
                         .unwrap_or(near);
                     last = k;
                     let at = rel(g.at);
-                    meter.record(at, k, sent, g.len + OVERHEAD, rel(g.sent.unwrap_or(g.at)));
+                    // Sent when its stamp says, or (a ladder's packets carry none) at its
+                    // release: the sender's lateness, microseconds, is not in the delay then.
+                    let left = g.sent.or(epoch.map(|e| e + release(k as usize)));
+                    meter.record(at, k, sent, g.len + OVERHEAD, rel(left.unwrap_or(g.at)));
                     if let Some(a) = at_k.get_mut(k as usize) {
                         *a = (*a).min(at);
                     }
