@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # libav*-dev, pkg-config, clang and libclang-dev: the build links FFmpeg's libraries (decoding,
 # the VBR ladder's encoders) and generates their bindings.
 # g++, ns3, libns3-dev and libgsl-dev: `bench ns3` builds a small ns-3 program to compare the
-# simulator with (ns-3's pkg-config files name libgsl, which only libgsl-dev provides).
+# simulator with (libgsl-dev because ns-3's pkg-config files name libgsl, for a user who builds
+# the program with pkg-config; the command itself links with -lns3-… flags).
 packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav

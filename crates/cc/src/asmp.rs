@@ -41,7 +41,7 @@ pub struct AsmpConfig {
     pub sf_max: f64,
     pub sf_initial: f64,
     pub sf_step: f64,
-    /// The delay indicator: RTT above this multiple of the smallest RTT seen.
+    /// The delay indicator: a receiver's RTT sample above this multiple of its smoothed RTT.
     pub delay_factor: f64,
     /// The jitter indicator: jitter above this multiple of its smoothed value.
     pub jitter_factor: f64,
@@ -121,8 +121,11 @@ impl AsmpSender {
     /// The smoothness factor of the receiver that sets the rate (the initial one before any
     /// report).
     pub fn smoothness_factor(&self) -> f64 {
+        let latest = self.receivers.values().map(|r| r.heard).max();
+        let timeout = self.cfg.receiver_timeout;
         self.receivers
             .values()
+            .filter(|r| latest.is_some_and(|t| t.saturating_since(r.heard) <= timeout))
             .min_by(|a, b| a.x.total_cmp(&b.x))
             .map_or(self.cfg.sf_initial, |r| r.sf)
             .clamp(self.cfg.sf_min, self.cfg.sf_max)
@@ -266,6 +269,11 @@ impl RateController for AsmpSender {
         // Only receiver reports: TFRC/TFMCC fields ride other packets.
         if feedback.tfrc.is_none() && feedback.tfmcc.is_none() {
             self.on_report(now, feedback);
+        }
+    }
+    fn on_receiver_left(&mut self, now: Timestamp, receiver: u32) {
+        if self.receivers.remove(&receiver).is_some() {
+            self.follow_receivers(now);
         }
     }
     fn set_rate(&mut self, rate: Bitrate) {
@@ -435,6 +443,22 @@ mod tests {
             "{}",
             a.receivers[&1].x
         );
+    }
+
+    /// A receiver that says goodbye stops holding the rate down at once, not 15 s later.
+    #[test]
+    fn a_receiver_that_says_goodbye_no_longer_counts() {
+        let mut a = AsmpSender::new(AsmpConfig::new(1000, Bitrate::mbps(1), Bitrate::mbps(10)));
+        let ms = Timestamp::from_millis;
+        a.on_report(ms(0), &rr(1, 0.0, 100, 1));
+        a.on_report(ms(0), &rr(2, 0.0, 100, 1));
+        a.on_report(ms(1000), &rr(1, 0.0, 100, 1));
+        a.on_report(ms(1000), &rr(2, 0.3, 100, 1));
+        let held = a.rate_bytes_per_s();
+        assert!(held < 125_000.0, "{held}");
+        a.on_receiver_left(ms(1010), 2);
+        assert!(a.rate_bytes_per_s() > held, "{}", a.rate_bytes_per_s());
+        assert_eq!(a.rate_bytes_per_s(), a.receivers[&1].x);
     }
 
     #[test]

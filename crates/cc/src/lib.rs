@@ -109,6 +109,8 @@ pub trait RateController: Send {
     fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback);
     /// The stream sent `bytes` at `now`.
     fn on_sent(&mut self, _now: Timestamp, _bytes: u64) {}
+    /// Receiver `receiver` (its SSRC) said goodbye (RTCP BYE) at `now`: it no longer counts.
+    fn on_receiver_left(&mut self, _now: Timestamp, _receiver: u32) {}
     /// Whether it reads per-packet feedback: the sender session then keeps a log of what it
     /// sent (GCC).
     fn wants_packet_feedback(&self) -> bool {

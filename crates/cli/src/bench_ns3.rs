@@ -7,11 +7,11 @@
 //!   payloads: the link is overloaded by a quarter half the time. Both simulators model the same
 //!   thing here, so they must agree (the tolerances below); what separates them is ns-3's 2-byte
 //!   PPP header on every packet (0.2 % more time on the wire per packet).
-//! - **tcp-reno**, **tcp-cubic**: a 2 Mbit/s CBR flow beside a bulk TCP transfer. The TCP
-//!   implementations differ (Metronome runs smoltcp's, ns-3 its own: delayed ACKs, its
-//!   NewReno's and CUBIC's details), so throughput splits and queueing delays may differ; the
-//!   numbers are shown, not judged, and the difference in the CBR flow's queueing delay is how
-//!   full each TCP keeps the queue.
+//! - **tcp-reno**, **tcp-cubic**: a 2 Mbit/s CBR flow beside a bulk TCP transfer. ns-3's TCP
+//!   is set as close to smoltcp's as it allows (the segment size and buffers, no timestamps,
+//!   no SACK), but the implementations still differ (ns-3's delayed ACKs and initial window,
+//!   its NewReno's and CUBIC's details), so the numbers are shown, not judged; the CBR flow's
+//!   queueing delay says how full each TCP keeps the queue.
 //!
 //! The ns-3 program is `crates/cli/ns3/dumbbell.cc`, built with g++ on first use and kept in
 //! the cache directory (`$METRONOME_CACHE`, else `~/.cache/metronome`) under its source's hash.
@@ -49,6 +49,47 @@ const NS3_LIBS: [&str; 7] = [
 const INSTALL: &str = "apt-get install g++ ns3 libns3-dev libgsl-dev";
 const PAYLOAD: u64 = 978;
 const DRAIN_S: f64 = 2.0;
+
+/// The network both simulators are given, written once: seed 002's dumbbell.
+struct Dumbbell {
+    access_bps: u64,
+    access_delay_ms: u64,
+    bottleneck_bps: u64,
+    bottleneck_delay_ms: u64,
+    /// Packets a link holds, the one on the wire included.
+    queue: u32,
+    square_period_s: u64,
+}
+
+const NET: Dumbbell = Dumbbell {
+    access_bps: 10_000_000,
+    access_delay_ms: 5,
+    bottleneck_bps: 4_000_000,
+    bottleneck_delay_ms: 10,
+    queue: 50,
+    square_period_s: 20,
+};
+
+impl Dumbbell {
+    /// The path's delay for one packet of `bytes` on the wire when every queue is empty.
+    fn empty_path_us(&self, bytes: u64) -> f64 {
+        let serialize = |bps: u64| bytes as f64 * 8.0 / bps as f64 * 1e6;
+        let delays = 2 * self.access_delay_ms + self.bottleneck_delay_ms;
+        delays as f64 * 1e3 + 2.0 * serialize(self.access_bps) + serialize(self.bottleneck_bps)
+    }
+
+    /// The ns-3 program's arguments for this network.
+    fn ns3_args(&self) -> Vec<String> {
+        vec![
+            format!("--accessBps={}", self.access_bps),
+            format!("--accessDelayMs={}", self.access_delay_ms),
+            format!("--bottleneckBps={}", self.bottleneck_bps),
+            format!("--bottleneckDelayMs={}", self.bottleneck_delay_ms),
+            format!("--queue={}", self.queue),
+            format!("--squarePeriod={}", self.square_period_s),
+        ]
+    }
+}
 
 /// Where the UDP case must agree: each flow's loss within this many percentage points, its
 /// throughput and its mean queueing delay within these fractions (ns-3's PPP header alone
@@ -95,8 +136,9 @@ pub struct FlowFigures {
     pub received_packets: u64,
     /// Packets sent and not received, percent (TCP: segments, retransmissions included).
     pub loss_percent: f64,
-    /// Payload bits received by the end of the run, per second of the flows' sending time
-    /// (TCP's buffers empty after the sending ends, in the drain, in both simulators alike).
+    /// Payload bits received by the end of the run (the 2 s drain included: TCP keeps
+    /// sending what its buffer holds, in both simulators alike), per second of the flows'
+    /// sending time.
     pub throughput_bps: f64,
     /// Mean one-way delay less the path's delay when empty (propagation and serialization of
     /// one packet on each link), µs; absent where not measured (Metronome's TCP).
@@ -180,18 +222,10 @@ pub fn run(a: Ns3Args, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::
 pub fn compare(media: Duration, stop: &AtomicBool) -> Result<Ns3Comparison, String> {
     let program = build_program()?;
     let scratch = std::env::temp_dir().join(format!("metronome-bench-ns3-{}", std::process::id()));
-    let mut cases = Vec::new();
-    let mut version = String::new();
-    for case in &CASES {
-        if stop.load(Ordering::SeqCst) {
-            return Err("stopped".into());
-        }
-        let metronome = run_metronome(case, media, &scratch);
-        let (ns3, v) = run_ns3(&program, case, media, stop)?;
-        version = v;
-        cases.push(judge(case, metronome?, ns3));
-    }
+    let cases = run_cases(&program, media, stop, &scratch);
+    // Whatever happened, the scratch goes.
     let _ = std::fs::remove_dir_all(&scratch);
+    let (cases, version) = cases?;
     Ok(Ns3Comparison {
         ns3_version: version,
         media_us: media.as_secs_f64() * 1e6,
@@ -202,21 +236,47 @@ pub fn compare(media: Duration, stop: &AtomicBool) -> Result<Ns3Comparison, Stri
     })
 }
 
-/// The ns-3 program, built on first use (g++, Debian's ns-3 3.37) and kept in the cache.
+/// Each case in both simulators; ns-3's version.
+fn run_cases(
+    program: &Path,
+    media: Duration,
+    stop: &AtomicBool,
+    scratch: &Path,
+) -> Result<(Vec<CaseResult>, String), String> {
+    let mut cases = Vec::new();
+    let mut version = String::new();
+    for case in &CASES {
+        if stop.load(Ordering::SeqCst) {
+            return Err("stopped".into());
+        }
+        let metronome = run_metronome(case, media, scratch)?;
+        let (ns3, v) = run_ns3(program, case, media, stop)?;
+        version = v;
+        cases.push(judge(case, metronome, ns3));
+    }
+    Ok((cases, version))
+}
+
+/// The ns-3 program, built on first use (g++, Debian's ns-3 3.37) and kept in the cache under
+/// a hash of its source, the compiler's version and ns-3's libraries (an upgrade builds it
+/// again).
 fn build_program() -> Result<PathBuf, String> {
     let dir = metronome_media::ladder::cache::default_dir()
         .ok_or("no cache directory for the ns-3 program: set METRONOME_CACHE")?
         .join("ns3");
-    let hash = metronome_media::ladder::cache::fnv1a(PROGRAM.as_bytes());
+    let key = format!("{PROGRAM}\n{}\n{}", toolchain(), ns3_libraries());
+    let hash = metronome_media::ladder::cache::fnv1a(key.as_bytes());
     let bin = dir.join(format!("dumbbell-{hash:016x}"));
     if bin.is_file() {
         return Ok(bin);
     }
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let src = dir.join(format!("dumbbell-{hash:016x}.cc"));
+    // Written and built under names of this process's own, then renamed: two runs at once do
+    // not clash.
+    let pid = std::process::id();
+    let src = dir.join(format!("dumbbell-{hash:016x}.{pid}.cc"));
+    let tmp = dir.join(format!("dumbbell-{hash:016x}.{pid}"));
     std::fs::write(&src, PROGRAM).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
-    // Built under a name of this process's own, then renamed: two runs at once do not clash.
-    let tmp = dir.join(format!("dumbbell-{hash:016x}.{}", std::process::id()));
     let out = Command::new("g++")
         .args(["-std=c++17", "-O2", "-w"])
         .arg(&src)
@@ -224,8 +284,9 @@ fn build_program() -> Result<PathBuf, String> {
         .arg(&tmp)
         .args(NS3_LIBS.iter().map(|l| format!("-l{l}")))
         .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run g++ ({e}); to compare with ns-3: {INSTALL}"))?;
+        .output();
+    let _ = std::fs::remove_file(&src);
+    let out = out.map_err(|e| format!("cannot run g++ ({e}); to compare with ns-3: {INSTALL}"))?;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
         let first: Vec<&str> = err.lines().take(4).collect();
@@ -238,6 +299,35 @@ fn build_program() -> Result<PathBuf, String> {
     Ok(bin)
 }
 
+/// `g++ --version`'s first line (empty if it does not run).
+fn toolchain() -> String {
+    Command::new("g++")
+        .arg("--version")
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+/// The ns-3 core library the program links (its versioned name), if it is where Debian puts it.
+fn ns3_libraries() -> String {
+    std::fs::read_dir("/usr/lib/x86_64-linux-gnu")
+        .map(|d| {
+            let mut v: Vec<String> = d
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("libns3") && n.contains("core.so."))
+                .collect();
+            v.sort();
+            v.join(",")
+        })
+        .unwrap_or_default()
+}
+
 /// The case as a Metronome scenario: the same nodes, links and flows as the ns-3 program.
 fn scenario(case: &Case, media: Duration) -> String {
     let mut text = format!(
@@ -246,13 +336,13 @@ duration = "{ms}ms"
 drain = "{drain}s"
 histograms = false
 [links.access]
-rate = "10mbit"
-delay = "5ms"
-queue_packets = 50
+rate = "{access}bit"
+delay = "{access_ms}ms"
+queue_packets = {queue}
 [links.bottleneck]
-rate = "4mbit"
-delay = "10ms"
-queue_packets = 50
+rate = "{bottleneck}bit"
+delay = "{bottleneck_ms}ms"
+queue_packets = {queue}
 [topology]
 shape = "dumbbell"
 routers = ["router1", "router2"]
@@ -270,12 +360,17 @@ rate = "{cbr}bit"
         name = case.name,
         ms = media.as_millis(),
         drain = DRAIN_S,
+        access = NET.access_bps,
+        access_ms = NET.access_delay_ms,
+        bottleneck = NET.bottleneck_bps,
+        bottleneck_ms = NET.bottleneck_delay_ms,
+        queue = NET.queue,
         cbr = case.cbr_bps,
     );
     if case.square_bps > 0 {
         text += &format!(
-            "[[flow]]\nname = \"square\"\nkind = \"udp\"\nfrom = \"square_src\"\nto = \"square_dst\"\npayload = {PAYLOAD}\nsquare = {{ high = \"{}bit\", low = 0, period = \"20s\" }}\n",
-            case.square_bps
+            "[[flow]]\nname = \"square\"\nkind = \"udp\"\nfrom = \"square_src\"\nto = \"square_dst\"\npayload = {PAYLOAD}\nsquare = {{ high = \"{}bit\", low = 0, period = \"{}s\" }}\n",
+            case.square_bps, NET.square_period_s
         );
     }
     if let Some(cc) = case.tcp {
@@ -284,12 +379,6 @@ rate = "{cbr}bit"
         );
     }
     text
-}
-
-/// The path's delay for one packet of `bytes` on the wire when every queue is empty.
-fn empty_path_us(bytes: u64) -> f64 {
-    let serialize = |bps: f64| bytes as f64 * 8.0 / bps * 1e6;
-    2.0 * 5_000.0 + 10_000.0 + 2.0 * serialize(10e6) + serialize(4e6)
 }
 
 fn run_metronome(case: &Case, media: Duration, scratch: &Path) -> Result<Side, String> {
@@ -317,7 +406,7 @@ fn run_metronome(case: &Case, media: Duration, scratch: &Path) -> Result<Side, S
                     (rx.bytes * 8) as f64 / secs
                 },
                 mean_queueing_us: udp
-                    .then(|| rx.mean_delay_ns as f64 / 1e3 - empty_path_us(PAYLOAD + UDP_IP)),
+                    .then(|| rx.mean_delay_ns as f64 / 1e3 - NET.empty_path_us(PAYLOAD + UDP_IP)),
             })
         })
         .collect();
@@ -373,6 +462,7 @@ fn run_ns3(
         .arg(format!("--cbrBps={}", case.cbr_bps))
         .arg(format!("--squareBps={}", case.square_bps))
         .arg(format!("--tcp={}", case.tcp.unwrap_or("none")))
+        .args(NET.ns3_args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -411,7 +501,8 @@ fn ns3_side(o: &Ns3Out, media: Duration) -> Side {
             loss_percent: percent(f.tx_packets, f.rx_packets),
             throughput_bps: (f.rx_payload_bytes * 8) as f64 / secs,
             mean_queueing_us: (f.name != "tcp" && f.rx_packets > 0).then(|| {
-                f.delay_sum_s * 1e6 / f.rx_packets as f64 - empty_path_us(PAYLOAD + UDP_IP + PPP)
+                f.delay_sum_s * 1e6 / f.rx_packets as f64
+                    - NET.empty_path_us(PAYLOAD + UDP_IP + PPP)
             }),
         })
         .collect();

@@ -365,7 +365,8 @@ fn ts_source(a: &ServeArgs) -> Result<(GivenSource, Option<Noted>, MediaDescript
 }
 
 /// `--codec`: the ladder's video (see [`crate::coded`]), its frames always noted; the media its
-/// SDP describes. The stream carries the send-time extension, as the lab's does.
+/// SDP describes. Its packets carry no send-time extension, as the lab's ladder video and
+/// Evalvid-RA's carry none (`--send-time` does not apply).
 fn coded_source(
     a: &ServeArgs,
     codec: crate::coded::CodecArg,

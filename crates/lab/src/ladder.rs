@@ -234,7 +234,7 @@ impl RtpSource for LadderVideo {
 }
 
 /// The payloader's settings for a flow: RTP payload of at most `mtu` less RTP (12 bytes, and
-/// the send-time extension's 12), UDP and IPv4 (28).
+/// the send-time extension's 12 if it is carried), UDP and IPv4 (28).
 pub fn payloader(
     ssrc: u32,
     initial_seq: u16,

@@ -550,7 +550,7 @@ fn member_windows(f: &FlowDecl) -> Vec<MemberWindow> {
 }
 
 /// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
-/// packet, the send-time extension on, a 2 ms deadline per packet. The TS is made of
+/// packet, the send-time extension on (`RtpPlan::send_time_ext`), a 2 ms deadline per packet. The TS is made of
 /// placeholder packets at a constant rate, or with `video` is the encoded test pattern (whose
 /// frames are kept). With a rate controller the source follows it (the constant-rate TS from
 /// its next packet, the video from its next GOP), made at most 200 ms ahead, as the real

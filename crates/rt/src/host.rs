@@ -133,8 +133,8 @@ fn read_ticks() -> Option<Ticks> {
 }
 
 /// `/proc/stat`'s first line: `cpu user nice system idle iowait irq softirq steal guest
-/// guest_nice` (guest time is already inside user and nice); `/proc/self/stat`: utime and
-/// stime are the 14th and 15th fields, counted past the parenthesised command name.
+/// guest_nice` (guest time is already inside user and nice); `/proc/self/stat`: utime, stime,
+/// cutime and cstime are the 14th to 17th fields, counted past the parenthesised command name.
 fn parse(stat: &str, own: &str) -> Option<Ticks> {
     let cpu: Vec<u64> = stat
         .lines()

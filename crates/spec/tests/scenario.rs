@@ -449,7 +449,7 @@ fn rate_controlled_rtp_flows_and_claims() {
 fn a_groups_receivers_may_join_and_leave() {
     let group = |membership: &str| {
         format!(
-            "name = \"t\"\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"star\"\ncenter = \"h\"\nleaves = [{{ node = \"s\", link = \"l\" }}, {{ prefix = \"r\", count = 3, link = \"l\" }}]\n[[flow]]\nkind = \"rtp\"\nfrom = \"s\"\nto = \"r*\"\nrate = \"2mbit\"\ncc = \"tfmcc\"\n{membership}\n"
+            "name = \"t\"\nduration = \"30s\"\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"star\"\ncenter = \"h\"\nleaves = [{{ node = \"s\", link = \"l\" }}, {{ prefix = \"r\", count = 3, link = \"l\" }}]\n[[flow]]\nkind = \"rtp\"\nfrom = \"s\"\nto = \"r*\"\nrate = \"2mbit\"\ncc = \"tfmcc\"\n{membership}\n"
         )
     };
     let text = group(
@@ -491,6 +491,14 @@ fn a_groups_receivers_may_join_and_leave() {
         (
             "membership = [{ to = \"r1\", at = \"2s\" }]",
             "unknown key 'at'",
+        ),
+        (
+            "membership = [{ to = \"r1\", join = \"30s\" }]",
+            "outside the flow's time",
+        ),
+        (
+            "start = \"10s\"\nmembership = [{ to = \"r1\", leave = \"10s\" }]",
+            "outside the flow's time",
         ),
         (
             "video = \"352x288@25\"\nmembership = [{ to = \"r1\", leave = \"2s\" }]",

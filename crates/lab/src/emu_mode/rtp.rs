@@ -1,7 +1,9 @@
 //! RTP flows on real sockets: Metronome's own sender (the driver's stream server, as `metronome
 //! serve` runs it: producer, ring, pacing thread, sender session, RTCP) in the sending host,
 //! unicast or to the flow's group; in each receiving host a receiver that measures with the
-//! kernel's receive timestamps and the packets' send-time stamps.
+//! kernel's receive timestamps and the packets' send-time stamps (a ladder's packets carry
+//! none, as Evalvid-RA's: their delay counts from each packet's due time on the epoch the
+//! sender reports).
 //!
 //! The source is the simulator's own (`model::flow_source`: constant-rate MPEG-TS, the encoded
 //! test pattern, or a ladder's frames as coded), opened by the server once it has numbered and
@@ -354,6 +356,13 @@ fn report(
             let refs: Vec<&[Timestamp]> = arrivals.iter().map(Vec::as_slice).collect();
             Some(view_flow(f, &mut report, &map, &refs))
         }
+        (true, None) => Some(FlowVideo {
+            warnings: vec![format!(
+                "flow '{}': the stream's epoch is unknown (no send-time stamps arrived and the sender reported none): its frames are not judged",
+                f.name
+            )],
+            ..FlowVideo::default()
+        }),
         _ => None,
     };
     (report, video)

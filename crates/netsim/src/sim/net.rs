@@ -55,6 +55,8 @@ pub struct NetCounters {
     pub no_route: u64,
     /// Packets that reached a node where their flow has no endpoint.
     pub stray: u64,
+    /// A group's packets that reached a branch pruned while they were on their way.
+    pub pruned: u64,
 }
 
 pub struct Net {
@@ -329,12 +331,18 @@ impl Net {
                 let tree = &self.trees[t.0 as usize];
                 let n = at.0 as usize;
                 let (member, branches) = (tree.member[n] && at != tree.src, tree.out[n].len());
+                let at_src = at == tree.src;
                 for i in 0..branches {
                     let l = self.trees[t.0 as usize].out[n][i];
                     self.enqueue(now, l, pkt.clone());
                 }
                 if member {
                     self.inbox.push_back((at, pkt));
+                } else if branches == 0 && !at_src {
+                    // On a branch pruned while it was on its way.
+                    self.counters.pruned += 1;
+                    let why = DropReason::Pruned;
+                    self.record(now, PacketEvent::Dropped { link: None, why }, at, &pkt);
                 }
             }
         }

@@ -43,6 +43,8 @@ pub enum DropReason {
     QueueFull,
     /// No route from this node to its destination.
     NoRoute,
+    /// A group's packet reached a branch pruned while it was on its way (its receivers left).
+    Pruned,
 }
 
 impl DropReason {
@@ -51,6 +53,7 @@ impl DropReason {
             DropReason::Loss => "loss",
             DropReason::QueueFull => "queue_full",
             DropReason::NoRoute => "no_route",
+            DropReason::Pruned => "pruned",
         }
     }
 }

@@ -357,6 +357,9 @@ impl SenderSession {
                     };
                     self.controller.on_feedback(now, &fb);
                 }
+                SenderEvent::ReceiverBye { ssrc } => {
+                    self.controller.on_receiver_left(now, *ssrc);
+                }
                 SenderEvent::PacketFeedback {
                     report_timestamp,
                     reports,

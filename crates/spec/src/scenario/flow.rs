@@ -189,7 +189,9 @@ impl RawFlow {
                 ));
             }
         }
-        let membership = self.membership(&name, &receivers)?;
+        let start = self.start.map_or(Duration::ZERO, |d| d.0);
+        let end = start + self.duration.map_or(duration, |d| d.0);
+        let membership = self.membership(&name, &receivers, (start, end))?;
         if !membership.is_empty() && matches!(kind, FlowKind::Rtp { video: Some(_), .. }) {
             return Err(format!(
                 "flow '{name}': membership with video is not judged yet (a viewer's frames would count from the video's start, not from its join); drop video, or membership"
@@ -199,8 +201,8 @@ impl RawFlow {
             name,
             from: self.from.clone(),
             to: receivers,
-            start: self.start.map_or(Duration::ZERO, |d| d.0),
-            duration: self.duration.map_or(duration, |d| d.0),
+            start,
+            duration: end - start,
             kind,
             membership,
         })
@@ -404,7 +406,12 @@ impl RawFlow {
 
     /// `membership`: each entry names receivers of this flow (a name, or a prefix and `*`),
     /// each receiver at most once, joining before it leaves; only a group's receivers.
-    fn membership(&self, name: &str, receivers: &[String]) -> Result<Vec<Membership>, String> {
+    fn membership(
+        &self,
+        name: &str,
+        receivers: &[String],
+        (start, end): (Duration, Duration),
+    ) -> Result<Vec<Membership>, String> {
         let Some(raw) = &self.membership else {
             return Ok(Vec::new());
         };
@@ -420,6 +427,14 @@ impl RawFlow {
                 return Err(format!(
                     "flow '{name}': membership of '{}': leave must come after join",
                     m.to
+                ));
+            }
+            if join >= end || m.leave.is_some_and(|l| l.0 <= start) {
+                return Err(format!(
+                    "flow '{name}': membership of '{}' is outside the flow's time ({} s to {} s from the run's start): it would get nothing",
+                    m.to,
+                    start.as_secs_f64(),
+                    end.as_secs_f64()
                 ));
             }
             let named: Vec<&String> = match m.to.strip_suffix('*') {

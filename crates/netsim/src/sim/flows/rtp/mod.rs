@@ -129,6 +129,12 @@ pub struct RtpFlow {
     rate_trace: Vec<(Timestamp, u64)>,
     /// Per receiver, whether it is in the group now.
     member: Vec<bool>,
+    /// Per receiver, its time in the group ([`RtpFlowConfig::membership`]), if it has one.
+    windows: Vec<Option<MemberWindow>>,
+    /// Per receiver, when it joined and left (time, packets sent by then): what it could
+    /// expect to receive is what was sent in between.
+    joined: Vec<Option<(Timestamp, u64)>>,
+    left: Vec<Option<(Timestamp, u64)>>,
 }
 
 impl RtpFlow {
@@ -178,6 +184,11 @@ impl RtpFlow {
             last_due: Timestamp::ZERO,
             rate_trace: Vec::new(),
             member: vec![false; cfg.receivers.len()],
+            windows: (0..cfg.receivers.len())
+                .map(|r| cfg.membership.iter().find(|w| w.receiver == r).copied())
+                .collect(),
+            joined: vec![None; cfg.receivers.len()],
+            left: vec![None; cfg.receivers.len()],
             cfg,
         }
     }
@@ -341,17 +352,7 @@ impl RtpFlow {
 
     fn run_receiver(&mut self, now: Timestamp, ep: u32, net: &mut Net) {
         let r = ep as usize - 1;
-        let mut rtcp = std::mem::take(&mut self.rtcp);
-        if let Some(n) = self.receivers[r].poll_transmit(now, &mut rtcp) {
-            self.note(RtpLogRow::ReceiverReport {
-                at: now,
-                receiver: r as u32,
-            });
-            let mut pkt = self.datagram(net, now, Dst::Node(self.cfg.src), &rtcp[..n]);
-            pkt.src = self.cfg.receivers[r];
-            net.send(now, self.cfg.receivers[r], pkt);
-        }
-        self.rtcp = rtcp;
+        self.report_from(now, r, net, |rx, buf| rx.poll_transmit(now, buf));
         while self.receivers[r].poll_event().is_some() {}
         self.leave_if_controller_left(now, r, net);
         let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
@@ -383,27 +384,50 @@ impl RtpFlow {
         self.wake_at(now, r as u32 + 1, next, net);
     }
 
+    /// Receiver `r` sends to the sender what `write` puts in its RTCP buffer, if anything.
+    fn report_from(
+        &mut self,
+        now: Timestamp,
+        r: usize,
+        net: &mut Net,
+        write: impl FnOnce(&mut ReceiverSession, &mut [u8]) -> Option<usize>,
+    ) {
+        let mut rtcp = std::mem::take(&mut self.rtcp);
+        if let Some(n) = write(&mut self.receivers[r], &mut rtcp) {
+            self.note(RtpLogRow::ReceiverReport {
+                at: now,
+                receiver: r as u32,
+            });
+            let mut pkt = self.datagram(net, now, Dst::Node(self.cfg.src), &rtcp[..n]);
+            pkt.src = self.cfg.receivers[r];
+            net.send(now, self.cfg.receivers[r], pkt);
+        }
+        self.rtcp = rtcp;
+    }
+
     /// The endpoint that wakes at membership changes (after the sender's and receivers').
     fn membership_ep(&self) -> u32 {
         self.cfg.receivers.len() as u32 + 1
     }
 
-    fn window(&self, r: usize) -> Option<&MemberWindow> {
-        self.cfg.membership.iter().find(|w| w.receiver == r)
-    }
-
-    /// Joins and leaves due at `now`.
+    /// Joins and leaves due at `now`; the tree is made again once.
     fn update_membership(&mut self, now: Timestamp, net: &mut Net) {
         let mut changed = false;
-        for w in self.cfg.membership.clone() {
-            let r = w.receiver;
-            if r >= self.member.len() || self.receivers[r].has_left() {
+        for r in 0..self.windows.len() {
+            let Some(w) = self.windows[r] else { continue };
+            if self.receivers[r].has_left() || self.left[r].is_some() {
                 continue;
             }
             if w.leave.is_some_and(|l| l <= now) {
-                self.leave(now, r, net);
+                // One that never joined (its leave before its join) just never does.
+                if self.member[r] {
+                    self.say_goodbye(now, r, net);
+                }
+                self.left[r] = Some((now, self.sent));
+                changed = true;
             } else if w.join <= now && !self.member[r] {
                 self.member[r] = true;
+                self.joined[r] = Some((now, self.sent));
                 changed = true;
             }
         }
@@ -415,21 +439,17 @@ impl RtpFlow {
     /// TFMCC's end at receiver `r` left (RFC 4654 §4.4's rule): so does the receiver.
     fn leave_if_controller_left(&mut self, now: Timestamp, r: usize, net: &mut Net) {
         if self.receivers[r].controller_left() && !self.receivers[r].has_left() {
-            self.leave(now, r, net);
+            self.say_goodbye(now, r, net);
+            self.retree(net);
         }
     }
 
-    /// Receiver `r` says goodbye to the sender and leaves the group.
-    fn leave(&mut self, now: Timestamp, r: usize, net: &mut Net) {
-        let mut rtcp = std::mem::take(&mut self.rtcp);
-        if let Some(n) = self.receivers[r].leave(now, &mut rtcp) {
-            let mut pkt = self.datagram(net, now, Dst::Node(self.cfg.src), &rtcp[..n]);
-            pkt.src = self.cfg.receivers[r];
-            net.send(now, self.cfg.receivers[r], pkt);
-        }
-        self.rtcp = rtcp;
+    /// Receiver `r` says goodbye to the sender and is no longer a member (the caller makes
+    /// the tree again).
+    fn say_goodbye(&mut self, now: Timestamp, r: usize, net: &mut Net) {
+        self.report_from(now, r, net, |rx, buf| rx.leave(now, buf));
         self.member[r] = false;
-        self.retree(net);
+        self.left[r] = Some((now, self.sent));
     }
 
     /// The group's tree follows its members.
@@ -447,16 +467,20 @@ impl RtpFlow {
         }
     }
 
-    /// Packets receiver `r` could expect (from its first to its last heard, for one that was
-    /// in the group part of the time; else every packet sent), and how long it was in it.
+    /// Packets receiver `r` could expect (those sent while it was in the group), and how long
+    /// it was in it while the stream was sent; a receiver in it throughout: every packet, over
+    /// the stream's `active` time.
     fn expected_and_active(&self, r: usize, active: Duration) -> (u64, Duration) {
-        let Some(w) = self.window(r) else {
-            return (self.sent, active);
+        let Some((t0, s0)) = self.joined[r] else {
+            return (0, Duration::ZERO);
         };
-        let expected = self.receivers[r].main_source().map_or(0, |s| s.expected());
-        let start = self.first_send.unwrap_or(Timestamp::ZERO).max(w.join);
-        let end = w.leave.map_or(self.last_send, |l| l.min(self.last_send));
-        (expected, end.saturating_since(start))
+        let (t1, s1) = self.left[r].unwrap_or((self.last_send, self.sent));
+        if t0 == Timestamp::ZERO && self.left[r].is_none() {
+            return (self.sent, active);
+        }
+        let start = self.first_send.unwrap_or(Timestamp::ZERO).max(t0);
+        let end = t1.min(self.last_send);
+        (s1.saturating_sub(s0), end.saturating_since(start))
     }
 
     /// Records packet `ext_seq`'s arrival at receiver `r` (numbers bounded by what was sent).
@@ -513,9 +537,14 @@ impl Flow for RtpFlow {
         self.id = id;
         self.dst = destination(net, id, self.cfg.src, &self.cfg.receivers);
         net.listen(id, self.cfg.src, 0);
-        self.member = (0..self.cfg.receivers.len())
-            .map(|r| self.window(r).is_none_or(|w| w.join == Timestamp::ZERO))
+        self.member = self
+            .windows
+            .iter()
+            .map(|w| w.is_none_or(|w| w.join == Timestamp::ZERO))
             .collect();
+        for (j, m) in self.joined.iter_mut().zip(&self.member) {
+            *j = m.then_some((Timestamp::ZERO, 0));
+        }
         if self.member.iter().any(|m| !m) {
             self.retree(net);
         }
@@ -529,10 +558,16 @@ impl Flow for RtpFlow {
             self.source.follow_rate(rate);
         }
         let ep = self.membership_ep();
-        for w in &self.cfg.membership {
-            for t in [Some(w.join), w.leave].into_iter().flatten() {
-                net.wake(t.max(now), self.id, ep);
-            }
+        let times: std::collections::BTreeSet<Timestamp> = self
+            .windows
+            .iter()
+            .flatten()
+            .flat_map(|w| [Some(w.join), w.leave])
+            .flatten()
+            .map(|t| t.max(now))
+            .collect();
+        for t in times {
+            net.wake(t, self.id, ep);
         }
         self.run_sender(now, net);
     }
