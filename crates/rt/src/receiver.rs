@@ -201,121 +201,182 @@ impl Receiver {
         stop: &AtomicBool,
         mut on_status: impl FnMut(&ReceiverSession),
     ) -> Result<ReceiverOutcome, RecvError> {
-        let Receiver {
-            cfg,
-            rtp,
-            mut rtcp,
-            mut out,
-        } = self;
         let host = HostWatch::start();
-        let clock = Clock::new();
-        let mut session = ReceiverSession::new(cfg.session.clone());
-        let start = clock.now();
-        let mut next_status = start + cfg.status_every;
-        let mut buf = vec![0u8; 65_536];
-        let mut rx = RtpIn {
-            rtp: &rtp,
-            clock: &clock,
-            without_ts: 0,
-            overflows: 0,
-            truncated: 0,
-        };
-        let mut reports_sent = 0u64;
-        let mut peer = PeerFollower::default();
-        let limit = RunLimit::new(start, cfg.duration, stop);
-        let enough =
-            |s: &ReceiverSession| cfg.packets.is_some_and(|n| s.counters().rtp_packets >= n);
+        let mut r = Running::new(self);
+        let start = r.clock.now();
+        let limit = RunLimit::new(start, r.cfg.duration, stop);
+        let mut next_status = start + r.cfg.status_every;
         let ended_by = loop {
-            let now = clock.now();
+            let now = r.clock.now();
             if let Some(why) = limit.ended(now) {
                 break why;
             }
-            if enough(&session) {
-                break "packet count";
+            if r.enough() {
+                break PACKET_COUNT;
             }
-            // A unicast receiver learns where to report from the sender's first report: until
-            // then what is due waits (a rate controller's first feedback, due at the first
-            // packet, would otherwise be lost, and the sender would wait for the next).
-            let can_report = rtcp.peer().is_some();
-            if can_report {
-                if let Some(n) = session.poll_transmit(now, &mut buf) {
-                    reports_sent += send_report(&rtcp, &buf[..n]);
-                }
-            }
-            if session.controller_left() {
-                // Its leaving report went out just now; the BYE follows below.
+            let can_report = r.send_due_report(now);
+            if r.session.controller_left() {
+                // Its leaving report went out just now; the BYE follows in `finish`.
                 break "left the group (TFMCC, RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s)";
             }
             if now >= next_status {
-                next_status = now + cfg.status_every;
-                on_status(&session);
+                next_status = now + r.cfg.status_every;
+                on_status(&r.session);
             }
             let mut wake = next_status.min(limit.deadline().unwrap_or(Timestamp::MAX));
-            if let Some((t, _)) = session.poll_timeout().filter(|_| can_report) {
+            if let Some((t, _)) = r.session.poll_timeout().filter(|_| can_report) {
                 wake = wake.min(t);
             }
-            let timeout = wake.saturating_since(now).min(Duration::from_millis(100));
-            poll2(rtp.socket().as_raw_fd(), rtcp.socket().as_raw_fd(), timeout);
-
-            // RTP: what is queued, up to a batch.
-            rx.read(&mut session, &mut out, &mut buf, MAX_BATCH, cfg.packets)?;
-            // RTCP. For unicast, reports go back to where the current sender's SRs come from
-            // (followed when a restarted sender reports from a new port); nothing else, such as
-            // a stray datagram, decides it.
-            for _ in 0..MAX_BATCH {
-                let Ok(meta) = rtcp.recv(&mut buf) else { break };
-                let (at, _) = clock.arrival(meta.kernel_rx_realtime_ns);
-                let from_sender = session.handle_rtcp(at, &buf[..meta.len]);
-                if !cfg.source.is_multicast() {
-                    peer.heard(&mut rtcp, from_sender, &buf[..meta.len], meta.src);
-                }
-            }
-            peer.settle(&mut rtcp, &session);
-            while session.poll_event().is_some() {}
+            r.wait(wake.saturating_since(now).min(Duration::from_millis(100)));
+            r.take_rtp(MAX_BATCH, r.cfg.packets)?;
+            r.take_rtcp();
         };
-        if ended_by != "packet count" {
+        r.finish(ended_by, start, host, on_status)
+    }
+}
+
+/// Why a run that reached `packets` ended.
+const PACKET_COUNT: &str = "packet count";
+
+/// A receiver while it runs: its session, its sockets and outputs, and what the driver counts
+/// beside the session.
+struct Running {
+    cfg: ReceiverRunConfig,
+    clock: Clock,
+    session: ReceiverSession,
+    rx: RtpIn,
+    rtcp: RtcpSocket,
+    out: Outputs,
+    buf: Vec<u8>,
+    reports_sent: u64,
+    peer: PeerFollower,
+}
+
+impl Running {
+    fn new(r: Receiver) -> Self {
+        Running {
+            session: ReceiverSession::new(r.cfg.session.clone()),
+            cfg: r.cfg,
+            clock: Clock::new(),
+            rx: RtpIn {
+                rtp: r.rtp,
+                without_ts: 0,
+                overflows: 0,
+                truncated: 0,
+            },
+            rtcp: r.rtcp,
+            out: r.out,
+            buf: vec![0u8; 65_536],
+            reports_sent: 0,
+            peer: PeerFollower::default(),
+        }
+    }
+
+    /// Whether the packets asked for have been accepted.
+    fn enough(&self) -> bool {
+        (self.cfg.packets).is_some_and(|n| self.session.counters().rtp_packets >= n)
+    }
+
+    /// Sends a report that is due at `now`. A unicast receiver learns where to report from the
+    /// sender's first report: until then what is due waits (a rate controller's first feedback,
+    /// due at the first packet, would otherwise be lost, and the sender would wait for the
+    /// next). Returns whether the receiver can report.
+    fn send_due_report(&mut self, now: Timestamp) -> bool {
+        let can_report = self.rtcp.peer().is_some();
+        if can_report {
+            if let Some(n) = self.session.poll_transmit(now, &mut self.buf) {
+                self.reports_sent += send_report(&self.rtcp, &self.buf[..n]);
+            }
+        }
+        can_report
+    }
+
+    /// Waits up to `timeout` for either socket to be readable.
+    fn wait(&self, timeout: Duration) {
+        let (rtp, rtcp) = (self.rx.rtp.socket(), self.rtcp.socket());
+        poll2(rtp.as_raw_fd(), rtcp.as_raw_fd(), timeout);
+    }
+
+    /// RTP: what is queued, up to `max` datagrams.
+    fn take_rtp(&mut self, max: usize, packets: Option<u64>) -> Result<(), RecvError> {
+        let (session, out, buf) = (&mut self.session, &mut self.out, &mut self.buf);
+        self.rx.read(&self.clock, session, out, buf, max, packets)
+    }
+
+    /// RTCP, up to a batch. For unicast, reports go back to where the current sender's SRs come
+    /// from (followed when a restarted sender reports from a new port); nothing else, such as a
+    /// stray datagram, decides it.
+    fn take_rtcp(&mut self) {
+        for _ in 0..MAX_BATCH {
+            let Ok(meta) = self.rtcp.recv(&mut self.buf) else {
+                break;
+            };
+            let (at, _) = self.clock.arrival(meta.kernel_rx_realtime_ns);
+            let data = &self.buf[..meta.len];
+            let from_sender = self.session.handle_rtcp(at, data);
+            if !self.cfg.source.is_multicast() {
+                self.peer.heard(&mut self.rtcp, from_sender, data, meta.src);
+            }
+        }
+        self.peer.settle(&mut self.rtcp, &self.session);
+        while self.session.poll_event().is_some() {}
+    }
+
+    /// The end: what the kernel still holds, the BYE, the outputs flushed, the outcome.
+    fn finish(
+        mut self,
+        ended_by: &'static str,
+        start: Timestamp,
+        host: HostWatch,
+        mut on_status: impl FnMut(&ReceiverSession),
+    ) -> Result<ReceiverOutcome, RecvError> {
+        if ended_by != PACKET_COUNT {
             // What the kernel already holds arrived before the end: count it too. Bounded by
             // what a socket buffer can hold.
-            rx.read(&mut session, &mut out, &mut buf, 1 << 20, None)?;
+            self.take_rtp(1 << 20, None)?;
         }
-        let end = clock.now();
-        if let Some(n) = session.bye(end, &mut buf) {
-            reports_sent += send_report(&rtcp, &buf[..n]);
+        let end = self.clock.now();
+        if let Some(n) = self.session.bye(end, &mut self.buf) {
+            self.reports_sent += send_report(&self.rtcp, &self.buf[..n]);
         }
-        for (p, w) in [&mut out.trace, &mut out.output].into_iter().flatten() {
+        for (p, w) in [&mut self.out.trace, &mut self.out.output]
+            .into_iter()
+            .flatten()
+        {
             w.flush().map_err(|e| write_err(p, e))?;
         }
-        on_status(&session);
+        on_status(&self.session);
+        let rx = &self.rx;
         Ok(ReceiverOutcome {
-            source: cfg.source.to_string(),
+            source: self.cfg.source.to_string(),
             ended_by,
             duration_s: end.saturating_since(start).as_secs_f64(),
-            kernel_timestamps: rx.without_ts == 0 && session.counters().datagrams > 0,
+            kernel_timestamps: rx.without_ts == 0 && self.session.counters().datagrams > 0,
             datagrams_without_kernel_timestamp: rx.without_ts,
-            receive_buffer_bytes: rtp.recv_buffer(),
+            receive_buffer_bytes: rx.rtp.recv_buffer(),
             socket_overflows: rx.overflows,
             truncated_datagrams: rx.truncated,
-            receiver_reports_sent: reports_sent,
+            receiver_reports_sent: self.reports_sent,
             host: host.finish(0),
-            receiver: session.summary(),
+            receiver: self.session.summary(),
         })
     }
 }
 
 /// The RTP socket and what the driver counts about its datagrams, beside what the session counts.
-struct RtpIn<'a> {
-    rtp: &'a UdpReceiver,
-    clock: &'a Clock,
+struct RtpIn {
+    rtp: UdpReceiver,
     without_ts: u64,
     overflows: u64,
     truncated: u64,
 }
 
-impl RtpIn<'_> {
+impl RtpIn {
     /// Reads up to `max` queued datagrams (fewer once `packets` accepted packets are reached) and
     /// hands each to the session and the outputs.
     fn read(
         &mut self,
+        clock: &Clock,
         session: &mut ReceiverSession,
         out: &mut Outputs,
         buf: &mut [u8],
@@ -339,7 +400,7 @@ impl RtpIn<'_> {
                 }
             };
             self.without_ts += meta.kernel_rx_realtime_ns.is_none() as u64;
-            let (arrival, wall) = self.clock.arrival(meta.kernel_rx_realtime_ns);
+            let (arrival, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
             if let Some(d) = meta.dropped_total {
                 self.overflows = d as u64;
             }

@@ -309,12 +309,7 @@ fn rtp_run<'a>(
 
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
-    if let Some(f) = s.flows.iter().find(|f| !f.membership.is_empty()) {
-        return Err(format!(
-            "flow '{}': receivers joining and leaving (membership) run in sim mode only for now: the emulator's fabric keeps a group's tree for the whole run; remove membership or use --mode sim",
-            f.name
-        ));
-    }
+    refuse_membership(s)?;
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
@@ -330,51 +325,9 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     let fabric =
         Fabric::routed(emulated_links(plans, seed), net, clock).map_err(|e| e.to_string())?;
     // Every UDP receiver is open before anything is sent.
-    let mut receivers = Vec::new();
-    let mut sending = Vec::new();
-    let mut rtp_runs = Vec::new();
-    for (k, f) in s.flows.iter().enumerate() {
-        if let FlowKind::Rtp { .. } = f.kind {
-            rtp_runs.push((
-                k,
-                rtp_run(k, f, &hosts, &names, clock, seed, at.scenario_dir)?,
-            ));
-        }
-        let FlowKind::Udp { payload, rate } = f.kind else {
-            receivers.push(Vec::new());
-            continue;
-        };
-        receivers.push(open_receivers(&hosts, &names, k, f)?);
-        let from = host_index(&names, &f.from);
-        let sock = hosts
-            .run_in(from, || UdpSocket::bind("0.0.0.0:0"))
-            .map_err(|e| e.to_string())?
-            .map_err(|e| format!("flow '{}': sender at {}: {e}", f.name, f.from))?;
-        let dst = if f.to.len() > 1 {
-            flow_group(k)
-        } else {
-            hosts.hosts()[host_index(&names, &f.to[0])].addr
-        };
-        sending.push((
-            k,
-            Sending {
-                f,
-                sock,
-                to: SocketAddr::from((dst, flow_port(k))),
-                // Room for the number and the send time.
-                payload: payload.max(16),
-                schedule: UdpSchedule::new(payload.max(16), model::rate_pattern(rate)),
-                next: Some(Duration::ZERO),
-                sent: 0,
-                bytes: 0,
-            },
-        ));
-    }
+    let flows = PointFlows::open(s, &hosts, &names, clock, seed, at.scenario_dir)?;
     let rel_dir = Path::new("points").join(crate::run::point_id(point.index));
     let point_dir = at.out.join(&rel_dir);
-    let origin = clock.now() + LEAD;
-    let end = origin + model::end_time(s).saturating_since(Timestamp::ZERO);
-    let (stop_fabric, stop_rx) = (AtomicBool::new(false), AtomicBool::new(false));
     let stage = Stage {
         hosts: &hosts,
         names: &names,
@@ -382,118 +335,244 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
         dir: &point_dir,
         rel_dir: &rel_dir,
         clock,
-        origin,
+        origin: clock.now() + LEAD,
         stop: at.stop,
     };
-    let (fabric_stats, flows, commands, videos) = std::thread::scope(|scope| {
-        let fab = scope.spawn(|| fabric.run(&stop_fabric, None));
-        let mut rx_threads = Vec::new();
-        for (f, rxs) in s.flows.iter().zip(receivers) {
-            let mut threads = Vec::new();
-            for rx in rxs {
-                let FlowKind::Udp { payload, rate } = f.kind else {
-                    unreachable!("only UDP flows have receivers here")
-                };
-                let peak = model::rate_pattern(rate).peak_bps();
-                let bound =
-                    (f.duration.as_secs_f64() * peak as f64 / (payload as f64 * 8.0)) as u64 + 2;
-                let meter = Meter::new(s.interval, s.histograms);
-                let stop = &stop_rx;
-                threads.push(scope.spawn(move || receive(rx, clock, origin, bound, meter, stop)));
-            }
-            rx_threads.push(threads);
-        }
-        let stage = &stage;
-        type Outcome = Result<(FlowReport, Option<CommandRun>, Option<FlowVideo>), String>;
-        let programs: Vec<(usize, std::thread::ScopedJoinHandle<Outcome>)> = s
-            .flows
-            .iter()
-            .enumerate()
-            .filter_map(|(k, f)| match f.kind {
-                FlowKind::Tcp { .. } => Some((
-                    k,
-                    scope
-                        .spawn(move || programs::iperf3_flow(k, f, stage).map(|r| (r, None, None))),
-                )),
-                FlowKind::Command { .. } => Some((
-                    k,
-                    scope.spawn(move || {
-                        programs::command_flow(f, stage).map(|run| {
-                            let mut report = programs::command_report(f);
-                            report
-                                .receivers
-                                .extend(programs::measured_by(&run, f, stage));
-                            (report, Some(run), None)
-                        })
-                    }),
-                )),
-                _ => None,
-            })
-            .collect();
-        let mut programs = programs;
-        for (k, run) in rtp_runs {
-            programs.push((
-                k,
-                scope.spawn(move || rtp::rtp_flow(run, stage).map(|(r, v)| (r, None, v))),
-            ));
-        }
-        let order: Vec<usize> = sending.iter().map(|(k, _)| *k).collect();
-        let sent = send_all(
-            sending.into_iter().map(|(_, x)| x).collect(),
-            clock,
-            origin,
-            at.stop,
-        );
-        let mut reports: Vec<Option<Result<FlowReport, String>>> = vec![None; s.flows.len()];
-        let mut commands = Vec::new();
-        let mut videos = Vec::new();
-        for (k, h) in programs {
-            let r = h
-                .join()
-                .unwrap_or_else(|_| Err("a program's thread failed".into()));
-            reports[k] = Some(r.map(|(report, run, video)| {
-                commands.extend(run);
-                videos.extend(video);
-                report
-            }));
-        }
-        // The drain: what is in flight arrives.
-        while clock.now() < end && !at.stop.load(Ordering::Relaxed) {
-            std::thread::sleep(
-                end.saturating_since(clock.now())
-                    .min(Duration::from_millis(50)),
-            );
-        }
-        stop_fabric.store(true, Ordering::Relaxed);
-        let fabric_stats = fab.join().ok();
-        stop_rx.store(true, Ordering::Relaxed);
-        let mut meters: Vec<Vec<Meter>> = rx_threads
-            .into_iter()
-            .map(|t| t.into_iter().filter_map(|h| h.join().ok()).collect())
-            .collect();
-        for (k, (n, bytes)) in order.into_iter().zip(sent) {
-            let f = &s.flows[k];
-            reports[k] = Some(Ok(udp_report(f, &mut meters[k], n, bytes)));
-        }
-        (fabric_stats, reports, commands, videos)
-    });
+    let out = flows.run(fabric, &stage);
     drop(hosts);
     if at.stop.load(Ordering::Relaxed) {
         return Err(format!(
             "point {point}: interrupted (Ctrl-C or SIGTERM); its hosts are removed"
         ));
     }
-    let flows = flows
+    let flows = out
+        .reports
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err("a flow did not run".into())))
         .collect::<Result<Vec<_>, _>>()?;
-    let fabric_stats = fabric_stats.ok_or("the emulator's thread failed")?;
+    let fabric_stats = out.fabric.ok_or("the emulator's thread failed")?;
     let mut r = point_result(point, s, &sim, seed, &fabric_stats, flows);
     r.wall_s = watch.seconds();
     r.closed_form = closed;
     r.tcp_expected = tcp_expected;
     r.emu = Some(emu_facts(&fabric_stats, &host));
-    r.commands = commands;
-    r.add_videos(videos);
+    r.commands = out.commands;
+    r.add_videos(out.videos);
     Ok(r)
+}
+
+/// Emu mode keeps a group's tree for the whole run: a scenario whose receivers join and
+/// leave is refused with what to do.
+fn refuse_membership(s: &Scenario) -> Result<(), String> {
+    match s.flows.iter().find(|f| !f.membership.is_empty()) {
+        Some(f) => Err(format!(
+            "flow '{}': receivers joining and leaving (membership) run in sim mode only for now: the emulator's fabric keeps a group's tree for the whole run; remove membership or use --mode sim",
+            f.name
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A point's flows, opened in their hosts before anything is sent.
+struct PointFlows<'a> {
+    s: &'a Scenario,
+    /// Per scenario flow, its UDP receivers (none for other kinds).
+    udp_receivers: Vec<Vec<UdpReceiver>>,
+    /// The UDP flows' senders, each with its flow's index.
+    sending: Vec<(usize, Sending<'a>)>,
+    /// The RTP flows' runs, each with its flow's index.
+    rtp: Vec<(usize, rtp::RtpFlowRun<'a>)>,
+}
+
+/// What a point's threads made: the fabric's figures, each flow's report in the scenario's
+/// order, the programs' runs and the flows' videos.
+struct Outcomes {
+    fabric: Option<metronome_emu::fabric::FabricStats>,
+    reports: Vec<Option<Result<FlowReport, String>>>,
+    commands: Vec<CommandRun>,
+    videos: Vec<FlowVideo>,
+}
+
+/// What a flow's own thread (iperf3, a command, an RTP flow) gives back.
+type FlowOutcome = Result<(FlowReport, Option<CommandRun>, Option<FlowVideo>), String>;
+
+impl<'a> PointFlows<'a> {
+    fn open(
+        s: &'a Scenario,
+        hosts: &Hosts,
+        names: &[String],
+        clock: Clock,
+        seed: u64,
+        scenario_dir: Option<&Path>,
+    ) -> Result<Self, String> {
+        let mut flows = PointFlows {
+            s,
+            udp_receivers: Vec::new(),
+            sending: Vec::new(),
+            rtp: Vec::new(),
+        };
+        for (k, f) in s.flows.iter().enumerate() {
+            if let FlowKind::Rtp { .. } = f.kind {
+                let run = rtp_run(k, f, hosts, names, clock, seed, scenario_dir)?;
+                flows.rtp.push((k, run));
+            }
+            if let FlowKind::Udp { .. } = f.kind {
+                flows
+                    .udp_receivers
+                    .push(open_receivers(hosts, names, k, f)?);
+                flows.sending.push((k, udp_sending(k, f, hosts, names)?));
+            } else {
+                flows.udp_receivers.push(Vec::new());
+            }
+        }
+        Ok(flows)
+    }
+
+    /// Runs the point: the fabric, every flow's threads and the UDP senders, until the
+    /// scenario's end (or the stop flag), then the drain.
+    fn run(self, fabric: Fabric, stage: &Stage) -> Outcomes {
+        let s = self.s;
+        let (clock, origin) = (stage.clock, stage.origin);
+        let end = origin + model::end_time(s).saturating_since(Timestamp::ZERO);
+        let (stop_fabric, stop_rx) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|scope| {
+            let fab = scope.spawn(|| fabric.run(&stop_fabric, None));
+            let mut meters: Vec<Vec<_>> = (s.flows.iter().zip(self.udp_receivers))
+                .map(|(f, rxs)| {
+                    let (bound, stop) = (udp_bound(f), &stop_rx);
+                    rxs.into_iter()
+                        .map(|rx| {
+                            let meter = Meter::new(s.interval, s.histograms);
+                            scope.spawn(move || receive(rx, clock, origin, bound, meter, stop))
+                        })
+                        .collect()
+                })
+                .collect();
+            let mut programs = Vec::new();
+            for (k, f) in s.flows.iter().enumerate() {
+                if let Some(work) = program_work(k, f, stage) {
+                    programs.push((k, scope.spawn(work)));
+                }
+            }
+            for (k, run) in self.rtp {
+                let work = move || rtp::rtp_flow(run, stage).map(|(r, v)| (r, None, v));
+                programs.push((k, scope.spawn(work)));
+            }
+            let order: Vec<usize> = self.sending.iter().map(|(k, _)| *k).collect();
+            let senders = self.sending.into_iter().map(|(_, x)| x).collect();
+            let sent = send_all(senders, clock, origin, stage.stop);
+            let mut out = Outcomes::new(s.flows.len());
+            for (k, h) in programs {
+                let r = h
+                    .join()
+                    .unwrap_or_else(|_| Err("a program's thread failed".into()));
+                out.add(k, r);
+            }
+            drain(clock, end, stage.stop);
+            stop_fabric.store(true, Ordering::Relaxed);
+            out.fabric = fab.join().ok();
+            stop_rx.store(true, Ordering::Relaxed);
+            for (k, sent) in order.into_iter().zip(sent) {
+                let mut m: Vec<Meter> = meters[k].drain(..).filter_map(|h| h.join().ok()).collect();
+                out.reports[k] = Some(Ok(udp_report(&s.flows[k], &mut m, sent.0, sent.1)));
+            }
+            out
+        })
+    }
+}
+
+/// The work of a flow that runs a program (iperf3 for TCP, a command), for its own thread.
+fn program_work<'a>(
+    k: usize,
+    f: &'a FlowDecl,
+    stage: &'a Stage,
+) -> Option<Box<dyn FnOnce() -> FlowOutcome + Send + 'a>> {
+    match f.kind {
+        FlowKind::Tcp { .. } => Some(Box::new(move || {
+            programs::iperf3_flow(k, f, stage).map(|r| (r, None, None))
+        })),
+        FlowKind::Command { .. } => Some(Box::new(move || {
+            programs::command_flow(f, stage).map(|run| {
+                let mut report = programs::command_report(f);
+                report
+                    .receivers
+                    .extend(programs::measured_by(&run, f, stage));
+                (report, Some(run), None)
+            })
+        })),
+        _ => None,
+    }
+}
+
+impl Outcomes {
+    fn new(flows: usize) -> Self {
+        Outcomes {
+            fabric: None,
+            reports: vec![None; flows],
+            commands: Vec::new(),
+            videos: Vec::new(),
+        }
+    }
+
+    /// Flow `k`'s outcome from its own thread.
+    fn add(&mut self, k: usize, r: FlowOutcome) {
+        self.reports[k] = Some(r.map(|(report, run, video)| {
+            self.commands.extend(run);
+            self.videos.extend(video);
+            report
+        }));
+    }
+}
+
+/// Waits until `end` (or the stop flag): what is in flight arrives.
+fn drain(clock: Clock, end: Timestamp, stop: &AtomicBool) {
+    while clock.now() < end && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(
+            end.saturating_since(clock.now())
+                .min(Duration::from_millis(50)),
+        );
+    }
+}
+
+/// A UDP flow's sender: a socket in its host, to its receiver or its group.
+fn udp_sending<'a>(
+    k: usize,
+    f: &'a FlowDecl,
+    hosts: &Hosts,
+    names: &[String],
+) -> Result<Sending<'a>, String> {
+    let FlowKind::Udp { payload, rate } = f.kind else {
+        return Err(format!("flow '{}' is not UDP", f.name));
+    };
+    let from = host_index(names, &f.from);
+    let sock = hosts
+        .run_in(from, || UdpSocket::bind("0.0.0.0:0"))
+        .map_err(|e| e.to_string())?
+        .map_err(|e| format!("flow '{}': sender at {}: {e}", f.name, f.from))?;
+    let dst = if f.to.len() > 1 {
+        flow_group(k)
+    } else {
+        hosts.hosts()[host_index(names, &f.to[0])].addr
+    };
+    // Room for the number and the send time.
+    let payload = payload.max(16);
+    Ok(Sending {
+        f,
+        sock,
+        to: SocketAddr::from((dst, flow_port(k))),
+        payload,
+        schedule: UdpSchedule::new(payload, model::rate_pattern(rate)),
+        next: Some(Duration::ZERO),
+        sent: 0,
+        bytes: 0,
+    })
+}
+
+/// The most datagrams a UDP flow can send (its sequence numbers' bound for the meter).
+fn udp_bound(f: &FlowDecl) -> u64 {
+    let FlowKind::Udp { payload, rate } = f.kind else {
+        return 0;
+    };
+    let peak = model::rate_pattern(rate).peak_bps();
+    (f.duration.as_secs_f64() * peak as f64 / (payload as f64 * 8.0)) as u64 + 2
 }
