@@ -6,6 +6,7 @@ use super::{frames_csv, pictures_of, FrameMap, FrameRow, FrameSeries, SentSeries
 use metronome_media::decode::VideoDecoder;
 use metronome_media::Frame;
 use metronome_netsim::sim::flows::{FlowReport, FrameFigures, PictureFigures};
+use metronome_quality::compare::FrameQuality;
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
@@ -218,11 +219,19 @@ type ViewKey = (Vec<Option<usize>>, Vec<Option<u32>>);
 /// Receivers whose decoder got the same frames for the same slots, and whose slots showed the
 /// same frames, saw the same pictures: they are decoded and judged once (in a crowd behind one
 /// bottleneck, most viewers lose the same packets).
+///
+/// Views that differ still show mostly the same pictures (a lost packet spoils its frame and
+/// the frames that refer to it, not the rest): a slot whose picture was judged in an earlier
+/// view is not drawn from the source or compared again.
 #[derive(Default)]
 pub struct PictureCache {
     seen: HashMap<ViewKey, (PictureFigures, Rc<SlotFigures>)>,
     /// Receivers whose pictures came from the cache.
     pub hits: u64,
+    /// Each slot's figures by the digest of the picture shown in it.
+    slots: HashMap<(usize, u64), FrameQuality>,
+    /// Slots whose figures came from `slots`.
+    pub slot_hits: u64,
 }
 
 /// The pictures receiver `r` saw, from the cache or decoded and compared now.
@@ -243,20 +252,31 @@ fn pictures_cached(
         cache.hits += 1;
         return Some(hit.clone());
     }
-    let got = pictures(map, v, sent, r, playout)?;
+    let got = pictures(
+        map,
+        v,
+        sent,
+        r,
+        playout,
+        &mut cache.slots,
+        &mut cache.slot_hits,
+    )?;
     let got = (got.0, Rc::new(got.1));
     cache.seen.insert(key, got.clone());
     Some(got)
 }
 
 /// Decodes what reached the viewer and compares every slot's picture with the source's
-/// frame. `None` if the decoder cannot be made.
+/// frame (or takes its figures from `judged`, by slot and picture; `hits` counts those).
+/// `None` if the decoder cannot be made.
 fn pictures(
     map: &FrameMap,
     v: VideoDecl,
     sent: &[SentFrame],
     r: &metronome_quality::playout::Reconstruction,
     playout: Playout,
+    judged: &mut HashMap<(usize, u64), FrameQuality>,
+    hits: &mut u64,
 ) -> Option<(PictureFigures, SlotFigures)> {
     let mut decoder = VideoDecoder::new(map.codec, None).ok()?;
     let order = map.order();
@@ -280,17 +300,29 @@ fn pictures(
         &mut decoder,
         &blank,
         |j, shown| {
-            if failed || source.picture(j as u64, &mut frame).is_err() {
-                failed = true;
-                return;
-            }
-            frame.copy_to(&mut reference);
-            let q = if shown.same_format(&reference) {
-                compare::frame(&reference, shown, j as u64)
+            // A picture of another size is nothing like the source: as black.
+            let shown = if shown.same_format(&blank) {
+                shown
             } else {
-                // A picture of another size is nothing like the source: as black.
                 wrong_size += 1;
-                compare::frame(&reference, &blank, j as u64)
+                &blank
+            };
+            let key = (j, digest(shown));
+            let q = match judged.get(&key) {
+                Some(q) => {
+                    *hits += 1;
+                    *q
+                }
+                None => {
+                    if failed || source.picture(j as u64, &mut frame).is_err() {
+                        failed = true;
+                        return;
+                    }
+                    frame.copy_to(&mut reference);
+                    let q = compare::frame(&reference, shown, j as u64);
+                    judged.insert(key, q);
+                    q
+                }
             };
             totals.add(&q.psnr, share);
             ssim_sum += q.ssim.all;
@@ -317,6 +349,26 @@ fn pictures(
         miv_max_percent: 0.0,
     };
     Some((figures, slots))
+}
+
+/// A digest of a picture's size and samples, to know one already judged: four SplitMix lanes
+/// over its 8-byte words (not cryptographic; two different pictures of one flow's slot share
+/// a digest with odds of about 2^-64).
+fn digest(p: &Picture) -> u64 {
+    use metronome_time::mix::mix64;
+    let mut lanes = [p.width as u64, p.height as u64, p.data.len() as u64, 0];
+    let words = p.data.chunks_exact(32);
+    let rest = words.remainder();
+    for w in words {
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let x = u64::from_le_bytes(w[8 * k..8 * k + 8].try_into().expect("8 bytes"));
+            *lane = mix64(*lane ^ x);
+        }
+    }
+    for b in rest {
+        lanes[3] = mix64(lanes[3] ^ u64::from(*b));
+    }
+    lanes.iter().fold(0, |h, l| mix64(h ^ l))
 }
 
 #[cfg(test)]
@@ -420,6 +472,13 @@ mod tests {
         // b and c are alike; the video as sent (for MIV) is a's.
         assert_eq!(cache.hits, 4);
         assert_eq!(b, c);
+        // b's frames before the loss are a's pictures, judged once; its figures are those
+        // of b judged first in a cache of its own (where only the video as sent, judged
+        // after it, finds those frames judged).
+        assert!(cache.slot_hits >= 3, "{}", cache.slot_hits);
+        let mut alone = PictureCache::default();
+        assert_eq!(view(&map, &lossy, p, &mut alone).figures, b);
+        assert_eq!(alone.slot_hits, 3);
         assert_eq!((a.lost, b.lost_p), (0, b.lost));
         assert!(b.lost >= 1);
         let (qa, qb) = (a.pictures.unwrap(), b.pictures.unwrap());
