@@ -365,5 +365,23 @@ fn report(
         }),
         _ => None,
     };
+    let video = video.map(|mut v| {
+        v.warnings.extend(shifted_frames(f, out));
+        v
+    });
     (report, video)
+}
+
+/// Receivers number a ladder's packets by sequence number, the frame map by the order they
+/// were made: the same while the sender drops nothing. The lab's sender catches up after a
+/// stall and never drops (no scenario key sets another late policy); should it drop, the
+/// session renumbers what follows (RFC 3550 §5.1), every later packet's frame is one off,
+/// and the run says so.
+fn shifted_frames(f: &FlowDecl, out: &SenderOutcome) -> Option<String> {
+    (out.pacing.dropped > 0).then(|| {
+        format!(
+            "flow '{}': the sender dropped {} late packets, so receivers' packets after the first drop are matched to the wrong frames: its frame figures are not to be trusted",
+            f.name, out.pacing.dropped
+        )
+    })
 }
