@@ -410,6 +410,15 @@ mod tests {
         a.y().iter().zip(b.y()).filter(|(x, y)| x != y).count()
     }
 
+    /// `h` with every sample of `f` (Y, U, V) mixed in: a digest of pictures for the tests
+    /// that pin what the content draws.
+    fn fold_frame(h: u64, f: &Frame) -> u64 {
+        [f.y(), f.u(), f.v()]
+            .iter()
+            .flat_map(|p| p.iter())
+            .fold(h, |h, b| metronome_time::mix::mix64(h ^ u64::from(*b)))
+    }
+
     /// Frame 40 of seed 3 at 176x144, as version 2 draws it (measured with 7bee873's code,
     /// before paces existed).
     const DRIVE_FRAME_40: u64 = 3_964_938_768_747_062_804;
@@ -421,10 +430,7 @@ mod tests {
         let mut a = Motion::new(25, 3).unwrap();
         let mut fa = Frame::new(176, 144).unwrap();
         a.picture(40, &mut fa).unwrap();
-        let sum = [fa.y(), fa.u(), fa.v()]
-            .iter()
-            .flat_map(|p| p.iter())
-            .fold(0u64, |h, b| metronome_time::mix::mix64(h ^ u64::from(*b)));
+        let sum = fold_frame(0, &fa);
         assert_eq!(
             sum, DRIVE_FRAME_40,
             "the drive's pictures changed: bump VERSION"
@@ -481,10 +487,7 @@ mod tests {
             let mut sum = 0u64;
             for i in [0, 40, 333] {
                 m.picture(i, &mut f).unwrap();
-                sum = [f.y(), f.u(), f.v()]
-                    .iter()
-                    .flat_map(|p| p.iter())
-                    .fold(sum, |h, b| metronome_time::mix::mix64(h ^ u64::from(*b)));
+                sum = fold_frame(sum, &f);
             }
             assert_eq!(sum, want, "{pace:?}'s pictures changed: bump VERSION");
         }

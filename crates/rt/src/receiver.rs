@@ -274,7 +274,9 @@ impl Running {
 
     /// Whether the packets asked for have been accepted.
     fn enough(&self) -> bool {
-        (self.cfg.packets).is_some_and(|n| self.session.counters().rtp_packets >= n)
+        self.cfg
+            .packets
+            .is_some_and(|n| self.session.counters().rtp_packets >= n)
     }
 
     /// Sends a report that is due at `now`. A unicast receiver learns where to report from the

@@ -468,7 +468,8 @@ impl<'a> PointFlows<'a> {
                     .unwrap_or_else(|_| Err("a program's thread failed".into()));
                 out.add(k, r);
             }
-            drain(clock, end, stage.stop);
+            // The drain: what is in flight arrives.
+            programs::sleep_until(stage, end);
             stop_fabric.store(true, Ordering::Relaxed);
             out.fabric = fab.join().ok();
             stop_rx.store(true, Ordering::Relaxed);
@@ -521,16 +522,6 @@ impl Outcomes {
             self.videos.extend(video);
             report
         }));
-    }
-}
-
-/// Waits until `end` (or the stop flag): what is in flight arrives.
-fn drain(clock: Clock, end: Timestamp, stop: &AtomicBool) {
-    while clock.now() < end && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(
-            end.saturating_since(clock.now())
-                .min(Duration::from_millis(50)),
-        );
     }
 }
 

@@ -252,31 +252,22 @@ fn pictures_cached(
         cache.hits += 1;
         return Some(hit.clone());
     }
-    let got = pictures(
-        map,
-        v,
-        sent,
-        r,
-        playout,
-        &mut cache.slots,
-        &mut cache.slot_hits,
-    )?;
+    let got = pictures(map, v, sent, r, playout, cache)?;
     let got = (got.0, Rc::new(got.1));
     cache.seen.insert(key, got.clone());
     Some(got)
 }
 
 /// Decodes what reached the viewer and compares every slot's picture with the source's
-/// frame (or takes its figures from `judged`, by slot and picture; `hits` counts those).
-/// `None` if the decoder cannot be made.
+/// frame (or takes its figures from `cache`'s slots, by slot and picture). `None` if the
+/// decoder cannot be made.
 fn pictures(
     map: &FrameMap,
     v: VideoDecl,
     sent: &[SentFrame],
     r: &metronome_quality::playout::Reconstruction,
     playout: Playout,
-    judged: &mut HashMap<(usize, u64), FrameQuality>,
-    hits: &mut u64,
+    cache: &mut PictureCache,
 ) -> Option<(PictureFigures, SlotFigures)> {
     let mut decoder = VideoDecoder::new(map.codec, None).ok()?;
     let order = map.order();
@@ -308,9 +299,9 @@ fn pictures(
                 &blank
             };
             let key = (j, digest(shown));
-            let q = match judged.get(&key) {
+            let q = match cache.slots.get(&key) {
                 Some(q) => {
-                    *hits += 1;
+                    cache.slot_hits += 1;
                     *q
                 }
                 None => {
@@ -320,7 +311,7 @@ fn pictures(
                     }
                     frame.copy_to(&mut reference);
                     let q = compare::frame(&reference, shown, j as u64);
-                    judged.insert(key, q);
+                    cache.slots.insert(key, q);
                     q
                 }
             };
