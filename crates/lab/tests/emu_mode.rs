@@ -32,41 +32,60 @@ fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {
 /// a third of its packets and took 10 s to recover, in one of six runs). When the first emu
 /// run of `text` is `off` the simulator's by `within` or more at a point, a second run is
 /// made and, per point, the one closer to the simulator is judged; both are printed. A
-/// difference of the model fails both runs.
+/// difference of the model fails both runs. `off` measures an emu point against whatever the
+/// caller takes from the simulator: its point of the same parameters, or the mean of its
+/// replicates ([`sim_mean`]).
 fn emu_closest(
     text: &str,
-    sim: &Summary,
     dir: &std::path::Path,
-    off: impl Fn(&PointResult, &PointResult) -> f64,
+    off: impl Fn(&PointResult) -> f64,
     within: impl Fn(&PointResult) -> f64,
 ) -> Summary {
     let first = run_mode(text, Mode::Emu, &dir.join("emu"));
-    let outside = |e: &Summary| {
-        sim.points
-            .iter()
-            .zip(&e.points)
-            .any(|(ps, pe)| off(ps, pe) >= within(pe))
-    };
-    if !outside(&first) {
+    if first.points.iter().all(|pe| off(pe) < within(pe)) {
         return first;
     }
     let second = run_mode(text, Mode::Emu, &dir.join("emu-again"));
     let mut best = first.clone();
-    for (i, ps) in sim.points.iter().enumerate() {
-        let (a, b) = (&first.points[i], &second.points[i]);
+    for (i, (a, b)) in first.points.iter().zip(&second.points).enumerate() {
         println!(
             "{}: off the simulator by {:.3} in the first emu run ({}), {:.3} in the second ({})",
-            ps.id,
-            off(ps, a),
+            a.id,
+            off(a),
             emulator(a),
-            off(ps, b),
+            off(b),
             emulator(b)
         );
-        if off(ps, b) < off(ps, a) {
+        if off(b) < off(a) {
             best.points[i] = b.clone();
         }
     }
     best
+}
+
+/// The simulator's point of the same parameters as `pe` (a run without replicates).
+fn sim_point<'a>(sim: &'a Summary, pe: &PointResult) -> &'a PointResult {
+    sim.points
+        .iter()
+        .find(|ps| ps.params == pe.params)
+        .expect("the simulator ran every point the emulator did")
+}
+
+/// The mean of `metric` over the simulator's replicates of `pe`'s point: the points whose
+/// parameters are `pe`'s but for the replicate.
+fn sim_mean(sim: &Summary, pe: &PointResult, metric: impl Fn(&PointResult) -> f64) -> f64 {
+    let same = |ps: &&PointResult| {
+        let mut p = ps.params.clone();
+        p.remove("replicate");
+        p == pe.params
+    };
+    let values: Vec<f64> = sim.points.iter().filter(same).map(metric).collect();
+    assert!(
+        !values.is_empty(),
+        "no simulated replicate of {:?}",
+        pe.params
+    );
+    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// How the emulator kept to its model in an emu run's point, and how busy the host was: when a
@@ -532,12 +551,16 @@ video = "320x180@30"
 /// seed002-cbr's dumbbell, shortened (20 s, 5 receivers, constant-rate TS instead of the
 /// video): TFMCC and ASMP on real sockets, every host a namespace; the receivers run the
 /// engine's receiver session and its controller end, reporting to the sender by unicast (RFC
-/// 5760), beside a UDP square wave. Emu against sim, within these tolerances: the video's
-/// throughput within 15 % for TFMCC (measured: 1-12 %) and 25 % for ASMP (measured: 1.5 %
-/// since each receiver's indicators compare its RTT and jitter with its own usual; 24 and
-/// 37 % before, when one smoothness factor took every receiver's jitter and RTT against the
-/// smallest ever seen, which real sockets' jitter kept raising), the CBR flow's within 10 %
-/// (measured: under 4 %).
+/// 5760), beside a UDP square wave. An emu run is one more sample path of a controller whose
+/// 20 s throughput varies from seed to seed in the simulator too (10 seeds: TFMCC 1.49-1.85
+/// Mbit/s, coefficient of variation 6.7 %; ASMP 2.03-2.50, 7.1 %); judged against seed 1
+/// alone, which is TFMCC's second lowest, an emu run at the seeds' mean was 16 % off and
+/// failed. So emu is judged against the mean of 10 simulated seeds: TFMCC within 15 % (2.2 of
+/// the seeds' standard deviations; measured +2.0 and -0.4 %), ASMP within 25 % (measured -15
+/// and +9 %, as spread as the seeds themselves; 24 and 37 % off seed 1 before each receiver's
+/// indicators compared its RTT and jitter with its own usual, when one smoothness factor took
+/// every receiver's jitter and RTT against the smallest ever seen, which real sockets' jitter
+/// kept raising), the CBR flow within 10 % (measured: under 1 %; the seeds' spread 1-1.5 %).
 #[test]
 fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
     let _one = serial();
@@ -551,35 +574,38 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
         .replace("gop = 12\n", "")
         .replace("codec = \"mpeg4\"\n", "")
         .replace("content = \"motion\"\n", "");
-    let sim = run_mode(&text, Mode::Sim, &tmp.0.join("sim"));
+    let seeds = format!("replicates = 10\n{text}");
+    let sim = run_mode(&seeds, Mode::Sim, &tmp.0.join("sim"));
     let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
         f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
     };
+    let video = |p: &PointResult| thr(&p.flows[0]);
+    let cbr = |p: &PointResult| thr(&p.flows[1]);
     let tolerance = |cc: &str| if cc == "tfmcc" { 0.15 } else { 0.25 };
     let emu = emu_closest(
         &text,
-        &sim,
         &tmp.0,
-        |ps, pe| (thr(&pe.flows[0]) / thr(&ps.flows[0]) - 1.0).abs(),
+        |pe| (video(pe) / sim_mean(&sim, pe, video) - 1.0).abs(),
         |pe| tolerance(&pe.params["cc"]),
     );
     assert_no_namespaces_left();
-    for (ps, pe) in sim.points.iter().zip(&emu.points) {
+    for pe in &emu.points {
         let cc = &pe.params["cc"];
-        let (vs, ve) = (&ps.flows[0], &pe.flows[0]);
+        let ve = &pe.flows[0];
         let rc = ve.rate_control.as_ref().expect("the controller's figures");
         assert_eq!(&rc.controller, cc);
         // The receivers' feedback reached the sender: its controller moved the rate.
         assert!(rc.changes >= 3, "{cc}: {rc:?}");
-        let (video_s, video_e) = (thr(vs), thr(ve));
-        let (cbr_s, cbr_e) = (thr(&ps.flows[1]), thr(&pe.flows[1]));
+        let (video_s, video_e) = (sim_mean(&sim, pe, video), video(pe));
+        let (cbr_s, cbr_e) = (sim_mean(&sim, pe, cbr), cbr(pe));
+        let mean = |m: fn(&PointResult) -> f64| sim_mean(&sim, pe, m);
         println!(
-            "{cc}: video sim {:.3} emu {:.3} Mbit/s, loss {:.2} / {:.2} %, delay {:.1} / {:.1} ms; cbr {:.3} / {:.3} Mbit/s",
+            "{cc}: video sim (10 seeds' mean) {:.3} emu {:.3} Mbit/s, loss {:.2} / {:.2} %, delay {:.1} / {:.1} ms; cbr {:.3} / {:.3} Mbit/s",
             video_s / 1e6,
             video_e / 1e6,
-            vs.receivers[0].loss_percent,
+            mean(|p| p.flows[0].receivers[0].loss_percent),
             ve.receivers[0].loss_percent,
-            vs.receivers[0].mean_delay_ns as f64 / 1e6,
+            mean(|p| p.flows[0].receivers[0].mean_delay_ns as f64) / 1e6,
             ve.receivers[0].mean_delay_ns as f64 / 1e6,
             cbr_s / 1e6,
             cbr_e / 1e6
@@ -587,7 +613,7 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
         println!("{cc}: {}", emulator(pe));
         assert!(
             (video_e / video_s - 1.0).abs() < tolerance(cc),
-            "{cc}: video {video_s} (sim) against {video_e} (emu); {}",
+            "{cc}: video {video_s} (mean of the simulator's 10 seeds) against {video_e} (emu); {}",
             emulator(pe)
         );
         assert!(
@@ -614,7 +640,8 @@ fn per_second(points: &[(u64, u64)]) -> String {
 /// viewer's receiver session sending TFRC's reports or RFC 8888 feedback to the sender by
 /// unicast. Emu against sim, within these tolerances: the video's throughput within 15 %
 /// (measured: 3–6 % for TFRC, none for GCC), GCC losing nothing in either mode and its mean
-/// delay within 5 ms of the simulator's (measured: the same to 0.1 ms).
+/// delay within 5 ms of the simulator's (measured: the same to 0.1 ms). One simulated seed
+/// stands for all here: 10 seeds give TFRC 3.11-3.18 Mbit/s and GCC the same to the digit.
 #[test]
 fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
     const TOLERANCE: f64 = 0.15;
@@ -627,13 +654,13 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
     let thr = |p: &PointResult| p.flows[0].receivers[0].throughput_bps;
     let emu = emu_closest(
         &text,
-        &sim,
         &tmp.0,
-        |ps, pe| (thr(pe) / thr(ps) - 1.0).abs(),
+        |pe| (thr(pe) / thr(sim_point(&sim, pe)) - 1.0).abs(),
         |_| TOLERANCE,
     );
     assert_no_namespaces_left();
-    for (ps, pe) in sim.points.iter().zip(&emu.points) {
+    for pe in &emu.points {
+        let ps = sim_point(&sim, pe);
         let cc = &pe.params["cc"];
         let (rs, re) = (&ps.flows[0].receivers[0], &pe.flows[0].receivers[0]);
         let rc = pe.flows[0]
