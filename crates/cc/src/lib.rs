@@ -116,6 +116,11 @@ pub trait RateController: Send {
     fn wants_packet_feedback(&self) -> bool {
         false
     }
+    /// Whether its receivers' reports echo a packet's sequence number for the sender to turn
+    /// into when it left (TFRC, TFMCC): the sender session then keeps the same log.
+    fn wants_send_times(&self) -> bool {
+        false
+    }
     /// A receiver's per-packet feedback (RFC 8888), matched with the send times, arrived at
     /// `now` (GCC reads it; the others ignore it).
     fn on_packet_results(&mut self, _now: Timestamp, _results: &[PacketResult]) {}

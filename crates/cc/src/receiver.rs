@@ -59,18 +59,11 @@ impl Agent {
         }
     }
 
-    /// A data packet: `seq` extended, `rtp_ts` its RTP timestamp, `sent` that timestamp on
-    /// the sender's clock, `size` bytes, arrived at `now`.
-    pub fn on_packet(
-        &mut self,
-        now: Timestamp,
-        seq: u64,
-        rtp_ts: u32,
-        sent: Timestamp,
-        size: usize,
-    ) {
+    /// A data packet: `seq` extended, `sent` its timestamp on the sender's clock, `size`
+    /// bytes, arrived at `now`.
+    pub fn on_packet(&mut self, now: Timestamp, seq: u64, sent: Timestamp, size: usize) {
         match self {
-            Agent::Tfrc(r) => r.on_packet(now, seq, rtp_ts, sent, size),
+            Agent::Tfrc(r) => r.on_packet(now, seq, sent, size),
             Agent::Tfmcc(r) => r.on_packet(now, seq, sent, size),
             Agent::Arrivals(r) => r.on_packet(now, seq),
         }

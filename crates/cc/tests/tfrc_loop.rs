@@ -9,8 +9,6 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 const S: usize = 1000;
-/// ns per 90 kHz tick (rounded): the RTP clock of the packets.
-const TICK_NS: u64 = 11_111;
 
 /// Runs `secs` of a TFRC flow over a link of `link_bps` with `queue` packets of buffer and
 /// `one_way` delay each way; returns the bytes delivered in each second, and the loss events
@@ -30,6 +28,8 @@ fn run(link_bps: u64, queue: usize, one_way: Duration, secs: u64) -> (Vec<f64>, 
     let mut reports: VecDeque<(Timestamp, TfrcReport)> = VecDeque::new();
     let mut delivered = vec![0.0; secs as usize];
     let (mut last_send, mut seq) = (None::<Timestamp>, 0u64);
+    // When each sequence number left: the sender's own record, for the reports' echoes.
+    let mut sent_at: Vec<Timestamp> = Vec::new();
     let step = Duration::from_micros(100);
     let mut now = Timestamp::ZERO;
     let end = Timestamp::from_secs(secs);
@@ -44,6 +44,7 @@ fn run(link_bps: u64, queue: usize, one_way: Duration, secs: u64) -> (Vec<f64>, 
                 queued.push_back((seq, now));
             }
             seq += 1;
+            sent_at.push(now);
             last_send = Some(now);
             sender.on_sent(now, S as u64);
         }
@@ -55,13 +56,12 @@ fn run(link_bps: u64, queue: usize, one_way: Duration, secs: u64) -> (Vec<f64>, 
         }
         while let Some(&(at, k, sent)) = arriving.front().filter(|a| a.0 <= now) {
             arriving.pop_front();
-            let rtp_ts = (sent.as_nanos() / TICK_NS) as u32;
-            receiver.on_packet(at, k, rtp_ts, sent, S);
+            receiver.on_packet(at, k, sent, S);
             delivered[(at.as_nanos() / 1_000_000_000).min(secs - 1) as usize] += S as f64;
         }
         if let Some(rep) = receiver.poll_report(now) {
             // What the sender works out: the echoed packet's send time, less the delay.
-            let sent = Timestamp::from_nanos(rep.timestamp_echo as u64 * TICK_NS);
+            let sent = sent_at[rep.echo_seq as usize];
             let back = now + one_way;
             let rtt = back.saturating_since(sent).saturating_sub(rep.t_delay);
             let report = TfrcReport {

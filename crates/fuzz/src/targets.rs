@@ -58,7 +58,15 @@ pub fn rtcp(data: &[u8]) {
         let _ = parse_compound(d, |_| items += 1);
         assert!(items <= d.len(), "{items} items from {} bytes", d.len());
         let _ = rx.handle_rtcp(now, d);
-        tx.handle_rtcp(now, NtpTime::from_unix_nanos(now.as_nanos()), from, d);
+        // Every sequence number "sent" at its own µs: TFRC's and TFMCC's echoes are resolved.
+        let sent_at = |seq: u16| Some(Timestamp::from_micros(u64::from(seq)));
+        tx.handle_rtcp(
+            now,
+            NtpTime::from_unix_nanos(now.as_nanos()),
+            from,
+            d,
+            &sent_at,
+        );
         now += Duration::from_millis(10);
     }
 }

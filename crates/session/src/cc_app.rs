@@ -81,13 +81,13 @@ pub enum ReportOut {
     Ccfb(CcfbWriter),
 }
 
-/// A receiver's report about source `media_ssrc` as RTCP; `last_rtp_ts` is the RTP timestamp
-/// of the last packet the receiver's agent was given (TFMCC's echo).
-pub fn report_out(r: &AgentReport, media_ssrc: u32, last_rtp_ts: u32) -> ReportOut {
+/// A receiver's report about source `media_ssrc` as RTCP; `last_seq` is the extended
+/// sequence number of the last packet the receiver's agent was given (TFMCC's echo).
+pub fn report_out(r: &AgentReport, media_ssrc: u32, last_seq: u64) -> ReportOut {
     match r {
         AgentReport::Arrivals(a) => ReportOut::Ccfb(ccfb_of(a, media_ssrc)),
         AgentReport::Tfrc(t) => ReportOut::App(tfrc_app(t, media_ssrc)),
-        AgentReport::Tfmcc(f) => ReportOut::App(tfmcc_app(f, media_ssrc, last_rtp_ts)),
+        AgentReport::Tfmcc(f) => ReportOut::App(tfmcc_app(f, media_ssrc, last_seq)),
     }
 }
 
@@ -131,14 +131,14 @@ pub fn ccfb_of(a: &ArrivalReport, media_ssrc: u32) -> CcfbWriter {
 fn tfrc_app(t: &metronome_cc::tfrc::receiver::ReceiverReport, media_ssrc: u32) -> CcApp {
     CcApp::TfrcFeedback(TfrcFeedback {
         media_ssrc,
-        timestamp_echo: t.timestamp_echo,
+        echo_seq: t.echo_seq,
         t_delay_us: us(t.t_delay),
         x_recv_bytes_per_s: rate_word(t.x_recv_bytes_per_s),
         p_fraction: fraction_of(t.p),
     })
 }
 
-fn tfmcc_app(f: &ReceiverFeedback, media_ssrc: u32, last_rtp_ts: u32) -> CcApp {
+fn tfmcc_app(f: &ReceiverFeedback, media_ssrc: u32, last_seq: u64) -> CcApp {
     let mut flags = 0;
     if f.rtt.is_some() {
         flags |= TfmccFeedback::HAVE_RTT;
@@ -158,13 +158,13 @@ fn tfmcc_app(f: &ReceiverFeedback, media_ssrc: u32, last_rtp_ts: u32) -> CcApp {
         p_fraction: fraction_of(f.p),
         round: f.round,
         flags,
-        echo_rtp_ts: last_rtp_ts,
+        echo_seq: last_seq as u32,
         echo_delay_us: f.echo.map_or(0, |(_, d)| us(d)),
     })
 }
 
-/// A TFMCC receiver's APP packet as its report; `echo_sent` turns its RTP timestamp echo into
-/// the sender's clock (`None`: not of a recent packet).
+/// A TFMCC receiver's APP packet as its report; `echo_sent` turns its echo (a sequence
+/// number) into when that packet left, on the sender's clock (`None`: not a recent packet).
 pub fn tfmcc_report(
     f: &TfmccFeedback,
     echo_sent: impl FnOnce(u32) -> Option<metronome_time::Timestamp>,
@@ -176,7 +176,7 @@ pub fn tfmcc_report(
         x_r: rate(f.x_calc),
         x_recv: rate(f.x_recv),
         p: f.p(),
-        echo: echo_sent(f.echo_rtp_ts).map(|t| (t, Duration::from_micros(f.echo_delay_us as u64))),
+        echo: echo_sent(f.echo_seq).map(|t| (t, Duration::from_micros(f.echo_delay_us as u64))),
         round: f.round,
         have_loss: has(TfmccFeedback::HAVE_LOSS),
         leaving: has(TfmccFeedback::LEAVING),

@@ -6,7 +6,8 @@
 
 use metronome_cc::receiver::{Agent, AgentKind};
 use metronome_cc::{
-    GccConfig, GccSender, RateController, TfmccConfig, TfmccSender, TfrcConfig, TfrcSender,
+    Announce, ControllerTimer, Feedback, GccConfig, GccSender, RateController, TfmccConfig,
+    TfmccSender, TfrcConfig, TfrcSender,
 };
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
@@ -16,6 +17,7 @@ use metronome_session::sender::{
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtp::{write_packet, RtpHeader};
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const SSRC: u32 = 0xabc;
@@ -47,7 +49,8 @@ fn sender(cc: Box<dyn RateController>) -> SenderSession {
     SenderSession::new(cfg, Timestamp::ZERO, cc)
 }
 
-fn rtp(seq: u16, due: Timestamp) -> Vec<u8> {
+/// The RTP packet of `seq`, with the timestamp of `time` (its due time, or its frame's).
+fn rtp(seq: u16, time: Timestamp) -> Vec<u8> {
     let mut payload = [0u8; 1316];
     for c in payload.chunks_exact_mut(188) {
         c[0] = 0x47;
@@ -55,7 +58,7 @@ fn rtp(seq: u16, due: Timestamp) -> Vec<u8> {
     let hdr = RtpHeader {
         payload_type: 33,
         sequence: seq,
-        timestamp: MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, due),
+        timestamp: MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, time),
         ssrc: SSRC,
         marker: false,
     };
@@ -77,6 +80,17 @@ fn run(
     kind: AgentKind,
     loss_every: &[u64],
     secs: u64,
+) -> (SenderSession, Vec<ReceiverSession>) {
+    run_stamped(cc, kind, loss_every, secs, |due| due)
+}
+
+/// [`run`], each packet's RTP timestamp that of `stamp` of its due time.
+fn run_stamped(
+    cc: Box<dyn RateController>,
+    kind: AgentKind,
+    loss_every: &[u64],
+    secs: u64,
+    stamp: fn(Timestamp) -> Timestamp,
 ) -> (SenderSession, Vec<ReceiverSession>) {
     let mut s = sender(cc);
     let mut rx: Vec<ReceiverSession> = (0..loss_every.len())
@@ -114,7 +128,7 @@ fn run(
         s.handle_timeout(now);
         while let Some(t) = s.poll_transmit(now) {
             if let Transmit::Send { id, due, .. } = t {
-                down.push_back((now + ONE_WAY, Msg::Rtp(rtp(id as u16, due))));
+                down.push_back((now + ONE_WAY, Msg::Rtp(rtp(id as u16, stamp(due)))));
             }
         }
         if let Some(len) = s.poll_rtcp(now, wall(now), &mut buf) {
@@ -191,6 +205,69 @@ fn tfmcc_over_rtcp_makes_the_lossy_receiver_the_clr_and_measures_rtts() {
     // the sender sends no more than that (and far less than the 10 Mbit/s ceiling).
     let bps = rate.as_bps() as f64;
     assert!(bps > 200_000.0 && bps < 4_000_000.0, "{rate}");
+}
+
+/// A TFMCC sender, keeping every round-trip sample its receivers' echoes give it.
+struct Sampling {
+    inner: TfmccSender,
+    samples: Arc<Mutex<Vec<Duration>>>,
+}
+
+impl RateController for Sampling {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+    fn target_rate(&self) -> Bitrate {
+        self.inner.target_rate()
+    }
+    fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback) {
+        if let Some((sent, held)) = feedback.tfmcc.and_then(|r| r.echo) {
+            let sample = now.saturating_since(sent).saturating_sub(held);
+            self.samples.lock().unwrap().push(sample);
+        }
+        self.inner.on_feedback(now, feedback);
+    }
+    fn on_sent(&mut self, now: Timestamp, bytes: u64) {
+        self.inner.on_sent(now, bytes);
+    }
+    fn wants_send_times(&self) -> bool {
+        self.inner.wants_send_times()
+    }
+    fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
+        self.inner.poll_timeout()
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.inner.handle_timeout(now);
+    }
+    fn poll_announce(&mut self, now: Timestamp) -> Option<Announce> {
+        self.inner.poll_announce(now)
+    }
+    fn set_rate(&mut self, rate: Bitrate) {
+        self.inner.set_rate(rate);
+    }
+}
+
+/// RFC 4654 §3.2: the sender's RTT sample of a receiver is now less the echoed data packet's
+/// send time, less how long the receiver held it. A video packet's RTP timestamp is its
+/// frame's presentation time, shared by the frame's packets however they are paced: here 40
+/// ms frames of about four packets each. The echoes name packets by sequence number, so every
+/// sample is the path's 50 ms (give or take the 1 ms steps), not 50 ms plus up to 30 ms of
+/// pacing within the frame.
+#[test]
+fn tfmcc_echoes_give_the_sender_the_paths_rtt_whatever_the_packets_rtp_timestamps() {
+    let samples = Arc::new(Mutex::new(Vec::new()));
+    let cc = Sampling {
+        inner: TfmccSender::new(TfmccConfig::new(1372, Bitrate::mbps(10)), Timestamp::ZERO),
+        samples: samples.clone(),
+    };
+    let frame = |due: Timestamp| Timestamp::from_millis(due.as_nanos() / 40_000_000 * 40);
+    let (s, _) = run_stamped(Box::new(cc), AgentKind::Tfmcc, &[0, 20, 0], 10, frame);
+    let samples = samples.lock().unwrap();
+    let ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    println!("{} samples, {:?}", ms.len(), &ms[..ms.len().min(20)]);
+    assert!(ms.len() > 50, "{}", ms.len());
+    assert!(ms.iter().all(|r| (49.0..=52.0).contains(r)), "{ms:?}");
+    assert_eq!(s.feedback_unmatched(), 0);
 }
 
 #[test]

@@ -522,6 +522,9 @@ impl TfmccSender {
 }
 
 impl RateController for TfmccSender {
+    fn wants_send_times(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "tfmcc"
     }

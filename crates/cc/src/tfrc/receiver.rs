@@ -7,7 +7,9 @@
 //! - A new loss event is answered at once (§6.1: the sender must slow down without waiting).
 //! - No data since the last report: no report (the sender's no-feedback timer acts).
 //!
-//! The echo is the last packet's RTP timestamp, with the time since it arrived. The round-trip
+//! The echo is the last packet's sequence number (the low 32 bits of the extended one: the
+//! sender knows when each left; a video packet's RTP timestamp is its frame's presentation
+//! time, not its send time), with the time since it arrived. The round-trip
 //! time the receiver uses (to group losses and pace its reports) is the sender's, as it tells
 //! it ([`TfrcReceiver::set_rtt`]), or a hint until then.
 
@@ -18,8 +20,8 @@ use std::time::Duration;
 /// What to put in a report (see `metronome_wire::TfrcFeedback`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ReceiverReport {
-    /// The RTP timestamp of the last packet received.
-    pub timestamp_echo: u32,
+    /// The sequence number of the last packet received (the low 32 bits of the extended one).
+    pub echo_seq: u32,
     /// From that packet's arrival to now.
     pub t_delay: Duration,
     /// Bytes per second received since the last report.
@@ -76,23 +78,16 @@ impl TfrcReceiver {
         &self.history
     }
 
-    /// A data packet: `seq` extended, `rtp_ts` its RTP timestamp, `sent` its send time on the
-    /// sender's timeline as the timestamp tells it, `size` its bytes, arrived at `now`.
-    pub fn on_packet(
-        &mut self,
-        now: Timestamp,
-        seq: u64,
-        rtp_ts: u32,
-        sent: Timestamp,
-        size: usize,
-    ) {
+    /// A data packet: `seq` extended, `sent` its send time on the sender's timeline as its
+    /// timestamp tells it (for grouping losses), `size` its bytes, arrived at `now`.
+    pub fn on_packet(&mut self, now: Timestamp, seq: u64, sent: Timestamp, size: usize) {
         self.s = if self.s == 0.0 {
             size as f64
         } else {
             0.9 * self.s + 0.1 * size as f64
         };
         self.bytes_since += size as u64;
-        self.last_packet = Some((rtp_ts, now));
+        self.last_packet = Some((seq as u32, now));
         // The rate being received, for the first loss interval (§6.3.1): over the last
         // report's span (a whole RTT), or since, if that is more.
         if let Some(since) = self.last_report {
@@ -119,13 +114,13 @@ impl TfrcReceiver {
         if self.due.is_none_or(|t| t > now) || self.bytes_since == 0 {
             return None;
         }
-        let (rtp_ts, arrived) = self.last_packet?;
+        let (echo_seq, arrived) = self.last_packet?;
         let dt = match self.last_report {
             Some(t) => now.saturating_since(t).max(self.rtt),
             None => self.rtt,
         };
         let report = ReceiverReport {
-            timestamp_echo: rtp_ts,
+            echo_seq,
             t_delay: now.saturating_since(arrived),
             x_recv_bytes_per_s: self.bytes_since as f64 / dt.as_secs_f64(),
             p: self.history.loss_event_rate(),
@@ -159,14 +154,8 @@ mod tests {
                 reports.push((k, rep));
             }
             if !lost.contains(&k) {
-                // Sent 20 ms before it arrives; RTP timestamps at 90 kHz.
-                r.on_packet(
-                    t,
-                    k,
-                    (k * 900) as u32,
-                    Timestamp::from_millis(k * 10 - 20.min(k * 10)),
-                    1000,
-                );
+                // Sent 20 ms before it arrives.
+                r.on_packet(t, k, Timestamp::from_millis(k * 10 - 20.min(k * 10)), 1000);
             }
         }
     }
@@ -180,7 +169,7 @@ mod tests {
         let at: Vec<u64> = reps.iter().map(|(k, _)| *k).collect();
         assert_eq!(at, vec![1, 11, 21, 31, 41, 51]);
         let (_, first) = reps[0];
-        assert_eq!(first.timestamp_echo, 0);
+        assert_eq!(first.echo_seq, 0);
         assert_eq!(first.t_delay, Duration::from_millis(10));
         // 10 packets of 1000 bytes per 100 ms.
         for (_, rep) in &reps[1..] {
@@ -195,12 +184,12 @@ mod tests {
     fn the_senders_rtt_brings_a_report_the_hint_put_later_forward() {
         let ms = Timestamp::from_millis;
         let mut r = TfrcReceiver::new(Duration::from_millis(500));
-        r.on_packet(ms(0), 0, 0, ms(0), 1000);
+        r.on_packet(ms(0), 0, ms(0), 1000);
         assert!(
             r.poll_report(ms(0)).is_some(),
             "the first packet is answered"
         );
-        r.on_packet(ms(10), 1, 900, ms(10), 1000);
+        r.on_packet(ms(10), 1, ms(10), 1000);
         assert_eq!(r.poll_timeout(), Some(ms(500)));
         r.set_rtt(Duration::from_millis(50));
         assert_eq!(r.poll_timeout(), Some(ms(50)));

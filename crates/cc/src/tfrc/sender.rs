@@ -219,6 +219,9 @@ impl TfrcSender {
 }
 
 impl RateController for TfrcSender {
+    fn wants_send_times(&self) -> bool {
+        true
+    }
     fn name(&self) -> &'static str {
         "tfrc"
     }

@@ -178,6 +178,8 @@ struct CcAgent {
     /// The source's RTP timestamps extended: its clock, for the agent.
     ts: RtpTsUnwrapper,
     last_rtp_ts: u32,
+    /// The last packet's extended sequence number: the echo of TFMCC's and TFRC's reports.
+    last_seq: u64,
 }
 
 /// Bytes of IPv4 and UDP headers: rates on the wire count them, as the sender's do.
@@ -344,6 +346,7 @@ impl ReceiverSession {
                 agent,
                 ts: RtpTsUnwrapper::new(),
                 last_rtp_ts: rtp_ts,
+                last_seq: ext_seq,
             });
         }
         let clock = self.cfg.clock;
@@ -352,8 +355,9 @@ impl ReceiverSession {
         };
         let sent = Timestamp::ZERO + clock.duration(cc.ts.unwrap(rtp_ts));
         cc.last_rtp_ts = rtp_ts;
+        cc.last_seq = ext_seq;
         cc.agent
-            .on_packet(now, ext_seq, rtp_ts, sent, len + IP_UDP_OVERHEAD);
+            .on_packet(now, ext_seq, sent, len + IP_UDP_OVERHEAD);
     }
 
     fn source_index(&mut self, ssrc: u32, seq: u16, now: Timestamp) -> Result<usize, Dropped> {
@@ -536,7 +540,7 @@ impl ReceiverSession {
         let room = buf.len().saturating_sub(used) / 2;
         let out = self.cc.as_mut().and_then(|c| {
             let r = c.agent.poll_report(now, room)?;
-            Some(crate::cc_app::report_out(&r, c.ssrc, c.last_rtp_ts))
+            Some(crate::cc_app::report_out(&r, c.ssrc, c.last_seq))
         });
         if !regular && out.is_none() {
             return None;
@@ -569,7 +573,7 @@ impl ReceiverSession {
         let out = self.cc.as_mut().and_then(|c| {
             c.agent.leave(now);
             let r = c.agent.poll_report(now, 0)?;
-            Some(crate::cc_app::report_out(&r, c.ssrc, c.last_rtp_ts))
+            Some(crate::cc_app::report_out(&r, c.ssrc, c.last_seq))
         });
         self.write_report(now, buf, Some("left the group"), out.as_ref())
     }

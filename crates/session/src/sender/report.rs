@@ -64,7 +64,7 @@ pub struct SenderCounters {
     pub blocks_about_others: u64,
     pub too_many_receivers: u64,
     pub events_dropped: u64,
-    /// TFRC reports whose timestamp echo or delay made no round-trip sample.
+    /// TFRC reports whose echo (a packet not sent lately) or delay made no round-trip sample.
     pub tfrc_unusable: u64,
     /// Compound packets sent out of turn to carry the rate controller's APP packets.
     pub cc_packets: u64,
@@ -86,13 +86,13 @@ pub enum SenderEvent {
     },
     /// A TFRC receiver's report about this stream (RFC 5348 §3.2.2; the RTCP APP packet of
     /// `metronome_wire::TfrcFeedback`), with the round-trip sample it gives: now, less when
-    /// the echoed packet was due, less the receiver's delay before answering.
+    /// the echoed packet left, less the receiver's delay before answering.
     Tfrc {
         ssrc: u32,
         report: metronome_cc::TfrcReport,
     },
     /// A TFMCC receiver's report (RFC 4654 §2.2.2; `metronome_wire::TfmccFeedback`), its echo
-    /// of our RTP timestamp turned into our clock.
+    /// (a sequence number) turned into when that packet left, on our clock.
     Tfmcc {
         ssrc: u32,
         report: metronome_cc::tfmcc::ReceiverFeedback,
@@ -262,7 +262,16 @@ impl SenderReports {
     }
 
     /// A compound RTCP packet from `from`, received at `now` (wall-clock `wall`, for the RTT).
-    pub fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
+    /// `sent_at` tells when the packet of a sequence number left (`None`: not lately), for the
+    /// echoes of TFRC's and TFMCC's reports.
+    pub fn handle_rtcp(
+        &mut self,
+        now: Timestamp,
+        wall: NtpTime,
+        from: SocketAddr,
+        data: &[u8],
+        sent_at: &dyn Fn(u16) -> Option<Timestamp>,
+    ) {
         self.counters.rtcp_received += 1;
         let our = self.cfg.ssrc;
         // Bounded by what one datagram holds.
@@ -343,7 +352,7 @@ impl SenderReports {
         for (reporter, app) in cc {
             match app {
                 rtcp::CcApp::TfrcFeedback(fb) if fb.media_ssrc == our => {
-                    match self.tfrc_report(now, &fb) {
+                    match tfrc_report(now, &fb, sent_at) {
                         Some(report) => self.push_event(SenderEvent::Tfrc {
                             ssrc: reporter,
                             report,
@@ -352,7 +361,9 @@ impl SenderReports {
                     }
                 }
                 rtcp::CcApp::TfmccFeedback(fb) if fb.media_ssrc == our => {
-                    let report = crate::cc_app::tfmcc_report(&fb, |ts| self.sent_at(now, ts));
+                    let report = crate::cc_app::tfmcc_report(&fb, |seq| {
+                        sent_at(seq as u16).filter(|t| *t <= now)
+                    });
                     self.push_event(SenderEvent::Tfmcc {
                         ssrc: reporter,
                         report,
@@ -365,41 +376,6 @@ impl SenderReports {
                 _ => {}
             }
         }
-    }
-
-    /// When (on our clock) we sent the packet of RTP timestamp `ts`, as seen at `now`: `None`
-    /// unless it lies in the last half of the timestamp's range.
-    fn sent_at(&self, now: Timestamp, ts: u32) -> Option<Timestamp> {
-        let clock = self.cfg.clock;
-        let now_ts = clock.rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now);
-        let ago = now_ts.wrapping_sub(ts);
-        if ago >= 1 << 31 {
-            return None;
-        }
-        now.checked_sub(clock.duration(u64::from(ago)))
-    }
-
-    /// The TFRC report of `fb`, received at `now`: `None` if its timestamp echo is not of a
-    /// packet sent in the last half of the RTP timestamp's range, or its delay is longer
-    /// than the time since.
-    fn tfrc_report(
-        &self,
-        now: Timestamp,
-        fb: &rtcp::TfrcFeedback,
-    ) -> Option<metronome_cc::TfrcReport> {
-        let clock = self.cfg.clock;
-        let now_ts = clock.rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, now);
-        let ago = now_ts.wrapping_sub(fb.timestamp_echo);
-        if ago >= 1 << 31 {
-            return None;
-        }
-        let since = clock.duration(u64::from(ago));
-        let rtt = since.checked_sub(std::time::Duration::from_micros(u64::from(fb.t_delay_us)))?;
-        Some(metronome_cc::TfrcReport {
-            p: fb.p(),
-            x_recv_bps: f64::from(fb.x_recv_bytes_per_s) * 8.0,
-            rtt_sample: rtt,
-        })
     }
 
     fn receiver_index(&mut self, ssrc: u32, addr: SocketAddr) -> Option<usize> {
@@ -427,4 +403,21 @@ impl SenderReports {
         self.push_event(SenderEvent::NewReceiver { ssrc, addr });
         Some(self.receivers.len() - 1)
     }
+}
+
+/// The TFRC report of `fb`, received at `now`: `None` if its echo is not of a packet sent
+/// lately (`sent_at`), or its delay is longer than the time since.
+fn tfrc_report(
+    now: Timestamp,
+    fb: &rtcp::TfrcFeedback,
+    sent_at: &dyn Fn(u16) -> Option<Timestamp>,
+) -> Option<metronome_cc::TfrcReport> {
+    let sent = sent_at(fb.echo_seq as u16)?;
+    let since = (sent <= now).then(|| now.saturating_since(sent))?;
+    let rtt = since.checked_sub(std::time::Duration::from_micros(u64::from(fb.t_delay_us)))?;
+    Some(metronome_cc::TfrcReport {
+        p: fb.p(),
+        x_recv_bps: f64::from(fb.x_recv_bytes_per_s) * 8.0,
+        rtt_sample: rtt,
+    })
 }

@@ -1,6 +1,7 @@
 //! The packets a sender sent lately (sequence number, time, size), for a controller that reads
 //! per-packet feedback (GCC): RFC 8888's reports name sequence numbers and arrival times on
-//! the receiver's clock; this turns them into [`PacketResult`]s with our send times.
+//! the receiver's clock; this turns them into [`PacketResult`]s with our send times. TFRC's
+//! and TFMCC's reports echo a sequence number too: [`SendLog::sent_at`] says when it left.
 
 use metronome_cc::PacketResult;
 use metronome_time::Timestamp;
@@ -118,13 +119,23 @@ impl SendLog {
         unmatched
     }
 
+    /// When the newest packet of this sequence number left, if it is in the log: the echo of
+    /// a TFRC or TFMCC report.
+    pub fn sent_at(&self, seq16: u16) -> Option<Timestamp> {
+        self.index(seq16).map(|i| self.sent[i].at)
+    }
+
     /// The newest packet sent with this sequence number (the log spans less than 2^16).
     fn find(&mut self, seq16: u16) -> Option<&mut Sent> {
+        self.index(seq16).map(|i| &mut self.sent[i])
+    }
+
+    fn index(&self, seq16: u16) -> Option<usize> {
         let newest = self.sent.back()?.seq;
         let back = u64::from((newest as u16).wrapping_sub(seq16));
         let ext = newest.checked_sub(back)?;
-        let i = ext.checked_sub(self.sent.front()?.seq)?;
-        self.sent.get_mut(i as usize).filter(|e| e.seq == ext)
+        let i = ext.checked_sub(self.sent.front()?.seq)? as usize;
+        self.sent.get(i).filter(|e| e.seq == ext).map(|_| i)
     }
 }
 

@@ -238,7 +238,8 @@ pub struct SenderSession {
     /// Whether the last entry to leave the queue was dropped (an entry that follows it in its
     /// frame is dropped too).
     last_dropped: bool,
-    /// What left when, for a controller that reads per-packet feedback (GCC).
+    /// What left when, for a controller that reads per-packet feedback (GCC) or echoes of
+    /// sequence numbers (TFRC, TFMCC).
     send_log: Option<Box<super::send_log::SendLog>>,
     /// Reported packets that were not in the log.
     feedback_unmatched: u64,
@@ -264,7 +265,8 @@ impl SenderSession {
         controller: Box<dyn RateController>,
     ) -> Self {
         let rate = controller.target_rate();
-        let controller_wants_log = controller.wants_packet_feedback();
+        let controller_wants_log =
+            controller.wants_packet_feedback() || controller.wants_send_times();
         let capacity = cfg.queue_capacity.max(1);
         SenderSession {
             queue: VecDeque::with_capacity(capacity),
@@ -329,7 +331,9 @@ impl SenderSession {
     }
 
     fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
-        self.reports.handle_rtcp(now, wall, from, data);
+        let log = self.send_log.as_deref();
+        let sent_at = |seq: u16| log.and_then(|l| l.sent_at(seq));
+        self.reports.handle_rtcp(now, wall, from, data, &sent_at);
         while let Some(e) = self.reports.poll_event() {
             match &e {
                 SenderEvent::ReceiverReport { ssrc, .. } => {

@@ -325,18 +325,28 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
 }
 
 /// A TFRC receiver's report (RTCP APP "TFRC") reaches a TFRC controller with the round-trip
-/// sample its timestamp echo gives, and the session follows the rate TFRC allows.
+/// sample its echo gives (from when the echoed packet left), and the session follows the rate
+/// TFRC allows.
 #[test]
 fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
     use metronome_cc::{TfrcConfig, TfrcSender};
     use metronome_wire::TfrcFeedback;
     let cc = TfrcSender::new(TfrcConfig::new(1250, Bitrate::mbps(50)), Timestamp::ZERO);
     let mut s = SenderSession::new(config(LatePolicy::CATCH_UP), Timestamp::ZERO, Box::new(cc));
-    // The receiver answers about the packet due at 880 ms, 20 ms after it arrived.
-    let echo = MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, ms(880));
+    // The receiver answers about packet 7, 20 ms after it arrived. It was due at 860 ms and
+    // left at 880 ms: round-trip samples count from when it left.
+    let late = Queued {
+        due: ms(860),
+        ..packet(7)
+    };
+    s.handle_input(ms(0), Input::Packet(late)).unwrap();
+    assert!(matches!(
+        s.poll_transmit(ms(880)),
+        Some(Transmit::Send { .. })
+    ));
     let report = |p: f64| TfrcFeedback {
         media_ssrc: 0xabc,
-        timestamp_echo: echo,
+        echo_seq: 7,
         t_delay_us: 20_000,
         x_recv_bytes_per_s: 125_000,
         p_fraction: TfrcFeedback::fraction_of(p),

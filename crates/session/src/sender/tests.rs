@@ -136,7 +136,13 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
         None,
     )
     .unwrap();
-    s.handle_rtcp(Timestamp::from_millis(260), arrival, from, &buf[..n]);
+    s.handle_rtcp(
+        Timestamp::from_millis(260),
+        arrival,
+        from,
+        &buf[..n],
+        &|_| None,
+    );
     let r = &s.receivers()[0];
     assert_eq!(r.ssrc, 0x77);
     assert_eq!(r.cname.as_deref(), Some("viewer"));
@@ -152,7 +158,13 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
     ));
 
     // Malformed RTCP is counted and changes nothing.
-    s.handle_rtcp(Timestamp::from_millis(300), arrival, from, &buf[..n - 3]);
+    s.handle_rtcp(
+        Timestamp::from_millis(300),
+        arrival,
+        from,
+        &buf[..n - 3],
+        &|_| None,
+    );
     assert_eq!(s.counters().rtcp_malformed, 1);
     assert_eq!(s.receivers()[0].reports, 1);
 }

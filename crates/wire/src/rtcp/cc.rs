@@ -54,19 +54,22 @@ pub fn rate_word(bytes_per_s: f64) -> u32 {
 /// |                   SSRC of the receiver                        |
 /// |                      name = "TFRC"                            |
 /// |             SSRC of the media source reported on              |
-/// |   timestamp echo: RTP timestamp of the last packet received   |
+/// |   echo: extended sequence number of the last packet received  |
 /// |   t_delay: µs from that packet's arrival to this report       |
 /// |   X_recv: bytes per second received over the last RTT         |
 /// |   p: the loss event rate, a fraction of 2^32 (0: none yet)    |
 /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 /// ```
 ///
-/// The sender knows when it sent the packet whose RTP timestamp is echoed (its timestamps are
-/// its due times), so `now − sent − t_delay` is a round-trip sample.
+/// RFC 5348 §3.2.2's timestamp echo names the packet by its sequence number (the low 32 bits
+/// of the receiver's extended one) rather than by its RTP timestamp: a video packet's RTP
+/// timestamp is its frame's presentation time, shared by every packet of the frame however
+/// they are paced, while the sender keeps when each sequence number left. So `now − sent −
+/// t_delay` is a round-trip sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfrcFeedback {
     pub media_ssrc: u32,
-    pub timestamp_echo: u32,
+    pub echo_seq: u32,
     pub t_delay_us: u32,
     pub x_recv_bytes_per_s: u32,
     /// The loss event rate as on the wire: `p × (2^32 − 1)`; see [`TfrcFeedback::p`].
@@ -138,11 +141,14 @@ impl TfmccSender {
 /// |   X_recv: the rate it receives, bytes/s                       |
 /// |   p: its loss event rate, a fraction of 2^32                  |
 /// |     feedback round number     |             flags             |
-/// |   echo: RTP timestamp of the last data packet received        |
+/// |   echo: extended sequence number of the last packet received  |
 /// |   t_delay: µs from that packet's arrival to this report       |
 /// ```
 ///
-/// flags: bit 0 has an RTT measurement, bit 1 has seen loss, bit 2 leaving the group.
+/// flags: bit 0 has an RTT measurement, bit 1 has seen loss, bit 2 leaving the group. The
+/// echo stands for RFC 4654's `ts_i'` (the echoed data packet's send time): the sender looks
+/// the sequence number up among the packets it sent lately (see [`TfrcFeedback`] for why not
+/// the RTP timestamp).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfmccFeedback {
     pub media_ssrc: u32,
@@ -153,7 +159,7 @@ pub struct TfmccFeedback {
     pub p_fraction: u32,
     pub round: u16,
     pub flags: u16,
-    pub echo_rtp_ts: u32,
+    pub echo_seq: u32,
     pub echo_delay_us: u32,
 }
 
@@ -191,7 +197,7 @@ impl CcApp {
         match *self {
             CcApp::TfrcFeedback(f) => vec![
                 f.media_ssrc,
-                f.timestamp_echo,
+                f.echo_seq,
                 f.t_delay_us,
                 f.x_recv_bytes_per_s,
                 f.p_fraction,
@@ -216,7 +222,7 @@ impl CcApp {
                 f.x_recv,
                 f.p_fraction,
                 halves(f.round, f.flags),
-                f.echo_rtp_ts,
+                f.echo_seq,
                 f.echo_delay_us,
             ],
         }
@@ -236,7 +242,7 @@ impl CcApp {
         Some(match (&name, subtype, n) {
             (b"TFRC", 0, 5) => CcApp::TfrcFeedback(TfrcFeedback {
                 media_ssrc: w[0],
-                timestamp_echo: w[1],
+                echo_seq: w[1],
                 t_delay_us: w[2],
                 x_recv_bytes_per_s: w[3],
                 p_fraction: w[4],
@@ -268,7 +274,7 @@ impl CcApp {
                     p_fraction: w[5],
                     round,
                     flags,
-                    echo_rtp_ts: w[7],
+                    echo_seq: w[7],
                     echo_delay_us: w[8],
                 })
             }

@@ -368,7 +368,7 @@ mod tests {
     fn congestion_control_apps_round_trip_and_other_apps_are_left_alone() {
         let fb = TfrcFeedback {
             media_ssrc: 0xdead_beef,
-            timestamp_echo: 90_000,
+            echo_seq: 90_000,
             t_delay_us: 1234,
             x_recv_bytes_per_s: 125_000,
             p_fraction: TfrcFeedback::fraction_of(0.01),
@@ -397,7 +397,7 @@ mod tests {
                 p_fraction: cc::fraction_of(0.5),
                 round: 9,
                 flags: TfmccFeedback::HAVE_RTT | TfmccFeedback::LEAVING,
-                echo_rtp_ts: 90_000,
+                echo_seq: 90_000,
                 echo_delay_us: 77,
             }),
         ];
