@@ -15,6 +15,7 @@
 use crate::closed_form;
 use crate::model::{self, LinkPlan};
 use crate::results::{CommandRun, EmuFacts, PointResult};
+use crate::served::ServedFlow;
 use crate::wall::Stopwatch;
 use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath};
 use metronome_emu::netns::{remove_stale, Hosts};
@@ -299,9 +300,16 @@ fn rtp_run<'a>(
         _ => rtp::RtpReceivers::Plain(open_receivers(hosts, names, k, f)?),
     };
     let plan = model::RtpPlan::of(f, scenario_dir).expect("an RTP flow");
+    // A video's ladder is encoded (or read from the cache) now, before the run's origin.
+    // Opened by the sender, after its epoch, it made the first packets late by the time that
+    // took (7.7 s to encode a 30 s CIF ladder), and a rate controller at its floor behind that
+    // backlog stayed there for most of the run.
+    let mut source = ServedFlow::new(f, plan.clone());
+    source.rtp_format()?;
     Ok(rtp::RtpFlowRun {
         f,
         plan,
+        source,
         dest,
         receivers,
     })

@@ -115,6 +115,8 @@ pub(super) enum RtpReceivers {
 pub(super) struct RtpFlowRun<'a> {
     pub f: &'a FlowDecl,
     pub plan: RtpPlan,
+    /// Its source, its video's ladder already made.
+    pub source: ServedFlow,
     pub dest: RtpUrl,
     pub receivers: RtpReceivers,
 }
@@ -178,7 +180,7 @@ pub(super) fn rtp_flow(
     // the wire, and the source starts at `start_rate` on the wire (as in the simulator).
     let per_wire = ServedFlow::source_per_wire(&plan);
     let max_source = (cc != RtpCc::Fixed).then_some((rate_bps as f64 * per_wire) as u64);
-    let source = ServedFlow::new(f, plan);
+    let source = run.source;
     let frames = source.frames();
     let targets: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
     let stop_rx = AtomicBool::new(false);
