@@ -498,7 +498,15 @@ fn program_work<'a>(
 ) -> Option<Box<dyn FnOnce() -> FlowOutcome + Send + 'a>> {
     match f.kind {
         FlowKind::Tcp { .. } => Some(Box::new(move || {
-            programs::iperf3_flow(k, f, stage).map(|r| (r, None, None))
+            // A warning about iperf3's output goes with the point's others (the channel
+            // video flows use).
+            programs::iperf3_flow(k, f, stage).map(|(r, warning)| {
+                let note = warning.map(|w| crate::video::FlowVideo {
+                    warnings: vec![w],
+                    ..Default::default()
+                });
+                (r, None, note)
+            })
         })),
         FlowKind::Command { .. } => Some(Box::new(move || {
             programs::command_flow(f, stage).map(|run| {

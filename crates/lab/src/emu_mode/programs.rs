@@ -264,8 +264,13 @@ pub(super) fn command_flow(f: &FlowDecl, st: &Stage) -> Result<CommandRun, Strin
 
 /// TCP flow `k` by iperf3 between its hosts, from the flow's start: what its receiver got,
 /// per interval and in all (iperf3's `-b` is the flow's rate, its `-C` the congestion
-/// control). Its JSON is kept as `FLOW.iperf3.json`.
-pub(super) fn iperf3_flow(k: usize, f: &FlowDecl, st: &Stage) -> Result<FlowReport, String> {
+/// control), and a warning if its output was not one JSON document alone. Its JSON is kept
+/// as `FLOW.iperf3.json`.
+pub(super) fn iperf3_flow(
+    k: usize,
+    f: &FlowDecl,
+    st: &Stage,
+) -> Result<(FlowReport, Option<String>), String> {
     let FlowKind::Tcp {
         cc,
         bytes,
@@ -335,10 +340,29 @@ pub(super) fn iperf3_flow(k: usize, f: &FlowDecl, st: &Stage) -> Result<FlowRepo
     parse_iperf3(f, rate_bps, &text)
 }
 
-/// iperf3's `-J` output as the flow's figures.
-fn parse_iperf3(f: &FlowDecl, rate_bps: Option<u64>, json: &[u8]) -> Result<FlowReport, String> {
-    let v: serde_json::Value = serde_json::from_slice(json)
-        .map_err(|e| format!("flow '{}': iperf3 printed no JSON ({e})", f.name))?;
+/// iperf3's `-J` output as the flow's figures, from its first JSON document. iperf3 3.12 has
+/// been seen to write the last bytes of its document a second time after it (`ion":
+/// "reno"\n\t}\n}`: one point of a 4-point seed002-tcp emu run, which then lost all four);
+/// what follows the document is left out, and said in the warning.
+fn parse_iperf3(
+    f: &FlowDecl,
+    rate_bps: Option<u64>,
+    json: &[u8],
+) -> Result<(FlowReport, Option<String>), String> {
+    let no_json = |e: serde_json::Error| format!("flow '{}': iperf3 printed no JSON ({e})", f.name);
+    let mut docs = serde_json::Deserializer::from_slice(json).into_iter::<serde_json::Value>();
+    let v = docs
+        .next()
+        .ok_or_else(|| format!("flow '{}': iperf3 printed nothing", f.name))?
+        .map_err(no_json)?;
+    let after = json[docs.byte_offset()..].trim_ascii();
+    let warning = (!after.is_empty()).then(|| {
+        format!(
+            "flow '{}': iperf3 wrote {} bytes after its JSON document; they are left out",
+            f.name,
+            after.len()
+        )
+    });
     if let Some(e) = v.get("error") {
         return Err(format!("flow '{}': iperf3: {e}", f.name));
     }
@@ -366,7 +390,7 @@ fn parse_iperf3(f: &FlowDecl, rate_bps: Option<u64>, json: &[u8]) -> Result<Flow
     rx.throughput_bps = received["bits_per_second"].as_f64().unwrap_or(0.0);
     rx.intervals = intervals;
     let sent = &v["end"]["sum_sent"];
-    Ok(FlowReport {
+    let report = FlowReport {
         name: f.name.clone(),
         kind: "tcp".into(),
         src: f.from.clone(),
@@ -377,7 +401,8 @@ fn parse_iperf3(f: &FlowDecl, rate_bps: Option<u64>, json: &[u8]) -> Result<Flow
         sent_bytes: sent["bytes"].as_u64().unwrap_or(0),
         receivers: vec![rx],
         rate_control: None,
-    })
+    };
+    Ok((report, warning))
 }
 
 /// What a `metronome recv … --json` command measured, as a receiver's figures at its host
@@ -437,5 +462,50 @@ pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
         sent_bytes: 0,
         receivers: Vec::new(),
         rate_control: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_spec::scenario::TcpCc;
+
+    fn tcp_flow() -> FlowDecl {
+        FlowDecl {
+            name: "tcp".into(),
+            from: "a".into(),
+            to: vec!["b".into()],
+            start: Duration::ZERO,
+            duration: Duration::from_secs(10),
+            kind: FlowKind::Tcp {
+                cc: TcpCc::Reno,
+                bytes: None,
+                rate_bps: None,
+                mtu: None,
+            },
+            membership: Vec::new(),
+        }
+    }
+
+    const DOC: &str = "{\n\t\"intervals\":\t[],\n\t\"end\":\t{\n\t\t\"sum_sent\":\t{\"bytes\":\t1250},\n\t\t\"sum_received\":\t{\"bytes\":\t1000, \"bits_per_second\":\t800.5},\n\t\t\"receiver_tcp_congestion\":\t\"reno\"\n\t}\n}\n";
+
+    #[test]
+    fn iperf3s_document_is_read_and_what_follows_it_is_left_out_with_a_warning() {
+        let (r, warning) = parse_iperf3(&tcp_flow(), None, DOC.as_bytes()).unwrap();
+        assert_eq!(warning, None);
+        assert_eq!((r.sent_bytes, r.receivers[0].bytes), (1250, 1000));
+        assert_eq!(r.receivers[0].throughput_bps, 800.5);
+        // As iperf3 3.12 wrote it once: the document's last bytes again after it.
+        let twice = format!("{DOC}ion\":\t\"reno\"\n\t}}\n}}\n");
+        let (again, warning) = parse_iperf3(&tcp_flow(), None, twice.as_bytes()).unwrap();
+        assert_eq!(again.receivers[0].bytes, 1000);
+        let warning = warning.expect("a warning");
+        assert!(
+            warning.contains("17 bytes after its JSON document"),
+            "{warning}"
+        );
+        // No document at all is an error that says so.
+        let e = parse_iperf3(&tcp_flow(), None, b"iperf3: error").unwrap_err();
+        assert!(e.contains("iperf3 printed no JSON"), "{e}");
     }
 }
