@@ -366,6 +366,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     r.emu = Some(emu_facts(&fabric_stats, &host));
     r.commands = out.commands;
     r.add_videos(out.videos);
+    r.warnings.extend(out.warnings);
     Ok(r)
 }
 
@@ -399,10 +400,20 @@ struct Outcomes {
     reports: Vec<Option<Result<FlowReport, String>>>,
     commands: Vec<CommandRun>,
     videos: Vec<FlowVideo>,
+    /// What went wrong with the flows' programs, in words (a video's are in its FlowVideo).
+    warnings: Vec<String>,
 }
 
 /// What a flow's own thread (iperf3, a command, an RTP flow) gives back.
-type FlowOutcome = Result<(FlowReport, Option<CommandRun>, Option<FlowVideo>), String>;
+type FlowOutcome = Result<(FlowReport, FlowExtras), String>;
+
+/// What a flow gives back beside its report: the program it ran, its video, warnings.
+#[derive(Default)]
+struct FlowExtras {
+    run: Option<CommandRun>,
+    video: Option<FlowVideo>,
+    warnings: Vec<String>,
+}
 
 impl<'a> PointFlows<'a> {
     fn open(
@@ -463,7 +474,15 @@ impl<'a> PointFlows<'a> {
                 }
             }
             for (k, run) in self.rtp {
-                let work = move || rtp::rtp_flow(run, stage).map(|(r, v)| (r, None, v));
+                let work = move || {
+                    rtp::rtp_flow(run, stage).map(|(r, video)| {
+                        let extras = FlowExtras {
+                            video,
+                            ..FlowExtras::default()
+                        };
+                        (r, extras)
+                    })
+                };
                 programs.push((k, scope.spawn(work)));
             }
             let order: Vec<usize> = self.sending.iter().map(|(k, _)| *k).collect();
@@ -498,14 +517,12 @@ fn program_work<'a>(
 ) -> Option<Box<dyn FnOnce() -> FlowOutcome + Send + 'a>> {
     match f.kind {
         FlowKind::Tcp { .. } => Some(Box::new(move || {
-            // A warning about iperf3's output goes with the point's others (the channel
-            // video flows use).
             programs::iperf3_flow(k, f, stage).map(|(r, warning)| {
-                let note = warning.map(|w| crate::video::FlowVideo {
-                    warnings: vec![w],
-                    ..Default::default()
-                });
-                (r, None, note)
+                let extras = FlowExtras {
+                    warnings: warning.into_iter().collect(),
+                    ..FlowExtras::default()
+                };
+                (r, extras)
             })
         })),
         FlowKind::Command { .. } => Some(Box::new(move || {
@@ -514,7 +531,11 @@ fn program_work<'a>(
                 report
                     .receivers
                     .extend(programs::measured_by(&run, f, stage));
-                (report, Some(run), None)
+                let extras = FlowExtras {
+                    run: Some(run),
+                    ..FlowExtras::default()
+                };
+                (report, extras)
             })
         })),
         _ => None,
@@ -528,14 +549,16 @@ impl Outcomes {
             reports: vec![None; flows],
             commands: Vec::new(),
             videos: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
     /// Flow `k`'s outcome from its own thread.
     fn add(&mut self, k: usize, r: FlowOutcome) {
-        self.reports[k] = Some(r.map(|(report, run, video)| {
-            self.commands.extend(run);
-            self.videos.extend(video);
+        self.reports[k] = Some(r.map(|(report, extras)| {
+            self.commands.extend(extras.run);
+            self.videos.extend(extras.video);
+            self.warnings.extend(extras.warnings);
             report
         }));
     }

@@ -114,6 +114,17 @@ pub enum SenderTimer {
     SenderReport,
 }
 
+/// What one compound RTCP packet said, gathered before any of it is applied: a malformed
+/// compound changes nothing. Bounded by what one datagram holds.
+#[derive(Default)]
+struct Heard {
+    blocks: Vec<(u32, rtcp::Block)>,
+    byes: Vec<u32>,
+    cnames: Vec<(u32, String)>,
+    cc: Vec<(u32, rtcp::CcApp)>,
+    feedback: Vec<SenderEvent>,
+}
+
 pub struct SenderReports {
     cfg: SenderReportsConfig,
     epoch: Timestamp,
@@ -273,108 +284,133 @@ impl SenderReports {
         sent_at: &dyn Fn(u16) -> Option<Timestamp>,
     ) {
         self.counters.rtcp_received += 1;
+        let Some(heard) = self.hear(data) else {
+            self.counters.rtcp_malformed += 1;
+            return;
+        };
+        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, data.len());
+        for e in heard.feedback {
+            self.push_event(e);
+        }
+        for (reporter, block) in heard.blocks {
+            self.on_block(now, wall, from, reporter, &block);
+        }
+        for (ssrc, cname) in heard.cnames {
+            if let Some(&i) = self.by_ssrc.get(&ssrc) {
+                self.receivers[i].cname = Some(cname.chars().take(255).collect());
+            }
+        }
+        for ssrc in heard.byes {
+            if let Some(&i) = self.by_ssrc.get(&ssrc) {
+                self.receivers[i].said_bye = true;
+                self.push_event(SenderEvent::ReceiverBye { ssrc });
+            }
+        }
+        for (reporter, app) in heard.cc {
+            self.on_cc_app(now, reporter, app, sent_at);
+        }
+    }
+
+    /// What compound packet `data` says, or `None` if it is malformed (then nothing of it is
+    /// applied). RFC 8888 blocks about another stream are counted here.
+    fn hear(&mut self, data: &[u8]) -> Option<Heard> {
         let our = self.cfg.ssrc;
-        // Bounded by what one datagram holds.
-        let mut blocks = Vec::new();
-        let mut byes = Vec::new();
-        let mut cnames = Vec::new();
-        let mut cc = Vec::new();
-        let mut feedback = Vec::new();
+        let mut h = Heard::default();
         let r = rtcp::parse_compound(data, |item| match item {
-            RtcpItem::ReportBlock { reporter, block } => blocks.push((reporter, block)),
-            RtcpItem::Cc { ssrc, app } => cc.push((ssrc, app)),
+            RtcpItem::ReportBlock { reporter, block } => h.blocks.push((reporter, block)),
+            RtcpItem::Cc { ssrc, app } => h.cc.push((ssrc, app)),
             RtcpItem::Ccfb(fb) => {
                 for b in fb.blocks() {
                     if b.media_ssrc != our {
                         self.counters.blocks_about_others += 1;
                         continue;
                     }
-                    let reports = b.reports().collect();
-                    feedback.push(SenderEvent::PacketFeedback {
+                    h.feedback.push(SenderEvent::PacketFeedback {
                         ssrc: fb.sender_ssrc,
                         report_timestamp: fb.report_timestamp,
-                        reports,
+                        reports: b.reports().collect(),
                     });
                 }
             }
-            RtcpItem::Bye { ssrc } => byes.push(ssrc),
-            RtcpItem::Cname { ssrc, cname } => {
-                cnames.push((ssrc, String::from_utf8_lossy(cname).into_owned()))
-            }
+            RtcpItem::Bye { ssrc } => h.byes.push(ssrc),
+            RtcpItem::Cname { ssrc, cname } => h
+                .cnames
+                .push((ssrc, String::from_utf8_lossy(cname).into_owned())),
             _ => {}
         });
-        if r.is_err() {
-            self.counters.rtcp_malformed += 1;
+        r.is_ok().then_some(h)
+    }
+
+    /// Receiver `reporter`'s report block, from `from`: its loss, jitter and round trip.
+    fn on_block(
+        &mut self,
+        now: Timestamp,
+        wall: NtpTime,
+        from: SocketAddr,
+        reporter: u32,
+        block: &rtcp::Block,
+    ) {
+        if block.ssrc != self.cfg.ssrc {
+            self.counters.blocks_about_others += 1;
             return;
         }
-        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, data.len());
-        for e in feedback {
-            self.push_event(e);
+        let Some(i) = self.receiver_index(reporter, from) else {
+            return;
+        };
+        let rtt = NtpTime::round_trip(wall, block.lsr, block.dlsr);
+        let r = &mut self.receivers[i];
+        r.addr = from;
+        r.fraction_lost = block.fraction_lost as f64 / 256.0;
+        r.cumulative_lost = block.cumulative_lost;
+        r.extended_highest_seq = block.extended_highest_seq;
+        r.jitter_ms = block.jitter as f64 * 1000.0 / self.cfg.clock.rate() as f64;
+        if let Some(rtt) = rtt {
+            r.rtt_ms = Some(rtt.as_secs_f64() * 1000.0);
         }
-        for (reporter, block) in blocks {
-            if block.ssrc != our {
-                self.counters.blocks_about_others += 1;
-                continue;
-            }
-            let Some(i) = self.receiver_index(reporter, from) else {
-                continue;
-            };
-            let rtt = NtpTime::round_trip(wall, block.lsr, block.dlsr);
-            let r = &mut self.receivers[i];
-            r.addr = from;
-            r.fraction_lost = block.fraction_lost as f64 / 256.0;
-            r.cumulative_lost = block.cumulative_lost;
-            r.extended_highest_seq = block.extended_highest_seq;
-            r.jitter_ms = block.jitter as f64 * 1000.0 / self.cfg.clock.rate() as f64;
-            if let Some(rtt) = rtt {
-                r.rtt_ms = Some(rtt.as_secs_f64() * 1000.0);
-            }
-            r.reports += 1;
-            r.last_report = now;
-            let e = SenderEvent::ReceiverReport {
-                ssrc: reporter,
-                fraction_lost: r.fraction_lost,
-                rtt_ms: r.rtt_ms,
-            };
-            self.push_event(e);
-        }
-        for (ssrc, cname) in cnames {
-            if let Some(&i) = self.by_ssrc.get(&ssrc) {
-                self.receivers[i].cname = Some(cname.chars().take(255).collect());
-            }
-        }
-        for ssrc in byes {
-            if let Some(&i) = self.by_ssrc.get(&ssrc) {
-                self.receivers[i].said_bye = true;
-                self.push_event(SenderEvent::ReceiverBye { ssrc });
-            }
-        }
-        for (reporter, app) in cc {
-            match app {
-                rtcp::CcApp::TfrcFeedback(fb) if fb.media_ssrc == our => {
-                    match tfrc_report(now, &fb, sent_at) {
-                        Some(report) => self.push_event(SenderEvent::Tfrc {
-                            ssrc: reporter,
-                            report,
-                        }),
-                        None => self.counters.tfrc_unusable += 1,
-                    }
-                }
-                rtcp::CcApp::TfmccFeedback(fb) if fb.media_ssrc == our => {
-                    let report = crate::cc_app::tfmcc_report(&fb, |seq| {
-                        sent_at(seq as u16).filter(|t| *t <= now)
-                    });
-                    self.push_event(SenderEvent::Tfmcc {
+        r.reports += 1;
+        r.last_report = now;
+        let e = SenderEvent::ReceiverReport {
+            ssrc: reporter,
+            fraction_lost: r.fraction_lost,
+            rtt_ms: r.rtt_ms,
+        };
+        self.push_event(e);
+    }
+
+    /// A rate controller's APP packet from `reporter`: a TFRC or TFMCC report about this
+    /// stream becomes its event, its echo turned into a send time by `sent_at`.
+    fn on_cc_app(
+        &mut self,
+        now: Timestamp,
+        reporter: u32,
+        app: rtcp::CcApp,
+        sent_at: &dyn Fn(u16) -> Option<Timestamp>,
+    ) {
+        let our = self.cfg.ssrc;
+        match app {
+            rtcp::CcApp::TfrcFeedback(fb) if fb.media_ssrc == our => {
+                match tfrc_report(now, &fb, sent_at) {
+                    Some(report) => self.push_event(SenderEvent::Tfrc {
                         ssrc: reporter,
                         report,
-                    });
+                    }),
+                    None => self.counters.tfrc_unusable += 1,
                 }
-                rtcp::CcApp::TfrcFeedback(_) | rtcp::CcApp::TfmccFeedback(_) => {
-                    self.counters.blocks_about_others += 1
-                }
-                // A sender's announcement (another sender on the group): not for us.
-                _ => {}
             }
+            rtcp::CcApp::TfmccFeedback(fb) if fb.media_ssrc == our => {
+                let report = crate::cc_app::tfmcc_report(&fb, |seq| {
+                    sent_at(seq as u16).filter(|t| *t <= now)
+                });
+                self.push_event(SenderEvent::Tfmcc {
+                    ssrc: reporter,
+                    report,
+                });
+            }
+            rtcp::CcApp::TfrcFeedback(_) | rtcp::CcApp::TfmccFeedback(_) => {
+                self.counters.blocks_about_others += 1
+            }
+            // A sender's announcement (another sender on the group): not for us.
+            _ => {}
         }
     }
 
