@@ -72,6 +72,13 @@ impl ControllerKind {
         }
     }
 
+    /// Whether its receivers place each data packet on the sender's clock (RFC 5348 §3.1 and
+    /// RFC 4654 §3.1: data packets carry their send time), so packets carry a send-time
+    /// header extension.
+    pub fn receivers_need_send_times(self) -> bool {
+        matches!(self, ControllerKind::Tfrc | ControllerKind::Tfmcc)
+    }
+
     /// Whether it serves a multicast group (TFMCC, ASMP) rather than one receiver.
     pub fn for_groups(self) -> bool {
         matches!(self, ControllerKind::Tfmcc | ControllerKind::Asmp)

@@ -10,6 +10,7 @@ use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
 use metronome_spec::scenario::RtpCc;
+use metronome_wire::rtp::{SendTimeExt, ABS_SEND_TIME_URI, SEND_TIME_EXT_ID};
 use metronome_wire::sdp::{MediaDescription, SessionDescription};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -384,15 +385,19 @@ fn coded_source(
         .duration
         .unwrap_or(Duration::from_secs(crate::coded::DEFAULT_SECS));
     let stream = crate::coded::open(&a.coded, codec, picture, cc, (start, most), a.mtu, duration)?;
-    // A ladder's packets are Evalvid-RA's: no send-time extension, which the server would
-    // otherwise stamp over their payload.
-    cfg.send_time_ext = stream.source.send_time_ext();
+    // A ladder's packets are Evalvid-RA's: no send-time extension, except abs-send-time for
+    // TFRC's and TFMCC's receivers, which the server stamps.
+    let send_time = stream.source.send_time();
+    cfg.send_time_ext = !send_time.is_none();
     // The ladder is `duration` long: the stream ends with its last frame, whole.
     cfg.duration = None;
     let f = &stream.format;
     let mut media = MediaDescription::new("video", 0, 96, f.encoding, f.clock_rate);
     media.fmtp = Some(f.fmtp.clone());
     media.bitrate_kbps = Some(most.div_ceil(1000));
+    if send_time == SendTimeExt::Abs24 {
+        media.extmap = Some((SEND_TIME_EXT_ID, ABS_SEND_TIME_URI.to_string()));
+    }
     let source = GivenSource::Rtp(Box::new(stream.source));
     Ok((source, Some(Noted::Ladder(stream.frames)), media))
 }

@@ -15,6 +15,7 @@ use metronome_media::payload::PayloaderConfig;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
 use metronome_spec::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
 use metronome_time::Bitrate;
+use metronome_wire::rtp::SendTimeExt;
 use std::sync::{Arc, Mutex, Weak};
 
 /// The codec of a declared ladder.
@@ -234,19 +235,14 @@ impl RtpSource for LadderVideo {
 }
 
 /// The payloader's settings for a flow: RTP payload of at most `mtu` less RTP (12 bytes, and
-/// the send-time extension's 12 if it is carried), UDP and IPv4 (28).
+/// the send-time extension if it is carried), UDP and IPv4 (28).
 pub fn payloader(
     ssrc: u32,
     initial_seq: u16,
     mtu: Option<u32>,
-    send_time_ext: bool,
+    send_time: SendTimeExt,
 ) -> PayloaderConfig {
-    let headers =
-        12 + if send_time_ext {
-            metronome_wire::rtp::SEND_TIME_EXT_LEN
-        } else {
-            0
-        } + 28;
+    let headers = 12 + send_time.bytes() + 28;
     PayloaderConfig {
         ssrc,
         payload_type: 96,
@@ -254,7 +250,7 @@ pub fn payloader(
             .saturating_sub(headers)
             .max(100),
         initial_seq,
-        send_time_ext,
+        send_time,
     }
 }
 

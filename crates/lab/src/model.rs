@@ -23,6 +23,7 @@ use metronome_spec::scenario::{
     RateShape, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_wire::rtp::SendTimeExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -305,11 +306,14 @@ pub struct RtpPlan {
     pub mtu: Option<u32>,
     /// The sender's and receivers' minimum RTCP interval.
     pub rtcp_interval: Duration,
-    /// Whether packets carry the send-time extension (RTP header extension, 12 bytes), which
-    /// receivers on real sockets read one-way delay from: MPEG-TS flows do; a ladder's video
-    /// does not, as Evalvid-RA's packets carry none (its payloads are `mtu − 40` bytes: seed
-    /// 002's 978 at 1018), and its delays count from each packet's due time.
-    pub send_time_ext: bool,
+    /// The send-time header extension packets carry. MPEG-TS flows carry the NTP time (16
+    /// bytes), which receivers on real sockets read one-way delay from. A ladder's video
+    /// carries none, as Evalvid-RA's packets carry none (payloads of `mtu − 40` bytes: seed
+    /// 002's 978 at 1018; delays count from each packet's due time), except under TFRC or
+    /// TFMCC, whose receivers need each packet's send time (RFC 5348 §3.1, RFC 4654 §3.1: the
+    /// protocols' own data header has it; ns-2's costs no bytes): abs-send-time, 8 bytes, so
+    /// 970-byte payloads at 1018.
+    pub send_time: SendTimeExt,
 }
 
 impl RtpPlan {
@@ -341,19 +345,18 @@ impl RtpPlan {
             coded,
             mtu,
             rtcp_interval,
-            send_time_ext: coded.is_none(),
+            send_time: match coded {
+                None => SendTimeExt::Ntp64,
+                Some(_) if cc.receivers_need_send_times() => SendTimeExt::Abs24,
+                Some(_) => SendTimeExt::None,
+            },
         })
     }
 
     /// Bytes of each packet on the wire beyond its RTP payload: RTP's header, the send-time
     /// extension if it is carried, UDP and IPv4.
     pub fn packet_overhead(&self) -> u32 {
-        let ext = if self.send_time_ext {
-            metronome_wire::rtp::SEND_TIME_EXT_LEN as u32
-        } else {
-            0
-        };
-        12 + ext + 28
+        12 + self.send_time.bytes() as u32 + 28
     }
 
     /// Where the source starts: the declared rate, or with a controller its `start_rate` (a
@@ -449,7 +452,7 @@ fn ladder_video(
     let watch = crate::wall::Stopwatch::start();
     let ladder = flow_ladder(f, v, content, coded, plan)?;
     let getting_s = watch.seconds();
-    let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, plan.send_time_ext);
+    let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, plan.send_time);
     let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, plan.packet_overhead());
     let map = Arc::new(Mutex::new(FrameMap {
         picture: Some(v),
@@ -498,7 +501,7 @@ pub fn flow_source(f: &FlowDecl, plan: &RtpPlan, n: &Numbering) -> Result<FlowSo
     };
     let epoch = n.epoch;
     let pcfg = PacketizerConfig {
-        send_time_ext: plan.send_time_ext,
+        send_time_ext: !plan.send_time.is_none(),
         ts_per_packet: k,
         ..PacketizerConfig::mp2t(n.ssrc, n.seq, n.rtp_ts_base)
     };
@@ -550,7 +553,7 @@ fn member_windows(f: &FlowDecl) -> Vec<MemberWindow> {
 }
 
 /// An MPEG-TS stream through the engine's sender session: `ts_per_packet` TS packets per RTP
-/// packet, the send-time extension on (`RtpPlan::send_time_ext`), a 2 ms deadline per packet. The TS is made of
+/// packet, the send-time extension on (`RtpPlan::send_time`), a 2 ms deadline per packet. The TS is made of
 /// placeholder packets at a constant rate, or with `video` is the encoded test pattern (whose
 /// frames are kept). With a rate controller the source follows it (the constant-rate TS from
 /// its next packet, the video from its next GOP), made at most 200 ms ahead, as the real
@@ -619,7 +622,7 @@ fn rtp(
                 ..ReceiverConfig::default()
             },
             epoch,
-            send_time_ext: plan.send_time_ext,
+            send_time_ext: !plan.send_time.is_none(),
             slot_size: 1500,
             stalls: Vec::new(),
             ip_overhead: 28,

@@ -11,6 +11,7 @@ use metronome_rt::streams::{PacketShape, RtpSourcePlan, StartInfo};
 use metronome_session::sender::RtpSource;
 use metronome_spec::scenario::{FlowDecl, RtpCc, VideoContent};
 use metronome_time::Timestamp;
+use metronome_wire::rtp::SendTimeExt;
 use std::sync::{Arc, Mutex};
 
 /// A flow's source, to be opened by the real-time server (see the module).
@@ -44,13 +45,13 @@ impl ServedFlow {
     pub fn packet_shape(plan: &RtpPlan) -> PacketShape {
         match plan.coded {
             Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
-            None => PacketShape::mp2t(plan.ts_per_packet, plan.send_time_ext),
+            None => PacketShape::mp2t(plan.ts_per_packet, !plan.send_time.is_none()),
         }
     }
 
-    /// Whether its packets carry the send-time extension (the server must then stamp it).
-    pub fn send_time_ext(&self) -> bool {
-        self.plan.send_time_ext
+    /// The send-time extension its packets carry (the server must then stamp it).
+    pub fn send_time(&self) -> SendTimeExt {
+        self.plan.send_time
     }
 
     /// The source's units per bit on the wire (TS bits, or 1 for a source counted there).

@@ -49,7 +49,7 @@ impl RtpSourcePlan for Plan {
                     payload_type: 96,
                     max_payload: MAX_PAYLOAD,
                     initial_seq: start.seq,
-                    send_time_ext: false,
+                    send_time: metronome_wire::rtp::SendTimeExt::None,
                 },
                 rtp_ts_base: start.rtptime,
                 overhead_per_packet: 40,

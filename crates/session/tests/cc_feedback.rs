@@ -15,7 +15,7 @@ use metronome_session::sender::{
     Input, JobConfig, Queued, SenderReportsConfig, SenderSession, SenderSessionConfig, Transmit,
 };
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
-use metronome_wire::rtp::{write_packet, RtpHeader};
+use metronome_wire::rtp::{patch_send_time, write_packet, RtpHeader, SendTimeExt};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -49,8 +49,9 @@ fn sender(cc: Box<dyn RateController>) -> SenderSession {
     SenderSession::new(cfg, Timestamp::ZERO, cc)
 }
 
-/// The RTP packet of `seq`, with the timestamp of `time` (its due time, or its frame's).
-fn rtp(seq: u16, time: Timestamp) -> Vec<u8> {
+/// The RTP packet of `seq`, with the timestamp of `time` (its due time, or its frame's) and
+/// the send-time element `ext` stamped with `sent`.
+fn rtp(seq: u16, time: Timestamp, ext: SendTimeExt, sent: NtpTime) -> Vec<u8> {
     let mut payload = [0u8; 1316];
     for c in payload.chunks_exact_mut(188) {
         c[0] = 0x47;
@@ -63,8 +64,9 @@ fn rtp(seq: u16, time: Timestamp) -> Vec<u8> {
         marker: false,
     };
     let mut buf = vec![0u8; 1500];
-    let n = write_packet(&mut buf, &hdr, false, &payload).unwrap();
+    let n = write_packet(&mut buf, &hdr, ext, &payload).unwrap();
     buf.truncate(n);
+    patch_send_time(&mut buf, sent);
     buf
 }
 
@@ -81,17 +83,42 @@ fn run(
     loss_every: &[u64],
     secs: u64,
 ) -> (SenderSession, Vec<ReceiverSession>) {
-    run_stamped(cc, kind, loss_every, secs, |due| due)
+    let r = run_stamped(cc, kind, loss_every, secs, Stamping::DUE);
+    (r.sender, r.receivers)
 }
 
-/// [`run`], each packet's RTP timestamp that of `stamp` of its due time.
+/// What a packet says of its time.
+#[derive(Clone, Copy)]
+struct Stamping {
+    /// Its RTP timestamp from its due time.
+    rtp_ts: fn(Timestamp) -> Timestamp,
+    /// The send-time element, stamped as it leaves.
+    send_time: SendTimeExt,
+}
+
+impl Stamping {
+    /// The RTP timestamp of the due time, no send time.
+    const DUE: Stamping = Stamping {
+        rtp_ts: |due| due,
+        send_time: SendTimeExt::None,
+    };
+}
+
+struct Run {
+    sender: SenderSession,
+    receivers: Vec<ReceiverSession>,
+    /// Receiver 0's TFMCC RTT in use each millisecond once it has measured one, ms.
+    rtts: Vec<f64>,
+}
+
+/// [`run`], packets stamped as `stamping` says.
 fn run_stamped(
     cc: Box<dyn RateController>,
     kind: AgentKind,
     loss_every: &[u64],
     secs: u64,
-    stamp: fn(Timestamp) -> Timestamp,
-) -> (SenderSession, Vec<ReceiverSession>) {
+    stamping: Stamping,
+) -> Run {
     let mut s = sender(cc);
     let mut rx: Vec<ReceiverSession> = (0..loss_every.len())
         .map(|k| {
@@ -112,6 +139,7 @@ fn run_stamped(
     let mut buf = vec![0u8; 1500];
     let step = Duration::from_millis(1);
     let mut now = Timestamp::ZERO;
+    let mut rtts = Vec::new();
     while now < Timestamp::from_secs(secs) {
         while queued < n && queued < 64 + (now.as_nanos() / gap.as_nanos() as u64) as u32 {
             let q = Queued {
@@ -128,7 +156,9 @@ fn run_stamped(
         s.handle_timeout(now);
         while let Some(t) = s.poll_transmit(now) {
             if let Transmit::Send { id, due, .. } = t {
-                down.push_back((now + ONE_WAY, Msg::Rtp(rtp(id as u16, stamp(due)))));
+                let ts = (stamping.rtp_ts)(due);
+                let p = rtp(id as u16, ts, stamping.send_time, wall(now));
+                down.push_back((now + ONE_WAY, Msg::Rtp(p)));
             }
         }
         if let Some(len) = s.poll_rtcp(now, wall(now), &mut buf) {
@@ -167,9 +197,18 @@ fn run_stamped(
             };
             s.handle_input(now, input).unwrap();
         }
+        if let Some(Agent::Tfmcc(t)) = rx[0].cc_agent() {
+            if t.has_rtt() {
+                rtts.push(t.rtt().as_secs_f64() * 1e3);
+            }
+        }
         now += step;
     }
-    (s, rx)
+    Run {
+        sender: s,
+        receivers: rx,
+        rtts,
+    }
 }
 
 #[test]
@@ -260,14 +299,55 @@ fn tfmcc_echoes_give_the_sender_the_paths_rtt_whatever_the_packets_rtp_timestamp
         inner: TfmccSender::new(TfmccConfig::new(1372, Bitrate::mbps(10)), Timestamp::ZERO),
         samples: samples.clone(),
     };
-    let frame = |due: Timestamp| Timestamp::from_millis(due.as_nanos() / 40_000_000 * 40);
-    let (s, _) = run_stamped(Box::new(cc), AgentKind::Tfmcc, &[0, 20, 0], 10, frame);
+    let stamping = Stamping {
+        rtp_ts: frame_time,
+        send_time: SendTimeExt::None,
+    };
+    let s = run_stamped(Box::new(cc), AgentKind::Tfmcc, &[0, 20, 0], 10, stamping).sender;
     let samples = samples.lock().unwrap();
     let ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
     println!("{} samples, {:?}", ms.len(), &ms[..ms.len().min(20)]);
     assert!(ms.len() > 50, "{}", ms.len());
     assert!(ms.iter().all(|r| (49.0..=52.0).contains(r)), "{ms:?}");
     assert_eq!(s.feedback_unmatched(), 0);
+}
+
+/// A packet's RTP timestamp: its 40 ms frame's presentation time.
+fn frame_time(due: Timestamp) -> Timestamp {
+    Timestamp::from_millis(due.as_nanos() / 40_000_000 * 40)
+}
+
+/// RFC 4654 §4.3.3: between the sender's echoes a receiver keeps its RTT current with each
+/// data packet's one-way delay, from the packet's send time on the sender's clock. With
+/// abs-send-time on the packets (and the sender reports' NTP time for when the echo left),
+/// receiver 0's RTT in use stays the path's 50 ms throughout, although the RTP timestamps are
+/// 40 ms frames' presentation times; taking the RTP timestamp as the send time instead puts
+/// the pacing within each frame (0-30 ms) into it.
+#[test]
+fn tfmcc_receivers_keep_their_rtt_from_each_packets_send_time() {
+    let tfmcc = || TfmccSender::new(TfmccConfig::new(1372, Bitrate::mbps(10)), Timestamp::ZERO);
+    let summary = |send_time| {
+        let stamping = Stamping {
+            rtp_ts: frame_time,
+            send_time,
+        };
+        let r = run_stamped(Box::new(tfmcc()), AgentKind::Tfmcc, &[0, 20], 10, stamping);
+        let (lo, hi) = r
+            .rtts
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        println!(
+            "{send_time:?}: {} values of the RTT in use, {lo:.1}-{hi:.1} ms",
+            r.rtts.len()
+        );
+        assert!(r.rtts.len() > 5000, "{}", r.rtts.len());
+        (lo, hi)
+    };
+    let (lo, hi) = summary(SendTimeExt::Abs24);
+    assert!(lo >= 48.0 && hi <= 52.0, "{lo}-{hi}");
+    // The same with the RTP timestamp standing in: the pacing shows.
+    let (_, hi) = summary(SendTimeExt::None);
+    assert!(hi > 60.0, "{hi}");
 }
 
 #[test]

@@ -5,7 +5,7 @@
 //! - [`NtpTime`]: wall-clock time in the RFC 3550 / RFC 5905 64-bit format, for RTCP sender reports and
 //!   for the send-time header extension (on one host, sender and receiver wall clocks agree).
 //! - [`MediaClock`]: converts between [`Timestamp`] and RTP media ticks (90 kHz for video, RFC 3551).
-//! - [`SeqUnwrapper`] and [`RtpTsUnwrapper`]: extend 16-bit sequence numbers and 32-bit RTP timestamps
+//! - [`SeqUnwrapper`], [`RtpTsUnwrapper`] and [`AbsSendTimeUnwrapper`]: extend 16-bit sequence numbers, 32-bit RTP timestamps and 24-bit send times
 //!   with a rollover count.
 //! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
 //! - [`Bitrate`]: a rate in bit/s, and how long bytes take at it.
@@ -21,7 +21,7 @@ mod unwrap;
 pub use dist::{Distribution, Summary};
 pub use ntp::NtpTime;
 pub use rate::Bitrate;
-pub use unwrap::{RtpTsUnwrapper, SeqUnwrapper};
+pub use unwrap::{AbsSendTimeUnwrapper, ClockUnwrapper, RtpTsUnwrapper, SeqUnwrapper};
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};

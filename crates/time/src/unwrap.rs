@@ -41,26 +41,40 @@ impl SeqUnwrapper {
     }
 }
 
-/// Extends 32-bit RTP timestamps to 64 bits, the same way as [`SeqUnwrapper`] with a 2^31 window.
+/// Extends a `BITS`-bit clock to 64 bits, the same way as [`SeqUnwrapper`] with a window of
+/// half its range: 32-bit RTP timestamps ([`RtpTsUnwrapper`]) and abs-send-time's 24 bits
+/// ([`AbsSendTimeUnwrapper`]).
 #[derive(Clone, Debug, Default)]
-pub struct RtpTsUnwrapper {
+pub struct ClockUnwrapper<const BITS: u32> {
     last: Option<u64>,
 }
 
-impl RtpTsUnwrapper {
+/// Extends 32-bit RTP timestamps.
+pub type RtpTsUnwrapper = ClockUnwrapper<32>;
+/// Extends WebRTC's 24-bit abs-send-time (6.18 fixed-point seconds, wrapping every 64 s).
+pub type AbsSendTimeUnwrapper = ClockUnwrapper<24>;
+
+impl<const BITS: u32> ClockUnwrapper<BITS> {
+    const RANGE: i64 = 1 << BITS;
+
     pub fn new() -> Self {
-        Self::default()
+        ClockUnwrapper { last: None }
     }
-    /// The extended value of `ts` relative to the last value given (not the highest: timestamps of
-    /// reordered packets go back and forth legitimately).
-    pub fn unwrap(&mut self, ts: u32) -> u64 {
+    /// The extended value of `v` (its low `BITS` bits) relative to the last value given (not
+    /// the highest: timestamps of reordered packets go back and forth legitimately).
+    pub fn unwrap(&mut self, v: u32) -> u64 {
+        let v = i64::from(v) & (Self::RANGE - 1);
         let ext = match self.last {
-            None => ts as u64 + (1 << 32),
+            None => v + Self::RANGE,
             Some(l) => {
-                let delta = ts.wrapping_sub(l as u32) as i32 as i64;
-                (l as i64 + delta).max(0) as u64
+                let l = l as i64;
+                let mut delta = (v - l).rem_euclid(Self::RANGE);
+                if delta >= Self::RANGE / 2 {
+                    delta -= Self::RANGE;
+                }
+                (l + delta).max(0)
             }
-        };
+        } as u64;
         self.last = Some(ext);
         ext
     }
@@ -95,5 +109,16 @@ mod tests {
         let a = u.unwrap(u32::MAX - 10);
         assert_eq!(u.unwrap(5), a + 16);
         assert_eq!(u.unwrap(u32::MAX), a + 10);
+    }
+
+    #[test]
+    fn abs_send_time_wraps_every_64_seconds() {
+        let mut u = AbsSendTimeUnwrapper::new();
+        let top = (1 << 24) - 1;
+        let a = u.unwrap(top - 2);
+        assert_eq!(u.unwrap(1), a + 4);
+        assert_eq!(u.unwrap(top), a + 2);
+        // Bits above the 24 are not the clock's.
+        assert_eq!(u.unwrap(0xFF00_0003), a + 6);
     }
 }

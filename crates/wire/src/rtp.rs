@@ -12,11 +12,85 @@ pub const SEND_TIME_EXT_ID: u8 = 1;
 /// The URI an SDP `a=extmap` line names for the send-time element: a 64-bit NTP timestamp of the
 /// moment the packet left the sender. (RFC 6051's `ntp-64` carries the sampling instant instead.)
 pub const SEND_TIME_EXT_URI: &str = "urn:x-metronome:rtp-hdrext:send-time-ntp64";
-/// Bytes the send-time extension adds to a packet: 4 (profile, length) + 1 (element header)
-/// + 8 (NTP time) + 3 (padding to a 32-bit word).
+/// Bytes the 8-byte send-time extension adds to a packet: 4 (profile, length) + 1 (element
+/// header) + 8 (NTP time) + 3 (padding to a 32-bit word).
 pub const SEND_TIME_EXT_LEN: usize = 16;
-/// Offset of the 8 NTP bytes in a packet without CSRCs that carries the send-time extension.
+/// Offset of the send time's bytes (either form) in a packet without CSRCs that carries it.
 pub const SEND_TIME_OFFSET: usize = RTP_HEADER_LEN + 4 + 1;
+/// The URI an SDP `a=extmap` line names for the 3-byte form: WebRTC's abs-send-time.
+pub const ABS_SEND_TIME_URI: &str = "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time";
+
+/// Which send-time element a sender's packets carry (RFC 8285 §4.2 one-byte form, id
+/// [`SEND_TIME_EXT_ID`], always the extension's first element). The driver writes the time
+/// with [`patch_send_time`] as the packet leaves.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SendTimeExt {
+    #[default]
+    None,
+    /// A 64-bit NTP time (16 bytes per packet): receivers with a synchronized clock read
+    /// one-way delay from it.
+    Ntp64,
+    /// WebRTC's abs-send-time: 24 bits, NTP seconds in 6.18 fixed point, wrapping every 64 s
+    /// (8 bytes per packet). Enough for a receiver to place packets on the sender's clock, as
+    /// TFRC's and TFMCC's receivers need (RFC 5348 §3.1, RFC 4654 §3.1).
+    Abs24,
+}
+
+impl SendTimeExt {
+    /// The 64-bit form if `on`, else none (streams that carry the NTP time or nothing).
+    pub fn ntp64_if(on: bool) -> Self {
+        if on {
+            SendTimeExt::Ntp64
+        } else {
+            SendTimeExt::None
+        }
+    }
+    /// Bytes the extension adds to a packet.
+    pub fn bytes(self) -> usize {
+        match self {
+            SendTimeExt::None => 0,
+            SendTimeExt::Ntp64 => SEND_TIME_EXT_LEN,
+            SendTimeExt::Abs24 => 8,
+        }
+    }
+    pub fn is_none(self) -> bool {
+        self == SendTimeExt::None
+    }
+    /// The extension as written before the driver stamps it: element header, zeroed time,
+    /// padding to a 32-bit word.
+    fn data(self) -> &'static [u8] {
+        const NTP64: [u8; 12] = [(SEND_TIME_EXT_ID << 4) | 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        const ABS24: [u8; 4] = [(SEND_TIME_EXT_ID << 4) | 2, 0, 0, 0];
+        match self {
+            SendTimeExt::None => &[],
+            SendTimeExt::Ntp64 => &NTP64,
+            SendTimeExt::Abs24 => &ABS24,
+        }
+    }
+}
+
+/// A send time as a packet carries it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendStamp {
+    Ntp64(NtpTime),
+    /// abs-send-time's 24 bits.
+    Abs24(u32),
+}
+
+impl SendStamp {
+    /// The time in abs-send-time's 24 bits (an NTP time's bits 14 to 37).
+    pub fn abs24(self) -> u32 {
+        match self {
+            SendStamp::Ntp64(t) => abs_send_time(t),
+            SendStamp::Abs24(v) => v,
+        }
+    }
+}
+
+/// An NTP time as abs-send-time carries it: seconds modulo 64 in 6.18 fixed point.
+pub fn abs_send_time(t: NtpTime) -> u32 {
+    ((t.0 >> 14) & 0xFF_FFFF) as u32
+}
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RtpError {
@@ -38,16 +112,15 @@ pub struct RtpHeader {
     pub marker: bool,
 }
 
-/// Writes an RTP packet into `buf` and returns its length. With `send_time_ext`, the packet carries
-/// the one-byte-header extension with a zero send time; the driver fills it in with
+/// Writes an RTP packet into `buf` and returns its length. With a `send_time` form, the packet
+/// carries that one-byte-header element with a zero time; the driver fills it in with
 /// [`patch_send_time`] at the moment it sends.
 pub fn write_packet(
     buf: &mut [u8],
     hdr: &RtpHeader,
-    send_time_ext: bool,
+    send_time: SendTimeExt,
     payload: &[u8],
 ) -> Result<usize, RtpError> {
-    const EXT_DATA: [u8; 12] = [(SEND_TIME_EXT_ID << 4) | 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
     let mut b = RtpPacketBuilder::<&[u8], &[u8]>::new()
         .payload_type(hdr.payload_type)
         .sequence_number(hdr.sequence)
@@ -55,10 +128,10 @@ pub fn write_packet(
         .ssrc(hdr.ssrc)
         .marker_bit(hdr.marker)
         .payload(payload);
-    if send_time_ext {
-        b = b.extension(ONE_BYTE_EXT_PROFILE, &EXT_DATA[..]);
+    if !send_time.is_none() {
+        b = b.extension(ONE_BYTE_EXT_PROFILE, send_time.data());
     }
-    let need = RTP_HEADER_LEN + payload.len() + if send_time_ext { SEND_TIME_EXT_LEN } else { 0 };
+    let need = RTP_HEADER_LEN + payload.len() + send_time.bytes();
     if buf.len() < need {
         return Err(RtpError::BufferTooSmall {
             need,
@@ -69,11 +142,26 @@ pub fn write_packet(
         .map_err(|e| RtpError::Write(format!("{e:?}")))
 }
 
-/// Writes the send time into a packet written by [`write_packet`] with the extension. Does nothing
-/// to a packet too short to hold it.
+/// Writes the send time into a packet written by [`write_packet`] with a send-time element, in
+/// the form the element's header says. Does nothing to a packet without one (no extension, no
+/// CSRCs, profile 0xBEDE, element [`SEND_TIME_EXT_ID`] first, of 8 or 3 bytes).
 pub fn patch_send_time(packet: &mut [u8], t: NtpTime) {
-    if let Some(dst) = packet.get_mut(SEND_TIME_OFFSET..SEND_TIME_OFFSET + 8) {
-        dst.copy_from_slice(&t.0.to_be_bytes());
+    let Some(head) = packet.get(..SEND_TIME_OFFSET) else {
+        return;
+    };
+    // X set, no CSRCs (V, P, X, CC = 2, any, 1, 0).
+    let plain_with_ext = head[0] & 0xDF == 0x90;
+    let profile = u16::from_be_bytes([head[12], head[13]]);
+    if !plain_with_ext || profile != ONE_BYTE_EXT_PROFILE || head[16] >> 4 != SEND_TIME_EXT_ID {
+        return;
+    }
+    let (bytes, len) = match head[16] & 0x0f {
+        7 => (t.0.to_be_bytes(), 8),
+        2 => ((abs_send_time(t) as u64).to_be_bytes(), 3),
+        _ => return,
+    };
+    if let Some(dst) = packet.get_mut(SEND_TIME_OFFSET..SEND_TIME_OFFSET + len) {
+        dst.copy_from_slice(&bytes[8 - len..]);
     }
 }
 
@@ -140,6 +228,19 @@ impl<'a> RtpView<'a> {
             .and_then(|v| <[u8; 8]>::try_from(v).ok())
             .map(|b| NtpTime(u64::from_be_bytes(b)))
     }
+    /// The send time in either form, if the packet carries element `id` of 8 or 3 bytes.
+    pub fn send_stamp(&self, id: u8) -> Option<SendStamp> {
+        let (profile, data) = self.pkt.extension()?;
+        if profile != ONE_BYTE_EXT_PROFILE {
+            return None;
+        }
+        match one_byte_element(data, id)? {
+            &[a, b, c] => Some(SendStamp::Abs24(u32::from_be_bytes([0, a, b, c]))),
+            v => <[u8; 8]>::try_from(v)
+                .ok()
+                .map(|b| SendStamp::Ntp64(NtpTime(u64::from_be_bytes(b)))),
+        }
+    }
 }
 
 /// Finds element `id` in RFC 8285 §4.2 one-byte-header extension data.
@@ -180,7 +281,7 @@ mod tests {
         };
         let payload = [0x47u8; 1316];
         let mut buf = [0u8; 1500];
-        let n = write_packet(&mut buf, &hdr, true, &payload).unwrap();
+        let n = write_packet(&mut buf, &hdr, SendTimeExt::Ntp64, &payload).unwrap();
         assert_eq!(n, 12 + SEND_TIME_EXT_LEN + 1316);
         patch_send_time(&mut buf[..n], NtpTime(0x0102_0304_0506_0708));
         let v = RtpView::parse(&buf[..n]).unwrap();
@@ -194,9 +295,41 @@ mod tests {
         assert_eq!(v.send_time(2), None);
 
         // Without the extension: the paper's 1328-byte packet.
-        let n = write_packet(&mut buf, &hdr, false, &payload).unwrap();
+        let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &payload).unwrap();
         assert_eq!(n, 1328);
         assert_eq!(RtpView::parse(&buf[..n]).unwrap().send_time(1), None);
+        // Nothing is written into a packet without the element.
+        let before = buf;
+        patch_send_time(&mut buf[..n], NtpTime(0x0102_0304_0506_0708));
+        assert_eq!(buf, before);
+    }
+
+    #[test]
+    fn abs_send_time_is_three_bytes_of_the_ntp_time() {
+        let hdr = RtpHeader {
+            payload_type: 96,
+            sequence: 7,
+            timestamp: 90_000,
+            ssrc: 0x1234_5678,
+            marker: true,
+        };
+        let payload = [0xAAu8; 970];
+        let mut buf = [0u8; 1500];
+        let n = write_packet(&mut buf, &hdr, SendTimeExt::Abs24, &payload).unwrap();
+        // Seed 002's 1018-byte packets less IPv4 and UDP: 12 + 8 + 970.
+        assert_eq!(n, 990);
+        // 70.25 s past an NTP second that is a multiple of 64: 6.25 s in the 6.18 form.
+        let t = NtpTime(((64 * 1000 + 70) << 32) | (1 << 30));
+        patch_send_time(&mut buf[..n], t);
+        let v = RtpView::parse(&buf[..n]).unwrap();
+        assert_eq!(
+            v.send_stamp(SEND_TIME_EXT_ID),
+            Some(SendStamp::Abs24(6 << 18 | 1 << 16))
+        );
+        assert_eq!(v.send_time(SEND_TIME_EXT_ID), None);
+        assert_eq!(v.payload(), &payload[..]);
+        // The 8-byte form gives the same 24 bits.
+        assert_eq!(SendStamp::Ntp64(t).abs24(), 6 << 18 | 1 << 16);
     }
 
     #[test]
@@ -210,7 +343,7 @@ mod tests {
         };
         let mut buf = [0u8; 100];
         assert!(matches!(
-            write_packet(&mut buf, &hdr, false, &[0u8; 200]),
+            write_packet(&mut buf, &hdr, SendTimeExt::None, &[0u8; 200]),
             Err(RtpError::BufferTooSmall { .. })
         ));
     }

@@ -92,6 +92,9 @@ pub struct MediaDescription {
     pub connection: Option<Connection>,
     /// `b=AS:` (application-specific maximum, kbit/s).
     pub bitrate_kbps: Option<u64>,
+    /// `a=extmap:ID URI` (RFC 8285 §8): the header extension the packets carry (the first
+    /// one named, when reading).
+    pub extmap: Option<(u8, String)>,
 }
 
 impl MediaDescription {
@@ -113,6 +116,7 @@ impl MediaDescription {
             control: None,
             connection: None,
             bitrate_kbps: None,
+            extmap: None,
         }
     }
 
@@ -165,6 +169,9 @@ impl MediaDescription {
         }
         if let Some(c) = &self.control {
             m.add_attribute_with_value("control", c);
+        }
+        if let Some((id, uri)) = &self.extmap {
+            m.add_attribute_with_value("extmap", format!("{id} {uri}"));
         }
         m
     }
@@ -538,6 +545,17 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
         .iter()
         .find(|b| b.bwtype.eq_ignore_ascii_case("AS"))
         .map(|b| b.bandwidth);
+    // `a=extmap:ID[/DIRECTION] URI[ ATTRIBUTES]`; ids 1-14 are the one-byte form's.
+    let extmap = m
+        .attributes
+        .iter()
+        .filter(|a| a.attribute.eq_ignore_ascii_case("extmap"))
+        .filter_map(|a| a.value.as_deref())
+        .find_map(|v| {
+            let mut words = v.split_whitespace();
+            let id = words.next()?.split('/').next()?.parse::<u8>().ok()?;
+            Some((id, words.next()?.to_string()))
+        });
     Ok(MediaDescription {
         media: m.media.clone(),
         port: m.port,
@@ -548,6 +566,7 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
         control: attr(&m.attributes, "control"),
         connection,
         bitrate_kbps,
+        extmap,
     })
 }
 
@@ -689,11 +708,15 @@ mod tests {
         m.control = Some("trackID=1".into());
         m.connection = Some(Connection::new(ip("239.0.0.9"), Some(32)));
         m.bitrate_kbps = Some(5_000);
+        m.extmap = Some((1, crate::rtp::ABS_SEND_TIME_URI.into()));
         s.media.push(MediaDescription::mp2t(5006));
         s.media.push(m);
         let text = s.to_sdp();
         assert!(text.contains("c=IN IP6 ff15::1\r\n"), "{text}");
-        assert!(text.contains("m=audio 5004 RTP/AVP 97\r\nc=IN IP4 239.0.0.9/32\r\nb=AS:5000\r\na=rtpmap:97 opus/48000\r\na=fmtp:97 minptime=10;useinbandfec=1\r\na=control:trackID=1\r\n"), "{text}");
+        assert!(text.contains("m=audio 5004 RTP/AVP 97\r\nc=IN IP4 239.0.0.9/32\r\nb=AS:5000\r\na=rtpmap:97 opus/48000\r\na=fmtp:97 minptime=10;useinbandfec=1\r\na=control:trackID=1\r\na=extmap:1 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time\r\n"), "{text}");
+        // A direction after the id (RFC 8285 §8) is read past.
+        let with_dir = text.replace("a=extmap:1 ", "a=extmap:1/sendonly ");
+        assert_eq!(SessionDescription::parse(&with_dir).unwrap(), s);
         assert!(text.ends_with("\r\n") && !text.replace("\r\n", "").contains('\n'));
         assert_eq!(SessionDescription::parse(&text).unwrap(), s);
     }
@@ -840,8 +863,9 @@ mod tests {
                 proptest::option::of(token()),
                 conn(),
                 proptest::option::of(any::<u64>()),
+                proptest::option::of((1u8..=14, token())),
             )
-                .prop_map(|(media, port, pt, enc, rate, fmtp, control, c, b)| {
+                .prop_map(|(media, port, pt, enc, rate, fmtp, control, c, b, x)| {
                     MediaDescription {
                         media,
                         port,
@@ -852,6 +876,7 @@ mod tests {
                         control,
                         connection: c,
                         bitrate_kbps: b,
+                        extmap: x,
                     }
                 })
         }

@@ -175,7 +175,7 @@ pub(super) fn rtp_flow(
     let f = run.f;
     let plan = run.plan;
     let (rate_bps, cc, mtu, rtcp_interval) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
-    let send_time_ext = plan.send_time_ext;
+    let send_time_ext = !plan.send_time.is_none();
     // The source's units per bit on the wire: with a rate controller, `rate` is the most on
     // the wire, and the source starts at `start_rate` on the wire (as in the simulator).
     let per_wire = ServedFlow::source_per_wire(&plan);

@@ -16,7 +16,7 @@ mod h264;
 pub mod sdp;
 
 use crate::decode::VideoCodec;
-use metronome_wire::rtp::{self, RtpError, RtpHeader};
+use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 
 /// How packets are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,8 +26,8 @@ pub struct PayloaderConfig {
     /// RTP payload bytes per packet at most.
     pub max_payload: usize,
     pub initial_seq: u16,
-    /// Carry the send-time header extension (filled in when the packet leaves).
-    pub send_time_ext: bool,
+    /// The send-time header extension packets carry (filled in when they leave).
+    pub send_time: SendTimeExt,
 }
 
 /// A packet written into the caller's buffer.
@@ -133,7 +133,7 @@ impl FramePayloader {
             ssrc: self.cfg.ssrc,
             marker,
         };
-        let len = rtp::write_packet(out, &hdr, self.cfg.send_time_ext, &self.scratch)?;
+        let len = rtp::write_packet(out, &hdr, self.cfg.send_time, &self.scratch)?;
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);
         Ok(Some(PacketOut {

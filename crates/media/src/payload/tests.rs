@@ -7,7 +7,7 @@ fn cfg(max: usize) -> PayloaderConfig {
         payload_type: 96,
         max_payload: max,
         initial_seq: 65534,
-        send_time_ext: false,
+        send_time: metronome_wire::rtp::SendTimeExt::None,
     }
 }
 

@@ -6,6 +6,7 @@
 //! valid RTP or RTCP is counted in [`Counters`] and dropped, never a panic.
 
 mod members;
+mod sender_clock;
 mod source;
 mod summary;
 #[cfg(test)]
@@ -17,13 +18,13 @@ pub use summary::{ReceiverSummary, SourceSummary};
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_cc::receiver::Agent;
 pub use metronome_cc::receiver::AgentKind;
-use metronome_time::RtpTsUnwrapper;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem};
-use metronome_wire::rtp::RtpView;
+use metronome_wire::rtp::{RtpView, SendStamp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use sender_clock::SenderClock;
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::Duration;
@@ -175,9 +176,8 @@ pub enum ReceiverTimer {
 struct CcAgent {
     ssrc: u32,
     agent: Agent,
-    /// The source's RTP timestamps extended: its clock, for the agent.
-    ts: RtpTsUnwrapper,
-    last_rtp_ts: u32,
+    /// When the source's packets and announcements left, on its clock.
+    clock: SenderClock,
     /// The last packet's extended sequence number: the echo of TFMCC's and TFRC's reports.
     last_seq: u64,
 }
@@ -275,7 +275,11 @@ impl ReceiverSession {
         let idx = self.source_index(pkt.ssrc(), pkt.sequence(), now)?;
         let clock = self.cfg.clock;
         let jump_ticks = clock.ticks(self.cfg.ts_jump_threshold).min(u32::MAX as u64) as u32;
-        let sent = self.cfg.send_time_ext_id.and_then(|id| pkt.send_time(id));
+        let stamp = self.cfg.send_time_ext_id.and_then(|id| pkt.send_stamp(id));
+        let sent = match stamp {
+            Some(SendStamp::Ntp64(t)) => Some(t),
+            _ => None,
+        };
         let src = &mut self.sources[idx];
         let (verdict, ext_seq) = src.update_seq(pkt.sequence());
         match verdict {
@@ -310,7 +314,8 @@ impl ReceiverSession {
             };
         let ssrc = src.ssrc;
         if !matches!(verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
-            self.feed_agent(now, ssrc, ext_seq, pkt.timestamp(), data.len());
+            let stamp = stamp.map(SendStamp::abs24);
+            self.feed_agent(now, ssrc, ext_seq, (stamp, pkt.timestamp()), data.len());
         }
         let src = &self.sources[idx];
         Ok(PacketRecord {
@@ -335,8 +340,16 @@ impl ReceiverSession {
         self.cc.as_ref().map(|c| &c.agent)
     }
 
-    /// Gives the rate controller's receiving end a packet of the stream.
-    fn feed_agent(&mut self, now: Timestamp, ssrc: u32, ext_seq: u64, rtp_ts: u32, len: usize) {
+    /// Gives the rate controller's receiving end a packet of the stream, `sent` its send time
+    /// (abs-send-time's bits, if it carries one) and RTP timestamp.
+    fn feed_agent(
+        &mut self,
+        now: Timestamp,
+        ssrc: u32,
+        ext_seq: u64,
+        sent: (Option<u32>, u32),
+        len: usize,
+    ) {
         if self.cc.is_none() {
             let Some(agent) = Agent::new(self.cfg.cc, self.cfg.ssrc, self.cfg.seed) else {
                 return;
@@ -344,17 +357,14 @@ impl ReceiverSession {
             self.cc = Some(CcAgent {
                 ssrc,
                 agent,
-                ts: RtpTsUnwrapper::new(),
-                last_rtp_ts: rtp_ts,
+                clock: SenderClock::new(sent.0, sent.1, self.cfg.clock),
                 last_seq: ext_seq,
             });
         }
-        let clock = self.cfg.clock;
         let Some(cc) = self.cc.as_mut().filter(|c| c.ssrc == ssrc) else {
             return;
         };
-        let sent = Timestamp::ZERO + clock.duration(cc.ts.unwrap(rtp_ts));
-        cc.last_rtp_ts = rtp_ts;
+        let sent = cc.clock.data(sent.0, sent.1);
         cc.last_seq = ext_seq;
         cc.agent
             .on_packet(now, ext_seq, sent, len + IP_UDP_OVERHEAD);
@@ -410,7 +420,7 @@ impl ReceiverSession {
         let mut apps = Vec::new();
         let r = rtcp::parse_compound(data, |item| match item {
             RtcpItem::SenderReport(info) => {
-                sr_ts = Some((info.ssrc, info.rtp_timestamp));
+                sr_ts = Some((info.ssrc, (NtpTime(info.ntp), info.rtp_timestamp)));
                 seen.push(Seen::SenderReport {
                     ssrc: info.ssrc,
                     lsr: NtpTime(info.ntp).compact(),
@@ -429,15 +439,13 @@ impl ReceiverSession {
         }
         // The rate controller's announcements from the stream's sender (another receiver's
         // report, on a multicast group, is for the sender: ignored). They follow a sender
-        // report whose RTP timestamp says when they were sent.
-        let clock = self.cfg.clock;
+        // report whose NTP time (or RTP timestamp) says when they were sent.
         for (ssrc, app) in apps {
             let announce = crate::cc_app::app_announce(&app);
             match (self.cc.as_mut(), announce) {
                 (Some(cc), Some(a)) if cc.ssrc == ssrc => {
-                    let ts = sr_ts.filter(|(s, _)| *s == ssrc).map(|(_, t)| t);
-                    let ts = ts.unwrap_or(cc.last_rtp_ts);
-                    let sent = Timestamp::ZERO + clock.duration(cc.ts.unwrap(ts));
+                    let sr = sr_ts.filter(|(s, _)| *s == ssrc).map(|(_, t)| t);
+                    let sent = cc.clock.report(sr);
                     cc.agent.on_announce(now, &a, sent);
                 }
                 _ => ignored += 1,

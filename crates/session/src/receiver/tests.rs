@@ -1,5 +1,5 @@
 use super::*;
-use metronome_wire::rtp::{write_packet, RtpHeader};
+use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -20,7 +20,7 @@ fn rtp(seq: u16, ts: u32, ssrc: u32) -> Vec<u8> {
         ssrc,
         marker: false,
     };
-    let n = write_packet(&mut buf, &hdr, false, &ts_payload()).unwrap();
+    let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &ts_payload()).unwrap();
     buf.truncate(n);
     buf
 }
@@ -365,7 +365,7 @@ proptest! {
                 r.handle_rtcp(now, &data);
             } else {
                 let hdr = RtpHeader { payload_type: 96, sequence: seq, timestamp: ts, ssrc, marker: false };
-                let n = write_packet(&mut buf, &hdr, seq % 5 == 0, &payload[..len]).unwrap();
+                let n = write_packet(&mut buf, &hdr, SendTimeExt::ntp64_if(seq % 5 == 0), &payload[..len]).unwrap();
                 let _ = r.handle_rtp(now, None, &buf[..n]);
             }
             let _ = r.poll_transmit(now, &mut buf);

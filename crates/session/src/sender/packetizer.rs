@@ -2,7 +2,7 @@
 
 use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::mp2t::{MP2T_PAYLOAD_LEN, PAYLOAD_TYPE_MP2T, TS_PER_RTP};
-use metronome_wire::rtp::{self, RtpError, RtpHeader};
+use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::ts::TS_PACKET_LEN;
 use std::time::Duration;
 
@@ -127,7 +127,12 @@ impl Mp2tPacketizer {
         };
         let payload_len = self.n_pending * TS_PACKET_LEN;
         let payload = &self.pending[..payload_len];
-        let len = rtp::write_packet(out, &hdr, self.cfg.send_time_ext, payload)?;
+        let len = rtp::write_packet(
+            out,
+            &hdr,
+            SendTimeExt::ntp64_if(self.cfg.send_time_ext),
+            payload,
+        )?;
         self.n_pending = 0;
         let seq = self.seq;
         self.seq = self.seq.wrapping_add(1);

@@ -26,7 +26,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
                 payload_type: 96,
                 max_payload: 978,
                 initial_seq: 100,
-                send_time_ext: false,
+                send_time: metronome_wire::rtp::SendTimeExt::None,
             },
             rtp_ts_base: 1000,
             overhead_per_packet: 40,

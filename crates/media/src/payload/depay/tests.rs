@@ -13,7 +13,7 @@ fn packets(codec: VideoCodec, frames: &[(u32, Vec<u8>)], max: usize) -> Vec<(u32
             payload_type: 96,
             max_payload: max,
             initial_seq: 0,
-            send_time_ext: false,
+            send_time: metronome_wire::rtp::SendTimeExt::None,
         },
     );
     let mut out = Vec::new();

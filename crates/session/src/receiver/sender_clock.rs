@@ -1,0 +1,121 @@
+//! Where a rate controller's receiving end places packets on the sender's clock. TFRC's and
+//! TFMCC's receivers need each data packet's send time (RFC 5348 §3.1 and §5.2, RFC 4654 §3.1
+//! and §4.3.3: the one-way delay change between echoes, which losses fall in one loss event)
+//! and when the sender's announcements left, on one clock.
+
+use metronome_time::{AbsSendTimeUnwrapper, MediaClock, NtpTime, RtpTsUnwrapper, Timestamp};
+use metronome_wire::rtp::abs_send_time;
+use std::time::Duration;
+
+/// The sender's clock as a stream's packets show it, chosen by its first packet.
+pub(super) enum SenderClock {
+    /// Packets carry their send time (abs-send-time, or its bits of the NTP form); the sender
+    /// reports' NTP time is on the same clock.
+    SendTime {
+        unwrap: AbsSendTimeUnwrapper,
+        last: u32,
+    },
+    /// Packets carry no send time: their RTP timestamp stands in (a video frame's presentation
+    /// time, the same for all its packets however they are paced), and a sender report's RTP
+    /// timestamp says when it left.
+    RtpTs {
+        unwrap: RtpTsUnwrapper,
+        clock: MediaClock,
+        last: u32,
+    },
+}
+
+impl SenderClock {
+    /// The clock of a stream whose first packet carries `stamp` (abs-send-time's 24 bits) and
+    /// RTP timestamp `rtp_ts`, in `clock`'s units.
+    pub fn new(stamp: Option<u32>, rtp_ts: u32, clock: MediaClock) -> Self {
+        match stamp {
+            Some(last) => SenderClock::SendTime {
+                unwrap: AbsSendTimeUnwrapper::new(),
+                last,
+            },
+            None => SenderClock::RtpTs {
+                unwrap: RtpTsUnwrapper::new(),
+                clock,
+                last: rtp_ts,
+            },
+        }
+    }
+
+    /// When a data packet carrying `stamp` and `rtp_ts` left (a stamped stream's packet that
+    /// lacks one is taken as sent with the one before).
+    pub fn data(&mut self, stamp: Option<u32>, rtp_ts: u32) -> Timestamp {
+        match self {
+            SenderClock::SendTime { unwrap, last } => {
+                *last = stamp.unwrap_or(*last);
+                from_abs24(unwrap.unwrap(*last))
+            }
+            SenderClock::RtpTs {
+                unwrap,
+                clock,
+                last,
+            } => {
+                *last = rtp_ts;
+                Timestamp::ZERO + clock.duration(unwrap.unwrap(rtp_ts))
+            }
+        }
+    }
+
+    /// When the sender's RTCP left: from its sender report's NTP time and RTP timestamp, or
+    /// without one in the compound, with the last data packet.
+    pub fn report(&mut self, sr: Option<(NtpTime, u32)>) -> Timestamp {
+        match self {
+            SenderClock::SendTime { unwrap, last } => {
+                let v = sr.map_or(*last, |(ntp, _)| abs_send_time(ntp));
+                from_abs24(unwrap.unwrap(v))
+            }
+            SenderClock::RtpTs {
+                unwrap,
+                clock,
+                last,
+            } => {
+                let ts = sr.map_or(*last, |(_, ts)| ts);
+                Timestamp::ZERO + clock.duration(unwrap.unwrap(ts))
+            }
+        }
+    }
+}
+
+/// abs-send-time units (2^-18 s) extended, as a time.
+fn from_abs24(units: u64) -> Timestamp {
+    let ns = (u128::from(units) * 1_000_000_000) >> 18;
+    Timestamp::ZERO + Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn send_times_and_reports_share_one_clock_across_the_wrap() {
+        // The sender's wall clock 1 ms before a 64 s wrap of abs-send-time.
+        let wall = |ms: u64| NtpTime::from_unix_nanos((64 * 1000 * 1000 - 1 + ms) * 1_000_000);
+        let stamp = |ms| Some(abs_send_time(wall(ms)));
+        let mut c = SenderClock::new(stamp(0), 0, MediaClock::VIDEO_90K);
+        let t0 = c.data(stamp(0), 0);
+        let t1 = c.data(stamp(3), 0);
+        assert!((t1.saturating_since(t0).as_micros() as i64 - 3000).abs() <= 4);
+        // A report sent at 10 ms, its RTP timestamp irrelevant.
+        let r = c.report(Some((wall(10), 12345)));
+        assert!((r.saturating_since(t0).as_micros() as i64 - 10_000).abs() <= 4);
+        // A packet without the stamp counts as sent with the one before.
+        assert_eq!(c.data(None, 999), c.data(stamp(3), 0));
+    }
+
+    #[test]
+    fn without_send_times_the_rtp_timestamp_stands_in() {
+        let mut c = SenderClock::new(None, 90_000, MediaClock::VIDEO_90K);
+        let t0 = c.data(None, 90_000);
+        let t1 = c.data(Some(5), 93_600);
+        assert_eq!(t1.saturating_since(t0), Duration::from_millis(40));
+        let r = c.report(Some((NtpTime(0), 99_000)));
+        assert_eq!(r.saturating_since(t0), Duration::from_millis(100));
+        // Without a sender report: sent with the last data packet.
+        assert_eq!(c.report(None), t1);
+    }
+}
