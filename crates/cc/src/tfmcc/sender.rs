@@ -6,7 +6,8 @@
 //!   larger one raises it at once; at the end of a round without that,
 //!   `R_max = max(0.9 R_max, R_peak)`, the round's largest sample; never below
 //!   `s/X + 10 ms` (the packet interval and the clock's granularity).
-//! - **Rounds (§3.4):** `T = k R_max` (k = 6; 4 for source-specific multicast). A round ends
+//! - **Rounds (§3.4):** `T = k R_max` (k = 6; §3.4 allows 4 where receivers' feedback is
+//!   multicast to the whole group, which RTCP to the sender is not). A round ends
 //!   `T` after it began if a non-CLR receiver answered, else at the first non-CLR answer, at
 //!   most `2T` after. Each non-CLR answer lowers the suppression rate:
 //!   `X_supp = (1 − g) X_r` when `X_supp > X_r`, g = 0.1.
@@ -21,9 +22,9 @@
 //!   smallest reporter is the CLR, as always, and each of its reports (one per its RTT, §4.5)
 //!   sets the rate to what it reported, without the one-packet-per-`R_max` limit: the rate
 //!   about doubles every RTT. The first report of a loss ends it.
-//! - **Silence (§3.3):** no report from the CLR for 4 of its RTTs halves the rate (unless it
-//!   became CLR less than 10 RTTs ago), again for each further 4; after 10 RTTs it is taken to
-//!   have left. No report from anyone for 10 `R_max` halves the rate, again every 10 `R_max`,
+//! - **Silence (§3.3):** no report from the CLR for 4 of its RTTs halves the rate once
+//!   (unless it became CLR less than 10 RTTs ago: then at 10 RTTs after its choice); after 10
+//!   RTTs of silence it is taken to have left. No report from anyone for 10 `R_max` halves the rate, again every 10 `R_max`,
 //!   down to one packet per 8 s.
 //! - **Echoes (§3.5):** a new CLR or one without an RTT first, then receivers without an RTT,
 //!   then others, then the CLR; the CLR at least once per round.
@@ -76,7 +77,7 @@ struct Clr {
     rtt: Option<Duration>,
     selected: Timestamp,
     heard: Timestamp,
-    /// When its silence last halved the rate.
+    /// When its silence halved the rate.
     halved: Option<Timestamp>,
     leaving: bool,
 }
@@ -429,10 +430,15 @@ impl TfmccSender {
         c.rtt.unwrap_or(self.r_max).max(Duration::from_millis(1))
     }
 
+    /// When the CLR's silence next acts (§3.3): the halving after 4 of its RTTs (not within
+    /// 10 of its choice), then taking it to have left after 10.
     fn clr_silence_at(&self, c: &Clr) -> Timestamp {
         let rtt = self.clr_rtt(c);
-        let from = c.halved.unwrap_or(c.heard);
-        (from + 4 * rtt).max(c.selected + 10 * rtt)
+        let left = c.heard + 10 * rtt;
+        match c.halved {
+            None => (c.heard + 4 * rtt).max(c.selected + 10 * rtt).min(left),
+            Some(_) => left,
+        }
     }
 
     fn no_feedback_at(&self) -> Timestamp {
@@ -451,11 +457,13 @@ impl TfmccSender {
                 // Silent for 10 RTTs: taken to have left (§3.3); the next report picks a CLR,
                 // as case 3.
                 c.leaving = now.saturating_since(c.heard) >= 10 * rtt;
-                c.halved = Some(now);
+                if c.halved.is_none() && !c.leaving {
+                    c.halved = Some(now);
+                    self.counters.clr_silence_halvings += 1;
+                    self.x = (self.x / 2.0).max(self.floor());
+                    self.last_increase = now;
+                }
                 self.clr = Some(c);
-                self.counters.clr_silence_halvings += 1;
-                self.x = (self.x / 2.0).max(self.floor());
-                self.last_increase = now;
                 self.announce_soon();
             }
         }
@@ -673,13 +681,14 @@ mod tests {
         assert_eq!(t.rate_bytes_per_s(), x);
         t.handle_timeout(ms(1400));
         assert_eq!(t.rate_bytes_per_s(), x / 2.0);
-        // ...and again each 4 RTTs more, still the CLR;
-        t.handle_timeout(ms(1800));
-        assert_eq!((t.rate_bytes_per_s(), t.clr()), (x / 4.0, Some(1)));
-        // silent for 10 RTTs and more: taken to have left.
-        t.handle_timeout(ms(2200));
-        assert_eq!((t.rate_bytes_per_s(), t.clr()), (x / 8.0, None));
-        assert_eq!(t.counters().clr_silence_halvings, 3);
+        // ...once: still the CLR, still half, until 10 of its RTTs;
+        assert!(t.poll_timeout().unwrap().0 <= ms(2000));
+        t.handle_timeout(ms(1900));
+        assert_eq!((t.rate_bytes_per_s(), t.clr()), (x / 2.0, Some(1)));
+        // silent for 10 RTTs: taken to have left, the rate left as it was.
+        t.handle_timeout(ms(2000));
+        assert_eq!((t.rate_bytes_per_s(), t.clr()), (x / 2.0, None));
+        assert_eq!(t.counters().clr_silence_halvings, 1);
     }
 
     #[test]
