@@ -203,8 +203,9 @@ impl LossHistory {
 }
 
 /// The average loss interval of the open interval `i0` and the closed ones, the most recent
-/// first (RFC 5348 §5.4): the larger of the weighted means with and without `i0`. `None`
-/// without a closed interval.
+/// first (RFC 5348 §5.4): the larger of the weighted means of `I_0 .. I_(k-1)` and of
+/// `I_1 .. I_k`, k the number of closed intervals kept (at most n = 8). `None` without a
+/// closed interval.
 pub fn average_loss_interval(i0: u64, closed: impl Iterator<Item = u64>) -> Option<f64> {
     // At most N intervals, on the stack: TFMCC's receiver asks on every packet.
     let mut kept = [0u64; N];
@@ -217,7 +218,7 @@ pub fn average_loss_interval(i0: u64, closed: impl Iterator<Item = u64>) -> Opti
     if closed.is_empty() {
         return None;
     }
-    let with_open = std::iter::once(i0).chain(closed.iter().copied()).take(N);
+    let with_open = std::iter::once(i0).chain(closed.iter().copied()).take(n);
     let (mut tot0, mut w0) = (0.0, 0.0);
     for (i, v) in with_open.enumerate() {
         tot0 += v as f64 * WEIGHTS[i];
@@ -255,8 +256,12 @@ mod tests {
         // I_0 = 10 (a loss just now): the open interval does not drag the mean down.
         let m = average_loss_interval(10, closed.into_iter()).unwrap();
         assert!((m - 640.0 / 6.0).abs() < 1e-9, "{m}");
-        // Fewer than N intervals: the weights of those there are.
-        assert_eq!(average_loss_interval(30, [10].into_iter()), Some(20.0));
+        // Fewer than N intervals: k closed ones, I_0 .. I_(k-1) against I_1 .. I_k (RFC 5348
+        // §5.4), so with one closed interval the larger of I_0 and I_1.
+        assert_eq!(average_loss_interval(30, [10].into_iter()), Some(30.0));
+        assert_eq!(average_loss_interval(5, [10].into_iter()), Some(10.0));
+        let m = average_loss_interval(30, [10, 20, 60].into_iter()).unwrap();
+        assert!((m - 30.0).abs() < 1e-9, "{m}");
         assert_eq!(average_loss_interval(30, std::iter::empty()), None);
     }
 
@@ -288,8 +293,9 @@ mod tests {
         assert_eq!(h.intervals().collect::<Vec<_>>(), vec![200, 200, 100]);
         assert_eq!(h.open_interval(), Some(200));
         let p = h.loss_event_rate();
-        // Weighted: with I_0 (200, 200, 200, 100) / 4 = 175; without (200, 200, 100) / 3.
-        assert!((p - 1.0 / 175.0).abs() < 1e-12, "{p}");
+        // Three closed intervals (RFC 5348 §5.4, k = 3): with I_0 (200, 200, 200) / 3 = 200;
+        // without (200, 200, 100) / 3.
+        assert!((p - 1.0 / 200.0).abs() < 1e-12, "{p}");
     }
 
     #[test]
