@@ -72,8 +72,8 @@ impl ControllerKind {
         }
     }
 
-    /// Whether its receivers place each data packet on the sender's clock (RFC 5348 §3.1 and
-    /// RFC 4654 §3.1: data packets carry their send time), so packets carry a send-time
+    /// Whether its receivers place each data packet on the sender's clock (RFC 5348 §3.2.1 and
+    /// RFC 4654 §2.2.1: data packets carry their send time), so packets carry a send-time
     /// header extension.
     pub fn receivers_need_send_times(self) -> bool {
         matches!(self, ControllerKind::Tfrc | ControllerKind::Tfmcc)

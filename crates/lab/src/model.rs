@@ -310,7 +310,7 @@ pub struct RtpPlan {
     /// bytes), which receivers on real sockets read one-way delay from. A ladder's video
     /// carries none, as Evalvid-RA's packets carry none (payloads of `mtu − 40` bytes: seed
     /// 002's 978 at 1018; delays count from each packet's due time), except under TFRC or
-    /// TFMCC, whose receivers need each packet's send time (RFC 5348 §3.1, RFC 4654 §3.1: the
+    /// TFMCC, whose receivers need each packet's send time (RFC 5348 §3.2.1, RFC 4654 §2.2.1: the
     /// protocols' own data header has it; ns-2's costs no bytes): abs-send-time, 8 bytes, so
     /// 970-byte payloads at 1018.
     pub send_time: SendTimeExt,

@@ -32,7 +32,7 @@ pub enum SendTimeExt {
     Ntp64,
     /// WebRTC's abs-send-time: 24 bits, NTP seconds in 6.18 fixed point, wrapping every 64 s
     /// (8 bytes per packet). Enough for a receiver to place packets on the sender's clock, as
-    /// TFRC's and TFMCC's receivers need (RFC 5348 §3.1, RFC 4654 §3.1).
+    /// TFRC's and TFMCC's receivers need (RFC 5348 §3.2.1, RFC 4654 §2.2.1).
     Abs24,
 }
 
@@ -270,15 +270,19 @@ pub fn one_byte_element(mut data: &[u8], id: u8) -> Option<&[u8]> {
 mod tests {
     use super::*;
 
+    fn header(payload_type: u8, sequence: u16, timestamp: u32, marker: bool) -> RtpHeader {
+        RtpHeader {
+            payload_type,
+            sequence,
+            timestamp,
+            ssrc: 0x1234_5678,
+            marker,
+        }
+    }
+
     #[test]
     fn write_parse_with_send_time() {
-        let hdr = RtpHeader {
-            payload_type: 33,
-            sequence: 65_535,
-            timestamp: 0xdead_beef,
-            ssrc: 0x1234_5678,
-            marker: false,
-        };
+        let hdr = header(33, 65_535, 0xdead_beef, false);
         let payload = [0x47u8; 1316];
         let mut buf = [0u8; 1500];
         let n = write_packet(&mut buf, &hdr, SendTimeExt::Ntp64, &payload).unwrap();
@@ -306,13 +310,7 @@ mod tests {
 
     #[test]
     fn abs_send_time_is_three_bytes_of_the_ntp_time() {
-        let hdr = RtpHeader {
-            payload_type: 96,
-            sequence: 7,
-            timestamp: 90_000,
-            ssrc: 0x1234_5678,
-            marker: true,
-        };
+        let hdr = header(96, 7, 90_000, true);
         let payload = [0xAAu8; 970];
         let mut buf = [0u8; 1500];
         let n = write_packet(&mut buf, &hdr, SendTimeExt::Abs24, &payload).unwrap();
@@ -334,13 +332,7 @@ mod tests {
 
     #[test]
     fn too_small_buffer_is_an_error() {
-        let hdr = RtpHeader {
-            payload_type: 33,
-            sequence: 1,
-            timestamp: 1,
-            ssrc: 1,
-            marker: false,
-        };
+        let hdr = header(33, 1, 1, false);
         let mut buf = [0u8; 100];
         assert!(matches!(
             write_packet(&mut buf, &hdr, SendTimeExt::None, &[0u8; 200]),

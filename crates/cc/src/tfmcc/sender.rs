@@ -23,9 +23,9 @@
 //!   sets the rate to what it reported, without the one-packet-per-`R_max` limit: the rate
 //!   about doubles every RTT. The first report of a loss ends it.
 //! - **Silence (§3.3):** no report from the CLR for 4 of its RTTs halves the rate once
-//!   (unless it became CLR less than 10 RTTs ago: then at 10 RTTs after its choice); after 10
-//!   RTTs of silence it is taken to have left. No report from anyone for 10 `R_max` halves the rate, again every 10 `R_max`,
-//!   down to one packet per 8 s.
+//!   (not within 10 RTTs of its choice); after 10 RTTs of silence it is taken to have left.
+//!   No report from anyone for 10 `R_max` halves the rate, again every 10 `R_max`, down to
+//!   one packet per 8 s.
 //! - **Echoes (§3.5):** a new CLR or one without an RTT first, then receivers without an RTT,
 //!   then others, then the CLR; the CLR at least once per round.
 
@@ -434,10 +434,10 @@ impl TfmccSender {
     /// 10 of its choice), then taking it to have left after 10.
     fn clr_silence_at(&self, c: &Clr) -> Timestamp {
         let rtt = self.clr_rtt(c);
-        let left = c.heard + 10 * rtt;
+        // It was chosen before it was last heard: the halving is never after `heard + 10 RTT`.
         match c.halved {
-            None => (c.heard + 4 * rtt).max(c.selected + 10 * rtt).min(left),
-            Some(_) => left,
+            None => (c.heard + 4 * rtt).max(c.selected + 10 * rtt),
+            Some(_) => c.heard + 10 * rtt,
         }
     }
 

@@ -24,7 +24,7 @@ use metronome_wire::rtcp::{self, ReportHead, RtcpItem};
 use metronome_wire::rtp::{RtpView, SendStamp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sender_clock::SenderClock;
+use sender_clock::{PacketTimes, SenderClock};
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::time::Duration;
@@ -314,8 +314,11 @@ impl ReceiverSession {
             };
         let ssrc = src.ssrc;
         if !matches!(verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
-            let stamp = stamp.map(SendStamp::abs24);
-            self.feed_agent(now, ssrc, ext_seq, (stamp, pkt.timestamp()), data.len());
+            let sent = PacketTimes {
+                stamp: stamp.map(SendStamp::abs24),
+                rtp_ts: pkt.timestamp(),
+            };
+            self.feed_agent(now, ssrc, ext_seq, sent, data.len());
         }
         let src = &self.sources[idx];
         Ok(PacketRecord {
@@ -340,14 +343,14 @@ impl ReceiverSession {
         self.cc.as_ref().map(|c| &c.agent)
     }
 
-    /// Gives the rate controller's receiving end a packet of the stream, `sent` its send time
-    /// (abs-send-time's bits, if it carries one) and RTP timestamp.
+    /// Gives the rate controller's receiving end a packet of the stream, `sent` what it says
+    /// of when it left.
     fn feed_agent(
         &mut self,
         now: Timestamp,
         ssrc: u32,
         ext_seq: u64,
-        sent: (Option<u32>, u32),
+        sent: PacketTimes,
         len: usize,
     ) {
         if self.cc.is_none() {
@@ -357,14 +360,14 @@ impl ReceiverSession {
             self.cc = Some(CcAgent {
                 ssrc,
                 agent,
-                clock: SenderClock::new(sent.0, sent.1, self.cfg.clock),
+                clock: SenderClock::new(sent, self.cfg.clock),
                 last_seq: ext_seq,
             });
         }
         let Some(cc) = self.cc.as_mut().filter(|c| c.ssrc == ssrc) else {
             return;
         };
-        let sent = cc.clock.data(sent.0, sent.1);
+        let sent = cc.clock.data(sent);
         cc.last_seq = ext_seq;
         cc.agent
             .on_packet(now, ext_seq, sent, len + IP_UDP_OVERHEAD);

@@ -1,11 +1,19 @@
 //! Where a rate controller's receiving end places packets on the sender's clock. TFRC's and
-//! TFMCC's receivers need each data packet's send time (RFC 5348 §3.1 and §5.2, RFC 4654 §3.1
-//! and §4.3.3: the one-way delay change between echoes, which losses fall in one loss event)
+//! TFMCC's receivers need each data packet's send time (RFC 5348 §3.2.1, RFC 4654 §2.2.1 and
+//! §4.3.3: the one-way delay change between echoes; and which losses fall in one loss event)
 //! and when the sender's announcements left, on one clock.
 
 use metronome_time::{AbsSendTimeUnwrapper, MediaClock, NtpTime, RtpTsUnwrapper, Timestamp};
 use metronome_wire::rtp::abs_send_time;
 use std::time::Duration;
+
+/// What a data packet says of when it left: abs-send-time's 24 bits if it carries a send
+/// time (either form), and its RTP timestamp.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PacketTimes {
+    pub stamp: Option<u32>,
+    pub rtp_ts: u32,
+}
 
 /// The sender's clock as a stream's packets show it, chosen by its first packet.
 pub(super) enum SenderClock {
@@ -26,10 +34,10 @@ pub(super) enum SenderClock {
 }
 
 impl SenderClock {
-    /// The clock of a stream whose first packet carries `stamp` (abs-send-time's 24 bits) and
-    /// RTP timestamp `rtp_ts`, in `clock`'s units.
-    pub fn new(stamp: Option<u32>, rtp_ts: u32, clock: MediaClock) -> Self {
-        match stamp {
+    /// The clock of a stream whose first packet shows `first`; RTP timestamps in `clock`'s
+    /// units.
+    pub fn new(first: PacketTimes, clock: MediaClock) -> Self {
+        match first.stamp {
             Some(last) => SenderClock::SendTime {
                 unwrap: AbsSendTimeUnwrapper::new(),
                 last,
@@ -37,17 +45,17 @@ impl SenderClock {
             None => SenderClock::RtpTs {
                 unwrap: RtpTsUnwrapper::new(),
                 clock,
-                last: rtp_ts,
+                last: first.rtp_ts,
             },
         }
     }
 
-    /// When a data packet carrying `stamp` and `rtp_ts` left (a stamped stream's packet that
-    /// lacks one is taken as sent with the one before).
-    pub fn data(&mut self, stamp: Option<u32>, rtp_ts: u32) -> Timestamp {
+    /// When a data packet showing `p` left (a stamped stream's packet that lacks a stamp is
+    /// taken as sent with the one before).
+    pub fn data(&mut self, p: PacketTimes) -> Timestamp {
         match self {
             SenderClock::SendTime { unwrap, last } => {
-                *last = stamp.unwrap_or(*last);
+                *last = p.stamp.unwrap_or(*last);
                 from_abs24(unwrap.unwrap(*last))
             }
             SenderClock::RtpTs {
@@ -55,8 +63,8 @@ impl SenderClock {
                 clock,
                 last,
             } => {
-                *last = rtp_ts;
-                Timestamp::ZERO + clock.duration(unwrap.unwrap(rtp_ts))
+                *last = p.rtp_ts;
+                Timestamp::ZERO + clock.duration(unwrap.unwrap(p.rtp_ts))
             }
         }
     }
@@ -91,27 +99,31 @@ fn from_abs24(units: u64) -> Timestamp {
 mod tests {
     use super::*;
 
+    fn at(stamp: Option<u32>, rtp_ts: u32) -> PacketTimes {
+        PacketTimes { stamp, rtp_ts }
+    }
+
     #[test]
     fn send_times_and_reports_share_one_clock_across_the_wrap() {
         // The sender's wall clock 1 ms before a 64 s wrap of abs-send-time.
         let wall = |ms: u64| NtpTime::from_unix_nanos((64 * 1000 * 1000 - 1 + ms) * 1_000_000);
         let stamp = |ms| Some(abs_send_time(wall(ms)));
-        let mut c = SenderClock::new(stamp(0), 0, MediaClock::VIDEO_90K);
-        let t0 = c.data(stamp(0), 0);
-        let t1 = c.data(stamp(3), 0);
+        let mut c = SenderClock::new(at(stamp(0), 0), MediaClock::VIDEO_90K);
+        let t0 = c.data(at(stamp(0), 0));
+        let t1 = c.data(at(stamp(3), 0));
         assert!((t1.saturating_since(t0).as_micros() as i64 - 3000).abs() <= 4);
         // A report sent at 10 ms, its RTP timestamp irrelevant.
         let r = c.report(Some((wall(10), 12345)));
         assert!((r.saturating_since(t0).as_micros() as i64 - 10_000).abs() <= 4);
         // A packet without the stamp counts as sent with the one before.
-        assert_eq!(c.data(None, 999), c.data(stamp(3), 0));
+        assert_eq!(c.data(at(None, 999)), c.data(at(stamp(3), 0)));
     }
 
     #[test]
     fn without_send_times_the_rtp_timestamp_stands_in() {
-        let mut c = SenderClock::new(None, 90_000, MediaClock::VIDEO_90K);
-        let t0 = c.data(None, 90_000);
-        let t1 = c.data(Some(5), 93_600);
+        let mut c = SenderClock::new(at(None, 90_000), MediaClock::VIDEO_90K);
+        let t0 = c.data(at(None, 90_000));
+        let t1 = c.data(at(Some(5), 93_600));
         assert_eq!(t1.saturating_since(t0), Duration::from_millis(40));
         let r = c.report(Some((NtpTime(0), 99_000)));
         assert_eq!(r.saturating_since(t0), Duration::from_millis(100));

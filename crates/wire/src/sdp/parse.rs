@@ -1,0 +1,262 @@
+//! Reading an SDP: what ffmpeg, GStreamer, live555 and cameras write, into a
+//! [`SessionDescription`], never panicking, every error saying what is wrong and where.
+
+use super::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
+use std::net::{IpAddr, Ipv4Addr};
+
+impl SessionDescription {
+    /// Reads an SDP. Input over [`MAX_SDP_BYTES`] is refused; any input returns (never panics).
+    pub fn parse(text: &str) -> Result<SessionDescription, SdpError> {
+        if text.len() > MAX_SDP_BYTES {
+            return Err(SdpError::TooLarge { len: text.len() });
+        }
+        let s = sdp_types::Session::parse(text.as_bytes()).map_err(|e| SdpError::Syntax {
+            detail: e.to_string(),
+        })?;
+        let origin = s
+            .origin
+            .try_parse_unicast_ip_address()
+            .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        let session_id = s.origin.sess_id.trim().parse::<u64>().unwrap_or(0);
+        let connection = s
+            .connection
+            .as_ref()
+            .map(|c| connection(c, "session-level"))
+            .transpose()?;
+        // The line numbers of the m= lines, for messages (sdp-types keeps none).
+        let m_lines: Vec<usize> = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| l.starts_with("m="))
+            .map(|(i, _)| i + 1)
+            .collect();
+        let media = s
+            .medias
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let at = MediaAt {
+                    line: m_lines.get(i).copied().unwrap_or(0),
+                    text: format!("m={} {} {} {}", m.media, m.port, m.proto, m.fmt),
+                };
+                media(m, &at)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SessionDescription {
+            origin,
+            session_id,
+            name: s.session_name.trim().to_string(),
+            connection,
+            control: attr(&s.attributes, "control"),
+            range: attr(&s.attributes, "range"),
+            tool: attr(&s.attributes, "tool"),
+            media,
+        })
+    }
+}
+
+/// Where a media description is, for messages: "line 7 (m=video 5004 RTP/AVP 96)".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MediaAt {
+    /// 1-based line number of the `m=` line.
+    pub line: usize,
+    /// The `m=` line.
+    pub text: String,
+}
+
+impl std::fmt::Display for MediaAt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {} ({})", self.line, self.text)
+    }
+}
+
+/// What is wrong in an SDP.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SdpError {
+    #[error("the SDP is {len} bytes, more than the {} KiB accepted; is this really a session description?", MAX_SDP_BYTES >> 10)]
+    TooLarge { len: usize },
+    #[error(
+        "not a valid SDP: {detail} (RFC 8866: it starts with v=0 and has one key=value per line)"
+    )]
+    Syntax { detail: String },
+    #[error("{where_} c=IN {addrtype} {value}: {problem}; expected an IP address, with /TTL for IPv4 multicast (c=IN IP4 239.1.2.3/16)")]
+    BadConnection {
+        where_: String,
+        addrtype: String,
+        value: String,
+        problem: String,
+    },
+    #[error("{at}: transport '{proto}' is not RTP; Metronome reads RTP/AVP media (RTP/AVPF, RTP/SAVP, RTP/AVP/TCP too)")]
+    NotRtp { at: MediaAt, proto: String },
+    #[error("{at}: payload type '{fmt}' is not a number from 0 to 127")]
+    BadPayloadType { at: MediaAt, fmt: String },
+    #[error("{at}: dynamic payload type {payload_type} has no a=rtpmap; add one, e.g. a=rtpmap:{payload_type} H264/90000")]
+    NoRtpmap { at: MediaAt, payload_type: u8 },
+    #[error("{at}: a=rtpmap:{value}: {problem}; expected a=rtpmap:PT ENCODING/CLOCKRATE, e.g. a=rtpmap:33 MP2T/90000")]
+    BadRtpmap {
+        at: MediaAt,
+        value: String,
+        problem: String,
+    },
+}
+
+/// The first value of attribute `name` (case-insensitive), trimmed; `None` if absent or empty.
+fn attr(attrs: &[sdp_types::Attribute], name: &str) -> Option<String> {
+    attrs
+        .iter()
+        .find(|a| a.attribute.eq_ignore_ascii_case(name))
+        .and_then(|a| a.value.as_deref())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+fn connection(c: &sdp_types::Connection, where_: &str) -> Result<Connection, SdpError> {
+    let bad = |problem: String| SdpError::BadConnection {
+        where_: where_.to_string(),
+        addrtype: c.addrtype.as_str().to_string(),
+        value: c.connection_address.clone(),
+        problem,
+    };
+    let a = c.try_address().map_err(|e| bad(e.to_string()))?;
+    match (c.addrtype.as_str(), a.ip) {
+        ("IP4", IpAddr::V6(_)) => return Err(bad("an IPv6 address marked IP4".into())),
+        ("IP6", IpAddr::V4(_)) => return Err(bad("an IPv4 address marked IP6".into())),
+        _ => {}
+    }
+    Ok(Connection {
+        addr: a.ip,
+        ttl: a.ttl,
+    })
+}
+
+/// Encoding and clock rate of the static payload types (RFC 3551 §6, Tables 4 and 5).
+pub fn static_payload_type(pt: u8) -> Option<(&'static str, u32)> {
+    Some(match pt {
+        0 => ("PCMU", 8000),
+        3 => ("GSM", 8000),
+        4 => ("G723", 8000),
+        5 => ("DVI4", 8000),
+        6 => ("DVI4", 16000),
+        7 => ("LPC", 8000),
+        8 => ("PCMA", 8000),
+        9 => ("G722", 8000),
+        10 | 11 => ("L16", 44100),
+        12 => ("QCELP", 8000),
+        13 => ("CN", 8000),
+        14 => ("MPA", 90000),
+        15 => ("G728", 8000),
+        16 => ("DVI4", 11025),
+        17 => ("DVI4", 22050),
+        18 => ("G729", 8000),
+        25 => ("CelB", 90000),
+        26 => ("JPEG", 90000),
+        28 => ("nv", 90000),
+        31 => ("H261", 90000),
+        32 => ("MPV", 90000),
+        33 => ("MP2T", 90000),
+        34 => ("H263", 90000),
+        _ => return None,
+    })
+}
+
+fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpError> {
+    if !m.proto.to_ascii_uppercase().starts_with("RTP/") {
+        return Err(SdpError::NotRtp {
+            at: at.clone(),
+            proto: m.proto.clone(),
+        });
+    }
+    let fmt = m.fmt.split_whitespace().next().unwrap_or("");
+    let payload_type = fmt
+        .parse::<u8>()
+        .ok()
+        .filter(|pt| *pt <= 127)
+        .ok_or_else(|| SdpError::BadPayloadType {
+            at: at.clone(),
+            fmt: fmt.to_string(),
+        })?;
+    // The a=rtpmap and a=fmtp lines of this payload type ("PT rest").
+    let of_pt = |name: &str| {
+        m.attributes
+            .iter()
+            .filter(|a| a.attribute.eq_ignore_ascii_case(name))
+            .filter_map(|a| a.value.as_deref())
+            .find_map(|v| {
+                let v = v.trim();
+                let (pt, rest) = v.split_once([' ', '\t']).unwrap_or((v, ""));
+                (pt.parse::<u8>().ok() == Some(payload_type)).then(|| (v, rest.trim()))
+            })
+    };
+    let (encoding, clock_rate) = match of_pt("rtpmap") {
+        Some((value, rest)) => rtpmap(rest).map_err(|problem| SdpError::BadRtpmap {
+            at: at.clone(),
+            value: value.to_string(),
+            problem,
+        })?,
+        None => match static_payload_type(payload_type) {
+            Some((e, r)) => (e.to_string(), r),
+            None => {
+                return Err(SdpError::NoRtpmap {
+                    at: at.clone(),
+                    payload_type,
+                })
+            }
+        },
+    };
+    let fmtp = of_pt("fmtp")
+        .map(|(_, rest)| rest.to_string())
+        .filter(|f| !f.is_empty());
+    let connection = m
+        .connections
+        .first()
+        .map(|c| connection(c, &at.to_string()))
+        .transpose()?;
+    let bitrate_kbps = m
+        .bandwidths
+        .iter()
+        .find(|b| b.bwtype.eq_ignore_ascii_case("AS"))
+        .map(|b| b.bandwidth);
+    // `a=extmap:ID[/DIRECTION] URI[ ATTRIBUTES]`; ids 1-14 are the one-byte form's.
+    let extmap = m
+        .attributes
+        .iter()
+        .filter(|a| a.attribute.eq_ignore_ascii_case("extmap"))
+        .filter_map(|a| a.value.as_deref())
+        .find_map(|v| {
+            let mut words = v.split_whitespace();
+            let id = words.next()?.split('/').next()?.parse::<u8>().ok()?;
+            Some((id, words.next()?.to_string()))
+        });
+    Ok(MediaDescription {
+        media: m.media.clone(),
+        port: m.port,
+        payload_type,
+        encoding,
+        clock_rate,
+        fmtp,
+        control: attr(&m.attributes, "control"),
+        connection,
+        bitrate_kbps,
+        extmap,
+    })
+}
+
+/// `ENCODING/CLOCKRATE[/PARAMS]` → (encoding, clock rate).
+fn rtpmap(rest: &str) -> Result<(String, u32), String> {
+    let mut parts = rest.splitn(3, '/');
+    let encoding = parts.next().unwrap_or("").trim();
+    if encoding.is_empty() {
+        return Err("no encoding name".to_string());
+    }
+    let Some(rate) = parts.next() else {
+        return Err(format!("no clock rate after '{encoding}'"));
+    };
+    let rate = rate.trim();
+    match rate.parse::<u32>() {
+        Ok(r) if r > 0 => Ok((encoding.to_string(), r)),
+        _ => Err(format!(
+            "clock rate '{rate}' is not a positive whole number"
+        )),
+    }
+}
