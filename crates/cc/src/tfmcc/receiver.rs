@@ -16,10 +16,15 @@
 //!   with a bias `γ > 0` (Metronome's option, after the SIGCOMM 2001 paper's idea of biasing
 //!   feedback to low rates; RFC 4654 has none), `t = max(T (γ r + (1 − γ)(1 + ln x / ln N)), 0)`,
 //!   `r = X_r / X` clamped to [0, 1]: receivers below the sending rate answer earlier.
-//!   The timer is cancelled when the sender's suppression rate `X_supp` falls below the
-//!   receiver's rate (and its `R_max` covers the receiver's RTT), or below `X_fbr`, the rate at
-//!   the round's start; a newer round cancels an older one's timer.
+//!   The timer is cancelled when the sender's `R_max` covers the receiver's RTT and its
+//!   suppression rate `X_supp` is below the receiver's rate or below `X_fbr`, the rate at the
+//!   round's start, checked at each data packet and each announcement; a newer round cancels
+//!   an older one's timer. A change of `R_max` during the round scales the timer by
+//!   `R_max / R_max'`, and a timer that comes due with no data packet for longer than `R_max`
+//!   waits `now − tr_i − R_max` more (the sender may have crashed: no implosion).
 //! - **The CLR (§4.5)** answers once per RTT, outside the rounds, never suppressed.
+//! - **`have_loss` (§4.3.1)** is cleared after 10 RTTs without a data packet, and the
+//!   receiver reports `2 X_recv` again (§4.4), until it sees a new loss event.
 //! - **The first loss interval (§5.6)** inverts the simplified equation
 //!   `X = sqrt(3/2) s / (R sqrt(1/l_0))` at `X_recv` over the last RTT:
 //!   `l_0 = (X_recv R / (sqrt(3/2) s))²`; made with `R_max` for want of an RTT, it is scaled
@@ -28,7 +33,9 @@
 //!   per 8 s it reports instead, with the sender sending faster than it calculates, for more
 //!   than 120 s leaves: its last report says so ([`TfmccReceiver::leave`]), then it is silent
 //!   ([`TfmccReceiver::has_left`]; the application leaves the group). So does one that
-//!   leaves of its own accord.
+//!   leaves of its own accord: at once, with one report (§4.2 lets a leaving CLR flag all its
+//!   reports of the round before the leave takes effect; the application here wants out now,
+//!   and the sender treats one flagged report as the CLR leaving, §3.3 case 3).
 
 use super::{ReceiverFeedback, SenderInfo};
 use crate::tfrc::equation::throughput_bytes_per_s;
@@ -87,6 +94,10 @@ pub struct TfmccReceiver {
     /// The rate at the start of the round (`X_fbr`), and when this round's feedback is due.
     x_fbr: f64,
     timer: Option<Timestamp>,
+    /// When the round's timer was set, and the `R_max` it was set with (§4.5's rescaling).
+    timer_base: Option<(Timestamp, Duration)>,
+    /// Loss events counted when `have_loss` was last cleared by an idle spell (§4.3.1).
+    idle_cleared_at_events: Option<u64>,
     /// The CLR's next once-per-RTT report.
     clr_due: Option<Timestamp>,
     /// Arrivals (time, bytes) of the last few RTTs, for `X_recv`.
@@ -118,6 +129,8 @@ impl TfmccReceiver {
             round: None,
             x_fbr: f64::INFINITY,
             timer: None,
+            timer_base: None,
+            idle_cleared_at_events: None,
             clr_due: None,
             recent: VecDeque::new(),
             recent_bytes: 0,
@@ -187,10 +200,27 @@ impl TfmccReceiver {
     /// The rate calculated, before the floor.
     fn calculated_rate(&self, now: Timestamp) -> f64 {
         let p = self.history.loss_event_rate();
-        if p > 0.0 {
+        if p > 0.0 && self.have_loss() {
             throughput_bytes_per_s(self.s.max(1.0), self.rtt(), p)
         } else {
             2.0 * self.x_recv(now)
+        }
+    }
+
+    /// `have_loss` (§4.3.1): a loss event seen, and none cleared by an idle spell since.
+    pub fn have_loss(&self) -> bool {
+        let events = self.history.counts().0;
+        events > 0 && self.idle_cleared_at_events.is_none_or(|at| events > at)
+    }
+
+    /// §4.3.1: no data packet for 10 RTTs clears `have_loss`, so that the sender may slow
+    /// start again; the next loss event sets it.
+    fn clear_loss_after_idle(&mut self, now: Timestamp) {
+        let idle = self
+            .last_sent
+            .is_some_and(|(_, at)| now.saturating_since(at) >= self.rtt() * 10);
+        if idle && self.have_loss() {
+            self.idle_cleared_at_events = Some(self.history.counts().0);
         }
     }
 
@@ -257,6 +287,7 @@ impl TfmccReceiver {
         } else {
             0.9 * self.s + 0.1 * size as f64
         };
+        self.clear_loss_after_idle(now);
         self.last_sent = Some((sent, now));
         if let Some(d) = self.d_r {
             let r = d + now.as_nanos() as i128 - sent.as_nanos() as i128;
@@ -279,6 +310,17 @@ impl TfmccReceiver {
             self.make_first_interval(now);
         }
         self.check_floor(now);
+        // §4.5: each data packet may carry what suppresses this round's feedback.
+        if let Some(info) = self.info.filter(|_| self.timer.is_some() && !self.leaving) {
+            if self.suppressed(now, &info) {
+                self.cancel_timer();
+            }
+        }
+    }
+
+    fn cancel_timer(&mut self) {
+        self.timer = None;
+        self.timer_base = None;
     }
 
     /// The sender's fields arrived at `now`; `sent` is when it sent them, on its clock.
@@ -310,7 +352,9 @@ impl TfmccReceiver {
             if !was_clr || self.clr_due.is_none() {
                 self.clr_due = Some(now);
             }
-            self.timer = None;
+            if !self.leaving {
+                self.cancel_timer();
+            }
         } else {
             self.clr_due = None;
         }
@@ -319,23 +363,57 @@ impl TfmccReceiver {
             // Newer, also across a wrap (RFC 4654 §4.5).
             Some(r) => r != info.round && info.round.wrapping_sub(r) < 1 << 15,
         };
+        if self.leaving {
+            return;
+        }
         if new_round {
             self.round = Some(info.round);
             self.x_fbr = self.rate(now);
-            self.timer = if self.is_clr() {
-                None
-            } else {
-                Some(now + self.feedback_delay(now, info))
-            };
+            self.cancel_timer();
+            if !self.is_clr() {
+                self.timer = Some(now + self.feedback_delay(now, info));
+                self.timer_base = Some((now, info.r_max));
+            }
         } else if self.timer.is_some() && self.suppressed(now, info) {
-            self.timer = None;
+            self.cancel_timer();
+        } else {
+            self.rescale_timer(info.r_max);
         }
     }
 
-    /// Whether the round's feedback from others makes ours unneeded (§4.5).
+    /// Whether the round's feedback from others makes ours unneeded (§4.5): the sender's
+    /// `R_max` covers our RTT, and its suppression rate is below our rate now or at the
+    /// round's start. A receiver whose RTT is above `R_max` is never suppressed (§3.4).
     fn suppressed(&self, now: Timestamp, info: &SenderInfo) -> bool {
-        let x = self.rate(now);
-        (info.x_supp < x && info.r_max >= self.rtt()) || info.x_supp < self.x_fbr
+        info.r_max >= self.rtt() && (info.x_supp < self.rate(now) || info.x_supp < self.x_fbr)
+    }
+
+    /// §4.5: `R_max` changed during the round: `t = t R_max / R_max'`, `t` counted from
+    /// the round's start.
+    fn rescale_timer(&mut self, r_max: Duration) {
+        let (Some(due), Some((from, was))) = (self.timer, self.timer_base) else {
+            return;
+        };
+        if r_max == was || was.is_zero() {
+            return;
+        }
+        let t = due.saturating_since(from);
+        self.timer = Some(from + t.mul_f64(r_max.as_secs_f64() / was.as_secs_f64()));
+        self.timer_base = Some((from, r_max));
+    }
+
+    /// §4.5: a timer due with no data packet for more than `R_max` waits
+    /// `now − tr_i − R_max` longer; true if it was put off.
+    fn put_off_while_idle(&mut self, now: Timestamp) -> bool {
+        let (Some(due), Some((_, at)), Some(info)) = (self.timer, self.last_sent, self.info) else {
+            return false;
+        };
+        let gap = now.saturating_since(at).saturating_sub(info.r_max);
+        if self.leaving || gap.is_zero() {
+            return false;
+        }
+        self.timer = Some(due + gap);
+        true
     }
 
     /// The feedback timer for a round of feedback delay `T`.
@@ -376,13 +454,13 @@ impl TfmccReceiver {
         if self.left {
             return None;
         }
-        let timer = self.timer.is_some_and(|t| t <= now);
+        let timer = self.timer.is_some_and(|t| t <= now) && !self.put_off_while_idle(now);
         let clr = self.clr_due.is_some_and(|t| t <= now);
         if !timer && !clr {
             return None;
         }
         if timer {
-            self.timer = None;
+            self.cancel_timer();
         }
         if clr {
             self.clr_due = Some(now + self.rtt());
@@ -401,7 +479,7 @@ impl TfmccReceiver {
                 .last_sent
                 .map(|(sent, at)| (sent, now.saturating_since(at))),
             round,
-            have_loss: self.history.counts().0 > 0,
+            have_loss: self.have_loss(),
             leaving: self.leaving,
         })
     }
@@ -480,6 +558,105 @@ mod tests {
         // probability 1 − N^(−1/2) = 0.99).
         let late = fired.iter().filter(|t| **t >= 0.6).count();
         assert!(late >= 190, "{late} of 200");
+    }
+
+    /// A non-CLR receiver without bias, in round 3 from 0 ms with `x_supp`, whose timer
+    /// comes due after `after` ms.
+    fn waiting(x_supp: f64, after: u64) -> TfmccReceiver {
+        (0..1000)
+            .map(|seed| {
+                let mut cfg = TfmccReceiverConfig::new(5, seed);
+                cfg.bias = 0.0;
+                let mut r = TfmccReceiver::new(cfg);
+                r.on_sender_info(ms(0), &info(3, x_supp, None, None), ms(0));
+                r
+            })
+            .find(|r| r.poll_timeout().is_some_and(|t| t > ms(after)))
+            .expect("a seed with a late timer")
+    }
+
+    #[test]
+    fn a_data_packet_alone_can_suppress_the_rounds_feedback() {
+        // X_supp 150 kB/s is above the rate at the round's start (nothing received yet);
+        // packets of 1000 bytes every 10 ms take X_r = 2 X_recv to 200 kB/s, over X_supp,
+        // with no new announcement: the timer goes at a data packet (§4.5).
+        let mut r = waiting(150_000.0, 400);
+        for k in 0..30 {
+            r.on_packet(ms(10 * k), k, ms(10 * k), 1000);
+        }
+        assert!(r.rate(ms(290)) > 150_000.0);
+        assert_eq!(r.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_receiver_whose_rtt_is_above_r_max_is_not_suppressed() {
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        measure_75_ms(&mut r);
+        // A new round whose R_max (50 ms) is below our RTT (75), X_supp below everything:
+        // we answer all the same (§3.4: "or those with a higher RTT than R_max").
+        let short = SenderInfo {
+            r_max: Duration::from_millis(50),
+            ..info(1, 0.01, None, None)
+        };
+        r.on_sender_info(ms(1100), &short, ms(540));
+        assert!(r.poll_timeout().is_some());
+        // With R_max covering it, the same X_supp suppresses.
+        r.on_sender_info(ms(1110), &info(1, 0.01, None, None), ms(550));
+        assert_eq!(r.poll_timeout(), None);
+    }
+
+    #[test]
+    fn a_change_of_r_max_rescales_the_timer_and_silence_puts_it_off() {
+        let mut r = waiting(f64::INFINITY, 300);
+        let due = r.poll_timeout().unwrap();
+        // R_max 200 → 400 ms in the same round: t doubles, counted from the round's start.
+        let longer = SenderInfo {
+            r_max: Duration::from_millis(400),
+            ..info(3, f64::INFINITY, None, None)
+        };
+        r.on_sender_info(ms(10), &longer, ms(10));
+        let t = due.saturating_since(ms(0));
+        assert_eq!(r.poll_timeout(), Some(ms(0) + t * 2));
+        // The last data packet came at 20 ms: when the timer comes due, it waits
+        // now − 20 ms − R_max more (§4.5), and fires once packets come again.
+        r.on_packet(ms(20), 1, ms(20), 1000);
+        let due = r.poll_timeout().unwrap();
+        assert!(due > ms(420));
+        assert_eq!(r.poll_report(due), None);
+        let gap = due.saturating_since(ms(20)) - Duration::from_millis(400);
+        assert_eq!(r.poll_timeout(), Some(due + gap));
+        let later = due + gap;
+        r.on_packet(later, 2, later, 1000);
+        assert!(r.poll_report(later).is_some());
+    }
+
+    #[test]
+    fn ten_rtts_without_data_clear_have_loss_until_the_next_loss_event() {
+        // No RTT measured: R_max (200 ms) is the RTT; a loss at packet 50.
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        r.on_sender_info(ms(0), &info(0, f64::INFINITY, None, None), ms(0));
+        feed(&mut r, (0, 0), 100, &[50]);
+        assert!(r.have_loss());
+        let equation = r.rate(ms(1000));
+        // 2 s without a packet, then packets again: X_r is 2 X_recv, have_loss clear.
+        feed(&mut r, (3000, 0), 20, &[]);
+        let now = ms(3190);
+        assert!(!r.have_loss());
+        assert_eq!(r.rate(now), 2.0 * r.x_recv(now));
+        assert_ne!(r.rate(now), equation);
+        // 1.9 s of silence is not 10 RTTs.
+        let mut r2 = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        r2.on_sender_info(ms(0), &info(0, f64::INFINITY, None, None), ms(0));
+        feed(&mut r2, (0, 0), 100, &[50]);
+        r2.on_packet(ms(2890), 100, ms(2890), 1000);
+        assert!(r2.have_loss());
+        // A new loss event sets it again.
+        for k in 20..40u64 {
+            if k != 30 {
+                r.on_packet(ms(3000 + 10 * k), 1000 + k, ms(3000 + 10 * k), 1000);
+            }
+        }
+        assert!(r.have_loss());
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //!   most `2T` after. Each non-CLR answer lowers the suppression rate:
 //!   `X_supp = (1 − g) X_r` when `X_supp > X_r`, g = 0.1.
 //! - **The rate (§3.3):** a receiver reporting less than the rate becomes the CLR and the
-//!   rate drops to its `X_r` at once; the CLR's reports move the rate to its `X_r`, up by at
-//!   most one packet per `R_max` per `R_max`; a CLR that leaves (its report says so, or it is
+//!   rate drops to its `X_r` at once; each of the CLR's reports (one per its RTT) moves the
+//!   rate to `min(X_r, X + s / R_max)` (case 4); with no CLR, the rate rises to a report's
+//!   `X_r` by at most one packet per `R_max` every `R_max` (case 1); a CLR that leaves (its report says so, or it is
 //!   silent for 10 of its RTTs) is replaced by the next reporter, with no increase for a
 //!   round (case 3). A receiver with loss but no RTT computed `X_r`
 //!   with `R_max`; for the choice of CLR (not for `X_supp`) the sender scales it by
@@ -92,7 +93,18 @@ struct PendingEcho {
     at: Timestamp,
     /// Lower goes first (§3.5).
     priority: u8,
+    /// The round the report answered: older goes first within a priority (§3.5).
+    round: u16,
     x_r: f64,
+}
+
+impl PendingEcho {
+    /// §3.5's order, most urgent least: the class, then the older round, then the lower
+    /// rate; `current` is the sender's round.
+    fn urgency(&self, current: u16) -> (u8, std::cmp::Reverse<u16>, f64) {
+        let age = current.wrapping_sub(self.round);
+        (self.priority, std::cmp::Reverse(age), self.x_r)
+    }
 }
 
 /// Counters, for summaries and tests.
@@ -224,7 +236,23 @@ impl TfmccSender {
         self.announce_due = Some(at.max(earliest));
     }
 
-    /// Raises the rate towards `target`, by at most one packet per `R_max` per `R_max`.
+    /// §3.3 case 4: the CLR's report raises the rate to `min(X_r, X + s / R_max)`.
+    fn increase_by_clr_report(&mut self, now: Timestamp, target: f64) {
+        if self.no_increase_until.is_some_and(|t| now < t) {
+            return;
+        }
+        self.last_increase = now;
+        if self.slow_start {
+            // §3.6: slow start's limit is the receivers' 2 X_recv, not the increase limit.
+            self.set_x(target);
+            return;
+        }
+        let step = self.s() / self.r_max.as_secs_f64();
+        self.set_x(target.min(self.x + step));
+    }
+
+    /// §3.3 case 1: with no CLR, the rate rises towards `target` by at most one packet per
+    /// `R_max` every `R_max`.
     fn increase_to(&mut self, now: Timestamp, target: f64) {
         if self.no_increase_until.is_some_and(|t| now < t) {
             return;
@@ -283,7 +311,7 @@ impl TfmccSender {
             (false, true) => 2,
             (true, true) => 3,
         };
-        self.queue_echo(now, id, fb.ts_us, priority, fb.x_r);
+        self.queue_echo(now, id, fb, priority);
         if fb.have_loss && self.slow_start {
             // The first loss anywhere ends slow start (§3.6).
             self.slow_start = false;
@@ -318,7 +346,7 @@ impl TfmccSender {
                     self.set_x(fb.x_r);
                     self.last_increase = now;
                 } else {
-                    self.increase_to(now, fb.x_r);
+                    self.increase_by_clr_report(now, fb.x_r);
                 }
             }
             Some(c) if !c.leaving => {
@@ -364,25 +392,21 @@ impl TfmccSender {
         self.announce_soon();
     }
 
-    fn queue_echo(&mut self, now: Timestamp, id: u32, ts_us: u32, priority: u8, x_r: f64) {
+    fn queue_echo(&mut self, now: Timestamp, id: u32, fb: &ReceiverFeedback, priority: u8) {
         self.echoes.retain(|e| e.receiver != id);
         if self.echoes.len() >= MAX_ECHOES {
             // Keep the most urgent: drop the least.
-            if let Some(i) = (0..self.echoes.len()).max_by(|&a, &b| {
-                let (ea, eb) = (&self.echoes[a], &self.echoes[b]);
-                (ea.priority, ea.x_r)
-                    .partial_cmp(&(eb.priority, eb.x_r))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            }) {
+            if let Some(i) = self.echo_by_urgency(std::cmp::Ordering::Greater) {
                 self.echoes.swap_remove(i);
             }
         }
         self.echoes.push(PendingEcho {
             receiver: id,
-            ts_us,
+            ts_us: fb.ts_us,
             at: now,
             priority,
-            x_r,
+            round: fb.round,
+            x_r: fb.x_r,
         });
         self.announce_soon();
     }
@@ -475,6 +499,22 @@ impl TfmccSender {
         }
     }
 
+    /// The pending echo most urgent (`Less`) or least (`Greater`) by §3.5's order.
+    fn echo_by_urgency(&self, want: std::cmp::Ordering) -> Option<usize> {
+        let round = self.round;
+        (0..self.echoes.len()).reduce(|best, i| {
+            let (a, b) = (
+                self.echoes[i].urgency(round),
+                self.echoes[best].urgency(round),
+            );
+            if a.partial_cmp(&b) == Some(want) {
+                i
+            } else {
+                best
+            }
+        })
+    }
+
     /// The sender's fields, when an announcement is due at `now`.
     pub fn poll_info(&mut self, now: Timestamp) -> Option<SenderInfo> {
         let due = self.announce_due?;
@@ -489,14 +529,7 @@ impl TfmccSender {
         } else {
             None
         }
-        .or_else(|| {
-            (0..self.echoes.len()).min_by(|&a, &b| {
-                let (ea, eb) = (&self.echoes[a], &self.echoes[b]);
-                (ea.priority, ea.x_r)
-                    .partial_cmp(&(eb.priority, eb.x_r))
-                    .unwrap_or(std::cmp::Ordering::Equal)
-            })
-        });
+        .or_else(|| self.echo_by_urgency(std::cmp::Ordering::Less));
         let echo = pick.map(|i| {
             let e = self.echoes.swap_remove(i);
             if self.clr() == Some(e.receiver) {
@@ -604,15 +637,19 @@ mod tests {
         t.on_report(ms(100), 1, &fb(0, 1500.0, Some(100), true));
         assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(1), 1500.0));
         assert!(!t.in_slow_start());
-        // The CLR reports a much higher rate: one packet per R_max per R_max at most.
-        t.on_report(ms(600), 1, &fb(0, 50_000.0, Some(100), true));
+        // The CLR reports a much higher rate: each report raises the rate by one packet per
+        // R_max at most (§3.3 case 4), also one 100 ms (its RTT) after the last.
         let r_max = t.r_max().as_secs_f64();
-        let want = 1500.0 + 1000.0 / r_max * (0.5f64.min(r_max) / r_max);
-        assert!(
-            (t.rate_bytes_per_s() - want).abs() < 1e-6,
-            "{}",
-            t.rate_bytes_per_s()
-        );
+        let mut want = 1500.0;
+        for at in [600, 700] {
+            t.on_report(ms(at), 1, &fb(0, 50_000.0, Some(100), true));
+            want += 1000.0 / r_max;
+            assert!(
+                (t.rate_bytes_per_s() - want).abs() < 1e-6,
+                "{} at {at} ms",
+                t.rate_bytes_per_s()
+            );
+        }
         // Another receiver reports less than the rate: it takes over, the rate drops to it.
         t.on_report(ms(700), 2, &fb(0, 1200.0, Some(50), true));
         assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(2), 1200.0));
@@ -806,5 +843,30 @@ mod tests {
             t.on_report(ms(200), id, &fb(0, 99_000.0, Some(100), true));
         }
         assert!(t.echoes.len() <= MAX_ECHOES);
+    }
+
+    #[test]
+    fn within_a_class_the_older_rounds_report_is_echoed_first_then_the_lower_rate() {
+        let mut t = sender();
+        let ms = Timestamp::from_millis;
+        // Receiver 1 becomes the CLR and is echoed (once per round).
+        t.on_report(ms(100), 1, &fb(0, 5_000.0, Some(100), true));
+        assert_eq!(t.poll_info(ms(100)).unwrap().echo.unwrap().receiver, 1);
+        t.handle_timeout(Timestamp::ZERO + 2 * t.feedback_delay());
+        assert_eq!(t.round(), 1);
+        let _ = t.poll_info(ms(6000));
+        t.on_report(ms(6050), 1, &fb(1, 5_000.0, Some(100), true));
+        // Three reports without an RTT, above the CLR's rate: one of this round at the
+        // lowest rate, two of the round before.
+        let at = ms(6100);
+        t.on_report(at, 2, &fb(1, 6_000.0, None, true));
+        t.on_report(at, 3, &fb(0, 9_000.0, None, true));
+        t.on_report(at, 4, &fb(0, 8_000.0, None, true));
+        let order: Vec<u32> = (0..4)
+            .filter_map(|k| t.poll_info(ms(6110 + 10 * k)).and_then(|i| i.echo))
+            .map(|e| e.receiver)
+            .collect();
+        // The CLR first (once a round), then round 0's by rate, then round 1's.
+        assert_eq!(order, vec![1, 4, 3, 2]);
     }
 }
