@@ -79,6 +79,16 @@ impl ControllerKind {
         matches!(self, ControllerKind::Tfrc | ControllerKind::Tfmcc)
     }
 
+    /// Whether it is rate-based: its packets leave at most at its rate, one every `s / X`,
+    /// and what the application makes faster waits in the sender's queue (RFC 5348 §4.6,
+    /// RFC 4654 §3.7; the ns-2 agents Evalvid-RA feeds, seed 002's ASMP alike).
+    pub fn sends_at_its_rate(self) -> bool {
+        matches!(
+            self,
+            ControllerKind::Tfrc | ControllerKind::Tfmcc | ControllerKind::Asmp
+        )
+    }
+
     /// Whether it serves a multicast group (TFMCC, ASMP) rather than one receiver.
     pub fn for_groups(self) -> bool {
         matches!(self, ControllerKind::Tfmcc | ControllerKind::Asmp)

@@ -6,13 +6,15 @@
 //! Roberts, 1997), which seed 002's Multi-Evalvid-RA drives with TFMCC or ASMP:
 //!
 //! - The quantizer changes only at a GOP boundary, for the whole next GOP, and not before the
-//!   second GOP. The first GOP goes at twice the reference quantizer (at most the coarsest).
-//! - Every rate the congestion controller reports during a GOP is averaged with equal weight;
-//!   at the GOP's end the average becomes the first sample of the next GOP's average. The
-//!   target per GOP is that rate in bytes over the GOP's duration, scaled by
-//!   `exp(−backlog / 1000)` (the sender's queue in packets: none when frames are paced out as
-//!   they are made, as here), and never above the stream's configured rate (Evalvid-RA's
-//!   `r_`).
+//!   second GOP. The first GOP goes at twice the reference quantizer (at most the coarsest);
+//!   the stream's configured rate counts as the first rate reported, and the bucket below
+//!   starts half full.
+//! - Every rate the congestion controller reports during a GOP, scaled by
+//!   `exp(−backlog / 1000)` with the sender's queue in packets at the report (frames wait
+//!   there when a rate-based congestion controller sends slower than they are made: the
+//!   scaling drains it), is averaged with equal weight; at the GOP's end the average becomes
+//!   the first sample of the next GOP's average. The target per GOP is that rate in bytes
+//!   over the GOP's duration, never above the stream's configured rate (Evalvid-RA's `r_`).
 //! - A leaky bucket of size `b = 1.5 r` tracks what was sent against the target `r`:
 //!   `X = min(b, max(0, X − r) + sent)` (Hamdi's Eq. 5), `x = X / b`, `e1 = 1 − (1 − x)^5`,
 //!   `e2 = x^5`.
@@ -71,7 +73,6 @@ pub struct VbrController {
     /// This GOP's mean of reported rates (bit/s), over `samples` reports.
     mean_bps: f64,
     samples: u32,
-    backlog_packets: f64,
     /// The leaky bucket's fill, bytes.
     bucket: f64,
     gops: u64,
@@ -92,13 +93,19 @@ pub struct VbrDecision {
 impl VbrController {
     pub fn new(cfg: VbrConfig) -> Self {
         let q = (2 * cfg.reference_q).clamp(cfg.min_q, cfg.max_q);
+        // As Evalvid-RA's `init()`: the stream's rate counts as the first report, and the
+        // bucket starts half full.
+        let (mean_bps, samples) = if cfg.max_bps.is_finite() {
+            (cfg.max_bps, 1)
+        } else {
+            (0.0, 0)
+        };
         VbrController {
+            bucket: 0.5 * 1.5 * mean_bps / 8.0 * cfg.gop_secs(),
             cfg,
             q,
-            mean_bps: 0.0,
-            samples: 0,
-            backlog_packets: 0.0,
-            bucket: 0.0,
+            mean_bps,
+            samples,
             gops: 0,
         }
     }
@@ -114,9 +121,9 @@ impl VbrController {
         if !bps.is_finite() || bps < 0.0 {
             return;
         }
+        let bps = bps * (-backlog_packets.max(0.0) / 1000.0).exp();
         self.samples += 1;
         self.mean_bps += (bps - self.mean_bps) / f64::from(self.samples);
-        self.backlog_packets = backlog_packets.max(0.0);
     }
 
     /// A GOP has ended, having sent `sent_bytes`; the next one weighs `open_bytes` at the
@@ -124,9 +131,7 @@ impl VbrController {
     pub fn next_gop(&mut self, sent_bytes: f64, open_bytes: f64) -> VbrDecision {
         self.gops += 1;
         let open = open_bytes * self.cfg.open_loop_factor;
-        let target = self.mean_bps.min(self.cfg.max_bps) / 8.0
-            * self.cfg.gop_secs()
-            * (-self.backlog_packets / 1000.0).exp();
+        let target = self.mean_bps.min(self.cfg.max_bps) / 8.0 * self.cfg.gop_secs();
         // The running mean: this GOP's average counts as one sample of the next.
         self.samples = self.samples.min(1);
         let b = 1.5 * target;
@@ -205,15 +210,18 @@ mod tests {
         c.on_rate(1_000_000.0, 0.0);
         c.on_rate(3_000_000.0, 0.0);
         let d = c.next_gop(0.0, 1.0);
-        assert!((d.target_bytes - 120_000.0).abs() < 1.0, "{d:?}");
-        // (2 Mbit/s carried as one sample) + 4 Mbit/s: 3 Mbit/s, capped at the stream's 2.5.
+        // The stream's 2.5 Mbit/s counts as the first report (Evalvid-RA's start).
+        let first = (2.5e6 + 1e6 + 3e6) / 3.0;
+        assert!((d.target_bytes - first / 8.0 * 0.48).abs() < 1.0, "{d:?}");
+        // (That mean carried as one sample) + 4 Mbit/s: 3.08 Mbit/s, capped at the stream's 2.5.
         c.on_rate(4_000_000.0, 0.0);
         let d = c.next_gop(0.0, 1.0);
         assert!((d.target_bytes - 150_000.0).abs() < 1.0, "{d:?}");
-        // A backlog of 1000 packets scales the target by 1/e: (3 + 1) / 2 Mbit/s, over 0.48 s.
-        c.on_rate(1_000_000.0, 1000.0);
+        // A backlog of 1000 packets scales its report by 1/e.
+        c.on_rate(4_000_000.0, 1000.0);
         let d = c.next_gop(0.0, 1.0);
-        let expect = 2e6 / 8.0 * 0.48 * (-1.0f64).exp();
+        let carried = (first + 4e6) / 2.0;
+        let expect = (carried + 4e6 * (-1.0f64).exp()) / 2.0 / 8.0 * 0.48;
         assert!((d.target_bytes - expect).abs() < 1.0, "{d:?} {expect}");
     }
 }

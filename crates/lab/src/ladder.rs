@@ -172,7 +172,7 @@ impl LadderVideo {
             s.coded.resize(position, Vec::new());
             s.kinds
                 .resize(position, metronome_quality::playout::FrameType::Other);
-            s.frame_due[k] = p.due;
+            s.frame_due[k] = p.made;
             let decision = self.source.decisions().last().copied();
             let order_len = map.decode_order.len();
             if let Some((_, kind, bytes)) = self.source.frame_at(order_len) {

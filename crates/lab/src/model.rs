@@ -469,6 +469,7 @@ fn ladder_video(
         reference_q: coded.quantizers.0,
         max_bps: plan.rate_bps as f64,
         epoch: n.epoch,
+        send_at_rate: plan.cc.sends_at_its_rate(),
     };
     let source = Timed {
         inner: LadderVideo::new(ladder, cfg, map.clone()).with_floor(floor),

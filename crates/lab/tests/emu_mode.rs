@@ -713,7 +713,11 @@ fn a_ladder_video_runs_on_real_sockets_as_in_the_simulator() {
     let _one = serial();
     let tmp = TempDir::new("emu-ladder");
     let text = metronome_lab::builtin::find("seed002-tcp").unwrap().text;
-    let text = text[..text.find("[[claim]]").unwrap()]
+    // Without the TCP flow: beside it, whether TFMCC's first report (about 2.7 s in) comes
+    // before TCP's first losses decides whether it leaves slow start at its floor, and the
+    // kernel's TCP fills the queue sooner than the simulator's (docs/cc.md): that is a race
+    // between two TCPs, not the ladder's video on real sockets, which this test is about.
+    let text = text[..text.find("[[flow]]\nname = \"tcp\"").unwrap()]
         .replace("duration = \"73s\"", "duration = \"12s\"")
         .replace("count = 45", "count = 3")
         .replace("cc = [\"tfmcc\", \"asmp\"]", "cc = [\"tfmcc\"]")

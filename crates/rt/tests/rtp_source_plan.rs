@@ -56,6 +56,7 @@ impl RtpSourcePlan for Plan {
                 reference_q: 6,
                 max_bps: 2e6,
                 epoch,
+                send_at_rate: false,
             },
         )))
     }

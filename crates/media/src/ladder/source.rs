@@ -1,10 +1,21 @@
 //! A ladder sent as Evalvid-RA sends it: each GOP at the rung its VBR controller picks
 //! (`metronome_cc::vbr`) from the rate the congestion controller allows, every frame as it was
-//! coded, cut into RTP packets ([`crate::payload`]) that are paced evenly over the frame's
-//! interval: variable bit rate, frame sizes that follow the content, no padding.
+//! coded, cut into RTP packets ([`crate::payload`]): variable bit rate, frame sizes that follow
+//! the content, no padding.
 //!
 //! Times are on the stream's own timeline (from its first frame): frame `p` of the decode
-//! order leaves from `p · T` on, its `n` packets at `p · T + i · T / n`. Its RTP timestamp is
+//! order is made at `p · T`. Its `n` packets leave in one of two ways:
+//!
+//! - **At the congestion controller's rate**, as Evalvid-RA hands frames to a rate-based
+//!   transport agent (TFRC, TFMCC, ASMP: RFC 5348 §4.6, RFC 4654 §3.7): each packet when the
+//!   sender is free, one every `wire bytes · 8 / X`, never before its frame is made; what the
+//!   rate does not carry waits in the sender's queue. As in Evalvid-RA's build for TFRC
+//!   (`vbr_rateadapt.cc`), that queue in packets scales each rate the VBR controller is told
+//!   (`exp(−backlog / 1000)`), and the next GOP's size at the reference quantizer counts
+//!   1.25 times.
+//! - **Over the frame's interval** otherwise: `p · T + i · T / n`.
+//!
+//! Its RTP timestamp is
 //! its presentation time, `k · T` for display frame `k`, moved later by the B-frame delay
 //! where frames are reordered, so that no frame is presented before it is sent.
 
@@ -34,6 +45,9 @@ pub struct LadderSourceConfig {
     pub max_bps: f64,
     /// The stream's time zero on the driver's clock (where [`RtpSource`] packets are due from).
     pub epoch: Timestamp,
+    /// Packets leave at the rate the controller allows, queued behind it (see the module),
+    /// rather than spread over their frame's interval.
+    pub send_at_rate: bool,
 }
 
 /// A packet the source wrote.
@@ -43,6 +57,8 @@ pub struct LadderPacket {
     pub payload_len: usize,
     /// When it is due to leave, on the stream's timeline.
     pub due: Duration,
+    /// When its frame was made (handed to the sender), on the stream's timeline.
+    pub made: Duration,
     /// The frame it carries (its display number), and whether it is the frame's first packet.
     pub frame: u32,
     pub first_of_frame: bool,
@@ -66,6 +82,10 @@ pub struct LadderSource {
     frame_interval: Duration,
     /// The presentation delay B-frames need, in frames.
     reorder_frames: u32,
+    /// The controller's rate, bit/s on the wire (0: none yet), and when the sender is free
+    /// to send the next packet at it.
+    rate_bps: f64,
+    free_at: Duration,
 }
 
 impl LadderSource {
@@ -78,7 +98,8 @@ impl LadderSource {
             max_q: q_range.max().unwrap_or(31),
             gop_frames: e.gop,
             fps: f64::from(e.fps),
-            open_loop_factor: 1.0,
+            // Evalvid-RA's TFRC build, for rate-based agents with their send queue.
+            open_loop_factor: if cfg.send_at_rate { 1.25 } else { 1.0 },
             max_bps: cfg.max_bps,
         });
         LadderSource {
@@ -93,6 +114,8 @@ impl LadderSource {
             decisions: Vec::new(),
             frame_interval: Duration::from_nanos(1_000_000_000 / u64::from(e.fps.max(1))),
             reorder_frames: if e.b_frames > 0 { e.b_frames + 1 } else { 0 },
+            rate_bps: 0.0,
+            free_at: Duration::ZERO,
         }
     }
 
@@ -110,7 +133,41 @@ impl LadderSource {
 
     /// The rate the congestion controller allows now, bit/s on the wire.
     pub fn on_rate(&mut self, wire_bps: f64) {
-        self.vbr.on_rate(wire_bps, 0.0);
+        if wire_bps.is_finite() && wire_bps > 0.0 {
+            self.rate_bps = wire_bps;
+        }
+        // The queue now: the frame being made is (within the driver's lookahead) now.
+        let now = self.frame_interval * self.next.saturating_sub(1) as u32;
+        self.vbr.on_rate(wire_bps, self.backlog_packets(now));
+    }
+
+    /// Whether packets leave at the controller's rate (configured so, and a rate known).
+    fn paced_by_rate(&self) -> bool {
+        self.cfg.send_at_rate && self.rate_bps > 0.0
+    }
+
+    /// When packet `i` of `n` of the frame made at `made`, `wire` bytes, is due; the sender
+    /// is then busy with it for its time at the controller's rate.
+    fn due(&mut self, made: Duration, (i, n): (usize, usize), wire: u64) -> Duration {
+        if !self.paced_by_rate() {
+            let spacing = self.frame_interval.as_nanos() as u64 / n.max(1) as u64;
+            return made + Duration::from_nanos(spacing * i as u64);
+        }
+        let due = made.max(self.free_at);
+        self.free_at = due + Duration::from_secs_f64(wire as f64 * 8.0 / self.rate_bps);
+        due
+    }
+
+    /// Packets waiting in the sender's queue at `at`: its backlog at the controller's rate,
+    /// in packets of the largest size.
+    fn backlog_packets(&self, at: Duration) -> f64 {
+        if !self.paced_by_rate() {
+            return 0.0;
+        }
+        let bytes = self.free_at.saturating_sub(at).as_secs_f64() * self.rate_bps / 8.0;
+        let largest =
+            self.cfg.payloader.max_payload as u64 + u64::from(self.cfg.overhead_per_packet);
+        bytes / largest.max(1) as f64
     }
 
     /// The rung of each GOP sent so far, with the controller's figures.
@@ -141,14 +198,16 @@ impl LadderSource {
                 self.frame = None;
                 continue;
             };
-            self.gop_bytes += o.payload_len as u64 + u64::from(self.cfg.overhead_per_packet);
-            let spacing = self.frame_interval.as_nanos() as u64 / n.max(1) as u64;
-            let due = self.frame_interval * p as u32 + Duration::from_nanos(spacing * i as u64);
+            let wire = o.payload_len as u64 + u64::from(self.cfg.overhead_per_packet);
+            self.gop_bytes += wire;
+            let made = self.frame_interval * p as u32;
+            let due = self.due(made, (i, n), wire);
             self.frame = Some((p, n, i + 1));
             return Ok(Some(LadderPacket {
                 len: o.len,
                 payload_len: o.payload_len,
                 due,
+                made,
                 frame: f.frame,
                 first_of_frame: i == 0,
             }));
