@@ -19,10 +19,11 @@
 //!   round (case 3). A receiver with loss but no RTT computed `X_r`
 //!   with `R_max`; for the choice of CLR (not for `X_supp`) the sender scales it by
 //!   `R_max / R_r`, `R_r` its own sample from the report's echo (§3.3).
-//! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv`; the
-//!   smallest reporter is the CLR, as always, and each of its reports (one per its RTT, §4.5)
-//!   sets the rate to what it reported, without the one-packet-per-`R_max` limit: the rate
-//!   about doubles every RTT. The first report of a loss ends it.
+//! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv`;
+//!   the receiver that reports the lowest rate becomes the CLR (§3.3 cases 1-2), and each of
+//!   its reports (one per its RTT, §4.5) sets the rate to what it reported, without the
+//!   one-packet-per-`R_max` limit: the rate about doubles every RTT. The first report of a
+//!   loss ends it.
 //! - **Silence (§3.3):** no report from the CLR for 4 of its RTTs halves the rate once
 //!   (not within 10 RTTs of its choice); after 10 RTTs of silence it is taken to have left.
 //!   No report from anyone for 10 `R_max` halves the rate, again every 10 `R_max`, down to
