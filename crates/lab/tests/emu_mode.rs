@@ -33,8 +33,7 @@ fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {
 /// run of `text` is `off` the simulator's by `within` or more at a point, a second run is
 /// made and, per point, the one closer to the simulator is judged; both are printed. A
 /// difference of the model fails both runs. `off` measures an emu point against whatever the
-/// caller takes from the simulator: its point of the same parameters, or the mean of its
-/// replicates ([`sim_mean`]).
+/// caller takes from the simulator, such as its point of the same parameters.
 fn emu_closest(
     text: &str,
     dir: &std::path::Path,
@@ -69,23 +68,6 @@ fn sim_point<'a>(sim: &'a Summary, pe: &PointResult) -> &'a PointResult {
         .iter()
         .find(|ps| ps.params == pe.params)
         .expect("the simulator ran every point the emulator did")
-}
-
-/// The mean of `metric` over the simulator's replicates of `pe`'s point: the points whose
-/// parameters are `pe`'s but for the replicate.
-fn sim_mean(sim: &Summary, pe: &PointResult, metric: impl Fn(&PointResult) -> f64) -> f64 {
-    let same = |ps: &&PointResult| {
-        let mut p = ps.params.clone();
-        p.remove("replicate");
-        p == pe.params
-    };
-    let values: Vec<f64> = sim.points.iter().filter(same).map(metric).collect();
-    assert!(
-        !values.is_empty(),
-        "no simulated replicate of {:?}",
-        pe.params
-    );
-    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// How the emulator kept to its model in an emu run's point, and how busy the host was: when a
@@ -551,16 +533,18 @@ video = "320x180@30"
 /// seed002-cbr's dumbbell, shortened (20 s, 5 receivers, constant-rate TS instead of the
 /// video): TFMCC and ASMP on real sockets, every host a namespace; the receivers run the
 /// engine's receiver session and its controller end, reporting to the sender by unicast (RFC
-/// 5760), beside a UDP square wave. An emu run is one more sample path of a controller whose
-/// 20 s throughput varies from seed to seed in the simulator too (10 seeds: TFMCC 1.49-1.85
-/// Mbit/s, coefficient of variation 6.7 %; ASMP 2.03-2.50, 7.1 %); judged against seed 1
-/// alone, which is TFMCC's second lowest, an emu run at the seeds' mean was 16 % off and
-/// failed. So emu is judged against the mean of 10 simulated seeds: TFMCC within 15 % (2.2 of
-/// the seeds' standard deviations; measured +2.0 and -0.4 %), ASMP within 25 % (measured -15
-/// and +9 %, as spread as the seeds themselves; 24 and 37 % off seed 1 before each receiver's
-/// indicators compared its RTT and jitter with its own usual, when one smoothness factor took
-/// every receiver's jitter and RTT against the smallest ever seen, which real sockets' jitter
-/// kept raising), the CBR flow within 10 % (measured: under 1 %; the seeds' spread 1-1.5 %).
+/// 5760), beside a UDP square wave.
+///
+/// A 20 s run is one sample path, decided by a few events: above all whether ASMP's climb
+/// after its first overshoot reaches what the CBR flow leaves before the flow stops at 10 s
+/// (a second fall, and about 2.0 instead of 2.3-2.5 Mbit/s). The seed decides the receivers'
+/// RTCP schedule, and so which way that goes: in the simulator ASMP's 10 seeds give 2.03-2.50
+/// Mbit/s, seed 1 the lowest but one; emu runs at seed 1 gave 1.56-2.46 (8 runs, mean 1.99,
+/// quiet host or a CPU hog alike), and judged, one run, against the 10 seeds' mean (2.30) they
+/// failed one time in three. So emu runs the same three seeds as the simulator's first three,
+/// and the mean of each controller's three emu runs is judged against the mean of the same
+/// seeds in the simulator: TFMCC within 15 %, ASMP within 25 % (a run's own spread, about
+/// 16 % for ASMP, shrinks to about 9 % in a mean of three), the CBR flow within 10 %.
 #[test]
 fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
     let _one = serial();
@@ -574,53 +558,95 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
         .replace("gop = 12\n", "")
         .replace("codec = \"mpeg4\"\n", "")
         .replace("content = \"motion\"\n", "");
-    let seeds = format!("replicates = 10\n{text}");
-    let sim = run_mode(&seeds, Mode::Sim, &tmp.0.join("sim"));
+    let sim = run_mode(
+        &format!("replicates = 3\n{text}"),
+        Mode::Sim,
+        &tmp.0.join("sim"),
+    );
     let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
         f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
     };
     let video = |p: &PointResult| thr(&p.flows[0]);
     let cbr = |p: &PointResult| thr(&p.flows[1]);
     let tolerance = |cc: &str| if cc == "tfmcc" { 0.15 } else { 0.25 };
-    let emu = emu_closest(
-        &text,
-        &tmp.0,
-        |pe| (video(pe) / sim_mean(&sim, pe, video) - 1.0).abs(),
-        |pe| tolerance(&pe.params["cc"]),
-    );
+    let emu_text = format!("replicates = 3\n{text}");
+    let off =
+        |emu: &Summary, cc: &str| (by_cc(emu, cc, video) / by_cc(&sim, cc, video) - 1.0).abs();
+    let mut emu = run_mode(&emu_text, Mode::Emu, &tmp.0.join("emu"));
     assert_no_namespaces_left();
-    for pe in &emu.points {
-        let cc = &pe.params["cc"];
-        let ve = &pe.flows[0];
-        let rc = ve.rate_control.as_ref().expect("the controller's figures");
-        assert_eq!(&rc.controller, cc);
-        // The receivers' feedback reached the sender: its controller moved the rate.
-        assert!(rc.changes >= 3, "{cc}: {rc:?}");
-        let (video_s, video_e) = (sim_mean(&sim, pe, video), video(pe));
-        let (cbr_s, cbr_e) = (sim_mean(&sim, pe, cbr), cbr(pe));
-        let mean = |m: fn(&PointResult) -> f64| sim_mean(&sim, pe, m);
+    if ["tfmcc", "asmp"]
+        .iter()
+        .any(|cc| off(&emu, cc) >= tolerance(cc))
+    {
+        // A second try, per controller the closer: a stall of the host can still decide a
+        // run (see `emu_closest`).
+        let again = run_mode(&emu_text, Mode::Emu, &tmp.0.join("emu-again"));
+        assert_no_namespaces_left();
+        for cc in ["tfmcc", "asmp"] {
+            println!(
+                "{cc}: off the simulator by {:.3} in the first emu run, {:.3} in the second",
+                off(&emu, cc),
+                off(&again, cc)
+            );
+            if off(&again, cc) < off(&emu, cc) {
+                emu.points.retain(|p| p.params["cc"] != cc);
+                emu.points.extend(
+                    again
+                        .points
+                        .iter()
+                        .filter(|p| p.params["cc"] == cc)
+                        .cloned(),
+                );
+            }
+        }
+    }
+    for cc in ["tfmcc", "asmp"] {
+        for pe in emu.points.iter().filter(|p| p.params["cc"] == cc) {
+            let rc = pe.flows[0]
+                .rate_control
+                .as_ref()
+                .expect("the controller's figures");
+            assert_eq!(rc.controller, cc);
+            // The receivers' feedback reached the sender: its controller moved the rate.
+            assert!(rc.changes >= 3, "{cc}: {rc:?}");
+            println!(
+                "{cc} seed {}: video {:.3} Mbit/s, loss {:.2} %; {}",
+                pe.seed,
+                video(pe) / 1e6,
+                pe.flows[0].receivers[0].loss_percent,
+                emulator(pe)
+            );
+        }
+        let (video_s, video_e) = (by_cc(&sim, cc, video), by_cc(&emu, cc, video));
+        let (cbr_s, cbr_e) = (by_cc(&sim, cc, cbr), by_cc(&emu, cc, cbr));
         println!(
-            "{cc}: video sim (10 seeds' mean) {:.3} emu {:.3} Mbit/s, loss {:.2} / {:.2} %, delay {:.1} / {:.1} ms; cbr {:.3} / {:.3} Mbit/s",
+            "{cc}: video sim {:.3} emu {:.3} Mbit/s, cbr {:.3} / {:.3} Mbit/s (means of seeds 1-3)",
             video_s / 1e6,
             video_e / 1e6,
-            mean(|p| p.flows[0].receivers[0].loss_percent),
-            ve.receivers[0].loss_percent,
-            mean(|p| p.flows[0].receivers[0].mean_delay_ns as f64) / 1e6,
-            ve.receivers[0].mean_delay_ns as f64 / 1e6,
             cbr_s / 1e6,
             cbr_e / 1e6
         );
-        println!("{cc}: {}", emulator(pe));
         assert!(
             (video_e / video_s - 1.0).abs() < tolerance(cc),
-            "{cc}: video {video_s} (mean of the simulator's 10 seeds) against {video_e} (emu); {}",
-            emulator(pe)
+            "{cc}: video {video_s} (the simulator's seeds 1-3) against {video_e} (emu's)"
         );
         assert!(
             (cbr_e / cbr_s - 1.0).abs() < 0.10,
             "{cc}: cbr {cbr_s} (sim) against {cbr_e} (emu)"
         );
     }
+}
+
+/// The mean of `metric` over the points of controller `cc` (its replicates).
+fn by_cc(s: &Summary, cc: &str, metric: impl Fn(&PointResult) -> f64) -> f64 {
+    let values: Vec<f64> = s
+        .points
+        .iter()
+        .filter(|p| p.params["cc"] == cc)
+        .map(metric)
+        .collect();
+    assert!(!values.is_empty(), "no point of {cc}");
+    values.iter().sum::<f64>() / values.len() as f64
 }
 
 /// A controller's target at each whole second (the last change before it), for a failure's
