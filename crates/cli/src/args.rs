@@ -11,6 +11,11 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     metronome_rt::streams::parse_bitrate(s)
 }
 
+/// An address prefix: `10.1.0.0/16`, `239.1.2.3`, `fd00::/8`.
+pub fn parse_prefix(s: &str) -> Result<metronome_spec::prefix::IpPrefix, String> {
+    s.parse()
+}
+
 /// A duration in seconds (`10`, `2.5`) or with a unit (`500ms`, `15ms`, `3s`, `250us`).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {

@@ -4,7 +4,7 @@
 use crate::report::LiveLine;
 use crate::serve::ServeArgs;
 use metronome_rt::clock::mono_ns;
-use metronome_rt::control::ControlServer;
+use metronome_rt::control::{load_or_create_token, ControlAccess, ControlServer};
 use metronome_rt::rtsp::{Mounts, RtspService};
 use metronome_rt::sender::WaitPolicy;
 use metronome_rt::streams::{
@@ -93,18 +93,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         None => None,
     };
     let control = match control_addr {
-        Some(addr) => {
-            let c = ControlServer::start(addr, server.control()).map_err(|e| {
-                format!(
-                    "cannot serve the control API on {addr}: {e}; pick another --control address"
-                )
-            })?;
-            eprintln!(
-                "metronome: control API on http://{}/streams",
-                c.local_addr()
-            );
-            Some(c)
-        }
+        Some(addr) => Some(start_control(&a, &file, addr, &server)?),
         None => None,
     };
     let start = mono_ns();
@@ -143,6 +132,68 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         print!("{}", summary(&outcome));
     }
     Ok(())
+}
+
+/// The control API on `addr`, with its token (read, or made and said), the host names it
+/// answers to and the destinations its streams may have.
+fn start_control(
+    a: &ServeArgs,
+    file: &ServeConfig,
+    addr: std::net::SocketAddr,
+    server: &Arc<StreamServer>,
+) -> Result<ControlServer, Box<dyn std::error::Error>> {
+    let path = a
+        .control_token_file
+        .clone()
+        .or_else(|| file.control_token_file.clone())
+        .or_else(default_token_file)
+        .ok_or(
+            "the control API needs a token file and there is no home directory to put one in: \
+             give --control-token-file FILE",
+        )?;
+    let (token, made) = load_or_create_token(&path)?;
+    if made {
+        eprintln!(
+            "metronome: made the control API's token in {} (mode 0600); send it as \
+             'Authorization: Bearer TOKEN'",
+            path.display()
+        );
+    }
+    let destinations = match (&a.allow_destination[..], &file.allow_destinations) {
+        ([], Some(listed)) => listed.clone(),
+        ([], None) => metronome_spec::prefix::IpPrefix::default_destinations(),
+        (given, _) => given.to_vec(),
+    };
+    let hosts = a.control_host.iter().chain(&file.control_hosts).cloned();
+    let access = ControlAccess::new(token)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .with_hosts(hosts)
+        .with_destinations(destinations);
+    let c = ControlServer::start(addr, server.control(), access).map_err(|e| {
+        format!("cannot serve the control API on {addr}: {e}; pick another --control address")
+    })?;
+    eprintln!(
+        "metronome: control API on http://{}/streams (token in {})",
+        c.local_addr(),
+        path.display()
+    );
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "metronome: warning: the control API listens beyond this machine on plain HTTP: \
+             its token crosses the network unencrypted; keep it on a trusted network or \
+             behind a TLS proxy"
+        );
+    }
+    Ok(c)
+}
+
+/// `$XDG_CONFIG_HOME/metronome/control-token`, else `~/.config/metronome/control-token`.
+fn default_token_file() -> Option<std::path::PathBuf> {
+    let nonempty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    let config = nonempty("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| nonempty("HOME").map(|h| std::path::PathBuf::from(h).join(".config")))?;
+    Some(config.join("metronome").join("control-token"))
 }
 
 fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {

@@ -1,6 +1,6 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
-use crate::args::{parse_duration, parse_late, parse_rate, SourceArgs};
+use crate::args::{parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
@@ -152,9 +152,24 @@ pub struct ServeArgs {
     /// Share of each real-time core the pacers may use, e.g. 95% or 0.95 (default 95%)
     #[arg(long, value_parser = parse_share, help_heading = "Many streams")]
     pub core_budget: Option<f64>,
-    /// Serve the HTTP/JSON control API here (GET/POST /streams, DELETE /streams/NAME)
-    #[arg(long, value_name = "ADDR", help_heading = "Many streams")]
+    /// Serve the HTTP/JSON control API here (GET/POST /streams, DELETE /streams/NAME); every
+    /// request but GET /health needs the token of --control-token-file
+    #[arg(long, value_name = "ADDR", help_heading = "Control API")]
     pub control: Option<SocketAddr>,
+    /// The control API's bearer token ('Authorization: Bearer TOKEN'): read from this file, or
+    /// made in it (mode 0600) when there is none [default: $XDG_CONFIG_HOME/metronome/
+    /// control-token, else ~/.config/metronome/control-token]
+    #[arg(long, value_name = "FILE", help_heading = "Control API")]
+    pub control_token_file: Option<PathBuf>,
+    /// A host name the control API may be reached by (its requests' Host), besides IP
+    /// addresses and localhost; repeat for more
+    #[arg(long, value_name = "NAME", help_heading = "Control API")]
+    pub control_host: Vec<String>,
+    /// Where streams added through the control API may send: an address or prefix such as
+    /// 10.1.0.0/16; repeat for more [default: 127.0.0.0/8, ::1, 239.0.0.0/8 and ff05::/16,
+    /// this machine and administratively scoped multicast]
+    #[arg(long, value_name = "PREFIX", value_parser = parse_prefix, help_heading = "Control API")]
+    pub allow_destination: Vec<metronome_spec::prefix::IpPrefix>,
     /// Serve every stream over RTSP here (rtsp://HOST:PORT/NAME); with no stream declared, the
     /// built-in test source at rtsp://HOST:PORT/test
     #[arg(long, value_name = "ADDR", help_heading = "RTSP")]

@@ -50,21 +50,48 @@ fn the_packaged_config_is_one_the_server_takes() {
     assert!(cfg.rtsp.is_some() && cfg.control.is_some());
 }
 
-/// GET one path of the control API; the body.
-fn http_get(addr: &str, path: &str) -> (String, String) {
+/// GET one path of the control API with `token`; the head and the body.
+fn http_get(addr: &str, token: &str, path: &str) -> (String, String) {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
         .unwrap();
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Connection: close\r\n\r\n"
     )
     .unwrap();
     let mut all = String::new();
     s.read_to_string(&mut all).unwrap();
     let (head, body) = all.split_once("\r\n\r\n").unwrap();
     (head.to_string(), body.to_string())
+}
+
+/// Prometheus's own checker (`promtool check metrics`, Debian's `prometheus`) reads `text`
+/// without a problem, lint warnings included.
+fn promtool_accepts(text: &str) {
+    use std::io::Write;
+    let mut child = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; scripts/test.sh installs it)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success() && out.stdout.is_empty() && out.stderr.is_empty(),
+        "promtool check metrics: {}{}\n{text}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// The value of the metric line `name{labels}` (labels as written), if there is one.
@@ -78,30 +105,11 @@ fn metric(text: &str, series: &str) -> Option<f64> {
 #[test]
 fn metrics_match_the_json_status() {
     let port = common::port_pair();
-    let mut server = common::Running::spawn(bin().args([
-        "serve",
-        "--control",
-        "127.0.0.1:0",
-        "--send-cost",
-        "5us",
-        "--stream",
-        &format!("name=a,destination=rtp://127.0.0.1:{port},bitrate=2mbit"),
-        "--duration",
-        "8",
-    ]));
-    server.wait_for("control API on http://", std::time::Duration::from_secs(20));
-    let line = server
-        .seen()
-        .iter()
-        .find(|l| l.contains("control API on"))
-        .unwrap()
-        .clone();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap()
-        .to_string();
+    let dir = common::tmp_dir("metrics");
+    let token_file = dir.join("control-token");
+    let stream = format!("name=a,destination=rtp://127.0.0.1:{port},bitrate=2mbit");
+    let (server, addr) =
+        common::serve_control(&token_file, &["--stream", &stream, "--duration", "8"]);
     let mut rx = common::Running::spawn(bin().args([
         "recv",
         &format!("rtp://127.0.0.1:{port}"),
@@ -111,10 +119,25 @@ fn metrics_match_the_json_status() {
     rx.wait_for("listening on", std::time::Duration::from_secs(20));
     std::thread::sleep(std::time::Duration::from_secs(3));
     let json = |body: String| -> serde_json::Value { serde_json::from_str(&body).unwrap() };
-    let before = json(http_get(&addr, "/streams").1);
-    let (head, text) = http_get(&addr, "/metrics");
-    let after = json(http_get(&addr, "/streams").1);
-    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    // The server made the token file, for its operator only.
+    let token = std::fs::read_to_string(&token_file).unwrap();
+    let token = token.trim();
+    let (head, _) = http_get(&addr, "not-the-token-0123456789", "/metrics");
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    let before = json(http_get(&addr, token, "/streams").1);
+    let (head, text) = http_get(&addr, token, "/metrics");
+    let after = json(http_get(&addr, token, "/streams").1);
+    // One Content-Type, Prometheus's text format (a second, JSON's, made scrapes fail).
+    let types: Vec<&str> = head
+        .lines()
+        .filter(|l| l.to_ascii_lowercase().starts_with("content-type:"))
+        .collect();
+    assert_eq!(
+        types,
+        ["Content-Type: text/plain; version=0.0.4; charset=utf-8"],
+        "{head}"
+    );
+    promtool_accepts(&text);
     let packets = |v: &serde_json::Value| v["streams"][0]["packets"].as_f64().unwrap();
     let m = metric(&text, "metronome_stream_packets_total{stream=\"a\"}").expect(&text);
     assert!(
@@ -131,9 +154,11 @@ fn metrics_match_the_json_status() {
     assert_eq!(
         metric(
             &text,
-            "metronome_stream_target_bits_per_second{stream=\"a\"}"
+            "metronome_stream_target_bytes_per_second{stream=\"a\"}"
         ),
-        after["streams"][0]["target_bitrate_bps"].as_f64()
+        after["streams"][0]["target_bitrate_bps"]
+            .as_f64()
+            .map(|bps| bps / 8.0)
     );
     // The receiver's reports: the same receiver, loss and RTT as the JSON.
     let rv = &after["streams"][0]["receivers"][0];

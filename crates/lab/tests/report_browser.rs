@@ -7,33 +7,10 @@ use metronome_lab::run::{run, RunOptions};
 use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
-/// Runs Chromium headless with `args` on `page`, killed after 60 s; its stdout.
+/// Headless Chromium with `args` on the file `page`; its stdout.
 fn chromium(profile: &Path, args: &[&str], page: &Path) -> String {
-    let mut child = Command::new("chromium")
-        .args(["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run"])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .args(args)
-        .arg(format!("file://{}", page.display()))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| {
-            panic!("cannot run chromium ({e}): install it with `apt-get install chromium` (scripts/test.sh does)")
-        });
-    let out = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || std::io::read_to_string(out).unwrap_or_default());
-    for _ in 0..600 {
-        if child.try_wait().ok().flatten().is_some() {
-            return reader.join().unwrap_or_default();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("chromium did not finish within 60 s");
+    metronome_testkit::chromium(profile, args, &format!("file://{}", page.display()))
 }
 
 #[test]

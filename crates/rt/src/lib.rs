@@ -23,6 +23,7 @@
 
 pub mod clock;
 pub mod control;
+pub mod entropy;
 pub mod host;
 pub mod interleaved;
 pub mod pacing_thread;

@@ -2,7 +2,7 @@
 //! reasons, and the admitted streams keep their deadlines; the HTTP control API drives it.
 
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
-use metronome_rt::control::ControlServer;
+use metronome_rt::control::{ControlAccess, ControlServer};
 use metronome_rt::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
@@ -167,6 +167,11 @@ fn streams_past_the_cpu_budget_are_refused_with_the_core_and_its_load() {
     let _ = std::fs::remove_file(file);
 }
 
+/// The control API's access: the token the requests here carry.
+fn access() -> ControlAccess {
+    ControlAccess::new("streams-test-token-0123").unwrap()
+}
+
 fn http(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -185,7 +190,7 @@ fn post(addr: std::net::SocketAddr, body: &str) -> (u16, String) {
     http(
         addr,
         &format!(
-            "POST /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer streams-test-token-0123\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         ),
     )
@@ -198,7 +203,8 @@ fn the_control_api_adds_lists_refuses_and_removes_streams() {
     let (port, received, stop) = sink();
     let server =
         StreamServer::start(config(SchedKind::Edf, 5_000_000, Duration::from_micros(5))).unwrap();
-    let api = ControlServer::start("127.0.0.1:0".parse().unwrap(), server.control()).unwrap();
+    let api =
+        ControlServer::start("127.0.0.1:0".parse().unwrap(), server.control(), access()).unwrap();
     let addr = api.local_addr();
     // Jobs of 40 ms: longer than this VM's own stalls (see the link admission test), so that "no
     // deadline missed" is about the server.
@@ -222,7 +228,7 @@ fn the_control_api_adds_lists_refuses_and_removes_streams() {
     std::thread::sleep(Duration::from_millis(500));
     let (code, text) = http(
         addr,
-        "GET /streams HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "GET /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer streams-test-token-0123\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(code, 200);
     assert!(text.contains("cam1") && text.contains("cam2") && !text.contains("cam3"));
@@ -232,12 +238,12 @@ fn the_control_api_adds_lists_refuses_and_removes_streams() {
     );
     let (code, text) = http(
         addr,
-        "DELETE /streams/cam1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "DELETE /streams/cam1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer streams-test-token-0123\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(code, 200, "{text}");
     let (code, _) = http(
         addr,
-        "DELETE /streams/cam1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "DELETE /streams/cam1 HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer streams-test-token-0123\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(code, 404);
     let (code, _) = post(addr, &body("cam3"));
@@ -303,7 +309,7 @@ fn patch(addr: std::net::SocketAddr, name: &str, body: &str) -> (u16, String) {
     http(
         addr,
         &format!(
-            "PATCH /streams/{name} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "PATCH /streams/{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer streams-test-token-0123\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         ),
     )
@@ -356,7 +362,8 @@ fn patch_turns_a_live_streams_rate_knob_and_the_wire_follows_cleanly() {
         Duration::from_micros(5),
     ))
     .unwrap();
-    let api = ControlServer::start("127.0.0.1:0".parse().unwrap(), server.control()).unwrap();
+    let api =
+        ControlServer::start("127.0.0.1:0".parse().unwrap(), server.control(), access()).unwrap();
     let addr = api.local_addr();
     let mut s = StreamSpec::new("knob", vec![format!("rtp://127.0.0.1:{port}")]);
     s.size = Some("320x180".into());

@@ -5,6 +5,9 @@
 //! rt_cores = 1
 //! link_capacity = "1gbit"
 //! control = "127.0.0.1:8089"    # the HTTP control API address
+//! control_token_file = "/var/lib/metronome/control-token"  # its bearer token (made if absent)
+//! control_hosts = ["metronome.example"]  # names it may be reached by (besides IPs, localhost)
+//! allow_destinations = ["127.0.0.0/8", "239.0.0.0/8", "10.1.0.0/16"]  # where its streams may go
 //! rtsp = "0.0.0.0:8554"         # serve every stream as rtsp://HOST:8554/NAME
 //! core_budget = "95%"           # or 0.95
 //!
@@ -20,6 +23,7 @@
 //! over RTSP. Errors name the file, the line and column, and
 //! what to do.
 
+use crate::prefix::IpPrefix;
 use crate::stream::{parse_bitrate, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashSet;
@@ -27,7 +31,7 @@ use std::fmt;
 use std::io::Read;
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use toml::Spanned;
 
@@ -86,6 +90,15 @@ pub struct ServeConfig {
     pub link_capacity: Option<u64>,
     /// `control`: the address of the HTTP control API.
     pub control: Option<SocketAddr>,
+    /// `control_token_file`: the file holding the control API's bearer token (made, mode 0600,
+    /// if absent).
+    pub control_token_file: Option<PathBuf>,
+    /// `control_hosts`: host names a control API request's `Host` may give, besides IP
+    /// addresses and `localhost`.
+    pub control_hosts: Vec<String>,
+    /// `allow_destinations`: the address prefixes streams added through the control API may
+    /// send to (`None`: [`IpPrefix::default_destinations`]).
+    pub allow_destinations: Option<Vec<IpPrefix>>,
     /// `rtsp`: the address of the RTSP server.
     pub rtsp: Option<SocketAddr>,
     /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
@@ -228,6 +241,9 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         rt_cores: raw.rt_cores,
         link_capacity: raw.link_capacity,
         control: raw.control,
+        control_token_file: raw.control_token_file,
+        control_hosts: raw.control_hosts,
+        allow_destinations: raw.allow_destinations,
         rtsp: raw.rtsp,
         core_budget: raw.core_budget,
         streams,
@@ -245,6 +261,12 @@ struct RawConfig {
     link_capacity: Option<u64>,
     #[serde(default, deserialize_with = "de_control")]
     control: Option<SocketAddr>,
+    #[serde(default)]
+    control_token_file: Option<PathBuf>,
+    #[serde(default)]
+    control_hosts: Vec<String>,
+    #[serde(default)]
+    allow_destinations: Option<Vec<IpPrefix>>,
     #[serde(default, deserialize_with = "de_rtsp")]
     rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
@@ -411,6 +433,9 @@ sched = "dm"
 rt_cores = 2
 link_capacity = "1gbit"
 control = "127.0.0.1:8089"
+control_token_file = "/var/lib/metronome/control-token"
+control_hosts = ["metronome.example"]
+allow_destinations = ["127.0.0.0/8", "10.1.0.0/16"]
 core_budget = "95%"
 
 [[stream]]
@@ -433,12 +458,27 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
     }
 
     #[test]
+    fn a_bad_prefix_in_the_allow_list_names_its_line() {
+        let e = err("control = \"127.0.0.1:8089\"\nallow_destinations = [\"10.0.0.0/33\"]\n");
+        assert_eq!((e.kind, e.line), (ConfigErrorKind::Parse, Some(2)), "{e}");
+        assert!(e.message.contains("longer than the address"), "{e}");
+    }
+
+    #[test]
     fn a_full_example_parses() {
         let c = parse(FULL, "config.toml").unwrap();
         assert_eq!(c.sched, Some(SchedKind::Dm));
         assert_eq!(c.rt_cores, Some(2));
         assert_eq!(c.link_capacity, Some(1_000_000_000));
         assert_eq!(c.control, Some("127.0.0.1:8089".parse().unwrap()));
+        assert_eq!(
+            c.control_token_file.as_deref(),
+            Some(Path::new("/var/lib/metronome/control-token"))
+        );
+        assert_eq!(c.control_hosts, ["metronome.example"]);
+        let allowed = c.allow_destinations.unwrap();
+        assert_eq!(allowed.len(), 2);
+        assert!(allowed[1].contains("10.1.2.3".parse().unwrap()));
         assert_eq!(c.core_budget, Some(0.95));
         assert_eq!(c.streams.len(), 2);
         assert_eq!(c.streams[0].deadline, Some(Duration::from_millis(10)));

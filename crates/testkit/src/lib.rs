@@ -133,3 +133,32 @@ pub fn udp_sink() -> std::net::UdpSocket {
     }
     sock
 }
+
+/// Runs Debian's `chromium` headless (no GPU, no sandbox, its own profile in `profile`) with
+/// `args` on `target` (a URL, or a file path for `file://`), killed after 60 s; its stdout
+/// (`--dump-dom`'s DOM). Panics with how to install it if it is missing.
+pub fn chromium(profile: &std::path::Path, args: &[&str], target: &str) -> String {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new("chromium")
+        .args(["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(target)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| {
+            panic!("cannot run chromium ({e}): install it with `apt-get install chromium` (scripts/test.sh does)")
+        });
+    let out = child.stdout.take().expect("piped");
+    let reader = std::thread::spawn(move || std::io::read_to_string(out).unwrap_or_default());
+    for _ in 0..600 {
+        if child.try_wait().ok().flatten().is_some() {
+            return reader.join().unwrap_or_default();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("chromium did not finish within 60 s");
+}

@@ -318,6 +318,40 @@ pub fn tmp_dir(test: &str) -> TempDir {
     TempDir::open_to_all(test)
 }
 
+/// `metronome serve` with the control API on a free loopback port, its token in
+/// `token_file` (made by the server), `--send-cost 5us` and `extra` arguments; the running
+/// server and the API's address (`127.0.0.1:PORT`), once it serves.
+pub fn serve_control(token_file: &std::path::Path, extra: &[&str]) -> (Running, String) {
+    let token_file = token_file.to_str().expect("a UTF-8 path");
+    let mut server = Running::spawn(
+        bin()
+            .args([
+                "serve",
+                "--control",
+                "127.0.0.1:0",
+                "--control-token-file",
+                token_file,
+                "--send-cost",
+                "5us",
+            ])
+            .args(extra),
+    );
+    server.wait_for("control API on http://", Duration::from_secs(20));
+    let line = server
+        .seen()
+        .iter()
+        .find(|l| l.contains("control API on"))
+        .expect("the line waited for")
+        .clone();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .expect("an address after http://")
+        .to_string();
+    (server, addr)
+}
+
 /// Panics with a clear message if a program the tests need is missing (scripts/test.sh installs
 /// them from Debian).
 pub fn require(program: &str, package: &str) {

@@ -16,16 +16,25 @@ pub(crate) struct Request {
     pub keep_alive: bool,
     /// The `Content-Type` header, if any.
     pub content_type: Option<String>,
+    /// The `Host` header, if any.
+    pub host: Option<String>,
+    /// The `Origin` header, if any (browsers send it).
+    pub origin: Option<String>,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
     /// Whether the request declared a `Content-Length` (a POST without one gets 411).
     pub has_length: bool,
     /// The body (at most `max_body_bytes`).
     pub body: Vec<u8>,
 }
 
-/// A response; always JSON.
+/// A response: JSON, or text where a route says so (`/metrics`).
 #[derive(Debug)]
 pub(crate) struct Response {
     pub status: u16,
+    /// The one `Content-Type` it is sent with.
+    pub content_type: &'static str,
+    /// Headers besides `Content-Type`, `Content-Length`, `Connection` and `Cache-Control`.
     pub headers: Vec<(&'static str, String)>,
     pub body: Vec<u8>,
 }
@@ -37,6 +46,7 @@ impl Response {
         body.push(b'\n');
         Response {
             status,
+            content_type: "application/json",
             headers: Vec::new(),
             body,
         }
@@ -46,7 +56,8 @@ impl Response {
     pub fn text(status: u16, content_type: &'static str, body: String) -> Self {
         Response {
             status,
-            headers: vec![("Content-Type", content_type.to_string())],
+            content_type,
+            headers: Vec::new(),
             body: body.into_bytes(),
         }
     }
@@ -72,7 +83,7 @@ impl Response {
         let reason = reason(self.status);
         let connection = if keep_alive { "keep-alive" } else { "close" };
         out.extend_from_slice(format!("HTTP/1.1 {} {reason}\r\n", self.status).as_bytes());
-        out.extend_from_slice(b"Content-Type: application/json\r\n");
+        out.extend_from_slice(format!("Content-Type: {}\r\n", self.content_type).as_bytes());
         out.extend_from_slice(format!("Content-Length: {}\r\n", self.body.len()).as_bytes());
         out.extend_from_slice(format!("Connection: {connection}\r\n").as_bytes());
         out.extend_from_slice(b"Cache-Control: no-store\r\n");
@@ -91,6 +102,8 @@ fn reason(status: u16) -> &'static str {
         200 => "OK",
         201 => "Created",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         408 => "Request Timeout",
@@ -128,6 +141,9 @@ struct Head {
     close: bool,
     keep_alive: bool,
     content_type: Option<String>,
+    host: Option<String>,
+    origin: Option<String>,
+    authorization: Option<String>,
     expect_continue: bool,
 }
 
@@ -189,6 +205,9 @@ impl Inbox {
             path: head.path,
             keep_alive,
             content_type: head.content_type,
+            host: head.host,
+            origin: head.origin,
+            authorization: head.authorization,
             has_length: head.content_length.is_some(),
             body,
         })
@@ -288,6 +307,9 @@ fn read_head(req: &httparse::Request<'_, '_>) -> Result<Head, Response> {
         close: false,
         keep_alive: false,
         content_type: None,
+        host: None,
+        origin: None,
+        authorization: None,
         expect_continue: false,
     };
     for h in req.headers.iter() {
@@ -320,6 +342,18 @@ fn read_head(req: &httparse::Request<'_, '_>) -> Result<Head, Response> {
             }
         } else if name.eq_ignore_ascii_case("content-type") {
             head.content_type = Some(value.to_string());
+        } else if let Some(slot) = [
+            ("host", &mut head.host),
+            ("origin", &mut head.origin),
+            ("authorization", &mut head.authorization),
+        ]
+        .into_iter()
+        .find_map(|(n, slot)| name.eq_ignore_ascii_case(n).then_some(slot))
+        {
+            // One of each: two Hosts (RFC 9112 §3.2) or two tokens make the request ambiguous.
+            if slot.replace(value.to_string()).is_some() {
+                return Err(bad(format!("more than one {name} header; send one")));
+            }
         } else if name.eq_ignore_ascii_case("expect") {
             head.expect_continue = value.eq_ignore_ascii_case("100-continue");
         }

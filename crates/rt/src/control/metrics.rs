@@ -54,10 +54,10 @@ pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
     );
     family(
         &mut out,
-        "metronome_link_used_bits_per_second",
+        "metronome_link_used_bytes_per_second",
         "gauge",
-        "Link capacity the admitted streams reserve.",
-        &one(server.link_used_bps as f64),
+        "Link capacity the admitted streams reserve (Prometheus's base unit: bytes).",
+        &one(server.link_used_bps as f64 / 8.0),
     );
     let s = |f: &dyn Fn(&StreamStatus) -> f64| -> Vec<(String, f64)> {
         streams
@@ -115,10 +115,10 @@ pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
     }
     family(
         &mut out,
-        "metronome_stream_target_bits_per_second",
+        "metronome_stream_target_bytes_per_second",
         "gauge",
-        "The MPEG-TS rate the stream's rate knob targets now.",
-        &s(&|st| st.target_bitrate_bps as f64),
+        "The MPEG-TS rate the stream's rate knob targets now (bytes: Prometheus's base unit).",
+        &s(&|st| st.target_bitrate_bps as f64 / 8.0),
     );
     // Lateness: a summary of send time minus due time, per packet.
     let _ = writeln!(

@@ -1,6 +1,10 @@
 //! The local HTTP/JSON control API of `metronome serve`: list, inspect, add and remove streams
 //! while the server runs.
 //!
+//! Every request but `GET /health` needs the operator's bearer token, and no web page can
+//! drive it: `Host` and `Origin` are checked, bodies must be JSON, and streams added here go
+//! only to the destination allow-list (`access.rs`).
+//!
 //! | route | method | answer |
 //! |---|---|---|
 //! | `/` | GET | 200, an index of the routes |
@@ -10,14 +14,19 @@
 //! | `/streams/NAME` | GET | 200 or 404 ([`StreamControl::get`]) |
 //! | `/streams/NAME` | DELETE | 200 ([`StreamControl::remove`]) |
 //!
-//! Errors are JSON: `{"error": "<kind>", "message": "<what happened and what to do>"}`.
+//! | `/metrics` | GET | 200, the figures in Prometheus's text format |
+//!
+//! Errors are JSON: `{"error": "<kind>", "message": "<what happened and what to do>"}`; 401
+//! `unauthorized` (no token, or another), 403 `forbidden_host`, `forbidden_origin` or
+//! `forbidden_destination`.
 //!
 //! The server is one event loop (mio) for every connection and four workers that run the
 //! routes (`server.rs`); the framing is sans-IO (`http.rs`). At [`ControlLimits::max_connections`]
 //! (or the per-address cap) a connection that holds its place without using it is closed to make
 //! room, else a client is answered 503. Every request and write has a deadline, every buffer a
-//! bound (see [`ControlLimits`]), and no input makes it panic. It is meant for a local, trusted network: there is no authentication.
+//! bound (see [`ControlLimits`]), and no input makes it panic.
 
+mod access;
 mod http;
 pub use http::parse_request;
 pub mod metrics;
@@ -26,6 +35,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 
+pub use access::{load_or_create_token, ControlAccess, MIN_TOKEN_CHARS};
 pub use server::ControlServer;
 
 use crate::streams::StreamSpec;

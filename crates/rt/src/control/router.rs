@@ -1,7 +1,7 @@
 //! The control API's routes: from a parsed [`Request`] to a JSON [`Response`].
 
 use super::http::{Request, Response};
-use super::{ControlError, StreamControl};
+use super::{ControlAccess, ControlError, StreamControl};
 use crate::streams::StreamSpec;
 use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -9,12 +9,19 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 /// How much of a client-supplied path or name is echoed back in a message.
 const ECHO_CHARS: usize = 100;
 
-/// Answers one request.
-pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
+/// Answers one request: if `access` lets it in, from its route.
+pub(crate) fn route(
+    req: &Request,
+    control: &dyn StreamControl,
+    access: &ControlAccess,
+) -> Response {
     let path = match req.path.strip_suffix('/') {
         Some(p) if !p.is_empty() => p,
         _ => req.path.as_str(),
     };
+    if let Err(refused) = access.admit(req, path) {
+        return refused;
+    }
     let method = req.method.as_str();
     match path {
         "/" => match method {
@@ -34,7 +41,7 @@ pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
         },
         "/streams" => match method {
             "GET" => guarded(|| Ok(control.list())).map_or_else(|e| e, |v| Response::json(200, &v)),
-            "POST" => add(req, control),
+            "POST" => add(req, control, access),
             _ => not_allowed(method, path, "GET, POST"),
         },
         _ => match path.strip_prefix("/streams/") {
@@ -63,7 +70,8 @@ pub(crate) fn route(req: &Request, control: &dyn StreamControl) -> Response {
     }
 }
 
-/// The checks every JSON body passes: a length, and JSON as its content type if one is given.
+/// The checks every JSON body passes: a length, and JSON as its content type (a browser sends
+/// a body without `Content-Type: application/json` cross-site without asking first).
 fn json_body_allowed(req: &Request, what: &str) -> Result<(), Response> {
     if !req.has_length {
         return Err(Response::error(
@@ -72,18 +80,20 @@ fn json_body_allowed(req: &Request, what: &str) -> Result<(), Response> {
             format!("{what} needs a Content-Length header giving the JSON body's size"),
         ));
     }
-    if let Some(ct) = &req.content_type {
-        let media = ct.split(';').next().unwrap_or("").trim();
-        if !media.eq_ignore_ascii_case("application/json") {
-            return Err(Response::error(
-                415,
-                "unsupported_media_type",
-                format!(
-                    "the body must be JSON, sent with 'Content-Type: application/json', not '{}'",
-                    echo(ct)
-                ),
-            ));
-        }
+    let ct = req.content_type.as_deref().unwrap_or("");
+    let media = ct.split(';').next().unwrap_or("").trim();
+    if !media.eq_ignore_ascii_case("application/json") {
+        let given = match ct {
+            "" => "none".to_string(),
+            ct => format!("'{}'", echo(ct)),
+        };
+        return Err(Response::error(
+            415,
+            "unsupported_media_type",
+            format!(
+                "the body must be JSON, sent with 'Content-Type: application/json' (given: {given})"
+            ),
+        ));
     }
     Ok(())
 }
@@ -123,8 +133,8 @@ fn set_rate(req: &Request, name: &str, control: &dyn StreamControl) -> Response 
     }
 }
 
-/// `POST /streams`: parse, validate, add.
-fn add(req: &Request, control: &dyn StreamControl) -> Response {
+/// `POST /streams`: parse, validate, check its destinations, add.
+fn add(req: &Request, control: &dyn StreamControl, access: &ControlAccess) -> Response {
     if let Err(r) = json_body_allowed(req, "POST /streams") {
         return r;
     }
@@ -150,6 +160,9 @@ fn add(req: &Request, control: &dyn StreamControl) -> Response {
     };
     if let Err(e) = spec.validate() {
         return Response::error(400, "invalid", e.0);
+    }
+    if let Err(refused) = access.check_destinations(&spec) {
+        return refused;
     }
     let name = spec.name.clone();
     match guarded(|| control.add(spec)) {
@@ -216,7 +229,7 @@ fn no_such_stream(name: &str) -> Response {
 }
 
 /// A client-supplied string, shortened for a message.
-fn echo(s: &str) -> String {
+pub(crate) fn echo(s: &str) -> String {
     let mut out: String = s.chars().take(ECHO_CHARS).collect();
     if out.len() < s.len() {
         out.push_str("...");

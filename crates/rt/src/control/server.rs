@@ -15,7 +15,7 @@
 //!   sends, so that the client reads the answer rather than a reset.
 
 use super::http::{timeout, Inbox, Response, Taken, CONTINUE};
-use super::{router, ControlLimits, StreamControl};
+use super::{router, ControlAccess, ControlLimits, StreamControl};
 use crate::clock::mono_ns;
 use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Room};
 use metronome_session::rtsp::ConnId;
@@ -60,6 +60,7 @@ struct Shared {
     stop: AtomicBool,
     limits: ControlLimits,
     control: Arc<dyn StreamControl>,
+    access: ControlAccess,
     /// Responses the workers have made: connection, response, keep the connection.
     done: Mutex<Vec<(u64, Response, bool)>>,
     /// Routes that panicked past the router's own guard (tests check that none do).
@@ -74,16 +75,21 @@ struct Job {
 }
 
 impl ControlServer {
-    /// Binds `addr` (port 0 picks a free port), starts serving `control` with the default
-    /// [`ControlLimits`], and returns at once.
-    pub fn start(addr: SocketAddr, control: Arc<dyn StreamControl>) -> io::Result<ControlServer> {
-        Self::start_with(addr, control, ControlLimits::default())
+    /// Binds `addr` (port 0 picks a free port), starts serving `control` to the clients
+    /// `access` lets in, with the default [`ControlLimits`], and returns at once.
+    pub fn start(
+        addr: SocketAddr,
+        control: Arc<dyn StreamControl>,
+        access: ControlAccess,
+    ) -> io::Result<ControlServer> {
+        Self::start_with(addr, control, access, ControlLimits::default())
     }
 
     /// Like [`ControlServer::start`], with explicit limits.
     pub fn start_with(
         addr: SocketAddr,
         control: Arc<dyn StreamControl>,
+        access: ControlAccess,
         limits: ControlLimits,
     ) -> io::Result<ControlServer> {
         let usable = limits.max_connections >= 1
@@ -113,6 +119,7 @@ impl ControlServer {
             stop: AtomicBool::new(false),
             limits,
             control,
+            access,
             done: Mutex::new(Vec::new()),
             panicked: AtomicUsize::new(0),
         });
@@ -210,7 +217,7 @@ fn work(shared: &Shared, queue: &Mutex<Receiver<Job>>, waker: &Waker) {
             return;
         };
         let routed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            router::route(&job.request, &*shared.control)
+            router::route(&job.request, &*shared.control, &shared.access)
         }));
         let response = routed.unwrap_or_else(|_| {
             shared.panicked.fetch_add(1, Ordering::SeqCst);

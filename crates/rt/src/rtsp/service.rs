@@ -125,7 +125,7 @@ impl RtspService {
             max_sessions: cfg.max_sessions,
             max_sessions_per_address: cfg.max_sessions_per_address,
             server_name: format!("metronome/{}", env!("CARGO_PKG_VERSION")),
-            seed: os_entropy()?,
+            seed: crate::entropy::os_random::<32>("RTSP session ids")?,
         });
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
@@ -234,30 +234,6 @@ fn separate_large_allocations() {
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10);
     }
-}
-
-/// 256 bits from the kernel's random number generator (getrandom(2)), for session ids.
-fn os_entropy() -> io::Result<[u8; 32]> {
-    let mut key = [0u8; 32];
-    let mut filled = 0;
-    while filled < key.len() {
-        // SAFETY: the pointer and length describe the unfilled tail of `key`, which lives
-        // across the call.
-        let n =
-            unsafe { libc::getrandom(key[filled..].as_mut_ptr().cast(), key.len() - filled, 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(io::Error::new(
-                e.kind(),
-                format!("cannot read random bytes for RTSP session ids: {e}"),
-            ));
-        }
-        filled += n as usize;
-    }
-    Ok(key)
 }
 
 /// The RTSP service's figures in Prometheus's text format.

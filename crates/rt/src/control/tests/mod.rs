@@ -1,9 +1,10 @@
 //! Tests of the control API over real TCP on 127.0.0.1, against an in-memory [`StreamControl`].
 
+mod access;
 mod robust;
 mod routes;
 
-use super::{ControlError, ControlLimits, ControlServer, StreamControl};
+use super::{ControlAccess, ControlError, ControlLimits, ControlServer, StreamControl};
 use crate::streams::StreamSpec;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -99,10 +100,14 @@ fn quick() -> ControlLimits {
     }
 }
 
+/// The token the tests' server takes (written out in the tests' raw requests too).
+const TOKEN: &str = "test-token-0123456789";
+
 fn start(limits: ControlLimits, fake: Fake) -> (ControlServer, Arc<Fake>) {
     let fake = Arc::new(fake);
     let addr: SocketAddr = "127.0.0.1:0".parse().unwrap();
-    let server = ControlServer::start_with(addr, fake.clone(), limits).unwrap();
+    let access = ControlAccess::new(TOKEN).unwrap();
+    let server = ControlServer::start_with(addr, fake.clone(), access, limits).unwrap();
     (server, fake)
 }
 
@@ -215,7 +220,9 @@ impl Client {
 /// Sends one request on a new connection and reads the answer.
 fn call(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> Reply {
     let mut c = Client::connect(addr);
-    let mut raw = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n");
+    let mut raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {TOKEN}\r\nConnection: close\r\n"
+    );
     if let Some(body) = body {
         raw += &format!(
             "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",

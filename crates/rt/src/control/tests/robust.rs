@@ -13,7 +13,7 @@ fn a_malformed_request_line_is_400() {
     for raw in [
         &b"GARBAGE\r\n\r\n"[..],
         b"GET / HTTP/9.9\r\n\r\n",
-        b"GET\x01 / HTTP/1.1\r\n\r\n",
+        b"GET\x01 / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n",
     ] {
         let r = raw_call(addr, raw).expect("an answer");
         assert_eq!((r.status, r.error()), (400, "bad_request"), "{raw:?}");
@@ -25,13 +25,15 @@ fn a_malformed_request_line_is_400() {
 fn an_oversize_head_or_too_many_headers_is_431() {
     let (server, _) = start(quick(), Fake::default());
     let addr = server.local_addr();
-    let long = format!("GET / HTTP/1.1\r\nX-Long: {}\r\n\r\n", "a".repeat(9000));
+    let long = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nX-Long: {}\r\n\r\n", "a".repeat(9000));
     let r = raw_call(addr, long.as_bytes()).unwrap();
     assert_eq!((r.status, r.error()), (431, "header_too_large"));
     // An unfinished head that has already passed the limit is refused without waiting for more.
-    let unfinished = format!("GET / HTTP/1.1\r\nX-Long: {}", "a".repeat(9000));
+    let unfinished = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nX-Long: {}", "a".repeat(9000));
     assert_eq!(raw_call(addr, unfinished.as_bytes()).unwrap().status, 431);
-    let mut many = String::from("GET / HTTP/1.1\r\n");
+    let mut many = String::from(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n",
+    );
     for i in 0..40 {
         many += &format!("X-H{i}: v\r\n");
     }
@@ -44,7 +46,7 @@ fn an_oversize_head_or_too_many_headers_is_431() {
 #[test]
 fn an_oversize_body_is_413_before_it_is_read() {
     let (server, _) = start(quick(), Fake::default());
-    let raw = "POST /streams HTTP/1.1\r\nContent-Type: application/json\r\n\
+    let raw = "POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Type: application/json\r\n\
                Content-Length: 100000\r\n\r\n{";
     let r = raw_call(server.local_addr(), raw.as_bytes()).unwrap();
     assert_eq!((r.status, r.error()), (413, "body_too_large"));
@@ -63,7 +65,7 @@ fn slow_and_silent_clients_make_room_for_prompt_ones_and_time_out() {
     let t0 = Stopwatch::start();
     let mut silent = Client::connect(addr);
     let mut partial = Client::connect(addr);
-    partial.send(b"GET /health HTTP/1.1\r\n");
+    partial.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n");
     std::thread::sleep(Duration::from_millis(50));
     // Full: the client trickling a request is closed to make room, and a prompt one is
     // served at once.
@@ -78,7 +80,7 @@ fn slow_and_silent_clients_make_room_for_prompt_ones_and_time_out() {
     // client that says nothing is closed after the same time.
     let t1 = Stopwatch::start();
     let mut partial = Client::connect(addr);
-    partial.send(b"GET /health HTTP/1.1\r\n");
+    partial.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n");
     let late = partial.reply().expect("a 408");
     assert_eq!((late.status, late.error()), (408, "timeout"));
     let waited = t1.elapsed();
@@ -200,7 +202,7 @@ fn shutdown_is_prompt_with_connections_open() {
     let (server, _) = start(ControlLimits::default(), Fake::default());
     let addr = server.local_addr();
     let mut kept = Client::connect(addr);
-    kept.send(b"GET /health HTTP/1.1\r\n\r\n");
+    kept.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n");
     assert_eq!(kept.reply().unwrap().status, 200);
     let _silent = Client::connect(addr);
     std::thread::sleep(Duration::from_millis(50));
@@ -234,6 +236,7 @@ fn unusable_limits_are_refused() {
         max_connections: 0,
         ..ControlLimits::default()
     };
-    let e = ControlServer::start_with(addr, fake, limits).unwrap_err();
+    let access = ControlAccess::new(TOKEN).unwrap();
+    let e = ControlServer::start_with(addr, fake, access, limits).unwrap_err();
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
 }

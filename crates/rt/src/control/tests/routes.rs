@@ -131,20 +131,20 @@ fn bad_bodies_are_400_naming_the_problem() {
 fn framing_errors_have_their_own_status() {
     let (server, _) = start(quick(), Fake::default());
     let addr = server.local_addr();
-    let form = b"POST /streams HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\n\
+    let form = b"POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Type: application/x-www-form-urlencoded\r\n\
                  Content-Length: 3\r\n\r\na=b";
     let r = raw_call(addr, form).unwrap();
     assert_eq!((r.status, r.error()), (415, "unsupported_media_type"));
-    let r = raw_call(addr, b"POST /streams HTTP/1.1\r\n\r\n").unwrap();
+    let r = raw_call(addr, b"POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n").unwrap();
     assert_eq!((r.status, r.error()), (411, "length_required"));
     let chunked =
-        b"POST /streams HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
+        b"POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
     let r = raw_call(addr, chunked).unwrap();
     assert_eq!((r.status, r.error()), (411, "length_required"));
     assert!(r.message().contains("Content-Length"), "{r:?}");
-    let r = raw_call(addr, b"GET / HTTP/1.1\r\nContent-Length: -1\r\n\r\n").unwrap();
+    let r = raw_call(addr, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Length: -1\r\n\r\n").unwrap();
     assert_eq!((r.status, r.error()), (400, "bad_request"));
-    let two = b"GET / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
+    let two = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
     assert_eq!(raw_call(addr, two).unwrap().status, 400);
 }
 
@@ -152,7 +152,7 @@ fn framing_errors_have_their_own_status() {
 fn keep_alive_serves_several_requests_on_one_connection() {
     let (server, _) = start(quick(), Fake::default());
     let mut c = Client::connect(server.local_addr());
-    c.send(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n");
+    c.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n");
     let first = c.reply().unwrap();
     assert_eq!(
         (first.status, first.header("connection")),
@@ -160,7 +160,7 @@ fn keep_alive_serves_several_requests_on_one_connection() {
     );
     let body = r#"{"name":"k","destination":"rtp://127.0.0.1:5004"}"#;
     let post = format!(
-        "POST /streams HTTP/1.1\r\nContent-Type: application/json; charset=utf-8\r\n\
+        "POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Type: application/json; charset=utf-8\r\n\
          Expect: 100-continue\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
@@ -168,7 +168,7 @@ fn keep_alive_serves_several_requests_on_one_connection() {
     c.send(body.as_bytes());
     assert_eq!(c.reply().unwrap().status, 201);
     // Two pipelined requests in one write, the second asking to close.
-    c.send(b"GET /streams/k HTTP/1.1\r\n\r\nGET /streams HTTP/1.1\r\nConnection: close\r\n\r\n");
+    c.send(b"GET /streams/k HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\nGET /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nConnection: close\r\n\r\n");
     assert_eq!(c.reply().unwrap().status, 200);
     let last = c.reply().unwrap();
     assert_eq!(
@@ -192,7 +192,7 @@ fn http10_closes_by_default_and_connections_have_a_request_quota() {
     let (server, _) = start(limits, Fake::default());
     let mut c = Client::connect(server.local_addr());
     for i in 1..=3 {
-        c.send(b"GET /health HTTP/1.1\r\n\r\n");
+        c.send(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n");
         let r = c.reply().unwrap();
         let expected = if i < 3 { "keep-alive" } else { "close" };
         assert_eq!(r.header("connection"), Some(expected), "request {i}");
