@@ -11,6 +11,11 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     metronome_rt::streams::parse_bitrate(s)
 }
 
+/// An amount of memory: `512MiB`, `2GiB`.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    metronome_spec::stream::parse_bytes(s)
+}
+
 /// An address prefix: `10.1.0.0/16`, `239.1.2.3`, `fd00::/8`.
 pub fn parse_prefix(s: &str) -> Result<metronome_spec::prefix::IpPrefix, String> {
     s.parse()

@@ -205,6 +205,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
         send_cost: a.send_cost,
         default_ring: a.ring.max(1),
         seed: a.seed.unwrap_or_else(crate::serve::fresh_seed),
+        memory_budget_bytes: a.memory_budget.or(file.memory_budget),
         ..ServerConfig::default()
     };
     cfg.rt = a.rt.into();

@@ -1,6 +1,6 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
-use crate::args::{parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
+use crate::args::{parse_bytes, parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
@@ -149,6 +149,10 @@ pub struct ServeArgs {
     /// Declared link capacity that admitted streams must fit in, e.g. 1gbit
     #[arg(long, value_parser = parse_rate, help_heading = "Many streams")]
     pub link_capacity: Option<u64>,
+    /// The most the admitted streams may hold in memory (their rings and sources), e.g. 2GiB;
+    /// a stream past it is refused with the reason [default: a quarter of the machine's]
+    #[arg(long, value_parser = parse_bytes, value_name = "SIZE", help_heading = "Many streams")]
+    pub memory_budget: Option<u64>,
     /// Share of each real-time core the pacers may use, e.g. 95% or 0.95 (default 95%)
     #[arg(long, value_parser = parse_share, help_heading = "Many streams")]
     pub core_budget: Option<f64>,

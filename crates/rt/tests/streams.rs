@@ -129,6 +129,74 @@ fn streams_past_the_link_are_refused_and_the_admitted_keep_their_deadlines() {
     let _ = std::fs::remove_file(file);
 }
 
+/// A ring of a million slots (the one request that took 1.5 GB) is refused before
+/// anything is allocated when it does not fit the memory budget; what the admitted streams
+/// hold is in the status, and comes back when they go.
+#[test]
+fn streams_past_the_memory_budget_are_refused_before_they_allocate() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, _, stop) = sink();
+    let server = StreamServer::start(ServerConfig {
+        memory_budget_bytes: Some(64 << 20),
+        ..config(SchedKind::Edf, 1_000_000_000, Duration::from_micros(5))
+    })
+    .unwrap();
+    let mut huge = spec("huge", &file, port);
+    huge.ring = Some(1 << 20);
+    let rss_before = rss_kib();
+    let e = server.add(huge).unwrap_err().to_string();
+    assert!(
+        e.contains("'huge' needs")
+            && e.contains("left of 64.0 MiB")
+            && e.contains("--memory-budget"),
+        "{e}"
+    );
+    assert!(rss_kib() < rss_before + 100 * 1024, "nothing was allocated");
+    assert_eq!(server.status().memory_reserved_bytes, 0);
+    // A ring of 1024 slots and a file source: about 2.4 MiB each; 26 fit in 64 MiB.
+    let mut admitted = 0;
+    let mut refusal = None;
+    for i in 0..30 {
+        let mut cam = spec(&format!("cam{i}"), &file, port);
+        cam.ring = Some(1024);
+        cam.period = Some(Duration::from_millis(40));
+        cam.deadline = Some(Duration::from_millis(40));
+        match server.add(cam) {
+            Ok(_) => admitted += 1,
+            Err(e) => {
+                refusal = Some(e.to_string());
+                break;
+            }
+        }
+    }
+    let status = server.status();
+    let each = status.memory_reserved_bytes / admitted;
+    assert!((2 << 20..3 << 20).contains(&each), "{each} bytes a stream");
+    assert!(status.memory_reserved_bytes <= 64 << 20);
+    assert_eq!(status.memory_budget_bytes, 64 << 20);
+    let refusal = refusal.expect("the budget ran out before 30 streams");
+    assert!(refusal.contains("memory budget"), "{refusal}");
+    server.remove("cam0").unwrap();
+    assert_eq!(
+        server.status().memory_reserved_bytes,
+        status.memory_reserved_bytes - each
+    );
+    drop(server.shutdown());
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}
+
+/// This process's resident memory, KiB.
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
 #[test]
 fn streams_past_the_cpu_budget_are_refused_with_the_core_and_its_load() {
     let _serial = serial();

@@ -10,6 +10,7 @@
 //! allow_destinations = ["127.0.0.0/8", "239.0.0.0/8", "10.1.0.0/16"]  # where its streams may go
 //! rtsp = "0.0.0.0:8554"         # serve every stream as rtsp://HOST:8554/NAME
 //! core_budget = "95%"           # or 0.95
+//! memory_budget = "2GiB"        # what the streams' rings and sources may hold
 //!
 //! [[stream]]
 //! name = "cam1"
@@ -99,6 +100,8 @@ pub struct ServeConfig {
     /// `allow_destinations`: the address prefixes streams added through the control API may
     /// send to (`None`: [`IpPrefix::default_destinations`]).
     pub allow_destinations: Option<Vec<IpPrefix>>,
+    /// `memory_budget`: the most the admitted streams may hold in memory, bytes (`"2GiB"`).
+    pub memory_budget: Option<u64>,
     /// `rtsp`: the address of the RTSP server.
     pub rtsp: Option<SocketAddr>,
     /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
@@ -244,6 +247,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         control_token_file: raw.control_token_file,
         control_hosts: raw.control_hosts,
         allow_destinations: raw.allow_destinations,
+        memory_budget: raw.memory_budget,
         rtsp: raw.rtsp,
         core_budget: raw.core_budget,
         streams,
@@ -267,6 +271,8 @@ struct RawConfig {
     control_hosts: Vec<String>,
     #[serde(default)]
     allow_destinations: Option<Vec<IpPrefix>>,
+    #[serde(default, deserialize_with = "de_memory")]
+    memory_budget: Option<u64>,
     #[serde(default, deserialize_with = "de_rtsp")]
     rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
@@ -308,6 +314,13 @@ fn de_capacity<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error>
             .map(Some)
             .map_err(serde::de::Error::custom),
     }
+}
+
+fn de_memory<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::stream::parse_bytes(&s)
+        .map(Some)
+        .map_err(|e| serde::de::Error::custom(format!("memory_budget: {e}")))
 }
 
 fn de_control<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
@@ -436,6 +449,7 @@ control = "127.0.0.1:8089"
 control_token_file = "/var/lib/metronome/control-token"
 control_hosts = ["metronome.example"]
 allow_destinations = ["127.0.0.0/8", "10.1.0.0/16"]
+memory_budget = "512MiB"
 core_budget = "95%"
 
 [[stream]]
@@ -479,6 +493,7 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
         let allowed = c.allow_destinations.unwrap();
         assert_eq!(allowed.len(), 2);
         assert!(allowed[1].contains("10.1.2.3".parse().unwrap()));
+        assert_eq!(c.memory_budget, Some(512 << 20));
         assert_eq!(c.core_budget, Some(0.95));
         assert_eq!(c.streams.len(), 2);
         assert_eq!(c.streams[0].deadline, Some(Duration::from_millis(10)));

@@ -314,6 +314,36 @@ pub fn parse_bitrate(s: &str) -> Result<u64, String> {
     Ok(bps.round() as u64)
 }
 
+/// Parses an amount of memory: `512MiB`, `2GiB`, `1.5G`, `64M`, `4096` (bytes); K, M, G and T
+/// are powers of 1024 with or without `iB` or `B`. From 1 MiB to 1 PiB.
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let bad = || format!("'{s}' is not an amount of memory: write it like 512MiB or 2GiB");
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let v: f64 = num.parse().map_err(|_| bad())?;
+    let unit = unit.trim().to_ascii_lowercase();
+    let unit = unit
+        .strip_suffix("ib")
+        .or_else(|| unit.strip_suffix('b'))
+        .unwrap_or(&unit);
+    let power = match unit {
+        "" => 0,
+        "k" => 1,
+        "m" => 2,
+        "g" => 3,
+        "t" => 4,
+        _ => return Err(bad()),
+    };
+    let bytes = v * 1024f64.powi(power);
+    if !bytes.is_finite() || !((1u64 << 20) as f64..=(1u64 << 50) as f64).contains(&bytes) {
+        return Err(format!("'{s}' is out of range (1 MiB to 1 PiB)"));
+    }
+    Ok(bytes.round() as u64)
+}
+
 /// Parses a share of a core: `95%` or `0.95`, from 1% to 100%.
 pub fn parse_share(s: &str) -> Result<f64, String> {
     let t = s.trim();
@@ -395,6 +425,18 @@ fn ser_opt_bitrate<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn amounts_of_memory_parse_in_powers_of_1024() {
+        assert_eq!(parse_bytes("512MiB"), Ok(512 << 20));
+        assert_eq!(parse_bytes("2GiB"), Ok(2 << 30));
+        assert_eq!(parse_bytes("1.5G"), Ok(3 << 29));
+        assert_eq!(parse_bytes(" 64 MB "), Ok(64 << 20));
+        assert_eq!(parse_bytes("1048576"), Ok(1 << 20));
+        for bad in ["", "GiB", "2XB", "-1G", "1KiB", "2PiB", "nanG"] {
+            assert!(parse_bytes(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations_and_rates_parse_as_written() {

@@ -59,6 +59,20 @@ pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
         "Link capacity the admitted streams reserve (Prometheus's base unit: bytes).",
         &one(server.link_used_bps as f64 / 8.0),
     );
+    family(
+        &mut out,
+        "metronome_memory_reserved_bytes",
+        "gauge",
+        "Memory the admitted streams hold (rings and sources), against the budget.",
+        &one(server.memory_reserved_bytes as f64),
+    );
+    family(
+        &mut out,
+        "metronome_memory_budget_bytes",
+        "gauge",
+        "The most the admitted streams may hold (--memory-budget).",
+        &one(server.memory_budget_bytes as f64),
+    );
     let s = |f: &dyn Fn(&StreamStatus) -> f64| -> Vec<(String, f64)> {
         streams
             .iter()

@@ -3,7 +3,7 @@
 
 use super::calibrate::Calibration;
 use super::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
-use super::server::ServerConfig;
+use super::server::{memory, ServerConfig};
 use super::spec::{format_bitrate, SourceSpec, StreamSpec};
 use super::stream::{RateKnob, StreamRt};
 use crate::clock::Clock;
@@ -161,9 +161,15 @@ pub(super) fn open_stream(
     cal: &Calibration,
     clock: &Clock,
     given: Given,
-    admit: impl FnOnce(TaskParams) -> Result<usize, ControlError>,
+    admit: impl FnOnce(TaskParams, u64) -> Result<usize, ControlError>,
 ) -> Result<Opened, ControlError> {
     let Given { outlet, source } = given;
+    // A source the caller brings is already made: its memory is the caller's.
+    let source_bytes = match (&source, &spec.source) {
+        (Some(_), _) => 0,
+        (None, SourceSpec::Test) => memory::TEST_SOURCE_BYTES,
+        (None, SourceSpec::File(_)) => memory::FILE_SOURCE_BYTES,
+    };
     let destinations = spec
         .destination
         .iter()
@@ -189,7 +195,9 @@ pub(super) fn open_stream(
         destinations.len()
     };
     let task = task_of_shape(spec, shape, ceiling, dests, cal);
-    let core = admit(task)?;
+    let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
+    let ring_bytes = (ring_slots as u64).saturating_mul(slot_bytes(shape) as u64);
+    let core = admit(task, ring_bytes.saturating_add(source_bytes))?;
     let (outputs, rtcp) = outputs(spec, outlet, &destinations)?;
     // Spreads the server's seed and the stream id into independent-looking SSRCs and bases.
     let seed = splitmix64(cfg.seed ^ id.rotate_left(17));
@@ -206,7 +214,6 @@ pub(super) fn open_stream(
         ts_per_packet: spec.ts_per_packet(),
         ..PacketizerConfig::mp2t(start.ssrc, start.seq, start.rtptime)
     };
-    let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
     let source = source
         .open(packetizer, &start, epoch)
         .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;

@@ -83,6 +83,10 @@ pub struct ServerStatus {
     pub refused: u64,
     pub link_used_bps: u64,
     pub link_capacity_bps: Option<u64>,
+    /// What the admitted streams hold in memory (rings and sources), bytes.
+    pub memory_reserved_bytes: u64,
+    /// The most they may hold (`--memory-budget`), bytes.
+    pub memory_budget_bytes: u64,
     pub core_budget_percent: f64,
     pub cores: Vec<CoreView>,
     pub calibration: Calibration,

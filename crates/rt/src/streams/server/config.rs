@@ -56,6 +56,9 @@ pub struct ServerConfig {
     /// budget, missed deadlines): warn, refuse new streams, or shed the newest.
     pub overload: OverloadPolicy,
     pub seed: u64,
+    /// The most the admitted streams may hold in memory (rings and sources), bytes; by default
+    /// a quarter of the machine's ([`super::MemoryBudget::default_bytes`]).
+    pub memory_budget_bytes: Option<u64>,
 }
 
 impl Default for ServerConfig {
@@ -79,6 +82,7 @@ impl Default for ServerConfig {
             pacing: PacingConfig::default(),
             overload: OverloadPolicy::Warn,
             seed: 1,
+            memory_budget_bytes: None,
         }
     }
 }

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 mod config;
 mod control;
+pub(super) mod memory;
 mod outcome;
 mod raw;
 
@@ -40,6 +41,7 @@ use config::core_config;
 pub(crate) use config::deadline_policy;
 pub use config::{CoreRt, ServerConfig};
 use control::Control;
+pub use memory::MemoryBudget;
 pub use outcome::{PacerView, ServerOutcome};
 pub use raw::RawAdmission;
 
@@ -81,6 +83,8 @@ pub(super) struct Inner {
     pub clock: Arc<Clock>,
     pub calibration: Calibration,
     pub admission: Mutex<Admission>,
+    /// What the admitted streams hold in memory, against the server's budget.
+    pub memory: Mutex<MemoryBudget>,
     pub streams: Mutex<BTreeMap<String, Running>>,
     pub ended: Mutex<VecDeque<StreamStatus>>,
     pub cores: Vec<Arc<CoreShared>>,
@@ -167,6 +171,10 @@ impl StreamServer {
         let cfg_overload = cfg.overload;
         let inner = Arc::new(Inner {
             admission: Mutex::new(Admission::new(policy, platform)),
+            memory: Mutex::new(MemoryBudget::new(
+                cfg.memory_budget_bytes
+                    .unwrap_or_else(MemoryBudget::default_bytes),
+            )),
             cfg,
             clock,
             calibration,
@@ -414,7 +422,7 @@ impl Inner {
             )));
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let admit = |task| self.admit(id, &spec.name, task);
+        let admit = |task, bytes| self.admit(id, &spec.name, task, bytes);
         let opened = open_stream(
             &spec,
             id,
@@ -424,9 +432,7 @@ impl Inner {
             given,
             admit,
         )
-        .inspect_err(|_| {
-            lock(&self.admission).release(id);
-        })?;
+        .inspect_err(|_| self.release(id))?;
         let core = opened.core;
         let start = opened.start;
         let running = self.launch(spec, opened, core)?;
@@ -435,9 +441,16 @@ impl Inner {
         Ok((status, start))
     }
 
-    /// Admission control: the schedulability tests, the link, and the kernel's own SCHED_DEADLINE
-    /// admission when the cores run under it. Returns the core.
-    fn admit(&self, id: u64, name: &str, task: TaskParams) -> Result<usize, ControlError> {
+    /// Admission control: the schedulability tests, the link, the memory budget (`bytes`, what
+    /// the stream will hold) and the kernel's own SCHED_DEADLINE admission when the cores run
+    /// under it. Returns the core.
+    fn admit(
+        &self,
+        id: u64,
+        name: &str,
+        task: TaskParams,
+        bytes: u64,
+    ) -> Result<usize, ControlError> {
         if let Some(why) = lock(&self.overload).refusing_reason() {
             self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(ControlError::Refused(format!(
@@ -445,15 +458,21 @@ impl Inner {
                  admitted again once they do, or run with --overload warn"
             )));
         }
+        lock(&self.memory)
+            .reserve(id, name, bytes)
+            .inspect_err(|_| {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+            })?;
         let placement = lock(&self.admission)
             .try_admit(id, name, task)
             .map_err(|r| {
+                lock(&self.memory).release(id);
                 self.refused.fetch_add(1, Ordering::Relaxed);
                 ControlError::Refused(r.to_string())
             })?;
         if self.cfg.rt == CoreRt::Deadline && self.cfg.sched != SchedKind::Naive {
             if let Err(why) = self.grow_deadline_budget(placement.core) {
-                lock(&self.admission).release(id);
+                self.release(id);
                 self.refused.fetch_add(1, Ordering::Relaxed);
                 return Err(ControlError::Refused(format!(
                     "admitting '{name}' would need core {} to reserve more SCHED_DEADLINE time, \
@@ -463,6 +482,13 @@ impl Inner {
             }
         }
         Ok(placement.core)
+    }
+
+    /// Gives back what stream `id` was admitted with: its place on a core and the link, its
+    /// memory.
+    pub(super) fn release(&self, id: u64) {
+        lock(&self.admission).release(id);
+        lock(&self.memory).release(id);
     }
 
     /// Hands an admitted stream to its producer and its sending thread.
@@ -481,7 +507,7 @@ impl Inner {
         let naive = if self.cfg.sched == SchedKind::Naive {
             let h = spawn_naive(rt.clone(), self.clock.clone(), self.naive_lateness.clone())
                 .map_err(|e| {
-                    lock(&self.admission).release(rt.id);
+                    self.release(rt.id);
                     rt.stop.store(true, Ordering::Release);
                     ControlError::Internal(format!("could not start the stream's thread: {e}"))
                 })?;
@@ -492,7 +518,7 @@ impl Inner {
                 .push(Command::Add(rt.clone()))
                 .is_err()
             {
-                lock(&self.admission).release(rt.id);
+                self.release(rt.id);
                 rt.stop.store(true, Ordering::Release);
                 return Err(ControlError::Internal(format!(
                     "core {core}'s command queue is full; try again"
@@ -602,7 +628,7 @@ impl Inner {
         if bye {
             super::rtcp::bye(r, &self.clock);
         }
-        lock(&self.admission).release(r.rt.id);
+        self.release(r.rt.id);
         if self.cfg.rt == CoreRt::Deadline && !self.cores.is_empty() {
             let _ = self.grow_deadline_budget(r.core);
         }
@@ -647,6 +673,10 @@ impl Inner {
             lateness.merge(&lock(&c.lateness));
         }
         lateness.merge(&lock(&self.naive_lateness));
+        let memory = {
+            let m = lock(&self.memory);
+            (m.used(), m.budget())
+        };
         ServerStatus {
             sched: self.cfg.sched.to_string(),
             running,
@@ -654,6 +684,8 @@ impl Inner {
             refused: self.refused.load(Ordering::Relaxed),
             link_used_bps: adm.link_used_bps(),
             link_capacity_bps: adm.platform().link_capacity_bps,
+            memory_reserved_bytes: memory.0,
+            memory_budget_bytes: memory.1,
             core_budget_percent: self.cfg.core_budget * 100.0,
             cores,
             calibration: self.calibration,

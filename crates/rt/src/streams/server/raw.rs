@@ -50,7 +50,8 @@ impl StreamServer {
             self.reserve_link(name, task.bitrate_bps)
                 .map(|id| RawAdmission { id, core: None })
         } else {
-            let core = self.inner.admit(id, name, task)?;
+            // Its frames are the raw sender's own (`raw::stream`): nothing more to budget here.
+            let core = self.inner.admit(id, name, task, 0)?;
             Ok(RawAdmission {
                 id,
                 core: Some(core),
@@ -90,7 +91,7 @@ impl StreamServer {
             lock(&self.inner.admission).release_link(a.id);
             return;
         };
-        lock(&self.inner.admission).release(a.id);
+        self.inner.release(a.id);
         if self.inner.cfg.rt == CoreRt::Deadline {
             let _ = self.inner.grow_deadline_budget(c);
         }
