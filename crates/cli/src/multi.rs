@@ -61,22 +61,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         cal.measured_p50.as_secs_f64() * 1e6,
         cal.measured_p99.as_secs_f64() * 1e6,
     );
-    for spec in specs {
-        // With RTSP, a stream without destinations is only played on request.
-        if rtsp_addr.is_some() && spec.destination.is_empty() {
-            continue;
-        }
-        if let Some(dir) = &a.sdp_dir {
-            for path in crate::sdp::write_files(&spec, dir)? {
-                eprintln!("metronome: wrote {}", path.display());
-            }
-        }
-        let name = spec.name.clone();
-        match server.add(spec) {
-            Ok(s) => eprintln!("metronome: {}", admitted_line(&s)),
-            Err(e) => eprintln!("metronome: '{name}' not started: {}", e.message()),
-        }
-    }
+    let pushed = push_streams(&server, specs, &a, rtsp_addr.is_some())?;
     let rtsp = match rtsp_plan {
         Some((addr, mounts)) => {
             let names: Vec<String> = mounts.names().map(String::from).collect();
@@ -96,6 +81,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         Some(addr) => Some(start_control(&a, &file, addr, &server)?),
         None => None,
     };
+    let serving_on_request = control.is_some() || rtsp.is_some();
     let start = mono_ns();
     let elapsed = || Duration::from_nanos(mono_ns().saturating_sub(start));
     let mut next_status = Duration::ZERO;
@@ -131,7 +117,59 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     } else {
         print!("{}", summary(&outcome));
     }
+    if pushed.started == 0 && pushed.failed > 0 && !serving_on_request {
+        // Nothing ran: a service manager should see a failure and restart, not a success.
+        return Err(format!(
+            "none of the {} declared streams started (each said why above); fix them and \
+             start again",
+            pushed.failed
+        )
+        .into());
+    }
     Ok(())
+}
+
+/// How many declared streams started, and how many could not.
+struct Pushed {
+    started: usize,
+    failed: usize,
+}
+
+/// Starts the declared streams that push to destinations (with RTSP, a stream without
+/// destinations is only played on request), writing their SDP files first if asked; each
+/// start or refusal said on stderr.
+fn push_streams(
+    server: &StreamServer,
+    specs: Vec<StreamSpec>,
+    a: &ServeArgs,
+    rtsp: bool,
+) -> Result<Pushed, Box<dyn std::error::Error>> {
+    let mut pushed = Pushed {
+        started: 0,
+        failed: 0,
+    };
+    for spec in specs {
+        if rtsp && spec.destination.is_empty() {
+            continue;
+        }
+        if let Some(dir) = &a.sdp_dir {
+            for path in crate::sdp::write_files(&spec, dir)? {
+                eprintln!("metronome: wrote {}", path.display());
+            }
+        }
+        let name = spec.name.clone();
+        match server.add(spec) {
+            Ok(s) => {
+                pushed.started += 1;
+                eprintln!("metronome: {}", admitted_line(&s))
+            }
+            Err(e) => {
+                pushed.failed += 1;
+                eprintln!("metronome: '{name}' not started: {}", e.message())
+            }
+        }
+    }
+    Ok(pushed)
 }
 
 /// The control API on `addr`, with its token (read, or made and said), the host names it

@@ -320,6 +320,39 @@ fn serve_bad_input_exits_with_a_one_line_error_that_says_what_to_do() {
     assert!(e.contains("no port"), "{e}");
 }
 
+/// A config whose every stream fails to start is a failure (systemd's Restart=on-failure
+/// then acts), not a success after 0.1 s; each stream says why.
+#[test]
+fn serve_with_no_declared_stream_started_exits_non_zero() {
+    let dir = common::tmp_dir("loopback-none-started");
+    let cfg = dir.join("serve.toml");
+    std::fs::write(
+        &cfg,
+        "[[stream]]\nname = \"a\"\nsource = \"/nonexistent/a.ts\"\ndestination = \"rtp://127.0.0.1:5004\"\n\n\
+         [[stream]]\nname = \"b\"\nsource = \"/nonexistent/b.ts\"\ndestination = \"rtp://127.0.0.1:5006\"\n",
+    )
+    .unwrap();
+    let out = common::run(
+        bin().args([
+            "serve",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--send-cost",
+            "5us",
+        ]),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(out.status.is_some() && !out.succeeded(), "{}", out.report());
+    let err = out.report();
+    for line in [
+        "'a' not started",
+        "'b' not started",
+        "none of the 2 declared streams started",
+    ] {
+        assert!(err.contains(line), "{line}: {err}");
+    }
+}
+
 #[test]
 fn serve_to_an_unreachable_destination_says_so() {
     // In a network namespace of our own with no routes, nothing can leave: the sender must refuse

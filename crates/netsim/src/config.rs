@@ -188,6 +188,10 @@ impl LossModel {
     }
 }
 
+/// The smallest token bucket a link takes: an Ethernet frame's worth (1500 bytes of IP), so
+/// that a full-size packet can ever leave.
+pub const MIN_BURST_BYTES: usize = 1500;
+
 /// A [`LinkConfig`] that makes no sense. [`Link`](crate::Link) still runs with one (probabilities
 /// outside `[0, 1]` act as "never" or "always", a zero rate never transmits), so check scenarios
 /// with [`LinkConfig::validate`] before running them.
@@ -195,6 +199,8 @@ impl LossModel {
 pub enum ConfigError {
     #[error("link rate is 0 bit/s: no packet would ever leave; use a positive rate, or none for an infinite one")]
     ZeroRate,
+    #[error("a token bucket of {bytes} bytes never holds a {MIN_BURST_BYTES}-byte packet's tokens: such packets would never leave; make burst at least {MIN_BURST_BYTES} bytes (tc-tbf wants at least the MTU)")]
+    BurstBelowPacket { bytes: usize },
     #[error("link {field} = {value} is not a probability; use a value in [0, 1]")]
     NotAProbability { field: &'static str, value: f64 },
     #[error("a link has a rate and a delivery trace; the trace is its capacity: drop the rate")]
@@ -206,6 +212,9 @@ impl LinkConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.rate_bps == Some(0) {
             return Err(ConfigError::ZeroRate);
+        }
+        if let Some(bytes) = self.burst_bytes.filter(|b| *b < MIN_BURST_BYTES) {
+            return Err(ConfigError::BurstBelowPacket { bytes });
         }
         if self.rate_bps.is_some() && self.delivery.is_some() {
             return Err(ConfigError::RateAndTrace);
@@ -247,6 +256,17 @@ mod tests {
             ..LinkConfig::default()
         };
         assert_eq!(zero.validate(), Err(ConfigError::ZeroRate));
+        for bytes in [0, 1499] {
+            let tiny = LinkConfig {
+                rate_bps: Some(1_000_000),
+                burst_bytes: Some(bytes),
+                ..LinkConfig::default()
+            };
+            assert_eq!(
+                tiny.validate(),
+                Err(ConfigError::BurstBelowPacket { bytes })
+            );
+        }
         let bad = LinkConfig {
             loss: LossModel::simple_gilbert(0.1, 1.5),
             ..LinkConfig::default()

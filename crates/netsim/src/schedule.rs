@@ -199,7 +199,7 @@ mod tests {
         let late = LinkSchedule::steps(vec![(Duration::from_secs(1), rate(1))]);
         assert!(matches!(late, Err(ScheduleError::FirstNotAtZero(_))));
         let bucket = LinkConfig {
-            burst_bytes: Some(1000),
+            burst_bytes: Some(4096),
             ..rate(1_000_000)
         };
         let changes = vec![(Duration::ZERO, bucket), (Duration::from_secs(1), rate(2))];

@@ -124,6 +124,13 @@ fn errors_name_the_line_and_what_is_expected() {
 
     let e = err("name = \"t\"\n[[flow]\n");
     assert!(e.starts_with("t.toml line 2"), "{e}");
+
+    // `interval = "1ns"` once made a run allocate 7.3 GB for its interval rows.
+    let e = err(&BASE.replacen("name = \"t\"", "name = \"t\"\ninterval = \"1ns\"", 1));
+    assert!(
+        e.contains("at most 100000") && e.contains("at least 1 ms"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -45,6 +45,10 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
         return Err(ConfigError::new(ConfigErrorKind::TooLarge, origin, message));
     }
     let duration = raw.duration.map_or(Duration::from_secs(10), |d| d.0);
+    let drain = raw.drain.map_or(Duration::from_secs(1), |d| d.0);
+    let interval = raw.interval.map_or(Duration::from_secs(1), |d| d.0);
+    check_interval(interval, duration + drain)
+        .map_err(|m| invalid(m, text.find("interval").unwrap_or(0)))?;
     let mut flows = Vec::with_capacity(raw.flow.len());
     for (i, f) in raw.flow.iter().enumerate() {
         let offset = f.span().start;
@@ -88,8 +92,8 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
         description: raw.description,
         seed: raw.seed,
         duration,
-        drain: raw.drain.map_or(Duration::from_secs(1), |d| d.0),
-        interval: raw.interval.map_or(Duration::from_secs(1), |d| d.0),
+        drain,
+        interval,
         trace: raw.trace,
         histograms: raw.histograms.unwrap_or(true),
         nodes,
@@ -97,6 +101,26 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
         flows,
         reference,
     })
+}
+
+/// The most intervals a run is cut into: each is a row per receiver in memory and in
+/// `intervals.csv`.
+pub const MAX_INTERVALS: u128 = 100_000;
+
+/// Whether `interval` cuts a run of `span` (its duration and drain) into at most
+/// [`MAX_INTERVALS`] (`interval = "1ns"` once asked for 7.3 GB).
+fn check_interval(interval: Duration, span: Duration) -> Result<(), String> {
+    let n = span.as_nanos() / interval.as_nanos().max(1);
+    if interval.is_zero() || n > MAX_INTERVALS {
+        let least = span.as_nanos().div_ceil(MAX_INTERVALS);
+        let least_ms = (least as f64 / 1e6).ceil().max(1.0);
+        return Err(format!(
+            "interval = {interval:?} cuts the {span:?} run (duration and drain) into {n} \
+             intervals, each a row per receiver; at most {MAX_INTERVALS}: use an interval of at \
+             least {least_ms} ms"
+        ));
+    }
+    Ok(())
 }
 
 /// toml's messages, in the file's terms.
