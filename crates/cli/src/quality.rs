@@ -142,6 +142,14 @@ pub fn run(a: QualityArgs) -> Result<(), String> {
         threads,
         a.frames.as_deref(),
     )?;
+    if run.frames == 0 {
+        // PSNR over no frame would read as a perfect 100 dB.
+        return Err(format!(
+            "no frame was compared: {} holds no whole frame of the reference's size; check \
+             that it is the received video and that --size and --chroma match it",
+            a.received.display()
+        ));
+    }
     if a.json {
         let r = Report {
             reference: a.reference.display().to_string(),

@@ -302,7 +302,26 @@ fn finish(a: &RecvArgs, outcome: ReceiverOutcome, viewer: Viewer) -> Result<(), 
         }
         s
     })?;
-    Ok(())
+    nothing_arrived(a, &outcome)
+}
+
+/// A run that received no RTP packet is a failure (a script or a service manager should see
+/// it), after its summary: the sender, the address or a firewall is wrong.
+fn nothing_arrived(a: &RecvArgs, outcome: &ReceiverOutcome) -> Result<(), BoxError> {
+    let c = &outcome.receiver.counters;
+    if c.rtp_packets > 0 {
+        return Ok(());
+    }
+    let other = match c.datagrams {
+        0 => String::new(),
+        n => format!(" ({n} datagrams came that were not RTP packets of the stream; see counters)"),
+    };
+    Err(format!(
+        "no RTP packet arrived from {} in {:.1} s{other}: check that the sender sends to this \
+         address and port (for a multicast group, that it is routed to this interface)",
+        a.url, outcome.duration_s
+    )
+    .into())
 }
 
 fn judge_run(

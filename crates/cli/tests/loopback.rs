@@ -320,6 +320,29 @@ fn serve_bad_input_exits_with_a_one_line_error_that_says_what_to_do() {
     assert!(e.contains("no port"), "{e}");
 }
 
+/// A receiver that got nothing says so after its summary and exits non-zero: the sender,
+/// the address or a firewall is wrong, and a script should see it.
+#[test]
+fn recv_that_got_nothing_exits_non_zero() {
+    let port = port_pair();
+    let out = common::run(
+        bin().args([
+            "recv",
+            &format!("rtp://127.0.0.1:{port}"),
+            "--duration",
+            "1",
+        ]),
+        std::time::Duration::from_secs(20),
+    );
+    assert!(out.status.is_some() && !out.succeeded(), "{}", out.report());
+    assert!(
+        out.stderr
+            .contains("no RTP packet arrived from rtp://127.0.0.1:"),
+        "{}",
+        out.report()
+    );
+}
+
 /// A config whose every stream fails to start is a failure (systemd's Restart=on-failure
 /// then acts), not a success after 0.1 s; each stream says why.
 #[test]

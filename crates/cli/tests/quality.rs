@@ -136,6 +136,23 @@ fn quality_compares_y4m_and_raw_yuv_and_says_what_is_wrong() {
         !out.status.success() && err.contains("give its size"),
         "{err}"
     );
+    // Nothing received: no frame to judge, not a perfect 100 dB.
+    std::fs::write(p("empty.yuv"), b"").unwrap();
+    let out = bin()
+        .args([
+            "quality",
+            &p("ref.yuv"),
+            &p("empty.yuv"),
+            "--size",
+            "176x144",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no frame was compared"),
+        "{err}"
+    );
 }
 
 #[test]
