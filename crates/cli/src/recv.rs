@@ -18,7 +18,7 @@ use metronome_rt::receiver::{
     ReceiverRunConfig as Cfg, RecvError,
 };
 use metronome_rt::rtsp_client::{
-    InterleavedSource, RtspClient, RtspClientConfig, Transport, TransportRequest,
+    InterleavedSource, RtspClient, RtspClientConfig, RtspClientError, Transport, TransportRequest,
 };
 use metronome_rt::udp::UdpError;
 use metronome_rt::url::RtpUrl;
@@ -454,7 +454,7 @@ fn read_sdp(path: &str) -> Result<SessionDescription, BoxError> {
     Ok(SessionDescription::parse(&text).map_err(|e| format!("{path}: {e}"))?)
 }
 
-fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
+fn run_rtsp(a: &RecvArgs, stop: &Arc<AtomicBool>) -> Result<(), BoxError> {
     let mut client = RtspClient::connect(&a.url, &RtspClientConfig::default())?;
     if let Err(e) = client.options() {
         // A server that does not answer OPTIONS may still DESCRIBE; anything else is fatal.
@@ -470,6 +470,8 @@ fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     // Where RTP comes in is only known once bound (UDP) or set up (multicast).
     let (mut cfg, viewer) = config(a, RtpUrl::unicast(SocketAddr::new(unspecified(&m), 0)))?;
     apply_media(&mut cfg, a, &m);
+    // The session's stream is over when its sender says BYE (a file played to its end).
+    cfg.end_on_bye = true;
     match a.rtsp_transport {
         RtspTransport::Udp => {
             let (receiver, port) = open_even_port(&cfg)?;
@@ -537,25 +539,49 @@ fn run_rtsp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     }
 }
 
-/// Receives on UDP while a thread keeps the RTSP session alive; TEARDOWN at the end.
+/// Receives on UDP while a thread keeps the RTSP session alive; TEARDOWN at the end. The run
+/// ends on `stop` (SIGTERM, Ctrl-C), at its duration, or when the server ends the session
+/// (closes the connection, after its BYE), as over TCP.
 fn receive_udp(
     a: &RecvArgs,
     client: RtspClient,
     receiver: Receiver,
-    stop: &AtomicBool,
+    stop: &Arc<AtomicBool>,
     viewer: Viewer,
 ) -> Result<(), BoxError> {
+    // `halt` ends the receiver: set by the keep-alive thread when the session ends, and by the
+    // watcher when `stop` is.
+    let halt = Arc::new(AtomicBool::new(false));
     let done = Arc::new(AtomicBool::new(false));
-    let d = done.clone();
+    let (d, h) = (done.clone(), halt.clone());
     let keeper = std::thread::Builder::new()
         .name("rtsp-keepalive".into())
-        .spawn(move || client.keep_alive_until(&d))?;
+        .spawn(move || {
+            let r = client.keep_alive_until(&d);
+            h.store(true, Ordering::Relaxed);
+            r
+        })?;
+    let (s, h, d) = (stop.clone(), halt.clone(), done.clone());
+    let watcher = std::thread::Builder::new()
+        .name("stop-watch".into())
+        .spawn(move || {
+            while !d.load(Ordering::Relaxed) && !h.load(Ordering::Relaxed) {
+                if s.load(Ordering::Relaxed) {
+                    h.store(true, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })?;
     let live = LiveLine::new(true);
-    let outcome = receiver.run(stop, live_status(&live));
+    let outcome = receiver.run(&halt, live_status(&live));
     live.finish();
     done.store(true, Ordering::Relaxed);
+    let _ = watcher.join();
     match keeper.join() {
         Ok(Ok(())) => {}
+        Ok(Err(RtspClientError::Closed { .. })) => {
+            eprintln!("metronome: the server ended the RTSP session (it closed the connection)")
+        }
         Ok(Err(e)) => eprintln!("metronome: warning: {e}"),
         Err(_) => eprintln!("metronome: warning: the RTSP keep-alive thread panicked"),
     }

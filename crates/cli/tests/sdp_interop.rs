@@ -345,6 +345,34 @@ fn recv_rtsp_udp_tcp_multicast() {
     }
 }
 
+/// When the server ends the session (a file mount played to its end: BYE, then the
+/// connection closed), `recv rtsp://` ends too, over UDP and multicast as over TCP, well
+/// before its own duration; it keeps what it received.
+#[test]
+fn recv_rtsp_ends_when_the_server_ends_the_session() {
+    let file = common::ts_file_made("two-seconds.ts", "320x240", 25, 2, "800k", "1200k");
+    let spec = format!("name=clip,source={}", file.display());
+    let server = common::RtspServer::start(&["--stream", &spec]);
+    for transport in ["udp", "tcp"] {
+        let out = common::run(
+            bin()
+                .args(["recv", &server.url("clip"), "--rtsp-transport", transport])
+                .args(["--json", "--duration", "60"]),
+            Duration::from_secs(30),
+        );
+        assert!(out.succeeded(), "{transport}: {}", out.report());
+        assert!(
+            out.took < Duration::from_secs(15),
+            "{transport}: still receiving {:?} after a 2 s clip ended: {}",
+            out.took,
+            out.report()
+        );
+        let v: Value = serde_json::from_str(&out.stdout).unwrap();
+        let (packets, _) = received(&v);
+        assert!(packets > 50, "{transport}: {v:#}");
+    }
+}
+
 /// What recv says about SDP files it cannot use.
 #[test]
 fn unusable_sdp_files_are_explained() {

@@ -34,6 +34,8 @@ pub struct ReceiverRunConfig {
     /// For a group: send the receiver reports to this unicast address (the sender's RTCP
     /// port) instead of the group, as RFC 5760 has receivers of source-specific multicast do.
     pub feedback_to: Option<std::net::SocketAddr>,
+    /// End the run once every source has said BYE (an RTSP session's stream is over then).
+    pub end_on_bye: bool,
 }
 
 /// What gets each accepted RTP packet's payload as it arrives (in order, reordered or after a
@@ -73,6 +75,7 @@ impl ReceiverRunConfig {
             status_every: Duration::from_millis(500),
             sink: None,
             feedback_to: None,
+            end_on_bye: false,
         }
     }
 }
@@ -214,6 +217,9 @@ impl Receiver {
             if r.enough() {
                 break PACKET_COUNT;
             }
+            if r.cfg.end_on_bye && r.session.every_source_said_bye() {
+                break SENDER_BYE;
+            }
             let can_report = r.send_due_report(now);
             if r.session.controller_left() {
                 // Its leaving report went out just now; the BYE follows in `finish`.
@@ -237,6 +243,8 @@ impl Receiver {
 
 /// Why a run that reached `packets` ended.
 const PACKET_COUNT: &str = "packet count";
+/// Why a run with [`ReceiverRunConfig::end_on_bye`] ended.
+const SENDER_BYE: &str = "the sender said BYE (RFC 3550 §6.6): the stream is over";
 
 /// A receiver while it runs: its session, its sockets and outputs, and what the driver counts
 /// beside the session.
@@ -593,6 +601,9 @@ pub fn run_datagrams(
             .is_some_and(|n| session.counters().rtp_packets >= n)
         {
             break "packet count";
+        }
+        if cfg.end_on_bye && session.every_source_said_bye() {
+            break SENDER_BYE;
         }
         if let Some(n) = session.poll_transmit(now, &mut buf) {
             reports_sent += src.send_rtcp(&buf[..n]) as u64;

@@ -288,7 +288,10 @@ impl RtspClient {
     }
 
     /// Sends keep-alives every [`RtspClient::keep_alive_interval`] until `stop` is set, then
-    /// TEARDOWN. For a thread of its own beside a UDP or multicast receiver.
+    /// TEARDOWN. For a thread of its own beside a UDP or multicast receiver. Between
+    /// keep-alives it reads the connection, so that a server that ends the session (its BYE,
+    /// then the connection closed) ends this at once with [`RtspClientError::Closed`]; what
+    /// else the server sends there is read and let go.
     pub fn keep_alive_until(mut self, stop: &AtomicBool) -> Result<(), RtspClientError> {
         let every = self.keep_alive_interval().as_nanos() as u64;
         let mut due = mono_ns().saturating_add(every);
@@ -297,7 +300,8 @@ impl RtspClient {
                 self.keep_alive()?;
                 due = mono_ns().saturating_add(every);
             }
-            std::thread::sleep(Duration::from_millis(50));
+            let wait = mono_ns().saturating_add(POLL.as_nanos() as u64);
+            self.next_frame(wait, "while keeping the session alive")?;
         }
         self.teardown()
     }

@@ -597,6 +597,12 @@ impl ReceiverSession {
     /// Whether the rate controller's receiving end has left of its own accord (TFMCC's rule,
     /// RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s): the
     /// application should leave the group, calling [`ReceiverSession::leave`].
+    /// Whether every source heard from has said BYE (RFC 3550 §6.6), and there was one: in a
+    /// unicast RTSP session, the stream is over.
+    pub fn every_source_said_bye(&self) -> bool {
+        !self.sources.is_empty() && self.sources.iter().all(|s| s.said_bye)
+    }
+
     pub fn controller_left(&self) -> bool {
         self.cc.as_ref().is_some_and(|c| c.agent.has_left())
     }

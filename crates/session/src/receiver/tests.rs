@@ -296,6 +296,7 @@ fn a_source_that_left_or_fell_silent_gives_its_place_to_a_new_one() {
         source_timeout: Duration::from_secs(10),
         ..ReceiverConfig::default()
     });
+    assert!(!r.every_source_said_bye(), "no source yet");
     r.handle_rtp(Timestamp::ZERO, None, &rtp(0, 0, 1)).unwrap();
     r.handle_rtp(Timestamp::ZERO, None, &rtp(0, 0, 2)).unwrap();
     // Full, and nobody has left: the third is refused.
@@ -313,6 +314,7 @@ fn a_source_that_left_or_fell_silent_gives_its_place_to_a_new_one() {
         let n = metronome_wire::rtcp::write_compound(&mut buf, head, "s1", Some("bye")).unwrap();
         buf[..n].to_vec()
     });
+    assert!(!r.every_source_said_bye(), "source 2 has not");
     r.handle_rtp(Timestamp::from_secs(3), None, &rtp(0, 0, 3))
         .unwrap();
     // Source 2 has been silent for 10 s: 4 takes its place; 3 is now the main source.
@@ -325,6 +327,22 @@ fn a_source_that_left_or_fell_silent_gives_its_place_to_a_new_one() {
     assert_eq!(ssrcs, vec![3, 4]);
     assert_eq!(r.counters().sources_evicted, 2);
     assert_eq!(r.main_source().unwrap().ssrc, 4, "the most recently heard");
+}
+
+/// An RTSP session's one sender says BYE: the stream is over (`recv rtsp://` ends then).
+#[test]
+fn the_only_sources_bye_ends_the_stream() {
+    let mut r = session();
+    r.handle_rtp(Timestamp::ZERO, None, &rtp(0, 0, 7)).unwrap();
+    assert!(!r.every_source_said_bye());
+    let mut buf = [0u8; 1500];
+    let head = ReportHead::Receiver {
+        ssrc: 7,
+        blocks: &[],
+    };
+    let n = metronome_wire::rtcp::write_compound(&mut buf, head, "s7", Some("end")).unwrap();
+    r.handle_rtcp(Timestamp::from_secs(1), &buf[..n]);
+    assert!(r.every_source_said_bye());
 }
 
 #[test]
