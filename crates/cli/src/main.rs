@@ -13,6 +13,7 @@ mod bench_streams;
 mod coded;
 mod demo;
 mod emu;
+mod fifo;
 mod frames;
 mod lab;
 mod multi;

@@ -294,6 +294,10 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
 }
 
 pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(input) = &a.source.input {
+        // A named pipe: its writer is waited for where a stop and --duration can end the wait.
+        crate::fifo::wait_for_writer(input, &stop, a.duration)?;
+    }
     if a.raw.raw {
         return crate::raw::serve(a, stop);
     }

@@ -64,3 +64,37 @@ fn serve_and_recv_stop_cleanly_on_sigterm() {
         "{v}"
     );
 }
+
+/// `serve -i PIPE` with no writer on the named pipe: SIGTERM ends the wait within 2 s (it
+/// once blocked in open(2) and ignored it), with a line that says nothing was sent.
+#[test]
+fn serve_waiting_for_a_named_pipes_writer_stops_on_sigterm() {
+    let dir = common::tmp_dir("sigterm-fifo");
+    let pipe = dir.join("in.ts");
+    let c = std::ffi::CString::new(pipe.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let mut server = Running::spawn(bin().args([
+        "serve",
+        "-i",
+        pipe.to_str().unwrap(),
+        &format!("rtp://127.0.0.1:{}", port_pair()),
+        "--duration",
+        "60",
+    ]));
+    server.wait_for("waiting for a writer", Duration::from_secs(20));
+    let asked = common::now();
+    server.signal(libc::SIGTERM);
+    let out = server.finish_within(STOP_LIMIT);
+    assert!(
+        common::now() - asked < Duration::from_secs(2),
+        "{}",
+        out.report()
+    );
+    assert!(
+        out.status.is_some_and(|s| s.code() == Some(1)),
+        "{}",
+        out.report()
+    );
+    assert!(out.stderr.contains("nothing was sent"), "{}", out.report());
+}
