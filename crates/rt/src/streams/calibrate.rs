@@ -69,7 +69,21 @@ impl Calibration {
 /// priority; the factor covers what the burst did not see (interrupts, cache misses).
 const SAFETY: f64 = 1.5;
 
+/// Rounds of sends measured, each after one uncounted warm-up burst.
+const ROUNDS: usize = 5;
+/// Bursts per round, and sends per burst (the sink is drained between bursts).
+const BURSTS: usize = 4;
+const PER_BURST: usize = 100;
+
 /// Measures the cost of sending `packet_len`-byte datagrams. Takes a few milliseconds.
+///
+/// The p99 of one round of sends moves with whatever else the host does in those
+/// milliseconds: one calibration of 1,900 sends gave 5 to 35 µs across restarts of the same
+/// server on a shared VM, so the same streams were admitted before a restart and refused
+/// after. So five rounds are timed, a few milliseconds apart, and the quietest round's p99
+/// (the lowest) is budgeted, with the safety factor: what a send costs this machine, not
+/// what a neighbour took that moment. A host that stays busier than that is the overload
+/// watch's to see and say (`streams::overload`).
 pub fn calibrate(packet_len: usize) -> std::io::Result<Calibration> {
     let sink = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     let _ = sink.set_recv_buffer_size(8 << 20);
@@ -81,24 +95,37 @@ pub fn calibrate(packet_len: usize) -> std::io::Result<Calibration> {
     tx.connect(to)?;
     let packet = vec![0x80u8; packet_len.clamp(12, 65_000)];
     let mut drain = vec![0u8; 65_536];
-    let mut dist = Distribution::new();
-    const BURSTS: usize = 20;
-    const PER_BURST: usize = 100;
-    for burst in 0..BURSTS {
-        for _ in 0..PER_BURST {
-            let t0 = mono_ns();
-            let r = tx.send(&packet);
-            let t1 = mono_ns();
-            r?;
-            // The first burst warms caches and the socket; it is not counted.
-            if burst > 0 {
-                dist.record(t1.saturating_sub(t0));
-            }
+    let mut all = Distribution::new();
+    let mut quietest: Option<Distribution> = None;
+    for round in 0..ROUNDS {
+        if round > 0 {
+            std::thread::sleep(Duration::from_millis(3));
         }
-        while sink.recv(&mut drain).is_ok() {}
+        let mut dist = Distribution::new();
+        // The first burst warms caches and the socket; it is not counted.
+        for burst in 0..=BURSTS {
+            for _ in 0..PER_BURST {
+                let t0 = mono_ns();
+                let r = tx.send(&packet);
+                let t1 = mono_ns();
+                r?;
+                if burst > 0 {
+                    dist.record(t1.saturating_sub(t0));
+                }
+            }
+            while sink.recv(&mut drain).is_ok() {}
+        }
+        all.merge(&dist);
+        if quietest
+            .as_ref()
+            .is_none_or(|q| dist.quantile_ns(0.99) < q.quantile_ns(0.99))
+        {
+            quietest = Some(dist);
+        }
     }
-    let p50 = Duration::from_nanos(dist.quantile_ns(0.5));
-    let p99 = Duration::from_nanos(dist.quantile_ns(0.99));
+    let quietest = quietest.expect("ROUNDS > 0");
+    let p50 = Duration::from_nanos(quietest.quantile_ns(0.5));
+    let p99 = Duration::from_nanos(quietest.quantile_ns(0.99));
     let per_packet = p99.mul_f64(SAFETY).max(Duration::from_micros(1));
     let per_segment = segment_cost(to, &packet, &sink, &mut drain)
         .unwrap_or(per_packet)
@@ -109,8 +136,8 @@ pub fn calibrate(packet_len: usize) -> std::io::Result<Calibration> {
         per_segment,
         measured_p50: p50,
         measured_p99: p99,
-        samples: dist.len(),
-        method: "p99 of 1900 loopback sends x1.5",
+        samples: all.len(),
+        method: "p99 of the quietest of 5 rounds of 400 loopback sends x1.5",
     })
 }
 
@@ -166,7 +193,7 @@ mod tests {
     #[test]
     fn calibration_measures_a_plausible_cost() {
         let c = calibrate(1328).unwrap();
-        assert_eq!(c.samples, 1900);
+        assert_eq!(c.samples, (ROUNDS * BURSTS * PER_BURST) as u64);
         assert!(c.per_packet >= c.measured_p99, "{c:?}");
         // A loopback send is microseconds, not milliseconds, even on a loaded host; anything
         // outside this range means the measurement is broken.
