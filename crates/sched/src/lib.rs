@@ -28,6 +28,7 @@ pub mod admission;
 pub mod analysis;
 pub mod dispatch;
 mod fmt_util;
+pub mod memory;
 pub mod overload;
 pub mod pacing;
 pub mod phase;
@@ -44,6 +45,7 @@ pub use admission::{
 pub use analysis::{cmp_utilisation, compare_utilisation, dm_test, edf_test, utilisation};
 pub use analysis::{Budget, DemandPoint, DmReport, DmViolation, EdfReport, EdfViolation};
 pub use dispatch::{Dispatcher, Job};
+pub use memory::{MemoryBudget, MemoryRefusal};
 pub use overload::{
     Action as OverloadAction, OverloadPolicy, OverloadWatch, Window as OverloadWindow,
 };

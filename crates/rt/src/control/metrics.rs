@@ -1,8 +1,10 @@
 //! `GET /metrics`: the server's figures in Prometheus's text format (version 0.0.4), the same
-//! numbers `GET /streams` gives in JSON. Durations in seconds and rates in bits per second, as
-//! Prometheus names them; counters end in `_total`.
+//! numbers `GET /streams` gives in JSON. Durations in seconds, sizes and rates in bytes (per
+//! second), Prometheus's base units, which `promtool check metrics` asks for; counters end in
+//! `_total`.
 
 use crate::streams::status::{ServerStatus, StreamStatus};
+use metronome_session::sender::ReceiverView;
 use std::fmt::Write as _;
 
 /// A label value, escaped as the format asks (backslash, double quote, newline).
@@ -31,110 +33,133 @@ pub(crate) fn family(
     }
 }
 
-/// A stream counter: its name, its help text, and how to read it from a stream's status.
-type StreamCounter = (&'static str, &'static str, fn(&StreamStatus) -> f64);
+/// A family read from one status: its name, its type, its help text, and how to read it.
+type Family<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
 
 /// The exposition of `server` and its running `streams`.
 pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
     let mut out = String::with_capacity(4096);
-    let one = |v: f64| vec![(String::new(), v)];
-    family(
-        &mut out,
-        "metronome_streams_running",
-        "gauge",
-        "Streams running now.",
-        &one(server.running as f64),
-    );
-    family(
-        &mut out,
-        "metronome_admission_refused_total",
-        "counter",
-        "Streams admission control refused (they would have missed deadlines).",
-        &one(server.refused as f64),
-    );
-    family(
-        &mut out,
-        "metronome_link_used_bytes_per_second",
-        "gauge",
-        "Link capacity the admitted streams reserve (Prometheus's base unit: bytes).",
-        &one(server.link_used_bps as f64 / 8.0),
-    );
-    family(
-        &mut out,
-        "metronome_memory_reserved_bytes",
-        "gauge",
-        "Memory the admitted streams hold (rings and sources), against the budget.",
-        &one(server.memory_reserved_bytes as f64),
-    );
-    family(
-        &mut out,
-        "metronome_memory_budget_bytes",
-        "gauge",
-        "The most the admitted streams may hold (--memory-budget).",
-        &one(server.memory_budget_bytes as f64),
-    );
-    let s = |f: &dyn Fn(&StreamStatus) -> f64| -> Vec<(String, f64)> {
-        streams
-            .iter()
-            .map(|st| (format!("stream=\"{}\"", label(&st.name)), f(st)))
-            .collect()
-    };
-    let counters: [StreamCounter; 9] = [
+    server_families(&mut out, server);
+    stream_families(&mut out, streams);
+    lateness(&mut out, streams);
+    receiver_families(&mut out, streams);
+    out
+}
+
+/// The server's own figures: one sample each.
+fn server_families(out: &mut String, server: &ServerStatus) {
+    let families: [Family<ServerStatus>; 5] = [
+        (
+            "metronome_streams_running",
+            "gauge",
+            "Streams running now.",
+            |s| s.running as f64,
+        ),
+        (
+            "metronome_admission_refused_total",
+            "counter",
+            "Streams admission control refused (they would have missed deadlines).",
+            |s| s.refused as f64,
+        ),
+        (
+            "metronome_link_used_bytes_per_second",
+            "gauge",
+            "Link capacity the admitted streams reserve (Prometheus's base unit: bytes).",
+            |s| s.link_used_bps as f64 / 8.0,
+        ),
+        (
+            "metronome_memory_reserved_bytes",
+            "gauge",
+            "Memory the admitted streams hold (rings and sources), against the budget.",
+            |s| s.memory_reserved_bytes as f64,
+        ),
+        (
+            "metronome_memory_budget_bytes",
+            "gauge",
+            "The most the admitted streams may hold (--memory-budget).",
+            |s| s.memory_budget_bytes as f64,
+        ),
+    ];
+    for (name, kind, help, f) in families {
+        family(out, name, kind, help, &[(String::new(), f(server))]);
+    }
+}
+
+/// Each stream's counters and target rate: a sample per stream.
+fn stream_families(out: &mut String, streams: &[StreamStatus]) {
+    let families: [Family<StreamStatus>; 10] = [
         (
             "metronome_stream_packets_total",
+            "counter",
             "RTP packets sent.",
             |st| st.packets as f64,
         ),
-        ("metronome_stream_bytes_total", "RTP bytes sent.", |st| {
-            st.bytes as f64
-        }),
+        (
+            "metronome_stream_bytes_total",
+            "counter",
+            "RTP bytes sent.",
+            |st| st.bytes as f64,
+        ),
         (
             "metronome_stream_deadline_misses_total",
+            "counter",
             "Jobs finished after their deadline.",
             |st| st.deadline_misses as f64,
         ),
         (
             "metronome_stream_late_packets_total",
+            "counter",
             "Packets sent more than the stall threshold late (caught up).",
             |st| st.late_packets as f64,
         ),
         (
             "metronome_stream_dropped_packets_total",
+            "counter",
             "Packets dropped for being too late.",
             |st| st.dropped as f64,
         ),
         (
             "metronome_stream_underruns_total",
+            "counter",
             "Times the pacer found the ring empty.",
             |st| st.underruns as f64,
         ),
         (
             "metronome_stream_send_errors_total",
+            "counter",
             "Sends the kernel refused.",
             |st| st.send_errors as f64,
         ),
         (
             "metronome_stream_stalls_total",
+            "counter",
             "Times the stream fell behind its schedule.",
             |st| st.stalls as f64,
         ),
         (
             "metronome_stream_frames_skipped_total",
+            "counter",
             "Frames a live source skipped to keep up.",
             |st| st.frames_skipped as f64,
         ),
+        (
+            "metronome_stream_target_bytes_per_second",
+            "gauge",
+            "The MPEG-TS rate the stream's rate knob targets now (bytes: Prometheus's base unit).",
+            |st| st.target_bitrate_bps as f64 / 8.0,
+        ),
     ];
-    for (name, help, f) in counters {
-        family(&mut out, name, "counter", help, &s(&f));
+    for (name, kind, help, f) in families {
+        let samples: Vec<(String, f64)> = streams
+            .iter()
+            .map(|st| (format!("stream=\"{}\"", label(&st.name)), f(st)))
+            .collect();
+        family(out, name, kind, help, &samples);
     }
-    family(
-        &mut out,
-        "metronome_stream_target_bytes_per_second",
-        "gauge",
-        "The MPEG-TS rate the stream's rate knob targets now (bytes: Prometheus's base unit).",
-        &s(&|st| st.target_bitrate_bps as f64 / 8.0),
-    );
-    // Lateness: a summary of send time minus due time, per packet.
+}
+
+/// Lateness: a summary of send time minus due time, per packet, per stream.
+fn lateness(out: &mut String, streams: &[StreamStatus]) {
     let _ = writeln!(
         out,
         "# HELP metronome_stream_lateness_seconds Send time minus due time, per packet."
@@ -166,60 +191,64 @@ pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
             l.count
         );
     }
-    // What each stream's receivers report (RTCP receiver reports).
-    let r = |f: &dyn Fn(&metronome_session::sender::ReceiverView) -> Option<f64>| -> Vec<(String, f64)> {
-        streams
+}
+
+/// A receiver family: its name, type, help text, and how to read it (`None`: no sample).
+type ReceiverFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&ReceiverView) -> Option<f64>,
+);
+
+/// What each stream's receivers report (RTCP receiver reports): a sample per receiver.
+fn receiver_families(out: &mut String, streams: &[StreamStatus]) {
+    let families: [ReceiverFamily; 5] = [
+        (
+            "metronome_receiver_fraction_lost",
+            "gauge",
+            "Fraction of packets lost in the receiver's last report interval (0 to 1).",
+            |rv| Some(rv.fraction_lost),
+        ),
+        (
+            "metronome_receiver_packets_lost_total",
+            "counter",
+            "Packets the receiver counts lost since it started.",
+            |rv| Some(rv.cumulative_lost as f64),
+        ),
+        (
+            "metronome_receiver_jitter_seconds",
+            "gauge",
+            "RFC 3550 interarrival jitter the receiver reports.",
+            |rv| Some(rv.jitter_ms / 1e3),
+        ),
+        (
+            "metronome_receiver_rtt_seconds",
+            "gauge",
+            "Round-trip time from the receiver's report (LSR/DLSR).",
+            |rv| rv.rtt_ms.map(|ms| ms / 1e3),
+        ),
+        (
+            "metronome_receiver_reports_total",
+            "counter",
+            "Receiver reports received.",
+            |rv| Some(rv.reports as f64),
+        ),
+    ];
+    for (name, kind, help, f) in families {
+        let samples: Vec<(String, f64)> = streams
             .iter()
-            .flat_map(|st| {
-                st.receivers.iter().filter_map(move |rv| {
-                    let v = f(rv)?;
-                    Some((
-                        format!(
-                            "stream=\"{}\",receiver=\"{:08x}\",addr=\"{}\"",
-                            label(&st.name),
-                            rv.ssrc,
-                            label(&rv.addr.to_string())
-                        ),
-                        v,
-                    ))
-                })
+            .flat_map(|st| st.receivers.iter().map(move |rv| (st, rv)))
+            .filter_map(|(st, rv)| {
+                let labels = format!(
+                    "stream=\"{}\",receiver=\"{:08x}\",addr=\"{}\"",
+                    label(&st.name),
+                    rv.ssrc,
+                    label(&rv.addr.to_string())
+                );
+                Some((labels, f(rv)?))
             })
-            .collect()
-    };
-    family(
-        &mut out,
-        "metronome_receiver_fraction_lost",
-        "gauge",
-        "Fraction of packets lost in the receiver's last report interval (0 to 1).",
-        &r(&|rv| Some(rv.fraction_lost)),
-    );
-    family(
-        &mut out,
-        "metronome_receiver_packets_lost_total",
-        "counter",
-        "Packets the receiver counts lost since it started.",
-        &r(&|rv| Some(rv.cumulative_lost as f64)),
-    );
-    family(
-        &mut out,
-        "metronome_receiver_jitter_seconds",
-        "gauge",
-        "RFC 3550 interarrival jitter the receiver reports.",
-        &r(&|rv| Some(rv.jitter_ms / 1e3)),
-    );
-    family(
-        &mut out,
-        "metronome_receiver_rtt_seconds",
-        "gauge",
-        "Round-trip time from the receiver's report (LSR/DLSR).",
-        &r(&|rv| rv.rtt_ms.map(|ms| ms / 1e3)),
-    );
-    family(
-        &mut out,
-        "metronome_receiver_reports_total",
-        "counter",
-        "Receiver reports received.",
-        &r(&|rv| Some(rv.reports as f64)),
-    );
-    out
+            .collect();
+        family(out, name, kind, help, &samples);
+    }
 }

@@ -164,12 +164,7 @@ pub(super) fn open_stream(
     admit: impl FnOnce(TaskParams, u64) -> Result<usize, ControlError>,
 ) -> Result<Opened, ControlError> {
     let Given { outlet, source } = given;
-    // A source the caller brings is already made: its memory is the caller's.
-    let source_bytes = match (&source, &spec.source) {
-        (Some(_), _) => 0,
-        (None, SourceSpec::Test) => memory::TEST_SOURCE_BYTES,
-        (None, SourceSpec::File(_)) => memory::FILE_SOURCE_BYTES,
-    };
+    let source_bytes = source_bytes(spec, source.is_some());
     let destinations = spec
         .destination
         .iter()
@@ -203,12 +198,12 @@ pub(super) fn open_stream(
     let seed = splitmix64(cfg.seed ^ id.rotate_left(17));
     // Staggered on the period so that streams do not release together (see `sched::phase`).
     let epoch = staggered_start(clock.now() + cfg.preroll, task.period, id);
-    let start = StartInfo {
-        ssrc: spec.ssrc.unwrap_or(seed as u32),
-        seq: next_seq.unwrap_or((seed >> 16) as u16),
-        rtptime: (seed >> 32) as u32,
-        epoch_unix_ns: clock.realtime_ns_from_timestamp(epoch),
-    };
+    let start = start_info(
+        spec,
+        seed,
+        next_seq,
+        clock.realtime_ns_from_timestamp(epoch),
+    );
     let packetizer = PacketizerConfig {
         send_time_ext: spec.send_time,
         ts_per_packet: spec.ts_per_packet(),
@@ -340,6 +335,32 @@ fn session_config(
             deadline: task.deadline,
         },
         queue_capacity: ring_slots,
+    }
+}
+
+/// What the source will hold besides the ring, for the memory budget: a source the caller
+/// brings is already made (its memory is the caller's); else the measured cost of its kind.
+fn source_bytes(spec: &StreamSpec, brought: bool) -> u64 {
+    match (brought, &spec.source) {
+        (true, _) => 0,
+        (false, SourceSpec::Test) => memory::TEST_SOURCE_BYTES,
+        (false, SourceSpec::File(_)) => memory::FILE_SOURCE_BYTES,
+    }
+}
+
+/// The stream's SSRC (declared or from `seed`), first sequence number (the session's next, or
+/// from `seed`), RTP time base, and its epoch on the wall clock.
+fn start_info(
+    spec: &StreamSpec,
+    seed: u64,
+    next_seq: Option<u16>,
+    epoch_unix_ns: u64,
+) -> StartInfo {
+    StartInfo {
+        ssrc: spec.ssrc.unwrap_or(seed as u32),
+        seq: next_seq.unwrap_or((seed >> 16) as u16),
+        rtptime: (seed >> 32) as u32,
+        epoch_unix_ns,
     }
 }
 

@@ -57,7 +57,7 @@ pub struct ServerConfig {
     pub overload: OverloadPolicy,
     pub seed: u64,
     /// The most the admitted streams may hold in memory (rings and sources), bytes; by default
-    /// a quarter of the machine's ([`super::MemoryBudget::default_bytes`]).
+    /// a quarter of the machine's (`memory::default_budget_bytes`).
     pub memory_budget_bytes: Option<u64>,
 }
 

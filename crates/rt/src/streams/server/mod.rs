@@ -21,7 +21,7 @@ use crate::host::HostWatch;
 use crate::pacing_thread::PacingThreadReport;
 use crate::thread;
 use metronome_sched::OverloadWatch;
-use metronome_sched::{Admission, Budget, Platform, Policy, TaskParams};
+use metronome_sched::{Admission, Budget, MemoryBudget, Platform, Policy, TaskParams};
 use metronome_session::sender::{Input, RateRefusal};
 use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
@@ -41,7 +41,6 @@ use config::core_config;
 pub(crate) use config::deadline_policy;
 pub use config::{CoreRt, ServerConfig};
 use control::Control;
-pub use memory::MemoryBudget;
 pub use outcome::{PacerView, ServerOutcome};
 pub use raw::RawAdmission;
 
@@ -173,7 +172,7 @@ impl StreamServer {
             admission: Mutex::new(Admission::new(policy, platform)),
             memory: Mutex::new(MemoryBudget::new(
                 cfg.memory_budget_bytes
-                    .unwrap_or_else(MemoryBudget::default_bytes),
+                    .unwrap_or_else(memory::default_budget_bytes),
             )),
             cfg,
             clock,
@@ -458,11 +457,10 @@ impl Inner {
                  admitted again once they do, or run with --overload warn"
             )));
         }
-        lock(&self.memory)
-            .reserve(id, name, bytes)
-            .inspect_err(|_| {
-                self.refused.fetch_add(1, Ordering::Relaxed);
-            })?;
+        lock(&self.memory).reserve(id, name, bytes).map_err(|r| {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            ControlError::Refused(r.to_string())
+        })?;
         let placement = lock(&self.admission)
             .try_admit(id, name, task)
             .map_err(|r| {
