@@ -1,7 +1,8 @@
 //! A web page cannot drive the control API: headless Chromium (Debian's `chromium`) loads a
-//! page from another origin that tries what a hostile page can (a simple cross-site POST, a
-//! `sendBeacon`, a JSON POST with the token, which needs a preflight), and afterwards the
-//! server has no stream. The token's owner, from a program, still can.
+//! page from another origin that tries what a hostile page can (a simple cross-site POST, one
+//! with no Content-Type at all, a `sendBeacon`, a JSON POST with the token, which needs a
+//! preflight), and afterwards the server has no stream. The token's owner, from a program,
+//! still can.
 
 mod common;
 
@@ -19,6 +20,9 @@ const seen = [];
 const tries = [
   fetch(api + "/streams", {{method: "POST", mode: "no-cors", body: spec}})
     .then(r => seen.push("simple: sent, opaque"), e => seen.push("simple: " + e)),
+  // A Blob of no type: the POST carries no Content-Type at all (which the API once took).
+  fetch(api + "/streams", {{method: "POST", mode: "no-cors", body: new Blob([spec])}})
+    .then(r => seen.push("untyped: sent, opaque"), e => seen.push("untyped: " + e)),
   fetch(api + "/streams", {{method: "POST", headers: {{"Content-Type": "application/json",
       "Authorization": "Bearer {token}"}}, body: spec}})
     .then(r => seen.push("json: " + r.status), e => seen.push("json: blocked")),
