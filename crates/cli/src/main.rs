@@ -17,6 +17,7 @@ mod fifo;
 mod frames;
 mod lab;
 mod multi;
+mod passwd;
 mod quality;
 mod raw;
 mod recv;
@@ -72,6 +73,9 @@ enum Command {
     /// What viewers saw from traces, after the fact (Evalvid's reconstruction): frames lost by
     /// type, frame delay, cumulative jitter, play-out deadline; exports to Evalvid's st/sd/rd
     Frames(frames::FramesArgs),
+    /// Print a user's [[rtsp_auth.user]] table for the serve config: the password (read without
+    /// echo, or one line from stdin) hashed for RTSP Digest, never stored
+    Passwd(passwd::PasswdArgs),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -118,6 +122,7 @@ fn main() -> ExitCode {
         Command::Emu(e) => emu::run(e, stop),
         Command::Quality(q) => quality::run(q).map_err(Into::into),
         Command::Frames(f) => frames::run(f).map_err(Into::into),
+        Command::Passwd(p) => passwd::run(p),
         Command::Bench(b) => bench::run(b, stop),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -12,6 +12,7 @@ use metronome_rt::streams::{
     StreamServer, StreamSpec, StreamStatus,
 };
 use std::fmt::Write;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,27 @@ pub fn wanted(a: &ServeArgs) -> bool {
         || a.link_capacity.is_some()
         || a.rtsp.is_some()
         || a.sdp_dir.is_some()
+}
+
+/// The RTSP server on `addr` for `mounts`, with the config's users; each mount's URL printed.
+fn start_rtsp(
+    a: &ServeArgs,
+    file: &ServeConfig,
+    addr: SocketAddr,
+    mounts: Mounts,
+    server: &Arc<StreamServer>,
+) -> std::io::Result<RtspService> {
+    let names: Vec<String> = mounts.names().map(String::from).collect();
+    let mut rc = a.rtsp_config(addr);
+    rc.auth = file.rtsp_auth.clone();
+    let service = RtspService::start(rc, server.clone(), mounts)?;
+    for n in names {
+        eprintln!(
+            "metronome: serving rtsp://{}/{n}",
+            shown_addr(service.local_addr())
+        );
+    }
+    Ok(service)
 }
 
 pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
@@ -62,21 +84,9 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         cal.measured_p99.as_secs_f64() * 1e6,
     );
     let pushed = push_streams(&server, specs, &a, rtsp_addr.is_some())?;
-    let rtsp = match rtsp_plan {
-        Some((addr, mounts)) => {
-            let names: Vec<String> = mounts.names().map(String::from).collect();
-            let rc = a.rtsp_config(addr);
-            let service = RtspService::start(rc, server.clone(), mounts)?;
-            for n in names {
-                eprintln!(
-                    "metronome: serving rtsp://{}/{n}",
-                    shown_addr(service.local_addr())
-                );
-            }
-            Some(service)
-        }
-        None => None,
-    };
+    let rtsp = rtsp_plan
+        .map(|(addr, mounts)| start_rtsp(&a, &file, addr, mounts, &server))
+        .transpose()?;
     let control = match control_addr {
         Some(addr) => Some(start_control(&a, &file, addr, &server)?),
         None => None,

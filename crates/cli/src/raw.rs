@@ -270,6 +270,25 @@ pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// The `[rtsp_auth]` of `--config`, the one part of a config file a raw server reads.
+fn raw_config_auth(
+    a: &ServeArgs,
+) -> Result<Option<metronome_spec::rtsp_auth::RtspAuthSpec>, BoxError> {
+    let Some(path) = &a.config else {
+        return Ok(None);
+    };
+    let file = metronome_spec::config::load(path)?;
+    if !file.streams.is_empty() {
+        return Err(format!(
+            "{}: --raw serves its one source, so its --config may hold [rtsp_auth] but no \
+             [[stream]]; remove them or serve them without --raw",
+            path.display()
+        )
+        .into());
+    }
+    Ok(file.rtsp_auth)
+}
+
 /// `serve --raw --rtsp ADDR`: the source as an RTSP mount (`rtsp://ADDR/raw`, or the file's
 /// name); every session gets a sender of its own, admitted on `--link-capacity`.
 fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
@@ -307,7 +326,8 @@ fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
         seed: a.seed.unwrap_or_else(fresh_seed),
         ..ServerConfig::default()
     })?);
-    let rc = a.rtsp_config(addr);
+    let mut rc = a.rtsp_config(addr);
+    rc.auth = raw_config_auth(&a)?;
     let service = RtspService::start(rc, server.clone(), mounts)?;
     eprintln!(
         "metronome: serving rtsp://{}/{name}: {describe} as {}",

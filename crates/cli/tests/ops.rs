@@ -48,6 +48,9 @@ fn the_packaged_config_is_one_the_server_takes() {
     let cfg = metronome_spec::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cfg.streams.len(), 1);
     assert!(cfg.rtsp.is_some() && cfg.control.is_some());
+    // It listens beyond loopback, so it must say who may play: the test pattern, anyone.
+    let auth = cfg.rtsp_auth.expect("[rtsp_auth]");
+    assert!(auth.is_public("test"));
 }
 
 /// GET one path of the control API with `token`; the head and the body.

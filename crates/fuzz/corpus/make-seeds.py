@@ -161,6 +161,10 @@ def main():
     ]):
         put("rtsp-transport", f"t{i}", t)
     put("rtsp-transport", "session", "12345678;timeout=99999999999999999999")
+    # Authorization: Digest answers as FFmpeg and GStreamer write them, and Basic.
+    put("rtsp-transport", "digest-qop", 'Digest username="alice", realm="metronome", nonce="00000000000003e8aabbccddeeff00112233445566778899", uri="rtsp://127.0.0.1:8554/cam1", response="0123456789abcdef0123456789abcdef", algorithm=MD5, qop="auth", cnonce="0a4f113b", nc=00000001')
+    put("rtsp-transport", "digest-2069", 'Digest username="alice",realm="metronome",nonce="x",uri="/cam1",response="00"')
+    put("rtsp-transport", "basic", "Basic YWxpY2U6c2VjcmV0")
     # ---- rtsp-response
     sdp_body = "v=0\r\no=- 1 1 IN IP4 10.0.0.1\r\ns=x\r\nt=0 0\r\nm=video 0 RTP/AVP 33\r\na=control:trackID=0\r\n"
     put("rtsp-response", "describe", f"RTSP/1.0 200 OK\r\nCSeq: 2\r\nContent-Type: application/sdp\r\nContent-Length: {len(sdp_body)}\r\n\r\n{sdp_body}")

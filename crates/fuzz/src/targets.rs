@@ -90,8 +90,11 @@ pub fn rtsp(data: &[u8]) {
     w.finish();
 }
 
-/// A Transport header (RFC 2326 §12.39): every alternative, and the choice a server makes.
+/// The request headers a server reads on their own: Transport (RFC 2326 §12.39: every
+/// alternative, and the choice a server makes), Session, and an `Authorization` checked as a
+/// Digest answer (RFC 7616) for a protected mount.
 pub fn rtsp_transport(data: &[u8]) {
+    authorization(data);
     let text = String::from_utf8_lossy(data);
     for alt in metronome_session::rtsp::transport_alternatives(&text) {
         let spec = TransportSpec::parse(alt);
@@ -214,4 +217,37 @@ pub fn scenario(data: &[u8]) {
 pub fn config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     let _ = metronome_spec::config::parse(&text, "fuzz.toml");
+}
+
+/// `data` as the `Authorization` of a DESCRIBE for a protected mount: no panic, and nothing
+/// but a right answer passes (none can be right: the user's hash is of no password).
+fn authorization(data: &[u8]) {
+    use metronome_session::rtsp::auth::{Asking, Authenticator, Verdict};
+    use metronome_spec::rtsp_auth::{RtspAuthSpec, RtspUser};
+    let user = RtspUser {
+        name: "alice".into(),
+        md5: Some([0x11; 16]),
+        sha256: Some([0x22; 32]),
+        mounts: None,
+    };
+    let spec = RtspAuthSpec {
+        realm: "metronome".into(),
+        public: vec![],
+        users: vec![user],
+    };
+    let auth = Authenticator::new(spec, [3; 32]);
+    let Ok(url) = rtsp_types::Url::parse("rtsp://127.0.0.1:8554/cam1") else {
+        return;
+    };
+    let text = String::from_utf8_lossy(data);
+    let asking = Asking {
+        now: Timestamp::from_secs(1),
+        peer: std::net::IpAddr::from([127, 0, 0, 1]),
+        method: "DESCRIBE",
+        url: &url,
+        mount: "cam1",
+        authorization: Some(&text),
+        session_user: None,
+    };
+    assert!(!matches!(auth.check(&asking), Verdict::Pass(_)));
 }

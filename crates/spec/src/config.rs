@@ -12,6 +12,13 @@
 //! core_budget = "95%"           # or 0.95
 //! memory_budget = "2GiB"        # what the streams' rings and sources may hold
 //!
+//! [rtsp_auth]                   # who may play which mount (see `rtsp_auth`)
+//! public = ["lobby"]
+//! [[rtsp_auth.user]]
+//! name = "alice"
+//! md5 = "…"                     # what `metronome passwd alice` prints
+//! sha256 = "…"
+//!
 //! [[stream]]
 //! name = "cam1"
 //! destination = "rtp://127.0.0.1:5004"
@@ -25,6 +32,7 @@
 //! what to do.
 
 use crate::prefix::IpPrefix;
+use crate::rtsp_auth::{RawRtspAuth, RtspAuthSpec};
 use crate::stream::{parse_bitrate, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashSet;
@@ -106,6 +114,8 @@ pub struct ServeConfig {
     pub rtsp: Option<SocketAddr>,
     /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
     pub core_budget: Option<f64>,
+    /// `[rtsp_auth]`: RTSP users and what they may play (`None`: anyone plays anything).
+    pub rtsp_auth: Option<RtspAuthSpec>,
     /// The `[[stream]]` tables, in file order; each validated, names unique.
     pub streams: Vec<StreamSpec>,
 }
@@ -239,6 +249,17 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         }
         streams.push(spec);
     }
+    let rtsp_auth = match raw.rtsp_auth {
+        None => None,
+        Some(table) => {
+            let offset = Some(table.span().start);
+            let spec = table
+                .into_inner()
+                .check()
+                .map_err(|m| err(Invalid, format!("[rtsp_auth]: {m}")).at(text, offset))?;
+            Some(spec)
+        }
+    };
     Ok(ServeConfig {
         sched: raw.sched,
         rt_cores: raw.rt_cores,
@@ -250,6 +271,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         memory_budget: raw.memory_budget,
         rtsp: raw.rtsp,
         core_budget: raw.core_budget,
+        rtsp_auth,
         streams,
     })
 }
@@ -277,6 +299,8 @@ struct RawConfig {
     rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
     core_budget: Option<f64>,
+    #[serde(default)]
+    rtsp_auth: Option<Spanned<RawRtspAuth>>,
     #[serde(default)]
     stream: Vec<Spanned<StreamSpec>>,
 }
@@ -381,7 +405,9 @@ fn explain(text: &str, message: &str, offset: Option<usize>) -> String {
                 .trim_start_matches("one of ")
                 .replace('`', "")
                 .replace(" or ", ", ");
-            let known = known.replace("stream", "[[stream]]");
+            let known = known
+                .replace("rtsp_auth", "[rtsp_auth]")
+                .replace("stream", "[[stream]]");
             return format!("unknown key '{key}' {place}; known keys: {known}");
         }
     }
@@ -472,6 +498,21 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
     }
 
     #[test]
+    fn rtsp_users_are_read_and_their_mistakes_located() {
+        let md5 = "939e7578ed9e3c518a452acee763bce9";
+        let text = format!(
+            "rtsp = \"0.0.0.0:8554\"\n[rtsp_auth]\npublic = [\"a\"]\n\
+             [[rtsp_auth.user]]\nname = \"alice\"\nmd5 = \"{md5}\"\n"
+        );
+        let cfg = parse(&text, "config.toml").unwrap();
+        let auth = cfg.rtsp_auth.unwrap();
+        assert!(auth.is_public("a") && auth.user("alice").is_some());
+        let e = err("sched = \"edf\"\n[rtsp_auth]\nrealm = \"x\"\n");
+        assert_eq!((e.kind, e.line), (ConfigErrorKind::Invalid, Some(2)));
+        assert!(e.message.starts_with("[rtsp_auth]: "), "{e}");
+    }
+
+    #[test]
     fn a_bad_prefix_in_the_allow_list_names_its_line() {
         let e = err("control = \"127.0.0.1:8089\"\nallow_destinations = [\"10.0.0.0/33\"]\n");
         assert_eq!((e.kind, e.line), (ConfigErrorKind::Parse, Some(2)), "{e}");
@@ -539,7 +580,10 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
             e.message.contains("unknown key 'bogus' at the top level"),
             "{e}"
         );
-        assert!(e.message.contains("core_budget, [[stream]]"), "{e}");
+        assert!(
+            e.message.contains("core_budget, [rtsp_auth], [[stream]]"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@
 use super::service::Shared;
 use crate::interleaved::{ConnOut, Doorbell, Flush};
 use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Room};
-use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits};
+use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits, REASON_HEADER};
 use metronome_time::Timestamp;
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
@@ -454,7 +454,7 @@ fn answer(
     while let Some(frame) = c.framer.next_frame() {
         let mut core = shared.lock();
         let core = &mut *core;
-        let mut closing = false;
+        let closing;
         let response = match frame {
             Ok(Frame::Request(req)) => {
                 let now = shared.clock.now();
@@ -466,7 +466,13 @@ fn answer(
                     &req,
                     &mut core.backend,
                 );
-                log_request(c.peer, &req, &response);
+                if log_request(c.peer, &req, &response) {
+                    shared.credentials_refused.fetch_add(1, Ordering::Relaxed);
+                }
+                // A response that says `Connection: close` (too many wrong credentials) ends it.
+                closing = response
+                    .header(&rtsp_types::headers::CONNECTION)
+                    .is_some_and(|v| v.as_str().eq_ignore_ascii_case("close"));
                 response
             }
             Ok(Frame::Data { channel, payload }) => {
@@ -488,7 +494,11 @@ fn answer(
         answered += 1;
         if closing {
             // The answer is queued; the connection ends once it is written.
-            c.closing = Some("its request's length could not be trusted");
+            c.closing = Some(if u16::from(response.status()) == 401 {
+                "too many wrong credentials"
+            } else {
+                "its request's length could not be trusted"
+            });
             c.out.close();
             break;
         }
@@ -497,26 +507,35 @@ fn answer(
 }
 
 /// A line for what a client did that changes what is sent: PLAY, PAUSE, TEARDOWN (and SETUP
-/// at debug level), with the answer's status.
+/// at debug level), with the answer's status; and a warning for credentials refused (what
+/// fail2ban-like tools watch), which is what it returns.
 fn log_request(
     peer: SocketAddr,
     req: &rtsp_types::Request<Vec<u8>>,
     response: &rtsp_types::Response<Vec<u8>>,
-) {
+) -> bool {
+    let status = u16::from(response.status());
+    let uri = || req.request_uri().map_or("*".into(), |u| u.to_string());
+    let credentials = req.header(&rtsp_types::headers::AUTHORIZATION).is_some();
+    if matches!(status, 401 | 403) && credentials {
+        let reason = rtsp_types::HeaderName::from_static_str(REASON_HEADER)
+            .ok()
+            .and_then(|h| response.header(&h).map(|v| v.as_str().to_string()))
+            .unwrap_or_default();
+        tracing::warn!(target: "metronome::rtsp", "client {peer}: credentials refused for {}: {status}, {reason}", uri());
+        return true;
+    }
     let method = match req.method() {
         rtsp_types::Method::Play => "plays",
         rtsp_types::Method::Pause => "pauses",
         rtsp_types::Method::Teardown => "tears down",
         rtsp_types::Method::Setup => {
-            tracing::debug!(target: "metronome::rtsp", "client {peer} sets up {}: {}",
-                req.request_uri().map_or("*".into(), |u| u.to_string()),
-                u16::from(response.status()));
-            return;
+            tracing::debug!(target: "metronome::rtsp", "client {peer} sets up {}: {status}", uri());
+            return false;
         }
-        _ => return,
+        _ => return false,
     };
-    let uri = req.request_uri().map_or("*".into(), |u| u.to_string());
-    let status = u16::from(response.status());
+    let uri = uri();
     let session = req
         .header(&rtsp_types::headers::SESSION)
         .map(|v| v.as_str().split(';').next().unwrap_or("").to_string())
@@ -526,4 +545,5 @@ fn log_request(
     } else {
         tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status}");
     }
+    false
 }

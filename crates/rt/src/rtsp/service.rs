@@ -7,7 +7,9 @@ use crate::clock::Clock;
 use crate::interleaved::Doorbell;
 use crate::streams::stream::lock;
 use crate::streams::StreamServer;
+use metronome_session::rtsp::auth::Authenticator;
 use metronome_session::rtsp::{RtspConfig, RtspServer};
+use metronome_spec::rtsp_auth::RtspAuthSpec;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -35,6 +37,9 @@ pub struct RtspServiceConfig {
     pub max_per_address: usize,
     /// Most sessions from one address at once (SETUP beyond it: 503).
     pub max_sessions_per_address: usize,
+    /// Users and what they may play (the config's `[rtsp_auth]`). Required to listen beyond
+    /// loopback.
+    pub auth: Option<RtspAuthSpec>,
 }
 
 impl RtspServiceConfig {
@@ -49,6 +54,7 @@ impl RtspServiceConfig {
             request_timeout: Duration::from_secs(5),
             max_per_address: 64,
             max_sessions_per_address: 64,
+            auth: None,
         }
     }
 }
@@ -80,6 +86,8 @@ pub(super) struct Shared {
     pub bad_requests: AtomicU64,
     /// Interleaved frames on a channel no session uses.
     pub unrouted: AtomicU64,
+    /// Requests with credentials answered 401 or 403.
+    pub credentials_refused: AtomicU64,
 }
 
 impl Shared {
@@ -103,6 +111,7 @@ impl RtspService {
         server: Arc<StreamServer>,
         mounts: Mounts,
     ) -> io::Result<RtspService> {
+        let auth = authenticator(&cfg, &mounts)?;
         let listener = std::net::TcpListener::bind(cfg.addr).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -126,6 +135,7 @@ impl RtspService {
             max_sessions_per_address: cfg.max_sessions_per_address,
             server_name: format!("metronome/{}", env!("CARGO_PKG_VERSION")),
             seed: crate::entropy::os_random::<32>("RTSP session ids")?,
+            auth,
         });
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
@@ -140,6 +150,7 @@ impl RtspService {
             refused: AtomicU64::new(0),
             bad_requests: AtomicU64::new(0),
             unrouted: AtomicU64::new(0),
+            credentials_refused: AtomicU64::new(0),
         });
         let event_loop = {
             let l = super::event_loop::Loop::new(shared.clone(), poll, listener, bell.clone())?;
@@ -193,6 +204,32 @@ impl RtspService {
     }
 }
 
+/// The users' check, after making sure that a server reachable beyond loopback has one and
+/// that every mount it names exists (a misspelt one would lock its users out).
+fn authenticator(cfg: &RtspServiceConfig, mounts: &Mounts) -> io::Result<Option<Authenticator>> {
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    let Some(spec) = &cfg.auth else {
+        if cfg.addr.ip().is_loopback() {
+            return Ok(None);
+        }
+        return Err(invalid(format!(
+            "RTSP on {} would let anyone who reaches it play every mount: add an \
+             [rtsp_auth] table to the --config file (users made by `metronome passwd`, or \
+             public = [...] for mounts anyone may play), or listen on 127.0.0.1",
+            cfg.addr
+        )));
+    };
+    if let Some((mount, whose)) = spec.named_mounts().find(|(m, _)| mounts.get(m).is_none()) {
+        let known: Vec<&str> = mounts.names().collect();
+        return Err(invalid(format!(
+            "[rtsp_auth]: {whose} names mount '{mount}', which is not served (mounts: {})",
+            known.join(", ")
+        )));
+    }
+    let key = crate::entropy::os_random::<32>("RTSP nonces")?;
+    Ok(Some(Authenticator::new(spec.clone(), key)))
+}
+
 /// Raises the soft limit on open descriptors towards `want` (up to the hard limit), as servers
 /// do: each connection holds one, and the soft default (often 1024) would refuse connections
 /// well under `--rtsp-max-connections`. Short of it, a warning says what to change.
@@ -239,7 +276,7 @@ fn separate_large_allocations() {
 /// The RTSP service's figures in Prometheus's text format.
 fn rtsp_metrics(shared: &Shared) -> String {
     let sessions = shared.lock().rtsp.sessions();
-    let families: [(&str, &str, &str, f64); 6] = [
+    let families: [(&str, &str, &str, f64); 7] = [
         (
             "metronome_rtsp_connections",
             "gauge",
@@ -275,6 +312,12 @@ fn rtsp_metrics(shared: &Shared) -> String {
             "counter",
             "Interleaved frames on a channel no session uses.",
             shared.unrouted.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "metronome_rtsp_credentials_refused_total",
+            "counter",
+            "Requests whose credentials were wrong, or whose user may not play the mount (401, 403).",
+            shared.credentials_refused.load(Ordering::Relaxed) as f64,
         ),
     ];
     let mut out = String::new();

@@ -13,6 +13,7 @@
 //! The client's protocol ([`client`]: response framing, the Session header) is here too, and
 //! both sides read the Transport header as one [`TransportSpec`].
 
+pub mod auth;
 pub mod client;
 mod framing;
 mod request;

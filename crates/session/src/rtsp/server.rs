@@ -13,6 +13,9 @@
 //! - PLAY or PAUSE without a Session header is 455 (the Init state); TEARDOWN without one is 200
 //!   (Appendix A: TEARDOWN is valid in Init and changes nothing).
 //! - OPTIONS and DESCRIBE with an unknown Session header ignore it; other methods answer 454.
+//! - With users configured ([`RtspConfig::auth`]), every request whose URL names a mount that
+//!   is not public needs credentials (`server/authorize.rs`), OPTIONS excepted; a session
+//!   belongs to the user who set it up.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -24,9 +27,11 @@ use rand_chacha::ChaCha20Rng;
 use rtsp_types::headers::{self, CSeq, HeaderName};
 use rtsp_types::{Method, Request, Response, StatusCode, Version};
 
+use super::auth::Authenticator;
 use super::request;
 use super::{Backend, ConnId, Delivery, FrameError, PlayInfo, Refusal, SessionId};
 
+mod authorize;
 mod methods;
 
 /// The methods this server implements, for `Public` (OPTIONS) and `Allow` (405).
@@ -52,6 +57,8 @@ pub struct RtspConfig {
     /// client and another's session, so the driver fills this from the operating system's
     /// entropy; a fixed value replays a test.
     pub seed: [u8; 32],
+    /// Users and what they may play; `None`: anyone plays anything.
+    pub auth: Option<Authenticator>,
 }
 
 impl Default for RtspConfig {
@@ -62,6 +69,7 @@ impl Default for RtspConfig {
             max_sessions_per_address: 64,
             server_name: "metronome".to_owned(),
             seed: [0; 32],
+            auth: None,
         }
     }
 }
@@ -93,6 +101,8 @@ pub struct SessionInfo {
     pub paused_at: Option<Duration>,
     /// When it times out unless it hears from the client.
     pub expires: Timestamp,
+    /// The user who set it up (`None` without authentication, or on a public mount).
+    pub user: Option<String>,
 }
 
 #[derive(Debug)]
@@ -107,6 +117,7 @@ struct Session {
     last_play: Option<PlayInfo>,
     paused_at: Option<Duration>,
     last_seen: Timestamp,
+    user: Option<String>,
 }
 
 /// The RTSP server: every session of every connection. One per server, behind the driver's lock.
@@ -116,6 +127,8 @@ pub struct RtspServer {
     server: String,
     rng: ChaCha20Rng,
     sessions: BTreeMap<SessionId, Session>,
+    /// Wrong credentials per connection since its last right ones (entries go with it).
+    auth_failures: BTreeMap<ConnId, u32>,
 }
 
 /// A response being built.
@@ -190,6 +203,7 @@ impl RtspServer {
             server: request::header_text(&cfg.server_name),
             rng: ChaCha20Rng::from_seed(cfg.seed),
             sessions: BTreeMap::new(),
+            auth_failures: BTreeMap::new(),
             cfg,
         }
     }
@@ -261,6 +275,7 @@ impl RtspServer {
 
     /// The connection closed: every session it created is torn down.
     pub fn connection_closed(&mut self, conn: ConnId, backend: &mut dyn Backend) -> Vec<SessionId> {
+        self.auth_failures.remove(&conn);
         self.end_sessions(backend, |s| s.conn == conn)
     }
 
@@ -291,6 +306,7 @@ impl RtspServer {
             last_play: s.last_play,
             paused_at: s.paused_at,
             expires: s.last_seen + self.cfg.session_timeout,
+            user: s.user.clone(),
         }
     }
 
@@ -322,6 +338,10 @@ impl RtspServer {
             );
         }
         let session = self.lookup(now, ctx);
+        let user = match self.authorize(now, ctx, session) {
+            Ok(user) => user,
+            Err(reply) => return reply,
+        };
         match req.method() {
             Method::Options => {
                 let reply = Reply::ok().header(headers::PUBLIC, PUBLIC_METHODS);
@@ -331,7 +351,7 @@ impl RtspServer {
                 }
             }
             Method::Describe => self.describe(ctx, backend),
-            Method::Setup => self.setup(now, ctx, session, backend),
+            Method::Setup => self.setup(now, ctx, session, user, backend),
             Method::Play => self.play(ctx, session, backend),
             Method::Pause => self.pause(ctx, session, backend),
             Method::Teardown => self.teardown(session, backend),

@@ -38,6 +38,7 @@ impl RtspServer {
         now: Timestamp,
         ctx: &Ctx<'_>,
         session: Lookup,
+        user: Option<String>,
         backend: &mut dyn Backend,
     ) -> Reply {
         let (url, target) = match target_of(ctx.req) {
@@ -61,13 +62,8 @@ impl RtspServer {
             }
             Lookup::Absent => {}
         }
-        if self.sessions.len() >= self.cfg.max_sessions {
-            return Reply::error(503, "too many sessions");
-        }
-        let ip = ctx.peer.ip();
-        let from_ip = self.sessions.values().filter(|s| s.peer.ip() == ip).count();
-        if from_ip >= self.cfg.max_sessions_per_address {
-            return Reply::error(503, "too many sessions from this address");
+        if let Err(reply) = self.room_for_session(ctx) {
+            return reply;
         }
         let Some(mount) = backend.mount(&target.mount, ctx.local) else {
             return Reply::error(404, "no such mount");
@@ -75,20 +71,7 @@ impl RtspServer {
         let Some(header) = ctx.req.header(&headers::TRANSPORT) else {
             return Reply::error(461, "SETUP needs a Transport header");
         };
-        let used_channels: Vec<u8> = self
-            .sessions
-            .values()
-            .filter(|s| s.conn == ctx.conn)
-            .filter_map(|s| match s.delivery {
-                Delivery::Interleaved {
-                    rtp_channel,
-                    rtcp_channel,
-                    ..
-                } => Some([rtp_channel, rtcp_channel]),
-                _ => None,
-            })
-            .flatten()
-            .collect();
+        let used_channels = self.channels_in_use(ctx);
         let offer = Offer {
             peer: ctx.peer.ip(),
             multicast: mount.multicast,
@@ -126,6 +109,7 @@ impl RtspServer {
                         last_play: None,
                         paused_at: None,
                         last_seen: now,
+                        user,
                     },
                 );
                 Reply::ok()
@@ -134,6 +118,36 @@ impl RtspServer {
                     .session(id)
             }
         }
+    }
+
+    /// 503 when the sessions, in all or from the client's address, are at their limit.
+    fn room_for_session(&self, ctx: &Ctx<'_>) -> Result<(), Reply> {
+        if self.sessions.len() >= self.cfg.max_sessions {
+            return Err(Reply::error(503, "too many sessions"));
+        }
+        let ip = ctx.peer.ip();
+        let from_ip = self.sessions.values().filter(|s| s.peer.ip() == ip).count();
+        if from_ip >= self.cfg.max_sessions_per_address {
+            return Err(Reply::error(503, "too many sessions from this address"));
+        }
+        Ok(())
+    }
+
+    /// The interleaved channels this connection's sessions already use.
+    fn channels_in_use(&self, ctx: &Ctx<'_>) -> Vec<u8> {
+        self.sessions
+            .values()
+            .filter(|s| s.conn == ctx.conn)
+            .filter_map(|s| match s.delivery {
+                Delivery::Interleaved {
+                    rtp_channel,
+                    rtcp_channel,
+                    ..
+                } => Some([rtp_channel, rtcp_channel]),
+                _ => None,
+            })
+            .flatten()
+            .collect()
     }
 
     /// The session a PLAY or PAUSE is for, checked against the Request-URI.

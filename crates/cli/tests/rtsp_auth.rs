@@ -1,0 +1,288 @@
+//! RTSP authentication from outside: `metronome passwd` makes the users, `serve --config` with
+//! an `[rtsp_auth]` table serves them, and FFmpeg 5.1 and GStreamer 1.22 (`rtspsrc`) play an
+//! authenticated mount with the right password and get 401 with a wrong one; a raw client
+//! checks what the answers hold and that wrong answers set nothing up.
+//!
+//! Debian's VLC cannot take part: built without live555, its only RTSP client (SAT>IP) sends
+//! no credentials, so an authenticated mount answers its SETUP 401 (public mounts play).
+//! No client on this machine answers a SHA-256 challenge (FFmpeg's and GStreamer's Digest are
+//! MD5 only); SHA-256 is checked against RFC 7616's own example in the unit tests.
+
+mod common;
+
+use common::{bin, require, run, tmp_dir, Outcome, RtspServer};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const LIMIT: Duration = Duration::from_secs(20);
+/// A small test source, quick to decode on a busy two-core machine.
+const STREAM: &str = "bitrate = \"1mbit\"\nsize = \"320x240\"\nfps = 25\n";
+
+/// `metronome passwd NAME` with the password on stdin: the user's TOML table.
+fn passwd(name: &str, password: &str, mounts: &[&str]) -> String {
+    let mut cmd = bin();
+    cmd.arg("passwd").arg(name);
+    for m in mounts {
+        cmd.args(["--mount", m]);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Mounts `cam1` (alice only) and `lobby` (public); bob may play only the lobby.
+fn config(dir: &Path) -> String {
+    let text = format!(
+        "[[stream]]\nname = \"cam1\"\n{STREAM}[[stream]]\nname = \"lobby\"\n{STREAM}\
+         [rtsp_auth]\npublic = [\"lobby\"]\n{}{}",
+        passwd("alice", "open sesame", &[]),
+        passwd("bob", "hunter2", &["lobby"]),
+    );
+    let path = dir.join("auth.toml");
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn with_user(url: &str, user: &str) -> String {
+    url.replacen("rtsp://", &format!("rtsp://{user}@"), 1)
+}
+
+/// `ffmpeg -i URL -frames:v 10 -f null -` over interleaved TCP.
+fn ffmpeg_plays(url: &str) -> Outcome {
+    run(
+        Command::new("ffmpeg")
+            .args([
+                "-nostdin",
+                "-v",
+                "error",
+                "-rtsp_transport",
+                "tcp",
+                "-i",
+                url,
+            ])
+            .args(["-an", "-frames:v", "10", "-f", "null", "-"]),
+        LIMIT,
+    )
+}
+
+/// `gst-launch-1.0 rtspsrc … ! identity eos-after=50 ! fakesink`: 50 RTP packets, then EOS.
+fn gstreamer_plays(url: &str, user: &str, password: &str) -> Outcome {
+    run(
+        Command::new("gst-launch-1.0")
+            .arg("rtspsrc")
+            .arg(format!("location={url}"))
+            .arg(format!("user-id={user}"))
+            .arg(format!("user-pw={password}"))
+            .args(["!", "identity", "eos-after=50", "!", "fakesink"]),
+        LIMIT,
+    )
+}
+
+#[test]
+fn ffmpeg_and_gstreamer_play_an_authenticated_mount_and_a_wrong_password_gets_401() {
+    require("ffmpeg", "ffmpeg");
+    require("gst-launch-1.0", "gstreamer1.0-tools");
+    let dir = tmp_dir("rtsp_auth_players");
+    let server = RtspServer::start(&["--config", &config(&dir)]);
+    let cam1 = server.url("cam1");
+    let right = ffmpeg_plays(&with_user(&cam1, "alice:open%20sesame"));
+    assert!(right.succeeded(), "FFmpeg as alice: {}", right.report());
+    let wrong = ffmpeg_plays(&with_user(&cam1, "alice:open"));
+    assert!(
+        !wrong.succeeded() && wrong.stderr.contains("401"),
+        "FFmpeg with a wrong password: {}",
+        wrong.report()
+    );
+    let nobody = ffmpeg_plays(&cam1);
+    assert!(
+        !nobody.succeeded() && nobody.stderr.contains("401"),
+        "{}",
+        nobody.report()
+    );
+    let bob = ffmpeg_plays(&with_user(&cam1, "bob:hunter2"));
+    assert!(
+        !bob.succeeded() && bob.stderr.contains("403"),
+        "{}",
+        bob.report()
+    );
+    let lobby = ffmpeg_plays(&server.url("lobby"));
+    assert!(lobby.succeeded(), "a public mount: {}", lobby.report());
+
+    let gst = gstreamer_plays(&cam1, "alice", "open sesame");
+    assert!(
+        gst.succeeded() && gst.stdout.contains("Got EOS"),
+        "GStreamer as alice: {}",
+        gst.report()
+    );
+    let gst_wrong = gstreamer_plays(&cam1, "alice", "open");
+    assert!(
+        !gst_wrong.stdout.contains("Got EOS"),
+        "GStreamer with a wrong password: {}",
+        gst_wrong.report()
+    );
+    let (summary, log) = server.stop();
+    let log = log.join("\n");
+    assert!(!log.contains("panicked"), "{log}");
+    assert!(
+        log.contains("credentials refused for") && log.contains("wrong user name or password"),
+        "each refusal is logged for the operator:\n{log}"
+    );
+    assert!(
+        summary.contains("cam1.") && summary.contains("lobby."),
+        "{summary}"
+    );
+}
+
+/// One request on `s`; the response head.
+fn exchange(s: &mut TcpStream, request: &str) -> String {
+    s.write_all(request.as_bytes()).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+/// A Digest answer (RFC 7616, qop=auth) for `method url` to the nonce in `challenge`.
+fn digest(challenge: &str, method: &str, url: &str, password: &str) -> String {
+    let nonce = challenge.split("nonce=\"").nth(1).unwrap();
+    let nonce = nonce.split('"').next().unwrap();
+    let a1 = md5_hex(&format!("alice:metronome:{password}"));
+    let a2 = md5_hex(&format!("{method}:{url}"));
+    let response = md5_hex(&format!("{a1}:{nonce}:00000001:c0ffee:auth:{a2}"));
+    format!(
+        "Authorization: Digest username=\"alice\", realm=\"metronome\", nonce=\"{nonce}\", \
+         uri=\"{url}\", response=\"{response}\", qop=auth, nc=00000001, cnonce=\"c0ffee\"\r\n"
+    )
+}
+
+fn md5_hex(text: &str) -> String {
+    use md5::{Digest, Md5};
+    Md5::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn wrong_credentials_set_nothing_up_and_the_third_closes_the_connection() {
+    let dir = tmp_dir("rtsp_auth_raw");
+    let server = RtspServer::start(&["--config", &config(&dir)]);
+    let url = server.url("cam1");
+    let mut s = TcpStream::connect(server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let options = exchange(
+        &mut s,
+        &format!("OPTIONS {url} RTSP/1.0\r\nCSeq: 1\r\n\r\n"),
+    );
+    assert!(
+        options.starts_with("RTSP/1.0 200"),
+        "OPTIONS needs no credentials: {options}"
+    );
+    let first = exchange(
+        &mut s,
+        &format!("DESCRIBE {url} RTSP/1.0\r\nCSeq: 2\r\n\r\n"),
+    );
+    assert!(first.starts_with("RTSP/1.0 401"), "{first}");
+    let challenge = first
+        .lines()
+        .find(|l| l.starts_with("WWW-Authenticate: "))
+        .unwrap_or_else(|| panic!("no challenge: {first}"));
+    assert!(
+        challenge.contains("algorithm=SHA-256") && challenge.contains("algorithm=MD5"),
+        "{challenge}"
+    );
+    let transport = "Transport: RTP/AVP;unicast;client_port=40000-40001\r\n";
+    let right = digest(challenge, "SETUP", &url, "open sesame");
+    let ok = exchange(
+        &mut s,
+        &format!("SETUP {url} RTSP/1.0\r\nCSeq: 3\r\n{transport}{right}\r\n"),
+    );
+    assert!(
+        ok.starts_with("RTSP/1.0 200") && ok.contains("Session: "),
+        "{ok}"
+    );
+    let session = ok
+        .lines()
+        .find_map(|l| l.strip_prefix("Session: "))
+        .unwrap();
+    let session = session.split(';').next().unwrap();
+    let teardown = digest(challenge, "TEARDOWN", &url, "open sesame");
+    let gone = exchange(
+        &mut s,
+        &format!("TEARDOWN {url} RTSP/1.0\r\nCSeq: 4\r\nSession: {session}\r\n{teardown}\r\n"),
+    );
+    assert!(gone.starts_with("RTSP/1.0 200"), "{gone}");
+    for cseq in 5..8 {
+        let wrong = digest(challenge, "SETUP", &url, "open sesamE");
+        let reply = exchange(
+            &mut s,
+            &format!("SETUP {url} RTSP/1.0\r\nCSeq: {cseq}\r\n{transport}{wrong}\r\n"),
+        );
+        assert!(reply.starts_with("RTSP/1.0 401"), "{reply}");
+        assert!(
+            !reply.contains("Session:") && !reply.contains("Transport:"),
+            "{reply}"
+        );
+        assert_eq!(reply.contains("Connection: close"), cseq == 7, "{reply}");
+    }
+    let mut rest = Vec::new();
+    let closed = s.read_to_end(&mut rest);
+    assert!(
+        matches!(closed, Ok(0)),
+        "the server closes after the third: {closed:?}"
+    );
+    let (summary, _) = server.stop();
+    assert!(!summary.contains("cam1."), "nothing was played: {summary}");
+}
+
+#[test]
+fn rtsp_beyond_loopback_needs_users_and_their_mounts_must_exist() {
+    let dir = tmp_dir("rtsp_auth_open");
+    let plain = dir.join("plain.toml");
+    std::fs::write(&plain, format!("[[stream]]\nname = \"cam1\"\n{STREAM}")).unwrap();
+    let open = run(
+        bin()
+            .args(["serve", "--rtsp", "0.0.0.0:0", "--duration", "5s"])
+            .args(["--config", &plain.display().to_string()]),
+        LIMIT,
+    );
+    assert!(!open.succeeded(), "{}", open.report());
+    assert!(
+        open.stderr.contains("[rtsp_auth]") && open.stderr.contains("127.0.0.1"),
+        "{}",
+        open.report()
+    );
+    let typo = dir.join("typo.toml");
+    let text = format!("[[stream]]\nname = \"cam1\"\n{STREAM}[rtsp_auth]\npublic = [\"cam2\"]\n");
+    std::fs::write(&typo, text).unwrap();
+    let out = run(
+        bin()
+            .args(["serve", "--rtsp", "127.0.0.1:0", "--duration", "5s"])
+            .args(["--config", &typo.display().to_string()]),
+        LIMIT,
+    );
+    assert!(
+        !out.succeeded() && out.stderr.contains("'cam2'"),
+        "{}",
+        out.report()
+    );
+}
