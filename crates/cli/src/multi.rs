@@ -38,12 +38,12 @@ fn start_rtsp(
     server: &Arc<StreamServer>,
 ) -> std::io::Result<RtspService> {
     let names: Vec<String> = mounts.names().map(String::from).collect();
-    let mut rc = a.rtsp_config(addr);
-    rc.auth = file.rtsp_auth.clone();
+    let rc = a.rtsp_config(addr, file);
     let service = RtspService::start(rc, server.clone(), mounts)?;
     for n in names {
         eprintln!(
-            "metronome: serving rtsp://{}/{n}",
+            "metronome: serving {}://{}/{n}",
+            service.scheme(),
             shown_addr(service.local_addr())
         );
     }

@@ -270,23 +270,21 @@ pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// The `[rtsp_auth]` of `--config`, the one part of a config file a raw server reads.
-fn raw_config_auth(
-    a: &ServeArgs,
-) -> Result<Option<metronome_spec::rtsp_auth::RtspAuthSpec>, BoxError> {
+/// `--config` for a raw server, which reads its RTSP users and certificate only.
+fn raw_config(a: &ServeArgs) -> Result<metronome_spec::config::ServeConfig, BoxError> {
     let Some(path) = &a.config else {
-        return Ok(None);
+        return Ok(Default::default());
     };
     let file = metronome_spec::config::load(path)?;
     if !file.streams.is_empty() {
         return Err(format!(
-            "{}: --raw serves its one source, so its --config may hold [rtsp_auth] but no \
-             [[stream]]; remove them or serve them without --raw",
+            "{}: --raw serves its one source, so its --config may hold [rtsp_auth] and the \
+             RTSPS certificate but no [[stream]]; remove them or serve them without --raw",
             path.display()
         )
         .into());
     }
-    Ok(file.rtsp_auth)
+    Ok(file)
 }
 
 /// `serve --raw --rtsp ADDR`: the source as an RTSP mount (`rtsp://ADDR/raw`, or the file's
@@ -326,11 +324,11 @@ fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
         seed: a.seed.unwrap_or_else(fresh_seed),
         ..ServerConfig::default()
     })?);
-    let mut rc = a.rtsp_config(addr);
-    rc.auth = raw_config_auth(&a)?;
+    let rc = a.rtsp_config(addr, &raw_config(&a)?);
     let service = RtspService::start(rc, server.clone(), mounts)?;
     eprintln!(
-        "metronome: serving rtsp://{}/{name}: {describe} as {}",
+        "metronome: serving {}://{}/{name}: {describe} as {}",
+        service.scheme(),
         crate::multi::shown_addr(service.local_addr()),
         model_name(SenderType::from(a.raw.pacing))
     );

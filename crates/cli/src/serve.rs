@@ -178,6 +178,23 @@ pub struct ServeArgs {
     /// built-in test source at rtsp://HOST:PORT/test
     #[arg(long, value_name = "ADDR", help_heading = "RTSP")]
     pub rtsp: Option<SocketAddr>,
+    /// Serve RTSPS (RTSP over TLS, rtsps://) with this PEM certificate chain (with
+    /// --rtsp-tls-key; config: rtsp_tls_cert)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "rtsp_tls_key",
+        help_heading = "RTSP"
+    )]
+    pub rtsp_tls_cert: Option<PathBuf>,
+    /// The PEM private key of --rtsp-tls-cert (config: rtsp_tls_key)
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "rtsp_tls_cert",
+        help_heading = "RTSP"
+    )]
+    pub rtsp_tls_key: Option<PathBuf>,
     /// Tear an RTSP session down after this long without a request or receiver report
     #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
     pub rtsp_session_timeout: Duration,
@@ -247,9 +264,20 @@ pub fn fresh_seed() -> u64 {
 }
 
 impl ServeArgs {
-    /// The RTSP service's settings from the `--rtsp-*` options, serving on `addr`.
-    pub fn rtsp_config(&self, addr: SocketAddr) -> metronome_rt::rtsp::RtspServiceConfig {
+    /// The RTSP service's settings from the `--rtsp-*` options and the config file's users
+    /// and certificate, serving on `addr`.
+    pub fn rtsp_config(
+        &self,
+        addr: SocketAddr,
+        file: &metronome_spec::config::ServeConfig,
+    ) -> metronome_rt::rtsp::RtspServiceConfig {
         let mut rc = metronome_rt::rtsp::RtspServiceConfig::new(addr);
+        rc.auth = file.rtsp_auth.clone();
+        let cert = self.rtsp_tls_cert.clone().or(file.rtsp_tls_cert.clone());
+        let key = self.rtsp_tls_key.clone().or(file.rtsp_tls_key.clone());
+        rc.tls = cert
+            .zip(key)
+            .map(|(cert, key)| metronome_rt::rtsp::TlsFiles { cert, key });
         rc.session_timeout = self.rtsp_session_timeout;
         rc.idle_timeout = self.rtsp_idle_timeout;
         rc.request_timeout = self.rtsp_request_timeout;

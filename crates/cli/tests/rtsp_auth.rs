@@ -1,7 +1,9 @@
-//! RTSP authentication from outside: `metronome passwd` makes the users, `serve --config` with
-//! an `[rtsp_auth]` table serves them, and FFmpeg 5.1 and GStreamer 1.22 (`rtspsrc`) play an
-//! authenticated mount with the right password and get 401 with a wrong one; a raw client
-//! checks what the answers hold and that wrong answers set nothing up.
+//! RTSP authentication and RTSPS from outside: `metronome passwd` makes the users, `serve
+//! --config` with an `[rtsp_auth]` table serves them, and FFmpeg 5.1 and GStreamer 1.22
+//! (`rtspsrc`) play an authenticated mount with the right password, over RTSP and over RTSPS
+//! (a certificate made by `openssl`), and get 401 with a wrong one; a raw client checks what
+//! the answers hold and that wrong answers set nothing up; `openssl s_client` checks that
+//! Basic credentials work over TLS.
 //!
 //! Debian's VLC cannot take part: built without live555, its only RTSP client (SAT>IP) sends
 //! no credentials, so an authenticated mount answers its SETUP 401 (public mounts play).
@@ -10,7 +12,7 @@
 
 mod common;
 
-use common::{bin, require, run, tmp_dir, Outcome, RtspServer};
+use common::{bin, gst_ran_to_eos, now, require, run, tmp_dir, Outcome, RtspServer};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -58,7 +60,7 @@ fn config(dir: &Path) -> String {
 }
 
 fn with_user(url: &str, user: &str) -> String {
-    url.replacen("rtsp://", &format!("rtsp://{user}@"), 1)
+    url.replacen("://", &format!("://{user}@"), 1)
 }
 
 /// `ffmpeg -i URL -frames:v 10 -f null -` over interleaved TCP.
@@ -123,11 +125,7 @@ fn ffmpeg_and_gstreamer_play_an_authenticated_mount_and_a_wrong_password_gets_40
     assert!(lobby.succeeded(), "a public mount: {}", lobby.report());
 
     let gst = gstreamer_plays(&cam1, "alice", "open sesame");
-    assert!(
-        gst.succeeded() && gst.stdout.contains("Got EOS"),
-        "GStreamer as alice: {}",
-        gst.report()
-    );
+    assert!(gst_ran_to_eos(&gst), "GStreamer as alice: {}", gst.report());
     let gst_wrong = gstreamer_plays(&cam1, "alice", "open");
     assert!(
         !gst_wrong.stdout.contains("Got EOS"),
@@ -210,6 +208,10 @@ fn wrong_credentials_set_nothing_up_and_the_third_closes_the_connection() {
         challenge.contains("algorithm=SHA-256") && challenge.contains("algorithm=MD5"),
         "{challenge}"
     );
+    assert!(
+        !challenge.contains("Basic"),
+        "no Basic without TLS: {challenge}"
+    );
     let transport = "Transport: RTP/AVP;unicast;client_port=40000-40001\r\n";
     let right = digest(challenge, "SETUP", &url, "open sesame");
     let ok = exchange(
@@ -285,4 +287,133 @@ fn rtsp_beyond_loopback_needs_users_and_their_mounts_must_exist() {
         "{}",
         out.report()
     );
+}
+
+/// A self-signed certificate and its key for `localhost`, made by openssl.
+fn certificate(dir: &Path) -> (String, String) {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let out = run(
+        Command::new("openssl")
+            .args([
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+            ])
+            .args(["-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout"])
+            .arg(&key)
+            .arg("-out")
+            .arg(&cert),
+        LIMIT,
+    );
+    assert!(out.succeeded(), "openssl req: {}", out.report());
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// `request` sent over TLS by `openssl s_client`; what came back.
+fn over_tls(addr: std::net::SocketAddr, request: &str) -> String {
+    let mut child = Command::new("openssl")
+        .args(["s_client", "-quiet", "-connect", &addr.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(request.as_bytes()).unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stdout.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+            }
+        }
+        got
+    });
+    let deadline = now() + LIMIT;
+    while !reader.is_finished() && now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    drop(stdin);
+    let _ = child.kill();
+    let _ = child.wait();
+    String::from_utf8_lossy(&reader.join().unwrap()).into_owned()
+}
+
+#[test]
+fn ffmpeg_and_gstreamer_play_rtsps_and_basic_works_over_tls_only() {
+    require("ffmpeg", "ffmpeg");
+    require("gst-launch-1.0", "gstreamer1.0-tools");
+    require("openssl", "openssl");
+    let dir = tmp_dir("rtsp_auth_tls");
+    let (cert, key) = certificate(&dir);
+    let config = config(&dir);
+    let server = RtspServer::start(&[
+        "--config",
+        &config,
+        "--rtsp-tls-cert",
+        &cert,
+        "--rtsp-tls-key",
+        &key,
+    ]);
+    let cam1 = server.url("cam1").replacen("rtsp://", "rtsps://", 1);
+    let right = ffmpeg_plays(&with_user(&cam1, "alice:open%20sesame"));
+    assert!(right.succeeded(), "FFmpeg over RTSPS: {}", right.report());
+    let wrong = ffmpeg_plays(&with_user(&cam1, "alice:open"));
+    assert!(
+        !wrong.succeeded() && wrong.stderr.contains("401"),
+        "{}",
+        wrong.report()
+    );
+    let gst = run(
+        Command::new("gst-launch-1.0")
+            .arg("rtspsrc")
+            .arg(format!("location={cam1}"))
+            .args([
+                "user-id=alice",
+                "user-pw=open sesame",
+                "tls-validation-flags=0",
+            ])
+            .args(["!", "identity", "eos-after=50", "!", "fakesink"]),
+        LIMIT,
+    );
+    assert!(
+        gst_ran_to_eos(&gst),
+        "GStreamer over RTSPS: {}",
+        gst.report()
+    );
+    use base64::Engine;
+    let basic = |cred: &str| base64::engine::general_purpose::STANDARD.encode(cred);
+    let describe = |cred: &str| {
+        format!(
+            "DESCRIBE {cam1} RTSP/1.0\r\nCSeq: 1\r\nAuthorization: Basic {}\r\n\r\n",
+            basic(cred)
+        )
+    };
+    let ok = over_tls(server.addr, &describe("alice:open sesame"));
+    assert!(
+        ok.starts_with("RTSP/1.0 200") && ok.contains("application/sdp"),
+        "{ok}"
+    );
+    let no = over_tls(server.addr, &describe("alice:open"));
+    assert!(
+        no.starts_with("RTSP/1.0 401") && no.contains("Basic realm="),
+        "{no}"
+    );
+    // A client that does not speak TLS gets nothing it could take for an answer.
+    let mut plain = TcpStream::connect(server.addr).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let answer = exchange(&mut plain, "OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n");
+    assert!(!answer.contains("RTSP/1.0"), "{answer:?}");
+    let (_, log) = server.stop();
+    let log = log.join("\n");
+    assert!(log.contains("its TLS failed"), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
 }

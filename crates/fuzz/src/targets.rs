@@ -248,6 +248,7 @@ fn authorization(data: &[u8]) {
         mount: "cam1",
         authorization: Some(&text),
         session_user: None,
+        secure: true,
     };
     assert!(!matches!(auth.check(&asking), Verdict::Pass(_)));
 }

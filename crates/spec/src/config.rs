@@ -9,6 +9,8 @@
 //! control_hosts = ["metronome.example"]  # names it may be reached by (besides IPs, localhost)
 //! allow_destinations = ["127.0.0.0/8", "239.0.0.0/8", "10.1.0.0/16"]  # where its streams may go
 //! rtsp = "0.0.0.0:8554"         # serve every stream as rtsp://HOST:8554/NAME
+//! rtsp_tls_cert = "/etc/metronome/cert.pem"  # with rtsp_tls_key: rtsps:// (RTSP over TLS)
+//! rtsp_tls_key = "/etc/metronome/key.pem"
 //! core_budget = "95%"           # or 0.95
 //! memory_budget = "2GiB"        # what the streams' rings and sources may hold
 //!
@@ -116,6 +118,10 @@ pub struct ServeConfig {
     pub core_budget: Option<f64>,
     /// `[rtsp_auth]`: RTSP users and what they may play (`None`: anyone plays anything).
     pub rtsp_auth: Option<RtspAuthSpec>,
+    /// `rtsp_tls_cert`, `rtsp_tls_key`: RTSPS with this PEM certificate chain and key (both
+    /// or neither).
+    pub rtsp_tls_cert: Option<PathBuf>,
+    pub rtsp_tls_key: Option<PathBuf>,
     /// The `[[stream]]` tables, in file order; each validated, names unique.
     pub streams: Vec<StreamSpec>,
 }
@@ -249,6 +255,10 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         }
         streams.push(spec);
     }
+    if raw.rtsp_tls_cert.is_some() != raw.rtsp_tls_key.is_some() {
+        let message = "rtsp_tls_cert and rtsp_tls_key go together: give both files, or neither";
+        return Err(err(Invalid, message.to_string()));
+    }
     let rtsp_auth = match raw.rtsp_auth {
         None => None,
         Some(table) => {
@@ -272,6 +282,8 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         rtsp: raw.rtsp,
         core_budget: raw.core_budget,
         rtsp_auth,
+        rtsp_tls_cert: raw.rtsp_tls_cert,
+        rtsp_tls_key: raw.rtsp_tls_key,
         streams,
     })
 }
@@ -299,6 +311,10 @@ struct RawConfig {
     rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
     core_budget: Option<f64>,
+    #[serde(default)]
+    rtsp_tls_cert: Option<PathBuf>,
+    #[serde(default)]
+    rtsp_tls_key: Option<PathBuf>,
     #[serde(default)]
     rtsp_auth: Option<Spanned<RawRtspAuth>>,
     #[serde(default)]
@@ -581,7 +597,8 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
             "{e}"
         );
         assert!(
-            e.message.contains("core_budget, [rtsp_auth], [[stream]]"),
+            e.message
+                .contains("core_budget, rtsp_tls_cert, rtsp_tls_key, [rtsp_auth], [[stream]]"),
             "{e}"
         );
     }

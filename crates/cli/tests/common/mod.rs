@@ -458,7 +458,8 @@ impl RtspServer {
             let line = rx
                 .recv_timeout(deadline)
                 .expect("metronome serve --rtsp did not start serving");
-            if let Some(rest) = line.split("serving rtsp://").nth(1) {
+            let url = line.split("serving rtsp://").nth(1);
+            if let Some(rest) = url.or_else(|| line.split("serving rtsps://").nth(1)) {
                 let host = rest.split('/').next().unwrap();
                 break host.parse().unwrap();
             }
@@ -557,4 +558,33 @@ pub fn collect_keys(v: &serde_json::Value, out: &mut Vec<String>) {
         serde_json::Value::Array(a) => a.iter().for_each(|x| collect_keys(x, out)),
         _ => {}
     }
+}
+
+/// Whether `gst-launch-1.0 rtspsrc …` ran to its EOS and ended well. After its EOS, shutting
+/// down, rtspsrc may send PAUSE on a connection it has already torn down and closed itself
+/// (the server logs the TEARDOWN and the client closing, then gst-launch fails with "Could
+/// not send message" in gst_rtspsrc_pause; seen over TCP and TLS alike, 1 to 3 runs in 40).
+/// That is GStreamer's race, after what the test checks: it counts as a good end; any other
+/// error does not.
+pub fn gst_ran_to_eos(out: &Outcome) -> bool {
+    if !out.stdout.contains("Got EOS from element") {
+        return false;
+    }
+    let errors: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("ERROR"))
+        .collect();
+    let sites: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("gstrtspsrc.c"))
+        .collect();
+    let shutdown_race = !errors.is_empty()
+        && errors.iter().all(|l| l.contains("GstRTSPSrc:rtspsrc0"))
+        && !sites.is_empty()
+        && sites
+            .iter()
+            .all(|l| l.contains("gst_rtspsrc_pause") || l.contains("gst_rtspsrc_try_send"));
+    out.succeeded() || shutdown_race
 }

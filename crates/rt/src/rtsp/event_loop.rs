@@ -17,6 +17,7 @@
 //! few hundred bytes, where a thread per connection cost its stacks.
 
 use super::service::Shared;
+use super::tls::ConnStream;
 use crate::interleaved::{ConnOut, Doorbell, Flush};
 use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Room};
 use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits, REASON_HEADER};
@@ -25,7 +26,7 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use std::collections::HashMap;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,7 +49,7 @@ const OUT_QUEUE: usize = 1 << 20;
 
 /// One client connection.
 struct Conn {
-    stream: TcpStream,
+    stream: ConnStream,
     peer: SocketAddr,
     local: SocketAddr,
     out: Arc<ConnOut>,
@@ -64,6 +65,8 @@ pub(super) struct Loop {
     poll: Poll,
     listener: TcpListener,
     bell: Arc<Doorbell>,
+    /// RTSPS: every connection is TLS with these settings.
+    tls: Option<Arc<rustls::ServerConfig>>,
     conns: HashMap<u64, Conn>,
     /// Their places, timing and caps (sans-IO: `session::rtsp::room`).
     room: Room,
@@ -89,6 +92,7 @@ impl Loop {
         poll: Poll,
         mut listener: TcpListener,
         bell: Arc<Doorbell>,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) -> io::Result<Loop> {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)?;
@@ -99,6 +103,7 @@ impl Loop {
             poll,
             listener,
             bell,
+            tls,
             conns: HashMap::new(),
             room,
             next: FIRST_CONN,
@@ -201,10 +206,13 @@ impl Loop {
             Admit::Refuse => {
                 self.shared.refused.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
-                // A fresh socket takes this whole; it is dropped (closed) right after.
-                let _ = stream.write(
-                    b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n",
-                );
+                // A fresh socket takes this whole; it is dropped (closed) right after. (A TLS
+                // client would read it as a broken handshake: it is just closed.)
+                if self.tls.is_none() {
+                    let _ = stream.write(
+                        b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n",
+                    );
+                }
                 return;
             }
         }
@@ -221,6 +229,13 @@ impl Loop {
         }
         let local = stream.local_addr().unwrap_or(self.shared.cfg.addr);
         let _ = stream.set_nodelay(true);
+        let stream = match ConnStream::new(stream, self.tls.as_ref()) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(target: "metronome::rtsp", "cannot start TLS with {peer}: {e}");
+                return;
+            }
+        };
         self.bell.reserve(self.conns.len() + 1);
         let out = Arc::new(ConnOut::new(id, OUT_QUEUE, self.bell.clone()));
         self.shared
@@ -284,6 +299,10 @@ impl Loop {
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break None,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // rustls's verdict on what it was sent (a client that does not speak TLS).
+                Err(e) if e.kind() == ErrorKind::InvalidData => {
+                    break Some("its TLS failed (does it speak rtsps://?)")
+                }
                 Err(_) => break Some("the connection failed"),
             }
         };
@@ -310,7 +329,13 @@ impl Loop {
         let Some(c) = self.conns.get_mut(&id) else {
             return;
         };
-        match c.out.flush_into(&mut c.stream, &mut self.output) {
+        // Records TLS holds go first; the queue's bytes follow them.
+        let pushed = c.stream.push_pending();
+        match pushed.and_then(|_| c.out.flush_into(&mut c.stream, &mut self.output)) {
+            Ok(Flush::Drained) if matches!(c.stream.push_pending(), Ok(false)) => {
+                // Everything is with TLS, some of it not yet on the socket.
+                c.stalled_since.get_or_insert(self.shared.clock.now());
+            }
             Ok(Flush::Drained) => c.stalled_since = None,
             Ok(Flush::Blocked { written }) => {
                 if written > 0 || c.stalled_since.is_none() {
@@ -425,8 +450,8 @@ impl Loop {
         };
         c.out.close();
         self.give_backs_due = 2;
-        let _ = self.poll.registry().deregister(&mut c.stream);
-        let _ = c.stream.shutdown(Shutdown::Both);
+        let _ = self.poll.registry().deregister(c.stream.tcp());
+        c.stream.shutdown();
         self.room.leave(ConnId(id));
         {
             let mut core = self.shared.lock();

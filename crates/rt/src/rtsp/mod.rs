@@ -12,18 +12,20 @@
 //! - `event_loop`: one thread for every connection (readiness I/O through mio): accepting
 //!   under the connection limits, framing, requests, interleaved RTCP in, writing each
 //!   connection's [`ConnOut`](crate::interleaved::ConnOut), deadlines and the session timer;
-//! - `service`: the configuration, the shared state, metrics and shutdown.
+//! - `service`: the configuration, the shared state, metrics and shutdown;
+//! - `tls`: RTSPS, each connection's bytes through rustls when the server has a certificate.
 
 mod backend;
 mod event_loop;
 mod mounts;
 mod service;
+mod tls;
 
 pub use mounts::{
     sdp_for_destination, Mount, MountError, Mounts, RawMount, RawOpener, SharedRawSource,
     MAX_MOUNT_NAME,
 };
-pub use service::{RtspService, RtspServiceConfig};
+pub use service::{RtspService, RtspServiceConfig, TlsFiles};
 
 /// FNV-1a of a name: stable across runs (unlike the std hasher), for ids derived from names.
 fn fnv1a(name: &str) -> u64 {

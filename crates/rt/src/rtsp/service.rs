@@ -40,6 +40,15 @@ pub struct RtspServiceConfig {
     /// Users and what they may play (the config's `[rtsp_auth]`). Required to listen beyond
     /// loopback.
     pub auth: Option<RtspAuthSpec>,
+    /// Serve RTSPS (RTSP over TLS) with this certificate and key.
+    pub tls: Option<TlsFiles>,
+}
+
+/// A PEM certificate chain and its PEM private key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TlsFiles {
+    pub cert: std::path::PathBuf,
+    pub key: std::path::PathBuf,
 }
 
 impl RtspServiceConfig {
@@ -55,6 +64,7 @@ impl RtspServiceConfig {
             max_per_address: 64,
             max_sessions_per_address: 64,
             auth: None,
+            tls: None,
         }
     }
 }
@@ -112,6 +122,11 @@ impl RtspService {
         mounts: Mounts,
     ) -> io::Result<RtspService> {
         let auth = authenticator(&cfg, &mounts)?;
+        let tls = cfg
+            .tls
+            .as_ref()
+            .map(|f| super::tls::server_config(&f.cert, &f.key))
+            .transpose()?;
         let listener = std::net::TcpListener::bind(cfg.addr).map_err(|e| {
             io::Error::new(
                 e.kind(),
@@ -136,6 +151,7 @@ impl RtspService {
             server_name: format!("metronome/{}", env!("CARGO_PKG_VERSION")),
             seed: crate::entropy::os_random::<32>("RTSP session ids")?,
             auth,
+            secure: tls.is_some(),
         });
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
@@ -153,7 +169,8 @@ impl RtspService {
             credentials_refused: AtomicU64::new(0),
         });
         let event_loop = {
-            let l = super::event_loop::Loop::new(shared.clone(), poll, listener, bell.clone())?;
+            let l =
+                super::event_loop::Loop::new(shared.clone(), poll, listener, bell.clone(), tls)?;
             std::thread::Builder::new()
                 .name("rtsp-io".into())
                 .spawn(move || l.run())?
@@ -176,6 +193,15 @@ impl RtspService {
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// `rtsps` when its connections are TLS, else `rtsp`: the scheme of its URLs.
+    pub fn scheme(&self) -> &'static str {
+        if self.shared.cfg.tls.is_some() {
+            "rtsps"
+        } else {
+            "rtsp"
+        }
     }
 
     /// Sessions open now.

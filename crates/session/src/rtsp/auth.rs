@@ -17,7 +17,8 @@
 //!   working with the nonce it set the session up with (players use one nonce for a whole
 //!   session). Nonce counts are not remembered: without TLS, an answer seen on the wire can
 //!   be replayed from the same address for the same method and URL within the lifetime.
-//! - **Basic** (RFC 7617) sends the password itself; it is refused on plain RTSP.
+//! - **Basic** (RFC 7617) sends the password itself: it is offered and accepted only on a
+//!   server whose connections are TLS (RTSPS), and checked against the same stored hashes.
 //!
 //! Unknown user and wrong password get the same answer, in the same time.
 
@@ -133,6 +134,8 @@ pub struct Asking<'a> {
     pub authorization: Option<&'a str>,
     /// The user who set up the session the request names: that user's nonce stays good.
     pub session_user: Option<&'a str>,
+    /// The connection is TLS: Basic is offered and accepted.
+    pub secure: bool,
 }
 
 /// Checks credentials against the configured users and makes challenges.
@@ -170,8 +173,8 @@ impl Authenticator {
         &self.spec
     }
 
-    /// The `WWW-Authenticate` value of a 401 to `peer` at `now`.
-    pub fn challenge(&self, now: Timestamp, peer: IpAddr, stale: bool) -> String {
+    /// The `WWW-Authenticate` value of a 401 to `peer` at `now` (Basic last, over TLS).
+    pub fn challenge(&self, now: Timestamp, peer: IpAddr, stale: bool, secure: bool) -> String {
         let nonce = self.nonce(now, peer);
         let realm = &self.spec.realm;
         let stale = if stale { ", stale=true" } else { "" };
@@ -181,7 +184,11 @@ impl Authenticator {
                 a.name()
             )
         };
-        self.offered.iter().map(one).collect::<Vec<_>>().join(", ")
+        let mut all: Vec<String> = self.offered.iter().map(one).collect();
+        if secure {
+            all.push(format!("Basic realm=\"{realm}\""));
+        }
+        all.join(", ")
     }
 
     /// Checks a request for a mount that is not public.
@@ -195,11 +202,20 @@ impl Authenticator {
         };
         let header = header.trim();
         let (scheme, rest) = header.split_once(' ').unwrap_or((header, ""));
-        if scheme.eq_ignore_ascii_case("Basic") {
+        if scheme.eq_ignore_ascii_case("Basic") && !req.secure {
             return Verdict::wrong(
                 "Basic would send the password in clear, and this connection is not TLS: \
                  answer the Digest challenge",
             );
+        }
+        if scheme.eq_ignore_ascii_case("Basic") {
+            return match self.basic(rest) {
+                Some(user) if user.may_play(req.mount) => Verdict::Pass(user.name.clone()),
+                Some(user) => {
+                    Verdict::Forbidden(format!("user {} may not play {}", user.name, req.mount))
+                }
+                None => Verdict::wrong("wrong user name or password"),
+            };
         }
         if !scheme.eq_ignore_ascii_case("Digest") {
             return Verdict::wrong(format!(
@@ -218,6 +234,31 @@ impl Authenticator {
             return Verdict::Forbidden(format!("user {} may not play {}", user.name, req.mount));
         }
         Verdict::Pass(user.name.clone())
+    }
+
+    /// The user whose Basic credentials (`base64(user:password)`) these are, checked against
+    /// the stored hash (SHA-256 where there is one).
+    fn basic(&self, token: &str) -> Option<&RtspUser> {
+        use base64::Engine;
+        let token = token.trim();
+        if token.len() > 1024 {
+            return None;
+        }
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(token)
+            .ok()?;
+        let text = String::from_utf8(decoded).ok()?;
+        let (name, password) = text.split_once(':')?;
+        // Hashed whether or not the user exists, so that both take the same time.
+        let user = self.spec.user(name);
+        let alg = match user {
+            Some(u) if u.sha256.is_none() => Algorithm::Md5,
+            _ => Algorithm::Sha256,
+        };
+        let given = ha1(alg, name, &self.spec.realm, password);
+        let user = user?;
+        let stored = alg.stored(user)?;
+        same(stored.as_bytes(), given.as_bytes()).then_some(user)
     }
 
     /// The user a right answer names, or the 401 to send.

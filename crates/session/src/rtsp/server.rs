@@ -59,6 +59,8 @@ pub struct RtspConfig {
     pub seed: [u8; 32],
     /// Users and what they may play; `None`: anyone plays anything.
     pub auth: Option<Authenticator>,
+    /// The driver's connections are TLS (RTSPS): Basic credentials are accepted.
+    pub secure: bool,
 }
 
 impl Default for RtspConfig {
@@ -70,6 +72,7 @@ impl Default for RtspConfig {
             server_name: "metronome".to_owned(),
             seed: [0; 32],
             auth: None,
+            secure: false,
         }
     }
 }

@@ -40,6 +40,7 @@ fn asking<'a>(url: &'a Url, authorization: Option<&'a str>, now: Timestamp) -> A
         mount: "dir",
         authorization,
         session_user: None,
+        secure: false,
     }
 }
 
@@ -128,7 +129,7 @@ fn both_algorithms_and_both_answer_forms_pass() {
     let a = auth();
     let url = Url::parse("rtsp://127.0.0.1:8554/dir").unwrap();
     let now = Timestamp::from_secs(10);
-    let challenge = a.challenge(now, PEER, false);
+    let challenge = a.challenge(now, PEER, false, false);
     assert!(
         challenge.find("SHA-256") < challenge.find("MD5"),
         "{challenge}"
@@ -149,7 +150,7 @@ fn wrong_answers_are_refused() {
     let a = auth();
     let url = Url::parse("rtsp://127.0.0.1:8554/dir").unwrap();
     let now = Timestamp::from_secs(10);
-    let challenge = a.challenge(now, PEER, false);
+    let challenge = a.challenge(now, PEER, false, false);
     let failed = |h: &str| {
         matches!(
             a.check(&asking(&url, Some(h), now)),
@@ -203,7 +204,7 @@ fn nonces_are_bound_to_the_address_and_expire_except_for_the_session_they_set_up
     let url = Url::parse("rtsp://127.0.0.1:8554/dir").unwrap();
     let t0 = Timestamp::from_secs(10);
     let h = answer(
-        &a.challenge(t0, PEER, false),
+        &a.challenge(t0, PEER, false, false),
         Algorithm::Sha256,
         PASSWORD,
         "/dir",
@@ -227,7 +228,7 @@ fn nonces_are_bound_to_the_address_and_expire_except_for_the_session_they_set_up
     let mut session = asking(&url, Some(&h), late);
     session.session_user = Some("Mufasa");
     assert_eq!(a.check(&session), Verdict::Pass("Mufasa".into()));
-    let renewed = a.challenge(late, PEER, true);
+    let renewed = a.challenge(late, PEER, true, false);
     assert!(renewed.contains("stale=true"), "{renewed}");
 }
 
@@ -237,7 +238,7 @@ fn a_user_plays_only_its_mounts() {
     let url = Url::parse("rtsp://127.0.0.1:8554/cam2").unwrap();
     let now = Timestamp::from_secs(10);
     let h = answer(
-        &a.challenge(now, PEER, false),
+        &a.challenge(now, PEER, false, false),
         Algorithm::Md5,
         PASSWORD,
         "/cam2",
@@ -253,7 +254,44 @@ fn only_algorithms_with_hashes_are_offered() {
     let mut spec = auth().spec().clone();
     spec.users[0].md5 = None;
     let a = Authenticator::new(spec, [1; 32]);
-    let c = a.challenge(Timestamp::from_secs(1), PEER, false);
+    let c = a.challenge(Timestamp::from_secs(1), PEER, false, false);
     assert!(c.contains("SHA-256") && !c.contains("MD5"), "{c}");
     assert!(!format!("{a:?}").contains("[1, 1"), "Debug hides the key");
+}
+
+#[test]
+fn basic_passes_over_tls_only() {
+    use base64::Engine;
+    let a = auth();
+    let url = Url::parse("rtsp://127.0.0.1:8554/dir").unwrap();
+    let now = Timestamp::from_secs(10);
+    let token = |cred: &str| {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(cred)
+        )
+    };
+    let right = token("Mufasa:Circle of Life");
+    let mut req = asking(&url, Some(&right), now);
+    assert!(matches!(
+        a.check(&req),
+        Verdict::Challenge { failed: true, .. }
+    ));
+    req.secure = true;
+    assert_eq!(a.check(&req), Verdict::Pass("Mufasa".into()));
+    let wrong = token("Mufasa:circle of life");
+    req.authorization = Some(&wrong);
+    assert!(matches!(
+        a.check(&req),
+        Verdict::Challenge { failed: true, .. }
+    ));
+    req.authorization = Some("Basic !!!not base64");
+    assert!(matches!(
+        a.check(&req),
+        Verdict::Challenge { failed: true, .. }
+    ));
+    assert!(a
+        .challenge(now, PEER, false, true)
+        .ends_with("Basic realm=\"http-auth@example.org\""));
+    assert!(!a.challenge(now, PEER, false, false).contains("Basic"));
 }

@@ -51,6 +51,7 @@ impl RtspServer {
             mount: &mount,
             authorization: ctx.req.header(&headers::AUTHORIZATION).map(|v| v.as_str()),
             session_user: owner.as_deref(),
+            secure: self.cfg.secure,
         };
         match auth.check(&asking) {
             Verdict::Pass(user) => {
@@ -66,7 +67,7 @@ impl RtspServer {
                 stale,
                 failed,
             } => {
-                let challenge = auth.challenge(now, ctx.peer.ip(), stale);
+                let challenge = auth.challenge(now, ctx.peer.ip(), stale, self.cfg.secure);
                 let reply = Reply::error(401, reason).header(headers::WWW_AUTHENTICATE, challenge);
                 Err(self.count_failure(ctx, failed, reply))
             }
