@@ -23,6 +23,7 @@ use metronome_rt::rtsp_client::{
 use metronome_rt::udp::UdpError;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
+use metronome_session::srtp::SrtpKey;
 use metronome_time::MediaClock;
 use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
 use std::io::{Read, Write};
@@ -312,9 +313,15 @@ fn nothing_arrived(a: &RecvArgs, outcome: &ReceiverOutcome) -> Result<(), BoxErr
     if c.rtp_packets > 0 {
         return Ok(());
     }
-    let other = match c.datagrams {
-        0 => String::new(),
-        n => format!(" ({n} datagrams came that were not RTP packets of the stream; see counters)"),
+    let other = match (c.datagrams, outcome.srtp_rejected_datagrams) {
+        (0, 0) => String::new(),
+        (0, n) => format!(
+            " ({n} datagrams came that did not authenticate as SRTP: is the SDP's a=crypto key \
+             the sender's?)"
+        ),
+        (n, _) => {
+            format!(" ({n} datagrams came that were not RTP packets of the stream; see counters)")
+        }
     };
     Err(format!(
         "no RTP packet arrived from {} in {:.1} s{other}: check that the sender sends to this \
@@ -422,11 +429,23 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
         }
         RtpUrl::unicast(at)
     };
+    let srtp = m
+        .crypto
+        .as_deref()
+        .map(SrtpKey::from_crypto_attribute)
+        .transpose()
+        .map_err(|e| format!("{path}: {e}"))?;
     if crate::raw::is_raw_media(m) {
+        if srtp.is_some() {
+            return Err(
+                format!("{path}: SRTP is read for MPEG-TS and coded video, not raw video").into(),
+            );
+        }
         return crate::raw::recv_sdp(a, url, m, stop);
     }
     let (mut cfg, viewer) = config(a, url)?;
     apply_media(&mut cfg, a, m);
+    cfg.srtp = srtp;
     if let (Some(v), Some(codec)) = (&viewer, coded_video(m)) {
         let config = m
             .fmtp
@@ -442,7 +461,15 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     let live = LiveLine::new(true);
     let outcome = receiver.run(stop, live_status(&live));
     live.finish();
-    finish(a, outcome?, viewer)
+    let outcome = outcome?;
+    if outcome.srtp_rejected_datagrams > 0 && outcome.receiver.counters.rtp_packets > 0 {
+        eprintln!(
+            "metronome: {} datagrams did not authenticate as SRTP and were dropped: is the \
+             SDP's a=crypto key the sender's?",
+            outcome.srtp_rejected_datagrams
+        );
+    }
+    finish(a, outcome, viewer)
 }
 
 fn read_sdp(path: &str) -> Result<SessionDescription, BoxError> {

@@ -175,6 +175,7 @@ def main():
     put("rtsp-response", "frame-truncated", b"$\x00\xff\xff" + b"x" * 100)
     # ---- sdp
     put("sdp", "mp2t", sdp_body)
+    put("sdp", "srtp", "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=x\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=video 5004 RTP/SAVP 33\r\na=rtpmap:33 MP2T/90000\r\na=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0\r\n")
     put("sdp", "raw", "v=0\r\no=- 1 1 IN IP4 10.0.0.1\r\ns=raw\r\nc=IN IP4 239.1.1.1/16\r\nt=0 0\r\nm=video 5004 RTP/AVP 96\r\na=rtpmap:96 raw/90000\r\na=fmtp:96 sampling=YCbCr-4:2:2; width=1920; height=1080; exactframerate=25; depth=10; TCS=SDR; colorimetry=BT709; PM=2110GPM; SSN=ST2110-20:2017\r\n")
     put("sdp", "hostile", "v=0\r\nm=video 99999999999 RTP/AVP 300 -1\r\nc=IN IP4 999.1.1.1/300/99\r\na=rtpmap:96\r\na=fmtp:96 width=4294967296;height=0;exactframerate=0/0\r\n" + "a=x\r\n" * 500)
     # ---- mpegts

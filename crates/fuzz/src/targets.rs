@@ -32,6 +32,19 @@ pub fn rtp(data: &[u8]) {
         }
         while rx.poll_event().is_some() {}
     }
+    srtp(data);
+}
+
+/// The datagrams as SRTP and SRTCP under a key their sender cannot know: nothing
+/// authenticates, nothing panics.
+fn srtp(data: &[u8]) {
+    use metronome_session::srtp::{ReceiverSrtp, SrtpKey};
+    let Ok(mut k) = ReceiverSrtp::new(&SrtpKey::new([0x5a; 30])) else {
+        return;
+    };
+    for d in chunks(data) {
+        assert!(k.rtp(d).is_none() && k.rtcp_in(d).is_none());
+    }
 }
 
 /// Compound RTCP packets (reports, SDES, BYE, the congestion-control APP packets) into the
@@ -126,7 +139,11 @@ pub fn rtsp_response(data: &[u8]) {
 /// An SDP document (DESCRIBE's answer, or a file given to `recv`).
 pub fn sdp(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let _ = metronome_wire::sdp::SessionDescription::parse(&text);
+    if let Ok(sdp) = metronome_wire::sdp::SessionDescription::parse(&text) {
+        for c in sdp.media.iter().filter_map(|m| m.crypto.as_deref()) {
+            let _ = metronome_session::srtp::SrtpKey::from_crypto_attribute(c);
+        }
+    }
 }
 
 /// MPEG-TS: packets into the parser and the video demultiplexer, and the whole input as a file

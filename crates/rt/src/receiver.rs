@@ -7,6 +7,7 @@ use crate::run::RunLimit;
 use crate::udp::{self, RtcpSocket, SocketOptions, UdpError, UdpReceiver};
 use crate::url::RtpUrl;
 use metronome_session::receiver::{PacketRecord, ReceiverConfig, ReceiverSession, ReceiverSummary};
+use metronome_session::srtp::ReceiverSrtp;
 use metronome_time::Timestamp;
 use serde::Serialize;
 use std::fs::File;
@@ -36,6 +37,9 @@ pub struct ReceiverRunConfig {
     pub feedback_to: Option<std::net::SocketAddr>,
     /// End the run once every source has said BYE (an RTSP session's stream is over then).
     pub end_on_bye: bool,
+    /// The stream is SRTP with this key (the SDP's `a=crypto`): every datagram is checked
+    /// and decrypted, and receiver reports go out as SRTCP.
+    pub srtp: Option<metronome_session::srtp::SrtpKey>,
 }
 
 /// What gets each accepted RTP packet's payload as it arrives (in order, reordered or after a
@@ -76,6 +80,7 @@ impl ReceiverRunConfig {
             sink: None,
             feedback_to: None,
             end_on_bye: false,
+            srtp: None,
         }
     }
 }
@@ -95,6 +100,8 @@ pub enum RecvError {
     /// What a [`DatagramSource`] reported.
     #[error("{0}")]
     Source(SourceError),
+    #[error(transparent)]
+    Srtp(#[from] metronome_session::srtp::SrtpError),
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -113,6 +120,9 @@ pub struct ReceiverOutcome {
     /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL).
     pub socket_overflows: u64,
     pub truncated_datagrams: u64,
+    /// SRTP streams: datagrams that did not authenticate (another key, forged, damaged,
+    /// replayed, or plain RTP), dropped; 0 otherwise.
+    pub srtp_rejected_datagrams: u64,
     /// Receiver reports that left (none go to a unicast sender before its first SR).
     pub receiver_reports_sent: u64,
     /// How busy the host was over the run (absent where /proc cannot be read).
@@ -167,6 +177,7 @@ pub struct Receiver {
     rtp: UdpReceiver,
     rtcp: RtcpSocket,
     out: Outputs,
+    srtp: Option<ReceiverSrtp>,
 }
 
 impl Receiver {
@@ -185,11 +196,13 @@ impl Receiver {
         nb(rtp.socket().set_nonblocking(true))?;
         nb(rtcp.socket().set_nonblocking(true))?;
         let out = open_outputs(&cfg)?;
+        let srtp = cfg.srtp.as_ref().map(ReceiverSrtp::new).transpose()?;
         Ok(Receiver {
             cfg,
             rtp,
             rtcp,
             out,
+            srtp,
         })
     }
 
@@ -271,6 +284,7 @@ impl Running {
                 without_ts: 0,
                 overflows: 0,
                 truncated: 0,
+                srtp: r.srtp,
             },
             rtcp: r.rtcp,
             out: r.out,
@@ -295,7 +309,7 @@ impl Running {
         let can_report = self.rtcp.peer().is_some();
         if can_report {
             if let Some(n) = self.session.poll_transmit(now, &mut self.buf) {
-                self.reports_sent += send_report(&self.rtcp, &self.buf[..n]);
+                self.reports_sent += self.rx.send_report(&self.rtcp, &self.buf[..n]);
             }
         }
         can_report
@@ -322,7 +336,9 @@ impl Running {
                 break;
             };
             let (at, _) = self.clock.arrival(meta.kernel_rx_realtime_ns);
-            let data = &self.buf[..meta.len];
+            let Some(data) = self.rx.rtcp_in(&self.buf[..meta.len]) else {
+                continue;
+            };
             let from_sender = self.session.handle_rtcp(at, data);
             if !self.cfg.source.is_multicast() {
                 self.peer.heard(&mut self.rtcp, from_sender, data, meta.src);
@@ -347,7 +363,7 @@ impl Running {
         }
         let end = self.clock.now();
         if let Some(n) = self.session.bye(end, &mut self.buf) {
-            self.reports_sent += send_report(&self.rtcp, &self.buf[..n]);
+            self.reports_sent += self.rx.send_report(&self.rtcp, &self.buf[..n]);
         }
         for (p, w) in [&mut self.out.trace, &mut self.out.output]
             .into_iter()
@@ -366,6 +382,7 @@ impl Running {
             receive_buffer_bytes: rx.rtp.recv_buffer(),
             socket_overflows: rx.overflows,
             truncated_datagrams: rx.truncated,
+            srtp_rejected_datagrams: rx.srtp.as_ref().map_or(0, |k| k.rejected),
             receiver_reports_sent: self.reports_sent,
             host: host.finish(0),
             receiver: self.session.summary(),
@@ -379,6 +396,8 @@ struct RtpIn {
     without_ts: u64,
     overflows: u64,
     truncated: u64,
+    /// The stream's SRTP, for both sockets' datagrams and the reports sent.
+    srtp: Option<ReceiverSrtp>,
 }
 
 impl RtpIn {
@@ -415,11 +434,33 @@ impl RtpIn {
                 self.overflows = d as u64;
             }
             self.truncated += meta.truncated as u64;
-            let data = &buf[..meta.len];
+            let data = match &mut self.srtp {
+                None => &buf[..meta.len],
+                Some(k) => match k.rtp(&buf[..meta.len]) {
+                    Some(plain) => plain,
+                    None => continue,
+                },
+            };
             let rec = session.handle_rtp(arrival, Some(wall), data);
             record(out, arrival, wall.to_unix_nanos(), data, &rec)?;
         }
         Ok(())
+    }
+
+    /// An RTCP datagram as the session takes it (decrypted, for SRTP; `None`: rejected).
+    fn rtcp_in<'a>(&'a mut self, datagram: &'a [u8]) -> Option<&'a [u8]> {
+        match &mut self.srtp {
+            None => Some(datagram),
+            Some(k) => k.rtcp_in(datagram),
+        }
+    }
+
+    /// Sends one of this receiver's reports (as SRTCP, for SRTP); 1 if it left.
+    fn send_report(&mut self, rtcp: &RtcpSocket, report: &[u8]) -> u64 {
+        match &mut self.srtp {
+            None => send_report(rtcp, report),
+            Some(k) => k.rtcp_out(report).map_or(0, |p| send_report(rtcp, p)),
+        }
     }
 }
 
@@ -645,6 +686,7 @@ pub fn run_datagrams(
         receive_buffer_bytes: 0,
         socket_overflows: 0,
         truncated_datagrams: 0,
+        srtp_rejected_datagrams: 0,
         receiver_reports_sent: reports_sent,
         host: host.finish(0),
         receiver: session.summary(),

@@ -16,3 +16,4 @@ pub mod raw;
 pub mod receiver;
 pub mod rtsp;
 pub mod sender;
+pub mod srtp;

@@ -90,13 +90,19 @@ pub struct StreamSpec {
     /// `rtp://GROUP:PORT?ttl=N&iface=ADDR`. Without it the mount is unicast only.
     #[serde(default)]
     pub multicast: Option<String>,
+    /// Send SRTP (RFC 3711, AES_CM_128_HMAC_SHA1_80) with this master key and salt: 30 bytes
+    /// in base64 (40 characters), what FFmpeg's `-srtp_out_params` takes; the stream's SDP
+    /// carries it as `a=crypto` (RFC 4568). Anyone who reads the config or the SDP can decrypt.
+    #[serde(default)]
+    pub srtp_key: Option<String>,
 }
 
 impl StreamSpec {
     /// TS packets per RTP packet: seven, or as many as fit `mtu` with the RTP header, the
-    /// send-time extension if stamped, IPv4 and UDP.
+    /// send-time extension if stamped, SRTP's tag if protected, IPv4 and UDP.
     pub fn ts_per_packet(&self) -> usize {
-        let header = 12 + if self.send_time { 16 } else { 0 } + 28;
+        let srtp_tag = if self.srtp_key.is_some() { 10 } else { 0 };
+        let header = 12 + if self.send_time { 16 } else { 0 } + srtp_tag + 28;
         self.mtu.map_or(7, |m| {
             ((m as usize).saturating_sub(header) / 188).clamp(1, 7)
         })
@@ -124,6 +130,7 @@ impl StreamSpec {
             cc: None,
             mtu: None,
             multicast: None,
+            srtp_key: None,
         }
     }
 
@@ -200,6 +207,16 @@ impl StreamSpec {
                         self.name
                     )));
                 }
+            }
+        }
+        if let Some(k) = &self.srtp_key {
+            let b64 = |c: char| c.is_ascii_alphanumeric() || c == '+' || c == '/';
+            if k.len() != 40 || !k.chars().all(b64) {
+                return Err(SpecError(format!(
+                    "stream '{}': srtp_key must be 30 bytes in base64, 40 characters of \
+                     A-Z a-z 0-9 + /; make one with `head -c 30 /dev/urandom | base64`",
+                    self.name
+                )));
             }
         }
         if self.ring == Some(0) || self.ring.is_some_and(|r| r > 1 << 20) {

@@ -5,6 +5,7 @@ use crate::streams::{SourceSpec, StreamSpec};
 use crate::url::RtpUrl;
 use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::{duration_of, MediaError, TsFileSource};
+use metronome_session::srtp::SrtpKey;
 use metronome_wire::sdp::SessionDescription;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -101,6 +102,13 @@ impl Mounts {
         for spec in specs {
             spec.validate_settings()
                 .map_err(|e| MountError(e.to_string()))?;
+            if spec.srtp_key.is_some() {
+                return Err(MountError(format!(
+                    "stream '{}' has an srtp_key: SRTP is sent to its rtp:// destinations (their \
+                     SDP carries the key), not yet over RTSP; serve it without --rtsp",
+                    spec.name
+                )));
+            }
             if spec.name.len() > MAX_MOUNT_NAME {
                 return Err(MountError(format!(
                     "mount name '{}' is longer than {MAX_MOUNT_NAME} characters; pick a shorter name",
@@ -213,6 +221,12 @@ pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> 
         ttl,
     );
     s.media[0].bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
+    // SRTP: RTP/SAVP and the key (RFC 4568 SDES); the spec's key was checked when declared.
+    s.media[0].crypto = spec
+        .srtp_key
+        .as_deref()
+        .and_then(|k| SrtpKey::from_base64(k).ok())
+        .map(|k| k.crypto_attribute());
     s.to_sdp()
 }
 

@@ -20,6 +20,7 @@ pub mod outlet;
 pub mod producer;
 pub(crate) mod rtcp;
 pub mod server;
+pub mod srtp;
 pub mod status;
 pub mod stream;
 

@@ -5,6 +5,7 @@ use super::calibrate::Calibration;
 use super::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 use super::server::{memory, ServerConfig};
 use super::spec::{format_bitrate, SourceSpec, StreamSpec};
+use super::srtp::StreamSrtp;
 use super::stream::{RateKnob, StreamRt};
 use crate::clock::Clock;
 use crate::control::ControlError;
@@ -20,6 +21,7 @@ use metronome_session::sender::{
     JobConfig, PacketizerConfig, RateLimits, RtpSource, SenderReportsConfig, SenderSession,
     SenderSessionConfig,
 };
+use metronome_session::srtp::{SrtpError, SrtpKey};
 use metronome_time::mix::splitmix64;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
@@ -242,7 +244,8 @@ pub(super) fn open_stream(
             spec.send_time,
             session,
         )
-        .with_rate(rate),
+        .with_rate(rate)
+        .with_srtp(srtp(spec)?),
     );
     Ok(Opened {
         rt,
@@ -252,6 +255,16 @@ pub(super) fn open_stream(
         description: format!("{description} at {}", format_bitrate(ts_bitrate)),
         start,
     })
+}
+
+/// The stream's SRTP, when it was declared with a key.
+fn srtp(spec: &StreamSpec) -> Result<Option<StreamSrtp>, ControlError> {
+    let Some(text) = &spec.srtp_key else {
+        return Ok(None);
+    };
+    let bad = |e: SrtpError| ControlError::Invalid(format!("stream '{}': {e}", spec.name));
+    let key = SrtpKey::from_base64(text).map_err(bad)?;
+    StreamSrtp::new(&key).map(Some).map_err(bad)
 }
 
 /// The rate the stream starts at and the most it may be raised to (admission reserves that),

@@ -3,6 +3,7 @@
 
 use super::outlet::RtcpOut;
 use super::server::{Inner, Running};
+use super::srtp::StreamSrtp;
 use super::stream::lock;
 use crate::clock::Clock;
 use crate::udp::RtcpSocket;
@@ -197,7 +198,7 @@ fn sooner(at: &mut Timestamp, r: &Running) {
 
 /// One stream's RTCP: what receivers sent in, a due sender report out.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
-    exchange(&r.rt.session, &r.rtcp, clock, buf);
+    exchange(&r.rt.session, &r.rtcp, r.rt.srtp.as_ref(), clock, buf);
     // The receivers' reports may have moved the rate controller: the source follows.
     let wire = lock(&r.rt.session).target_rate();
     r.rt.rate.follow(wire);
@@ -209,6 +210,7 @@ fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
 pub(crate) fn exchange(
     session: &Mutex<SenderSession>,
     outs: &[RtcpOut],
+    srtp: Option<&StreamSrtp>,
     clock: &Clock,
     buf: &mut [u8],
 ) {
@@ -218,7 +220,17 @@ pub(crate) fn exchange(
         for _ in 0..64 {
             let Some(meta) = s.recv(buf) else { break };
             let (now, wall) = clock.arrival(meta.kernel_rx_realtime_ns);
-            let data = &buf[..meta.len];
+            let plain;
+            let data = match srtp {
+                None => &buf[..meta.len],
+                Some(k) => match k.unprotect_rtcp(&buf[..meta.len]) {
+                    Some(p) => {
+                        plain = p;
+                        &plain[..]
+                    }
+                    None => continue,
+                },
+            };
             let rtcp = Input::Rtcp {
                 wall,
                 from: meta.src,
@@ -235,9 +247,25 @@ pub(crate) fn exchange(
         s.poll_rtcp(now, wall, buf)
     };
     if let Some(n) = report {
-        for s in outs {
-            s.send(&buf[..n]);
-        }
+        send_rtcp(outs, srtp, &buf[..n]);
+    }
+}
+
+/// A compound RTCP packet to every outlet, as SRTCP for a stream with SRTP.
+fn send_rtcp(outs: &[RtcpOut], srtp: Option<&StreamSrtp>, packet: &[u8]) {
+    let protected;
+    let packet = match srtp {
+        None => packet,
+        Some(k) => match k.protect_rtcp(packet) {
+            Some(p) => {
+                protected = p;
+                &protected[..]
+            }
+            None => return,
+        },
+    };
+    for s in outs {
+        s.send(packet);
     }
 }
 
@@ -245,20 +273,19 @@ pub(crate) fn exchange(
 pub(crate) fn say_bye(
     session: &Mutex<SenderSession>,
     outs: &[RtcpOut],
+    srtp: Option<&StreamSrtp>,
     clock: &Clock,
     buf: &mut [u8],
 ) {
     let (now, wall) = (clock.now(), clock.wall());
     let bye = lock(session).bye(now, wall, buf);
     if let Some(n) = bye {
-        for s in outs {
-            s.send(&buf[..n]);
-        }
+        send_rtcp(outs, srtp, &buf[..n]);
     }
 }
 
 /// Sends the stream's RTCP BYE (RFC 3550 §6.6).
 pub(super) fn bye(r: &mut Running, clock: &Clock) {
     let mut buf = [0u8; 1500];
-    say_bye(&r.rt.session, &r.rtcp, clock, &mut buf);
+    say_bye(&r.rt.session, &r.rtcp, r.rt.srtp.as_ref(), clock, &mut buf);
 }

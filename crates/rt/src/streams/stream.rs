@@ -108,6 +108,8 @@ pub struct StreamRt {
     /// What the source had to say that did not stop it (a truncated file), not yet taken by
     /// the server; at most [`WARNINGS_HELD`].
     pub warnings: Mutex<Vec<String>>,
+    /// SRTP, when the stream was declared with a key: every packet and report protected.
+    pub srtp: Option<super::srtp::StreamSrtp>,
 }
 
 /// Warnings a stream holds for the server to take.
@@ -151,6 +153,7 @@ impl StreamRt {
                 },
             ),
             warnings: Mutex::new(Vec::new()),
+            srtp: None,
         }
     }
 
@@ -166,6 +169,29 @@ impl StreamRt {
     pub fn with_rate(mut self, rate: RateKnob) -> Self {
         self.rate = rate;
         self
+    }
+
+    /// The stream sent as SRTP.
+    pub fn with_srtp(mut self, srtp: Option<super::srtp::StreamSrtp>) -> Self {
+        self.srtp = srtp;
+        self
+    }
+
+    /// Sends one packet to every destination (protected once, for a stream with SRTP);
+    /// `false` if any send failed.
+    pub fn send_everywhere(&self, packet: &[u8]) -> bool {
+        // Every destination gets the packet, whatever happened to the ones before it.
+        let all = |p: &[u8]| {
+            let mut ok = true;
+            for out in &self.outputs {
+                ok &= out.send(p);
+            }
+            ok
+        };
+        match &self.srtp {
+            None => all(packet),
+            Some(s) => s.protect_rtp(packet, all).unwrap_or(false),
+        }
     }
 
     /// Relative deadline.
@@ -275,11 +301,8 @@ impl Cursor {
                 if rt.send_time_ext {
                     patch_send_time(slot.bytes_mut(), clock.wall());
                 }
-                let mut failed = false;
                 let t0 = clock.mono_ns();
-                for out in &rt.outputs {
-                    failed |= !out.send(slot.bytes());
-                }
+                let failed = !rt.send_everywhere(slot.bytes());
                 let per_dest = clock.mono_ns().saturating_sub(t0) / rt.outputs.len().max(1) as u64;
                 if let Ok(mut d) = rt.send_cost.try_lock() {
                     d.record(per_dest);

@@ -98,6 +98,9 @@ pub struct MediaDescription {
     /// `a=extmap:ID URI` (RFC 8285 §8): the header extension the packets carry (the first
     /// one named, when reading).
     pub extmap: Option<(u8, String)>,
+    /// `a=crypto:TAG SUITE inline:KEY` (RFC 4568): the media is SRTP (`RTP/SAVP`), keyed so
+    /// (the first one given, when reading).
+    pub crypto: Option<String>,
 }
 
 impl MediaDescription {
@@ -120,6 +123,7 @@ impl MediaDescription {
             connection: None,
             bitrate_kbps: None,
             extmap: None,
+            crypto: None,
         }
     }
 
@@ -150,7 +154,12 @@ impl MediaDescription {
             media: self.media.clone(),
             port: self.port,
             num_ports: None,
-            proto: "RTP/AVP".to_string(),
+            proto: if self.crypto.is_some() {
+                "RTP/SAVP"
+            } else {
+                "RTP/AVP"
+            }
+            .to_string(),
             fmt: pt.to_string(),
             media_title: None,
             connections: self.connection.iter().map(|c| c.to_sdp_types()).collect(),
@@ -175,6 +184,9 @@ impl MediaDescription {
         }
         if let Some((id, uri)) = &self.extmap {
             m.add_attribute_with_value("extmap", format!("{id} {uri}"));
+        }
+        if let Some(c) = &self.crypto {
+            m.add_attribute_with_value("crypto", c);
         }
         m
     }

@@ -239,6 +239,7 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
         connection,
         bitrate_kbps,
         extmap,
+        crypto: attr(&m.attributes, "crypto"),
     })
 }
 

@@ -272,8 +272,9 @@ mod prop {
             conn(),
             proptest::option::of(any::<u64>()),
             proptest::option::of((1u8..=14, token())),
+            proptest::option::of(token()),
         )
-            .prop_map(|(media, port, pt, enc, rate, fmtp, control, c, b, x)| {
+            .prop_map(|(media, port, pt, enc, rate, fmtp, control, c, b, x, k)| {
                 MediaDescription {
                     media,
                     port,
@@ -285,6 +286,7 @@ mod prop {
                     connection: c,
                     bitrate_kbps: b,
                     extmap: x,
+                    crypto: k.map(|k| format!("1 AES_CM_128_HMAC_SHA1_80 inline:{k}")),
                 }
             })
     }

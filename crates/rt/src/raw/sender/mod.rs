@@ -432,7 +432,7 @@ impl RawSender {
                 }
                 std::thread::sleep(STATUS_TURN);
                 if !rtcp.is_empty() {
-                    exchange(&rt.session, &rtcp, clock, &mut rtcp_buf);
+                    exchange(&rt.session, &rtcp, None, clock, &mut rtcp_buf);
                 }
                 let heard = lock(&rt.session)
                     .reports()
@@ -477,7 +477,7 @@ impl RawSender {
         let (_, producer_cpu_s) = produced?;
         // A paused RTSP session's source is not leaving: no BYE then (RFC 3550 §6.6).
         if !ctl.quiet.load(Ordering::Relaxed) && !rtcp.is_empty() {
-            say_bye(&rt.session, &rtcp, clock, &mut rtcp_buf);
+            say_bye(&rt.session, &rtcp, None, clock, &mut rtcp_buf);
         }
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
