@@ -42,6 +42,9 @@ pub enum BenchCommand {
     /// each rung's rate beside the paper's Table 2, and judging a viewer's video (decode, PSNR,
     /// SSIM) on one core against FFmpeg doing the same in the same run
     Ladder(crate::bench_ladder::LadderBenchArgs),
+    /// Viewers of one live test-source mount over RTSP: the server's CPU with one viewer and
+    /// with 100, sessions sharing one encoder against an encoder per session, in the same run
+    Viewers(crate::bench_viewers::ViewersArgs),
 }
 
 #[derive(Args, Debug)]
@@ -114,6 +117,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         BenchCommand::Emu(a) => crate::bench_emu::run(a),
         BenchCommand::Quality(a) => crate::bench_quality::run(a),
         BenchCommand::Ladder(a) => crate::bench_ladder::run(a),
+        BenchCommand::Viewers(a) => crate::bench_viewers::run(a, stop),
     }
 }
 

@@ -10,6 +10,7 @@ mod bench_quality;
 mod bench_raw;
 mod bench_sim;
 mod bench_streams;
+mod bench_viewers;
 mod coded;
 mod demo;
 mod emu;

@@ -195,6 +195,10 @@ pub struct ServeArgs {
         help_heading = "RTSP"
     )]
     pub rtsp_tls_key: Option<PathBuf>,
+    /// Give every RTSP session of a live test-source mount its own encoder, as before
+    /// sources were shared (by default the sessions of such a mount read one encoder)
+    #[arg(long, help_heading = "RTSP")]
+    pub rtsp_encoder_per_session: bool,
     /// Tear an RTSP session down after this long without a request or receiver report
     #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
     pub rtsp_session_timeout: Duration,
@@ -273,6 +277,7 @@ impl ServeArgs {
     ) -> metronome_rt::rtsp::RtspServiceConfig {
         let mut rc = metronome_rt::rtsp::RtspServiceConfig::new(addr);
         rc.auth = file.rtsp_auth.clone();
+        rc.share_live = !self.rtsp_encoder_per_session;
         let cert = self.rtsp_tls_cert.clone().or(file.rtsp_tls_cert.clone());
         let key = self.rtsp_tls_key.clone().or(file.rtsp_tls_key.clone());
         rc.tls = cert

@@ -175,6 +175,51 @@ fn ffmpeg_test_mount_tcp() {
     probe_and_decode("test", "h264", "tcp");
 }
 
+/// Three FFmpeg viewers at once of the test mount, each decoding 25 pictures; the server's
+/// JSON summary: the sources of their session streams.
+fn three_viewers(extra: &[&str]) -> Vec<String> {
+    require("ffmpeg", "ffmpeg");
+    let mut args = TEST_SOURCE.to_vec();
+    args.extend_from_slice(&["--json"]);
+    args.extend_from_slice(extra);
+    let server = RtspServer::start(&args);
+    let url = server.url("test");
+    let viewers: Vec<_> = ["udp", "tcp", "udp"]
+        .iter()
+        .map(|t| {
+            let url = url.clone();
+            std::thread::spawn(move || run(&mut ffmpeg_frames(&url, t, 25), CLIENT_LIMIT))
+        })
+        .collect();
+    for v in viewers {
+        let out = v.join().unwrap();
+        check_decoded(&server, &out, 20);
+    }
+    let (summary, _) = server.stop();
+    let json: Value = serde_json::from_str(&summary).unwrap_or(Value::Null);
+    let sources: Vec<String> = json["streams"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| s["name"].as_str().is_some_and(|n| n.starts_with("test.")))
+        .map(|s| s["source"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(sources.len(), 3, "three sessions: {summary}");
+    sources
+}
+
+#[test]
+fn viewers_of_a_live_mount_share_one_encoder() {
+    let sources = three_viewers(&[]);
+    assert!(
+        sources.iter().all(|s| s.starts_with("shared ")),
+        "{sources:?}"
+    );
+    let own = three_viewers(&["--rtsp-encoder-per-session"]);
+    assert!(own.iter().all(|s| !s.starts_with("shared ")), "{own:?}");
+}
+
 #[test]
 fn ffmpeg_file_mount_udp() {
     probe_and_decode("clip", "mpeg2video", "udp");

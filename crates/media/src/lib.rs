@@ -28,6 +28,7 @@ pub mod payload;
 pub mod psi;
 pub mod raw;
 pub mod seek;
+pub mod shared;
 pub mod testsrc;
 pub mod ts_rtp;
 pub mod tsfile;

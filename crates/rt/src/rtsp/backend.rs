@@ -10,6 +10,7 @@
 //! - PAUSE stops the stream and remembers how far it got; TEARDOWN releases everything.
 
 use super::mounts::{Mounts, RawMount, SharedRawSource};
+use super::shared::SharedSources;
 use crate::control::ControlError;
 use crate::interleaved::{ConnOut, Inbox};
 use crate::raw::{send_buffer_for, RawControl, RawOut, RawPlace, RawSender};
@@ -121,10 +122,13 @@ pub(super) struct MediaBackend {
     conns: HashMap<ConnId, Arc<ConnOut>>,
     /// Where RTCP that arrives on a connection's channel goes.
     inboxes: HashMap<(ConnId, u8), Arc<Inbox>>,
+    /// The live sources mounts' sessions share.
+    shared: SharedSources,
 }
 
 impl MediaBackend {
-    pub fn new(server: Arc<StreamServer>, mounts: Arc<Mounts>) -> MediaBackend {
+    /// `share_live`: sessions of a live test-source mount read one encoder (see `shared`).
+    pub fn new(server: Arc<StreamServer>, mounts: Arc<Mounts>, share_live: bool) -> MediaBackend {
         MediaBackend {
             server,
             mounts,
@@ -132,6 +136,7 @@ impl MediaBackend {
             groups: HashMap::new(),
             conns: HashMap::new(),
             inboxes: HashMap::new(),
+            shared: SharedSources::new(share_live),
         }
     }
 
@@ -204,6 +209,45 @@ impl MediaBackend {
         alive
     }
 
+    /// Interleaved: the session's channels on its own connection, and an inbox for the RTCP
+    /// that arrives on them.
+    fn prepare_interleaved(
+        &mut self,
+        req: &SetupRequest<'_>,
+        rtp_channel: u8,
+        rtcp_channel: u8,
+        ssrc: u32,
+    ) -> Result<(Prepared, Delivery), Refusal> {
+        let out = self
+            .conns
+            .get(&req.conn)
+            .cloned()
+            .ok_or_else(|| Refusal::Internal("the connection is gone".into()))?;
+        if self.inboxes.contains_key(&(req.conn, rtcp_channel)) {
+            return Err(Refusal::UnsupportedTransport(format!(
+                "interleaved channel {rtcp_channel} is already in use on this connection"
+            )));
+        }
+        // The pacer queues media on this connection from now on: its queue is allocated now,
+        // on the control side.
+        out.reserve_for_media();
+        let inbox = Arc::new(Inbox::new(INBOX));
+        self.inboxes.insert((req.conn, rtcp_channel), inbox.clone());
+        let prepared = Prepared::Interleaved {
+            out,
+            rtp_channel,
+            rtcp_channel,
+            inbox,
+            peer: req.peer,
+        };
+        let delivery = Delivery::Interleaved {
+            rtp_channel,
+            rtcp_channel,
+            ssrc,
+        };
+        Ok((prepared, delivery))
+    }
+
     /// The stream a mount's multicast sessions share.
     fn group_stream(mount: &str) -> String {
         format!("{mount}.multicast")
@@ -225,7 +269,7 @@ impl MediaBackend {
         spec.name = Self::group_stream(mount);
         spec.destination = vec![group.to_string()];
         spec.ssrc = Some(ssrc_of(mount));
-        let (_, start) = self.server.add_with(spec, None).map_err(refusal)?;
+        let (_, start) = self.server.add_with(spec, None, None).map_err(refusal)?;
         Ok(start)
     }
 }
@@ -245,84 +289,23 @@ impl Backend for MediaBackend {
         let ssrc = ssrc_of(&req.session.to_string());
         // A raw session's source is opened now, so that a source that cannot be read fails
         // the SETUP rather than the PLAY.
-        let raw = match &mount.raw {
-            Some(m) => {
-                let source = (m.open)().map_err(|e| {
-                    Refusal::Internal(format!("cannot open the source of '{}': {e}", req.mount))
-                })?;
-                Some(RawSession {
-                    mount: m.clone(),
-                    source: SharedRawSource::new(source),
-                    play: None,
-                })
-            }
-            None => None,
-        };
+        let raw = mount
+            .raw
+            .as_ref()
+            .map(|m| open_raw(m, req.mount))
+            .transpose()?;
+        let multicast = mount.multicast;
         let (prepared, delivery) = match req.transport {
             Requested::Udp {
                 client_rtp,
                 client_rtcp,
-            } => {
-                let to_rtp = SocketAddr::new(req.peer.ip(), client_rtp);
-                let to_rtcp = SocketAddr::new(req.peer.ip(), client_rtcp);
-                let opts = SocketOptions {
-                    buffer_bytes: 4 << 20,
-                    read_timeout: None,
-                };
-                let (rtp, rtcp) = bind_pair(req.local.ip(), to_rtp, to_rtcp, &opts)
-                    .map_err(|e| Refusal::Unavailable(format!("no server ports: {e}")))?;
-                rtcp.socket()
-                    .set_nonblocking(true)
-                    .map_err(|e| Refusal::Internal(format!("RTCP socket: {e}")))?;
-                let port = |s: std::io::Result<SocketAddr>| s.map(|a| a.port()).unwrap_or(0);
-                let delivery = Delivery::Udp {
-                    client_rtp,
-                    client_rtcp,
-                    server_rtp: port(rtp.local_addr()),
-                    server_rtcp: port(rtcp.local_addr()),
-                    ssrc,
-                };
-                let prepared = Prepared::Udp {
-                    rtp: Arc::new(rtp),
-                    rtcp: Arc::new(rtcp),
-                };
-                (prepared, delivery)
-            }
+            } => prepare_udp(req, client_rtp, client_rtcp, ssrc)?,
             Requested::Interleaved {
                 rtp_channel,
                 rtcp_channel,
-            } => {
-                let out = self
-                    .conns
-                    .get(&req.conn)
-                    .cloned()
-                    .ok_or_else(|| Refusal::Internal("the connection is gone".into()))?;
-                if self.inboxes.contains_key(&(req.conn, rtcp_channel)) {
-                    return Err(Refusal::UnsupportedTransport(format!(
-                        "interleaved channel {rtcp_channel} is already in use on this connection"
-                    )));
-                }
-                // The pacer queues media on this connection from now on: its queue is
-                // allocated now, on the control side.
-                out.reserve_for_media();
-                let inbox = Arc::new(Inbox::new(INBOX));
-                self.inboxes.insert((req.conn, rtcp_channel), inbox.clone());
-                let prepared = Prepared::Interleaved {
-                    out,
-                    rtp_channel,
-                    rtcp_channel,
-                    inbox,
-                    peer: req.peer,
-                };
-                let delivery = Delivery::Interleaved {
-                    rtp_channel,
-                    rtcp_channel,
-                    ssrc,
-                };
-                (prepared, delivery)
-            }
+            } => self.prepare_interleaved(req, rtp_channel, rtcp_channel, ssrc)?,
             Requested::Multicast => {
-                let Some(group) = mount.multicast else {
+                let Some(group) = multicast else {
                     return Err(Refusal::UnsupportedTransport(format!(
                         "mount '{}' is unicast only; ask for RTP/AVP;unicast or RTP/AVP/TCP",
                         req.mount
@@ -430,7 +413,15 @@ impl Backend for MediaBackend {
             from,
             next_seq: s.next_seq,
         };
-        let (_, start) = self.server.add_with(spec, Some(outlet)).map_err(refusal)?;
+        let source = if self.shared.shares(&mount.spec) {
+            Some(self.shared.tap(&self.server, &s.mount, &mount.spec)?)
+        } else {
+            None
+        };
+        let (_, start) = self
+            .server
+            .add_with(spec, Some(outlet), source)
+            .map_err(refusal)?;
         if let Some(s) = self.sessions.get_mut(&session) {
             s.playing = Some(name);
             s.from = from;
@@ -533,42 +524,10 @@ impl MediaBackend {
             Refusal::Internal(format!("cannot send '{}': {e}", s.mount))
         };
         let rtcp = s.prepared.rtcp_out();
-        let out = match &s.prepared {
-            Prepared::Udp { rtp, .. } => {
-                let dest = *rtp.destination();
-                cfg.destination = dest;
-                let opts = SocketOptions {
-                    buffer_bytes: send_buffer_for(&m.format, &cfg).map_err(refuse)?,
-                    read_timeout: None,
-                };
-                // The SETUP's server port, shared: it outlives this play.
-                let socket = rtp
-                    .socket()
-                    .try_clone()
-                    .map_err(|e| Refusal::Internal(format!("server port: {e}")))?;
-                let fast = FastSender::from_socket(socket, &dest, &opts)
-                    .map_err(|e| Refusal::Internal(format!("server port: {e}")))?;
-                RawOut::Udp(Box::new(fast))
-            }
-            Prepared::Interleaved {
-                out,
-                rtp_channel,
-                peer,
-                ..
-            } => {
-                cfg.destination = RtpUrl::unicast(*peer);
-                RawOut::Interleaved {
-                    conn: out.clone(),
-                    channel: *rtp_channel,
-                    peer: *peer,
-                }
-            }
-            Prepared::Multicast => {
-                return Err(Refusal::UnsupportedTransport(
-                    "raw video is served unicast only".into(),
-                ))
-            }
-        };
+        let out = raw_out(&s.prepared, &m, &mut cfg).map_err(|e| match e {
+            RawOutError::Send(e) => refuse(e),
+            RawOutError::Refused(r) => r,
+        })?;
         let sender = RawSender::open_with(
             Box::new(raw.source.clone()),
             cfg,
@@ -635,7 +594,100 @@ impl MediaBackend {
     }
 }
 
-fn refusal(e: ControlError) -> Refusal {
+/// Why a raw session's output could not be made.
+enum RawOutError {
+    Send(crate::raw::RawSendError),
+    Refused(Refusal),
+}
+
+/// Where a raw session's packets go: a fast sender on its SETUP's server port, or its
+/// connection's channel; `cfg.destination` set to match.
+fn raw_out(
+    prepared: &Prepared,
+    m: &RawMount,
+    cfg: &mut crate::raw::RawSenderConfig,
+) -> Result<RawOut, RawOutError> {
+    fn port_err(e: impl std::fmt::Display) -> RawOutError {
+        RawOutError::Refused(Refusal::Internal(format!("server port: {e}")))
+    }
+    match prepared {
+        Prepared::Udp { rtp, .. } => {
+            let dest = *rtp.destination();
+            cfg.destination = dest;
+            let opts = SocketOptions {
+                buffer_bytes: send_buffer_for(&m.format, cfg).map_err(RawOutError::Send)?,
+                read_timeout: None,
+            };
+            // The SETUP's server port, shared: it outlives this play.
+            let socket = rtp.socket().try_clone().map_err(port_err)?;
+            let fast = FastSender::from_socket(socket, &dest, &opts).map_err(port_err)?;
+            Ok(RawOut::Udp(Box::new(fast)))
+        }
+        Prepared::Interleaved {
+            out,
+            rtp_channel,
+            peer,
+            ..
+        } => {
+            cfg.destination = RtpUrl::unicast(*peer);
+            Ok(RawOut::Interleaved {
+                conn: out.clone(),
+                channel: *rtp_channel,
+                peer: *peer,
+            })
+        }
+        Prepared::Multicast => Err(RawOutError::Refused(Refusal::UnsupportedTransport(
+            "raw video is served unicast only".into(),
+        ))),
+    }
+}
+
+/// A raw session's source, opened at SETUP.
+fn open_raw(m: &Arc<RawMount>, mount: &str) -> Result<RawSession, Refusal> {
+    let source = (m.open)()
+        .map_err(|e| Refusal::Internal(format!("cannot open the source of '{mount}': {e}")))?;
+    Ok(RawSession {
+        mount: m.clone(),
+        source: SharedRawSource::new(source),
+        play: None,
+    })
+}
+
+/// UDP unicast: an even/odd server port pair on the address the client reached, sending to
+/// the client's own address.
+fn prepare_udp(
+    req: &SetupRequest<'_>,
+    client_rtp: u16,
+    client_rtcp: u16,
+    ssrc: u32,
+) -> Result<(Prepared, Delivery), Refusal> {
+    let to_rtp = SocketAddr::new(req.peer.ip(), client_rtp);
+    let to_rtcp = SocketAddr::new(req.peer.ip(), client_rtcp);
+    let opts = SocketOptions {
+        buffer_bytes: 4 << 20,
+        read_timeout: None,
+    };
+    let (rtp, rtcp) = bind_pair(req.local.ip(), to_rtp, to_rtcp, &opts)
+        .map_err(|e| Refusal::Unavailable(format!("no server ports: {e}")))?;
+    rtcp.socket()
+        .set_nonblocking(true)
+        .map_err(|e| Refusal::Internal(format!("RTCP socket: {e}")))?;
+    let port = |s: std::io::Result<SocketAddr>| s.map(|a| a.port()).unwrap_or(0);
+    let delivery = Delivery::Udp {
+        client_rtp,
+        client_rtcp,
+        server_rtp: port(rtp.local_addr()),
+        server_rtcp: port(rtcp.local_addr()),
+        ssrc,
+    };
+    let prepared = Prepared::Udp {
+        rtp: Arc::new(rtp),
+        rtcp: Arc::new(rtcp),
+    };
+    Ok((prepared, delivery))
+}
+
+pub(super) fn refusal(e: ControlError) -> Refusal {
     match e {
         ControlError::Refused(why) => Refusal::NotEnoughBandwidth(why),
         ControlError::Invalid(why) | ControlError::Internal(why) => Refusal::Internal(why),

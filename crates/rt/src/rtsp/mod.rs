@@ -13,12 +13,14 @@
 //!   under the connection limits, framing, requests, interleaved RTCP in, writing each
 //!   connection's [`ConnOut`](crate::interleaved::ConnOut), deadlines and the session timer;
 //! - `service`: the configuration, the shared state, metrics and shutdown;
+//! - `shared`: the live sources a mount's sessions share (one encoder for every viewer);
 //! - `tls`: RTSPS, each connection's bytes through rustls when the server has a certificate.
 
 mod backend;
 mod event_loop;
 mod mounts;
 mod service;
+mod shared;
 mod tls;
 
 pub use mounts::{

@@ -42,6 +42,8 @@ pub struct RtspServiceConfig {
     pub auth: Option<RtspAuthSpec>,
     /// Serve RTSPS (RTSP over TLS) with this certificate and key.
     pub tls: Option<TlsFiles>,
+    /// Sessions of a live test-source mount read one encoder (else each has its own).
+    pub share_live: bool,
 }
 
 /// A PEM certificate chain and its PEM private key.
@@ -65,6 +67,7 @@ impl RtspServiceConfig {
             max_sessions_per_address: 64,
             auth: None,
             tls: None,
+            share_live: true,
         }
     }
 }
@@ -156,7 +159,7 @@ impl RtspService {
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
                 rtsp,
-                backend: MediaBackend::new(server.clone(), Arc::new(mounts)),
+                backend: MediaBackend::new(server.clone(), Arc::new(mounts), cfg.share_live),
             }),
             cfg,
             clock: Clock::new(),

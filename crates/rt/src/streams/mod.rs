@@ -26,6 +26,7 @@ pub mod stream;
 
 pub use calibrate::Calibration;
 pub use config::{SchedKind, ServeConfig};
+pub(crate) use open::open_source;
 pub use open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSourcePlan};
 pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 pub use server::{

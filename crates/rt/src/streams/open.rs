@@ -455,7 +455,7 @@ fn udp_outputs(
     Ok((media, rtcp))
 }
 
-fn open_source(spec: &StreamSpec) -> Result<Box<dyn TsSource>, ControlError> {
+pub(crate) fn open_source(spec: &StreamSpec) -> Result<Box<dyn TsSource>, ControlError> {
     let invalid = |e: String| ControlError::Invalid(format!("stream '{}': {e}", spec.name));
     match &spec.source {
         SourceSpec::Test => {

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 mod config;
 mod control;
-pub(super) mod memory;
+pub(crate) mod memory;
 mod outcome;
 mod raw;
 
@@ -104,6 +104,20 @@ pub(super) struct Inner {
 
 /// A service's own figures in Prometheus's text format.
 pub type ExtraMetrics = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// A share of the memory budget held for something streams share ([`StreamServer::hold_memory`]).
+pub struct MemoryHold {
+    id: u64,
+    inner: std::sync::Weak<Inner>,
+}
+
+impl Drop for MemoryHold {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.upgrade() {
+            lock(&inner.memory).release(self.id);
+        }
+    }
+}
 
 pub struct StreamServer {
     inner: Arc<Inner>,
@@ -226,6 +240,19 @@ impl StreamServer {
         lock(&self.inner.extra_metrics).push(f);
     }
 
+    /// Reserves `bytes` of the memory budget for something streams share (a live source
+    /// many sessions read), under `name`; given back when the hold is dropped.
+    pub fn hold_memory(&self, name: &str, bytes: u64) -> Result<MemoryHold, ControlError> {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inner.memory)
+            .reserve(id, name, bytes)
+            .map_err(|r| ControlError::Refused(r.to_string()))?;
+        Ok(MemoryHold {
+            id,
+            inner: Arc::downgrade(&self.inner),
+        })
+    }
+
     /// What the server has had to say since the last call (overload, shedding, recovery),
     /// and what its streams' sources had to (a file that ends mid-packet).
     pub fn take_warnings(&self) -> Vec<String> {
@@ -290,14 +317,9 @@ impl StreamServer {
         &self,
         spec: StreamSpec,
         outlet: Option<SessionOutlet>,
+        source: Option<GivenSource>,
     ) -> Result<(StreamStatus, StartInfo), ControlError> {
-        self.inner.add(
-            spec,
-            Given {
-                outlet,
-                ..Given::default()
-            },
-        )
+        self.inner.add(spec, Given { outlet, source })
     }
 
     /// How far a running stream has got on its own timeline (what has been sent), for RTSP
