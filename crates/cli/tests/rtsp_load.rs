@@ -269,6 +269,101 @@ fn idle_connections_and_abandoned_sessions_cost_bounded_memory_and_are_given_bac
     assert!(after_sessions.threads <= base.threads);
 }
 
+/// Playing sessions abandoned (PLAY, then silence: no request, no receiver report) with a
+/// session timeout far shorter than the idle timeout: each connection closes with its
+/// session, within seconds of the session timeout, not after the idle timeout; descriptors and
+/// memory come back then.
+#[test]
+fn abandoned_playing_sessions_give_their_connections_back_with_their_timeout() {
+    const N: usize = 50;
+    let n = (N + 8).to_string();
+    let server = RtspServer::start(&[
+        "--size",
+        "160x120",
+        "--fps",
+        "10",
+        "--mux-rate",
+        "600000",
+        "--rtsp-session-timeout",
+        "2s",
+        "--rtsp-idle-timeout",
+        "60s",
+        "--rtsp-max-sessions",
+        &n,
+        "--rtsp-max-sessions-per-address",
+        &n,
+        "--rtsp-max-per-address",
+        &n,
+    ]);
+    let (pid, addr) = (server.child.id(), server.addr);
+    std::thread::sleep(Duration::from_millis(500));
+    let base = usage(pid);
+    // Where the media goes: sockets held, never read (what a crashed player leaves).
+    let mut sinks = Vec::new();
+    let mut conns: Vec<TcpStream> = (0..N)
+        .map(|i| {
+            let (rtp, rtcp) = udp_pair();
+            let port = rtp.local_addr().unwrap().port();
+            sinks.push((rtp, rtcp));
+            let mut s = connect(addr);
+            let (status, session) = request(
+                &mut s,
+                &format!(
+                    "SETUP rtsp://{addr}/test/trackID=0 RTSP/1.0\r\nCSeq: 1\r\n\
+                     Transport: RTP/AVP;unicast;client_port={port}-{}\r\n\r\n",
+                    port + 1
+                ),
+            );
+            assert_eq!(status, 200, "session {i}");
+            let (status, _) = request(
+                &mut s,
+                &format!(
+                    "PLAY rtsp://{addr}/test RTSP/1.0\r\nCSeq: 2\r\nSession: {session}\r\n\r\n"
+                ),
+            );
+            assert_eq!(status, 200, "play {i}");
+            s
+        })
+        .collect();
+    let playing = usage(pid);
+    let t0 = now();
+    assert_eq!(closed_by_server(&mut conns, Duration::from_secs(20)), N);
+    let closed_after = t0.elapsed();
+    drop(conns);
+    let back = settle(pid, Duration::from_secs(10), |u| {
+        u.fds <= base.fds && u.rss_kib <= base.rss_kib + base.rss_kib / 10
+    });
+    let (_, log) = server.stop();
+    println!("baseline {base:?}\n{N} playing {playing:?}\nclosed within {closed_after:.1?}, then {back:?}");
+    assert!(
+        closed_after < Duration::from_secs(10),
+        "the connections closed {closed_after:.1?} after the sessions went silent: with their \
+         2 s session timeout, not the 60 s idle timeout"
+    );
+    assert!(back.fds <= base.fds, "{back:?} against {base:?}");
+    assert!(
+        back.rss_kib <= base.rss_kib + base.rss_kib / 10,
+        "{back:?} against {base:?}"
+    );
+    let closed = log
+        .iter()
+        .filter(|l| l.contains("its sessions timed out"))
+        .count();
+    assert!(
+        closed >= N,
+        "{closed} connections closed for their sessions' timeout"
+    );
+}
+
+/// Two UDP sockets on loopback, on an even port and the one above.
+fn udp_pair() -> (std::net::UdpSocket, std::net::UdpSocket) {
+    let p = common::port_pair();
+    (
+        std::net::UdpSocket::bind(("127.0.0.1", p)).unwrap(),
+        std::net::UdpSocket::bind(("127.0.0.1", p + 1)).unwrap(),
+    )
+}
+
 /// Slowloris: 300 connections that send one byte every 2 s, for 20 s (bounded). Meanwhile a
 /// prompt client's OPTIONS or DESCRIBE every 200 ms is answered, each within 100 ms at p99, and
 /// ffprobe plays the mount: a slow client holds no place a prompt one needs (it is closed to

@@ -416,6 +416,11 @@ fn a_silent_session_times_out_and_everything_is_reclaimed() {
     // No keep-alive and no receiver reports: gone after the timeout, and the media stops.
     std::thread::sleep(Duration::from_millis(3500));
     assert_stops(&rtp);
+    // Its connection was as silent: closed with it, so that it costs nothing until the idle
+    // timeout. The session is gone for a new connection too.
+    let closed = c.r.fill_buf().map_or(true, |b| b.is_empty());
+    assert!(closed, "the silent connection closes with its session");
+    let mut c = Client::connect(&server, "test");
     let url = c.url.clone();
     assert_eq!(c.req("GET_PARAMETER", &url, &[("Session", &s)]).status, 454);
     // A keep-alive holds a session open past the timeout.

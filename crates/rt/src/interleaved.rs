@@ -162,6 +162,12 @@ impl ConnOut {
         q.bytes.reserve(want.saturating_sub(len));
     }
 
+    /// Gives back what [`ConnOut::reserve_for_media`] allocated, once no session sends media
+    /// on the connection any more (what is queued stays).
+    pub fn release_media(&self) {
+        lock(&self.queue).bytes.shrink_to_fit();
+    }
+
     /// No more writes: what is queued is still written, then the connection ends.
     pub fn close(&self) {
         let mut q = lock(&self.queue);

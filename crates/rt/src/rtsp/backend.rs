@@ -445,8 +445,16 @@ impl Backend for MediaBackend {
         // The client leaves: its stream says BYE (RFC 3550 §6.6).
         let _ = self.stop(session, true);
         if let Some(s) = self.sessions.remove(&session) {
-            if let Prepared::Interleaved { rtcp_channel, .. } = s.prepared {
+            if let Prepared::Interleaved {
+                rtcp_channel, out, ..
+            } = s.prepared
+            {
                 self.inboxes.remove(&(s.conn, rtcp_channel));
+                // The connection's media queue goes with its last interleaved session.
+                let others = self.inboxes.keys().any(|(c, _)| *c == s.conn);
+                if !others {
+                    out.release_media();
+                }
             }
         }
     }

@@ -385,18 +385,44 @@ impl Loop {
         }
         self.accept_all();
         self.give_back_memory(now);
+        for id in self.time_sessions_out(now, cfg.session_timeout) {
+            self.finish(id, "its sessions timed out");
+        }
+    }
+
+    /// Runs the session timer. A connection whose every session timed out, and that was as
+    /// silent as they were, is closed with them (returned): its client has gone, and what the
+    /// connection holds (its socket, its media queue) comes back now rather than after the
+    /// idle timeout. One that still talks stays open (its sessions' ports and media queue
+    /// went with them).
+    fn time_sessions_out(&mut self, now: Timestamp, timeout: Duration) -> Vec<u64> {
         let mut core = self.shared.lock();
         let core = &mut *core;
         for id in core.backend.reporting_sessions() {
             core.rtsp.touch(id, now);
         }
+        if core.rtsp.poll_timeout().is_none_or(|t| t > now) {
+            return Vec::new();
+        }
+        let conns = |rtsp: &metronome_session::rtsp::RtspServer| {
+            rtsp.session_infos()
+                .map(|s| s.conn)
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let before = conns(&core.rtsp);
         for id in core.rtsp.handle_timeout(now, &mut core.backend) {
             tracing::info!(
                 target: "metronome::rtsp",
-                "session {id} timed out: no request or receiver report for {:?}",
-                cfg.session_timeout
+                "session {id} timed out: no request or receiver report for {timeout:?}"
             );
         }
+        let after = conns(&core.rtsp);
+        let silent = |c: &&ConnId| self.room.quiet_for(**c, now).is_some_and(|q| q >= timeout);
+        before
+            .difference(&after)
+            .filter(silent)
+            .map(|c| c.0)
+            .collect()
     }
 
     /// Answers 408 to a request that did not arrive whole in time, and closes the connection

@@ -235,6 +235,13 @@ impl Room {
         }
     }
 
+    /// How long connection `id` has been quiet at `now` (`None`: not in the table).
+    pub fn quiet_for(&self, id: ConnId, now: Timestamp) -> Option<std::time::Duration> {
+        self.places
+            .get(&id)
+            .map(|p| now.saturating_since(p.quiet_since))
+    }
+
     /// The connections whose time is up at `now`, and why.
     pub fn expired(
         &self,
