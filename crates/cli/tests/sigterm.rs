@@ -98,3 +98,49 @@ fn serve_waiting_for_a_named_pipes_writer_stops_on_sigterm() {
     );
     assert!(out.stderr.contains("nothing was sent"), "{}", out.report());
 }
+
+/// Raw video from a file at one frame a minute: a frame's packets are paced over its minute,
+/// yet `--duration` ends the run at its end (it once ran 56 s for 3 s) and SIGTERM within 2 s.
+#[test]
+fn raw_video_at_one_frame_a_minute_stops_at_its_duration_and_on_sigterm() {
+    common::require("ffmpeg", "ffmpeg");
+    let dir = common::tmp_dir("sigterm-slow-raw");
+    let clip = dir.join("slow.y4m");
+    let made = std::process::Command::new("ffmpeg")
+        .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+        .arg("testsrc=size=160x120:rate=1/60")
+        .args(["-frames:v", "2", "-pix_fmt", "yuv422p"])
+        .arg(&clip)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let dest = format!("rtp://127.0.0.1:{}", port_pair());
+    let raw = |extra: &[&str]| {
+        let mut c = bin();
+        c.args(["serve", "--raw", "-i", clip.to_str().unwrap(), &dest])
+            .args(extra);
+        c
+    };
+    let started = common::now();
+    let out = common::run(&mut raw(&["--duration", "2s"]), Duration::from_secs(30));
+    let took = common::now() - started;
+    assert!(out.succeeded(), "{}", out.report());
+    assert!(
+        took < Duration::from_secs(6),
+        "{took:?} for --duration 2s: {}",
+        out.report()
+    );
+
+    let server = Running::spawn(&mut raw(&[]));
+    std::thread::sleep(Duration::from_secs(2));
+    let asked = common::now();
+    server.signal(libc::SIGTERM);
+    let out = server.finish_within(STOP_LIMIT);
+    assert!(out.succeeded(), "{}", out.report());
+    let took = common::now() - asked;
+    assert!(
+        took < Duration::from_secs(2),
+        "{took:?} after SIGTERM: {}",
+        out.report()
+    );
+}

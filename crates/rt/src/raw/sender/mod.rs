@@ -425,9 +425,24 @@ impl RawSender {
                 None
             };
             let mut next_status = epoch0 + Duration::from_secs(1);
+            // The last frame before the duration's end has left by then (a frame's packets
+            // take at most its period); a frame of a slow source (one a minute) is cut there.
+            let cut = plan.end.map(|e| e + tframe.min(Duration::from_millis(500)));
             while !rt.finished.load(Ordering::Acquire) {
-                if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
-                    rt.stop.store(true, Ordering::Release);
+                let over = cut.is_some_and(|c| clock.now() >= c);
+                let asked = stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed);
+                if (over || asked) && !rt.stop.swap(true, Ordering::AcqRel) {
+                    // The pacer may be waiting for a packet seconds away (a slow source's
+                    // frame is spread over its period): its core lets the stream go at its
+                    // next look instead.
+                    match shared {
+                        Some((s, a)) => {
+                            s.remove_raw(a);
+                        }
+                        None => {
+                            let _ = core.commands.push(Command::Remove(rt.id));
+                        }
+                    }
                     wake();
                 }
                 std::thread::sleep(STATUS_TURN);

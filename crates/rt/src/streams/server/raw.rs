@@ -72,9 +72,7 @@ impl StreamServer {
     /// Takes a raw stream off its core (it has let go once `rt.finished` is set) and gives its
     /// admission back.
     pub fn end_raw(&self, a: RawAdmission, rt: &RawStreamRt) {
-        if let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) {
-            let _ = core.commands.push(Command::Remove(a.id));
-            core.wake();
+        if self.remove_raw(&a) {
             for _ in 0..200 {
                 if rt.finished.load(Ordering::Acquire) {
                     break;
@@ -83,6 +81,17 @@ impl StreamServer {
             }
         }
         self.release_raw(a);
+    }
+
+    /// Asks the core an admitted raw stream runs on to let it go at its next look (within
+    /// milliseconds, even in the middle of a frame); false if it has no core.
+    pub fn remove_raw(&self, a: &RawAdmission) -> bool {
+        let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) else {
+            return false;
+        };
+        let _ = core.commands.push(Command::Remove(a.id));
+        core.wake();
+        true
     }
 
     /// Gives back a raw stream's admission (one that never started, or has ended).
