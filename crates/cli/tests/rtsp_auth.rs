@@ -417,3 +417,146 @@ fn ffmpeg_and_gstreamer_play_rtsps_and_basic_works_over_tls_only() {
     assert!(log.contains("its TLS failed"), "{log}");
     assert!(!log.contains("panicked"), "{log}");
 }
+
+/// An RTSP exchange over one TLS connection (`openssl s_client`): requests one at a time,
+/// each answer read before the next is sent.
+struct TlsSession {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl TlsSession {
+    fn open(addr: std::net::SocketAddr) -> TlsSession {
+        let mut child = Command::new("openssl")
+            .args(["s_client", "-quiet", "-connect", &addr.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        TlsSession {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    /// Sends `request`; the answer's head and body (by its Content-Length).
+    fn ask(&mut self, request: &str) -> (String, String) {
+        use std::io::BufRead;
+        self.stdin.write_all(request.as_bytes()).unwrap();
+        self.stdin.flush().unwrap();
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let len: usize = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0);
+        let mut body = vec![0u8; len];
+        self.stdout.read_exact(&mut body).unwrap();
+        (head, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+impl Drop for TlsSession {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An SRTP mount (`srtp_key`) over RTSPS: DESCRIBE's SDP carries the key (`a=crypto`), SETUP
+/// answers `RTP/SAVP`, and what arrives at the client's port authenticates and decrypts with
+/// the key from that SDP (the cipher itself is checked against FFmpeg and GStreamer in
+/// srtp_interop.rs; FFmpeg 5.1 decodes no SDES-keyed MP2T from an SDP or RTSP, even from its
+/// own sender, so it cannot play this). Without TLS the server refuses to start: the key
+/// would cross in clear.
+#[test]
+fn an_srtp_mount_over_rtsps_gives_its_key_in_describe_and_plain_rtsp_refuses_one() {
+    use metronome_session::srtp::{ReceiverSrtp, SrtpKey};
+    require("openssl", "openssl");
+    let dir = tmp_dir("rtsp_auth_srtp");
+    let (cert, key) = certificate(&dir);
+    let config = dir.join("srtp.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[stream]]\nname = \"sec\"\n{STREAM}\
+             srtp_key = \"MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0\"\n\
+             [rtsp_auth]\npublic = [\"sec\"]\n"
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let plain = run(
+        bin()
+            .args(["serve", "--rtsp", "127.0.0.1:0", "--duration", "5s"])
+            .args(["--config", &config]),
+        LIMIT,
+    );
+    assert!(
+        !plain.succeeded() && plain.stderr.contains("--rtsp-tls-cert"),
+        "{}",
+        plain.report()
+    );
+    let server = RtspServer::start(&[
+        "--config",
+        &config,
+        "--rtsp-tls-cert",
+        &cert,
+        "--rtsp-tls-key",
+        &key,
+    ]);
+    let url = server.url("sec").replacen("rtsp://", "rtsps://", 1);
+    let mut tls = TlsSession::open(server.addr);
+    let (head, sdp) = tls.ask(&format!("DESCRIBE {url} RTSP/1.0\r\nCSeq: 1\r\n\r\n"));
+    assert!(head.starts_with("RTSP/1.0 200"), "{head}");
+    assert!(sdp.contains("RTP/SAVP 33"), "{sdp}");
+    let crypto = sdp
+        .lines()
+        .find_map(|l| l.strip_prefix("a=crypto:"))
+        .unwrap_or_else(|| panic!("no a=crypto: {sdp}"));
+    let key = SrtpKey::from_crypto_attribute(crypto.trim()).unwrap();
+    let rtp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = rtp.local_addr().unwrap().port();
+    let (head, _) = tls.ask(&format!(
+        "SETUP {url}/trackID=0 RTSP/1.0\r\nCSeq: 2\r\n\
+         Transport: RTP/SAVP;unicast;client_port={port}-{}\r\n\r\n",
+        port + 1
+    ));
+    assert!(head.contains("Transport: RTP/SAVP;unicast"), "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| l.strip_prefix("Session: "))
+        .and_then(|v| v.split(';').next())
+        .unwrap()
+        .to_string();
+    let (head, _) = tls.ask(&format!(
+        "PLAY {url} RTSP/1.0\r\nCSeq: 3\r\nSession: {session}\r\n\r\n"
+    ));
+    assert!(head.starts_with("RTSP/1.0 200"), "{head}");
+    rtp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut srtp = ReceiverSrtp::new(&key).unwrap();
+    let mut buf = [0u8; 2048];
+    for _ in 0..50 {
+        let n = rtp.recv(&mut buf).expect("SRTP packets arrive");
+        let plain = srtp
+            .rtp(&buf[..n])
+            .expect("each authenticates with the SDP's key");
+        assert_eq!(plain[1] & 0x7f, 33, "MP2T inside");
+        assert_eq!(plain[12], 0x47, "a TS packet first");
+    }
+    drop(tls);
+    let (_, log) = server.stop();
+    assert!(!log.join("\n").contains("panicked"));
+}

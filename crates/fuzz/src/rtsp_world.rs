@@ -26,6 +26,8 @@ impl Backend for Checker {
             sdp: "v=0\r\n".into(),
             duration: (name == "file").then_some(Duration::from_secs(10)),
             multicast: name == "live",
+            // The live mount is SRTP: SETUP's RTP/SAVP alternatives are judged too.
+            srtp: name == "live",
         })
     }
     fn setup(&mut self, req: &SetupRequest<'_>) -> Result<Delivery, Refusal> {

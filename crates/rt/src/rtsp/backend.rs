@@ -281,6 +281,7 @@ impl Backend for MediaBackend {
             sdp: self.mounts.sdp(name, local)?,
             duration: m.duration,
             multicast: m.multicast.is_some(),
+            srtp: m.spec.srtp_key.is_some(),
         })
     }
 

@@ -102,13 +102,6 @@ impl Mounts {
         for spec in specs {
             spec.validate_settings()
                 .map_err(|e| MountError(e.to_string()))?;
-            if spec.srtp_key.is_some() {
-                return Err(MountError(format!(
-                    "stream '{}' has an srtp_key: SRTP is sent to its rtp:// destinations (their \
-                     SDP carries the key), not yet over RTSP; serve it without --rtsp",
-                    spec.name
-                )));
-            }
             if spec.name.len() > MAX_MOUNT_NAME {
                 return Err(MountError(format!(
                     "mount name '{}' is longer than {MAX_MOUNT_NAME} characters; pick a shorter name",
@@ -205,6 +198,7 @@ impl Mounts {
         }
         let mut s = SessionDescription::rtsp_mp2t(local.ip(), session_id_of(name), name, range);
         s.media[0].bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
+        s.media[0].crypto = crypto_of(&m.spec);
         Some(s.to_sdp())
     }
 }
@@ -221,13 +215,17 @@ pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> 
         ttl,
     );
     s.media[0].bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
-    // SRTP: RTP/SAVP and the key (RFC 4568 SDES); the spec's key was checked when declared.
-    s.media[0].crypto = spec
-        .srtp_key
+    s.media[0].crypto = crypto_of(spec);
+    s.to_sdp()
+}
+
+/// SRTP: the `a=crypto` value that makes the media RTP/SAVP with the stream's key (RFC 4568
+/// SDES); the key was checked when the stream was declared.
+fn crypto_of(spec: &StreamSpec) -> Option<String> {
+    spec.srtp_key
         .as_deref()
         .and_then(|k| SrtpKey::from_base64(k).ok())
-        .map(|k| k.crypto_attribute());
-    s.to_sdp()
+        .map(|k| k.crypto_attribute())
 }
 
 /// A stable origin session id for a name (RFC 8866 §5.2 only asks that it be unique per host).

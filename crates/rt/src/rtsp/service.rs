@@ -125,6 +125,7 @@ impl RtspService {
         mounts: Mounts,
     ) -> io::Result<RtspService> {
         let auth = authenticator(&cfg, &mounts)?;
+        srtp_needs_tls(&cfg, &mounts)?;
         let tls = cfg
             .tls
             .as_ref()
@@ -230,6 +231,26 @@ impl RtspService {
             let _ = t.join();
         }
         self.shared.lock().backend.teardown_all();
+    }
+}
+
+/// An SRTP mount's key goes to its clients in DESCRIBE's SDP: only over TLS.
+fn srtp_needs_tls(cfg: &RtspServiceConfig, mounts: &Mounts) -> io::Result<()> {
+    if cfg.tls.is_some() {
+        return Ok(());
+    }
+    match mounts
+        .names()
+        .find(|n| mounts.get(n).is_some_and(|m| m.spec.srtp_key.is_some()))
+    {
+        None => Ok(()),
+        Some(name) => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "mount '{name}' sends SRTP, and its key would cross the network in clear in \
+                 DESCRIBE: serve RTSPS (--rtsp-tls-cert and --rtsp-tls-key), or drop its srtp_key"
+            ),
+        )),
     }
 }
 

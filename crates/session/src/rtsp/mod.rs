@@ -57,6 +57,8 @@ pub struct MountInfo {
     pub duration: Option<Duration>,
     /// The mount has a multicast group a client may SETUP with `multicast`.
     pub multicast: bool,
+    /// The mount sends SRTP (its SDP's `a=crypto` has the key): SETUP answers `RTP/SAVP`.
+    pub srtp: bool,
 }
 
 /// The transport a client asked for in SETUP, after checks (RTP/AVP only; a `destination` other

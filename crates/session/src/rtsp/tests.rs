@@ -46,9 +46,13 @@ impl TestBackend {
             sdp: SDP.to_owned(),
             duration,
             multicast,
+            srtp: false,
         };
         let mut mounts = BTreeMap::new();
         mounts.insert("live".to_owned(), mount(None, true));
+        let mut srtp = mount(None, false);
+        srtp.srtp = true;
+        mounts.insert("srtp".to_owned(), srtp);
         mounts.insert(
             "file".to_owned(),
             mount(Some(Duration::from_secs(60)), false),

@@ -126,6 +126,9 @@ pub(super) struct Offer<'a> {
     pub multicast: bool,
     /// Interleaved channels already used by other sessions on this connection.
     pub used_channels: &'a [u8],
+    /// The mount sends SRTP: `RTP/SAVP` may be asked for (and `RTP/AVP`, as FFmpeg asks for
+    /// media its SDP says is SAVP).
+    pub srtp: bool,
 }
 
 /// The first acceptable alternative of a Transport header (RFC 2326 §12.39: the client lists
@@ -148,9 +151,15 @@ fn evaluate(t: &TransportSpec, offer: &Offer<'_>) -> Result<Requested, String> {
     let tcp = match t.protocol.to_ascii_uppercase().as_str() {
         "RTP/AVP" | "RTP/AVP/UDP" => false,
         "RTP/AVP/TCP" => true,
+        "RTP/SAVP" | "RTP/SAVP/UDP" if offer.srtp => false,
+        "RTP/SAVP/TCP" if offer.srtp => true,
+        "RTP/SAVP" | "RTP/SAVP/UDP" | "RTP/SAVP/TCP" => {
+            return Err("this mount sends plain RTP: ask for RTP/AVP".to_owned())
+        }
         _ => {
             return Err(format!(
-                "transport {:?} is not supported: only RTP/AVP, RTP/AVP/UDP and RTP/AVP/TCP",
+                "transport {:?} is not supported: only RTP/AVP, RTP/AVP/UDP and RTP/AVP/TCP \
+                 (and RTP/SAVP for an SRTP mount)",
                 printable(&t.protocol)
             ))
         }
@@ -282,7 +291,15 @@ pub(super) fn printable(s: &str) -> String {
 }
 
 /// The SETUP response's Transport header for what the backend set up (RFC 2326 §12.39).
-pub(super) fn describe(delivery: &Delivery) -> String {
+pub(super) fn describe(delivery: &Delivery, srtp: bool) -> String {
+    let plain = describe_plain(delivery);
+    match plain.strip_prefix("RTP/AVP") {
+        Some(rest) if srtp => format!("RTP/SAVP{rest}"),
+        _ => plain,
+    }
+}
+
+fn describe_plain(delivery: &Delivery) -> String {
     match *delivery {
         Delivery::Udp {
             client_rtp,

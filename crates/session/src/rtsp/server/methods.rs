@@ -76,6 +76,7 @@ impl RtspServer {
             peer: ctx.peer.ip(),
             multicast: mount.multicast,
             used_channels: &used_channels,
+            srtp: mount.srtp,
         };
         let requested = match transport::choose(header.as_str(), &offer) {
             Ok(r) => r,
@@ -113,7 +114,10 @@ impl RtspServer {
                     },
                 );
                 Reply::ok()
-                    .header(headers::TRANSPORT, transport::describe(&delivery))
+                    .header(
+                        headers::TRANSPORT,
+                        transport::describe(&delivery, mount.srtp),
+                    )
                     .header(headers::CONTENT_BASE, base)
                     .session(id)
             }

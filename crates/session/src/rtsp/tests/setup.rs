@@ -298,3 +298,18 @@ fn too_many_sessions_get_503() {
         200
     );
 }
+
+#[test]
+fn srtp_mounts_answer_savp_and_plain_ones_refuse_it() {
+    let mut h = Harness::new();
+    let savp = "RTP/SAVP;unicast;client_port=5000-5001";
+    assert_eq!(setup(&mut h, 1, "live/trackID=0", savp).status, 461);
+    // SAVP as asked, and AVP too (FFmpeg asks for RTP/AVP for media its SDP says is SAVP):
+    // either way the answer says what is sent.
+    for (conn, asked) in [(2, savp), (3, "RTP/AVP/TCP;unicast;interleaved=0-1")] {
+        let r = setup(&mut h, conn, "srtp/trackID=0", asked);
+        assert_eq!(r.status, 200, "{}", r.text);
+        let t = r.header("Transport").unwrap_or_default();
+        assert!(t.starts_with("RTP/SAVP"), "{t}");
+    }
+}
