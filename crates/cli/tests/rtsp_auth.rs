@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{bin, gst_ran_to_eos, now, require, run, tmp_dir, Outcome, RtspServer};
+use common::{bin, gst_ran_to_eos, require, run, tmp_dir, Outcome, RtspServer};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -312,37 +312,9 @@ fn certificate(dir: &Path) -> (String, String) {
     (cert.display().to_string(), key.display().to_string())
 }
 
-/// `request` sent over TLS by `openssl s_client`; what came back.
+/// `request` sent over TLS by `openssl s_client`; the answer's head.
 fn over_tls(addr: std::net::SocketAddr, request: &str) -> String {
-    let mut child = Command::new("openssl")
-        .args(["s_client", "-quiet", "-connect", &addr.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(request.as_bytes()).unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut got = Vec::new();
-        let mut buf = [0u8; 4096];
-        while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stdout.read(&mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => got.extend_from_slice(&buf[..n]),
-            }
-        }
-        got
-    });
-    let deadline = now() + LIMIT;
-    while !reader.is_finished() && now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    drop(stdin);
-    let _ = child.kill();
-    let _ = child.wait();
-    String::from_utf8_lossy(&reader.join().unwrap()).into_owned()
+    TlsSession::open(addr).ask(request).0
 }
 
 #[test]
@@ -427,9 +399,18 @@ struct TlsSession {
 }
 
 impl TlsSession {
+    /// Connects; the client is killed after [`LIMIT`] (a read then sees the end), so that
+    /// a server that does not answer fails the test instead of hanging it.
     fn open(addr: std::net::SocketAddr) -> TlsSession {
-        let mut child = Command::new("openssl")
-            .args(["s_client", "-quiet", "-connect", &addr.to_string()])
+        let mut child = Command::new("timeout")
+            .arg(LIMIT.as_secs().to_string())
+            .args([
+                "openssl",
+                "s_client",
+                "-quiet",
+                "-connect",
+                &addr.to_string(),
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
