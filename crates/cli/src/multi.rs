@@ -254,6 +254,10 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
         default_ring: a.ring.max(1),
         seed: a.seed.unwrap_or_else(crate::serve::fresh_seed),
         memory_budget_bytes: a.memory_budget.or(file.memory_budget),
+        max_stream_bps: a
+            .max_stream_rate
+            .or(file.max_stream_rate)
+            .unwrap_or(metronome_rt::streams::server::DEFAULT_MAX_STREAM_BPS),
         ..ServerConfig::default()
     };
     cfg.rt = a.rt.into();

@@ -153,6 +153,10 @@ pub struct ServeArgs {
     /// a stream past it is refused with the reason [default: a quarter of the machine's]
     #[arg(long, value_parser = parse_bytes, value_name = "SIZE", help_heading = "Many streams")]
     pub memory_budget: Option<u64>,
+    /// The most one stream may send, to all its destinations together, e.g. 500mbit; a
+    /// stream past it is refused with the reason [default: 200mbit; config: max_stream_rate]
+    #[arg(long, value_parser = parse_rate, help_heading = "Many streams")]
+    pub max_stream_rate: Option<u64>,
     /// Share of each real-time core the pacers may use, e.g. 95% or 0.95 (default 95%)
     #[arg(long, value_parser = parse_share, help_heading = "Many streams")]
     pub core_budget: Option<f64>,

@@ -187,6 +187,45 @@ fn streams_past_the_memory_budget_are_refused_before_they_allocate() {
     let _ = std::fs::remove_file(file);
 }
 
+/// One stream's rate is bounded with no link declared: a file declared at 150 Mbit/s to two
+/// destinations (300 Mbit/s on the wire) is refused with the bound and the option that sets it;
+/// one destination fits, and a raised bound admits both.
+#[test]
+fn one_streams_rate_is_bounded_without_a_declared_link() {
+    let _serial = serial();
+    let file = ts_file(2_000_000);
+    let (port, _, stop) = sink();
+    let cfg = ServerConfig {
+        link_capacity_bps: None,
+        ..config(SchedKind::Edf, 1_000_000_000, Duration::from_micros(5))
+    };
+    assert_eq!(cfg.max_stream_bps, 200_000_000, "the default bound");
+    let server = StreamServer::start(cfg.clone()).unwrap();
+    let mut two = spec("two", &file, port);
+    two.bitrate = Some(150_000_000);
+    two.destination
+        .push(format!("rtp://127.0.0.1:{}", port + 2));
+    let e = server.add(two.clone()).unwrap_err().to_string();
+    assert!(
+        e.contains("at most 200") && e.contains("--max-stream-rate"),
+        "{e}"
+    );
+    let mut one = two.clone();
+    one.name = "one".into();
+    one.destination.truncate(1);
+    server.add(one).unwrap();
+    drop(server.shutdown());
+    let server = StreamServer::start(ServerConfig {
+        max_stream_bps: 400_000_000,
+        ..cfg
+    })
+    .unwrap();
+    server.add(two).unwrap();
+    drop(server.shutdown());
+    stop.store(true, Ordering::Relaxed);
+    let _ = std::fs::remove_file(file);
+}
+
 /// This process's resident memory, KiB.
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")

@@ -13,6 +13,7 @@
 //! rtsp_tls_key = "/etc/metronome/key.pem"
 //! core_budget = "95%"           # or 0.95
 //! memory_budget = "2GiB"        # what the streams' rings and sources may hold
+//! max_stream_rate = "200mbit"   # the most one stream may send, to all its destinations
 //!
 //! [rtsp_auth]                   # who may play which mount (see `rtsp_auth`)
 //! public = ["lobby"]
@@ -112,6 +113,8 @@ pub struct ServeConfig {
     pub allow_destinations: Option<Vec<IpPrefix>>,
     /// `memory_budget`: the most the admitted streams may hold in memory, bytes (`"2GiB"`).
     pub memory_budget: Option<u64>,
+    /// `max_stream_rate`: the most one stream may send, bit/s, all destinations together.
+    pub max_stream_rate: Option<u64>,
     /// `rtsp`: the address of the RTSP server.
     pub rtsp: Option<SocketAddr>,
     /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
@@ -279,6 +282,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         control_hosts: raw.control_hosts,
         allow_destinations: raw.allow_destinations,
         memory_budget: raw.memory_budget,
+        max_stream_rate: raw.max_stream_rate,
         rtsp: raw.rtsp,
         core_budget: raw.core_budget,
         rtsp_auth,
@@ -307,6 +311,8 @@ struct RawConfig {
     allow_destinations: Option<Vec<IpPrefix>>,
     #[serde(default, deserialize_with = "de_memory")]
     memory_budget: Option<u64>,
+    #[serde(default, deserialize_with = "de_max_stream_rate")]
+    max_stream_rate: Option<u64>,
     #[serde(default, deserialize_with = "de_rtsp")]
     rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
@@ -341,9 +347,18 @@ fn de_rt_cores<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Erro
 }
 
 fn de_capacity<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    rate_of(d, "link_capacity")
+}
+
+fn de_max_stream_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    rate_of(d, "max_stream_rate")
+}
+
+/// A bit rate, as a number or text ("1gbit"); `key` names it in the error.
+fn rate_of<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<Option<u64>, D::Error> {
     let bad = |v: &dyn fmt::Display| {
         serde::de::Error::custom(format!(
-            "link_capacity = {v} is not a bit rate: write it like \"1gbit\" or \"100mbit\""
+            "{key} = {v} is not a bit rate: write it like \"1gbit\" or \"100mbit\""
         ))
     };
     match NumOrText::deserialize(d)? {

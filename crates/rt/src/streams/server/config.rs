@@ -59,7 +59,15 @@ pub struct ServerConfig {
     /// The most the admitted streams may hold in memory (rings and sources), bytes; by default
     /// a quarter of the machine's (`memory::default_budget_bytes`).
     pub memory_budget_bytes: Option<u64>,
+    /// The most one stream may send, bit/s on the wire to all its destinations together
+    /// (what admission reserves for it): a bound on what one request can make the server send,
+    /// with or without a declared link.
+    pub max_stream_bps: u64,
 }
+
+/// The default bound on one stream's rate: above any MPEG-TS a user sends (UHD broadcast is
+/// under 100 Mbit/s), far below what one request could otherwise ask.
+pub const DEFAULT_MAX_STREAM_BPS: u64 = 200_000_000;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -83,6 +91,7 @@ impl Default for ServerConfig {
             overload: OverloadPolicy::Warn,
             seed: 1,
             memory_budget_bytes: None,
+            max_stream_bps: DEFAULT_MAX_STREAM_BPS,
         }
     }
 }

@@ -39,7 +39,7 @@ mod raw;
 
 use config::core_config;
 pub(crate) use config::deadline_policy;
-pub use config::{CoreRt, ServerConfig};
+pub use config::{CoreRt, ServerConfig, DEFAULT_MAX_STREAM_BPS};
 use control::Control;
 pub use outcome::{PacerView, ServerOutcome};
 pub use raw::RawAdmission;
@@ -477,6 +477,15 @@ impl Inner {
             return Err(ControlError::Refused(format!(
                 "'{name}' is refused while the running streams do not fit ({why}); it is \
                  admitted again once they do, or run with --overload warn"
+            )));
+        }
+        if task.bitrate_bps > self.cfg.max_stream_bps {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Err(ControlError::Refused(format!(
+                "'{name}' would send {} to its destinations; one stream may send at most {} \
+                 (--max-stream-rate)",
+                format_bitrate(task.bitrate_bps),
+                format_bitrate(self.cfg.max_stream_bps)
             )));
         }
         lock(&self.memory).reserve(id, name, bytes).map_err(|r| {
