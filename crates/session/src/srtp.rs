@@ -15,6 +15,8 @@ use rtc_srtp::protection_profile::ProtectionProfile;
 pub const SUITE: &str = "AES_CM_128_HMAC_SHA1_80";
 /// Master key (16 bytes) and master salt (14 bytes), as SDES carries them.
 pub const KEY_LEN: usize = 30;
+/// The authentication tag of the suite (80 bits).
+const SRTCP_TAG_LEN: usize = 10;
 /// Packets behind the newest that may still arrive (RFC 3711 §3.3.2 asks for at least 64).
 const REPLAY_WINDOW: usize = 1024;
 
@@ -136,8 +138,21 @@ impl Srtp {
         Ok(())
     }
 
-    /// Checks and decrypts one SRTCP packet.
+    /// Checks and decrypts one SRTCP packet. One whose E flag says it is not encrypted is
+    /// refused: rtc-srtp 0.21 returns such a packet without checking its authentication tag
+    /// (RFC 3711 §3.4 authenticates every SRTCP packet), so a forged one would pass. Every
+    /// sender here (Metronome, FFmpeg, libsrtp's users) encrypts SRTCP.
     pub fn unprotect_rtcp(&mut self, packet: &[u8], out: &mut Vec<u8>) -> Result<(), SrtpError> {
+        let e_flag = packet
+            .len()
+            .checked_sub(SRTCP_TAG_LEN + 4)
+            .filter(|&at| at >= 8)
+            .map(|at| packet[at] & 0x80 != 0);
+        if e_flag != Some(true) {
+            return Err(SrtpError::Packet(
+                "not an encrypted SRTCP packet (unencrypted SRTCP is refused)".into(),
+            ));
+        }
         let p = self.ctx.decrypt_rtcp(packet).map_err(packet_error)?;
         out.clear();
         out.extend_from_slice(&p);
@@ -260,6 +275,20 @@ mod tests {
         );
         rx.unprotect_rtcp(&wire, &mut back).unwrap();
         assert_eq!(back, rr);
+    }
+
+    #[test]
+    fn unencrypted_srtcp_is_refused_whatever_its_tag() {
+        // What the fuzzer found: an RTCP header, the E flag clear, index 0, ten bytes of "tag".
+        let forged = [
+            0x8f, 0x21, 0x00, 0x01, 0x1b, 0x0c, 0x8f, 0x21, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+            0, 0x12, 0x34,
+        ];
+        let mut rx = Srtp::new(&SrtpKey::new([0x5a; KEY_LEN])).unwrap();
+        assert!(rx.unprotect_rtcp(&forged, &mut Vec::new()).is_err());
+        let mut r = ReceiverSrtp::new(&SrtpKey::new([0x5a; KEY_LEN])).unwrap();
+        assert!(r.rtcp_in(&forged).is_none());
+        assert_eq!(r.rejected, 1);
     }
 
     #[test]
