@@ -339,40 +339,14 @@ impl RawSender {
         let late = cfg.late.unwrap_or(LatePolicy::DropLate { after: tframe });
         let wire_bps = wire_bitrate(&format, &cfg)?;
         let session = new_session(&cfg, late, wire_bps, packets_per_frame, rtp_ts_base, epoch0);
-        let plan = Plan {
-            ff: *schedule.format(),
-            epoch0,
-            end: cfg.duration.map(|d| epoch0 + d),
-            frames: cfg.frames,
-            live: cfg.live,
-            lead: cfg
-                .produce_lead
-                .unwrap_or(tframe.min(Duration::from_millis(20))),
-            pad: cfg.pad_for_gso,
-        };
+        let plan = plan_of(&cfg, &schedule, epoch0);
         let settings = PacerSettings {
             batch_window: cfg.batch_window,
             late_threshold: cfg.late_threshold,
             send_time_ext: cfg.send_time_ext,
             late,
         };
-        // The pacing thread is a core of its own, running the loop every MPEG-TS stream runs
-        // on, with this one stream on it.
-        let core_cfg = CoreConfig {
-            policy: Policy::Edf,
-            thread: thread_config(
-                PacingThreadConfig {
-                    rt_policy: cfg.rt_policy,
-                    wait: cfg.wait,
-                    waiter: cfg.waiter,
-                    wait_selector: cfg.wait_selector,
-                    cpu: cfg.pacer_cpu,
-                    lock_memory: cfg.lock_memory,
-                },
-                &schedule,
-            ),
-            capacity: 1,
-        };
+        let core_cfg = own_core(&cfg, &schedule);
         let core = CoreShared::new(core_cfg.capacity);
         let rt = Arc::new(RawStreamRt::new(
             admission.as_ref().map_or(1, |a| a.id),
@@ -424,44 +398,27 @@ impl RawSender {
             } else {
                 None
             };
-            let mut next_status = epoch0 + Duration::from_secs(1);
-            // The last frame before the duration's end has left by then (a frame's packets
-            // take at most its period); a frame of a slow source (one a minute) is cut there.
-            let cut = plan.end.map(|e| e + tframe.min(Duration::from_millis(500)));
-            while !rt.finished.load(Ordering::Acquire) {
-                let over = cut.is_some_and(|c| clock.now() >= c);
-                let asked = stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed);
-                if (over || asked) && !rt.stop.swap(true, Ordering::AcqRel) {
-                    // The pacer may be waiting for a packet seconds away (a slow source's
-                    // frame is spread over its period): its core lets the stream go at its
-                    // next look instead.
-                    match shared {
-                        Some((s, a)) => {
-                            s.remove_raw(a);
-                        }
-                        None => {
-                            let _ = core.commands.push(Command::Remove(rt.id));
-                        }
-                    }
-                    wake();
+            let let_go = || match shared {
+                Some((s, a)) => {
+                    s.remove_raw(a);
                 }
-                std::thread::sleep(STATUS_TURN);
-                if !rtcp.is_empty() {
-                    exchange(&rt.session, &rtcp, None, clock, &mut rtcp_buf);
+                None => {
+                    let _ = core.commands.push(Command::Remove(rt.id));
                 }
-                let heard = lock(&rt.session)
-                    .reports()
-                    .receivers()
-                    .iter()
-                    .map(|r| r.reports)
-                    .sum();
-                ctl.receiver_reports.store(heard, Ordering::Relaxed);
-                let now = clock.now();
-                if now >= next_status {
-                    next_status = now + Duration::from_secs(1);
-                    on_status(&status(&ctl.counters, now.saturating_since(epoch0)));
-                }
+            };
+            Watch {
+                rt: &rt,
+                ctl: &ctl,
+                stop,
+                clock,
+                rtcp: &rtcp,
+                epoch0,
+                // The last frame before the duration's end has left by then (a frame's
+                // packets take at most its period); a slow source's frame (one a minute) is
+                // cut there.
+                cut: plan.end.map(|e| e + tframe.min(Duration::from_millis(500))),
             }
+            .run(&let_go, &wake, &mut on_status, &mut rtcp_buf);
             rt.stop.store(true, Ordering::Release);
             let pacer = match pacer {
                 Some(h) => h.join().expect("the raw pacer does not panic"),
@@ -511,6 +468,95 @@ impl RawSender {
             counters: &ctl.counters,
             pacer,
         }))
+    }
+}
+
+/// When the producer makes which frame, and until when.
+fn plan_of(cfg: &RawSenderConfig, schedule: &FrameSchedule, epoch0: Timestamp) -> Plan {
+    let tframe = schedule.format().tframe();
+    Plan {
+        ff: *schedule.format(),
+        epoch0,
+        end: cfg.duration.map(|d| epoch0 + d),
+        frames: cfg.frames,
+        live: cfg.live,
+        lead: cfg
+            .produce_lead
+            .unwrap_or(tframe.min(Duration::from_millis(20))),
+        pad: cfg.pad_for_gso,
+    }
+}
+
+/// The pacing thread of a sender not on a server: a core of its own, running the loop every
+/// MPEG-TS stream runs on, with this one stream on it.
+fn own_core(cfg: &RawSenderConfig, schedule: &FrameSchedule) -> CoreConfig {
+    CoreConfig {
+        policy: Policy::Edf,
+        thread: thread_config(
+            PacingThreadConfig {
+                rt_policy: cfg.rt_policy,
+                wait: cfg.wait,
+                waiter: cfg.waiter,
+                wait_selector: cfg.wait_selector,
+                cpu: cfg.pacer_cpu,
+                lock_memory: cfg.lock_memory,
+            },
+            schedule,
+        ),
+        capacity: 1,
+    }
+}
+
+/// What the calling thread does while a raw stream runs: stops it when asked or at the
+/// duration's end, runs its RTCP, and says how it goes once a second.
+struct Watch<'a> {
+    rt: &'a RawStreamRt,
+    ctl: &'a RawControl,
+    stop: &'a AtomicBool,
+    clock: &'a Clock,
+    rtcp: &'a [RtcpOut],
+    epoch0: Timestamp,
+    /// When the stream is stopped even in the middle of a frame (`--duration`).
+    cut: Option<Timestamp>,
+}
+
+impl Watch<'_> {
+    /// Until the pacer has let the stream go. `let_go` asks the pacing core to drop it at its
+    /// next look (it may be waiting for a packet seconds away: a slow source's frame is spread
+    /// over its period); `wake` wakes it.
+    fn run(
+        &self,
+        let_go: &dyn Fn(),
+        wake: &dyn Fn(),
+        on_status: &mut dyn FnMut(&RawSenderStatus),
+        rtcp_buf: &mut [u8],
+    ) {
+        let (rt, ctl) = (self.rt, self.ctl);
+        let mut next_status = self.epoch0 + Duration::from_secs(1);
+        while !rt.finished.load(Ordering::Acquire) {
+            let over = self.cut.is_some_and(|c| self.clock.now() >= c);
+            let asked = self.stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed);
+            if (over || asked) && !rt.stop.swap(true, Ordering::AcqRel) {
+                let_go();
+                wake();
+            }
+            std::thread::sleep(STATUS_TURN);
+            if !self.rtcp.is_empty() {
+                exchange(&rt.session, self.rtcp, None, self.clock, rtcp_buf);
+            }
+            let heard = lock(&rt.session)
+                .reports()
+                .receivers()
+                .iter()
+                .map(|r| r.reports)
+                .sum();
+            ctl.receiver_reports.store(heard, Ordering::Relaxed);
+            let now = self.clock.now();
+            if now >= next_status {
+                next_status = now + Duration::from_secs(1);
+                on_status(&status(&ctl.counters, now.saturating_since(self.epoch0)));
+            }
+        }
     }
 }
 
