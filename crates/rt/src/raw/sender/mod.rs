@@ -340,12 +340,6 @@ impl RawSender {
         let wire_bps = wire_bitrate(&format, &cfg)?;
         let session = new_session(&cfg, late, wire_bps, packets_per_frame, rtp_ts_base, epoch0);
         let plan = plan_of(&cfg, &schedule, epoch0);
-        let settings = PacerSettings {
-            batch_window: cfg.batch_window,
-            late_threshold: cfg.late_threshold,
-            send_time_ext: cfg.send_time_ext,
-            late,
-        };
         let core_cfg = own_core(&cfg, &schedule);
         let core = CoreShared::new(core_cfg.capacity);
         let rt = Arc::new(RawStreamRt::new(
@@ -353,7 +347,7 @@ impl RawSender {
             ring,
             out,
             schedule,
-            settings,
+            pacer_settings(&cfg, late),
             ctl.clone(),
             session,
         ));
@@ -363,86 +357,19 @@ impl RawSender {
             (Some(s), Some(a)) if s.start_raw(a, rt.clone()) => Some((s, a)),
             _ => None,
         };
-        let wake = || match shared {
-            Some((s, a)) => s.wake_raw(a),
-            None => core.wake(),
-        };
-        let (pacer, produced, ended_by) = std::thread::scope(|scope| {
-            let producer = std::thread::Builder::new()
-                .name("metronome-raw-producer".into())
-                .spawn_scoped(scope, || {
-                    // It works a few ms a frame; at the top nice level (where permitted) a busy
-                    // machine delays it less.
-                    crate::thread::spin_at_top_nice();
-                    let cpu = thread_cpu_s();
-                    let r = produce(&mut *source, &mut payloader, &rt, &wake, clock, &plan);
-                    rt.producer_done.store(true, Ordering::Release);
-                    wake();
-                    r.map(|why| (why, thread_cpu_s() - cpu))
-                })
-                .map_err(|e| RawSendError::Thread("producer", e))?;
-            let pacer = if shared.is_none() {
-                let h = std::thread::Builder::new()
-                    .name("metronome-raw-pacer".into())
-                    .spawn_scoped(scope, || {
-                        let mut pacer = Core::new(&core_cfg, &core, clock);
-                        // The table has room for it: the command cannot be refused.
-                        let _ = core.commands.push(Command::AddRaw(rt.clone()));
-                        while !rt.finished.load(Ordering::Acquire) {
-                            pacer.step();
-                        }
-                        PacerResult::new(&rt, pacer.finish())
-                    })
-                    .map_err(|e| RawSendError::Thread("pacer", e))?;
-                Some(h)
-            } else {
-                None
-            };
-            let let_go = || match shared {
-                Some((s, a)) => {
-                    s.remove_raw(a);
-                }
-                None => {
-                    let _ = core.commands.push(Command::Remove(rt.id));
-                }
-            };
-            Watch {
-                rt: &rt,
-                ctl: &ctl,
-                stop,
-                clock,
-                rtcp: &rtcp,
-                epoch0,
-                // The last frame before the duration's end has left by then (a frame's
-                // packets take at most its period); a slow source's frame (one a minute) is
-                // cut there.
-                cut: plan.end.map(|e| e + tframe.min(Duration::from_millis(500))),
-            }
-            .run(&let_go, &wake, &mut on_status, &mut rtcp_buf);
-            rt.stop.store(true, Ordering::Release);
-            let pacer = match pacer {
-                Some(h) => h.join().expect("the raw pacer does not panic"),
-                None => {
-                    let grant = shared
-                        .map(|(s, a)| {
-                            let c = a.core.unwrap_or(0);
-                            format!("shared pacing core {c}: {}", s.core_grant(c))
-                        })
-                        .unwrap_or_default();
-                    PacerResult::new(&rt, PacingThreadReport::shared(grant))
-                }
-            };
-            let produced = producer.join().expect("the raw producer does not panic");
-            let ended_by = if stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed) {
-                "stopped"
-            } else {
-                match &produced {
-                    Ok((why, _)) => *why,
-                    Err(_) => "error",
-                }
-            };
-            Ok::<_, RawSendError>((pacer, produced, ended_by))
-        })?;
+        let (pacer, produced, ended_by) = Threads {
+            rt: &rt,
+            ctl: &ctl,
+            stop,
+            clock,
+            plan: &plan,
+            shared,
+            core_cfg: &core_cfg,
+            core: &core,
+            rtcp: &rtcp,
+            tframe,
+        }
+        .run(&mut *source, &mut payloader, &mut on_status, &mut rtcp_buf)?;
         if let (Some(s), Some(a)) = (server, admission) {
             s.end_raw(a, &rt);
         }
@@ -468,6 +395,16 @@ impl RawSender {
             counters: &ctl.counters,
             pacer,
         }))
+    }
+}
+
+/// How the pacer sends each frame's batches.
+fn pacer_settings(cfg: &RawSenderConfig, late: LatePolicy) -> PacerSettings {
+    PacerSettings {
+        batch_window: cfg.batch_window,
+        late_threshold: cfg.late_threshold,
+        send_time_ext: cfg.send_time_ext,
+        late,
     }
 }
 
@@ -504,6 +441,135 @@ fn own_core(cfg: &RawSenderConfig, schedule: &FrameSchedule) -> CoreConfig {
             schedule,
         ),
         capacity: 1,
+    }
+}
+
+/// A raw stream's threads: its producer, its pacer (unless it is a lane of a server's core)
+/// and, on the calling thread, its [`Watch`].
+struct Threads<'a> {
+    rt: &'a Arc<RawStreamRt>,
+    ctl: &'a RawControl,
+    stop: &'a AtomicBool,
+    clock: &'a Clock,
+    plan: &'a Plan,
+    /// The server's core it is a lane of, if it is one.
+    shared: Option<(&'a Arc<StreamServer>, &'a RawAdmission)>,
+    core_cfg: &'a CoreConfig,
+    core: &'a CoreShared,
+    rtcp: &'a [RtcpOut],
+    tframe: Duration,
+}
+
+/// What the producer returned: why it stopped and its CPU time.
+type Produced = Result<(&'static str, f64), RawSendError>;
+
+impl Threads<'_> {
+    fn wake(&self) {
+        match self.shared {
+            Some((s, a)) => s.wake_raw(a),
+            None => self.core.wake(),
+        }
+    }
+
+    /// Runs the stream until it ends: the pacer's result, the producer's, and why it ended.
+    fn run(
+        &self,
+        source: &mut dyn RawSource,
+        payloader: &mut RawPayloader,
+        on_status: &mut dyn FnMut(&RawSenderStatus),
+        rtcp_buf: &mut [u8],
+    ) -> Result<(PacerResult, Produced, &'static str), RawSendError> {
+        let (rt, clock) = (self.rt, self.clock);
+        let wake = || self.wake();
+        std::thread::scope(|scope| {
+            let producer = std::thread::Builder::new()
+                .name("metronome-raw-producer".into())
+                .spawn_scoped(scope, || {
+                    // It works a few ms a frame; at the top nice level (where permitted) a busy
+                    // machine delays it less.
+                    crate::thread::spin_at_top_nice();
+                    let cpu = thread_cpu_s();
+                    let r = produce(source, payloader, rt, &wake, clock, self.plan);
+                    rt.producer_done.store(true, Ordering::Release);
+                    wake();
+                    r.map(|why| (why, thread_cpu_s() - cpu))
+                })
+                .map_err(|e| RawSendError::Thread("producer", e))?;
+            let pacer = match self.shared {
+                None => Some(
+                    std::thread::Builder::new()
+                        .name("metronome-raw-pacer".into())
+                        .spawn_scoped(scope, || self.own_pacer())
+                        .map_err(|e| RawSendError::Thread("pacer", e))?,
+                ),
+                Some(_) => None,
+            };
+            let let_go = || match self.shared {
+                Some((s, a)) => {
+                    s.remove_raw(a);
+                }
+                None => {
+                    let _ = self.core.commands.push(Command::Remove(rt.id));
+                }
+            };
+            Watch {
+                rt,
+                ctl: self.ctl,
+                stop: self.stop,
+                clock,
+                rtcp: self.rtcp,
+                epoch0: self.plan.epoch0,
+                // The last frame before the duration's end has left by then (a frame's
+                // packets take at most its period); a slow source's frame (one a minute) is
+                // cut there.
+                cut: self
+                    .plan
+                    .end
+                    .map(|e| e + self.tframe.min(Duration::from_millis(500))),
+            }
+            .run(&let_go, &wake, on_status, rtcp_buf);
+            rt.stop.store(true, Ordering::Release);
+            let pacer = match pacer {
+                Some(h) => h.join().expect("the raw pacer does not panic"),
+                None => self.shared_pacer(),
+            };
+            let produced = producer.join().expect("the raw producer does not panic");
+            let ended_by = self.ended_by(&produced);
+            Ok((pacer, produced, ended_by))
+        })
+    }
+
+    /// The pacing thread of a sender that has a core of its own.
+    fn own_pacer(&self) -> PacerResult {
+        let mut pacer = Core::new(self.core_cfg, self.core, self.clock);
+        // The table has room for it: the command cannot be refused.
+        let _ = self.core.commands.push(Command::AddRaw(self.rt.clone()));
+        while !self.rt.finished.load(Ordering::Acquire) {
+            pacer.step();
+        }
+        PacerResult::new(self.rt, pacer.finish())
+    }
+
+    /// What a lane of a server's core says of its pacing.
+    fn shared_pacer(&self) -> PacerResult {
+        let grant = self
+            .shared
+            .map(|(s, a)| {
+                let c = a.core.unwrap_or(0);
+                format!("shared pacing core {c}: {}", s.core_grant(c))
+            })
+            .unwrap_or_default();
+        PacerResult::new(self.rt, PacingThreadReport::shared(grant))
+    }
+
+    fn ended_by(&self, produced: &Produced) -> &'static str {
+        if self.stop.load(Ordering::Relaxed) || self.ctl.stop.load(Ordering::Relaxed) {
+            return "stopped";
+        }
+        match produced {
+            Ok((why, _)) => why,
+            Err(_) => "error",
+        }
     }
 }
 
