@@ -258,6 +258,8 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
             .max_stream_rate
             .or(file.max_stream_rate)
             .unwrap_or(metronome_rt::streams::server::DEFAULT_MAX_STREAM_BPS),
+        encode_budget: a.encode_budget.or(file.encode_budget),
+        encode_cost: a.encode_cost,
         ..ServerConfig::default()
     };
     cfg.rt = a.rt.into();

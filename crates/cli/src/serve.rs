@@ -5,7 +5,7 @@ use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
 use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
 use metronome_rt::streams::GivenSource;
-use metronome_rt::streams::{parse_share, CoreRt, SchedKind};
+use metronome_rt::streams::{parse_cpus, parse_share, CoreRt, SchedKind};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
@@ -157,6 +157,15 @@ pub struct ServeArgs {
     /// stream past it is refused with the reason [default: 200mbit; config: max_stream_rate]
     #[arg(long, value_parser = parse_rate, help_heading = "Many streams")]
     pub max_stream_rate: Option<u64>,
+    /// The CPU the live encoders (test-source streams and mounts) may take together, e.g. 1.5
+    /// or 150%; an encoder past it is refused with the reason, PLAY with 453 [default: 80% of
+    /// the producers' CPUs; config: encode_budget]
+    #[arg(long, value_parser = parse_cpus, value_name = "CPUS", help_heading = "Many streams")]
+    pub encode_budget: Option<f64>,
+    /// What one live encoder costs, e.g. 25%, instead of measuring it when one is first asked
+    /// for
+    #[arg(long, value_parser = parse_cpus, value_name = "CPUS", help_heading = "Many streams")]
+    pub encode_cost: Option<f64>,
     /// Share of each real-time core the pacers may use, e.g. 95% or 0.95 (default 95%)
     #[arg(long, value_parser = parse_share, help_heading = "Many streams")]
     pub core_budget: Option<f64>,

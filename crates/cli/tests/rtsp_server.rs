@@ -397,6 +397,58 @@ fn admission_refusal_is_453_with_the_reason() {
     server.stop();
 }
 
+/// Encoders are admitted against a CPU budget: with an encoder per session, the third of
+/// three that each take 30 % of a CPU does not fit in 70 % and its PLAY gets 453 with the
+/// reason, until one leaves; viewers of the shared encoder cost it once, so six all play.
+/// (The cost is given, `--encode-cost`, so that the count does not depend on the host; the
+/// measurement itself is `metronome_rt::streams::encode_cost`'s to test.)
+#[test]
+fn encoders_past_the_cpu_budget_are_refused_and_a_shared_one_counts_once() {
+    for per_session in [true, false] {
+        let mut args = small_test_source().to_vec();
+        args.extend(["--encode-cost", "30%", "--encode-budget", "70%"]);
+        if per_session {
+            args.push("--rtsp-encoder-per-session");
+        }
+        let server = RtspServer::start(&args);
+        let mut clients = Vec::new();
+        let mut statuses = Vec::new();
+        for _ in 0..6 {
+            let mut c = Client::connect(&server, "test");
+            let s = c
+                .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+                .session();
+            let r = c.play(&s, None);
+            statuses.push(r.status);
+            if r.status == 453 {
+                let why = format!(
+                    "{} {}",
+                    r.header("x-metronome-reason"),
+                    String::from_utf8_lossy(&r.body)
+                );
+                assert!(
+                    why.contains("encoder that takes 30.0 % of a CPU")
+                        && why.contains("--encode-budget"),
+                    "the reason names the encoders' budget: {r:?}"
+                );
+            }
+            clients.push((c, s));
+        }
+        if per_session {
+            assert_eq!(statuses, [200, 200, 453, 453, 453, 453]);
+            // The first leaves: its encoder's share comes back and the third plays.
+            let (a, sa) = &mut clients[0];
+            let url = a.url.clone();
+            assert_eq!(a.req("TEARDOWN", &url, &[("Session", &*sa)]).status, 200);
+            let (c, sc) = &mut clients[2];
+            assert_eq!(c.play(sc, None).status, 200);
+        } else {
+            assert_eq!(statuses, [200; 6], "one shared encoder");
+        }
+        server.stop();
+    }
+}
+
 #[test]
 fn a_silent_session_times_out_and_everything_is_reclaimed() {
     let mut args = small_test_source().to_vec();

@@ -36,7 +36,12 @@ pub fn realtime_ns() -> u64 {
 
 /// CPU time of the calling thread, in seconds.
 pub fn thread_cpu_s() -> f64 {
-    read_ns(libc::CLOCK_THREAD_CPUTIME_ID) as f64 / 1e9
+    thread_cpu_ns() as f64 / 1e9
+}
+
+/// CPU time of the calling thread, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    read_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// CPU time of the whole process (all threads), in seconds.

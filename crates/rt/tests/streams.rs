@@ -187,6 +187,76 @@ fn streams_past_the_memory_budget_are_refused_before_they_allocate() {
     let _ = std::fs::remove_file(file);
 }
 
+/// Live encoders are admitted against their CPU budget at their measured cost, and what the
+/// producers use is measured while they run: a server told an encoder costs next to nothing
+/// (`encode_cost`) admits encoders past what its producers can give, and its overload watch
+/// says so from the measured CPU, naming the encoders.
+#[test]
+fn encoders_are_reserved_at_their_measured_cost_and_watched_while_they_run() {
+    let _serial = serial();
+    let (port, _, stop) = sink();
+    let test_spec = |name: &str, size: &str| {
+        let mut s = StreamSpec::new(name, vec![format!("rtp://127.0.0.1:{port}")]);
+        s.size = Some(size.into());
+        s.bitrate = Some(1_000_000);
+        s
+    };
+    let server = StreamServer::start(config(
+        SchedKind::Edf,
+        1_000_000_000,
+        Duration::from_micros(5),
+    ))
+    .unwrap();
+    server.add(test_spec("small", "320x180")).unwrap();
+    let reserved = server.status().encode_reserved_percent;
+    assert!(reserved > 0.0 && reserved < 100.0, "{reserved} %");
+    // The same kind again: the same (kept) figure.
+    server.add(test_spec("small2", "320x180")).unwrap();
+    let twice = server.status().encode_reserved_percent;
+    assert!(
+        (twice - 2.0 * reserved).abs() < 1e-6,
+        "{twice} against {reserved}"
+    );
+    server.remove("small2").unwrap();
+    assert!((server.status().encode_reserved_percent - reserved).abs() < 1e-6);
+    std::thread::sleep(Duration::from_millis(2500));
+    let used = server.status().producer_cpu_percent;
+    println!("one 320x180 encoder: reserved {reserved:.2} %, the producers used {used:.2} %");
+    assert!(used > 0.0, "the producers' CPU is measured: {used} %");
+    drop(server.shutdown());
+
+    // Told each encoder costs 0.1 %, with a budget of 0.8 %: eight 1280x720 encoders are
+    // admitted, a ninth is not, and the eight take far more than 0.8 % of a CPU.
+    let server = StreamServer::start(ServerConfig {
+        encode_cost: Some(0.001),
+        encode_budget: Some(0.008),
+        ..config(SchedKind::Edf, 1_000_000_000, Duration::from_micros(5))
+    })
+    .unwrap();
+    for i in 0..8 {
+        server
+            .add(test_spec(&format!("hd{i}"), "1280x720"))
+            .unwrap();
+    }
+    let refused = server
+        .add(test_spec("ninth", "160x120"))
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("--encode-budget"), "{refused}");
+    // The watch judges once a second: within 10 s (50 looks 200 ms apart) it has said so.
+    let mut seen = Vec::new();
+    let said = (0..50).find_map(|_| {
+        std::thread::sleep(Duration::from_millis(200));
+        seen.extend(server.take_warnings());
+        seen.iter().find(|w| w.contains("live encoders")).cloned()
+    });
+    let said = said.unwrap_or_else(|| panic!("no overload said: {seen:?}"));
+    assert!(said.contains("over the 0.8 %"), "{said}");
+    assert!(server.status().producer_cpu_percent > 0.8);
+    drop(server.shutdown());
+    stop.store(true, Ordering::Relaxed);
+}
+
 /// One stream's rate is bounded with no link declared: a file declared at 150 Mbit/s to two
 /// destinations (300 Mbit/s on the wire) is refused with the bound and the option that sets it;
 /// one destination fits, and a raised bound admits both.

@@ -26,8 +26,10 @@
 
 pub mod admission;
 pub mod analysis;
+pub mod cpu;
 pub mod dispatch;
 mod fmt_util;
+mod ledger;
 pub mod memory;
 pub mod overload;
 pub mod pacing;
@@ -44,6 +46,7 @@ pub use admission::{
 };
 pub use analysis::{cmp_utilisation, compare_utilisation, dm_test, edf_test, utilisation};
 pub use analysis::{Budget, DemandPoint, DmReport, DmViolation, EdfReport, EdfViolation};
+pub use cpu::{CpuBudget, CpuRefusal};
 pub use dispatch::{Dispatcher, Job};
 pub use memory::{MemoryBudget, MemoryRefusal};
 pub use overload::{

@@ -3,16 +3,12 @@
 //! past its budget is refused with how much it asked and how much is left. A request for a
 //! ring of a million slots (1.4 GB) is then a refusal, not an allocation.
 
-use std::collections::HashMap;
+use crate::ledger::Ledger;
 use std::fmt;
 
 /// The reservations against the budget, by stream id.
 #[derive(Debug)]
-pub struct MemoryBudget {
-    budget: u64,
-    used: u64,
-    by_stream: HashMap<u64, u64>,
-}
+pub struct MemoryBudget(Ledger);
 
 /// Why a stream does not fit the memory budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,44 +38,32 @@ impl fmt::Display for MemoryRefusal {
 
 impl MemoryBudget {
     pub fn new(budget: u64) -> MemoryBudget {
-        MemoryBudget {
-            budget,
-            used: 0,
-            by_stream: HashMap::new(),
-        }
+        MemoryBudget(Ledger::new(budget))
     }
 
     /// Reserves `bytes` for stream `id` (`name` in the refusal), or says why not.
     pub fn reserve(&mut self, id: u64, name: &str, bytes: u64) -> Result<(), MemoryRefusal> {
-        let left = self.budget.saturating_sub(self.used);
-        if bytes > left {
-            return Err(MemoryRefusal {
-                name: name.to_string(),
-                asked: bytes,
-                left,
-                budget: self.budget,
-            });
-        }
-        self.used += bytes;
-        *self.by_stream.entry(id).or_default() += bytes;
-        Ok(())
+        self.0.reserve(id, bytes).map_err(|left| MemoryRefusal {
+            name: name.to_string(),
+            asked: bytes,
+            left,
+            budget: self.0.budget(),
+        })
     }
 
     /// Gives back what stream `id` reserved (nothing if it had nothing).
     pub fn release(&mut self, id: u64) {
-        if let Some(bytes) = self.by_stream.remove(&id) {
-            self.used = self.used.saturating_sub(bytes);
-        }
+        self.0.release(id);
     }
 
     /// Bytes reserved now.
     pub fn used(&self) -> u64 {
-        self.used
+        self.0.used()
     }
 
     /// The budget, bytes.
     pub fn budget(&self) -> u64 {
-        self.budget
+        self.0.budget()
     }
 }
 

@@ -25,7 +25,7 @@ pub enum OverloadPolicy {
 }
 
 /// What the server measured over one window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
     /// Send calls measured, and the 99th percentile of their cost per packet per destination.
     pub sends: u64,
@@ -34,6 +34,10 @@ pub struct Window {
     pub budget: Duration,
     /// Deadlines missed in the window, over all streams.
     pub deadline_misses: u64,
+    /// The CPU the producers (the live encoders among them) used in the window, and what
+    /// admission budgets for the encoders, CPUs.
+    pub producer_cpu: f64,
+    pub encode_budget: f64,
 }
 
 /// What the server should do after a window.
@@ -117,13 +121,21 @@ impl OverloadWatch {
                 w.budget.as_secs_f64() * 1e6
             ));
         }
+        if w.producer_cpu > w.encode_budget {
+            why.push(format!(
+                "the producers (the live encoders) used {:.1} % of a CPU, over the {:.1} % \
+                 admission budgeted for the encoders",
+                w.producer_cpu * 100.0,
+                w.encode_budget * 100.0
+            ));
+        }
         if why.is_empty() {
             self.quiet += 1;
             if self.reason.is_some() && self.quiet >= QUIET_WINDOWS {
                 self.reason = None;
                 return Some(Action::Recovered(format!(
                     "the admitted streams fit again ({QUIET_WINDOWS} windows without a miss, \
-                     send cost within budget)"
+                     send cost and encoders within budget)"
                 )));
             }
             return None;
@@ -151,7 +163,23 @@ mod tests {
             send_cost_p99: Duration::from_micros(p99_us),
             budget: Duration::from_micros(10),
             deadline_misses: misses,
+            producer_cpu: 0.1,
+            encode_budget: 0.8,
         }
+    }
+
+    #[test]
+    fn encoders_over_their_budget_make_it_overloaded() {
+        let mut w = OverloadWatch::new(OverloadPolicy::Refuse);
+        let busy = Window {
+            producer_cpu: 0.93,
+            ..window(0, 5)
+        };
+        let Some(Action::Overloaded(why)) = w.observe(busy) else {
+            panic!("encoders over their budget are overload")
+        };
+        assert!(why.contains("93.0 %") && why.contains("80.0 %"), "{why}");
+        assert!(w.refusing());
     }
 
     #[test]

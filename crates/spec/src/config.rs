@@ -14,6 +14,7 @@
 //! core_budget = "95%"           # or 0.95
 //! memory_budget = "2GiB"        # what the streams' rings and sources may hold
 //! max_stream_rate = "200mbit"   # the most one stream may send, to all its destinations
+//! encode_budget = 1.5           # the CPUs the live encoders may take (or "150%")
 //!
 //! [rtsp_auth]                   # who may play which mount (see `rtsp_auth`)
 //! public = ["lobby"]
@@ -36,7 +37,7 @@
 
 use crate::prefix::IpPrefix;
 use crate::rtsp_auth::{RawRtspAuth, RtspAuthSpec};
-use crate::stream::{parse_bitrate, parse_share, StreamSpec};
+use crate::stream::{parse_bitrate, parse_cpus, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -115,6 +116,8 @@ pub struct ServeConfig {
     pub memory_budget: Option<u64>,
     /// `max_stream_rate`: the most one stream may send, bit/s, all destinations together.
     pub max_stream_rate: Option<u64>,
+    /// `encode_budget`: the CPU the live encoders may take together, CPUs.
+    pub encode_budget: Option<f64>,
     /// `rtsp`: the address of the RTSP server.
     pub rtsp: Option<SocketAddr>,
     /// `core_budget`: the share of each real-time core the pacer may use, 0.01 to 1.
@@ -283,6 +286,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         allow_destinations: raw.allow_destinations,
         memory_budget: raw.memory_budget,
         max_stream_rate: raw.max_stream_rate,
+        encode_budget: raw.encode_budget,
         rtsp: raw.rtsp,
         core_budget: raw.core_budget,
         rtsp_auth,
@@ -313,6 +317,8 @@ struct RawConfig {
     memory_budget: Option<u64>,
     #[serde(default, deserialize_with = "de_max_stream_rate")]
     max_stream_rate: Option<u64>,
+    #[serde(default, deserialize_with = "de_encode_budget")]
+    encode_budget: Option<f64>,
     #[serde(default, deserialize_with = "de_rtsp")]
     rtsp: Option<SocketAddr>,
     #[serde(default, deserialize_with = "de_budget")]
@@ -396,6 +402,16 @@ fn de_rtsp<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Err
             s.escape_debug()
         ))
     })
+}
+
+fn de_encode_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let cpus = match NumOrText::deserialize(d)? {
+        NumOrText::Int(n) => parse_cpus(&n.to_string()),
+        NumOrText::Float(x) => parse_cpus(&x.to_string()),
+        NumOrText::Text(s) => parse_cpus(&s),
+    };
+    cpus.map(Some)
+        .map_err(|e| serde::de::Error::custom(format!("encode_budget: {e}")))
 }
 
 fn de_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
@@ -507,6 +523,7 @@ control_token_file = "/var/lib/metronome/control-token"
 control_hosts = ["metronome.example"]
 allow_destinations = ["127.0.0.0/8", "10.1.0.0/16"]
 memory_budget = "512MiB"
+encode_budget = "150%"
 core_budget = "95%"
 
 [[stream]]
@@ -566,6 +583,7 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
         assert_eq!(allowed.len(), 2);
         assert!(allowed[1].contains("10.1.2.3".parse().unwrap()));
         assert_eq!(c.memory_budget, Some(512 << 20));
+        assert_eq!(c.encode_budget, Some(1.5));
         assert_eq!(c.core_budget, Some(0.95));
         assert_eq!(c.streams.len(), 2);
         assert_eq!(c.streams[0].deadline, Some(Duration::from_millis(10)));

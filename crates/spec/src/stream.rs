@@ -363,14 +363,28 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 
 /// Parses a share of a core: `95%` or `0.95`, from 1% to 100%.
 pub fn parse_share(s: &str) -> Result<f64, String> {
+    let v = fraction(s).map_err(|_| format!("'{s}' is not a share; write it like 95% or 0.95"))?;
+    if !(0.01..=1.0).contains(&v) {
+        return Err(format!("'{s}' is outside 1%..100%"));
+    }
+    Ok(v)
+}
+
+/// `95%` as 0.95, `0.95` as itself.
+fn fraction(s: &str) -> Result<f64, std::num::ParseFloatError> {
     let t = s.trim();
-    let v = match t.strip_suffix('%') {
+    match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
         None => t.parse::<f64>(),
     }
-    .map_err(|_| format!("'{s}' is not a share; write it like 95% or 0.95"))?;
-    if !(0.01..=1.0).contains(&v) {
-        return Err(format!("'{s}' is outside 1%..100%"));
+}
+
+/// Parses an amount of CPU: `1.5` (CPUs) or `150%` (of one CPU), from 0 to 1024 CPUs.
+pub fn parse_cpus(s: &str) -> Result<f64, String> {
+    let v = fraction(s)
+        .map_err(|_| format!("'{s}' is not an amount of CPU; write it like 1.5 (CPUs) or 150%"))?;
+    if !(0.0..=1024.0).contains(&v) {
+        return Err(format!("'{s}' is outside 0 to 1024 CPUs"));
     }
     Ok(v)
 }
@@ -442,6 +456,17 @@ fn ser_opt_bitrate<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpus_are_written_as_cpus_or_percent() {
+        assert_eq!(parse_cpus("1.5"), Ok(1.5));
+        assert_eq!(parse_cpus("40%"), Ok(0.4));
+        assert_eq!(parse_cpus("0"), Ok(0.0));
+        assert!(parse_cpus("-1").unwrap_err().contains("outside"));
+        assert!(parse_cpus("lots")
+            .unwrap_err()
+            .contains("1.5 (CPUs) or 150%"));
+    }
 
     #[test]
     fn amounts_of_memory_parse_in_powers_of_1024() {

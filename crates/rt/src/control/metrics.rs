@@ -48,7 +48,7 @@ pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
 
 /// The server's own figures: one sample each.
 fn server_families(out: &mut String, server: &ServerStatus) {
-    let families: [Family<ServerStatus>; 5] = [
+    let families: [Family<ServerStatus>; 8] = [
         (
             "metronome_streams_running",
             "gauge",
@@ -78,6 +78,24 @@ fn server_families(out: &mut String, server: &ServerStatus) {
             "gauge",
             "The most the admitted streams may hold (--memory-budget).",
             |s| s.memory_budget_bytes as f64,
+        ),
+        (
+            "metronome_encode_reserved_cpus",
+            "gauge",
+            "CPUs the running live encoders take as admission reserved them (measured costs).",
+            |s| s.encode_reserved_percent / 100.0,
+        ),
+        (
+            "metronome_encode_budget_cpus",
+            "gauge",
+            "The most CPU the live encoders may take together (--encode-budget).",
+            |s| s.encode_budget_percent / 100.0,
+        ),
+        (
+            "metronome_producer_cpus",
+            "gauge",
+            "CPUs the producer threads (the encoders among them) used over the last second.",
+            |s| s.producer_cpu_percent / 100.0,
         ),
     ];
     for (name, kind, help, f) in families {

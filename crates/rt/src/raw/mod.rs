@@ -386,7 +386,9 @@ mod shared_core_tests {
         scfg.max_payload = 300;
         let sender = RawSender::open(src, scfg).unwrap();
         let task = sender.task(&server.calibration());
-        let admitted = server.admit_raw("raw", task).unwrap();
+        let admitted = server
+            .admit_raw("raw", task, sender.memory_bytes())
+            .unwrap();
         assert_eq!(admitted.core, Some(0));
         let during = server.status().cores[0].utilisation_percent;
         assert!(
@@ -465,7 +467,7 @@ mod shared_core_tests {
         let dest = RtpUrl::parse_destination("rtp://127.0.0.1:9").unwrap();
         let heavy = RawSender::open(src, RawSenderConfig::new(dest, 8, 1)).unwrap();
         let refused = server
-            .admit_raw("heavy", heavy.task(&server.calibration()))
+            .admit_raw("heavy", heavy.task(&server.calibration()), 0)
             .unwrap_err();
         assert!(refused.message().contains("heavy"), "{refused:?}");
         let server = Arc::try_unwrap(server).ok().unwrap();

@@ -547,7 +547,10 @@ impl MediaBackend {
         // Admitted on a pacing core like every stream: the core's schedulability test and
         // the link; it runs as a lane of that core.
         let task = sender.task(&self.server.calibration());
-        let admitted = self.server.admit_raw(&name, task).map_err(refusal)?;
+        let admitted = self
+            .server
+            .admit_raw(&name, task, sender.memory_bytes())
+            .map_err(refusal)?;
         let (seq, rtptime) = sender.first_packet();
         let ctl = Arc::new(RawControl::default());
         let thread = {

@@ -1,7 +1,8 @@
 //! Live sources a mount's sessions share (`metronome_media::shared`): the first unicast PLAY of
 //! a live test-source mount starts one encoder, each later PLAY taps it, and the encoder goes
 //! with the last session. N viewers cost one encode and N sends. The hub's memory (the encoder
-//! and its window of packets) is held against the server's budget while it lives, once.
+//! and its window of packets) and its encoder's CPU are held against the server's budgets while
+//! it lives, once.
 //!
 //! A mount whose sessions may each have their own rate (a rate controller, a `max_bitrate` to
 //! turn up to) keeps an encoder per session, as does a server run with sharing off.
@@ -71,13 +72,14 @@ fn start(
     mount: &str,
     spec: &StreamSpec,
 ) -> Result<std::sync::Arc<Mutex<LiveHub>>, Refusal> {
+    let encode = server.encode_cost(spec).map_err(super::backend::refusal)?;
     let source = crate::streams::open_source(spec).map_err(super::backend::refusal)?;
     let rate = source.nominal_bitrate().unwrap_or(DEFAULT_RATE);
     let window = LiveHub::window_for(rate, WINDOW);
     // Each packet kept: its 188 bytes and its time.
     let bytes = TEST_SOURCE_BYTES + (window as u64) * 204;
     let hold = server
-        .hold_memory(&format!("{mount} (shared source)"), bytes)
+        .hold(&format!("{mount} (shared source)"), bytes, encode)
         .map_err(super::backend::refusal)?;
     let hub = LiveHub::new(source, window);
     hub.lock()

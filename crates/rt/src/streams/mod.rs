@@ -1,7 +1,8 @@
 //! Many streams in one process, each a real-time task (period, deadline, cost, rate).
 //!
 //! - [`spec`], [`config`]: what a user declares (command line, TOML, the HTTP API).
-//! - [`calibrate`]: the send cost measured on this machine at start-up.
+//! - [`calibrate`]: the send cost measured on this machine at start-up; [`encode_cost`]: what
+//!   a live encoder costs, measured when one is first asked for.
 //! - [`open`]: a spec becomes a stream: source opened, task derived, admitted, sockets and ring.
 //! - [`server`]: admission control and the stream table; [`status`]: what it shows.
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
@@ -14,6 +15,7 @@ pub mod calibrate;
 // What users declare lives in `metronome-spec`; the driver reads it from here as before.
 pub use metronome_spec::{config, stream as spec};
 pub mod core;
+pub mod encode_cost;
 pub mod naive;
 mod open;
 pub mod outlet;
@@ -33,6 +35,7 @@ pub use server::{
     CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,
 };
 pub use spec::{
-    format_bitrate, parse_bitrate, parse_duration, parse_share, SourceSpec, SpecError, StreamSpec,
+    format_bitrate, parse_bitrate, parse_cpus, parse_duration, parse_share, SourceSpec, SpecError,
+    StreamSpec,
 };
 pub use status::{ServerStatus, StreamStatus};

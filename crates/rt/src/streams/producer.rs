@@ -7,7 +7,7 @@ use crate::clock::Clock;
 use crate::ring::Slot;
 use metronome_session::sender::{RtpSource, SourceError};
 use metronome_time::Timestamp;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -50,6 +50,8 @@ pub struct ProducerPool {
     senders: Vec<Sender<Production>>,
     threads: Vec<JoinHandle<()>>,
     next: std::sync::atomic::AtomicUsize,
+    /// The CPU time the threads have used, ns, all together (what the encoders cost, measured).
+    cpu_ns: Arc<AtomicU64>,
 }
 
 impl ProducerPool {
@@ -61,17 +63,19 @@ impl ProducerPool {
     ) -> std::io::Result<ProducerPool> {
         let mut senders = Vec::new();
         let mut handles = Vec::new();
+        let cpu_ns = Arc::new(AtomicU64::new(0));
         for i in 0..threads.max(1) {
             let (tx, rx) = channel();
             let cpus = cpus.clone();
             let clock = clock.clone();
+            let cpu = cpu_ns.clone();
             let h = std::thread::Builder::new()
                 .name(format!("producer-{i}"))
                 .spawn(move || {
                     if let Some(cpus) = cpus {
                         let _ = crate::thread::set_affinity(0, &cpus);
                     }
-                    run(rx, &clock)
+                    run(rx, &clock, &cpu)
                 })?;
             senders.push(tx);
             handles.push(h);
@@ -80,7 +84,13 @@ impl ProducerPool {
             senders,
             threads: handles,
             next: Default::default(),
+            cpu_ns,
         })
+    }
+
+    /// The CPU time the producer threads have used so far, ns, all together.
+    pub fn cpu_ns(&self) -> u64 {
+        self.cpu_ns.load(Ordering::Relaxed)
     }
 
     /// Hands a stream to the next producer thread.
@@ -101,10 +111,14 @@ impl ProducerPool {
     }
 }
 
-fn run(rx: Receiver<Production>, clock: &Clock) {
+fn run(rx: Receiver<Production>, clock: &Clock, cpu_ns: &AtomicU64) {
     let mut work: Vec<Production> = Vec::new();
     let mut open = true;
+    let mut cpu_seen = crate::clock::thread_cpu_ns();
     loop {
+        let cpu = crate::clock::thread_cpu_ns();
+        cpu_ns.fetch_add(cpu.saturating_sub(cpu_seen), Ordering::Relaxed);
+        cpu_seen = cpu;
         loop {
             match rx.try_recv() {
                 Ok(p) => work.push(p),

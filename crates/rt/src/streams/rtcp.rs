@@ -164,6 +164,8 @@ fn watch_overload(inner: &Inner) {
         send_cost_p99: Duration::from_nanos(cost.quantile_ns(0.99)),
         budget: inner.calibration.per_packet,
         deadline_misses: misses,
+        producer_cpu: producer_cpu(inner),
+        encode_budget: lock(&inner.encoders).budget(),
     };
     let action = lock(&inner.overload).observe(window);
     let say = |what: String| {
@@ -187,6 +189,22 @@ fn watch_overload(inner: &Inner) {
             }
         }
     }
+}
+
+/// The CPU the producer threads used since the last window, CPUs.
+fn producer_cpu(inner: &Inner) -> f64 {
+    let Some(total) = lock(&inner.producers).as_ref().map(|p| p.cpu_ns()) else {
+        return 0.0;
+    };
+    let now = inner.clock.now();
+    let mut p = lock(&inner.producer_cpu);
+    let span = now.saturating_since(p.at).as_secs_f64();
+    if span > 0.0 {
+        p.last = total.saturating_sub(p.seen_ns) as f64 / 1e9 / span;
+    }
+    p.seen_ns = total;
+    p.at = now;
+    p.last
 }
 
 /// Brings `at` forward to when the stream's RTCP side next needs the thread, if sooner.

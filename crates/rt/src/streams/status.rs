@@ -87,6 +87,14 @@ pub struct ServerStatus {
     pub memory_reserved_bytes: u64,
     /// The most they may hold (`--memory-budget`), bytes.
     pub memory_budget_bytes: u64,
+    /// What the running live encoders take as admission reserved it (each measured when one
+    /// like it was first asked for), percent of one CPU.
+    pub encode_reserved_percent: f64,
+    /// The most they may take (`--encode-budget`), percent of one CPU.
+    pub encode_budget_percent: f64,
+    /// What the producer threads (the encoders among them) used over the last second,
+    /// measured, percent of one CPU.
+    pub producer_cpu_percent: f64,
     pub core_budget_percent: f64,
     pub cores: Vec<CoreView>,
     pub calibration: Calibration,

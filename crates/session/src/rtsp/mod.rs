@@ -130,7 +130,7 @@ pub enum Refusal {
     #[error("no such mount")]
     NotFound,
     /// 453 Not Enough Bandwidth: admission control refused the stream (the reason says why).
-    #[error("not enough bandwidth: {0}")]
+    #[error("admission refused it: {0}")]
     NotEnoughBandwidth(String),
     /// 461 Unsupported Transport.
     #[error("unsupported transport: {0}")]

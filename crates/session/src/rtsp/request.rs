@@ -181,10 +181,10 @@ pub(super) fn reason_phrase(status: u16) -> &'static str {
     }
 }
 
-/// Text safe in a header value: no control characters (so no CR/LF), at most 200 characters.
+/// Text safe in a header value: no control characters (so no CR/LF), at most 400 characters.
 pub(super) fn header_text(s: &str) -> String {
     s.chars()
-        .take(200)
+        .take(400)
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }

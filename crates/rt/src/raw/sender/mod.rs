@@ -234,6 +234,18 @@ impl RawSender {
         })
     }
 
+    /// What the sender holds in memory while it runs, bytes: its ring of packetized frames
+    /// and the frame its source fills (what a server's memory budget counts for it).
+    pub fn memory_bytes(&self) -> u64 {
+        let frames = self.cfg.ring_frames.max(2) as u64;
+        let packets = self.payloader.packets_per_frame() as u64;
+        let stride = self.payloader.packet_capacity() as u64;
+        frames
+            .saturating_mul(packets)
+            .saturating_mul(stride)
+            .saturating_add(self.format.frame_bytes() as u64)
+    }
+
     /// The first packet's sequence number and RTP timestamp (RTSP's RTP-Info).
     pub fn first_packet(&self) -> (u16, u32) {
         (self.first_seq, self.rtp_ts_base)

@@ -63,7 +63,16 @@ pub struct ServerConfig {
     /// (what admission reserves for it): a bound on what one request can make the server send,
     /// with or without a declared link.
     pub max_stream_bps: u64,
+    /// The CPU the live encoders may take together, CPUs; by default
+    /// [`DEFAULT_ENCODE_SHARE`] of the CPUs the producers run on.
+    pub encode_budget: Option<f64>,
+    /// What one encoder costs, CPUs, instead of measuring it (`encode_cost`).
+    pub encode_cost: Option<f64>,
 }
+
+/// The share of the producers' CPUs the encoders may take by default: the rest is for the
+/// producers' other work, the RTCP thread and the RTSP and API event loops that share them.
+pub const DEFAULT_ENCODE_SHARE: f64 = 0.8;
 
 /// The default bound on one stream's rate: above any MPEG-TS a user sends (UHD broadcast is
 /// under 100 Mbit/s), far below what one request could otherwise ask.
@@ -92,6 +101,8 @@ impl Default for ServerConfig {
             seed: 1,
             memory_budget_bytes: None,
             max_stream_bps: DEFAULT_MAX_STREAM_BPS,
+            encode_budget: None,
+            encode_cost: None,
         }
     }
 }
@@ -108,6 +119,17 @@ impl ServerConfig {
         let n = thread::online_cpus();
         let cores = self.rt_cores.max(1);
         (self.isolate && n > cores).then(|| (0..cores).map(|i| n - 1 - i).collect())
+    }
+
+    /// The CPU the encoders may take: the given budget, else [`DEFAULT_ENCODE_SHARE`] of the
+    /// CPUs the producer threads can use (no more CPUs than there are threads).
+    pub fn encode_budget_cpus(&self) -> f64 {
+        self.encode_budget.unwrap_or_else(|| {
+            let cpus = self
+                .housekeeping_cpus()
+                .map_or_else(thread::online_cpus, |c| c.len());
+            cpus.min(self.producers.max(1)) as f64 * DEFAULT_ENCODE_SHARE
+        })
     }
 
     /// The CPUs left for producers and RTCP when the pacers are isolated.

@@ -8,6 +8,7 @@
 use super::calibrate::{calibrate, Calibration};
 use super::config::SchedKind;
 use super::core::{run_core, Command, CoreShared};
+use super::encode_cost::EncodeCosts;
 use super::naive::spawn_naive;
 use super::open::{open_stream, Given, GivenSource, Opened};
 use super::outlet::{SessionOutlet, StartInfo};
@@ -21,7 +22,7 @@ use crate::host::HostWatch;
 use crate::pacing_thread::PacingThreadReport;
 use crate::thread;
 use metronome_sched::OverloadWatch;
-use metronome_sched::{Admission, Budget, MemoryBudget, Platform, Policy, TaskParams};
+use metronome_sched::{Admission, Budget, CpuBudget, MemoryBudget, Platform, Policy, TaskParams};
 use metronome_session::sender::{Input, RateRefusal};
 use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
@@ -84,6 +85,11 @@ pub(super) struct Inner {
     pub admission: Mutex<Admission>,
     /// What the admitted streams hold in memory, against the server's budget.
     pub memory: Mutex<MemoryBudget>,
+    /// The CPU the live encoders take, against their budget, and what each kind costs.
+    pub encoders: Mutex<CpuBudget>,
+    pub encode_costs: Mutex<EncodeCosts>,
+    /// The producers' CPU time at the last overload window, and their CPU over it.
+    pub producer_cpu: Mutex<ProducerCpu>,
     pub streams: Mutex<BTreeMap<String, Running>>,
     pub ended: Mutex<VecDeque<StreamStatus>>,
     pub cores: Vec<Arc<CoreShared>>,
@@ -105,16 +111,28 @@ pub(super) struct Inner {
 /// A service's own figures in Prometheus's text format.
 pub type ExtraMetrics = Arc<dyn Fn() -> String + Send + Sync>;
 
-/// A share of the memory budget held for something streams share ([`StreamServer::hold_memory`]).
-pub struct MemoryHold {
+/// The producers' CPU as the overload watch measures it, window by window.
+#[derive(Debug, Default)]
+pub(super) struct ProducerCpu {
+    /// Their CPU time at the last window's end, ns, and when that was.
+    pub seen_ns: u64,
+    pub at: metronome_time::Timestamp,
+    /// Their CPU over the last window, CPUs.
+    pub last: f64,
+}
+
+/// A share of the memory and encoders' budgets held for something streams share
+/// ([`StreamServer::hold`]).
+pub struct Hold {
     id: u64,
     inner: std::sync::Weak<Inner>,
 }
 
-impl Drop for MemoryHold {
+impl Drop for Hold {
     fn drop(&mut self) {
         if let Some(inner) = self.inner.upgrade() {
             lock(&inner.memory).release(self.id);
+            lock(&inner.encoders).release(self.id);
         }
     }
 }
@@ -130,36 +148,15 @@ pub struct StreamServer {
 impl StreamServer {
     /// Measures the send cost, starts the pacing threads, the producers and the RTCP thread.
     pub fn start(cfg: ServerConfig) -> Result<StreamServer, ServerError> {
-        if !(0.01..=1.0).contains(&cfg.core_budget) {
-            return Err(ServerError::Config(format!(
-                "core budget {} is outside 1%..100%",
-                cfg.core_budget
-            )));
-        }
-        let calibration = match cfg.send_cost {
-            Some(c) => Calibration::fixed(c),
-            None => calibrate(1328 + 16).map_err(ServerError::Calibration)?,
-        };
+        let (calibration, admission) = admission_for(&cfg)?;
         let cores_n = cfg.rt_cores.max(1);
-        let platform = Platform {
-            cores: cores_n,
-            budget: Budget::from_fraction(cfg.core_budget),
-            link_capacity_bps: cfg.link_capacity_bps,
-            // One packet to every destination of a stream: the longest stretch the pacer does
-            // not look at a newly released job.
-            blocking: calibration.per_packet * MAX_DESTINATIONS as u32,
-        };
-        let policy = match cfg.sched {
-            SchedKind::Dm => Policy::Dm,
-            SchedKind::Edf | SchedKind::Naive => Policy::Edf,
-        };
         let clock = Arc::new(Clock::new());
         let mut cores = Vec::new();
         let mut core_threads = Vec::new();
         if cfg.sched != SchedKind::Naive {
             for i in 0..cores_n {
                 let shared = Arc::new(CoreShared::new(cfg.streams_per_core));
-                let core_cfg = core_config(&cfg, i, policy);
+                let core_cfg = core_config(&cfg, i, admission.policy());
                 let (s, c) = (shared.clone(), clock.clone());
                 let h = std::thread::Builder::new()
                     .name(format!("pacer-core{i}"))
@@ -182,8 +179,16 @@ impl StreamServer {
             .map_err(|e| ServerError::Thread("producer", e))?;
         let started = clock.now();
         let cfg_overload = cfg.overload;
+        let encode_budget = cfg.encode_budget_cpus();
+        let encode_cost = cfg.encode_cost;
         let inner = Arc::new(Inner {
-            admission: Mutex::new(Admission::new(policy, platform)),
+            encoders: Mutex::new(CpuBudget::new(encode_budget)),
+            encode_costs: Mutex::new(EncodeCosts::new(encode_cost)),
+            producer_cpu: Mutex::new(ProducerCpu {
+                at: clock.now(),
+                ..ProducerCpu::default()
+            }),
+            admission: Mutex::new(admission),
             memory: Mutex::new(MemoryBudget::new(
                 cfg.memory_budget_bytes
                     .unwrap_or_else(memory::default_budget_bytes),
@@ -240,17 +245,33 @@ impl StreamServer {
         lock(&self.inner.extra_metrics).push(f);
     }
 
-    /// Reserves `bytes` of the memory budget for something streams share (a live source
-    /// many sessions read), under `name`; given back when the hold is dropped.
-    pub fn hold_memory(&self, name: &str, bytes: u64) -> Result<MemoryHold, ControlError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.memory)
+    /// Reserves `bytes` of the memory budget and `encode_cpu` CPUs of the encoders' for
+    /// something streams share (a live source many sessions read), under `name`; given back
+    /// when the hold is dropped.
+    pub fn hold(&self, name: &str, bytes: u64, encode_cpu: f64) -> Result<Hold, ControlError> {
+        let inner = &self.inner;
+        let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let refused = |why: String| {
+            inner.refused.fetch_add(1, Ordering::Relaxed);
+            ControlError::Refused(why)
+        };
+        lock(&inner.memory)
             .reserve(id, name, bytes)
-            .map_err(|r| ControlError::Refused(r.to_string()))?;
-        Ok(MemoryHold {
+            .map_err(|r| refused(r.to_string()))?;
+        if let Err(r) = lock(&inner.encoders).reserve(id, name, encode_cpu) {
+            lock(&inner.memory).release(id);
+            return Err(refused(r.to_string()));
+        }
+        Ok(Hold {
             id,
-            inner: Arc::downgrade(&self.inner),
+            inner: Arc::downgrade(inner),
         })
+    }
+
+    /// The share of a CPU the source `spec` declares takes when opened by the server: its
+    /// encoder's, measured the first time one like it is asked for (`encode_cost`).
+    pub fn encode_cost(&self, spec: &StreamSpec) -> Result<f64, ControlError> {
+        lock(&self.inner.encode_costs).of(spec)
     }
 
     /// What the server has had to say since the last call (overload, shedding, recovery),
@@ -413,6 +434,33 @@ impl StreamServer {
     }
 }
 
+/// The send cost (measured unless given) and the admission control `cfg` asks for.
+fn admission_for(cfg: &ServerConfig) -> Result<(Calibration, Admission), ServerError> {
+    if !(0.01..=1.0).contains(&cfg.core_budget) {
+        return Err(ServerError::Config(format!(
+            "core budget {} is outside 1%..100%",
+            cfg.core_budget
+        )));
+    }
+    let calibration = match cfg.send_cost {
+        Some(c) => Calibration::fixed(c),
+        None => calibrate(1328 + 16).map_err(ServerError::Calibration)?,
+    };
+    let platform = Platform {
+        cores: cfg.rt_cores.max(1),
+        budget: Budget::from_fraction(cfg.core_budget),
+        link_capacity_bps: cfg.link_capacity_bps,
+        // One packet to every destination of a stream: the longest stretch the pacer does
+        // not look at a newly released job.
+        blocking: calibration.per_packet * MAX_DESTINATIONS as u32,
+    };
+    let policy = match cfg.sched {
+        SchedKind::Dm => Policy::Dm,
+        SchedKind::Edf | SchedKind::Naive => Policy::Edf,
+    };
+    Ok((calibration, Admission::new(policy, platform)))
+}
+
 impl Inner {
     fn add(
         &self,
@@ -442,8 +490,14 @@ impl Inner {
                 spec.name
             )));
         }
+        // An encoder the stream would start (a source the caller brings is its own business,
+        // a shared one is held apart: `StreamServer::hold`).
+        let encode = match given.source {
+            None => lock(&self.encode_costs).of(&spec)?,
+            Some(_) => 0.0,
+        };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let admit = |task, bytes| self.admit(id, &spec.name, task, bytes);
+        let admit = |task, bytes| self.admit(id, &spec.name, task, (bytes, encode));
         let opened = open_stream(
             &spec,
             id,
@@ -463,14 +517,14 @@ impl Inner {
     }
 
     /// Admission control: the schedulability tests, the link, the memory budget (`bytes`, what
-    /// the stream will hold) and the kernel's own SCHED_DEADLINE admission when the cores run
-    /// under it. Returns the core.
+    /// the stream will hold), the encoders' CPU budget (`encode`, what its encoder takes) and
+    /// the kernel's own SCHED_DEADLINE admission when the cores run under it. Returns the core.
     fn admit(
         &self,
         id: u64,
         name: &str,
         task: TaskParams,
-        bytes: u64,
+        (bytes, encode): (u64, f64),
     ) -> Result<usize, ControlError> {
         if let Some(why) = lock(&self.overload).refusing_reason() {
             self.refused.fetch_add(1, Ordering::Relaxed);
@@ -488,17 +542,18 @@ impl Inner {
                 format_bitrate(self.cfg.max_stream_bps)
             )));
         }
-        lock(&self.memory).reserve(id, name, bytes).map_err(|r| {
+        let refused = |why: String| {
+            self.release(id);
             self.refused.fetch_add(1, Ordering::Relaxed);
-            ControlError::Refused(r.to_string())
-        })?;
-        let placement = lock(&self.admission)
-            .try_admit(id, name, task)
-            .map_err(|r| {
-                lock(&self.memory).release(id);
-                self.refused.fetch_add(1, Ordering::Relaxed);
-                ControlError::Refused(r.to_string())
-            })?;
+            ControlError::Refused(why)
+        };
+        // Each ledger's lock is let go before a refusal gives back what the others hold.
+        let memory = lock(&self.memory).reserve(id, name, bytes);
+        memory.map_err(|r| refused(r.to_string()))?;
+        let encoders = lock(&self.encoders).reserve(id, name, encode);
+        encoders.map_err(|r| refused(r.to_string()))?;
+        let placement = lock(&self.admission).try_admit(id, name, task);
+        let placement = placement.map_err(|r| refused(r.to_string()))?;
         if self.cfg.rt == CoreRt::Deadline && self.cfg.sched != SchedKind::Naive {
             if let Err(why) = self.grow_deadline_budget(placement.core) {
                 self.release(id);
@@ -514,10 +569,11 @@ impl Inner {
     }
 
     /// Gives back what stream `id` was admitted with: its place on a core and the link, its
-    /// memory.
+    /// memory, its encoder's CPU.
     pub(super) fn release(&self, id: u64) {
         lock(&self.admission).release(id);
         lock(&self.memory).release(id);
+        lock(&self.encoders).release(id);
     }
 
     /// Hands an admitted stream to its producer and its sending thread.
@@ -706,6 +762,10 @@ impl Inner {
             let m = lock(&self.memory);
             (m.used(), m.budget())
         };
+        let encoders = {
+            let e = lock(&self.encoders);
+            (e.used(), e.budget())
+        };
         ServerStatus {
             sched: self.cfg.sched.to_string(),
             running,
@@ -715,6 +775,9 @@ impl Inner {
             link_capacity_bps: adm.platform().link_capacity_bps,
             memory_reserved_bytes: memory.0,
             memory_budget_bytes: memory.1,
+            encode_reserved_percent: encoders.0 * 100.0,
+            encode_budget_percent: encoders.1 * 100.0,
+            producer_cpu_percent: lock(&self.producer_cpu).last * 100.0,
             core_budget_percent: self.cfg.core_budget * 100.0,
             cores,
             calibration: self.calibration,

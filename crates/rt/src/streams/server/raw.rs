@@ -42,16 +42,21 @@ impl StreamServer {
     }
 
     /// Admits a raw-video stream (`sched::st2110::frame_task`) on a pacing core, as every
-    /// stream is admitted: the schedulability test of the core and the link. Under `naive`
-    /// (no cores) only the link is reserved, and the stream paces itself.
-    pub fn admit_raw(&self, name: &str, task: TaskParams) -> Result<RawAdmission, ControlError> {
+    /// stream is admitted: the schedulability test of the core, the link and the memory budget
+    /// (`bytes`, its frames: `RawSender::memory_bytes`). Under `naive` (no cores) only the
+    /// link is reserved, and the stream paces itself.
+    pub fn admit_raw(
+        &self,
+        name: &str,
+        task: TaskParams,
+        bytes: u64,
+    ) -> Result<RawAdmission, ControlError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         if self.inner.cores.is_empty() {
             self.reserve_link(name, task.bitrate_bps)
                 .map(|id| RawAdmission { id, core: None })
         } else {
-            // Its frames are the raw sender's own (`raw::stream`): nothing more to budget here.
-            let core = self.inner.admit(id, name, task, 0)?;
+            let core = self.inner.admit(id, name, task, (bytes, 0.0))?;
             Ok(RawAdmission {
                 id,
                 core: Some(core),
