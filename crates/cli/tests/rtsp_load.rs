@@ -10,6 +10,9 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
+/// A small test source: many sessions of it are light.
+const SMALL: [&str; 6] = ["--size", "160x120", "--fps", "10", "--mux-rate", "600000"];
+
 /// What /proc says of a process.
 #[derive(Clone, Copy, Debug)]
 struct Usage {
@@ -115,26 +118,26 @@ const TARGET_EACH_KIB: u64 = 24;
 
 fn server_for(clients: usize, timeouts: &str) -> RtspServer {
     let n = clients.to_string();
-    RtspServer::start(&[
-        "--size",
-        "160x120",
-        "--fps",
-        "10",
-        "--mux-rate",
-        "600000",
-        "--rtsp-idle-timeout",
-        timeouts,
-        "--rtsp-session-timeout",
-        timeouts,
-        "--rtsp-max-connections",
-        &n,
-        "--rtsp-max-per-address",
-        &n,
-        "--rtsp-max-sessions",
-        &n,
-        "--rtsp-max-sessions-per-address",
-        &n,
-    ])
+    RtspServer::start(
+        &[
+            &SMALL[..],
+            &[
+                "--rtsp-idle-timeout",
+                timeouts,
+                "--rtsp-session-timeout",
+                timeouts,
+                "--rtsp-max-connections",
+                &n,
+                "--rtsp-max-per-address",
+                &n,
+                "--rtsp-max-sessions",
+                &n,
+                "--rtsp-max-sessions-per-address",
+                &n,
+            ],
+        ]
+        .concat(),
+    )
 }
 
 /// Idle connections held at once: `METRONOME_IDLE_CONNS` (the 10,000 fit), else 1,000.
@@ -277,24 +280,24 @@ fn idle_connections_and_abandoned_sessions_cost_bounded_memory_and_are_given_bac
 fn abandoned_playing_sessions_give_their_connections_back_with_their_timeout() {
     const N: usize = 50;
     let n = (N + 8).to_string();
-    let server = RtspServer::start(&[
-        "--size",
-        "160x120",
-        "--fps",
-        "10",
-        "--mux-rate",
-        "600000",
-        "--rtsp-session-timeout",
-        "2s",
-        "--rtsp-idle-timeout",
-        "60s",
-        "--rtsp-max-sessions",
-        &n,
-        "--rtsp-max-sessions-per-address",
-        &n,
-        "--rtsp-max-per-address",
-        &n,
-    ]);
+    let server = RtspServer::start(
+        &[
+            &SMALL[..],
+            &[
+                "--rtsp-session-timeout",
+                "2s",
+                "--rtsp-idle-timeout",
+                "60s",
+                "--rtsp-max-sessions",
+                &n,
+                "--rtsp-max-sessions-per-address",
+                &n,
+                "--rtsp-max-per-address",
+                &n,
+            ],
+        ]
+        .concat(),
+    );
     let (pid, addr) = (server.child.id(), server.addr);
     std::thread::sleep(Duration::from_millis(500));
     let base = usage(pid);
@@ -355,6 +358,44 @@ fn abandoned_playing_sessions_give_their_connections_back_with_their_timeout() {
     );
 }
 
+/// At the very start of a flood every place is held by connections too young to close to make
+/// room: a newcomer then waits until one is old enough (100 ms of silence), instead of getting
+/// 503 as the first DESCRIBE at the start of a slowloris did.
+#[test]
+fn a_newcomer_at_the_start_of_a_flood_waits_for_a_place_instead_of_a_503() {
+    let server = RtspServer::start(
+        &[
+            &SMALL[..],
+            &[
+                "--rtsp-max-connections",
+                "40",
+                "--rtsp-max-per-address",
+                "40",
+            ],
+        ]
+        .concat(),
+    );
+    let addr = server.addr;
+    // Forty connections that say nothing: every place, each just taken.
+    let flood: Vec<TcpStream> = (0..40).map(|_| connect(addr)).collect();
+    let t0 = now();
+    let mut s = connect(addr);
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let (status, _) = request(
+        &mut s,
+        &format!("DESCRIBE rtsp://{addr}/test RTSP/1.0\r\nCSeq: 1\r\n\r\n"),
+    );
+    let waited = t0.elapsed();
+    let mut flood = flood;
+    let closed = closed_by_server(&mut flood, Duration::from_secs(2));
+    let (_, log) = server.stop();
+    println!("answered {status} after {waited:?}; {closed} of the flood closed");
+    assert_eq!(status, 200, "{log:?}");
+    assert!(waited < Duration::from_millis(1500), "{waited:?}");
+    assert!(closed >= 1, "a silent holder made room");
+    assert!(!log.iter().any(|l| l.contains("(503)")), "{log:?}");
+}
+
 /// Two UDP sockets on loopback, on an even port and the one above.
 fn udp_pair() -> (std::net::UdpSocket, std::net::UdpSocket) {
     let p = common::port_pair();
@@ -372,7 +413,7 @@ fn udp_pair() -> (std::net::UdpSocket, std::net::UdpSocket) {
 #[allow(clippy::disallowed_methods)] // the client's own latency, measured by the test
 fn slow_clients_cannot_keep_prompt_ones_out() {
     use std::sync::atomic::{AtomicBool, Ordering};
-    let server = RtspServer::start(&["--size", "160x120", "--fps", "10", "--mux-rate", "600000"]);
+    let server = RtspServer::start(&SMALL);
     let addr = server.addr;
     let stop = AtomicBool::new(false);
     let trickle = b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n";

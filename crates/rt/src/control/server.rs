@@ -349,7 +349,9 @@ impl Loop {
                 self.close(id);
                 false
             }
-            Admit::Refuse => true,
+            // The API's few clients are its operator's: one that finds every place held
+            // by newcomers is told at once rather than held.
+            Admit::Wait(_) | Admit::Refuse => true,
         };
         let id = self.next;
         self.next += 1;

@@ -2,7 +2,8 @@
 //! through mio), with no thread per client.
 //!
 //! - The listener accepts while the connection table's rule (`metronome_session::rtsp::room`)
-//!   lets it, closing a slow or idle holder to make room, else answering 503.
+//!   lets it, closing a slow or idle holder to make room; a newcomer for whom a place can be
+//!   made soon (the holders are too young to close) waits in the lobby until then; else 503.
 //! - A readable connection is read into its framer; each whole request is answered through
 //!   the connection's [`ConnOut`], and interleaved data (the client's RTCP) goes to its
 //!   session. A connection that floods is read for a budget per turn, then others get theirs.
@@ -19,7 +20,7 @@
 use super::service::Shared;
 use super::tls::ConnStream;
 use crate::interleaved::{ConnOut, Doorbell, Flush};
-use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Room};
+use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Lobby, Room};
 use metronome_session::rtsp::{ConnId, Frame, FrameError, Framer, FramerLimits, REASON_HEADER};
 use metronome_time::Timestamp;
 use mio::net::{TcpListener, TcpStream};
@@ -70,6 +71,8 @@ pub(super) struct Loop {
     conns: HashMap<u64, Conn>,
     /// Their places, timing and caps (sans-IO: `session::rtsp::room`).
     room: Room,
+    /// Newcomers waiting for a place to be made (accepted, not yet read).
+    lobby: Lobby<(TcpStream, SocketAddr)>,
     next: u64,
     /// What reads land in.
     input: Vec<u8>,
@@ -106,6 +109,7 @@ impl Loop {
             tls,
             conns: HashMap::new(),
             room,
+            lobby: Lobby::default(),
             next: FIRST_CONN,
             input: vec![0; 16 << 10],
             output: Vec::with_capacity(crate::interleaved::CHUNK),
@@ -123,7 +127,10 @@ impl Loop {
         let mut events = Events::with_capacity(1024);
         while !self.shared.stop.load(Ordering::Acquire) {
             let timeout = if self.again.is_empty() {
-                TICK
+                let now = self.shared.clock.now();
+                self.lobby
+                    .next_due()
+                    .map_or(TICK, |t| t.saturating_since(now).min(TICK))
             } else {
                 Duration::ZERO
             };
@@ -152,6 +159,11 @@ impl Loop {
             for id in std::mem::take(&mut self.again) {
                 self.read(id);
             }
+            let now = self.shared.clock.now();
+            for w in self.lobby.due(now) {
+                let (stream, peer) = w.item;
+                self.admit(stream, peer, w.arrived);
+            }
             let mut rung = std::mem::take(&mut self.rung);
             self.bell.take(&mut rung);
             for id in rung.drain(..) {
@@ -168,12 +180,30 @@ impl Loop {
         for id in ids {
             self.finish(id, "the server closed it");
         }
+        for w in self.lobby.drain() {
+            let (mut stream, _) = w.item;
+            self.refuse_unserved(&mut stream);
+        }
+    }
+
+    /// Answers a newcomer that gets no place 503 (counted); it is closed when dropped.
+    fn refuse_unserved(&self, stream: &mut TcpStream) {
+        self.shared.refused.fetch_add(1, Ordering::Relaxed);
+        // A fresh socket takes this whole. (A TLS client would read it as a broken
+        // handshake: it is just closed.)
+        if self.tls.is_none() {
+            let _ = stream
+                .write(b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n");
+        }
     }
 
     fn accept_all(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((stream, peer)) => self.admit(stream, peer),
+                Ok((stream, peer)) => {
+                    let now = self.shared.clock.now();
+                    self.admit(stream, peer, now)
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -186,9 +216,10 @@ impl Loop {
         }
     }
 
-    /// Serves a newcomer if the connection table's rule lets it (closing the holder it names
-    /// first), else answers 503.
-    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr) {
+    /// Serves a newcomer (that arrived at `arrived`) if the connection table's rule lets it
+    /// (closing the holder it names first), holds it in the lobby if a place can be made
+    /// soon, else answers 503.
+    fn admit(&mut self, mut stream: TcpStream, peer: SocketAddr, arrived: Timestamp) {
         let ip = peer.ip();
         let now = self.shared.clock.now();
         // Sessions per connection, read (under the lock) only if the rule needs them.
@@ -203,16 +234,16 @@ impl Loop {
                 self.shared.evicted.fetch_add(1, Ordering::Relaxed);
                 self.finish(id, "closed to make room for another client");
             }
-            Admit::Refuse => {
-                self.shared.refused.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
-                // A fresh socket takes this whole; it is dropped (closed) right after. (A TLS
-                // client would read it as a broken handshake: it is just closed.)
-                if self.tls.is_none() {
-                    let _ = stream.write(
-                        b"RTSP/1.0 503 Service Unavailable\r\nCSeq: 0\r\nContent-Length: 0\r\n\r\n",
-                    );
+            Admit::Wait(until) => {
+                if let Err((mut stream, peer)) = self.lobby.hold((stream, peer), arrived, until) {
+                    tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
+                    self.refuse_unserved(&mut stream);
                 }
+                return;
+            }
+            Admit::Refuse => {
+                tracing::warn!(target: "metronome::rtsp", "refused {peer} (503): every connection is in use");
+                self.refuse_unserved(&mut stream);
                 return;
             }
         }

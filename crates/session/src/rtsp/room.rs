@@ -7,12 +7,14 @@
 //! room: one without a session, waiting longest for the rest of a request (after
 //! [`EVICT_PARTIAL`]), else connected but silent longest (after [`EVICT_SILENT`]), else idle
 //! longest after its requests (after [`EVICT_IDLE`]), from the newcomer's address when it is
-//! that address's limit that is reached. When none is, the newcomer is refused (503). A slow or
-//! stuck client cannot keep prompt ones out.
+//! that address's limit that is reached. When one will be soon (the places are held by
+//! connections too young to close), the newcomer waits in the [`Lobby`] until then, at most
+//! [`PATIENCE`], rather than being refused at the start of a flood; when none will, it is
+//! refused (503). A slow or stuck client cannot keep prompt ones out.
 
 use super::ConnId;
 use metronome_time::Timestamp;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -23,6 +25,9 @@ use std::time::Duration;
 pub const EVICT_PARTIAL: Duration = Duration::from_millis(20);
 pub const EVICT_SILENT: Duration = Duration::from_millis(100);
 pub const EVICT_IDLE: Duration = Duration::from_secs(1);
+/// The longest a newcomer waits in the [`Lobby`] for a place, and how many wait at once.
+pub const PATIENCE: Duration = Duration::from_millis(1500);
+pub const LOBBY_PLACES: usize = 64;
 
 /// What the table knows of a live connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,6 +52,8 @@ pub enum Admit {
     Serve,
     /// Close this connection first, then serve.
     CloseFirst(ConnId),
+    /// No place can be made before this instant, when one can: ask again then.
+    Wait(Timestamp),
     /// Answer 503.
     Refuse,
 }
@@ -70,19 +77,86 @@ pub fn admit(
     if total < max && !full_ip {
         return Admit::Serve;
     }
-    live()
-        .filter(|h| h.sessions == 0 && (!full_ip || h.ip == ip))
-        .filter_map(|h| {
-            // Waiting for the rest of a request first, then silent, then idle after requests.
-            let (rank, since, after) = match (h.partial_since, h.served) {
-                (Some(t), _) => (0, t, EVICT_PARTIAL),
-                (None, false) => (1, h.last_active, EVICT_SILENT),
-                (None, true) => (2, h.last_active, EVICT_IDLE),
-            };
-            (now.saturating_since(since) >= after).then_some(((rank, since), h.id))
-        })
-        .min()
-        .map_or(Admit::Refuse, |(_, id)| Admit::CloseFirst(id))
+    let mut best = None;
+    let mut soonest: Option<Timestamp> = None;
+    for h in live().filter(|h| h.sessions == 0 && (!full_ip || h.ip == ip)) {
+        // Waiting for the rest of a request first, then silent, then idle after requests.
+        let (rank, since, after) = match (h.partial_since, h.served) {
+            (Some(t), _) => (0, t, EVICT_PARTIAL),
+            (None, false) => (1, h.last_active, EVICT_SILENT),
+            (None, true) => (2, h.last_active, EVICT_IDLE),
+        };
+        if now.saturating_since(since) >= after {
+            let candidate = ((rank, since), h.id);
+            best = Some(best.map_or(candidate, |b: ((u8, Timestamp), ConnId)| b.min(candidate)));
+        } else {
+            soonest = Some(soonest.map_or(since + after, |t| t.min(since + after)));
+        }
+    }
+    match (best, soonest) {
+        (Some((_, id)), _) => Admit::CloseFirst(id),
+        (None, Some(t)) => Admit::Wait(t),
+        (None, None) => Admit::Refuse,
+    }
+}
+
+/// Newcomers waiting for a place ([`Admit::Wait`]), oldest first: at most [`LOBBY_PLACES`],
+/// each at most [`PATIENCE`]. `T` is what the driver holds for one (its socket).
+#[derive(Debug)]
+pub struct Lobby<T> {
+    waiting: VecDeque<Waiting<T>>,
+}
+
+/// One newcomer in the [`Lobby`].
+#[derive(Debug)]
+pub struct Waiting<T> {
+    pub item: T,
+    /// When it first asked: its patience counts from here.
+    pub arrived: Timestamp,
+    /// When to ask again.
+    pub retry_at: Timestamp,
+}
+
+impl<T> Default for Lobby<T> {
+    fn default() -> Self {
+        Lobby {
+            waiting: VecDeque::new(),
+        }
+    }
+}
+
+impl<T> Lobby<T> {
+    /// Holds a newcomer that arrived at `arrived` until `retry_at`; gives it back (to refuse)
+    /// when the lobby is full or it would wait past its patience.
+    pub fn hold(&mut self, item: T, arrived: Timestamp, retry_at: Timestamp) -> Result<(), T> {
+        if self.waiting.len() >= LOBBY_PLACES || retry_at.saturating_since(arrived) > PATIENCE {
+            return Err(item);
+        }
+        self.waiting.push_back(Waiting {
+            item,
+            arrived,
+            retry_at,
+        });
+        Ok(())
+    }
+
+    /// The newcomers due to ask again at `now`, oldest first.
+    pub fn due(&mut self, now: Timestamp) -> Vec<Waiting<T>> {
+        let (due, wait): (VecDeque<_>, VecDeque<_>) =
+            self.waiting.drain(..).partition(|w| w.retry_at <= now);
+        self.waiting = wait;
+        due.into()
+    }
+
+    /// When the next newcomer is due, if one waits.
+    pub fn next_due(&self) -> Option<Timestamp> {
+        self.waiting.iter().map(|w| w.retry_at).min()
+    }
+
+    /// Everyone still waiting (to refuse them at shutdown).
+    pub fn drain(&mut self) -> Vec<Waiting<T>> {
+        self.waiting.drain(..).collect()
+    }
 }
 
 /// How long a connection may wait, by what it is doing.
@@ -315,8 +389,13 @@ mod tests {
         // It just started waiting: too soon; the idle one has been idle a second.
         h[1].partial_since = Some(ms(995));
         assert_eq!(admit(&h, B, ms(1000), 3, 8), Admit::CloseFirst(ConnId(1)));
-        // Nothing old enough, and the third has a session: refused.
+        // Nothing old enough yet: wait until the first is (the trickling one at 1,015 ms,
+        // before the idle one at 1.9 s)...
         h[0].last_active = ms(900);
+        assert_eq!(admit(&h, B, ms(1000), 3, 8), Admit::Wait(ms(1015)));
+        // ...but a holder with a session never makes room: refused.
+        h[0].sessions = 1;
+        h[1].sessions = 1;
         assert_eq!(admit(&h, B, ms(1000), 3, 8), Admit::Refuse);
     }
 
@@ -332,13 +411,35 @@ mod tests {
     }
 
     #[test]
+    fn the_lobby_holds_a_bounded_number_for_a_bounded_time_oldest_first() {
+        let mut lobby = Lobby::default();
+        assert!(lobby.hold(1, ms(0), ms(100)).is_ok());
+        assert!(lobby.hold(2, ms(10), ms(50)).is_ok());
+        // Past its patience: given back.
+        assert_eq!(
+            lobby.hold(3, ms(0), ms(0) + PATIENCE + Duration::from_millis(1)),
+            Err(3)
+        );
+        assert_eq!(lobby.next_due(), Some(ms(50)));
+        assert!(lobby.due(ms(40)).is_empty());
+        let due: Vec<u32> = lobby.due(ms(100)).into_iter().map(|w| w.item).collect();
+        assert_eq!(due, [1, 2]);
+        for i in 0..LOBBY_PLACES as u32 {
+            assert!(lobby.hold(i, ms(0), ms(10)).is_ok());
+        }
+        assert_eq!(lobby.hold(99, ms(0), ms(10)), Err(99), "full");
+        assert_eq!(lobby.drain().len(), LOBBY_PLACES);
+        assert_eq!(lobby.next_due(), None);
+    }
+
+    #[test]
     fn the_table_counts_addresses_and_applies_the_deadlines() {
         let mut room = Room::new(2, 1);
         let idle = |_| 0;
         room.enter(ConnId(1), A, ms(0));
         // A's one place is taken and has just connected: B is served, A waits.
         assert_eq!(room.admit(B, ms(10), idle), Admit::Serve);
-        assert_eq!(room.admit(A, ms(10), idle), Admit::Refuse);
+        assert_eq!(room.admit(A, ms(10), idle), Admit::Wait(ms(100)));
         // Silent long enough, it makes room for another from A.
         assert_eq!(room.admit(A, ms(200), idle), Admit::CloseFirst(ConnId(1)));
         let d = Deadlines {
