@@ -55,7 +55,10 @@ impl HostLoad {
         let total = after.total.saturating_sub(before.total).max(1) as f64;
         let idle = after.idle.saturating_sub(before.idle) as f64;
         let steal = after.steal.saturating_sub(before.steal) as f64;
-        let own = after.own.saturating_sub(before.own) as f64;
+        // The process's ticks and the machine's are sampled apart: over a short run with every
+        // CPU busy in this process, its own can come out above the machine's busy time.
+        let own =
+            (after.own.saturating_sub(before.own) as f64).min((total - idle - steal).max(0.0));
         // Busy time of every CPU, less ours, less steal (which /proc/stat counts apart).
         let others = (total - idle - steal - own).max(0.0);
         let pct = |v: f64| (v * 100.0 / total * 10.0).round() / 10.0;
