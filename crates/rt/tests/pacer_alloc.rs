@@ -8,7 +8,7 @@ use metronome_rt::pacing_thread::PacingThreadConfig;
 use metronome_rt::ring::PacketRing;
 use metronome_rt::sender::WaitPolicy;
 use metronome_rt::streams::core::{Command, Core, CoreConfig, CoreShared};
-use metronome_rt::streams::stream::{lock, StreamRt};
+use metronome_rt::streams::stream::{lock, StreamRt, TsLane};
 use metronome_rt::streams::MediaOut;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::{SocketOptions, UdpReceiver, UdpSender};
@@ -116,7 +116,10 @@ fn pacing_loop_allocates_nothing_per_packet() {
         slot.release = clock.now() + Duration::from_micros(20 * i as u64);
         ring.publish(slot);
     }
-    assert!(shared.commands.push(Command::Add(rt.clone())).is_ok());
+    assert!(shared
+        .commands
+        .push(Command::Add(TsLane::boxed(rt.clone())))
+        .is_ok());
     let sent = || rt.counters.packets.load(Ordering::Relaxed) as usize;
     let deadline = clock.now() + Duration::from_secs(30);
     // A few packets to settle anything lazily initialised by the first system calls.

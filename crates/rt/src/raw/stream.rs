@@ -26,7 +26,8 @@ use super::sender::RawControl;
 use crate::clock::Clock;
 use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
-use crate::streams::stream::{lock, Load, Sent};
+use crate::streams::lane::{Lane, Load, Sent};
+use crate::streams::stream::lock;
 use crate::udp::GSO_MAX_SEGMENTS;
 use metronome_sched::st2110::{batch_end, max_batch};
 use metronome_sched::{FrameSchedule, LatePolicy, SenderType, WaitSelectorStats};
@@ -452,6 +453,39 @@ impl RawCursor {
             }
             rt.ring.recycle(h.slot);
         }
+    }
+}
+
+/// A raw-video (RFC 4175) stream as a pacing core runs it: frames in batches.
+pub struct RawLane {
+    rt: Arc<RawStreamRt>,
+    cursor: RawCursor,
+}
+
+impl RawLane {
+    /// The lane, ready for `core::Command::Add`.
+    pub fn boxed(rt: Arc<RawStreamRt>) -> Box<dyn Lane> {
+        let cursor = RawCursor::new(rt.ring.max_packets());
+        Box::new(RawLane { rt, cursor })
+    }
+}
+
+impl Lane for RawLane {
+    fn id(&self) -> u64 {
+        self.rt.id
+    }
+    fn deadline(&self) -> Duration {
+        self.rt.deadline()
+    }
+    fn load(&mut self, now: Timestamp) -> Load {
+        self.cursor.load(&self.rt, now)
+    }
+    fn send(&mut self, clock: &Clock) -> Option<Sent> {
+        self.cursor.send(&self.rt, clock)
+    }
+    fn finish(&mut self) {
+        self.cursor.release(&self.rt);
+        self.rt.finished.store(true, Ordering::Release);
     }
 }
 

@@ -7,15 +7,14 @@
 //! stream table, the dispatcher and the lists are sized when the core starts, so the loop
 //! allocates nothing.
 
-use super::stream::{Cursor, Load, Sent, StreamRt};
+use super::lane::{Lane, Load, Sent};
 use crate::clock::Clock;
 use crate::pacing_thread::{PacingThread, PacingThreadConfig, PacingThreadReport};
-use crate::raw::stream::{RawCursor, RawStreamRt};
 use crossbeam_queue::ArrayQueue;
 use metronome_sched::{Dispatcher, Job, Policy};
 use metronome_time::{Distribution, Timestamp};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// How a core's pacing thread is set up.
@@ -29,9 +28,8 @@ pub struct CoreConfig {
 
 /// A change to the core's set of streams.
 pub enum Command {
-    Add(Arc<StreamRt>),
-    /// A raw-video (RFC 4175) stream.
-    AddRaw(Arc<RawStreamRt>),
+    /// A stream's lane (made on the control side: the core allocates nothing).
+    Add(Box<dyn Lane>),
     Remove(u64),
 }
 
@@ -74,56 +72,9 @@ impl CoreShared {
 }
 
 struct Entry {
-    lane: Lane,
+    lane: Box<dyn Lane>,
     /// The stream has no job submitted (its ring was empty).
     idle: bool,
-}
-
-/// A stream on the core and its send step: MPEG-TS packets through a sender session, or the
-/// batches of raw-video frames.
-enum Lane {
-    Ts(Arc<StreamRt>, Cursor),
-    Raw(Arc<RawStreamRt>, RawCursor),
-}
-
-impl Lane {
-    fn id(&self) -> u64 {
-        match self {
-            Lane::Ts(rt, _) => rt.id,
-            Lane::Raw(rt, _) => rt.id,
-        }
-    }
-    fn deadline(&self) -> Duration {
-        match self {
-            Lane::Ts(rt, _) => rt.deadline(),
-            Lane::Raw(rt, _) => rt.deadline(),
-        }
-    }
-    fn load(&mut self, now: Timestamp) -> Load {
-        match self {
-            Lane::Ts(rt, c) => c.load(rt, now),
-            Lane::Raw(rt, c) => c.load(rt, now),
-        }
-    }
-    fn send(&mut self, clock: &Clock) -> Option<Sent> {
-        match self {
-            Lane::Ts(rt, c) => c.send(rt, clock),
-            Lane::Raw(rt, c) => c.send(rt, clock),
-        }
-    }
-    /// Gives back what the cursor holds and says the stream is let go.
-    fn finish(&mut self) {
-        match self {
-            Lane::Ts(rt, c) => {
-                c.release(rt);
-                rt.finished.store(true, Ordering::Release);
-            }
-            Lane::Raw(rt, c) => {
-                c.release(rt);
-                rt.finished.store(true, Ordering::Release);
-            }
-        }
-    }
 }
 
 /// A core's pacing loop, on the thread that runs it: [`Core::new`] sets the thread up (policy,
@@ -302,11 +253,7 @@ impl<'a> Core<'a> {
     fn apply_commands(&mut self) {
         while let Some(cmd) = self.shared.commands.pop() {
             match cmd {
-                Command::Add(rt) => self.add(Lane::Ts(rt, Cursor::default())),
-                Command::AddRaw(rt) => {
-                    let cursor = RawCursor::new(rt.ring.max_packets());
-                    self.add(Lane::Raw(rt, cursor));
-                }
+                Command::Add(lane) => self.add(lane),
                 Command::Remove(id) => {
                     let slot = self
                         .table
@@ -320,7 +267,7 @@ impl<'a> Core<'a> {
         }
     }
 
-    fn add(&mut self, mut lane: Lane) {
+    fn add(&mut self, mut lane: Box<dyn Lane>) {
         let Some(slot) = self.table.iter().position(Option::is_none) else {
             // Admission control never places more streams on a core than its capacity; if it
             // did, the stream is handed back as finished rather than crashing the core.

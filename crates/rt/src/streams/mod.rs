@@ -6,7 +6,7 @@
 //! - [`open`]: a spec becomes a stream: source opened, task derived, admitted, sockets and ring.
 //! - [`server`]: admission control and the stream table; [`status`]: what it shows.
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
-//! - [`core`]: one pacing thread per real-time core, EDF or DM over all its streams.
+//! - [`core`]: one pacing thread per real-time core, EDF or DM over all its streams' [`lane`]s.
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
 //! - [`rtcp`]: sender and receiver reports for every stream.
@@ -16,6 +16,7 @@ pub mod calibrate;
 pub use metronome_spec::{config, stream as spec};
 pub mod core;
 pub mod encode_cost;
+pub mod lane;
 pub mod naive;
 mod open;
 pub mod outlet;

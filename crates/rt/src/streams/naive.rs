@@ -3,7 +3,8 @@
 //! sends it. The same [`Cursor`] does the sending and the accounting, so only the scheduling
 //! differs from the real-time cores.
 
-use super::stream::{Cursor, Load, Sent, StreamRt};
+use super::lane::{Load, Sent};
+use super::stream::{Cursor, StreamRt};
 use crate::clock::{thread_cpu_s, Clock};
 use metronome_time::Distribution;
 use std::sync::atomic::Ordering;

@@ -7,6 +7,7 @@
 //! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
 //! sends what the session says is due.
 
+use super::lane::{Lane, Load, Sent};
 use super::outlet::MediaOut;
 use crate::clock::Clock;
 use crate::ring::{PacketRing, Slot};
@@ -15,6 +16,7 @@ use metronome_session::sender::{Input, JobTimes, Queued, RateLimits, SenderSessi
 use metronome_time::{Bitrate, Distribution, Timestamp};
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -200,29 +202,6 @@ impl StreamRt {
     }
 }
 
-/// What [`Cursor::load`] found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Load {
-    /// A packet is ready: it may leave from `release` on (its due time, or later while the
-    /// stream catches up after a stall) and belongs to a job with this deadline.
-    Ready(JobTimes),
-    /// Nothing to send yet.
-    Empty,
-    /// The ring is empty and the producer has finished: the stream is over.
-    Done,
-}
-
-/// What [`Cursor::send`] did with the packet in hand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sent {
-    /// It left this late.
-    Sent(Duration),
-    /// It was too late to be of use and was dropped.
-    Dropped,
-    /// Not yet (catching up is rate-bounded): the job again, released when it may leave.
-    NotYet(JobTimes),
-}
-
 /// The sending side of one stream, owned by the thread that sends it. Holds at most one slot:
 /// the packet the session has at the head of its queue. Allocates nothing.
 #[derive(Default)]
@@ -346,6 +325,42 @@ fn publish_counts(rt: &StreamRt, session: &SenderSession) {
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// An MPEG-TS (or coded-frame) stream as a pacing core runs it: its packets one at a time
+/// through its sender session.
+pub struct TsLane {
+    rt: Arc<StreamRt>,
+    cursor: Cursor,
+}
+
+impl TsLane {
+    /// The lane, ready for `core::Command::Add`.
+    pub fn boxed(rt: Arc<StreamRt>) -> Box<dyn Lane> {
+        Box::new(TsLane {
+            rt,
+            cursor: Cursor::default(),
+        })
+    }
+}
+
+impl Lane for TsLane {
+    fn id(&self) -> u64 {
+        self.rt.id
+    }
+    fn deadline(&self) -> Duration {
+        self.rt.deadline()
+    }
+    fn load(&mut self, now: Timestamp) -> Load {
+        self.cursor.load(&self.rt, now)
+    }
+    fn send(&mut self, clock: &Clock) -> Option<Sent> {
+        self.cursor.send(&self.rt, clock)
+    }
+    fn finish(&mut self) {
+        self.cursor.release(&self.rt);
+        self.rt.finished.store(true, Ordering::Release);
+    }
 }
 
 /// Locks a mutex that a panicking thread may have poisoned: the data (statistics) stay usable.

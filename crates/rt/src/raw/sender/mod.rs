@@ -11,6 +11,7 @@ use super::ring::{FrameRing, FrameSlot};
 use super::stream::{thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt};
 use crate::clock::{process_cpu_s, thread_cpu_s, Clock};
 use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
+use crate::raw::stream::RawLane;
 use crate::sender::WaitPolicy;
 use crate::streams::core::{Command, Core, CoreConfig, CoreShared};
 use crate::streams::rtcp::{exchange, say_bye};
@@ -555,7 +556,10 @@ impl Threads<'_> {
     fn own_pacer(&self) -> PacerResult {
         let mut pacer = Core::new(self.core_cfg, self.core, self.clock);
         // The table has room for it: the command cannot be refused.
-        let _ = self.core.commands.push(Command::AddRaw(self.rt.clone()));
+        let _ = self
+            .core
+            .commands
+            .push(Command::Add(RawLane::boxed(self.rt.clone())));
         while !self.rt.finished.load(Ordering::Acquire) {
             pacer.step();
         }

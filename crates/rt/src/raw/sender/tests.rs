@@ -8,7 +8,7 @@ use metronome_wire::rtp::RtpView;
 #[test]
 fn a_frame_held_up_halfway_still_leaves_whole() {
     use super::super::stream::RawCursor;
-    use crate::streams::stream::{Load, Sent};
+    use crate::streams::lane::{Load, Sent};
 
     let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let dest = format!("rtp://{}", rx.local_addr().unwrap());

@@ -15,6 +15,7 @@ use super::outlet::{SessionOutlet, StartInfo};
 use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
 use super::status::{CoreView, ServerStatus, StreamStatus};
+use super::stream::TsLane;
 use super::stream::{lock, StreamRt};
 use crate::clock::{process_cpu_s, Clock};
 use crate::control::{ControlError, StreamControl};
@@ -600,7 +601,7 @@ impl Inner {
         } else {
             if self.cores[core]
                 .commands
-                .push(Command::Add(rt.clone()))
+                .push(Command::Add(TsLane::boxed(rt.clone())))
                 .is_err()
             {
                 self.release(rt.id);

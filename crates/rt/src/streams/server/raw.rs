@@ -4,6 +4,7 @@
 
 use super::{CoreRt, StreamServer};
 use crate::control::ControlError;
+use crate::raw::stream::RawLane;
 use crate::raw::stream::RawStreamRt;
 use crate::streams::core::Command;
 use crate::streams::stream::lock;
@@ -69,7 +70,7 @@ impl StreamServer {
         let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) else {
             return false;
         };
-        let started = core.commands.push(Command::AddRaw(rt)).is_ok();
+        let started = core.commands.push(Command::Add(RawLane::boxed(rt))).is_ok();
         core.wake();
         started
     }
