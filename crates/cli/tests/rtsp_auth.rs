@@ -147,6 +147,50 @@ fn ffmpeg_and_gstreamer_play_an_authenticated_mount_and_a_wrong_password_gets_40
     );
 }
 
+/// `metronome recv URL` over interleaved TCP for 2 s, as JSON.
+fn metronome_recv(url: &str) -> Outcome {
+    let mut cmd = bin();
+    cmd.args([
+        "recv",
+        url,
+        "--rtsp-transport",
+        "tcp",
+        "--json",
+        "--duration",
+        "2",
+    ]);
+    run(&mut cmd, LIMIT)
+}
+
+/// Metronome's own client answers the server's Digest challenge with the URL's credentials
+/// (SHA-256, the first offered); a wrong password and none are one-line errors with exit 1.
+#[test]
+fn recv_answers_the_digest_challenge_with_the_urls_credentials() {
+    let dir = tmp_dir("rtsp_auth_recv");
+    let server = RtspServer::start(&["--config", &config(&dir)]);
+    let cam1 = server.url("cam1");
+    let right = metronome_recv(&with_user(&cam1, "alice:open%20sesame"));
+    assert!(right.succeeded(), "recv as alice: {}", right.report());
+    let v: serde_json::Value = serde_json::from_str(&right.stdout).unwrap();
+    let packets = v["counters"]["rtp_packets"].as_u64().unwrap_or(0);
+    assert!(packets > 50, "{v:#}");
+    for (url, says) in [
+        (with_user(&cam1, "alice:open"), "401"),
+        (cam1.clone(), "give them in the URL"),
+        (with_user(&cam1, "bob:hunter2"), "403"),
+    ] {
+        let out = metronome_recv(&url);
+        assert!(!out.succeeded(), "{url}: {}", out.report());
+        let err = out.stderr.trim();
+        assert!(err.contains(says), "{url}: {err}");
+        assert!(
+            !err.contains("open sesame") && !err.contains("hunter2"),
+            "{err}"
+        );
+    }
+    server.stop();
+}
+
 /// One request on `s`; the response head.
 fn exchange(s: &mut TcpStream, request: &str) -> String {
     s.write_all(request.as_bytes()).unwrap();

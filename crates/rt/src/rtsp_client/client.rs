@@ -50,11 +50,12 @@ impl RtspClient {
 
     /// A client on an already connected stream (tests; proxies).
     pub fn with_stream(
-        url: Url,
+        mut url: Url,
         stream: TcpStream,
         cfg: &RtspClientConfig,
     ) -> Result<RtspClient, RtspClientError> {
         let shown = display_url(&url);
+        let credentials = credentials_of(&mut url);
         let io_err = |source| RtspClientError::Io {
             url: shown.clone(),
             during: "setting up the connection".to_string(),
@@ -78,6 +79,8 @@ impl RtspClient {
             get_parameter: true,
             aggregate: None,
             pending_keep_alive: None,
+            credentials,
+            auth: None,
             torn_down: false,
         })
     }
@@ -418,6 +421,21 @@ impl RtspClient {
         for (name, value) in extra {
             b = b.header(name.clone(), value.clone());
         }
+        let cnonce = match &self.auth {
+            Some(_) => Some(
+                crate::entropy::os_random::<8>("a Digest cnonce")
+                    .map(|b| b.iter().map(|x| format!("{x:02x}")).collect::<String>())
+                    .map_err(|e| self.protocol(format!("no random bytes for a cnonce: {e}")))?,
+            ),
+            None => None,
+        };
+        if let (Some(auth), Some(cnonce)) = (&mut self.auth, cnonce) {
+            let method_name = <&str>::from(&method);
+            b = b.header(
+                headers::AUTHORIZATION,
+                auth.authorization(method_name, url.as_str(), &cnonce),
+            );
+        }
         let req = b.empty();
         let mut out = Vec::with_capacity(256);
         req.write(&mut out).map_err(|e| {
@@ -444,7 +462,68 @@ impl RtspClient {
         url: &Url,
         extra: &[(HeaderName, String)],
     ) -> Result<Response<Vec<u8>>, RtspClientError> {
-        let name = <&str>::from(&method).to_string();
+        let mut answered_challenge = false;
+        loop {
+            let r = self.request_once(&method, url, extra)?;
+            if u16::from(r.status()) != 401 || answered_challenge || !self.answer(&r) {
+                return self.judge(&method, r);
+            }
+            answered_challenge = true;
+        }
+    }
+
+    /// Takes a 401's challenge for the next requests: `false` if there is nothing to answer
+    /// it with (no credentials, or the same credentials already refused).
+    fn answer(&mut self, r: &Response<Vec<u8>>) -> bool {
+        use metronome_session::rtsp::auth_client::ClientAuth;
+        let Some((user, password)) = &self.credentials else {
+            return false;
+        };
+        let challenges = r
+            .headers()
+            .filter(|(n, _)| **n == headers::WWW_AUTHENTICATE)
+            .map(|(_, v)| v.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let renewed = match &mut self.auth {
+            // Refused with this answer: only a stale nonce is worth a second try.
+            Some(a) if ClientAuth::is_stale(&challenges) => a.renew(&challenges, false).is_ok(),
+            Some(_) => false,
+            None => match ClientAuth::new(&challenges, user, password, false) {
+                Ok(a) => {
+                    self.auth = Some(a);
+                    true
+                }
+                Err(e) => {
+                    tracing::warn!("{}: {e}", self.shown);
+                    false
+                }
+            },
+        };
+        renewed
+    }
+
+    /// A 2xx answer, or the error the status says.
+    fn judge(
+        &self,
+        method: &Method,
+        r: Response<Vec<u8>>,
+    ) -> Result<Response<Vec<u8>>, RtspClientError> {
+        let code = u16::from(r.status());
+        if !(200..300).contains(&code) {
+            return Err(self.status_error(method, &r));
+        }
+        Ok(r)
+    }
+
+    /// Sends a request and waits for its answer, whatever its status.
+    fn request_once(
+        &mut self,
+        method: &Method,
+        url: &Url,
+        extra: &[(HeaderName, String)],
+    ) -> Result<Response<Vec<u8>>, RtspClientError> {
+        let name = <&str>::from(method).to_string();
         let cseq = self.send(method.clone(), url, extra)?;
         let waited = self.cfg.response_timeout;
         let deadline = mono_ns().saturating_add(waited.as_nanos() as u64);
@@ -463,10 +542,6 @@ impl RtspClient {
                     if c.is_some() && c != Some(cseq) {
                         // A late answer (a keep-alive's): not this one.
                         continue;
-                    }
-                    let code = u16::from(r.status());
-                    if !(200..300).contains(&code) {
-                        return Err(self.status_error(&method, &r));
                     }
                     return Ok(r);
                 }

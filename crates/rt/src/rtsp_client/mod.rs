@@ -23,7 +23,10 @@
 //!   gives none).
 //! - Everything read is bounded: a response head up to [`MAX_HEAD_BYTES`], a body up to
 //!   [`MAX_BODY_BYTES`]; an interleaved frame is at most 64 KiB by construction.
-//! - Authentication is not supported: a 401 is an error that says so.
+//! - Authentication: the URL's user name and password (`rtsp://user:password@host/...`)
+//!   answer a 401's challenge (`metronome_session::rtsp::auth_client`: Digest, SHA-256 or
+//!   MD5; Basic only over TLS), and every later request carries the answer; they never go
+//!   in a request line. A 401 without them, or to them, is an error that says which.
 //! - A client that has set up a session and is dropped sends TEARDOWN (without waiting for the
 //!   answer).
 //!
@@ -279,7 +282,7 @@ impl RtspClientError {
 
 fn hint(code: u16) -> &'static str {
     match code {
-        401 | 407 => "The server requires authentication, which Metronome does not support yet; use a mount that needs no credentials",
+        401 | 407 => "The server asks for a user name and password: give them in the URL (rtsp://USER:PASSWORD@HOST/PATH); if you did, they are wrong",
         403 => "The server refuses this client; check its access rules",
         404 => "Check the path of the URL: the server has no such mount",
         405 | 501 => "The server does not support this request",
@@ -321,6 +324,10 @@ pub struct RtspClient {
     aggregate: Option<Url>,
     /// CSeq of a keep-alive sent without waiting for its answer.
     pending_keep_alive: Option<u32>,
+    /// The URL's user name and password, and the answer to the server's challenge once it
+    /// has made one.
+    credentials: Option<(String, String)>,
+    auth: Option<metronome_session::rtsp::auth_client::ClientAuth>,
     torn_down: bool,
 }
 

@@ -36,3 +36,18 @@ pub(super) fn header<'a>(r: &'a Response<Vec<u8>>, name: &HeaderName) -> Option<
 pub(super) fn cseq_of(r: &Response<Vec<u8>>) -> Option<u32> {
     header(r, &headers::CSEQ).and_then(|v| v.trim().parse().ok())
 }
+
+/// Takes the user name and password out of `url` (they never go in a request line): both,
+/// percent-decoded, when it has a user name.
+pub(super) fn credentials_of(url: &mut Url) -> Option<(String, String)> {
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let user = decode(url.username());
+    let password = decode(url.password().unwrap_or(""));
+    let _ = url.set_password(None);
+    let _ = url.set_username("");
+    (!user.is_empty()).then_some((user, password))
+}

@@ -297,7 +297,7 @@ fn errors_say_what_happened() {
         "{msg}"
     );
     assert!(
-        msg.contains("authentication, which Metronome does not support yet"),
+        msg.contains("give them in the URL (rtsp://USER:PASSWORD@HOST/PATH)"),
         "{msg}"
     );
     let e = c.describe().unwrap_err().to_string();

@@ -64,7 +64,7 @@ impl Algorithm {
     }
 
     /// The hash of `parts` joined by `:`, in lowercase hex.
-    fn hex(self, parts: &[&[u8]]) -> String {
+    pub(super) fn hex(self, parts: &[&[u8]]) -> String {
         fn join<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
             let mut d = D::new();
             for (i, p) in parts.iter().enumerate() {
@@ -369,37 +369,16 @@ struct DigestAnswer<'a> {
 }
 
 impl<'a> DigestAnswer<'a> {
-    /// `key=token` or `key="quoted"` pairs separated by commas. `None` if malformed, too
-    /// long, a key given twice, or a quoted value with an escape (none of ours needs one).
+    /// The answer's parameters; `None` if malformed (see [`auth_params`]) or a key is given
+    /// twice.
     fn parse(text: &'a str) -> Option<Self> {
         let mut a = DigestAnswer::default();
-        let mut rest = text;
-        for _ in 0..MAX_PARAMS {
-            rest = rest.trim_start_matches([' ', '\t', ',']);
-            if rest.is_empty() {
-                return Some(a);
-            }
-            let (key, after) = rest.split_once('=')?;
-            let key = key.trim();
-            let after = after.trim_start();
-            let (value, next) = match after.strip_prefix('"') {
-                Some(q) => {
-                    let end = q.find('"')?;
-                    (&q[..end], &q[end + 1..])
-                }
-                None => {
-                    let end = after.find([',', ' ', '\t']).unwrap_or(after.len());
-                    (&after[..end], &after[end..])
-                }
-            };
-            if value.contains('\\') || !a.set(key, value) {
+        for (key, value) in auth_params(text)? {
+            if !a.set(key, value) {
                 return None;
             }
-            rest = next;
         }
-        rest.trim_start_matches([' ', '\t', ','])
-            .is_empty()
-            .then_some(a)
+        Some(a)
     }
 
     /// Keeps one parameter; `false` if it was already given.
@@ -431,6 +410,40 @@ impl<'a> DigestAnswer<'a> {
             _ => None,
         }
     }
+}
+
+/// `key=token` or `key="quoted"` pairs separated by commas (RFC 7235's auth-params). `None`
+/// if malformed, more than [`MAX_PARAMS`], or a quoted value with an escape (none of Digest's
+/// needs one).
+pub(super) fn auth_params(text: &str) -> Option<Vec<(&str, &str)>> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    for _ in 0..MAX_PARAMS {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        if rest.is_empty() {
+            return Some(out);
+        }
+        let (key, after) = rest.split_once('=')?;
+        let after = after.trim_start();
+        let (value, next) = match after.strip_prefix('"') {
+            Some(q) => {
+                let end = q.find('"')?;
+                (&q[..end], &q[end + 1..])
+            }
+            None => {
+                let end = after.find([',', ' ', '\t']).unwrap_or(after.len());
+                (&after[..end], &after[end..])
+            }
+        };
+        if value.contains('\\') {
+            return None;
+        }
+        out.push((key.trim(), value));
+        rest = next;
+    }
+    rest.trim_start_matches([' ', '\t', ','])
+        .is_empty()
+        .then_some(out)
 }
 
 /// Whether an answer's `uri` names the request's URL: the same absolute URL, or its path.

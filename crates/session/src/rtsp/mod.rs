@@ -14,6 +14,7 @@
 //! both sides read the Transport header as one [`TransportSpec`].
 
 pub mod auth;
+pub mod auth_client;
 pub mod client;
 mod framing;
 mod request;

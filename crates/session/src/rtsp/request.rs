@@ -160,9 +160,12 @@ pub(super) fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         406 => "Not Acceptable",
+        408 => "Request Timeout",
         413 => "Request Entity Too Large",
         414 => "Request-URI Too Large",
         451 => "Parameter Not Understood",
