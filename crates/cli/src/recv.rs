@@ -5,7 +5,8 @@
 //! - a `.sdp` file: its first media, on its connection address and port (a multicast group is
 //!   joined), with the payload type the SDP gives;
 //! - `rtsp://HOST[:PORT]/PATH`: DESCRIBE, SETUP (UDP unicast, multicast or TCP interleaved),
-//!   PLAY, keep-alives, and TEARDOWN at the end.
+//!   PLAY, keep-alives, and TEARDOWN at the end; the URL's `USER:PASSWORD@` answers the
+//!   server's challenge; `rtsps://` is the same over TLS.
 
 use crate::args::parse_duration;
 use crate::recv_quality::{judge, JudgeOptions, LiveQuality, LiveViewer};
@@ -38,7 +39,8 @@ type BoxError = Box<dyn std::error::Error>;
 #[derive(Args, Debug)]
 pub struct RecvArgs {
     /// What to receive: rtp://:PORT, rtp://ADDR:PORT, rtp://GROUP:PORT?iface=ADDR (multicast),
-    /// an SDP file (FILE.sdp), or an RTSP URL (rtsp://HOST:PORT/PATH)
+    /// an SDP file (FILE.sdp), or an RTSP URL (rtsp://[USER:PASSWORD@]HOST:PORT/PATH, or
+    /// rtsps:// over TLS)
     #[arg(value_name = "URL|FILE.sdp")]
     pub url: String,
     /// Stop after this long (seconds, or 500ms, 2s)
@@ -75,6 +77,10 @@ pub struct RecvArgs {
     /// group, or interleaved on the RTSP connection)
     #[arg(long, value_enum, default_value_t = RtspTransport::Udp)]
     pub rtsp_transport: RtspTransport,
+    /// For rtsps:// URLs: trust the server's certificate by the CA certificates in this PEM
+    /// file (a private CA, or a self-signed server's own certificate) instead of the system's
+    #[arg(long, value_name = "FILE")]
+    pub rtsp_tls_ca: Option<std::path::PathBuf>,
     /// The interface (its IPv4 address) to join a multicast group on, for an SDP file or RTSP
     /// multicast. Default: for RTSP, the interface of the RTSP connection; else the kernel's
     /// choice
@@ -135,10 +141,8 @@ pub enum RtspTransport {
 }
 
 pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
-    if a.url
-        .get(..7)
-        .is_some_and(|s| s.eq_ignore_ascii_case("rtsp://"))
-    {
+    let scheme = a.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    if matches!(scheme.as_deref(), Some("rtsp" | "rtsps")) {
         return run_rtsp(&a, &stop);
     }
     if is_sdp_file(&a.url) {
@@ -482,7 +486,11 @@ fn read_sdp(path: &str) -> Result<SessionDescription, BoxError> {
 }
 
 fn run_rtsp(a: &RecvArgs, stop: &Arc<AtomicBool>) -> Result<(), BoxError> {
-    let mut client = RtspClient::connect(&a.url, &RtspClientConfig::default())?;
+    let cfg = RtspClientConfig {
+        tls_ca: a.rtsp_tls_ca.clone(),
+        ..RtspClientConfig::default()
+    };
+    let mut client = RtspClient::connect(&a.url, &cfg)?;
     if let Err(e) = client.options() {
         // A server that does not answer OPTIONS may still DESCRIBE; anything else is fatal.
         if !matches!(e.status(), Some(405 | 501)) {

@@ -335,7 +335,7 @@ fn rtsp_beyond_loopback_needs_users_and_their_mounts_must_exist() {
     );
 }
 
-/// A self-signed certificate and its key for `localhost`, made by openssl.
+/// A self-signed certificate and its key for `localhost` and 127.0.0.1, made by openssl.
 fn certificate(dir: &Path) -> (String, String) {
     let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
     let out = run(
@@ -348,7 +348,11 @@ fn certificate(dir: &Path) -> (String, String) {
                 "-pkeyopt",
                 "ec_paramgen_curve:prime256v1",
             ])
-            .args(["-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout"])
+            .args(["-nodes", "-days", "2", "-subj", "/CN=localhost"])
+            // A server's own certificate (not a CA's), for its names: what a client that
+            // checks it (rustls, in recv) takes as a trust anchor for itself.
+            .args(["-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+            .args(["-addext", "basicConstraints=critical,CA:FALSE", "-keyout"])
             .arg(&key)
             .arg("-out")
             .arg(&cert),
@@ -356,6 +360,27 @@ fn certificate(dir: &Path) -> (String, String) {
     );
     assert!(out.succeeded(), "openssl req: {}", out.report());
     (cert.display().to_string(), key.display().to_string())
+}
+
+/// An RTSPS server of [`config`]'s mounts and users, with a certificate made for it; its path,
+/// in the directory returned (kept while it is).
+fn tls_server(name: &str) -> (RtspServer, String, metronome_testkit::TempDir) {
+    let dir = tmp_dir(name);
+    let (cert, key) = certificate(&dir);
+    let server = start_tls(&config(&dir), &cert, &key);
+    (server, cert, dir)
+}
+
+/// An RTSPS server of the config file `config`.
+fn start_tls(config: &str, cert: &str, key: &str) -> RtspServer {
+    RtspServer::start(&[
+        "--config",
+        config,
+        "--rtsp-tls-cert",
+        cert,
+        "--rtsp-tls-key",
+        key,
+    ])
 }
 
 /// `request` sent over TLS by `openssl s_client`; the answer's head.
@@ -368,17 +393,7 @@ fn ffmpeg_and_gstreamer_play_rtsps_and_basic_works_over_tls_only() {
     require("ffmpeg", "ffmpeg");
     require("gst-launch-1.0", "gstreamer1.0-tools");
     require("openssl", "openssl");
-    let dir = tmp_dir("rtsp_auth_tls");
-    let (cert, key) = certificate(&dir);
-    let config = config(&dir);
-    let server = RtspServer::start(&[
-        "--config",
-        &config,
-        "--rtsp-tls-cert",
-        &cert,
-        "--rtsp-tls-key",
-        &key,
-    ]);
+    let (server, _, _dir) = tls_server("rtsp_auth_tls");
     let cam1 = server.url("cam1").replacen("rtsp://", "rtsps://", 1);
     let right = ffmpeg_plays(&with_user(&cam1, "alice:open%20sesame"));
     assert!(right.succeeded(), "FFmpeg over RTSPS: {}", right.report());
@@ -423,6 +438,51 @@ fn ffmpeg_and_gstreamer_play_rtsps_and_basic_works_over_tls_only() {
     let log = log.join("\n");
     assert!(log.contains("its TLS failed"), "{log}");
     assert!(!log.contains("panicked"), "{log}");
+}
+
+/// `metronome recv rtsps://` plays over TLS, trusting the server's self-signed certificate by
+/// `--rtsp-tls-ca`, interleaved and over UDP, and answers Digest (Basic would be allowed
+/// here); without the certificate it refuses the server with a one-line error, exit 1.
+#[test]
+fn recv_plays_rtsps_trusting_the_servers_certificate() {
+    require("openssl", "openssl");
+    let (server, cert, _dir) = tls_server("rtsp_auth_recv_tls");
+    let cam1 = with_user(
+        &server.url("cam1").replacen("rtsp://", "rtsps://", 1),
+        "alice:open%20sesame",
+    );
+    for transport in ["tcp", "udp"] {
+        let mut cmd = bin();
+        cmd.args(["recv", &cam1, "--rtsp-transport", transport])
+            .args(["--rtsp-tls-ca", &cert, "--json", "--duration", "2"]);
+        let out = run(&mut cmd, LIMIT);
+        assert!(out.succeeded(), "{transport}: {}", out.report());
+        let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        let packets = v["counters"]["rtp_packets"].as_u64().unwrap_or(0);
+        assert!(packets > 50, "{transport}: {v:#}");
+    }
+    // By name too (the certificate names localhost), and refused without the certificate.
+    let by_name = cam1.replacen("127.0.0.1", "localhost", 1);
+    let mut cmd = bin();
+    cmd.args([
+        "recv",
+        &by_name,
+        "--rtsp-transport",
+        "tcp",
+        "--duration",
+        "1",
+    ])
+    .args(["--rtsp-tls-ca", &cert]);
+    let out = run(&mut cmd, LIMIT);
+    assert!(out.succeeded(), "by name: {}", out.report());
+    let out = metronome_recv(&cam1);
+    assert!(!out.succeeded(), "{}", out.report());
+    assert!(
+        out.stderr.contains("TLS handshake failed") && out.stderr.contains("--rtsp-tls-ca"),
+        "{}",
+        out.report()
+    );
+    server.stop();
 }
 
 /// An RTSP exchange over one TLS connection (`openssl s_client`): requests one at a time,
@@ -525,14 +585,7 @@ fn an_srtp_mount_over_rtsps_gives_its_key_in_describe_and_plain_rtsp_refuses_one
         "{}",
         plain.report()
     );
-    let server = RtspServer::start(&[
-        "--config",
-        &config,
-        "--rtsp-tls-cert",
-        &cert,
-        "--rtsp-tls-key",
-        &key,
-    ]);
+    let server = start_tls(&config, &cert, &key);
     let url = server.url("sec").replacen("rtsp://", "rtsps://", 1);
     let mut tls = TlsSession::open(server.addr);
     let (head, sdp) = tls.ask(&format!("DESCRIBE {url} RTSP/1.0\r\nCSeq: 1\r\n\r\n"));

@@ -11,13 +11,14 @@ impl RtspClient {
             problem,
         };
         let parsed = Url::parse(url.trim()).map_err(|e| bad(e.to_string()))?;
-        if parsed.scheme() != "rtsp" {
-            return Err(bad(format!(
-                "the scheme is '{}', not rtsp (rtsps is not supported)",
-                parsed.scheme()
-            )));
-        }
-        let port = parsed.port().unwrap_or(DEFAULT_PORT);
+        let tls = match parsed.scheme() {
+            "rtsp" => false,
+            "rtsps" => true,
+            other => return Err(bad(format!("the scheme is '{other}', not rtsp or rtsps"))),
+        };
+        let port = parsed
+            .port()
+            .unwrap_or(if tls { DEFAULT_TLS_PORT } else { DEFAULT_PORT });
         let addrs: Vec<SocketAddr> = match parsed.host() {
             Some(rtsp_types::Host::Ipv4(a)) => vec![SocketAddr::new(a.into(), port)],
             Some(rtsp_types::Host::Ipv6(a)) => vec![SocketAddr::new(a.into(), port)],
@@ -31,6 +32,19 @@ impl RtspClient {
         let mut last = None;
         for a in &addrs {
             match TcpStream::connect_timeout(a, cfg.connect_timeout) {
+                Ok(stream) if tls => {
+                    let host = parsed.host_str().unwrap_or_default().to_string();
+                    let _ = stream.set_read_timeout(Some(cfg.connect_timeout));
+                    let _ = stream.set_write_timeout(Some(cfg.connect_timeout));
+                    let conn = ClientStream::tls(stream, &host, cfg.tls_ca.as_deref()).map_err(
+                        |source| RtspClientError::Connect {
+                            url: shown.clone(),
+                            addr: a.to_string(),
+                            source,
+                        },
+                    )?;
+                    return Self::with_conn(parsed, conn, cfg);
+                }
                 Ok(stream) => return Self::with_stream(parsed, stream, cfg),
                 Err(e) => last = Some((a.to_string(), e)),
             }
@@ -50,8 +64,16 @@ impl RtspClient {
 
     /// A client on an already connected stream (tests; proxies).
     pub fn with_stream(
-        mut url: Url,
+        url: Url,
         stream: TcpStream,
+        cfg: &RtspClientConfig,
+    ) -> Result<RtspClient, RtspClientError> {
+        Self::with_conn(url, ClientStream::Plain(stream), cfg)
+    }
+
+    fn with_conn(
+        mut url: Url,
+        stream: ClientStream,
         cfg: &RtspClientConfig,
     ) -> Result<RtspClient, RtspClientError> {
         let shown = display_url(&url);
@@ -61,11 +83,11 @@ impl RtspClient {
             during: "setting up the connection".to_string(),
             source,
         };
-        stream.set_read_timeout(Some(POLL)).map_err(io_err)?;
-        stream
-            .set_write_timeout(Some(cfg.response_timeout))
+        let tcp = stream.tcp();
+        tcp.set_read_timeout(Some(POLL)).map_err(io_err)?;
+        tcp.set_write_timeout(Some(cfg.response_timeout))
             .map_err(io_err)?;
-        let _ = stream.set_nodelay(true);
+        let _ = tcp.set_nodelay(true);
         Ok(RtspClient {
             url,
             shown,
@@ -93,7 +115,7 @@ impl RtspClient {
     /// This end of the RTSP connection: its address is on the interface that reaches the
     /// server (where to join a multicast group the server sends to).
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.stream.local_addr().ok()
+        self.stream.tcp().local_addr().ok()
     }
 
     /// The session id, once SETUP has answered.
@@ -476,6 +498,7 @@ impl RtspClient {
     /// it with (no credentials, or the same credentials already refused).
     fn answer(&mut self, r: &Response<Vec<u8>>) -> bool {
         use metronome_session::rtsp::auth_client::ClientAuth;
+        let secure = matches!(self.stream, ClientStream::Tls(_));
         let Some((user, password)) = &self.credentials else {
             return false;
         };
@@ -487,9 +510,9 @@ impl RtspClient {
             .join(", ");
         let renewed = match &mut self.auth {
             // Refused with this answer: only a stale nonce is worth a second try.
-            Some(a) if ClientAuth::is_stale(&challenges) => a.renew(&challenges, false).is_ok(),
+            Some(a) if ClientAuth::is_stale(&challenges) => a.renew(&challenges, secure).is_ok(),
             Some(_) => false,
-            None => match ClientAuth::new(&challenges, user, password, false) {
+            None => match ClientAuth::new(&challenges, user, password, secure) {
                 Ok(a) => {
                     self.auth = Some(a);
                     true
@@ -648,9 +671,10 @@ impl Drop for RtspClient {
             let extra = self.session_header();
             let _ = self
                 .stream
+                .tcp()
                 .set_write_timeout(Some(Duration::from_millis(500)));
             let _ = self.send(Method::Teardown, &url, &extra);
         }
-        let _ = self.stream.shutdown(Shutdown::Both);
+        let _ = self.stream.tcp().shutdown(Shutdown::Both);
     }
 }

@@ -1,5 +1,6 @@
 //! An RTSP 1.0 client (RFC 2326) for receivers: OPTIONS, DESCRIBE, SETUP, PLAY, keep-alive and
-//! TEARDOWN over one blocking `TcpStream`, messages built and parsed with `rtsp-types`.
+//! TEARDOWN over one blocking `TcpStream` (through rustls for `rtsps://`: `tls.rs`), messages
+//! built and parsed with `rtsp-types`.
 //!
 //! ```text
 //! let mut c = RtspClient::connect("rtsp://127.0.0.1:8554/live", &RtspClientConfig::default())?;
@@ -49,6 +50,8 @@ pub const MAX_BODY_BYTES: usize = 64 << 10;
 pub const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(60);
 /// RTSP's registered port.
 pub const DEFAULT_PORT: u16 = 554;
+/// The port of `rtsps://` URLs that name none (RFC 2326 §3.2).
+pub const DEFAULT_TLS_PORT: u16 = 322;
 
 /// How long a read blocks before the client looks at its deadlines again.
 const POLL: Duration = Duration::from_millis(50);
@@ -60,6 +63,9 @@ pub struct RtspClientConfig {
     /// Longest wait for the answer to a request.
     pub response_timeout: Duration,
     pub user_agent: String,
+    /// `rtsps://`: the CA certificates (PEM) to trust the server's certificate by, instead of
+    /// the system's.
+    pub tls_ca: Option<std::path::PathBuf>,
 }
 
 impl Default for RtspClientConfig {
@@ -68,6 +74,7 @@ impl Default for RtspClientConfig {
             connect_timeout: Duration::from_secs(5),
             response_timeout: Duration::from_secs(10),
             user_agent: concat!("metronome/", env!("CARGO_PKG_VERSION")).to_string(),
+            tls_ca: None,
         }
     }
 }
@@ -311,7 +318,7 @@ pub struct RtspClient {
     url: Url,
     shown: String,
     cfg: RtspClientConfig,
-    stream: TcpStream,
+    stream: ClientStream,
     /// Bytes read and not yet taken; `rpos` is where the next message starts.
     rbuf: Vec<u8>,
     rpos: usize,
@@ -345,5 +352,8 @@ mod parse;
 mod source;
 #[cfg(test)]
 mod tests;
+mod tls;
+
+use tls::ClientStream;
 
 pub use source::InterleavedSource;
