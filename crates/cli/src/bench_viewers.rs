@@ -9,6 +9,7 @@ use clap::Args;
 use metronome_rt::host::HostWatch;
 use metronome_rt::rtsp_client::{RtspClient, RtspClientConfig, TransportRequest};
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, UdpSocket};
 use std::process::{Child, Command, Stdio};
@@ -41,7 +42,7 @@ pub struct ViewersArgs {
 }
 
 /// One measured point: `viewers` sessions playing.
-#[derive(Serialize, Clone, Copy)]
+#[derive(Serialize, Clone)]
 struct Point {
     viewers: usize,
     /// The server's CPU over the window, percent of one CPU.
@@ -50,6 +51,9 @@ struct Point {
     /// Packets each viewer received per second: the least and the mean (all served?).
     packets_per_s_min: f64,
     packets_per_s_mean: f64,
+    /// The server's CPU by its threads' kind (pacer, producers, rtcp, rtsp, other), percent
+    /// of one CPU: where a viewer's cost goes.
+    threads: BTreeMap<String, f64>,
 }
 
 #[derive(Serialize)]
@@ -113,6 +117,12 @@ fn print_human(b: &ViewersBench) {
                 p.packets_per_s_min,
                 p.packets_per_s_mean
             );
+            let by: Vec<String> = p
+                .threads
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.1}%"))
+                .collect();
+            println!("  {:<20}        by thread: {}", "", by.join(", "));
         }
         println!(
             "  {:<20} each viewer past the first: {:.2}% CPU",
@@ -175,6 +185,7 @@ fn measure(
     let counting = Counting::start(&sessions);
     std::thread::sleep(Duration::from_secs(2));
     let (cpu0, got0) = (server.cpu_ticks()?, counting.snapshot());
+    let threads0 = server.thread_ticks();
     let t0 = metronome_rt::clock::mono_ns();
     let mut left = a.duration;
     while !left.is_zero() && !stop.load(Ordering::Relaxed) {
@@ -184,6 +195,7 @@ fn measure(
     }
     let secs = (metronome_rt::clock::mono_ns() - t0) as f64 / 1e9;
     let (cpu1, got1) = (server.cpu_ticks()?, counting.snapshot());
+    let threads1 = server.thread_ticks();
     counting.stop();
     for s in &mut sessions {
         s.leave();
@@ -193,7 +205,13 @@ fn measure(
         .zip(&got1)
         .map(|(b, e)| (e - b) as f64 / secs)
         .collect();
-    let cpu_percent = (cpu1 - cpu0) as f64 / clock_ticks() / secs * 100.0;
+    let percent = |ticks: u64| ticks as f64 / clock_ticks() / secs * 100.0;
+    let cpu_percent = percent(cpu1 - cpu0);
+    let mut threads = BTreeMap::new();
+    for (tid, (kind, t1)) in &threads1 {
+        let t0 = threads0.get(tid).map_or(0, |(_, t)| *t);
+        *threads.entry(kind.clone()).or_insert(0.0) += percent(t1.saturating_sub(t0));
+    }
     // The server's sessions end with their connections; give it a moment before the next point.
     std::thread::sleep(Duration::from_secs(1));
     Ok(Point {
@@ -202,7 +220,30 @@ fn measure(
         cpu_percent_per_viewer: cpu_percent / viewers as f64,
         packets_per_s_min: rates.iter().copied().fold(f64::INFINITY, f64::min),
         packets_per_s_mean: rates.iter().sum::<f64>() / rates.len().max(1) as f64,
+        threads,
     })
+}
+
+/// utime + stime of a `/proc/…/stat` line: the 12th and 13th fields after the command's
+/// closing parenthesis.
+fn stat_ticks(stat: &str) -> u64 {
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<u64> = after
+        .split_whitespace()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0)
+}
+
+/// What a server thread named so does.
+fn thread_kind(name: &str) -> &'static str {
+    match name {
+        n if n.starts_with("pacer-core") => "pacer",
+        n if n.starts_with("producer") => "producers",
+        "rtcp" => "rtcp",
+        "rtsp-io" => "rtsp",
+        _ => "other",
+    }
 }
 
 fn clock_ticks() -> f64 {
@@ -269,13 +310,28 @@ impl Server {
     fn cpu_ticks(&self) -> Result<u64, String> {
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .map_err(|e| format!("cannot read the server's CPU time: {e}"))?;
-        // The fields after the command's closing parenthesis: utime and stime are 12th and 13th.
-        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<u64> = after
-            .split_whitespace()
-            .map(|x| x.parse().unwrap_or(0))
-            .collect();
-        Ok(f.get(11).copied().unwrap_or(0) + f.get(12).copied().unwrap_or(0))
+        Ok(stat_ticks(&stat))
+    }
+
+    /// Each of the child's threads: its kind (by its name) and CPU time so far, in clock
+    /// ticks; empty where /proc cannot be read.
+    fn thread_ticks(&self) -> BTreeMap<u64, (String, u64)> {
+        let dir = format!("/proc/{}/task", self.child.id());
+        let Ok(tasks) = std::fs::read_dir(&dir) else {
+            return BTreeMap::new();
+        };
+        tasks
+            .flatten()
+            .filter_map(|t| {
+                let tid = t.file_name().to_str()?.parse().ok()?;
+                let comm = std::fs::read_to_string(t.path().join("comm")).ok()?;
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                Some((
+                    tid,
+                    (thread_kind(comm.trim()).to_string(), stat_ticks(&stat)),
+                ))
+            })
+            .collect()
     }
 
     fn stop(&mut self) {
