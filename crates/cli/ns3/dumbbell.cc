@@ -8,7 +8,7 @@
 //
 // Every link is point-to-point with a drop-tail queue of `queue - 1` packets in the device:
 // ns-3's device queue holds the packets waiting behind the one on the wire, Metronome's link
-// counts that one too (crates/netsim/src/link.rs), so both hold the same packets. The traffic
+// counts that one too (crates/link/src/link.rs), so both hold the same packets. The traffic
 // control layer is removed, so nothing queues above the device. On the wire ns-3 adds its 2-byte
 // PPP header to each IP packet; Metronome's link carries the IP packet alone (0.2 % more time
 // per 1006-byte packet here).

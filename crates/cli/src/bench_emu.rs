@@ -6,7 +6,7 @@
 use crate::args::{parse_duration, parse_rate};
 use clap::Args;
 use metronome_emu::netns::{remove_stale, NetnsPair};
-use metronome_netsim::{Link, LinkConfig};
+use metronome_link::{Link, LinkConfig};
 use metronome_rt::clock::Clock;
 use metronome_rt::host::HostWatch;
 use serde::Serialize;

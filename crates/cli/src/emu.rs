@@ -5,8 +5,8 @@ use crate::args::{parse_duration, parse_rate};
 use clap::{Args, Subcommand};
 use metronome_emu::netns;
 use metronome_emu::relay::{Relay, RelayConfig};
-use metronome_netsim::Link;
-use metronome_netsim::{JitterModel, LinkConfig, LossModel};
+use metronome_link::Link;
+use metronome_link::{JitterModel, LinkConfig, LossModel};
 use metronome_rt::clock::Clock;
 use serde::Serialize;
 use std::net::SocketAddr;
@@ -95,7 +95,7 @@ pub struct LinkArgs {
 }
 
 impl LinkArgs {
-    fn config(&self) -> Result<LinkConfig, metronome_netsim::ConfigError> {
+    fn config(&self) -> Result<LinkConfig, metronome_link::ConfigError> {
         let link = LinkConfig {
             rate_bps: self.rate,
             burst_bytes: self.burst,

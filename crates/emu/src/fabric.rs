@@ -9,13 +9,15 @@
 //! goes the same way); a [`HostNet`] routes each host's packets by their destination
 //! address, and a multicast group's tree is copied where its receivers' paths part. Links are
 //! shared: two routes over one link share its queue, as two flows over one router port do.
+//! The fabric computes no routes: its caller gives the paths (the lab takes them from
+//! [`metronome_link::topology`], as the simulator does).
 //!
 //! One thread runs everything. It reads every input before it moves any datagram due at `t`,
 //! watches the inputs (ppoll, ns timeout) while the next delivery is far, and waits precisely
 //! (sleep then spin) when it is near.
 
 use crate::relay::UDP_IP_OVERHEAD;
-use metronome_netsim::{Link, LinkStats, SendOutcome};
+use metronome_link::{Link, LinkStats, SendOutcome};
 use metronome_rt::clock::Clock;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::{SocketOptions, UdpError, UdpReceiver, UdpSender};

@@ -1,4 +1,4 @@
-//! The emulator: the lab's link models ([`metronome_netsim::Link`], the same code the simulator
+//! The emulator: the lab's link models ([`metronome_link::Link`], the same code the simulator
 //! runs in virtual time) between real sockets, in real time.
 //!
 //! - [`fabric`]: several links in one real-time loop: a datagram crosses its links inside the

@@ -17,7 +17,7 @@
 //! killed).
 
 use crate::fabric::{Datagram, Ends, Fabric, Route};
-use metronome_netsim::Link;
+use metronome_link::Link;
 use metronome_rt::clock::Clock;
 use metronome_rt::process::with_default_signals;
 use metronome_rt::udp::UdpError;

@@ -6,7 +6,7 @@
 //! ```
 
 use crate::fabric::{Fabric, FabricStats, Route};
-use metronome_netsim::{Link, LinkConfig};
+use metronome_link::{Link, LinkConfig};
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpError;
 use std::net::SocketAddr;

@@ -5,7 +5,7 @@
 
 use metronome_emu::fabric::{Datagram, Fabric, Input, Route};
 use metronome_emu::relay::UDP_IP_OVERHEAD;
-use metronome_netsim::{EventQueue, Link, LinkConfig, LossModel};
+use metronome_link::{EventQueue, Link, LinkConfig, LossModel};
 use metronome_rt::clock::Clock;
 use metronome_rt::wait::{WaitMode, Waiter};
 use std::collections::BTreeSet;

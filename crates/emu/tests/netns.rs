@@ -7,7 +7,7 @@
 
 use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath, Input};
 use metronome_emu::netns::{remove_stale, Hosts, NetnsPair};
-use metronome_netsim::{Link, LinkConfig, SendOutcome};
+use metronome_link::{Link, LinkConfig, SendOutcome};
 use metronome_rt::clock::Clock;
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -160,7 +160,7 @@ fn multicast_crosses_a_shared_link_once_and_is_copied_where_paths_part() {
         Link::new(
             LinkConfig {
                 delay: Duration::from_millis(2),
-                loss: metronome_netsim::LossModel::Bernoulli(loss),
+                loss: metronome_link::LossModel::Bernoulli(loss),
                 ..LinkConfig::default()
             },
             9,

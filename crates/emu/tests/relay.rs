@@ -4,7 +4,7 @@
 //! simulator says.
 
 use metronome_emu::relay::{Relay, RelayConfig, UDP_IP_OVERHEAD};
-use metronome_netsim::{Link, LinkConfig, LossModel, SendOutcome};
+use metronome_link::{Link, LinkConfig, LossModel, SendOutcome};
 use metronome_rt::wait::{WaitMode, Waiter};
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, UdpSocket};

@@ -12,8 +12,8 @@
 //! The simulator sends evenly spaced datagrams, so it must match the periodic form; the
 //! fluid bound is never beaten.
 
-use metronome_netsim::sim::flows::FlowReport;
-use metronome_netsim::sim::Sim;
+use metronome_link::report::FlowReport;
+use metronome_link::topology::{NodeId, Topology};
 use metronome_spec::scenario::{FlowKind, RateShape, Reference, Scenario};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -57,7 +57,7 @@ pub fn fluid_loss(limit: usize, hold_ns: u64, interval_ns: u64) -> f64 {
 
 /// The closed forms for every constant-rate UDP flow of `s` whose path crosses a link with
 /// netem's limit (the first such link on the path; one bottleneck is what the form is for).
-pub fn for_scenario(s: &Scenario, sim: &mut Sim) -> Vec<ClosedForm> {
+pub fn for_scenario(s: &Scenario, net: &Topology) -> Vec<ClosedForm> {
     let mut out = Vec::new();
     for f in &s.flows {
         let FlowKind::Udp {
@@ -72,7 +72,6 @@ pub fn for_scenario(s: &Scenario, sim: &mut Sim) -> Vec<ClosedForm> {
         }
         let wire = payload as u64 + 28;
         let interval_ns = payload as u64 * 8 * 1_000_000_000 / rate;
-        let net = sim.net_mut();
         let (Some(src), true) = (net.node_by_name(&f.from), f.to.len() == 1) else {
             continue;
         };
@@ -128,13 +127,12 @@ pub struct TcpExpected {
 pub const TCP_GOODPUT_SHARE: f64 = 1460.0 / 1500.0;
 
 /// [`TcpExpected`] for every TCP flow of `s`.
-pub fn tcp_for_scenario(s: &Scenario, sim: &mut Sim) -> Vec<TcpExpected> {
+pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
     let mut out = Vec::new();
     for f in &s.flows {
         let FlowKind::Tcp { rate_bps, .. } = f.kind else {
             continue;
         };
-        let net = sim.net_mut();
         let (Some(a), Some(b)) = (net.node_by_name(&f.from), net.node_by_name(&f.to[0])) else {
             continue;
         };
@@ -158,14 +156,7 @@ pub fn tcp_for_scenario(s: &Scenario, sim: &mut Sim) -> Vec<TcpExpected> {
 }
 
 /// The `hold_extra` of the profile on the link between these nodes, ns.
-fn profile_extra(
-    s: &Scenario,
-    (a, b): (
-        metronome_netsim::sim::packet::NodeId,
-        metronome_netsim::sim::packet::NodeId,
-    ),
-    net: &metronome_netsim::sim::net::Net,
-) -> u64 {
+fn profile_extra(s: &Scenario, (a, b): (NodeId, NodeId), net: &Topology) -> u64 {
     let (an, bn) = (net.node_name(a), net.node_name(b));
     s.links
         .iter()

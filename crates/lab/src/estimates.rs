@@ -7,7 +7,7 @@
 //! report's "Across replicates" section show them all.
 
 use crate::results::{PointResult, Summary};
-use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
+use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_spec::scenario::REPLICATE;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -4,7 +4,7 @@
 //! the largest ratio between two of them (TFMCC's TCP-friendliness, RFC 4654 §1: within a
 //! factor of two of a TCP flow on the same path).
 
-use metronome_netsim::sim::flows::FlowReport;
+use metronome_link::report::FlowReport;
 use serde::{Deserialize, Serialize};
 
 /// The flows' shares at one point.

@@ -3,15 +3,14 @@
 use crate::ladder::LadderVideo;
 use crate::video::{FrameMap, SharedFrames, Timed};
 use metronome_cc::{ControllerParams, RateController};
+use metronome_link::topology::{derive_seed, LinkPlan, NodeId, Topology};
+use metronome_link::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossModel};
 use metronome_media::ladder::source::LadderSourceConfig;
 use metronome_netsim::sim::flows::rtp::{MemberWindow, RtpFlow, RtpFlowConfig};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
 use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
-use metronome_netsim::sim::net::derive_seed;
-use metronome_netsim::sim::packet::NodeId;
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
-use metronome_netsim::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossModel};
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig};
 use metronome_session::sender::{
@@ -27,13 +26,6 @@ use metronome_wire::rtp::SendTimeExt;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-
-/// How one direction of a link is built: a fixed configuration, or a schedule.
-#[derive(Clone, Debug)]
-pub enum LinkPlan {
-    Fixed(LinkConfig),
-    Scheduled(LinkSchedule),
-}
 
 /// The link model for a profile: its configuration, or its schedule if it changes over time.
 /// `dir` is where relative trace files are found (`None`: a built-in scenario, which has
@@ -123,9 +115,15 @@ pub struct Built {
 /// the scenario file's directory, for relative trace files.
 pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, String> {
     let mut videos = Vec::new();
-    let (mut sim, _) = network(s, seed, dir)?;
+    let trace = if s.trace {
+        TraceLevel::Packets
+    } else {
+        TraceLevel::Off
+    };
+    let mut sim = Sim::with_topology(topology(s, seed, dir)?, trace);
     let node = |sim: &Sim, name: &str| {
         sim.net()
+            .topology()
             .node_by_name(name)
             .ok_or_else(|| format!("no node '{name}'"))
     };
@@ -184,48 +182,31 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
     Ok(Built { sim, videos })
 }
 
-/// The scenario's nodes and links as a simulation without flows (its routes are the ones
-/// both modes use), and each directed link's plan, by link id (the emulator builds its own
-/// links from them, seeded as the simulator seeds its: `derive_seed(seed, 1 + id)`).
-pub fn network(
-    s: &Scenario,
-    seed: u64,
-    dir: Option<&Path>,
-) -> Result<(Sim, Vec<LinkPlan>), String> {
-    let trace = if s.trace {
-        TraceLevel::Packets
-    } else {
-        TraceLevel::Off
-    };
-    let mut sim = Sim::new(seed, trace);
+/// The scenario's nodes and links, seeded with `seed`: the network both modes build from (the
+/// simulator's links and the emulator's, the routes and multicast trees of both). Each
+/// directed link gets its plan in declaration order, `a → b` then `b → a`.
+pub fn topology(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Topology, String> {
+    let mut topology = Topology::new(seed);
     for n in &s.nodes {
-        sim.add_node(n.clone());
+        topology.add_node(n.clone());
     }
-    let node = |sim: &Sim, name: &str| {
-        sim.net()
-            .node_by_name(name)
+    let node = |t: &Topology, name: &str| {
+        t.node_by_name(name)
             .ok_or_else(|| format!("no node '{name}'"))
     };
-    let mut plans = Vec::with_capacity(s.links.len() * 2);
     for l in &s.links {
-        let (a, b) = (node(&sim, &l.a)?, node(&sim, &l.b)?);
+        let (a, b) = (node(&topology, &l.a)?, node(&topology, &l.b)?);
         for ((from, to), (name, profile)) in [((a, b), &l.ab), ((b, a), &l.ba)] {
             let plan =
                 link_plan(profile, dir).map_err(|e| format!("link profile '{name}': {e}"))?;
-            match &plan {
-                LinkPlan::Fixed(cfg) => {
-                    cfg.validate()
-                        .map_err(|e| format!("link profile '{name}': {e}"))?;
-                    sim.net_mut().add_link(from, to, cfg.clone());
-                }
-                LinkPlan::Scheduled(schedule) => {
-                    sim.net_mut().add_link_scheduled(from, to, schedule.clone());
-                }
+            if let LinkPlan::Fixed(cfg) = &plan {
+                cfg.validate()
+                    .map_err(|e| format!("link profile '{name}': {e}"))?;
             }
-            plans.push(plan);
+            topology.add_link(from, to, plan);
         }
     }
-    Ok((sim, plans))
+    Ok(topology)
 }
 
 /// When the run ends: the last flow's end plus the drain time.

@@ -15,7 +15,7 @@
 //! documented in `docs/lab.md`.
 
 use crate::closed_form::{ClosedForm, TcpExpected};
-use metronome_netsim::sim::flows::FlowReport;
+use metronome_link::report::FlowReport;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

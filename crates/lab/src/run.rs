@@ -5,8 +5,10 @@ use crate::closed_form;
 use crate::model;
 use crate::results::{self, LinkResult, PointResult, ScenarioInfo, Shard, Summary, VideoWork};
 use crate::wall;
+use metronome_link::report::FlowReport;
+use metronome_link::topology::{LinkId, Topology};
+use metronome_link::LinkStats;
 use metronome_netsim::sim::flows::rtp::RtpFlow;
-use metronome_netsim::sim::packet::LinkId;
 use metronome_spec::scenario::{Point, Scenario, ScenarioFile};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -271,11 +273,12 @@ pub fn run_point(
     let started = wall::Stopwatch::start();
     let model::Built { mut sim, videos } =
         model::build(s, seed, dir).map_err(|e| format!("point {point}: {e}"))?;
-    let closed = closed_form::for_scenario(s, &mut sim);
-    let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
+    let closed = closed_form::for_scenario(s, sim.net().topology());
+    let tcp_expected = closed_form::tcp_for_scenario(s, sim.net().topology());
     sim.run_until(model::end_time(s));
-    let links = (0..sim.net().link_count())
-        .map(|i| link_result(s, &sim, LinkId(i as u32)))
+    let net = sim.net();
+    let links = (0..net.topology().link_count())
+        .map(|i| link_result(s, net.topology(), i, net.link_stats(LinkId(i as u32))))
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
     let (mut outcome, flows) = sim.finish_with_flows();
@@ -334,7 +337,7 @@ pub fn run_point(
 /// reports, series and files for the point.
 fn add_frames(
     s: &Scenario,
-    reports: &mut [metronome_netsim::sim::flows::FlowReport],
+    reports: &mut [FlowReport],
     flows: Vec<Box<dyn metronome_netsim::sim::flows::Flow>>,
     videos: &[(usize, crate::video::SharedFrames)],
 ) -> Vec<crate::video::FlowVideo> {
@@ -367,19 +370,9 @@ pub fn point_id(index: usize) -> String {
     format!("p{index:03}")
 }
 
-fn link_result(s: &Scenario, sim: &metronome_netsim::sim::Sim, l: LinkId) -> LinkResult {
-    link_result_from(s, sim, l.0 as usize, sim.net().link_stats(l))
-}
-
-/// Link `i` of `sim`'s network, with counters `st` (the simulator's, or the emulator's).
-pub fn link_result_from(
-    s: &Scenario,
-    sim: &metronome_netsim::sim::Sim,
-    i: usize,
-    st: &metronome_netsim::LinkStats,
-) -> LinkResult {
+/// Link `i` of the scenario's topology, with counters `st` (the simulator's, or the emulator's).
+pub fn link_result(s: &Scenario, net: &Topology, i: usize, st: &LinkStats) -> LinkResult {
     let l = LinkId(i as u32);
-    let net = sim.net();
     let (a, b) = net.link_ends(l);
     // Links are added two by two, in declaration order: even ids go a → b.
     let decl = &s.links[l.0 as usize / 2];

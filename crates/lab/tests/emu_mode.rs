@@ -563,7 +563,7 @@ fn tfmcc_and_asmp_run_on_real_sockets_as_in_the_simulator() {
         Mode::Sim,
         &tmp.0.join("sim"),
     );
-    let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
+    let thr = |f: &metronome_link::report::FlowReport| {
         f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
     };
     let video = |p: &PointResult| thr(&p.flows[0]);
@@ -788,7 +788,7 @@ fn a_ladder_video_runs_on_real_sockets_as_in_the_simulator() {
         .collect();
     assert_eq!(qs.len(), 25, "a rung per GOP: {rungs}");
     assert!(qs.iter().all(|q| (2..=12).contains(q)), "{qs:?}");
-    let thr = |f: &metronome_netsim::sim::flows::FlowReport| {
+    let thr = |f: &metronome_link::report::FlowReport| {
         f.receivers.iter().map(|r| r.throughput_bps).sum::<f64>() / f.receivers.len() as f64
     };
     for (mode, v) in [("sim", vs), ("emu", ve)] {

@@ -8,11 +8,11 @@
 //! policy decides what happens.
 
 use crate::sim::flows::rtp::{RtpFlow, RtpFlowConfig, RtpLogRow};
-use crate::sim::packet::LinkId;
 use crate::sim::trace::{DropReason, PacketEvent, TraceLevel};
 use crate::sim::Sim;
-use crate::{LinkConfig, LinkStats};
 use metronome_cc::RateController;
+use metronome_link::topology::LinkId;
+use metronome_link::{LinkConfig, LinkStats};
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::{SenderSession, SenderSessionConfig};
 use metronome_time::Timestamp;

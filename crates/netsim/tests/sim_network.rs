@@ -1,10 +1,10 @@
 //! The simulator's network: routing, multicast trees, UDP flows, the trace, replay by seed.
 
+use metronome_link::topology::NodeId;
+use metronome_link::{LinkConfig, LossModel};
 use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
-use metronome_netsim::sim::packet::NodeId;
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::{Sim, SimOutcome};
-use metronome_netsim::{LinkConfig, LossModel};
 use metronome_time::Timestamp;
 use std::time::Duration;
 
@@ -85,10 +85,10 @@ fn multicast_copies_once_per_branch() {
     }
     sim.add_flow(udp("m", s, receivers.clone(), 2_000_000, 2));
     sim.run_until(Timestamp::from_millis(3_000));
-    let net_links: Vec<u64> = (0..sim.net().link_count())
+    let net_links: Vec<u64> = (0..sim.net().topology().link_count())
         .map(|i| {
             sim.net()
-                .link_stats(metronome_netsim::sim::packet::LinkId(i as u32))
+                .link_stats(metronome_link::topology::LinkId(i as u32))
                 .sent
         })
         .collect();

@@ -3,11 +3,11 @@
 
 use metronome_cc::receiver::AgentKind;
 use metronome_cc::FixedRate;
+use metronome_link::topology::NodeId;
+use metronome_link::{LinkConfig, LossModel};
 use metronome_netsim::sim::flows::rtp::{RtpFlow, RtpFlowConfig};
-use metronome_netsim::sim::packet::NodeId;
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::{Sim, SimOutcome};
-use metronome_netsim::{LinkConfig, LossModel};
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::ReceiverConfig;
 use metronome_session::sender::CbrTs;

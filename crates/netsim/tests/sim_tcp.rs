@@ -2,11 +2,11 @@
 //! serializer and under a tc-tbf token bucket, with Reno and CUBIC; a limited transfer
 //! completes exactly; loss is recovered; the same seed replays.
 
+use metronome_link::report::FlowReport;
+use metronome_link::{LinkConfig, LossModel};
 use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
-use metronome_netsim::sim::flows::FlowReport;
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
-use metronome_netsim::{LinkConfig, LossModel};
 use metronome_time::Timestamp;
 use std::time::Duration;
 

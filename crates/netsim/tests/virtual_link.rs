@@ -3,7 +3,8 @@
 //! configuration or from what the link actually did. These tests take milliseconds.
 
 use metronome_cc::FixedRate;
-use metronome_netsim::{run_pair, CbrTs, LinkConfig, LossModel, PairConfig, PairOutcome, TraceRow};
+use metronome_link::{LinkConfig, LossModel};
+use metronome_netsim::{run_pair, CbrTs, PairConfig, PairOutcome, TraceRow};
 use metronome_sched::{LatePolicy, PacingConfig};
 use metronome_session::receiver::ReceiverConfig;
 use metronome_session::sender::{

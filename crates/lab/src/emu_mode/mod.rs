@@ -1,8 +1,9 @@
 //! A scenario point on real sockets, in real time (root): each of the scenario's hosts (the
 //! nodes that send or receive) is a network namespace, and the scenario's links join them as
-//! an emulator [`Fabric`] (the same link models, seeded as the simulator seeds them, on the
-//! same routes; a multicast group is copied where its receivers' paths part). It writes the
-//! same figures as the simulator, so `lab compare` can put the two modes side by side.
+//! an emulator [`Fabric`] (the scenario's [`Topology`], as the simulator builds it: the same
+//! link models with the same seeds, the same routes and multicast trees; a group is copied
+//! where its receivers' paths part). It writes the same figures as the simulator, so
+//! `lab compare` can put the two modes side by side.
 //!
 //! - UDP flows (unicast or to a group): one paced sender thread sends every flow's datagrams
 //!   from a socket in its host, each at its time; a receiver in each receiving host measures
@@ -13,16 +14,15 @@
 //! - Command flows: real programs in their hosts ([`programs`]).
 
 use crate::closed_form;
-use crate::model::{self, LinkPlan};
+use crate::model;
 use crate::results::{CommandRun, EmuFacts, PointResult};
 use crate::served::ServedFlow;
 use crate::wall::Stopwatch;
 use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath};
 use metronome_emu::netns::{remove_stale, Hosts};
-use metronome_netsim::sim::flows::FlowReport;
-use metronome_netsim::sim::meter::Meter;
-use metronome_netsim::sim::net::derive_seed;
-use metronome_netsim::Link;
+use metronome_link::meter::Meter;
+use metronome_link::report::FlowReport;
+use metronome_link::topology::{LinkId, NodeId, Topology};
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::{SocketOptions, UdpReceiver};
 use metronome_rt::url::RtpUrl;
@@ -51,7 +51,7 @@ const LEAD: Duration = Duration::from_millis(300);
 fn point_result(
     point: &Point,
     s: &Scenario,
-    sim: &metronome_netsim::sim::Sim,
+    topology: &Topology,
     seed: u64,
     fabric_stats: &metronome_emu::fabric::FabricStats,
     flows: Vec<FlowReport>,
@@ -61,7 +61,7 @@ fn point_result(
         .links
         .iter()
         .enumerate()
-        .map(|(i, st)| crate::run::link_result_from(s, sim, i, st))
+        .map(|(i, st)| crate::run::link_result(s, topology, i, st))
         .collect();
     PointResult {
         index: point.index,
@@ -85,21 +85,6 @@ fn point_result(
         video_s: 0.0,
         video_work: None,
     }
-}
-
-/// The scenario's links for the emulator, seeded as the simulator seeds its own.
-fn emulated_links(plans: Vec<LinkPlan>, seed: u64) -> Vec<Link<Datagram>> {
-    plans
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let link_seed = derive_seed(seed, 1 + i as u64);
-            match p {
-                LinkPlan::Fixed(cfg) => Link::new(cfg, link_seed),
-                LinkPlan::Scheduled(sch) => Link::with_schedule(sch, link_seed),
-            }
-        })
-        .collect()
 }
 
 /// How well the emulator kept time, and how busy the host was.
@@ -149,32 +134,26 @@ fn host_names(s: &Scenario) -> Vec<String> {
     names
 }
 
-/// Where each host's packets go: to every other host by the scenario's shortest paths, and
-/// to each multicast flow's group along its receivers' paths.
-fn host_net(
-    s: &Scenario,
-    sim: &mut metronome_netsim::sim::Sim,
-    hosts: &Hosts,
-) -> Result<HostNet, String> {
+/// Where each host's packets go: to every other host by the topology's shortest paths, and
+/// to each multicast flow's group down its tree (the simulator's routes and trees).
+fn host_net(s: &Scenario, topology: &Topology, hosts: &Hosts) -> Result<HostNet, String> {
     let names = host_names(s);
-    let node = |sim: &mut metronome_netsim::sim::Sim, n: &str| {
-        sim.net_mut()
-            .node_by_name(n)
-            .ok_or_else(|| format!("no node '{n}'"))
-    };
-    let nodes: Vec<_> = names
+    let nodes: Vec<NodeId> = names
         .iter()
-        .map(|n| node(sim, n))
+        .map(|n| {
+            topology
+                .node_by_name(n)
+                .ok_or_else(|| format!("no node '{n}'"))
+        })
         .collect::<Result<_, _>>()?;
-    let path = |sim: &mut metronome_netsim::sim::Sim, i: usize, j: usize| -> Option<Vec<usize>> {
-        let p = sim.net_mut().path(nodes[i], nodes[j])?;
-        Some(p.iter().map(|l| l.0 as usize).collect())
-    };
+    let indices = |p: Vec<LinkId>| -> Vec<usize> { p.iter().map(|l| l.0 as usize).collect() };
+    let routes: Vec<_> = nodes.iter().map(|&n| topology.routes_to(n)).collect();
     let mut paths = Vec::new();
     for i in 0..names.len() {
         for j in (0..names.len()).filter(|&j| j != i) {
             // A pair the topology does not join gets no path: its packets are unroutable.
-            if let Some(links) = path(sim, i, j) {
+            let path = topology.path_by(&routes[j], nodes[i], nodes[j]);
+            if let Some(links) = path.map(indices) {
                 paths.push(HostPath {
                     from: i,
                     dst: hosts.hosts()[j].addr,
@@ -185,12 +164,14 @@ fn host_net(
     }
     for (k, f) in s.flows.iter().enumerate().filter(|(_, f)| f.to.len() > 1) {
         let from = host_index(&names, &f.from);
+        let members: Vec<usize> = f.to.iter().map(|m| host_index(&names, m)).collect();
+        let member_nodes: Vec<NodeId> = members.iter().map(|&j| nodes[j]).collect();
+        let tree = topology.tree_paths(nodes[from], &member_nodes);
         let mut to = Vec::new();
-        for m in &f.to {
-            let j = host_index(&names, m);
-            let links = path(sim, from, j)
+        for ((m, &j), links) in f.to.iter().zip(&members).zip(tree) {
+            let links = links
                 .ok_or_else(|| format!("flow '{}': no route from {} to {m}", f.name, f.from))?;
-            to.push((j, links));
+            to.push((j, indices(links)));
         }
         paths.push(HostPath {
             from,
@@ -321,17 +302,17 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
-    let (mut sim, plans) = model::network(s, seed, at.scenario_dir)?;
-    let closed = closed_form::for_scenario(s, &mut sim);
-    let tcp_expected = closed_form::tcp_for_scenario(s, &mut sim);
+    let topology = model::topology(s, seed, at.scenario_dir)?;
+    let closed = closed_form::for_scenario(s, &topology);
+    let tcp_expected = closed_form::tcp_for_scenario(s, &topology);
     let names = host_names(s);
     let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let hosts = Hosts::create(&format!("p{}", point.index), &name_refs)
         .map_err(|e| format!("cannot make the scenario's hosts: {e}"))?;
-    let net = host_net(s, &mut sim, &hosts)?;
+    let net = host_net(s, &topology, &hosts)?;
     let clock = Clock::new();
-    let fabric =
-        Fabric::routed(emulated_links(plans, seed), net, clock).map_err(|e| e.to_string())?;
+    let links = topology.build_links::<Datagram>();
+    let fabric = Fabric::routed(links, net, clock).map_err(|e| e.to_string())?;
     // Every UDP receiver is open before anything is sent.
     let flows = PointFlows::open(s, &hosts, &names, clock, seed, at.scenario_dir)?;
     let rel_dir = Path::new("points").join(crate::run::point_id(point.index));
@@ -359,7 +340,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
         .map(|r| r.unwrap_or_else(|| Err("a flow did not run".into())))
         .collect::<Result<Vec<_>, _>>()?;
     let fabric_stats = out.fabric.ok_or("the emulator's thread failed")?;
-    let mut r = point_result(point, s, &sim, seed, &fabric_stats, flows);
+    let mut r = point_result(point, s, &topology, seed, &fabric_stats, flows);
     r.wall_s = watch.seconds();
     r.closed_form = closed;
     r.tcp_expected = tcp_expected;

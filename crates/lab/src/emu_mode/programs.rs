@@ -8,8 +8,8 @@
 use super::{flow_group, flow_port, host_index};
 use crate::results::CommandRun;
 use metronome_emu::netns::Hosts;
-use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
-use metronome_netsim::sim::meter::{IntervalFigures, Meter};
+use metronome_link::meter::{IntervalFigures, Meter};
+use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_rt::clock::Clock;
 use metronome_spec::scenario::{FlowDecl, FlowKind, Scenario, TcpCc};
 use metronome_time::Timestamp;

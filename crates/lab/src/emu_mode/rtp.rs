@@ -14,8 +14,8 @@ use super::Stage;
 use crate::model::RtpPlan;
 use crate::served::ServedFlow;
 use crate::video::{lock_frames, view_flow, FlowVideo, FrameMap};
-use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
-use metronome_netsim::sim::meter::Meter;
+use metronome_link::meter::Meter;
+use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_rt::clock::Clock;
 use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
 use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
@@ -259,7 +259,7 @@ pub(super) fn rtp_flow(
     };
     let targets = targets.into_inner().unwrap_or_else(|e| e.into_inner());
     let (mut report, video) = report(f, rate_bps, &outcome, map, got, st);
-    report.rate_control = Some(metronome_netsim::sim::flows::RateControl {
+    report.rate_control = Some(metronome_link::report::RateControl {
         controller: cc.name().into(),
         changes: targets.windows(2).filter(|w| w[0].1 != w[1].1).count() as u64,
         points: targets,

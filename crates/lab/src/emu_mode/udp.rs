@@ -2,9 +2,9 @@
 //! time, from a socket in its host), a receiver per receiving host that measures with the
 //! kernel's receive timestamps, as the simulator's iperf-like flow measures.
 
+use metronome_link::meter::Meter;
+use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_netsim::sim::flows::udp::UdpSchedule;
-use metronome_netsim::sim::flows::{FlowReport, ReceiverReport};
-use metronome_netsim::sim::meter::Meter;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::wait::{WaitMode, Waiter};

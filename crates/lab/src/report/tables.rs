@@ -359,7 +359,7 @@ pub(crate) fn points_section(s: &Summary) -> String {
 }
 
 /// The time-weighted mean of a rate controller's target over the flow's active time, bit/s.
-pub(crate) fn mean_target(f: &metronome_netsim::sim::flows::FlowReport) -> Option<f64> {
+pub(crate) fn mean_target(f: &metronome_link::report::FlowReport) -> Option<f64> {
     let rc = f.rate_control.as_ref()?;
     let end = f.start_ns + f.duration_ns;
     let mut sum = 0.0;
@@ -503,7 +503,7 @@ const SHOWN_ROWS: usize = 20;
 const MAX_ROWS: usize = 50;
 
 /// What a crowd's receivers left out of the table did, in one row: the spread of their loss.
-fn crowd_row(f: &metronome_netsim::sim::flows::FlowReport, n: usize) -> String {
+fn crowd_row(f: &metronome_link::report::FlowReport, n: usize) -> String {
     let loss = f.receivers.iter().map(|r| r.loss_percent);
     let (lo, hi) = loss.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     let mean = f.receivers.iter().map(|r| r.loss_percent).sum::<f64>() / n as f64;

@@ -3,9 +3,9 @@
 
 use super::series::series;
 use super::{frames_csv, pictures_of, FrameMap, FrameRow, FrameSeries, SentSeries, FRAMES_HEADER};
+use metronome_link::report::{FlowReport, FrameFigures, PictureFigures};
 use metronome_media::decode::VideoDecoder;
 use metronome_media::Frame;
-use metronome_netsim::sim::flows::{FlowReport, FrameFigures, PictureFigures};
 use metronome_quality::compare::FrameQuality;
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;

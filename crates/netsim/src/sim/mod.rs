@@ -3,26 +3,27 @@
 //! One loop pops the earliest event (a link delivering its next packet, or a flow's endpoint
 //! asking to be woken), lets it act, then hands the packets that reached their node to the
 //! flow's endpoint there. Ties run in the order they were scheduled, and every random draw
-//! comes from the run's seed ([`net::derive_seed`] gives each link its own stream), so a run is
+//! comes from the run's seed (the [`Topology`] gives each link its own stream), so a run is
 //! a function of its configuration and seed: the same inputs give the same trace, byte for byte.
 //!
-//! - [`net`]: the network: nodes, links (the [`Link`](crate::Link) model), routes, multicast
-//!   trees, the packet trace;
-//! - [`flows`]: the applications: UDP at a constant rate or in a square wave ([`flows::udp`]);
-//! - [`meter`]: what a receiving endpoint measures;
+//! - [`net`]: the network: a [`Topology`]'s links as [`Link`](metronome_link::Link) models,
+//!   its routes and multicast trees, the packet trace;
+//! - [`flows`]: the applications: UDP at a constant rate or in a square wave ([`flows::udp`]),
+//!   RTP sessions, TCP; each measures with a [`metronome_link::meter::Meter`];
 //! - [`trace`]: the per-packet trace and its CSV.
 
 pub mod flows;
-pub mod meter;
 pub mod net;
 pub mod packet;
 pub mod trace;
 
-use crate::LinkConfig;
-use flows::{Flow, FlowReport};
+use flows::Flow;
+use metronome_link::report::FlowReport;
+use metronome_link::topology::{LinkId, LinkPlan, NodeId, Topology};
+use metronome_link::LinkConfig;
 use metronome_time::Timestamp;
 use net::{Event, Net, NetCounters};
-use packet::{FlowId, LinkId, NodeId};
+use packet::FlowId;
 use trace::{PacketEvent, PacketTrace, TraceLevel};
 
 /// A simulation: build the network and flows, then [`run_until`](Sim::run_until).
@@ -45,8 +46,13 @@ pub struct SimOutcome {
 impl Sim {
     /// An empty network; `seed` seeds every link and flow.
     pub fn new(seed: u64, trace: TraceLevel) -> Self {
+        Sim::with_topology(Topology::new(seed), trace)
+    }
+
+    /// The network of `topology` (seeded with its seed), no flows yet.
+    pub fn with_topology(topology: Topology, trace: TraceLevel) -> Self {
         Sim {
-            net: Net::new(seed, trace),
+            net: Net::new(topology, trace),
             flows: Vec::new(),
             now: Timestamp::ZERO,
             started: false,
@@ -73,7 +79,10 @@ impl Sim {
         ab: LinkConfig,
         ba: LinkConfig,
     ) -> (LinkId, LinkId) {
-        (self.net.add_link(a, b, ab), self.net.add_link(b, a, ba))
+        (
+            self.net.add_link(a, b, LinkPlan::Fixed(ab)),
+            self.net.add_link(b, a, LinkPlan::Fixed(ba)),
+        )
     }
 
     pub fn add_flow(&mut self, mut flow: Box<dyn Flow>) -> FlowId {

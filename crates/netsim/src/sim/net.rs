@@ -1,14 +1,16 @@
-//! The network half of the simulator: nodes, directed links, unicast routes, multicast trees,
-//! the event queue, and the packet trace.
+//! The network half of the simulator: a [`Topology`]'s links as models in virtual time, the
+//! event queue, and the packet trace.
 //!
-//! A node forwards what is not for it: unicast along the shortest path in hops (ties go to the
-//! link added first), multicast along its tree (the union of the shortest paths from the source
-//! to each member: a source-specific tree, as PIM-SSM builds). Packets for the node itself wait
-//! in the inbox until the simulator hands them to the flow's endpoint there.
+//! A node forwards what is not for it: unicast along the topology's shortest path in hops
+//! (ties go to the link added first), multicast along its tree (the union of the shortest paths
+//! from the source to each member: a source-specific tree, as PIM-SSM builds); routes and trees
+//! are the topology's, as the emulator's are. Packets for the node itself wait in the inbox
+//! until the simulator hands them to the flow's endpoint there.
 
-use super::packet::{Dst, FlowId, LinkId, NodeId, Packet, TreeId};
+use super::packet::{Dst, FlowId, Packet, TreeId};
 use super::trace::{DropReason, PacketEvent, PacketTrace, TraceLevel, TraceRow};
-use crate::{EventQueue, Link, LinkConfig, LinkSchedule, LinkStats, SendOutcome};
+use metronome_link::topology::{LinkId, LinkPlan, McastTree, NodeId, Topology};
+use metronome_link::{EventQueue, Link, LinkStats, SendOutcome};
 use metronome_time::Timestamp;
 use std::collections::{HashMap, VecDeque};
 
@@ -21,14 +23,7 @@ pub(crate) enum Event {
     Wake(FlowId, u32),
 }
 
-struct Node {
-    name: String,
-    out: Vec<LinkId>,
-}
-
 struct SimLink {
-    from: NodeId,
-    to: NodeId,
     link: Link<Packet>,
     /// The time of the link's pending event (`Timestamp::MAX` if none).
     scheduled: Timestamp,
@@ -36,10 +31,8 @@ struct SimLink {
 
 struct Tree {
     src: NodeId,
-    /// Per node: whether an endpoint of the tree's flow listens there.
-    member: Vec<bool>,
-    /// Per node: the links a packet of the tree is copied onto.
-    out: Vec<Vec<LinkId>>,
+    /// Per node: members, and the links a packet of the tree is copied onto.
+    tree: McastTree,
 }
 
 /// Counters of the network as a whole.
@@ -60,7 +53,8 @@ pub struct NetCounters {
 }
 
 pub struct Net {
-    nodes: Vec<Node>,
+    topology: Topology,
+    /// Per link of the topology, its model in this run.
     links: Vec<SimLink>,
     /// Next-hop link toward a destination, per node, computed when first needed.
     routes: HashMap<NodeId, Vec<Option<LinkId>>>,
@@ -73,14 +67,20 @@ pub struct Net {
     pub(crate) trace: PacketTrace,
     next_packet: u64,
     pub(crate) counters: NetCounters,
-    seed: u64,
 }
 
 impl Net {
-    pub(crate) fn new(seed: u64, trace_level: TraceLevel) -> Self {
+    /// The network of `topology`, each link's model built from its plan and seed.
+    pub(crate) fn new(topology: Topology, trace_level: TraceLevel) -> Self {
+        let links = (0..topology.link_count() as u32)
+            .map(|i| SimLink {
+                link: topology.build_link(LinkId(i)),
+                scheduled: Timestamp::MAX,
+            })
+            .collect();
         Net {
-            nodes: Vec::new(),
-            links: Vec::new(),
+            topology,
+            links,
             routes: HashMap::new(),
             trees: Vec::new(),
             endpoints: Vec::new(),
@@ -90,33 +90,30 @@ impl Net {
             trace: PacketTrace::default(),
             next_packet: 0,
             counters: NetCounters::default(),
-            seed,
         }
     }
 
+    /// Nodes, links, routes and trees: what the network is built from.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
     pub fn add_node(&mut self, name: impl Into<String>) -> NodeId {
-        self.nodes.push(Node {
-            name: name.into(),
-            out: Vec::new(),
-        });
+        let id = self.topology.add_node(name);
         for e in &mut self.endpoints {
             e.push(u32::MAX);
         }
         self.routes.clear();
-        NodeId(self.nodes.len() as u32 - 1)
+        id
     }
 
     /// One direction of a link from `from` to `to`, seeded from the run's seed and its index.
-    pub fn add_link(&mut self, from: NodeId, to: NodeId, cfg: LinkConfig) -> LinkId {
-        let id = LinkId(self.links.len() as u32);
-        let seed = derive_seed(self.seed, 1 + id.0 as u64);
+    pub fn add_link(&mut self, from: NodeId, to: NodeId, plan: LinkPlan) -> LinkId {
+        let id = self.topology.add_link(from, to, plan);
         self.links.push(SimLink {
-            from,
-            to,
-            link: Link::new(cfg, seed),
+            link: self.topology.build_link(id),
             scheduled: Timestamp::MAX,
         });
-        self.nodes[from.0 as usize].out.push(id);
         self.routes.clear();
         id
     }
@@ -124,44 +121,6 @@ impl Net {
     /// What the network has done so far.
     pub fn counters(&self) -> NetCounters {
         self.counters
-    }
-
-    /// One direction of a link that follows `schedule` (see [`crate::schedule`]).
-    pub fn add_link_scheduled(
-        &mut self,
-        from: NodeId,
-        to: NodeId,
-        schedule: LinkSchedule,
-    ) -> LinkId {
-        let id = self.add_link(from, to, LinkConfig::default());
-        let seed = derive_seed(self.seed, 1 + id.0 as u64);
-        self.links[id.0 as usize].link = Link::with_schedule(schedule, seed);
-        id
-    }
-
-    pub fn node_count(&self) -> usize {
-        self.nodes.len()
-    }
-
-    pub fn node_name(&self, n: NodeId) -> &str {
-        &self.nodes[n.0 as usize].name
-    }
-
-    pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.nodes
-            .iter()
-            .position(|n| n.name == name)
-            .map(|i| NodeId(i as u32))
-    }
-
-    pub fn link_count(&self) -> usize {
-        self.links.len()
-    }
-
-    /// The link's two ends, `(from, to)`.
-    pub fn link_ends(&self, l: LinkId) -> (NodeId, NodeId) {
-        let sl = &self.links[l.0 as usize];
-        (sl.from, sl.to)
     }
 
     pub fn link_stats(&self, l: LinkId) -> &LinkStats {
@@ -173,14 +132,10 @@ impl Net {
         self.links[l.0 as usize].link.in_flight()
     }
 
-    pub fn link_config(&self, l: LinkId) -> &LinkConfig {
-        self.links[l.0 as usize].link.config()
-    }
-
     /// Registers flow `flow`'s endpoint `ep` at `node`: packets of the flow that reach the node
     /// go to it.
     pub fn listen(&mut self, flow: FlowId, node: NodeId, ep: u32) {
-        let n = self.nodes.len();
+        let n = self.topology.node_count();
         let f = flow.0 as usize;
         if self.endpoints.len() <= f {
             self.endpoints.resize_with(f + 1, || vec![u32::MAX; n]);
@@ -195,8 +150,8 @@ impl Net {
 
     /// A multicast tree from `src` to `members`: the union of the shortest paths.
     pub fn add_tree(&mut self, src: NodeId, members: &[NodeId]) -> TreeId {
-        let tree = self.tree(src, members);
-        self.trees.push(tree);
+        let tree = self.topology.tree(src, members);
+        self.trees.push(Tree { src, tree });
         TreeId(self.trees.len() as u32 - 1)
     }
 
@@ -207,93 +162,21 @@ impl Net {
         let Some(src) = self.trees.get(t.0 as usize).map(|tr| tr.src) else {
             return;
         };
-        self.trees[t.0 as usize] = self.tree(src, members);
+        self.trees[t.0 as usize].tree = self.topology.tree(src, members);
     }
 
-    fn tree(&self, src: NodeId, members: &[NodeId]) -> Tree {
-        let n = self.nodes.len();
-        let parent = self.parents_from(src);
-        let mut member = vec![false; n];
-        let mut out: Vec<Vec<LinkId>> = vec![Vec::new(); n];
-        let mut on_tree = vec![false; self.links.len()];
-        for &m in members {
-            member[m.0 as usize] = true;
-            let mut at = m;
-            while let Some(l) = parent[at.0 as usize] {
-                if on_tree[l.0 as usize] {
-                    break;
-                }
-                on_tree[l.0 as usize] = true;
-                let from = self.links[l.0 as usize].from;
-                out[from.0 as usize].push(l);
-                at = from;
-            }
-        }
-        for o in &mut out {
-            o.sort(); // copies leave in link order, whatever the members' order
-        }
-        Tree { src, member, out }
-    }
-
-    /// Breadth-first from `src`: the link each node is first reached by.
-    fn parents_from(&self, src: NodeId) -> Vec<Option<LinkId>> {
-        let mut parent = vec![None; self.nodes.len()];
-        let mut seen = vec![false; self.nodes.len()];
-        seen[src.0 as usize] = true;
-        let mut queue = VecDeque::from([src]);
-        while let Some(n) = queue.pop_front() {
-            for &l in &self.nodes[n.0 as usize].out {
-                let to = self.links[l.0 as usize].to;
-                if !seen[to.0 as usize] {
-                    seen[to.0 as usize] = true;
-                    parent[to.0 as usize] = Some(l);
-                    queue.push_back(to);
-                }
-            }
-        }
-        parent
-    }
-
-    /// Per node, the first link on a shortest path to `dst`: breadth-first from `dst` over the
-    /// links reversed.
+    /// Per node, the first link on a shortest path to `dst` (kept until the topology changes).
     fn routes_to(&mut self, dst: NodeId) -> &[Option<LinkId>] {
-        if !self.routes.contains_key(&dst) {
-            let mut into: Vec<Vec<LinkId>> = vec![Vec::new(); self.nodes.len()];
-            for (i, l) in self.links.iter().enumerate() {
-                into[l.to.0 as usize].push(LinkId(i as u32));
-            }
-            let mut next = vec![None; self.nodes.len()];
-            let mut seen = vec![false; self.nodes.len()];
-            seen[dst.0 as usize] = true;
-            let mut queue = VecDeque::from([dst]);
-            while let Some(n) = queue.pop_front() {
-                for &l in &into[n.0 as usize] {
-                    let from = self.links[l.0 as usize].from;
-                    if !seen[from.0 as usize] {
-                        seen[from.0 as usize] = true;
-                        next[from.0 as usize] = Some(l);
-                        queue.push_back(from);
-                    }
-                }
-            }
-            self.routes.insert(dst, next);
-        }
-        &self.routes[&dst]
+        let topology = &self.topology;
+        self.routes
+            .entry(dst)
+            .or_insert_with(|| topology.routes_to(dst))
     }
 
     /// The links a unicast packet from `from` to `to` crosses, in order (`None`: no route).
     pub fn path(&mut self, from: NodeId, to: NodeId) -> Option<Vec<LinkId>> {
-        let mut at = from;
-        let mut links = Vec::new();
-        while at != to {
-            let l = self.routes_to(to)[at.0 as usize]?;
-            links.push(l);
-            at = self.links[l.0 as usize].to;
-            if links.len() > self.links.len() {
-                return None; // cannot happen with BFS routes; never loop on a bug
-            }
-        }
-        Some(links)
+        self.routes_to(to);
+        self.topology.path_by(&self.routes[&to], from, to)
     }
 
     /// Asks for flow `flow`'s endpoint `ep` to be woken at `at`.
@@ -328,12 +211,12 @@ impl Net {
                 }
             },
             Dst::Tree(t) => {
-                let tree = &self.trees[t.0 as usize];
+                let Tree { src, tree } = &self.trees[t.0 as usize];
                 let n = at.0 as usize;
-                let (member, branches) = (tree.member[n] && at != tree.src, tree.out[n].len());
-                let at_src = at == tree.src;
+                let (member, branches) = (tree.member[n] && at != *src, tree.out[n].len());
+                let at_src = at == *src;
                 for i in 0..branches {
-                    let l = self.trees[t.0 as usize].out[n][i];
+                    let l = self.trees[t.0 as usize].tree.out[n][i];
                     self.enqueue(now, l, pkt.clone());
                 }
                 if member {
@@ -349,9 +232,10 @@ impl Net {
     }
 
     fn enqueue(&mut self, now: Timestamp, l: LinkId, pkt: Packet) {
+        let from = self.topology.link_ends(l).0;
         let sl = &mut self.links[l.0 as usize];
         let queue_delay_ns = sl.link.queue_delay(now).as_nanos() as u64;
-        let (id, flow, size, from) = (pkt.id, pkt.flow, pkt.size, sl.from);
+        let (id, flow, size) = (pkt.id, pkt.flow, pkt.size);
         let outcome = sl.link.send(now, size as usize, pkt);
         if let Some(t) = sl.link.poll_timeout() {
             if t < sl.scheduled {
@@ -392,7 +276,7 @@ impl Net {
         if self.links[i].scheduled > now {
             return; // an earlier event already handled it; a later one is queued
         }
-        let to = self.links[i].to;
+        let to = self.topology.link_ends(l).1;
         while let Some((_, pkt)) = self.links[i].link.poll_deliver(now) {
             self.forward(now, to, pkt);
         }
@@ -417,11 +301,4 @@ impl Net {
             size: p.size,
         });
     }
-}
-
-/// A seed for part `k` of a run seeded with `seed` (SplitMix64's finaliser: nearby inputs give
-/// unrelated outputs, so link 1 and link 2 do not draw correlated variates).
-pub fn derive_seed(seed: u64, k: u64) -> u64 {
-    use metronome_time::mix::{mix64, GOLDEN_GAMMA};
-    mix64(seed.wrapping_add(k.wrapping_mul(GOLDEN_GAMMA)))
 }

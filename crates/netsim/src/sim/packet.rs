@@ -1,15 +1,9 @@
-//! What travels through the simulated network.
+//! What travels through the simulated network. Nodes and links are the topology's
+//! ([`metronome_link::topology`]).
 
+use metronome_link::topology::NodeId;
 use metronome_time::Timestamp;
 use std::rc::Rc;
-
-/// A node of the topology (a host or a router), by index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct NodeId(pub u32);
-
-/// One direction of a link, by index.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct LinkId(pub u32);
 
 /// A flow (one application: a UDP stream, an RTP session, a TCP connection), by index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

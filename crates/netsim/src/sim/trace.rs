@@ -4,7 +4,8 @@
 //! so large runs (thousands of receivers) turn it off ([`TraceLevel::Off`]) and keep the
 //! per-flow figures only.
 
-use super::packet::{FlowId, LinkId, NodeId};
+use super::packet::FlowId;
+use metronome_link::topology::{LinkId, NodeId};
 use metronome_time::Timestamp;
 use std::fmt::Write as _;
 

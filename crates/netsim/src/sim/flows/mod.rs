@@ -1,17 +1,17 @@
 //! The applications of a simulation. Each flow has endpoints at nodes: endpoint 0 sends,
 //! endpoints 1.. receive (one per receiving node). The simulator wakes an endpoint when it
-//! asked ([`Net::wake`]) and hands it the packets of its flow that reach its node.
+//! asked ([`Net::wake`]) and hands it the packets of its flow that reach its node. What a
+//! flow reports is plain data shared with the emulator: [`metronome_link::report`].
 
 pub mod rtp;
 pub mod tcp;
 pub mod udp;
 
-use super::meter::{IntervalFigures, Meter};
 use super::net::Net;
-use super::packet::{FlowId, NodeId, Packet};
+use super::packet::{Dst, FlowId, Packet};
+use metronome_link::report::FlowReport;
+use metronome_link::topology::NodeId;
 use metronome_time::Timestamp;
-use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// An application in the simulated network.
 pub trait Flow {
@@ -31,259 +31,13 @@ pub trait Flow {
     fn report(&mut self, end: Timestamp, net: &Net) -> FlowReport;
 }
 
-/// What one flow did, for the summary and the report. Times kept in ns (exact in virtual
-/// time) and written as µs (`*_us` in JSON), rates in bit/s, sizes in bytes on the wire (IP
-/// header included).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FlowReport {
-    pub name: String,
-    /// `udp`, `rtp` or `tcp`.
-    pub kind: String,
-    /// The sending node.
-    pub src: String,
-    /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
-    pub target_bps: u64,
-    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
-    pub start_ns: u64,
-    /// How long the sender was active.
-    #[serde(rename = "duration_us", with = "metronome_time::units::ns_as_us")]
-    pub duration_ns: u64,
-    pub sent_packets: u64,
-    pub sent_bytes: u64,
-    pub receivers: Vec<ReceiverReport>,
-    /// What the flow's rate controller did (RTP flows).
-    #[serde(default)]
-    pub rate_control: Option<RateControl>,
-}
-
-/// An RTP flow's rate controller over the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RateControl {
-    /// `fixed`, `tfrc`, `tfmcc`, `asmp`.
-    pub controller: String,
-    /// How many times the target changed.
-    pub changes: u64,
-    /// The target rate over time: (ns from the run's start, bit/s on the wire), at most
-    /// [`RATE_POINTS`] points (the last change of each span kept); in JSON `[µs, bit/s]`.
-    #[serde(with = "metronome_time::units::ns_as_us")]
-    pub points: Vec<(u64, u64)>,
-}
-
-/// Points kept of a rate controller's target over time.
-pub const RATE_POINTS: usize = 1000;
-
-impl RateControl {
-    /// From every change `(when, bit/s)`, thinned to [`RATE_POINTS`] by keeping the last
-    /// change of each of that many equal spans of `[0, end]`.
-    pub fn new(controller: &str, changes: &[(Timestamp, u64)], end: Timestamp) -> RateControl {
-        let span = (end.as_nanos() / RATE_POINTS as u64).max(1);
-        let mut points: Vec<(u64, u64)> = Vec::new();
-        for &(t, bps) in changes {
-            let t = t.as_nanos();
-            match points.last_mut() {
-                Some(last) if last.0 / span == t / span => *last = (t, bps),
-                _ => points.push((t, bps)),
-            }
-        }
-        RateControl {
-            controller: controller.to_string(),
-            changes: changes.len() as u64,
-            points,
-        }
-    }
-}
-
-/// What one receiving endpoint measured.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ReceiverReport {
-    pub node: String,
-    /// Unique packets received.
-    pub packets: u64,
-    pub bytes: u64,
-    /// Packets sent and not received (unique), at the end of the run.
-    pub lost: u64,
-    /// `lost / sent`, in percent.
-    pub loss_percent: f64,
-    pub duplicates: u64,
-    pub reordered: u64,
-    /// Bits received per second of the sender's active time.
-    pub throughput_bps: f64,
-    /// RFC 3550 jitter of the transit time at the end, ns.
-    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
-    pub jitter_ns: u64,
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub mean_delay_ns: u64,
-    #[serde(rename = "min_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub min_delay_ns: u64,
-    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub max_delay_ns: u64,
-    /// One-way delay quantiles (only with histograms: 0 otherwise).
-    #[serde(rename = "p50_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub p50_delay_ns: u64,
-    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub p99_delay_ns: u64,
-    /// Inter-arrival quantiles (only with histograms: 0 otherwise).
-    #[serde(
-        rename = "p50_interarrival_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    pub p50_interarrival_ns: u64,
-    #[serde(
-        rename = "p99_interarrival_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    pub p99_interarrival_ns: u64,
-    /// The delay distribution as 101 quantiles (0 %, 1 %, …, 100 %), ns; empty without
-    /// histograms. What a CDF plot draws.
-    #[serde(
-        default,
-        rename = "delay_quantiles_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    pub delay_quantiles_ns: Vec<u64>,
-    /// The inter-arrival distribution, likewise.
-    #[serde(
-        default,
-        rename = "interarrival_quantiles_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    pub interarrival_quantiles_ns: Vec<u64>,
-    pub intervals: Vec<IntervalFigures>,
-    /// What a viewer saw, frame by frame, where the flow carries video whose frames are known.
-    #[serde(default)]
-    pub frames: Option<FrameFigures>,
-}
-
-/// Frames of a video flow at one receiver. A frame is lost if any packet that carries part
-/// of it is lost; its delay runs from its first packet's due time to its last packet's
-/// arrival (the network's delay plus the frame's spread on the wire).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FrameFigures {
-    /// Frames the sender sent.
-    pub frames: u64,
-    pub lost: u64,
-    pub lost_percent: f64,
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub mean_delay_ns: u64,
-    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub p99_delay_ns: u64,
-    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub max_delay_ns: u64,
-    /// The largest cumulative jitter over the frames that arrived (seed 002's Eq. 4: the
-    /// play-out delay that would have kept every frame), ns; negative when delays only fell.
-    #[serde(
-        default,
-        rename = "max_cumulative_jitter_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    pub max_cumulative_jitter_ns: i64,
-    /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
-    #[serde(default)]
-    pub lost_i: u64,
-    #[serde(default)]
-    pub lost_p: u64,
-    /// Frames that arrived after their play-out deadline (0 without one).
-    #[serde(default)]
-    pub missed_deadline: u64,
-    /// The pictures the viewer saw against the source's, where they are known.
-    #[serde(default)]
-    pub pictures: Option<PictureFigures>,
-}
-
-/// What the viewer's screen showed, against the source's pictures, over every display slot:
-/// the frames that arrived, decoded (a lost reference concealed as a player does), a lost
-/// frame's slot showing the picture before it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct PictureFigures {
-    /// The mean of the slots' PSNR of Y, each capped at 100 dB (Evalvid's figure), dB.
-    pub psnr_y_db: f64,
-    /// The same of all planes (their MSEs weighted by their samples), dB.
-    pub psnr_yuv_db: f64,
-    /// The mean SSIM of all planes (FFmpeg's `All`), 0 to 1.
-    pub ssim: f64,
-    /// The mean MOS (Evalvid's table of the slot's PSNR of Y), 1 to 5.
-    pub mos: f64,
-    /// Slots with MOS 1, 2, 3, 4, 5.
-    pub mos_frames: [u64; 5],
-    /// MIV (Evalvid's): in windows of 25 slots sliding by one, the share of slots whose MOS
-    /// is below that of the video as sent (every frame shown); the mean and the largest over
-    /// the windows, percent.
-    #[serde(default)]
-    pub miv_mean_percent: f64,
-    #[serde(default)]
-    pub miv_max_percent: f64,
-    /// Frames that reached the decoder and gave no picture.
-    pub undecodable: u64,
-    /// Slots shown black, before the first picture.
-    pub blank_frames: u64,
-}
-
-impl ReceiverReport {
-    /// The figures of `meter` at `node`, for a sender that sent `sent` packets over `active`.
-    pub fn from_meter(node: String, meter: &mut Meter, sent: u64, active: Duration) -> Self {
-        meter.finish();
-        let lost = sent.saturating_sub(meter.packets);
-        let q = |d: &Option<metronome_time::Distribution>, p: f64| {
-            d.as_ref().map_or(0, |h| h.quantile_ns(p))
-        };
-        let secs = active.as_secs_f64();
-        ReceiverReport {
-            node,
-            packets: meter.packets,
-            bytes: meter.bytes,
-            lost,
-            loss_percent: if sent == 0 {
-                0.0
-            } else {
-                100.0 * lost as f64 / sent as f64
-            },
-            duplicates: meter.duplicates,
-            reordered: meter.reordered,
-            throughput_bps: if secs > 0.0 {
-                meter.bytes as f64 * 8.0 / secs
-            } else {
-                0.0
-            },
-            jitter_ns: meter.jitter_ns(),
-            mean_delay_ns: meter.mean_delay_ns(),
-            min_delay_ns: if meter.packets == 0 {
-                0
-            } else {
-                meter.min_delay_ns
-            },
-            max_delay_ns: meter.max_delay_ns,
-            p50_delay_ns: q(&meter.delay, 0.5),
-            p99_delay_ns: q(&meter.delay, 0.99),
-            p50_interarrival_ns: q(&meter.interarrival, 0.5),
-            p99_interarrival_ns: q(&meter.interarrival, 0.99),
-            delay_quantiles_ns: percentiles(&meter.delay),
-            interarrival_quantiles_ns: percentiles(&meter.interarrival),
-            intervals: meter.intervals.clone(),
-            frames: None,
-        }
-    }
-}
-
-/// 101 quantiles of a distribution (none if it is absent or empty).
-fn percentiles(d: &Option<metronome_time::Distribution>) -> Vec<u64> {
-    match d {
-        Some(h) if !h.is_empty() => (0..=100).map(|p| h.quantile_ns(p as f64 / 100.0)).collect(),
-        _ => Vec::new(),
-    }
-}
-
 /// Where a flow's packets go: one node (unicast) or several (a multicast tree).
-pub(crate) fn destination(
-    net: &mut Net,
-    id: FlowId,
-    src: NodeId,
-    receivers: &[NodeId],
-) -> super::packet::Dst {
+pub(crate) fn destination(net: &mut Net, id: FlowId, src: NodeId, receivers: &[NodeId]) -> Dst {
     for (i, &r) in receivers.iter().enumerate() {
         net.listen(id, r, 1 + i as u32);
     }
     match receivers {
-        [one] => super::packet::Dst::Node(*one),
-        many => super::packet::Dst::Tree(net.add_tree(src, many)),
+        [one] => Dst::Node(*one),
+        many => Dst::Tree(net.add_tree(src, many)),
     }
 }

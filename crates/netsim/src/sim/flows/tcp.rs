@@ -8,10 +8,12 @@
 //! as iperf's `-b` limits a TCP test), the receiver reads everything at once, like an
 //! application reading without pause.
 
-use super::{Flow, FlowReport, ReceiverReport};
-use crate::sim::meter::Meter;
+use super::Flow;
 use crate::sim::net::Net;
-use crate::sim::packet::{Body, Dst, FlowId, NodeId, Packet};
+use crate::sim::packet::{Body, Dst, FlowId, Packet};
+use metronome_link::meter::Meter;
+use metronome_link::report::{FlowReport, ReceiverReport};
+use metronome_link::topology::NodeId;
 use metronome_time::Timestamp;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
@@ -423,7 +425,7 @@ impl Flow for TcpFlow {
             .last_read
             .saturating_since(self.first_read.unwrap_or(self.last_read));
         let mut rx = ReceiverReport::from_meter(
-            net.node_name(self.cfg.dst).to_string(),
+            net.topology().node_name(self.cfg.dst).to_string(),
             &mut self.meter,
             0,
             active,
@@ -439,7 +441,7 @@ impl Flow for TcpFlow {
         FlowReport {
             name: self.cfg.name.clone(),
             kind: "tcp".into(),
-            src: net.node_name(self.cfg.src).to_string(),
+            src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.cfg.app_rate_bps.unwrap_or(0),
             start_ns: self.cfg.start.as_nanos() as u64,
             duration_ns: self.cfg.duration.as_nanos() as u64,

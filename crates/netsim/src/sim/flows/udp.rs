@@ -5,10 +5,12 @@
 //! bytes on the wire (IPv4 and UDP headers). Datagrams leave evenly spaced (iperf 2's pacing;
 //! the spacing is exact to the nanosecond over the run, not rounded per packet).
 
-use super::{destination, Flow, FlowReport, ReceiverReport};
-use crate::sim::meter::Meter;
+use super::{destination, Flow};
 use crate::sim::net::Net;
-use crate::sim::packet::{Body, Dst, FlowId, NodeId, Packet, UDP_IP_OVERHEAD};
+use crate::sim::packet::{Body, Dst, FlowId, Packet, UDP_IP_OVERHEAD};
+use metronome_link::meter::Meter;
+use metronome_link::report::{FlowReport, ReceiverReport};
+use metronome_link::topology::NodeId;
 use metronome_time::Timestamp;
 use std::time::Duration;
 
@@ -243,13 +245,18 @@ impl Flow for UdpFlow {
             .iter()
             .zip(&mut self.meters)
             .map(|(&n, m)| {
-                ReceiverReport::from_meter(net.node_name(n).to_string(), m, self.sent, active)
+                ReceiverReport::from_meter(
+                    net.topology().node_name(n).to_string(),
+                    m,
+                    self.sent,
+                    active,
+                )
             })
             .collect();
         FlowReport {
             name: self.cfg.name.clone(),
             kind: "udp".into(),
-            src: net.node_name(self.cfg.src).to_string(),
+            src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.cfg.rate.peak_bps(),
             start_ns: self.cfg.start.as_nanos() as u64,
             duration_ns: active.as_nanos() as u64,

@@ -9,13 +9,15 @@
 //! sender for spans of time (a preempted pacing thread), after which the session's late
 //! policy decides what happens.
 
-use super::{destination, Flow, FlowReport, ReceiverReport};
+use super::{destination, Flow};
 pub mod source;
 
-use crate::sim::meter::Meter;
 use crate::sim::net::Net;
-use crate::sim::packet::{Body, Dst, FlowId, NodeId, Packet};
+use crate::sim::packet::{Body, Dst, FlowId, Packet};
 use metronome_cc::RateController;
+use metronome_link::meter::Meter;
+use metronome_link::report::{FlowReport, ReceiverReport};
+use metronome_link::topology::NodeId;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::RtpSource;
 use metronome_session::sender::{Input, Queued, SenderSession, SenderSessionConfig, Transmit};
@@ -628,20 +630,25 @@ impl Flow for RtpFlow {
             .zip(&mut self.meters)
             .zip(windows)
             .map(|((&n, m), (expected, active))| {
-                ReceiverReport::from_meter(net.node_name(n).to_string(), m, expected, active)
+                ReceiverReport::from_meter(
+                    net.topology().node_name(n).to_string(),
+                    m,
+                    expected,
+                    active,
+                )
             })
             .collect();
         FlowReport {
             name: self.cfg.name.clone(),
             kind: "rtp".into(),
-            src: net.node_name(self.cfg.src).to_string(),
+            src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.sender.target_rate().as_bps(),
             start_ns: start.as_nanos(),
             duration_ns: active.as_nanos() as u64,
             sent_packets: self.sent,
             sent_bytes: self.sent_bytes,
             receivers,
-            rate_control: Some(super::RateControl::new(
+            rate_control: Some(metronome_link::report::RateControl::new(
                 self.sender.controller_name(),
                 &self.rate_trace,
                 end,

@@ -1,6 +1,6 @@
 //! Link semantics worked out by hand.
 
-use metronome_netsim::{JitterModel, Link, LinkConfig, LossModel, SendOutcome};
+use metronome_link::{JitterModel, Link, LinkConfig, LossModel, SendOutcome};
 use metronome_time::Timestamp;
 use std::time::Duration;
 

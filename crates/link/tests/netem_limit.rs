@@ -4,7 +4,7 @@
 //! with 20 ms of delay and limits of 2, 10 and 20 packets; iperf sending 1470-byte datagrams at
 //! 2 to 10 Mbit/s): the link model reproduces that experiment as it ran.
 
-use metronome_netsim::{Link, LinkConfig, SendOutcome};
+use metronome_link::{Link, LinkConfig, SendOutcome};
 use metronome_time::Timestamp;
 use std::time::Duration;
 
@@ -181,7 +181,7 @@ fn a_token_bucket_passes_its_burst_at_once_and_its_rate_over_time() {
 /// 1 ms apart overtake each other; without it, they never do.
 #[test]
 fn normal_jitter_has_its_distribution_and_reorders_only_when_asked() {
-    use metronome_netsim::JitterModel;
+    use metronome_link::JitterModel;
     for reorder in [true, false] {
         let cfg = LinkConfig {
             delay: Duration::from_millis(20),
@@ -231,8 +231,8 @@ fn normal_jitter_has_its_distribution_and_reorders_only_when_asked() {
 /// 90th and 99th percentiles over 200,000 packets; the least is 50 − ⅔·10 ms for Pareto.
 #[test]
 fn pareto_jitters_have_netems_quantiles() {
-    use metronome_netsim::jitter::{normal_quantile, pareto_z};
-    use metronome_netsim::JitterModel;
+    use metronome_link::jitter::{normal_quantile, pareto_z};
+    use metronome_link::JitterModel;
     let closed = |model: JitterModel, q: f64| {
         let z = match model {
             JitterModel::Pareto { .. } => pareto_z(q),

@@ -1,6 +1,6 @@
 //! Invariants of the link over random configurations and send schedules.
 
-use metronome_netsim::{
+use metronome_link::{
     DeliveryTrace, JitterModel, Link, LinkConfig, LinkStats, LossModel, SendOutcome,
 };
 use metronome_time::Timestamp;

@@ -2,7 +2,7 @@
 //! mean rate; a rate step makes the packets already queued leave at the new spacing; a delay
 //! step applies to packets sent after it; a Mahimahi trace carries its opportunities' bytes.
 
-use metronome_netsim::{DeliveryTrace, Link, LinkConfig, LinkSchedule, SendOutcome};
+use metronome_link::{DeliveryTrace, Link, LinkConfig, LinkSchedule, SendOutcome};
 use metronome_time::Timestamp;
 use std::sync::Arc;
 use std::time::Duration;

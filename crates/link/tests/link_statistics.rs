@@ -2,7 +2,7 @@
 //! standard deviations of the estimator (worked out next to each test), so a fixed seed passing is
 //! meaningful, and a different seed would pass too.
 
-use metronome_netsim::{Link, LinkConfig, LossModel, SendOutcome};
+use metronome_link::{Link, LinkConfig, LossModel, SendOutcome};
 use metronome_time::Timestamp;
 use std::time::Duration;
 
