@@ -420,7 +420,7 @@ fn run_metronome(case: &Case, media: Duration, scratch: &Path) -> Result<Side, S
 }
 
 /// IPv4 and UDP headers.
-const UDP_IP: u64 = 28;
+const UDP_IP: u64 = metronome_time::IPV4_UDP_OVERHEAD as u64;
 /// ns-3's point-to-point header on the wire.
 const PPP: u64 = 2;
 

@@ -16,13 +16,13 @@
 //! watches the inputs (ppoll, ns timeout) while the next delivery is far, and waits precisely
 //! (sleep then spin) when it is near.
 
-use crate::relay::UDP_IP_OVERHEAD;
 use metronome_link::{Link, LinkStats, SendOutcome};
 use metronome_rt::clock::Clock;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::{SocketOptions, UdpError, UdpReceiver, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_rt::wait::{WaitMode, Waiter};
+use metronome_time::IPV4_UDP_OVERHEAD;
 use metronome_time::{Distribution, Timestamp};
 use std::collections::HashMap;
 use std::fs::File;
@@ -494,7 +494,7 @@ impl Fabric {
             return;
         };
         let wire = match self.inputs[r] {
-            Source::Udp(_) => len + UDP_IP_OVERHEAD,
+            Source::Udp(_) => len + IPV4_UDP_OVERHEAD,
             Source::Tun(_) => len,
         };
         let d = Datagram {

@@ -15,10 +15,6 @@ use std::time::Duration;
 
 pub use crate::fabric::Input;
 
-/// IPv4 and UDP headers: what a datagram takes on the wire beyond its payload (the link model
-/// serializes and queues that, as the simulator counts it).
-pub const UDP_IP_OVERHEAD: usize = 28;
-
 /// Where the relay listens, where it sends, and the link between.
 #[derive(Clone, Debug)]
 pub struct RelayConfig {

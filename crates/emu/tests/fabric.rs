@@ -4,10 +4,10 @@
 //! the fabric delivered, whatever the host's load.
 
 use metronome_emu::fabric::{Datagram, Fabric, Input, Route};
-use metronome_emu::relay::UDP_IP_OVERHEAD;
 use metronome_link::{EventQueue, Link, LinkConfig, LossModel};
 use metronome_rt::clock::Clock;
 use metronome_rt::wait::{WaitMode, Waiter};
+use metronome_time::IPV4_UDP_OVERHEAD;
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -106,7 +106,7 @@ fn replay(routes: &[Vec<usize>], inputs: &[Input], seed: u64) -> Vec<BTreeSet<u6
         let (r, hop, n, len) = item;
         match routes[r].get(hop) {
             Some(&l) => {
-                links[l].send(at, len + UDP_IP_OVERHEAD, item);
+                links[l].send(at, len + IPV4_UDP_OVERHEAD, item);
             }
             None => {
                 out[r].insert(n);

@@ -3,9 +3,10 @@
 //! the model's time, and the netem-limited link of seed 001's poor client loses about what the
 //! simulator says.
 
-use metronome_emu::relay::{Relay, RelayConfig, UDP_IP_OVERHEAD};
+use metronome_emu::relay::{Relay, RelayConfig};
 use metronome_link::{Link, LinkConfig, LossModel, SendOutcome};
 use metronome_rt::wait::{WaitMode, Waiter};
+use metronome_time::IPV4_UDP_OVERHEAD;
 use std::collections::BTreeSet;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::AtomicBool;
@@ -70,7 +71,7 @@ fn replay(link: LinkConfig, seed: u64, inputs: &[metronome_emu::relay::Input]) -
     let mut out = BTreeSet::new();
     for i in inputs {
         let n = u64::from_be_bytes(i.head[..8].try_into().unwrap());
-        if l.send(i.at, i.len + UDP_IP_OVERHEAD, n) == SendOutcome::Queued {
+        if l.send(i.at, i.len + IPV4_UDP_OVERHEAD, n) == SendOutcome::Queued {
             out.insert(n);
         }
     }

@@ -263,7 +263,8 @@ pub type Frames = Option<SharedFrames>;
 
 /// Bytes an RTP packet of MPEG-TS takes beyond its TS packets, as the lab sends it: the RTP
 /// header, the send-time extension, IPv4 and UDP.
-pub const RTP_TS_OVERHEAD: usize = 12 + metronome_wire::rtp::SEND_TIME_EXT_LEN + 28;
+pub const RTP_TS_OVERHEAD: usize =
+    12 + metronome_wire::rtp::SEND_TIME_EXT_LEN + metronome_time::IPV4_UDP_OVERHEAD;
 
 /// TS packets per RTP packet within an IP packet of `mtu` bytes (7 without one).
 pub fn ts_per_packet(mtu: Option<u32>) -> usize {

@@ -5,7 +5,7 @@
 
 use crate::TsSource;
 use metronome_session::sender::{
-    Mp2tPacketizer, PacketizerConfig, RtpSource, SourceError, SourcePacket, IP_UDP,
+    Mp2tPacketizer, PacketizerConfig, RtpSource, SourceError, SourcePacket,
 };
 use metronome_time::Timestamp;
 use std::ops::RangeInclusive;
@@ -32,7 +32,7 @@ impl TsRtp {
         TsRtp {
             source,
             packetizer: Mp2tPacketizer::new(cfg, epoch),
-            ts_per_wire: ts / (ts + 12.0 + ext + IP_UDP as f64),
+            ts_per_wire: ts / (ts + 12.0 + ext + metronome_time::IPV4_UDP_OVERHEAD as f64),
             ended: false,
         }
     }

@@ -20,7 +20,7 @@ mod unwrap;
 
 pub use dist::{Distribution, Summary};
 pub use ntp::NtpTime;
-pub use rate::Bitrate;
+pub use rate::{Bitrate, IPV4_UDP_OVERHEAD};
 pub use unwrap::{AbsSendTimeUnwrapper, ClockUnwrapper, RtpTsUnwrapper, SeqUnwrapper};
 
 use std::fmt;

@@ -4,6 +4,11 @@ use serde::Serialize;
 use std::fmt;
 use std::time::Duration;
 
+/// The bytes an IPv4 header (20) and a UDP header (8) add to a datagram's payload: what a link
+/// carries and a rate on the wire counts, beside the payload. The one definition every crate
+/// uses.
+pub const IPV4_UDP_OVERHEAD: usize = 28;
+
 /// A bit rate in bits per second.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]

@@ -32,7 +32,7 @@ use std::time::Duration;
 /// The send-time extension's id (the packetizer's).
 const SEND_TIME_ID: u8 = metronome_wire::rtp::SEND_TIME_EXT_ID;
 /// IPv4 and UDP headers.
-const OVERHEAD: u32 = 28;
+const OVERHEAD: u32 = metronome_time::IPV4_UDP_OVERHEAD as u32;
 
 /// A receiver that runs the engine's receiver session (RTCP, and the rate controller's end)
 /// and notes every packet, as [`receive`] does.

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// IPv4 and UDP headers.
-const OVERHEAD: u32 = 28;
+const OVERHEAD: u32 = metronome_time::IPV4_UDP_OVERHEAD as u32;
 
 /// One flow's sender state.
 pub(super) struct Sending<'a> {

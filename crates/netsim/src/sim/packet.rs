@@ -47,6 +47,3 @@ pub struct Packet {
     pub sent_at: Timestamp,
     pub body: Body,
 }
-
-/// IPv4 (20 bytes) plus UDP (8 bytes): a UDP payload of `n` bytes is `n + 28` on the wire.
-pub const UDP_IP_OVERHEAD: u32 = 28;

@@ -32,7 +32,7 @@ use std::time::Duration;
 /// fewer (`StreamSpec::ts_per_packet`).
 const PAYLOAD: u64 = 7 * 188;
 /// IPv4 + UDP headers, counted in the link rate.
-const IP_UDP: u64 = 28;
+const IP_UDP: u64 = metronome_time::IPV4_UDP_OVERHEAD as u64;
 
 /// A stream opened but not yet admitted or started.
 pub(super) struct Opened {

@@ -57,7 +57,7 @@ pub struct SendCosts {
 }
 
 /// IPv4 and UDP headers, counted in the link rate.
-const IP_UDP: usize = 28;
+const IP_UDP: usize = metronome_time::IPV4_UDP_OVERHEAD;
 
 /// A raw stream as a real-time task, for admission: a job per frame period (its deadline the
 /// next frame), costing a call and a job's bookkeeping per batch plus a segment per further

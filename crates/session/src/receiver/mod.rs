@@ -183,7 +183,7 @@ struct CcAgent {
 }
 
 /// Bytes of IPv4 and UDP headers: rates on the wire count them, as the sender's do.
-const IP_UDP_OVERHEAD: usize = 28;
+const IP_UDP_OVERHEAD: usize = metronome_time::IPV4_UDP_OVERHEAD;
 
 pub struct ReceiverSession {
     cfg: ReceiverConfig,

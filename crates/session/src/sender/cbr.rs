@@ -5,8 +5,7 @@ use crate::sender::{Mp2tPacketizer, PacketizerConfig, RtpSource, SourceError, So
 use metronome_time::Timestamp;
 use std::time::Duration;
 
-/// Bytes of IPv4 and UDP headers around each RTP packet.
-pub const IP_UDP: usize = 28;
+use metronome_time::IPV4_UDP_OVERHEAD as IP_UDP;
 
 /// A constant-rate MPEG-TS stream: `count` RTP packets of seven TS packets, one TS packet every
 /// `ts_interval` (300.8 µs is 5 Mbit/s of TS), stamped with the send-time extension. It

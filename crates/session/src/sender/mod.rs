@@ -16,7 +16,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 
-pub use cbr::{CbrTs, IP_UDP};
+pub use cbr::CbrTs;
 pub use jobs::{JobClock, JobConfig, JobTimes};
 pub use packetizer::{Mp2tPacketizer, PacketizerConfig, RtpOut};
 pub use rate_limits::{RateLimits, RateRefusal};

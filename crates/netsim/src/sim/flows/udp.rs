@@ -7,11 +7,12 @@
 
 use super::{destination, Flow};
 use crate::sim::net::Net;
-use crate::sim::packet::{Body, Dst, FlowId, Packet, UDP_IP_OVERHEAD};
+use crate::sim::packet::{Body, Dst, FlowId, Packet};
 use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
 use metronome_time::Timestamp;
+use metronome_time::IPV4_UDP_OVERHEAD;
 use std::time::Duration;
 
 /// How the sending rate varies.
@@ -204,7 +205,7 @@ impl Flow for UdpFlow {
             self.schedule_next(now, net);
             return;
         }
-        let size = self.cfg.payload_bytes + UDP_IP_OVERHEAD;
+        let size = self.cfg.payload_bytes + IPV4_UDP_OVERHEAD as u32;
         let pkt = Packet {
             id: net.packet_id(),
             flow: self.id,
