@@ -143,6 +143,11 @@ pub struct PointResult {
     pub fairness: Option<crate::fairness::Fairness>,
 }
 
+/// A point's directory under `points/`: `pNNN`.
+pub fn point_id(index: usize) -> String {
+    format!("p{index:03}")
+}
+
 /// Where a point's video time went, wall-clock seconds (µs in JSON): how fast the run was,
 /// not a result.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -172,6 +177,40 @@ pub struct VideoWork {
 }
 
 impl PointResult {
+    /// The figures of point `point` run with `seed`: its flows and links over `sim_ns` of
+    /// (virtual or real) time and `events` handled, how the flows shared the network; what
+    /// only one mode has (closed forms, timing, the emulator's facts, videos) is added by it.
+    pub fn new(
+        point: &metronome_spec::scenario::Point,
+        seed: u64,
+        (sim_ns, events): (u64, u64),
+        flows: Vec<FlowReport>,
+        links: Vec<LinkResult>,
+    ) -> PointResult {
+        PointResult {
+            index: point.index,
+            id: point_id(point.index),
+            params: point.params.iter().cloned().collect(),
+            seed,
+            sim_ns,
+            wall_s: 0.0,
+            events,
+            fairness: crate::fairness::Fairness::of(&flows),
+            flows,
+            links,
+            closed_form: Vec::new(),
+            tcp_expected: Vec::new(),
+            emu: None,
+            commands: Vec::new(),
+            frame_series: Vec::new(),
+            sent_series: Vec::new(),
+            files: Vec::new(),
+            warnings: Vec::new(),
+            video_s: 0.0,
+            video_work: None,
+        }
+    }
+
     /// Takes the video flows' series, warnings and files.
     pub fn add_videos(&mut self, videos: Vec<crate::video::FlowVideo>) {
         for v in videos {

@@ -298,7 +298,7 @@ pub fn run_point(
         ..w
     });
     let video_s = video_work.map_or(0.0, |w| w.ladder_s + w.sending_s + w.judging_s);
-    let id = point_id(point.index);
+    let id = crate::results::point_id(point.index);
     if s.trace {
         let dir = out.join("points").join(&id);
         std::fs::create_dir_all(&dir)
@@ -306,30 +306,13 @@ pub fn run_point(
         std::fs::write(dir.join("packets.csv"), outcome.trace.to_csv())
             .map_err(|e| format!("cannot write the packet trace: {e}"))?;
     }
-    let mut result = PointResult {
-        index: point.index,
-        id,
-        params: point.params.iter().cloned().collect(),
-        seed,
-        sim_ns,
-        wall_s: started.seconds(),
-        events,
-        flows: outcome.flows,
-        links,
-        closed_form: closed,
-        tcp_expected,
-        emu: None,
-        commands: Vec::new(),
-        frame_series: Vec::new(),
-        sent_series: Vec::new(),
-        warnings: Vec::new(),
-        files: Vec::new(),
-        fairness: None,
-        video_s,
-        video_work,
-    };
+    let mut result = PointResult::new(point, seed, (sim_ns, events), outcome.flows, links);
+    result.wall_s = started.seconds();
+    result.closed_form = closed;
+    result.tcp_expected = tcp_expected;
+    result.video_s = video_s;
+    result.video_work = video_work;
     result.add_videos(videos);
-    result.fairness = crate::fairness::Fairness::of(&result.flows);
     Ok(result)
 }
 
@@ -364,10 +347,6 @@ fn add_frames(
         ));
     }
     out
-}
-
-pub fn point_id(index: usize) -> String {
-    format!("p{index:03}")
 }
 
 /// Link `i` of the scenario's topology, with counters `st` (the simulator's, or the emulator's).

@@ -56,35 +56,14 @@ fn point_result(
     fabric_stats: &metronome_emu::fabric::FabricStats,
     flows: Vec<FlowReport>,
 ) -> PointResult {
-    let fairness = crate::fairness::Fairness::of(&flows);
     let links = fabric_stats
         .links
         .iter()
         .enumerate()
         .map(|(i, st)| crate::run::link_result(s, topology, i, st))
         .collect();
-    PointResult {
-        index: point.index,
-        id: crate::run::point_id(point.index),
-        params: point.params.iter().cloned().collect(),
-        seed,
-        sim_ns: model::end_time(s).as_nanos(),
-        wall_s: 0.0,
-        events: fabric_stats.received,
-        flows,
-        links,
-        closed_form: Vec::new(),
-        tcp_expected: Vec::new(),
-        emu: None,
-        commands: Vec::new(),
-        frame_series: Vec::new(),
-        sent_series: Vec::new(),
-        files: Vec::new(),
-        warnings: Vec::new(),
-        fairness,
-        video_s: 0.0,
-        video_work: None,
-    }
+    let time = (model::end_time(s).as_nanos(), fabric_stats.received);
+    PointResult::new(point, seed, time, flows, links)
 }
 
 /// How well the emulator kept time, and how busy the host was.
@@ -315,7 +294,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
     let fabric = Fabric::routed(links, net, clock).map_err(|e| e.to_string())?;
     // Every UDP receiver is open before anything is sent.
     let flows = PointFlows::open(s, &hosts, &names, clock, seed, at.scenario_dir)?;
-    let rel_dir = Path::new("points").join(crate::run::point_id(point.index));
+    let rel_dir = Path::new("points").join(crate::results::point_id(point.index));
     let point_dir = at.out.join(&rel_dir);
     let stage = Stage {
         hosts: &hosts,
