@@ -16,6 +16,9 @@
 
 use crate::closed_form::{ClosedForm, TcpExpected};
 use metronome_link::report::FlowReport;
+use metronome_link::topology::{LinkId, Topology};
+use metronome_link::LinkStats;
+use metronome_spec::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -141,6 +144,29 @@ pub struct PointResult {
     /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::Fairness>,
+}
+
+impl LinkResult {
+    /// Link `i` of the scenario's topology, with counters `st` (the simulator's, or the
+    /// emulator's).
+    pub fn of(s: &Scenario, net: &Topology, i: usize, st: &LinkStats) -> LinkResult {
+        let l = LinkId(i as u32);
+        let (a, b) = net.link_ends(l);
+        // Links are added two by two, in declaration order: even ids go a → b.
+        let decl = &s.links[l.0 as usize / 2];
+        let profile = if l.0 % 2 == 0 { &decl.ab.0 } else { &decl.ba.0 };
+        LinkResult {
+            from: net.node_name(a).to_string(),
+            to: net.node_name(b).to_string(),
+            profile: profile.clone(),
+            sent: st.sent,
+            delivered: st.delivered,
+            lost: st.lost,
+            dropped_queue: st.dropped_queue,
+            bytes_delivered: st.bytes_delivered,
+            max_queue_delay_ns: st.max_queue_delay.as_nanos() as u64,
+        }
+    }
 }
 
 /// A point's directory under `points/`: `pNNN`.

@@ -6,8 +6,7 @@ use crate::model;
 use crate::results::{self, LinkResult, PointResult, ScenarioInfo, Shard, Summary, VideoWork};
 use crate::wall;
 use metronome_link::report::FlowReport;
-use metronome_link::topology::{LinkId, Topology};
-use metronome_link::LinkStats;
+use metronome_link::topology::LinkId;
 use metronome_netsim::sim::flows::rtp::RtpFlow;
 use metronome_spec::scenario::{Point, Scenario, ScenarioFile};
 use std::io::Write as _;
@@ -278,7 +277,7 @@ pub fn run_point(
     sim.run_until(model::end_time(s));
     let net = sim.net();
     let links = (0..net.topology().link_count())
-        .map(|i| link_result(s, net.topology(), i, net.link_stats(LinkId(i as u32))))
+        .map(|i| LinkResult::of(s, net.topology(), i, net.link_stats(LinkId(i as u32))))
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
     let (mut outcome, flows) = sim.finish_with_flows();
@@ -347,26 +346,6 @@ fn add_frames(
         ));
     }
     out
-}
-
-/// Link `i` of the scenario's topology, with counters `st` (the simulator's, or the emulator's).
-pub fn link_result(s: &Scenario, net: &Topology, i: usize, st: &LinkStats) -> LinkResult {
-    let l = LinkId(i as u32);
-    let (a, b) = net.link_ends(l);
-    // Links are added two by two, in declaration order: even ids go a → b.
-    let decl = &s.links[l.0 as usize / 2];
-    let profile = if l.0 % 2 == 0 { &decl.ab.0 } else { &decl.ba.0 };
-    LinkResult {
-        from: net.node_name(a).to_string(),
-        to: net.node_name(b).to_string(),
-        profile: profile.clone(),
-        sent: st.sent,
-        delivered: st.delivered,
-        lost: st.lost,
-        dropped_queue: st.dropped_queue,
-        bytes_delivered: st.bytes_delivered,
-        max_queue_delay_ns: st.max_queue_delay.as_nanos() as u64,
-    }
 }
 
 fn write_point(out: &Path, job: &Job, p: &PointResult) -> Result<(), String> {

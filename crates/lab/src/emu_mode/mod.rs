@@ -15,7 +15,7 @@
 
 use crate::closed_form;
 use crate::model;
-use crate::results::{CommandRun, EmuFacts, PointResult};
+use crate::results::{CommandRun, EmuFacts, LinkResult, PointResult};
 use crate::served::ServedFlow;
 use crate::wall::Stopwatch;
 use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath};
@@ -60,7 +60,7 @@ fn point_result(
         .links
         .iter()
         .enumerate()
-        .map(|(i, st)| crate::run::link_result(s, topology, i, st))
+        .map(|(i, st)| LinkResult::of(s, topology, i, st))
         .collect();
     let time = (model::end_time(s).as_nanos(), fabric_stats.received);
     PointResult::new(point, seed, time, flows, links)
