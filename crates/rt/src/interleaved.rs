@@ -10,7 +10,7 @@
 //! stops reading altogether is cut off by the loop when its queue has made no progress for the
 //! write timeout.
 
-use crate::streams::stream::lock;
+use crate::sync::lock;
 use std::collections::VecDeque;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};

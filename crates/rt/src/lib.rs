@@ -37,6 +37,7 @@ pub mod rtsp_client;
 pub mod run;
 pub mod sender;
 pub mod streams;
+pub mod sync;
 pub mod thread;
 pub mod udp;
 // Declarations (URLs, stream specs, the TOML config) are plain data in `metronome-spec`.

@@ -27,7 +27,7 @@ use crate::clock::Clock;
 use crate::pacing_thread::{PacingThreadConfig, PacingThreadReport};
 use crate::sender::WaitPolicy;
 use crate::streams::lane::{Lane, Load, Sent};
-use crate::streams::stream::lock;
+use crate::sync::lock;
 use crate::udp::GSO_MAX_SEGMENTS;
 use metronome_sched::st2110::{batch_end, max_batch};
 use metronome_sched::{FrameSchedule, LatePolicy, SenderType, WaitSelectorStats};

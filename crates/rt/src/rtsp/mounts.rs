@@ -77,13 +77,13 @@ impl RawSource for SharedRawSource {
         self.format
     }
     fn next_frame(&mut self, into: &mut RawFrame) -> Result<bool, MediaError> {
-        crate::streams::stream::lock(&self.inner).next_frame(into)
+        crate::sync::lock(&self.inner).next_frame(into)
     }
     fn describe(&self) -> String {
-        crate::streams::stream::lock(&self.inner).describe()
+        crate::sync::lock(&self.inner).describe()
     }
     fn self_timed(&self) -> bool {
-        crate::streams::stream::lock(&self.inner).self_timed()
+        crate::sync::lock(&self.inner).self_timed()
     }
 }
 

@@ -119,7 +119,7 @@ impl<'a> Core<'a> {
         shared.tid.store(tid, Ordering::Release);
         let _ = shared.thread.set(std::thread::current());
         let thread = PacingThread::start(&cfg.thread, clock);
-        *super::stream::lock(&shared.grant) = thread.grant().to_string();
+        *crate::sync::lock(&shared.grant) = thread.grant().to_string();
         let core = Core {
             shared,
             clock,

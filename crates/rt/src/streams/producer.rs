@@ -2,9 +2,10 @@
 //! it) and fill the stream's ring ahead of its release times. A few threads serve all streams, round robin, so that a
 //! thousand streams do not need a thousand threads (nor a thousand locked stacks).
 
-use super::stream::{lock, StreamRt};
+use super::stream::StreamRt;
 use crate::clock::Clock;
 use crate::ring::Slot;
+use crate::sync::lock;
 use metronome_session::sender::{RtpSource, SourceError};
 use metronome_time::Timestamp;
 use std::sync::atomic::{AtomicU64, Ordering};

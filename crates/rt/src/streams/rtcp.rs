@@ -4,8 +4,8 @@
 use super::outlet::RtcpOut;
 use super::server::{Inner, Running};
 use super::srtp::StreamSrtp;
-use super::stream::lock;
 use crate::clock::Clock;
+use crate::sync::lock;
 use crate::udp::RtcpSocket;
 use metronome_sched::{OverloadAction, OverloadWindow};
 use metronome_session::sender::{Input, SenderSession};

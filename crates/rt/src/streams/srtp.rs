@@ -6,7 +6,7 @@ use metronome_session::srtp::{Srtp, SrtpError, SrtpKey};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::stream::lock;
+use crate::sync::lock;
 
 pub struct StreamSrtp {
     /// Locked by the pacing thread for each packet (nobody else takes it).

@@ -2,8 +2,8 @@
 
 use super::calibrate::Calibration;
 use super::server::Running;
-use super::stream::lock;
 use crate::clock::Clock;
+use crate::sync::lock;
 use metronome_session::sender::ReceiverView;
 use metronome_time::Summary;
 use serde::Serialize;

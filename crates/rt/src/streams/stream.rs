@@ -11,6 +11,7 @@ use super::lane::{Lane, Load, Sent};
 use super::outlet::MediaOut;
 use crate::clock::Clock;
 use crate::ring::{PacketRing, Slot};
+use crate::sync::lock;
 use metronome_sched::TaskParams;
 use metronome_session::sender::{Input, JobTimes, Queued, RateLimits, SenderSession, Transmit};
 use metronome_time::{Bitrate, Distribution, Timestamp};
@@ -361,9 +362,4 @@ impl Lane for TsLane {
         self.cursor.release(&self.rt);
         self.rt.finished.store(true, Ordering::Release);
     }
-}
-
-/// Locks a mutex that a panicking thread may have poisoned: the data (statistics) stay usable.
-pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -15,9 +15,9 @@ use crate::raw::stream::RawLane;
 use crate::sender::WaitPolicy;
 use crate::streams::core::{Command, Core, CoreConfig, CoreShared};
 use crate::streams::rtcp::{exchange, say_bye};
-use crate::streams::stream::lock;
 use crate::streams::RtcpOut;
 use crate::streams::{Calibration, RawAdmission, StreamServer};
+use crate::sync::lock;
 use crate::thread::RtPolicy;
 use crate::udp::GSO_MAX_SEGMENTS;
 use crate::udp::{

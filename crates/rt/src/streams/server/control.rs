@@ -3,7 +3,7 @@
 use super::{Given, Inner};
 use crate::control::{ControlError, StreamControl};
 use crate::streams::spec::StreamSpec;
-use crate::streams::stream::lock;
+use crate::sync::lock;
 use std::sync::Arc;
 
 /// The HTTP control API's view of the server.

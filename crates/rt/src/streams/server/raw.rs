@@ -7,7 +7,7 @@ use crate::control::ControlError;
 use crate::raw::stream::RawLane;
 use crate::raw::stream::RawStreamRt;
 use crate::streams::core::Command;
-use crate::streams::stream::lock;
+use crate::sync::lock;
 use metronome_sched::TaskParams;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
