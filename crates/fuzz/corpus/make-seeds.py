@@ -172,6 +172,10 @@ def main():
     # GStreamer CVE-2019-9928 (gst_rtsp_connection): a response line far beyond any buffer.
     put("rtsp-response", "cve-2019-9928-long-line", "RTSP/1.0 200 " + "A" * 10000 + "\r\n\r\n")
     put("rtsp-response", "content-length-huge", "RTSP/1.0 200 OK\r\nContent-Length: 99999999999999999999999\r\n\r\n")
+    # A 401's challenges as the client reads them (auth_client): Metronome's own list, and a
+    # mix with Basic, a list-valued qop, opaque and stale.
+    put("rtsp-response", "www-authenticate-digest", 'Digest realm="metronome", qop="auth", algorithm=SHA-256, nonce="000000000000079fded301a5045916d69c2bed46d557af43", Digest realm="metronome", qop="auth", algorithm=MD5, nonce="000000000000079fded301a5045916d69c2bed46d557af43"')
+    put("rtsp-response", "www-authenticate-mixed", 'Basic realm="x", Digest realm="http-auth@example.org", qop="auth, auth-int", algorithm=MD5, nonce="7ypf", opaque="FQhe", stale=true')
     put("rtsp-response", "frame-truncated", b"$\x00\xff\xff" + b"x" * 100)
     # ---- sdp
     put("sdp", "mp2t", sdp_body)

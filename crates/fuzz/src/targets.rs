@@ -117,9 +117,19 @@ pub fn rtsp_transport(data: &[u8]) {
     let _ = metronome_session::rtsp::client::parse_session(&text, Duration::from_secs(60));
 }
 
-/// What an RTSP server sends a client (`recv rtsp://`): responses and interleaved frames.
+/// What an RTSP server sends a client (`recv rtsp://`): responses and interleaved frames, and
+/// a 401's challenges as the client reads and answers them (`auth_client`).
 pub fn rtsp_response(data: &[u8]) {
+    use metronome_session::rtsp::auth_client::ClientAuth;
     use metronome_session::rtsp::client::{split_frame, ClientLimits, Split};
+    let text = String::from_utf8_lossy(data);
+    let secure = data.first().is_some_and(|b| b & 1 == 1);
+    let _ = ClientAuth::is_stale(&text);
+    if let Ok(mut a) = ClientAuth::new(&text, "user", "password", secure) {
+        let answer = a.authorization("DESCRIBE", "rtsp://h/x", "0a4f113b");
+        assert!(!answer.contains(['\r', '\n']), "{answer:?}");
+        let _ = a.renew(&text, secure);
+    }
     let limits = ClientLimits {
         head_bytes: 4096,
         body_bytes: 8192,

@@ -43,6 +43,8 @@ pub enum ChallengeError {
          over a connection that is not TLS: use rtsps://"
     )]
     BasicInClear,
+    #[error("the user name may not hold quotes or control characters")]
+    UserName,
     #[error("the server offers no scheme this client speaks ({0}); it speaks Digest (SHA-256, MD5) and Basic over TLS")]
     Unsupported(String),
 }
@@ -56,6 +58,9 @@ impl ClientAuth {
         password: &str,
         secure: bool,
     ) -> Result<ClientAuth, ChallengeError> {
+        if user.chars().any(|c| c == '"' || c.is_control()) {
+            return Err(ChallengeError::UserName);
+        }
         let scheme = choose(challenges, secure)?;
         Ok(ClientAuth {
             user: user.to_string(),
@@ -169,6 +174,7 @@ fn choose(challenges: &str, secure: bool) -> Result<Scheme, ChallengeError> {
 /// if nothing else is offered).
 fn digest(params: &str) -> Result<Scheme, ChallengeError> {
     let ps = auth_params(params)
+        .filter(|ps| !ps.iter().any(|(_, v)| v.chars().any(char::is_control)))
         .ok_or_else(|| ChallengeError::Malformed(params.chars().take(80).collect()))?;
     let get = |name: &str| {
         ps.iter()
@@ -320,5 +326,10 @@ mod tests {
         assert!(ClientAuth::new("Digest realm=\"m\"", "a", "b", false).is_err());
         assert!(ClientAuth::new("Digest realm=\"m, nonce=1", "a", "b", false).is_err());
         assert!(ClientAuth::new("", "a", "b", false).is_err());
+        // What the answer would echo may not break its header.
+        let injected = "Digest realm=\"m\r\nX-Evil: 1\", nonce=\"n\", qop=\"auth\"";
+        assert!(ClientAuth::new(injected, "a", "b", false).is_err());
+        let e = ClientAuth::new(OURS, "a\"b", "c", false).unwrap_err();
+        assert_eq!(e, ChallengeError::UserName);
     }
 }
