@@ -99,20 +99,6 @@ pub(crate) fn reference_section(s: &Summary) -> String {
         esc(&r.metric),
         esc(&r.by)
     );
-    let loss = r.metric == "loss_percent";
-    let measured_at = |g: &[&PointResult], i: usize, j: usize| {
-        let p = point_for(g, &r.by, &r.columns[j])?;
-        closed_form::metric(&p.flows, &r.rows[i].0, &r.metric)
-    };
-    let closed_at = |g: &[&PointResult], i: usize, j: usize, fluid: bool| {
-        let p = point_for(g, &r.by, &r.columns[j])?;
-        let c = closed(p, &r.rows[i].0)?;
-        Some(if fluid {
-            c.fluid_loss_percent
-        } else {
-            c.periodic_loss_percent
-        })
-    };
     for (n, (key, g)) in groups(s, &r.by).into_iter().enumerate() {
         let label = if key.is_empty() {
             String::new()
@@ -120,72 +106,125 @@ pub(crate) fn reference_section(s: &Summary) -> String {
             let parts: Vec<String> = key.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             parts.join(", ")
         };
+        let cells = Cells { r: &r, g: &g };
         let _ = write!(h, "<h3>{}</h3>\n<div class=\"side\">", esc(&label));
-        h.push_str(&grid(
+        h.push_str(&cells.grids());
+        h.push_str("</div>\n");
+        h.push_str(&super::figures::reference_plots(&r, &g, &label, n));
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">{}.</p>",
+            esc(&cells.facts().join("; "))
+        );
+    }
+    if r.metric == "loss_percent" {
+        h.push_str(&fit_note(s, &r));
+    }
+    h
+}
+
+/// One group's cells of the reference table: the reference's, the closed forms' and the
+/// measured, by row (receiver) and column (value of the swept parameter).
+struct Cells<'a> {
+    r: &'a Reference,
+    g: &'a [&'a PointResult],
+}
+
+impl Cells<'_> {
+    fn loss(&self) -> bool {
+        self.r.metric == "loss_percent"
+    }
+
+    fn reference(&self, i: usize, j: usize) -> f64 {
+        self.r.rows[i].1[j]
+    }
+
+    fn measured(&self, i: usize, j: usize) -> Option<f64> {
+        let p = point_for(self.g, &self.r.by, &self.r.columns[j])?;
+        closed_form::metric(&p.flows, &self.r.rows[i].0, &self.r.metric)
+    }
+
+    /// The closed form's loss: evenly spaced arrivals, or the fluid bound.
+    fn closed(&self, i: usize, j: usize, fluid: bool) -> Option<f64> {
+        let p = point_for(self.g, &self.r.by, &self.r.columns[j])?;
+        let c = closed(p, &self.r.rows[i].0)?;
+        Some(if fluid {
+            c.fluid_loss_percent
+        } else {
+            c.periodic_loss_percent
+        })
+    }
+
+    fn off_closed(&self, i: usize, j: usize) -> Option<f64> {
+        Some((self.measured(i, j)? - self.closed(i, j, false)?).abs())
+    }
+
+    /// The largest of `f` over every cell that has it.
+    fn worst(&self, f: impl Fn(usize, usize) -> Option<f64>) -> Option<f64> {
+        let mut w: Option<f64> = None;
+        for i in 0..self.r.rows.len() {
+            for j in 0..self.r.columns.len() {
+                if let Some(d) = f(i, j) {
+                    w = Some(w.map_or(d, |x: f64| x.max(d)));
+                }
+            }
+        }
+        w
+    }
+
+    /// The reference's table, the closed forms' (for loss) and the measured, side by side.
+    fn grids(&self) -> String {
+        let (r, u) = (self.r, unit(&self.r.metric));
+        let mut h = grid(
             &format!("reference ({u})"),
-            &r,
-            |i, j| Some(r.rows[i].1[j]),
+            r,
+            |i, j| Some(self.reference(i, j)),
             |_, _| "",
-        ));
-        if loss {
+        );
+        if self.loss() {
             h.push_str(&grid(
                 "closed form: evenly spaced arrivals (%)",
-                &r,
-                |i, j| closed_at(&g, i, j, false),
+                r,
+                |i, j| self.closed(i, j, false),
                 |_, _| "",
             ));
             h.push_str(&grid(
                 "closed form: fluid bound L ÷ hold (%)",
-                &r,
-                |i, j| closed_at(&g, i, j, true),
+                r,
+                |i, j| self.closed(i, j, true),
                 |_, _| "",
             ));
         }
-        let off_closed = |i, j| {
-            let m = measured_at(&g, i, j)?;
-            Some((m - closed_at(&g, i, j, false)?).abs())
-        };
         h.push_str(&grid(
             &format!("measured ({u})"),
-            &r,
-            |i, j| measured_at(&g, i, j),
-            |i, j| match (off_closed(i, j), measured_at(&g, i, j)) {
-                (Some(d), _) if loss && d > 1.0 => "bad",
-                (_, Some(m)) if (m - r.rows[i].1[j]).abs() <= 5.0 => "good",
+            r,
+            |i, j| self.measured(i, j),
+            |i, j| match (self.off_closed(i, j), self.measured(i, j)) {
+                (Some(d), _) if self.loss() && d > 1.0 => "bad",
+                (_, Some(m)) if (m - self.reference(i, j)).abs() <= 5.0 => "good",
                 _ => "",
             },
         ));
-        h.push_str("</div>\n");
-        h.push_str(&super::figures::reference_plots(&r, &g, &label, n));
-        let worst = |f: &dyn Fn(usize, usize) -> Option<f64>| {
-            let mut w: Option<f64> = None;
-            for i in 0..r.rows.len() {
-                for j in 0..r.columns.len() {
-                    if let Some(d) = f(i, j) {
-                        w = Some(w.map_or(d, |x: f64| x.max(d)));
-                    }
-                }
-            }
-            w
-        };
-        let vs_ref = worst(&|i, j| Some((measured_at(&g, i, j)? - r.rows[i].1[j]).abs()));
+        h
+    }
+
+    /// How far apart the measurement is from the closed form and from the reference.
+    fn facts(&self) -> Vec<String> {
+        let u = unit(&self.r.metric);
         let mut facts = Vec::new();
-        if loss {
-            if let Some(w) = worst(&off_closed) {
+        if self.loss() {
+            if let Some(w) = self.worst(|i, j| self.off_closed(i, j)) {
                 facts.push(format!(
                     "measured vs. closed form (evenly spaced): at most {w:.2} points apart"
                 ));
             }
         }
+        let vs_ref = self.worst(|i, j| Some((self.measured(i, j)? - self.reference(i, j)).abs()));
         if let Some(w) = vs_ref {
             facts.push(format!("measured vs. reference: at most {w:.2} {u} apart"));
         }
-        let _ = writeln!(h, "<p class=\"note\">{}.</p>", esc(&facts.join("; ")));
+        facts
     }
-    if loss {
-        h.push_str(&fit_note(s, &r));
-    }
-    h
 }
 
 /// The extra time the reference's testbed held packets, fitted to its table.
@@ -223,130 +262,9 @@ fn fit_note(s: &Summary, r: &Reference) -> String {
 pub(crate) fn points_section(s: &Summary) -> String {
     let mut h = String::from("<h2 id=\"points\">Points</h2>\n");
     for p in &s.points {
-        let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-        let video = if p.video_s > 0.0 {
-            let net = (p.wall_s - p.video_s).max(1e-9);
-            let parts = p.video_work.map_or(String::new(), |w| {
-                format!(
-                    " (the ladder {:.3} s, sending {:.3} s, decoding and comparing what \
-                     viewers saw {:.3} s)",
-                    w.ladder_s, w.sending_s, w.judging_s
-                )
-            });
-            format!(
-                "; the video took {:.3} s{parts}, the network and the sessions {:.3} s: \
-                 {:.2} M events/s",
-                p.video_s,
-                net,
-                p.events as f64 / net / 1e6
-            )
-        } else {
-            String::new()
-        };
-        let _ = write!(
-            h,
-            "<h3 id=\"{}\">{}: {}</h3>\n<p class=\"note\">{:.1} s of virtual time in {:.3} s \
-             ({} events, seed {}){video}.</p>\n",
-            p.id,
-            p.id,
-            esc(&params.join(", ")),
-            p.sim_ns as f64 / 1e9,
-            p.wall_s,
-            p.events,
-            p.seed
-        );
-        for w in &p.warnings {
-            let _ = writeln!(h, "<p class=\"note bad\">{}</p>", esc(w));
-        }
-        if let Some(e) = &p.emu {
-            let _ = writeln!(
-                h,
-                "<p class=\"note\">On real sockets: the emulator sent datagrams p50 {:.0} µs, \
-                 p99 {:.0} µs, at most {:.0} µs after its model's time; its sockets dropped {}; \
-                 {}.</p>",
-                e.lateness_p50_us,
-                e.lateness_p99_us,
-                e.lateness_max_us,
-                e.socket_drops,
-                esc(&e.host)
-            );
-        }
-        if !p.commands.is_empty() {
-            h.push_str(
-                "<table><tr><th>program flow</th><th>host</th><th>command</th><th>ended</th>\
-                 <th>ran s</th><th>output</th></tr>",
-            );
-            for c in &p.commands {
-                let ended = match (c.exit_code, c.signal) {
-                    (Some(code), _) => format!("exit {code}"),
-                    (None, Some(sig)) => format!("signal {sig}"),
-                    (None, None) => "not started".into(),
-                };
-                let stopped = if c.stopped {
-                    " (stopped by the lab)"
-                } else {
-                    ""
-                };
-                let _ = write!(
-                    h,
-                    "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{ended}{stopped}</td>\
-                     <td>{:.2}</td><td><a href=\"{}\">stdout</a> <a href=\"{}\">stderr</a></td></tr>",
-                    esc(&c.flow),
-                    esc(&c.host),
-                    esc(&c.argv.join(" ")),
-                    c.ran_ns as f64 / 1e9,
-                    esc(&c.stdout),
-                    esc(&c.stderr)
-                );
-            }
-            h.push_str("</table>\n");
-        }
-        h.push_str(
-            "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
-             <th>loss %</th><th>throughput Mbit/s</th><th>jitter ms</th><th>mean delay ms</th>\
-             <th>p99 delay ms</th><th>frames lost</th><th>frame delay ms (mean / p99)</th></tr>",
-        );
-        for f in &p.flows {
-            let n = f.receivers.len();
-            for r in f
-                .receivers
-                .iter()
-                .take(if n > MAX_ROWS { SHOWN_ROWS } else { n })
-            {
-                let frames = r.frames.map_or_else(
-                    || "<td>–</td><td>–</td>".to_string(),
-                    |f| {
-                        format!(
-                            "<td>{} of {} ({:.1} %)</td><td>{:.1} / {:.1}</td>",
-                            f.lost,
-                            f.frames,
-                            f.lost_percent,
-                            f.mean_delay_ns as f64 / 1e6,
-                            f.p99_delay_ns as f64 / 1e6
-                        )
-                    },
-                );
-                let _ = write!(
-                    h,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td>\
-                     <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>{frames}</tr>",
-                    esc(&f.name),
-                    esc(&f.kind),
-                    esc(&r.node),
-                    f.sent_packets,
-                    r.packets,
-                    r.loss_percent,
-                    r.throughput_bps / 1e6,
-                    r.jitter_ns as f64 / 1e6,
-                    r.mean_delay_ns as f64 / 1e6,
-                    r.p99_delay_ns as f64 / 1e6
-                );
-            }
-            if n > MAX_ROWS {
-                h.push_str(&crowd_row(f, n));
-            }
-        }
-        h.push_str("</table>\n");
+        h.push_str(&point_heading(p));
+        h.push_str(&commands_table(p));
+        h.push_str(&flows_table(p));
         h.push_str(&sharing_table(p));
         h.push_str(&video_table(p));
         h.push_str(&super::figures::point_plots(p));
@@ -355,6 +273,146 @@ pub(crate) fn points_section(s: &Summary) -> String {
         h.push_str(&super::figures::video_plots(p));
         h.push_str(&links_table(p));
     }
+    h
+}
+
+/// A point's heading: its parameters, how long it took (and its video), its warnings, and
+/// in emu mode how well the emulator kept time.
+fn point_heading(p: &PointResult) -> String {
+    let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+    let video = if p.video_s > 0.0 {
+        let net = (p.wall_s - p.video_s).max(1e-9);
+        let parts = p.video_work.map_or(String::new(), |w| {
+            format!(
+                " (the ladder {:.3} s, sending {:.3} s, decoding and comparing what \
+                 viewers saw {:.3} s)",
+                w.ladder_s, w.sending_s, w.judging_s
+            )
+        });
+        format!(
+            "; the video took {:.3} s{parts}, the network and the sessions {:.3} s: \
+             {:.2} M events/s",
+            p.video_s,
+            net,
+            p.events as f64 / net / 1e6
+        )
+    } else {
+        String::new()
+    };
+    let mut h = format!(
+        "<h3 id=\"{}\">{}: {}</h3>\n<p class=\"note\">{:.1} s of virtual time in {:.3} s \
+         ({} events, seed {}){video}.</p>\n",
+        p.id,
+        p.id,
+        esc(&params.join(", ")),
+        p.sim_ns as f64 / 1e9,
+        p.wall_s,
+        p.events,
+        p.seed
+    );
+    for w in &p.warnings {
+        let _ = writeln!(h, "<p class=\"note bad\">{}</p>", esc(w));
+    }
+    if let Some(e) = &p.emu {
+        let _ = writeln!(
+            h,
+            "<p class=\"note\">On real sockets: the emulator sent datagrams p50 {:.0} µs, \
+             p99 {:.0} µs, at most {:.0} µs after its model's time; its sockets dropped {}; \
+             {}.</p>",
+            e.lateness_p50_us,
+            e.lateness_p99_us,
+            e.lateness_max_us,
+            e.socket_drops,
+            esc(&e.host)
+        );
+    }
+    h
+}
+
+/// The programs a point's command flows ran (emu mode), and how each ended.
+fn commands_table(p: &PointResult) -> String {
+    if p.commands.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<table><tr><th>program flow</th><th>host</th><th>command</th><th>ended</th>\
+         <th>ran s</th><th>output</th></tr>",
+    );
+    for c in &p.commands {
+        let ended = match (c.exit_code, c.signal) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(sig)) => format!("signal {sig}"),
+            (None, None) => "not started".into(),
+        };
+        let stopped = if c.stopped {
+            " (stopped by the lab)"
+        } else {
+            ""
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td><code>{}</code></td><td>{ended}{stopped}</td>\
+             <td>{:.2}</td><td><a href=\"{}\">stdout</a> <a href=\"{}\">stderr</a></td></tr>",
+            esc(&c.flow),
+            esc(&c.host),
+            esc(&c.argv.join(" ")),
+            c.ran_ns as f64 / 1e9,
+            esc(&c.stdout),
+            esc(&c.stderr)
+        );
+    }
+    h.push_str("</table>\n");
+    h
+}
+
+/// Each flow's receivers (the first few of a crowd, and a row for the rest).
+fn flows_table(p: &PointResult) -> String {
+    let mut h = String::from(
+        "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
+         <th>loss %</th><th>throughput Mbit/s</th><th>jitter ms</th><th>mean delay ms</th>\
+         <th>p99 delay ms</th><th>frames lost</th><th>frame delay ms (mean / p99)</th></tr>",
+    );
+    for f in &p.flows {
+        let n = f.receivers.len();
+        for r in f
+            .receivers
+            .iter()
+            .take(if n > MAX_ROWS { SHOWN_ROWS } else { n })
+        {
+            let frames = r.frames.map_or_else(
+                || "<td>–</td><td>–</td>".to_string(),
+                |f| {
+                    format!(
+                        "<td>{} of {} ({:.1} %)</td><td>{:.1} / {:.1}</td>",
+                        f.lost,
+                        f.frames,
+                        f.lost_percent,
+                        f.mean_delay_ns as f64 / 1e6,
+                        f.p99_delay_ns as f64 / 1e6
+                    )
+                },
+            );
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td>\
+                 <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>{frames}</tr>",
+                esc(&f.name),
+                esc(&f.kind),
+                esc(&r.node),
+                f.sent_packets,
+                r.packets,
+                r.loss_percent,
+                r.throughput_bps / 1e6,
+                r.jitter_ns as f64 / 1e6,
+                r.mean_delay_ns as f64 / 1e6,
+                r.p99_delay_ns as f64 / 1e6
+            );
+        }
+        if n > MAX_ROWS {
+            h.push_str(&crowd_row(f, n));
+        }
+    }
+    h.push_str("</table>\n");
     h
 }
 
