@@ -508,7 +508,7 @@ impl RtspClient {
             .map(|(_, v)| v.as_str())
             .collect::<Vec<_>>()
             .join(", ");
-        let renewed = match &mut self.auth {
+        match &mut self.auth {
             // Refused with this answer: only a stale nonce is worth a second try.
             Some(a) if ClientAuth::is_stale(&challenges) => a.renew(&challenges, secure).is_ok(),
             Some(_) => false,
@@ -522,8 +522,7 @@ impl RtspClient {
                     false
                 }
             },
-        };
-        renewed
+        }
     }
 
     /// A 2xx answer, or the error the status says.

@@ -260,7 +260,8 @@ impl StreamServer {
         lock(&inner.memory)
             .reserve(id, name, bytes)
             .map_err(|r| refused(r.to_string()))?;
-        if let Err(r) = lock(&inner.encoders).reserve(id, name, encode_cpu) {
+        let encoders = lock(&inner.encoders).reserve(id, name, encode_cpu);
+        if let Err(r) = encoders {
             lock(&inner.memory).release(id);
             return Err(refused(r.to_string()));
         }
@@ -485,6 +486,13 @@ impl Inner {
                 spec.destination.len()
             )));
         }
+        // An encoder the stream would start (a source the caller brings is its own business,
+        // a shared one is held apart: `StreamServer::hold`). Measured, the first time, before
+        // the stream table is locked: the RTCP thread and the status read it meanwhile.
+        let encode = match given.source {
+            None => lock(&self.encode_costs).of(&spec)?,
+            Some(_) => 0.0,
+        };
         let mut streams = lock(&self.streams);
         if streams.contains_key(&spec.name) {
             return Err(ControlError::Exists(format!(
@@ -492,12 +500,6 @@ impl Inner {
                 spec.name
             )));
         }
-        // An encoder the stream would start (a source the caller brings is its own business,
-        // a shared one is held apart: `StreamServer::hold`).
-        let encode = match given.source {
-            None => lock(&self.encode_costs).of(&spec)?,
-            Some(_) => 0.0,
-        };
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let admit = |task, bytes| self.admit(id, &spec.name, task, (bytes, encode));
         let opened = open_stream(
