@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// A bit rate: `5000000`, `500k`, `5M`, `5mbit`, `1.5M`, `1gbit`.
 pub fn parse_rate(s: &str) -> Result<u64, String> {
-    metronome_rt::streams::parse_bitrate(s)
+    metronome_apps::streams::parse_bitrate(s)
 }
 
 /// An amount of memory: `512MiB`, `2GiB`.
@@ -26,7 +26,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v >= 0.0 && v.is_finite() && v <= 1e7 => Ok(Duration::from_secs_f64(v)),
         Ok(_) => Err(format!("'{s}' is out of range")),
-        Err(_) => metronome_rt::streams::parse_duration(s),
+        Err(_) => metronome_apps::streams::parse_duration(s),
     }
 }
 

@@ -4,8 +4,9 @@
 use crate::args::{parse_duration, parse_rate, SourceArgs};
 use crate::demo::free_port_pair;
 use clap::{Args, Subcommand};
-use metronome_rt::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
-use metronome_rt::sender::{run_sender, PacerKind, SenderConfig, SenderOutcome, WaitPolicy};
+use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
+use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
+use metronome_rt::pacing::{PacerKind, WaitPolicy};
 use metronome_rt::url::RtpUrl;
 use metronome_time::Summary;
 use serde::Serialize;

@@ -7,9 +7,9 @@
 use crate::args::{parse_duration, parse_rate};
 use crate::demo::free_port_pair;
 use clap::Args;
+use metronome_apps::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
 use metronome_rt::clock::process_cpu_s;
-use metronome_rt::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use metronome_time::Summary;
 use serde::Serialize;
 use serde_json::Value;
@@ -152,7 +152,7 @@ fn run_in(
 ) -> Result<StreamsBench, Box<dyn std::error::Error>> {
     let main_file = dir.join("main.ts");
     write_ts(&main_file, a.rate)?;
-    let cal = metronome_rt::streams::calibrate::calibrate(1328)?;
+    let cal = metronome_rt::pacing::calibrate(1328)?;
     let mut plan: Vec<(String, usize, Option<Duration>, u64, PathBuf)> = Vec::new();
     if !a.no_paper {
         let paper_file = dir.join("paper.ts");

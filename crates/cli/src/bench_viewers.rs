@@ -6,8 +6,8 @@
 //! fewer viewers: a few encoders already fill a small machine).
 
 use clap::Args;
+use metronome_apps::rtsp_client::{RtspClient, RtspClientConfig, TransportRequest};
 use metronome_rt::host::HostWatch;
-use metronome_rt::rtsp_client::{RtspClient, RtspClientConfig, TransportRequest};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -359,7 +359,7 @@ impl Viewer {
     fn play(url: &str) -> Result<Viewer, String> {
         let (rtp, rtcp) = port_pair()?;
         let port = rtp.local_addr().map_err(|e| e.to_string())?.port();
-        let err = |e: metronome_rt::rtsp_client::RtspClientError| format!("{url}: {e}");
+        let err = |e: metronome_apps::rtsp_client::RtspClientError| format!("{url}: {e}");
         let mut client = RtspClient::connect(url, &RtspClientConfig::default()).map_err(err)?;
         let d = client.describe().map_err(err)?;
         let media = d.media_url(0).map_err(err)?;

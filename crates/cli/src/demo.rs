@@ -5,8 +5,8 @@
 use crate::args::{parse_duration, SourceArgs};
 use crate::report;
 use clap::Args;
-use metronome_rt::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
-use metronome_rt::sender::{run_sender, SenderConfig};
+use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
+use metronome_apps::sender::{run_sender, SenderConfig};
 use metronome_rt::url::RtpUrl;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};

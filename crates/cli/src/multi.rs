@@ -3,14 +3,14 @@
 
 use crate::report::LiveLine;
 use crate::serve::ServeArgs;
-use metronome_rt::clock::mono_ns;
-use metronome_rt::control::{load_or_create_token, ControlAccess, ControlServer};
-use metronome_rt::rtsp::{Mounts, RtspService};
-use metronome_rt::sender::WaitPolicy;
-use metronome_rt::streams::{
+use metronome_apps::control::{load_or_create_token, ControlAccess, ControlServer};
+use metronome_apps::rtsp::{Mounts, RtspService};
+use metronome_apps::streams::{
     config, format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec,
     StreamServer, StreamSpec, StreamStatus,
 };
+use metronome_rt::clock::mono_ns;
+use metronome_rt::pacing::WaitPolicy;
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -257,7 +257,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
         max_stream_bps: a
             .max_stream_rate
             .or(file.max_stream_rate)
-            .unwrap_or(metronome_rt::streams::server::DEFAULT_MAX_STREAM_BPS),
+            .unwrap_or(metronome_apps::streams::server::DEFAULT_MAX_STREAM_BPS),
         encode_budget: a.encode_budget.or(file.encode_budget),
         encode_cost: a.encode_cost,
         ..ServerConfig::default()
@@ -288,7 +288,7 @@ pub(crate) fn mount_name(input: Option<&std::path::Path>, default: &str) -> Stri
             n.to_string_lossy()
                 .chars()
                 .filter(|c| c.is_ascii_alphanumeric() || "-_".contains(*c))
-                .take(metronome_rt::rtsp::MAX_MOUNT_NAME)
+                .take(metronome_apps::rtsp::MAX_MOUNT_NAME)
                 .collect::<String>()
         })
         .filter(|n| !n.is_empty())

@@ -1,6 +1,6 @@
 //! Uncompressed video (RFC 4175): `metronome serve --raw`, `metronome recv --raw` (or an SDP
 //! whose media is `raw/90000`) and `metronome sdp --raw`. The drivers are
-//! `metronome_rt::raw`; this file turns arguments into their configurations and prints what
+//! `metronome_apps::raw`; this file turns arguments into their configurations and prints what
 //! they measured.
 
 use crate::args::{parse_duration, parse_size};
@@ -9,17 +9,17 @@ use crate::report::{print_outcome, LiveLine};
 use crate::sdp::SdpArgs;
 use crate::serve::{fresh_seed, rt_policy, RtChoice, ServeArgs};
 use clap::{Args, ValueEnum};
+use metronome_apps::raw::{
+    model_name, parse_model, BufferInfo, RawReceiver, RawReceiverConfig, RawReceiverOutcome,
+    RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
+};
+use metronome_apps::rtsp::{Mounts, RawMount, RtspService};
+use metronome_apps::streams::{ServerConfig, StreamServer};
 use metronome_media::raw::{
     Depth, RawFileKind, RawFileSource, RawSource, RawTestPattern, Sampling, VideoFormat,
 };
 use metronome_media::MediaError;
-use metronome_rt::raw::{
-    model_name, parse_model, BufferInfo, RawReceiver, RawReceiverConfig, RawReceiverOutcome,
-    RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
-};
-use metronome_rt::rtsp::{Mounts, RawMount, RtspService};
-use metronome_rt::sender::WaitPolicy;
-use metronome_rt::streams::{ServerConfig, StreamServer};
+use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::GsoStatus;
 use metronome_rt::url::RtpUrl;
@@ -409,7 +409,7 @@ fn open_source(a: &ServeArgs) -> Result<(Box<dyn RawSource>, bool), BoxError> {
             )
             .into());
         }
-        let src = metronome_rt::raw::V4l2Source::open(path, Some((w, h, fps)))?;
+        let src = metronome_apps::raw::V4l2Source::open(path, Some((w, h, fps)))?;
         let f = src.format();
         let clash = r.sampling.is_some_and(|s| Sampling::from(s) != f.sampling)
             || r.depth.is_some_and(|d| d != f.depth);
@@ -723,7 +723,7 @@ fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
 /// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the
 /// ST 2110-21 sender type (`TP=`) when the model is one.
 pub fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String {
-    let media = metronome_rt::raw::sdp_media(format, model, dest.addr.port());
+    let media = metronome_apps::raw::sdp_media(format, model, dest.addr.port());
     let mut s = SessionDescription::new(crate::sdp::origin_for(dest), 1, "metronome raw video");
     s.connection = Some(Connection::new(
         dest.addr.ip(),

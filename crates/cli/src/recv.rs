@@ -12,15 +12,15 @@ use crate::args::parse_duration;
 use crate::recv_quality::{judge, JudgeOptions, LiveQuality, LiveViewer};
 use crate::report::{print_outcome, receiver_summary, LiveLine};
 use clap::{Args, ValueEnum};
-use metronome_quality::playout::LateRule;
-use metronome_quality::y4m::Reader;
-use metronome_rt::receiver::{
+use metronome_apps::receiver::{
     run_datagrams, PayloadSinkHandle, Receiver, ReceiverOutcome, ReceiverRunConfig,
     ReceiverRunConfig as Cfg, RecvError,
 };
-use metronome_rt::rtsp_client::{
+use metronome_apps::rtsp_client::{
     InterleavedSource, RtspClient, RtspClientConfig, RtspClientError, Transport, TransportRequest,
 };
+use metronome_quality::playout::LateRule;
+use metronome_quality::y4m::Reader;
 use metronome_rt::udp::UdpError;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;

@@ -25,6 +25,7 @@
 //! as a receiver without the sender's clock can tell it (the cumulative jitter, seed 002's
 //! Eq. 3–4, needs only differences and is exact).
 
+use metronome_apps::receiver::PayloadSink;
 use metronome_media::decode::{VideoCodec, VideoDecoder};
 use metronome_media::demux::VideoDemux;
 use metronome_media::encode::frame_type;
@@ -36,7 +37,6 @@ use metronome_quality::ssim::FrameSsim;
 use metronome_quality::viewer::play;
 use metronome_quality::y4m::Reader;
 use metronome_quality::{mos, Chroma, Picture};
-use metronome_rt::receiver::PayloadSink;
 use metronome_session::receiver::PacketRecord;
 use metronome_time::Timestamp;
 use serde::Serialize;

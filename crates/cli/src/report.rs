@@ -1,7 +1,7 @@
 //! Human-readable summaries of what a run measured.
 
-use metronome_rt::receiver::ReceiverOutcome;
-use metronome_rt::sender::{SenderOutcome, SenderStatus};
+use metronome_apps::receiver::ReceiverOutcome;
+use metronome_apps::sender::{SenderOutcome, SenderStatus};
 use serde::Serialize;
 use std::fmt::Write;
 use std::io::IsTerminal;

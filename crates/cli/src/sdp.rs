@@ -4,8 +4,8 @@
 
 use crate::multi::parse_stream_arg;
 use clap::Args;
-use metronome_rt::rtsp::sdp_for_destination;
-use metronome_rt::streams::{config, StreamSpec};
+use metronome_apps::rtsp::sdp_for_destination;
+use metronome_apps::streams::{config, StreamSpec};
 use metronome_rt::url::RtpUrl;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::path::{Path, PathBuf};

@@ -3,9 +3,10 @@
 use crate::args::{parse_bytes, parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
-use metronome_rt::sender::{run_sender, SenderConfig, WaitPolicy};
-use metronome_rt::streams::GivenSource;
-use metronome_rt::streams::{parse_cpus, parse_share, CoreRt, SchedKind};
+use metronome_apps::sender::{run_sender, SenderConfig};
+use metronome_apps::streams::GivenSource;
+use metronome_apps::streams::{parse_cpus, parse_share, CoreRt, SchedKind};
+use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
@@ -287,15 +288,15 @@ impl ServeArgs {
         &self,
         addr: SocketAddr,
         file: &metronome_spec::config::ServeConfig,
-    ) -> metronome_rt::rtsp::RtspServiceConfig {
-        let mut rc = metronome_rt::rtsp::RtspServiceConfig::new(addr);
+    ) -> metronome_apps::rtsp::RtspServiceConfig {
+        let mut rc = metronome_apps::rtsp::RtspServiceConfig::new(addr);
         rc.auth = file.rtsp_auth.clone();
         rc.share_live = !self.rtsp_encoder_per_session;
         let cert = self.rtsp_tls_cert.clone().or(file.rtsp_tls_cert.clone());
         let key = self.rtsp_tls_key.clone().or(file.rtsp_tls_key.clone());
         rc.tls = cert
             .zip(key)
-            .map(|(cert, key)| metronome_rt::rtsp::TlsFiles { cert, key });
+            .map(|(cert, key)| metronome_apps::rtsp::TlsFiles { cert, key });
         rc.session_timeout = self.rtsp_session_timeout;
         rc.idle_timeout = self.rtsp_idle_timeout;
         rc.request_timeout = self.rtsp_request_timeout;
@@ -423,7 +424,7 @@ fn ts_source(a: &ServeArgs) -> Result<(GivenSource, Option<Noted>, MediaDescript
             std::fs::File::create(p).map_err(|e| format!("--frame-trace {}: {e}", p.display()))?;
             let (noting, noted) = metronome_media::frames::NotingSource::new(source);
             // As many TS packets to an RTP packet as the sender's packetizer puts in one.
-            let mut spec = metronome_rt::streams::StreamSpec::new("stream1", Vec::new());
+            let mut spec = metronome_apps::streams::StreamSpec::new("stream1", Vec::new());
             spec.mtu = a.mtu;
             spec.send_time = a.send_time;
             source = Box::new(noting.with_ts_per_packet(spec.ts_per_packet()));
@@ -522,7 +523,7 @@ impl Noted {
 fn write_frame_trace(
     path: &std::path::Path,
     noted: Noted,
-    outcome: &metronome_rt::sender::SenderOutcome,
+    outcome: &metronome_apps::sender::SenderOutcome,
 ) -> Result<(), String> {
     let mut frames = noted.trace(outcome.epoch_unix_ns, u64::from(outcome.first_seq));
     // Frames whose packets never left (the run stopped first) are not in the trace.

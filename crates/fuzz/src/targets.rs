@@ -228,8 +228,8 @@ pub fn coded_depay(data: &[u8]) {
 
 /// A request to the HTTP control API.
 pub fn http(data: &[u8]) {
-    let limits = metronome_rt::control::ControlLimits::default();
-    if let Ok(Some(n)) = metronome_rt::control::parse_request(data, &limits) {
+    let limits = metronome_apps::control::ControlLimits::default();
+    if let Ok(Some(n)) = metronome_apps::control::parse_request(data, &limits) {
         assert!(n <= data.len());
     }
 }

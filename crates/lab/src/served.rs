@@ -5,9 +5,9 @@
 //! makes it, so that frames are judged exactly as in sim mode.
 
 use crate::model::{self, Frames, Numbering, RtpPlan};
+use metronome_apps::streams::{PacketShape, RtpSourcePlan, StartInfo};
 use metronome_media::ladder::Ladder;
 use metronome_media::payload::sdp::{rtp_format, RtpFormat};
-use metronome_rt::streams::{PacketShape, RtpSourcePlan, StartInfo};
 use metronome_session::sender::RtpSource;
 use metronome_spec::scenario::{FlowDecl, RtpCc, VideoContent};
 use metronome_time::Timestamp;

@@ -252,7 +252,7 @@ fn rtp_run<'a>(
             let feedback = (f.to.len() > 1).then(|| SocketAddr::from((from, flow_port(k) + 1)));
             rtp::session_receivers(f, urls, feedback, clock, seed, |j, cfg| {
                 hosts
-                    .run_in(j, move || metronome_rt::receiver::Receiver::open(cfg))
+                    .run_in(j, move || metronome_apps::receiver::Receiver::open(cfg))
                     .map_err(|e| e.to_string())?
                     .map_err(|e| format!("flow '{}': a receiver: {e}", f.name))
             })?

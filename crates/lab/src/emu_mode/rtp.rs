@@ -14,12 +14,12 @@ use super::Stage;
 use crate::model::RtpPlan;
 use crate::served::ServedFlow;
 use crate::video::{lock_frames, view_flow, FlowVideo, FrameMap};
+use metronome_apps::receiver::{Receiver, ReceiverRunConfig};
+use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
+use metronome_apps::streams::GivenSource;
 use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_rt::clock::Clock;
-use metronome_rt::receiver::{Receiver, ReceiverRunConfig};
-use metronome_rt::sender::{run_sender, SenderConfig, SenderOutcome};
-use metronome_rt::streams::GivenSource;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
 use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc};
@@ -41,7 +41,7 @@ pub(super) struct GotSink {
     got: Vec<Got>,
 }
 
-impl metronome_rt::receiver::PayloadSink for GotSink {
+impl metronome_apps::receiver::PayloadSink for GotSink {
     fn payload(&mut self, _: &metronome_session::receiver::PacketRecord, _: &[u8]) {}
     fn packet(
         &mut self,
@@ -160,7 +160,7 @@ pub(super) fn session_receivers(
             clock,
             got: Vec::new(),
         }));
-        cfg.sink = Some(metronome_rt::receiver::PayloadSinkHandle(sink.clone()));
+        cfg.sink = Some(metronome_apps::receiver::PayloadSinkHandle(sink.clone()));
         out.push((open(host, cfg)?, sink));
     }
     Ok(RtpReceivers::Sessions(out))

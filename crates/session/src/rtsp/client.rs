@@ -1,7 +1,7 @@
 //! The client side of RTSP 1.0, sans-IO: how the bytes a server sends split into `$` frames and
 //! responses (with the limits a client keeps), and the `Session` header of a response. The
 //! `Transport` header is [`super::TransportSpec`], the same representation the server reads.
-//! The driver (`metronome_rt::rtsp_client`) owns the socket.
+//! The driver (`metronome_apps::rtsp_client`) owns the socket.
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! RTSP 1.0 (RFC 2326), sans-IO. The server: request framing with limits, the session state
 //! machine (Init → Ready → Playing), session ids and timeouts. Messages are parsed and built with
 //! `rtsp-types`; this module never touches a socket or a clock. The driver
-//! (`metronome_rt::rtsp`) owns the TCP connections and implements [`Backend`], which does what a
+//! (`metronome_apps::rtsp`) owns the TCP connections and implements [`Backend`], which does what a
 //! request asks of the media side (ports, streams, admission control).
 //!
 //! ```text

@@ -1,0 +1,54 @@
+//! What a finished server reports.
+
+use crate::streams::status::{ServerStatus, StreamStatus};
+use metronome_rt::host::HostLoad;
+use metronome_rt::pacing::PacingThreadReport;
+
+/// What a finished server reports.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ServerOutcome {
+    pub server: ServerStatus,
+    pub streams: Vec<StreamStatus>,
+    /// CPU time of each core's pacing thread over the run, as a share of one core (under
+    /// `naive`, one figure: all the streams' threads together).
+    pub core_cpu_percent: Vec<f64>,
+    /// How each core's pacing thread ran (none under `naive`).
+    pub pacers: Vec<PacerView>,
+    #[serde(
+        rename = "duration_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    pub duration_s: f64,
+    /// How busy the host was over the run (absent where /proc cannot be read).
+    pub host: Option<HostLoad>,
+}
+
+/// How one core's pacing thread ran, for the outcome.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PacerView {
+    /// The scheduling policy it got, in words.
+    pub grant: String,
+    /// Whether its memory is locked, in words.
+    pub memory: String,
+    /// CPU time it used, as a share of one core over the run.
+    pub cpu_percent: f64,
+    /// With `--wait auto`: time spent sleeping-then-spinning and busy-polling.
+    pub wait_modes: metronome_sched::WaitSelectorStats,
+    /// Times the RT throttling guard switched it to busy-polling.
+    pub throttle_guard_trips: u64,
+    /// The spin margin it ended with, µs.
+    pub spin_margin_us: f64,
+}
+
+impl PacerView {
+    pub(super) fn new(r: &PacingThreadReport, duration_s: f64) -> Self {
+        PacerView {
+            grant: r.grant.clone(),
+            memory: r.memory.clone(),
+            cpu_percent: r.cpu_s * 100.0 / duration_s.max(1e-9),
+            wait_modes: r.wait_modes,
+            throttle_guard_trips: r.throttle_guard_trips,
+            spin_margin_us: r.margin_ns as f64 / 1000.0,
+        }
+    }
+}

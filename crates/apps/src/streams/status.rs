@@ -1,0 +1,167 @@
+//! What the server shows about itself and each stream: in the API, the status line and reports.
+
+use super::server::Running;
+use metronome_rt::clock::Clock;
+use metronome_rt::pacing::Calibration;
+use metronome_rt::sync::lock;
+use metronome_session::sender::ReceiverView;
+use metronome_time::Summary;
+use serde::Serialize;
+use std::sync::atomic::Ordering;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskView {
+    pub period_us: f64,
+    pub deadline_us: f64,
+    pub cost_us: f64,
+    pub utilisation_percent: f64,
+    pub bitrate_bps: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamStatus {
+    pub name: String,
+    pub id: u64,
+    /// running, ended (the source ended), failed, or removed.
+    pub state: String,
+    pub error: Option<String>,
+    pub core: usize,
+    pub source: String,
+    pub destinations: Vec<String>,
+    pub ssrc: String,
+    pub task: TaskView,
+    #[serde(
+        rename = "elapsed_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    pub elapsed_s: f64,
+    pub packets: u64,
+    pub bytes: u64,
+    /// Bytes sent over the time since the first release.
+    pub bitrate_bps: f64,
+    /// The MPEG-TS rate the stream's rate knob targets now (its source switches at its next
+    /// GOP), bit/s.
+    pub target_bitrate_bps: u64,
+    /// The most the knob may raise it to (what admission reserved), MPEG-TS bit/s.
+    pub max_bitrate_bps: u64,
+    /// Whether the source can change its rate (the test source can; a file cannot).
+    pub rate_adjustable: bool,
+    pub jobs: u64,
+    pub deadline_misses: u64,
+    pub underruns: u64,
+    pub overruns: u64,
+    pub send_errors: u64,
+    pub ring_occupancy: usize,
+    pub ring_capacity: usize,
+    /// Send time minus job release (the due time, unless a period groups packets), per packet.
+    pub lateness: Summary,
+    /// Times the stream fell more than the stall threshold behind its schedule.
+    pub stalls: u64,
+    /// Packets sent more than the stall threshold late (caught up at the bounded rate).
+    pub late_packets: u64,
+    /// Packets dropped for being too late (drop-late policy).
+    pub dropped: u64,
+    /// Frames a live source skipped to keep up with real time (its producer fell behind).
+    pub frames_skipped: u64,
+    pub receivers: Vec<ReceiverView>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CoreView {
+    pub index: usize,
+    /// Admitted utilisation (sum of cost / period).
+    pub utilisation_percent: f64,
+    /// The scheduling policy the core's pacing thread got.
+    pub grant: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerStatus {
+    pub sched: String,
+    pub running: usize,
+    pub admitted: usize,
+    pub refused: u64,
+    pub link_used_bps: u64,
+    pub link_capacity_bps: Option<u64>,
+    /// What the admitted streams hold in memory (rings and sources), bytes.
+    pub memory_reserved_bytes: u64,
+    /// The most they may hold (`--memory-budget`), bytes.
+    pub memory_budget_bytes: u64,
+    /// What the running live encoders take as admission reserved it (each measured when one
+    /// like it was first asked for), percent of one CPU.
+    pub encode_reserved_percent: f64,
+    /// The most they may take (`--encode-budget`), percent of one CPU.
+    pub encode_budget_percent: f64,
+    /// What the producer threads (the encoders among them) used over the last second,
+    /// measured, percent of one CPU.
+    pub producer_cpu_percent: f64,
+    pub core_budget_percent: f64,
+    pub cores: Vec<CoreView>,
+    pub calibration: Calibration,
+    /// Lateness of every packet sent so far, all streams.
+    pub lateness: Summary,
+    #[serde(
+        rename = "process_cpu_us",
+        serialize_with = "metronome_time::units::secs_as_us"
+    )]
+    pub process_cpu_s: f64,
+    /// Why the admitted streams no longer fit the host, while they do not.
+    pub overload: Option<String>,
+}
+
+pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
+    let rt = &r.rt;
+    let c = &rt.counters;
+    let (pacing, receivers) = {
+        let session = lock(&rt.session);
+        (
+            session.stats().pacing,
+            session.reports().receivers().to_vec(),
+        )
+    };
+    let elapsed = clock.now().saturating_since(r.rt.epoch).as_secs_f64();
+    let bytes = c.bytes.load(Ordering::Relaxed);
+    let error = lock(&rt.producer_error).clone();
+    let state = if error.is_some() { "failed" } else { state };
+    StreamStatus {
+        name: rt.name.clone(),
+        id: rt.id,
+        state: state.to_string(),
+        error,
+        core: r.core,
+        source: r.source.clone(),
+        destinations: r.spec.destination.clone(),
+        ssrc: format!("{:08x}", r.ssrc),
+        task: TaskView {
+            period_us: rt.task.period.as_secs_f64() * 1e6,
+            deadline_us: rt.task.deadline.as_secs_f64() * 1e6,
+            cost_us: rt.task.cost.as_secs_f64() * 1e6,
+            utilisation_percent: rt.task.utilisation() * 100.0,
+            bitrate_bps: rt.task.bitrate_bps,
+        },
+        elapsed_s: elapsed,
+        packets: c.packets.load(Ordering::Relaxed),
+        bytes,
+        bitrate_bps: if elapsed > 0.0 {
+            bytes as f64 * 8.0 / elapsed
+        } else {
+            0.0
+        },
+        target_bitrate_bps: rt.rate.target.load(Ordering::Relaxed),
+        max_bitrate_bps: rt.rate.limits.ceiling,
+        rate_adjustable: rt.rate.limits.allowed().is_some(),
+        jobs: c.jobs.load(Ordering::Relaxed),
+        deadline_misses: c.deadline_misses.load(Ordering::Relaxed),
+        underruns: c.underruns.load(Ordering::Relaxed),
+        overruns: c.overruns.load(Ordering::Relaxed),
+        send_errors: c.send_errors.load(Ordering::Relaxed),
+        ring_occupancy: rt.ring.occupancy(),
+        ring_capacity: rt.ring.capacity(),
+        lateness: pacing.lateness,
+        stalls: pacing.stalls,
+        late_packets: pacing.late_packets,
+        dropped: pacing.dropped,
+        frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
+        receivers,
+    }
+}

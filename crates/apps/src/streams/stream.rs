@@ -1,0 +1,365 @@
+//! One admitted stream at run time: what its producer, its pacing thread and the control side
+//! share, and the per-stream send step ([`Cursor`]) that every scheduling policy runs.
+//!
+//! What a stream does between producer and socket is its sans-IO
+//! [`SenderSession`](metronome_session::sender::SenderSession): when each packet leaves (on
+//! time, catching up after a stall, or dropped), which job it belongs to and whether that job
+//! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
+//! sends what the session says is due.
+
+use super::outlet::MediaOut;
+use metronome_rt::clock::Clock;
+use metronome_rt::pacing::{Lane, Load, Sent};
+use metronome_rt::ring::{PacketRing, Slot};
+use metronome_rt::sync::lock;
+use metronome_sched::TaskParams;
+use metronome_session::sender::{Input, JobTimes, Queued, RateLimits, SenderSession, Transmit};
+use metronome_time::{Bitrate, Distribution, Timestamp};
+use metronome_wire::rtp::{patch_send_time, shift_sequence};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Counters a stream's threads publish; read at any time by the control side without a lock.
+#[derive(Default)]
+pub struct StreamCounters {
+    pub packets: AtomicU64,
+    pub bytes: AtomicU64,
+    pub payload_octets: AtomicU64,
+    pub send_errors: AtomicU64,
+    /// Times the sender found nothing to send while the stream was running (the producer fell
+    /// behind: packets go late).
+    pub underruns: AtomicU64,
+    /// Times the producer found the ring full. File and test sources are read on demand, so the
+    /// producer just waits; a live capture source would have to drop here.
+    pub overruns: AtomicU64,
+    pub jobs: AtomicU64,
+    /// Jobs whose last packet left after the job's absolute deadline.
+    pub deadline_misses: AtomicU64,
+    /// Frames a live source skipped to keep up with real time (its producer fell behind).
+    pub frames_skipped: AtomicU64,
+    /// Worst lateness since the status line last took it, ns.
+    pub max_late_ns: AtomicU64,
+    /// Rate changes the source refused (the control side checks the range first, so these
+    /// are not expected).
+    pub rate_refusals: AtomicU64,
+}
+
+/// The rate knob as the driver holds it: where the source's rate may go (sans-IO,
+/// [`RateLimits`]), what it targets now, and what the producer is yet to ask of the source.
+pub struct RateKnob {
+    pub limits: RateLimits,
+    /// The source rate targeted now.
+    pub target: AtomicU64,
+    /// A source rate for the producer to ask of the source (0: nothing new).
+    pub asked: AtomicU64,
+}
+
+impl RateKnob {
+    /// A stream that starts at `start` (source bit/s) within `limits`.
+    pub fn new(start: u64, limits: RateLimits) -> Self {
+        RateKnob {
+            limits,
+            target: AtomicU64::new(start),
+            asked: AtomicU64::new(0),
+        }
+    }
+
+    /// Follows the session's target rate: a new source rate, kept within the limits, is
+    /// handed to the producer. Returns the source rate targeted now.
+    pub fn follow(&self, wire: Bitrate) -> u64 {
+        let Some(ts) = self.limits.source_rate(wire) else {
+            return self.target.load(Ordering::Relaxed);
+        };
+        if self.target.swap(ts, Ordering::AcqRel) != ts {
+            self.asked.store(ts, Ordering::Release);
+        }
+        ts
+    }
+}
+
+/// The shared state of one running stream.
+pub struct StreamRt {
+    pub id: u64,
+    pub name: String,
+    pub task: TaskParams,
+    /// The first due time.
+    pub epoch: Timestamp,
+    pub ring: PacketRing,
+    /// Where every packet goes: one UDP socket per `rtp://` destination, or an RTSP session's
+    /// transport.
+    pub outputs: Vec<MediaOut>,
+    pub send_time_ext: bool,
+    pub counters: StreamCounters,
+    /// The stream's send side. Locked per packet by the one thread that sends the stream, and
+    /// now and then by the RTCP thread and the control side.
+    pub session: Mutex<SenderSession>,
+    /// Set by the control side: the stream is being removed.
+    pub stop: AtomicBool,
+    /// Set by the producer when the source ended or failed.
+    pub producer_done: AtomicBool,
+    /// Set by the sending thread when it has let go of the stream.
+    pub finished: AtomicBool,
+    /// Why the producer stopped early, if it failed.
+    pub producer_error: Mutex<Option<String>>,
+    /// What one send call cost per destination, ns, since the control side last took it
+    /// (admission budgets it; `streams::rtcp` compares).
+    pub send_cost: Mutex<Distribution>,
+    /// The rate knob: what the source is to follow (fixed until [`StreamRt::with_rate`]).
+    pub rate: RateKnob,
+    /// What the source had to say that did not stop it (a truncated file), not yet taken by
+    /// the server; at most [`WARNINGS_HELD`].
+    pub warnings: Mutex<Vec<String>>,
+    /// SRTP, when the stream was declared with a key: every packet and report protected.
+    pub srtp: Option<super::srtp::StreamSrtp>,
+}
+
+/// Warnings a stream holds for the server to take.
+pub const WARNINGS_HELD: usize = 8;
+
+impl StreamRt {
+    /// A stream about to start: its ring of `ring_slots` slots of `slot_size` bytes, its
+    /// session, where its packets go.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        id: u64,
+        name: String,
+        task: TaskParams,
+        epoch: Timestamp,
+        ring: PacketRing,
+        outputs: Vec<MediaOut>,
+        send_time_ext: bool,
+        session: SenderSession,
+    ) -> Self {
+        StreamRt {
+            id,
+            name,
+            task,
+            epoch,
+            ring,
+            outputs,
+            send_time_ext,
+            counters: StreamCounters::default(),
+            session: Mutex::new(session),
+            stop: AtomicBool::new(false),
+            producer_done: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            producer_error: Mutex::new(None),
+            send_cost: Mutex::new(Distribution::new()),
+            rate: RateKnob::new(
+                task.bitrate_bps,
+                RateLimits {
+                    ts_per_wire: 1.0,
+                    range: None,
+                    ceiling: task.bitrate_bps,
+                },
+            ),
+            warnings: Mutex::new(Vec::new()),
+            srtp: None,
+        }
+    }
+
+    /// Notes a warning of the source's (dropped when [`WARNINGS_HELD`] are waiting).
+    pub fn warn(&self, w: String) {
+        let mut held = self.warnings.lock().unwrap_or_else(|e| e.into_inner());
+        if held.len() < WARNINGS_HELD {
+            held.push(w);
+        }
+    }
+
+    /// The stream with a rate knob its source can follow.
+    pub fn with_rate(mut self, rate: RateKnob) -> Self {
+        self.rate = rate;
+        self
+    }
+
+    /// The stream sent as SRTP.
+    pub fn with_srtp(mut self, srtp: Option<super::srtp::StreamSrtp>) -> Self {
+        self.srtp = srtp;
+        self
+    }
+
+    /// Sends one packet to every destination (protected once, for a stream with SRTP);
+    /// `false` if any send failed.
+    pub fn send_everywhere(&self, packet: &[u8]) -> bool {
+        // Every destination gets the packet, whatever happened to the ones before it.
+        let all = |p: &[u8]| {
+            let mut ok = true;
+            for out in &self.outputs {
+                ok &= out.send(p);
+            }
+            ok
+        };
+        match &self.srtp {
+            None => all(packet),
+            Some(s) => s.protect_rtp(packet, all).unwrap_or(false),
+        }
+    }
+
+    /// Relative deadline.
+    pub fn deadline(&self) -> Duration {
+        self.task.deadline
+    }
+}
+
+/// The sending side of one stream, owned by the thread that sends it. Holds at most one slot:
+/// the packet the session has at the head of its queue. Allocates nothing.
+#[derive(Default)]
+pub struct Cursor {
+    head: Option<Slot>,
+}
+
+impl Cursor {
+    /// Takes the next packet from the ring into the session, if there is none in hand, and
+    /// says when it may leave and which job it belongs to.
+    pub fn load(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
+        let mut session = lock(&rt.session);
+        if self.head.is_none() {
+            match rt.ring.next_ready() {
+                Some(slot) => {
+                    let q = Queued {
+                        id: slot.id,
+                        packets: 1,
+                        due: slot.release,
+                        wire_len: slot.len as u32,
+                        payload_len: slot.payload_len as u32,
+                        seq: metronome_wire::rtp::sequence_of(slot.bytes()),
+                    };
+                    if session.handle_input(now, Input::Packet(q)).is_err() {
+                        // Out of due order (a producer bug): the packet cannot keep its
+                        // timestamp's promise, so it is not sent.
+                        rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+                        rt.ring.recycle(slot);
+                        return Load::Empty;
+                    }
+                    self.head = Some(slot);
+                }
+                None => {
+                    if rt.producer_done.load(Ordering::Acquire) && rt.ring.occupancy() == 0 {
+                        let _ = session.handle_input(now, Input::SourceEnded);
+                        return Load::Done;
+                    }
+                    // The session counts this as an underrun once the stream has started.
+                    let _ = session.poll_transmit(now);
+                    publish_counts(rt, &session);
+                    return Load::Empty;
+                }
+            }
+        }
+        let (Some(job), Some(at)) = (session.head_job(), session.next_send()) else {
+            return Load::Empty;
+        };
+        Load::Ready(JobTimes {
+            release: job.release.max(at),
+            deadline: job.deadline,
+        })
+    }
+
+    /// Sends the packet in hand, to every destination, if the session says it is due at the
+    /// clock's now; `None` if there was no packet in hand.
+    pub fn send(&mut self, rt: &StreamRt, clock: &Clock) -> Option<Sent> {
+        let slot = self.head.as_mut()?;
+        let now = clock.now();
+        let t = {
+            let mut session = lock(&rt.session);
+            let t = session.poll_transmit(now);
+            if t.is_none() {
+                let deadline = session.head_job().map_or(now, |j| j.deadline);
+                let release = session.next_send().unwrap_or(now);
+                return Some(Sent::NotYet(JobTimes { release, deadline }));
+            }
+            publish_counts(rt, &session);
+            t
+        };
+        let c = &rt.counters;
+        let sent = match t {
+            Some(Transmit::Send { late, renumber, .. }) => {
+                if renumber != 0 {
+                    shift_sequence(slot.bytes_mut(), renumber as u16);
+                }
+                if rt.send_time_ext {
+                    patch_send_time(slot.bytes_mut(), clock.wall());
+                }
+                let t0 = clock.mono_ns();
+                let failed = !rt.send_everywhere(slot.bytes());
+                let per_dest = clock.mono_ns().saturating_sub(t0) / rt.outputs.len().max(1) as u64;
+                if let Ok(mut d) = rt.send_cost.try_lock() {
+                    d.record(per_dest);
+                }
+                if failed {
+                    c.send_errors.fetch_add(1, Ordering::Relaxed);
+                    let _ = lock(&rt.session).handle_input(now, Input::SendFailed);
+                }
+                c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
+                c.packets.fetch_add(1, Ordering::Relaxed);
+                c.bytes.fetch_add(slot.len as u64, Ordering::Relaxed);
+                c.payload_octets
+                    .fetch_add(slot.payload_len as u64, Ordering::Relaxed);
+                Sent::Sent(late)
+            }
+            _ => Sent::Dropped,
+        };
+        if let Some(slot) = self.head.take() {
+            rt.ring.recycle(slot);
+        }
+        Some(sent)
+    }
+
+    /// Gives the packet in hand back to the ring (the stream is being removed).
+    pub fn release(&mut self, rt: &StreamRt) {
+        if let Some(slot) = self.head.take() {
+            rt.ring.recycle(slot);
+        }
+    }
+}
+
+/// Copies the session's counts into the lock-free counters the control side reads.
+fn publish_counts(rt: &StreamRt, session: &SenderSession) {
+    let n = session.counts();
+    let c = &rt.counters;
+    c.underruns.store(n.underruns, Ordering::Relaxed);
+    c.jobs.store(n.jobs, Ordering::Relaxed);
+    c.deadline_misses
+        .store(n.deadline_misses, Ordering::Relaxed);
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// An MPEG-TS (or coded-frame) stream as a pacing core runs it: its packets one at a time
+/// through its sender session.
+pub struct TsLane {
+    rt: Arc<StreamRt>,
+    cursor: Cursor,
+}
+
+impl TsLane {
+    /// The lane, ready for `core::Command::Add`.
+    pub fn boxed(rt: Arc<StreamRt>) -> Box<dyn Lane> {
+        Box::new(TsLane {
+            rt,
+            cursor: Cursor::default(),
+        })
+    }
+}
+
+impl Lane for TsLane {
+    fn id(&self) -> u64 {
+        self.rt.id
+    }
+    fn deadline(&self) -> Duration {
+        self.rt.deadline()
+    }
+    fn load(&mut self, now: Timestamp) -> Load {
+        self.cursor.load(&self.rt, now)
+    }
+    fn send(&mut self, clock: &Clock) -> Option<Sent> {
+        self.cursor.send(&self.rt, clock)
+    }
+    fn finish(&mut self) {
+        self.cursor.release(&self.rt);
+        self.rt.finished.store(true, Ordering::Release);
+    }
+}
