@@ -2,6 +2,7 @@
 
 use crate::ladder::LadderVideo;
 use crate::video::{FrameMap, SharedFrames, Timed};
+use metronome_apps::streams::PacketShape;
 use metronome_cc::{ControllerParams, RateController};
 use metronome_link::topology::{derive_seed, LinkPlan, NodeId, Topology};
 use metronome_link::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossModel};
@@ -299,6 +300,15 @@ pub struct RtpPlan {
 }
 
 impl RtpPlan {
+    /// How its rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count the
+    /// whole packet on the wire, at most the MTU.
+    pub fn packet_shape(&self) -> PacketShape {
+        match self.coded {
+            Some(_) => PacketShape::on_the_wire(u64::from(self.mtu.unwrap_or(1500))),
+            None => PacketShape::mp2t(self.ts_per_packet, !self.send_time.is_none()),
+        }
+    }
+
     /// The plan of flow `f` (`None` if it is not RTP), its content's path resolved against
     /// the scenario's directory `dir`.
     pub fn of(f: &FlowDecl, dir: Option<&Path>) -> Option<RtpPlan> {
@@ -553,7 +563,7 @@ fn rtp(
     let (ssrc, epoch) = (n.ssrc, n.epoch);
     // The controller's packet size: as the real-time server gives it (a TS packet's wire
     // bytes, or a ladder's whole packet, at most the MTU).
-    let segment = crate::served::ServedFlow::packet_shape(&plan).wire_bytes as u32;
+    let segment = plan.packet_shape().wire_bytes as u32;
     let FlowSource {
         source,
         frames,

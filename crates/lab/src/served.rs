@@ -40,15 +40,6 @@ impl ServedFlow {
         self.frames.clone()
     }
 
-    /// How its rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count the
-    /// whole packet on the wire, at most the MTU.
-    pub fn packet_shape(plan: &RtpPlan) -> PacketShape {
-        match plan.coded {
-            Some(_) => PacketShape::on_the_wire(u64::from(plan.mtu.unwrap_or(1500))),
-            None => PacketShape::mp2t(plan.ts_per_packet, !plan.send_time.is_none()),
-        }
-    }
-
     /// The send-time extension its packets carry (the server must then stamp it).
     pub fn send_time(&self) -> SendTimeExt {
         self.plan.send_time
@@ -56,7 +47,7 @@ impl ServedFlow {
 
     /// The source's units per bit on the wire (TS bits, or 1 for a source counted there).
     pub fn source_per_wire(plan: &RtpPlan) -> f64 {
-        let shape = Self::packet_shape(plan);
+        let shape = plan.packet_shape();
         shape.source_bits as f64 / (shape.wire_bytes * 8).max(1) as f64
     }
 
@@ -117,7 +108,7 @@ impl RtpSourcePlan for ServedFlow {
         (start as f64 * Self::source_per_wire(&self.plan)).round() as u64
     }
     fn shape(&self) -> PacketShape {
-        Self::packet_shape(&self.plan)
+        self.plan.packet_shape()
     }
     fn open(
         self: Box<Self>,

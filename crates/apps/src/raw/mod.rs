@@ -42,9 +42,10 @@ pub use out::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
 pub use report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawSenderOutcome, RawSenderStatus};
 pub use sender::{
-    send_buffer_for, wire_bitrate, wire_geometry, RawControl, RawPlace, RawSendError, RawSender,
+    send_buffer_for, wire_bitrate, wire_geometry, RawPlace, RawSendError, RawSender,
     RawSenderConfig,
 };
+pub use stream::RawControl;
 pub use v4l2::V4l2Source;
 
 use metronome_media::raw::{Colorimetry, VideoFormat};

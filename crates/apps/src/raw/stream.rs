@@ -22,7 +22,6 @@
 
 use super::out::RawOut;
 use super::ring::{FrameRing, FrameSlot};
-use super::sender::RawControl;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::pacing::{Lane, Load, Sent};
@@ -578,4 +577,18 @@ fn send_range(
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// What other threads see of a running raw sender, and how they stop it (an RTSP session's
+/// PAUSE and TEARDOWN).
+#[derive(Default)]
+pub struct RawControl {
+    /// Set to stop; the sender ends after the frame it is sending.
+    pub stop: AtomicBool,
+    /// Stop without RTCP BYE (a pause: the source is not leaving).
+    pub quiet: AtomicBool,
+    /// What the pacer has sent so far.
+    pub counters: PacerCounters,
+    /// RTCP receiver reports heard so far (liveness of an RTSP session).
+    pub receiver_reports: AtomicU64,
 }

@@ -10,8 +10,8 @@
 //! - PAUSE stops the stream and remembers how far it got; TEARDOWN releases everything.
 
 use super::mounts::{Mounts, RawMount, SharedRawSource};
+use super::refusal;
 use super::shared::SharedSources;
-use crate::control::ControlError;
 use crate::interleaved::{ConnOut, Inbox};
 use crate::raw::{send_buffer_for, RawControl, RawOut, RawPlace, RawSender};
 use crate::streams::{MediaOut, RtcpOut, SessionOutlet, StartInfo, StreamServer};
@@ -697,14 +697,6 @@ fn prepare_udp(
         rtcp: Arc::new(rtcp),
     };
     Ok((prepared, delivery))
-}
-
-pub(super) fn refusal(e: ControlError) -> Refusal {
-    match e {
-        ControlError::Refused(why) => Refusal::NotEnoughBandwidth(why),
-        ControlError::Invalid(why) | ControlError::Internal(why) => Refusal::Internal(why),
-        ControlError::Exists(why) | ControlError::NotFound(why) => Refusal::Internal(why),
-    }
 }
 
 /// A stable SSRC for a name (a session id or a mount): FNV-1a, folded to 32 bits.

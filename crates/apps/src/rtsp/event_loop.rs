@@ -17,7 +17,7 @@
 //! An idle connection costs its socket, its framer and its queue, each empty until used: a
 //! few hundred bytes, where a thread per connection cost its stacks.
 
-use super::service::Shared;
+use super::state::Shared;
 use super::tls::ConnStream;
 use crate::interleaved::{ConnOut, Doorbell, Flush};
 use metronome_session::rtsp::room::{Admit, Deadlines, Expiry, Lobby, Room};

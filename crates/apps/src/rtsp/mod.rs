@@ -12,7 +12,9 @@
 //! - `event_loop`: one thread for every connection (readiness I/O through mio): accepting
 //!   under the connection limits, framing, requests, interleaved RTCP in, writing each
 //!   connection's [`ConnOut`](crate::interleaved::ConnOut), deadlines and the session timer;
-//! - `service`: the configuration, the shared state, metrics and shutdown;
+//! - `service`: starting and stopping the server, metrics;
+//! - `state`: what its threads share: the configuration, the protocol and media state under one
+//!   lock, the counters;
 //! - `shared`: the live sources a mount's sessions share (one encoder for every viewer);
 //! - `tls`: RTSPS, each connection's bytes through rustls when the server has a certificate.
 
@@ -21,6 +23,7 @@ mod event_loop;
 mod mounts;
 mod service;
 mod shared;
+mod state;
 mod tls;
 
 pub use mounts::{
@@ -34,4 +37,15 @@ fn fnv1a(name: &str) -> u64 {
     name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// What an RTSP client is told when the stream server refuses what its request would start.
+fn refusal(e: crate::control::ControlError) -> metronome_session::rtsp::Refusal {
+    use crate::control::ControlError;
+    use metronome_session::rtsp::Refusal;
+    match e {
+        ControlError::Refused(why) => Refusal::NotEnoughBandwidth(why),
+        ControlError::Invalid(why) | ControlError::Internal(why) => Refusal::Internal(why),
+        ControlError::Exists(why) | ControlError::NotFound(why) => Refusal::Internal(why),
+    }
 }

@@ -72,15 +72,15 @@ fn start(
     mount: &str,
     spec: &StreamSpec,
 ) -> Result<std::sync::Arc<Mutex<LiveHub>>, Refusal> {
-    let encode = server.encode_cost(spec).map_err(super::backend::refusal)?;
-    let source = crate::streams::open_source(spec).map_err(super::backend::refusal)?;
+    let encode = server.encode_cost(spec).map_err(super::refusal)?;
+    let source = crate::streams::open_source(spec).map_err(super::refusal)?;
     let rate = source.nominal_bitrate().unwrap_or(DEFAULT_RATE);
     let window = LiveHub::window_for(rate, WINDOW);
     // Each packet kept: its 188 bytes and its time.
     let bytes = TEST_SOURCE_BYTES + (window as u64) * 204;
     let hold = server
         .hold(&format!("{mount} (shared source)"), bytes, encode)
-        .map_err(super::backend::refusal)?;
+        .map_err(super::refusal)?;
     let hub = LiveHub::new(source, window);
     hub.lock()
         .unwrap_or_else(|e| e.into_inner())

@@ -2,7 +2,7 @@
 //! against the swept parameter, each receiver's main figure across the sweep, and per point
 //! the throughput over time and the delay and inter-arrival distributions.
 
-use super::plots::{figure, x_values, Line, Plot, Style};
+use super::plots::{axis, figure, x_values, Line, Plot, Style};
 use crate::closed_form;
 use crate::results::PointResult;
 use crate::video::FrameSeries;
@@ -106,88 +106,6 @@ pub(crate) fn reference_plots(
         lines: jitter,
     }));
     html
-}
-
-fn axis(param: &str, unit: &str) -> String {
-    if unit.is_empty() || unit == "position" {
-        param.to_string()
-    } else {
-        format!("{param}, {unit}")
-    }
-}
-
-/// A receiver's main figure against the first sweep parameter, a line per value of the last;
-/// with replicates, their mean, and their 95 % interval as a band.
-pub(crate) fn sweep_plot(
-    g: &super::sweep::Grid,
-    (flow, receiver): (&str, &str),
-    figure_of: &dyn Fn(&PointResult) -> Option<f64>,
-    expected_of: &dyn Fn(&PointResult) -> Option<f64>,
-    unit: &str,
-    n: usize,
-) -> String {
-    let (xs, x_unit) = x_values(&g.rows.1);
-    let mut lines = Vec::new();
-    let mut banded = false;
-    for (group, cv) in g.columns().into_iter().enumerate() {
-        let name = cv.map_or_else(|| receiver.to_string(), |c| format!("{} = {c}", g.cols.0));
-        let cells = |f: &dyn Fn(&PointResult) -> Option<f64>| {
-            g.rows
-                .1
-                .iter()
-                .zip(&xs)
-                .filter_map(|(rv, x)| g.estimate(rv, cv, f).map(|e| (*x, e)))
-                .collect::<Vec<_>>()
-        };
-        let measured = cells(figure_of);
-        lines.push(Line {
-            group,
-            name: name.clone(),
-            points: measured.iter().map(|(x, e)| (*x, e.mean)).collect(),
-            style: Style::Measured,
-        });
-        let intervals: Vec<(f64, f64, f64)> = measured
-            .iter()
-            .filter_map(|(x, e)| e.half_width.map(|h| (*x, e.mean - h, e.mean + h)))
-            .collect();
-        if intervals.len() == measured.len() && !intervals.is_empty() {
-            banded = true;
-            lines.push(Line {
-                group,
-                name: format!("{name}, 95 % interval"),
-                points: super::plots::band(&intervals),
-                style: Style::Band,
-            });
-        }
-        let expected: Vec<(f64, f64)> = cells(expected_of)
-            .into_iter()
-            .map(|(x, e)| (x, e.mean))
-            .collect();
-        if !expected.is_empty() {
-            lines.push(Line {
-                group,
-                name: format!("{name} expected"),
-                points: expected,
-                style: Style::Closed,
-            });
-        }
-    }
-    let band = if banded {
-        "; the mean over the replicates, their 95 % interval shaded"
-    } else {
-        ""
-    };
-    figure(Plot {
-        id: &format!("sweep-{n}"),
-        title: &format!("{flow} → {receiver}"),
-        x_label: &axis(&g.rows.0, x_unit),
-        y_label: unit,
-        caption: &format!(
-            "{unit} against {}; expected values as crosses{band}",
-            g.rows.0
-        ),
-        lines,
-    })
 }
 
 /// Throughput over time, and the delay and inter-arrival distributions, of one point.

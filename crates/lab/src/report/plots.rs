@@ -228,6 +228,15 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
     Some(svg)
 }
 
+/// An axis label: the parameter, and its unit where it has one.
+pub(super) fn axis(param: &str, unit: &str) -> String {
+    if unit.is_empty() || unit == "position" {
+        param.to_string()
+    } else {
+        format!("{param}, {unit}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

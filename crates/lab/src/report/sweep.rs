@@ -5,6 +5,7 @@
 //! interval, and the plots draw the interval as a band.
 
 use super::esc;
+use super::plots::{axis, figure as plot_figure, x_values, Line, Plot, Style};
 use crate::estimates::{self, Estimate};
 use crate::results::{PointResult, Summary};
 use metronome_spec::scenario::REPLICATE;
@@ -195,7 +196,7 @@ fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
         ));
     }
     h.push_str("</div>\n");
-    h.push_str(&super::figures::sweep_plot(
+    h.push_str(&sweep_plot(
         g,
         (flow, receiver),
         &|p| figure(p, flow, receiver).map(|f| f.0),
@@ -204,4 +205,78 @@ fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
         n,
     ));
     h
+}
+
+/// A receiver's main figure against the first sweep parameter, a line per value of the last;
+/// with replicates, their mean, and their 95 % interval as a band.
+fn sweep_plot(
+    g: &Grid,
+    (flow, receiver): (&str, &str),
+    figure_of: &dyn Fn(&PointResult) -> Option<f64>,
+    expected_of: &dyn Fn(&PointResult) -> Option<f64>,
+    unit: &str,
+    n: usize,
+) -> String {
+    let (xs, x_unit) = x_values(&g.rows.1);
+    let mut lines = Vec::new();
+    let mut banded = false;
+    for (group, cv) in g.columns().into_iter().enumerate() {
+        let name = cv.map_or_else(|| receiver.to_string(), |c| format!("{} = {c}", g.cols.0));
+        let cells = |f: &dyn Fn(&PointResult) -> Option<f64>| {
+            g.rows
+                .1
+                .iter()
+                .zip(&xs)
+                .filter_map(|(rv, x)| g.estimate(rv, cv, f).map(|e| (*x, e)))
+                .collect::<Vec<_>>()
+        };
+        let measured = cells(figure_of);
+        lines.push(Line {
+            group,
+            name: name.clone(),
+            points: measured.iter().map(|(x, e)| (*x, e.mean)).collect(),
+            style: Style::Measured,
+        });
+        let intervals: Vec<(f64, f64, f64)> = measured
+            .iter()
+            .filter_map(|(x, e)| e.half_width.map(|h| (*x, e.mean - h, e.mean + h)))
+            .collect();
+        if intervals.len() == measured.len() && !intervals.is_empty() {
+            banded = true;
+            lines.push(Line {
+                group,
+                name: format!("{name}, 95 % interval"),
+                points: super::plots::band(&intervals),
+                style: Style::Band,
+            });
+        }
+        let expected: Vec<(f64, f64)> = cells(expected_of)
+            .into_iter()
+            .map(|(x, e)| (x, e.mean))
+            .collect();
+        if !expected.is_empty() {
+            lines.push(Line {
+                group,
+                name: format!("{name} expected"),
+                points: expected,
+                style: Style::Closed,
+            });
+        }
+    }
+    let band = if banded {
+        "; the mean over the replicates, their 95 % interval shaded"
+    } else {
+        ""
+    };
+    plot_figure(Plot {
+        id: &format!("sweep-{n}"),
+        title: &format!("{flow} → {receiver}"),
+        x_label: &axis(&g.rows.0, x_unit),
+        y_label: unit,
+        caption: &format!(
+            "{unit} against {}; expected values as crosses{band}",
+            g.rows.0
+        ),
+        lines,
+    })
 }

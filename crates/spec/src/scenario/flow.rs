@@ -1,7 +1,7 @@
 //! A scenario's `[[flow]]` tables → [`FlowDecl`]: each kind's keys, their forms, and the
 //! checks that need the nodes of the topology.
 
-use super::parse::{Dur, Rate};
+use super::values::{Dur, Rate};
 use super::{
     CodedVideo, FlowDecl, FlowKind, Membership, RateShape, RtpCc, TcpCc, VideoCodecDecl,
     VideoContent, RTCP_MIN_INTERVAL,

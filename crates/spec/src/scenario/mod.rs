@@ -40,6 +40,7 @@ mod flow;
 mod parse;
 mod sweep;
 mod topology;
+mod values;
 
 pub use crate::config::{ConfigError, ConfigErrorKind};
 pub use sweep::{Point, ScenarioFile, MAX_REPLICATES, REPLICATE};

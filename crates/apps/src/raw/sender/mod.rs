@@ -8,7 +8,9 @@
 use super::out::RawOut;
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::ring::{FrameRing, FrameSlot};
-use super::stream::{thread_config, PacerCounters, PacerResult, PacerSettings, RawStreamRt};
+use super::stream::{
+    thread_config, PacerCounters, PacerResult, PacerSettings, RawControl, RawStreamRt,
+};
 use crate::raw::stream::RawLane;
 use crate::streams::rtcp::{exchange, say_bye};
 use crate::streams::RtcpOut;
@@ -40,7 +42,7 @@ use metronome_session::sender::{
 };
 use metronome_time::Timestamp;
 use metronome_time::{Bitrate, MediaClock};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -724,20 +726,6 @@ pub fn send_buffer_for(format: &VideoFormat, cfg: &RawSenderConfig) -> Result<us
         n * stride,
         Duration::from_millis(10),
     ))
-}
-
-/// What other threads see of a running raw sender, and how they stop it (an RTSP session's
-/// PAUSE and TEARDOWN).
-#[derive(Default)]
-pub struct RawControl {
-    /// Set to stop; the sender ends after the frame it is sending.
-    pub stop: AtomicBool,
-    /// Stop without RTCP BYE (a pause: the source is not leaving).
-    pub quiet: AtomicBool,
-    /// What the pacer has sent so far.
-    pub counters: PacerCounters,
-    /// RTCP receiver reports heard so far (liveness of an RTSP session).
-    pub receiver_reports: AtomicU64,
 }
 
 mod outcome;

@@ -1,6 +1,7 @@
 use super::*;
 use metronome_media::raw::{Depth, RawTestPattern, Sampling};
 use metronome_wire::rtp::RtpView;
+use std::sync::atomic::AtomicU64;
 
 /// A pacing thread held up in the middle of a frame (preempted on a busy host) for longer
 /// than the drop-late bound: the frame still leaves whole, the rest of it at once when the
