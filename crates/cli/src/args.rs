@@ -1,6 +1,7 @@
 //! Argument types shared by the subcommands: rates, sizes, durations, source selection.
 
 use clap::Args;
+use metronome_apps::streams::StreamSpec;
 use metronome_media::{MediaError, TestSource, TestSourceConfig, TsFileSource, TsSource};
 use metronome_sched::LatePolicy;
 use std::path::PathBuf;
@@ -123,6 +124,33 @@ impl SourceArgs {
 /// The rate controllers' names, for `--cc` (the list `metronome_cc::ControllerKind` keeps).
 pub fn controller_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(metronome_cc::ControllerKind::ALL.map(|k| k.name()))
+}
+
+/// `--stream name=cam1,destination=rtp://127.0.0.1:5004,bitrate=4mbit,period=15ms`: the keys of
+/// a `[[stream]]` table, as KEY=VALUE pairs separated by commas.
+pub fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
+    let mut table = toml::Table::new();
+    for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
+        let (k, v) = pair.split_once('=').ok_or_else(|| {
+            format!("--stream '{s}': '{pair}' is not KEY=VALUE; write name=cam1,destination=rtp://HOST:PORT")
+        })?;
+        let k = match k.trim() {
+            "dest" => "destination",
+            k => k,
+        };
+        let v = v.trim();
+        let value = match (k, v.parse::<i64>(), v.parse::<bool>()) {
+            ("fps" | "ring" | "ssrc", Ok(n), _) => toml::Value::Integer(n),
+            ("loop" | "send_time", _, Ok(b)) => toml::Value::Boolean(b),
+            _ => toml::Value::String(v.to_string()),
+        };
+        table.insert(k.to_string(), value);
+    }
+    let spec: StreamSpec = toml::Value::Table(table)
+        .try_into()
+        .map_err(|e| format!("--stream '{s}': {e}"))?;
+    spec.validate_settings().map_err(|e| e.to_string())?;
+    Ok(spec)
 }
 
 #[cfg(test)]

@@ -279,3 +279,10 @@ pub fn receiver_summary(o: &ReceiverOutcome) -> String {
     }
     s
 }
+
+/// A socket buffer the kernel granted smaller than asked: what to do about it, on stderr.
+pub fn warn_buffer(b: &metronome_apps::raw::BufferInfo) {
+    if let Some(advice) = &b.advice {
+        eprintln!("metronome: warning: {advice}");
+    }
+}

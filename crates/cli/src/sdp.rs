@@ -2,7 +2,13 @@
 //! open SDP files (`ffplay -protocol_whitelist file,udp,rtp NAME.sdp`, VLC, GStreamer's
 //! `sdpdemux`, `metronome recv NAME.sdp`). `serve --sdp-dir DIR` writes the same files on start.
 
-use crate::multi::parse_stream_arg;
+use crate::args::parse_stream_arg;
+use crate::raw_args::RawStreamArgs;
+use metronome_media::raw::VideoFormat;
+use metronome_sched::SenderType;
+use metronome_wire::sdp::{Connection, SessionDescription};
+
+type BoxError = Box<dyn std::error::Error>;
 use clap::Args;
 use metronome_apps::rtsp::sdp_for_destination;
 use metronome_apps::streams::{config, StreamSpec};
@@ -26,12 +32,12 @@ pub struct SdpArgs {
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[command(flatten)]
-    pub raw: crate::raw::RawStreamArgs,
+    pub raw: RawStreamArgs,
 }
 
 pub fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
     if a.raw.raw {
-        return crate::raw::print_sdp(&a);
+        return print_sdp(&a);
     }
     let mut specs = match &a.config {
         Some(p) => config::load(p)?.streams,
@@ -111,4 +117,36 @@ pub(crate) fn origin_for(dest: &RtpUrl) -> IpAddr {
         })
         .map(|a| a.ip())
         .unwrap_or(any)
+}
+
+/// `metronome sdp --raw rtp://HOST:PORT …`: NAME is the destination.
+pub fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
+    let dest = RtpUrl::parse_destination(&a.name)
+        .map_err(|e| format!("with --raw, give the destination (rtp://HOST:PORT): {e}"))?;
+    let st = &a.raw;
+    let model = st.pacing.map_or(SenderType::NarrowGapped, SenderType::from);
+    let text = raw_sdp(&st.format()?, model, &dest);
+    match &a.output {
+        Some(p) => write_file(p, &text)?,
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
+    std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()).into())
+}
+
+/// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the
+/// ST 2110-21 sender type (`TP=`) when the model is one.
+pub fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String {
+    let media = metronome_apps::raw::sdp_media(format, model, dest.addr.port());
+    let mut s = SessionDescription::new(origin_for(dest), 1, "metronome raw video");
+    s.connection = Some(Connection::new(
+        dest.addr.ip(),
+        dest.is_multicast().then(|| dest.ttl_byte()),
+    ));
+    s.tool = Some(metronome_wire::sdp::TOOL.to_string());
+    s.media.push(media);
+    s.to_sdp()
 }

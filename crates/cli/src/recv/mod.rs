@@ -8,6 +8,8 @@
 //!   PLAY, keep-alives, and TEARDOWN at the end; the URL's `USER:PASSWORD@` answers the
 //!   server's challenge; `rtsps://` is the same over TLS.
 
+mod raw;
+
 use crate::args::parse_duration;
 use crate::recv_quality::{judge, JudgeOptions, LiveQuality, LiveViewer};
 use crate::report::{print_outcome, receiver_summary, LiveLine};
@@ -112,7 +114,7 @@ pub struct RecvArgs {
     #[arg(long, default_value_t = 0, requires = "quality")]
     pub reference_start: u64,
     #[command(flatten)]
-    pub raw: crate::raw::RawRecvArgs,
+    pub raw: crate::raw_args::RawRecvArgs,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -149,7 +151,7 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
         return run_sdp(&a, &stop);
     }
     if a.raw.stream.raw {
-        return crate::raw::recv_url(&a, &stop);
+        return raw::recv_url(&a, &stop);
     }
     let url = RtpUrl::parse_source(&a.url)?;
     let (mut cfg, viewer) = config(&a, url)?;
@@ -439,13 +441,13 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
         .map(SrtpKey::from_crypto_attribute)
         .transpose()
         .map_err(|e| format!("{path}: {e}"))?;
-    if crate::raw::is_raw_media(m) {
+    if raw::is_raw_media(m) {
         if srtp.is_some() {
             return Err(
                 format!("{path}: SRTP is read for MPEG-TS and coded video, not raw video").into(),
             );
         }
-        return crate::raw::recv_sdp(a, url, m, stop);
+        return raw::recv_sdp(a, url, m, stop);
     }
     let (mut cfg, viewer) = config(a, url)?;
     apply_media(&mut cfg, a, m);

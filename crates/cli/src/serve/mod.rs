@@ -1,5 +1,8 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
+mod raw;
+mod streams;
+
 use crate::args::{parse_bytes, parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
 use clap::{Args, ValueEnum};
@@ -255,7 +258,7 @@ pub struct ServeArgs {
     )]
     pub overload: OverloadChoice,
     #[command(flatten)]
-    pub raw: crate::raw::RawServeArgs,
+    pub raw: crate::raw_args::RawServeArgs,
 }
 
 pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
@@ -346,9 +349,9 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         crate::fifo::wait_for_writer(input, &stop, a.duration)?;
     }
     if a.raw.raw {
-        return crate::raw::serve(a, stop);
+        return raw::serve(a, stop);
     }
-    if a.coded.codec.is_some() && crate::multi::wanted(&a) {
+    if a.coded.codec.is_some() && streams::wanted(&a) {
         return Err(
             "--codec sends one stream to the destinations given: it does not combine \
                     with --config, --stream, --rtsp, --control or --sdp-dir (write its SDP with \
@@ -356,8 +359,8 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
                 .into(),
         );
     }
-    if crate::multi::wanted(&a) {
-        return crate::multi::run(a, stop);
+    if streams::wanted(&a) {
+        return streams::run(a, stop);
     }
     let destinations = a
         .destinations

@@ -1,8 +1,9 @@
 //! `metronome serve` with many streams: streams from `--config` and `--stream`, admission
 //! control, EDF/DM/naive scheduling, and the HTTP control API.
 
+use super::ServeArgs;
+use crate::args::parse_stream_arg;
 use crate::report::LiveLine;
-use crate::serve::ServeArgs;
 use metronome_apps::control::{load_or_create_token, ControlAccess, ControlServer};
 use metronome_apps::rtsp::{Mounts, RtspService};
 use metronome_apps::streams::{
@@ -252,7 +253,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
         link_capacity_bps: a.link_capacity.or(file.link_capacity),
         send_cost: a.send_cost,
         default_ring: a.ring.max(1),
-        seed: a.seed.unwrap_or_else(crate::serve::fresh_seed),
+        seed: a.seed.unwrap_or_else(super::fresh_seed),
         memory_budget_bytes: a.memory_budget.or(file.memory_budget),
         max_stream_bps: a
             .max_stream_rate
@@ -317,33 +318,6 @@ fn spec_from_args(a: &ServeArgs) -> StreamSpec {
     }
     s.send_time = a.send_time;
     s
-}
-
-/// `--stream name=cam1,destination=rtp://127.0.0.1:5004,bitrate=4mbit,period=15ms`: the keys of
-/// a `[[stream]]` table, as KEY=VALUE pairs separated by commas.
-pub fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
-    let mut table = toml::Table::new();
-    for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
-        let (k, v) = pair.split_once('=').ok_or_else(|| {
-            format!("--stream '{s}': '{pair}' is not KEY=VALUE; write name=cam1,destination=rtp://HOST:PORT")
-        })?;
-        let k = match k.trim() {
-            "dest" => "destination",
-            k => k,
-        };
-        let v = v.trim();
-        let value = match (k, v.parse::<i64>(), v.parse::<bool>()) {
-            ("fps" | "ring" | "ssrc", Ok(n), _) => toml::Value::Integer(n),
-            ("loop" | "send_time", _, Ok(b)) => toml::Value::Boolean(b),
-            _ => toml::Value::String(v.to_string()),
-        };
-        table.insert(k.to_string(), value);
-    }
-    let spec: StreamSpec = toml::Value::Table(table)
-        .try_into()
-        .map_err(|e| format!("--stream '{s}': {e}"))?;
-    spec.validate_settings().map_err(|e| e.to_string())?;
-    Ok(spec)
 }
 
 fn admitted_line(s: &StreamStatus) -> String {
