@@ -31,7 +31,9 @@ use metronome_media::demux::VideoDemux;
 use metronome_media::encode::frame_type;
 use metronome_media::payload::depay::FrameDepayloader;
 use metronome_quality::compare;
-use metronome_quality::playout::{reconstruct, FrameType, LateRule, Playout, SentFrame};
+use metronome_quality::playout::{
+    reconstruct, FrameType, LateRule, Playout, Reconstruction, SentFrame,
+};
 use metronome_quality::psnr::{self, RunPsnr};
 use metronome_quality::ssim::FrameSsim;
 use metronome_quality::viewer::play;
@@ -396,13 +398,13 @@ pub struct ShownVideo<'a> {
 
 /// Judges what `viewer` collected against `reference` (read frame by frame); writes a CSV row
 /// per slot to `frames`, and every slot's picture to `shown`, if given.
-pub fn judge<R: BufRead>(
+pub fn judge<'a, R: BufRead>(
     viewer: &mut LiveViewer,
     mut reference: Reader<R>,
-    reference_name: &str,
+    reference_name: &'a str,
     opts: JudgeOptions,
-    mut frames: Option<&mut dyn Write>,
-    shown_video: Option<ShownVideo<'_>>,
+    frames: Option<&'a mut dyn Write>,
+    shown_video: Option<ShownVideo<'a>>,
 ) -> Result<LiveQuality, String> {
     viewer.finish();
     let fmt = reference.format();
@@ -419,46 +421,15 @@ pub fn judge<R: BufRead>(
             fmt.chroma.y4m_name()
         ));
     }
-    let (num, den) = (u64::from(fmt.fps.0.max(1)), u64::from(fmt.fps.1.max(1)));
-    // One frame in 90 kHz ticks, and in ns.
-    let tick_frame = |ticks: u64| (ticks * num + 45_000 * den) / (90_000 * den);
-    let interval_ns = 1_000_000_000 * den / num;
-    let Some(first) = viewer.frames.first() else {
+    let Some(slots) = Slots::of(viewer, fmt.fps) else {
         return Ok(out);
     };
-    let a0 = first.complete;
-    let (slot_of, slots) = display_slots(&viewer.frames, tick_frame);
-    let codec = viewer.assembly.codec();
-    let mut coded: Vec<&[u8]> = vec![&[]; slots];
-    let mut sent: Vec<SentFrame> = (0..slots)
-        .map(|k| SentFrame {
-            kind: FrameType::Other,
-            size_bytes: 0,
-            packets: vec![k as u64],
-            send_ns: (a0 + std::time::Duration::from_nanos(k as u64 * interval_ns)).as_nanos(),
-        })
-        .collect();
-    let mut arrivals = Vec::new();
-    // The frames' slots in the order they came: the decode order.
-    let mut order = Vec::with_capacity(viewer.frames.len());
-    for (f, slot) in viewer.frames.iter().zip(&slot_of) {
-        let Some(k) = slot.map(|k| k as usize).filter(|&k| k < slots) else {
-            continue;
-        };
-        order.push(k as u32);
-        sent[k].kind = frame_type(codec, &f.data);
-        sent[k].size_bytes = f.data.len() as u32;
-        coded[k] = &f.data;
-        if !f.damaged {
-            arrivals.push((k as u64, f.complete.as_nanos()));
-        }
-    }
     let playout = Playout {
         deadline_ns: opts.deadline_ns,
         late: opts.late,
         ..Playout::default()
     };
-    let rec = reconstruct(&sent, &arrivals, playout);
+    let rec = reconstruct(&slots.sent, &slots.arrivals, playout);
     // The reference, from its first frame the stream is compared with.
     let mut reference_pic = Picture::black(fmt.width, fmt.height, Chroma::C420);
     for _ in 0..opts.reference_start {
@@ -472,9 +443,7 @@ pub fn judge<R: BufRead>(
             ));
         }
     }
-    let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
-    let mut decoder = VideoDecoder::new(codec, viewer.config()).map_err(|e| e.to_string())?;
-    let mut video = match shown_video {
+    let video = match shown_video {
         Some(v) if v.y4m => Some(Sink::Y4m(
             metronome_quality::y4m::Writer::new(v.out, fmt)
                 .map_err(|e| format!("cannot write the shown video: {e}"))?,
@@ -482,119 +451,224 @@ pub fn judge<R: BufRead>(
         Some(v) => Some(Sink::Raw(v.out)),
         None => None,
     };
-    let mut totals = psnr::Totals::default();
-    let share = psnr::plane_share(&blank);
-    let mut ssim_sum = FrameSsim::default();
-    let mut mos_all = Vec::with_capacity(slots);
-    let mut ended_at = None;
-    let mut failure: Option<String> = None;
+    let codec = viewer.assembly.codec();
+    let mut decoder = VideoDecoder::new(codec, viewer.config()).map_err(|e| e.to_string())?;
+    let mut scorer = Scorer::new(reference, reference_name, reference_pic, video, frames);
+    let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
     let stats = play(
-        &sent,
+        &slots.sent,
         &rec,
         playout,
-        &coded,
-        &order,
+        &slots.coded,
+        &slots.order,
         &mut decoder,
         &blank,
-        |j, shown| {
-            if ended_at.is_some() || failure.is_some() {
-                return;
-            }
-            match reference.next_into(&mut reference_pic) {
-                Ok(true) => {}
-                Ok(false) => {
-                    ended_at = Some(j);
-                    return;
-                }
-                Err(e) => {
-                    failure = Some(format!("{reference_name}: {e}"));
-                    return;
-                }
-            }
-            let picture = if shown.same_format(&reference_pic) {
-                shown
-            } else {
-                &blank
-            };
-            let written = match video.as_mut() {
-                Some(Sink::Y4m(w)) => w.write(picture),
-                Some(Sink::Raw(w)) => w.write_all(&picture.data),
-                None => Ok(()),
-            };
-            if let Err(e) = written {
-                failure = Some(format!("cannot write the shown video: {e}"));
-                return;
-            }
-            let q = compare::frame(&reference_pic, picture, j as u64);
-            totals.add(&q.psnr, share);
-            ssim_sum.y += q.ssim.y;
-            ssim_sum.u += q.ssim.u;
-            ssim_sum.v += q.ssim.v;
-            ssim_sum.all += q.ssim.all;
-            mos_all.push(q.mos);
-            if let Some(w) = frames.as_mut() {
-                let f = &rec.frames[j];
-                let opt = |v: Option<i64>| v.map(|d| d.to_string()).unwrap_or_default();
-                let _ = writeln!(
-                    w,
-                    "{j},{},{},{},{},{},{},{:.3},{:.3},{:.6},{}",
-                    f.kind.letter(),
-                    rec.slots[j].map(|k| k.to_string()).unwrap_or_default(),
-                    u8::from(f.arrived),
-                    opt(f.complete_ns.map(|c| c as i64 - sent[j].send_ns as i64)),
-                    opt(f.cumulative_jitter_ns),
-                    u8::from(f.missed_deadline),
-                    q.psnr.y_db,
-                    q.psnr.yuv_db,
-                    q.ssim.all,
-                    q.mos
-                );
-            }
-        },
+        |j, shown| scorer.frame(j, shown, &blank, (&rec, &slots.sent)),
     );
-    if let Some(e) = failure {
+    if let Some(e) = scorer.failure.take() {
         return Err(e);
     }
-    let judged = mos_all.len();
-    let n = judged.max(1) as f64;
-    let frames = &rec.frames[..judged.min(rec.frames.len())];
-    out.frames = judged as u64;
-    for f in frames.iter().filter(|f| !f.shown) {
-        out.frames_lost += 1;
-        match f.kind {
-            FrameType::I => out.frames_lost_i += 1,
-            FrameType::P | FrameType::B => out.frames_lost_p += 1,
-            FrameType::Other => out.frames_lost_unknown += 1,
+    out.undecodable = stats.undecodable;
+    scorer.fill(&mut out, &rec, &slots.sent);
+    Ok(out)
+}
+
+/// The display slots from a viewer's first frame to its last: what the stream was to send in
+/// each (frames made from what arrived), and in what order the decoder gets them.
+struct Slots<'v> {
+    /// Each slot's frame as sent: its type, size and when it was due (the first frame's
+    /// completion plus the slot's frame interval).
+    sent: Vec<SentFrame>,
+    /// Each slot's coded frame (empty where nothing came).
+    coded: Vec<&'v [u8]>,
+    /// The slots in the order their frames came: the decode order.
+    order: Vec<u32>,
+    /// (slot, completion in ns) of each undamaged frame.
+    arrivals: Vec<(u64, u64)>,
+}
+
+impl<'v> Slots<'v> {
+    /// `None` when no frame came.
+    fn of(viewer: &'v LiveViewer, fps: (u32, u32)) -> Option<Self> {
+        let (num, den) = (u64::from(fps.0.max(1)), u64::from(fps.1.max(1)));
+        // One frame in 90 kHz ticks, and in ns.
+        let tick_frame = |ticks: u64| (ticks * num + 45_000 * den) / (90_000 * den);
+        let interval_ns = 1_000_000_000 * den / num;
+        let a0 = viewer.frames.first()?.complete;
+        let (slot_of, slots) = display_slots(&viewer.frames, tick_frame);
+        let codec = viewer.assembly.codec();
+        let mut s = Slots {
+            sent: (0..slots)
+                .map(|k| SentFrame {
+                    kind: FrameType::Other,
+                    size_bytes: 0,
+                    packets: vec![k as u64],
+                    send_ns: (a0 + std::time::Duration::from_nanos(k as u64 * interval_ns))
+                        .as_nanos(),
+                })
+                .collect(),
+            coded: vec![&[]; slots],
+            order: Vec::with_capacity(viewer.frames.len()),
+            arrivals: Vec::new(),
+        };
+        for (f, slot) in viewer.frames.iter().zip(&slot_of) {
+            let Some(k) = slot.map(|k| k as usize).filter(|&k| k < slots) else {
+                continue;
+            };
+            s.order.push(k as u32);
+            s.sent[k].kind = frame_type(codec, &f.data);
+            s.sent[k].size_bytes = f.data.len() as u32;
+            s.coded[k] = &f.data;
+            if !f.damaged {
+                s.arrivals.push((k as u64, f.complete.as_nanos()));
+            }
+        }
+        Some(s)
+    }
+}
+
+/// Scores each shown picture against the reference's next one, as the player shows it, and
+/// writes the per-frame CSV row and the shown video.
+struct Scorer<'a, R: BufRead> {
+    reference: Reader<R>,
+    reference_name: &'a str,
+    reference_pic: Picture,
+    video: Option<Sink<'a>>,
+    frames: Option<&'a mut dyn Write>,
+    totals: psnr::Totals,
+    ssim_sum: FrameSsim,
+    mos_all: Vec<u8>,
+    /// The slot where the reference ended, if it did.
+    ended_at: Option<usize>,
+    failure: Option<String>,
+}
+
+impl<'a, R: BufRead> Scorer<'a, R> {
+    fn new(
+        reference: Reader<R>,
+        reference_name: &'a str,
+        reference_pic: Picture,
+        video: Option<Sink<'a>>,
+        frames: Option<&'a mut dyn Write>,
+    ) -> Self {
+        Scorer {
+            reference,
+            reference_name,
+            reference_pic,
+            video,
+            frames,
+            totals: psnr::Totals::default(),
+            ssim_sum: FrameSsim::default(),
+            mos_all: Vec::new(),
+            ended_at: None,
+            failure: None,
         }
     }
-    out.frames_missed_deadline = frames.iter().filter(|f| f.missed_deadline).count() as u64;
-    out.undecodable = stats.undecodable;
-    out.psnr_global = totals.global();
-    out.psnr_mean = totals.mean();
-    out.ssim = FrameSsim {
-        y: ssim_sum.y / n,
-        u: ssim_sum.u / n,
-        v: ssim_sum.v / n,
-        all: ssim_sum.all / n,
-    };
-    out.mos_mean = mos_all.iter().map(|m| f64::from(*m)).sum::<f64>() / n;
-    out.mos_frames = mos::distribution(&mos_all);
-    let delays: Vec<i64> = frames
-        .iter()
-        .zip(&sent)
-        .filter_map(|(f, s)| f.complete_ns.map(|c| c as i64 - s.send_ns as i64))
-        .collect();
-    out.mean_relative_delay_ns = if delays.is_empty() {
-        0
-    } else {
-        delays.iter().sum::<i64>() / delays.len() as i64
-    };
-    out.max_cumulative_jitter_ns = frames
-        .iter()
-        .filter_map(|f| f.cumulative_jitter_ns)
-        .max()
-        .unwrap_or(0);
-    Ok(out)
+
+    /// Slot `j` showed `shown` (a picture of another size counts as blank).
+    fn frame(
+        &mut self,
+        j: usize,
+        shown: &Picture,
+        blank: &Picture,
+        (rec, sent): (&Reconstruction, &[SentFrame]),
+    ) {
+        if self.ended_at.is_some() || self.failure.is_some() {
+            return;
+        }
+        match self.reference.next_into(&mut self.reference_pic) {
+            Ok(true) => {}
+            Ok(false) => {
+                self.ended_at = Some(j);
+                return;
+            }
+            Err(e) => {
+                self.failure = Some(format!("{}: {e}", self.reference_name));
+                return;
+            }
+        }
+        let picture = if shown.same_format(&self.reference_pic) {
+            shown
+        } else {
+            blank
+        };
+        let written = match self.video.as_mut() {
+            Some(Sink::Y4m(w)) => w.write(picture),
+            Some(Sink::Raw(w)) => w.write_all(&picture.data),
+            None => Ok(()),
+        };
+        if let Err(e) = written {
+            self.failure = Some(format!("cannot write the shown video: {e}"));
+            return;
+        }
+        let q = compare::frame(&self.reference_pic, picture, j as u64);
+        self.totals.add(&q.psnr, psnr::plane_share(blank));
+        self.ssim_sum.y += q.ssim.y;
+        self.ssim_sum.u += q.ssim.u;
+        self.ssim_sum.v += q.ssim.v;
+        self.ssim_sum.all += q.ssim.all;
+        self.mos_all.push(q.mos);
+        if let Some(w) = self.frames.as_mut() {
+            let f = &rec.frames[j];
+            let opt = |v: Option<i64>| v.map(|d| d.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                w,
+                "{j},{},{},{},{},{},{},{:.3},{:.3},{:.6},{}",
+                f.kind.letter(),
+                rec.slots[j].map(|k| k.to_string()).unwrap_or_default(),
+                u8::from(f.arrived),
+                opt(f.complete_ns.map(|c| c as i64 - sent[j].send_ns as i64)),
+                opt(f.cumulative_jitter_ns),
+                u8::from(f.missed_deadline),
+                q.psnr.y_db,
+                q.psnr.yuv_db,
+                q.ssim.all,
+                q.mos
+            );
+        }
+    }
+
+    /// The run's figures over the slots judged (up to where the reference ended).
+    fn fill(&self, out: &mut LiveQuality, rec: &Reconstruction, sent: &[SentFrame]) {
+        let judged = self.mos_all.len();
+        let n = judged.max(1) as f64;
+        let frames = &rec.frames[..judged.min(rec.frames.len())];
+        out.frames = judged as u64;
+        for f in frames.iter().filter(|f| !f.shown) {
+            out.frames_lost += 1;
+            match f.kind {
+                FrameType::I => out.frames_lost_i += 1,
+                FrameType::P | FrameType::B => out.frames_lost_p += 1,
+                FrameType::Other => out.frames_lost_unknown += 1,
+            }
+        }
+        out.frames_missed_deadline = frames.iter().filter(|f| f.missed_deadline).count() as u64;
+        out.psnr_global = self.totals.global();
+        out.psnr_mean = self.totals.mean();
+        out.ssim = FrameSsim {
+            y: self.ssim_sum.y / n,
+            u: self.ssim_sum.u / n,
+            v: self.ssim_sum.v / n,
+            all: self.ssim_sum.all / n,
+        };
+        out.mos_mean = self.mos_all.iter().map(|m| f64::from(*m)).sum::<f64>() / n;
+        out.mos_frames = mos::distribution(&self.mos_all);
+        let delays: Vec<i64> = frames
+            .iter()
+            .zip(sent)
+            .filter_map(|(f, s)| f.complete_ns.map(|c| c as i64 - s.send_ns as i64))
+            .collect();
+        out.mean_relative_delay_ns = if delays.is_empty() {
+            0
+        } else {
+            delays.iter().sum::<i64>() / delays.len() as i64
+        };
+        out.max_cumulative_jitter_ns = frames
+            .iter()
+            .filter_map(|f| f.cumulative_jitter_ns)
+            .max()
+            .unwrap_or(0);
+    }
 }
 
 /// Each received frame's display slot (its PTS in frames from the earliest, B-frames that
