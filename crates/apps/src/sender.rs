@@ -6,7 +6,10 @@
 //! [`run_sender`] starts it, watches the stream and reports what it measured.
 
 use crate::streams::spec::StreamSpec;
-use crate::streams::{CoreRt, GivenSource, SchedKind, ServerConfig, ServerError, StreamServer};
+use crate::streams::{
+    CoreRt, GivenSource, SchedKind, ServerConfig, ServerError, ServerOutcome, StartInfo,
+    StreamServer, StreamStatus,
+};
 use metronome_media::MediaError;
 use metronome_rt::clock::Clock;
 use metronome_rt::host::{HostLoad, HostWatch};
@@ -244,56 +247,86 @@ pub fn run_sender(
     if let Some(e) = &s.error {
         return Err(SendError::Source(e.clone()));
     }
-    let duration_s = end.saturating_since(start).as_secs_f64();
-    let pacer = outcome.pacers.first();
-    let pacer_cpu_percent = outcome.core_cpu_percent.first().copied().unwrap_or(0.0);
-    Ok(SenderOutcome {
-        source: description,
-        destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
-        ssrc: first.ssrc,
-        first_seq: first.seq,
-        epoch_unix_ns: first.epoch_unix_ns,
-        realtime: outcome
-            .server
-            .cores
-            .first()
-            .map(|c| c.grant.clone())
-            .unwrap_or_default(),
-        memory_locked: pacer
-            .map(|p| p.memory.clone())
-            .unwrap_or_else(|| "not requested".into()),
-        wait_mode: match cfg.pacer {
-            PacerKind::Realtime => cfg.wait.name().to_string(),
-            PacerKind::PlainSleep => "plain-sleep".to_string(),
-        },
+    let run = Run {
+        description,
+        first,
         ended_by,
-        duration_s,
-        packets: s.packets,
-        bytes: s.bytes,
-        bitrate_bps: s.bitrate_bps,
-        target_bitrate_bps: s.target_bitrate_bps,
-        send_errors: s.send_errors,
-        underruns: s.underruns,
-        deadline_misses: s.deadline_misses,
-        frames_skipped: s.frames_skipped,
-        ring_slots: s.ring_capacity,
-        pacing: PacingStats {
-            packets: s.packets,
-            lateness: s.lateness,
-            stalls: s.stalls,
-            late_packets: s.late_packets,
-            dropped: s.dropped,
-        },
-        wait_modes: pacer.map(|p| p.wait_modes).unwrap_or_default(),
-        final_spin_margin_us: pacer.map_or(0.0, |p| p.spin_margin_us),
-        pacer_cpu_percent,
-        receivers: s.receivers.clone(),
+        duration_s: end.saturating_since(start).as_secs_f64(),
         host: host.finish(s.stalls),
-        warnings: warnings
-            .into_iter()
-            .map(|w| w.replace(&format!("stream '{NAME}': "), ""))
-            .collect(),
-    })
+        warnings,
+    };
+    Ok(run.outcome(&cfg, s, &outcome))
+}
+
+/// What one run of the sender was, besides its stream's status and the server's outcome.
+struct Run {
+    description: String,
+    first: StartInfo,
+    ended_by: &'static str,
+    duration_s: f64,
+    host: Option<HostLoad>,
+    warnings: Vec<String>,
+}
+
+impl Run {
+    fn outcome(
+        self,
+        cfg: &SenderConfig,
+        s: &StreamStatus,
+        outcome: &ServerOutcome,
+    ) -> SenderOutcome {
+        let first = self.first;
+        let pacer = outcome.pacers.first();
+        let pacer_cpu_percent = outcome.core_cpu_percent.first().copied().unwrap_or(0.0);
+        SenderOutcome {
+            source: self.description,
+            destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
+            ssrc: first.ssrc,
+            first_seq: first.seq,
+            epoch_unix_ns: first.epoch_unix_ns,
+            realtime: outcome
+                .server
+                .cores
+                .first()
+                .map(|c| c.grant.clone())
+                .unwrap_or_default(),
+            memory_locked: pacer
+                .map(|p| p.memory.clone())
+                .unwrap_or_else(|| "not requested".into()),
+            wait_mode: match cfg.pacer {
+                PacerKind::Realtime => cfg.wait.name().to_string(),
+                PacerKind::PlainSleep => "plain-sleep".to_string(),
+            },
+            ended_by: self.ended_by,
+            duration_s: self.duration_s,
+            packets: s.packets,
+            bytes: s.bytes,
+            bitrate_bps: s.bitrate_bps,
+            target_bitrate_bps: s.target_bitrate_bps,
+            send_errors: s.send_errors,
+            underruns: s.underruns,
+            deadline_misses: s.deadline_misses,
+            frames_skipped: s.frames_skipped,
+            ring_slots: s.ring_capacity,
+            pacing: PacingStats {
+                packets: s.packets,
+                lateness: s.lateness,
+                stalls: s.stalls,
+                late_packets: s.late_packets,
+                dropped: s.dropped,
+            },
+            wait_modes: pacer.map(|p| p.wait_modes).unwrap_or_default(),
+            final_spin_margin_us: pacer.map_or(0.0, |p| p.spin_margin_us),
+            pacer_cpu_percent,
+            receivers: s.receivers.clone(),
+            host: self.host,
+            warnings: self
+                .warnings
+                .into_iter()
+                .map(|w| w.replace(&format!("stream '{NAME}': "), ""))
+                .collect(),
+        }
+    }
 }
 
 /// The one stream's spec, from the sender's settings.
