@@ -18,6 +18,7 @@
 //!   and multicast trees: routing, written once for both modes.
 //! - [`meter`]: what a receiving endpoint measures (loss, RFC 3550 jitter, delay, per
 //!   interval); [`report`]: what a flow did, as the lab's results hold it.
+//! - [`traffic`]: cross traffic's schedule (iperf-like UDP, constant or a square wave).
 //!
 //! A driver loop looks like this:
 //!
@@ -48,6 +49,7 @@ pub mod meter;
 pub mod report;
 pub mod schedule;
 pub mod topology;
+pub mod traffic;
 
 pub use config::{ConfigError, JitterModel, LinkConfig, LossModel};
 pub use delivery::{DeliveryTrace, TraceError};

@@ -1,8 +1,9 @@
 //! The simulator's network: routing, multicast trees, UDP flows, the trace, replay by seed.
 
 use metronome_link::topology::NodeId;
+use metronome_link::traffic::RatePattern;
 use metronome_link::{LinkConfig, LossModel};
-use metronome_netsim::sim::flows::udp::{RatePattern, UdpFlow, UdpFlowConfig};
+use metronome_netsim::sim::flows::udp::{UdpFlow, UdpFlowConfig};
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::{Sim, SimOutcome};
 use metronome_time::Timestamp;

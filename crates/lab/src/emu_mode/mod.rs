@@ -39,7 +39,7 @@ mod rtp;
 mod udp;
 
 use crate::video::FlowVideo;
-use metronome_netsim::sim::flows::udp::UdpSchedule;
+use metronome_link::traffic::UdpSchedule;
 use programs::Stage;
 use udp::{receive, send_all, udp_report, Sending};
 

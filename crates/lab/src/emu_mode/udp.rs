@@ -4,7 +4,7 @@
 
 use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
-use metronome_netsim::sim::flows::udp::UdpSchedule;
+use metronome_link::traffic::UdpSchedule;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::wait::{WaitMode, Waiter};
