@@ -10,8 +10,8 @@
 //!   with the kernel's receive timestamps.
 //! - TCP flows: iperf3 (Debian's), the kernel's TCP with the flow's congestion control.
 //! - RTP flows: Metronome's own sender (the stream server `metronome serve` runs) in the
-//!   sending host, measured per receiving host, frames counted as in sim mode ([`rtp`]).
-//! - Command flows: real programs in their hosts ([`programs`]).
+//!   sending host, measured per receiving host, frames counted as in sim mode (`rtp.rs`).
+//! - Command flows: real programs in their hosts (`programs.rs`).
 
 use crate::closed_form;
 use crate::model;
