@@ -1,4 +1,4 @@
-//! One stream from a [`TsSource`] to one or more RTP destinations: `serve URL`, `demo` and
+//! One stream from a [`TsSource`](metronome_media::TsSource) to one or more RTP destinations: `serve URL`, `demo` and
 //! `bench pacing`.
 //!
 //! It is the multi-stream server ([`StreamServer`]) with one stream on one core: the same

@@ -5,7 +5,7 @@
 //! - **Pulled, not pushed.** The hub makes packets only when the tap furthest ahead asks for one
 //!   it does not have, so it runs at the pace of its viewers (each produced a little ahead of
 //!   its due times) and not at all once they have gone.
-//! - **A bounded window.** The hub keeps the last [`LiveHub::window`] packets. A tap joins at
+//! - **A bounded window.** The hub keeps the last `LiveHub::window` packets. A tap joins at
 //!   the newest *join point* in it: the last PAT at or before the newest packet that starts an
 //!   IDR picture (the mux's random_access_indicator), so that its viewer can demultiplex and
 //!   decode from its first packets. A tap that falls out of the window jumps to the newest

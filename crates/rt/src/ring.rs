@@ -4,7 +4,7 @@
 //!
 //! The source paper used FIFOs of 1024 elements of 1328 bytes; both sizes are parameters here.
 //!
-//! The slots' bytes are one allocation per ring ([`Region`]): when the process's memory is
+//! The slots' bytes are one allocation per ring (`Region`): when the process's memory is
 //! locked for a pacing thread, a ring made later locks its region as one range and unlocks it
 //! when it goes. (Locking each slot's own allocation split the heap into a mapping per slot,
 //! and freed slots stayed locked: 200 sessions playing in turn reached the kernel's limit of

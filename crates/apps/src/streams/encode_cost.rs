@@ -3,7 +3,7 @@
 //!
 //! A test source of a given picture size, frame rate and rate is run once, as fast as it goes,
 //! for a second of its stream (a GOP at the default IDR interval, so one IDR picture among
-//! the others), or until it has taken [`CPU_CAP`]; its thread's CPU time over the stream time
+//! the others), or until it has taken `CPU_CAP`; its thread's CPU time over the stream time
 //! it made is the share of a CPU it takes in real time. The thread's CPU time, not the wall
 //! clock, so that a busy host does not inflate it. The figure is kept per configuration for
 //! the server's life: a mount's second encoder costs no second measurement.
@@ -67,7 +67,7 @@ impl EncodeCosts {
     }
 }
 
-/// Runs `source` for [`SPAN`] of its stream or [`CPU_CAP`] of CPU, whichever comes first;
+/// Runs `source` for `SPAN` of its stream or `CPU_CAP` of CPU, whichever comes first;
 /// the CPU it took per second of stream.
 pub fn measure(source: &mut dyn TsSource) -> Result<f64, metronome_media::MediaError> {
     let mut packet = [0u8; 188];

@@ -3,14 +3,14 @@
 //! - [`spec`], [`config`]: what a user declares (command line, TOML, the HTTP API).
 //! - [`encode_cost`]: what a live encoder costs, measured when one is first asked for (the send
 //!   cost is the driver's `metronome_rt::pacing::calibrate`).
-//! - [`open`]: a spec becomes a stream: source opened, task derived, admitted, sockets and ring.
+//! - `open`: a spec becomes a stream: source opened, task derived, admitted, sockets and ring.
 //! - [`server`]: admission control and the stream table; [`status`]: what it shows.
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
 //! - the driver's `metronome_rt::pacing`: one pacing core per real-time core, EDF or DM over
 //!   the lanes of all its streams ([`stream::TsLane`], `raw::stream::RawLane`).
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
-//! - [`rtcp`]: sender and receiver reports for every stream.
+//! - `rtcp`: sender and receiver reports for every stream.
 
 // What users declare lives in `metronome-spec`; the driver reads it from here as before.
 pub use metronome_spec::{config, stream as spec};

@@ -2,7 +2,7 @@
 //! share, and the per-stream send step ([`Cursor`]) that every scheduling policy runs.
 //!
 //! What a stream does between producer and socket is its sans-IO
-//! [`SenderSession`](metronome_session::sender::SenderSession): when each packet leaves (on
+//! [`SenderSession`]: when each packet leaves (on
 //! time, catching up after a stall, or dropped), which job it belongs to and whether that job
 //! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
 //! sends what the session says is due.

@@ -4,11 +4,11 @@
 //! (for 4:2:0 a row is a pair of lines, as RFC 4175 and GStreamer's rtpvrawpay lay them out), so
 //! the payloader copies contiguous byte ranges straight from [`RawFrame::data`].
 //!
-//! - [`format`] (from `metronome-video`): [`Sampling`], [`Depth`], [`Colorimetry`],
+//! - [`format`](mod@format) (from `metronome-video`): [`Sampling`], [`Depth`], [`Colorimetry`],
 //!   [`VideoFormat`] and its pgroup geometry, and [`RawFrame`].
 //! - [`convert`]: I420, UYVY, v210, packed RGB and Y4M planar layouts to and from payload order.
 //! - [`pattern`]: [`RawTestPattern`], a moving test pattern of any size, rate and sampling.
-//! - [`file`]: [`RawFileSource`], raw I420/UYVY/v210 files and Y4M files.
+//! - [`file`](mod@file): [`RawFileSource`], raw I420/UYVY/v210 files and Y4M files.
 //! - [`y4m`]: the Y4M header parser and [`Y4mWriter`].
 //!
 //! Sources never read a clock: the driver stamps [`RawFrame::capture_ns`]. The exception is a

@@ -2,7 +2,7 @@
 //!
 //! The file is read incrementally through a fixed buffer. Packets wait in a bounded look-ahead
 //! queue until the next PCR on the PCR PID arrives; then every packet up to it is timed by
-//! interpolation (see [`timing`]). The PCR PID comes from PAT → PMT (§2.4.4.3, §2.4.4.8), or is
+//! interpolation (see `timing`). The PCR PID comes from PAT → PMT (§2.4.4.3, §2.4.4.8), or is
 //! the first PID seen carrying a PCR. With `looping`, the file restarts at its end and the
 //! timeline continues: continuity counters are renumbered to run on (§2.4.3.3), and the first
 //! PCR after the restart gets the discontinuity_indicator (§2.4.3.5) and a new time base.

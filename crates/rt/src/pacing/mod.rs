@@ -5,7 +5,7 @@
 //! - [`core`]: one pacing thread per real-time core, scheduling all its streams job by job under
 //!   EDF or deadline-monotonic priorities.
 //! - [`lane`]: what a core runs: one stream's send step, whatever the stream carries.
-//! - [`calibrate`]: the cost of one send, measured on this machine at start-up (the admission
+//! - [`calibrate`](mod@calibrate): the cost of one send, measured on this machine at start-up (the admission
 //!   test's cost term).
 
 pub mod calibrate;

@@ -245,7 +245,7 @@ pub fn to_payload(
 /// The CLOCK_REALTIME nanoseconds of a buffer's capture: its timestamp (`sec`, `usec`) is
 /// CLOCK_MONOTONIC when `flags` say `V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC`, and moves onto the wall
 /// clock by `realtime_minus_mono_ns` (CLOCK_REALTIME − CLOCK_MONOTONIC, as
-/// [`Clock::realtime_offset_ns`] gives it). `None` when the timestamp is not usable: another
+/// `Clock::realtime_offset_ns` gives it). `None` when the timestamp is not usable: another
 /// clock or a copied timestamp, zero, malformed, more than [`MAX_TIMESTAMP_AHEAD_NS`] after
 /// `mono_now_ns` or more than [`MAX_TIMESTAMP_AGE_NS`] before it.
 pub fn capture_realtime_ns(

@@ -13,7 +13,7 @@
 //! | `UYVY`      | YCbCr-4:2:2 8-bit  | none: UYVY is the pgroup order C'b Y'0 C'r Y'1        |
 //! | `YUYV`      | YCbCr-4:2:2 8-bit  | each 4 octets Y'0 C'b Y'1 C'r swapped to C'b Y'0 C'r Y'1 |
 //! | `NV12`      | YCbCr-4:2:0 8-bit  | chroma de-interleaved to I420, then I420 → payload    |
-//! | `YU12`      | YCbCr-4:2:0 8-bit  | I420 → payload ([`convert::to_rfc4175`])              |
+//! | `YU12`      | YCbCr-4:2:0 8-bit  | I420 → payload (`convert::to_rfc4175`)              |
 //! | `RGB3`      | RGB 8-bit          | none: R G B is the RFC 4175 order                      |
 //!
 //! Capture time: a buffer flagged `V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC` carries the CLOCK_MONOTONIC

@@ -64,7 +64,7 @@ pub struct ServerConfig {
     /// with or without a declared link.
     pub max_stream_bps: u64,
     /// The CPU the live encoders may take together, CPUs; by default
-    /// [`DEFAULT_ENCODE_SHARE`] of the CPUs the producers run on.
+    /// `DEFAULT_ENCODE_SHARE` of the CPUs the producers run on.
     pub encode_budget: Option<f64>,
     /// What one encoder costs, CPUs, instead of measuring it (`encode_cost`).
     pub encode_cost: Option<f64>,
@@ -121,7 +121,7 @@ impl ServerConfig {
         (self.isolate && n > cores).then(|| (0..cores).map(|i| n - 1 - i).collect())
     }
 
-    /// The CPU the encoders may take: the given budget, else [`DEFAULT_ENCODE_SHARE`] of the
+    /// The CPU the encoders may take: the given budget, else `DEFAULT_ENCODE_SHARE` of the
     /// CPUs the producer threads can use (no more CPUs than there are threads).
     pub fn encode_budget_cpus(&self) -> f64 {
         self.encode_budget.unwrap_or_else(|| {
