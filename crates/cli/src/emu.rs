@@ -25,6 +25,8 @@ pub enum EmuCommand {
     Pair(PairArgs),
 }
 
+// Doc comments here are `--help` text: `<pid>` is a placeholder, not HTML.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Args, Debug)]
 pub struct PairArgs {
     /// The link from the first namespace to the second

@@ -1,10 +1,6 @@
 //! `metronome`: the command-line front end. Thin: it parses arguments, builds sources and
 //! configurations, and hands them to the applications (`metronome-apps`) and the lab.
 
-// The doc comments on the argument structs are clap's `--help` text, written for a terminal
-// (`<pid>`, `[USER:PASSWORD@]`), not rustdoc markup.
-#![allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
-
 mod args;
 mod bench;
 mod bench_emu;

@@ -443,6 +443,8 @@ pub fn judge<'a, R: BufRead>(
             ));
         }
     }
+    let codec = viewer.assembly.codec();
+    let mut decoder = VideoDecoder::new(codec, viewer.config()).map_err(|e| e.to_string())?;
     let video = match shown_video {
         Some(v) if v.y4m => Some(Sink::Y4m(
             metronome_quality::y4m::Writer::new(v.out, fmt)
@@ -451,8 +453,6 @@ pub fn judge<'a, R: BufRead>(
         Some(v) => Some(Sink::Raw(v.out)),
         None => None,
     };
-    let codec = viewer.assembly.codec();
-    let mut decoder = VideoDecoder::new(codec, viewer.config()).map_err(|e| e.to_string())?;
     let mut scorer = Scorer::new(reference, reference_name, reference_pic, video, frames);
     let blank = Picture::black(fmt.width, fmt.height, Chroma::C420);
     let stats = play(

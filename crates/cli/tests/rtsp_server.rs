@@ -401,7 +401,7 @@ fn admission_refusal_is_453_with_the_reason() {
 /// three that each take 30 % of a CPU does not fit in 70 % and its PLAY gets 453 with the
 /// reason, until one leaves; viewers of the shared encoder cost it once, so six all play.
 /// (The cost is given, `--encode-cost`, so that the count does not depend on the host; the
-/// measurement itself is `metronome_apps::streams::encode_cost`'s to test.)
+/// measurement itself is `metronome_apps::streams::server::encode_cost`'s to test.)
 #[test]
 fn encoders_past_the_cpu_budget_are_refused_and_a_shared_one_counts_once() {
     for per_session in [true, false] {

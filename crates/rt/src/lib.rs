@@ -1,6 +1,7 @@
-//! The real-time driver: the only part of Metronome that reads clocks, opens sockets and spawns
-//! threads, and nothing else. What runs on it (the stream server, RTSP, the receivers) is in
-//! `metronome-apps`; the protocol logic it drives is sans-IO, in `metronome-session`.
+//! The real-time driver, and nothing else: clocks, real-time threads, the pacer, UDP sockets.
+//! What runs on it (the stream server, RTSP, the control API, the receivers) is
+//! `metronome-apps`; the two are the only crates that read clocks, open sockets and spawn
+//! threads. The protocol logic they drive is sans-IO (`metronome-session`, `-cc`, `-sched`).
 //!
 //! - `clock`: the run's monotonic and wall clocks, thread CPU time, kernel timestamps.
 //! - `thread`: real-time scheduling (SCHED_DEADLINE, SCHED_FIFO, fallback), memory locking,
@@ -8,7 +9,8 @@
 //! - `wait`: the precise waiter: absolute-time sleep, then a short spin; or busy-poll.
 //! - `pacing`: the pacer: the pacing thread, one pacing core per real-time core scheduling its
 //!   streams' lanes under EDF or DM, and the send cost measured at start-up.
-//! - `ring`: the pre-allocated packet ring between a producer and the pacing thread.
+//! - `ring`: the pre-allocated packet ring between a producer and the pacing thread;
+//!   `frame_ring`: the same for whole frames of packets (raw video, sent in GSO batches).
 //! - `udp`: UDP sockets for unicast and multicast, kernel receive timestamps, GSO fan-out sends.
 //! - `poll`: waiting on a few file descriptors; `run`: when a run ends (stop flag, duration).
 //! - `host`: how busy the machine is; `process`: child processes with default signals;
@@ -17,6 +19,7 @@
 
 pub mod clock;
 pub mod entropy;
+pub mod frame_ring;
 pub mod host;
 pub mod pacing;
 pub mod poll;

@@ -3,7 +3,7 @@
 //! second), Prometheus's base units, which `promtool check metrics` asks for; counters end in
 //! `_total`.
 
-use crate::streams::status::{ServerStatus, StreamStatus};
+use crate::streams::{ServerStatus, StreamStatus};
 use metronome_session::sender::ReceiverView;
 use std::fmt::Write as _;
 

@@ -20,9 +20,7 @@
 //!   conformance, and optional Y4M output (a writer thread, [`output`]).
 //! - [`stream`]: one raw stream as a pacing core runs it (`metronome_rt::pacing::Core`, the loop of
 //!   every MPEG-TS stream too): [`stream::RawStreamRt`] and its send step [`stream::RawCursor`].
-//! - [`ring`]: the frame ring between producer and pacer.
-//! - [`v4l2`]: [`V4l2Source`], a V4L2 camera as a self-timed source (each frame sent when
-//!   captured, stamped with its capture time).
+//! - the frame ring between producer and pacer is the driver's (`metronome_rt::frame_ring`).
 //! - [`report`]: what runs measured, serializable to JSON.
 //!
 //! Packets of a frame are padded (RFC 3550 §5.1 padding) to one size, so that every batch is a
@@ -33,10 +31,8 @@ pub mod out;
 pub mod output;
 pub mod receiver;
 pub mod report;
-pub mod ring;
 pub mod sender;
 pub mod stream;
-pub mod v4l2;
 
 pub use out::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
@@ -46,7 +42,6 @@ pub use sender::{
     RawSenderConfig,
 };
 pub use stream::RawControl;
-pub use v4l2::V4l2Source;
 
 use metronome_media::raw::{Colorimetry, VideoFormat};
 use metronome_sched::SenderType;

@@ -21,8 +21,8 @@
 //! a failed send excepted).
 
 use super::out::RawOut;
-use super::ring::{FrameRing, FrameSlot};
 use metronome_rt::clock::Clock;
+use metronome_rt::frame_ring::{FrameRing, FrameSlot};
 use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::pacing::{Lane, Load, Sent};
 use metronome_rt::pacing::{PacingThreadConfig, PacingThreadReport};

@@ -1,35 +1,32 @@
 //! Many streams in one process, each a real-time task (period, deadline, cost, rate).
 //!
 //! - [`spec`], [`config`]: what a user declares (command line, TOML, the HTTP API).
-//! - [`encode_cost`]: what a live encoder costs, measured when one is first asked for (the send
-//!   cost is the driver's `metronome_rt::pacing::calibrate`).
-//! - `open`: a spec becomes a stream: source opened, task derived, admitted, sockets and ring.
-//! - [`server`]: admission control and the stream table; [`status`]: what it shows.
+//! - [`server`]: the stream server: admission control and the stream table, and its parts:
+//!   `server::open` (a spec becomes a stream: source opened, task derived, admitted, sockets
+//!   and ring), `server::status` (what it shows), `server::rtcp` (sender and receiver reports
+//!   for every stream), `server::encode_cost` (what a live encoder costs, measured when one is
+//!   first asked for; the send cost is the driver's `metronome_rt::pacing::calibrate`).
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
 //! - the driver's `metronome_rt::pacing`: one pacing core per real-time core, EDF or DM over
 //!   the lanes of all its streams ([`stream::TsLane`], `raw::stream::RawLane`).
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
-//! - `rtcp`: sender and receiver reports for every stream.
 
 // What users declare lives in `metronome-spec`; the driver reads it from here as before.
 pub use metronome_spec::{config, stream as spec};
-pub mod encode_cost;
 pub mod naive;
-mod open;
 pub mod outlet;
 pub mod producer;
-pub(crate) mod rtcp;
 pub mod server;
 pub mod srtp;
-pub mod status;
 pub mod stream;
 
 pub use config::{SchedKind, ServeConfig};
 pub use metronome_rt::pacing::Calibration;
-pub(crate) use open::open_source;
-pub use open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSourcePlan};
 pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
+pub(crate) use server::open::open_source;
+pub use server::open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSourcePlan};
+pub use server::status::{ServerStatus, StreamStatus};
 pub use server::{
     CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,
 };
@@ -37,4 +34,3 @@ pub use spec::{
     format_bitrate, parse_bitrate, parse_cpus, parse_duration, parse_share, SourceSpec, SpecError,
     StreamSpec,
 };
-pub use status::{ServerStatus, StreamStatus};

@@ -38,6 +38,8 @@ use std::time::Duration;
 
 type BoxError = Box<dyn std::error::Error>;
 
+// Doc comments here are `--help` text: `[USER:PASSWORD@]` is a URL's syntax, not a link.
+#[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug)]
 pub struct RecvArgs {
     /// What to receive: rtp://:PORT, rtp://ADDR:PORT, rtp://GROUP:PORT?iface=ADDR (multicast),

@@ -207,7 +207,7 @@ fn open_source(a: &ServeArgs) -> Result<(Box<dyn RawSource>, bool), BoxError> {
             )
             .into());
         }
-        let src = metronome_apps::raw::V4l2Source::open(path, Some((w, h, fps)))?;
+        let src = metronome_apps::sources::V4l2Source::open(path, Some((w, h, fps)))?;
         let f = src.format();
         let clash = r.sampling.is_some_and(|s| Sampling::from(s) != f.sampling)
             || r.depth.is_some_and(|d| d != f.depth);

@@ -83,7 +83,7 @@ const PER_BURST: usize = 100;
 /// after. So five rounds are timed, a few milliseconds apart, and the quietest round's p99
 /// (the lowest) is budgeted, with the safety factor: what a send costs this machine, not
 /// what a neighbour took that moment. A host that stays busier than that is the overload
-/// watch's to see and say (`streams::overload`).
+/// watch's to see and say (the stream server's, in `metronome-apps`).
 pub fn calibrate(packet_len: usize) -> std::io::Result<Calibration> {
     let sink = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))?;
     let _ = sink.set_recv_buffer_size(8 << 20);

@@ -8,7 +8,7 @@
 //! busy-poll while it does not) and the RT throttling guard (a SCHED_FIFO thread that would spin
 //! most of a window busy-polls as an ordinary thread instead, so throttling never stops it).
 //!
-//! The benchmarks' baseline is not set up here: it is `streams::naive`, a plain thread per
+//! The benchmarks' baseline is not set up here: it is `metronome_apps::streams::naive`, a plain thread per
 //! stream with no policy, no locked memory, the default timer slack and `std::thread::sleep`.
 
 use crate::clock::{thread_cpu_s, Clock};

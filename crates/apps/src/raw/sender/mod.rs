@@ -7,18 +7,18 @@
 
 use super::out::RawOut;
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
-use super::ring::{FrameRing, FrameSlot};
 use super::stream::{
     thread_config, PacerCounters, PacerResult, PacerSettings, RawControl, RawStreamRt,
 };
 use crate::raw::stream::RawLane;
-use crate::streams::rtcp::{exchange, say_bye};
+use crate::streams::server::rtcp::{exchange, say_bye};
 use crate::streams::RtcpOut;
 use crate::streams::{Calibration, RawAdmission, StreamServer};
 use metronome_cc::FixedRate;
 use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::MediaError;
 use metronome_rt::clock::{process_cpu_s, thread_cpu_s, Clock};
+use metronome_rt::frame_ring::{FrameRing, FrameSlot};
 use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::pacing::{Command, Core, CoreConfig, CoreShared};
 use metronome_rt::pacing::{PacingThreadConfig, PacingThreadReport};

@@ -19,12 +19,8 @@ impl StreamControl for Control {
     fn get(&self, name: &str) -> Option<serde_json::Value> {
         let streams = lock(&self.0.streams);
         streams.get(name).map(|r| {
-            serde_json::to_value(crate::streams::status::stream_status(
-                r,
-                "running",
-                &self.0.clock,
-            ))
-            .unwrap_or_default()
+            serde_json::to_value(super::status::stream_status(r, "running", &self.0.clock))
+                .unwrap_or_default()
         })
     }
     fn add(&self, spec: StreamSpec) -> Result<serde_json::Value, ControlError> {

@@ -6,16 +6,14 @@
 //! control API and the `serve` command both drive it through those calls.
 
 use super::config::SchedKind;
-use super::encode_cost::EncodeCosts;
 use super::naive::spawn_naive;
-use super::open::{open_stream, Given, GivenSource, Opened};
 use super::outlet::{SessionOutlet, StartInfo};
 use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
-use super::status::{CoreView, ServerStatus, StreamStatus};
 use super::stream::StreamRt;
 use super::stream::TsLane;
 use crate::control::{ControlError, StreamControl};
+use encode_cost::EncodeCosts;
 use metronome_rt::clock::{process_cpu_s, Clock};
 use metronome_rt::host::HostWatch;
 use metronome_rt::pacing::PacingThreadReport;
@@ -28,6 +26,8 @@ use metronome_sched::{Admission, Budget, CpuBudget, MemoryBudget, Platform, Poli
 use metronome_session::sender::{Input, RateRefusal};
 use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
+use open::{open_stream, Given, GivenSource, Opened};
+use status::{CoreView, ServerStatus, StreamStatus};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -36,9 +36,13 @@ use std::time::Duration;
 
 mod config;
 mod control;
+pub mod encode_cost;
 pub(crate) mod memory;
+pub(crate) mod open;
 mod outcome;
 mod raw;
+pub(crate) mod rtcp;
+pub mod status;
 
 use config::core_config;
 pub(crate) use config::deadline_policy;
@@ -219,7 +223,7 @@ impl StreamServer {
                     if let Some(cpus) = &housekeeping {
                         let _ = thread::set_affinity(0, cpus);
                     }
-                    super::rtcp::run(&inner)
+                    rtcp::run(&inner)
                 })
                 .map_err(|e| ServerError::Thread("RTCP", e))?
         };
@@ -359,7 +363,7 @@ impl StreamServer {
         let streams = lock(&self.inner.streams);
         streams
             .get(name)
-            .map(|r| super::status::stream_status(r, "running", &self.inner.clock))
+            .map(|r| status::stream_status(r, "running", &self.inner.clock))
     }
 
     /// Stops a stream and returns its final status.
@@ -515,7 +519,7 @@ impl Inner {
         let core = opened.core;
         let start = opened.start;
         let running = self.launch(spec, opened, core)?;
-        let status = super::status::stream_status(&running, "running", &self.clock);
+        let status = status::stream_status(&running, "running", &self.clock);
         streams.insert(running.spec.name.clone(), running);
         Ok((status, start))
     }
@@ -669,7 +673,7 @@ impl Inner {
             session.target_rate()
         };
         knob.follow(wire);
-        Ok(super::status::stream_status(r, "running", &self.clock))
+        Ok(status::stream_status(r, "running", &self.clock))
     }
 
     /// Re-reserves SCHED_DEADLINE time for `core`'s pacing thread at its new utilisation.
@@ -690,7 +694,7 @@ impl Inner {
             )));
         };
         self.stop_stream(&mut r, bye);
-        let status = super::status::stream_status(&r, "removed", &self.clock);
+        let status = status::stream_status(&r, "removed", &self.clock);
         self.remember(status.clone());
         Ok(status)
     }
@@ -715,7 +719,7 @@ impl Inner {
             std::thread::sleep(Duration::from_millis(5));
         }
         if bye {
-            super::rtcp::bye(r, &self.clock);
+            rtcp::bye(r, &self.clock);
         }
         self.release(r.rt.id);
         if self.cfg.rt == CoreRt::Deadline && !self.cores.is_empty() {
@@ -734,7 +738,7 @@ impl Inner {
     fn statuses(&self, with_ended: bool) -> Vec<StreamStatus> {
         let mut v: Vec<StreamStatus> = lock(&self.streams)
             .values()
-            .map(|r| super::status::stream_status(r, "running", &self.clock))
+            .map(|r| status::stream_status(r, "running", &self.clock))
             .collect();
         if with_ended {
             v.extend(lock(&self.ended).iter().cloned());

@@ -1,6 +1,6 @@
 //! What a finished server reports.
 
-use crate::streams::status::{ServerStatus, StreamStatus};
+use super::status::{ServerStatus, StreamStatus};
 use metronome_rt::host::HostLoad;
 use metronome_rt::pacing::PacingThreadReport;
 

@@ -1,9 +1,9 @@
 //! RTCP for every running stream, on one ordinary thread: sender reports out, receiver reports
 //! in, and the reaping of streams whose source ended.
 
-use super::outlet::RtcpOut;
-use super::server::{Inner, Running};
-use super::srtp::StreamSrtp;
+use super::{Inner, Running};
+use crate::streams::outlet::RtcpOut;
+use crate::streams::srtp::StreamSrtp;
 use metronome_rt::clock::Clock;
 use metronome_rt::sync::lock;
 use metronome_rt::udp::RtcpSocket;

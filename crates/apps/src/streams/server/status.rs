@@ -1,6 +1,6 @@
 //! What the server shows about itself and each stream: in the API, the status line and reports.
 
-use super::server::Running;
+use super::Running;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::Calibration;
 use metronome_rt::sync::lock;

@@ -1,12 +1,12 @@
 //! Turning a [`StreamSpec`] into a stream ready to admit: its source opened, its task parameters
 //! derived from the media and the calibrated send cost, its sockets and ring in place.
 
-use super::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
-use super::server::{memory, ServerConfig};
-use super::spec::{format_bitrate, SourceSpec, StreamSpec};
-use super::srtp::StreamSrtp;
-use super::stream::{RateKnob, StreamRt};
+use super::{memory, ServerConfig};
 use crate::control::ControlError;
+use crate::streams::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
+use crate::streams::spec::{format_bitrate, SourceSpec, StreamSpec};
+use crate::streams::srtp::StreamSrtp;
+use crate::streams::stream::{RateKnob, StreamRt};
 use metronome_cc::{ControllerKind, ControllerParams, RateController};
 use metronome_media::ts_rtp::TsRtp;
 use metronome_media::{Seeked, TestSource, TestSourceConfig, TsFileSource, TsSource};
