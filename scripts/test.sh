@@ -44,6 +44,8 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 # The API docs build without a broken or private link (what `cargo doc` shows a newcomer).
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
+# Licenses, a second version of a crate, sources, RustSec advisories: deny.toml says which.
+scripts/deny.sh
 log=$(mktemp)
 # The tests' scratch files go to a directory of this run's own (TMPDIR), open to all like /tmp
 # (VLC runs as nobody), removed at the end: a test that leaves files behind fails the suite,
