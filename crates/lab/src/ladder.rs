@@ -6,7 +6,7 @@
 //! each packet carries, each frame's bytes and type, and each GOP's rung are noted for the
 //! viewers' judgement and the report.
 
-use crate::video::{lock_frames, FrameMap, SharedFrames};
+use crate::video::{lock_frames, SharedFrames};
 use metronome_media::decode::VideoCodec;
 use metronome_media::encode::EncoderConfig;
 use metronome_media::ladder::source::{LadderSource, LadderSourceConfig};
@@ -252,27 +252,4 @@ pub fn payloader(
         initial_seq,
         send_time,
     }
-}
-
-/// `FLOW.rungs.csv`: each GOP's rung as the VBR controller chose it.
-pub const RUNGS_HEADER: &str = "gop,start_ns,quantizer,target_bytes,open_bytes,bucket_fill";
-
-/// The rows of `FLOW.rungs.csv` for `map`.
-pub fn rungs_csv(map: &FrameMap, gop: u32, fps: u32) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::from(RUNGS_HEADER);
-    out.push('\n');
-    let gop_ns = u64::from(gop) * 1_000_000_000 / u64::from(fps.max(1));
-    for (g, d) in &map.rungs {
-        let _ = writeln!(
-            out,
-            "{g},{},{},{:.0},{:.0},{:.4}",
-            map.epoch.as_nanos() + u64::from(*g) * gop_ns,
-            d.quantizer,
-            d.target_bytes,
-            d.open_bytes,
-            d.fill
-        );
-    }
-    out
 }

@@ -40,8 +40,8 @@ fn fnv1a(name: &str) -> u64 {
 }
 
 /// What an RTSP client is told when the stream server refuses what its request would start.
-fn refusal(e: crate::control::ControlError) -> metronome_session::rtsp::Refusal {
-    use crate::control::ControlError;
+fn refusal(e: crate::streams::control::ControlError) -> metronome_session::rtsp::Refusal {
+    use crate::streams::control::ControlError;
     use metronome_session::rtsp::Refusal;
     match e {
         ControlError::Refused(why) => Refusal::NotEnoughBandwidth(why),

@@ -269,7 +269,7 @@ fn rtsp_metrics(shared: &Shared) -> String {
     ];
     let mut out = String::new();
     for (name, kind, help, v) in families {
-        crate::control::metrics::family(&mut out, name, kind, help, &[(String::new(), v)]);
+        crate::streams::metrics::family(&mut out, name, kind, help, &[(String::new(), v)]);
     }
     out
 }

@@ -9,11 +9,16 @@
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
 //! - the driver's `metronome_rt::pacing`: one pacing core per real-time core, EDF or DM over
 //!   the lanes of all its streams ([`stream::TsLane`], `raw::stream::RawLane`).
+//! - [`control`]: what a controller may ask of the server ([`control::StreamControl`]) and
+//!   why it refuses ([`control::ControlError`]); [`metrics`]: its figures in Prometheus's text
+//!   format.
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
 
 // What users declare lives in `metronome-spec`; the driver reads it from here as before.
 pub use metronome_spec::{config, stream as spec};
+pub mod control;
+pub mod metrics;
 pub mod naive;
 pub mod outlet;
 pub mod producer;

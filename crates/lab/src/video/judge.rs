@@ -2,7 +2,9 @@
 //! decoded and compared with the source's (once per distinct view), its figures.
 
 use super::series::series;
-use super::{frames_csv, pictures_of, FrameMap, FrameRow, FrameSeries, SentSeries, FRAMES_HEADER};
+use super::{
+    frames_csv, pictures_of, rungs_csv, FrameMap, FrameRow, FrameSeries, SentSeries, FRAMES_HEADER,
+};
 use metronome_link::report::{FlowReport, FrameFigures, PictureFigures};
 use metronome_media::decode::VideoDecoder;
 use metronome_media::Frame;
@@ -31,7 +33,7 @@ pub struct FlowVideo {
     /// `(file name, contents)`: `FLOW.frames.csv` (every receiver's frames, [`FRAMES_HEADER`]),
     /// `FLOW.sent.csv` (the sender's frame trace) and `FLOW.RECEIVER.packets.csv` (what each
     /// receiver got), in `metronome_quality::trace`'s formats; for a ladder's video
-    /// `FLOW.rungs.csv` (each GOP's rung, `crate::ladder::RUNGS_HEADER`).
+    /// `FLOW.rungs.csv` (each GOP's rung, [`super::RUNGS_HEADER`]).
     pub files: Vec<(String, Vec<u8>)>,
     /// What went wrong with the flow's video, in words.
     pub warnings: Vec<String>,
@@ -75,7 +77,7 @@ pub fn view_flow(
         _ => fps,
     };
     if !map.rungs.is_empty() {
-        let csv = crate::ladder::rungs_csv(map, gop, fps);
+        let csv = rungs_csv(map, gop, fps);
         out.files
             .push((format!("{}.rungs.csv", f.name), csv.into_bytes()));
     }

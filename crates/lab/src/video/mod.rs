@@ -23,7 +23,10 @@ mod series;
 pub(crate) use content::pace;
 pub use content::{pictures_of, test_source, SCENE_SECS, VIDEO_SHARE};
 pub use judge::{playout_of, view, view_flow, FlowVideo, PictureCache, Viewed};
-pub use series::{frames_csv, FrameRow, FrameSeries, SentSeries, FRAMES_HEADER, SERIES_POINTS};
+pub use series::{
+    frames_csv, rungs_csv, FrameRow, FrameSeries, SentSeries, FRAMES_HEADER, RUNGS_HEADER,
+    SERIES_POINTS,
+};
 
 use metronome_media::decode::VideoCodec;
 use metronome_media::frames::{Noted, NotingSource, SentFrames};

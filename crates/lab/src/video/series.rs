@@ -172,6 +172,29 @@ pub fn frames_csv(out: &mut String, flow: &str, receiver: &str, rows: &[FrameRow
     }
 }
 
+/// `FLOW.rungs.csv`: each GOP's rung as the VBR controller chose it.
+pub const RUNGS_HEADER: &str = "gop,start_ns,quantizer,target_bytes,open_bytes,bucket_fill";
+
+/// The rows of `FLOW.rungs.csv` for `map`.
+pub fn rungs_csv(map: &FrameMap, gop: u32, fps: u32) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::from(RUNGS_HEADER);
+    out.push('\n');
+    let gop_ns = u64::from(gop) * 1_000_000_000 / u64::from(fps.max(1));
+    for (g, d) in &map.rungs {
+        let _ = writeln!(
+            out,
+            "{g},{},{},{:.0},{:.0},{:.4}",
+            map.epoch.as_nanos() + u64::from(*g) * gop_ns,
+            d.quantizer,
+            d.target_bytes,
+            d.open_bytes,
+            d.fill
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

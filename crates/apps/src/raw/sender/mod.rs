@@ -369,7 +369,7 @@ impl RawSender {
         let mut rtcp_buf = [0u8; 1500];
         // On a server's core, if it has one for the stream; else on a core of its own.
         let shared = match (&server, &admission) {
-            (Some(s), Some(a)) if s.start_raw(a, rt.clone()) => Some((s, a)),
+            (Some(s), Some(a)) if s.start_raw(a, RawLane::boxed(rt.clone())) => Some((s, a)),
             _ => None,
         };
         let (pacer, produced, ended_by) = Threads {
@@ -386,7 +386,7 @@ impl RawSender {
         }
         .run(&mut *source, &mut payloader, &mut on_status, &mut rtcp_buf)?;
         if let (Some(s), Some(a)) = (server, admission) {
-            s.end_raw(a, &rt);
+            s.end_raw(a, &rt.finished);
         }
         let (_, producer_cpu_s) = produced?;
         // A paused RTSP session's source is not leaving: no BYE then (RFC 3550 §6.6).

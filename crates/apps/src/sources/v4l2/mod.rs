@@ -209,47 +209,7 @@ impl V4l2Source {
     pub fn open(path: &Path, want: Option<(u32, u32, u32)>) -> Result<V4l2Source, V4l2Error> {
         let p = path.display().to_string();
         let device = open_device(path)?;
-        let (card, caps) = query_cap(device.as_raw_fd()).map_err(|e| open_error(path, &e))?;
-        if !caps.contains(CapabilityFlags::VIDEO_CAPTURE) {
-            let why = if caps.contains(CapabilityFlags::VIDEO_CAPTURE_MPLANE) {
-                "it captures with the multi-planar API only, which Metronome does not support"
-            } else {
-                "it is not a video capture node (an output, metadata or codec node?)"
-            };
-            return Err(V4l2Error(format!(
-                "{p} ({card}) cannot be captured from: {why}. `v4l2-ctl --list-devices` lists the \
-                 nodes of each camera; try another"
-            )));
-        }
-        if !caps.contains(CapabilityFlags::STREAMING) {
-            return Err(V4l2Error(format!(
-                "{p} ({card}) does not support streaming I/O, which Metronome captures with: use \
-                 another camera or driver"
-            )));
-        }
-        let offered: Vec<[u8; 4]> = device
-            .formats(BufType::VIDEO_CAPTURE)
-            .filter_map(Result::ok)
-            .map(|d| d.pixel_format().as_fourcc())
-            .collect();
-        let candidates: Vec<CaptureFormat> = PREFERENCE
-            .iter()
-            .filter(|f| offered.contains(f))
-            .filter_map(|&f| capture_format(f))
-            .collect();
-        if candidates.is_empty() {
-            let list: Vec<String> = offered.iter().map(|&f| fourcc_str(f)).collect();
-            return Err(V4l2Error(format!(
-                "{p} ({card}) cannot capture in UYVY, YUYV, NV12, YU12 or RGB24 (it offers {}): \
-                 use a camera that gives uncompressed video, or record it to a file with \
-                 `ffmpeg -f v4l2 -i {p} -pix_fmt yuv422p out.y4m` and send that with -i out.y4m",
-                if list.is_empty() {
-                    "no formats".to_string()
-                } else {
-                    list.join(", ")
-                }
-            )));
-        }
+        let card = capture_card(path, &device)?;
         let (ww, wh) = match want {
             Some((w, h, _)) => (w, h),
             None => match device.format(BufType::VIDEO_CAPTURE) {
@@ -257,38 +217,7 @@ impl V4l2Source {
                 _ => (640, 480),
             },
         };
-        // S_FMT with each candidate until the driver keeps one (it may substitute another).
-        let mut device = Some(device);
-        let mut refused = Vec::new();
-        let mut chosen = None;
-        for c in candidates {
-            let dev = match device.take() {
-                Some(d) => d,
-                None => open_device(path)?,
-            };
-            let pf = PixelFormat::from_fourcc(c.fourcc);
-            match dev.video_capture(PixFormat::new(ww, wh, pf)) {
-                Ok(cap) if cap.format().pixel_format() == pf => {
-                    chosen = Some((c, cap));
-                    break;
-                }
-                Ok(cap) => refused.push(format!(
-                    "{} (it gave {})",
-                    format_name(c.fourcc),
-                    fourcc_str(cap.format().pixel_format().as_fourcc())
-                )),
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
-                    return Err(open_error(path, &e))
-                }
-                Err(e) => refused.push(format!("{} ({})", format_name(c.fourcc), reason(&e))),
-            }
-        }
-        let Some((capture, cap)) = chosen else {
-            return Err(V4l2Error(format!(
-                "{p} ({card}) refused every format Metronome can send: {}",
-                refused.join(", ")
-            )));
-        };
+        let (capture, cap) = negotiate(path, &card, device, (ww, wh))?;
         let (width, height) = (cap.format().width(), cap.format().height());
         let mut notes = Vec::new();
         if want.is_some() && (width, height) != (ww, wh) {
@@ -432,6 +361,96 @@ impl V4l2Source {
             ),
         )
     }
+}
+
+/// The card's name, if `device` is a single-planar capture node with streaming I/O; else
+/// why it cannot be captured from.
+fn capture_card(path: &Path, device: &Device) -> Result<String, V4l2Error> {
+    let p = path.display();
+    let (card, caps) = query_cap(device.as_raw_fd()).map_err(|e| open_error(path, &e))?;
+    if !caps.contains(CapabilityFlags::VIDEO_CAPTURE) {
+        let why = if caps.contains(CapabilityFlags::VIDEO_CAPTURE_MPLANE) {
+            "it captures with the multi-planar API only, which Metronome does not support"
+        } else {
+            "it is not a video capture node (an output, metadata or codec node?)"
+        };
+        return Err(V4l2Error(format!(
+            "{p} ({card}) cannot be captured from: {why}. `v4l2-ctl --list-devices` lists the \
+             nodes of each camera; try another"
+        )));
+    }
+    if !caps.contains(CapabilityFlags::STREAMING) {
+        return Err(V4l2Error(format!(
+            "{p} ({card}) does not support streaming I/O, which Metronome captures with: use \
+             another camera or driver"
+        )));
+    }
+    Ok(card)
+}
+
+/// Sets the first format of [`PREFERENCE`] that the device offers and keeps, at `size`
+/// (the driver may change the size; the caller reads it back).
+fn negotiate(
+    path: &Path,
+    card: &str,
+    device: Device,
+    (ww, wh): (u32, u32),
+) -> Result<(CaptureFormat, VideoCaptureDevice), V4l2Error> {
+    let p = path.display();
+    let offered: Vec<[u8; 4]> = device
+        .formats(BufType::VIDEO_CAPTURE)
+        .filter_map(Result::ok)
+        .map(|d| d.pixel_format().as_fourcc())
+        .collect();
+    let candidates: Vec<CaptureFormat> = PREFERENCE
+        .iter()
+        .filter(|f| offered.contains(f))
+        .filter_map(|&f| capture_format(f))
+        .collect();
+    if candidates.is_empty() {
+        let list: Vec<String> = offered.iter().map(|&f| fourcc_str(f)).collect();
+        return Err(V4l2Error(format!(
+            "{p} ({card}) cannot capture in UYVY, YUYV, NV12, YU12 or RGB24 (it offers {}): \
+             use a camera that gives uncompressed video, or record it to a file with \
+             `ffmpeg -f v4l2 -i {p} -pix_fmt yuv422p out.y4m` and send that with -i out.y4m",
+            if list.is_empty() {
+                "no formats".to_string()
+            } else {
+                list.join(", ")
+            }
+        )));
+    }
+    // S_FMT with each candidate until the driver keeps one (it may substitute another).
+    let mut device = Some(device);
+    let mut refused = Vec::new();
+    let mut chosen = None;
+    for c in candidates {
+        let dev = match device.take() {
+            Some(d) => d,
+            None => open_device(path)?,
+        };
+        let pf = PixelFormat::from_fourcc(c.fourcc);
+        match dev.video_capture(PixFormat::new(ww, wh, pf)) {
+            Ok(cap) if cap.format().pixel_format() == pf => {
+                chosen = Some((c, cap));
+                break;
+            }
+            Ok(cap) => refused.push(format!(
+                "{} (it gave {})",
+                format_name(c.fourcc),
+                fourcc_str(cap.format().pixel_format().as_fourcc())
+            )),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Err(open_error(path, &e)),
+            Err(e) => refused.push(format!("{} ({})", format_name(c.fourcc), reason(&e))),
+        }
+    }
+    let Some((capture, cap)) = chosen else {
+        return Err(V4l2Error(format!(
+            "{p} ({card}) refused every format Metronome can send: {}",
+            refused.join(", ")
+        )));
+    };
+    Ok((capture, cap))
 }
 
 /// The card name and the capabilities of the opened node (VIDIOC_QUERYCAP).

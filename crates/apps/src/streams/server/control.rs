@@ -1,7 +1,7 @@
 //! The HTTP control API's view of the server.
 
 use super::{Given, Inner};
-use crate::control::{ControlError, StreamControl};
+use crate::streams::control::{ControlError, StreamControl};
 use crate::streams::spec::StreamSpec;
 use metronome_rt::sync::lock;
 use std::sync::Arc;
@@ -37,7 +37,7 @@ impl StreamControl for Control {
     }
     fn metrics(&self) -> String {
         let mut text =
-            crate::control::metrics::exposition(&self.0.server_status(), &self.0.statuses(false));
+            crate::streams::metrics::exposition(&self.0.server_status(), &self.0.statuses(false));
         // What else serves through this server (the RTSP service: its connections, sessions).
         for extra in lock(&self.0.extra_metrics).iter() {
             text.push_str(&extra());

@@ -9,7 +9,7 @@
 //! the server's life: a mount's second encoder costs no second measurement.
 
 use super::open::open_source;
-use crate::control::ControlError;
+use crate::streams::control::ControlError;
 use metronome_media::TsSource;
 use metronome_rt::clock::thread_cpu_ns;
 use metronome_spec::stream::{SourceSpec, StreamSpec};

@@ -12,7 +12,7 @@ use super::producer::{ProducerPool, Production};
 use super::spec::StreamSpec;
 use super::stream::StreamRt;
 use super::stream::TsLane;
-use crate::control::{ControlError, StreamControl};
+use crate::streams::control::{ControlError, StreamControl};
 use encode_cost::EncodeCosts;
 use metronome_rt::clock::{process_cpu_s, Clock};
 use metronome_rt::host::HostWatch;

@@ -2,7 +2,7 @@
 //! derived from the media and the calibrated send cost, its sockets and ring in place.
 
 use super::{memory, ServerConfig};
-use crate::control::ControlError;
+use crate::streams::control::ControlError;
 use crate::streams::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 use crate::streams::spec::{format_bitrate, SourceSpec, StreamSpec};
 use crate::streams::srtp::StreamSrtp;

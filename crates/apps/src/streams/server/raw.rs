@@ -3,14 +3,11 @@
 //! link reserved.
 
 use super::{CoreRt, StreamServer};
-use crate::control::ControlError;
-use crate::raw::stream::RawLane;
-use crate::raw::stream::RawStreamRt;
-use metronome_rt::pacing::Command;
+use crate::streams::control::ControlError;
+use metronome_rt::pacing::{Command, Lane};
 use metronome_rt::sync::lock;
 use metronome_sched::TaskParams;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// A raw-video stream admitted by [`StreamServer::admit_raw`].
@@ -65,22 +62,23 @@ impl StreamServer {
         }
     }
 
-    /// Starts an admitted raw stream on its core; false if it has none (it paces itself).
-    pub fn start_raw(&self, a: &RawAdmission, rt: Arc<RawStreamRt>) -> bool {
+    /// Starts an admitted raw stream on its core as `lane` (`raw::stream::RawLane`); false if
+    /// it has no core (it paces itself).
+    pub fn start_raw(&self, a: &RawAdmission, lane: Box<dyn Lane>) -> bool {
         let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) else {
             return false;
         };
-        let started = core.commands.push(Command::Add(RawLane::boxed(rt))).is_ok();
+        let started = core.commands.push(Command::Add(lane)).is_ok();
         core.wake();
         started
     }
 
-    /// Takes a raw stream off its core (it has let go once `rt.finished` is set) and gives its
-    /// admission back.
-    pub fn end_raw(&self, a: RawAdmission, rt: &RawStreamRt) {
+    /// Takes a raw stream off its core (the lane sets `finished` once the core has let it go)
+    /// and gives its admission back.
+    pub fn end_raw(&self, a: RawAdmission, finished: &AtomicBool) {
         if self.remove_raw(&a) {
             for _ in 0..200 {
-                if rt.finished.load(Ordering::Acquire) {
+                if finished.load(Ordering::Acquire) {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(5));

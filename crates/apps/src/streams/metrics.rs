@@ -1,6 +1,6 @@
-//! `GET /metrics`: the server's figures in Prometheus's text format (version 0.0.4), the same
-//! numbers `GET /streams` gives in JSON. Durations in seconds, sizes and rates in bytes (per
-//! second), Prometheus's base units, which `promtool check metrics` asks for; counters end in
+//! The stream server's figures in Prometheus's text format (version 0.0.4), which the control
+//! API serves at `GET /metrics`: the same numbers `GET /streams` gives in JSON. Durations in
+//! seconds, sizes and rates in bytes (per second), Prometheus's base units, which `promtool check metrics` asks for; counters end in
 //! `_total`.
 
 use crate::streams::{ServerStatus, StreamStatus};
