@@ -17,24 +17,26 @@
 //!   read ahead by up to the ring's size.
 //! - [`receiver`]: [`RawReceiver`]: GRO + `recvmmsg` into [`metronome_session::raw::RawDepayloader`];
 //!   per frame: latency (completion − capture time), spread (last − first arrival), ST 2110-21
-//!   conformance, and optional Y4M output (a writer thread, [`output`]).
+//!   conformance, and optional Y4M output (a writer thread, [`frame_writer`]).
 //! - [`stream`]: one raw stream as a pacing core runs it (`metronome_rt::pacing::Core`, the loop of
 //!   every MPEG-TS stream too): [`stream::RawStreamRt`] and its send step [`stream::RawCursor`].
 //! - the frame ring between producer and pacer is the driver's (`metronome_rt::frame_ring`).
+//! - [`outlet`]: where a sender's packets go (UDP with GSO, or interleaved on an RTSP
+//!   connection), as `streams::outlet` for MPEG-TS.
 //! - [`report`]: what runs measured, serializable to JSON.
 //!
 //! Packets of a frame are padded (RFC 3550 §5.1 padding) to one size, so that every batch is a
 //! run of equal datagrams that one UDP GSO `sendmsg` carries (the payloader's packets differ by a
 //! few bytes where lines end). Receivers drop the padding (`rtp-types`, GStreamer, FFmpeg).
 
-pub mod out;
-pub mod output;
+pub mod frame_writer;
+pub mod outlet;
 pub mod receiver;
 pub mod report;
 pub mod sender;
 pub mod stream;
 
-pub use out::RawOut;
+pub use outlet::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
 pub use report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawSenderOutcome, RawSenderStatus};
 pub use sender::{

@@ -8,7 +8,7 @@
 //! measurement, which starts at the second complete frame (the first one tells how many
 //! packets a frame has).
 
-use super::output::FrameWriter;
+use super::frame_writer::FrameWriter;
 use super::report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops, RawRtcpStats};
 use crate::receiver::send_report;
 use metronome_media::raw::VideoFormat;

@@ -20,7 +20,7 @@
 //! due counts as a late frame. Nothing allocates per frame or per packet (the error message of
 //! a failed send excepted).
 
-use super::out::RawOut;
+use super::outlet::RawOut;
 use metronome_rt::clock::Clock;
 use metronome_rt::frame_ring::{FrameRing, FrameSlot};
 use metronome_rt::pacing::WaitPolicy;

@@ -5,7 +5,7 @@
 //! its one lane, [`super::stream`], real-time where permitted) sends it by the chosen model;
 //! the calling thread runs RTCP and reports status.
 
-use super::out::RawOut;
+use super::outlet::RawOut;
 use super::report::{BufferInfo, RawSenderOutcome, RawSenderStatus};
 use super::stream::{
     thread_config, PacerCounters, PacerResult, PacerSettings, RawControl, RawStreamRt,
