@@ -41,7 +41,7 @@ pub(crate) struct Response {
 
 impl Response {
     /// A JSON response.
-    pub fn json(status: u16, value: &serde_json::Value) -> Self {
+    pub(crate) fn json(status: u16, value: &serde_json::Value) -> Self {
         let mut body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
         body.push(b'\n');
         Response {
@@ -53,7 +53,7 @@ impl Response {
     }
 
     /// A plain-text response of `content_type`.
-    pub fn text(status: u16, content_type: &'static str, body: String) -> Self {
+    pub(crate) fn text(status: u16, content_type: &'static str, body: String) -> Self {
         Response {
             status,
             content_type,
@@ -63,7 +63,7 @@ impl Response {
     }
 
     /// `{"error": kind, "message": message}`.
-    pub fn error(status: u16, kind: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn error(status: u16, kind: &str, message: impl Into<String>) -> Self {
         let message: String = message.into();
         Self::json(
             status,
@@ -72,13 +72,13 @@ impl Response {
     }
 
     /// Adds a header.
-    pub fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+    pub(crate) fn with_header(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.headers.push((name, value.into()));
         self
     }
 
     /// The whole response, head and body, as bytes.
-    pub fn to_bytes(&self, keep_alive: bool) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self, keep_alive: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(160 + self.body.len());
         let reason = reason(self.status);
         let connection = if keep_alive { "keep-alive" } else { "close" };
@@ -157,24 +157,24 @@ pub(crate) struct Inbox {
 
 impl Inbox {
     /// How many more bytes may be read now (0 only while a request is ready to be taken).
-    pub fn room(&self, limits: &ControlLimits) -> usize {
+    pub(super) fn room(&self, limits: &ControlLimits) -> usize {
         limits
             .max_head_bytes
             .saturating_add(limits.max_body_bytes)
             .saturating_sub(self.buf.len())
     }
 
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(super) fn push(&mut self, bytes: &[u8]) {
         self.buf.extend_from_slice(bytes);
     }
 
     /// Whether nothing of a next request has arrived.
-    pub fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
 
     /// The next request, if it is all there.
-    pub fn take(&mut self, limits: &ControlLimits) -> Taken {
+    pub(super) fn take(&mut self, limits: &ControlLimits) -> Taken {
         let (head_len, head) = match parse_head(&self.buf, limits) {
             Ok(Some(parsed)) => parsed,
             Ok(None) => return Taken::Incomplete,

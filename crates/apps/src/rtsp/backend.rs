@@ -128,7 +128,11 @@ pub(super) struct MediaBackend {
 
 impl MediaBackend {
     /// `share_live`: sessions of a live test-source mount read one encoder (see `shared`).
-    pub fn new(server: Arc<StreamServer>, mounts: Arc<Mounts>, share_live: bool) -> MediaBackend {
+    pub(super) fn new(
+        server: Arc<StreamServer>,
+        mounts: Arc<Mounts>,
+        share_live: bool,
+    ) -> MediaBackend {
         MediaBackend {
             server,
             mounts,
@@ -140,17 +144,17 @@ impl MediaBackend {
         }
     }
 
-    pub fn connection_opened(&mut self, conn: ConnId, out: Arc<ConnOut>) {
+    pub(super) fn connection_opened(&mut self, conn: ConnId, out: Arc<ConnOut>) {
         self.conns.insert(conn, out);
     }
 
-    pub fn connection_gone(&mut self, conn: ConnId) {
+    pub(super) fn connection_gone(&mut self, conn: ConnId) {
         self.conns.remove(&conn);
         self.inboxes.retain(|(c, _), _| *c != conn);
     }
 
     /// Interleaved data from the client on `channel`: its RTCP, for the session's stream.
-    pub fn interleaved_in(&self, conn: ConnId, channel: u8, payload: &[u8]) -> bool {
+    pub(super) fn interleaved_in(&self, conn: ConnId, channel: u8, payload: &[u8]) -> bool {
         match self.inboxes.get(&(conn, channel)) {
             Some(inbox) => {
                 inbox.push(payload);
@@ -161,7 +165,7 @@ impl MediaBackend {
     }
 
     /// Sessions on `conn`.
-    pub fn shrink_to_fit(&mut self) {
+    pub(super) fn shrink_to_fit(&mut self) {
         self.sessions.shrink_to_fit();
         self.groups.shrink_to_fit();
         self.conns.shrink_to_fit();
@@ -169,7 +173,7 @@ impl MediaBackend {
     }
 
     /// How many sessions each connection that has one holds (one pass over the sessions).
-    pub fn sessions_per_connection(&self) -> HashMap<ConnId, usize> {
+    pub(super) fn sessions_per_connection(&self) -> HashMap<ConnId, usize> {
         let mut n = HashMap::new();
         for s in self.sessions.values() {
             *n.entry(s.conn).or_insert(0) += 1;
@@ -179,7 +183,7 @@ impl MediaBackend {
 
     /// Playing sessions whose client sent a receiver report since the last call: alive even
     /// if it sends no keep-alive requests.
-    pub fn reporting_sessions(&mut self) -> Vec<SessionId> {
+    pub(super) fn reporting_sessions(&mut self) -> Vec<SessionId> {
         let mut alive = Vec::new();
         for (id, s) in self.sessions.iter_mut() {
             if let Some(play) = s.raw.as_ref().and_then(|r| r.play.as_ref()) {
@@ -598,7 +602,7 @@ impl MediaBackend {
     }
 
     /// Stops everything (the service is shutting down).
-    pub fn teardown_all(&mut self) {
+    pub(super) fn teardown_all(&mut self) {
         let ids: Vec<SessionId> = self.sessions.keys().copied().collect();
         for id in ids {
             self.teardown(id);

@@ -90,7 +90,7 @@ pub(super) struct Loop {
 }
 
 impl Loop {
-    pub fn new(
+    pub(super) fn new(
         shared: Arc<Shared>,
         poll: Poll,
         mut listener: TcpListener,
@@ -123,7 +123,7 @@ impl Loop {
     }
 
     /// Serves until the service's stop flag is set, then closes every connection.
-    pub fn run(mut self) {
+    pub(super) fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         while !self.shared.stop.load(Ordering::Acquire) {
             let timeout = if self.again.is_empty() {

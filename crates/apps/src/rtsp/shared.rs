@@ -28,7 +28,7 @@ pub(super) struct SharedSources {
 }
 
 impl SharedSources {
-    pub fn new(enabled: bool) -> Self {
+    pub(super) fn new(enabled: bool) -> Self {
         SharedSources {
             enabled,
             hubs: HashMap::new(),
@@ -36,7 +36,7 @@ impl SharedSources {
     }
 
     /// Whether sessions of a mount declared so share one source.
-    pub fn shares(&self, spec: &StreamSpec) -> bool {
+    pub(super) fn shares(&self, spec: &StreamSpec) -> bool {
         self.enabled
             && matches!(spec.source, SourceSpec::Test)
             && spec.cc.is_none()
@@ -44,7 +44,7 @@ impl SharedSources {
     }
 
     /// A new session's view of `mount`'s shared source, starting it if no session has it.
-    pub fn tap(
+    pub(super) fn tap(
         &mut self,
         server: &StreamServer,
         mount: &str,

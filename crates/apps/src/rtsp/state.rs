@@ -76,7 +76,7 @@ pub(super) struct Core {
 impl Core {
     /// Shrinks the media side's tables to what they hold (after many clients have gone; the
     /// protocol's session table is a B-tree, which shrinks as it empties).
-    pub fn shrink_to_fit(&mut self) {
+    pub(super) fn shrink_to_fit(&mut self) {
         self.backend.shrink_to_fit();
     }
 }
@@ -99,7 +99,7 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub fn new(cfg: RtspServiceConfig, clock: Clock, core: Core) -> Self {
+    pub(super) fn new(cfg: RtspServiceConfig, clock: Clock, core: Core) -> Self {
         Shared {
             cfg,
             clock,
@@ -114,7 +114,7 @@ impl Shared {
         }
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Core> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Core> {
         lock(&self.core)
     }
 }

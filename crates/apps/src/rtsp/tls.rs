@@ -20,7 +20,7 @@ use std::sync::Arc;
 const TLS_BUFFER: usize = 64 << 10;
 
 /// The server's TLS settings from a PEM certificate chain and its PEM private key.
-pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
+pub(super) fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
     let bad = |what: &str, path: &Path, e: &dyn std::fmt::Display| {
         io::Error::new(
             ErrorKind::InvalidInput,
@@ -64,7 +64,7 @@ pub(super) struct TlsStream {
 
 impl ConnStream {
     /// `tcp`, behind TLS when `tls` is given.
-    pub fn new(tcp: TcpStream, tls: Option<&Arc<rustls::ServerConfig>>) -> io::Result<Self> {
+    pub(super) fn new(tcp: TcpStream, tls: Option<&Arc<rustls::ServerConfig>>) -> io::Result<Self> {
         let Some(cfg) = tls else {
             return Ok(ConnStream::Plain(tcp));
         };
@@ -74,7 +74,7 @@ impl ConnStream {
     }
 
     /// The socket, for the poll registry.
-    pub fn tcp(&mut self) -> &mut TcpStream {
+    pub(super) fn tcp(&mut self) -> &mut TcpStream {
         match self {
             ConnStream::Plain(s) => s,
             ConnStream::Tls(t) => &mut t.tcp,
@@ -82,7 +82,7 @@ impl ConnStream {
     }
 
     /// Pushes records rustls holds to the socket; `true` once none is left.
-    pub fn push_pending(&mut self) -> io::Result<bool> {
+    pub(super) fn push_pending(&mut self) -> io::Result<bool> {
         match self {
             ConnStream::Plain(_) => Ok(true),
             ConnStream::Tls(t) => t.push_records(),
@@ -90,7 +90,7 @@ impl ConnStream {
     }
 
     /// Ends the connection (with TLS's close_notify, sent if the socket takes it).
-    pub fn shutdown(&mut self) {
+    pub(super) fn shutdown(&mut self) {
         if let ConnStream::Tls(t) = self {
             t.tls.send_close_notify();
             let _ = t.push_records();

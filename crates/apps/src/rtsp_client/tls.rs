@@ -22,7 +22,7 @@ pub(super) enum ClientStream {
 
 impl ClientStream {
     /// The socket under it (timeouts, addresses, shutdown).
-    pub fn tcp(&self) -> &TcpStream {
+    pub(super) fn tcp(&self) -> &TcpStream {
         match self {
             ClientStream::Plain(s) => s,
             ClientStream::Tls(t) => t.get_ref(),
@@ -31,7 +31,7 @@ impl ClientStream {
 
     /// TLS over `tcp` with the server named `host`, the handshake done within the socket's
     /// timeouts.
-    pub fn tls(tcp: TcpStream, host: &str, ca: Option<&Path>) -> io::Result<ClientStream> {
+    pub(super) fn tls(tcp: TcpStream, host: &str, ca: Option<&Path>) -> io::Result<ClientStream> {
         let config = client_config(ca)?;
         let name = ServerName::try_from(host.trim_start_matches('[').trim_end_matches(']'))
             .map_err(|e| {

@@ -43,7 +43,7 @@ pub(crate) struct Grid<'a> {
 
 impl<'a> Grid<'a> {
     /// The points at row value `rv` and column value `cv` (every replicate).
-    pub fn at(&self, rv: &str, cv: Option<&str>) -> Vec<&'a PointResult> {
+    pub(super) fn at(&self, rv: &str, cv: Option<&str>) -> Vec<&'a PointResult> {
         self.s
             .points
             .iter()
@@ -59,7 +59,7 @@ impl<'a> Grid<'a> {
     }
 
     /// `f` at a cell, over its replicates that have it.
-    pub fn estimate(
+    pub(super) fn estimate(
         &self,
         rv: &str,
         cv: Option<&str>,
@@ -70,7 +70,7 @@ impl<'a> Grid<'a> {
     }
 
     /// The column values (one, `None`, with a single parameter).
-    pub fn columns(&self) -> Vec<Option<&'a str>> {
+    pub(super) fn columns(&self) -> Vec<Option<&'a str>> {
         if self.two {
             self.cols.1.iter().map(|c| Some(c.as_str())).collect()
         } else {

@@ -3,13 +3,13 @@
 use std::io;
 use std::os::fd::RawFd;
 
-pub const BUF_TYPE_VIDEO_CAPTURE: u32 = 1;
-pub const MEMORY_MMAP: u32 = 1;
-pub const CAP_TIMEPERFRAME: u32 = 0x1000;
+pub(super) const BUF_TYPE_VIDEO_CAPTURE: u32 = 1;
+pub(super) const MEMORY_MMAP: u32 = 1;
+pub(super) const CAP_TIMEPERFRAME: u32 = 0x1000;
 
 /// `struct v4l2_capability`
 #[repr(C)]
-pub struct Capability {
+pub(super) struct Capability {
     pub driver: [u8; 16],
     pub card: [u8; 32],
     pub bus_info: [u8; 32],
@@ -21,7 +21,7 @@ pub struct Capability {
 
 /// `struct v4l2_requestbuffers`
 #[repr(C)]
-pub struct RequestBuffers {
+pub(super) struct RequestBuffers {
     pub count: u32,
     pub type_: u32,
     pub memory: u32,
@@ -32,7 +32,7 @@ pub struct RequestBuffers {
 
 /// `struct v4l2_timecode`
 #[repr(C)]
-pub struct Timecode {
+pub(super) struct Timecode {
     pub type_: u32,
     pub flags: u32,
     pub frames: u8,
@@ -44,7 +44,7 @@ pub struct Timecode {
 
 /// The `m` union of `struct v4l2_buffer`.
 #[repr(C)]
-pub union BufferM {
+pub(super) union BufferM {
     pub offset: u32,
     pub userptr: libc::c_ulong,
     pub planes: *mut libc::c_void,
@@ -53,7 +53,7 @@ pub union BufferM {
 
 /// `struct v4l2_buffer`
 #[repr(C)]
-pub struct Buffer {
+pub(super) struct Buffer {
     pub index: u32,
     pub type_: u32,
     pub bytesused: u32,
@@ -72,7 +72,7 @@ pub struct Buffer {
 /// `struct v4l2_captureparm`
 #[repr(C)]
 #[derive(Clone, Copy)]
-pub struct CaptureParm {
+pub(super) struct CaptureParm {
     pub capability: u32,
     pub capturemode: u32,
     /// Seconds per frame: numerator, denominator.
@@ -84,14 +84,14 @@ pub struct CaptureParm {
 
 /// The `parm` union of `struct v4l2_streamparm`.
 #[repr(C)]
-pub union StreamParmU {
+pub(super) union StreamParmU {
     pub capture: CaptureParm,
     pub raw: [u8; 200],
 }
 
 /// `struct v4l2_streamparm`
 #[repr(C)]
-pub struct StreamParm {
+pub(super) struct StreamParm {
     pub type_: u32,
     pub parm: StreamParmU,
 }
@@ -111,20 +111,20 @@ const _: () = {
 const fn ioc(dir: u64, nr: u64, size: usize) -> u64 {
     (dir << 30) | ((size as u64) << 16) | ((b'V' as u64) << 8) | nr
 }
-pub const VIDIOC_QUERYCAP: u64 = ioc(2, 0, size_of::<Capability>());
-pub const VIDIOC_REQBUFS: u64 = ioc(3, 8, size_of::<RequestBuffers>());
-pub const VIDIOC_QUERYBUF: u64 = ioc(3, 9, size_of::<Buffer>());
-pub const VIDIOC_QBUF: u64 = ioc(3, 15, size_of::<Buffer>());
-pub const VIDIOC_DQBUF: u64 = ioc(3, 17, size_of::<Buffer>());
-pub const VIDIOC_STREAMON: u64 = ioc(1, 18, size_of::<i32>());
-pub const VIDIOC_STREAMOFF: u64 = ioc(1, 19, size_of::<i32>());
-pub const VIDIOC_G_PARM: u64 = ioc(3, 21, size_of::<StreamParm>());
+pub(super) const VIDIOC_QUERYCAP: u64 = ioc(2, 0, size_of::<Capability>());
+pub(super) const VIDIOC_REQBUFS: u64 = ioc(3, 8, size_of::<RequestBuffers>());
+pub(super) const VIDIOC_QUERYBUF: u64 = ioc(3, 9, size_of::<Buffer>());
+pub(super) const VIDIOC_QBUF: u64 = ioc(3, 15, size_of::<Buffer>());
+pub(super) const VIDIOC_DQBUF: u64 = ioc(3, 17, size_of::<Buffer>());
+pub(super) const VIDIOC_STREAMON: u64 = ioc(1, 18, size_of::<i32>());
+pub(super) const VIDIOC_STREAMOFF: u64 = ioc(1, 19, size_of::<i32>());
+pub(super) const VIDIOC_G_PARM: u64 = ioc(3, 21, size_of::<StreamParm>());
 
 /// `ioctl(fd, req, arg)`, retried on EINTR.
 ///
 /// # Safety
 /// `arg` must point to a valid, writable value of the type `req` is defined with.
-pub unsafe fn ioctl<T>(fd: RawFd, req: u64, arg: *mut T) -> io::Result<()> {
+pub(super) unsafe fn ioctl<T>(fd: RawFd, req: u64, arg: *mut T) -> io::Result<()> {
     loop {
         // SAFETY: the caller guarantees `arg` matches `req`; `fd` is only read by the kernel.
         if unsafe { libc::ioctl(fd, req as _, arg) } != -1 {
@@ -138,21 +138,21 @@ pub unsafe fn ioctl<T>(fd: RawFd, req: u64, arg: *mut T) -> io::Result<()> {
 }
 
 /// A zeroed value of a videodev2.h struct (all of them are plain data, valid as zeros).
-pub fn zeroed<T: PlainData>() -> T {
+pub(super) fn zeroed<T: PlainData>() -> T {
     // SAFETY: `PlainData` is implemented only for the repr(C) structs above, made of
     // integers, arrays of them, raw pointers and unions of those: all-zero is a valid value.
     unsafe { std::mem::zeroed() }
 }
 
 /// The structs above: integers, raw pointers and unions of them only.
-pub trait PlainData {}
+pub(super) trait PlainData {}
 impl PlainData for Capability {}
 impl PlainData for RequestBuffers {}
 impl PlainData for Buffer {}
 impl PlainData for StreamParm {}
 
 /// A NUL-terminated name field as text (lossy: drivers copy USB strings, cut at the field).
-pub fn name(field: &[u8]) -> String {
+pub(super) fn name(field: &[u8]) -> String {
     let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
     String::from_utf8_lossy(&field[..end]).trim().to_string()
 }

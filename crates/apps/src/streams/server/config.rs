@@ -72,7 +72,7 @@ pub struct ServerConfig {
 
 /// The share of the producers' CPUs the encoders may take by default: the rest is for the
 /// producers' other work, the RTCP thread and the RTSP and API event loops that share them.
-pub const DEFAULT_ENCODE_SHARE: f64 = 0.8;
+pub(super) const DEFAULT_ENCODE_SHARE: f64 = 0.8;
 
 /// The default bound on one stream's rate: above any MPEG-TS a user sends (UHD broadcast is
 /// under 100 Mbit/s), far below what one request could otherwise ask.

@@ -4,14 +4,14 @@
 /// What a live test source holds besides its ring: the encoder's pictures and state, the mux.
 /// Measured: RSS of `serve` with 1 and 5 test streams (rings of 64 slots) differed by 3.4 MiB
 /// per stream.
-pub const TEST_SOURCE_BYTES: u64 = 4 << 20;
+pub(crate) const TEST_SOURCE_BYTES: u64 = 4 << 20;
 /// What a TS file source holds besides its ring: its read buffer and demux state. Measured as
 /// above: 0.7 MiB per stream.
-pub const FILE_SOURCE_BYTES: u64 = 1 << 20;
+pub(crate) const FILE_SOURCE_BYTES: u64 = 1 << 20;
 
 /// The default budget: a quarter of the machine's memory (`MemTotal`), so that streams cannot
 /// take the host; 1 GiB where that cannot be read.
-pub fn default_budget_bytes() -> u64 {
+pub(crate) fn default_budget_bytes() -> u64 {
     let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
         m.lines()
             .find_map(|l| l.strip_prefix("MemTotal:"))
