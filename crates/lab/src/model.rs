@@ -619,7 +619,7 @@ fn rtp(
             send_time_ext: !plan.send_time.is_none(),
             slot_size: 1500,
             stalls: Vec::new(),
-            ip_overhead: 28,
+            ip_overhead: metronome_time::IPV4_UDP_OVERHEAD as u32,
             interval: s.interval,
             histograms: s.histograms,
             log: false,
