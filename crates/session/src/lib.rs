@@ -14,6 +14,7 @@ pub mod cc_app;
 pub mod interval;
 pub mod raw;
 pub mod receiver;
+pub mod repair;
 pub mod rtsp;
 pub mod sender;
 pub mod srtp;

@@ -13,6 +13,7 @@ pub mod mp2t;
 pub mod rfc4175;
 pub mod rtcp;
 pub mod rtp;
+pub mod rtx;
 pub mod sdp;
 pub mod ts;
 

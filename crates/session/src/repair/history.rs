@@ -1,0 +1,149 @@
+//! [`SendHistory`]: the packets a sender sent lately, kept for retransmission. A ring indexed
+//! by sequence number, allocated once: its bound is packets × bytes per packet, and nothing a
+//! receiver asks makes it grow.
+
+use metronome_time::Timestamp;
+
+/// One kept packet's bookkeeping; its bytes are in the history's arena.
+#[derive(Clone, Copy, Debug, Default)]
+struct Slot {
+    /// Whether the slot holds a packet (and `sequence` is its number).
+    used: bool,
+    sequence: u16,
+    len: usize,
+    /// When the packet is no use to a viewer any more (its frame's play-out deadline).
+    deadline: Timestamp,
+    /// When it was last retransmitted, if it was.
+    repaired: Option<Timestamp>,
+}
+
+/// A kept packet, as [`SendHistory::get`] gives it.
+#[derive(Debug)]
+pub struct Kept<'a> {
+    /// The packet as it was sent.
+    pub packet: &'a [u8],
+    /// The latest time a copy of it is of use at the receivers.
+    pub deadline: Timestamp,
+    /// When it was last retransmitted, if it was.
+    pub repaired: Option<Timestamp>,
+}
+
+/// The last `capacity` packets sent (each of at most `max_packet` bytes), by sequence number.
+#[derive(Debug)]
+pub struct SendHistory {
+    slots: Vec<Slot>,
+    arena: Vec<u8>,
+    max_packet: usize,
+    /// Packets too large to keep (never retransmitted).
+    too_large: u64,
+}
+
+impl SendHistory {
+    /// A history of `capacity` packets of at most `max_packet` bytes (at least one of each).
+    pub fn new(capacity: usize, max_packet: usize) -> SendHistory {
+        let (capacity, max_packet) = (capacity.max(1), max_packet.max(1));
+        SendHistory {
+            slots: vec![Slot::default(); capacity],
+            arena: vec![0; capacity * max_packet],
+            max_packet,
+            too_large: 0,
+        }
+    }
+
+    /// The memory it holds, bytes (what admission counts against the stream).
+    pub fn memory_bytes(&self) -> usize {
+        self.arena.len() + self.slots.len() * std::mem::size_of::<Slot>()
+    }
+
+    /// Packets that were too large to keep.
+    pub fn too_large(&self) -> u64 {
+        self.too_large
+    }
+
+    fn index(&self, sequence: u16) -> usize {
+        usize::from(sequence) % self.slots.len()
+    }
+
+    /// Keeps a sent packet (replacing the oldest in its slot) until `deadline`.
+    pub fn keep(&mut self, sequence: u16, packet: &[u8], deadline: Timestamp) {
+        let i = self.index(sequence);
+        if packet.len() > self.max_packet {
+            self.too_large += 1;
+            self.slots[i].used = false;
+            return;
+        }
+        let at = i * self.max_packet;
+        self.arena[at..at + packet.len()].copy_from_slice(packet);
+        self.slots[i] = Slot {
+            used: true,
+            sequence,
+            len: packet.len(),
+            deadline,
+            repaired: None,
+        };
+    }
+
+    /// The packet numbered `sequence`, if it is still kept.
+    pub fn get(&self, sequence: u16) -> Option<Kept<'_>> {
+        let i = self.index(sequence);
+        let s = self.slots[i];
+        (s.used && s.sequence == sequence).then(|| {
+            let at = i * self.max_packet;
+            Kept {
+                packet: &self.arena[at..at + s.len],
+                deadline: s.deadline,
+                repaired: s.repaired,
+            }
+        })
+    }
+
+    /// Notes that `sequence` was retransmitted at `now`.
+    pub fn mark_repaired(&mut self, sequence: u16, now: Timestamp) {
+        let i = self.index(sequence);
+        if self.slots[i].used && self.slots[i].sequence == sequence {
+            self.slots[i].repaired = Some(now);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::ZERO + Duration::from_millis(ms)
+    }
+
+    #[test]
+    fn it_keeps_the_last_packets_and_forgets_older_ones() {
+        let mut h = SendHistory::new(4, 8);
+        for seq in 65_534u16..=65_535 {
+            h.keep(seq, &seq.to_be_bytes(), at(100));
+        }
+        for seq in 0u16..4 {
+            h.keep(seq, &[seq as u8; 3], at(200));
+        }
+        // 65 534 and 65 535 were overwritten by 2 and 3 (same slots mod 4).
+        assert!(h.get(65_534).is_none() && h.get(65_535).is_none());
+        let k = h.get(3).unwrap();
+        assert_eq!(
+            (k.packet, k.deadline, k.repaired),
+            (&[3u8; 3][..], at(200), None)
+        );
+        h.mark_repaired(3, at(150));
+        assert_eq!(h.get(3).unwrap().repaired, Some(at(150)));
+        // A number that maps to a used slot but is not the one kept there.
+        assert!(h.get(7).is_none());
+    }
+
+    #[test]
+    fn a_packet_too_large_is_counted_not_kept() {
+        let mut h = SendHistory::new(2, 4);
+        h.keep(1, &[1; 4], at(1));
+        h.keep(3, &[9; 5], at(1));
+        assert_eq!(h.too_large(), 1);
+        assert!(h.get(1).is_none() && h.get(3).is_none());
+        assert!(h.memory_bytes() >= 8);
+    }
+}

@@ -1,0 +1,20 @@
+//! Loss repair that respects deadlines: NACK and retransmission (RFC 4585 generic NACK, RFC 4588
+//! retransmission packets), sans-IO.
+//!
+//! - [`nack::NackPlanner`] (receiver): which missing packets to ask for, and when; only those a
+//!   repair can still bring before their play-out deadline; with RFC 4585's dither and
+//!   suppression in a group.
+//! - [`repairer::Repairer`] (sender): answers NACKs from its [`history::SendHistory`] with
+//!   retransmission packets (`metronome_wire::rtx`), only those that can make their deadline,
+//!   within the stream's repair budget, one repair per packet for a whole group.
+//!
+//! Both count what they did ([`nack::NackCounters`], [`repairer::RepairCounters`]): asked,
+//! sent, useful, too late.
+
+pub mod history;
+pub mod nack;
+pub mod repairer;
+
+pub use history::SendHistory;
+pub use nack::{NackConfig, NackCounters, NackPlanner};
+pub use repairer::{RepairConfig, RepairCounters, Repairer};

@@ -1,0 +1,315 @@
+//! [`Repairer`]: the sender's side of NACK and retransmission. It keeps what the stream sent
+//! ([`SendHistory`]) and answers a receiver's generic NACK (RFC 4585 §6.2.1) with
+//! retransmission packets (RFC 4588), but only those that can still reach the viewer before the
+//! packet's play-out deadline, that the stream's repair budget pays for, and that no other
+//! receiver's NACK had answered within the guard time (so that many viewers missing one packet
+//! cause one repair).
+
+use super::history::SendHistory;
+use metronome_time::Timestamp;
+use metronome_wire::rtx::{wrap, StreamIds};
+use std::time::Duration;
+
+/// How a stream answers NACKs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RepairConfig {
+    /// The retransmission stream's SSRC and payload type (the SDP's `rtx`, `apt` = the media's).
+    pub rtx: StreamIds,
+    /// The retransmission stream's first sequence number.
+    pub initial_sequence: u16,
+    /// The share of the stream's rate (see [`Repairer::set_rate`]) repairs may take on
+    /// average, 0 to 1: they count against the rate the stream was admitted with.
+    pub budget_share: f64,
+    /// The most repair bytes that may leave at once (the budget's bucket depth), bytes.
+    pub burst_bytes: u64,
+    /// Sequence numbers one NACK may ask for; the rest of it is ignored (a NACK's 17 numbers
+    /// per entry make a hostile one cheap to send and dear to answer).
+    pub max_per_nack: usize,
+    /// A packet retransmitted less than this ago is not sent again (another receiver of the
+    /// group asked for it too); about one round-trip time.
+    pub repeat_guard: Duration,
+}
+
+impl RepairConfig {
+    /// Repairs up to `budget_share` of the rate, 64 numbers per NACK, one repair per packet
+    /// per 50 ms.
+    pub fn new(rtx: StreamIds, initial_sequence: u16, budget_share: f64) -> RepairConfig {
+        RepairConfig {
+            rtx,
+            initial_sequence,
+            budget_share,
+            burst_bytes: 64 * 1500,
+            max_per_nack: 64,
+            repeat_guard: Duration::from_millis(50),
+        }
+    }
+}
+
+/// What the repairer did, packets (NACKs for the last two).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RepairCounters {
+    /// Sequence numbers receivers asked for (within `max_per_nack` of each NACK).
+    pub asked: u64,
+    /// Retransmissions sent.
+    pub sent: u64,
+    /// Asked for but no longer of use: they could not reach the viewer before the deadline.
+    pub too_late: u64,
+    /// Asked for but no longer (or never) in the history.
+    pub unknown: u64,
+    /// Asked for in time but beyond the repair budget.
+    pub over_budget: u64,
+    /// Asked for again within the guard time of their last repair.
+    pub duplicate: u64,
+    /// NACKs longer than `max_per_nack` (their rest ignored).
+    pub truncated_nacks: u64,
+    /// NACKs about another SSRC than this stream's (ignored).
+    pub foreign_nacks: u64,
+}
+
+/// A stream's retransmission sender; see the module's documentation.
+#[derive(Debug)]
+pub struct Repairer {
+    cfg: RepairConfig,
+    media_ssrc: u32,
+    history: SendHistory,
+    next_sequence: u16,
+    rate_bps: u64,
+    /// Repair bytes the budget holds now, and when it was last filled.
+    tokens: f64,
+    filled: Option<Timestamp>,
+    counters: RepairCounters,
+    scratch: Vec<u8>,
+}
+
+impl Repairer {
+    /// The repairer of the stream `media_ssrc` sending at `rate_bps`, keeping `history`.
+    pub fn new(
+        cfg: RepairConfig,
+        media_ssrc: u32,
+        history: SendHistory,
+        rate_bps: u64,
+        max_packet: usize,
+    ) -> Repairer {
+        Repairer {
+            next_sequence: cfg.initial_sequence,
+            tokens: cfg.burst_bytes as f64,
+            cfg,
+            media_ssrc,
+            history,
+            rate_bps,
+            filled: None,
+            counters: RepairCounters::default(),
+            scratch: vec![0; max_packet + metronome_wire::rtx::OSN_LEN],
+        }
+    }
+
+    /// What it did so far.
+    pub fn counters(&self) -> RepairCounters {
+        self.counters
+    }
+
+    /// The stream's rate now, bit/s (its admitted rate, or its congestion controller's target
+    /// if lower): the budget is a share of it.
+    pub fn set_rate(&mut self, rate_bps: u64) {
+        self.rate_bps = rate_bps;
+    }
+
+    /// Keeps a packet the stream sent, for `deadline` (its frame's play-out deadline).
+    pub fn sent(&mut self, sequence: u16, packet: &[u8], deadline: Timestamp) {
+        self.history.keep(sequence, packet, deadline);
+    }
+
+    fn fill(&mut self, now: Timestamp) {
+        let since = self
+            .filled
+            .map_or(Duration::ZERO, |t| now.saturating_since(t));
+        let per_s = self.rate_bps as f64 * self.cfg.budget_share.clamp(0.0, 1.0) / 8.0;
+        self.tokens = (self.tokens + per_s * since.as_secs_f64()).min(self.cfg.burst_bytes as f64);
+        self.filled = Some(now);
+    }
+
+    /// Answers a NACK from a receiver about `media_ssrc` asking for `sequences`, at `now`. A
+    /// repair takes `path` to reach the receiver (the pacer's queue and half the round trip):
+    /// it is sent only if `now + path` is before the packet's deadline. Each retransmission is
+    /// handed to `emit`, to be paced with the stream.
+    pub fn on_nack(
+        &mut self,
+        media_ssrc: u32,
+        sequences: impl IntoIterator<Item = u16>,
+        now: Timestamp,
+        path: Duration,
+        emit: &mut dyn FnMut(&[u8]),
+    ) {
+        if media_ssrc != self.media_ssrc {
+            self.counters.foreign_nacks += 1;
+            return;
+        }
+        self.fill(now);
+        let mut sequences = sequences.into_iter();
+        for seq in sequences.by_ref().take(self.cfg.max_per_nack) {
+            self.counters.asked += 1;
+            self.answer(seq, now, path, emit);
+        }
+        if sequences.next().is_some() {
+            self.counters.truncated_nacks += 1;
+        }
+    }
+
+    fn answer(&mut self, seq: u16, now: Timestamp, path: Duration, emit: &mut dyn FnMut(&[u8])) {
+        let Some(kept) = self.history.get(seq) else {
+            self.counters.unknown += 1;
+            return;
+        };
+        if now + path > kept.deadline {
+            self.counters.too_late += 1;
+            return;
+        }
+        if kept
+            .repaired
+            .is_some_and(|t| now.saturating_since(t) < self.cfg.repeat_guard)
+        {
+            self.counters.duplicate += 1;
+            return;
+        }
+        let n = match wrap(
+            kept.packet,
+            self.cfg.rtx,
+            self.next_sequence,
+            &mut self.scratch,
+        ) {
+            Ok(n) => n,
+            Err(_) => {
+                // Kept packets are ones this stream wrote; one that does not parse is unknown.
+                self.counters.unknown += 1;
+                return;
+            }
+        };
+        if self.tokens < n as f64 {
+            self.counters.over_budget += 1;
+            return;
+        }
+        self.tokens -= n as f64;
+        self.next_sequence = self.next_sequence.wrapping_add(1);
+        self.history.mark_repaired(seq, now);
+        self.counters.sent += 1;
+        emit(&self.scratch[..n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_wire::rtp::{write_packet, RtpHeader, RtpView, SendTimeExt};
+
+    const SSRC: u32 = 0xABCD;
+    const RTX: StreamIds = StreamIds {
+        ssrc: 0x1234,
+        payload_type: 97,
+    };
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::ZERO + Duration::from_millis(ms)
+    }
+
+    /// A repairer that sent packets 0..10 at 1 Mbit/s, each due at 1 s.
+    fn repairer(share: f64) -> Repairer {
+        let mut r = Repairer::new(
+            RepairConfig::new(RTX, 500, share),
+            SSRC,
+            SendHistory::new(64, 1500),
+            1_000_000,
+            1500,
+        );
+        let mut buf = [0u8; 1500];
+        for seq in 0..10u16 {
+            let hdr = RtpHeader {
+                payload_type: 33,
+                sequence: seq,
+                timestamp: 0,
+                ssrc: SSRC,
+                marker: false,
+            };
+            let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &[seq as u8; 1000]).unwrap();
+            r.sent(seq, &buf[..n], at(1000));
+        }
+        r
+    }
+
+    fn answer(r: &mut Repairer, seqs: &[u16], now: Timestamp, path_ms: u64) -> Vec<(u16, u16)> {
+        let mut out = Vec::new();
+        let mut emit = |p: &[u8]| {
+            let v = RtpView::parse(p).unwrap();
+            assert_eq!((v.ssrc(), v.payload_type()), (RTX.ssrc, RTX.payload_type));
+            let osn = u16::from_be_bytes([v.payload()[0], v.payload()[1]]);
+            out.push((v.sequence(), osn));
+        };
+        r.on_nack(
+            SSRC,
+            seqs.iter().copied(),
+            now,
+            Duration::from_millis(path_ms),
+            &mut emit,
+        );
+        out
+    }
+
+    #[test]
+    fn it_repairs_what_can_make_its_deadline_and_nothing_else() {
+        let mut r = repairer(1.0);
+        // 3 and 4 can arrive by 1 s (at 10 + 20 ms); 77 was never sent.
+        assert_eq!(
+            answer(&mut r, &[3, 4, 77], at(10), 20),
+            vec![(500, 3), (501, 4)]
+        );
+        // At 990 ms a 20 ms path arrives after the deadline.
+        assert_eq!(answer(&mut r, &[5], at(990), 20), vec![]);
+        let c = r.counters();
+        assert_eq!((c.asked, c.sent, c.unknown, c.too_late), (4, 2, 1, 1));
+    }
+
+    #[test]
+    fn many_receivers_asking_for_one_packet_cause_one_repair() {
+        let mut r = repairer(1.0);
+        let mut sent = 0;
+        for receiver in 0..45u64 {
+            sent += answer(&mut r, &[6], at(10 + receiver / 10), 5).len();
+        }
+        assert_eq!((sent, r.counters().duplicate), (1, 44));
+        // Past the guard time, a receiver still missing it gets it again.
+        assert_eq!(answer(&mut r, &[6], at(70), 5).len(), 1);
+    }
+
+    #[test]
+    fn repairs_stay_within_the_budget() {
+        // A full bucket (64 × 1500 bytes) pays for all ten at once.
+        let mut r = repairer(0.05);
+        assert_eq!(
+            answer(&mut r, &(0..10).collect::<Vec<_>>(), at(0), 1).len(),
+            10
+        );
+        // A 2 100-byte bucket pays for two repairs of 1 014 bytes (12 + 2 + 1 000), 72 left.
+        let mut r = repairer(0.05);
+        r.cfg.burst_bytes = 2_100;
+        r.tokens = 2_100.0;
+        assert_eq!(answer(&mut r, &[0, 1, 2, 3], at(0), 1).len(), 2);
+        assert_eq!(r.counters().over_budget, 2);
+        // 5 % of 1 Mbit/s is 6 250 bytes/s: 40 ms later 322 bytes, not a repair's worth;
+        // 200 ms after the start 1 322, one repair.
+        assert_eq!(answer(&mut r, &[2], at(40), 1).len(), 0);
+        assert_eq!(answer(&mut r, &[2, 3], at(200), 1).len(), 1);
+        assert_eq!(r.counters().over_budget, 4);
+    }
+
+    #[test]
+    fn a_hostile_nack_is_bounded_and_a_foreign_one_ignored() {
+        let mut r = repairer(1.0);
+        let storm = (0..=u16::MAX).cycle().take(1_000_000);
+        let sent = answer(&mut r, &storm.collect::<Vec<_>>(), at(1), 1).len();
+        let c = r.counters();
+        assert_eq!((c.asked, c.truncated_nacks), (64, 1));
+        assert_eq!(sent, 10);
+        let mut emit = |_: &[u8]| panic!("nothing is sent for another SSRC");
+        r.on_nack(SSRC + 1, [1, 2, 3], at(2), Duration::ZERO, &mut emit);
+        assert_eq!(r.counters().foreign_nacks, 1);
+    }
+}
