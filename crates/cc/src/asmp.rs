@@ -32,14 +32,19 @@ pub struct AsmpConfig {
     pub segment_bytes: u32,
     /// Where the rate starts (no slow start).
     pub initial_rate: Bitrate,
+    /// The sending rate never goes below this (16 kbit/s by default), whatever receivers ask.
     pub min_rate: Bitrate,
+    /// The sending rate never goes above this; [`RateController::set_rate`] replaces it.
     pub max_rate: Bitrate,
     /// Weight of a new fraction-lost figure in a receiver's smoothed loss rate.
     pub loss_weight: f64,
-    /// The smoothness factor's range, its start, and its step per report.
+    /// Lowest smoothness factor (a report without indicators lowers `sf` towards it).
     pub sf_min: f64,
+    /// Highest smoothness factor (1: a decrease goes all the way to the TCP-friendly rate).
     pub sf_max: f64,
+    /// Smoothness factor of a receiver before its first report.
     pub sf_initial: f64,
+    /// How much one congestion indicator raises `sf`, and a quiet report lowers it.
     pub sf_step: f64,
     /// The delay indicator: a receiver's RTT sample above this multiple of its smoothed RTT.
     pub delay_factor: f64,
@@ -57,6 +62,10 @@ pub struct AsmpConfig {
 }
 
 impl AsmpConfig {
+    /// The constants for packets of `segment_bytes` on the wire, starting at `initial_rate`
+    /// and capped at `max_rate`; the rest take the defaults assumed in the module's table
+    /// (loss weight 0.25, `sf` 0.1..=1.0 from 0.5 in steps of 0.2, receiver timeout 15 s,
+    /// initial RTT 500 ms, at most 100 000 receivers).
     pub fn new(segment_bytes: u32, initial_rate: Bitrate, max_rate: Bitrate) -> Self {
         AsmpConfig {
             segment_bytes,
@@ -93,8 +102,11 @@ struct Receiver {
 /// Which congestion indicators the last report showed (for traces and tests).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Indicators {
+    /// The report's fraction lost was above zero.
     pub loss: bool,
+    /// Its RTT sample was above `delay_factor` × the receiver's smoothed RTT (a queue growing).
     pub delay: bool,
+    /// Its jitter was above `jitter_factor` × the receiver's smoothed jitter.
     pub jitter: bool,
 }
 
@@ -109,6 +121,7 @@ pub struct AsmpSender {
 }
 
 impl AsmpSender {
+    /// A sender at `cfg.initial_rate` that has heard from no receiver yet.
     pub fn new(cfg: AsmpConfig) -> Self {
         AsmpSender {
             x: cfg.initial_rate.as_bps() as f64 / 8.0,
@@ -131,10 +144,12 @@ impl AsmpSender {
             .clamp(self.cfg.sf_min, self.cfg.sf_max)
     }
 
+    /// The congestion indicators of the last report received (any receiver).
     pub fn indicators(&self) -> Indicators {
         self.last_indicators
     }
 
+    /// The current sending rate in bytes per second (the target rate is this × 8 bit/s).
     pub fn rate_bytes_per_s(&self) -> f64 {
         self.x
     }

@@ -10,6 +10,7 @@ pub struct FixedRate {
 }
 
 impl FixedRate {
+    /// A controller whose target is `rate` until [`RateController::set_rate`] gives another.
     pub fn new(rate: Bitrate) -> Self {
         FixedRate { rate }
     }

@@ -39,6 +39,7 @@ pub struct ControllerParams {
 }
 
 impl ControllerKind {
+    /// Every controller, in the order help texts and the lab list them.
     pub const ALL: [ControllerKind; 5] = [
         ControllerKind::Fixed,
         ControllerKind::Tfrc,
@@ -58,6 +59,8 @@ impl ControllerKind {
         }
     }
 
+    /// The controller called `name` (as [`ControllerKind::name`] spells it, lower case), or
+    /// `None` for a name no controller has.
     pub fn from_name(name: &str) -> Option<ControllerKind> {
         Self::ALL.into_iter().find(|k| k.name() == name)
     }

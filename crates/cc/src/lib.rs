@@ -45,10 +45,15 @@ pub use vbr::{VbrConfig, VbrController, VbrDecision};
 pub struct Feedback {
     /// The reporting receiver's SSRC.
     pub receiver: u32,
+    /// The address the report came from (where the sender session received it).
     pub from: SocketAddr,
     /// Fraction of packets lost since its previous report, 0..=1.
     pub fraction_lost: f64,
+    /// Packets lost since the receiver began, as the report block counts it: expected minus
+    /// received, so it can be negative when duplicates arrive (RFC 3550 §6.4.1).
     pub cumulative_lost: i64,
+    /// The highest RTP sequence number received, extended with the count of sequence number
+    /// cycles in the high 16 bits (RFC 3550 §6.4.1).
     pub extended_highest_seq: u32,
     /// Interarrival jitter (RFC 3550 A.8).
     pub jitter: Duration,
@@ -128,6 +133,8 @@ pub trait RateController: Send {
     fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
         None
     }
+    /// The time asked for in [`RateController::poll_timeout`] has come (`now`): run the timer
+    /// that was due (a feedback round, a no-feedback slow-down). Does nothing by default.
     fn handle_timeout(&mut self, _now: Timestamp) {}
     /// Something to tell the receivers, if it is due at `now` (its time is in
     /// [`RateController::poll_timeout`]).

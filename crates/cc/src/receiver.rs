@@ -17,7 +17,9 @@ pub enum AgentKind {
     /// Receiver reports only (fixed rate, ASMP).
     #[default]
     None,
+    /// TFRC's receiver (RFC 5348 §6): loss event rate and receive rate, once per RTT.
     Tfrc,
+    /// TFMCC's receiver (RFC 4654 §3): its own calculated rate, sent under feedback suppression.
     Tfmcc,
     /// Every packet's arrival (RFC 8888's feedback), for GCC.
     Gcc,
@@ -29,15 +31,22 @@ pub const GCC_FEEDBACK_INTERVAL: Duration = Duration::from_millis(50);
 /// What a receiver reports.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AgentReport {
+    /// A TFRC receiver's feedback (RFC 5348 §6.2).
     Tfrc(ReceiverReport),
+    /// A TFMCC receiver's feedback (RFC 4654 §2.2.2).
     Tfmcc(tfmcc::ReceiverFeedback),
+    /// The arrival times of a run of packets, for GCC (RFC 8888's content).
     Arrivals(ArrivalReport),
 }
 
+/// A running receiving end of one of the controllers that need one (see [`AgentKind`]).
 #[derive(Clone, Debug)]
 pub enum Agent {
+    /// TFRC's receiver.
     Tfrc(Box<TfrcReceiver>),
+    /// TFMCC's receiver.
     Tfmcc(Box<TfmccReceiver>),
+    /// GCC's receiving end: the arrival recorder.
     Arrivals(Box<ArrivalRecorder>),
 }
 
@@ -78,6 +87,8 @@ impl Agent {
         }
     }
 
+    /// When the receiver wants [`Agent::poll_report`] called next (a report or a feedback
+    /// timer), if it waits for anything.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         match self {
             Agent::Tfrc(r) => r.poll_timeout(),

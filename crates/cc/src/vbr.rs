@@ -34,11 +34,13 @@ pub struct VbrConfig {
     /// The quantizer of the reference encoding whose GOP sizes predict the others (Evalvid-RA
     /// reads the finest: 2).
     pub reference_q: u32,
-    /// The ladder's finest and coarsest quantizer.
+    /// The ladder's finest quantizer (the largest encoding); no decision goes below it.
     pub min_q: u32,
+    /// The ladder's coarsest quantizer (the smallest encoding); no decision goes above it.
     pub max_q: u32,
-    /// Frames per GOP and per second.
+    /// Frames per GOP (at least 1 is used).
     pub gop_frames: u32,
+    /// Frames per second; with `gop_frames` it sets a GOP's duration.
     pub fps: f64,
     /// `r_open`'s factor (Evalvid-RA: 1.25 under TFRC, 1 otherwise).
     pub open_loop_factor: f64,
@@ -81,16 +83,19 @@ pub struct VbrController {
 /// What the controller decided at a GOP boundary, for traces.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VbrDecision {
+    /// The quantizer the next GOP goes at, within `min_q..=max_q`.
     pub quantizer: u32,
     /// The target, bytes per GOP.
     pub target_bytes: f64,
-    /// The next GOP at the reference quantizer, bytes (`r_open`).
+    /// The next GOP at the reference quantizer, bytes (`r_open`, after `open_loop_factor`).
     pub open_bytes: f64,
     /// The bucket's fill as a fraction of its size.
     pub fill: f64,
 }
 
 impl VbrController {
+    /// A controller before its first GOP: quantizer `2 × reference_q` within the ladder, the
+    /// configured `max_bps` (if finite) counted as the first rate report, the bucket half full.
     pub fn new(cfg: VbrConfig) -> Self {
         let q = (2 * cfg.reference_q).clamp(cfg.min_q, cfg.max_q);
         // As Evalvid-RA's `init()`: the stream's rate counts as the first report, and the

@@ -90,13 +90,22 @@ pub enum JitterModel {
     /// inverse normal CDF from the packet's variate), clamped at zero. With `reorder`, a packet
     /// may overtake the ones before it, as netem's time-sorted queue lets it without a rate;
     /// without, it waits for them, as netem does once a rate is set.
-    Normal { reorder: bool },
+    Normal {
+        /// Whether a packet may overtake the ones sent before it (else it waits for them).
+        reorder: bool,
+    },
     /// netem's `distribution pareto`: `D + J·z`, `z` the Pareto table's quantile (shape 3,
     /// centred on its mean; from −2/3, heavy tail capped at 4), clamped at zero.
-    Pareto { reorder: bool },
+    Pareto {
+        /// Whether a packet may overtake the ones sent before it (else it waits for them).
+        reorder: bool,
+    },
     /// netem's `distribution paretonormal`: `z` = ¼ normal + ¾ Pareto, quantile by quantile,
     /// as iproute2 builds the table.
-    ParetoNormal { reorder: bool },
+    ParetoNormal {
+        /// Whether a packet may overtake the ones sent before it (else it waits for them).
+        reorder: bool,
+    },
 }
 
 impl JitterModel {
@@ -197,12 +206,25 @@ pub const MIN_BURST_BYTES: usize = 1500;
 /// with [`LinkConfig::validate`] before running them.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ConfigError {
+    /// `rate_bps` is `Some(0)`: nothing would ever leave. Use `None` for an unlimited link.
     #[error("link rate is 0 bit/s: no packet would ever leave; use a positive rate, or none for an infinite one")]
     ZeroRate,
+    /// `burst_bytes` is below [`MIN_BURST_BYTES`], so full-size packets would be dropped.
     #[error("a token bucket of {bytes} bytes never holds a {MIN_BURST_BYTES}-byte packet's tokens: such packets would never leave; make burst at least {MIN_BURST_BYTES} bytes (tc-tbf wants at least the MTU)")]
-    BurstBelowPacket { bytes: usize },
+    BurstBelowPacket {
+        /// The bucket size configured, bytes.
+        bytes: usize,
+    },
+    /// A probability field is outside `[0, 1]` (or NaN).
     #[error("link {field} = {value} is not a probability; use a value in [0, 1]")]
-    NotAProbability { field: &'static str, value: f64 },
+    NotAProbability {
+        /// The field's name as a scenario writes it (`reorder`, `duplicate`, `loss`,
+        /// `loss.p_good_to_bad`, ...).
+        field: &'static str,
+        /// The value found.
+        value: f64,
+    },
+    /// Both `rate_bps` and `delivery` are set; the trace alone gives the capacity.
     #[error("a link has a rate and a delivery trace; the trace is its capacity: drop the rate")]
     RateAndTrace,
 }

@@ -30,6 +30,7 @@ pub struct DeliveryTrace {
 pub struct TraceError {
     /// 1-based; 0 for the trace as a whole.
     pub line: usize,
+    /// What is wrong and what the trace should hold instead.
     pub message: String,
 }
 

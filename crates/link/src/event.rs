@@ -23,6 +23,7 @@ impl<E> Default for EventQueue<E> {
 }
 
 impl<E> EventQueue<E> {
+    /// An empty queue; its heap grows as events are pushed.
     pub fn new() -> Self {
         EventQueue {
             heap: BinaryHeap::new(),
@@ -30,6 +31,7 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// An empty queue with room for `capacity` events before it reallocates.
     pub fn with_capacity(capacity: usize) -> Self {
         EventQueue {
             heap: BinaryHeap::with_capacity(capacity),
@@ -69,10 +71,12 @@ impl<E> EventQueue<E> {
         }
     }
 
+    /// Number of events pending, due or not.
     pub fn len(&self) -> usize {
         self.heap.len()
     }
 
+    /// Whether no event is pending.
     pub fn is_empty(&self) -> bool {
         self.heap.is_empty()
     }

@@ -62,11 +62,16 @@ pub enum SendOutcome {
 pub struct LinkStats {
     /// Packets handed to `send`.
     pub sent: u64,
+    /// Bytes of the packets handed to `send` (the sizes given, whatever became of them).
     pub bytes_sent: u64,
     /// Packets handed out by `poll_deliver`, duplicates included.
     pub delivered: u64,
+    /// Bytes of the packets counted in `delivered`.
     pub bytes_delivered: u64,
+    /// Packets the loss model discarded ([`SendOutcome::Lost`]).
     pub lost: u64,
+    /// Packets refused with [`SendOutcome::DroppedQueueFull`]: by `netem_limit`, a byte or
+    /// packet queue limit, or a token bucket smaller than the packet.
     pub dropped_queue: u64,
     /// Extra copies made.
     pub duplicated: u64,
@@ -154,6 +159,7 @@ impl<T> Link<T> {
         self.set_config(cfg);
     }
 
+    /// The configuration in force now (the latest scheduled step or [`Link::set_config`]).
     pub fn config(&self) -> &LinkConfig {
         &self.cfg
     }
@@ -196,6 +202,7 @@ impl<T> Link<T> {
         self.in_flight.len()
     }
 
+    /// The counters since the link was made.
     pub fn stats(&self) -> &LinkStats {
         &self.stats
     }

@@ -19,6 +19,7 @@ impl LossProcess {
         LossProcess { model, bad: false }
     }
 
+    /// The configuration this process follows.
     pub fn model(&self) -> LossModel {
         self.model
     }

@@ -27,8 +27,12 @@ pub struct IntervalFigures {
 #[derive(Clone, Debug)]
 pub struct Meter {
     interval: Duration,
+    /// Unique packets counted (duplicates and out-of-range numbers excluded).
     pub packets: u64,
+    /// Bytes counted: each packet's on-the-wire size as given to [`Meter::record`] or
+    /// [`Meter::account`], plus the application bytes of [`Meter::account_bytes`].
     pub bytes: u64,
+    /// Packets whose number had already been seen (not counted again).
     pub duplicates: u64,
     /// Packets that arrived after one with a higher number.
     pub reordered: u64,
@@ -39,13 +43,21 @@ pub struct Meter {
     jitter: f64,
     last_transit: Option<i64>,
     delay_sum_ns: u128,
+    /// Smallest one-way delay (arrival − send time), ns; `u64::MAX` until a packet is
+    /// counted. Negative delays (clocks apart) count as 0.
     pub min_delay_ns: u64,
+    /// Largest one-way delay, ns (0 until a packet is counted).
     pub max_delay_ns: u64,
     /// Delay and inter-arrival histograms (only when asked for: each is ~200 KB).
     pub delay: Option<Distribution>,
+    /// Histogram of the time between consecutive counted arrivals, ns (with histograms on).
     pub interarrival: Option<Distribution>,
     last_arrival: Option<Timestamp>,
+    /// When the first packet or byte was counted; `None` before.
     pub first_arrival: Option<Timestamp>,
+    /// One entry per interval from time zero to the latest arrival, empty intervals
+    /// included; empty when the interval is zero. The last one's mean delay is set by
+    /// [`Meter::finish`].
     pub intervals: Vec<IntervalFigures>,
     interval_delay_sum: u128,
 }
@@ -186,10 +198,13 @@ impl Meter {
         self.close_interval();
     }
 
+    /// Interarrival jitter as RFC 3550 §6.4.1 / A.8 computes it (smoothed by 1/16, on the
+    /// transit times), in ns, truncated.
     pub fn jitter_ns(&self) -> u64 {
         self.jitter as u64
     }
 
+    /// Mean one-way delay of the packets counted, ns (0 without packets).
     pub fn mean_delay_ns(&self) -> u64 {
         if self.packets == 0 {
             0

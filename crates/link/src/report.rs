@@ -13,6 +13,7 @@ use std::time::Duration;
 /// header included).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FlowReport {
+    /// The flow's name in the scenario.
     pub name: String,
     /// `udp`, `rtp` or `tcp`.
     pub kind: String,
@@ -20,13 +21,17 @@ pub struct FlowReport {
     pub src: String,
     /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
     pub target_bps: u64,
+    /// When the sender started, ns from the start of the run.
     #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
     pub start_ns: u64,
     /// How long the sender was active.
     #[serde(rename = "duration_us", with = "metronome_time::units::ns_as_us")]
     pub duration_ns: u64,
+    /// Packets the sender sent.
     pub sent_packets: u64,
+    /// Bytes the sender sent, on the wire.
     pub sent_bytes: u64,
+    /// One report per receiving node, in the scenario's order.
     pub receivers: Vec<ReceiverReport>,
     /// What the flow's rate controller did (RTP flows).
     #[serde(default)]
@@ -73,30 +78,38 @@ impl RateControl {
 /// What one receiving endpoint measured.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ReceiverReport {
+    /// The receiving node's name.
     pub node: String,
     /// Unique packets received.
     pub packets: u64,
+    /// Bytes received (unique packets, on the wire; for TCP the bytes the application read).
     pub bytes: u64,
     /// Packets sent and not received (unique), at the end of the run.
     pub lost: u64,
     /// `lost / sent`, in percent.
     pub loss_percent: f64,
+    /// Extra copies of packets already received, not counted in `packets`.
     pub duplicates: u64,
+    /// Packets that arrived after one with a higher number.
     pub reordered: u64,
     /// Bits received per second of the sender's active time.
     pub throughput_bps: f64,
     /// RFC 3550 jitter of the transit time at the end, ns.
     #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
     pub jitter_ns: u64,
+    /// Mean one-way delay (arrival − send time), ns; 0 without packets.
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     pub mean_delay_ns: u64,
+    /// Smallest one-way delay, ns; 0 without packets.
     #[serde(rename = "min_delay_us", with = "metronome_time::units::ns_as_us")]
     pub min_delay_ns: u64,
+    /// Largest one-way delay, ns; 0 without packets.
     #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
     pub max_delay_ns: u64,
     /// One-way delay quantiles (only with histograms: 0 otherwise).
     #[serde(rename = "p50_delay_us", with = "metronome_time::units::ns_as_us")]
     pub p50_delay_ns: u64,
+    /// 99th percentile of the one-way delay, ns (0 without histograms).
     #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
     pub p99_delay_ns: u64,
     /// Inter-arrival quantiles (only with histograms: 0 otherwise).
@@ -105,6 +118,7 @@ pub struct ReceiverReport {
         with = "metronome_time::units::ns_as_us"
     )]
     pub p50_interarrival_ns: u64,
+    /// 99th percentile of the time between arrivals, ns (0 without histograms).
     #[serde(
         rename = "p99_interarrival_us",
         with = "metronome_time::units::ns_as_us"
@@ -125,6 +139,7 @@ pub struct ReceiverReport {
         with = "metronome_time::units::ns_as_us"
     )]
     pub interarrival_quantiles_ns: Vec<u64>,
+    /// Packets, bytes, delay and jitter per interval of the run (empty if not binned).
     pub intervals: Vec<IntervalFigures>,
     /// What a viewer saw, frame by frame, where the flow carries video whose frames are known.
     #[serde(default)]
@@ -138,12 +153,18 @@ pub struct ReceiverReport {
 pub struct FrameFigures {
     /// Frames the sender sent.
     pub frames: u64,
+    /// Frames with at least one packet lost.
     pub lost: u64,
+    /// `lost / frames`, in percent.
     pub lost_percent: f64,
+    /// Mean frame delay (first packet due to last packet arrived) of the frames shown, ns;
+    /// 0 if none was.
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
     pub mean_delay_ns: u64,
+    /// 99th percentile of the delay of the frames shown, ns.
     #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
     pub p99_delay_ns: u64,
+    /// Largest delay of a frame shown, ns.
     #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
     pub max_delay_ns: u64,
     /// The largest cumulative jitter over the frames that arrived (seed 002's Eq. 4: the
@@ -157,6 +178,7 @@ pub struct FrameFigures {
     /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
     #[serde(default)]
     pub lost_i: u64,
+    /// P-frames lost (see `lost_i`).
     #[serde(default)]
     pub lost_p: u64,
     /// Frames that arrived after their play-out deadline (0 without one).
@@ -187,6 +209,7 @@ pub struct PictureFigures {
     /// the windows, percent.
     #[serde(default)]
     pub miv_mean_percent: f64,
+    /// The largest window's MIV share, percent (see `miv_mean_percent`).
     #[serde(default)]
     pub miv_max_percent: f64,
     /// Frames that reached the decoder and gave no picture.

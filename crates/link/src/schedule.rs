@@ -32,18 +32,38 @@ pub struct LinkSchedule {
 /// A schedule that makes no sense.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum ScheduleError {
+    /// No step was given.
     #[error("a link schedule needs at least one step, the first at 0 s")]
     Empty,
+    /// The first step's offset (carried) is not zero, leaving the start unconfigured.
     #[error("the first step of a link schedule must be at 0 s (it is at {0:?})")]
     FirstNotAtZero(Duration),
+    /// A step's offset (first) is not after the previous one's (second); equal offsets
+    /// count as out of order.
     #[error("link schedule steps must be in increasing time order ({0:?} comes after {1:?})")]
     OutOfOrder(Duration, Duration),
+    /// A repeating schedule's period does not exceed its last step's offset, so that step
+    /// would never be in force.
     #[error("the period ({period:?}) must be longer than the last step's offset ({last:?})")]
-    PeriodTooShort { period: Duration, last: Duration },
+    PeriodTooShort {
+        /// The period given.
+        period: Duration,
+        /// Offset of the last step.
+        last: Duration,
+    },
+    /// A step's configuration fails [`LinkConfig::validate`] (a rate of 0 is allowed: it
+    /// is an outage).
     #[error("step at {at:?}: {error}")]
-    Step { at: Duration, error: ConfigError },
+    Step {
+        /// Offset of the bad step.
+        at: Duration,
+        /// What is wrong with its configuration.
+        error: ConfigError,
+    },
+    /// Some step has a token bucket (`burst_bytes`) and the steps' rates differ.
     #[error("a token bucket (burst) cannot change its rate over time; use a plain rate, or keep tbf's rate fixed")]
     BucketRateChanges,
+    /// A step has a delivery trace; a trace link cannot be scheduled.
     #[error("a delivery trace is a rate of its own; it cannot change in a schedule")]
     TraceInSchedule,
 }

@@ -24,7 +24,9 @@ pub struct LinkId(pub u32);
 /// How one direction of a link is built: a fixed configuration, or a schedule.
 #[derive(Clone, Debug)]
 pub enum LinkPlan {
+    /// The same configuration for the whole run.
     Fixed(LinkConfig),
+    /// A configuration that changes at set times; the link applies it itself.
     Scheduled(LinkSchedule),
 }
 
@@ -48,7 +50,11 @@ struct DirectedLink {
 /// a packet of the group is copied onto (in link order).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct McastTree {
+    /// Indexed by [`NodeId`]: whether a member of the group listens at that node (a
+    /// packet arriving there is delivered as well as copied on).
     pub member: Vec<bool>,
+    /// Indexed by [`NodeId`]: the tree's links leaving that node, sorted by [`LinkId`];
+    /// empty off the tree and at leaves.
     pub out: Vec<Vec<LinkId>>,
 }
 
@@ -77,6 +83,8 @@ impl Topology {
         self.seed
     }
 
+    /// Adds a node named `name` and returns its id, the next index from 0. Names are not
+    /// checked for uniqueness ([`Topology::node_by_name`] finds the first).
     pub fn add_node(&mut self, name: impl Into<String>) -> NodeId {
         self.names.push(name.into());
         self.out.push(Vec::new());
@@ -91,14 +99,17 @@ impl Topology {
         id
     }
 
+    /// Number of nodes; ids run from 0 to this minus one.
     pub fn node_count(&self) -> usize {
         self.names.len()
     }
 
+    /// The name node `n` was added with. Panics for an id this topology did not give.
     pub fn node_name(&self, n: NodeId) -> &str {
         &self.names[n.0 as usize]
     }
 
+    /// The first node added with exactly this name (case-sensitive), if any.
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
         self.names
             .iter()
@@ -106,6 +117,7 @@ impl Topology {
             .map(|i| NodeId(i as u32))
     }
 
+    /// Number of directed links; ids run from 0 to this minus one.
     pub fn link_count(&self) -> usize {
         self.links.len()
     }
@@ -116,6 +128,7 @@ impl Topology {
         (dl.from, dl.to)
     }
 
+    /// How link `l` was configured: fixed or scheduled.
     pub fn link_plan(&self, l: LinkId) -> &LinkPlan {
         &self.links[l.0 as usize].plan
     }

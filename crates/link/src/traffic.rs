@@ -11,9 +11,13 @@ pub enum RatePattern {
     Constant(u64),
     /// `high` for `duty · period`, then `low` for the rest, repeating from the flow's start.
     Square {
+        /// Payload rate during the first part of each period, bit/s.
         high_bps: u64,
+        /// Payload rate for the rest of the period, bit/s (0: silent).
         low_bps: u64,
+        /// Length of one high-then-low cycle (a zero period acts as 1 ns).
         period: Duration,
+        /// Fraction of each period spent at `high_bps`, 0.0 to 1.0.
         duty: f64,
     },
 }
@@ -63,6 +67,8 @@ pub struct UdpSchedule {
 }
 
 impl UdpSchedule {
+    /// A schedule of datagrams carrying `payload_bytes` bytes of UDP payload each (IP and
+    /// UDP headers not counted in the rate), sent at `rate`.
     pub fn new(payload_bytes: u32, rate: RatePattern) -> Self {
         UdpSchedule {
             payload_bytes,
@@ -71,6 +77,7 @@ impl UdpSchedule {
         }
     }
 
+    /// The rate pattern the schedule follows.
     pub fn rate(&self) -> RatePattern {
         self.rate
     }

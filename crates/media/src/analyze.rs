@@ -14,20 +14,35 @@ use std::time::Duration;
 /// What the analyzer saw. Intervals are measured on the packet times given to it.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TsReport {
+    /// TS packets pushed, null and broken ones included.
     pub packets: u64,
+    /// Null packets (PID 0x1FFF): stuffing, otherwise ignored.
     pub null_packets: u64,
+    /// Packets that did not parse: no 0x47 sync byte, or an adaptation field that does not
+    /// fit.
     pub sync_errors: u64,
     /// Continuity counter jumps on non-null PIDs not excused by a discontinuity indicator.
     pub cc_errors: u64,
+    /// PAT sections that parsed and checked (one per PAT packet starting a section).
     pub pat_count: u64,
+    /// PMT sections that parsed and checked, on the PID the PAT names.
     pub pmt_count: u64,
     /// PSI sections whose CRC32 (or framing) did not check.
     pub psi_errors: u64,
+    /// The PMT's PID, from the latest PAT's first program (`None` before a PAT).
     pub pmt_pid: Option<u16>,
+    /// The PCR's PID, from the latest PMT (`None` before a PMT); its PES are the ones
+    /// followed for the PTS checks.
     pub pcr_pid: Option<u16>,
+    /// Longest time between consecutive good PATs (ISO/IEC 13818-1 and DVB want at most
+    /// 100 ms for the PAT and PMT); zero with fewer than two.
     pub max_pat_interval: Duration,
+    /// Longest time between consecutive good PMTs; zero with fewer than two.
     pub max_pmt_interval: Duration,
+    /// Packets on the PCR PID that carried a PCR.
     pub pcr_count: u64,
+    /// Longest time between consecutive PCRs (§2.7.2 wants at most 100 ms); zero with fewer
+    /// than two.
     pub max_pcr_interval: Duration,
     /// Largest |(PCR − first PCR) − (time − time of first PCR)| in nanoseconds.
     pub max_pcr_drift_ns: u64,
@@ -59,10 +74,13 @@ pub struct TsAnalyzer {
 }
 
 impl TsAnalyzer {
+    /// An analyzer that has seen nothing yet.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// What has been seen so far; the PES still being received is not in it yet (see
+    /// [`TsAnalyzer::finish`]).
     pub fn report(&self) -> &TsReport {
         &self.report
     }

@@ -23,6 +23,7 @@ use std::collections::VecDeque;
 pub enum VideoCodec {
     /// MPEG-4 Part 2 Visual (ISO/IEC 14496-2): Evalvid's and seed 002's codec.
     Mpeg4Part2,
+    /// H.264 / AVC (ITU-T H.264), any profile, as Annex B access units.
     H264,
 }
 
@@ -34,6 +35,7 @@ impl VideoCodec {
         }
     }
 
+    /// FFmpeg's name of the codec (`mpeg4`, `h264`), as messages and scenarios write it.
     pub fn name(self) -> &'static str {
         match self {
             VideoCodec::Mpeg4Part2 => "mpeg4",
@@ -65,7 +67,9 @@ pub fn libavcodec_version() -> String {
 /// Counters of what the decoder met.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DecodeStats {
+    /// Coded frames handed to the decoder (empty ones included).
     pub frames: u64,
+    /// Pictures that came out of it.
     pub pictures: u64,
     /// Frames the decoder refused (a concealed picture may still come for others).
     pub errors: u64,
@@ -126,6 +130,7 @@ impl VideoDecoder {
         })
     }
 
+    /// What the decoder has met so far.
     pub fn stats(&self) -> DecodeStats {
         self.stats
     }

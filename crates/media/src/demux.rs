@@ -33,10 +33,13 @@ pub struct AccessUnit {
 /// What the demuxer has counted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DemuxStats {
+    /// TS packets that parsed, on every PID.
     pub ts_packets: u64,
     /// Datagram bytes that were not whole TS packets, or packets without the sync byte.
     pub bad_packets: u64,
+    /// Access units handed out, damaged ones included.
     pub access_units: u64,
+    /// Of those, the ones marked [`AccessUnit::damaged`].
     pub damaged: u64,
     /// Video payload before the first PES start (joined mid-stream), dropped.
     pub orphan_packets: u64,
@@ -84,6 +87,7 @@ impl VideoDemux {
         self.stream_type
     }
 
+    /// What the demuxer has counted so far.
     pub fn stats(&self) -> DemuxStats {
         self.stats
     }

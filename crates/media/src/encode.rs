@@ -20,9 +20,13 @@ const QP2LAMBDA: i32 = 118;
 /// How a clip is encoded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EncoderConfig {
+    /// MPEG-4 Part 2 (FFmpeg's `mpeg4`) or H.264 (`libx264`).
     pub codec: VideoCodec,
+    /// Picture width, pixels: even, not 0.
     pub width: u32,
+    /// Picture height, pixels: even, not 0.
     pub height: u32,
+    /// Frames per second, at least 1 (the encoder's time base is `1/fps`).
     pub fps: u32,
     /// Frames per GOP (an I-frame every `gop` frames).
     pub gop: u32,
@@ -78,7 +82,10 @@ impl EncoderConfig {
 pub struct CodedFrame {
     /// Its display number (its picture's index in the clip).
     pub frame: u32,
+    /// I, P or B, read from its bitstream ([`frame_type`]).
     pub kind: FrameType,
+    /// The coded bitstream of the frame, headers in band (MPEG-4 elementary stream, or
+    /// H.264 Annex B).
     pub data: Vec<u8>,
 }
 
@@ -93,6 +100,9 @@ pub struct FixedQuantizer {
 }
 
 impl FixedQuantizer {
+    /// Opens FFmpeg's encoder for `cfg`, single-threaded so that the output is the same on
+    /// every run. [`MediaError::Config`] for settings out of range, [`MediaError::Codec`] when
+    /// this FFmpeg lacks the encoder or will not open it.
     pub fn new(cfg: EncoderConfig) -> Result<Self, MediaError> {
         cfg.check()?;
         init()?;
@@ -155,6 +165,7 @@ impl FixedQuantizer {
         })
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &EncoderConfig {
         &self.cfg
     }

@@ -32,6 +32,8 @@ pub struct SentFrames {
     pub frame_due: Vec<Duration>,
     /// Each frame's access unit (Annex B for H.264).
     pub coded: Vec<Vec<u8>>,
+    /// Each frame's type: for H.264, I when it has an IDR slice, else P; other codecs'
+    /// frames are [`FrameType::Other`].
     pub kinds: Vec<FrameType>,
 }
 
@@ -140,6 +142,7 @@ impl FrameNoter {
 /// What a [`NotingSource`] noted, shared with whoever reads it after the run.
 #[derive(Debug, Default)]
 pub struct Noted {
+    /// The frames and packets noted so far (complete once [`Noted::finish`] has run).
     pub frames: SentFrames,
     noter: FrameNoter,
     ts_packets: u64,

@@ -16,7 +16,9 @@ use openh264::OpenH264API;
 /// Encoder settings.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct H264Config {
+    /// Picture width, pixels: even, not 0.
     pub width: u32,
+    /// Picture height, pixels: even, not 0.
     pub height: u32,
     /// Frames per second (integer rates only).
     pub fps: u32,
@@ -27,6 +29,8 @@ pub struct H264Config {
 }
 
 impl H264Config {
+    /// Settings for a `width`×`height` picture at `fps` frames per second and `bitrate`
+    /// bit/s, with an IDR picture every second. Checked by [`H264Encoder::new`], not here.
     pub fn new(width: u32, height: u32, fps: u32, bitrate: u32) -> H264Config {
         H264Config {
             width,
@@ -49,7 +53,9 @@ impl H264Config {
 /// One encoded picture: Annex-B bytes (start-code-prefixed NAL units), borrowed from the encoder.
 #[derive(Debug)]
 pub struct AccessUnit<'a> {
+    /// The Annex B bytes; valid until the encoder's next call.
     pub data: &'a [u8],
+    /// Whether openh264 coded it as an IDR picture (a point to start decoding from).
     pub idr: bool,
     /// The index of the frame this access unit encodes (0 for the first frame given to the encoder).
     pub index: u64,
@@ -73,6 +79,9 @@ impl std::fmt::Debug for H264Encoder {
 }
 
 impl H264Encoder {
+    /// An encoder for `config`: bitrate rate control, no frame skipping, one thread.
+    /// [`MediaError::Config`] for an odd or zero size, `fps` 0 or a bitrate under 10 kbit/s;
+    /// [`MediaError::Encoder`] if openh264 will not start.
     pub fn new(config: H264Config) -> Result<H264Encoder, MediaError> {
         if config.width == 0 || config.height == 0 || config.width % 2 + config.height % 2 != 0 {
             return Err(MediaError::Config(format!(
@@ -110,6 +119,7 @@ impl H264Encoder {
         })
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &H264Config {
         &self.config
     }

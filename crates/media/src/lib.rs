@@ -47,25 +47,43 @@ use std::time::Duration;
 /// Errors a person sees when a source cannot be opened or read.
 #[derive(Debug, thiserror::Error)]
 pub enum MediaError {
+    /// A media file could not be opened (missing, unreadable, or its size unknown).
     #[error("cannot open '{path}': {source}. Check the path and that the file is readable")]
     Open {
+        /// The file as the user named it.
         path: String,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
+    /// A file given as MPEG-TS cannot be used as one: it is empty, has no 0x47 sync byte
+    /// every 188 bytes (M2TS's 192-byte packets included), or has no PCR to time it by.
     #[error("'{path}' is not an MPEG-TS file: {why}. Give a .ts file (for example one written by `ffmpeg -f mpegts`)")]
-    NotTransportStream { path: String, why: String },
+    NotTransportStream {
+        /// The file as the user named it.
+        path: String,
+        /// What was found instead.
+        why: String,
+    },
+    /// Reading (or rewinding) an open media file failed; the Y4M writer reports its write
+    /// errors here too, with the path `Y4M output`.
     #[error("reading '{path}': {source}")]
     Read {
+        /// The file as the user named it.
         path: String,
+        /// What the operating system said.
         #[source]
         source: std::io::Error,
     },
+    /// openh264, the live test source's H.264 encoder, failed or could not be created; the
+    /// text says which frame.
     #[error("H.264 encoder: {0}")]
     Encoder(String),
     /// FFmpeg's libraries (decoding, the ladder's encoders).
     #[error("{0}")]
     Codec(String),
+    /// The source's settings are unusable (a size, rate or format out of range), or it was
+    /// asked for something it cannot do (a rate change on a file).
     #[error("invalid source settings: {0}")]
     Config(String),
 }

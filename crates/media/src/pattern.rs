@@ -37,19 +37,24 @@ impl Frame {
             data,
         })
     }
+    /// Width, pixels (even).
     pub fn width(&self) -> usize {
         self.width
     }
+    /// Height, pixels (even).
     pub fn height(&self) -> usize {
         self.height
     }
+    /// The luma plane: `width × height` bytes, row by row.
     pub fn y(&self) -> &[u8] {
         &self.data[..self.width * self.height]
     }
+    /// The Cb plane: `width/2 × height/2` bytes, row by row.
     pub fn u(&self) -> &[u8] {
         let (y, c) = (self.width * self.height, self.width * self.height / 4);
         &self.data[y..y + c]
     }
+    /// The Cr plane: `width/2 × height/2` bytes, row by row.
     pub fn v(&self) -> &[u8] {
         let (y, c) = (self.width * self.height, self.width * self.height / 4);
         &self.data[y + c..]
@@ -82,8 +87,12 @@ impl Frame {
 /// What kind of content a frame shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scene {
+    /// 75 % colour bars with a small moving frame counter: almost nothing changes, easy to
+    /// code.
     Static,
+    /// A scrolling diagonal gradient with bouncing coloured boxes: moderate motion.
     Moderate,
+    /// A fast-moving, high-detail noise-and-ripple texture: hard to code.
     HighMotion,
 }
 
@@ -106,7 +115,8 @@ impl Pictures for TestPattern {
     }
 }
 
-/// The pattern generator: frame size, frame rate and scene length. Rendering is deterministic.
+/// The pattern generator: frame rate and scene length (the frame size is the [`Frame`]'s it
+/// draws into). Rendering is deterministic.
 #[derive(Clone, Debug)]
 pub struct TestPattern {
     fps: u32,
@@ -155,6 +165,7 @@ impl TestPattern {
         })
     }
 
+    /// Frames per second (non-zero), which with the scene length sets a scene's frames.
     pub fn fps(&self) -> u32 {
         self.fps
     }

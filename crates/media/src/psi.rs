@@ -81,7 +81,10 @@ pub fn write_pmt(
 /// A checked long-form section found at the start of a TS payload (after the pointer field).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Section<'a> {
+    /// `table_id` (Table 2-31): 0x00 PAT, 0x02 PMT.
     pub table_id: u8,
+    /// The 16 bits after `section_length`: `transport_stream_id` in a PAT,
+    /// `program_number` in a PMT.
     pub id_ext: u16,
     /// The bytes between `last_section_number` and the CRC.
     pub body: &'a [u8],

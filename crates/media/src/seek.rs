@@ -12,6 +12,7 @@ pub struct Seeked {
 }
 
 impl Seeked {
+    /// `inner` from `from` on its timeline: packets due earlier are read and dropped.
     pub fn new(inner: Box<dyn TsSource>, from: Duration) -> Seeked {
         Seeked { inner, from }
     }

@@ -131,6 +131,8 @@ impl TestSource {
         })
     }
 
+    /// Its settings now: as made, with `mux_rate` and `video_bitrate` as the last rate switch
+    /// set them.
     pub fn config(&self) -> &TestSourceConfig {
         &self.cfg
     }
@@ -138,6 +140,7 @@ impl TestSource {
     pub fn mux_stats(&self) -> &MuxStats {
         self.mux.stats()
     }
+    /// Frames encoded so far (frames skipped to keep up not counted).
     pub fn frames_encoded(&self) -> u64 {
         self.next_frame - self.skipped_frames
     }

@@ -37,6 +37,8 @@ impl TsRtp {
         }
     }
 
+    /// The RFC 2250 packetizer the TS packets go through: its configuration, epoch and the
+    /// TS packets it holds.
     pub fn packetizer(&self) -> &Mp2tPacketizer {
         &self.packetizer
     }

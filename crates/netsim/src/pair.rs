@@ -22,10 +22,17 @@ use std::time::Duration;
 pub use crate::sim::flows::rtp::source::wall;
 pub use metronome_session::sender::{CbrTs, RtpSource, SourcePacket};
 
+/// Everything a [`run_pair`] run is made from: both sessions' configurations, both links,
+/// the seed, the sender's stalls and the stream's timing.
 pub struct PairConfig {
+    /// The sender session's configuration.
     pub session: SenderSessionConfig,
+    /// The receiver session's configuration.
     pub receiver: ReceiverConfig,
+    /// The link from sender to receiver: media and sender reports. Packets are sized as RTP
+    /// datagrams, with no IP/UDP overhead added.
     pub forward: LinkConfig,
+    /// The link from receiver to sender: receiver reports.
     pub back: LinkConfig,
     /// Seeds both links (the back link with `seed + 1`).
     pub seed: u64,
@@ -42,35 +49,56 @@ pub struct PairConfig {
 /// What happened, in order; one row per event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TraceRow {
+    /// The sender session sent an RTP packet.
     Sent {
+        /// When it left (virtual time).
         at: Timestamp,
+        /// The slot (the session's packet id) it was held in; slots are reused.
         id: u32,
+        /// When it was due by the schedule; `at − due` is its lateness.
         due: Timestamp,
     },
+    /// The sender session dropped a packet for being late (its late policy).
     Dropped {
+        /// When it was dropped (virtual time).
         at: Timestamp,
+        /// The slot (the session's packet id) it was held in.
         id: u32,
+        /// When it was due by the schedule.
         due: Timestamp,
     },
+    /// The forward link dropped a packet (RTP or RTCP). Drops on the back link are not traced.
     LinkLost {
+        /// When the link dropped it (virtual time).
         at: Timestamp,
+        /// True: its queue was full; false: its loss model picked the packet.
         queue_full: bool,
     },
+    /// An RTP packet reached the receiver and its session took it.
     Delivered {
+        /// When it arrived (virtual time).
         at: Timestamp,
+        /// Its sequence number as the receiver session extended it.
         ext_seq: u64,
+        /// Its RTP timestamp.
         rtp_ts: u32,
     },
+    /// The sender sent an RTCP sender report.
     SenderReport {
+        /// When it was sent (virtual time).
         at: Timestamp,
     },
+    /// The receiver sent an RTCP receiver report.
     ReceiverReport {
+        /// When it was sent (virtual time).
         at: Timestamp,
     },
 }
 
+/// The rows of a pair run, in time order (see [`Trace::to_csv`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Trace {
+    /// The rows, in the order the events happened.
     pub rows: Vec<TraceRow>,
 }
 
@@ -119,10 +147,15 @@ impl Trace {
 
 /// What a run leaves behind: both sessions, as they ended, and what the links did.
 pub struct PairOutcome {
+    /// The sender session as it ended (its statistics, its pacing and rate figures).
     pub sender: SenderSession,
+    /// The receiver session as it ended.
     pub receiver: ReceiverSession,
+    /// What the forward link carried, queued and dropped.
     pub forward: LinkStats,
+    /// What the back link carried, queued and dropped.
     pub back: LinkStats,
+    /// The sessions' decisions and the forward link's drops, in time order.
     pub trace: Trace,
 }
 

@@ -12,7 +12,10 @@ use std::io::BufRead;
 pub struct FrameQuality {
     /// From 0, in stream order.
     pub frame: u64,
+    /// PSNR per plane and over all planes, dB (FFmpeg's `psnr` filter's per-frame figures).
     pub psnr: FramePsnr,
+    /// SSIM per plane and over all planes, 0 to 1 (FFmpeg's `ssim` filter's per-frame
+    /// figures).
     pub ssim: FrameSsim,
     /// Evalvid's MOS of the frame's Y PSNR.
     pub mos: u8,
@@ -31,6 +34,7 @@ pub struct RunQuality {
     pub psnr_mean: RunPsnr,
     /// The mean of the frames' SSIMs (FFmpeg's `ssim` filter's summary).
     pub ssim: FrameSsim,
+    /// The mean of the frames' MOS (1 to 5; 0 when no frame was compared).
     pub mos_mean: f64,
     /// Frames with MOS 1, 2, 3, 4, 5.
     pub mos_frames: [u64; 5],
@@ -47,14 +51,24 @@ pub fn frame(reference: &Picture, received: &Picture, n: u64) -> FrameQuality {
     }
 }
 
+/// Why [`streams`] could not compare two videos.
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
+    /// Reading the reference stream failed (bad header, a cut-short frame, I/O).
     #[error("the reference: {0}")]
     Reference(Y4mError),
+    /// Reading the received stream failed (bad header, a cut-short frame, I/O).
     #[error("the received video: {0}")]
     Received(Y4mError),
+    /// The two streams differ in width, height or chroma sampling, so no frame was compared;
+    /// one must be converted first.
     #[error("the videos differ in format: reference {a}, received {b}; convert one (ffmpeg -s WxH -pix_fmt yuv420p)")]
-    Format { a: String, b: String },
+    Format {
+        /// The reference's format, as `WxH chroma` (e.g. `352x288 420jpeg`).
+        a: String,
+        /// The received stream's format, written the same way.
+        b: String,
+    },
 }
 
 fn describe(w: usize, h: usize, c: Chroma) -> String {

@@ -60,9 +60,14 @@ impl Chroma {
 /// A picture: its planes packed (no padding), Y then U then V.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Picture {
+    /// Width of the luma plane, pixels.
     pub width: usize,
+    /// Height of the luma plane, pixels.
     pub height: usize,
+    /// How the chroma planes are subsampled; sets their sizes (see [`Chroma::plane_size`]).
     pub chroma: Chroma,
+    /// The samples, one byte each, planes packed row by row without padding: Y, then U, then
+    /// V; [`Chroma::frame_bytes`] long.
     pub data: Vec<u8>,
 }
 

@@ -19,8 +19,11 @@
 /// An H.264/MPEG frame's type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
 pub enum FrameType {
+    /// Intra-coded: decodes on its own (an IDR or other I picture).
     I,
+    /// Predicted from earlier frames.
     P,
+    /// Bi-predicted, from frames before and after it.
     B,
     /// Anything else (headers, audio, a frame of unknown type).
     Other,
@@ -37,6 +40,7 @@ impl FrameType {
         }
     }
 
+    /// The letter Evalvid's traces use: `I`, `P`, `B`, or `H` for [`FrameType::Other`].
     pub fn letter(self) -> char {
         match self {
             FrameType::I => 'I',
@@ -54,8 +58,11 @@ impl FrameType {
 /// A frame as the sender sent it: its packets (their ids in the packet trace), in order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SentFrame {
+    /// The frame's coding type.
     pub kind: FrameType,
+    /// The frame's coded size, bytes (its access unit).
     pub size_bytes: u32,
+    /// The ids of the packets carrying any part of it, in sending order; empty when none did.
     pub packets: Vec<u64>,
     /// When its first packet left, ns on the run's clock.
     pub send_ns: u64,
@@ -84,15 +91,18 @@ pub enum LateRule {
 /// How the receiver plays frames out.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Playout {
+    /// When a frame counts as arrived.
     pub loss: LossRule,
     /// `None`: every arrived frame is shown in its own slot, however late.
     pub deadline_ns: Option<u64>,
+    /// What becomes of a frame that misses the deadline (unused without one).
     pub late: LateRule,
 }
 
 /// One frame's fate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct FrameFate {
+    /// The frame's coding type, from its [`SentFrame`].
     pub kind: FrameType,
     /// Complete (by the loss rule), whenever.
     pub arrived: bool,
@@ -111,19 +121,24 @@ pub struct FrameFate {
 /// Frames sent and lost (not shown, by the rules) of one type.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct TypeLoss {
+    /// Frames of the type that were sent.
     pub sent: u64,
+    /// Of those, frames never shown in any slot.
     pub lost: u64,
 }
 
 /// The whole reconstruction.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Reconstruction {
+    /// Each sent frame's fate, in sending order (one per [`SentFrame`]).
     pub frames: Vec<FrameFate>,
     /// Which frame each display slot showed (`None` before any had arrived).
     pub slots: Vec<Option<u32>>,
     /// By type: I, P, B, other. A frame is lost when it is never shown.
     pub loss_by_type: [TypeLoss; 4],
+    /// Frames never shown in any slot, all types.
     pub frames_lost: u64,
+    /// Frames that arrived, but after their own slot's play-out time (0 without a deadline).
     pub missed_deadline: u64,
     /// Packets that arrived more than once (each extra arrival once).
     pub duplicate_packets: u64,
@@ -132,9 +147,11 @@ pub struct Reconstruction {
 /// The delay of the frames shown, ns (0 when none was).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ShownDelay {
+    /// The mean, ns (rounded down).
     pub mean_ns: u64,
     /// The nearest-rank 99th percentile.
     pub p99_ns: u64,
+    /// The largest, ns.
     pub max_ns: u64,
 }
 

@@ -67,8 +67,11 @@ fn sse_generic(a: &[u8], b: &[u8]) -> u64 {
 pub struct FramePsnr {
     /// Mean squared error per plane (Y, U, V; 0 for planes a mono picture lacks).
     pub mse: [f64; 3],
+    /// Luma PSNR, dB, capped at [`CAP_DB`].
     pub y_db: f64,
+    /// U (Cb) PSNR, dB, capped at [`CAP_DB`] (the cap for a mono picture).
     pub u_db: f64,
+    /// V (Cr) PSNR, dB, capped at [`CAP_DB`] (the cap for a mono picture).
     pub v_db: f64,
     /// All planes, their MSEs weighted by their sample counts (FFmpeg's `average`).
     pub yuv_db: f64,
@@ -108,13 +111,19 @@ pub struct Totals {
 /// A run's PSNR in dB: Y, U, V, YUV.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct RunPsnr {
+    /// Luma, dB.
     pub y_db: f64,
+    /// U (Cb), dB.
     pub u_db: f64,
+    /// V (Cr), dB.
     pub v_db: f64,
+    /// All planes together, each weighted by its share of the samples (FFmpeg's `average`).
     pub yuv_db: f64,
 }
 
 impl Totals {
+    /// Adds one frame's figures; `plane_share` is each plane's share of the picture's
+    /// samples (from [`plane_share`]), used to weight the frame's MSEs for the YUV figure.
     pub fn add(&mut self, f: &FramePsnr, plane_share: [f64; 3]) {
         self.frames += 1;
         let weighted =
@@ -131,6 +140,7 @@ impl Totals {
         }
     }
 
+    /// Frames added so far.
     pub fn frames(&self) -> u64 {
         self.frames
     }

@@ -258,8 +258,11 @@ pub fn plane(a: &[u8], b: &[u8], w: usize, h: usize) -> f64 {
 /// One frame's SSIM.
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct FrameSsim {
+    /// Luma SSIM, at most 1.0 (identical planes).
     pub y: f64,
+    /// U (Cb) SSIM, at most 1.0; 1.0 for a mono picture.
     pub u: f64,
+    /// V (Cr) SSIM, at most 1.0; 1.0 for a mono picture.
     pub v: f64,
     /// The planes weighted by their sample counts (FFmpeg's `All`).
     pub all: f64,

@@ -24,10 +24,19 @@ use std::io::{BufRead, Write};
 /// The longest line a trace may have (a frame's packet list included).
 pub const MAX_LINE: usize = 16 << 10;
 
+/// Why a trace could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// A line is malformed: a field missing or unparsable, a bad packet run, or a line
+    /// longer than [`MAX_LINE`].
     #[error("line {line}: {what}")]
-    Line { line: usize, what: String },
+    Line {
+        /// The offending line, numbered from 1.
+        line: usize,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// Reading the input failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -35,8 +44,12 @@ pub enum TraceError {
 /// A packet as a trace records it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketRecord {
+    /// The packet's id, as the frame trace's packet lists name it (Evalvid's `id N`).
     pub packet: u64,
+    /// When it left the sender or reached the receiver, ns (on the run's clock, or Unix
+    /// time in a receiver's `arrival_unix_ns` trace).
     pub time_ns: u64,
+    /// Its size, bytes, as the trace gives it.
     pub size_bytes: u32,
 }
 

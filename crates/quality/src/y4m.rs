@@ -11,14 +11,26 @@ pub const MAX_LINE: usize = 4096;
 /// The largest width or height accepted.
 pub const MAX_SIDE: usize = 16_384;
 
+/// Why a Y4M or raw YUV stream could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum Y4mError {
+    /// The input does not start with `YUV4MPEG2 `: it may be raw YUV, which needs its format
+    /// given ([`Reader::raw`]).
     #[error("not a YUV4MPEG2 stream (it must start with 'YUV4MPEG2 '); for raw planar YUV give its size (quality --size WxH)")]
     NotY4m,
+    /// The header (or a `FRAME` line) is unusable: an unparsable or unsupported parameter, a
+    /// size outside 1 to [`MAX_SIDE`], a line longer than [`MAX_LINE`] or cut short.
     #[error("YUV4MPEG2 header: {0}")]
     Header(String),
+    /// A frame is bad: no `FRAME` marker, or its samples cut short.
     #[error("frame {frame}: {what}")]
-    Frame { frame: u64, what: String },
+    Frame {
+        /// The frame, numbered from 0.
+        frame: u64,
+        /// What is wrong with it.
+        what: String,
+    },
+    /// Reading the input failed.
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -26,8 +38,11 @@ pub enum Y4mError {
 /// The stream's format: size, sampling, frame rate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Format {
+    /// Luma width, pixels (1 to [`MAX_SIDE`]).
     pub width: usize,
+    /// Luma height, pixels (1 to [`MAX_SIDE`]).
     pub height: usize,
+    /// Chroma subsampling (Y4M's `C` parameter; 4:2:0 when the header does not say).
     pub chroma: Chroma,
     /// Frames per second as a fraction (25:1 when the header does not say).
     pub fps: (u32, u32),
@@ -137,6 +152,7 @@ impl<R: BufRead> Reader<R> {
         })
     }
 
+    /// The stream's format: from the Y4M header, or as given for raw YUV.
     pub fn format(&self) -> Format {
         self.format
     }
@@ -188,6 +204,7 @@ pub struct Writer<W> {
 }
 
 impl<W: Write> Writer<W> {
+    /// Writes the stream header for format `f` (progressive, square pixels) to `out`.
     pub fn new(mut out: W, f: Format) -> std::io::Result<Self> {
         writeln!(
             out,
@@ -201,11 +218,13 @@ impl<W: Write> Writer<W> {
         Ok(Writer { out })
     }
 
+    /// Writes one picture as a `FRAME`; it must be of the header's format (not checked).
     pub fn write(&mut self, p: &Picture) -> std::io::Result<()> {
         self.out.write_all(b"FRAME\n")?;
         self.out.write_all(&p.data)
     }
 
+    /// The underlying writer back (not flushed here).
     pub fn into_inner(self) -> W {
         self.out
     }

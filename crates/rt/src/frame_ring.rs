@@ -49,6 +49,8 @@ impl FrameSlot {
         }
     }
 
+    /// Bytes reserved for each packet: packet `i` starts at byte `i × stride` of the slot's
+    /// buffer. Also the GSO segment size when the slot is [`uniform`](Self::uniform).
     pub fn stride(&self) -> usize {
         self.stride
     }
@@ -71,6 +73,8 @@ impl FrameSlot {
         }
     }
 
+    /// Length in bytes of packet `i` as recorded by [`set_len`](Self::set_len); 0 past the
+    /// capacity.
     pub fn len_of(&self, i: usize) -> usize {
         self.lens.get(i).map_or(0, |&l| l as usize)
     }
@@ -83,6 +87,8 @@ impl FrameSlot {
             .unwrap_or_default()
     }
 
+    /// Packet `i` as sent, writable: for patching header fields (sequence number, send time)
+    /// just before it leaves. Empty past the capacity.
     pub fn packet_mut(&mut self, i: usize) -> &mut [u8] {
         let start = i * self.stride;
         let len = self.len_of(i);
@@ -116,6 +122,8 @@ pub struct FrameRing {
 }
 
 impl FrameRing {
+    /// A ring of `capacity` frames, each with room for `max_packets` packets of `stride`
+    /// bytes; all three are raised to at least 1. Every slot starts on the free queue.
     pub fn new(capacity: usize, max_packets: usize, stride: usize) -> FrameRing {
         let capacity = capacity.max(1);
         let free = ArrayQueue::new(capacity);

@@ -28,6 +28,8 @@ struct Ticks {
 /// What the host did during a run.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct HostLoad {
+    /// CPUs this process may run on, as `std::thread::available_parallelism` reports them (1
+    /// if unknown); the percentages below are of all CPUs' time together.
     pub cpus: usize,
     /// Time the hypervisor ran something else on our CPUs, % of all CPU time.
     pub steal_percent: f64,
@@ -114,6 +116,8 @@ pub struct HostWatch {
 }
 
 impl HostWatch {
+    /// Takes the first reading of `/proc/stat` and `/proc/self/stat`, at the start of a run.
+    /// Never fails: if /proc cannot be read, [`finish`](Self::finish) returns `None`.
     pub fn start() -> HostWatch {
         HostWatch {
             before: read_ticks(),

@@ -95,7 +95,11 @@ impl std::ops::DerefMut for SlotBuf {
 pub struct Slot {
     /// Which slot this is (what the sender session holds while the packet waits).
     pub id: u32,
+    /// The slot's bytes: `slot_size` bytes of the ring's region, of which the first `len` are
+    /// the packet.
     pub buf: SlotBuf,
+    /// Length in bytes of the packet written into `buf` (the whole RTP packet as it goes on the
+    /// wire); at most `buf.len()`.
     pub len: usize,
     /// When it is due to leave: the time its RTP timestamp names.
     pub release: Timestamp,
@@ -104,14 +108,19 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// The packet: the first `len` bytes of the slot.
     pub fn bytes(&self) -> &[u8] {
         &self.buf[..self.len]
     }
+    /// The packet, writable: for patching header fields just before it is sent.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         &mut self.buf[..self.len]
     }
 }
 
+/// The bounded ring of packet slots: a free queue the producer takes from and a ready queue
+/// the pacing thread sends from, both holding at most `capacity` slots. Both sides may run on
+/// different threads; neither blocks nor allocates.
 pub struct PacketRing {
     free: ArrayQueue<Slot>,
     ready: ArrayQueue<Slot>,
@@ -151,6 +160,7 @@ impl PacketRing {
             capacity,
         }
     }
+    /// Slots in the ring, free and ready together (at least 1).
     pub fn capacity(&self) -> usize {
         self.capacity
     }

@@ -4,6 +4,8 @@ use metronome_time::Timestamp;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// When a run ends: as soon as `stop` is set, or once `duration` has passed since `start` on
+/// the run's clock. Checking it reads one atomic and allocates nothing.
 pub struct RunLimit<'a> {
     start: Timestamp,
     duration: Option<Duration>,
@@ -11,6 +13,8 @@ pub struct RunLimit<'a> {
 }
 
 impl<'a> RunLimit<'a> {
+    /// A limit for a run that began at `start`, lasting `duration` (`None`: until stopped),
+    /// and stopped early when `stop` is set (by a Ctrl-C handler, say).
     pub fn new(start: Timestamp, duration: Option<Duration>, stop: &'a AtomicBool) -> Self {
         RunLimit {
             start,

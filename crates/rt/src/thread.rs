@@ -35,12 +35,19 @@ pub enum RtPolicy {
     /// SCHED_DEADLINE: `runtime` of CPU every `period`, to be received before `deadline` (relative
     /// to the period start). Requires runtime ≤ deadline ≤ period and runtime ≥ 1.024 µs.
     Deadline {
+        /// CPU time the thread may use in each period (the kernel's `sched_runtime`).
         runtime: Duration,
+        /// How soon after each period's start the runtime must have been received
+        /// (`sched_deadline`).
         deadline: Duration,
+        /// Length of one reservation period (`sched_period`).
         period: Duration,
     },
     /// SCHED_FIFO at this priority (1..=99); falls back to SCHED_OTHER if refused.
-    Fifo { priority: u8 },
+    Fifo {
+        /// Real-time priority, 1 (lowest) to 99 (highest); values outside are clamped.
+        priority: u8,
+    },
     /// Leave the thread under SCHED_OTHER (resets an RT policy set earlier).
     Other,
 }
@@ -54,20 +61,29 @@ impl RtPolicy {
 /// The scheduling policy a thread actually runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Granted {
+    /// SCHED_DEADLINE with the reservation asked for (the kernel grants it whole or not at all).
     Deadline {
+        /// CPU time reserved in each period.
         runtime: Duration,
+        /// Time from each period's start by which the runtime is received.
         deadline: Duration,
+        /// Length of one reservation period.
         period: Duration,
     },
+    /// SCHED_FIFO.
     Fifo {
+        /// The priority in effect, 1..=99 (the one asked for, clamped to that range).
         priority: u8,
     },
+    /// SCHED_OTHER, the ordinary time-sharing policy: what was asked for, or the fallback
+    /// after a refusal (the grant's description says which).
     Other,
 }
 
 /// The outcome of [`make_current_thread_realtime`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RtGrant {
+    /// The policy the thread runs under now.
     pub granted: Granted,
     /// For people: what was granted, what was refused and why, and the RT throttling setting.
     pub description: String,
@@ -291,6 +307,8 @@ fn explain_sched_error(e: &io::Error) -> String {
 pub struct RtThrottling {
     /// `None` when unreadable; `Some(-1)` when throttling is off.
     pub runtime_us: Option<i64>,
+    /// `sched_rt_period_us`: the window, in µs, within which real-time threads may run at most
+    /// `runtime_us` (1 000 000 by default); `None` when unreadable.
     pub period_us: Option<i64>,
 }
 
@@ -340,12 +358,28 @@ pub fn rt_throttling() -> RtThrottling {
 /// Why a thread or process setting could not be applied.
 #[derive(Debug, thiserror::Error)]
 pub enum ThreadError {
+    /// `mlockall` failed (usually EPERM or ENOMEM: no CAP_IPC_LOCK and too low an
+    /// RLIMIT_MEMLOCK); the process runs on with its memory unlocked, open to page faults.
     #[error("cannot lock memory (mlockall): {0}; run as root, grant CAP_IPC_LOCK, or raise RLIMIT_MEMLOCK (ulimit -l unlimited)")]
     LockMemory(io::Error),
+    /// `prctl(PR_SET_TIMERSLACK)` refused; the thread keeps its previous slack.
     #[error("cannot set timer slack to {ns} ns (prctl PR_SET_TIMERSLACK): {source}")]
-    TimerSlack { ns: u64, source: io::Error },
+    TimerSlack {
+        /// The slack asked for, in ns.
+        ns: u64,
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// The CPU affinity could not be set: a CPU number past the online CPUs, or the kernel
+    /// refused (offline CPU, cpuset, or a SCHED_DEADLINE thread); the affinity is unchanged.
     #[error("cannot pin to CPU {cpu}: {reason}")]
-    Pin { cpu: usize, reason: String },
+    Pin {
+        /// The CPU at fault: the first out-of-range one, or the first one asked for when the
+        /// kernel refused the whole set.
+        cpu: usize,
+        /// The kernel's error or the range of valid CPUs, with the remedy.
+        reason: String,
+    },
 }
 
 /// Whether a pacing thread locked memory: rings made after that lock their own slots.

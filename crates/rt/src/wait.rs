@@ -79,8 +79,9 @@ pub struct WaitStats {
     pub sleeps: u64,
     /// Sleeps that woke after the deadline itself: the margin was too small for that wake-up.
     pub woke_after_deadline: u64,
-    /// Oversleep (wake-up minus sleep target) of the last sleep and the largest one.
+    /// Oversleep (wake-up minus sleep target) of the last sleep, ns.
     pub last_oversleep_ns: u64,
+    /// Largest oversleep of any sleep so far, ns: how late the kernel woke the thread at worst.
     pub max_oversleep_ns: u64,
     /// Total time spent spinning.
     pub spin_ns_total: u64,
@@ -114,6 +115,9 @@ impl Waiter {
         Self::with_config(mode, WaiterConfig::default())
     }
 
+    /// A waiter with the given margin tuning. The first margin is `initial_margin_ns` clamped
+    /// to `[min_margin_ns, max_margin_ns]`; a `quantile` outside 0.0..=1.0 is clamped, and NaN
+    /// is taken as 1.0 (the window's maximum).
     pub fn with_config(mode: WaitMode, config: WaiterConfig) -> Self {
         let margin_ns = config.initial_margin_ns.clamp(
             config.min_margin_ns,
@@ -137,6 +141,7 @@ impl Waiter {
         }
     }
 
+    /// How the waiter waits now.
     pub fn mode(&self) -> WaitMode {
         self.mode
     }
@@ -158,6 +163,9 @@ impl Waiter {
         }
     }
 
+    /// Switches between sleep-then-spin and busy-polling, keeping the oversleep history and the
+    /// margin. Unlike [`apply_choice`](Self::apply_choice), it leaves the thread's scheduling
+    /// policy alone.
     pub fn set_mode(&mut self, mode: WaitMode) {
         self.mode = mode;
     }
@@ -176,10 +184,13 @@ impl Waiter {
         }
     }
 
+    /// Counters since the waiter was made or last [`reset_stats`](Self::reset_stats).
     pub fn stats(&self) -> &WaitStats {
         &self.stats
     }
 
+    /// Zeroes the counters of [`stats`](Self::stats); the margin and its oversleep history
+    /// are kept.
     pub fn reset_stats(&mut self) {
         self.stats = WaitStats::default();
     }

@@ -50,25 +50,37 @@ pub struct Placement {
 /// One admitted stream, as reported in a snapshot.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct StreamSnapshot {
+    /// The caller's stream id, as given to [`Admission::try_admit`]; unique among admitted streams.
     pub id: u64,
+    /// The human-readable name the stream was admitted under (used in refusal messages).
     pub name: String,
+    /// The stream's period, deadline, cost per job and bit rate as admitted.
     pub task: TaskParams,
 }
 
 /// One core, as reported in a snapshot: streams in admission order (the DM tie order).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CoreSnapshot {
+    /// Index of the pacing core, `0..Platform::cores`.
     pub core: usize,
+    /// Σ cost/period of the core's streams as a fraction of one whole core (1.0 = 100%),
+    /// for display; decisions use exact integers.
     pub utilisation: f64,
+    /// The streams pinned to this core, in admission order (earliest first).
     pub streams: Vec<StreamSnapshot>,
 }
 
 /// The state of admission, for reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AdmissionSnapshot {
+    /// The scheduling policy every core runs, and so the test admission applied.
     pub policy: Policy,
+    /// The cores, budget, link capacity and blocking admission works with.
     pub platform: Platform,
+    /// Sum of the bit rates of all admitted streams, link-only reservations included, in bit/s.
     pub link_used_bps: u64,
+    /// Every core, in index order, with the streams placed on it (link-only streams appear on
+    /// no core).
     pub cores: Vec<CoreSnapshot>,
 }
 

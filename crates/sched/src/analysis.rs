@@ -221,7 +221,7 @@ pub(crate) mod test_util {
     use std::time::Duration;
 
     /// A task in integer "ticks" of 1 µs: (period, deadline, cost).
-    pub fn us(t: u64, d: u64, c: u64) -> TaskParams {
+    pub(crate) fn us(t: u64, d: u64, c: u64) -> TaskParams {
         TaskParams {
             period: Duration::from_micros(t),
             deadline: Duration::from_micros(d),

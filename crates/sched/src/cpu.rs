@@ -19,6 +19,7 @@ pub struct CpuBudget(Ledger);
 /// Why an encoder does not fit the CPU budget.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CpuRefusal {
+    /// The name of the stream whose encoder was refused, as given to [`CpuBudget::reserve`].
     pub name: String,
     /// The share of a CPU it asked for.
     pub asked: f64,

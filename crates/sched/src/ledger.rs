@@ -6,14 +6,16 @@ use std::collections::HashMap;
 
 /// Amounts reserved against a budget, by holder id.
 #[derive(Debug)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     budget: u64,
     used: u64,
     by_holder: HashMap<u64, u64>,
 }
 
 impl Ledger {
-    pub fn new(budget: u64) -> Ledger {
+    /// An empty ledger over `budget` (in the caller's unit: bytes for memory, millionths of a
+    /// CPU for the encoders' CPU budget).
+    pub(crate) fn new(budget: u64) -> Ledger {
         Ledger {
             budget,
             used: 0,
@@ -22,7 +24,7 @@ impl Ledger {
     }
 
     /// Reserves `amount` for holder `id`; when it does not fit, `Err` with what is left.
-    pub fn reserve(&mut self, id: u64, amount: u64) -> Result<(), u64> {
+    pub(crate) fn reserve(&mut self, id: u64, amount: u64) -> Result<(), u64> {
         let left = self.budget.saturating_sub(self.used);
         if amount > left {
             return Err(left);
@@ -33,18 +35,19 @@ impl Ledger {
     }
 
     /// Gives back what holder `id` reserved (nothing if it had nothing).
-    pub fn release(&mut self, id: u64) {
+    pub(crate) fn release(&mut self, id: u64) {
         if let Some(a) = self.by_holder.remove(&id) {
             self.used = self.used.saturating_sub(a);
         }
     }
 
     /// Reserved now.
-    pub fn used(&self) -> u64 {
+    pub(crate) fn used(&self) -> u64 {
         self.used
     }
 
-    pub fn budget(&self) -> u64 {
+    /// The total the ledger was created with, in the same unit as the reservations.
+    pub(crate) fn budget(&self) -> u64 {
         self.budget
     }
 }

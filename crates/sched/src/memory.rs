@@ -13,6 +13,7 @@ pub struct MemoryBudget(Ledger);
 /// Why a stream does not fit the memory budget.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MemoryRefusal {
+    /// The name of the refused stream, as given to [`MemoryBudget::reserve`].
     pub name: String,
     /// Bytes the stream asked for.
     pub asked: u64,
@@ -37,6 +38,7 @@ impl fmt::Display for MemoryRefusal {
 }
 
 impl MemoryBudget {
+    /// A budget of `budget` bytes with nothing reserved yet.
     pub fn new(budget: u64) -> MemoryBudget {
         MemoryBudget(Ledger::new(budget))
     }

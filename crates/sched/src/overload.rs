@@ -27,16 +27,19 @@ pub enum OverloadPolicy {
 /// What the server measured over one window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {
-    /// Send calls measured, and the 99th percentile of their cost per packet per destination.
+    /// Send calls measured in the window. Below 200 the p99 is not trusted and
+    /// `send_cost_p99` is ignored.
     pub sends: u64,
+    /// The 99th percentile of the measured send cost per packet per destination.
     pub send_cost_p99: Duration,
     /// What admission control budgets per packet per destination.
     pub budget: Duration,
     /// Deadlines missed in the window, over all streams.
     pub deadline_misses: u64,
-    /// The CPU the producers (the live encoders among them) used in the window, and what
-    /// admission budgets for the encoders, CPUs.
+    /// The CPU the producers (the live encoders among them) used in the window, in CPUs
+    /// (0.5 = half of one CPU).
     pub producer_cpu: f64,
+    /// What admission budgets for the encoders, in CPUs; `producer_cpu` above it is overload.
     pub encode_budget: f64,
 }
 
@@ -58,6 +61,9 @@ const QUIET_WINDOWS: u32 = 3;
 /// Windows in a row with missed deadlines before a stream is shed.
 const SHED_AFTER: u32 = 2;
 
+/// Judges the admitted set window by window (see the module docs) and decides, under its
+/// [`OverloadPolicy`], when to report overload, shed a stream, or report recovery (after three
+/// quiet windows in a row).
 #[derive(Clone, Debug)]
 pub struct OverloadWatch {
     policy: OverloadPolicy,
@@ -70,6 +76,7 @@ pub struct OverloadWatch {
 }
 
 impl OverloadWatch {
+    /// A watch that starts out fitting (no reason, nothing missed) and acts by `policy`.
     pub fn new(policy: OverloadPolicy) -> Self {
         OverloadWatch {
             policy,

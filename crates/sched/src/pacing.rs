@@ -25,9 +25,16 @@ use std::time::Duration;
 pub enum LatePolicy {
     /// Send them at up to `factor` × the stream's rate (and never above the link's capacity)
     /// until the schedule is met again. `factor` must exceed 1 for the backlog to drain.
-    CatchUp { factor: f64 },
+    CatchUp {
+        /// Multiple of the stream's rate that late packets may leave at (2.0 = twice the rate).
+        factor: f64,
+    },
     /// Drop every packet that is more than `after` past its due time.
-    DropLate { after: Duration },
+    DropLate {
+        /// Lateness beyond which a packet is dropped instead of sent (a frame already begun
+        /// still leaves whole).
+        after: Duration,
+    },
 }
 
 impl LatePolicy {
@@ -35,10 +42,13 @@ impl LatePolicy {
     pub const CATCH_UP: LatePolicy = LatePolicy::CatchUp { factor: 2.0 };
 }
 
+/// How one stream is paced: when it counts as stalled, what it does with late packets, and the
+/// limits on catching up. The default is a 2 ms stall threshold and [`LatePolicy::CATCH_UP`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PacingConfig {
     /// Lateness beyond which a packet counts as caught in a stall.
     pub stall_threshold: Duration,
+    /// What happens to packets later than `stall_threshold`: catch up or drop.
     pub late: LatePolicy,
     /// The link's capacity: catching up never exceeds it.
     pub link_capacity: Option<Bitrate>,
@@ -65,9 +75,15 @@ pub enum Decision {
     /// Not yet: ask again at this time.
     Wait(Timestamp),
     /// Send it now; it is this late.
-    Send { late: Duration },
+    Send {
+        /// Send time minus due time (zero when on time).
+        late: Duration,
+    },
     /// Drop it; it is this late.
-    Drop { late: Duration },
+    Drop {
+        /// Drop time minus due time (zero for a frame-mate dropped before its due time).
+        late: Duration,
+    },
 }
 
 /// Lateness statistics of a paced stream.
@@ -85,6 +101,9 @@ pub struct PacingStats {
     pub lateness: Summary,
 }
 
+/// The pacing state of one stream (see the module docs): decides per packet whether it leaves,
+/// waits or is dropped, keeps the catch-up token bucket, and counts stalls, late and dropped
+/// packets and the lateness of every packet sent.
 pub struct PacingModel {
     cfg: PacingConfig,
     /// The stream's rate, which bounds catching up.
@@ -115,6 +134,7 @@ impl PacingModel {
         }
     }
 
+    /// The configuration the model was built with.
     pub fn config(&self) -> &PacingConfig {
         &self.cfg
     }
@@ -230,6 +250,7 @@ impl PacingModel {
             .record(u64::try_from(late.as_nanos()).unwrap_or(u64::MAX));
     }
 
+    /// Lateness (send time minus due time) of every packet sent so far, in nanoseconds.
     pub fn lateness(&self) -> &Distribution {
         &self.lateness
     }
@@ -239,6 +260,7 @@ impl PacingModel {
         (self.stalls, self.late_packets, self.dropped)
     }
 
+    /// The counts and a summary of the lateness distribution, for reports.
     pub fn stats(&self) -> PacingStats {
         PacingStats {
             packets: self.lateness.len(),

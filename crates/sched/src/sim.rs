@@ -25,7 +25,10 @@ pub enum Release {
     /// At `phase + k·period`.
     Periodic,
     /// Each release `period` plus a uniform random delay in `[0, max_extra]` after the last.
-    Sporadic { max_extra: Duration },
+    Sporadic {
+        /// Upper bound (inclusive) of the random delay added to each gap after the period.
+        max_extra: Duration,
+    },
 }
 
 /// A simulated stream: its releases and its jobs of `packets` packets of `packet_cost` each.

@@ -76,16 +76,26 @@ pub enum TaskProblem {
     /// A period of zero: the stream would release jobs without end.
     ZeroPeriod,
     /// A period longer than [`MAX_PERIOD`].
-    PeriodTooLong { period: Duration },
+    PeriodTooLong {
+        /// The period given, longer than [`MAX_PERIOD`].
+        period: Duration,
+    },
     /// A relative deadline of zero: no job could ever be on time.
     ZeroDeadline,
     /// Deadline longer than the period (the analysis covers constrained deadlines only).
     DeadlineAfterPeriod {
+        /// The relative deadline given, longer than `period`.
         deadline: Duration,
+        /// The period given, shorter than `deadline`.
         period: Duration,
     },
     /// A job that needs its whole deadline (or more) of CPU.
-    CostNotBelowDeadline { cost: Duration, deadline: Duration },
+    CostNotBelowDeadline {
+        /// The worst-case CPU time per job given.
+        cost: Duration,
+        /// The relative deadline given, not longer than `cost`.
+        deadline: Duration,
+    },
 }
 
 impl fmt::Display for TaskProblem {

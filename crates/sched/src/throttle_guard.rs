@@ -35,6 +35,9 @@ pub enum GuardStep {
     BusyPoll,
 }
 
+/// The state of the RT throttling guard of one pacing thread (see the module docs): when the
+/// next 100 ms window closes, the thread's CPU time at the last check, and until when each of
+/// the two steps holds.
 pub struct ThrottleGuard {
     next_check: Timestamp,
     cpu_at_check_s: f64,

@@ -7,17 +7,24 @@ use metronome_time::Timestamp;
 use serde::Serialize;
 use std::time::Duration;
 
+/// How the pacer waits for a packet's due time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum WaitChoice {
+    /// Sleep until shortly before the due time, then spin the rest: little CPU, but the
+    /// wake-up latency of the host. The mode a [`WaitSelector`] starts in.
     SleepSpin,
+    /// Spin on the clock the whole time: a core kept busy, but no wake-up latency.
     BusyPoll,
 }
 
+/// Thresholds and timings of a [`WaitSelector`]. The default: late beyond 20 µs, switch above
+/// 1% late in a 1 s window, a 250 ms busy-poll trial, retry sleeping after 20 s.
 #[derive(Clone, Copy, Debug)]
 pub struct WaitSelectorConfig {
     /// A packet later than this counts as late.
     pub late_threshold: Duration,
-    /// More than this share of late packets in a window switches to busy-polling.
+    /// More than this share of late packets in a window (a fraction, 0.01 = 1%) switches to
+    /// busy-polling.
     pub max_late_share: f64,
     /// How long a judging window lasts.
     pub window: Duration,
@@ -44,13 +51,18 @@ impl Default for WaitSelectorConfig {
 /// Time spent in each mode, and how often it switched.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct WaitSelectorStats {
+    /// Times the selector went from sleep-then-spin to busy-polling (forced switches included).
     pub switches_to_busy_poll: u64,
+    /// Times it went back from busy-polling to sleep-then-spin (forced switches included).
     pub switches_to_sleep: u64,
+    /// Time spent busy-polling, in seconds (serialized as `busy_poll_us`, in microseconds).
     #[serde(
         rename = "busy_poll_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
     pub busy_poll_s: f64,
+    /// Time spent sleeping-then-spinning, in seconds (serialized as `sleep_spin_us`, in
+    /// microseconds).
     #[serde(
         rename = "sleep_spin_us",
         serialize_with = "metronome_time::units::secs_as_us"
@@ -58,6 +70,10 @@ pub struct WaitSelectorStats {
     pub sleep_spin_s: f64,
 }
 
+/// Chooses between sleep-then-spin and busy-polling from the lateness of the packets sent:
+/// switches to busy-polling when a window is too late, keeps it only while it beats the
+/// sleeping it replaced, and returns to sleeping after `retry_after` or when the producer
+/// starves.
 pub struct WaitSelector {
     cfg: WaitSelectorConfig,
     mode: WaitChoice,
@@ -74,6 +90,8 @@ pub struct WaitSelector {
 }
 
 impl WaitSelector {
+    /// A selector that starts in [`WaitChoice::SleepSpin`]; its clocks start at the first
+    /// packet sent.
     pub fn new(cfg: WaitSelectorConfig) -> Self {
         WaitSelector {
             cfg,
@@ -88,6 +106,7 @@ impl WaitSelector {
         }
     }
 
+    /// The current way of waiting.
     pub fn mode(&self) -> WaitChoice {
         self.mode
     }

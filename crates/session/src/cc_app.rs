@@ -77,7 +77,9 @@ pub fn app_announce(app: &CcApp) -> Option<Announce> {
 /// What a receiver's agent sends: an APP packet, or RFC 8888 feedback.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReportOut {
+    /// A TFRC or TFMCC receiver report as a `metronome_wire` APP packet.
     App(CcApp),
+    /// GCC's per-packet arrivals as RFC 8888 congestion control feedback.
     Ccfb(CcfbWriter),
 }
 

@@ -11,6 +11,8 @@ pub struct IntervalInputs {
     pub senders: u32,
     /// Bandwidth for RTCP in octets per second: 5% of the session bandwidth (§6.2).
     pub rtcp_bw_octets: f64,
+    /// Whether we sent RTP since the last report: a sender shares the senders' 25% of the RTCP
+    /// bandwidth (when senders are at most a quarter of the members), a receiver the other 75%.
     pub we_sent: bool,
     /// Average compound RTCP packet size in octets, including UDP and IP headers.
     pub avg_rtcp_size: f64,

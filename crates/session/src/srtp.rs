@@ -33,17 +33,23 @@ impl std::fmt::Debug for SrtpKey {
 /// What is wrong with a key or a packet.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SrtpError {
+    /// The key text is not base64, or not 30 bytes; or `rtc-srtp` refused the key.
     #[error(
         "an SRTP key is {KEY_LEN} bytes (16 of key, 14 of salt) in base64, 40 characters; {0}"
     )]
     BadKey(String),
+    /// An `a=crypto` value this side cannot use: another suite, no `inline:` key, or a key
+    /// lifetime or MKI.
     #[error("a=crypto: {0}")]
     BadCrypto(String),
+    /// A packet could not be protected or unprotected: it did not authenticate (another key,
+    /// forged, damaged), was replayed, or is not SRTP or SRTCP at all.
     #[error("SRTP: {0}")]
     Packet(String),
 }
 
 impl SrtpKey {
+    /// A key from its 30 raw bytes: 16 of master key, then 14 of master salt.
     pub fn new(bytes: [u8; KEY_LEN]) -> Self {
         SrtpKey(bytes)
     }
@@ -59,6 +65,7 @@ impl SrtpKey {
         Ok(SrtpKey(bytes))
     }
 
+    /// The key as standard base64 with padding (40 characters), as SDES's `inline:` carries it.
     pub fn to_base64(&self) -> String {
         base64::engine::general_purpose::STANDARD.encode(self.0)
     }
@@ -99,6 +106,8 @@ impl std::fmt::Debug for Srtp {
 }
 
 impl Srtp {
+    /// A fresh context for `key` (the suite's session keys derived from it, RFC 3711 §4.3), with
+    /// 1024-packet replay windows.
     pub fn new(key: &SrtpKey) -> Result<Self, SrtpError> {
         let crypto = rtc_srtp::crypto::providers::RingCrypto;
         let ctx = Context::new(
@@ -181,6 +190,7 @@ impl std::fmt::Debug for ReceiverSrtp {
 }
 
 impl ReceiverSrtp {
+    /// The three contexts (RTP in, SRTCP in, SRTCP out) for `key`, nothing rejected yet.
     pub fn new(key: &SrtpKey) -> Result<Self, SrtpError> {
         Ok(ReceiverSrtp {
             rtp: Srtp::new(key)?,

@@ -127,6 +127,8 @@ pub struct ServeConfig {
     /// `rtsp_tls_cert`, `rtsp_tls_key`: RTSPS with this PEM certificate chain and key (both
     /// or neither).
     pub rtsp_tls_cert: Option<PathBuf>,
+    /// `rtsp_tls_key`: the PEM private key of [`rtsp_tls_cert`](Self::rtsp_tls_cert)'s
+    /// certificate (given with it, or neither is).
     pub rtsp_tls_key: Option<PathBuf>,
     /// The `[[stream]]` tables, in file order; each validated, names unique.
     pub streams: Vec<StreamSpec>,

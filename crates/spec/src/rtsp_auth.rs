@@ -26,12 +26,14 @@ pub struct RtspAuthSpec {
     pub realm: String,
     /// Mounts anyone may play without credentials.
     pub public: Vec<String>,
+    /// The `[[rtsp_auth.user]]` entries, in file order.
     pub users: Vec<RtspUser>,
 }
 
 /// One user: a name and the hashes of its password under each algorithm it may use.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RtspUser {
+    /// The user name a client sends (Digest's `username`), also part of every hash.
     pub name: String,
     /// `MD5(name:realm:password)`.
     pub md5: Option<[u8; 16]>,

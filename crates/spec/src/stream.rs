@@ -265,6 +265,8 @@ impl<'de> Deserialize<'de> for SourceSpec {
     }
 }
 
+/// A stream spec that could not be used; the text says what was wrong, in words a user can
+/// act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct SpecError(pub String);

@@ -73,6 +73,7 @@ impl RtpUrl {
         self.ttl.unwrap_or(1).min(255) as u8
     }
 
+    /// Whether the address is a multicast group (IPv4 224.0.0.0/4 or IPv6 ff00::/8).
     pub fn is_multicast(&self) -> bool {
         self.addr.ip().is_multicast()
     }
@@ -106,9 +107,13 @@ impl std::str::FromStr for RtpUrl {
     }
 }
 
+/// Which end a URL names; sets what the parser accepts and the form an error suggests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
+    /// An address to send to: a host is required (not `0.0.0.0` or `::`).
     Destination,
+    /// An address to receive on: the host may be left out (`rtp://:PORT`, `rtp://@:PORT`),
+    /// meaning all IPv4 addresses.
     Source,
 }
 
@@ -116,8 +121,11 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("bad {} '{input}': {problem}; expected {}", role_name(*.role), expected(*.role))]
 pub struct UrlError {
+    /// Whether the URL was parsed as a destination or a source.
     pub role: Role,
+    /// The URL as given, untrimmed.
     pub input: String,
+    /// What was wrong with it.
     pub problem: UrlProblem,
 }
 
@@ -139,28 +147,43 @@ fn expected(r: Role) -> &'static str {
     }
 }
 
+/// What exactly was wrong with a URL; the text the variant carries is the offending part.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UrlProblem {
+    /// It does not start with `rtp://` or `udp://` (in any case).
     #[error("the scheme must be rtp:// or udp://")]
     Scheme,
+    /// No `:PORT` after the host.
     #[error("no port")]
     MissingPort,
+    /// The port is not a number from 1 to 65534 (65535 is refused: RTCP needs port + 1).
     #[error("port '{0}' is not a number from 1 to 65534 (RTCP uses port+1)")]
     BadPort(String),
+    /// The host is not an IP address literal (names are not resolved), or an IPv6 address
+    /// was written without brackets.
     #[error("'{0}' is not an IP address (host names are not resolved; use e.g. 127.0.0.1)")]
     BadHost(String),
+    /// A destination named the unspecified address (`0.0.0.0` or `::`), which no packet can
+    /// be sent to.
     #[error("a destination needs a host address, not {0}")]
     NoHost(String),
+    /// A query option other than `ttl` and `iface`.
     #[error("unknown option '{0}'; allowed: ttl, iface")]
     UnknownKey(String),
+    /// `ttl` or `iface` given more than once.
     #[error("option '{0}' given twice")]
     DuplicateKey(String),
+    /// The `ttl` value is not a number from 0 to 255.
     #[error("ttl '{0}' is not a number from 0 to 255")]
     BadTtl(String),
+    /// The `iface` value is not an IPv4 address.
     #[error("iface '{0}' is not an IPv4 address (for example iface=127.0.0.1)")]
     BadIface(String),
+    /// `iface` was given with an IPv6 address: only IPv4 interfaces are supported.
     #[error("iface= is only supported for IPv4")]
     IfaceNeedsIpv4,
+    /// Something follows the port other than `/` or a `?` query (a path, or text after an
+    /// IPv6 address's closing bracket).
     #[error("junk after the port: '{0}'")]
     Junk(String),
 }

@@ -23,6 +23,7 @@ impl Default for Distribution {
 }
 
 impl Distribution {
+    /// A distribution at 3 significant digits (about 200 KB, allocated here).
     pub fn new() -> Self {
         Self::with_digits(3)
     }
@@ -46,6 +47,9 @@ impl Distribution {
             off: digits == 0,
         }
     }
+    /// Adds one value in nanoseconds. Zero is recorded as 1 ns (the histogram's floor);
+    /// anything above 100 s is recorded as 100 s and counted as clamped. Does nothing in a
+    /// distribution made with 0 digits. Never allocates.
     pub fn record(&mut self, ns: u64) {
         if self.off {
             return;
@@ -59,16 +63,21 @@ impl Distribution {
         // Cannot fail: v is within the bounds the histogram was built with.
         let _ = self.hist.record(v);
     }
+    /// How many values have been recorded (clamped ones included).
     pub fn len(&self) -> u64 {
         self.hist.len()
     }
+    /// Whether no value has been recorded (always true with 0 digits).
     pub fn is_empty(&self) -> bool {
         self.hist.is_empty()
     }
+    /// Forgets every value recorded, keeping the allocation and the precision.
     pub fn clear(&mut self) {
         self.hist.reset();
         self.clamped = 0;
     }
+    /// Adds every value of `other` to this one. Does nothing if either was made with 0
+    /// digits. Merging a finer distribution into a coarser one keeps the coarser precision.
     pub fn merge(&mut self, other: &Distribution) {
         if self.off || other.off {
             return;
@@ -76,6 +85,8 @@ impl Distribution {
         let _ = self.hist.add(&other.hist);
         self.clamped += other.clamped;
     }
+    /// The value in nanoseconds at quantile `q` (0.0 to 1.0: 0.5 is the median), to the
+    /// histogram's precision; 0 when nothing has been recorded.
     pub fn quantile_ns(&self, q: f64) -> u64 {
         if self.hist.is_empty() {
             0
@@ -83,6 +94,8 @@ impl Distribution {
             self.hist.value_at_quantile(q)
         }
     }
+    /// Count, minimum, mean, median, p99, p99.9 and maximum, in microseconds (all zero when
+    /// empty).
     pub fn summary(&self) -> Summary {
         let us = |ns: u64| ns as f64 / 1000.0;
         Summary {
@@ -112,12 +125,20 @@ impl Distribution {
 /// A distribution in microseconds, for reports and JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
+    /// Number of values recorded, including those clamped to 100 s.
     pub count: u64,
+    /// Smallest value, µs (to the histogram's precision; 0 when empty).
     pub min_us: f64,
+    /// Arithmetic mean, µs (computed from the histogram's buckets; 0 when empty).
     pub mean_us: f64,
+    /// Median (50th percentile), µs.
     pub p50_us: f64,
+    /// 99th percentile, µs.
     pub p99_us: f64,
+    /// 99.9th percentile, µs.
     pub p999_us: f64,
+    /// Largest value, µs (to the histogram's precision; at most 100 s, values above are
+    /// clamped; 0 when empty).
     pub max_us: f64,
 }
 

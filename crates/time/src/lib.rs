@@ -34,24 +34,34 @@ use std::time::Duration;
 pub struct Timestamp(u64);
 
 impl Timestamp {
+    /// The run's epoch, 0 ns: where a simulated run starts.
     pub const ZERO: Timestamp = Timestamp(0);
+    /// The latest representable instant, 2^64 − 1 ns (about 584 years) after the epoch; the
+    /// value arithmetic saturates at, and a convenient "never" for deadlines.
     pub const MAX: Timestamp = Timestamp(u64::MAX);
 
+    /// The instant `ns` nanoseconds after the epoch.
     pub const fn from_nanos(ns: u64) -> Self {
         Timestamp(ns)
     }
+    /// The instant `us` microseconds after the epoch (saturating at [`Timestamp::MAX`]).
     pub const fn from_micros(us: u64) -> Self {
         Timestamp(us.saturating_mul(1_000))
     }
+    /// The instant `s` whole seconds after the epoch (saturating at [`Timestamp::MAX`]).
     pub const fn from_secs(s: u64) -> Self {
         Timestamp(s.saturating_mul(1_000_000_000))
     }
+    /// The instant `ms` milliseconds after the epoch (saturating at [`Timestamp::MAX`]).
     pub const fn from_millis(ms: u64) -> Self {
         Timestamp(ms.saturating_mul(1_000_000))
     }
+    /// Nanoseconds since the epoch: the exact internal value.
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
+    /// Seconds since the epoch as a float, for display and statistics (loses nanosecond
+    /// precision beyond about 104 days, where f64's 53-bit mantissa runs out).
     pub fn as_secs_f64(self) -> f64 {
         self.0 as f64 / 1e9
     }
@@ -63,9 +73,11 @@ impl Timestamp {
     pub fn signed_nanos_since(self, other: Timestamp) -> i64 {
         (self.0 as i128 - other.0 as i128).clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
+    /// The instant `d` before `self`, or `None` if that would be before the epoch.
     pub fn checked_sub(self, d: Duration) -> Option<Timestamp> {
         self.0.checked_sub(dur_nanos(d)).map(Timestamp)
     }
+    /// The instant `d` before `self`, clamped at the epoch ([`Timestamp::ZERO`]).
     pub fn saturating_sub(self, d: Duration) -> Timestamp {
         Timestamp(self.0.saturating_sub(dur_nanos(d)))
     }
@@ -119,6 +131,7 @@ impl MediaClock {
             rate: if rate == 0 { 1 } else { rate },
         }
     }
+    /// The clock rate in Hz (ticks per second); never zero.
     pub const fn rate(self) -> u32 {
         self.rate
     }

@@ -33,13 +33,13 @@ impl NtpTime {
 }
 
 /// A duration in compact NTP units (1/65536 s), as DLSR carries it.
-pub fn compact_from_duration(d: Duration) -> u32 {
+pub(crate) fn compact_from_duration(d: Duration) -> u32 {
     let units = d.as_nanos() * 65_536 / 1_000_000_000;
     u32::try_from(units).unwrap_or(u32::MAX)
 }
 
 /// Compact NTP units (1/65536 s) to a duration.
-pub fn compact_to_duration(units: u32) -> Duration {
+pub(crate) fn compact_to_duration(units: u32) -> Duration {
     Duration::from_nanos((units as u64 * 1_000_000_000) >> 16)
 }
 
@@ -59,6 +59,8 @@ impl NtpTime {
         }
         Some(compact_to_duration(rtt))
     }
+    /// `d` in compact NTP units (1/65536 s, truncated), as the DLSR field of an RTCP report
+    /// block carries it (RFC 3550 §6.4.1); saturates at `u32::MAX` (about 18.2 hours).
     pub fn compact_from_duration(d: Duration) -> u32 {
         compact_from_duration(d)
     }

@@ -15,17 +15,22 @@ pub const IPV4_UDP_OVERHEAD: usize = 28;
 pub struct Bitrate(u64);
 
 impl Bitrate {
+    /// No rate at all: nothing can be sent ([`Bitrate::transmit_time`] gives `None`).
     pub const ZERO: Bitrate = Bitrate(0);
 
+    /// A rate of `bps` bits per second.
     pub const fn bps(bps: u64) -> Self {
         Bitrate(bps)
     }
+    /// A rate of `kbps` kilobits per second (decimal: 1 kbit/s = 1000 bit/s), saturating.
     pub const fn kbps(kbps: u64) -> Self {
         Bitrate(kbps.saturating_mul(1_000))
     }
+    /// A rate of `mbps` megabits per second (decimal: 1 Mbit/s = 10^6 bit/s), saturating.
     pub const fn mbps(mbps: u64) -> Self {
         Bitrate(mbps.saturating_mul(1_000_000))
     }
+    /// The rate in bits per second.
     pub const fn as_bps(self) -> u64 {
         self.0
     }

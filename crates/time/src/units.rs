@@ -43,7 +43,11 @@ pub mod ns_as_us {
     pub trait Nanos: Sized {
         /// The value in µs.
         type Us: Serialize + for<'de> Deserialize<'de>;
+        /// The value converted from nanoseconds to microseconds (as `f64`, so up to three
+        /// decimals carry the sub-microsecond part).
         fn to_us(&self) -> Self::Us;
+        /// Back from microseconds to nanoseconds, rounded to the nearest nanosecond; exact
+        /// for anything [`Nanos::to_us`] wrote.
         fn from_us(us: Self::Us) -> Self;
     }
 
@@ -99,10 +103,12 @@ pub mod ns_as_us {
         }
     }
 
+    /// Serde `serialize_with` half: writes the nanosecond value `v` as microseconds.
     pub fn serialize<T: Nanos, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
         v.to_us().serialize(s)
     }
 
+    /// Serde `deserialize_with` half: reads microseconds and gives back nanoseconds.
     pub fn deserialize<'de, T: Nanos, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
         Ok(T::from_us(T::Us::deserialize(d)?))
     }

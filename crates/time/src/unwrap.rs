@@ -11,6 +11,8 @@ pub struct SeqUnwrapper {
 }
 
 impl SeqUnwrapper {
+    /// An unwrapper that has seen nothing yet. Its first value is placed one cycle up
+    /// (`seq + 65536`), so a packet reordered before it still has room below.
     pub fn new() -> Self {
         Self::default()
     }
@@ -36,6 +38,8 @@ impl SeqUnwrapper {
     pub fn reset(&mut self) {
         self.highest = None;
     }
+    /// The highest extended sequence number seen so far, `None` before the first
+    /// [`SeqUnwrapper::unwrap`] or after a [`SeqUnwrapper::reset`].
     pub fn highest(&self) -> Option<u64> {
         self.highest
     }
@@ -57,6 +61,9 @@ pub type AbsSendTimeUnwrapper = ClockUnwrapper<24>;
 impl<const BITS: u32> ClockUnwrapper<BITS> {
     const RANGE: i64 = 1 << BITS;
 
+    /// An unwrapper that has seen nothing yet. Its first value is placed one cycle up
+    /// (`v + 2^BITS`), so a value that arrives later but lies before it still extends
+    /// without going below zero.
     pub fn new() -> Self {
         ClockUnwrapper { last: None }
     }
@@ -78,6 +85,8 @@ impl<const BITS: u32> ClockUnwrapper<BITS> {
         self.last = Some(ext);
         ext
     }
+    /// Forget the last value (for example after the source restarts its clock); the next
+    /// value is placed as if it were the first.
     pub fn reset(&mut self) {
         self.last = None;
     }

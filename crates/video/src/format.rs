@@ -21,8 +21,13 @@ pub const MAX_DIMENSION: u32 = 8192;
 /// Colour sub-sampling (RFC 4175 §6.1 `sampling`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Sampling {
+    /// `YCbCr-4:2:2`: chroma at half the horizontal resolution, full vertical; a pgroup is
+    /// 2 pixels of 1 line.
     Ycbcr422,
+    /// `YCbCr-4:2:0`: chroma at half the resolution both ways; a pgroup is 2 pixels of 2
+    /// lines, so the height must be even. 8 bits only.
     Ycbcr420,
+    /// `RGB`: three full-resolution components, a pgroup per pixel. 8 bits only.
     Rgb,
 }
 
@@ -46,17 +51,21 @@ impl Sampling {
 /// Bits per sample (RFC 4175 §6.1 `depth`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Depth {
+    /// 8 bits per sample (`depth=8`), every sampling.
     Eight,
+    /// 10 bits per sample (`depth=10`), packed without padding; YCbCr-4:2:2 only.
     Ten,
 }
 
 impl Depth {
+    /// Bits per sample: 8 or 10.
     pub fn bits(self) -> u32 {
         match self {
             Depth::Eight => 8,
             Depth::Ten => 10,
         }
     }
+    /// The depth of `bits` bits per sample; `None` for anything but 8 and 10.
     pub fn from_bits(bits: u32) -> Option<Depth> {
         match bits {
             8 => Some(Depth::Eight),
@@ -69,13 +78,18 @@ impl Depth {
 /// Colorimetry (RFC 4175 §6.1 `colorimetry`), with the names GStreamer's rtpvrawpay uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Colorimetry {
+    /// ITU-R BT.601-5 (standard definition), written `BT601-5`; the default.
     #[default]
     Bt601,
+    /// ITU-R BT.709-2 (high definition), written `BT709-2`.
     Bt709,
+    /// SMPTE 240M (early 1035-line HDTV), written `SMPTE240M`.
     Smpte240m,
 }
 
 impl Colorimetry {
+    /// The RFC 4175 §6.1 name (`colorimetry=` in the SDP fmtp): `BT601-5`, `BT709-2` or
+    /// `SMPTE240M`.
     pub fn as_str(self) -> &'static str {
         match self {
             Colorimetry::Bt601 => "BT601-5",
@@ -108,12 +122,19 @@ pub struct Pgroup {
 /// An uncompressed progressive video format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct VideoFormat {
+    /// Pixels per line: 1 to [`MAX_DIMENSION`], a multiple of the pgroup's `xinc`.
     pub width: u32,
+    /// Lines per frame: 1 to [`MAX_DIMENSION`], a multiple of the pgroup's `yinc` (even
+    /// for 4:2:0).
     pub height: u32,
+    /// Colour sub-sampling, which with `depth` fixes the pgroup.
     pub sampling: Sampling,
+    /// Bits per sample.
     pub depth: Depth,
-    /// Frame rate as a fraction (25/1, 30000/1001).
+    /// Frame rate as a fraction (25/1, 30000/1001): this is the numerator, frames per
+    /// `fps_den` seconds. Non-zero, and at most 1000 frames per second overall.
     pub fps_num: u32,
+    /// Denominator of the frame rate, in seconds; non-zero.
     pub fps_den: u32,
 }
 

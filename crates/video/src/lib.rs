@@ -14,6 +14,8 @@ pub struct FormatError(pub String);
 /// One uncompressed frame in RFC 4175 payload order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawFrame {
+    /// Size, sampling, depth and frame rate of the picture; `data` holds exactly
+    /// [`VideoFormat::frame_bytes`] octets of it.
     pub format: VideoFormat,
     /// Capture time in CLOCK_REALTIME nanoseconds. The driver sets it from the frame's epoch,
     /// except for a self-timed source (a camera), which sets it itself

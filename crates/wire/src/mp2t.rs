@@ -13,8 +13,10 @@ pub const MP2T_PAYLOAD_LEN: usize = TS_PER_RTP * TS_PACKET_LEN;
 /// Why an RTP/MP2T payload is not acceptable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Mp2tError {
+    /// The payload is empty or its length (carried, in bytes) is not a multiple of 188.
     #[error("payload of {0} bytes is not a whole number of 188-byte TS packets")]
     NotWholePackets(usize),
+    /// The TS packet at this index (0-based) in the payload lacks the 0x47 sync byte.
     #[error("TS packet {0} of the payload does not start with the 0x47 sync byte")]
     LostSync(usize),
 }

@@ -29,8 +29,9 @@ use crate::rtp::{RtpError, RtpHeader, ONE_BYTE_EXT_PROFILE, RTP_HEADER_LEN, SEND
 pub const EXT_SEQ_LEN: usize = 2;
 /// One sample row data header: Length, F + Line No, C + Offset (RFC 4175 §4.1).
 pub const SEGMENT_HEADER_LEN: usize = 6;
-/// Line No and Offset are 15-bit fields.
+/// Line No and Offset are 15-bit fields: the largest line number, 32767.
 pub const MAX_LINE: u16 = 0x7fff;
+/// The largest pixel offset in a line, 32767 (15 bits).
 pub const MAX_OFFSET: u16 = 0x7fff;
 /// The one-byte-header element id of the capture-time extension (8 bytes: the frame's capture
 /// time, ns on the sender's clock, big-endian).
@@ -58,16 +59,34 @@ pub fn shift_sequence(packet: &mut [u8], by: u32) -> bool {
 /// Why a payload is not a well-formed RFC 4175 payload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Rfc4175Error {
+    /// The payload (length carried, in bytes) is under 8 bytes: it cannot hold the extended
+    /// sequence number and one sample row header.
     #[error("payload of {0} bytes is shorter than the extended sequence number and one header")]
     TooShort(usize),
+    /// Every sample row header in the payload has its C bit set, so the chain never ends.
     #[error("the continuation bit of the last sample row header is set: the header chain runs off the payload")]
     Unterminated,
+    /// The payload is truncated: the headers' Length fields add up to more bytes than follow.
     #[error("the sample row headers declare {declared} data bytes but {have} follow")]
-    DataTooShort { declared: usize, have: usize },
+    DataTooShort {
+        /// Sum of the headers' Length fields, in bytes.
+        declared: usize,
+        /// Bytes of sample data after the last header.
+        have: usize,
+    },
+    /// A header to write has a line number above [`MAX_LINE`] or an offset above
+    /// [`MAX_OFFSET`].
     #[error("a line number or offset does not fit in 15 bits")]
     FieldRange,
+    /// The buffer given to [`write_headers`] cannot hold the extended sequence number and
+    /// the headers; also returned, with `need` of one header, when the header list is empty.
     #[error("buffer of {have} bytes is too small for {need}")]
-    BufferTooSmall { need: usize, have: usize },
+    BufferTooSmall {
+        /// Bytes the headers take: 2 + 6 per header.
+        need: usize,
+        /// Bytes the buffer has.
+        have: usize,
+    },
 }
 
 /// One sample row data header (RFC 4175 §4.1).
@@ -86,6 +105,7 @@ pub struct SegmentHeader {
 }
 
 impl SegmentHeader {
+    /// Decodes the six header bytes; every bit pattern is a valid header.
     pub fn parse(b: [u8; SEGMENT_HEADER_LEN]) -> SegmentHeader {
         SegmentHeader {
             length: u16::from_be_bytes([b[0], b[1]]),
@@ -95,6 +115,8 @@ impl SegmentHeader {
             offset: u16::from_be_bytes([b[4] & 0x7f, b[5]]),
         }
     }
+    /// Encodes the header, big-endian as §4.1 lays it out; [`Rfc4175Error::FieldRange`] if
+    /// `line` or `offset` needs more than 15 bits.
     pub fn to_bytes(self) -> Result<[u8; SEGMENT_HEADER_LEN], Rfc4175Error> {
         if self.line > MAX_LINE || self.offset > MAX_OFFSET {
             return Err(Rfc4175Error::FieldRange);
@@ -123,6 +145,8 @@ pub struct Rfc4175View<'a> {
 }
 
 impl<'a> Rfc4175View<'a> {
+    /// Checks an RTP payload (the bytes after the RTP header): the header chain ends inside
+    /// it and enough data follows. Never panics on any input.
     pub fn parse(payload: &'a [u8]) -> Result<Rfc4175View<'a>, Rfc4175Error> {
         if payload.len() < EXT_SEQ_LEN + SEGMENT_HEADER_LEN {
             return Err(Rfc4175Error::TooShort(payload.len()));
@@ -163,6 +187,7 @@ impl<'a> Rfc4175View<'a> {
     pub fn extended_sequence(&self, rtp_seq: u16) -> u32 {
         (u32::from(self.ext_seq) << 16) | u32::from(rtp_seq)
     }
+    /// Number of sample row headers (segments) in the payload; at least one.
     pub fn segment_count(&self) -> usize {
         self.headers.len() / SEGMENT_HEADER_LEN
     }
@@ -182,7 +207,9 @@ impl<'a> Rfc4175View<'a> {
 /// A sample row data header with its data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Segment<'a> {
+    /// Where the samples go: line, pixel offset, field and length.
     pub header: SegmentHeader,
+    /// The segment's sample data: `header.length` octets of pgroups.
     pub data: &'a [u8],
 }
 
@@ -245,7 +272,11 @@ pub fn write_headers(
 /// `RtpView::send_time(CAPTURE_TIME_EXT_ID)` (an 8-byte element of that id, as a raw u64).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RawHeaderExt {
+    /// Whether to carry the 8-byte NTP send-time element (id [`SEND_TIME_EXT_ID`]), written
+    /// zero here and stamped by the pacer.
     pub send_time: bool,
+    /// The frame's capture time to carry (id [`CAPTURE_TIME_EXT_ID`]), in nanoseconds on the
+    /// sender's clock; `None` leaves the element out.
     pub capture_ns: Option<u64>,
 }
 
@@ -258,6 +289,7 @@ impl RawHeaderExt {
             _ => 16,
         }
     }
+    /// Whether the packet carries no header extension at all (X bit clear).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -25,6 +25,7 @@ pub const ABS_SEND_TIME_URI: &str = "http://www.webrtc.org/experiments/rtp-hdrex
 /// with [`patch_send_time`] as the packet leaves.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SendTimeExt {
+    /// No header extension: packets are 12 bytes of header plus the payload.
     #[default]
     None,
     /// A 64-bit NTP time (16 bytes per packet): receivers with a synchronized clock read
@@ -53,6 +54,7 @@ impl SendTimeExt {
             SendTimeExt::Abs24 => 8,
         }
     }
+    /// Whether packets carry no send-time element (and so no header extension at all).
     pub fn is_none(self) -> bool {
         self == SendTimeExt::None
     }
@@ -72,6 +74,7 @@ impl SendTimeExt {
 /// A send time as a packet carries it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendStamp {
+    /// The full 64-bit NTP time of [`SendTimeExt::Ntp64`], on the sender's wall clock.
     Ntp64(NtpTime),
     /// abs-send-time's 24 bits.
     Abs24(u32),
@@ -92,23 +95,40 @@ pub fn abs_send_time(t: NtpTime) -> u32 {
     ((t.0 >> 14) & 0xFF_FFFF) as u32
 }
 
+/// Why an RTP packet could not be read or written.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RtpError {
+    /// The bytes are not a valid RTP packet (wrong version, truncated header, CSRC list or
+    /// extension, bad padding); the text is `rtp-types`' reason. A receiver counts and drops it.
     #[error("not an RTP packet: {0}")]
     Parse(String),
+    /// `rtp-types` refused to build the packet from these header fields (for example a
+    /// payload type above 127); the text is its reason. A caller bug, not a network event.
     #[error("cannot write the RTP packet: {0}")]
     Write(String),
+    /// The caller's buffer cannot hold the packet; nothing was written.
     #[error("output buffer of {have} bytes is too small for a {need}-byte RTP packet")]
-    BufferTooSmall { need: usize, have: usize },
+    BufferTooSmall {
+        /// Bytes the packet takes: header, send-time extension and payload.
+        need: usize,
+        /// Bytes the buffer has.
+        have: usize,
+    },
 }
 
 /// The header fields a sender chooses for one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtpHeader {
+    /// Payload type, 0 to 127 (7 bits): 33 for MPEG-TS (RFC 3551), a dynamic 96–127 for
+    /// others such as RFC 4175 video.
     pub payload_type: u8,
+    /// Sequence number, incremented by one per packet sent and wrapping at 2^16 (RFC 3550 §5.1).
     pub sequence: u16,
+    /// RTP timestamp in media-clock ticks (90 kHz for video), wrapping at 2^32.
     pub timestamp: u32,
+    /// Synchronization source identifier of the stream.
     pub ssrc: u32,
+    /// The marker bit; its meaning is the payload format's (for video: last packet of a frame).
     pub marker: bool,
 }
 
@@ -197,21 +217,27 @@ impl<'a> RtpView<'a> {
             .map(|pkt| RtpView { pkt, data })
             .map_err(|e| RtpError::Parse(format!("{e:?}")))
     }
+    /// The 7-bit payload type.
     pub fn payload_type(&self) -> u8 {
         self.pkt.payload_type()
     }
+    /// The 16-bit sequence number as written (extend it with a `SeqUnwrapper`).
     pub fn sequence(&self) -> u16 {
         self.pkt.sequence_number()
     }
+    /// The 32-bit RTP timestamp, in media-clock ticks.
     pub fn timestamp(&self) -> u32 {
         self.pkt.timestamp()
     }
+    /// The synchronization source identifier.
     pub fn ssrc(&self) -> u32 {
         self.pkt.ssrc()
     }
+    /// Whether the marker bit is set.
     pub fn marker(&self) -> bool {
         self.pkt.marker_bit()
     }
+    /// The payload: the bytes after the header, CSRCs and extension, without any padding.
     pub fn payload(&self) -> &'a [u8] {
         let off = self.pkt.payload_offset();
         let len = self.pkt.payload_len();

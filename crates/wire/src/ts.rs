@@ -1,21 +1,29 @@
 //! MPEG-TS packet views (ISO/IEC 13818-1 §2.4.3.2 and §2.4.3.4). Parsing only; the muxer that
 //! writes TS lives in `metronome-media`.
 
+/// Bytes in one TS packet: a 4-byte header and 184 of adaptation field and payload.
 pub const TS_PACKET_LEN: usize = 188;
+/// The first byte of every TS packet (`sync_byte`, §2.4.3.3).
 pub const TS_SYNC_BYTE: u8 = 0x47;
+/// The PID of the Program Association Table (Table 2-3).
 pub const PID_PAT: u16 = 0x0000;
+/// The PID of null packets, stuffing a receiver discards (Table 2-3).
 pub const PID_NULL: u16 = 0x1fff;
 /// The 27 MHz system clock of PCR (§2.4.2.2).
 pub const PCR_HZ: u64 = 27_000_000;
 /// PCR wraps at 2^33 × 300 ticks (about 26.5 hours).
 pub const PCR_MODULUS: u64 = (1 << 33) * 300;
 
+/// Why bytes are not a usable TS packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum TsError {
+    /// The slice is not exactly [`TS_PACKET_LEN`] bytes; carries the length given.
     #[error("a TS packet is 188 bytes; got {0}")]
     WrongLength(usize),
+    /// The first byte is not [`TS_SYNC_BYTE`]: the stream has lost packet alignment.
     #[error("TS packet does not start with the 0x47 sync byte")]
     NoSync,
+    /// The adaptation field's length byte (carried) is above 183, more than the packet holds.
     #[error("TS adaptation field length {0} runs past the packet")]
     BadAdaptationField(u8),
 }
@@ -27,6 +35,8 @@ pub struct TsPacket<'a> {
 }
 
 impl<'a> TsPacket<'a> {
+    /// Checks `data`: exactly 188 bytes, the sync byte, and an adaptation field length that
+    /// fits. The other accessors then never panic.
     pub fn parse(data: &'a [u8]) -> Result<Self, TsError> {
         let data: &[u8; TS_PACKET_LEN] = data
             .try_into()
@@ -44,24 +54,35 @@ impl<'a> TsPacket<'a> {
         }
         Ok(p)
     }
+    /// The whole packet, header included.
     pub fn bytes(&self) -> &'a [u8; TS_PACKET_LEN] {
         self.data
     }
+    /// The `transport_error_indicator` bit: an upstream demodulator found an uncorrectable
+    /// error in this packet.
     pub fn transport_error(&self) -> bool {
         self.data[1] & 0x80 != 0
     }
+    /// The `payload_unit_start_indicator` bit: the payload begins a PES packet or a PSI
+    /// section.
     pub fn payload_unit_start(&self) -> bool {
         self.data[1] & 0x40 != 0
     }
+    /// The 13-bit packet identifier (0 to 0x1fff): which elementary stream or table this
+    /// packet belongs to.
     pub fn pid(&self) -> u16 {
         u16::from_be_bytes([self.data[1] & 0x1f, self.data[2]])
     }
+    /// The 4-bit `continuity_counter` (0 to 15), incremented per payload-carrying packet of
+    /// a PID; a skip means lost packets.
     pub fn continuity_counter(&self) -> u8 {
         self.data[3] & 0x0f
     }
+    /// Whether `adaptation_field_control` says an adaptation field follows the header.
     pub fn has_adaptation_field(&self) -> bool {
         self.data[3] & 0x20 != 0
     }
+    /// Whether `adaptation_field_control` says the packet carries payload.
     pub fn has_payload(&self) -> bool {
         self.data[3] & 0x10 != 0
     }

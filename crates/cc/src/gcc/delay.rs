@@ -13,6 +13,7 @@ use std::time::Duration;
 pub enum Usage {
     /// The queue is growing: the sender sends more than the path carries.
     Overuse,
+    /// The delay trend is within the threshold either way: the queue is steady.
     Normal,
     /// The queue is draining.
     Underuse,
@@ -28,13 +29,17 @@ pub struct DelayConfig {
     pub state_noise: f64,
     /// `chi` of the measurement noise's forgetting factor (§5.3: in [0.1, 0.001]).
     pub chi: f64,
-    /// The threshold's start and range, ms (§5.4: 12.5; [6, 600]).
+    /// The threshold's start, ms (§5.4: 12.5).
     pub threshold_initial_ms: f64,
+    /// The lowest the adaptive threshold goes, ms (§5.4: 6).
     pub threshold_min_ms: f64,
+    /// The highest the adaptive threshold goes, ms (§5.4: 600).
     pub threshold_max_ms: f64,
-    /// How fast the threshold follows the estimate up and down (§5.4: `K_u` 0.01, `K_d`
-    /// 0.00018), per ms.
+    /// How fast the threshold follows the estimate up, when the estimate's magnitude is above
+    /// it (§5.4: `K_u` 0.01), per ms.
     pub k_up: f64,
+    /// How fast the threshold follows the estimate down, when the estimate's magnitude is
+    /// below it (§5.4: `K_d` 0.00018), per ms.
     pub k_down: f64,
     /// An over-use counts once the estimate has stayed above the threshold this long (§5.4:
     /// `overuse_time_th`, 10 ms).
@@ -110,6 +115,7 @@ pub struct DelayDetector {
 }
 
 impl DelayDetector {
+    /// A detector that has seen no packet: usage normal, the threshold at its initial value.
     pub fn new(cfg: DelayConfig) -> Self {
         DelayDetector {
             current: None,
@@ -129,6 +135,7 @@ impl DelayDetector {
         }
     }
 
+    /// What the detector says of the path after the last group.
     pub fn usage(&self) -> Usage {
         self.usage
     }
@@ -138,6 +145,8 @@ impl DelayDetector {
         self.m
     }
 
+    /// The adaptive over-use threshold `del_var_th` now, ms, within
+    /// `threshold_min_ms..=threshold_max_ms`.
     pub fn threshold_ms(&self) -> f64 {
         self.threshold
     }

@@ -15,10 +15,15 @@ pub const MAX_RANGE: u64 = 16_384;
 pub struct ArrivalReport {
     /// Extended RTP sequence number of the first packet reported.
     pub begin_seq: u64,
+    /// Arrival time (receiver's clock) of `begin_seq + i` at index `i`; `None` if it had not
+    /// arrived by the report. At most [`MAX_RANGE`] entries.
     pub arrivals: Vec<Option<Timestamp>>,
+    /// When the report was made (receiver's clock).
     pub at: Timestamp,
 }
 
+/// GCC's receiving end (see the module docs): records the arrival of each packet by extended
+/// sequence number and hands out an [`ArrivalReport`] every `interval`.
 #[derive(Clone, Debug)]
 pub struct ArrivalRecorder {
     interval: Duration,
@@ -66,6 +71,8 @@ impl ArrivalRecorder {
         self.next_report.get_or_insert(now + self.interval);
     }
 
+    /// When the next report is due: `interval` after the first packet since the last report,
+    /// at once when a report was cut short; `None` when nothing waits to be reported.
     pub fn poll_timeout(&self) -> Option<Timestamp> {
         self.next_report
     }

@@ -48,9 +48,13 @@ pub const MAX_WINDOW: usize = 12_500;
 /// GCC's constants.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GccConfig {
+    /// Where both `A` and `A_s` start.
     pub initial_rate: Bitrate,
+    /// The target never goes below this (30 kbit/s by default).
     pub min_rate: Bitrate,
+    /// The target never goes above this; [`RateController::set_rate`] replaces it.
     pub max_rate: Bitrate,
+    /// The constants of the delay-based detector (§5.2 to §5.4).
     pub delay: DelayConfig,
     /// Multiplicative increase per second (§5.5: `eta` 1.08).
     pub eta: f64,
@@ -58,12 +62,14 @@ pub struct GccConfig {
     pub beta: f64,
     /// The window of the incoming rate `R` (§5.5: 0.5 to 1 s).
     pub rate_window: Duration,
-    /// Loss-based: the fractions above which the rate falls and under which it grows (§6).
+    /// Loss-based: the loss fraction above which `A_s` falls to `A_s (1 − 0.5 p)` (§6: 0.10).
     pub loss_high: f64,
+    /// Loss-based: the loss fraction under which `A_s` grows by 5 % (§6: 0.02).
     pub loss_low: f64,
     /// Loss-based: the least time and packets one update looks at (an assumption: the draft
     /// updates at each RTCP report, which here come every 50 ms).
     pub loss_period: Duration,
+    /// Loss-based: the least number of packet results one update looks at (20 by default).
     pub loss_min_packets: u32,
     /// The RTT assumed until a receiver report gives one.
     pub initial_rtt: Duration,
@@ -72,6 +78,10 @@ pub struct GccConfig {
 }
 
 impl GccConfig {
+    /// The constants for a stream starting at `initial_rate` and capped at `max_rate`, the
+    /// rest at the draft's values or the defaults documented on each field (min rate 30 kbit/s,
+    /// rate window 500 ms, loss period 100 ms and 20 packets, initial RTT 100 ms, packets of
+    /// 1200 bytes).
     pub fn new(initial_rate: Bitrate, max_rate: Bitrate) -> Self {
         GccConfig {
             initial_rate,
@@ -94,21 +104,33 @@ impl GccConfig {
 /// The AIMD controller's state (§5.5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateState {
+    /// `A` stays as it is: the detector says under-use, or normal right after a decrease.
     Hold,
+    /// `A` grows, multiplicatively or (near the last over-use rate) additively. The start state.
     Increase,
+    /// The detector says over-use: `A` drops to `beta × R`, at most once per response time.
     Decrease,
 }
 
 /// GCC's counters, for reports and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct GccCounters {
+    /// Packet results received from the receiver (arrived or not).
     pub results: u64,
+    /// Of those, packets the receiver reported as not received.
     pub lost: u64,
+    /// Rate updates made in the decrease state (the detector said over-use), whether or not
+    /// `A` was lowered.
     pub overuse: u64,
+    /// Times the delay-based rate `A` was actually lowered to `beta × R`.
     pub decreases: u64,
+    /// Times the loss-based rate `A_s` was lowered (loss above `loss_high`).
     pub loss_decreases: u64,
 }
 
+/// GCC's sender-side controller (see the module docs): fed the per-packet results and the
+/// receiver reports' RTT, it keeps the delay-based rate `A` and the loss-based `A_s`, and its
+/// target is the lower of the two.
 #[derive(Clone, Debug)]
 pub struct GccSender {
     cfg: GccConfig,
@@ -137,6 +159,7 @@ pub struct GccSender {
 }
 
 impl GccSender {
+    /// A controller at `cfg.initial_rate`, in the increase state, that has seen no result yet.
     pub fn new(cfg: GccConfig) -> Self {
         let start = cfg.initial_rate.as_bps() as f64;
         GccSender {
@@ -160,14 +183,17 @@ impl GccSender {
         }
     }
 
+    /// The AIMD state after the last update.
     pub fn state(&self) -> RateState {
         self.state
     }
 
+    /// What the delay-based detector says of the path now.
     pub fn usage(&self) -> Usage {
         self.detector.usage()
     }
 
+    /// The counters since the controller was made.
     pub fn counters(&self) -> GccCounters {
         self.counters
     }

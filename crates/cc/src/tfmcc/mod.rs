@@ -26,6 +26,7 @@ use std::time::Duration;
 /// A receiver's timestamp, echoed by the sender (RFC 4654 §2.2.1: `r`, `tr_r'`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Echo {
+    /// The receiver whose timestamp this is (its RTCP SSRC); others ignore the echo.
     pub receiver: u32,
     /// The receiver's timestamp, µs of its clock (32 bits, wrapping).
     pub ts_us: u32,
@@ -38,14 +39,18 @@ pub struct Echo {
 pub struct SenderInfo {
     /// The feedback round (`fb_nr`).
     pub round: u16,
+    /// Whether the sender is still in slow start (§3.6: no receiver has reported a loss yet).
     pub slow_start: bool,
     /// The suppression rate, bytes/s (`INFINITY`: no feedback this round yet).
     pub x_supp: f64,
+    /// `R_max`, the sender's estimate of the group's largest RTT (§3.2); receivers use it as
+    /// their RTT until they have one, and for suppression.
     pub r_max: Duration,
     /// This round's feedback delay `T`.
     pub feedback_delay: Duration,
     /// The current limiting receiver.
     pub clr: Option<u32>,
+    /// A receiver's timestamp echoed for its RTT measurement (§3.5), if one is due.
     pub echo: Option<Echo>,
     /// The sending rate, bytes/s.
     pub x_send: f64,
@@ -62,12 +67,16 @@ pub struct ReceiverFeedback {
     pub x_r: f64,
     /// What it receives, bytes/s.
     pub x_recv: f64,
+    /// The loss event rate `p` it measures, 0..=1 (0 before any loss).
     pub p: f64,
     /// The sender's clock of the last data packet received, and how long ago it came (RFC
     /// 4654 §2.2.2's `ts_i'`): the sender's own RTT sample for a receiver that has none.
     pub echo: Option<(metronome_time::Timestamp, Duration)>,
     /// The round it answers.
     pub round: u16,
+    /// It has seen a loss event (§4.3.1), so `x_r` comes from the throughput equation and
+    /// the sender's slow start ends; cleared after 10 RTTs without data.
     pub have_loss: bool,
+    /// This is the receiver's last report: it leaves the group (§4.4).
     pub leaving: bool,
 }

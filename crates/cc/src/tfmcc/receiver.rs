@@ -60,6 +60,8 @@ pub struct TfmccReceiverConfig {
 }
 
 impl TfmccReceiverConfig {
+    /// The settings of receiver `id` with timer randomness from `seed`: N = 10 000 and
+    /// Metronome's bias γ = 0.25 towards low rates.
     pub fn new(id: u32, seed: u64) -> Self {
         TfmccReceiverConfig {
             id,
@@ -77,6 +79,9 @@ const MAX_RECENT: usize = 65_536;
 /// (RFC 4654 §4.4).
 pub const LEAVE_AFTER: Duration = Duration::from_secs(120);
 
+/// One TFMCC receiver's state (see the module docs): its loss history, RTT, receive rate and
+/// feedback timer; fed data packets and the sender's announcements, it tells when to report
+/// and what.
 #[derive(Clone, Debug)]
 pub struct TfmccReceiver {
     cfg: TfmccReceiverConfig,
@@ -117,6 +122,7 @@ pub struct TfmccReceiver {
 }
 
 impl TfmccReceiver {
+    /// A receiver that has heard nothing yet: no RTT, no loss, no round.
     pub fn new(cfg: TfmccReceiverConfig) -> Self {
         TfmccReceiver {
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
@@ -144,10 +150,12 @@ impl TfmccReceiver {
         }
     }
 
+    /// The receiver's id (its RTCP SSRC), as the sender names it in the CLR and echoes.
     pub fn id(&self) -> u32 {
         self.cfg.id
     }
 
+    /// The loss history its loss event rate comes from.
     pub fn history(&self) -> &LossHistory {
         &self.history
     }
@@ -166,6 +174,7 @@ impl TfmccReceiver {
             .unwrap_or(Duration::from_millis(500))
     }
 
+    /// Whether an echo has given it a measured RTT (`have_RTT`); until then it uses `R_max`.
     pub fn has_rtt(&self) -> bool {
         self.rtt.is_some()
     }

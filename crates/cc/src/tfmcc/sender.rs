@@ -41,6 +41,7 @@ use std::time::Duration;
 pub struct TfmccConfig {
     /// The packet size `s` on the wire, bytes.
     pub segment_bytes: u32,
+    /// The rate never goes above this; [`RateController::set_rate`] replaces it.
     pub max_rate: Bitrate,
     /// The least the application can send (a video's lowest rendition): the rate never goes
     /// below it, whatever the receivers report, since the stream would send that much anyway.
@@ -50,14 +51,19 @@ pub struct TfmccConfig {
     pub round_factor: f64,
     /// g, the suppression margin.
     pub g: f64,
+    /// `R_max` before any report (§3.1: 500 ms); the first rate is one packet per `R_max`.
     pub initial_r_max: Duration,
-    /// The longest gap between two announcements of the sender's fields.
+    /// The longest gap between two announcements of the sender's fields, in multiples of
+    /// `R_max` (1.0 by default).
     pub announce_every_r_max: f64,
     /// The shortest gap between two announcements (RFC 4654 §3.7's `ts_gran`).
     pub min_announce_gap: Duration,
 }
 
 impl TfmccConfig {
+    /// RFC 4654's values for packets of `segment_bytes` capped at `max_rate`: k = 6, g = 0.1,
+    /// `R_max` 500 ms at the start, announcements every `R_max` and at least 10 ms apart, no
+    /// floor above one packet per 8 s.
     pub fn new(segment_bytes: u32, max_rate: Bitrate) -> Self {
         TfmccConfig {
             segment_bytes,
@@ -111,16 +117,24 @@ impl PendingEcho {
 /// Counters, for summaries and tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TfmccCounters {
+    /// Feedback rounds ended (new rounds begun after the first).
     pub rounds: u64,
-    /// Reports received, and those about an older round.
+    /// Reports received from receivers.
     pub reports: u64,
+    /// Of those, reports answering a round other than the current one.
     pub stale_reports: u64,
+    /// Times a receiver was made the CLR (the first choice included).
     pub clr_changes: u64,
+    /// Times the rate was halved because the CLR was silent for 4 of its RTTs.
     pub clr_silence_halvings: u64,
+    /// Times the rate was halved because no receiver reported for 10 `R_max`.
     pub no_feedback_halvings: u64,
+    /// Announcements ([`SenderInfo`]) handed out to be sent.
     pub announcements: u64,
 }
 
+/// The TFMCC sender (see the module docs): rounds, suppression, the CLR, `R_max`, slow start
+/// and the silence halvings, behind [`RateController`].
 #[derive(Clone, Debug)]
 pub struct TfmccSender {
     cfg: TfmccConfig,
@@ -146,6 +160,8 @@ pub struct TfmccSender {
 }
 
 impl TfmccSender {
+    /// A sender starting at `now` in slow start, round 0, at one packet per `R_max` (or the
+    /// configured minimum rate, if higher), with an announcement due at once.
     pub fn new(cfg: TfmccConfig, now: Timestamp) -> Self {
         let r_max = cfg.initial_r_max;
         let min = cfg.min_rate.as_bps() as f64 / 8.0;
@@ -185,6 +201,7 @@ impl TfmccSender {
         (self.s() / 8.0).max(self.cfg.min_rate.as_bps() as f64 / 8.0)
     }
 
+    /// The sending rate `X`, bytes per second.
     pub fn rate_bytes_per_s(&self) -> f64 {
         self.x
     }
@@ -200,18 +217,22 @@ impl TfmccSender {
         self.clr.as_ref().filter(|c| !c.leaving)
     }
 
+    /// `R_max`, the sender's estimate of the largest RTT in the group (§3.2).
     pub fn r_max(&self) -> Duration {
         self.r_max
     }
 
+    /// The current feedback round number (`fb_nr`, wrapping).
     pub fn round(&self) -> u16 {
         self.round
     }
 
+    /// Whether the sender is still in slow start (no receiver has reported a loss).
     pub fn in_slow_start(&self) -> bool {
         self.slow_start
     }
 
+    /// The counters since the sender was made.
     pub fn counters(&self) -> TfmccCounters {
         self.counters
     }

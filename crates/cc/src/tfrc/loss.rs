@@ -55,6 +55,7 @@ pub struct LossHistory {
 }
 
 impl LossHistory {
+    /// An empty history: no packet seen, no loss event, loss event rate 0.
     pub fn new() -> Self {
         Self::default()
     }

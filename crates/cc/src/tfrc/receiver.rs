@@ -74,6 +74,7 @@ impl TfrcReceiver {
         }
     }
 
+    /// The loss history its loss event rate `p` comes from (RFC 5348 §5).
     pub fn history(&self) -> &LossHistory {
         &self.history
     }

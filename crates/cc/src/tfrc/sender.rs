@@ -48,6 +48,8 @@ pub struct TfrcConfig {
 }
 
 impl TfrcConfig {
+    /// The settings for segments of `segment_bytes` capped at `max_rate`, with RFC 5348's
+    /// `t_mbi` of 64 s.
     pub fn new(segment_bytes: u32, max_rate: Bitrate) -> Self {
         TfrcConfig {
             segment_bytes,

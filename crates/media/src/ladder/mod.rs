@@ -90,6 +90,7 @@ impl LadderSpec {
 /// One encoding of the content.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rung {
+    /// The quantizer it is encoded at (MPEG-4's quantizer scale, or H.264's QP).
     pub quantizer: u32,
     /// The coded frames in decode order.
     pub frames: Vec<CodedFrame>,
@@ -115,7 +116,9 @@ impl Rung {
 /// The ladder: every rung, and how it was had.
 #[derive(Debug)]
 pub struct Ladder {
+    /// What was encoded, and how.
     pub spec: LadderSpec,
+    /// One rung per quantizer of the spec, in its order; every rung has the same frames.
     pub rungs: Vec<Rung>,
     /// Read from the cache rather than encoded.
     pub from_cache: bool,

@@ -33,6 +33,8 @@ use std::time::Duration;
 /// How a [`LadderSource`] sends.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LadderSourceConfig {
+    /// How frames are cut into RTP packets (SSRC, payload type, largest payload, first
+    /// sequence number).
     pub payloader: PayloaderConfig,
     /// The RTP timestamp of the stream's time zero (90 kHz clock).
     pub rtp_ts_base: u32,
@@ -53,14 +55,17 @@ pub struct LadderSourceConfig {
 /// A packet the source wrote.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LadderPacket {
+    /// The whole RTP packet written, bytes: header, extension and payload.
     pub len: usize,
+    /// Of which RTP payload, bytes.
     pub payload_len: usize,
     /// When it is due to leave, on the stream's timeline.
     pub due: Duration,
     /// When its frame was made (handed to the sender), on the stream's timeline.
     pub made: Duration,
-    /// The frame it carries (its display number), and whether it is the frame's first packet.
+    /// The frame it carries (its display number).
     pub frame: u32,
+    /// Whether it is that frame's first packet.
     pub first_of_frame: bool,
 }
 
@@ -89,6 +94,8 @@ pub struct LadderSource {
 }
 
 impl LadderSource {
+    /// Sends `ladder` from its first frame as `cfg` says, each GOP at the rung the VBR
+    /// controller (Evalvid-RA's) picks, starting at the one it starts with.
     pub fn new(ladder: Arc<Ladder>, cfg: LadderSourceConfig) -> Self {
         let e = ladder.spec.encoder;
         let q_range = ladder.spec.quantizers.iter().copied();
@@ -119,14 +126,17 @@ impl LadderSource {
         }
     }
 
+    /// The ladder it sends from.
     pub fn ladder(&self) -> &Arc<Ladder> {
         &self.ladder
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &LadderSourceConfig {
         &self.cfg
     }
 
+    /// The codec the ladder is encoded with.
     pub fn codec(&self) -> VideoCodec {
         self.ladder.spec.encoder.codec
     }

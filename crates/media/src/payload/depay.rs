@@ -20,6 +20,7 @@ pub const MAX_FRAME_BYTES: usize = 32 << 20;
 /// A frame as it came off the wire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DepayFrame {
+    /// The RTP timestamp its packets shared (90 kHz: its presentation time).
     pub rtp_ts: u32,
     /// MPEG-4: the frame's bytes; H.264: an Annex B access unit.
     pub data: Vec<u8>,
@@ -49,6 +50,7 @@ pub struct FrameDepayloader {
 }
 
 impl FrameDepayloader {
+    /// A depayloader of `codec`'s RTP payload format, before any packet.
     pub fn new(codec: VideoCodec) -> Self {
         FrameDepayloader {
             codec,
@@ -60,6 +62,7 @@ impl FrameDepayloader {
         }
     }
 
+    /// The codec whose payload format it reads.
     pub fn codec(&self) -> VideoCodec {
         self.codec
     }

@@ -21,10 +21,14 @@ use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 /// How packets are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PayloaderConfig {
+    /// The SSRC every packet carries (RFC 3550 §5.1).
     pub ssrc: u32,
+    /// The RTP payload type, 0 to 127: a dynamic one (96 in the lab) that the SDP's
+    /// `rtpmap` names.
     pub payload_type: u8,
     /// RTP payload bytes per packet at most.
     pub max_payload: usize,
+    /// The first packet's sequence number; later ones count up from it, wrapping.
     pub initial_seq: u16,
     /// The send-time header extension packets carry (filled in when they leave).
     pub send_time: SendTimeExt,
@@ -33,8 +37,11 @@ pub struct PayloaderConfig {
 /// A packet written into the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PacketOut {
+    /// The whole packet written, bytes: RTP header, extension and payload.
     pub len: usize,
+    /// Of which RTP payload, bytes (at most `max_payload`).
     pub payload_len: usize,
+    /// Its RTP sequence number.
     pub seq: u16,
     /// The frame's last packet.
     pub marker: bool,
@@ -55,6 +62,8 @@ pub struct FramePayloader {
 }
 
 impl FramePayloader {
+    /// A payloader for `codec`; a `max_payload` under 3 bytes is taken as 3 (an FU-A's two
+    /// header bytes and one of data).
     pub fn new(codec: VideoCodec, cfg: PayloaderConfig) -> Self {
         FramePayloader {
             codec,
@@ -71,6 +80,7 @@ impl FramePayloader {
         }
     }
 
+    /// Its settings, `max_payload` as taken.
     pub fn config(&self) -> &PayloaderConfig {
         &self.cfg
     }

@@ -19,8 +19,11 @@ use base64::Engine as _;
 /// `a=rtpmap`'s encoding name and `a=fmtp`'s parameters of a stream.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RtpFormat {
+    /// `a=rtpmap`'s encoding name: `MP4V-ES` or `H264`.
     pub encoding: &'static str,
+    /// `a=rtpmap`'s clock rate, Hz: 90 000 for both.
     pub clock_rate: u32,
+    /// `a=fmtp`'s parameters, `;`-separated, without the payload type.
     pub fmtp: String,
 }
 

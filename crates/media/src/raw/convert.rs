@@ -17,12 +17,21 @@ use crate::MediaError;
 /// A frame layout other than RFC 4175 payload order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
+    /// 4:2:0 8-bit planar: the Y plane, then Cb, then Cr, no padding.
     I420,
+    /// 4:2:2 8-bit packed `U Y V Y`: byte for byte RFC 4175's 4:2:2 8-bit payload.
     Uyvy,
+    /// 4:2:2 10-bit packed, three samples per little-endian 32-bit word, rows padded to a
+    /// multiple of 128 bytes.
     V210,
+    /// Packed 8-bit `R G B`: byte for byte RFC 4175's RGB 8-bit payload.
     Rgb24,
+    /// 4:2:2 8-bit planar (Y4M's `C422`).
     Yuv422p,
+    /// 4:2:2 10-bit planar, each sample in a 16-bit little-endian word (Y4M's `C422p10`).
     Yuv422p10le,
+    /// 4:4:4 8-bit planar BT.601 limited-range Y'CbCr (Y4M's `C444`), converted from RGB:
+    /// written only, and lossy.
     Yuv444p,
 }
 

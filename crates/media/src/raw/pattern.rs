@@ -55,6 +55,9 @@ pub struct RawTestPattern {
 }
 
 impl RawTestPattern {
+    /// An unbounded pattern of `format` (colour bars, a ramp, a moving box, the frame index;
+    /// see the module), starting at frame 0; [`MediaError::Config`] for a format that does
+    /// not validate.
     pub fn new(format: VideoFormat) -> Result<RawTestPattern, MediaError> {
         format.validate()?;
         let pg = format.pgroup();

@@ -18,9 +18,13 @@ const MAGIC: &str = "YUV4MPEG2";
 /// The fields of a Y4M stream header that matter here.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Y4mHeader {
+    /// `W`: picture width, pixels.
     pub width: u32,
+    /// `H`: picture height, pixels.
     pub height: u32,
+    /// `F`'s numerator: frames per second are `fps_num / fps_den`.
     pub fps_num: u32,
+    /// `F`'s denominator.
     pub fps_den: u32,
     /// The `C` tag without the `C` (`420jpeg` when absent, as the format defines).
     pub colorspace: String,
@@ -185,10 +189,13 @@ impl<W: Write> Y4mWriter<W> {
         self.out.write_all(&self.scratch).map_err(write_err)
     }
 
+    /// Flushes the underlying writer; a failure is reported as [`MediaError::Read`] of
+    /// `Y4M output`.
     pub fn flush(&mut self) -> Result<(), MediaError> {
         self.out.flush().map_err(write_err)
     }
 
+    /// The underlying writer back (not flushed here).
     pub fn into_inner(self) -> W {
         self.out
     }

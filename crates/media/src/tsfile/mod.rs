@@ -33,13 +33,19 @@ const FALLBACK_RATE: u64 = 1_000_000;
 /// What the reader met on the way.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FileStats {
+    /// TS packets read from the file, over every loop.
     pub packets: u64,
+    /// PCRs met on the PCR PID (the PMT's, or the first PID seen carrying one), over every
+    /// loop.
     pub pcrs: u64,
     /// New time bases: discontinuity indicators, PCR jumps, and restarts after a loop.
     pub rebases: u64,
     /// Times more than [`MAX_LOOKAHEAD_PACKETS`] packets passed without a PCR.
     pub pcr_gaps: u64,
+    /// Times the file was rewound to play again (looping sources only).
     pub loops: u64,
+    /// Times sync was lost and found again (ISO/IEC 13818-1 §2.4.3.2: a 0x47 every 188
+    /// bytes).
     pub resyncs: u64,
     /// Bytes skipped to regain sync, or left over as a truncated last packet.
     pub skipped_bytes: u64,
@@ -136,6 +142,7 @@ impl TsFileSource {
         Ok(s)
     }
 
+    /// What the reader has met so far.
     pub fn stats(&self) -> FileStats {
         FileStats {
             resyncs: self.reader.resyncs,

@@ -27,7 +27,7 @@ pub(crate) struct PacketReader {
 }
 
 impl PacketReader {
-    pub fn new(src: Box<dyn ReadSeek>) -> Self {
+    pub(crate) fn new(src: Box<dyn ReadSeek>) -> Self {
         PacketReader {
             src,
             buf: vec![0u8; BUF_LEN].into_boxed_slice(),
@@ -60,7 +60,7 @@ impl PacketReader {
 
     /// Checks the start of the source: the 0x47 sync byte at 188-byte spacing over the first
     /// packets (up to five). `Err` holds the reason, in words.
-    pub fn check_sync(&mut self) -> io::Result<Result<(), String>> {
+    pub(crate) fn check_sync(&mut self) -> io::Result<Result<(), String>> {
         let have = self.fill(TS_PACKET_LEN * SYNC_CHECK_PACKETS)?;
         let b = &self.buf[self.start..self.end];
         if have == 0 {
@@ -95,7 +95,7 @@ impl PacketReader {
     /// Reads the next packet. `Ok(false)` at the end of the source; a partial last packet is
     /// skipped. After lost sync, the next 0x47 followed by another 188 bytes later (or by the
     /// end) is taken as the next packet.
-    pub fn next(&mut self, out: &mut [u8; TS_PACKET_LEN]) -> io::Result<bool> {
+    pub(crate) fn next(&mut self, out: &mut [u8; TS_PACKET_LEN]) -> io::Result<bool> {
         let mut lost = false;
         loop {
             let have = self.fill(TS_PACKET_LEN + 1)?;
@@ -123,7 +123,7 @@ impl PacketReader {
     }
 
     /// Back to the start of the source (for looping).
-    pub fn rewind(&mut self) -> io::Result<()> {
+    pub(crate) fn rewind(&mut self) -> io::Result<()> {
         self.src.seek(SeekFrom::Start(0))?;
         self.start = 0;
         self.end = 0;

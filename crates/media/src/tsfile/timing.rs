@@ -32,7 +32,7 @@ pub(crate) struct Segment {
 
 impl Segment {
     /// The time of packet `index` (27 MHz ticks), by linear interpolation between the ends.
-    pub fn ticks_at(&self, index: u64) -> u64 {
+    pub(crate) fn ticks_at(&self, index: u64) -> u64 {
         if index <= self.a_index || self.b_index <= self.a_index {
             return self.a_ticks;
         }
@@ -57,7 +57,7 @@ pub(crate) struct PcrTimeline {
 impl PcrTimeline {
     /// `max_gap`: the largest believable step between consecutive PCRs, in 27 MHz ticks.
     /// `fallback_rate`: bit/s used to extrapolate before any rate has been measured.
-    pub fn new(max_gap: u64, fallback_rate: u64) -> Self {
+    pub(crate) fn new(max_gap: u64, fallback_rate: u64) -> Self {
         PcrTimeline {
             anchor: None,
             last_rate: None,
@@ -68,21 +68,21 @@ impl PcrTimeline {
         }
     }
 
-    pub fn has_anchor(&self) -> bool {
+    pub(crate) fn has_anchor(&self) -> bool {
         self.anchor.is_some()
     }
-    pub fn has_rate(&self) -> bool {
+    pub(crate) fn has_rate(&self) -> bool {
         self.last_rate.is_some()
     }
 
     /// The average rate over well-behaved PCR intervals, bit/s.
-    pub fn average_rate(&self) -> Option<u64> {
+    pub(crate) fn average_rate(&self) -> Option<u64> {
         let (packets, ticks) = self.total;
         (ticks > 0).then(|| (packets as u128 * PACKET_BITS * PCR_HZ as u128 / ticks as u128) as u64)
     }
 
     /// Ticks that `packets` packets last at the last measured rate (or the fallback rate).
-    pub fn extrapolate(&self, packets: u64) -> u64 {
+    pub(crate) fn extrapolate(&self, packets: u64) -> u64 {
         match self.last_rate {
             Some((p, t)) => (packets as u128 * t as u128 / p as u128) as u64,
             None => {
@@ -93,7 +93,7 @@ impl PcrTimeline {
 
     /// Takes the PCR carried by packet `index` and returns that packet's time in ticks.
     /// `discontinuity`: the packet's discontinuity_indicator (§2.4.3.5), or a forced new time base.
-    pub fn on_pcr(&mut self, index: u64, pcr: u64, discontinuity: bool) -> u64 {
+    pub(crate) fn on_pcr(&mut self, index: u64, pcr: u64, discontinuity: bool) -> u64 {
         let pcr = pcr % PCR_MODULUS;
         let ticks = match self.anchor {
             None => 0,

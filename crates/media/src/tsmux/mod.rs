@@ -47,9 +47,13 @@ pub struct TsMuxConfig {
     pub psi_interval: Duration,
     /// The PCR and PTS value of stream time zero.
     pub start_offset: Duration,
+    /// The PAT's `transport_stream_id` (§2.4.4.5).
     pub transport_stream_id: u16,
+    /// The one program's `program_number`, in the PAT and the PMT (§2.4.4.3, §2.4.4.8).
     pub program_number: u16,
+    /// The PMT's PID: 0x10 to 0x1FFE, not `video_pid`.
     pub pmt_pid: u16,
+    /// The H.264 stream's PID, which also carries the PCR: 0x10 to 0x1FFE.
     pub video_pid: u16,
 }
 
@@ -72,12 +76,19 @@ impl Default for TsMuxConfig {
 /// Counters of what the muxer wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MuxStats {
+    /// TS packets written, of every kind (one per slot).
     pub packets: u64,
+    /// Null packets (PID 0x1FFF) written to fill slots with nothing to send.
     pub null_packets: u64,
+    /// PAT and PMT packets.
     pub psi_packets: u64,
+    /// Packets on the video PID, PCR-only ones included.
     pub video_packets: u64,
+    /// Video-PID packets that carried a PCR.
     pub pcr_packets: u64,
+    /// Access units pushed in.
     pub frames_in: u64,
+    /// Access units whose last packet has been written.
     pub frames_out: u64,
     /// Frames whose last packet left after their PTS (decoder underflow).
     pub late_frames: u64,
@@ -131,6 +142,9 @@ pub struct TsMuxer {
 }
 
 impl TsMuxer {
+    /// A muxer with nothing queued, at slot 0. [`MediaError::Config`] when the PIDs clash or
+    /// lie outside 0x10..0x1FFE, or the rate is outside 10 kbit/s to 10 Gbit/s or too low for
+    /// the PCR and PSI intervals to span 3 packets.
     pub fn new(cfg: TsMuxConfig) -> Result<TsMuxer, MediaError> {
         let pids = [cfg.pmt_pid, cfg.video_pid];
         if pids.iter().any(|&p| !(0x10..PID_NULL).contains(&p)) || cfg.pmt_pid == cfg.video_pid {
@@ -179,9 +193,11 @@ impl TsMuxer {
         Ok(())
     }
 
+    /// Its settings now: as made, `mux_rate` as the last rate switch set it.
     pub fn config(&self) -> &TsMuxConfig {
         &self.cfg
     }
+    /// What the muxer has written so far.
     pub fn stats(&self) -> &MuxStats {
         &self.stats
     }

@@ -4,9 +4,9 @@
 use metronome_wire::ts::{encode_pcr, TS_PACKET_LEN, TS_SYNC_BYTE};
 
 /// Size of the TS packet header.
-pub const HEADER_LEN: usize = 4;
+pub(crate) const HEADER_LEN: usize = 4;
 /// Bytes a packet has after its header.
-pub const BODY_LEN: usize = TS_PACKET_LEN - HEADER_LEN;
+pub(crate) const BODY_LEN: usize = TS_PACKET_LEN - HEADER_LEN;
 /// The PES header this muxer writes: start code, stream_id, PES_packet_length, two flag bytes,
 /// PES_header_data_length and a PTS.
 pub const PES_HEADER_LEN: usize = 14;
@@ -18,14 +18,14 @@ pub const STREAM_ID_VIDEO: u8 = 0xe0;
 
 /// adaptation_field_control values (Table 2-5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Afc {
+pub(crate) enum Afc {
     PayloadOnly = 0b01,
     AdaptationOnly = 0b10,
     Both = 0b11,
 }
 
 /// Writes the 4-byte header (§2.4.3.2): no transport error, priority 0, not scrambled.
-pub fn write_header(out: &mut [u8; TS_PACKET_LEN], pid: u16, pusi: bool, afc: Afc, cc: u8) {
+pub(crate) fn write_header(out: &mut [u8; TS_PACKET_LEN], pid: u16, pusi: bool, afc: Afc, cc: u8) {
     out[0] = TS_SYNC_BYTE;
     out[1] = ((pusi as u8) << 6) | ((pid >> 8) as u8 & 0x1f);
     out[2] = pid as u8;
@@ -34,7 +34,7 @@ pub fn write_header(out: &mut [u8; TS_PACKET_LEN], pid: u16, pusi: bool, afc: Af
 
 /// What goes into an adaptation field.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct AdaptationField {
+pub(crate) struct AdaptationField {
     pub pcr: Option<u64>,
     pub random_access: bool,
     pub discontinuity: bool,
@@ -42,7 +42,7 @@ pub struct AdaptationField {
 
 impl AdaptationField {
     /// Bytes the field needs without stuffing, counting its length byte; 0 when nothing is set.
-    pub fn min_len(&self) -> usize {
+    pub(crate) fn min_len(&self) -> usize {
         if self.pcr.is_none() && !self.random_access && !self.discontinuity {
             0
         } else {
@@ -54,7 +54,11 @@ impl AdaptationField {
 /// Writes an adaptation field of exactly `total` bytes (length byte included) at `out[4..]`,
 /// padding with 0xFF stuffing (§2.4.3.5). `total` must be ≥ `af.min_len()` and ≥ 1; a
 /// 1-byte field is `adaptation_field_length` = 0, the one-byte stuffing case.
-pub fn write_adaptation_field(out: &mut [u8; TS_PACKET_LEN], af: &AdaptationField, total: usize) {
+pub(crate) fn write_adaptation_field(
+    out: &mut [u8; TS_PACKET_LEN],
+    af: &AdaptationField,
+    total: usize,
+) {
     debug_assert!(total >= af.min_len().max(1) && total <= BODY_LEN);
     out[4] = (total - 1) as u8;
     if total == 1 {
@@ -73,7 +77,7 @@ pub fn write_adaptation_field(out: &mut [u8; TS_PACKET_LEN], af: &AdaptationFiel
 
 /// Encodes a 33-bit timestamp in the 5-byte PTS/DTS layout of §2.4.3.7 with the 4-bit `prefix`
 /// ('0010' for a lone PTS).
-pub fn encode_timestamp(prefix: u8, ts: u64) -> [u8; 5] {
+pub(crate) fn encode_timestamp(prefix: u8, ts: u64) -> [u8; 5] {
     let ts = ts & ((1 << 33) - 1);
     [
         (prefix << 4) | ((ts >> 29) as u8 & 0x0e) | 1,
@@ -97,7 +101,7 @@ pub fn decode_timestamp(b: &[u8; 5]) -> u64 {
 /// stream has no B-frames, and a DTS equal to the PTS is left out (PTS_DTS_flags '10').
 /// `payload_len` is the elementary-stream bytes that follow; PES_packet_length is 0
 /// ("unbounded", allowed for video in TS) when the packet would exceed 65535 bytes.
-pub fn pes_header(pts_90k: u64, payload_len: usize) -> [u8; PES_HEADER_LEN] {
+pub(crate) fn pes_header(pts_90k: u64, payload_len: usize) -> [u8; PES_HEADER_LEN] {
     let after_length = 3 + 5 + payload_len;
     let pes_len = if after_length <= 0xffff {
         after_length as u16

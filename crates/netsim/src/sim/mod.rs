@@ -38,8 +38,11 @@ pub struct Sim {
 pub struct SimOutcome {
     /// The virtual time the run ended at.
     pub end: Timestamp,
+    /// What each flow measured, indexed by [`FlowId`] (the order flows were added).
     pub flows: Vec<FlowReport>,
+    /// The network's totals: events, packets sent, delivered and lost for want of a route.
     pub counters: NetCounters,
+    /// Every packet event, if the run traced them ([`TraceLevel::Packets`]); else empty.
     pub trace: PacketTrace,
 }
 
@@ -59,14 +62,17 @@ impl Sim {
         }
     }
 
+    /// The network: its topology, counters and links' statistics.
     pub fn net(&self) -> &Net {
         &self.net
     }
 
+    /// The network, to change it between steps (add trees, change members, wake endpoints).
     pub fn net_mut(&mut self) -> &mut Net {
         &mut self.net
     }
 
+    /// Adds a host or router called `name` (the name is for summaries only).
     pub fn add_node(&mut self, name: impl Into<String>) -> NodeId {
         self.net.add_node(name)
     }
@@ -85,6 +91,8 @@ impl Sim {
         )
     }
 
+    /// Adds an application and lets it register its endpoints ([`Flow::bind`]); it starts at
+    /// the first step. Its id is its index in [`SimOutcome::flows`].
     pub fn add_flow(&mut self, mut flow: Box<dyn Flow>) -> FlowId {
         let id = FlowId(self.flows.len() as u32);
         flow.bind(id, &mut self.net);
@@ -92,6 +100,8 @@ impl Sim {
         id
     }
 
+    /// The virtual time: that of the last event handled, or the `until` a
+    /// [`run_until`](Sim::run_until) reached.
     pub fn now(&self) -> Timestamp {
         self.now
     }

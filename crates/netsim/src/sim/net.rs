@@ -52,6 +52,9 @@ pub struct NetCounters {
     pub pruned: u64,
 }
 
+/// The simulated network (see the module docs): the topology's links as models, routes and
+/// multicast trees, the flows' endpoints per node, the event queue and the trace. Flows reach
+/// it through [`Flow`](super::flows::Flow)'s callbacks.
 pub struct Net {
     topology: Topology,
     /// Per link of the topology, its model in this run.
@@ -98,6 +101,7 @@ impl Net {
         &self.topology
     }
 
+    /// Adds a node called `name` (for summaries); routes are recomputed when next needed.
     pub fn add_node(&mut self, name: impl Into<String>) -> NodeId {
         let id = self.topology.add_node(name);
         for e in &mut self.endpoints {
@@ -123,6 +127,8 @@ impl Net {
         self.counters
     }
 
+    /// What link `l` has carried, queued and dropped so far. Panics if `l` is not a link of
+    /// this network.
     pub fn link_stats(&self, l: LinkId) -> &LinkStats {
         self.links[l.0 as usize].link.stats()
     }

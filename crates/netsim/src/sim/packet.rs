@@ -26,7 +26,10 @@ pub enum Dst {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Body {
     /// A measurement datagram (UDP cross traffic, iperf-style): only its number is needed.
-    Probe { seq: u64 },
+    Probe {
+        /// The datagram's number within its flow, from 0 in sending order.
+        seq: u64,
+    },
     /// An RTP or RTCP datagram, as the sessions wrote it.
     Datagram(Rc<[u8]>),
     /// An IPv4 packet of a TCP connection, as the TCP stack wrote it.
@@ -38,12 +41,16 @@ pub enum Body {
 pub struct Packet {
     /// Unique per run, in the order packets were sent; copies of a multicast packet share it.
     pub id: u64,
+    /// The application it belongs to; the receiving node hands it to that flow's endpoint.
     pub flow: FlowId,
+    /// The node whose application sent it.
     pub src: NodeId,
+    /// Where it goes: one node, or every member of a multicast tree.
     pub dst: Dst,
     /// Bytes on the wire (IP header included): what links serialize and queue.
     pub size: u32,
     /// When the sending application handed it to the network.
     pub sent_at: Timestamp,
+    /// What it carries (shared between multicast copies).
     pub body: Body,
 }

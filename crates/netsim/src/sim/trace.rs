@@ -25,10 +25,17 @@ pub enum PacketEvent {
     /// An application handed it to the network at its node.
     Sent,
     /// A link accepted it; it waits `queue_delay` before its serialization starts.
-    Queued { link: LinkId, queue_delay_ns: u64 },
+    Queued {
+        /// The link that accepted it.
+        link: LinkId,
+        /// The link's queueing delay when it arrived, in nanoseconds.
+        queue_delay_ns: u64,
+    },
     /// A link or router did not pass it on.
     Dropped {
+        /// The link that dropped it; `None` when a node did (no route, a pruned branch).
         link: Option<LinkId>,
+        /// Why it was dropped.
         why: DropReason,
     },
     /// It reached an application at its node.
@@ -49,6 +56,8 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    /// The reason as written in the trace's CSV `reason` column (`loss`, `queue_full`,
+    /// `no_route`, `pruned`).
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::Loss => "loss",
@@ -62,18 +71,24 @@ impl DropReason {
 /// One row of the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TraceRow {
+    /// Virtual time of the event.
     pub at: Timestamp,
+    /// What happened (with the link and queueing delay or drop reason, where there is one).
     pub event: PacketEvent,
     /// Where it happened.
     pub node: NodeId,
+    /// The flow the packet belongs to.
     pub flow: FlowId,
+    /// The packet's id ([`Packet::id`](super::packet::Packet::id)); multicast copies share it.
     pub packet: u64,
+    /// The packet's size on the wire, bytes (IP header included).
     pub size: u32,
 }
 
 /// The rows of a run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PacketTrace {
+    /// The rows, in the order the events happened.
     pub rows: Vec<TraceRow>,
 }
 
@@ -86,8 +101,8 @@ impl PacketTrace {
     /// `event` (`sent`, `queued`, `dropped`, `delivered`), `node` (where), `flow`, `packet` (its
     /// id; multicast copies share one), `size_bytes` (on the wire), `link` (the link that queued
     /// or dropped it, else empty), `queue_delay_ns` (`queued` only: its wait before
-    /// serialization), `reason` (`dropped` only: `loss`, `queue_full`, `no_route`). Node, flow
-    /// and link are numbers; the summary names them.
+    /// serialization), `reason` (`dropped` only: `loss`, `queue_full`, `no_route`, `pruned`).
+    /// Node, flow and link are numbers; the summary names them.
     pub fn write_csv(&self, out: &mut String) {
         out.push_str(Self::CSV_HEADER);
         out.push('\n');
@@ -123,6 +138,7 @@ impl PacketTrace {
         }
     }
 
+    /// The CSV of [`PacketTrace::write_csv`] as a new string.
     pub fn to_csv(&self) -> String {
         let mut s = String::with_capacity(self.rows.len() * 48 + 80);
         self.write_csv(&mut s);

@@ -34,17 +34,21 @@ pub struct Calibration {
         serialize_with = "metronome_time::units::duration_us"
     )]
     pub per_segment: Duration,
-    /// Measured send-call times.
+    /// Median time of one `send` call, in the quietest round (the one whose p99 is budgeted).
     #[serde(
         rename = "measured_p50_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
     pub measured_p50: Duration,
+    /// 99th-percentile time of one `send` call in the quietest round; `per_packet` is this
+    /// times the safety factor 1.5 (at least 1 µs).
     #[serde(
         rename = "measured_p99_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
     pub measured_p99: Duration,
+    /// Send calls timed, over all rounds (the quantiles come from one round of them); 0 when
+    /// the cost was [`fixed`](Self::fixed) rather than measured.
     pub samples: u64,
     /// How the numbers were obtained.
     pub method: &'static str,

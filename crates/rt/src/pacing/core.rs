@@ -20,7 +20,10 @@ use std::time::Duration;
 /// How a core's pacing thread is set up.
 #[derive(Clone, Debug)]
 pub struct CoreConfig {
+    /// How the core orders released jobs: earliest deadline first, or deadline-monotonic
+    /// (each stream's fixed priority is its relative deadline, [`Lane::deadline`]).
     pub policy: Policy,
+    /// The pacing thread's set-up: real-time policy, memory locking, pinning, how it waits.
     pub thread: PacingThreadConfig,
     /// Most streams this core can carry.
     pub capacity: usize,
@@ -30,16 +33,22 @@ pub struct CoreConfig {
 pub enum Command {
     /// A stream's lane (made on the control side: the core allocates nothing).
     Add(Box<dyn Lane>),
+    /// Let go of the stream with this id ([`Lane::id`]): the core calls its
+    /// [`Lane::finish`] and frees its place. An id not on the core is ignored.
     Remove(u64),
 }
 
 /// What the control side shares with a core's thread.
 pub struct CoreShared {
+    /// Streams to add and remove, applied by the thread at the start of each turn; holds
+    /// `capacity` commands (at least 16). A push fails when it is full.
     pub commands: ArrayQueue<Command>,
+    /// Set by the control side to end [`run_core`]'s loop after its current turn.
     pub stop: AtomicBool,
     /// The thread's kernel id, for changing its SCHED_DEADLINE budget from outside.
     pub tid: AtomicI32,
-    /// Lateness of every packet this core sent.
+    /// Lateness of every packet this core sent, in ns past its release time (dropped packets
+    /// excluded; a sample is skipped when the control side holds the lock).
     pub lateness: Mutex<Distribution>,
     /// What the thread was granted, once it started.
     pub grant: Mutex<String>,
@@ -50,6 +59,8 @@ pub struct CoreShared {
 }
 
 impl CoreShared {
+    /// The shared state of a core that will carry up to `capacity` streams: an empty command
+    /// queue of `capacity` places (at least 16), not stopped, not ready, no thread yet.
     pub fn new(capacity: usize) -> Self {
         CoreShared {
             commands: ArrayQueue::new(capacity.max(16)),

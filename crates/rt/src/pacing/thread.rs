@@ -24,11 +24,21 @@ use std::time::Duration;
 /// How a pacing thread runs.
 #[derive(Clone, Copy, Debug)]
 pub struct PacingThreadConfig {
+    /// The scheduling policy to ask for; the thread falls back to SCHED_OTHER if refused
+    /// (see [`thread::make_current_thread_realtime`]).
     pub rt_policy: RtPolicy,
+    /// How it waits for each release: sleep-then-spin, busy-poll, or switching between them.
     pub wait: WaitPolicy,
+    /// The sleep-then-spin waiter's margin tuning; under SCHED_DEADLINE its margins are fitted
+    /// to the granted runtime.
     pub waiter: WaiterConfig,
+    /// When [`WaitPolicy::Auto`] switches between sleeping and busy-polling (unused otherwise).
     pub wait_selector: WaitSelectorConfig,
+    /// The CPU (0-based, as the kernel numbers them) to pin the thread to; `None` leaves its
+    /// affinity alone. A pinning failure is ignored.
     pub cpu: Option<usize>,
+    /// Lock the process's current pages in RAM ([`thread::lock_memory`]) so that the thread
+    /// never waits for a page fault; the report says whether it worked.
     pub lock_memory: bool,
 }
 
@@ -37,9 +47,14 @@ pub struct PacingThreadConfig {
 pub struct PacingThreadReport {
     /// The scheduling policy it got, in words.
     pub grant: String,
+    /// Whether memory was locked, in words: `locked`, `not locked: <why>`, `not requested`, or
+    /// `as its core's` for a stream on a shared core.
     pub memory: String,
     /// CPU time it used, s.
     pub cpu_s: f64,
+    /// Time spent sleeping-then-spinning and busy-polling, and how often it switched, as the
+    /// wait selector counted them: only a thread under [`WaitPolicy::Auto`] feeds the
+    /// selector, so under the other policies these stay zero.
     pub wait_modes: WaitSelectorStats,
     /// Times the RT throttling guard switched it to busy-polling.
     pub throttle_guard_trips: u64,
@@ -62,6 +77,9 @@ impl PacingThreadReport {
     }
 }
 
+/// The pacing state of the thread that created it with [`PacingThread::start`]: its precise
+/// waiter, the wait selector and the RT throttling guard. Belongs to that one thread; waiting
+/// and following the load allocate nothing (only [`report`](Self::report) does).
 pub struct PacingThread {
     rt_policy: RtPolicy,
     /// Follow the load (`WaitPolicy::Auto`): switch between sleeping and busy-polling.
@@ -237,10 +255,15 @@ impl PacingThread {
         }
     }
 
+    /// The scheduling policy granted at [`start`](Self::start), in words (what was refused
+    /// and why, and the RT throttling setting).
     pub fn grant(&self) -> &str {
         &self.grant
     }
 
+    /// How the thread has run since [`start`](Self::start): its grant, memory locking, CPU
+    /// time, wait modes, throttling-guard trips and current spin margin. Call on the thread
+    /// itself: the CPU time read is the calling thread's.
     pub fn report(&self, clock: &Clock) -> PacingThreadReport {
         PacingThreadReport {
             grant: self.grant.clone(),

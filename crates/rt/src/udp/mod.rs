@@ -65,6 +65,7 @@ impl Default for SocketOptions {
 pub struct RecvMeta {
     /// Bytes written into the buffer.
     pub len: usize,
+    /// The sender's address and port, as the kernel reports it (`recvmsg`'s `msg_name`).
     pub src: SocketAddr,
     /// Kernel receive time (SCM_TIMESTAMPNS, CLOCK_REALTIME ns); see
     /// [`crate::clock::Clock::timestamp_from_realtime_ns`].
@@ -87,26 +88,68 @@ pub fn is_timeout(e: &io::Error) -> bool {
 /// A socket that could not be opened or used, with what to do about it.
 #[derive(Debug, thiserror::Error)]
 pub enum UdpError {
+    /// `socket(2)` failed (out of file descriptors, or the address family is not supported),
+    /// or the address of a just-bound socket could not be read.
     #[error("cannot create a UDP socket: {}", explain(.0))]
     Socket(io::Error),
+    /// The local address could not be bound: the port is taken (`EADDRINUSE`), the address is
+    /// not on this host, or a port below 1024 needs privileges. [`bind_pair`] also returns it
+    /// when no free even/odd port pair was found.
     #[error("cannot bind {addr}: {}", explain(.source))]
-    Bind { addr: SocketAddr, source: io::Error },
+    Bind {
+        /// The local address asked for (port 0: any free port).
+        addr: SocketAddr,
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// No route to the destination: found when the socket is opened (a route probe) or when a
+    /// send fails with a routing error (see [`UdpError::from_send`]). Retrying will not help
+    /// until the address or the interface is fixed.
     #[error("cannot reach {addr}: {}", explain(.source))]
-    Unreachable { addr: SocketAddr, source: io::Error },
+    Unreachable {
+        /// The destination.
+        addr: SocketAddr,
+        /// The kernel's error (`ENETUNREACH`, `EHOSTUNREACH`, `EINVAL`, `EADDRNOTAVAIL`, ...).
+        source: io::Error,
+    },
+    /// The multicast group could not be joined (`IP_ADD_MEMBERSHIP` / `IPV6_JOIN_GROUP`):
+    /// usually no such interface (`iface=` names no address of this host) or no multicast
+    /// route.
     #[error("cannot join multicast group {group} on interface {iface}: {}", explain(.source))]
     Join {
+        /// The group address.
         group: IpAddr,
+        /// The IPv4 interface address it was joined on; `0.0.0.0` lets the kernel choose
+        /// (always so for an IPv6 group, joined on the default interface).
         iface: Ipv4Addr,
+        /// The kernel's error.
         source: io::Error,
     },
+    /// A socket option could not be set (TTL, multicast loop or interface, SO_TIMESTAMPNS,
+    /// SO_REUSEADDR, the read timeout...).
     #[error("cannot set {option} on the socket for {addr}: {}", explain(.source))]
     Option {
+        /// The option's name as in the kernel headers, e.g. `IP_MULTICAST_TTL`.
         option: &'static str,
+        /// The address the socket is for (destination of a sender, bound address of a
+        /// receiver).
         addr: SocketAddr,
+        /// The kernel's error.
         source: io::Error,
     },
+    /// A send failed for another reason than routing: a full send buffer (`ENOBUFS`,
+    /// `EAGAIN`: usually transient, the next packet may go), a datagram too large
+    /// (`EMSGSIZE`), a firewall (`EPERM`), or an invalid request such as a GSO segment size
+    /// of 0.
     #[error("sending to {addr} failed: {}", explain(.source))]
-    Send { addr: SocketAddr, source: io::Error },
+    Send {
+        /// The destination.
+        addr: SocketAddr,
+        /// The kernel's error.
+        source: io::Error,
+    },
+    /// An RTCP socket was asked to reply with no peer known: it has neither been given a
+    /// destination nor received a report yet.
     #[error("no RTCP peer known yet: pass an address to send_to, or receive a report first")]
     NoPeer,
 }

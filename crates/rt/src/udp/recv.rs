@@ -47,10 +47,12 @@ impl UdpReceiver {
         self.recv_buffer
     }
 
+    /// The address the socket is bound to: the actual port when it was opened with port 0.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         local_addr(&self.socket)
     }
 
+    /// The underlying socket, for options not wrapped here.
     pub fn socket(&self) -> &Socket {
         &self.socket
     }

@@ -97,14 +97,19 @@ impl RtcpSocket {
         self.peer
     }
 
+    /// Sets where [`send`](Self::send) goes: for a unicast receiver, the source address of the
+    /// sender reports it heard.
     pub fn set_peer(&mut self, peer: SocketAddr) {
         self.peer = Some(peer);
     }
 
+    /// Sends one RTCP compound packet to the [`peer`](Self::peer); returns the bytes sent.
+    /// Fails with [`UdpError::NoPeer`] when no peer is known yet.
     pub fn send(&self, packet: &[u8]) -> Result<usize, UdpError> {
         send_to(&self.socket, packet, self.peer.ok_or(UdpError::NoPeer)?)
     }
 
+    /// Sends one RTCP compound packet to `to`, whatever the peer; returns the bytes sent.
     pub fn send_to(&self, packet: &[u8], to: SocketAddr) -> Result<usize, UdpError> {
         send_to(&self.socket, packet, to)
     }
@@ -115,10 +120,12 @@ impl RtcpSocket {
         recv_meta(&self.socket, buf, self.rxq_ovfl)
     }
 
+    /// The address the socket is bound to (its port is where reports to it must go).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         local_addr(&self.socket)
     }
 
+    /// The underlying socket, for options not wrapped here.
     pub fn socket(&self) -> &Socket {
         &self.socket
     }

@@ -39,13 +39,13 @@ impl UdpSender {
         })
     }
 
-    /// A socket already bound and set up (see [`super::bind_pair`]).
     /// The socket and its destination, to hand the port to another sender
     /// ([`crate::udp::FastSender::from_socket`]).
     pub fn into_socket(self) -> (Socket, RtpUrl) {
         (self.socket, self.dest)
     }
 
+    /// A socket already bound and set up (see [`super::bind_pair`]).
     pub(super) fn from_bound(socket: Socket, dest: RtpUrl, send_buffer: usize) -> UdpSender {
         UdpSender {
             socket,
@@ -54,6 +54,7 @@ impl UdpSender {
         }
     }
 
+    /// The destination [`send`](Self::send) sends to.
     pub fn destination(&self) -> &RtpUrl {
         &self.dest
     }
@@ -63,6 +64,7 @@ impl UdpSender {
         self.send_buffer
     }
 
+    /// The address and port the datagrams leave from (the source address a receiver sees).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         local_addr(&self.socket)
     }
@@ -77,6 +79,7 @@ impl UdpSender {
         self.send_to(packet, self.dest.addr)
     }
 
+    /// Sends one datagram to `to` instead of the destination; returns the bytes sent.
     pub fn send_to(&self, packet: &[u8], to: SocketAddr) -> Result<usize, UdpError> {
         send_to(&self.socket, packet, to)
     }
@@ -92,7 +95,10 @@ impl UdpSender {
 /// The outcome of a fan-out send.
 #[derive(Debug, Default)]
 pub struct FanOut {
+    /// Destinations the packet was handed to the kernel for.
     pub sent: usize,
+    /// Destinations whose send failed and were skipped; `sent + failed` is the number of
+    /// destinations.
     pub failed: usize,
     /// The first failure, naming its destination.
     pub first_error: Option<UdpError>,

@@ -12,28 +12,49 @@ use std::time::Duration;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Refusal {
     /// The stream's parameters are outside the task model.
-    Invalid { name: String, problem: TaskProblem },
+    Invalid {
+        /// The name the caller gave the refused stream.
+        name: String,
+        /// Which constraint of the task model the parameters break.
+        problem: TaskProblem,
+    },
     /// A stream with this id is already admitted.
-    Duplicate { name: String, id: u64 },
+    Duplicate {
+        /// The name the caller gave the refused stream.
+        name: String,
+        /// The stream id that is already in use (on a core or as a link-only reservation).
+        id: u64,
+    },
     /// The link would carry more than its declared capacity.
     Link {
+        /// The name the caller gave the refused stream.
         name: String,
+        /// The refused stream's own bit rate, in bit/s.
         bitrate_bps: u64,
-        /// Admitted bit rates plus this stream's.
+        /// Admitted bit rates plus this stream's, in bit/s (saturates at `u64::MAX`).
         needed_bps: u64,
+        /// The declared link capacity ([`crate::Platform::link_capacity_bps`]), in bit/s.
         capacity_bps: u64,
     },
     /// The platform declares no pacing core.
-    NoCores { name: String },
+    NoCores {
+        /// The name the caller gave the refused stream.
+        name: String,
+    },
     /// No core stays feasible with the stream; `core` is the most promising (least loaded) one
     /// and `cause` is why it fails.
     Cpu {
+        /// The name the caller gave the refused stream.
         name: String,
+        /// Index of the least loaded core, whose failure is reported.
         core: usize,
+        /// How many pacing cores the platform has (all of them refused the stream).
         cores: usize,
+        /// The share of each core the pacer may use.
         budget: Budget,
         /// The core's utilisation with the stream added (for display).
         utilisation_after: f64,
+        /// Why the exact test fails on `core`.
         cause: CpuCause,
     },
 }
@@ -43,13 +64,24 @@ pub enum Refusal {
 pub enum CpuCause {
     /// Utilisation above the budget. `excess_bps` estimates how much bit rate of streams costing
     /// what this one costs per bit would have to stop (none when that is unknown).
-    Utilisation { excess_bps: Option<u64> },
+    Utilisation {
+        /// Estimated bit rate to remove, in bit/s; `None` when the stream's bit rate or cost is
+        /// zero, so no rate can be derived.
+        excess_bps: Option<u64>,
+    },
     /// EDF: the jobs due within a window need more than the budget allows in it.
-    Demand { point: DemandPoint },
+    Demand {
+        /// The first window that fails: its length, demand, blocking and available work.
+        point: DemandPoint,
+    },
     /// DM: stream `victim` may respond after its deadline.
     ResponseTime {
+        /// Name of the stream that would miss: the new stream or one already on the core.
         victim: String,
+        /// A lower bound of the victim's worst-case response time (the first iterate of the
+        /// response-time recurrence that passed its deadline).
         response_at_least: Duration,
+        /// The victim's relative deadline.
         deadline: Duration,
     },
     /// The utilisation is within a hair of the budget and the exact test would not finish.

@@ -45,15 +45,30 @@ pub struct DmReport {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum DmViolation {
     /// Task `task` (an index into the slice) is outside the model.
-    Invalid { task: usize, problem: TaskProblem },
+    Invalid {
+        /// Index into the input slice of the first invalid task.
+        task: usize,
+        /// Which constraint of the task model it breaks.
+        problem: TaskProblem,
+    },
     /// `U > b`: more work arrives than the budget can ever serve.
-    Overload { utilisation: f64, budget: Budget },
+    Overload {
+        /// Σ Cᵢ/Tᵢ as a fraction of one core (1.0 = 100%), for display.
+        utilisation: f64,
+        /// The share of the core the pacer may use, which `utilisation` exceeds.
+        budget: Budget,
+    },
     /// Task `task` (the highest-priority one that fails) may respond in at least
     /// `response_at_least`, past its `deadline`.
     Deadline {
+        /// Index into the input slice of the failing task.
         task: usize,
+        /// The first iterate of the recurrence past the deadline: a lower bound of the task's
+        /// worst-case response time (the true value may be larger).
         response_at_least: Duration,
+        /// The task's relative deadline.
         deadline: Duration,
+        /// Σ Cᵢ/Tᵢ of the whole set as a fraction of one core, for display.
         utilisation: f64,
     },
 }

@@ -85,17 +85,35 @@ pub struct EdfReport {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum EdfViolation {
     /// Task `task` (an index into the slice) is outside the model.
-    Invalid { task: usize, problem: TaskProblem },
+    Invalid {
+        /// Index into the input slice of the first invalid task.
+        task: usize,
+        /// Which constraint of the task model it breaks.
+        problem: TaskProblem,
+    },
     /// `U > b`: more work arrives than the budget can ever serve.
-    Overload { utilisation: f64, budget: Budget },
+    Overload {
+        /// Σ Cᵢ/Tᵢ as a fraction of one core (1.0 = 100%), for display.
+        utilisation: f64,
+        /// The share of the core the pacer may use, which `utilisation` exceeds.
+        budget: Budget,
+    },
     /// The first window whose jobs need more than the budget allows in it.
     Demand {
+        /// The failing checkpoint: `point.needed() > point.available`.
         point: DemandPoint,
+        /// Σ Cᵢ/Tᵢ of the whole set as a fraction of one core, for display.
         utilisation: f64,
     },
     /// The exact test would need more than [`MAX_POINTS`] checkpoints (utilisation within a hair
     /// of the budget): refused to stay safe.
-    Intractable { utilisation: f64, points: u64 },
+    Intractable {
+        /// Σ Cᵢ/Tᵢ of the whole set as a fraction of one core, for display.
+        utilisation: f64,
+        /// Number of absolute deadlines below the bound L; 0 when no bound could be found at
+        /// all.
+        points: u64,
+    },
 }
 
 impl fmt::Display for EdfViolation {

@@ -51,8 +51,11 @@ pub fn batch_end(
 /// and each further datagram of a segmented (GSO) call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendCosts {
+    /// CPU time of one send call including its first datagram.
     pub per_call: Duration,
+    /// CPU time of the pacer's bookkeeping for one job (one batch).
     pub per_job: Duration,
+    /// CPU time of each further datagram in a segmented (GSO) call.
     pub per_segment: Duration,
 }
 

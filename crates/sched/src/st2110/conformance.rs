@@ -31,12 +31,20 @@ pub struct Arrival {
 pub enum EpochAnchor {
     /// The frame whose RTP timestamp is `rtp_ts` began at `at` (same process, or a real
     /// common clock).
-    Known { at: Timestamp, rtp_ts: u32 },
+    Known {
+        /// When the anchor frame's epoch was, on the receiver's clock.
+        at: Timestamp,
+        /// The anchor frame's RTP timestamp (90 kHz).
+        rtp_ts: u32,
+    },
     /// The first packet received arrived `offset` after its frame's epoch: usually the
     /// declared schedule's `offset(0)`, assuming that packet was on time and the network
     /// delay is negligible (loopback). A constant delay is then absorbed by the anchor;
     /// only variation relative to the first packet is measured.
-    FirstPacket { offset: Duration },
+    FirstPacket {
+        /// How long after its frame's epoch the first packet is assumed to have arrived.
+        offset: Duration,
+    },
 }
 
 impl EpochAnchor {
@@ -140,6 +148,7 @@ impl Conformance {
     pub fn for_sender(schedule: &FrameSchedule, anchor: EpochAnchor) -> Self {
         Conformance::new(schedule.format(), schedule.read_schedule(), anchor)
     }
+    /// CMAX and VRX_FULL of both sender classes for the format and read schedule judged.
     pub fn limits(&self) -> Limits {
         self.limits
     }
@@ -197,6 +206,8 @@ impl Conformance {
         self.close(false)
     }
 
+    /// Everything measured so far, with the verdict. The frame in progress is not counted;
+    /// call [`Conformance::finish`] first to include it.
     pub fn summary(&self) -> ConformanceSummary {
         let class = |cmax, vrx_full, bad| ClassResult {
             cmax,

@@ -18,11 +18,14 @@ pub struct FrameRate {
 }
 
 impl FrameRate {
+    /// 50 frames per second (TFRAME 20 ms).
     pub const P50: FrameRate = FrameRate { num: 50, den: 1 };
+    /// 60000/1001 ≈ 59.94 frames per second (TFRAME ≈ 16.683 ms).
     pub const P59_94: FrameRate = FrameRate {
         num: 60_000,
         den: 1_001,
     };
+    /// 60 frames per second (TFRAME ≈ 16.667 ms).
     pub const P60: FrameRate = FrameRate { num: 60, den: 1 };
 
     /// `num/den` frames per second, reduced. A zero in either place is replaced by 1 (as
@@ -40,12 +43,15 @@ impl FrameRate {
         let ns = u32::try_from(period.as_nanos()).unwrap_or(u32::MAX);
         FrameRate::new(1_000_000_000, ns)
     }
+    /// Numerator of the reduced frames-per-second fraction (60000 for 59.94).
     pub fn num(self) -> u32 {
         self.num
     }
+    /// Denominator of the reduced frames-per-second fraction (1001 for 59.94).
     pub fn den(self) -> u32 {
         self.den
     }
+    /// Frames per second as a float, for display.
     pub fn fps(self) -> f64 {
         self.num as f64 / self.den as f64
     }
@@ -93,6 +99,7 @@ impl ActiveRatio {
     pub fn new(active: u16, total: u16) -> Option<Self> {
         (active > 0 && active <= total).then_some(ActiveRatio { active, total })
     }
+    /// RACTIVE as a number in `(0, 1]` (0.96 for progressive), for display.
     pub fn as_f64(self) -> f64 {
         self.active as f64 / self.total as f64
     }
@@ -111,9 +118,13 @@ pub enum ReadSchedule {
 /// The limits of both sender classes for one format and read schedule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Limits {
+    /// CMAX of narrow senders (N, NL), in packets: at least 4.
     pub cmax_narrow: u32,
+    /// CMAX of wide senders (W), in packets: at least 16.
     pub cmax_wide: u32,
+    /// VRX_FULL of narrow senders, in packets: at least 8.
     pub vrx_full_narrow: u32,
+    /// VRX_FULL of wide senders, in packets: at least 720.
     pub vrx_full_wide: u32,
 }
 
@@ -151,21 +162,27 @@ impl FrameFormat {
         self.troffset = troffset;
         self
     }
+    /// The frame rate (TFRAME is its inverse).
     pub fn rate(&self) -> FrameRate {
         self.rate
     }
+    /// NPACKETS: RTP packets per frame, at least 1.
     pub fn npackets(&self) -> u32 {
         self.npackets
     }
+    /// Active lines per frame (1080 for 1080p); chooses TRODEFAULT.
     pub fn height(&self) -> u32 {
         self.height
     }
+    /// RACTIVE, used by the gapped read schedule.
     pub fn active_ratio(&self) -> ActiveRatio {
         self.ractive
     }
+    /// TROFFSET: from a frame's epoch to the virtual receiver's first read (TPR0).
     pub fn troffset(&self) -> Duration {
         self.troffset
     }
+    /// TFRAME, the frame period, floored to the nanosecond.
     pub fn tframe(&self) -> Duration {
         self.rate.period()
     }

@@ -100,24 +100,31 @@ impl FrameSchedule {
         }
         self
     }
+    /// The video format this schedule paces.
     pub fn format(&self) -> &FrameFormat {
         &self.format
     }
+    /// The sender type (N, NL, W or burst) the schedule follows.
     pub fn sender_type(&self) -> SenderType {
         self.kind
     }
+    /// The read schedule a receiver judges this sender against ([`SenderType::read_schedule`]).
     pub fn read_schedule(&self) -> ReadSchedule {
         self.kind.read_schedule()
     }
+    /// CMAX and VRX_FULL of both classes for the format under [`FrameSchedule::read_schedule`].
     pub fn limits(&self) -> Limits {
         self.format.limits(self.read_schedule())
     }
+    /// NPACKETS: RTP packets per frame.
     pub fn npackets(&self) -> u32 {
         self.format.npackets()
     }
+    /// How many packets (of TRS each) the schedule runs ahead of the virtual receiver's reads.
     pub fn lead(&self) -> u32 {
         self.lead
     }
+    /// Packets sent back to back per group: wide senders only, 1 for every other type.
     pub fn group(&self) -> u32 {
         self.group
     }

@@ -3,6 +3,7 @@
 //! Counting bytes would count a duplicated or overlapping segment twice; the bitmap counts each
 //! pgroup once, so "complete" means every pgroup of the frame arrived (RFC 4175 §4.3 units).
 
+/// A bitmap of a fixed number of pgroups, with a running count of the bits set.
 #[derive(Clone, Debug)]
 pub struct Coverage {
     words: Vec<u64>,
@@ -11,6 +12,7 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// An empty bitmap of `bits` bits (one per pgroup of the frame); the only allocation.
     pub fn new(bits: usize) -> Coverage {
         Coverage {
             words: vec![0; bits.div_ceil(64)],
@@ -19,6 +21,7 @@ impl Coverage {
         }
     }
 
+    /// Clears every bit, for the next frame; keeps the allocation.
     pub fn clear(&mut self) {
         self.words.fill(0);
         self.set = 0;
@@ -29,6 +32,7 @@ impl Coverage {
         self.set
     }
 
+    /// Whether every bit is set: every pgroup of the frame arrived.
     pub fn is_full(&self) -> bool {
         self.set == self.bits
     }

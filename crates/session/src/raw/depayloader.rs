@@ -28,6 +28,7 @@ const MAX_LOST_SECONDS: u64 = 10;
 pub struct RawDrops {
     /// Not an RTP packet at all.
     pub not_rtp: u64,
+    /// An RTP packet whose payload type is not the one configured.
     pub wrong_payload_type: u64,
     /// Payload shorter than the payload header and one sample row header (§4.1).
     pub too_short: u64,
@@ -35,14 +36,17 @@ pub struct RawDrops {
     pub unterminated_headers: u64,
     /// Less sample data than the headers declare.
     pub data_too_short: u64,
+    /// A segment header with a Length of 0.
     pub zero_length: u64,
     /// Length not a multiple of the pgroup (§4.3).
     pub length_not_pgroup_multiple: u64,
     /// F set: interlaced video is not supported.
     pub field_bit: u64,
+    /// Line No at or past the frame's height.
     pub line_out_of_range: u64,
     /// Line No not the first line of a pgroup (odd for 4:2:0).
     pub line_misaligned: u64,
+    /// Offset (in pixels) at or past the frame's width.
     pub offset_out_of_range: u64,
     /// Offset not at a pgroup boundary (odd for 4:2:2 and 4:2:0).
     pub offset_misaligned: u64,
@@ -51,6 +55,7 @@ pub struct RawDrops {
 }
 
 impl RawDrops {
+    /// Packets dropped for any reason: the sum of every field.
     pub fn total(&self) -> u64 {
         self.not_rtp
             + self.wrong_payload_type
@@ -72,6 +77,7 @@ impl RawDrops {
 /// `late` and `dropped`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RawCounters {
+    /// Packets pushed, whatever became of them.
     pub packets_in: u64,
     /// Packets whose data went into a frame.
     pub used: u64,
@@ -79,10 +85,13 @@ pub struct RawCounters {
     pub duplicates: u64,
     /// Packets of a frame already finished, or older than the one in progress.
     pub late: u64,
+    /// Packets dropped whole as malformed or unusable, by reason.
     pub dropped: RawDrops,
     /// Sample data bytes of used packets.
     pub data_bytes: u64,
+    /// Frames that ended with their marker and every pgroup ([`RawEvent::Complete`]).
     pub frames_complete: u64,
+    /// Frames that ended with pgroups missing or without their marker ([`RawEvent::Partial`]).
     pub frames_partial: u64,
     /// Frames that never showed up, from the timestamp step between frames (the smallest step
     /// seen, else the configured rate; best effort).
@@ -179,9 +188,11 @@ impl RawDepayloader {
         })
     }
 
+    /// The video format the depayloader was made for.
     pub fn format(&self) -> VideoFormat {
         self.format
     }
+    /// What the depayloader has seen so far.
     pub fn counters(&self) -> &RawCounters {
         &self.counters
     }
@@ -191,6 +202,7 @@ impl RawDepayloader {
     pub fn frame(&self) -> Option<&RawFrame> {
         self.have_finished.then_some(&self.finished)
     }
+    /// Whether the frame [`Self::frame`] lends out ended complete (marker and every pgroup).
     pub fn frame_is_complete(&self) -> bool {
         self.have_finished && self.finished_complete
     }

@@ -5,15 +5,18 @@ use metronome_time::Timestamp;
 /// Every pgroup of the frame arrived, and its marker (RFC 4175 §4.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameComplete {
+    /// The frame's RTP timestamp (90 kHz clock).
     pub rtp_ts: u32,
     /// When its first packet arrived.
     pub first_arrival: Timestamp,
     /// When its last packet arrived (the `now` of that push).
     pub completed_at: Timestamp,
-    /// The sender's capture time, if its packets carry the capture-time extension.
+    /// The sender's capture time (CLOCK_REALTIME ns on the sender's clock), if its packets
+    /// carry the capture-time extension.
     pub capture_ns: Option<u64>,
     /// Sample data bytes (each pgroup once) and packets that brought them.
     pub bytes: u64,
+    /// Packets that brought new sample data to the frame (duplicates not counted).
     pub packets: u64,
 }
 
@@ -21,12 +24,20 @@ pub struct FrameComplete {
 /// without its marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FramePartial {
+    /// The frame's RTP timestamp (90 kHz clock).
     pub rtp_ts: u32,
+    /// When its first packet arrived.
     pub first_arrival: Timestamp,
+    /// When it ended: the `now` of the push (or `flush`) that ended it.
     pub ended_at: Timestamp,
+    /// The sender's capture time (CLOCK_REALTIME ns on the sender's clock), if its packets carry
+    /// the capture-time extension.
     pub capture_ns: Option<u64>,
+    /// Sample data bytes that arrived, each pgroup counted once.
     pub received_bytes: u64,
+    /// Sample data bytes of the frame that did not arrive (the frame size less `received_bytes`).
     pub missing_bytes: u64,
+    /// Packets that brought new sample data to the frame (duplicates not counted).
     pub packets: u64,
     /// Sequence numbers in the frame's span that did not bring data (best effort: packets lost
     /// at the very start or end of a frame are counted where the span shows them).
@@ -39,14 +50,20 @@ pub struct FramePartial {
 /// frame rate; best effort).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameLost {
+    /// How many frames are missing (at least 1).
     pub count: u64,
+    /// RTP timestamp of the frame that arrived after the gap.
     pub before_rtp_ts: u32,
 }
 
+/// One thing the depayloader learned about a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RawEvent {
+    /// A frame ended with its marker and every pgroup.
     Complete(FrameComplete),
+    /// A frame ended with pgroups missing or without its marker.
     Partial(FramePartial),
+    /// Whole frames never arrived before the current one.
     Lost(FrameLost),
 }
 
@@ -65,12 +82,15 @@ impl RawEvents {
             self.n += 1;
         }
     }
+    /// How many events the push produced (0 to 3).
     pub fn len(&self) -> usize {
         self.n
     }
+    /// Whether the push produced no event.
     pub fn is_empty(&self) -> bool {
         self.n == 0
     }
+    /// The events in the order they happened.
     pub fn iter(&self) -> impl Iterator<Item = RawEvent> + '_ {
         self.ev.iter().flatten().copied()
     }

@@ -25,28 +25,53 @@ pub const MAX_PAYLOAD_LIMIT: usize = 65_507 - RTP_HEADER_LEN - 24;
 /// The RTP clock of video (RFC 4175 §6.1).
 pub const CLOCK_RATE: u64 = MediaClock::VIDEO_90K.rate() as u64;
 
+/// Why a payloader could not be made, or could not packetise a frame.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RawPayError {
+    /// The video format is invalid, or the configured frame rate has a zero term; the message
+    /// says which.
     #[error("{0}")]
     Format(String),
+    /// `max_payload` cannot hold the payload header, a segment header and more than one
+    /// pgroup, or is over [`MAX_PAYLOAD_LIMIT`].
     #[error("max payload {have} is out of range: it must hold the payload header, one segment header and more than one {pgroup}-byte pixel group ({min}) and be at most {max}")]
     MaxPayload {
+        /// The configured maximum payload, bytes.
         have: usize,
+        /// The smallest usable maximum payload for this format, bytes.
         min: usize,
+        /// The largest allowed, bytes ([`MAX_PAYLOAD_LIMIT`]).
         max: usize,
+        /// Bytes of one pixel group of the format.
         pgroup: usize,
     },
+    /// The payload type does not fit RTP's 7 bits.
     #[error("payload type {0} is not 0..=127")]
     PayloadType(u8),
+    /// The frame given is not of the payloader's format (or its data is not the format's size).
     #[error("frame of {got} is not the payloader's {want}")]
-    FrameFormat { got: String, want: String },
+    FrameFormat {
+        /// The frame's format and data size, as text.
+        got: String,
+        /// The payloader's format and frame size, as text.
+        want: String,
+    },
+    /// The caller's buffer is smaller than [`RawPayloader::packet_capacity`].
     #[error("output buffer of {have} bytes is smaller than a packet ({need})")]
-    BufferTooSmall { need: usize, have: usize },
+    BufferTooSmall {
+        /// Bytes a packet may take.
+        need: usize,
+        /// Bytes of the buffer given.
+        have: usize,
+    },
 }
 
+/// How a [`RawPayloader`] numbers, stamps and cuts its packets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawPayloaderConfig {
+    /// The stream's RTP SSRC.
     pub ssrc: u32,
+    /// The RTP payload type, 0..=127 (a dynamic one, 96..=127, in practice; RFC 4175 §6).
     pub payload_type: u8,
     /// The first 32-bit extended sequence number: the low 16 bits go in the RTP header, the high
     /// 16 bits in the RFC 4175 payload header (§4.1).
@@ -57,6 +82,7 @@ pub struct RawPayloaderConfig {
     pub max_payload: usize,
     /// The frame rate giving each frame's 90 kHz timestamp: `base + index × 90000 × den / num`.
     pub fps_num: u32,
+    /// Denominator of the frame rate (`fps_num / fps_den` frames per second); both nonzero.
     pub fps_den: u32,
     /// Leave room for the send-time element, which the pacer fills in (`rtp::patch_send_time`).
     pub send_time_ext: bool,
@@ -92,10 +118,13 @@ pub struct PacketInfo {
     pub marker: bool,
     /// The 32-bit extended sequence number.
     pub seq: u32,
+    /// The frame's RTP timestamp (90 kHz clock).
     pub rtp_ts: u32,
     /// Line No and Offset of the first segment.
     pub first_line: u16,
+    /// Offset (in pixels) of the first segment in its line.
     pub first_offset: u16,
+    /// Sample row segments in the packet (one header each, RFC 4175 §4.1).
     pub segments: usize,
     /// RTP payload bytes (for the sender report's octet count, RFC 3550 §6.4.1).
     pub payload_len: usize,
@@ -192,6 +221,9 @@ pub struct RawPayloader {
 }
 
 impl RawPayloader {
+    /// A payloader for frames of `format`. Errors if the payload type is over 127, the frame rate
+    /// has a zero term, the format is invalid, or `cfg.max_payload` cannot hold one pgroup or is
+    /// over [`MAX_PAYLOAD_LIMIT`].
     pub fn new(cfg: RawPayloaderConfig, format: VideoFormat) -> Result<RawPayloader, RawPayError> {
         if cfg.payload_type > 127 {
             return Err(RawPayError::PayloadType(cfg.payload_type));
@@ -212,9 +244,11 @@ impl RawPayloader {
         })
     }
 
+    /// The configuration the payloader was made with.
     pub fn config(&self) -> &RawPayloaderConfig {
         &self.cfg
     }
+    /// The video format of the frames it takes.
     pub fn format(&self) -> VideoFormat {
         self.format
     }
@@ -274,6 +308,7 @@ pub struct FramePackets<'p, 'f> {
 }
 
 impl FramePackets<'_, '_> {
+    /// The RTP timestamp every packet of this frame carries (90 kHz clock).
     pub fn rtp_ts(&self) -> u32 {
         self.rtp_ts
     }

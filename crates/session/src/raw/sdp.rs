@@ -16,6 +16,7 @@ const MAX_FMTP_LEN: usize = 1024;
 pub struct RawFmtp {
     /// With the frame rate from `exactframerate`, or 25/1 when it is absent.
     pub format: VideoFormat,
+    /// From `colorimetry` (`BT601-5`, `BT709-2` or `SMPTE240M`), or BT.601 when it is absent.
     pub colorimetry: Colorimetry,
     /// Whether `exactframerate` was given.
     pub framerate_given: bool,

@@ -7,28 +7,33 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 /// Most members remembered; further ones are not counted (the interval is then already long).
-pub const MAX_MEMBERS: usize = 65_536;
+pub(crate) const MAX_MEMBERS: usize = 65_536;
 
+/// The other members heard lately (an SDES CNAME or a report in their RTCP), by SSRC, with
+/// when each was last heard.
 #[derive(Debug, Default)]
-pub struct Members {
+pub(crate) struct Members {
     last_heard: HashMap<u32, Timestamp>,
 }
 
 impl Members {
-    pub fn heard(&mut self, ssrc: u32, now: Timestamp) {
+    /// Notes that `ssrc` was heard at `now`; a new member beyond [`MAX_MEMBERS`] is ignored.
+    pub(crate) fn heard(&mut self, ssrc: u32, now: Timestamp) {
         if self.last_heard.len() < MAX_MEMBERS || self.last_heard.contains_key(&ssrc) {
             self.last_heard.insert(ssrc, now);
         }
     }
-    pub fn left(&mut self, ssrc: u32) {
+    /// Forgets `ssrc` at once (its RTCP BYE, RFC 3550 §6.3.4).
+    pub(crate) fn left(&mut self, ssrc: u32) {
         self.last_heard.remove(&ssrc);
     }
     /// Forgets members not heard for `timeout` (RFC 3550 §6.3.5: five report intervals).
-    pub fn expire(&mut self, now: Timestamp, timeout: Duration) {
+    pub(crate) fn expire(&mut self, now: Timestamp, timeout: Duration) {
         self.last_heard
             .retain(|_, t| now.saturating_since(*t) < timeout);
     }
-    pub fn len(&self) -> usize {
+    /// How many members are remembered now.
+    pub(crate) fn len(&self) -> usize {
         self.last_heard.len()
     }
 }

@@ -38,12 +38,16 @@ pub enum PayloadKind {
     Mp2t,
 }
 
+/// How a [`ReceiverSession`] identifies itself, what it accepts, and how often it reports.
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
     /// Our SSRC in receiver reports.
     pub ssrc: u32,
+    /// Our CNAME in the SDES of every report (RFC 3550 §6.5.1).
     pub cname: String,
+    /// The RTP clock of the stream's timestamps: the unit of jitter and transit times.
     pub clock: MediaClock,
+    /// What payload is accepted: anything, or RTP/MP2T only.
     pub payload: PayloadKind,
     /// The id of the send-time header extension (RFC 8285), if the sender uses one.
     pub send_time_ext_id: Option<u8>,
@@ -58,6 +62,8 @@ pub struct ReceiverConfig {
     /// A source silent this long (or one that said BYE) may give its place to a new one when
     /// `max_sources` are tracked (RFC 3550 §6.3.5).
     pub source_timeout: Duration,
+    /// Seed of the random numbers (the RTCP interval's randomization, the rate controller's
+    /// receiving end): the same seed gives the same run.
     pub seed: u64,
     /// Significant digits of each source's inter-arrival and one-way-delay histograms (1 to
     /// 3, or 0 for none). 3 (the default) takes ~400 KB per source; a simulation of thousands
@@ -91,19 +97,34 @@ impl Default for ReceiverConfig {
 /// Datagram-level counters: everything that arrived, and why what was dropped was dropped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counters {
+    /// RTP datagrams handed to [`ReceiverSession::handle_rtp`], whatever became of them.
     pub datagrams: u64,
+    /// Bytes of those datagrams (UDP payload: RTP header and payload).
     pub bytes: u64,
+    /// RTP packets taken as packets of a source (duplicates and late ones included).
     pub rtp_packets: u64,
+    /// Datagrams that did not parse as RTP ([`Dropped::NotRtp`]).
     pub not_rtp: u64,
+    /// Packets of a payload type other than MP2T's 33 when MP2T is expected.
     pub wrong_payload_type: u64,
+    /// MP2T packets whose payload is not whole 188-byte TS packets with their sync bytes.
     pub bad_payload: u64,
+    /// Packets of a new SSRC refused because `max_sources` were tracked and none could go.
     pub too_many_sources: u64,
+    /// Packets held back as an unconfirmed large sequence jump (RFC 3550 A.1).
     pub jump_suspects: u64,
+    /// RTCP datagrams handed to [`ReceiverSession::handle_rtcp`].
     pub rtcp_packets: u64,
+    /// RTCP datagrams that did not parse as a compound packet.
     pub rtcp_malformed: u64,
+    /// RTCP items not for us: other packet types, other receivers' feedback, APP packets that
+    /// are not the stream's rate controller's announcements.
     pub rtcp_ignored_items: u64,
+    /// New sources heard while another was already tracked (a restarted or switched sender).
     pub ssrc_changes: u64,
+    /// Sources forgotten (silent too long, or said BYE) to make room for a new one.
     pub sources_evicted: u64,
+    /// Events dropped, oldest first, because 256 were waiting unpolled.
     pub events_dropped: u64,
     /// Compound packets sent out of turn with the rate controller's feedback.
     pub cc_reports: u64,
@@ -112,9 +133,13 @@ pub struct Counters {
 /// Why a datagram was not taken as a packet of a source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dropped {
+    /// The datagram does not parse as RTP.
     NotRtp,
+    /// MP2T is expected and the packet has this other payload type.
     WrongPayloadType(u8),
+    /// MP2T is expected and the payload is not whole, synchronized TS packets.
     BadPayload(mp2t::Mp2tError),
+    /// A packet of this new SSRC while `max_sources` sources are tracked, none silent or gone.
     TooManySources(u32),
     /// A large sequence jump not yet confirmed by the next packet (RFC 3550 A.1).
     JumpSuspect,
@@ -123,41 +148,67 @@ pub enum Dropped {
 /// What the receiver made of one accepted RTP packet (for traces and for writing the payload).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PacketRecord {
+    /// The packet's SSRC.
     pub ssrc: u32,
+    /// The packet's 16-bit RTP sequence number.
     pub seq: u16,
+    /// The sequence number extended past its wraps (RFC 3550 A.1).
     pub ext_seq: u64,
+    /// The packet's RTP timestamp.
     pub rtp_ts: u32,
     /// The RTP header's marker bit (the last packet of a frame, for video).
     pub marker: bool,
+    /// When it arrived (the `now` given).
     pub arrival: Timestamp,
+    /// Bytes of the datagram.
     pub size: usize,
+    /// Where the RTP payload lies in the datagram (header, extension and padding excluded).
     pub payload: Range<usize>,
+    /// How the packet relates to the sequence so far.
     pub verdict: SeqVerdict,
     /// RFC 3550 transit time in RTP units (arrival − timestamp, wrapping).
     pub transit_ticks: i32,
+    /// The source's interarrival jitter after this packet, in RTP timestamp units (RFC 3550 A.8).
     pub jitter_ticks: f64,
+    /// Nanoseconds since the previous arrival; `None` for the first packet, a duplicate or a late
+    /// one.
     pub interarrival_ns: Option<u64>,
+    /// One-way delay in nanoseconds (may be negative if the clocks disagree), when the packet
+    /// carries the 64-bit send time and the driver gave the wall clock.
     pub one_way_delay_ns: Option<i64>,
 }
 
 /// Things that changed, for logs and traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ReceiverEvent {
+    /// A packet of a new SSRC started a source.
     NewSource {
+        /// The new source's SSRC.
         ssrc: u32,
+        /// When its first packet arrived.
         at: Timestamp,
     },
+    /// A large sequence jump was confirmed: the source's sequence restarts (RFC 3550 A.1).
     SequenceJump {
+        /// The source whose sequence jumped.
         ssrc: u32,
+        /// The sequence number it restarts at.
         to_seq: u16,
+        /// When the confirming packet arrived.
         at: Timestamp,
     },
+    /// A sender report arrived from a tracked source.
     SenderReport {
+        /// The source that sent it.
         ssrc: u32,
+        /// When it arrived.
         at: Timestamp,
     },
+    /// A tracked source sent an RTCP BYE (RFC 3550 §6.6).
     Bye {
+        /// The source that left.
         ssrc: u32,
+        /// When its BYE arrived.
         at: Timestamp,
     },
 }
@@ -167,6 +218,7 @@ const MAX_EVENTS: usize = 256;
 /// Why the receiver wants to be woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReceiverTimer {
+    /// The next regular receiver report is due (RFC 3550 §6.3 interval).
     ReceiverReport,
     /// The rate controller's receiving end has a report due (TFRC, TFMCC).
     RateFeedback,
@@ -185,6 +237,8 @@ struct CcAgent {
 /// Bytes of IPv4 and UDP headers: rates on the wire count them, as the sender's do.
 const IP_UDP_OVERHEAD: usize = metronome_time::IPV4_UDP_OVERHEAD;
 
+/// The sans-IO receiving side of one RTP session: per-source statistics, RTCP in, receiver
+/// reports (with the rate controller's feedback) out. See the module docs for how to drive it.
 pub struct ReceiverSession {
     cfg: ReceiverConfig,
     cc: Option<CcAgent>,
@@ -202,6 +256,7 @@ pub struct ReceiverSession {
 }
 
 impl ReceiverSession {
+    /// A receiver that has heard nothing yet; its first report is scheduled with the first source.
     pub fn new(cfg: ReceiverConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         ReceiverSession {
@@ -220,12 +275,15 @@ impl ReceiverSession {
         }
     }
 
+    /// The configuration the receiver was made with.
     pub fn config(&self) -> &ReceiverConfig {
         &self.cfg
     }
+    /// Datagram-level counters so far.
     pub fn counters(&self) -> &Counters {
         &self.counters
     }
+    /// The sources being tracked, at most `max_sources`, in no particular order.
     pub fn sources(&self) -> &[Source] {
         &self.sources
     }
@@ -244,6 +302,7 @@ impl ReceiverSession {
         self.events.push_back(e);
     }
 
+    /// The oldest event not yet polled (at most 256 wait; older ones are dropped and counted).
     pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
         self.events.pop_front()
     }
@@ -519,6 +578,8 @@ impl ReceiverSession {
         self.next_report = Some(now + self.last_interval);
     }
 
+    /// When the receiver next wants [`ReceiverSession::poll_transmit`] called, and why; `None`
+    /// before the first source or after leaving.
     pub fn poll_timeout(&self) -> Option<(Timestamp, ReceiverTimer)> {
         if self.left {
             return None;
@@ -594,15 +655,15 @@ impl ReceiverSession {
         self.left
     }
 
-    /// Whether the rate controller's receiving end has left of its own accord (TFMCC's rule,
-    /// RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s): the
-    /// application should leave the group, calling [`ReceiverSession::leave`].
     /// Whether every source heard from has said BYE (RFC 3550 §6.6), and there was one: in a
     /// unicast RTSP session, the stream is over.
     pub fn every_source_said_bye(&self) -> bool {
         !self.sources.is_empty() && self.sources.iter().all(|s| s.said_bye)
     }
 
+    /// Whether the rate controller's receiving end has left of its own accord (TFMCC's rule,
+    /// RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s): the
+    /// application should leave the group, calling [`ReceiverSession::leave`].
     pub fn controller_left(&self) -> bool {
         self.cc.as_ref().is_some_and(|c| c.agent.has_left())
     }
@@ -643,6 +704,7 @@ impl ReceiverSession {
         Some(len)
     }
 
+    /// Receiver reports (and BYEs) written so far.
     pub fn reports_written(&self) -> u64 {
         self.reports_sent
     }

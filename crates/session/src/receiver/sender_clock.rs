@@ -36,7 +36,7 @@ pub(super) enum SenderClock {
 impl SenderClock {
     /// The clock of a stream whose first packet shows `first`; RTP timestamps in `clock`'s
     /// units.
-    pub fn new(first: PacketTimes, clock: MediaClock) -> Self {
+    pub(super) fn new(first: PacketTimes, clock: MediaClock) -> Self {
         match first.stamp {
             Some(last) => SenderClock::SendTime {
                 unwrap: AbsSendTimeUnwrapper::new(),
@@ -52,7 +52,7 @@ impl SenderClock {
 
     /// When a data packet showing `p` left (a stamped stream's packet that lacks a stamp is
     /// taken as sent with the one before).
-    pub fn data(&mut self, p: PacketTimes) -> Timestamp {
+    pub(super) fn data(&mut self, p: PacketTimes) -> Timestamp {
         match self {
             SenderClock::SendTime { unwrap, last } => {
                 *last = p.stamp.unwrap_or(*last);
@@ -71,7 +71,7 @@ impl SenderClock {
 
     /// When the sender's RTCP left: from its sender report's NTP time and RTP timestamp, or
     /// without one in the compound, with the last data packet.
-    pub fn report(&mut self, sr: Option<(NtpTime, u32)>) -> Timestamp {
+    pub(super) fn report(&mut self, sr: Option<(NtpTime, u32)>) -> Timestamp {
         match self {
             SenderClock::SendTime { unwrap, last } => {
                 let v = sr.map_or(*last, |(ntp, _)| abs_send_time(ntp));

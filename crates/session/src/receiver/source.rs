@@ -33,6 +33,7 @@ pub enum SeqVerdict {
 /// One source's receive state.
 #[derive(Clone, Debug)]
 pub struct Source {
+    /// The source's RTP SSRC.
     pub ssrc: u32,
     // RFC 3550 A.1 state, with `received` counting unique packets only.
     max_seq: u16,
@@ -50,22 +51,44 @@ pub struct Source {
     transit: Option<i32>,
     jitter: f64,
     // Counters.
+    /// RTP packets taken from this source, duplicates and late ones included (not those dropped
+    /// as a jump suspect).
     pub packets: u64,
+    /// RTP payload bytes of the packets counted as received (duplicates and late ones excluded).
     pub payload_bytes: u64,
+    /// Packets whose sequence number was already received ([`SeqVerdict::Duplicate`]).
     pub duplicates: u64,
+    /// Packets older than the highest received but new ([`SeqVerdict::Reordered`]).
     pub reordered: u64,
+    /// Packets too old to tell from duplicates ([`SeqVerdict::TooLate`]), not counted as received.
     pub too_late: u64,
+    /// Large sequence jumps confirmed by the next packet, each a resync (RFC 3550 A.1).
     pub seq_jumps: u64,
+    /// RTP transit changes larger than the configured threshold: timestamp jumps, kept out of
+    /// the jitter.
     pub ts_jumps: u64,
+    /// Packets whose one-way delay came out negative (clocks out of sync), kept out of
+    /// [`Self::one_way_delay`].
     pub negative_delay: u64,
+    /// When the source's first packet arrived.
     pub first_arrival: Timestamp,
+    /// The latest arrival time of a packet counted as received.
     pub last_arrival: Timestamp,
+    /// Gaps between arrivals of consecutive received packets, in nanoseconds.
     pub interarrival: Distribution,
+    /// One-way delay (receiver's wall clock minus the packet's NTP send time), in nanoseconds;
+    /// only packets carrying the 64-bit send time, and only non-negative delays.
     pub one_way_delay: Distribution,
     // From the source's sender reports.
+    /// The last sender report: its NTP timestamp's middle 32 bits (RFC 3550 §6.4.1 LSR) and when
+    /// it arrived, for the report block's LSR and DLSR.
     pub last_sr: Option<(u32, Timestamp)>,
+    /// Sender reports received from this source.
     pub sender_reports: u64,
+    /// The source's CNAME from its SDES (RFC 3550 §6.5.1), at most 255 bytes, lossily decoded as
+    /// UTF-8.
     pub cname: Option<String>,
+    /// Whether the source sent an RTCP BYE (RFC 3550 §6.6).
     pub said_bye: bool,
 }
 
@@ -280,6 +303,7 @@ impl Source {
         (gap, owd)
     }
 
+    /// Sets the CNAME from an SDES item, cut at 255 bytes and decoded lossily as UTF-8.
     pub fn set_cname(&mut self, cname: &[u8]) {
         let cname = &cname[..cname.len().min(MAX_CNAME)];
         self.cname = Some(String::from_utf8_lossy(cname).into_owned());

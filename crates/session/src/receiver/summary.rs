@@ -4,26 +4,43 @@ use super::{Counters, ReceiverSession, Source};
 use metronome_time::Summary;
 use serde::Serialize;
 
+/// What was measured of one source ([`Source`]), in plain units for JSON.
 #[derive(Clone, Debug, Serialize)]
 pub struct SourceSummary {
+    /// The SSRC as 8 lowercase hex digits.
     pub ssrc: String,
+    /// The CNAME from the source's SDES, if one arrived.
     pub cname: Option<String>,
+    /// RTP packets taken from the source, duplicates and late ones included.
     pub packets: u64,
+    /// Unique packets received, across sequence resyncs.
     pub received: u64,
+    /// Packets expected from the sequence numbers (RFC 3550 A.3), across resyncs.
     pub expected: u64,
+    /// Cumulative loss: `expected - received`, never negative.
     pub lost: u64,
+    /// `lost` as a percentage of `expected` (0 when nothing was expected).
     pub loss_percent: f64,
+    /// Duplicate arrivals: copies of packets already received.
     pub duplicates: u64,
+    /// Packets that arrived after a later one.
     pub reordered: u64,
+    /// Packets too old to tell from duplicates, not counted as received.
     pub too_late: u64,
+    /// Confirmed large sequence jumps (resyncs, RFC 3550 A.1).
     pub sequence_jumps: u64,
+    /// RTP timestamp jumps, kept out of the jitter.
     pub timestamp_jumps: u64,
+    /// RTP payload bytes of the unique packets.
     pub payload_bytes: u64,
+    /// Seconds from the first to the last arrival (`duration_us`, in µs, in JSON).
     #[serde(
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
     pub duration_s: f64,
+    /// Payload bit rate over `duration_s`, bits per second (headers not counted; 0 for a single
+    /// instant).
     pub bitrate_bps: f64,
     /// RFC 3550 interarrival jitter at the end of the run, in milliseconds (`jitter_us` in
     /// JSON).
@@ -32,23 +49,32 @@ pub struct SourceSummary {
         serialize_with = "metronome_time::units::ms_as_us"
     )]
     pub jitter_ms: f64,
+    /// Gaps between consecutive arrivals (µs).
     pub interarrival: Summary,
     /// Present when the sender stamps its send time (RFC 8285 extension).
     pub one_way_delay: Option<Summary>,
+    /// Packets whose one-way delay came out negative (the clocks disagree), left out of
+    /// `one_way_delay`.
     pub negative_delays: u64,
+    /// RTCP sender reports received from the source.
     pub sender_reports: u64,
+    /// Whether the source sent an RTCP BYE.
     pub said_bye: bool,
 }
 
+/// Everything a [`ReceiverSession`] measured, for JSON output.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReceiverSummary {
+    /// Datagram-level counters of the whole session.
     pub counters: Counters,
     /// Receiver reports built (the driver says how many it could send).
     pub receiver_reports_written: u64,
+    /// One summary per source tracked.
     pub sources: Vec<SourceSummary>,
 }
 
 impl SourceSummary {
+    /// The summary of `s`, whose RTP clock runs at `clock_rate` Hz (for the jitter in ms).
     pub fn of(s: &Source, clock_rate: u32) -> Self {
         let duration = s
             .last_arrival
@@ -90,6 +116,7 @@ impl SourceSummary {
 }
 
 impl ReceiverSession {
+    /// A summary of everything measured so far, per source.
     pub fn summary(&self) -> ReceiverSummary {
         ReceiverSummary {
             counters: *self.counters(),

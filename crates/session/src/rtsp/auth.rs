@@ -40,7 +40,9 @@ const MAX_PARAMS: usize = 16;
 /// A Digest algorithm (RFC 7616 §3.4.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
+    /// `MD5`: the default when an answer names none; the one older clients support.
     Md5,
+    /// `SHA-256`: offered first.
     Sha256,
 }
 
@@ -104,8 +106,11 @@ pub enum Verdict {
     /// 401 and a fresh challenge. `failed`: credentials were given and were wrong (counted
     /// against the connection); `stale`: they were right but the nonce is too old.
     Challenge {
+        /// Why, for the 401's reason header.
         reason: String,
+        /// The answer was right but its nonce expired: the challenge says `stale=true`.
         stale: bool,
+        /// Credentials were given and were wrong.
         failed: bool,
     },
     /// 403: a known user who may not play this mount.
@@ -125,10 +130,15 @@ impl Verdict {
 /// One request, as far as authentication cares.
 #[derive(Clone, Copy, Debug)]
 pub struct Asking<'a> {
+    /// When the request arrived: a nonce older than [`NONCE_LIFETIME`] is stale.
     pub now: Timestamp,
+    /// The client's IP address: a nonce is good only from the address it was given to.
     pub peer: IpAddr,
+    /// The request's method (`DESCRIBE`, `SETUP`, ...), part of the Digest's `A2`.
     pub method: &'a str,
+    /// The Request-URI: the answer's `uri` must name it.
     pub url: &'a Url,
+    /// The mount the URL names, whose allowed users are checked.
     pub mount: &'a str,
     /// The `Authorization` header.
     pub authorization: Option<&'a str>,
@@ -169,6 +179,7 @@ impl Authenticator {
         Authenticator { spec, key, offered }
     }
 
+    /// The users, realm and public mounts it was made with.
     pub fn spec(&self) -> &RtspAuthSpec {
         &self.spec
     }

@@ -36,15 +36,22 @@ pub struct ClientAuth {
 /// Why a challenge cannot be answered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ChallengeError {
+    /// A challenge does not parse, or a Digest one lacks `realm` or `nonce` (the message
+    /// quotes the challenge or says what is missing).
     #[error("the server's challenge is malformed: {0}")]
     Malformed(String),
+    /// The server offers only Basic and the connection is not TLS: answering would send the
+    /// password in clear, so the client refuses.
     #[error(
         "the server offers only Basic authentication, which would send the password in clear \
          over a connection that is not TLS: use rtsps://"
     )]
     BasicInClear,
+    /// The user name holds a quote or a control character, which a Digest `username`
+    /// cannot carry.
     #[error("the user name may not hold quotes or control characters")]
     UserName,
+    /// No challenge is Digest with MD5 or SHA-256, or Basic; the message lists what was offered.
     #[error("the server offers no scheme this client speaks ({0}); it speaks Digest (SHA-256, MD5) and Basic over TLS")]
     Unsupported(String),
 }

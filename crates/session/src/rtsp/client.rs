@@ -11,7 +11,12 @@ pub enum Split {
     /// CR/LF between messages.
     Skip(usize),
     /// `$`, channel, length: a frame of `4 + len` bytes (RFC 2326 §10.12).
-    Data { channel: u8, len: usize },
+    Data {
+        /// The interleaved channel (the second byte).
+        channel: u8,
+        /// Payload bytes after the 4-byte `$` header (the 16-bit big-endian length).
+        len: usize,
+    },
     /// A text message (head and body) of this many bytes.
     Message(usize),
 }
@@ -19,7 +24,9 @@ pub enum Split {
 /// What a client accepts at most.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ClientLimits {
+    /// The longest response head (status line, headers and the empty line), bytes.
     pub head_bytes: usize,
+    /// The longest response body (`Content-Length`), bytes.
     pub body_bytes: usize,
 }
 

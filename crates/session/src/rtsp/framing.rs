@@ -49,7 +49,12 @@ pub enum Frame {
     /// A complete RTSP request, body included.
     Request(rtsp_types::Request<Vec<u8>>),
     /// An interleaved binary frame (RFC 2326 §10.12): RTCP from a client on a TCP transport.
-    Data { channel: u8, payload: Vec<u8> },
+    Data {
+        /// The interleaved channel the frame came on (the second byte).
+        channel: u8,
+        /// The frame's payload, without the 4-byte `$` header.
+        payload: Vec<u8>,
+    },
 }
 
 /// Splits a TCP byte stream into [`Frame`]s. Sans-IO: the caller pushes what it read and pulls
@@ -108,6 +113,8 @@ enum ScanEvent {
 }
 
 impl Framer {
+    /// An empty framer that enforces `limits`; it never holds more than
+    /// [`Framer::capacity`] bytes.
     pub fn new(limits: FramerLimits) -> Self {
         let data = limits.max_data.min(65535 + 4);
         let cap = limits

@@ -67,46 +67,77 @@ pub struct MountInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Requested {
     /// RTP/AVP(/UDP);unicast;client_port=RTP-RTCP, to the connection's peer address.
-    Udp { client_rtp: u16, client_rtcp: u16 },
+    Udp {
+        /// The client's UDP port for RTP (nonzero).
+        client_rtp: u16,
+        /// The client's UDP port for RTCP: the second of `client_port`, or the RTP port + 1.
+        client_rtcp: u16,
+    },
     /// RTP/AVP;multicast: the server's group, port and ttl for the mount.
     Multicast,
     /// RTP/AVP/TCP;interleaved=RTP-RTCP over the RTSP connection.
-    Interleaved { rtp_channel: u8, rtcp_channel: u8 },
+    Interleaved {
+        /// The `$` channel for RTP, free on this connection.
+        rtp_channel: u8,
+        /// The `$` channel for RTCP, free on this connection (the next one if not given).
+        rtcp_channel: u8,
+    },
 }
 
 /// A SETUP for the backend to carry out.
 #[derive(Clone, Copy, Debug)]
 pub struct SetupRequest<'a> {
+    /// The session being set up (new, or the one the request's Session header names).
     pub session: SessionId,
+    /// The connection the SETUP came on; the session is bound to it.
     pub conn: ConnId,
+    /// The mount named by the Request-URI: its path without slashes around it or the
+    /// `trackID=N` segment.
     pub mount: &'a str,
     /// The RTSP client's address (streams only ever go to this IP, or to the mount's group).
     pub peer: SocketAddr,
     /// The server's address on this connection.
     pub local: SocketAddr,
+    /// The transport the client asked for, already checked.
     pub transport: Requested,
 }
 
 /// How the backend set a session's media up, for the SETUP response's Transport header.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Delivery {
+    /// Unicast UDP to the client (`client_port` and `server_port` in the answer).
     Udp {
+        /// The client's UDP port that RTP goes to.
         client_rtp: u16,
+        /// The client's UDP port that RTCP goes to.
         client_rtcp: u16,
+        /// The server's UDP port RTP leaves from.
         server_rtp: u16,
+        /// The server's UDP port for RTCP.
         server_rtcp: u16,
+        /// The SSRC the stream is sent with (8 hex digits in the answer).
         ssrc: u32,
     },
+    /// The mount's multicast group (`destination`, `port` and `ttl` in the answer).
     Multicast {
+        /// The group address.
         group: IpAddr,
+        /// The group's UDP port for RTP.
         port: u16,
+        /// The group's UDP port for RTCP.
         rtcp_port: u16,
+        /// The IP time-to-live the group's packets are sent with.
         ttl: u8,
+        /// The SSRC the stream is sent with.
         ssrc: u32,
     },
+    /// Interleaved over the RTSP connection (`interleaved` in the answer).
     Interleaved {
+        /// The `$` channel RTP is framed on.
         rtp_channel: u8,
+        /// The `$` channel RTCP is framed on (the client's RTCP comes back on it).
         rtcp_channel: u8,
+        /// The SSRC the stream is sent with.
         ssrc: u32,
     },
 }

@@ -19,20 +19,26 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 /// How long a connection must have held its place, by what it is doing, before it may be
-/// closed to make room: waiting for the rest of a request (a whole request comes in one
-/// round trip), connected but silent (a client sends its request as soon as it connects),
-/// idle after requests it made (a player between its keep-alives).
+/// closed to make room. This one: waiting for the rest of a request (a whole request comes in
+/// one round trip).
 pub const EVICT_PARTIAL: Duration = Duration::from_millis(20);
+/// How long a connection that has sent nothing may hold its place before it may be closed to
+/// make room (a client sends its request as soon as it connects).
 pub const EVICT_SILENT: Duration = Duration::from_millis(100);
+/// How long a connection idle after the requests it made (a player between its keep-alives)
+/// may hold its place before it may be closed to make room.
 pub const EVICT_IDLE: Duration = Duration::from_secs(1);
-/// The longest a newcomer waits in the [`Lobby`] for a place, and how many wait at once.
+/// The longest a newcomer waits in the [`Lobby`] for a place.
 pub const PATIENCE: Duration = Duration::from_millis(1500);
+/// How many newcomers wait in the [`Lobby`] at once; one more is refused.
 pub const LOBBY_PLACES: usize = 64;
 
 /// What the table knows of a live connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Holder {
+    /// The connection.
     pub id: ConnId,
+    /// Its peer's IP address, for the per-address limit.
     pub ip: IpAddr,
     /// Since when part of a request has been waiting for the rest, if it has.
     pub partial_since: Option<Timestamp>,
@@ -49,6 +55,7 @@ pub struct Holder {
 /// What to do with a newcomer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Admit {
+    /// There is a place: serve it now.
     Serve,
     /// Close this connection first, then serve.
     CloseFirst(ConnId),
@@ -110,6 +117,7 @@ pub struct Lobby<T> {
 /// One newcomer in the [`Lobby`].
 #[derive(Debug)]
 pub struct Waiting<T> {
+    /// What the driver holds for the newcomer (its socket).
     pub item: T,
     /// When it first asked: its patience counts from here.
     pub arrived: Timestamp,
@@ -219,6 +227,7 @@ impl Room {
         self.places.len()
     }
 
+    /// Whether the table holds no connection.
     pub fn is_empty(&self) -> bool {
         self.places.is_empty()
     }
@@ -343,6 +352,7 @@ impl Room {
         out
     }
 
+    /// Gives back the memory of connections gone (after a flood).
     pub fn shrink_to_fit(&mut self) {
         self.places.shrink_to_fit();
         self.per_ip.shrink_to_fit();

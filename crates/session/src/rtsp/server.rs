@@ -42,6 +42,7 @@ pub const PUBLIC_METHODS: &str =
 /// keeps the standard reason phrase).
 pub const REASON_HEADER: &str = "X-Metronome-Reason";
 
+/// Limits, identity and access rules of an [`RtspServer`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RtspConfig {
     /// A session with no request and no `touch` for this long is torn down (RFC 2326 §12.37).
@@ -89,14 +90,19 @@ pub enum SessionState {
 /// A session as the driver sees it (status pages, interleaved delivery).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionInfo {
+    /// The session's id, as its Session header carries it.
     pub id: SessionId,
     /// The connection that owns it: interleaved RTP goes there.
     pub conn: ConnId,
+    /// The client's address on the owning connection.
     pub peer: SocketAddr,
+    /// The mount it plays.
     pub mount: String,
     /// The URL the client used in SETUP (the RTP-Info url).
     pub url: String,
+    /// Ready or Playing.
     pub state: SessionState,
+    /// How its media goes to the client, as the backend set it up.
     pub delivery: Delivery,
     /// What the last PLAY started.
     pub last_play: Option<PlayInfo>,
@@ -201,6 +207,7 @@ struct Ctx<'a> {
 }
 
 impl RtspServer {
+    /// A server with no session yet; session ids come from `cfg.seed`.
     pub fn new(cfg: RtspConfig) -> Self {
         RtspServer {
             server: request::header_text(&cfg.server_name),
@@ -211,6 +218,7 @@ impl RtspServer {
         }
     }
 
+    /// The configuration it was made with.
     pub fn config(&self) -> &RtspConfig {
         &self.cfg
     }

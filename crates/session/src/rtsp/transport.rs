@@ -17,16 +17,25 @@ use super::{Delivery, Requested};
 pub struct TransportSpec {
     /// `RTP/AVP`, `RTP/AVP/UDP`, `RTP/AVP/TCP`, ... as written.
     pub protocol: String,
+    /// The `unicast` parameter was present.
     pub unicast: bool,
+    /// The `multicast` parameter was present.
     pub multicast: bool,
     /// As written, brackets and quotes removed.
     pub destination: Option<String>,
+    /// `source`, as written, brackets and quotes removed.
     pub source: Option<String>,
+    /// `client_port`: the RTP port, and the RTCP port if a range (ascending) was written.
     pub client_port: Option<(u16, Option<u16>)>,
+    /// `server_port`: the RTP port, and the RTCP port if a range was written.
     pub server_port: Option<(u16, Option<u16>)>,
+    /// `port` (multicast): the RTP port, and the RTCP port if a range was written.
     pub port: Option<(u16, Option<u16>)>,
+    /// `interleaved`: the RTP channel, and the RTCP channel if a range was written.
     pub interleaved: Option<(u8, Option<u8>)>,
+    /// `ttl`: the multicast time-to-live.
     pub ttl: Option<u8>,
+    /// `ssrc`, read as hexadecimal (RFC 2326 §12.39).
     pub ssrc: Option<u32>,
     /// `mode`, its quotes removed.
     pub mode: Option<String>,

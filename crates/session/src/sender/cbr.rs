@@ -27,6 +27,8 @@ pub struct CbrTs {
 }
 
 impl CbrTs {
+    /// `count` RTP packets made by a packetizer of `cfg` whose stream time zero is `epoch`, one
+    /// TS packet (188 bytes, all but the sync byte zero) every `ts_interval`.
     pub fn new(
         cfg: PacketizerConfig,
         epoch: Timestamp,

@@ -11,10 +11,13 @@ use std::time::Duration;
 /// The job a packet belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobTimes {
+    /// When the job is released: the packet's due time, or the grid point that ends its period.
     pub release: Timestamp,
+    /// When all the job's packets must have left: `release` plus the relative deadline.
     pub deadline: Timestamp,
 }
 
+/// How a stream's packets group into jobs and how long each job has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct JobConfig {
     /// `Some(T)`: jobs are quantised to the grid `epoch + k·T`.
@@ -35,6 +38,7 @@ pub struct JobClock {
 }
 
 impl JobClock {
+    /// A clock whose grid starts at `epoch`, no job seen yet.
     pub fn new(cfg: JobConfig, epoch: Timestamp) -> Self {
         JobClock {
             cfg,
@@ -80,9 +84,11 @@ impl JobClock {
         false
     }
 
+    /// Jobs seen so far (a job counts when its first packet is done).
     pub fn jobs(&self) -> u64 {
         self.jobs
     }
+    /// Jobs that missed their deadline (each counted once).
     pub fn misses(&self) -> u64 {
         self.misses
     }

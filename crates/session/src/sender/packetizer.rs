@@ -6,21 +6,28 @@ use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::ts::TS_PACKET_LEN;
 use std::time::Duration;
 
+/// How an [`Mp2tPacketizer`] numbers and stamps its RTP packets.
 #[derive(Clone, Copy, Debug)]
 pub struct PacketizerConfig {
+    /// The stream's RTP SSRC.
     pub ssrc: u32,
+    /// The RTP payload type (33 for MP2T, RFC 3551).
     pub payload_type: u8,
+    /// The RTP timestamp clock (90 kHz for MP2T, RFC 2250 §2).
     pub clock: MediaClock,
     /// TS packets per RTP packet (1..=7); 7 makes the paper's 1316-byte payload.
     pub ts_per_packet: usize,
     /// Carry the send-time header extension (RFC 8285), filled in by the pacer at send time.
     pub send_time_ext: bool,
+    /// The first packet's RTP sequence number (RFC 3550 §5.1: random).
     pub initial_seq: u16,
     /// The RTP timestamp of the stream's epoch (RFC 3550 §5.1: random).
     pub rtp_ts_base: u32,
 }
 
 impl PacketizerConfig {
+    /// RTP/MP2T defaults: payload type 33, the 90 kHz clock, 7 TS packets per RTP packet, no
+    /// send-time extension.
     pub fn mp2t(ssrc: u32, initial_seq: u16, rtp_ts_base: u32) -> Self {
         PacketizerConfig {
             ssrc,
@@ -37,11 +44,14 @@ impl PacketizerConfig {
 /// A finished RTP packet, written into the caller's buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RtpOut {
+    /// Bytes written to the buffer (the whole RTP packet).
     pub len: usize,
     /// When it is due to leave: the stream epoch plus the time of its last TS packet (a packet
     /// can leave once all of its content exists).
     pub release: Timestamp,
+    /// The packet's RTP sequence number.
     pub seq: u16,
+    /// The packet's RTP timestamp: its release time on the configured clock (RFC 2250 §2).
     pub rtp_ts: u32,
     /// Payload octets (for the sender report's octet count, RFC 3550 §6.4.1).
     pub payload_len: usize,
@@ -71,9 +81,11 @@ impl Mp2tPacketizer {
         }
     }
 
+    /// The configuration in use (`ts_per_packet` clamped to 1..=7).
     pub fn config(&self) -> &PacketizerConfig {
         &self.cfg
     }
+    /// The instant of stream time zero: due times are offsets from it.
     pub fn epoch(&self) -> Timestamp {
         self.epoch
     }

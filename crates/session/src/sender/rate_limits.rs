@@ -22,9 +22,15 @@ pub enum RateRefusal {
     /// The source's rate is its own.
     Fixed,
     /// Above what admission reserved for the stream.
-    AboveCeiling { ceiling: u64 },
+    AboveCeiling {
+        /// The most that may be asked for, source bit/s.
+        ceiling: u64,
+    },
     /// Outside what the source can do (up to the ceiling).
-    OutsideRange { range: RangeInclusive<u64> },
+    OutsideRange {
+        /// The source rates that may be asked for, bit/s ([`RateLimits::allowed`]).
+        range: RangeInclusive<u64>,
+    },
 }
 
 impl RateLimits {

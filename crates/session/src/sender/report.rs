@@ -12,30 +12,43 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// Who the sender is and how often it reports, for [`SenderReports`].
 #[derive(Clone, Debug)]
 pub struct SenderReportsConfig {
+    /// Our SSRC: in every sender report, and the one receivers' blocks must be about.
     pub ssrc: u32,
+    /// Our CNAME in the SDES of every report (RFC 3550 §6.5.1).
     pub cname: String,
+    /// The RTP clock of the stream: the sender report's RTP timestamp and the receivers' jitter
+    /// are in its units.
     pub clock: MediaClock,
     /// RTP timestamp at the stream epoch (the packetizer's `rtp_ts_base`).
     pub rtp_ts_base: u32,
     /// Session bandwidth in bit/s, for the RTCP interval (RFC 3550 §6.2).
     pub session_bw_bps: u64,
+    /// The minimum RTCP interval (5 s in RFC 3550; lower is allowed, §6.2 "reduced minimum").
     pub rtcp_min_interval: Duration,
     /// Receivers tracked at most; reports from further ones are counted and ignored.
     pub max_receivers: usize,
+    /// Seed of the RTCP interval's randomization: the same seed gives the same schedule.
     pub seed: u64,
 }
 
 /// What one receiver says about our stream.
 #[derive(Clone, Debug, Serialize)]
 pub struct ReceiverView {
+    /// The receiver's SSRC (the reporter of its blocks).
     pub ssrc: u32,
+    /// Where its last report came from.
     pub addr: SocketAddr,
+    /// Its CNAME from its SDES, at most 255 characters, if one arrived.
     pub cname: Option<String>,
     /// Fraction lost in the last report interval, 0..=1.
     pub fraction_lost: f64,
+    /// Packets lost since the start as it counts them (RFC 3550 §6.4.1; negative when
+    /// duplicates outnumber losses).
     pub cumulative_lost: i32,
+    /// The extended highest sequence number it received (cycles in the high 16 bits).
     pub extended_highest_seq: u32,
     /// RFC 3550 interarrival jitter, in milliseconds (`jitter_us` in JSON).
     #[serde(
@@ -50,19 +63,30 @@ pub struct ReceiverView {
         serialize_with = "metronome_time::units::opt_ms_as_us"
     )]
     pub rtt_ms: Option<f64>,
+    /// Report blocks about our stream received from it.
     pub reports: u64,
+    /// When its last report block about our stream arrived (not in JSON).
     #[serde(skip)]
     pub last_report: Timestamp,
+    /// Whether it sent an RTCP BYE.
     pub said_bye: bool,
 }
 
+/// The sender's RTCP counters.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct SenderCounters {
+    /// Compound packets written (sender reports, with or without the rate controller's packets,
+    /// and the final BYE).
     pub sender_reports: u64,
+    /// RTCP datagrams handed to [`SenderReports::handle_rtcp`].
     pub rtcp_received: u64,
+    /// RTCP datagrams that did not parse as a compound packet (nothing of them applied).
     pub rtcp_malformed: u64,
+    /// Report blocks, RFC 8888 blocks and TFRC/TFMCC reports about another SSRC than ours.
     pub blocks_about_others: u64,
+    /// Report blocks from a new receiver ignored because `max_receivers` are tracked.
     pub too_many_receivers: u64,
+    /// Events dropped, oldest first, because 256 were waiting unpolled.
     pub events_dropped: u64,
     /// TFRC reports whose echo (a packet not sent lately) or delay made no round-trip sample.
     pub tfrc_unusable: u64,
@@ -70,47 +94,66 @@ pub struct SenderCounters {
     pub cc_packets: u64,
 }
 
+/// What the sender heard, for logs, traces and the rate controller.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SenderEvent {
+    /// A receiver's first report block about our stream.
     NewReceiver {
+        /// The receiver's SSRC.
         ssrc: u32,
+        /// Where its report came from.
         addr: SocketAddr,
     },
+    /// A report block about our stream.
     ReceiverReport {
+        /// The receiver's SSRC.
         ssrc: u32,
+        /// Fraction lost in its last interval, 0..=1.
         fraction_lost: f64,
+        /// Its latest round-trip time, ms, once it has seen a sender report.
         rtt_ms: Option<f64>,
     },
+    /// A tracked receiver sent an RTCP BYE.
     ReceiverBye {
+        /// The receiver's SSRC.
         ssrc: u32,
     },
     /// A TFRC receiver's report about this stream (RFC 5348 §3.2.2; the RTCP APP packet of
     /// `metronome_wire::TfrcFeedback`), with the round-trip sample it gives: now, less when
     /// the echoed packet left, less the receiver's delay before answering.
     Tfrc {
+        /// The receiver's SSRC.
         ssrc: u32,
+        /// Loss event rate, receive rate and the round-trip sample.
         report: metronome_cc::TfrcReport,
     },
     /// A TFMCC receiver's report (RFC 4654 §2.2.2; `metronome_wire::TfmccFeedback`), its echo
     /// (a sequence number) turned into when that packet left, on our clock.
     Tfmcc {
+        /// The receiver's SSRC.
         ssrc: u32,
+        /// The report, its echo as a send time on our clock.
         report: metronome_cc::tfmcc::ReceiverFeedback,
     },
     /// RFC 8888 feedback about this stream: per sequence number, its report (received or
     /// not, and when: 1/1024 s before `report_timestamp`, the receiver's clock in NTP's 16.16
     /// form).
     PacketFeedback {
+        /// The SSRC of the receiver that sent the feedback.
         ssrc: u32,
+        /// The report's time on the receiver's clock: NTP's middle 32 bits (16.16 seconds).
         report_timestamp: u32,
+        /// Each reported packet's 16-bit sequence number and what the receiver says of it.
         reports: Vec<(u16, rtcp::CcfbReport)>,
     },
 }
 
 const MAX_EVENTS: usize = 256;
 
+/// Why the sender wants to be woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SenderTimer {
+    /// The next regular sender report is due (RFC 3550 §6.3 interval).
     SenderReport,
 }
 
@@ -125,6 +168,8 @@ struct Heard {
     feedback: Vec<SenderEvent>,
 }
 
+/// The sending side's RTCP for one stream: when to send sender reports and what they count,
+/// and what receivers' reports and rate control feedback say.
 pub struct SenderReports {
     cfg: SenderReportsConfig,
     epoch: Timestamp,
@@ -166,19 +211,21 @@ impl SenderReports {
         self.octets_sent = payload_octets;
     }
 
-    /// One more packet left, carrying `payload_octets` of payload.
-    /// `packets` RTP packets carrying `payload_octets` have left.
+    /// `packets` more RTP packets, carrying `payload_octets` of payload, have left.
     pub fn on_sent(&mut self, packets: u64, payload_octets: u64) {
         self.packets_sent += packets;
         self.octets_sent += payload_octets;
     }
 
+    /// Every receiver heard from (at most `max_receivers`), in the order first heard.
     pub fn receivers(&self) -> &[ReceiverView] {
         &self.receivers
     }
+    /// The RTCP counters so far.
     pub fn counters(&self) -> &SenderCounters {
         &self.counters
     }
+    /// The oldest event not yet polled (at most 256 wait; older ones are dropped and counted).
     pub fn poll_event(&mut self) -> Option<SenderEvent> {
         self.events.pop_front()
     }
@@ -190,6 +237,7 @@ impl SenderReports {
         self.events.push_back(e);
     }
 
+    /// When the next sender report is due; `None` after [`SenderReports::bye`].
     pub fn poll_timeout(&self) -> Option<(Timestamp, SenderTimer)> {
         self.next_sr.map(|t| (t, SenderTimer::SenderReport))
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// Packets remembered: a few seconds of a 10 Mbit/s stream of 1200-byte packets. Older ones
 /// a report names are not matched (counted by the caller).
-pub const SEND_LOG: usize = 8192;
+pub(crate) const SEND_LOG: usize = 8192;
 
 /// One packet sent.
 #[derive(Clone, Copy, Debug)]
@@ -24,7 +24,9 @@ struct Sent {
     reported: bool,
 }
 
-pub struct SendLog {
+/// A bounded ring of the last [`SEND_LOG`] packets sent, with their extended (64-bit)
+/// sequence numbers, send times and sizes.
+pub(crate) struct SendLog {
     /// Oldest first.
     sent: VecDeque<Sent>,
     /// The receiver's report timestamps extended past their 16.16-second wrap.
@@ -38,7 +40,8 @@ impl Default for SendLog {
 }
 
 impl SendLog {
-    pub fn new() -> Self {
+    /// An empty log, allocated full size.
+    pub(crate) fn new() -> Self {
         SendLog {
             sent: VecDeque::with_capacity(SEND_LOG),
             last_report_ts: None,
@@ -47,7 +50,7 @@ impl SendLog {
 
     /// `packets` packets from RTP sequence number `first_seq` left at `now`, `wire_len` bytes
     /// in all. Never allocates (the log is made full size).
-    pub fn record(&mut self, now: Timestamp, first_seq: u16, packets: u32, wire_len: u32) {
+    pub(crate) fn record(&mut self, now: Timestamp, first_seq: u16, packets: u32, wire_len: u32) {
         let size = wire_len / packets.max(1);
         for k in 0..packets {
             let seq16 = first_seq.wrapping_add(k as u16);
@@ -88,7 +91,7 @@ impl SendLog {
 
     /// The packets of one RFC 8888 block, matched with their send times, into `out`. Returns
     /// how many could not be matched: sent too long ago or never, or reported before.
-    pub fn results(
+    pub(crate) fn results(
         &mut self,
         report_timestamp: u32,
         reports: &[(u16, CcfbReport)],
@@ -121,7 +124,7 @@ impl SendLog {
 
     /// When the newest packet of this sequence number left, if it is in the log: the echo of
     /// a TFRC or TFMCC report.
-    pub fn sent_at(&self, seq16: u16) -> Option<Timestamp> {
+    pub(crate) fn sent_at(&self, seq16: u16) -> Option<Timestamp> {
         self.index(seq16).map(|i| self.sent[i].at)
     }
 

@@ -33,10 +33,14 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// Everything a [`SenderSession`] needs besides its epoch and rate controller.
 #[derive(Clone, Debug)]
 pub struct SenderSessionConfig {
+    /// The RTCP side: SSRC, CNAME, clock, RTCP bandwidth and interval.
     pub reports: SenderReportsConfig,
+    /// How packets are paced, and what happens to late ones (catch up or drop).
     pub pacing: PacingConfig,
+    /// How packets group into jobs, and each job's relative deadline.
     pub jobs: JobConfig,
     /// Packets held at most: the number of slots the driver has.
     pub queue_capacity: usize,
@@ -46,6 +50,7 @@ pub struct SenderSessionConfig {
 /// leave in one send call (the GSO batches of raw video), as one entry with one due time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Queued {
+    /// The driver's slot that holds the packet (or batch).
     pub id: u32,
     /// RTP packets the entry carries: 1, or a batch's count.
     pub packets: u32,
@@ -63,6 +68,7 @@ pub struct Queued {
 /// What a driver tells the session.
 #[derive(Clone, Copy, Debug)]
 pub enum Input<'a> {
+    /// One packet (or batch) the producer made, in due order after those before it.
     Packet(Queued),
     /// The entries of one frame (a raw frame's GSO batches), in due order: the frame leaves
     /// whole or not at all. If its first entry is dropped (late), the others are dropped with
@@ -72,8 +78,11 @@ pub enum Input<'a> {
     Frame(&'a [Queued]),
     /// An RTCP compound from `from`; `wall` is its arrival on the wall clock (for the RTT).
     Rtcp {
+        /// When it arrived, on the wall clock.
         wall: NtpTime,
+        /// The address it came from.
         from: SocketAddr,
+        /// The compound packet's bytes (plain RTCP: SRTCP already unprotected).
         data: &'a [u8],
     },
     /// A packet handed out to send could not be sent (the socket refused it).
@@ -85,16 +94,30 @@ pub enum Input<'a> {
     /// The driver discarded this many packets without queueing them (a raw frame too late to
     /// start): like the ones the session drops, they take no sequence number.
     Discarded {
+        /// How many RTP packets were discarded.
         packets: u32,
     },
 }
 
+/// Why the session refused an input; nothing of it was queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum InputError {
+    /// The queue has no room for the packet (or the whole frame): the driver handed over more
+    /// than it has slots.
     #[error("the stream's queue is full ({capacity} packets): the driver gave more packets than it has slots")]
-    QueueFull { capacity: usize },
+    QueueFull {
+        /// Entries the queue holds at most.
+        capacity: usize,
+    },
+    /// A packet is due before one already queued: producers must hand packets over in due
+    /// order.
     #[error("a packet due at {due} came after one due at {last}: the producer must hand packets over in due order")]
-    OutOfOrder { due: Timestamp, last: Timestamp },
+    OutOfOrder {
+        /// The refused packet's due time.
+        due: Timestamp,
+        /// The latest due time already queued (or earlier in the same frame).
+        last: Timestamp,
+    },
 }
 
 /// What the driver does with a slot now.
@@ -104,9 +127,13 @@ pub enum Transmit {
     /// release of the packet's job: its due time, or with a period, the grid point its job is
     /// released at (the paper's periodic tasks send a period's packets together).
     Send {
+        /// The slot to send.
         id: u32,
+        /// When the packet was due (the time its RTP timestamp names).
         due: Timestamp,
+        /// How late it leaves: `now` less its job's release.
         late: Duration,
+        /// The job it belongs to.
         job: JobTimes,
         /// How far to move the entry's sequence numbers back: the packets dropped before it
         /// never left, so they take no sequence number (RFC 3550 §5.1: it increments by one
@@ -116,13 +143,17 @@ pub enum Transmit {
     },
     /// Slot `id` is dropped (too late to be of use): give it back unsent.
     Drop {
+        /// The slot to give back.
         id: u32,
+        /// When the packet was due.
         due: Timestamp,
+        /// How late it was when dropped, from its job's release.
         late: Duration,
     },
 }
 
 impl Transmit {
+    /// The slot this is about.
     pub fn id(&self) -> u32 {
         match *self {
             Transmit::Send { id, .. } | Transmit::Drop { id, .. } => id,
@@ -143,66 +174,100 @@ pub enum Wake {
     RateController,
 }
 
+/// What happened to the stream, for logs, traces and the producer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SessionEvent {
     /// Packets began to leave later than the stall threshold.
     StallBegan {
+        /// When the first packet that late left (or was dropped).
         at: Timestamp,
+        /// How late it was.
         late: Duration,
     },
     /// The stream is back on its schedule.
     StallEnded {
+        /// When the first packet back on schedule left (or was dropped).
         at: Timestamp,
+        /// How long the stall lasted.
         lasted: Duration,
     },
+    /// A packet (or batch) was dropped as too late to be of use (drop-late pacing, or with its
+    /// frame).
     Dropped {
+        /// When it was due.
         due: Timestamp,
+        /// How late it was when dropped.
         late: Duration,
     },
+    /// A job's packet left after the job's deadline (reported once per job).
     DeadlineMissed {
+        /// The job that missed.
         job: JobTimes,
+        /// When the packet that made it miss left (or was dropped).
         at: Timestamp,
     },
     /// The queue ran empty while the stream was running: the producer fell behind.
     Underrun {
+        /// When the queue was found empty.
         at: Timestamp,
     },
     /// The target rate changed: the producer should follow (encoder bitrate, mux rate,
     /// rendition of the next GOP).
     RateChanged {
+        /// When the controller changed it.
         at: Timestamp,
+        /// The new target rate, on the wire.
         rate: Bitrate,
     },
+    /// What the RTCP side heard: receivers, their reports, rate control feedback.
     Receiver(SenderEvent),
 }
 
 /// What a session has done so far.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct SenderStats {
+    /// RTP packets sent.
     pub packets: u64,
+    /// Bytes sent on the wire (RTP header and payload, as `Queued::wire_len` counts them).
     pub bytes: u64,
+    /// RTP payload bytes sent (the sender report's octet count, unwrapped).
     pub payload_octets: u64,
+    /// Packets the driver could not send ([`Input::SendFailed`]).
     pub send_errors: u64,
+    /// Times the queue ran empty while the stream was running (the producer fell behind).
     pub underruns: u64,
+    /// Jobs that have had packets leave or be dropped.
     pub jobs: u64,
+    /// Jobs that missed their deadline.
     pub deadline_misses: u64,
     /// Most packets queued at once.
     pub queue_high_water: usize,
+    /// The rate controller's current target, bits per second on the wire.
     pub target_rate_bps: u64,
+    /// Times the target rate changed.
     pub rate_changes: u64,
+    /// Events dropped, oldest first, because 256 were waiting unpolled.
     pub events_dropped: u64,
+    /// Stalls, late and dropped packets, and the lateness summary, from the pacing model.
     pub pacing: PacingStats,
 }
 
 /// The counts of [`SenderStats`] that are cheap to read on every packet.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct SenderCounts {
+    /// RTP packets sent.
     pub packets: u64,
+    /// Times the queue ran empty while the stream was running.
     pub underruns: u64,
+    /// Jobs that have had packets leave or be dropped.
     pub jobs: u64,
+    /// Jobs that missed their deadline.
     pub deadline_misses: u64,
+    /// Episodes in which packets left later than the stall threshold.
     pub stalls: u64,
+    /// Packets sent later than the stall threshold.
     pub late_packets: u64,
+    /// Queue entries dropped: late, or with their frame.
     pub dropped: u64,
 }
 
@@ -216,6 +281,8 @@ struct Entry {
     follows: bool,
 }
 
+/// One stream's send side, sans-IO: queue, pacing, jobs and deadlines, RTCP and the rate
+/// controller. See the module docs for how a driver runs it.
 pub struct SenderSession {
     queue: VecDeque<Entry>,
     capacity: usize,
@@ -291,6 +358,8 @@ impl SenderSession {
         }
     }
 
+    /// Takes one input at `now`. Only packets and frames can be refused (queue full, out of due
+    /// order), and then nothing of them is queued.
     pub fn handle_input(&mut self, now: Timestamp, input: Input<'_>) -> Result<(), InputError> {
         match input {
             Input::Packet(p) => self.enqueue(std::slice::from_ref(&p))?,
@@ -568,6 +637,7 @@ impl SenderSession {
         self.queue.front().map(|p| self.jobs.job_of(p.q.due))
     }
 
+    /// The oldest event not yet polled (at most 256 wait; older ones are dropped and counted).
     pub fn poll_event(&mut self) -> Option<SessionEvent> {
         self.events.pop_front()
     }
@@ -585,6 +655,7 @@ impl SenderSession {
         self.source_ended && self.queue.is_empty()
     }
 
+    /// Entries in the queue now (packets or batches waiting to leave).
     pub fn queue_len(&self) -> usize {
         self.queue.len()
     }
@@ -599,10 +670,12 @@ impl SenderSession {
         self.controller.name()
     }
 
+    /// The rate controller's current target rate, on the wire.
     pub fn target_rate(&self) -> Bitrate {
         self.rate
     }
 
+    /// The RTCP side: receivers heard and RTCP counters.
     pub fn reports(&self) -> &SenderReports {
         &self.reports
     }
@@ -626,6 +699,7 @@ impl SenderSession {
         }
     }
 
+    /// Everything counted so far, with the lateness summary (for the end of a run).
     pub fn stats(&self) -> SenderStats {
         SenderStats {
             packets: self.s.packets,

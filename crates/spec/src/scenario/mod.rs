@@ -51,8 +51,12 @@ use std::time::Duration;
 /// One point of a scenario, every sweep reference resolved, checked.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
+    /// `name`: the scenario's name (the results directory's default name).
     pub name: String,
+    /// `description`: one line for the report (empty if not given).
     pub description: String,
+    /// `seed` (0 by default): seeds every link's and flow's randomness; the same seed
+    /// replays the same run, byte for byte.
     pub seed: u64,
     /// How long flows send by default.
     pub duration: Duration,
@@ -68,6 +72,7 @@ pub struct Scenario {
     pub nodes: Vec<String>,
     /// Every link: two directions between two nodes.
     pub links: Vec<LinkDecl>,
+    /// The `[[flow]]` tables, in file order; at least one, names unique.
     pub flows: Vec<FlowDecl>,
     /// Figures from elsewhere (a paper, a seed experiment) to show beside the measured ones.
     pub reference: Option<Reference>,
@@ -78,7 +83,9 @@ pub struct Scenario {
 /// A full-duplex link between `a` and `b`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LinkDecl {
+    /// One end's node name.
     pub a: String,
+    /// The other end's node name (never `a`).
     pub b: String,
     /// The profile from `a` to `b`, by name, and its settings.
     pub ab: (String, LinkProfile),
@@ -96,14 +103,27 @@ pub struct LinkProfile {
     /// tc-tbf's `latency`: the longest a packet may wait; the queue then holds
     /// `rate · latency + burst` bytes, as tc computes tbf's limit (`queue_bytes` is then set).
     pub tbf_latency: Option<Duration>,
+    /// Propagation delay added to every packet (0 when not given).
     pub delay: Duration,
+    /// Extra delay per packet, drawn as `jitter_distribution` says (uniform: from
+    /// `[0, jitter]`); 0 when not given.
     pub jitter: Duration,
+    /// How `jitter` is drawn, and whether packets may then overtake each other.
     pub jitter_distribution: JitterDistribution,
+    /// Which packets the link loses (none by default).
     pub loss: LossDecl,
+    /// Probability, 0 to 1, that a packet arrives twice.
     pub duplicate: f64,
+    /// Probability, 0 to 1, that a packet is held back `reorder_delay` extra, so later ones
+    /// overtake it.
     pub reorder: f64,
+    /// How long a packet picked by `reorder` is held back.
     pub reorder_delay: Duration,
+    /// Drop-tail limit of the queue in front of the rate limiter, packets (`None`:
+    /// unbounded).
     pub queue_packets: Option<usize>,
+    /// Drop-tail limit of the same queue, bytes (`None`: unbounded); with `tbf_latency`,
+    /// computed from it.
     pub queue_bytes: Option<usize>,
     /// netem's `limit`: counts every packet held, those still serving their delay too.
     pub netem_limit: Option<usize>,
@@ -124,8 +144,12 @@ pub enum Variation {
     Steps(Vec<(Duration, LinkProfile)>),
     /// The base profile for `duty · period`, then `low`, repeating.
     Square {
+        /// The length of one cycle.
         period: Duration,
+        /// The share of each period spent at the base profile, 0 to 1 (0.5 by default).
         duty: f64,
+        /// The profile for the rest of each period: the base profile with `low`'s keys
+        /// replacing its own.
         low: Box<LinkProfile>,
     },
 }
@@ -149,26 +173,33 @@ pub enum JitterDistribution {
     Normal,
     /// netem's `distribution normal`, packets may overtake each other.
     NormalReorder,
-    /// netem's `distribution pareto`, order kept / packets may overtake.
+    /// netem's `distribution pareto`, order kept.
     Pareto,
+    /// netem's `distribution pareto`, packets may overtake each other.
     ParetoReorder,
-    /// netem's `distribution paretonormal`, order kept / packets may overtake.
+    /// netem's `distribution paretonormal`, order kept.
     ParetoNormal,
+    /// netem's `distribution paretonormal`, packets may overtake each other.
     ParetoNormalReorder,
 }
 
 /// How a link loses packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub enum LossDecl {
+    /// No loss (the default).
     #[default]
     None,
     /// Independent loss with this probability.
     Random(f64),
     /// Gilbert-Elliott: `p` good→bad, `r` bad→good, loss probability in each state.
     GilbertElliott {
+        /// Probability, per packet, of going from the good state to the bad one.
         p: f64,
+        /// Probability, per packet, of going from the bad state back to the good one.
         r: f64,
+        /// Loss probability in the good state (0 by default).
         loss_good: f64,
+        /// Loss probability in the bad state (1 by default).
         loss_bad: f64,
     },
 }
@@ -176,13 +207,18 @@ pub enum LossDecl {
 /// An application in the network.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowDecl {
+    /// The flow's name, unique in the scenario (`flowN`, N its place from 1, by default).
     pub name: String,
+    /// The sending node.
     pub from: String,
     /// Receiving nodes (one: unicast; several: a multicast group). For a command flow, the
     /// hosts it talks to (maybe none).
     pub to: Vec<String>,
+    /// When it starts sending, from the run's start (0 by default).
     pub start: Duration,
+    /// How long it sends (the scenario's `duration` by default).
     pub duration: Duration,
+    /// What it sends, with the settings of its kind.
     pub kind: FlowKind,
     /// When receivers of a group join and leave it (times from the run's start); a receiver
     /// not named is a member from start to end.
@@ -193,22 +229,35 @@ pub struct FlowDecl {
 /// RTP receiver says goodbye: RTCP BYE, and TFMCC's leaving report, RFC 4654 §4.4).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Membership {
+    /// The receiving node, one of the flow's `to`.
     pub node: String,
+    /// When it joins, from the run's start (0 by default).
     pub join: Duration,
+    /// When it leaves, from the run's start (after `join`); `None`: it stays to the end.
     pub leave: Option<Duration>,
 }
 
+/// What a flow is (`kind = ...`), with the keys only that kind has.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FlowKind {
     /// UDP as iperf sends it: `rate` of payload in `payload`-byte datagrams, or a square wave.
-    Udp { payload: u32, rate: RateShape },
+    Udp {
+        /// Payload of each datagram, bytes, 1 to 65507 (1470 by default, iperf 2's).
+        payload: u32,
+        /// The payload rate over time.
+        rate: RateShape,
+    },
     /// TCP bulk transfer: as fast as the congestion control allows (or at most `rate_bps`
     /// from the application, as iperf's `-b` limits a TCP test), `bytes` or until the end.
     /// `mtu`: the largest IP packet (its segments are `mtu − 40` bytes; 1500 by default).
     Tcp {
+        /// The congestion control (CUBIC by default).
         cc: TcpCc,
+        /// Stop after this many bytes (`None`: send until the flow's end).
         bytes: Option<u64>,
+        /// The application's limit, bit/s (`None`: as fast as the congestion control allows).
         rate_bps: Option<u64>,
+        /// The largest IP packet, bytes, 576 to 9000 (`None`: 1500).
         mtu: Option<u32>,
     },
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:
@@ -232,15 +281,27 @@ pub enum FlowKind {
     /// `rtcp_interval` is the sender's and receivers' minimum RTCP interval (RFC 3550 §6.2:
     /// 5 s unless the scenario says otherwise, [`RTCP_MIN_INTERVAL`]).
     Rtp {
+        /// The MPEG-TS rate, bit/s, at least 10 000; with a controller, the most the stream
+        /// may send.
         rate_bps: u64,
+        /// The video's picture (`None`: null-free constant-rate TS, no video).
         video: Option<VideoDecl>,
+        /// The viewers' play-out deadline (only with `video`; `None`: no deadline).
         playout_deadline: Option<Duration>,
+        /// What the video shows (the pattern by default; only with `video`).
         content: VideoContent,
+        /// The rate controller (`fixed`, no control, by default).
         cc: RtpCc,
+        /// Where the controller begins, bit/s (`start_rate`; only with a controller; `None`:
+        /// a quarter of `rate_bps`).
         start_bps: Option<u64>,
+        /// The largest IP packet, bytes, 300 to 9000 (`None`: 7 TS packets per RTP packet).
         mtu: Option<u32>,
+        /// Frames per GOP, at least 1 (only with `video`; `None`: one second's).
         gop: Option<u32>,
+        /// `Some`: the video is sent as Evalvid-RA sends it (only with `video`).
         coded: Option<CodedVideo>,
+        /// The minimum RTCP interval, 100 ms to 60 s ([`RTCP_MIN_INTERVAL`] by default).
         rtcp_interval: Duration,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
@@ -248,7 +309,12 @@ pub enum FlowKind {
     /// host's address, `@{group:FLOW}` the group address of a flow with several receivers
     /// (this one's included: its `to` hosts are then routed from `from`), `@{out}` the
     /// directory its output goes to.
-    Command { program: String, args: Vec<String> },
+    Command {
+        /// The program to run (`iperf3`, `ffmpeg`, `metronome`, …); not empty.
+        program: String,
+        /// Its arguments, the `@{…}` placeholders not yet replaced (none by default).
+        args: Vec<String>,
+    },
 }
 
 /// RFC 3550's minimum RTCP interval (§6.2, T_min): an RTP flow's `rtcp_interval` unless set.
@@ -258,9 +324,11 @@ pub const RTCP_MIN_INTERVAL: Duration = Duration::from_secs(5);
 /// 31]`, `b_frames = 0`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodedVideo {
+    /// The codec every rung is encoded with.
     pub codec: VideoCodecDecl,
     /// The ladder's finest and coarsest quantizer: a rung for each in between.
     pub quantizers: (u32, u32),
+    /// B-frames between reference frames, 0 to 4 (0 by default).
     pub b_frames: u32,
 }
 
@@ -274,7 +342,7 @@ pub enum VideoCodecDecl {
 }
 
 impl VideoCodecDecl {
-    /// The quantizers a codec has, and its default ladder.
+    /// The quantizers a codec has: (lowest, highest).
     pub fn quantizer_range(self) -> (u32, u32) {
         match self {
             VideoCodecDecl::Mpeg4 => (2, 31),
@@ -282,6 +350,7 @@ impl VideoCodecDecl {
         }
     }
 
+    /// The ladder used when `quantizers` is not given: (finest, coarsest).
     pub fn default_ladder(self) -> (u32, u32) {
         match self {
             VideoCodecDecl::Mpeg4 => (2, 31),
@@ -290,6 +359,7 @@ impl VideoCodecDecl {
         }
     }
 
+    /// The name `codec = ...` gives it: `mpeg4` or `h264`.
     pub fn name(self) -> &'static str {
         match self {
             VideoCodecDecl::Mpeg4 => "mpeg4",
@@ -335,6 +405,7 @@ pub enum ScenePace {
 }
 
 impl ScenePace {
+    /// Every pace, in the order error messages list them.
     pub const ALL: [ScenePace; 5] = [
         ScenePace::Still,
         ScenePace::Calm,
@@ -343,6 +414,7 @@ impl ScenePace {
         ScenePace::Drive,
     ];
 
+    /// The name a scene is written with (`motion=NAME:FRAMES`).
     pub fn name(self) -> &'static str {
         match self {
             ScenePace::Still => "still",
@@ -436,8 +508,11 @@ impl VideoContent {
 /// The test pattern's picture: `WIDTHxHEIGHT@FPS`, e.g. `640x360@30`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VideoDecl {
+    /// Width, pixels: even, 16 to 4096.
     pub width: u32,
+    /// Height, pixels: even, 16 to 4096.
     pub height: u32,
+    /// Frames per second, 1 to 60.
     pub fps: u32,
 }
 
@@ -463,13 +538,21 @@ impl std::str::FromStr for VideoDecl {
     }
 }
 
+/// A UDP flow's payload rate over time.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum RateShape {
+    /// Always this many payload bit/s (`rate`).
     Constant(u64),
+    /// `high_bps` for `duty · period`, then `low_bps` for the rest, repeating from the flow's
+    /// start (`square = { high, low, period, duty }`).
     Square {
+        /// The rate of the first part of each period, bit/s.
         high_bps: u64,
+        /// The rate of the rest of each period, bit/s.
         low_bps: u64,
+        /// The length of one cycle.
         period: Duration,
+        /// The share of each period at `high_bps`, 0 to 1 (0.5 by default).
         duty: f64,
     },
 }
@@ -477,9 +560,12 @@ pub enum RateShape {
 /// An RTP flow's rate controller: the list the command line and the engine share.
 pub use metronome_cc::ControllerKind as RtpCc;
 
+/// A TCP flow's congestion control.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TcpCc {
+    /// Reno (RFC 5681): the window halves on loss and grows by one segment per round trip.
     Reno,
+    /// CUBIC (RFC 9438), Linux's default and the default here.
     #[default]
     Cubic,
 }
@@ -489,25 +575,36 @@ pub enum TcpCc {
 /// by sweep values), or the difference between two points (the first less the second).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Claim {
+    /// The conclusion in words, as the report shows it.
     pub text: String,
+    /// Where it comes from (a paper, a seed's table); empty if not given.
     pub source: String,
     /// The flow whose receivers' figures count (`None`: a figure of the point).
     pub flow: Option<String>,
+    /// The figure compared, one of [`CLAIM_METRICS`].
     pub metric: String,
+    /// The left side: one point (sweep parameter → value, picking it) or two (the metric at
+    /// the first less that at the second).
     pub lhs: Vec<BTreeMap<String, String>>,
+    /// How the left side must compare with the right for the claim to hold.
     pub op: ClaimOp,
+    /// The right side, written as `lhs` is.
     pub rhs: Vec<BTreeMap<String, String>>,
     /// Why the run may differ, shown when it does.
     pub note: String,
 }
 
+/// The comparison a claim makes (`op`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ClaimOp {
+    /// `<`: the left side is below the right.
     Less,
+    /// `>`: the left side is above the right.
     Greater,
 }
 
 impl ClaimOp {
+    /// The operator as the file writes it: `<` or `>`.
     pub fn symbol(self) -> &'static str {
         match self {
             ClaimOp::Less => "<",
@@ -538,12 +635,15 @@ pub const CLAIM_METRICS: [&str; 12] = [
 /// that receiver at that point, so the report can put what was measured beside it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reference {
+    /// The table's title in the report.
     pub title: String,
     /// A receiver figure: `loss_percent`, `throughput_bps`, `jitter_us`, `mean_delay_us` (values in µs).
     pub metric: String,
     /// The sweep parameter the columns are values of.
     pub by: String,
+    /// The column headings: values of `by`, as written.
     pub columns: Vec<String>,
+    /// Each row: a receiving node's name and its figure in each column (one per column).
     pub rows: Vec<(String, Vec<f64>)>,
     /// Where the figures come from.
     pub source: String,

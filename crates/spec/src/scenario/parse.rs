@@ -15,7 +15,7 @@ use std::time::Duration;
 use toml::Spanned;
 
 /// The most flows, links or nodes one scenario may declare.
-pub const MAX_ITEMS: usize = 100_000;
+pub(crate) const MAX_ITEMS: usize = 100_000;
 
 pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigError> {
     let raw: RawScenario = toml::from_str(text).map_err(|e| {
@@ -105,7 +105,7 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
 
 /// The most intervals a run is cut into: each is a row per receiver in memory and in
 /// `intervals.csv`.
-pub const MAX_INTERVALS: u128 = 100_000;
+pub(crate) const MAX_INTERVALS: u128 = 100_000;
 
 /// Whether `interval` cuts a run of `span` (its duration and drain) into at most
 /// [`MAX_INTERVALS`] (`interval = "1ns"` once asked for 7.3 GB).

@@ -6,14 +6,16 @@ use crate::config::{ConfigError, ConfigErrorKind, MAX_CONFIG_BYTES};
 use std::fmt;
 
 /// The most points one scenario may sweep over.
-pub const MAX_POINTS: usize = 10_000;
+pub(crate) const MAX_POINTS: usize = 10_000;
 /// The most replicates of each point.
 pub const MAX_REPLICATES: u32 = 1000;
 
 /// A scenario file as read: its text, and its sweep.
 #[derive(Clone, Debug)]
 pub struct ScenarioFile {
+    /// What names the text in errors: usually the file's path.
     pub origin: String,
+    /// The file's whole text, its `"${name}"` references not yet replaced.
     pub text: String,
     /// Sweep parameters in file order, each with its values as TOML literals.
     pub sweep: Vec<(String, Vec<toml::Value>)>,

@@ -18,9 +18,13 @@
 /// One congestion-control APP packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcApp {
+    /// `TFRC` subtype 0: a TFRC receiver's feedback to the sender.
     TfrcFeedback(TfrcFeedback),
+    /// `TFRC` subtype 1: the sender's RTT estimate, for its receivers.
     TfrcRtt(TfrcRtt),
+    /// `TFMC` subtype 0: a TFMCC sender's per-round fields, for its group.
     TfmccSender(TfmccSender),
+    /// `TFMC` subtype 1: a TFMCC receiver's feedback to the sender.
     TfmccFeedback(TfmccFeedback),
 }
 
@@ -68,9 +72,16 @@ pub fn rate_word(bytes_per_s: f64) -> u32 {
 /// t_delay` is a round-trip sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfrcFeedback {
+    /// SSRC of the media source this feedback is about.
     pub media_ssrc: u32,
+    /// Low 32 bits of the extended RTP sequence number of the last packet received; the
+    /// sender looks up when it sent it.
     pub echo_seq: u32,
+    /// Microseconds from that packet's arrival to this report being sent (RFC 5348's
+    /// `t_delay`), which the sender subtracts from the round trip.
     pub t_delay_us: u32,
+    /// Rate received over the last RTT (RFC 5348's `X_recv`), bytes per second; `u32::MAX`
+    /// for none yet (see [`rate_word`]).
     pub x_recv_bytes_per_s: u32,
     /// The loss event rate as on the wire: `p × (2^32 − 1)`; see [`TfrcFeedback::p`].
     pub p_fraction: u32,
@@ -93,6 +104,7 @@ impl TfrcFeedback {
 /// the RTT in µs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfrcRtt {
+    /// The sender's current round-trip time estimate, µs.
     pub rtt_us: u32,
 }
 
@@ -115,19 +127,32 @@ pub struct TfrcRtt {
 /// flags: bit 0 slow start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfmccSender {
+    /// The current feedback round number (RFC 4654 §3.4), wrapping at 2^16.
     pub round: u16,
+    /// Flag bits; only [`TfmccSender::SLOW_START`] is defined.
     pub flags: u16,
+    /// Feedback suppression rate `X_supp`, bytes per second: receivers whose rate is not
+    /// below it stay quiet this round. `u32::MAX` for none (no suppression yet).
     pub x_supp: u32,
+    /// `R_max`: the largest round-trip time known in the group, µs.
     pub r_max_us: u32,
+    /// `T`: the length of this feedback round's delay window, µs (RFC 4654 §3.4).
     pub feedback_delay_us: u32,
+    /// SSRC of the current limiting receiver (CLR), or 0 for none.
     pub clr: u32,
+    /// SSRC of the receiver whose timestamp `echo_ts_us` echoes, or 0 for no echo.
     pub echo_ssrc: u32,
+    /// That receiver's own timestamp from its feedback (µs on its clock), returned so it
+    /// can measure its RTT (RFC 4654 §3.5).
     pub echo_ts_us: u32,
+    /// µs the sender held that feedback before sending this packet, subtracted from the RTT.
     pub echo_delay_us: u32,
+    /// The sender's current sending rate `X`, bytes per second; `u32::MAX` for unbounded.
     pub x_send: u32,
 }
 
 impl TfmccSender {
+    /// Flag bit 0: the sender is in slow start (RFC 4654 §3.6).
     pub const SLOW_START: u16 = 1;
 }
 
@@ -151,23 +176,41 @@ impl TfmccSender {
 /// the RTP timestamp).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfmccFeedback {
+    /// SSRC of the media source this feedback is about.
     pub media_ssrc: u32,
+    /// The receiver's clock when it sent this, µs (wrapping at 2^32); the sender echoes it
+    /// back in [`TfmccSender::echo_ts_us`].
     pub ts_us: u32,
+    /// The receiver's round-trip time, µs; meaningful only with [`TfmccFeedback::HAVE_RTT`].
     pub rtt_us: u32,
+    /// `X_r`: the rate this receiver calculates it can take, bytes per second; `u32::MAX`
+    /// for unbounded (no loss yet).
     pub x_calc: u32,
+    /// `X_recv`: the rate it is receiving, bytes per second; `u32::MAX` for none yet.
     pub x_recv: u32,
+    /// The loss event rate as on the wire: `p × (2^32 − 1)`; see [`TfmccFeedback::p`].
     pub p_fraction: u32,
+    /// The sender's feedback round this answers.
     pub round: u16,
+    /// Flag bits: [`TfmccFeedback::HAVE_RTT`], [`TfmccFeedback::HAVE_LOSS`],
+    /// [`TfmccFeedback::LEAVING`].
     pub flags: u16,
+    /// Low 32 bits of the extended sequence number of the last packet received (stands for
+    /// RFC 4654's `ts_i'`).
     pub echo_seq: u32,
+    /// µs from that packet's arrival to this report.
     pub echo_delay_us: u32,
 }
 
 impl TfmccFeedback {
+    /// Flag bit 0: `rtt_us` holds a measured RTT (else the receiver has none yet).
     pub const HAVE_RTT: u16 = 1;
+    /// Flag bit 1: the receiver has seen a loss event, so `p` and `x_calc` are measured.
     pub const HAVE_LOSS: u16 = 2;
+    /// Flag bit 2: the receiver is leaving the group (RFC 4654 §4.4).
     pub const LEAVING: u16 = 4;
 
+    /// The loss event rate, 0..=1.
     pub fn p(&self) -> f64 {
         fraction_value(self.p_fraction)
     }

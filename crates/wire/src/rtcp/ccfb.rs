@@ -36,13 +36,15 @@ use rtcp_types::{
 pub const FMT: u8 = 11;
 /// At most this many reports per stream (RFC 8888 §3.1: a range of up to 2^14 packets).
 pub const MAX_REPORTS: usize = 16_384;
-/// The largest ATO that says a time, and the one that says "unknown".
+/// The largest ATO that says a time: 0x1FFE × 1/1024 s (about 8 s) "or longer".
 pub const ATO_MAX: u16 = 0x1FFE;
+/// The ATO that says the packet arrived at an unknown time.
 pub const ATO_UNKNOWN: u16 = 0x1FFF;
 
 /// One packet's report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CcfbReport {
+    /// R: the packet arrived. When false, `ecn` and `ato` are 0.
     pub received: bool,
     /// The ECN bits it arrived with (0 if not received).
     pub ecn: u8,
@@ -78,26 +80,34 @@ impl CcfbReport {
 /// checked every block's length: the iterators cannot fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ccfb<'a> {
+    /// SSRC of the receiver that sent the feedback.
     pub sender_ssrc: u32,
     first_ssrc: u32,
     /// The blocks after the header's first SSRC, without the report timestamp.
     blocks: &'a [u8],
+    /// The receiver's clock when it wrote the report: the middle 32 bits of an NTP time
+    /// (16.16 fixed-point seconds). Arrival time offsets count back from it.
     pub report_timestamp: u32,
 }
 
 /// One stream's reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CcfbBlock<'a> {
+    /// SSRC of the RTP stream these reports are about.
     pub media_ssrc: u32,
+    /// RTP sequence number of the first packet reported; the others follow one by one
+    /// (wrapping at 2^16).
     pub begin_seq: u16,
     words: &'a [u8],
 }
 
 impl<'a> CcfbBlock<'a> {
+    /// Number of packets reported on (`num_reports`), at most [`MAX_REPORTS`].
     pub fn len(&self) -> usize {
         self.words.len() / 2
     }
 
+    /// Whether the block reports on no packet at all.
     pub fn is_empty(&self) -> bool {
         self.words.is_empty()
     }
@@ -254,6 +264,7 @@ impl CcfbWriter {
         }
     }
 
+    /// SSRC of the stream reported on, for the feedback packet's media-SSRC header field.
     pub fn media_ssrc(&self) -> u32 {
         self.media_ssrc
     }

@@ -13,10 +13,16 @@ use rtcp_types::{
     RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport, TransportFeedback,
 };
 
+/// Why an RTCP compound packet could not be read or written.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RtcpError {
+    /// Reading: the compound is invalid (bad version, length, padding, an APP packet whose
+    /// padding exceeds its data, an RFC 8888 block running past its packet) and nothing was
+    /// visited; a receiver counts and drops it. Writing: `rtcp-types` refused the content
+    /// (for example a CNAME over 255 bytes). The text says which.
     #[error("malformed RTCP: {0}")]
     Malformed(String),
+    /// The output buffer is too small; carries the bytes the compound needs.
     #[error("RTCP output buffer too small: needs {0} bytes")]
     BufferTooSmall(usize),
 }
@@ -24,21 +30,30 @@ pub enum RtcpError {
 /// Sender information of an SR (RFC 3550 §6.4.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SenderInfo {
+    /// SSRC of the sender this report is from.
     pub ssrc: u32,
+    /// Wall-clock time the report was sent, as a 64-bit NTP timestamp (the bits of an
+    /// `NtpTime`: 32.32 fixed-point seconds since 1900).
     pub ntp: u64,
+    /// The same instant as `ntp` on the stream's RTP media clock, for lip sync and delay.
     pub rtp_timestamp: u32,
+    /// RTP data packets sent since the start of transmission (wraps at 2^32).
     pub packet_count: u32,
+    /// Payload octets sent since the start (RTP headers and padding excluded; wraps at 2^32).
     pub octet_count: u32,
 }
 
 /// One report block (RFC 3550 §6.4.1): what `reporter` says about source `ssrc`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
+    /// SSRC of the source this block reports on.
     pub ssrc: u32,
     /// Fraction lost since the last report, in 1/256.
     pub fraction_lost: u8,
     /// Cumulative packets lost (24-bit signed on the wire).
     pub cumulative_lost: i32,
+    /// Highest sequence number received: the 16-bit number in the low half, the count of
+    /// its wraps in the high half.
     pub extended_highest_seq: u32,
     /// Interarrival jitter in RTP timestamp units.
     pub jitter: u32,
@@ -51,21 +66,33 @@ pub struct Block {
 /// One thing found in a compound packet, handed to the visitor of [`parse_compound`].
 #[derive(Debug, PartialEq, Eq)]
 pub enum RtcpItem<'a> {
+    /// The sender information of an SR; its report blocks follow as separate
+    /// [`RtcpItem::ReportBlock`] items.
     SenderReport(SenderInfo),
+    /// One report block of an SR or RR.
     ReportBlock {
+        /// SSRC of the participant that sent the SR or RR.
         reporter: u32,
+        /// What it says about one source.
         block: Block,
     },
+    /// An SDES CNAME item (RFC 3550 §6.5.1): the persistent name of a participant.
     Cname {
+        /// SSRC of the chunk that carries the CNAME.
         ssrc: u32,
+        /// The CNAME's bytes as sent (UTF-8 by the RFC, not checked here).
         cname: &'a [u8],
     },
+    /// A BYE (RFC 3550 §6.6): the source is leaving; one item per SSRC listed.
     Bye {
+        /// SSRC of the departing source.
         ssrc: u32,
     },
     /// A congestion-control APP packet ([`cc`]) from `ssrc`.
     Cc {
+        /// SSRC of the APP packet's sender.
         ssrc: u32,
+        /// The decoded TFRC or TFMCC fields.
         app: CcApp,
     },
     /// RFC 8888 feedback ([`ccfb`]).
@@ -73,6 +100,7 @@ pub enum RtcpItem<'a> {
     /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
     /// congestion-control APP packet of another length or subtype: counted by the caller.
     Other {
+        /// The RTCP packet type (PT field: 204 APP, 205 transport feedback, 207 XR, ...).
         packet_type: u8,
     },
 }
@@ -200,8 +228,16 @@ fn block_builder(b: &Block) -> rtcp_types::ReportBlockBuilder {
 /// What a compound packet starts with: an SR when we have sent media, an RR otherwise.
 #[derive(Clone, Copy, Debug)]
 pub enum ReportHead<'b> {
+    /// An SR: the sender information, then report blocks on the sources we receive
+    /// (at most 31 are written).
     Sender(SenderInfo, &'b [Block]),
-    Receiver { ssrc: u32, blocks: &'b [Block] },
+    /// An RR, for a participant that has sent no media.
+    Receiver {
+        /// Our own SSRC, also used for the SDES chunk, APP packets and BYE.
+        ssrc: u32,
+        /// Report blocks on the sources we receive (at most 31 are written).
+        blocks: &'b [Block],
+    },
 }
 
 /// Writes `SR|RR + SDES(CNAME) [+ BYE]` into `buf` (RFC 3550 §6.1: every compound starts with a

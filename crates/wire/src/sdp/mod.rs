@@ -38,6 +38,8 @@ pub const VIDEO_CLOCK_RATE: u32 = 90_000;
 /// A connection address (`c=`): unicast or multicast, with the IPv4 multicast TTL.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Connection {
+    /// The address, IPv4 or IPv6: a multicast group, a unicast host, or unspecified
+    /// (`0.0.0.0`) when the address comes later (RTSP SETUP).
     pub addr: IpAddr,
     /// IPv4 multicast time-to-live (`c=IN IP4 239.1.2.3/16`). RFC 8866 §5.7 requires one for
     /// IPv4 multicast: [`SessionDescription::to_sdp`] writes `/1` if it is `None`.
@@ -45,6 +47,8 @@ pub struct Connection {
 }
 
 impl Connection {
+    /// A connection to `addr`; `ttl` matters only for IPv4 multicast and is dropped from
+    /// the text otherwise.
     pub fn new(addr: IpAddr, ttl: Option<u8>) -> Connection {
         Connection { addr, ttl }
     }
@@ -59,6 +63,7 @@ impl Connection {
         Connection { addr, ttl: None }
     }
 
+    /// Whether the address is a multicast group (IPv4 224.0.0.0/4 or IPv6 ff00::/8).
     pub fn is_multicast(&self) -> bool {
         self.addr.is_multicast()
     }
@@ -211,6 +216,8 @@ pub struct SessionDescription {
     pub range: Option<String>,
     /// `a=tool`
     pub tool: Option<String>,
+    /// The `m=` sections in order. Reading refuses an SDP with a non-RTP media, so every
+    /// entry here is an RTP stream.
     pub media: Vec<MediaDescription>,
 }
 

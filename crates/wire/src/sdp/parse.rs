@@ -73,29 +73,67 @@ impl std::fmt::Display for MediaAt {
 /// What is wrong in an SDP.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SdpError {
+    /// The text is over [`MAX_SDP_BYTES`]; nothing was parsed.
     #[error("the SDP is {len} bytes, more than the {} KiB accepted; is this really a session description?", MAX_SDP_BYTES >> 10)]
-    TooLarge { len: usize },
+    TooLarge {
+        /// Length of the text given, bytes.
+        len: usize,
+    },
+    /// `sdp-types` could not read the text as SDP at all (missing `v=`, a line that is not
+    /// `key=value`, a required line missing or malformed).
     #[error(
         "not a valid SDP: {detail} (RFC 8866: it starts with v=0 and has one key=value per line)"
     )]
-    Syntax { detail: String },
+    Syntax {
+        /// `sdp-types`' description of the problem.
+        detail: String,
+    },
+    /// A `c=` line whose address does not parse, or whose address family contradicts its
+    /// `IP4`/`IP6` tag.
     #[error("{where_} c=IN {addrtype} {value}: {problem}; expected an IP address, with /TTL for IPv4 multicast (c=IN IP4 239.1.2.3/16)")]
     BadConnection {
+        /// Which `c=`: `session-level`, or the media's position as [`MediaAt`] text.
         where_: String,
+        /// The address type as written (`IP4`, `IP6`, or something else).
         addrtype: String,
+        /// The connection address as written (`239.1.2.3/16`).
         value: String,
+        /// What is wrong with it.
         problem: String,
     },
+    /// A media whose transport is not `RTP/...` (for example `UDP` or `TCP/RTP/AVP`).
     #[error("{at}: transport '{proto}' is not RTP; Metronome reads RTP/AVP media (RTP/AVPF, RTP/SAVP, RTP/AVP/TCP too)")]
-    NotRtp { at: MediaAt, proto: String },
+    NotRtp {
+        /// Which media.
+        at: MediaAt,
+        /// The transport (proto) field as written.
+        proto: String,
+    },
+    /// The first format of an `m=` line is not a payload type from 0 to 127.
     #[error("{at}: payload type '{fmt}' is not a number from 0 to 127")]
-    BadPayloadType { at: MediaAt, fmt: String },
+    BadPayloadType {
+        /// Which media.
+        at: MediaAt,
+        /// The format as written.
+        fmt: String,
+    },
+    /// The payload type is not in the RFC 3551 static table and no `a=rtpmap` names its
+    /// encoding and clock rate.
     #[error("{at}: dynamic payload type {payload_type} has no a=rtpmap; add one, e.g. a=rtpmap:{payload_type} H264/90000")]
-    NoRtpmap { at: MediaAt, payload_type: u8 },
+    NoRtpmap {
+        /// Which media.
+        at: MediaAt,
+        /// The payload type lacking a mapping.
+        payload_type: u8,
+    },
+    /// The payload type's `a=rtpmap` lacks an encoding name or a positive whole clock rate.
     #[error("{at}: a=rtpmap:{value}: {problem}; expected a=rtpmap:PT ENCODING/CLOCKRATE, e.g. a=rtpmap:33 MP2T/90000")]
     BadRtpmap {
+        /// Which media.
         at: MediaAt,
+        /// The attribute's value as written (`96 H264/90000`).
         value: String,
+        /// What is wrong with it.
         problem: String,
     },
 }

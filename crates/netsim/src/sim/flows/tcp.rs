@@ -34,17 +34,25 @@ pub enum TcpCongestion {
     Cubic,
 }
 
+/// How a TCP bulk transfer runs: its ends, congestion control, limits, buffers and timing.
 #[derive(Clone, Debug)]
 pub struct TcpFlowConfig {
+    /// The flow's name in reports.
     pub name: String,
+    /// The sending node (the connecting end).
     pub src: NodeId,
+    /// The receiving node (the listening end).
     pub dst: NodeId,
+    /// The sender's congestion control (CUBIC by default).
     pub congestion: TcpCongestion,
     /// Stop after this many bytes (`None`: send until `duration` is over).
     pub bytes: Option<u64>,
     /// At most this many bit/s from the application (`None`: as fast as TCP allows).
     pub app_rate_bps: Option<u64>,
+    /// When the connection opens and the application starts writing, after the start of the
+    /// run.
     pub start: Duration,
+    /// How long the application writes, from `start`; then it closes the connection.
     pub duration: Duration,
     /// Send and receive buffers, bytes (the largest window: size them above the path's
     /// bandwidth-delay product).
@@ -53,6 +61,8 @@ pub struct TcpFlowConfig {
     pub mtu: usize,
     /// Bin width of the receiver's per-interval figures.
     pub interval: Duration,
+    /// Seeds both stacks' randomness (initial sequence numbers; the sink gets `seed ^ 1`) and
+    /// picks the sender's local port.
     pub seed: u64,
 }
 
@@ -165,6 +175,8 @@ impl End {
     }
 }
 
+/// A TCP bulk transfer between two smoltcp stacks (see the module docs): a writing
+/// application at the source, a reading one at the destination, measured at the receiver.
 pub struct TcpFlow {
     cfg: TcpFlowConfig,
     id: FlowId,
@@ -189,6 +201,8 @@ const SENDER_ADDR: Ipv4Address = Ipv4Address::new(10, 0, 0, 1);
 const SINK_ADDR: Ipv4Address = Ipv4Address::new(10, 0, 0, 2);
 
 impl TcpFlow {
+    /// The transfer of `cfg`, not yet bound to a network; the stacks are made when their
+    /// endpoints are first woken.
     pub fn new(cfg: TcpFlowConfig) -> Self {
         TcpFlow {
             meter: Meter::new(cfg.interval, false),

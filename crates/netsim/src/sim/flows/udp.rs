@@ -17,15 +17,22 @@ use metronome_time::Timestamp;
 use metronome_time::IPV4_UDP_OVERHEAD;
 use std::time::Duration;
 
+/// How a UDP flow sends: from where to whom, how big, how fast, and when.
 #[derive(Clone, Debug)]
 pub struct UdpFlowConfig {
+    /// The flow's name in reports.
     pub name: String,
+    /// The sending node.
     pub src: NodeId,
+    /// The receiving nodes: one is unicast, more than one a multicast tree from `src`.
     pub receivers: Vec<NodeId>,
     /// UDP payload per datagram (iperf's `-l`; 1470 by default in iperf 2).
     pub payload_bytes: u32,
+    /// Payload bit rate over time: constant or a square wave.
     pub rate: RatePattern,
+    /// When the first datagram leaves, after the start of the run.
     pub start: Duration,
+    /// How long the flow sends, from `start`.
     pub duration: Duration,
     /// Bin width of the per-interval figures (zero: none).
     pub interval: Duration,
@@ -33,6 +40,8 @@ pub struct UdpFlowConfig {
     pub histograms: bool,
 }
 
+/// An iperf-like UDP flow: a sender pacing numbered datagrams by its [`UdpFlowConfig`] and a
+/// measuring receiver at each receiving node.
 pub struct UdpFlow {
     cfg: UdpFlowConfig,
     id: FlowId,
@@ -47,6 +56,8 @@ pub struct UdpFlow {
 }
 
 impl UdpFlow {
+    /// The flow of `cfg`, not yet bound to a network ([`Sim::add_flow`](crate::sim::Sim::add_flow)
+    /// binds it).
     pub fn new(cfg: UdpFlowConfig) -> Self {
         let meters = cfg
             .receivers

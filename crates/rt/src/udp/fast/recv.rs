@@ -150,10 +150,12 @@ impl FastReceiver {
         &self.buffer
     }
 
+    /// The address the socket is bound to: the actual port when it was opened with port 0.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         local_addr(&self.socket)
     }
 
+    /// The underlying socket, for options not wrapped here.
     pub fn socket(&self) -> &Socket {
         &self.socket
     }
@@ -258,6 +260,8 @@ impl RecvBufs {
         self.metas.len()
     }
 
+    /// Bytes of each slot: the longest message (with GRO, the most coalesced bytes) one slot
+    /// takes before it is cut.
     pub fn slot_len(&self) -> usize {
         self.slot_len
     }
@@ -266,7 +270,10 @@ impl RecvBufs {
 /// One received datagram.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Datagram<'b> {
+    /// The datagram's UDP payload, borrowed from the batch's [`RecvBufs`].
     pub data: &'b [u8],
+    /// The sender's address and port (`0.0.0.0:0` if the kernel gave one of an unknown
+    /// family); datagrams coalesced by GRO share their message's.
     pub src: SocketAddr,
     /// Kernel receive time (SCM_TIMESTAMPNS, CLOCK_REALTIME ns); datagrams coalesced by GRO
     /// share their message's. See [`crate::clock::Clock::timestamp_from_realtime_ns`].

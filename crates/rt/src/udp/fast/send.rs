@@ -51,12 +51,18 @@ impl SendPath {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GsoStatus {
     /// In use for segments of at most `max_segment` bytes (the path MTU less the headers).
-    On { max_segment: usize },
+    On {
+        /// Largest datagram GSO may carry, bytes: the path MTU less the IP and UDP headers.
+        max_segment: usize,
+    },
     /// The kernel does not know UDP_SEGMENT (before Linux 4.18).
     Unsupported,
     /// A GSO send failed with this errno, so GSO was turned off for this sender; the batch that
     /// failed, and every one after it, went out with `sendmmsg`.
-    Disabled { errno: i32 },
+    Disabled {
+        /// The raw OS error number (e.g. `libc::EIO`) the failed GSO send returned.
+        errno: i32,
+    },
 }
 
 impl fmt::Display for GsoStatus {
@@ -86,7 +92,10 @@ impl fmt::Display for GsoStatus {
 #[derive(Debug, thiserror::Error)]
 #[error("{source} ({sent} datagrams of the batch had been sent)")]
 pub struct BatchError {
+    /// Datagrams of the batch that had left before the failure: the first `sent` ones. The
+    /// caller may resend from there.
     pub sent: usize,
+    /// Why the send that failed did (see [`UdpError::from_send`]).
     pub source: UdpError,
 }
 
@@ -150,6 +159,7 @@ impl FastSender {
         })
     }
 
+    /// Where every datagram goes: the destination the sender was opened for.
     pub fn destination(&self) -> &RtpUrl {
         &self.dest
     }
@@ -159,6 +169,7 @@ impl FastSender {
         &self.buffer
     }
 
+    /// The address and port the datagrams leave from (the source address a receiver sees).
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         local_addr(&self.socket)
     }

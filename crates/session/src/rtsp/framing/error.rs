@@ -6,42 +6,82 @@
 pub enum FrameError {
     /// No empty line within `limit` bytes: the head is too large.
     #[error("request head longer than {limit} bytes")]
-    HeadTooLarge { limit: usize, cseq: Option<u32> },
+    HeadTooLarge {
+        /// The head limit, bytes (`FramerLimits::max_head`).
+        limit: usize,
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
     /// One line of the head is longer than `limit` bytes.
     #[error("{} longer than {limit} bytes", if *.request_line { "request line" } else { "header line" })]
     LineTooLong {
+        /// The line limit, bytes without the CRLF (`FramerLimits::max_line`).
         limit: usize,
+        /// The long line is the request line (answered 414), not a header (400).
         request_line: bool,
+        /// The request's CSeq, if it could be read, for the response to echo.
         cseq: Option<u32>,
     },
     /// More than `limit` header lines.
     #[error("more than {limit} header lines")]
-    TooManyHeaders { limit: usize, cseq: Option<u32> },
+    TooManyHeaders {
+        /// The most header lines accepted (`FramerLimits::max_headers`).
+        limit: usize,
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
     /// `Content-Length` above the limit. The body is not read: the connection is answered
     /// and closed ([`Self::closes_connection`]), as a body that long cannot be skipped safely.
     #[error("body of {length} bytes is larger than the limit of {limit}")]
     BodyTooLarge {
+        /// The `Content-Length` given, bytes.
         length: u64,
+        /// The body limit, bytes (`FramerLimits::max_body`).
         limit: usize,
+        /// The request's CSeq, if it could be read, for the response to echo.
         cseq: Option<u32>,
     },
     /// `Content-Length` that is not a number, or given twice: where the next message starts
     /// cannot be known, so the connection is answered and closed.
     #[error("{reason}")]
-    BadLength { reason: String, cseq: Option<u32> },
+    BadLength {
+        /// What is wrong with the header, in words.
+        reason: String,
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
     /// Not a well-formed RTSP request.
     #[error("malformed request: {reason}")]
-    Malformed { reason: String, cseq: Option<u32> },
+    Malformed {
+        /// What is wrong with it, in words.
+        reason: String,
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
     /// A protocol version other than RTSP/1.0 (RTSP/2.0 included).
     #[error("unsupported protocol version {version:?}: only RTSP/1.0 is served")]
-    UnsupportedVersion { version: String, cseq: Option<u32> },
+    UnsupportedVersion {
+        /// The version the request line names: its first 16 bytes, any not printable ASCII
+        /// shown as `?`.
+        version: String,
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
     /// A request (head and body) that did not arrive whole within `seconds` of its first
     /// byte: the connection is answered and closed (a slow client holds no place).
     #[error("the request did not arrive whole within {seconds} s")]
-    Timeout { seconds: u64, cseq: Option<u32> },
+    Timeout {
+        /// The time allowed, seconds.
+        seconds: u64,
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
     /// A response (status line) where a request was expected.
     #[error("a response was received where a request was expected")]
-    NotARequest { cseq: Option<u32> },
+    NotARequest {
+        /// The request's CSeq, if it could be read, for the response to echo.
+        cseq: Option<u32>,
+    },
 }
 
 impl FrameError {

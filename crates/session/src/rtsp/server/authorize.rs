@@ -14,7 +14,7 @@ use crate::rtsp::request;
 use metronome_time::Timestamp;
 
 /// Wrong credentials one connection may send before its 401 closes it.
-pub const MAX_FAILURES: u32 = 3;
+pub(crate) const MAX_FAILURES: u32 = 3;
 
 impl RtspServer {
     /// The user a request is made as (`None`: no authentication needed), or the 401/403.

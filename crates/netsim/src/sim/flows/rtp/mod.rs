@@ -28,10 +28,16 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
 use std::time::Duration;
 
+/// How an RTP flow runs: its nodes, the sender's and receivers' session configurations, its
+/// stalls, and what it keeps for the report.
 pub struct RtpFlowConfig {
+    /// The flow's name in reports.
     pub name: String,
+    /// The node of the sender session.
     pub src: NodeId,
+    /// The receiving nodes, one receiver session each: one is unicast, more a multicast tree.
     pub receivers: Vec<NodeId>,
+    /// The sender session's configuration (its queue capacity is also the number of slots).
     pub session: SenderSessionConfig,
     /// Every receiver's configuration (each gets its own seed from it).
     pub receiver: ReceiverConfig,
@@ -45,8 +51,9 @@ pub struct RtpFlowConfig {
     pub stalls: Vec<(Timestamp, Duration)>,
     /// Bytes each datagram takes on the wire beyond the RTP packet (28: IPv4 and UDP).
     pub ip_overhead: u32,
-    /// Bin width of the per-interval figures, and whether to keep histograms.
+    /// Bin width of the receivers' per-interval figures.
     pub interval: Duration,
+    /// Keep full delay and inter-arrival distributions per receiver.
     pub histograms: bool,
     /// Keep [`RtpFlow::log`], a row per packet sent, dropped and delivered (a pair's trace;
     /// too much for thousands of receivers).
@@ -68,47 +75,71 @@ pub struct RtpFlowConfig {
 /// its own accord (TFMCC's 120 s rule) leaves the same way.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MemberWindow {
+    /// Index of the receiver in [`RtpFlowConfig::receivers`].
     pub receiver: usize,
+    /// When it joins the group (virtual time).
     pub join: Timestamp,
+    /// When it leaves, if it does; `None`: it stays to the end.
     pub leave: Option<Timestamp>,
 }
 
 /// What the sender did, in order (the trace of the sessions' decisions, beside the network's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RtpLogRow {
+    /// The sender session sent an RTP packet.
     Sent {
+        /// When it left (virtual time).
         at: Timestamp,
+        /// The slot (the session's packet id) it was held in; slots are reused.
         id: u32,
+        /// When it was due by the schedule; `at − due` is its lateness.
         due: Timestamp,
     },
+    /// The sender session dropped a packet for being late (its late policy).
     Dropped {
+        /// When it was dropped (virtual time).
         at: Timestamp,
+        /// The slot (the session's packet id) it was held in.
         id: u32,
+        /// When it was due by the schedule.
         due: Timestamp,
     },
+    /// The sender sent an RTCP sender report.
     SenderReport {
+        /// When it was sent (virtual time).
         at: Timestamp,
     },
+    /// A receiver sent an RTCP receiver report to the sender.
     ReceiverReport {
+        /// When it was sent (virtual time).
         at: Timestamp,
+        /// The receiver's index in [`RtpFlowConfig::receivers`].
         receiver: u32,
     },
     /// An RTP packet reached receiver `receiver` (by index) and its session took it.
     Delivered {
+        /// When it arrived (virtual time).
         at: Timestamp,
+        /// The receiver's index in [`RtpFlowConfig::receivers`].
         receiver: u32,
+        /// Its sequence number as the receiver session extended it.
         ext_seq: u64,
+        /// Its RTP timestamp.
         rtp_ts: u32,
     },
 }
 
+/// An RTP stream in the simulator (see the module docs): the sender session and its source
+/// at the source node, a receiver session and a meter at each receiving node.
 pub struct RtpFlow {
     cfg: RtpFlowConfig,
     id: FlowId,
     dst: Dst,
     source: Box<dyn RtpSource>,
     source_done: bool,
+    /// The sender's session, unchanged from the real-time engine's.
     pub sender: SenderSession,
+    /// One receiver session per receiving node, in the order of [`RtpFlowConfig::receivers`].
     pub receivers: Vec<ReceiverSession>,
     meters: Vec<Meter>,
     slots: Vec<Vec<u8>>,
@@ -120,6 +151,7 @@ pub struct RtpFlow {
     sent_bytes: u64,
     first_send: Option<Timestamp>,
     last_send: Timestamp,
+    /// The sessions' decisions in order, if [`RtpFlowConfig::log`] is set; else empty.
     pub log: Vec<RtpLogRow>,
     rtcp: Vec<u8>,
     /// Per receiver, by packet number (sequence number from the first one sent): when it
@@ -140,6 +172,9 @@ pub struct RtpFlow {
 }
 
 impl RtpFlow {
+    /// The flow of `cfg`, whose packets `source` makes and whose rate `controller` sets; not
+    /// yet bound to a network. Each receiver gets the receiver configuration with its index
+    /// added to the seed and SSRC and appended to the CNAME.
     pub fn new(
         cfg: RtpFlowConfig,
         source: Box<dyn RtpSource>,
