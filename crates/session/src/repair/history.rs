@@ -28,7 +28,10 @@ pub struct Kept<'a> {
     pub repaired: Option<Timestamp>,
 }
 
-/// The last `capacity` packets sent (each of at most `max_packet` bytes), by sequence number.
+/// The last packets sent (each of at most `max_packet` bytes), by sequence number. Its
+/// capacity is a power of two (at most 65 536), so that the ring stays in step with sequence
+/// numbers across their wrap: packet `n` is always `capacity` packets older than the one that
+/// replaces it.
 #[derive(Debug)]
 pub struct SendHistory {
     slots: Vec<Slot>,
@@ -39,9 +42,11 @@ pub struct SendHistory {
 }
 
 impl SendHistory {
-    /// A history of `capacity` packets of at most `max_packet` bytes (at least one of each).
+    /// A history of at least `capacity` packets (rounded up to a power of two, at most
+    /// 65 536) of at most `max_packet` bytes (1 to 65 535, an RTP packet's bounds).
     pub fn new(capacity: usize, max_packet: usize) -> SendHistory {
-        let (capacity, max_packet) = (capacity.max(1), max_packet.max(1));
+        let capacity = capacity.clamp(1, 1 << 16).next_power_of_two();
+        let max_packet = max_packet.clamp(1, usize::from(u16::MAX));
         SendHistory {
             slots: vec![Slot::default(); capacity],
             arena: vec![0; capacity * max_packet],
@@ -53,6 +58,16 @@ impl SendHistory {
     /// The memory it holds, bytes (what admission counts against the stream).
     pub fn memory_bytes(&self) -> usize {
         self.arena.len() + self.slots.len() * std::mem::size_of::<Slot>()
+    }
+
+    /// Packets it keeps at most.
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The largest packet it keeps, bytes.
+    pub fn max_packet(&self) -> usize {
+        self.max_packet
     }
 
     /// Packets that were too large to keep.
@@ -135,6 +150,20 @@ mod tests {
         assert_eq!(h.get(3).unwrap().repaired, Some(at(150)));
         // A number that maps to a used slot but is not the one kept there.
         assert!(h.get(7).is_none());
+    }
+
+    #[test]
+    fn across_the_wrap_it_keeps_as_many_packets_as_anywhere() {
+        // 1 000 becomes 1 024: packets 65 000..=65 535 stay kept while 0..488 are sent.
+        let mut h = SendHistory::new(1000, 8);
+        assert_eq!(h.capacity(), 1024);
+        for seq in (64_000u16..=u16::MAX).chain(0..488) {
+            h.keep(seq, &seq.to_be_bytes(), at(1));
+        }
+        assert!((65_000..=u16::MAX)
+            .chain(0..488)
+            .all(|s| h.get(s).is_some()));
+        assert!(h.get(64_999).is_none(), "1 025 packets back");
     }
 
     #[test]

@@ -17,4 +17,4 @@ pub mod repairer;
 
 pub use history::SendHistory;
 pub use nack::{NackConfig, NackCounters, NackPlanner};
-pub use repairer::{RepairConfig, RepairCounters, Repairer};
+pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};

@@ -2,9 +2,14 @@
 //! numbers missing from a stream, and says which to ask for in a generic NACK (RFC 4585
 //! §6.2.1) and when: only packets a repair can still bring before their play-out deadline
 //! (one round trip and a margin), each at most a few times, a round trip apart. In a group a
-//! receiver waits a random time first (RFC 4585 §3.4, `T_dither_max`) and does not ask for
-//! what another receiver's NACK already asked (§3.5), so that one loss upstream of many
-//! viewers causes few NACKs.
+//! receiver waits a random time first, once per loss event (RFC 4585 §3.5.2, `T_dither_max`),
+//! and does not ask for what another receiver's NACK already asked, even one seen before it
+//! noticed the loss itself (§3.4, §3.5.2 step 5), so that one loss upstream of many viewers
+//! causes few NACKs.
+//!
+//! [`NackPlanner::poll`] counts what it returns as asked: the driver sends it at once (early
+//! feedback, RFC 4585 §3.5.2 `allow_early`), or gives it back to the planner by not calling
+//! `poll` until it can.
 //!
 //! It never reads a clock: `now` comes with every call, and [`NackPlanner::next_due`] tells the
 //! driver when to call [`NackPlanner::poll`] next.
@@ -25,10 +30,11 @@ pub struct NackConfig {
     pub max_asks: u8,
     /// A repair must arrive at least this long before the deadline (to be decoded in time).
     pub margin: Duration,
-    /// The random wait before a first NACK, at most (`T_dither_max`): zero for a unicast
-    /// stream, about half a round trip in a group.
+    /// The random wait before the first NACK of a loss event, at most (`T_dither_max`): zero
+    /// for a unicast stream; in a group RFC 4585 §3.4 asks for at least half the regular RTCP
+    /// interval (`0.5 · T_rr`).
     pub dither_max: Duration,
-    /// Round trips between two NACKs for one packet.
+    /// Round trips between two NACKs for one packet (at least one).
     pub retry_rtts: f64,
     /// Seeds the dither.
     pub seed: u64,
@@ -58,15 +64,24 @@ pub struct NackCounters {
     pub asked: u64,
     /// Missing packets that came (late, or repaired) before their deadline.
     pub recovered: u64,
-    /// Missing packets that came after their deadline (of no use to the viewer).
+    /// Missing packets that came after they were given up (of no use to the viewer); counted
+    /// for the last [`GONE_MEMORY`] given up.
     pub recovered_late: u64,
-    /// Missing packets given up: their deadline came, or a repair could no longer make it.
+    /// Missing packets given up: a repair could no longer make the deadline, or every ask
+    /// went unanswered.
     pub given_up: u64,
     /// First NACKs not sent because another receiver's NACK asked for the packet first.
     pub suppressed: u64,
-    /// Missing packets never followed (beyond `max_tracked`).
+    /// Missing packets never followed (a gap longer than `max_tracked`).
     pub untracked: u64,
+    /// Followed packets dropped to make room for newer ones (`max_tracked` reached).
+    pub evicted: u64,
 }
+
+/// Given-up sequence numbers remembered, to count those that come after all.
+pub const GONE_MEMORY: usize = 256;
+/// Other receivers' NACKs remembered for packets not yet seen missing here.
+pub const PEER_MEMORY: usize = 256;
 
 #[derive(Clone, Copy, Debug)]
 struct Missing {
@@ -77,6 +92,11 @@ struct Missing {
     next_ask: Timestamp,
 }
 
+/// `d` × `factor`, saturating (no panic on a huge or non-finite product).
+fn scaled(d: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+}
+
 /// A receiver's NACK scheduler for one stream; see the module's documentation.
 #[derive(Debug)]
 pub struct NackPlanner {
@@ -84,6 +104,11 @@ pub struct NackPlanner {
     /// In sequence order, at most `cfg.max_tracked`.
     missing: VecDeque<Missing>,
     highest: Option<u64>,
+    /// Given up lately (extended numbers), at most [`GONE_MEMORY`].
+    gone: VecDeque<u64>,
+    /// Other receivers' NACKs for packets beyond the highest seen here: (extended number, when
+    /// to ask if it is still missing then), at most [`PEER_MEMORY`].
+    peer: VecDeque<(u64, Timestamp)>,
     rng: ChaCha8Rng,
     counters: NackCounters,
 }
@@ -93,6 +118,8 @@ impl NackPlanner {
     pub fn new(cfg: NackConfig) -> NackPlanner {
         NackPlanner {
             missing: VecDeque::with_capacity(cfg.max_tracked.min(4096)),
+            gone: VecDeque::with_capacity(GONE_MEMORY),
+            peer: VecDeque::with_capacity(PEER_MEMORY),
             rng: ChaCha8Rng::seed_from_u64(cfg.seed),
             cfg,
             highest: None,
@@ -110,12 +137,28 @@ impl NackPlanner {
         self.missing.len()
     }
 
-    fn dither(&mut self) -> Duration {
-        let max = self.cfg.dither_max.as_nanos() as u64;
-        Duration::from_nanos(if max == 0 {
-            0
-        } else {
-            self.rng.random_range(0..=max)
+    /// Time between two asks for one packet: `retry_rtts` round trips, at least 1 ms.
+    fn retry(&self, rtt: Duration) -> Duration {
+        scaled(rtt, self.cfg.retry_rtts.max(1.0)).max(Duration::from_millis(1))
+    }
+
+    /// When the first NACK of a loss event noticed at `now` goes: with the one already
+    /// waiting for its dither if there is one (one feedback packet per event), else after a
+    /// dither of its own.
+    fn first_ask(&mut self, now: Timestamp) -> Timestamp {
+        let waiting = self
+            .missing
+            .iter()
+            .filter(|m| m.asks == 0 && m.next_ask > now)
+            .map(|m| m.next_ask)
+            .min();
+        waiting.unwrap_or_else(|| {
+            let max = self.cfg.dither_max.as_nanos().min(u128::from(u64::MAX)) as u64;
+            now + Duration::from_nanos(if max == 0 {
+                0
+            } else {
+                self.rng.random_range(0..=max)
+            })
         })
     }
 
@@ -128,23 +171,7 @@ impl NackPlanner {
             return;
         };
         if seq > highest {
-            let gap = seq - highest - 1;
-            self.counters.missing += gap;
-            let tracked = gap.min(self.cfg.max_tracked as u64);
-            self.counters.untracked += gap - tracked;
-            for s in seq - tracked..seq {
-                if self.missing.len() == self.cfg.max_tracked {
-                    self.missing.pop_front();
-                    self.counters.untracked += 1;
-                }
-                let next_ask = now + self.dither();
-                self.missing.push_back(Missing {
-                    seq: s,
-                    deadline: gap_deadline,
-                    asks: 0,
-                    next_ask,
-                });
-            }
+            self.note_gap(highest + 1..seq, now, gap_deadline);
             self.highest = Some(seq);
         } else if let Ok(i) = self.missing.binary_search_by_key(&seq, |m| m.seq) {
             match self.missing.remove(i) {
@@ -152,6 +179,35 @@ impl NackPlanner {
                 Some(_) => self.counters.recovered_late += 1,
                 None => {}
             }
+        } else if let Some(i) = self.gone.iter().position(|&g| g == seq) {
+            self.gone.remove(i);
+            self.counters.recovered_late += 1;
+        }
+    }
+
+    fn note_gap(&mut self, gap: std::ops::Range<u64>, now: Timestamp, deadline: Timestamp) {
+        let len = gap.end - gap.start;
+        self.counters.missing += len;
+        let tracked = len.min(self.cfg.max_tracked as u64);
+        self.counters.untracked += len - tracked;
+        let first_ask = self.first_ask(now);
+        for seq in gap.end - tracked..gap.end {
+            if self.missing.len() >= self.cfg.max_tracked {
+                self.missing.pop_front();
+                self.counters.evicted += 1;
+            }
+            let mut m = Missing {
+                seq,
+                deadline,
+                asks: 0,
+                next_ask: first_ask,
+            };
+            if let Some(&(_, retry_at)) = self.peer.iter().find(|(p, t)| *p == seq && *t > now) {
+                self.counters.suppressed += 1;
+                m.asks = 1;
+                m.next_ask = retry_at;
+            }
+            self.missing.push_back(m);
         }
     }
 
@@ -171,14 +227,15 @@ impl NackPlanner {
     }
 
     /// Another receiver of the group asked for `sequences` at `now` (its NACK, seen on the
-    /// group): those not asked for here yet are counted as asked, next asked a retry later.
+    /// group): those not asked for here yet count as asked, to be asked here a retry later if
+    /// still missing then; also those not yet seen missing here.
     pub fn on_peer_nack(
         &mut self,
         sequences: impl IntoIterator<Item = u16>,
         now: Timestamp,
         rtt: Duration,
     ) {
-        let retry = rtt.mul_f64(self.cfg.retry_rtts.max(1.0));
+        let retry_at = now + self.retry(rtt);
         for seq in sequences.into_iter().take(self.cfg.max_tracked) {
             let Some(ext) = self.extend(seq) else { return };
             if let Ok(i) = self.missing.binary_search_by_key(&ext, |m| m.seq) {
@@ -187,26 +244,35 @@ impl NackPlanner {
                     self.counters.suppressed += 1;
                 }
                 m.asks = m.asks.saturating_add(1);
-                m.next_ask = now + retry;
+                m.next_ask = retry_at;
+            } else if Some(ext) > self.highest {
+                if self.peer.len() == PEER_MEMORY {
+                    self.peer.pop_front();
+                }
+                self.peer.push_back((ext, retry_at));
             }
         }
     }
 
     /// The sequence numbers to put in a NACK now (at most `max`, into `out`), given the round
-    /// trip time to the sender. Packets whose repair could no longer arrive in time are given
-    /// up.
+    /// trip time to the sender. Packets whose repair could no longer arrive in time, and those
+    /// asked for `max_asks` times a retry ago, are given up.
     pub fn poll(&mut self, now: Timestamp, rtt: Duration, max: usize, out: &mut Vec<u16>) {
-        let retry = rtt
-            .mul_f64(self.cfg.retry_rtts.max(1.0))
-            .max(Duration::from_millis(1));
-        let (cfg, counters) = (&self.cfg, &mut self.counters);
+        let retry = self.retry(rtt);
+        let late = rtt.saturating_add(self.cfg.margin);
+        let (cfg, counters, gone) = (&self.cfg, &mut self.counters, &mut self.gone);
         self.missing.retain_mut(|m| {
-            let arrives = now + rtt + cfg.margin;
-            if arrives > m.deadline || (m.asks >= cfg.max_asks && now > m.next_ask) {
+            let too_late = now + late >= m.deadline;
+            let unanswered = m.asks >= cfg.max_asks && now >= m.next_ask;
+            if too_late || unanswered {
                 counters.given_up += 1;
+                if gone.len() == GONE_MEMORY {
+                    gone.pop_front();
+                }
+                gone.push_back(m.seq);
                 return false;
             }
-            if m.next_ask <= now && m.asks < cfg.max_asks && out.len() < max {
+            if m.next_ask <= now && out.len() < max {
                 out.push(m.seq as u16);
                 counters.asked += 1;
                 m.asks += 1;
@@ -214,21 +280,18 @@ impl NackPlanner {
             }
             true
         });
+        self.peer.retain(|&(_, t)| t > now);
     }
 
-    /// When [`NackPlanner::poll`] has something to do next (a NACK or a packet to give up),
-    /// if anything is missing.
+    /// When [`NackPlanner::poll`] has something to do next (a NACK to send or a packet to
+    /// give up), if anything is missing. Polling then always makes progress.
     pub fn next_due(&self, rtt: Duration) -> Option<Timestamp> {
-        let late = rtt + self.cfg.margin;
+        let late = rtt.saturating_add(self.cfg.margin);
         self.missing
             .iter()
             .map(|m| {
                 let give_up = m.deadline.checked_sub(late).unwrap_or(Timestamp::ZERO);
-                if m.asks < self.cfg.max_asks {
-                    m.next_ask.min(give_up)
-                } else {
-                    give_up
-                }
+                m.next_ask.min(give_up)
             })
             .min()
     }
@@ -264,11 +327,15 @@ mod tests {
         assert_eq!(p.counters().recovered, 1);
         // Asked three times, then given up once its last ask's retry time has passed.
         assert_eq!(poll(&mut p, at(61)), vec![12]);
-        assert_eq!(poll(&mut p, at(92)), Vec::<u16>::new());
+        assert_eq!(p.next_due(RTT), Some(at(91)));
+        assert_eq!(poll(&mut p, at(91)), Vec::<u16>::new());
         assert_eq!(
             (p.missing(), p.counters().given_up, p.counters().asked),
             (0, 1, 4)
         );
+        // It comes after all: too late to be of use.
+        p.on_packet(12, at(95), at(500));
+        assert_eq!(p.counters().recovered_late, 1);
     }
 
     #[test]
@@ -279,32 +346,78 @@ mod tests {
         p.on_packet(3, at(80), at(100));
         assert_eq!(poll(&mut p, at(80)), Vec::<u16>::new());
         assert_eq!(p.counters().given_up, 1);
-        // It comes anyway, after its deadline: of no use.
-        p.on_packet(2, at(120), at(200));
-        assert_eq!(
-            p.counters().recovered_late,
-            0,
-            "given up: no longer followed"
-        );
     }
 
     #[test]
-    fn in_a_group_it_waits_and_leaves_asking_to_whoever_asked_first() {
-        let cfg = NackConfig {
-            dither_max: Duration::from_millis(10),
-            seed: 7,
-            ..NackConfig::default()
-        };
-        let mut p = NackPlanner::new(cfg);
-        p.on_packet(65_534, at(0), at(500));
-        p.on_packet(65_537, at(0) + Duration::from_micros(1), at(500));
+    fn polling_when_it_says_always_moves_on() {
+        // Due at 100 ms, asked at 50 (next at 80): giving up is due at 75 ms, and polling
+        // then gives up.
+        let mut p = NackPlanner::new(NackConfig::default());
+        p.on_packet(1, at(50), at(100));
+        p.on_packet(3, at(50), at(100));
+        assert_eq!(poll(&mut p, at(50)), vec![2]);
+        let mut now = at(50);
+        for _ in 0..10 {
+            let Some(t) = p.next_due(RTT) else { break };
+            assert!(t > now, "{t:?} is not after {now:?}");
+            now = t;
+            poll(&mut p, now);
+        }
+        assert_eq!((now, p.missing()), (at(75), 0));
+    }
+
+    /// A group planner whose dither for its first loss event comes out at 2 ms or more.
+    fn group_planner() -> (NackPlanner, Timestamp) {
+        for seed in 0.. {
+            let cfg = NackConfig {
+                dither_max: Duration::from_millis(10),
+                seed,
+                ..NackConfig::default()
+            };
+            let mut p = NackPlanner::new(cfg);
+            p.on_packet(65_534, at(0), at(500));
+            p.on_packet(65_537, at(0), at(500));
+            let first = p.next_due(RTT).unwrap();
+            if first >= at(2) {
+                return (p, first);
+            }
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn in_a_group_it_waits_once_per_loss_and_leaves_asking_to_whoever_asked_first() {
+        let (mut p, first) = group_planner();
+        assert!(first <= at(10));
         // 65 535 and 0 are missing across the wrap; nothing is asked before the dither ends.
         assert_eq!(p.missing(), 2);
-        // Another receiver asks for 0 (16-bit, extended across the wrap) within the dither.
+        assert!(poll(&mut p, at(0)).is_empty());
+        // Another receiver asks for 0 (16-bit, extended across the wrap) at 1 ms.
         p.on_peer_nack([0u16], at(1), RTT);
         assert_eq!(p.counters().suppressed, 1);
-        let asked: Vec<u16> = (0..=10).flat_map(|ms| poll(&mut p, at(ms))).collect();
-        assert_eq!(asked, vec![65_535]);
+        // A loss noticed during the dither joins the NACK already waiting.
+        p.on_packet(65_539, at(1), at(500));
+        assert_eq!(p.next_due(RTT), Some(first));
+        let asked: Vec<(u64, Vec<u16>)> = (1..=10)
+            .map(|ms| (ms, poll(&mut p, at(ms))))
+            .filter(|(_, a)| !a.is_empty())
+            .collect();
+        assert_eq!(asked.len(), 1, "one NACK for the event: {asked:?}");
+        assert_eq!(asked[0].1, vec![65_535, 2]);
+        assert!(at(asked[0].0) >= first);
+    }
+
+    #[test]
+    fn a_peers_nack_seen_before_the_loss_is_noticed_still_suppresses() {
+        let mut p = NackPlanner::new(NackConfig::default());
+        p.on_packet(3, at(0), at(500));
+        // Another receiver asks for 5 before 4..=5 are seen missing here.
+        p.on_peer_nack([5u16], at(0), RTT);
+        p.on_packet(6, at(1), at(500));
+        assert_eq!(p.counters().suppressed, 1);
+        assert_eq!(poll(&mut p, at(1)), vec![4]);
+        // Still missing a retry after the peer's NACK: asked here.
+        assert_eq!(poll(&mut p, at(30)), vec![5]);
     }
 
     #[test]
@@ -318,8 +431,27 @@ mod tests {
         p.on_packet(1_000_000, at(1), at(500));
         assert_eq!(p.missing(), 16);
         let c = p.counters();
-        assert_eq!((c.missing, c.untracked), (999_999, 999_983));
+        assert_eq!((c.missing, c.untracked, c.evicted), (999_999, 999_983, 0));
         assert_eq!(poll(&mut p, at(1)).len(), 16);
         assert!(poll(&mut p, at(1)).is_empty());
+        // The next gap makes room by dropping the oldest.
+        p.on_packet(1_000_005, at(2), at(500));
+        assert_eq!((p.missing(), p.counters().evicted), (16, 4));
+    }
+
+    #[test]
+    fn absurd_settings_do_not_panic() {
+        let cfg = NackConfig {
+            retry_rtts: f64::INFINITY,
+            margin: Duration::MAX,
+            dither_max: Duration::MAX,
+            ..NackConfig::default()
+        };
+        let mut p = NackPlanner::new(cfg);
+        p.on_packet(1, at(0), at(500));
+        p.on_packet(3, at(0), at(500));
+        p.on_peer_nack([2u16], at(0), Duration::MAX);
+        assert!(poll(&mut p, at(0)).is_empty());
+        let _ = p.next_due(Duration::MAX);
     }
 }

@@ -1,9 +1,9 @@
 //! [`Repairer`]: the sender's side of NACK and retransmission. It keeps what the stream sent
 //! ([`SendHistory`]) and answers a receiver's generic NACK (RFC 4585 §6.2.1) with
 //! retransmission packets (RFC 4588), but only those that can still reach the viewer before the
-//! packet's play-out deadline, that the stream's repair budget pays for, and that no other
-//! receiver's NACK had answered within the guard time (so that many viewers missing one packet
-//! cause one repair).
+//! packet's play-out deadline, that the stream's repair budget pays for, and that were not
+//! repaired less than a round trip ago (then the repair is still on its way: many viewers
+//! missing one packet cause one repair, and a viewer whose repair was lost gets another).
 
 use super::history::SendHistory;
 use metronome_time::Timestamp;
@@ -25,14 +25,15 @@ pub struct RepairConfig {
     /// Sequence numbers one NACK may ask for; the rest of it is ignored (a NACK's 17 numbers
     /// per entry make a hostile one cheap to send and dear to answer).
     pub max_per_nack: usize,
-    /// A packet retransmitted less than this ago is not sent again (another receiver of the
-    /// group asked for it too); about one round-trip time.
-    pub repeat_guard: Duration,
+    /// A packet is not retransmitted again within a round trip of its last repair (the repair
+    /// is still on its way to whoever asked); this is the least that counts as a round trip,
+    /// whatever the estimate says.
+    pub min_repeat_guard: Duration,
 }
 
 impl RepairConfig {
     /// Repairs up to `budget_share` of the rate, 64 numbers per NACK, one repair per packet
-    /// per 50 ms.
+    /// per round trip (at least 5 ms).
     pub fn new(rtx: StreamIds, initial_sequence: u16, budget_share: f64) -> RepairConfig {
         RepairConfig {
             rtx,
@@ -40,9 +41,19 @@ impl RepairConfig {
             budget_share,
             burst_bytes: 64 * 1500,
             max_per_nack: 64,
-            repeat_guard: Duration::from_millis(50),
+            min_repeat_guard: Duration::from_millis(5),
         }
     }
+}
+
+/// How far the receivers are, as the sender estimates it (RTCP round trips, its pacer's queue).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Path {
+    /// How long a repair sent now takes to reach the receiver: the pacer's queue ahead of it
+    /// and half the round trip.
+    pub to_receiver: Duration,
+    /// The round-trip time to the receivers (the longest of a group's).
+    pub rtt: Duration,
 }
 
 /// What the repairer did, packets (NACKs for the last two).
@@ -58,7 +69,7 @@ pub struct RepairCounters {
     pub unknown: u64,
     /// Asked for in time but beyond the repair budget.
     pub over_budget: u64,
-    /// Asked for again within the guard time of their last repair.
+    /// Asked for again within a round trip of their last repair.
     pub duplicate: u64,
     /// NACKs longer than `max_per_nack` (their rest ignored).
     pub truncated_nacks: u64,
@@ -88,18 +99,17 @@ impl Repairer {
         media_ssrc: u32,
         history: SendHistory,
         rate_bps: u64,
-        max_packet: usize,
     ) -> Repairer {
         Repairer {
             next_sequence: cfg.initial_sequence,
             tokens: cfg.burst_bytes as f64,
             cfg,
             media_ssrc,
+            scratch: vec![0; history.max_packet() + metronome_wire::rtx::OSN_LEN],
             history,
             rate_bps,
             filled: None,
             counters: RepairCounters::default(),
-            scratch: vec![0; max_packet + metronome_wire::rtx::OSN_LEN],
         }
     }
 
@@ -123,21 +133,28 @@ impl Repairer {
         let since = self
             .filled
             .map_or(Duration::ZERO, |t| now.saturating_since(t));
-        let per_s = self.rate_bps as f64 * self.cfg.budget_share.clamp(0.0, 1.0) / 8.0;
+        // A share that is not a number pays for nothing (NaN would refill the bucket at once).
+        let share = self.cfg.budget_share;
+        let share = if share.is_finite() {
+            share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let per_s = self.rate_bps as f64 * share / 8.0;
         self.tokens = (self.tokens + per_s * since.as_secs_f64()).min(self.cfg.burst_bytes as f64);
         self.filled = Some(now);
     }
 
     /// Answers a NACK from a receiver about `media_ssrc` asking for `sequences`, at `now`. A
-    /// repair takes `path` to reach the receiver (the pacer's queue and half the round trip):
-    /// it is sent only if `now + path` is before the packet's deadline. Each retransmission is
-    /// handed to `emit`, to be paced with the stream.
+    /// repair takes `path.to_receiver` to reach the receiver (the pacer's queue and half the
+    /// round trip): it is sent only if it arrives before the packet's deadline. Each
+    /// retransmission is handed to `emit`, to be paced with the stream.
     pub fn on_nack(
         &mut self,
         media_ssrc: u32,
         sequences: impl IntoIterator<Item = u16>,
         now: Timestamp,
-        path: Duration,
+        path: Path,
         emit: &mut dyn FnMut(&[u8]),
     ) {
         if media_ssrc != self.media_ssrc {
@@ -155,18 +172,19 @@ impl Repairer {
         }
     }
 
-    fn answer(&mut self, seq: u16, now: Timestamp, path: Duration, emit: &mut dyn FnMut(&[u8])) {
+    fn answer(&mut self, seq: u16, now: Timestamp, path: Path, emit: &mut dyn FnMut(&[u8])) {
         let Some(kept) = self.history.get(seq) else {
             self.counters.unknown += 1;
             return;
         };
-        if now + path > kept.deadline {
+        if now + path.to_receiver > kept.deadline {
             self.counters.too_late += 1;
             return;
         }
+        let guard = path.rtt.max(self.cfg.min_repeat_guard);
         if kept
             .repaired
-            .is_some_and(|t| now.saturating_since(t) < self.cfg.repeat_guard)
+            .is_some_and(|t| now.saturating_since(t) < guard)
         {
             self.counters.duplicate += 1;
             return;
@@ -218,7 +236,6 @@ mod tests {
             SSRC,
             SendHistory::new(64, 1500),
             1_000_000,
-            1500,
         );
         let mut buf = [0u8; 1500];
         for seq in 0..10u16 {
@@ -235,6 +252,7 @@ mod tests {
         r
     }
 
+    /// A path of `path_ms` to the receiver and a 20 ms round trip.
     fn answer(r: &mut Repairer, seqs: &[u16], now: Timestamp, path_ms: u64) -> Vec<(u16, u16)> {
         let mut out = Vec::new();
         let mut emit = |p: &[u8]| {
@@ -243,13 +261,11 @@ mod tests {
             let osn = u16::from_be_bytes([v.payload()[0], v.payload()[1]]);
             out.push((v.sequence(), osn));
         };
-        r.on_nack(
-            SSRC,
-            seqs.iter().copied(),
-            now,
-            Duration::from_millis(path_ms),
-            &mut emit,
-        );
+        let path = Path {
+            to_receiver: Duration::from_millis(path_ms),
+            rtt: Duration::from_millis(20),
+        };
+        r.on_nack(SSRC, seqs.iter().copied(), now, path, &mut emit);
         out
     }
 
@@ -271,12 +287,15 @@ mod tests {
     fn many_receivers_asking_for_one_packet_cause_one_repair() {
         let mut r = repairer(1.0);
         let mut sent = 0;
+        // Their NACKs come within a round trip (20 ms) of the first.
         for receiver in 0..45u64 {
-            sent += answer(&mut r, &[6], at(10 + receiver / 10), 5).len();
+            sent += answer(&mut r, &[6], at(10 + receiver * 2 / 5), 5).len();
         }
         assert_eq!((sent, r.counters().duplicate), (1, 44));
-        // Past the guard time, a receiver still missing it gets it again.
-        assert_eq!(answer(&mut r, &[6], at(70), 5).len(), 1);
+        // A round trip after the repair, a receiver still missing it (the repair was lost)
+        // gets another.
+        assert_eq!(answer(&mut r, &[6], at(29), 5).len(), 0);
+        assert_eq!(answer(&mut r, &[6], at(30), 5).len(), 1);
     }
 
     #[test]
@@ -301,6 +320,15 @@ mod tests {
     }
 
     #[test]
+    fn a_share_that_is_not_a_number_pays_for_nothing() {
+        let mut r = repairer(f64::NAN);
+        r.cfg.burst_bytes = 2_100;
+        r.tokens = 0.0;
+        assert_eq!(answer(&mut r, &[1], at(500), 1).len(), 0);
+        assert_eq!(r.counters().over_budget, 1);
+    }
+
+    #[test]
     fn a_hostile_nack_is_bounded_and_a_foreign_one_ignored() {
         let mut r = repairer(1.0);
         let storm = (0..=u16::MAX).cycle().take(1_000_000);
@@ -309,7 +337,11 @@ mod tests {
         assert_eq!((c.asked, c.truncated_nacks), (64, 1));
         assert_eq!(sent, 10);
         let mut emit = |_: &[u8]| panic!("nothing is sent for another SSRC");
-        r.on_nack(SSRC + 1, [1, 2, 3], at(2), Duration::ZERO, &mut emit);
+        let path = Path {
+            to_receiver: Duration::ZERO,
+            rtt: Duration::ZERO,
+        };
+        r.on_nack(SSRC + 1, [1, 2, 3], at(2), path, &mut emit);
         assert_eq!(r.counters().foreign_nacks, 1);
     }
 }
