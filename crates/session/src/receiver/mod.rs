@@ -493,7 +493,9 @@ impl ReceiverSession {
             RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
             RtcpItem::ReportBlock { reporter, .. } => reporters.push(reporter),
             // Another receiver's feedback to the sender (on a group): not for us.
-            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) => ignored += 1,
+            // Another receiver's NACK seen on a group is for `repair::NackPlanner::on_peer_nack`
+            // once receivers ask for repairs.
+            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) | RtcpItem::Nack(_) => ignored += 1,
         });
         if r.is_err() {
             self.counters.rtcp_malformed += 1;

@@ -5,9 +5,11 @@
 
 pub mod cc;
 pub mod ccfb;
+pub mod nack;
 
 pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use ccfb::{Ccfb, CcfbReport, CcfbWriter};
+pub use nack::{write_nack, Nack};
 use rtcp_types::{
     App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
     RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport, TransportFeedback,
@@ -97,6 +99,8 @@ pub enum RtcpItem<'a> {
     },
     /// RFC 8888 feedback ([`ccfb`]).
     Ccfb(Ccfb<'a>),
+    /// A generic NACK (RFC 4585 §6.2.1, [`nack`]): lost packets a receiver asks for.
+    Nack(Nack<'a>),
     /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
     /// congestion-control APP packet of another length or subtype: counted by the caller.
     Other {
@@ -126,9 +130,11 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                     )));
                 }
             }
-            // An RFC 8888 block that runs past its packet refuses the compound.
+            // An RFC 8888 block that runs past its packet, or a NACK without whole entries,
+            // refuses the compound.
             Packet::TransportFeedback(fb) => {
                 Ccfb::parse(&fb).map_err(RtcpError::Malformed)?;
+                Nack::parse(&fb).map_err(RtcpError::Malformed)?;
             }
             _ => {}
         }
@@ -184,8 +190,9 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                     packet_type: app.type_(),
                 }),
             },
-            Packet::TransportFeedback(fb) => match Ccfb::parse(&fb) {
-                Ok(Some(c)) => visit(RtcpItem::Ccfb(c)),
+            Packet::TransportFeedback(fb) => match (Ccfb::parse(&fb), Nack::parse(&fb)) {
+                (Ok(Some(c)), _) => visit(RtcpItem::Ccfb(c)),
+                (_, Ok(Some(n))) => visit(RtcpItem::Nack(n)),
                 _ => visit(RtcpItem::Other {
                     packet_type: fb.type_(),
                 }),

@@ -1,0 +1,193 @@
+//! Generic NACK (RFC 4585 §6.2.1): a receiver's request for lost RTP packets, in a
+//! transport-layer feedback packet (PT 205, FMT 1). Each 4-byte FCI entry names a packet (PID)
+//! and, in a 16-bit mask (BLP), which of the 16 after it are lost too.
+//!
+//! ```text
+//!  0                   1                   2                   3
+//! |V=2|P|  FMT=1  |   PT = 205    |          length               |
+//! |                  SSRC of packet sender                        |
+//! |                  SSRC of media source                         |
+//! |            PID                |             BLP               |  (one or more)
+//! ```
+
+use rtcp_types::{FciFeedbackPacketType, FciParser, RtcpParseError, TransportFeedback};
+
+/// The FMT of a generic NACK.
+pub const FMT: u8 = 1;
+/// PT of a transport-layer feedback packet.
+const RTPFB: u8 = 205;
+/// Bytes before the first FCI entry: header, sender SSRC, media SSRC.
+const HEAD: usize = 12;
+
+/// A generic NACK's FCI, as rtcp-types hands it over.
+struct Fci<'a>(&'a [u8]);
+
+impl<'a> FciParser<'a> for Fci<'a> {
+    const PACKET_TYPE: FciFeedbackPacketType = FciFeedbackPacketType::TRANSPORT;
+    const FCI_FORMAT: u8 = FMT;
+
+    fn parse(data: &'a [u8]) -> Result<Self, RtcpParseError> {
+        Ok(Fci(data))
+    }
+}
+
+/// A parsed generic NACK, borrowing its bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Nack<'a> {
+    /// SSRC of the receiver that sent it.
+    pub sender_ssrc: u32,
+    /// SSRC of the stream whose packets it asks for.
+    pub media_ssrc: u32,
+    /// The FCI entries, padding removed (a multiple of 4 bytes).
+    entries: &'a [u8],
+}
+
+impl<'a> Nack<'a> {
+    /// The NACK in `fb`, `Ok(None)` for another FMT, or why it is malformed.
+    pub fn parse(fb: &TransportFeedback<'a>) -> Result<Option<Nack<'a>>, String> {
+        let data = match fb.parse_fci::<Fci<'a>>() {
+            Ok(Fci(d)) => d,
+            Err(RtcpParseError::WrongImplementation) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        let pad = usize::from(fb.padding().unwrap_or(0));
+        let data = data
+            .len()
+            .checked_sub(pad)
+            .map(|n| &data[..n])
+            .ok_or("a generic NACK's padding runs past its data")?;
+        if data.is_empty() || data.len() % 4 != 0 {
+            return Err(format!(
+                "a generic NACK's FCI is {} bytes, not a whole number of 4-byte entries",
+                data.len()
+            ));
+        }
+        Ok(Some(Nack {
+            sender_ssrc: fb.sender_ssrc(),
+            media_ssrc: fb.media_ssrc(),
+            entries: data,
+        }))
+    }
+
+    /// Its FCI entries (at most 17 sequence numbers each).
+    pub fn entries(&self) -> usize {
+        self.entries.len() / 4
+    }
+
+    /// The sequence numbers asked for, entry by entry (PID, then BLP's bits from the least
+    /// significant: PID + 1 … PID + 16, wrapping).
+    pub fn sequences(&self) -> impl Iterator<Item = u16> + 'a {
+        self.entries.chunks_exact(4).flat_map(|e| {
+            let pid = u16::from_be_bytes([e[0], e[1]]);
+            let blp = u16::from_be_bytes([e[2], e[3]]);
+            std::iter::once(pid).chain(
+                (1..=16u16)
+                    .filter(move |i| blp & (1 << (i - 1)) != 0)
+                    .map(move |i| pid.wrapping_add(i)),
+            )
+        })
+    }
+}
+
+/// Writes a generic NACK from `sender_ssrc` about `media_ssrc` asking for `sequences` (in the
+/// order they go, each entry starting at the first number not yet covered and taking the 16
+/// after it that follow) into `buf`; returns its length. Writes as many entries as `buf`
+/// holds; `sequences` that did not fit are left out (the caller asks for them next time).
+pub fn write_nack(buf: &mut [u8], sender_ssrc: u32, media_ssrc: u32, sequences: &[u16]) -> usize {
+    if buf.len() < HEAD + 4 || sequences.is_empty() {
+        return 0;
+    }
+    let room = (buf.len() - HEAD) / 4;
+    let mut at = HEAD;
+    let mut rest = sequences;
+    while let Some((&pid, tail)) = rest.split_first() {
+        if (at - HEAD) / 4 == room {
+            break;
+        }
+        let mut blp = 0u16;
+        let mut used = 0;
+        for &s in tail {
+            match s.wrapping_sub(pid) {
+                d @ 1..=16 => blp |= 1 << (d - 1),
+                _ => break,
+            }
+            used += 1;
+        }
+        buf[at..at + 2].copy_from_slice(&pid.to_be_bytes());
+        buf[at + 2..at + 4].copy_from_slice(&blp.to_be_bytes());
+        at += 4;
+        rest = &tail[used..];
+    }
+    buf[0] = 0x80 | FMT;
+    buf[1] = RTPFB;
+    buf[2..4].copy_from_slice(&((at / 4 - 1) as u16).to_be_bytes());
+    buf[4..8].copy_from_slice(&sender_ssrc.to_be_bytes());
+    buf[8..12].copy_from_slice(&media_ssrc.to_be_bytes());
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rtcp::{parse_compound, RtcpItem};
+
+    fn parsed(packet: &[u8]) -> Vec<(u32, u32, Vec<u16>)> {
+        let mut out = Vec::new();
+        parse_compound(packet, |item| {
+            if let RtcpItem::Nack(n) = item {
+                out.push((n.sender_ssrc, n.media_ssrc, n.sequences().collect()));
+            }
+        })
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn it_writes_and_reads_back_the_numbers_asked_for() {
+        let mut buf = [0u8; 64];
+        // 65 535 and 0..=3 fit one entry across the wrap; 40 starts another; 58 a third.
+        let asked = [65_535, 0, 1, 3, 40, 56, 58];
+        let n = write_nack(&mut buf, 7, 9, &asked);
+        assert_eq!(n, 12 + 3 * 4);
+        assert_eq!(parsed(&buf[..n]), vec![(7, 9, asked.to_vec())]);
+        // rtcp-types reads it the same way.
+        let p = rtcp_types::Compound::parse(&buf[..n])
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        let rtcp_types::Packet::TransportFeedback(fb) = p else {
+            panic!("not a transport feedback packet")
+        };
+        let theirs: Vec<u16> = fb
+            .parse_fci::<rtcp_types::Nack>()
+            .unwrap()
+            .entries()
+            .collect();
+        assert_eq!(theirs, asked.to_vec());
+    }
+
+    #[test]
+    fn what_does_not_fit_is_left_out() {
+        let mut buf = [0u8; 12 + 8];
+        let asked: Vec<u16> = (0..100).map(|i| i * 20).collect();
+        let n = write_nack(&mut buf, 1, 2, &asked);
+        assert_eq!(n, 20);
+        assert_eq!(parsed(&buf[..n])[0].2, vec![0, 20]);
+        assert_eq!(write_nack(&mut [0u8; 15], 1, 2, &asked), 0);
+        assert_eq!(write_nack(&mut buf, 1, 2, &[]), 0);
+    }
+
+    #[test]
+    fn a_nack_without_entries_or_with_bad_padding_refuses_the_compound() {
+        // Header and the two SSRCs only: length 2.
+        let empty = [0x81, 205, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2];
+        assert!(parse_compound(&empty, |_| {}).is_err());
+        // Padding (P set) of 8 bytes claimed on a 4-byte FCI.
+        let mut padded = [0x81 | 0x20, 205, 0, 3, 0, 0, 0, 1, 0, 0, 0, 2, 0, 5, 0, 8];
+        assert!(parse_compound(&padded, |_| {}).is_err());
+        padded[15] = 4;
+        // All of the FCI is padding: no entries.
+        assert!(parse_compound(&padded, |_| {}).is_err());
+    }
+}
