@@ -28,8 +28,7 @@
 //! report's offset, is one less).
 
 use rtcp_types::{
-    FciBuilder, FciFeedbackPacketType, FciParser, RtcpPacketWriter, RtcpParseError, RtcpWriteError,
-    TransportFeedback,
+    FciBuilder, FciFeedbackPacketType, RtcpPacketWriter, RtcpWriteError, TransportFeedback,
 };
 
 /// The FMT of RFC 8888's feedback.
@@ -124,18 +123,6 @@ impl<'a> CcfbBlock<'a> {
     }
 }
 
-/// The FCI as rtcp-types hands it over: everything after the header's two SSRCs.
-struct Fci<'a>(&'a [u8]);
-
-impl<'a> FciParser<'a> for Fci<'a> {
-    const PACKET_TYPE: FciFeedbackPacketType = FciFeedbackPacketType::TRANSPORT;
-    const FCI_FORMAT: u8 = FMT;
-
-    fn parse(data: &'a [u8]) -> Result<Self, RtcpParseError> {
-        Ok(Fci(data))
-    }
-}
-
 /// `(begin_seq, num_reports, bytes the block's reports take with their padding)` at `at`.
 fn block_head(data: &[u8], at: usize) -> Result<(u16, usize, usize), String> {
     let head = data
@@ -160,17 +147,9 @@ fn block_head(data: &[u8], at: usize) -> Result<(u16, usize, usize), String> {
 impl<'a> Ccfb<'a> {
     /// The feedback in `fb`, or why it is not RFC 8888's (`Ok(None)`: another FMT).
     pub fn parse(fb: &TransportFeedback<'a>) -> Result<Option<Ccfb<'a>>, String> {
-        let data = match fb.parse_fci::<Fci<'a>>() {
-            Ok(Fci(d)) => d,
-            Err(RtcpParseError::WrongImplementation) => return Ok(None),
-            Err(e) => return Err(e.to_string()),
+        let Some(data) = super::transport_fci::<FMT>(fb, "an RFC 8888 packet")? else {
+            return Ok(None);
         };
-        let pad = usize::from(fb.padding().unwrap_or(0));
-        let data = data
-            .len()
-            .checked_sub(pad)
-            .map(|n| &data[..n])
-            .ok_or("an RFC 8888 packet's padding runs past its data")?;
         // The header names the first stream: its range and the report timestamp must follow.
         if data.len() < 8 {
             return Err(

@@ -109,6 +109,38 @@ pub enum RtcpItem<'a> {
     },
 }
 
+/// A transport-layer feedback packet's FCI of format `F`, as rtcp-types hands it over:
+/// everything after the header's two SSRCs.
+struct Fci<'a, const F: u8>(&'a [u8]);
+
+impl<'a, const F: u8> rtcp_types::FciParser<'a> for Fci<'a, F> {
+    const PACKET_TYPE: rtcp_types::FciFeedbackPacketType =
+        rtcp_types::FciFeedbackPacketType::TRANSPORT;
+    const FCI_FORMAT: u8 = F;
+
+    fn parse(data: &'a [u8]) -> Result<Self, rtcp_types::RtcpParseError> {
+        Ok(Fci(data))
+    }
+}
+
+/// The FCI of `fb` without its padding if its FMT is `F`; `Ok(None)` for another FMT; an
+/// error naming `what` when the padding runs past the data.
+fn transport_fci<'a, const F: u8>(
+    fb: &rtcp_types::TransportFeedback<'a>,
+    what: &str,
+) -> Result<Option<&'a [u8]>, String> {
+    let data = match fb.parse_fci::<Fci<'a, F>>() {
+        Ok(Fci(d)) => d,
+        Err(rtcp_types::RtcpParseError::WrongImplementation) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let pad = usize::from(fb.padding().unwrap_or(0));
+    data.len()
+        .checked_sub(pad)
+        .map(|n| Some(&data[..n]))
+        .ok_or_else(|| format!("{what}'s padding runs past its data"))
+}
+
 /// An APP packet's header, SSRC and name, before its data.
 const APP_HEADER: usize = 12;
 

@@ -10,7 +10,7 @@
 //! |            PID                |             BLP               |  (one or more)
 //! ```
 
-use rtcp_types::{FciFeedbackPacketType, FciParser, RtcpParseError, TransportFeedback};
+use rtcp_types::TransportFeedback;
 
 /// The FMT of a generic NACK.
 pub const FMT: u8 = 1;
@@ -18,18 +18,6 @@ pub const FMT: u8 = 1;
 const RTPFB: u8 = 205;
 /// Bytes before the first FCI entry: header, sender SSRC, media SSRC.
 const HEAD: usize = 12;
-
-/// A generic NACK's FCI, as rtcp-types hands it over.
-struct Fci<'a>(&'a [u8]);
-
-impl<'a> FciParser<'a> for Fci<'a> {
-    const PACKET_TYPE: FciFeedbackPacketType = FciFeedbackPacketType::TRANSPORT;
-    const FCI_FORMAT: u8 = FMT;
-
-    fn parse(data: &'a [u8]) -> Result<Self, RtcpParseError> {
-        Ok(Fci(data))
-    }
-}
 
 /// A parsed generic NACK, borrowing its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,17 +33,9 @@ pub struct Nack<'a> {
 impl<'a> Nack<'a> {
     /// The NACK in `fb`, `Ok(None)` for another FMT, or why it is malformed.
     pub fn parse(fb: &TransportFeedback<'a>) -> Result<Option<Nack<'a>>, String> {
-        let data = match fb.parse_fci::<Fci<'a>>() {
-            Ok(Fci(d)) => d,
-            Err(RtcpParseError::WrongImplementation) => return Ok(None),
-            Err(e) => return Err(e.to_string()),
+        let Some(data) = super::transport_fci::<FMT>(fb, "a generic NACK")? else {
+            return Ok(None);
         };
-        let pad = usize::from(fb.padding().unwrap_or(0));
-        let data = data
-            .len()
-            .checked_sub(pad)
-            .map(|n| &data[..n])
-            .ok_or("a generic NACK's padding runs past its data")?;
         if data.is_empty() || data.len() % 4 != 0 {
             return Err(format!(
                 "a generic NACK's FCI is {} bytes, not a whole number of 4-byte entries",
