@@ -851,6 +851,7 @@ mod tests {
             jitter_ticks: 0.0,
             interarrival_ns: None,
             one_way_delay_ns: None,
+            repaired: false,
         }
     }
 

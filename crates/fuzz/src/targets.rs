@@ -3,7 +3,7 @@
 
 use super::chunks;
 use crate::rtsp_world::World;
-use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverSession};
+use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair, ReceiverSession};
 use metronome_session::rtsp::{FramerLimits, TransportSpec};
 use metronome_session::sender::{SenderReports, SenderReportsConfig};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
@@ -12,22 +12,35 @@ use metronome_wire::{Rfc4175View, RtpView};
 use std::time::Duration;
 
 /// RTP datagrams (and their header extensions) into a receiver session, for TS and for any
-/// payload.
+/// payload, and with repairs asked for (payload type 97 taken as retransmissions, NACKs
+/// written after every datagram).
 pub fn rtp(data: &[u8]) {
-    for payload in [PayloadKind::Mp2t, PayloadKind::Any] {
+    let repair = Some(ReceiverRepair::new(97, Duration::from_millis(100)));
+    for (payload, repair) in [
+        (PayloadKind::Mp2t, None),
+        (PayloadKind::Any, None),
+        (PayloadKind::Any, repair.clone()),
+        (PayloadKind::Mp2t, repair),
+    ] {
         let mut rx = ReceiverSession::new(ReceiverConfig {
             payload,
             send_time_ext_id: Some(1),
             max_sources: 4,
+            repair,
             ..ReceiverConfig::default()
         });
+        let mut rtcp = [0u8; 1500];
         let mut now = Timestamp::from_millis(1);
         for d in chunks(data) {
             if let Ok(p) = RtpView::parse(d) {
                 let _ = (p.payload(), p.send_time(1), p.marker());
                 assert!(p.payload().len() <= d.len());
             }
-            let _ = rx.handle_rtp(now, Some(NtpTime::from_unix_nanos(now.as_nanos())), d);
+            if let Ok(r) = rx.handle_rtp(now, Some(NtpTime::from_unix_nanos(now.as_nanos())), d) {
+                let from = if r.repaired { rx.repaired_packet() } else { d };
+                assert!(r.payload.end <= from.len());
+            }
+            let _ = rx.poll_transmit(now, &mut rtcp);
             now += Duration::from_millis(3);
         }
         while rx.poll_event().is_some() {}

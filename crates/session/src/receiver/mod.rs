@@ -6,12 +6,15 @@
 //! valid RTP or RTCP is counted in [`Counters`] and dropped, never a panic.
 
 mod members;
+mod repair;
+mod rtcp_in;
 mod sender_clock;
 mod source;
 mod summary;
 #[cfg(test)]
 mod tests;
 
+pub use repair::{ReceiverRepair, RepairStats};
 pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
 pub use summary::{ReceiverSummary, SourceSummary};
 
@@ -20,7 +23,7 @@ use metronome_cc::receiver::Agent;
 pub use metronome_cc::receiver::AgentKind;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
-use metronome_wire::rtcp::{self, ReportHead, RtcpItem};
+use metronome_wire::rtcp::{self, ReportHead};
 use metronome_wire::rtp::{RtpView, SendStamp};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -72,6 +75,9 @@ pub struct ReceiverConfig {
     /// The rate controller's receiving end to run for the stream (the first source heard),
     /// when the sender's controller needs more than receiver reports (TFRC, TFMCC).
     pub cc: AgentKind,
+    /// Ask for lost packets of the stream (the first source heard) and take their
+    /// retransmissions; `None`: neither.
+    pub repair: Option<ReceiverRepair>,
 }
 
 impl Default for ReceiverConfig {
@@ -90,6 +96,7 @@ impl Default for ReceiverConfig {
             seed: 1,
             histogram_digits: 3,
             cc: AgentKind::None,
+            repair: None,
         }
     }
 }
@@ -143,6 +150,9 @@ pub enum Dropped {
     TooManySources(u32),
     /// A large sequence jump not yet confirmed by the next packet (RFC 3550 A.1).
     JumpSuspect,
+    /// A retransmission that repairs nothing: malformed, of a packet already had, or before
+    /// the stream's first packet (counted in [`RepairStats`]).
+    Retransmission,
 }
 
 /// What the receiver made of one accepted RTP packet (for traces and for writing the payload).
@@ -176,6 +186,10 @@ pub struct PacketRecord {
     /// One-way delay in nanoseconds (may be negative if the clocks disagree), when the packet
     /// carries the 64-bit send time and the driver gave the wall clock.
     pub one_way_delay_ns: Option<i64>,
+    /// It came as a retransmission (RFC 4588) and is given back as the packet it repairs:
+    /// `payload` is then a range of [`ReceiverSession::repaired_packet`], not of the
+    /// datagram, and it counts in no statistics of the stream.
+    pub repaired: bool,
 }
 
 /// Things that changed, for logs and traces.
@@ -222,6 +236,8 @@ pub enum ReceiverTimer {
     ReceiverReport,
     /// The rate controller's receiving end has a report due (TFRC, TFMCC).
     RateFeedback,
+    /// A missing packet is to be asked for (a NACK, sent early: RFC 4585 §3.5.2), or given up.
+    Nack,
 }
 
 /// The rate controller's receiving end, bound to one source.
@@ -233,6 +249,13 @@ struct CcAgent {
     /// The last packet's extended sequence number: the echo of TFMCC's and TFRC's reports.
     last_seq: u64,
 }
+
+/// Bytes of a generic NACK before its entries.
+const NACK_HEAD: usize = 12;
+/// Sequence numbers one NACK asks for at most (what a sender answers of one: 64).
+const MAX_ASKS: usize = 64;
+/// Sequence numbers taken from another receiver's NACK at most.
+const MAX_PEER_ASKS: usize = 1024;
 
 /// Bytes of IPv4 and UDP headers: rates on the wire count them, as the sender's do.
 const IP_UDP_OVERHEAD: usize = metronome_time::IPV4_UDP_OVERHEAD;
@@ -253,12 +276,17 @@ pub struct ReceiverSession {
     rng: ChaCha8Rng,
     /// Left the session ([`ReceiverSession::leave`]): its BYE went out, nothing more does.
     left: bool,
+    /// Asking for repairs and taking them, if configured.
+    repair: Option<repair::Repairing>,
+    /// The sequence numbers of the NACK being written (kept to reuse its allocation).
+    asks: Vec<u16>,
 }
 
 impl ReceiverSession {
     /// A receiver that has heard nothing yet; its first report is scheduled with the first source.
     pub fn new(cfg: ReceiverConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
+        let repair = (cfg.repair.clone()).map(|r| repair::Repairing::new(r, cfg.clock));
         ReceiverSession {
             cc: None,
             sources: Vec::with_capacity(cfg.max_sources.min(64)),
@@ -272,6 +300,8 @@ impl ReceiverSession {
             avg_rtcp_size: 100.0,
             rng,
             left: false,
+            repair,
+            asks: Vec::new(),
         }
     }
 
@@ -321,16 +351,14 @@ impl ReceiverSession {
             self.counters.not_rtp += 1;
             return Err(Dropped::NotRtp);
         };
-        if self.cfg.payload == PayloadKind::Mp2t {
-            if pkt.payload_type() != PAYLOAD_TYPE_MP2T {
-                self.counters.wrong_payload_type += 1;
-                return Err(Dropped::WrongPayloadType(pkt.payload_type()));
-            }
-            if let Err(e) = mp2t::check_payload(pkt.payload()) {
-                self.counters.bad_payload += 1;
-                return Err(Dropped::BadPayload(e));
-            }
+        if self
+            .repair
+            .as_ref()
+            .is_some_and(|r| r.is_rtx(pkt.payload_type()))
+        {
+            return self.handle_rtx(now, data);
         }
+        self.check_payload(&pkt)?;
         let idx = self.source_index(pkt.ssrc(), pkt.sequence(), now)?;
         let clock = self.cfg.clock;
         let jump_ticks = clock.ticks(self.cfg.ts_jump_threshold).min(u32::MAX as u64) as u32;
@@ -348,6 +376,9 @@ impl ReceiverSession {
             }
             SeqVerdict::Resync => {
                 let ssrc = src.ssrc;
+                if let Some(r) = self.repair.as_mut() {
+                    r.restart();
+                }
                 self.push_event(ReceiverEvent::SequenceJump {
                     ssrc,
                     to_seq: pkt.sequence(),
@@ -373,6 +404,9 @@ impl ReceiverSession {
             };
         let ssrc = src.ssrc;
         if !matches!(verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
+            if let Some(r) = self.repair.as_mut() {
+                r.on_media(now, &pkt, ext_seq, verdict);
+            }
             let sent = PacketTimes {
                 stamp: stamp.map(SendStamp::abs24),
                 rtp_ts: pkt.timestamp(),
@@ -394,7 +428,83 @@ impl ReceiverSession {
             jitter_ticks: src.jitter_ticks(),
             interarrival_ns,
             one_way_delay_ns,
+            repaired: false,
         })
+    }
+
+    /// Whether the packet's payload is what the receiver accepts (MP2T: payload type 33,
+    /// whole TS packets); counted if not.
+    fn check_payload(&mut self, pkt: &RtpView<'_>) -> Result<(), Dropped> {
+        if self.cfg.payload != PayloadKind::Mp2t {
+            return Ok(());
+        }
+        if pkt.payload_type() != PAYLOAD_TYPE_MP2T {
+            self.counters.wrong_payload_type += 1;
+            return Err(Dropped::WrongPayloadType(pkt.payload_type()));
+        }
+        mp2t::check_payload(pkt.payload()).map(|_| ()).map_err(|e| {
+            self.counters.bad_payload += 1;
+            Dropped::BadPayload(e)
+        })
+    }
+
+    /// A retransmission (RFC 4588) of the repaired stream: given back as the packet it
+    /// repairs, if the receiver did not have it; it counts in none of the stream's statistics.
+    fn handle_rtx(&mut self, now: Timestamp, data: &[u8]) -> Result<PacketRecord, Dropped> {
+        let (Some(r), sources) = (self.repair.as_mut(), &mut self.sources) else {
+            return Err(Dropped::Retransmission);
+        };
+        let Some(osn) = r.unwrap(data) else {
+            return Err(Dropped::Retransmission);
+        };
+        let ssrc = r.media().map(|m| m.ssrc);
+        let Some(src) = sources.iter_mut().find(|s| Some(s.ssrc) == ssrc) else {
+            return Err(Dropped::Retransmission);
+        };
+        let packet = r.packet();
+        let Ok(pkt) = RtpView::parse(packet) else {
+            return Err(Dropped::Retransmission);
+        };
+        if self.cfg.payload == PayloadKind::Mp2t {
+            if let Err(e) = mp2t::check_payload(pkt.payload()) {
+                self.counters.bad_payload += 1;
+                return Err(Dropped::BadPayload(e));
+            }
+        }
+        let payload_len = pkt.payload().len();
+        let payload_start = packet.len() - payload_len - padding_len(packet);
+        let (rtp_ts, marker, size) = (pkt.timestamp(), pkt.marker(), packet.len());
+        let fresh = src.note_repair(osn);
+        let jitter_ticks = src.jitter_ticks();
+        r.on_repair(now, fresh, rtp_ts);
+        let ext_seq = fresh.ok_or(Dropped::Retransmission)?;
+        Ok(PacketRecord {
+            ssrc: src.ssrc,
+            seq: osn,
+            ext_seq,
+            rtp_ts,
+            marker,
+            arrival: now,
+            size,
+            payload: payload_start..payload_start + payload_len,
+            verdict: SeqVerdict::Reordered,
+            transit_ticks: 0,
+            jitter_ticks,
+            interarrival_ns: None,
+            one_way_delay_ns: None,
+            repaired: true,
+        })
+    }
+
+    /// The packet the last retransmission repaired (see [`PacketRecord::repaired`]); empty
+    /// when repairs are off.
+    pub fn repaired_packet(&self) -> &[u8] {
+        self.repair.as_ref().map_or(&[], |r| r.packet())
+    }
+
+    /// What the receiver asked for and what came of it, when repairs are on.
+    pub fn repair_stats(&self) -> Option<RepairStats> {
+        self.repair.as_ref().map(repair::Repairing::stats)
     }
 
     /// The rate controller's receiving end, once the stream has started (TFRC, TFMCC).
@@ -465,98 +575,6 @@ impl ReceiverSession {
         Ok(self.sources.len() - 1)
     }
 
-    /// One RTCP datagram (a compound packet from a sender or another receiver). Returns whether
-    /// it carried a sender report from a source being received: the place to send reports to.
-    pub fn handle_rtcp(&mut self, now: Timestamp, data: &[u8]) -> bool {
-        self.counters.rtcp_packets += 1;
-        enum Seen {
-            SenderReport { ssrc: u32, lsr: u32 },
-            Bye { ssrc: u32 },
-        }
-        // Both lists are bounded by what one datagram can hold.
-        let mut seen = Vec::new();
-        let mut cnames: Vec<(u32, Vec<u8>)> = Vec::new();
-        let mut reporters = Vec::new();
-        let mut ignored = 0;
-        let mut sr_ts = None;
-        let mut apps = Vec::new();
-        let r = rtcp::parse_compound(data, |item| match item {
-            RtcpItem::SenderReport(info) => {
-                sr_ts = Some((info.ssrc, (NtpTime(info.ntp), info.rtp_timestamp)));
-                seen.push(Seen::SenderReport {
-                    ssrc: info.ssrc,
-                    lsr: NtpTime(info.ntp).compact(),
-                })
-            }
-            RtcpItem::Cc { ssrc, app } => apps.push((ssrc, app)),
-            RtcpItem::Bye { ssrc } => seen.push(Seen::Bye { ssrc }),
-            RtcpItem::Cname { ssrc, cname } => cnames.push((ssrc, cname.to_vec())),
-            RtcpItem::ReportBlock { reporter, .. } => reporters.push(reporter),
-            // Another receiver's feedback to the sender (on a group): not for us.
-            // Another receiver's NACK seen on a group is for `repair::NackPlanner::on_peer_nack`
-            // once receivers ask for repairs.
-            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) | RtcpItem::Nack(_) => ignored += 1,
-        });
-        if r.is_err() {
-            self.counters.rtcp_malformed += 1;
-            return false;
-        }
-        // The rate controller's announcements from the stream's sender (another receiver's
-        // report, on a multicast group, is for the sender: ignored). They follow a sender
-        // report whose NTP time (or RTP timestamp) says when they were sent.
-        for (ssrc, app) in apps {
-            let announce = crate::cc_app::app_announce(&app);
-            match (self.cc.as_mut(), announce) {
-                (Some(cc), Some(a)) if cc.ssrc == ssrc => {
-                    let sr = sr_ts.filter(|(s, _)| *s == ssrc).map(|(_, t)| t);
-                    let sent = cc.clock.report(sr);
-                    cc.agent.on_announce(now, &a, sent);
-                }
-                _ => ignored += 1,
-            }
-        }
-        // Who is in the session first; a BYE in the same compound then takes its sender out.
-        for (ssrc, cname) in cnames {
-            if let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) {
-                src.set_cname(&cname);
-            } else if ssrc != self.cfg.ssrc {
-                self.members.heard(ssrc, now);
-            }
-        }
-        for ssrc in reporters {
-            if ssrc != self.cfg.ssrc && !self.sources.iter().any(|s| s.ssrc == ssrc) {
-                self.members.heard(ssrc, now);
-            }
-        }
-        let mut from_sender = false;
-        self.counters.rtcp_ignored_items += ignored;
-        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, data.len());
-        for item in seen {
-            let ssrc = match item {
-                Seen::SenderReport { ssrc, .. } | Seen::Bye { ssrc } => ssrc,
-            };
-            let Some(src) = self.sources.iter_mut().find(|s| s.ssrc == ssrc) else {
-                if let Seen::Bye { .. } = item {
-                    self.members.left(ssrc);
-                }
-                continue;
-            };
-            match item {
-                Seen::SenderReport { lsr, .. } => {
-                    from_sender = true;
-                    src.last_sr = Some((lsr, now));
-                    src.sender_reports += 1;
-                    self.push_event(ReceiverEvent::SenderReport { ssrc, at: now });
-                }
-                Seen::Bye { .. } => {
-                    src.said_bye = true;
-                    self.push_event(ReceiverEvent::Bye { ssrc, at: now });
-                }
-            }
-        }
-        from_sender
-    }
-
     /// Members of the session other than us and the sources (other receivers of a group).
     pub fn other_members(&self) -> usize {
         self.members.len()
@@ -592,11 +610,20 @@ impl ReceiverSession {
             .as_ref()
             .and_then(|c| c.agent.poll_timeout())
             .map(|t| (t, ReceiverTimer::RateFeedback));
-        [report, cc].into_iter().flatten().min_by_key(|(t, _)| *t)
+        let nack = self
+            .repair
+            .as_ref()
+            .and_then(repair::Repairing::next_due)
+            .map(|t| (t, ReceiverTimer::Nack));
+        [report, cc, nack]
+            .into_iter()
+            .flatten()
+            .min_by_key(|(t, _)| *t)
     }
 
     /// Writes a receiver report into `buf` if one is due at `now` (a regular one, or one that
-    /// carries the rate controller's feedback, which goes out of turn); returns its length.
+    /// carries the rate controller's feedback or a NACK, which go out of turn); returns its
+    /// length.
     pub fn poll_transmit(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         if self.left {
             return None;
@@ -610,19 +637,30 @@ impl ReceiverSession {
             .filter(|s| s.packets > 0)
             .count()
             .min(31);
-        let used = 8 + 24 * blocks + 16 + self.cfg.cname.len() + 20 + 16;
+        let mut used = 8 + 24 * blocks + 16 + self.cfg.cname.len() + 20 + 16;
+        let mut asks = std::mem::take(&mut self.asks);
+        if let Some(r) = self.repair.as_mut() {
+            // One 4-byte entry per number at worst, after the NACK's 12 bytes.
+            let max = buf.len().saturating_sub(used + NACK_HEAD) / 4;
+            r.asks(now, max.min(MAX_ASKS), &mut asks);
+            used += NACK_HEAD + 4 * asks.len();
+        }
         let room = buf.len().saturating_sub(used) / 2;
         let out = self.cc.as_mut().and_then(|c| {
             let r = c.agent.poll_report(now, room)?;
             Some(crate::cc_app::report_out(&r, c.ssrc, c.last_seq))
         });
-        if !regular && out.is_none() {
+        if !regular && out.is_none() && asks.is_empty() {
+            self.asks = asks;
             return None;
         }
-        let n = self.write_report(now, buf, None, out.as_ref())?;
+        let n = self.write_report(now, buf, None, out.as_ref());
+        let n = n.map(|n| n + self.write_nack(&mut buf[n..], &asks));
+        self.asks = asks;
+        let n = n?;
         if regular {
             self.schedule_report(now);
-        } else {
+        } else if out.is_some() {
             self.counters.cc_reports += 1;
         }
         Some(n)
@@ -704,6 +742,21 @@ impl ReceiverSession {
         self.reports_sent += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, len);
         Some(len)
+    }
+
+    /// Appends a generic NACK for `asks` of the repaired stream (RFC 4585 §6.2.1); its length.
+    fn write_nack(&mut self, buf: &mut [u8], asks: &[u16]) -> usize {
+        let Some(r) = self.repair.as_mut() else {
+            return 0;
+        };
+        let Some(media) = r.media().filter(|_| !asks.is_empty()) else {
+            return 0;
+        };
+        let n = rtcp::write_nack(buf, self.cfg.ssrc, media.ssrc, asks);
+        if n > 0 {
+            r.nack_sent();
+        }
+        n
     }
 
     /// Receiver reports (and BYEs) written so far.

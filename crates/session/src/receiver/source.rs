@@ -253,6 +253,23 @@ impl Source {
         (SeqVerdict::Reordered, ext)
     }
 
+    /// A repair of packet `seq` (RFC 4588: its statistics stay the original stream's, so
+    /// nothing is counted): its extended number, if it is one this source has not had yet
+    /// (it is then marked had, so that a late original counts as a duplicate); `None` for one
+    /// it has, or one older than the duplicate window or ahead of the highest received.
+    pub fn note_repair(&mut self, seq: u16) -> Option<u64> {
+        if self.received == 0 {
+            return None;
+        }
+        let back = self.max_seq.wrapping_sub(seq) as u64;
+        let ext = self.extended_max().checked_sub(back)?;
+        if back == 0 || back >= DUP_WINDOW || ext < self.base_seq as u64 || self.is_seen(ext) {
+            return None;
+        }
+        self.mark_seen(ext);
+        Some(ext)
+    }
+
     /// RFC 3550 A.8: updates the jitter estimate with a packet of RTP timestamp `rtp_ts` that
     /// arrived at `arrival_ticks` (the arrival time in the same clock's units, wrapping).
     /// A transit change of more than `jump_ticks` is a timestamp jump (a source restart or a

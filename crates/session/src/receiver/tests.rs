@@ -1,4 +1,5 @@
 use super::*;
+use metronome_wire::rtcp::RtcpItem;
 use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
 use proptest::prelude::*;
 use std::time::Duration;
@@ -481,4 +482,130 @@ fn a_receiver_that_leaves_says_goodbye_once_and_then_nothing() {
     // A packet still on its way changes nothing.
     let _ = r.handle_rtp(Timestamp::from_secs(11), None, &rtp(1, 3000, 77));
     assert_eq!(r.poll_transmit(Timestamp::from_secs(20), &mut buf), None);
+}
+
+/// A receiver that asks for repairs (retransmissions with payload type 97), playing out
+/// 200 ms after the fastest packet, assuming a 20 ms round trip.
+fn repairing() -> ReceiverSession {
+    let mut repair = ReceiverRepair::new(97, Duration::from_millis(200));
+    repair.initial_rtt = Duration::from_millis(20);
+    ReceiverSession::new(ReceiverConfig {
+        repair: Some(repair),
+        ..ReceiverConfig::default()
+    })
+}
+
+/// The retransmission of `original` in stream 0x77 with sequence number `seq`.
+fn rtx_of(original: &[u8], seq: u16) -> Vec<u8> {
+    let ids = metronome_wire::rtx::StreamIds {
+        ssrc: 0x77,
+        payload_type: 97,
+    };
+    let mut out = vec![0u8; original.len() + 2];
+    let n = metronome_wire::rtx::wrap(original, ids, seq, &mut out).unwrap();
+    out.truncate(n);
+    out
+}
+
+/// The sequence numbers of the NACKs in an RTCP compound, and the SSRC they are about.
+fn nacked(compound: &[u8]) -> Vec<(u32, u16)> {
+    let mut out = Vec::new();
+    rtcp::parse_compound(compound, |item| {
+        if let RtcpItem::Nack(n) = item {
+            out.extend(n.sequences().map(|s| (n.media_ssrc, s)));
+        }
+    })
+    .unwrap();
+    out
+}
+
+#[test]
+fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() {
+    let mut r = repairing();
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    r.handle_rtp(at(10), None, &rtp(13, 1800, 7)).unwrap();
+    // 11 and 12 are missing: a NACK is due now, out of the regular schedule.
+    let (due, why) = r.poll_timeout().unwrap();
+    assert_eq!((due, why), (at(10), ReceiverTimer::Nack));
+    let mut buf = [0u8; 1500];
+    let n = r.poll_transmit(at(10), &mut buf).unwrap();
+    assert_eq!(nacked(&buf[..n]), vec![(7, 11), (7, 12)]);
+    // The repair of 12 comes back 22 ms later: it is packet 12 of source 7, counted in none
+    // of the source's statistics (the network lost it).
+    let original = rtp(12, 900, 7);
+    let rec = r.handle_rtp(at(32), None, &rtx_of(&original, 500)).unwrap();
+    assert!(rec.repaired);
+    assert_eq!(
+        (rec.ssrc, rec.seq, rec.ext_seq, rec.rtp_ts),
+        (7, 12, 12, 900)
+    );
+    assert_eq!(r.repaired_packet(), &original[..]);
+    assert_eq!(&r.repaired_packet()[rec.payload.clone()], &ts_payload()[..]);
+    let src = r.main_source().unwrap();
+    assert_eq!((src.received(), src.lost()), (2, 2));
+    assert_eq!(r.sources().len(), 1, "a retransmission is not a source");
+    // Twice, or once the original came after all: nothing more.
+    assert_eq!(
+        r.handle_rtp(at(33), None, &rtx_of(&original, 501)),
+        Err(Dropped::Retransmission)
+    );
+    let stats = r.repair_stats().unwrap();
+    assert_eq!(
+        (stats.rtx_packets, stats.rtx_useful, stats.rtx_redundant),
+        (2, 1, 1)
+    );
+    assert_eq!(stats.nack.recovered, 1);
+    assert_eq!(stats.rtt_us, 22_000, "ask to repair");
+    // 11 is asked again 1.5 round trips (of the 22 ms measured) after the first ask.
+    assert_eq!(r.poll_transmit(at(30), &mut buf), None);
+    let n = r.poll_transmit(at(43), &mut buf).unwrap();
+    assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
+}
+
+#[test]
+fn retransmissions_that_repair_nothing_are_counted_and_dropped() {
+    let mut r = repairing();
+    let at = Timestamp::from_millis;
+    // Before the stream's first packet, there is nothing to repair.
+    let early = rtx_of(&rtp(1, 0, 7), 1);
+    assert_eq!(
+        r.handle_rtp(at(0), None, &early),
+        Err(Dropped::Retransmission)
+    );
+    // Too short for its original sequence number; a repair of a packet ahead of the highest.
+    r.handle_rtp(at(1), None, &rtp(5, 0, 7)).unwrap();
+    let mut short = rtp(0, 0, 0x77);
+    short.truncate(12);
+    short[1] = 97;
+    assert_eq!(
+        r.handle_rtp(at(2), None, &short),
+        Err(Dropped::Retransmission)
+    );
+    let ahead = rtx_of(&rtp(9, 0, 7), 2);
+    assert_eq!(
+        r.handle_rtp(at(3), None, &ahead),
+        Err(Dropped::Retransmission)
+    );
+    let s = r.repair_stats().unwrap();
+    assert_eq!((s.rtx_packets, s.rtx_malformed, s.rtx_redundant), (3, 2, 1));
+    assert_eq!(r.main_source().unwrap().received(), 1);
+}
+
+#[test]
+fn another_receivers_nack_on_the_group_is_not_asked_again() {
+    let mut r = repairing();
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    // A peer asked for 11 already; then this receiver sees it missing too.
+    let mut peer = [0u8; 64];
+    let n = rtcp::write_nack(&mut peer, 0x99, 7, &[11]);
+    assert!(!r.handle_rtcp(at(1), &peer[..n]));
+    r.handle_rtp(at(2), None, &rtp(12, 1800, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    assert_eq!(r.poll_transmit(at(2), &mut buf), None);
+    assert_eq!(r.repair_stats().unwrap().nack.suppressed, 1);
+    // It asks itself once the peer's repair is a retry late (1.5 round trips of 20 ms).
+    let n = r.poll_transmit(at(31), &mut buf).unwrap();
+    assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
 }

@@ -90,6 +90,8 @@ struct Missing {
     deadline: Timestamp,
     asks: u8,
     next_ask: Timestamp,
+    /// When this receiver last asked for it (peers' asks not counted).
+    asked_at: Option<Timestamp>,
 }
 
 /// `d` × `factor`, saturating (no panic on a huge or non-finite product).
@@ -132,6 +134,15 @@ impl NackPlanner {
         self.counters
     }
 
+    /// The stream's sequence restarted (a confirmed jump, RFC 3550 A.1): what was missing
+    /// before is forgotten (not given up: the numbers no longer mean those packets), counts kept.
+    pub fn restart(&mut self) {
+        self.missing.clear();
+        self.gone.clear();
+        self.peer.clear();
+        self.highest = None;
+    }
+
     /// Packets missing now.
     pub fn missing(&self) -> usize {
         self.missing.len()
@@ -165,24 +176,36 @@ impl NackPlanner {
     /// A packet arrived at `now` with extended sequence number `seq`. Packets it shows missing
     /// (between the highest before and it) are due by `gap_deadline`: the caller's play-out
     /// deadline for them (the earlier frame's, when they may belong to either).
-    pub fn on_packet(&mut self, seq: u64, now: Timestamp, gap_deadline: Timestamp) {
+    ///
+    /// Returns, for a missing packet this receiver asked for, the time since its last ask:
+    /// a sample of the round trip to the sender and back with the repair (as GStreamer's
+    /// jitter buffer measures it), the longer for any wait at the sender.
+    pub fn on_packet(
+        &mut self,
+        seq: u64,
+        now: Timestamp,
+        gap_deadline: Timestamp,
+    ) -> Option<Duration> {
         let Some(highest) = self.highest else {
             self.highest = Some(seq);
-            return;
+            return None;
         };
         if seq > highest {
             self.note_gap(highest + 1..seq, now, gap_deadline);
             self.highest = Some(seq);
         } else if let Ok(i) = self.missing.binary_search_by_key(&seq, |m| m.seq) {
-            match self.missing.remove(i) {
-                Some(m) if now <= m.deadline => self.counters.recovered += 1,
-                Some(_) => self.counters.recovered_late += 1,
-                None => {}
+            let m = self.missing.remove(i)?;
+            if now <= m.deadline {
+                self.counters.recovered += 1;
+            } else {
+                self.counters.recovered_late += 1;
             }
+            return m.asked_at.map(|t| now.saturating_since(t));
         } else if let Some(i) = self.gone.iter().position(|&g| g == seq) {
             self.gone.remove(i);
             self.counters.recovered_late += 1;
         }
+        None
     }
 
     fn note_gap(&mut self, gap: std::ops::Range<u64>, now: Timestamp, deadline: Timestamp) {
@@ -201,6 +224,7 @@ impl NackPlanner {
                 deadline,
                 asks: 0,
                 next_ask: first_ask,
+                asked_at: None,
             };
             if let Some(&(_, retry_at)) = self.peer.iter().find(|(p, t)| *p == seq && *t > now) {
                 self.counters.suppressed += 1;
@@ -277,6 +301,7 @@ impl NackPlanner {
                 counters.asked += 1;
                 m.asks += 1;
                 m.next_ask = now + retry;
+                m.asked_at = Some(now);
             }
             true
         });

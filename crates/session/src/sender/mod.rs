@@ -10,6 +10,7 @@ mod jobs;
 mod packetizer;
 mod rate_limits;
 mod report;
+mod resend;
 mod send_log;
 mod session;
 mod source;
@@ -21,6 +22,7 @@ pub use jobs::{JobClock, JobConfig, JobTimes};
 pub use packetizer::{Mp2tPacketizer, PacketizerConfig, RtpOut};
 pub use rate_limits::{RateLimits, RateRefusal};
 pub use report::{ReceiverView, SenderCounters, SenderEvent, SenderReports, SenderReportsConfig};
+pub use resend::{ResendStats, SenderRepair, MAX_WAITING};
 pub use session::{
     Input, InputError, Queued, SenderCounts, SenderSession, SenderSessionConfig, SenderStats,
     SessionEvent, Transmit, Wake,

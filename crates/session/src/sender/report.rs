@@ -166,6 +166,7 @@ struct Heard {
     cnames: Vec<(u32, String)>,
     cc: Vec<(u32, rtcp::CcApp)>,
     feedback: Vec<SenderEvent>,
+    nacks: Vec<super::resend::NackRequest>,
 }
 
 /// The sending side's RTCP for one stream: when to send sender reports and what they count,
@@ -184,6 +185,9 @@ pub struct SenderReports {
     counters: SenderCounters,
     events: VecDeque<SenderEvent>,
     rng: ChaCha8Rng,
+    /// The last compound's NACKs, for the session's repairs.
+    nacks: Vec<super::resend::NackRequest>,
+    nacks_unread: u64,
 }
 
 impl SenderReports {
@@ -202,6 +206,8 @@ impl SenderReports {
             counters: SenderCounters::default(),
             events: VecDeque::with_capacity(MAX_EVENTS),
             rng,
+            nacks: Vec::new(),
+            nacks_unread: 0,
         }
     }
 
@@ -357,6 +363,38 @@ impl SenderReports {
         for (reporter, app) in heard.cc {
             self.on_cc_app(now, reporter, app, sent_at);
         }
+        self.nacks = heard.nacks;
+    }
+
+    /// The NACKs of the last compound handled (at most 16; the rest are counted in
+    /// [`SenderReports::nacks_unread`]), taken.
+    pub(crate) fn take_nacks(&mut self) -> Vec<super::resend::NackRequest> {
+        std::mem::take(&mut self.nacks)
+    }
+
+    /// NACKs not read: beyond the 16 of one compound.
+    pub fn nacks_unread(&self) -> u64 {
+        self.nacks_unread
+    }
+
+    /// Receiver `ssrc`'s last round trip, if it reported one.
+    pub fn receiver_rtt(&self, ssrc: u32) -> Option<Duration> {
+        let r = &self.receivers[*self.by_ssrc.get(&ssrc)?];
+        Duration::try_from_secs_f64(r.rtt_ms? / 1000.0).ok()
+    }
+
+    /// Our SSRC: the stream's.
+    pub(crate) fn config_ssrc(&self) -> u32 {
+        self.cfg.ssrc
+    }
+
+    /// The stream's RTP clock, as the sender reports give it.
+    pub(crate) fn media_time(&self) -> super::resend::MediaTime {
+        super::resend::MediaTime {
+            clock: self.cfg.clock,
+            base: self.cfg.rtp_ts_base,
+            epoch: self.epoch,
+        }
     }
 
     /// What compound packet `data` says, or `None` if it is malformed (then nothing of it is
@@ -380,6 +418,17 @@ impl SenderReports {
                     });
                 }
             }
+            RtcpItem::Nack(n) if h.nacks.len() < super::resend::MAX_NACKS_PER_COMPOUND => {
+                h.nacks.push(super::resend::NackRequest {
+                    reporter: n.sender_ssrc,
+                    media_ssrc: n.media_ssrc,
+                    sequences: n
+                        .sequences()
+                        .take(super::resend::MAX_NACK_NUMBERS)
+                        .collect(),
+                })
+            }
+            RtcpItem::Nack(_) => self.nacks_unread += 1,
             RtcpItem::Bye { ssrc } => h.byes.push(ssrc),
             RtcpItem::Cname { ssrc, cname } => h
                 .cnames

@@ -310,6 +310,8 @@ pub struct SenderSession {
     send_log: Option<Box<super::send_log::SendLog>>,
     /// Reported packets that were not in the log.
     feedback_unmatched: u64,
+    /// Answers to NACKs, if the stream makes them ([`SenderSession::with_repair`]).
+    repair: Option<Box<super::resend::Resend>>,
 }
 
 #[derive(Default)]
@@ -355,7 +357,39 @@ impl SenderSession {
             last_dropped: false,
             send_log: controller_wants_log.then(Box::default),
             feedback_unmatched: 0,
+            repair: None,
         }
+    }
+
+    /// The stream answers receivers' NACKs with retransmissions (RFC 4585, RFC 4588): the
+    /// driver gives it every packet that left ([`SenderSession::keep_sent`]) and sends what
+    /// [`SenderSession::poll_repair`] gives after each RTCP input.
+    pub fn with_repair(mut self, cfg: super::resend::SenderRepair) -> Self {
+        let media_time = self.reports.media_time();
+        let ssrc = self.reports.config_ssrc();
+        let resend = super::resend::Resend::new(cfg, ssrc, media_time, self.rate.as_bps());
+        self.repair = Some(Box::new(resend));
+        self
+    }
+
+    /// Packet `packet` left as it is now (renumbered, stamped; before SRTP), due at `due`:
+    /// kept for retransmission, if the stream repairs.
+    pub fn keep_sent(&mut self, packet: &[u8], due: Timestamp) {
+        if let Some(r) = self.repair.as_mut() {
+            r.sent(packet, due);
+        }
+    }
+
+    /// The next retransmission to send now (to the stream's destinations), written into
+    /// `buf`; its length. Retransmissions are made when NACKs come in ([`Input::Rtcp`]).
+    pub fn poll_repair(&mut self, buf: &mut [u8]) -> Option<usize> {
+        self.repair.as_mut()?.poll(buf)
+    }
+
+    /// What the stream's repairs did, if it repairs.
+    pub fn repair_stats(&self) -> Option<super::resend::ResendStats> {
+        let unread = self.reports.nacks_unread();
+        self.repair.as_ref().map(|r| r.stats(unread))
     }
 
     /// Takes one input at `now`. Only packets and frames can be refused (queue full, out of due
@@ -403,9 +437,14 @@ impl SenderSession {
         let log = self.send_log.as_deref();
         let sent_at = |seq: u16| log.and_then(|l| l.sent_at(seq));
         self.reports.handle_rtcp(now, wall, from, data, &sent_at);
+        self.answer_nacks(now);
         while let Some(e) = self.reports.poll_event() {
             match &e {
-                SenderEvent::ReceiverReport { ssrc, .. } => {
+                SenderEvent::ReceiverReport { ssrc, rtt_ms, .. } => {
+                    let rtt = rtt_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
+                    if let (Some(r), Some(rtt)) = (self.repair.as_mut(), rtt) {
+                        r.rtt_sample(rtt);
+                    }
                     if let Some(fb) = self.feedback(*ssrc) {
                         self.controller.on_feedback(now, &fb);
                     }
@@ -488,9 +527,27 @@ impl SenderSession {
         }
     }
 
+    /// Answers the NACKs of the RTCP compound just handled.
+    fn answer_nacks(&mut self, now: Timestamp) {
+        let nacks = self.reports.take_nacks();
+        let Some(r) = self.repair.as_mut() else {
+            return;
+        };
+        for n in &nacks {
+            let rtt = self.reports.receiver_rtt(n.reporter);
+            if let Some(rtt) = rtt {
+                r.rtt_sample(rtt);
+            }
+            r.on_nack(n, rtt, now);
+        }
+    }
+
     fn follow_controller(&mut self, now: Timestamp) {
         let rate = self.controller.target_rate();
         if rate != self.rate {
+            if let Some(r) = self.repair.as_mut() {
+                r.set_rate(rate.as_bps());
+            }
             self.rate = rate;
             self.pacing.set_rate(rate);
             self.s.rate_changes += 1;

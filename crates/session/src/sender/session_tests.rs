@@ -1,6 +1,7 @@
 //! The sender session on its own, driven by hand in virtual time.
 
 use super::*;
+use crate::sender::SenderRepair;
 use metronome_cc::{Feedback, FixedRate, RateController};
 use metronome_sched::{LatePolicy, PacingConfig};
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
@@ -515,4 +516,118 @@ fn a_frame_is_queued_whole_or_refused() {
         "{early:?}"
     );
     assert_eq!(s.queue_len(), 4);
+}
+
+/// A 5 Mbit/s session that repairs up to 10 % of its rate (retransmissions as SSRC 0x5e5,
+/// payload type 97), having sent packets 0..200 (each 1 250 bytes, due 2 ms apart), viewers
+/// playing out 300 ms after the fastest packet.
+fn repairing_session() -> SenderSession {
+    use crate::repair::RepairConfig;
+    use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
+    let rtx = metronome_wire::rtx::StreamIds {
+        ssrc: 0x5e5,
+        payload_type: 97,
+    };
+    let mut s = session(LatePolicy::CATCH_UP).with_repair(SenderRepair {
+        repairer: RepairConfig::new(rtx, 0, 0.1),
+        history_packets: 256,
+        max_packet: 1500,
+        playout_delay: Duration::from_millis(300),
+        initial_rtt: Duration::from_millis(20),
+    });
+    let mut buf = [0u8; 1500];
+    for k in 0..200u16 {
+        let hdr = RtpHeader {
+            payload_type: 33,
+            sequence: k,
+            timestamp: 180 * u32::from(k),
+            ssrc: 0xabc,
+            marker: false,
+        };
+        let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &[7; 1238]).unwrap();
+        s.keep_sent(&buf[..n], ms(2 * u64::from(k)));
+    }
+    s
+}
+
+/// An RTCP compound from receiver `reporter`: its receiver report and `nacks` NACKs, each
+/// about `media` and asking for `per_nack` numbers from `first`.
+fn nack_compound(reporter: u32, media: u32, first: u16, per_nack: u16, nacks: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; 65_000];
+    let mut n = rtcp::write_compound(
+        &mut buf,
+        ReportHead::Receiver {
+            ssrc: reporter,
+            blocks: &[],
+        },
+        "viewer",
+        None,
+    )
+    .unwrap();
+    let seqs: Vec<u16> = (0..per_nack).map(|i| first.wrapping_add(i)).collect();
+    for _ in 0..nacks {
+        n += rtcp::write_nack(&mut buf[n..], reporter, media, &seqs);
+    }
+    buf.truncate(n);
+    buf
+}
+
+fn rtcp_in(s: &mut SenderSession, now: Timestamp, data: &[u8]) {
+    let from = "127.0.0.1:5005".parse().unwrap();
+    let input = Input::Rtcp {
+        wall: wall(now),
+        from,
+        data,
+    };
+    s.handle_input(now, input).unwrap();
+}
+
+#[test]
+fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline() {
+    let mut s = repairing_session();
+    // At 400 ms, packets due before 100 ms are past their play-out time (300 ms later).
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
+    let mut buf = [0u8; 1500];
+    let mut got = Vec::new();
+    while let Some(n) = s.poll_repair(&mut buf) {
+        let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
+        assert_eq!((v.ssrc(), v.payload_type(), n), (0x5e5, 97, 1252));
+        got.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
+    }
+    assert_eq!(got, (50..70).collect::<Vec<u16>>());
+    let st = s.repair_stats().unwrap();
+    assert_eq!(
+        (st.repairer.asked, st.repairer.sent, st.repairer.too_late),
+        (30, 20, 10)
+    );
+    assert_eq!(st.bytes, 20 * 1252);
+}
+
+#[test]
+fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
+    let mut s = repairing_session();
+    let mut buf = [0u8; 1500];
+    let mut repair_bytes = 0;
+    // 40 NACKs in a compound, of 1 000 numbers each (every packet, many times over), half
+    // about streams that are not this one, from forged reporters; 100 compounds over 1 s.
+    for k in 0..100u64 {
+        let now = ms(100 + 10 * k);
+        rtcp_in(&mut s, now, &nack_compound(k as u32, 0xabc, 0, 1000, 20));
+        rtcp_in(&mut s, now, &nack_compound(k as u32, 0xdead, 0, 1000, 20));
+        while let Some(n) = s.poll_repair(&mut buf) {
+            repair_bytes += n as u64;
+        }
+    }
+    let st = s.repair_stats().unwrap();
+    // 16 NACKs read of each compound's 20; 64 numbers answered of each.
+    assert_eq!(st.nacks_unread, 200 * 4);
+    assert_eq!(st.repairer.foreign_nacks, 100 * 16);
+    assert_eq!(st.repairer.truncated_nacks, 100 * 16);
+    assert_eq!(st.repairer.asked, 100 * 16 * 64);
+    // What left is what the budget allows: a burst of 64 packets' worth and 10 % of 5 Mbit/s
+    // over the second; every packet at most once a round trip.
+    let budget = 64 * 1500 + 5_000_000 / 8 / 10;
+    assert!(repair_bytes <= budget, "{repair_bytes} > {budget}");
+    assert_eq!(repair_bytes, st.bytes);
+    assert!(st.repairer.duplicate + st.repairer.over_budget + st.repairer.too_late > 90_000);
 }

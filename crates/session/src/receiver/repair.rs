@@ -1,0 +1,322 @@
+//! Asking for lost packets and taking their repairs, for the stream a [`super::ReceiverSession`]
+//! follows (the first source heard): generic NACKs out (RFC 4585 §6.2.1, planned by
+//! [`NackPlanner`]: only what can still arrive before its play-out deadline), retransmissions in
+//! (RFC 4588, recognized by their payload type and given back as the original packets).
+//!
+//! A repair does not count in the original stream's statistics (RFC 4588 §1: the receiver
+//! reports say what the network lost) nor in the rate controller's (a loss is congestion even
+//! when it is repaired); the application gets it as the packet it repairs.
+
+use super::SeqVerdict;
+use crate::repair::{NackConfig, NackCounters, NackPlanner};
+use metronome_time::{MediaClock, Timestamp};
+use metronome_wire::rtp::RtpView;
+use metronome_wire::rtx::{self, StreamIds};
+use std::time::Duration;
+
+/// How a receiver asks for repairs and knows them.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReceiverRepair {
+    /// When and how often missing packets are asked for.
+    pub nack: NackConfig,
+    /// The retransmission stream's payload type (SDP `a=rtpmap:<pt> rtx/<clock>` whose `apt`
+    /// is the media's); its packets carry the original's sequence number first (RFC 4588 §4).
+    pub rtx_payload_type: u8,
+    /// How long after the earliest a packet could have arrived it is still of use: the
+    /// receiver's play-out delay (a fixed-latency jitter buffer, as GStreamer's
+    /// `rtpjitterbuffer latency`). A packet's deadline is its RTP timestamp on the clock of the
+    /// fastest packet so far, plus this.
+    pub playout_delay: Duration,
+    /// The round trip assumed until a repair measures one.
+    pub initial_rtt: Duration,
+}
+
+impl ReceiverRepair {
+    /// Repairs with payload type `rtx_payload_type` for a viewer that plays out
+    /// `playout_delay` after the fastest packet; unicast asking ([`NackConfig::default`]),
+    /// 100 ms round trip until measured.
+    pub fn new(rtx_payload_type: u8, playout_delay: Duration) -> ReceiverRepair {
+        ReceiverRepair {
+            nack: NackConfig::default(),
+            rtx_payload_type,
+            playout_delay,
+            initial_rtt: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What the receiver asked for and what came of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RepairStats {
+    /// The NACK planner's counts: missing, asked, recovered (in time), given up, ...
+    pub nack: NackCounters,
+    /// Feedback packets with a NACK sent.
+    pub nack_packets: u64,
+    /// Retransmission packets received.
+    pub rtx_packets: u64,
+    /// Retransmissions that repaired a packet the receiver did not have.
+    pub rtx_useful: u64,
+    /// Retransmissions of a packet it had already (or too old to tell).
+    pub rtx_redundant: u64,
+    /// Retransmission packets that did not parse, or came before the stream's first packet.
+    pub rtx_malformed: u64,
+    /// The round-trip estimate now (ask to repair), microseconds.
+    pub rtt_us: u64,
+}
+
+/// When each RTP timestamp plays out: timestamps unwrapped, and the earliest arrival relative
+/// to them so far (the fastest packet sets the clock, as a jitter buffer's does).
+#[derive(Debug)]
+struct Playout {
+    clock: MediaClock,
+    delay: Duration,
+    /// The highest in-order packet's timestamp, and its unwrapped value in ticks.
+    last_ts: u32,
+    last_ext: i64,
+    /// Least (arrival − media time) so far, ns.
+    offset_ns: i128,
+}
+
+impl Playout {
+    fn new(clock: MediaClock, delay: Duration, ts: u32, now: Timestamp) -> Playout {
+        Playout {
+            clock,
+            delay,
+            last_ts: ts,
+            last_ext: 0,
+            offset_ns: i128::from(now.as_nanos()),
+        }
+    }
+
+    fn ext(&self, ts: u32) -> i64 {
+        self.last_ext + i64::from(ts.wrapping_sub(self.last_ts) as i32)
+    }
+
+    fn media_ns(&self, ext: i64) -> i128 {
+        i128::from(ext) * 1_000_000_000 / i128::from(self.clock.rate())
+    }
+
+    /// A packet of timestamp `ts` arrived at `now`; `in_order`: it is the highest so far.
+    fn arrived(&mut self, ts: u32, now: Timestamp, in_order: bool) {
+        let ext = self.ext(ts);
+        let offset = i128::from(now.as_nanos()) - self.media_ns(ext);
+        self.offset_ns = self.offset_ns.min(offset);
+        if in_order {
+            (self.last_ts, self.last_ext) = (ts, ext);
+        }
+    }
+
+    /// When a packet of timestamp `ts` plays out.
+    fn deadline(&self, ts: u32) -> Timestamp {
+        let at = self.media_ns(self.ext(ts)) + self.offset_ns + self.delay.as_nanos() as i128;
+        Timestamp::from_nanos(at.clamp(0, i128::from(u64::MAX)) as u64)
+    }
+
+    /// The deadline of packets missing before the one just arrived: those of the highest
+    /// packet before it (they may belong to its frame, the earlier).
+    fn gap_deadline(&self) -> Timestamp {
+        self.deadline(self.last_ts)
+    }
+}
+
+/// A receiver's repair state for the stream it follows.
+#[derive(Debug)]
+pub(crate) struct Repairing {
+    cfg: ReceiverRepair,
+    clock: MediaClock,
+    planner: NackPlanner,
+    /// The repaired stream's SSRC and payload type (the first source's first packet's).
+    media: Option<StreamIds>,
+    playout: Option<Playout>,
+    rtt: Duration,
+    /// Whether `rtt` is measured yet.
+    measured: bool,
+    stats: RepairStats,
+    /// The last repaired packet, as the original stream's.
+    packet: Vec<u8>,
+}
+
+impl Repairing {
+    /// Repairs for a stream whose timestamps run at `clock`.
+    pub(crate) fn new(cfg: ReceiverRepair, clock: MediaClock) -> Repairing {
+        Repairing {
+            clock,
+            planner: NackPlanner::new(cfg.nack),
+            rtt: cfg.initial_rtt,
+            cfg,
+            media: None,
+            playout: None,
+            measured: false,
+            stats: RepairStats::default(),
+            packet: Vec::new(),
+        }
+    }
+
+    pub(crate) fn stats(&self) -> RepairStats {
+        RepairStats {
+            nack: self.planner.counters(),
+            rtt_us: self.rtt.as_micros().min(u128::from(u64::MAX)) as u64,
+            ..self.stats
+        }
+    }
+
+    /// Whether a packet of payload type `pt` is a retransmission.
+    pub(crate) fn is_rtx(&self, pt: u8) -> bool {
+        pt == self.cfg.rtx_payload_type
+    }
+
+    /// The stream repaired: SSRC and payload type, once its first packet came.
+    pub(crate) fn media(&self) -> Option<StreamIds> {
+        self.media
+    }
+
+    /// The last repaired packet's bytes.
+    pub(crate) fn packet(&self) -> &[u8] {
+        &self.packet
+    }
+
+    /// A packet of the media stream arrived at `now`, taken as `verdict` with extended
+    /// sequence number `ext_seq`. A packet of another SSRC than the first is not followed.
+    pub(crate) fn on_media(
+        &mut self,
+        now: Timestamp,
+        pkt: &RtpView<'_>,
+        ext_seq: u64,
+        verdict: SeqVerdict,
+    ) {
+        let ids = StreamIds {
+            ssrc: pkt.ssrc(),
+            payload_type: pkt.payload_type(),
+        };
+        if *self.media.get_or_insert(ids) != ids {
+            return;
+        }
+        let ts = pkt.timestamp();
+        let in_order = matches!(verdict, SeqVerdict::InOrder | SeqVerdict::Resync);
+        let (cfg, clock) = (&self.cfg, self.clock);
+        let playout = self
+            .playout
+            .get_or_insert_with(|| Playout::new(clock, cfg.playout_delay, ts, now));
+        let gap_deadline = playout.gap_deadline();
+        playout.arrived(ts, now, in_order);
+        let rtt = self.planner.on_packet(ext_seq, now, gap_deadline);
+        self.sample(rtt);
+    }
+
+    /// Unwraps retransmission `data` into the original packet ([`Repairing::packet`]); its
+    /// original sequence number, or `None` (counted) if it is malformed or nothing is followed yet.
+    pub(crate) fn unwrap(&mut self, data: &[u8]) -> Option<u16> {
+        self.stats.rtx_packets += 1;
+        let Some(ids) = self.media else {
+            self.stats.rtx_malformed += 1;
+            return None;
+        };
+        // The original is two bytes shorter than its retransmission.
+        self.packet.resize(data.len(), 0);
+        match rtx::unwrap(data, ids, &mut self.packet) {
+            Ok((n, osn)) => {
+                self.packet.truncate(n);
+                Some(osn)
+            }
+            Err(_) => {
+                self.stats.rtx_malformed += 1;
+                None
+            }
+        }
+    }
+
+    /// The repair of a packet of timestamp `ts` arrived at `now`: `ext_seq` its extended
+    /// number if the receiver did not have it, `None` if it did.
+    pub(crate) fn on_repair(&mut self, now: Timestamp, ext_seq: Option<u64>, ts: u32) {
+        let Some(ext_seq) = ext_seq else {
+            self.stats.rtx_redundant += 1;
+            return;
+        };
+        self.stats.rtx_useful += 1;
+        if let Some(p) = self.playout.as_mut() {
+            p.arrived(ts, now, false);
+        }
+        // Older than the highest: it opens no gap, so the gap's deadline is not used.
+        let rtt = self.planner.on_packet(ext_seq, now, now);
+        self.sample(rtt);
+    }
+
+    /// A round-trip sample (ask to repair): smoothed as TCP's SRTT (RFC 6298, gain 1/8),
+    /// the first taken as it is.
+    fn sample(&mut self, rtt: Option<Duration>) {
+        let Some(rtt) = rtt else { return };
+        self.rtt = if self.measured {
+            (self.rtt * 7 + rtt) / 8
+        } else {
+            rtt
+        };
+        self.measured = true;
+    }
+
+    /// The stream's sequence numbers restarted (a confirmed jump).
+    pub(crate) fn restart(&mut self) {
+        self.planner.restart();
+    }
+
+    /// Another receiver of the group asked for `sequences` of stream `media_ssrc` at `now`;
+    /// whether it is the stream followed here (else the NACK is not for us).
+    pub(crate) fn on_peer_nack(
+        &mut self,
+        media_ssrc: u32,
+        sequences: Vec<u16>,
+        now: Timestamp,
+    ) -> bool {
+        if self.media.is_none_or(|m| m.ssrc != media_ssrc) {
+            return false;
+        }
+        self.planner.on_peer_nack(sequences, now, self.rtt);
+        true
+    }
+
+    /// When a NACK may be due (or a missing packet given up).
+    pub(crate) fn next_due(&self) -> Option<Timestamp> {
+        self.planner.next_due(self.rtt)
+    }
+
+    /// The sequence numbers to ask for now, at most `max`, into `out`.
+    pub(crate) fn asks(&mut self, now: Timestamp, max: usize, out: &mut Vec<u16>) {
+        out.clear();
+        self.planner.poll(now, self.rtt, max, out);
+    }
+
+    /// A NACK went out.
+    pub(crate) fn nack_sent(&mut self) {
+        self.stats.nack_packets += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::from_millis(ms)
+    }
+
+    #[test]
+    fn the_fastest_packet_sets_the_playout_clock() {
+        // 90 kHz: 9 000 ticks are 100 ms; 200 ms of play-out delay.
+        let mut p = Playout::new(
+            MediaClock::VIDEO_90K,
+            Duration::from_millis(200),
+            1000,
+            at(50),
+        );
+        assert_eq!(p.deadline(1000), at(250));
+        // A later packet that was quicker on the way moves the clock earlier...
+        p.arrived(1000 + 9000, at(140), true);
+        assert_eq!(p.deadline(1000 + 9000), at(340));
+        // ...a slower one does not; timestamps unwrap across 2^32.
+        p.arrived(1000 + 18_000, at(400), true);
+        assert_eq!(p.deadline(1000 + 18_000), at(440));
+        let mut w = Playout::new(MediaClock::VIDEO_90K, Duration::ZERO, u32::MAX - 99, at(0));
+        w.arrived(8900, at(100), true);
+        assert_eq!(w.deadline(8900), at(100));
+        assert_eq!(w.gap_deadline(), at(100));
+    }
+}

@@ -1,0 +1,207 @@
+//! A [`super::SenderSession`]'s answers to NACKs: the [`Repairer`] with the stream's history, and
+//! the retransmissions waiting for the driver ([`super::SenderSession::poll_repair`]).
+//!
+//! The driver gives the session each packet as it left ([`super::SenderSession::keep_sent`]:
+//! after renumbering and the send-time stamp, before SRTP); a NACK in a receiver's RTCP makes
+//! retransmissions of those that can still make their play-out deadline, within the repair
+//! budget (a share of the stream's rate: repairs count against the rate it was admitted with
+//! and its controller's target).
+
+use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
+use metronome_time::{MediaClock, Timestamp};
+use std::collections::VecDeque;
+use std::time::Duration;
+
+/// How a sender answers NACKs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SenderRepair {
+    /// The retransmission stream, its budget and its bounds.
+    pub repairer: RepairConfig,
+    /// Packets kept for retransmission (rounded up to a power of two, at most 65 536).
+    pub history_packets: usize,
+    /// The largest packet kept, bytes (larger ones are never retransmitted).
+    pub max_packet: usize,
+    /// How long after its due time a packet is still of use at the receivers, beyond the
+    /// way there: their play-out delay. A repair is sent only if it reaches the receiver by
+    /// then, counting the receiver's round trip beyond the least seen (its queues) as delay.
+    pub playout_delay: Duration,
+    /// The round trip assumed until a receiver report measures one.
+    pub initial_rtt: Duration,
+}
+
+/// Retransmissions waiting for the driver at most; more are counted and not made.
+pub const MAX_WAITING: usize = 64;
+
+/// A NACK a receiver sent: who, about which stream, which numbers (at most
+/// [`MAX_NACK_NUMBERS`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct NackRequest {
+    pub(crate) reporter: u32,
+    pub(crate) media_ssrc: u32,
+    pub(crate) sequences: Vec<u16>,
+}
+
+/// Numbers taken from one NACK: one more than a repairer answers, so that it counts the NACK
+/// as truncated; the rest is not read.
+pub(crate) const MAX_NACK_NUMBERS: usize = 257;
+/// NACKs taken from one RTCP compound; the rest are counted and not read.
+pub(crate) const MAX_NACKS_PER_COMPOUND: usize = 16;
+
+/// The stream's RTP clock: when a timestamp was sampled.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct MediaTime {
+    pub(crate) clock: MediaClock,
+    /// The RTP timestamp at `epoch`.
+    pub(crate) base: u32,
+    pub(crate) epoch: Timestamp,
+}
+
+impl MediaTime {
+    /// When timestamp `ts` was sampled, taking the instance of it nearest `near` (timestamps
+    /// wrap every 2^32 ticks).
+    fn at(&self, ts: u32, near: Timestamp) -> Timestamp {
+        let near_ts = self.clock.rtp_timestamp(self.base, self.epoch, near);
+        let ticks = ts.wrapping_sub(near_ts) as i32;
+        let d = self.clock.duration(u64::from(ticks.unsigned_abs()));
+        if ticks < 0 {
+            near.checked_sub(d).unwrap_or(Timestamp::ZERO)
+        } else {
+            near + d
+        }
+    }
+}
+
+/// The session's repair state; see the module docs.
+#[derive(Debug)]
+pub(crate) struct Resend {
+    repairer: Repairer,
+    media_time: MediaTime,
+    playout_delay: Duration,
+    initial_rtt: Duration,
+    /// The least round trip any receiver reported: the way there without queues.
+    min_rtt: Option<Duration>,
+    waiting: VecDeque<Vec<u8>>,
+    /// Buffers of sent retransmissions, reused.
+    spare: Vec<Vec<u8>>,
+    /// Retransmissions not made because [`MAX_WAITING`] were waiting.
+    overflow: u64,
+    /// Retransmission bytes handed to the driver (RTP header and payload).
+    bytes: u64,
+}
+
+/// What the session's repairs did: the repairer's counts, and the session's own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ResendStats {
+    /// Asked, sent, too late, unknown, over budget, duplicate, truncated and foreign NACKs.
+    #[serde(flatten)]
+    pub repairer: RepairCounters,
+    /// Retransmissions not made because the driver had not taken the ones waiting.
+    pub overflow: u64,
+    /// Retransmission bytes handed to the driver (RTP header and payload).
+    pub bytes: u64,
+    /// NACKs in one compound beyond the 16 read.
+    pub nacks_unread: u64,
+}
+
+impl Resend {
+    /// The repairs of stream `media_ssrc` (whose timestamps follow `media_time`), now
+    /// sending at `rate_bps`.
+    pub(crate) fn new(
+        cfg: SenderRepair,
+        media_ssrc: u32,
+        media_time: MediaTime,
+        rate_bps: u64,
+    ) -> Resend {
+        let history = SendHistory::new(cfg.history_packets, cfg.max_packet);
+        Resend {
+            media_time,
+            repairer: Repairer::new(cfg.repairer, media_ssrc, history, rate_bps),
+            playout_delay: cfg.playout_delay,
+            initial_rtt: cfg.initial_rtt,
+            min_rtt: None,
+            waiting: VecDeque::with_capacity(MAX_WAITING),
+            spare: Vec::new(),
+            overflow: 0,
+            bytes: 0,
+        }
+    }
+
+    pub(crate) fn stats(&self, nacks_unread: u64) -> ResendStats {
+        ResendStats {
+            repairer: self.repairer.counters(),
+            overflow: self.overflow,
+            bytes: self.bytes,
+            nacks_unread,
+        }
+    }
+
+    /// The stream's rate changed: the budget follows.
+    pub(crate) fn set_rate(&mut self, rate_bps: u64) {
+        self.repairer.set_rate(rate_bps);
+    }
+
+    /// A receiver reported a round trip.
+    pub(crate) fn rtt_sample(&mut self, rtt: Duration) {
+        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    }
+
+    /// Packet `packet` (due at `due`) left. It is of use until its timestamp's play-out
+    /// time: a receiver's clock is set by the fastest packet, the first of a frame to leave on
+    /// time, so a later packet of the frame (paced out over its period) has less time.
+    pub(crate) fn sent(&mut self, packet: &[u8], due: Timestamp) {
+        let Ok(view) = metronome_wire::rtp::RtpView::parse(packet) else {
+            return;
+        };
+        let sampled = self.media_time.at(view.timestamp(), due).min(due);
+        let deadline = sampled + self.playout_delay;
+        self.repairer.sent(view.sequence(), packet, deadline);
+    }
+
+    /// Answers `nack`, from a receiver whose last round trip was `rtt` (if known), at `now`.
+    pub(crate) fn on_nack(&mut self, nack: &NackRequest, rtt: Option<Duration>, now: Timestamp) {
+        let rtt = rtt.unwrap_or(self.initial_rtt);
+        // The receiver's clock is set by its fastest packet: a repair is late by the delay
+        // beyond the fastest way there (half the round trip beyond the least).
+        let base = self.min_rtt.unwrap_or(rtt).min(rtt);
+        let path = Path {
+            to_receiver: (rtt - base) / 2,
+            rtt,
+        };
+        let (waiting, spare, overflow) = (&mut self.waiting, &mut self.spare, &mut self.overflow);
+        let mut emit = |p: &[u8]| {
+            if waiting.len() == MAX_WAITING {
+                *overflow += 1;
+                return;
+            }
+            let mut b = spare.pop().unwrap_or_default();
+            b.clear();
+            b.extend_from_slice(p);
+            waiting.push_back(b);
+        };
+        let seqs = nack.sequences.iter().copied();
+        self.repairer
+            .on_nack(nack.media_ssrc, seqs, now, path, &mut emit);
+    }
+
+    /// The next retransmission, written into `buf`; its length. One that does not fit is
+    /// dropped (counted as overflow).
+    pub(crate) fn poll(&mut self, buf: &mut [u8]) -> Option<usize> {
+        loop {
+            let b = self.waiting.pop_front()?;
+            let n = b.len();
+            let fits = n <= buf.len();
+            if fits {
+                buf[..n].copy_from_slice(&b);
+                self.bytes += n as u64;
+            } else {
+                self.overflow += 1;
+            }
+            if self.spare.len() < MAX_WAITING {
+                self.spare.push(b);
+            }
+            if fits {
+                return Some(n);
+            }
+        }
+    }
+}
