@@ -626,6 +626,7 @@ fn rtp(
             track_arrivals: frames.is_some(),
             lookahead: (plan.cc != RtpCc::Fixed).then_some(Duration::from_millis(200)),
             membership: member_windows(f),
+            repair: None,
         },
         source,
         controller(&plan, segment, floor_bps, epoch),

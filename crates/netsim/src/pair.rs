@@ -188,6 +188,7 @@ pub fn run_pair(
             track_arrivals: false,
             lookahead: None,
             membership: Vec::new(),
+            repair: None,
         },
         Box::new(source),
         controller,

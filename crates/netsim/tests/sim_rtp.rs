@@ -69,6 +69,7 @@ fn flow_config(
         track_arrivals: false,
         lookahead: None,
         membership: Vec::new(),
+        repair: None,
     }
 }
 
@@ -205,6 +206,7 @@ fn tfrc_slow_start_follows_its_first_feedback_at_once() {
         RtpFlowConfig {
             lookahead: Some(Duration::from_millis(200)),
             membership: Vec::new(),
+            repair: None,
             ..flow_config("tfrc", src, vec![dst], seed, AgentKind::Tfrc, epoch)
         },
         Box::new(source),
@@ -234,4 +236,142 @@ fn tfrc_slow_start_follows_its_first_feedback_at_once() {
         "doubled {:?} after the first feedback, {below} times below half on the way: {trace:?}",
         doubled.0.saturating_since(first.0)
     );
+}
+
+/// One viewer behind a link that loses `loss` of the packets towards it (and `loss / 3` of
+/// its reports), 20 ms each way: a 2 Mbit/s TS stream for 20 s, with NACK and retransmission
+/// or without. The viewer plays out `playout` after the fastest packet.
+fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<RtpFlow> {
+    use metronome_session::receiver::ReceiverRepair;
+    use metronome_session::repair::RepairConfig;
+    use metronome_session::sender::SenderRepair;
+    use metronome_wire::rtx::StreamIds;
+    let mut sim = Sim::new(seed, TraceLevel::Off);
+    let src = sim.add_node("server");
+    let viewer = sim.add_node("viewer");
+    let down = LinkConfig {
+        rate_bps: Some(10_000_000),
+        delay: Duration::from_millis(20),
+        loss: LossModel::Bernoulli(loss),
+        ..LinkConfig::default()
+    };
+    let up = LinkConfig {
+        loss: LossModel::Bernoulli(loss / 3.0),
+        ..down.clone()
+    };
+    sim.add_link(src, viewer, down, up);
+    let epoch = Timestamp::from_millis(10);
+    let pcfg = PacketizerConfig {
+        send_time_ext: true,
+        ..PacketizerConfig::mp2t(0xfeed, 1, 1)
+    };
+    // One 7-TS packet every 5.264 ms: 2 Mbit/s of TS.
+    let period = Duration::from_nanos(752_000);
+    let packets = 20_000_000_000u64 / (752_000 * 7);
+    let source = CbrTs::new(pcfg, epoch, period, packets as usize);
+    let mut cfg = flow_config("tv", src, vec![viewer], seed, AgentKind::None, epoch);
+    cfg.track_arrivals = true;
+    if repair {
+        let rtx = StreamIds {
+            ssrc: 0x0bad_cafe,
+            payload_type: 97,
+        };
+        cfg.repair = Some(SenderRepair {
+            repairer: RepairConfig::new(rtx, 4321, 0.25),
+            history_packets: 1024,
+            max_packet: 1500,
+            playout_delay: playout,
+            initial_rtt: Duration::from_millis(100),
+        });
+        cfg.receiver.repair = Some(ReceiverRepair::new(97, playout));
+    }
+    let flow = RtpFlow::new(
+        cfg,
+        Box::new(source),
+        Box::new(FixedRate::new(Bitrate::mbps(2))),
+    );
+    sim.add_flow(Box::new(flow));
+    run_one(sim, Timestamp::from_secs(21)).1
+}
+
+/// Packets the viewer never had (by the end of the run), of those sent.
+fn never_had(flow: &RtpFlow) -> usize {
+    let a = flow.arrivals(0);
+    let missing_tail = flow.sent() as usize - a.len();
+    a.iter().filter(|t| **t == Timestamp::MAX).count() + missing_tail
+}
+
+#[test]
+fn nack_and_retransmission_repair_random_loss_before_the_play_out_deadline() {
+    for seed in [1, 2, 3] {
+        let playout = Duration::from_millis(200);
+        let plain = lossy_unicast(seed, 0.03, false, playout);
+        let repaired = lossy_unicast(seed, 0.03, true, playout);
+        let sent = plain.sent() as usize;
+        let (before, after) = (never_had(&plain), never_had(&repaired));
+        assert!(
+            before > sent / 50,
+            "seed {seed}: {before} of {sent} lost without repair"
+        );
+        // Each loss is asked for up to three times within the 200 ms: what stays lost is a
+        // packet whose every ask or repair was lost too (3 % of 3 % of ...).
+        assert!(
+            after * 20 < before,
+            "seed {seed}: {after} lost with repair, {before} without"
+        );
+        let rx = repaired.receivers[0].repair_stats().unwrap();
+        let tx = repaired.sender.repair_stats().unwrap();
+        // No repair came after its packet's play-out time, and none was sent too late.
+        assert_eq!(rx.nack.recovered_late, 0, "seed {seed}: {rx:?}");
+        assert!(
+            rx.nack.recovered as usize >= before - after - 2,
+            "seed {seed}: {rx:?}"
+        );
+        assert_eq!(
+            rx.rtx_useful + rx.rtx_redundant,
+            rx.rtx_packets,
+            "seed {seed}"
+        );
+        assert_eq!(rx.rtx_malformed, 0);
+        let (repairs, bytes) = repaired.repairs_sent();
+        assert_eq!(repairs, tx.repairer.sent, "seed {seed}: {tx:?}");
+        // Repairs are a few per cent of the stream, within the quarter the budget allows.
+        let stream_bytes = repaired.sent() * 1400;
+        assert!(
+            bytes * 10 < stream_bytes,
+            "seed {seed}: {bytes} repair bytes"
+        );
+        assert_eq!(
+            (tx.repairer.over_budget, tx.overflow),
+            (0, 0),
+            "seed {seed}: {tx:?}"
+        );
+        // The round trip the viewer measured, ask to repair: 40 ms and a little.
+        assert!((40_000..60_000).contains(&rx.rtt_us), "seed {seed}: {rx:?}");
+        // The network's loss stays what the receiver reports to the sender (RFC 4588).
+        let view = &repaired.sender.reports().receivers()[0];
+        assert!(
+            view.cumulative_lost as usize >= before / 2,
+            "seed {seed}: {view:?}"
+        );
+    }
+}
+
+/// When a repair cannot arrive in time (a 40 ms round trip, 35 ms of play-out delay), the
+/// viewer does not ask and the sender sends nothing: every loss is given up at once.
+#[test]
+fn no_repair_is_asked_for_or_sent_that_cannot_make_the_deadline() {
+    let playout = Duration::from_millis(35);
+    let plain = lossy_unicast(7, 0.03, false, playout);
+    let flow = lossy_unicast(7, 0.03, true, playout);
+    assert_eq!(never_had(&flow), never_had(&plain));
+    let rx = flow.receivers[0].repair_stats().unwrap();
+    assert!(rx.nack.missing > 50, "{rx:?}");
+    assert_eq!(
+        (rx.nack.asked, rx.nack_packets, rx.rtx_packets),
+        (0, 0, 0),
+        "{rx:?}"
+    );
+    assert_eq!(rx.nack.given_up, rx.nack.missing, "{rx:?}");
+    assert_eq!(flow.repairs_sent(), (0, 0));
 }

@@ -20,7 +20,9 @@ use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::RtpSource;
-use metronome_session::sender::{Input, Queued, SenderSession, SenderSessionConfig, Transmit};
+use metronome_session::sender::{
+    Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
+};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use source::wall;
@@ -67,6 +69,9 @@ pub struct RtpFlowConfig {
     pub lookahead: Option<Duration>,
     /// When receivers join and leave the group; a receiver not named is a member throughout.
     pub membership: Vec<MemberWindow>,
+    /// The sender answers NACKs with retransmissions (the receivers ask when
+    /// [`ReceiverConfig::repair`] is set); they go where the stream goes.
+    pub repair: Option<SenderRepair>,
 }
 
 /// One receiver's time in the group (by its index in [`RtpFlowConfig::receivers`]): it is
@@ -149,6 +154,8 @@ pub struct RtpFlow {
     wakes: Vec<Timestamp>,
     sent: u64,
     sent_bytes: u64,
+    repairs_sent: u64,
+    repair_bytes: u64,
     first_send: Option<Timestamp>,
     last_send: Timestamp,
     /// The sessions' decisions in order, if [`RtpFlowConfig::log`] is set; else empty.
@@ -181,7 +188,10 @@ impl RtpFlow {
         controller: Box<dyn RateController>,
     ) -> Self {
         let n = cfg.session.queue_capacity.max(1);
-        let sender = SenderSession::new(cfg.session.clone(), cfg.epoch, controller);
+        let mut sender = SenderSession::new(cfg.session.clone(), cfg.epoch, controller);
+        if let Some(r) = cfg.repair {
+            sender = sender.with_repair(r);
+        }
         let receivers = (0..cfg.receivers.len())
             .map(|i| {
                 // Each receiver is its own RTP participant: its own SSRC and CNAME.
@@ -212,6 +222,8 @@ impl RtpFlow {
             wakes: vec![Timestamp::MAX; cfg.receivers.len() + 1],
             sent: 0,
             sent_bytes: 0,
+            repairs_sent: 0,
+            repair_bytes: 0,
             first_send: None,
             last_send: Timestamp::ZERO,
             log: Vec::new(),
@@ -362,6 +374,7 @@ impl RtpFlow {
         if self.cfg.send_time_ext {
             patch_send_time(pkt, wall(now));
         }
+        self.sender.keep_sent(pkt, due);
         if self.first_seq.is_none() && pkt.len() >= 4 {
             // Receivers extend sequence numbers from 0 cycles: the first one sent is number 0
             // (a sender starting within a few packets of a wrap would number them past it).
@@ -387,6 +400,26 @@ impl RtpFlow {
         net.send(now, self.cfg.src, p);
     }
 
+    /// Sends the retransmissions the sender made (answering a NACK just in), where the
+    /// stream goes.
+    fn send_repairs(&mut self, now: Timestamp, net: &mut Net) {
+        let mut buf = std::mem::take(&mut self.rtcp);
+        let need = self.cfg.slot_size + metronome_wire::rtx::OSN_LEN;
+        buf.resize(buf.len().max(need), 0);
+        while let Some(n) = self.sender.poll_repair(&mut buf) {
+            let pkt = self.datagram(net, now, self.dst, &buf[..n]);
+            self.repairs_sent += 1;
+            self.repair_bytes += u64::from(pkt.size);
+            net.send(now, self.cfg.src, pkt);
+        }
+        self.rtcp = buf;
+    }
+
+    /// Retransmissions sent, and their bytes on the wire (with IP and UDP headers).
+    pub fn repairs_sent(&self) -> (u64, u64) {
+        (self.repairs_sent, self.repair_bytes)
+    }
+
     fn run_receiver(&mut self, now: Timestamp, ep: u32, net: &mut Net) {
         let r = ep as usize - 1;
         self.report_from(now, r, net, |rx, buf| rx.poll_transmit(now, buf));
@@ -408,7 +441,10 @@ impl RtpFlow {
                 ext_seq: rec.ext_seq,
                 rtp_ts: rec.rtp_ts,
             });
-            if !matches!(rec.verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
+            if rec.repaired {
+                // What the network delivered stays the meter's; the viewer has the packet.
+                self.track(r, rec.ext_seq, now);
+            } else if !matches!(rec.verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
                 self.meters[r].account(now, pkt.size, pkt.sent_at);
                 self.track(r, rec.ext_seq, now);
             } else {
@@ -636,6 +672,7 @@ impl Flow for RtpFlow {
                 data: &data,
             };
             let _ = self.sender.handle_input(now, input);
+            self.send_repairs(now, net);
             self.follow_events(now);
             // The controller may have something to tell the receivers at once.
             self.wake_at(now, 0, Some(now), net);
