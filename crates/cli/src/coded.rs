@@ -139,6 +139,7 @@ pub fn open(
             }),
             // The sender's RTCP follows `serve`'s own settings; this is the scenario's default.
             rtcp_interval: metronome_spec::scenario::RTCP_MIN_INTERVAL,
+            repair: metronome_spec::scenario::Repair::None,
         },
     };
     let dir = std::env::current_dir().ok();

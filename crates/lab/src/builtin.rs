@@ -23,6 +23,11 @@ Builtin {
     text: include_str!("../scenarios/seed001-video.toml"),
 },
 Builtin {
+    name: "repair-rtx",
+    summary: "Video over 1-5 % random loss and over seed 001's moderate link, with and without NACK and retransmission: frames shown in time, repairs, overhead",
+    text: include_str!("../scenarios/repair-rtx.toml"),
+},
+Builtin {
     name: "seed001-ffmpeg",
     summary: "FFmpeg (x264, RTP/MPEG-TS) at each ladder bitrate to the clients' group, measured by metronome recv per client (real programs: --mode emu, as root)",
     text: include_str!("../scenarios/seed001-ffmpeg.toml"),

@@ -14,17 +14,20 @@ use metronome_netsim::sim::flows::udp::{UdpFlow, UdpFlowConfig};
 use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
 use metronome_sched::PacingConfig;
-use metronome_session::receiver::{PayloadKind, ReceiverConfig};
+use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair};
+use metronome_session::repair::RepairConfig;
 use metronome_session::sender::{
-    CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderReportsConfig, SenderSessionConfig,
+    CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderRepair, SenderReportsConfig,
+    SenderSessionConfig,
 };
 use metronome_spec::scenario::Variation;
 use metronome_spec::scenario::{
     CodedVideo, DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl,
-    RateShape, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
+    RateShape, Repair, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
 };
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
+use metronome_wire::rtx::StreamIds;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -298,9 +301,42 @@ pub struct RtpPlan {
     /// protocols' own data header has it; ns-2's costs no bytes): abs-send-time, 8 bytes, so
     /// 970-byte payloads at 1018.
     pub send_time: SendTimeExt,
+    /// How viewers get lost packets back, and their play-out deadline (which repairs need).
+    pub repair: Repair,
+    pub playout_deadline: Option<Duration>,
 }
 
+/// The retransmission stream's payload type: the first dynamic one after the media's 96.
+pub const RTX_PAYLOAD_TYPE: u8 = 97;
+/// The share of a stream's rate its retransmissions may take.
+pub const RTX_BUDGET_SHARE: f64 = 0.25;
+
 impl RtpPlan {
+    /// The sender's and the viewers' repair settings, if the flow repairs: retransmissions
+    /// as SSRC `n.ssrc ^ 0x5254_5800` ("RTX"), numbered from a seeded start; a history of
+    /// 4 096 packets (4 s at 10 Mbit/s of 1 250-byte packets); the viewers' play-out delay the
+    /// flow's deadline, a 100 ms round trip assumed until measured.
+    pub fn repairs(&self, n: &Numbering) -> (Option<SenderRepair>, Option<ReceiverRepair>) {
+        let (Repair::Rtx, Some(playout)) = (self.repair, self.playout_deadline) else {
+            return (None, None);
+        };
+        let rtx = StreamIds {
+            ssrc: n.ssrc ^ 0x5254_5800,
+            payload_type: RTX_PAYLOAD_TYPE,
+        };
+        let sender = SenderRepair {
+            repairer: RepairConfig::new(rtx, n.seq ^ 0x5a5a, RTX_BUDGET_SHARE),
+            history_packets: 4096,
+            max_packet: 1500,
+            playout_delay: playout,
+            initial_rtt: Duration::from_millis(100),
+        };
+        (
+            Some(sender),
+            Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
+        )
+    }
+
     /// How its rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count the
     /// whole packet on the wire, at most the MTU.
     pub fn packet_shape(&self) -> PacketShape {
@@ -323,6 +359,8 @@ impl RtpPlan {
             gop,
             coded,
             rtcp_interval,
+            repair,
+            playout_deadline,
             ..
         } = f.kind
         else {
@@ -338,6 +376,8 @@ impl RtpPlan {
             coded,
             mtu,
             rtcp_interval,
+            repair,
+            playout_deadline,
             send_time: match coded {
                 None => SendTimeExt::Ntp64,
                 Some(_) if cc.receivers_need_send_times() => SendTimeExt::Abs24,
@@ -565,6 +605,7 @@ fn rtp(
     // The controller's packet size: as the real-time server gives it (a TS packet's wire
     // bytes, or a ladder's whole packet, at most the MTU).
     let segment = plan.packet_shape().wire_bytes as u32;
+    let (repair, receiver_repair) = plan.repairs(&n);
     let FlowSource {
         source,
         frames,
@@ -613,6 +654,7 @@ fn rtp(
                 histogram_digits,
                 cc: plan.cc.receiver(),
                 rtcp_min_interval: plan.rtcp_interval,
+                repair: receiver_repair,
                 ..ReceiverConfig::default()
             },
             epoch,
@@ -626,7 +668,7 @@ fn rtp(
             track_arrivals: frames.is_some(),
             lookahead: (plan.cc != RtpCc::Fixed).then_some(Duration::from_millis(200)),
             membership: member_windows(f),
-            repair: None,
+            repair,
         },
         source,
         controller(&plan, segment, floor_bps, epoch),

@@ -36,6 +36,68 @@ pub struct FlowReport {
     /// What the flow's rate controller did (RTP flows).
     #[serde(default)]
     pub rate_control: Option<RateControl>,
+    /// What the sender's loss repair did (RTP flows with `repair`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<SenderRepairFigures>,
+}
+
+/// What a sender's loss repair (NACK and retransmission) did over the run, packets unless
+/// named otherwise.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SenderRepairFigures {
+    /// Sequence numbers receivers asked for (within the first 64 of each NACK).
+    pub asked: u64,
+    /// Retransmissions sent.
+    pub sent_packets: u64,
+    /// Their bytes on the wire (IP header included).
+    pub sent_bytes: u64,
+    /// `sent_bytes` over the stream's own `sent_bytes`, percent.
+    pub overhead_percent: f64,
+    /// Asked for, not sent: the repair could not reach the viewer before the play-out time.
+    pub too_late: u64,
+    /// Asked for, not sent: beyond the repair budget (a share of the stream's rate).
+    pub over_budget: u64,
+    /// Asked for again within a round trip of the last repair (one repair answers all).
+    pub duplicate: u64,
+    /// Asked for, no longer in the history (or never sent).
+    pub unknown: u64,
+}
+
+/// `part` of `whole`, percent; 0 of nothing.
+pub fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// What loss repair did for one viewer, packets unless named otherwise. `lost` (the
+/// receiver's) is what the network lost; this says what came back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RepairFigures {
+    /// Packets the viewer never had, after repair (network losses not repaired).
+    pub lost_after: u64,
+    /// `lost_after` of the packets sent, percent.
+    pub lost_after_percent: f64,
+    /// Losses repaired: retransmissions of packets the viewer did not have.
+    pub repaired: u64,
+    /// Missing packets that came (repaired or late) after their play-out time.
+    pub too_late: u64,
+    /// Missing packets given up: no repair could arrive in time any more, or every ask went
+    /// unanswered.
+    pub given_up: u64,
+    /// Feedback packets with a NACK sent.
+    pub nack_packets: u64,
+    /// Sequence numbers asked for (a number asked twice counts twice).
+    pub asked: u64,
+    /// Retransmissions received, useful or not.
+    pub retransmissions: u64,
+    /// Retransmissions of packets the viewer had already.
+    pub redundant: u64,
+    /// The round trip the viewer measured (ask to repair) at the end, ns.
+    #[serde(rename = "rtt_us", with = "metronome_time::units::ns_as_us")]
+    pub rtt_ns: u64,
 }
 
 /// An RTP flow's rate controller over the run.
@@ -144,6 +206,9 @@ pub struct ReceiverReport {
     /// What a viewer saw, frame by frame, where the flow carries video whose frames are known.
     #[serde(default)]
     pub frames: Option<FrameFigures>,
+    /// What loss repair did for this viewer (RTP flows with `repair`; absent otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairFigures>,
 }
 
 /// Frames of a video flow at one receiver. A frame is lost if any packet that carries part
@@ -232,11 +297,7 @@ impl ReceiverReport {
             packets: meter.packets,
             bytes: meter.bytes,
             lost,
-            loss_percent: if sent == 0 {
-                0.0
-            } else {
-                100.0 * lost as f64 / sent as f64
-            },
+            loss_percent: percent(lost, sent),
             duplicates: meter.duplicates,
             reordered: meter.reordered,
             throughput_bps: if secs > 0.0 {
@@ -260,6 +321,7 @@ impl ReceiverReport {
             interarrival_quantiles_ns: percentiles(&meter.interarrival),
             intervals: meter.intervals.clone(),
             frames: None,
+            repair: None,
         }
     }
 }

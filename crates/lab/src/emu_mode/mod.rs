@@ -26,7 +26,7 @@ use metronome_link::topology::{LinkId, NodeId, Topology};
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::{SocketOptions, UdpReceiver};
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, Point, RtpCc, Scenario};
+use metronome_spec::scenario::{FlowDecl, FlowKind, Point, Repair, RtpCc, Scenario};
 use metronome_time::Timestamp;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -278,6 +278,7 @@ fn rtp_run<'a>(
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
     refuse_membership(s)?;
+    refuse_repair(s)?;
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
@@ -336,6 +337,20 @@ fn refuse_membership(s: &Scenario) -> Result<(), String> {
     match s.flows.iter().find(|f| !f.membership.is_empty()) {
         Some(f) => Err(format!(
             "flow '{}': receivers joining and leaving (membership) run in sim mode only for now: the emulator's fabric keeps a group's tree for the whole run; remove membership or use --mode sim",
+            f.name
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The real-time server and `metronome recv` do not yet ask for or send repairs: a scenario
+/// that repairs is refused with what to do.
+fn refuse_repair(s: &Scenario) -> Result<(), String> {
+    let repairs =
+        |f: &&FlowDecl| matches!(f.kind, FlowKind::Rtp { repair, .. } if repair != Repair::None);
+    match s.flows.iter().find(repairs) {
+        Some(f) => Err(format!(
+            "flow '{}': repair runs in sim mode only for now: the real-time server and `metronome recv` do not yet send or ask for retransmissions; remove repair or use --mode sim",
             f.name
         )),
         None => Ok(()),
@@ -565,4 +580,44 @@ fn udp_bound(f: &FlowDecl) -> u64 {
     };
     let peak = model::rate_pattern(rate).peak_bps();
     (f.duration.as_secs_f64() * peak as f64 / (payload as f64 * 8.0)) as u64 + 2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metronome_spec::scenario::ScenarioFile;
+
+    #[test]
+    fn a_scenario_that_repairs_is_refused_with_what_to_do() {
+        let b = crate::builtin::find("repair-rtx").unwrap();
+        let points = ScenarioFile::parse(b.text, b.name)
+            .unwrap()
+            .resolve_all()
+            .unwrap();
+        for (p, s) in &points {
+            match (p.params[1].1.as_str(), refuse_repair(s)) {
+                ("none", r) => assert_eq!(r, Ok(())),
+                (_, Err(e)) => assert!(e.contains("use --mode sim"), "{e}"),
+                (_, Ok(())) => panic!("{p}: repair accepted in emu mode"),
+            }
+        }
+    }
+
+    #[test]
+    fn repair_needs_a_play_out_deadline_and_a_word_it_knows() {
+        let b = crate::builtin::find("repair-rtx").unwrap();
+        let text = b.text.replace("playout_deadline = \"200ms\"\n", "");
+        let e = ScenarioFile::parse(&text, b.name)
+            .unwrap()
+            .resolve_all()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("needs playout_deadline"), "{e}");
+        let text = b.text.replacen("\"${repair}\"", "\"fec\"", 1);
+        let e = ScenarioFile::parse(&text, b.name)
+            .and_then(|f| f.resolve_all())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("write \"rtx\""), "{e}");
+    }
 }

@@ -391,6 +391,7 @@ fn parse_iperf3(
     rx.intervals = intervals;
     let sent = &v["end"]["sum_sent"];
     let report = FlowReport {
+        repair: None,
         name: f.name.clone(),
         kind: "tcp".into(),
         src: f.from.clone(),
@@ -452,6 +453,7 @@ pub(super) fn measured_by(run: &CommandRun, f: &FlowDecl, st: &Stage) -> Option<
 /// command's figures as its receiver (see [`measured_by`]).
 pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
     FlowReport {
+        repair: None,
         name: f.name.clone(),
         kind: "command".into(),
         src: f.from.clone(),

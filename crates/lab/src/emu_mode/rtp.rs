@@ -340,6 +340,7 @@ fn report(
             })
             .collect();
     let mut report = FlowReport {
+        repair: None,
         name: f.name.clone(),
         kind: "rtp".into(),
         src: f.from.clone(),

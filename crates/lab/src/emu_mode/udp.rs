@@ -109,6 +109,7 @@ pub(super) fn udp_report(f: &FlowDecl, meters: &mut [Meter], sent: u64, bytes: u
         _ => 0,
     };
     FlowReport {
+        repair: None,
         name: f.name.clone(),
         kind: "udp".into(),
         src: f.from.clone(),

@@ -9,6 +9,7 @@
 
 mod figures;
 pub mod plots;
+mod repair;
 mod replicates;
 mod sweep;
 mod tables;

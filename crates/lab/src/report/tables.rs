@@ -267,6 +267,7 @@ pub(crate) fn points_section(s: &Summary) -> String {
         h.push_str(&flows_table(p));
         h.push_str(&sharing_table(p));
         h.push_str(&video_table(p));
+        h.push_str(&super::repair::repair_table(p));
         h.push_str(&super::figures::point_plots(p));
         h.push_str(&super::figures::rate_plot(p));
         h.push_str(&super::figures::sent_plots(p));

@@ -3,7 +3,7 @@
 
 use super::values::{Dur, Rate};
 use super::{
-    CodedVideo, FlowDecl, FlowKind, Membership, RateShape, RtpCc, TcpCc, VideoCodecDecl,
+    CodedVideo, FlowDecl, FlowKind, Membership, RateShape, Repair, RtpCc, TcpCc, VideoCodecDecl,
     VideoContent, RTCP_MIN_INTERVAL,
 };
 use serde::Deserialize;
@@ -43,6 +43,7 @@ pub(super) struct RawFlow {
     b_frames: Option<u32>,
     rtcp_interval: Option<Dur>,
     membership: Option<Vec<RawMembership>>,
+    repair: Option<String>,
 }
 
 /// `membership = [{ to = "R45", join = "20s", leave = "50s" }]`: when receivers of a group
@@ -232,7 +233,7 @@ impl RawFlow {
 
     /// Every key only some kinds have: whether it is set, and the kinds that take it, in the
     /// order a flow's first unused key is found.
-    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 18] {
+    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 19] {
         const RTP: &[&str] = &["rtp"];
         [
             ("video", self.video.is_some(), RTP),
@@ -248,6 +249,7 @@ impl RawFlow {
             ("b_frames", self.b_frames.is_some(), RTP),
             ("rtcp_interval", self.rtcp_interval.is_some(), RTP),
             ("membership", self.membership.is_some(), RTP),
+            ("repair", self.repair.is_some(), RTP),
             ("cc", self.cc.is_some(), &["tcp", "rtp"]),
             ("bytes", self.bytes.is_some(), &["tcp"]),
             ("payload", self.payload.is_some(), &["udp"]),
@@ -397,11 +399,32 @@ impl RawFlow {
                 gop: self.gop,
                 coded,
                 rtcp_interval,
+                repair: self.repair(name)?,
             }),
             _ => Err(format!(
                 "flow '{name}': an rtp flow needs rate = \"1mbit\" (its MPEG-TS rate, at least 10kbit)"
             )),
         }
+    }
+
+    /// `repair`: "none" or "rtx"; repairs need a play-out deadline to respect.
+    fn repair(&self, name: &str) -> Result<Repair, String> {
+        let repair = match self.repair.as_deref().map(str::trim) {
+            None | Some("none") => Repair::None,
+            Some("rtx") => Repair::Rtx,
+            Some(other) => {
+                return Err(format!(
+                    "flow '{name}': repair = \"{other}\": write \"rtx\" (NACK and retransmission) or \"none\""
+                ))
+            }
+        };
+        if repair != Repair::None && self.playout_deadline.is_none() {
+            return Err(format!(
+                "flow '{name}': repair = \"{}\" needs playout_deadline = \"200ms\" (viewers ask only for what can still be shown)",
+                repair.as_str()
+            ));
+        }
+        Ok(repair)
     }
 
     /// `membership`: each entry names receivers of this flow (a name, or a prefix and `*`),

@@ -237,6 +237,28 @@ pub struct Membership {
     pub leave: Option<Duration>,
 }
 
+/// How an RTP flow's viewers get lost packets back (`repair = ...`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Repair {
+    /// `"none"` (the default): what the network loses is lost.
+    #[default]
+    None,
+    /// `"rtx"`: NACK and retransmission (RFC 4585, RFC 4588). Each viewer asks for what can
+    /// still arrive before its play-out deadline (`playout_deadline`, which it needs); the
+    /// sender answers what can still make it, within a quarter of the stream's rate.
+    Rtx,
+}
+
+impl Repair {
+    /// The scenario's word for it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Repair::None => "none",
+            Repair::Rtx => "rtx",
+        }
+    }
+}
+
 /// What a flow is (`kind = ...`), with the keys only that kind has.
 #[derive(Clone, Debug, PartialEq)]
 pub enum FlowKind {
@@ -303,6 +325,8 @@ pub enum FlowKind {
         coded: Option<CodedVideo>,
         /// The minimum RTCP interval, 100 ms to 60 s ([`RTCP_MIN_INTERVAL`] by default).
         rtcp_interval: Duration,
+        /// How viewers get lost packets back (`repair = "rtx"`; none by default).
+        repair: Repair,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until
     /// it exits or `duration` has passed (then it is interrupted). In `args`, `@{NODE}` is a

@@ -453,6 +453,7 @@ impl Flow for TcpFlow {
             self.read as f64 * 8.0 / active.as_secs_f64()
         };
         FlowReport {
+            repair: None,
             name: self.cfg.name.clone(),
             kind: "tcp".into(),
             src: net.topology().node_name(self.cfg.src).to_string(),

@@ -176,6 +176,7 @@ impl Flow for UdpFlow {
             })
             .collect();
         FlowReport {
+            repair: None,
             name: self.cfg.name.clone(),
             kind: "udp".into(),
             src: net.topology().node_name(self.cfg.src).to_string(),

@@ -16,12 +16,14 @@ use crate::sim::net::Net;
 use crate::sim::packet::{Body, Dst, FlowId, Packet};
 use metronome_cc::RateController;
 use metronome_link::meter::Meter;
-use metronome_link::report::{FlowReport, ReceiverReport};
+use metronome_link::report::{
+    percent, FlowReport, ReceiverReport, RepairFigures, SenderRepairFigures,
+};
 use metronome_link::topology::NodeId;
-use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
+use metronome_session::receiver::{ReceiverConfig, ReceiverSession, RepairStats};
 use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
-    Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
+    Input, Queued, ResendStats, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
 };
 use metronome_time::Timestamp;
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
@@ -701,13 +703,14 @@ impl Flow for RtpFlow {
             .iter()
             .zip(&mut self.meters)
             .zip(windows)
-            .map(|((&n, m), (expected, active))| {
-                ReceiverReport::from_meter(
-                    net.topology().node_name(n).to_string(),
-                    m,
-                    expected,
-                    active,
-                )
+            .zip(&self.receivers)
+            .map(|(((&n, m), (expected, active)), rx)| {
+                let name = net.topology().node_name(n).to_string();
+                let mut r = ReceiverReport::from_meter(name, m, expected, active);
+                r.repair = rx
+                    .repair_stats()
+                    .map(|s| viewer_repair(&s, r.lost, expected));
+                r
             })
             .collect();
         FlowReport {
@@ -725,6 +728,47 @@ impl Flow for RtpFlow {
                 &self.rate_trace,
                 end,
             )),
+            repair: self.sender.repair_stats().map(|s| {
+                let (packets, bytes) = (self.repairs_sent, self.repair_bytes);
+                sender_repair(&s, packets, bytes, self.sent_bytes)
+            }),
         }
+    }
+}
+
+/// A viewer's repair figures: `lost` is what the network lost of the `expected` packets.
+fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
+    let lost_after = lost.saturating_sub(s.rtx_useful);
+    RepairFigures {
+        lost_after,
+        lost_after_percent: percent(lost_after, expected),
+        repaired: s.rtx_useful,
+        too_late: s.nack.recovered_late,
+        given_up: s.nack.given_up,
+        nack_packets: s.nack_packets,
+        asked: s.nack.asked,
+        retransmissions: s.rtx_packets,
+        redundant: s.rtx_redundant,
+        rtt_ns: s.rtt_us.saturating_mul(1000),
+    }
+}
+
+/// The sender's repair figures: `packets` retransmissions of `bytes` on the wire, beside the
+/// stream's `stream_bytes`.
+fn sender_repair(
+    s: &ResendStats,
+    packets: u64,
+    bytes: u64,
+    stream_bytes: u64,
+) -> SenderRepairFigures {
+    SenderRepairFigures {
+        asked: s.repairer.asked,
+        sent_packets: packets,
+        sent_bytes: bytes,
+        overhead_percent: percent(bytes, stream_bytes),
+        too_late: s.repairer.too_late,
+        over_budget: s.repairer.over_budget,
+        duplicate: s.repairer.duplicate,
+        unknown: s.repairer.unknown,
     }
 }

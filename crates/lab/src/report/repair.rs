@@ -1,0 +1,73 @@
+//! The report's loss-repair table: per viewer of a flow that repairs (`repair = "rtx"`), what
+//! the network lost, what came back in time, and what the repairs cost the sender.
+
+use super::esc;
+use crate::results::PointResult;
+use metronome_link::report::{FlowReport, ReceiverReport, RepairFigures};
+use std::fmt::Write as _;
+
+/// Viewers shown at most (a crowd's are all in summary.json).
+const MAX_ROWS: usize = 80;
+
+/// The point's repair table, or nothing if no flow repairs.
+pub(super) fn repair_table(p: &PointResult) -> String {
+    let rows: Vec<_> = p
+        .flows
+        .iter()
+        .flat_map(|f| f.receivers.iter().map(move |r| (f, r)))
+        .filter_map(|(f, r)| r.repair.map(|v| (f, r, v)))
+        .take(MAX_ROWS)
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut h = String::from(
+        "<table><caption>Loss repair (NACK and retransmission)</caption><tr><th>flow</th>\
+         <th>receiver</th><th>lost by the network</th><th>repaired</th><th>lost after repair</th>\
+         <th>came after the play-out time</th><th>given up</th><th>NACKs (numbers asked)</th>\
+         <th>retransmissions received (redundant)</th><th>RTT ms</th>\
+         <th>sender: sent (overhead %)</th><th>sender: not sent, too late / over budget</th></tr>",
+    );
+    for (f, r, v) in rows {
+        h.push_str(&row(f, r, &v));
+    }
+    h.push_str(
+        "</table>\n<p class=\"note\">Viewers ask only for what a repair can still bring before \
+         the play-out time; the sender sends only what can still make it, within a quarter of \
+         the stream's rate. Receiver reports keep what the network lost (RFC 4588).</p>\n",
+    );
+    h
+}
+
+fn row(f: &FlowReport, r: &ReceiverReport, v: &RepairFigures) -> String {
+    let sender = f.repair.map_or_else(
+        || "<td>–</td><td>–</td>".to_string(),
+        |s| {
+            format!(
+                "<td>{} ({:.1} %)</td><td>{} / {}</td>",
+                s.sent_packets, s.overhead_percent, s.too_late, s.over_budget
+            )
+        },
+    );
+    let mut h = String::new();
+    let _ = write!(
+        h,
+        "<tr><td>{}</td><td>{}</td><td>{} ({:.2} %)</td><td>{}</td><td>{} ({:.2} %)</td>\
+         <td>{}</td><td>{}</td><td>{} ({})</td><td>{} ({})</td><td>{:.1}</td>{sender}</tr>",
+        esc(&f.name),
+        esc(&r.node),
+        r.lost,
+        r.loss_percent,
+        v.repaired,
+        v.lost_after,
+        v.lost_after_percent,
+        v.too_late,
+        v.given_up,
+        v.nack_packets,
+        v.asked,
+        v.retransmissions,
+        v.redundant,
+        v.rtt_ns as f64 / 1e6,
+    );
+    h
+}
