@@ -7,7 +7,7 @@
 //! them), the slot is `uniform`: any run of its packets is one buffer cut into equal segments,
 //! which is what UDP GSO sends in one system call.
 
-use crossbeam_queue::ArrayQueue;
+use crate::circulation::Circulation;
 use metronome_time::Timestamp;
 
 /// The packets of one frame, and when they are due.
@@ -116,8 +116,7 @@ impl FrameSlot {
 /// The bounded ring of frames. `capacity` frames of up to `max_packets` packets of `stride`
 /// bytes each are allocated up front.
 pub struct FrameRing {
-    free: ArrayQueue<FrameSlot>,
-    ready: ArrayQueue<FrameSlot>,
+    slots: Circulation<FrameSlot>,
     max_packets: usize,
 }
 
@@ -125,15 +124,9 @@ impl FrameRing {
     /// A ring of `capacity` frames, each with room for `max_packets` packets of `stride`
     /// bytes; all three are raised to at least 1. Every slot starts on the free queue.
     pub fn new(capacity: usize, max_packets: usize, stride: usize) -> FrameRing {
-        let capacity = capacity.max(1);
-        let free = ArrayQueue::new(capacity);
-        for _ in 0..capacity {
-            // Cannot fail: the queue has exactly `capacity` places.
-            let _ = free.push(FrameSlot::new(max_packets, stride));
-        }
+        let slots = (0..capacity.max(1)).map(|_| FrameSlot::new(max_packets, stride));
         FrameRing {
-            free,
-            ready: ArrayQueue::new(capacity),
+            slots: Circulation::new(slots),
             max_packets: max_packets.max(1),
         }
     }
@@ -145,33 +138,32 @@ impl FrameRing {
 
     /// Producer: an empty slot to fill, if the ring is not full.
     pub fn take_free(&self) -> Option<FrameSlot> {
-        self.free.pop()
+        self.slots.take_free()
     }
 
     /// Producer: hands a filled slot to the pacer.
     pub fn publish(&self, slot: FrameSlot) {
-        // Cannot fail: the slot came out of this ring, whose queues each hold every slot.
-        let _ = self.ready.push(slot);
+        self.slots.publish(slot);
     }
 
     /// Producer: returns a slot it did not fill.
     pub fn give_back(&self, slot: FrameSlot) {
-        let _ = self.free.push(slot);
+        self.slots.recycle(slot);
     }
 
     /// Pacer: the next frame, oldest first.
     pub fn next_ready(&self) -> Option<FrameSlot> {
-        self.ready.pop()
+        self.slots.next_ready()
     }
 
     /// Pacer: a sent frame's slot goes back to the producer.
     pub fn recycle(&self, slot: FrameSlot) {
-        let _ = self.free.push(slot);
+        self.slots.recycle(slot);
     }
 
     /// Frames waiting to be sent.
     pub fn ready_len(&self) -> usize {
-        self.ready.len()
+        self.slots.ready_len()
     }
 }
 

@@ -17,6 +17,7 @@
 //!   `entropy`: seeds and secrets from the kernel; `sync`: a lock that survives a panicked holder.
 //! - `url`: `rtp://` destination and source URLs (plain data, from `metronome-spec`).
 
+pub mod circulation;
 pub mod clock;
 pub mod entropy;
 pub mod frame_ring;

@@ -10,7 +10,7 @@
 //! and freed slots stayed locked: 200 sessions playing in turn reached the kernel's limit of
 //! 65 530 mappings, and the server's next allocation failed.)
 
-use crossbeam_queue::ArrayQueue;
+use crate::circulation::Circulation;
 use metronome_time::Timestamp;
 use std::alloc::Layout;
 use std::sync::Arc;
@@ -122,9 +122,7 @@ impl Slot {
 /// the pacing thread sends from, both holding at most `capacity` slots. Both sides may run on
 /// different threads; neither blocks nor allocates.
 pub struct PacketRing {
-    free: ArrayQueue<Slot>,
-    ready: ArrayQueue<Slot>,
-    capacity: usize,
+    slots: Circulation<Slot>,
 }
 
 impl PacketRing {
@@ -132,62 +130,54 @@ impl PacketRing {
     pub fn new(capacity: usize, slot_size: usize) -> Self {
         let capacity = capacity.max(1);
         let slot_size = slot_size.max(1);
-        let free = ArrayQueue::new(capacity);
         // Once a pacing thread has locked the process's memory, a ring made later locks its
         // own slots: the pacer reads them (see `thread::lock_memory`).
         let region = Arc::new(Region::new(
             capacity * slot_size,
             crate::thread::memory_locked(),
         ));
-        for id in 0..capacity {
-            let slot = Slot {
-                id: id as u32,
-                buf: SlotBuf {
-                    region: region.clone(),
-                    offset: id * slot_size,
-                    len: slot_size,
-                },
-                len: 0,
-                release: Timestamp::ZERO,
-                payload_len: 0,
-            };
-            // Cannot fail: the queue has exactly `capacity` places.
-            let _ = free.push(slot);
-        }
+        let slots = (0..capacity).map(|id| Slot {
+            id: id as u32,
+            buf: SlotBuf {
+                region: region.clone(),
+                offset: id * slot_size,
+                len: slot_size,
+            },
+            len: 0,
+            release: Timestamp::ZERO,
+            payload_len: 0,
+        });
         PacketRing {
-            free,
-            ready: ArrayQueue::new(capacity),
-            capacity,
+            slots: Circulation::new(slots),
         }
     }
     /// Slots in the ring, free and ready together (at least 1).
     pub fn capacity(&self) -> usize {
-        self.capacity
+        self.slots.capacity()
     }
     /// Producer: an empty slot to fill, if the ring is not full.
     pub fn take_free(&self) -> Option<Slot> {
-        self.free.pop()
+        self.slots.take_free()
     }
     /// Producer: hand a filled slot to the pacer.
     pub fn publish(&self, slot: Slot) {
-        // Cannot fail: slots only circulate between the two queues, each sized for all of them.
-        let _ = self.ready.push(slot);
+        self.slots.publish(slot);
     }
     /// Pacer: the next packet to send, in release order.
     pub fn next_ready(&self) -> Option<Slot> {
-        self.ready.pop()
+        self.slots.next_ready()
     }
     /// Pacer: give a sent slot back to the producer.
     pub fn recycle(&self, slot: Slot) {
-        let _ = self.free.push(slot);
+        self.slots.recycle(slot);
     }
     /// Slots free for the producer.
     pub fn free_slots(&self) -> usize {
-        self.free.len()
+        self.slots.free_len()
     }
     /// Packets waiting to be sent.
     pub fn occupancy(&self) -> usize {
-        self.ready.len()
+        self.slots.ready_len()
     }
 }
 
