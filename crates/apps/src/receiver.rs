@@ -442,6 +442,11 @@ impl RtpIn {
                 },
             };
             let rec = session.handle_rtp(arrival, Some(wall), data);
+            // A retransmission is given back as the packet it repairs.
+            let data = match &rec {
+                Ok(r) if r.repaired => session.repaired_packet(),
+                _ => data,
+            };
             record(out, arrival, wall.to_unix_nanos(), data, &rec)?;
         }
         Ok(())
@@ -794,5 +799,81 @@ mod tests {
             );
             running.join().unwrap().unwrap();
         });
+    }
+
+    /// A TS packet of `ssrc` numbered `seq`, its TS payloads marked with `seq`.
+    fn numbered(ssrc: u32, seq: u16) -> Vec<u8> {
+        let mut p = rtp_packet(ssrc);
+        p[2..4].copy_from_slice(&seq.to_be_bytes());
+        p[4..8].copy_from_slice(&(u32::from(seq) * 900).to_be_bytes());
+        for ts in p[12..].chunks_exact_mut(188) {
+            ts[4..].fill(seq as u8);
+        }
+        p
+    }
+
+    /// `recv --rtx-pt 97`: a packet lost on the way is asked for in a NACK sent to the
+    /// sender's RTCP address, and its retransmission is written out as the packet itself.
+    #[test]
+    fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
+        use metronome_session::receiver::ReceiverRepair;
+        use metronome_wire::rtcp::{parse_compound, RtcpItem};
+        let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = free.local_addr().unwrap().port();
+        drop(free);
+        let out = std::env::temp_dir().join(format!("metronome-rtx-{}.ts", std::process::id()));
+        let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+        let mut cfg = ReceiverRunConfig::new(url);
+        cfg.session.repair = Some(ReceiverRepair::new(97, Duration::from_secs(2)));
+        cfg.duration = Some(Duration::from_secs(10));
+        cfg.output = Some(out.clone());
+        let rx = Receiver::open(cfg).unwrap();
+        let stop = AtomicBool::new(false);
+        let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let control = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        control
+            .set_read_timeout(Some(Duration::from_secs(3)))
+            .unwrap();
+        let to = ("127.0.0.1", port - 1);
+        std::thread::scope(|scope| {
+            let running = scope.spawn(|| rx.run(&stop, |_| {}));
+            data.send_to(&numbered(7, 0), to).unwrap();
+            control
+                .send_to(&sender_report(7), ("127.0.0.1", port))
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            // Packet 5 is lost on the way.
+            for seq in (1..10).filter(|&s| s != 5) {
+                data.send_to(&numbered(7, seq), to).unwrap();
+            }
+            let mut asked = Vec::new();
+            let mut buf = [0u8; 1500];
+            while asked.is_empty() {
+                let n = control.recv(&mut buf).expect("a NACK for packet 5");
+                parse_compound(&buf[..n], |item| {
+                    if let RtcpItem::Nack(n) = item {
+                        asked.extend(n.sequences().map(|s| (n.media_ssrc, s)));
+                    }
+                })
+                .unwrap();
+            }
+            assert_eq!(asked, vec![(7, 5)]);
+            let ids = metronome_wire::rtx::StreamIds {
+                ssrc: 0x77,
+                payload_type: 97,
+            };
+            let mut rtx = [0u8; 1500];
+            let n = metronome_wire::rtx::wrap(&numbered(7, 5), ids, 1, &mut rtx).unwrap();
+            data.send_to(&rtx[..n], to).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            running.join().unwrap().unwrap();
+        });
+        let written = std::fs::read(&out).unwrap();
+        let _ = std::fs::remove_file(&out);
+        // Ten packets of seven TS packets each; packet 5's after the others, as it came.
+        assert_eq!(written.len(), 10 * 7 * 188);
+        let order: Vec<u8> = written.chunks_exact(7 * 188).map(|p| p[4]).collect();
+        assert_eq!(order, vec![0, 1, 2, 3, 4, 6, 7, 8, 9, 5]);
     }
 }

@@ -8,7 +8,8 @@ use metronome_lab::run::{run, RunOptions};
 use metronome_link::report::FlowReport;
 use metronome_spec::scenario::ScenarioFile;
 
-/// Frames not shown in their slot: lost, or complete after their play-out time.
+/// Frames not shown in their slot: lost, or complete after their play-out time (a frame can be
+/// both, and then counts twice: with repair that makes the check below only stricter).
 fn not_in_time(f: &FlowReport) -> u64 {
     let v = f.receivers[0].frames.expect("video frames");
     v.lost + v.missed_deadline

@@ -77,6 +77,15 @@ pub struct RecvArgs {
     /// Track up to this many sources (SSRCs) on the port, each measured on its own
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub max_sources: u32,
+    /// Ask for lost packets (RTCP generic NACK, RFC 4585) and take their retransmissions
+    /// (RFC 4588), which come with this payload type (the SDP's `rtx` one): only packets a
+    /// retransmission can still bring within --playout-delay are asked for
+    #[arg(long, value_name = "PT", value_parser = clap::value_parser!(u8).range(96..=127))]
+    pub rtx_pt: Option<u8>,
+    /// With --rtx-pt: how long after the fastest packet a packet is still of use (the
+    /// viewer's play-out delay, as a jitter buffer's latency; seconds, or 200ms)
+    #[arg(long, value_parser = parse_duration, default_value = "200ms", requires = "rtx_pt")]
+    pub playout_delay: Duration,
     /// For rtsp:// URLs: how the media comes (UDP to ports bound here, the server's multicast
     /// group, or interleaved on the RTSP connection)
     #[arg(long, value_enum, default_value_t = RtspTransport::Udp)]
@@ -197,6 +206,9 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
             .and_then(metronome_cc::ControllerKind::from_name)
             .unwrap_or_default()
             .receiver();
+    cfg.session.repair = a
+        .rtx_pt
+        .map(|pt| metronome_session::receiver::ReceiverRepair::new(pt, a.playout_delay));
     let viewer = match &a.quality {
         Some(reference) => {
             // Refused now rather than after the stream: the reference must be readable.

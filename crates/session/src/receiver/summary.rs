@@ -71,6 +71,10 @@ pub struct ReceiverSummary {
     pub receiver_reports_written: u64,
     /// One summary per source tracked.
     pub sources: Vec<SourceSummary>,
+    /// What loss repair did (NACKs out, retransmissions in), when the receiver asks for
+    /// repairs; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<super::RepairStats>,
 }
 
 impl SourceSummary {
@@ -126,6 +130,7 @@ impl ReceiverSession {
                 .iter()
                 .map(|s| SourceSummary::of(s, self.config().clock.rate()))
                 .collect(),
+            repair: self.repair_stats(),
         }
     }
 
@@ -139,10 +144,16 @@ impl ReceiverSession {
             );
         };
         let m = SourceSummary::of(s, self.config().clock.rate());
-        let owd = m
+        let mut owd = m
             .one_way_delay
             .map(|d| format!(" owd p50 {:.0} µs", d.p50_us))
             .unwrap_or_default();
+        if let Some(r) = self.repair_stats() {
+            owd += &format!(
+                " repaired {} late {} given up {}",
+                r.rtx_useful, r.nack.recovered_late, r.nack.given_up
+            );
+        }
         format!(
             "{} pkts {:.2} Mbit/s lost {} ({:.2}%) dup {} reord {} jitter {:.3} ms ia p99 {:.2} ms{}",
             m.received,
