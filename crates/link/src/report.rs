@@ -80,9 +80,11 @@ pub struct RepairFigures {
     pub lost_after: u64,
     /// `lost_after` of the packets sent, percent.
     pub lost_after_percent: f64,
-    /// Losses repaired: retransmissions of packets the viewer did not have.
+    /// Losses repaired in time: retransmissions of packets the viewer did not have, before
+    /// their play-out time.
     pub repaired: u64,
-    /// Missing packets that came (repaired or late) after their play-out time.
+    /// Retransmissions of packets the viewer did not have that came after their play-out
+    /// time (still lost, for the viewer).
     pub too_late: u64,
     /// Missing packets given up: no repair could arrive in time any more, or every ask went
     /// unanswered.

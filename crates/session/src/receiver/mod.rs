@@ -413,6 +413,7 @@ impl ReceiverSession {
             };
             self.feed_agent(now, ssrc, ext_seq, sent, data.len());
         }
+        let verdict = self.verdict_for_application(verdict, ext_seq);
         let src = &self.sources[idx];
         Ok(PacketRecord {
             ssrc: src.ssrc,
@@ -430,6 +431,19 @@ impl ReceiverSession {
             one_way_delay_ns,
             repaired: false,
         })
+    }
+
+    /// What the application is told of a packet the statistics took as `verdict`: an
+    /// original after its repair counts as received (the network delivered it, late), but the
+    /// application has it already.
+    fn verdict_for_application(&self, verdict: SeqVerdict, ext_seq: u64) -> SeqVerdict {
+        let repaired = |r: &repair::Repairing| r.was_repaired(ext_seq);
+        match verdict {
+            SeqVerdict::Reordered if self.repair.as_ref().is_some_and(repaired) => {
+                SeqVerdict::Duplicate
+            }
+            v => v,
+        }
     }
 
     /// Whether the packet's payload is what the receiver accepts (MP2T: payload type 33,
@@ -458,28 +472,30 @@ impl ReceiverSession {
             return Err(Dropped::Retransmission);
         };
         let ssrc = r.media().map(|m| m.ssrc);
-        let Some(src) = sources.iter_mut().find(|s| Some(s.ssrc) == ssrc) else {
-            return Err(Dropped::Retransmission);
-        };
-        let packet = r.packet();
-        let Ok(pkt) = RtpView::parse(packet) else {
+        let src = sources.iter().find(|s| Some(s.ssrc) == ssrc);
+        let pkt = RtpView::parse(r.packet()).ok();
+        let (Some(src), Some(pkt)) = (src, pkt) else {
+            r.unusable();
             return Err(Dropped::Retransmission);
         };
         if self.cfg.payload == PayloadKind::Mp2t {
             if let Err(e) = mp2t::check_payload(pkt.payload()) {
                 self.counters.bad_payload += 1;
+                r.unusable();
                 return Err(Dropped::BadPayload(e));
             }
         }
+        let packet = r.packet();
         let payload_len = pkt.payload().len();
         let payload_start = packet.len() - payload_len - padding_len(packet);
         let (rtp_ts, marker, size) = (pkt.timestamp(), pkt.marker(), packet.len());
-        let fresh = src.note_repair(osn);
-        let jitter_ticks = src.jitter_ticks();
-        r.on_repair(now, fresh, rtp_ts);
-        let ext_seq = fresh.ok_or(Dropped::Retransmission)?;
+        let (fresh, jitter_ticks) = (src.repair_of(osn), src.jitter_ticks());
+        let ssrc = src.ssrc;
+        let ext_seq = r
+            .on_repair(now, fresh, rtp_ts)
+            .ok_or(Dropped::Retransmission)?;
         Ok(PacketRecord {
-            ssrc: src.ssrc,
+            ssrc,
             seq: osn,
             ext_seq,
             rtp_ts,
@@ -654,7 +670,11 @@ impl ReceiverSession {
             self.asks = asks;
             return None;
         }
-        let n = self.write_report(now, buf, None, out.as_ref());
+        // A NACK alone goes out early without report blocks (RFC 4585 §3.5.2 allows it): a
+        // block restarts the fraction-lost interval and would feed the sender's controller a
+        // report taken at each loss.
+        let blocks = regular || out.is_some();
+        let n = self.write_report(now, buf, None, out.as_ref(), blocks);
         let n = n.map(|n| n + self.write_nack(&mut buf[n..], &asks));
         self.asks = asks;
         let n = n?;
@@ -669,7 +689,7 @@ impl ReceiverSession {
     /// Writes a final receiver report with a BYE (RFC 3550 §6.6), for when the receiver stops.
     pub fn bye(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         self.next_report = None;
-        self.write_report(now, buf, Some("receiver stopped"), None)
+        self.write_report(now, buf, Some("receiver stopped"), None, true)
     }
 
     /// The receiver leaves the session, as when it leaves a multicast group: a last compound
@@ -687,7 +707,7 @@ impl ReceiverSession {
             let r = c.agent.poll_report(now, 0)?;
             Some(crate::cc_app::report_out(&r, c.ssrc, c.last_seq))
         });
-        self.write_report(now, buf, Some("left the group"), out.as_ref())
+        self.write_report(now, buf, Some("left the group"), out.as_ref(), true)
     }
 
     /// Whether the receiver has left ([`ReceiverSession::leave`]).
@@ -714,6 +734,7 @@ impl ReceiverSession {
         buf: &mut [u8],
         bye: Option<&str>,
         cc: Option<&crate::cc_app::ReportOut>,
+        with_blocks: bool,
     ) -> Option<usize> {
         let mut blocks = [metronome_wire::rtcp::Block {
             ssrc: 0,
@@ -725,7 +746,13 @@ impl ReceiverSession {
             dlsr: 0,
         }; 31];
         let mut n = 0;
-        for src in self.sources.iter_mut().filter(|s| s.packets > 0).take(31) {
+        let reported = if with_blocks { 31 } else { 0 };
+        for src in self
+            .sources
+            .iter_mut()
+            .filter(|s| s.packets > 0)
+            .take(reported)
+        {
             blocks[n] = src.report_block(now);
             n += 1;
         }

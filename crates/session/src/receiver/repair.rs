@@ -54,11 +54,16 @@ pub struct RepairStats {
     pub nack_packets: u64,
     /// Retransmission packets received.
     pub rtx_packets: u64,
-    /// Retransmissions that repaired a packet the receiver did not have.
+    /// Retransmissions that repaired a packet the receiver did not have, before its play-out
+    /// time (or of a packet not followed, whose time is unknown).
     pub rtx_useful: u64,
+    /// Retransmissions of a packet the receiver did not have, after its play-out time.
+    pub rtx_late: u64,
     /// Retransmissions of a packet it had already (or too old to tell).
     pub rtx_redundant: u64,
-    /// Retransmission packets that did not parse, or came before the stream's first packet.
+    /// Retransmission packets that did not parse, carried what the stream does not accept, or
+    /// came before the stream's first packet. `rtx_packets` is `rtx_useful + rtx_late +
+    /// rtx_redundant + rtx_malformed`.
     pub rtx_malformed: u64,
     /// The round-trip estimate now (ask to repair), microseconds.
     pub rtt_us: u64,
@@ -134,7 +139,13 @@ pub(crate) struct Repairing {
     stats: RepairStats,
     /// The last repaired packet, as the original stream's.
     packet: Vec<u8>,
+    /// Extended numbers repaired lately, each at its number modulo [`REPAIRED_WINDOW`]: an
+    /// original that comes after its repair is not handed to the application again.
+    repaired: Vec<u64>,
 }
+
+/// Repaired packets remembered (as the source's duplicate window).
+const REPAIRED_WINDOW: usize = 2048;
 
 impl Repairing {
     /// Repairs for a stream whose timestamps run at `clock`.
@@ -149,6 +160,7 @@ impl Repairing {
             measured: false,
             stats: RepairStats::default(),
             packet: Vec::new(),
+            repaired: vec![u64::MAX; REPAIRED_WINDOW],
         }
     }
 
@@ -199,8 +211,18 @@ impl Repairing {
             .get_or_insert_with(|| Playout::new(clock, cfg.playout_delay, ts, now));
         let gap_deadline = playout.gap_deadline();
         playout.arrived(ts, now, in_order);
-        let rtt = self.planner.on_packet(ext_seq, now, gap_deadline);
-        self.sample(rtt);
+        // An original that comes late gives no round-trip sample: it was not asked for.
+        self.planner.on_packet(ext_seq, now, gap_deadline);
+    }
+
+    /// Whether packet `ext_seq` was repaired lately (the application has it).
+    pub(crate) fn was_repaired(&self, ext_seq: u64) -> bool {
+        self.repaired[ext_seq as usize % REPAIRED_WINDOW] == ext_seq
+    }
+
+    /// A retransmission the receiver could not use (counted).
+    pub(crate) fn unusable(&mut self) {
+        self.stats.rtx_malformed += 1;
     }
 
     /// Unwraps retransmission `data` into the original packet ([`Repairing::packet`]); its
@@ -227,18 +249,35 @@ impl Repairing {
 
     /// The repair of a packet of timestamp `ts` arrived at `now`: `ext_seq` its extended
     /// number if the receiver did not have it, `None` if it did.
-    pub(crate) fn on_repair(&mut self, now: Timestamp, ext_seq: Option<u64>, ts: u32) {
-        let Some(ext_seq) = ext_seq else {
+    /// Returns `ext_seq` if the repair is one the application should have: a packet it
+    /// lacked (and had not been repaired already).
+    pub(crate) fn on_repair(
+        &mut self,
+        now: Timestamp,
+        ext_seq: Option<u64>,
+        ts: u32,
+    ) -> Option<u64> {
+        let Some(ext_seq) = ext_seq.filter(|e| !self.was_repaired(*e)) else {
             self.stats.rtx_redundant += 1;
-            return;
+            return None;
         };
-        self.stats.rtx_useful += 1;
+        self.repaired[ext_seq as usize % REPAIRED_WINDOW] = ext_seq;
         if let Some(p) = self.playout.as_mut() {
             p.arrived(ts, now, false);
         }
         // Older than the highest: it opens no gap, so the gap's deadline is not used.
-        let rtt = self.planner.on_packet(ext_seq, now, now);
-        self.sample(rtt);
+        match self.planner.on_packet(ext_seq, now, now) {
+            Some(f) => {
+                if f.in_time {
+                    self.stats.rtx_useful += 1;
+                } else {
+                    self.stats.rtx_late += 1;
+                }
+                self.sample(f.since_ask);
+            }
+            None => self.stats.rtx_useful += 1,
+        }
+        Some(ext_seq)
     }
 
     /// A round-trip sample (ask to repair): smoothed as TCP's SRTT (RFC 6298, gain 1/8),
@@ -256,6 +295,9 @@ impl Repairing {
     /// The stream's sequence numbers restarted (a confirmed jump).
     pub(crate) fn restart(&mut self) {
         self.planner.restart();
+        // Its timestamps may have restarted too: the play-out clock is set again.
+        self.playout = None;
+        self.repaired.fill(u64::MAX);
     }
 
     /// Another receiver of the group asked for `sequences` of stream `media_ssrc` at `now`;

@@ -254,10 +254,10 @@ impl Source {
     }
 
     /// A repair of packet `seq` (RFC 4588: its statistics stay the original stream's, so
-    /// nothing is counted): its extended number, if it is one this source has not had yet
-    /// (it is then marked had, so that a late original counts as a duplicate); `None` for one
-    /// it has, or one older than the duplicate window or ahead of the highest received.
-    pub fn note_repair(&mut self, seq: u16) -> Option<u64> {
+    /// nothing is counted or marked; a late original still counts as received): its extended
+    /// number, if this source has not had the packet; `None` for one it has, or one older than
+    /// the duplicate window or ahead of the highest received.
+    pub fn repair_of(&self, seq: u16) -> Option<u64> {
         if self.received == 0 {
             return None;
         }
@@ -266,7 +266,6 @@ impl Source {
         if back == 0 || back >= DUP_WINDOW || ext < self.base_seq as u64 || self.is_seen(ext) {
             return None;
         }
-        self.mark_seen(ext);
         Some(ext)
     }
 

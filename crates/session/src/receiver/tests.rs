@@ -609,3 +609,80 @@ fn another_receivers_nack_on_the_group_is_not_asked_again() {
     let n = r.poll_transmit(at(31), &mut buf).unwrap();
     assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
 }
+
+#[test]
+fn an_original_after_its_repair_counts_as_received_and_is_not_handed_over_twice() {
+    let mut r = repairing();
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    r.handle_rtp(at(10), None, &rtp(13, 1800, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    r.poll_transmit(at(10), &mut buf).unwrap();
+    // 11 comes back as a retransmission, then late as itself; 12 comes late as itself: an
+    // original gives no round-trip sample (it was not asked for, it was slow).
+    assert!(
+        r.handle_rtp(at(32), None, &rtx_of(&rtp(11, 900, 7), 1))
+            .unwrap()
+            .repaired
+    );
+    let late = r.handle_rtp(at(33), None, &rtp(11, 900, 7)).unwrap();
+    assert_eq!(late.verdict, SeqVerdict::Duplicate);
+    let slow = r.handle_rtp(at(34), None, &rtp(12, 900, 7)).unwrap();
+    assert_eq!(slow.verdict, SeqVerdict::Reordered);
+    let src = r.main_source().unwrap();
+    assert_eq!(
+        (src.received(), src.lost()),
+        (4, 0),
+        "the network delivered all four"
+    );
+    assert_eq!(r.repair_stats().unwrap().rtt_us, 22_000);
+}
+
+#[test]
+fn a_repair_after_the_play_out_time_is_late_and_one_asked_twice_gives_no_round_trip() {
+    let mut r = repairing();
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    r.handle_rtp(at(10), None, &rtp(12, 1800, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    r.poll_transmit(at(10), &mut buf).unwrap();
+    // Asked again 30 ms later (1.5 round trips of the assumed 20 ms), answered after that:
+    // which ask it answers is unknown, so no sample (Karn's rule).
+    let n = r.poll_transmit(at(40), &mut buf).unwrap();
+    assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
+    r.handle_rtp(at(45), None, &rtx_of(&rtp(11, 900, 7), 1))
+        .unwrap();
+    assert_eq!(
+        r.repair_stats().unwrap().rtt_us,
+        20_000,
+        "still the assumed one"
+    );
+    // A repair that comes after the packet's play-out time (200 ms after the fastest).
+    r.handle_rtp(at(50), None, &rtp(14, 3600, 7)).unwrap();
+    r.poll_transmit(at(50), &mut buf).unwrap();
+    let rec = r
+        .handle_rtp(at(400), None, &rtx_of(&rtp(13, 2700, 7), 2))
+        .unwrap();
+    assert!(
+        rec.repaired,
+        "the application may still want it (a file, say)"
+    );
+    let s = r.repair_stats().unwrap();
+    assert_eq!((s.rtx_useful, s.rtx_late), (1, 1), "{s:?}");
+}
+
+#[test]
+fn a_nack_alone_goes_out_without_report_blocks() {
+    let mut r = repairing();
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    r.handle_rtp(at(10), None, &rtp(12, 1800, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    let n = r.poll_transmit(at(10), &mut buf).unwrap();
+    let mut blocks = 0;
+    rtcp::parse_compound(&buf[..n], |item| {
+        blocks += matches!(item, RtcpItem::ReportBlock { .. }) as u32;
+    })
+    .unwrap();
+    assert_eq!((blocks, nacked(&buf[..n])), (0, vec![(7, 11)]));
+}

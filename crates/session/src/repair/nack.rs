@@ -90,8 +90,20 @@ struct Missing {
     deadline: Timestamp,
     asks: u8,
     next_ask: Timestamp,
-    /// When this receiver last asked for it (peers' asks not counted).
+    /// When this receiver last asked for it, and how often (peers' asks not counted).
     asked_at: Option<Timestamp>,
+    own_asks: u8,
+}
+
+/// A missing packet that came after all, as [`NackPlanner::on_packet`] tells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Filled {
+    /// It came before its deadline.
+    pub in_time: bool,
+    /// The time from this receiver's only ask for it to its arrival: a round-trip sample
+    /// (Karn's rule, RFC 6298 §3: none when it was asked for more than once, as which ask it
+    /// answers is unknown).
+    pub since_ask: Option<Duration>,
 }
 
 /// `d` × `factor`, saturating (no panic on a huge or non-finite product).
@@ -177,15 +189,14 @@ impl NackPlanner {
     /// (between the highest before and it) are due by `gap_deadline`: the caller's play-out
     /// deadline for them (the earlier frame's, when they may belong to either).
     ///
-    /// Returns, for a missing packet this receiver asked for, the time since its last ask:
-    /// a sample of the round trip to the sender and back with the repair (as GStreamer's
-    /// jitter buffer measures it), the longer for any wait at the sender.
+    /// Returns, for a packet that was missing and followed, whether it came in time and the
+    /// round-trip sample it gives.
     pub fn on_packet(
         &mut self,
         seq: u64,
         now: Timestamp,
         gap_deadline: Timestamp,
-    ) -> Option<Duration> {
+    ) -> Option<Filled> {
         let Some(highest) = self.highest else {
             self.highest = Some(seq);
             return None;
@@ -195,15 +206,24 @@ impl NackPlanner {
             self.highest = Some(seq);
         } else if let Ok(i) = self.missing.binary_search_by_key(&seq, |m| m.seq) {
             let m = self.missing.remove(i)?;
-            if now <= m.deadline {
+            let in_time = now <= m.deadline;
+            if in_time {
                 self.counters.recovered += 1;
             } else {
                 self.counters.recovered_late += 1;
             }
-            return m.asked_at.map(|t| now.saturating_since(t));
+            let since_ask = m.asked_at.filter(|_| m.own_asks == 1);
+            return Some(Filled {
+                in_time,
+                since_ask: since_ask.map(|t| now.saturating_since(t)),
+            });
         } else if let Some(i) = self.gone.iter().position(|&g| g == seq) {
             self.gone.remove(i);
             self.counters.recovered_late += 1;
+            return Some(Filled {
+                in_time: false,
+                since_ask: None,
+            });
         }
         None
     }
@@ -225,6 +245,7 @@ impl NackPlanner {
                 asks: 0,
                 next_ask: first_ask,
                 asked_at: None,
+                own_asks: 0,
             };
             if let Some(&(_, retry_at)) = self.peer.iter().find(|(p, t)| *p == seq && *t > now) {
                 self.counters.suppressed += 1;
@@ -302,6 +323,7 @@ impl NackPlanner {
                 m.asks += 1;
                 m.next_ask = now + retry;
                 m.asked_at = Some(now);
+                m.own_asks = m.own_asks.saturating_add(1);
             }
             true
         });

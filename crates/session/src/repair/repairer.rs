@@ -148,14 +148,16 @@ impl Repairer {
     /// Answers a NACK from a receiver about `media_ssrc` asking for `sequences`, at `now`. A
     /// repair takes `path.to_receiver` to reach the receiver (the pacer's queue and half the
     /// round trip): it is sent only if it arrives before the packet's deadline. Each
-    /// retransmission is handed to `emit`, to be paced with the stream.
+    /// retransmission is handed to `emit`, to be paced with the stream; `emit` says whether
+    /// it took it (a retransmission it has no room for is not made: no budget spent, no
+    /// sequence number taken, the packet not marked repaired, the rest of the NACK not read).
     pub fn on_nack(
         &mut self,
         media_ssrc: u32,
         sequences: impl IntoIterator<Item = u16>,
         now: Timestamp,
         path: Path,
-        emit: &mut dyn FnMut(&[u8]),
+        emit: &mut dyn FnMut(&[u8]) -> bool,
     ) {
         if media_ssrc != self.media_ssrc {
             self.counters.foreign_nacks += 1;
@@ -165,21 +167,30 @@ impl Repairer {
         let mut sequences = sequences.into_iter();
         for seq in sequences.by_ref().take(self.cfg.max_per_nack) {
             self.counters.asked += 1;
-            self.answer(seq, now, path, emit);
+            if !self.answer(seq, now, path, emit) {
+                return;
+            }
         }
         if sequences.next().is_some() {
             self.counters.truncated_nacks += 1;
         }
     }
 
-    fn answer(&mut self, seq: u16, now: Timestamp, path: Path, emit: &mut dyn FnMut(&[u8])) {
+    /// Answers one number; `false` when `emit` had no room (nothing more can be sent now).
+    fn answer(
+        &mut self,
+        seq: u16,
+        now: Timestamp,
+        path: Path,
+        emit: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> bool {
         let Some(kept) = self.history.get(seq) else {
             self.counters.unknown += 1;
-            return;
+            return true;
         };
         if now + path.to_receiver > kept.deadline {
             self.counters.too_late += 1;
-            return;
+            return true;
         }
         let guard = path.rtt.max(self.cfg.min_repeat_guard);
         if kept
@@ -187,7 +198,7 @@ impl Repairer {
             .is_some_and(|t| now.saturating_since(t) < guard)
         {
             self.counters.duplicate += 1;
-            return;
+            return true;
         }
         let n = match wrap(
             kept.packet,
@@ -199,18 +210,21 @@ impl Repairer {
             Err(_) => {
                 // Kept packets are ones this stream wrote; one that does not parse is unknown.
                 self.counters.unknown += 1;
-                return;
+                return true;
             }
         };
         if self.tokens < n as f64 {
             self.counters.over_budget += 1;
-            return;
+            return true;
+        }
+        if !emit(&self.scratch[..n]) {
+            return false;
         }
         self.tokens -= n as f64;
         self.next_sequence = self.next_sequence.wrapping_add(1);
         self.history.mark_repaired(seq, now);
         self.counters.sent += 1;
-        emit(&self.scratch[..n]);
+        true
     }
 }
 
@@ -260,6 +274,7 @@ mod tests {
             assert_eq!((v.ssrc(), v.payload_type()), (RTX.ssrc, RTX.payload_type));
             let osn = u16::from_be_bytes([v.payload()[0], v.payload()[1]]);
             out.push((v.sequence(), osn));
+            true
         };
         let path = Path {
             to_receiver: Duration::from_millis(path_ms),
@@ -336,12 +351,26 @@ mod tests {
         let c = r.counters();
         assert_eq!((c.asked, c.truncated_nacks), (64, 1));
         assert_eq!(sent, 10);
-        let mut emit = |_: &[u8]| panic!("nothing is sent for another SSRC");
+        let mut emit = |_: &[u8]| -> bool { panic!("nothing is sent for another SSRC") };
         let path = Path {
             to_receiver: Duration::ZERO,
             rtt: Duration::ZERO,
         };
         r.on_nack(SSRC + 1, [1, 2, 3], at(2), path, &mut emit);
         assert_eq!(r.counters().foreign_nacks, 1);
+    }
+
+    #[test]
+    fn a_repair_the_driver_has_no_room_for_costs_nothing_and_can_be_asked_again() {
+        let mut r = repairer(1.0);
+        let path = Path {
+            to_receiver: Duration::ZERO,
+            rtt: Duration::from_millis(20),
+        };
+        let mut refuse = |_: &[u8]| false;
+        r.on_nack(SSRC, [3, 4], at(10), path, &mut refuse);
+        assert_eq!((r.counters().asked, r.counters().sent), (1, 0));
+        // At once again, with room: not a duplicate, and numbered from the first.
+        assert_eq!(answer(&mut r, &[3], at(11), 0), vec![(500, 3)]);
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
 use metronome_time::{MediaClock, Timestamp};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
 /// How a sender answers NACKs.
@@ -31,6 +31,8 @@ pub struct SenderRepair {
 
 /// Retransmissions waiting for the driver at most; more are counted and not made.
 pub const MAX_WAITING: usize = 64;
+/// Receivers whose least round trip is kept; beyond, a receiver's own is its last.
+const MAX_RECEIVERS: usize = 4096;
 
 /// A NACK a receiver sent: who, about which stream, which numbers (at most
 /// [`MAX_NACK_NUMBERS`]).
@@ -78,8 +80,9 @@ pub(crate) struct Resend {
     media_time: MediaTime,
     playout_delay: Duration,
     initial_rtt: Duration,
-    /// The least round trip any receiver reported: the way there without queues.
-    min_rtt: Option<Duration>,
+    /// The least round trip each receiver reported (by SSRC, at most [`MAX_RECEIVERS`]): the
+    /// way there without queues.
+    min_rtt: BTreeMap<u32, Duration>,
     waiting: VecDeque<Vec<u8>>,
     /// Buffers of sent retransmissions, reused.
     spare: Vec<Vec<u8>>,
@@ -118,7 +121,7 @@ impl Resend {
             repairer: Repairer::new(cfg.repairer, media_ssrc, history, rate_bps),
             playout_delay: cfg.playout_delay,
             initial_rtt: cfg.initial_rtt,
-            min_rtt: None,
+            min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
             spare: Vec::new(),
             overflow: 0,
@@ -140,9 +143,13 @@ impl Resend {
         self.repairer.set_rate(rate_bps);
     }
 
-    /// A receiver reported a round trip.
-    pub(crate) fn rtt_sample(&mut self, rtt: Duration) {
-        self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+    /// Receiver `ssrc` reported a round trip.
+    pub(crate) fn rtt_sample(&mut self, ssrc: u32, rtt: Duration) {
+        if let Some(m) = self.min_rtt.get_mut(&ssrc) {
+            *m = (*m).min(rtt);
+        } else if self.min_rtt.len() < MAX_RECEIVERS {
+            self.min_rtt.insert(ssrc, rtt);
+        }
     }
 
     /// Packet `packet` (due at `due`) left. It is of use until its timestamp's play-out
@@ -161,8 +168,11 @@ impl Resend {
     pub(crate) fn on_nack(&mut self, nack: &NackRequest, rtt: Option<Duration>, now: Timestamp) {
         let rtt = rtt.unwrap_or(self.initial_rtt);
         // The receiver's clock is set by its fastest packet: a repair is late by the delay
-        // beyond the fastest way there (half the round trip beyond the least).
-        let base = self.min_rtt.unwrap_or(rtt).min(rtt);
+        // beyond the fastest way there (half the round trip beyond its least).
+        let base = self
+            .min_rtt
+            .get(&nack.reporter)
+            .map_or(rtt, |m| rtt.min(*m));
         let path = Path {
             to_receiver: (rtt - base) / 2,
             rtt,
@@ -171,12 +181,13 @@ impl Resend {
         let mut emit = |p: &[u8]| {
             if waiting.len() == MAX_WAITING {
                 *overflow += 1;
-                return;
+                return false;
             }
             let mut b = spare.pop().unwrap_or_default();
             b.clear();
             b.extend_from_slice(p);
             waiting.push_back(b);
+            true
         };
         let seqs = nack.sequences.iter().copied();
         self.repairer

@@ -443,7 +443,7 @@ impl SenderSession {
                 SenderEvent::ReceiverReport { ssrc, rtt_ms, .. } => {
                     let rtt = rtt_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
                     if let (Some(r), Some(rtt)) = (self.repair.as_mut(), rtt) {
-                        r.rtt_sample(rtt);
+                        r.rtt_sample(*ssrc, rtt);
                     }
                     if let Some(fb) = self.feedback(*ssrc) {
                         self.controller.on_feedback(now, &fb);
@@ -536,7 +536,7 @@ impl SenderSession {
         for n in &nacks {
             let rtt = self.reports.receiver_rtt(n.reporter);
             if let Some(rtt) = rtt {
-                r.rtt_sample(rtt);
+                r.rtt_sample(n.reporter, rtt);
             }
             r.on_nack(n, rtt, now);
         }

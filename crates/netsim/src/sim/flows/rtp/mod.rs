@@ -743,7 +743,7 @@ fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
         lost_after,
         lost_after_percent: percent(lost_after, expected),
         repaired: s.rtx_useful,
-        too_late: s.nack.recovered_late,
+        too_late: s.rtx_late,
         given_up: s.nack.given_up,
         nack_packets: s.nack_packets,
         asked: s.nack.asked,
