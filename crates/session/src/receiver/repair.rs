@@ -133,9 +133,8 @@ pub(crate) struct Repairing {
     /// The repaired stream's SSRC and payload type (the first source's first packet's).
     media: Option<StreamIds>,
     playout: Option<Playout>,
-    rtt: Duration,
-    /// Whether `rtt` is measured yet.
-    measured: bool,
+    /// The smoothed round trip, once a repair has measured one (`cfg.initial_rtt` until then).
+    measured: Option<Duration>,
     stats: RepairStats,
     /// The last repaired packet, as the original stream's.
     packet: Vec<u8>,
@@ -153,11 +152,10 @@ impl Repairing {
         Repairing {
             clock,
             planner: NackPlanner::new(cfg.nack),
-            rtt: cfg.initial_rtt,
             cfg,
             media: None,
             playout: None,
-            measured: false,
+            measured: None,
             stats: RepairStats::default(),
             packet: Vec::new(),
             repaired: vec![u64::MAX; REPAIRED_WINDOW],
@@ -167,7 +165,7 @@ impl Repairing {
     pub(crate) fn stats(&self) -> RepairStats {
         RepairStats {
             nack: self.planner.counters(),
-            rtt_us: self.rtt.as_micros().min(u128::from(u64::MAX)) as u64,
+            rtt_us: self.rtt().as_micros().min(u128::from(u64::MAX)) as u64,
             ..self.stats
         }
     }
@@ -284,12 +282,12 @@ impl Repairing {
     /// the first taken as it is.
     fn sample(&mut self, rtt: Option<Duration>) {
         let Some(rtt) = rtt else { return };
-        self.rtt = if self.measured {
-            (self.rtt * 7 + rtt) / 8
-        } else {
-            rtt
-        };
-        self.measured = true;
+        self.measured = Some(self.measured.map_or(rtt, |m| (m * 7 + rtt) / 8));
+    }
+
+    /// The round trip: measured, or as assumed until then.
+    fn rtt(&self) -> Duration {
+        self.measured.unwrap_or(self.cfg.initial_rtt)
     }
 
     /// The stream's sequence numbers restarted (a confirmed jump).
@@ -311,19 +309,20 @@ impl Repairing {
         if self.media.is_none_or(|m| m.ssrc != media_ssrc) {
             return false;
         }
-        self.planner.on_peer_nack(sequences, now, self.rtt);
+        self.planner.on_peer_nack(sequences, now, self.rtt());
         true
     }
 
     /// When a NACK may be due (or a missing packet given up).
     pub(crate) fn next_due(&self) -> Option<Timestamp> {
-        self.planner.next_due(self.rtt)
+        self.planner.next_due(self.rtt())
     }
 
     /// The sequence numbers to ask for now, at most `max`, into `out`.
     pub(crate) fn asks(&mut self, now: Timestamp, max: usize, out: &mut Vec<u16>) {
         out.clear();
-        self.planner.poll(now, self.rtt, max, out);
+        let rtt = self.rtt();
+        self.planner.poll(now, rtt, max, out);
     }
 
     /// A NACK went out.

@@ -495,6 +495,13 @@ fn repairing() -> ReceiverSession {
     })
 }
 
+/// [`repairing`], with packet 10 of source 7 (timestamp 0) at 0 ms.
+fn started() -> ReceiverSession {
+    let mut r = repairing();
+    r.handle_rtp(Timestamp::ZERO, None, &rtp(10, 0, 7)).unwrap();
+    r
+}
+
 /// The retransmission of `original` in stream 0x77 with sequence number `seq`.
 fn rtx_of(original: &[u8], seq: u16) -> Vec<u8> {
     let ids = metronome_wire::rtx::StreamIds {
@@ -521,9 +528,7 @@ fn nacked(compound: &[u8]) -> Vec<(u32, u16)> {
 
 #[test]
 fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() {
-    let mut r = repairing();
-    let at = Timestamp::from_millis;
-    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    let (mut r, at) = (started(), Timestamp::from_millis);
     r.handle_rtp(at(10), None, &rtp(13, 1800, 7)).unwrap();
     // 11 and 12 are missing: a NACK is due now, out of the regular schedule.
     let (due, why) = r.poll_timeout().unwrap();
@@ -594,9 +599,7 @@ fn retransmissions_that_repair_nothing_are_counted_and_dropped() {
 
 #[test]
 fn another_receivers_nack_on_the_group_is_not_asked_again() {
-    let mut r = repairing();
-    let at = Timestamp::from_millis;
-    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    let (mut r, at) = (started(), Timestamp::from_millis);
     // A peer asked for 11 already; then this receiver sees it missing too.
     let mut peer = [0u8; 64];
     let n = rtcp::write_nack(&mut peer, 0x99, 7, &[11]);
@@ -612,9 +615,7 @@ fn another_receivers_nack_on_the_group_is_not_asked_again() {
 
 #[test]
 fn an_original_after_its_repair_counts_as_received_and_is_not_handed_over_twice() {
-    let mut r = repairing();
-    let at = Timestamp::from_millis;
-    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    let (mut r, at) = (started(), Timestamp::from_millis);
     r.handle_rtp(at(10), None, &rtp(13, 1800, 7)).unwrap();
     let mut buf = [0u8; 1500];
     r.poll_transmit(at(10), &mut buf).unwrap();
@@ -640,9 +641,7 @@ fn an_original_after_its_repair_counts_as_received_and_is_not_handed_over_twice(
 
 #[test]
 fn a_repair_after_the_play_out_time_is_late_and_one_asked_twice_gives_no_round_trip() {
-    let mut r = repairing();
-    let at = Timestamp::from_millis;
-    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    let (mut r, at) = (started(), Timestamp::from_millis);
     r.handle_rtp(at(10), None, &rtp(12, 1800, 7)).unwrap();
     let mut buf = [0u8; 1500];
     r.poll_transmit(at(10), &mut buf).unwrap();
@@ -673,9 +672,7 @@ fn a_repair_after_the_play_out_time_is_late_and_one_asked_twice_gives_no_round_t
 
 #[test]
 fn a_nack_alone_goes_out_without_report_blocks() {
-    let mut r = repairing();
-    let at = Timestamp::from_millis;
-    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    let (mut r, at) = (started(), Timestamp::from_millis);
     r.handle_rtp(at(10), None, &rtp(12, 1800, 7)).unwrap();
     let mut buf = [0u8; 1500];
     let n = r.poll_transmit(at(10), &mut buf).unwrap();
