@@ -19,6 +19,7 @@ use metronome_rt::udp::{SocketOptions, UdpError, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::ReceiverView;
+use metronome_spec::repair::Repair;
 use metronome_time::Timestamp;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
@@ -55,6 +56,10 @@ pub struct SenderConfig {
     pub mtu: Option<u32>,
     /// How often `run_sender` reports its status.
     pub status_every: Duration,
+    /// Loss repair (`"rtx"`: NACK and retransmission), and the receivers' play-out delay it
+    /// must make (200 ms if `None`).
+    pub repair: Repair,
+    pub playout_delay: Option<Duration>,
 }
 
 impl SenderConfig {
@@ -78,6 +83,8 @@ impl SenderConfig {
             max_bitrate: None,
             mtu: None,
             status_every: Duration::from_secs(1),
+            repair: Repair::None,
+            playout_delay: None,
         }
     }
 
@@ -180,6 +187,10 @@ pub struct SenderOutcome {
     /// CPU time the pacing thread used, as a share of one core over the run.
     pub pacer_cpu_percent: f64,
     pub receivers: Vec<ReceiverView>,
+    /// With [`SenderConfig::repair`]: what the receivers' NACKs asked and what was
+    /// retransmitted; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<metronome_session::sender::ResendStats>,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
     /// What went wrong without stopping the stream (a file that ends mid-packet), in words.
@@ -307,6 +318,7 @@ impl Run {
             underruns: s.underruns,
             deadline_misses: s.deadline_misses,
             frames_skipped: s.frames_skipped,
+            repair: s.repair,
             ring_slots: s.ring_capacity,
             pacing: PacingStats {
                 packets: s.packets,
@@ -341,6 +353,8 @@ fn stream_spec(cfg: &SenderConfig) -> Result<StreamSpec, SendError> {
     spec.cc = cfg.cc.clone();
     spec.max_bitrate = cfg.max_bitrate;
     spec.mtu = cfg.mtu;
+    spec.repair = cfg.repair;
+    spec.playout_delay = cfg.playout_delay.filter(|_| cfg.repair != Repair::None);
     spec.validate_settings()
         .map_err(|e| SendError::Refused(e.to_string()))?;
     Ok(spec)

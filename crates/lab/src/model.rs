@@ -15,7 +15,7 @@ use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair};
-use metronome_session::repair::RepairConfig;
+use metronome_session::repair::RTX_PAYLOAD_TYPE;
 use metronome_session::sender::{
     CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderRepair, SenderReportsConfig,
     SenderSessionConfig,
@@ -306,11 +306,6 @@ pub struct RtpPlan {
     pub playout_deadline: Option<Duration>,
 }
 
-/// The retransmission stream's payload type: the first dynamic one after the media's 96.
-pub const RTX_PAYLOAD_TYPE: u8 = 97;
-/// The share of a stream's rate its retransmissions may take.
-pub const RTX_BUDGET_SHARE: f64 = 0.25;
-
 impl RtpPlan {
     /// The sender's and the viewers' repair settings, if the flow repairs: retransmissions
     /// as SSRC `n.ssrc ^ 0x5254_5800` ("RTX"), numbered from a seeded start; a history of
@@ -324,13 +319,7 @@ impl RtpPlan {
             ssrc: n.ssrc ^ 0x5254_5800,
             payload_type: RTX_PAYLOAD_TYPE,
         };
-        let sender = SenderRepair {
-            repairer: RepairConfig::new(rtx, n.seq ^ 0x5a5a, RTX_BUDGET_SHARE),
-            history_packets: 4096,
-            max_packet: 1500,
-            playout_delay: playout,
-            initial_rtt: Duration::from_millis(100),
-        };
+        let sender = SenderRepair::rtx(rtx, n.seq ^ 0x5a5a, playout, 4096, 1500);
         (
             Some(sender),
             Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),

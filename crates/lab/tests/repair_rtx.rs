@@ -1,10 +1,11 @@
 //! Loss repair in the lab (`repair = "rtx"`), judged by the frames viewers showed: the
 //! built-in repair-rtx scenario in the simulator, at 1, 3 and 5 % random loss and on seed
-//! 001's moderate link, with and without NACK and retransmission.
+//! 001's moderate link, with and without NACK and retransmission; and at 5 % in emu mode,
+//! where the real-time server answers `metronome recv`'s NACKs through the emulator.
 
 use metronome_lab::builtin;
 use metronome_lab::results::PointResult;
-use metronome_lab::run::{run, RunOptions};
+use metronome_lab::run::{run, Mode, RunOptions};
 use metronome_link::report::FlowReport;
 use metronome_spec::scenario::ScenarioFile;
 
@@ -27,8 +28,17 @@ fn flow<'a>(p: &'a PointResult, name: &str) -> &'a FlowReport {
     p.flows.iter().find(|f| f.name == name).unwrap()
 }
 
+/// One run at a time: the emu run measures real time, which the simulator's run beside it
+/// would disturb.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn retransmission_shows_frames_that_random_loss_took_and_cannot_beat_a_full_queue() {
+    let _one = serial();
     let b = builtin::find("repair-rtx").unwrap();
     let file = ScenarioFile::parse(b.text, "builtin:repair-rtx").unwrap();
     let dir = std::env::temp_dir().join(format!("metronome-lab-repair-{}", std::process::id()));
@@ -92,4 +102,60 @@ fn retransmission_shows_frames_that_random_loss_took_and_cannot_beat_a_full_queu
         assert!(v.repaired * 2 < tx.sent_packets, "{v:?} {tx:?}");
         assert!(v.lost_after_percent > 15.0, "{v:?}");
     }
+}
+
+/// The built-in scenario cut to its random-loss stream at 5 %, for 6 s.
+fn five_percent_only() -> String {
+    let b = builtin::find("repair-rtx").unwrap();
+    let text = b
+        .text
+        .replace("loss = [\"1%\", \"3%\", \"5%\"]", "loss = [\"5%\"]");
+    let text = text.replace("duration = \"10s\"", "duration = \"6s\"");
+    let cut = text.find("[[flow]]\nname = \"seed001\"").unwrap();
+    text[..cut].to_string()
+}
+
+/// In emu mode the stream server sends the retransmissions (with the stream's packets, on its
+/// pacing thread) and `recv`'s receiver session asks for them, through the emulator's lossy
+/// link: the same recovery as in the simulator. Real time on a shared host varies, so the
+/// bounds are wider than the simulator's; every count must still add up.
+#[test]
+fn the_real_time_server_repairs_what_the_emulated_link_loses() {
+    let _one = serial();
+    let text = five_percent_only();
+    let file = ScenarioFile::parse(&text, "repair-rtx at 5 %").unwrap();
+    let dir = std::env::temp_dir().join(format!("metronome-lab-repair-emu-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = RunOptions {
+        mode: Mode::Emu,
+        ..RunOptions::new(dir.clone())
+    };
+    let s = run(&file, &opts);
+    let late: Vec<usize> = (0..2).map(|i| not_in_time(&dir, i)).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = s.unwrap();
+    let (none, rtx) = (&s.points[0], &s.points[1]);
+    assert_eq!(&rtx.params["repair"][..], "rtx");
+    let (plain, repaired) = (flow(none, "video"), flow(rtx, "video"));
+    assert!(plain.repair.is_none() && plain.receivers[0].repair.is_none());
+    let lost = repaired.receivers[0].lost;
+    let v = repaired.receivers[0]
+        .repair
+        .expect("the viewer's repair figures");
+    println!("emu at 5 %: {lost} lost, {v:?}; frames not in time {late:?}");
+    assert!(lost > 20, "{lost}");
+    assert_eq!(v.repaired + v.lost_after, lost, "{v:?}");
+    assert!(v.lost_after * 5 <= lost, "{v:?}");
+    assert!(late[1] * 3 < late[0], "frames not in time: {late:?}");
+    // The emulated link's 40 ms round trip, ask to repair, and what the host adds.
+    assert!((40_000_000..100_000_000).contains(&v.rtt_ns), "{v:?}");
+    let tx = repaired.repair.expect("the server's repair figures");
+    // What the viewer got is what was sent, less what the link lost of it again.
+    assert!(tx.sent_packets >= v.retransmissions, "{tx:?} {v:?}");
+    assert!(
+        v.retransmissions * 10 >= tx.sent_packets * 8,
+        "{tx:?} {v:?}"
+    );
+    let burst = 100.0 * (64.0 * 1500.0) / repaired.sent_bytes as f64;
+    assert!(tx.overhead_percent <= 25.0 + burst, "{tx:?}");
 }

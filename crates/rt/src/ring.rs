@@ -123,6 +123,7 @@ impl Slot {
 /// different threads; neither blocks nor allocates.
 pub struct PacketRing {
     slots: Circulation<Slot>,
+    slot_size: usize,
 }
 
 impl PacketRing {
@@ -149,7 +150,12 @@ impl PacketRing {
         });
         PacketRing {
             slots: Circulation::new(slots),
+            slot_size,
         }
+    }
+    /// The bytes a slot holds at most (at least 1).
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
     }
     /// Slots in the ring, free and ready together (at least 1).
     pub fn capacity(&self) -> usize {

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod prefix;
+pub mod repair;
 pub mod rtsp_auth;
 pub mod scenario;
 pub mod stream;

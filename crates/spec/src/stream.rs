@@ -2,6 +2,7 @@
 //! `POST /streams`, or one `serve` command line. Units are the ones people write: `"15ms"`,
 //! `"4mbit"`, `"640x360"`.
 
+use crate::repair::{Repair, DEFAULT_PLAYOUT_DELAY};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
 use std::path::PathBuf;
@@ -95,6 +96,22 @@ pub struct StreamSpec {
     /// carries it as `a=crypto` (RFC 4568). Anyone who reads the config or the SDP can decrypt.
     #[serde(default)]
     pub srtp_key: Option<String>,
+    /// Loss repair: `"rtx"` answers the receivers' NACKs (RFC 4585) with retransmissions
+    /// (RFC 4588: payload type 97, an SSRC of their own, announced in the SDP) of what can
+    /// still reach them before their play-out time, within a quarter of the stream's rate,
+    /// which admission reserves; `"none"` (the default).
+    #[serde(default, skip_serializing_if = "Repair::is_none")]
+    pub repair: Repair,
+    /// With `repair`: the receivers' play-out delay (their jitter buffer's latency), which
+    /// decides what is still worth repairing; 200ms by default (GStreamer's `rtpjitterbuffer`
+    /// latency, `metronome recv --playout-delay`).
+    #[serde(
+        default,
+        deserialize_with = "opt_duration",
+        serialize_with = "ser_opt_duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub playout_delay: Option<Duration>,
 }
 
 impl StreamSpec {
@@ -131,6 +148,8 @@ impl StreamSpec {
             mtu: None,
             multicast: None,
             srtp_key: None,
+            repair: Repair::None,
+            playout_delay: None,
         }
     }
 
@@ -219,9 +238,37 @@ impl StreamSpec {
                 )));
             }
         }
+        self.validate_repair()?;
         if self.ring == Some(0) || self.ring.is_some_and(|r| r > 1 << 20) {
             return Err(SpecError(format!(
                 "stream '{}': ring must hold 1 to 1048576 packets",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl StreamSpec {
+    /// The receivers' play-out delay the stream's repairs must make.
+    pub fn repair_playout_delay(&self) -> Duration {
+        self.playout_delay.unwrap_or(DEFAULT_PLAYOUT_DELAY)
+    }
+
+    fn validate_repair(&self) -> Result<(), SpecError> {
+        let Some(d) = self.playout_delay else {
+            return Ok(());
+        };
+        if self.repair.is_none() {
+            return Err(SpecError(format!(
+                "stream '{}': playout_delay is what repairs must make; add repair = \"rtx\" \
+                 or remove it",
+                self.name
+            )));
+        }
+        if d < Duration::from_millis(10) || d > Duration::from_secs(10) {
+            return Err(SpecError(format!(
+                "stream '{}': playout_delay {d:?} is outside 10ms..10s",
                 self.name
             )));
         }
@@ -458,6 +505,26 @@ fn ser_opt_bitrate<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_playout_delay_belongs_to_a_stream_that_repairs() {
+        let mut s = StreamSpec::new("s", vec!["rtp://127.0.0.1:5004".into()]);
+        s.playout_delay = Some(Duration::from_millis(200));
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("add repair = \"rtx\""), "{e}");
+        s.repair = Repair::Rtx;
+        assert_eq!(s.validate(), Ok(()));
+        s.playout_delay = Some(Duration::from_millis(5));
+        assert!(s.validate().unwrap_err().to_string().contains("10ms..10s"));
+        s.playout_delay = None;
+        assert_eq!(s.repair_playout_delay(), DEFAULT_PLAYOUT_DELAY);
+        let toml: StreamSpec = toml::from_str(
+            "name = \"s\"\ndestination = \"rtp://127.0.0.1:5004\"\nrepair = \"rtx\"\nplayout_delay = \"300ms\"",
+        )
+        .unwrap();
+        assert_eq!(toml.repair, Repair::Rtx);
+        assert_eq!(toml.playout_delay, Some(Duration::from_millis(300)));
+    }
 
     #[test]
     fn cpus_are_written_as_cpus_or_percent() {

@@ -6,7 +6,8 @@ use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::{duration_of, MediaError, TsFileSource};
 use metronome_rt::url::RtpUrl;
 use metronome_session::srtp::SrtpKey;
-use metronome_wire::sdp::SessionDescription;
+use metronome_spec::repair::Repair;
+use metronome_wire::sdp::{Retransmission, SessionDescription};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -216,7 +217,17 @@ pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> 
     );
     s.media[0].bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
     s.media[0].crypto = crypto_of(spec);
+    s.media[0].retransmission = retransmission_of(spec);
     s.to_sdp()
+}
+
+/// Loss repair: the retransmission payload type and how long the sender keeps a packet for it
+/// (its receivers' play-out delay), for a stream with `repair = "rtx"`.
+fn retransmission_of(spec: &StreamSpec) -> Option<Retransmission> {
+    (spec.repair == Repair::Rtx).then(|| Retransmission {
+        payload_type: metronome_session::repair::RTX_PAYLOAD_TYPE,
+        rtx_time_ms: u32::try_from(spec.repair_playout_delay().as_millis()).ok(),
+    })
 }
 
 /// SRTP: the `a=crypto` value that makes the media RTP/SAVP with the stream's key (RFC 4568

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// Returns the CPU time the thread used, s.
 pub fn run_naive(rt: &StreamRt, clock: &Clock, total: &Mutex<Distribution>) -> f64 {
     let cpu_start = thread_cpu_s();
-    let mut cursor = Cursor::default();
+    let mut cursor = Cursor::new(rt);
     while !rt.stop.load(Ordering::Relaxed) {
         match cursor.load(rt, clock.now()) {
             Load::Ready(job) => {

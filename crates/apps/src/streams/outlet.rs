@@ -88,7 +88,7 @@ pub struct SessionOutlet {
 }
 
 /// Where a started stream's first packet is, for RTSP's RTP-Info header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StartInfo {
     pub ssrc: u32,
     pub seq: u16,

@@ -204,10 +204,28 @@ impl StreamRt {
 }
 
 /// The sending side of one stream, owned by the thread that sends it. Holds at most one slot:
-/// the packet the session has at the head of its queue. Allocates nothing.
-#[derive(Default)]
+/// the packet the session has at the head of its queue, and a buffer for a retransmission.
+/// Allocates nothing once made.
 pub struct Cursor {
     head: Option<Slot>,
+    /// A retransmission the session hands out, written here (an RTP packet's most).
+    repair: Vec<u8>,
+}
+
+impl Cursor {
+    /// The cursor of stream `rt`; with room for a retransmission (a slot's packet and RFC
+    /// 4588's original sequence number) if the stream repairs.
+    pub fn new(rt: &StreamRt) -> Cursor {
+        let repairs = lock(&rt.session).repairs();
+        Cursor {
+            head: None,
+            repair: if repairs {
+                vec![0; rt.ring.slot_size() + 2]
+            } else {
+                Vec::new()
+            },
+        }
+    }
 }
 
 impl Cursor {
@@ -300,10 +318,35 @@ impl Cursor {
             }
             _ => Sent::Dropped,
         };
+        if let Sent::Sent(_) = sent {
+            self.keep_and_repair(rt);
+        }
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);
         }
         Some(sent)
+    }
+
+    /// Keeps the packet just sent for retransmission, if the stream repairs,
+    /// and sends one retransmission the session has waiting: repairs leave with the stream's
+    /// packets, one beside each, on its core and within what admission reserved for them.
+    fn keep_and_repair(&mut self, rt: &StreamRt) {
+        let (Some(slot), repair) = (self.head.as_ref(), &mut self.repair) else {
+            return;
+        };
+        let n = {
+            let mut session = lock(&rt.session);
+            if !session.repairs() {
+                return;
+            }
+            session.keep_sent(slot.bytes(), slot.release);
+            session.poll_repair(repair)
+        };
+        if let Some(n) = n {
+            if !rt.send_everywhere(&repair[..n]) {
+                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Gives the packet in hand back to the ring (the stream is being removed).
@@ -339,8 +382,8 @@ impl TsLane {
     /// The lane, ready for `core::Command::Add`.
     pub fn boxed(rt: Arc<StreamRt>) -> Box<dyn Lane> {
         Box::new(TsLane {
+            cursor: Cursor::new(&rt),
             rt,
-            cursor: Cursor::default(),
         })
     }
 }

@@ -82,9 +82,10 @@ pub struct RecvArgs {
     /// retransmission can still bring within --playout-delay are asked for
     #[arg(long, value_name = "PT", value_parser = clap::value_parser!(u8).range(96..=127))]
     pub rtx_pt: Option<u8>,
-    /// With --rtx-pt: how long after the fastest packet a packet is still of use (the
-    /// viewer's play-out delay, as a jitter buffer's latency; seconds, or 200ms)
-    #[arg(long, value_parser = parse_duration, default_value = "200ms", requires = "rtx_pt")]
+    /// With --rtx-pt, or an SDP that announces retransmission (`a=rtpmap:PT rtx/...`): how
+    /// long after the fastest packet a packet is still of use (the viewer's play-out delay, as
+    /// a jitter buffer's latency; seconds, or 200ms)
+    #[arg(long, value_parser = parse_duration, default_value = "200ms")]
     pub playout_delay: Duration,
     /// For rtsp:// URLs: how the media comes (UDP to ports bound here, the server's multicast
     /// group, or interleaved on the RTSP connection)
@@ -243,6 +244,14 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
         PayloadKind::Any
     };
     cfg.session.clock = MediaClock::new(m.clock_rate);
+    // An SDP that announces retransmission (RFC 4588's `rtx`, `apt=` this media): ask for
+    // lost packets as --rtx-pt would, unless --rtx-pt says otherwise.
+    if let (None, Some(r)) = (a.rtx_pt, m.retransmission) {
+        cfg.session.repair = Some(metronome_session::receiver::ReceiverRepair::new(
+            r.payload_type,
+            a.playout_delay,
+        ));
+    }
     let judged = a.quality.is_some() && coded_video(m).is_some();
     if !mp2t && !a.any_payload && !judged {
         eprintln!(

@@ -230,9 +230,10 @@ fn rtp_run<'a>(
         RtpUrl::unicast(SocketAddr::from((to, flow_port(k))))
     };
     let receivers = match f.kind {
-        FlowKind::Rtp { cc, .. } if cc != RtpCc::Fixed => {
-            // The engine's receivers: they report in RTCP, a group's by unicast to
-            // the sender (RFC 5760), as the fabric routes a group from its sender only.
+        FlowKind::Rtp { cc, repair, .. } if cc != RtpCc::Fixed || repair != Repair::None => {
+            // The engine's receivers: they report in RTCP (and ask for repairs), a group's by
+            // unicast to the sender (RFC 5760), as the fabric routes a group from its sender
+            // only.
             let urls =
                 f.to.iter()
                     .map(|m| {
@@ -278,7 +279,6 @@ fn rtp_run<'a>(
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
     refuse_membership(s)?;
-    refuse_repair(s)?;
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
@@ -337,20 +337,6 @@ fn refuse_membership(s: &Scenario) -> Result<(), String> {
     match s.flows.iter().find(|f| !f.membership.is_empty()) {
         Some(f) => Err(format!(
             "flow '{}': receivers joining and leaving (membership) run in sim mode only for now: the emulator's fabric keeps a group's tree for the whole run; remove membership or use --mode sim",
-            f.name
-        )),
-        None => Ok(()),
-    }
-}
-
-/// The real-time server and `metronome recv` do not yet ask for or send repairs: a scenario
-/// that repairs is refused with what to do.
-fn refuse_repair(s: &Scenario) -> Result<(), String> {
-    let repairs =
-        |f: &&FlowDecl| matches!(f.kind, FlowKind::Rtp { repair, .. } if repair != Repair::None);
-    match s.flows.iter().find(repairs) {
-        Some(f) => Err(format!(
-            "flow '{}': repair runs in sim mode only for now: the real-time server and `metronome recv` do not yet send or ask for retransmissions; remove repair or use --mode sim",
             f.name
         )),
         None => Ok(()),
@@ -584,24 +570,7 @@ fn udp_bound(f: &FlowDecl) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use metronome_spec::scenario::ScenarioFile;
-
-    #[test]
-    fn a_scenario_that_repairs_is_refused_with_what_to_do() {
-        let b = crate::builtin::find("repair-rtx").unwrap();
-        let points = ScenarioFile::parse(b.text, b.name)
-            .unwrap()
-            .resolve_all()
-            .unwrap();
-        for (p, s) in &points {
-            match (p.params[1].1.as_str(), refuse_repair(s)) {
-                ("none", r) => assert_eq!(r, Ok(())),
-                (_, Err(e)) => assert!(e.contains("use --mode sim"), "{e}"),
-                (_, Ok(())) => panic!("{p}: repair accepted in emu mode"),
-            }
-        }
-    }
 
     #[test]
     fn repair_needs_a_play_out_deadline_and_a_word_it_knows() {

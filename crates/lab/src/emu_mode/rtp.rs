@@ -19,10 +19,13 @@ use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_apps::streams::GivenSource;
 use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
+use metronome_netsim::sim::flows::rtp::repair_figures::{sender_repair, viewer_repair};
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc};
+use metronome_session::receiver::{ReceiverRepair, RepairStats};
+use metronome_session::repair::RTX_PAYLOAD_TYPE;
+use metronome_spec::scenario::{FlowDecl, FlowKind, Repair, RtpCc};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,14 +61,24 @@ impl metronome_apps::receiver::PayloadSink for GotSink {
             at: self.clock.timestamp_from_realtime_ns(arrival_unix_ns),
             sent,
             len: datagram.len() as u32,
+            repaired: rec.repaired,
         });
     }
 }
 
-/// Runs `rx` until `stop`: what arrived, in order.
-fn receive_session(rx: Receiver, sink: Arc<Mutex<GotSink>>, stop: &AtomicBool) -> Vec<Got> {
-    let _ = rx.run(stop, |_| {});
-    std::mem::take(&mut sink.lock().unwrap_or_else(|e| e.into_inner()).got)
+/// Runs `rx` until `stop`: what arrived, in order, and what its loss repair did.
+fn receive_session(rx: Receiver, sink: Arc<Mutex<GotSink>>, stop: &AtomicBool) -> Received {
+    let repair = rx.run(stop, |_| {}).ok().and_then(|o| o.receiver.repair);
+    let got = std::mem::take(&mut sink.lock().unwrap_or_else(|e| e.into_inner()).got);
+    Received { got, repair }
+}
+
+/// What one receiver got.
+#[derive(Default)]
+struct Received {
+    got: Vec<Got>,
+    /// What its loss repair did, if it asked for repairs.
+    repair: Option<RepairStats>,
 }
 
 /// One datagram as a receiver got it.
@@ -76,10 +89,12 @@ struct Got {
     /// When it left the sender (its send-time stamp), on the run's clock.
     sent: Option<Timestamp>,
     len: u32,
+    /// A retransmission (RFC 4588), given back as the packet it repairs.
+    repaired: bool,
 }
 
 /// Receives until `stop`: what arrived, in order.
-fn receive(rx: UdpReceiver, clock: Clock, stop: &AtomicBool) -> Vec<Got> {
+fn receive(rx: UdpReceiver, clock: Clock, stop: &AtomicBool) -> Received {
     let mut buf = vec![0u8; 65_536];
     let mut got = Vec::new();
     while !stop.load(Ordering::Relaxed) {
@@ -99,9 +114,10 @@ fn receive(rx: UdpReceiver, clock: Clock, stop: &AtomicBool) -> Vec<Got> {
             at,
             sent,
             len: meta.len as u32,
+            repaired: false,
         });
     }
-    got
+    Received { got, repair: None }
 }
 
 /// An RTP flow's receivers, opened in their hosts: plain sockets that note what arrives, or
@@ -141,6 +157,15 @@ pub(super) fn session_receivers(
         return Err(format!("flow '{}' is not RTP", f.name));
     };
     let kind = cc.receiver();
+    // Viewers that ask for repairs: the same as the simulator's (`RtpPlan::repairs`).
+    let plan_repair = match f.kind {
+        FlowKind::Rtp {
+            repair: Repair::Rtx,
+            playout_deadline: Some(playout),
+            ..
+        } => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
+        _ => None,
+    };
     let mut out = Vec::with_capacity(urls.len());
     for (i, (host, url)) in urls.into_iter().enumerate() {
         let mut cfg = ReceiverRunConfig::new(url);
@@ -156,6 +181,7 @@ pub(super) fn session_receivers(
         // A crowd of receivers keeps no histograms (the lab's meter measures delay).
         cfg.session.histogram_digits = 0;
         cfg.feedback_to = feedback_to;
+        cfg.session.repair = plan_repair.clone();
         let sink = Arc::new(Mutex::new(GotSink {
             clock,
             got: Vec::new(),
@@ -207,6 +233,8 @@ pub(super) fn rtp_flow(
         // The controller's target is traced at its changes, as the simulator traces it: looked
         // at every 20 ms (the server's RTCP thread moves it at most that often).
         cfg.status_every = Duration::from_millis(20);
+        cfg.repair = plan.repair;
+        cfg.playout_delay = plan.playout_deadline;
         if cc != RtpCc::Fixed {
             cfg.cc = Some(cc.name().to_string());
             cfg.max_bitrate = max_source;
@@ -243,7 +271,7 @@ pub(super) fn rtp_flow(
             st.clock.now() + st.s.drain.max(Duration::from_millis(200)),
         );
         stop_rx.store(true, Ordering::Relaxed);
-        let got: Vec<Vec<Got>> = rx.into_iter().filter_map(|h| h.join().ok()).collect();
+        let got: Vec<Received> = rx.into_iter().filter_map(|h| h.join().ok()).collect();
         (outcome, got)
     });
     let outcome = outcome?;
@@ -271,7 +299,7 @@ pub(super) fn rtp_flow(
 /// send-time stamps the earliest (send time − release) of what arrived is the epoch plus the
 /// least lateness; without them, the epoch the sender says it used.
 fn stream_epoch(
-    got: &[Vec<Got>],
+    got: &[Received],
     out: &SenderOutcome,
     st: &Stage,
     release: &dyn Fn(usize) -> Duration,
@@ -279,7 +307,7 @@ fn stream_epoch(
 ) -> Option<Timestamp> {
     let stamped = got
         .iter()
-        .flatten()
+        .flat_map(|r| &r.got)
         .filter_map(|g| {
             g.sent.map(|s| {
                 s.as_nanos()
@@ -298,7 +326,7 @@ fn report(
     rate_bps: u64,
     out: &SenderOutcome,
     mut map: FrameMap,
-    got: Vec<Vec<Got>>,
+    got: Vec<Received>,
     st: &Stage,
 ) -> (FlowReport, Option<FlowVideo>) {
     let sent = out.packets;
@@ -314,7 +342,8 @@ fn report(
     let receivers =
         f.to.iter()
             .zip(got)
-            .map(|(node, got)| {
+            .map(|(node, received)| {
+                let got = received.got;
                 let mut meter = Meter::new(st.s.interval, st.s.histograms);
                 // Sequence numbers extended from the first sent, over a stream of a bounded length.
                 let mut at_k = vec![Timestamp::MAX; sent as usize];
@@ -330,17 +359,24 @@ fn report(
                     // Sent when its stamp says, or (a ladder's packets carry none) at its
                     // release: the sender's lateness, microseconds, is not in the delay then.
                     let left = g.sent.or(epoch.map(|e| e + release(k as usize)));
-                    meter.record(at, k, sent, g.len + OVERHEAD, rel(left.unwrap_or(g.at)));
+                    // The meter keeps what the network delivered; the viewer's arrivals
+                    // (its frames) include repairs, as in the simulator.
+                    if !g.repaired {
+                        meter.record(at, k, sent, g.len + OVERHEAD, rel(left.unwrap_or(g.at)));
+                    }
                     if let Some(a) = at_k.get_mut(k as usize) {
                         *a = (*a).min(at);
                     }
                 }
                 arrivals.push(at_k);
-                ReceiverReport::from_meter(node.clone(), &mut meter, sent, f.duration)
+                let mut r = ReceiverReport::from_meter(node.clone(), &mut meter, sent, f.duration);
+                r.repair = received.repair.map(|s| viewer_repair(&s, r.lost, sent));
+                r
             })
             .collect();
+    let sent_bytes = out.bytes + OVERHEAD as u64 * sent;
     let mut report = FlowReport {
-        repair: None,
+        repair: out.repair.map(|s| sender_repair(&s, OVERHEAD, sent_bytes)),
         name: f.name.clone(),
         kind: "rtp".into(),
         src: f.from.clone(),
@@ -349,7 +385,7 @@ fn report(
         duration_ns: f.duration.as_nanos() as u64,
         sent_packets: sent,
         // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
-        sent_bytes: out.bytes + OVERHEAD as u64 * sent,
+        sent_bytes,
         receivers,
         rate_control: None,
     };

@@ -18,3 +18,10 @@ pub mod repairer;
 pub use history::SendHistory;
 pub use nack::{NackConfig, NackCounters, NackPlanner};
 pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};
+
+/// The retransmission stream's payload type where Metronome chooses: the first dynamic one
+/// after the 96 of a coded video (MPEG-TS is the static 33).
+pub const RTX_PAYLOAD_TYPE: u8 = 97;
+/// The share of a stream's rate its retransmissions may take on average (admission reserves
+/// it on top of the media's).
+pub const RTX_BUDGET_SHARE: f64 = 0.25;

@@ -29,6 +29,35 @@ pub struct SenderRepair {
     pub initial_rtt: Duration,
 }
 
+impl SenderRepair {
+    /// Retransmissions as `rtx` (their SSRC and payload type) numbered from
+    /// `initial_sequence`, within [`crate::repair::RTX_BUDGET_SHARE`] of the rate, for
+    /// receivers that play out `playout_delay` after the fastest packet; a history of
+    /// `history_packets` packets of at most `max_packet` bytes; a 100 ms round trip assumed
+    /// until a receiver report measures one.
+    pub fn rtx(
+        rtx: metronome_wire::rtx::StreamIds,
+        initial_sequence: u16,
+        playout_delay: Duration,
+        history_packets: usize,
+        max_packet: usize,
+    ) -> SenderRepair {
+        SenderRepair {
+            repairer: RepairConfig::new(rtx, initial_sequence, crate::repair::RTX_BUDGET_SHARE),
+            history_packets,
+            max_packet,
+            playout_delay,
+            initial_rtt: Duration::from_millis(100),
+        }
+    }
+
+    /// The memory its history holds, bytes (what admission counts against the stream).
+    pub fn history_bytes(&self) -> u64 {
+        let packets = self.history_packets.clamp(1, 1 << 16).next_power_of_two() as u64;
+        packets * (self.max_packet.clamp(1, usize::from(u16::MAX)) as u64 + 64)
+    }
+}
+
 /// Retransmissions waiting for the driver at most; more are counted and not made.
 pub const MAX_WAITING: usize = 64;
 /// Receivers whose least round trip is kept; beyond, a receiver's own is its last.
@@ -88,7 +117,8 @@ pub(crate) struct Resend {
     spare: Vec<Vec<u8>>,
     /// Retransmissions not made because [`MAX_WAITING`] were waiting.
     overflow: u64,
-    /// Retransmission bytes handed to the driver (RTP header and payload).
+    /// Retransmissions handed to the driver, and their bytes (RTP header and payload).
+    packets: u64,
     bytes: u64,
 }
 
@@ -100,7 +130,9 @@ pub struct ResendStats {
     pub repairer: RepairCounters,
     /// Retransmissions not made because the driver had not taken the ones waiting.
     pub overflow: u64,
-    /// Retransmission bytes handed to the driver (RTP header and payload).
+    /// Retransmissions handed to the driver.
+    pub packets: u64,
+    /// Their bytes (RTP header and payload).
     pub bytes: u64,
     /// NACKs in one compound beyond the 16 read.
     pub nacks_unread: u64,
@@ -123,8 +155,10 @@ impl Resend {
             initial_rtt: cfg.initial_rtt,
             min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
-            spare: Vec::new(),
+            // Never grows: the driver that polls (a pacing thread) must not allocate.
+            spare: Vec::with_capacity(MAX_WAITING),
             overflow: 0,
+            packets: 0,
             bytes: 0,
         }
     }
@@ -133,6 +167,7 @@ impl Resend {
         ResendStats {
             repairer: self.repairer.counters(),
             overflow: self.overflow,
+            packets: self.packets,
             bytes: self.bytes,
             nacks_unread,
         }
@@ -203,6 +238,7 @@ impl Resend {
             let fits = n <= buf.len();
             if fits {
                 buf[..n].copy_from_slice(&b);
+                self.packets += 1;
                 self.bytes += n as u64;
             } else {
                 self.overflow += 1;

@@ -386,6 +386,11 @@ impl SenderSession {
         self.repair.as_mut()?.poll(buf)
     }
 
+    /// Whether the stream answers NACKs ([`SenderSession::with_repair`]).
+    pub fn repairs(&self) -> bool {
+        self.repair.is_some()
+    }
+
     /// What the stream's repairs did, if it repairs.
     pub fn repair_stats(&self) -> Option<super::resend::ResendStats> {
         let unread = self.reports.nacks_unread();

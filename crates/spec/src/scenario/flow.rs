@@ -409,14 +409,9 @@ impl RawFlow {
 
     /// `repair`: "none" or "rtx"; repairs need a play-out deadline to respect.
     fn repair(&self, name: &str) -> Result<Repair, String> {
-        let repair = match self.repair.as_deref().map(str::trim) {
-            None | Some("none") => Repair::None,
-            Some("rtx") => Repair::Rtx,
-            Some(other) => {
-                return Err(format!(
-                    "flow '{name}': repair = \"{other}\": write \"rtx\" (NACK and retransmission) or \"none\""
-                ))
-            }
+        let repair = match self.repair.as_deref() {
+            None => Repair::None,
+            Some(r) => Repair::parse(r).map_err(|e| format!("flow '{name}': {e}"))?,
         };
         if repair != Repair::None && self.playout_deadline.is_none() {
             return Err(format!(

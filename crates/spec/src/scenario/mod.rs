@@ -237,27 +237,7 @@ pub struct Membership {
     pub leave: Option<Duration>,
 }
 
-/// How an RTP flow's viewers get lost packets back (`repair = ...`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Repair {
-    /// `"none"` (the default): what the network loses is lost.
-    #[default]
-    None,
-    /// `"rtx"`: NACK and retransmission (RFC 4585, RFC 4588). Each viewer asks for what can
-    /// still arrive before its play-out deadline (`playout_deadline`, which it needs); the
-    /// sender answers what can still make it, within a quarter of the stream's rate.
-    Rtx,
-}
-
-impl Repair {
-    /// The scenario's word for it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Repair::None => "none",
-            Repair::Rtx => "rtx",
-        }
-    }
-}
+pub use crate::repair::Repair;
 
 /// What a flow is (`kind = ...`), with the keys only that kind has.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,7 +3,8 @@
 //! Only what Metronome needs of a session is kept: the origin, the name, the session-level
 //! connection, `a=control`, `a=range` and `a=tool`, and for each RTP media its port, its first
 //! payload type with the encoding and clock rate that `a=rtpmap` (or the RFC 3551 static table)
-//! gives it, `a=fmtp`, `a=control`, a media-level `c=`, `b=AS:` and the first `a=extmap`.
+//! gives it, `a=fmtp`, `a=control`, a media-level `c=`, `b=AS:`, the first `a=extmap`, and an
+//! RFC 4588 retransmission payload type (`rtx` with `apt=` the first).
 //!
 //! - [`SessionDescription::to_sdp`] writes RFC 8866 text with CRLF line ends, in the order the
 //!   RFC gives (`v o s c t a` then `m c b a` for each media), as ffprobe, VLC and GStreamer's
@@ -106,6 +107,20 @@ pub struct MediaDescription {
     /// `a=crypto:TAG SUITE inline:KEY` (RFC 4568): the media is SRTP (`RTP/SAVP`), keyed so
     /// (the first one given, when reading).
     pub crypto: Option<String>,
+    /// RFC 4588 retransmission with RFC 4585 NACKs: `a=rtpmap:PT rtx/CLOCK`, `a=fmtp:PT
+    /// apt=MEDIA;rtx-time=MS` and `a=rtcp-fb:MEDIA nack`, the profile `RTP/AVPF` (`RTP/SAVPF`
+    /// with `crypto`), the retransmission payload type second on the `m=` line.
+    pub retransmission: Option<Retransmission>,
+}
+
+/// A media's retransmission stream, as its SDP announces it (see
+/// [`MediaDescription::retransmission`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retransmission {
+    /// The retransmission packets' payload type (`a=rtpmap:PT rtx/...`).
+    pub payload_type: u8,
+    /// `rtx-time`: how long the sender keeps a packet to retransmit, ms (RFC 4588 §8.6).
+    pub rtx_time_ms: Option<u32>,
 }
 
 impl MediaDescription {
@@ -129,6 +144,7 @@ impl MediaDescription {
             bitrate_kbps: None,
             extmap: None,
             crypto: None,
+            retransmission: None,
         }
     }
 
@@ -159,13 +175,17 @@ impl MediaDescription {
             media: self.media.clone(),
             port: self.port,
             num_ports: None,
-            proto: if self.crypto.is_some() {
-                "RTP/SAVP"
-            } else {
-                "RTP/AVP"
+            proto: match (self.crypto.is_some(), self.retransmission.is_some()) {
+                (false, false) => "RTP/AVP",
+                (true, false) => "RTP/SAVP",
+                (false, true) => "RTP/AVPF",
+                (true, true) => "RTP/SAVPF",
             }
             .to_string(),
-            fmt: pt.to_string(),
+            fmt: match self.retransmission {
+                Some(r) => format!("{pt} {}", r.payload_type),
+                None => pt.to_string(),
+            },
             media_title: None,
             connections: self.connection.iter().map(|c| c.to_sdp_types()).collect(),
             bandwidths: self
@@ -183,6 +203,16 @@ impl MediaDescription {
         m.add_attribute_with_value("rtpmap", rtpmap);
         if let Some(f) = &self.fmtp {
             m.add_attribute_with_value("fmtp", format!("{pt} {f}"));
+        }
+        if let Some(r) = self.retransmission {
+            m.add_attribute_with_value("rtcp-fb", format!("{pt} nack"));
+            let rpt = r.payload_type;
+            m.add_attribute_with_value("rtpmap", format!("{rpt} rtx/{}", self.clock_rate));
+            let time = r.rtx_time_ms.map(|t| format!(";rtx-time={t}"));
+            m.add_attribute_with_value(
+                "fmtp",
+                format!("{rpt} apt={pt}{}", time.unwrap_or_default()),
+            );
         }
         if let Some(c) = &self.control {
             m.add_attribute_with_value("control", c);

@@ -1,7 +1,7 @@
 //! Reading an SDP: what ffmpeg, GStreamer, live555 and cameras write, into a
 //! [`SessionDescription`], never panicking, every error saying what is wrong and where.
 
-use super::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
+use super::{Connection, MediaDescription, Retransmission, SessionDescription, MAX_SDP_BYTES};
 use std::net::{IpAddr, Ipv4Addr};
 
 impl SessionDescription {
@@ -278,7 +278,46 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
         bitrate_kbps,
         extmap,
         crypto: attr(&m.attributes, "crypto"),
+        retransmission: retransmission(m, payload_type),
     })
+}
+
+/// The `m=` line's RFC 4588 retransmission payload type for `media_pt`: one whose
+/// `a=rtpmap` says `rtx` and whose `a=fmtp` says `apt=MEDIA_PT` (GStreamer, WebRTC); an
+/// `rtx-time` that is not a number is left out.
+fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> {
+    let values = |name: &'static str| {
+        m.attributes
+            .iter()
+            .filter(move |a| a.attribute.eq_ignore_ascii_case(name))
+            .filter_map(|a| a.value.as_deref())
+            .filter_map(|v| {
+                let (pt, rest) = v.trim().split_once([' ', '\t'])?;
+                Some((pt.parse::<u8>().ok()?, rest.trim()))
+            })
+    };
+    let listed = |pt: u8| m.fmt.split_whitespace().any(|f| f.parse() == Ok(pt));
+    values("rtpmap")
+        .filter(|(pt, rest)| {
+            listed(*pt)
+                && rest
+                    .split('/')
+                    .next()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("rtx"))
+        })
+        .find_map(|(pt, _)| {
+            let params = values("fmtp").find(|(p, _)| *p == pt)?.1;
+            let param = |key: &str| {
+                params.split(';').find_map(|kv| {
+                    let (k, v) = kv.split_once('=')?;
+                    k.trim().eq_ignore_ascii_case(key).then(|| v.trim())
+                })
+            };
+            (param("apt")?.parse::<u8>().ok()? == media_pt).then(|| Retransmission {
+                payload_type: pt,
+                rtx_time_ms: param("rtx-time").and_then(|t| t.parse().ok()),
+            })
+        })
 }
 
 /// `ENCODING/CLOCKRATE[/PARAMS]` → (encoding, clock rate).

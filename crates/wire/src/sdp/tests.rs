@@ -273,22 +273,59 @@ mod prop {
             proptest::option::of(any::<u64>()),
             proptest::option::of((1u8..=14, token())),
             proptest::option::of(token()),
+            proptest::option::of((0u8..=127, proptest::option::of(any::<u32>()))),
         )
-            .prop_map(|(media, port, pt, enc, rate, fmtp, control, c, b, x, k)| {
-                MediaDescription {
-                    media,
-                    port,
-                    payload_type: pt,
-                    encoding: enc,
-                    clock_rate: rate,
-                    fmtp,
-                    control,
-                    connection: c,
-                    bitrate_kbps: b,
-                    extmap: x,
-                    crypto: k.map(|k| format!("1 AES_CM_128_HMAC_SHA1_80 inline:{k}")),
-                }
-            })
+            .prop_map(
+                |(media, port, pt, enc, rate, fmtp, control, c, b, x, k, r)| {
+                    // A retransmission payload type is another than the media's.
+                    let retransmission = r.filter(|(rpt, _)| *rpt != pt).map(|(rpt, t)| {
+                        super::super::Retransmission {
+                            payload_type: rpt,
+                            rtx_time_ms: t,
+                        }
+                    });
+                    MediaDescription {
+                        media,
+                        port,
+                        payload_type: pt,
+                        encoding: enc,
+                        clock_rate: rate,
+                        fmtp,
+                        control,
+                        connection: c,
+                        bitrate_kbps: b,
+                        extmap: x,
+                        crypto: k.map(|k| format!("1 AES_CM_128_HMAC_SHA1_80 inline:{k}")),
+                        retransmission,
+                    }
+                },
+            )
+    }
+
+    #[test]
+    fn retransmission_is_announced_as_gstreamer_and_webrtc_read_it() {
+        let mut m = MediaDescription::mp2t(5004);
+        m.retransmission = Some(super::super::Retransmission {
+            payload_type: 97,
+            rtx_time_ms: Some(200),
+        });
+        let mut s = SessionDescription::new("127.0.0.1".parse().unwrap(), 1, "t");
+        s.media.push(m);
+        let text = s.to_sdp();
+        for line in [
+            "m=video 5004 RTP/AVPF 33 97\r\n",
+            "a=rtpmap:33 MP2T/90000\r\n",
+            "a=rtcp-fb:33 nack\r\n",
+            "a=rtpmap:97 rtx/90000\r\n",
+            "a=fmtp:97 apt=33;rtx-time=200\r\n",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
+        assert_eq!(SessionDescription::parse(&text).unwrap(), s);
+        // An rtx whose apt names another payload type is not this media's.
+        let other = text.replace("apt=33", "apt=34");
+        let parsed = SessionDescription::parse(&other).unwrap();
+        assert_eq!(parsed.media[0].retransmission, None);
     }
 
     proptest! {

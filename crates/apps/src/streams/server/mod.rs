@@ -41,6 +41,7 @@ pub(crate) mod memory;
 pub(crate) mod open;
 mod outcome;
 mod raw;
+mod repair;
 pub(crate) mod rtcp;
 pub mod status;
 

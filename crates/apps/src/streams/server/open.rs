@@ -1,6 +1,7 @@
 //! Turning a [`StreamSpec`] into a stream ready to admit: its source opened, its task parameters
 //! derived from the media and the calibrated send cost, its sockets and ring in place.
 
+use super::repair::RepairPlan;
 use super::{memory, ServerConfig};
 use crate::streams::control::ControlError;
 use crate::streams::outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
@@ -191,10 +192,14 @@ pub(super) fn open_stream(
     } else {
         destinations.len()
     };
-    let task = task_of_shape(spec, shape, ceiling, dests, cal);
+    let media_task = task_of_shape(spec, shape, ceiling, dests, cal);
+    let pps = ceiling as f64 / shape.source_bits.max(1) as f64;
+    let repair = RepairPlan::of(spec, pps, slot_bytes(shape));
+    let task = RepairPlan::admitted(repair.as_ref(), media_task);
     let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
     let ring_bytes = (ring_slots as u64).saturating_mul(slot_bytes(shape) as u64);
-    let core = admit(task, ring_bytes.saturating_add(source_bytes))?;
+    let repair_bytes = repair.as_ref().map_or(0, RepairPlan::memory_bytes);
+    let core = admit(task, ring_bytes + source_bytes + repair_bytes)?;
     let (outputs, rtcp) = outputs(spec, outlet, &destinations)?;
     // Spreads the server's seed and the stream id into independent-looking SSRCs and bases.
     let seed = splitmix64(cfg.seed ^ id.rotate_left(17));
@@ -214,25 +219,20 @@ pub(super) fn open_stream(
     let source = source
         .open(packetizer, &start, epoch)
         .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
-    // The session's rate is in bits on the wire (headers, every destination), the source's in
-    // its own units (MPEG-TS bits, or wire bits): the knob converts.
-    let ts_per_wire = ceiling as f64 / task.bitrate_bps.max(1) as f64;
-    let limits = RateLimits {
-        ts_per_wire,
-        range: source.rate_range(),
-        ceiling,
-    };
-    let rate = RateKnob::new(ts_bitrate, limits);
-    let session = SenderSession::new(
-        session_config(spec, cfg, &task, &start, seed, ts_bitrate, ring_slots),
+    let plan = SessionPlan {
+        spec,
+        cfg,
+        task: &media_task,
+        start: &start,
+        seed,
         epoch,
-        controller(spec, shape, &rate.limits, ts_bitrate, epoch),
-    );
-    if spec.cc.is_some() {
-        // A source that follows a controller starts at its first rate (TFRC's one packet a
-        // second), as in the simulator: the producer asks it before making the first packet.
-        rate.follow(session.target_rate());
-    }
+        ring_slots,
+    };
+    let (session, rate) = plan.session(source.rate_range(), ts_bitrate, ceiling, shape);
+    let session = match &repair {
+        Some(r) => session.with_repair(r.sender(&start, seed)),
+        None => session,
+    };
     let rt = Arc::new(
         StreamRt::new(
             id,
@@ -255,6 +255,59 @@ pub(super) fn open_stream(
         description: format!("{description} at {}", format_bitrate(ts_bitrate)),
         start,
     })
+}
+
+/// What a stream's sender session is made from.
+struct SessionPlan<'a> {
+    spec: &'a StreamSpec,
+    cfg: &'a ServerConfig,
+    /// The media's task (without the repair budget).
+    task: &'a TaskParams,
+    start: &'a StartInfo,
+    seed: u64,
+    epoch: Timestamp,
+    ring_slots: usize,
+}
+
+impl SessionPlan<'_> {
+    /// The sender session and the rate knob its source follows, starting at `ts_bitrate` and
+    /// raised at most to `ceiling` (the source's units) within the source's `range`.
+    fn session(
+        &self,
+        range: Option<std::ops::RangeInclusive<u64>>,
+        ts_bitrate: u64,
+        ceiling: u64,
+        shape: PacketShape,
+    ) -> (SenderSession, RateKnob) {
+        let spec = self.spec;
+        // The session's rate is in bits on the wire (headers, every destination), the
+        // source's in its own units (MPEG-TS bits, or wire bits): the knob converts.
+        let ts_per_wire = ceiling as f64 / self.task.bitrate_bps.max(1) as f64;
+        let limits = RateLimits {
+            ts_per_wire,
+            range,
+            ceiling,
+        };
+        let rate = RateKnob::new(ts_bitrate, limits);
+        let config = session_config(
+            spec,
+            self.cfg,
+            self.task,
+            self.start,
+            self.seed,
+            ts_bitrate,
+            self.ring_slots,
+        );
+        let controller = controller(spec, shape, &rate.limits, ts_bitrate, self.epoch);
+        let session = SenderSession::new(config, self.epoch, controller);
+        if spec.cc.is_some() {
+            // A source that follows a controller starts at its first rate (TFRC's one packet
+            // a second), as in the simulator: the producer asks it before making the first
+            // packet.
+            rate.follow(session.target_rate());
+        }
+        (session, rate)
+    }
 }
 
 /// The stream's SRTP, when it was declared with a key.

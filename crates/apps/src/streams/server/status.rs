@@ -4,7 +4,7 @@ use super::Running;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::Calibration;
 use metronome_rt::sync::lock;
-use metronome_session::sender::ReceiverView;
+use metronome_session::sender::{ReceiverView, ResendStats};
 use metronome_time::Summary;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
@@ -64,6 +64,11 @@ pub struct StreamStatus {
     /// Frames a live source skipped to keep up with real time (its producer fell behind).
     pub frames_skipped: u64,
     pub receivers: Vec<ReceiverView>,
+    /// With `repair = "rtx"`: what the receivers' NACKs asked and what was retransmitted
+    /// (packets; `bytes` the retransmissions' RTP bytes); absent for a stream that does not
+    /// repair.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<ResendStats>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -112,11 +117,12 @@ pub struct ServerStatus {
 pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
     let rt = &r.rt;
     let c = &rt.counters;
-    let (pacing, receivers) = {
+    let (pacing, receivers, repair) = {
         let session = lock(&rt.session);
         (
             session.stats().pacing,
             session.reports().receivers().to_vec(),
+            session.repair_stats(),
         )
     };
     let elapsed = clock.now().saturating_since(r.rt.epoch).as_secs_f64();
@@ -163,5 +169,6 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         dropped: pacing.dropped,
         frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
         receivers,
+        repair,
     }
 }

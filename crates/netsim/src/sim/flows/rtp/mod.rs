@@ -10,23 +10,23 @@
 //! policy decides what happens.
 
 use super::{destination, Flow};
+pub mod repair_figures;
 pub mod source;
 
 use crate::sim::net::Net;
 use crate::sim::packet::{Body, Dst, FlowId, Packet};
 use metronome_cc::RateController;
 use metronome_link::meter::Meter;
-use metronome_link::report::{
-    percent, FlowReport, ReceiverReport, RepairFigures, SenderRepairFigures,
-};
+use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
-use metronome_session::receiver::{ReceiverConfig, ReceiverSession, RepairStats};
+use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
-    Input, Queued, ResendStats, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
+    Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
 };
 use metronome_time::Timestamp;
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
+use repair_figures::{sender_repair, viewer_repair};
 use source::wall;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;
@@ -156,8 +156,6 @@ pub struct RtpFlow {
     wakes: Vec<Timestamp>,
     sent: u64,
     sent_bytes: u64,
-    repairs_sent: u64,
-    repair_bytes: u64,
     first_send: Option<Timestamp>,
     last_send: Timestamp,
     /// The sessions' decisions in order, if [`RtpFlowConfig::log`] is set; else empty.
@@ -224,8 +222,6 @@ impl RtpFlow {
             wakes: vec![Timestamp::MAX; cfg.receivers.len() + 1],
             sent: 0,
             sent_bytes: 0,
-            repairs_sent: 0,
-            repair_bytes: 0,
             first_send: None,
             last_send: Timestamp::ZERO,
             log: Vec::new(),
@@ -410,16 +406,9 @@ impl RtpFlow {
         buf.resize(buf.len().max(need), 0);
         while let Some(n) = self.sender.poll_repair(&mut buf) {
             let pkt = self.datagram(net, now, self.dst, &buf[..n]);
-            self.repairs_sent += 1;
-            self.repair_bytes += u64::from(pkt.size);
             net.send(now, self.cfg.src, pkt);
         }
         self.rtcp = buf;
-    }
-
-    /// Retransmissions sent, and their bytes on the wire (with IP and UDP headers).
-    pub fn repairs_sent(&self) -> (u64, u64) {
-        (self.repairs_sent, self.repair_bytes)
     }
 
     fn run_receiver(&mut self, now: Timestamp, ep: u32, net: &mut Net) {
@@ -728,47 +717,10 @@ impl Flow for RtpFlow {
                 &self.rate_trace,
                 end,
             )),
-            repair: self.sender.repair_stats().map(|s| {
-                let (packets, bytes) = (self.repairs_sent, self.repair_bytes);
-                sender_repair(&s, packets, bytes, self.sent_bytes)
-            }),
+            repair: self
+                .sender
+                .repair_stats()
+                .map(|s| sender_repair(&s, self.cfg.ip_overhead, self.sent_bytes)),
         }
-    }
-}
-
-/// A viewer's repair figures: `lost` is what the network lost of the `expected` packets.
-fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
-    let lost_after = lost.saturating_sub(s.rtx_useful);
-    RepairFigures {
-        lost_after,
-        lost_after_percent: percent(lost_after, expected),
-        repaired: s.rtx_useful,
-        too_late: s.rtx_late,
-        given_up: s.nack.given_up,
-        nack_packets: s.nack_packets,
-        asked: s.nack.asked,
-        retransmissions: s.rtx_packets,
-        redundant: s.rtx_redundant,
-        rtt_ns: s.rtt_us.saturating_mul(1000),
-    }
-}
-
-/// The sender's repair figures: `packets` retransmissions of `bytes` on the wire, beside the
-/// stream's `stream_bytes`.
-fn sender_repair(
-    s: &ResendStats,
-    packets: u64,
-    bytes: u64,
-    stream_bytes: u64,
-) -> SenderRepairFigures {
-    SenderRepairFigures {
-        asked: s.repairer.asked,
-        sent_packets: packets,
-        sent_bytes: bytes,
-        overhead_percent: percent(bytes, stream_bytes),
-        too_late: s.repairer.too_late,
-        over_budget: s.repairer.over_budget,
-        duplicate: s.repairer.duplicate,
-        unknown: s.repairer.unknown,
     }
 }

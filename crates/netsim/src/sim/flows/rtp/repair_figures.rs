@@ -1,0 +1,40 @@
+//! What loss repair did, as a report gives it: a viewer's figures from its receiver session's
+//! counts, the sender's from its session's. The simulator's flows and the lab's emu mode both
+//! report through these.
+
+use metronome_link::report::{percent, RepairFigures, SenderRepairFigures};
+use metronome_session::receiver::RepairStats;
+use metronome_session::sender::ResendStats;
+
+/// A viewer's repair figures: `lost` is what the network lost of the `expected` packets.
+pub fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
+    let lost_after = lost.saturating_sub(s.rtx_useful);
+    RepairFigures {
+        lost_after,
+        lost_after_percent: percent(lost_after, expected),
+        repaired: s.rtx_useful,
+        too_late: s.rtx_late,
+        given_up: s.nack.given_up,
+        nack_packets: s.nack_packets,
+        asked: s.nack.asked,
+        retransmissions: s.rtx_packets,
+        redundant: s.rtx_redundant,
+        rtt_ns: s.rtt_us.saturating_mul(1000),
+    }
+}
+
+/// The sender's repair figures: its retransmissions on the wire (each with `ip_overhead`
+/// bytes of IP and UDP headers) beside the stream's `stream_bytes`.
+pub fn sender_repair(s: &ResendStats, ip_overhead: u32, stream_bytes: u64) -> SenderRepairFigures {
+    let bytes = s.bytes + u64::from(ip_overhead) * s.packets;
+    SenderRepairFigures {
+        asked: s.repairer.asked,
+        sent_packets: s.packets,
+        sent_bytes: bytes,
+        overhead_percent: percent(bytes, stream_bytes),
+        too_late: s.repairer.too_late,
+        over_budget: s.repairer.over_budget,
+        duplicate: s.repairer.duplicate,
+        unknown: s.repairer.unknown,
+    }
+}
