@@ -635,3 +635,71 @@ fn many_clients_on_one_mount() {
         "five clients played, the summary lists {sessions} session streams:\n{summary}"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// A mount that repairs
+
+/// The SDP a DESCRIBE of `mount` answers with (read until the connection has sent it all).
+fn describe_sdp(server: &RtspServer, mount: &str) -> String {
+    let mut s = TcpStream::connect(server.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let url = server.url(mount);
+    write!(
+        s,
+        "DESCRIBE {url} RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+        let Some((head, body)) = text.split_once("\r\n\r\n") else {
+            continue;
+        };
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok());
+        if length.is_some_and(|n| body.len() >= n) {
+            break;
+        }
+    }
+    text
+}
+
+/// A mount declared with `repair=rtx` announces its retransmissions in its DESCRIBE (RFC 4585's
+/// `RTP/AVPF` and `a=rtcp-fb:33 nack`, RFC 4588's `rtx` with `apt=33`), and FFmpeg and
+/// GStreamer, which read that SDP, still set it up and decode it, over UDP and TCP.
+#[test]
+fn a_mount_that_repairs_announces_rtx_and_ffmpeg_and_gstreamer_play_it() {
+    require("ffprobe", "ffmpeg");
+    require("ffmpeg", "ffmpeg");
+    require("gst-launch-1.0", "gstreamer1.0-tools");
+    let server = RtspServer::start(&[
+        "--stream",
+        "name=cam,repair=rtx,playout_delay=300ms,size=320x240,fps=25,bitrate=1500kbit",
+    ]);
+    let sdp = describe_sdp(&server, "cam");
+    for line in [
+        "m=video 0 RTP/AVPF 33 97\r\n",
+        "a=rtcp-fb:33 nack\r\n",
+        "a=rtpmap:97 rtx/90000\r\n",
+        "a=fmtp:97 apt=33;rtx-time=300\r\n",
+    ] {
+        assert!(
+            sdp.contains(line),
+            "{line:?} not in the DESCRIBE answer:\n{sdp}"
+        );
+    }
+    let url = server.url("cam");
+    let probe = run(&mut ffprobe_streams(&url, "udp"), CLIENT_LIMIT);
+    check_probe(&server, &probe, "h264");
+    let decode = run(&mut ffmpeg_frames(&url, "tcp", 25), CLIENT_LIMIT);
+    check_decoded(&server, &decode, 20);
+    let out = run(&mut gst_decode(&url, "udp", 25), CLIENT_LIMIT);
+    check_gst(&server, &out, 20);
+    stop(server, "cam");
+}

@@ -28,6 +28,8 @@ impl Backend for Checker {
             multicast: name == "live",
             // The live mount is SRTP: SETUP's RTP/SAVP alternatives are judged too.
             srtp: name == "live",
+            // The file mount repairs: its RTP/AVPF alternatives are judged too.
+            feedback: name == "file",
         })
     }
     fn setup(&mut self, req: &SetupRequest<'_>) -> Result<Delivery, Refusal> {

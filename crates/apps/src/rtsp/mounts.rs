@@ -200,6 +200,7 @@ impl Mounts {
         let mut s = SessionDescription::rtsp_mp2t(local.ip(), session_id_of(name), name, range);
         s.media[0].bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
         s.media[0].crypto = crypto_of(&m.spec);
+        s.media[0].retransmission = retransmission_of(&m.spec);
         Some(s.to_sdp())
     }
 }

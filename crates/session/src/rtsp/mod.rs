@@ -60,6 +60,9 @@ pub struct MountInfo {
     pub multicast: bool,
     /// The mount sends SRTP (its SDP's `a=crypto` has the key): SETUP answers `RTP/SAVP`.
     pub srtp: bool,
+    /// The mount answers NACKs with retransmissions (its SDP is `RTP/AVPF` with `rtx`): SETUP
+    /// takes `RTP/AVPF` and answers with it.
+    pub feedback: bool,
 }
 
 /// The transport a client asked for in SETUP, after checks (RTP/AVP only; a `destination` other

@@ -47,12 +47,16 @@ impl TestBackend {
             duration,
             multicast,
             srtp: false,
+            feedback: false,
         };
         let mut mounts = BTreeMap::new();
         mounts.insert("live".to_owned(), mount(None, true));
         let mut srtp = mount(None, false);
         srtp.srtp = true;
         mounts.insert("srtp".to_owned(), srtp);
+        let mut repairs = mount(None, true);
+        repairs.feedback = true;
+        mounts.insert("repairs".to_owned(), repairs);
         mounts.insert(
             "file".to_owned(),
             mount(Some(Duration::from_secs(60)), false),

@@ -138,11 +138,22 @@ pub(super) struct Offer<'a> {
     /// The mount sends SRTP: `RTP/SAVP` may be asked for (and `RTP/AVP`, as FFmpeg asks for
     /// media its SDP says is SAVP).
     pub srtp: bool,
+    /// The mount answers RTCP feedback (NACKs with retransmissions): `RTP/AVPF` (RFC 4585,
+    /// `RTP/SAVPF` with SRTP) may be asked for, as well as the profile without feedback.
+    pub feedback: bool,
+}
+
+/// What SETUP chose: the transport, and whether the client asked for the feedback profile
+/// (`RTP/AVPF`), which the answer then names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Chosen {
+    pub requested: Requested,
+    pub feedback: bool,
 }
 
 /// The first acceptable alternative of a Transport header (RFC 2326 §12.39: the client lists
 /// them in order of preference), or why none was: the reason for the first one.
-pub(super) fn choose(header: &str, offer: &Offer<'_>) -> Result<Requested, String> {
+pub(super) fn choose(header: &str, offer: &Offer<'_>) -> Result<Chosen, String> {
     let mut first_reason = None;
     for alternative in alternatives(header) {
         match evaluate(&TransportSpec::parse(alternative), offer) {
@@ -155,24 +166,48 @@ pub(super) fn choose(header: &str, offer: &Offer<'_>) -> Result<Requested, Strin
     Err(first_reason.unwrap_or_else(|| "empty Transport header".to_owned()))
 }
 
-/// Whether one alternative can be served, and how.
-fn evaluate(t: &TransportSpec, offer: &Offer<'_>) -> Result<Requested, String> {
-    let tcp = match t.protocol.to_ascii_uppercase().as_str() {
-        "RTP/AVP" | "RTP/AVP/UDP" => false,
-        "RTP/AVP/TCP" => true,
-        "RTP/SAVP" | "RTP/SAVP/UDP" if offer.srtp => false,
-        "RTP/SAVP/TCP" if offer.srtp => true,
-        "RTP/SAVP" | "RTP/SAVP/UDP" | "RTP/SAVP/TCP" => {
-            return Err("this mount sends plain RTP: ask for RTP/AVP".to_owned())
-        }
-        _ => {
-            return Err(format!(
-                "transport {:?} is not supported: only RTP/AVP, RTP/AVP/UDP and RTP/AVP/TCP \
-                 (and RTP/SAVP for an SRTP mount)",
-                printable(&t.protocol)
-            ))
-        }
+/// The profile and lower transport of a Transport alternative (`RTP/SAVPF/TCP`): secure,
+/// feedback, TCP; `None` for anything but RTP's four profiles over UDP or TCP.
+fn profile(protocol: &str) -> Option<(bool, bool, bool)> {
+    let p = protocol.to_ascii_uppercase();
+    let (base, tcp) = match p.rsplit_once('/') {
+        Some((b, "TCP")) => (b, true),
+        Some((b, "UDP")) => (b, false),
+        _ => (p.as_str(), false),
     };
+    match base {
+        "RTP/AVP" => Some((false, false, tcp)),
+        "RTP/SAVP" => Some((true, false, tcp)),
+        "RTP/AVPF" => Some((false, true, tcp)),
+        "RTP/SAVPF" => Some((true, true, tcp)),
+        _ => None,
+    }
+}
+
+/// Whether one alternative can be served, and how.
+fn evaluate(t: &TransportSpec, offer: &Offer<'_>) -> Result<Chosen, String> {
+    let Some((secure, feedback, tcp)) = profile(&t.protocol) else {
+        return Err(format!(
+            "transport {:?} is not supported: only RTP/AVP, RTP/AVP/UDP and RTP/AVP/TCP \
+             (RTP/SAVP for an SRTP mount, RTP/AVPF for one that repairs)",
+            printable(&t.protocol)
+        ));
+    };
+    if secure && !offer.srtp {
+        return Err("this mount sends plain RTP: ask for RTP/AVP".to_owned());
+    }
+    if feedback && !offer.feedback {
+        return Err("this mount takes no RTCP feedback: ask for RTP/AVP".to_owned());
+    }
+    let requested = requested(t, offer, tcp)?;
+    Ok(Chosen {
+        requested,
+        feedback,
+    })
+}
+
+/// The transport one alternative asks for, checked.
+fn requested(t: &TransportSpec, offer: &Offer<'_>, tcp: bool) -> Result<Requested, String> {
     if let Some(e) = t.errors.first() {
         return Err(e.clone());
     }
@@ -299,13 +334,20 @@ pub(super) fn printable(s: &str) -> String {
         .collect()
 }
 
-/// The SETUP response's Transport header for what the backend set up (RFC 2326 §12.39).
-pub(super) fn describe(delivery: &Delivery, srtp: bool) -> String {
+/// The SETUP response's Transport header for what the backend set up (RFC 2326 §12.39): the
+/// profile sent (`SAVP` for an SRTP mount, with `F` for a client that asked for feedback).
+pub(super) fn describe(delivery: &Delivery, srtp: bool, feedback: bool) -> String {
     let plain = describe_plain(delivery);
-    match plain.strip_prefix("RTP/AVP") {
-        Some(rest) if srtp => format!("RTP/SAVP{rest}"),
-        _ => plain,
-    }
+    let Some(rest) = plain.strip_prefix("RTP/AVP") else {
+        return plain;
+    };
+    let profile = match (srtp, feedback) {
+        (false, false) => "RTP/AVP",
+        (true, false) => "RTP/SAVP",
+        (false, true) => "RTP/AVPF",
+        (true, true) => "RTP/SAVPF",
+    };
+    format!("{profile}{rest}")
 }
 
 fn describe_plain(delivery: &Delivery) -> String {

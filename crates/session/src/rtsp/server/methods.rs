@@ -77,8 +77,9 @@ impl RtspServer {
             multicast: mount.multicast,
             used_channels: &used_channels,
             srtp: mount.srtp,
+            feedback: mount.feedback,
         };
-        let requested = match transport::choose(header.as_str(), &offer) {
+        let chosen = match transport::choose(header.as_str(), &offer) {
             Ok(r) => r,
             Err(reason) => return Reply::error(461, reason),
         };
@@ -89,7 +90,7 @@ impl RtspServer {
             mount: &target.mount,
             peer: ctx.peer,
             local: ctx.local,
-            transport: requested,
+            transport: chosen.requested,
         };
         match backend.setup(&setup) {
             Err(r) => Reply::refusal(r),
@@ -116,7 +117,7 @@ impl RtspServer {
                 Reply::ok()
                     .header(
                         headers::TRANSPORT,
-                        transport::describe(&delivery, mount.srtp),
+                        transport::describe(&delivery, mount.srtp, chosen.feedback),
                     )
                     .header(headers::CONTENT_BASE, base)
                     .session(id)

@@ -313,3 +313,36 @@ fn srtp_mounts_answer_savp_and_plain_ones_refuse_it() {
         assert!(t.starts_with("RTP/SAVP"), "{t}");
     }
 }
+
+#[test]
+fn mounts_that_repair_take_and_answer_avpf() {
+    let mut h = Harness::new();
+    // Feedback as asked (UDP, TCP, multicast), or none for a client that asks for AVP.
+    for (conn, asked, answer) in [
+        (
+            1,
+            "RTP/AVPF;unicast;client_port=5000-5001",
+            "RTP/AVPF;unicast",
+        ),
+        (
+            2,
+            "RTP/AVPF/TCP;unicast;interleaved=0-1",
+            "RTP/AVPF/TCP;unicast",
+        ),
+        (3, "RTP/AVPF/UDP;multicast", "RTP/AVPF;multicast"),
+        (
+            4,
+            "RTP/AVP;unicast;client_port=5002-5003",
+            "RTP/AVP;unicast",
+        ),
+    ] {
+        let r = setup(&mut h, conn, "repairs/trackID=0", asked);
+        assert_eq!(r.status, 200, "{asked}: {}", r.text);
+        let t = r.header("Transport").unwrap_or_default();
+        assert!(t.starts_with(answer), "{asked}: {t}");
+    }
+    // Secure feedback needs an SRTP mount.
+    let savpf = "RTP/SAVPF;unicast;client_port=5000-5001";
+    let r = setup(&mut h, 5, "repairs/trackID=0", savpf);
+    assert_eq!(r.status, 461, "{}", r.text);
+}
