@@ -61,6 +61,11 @@ pub struct SenderRepairFigures {
     pub duplicate: u64,
     /// Asked for, no longer in the history (or never sent).
     pub unknown: u64,
+    /// Made, then dropped while waiting to leave with the stream's packets: by then they
+    /// could no longer reach the viewer in time (the real-time server; never in the
+    /// simulator, which sends them at once).
+    #[serde(default)]
+    pub expired: u64,
 }
 
 /// `part` of `whole`, percent; 0 of nothing.

@@ -208,9 +208,21 @@ impl StreamRt {
 /// Allocates nothing once made.
 pub struct Cursor {
     head: Option<Slot>,
-    /// A retransmission the session hands out, written here (an RTP packet's most).
+    /// A retransmission the session hands out, written here (an RTP packet's most); empty
+    /// for a stream that does not repair.
     repair: Vec<u8>,
+    /// Retransmissions the stream's packets have paid for and not yet spent (see
+    /// [`REPAIR_SHARE`]).
+    credit: f64,
 }
+
+/// What each of the stream's packets pays towards retransmissions: the share of its rate
+/// admission reserved for them (`repair = "rtx"`), so that repairs leave at most that share
+/// of the stream's packets, to each of its destinations.
+const REPAIR_SHARE: f64 = metronome_session::repair::RTX_BUDGET_SHARE;
+/// Retransmissions that may leave beside consecutive packets of the stream, at most: the
+/// credit's depth (a burst of losses is answered at once up to this many).
+const REPAIR_BURST: f64 = 8.0;
 
 impl Cursor {
     /// The cursor of stream `rt`; with room for a retransmission (a slot's packet and RFC
@@ -224,6 +236,7 @@ impl Cursor {
             } else {
                 Vec::new()
             },
+            credit: REPAIR_BURST,
         }
     }
 }
@@ -319,7 +332,7 @@ impl Cursor {
             _ => Sent::Dropped,
         };
         if let Sent::Sent(_) = sent {
-            self.keep_and_repair(rt);
+            self.keep_and_repair(rt, clock, now);
         }
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);
@@ -327,25 +340,33 @@ impl Cursor {
         Some(sent)
     }
 
-    /// Keeps the packet just sent for retransmission, if the stream repairs,
-    /// and sends one retransmission the session has waiting: repairs leave with the stream's
-    /// packets, one beside each, on its core and within what admission reserved for them.
-    fn keep_and_repair(&mut self, rt: &StreamRt) {
-        let (Some(slot), repair) = (self.head.as_ref(), &mut self.repair) else {
+    /// Keeps the packet just sent for retransmission, if the stream repairs, and sends a
+    /// waiting retransmission beside it if the stream's packets have paid for one: repairs
+    /// leave with the stream's packets, on its core, at most [`REPAIR_SHARE`] of them (and
+    /// [`REPAIR_BURST`] at once), within what admission reserved.
+    fn keep_and_repair(&mut self, rt: &StreamRt, clock: &Clock, now: Timestamp) {
+        let (Some(slot), false) = (self.head.as_ref(), self.repair.is_empty()) else {
             return;
         };
+        self.credit = (self.credit + REPAIR_SHARE).min(REPAIR_BURST);
         let n = {
             let mut session = lock(&rt.session);
-            if !session.repairs() {
-                return;
-            }
             session.keep_sent(slot.bytes(), slot.release);
-            session.poll_repair(repair)
-        };
-        if let Some(n) = n {
-            if !rt.send_everywhere(&repair[..n]) {
-                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+            if self.credit >= 1.0 {
+                session.poll_repair(now, &mut self.repair)
+            } else {
+                None
             }
+        };
+        let Some(n) = n else { return };
+        self.credit -= 1.0;
+        let t0 = clock.mono_ns();
+        if !rt.send_everywhere(&self.repair[..n]) {
+            rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let per_dest = clock.mono_ns().saturating_sub(t0) / rt.outputs.len().max(1) as u64;
+        if let Ok(mut d) = rt.send_cost.try_lock() {
+            d.record(per_dest);
         }
     }
 

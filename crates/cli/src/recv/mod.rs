@@ -84,9 +84,9 @@ pub struct RecvArgs {
     pub rtx_pt: Option<u8>,
     /// With --rtx-pt, or an SDP that announces retransmission (`a=rtpmap:PT rtx/...`): how
     /// long after the fastest packet a packet is still of use (the viewer's play-out delay, as
-    /// a jitter buffer's latency; seconds, or 200ms)
-    #[arg(long, value_parser = parse_duration, default_value = "200ms")]
-    pub playout_delay: Duration,
+    /// a jitter buffer's latency; seconds, or 200ms) [default: 200ms]
+    #[arg(long, value_parser = parse_duration)]
+    pub playout_delay: Option<Duration>,
     /// For rtsp:// URLs: how the media comes (UDP to ports bound here, the server's multicast
     /// group, or interleaved on the RTSP connection)
     #[arg(long, value_enum, default_value_t = RtspTransport::Udp)]
@@ -209,7 +209,12 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
             .receiver();
     cfg.session.repair = a
         .rtx_pt
-        .map(|pt| metronome_session::receiver::ReceiverRepair::new(pt, a.playout_delay));
+        .map(|pt| metronome_session::receiver::ReceiverRepair::new(pt, playout_delay(a)));
+    if a.playout_delay.is_some() && a.rtx_pt.is_none() && !is_sdp_file(&a.url) {
+        eprintln!(
+            "metronome: --playout-delay is what repairs must make, and none are asked for: add --rtx-pt PT (the SDP's rtx payload type)"
+        );
+    }
     let viewer = match &a.quality {
         Some(reference) => {
             // Refused now rather than after the stream: the reference must be readable.
@@ -236,6 +241,13 @@ fn open_reference(p: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>,
 
 /// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
 /// in any-payload mode, on the media's clock.
+/// The viewer's play-out delay that repairs must make: --playout-delay, or GStreamer's
+/// `rtpjitterbuffer` latency.
+fn playout_delay(a: &RecvArgs) -> Duration {
+    a.playout_delay
+        .unwrap_or(metronome_spec::repair::DEFAULT_PLAYOUT_DELAY)
+}
+
 fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
     let mp2t = m.is_mp2t() && m.payload_type == 33 && !a.any_payload;
     cfg.session.payload = if mp2t {
@@ -249,7 +261,7 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
     if let (None, Some(r)) = (a.rtx_pt, m.retransmission) {
         cfg.session.repair = Some(metronome_session::receiver::ReceiverRepair::new(
             r.payload_type,
-            a.playout_delay,
+            playout_delay(a),
         ));
     }
     let judged = a.quality.is_some() && coded_video(m).is_some();

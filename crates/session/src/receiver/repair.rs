@@ -260,20 +260,28 @@ impl Repairing {
             return None;
         };
         self.repaired[ext_seq as usize % REPAIRED_WINDOW] = ext_seq;
+        // The packet's own play-out time, now that its timestamp is known (the planner had
+        // only its gap's, the earlier of the packet before it).
+        let deadline = self.playout.as_ref().map(|p| p.deadline(ts));
         if let Some(p) = self.playout.as_mut() {
             p.arrived(ts, now, false);
         }
         // Older than the highest: it opens no gap, so the gap's deadline is not used.
-        match self.planner.on_packet(ext_seq, now, now) {
-            Some(f) => {
-                if f.in_time {
-                    self.stats.rtx_useful += 1;
-                } else {
-                    self.stats.rtx_late += 1;
-                }
-                self.sample(f.since_ask);
-            }
-            None => self.stats.rtx_useful += 1,
+        let followed = self.planner.on_packet(ext_seq, now, now);
+        if let Some(f) = &followed {
+            self.sample(f.since_ask);
+        }
+        // In time by the packet's own play-out time; a packet the planner no longer follows
+        // (given up) may still be answered by an earlier ask.
+        let in_time = match (deadline, &followed) {
+            (Some(d), _) => now <= d,
+            (None, Some(f)) => f.in_time,
+            (None, None) => true,
+        };
+        if in_time {
+            self.stats.rtx_useful += 1;
+        } else {
+            self.stats.rtx_late += 1;
         }
         Some(ext_seq)
     }

@@ -671,6 +671,25 @@ fn a_repair_after_the_play_out_time_is_late_and_one_asked_twice_gives_no_round_t
 }
 
 #[test]
+fn a_repair_is_judged_by_its_own_play_out_time_not_its_gaps() {
+    let (mut r, at) = (started(), Timestamp::from_millis);
+    r.handle_rtp(at(20), None, &rtp(12, 1800, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    r.poll_transmit(at(20), &mut buf).unwrap();
+    // 11 (10 ms of media after 10) plays out at 210 ms: its gap's time, 10's, is 200 ms.
+    r.handle_rtp(at(205), None, &rtx_of(&rtp(11, 900, 7), 1))
+        .unwrap();
+    let s = r.repair_stats().unwrap();
+    assert_eq!((s.rtx_useful, s.rtx_late), (1, 0), "{s:?}");
+    // 13, given up long ago (no repair could come in time), is answered after its time.
+    r.handle_rtp(at(215), None, &rtp(14, 3600, 7)).unwrap();
+    r.handle_rtp(at(400), None, &rtx_of(&rtp(13, 2700, 7), 2))
+        .unwrap();
+    let s = r.repair_stats().unwrap();
+    assert_eq!((s.rtx_useful, s.rtx_late), (1, 1), "{s:?}");
+}
+
+#[test]
 fn a_nack_alone_goes_out_without_report_blocks() {
     let (mut r, at) = (started(), Timestamp::from_millis);
     r.handle_rtp(at(10), None, &rtp(12, 1800, 7)).unwrap();

@@ -47,9 +47,17 @@ impl SendHistory {
     pub fn new(capacity: usize, max_packet: usize) -> SendHistory {
         let capacity = capacity.clamp(1, 1 << 16).next_power_of_two();
         let max_packet = max_packet.clamp(1, usize::from(u16::MAX));
+        let mut arena = vec![0u8; capacity * max_packet];
+        // Zeroed memory is mapped on its first write: written now, a page at a time, so that
+        // the driver's pacing thread, which keeps each packet it sends here, takes no page
+        // fault for it (what a kept byte holds before a packet is kept is never read).
+        for b in arena.iter_mut().step_by(4096) {
+            *b = 1;
+        }
+        std::hint::black_box(&mut arena);
         SendHistory {
             slots: vec![Slot::default(); capacity],
-            arena: vec![0; capacity * max_packet],
+            arena,
             max_packet,
             too_large: 0,
         }

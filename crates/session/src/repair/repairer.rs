@@ -148,7 +148,8 @@ impl Repairer {
     /// Answers a NACK from a receiver about `media_ssrc` asking for `sequences`, at `now`. A
     /// repair takes `path.to_receiver` to reach the receiver (the pacer's queue and half the
     /// round trip): it is sent only if it arrives before the packet's deadline. Each
-    /// retransmission is handed to `emit`, to be paced with the stream; `emit` says whether
+    /// retransmission is handed to `emit` with the latest time it may leave and still make
+    /// it, to be paced with the stream; `emit` says whether
     /// it took it (a retransmission it has no room for is not made: no budget spent, no
     /// sequence number taken, the packet not marked repaired, the rest of the NACK not read).
     pub fn on_nack(
@@ -157,7 +158,7 @@ impl Repairer {
         sequences: impl IntoIterator<Item = u16>,
         now: Timestamp,
         path: Path,
-        emit: &mut dyn FnMut(&[u8]) -> bool,
+        emit: &mut dyn FnMut(&[u8], Timestamp) -> bool,
     ) {
         if media_ssrc != self.media_ssrc {
             self.counters.foreign_nacks += 1;
@@ -182,7 +183,7 @@ impl Repairer {
         seq: u16,
         now: Timestamp,
         path: Path,
-        emit: &mut dyn FnMut(&[u8]) -> bool,
+        emit: &mut dyn FnMut(&[u8], Timestamp) -> bool,
     ) -> bool {
         let Some(kept) = self.history.get(seq) else {
             self.counters.unknown += 1;
@@ -217,7 +218,8 @@ impl Repairer {
             self.counters.over_budget += 1;
             return true;
         }
-        if !emit(&self.scratch[..n]) {
+        let latest = kept.deadline.checked_sub(path.to_receiver).unwrap_or(now);
+        if !emit(&self.scratch[..n], latest) {
             return false;
         }
         self.tokens -= n as f64;
@@ -269,7 +271,7 @@ mod tests {
     /// A path of `path_ms` to the receiver and a 20 ms round trip.
     fn answer(r: &mut Repairer, seqs: &[u16], now: Timestamp, path_ms: u64) -> Vec<(u16, u16)> {
         let mut out = Vec::new();
-        let mut emit = |p: &[u8]| {
+        let mut emit = |p: &[u8], _: Timestamp| {
             let v = RtpView::parse(p).unwrap();
             assert_eq!((v.ssrc(), v.payload_type()), (RTX.ssrc, RTX.payload_type));
             let osn = u16::from_be_bytes([v.payload()[0], v.payload()[1]]);
@@ -351,7 +353,8 @@ mod tests {
         let c = r.counters();
         assert_eq!((c.asked, c.truncated_nacks), (64, 1));
         assert_eq!(sent, 10);
-        let mut emit = |_: &[u8]| -> bool { panic!("nothing is sent for another SSRC") };
+        let mut emit =
+            |_: &[u8], _: Timestamp| -> bool { panic!("nothing is sent for another SSRC") };
         let path = Path {
             to_receiver: Duration::ZERO,
             rtt: Duration::ZERO,
@@ -367,7 +370,7 @@ mod tests {
             to_receiver: Duration::ZERO,
             rtt: Duration::from_millis(20),
         };
-        let mut refuse = |_: &[u8]| false;
+        let mut refuse = |_: &[u8], _: Timestamp| false;
         r.on_nack(SSRC, [3, 4], at(10), path, &mut refuse);
         assert_eq!((r.counters().asked, r.counters().sent), (1, 0));
         // At once again, with room: not a duplicate, and numbered from the first.

@@ -112,7 +112,8 @@ pub(crate) struct Resend {
     /// The least round trip each receiver reported (by SSRC, at most [`MAX_RECEIVERS`]): the
     /// way there without queues.
     min_rtt: BTreeMap<u32, Duration>,
-    waiting: VecDeque<Vec<u8>>,
+    /// Retransmissions made, each with the latest time it may leave.
+    waiting: VecDeque<(Vec<u8>, Timestamp)>,
     /// Buffers of sent retransmissions, reused.
     spare: Vec<Vec<u8>>,
     /// Retransmissions not made because [`MAX_WAITING`] were waiting.
@@ -120,6 +121,10 @@ pub(crate) struct Resend {
     /// Retransmissions handed to the driver, and their bytes (RTP header and payload).
     packets: u64,
     bytes: u64,
+    /// Retransmissions dropped while they waited: their latest departure passed.
+    expired: u64,
+    /// Retransmissions larger than the driver's buffer, dropped.
+    too_large: u64,
 }
 
 /// What the session's repairs did: the repairer's counts, and the session's own.
@@ -128,8 +133,14 @@ pub struct ResendStats {
     /// Asked, sent, too late, unknown, over budget, duplicate, truncated and foreign NACKs.
     #[serde(flatten)]
     pub repairer: RepairCounters,
-    /// Retransmissions not made because the driver had not taken the ones waiting.
+    /// Retransmissions not made because [`MAX_WAITING`] were waiting for the driver.
     pub overflow: u64,
+    /// Retransmissions made but dropped while they waited for the driver (it sends them
+    /// with the stream's packets): by then they could no longer make their deadline.
+    pub expired: u64,
+    /// Retransmissions larger than the driver's buffer, dropped (none where the driver
+    /// sizes its buffer from the largest packet kept).
+    pub too_large: u64,
     /// Retransmissions handed to the driver.
     pub packets: u64,
     /// Their bytes (RTP header and payload).
@@ -155,9 +166,14 @@ impl Resend {
             initial_rtt: cfg.initial_rtt,
             min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
-            // Never grows: the driver that polls (a pacing thread) must not allocate.
-            spare: Vec::with_capacity(MAX_WAITING),
+            // Buffers for every retransmission that may wait, made now: neither the thread
+            // that reads NACKs nor the one that polls (a pacing thread) allocates.
+            spare: (0..MAX_WAITING)
+                .map(|_| Vec::with_capacity(cfg.max_packet + metronome_wire::rtx::OSN_LEN))
+                .collect(),
             overflow: 0,
+            expired: 0,
+            too_large: 0,
             packets: 0,
             bytes: 0,
         }
@@ -167,6 +183,8 @@ impl Resend {
         ResendStats {
             repairer: self.repairer.counters(),
             overflow: self.overflow,
+            expired: self.expired,
+            too_large: self.too_large,
             packets: self.packets,
             bytes: self.bytes,
             nacks_unread,
@@ -213,7 +231,7 @@ impl Resend {
             rtt,
         };
         let (waiting, spare, overflow) = (&mut self.waiting, &mut self.spare, &mut self.overflow);
-        let mut emit = |p: &[u8]| {
+        let mut emit = |p: &[u8], latest: Timestamp| {
             if waiting.len() == MAX_WAITING {
                 *overflow += 1;
                 return false;
@@ -221,7 +239,7 @@ impl Resend {
             let mut b = spare.pop().unwrap_or_default();
             b.clear();
             b.extend_from_slice(p);
-            waiting.push_back(b);
+            waiting.push_back((b, latest));
             true
         };
         let seqs = nack.sequences.iter().copied();
@@ -229,24 +247,29 @@ impl Resend {
             .on_nack(nack.media_ssrc, seqs, now, path, &mut emit);
     }
 
-    /// The next retransmission, written into `buf`; its length. One that does not fit is
-    /// dropped (counted as overflow).
-    pub(crate) fn poll(&mut self, buf: &mut [u8]) -> Option<usize> {
+    /// The next retransmission that can still make its deadline if it leaves at `now`,
+    /// written into `buf`; its length. One whose time has passed while it waited is dropped
+    /// (counted as expired), one that does not fit too (counted as too large).
+    pub(crate) fn poll(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         loop {
-            let b = self.waiting.pop_front()?;
+            let (b, latest) = self.waiting.pop_front()?;
             let n = b.len();
-            let fits = n <= buf.len();
-            if fits {
+            let send = if now > latest {
+                self.expired += 1;
+                false
+            } else if n > buf.len() {
+                self.too_large += 1;
+                false
+            } else {
                 buf[..n].copy_from_slice(&b);
                 self.packets += 1;
                 self.bytes += n as u64;
-            } else {
-                self.overflow += 1;
-            }
+                true
+            };
             if self.spare.len() < MAX_WAITING {
                 self.spare.push(b);
             }
-            if fits {
+            if send {
                 return Some(n);
             }
         }

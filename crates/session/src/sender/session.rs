@@ -380,10 +380,11 @@ impl SenderSession {
         }
     }
 
-    /// The next retransmission to send now (to the stream's destinations), written into
-    /// `buf`; its length. Retransmissions are made when NACKs come in ([`Input::Rtcp`]).
-    pub fn poll_repair(&mut self, buf: &mut [u8]) -> Option<usize> {
-        self.repair.as_mut()?.poll(buf)
+    /// The next retransmission to send at `now` (to the stream's destinations), written into
+    /// `buf`; its length. Retransmissions are made when NACKs come in ([`Input::Rtcp`]);
+    /// one that can no longer make its deadline by `now` is dropped and counted.
+    pub fn poll_repair(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
+        self.repair.as_mut()?.poll(now, buf)
     }
 
     /// Whether the stream answers NACKs ([`SenderSession::with_repair`]).

@@ -589,7 +589,7 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
     rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
     let mut buf = [0u8; 1500];
     let mut got = Vec::new();
-    while let Some(n) = s.poll_repair(&mut buf) {
+    while let Some(n) = s.poll_repair(ms(400), &mut buf) {
         let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
         assert_eq!((v.ssrc(), v.payload_type(), n), (0x5e5, 97, 1252));
         got.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
@@ -604,6 +604,17 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
 }
 
 #[test]
+fn a_retransmission_that_waited_past_its_time_is_dropped_not_sent() {
+    let mut s = repairing_session();
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
+    // The driver comes for them only when the last could no longer reach the viewer.
+    let mut buf = [0u8; 1500];
+    assert_eq!(s.poll_repair(ms(2000), &mut buf), None);
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.repairer.sent, st.expired, st.packets), (20, 20, 0));
+}
+
+#[test]
 fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
     let mut s = repairing_session();
     let mut buf = [0u8; 1500];
@@ -614,7 +625,7 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
         let now = ms(100 + 10 * k);
         rtcp_in(&mut s, now, &nack_compound(k as u32, 0xabc, 0, 1000, 20));
         rtcp_in(&mut s, now, &nack_compound(k as u32, 0xdead, 0, 1000, 20));
-        while let Some(n) = s.poll_repair(&mut buf) {
+        while let Some(n) = s.poll_repair(now, &mut buf) {
             repair_bytes += n as u64;
         }
     }

@@ -282,9 +282,9 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
     })
 }
 
-/// The `m=` line's RFC 4588 retransmission payload type for `media_pt`: one whose
-/// `a=rtpmap` says `rtx` and whose `a=fmtp` says `apt=MEDIA_PT` (GStreamer, WebRTC); an
-/// `rtx-time` that is not a number is left out.
+/// The `m=` line's RFC 4588 retransmission payload type for `media_pt`: a dynamic one (96 to
+/// 127, not the media's) whose `a=rtpmap` says `rtx` and whose `a=fmtp` says `apt=MEDIA_PT`
+/// (GStreamer, WebRTC); an `rtx-time` that is not a number is left out.
 fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> {
     let values = |name: &'static str| {
         m.attributes
@@ -297,9 +297,13 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
             })
     };
     let listed = |pt: u8| m.fmt.split_whitespace().any(|f| f.parse() == Ok(pt));
+    // A dynamic payload type other than the media's (a retransmission on the media's own
+    // would make every packet of it look like one).
+    let dynamic = |pt: u8| pt != media_pt && (96..=127).contains(&pt);
     values("rtpmap")
         .filter(|(pt, rest)| {
-            listed(*pt)
+            dynamic(*pt)
+                && listed(*pt)
                 && rest
                     .split('/')
                     .next()

@@ -273,7 +273,7 @@ mod prop {
             proptest::option::of(any::<u64>()),
             proptest::option::of((1u8..=14, token())),
             proptest::option::of(token()),
-            proptest::option::of((0u8..=127, proptest::option::of(any::<u32>()))),
+            proptest::option::of((96u8..=127, proptest::option::of(any::<u32>()))),
         )
             .prop_map(
                 |(media, port, pt, enc, rate, fmtp, control, c, b, x, k, r)| {
@@ -326,6 +326,10 @@ mod prop {
         let other = text.replace("apt=33", "apt=34");
         let parsed = SessionDescription::parse(&other).unwrap();
         assert_eq!(parsed.media[0].retransmission, None);
+        // Nor is an rtx on a static payload type.
+        let static_pt = text.replace("33 97", "33 32").replace(":97 ", ":32 ");
+        let parsed = SessionDescription::parse(&static_pt).unwrap();
+        assert_eq!(parsed.media[0].retransmission, None, "{static_pt}");
     }
 
     proptest! {

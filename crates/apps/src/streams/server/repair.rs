@@ -65,7 +65,8 @@ impl RepairPlan {
             ssrc: rtx_ssrc(start.ssrc),
             payload_type: RTX_PAYLOAD_TYPE,
         };
-        let first = (seed >> 48) as u16;
+        // Its own draw from the stream's seed (the media's number and time base take others).
+        let first = metronome_time::mix::splitmix64(seed ^ 0x5254_5853_4551) as u16;
         SenderRepair::rtx(
             rtx,
             first,

@@ -404,7 +404,7 @@ impl RtpFlow {
         let mut buf = std::mem::take(&mut self.rtcp);
         let need = self.cfg.slot_size + metronome_wire::rtx::OSN_LEN;
         buf.resize(buf.len().max(need), 0);
-        while let Some(n) = self.sender.poll_repair(&mut buf) {
+        while let Some(n) = self.sender.poll_repair(now, &mut buf) {
             let pkt = self.datagram(net, now, self.dst, &buf[..n]);
             net.send(now, self.cfg.src, pkt);
         }

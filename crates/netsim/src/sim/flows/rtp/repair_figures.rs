@@ -36,5 +36,6 @@ pub fn sender_repair(s: &ResendStats, ip_overhead: u32, stream_bytes: u64) -> Se
         over_budget: s.repairer.over_budget,
         duplicate: s.repairer.duplicate,
         unknown: s.repairer.unknown,
+        expired: s.expired,
     }
 }
