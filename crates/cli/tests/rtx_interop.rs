@@ -1,8 +1,13 @@
-//! GStreamer recovers what a lossy path took from Metronome's retransmissions: `serve` with
-//! `repair=rtx` sends MPEG-TS over RTP through `metronome emu relay` (5 % loss, one way);
-//! GStreamer's `rtpjitterbuffer do-retransmission=true` asks in RTCP generic NACKs (RFC 4585)
-//! through its `rtpsession`, and `rtprtxreceive` turns the server's RFC 4588 retransmissions
-//! back into the packets they repair. The TS GStreamer writes is then all but whole.
+//! Retransmission (RFC 4588) with NACKs (RFC 4585) between Metronome and GStreamer, both
+//! ways, through `metronome emu relay` (5 % loss, one way) and a two-way RTCP proxy here.
+//!
+//! GStreamer recovers what the path took from Metronome's retransmissions: `serve` with
+//! `repair=rtx` sends MPEG-TS over RTP; GStreamer's `rtpjitterbuffer do-retransmission=true`
+//! asks through its `rtpsession`, and `rtprtxreceive` turns the server's retransmissions back
+//! into the packets they repair. The TS GStreamer writes is then all but whole.
+//!
+//! Metronome recovers from GStreamer's: `rtprtxsend` keeps what `rtpmp2tpay` sent and answers
+//! the requests `rtpsession` makes of `metronome recv --rtx-pt 97`'s NACKs.
 //!
 //! The pipeline is wired by hand rather than with `rtpbin`: `rtprtxreceive` in front of
 //! `rtpbin` never sees the jitter buffer's requests (`rtpsession` turns them into NACKs and
@@ -159,4 +164,112 @@ fn gstreamer_recovers_lost_packets_from_metronomes_retransmissions() {
     // ... and GStreamer put the packets back: without repair, each lost packet is a gap in
     // the TS it writes (36 for 46 lost, in a run without do-retransmission).
     assert!(gaps * 5 <= lost as usize, "{said}");
+}
+
+/// RTCP both ways between a GStreamer sender and `metronome recv` (which answers where the
+/// sender reports came from): on one socket, what comes from the receiver's RTCP port goes to
+/// `gst_rtcp`, everything else (GStreamer's reports) to the receiver. Runs for `limit`;
+/// returns how many datagrams went each way.
+fn rtcp_proxy_to_recv(
+    socket: UdpSocket,
+    recv_rtcp: SocketAddr,
+    gst_rtcp: SocketAddr,
+    limit: Duration,
+) -> JoinHandle<(u64, u64)> {
+    std::thread::spawn(move || {
+        let deadline = common::now() + limit;
+        socket
+            .set_read_timeout(Some(Duration::from_millis(20)))
+            .unwrap();
+        let (mut down, mut up) = (0, 0);
+        let mut buf = [0u8; 2048];
+        while common::now() < deadline {
+            let Ok((n, src)) = socket.recv_from(&mut buf) else {
+                continue;
+            };
+            if src == recv_rtcp {
+                up += socket.send_to(&buf[..n], gst_rtcp).is_ok() as u64;
+            } else {
+                down += socket.send_to(&buf[..n], recv_rtcp).is_ok() as u64;
+            }
+        }
+        (down, up)
+    })
+}
+
+/// A live test pattern, H.264 in MPEG-TS over RTP (payload type 33) to `rtp`, with
+/// `rtprtxsend` keeping 1 s of it for retransmission on payload type 97; RTCP out to
+/// `rtcp_to`, in at `rtcp_in`. 12 s of video (it ends on its own, or on SIGINT).
+fn gstreamer_sender(rtp: u16, rtcp_to: u16, rtcp_in: u16) -> Running {
+    let pipeline = format!(
+        "rtpsession name=s rtp-profile=avpf rtcp-fraction=20000 \
+         videotestsrc is-live=true num-buffers=300 \
+         ! video/x-raw,width=320,height=240,framerate=25/1 \
+         ! x264enc tune=zerolatency bitrate=800 key-int-max=25 ! mpegtsmux \
+         ! rtpmp2tpay pt=33 \
+         ! rtprtxsend payload-type-map=application/x-rtp-pt-map,33=(uint)97 max-size-time=1000 \
+         ! s.send_rtp_sink s.send_rtp_src ! udpsink host=127.0.0.1 port={rtp} sync=false \
+         s.send_rtcp_src ! udpsink host=127.0.0.1 port={rtcp_to} sync=false async=false \
+         udpsrc address=127.0.0.1 port={rtcp_in} caps=application/x-rtcp ! s.recv_rtcp_sink"
+    );
+    let mut c = std::process::Command::new("timeout");
+    c.args(["-s", "INT", "-k", "5", "20", "gst-launch-1.0"])
+        .args(pipeline.split_whitespace());
+    Running::spawn(&mut c)
+}
+
+#[test]
+fn metronome_recovers_lost_packets_from_gstreamers_retransmissions() {
+    require("gst-launch-1.0", "gstreamer1.0-tools");
+    let (relay_in, recv_rtp, proxy_port, gst_in) =
+        (port_pair(), port_pair(), port_pair(), port_pair());
+    let relay = Running::spawn(bin().args(["emu", "relay", "--listen"]).args([
+        format!("127.0.0.1:{relay_in}"),
+        "--to".into(),
+        format!("127.0.0.1:{recv_rtp}"),
+        "--loss".into(),
+        "5%".into(),
+        "--delay".into(),
+        "10ms".into(),
+        "--duration".into(),
+        "20".into(),
+        "--json".into(),
+    ]));
+    let local = |p: u16| SocketAddr::from((Ipv4Addr::LOCALHOST, p));
+    let proxy = rtcp_proxy_to_recv(
+        UdpSocket::bind(local(proxy_port)).unwrap(),
+        local(recv_rtp + 1),
+        local(gst_in),
+        Duration::from_secs(20),
+    );
+    let recv = Running::spawn(
+        bin()
+            .args(["recv", &format!("rtp://127.0.0.1:{recv_rtp}")])
+            .args(["--rtx-pt", "97", "--json", "--duration", "17"]),
+    );
+    wait_udp_bound(recv_rtp, Duration::from_secs(10));
+    wait_udp_bound(relay_in, Duration::from_secs(10));
+    let gst = gstreamer_sender(relay_in, proxy_port, gst_in).finish_within(Duration::from_secs(30));
+    let recv = recv.finish_within(Duration::from_secs(30));
+    let relay = relay.finish_within(Duration::from_secs(30));
+    let (down, up) = proxy.join().unwrap();
+    let got: Value = serde_json::from_str(&recv.stdout).expect("recv --json");
+    let relayed: Value = serde_json::from_str(&relay.stdout).expect("relay --json");
+    let repair = &got["repair"];
+    let said = format!(
+        "relay lost {}; recv: source {}, repair {repair}; RTCP {down} to recv, {up} back\n{}\n{}",
+        relayed["lost"],
+        got["sources"][0],
+        gst.report(),
+        recv.report()
+    );
+    println!("{said}");
+    let lost = got["sources"][0]["lost"].as_u64().unwrap_or(0);
+    // 5 % of about 1 000 packets went missing on the way (the network's loss, before repair).
+    assert!(lost >= 20, "{said}");
+    assert!(up > 0, "no NACK went back: {said}");
+    // recv asked, GStreamer answered, and most losses came back before their play-out time.
+    let useful = repair["rtx_useful"].as_u64().unwrap_or(0);
+    assert!(useful * 5 >= lost * 4, "{said}");
+    assert_eq!(repair["rtx_malformed"].as_u64(), Some(0), "{said}");
 }
