@@ -15,7 +15,7 @@ use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair};
-use metronome_session::repair::RTX_PAYLOAD_TYPE;
+use metronome_session::repair::{rtx_ssrc, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::{
     CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderRepair, SenderReportsConfig,
     SenderSessionConfig,
@@ -306,9 +306,19 @@ pub struct RtpPlan {
     pub playout_deadline: Option<Duration>,
 }
 
+/// A viewer's repair settings for a flow that repairs (`repair` with a play-out deadline):
+/// asking for retransmissions on [`RTX_PAYLOAD_TYPE`] that can make the deadline. Both modes'
+/// viewers take these.
+pub fn viewer_repair(repair: Repair, playout: Option<Duration>) -> Option<ReceiverRepair> {
+    match (repair, playout) {
+        (Repair::Rtx, Some(playout)) => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
+        _ => None,
+    }
+}
+
 impl RtpPlan {
     /// The sender's and the viewers' repair settings, if the flow repairs: retransmissions
-    /// as SSRC `n.ssrc ^ 0x5254_5800` ("RTX"), numbered from a seeded start; a history of
+    /// as SSRC `rtx_ssrc(n.ssrc)`, numbered from a seeded start; a history of
     /// 4 096 packets (4 s at 10 Mbit/s of 1 250-byte packets); the viewers' play-out delay the
     /// flow's deadline, a 100 ms round trip assumed until measured.
     pub fn repairs(&self, n: &Numbering) -> (Option<SenderRepair>, Option<ReceiverRepair>) {
@@ -316,13 +326,13 @@ impl RtpPlan {
             return (None, None);
         };
         let rtx = StreamIds {
-            ssrc: n.ssrc ^ 0x5254_5800,
+            ssrc: rtx_ssrc(n.ssrc),
             payload_type: RTX_PAYLOAD_TYPE,
         };
         let sender = SenderRepair::rtx(rtx, n.seq ^ 0x5a5a, playout, 4096, 1500);
         (
             Some(sender),
-            Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
+            viewer_repair(self.repair, self.playout_deadline),
         )
     }
 

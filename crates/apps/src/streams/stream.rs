@@ -197,6 +197,18 @@ impl StreamRt {
         }
     }
 
+    /// [`StreamRt::send_everywhere`], its cost per destination noted in `send_cost` (what
+    /// admission budgets; the overload watch compares).
+    pub fn send_timed(&self, packet: &[u8], clock: &Clock) -> bool {
+        let t0 = clock.mono_ns();
+        let ok = self.send_everywhere(packet);
+        let per_dest = clock.mono_ns().saturating_sub(t0) / self.outputs.len().max(1) as u64;
+        if let Ok(mut d) = self.send_cost.try_lock() {
+            d.record(per_dest);
+        }
+        ok
+    }
+
     /// Relative deadline.
     pub fn deadline(&self) -> Duration {
         self.task.deadline
@@ -312,13 +324,7 @@ impl Cursor {
                 if rt.send_time_ext {
                     patch_send_time(slot.bytes_mut(), clock.wall());
                 }
-                let t0 = clock.mono_ns();
-                let failed = !rt.send_everywhere(slot.bytes());
-                let per_dest = clock.mono_ns().saturating_sub(t0) / rt.outputs.len().max(1) as u64;
-                if let Ok(mut d) = rt.send_cost.try_lock() {
-                    d.record(per_dest);
-                }
-                if failed {
+                if !rt.send_timed(slot.bytes(), clock) {
                     c.send_errors.fetch_add(1, Ordering::Relaxed);
                     let _ = lock(&rt.session).handle_input(now, Input::SendFailed);
                 }
@@ -360,13 +366,8 @@ impl Cursor {
         };
         let Some(n) = n else { return };
         self.credit -= 1.0;
-        let t0 = clock.mono_ns();
-        if !rt.send_everywhere(&self.repair[..n]) {
+        if !rt.send_timed(&self.repair[..n], clock) {
             rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
-        }
-        let per_dest = clock.mono_ns().saturating_sub(t0) / rt.outputs.len().max(1) as u64;
-        if let Ok(mut d) = rt.send_cost.try_lock() {
-            d.record(per_dest);
         }
     }
 

@@ -23,9 +23,8 @@ use metronome_netsim::sim::flows::rtp::repair_figures::{sender_repair, viewer_re
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
-use metronome_session::receiver::{ReceiverRepair, RepairStats};
-use metronome_session::repair::RTX_PAYLOAD_TYPE;
-use metronome_spec::scenario::{FlowDecl, FlowKind, Repair, RtpCc};
+use metronome_session::receiver::RepairStats;
+use metronome_spec::scenario::{FlowDecl, FlowKind, RtpCc};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -151,21 +150,16 @@ pub(super) fn session_receivers(
         cc,
         coded,
         rtcp_interval,
+        repair,
+        playout_deadline,
         ..
     } = f.kind
     else {
         return Err(format!("flow '{}' is not RTP", f.name));
     };
     let kind = cc.receiver();
-    // Viewers that ask for repairs: the same as the simulator's (`RtpPlan::repairs`).
-    let plan_repair = match f.kind {
-        FlowKind::Rtp {
-            repair: Repair::Rtx,
-            playout_deadline: Some(playout),
-            ..
-        } => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
-        _ => None,
-    };
+    // Viewers that ask for repairs as the simulator's do.
+    let repair = crate::model::viewer_repair(repair, playout_deadline);
     let mut out = Vec::with_capacity(urls.len());
     for (i, (host, url)) in urls.into_iter().enumerate() {
         let mut cfg = ReceiverRunConfig::new(url);
@@ -181,7 +175,7 @@ pub(super) fn session_receivers(
         // A crowd of receivers keeps no histograms (the lab's meter measures delay).
         cfg.session.histogram_digits = 0;
         cfg.feedback_to = feedback_to;
-        cfg.session.repair = plan_repair.clone();
+        cfg.session.repair = repair.clone();
         let sink = Arc::new(Mutex::new(GotSink {
             clock,
             got: Vec::new(),

@@ -25,3 +25,9 @@ pub const RTX_PAYLOAD_TYPE: u8 = 97;
 /// The share of a stream's rate its retransmissions may take on average (admission reserves
 /// it on top of the media's).
 pub const RTX_BUDGET_SHARE: f64 = 0.25;
+
+/// The retransmission stream's SSRC where Metronome chooses: the media's with "RTX" mixed in
+/// (never the media's own).
+pub fn rtx_ssrc(media: u32) -> u32 {
+    media ^ 0x5254_5800
+}

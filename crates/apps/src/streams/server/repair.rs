@@ -5,7 +5,7 @@
 use crate::streams::outlet::StartInfo;
 use crate::streams::spec::StreamSpec;
 use metronome_sched::TaskParams;
-use metronome_session::repair::{RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
+use metronome_session::repair::{rtx_ssrc, RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::SenderRepair;
 use metronome_spec::repair::Repair;
 use metronome_wire::rtx::StreamIds;
@@ -80,11 +80,6 @@ impl RepairPlan {
     pub(crate) fn memory_bytes(&self) -> u64 {
         self.sender(&StartInfo::default(), 0).history_bytes()
     }
-}
-
-/// The retransmission stream's SSRC: the media's with "RTX" in it (never the media's own).
-pub(crate) fn rtx_ssrc(media: u32) -> u32 {
-    media ^ 0x5254_5800
 }
 
 #[cfg(test)]
