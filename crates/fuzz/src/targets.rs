@@ -13,14 +13,17 @@ use std::time::Duration;
 
 /// RTP datagrams (and their header extensions) into a receiver session, for TS and for any
 /// payload, and with repairs asked for (payload type 97 taken as retransmissions, NACKs
-/// written after every datagram).
+/// written after every datagram) and rebuilt from FEC (every datagram also taken as a SMPTE
+/// 2022-1 FEC packet, what it rebuilds taken after it).
 pub fn rtp(data: &[u8]) {
     let repair = Some(ReceiverRepair::new(97, Duration::from_millis(100)));
+    let fec = Some(ReceiverRepair::new(97, Duration::from_millis(100)).with_fec());
     for (payload, repair) in [
         (PayloadKind::Mp2t, None),
         (PayloadKind::Any, None),
         (PayloadKind::Any, repair.clone()),
         (PayloadKind::Mp2t, repair),
+        (PayloadKind::Any, fec),
     ] {
         let mut rx = ReceiverSession::new(ReceiverConfig {
             payload,
@@ -39,6 +42,12 @@ pub fn rtp(data: &[u8]) {
             if let Ok(r) = rx.handle_rtp(now, Some(NtpTime::from_unix_nanos(now.as_nanos())), d) {
                 let from = if r.repaired { rx.repaired_packet() } else { d };
                 assert!(r.payload.end <= from.len());
+            }
+            rx.handle_fec(d);
+            while let Some(r) = rx.poll_rebuilt(now) {
+                if let Ok(r) = r {
+                    assert!(r.repaired && r.payload.end <= rx.repaired_packet().len());
+                }
             }
             let _ = rx.poll_transmit(now, &mut rtcp);
             now += Duration::from_millis(3);

@@ -28,6 +28,11 @@ Builtin {
     text: include_str!("../scenarios/repair-rtx.toml"),
 },
 Builtin {
+    name: "repair-fec",
+    summary: "Video over 1-5 % random loss and over seed 001's moderate link with no repair, retransmission, SMPTE 2022-1 FEC (10x10, 5x5) and both: frames shown in time, repairs, overhead (sim mode)",
+    text: include_str!("../scenarios/repair-fec.toml"),
+},
+Builtin {
     name: "seed001-ffmpeg",
     summary: "FFmpeg (x264, RTP/MPEG-TS) at each ladder bitrate to the clients' group, measured by metronome recv per client (real programs: --mode emu, as root)",
     text: include_str!("../scenarios/seed001-ffmpeg.toml"),

@@ -15,7 +15,7 @@ use metronome_netsim::sim::trace::TraceLevel;
 use metronome_netsim::sim::Sim;
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair};
-use metronome_session::repair::{rtx_ssrc, RTX_PAYLOAD_TYPE};
+use metronome_session::repair::{rtx_ssrc, FecConfig, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::{
     CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderRepair, SenderReportsConfig,
     SenderSessionConfig,
@@ -307,13 +307,27 @@ pub struct RtpPlan {
 }
 
 /// A viewer's repair settings for a flow that repairs (`repair` with a play-out deadline):
-/// asking for retransmissions on [`RTX_PAYLOAD_TYPE`] that can make the deadline. Both modes'
-/// viewers take these.
+/// asking for retransmissions on [`RTX_PAYLOAD_TYPE`] that can make the deadline, rebuilding
+/// from FEC, or both. Both modes' viewers take these.
 pub fn viewer_repair(repair: Repair, playout: Option<Duration>) -> Option<ReceiverRepair> {
-    match (repair, playout) {
-        (Repair::Rtx, Some(playout)) => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
-        _ => None,
+    let playout = playout?;
+    match repair {
+        Repair::None => None,
+        Repair::Rtx => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
+        Repair::Fec(_) => Some(ReceiverRepair::fec(playout)),
+        Repair::RtxFec(_) => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout).with_fec()),
     }
+}
+
+/// A flow's repairs: the sender's retransmissions and FEC, and its viewers' settings.
+#[derive(Clone, Debug, Default)]
+pub struct FlowRepairs {
+    /// Retransmissions, with `repair = "rtx"`.
+    pub rtx: Option<SenderRepair>,
+    /// SMPTE 2022-1 FEC, with `repair = "fec"`.
+    pub fec: Option<FecConfig>,
+    /// What the viewers do.
+    pub viewer: Option<ReceiverRepair>,
 }
 
 impl RtpPlan {
@@ -321,19 +335,23 @@ impl RtpPlan {
     /// as SSRC `rtx_ssrc(n.ssrc)`, numbered from a seeded start; a history of
     /// 4 096 packets (4 s at 10 Mbit/s of 1 250-byte packets); the viewers' play-out delay the
     /// flow's deadline, a 100 ms round trip assumed until measured.
-    pub fn repairs(&self, n: &Numbering) -> (Option<SenderRepair>, Option<ReceiverRepair>) {
-        let (Repair::Rtx, Some(playout)) = (self.repair, self.playout_deadline) else {
-            return (None, None);
+    /// FEC over the flow's matrix, of packets of at most 1 500 bytes.
+    pub fn repairs(&self, n: &Numbering) -> FlowRepairs {
+        let Some(playout) = self.playout_deadline else {
+            return FlowRepairs::default();
         };
         let rtx = StreamIds {
             ssrc: rtx_ssrc(n.ssrc),
             payload_type: RTX_PAYLOAD_TYPE,
         };
-        let sender = SenderRepair::rtx(rtx, n.seq ^ 0x5a5a, playout, 4096, 1500);
-        (
-            Some(sender),
-            viewer_repair(self.repair, self.playout_deadline),
-        )
+        FlowRepairs {
+            rtx: self
+                .repair
+                .rtx()
+                .then(|| SenderRepair::rtx(rtx, n.seq ^ 0x5a5a, playout, 4096, 1500)),
+            fec: self.repair.fec().map(FecConfig::new),
+            viewer: viewer_repair(self.repair, self.playout_deadline),
+        }
     }
 
     /// How its rate becomes packets: MPEG-TS counts its TS bits; a ladder's frames count the
@@ -604,7 +622,7 @@ fn rtp(
     // The controller's packet size: as the real-time server gives it (a TS packet's wire
     // bytes, or a ladder's whole packet, at most the MTU).
     let segment = plan.packet_shape().wire_bytes as u32;
-    let (repair, receiver_repair) = plan.repairs(&n);
+    let repairs = plan.repairs(&n);
     let FlowSource {
         source,
         frames,
@@ -653,7 +671,7 @@ fn rtp(
                 histogram_digits,
                 cc: plan.cc.receiver(),
                 rtcp_min_interval: plan.rtcp_interval,
-                repair: receiver_repair,
+                repair: repairs.viewer,
                 ..ReceiverConfig::default()
             },
             epoch,
@@ -667,7 +685,8 @@ fn rtp(
             track_arrivals: frames.is_some(),
             lookahead: (plan.cc != RtpCc::Fixed).then_some(Duration::from_millis(200)),
             membership: member_windows(f),
-            repair,
+            repair: repairs.rtx,
+            fec: repairs.fec,
         },
         source,
         controller(&plan, segment, floor_bps, epoch),

@@ -41,7 +41,7 @@ pub struct FlowReport {
     pub repair: Option<SenderRepairFigures>,
 }
 
-/// What a sender's loss repair (NACK and retransmission) did over the run, packets unless
+/// What a sender's loss repair (NACK and retransmission, FEC) did over the run, packets unless
 /// named otherwise.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct SenderRepairFigures {
@@ -66,6 +66,15 @@ pub struct SenderRepairFigures {
     /// simulator, which sends them at once).
     #[serde(default)]
     pub expired: u64,
+    /// SMPTE 2022-1 FEC packets sent (rows and columns), with `repair = "fec"`.
+    #[serde(default)]
+    pub fec_packets: u64,
+    /// Their bytes on the wire (IP header included).
+    #[serde(default)]
+    pub fec_bytes: u64,
+    /// `fec_bytes` over the stream's own `sent_bytes`, percent.
+    #[serde(default)]
+    pub fec_overhead_percent: f64,
 }
 
 /// `part` of `whole`, percent; 0 of nothing.
@@ -86,11 +95,23 @@ pub struct RepairFigures {
     /// `lost_after` of the packets sent, percent.
     pub lost_after_percent: f64,
     /// Losses repaired in time: retransmissions of packets the viewer did not have, before
-    /// their play-out time.
+    /// their play-out time (FEC's are `fec_repaired`).
     pub repaired: u64,
     /// Retransmissions of packets the viewer did not have that came after their play-out
     /// time (still lost, for the viewer).
     pub too_late: u64,
+    /// Losses rebuilt from FEC before their play-out time.
+    #[serde(default)]
+    pub fec_repaired: u64,
+    /// Losses rebuilt from FEC after their play-out time.
+    #[serde(default)]
+    pub fec_too_late: u64,
+    /// FEC packets received.
+    #[serde(default)]
+    pub fec_received: u64,
+    /// FEC packets that could not be used: two or more of their packets stayed missing.
+    #[serde(default)]
+    pub fec_unrecoverable: u64,
     /// Missing packets given up: no repair could arrive in time any more, or every ask went
     /// unanswered.
     pub given_up: u64,

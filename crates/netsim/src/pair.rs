@@ -189,6 +189,7 @@ pub fn run_pair(
             lookahead: None,
             membership: Vec::new(),
             repair: None,
+            fec: None,
         },
         Box::new(source),
         controller,

@@ -70,6 +70,7 @@ fn flow_config(
         lookahead: None,
         membership: Vec::new(),
         repair: None,
+        fec: None,
     }
 }
 
@@ -207,6 +208,7 @@ fn tfrc_slow_start_follows_its_first_feedback_at_once() {
             lookahead: Some(Duration::from_millis(200)),
             membership: Vec::new(),
             repair: None,
+            fec: None,
             ..flow_config("tfrc", src, vec![dst], seed, AgentKind::Tfrc, epoch)
         },
         Box::new(source),

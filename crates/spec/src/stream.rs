@@ -256,6 +256,13 @@ impl StreamSpec {
     }
 
     fn validate_repair(&self) -> Result<(), SpecError> {
+        if self.repair.fec().is_some() {
+            return Err(SpecError(format!(
+                "stream '{}': repair = \"{}\": the server does not send FEC yet (the lab's \
+                 simulator does); use repair = \"rtx\"",
+                self.name, self.repair
+            )));
+        }
         let Some(d) = self.playout_delay else {
             return Ok(());
         };
@@ -524,6 +531,13 @@ mod tests {
         .unwrap();
         assert_eq!(toml.repair, Repair::Rtx);
         assert_eq!(toml.playout_delay, Some(Duration::from_millis(300)));
+        // FEC is the lab's for now: the server says so rather than sending none.
+        s.repair = Repair::parse("fec:5x5").unwrap();
+        let e = s.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("does not send FEC yet") && e.contains("fec:5x5"),
+            "{e}"
+        );
     }
 
     #[test]

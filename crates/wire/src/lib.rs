@@ -8,7 +8,10 @@
 //! - [`mp2t`]: the RTP payload format for MPEG-TS (RFC 2250 §2).
 //! - [`rfc4175`]: the RTP payload format for uncompressed video (RFC 4175 §4).
 //! - [`sdp`]: SDP session descriptions (RFC 8866) of RTP sessions, for RTSP and `.sdp` files.
+//! - [`rtx`]: RTP retransmission packets (RFC 4588).
+//! - [`fec2022`]: SMPTE 2022-1 row and column XOR FEC packets (RFC 2733 with its extension).
 
+pub mod fec2022;
 pub mod mp2t;
 pub mod rfc4175;
 pub mod rtcp;

@@ -286,7 +286,7 @@ impl Backend for MediaBackend {
             duration: m.duration,
             multicast: m.multicast.is_some(),
             srtp: m.spec.srtp_key.is_some(),
-            feedback: m.raw.is_none() && !m.spec.repair.is_none(),
+            feedback: m.raw.is_none() && m.spec.repair.rtx(),
         })
     }
 

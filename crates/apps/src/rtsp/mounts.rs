@@ -6,7 +6,6 @@ use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
 use metronome_media::{duration_of, MediaError, TsFileSource};
 use metronome_rt::url::RtpUrl;
 use metronome_session::srtp::SrtpKey;
-use metronome_spec::repair::Repair;
 use metronome_wire::sdp::{Retransmission, SessionDescription};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
@@ -225,7 +224,7 @@ pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> 
 /// Loss repair: the retransmission payload type and how long the sender keeps a packet for it
 /// (its receivers' play-out delay), for a stream with `repair = "rtx"`.
 fn retransmission_of(spec: &StreamSpec) -> Option<Retransmission> {
-    (spec.repair == Repair::Rtx).then(|| Retransmission {
+    spec.repair.rtx().then(|| Retransmission {
         payload_type: metronome_session::repair::RTX_PAYLOAD_TYPE,
         rtx_time_ms: u32::try_from(spec.repair_playout_delay().as_millis()).ok(),
     })

@@ -1,5 +1,6 @@
-//! The report's loss-repair table: per viewer of a flow that repairs (`repair = "rtx"`), what
-//! the network lost, what came back in time, and what the repairs cost the sender.
+//! The report's loss-repair table: per viewer of a flow that repairs (`repair = "rtx"`,
+//! `"fec"`), what the network lost, what came back in time (retransmitted or rebuilt from FEC),
+//! and what the repairs cost the sender.
 
 use super::esc;
 use crate::results::PointResult;
@@ -22,11 +23,14 @@ pub(super) fn repair_table(p: &PointResult) -> String {
         return String::new();
     }
     let mut h = String::from(
-        "<table><caption>Loss repair (NACK and retransmission)</caption><tr><th>flow</th>\
-         <th>receiver</th><th>lost by the network</th><th>repaired</th><th>lost after repair</th>\
-         <th>came after the play-out time</th><th>given up</th><th>NACKs (numbers asked)</th>\
-         <th>retransmissions received (redundant)</th><th>RTT ms</th>\
-         <th>sender: sent (overhead %)</th><th>sender: not sent, too late / over budget</th></tr>",
+        "<table><caption>Loss repair (NACK and retransmission) and FEC (SMPTE 2022-1)</caption>\
+         <tr><th>flow</th><th>receiver</th><th>lost by the network</th>\
+         <th>repaired: retransmitted / FEC</th><th>lost after repair</th>\
+         <th>came after the play-out time: retransmitted / FEC</th><th>given up</th>\
+         <th>NACKs (numbers asked)</th><th>retransmissions received (redundant)</th>\
+         <th>FEC received (unusable)</th><th>RTT ms</th>\
+         <th>sender: retransmissions (overhead %)</th>\
+         <th>sender: not sent, too late / over budget</th><th>sender: FEC (overhead %)</th></tr>",
     );
     for (f, r, v) in rows {
         h.push_str(&row(f, r, &v));
@@ -34,39 +38,51 @@ pub(super) fn repair_table(p: &PointResult) -> String {
     h.push_str(
         "</table>\n<p class=\"note\">Viewers ask only for what a repair can still bring before \
          the play-out time; the sender sends only what can still make it, within a quarter of \
-         the stream's rate. Receiver reports keep what the network lost (RFC 4588).</p>\n",
+         the stream's rate. FEC rebuilds a packet when its row or column misses only it, \
+         in either direction in turn. Receiver reports keep what the network lost \
+         (RFC 4588).</p>\n",
     );
     h
 }
 
 fn row(f: &FlowReport, r: &ReceiverReport, v: &RepairFigures) -> String {
     let sender = f.repair.map_or_else(
-        || "<td>–</td><td>–</td>".to_string(),
+        || "<td>–</td><td>–</td><td>–</td>".to_string(),
         |s| {
             format!(
-                "<td>{} ({:.1} %)</td><td>{} / {}</td>",
-                s.sent_packets, s.overhead_percent, s.too_late, s.over_budget
+                "<td>{} ({:.1} %)</td><td>{} / {}</td><td>{} ({:.1} %)</td>",
+                s.sent_packets,
+                s.overhead_percent,
+                s.too_late,
+                s.over_budget,
+                s.fec_packets,
+                s.fec_overhead_percent
             )
         },
     );
     let mut h = String::new();
     let _ = write!(
         h,
-        "<tr><td>{}</td><td>{}</td><td>{} ({:.2} %)</td><td>{}</td><td>{} ({:.2} %)</td>\
-         <td>{}</td><td>{}</td><td>{} ({})</td><td>{} ({})</td><td>{:.1}</td>{sender}</tr>",
+        "<tr><td>{}</td><td>{}</td><td>{} ({:.2} %)</td><td>{} / {}</td><td>{} ({:.2} %)</td>\
+         <td>{} / {}</td><td>{}</td><td>{} ({})</td><td>{} ({})</td><td>{} ({})</td>\
+         <td>{:.1}</td>{sender}</tr>",
         esc(&f.name),
         esc(&r.node),
         r.lost,
         r.loss_percent,
         v.repaired,
+        v.fec_repaired,
         v.lost_after,
         v.lost_after_percent,
         v.too_late,
+        v.fec_too_late,
         v.given_up,
         v.nack_packets,
         v.asked,
         v.retransmissions,
         v.redundant,
+        v.fec_received,
+        v.fec_unrecoverable,
         v.rtt_ns as f64 / 1e6,
     );
     h

@@ -32,6 +32,8 @@ pub enum Body {
     },
     /// An RTP or RTCP datagram, as the sessions wrote it.
     Datagram(Rc<[u8]>),
+    /// A SMPTE 2022-1 FEC packet of an RTP flow (on the wire, to the media's port + 2 or + 4).
+    Fec(Rc<[u8]>),
     /// An IPv4 packet of a TCP connection, as the TCP stack wrote it.
     Ip(Rc<[u8]>),
 }

@@ -14,7 +14,7 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
-pub use repair::{ReceiverRepair, RepairStats};
+pub use repair::{ReceiverRepair, RepairStats, FEC_MAX_PACKET};
 pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
 pub use summary::{ReceiverSummary, SourceSummary};
 
@@ -405,7 +405,7 @@ impl ReceiverSession {
         let ssrc = src.ssrc;
         if !matches!(verdict, SeqVerdict::Duplicate | SeqVerdict::TooLate) {
             if let Some(r) = self.repair.as_mut() {
-                r.on_media(now, &pkt, ext_seq, verdict);
+                r.on_media(now, &pkt, data, ext_seq, verdict);
             }
             let sent = PacketTimes {
                 stamp: stamp.map(SendStamp::abs24),
@@ -465,10 +465,45 @@ impl ReceiverSession {
     /// A retransmission (RFC 4588) of the repaired stream: given back as the packet it
     /// repairs, if the receiver did not have it; it counts in none of the stream's statistics.
     fn handle_rtx(&mut self, now: Timestamp, data: &[u8]) -> Result<PacketRecord, Dropped> {
-        let (Some(r), sources) = (self.repair.as_mut(), &mut self.sources) else {
+        let Some(r) = self.repair.as_mut() else {
             return Err(Dropped::Retransmission);
         };
         let Some(osn) = r.unwrap(data) else {
+            return Err(Dropped::Retransmission);
+        };
+        self.take_repair(now, osn, repair::Via::Rtx)
+    }
+
+    /// A SMPTE 2022-1 FEC packet of the repaired stream (from the media's port + 2 or + 4):
+    /// what it lets the receiver rebuild comes from [`ReceiverSession::poll_rebuilt`]. Ignored
+    /// unless [`ReceiverRepair::fec_max_packet`] is set.
+    pub fn handle_fec(&mut self, data: &[u8]) {
+        if let Some(r) = self.repair.as_mut() {
+            r.on_fec(data);
+        }
+    }
+
+    /// The next packet FEC rebuilt (after [`ReceiverSession::handle_fec`] or
+    /// [`ReceiverSession::handle_rtp`]), as a retransmission's: `repaired`, its payload in
+    /// [`ReceiverSession::repaired_packet`]. `Some(Err)`: one rebuilt but of no use (the
+    /// receiver had it, or it is not what the stream accepts); `None`: none waits.
+    pub fn poll_rebuilt(&mut self, now: Timestamp) -> Option<Result<PacketRecord, Dropped>> {
+        let r = self.repair.as_mut()?;
+        let ssrc = r.media().map(|m| m.ssrc);
+        let src = self.sources.iter().find(|s| Some(s.ssrc) == ssrc);
+        let seq = r.next_rebuilt(|seq| src.is_some_and(|s| s.is_ahead(seq)))?;
+        Some(self.take_repair(now, seq, repair::Via::Fec))
+    }
+
+    /// The repair of packet `osn` (in [`repair::Repairing::packet`]) arrived at `now`: given
+    /// back as the packet it repairs, if the receiver did not have it.
+    fn take_repair(
+        &mut self,
+        now: Timestamp,
+        osn: u16,
+        via: repair::Via,
+    ) -> Result<PacketRecord, Dropped> {
+        let (Some(r), sources) = (self.repair.as_mut(), &mut self.sources) else {
             return Err(Dropped::Retransmission);
         };
         let ssrc = r.media().map(|m| m.ssrc);
@@ -492,7 +527,7 @@ impl ReceiverSession {
         let (fresh, jitter_ticks) = (src.repair_of(osn), src.jitter_ticks());
         let ssrc = src.ssrc;
         let ext_seq = r
-            .on_repair(now, fresh, rtp_ts)
+            .on_repair(now, fresh, rtp_ts, via)
             .ok_or(Dropped::Retransmission)?;
         Ok(PacketRecord {
             ssrc,

@@ -1,17 +1,20 @@
 //! Asking for lost packets and taking their repairs, for the stream a [`super::ReceiverSession`]
 //! follows (the first source heard): generic NACKs out (RFC 4585 §6.2.1, planned by
 //! [`NackPlanner`]: only what can still arrive before its play-out deadline), retransmissions in
-//! (RFC 4588, recognized by their payload type and given back as the original packets).
+//! (RFC 4588, recognized by their payload type and given back as the original packets), and
+//! packets rebuilt from SMPTE 2022-1 FEC ([`FecDecoder`], given the FEC packets the driver
+//! received on the media's port + 2 and + 4).
 //!
 //! A repair does not count in the original stream's statistics (RFC 4588 §1: the receiver
 //! reports say what the network lost) nor in the rate controller's (a loss is congestion even
 //! when it is repaired); the application gets it as the packet it repairs.
 
 use super::SeqVerdict;
-use crate::repair::{NackConfig, NackCounters, NackPlanner};
+use crate::repair::{FecDecoder, FecReceiveCounters, NackConfig, NackCounters, NackPlanner};
 use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::rtx::{self, StreamIds};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// How a receiver asks for repairs and knows them.
@@ -21,7 +24,11 @@ pub struct ReceiverRepair {
     pub nack: NackConfig,
     /// The retransmission stream's payload type (SDP `a=rtpmap:<pt> rtx/<clock>` whose `apt`
     /// is the media's); its packets carry the original's sequence number first (RFC 4588 §4).
-    pub rtx_payload_type: u8,
+    /// `None`: nothing is asked for (FEC alone).
+    pub rtx_payload_type: Option<u8>,
+    /// Rebuild lost packets from SMPTE 2022-1 FEC, of media packets of at most this many
+    /// bytes; `None`: no FEC.
+    pub fec_max_packet: Option<usize>,
     /// How long after the earliest a packet could have arrived it is still of use: the
     /// receiver's play-out delay (a fixed-latency jitter buffer, as GStreamer's
     /// `rtpjitterbuffer latency`). A packet's deadline is its RTP timestamp on the clock of the
@@ -38,11 +45,40 @@ impl ReceiverRepair {
     pub fn new(rtx_payload_type: u8, playout_delay: Duration) -> ReceiverRepair {
         ReceiverRepair {
             nack: NackConfig::default(),
-            rtx_payload_type,
+            rtx_payload_type: Some(rtx_payload_type),
+            fec_max_packet: None,
             playout_delay,
             initial_rtt: Duration::from_millis(100),
         }
     }
+
+    /// Repairs from SMPTE 2022-1 FEC alone (nothing asked for), for a viewer that plays out
+    /// `playout_delay` after the fastest packet; media packets of at most 1500 bytes.
+    pub fn fec(playout_delay: Duration) -> ReceiverRepair {
+        ReceiverRepair {
+            rtx_payload_type: None,
+            fec_max_packet: Some(FEC_MAX_PACKET),
+            ..ReceiverRepair::new(0, playout_delay)
+        }
+    }
+
+    /// These repairs and FEC too.
+    pub fn with_fec(self) -> ReceiverRepair {
+        ReceiverRepair {
+            fec_max_packet: Some(FEC_MAX_PACKET),
+            ..self
+        }
+    }
+}
+
+/// The largest media packet FEC rebuilds where nothing else is said: an Ethernet MTU's.
+pub const FEC_MAX_PACKET: usize = 1500;
+
+/// How a repair came.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Via {
+    Rtx,
+    Fec,
 }
 
 /// What the receiver asked for and what came of it.
@@ -67,6 +103,14 @@ pub struct RepairStats {
     pub rtx_malformed: u64,
     /// The round-trip estimate now (ask to repair), microseconds.
     pub rtt_us: u64,
+    /// Packets rebuilt from FEC that the receiver did not have, before their play-out time.
+    pub fec_useful: u64,
+    /// Packets rebuilt from FEC after their play-out time.
+    pub fec_late: u64,
+    /// Packets rebuilt from FEC that the receiver had by then (the original came first).
+    pub fec_redundant: u64,
+    /// What the FEC decoder did, if FEC is on.
+    pub fec: Option<FecReceiveCounters>,
 }
 
 /// When each RTP timestamp plays out: timestamps unwrapped, and the earliest arrival relative
@@ -138,10 +182,18 @@ pub(crate) struct Repairing {
     stats: RepairStats,
     /// The last repaired packet, as the original stream's.
     packet: Vec<u8>,
+    /// Rebuilds packets from FEC, if on.
+    fec: Option<Box<FecDecoder>>,
+    /// Packets FEC rebuilt ahead of the highest received (the last of a row, lost): each
+    /// waits for a later packet, so that the stream's numbering stays the network's.
+    early: VecDeque<Vec<u8>>,
     /// Extended numbers repaired lately, each at its number modulo [`REPAIRED_WINDOW`]: an
     /// original that comes after its repair is not handed to the application again.
     repaired: Vec<u64>,
 }
+
+/// Rebuilt packets that wait for a later packet at most.
+const EARLY: usize = 16;
 
 /// Repaired packets remembered (as the source's duplicate window).
 const REPAIRED_WINDOW: usize = 2048;
@@ -152,12 +204,14 @@ impl Repairing {
         Repairing {
             clock,
             planner: NackPlanner::new(cfg.nack),
+            fec: cfg.fec_max_packet.map(|m| Box::new(FecDecoder::new(m))),
             cfg,
             media: None,
             playout: None,
             measured: None,
             stats: RepairStats::default(),
             packet: Vec::new(),
+            early: VecDeque::new(),
             repaired: vec![u64::MAX; REPAIRED_WINDOW],
         }
     }
@@ -166,13 +220,46 @@ impl Repairing {
         RepairStats {
             nack: self.planner.counters(),
             rtt_us: self.rtt().as_micros().min(u128::from(u64::MAX)) as u64,
+            fec: self.fec.as_ref().map(|f| f.counters()),
             ..self.stats
         }
     }
 
     /// Whether a packet of payload type `pt` is a retransmission.
     pub(crate) fn is_rtx(&self, pt: u8) -> bool {
-        pt == self.cfg.rtx_payload_type
+        self.cfg.rtx_payload_type == Some(pt)
+    }
+
+    /// A FEC packet arrived: given to the decoder (what it rebuilds waits for
+    /// [`Repairing::next_rebuilt`]).
+    pub(crate) fn on_fec(&mut self, data: &[u8]) {
+        if let Some(f) = self.fec.as_mut() {
+            f.on_fec(data);
+        }
+    }
+
+    /// The next packet FEC rebuilt, into [`Repairing::packet`]: its sequence number. One
+    /// that `ahead` says is ahead of the highest received waits (at most [`EARLY`]; the
+    /// oldest goes) and comes first once it is not.
+    pub(crate) fn next_rebuilt(&mut self, ahead: impl Fn(u16) -> bool) -> Option<u16> {
+        let seq = |p: &[u8]| u16::from_be_bytes([p[2], p[3]]);
+        if let Some(i) = self.early.iter().position(|p| !ahead(seq(p))) {
+            let p = self.early.remove(i)?;
+            self.packet.clear();
+            self.packet.extend_from_slice(&p);
+            return Some(seq(&p));
+        }
+        let f = self.fec.as_mut()?;
+        while f.poll_recovered(&mut self.packet) {
+            if !ahead(seq(&self.packet)) {
+                return Some(seq(&self.packet));
+            }
+            if self.early.len() == EARLY {
+                self.early.pop_front();
+            }
+            self.early.push_back(self.packet.clone());
+        }
+        None
     }
 
     /// The stream repaired: SSRC and payload type, once its first packet came.
@@ -191,6 +278,7 @@ impl Repairing {
         &mut self,
         now: Timestamp,
         pkt: &RtpView<'_>,
+        data: &[u8],
         ext_seq: u64,
         verdict: SeqVerdict,
     ) {
@@ -200,6 +288,9 @@ impl Repairing {
         };
         if *self.media.get_or_insert(ids) != ids {
             return;
+        }
+        if let Some(f) = self.fec.as_mut() {
+            f.on_media(data);
         }
         let ts = pkt.timestamp();
         let in_order = matches!(verdict, SeqVerdict::InOrder | SeqVerdict::Resync);
@@ -254,11 +345,20 @@ impl Repairing {
         now: Timestamp,
         ext_seq: Option<u64>,
         ts: u32,
+        via: Via,
     ) -> Option<u64> {
         let Some(ext_seq) = ext_seq.filter(|e| !self.was_repaired(*e)) else {
-            self.stats.rtx_redundant += 1;
+            match via {
+                Via::Rtx => self.stats.rtx_redundant += 1,
+                Via::Fec => self.stats.fec_redundant += 1,
+            }
             return None;
         };
+        if via == Via::Rtx {
+            if let Some(f) = self.fec.as_mut() {
+                f.on_media(&self.packet);
+            }
+        }
         self.repaired[ext_seq as usize % REPAIRED_WINDOW] = ext_seq;
         // The packet's own play-out time, now that its timestamp is known (the planner had
         // only its gap's, the earlier of the packet before it).
@@ -268,7 +368,7 @@ impl Repairing {
         }
         // Older than the highest: it opens no gap, so the gap's deadline is not used.
         let followed = self.planner.on_packet(ext_seq, now, now);
-        if let Some(f) = &followed {
+        if let Some(f) = followed.as_ref().filter(|_| via == Via::Rtx) {
             self.sample(f.since_ask);
         }
         // In time by the packet's own play-out time; a packet the planner no longer follows
@@ -278,10 +378,12 @@ impl Repairing {
             (None, Some(f)) => f.in_time,
             (None, None) => true,
         };
-        if in_time {
-            self.stats.rtx_useful += 1;
-        } else {
-            self.stats.rtx_late += 1;
+        let s = &mut self.stats;
+        match (via, in_time) {
+            (Via::Rtx, true) => s.rtx_useful += 1,
+            (Via::Rtx, false) => s.rtx_late += 1,
+            (Via::Fec, true) => s.fec_useful += 1,
+            (Via::Fec, false) => s.fec_late += 1,
         }
         Some(ext_seq)
     }
@@ -323,12 +425,16 @@ impl Repairing {
 
     /// When a NACK may be due (or a missing packet given up).
     pub(crate) fn next_due(&self) -> Option<Timestamp> {
+        self.cfg.rtx_payload_type?;
         self.planner.next_due(self.rtt())
     }
 
     /// The sequence numbers to ask for now, at most `max`, into `out`.
     pub(crate) fn asks(&mut self, now: Timestamp, max: usize, out: &mut Vec<u16>) {
         out.clear();
+        if self.cfg.rtx_payload_type.is_none() {
+            return;
+        }
         let rtt = self.rtt();
         self.planner.poll(now, rtt, max, out);
     }

@@ -253,6 +253,12 @@ impl Source {
         (SeqVerdict::Reordered, ext)
     }
 
+    /// Whether packet `seq` is ahead of the highest received (a repair of it waits until a
+    /// later packet has come: see [`Source::repair_of`]).
+    pub fn is_ahead(&self, seq: u16) -> bool {
+        self.received > 0 && (seq.wrapping_sub(self.max_seq) as i16) > 0
+    }
+
     /// A repair of packet `seq` (RFC 4588: its statistics stay the original stream's, so
     /// nothing is counted or marked; a late original still counts as received): its extended
     /// number, if this source has not had the packet; `None` for one it has, or one older than

@@ -702,3 +702,60 @@ fn a_nack_alone_goes_out_without_report_blocks() {
     .unwrap();
     assert_eq!((blocks, nacked(&buf[..n])), (0, vec![(7, 11)]));
 }
+
+/// A receiver that rebuilds from FEC alone, playing out 200 ms after the fastest packet.
+fn fec_receiver() -> ReceiverSession {
+    ReceiverSession::new(ReceiverConfig {
+        repair: Some(ReceiverRepair::fec(Duration::from_millis(200))),
+        ..ReceiverConfig::default()
+    })
+}
+
+#[test]
+fn fec_rebuilds_a_row_s_lost_packets_and_asks_for_nothing() {
+    use crate::repair::{FecConfig, FecEncoder};
+    use metronome_spec::repair::FecShape;
+    let shape = FecShape {
+        columns: 4,
+        rows: 4,
+    };
+    let mut enc = FecEncoder::new(FecConfig::new(shape), 0);
+    let mut r = fec_receiver();
+    let at = Timestamp::from_millis;
+    let mut buf = [0u8; 2000];
+    let mut rebuilt = Vec::new();
+    // Packets 10..26, 3 ms apart: 12 (inside the first row) and 17 (the last of the second
+    // row: ahead of every packet received when its row's FEC comes) are lost.
+    for seq in 10..26u16 {
+        let p = rtp(seq, u32::from(seq) * 270, 7);
+        let now = at(u64::from(seq) * 3);
+        enc.push(&p);
+        if seq != 12 && seq != 17 {
+            r.handle_rtp(now, None, &p).unwrap();
+        }
+        while let Some((_, n)) = enc.poll(&mut buf) {
+            r.handle_fec(&buf[..n]);
+        }
+        while let Some(rec) = r.poll_rebuilt(now) {
+            let rec = rec.unwrap();
+            assert!(rec.repaired);
+            assert_eq!(
+                r.repaired_packet(),
+                &rtp(rec.seq, u32::from(rec.seq) * 270, 7)[..]
+            );
+            rebuilt.push((rec.seq, now));
+        }
+    }
+    // 12 when its row's FEC came (after 13); 17 once 18, a later packet, had come.
+    assert_eq!(rebuilt, vec![(12, at(13 * 3)), (17, at(18 * 3))]);
+    let src = r.main_source().unwrap();
+    assert_eq!(src.lost(), 2, "receiver reports keep what the network lost");
+    let s = r.repair_stats().unwrap();
+    assert_eq!((s.fec_useful, s.fec_late, s.fec_redundant), (2, 0, 0));
+    assert_eq!(s.fec.unwrap().recovered, 2);
+    // Nothing is asked for: no NACK is ever due.
+    assert!(r
+        .poll_timeout()
+        .is_none_or(|(_, why)| why != ReceiverTimer::Nack));
+    assert_eq!(s.nack_packets, 0);
+}

@@ -1,5 +1,5 @@
 //! Loss repair that respects deadlines: NACK and retransmission (RFC 4585 generic NACK, RFC 4588
-//! retransmission packets), sans-IO.
+//! retransmission packets) and forward error correction (SMPTE 2022-1), sans-IO.
 //!
 //! - [`nack::NackPlanner`] (receiver): which missing packets to ask for, and when; only those a
 //!   repair can still bring before their play-out deadline; with RFC 4585's dither and
@@ -8,13 +8,20 @@
 //!   retransmission packets (`metronome_wire::rtx`), only those that can make their deadline,
 //!   within the stream's repair budget, one repair per packet for a whole group.
 //!
-//! Both count what they did ([`nack::NackCounters`], [`repairer::RepairCounters`]): asked,
+//! - [`fec_encoder::FecEncoder`] (sender) and [`fec_decoder::FecDecoder`] (receiver): SMPTE
+//!   2022-1 row and column XOR FEC over an L × D matrix; nothing is asked back.
+//!
+//! All count what they did ([`nack::NackCounters`], [`repairer::RepairCounters`]): asked,
 //! sent, useful, too late.
 
+pub mod fec_decoder;
+pub mod fec_encoder;
 pub mod history;
 pub mod nack;
 pub mod repairer;
 
+pub use fec_decoder::{FecDecoder, FecReceiveCounters};
+pub use fec_encoder::{FecConfig, FecEncoder, FecSendCounters};
 pub use history::SendHistory;
 pub use nack::{NackConfig, NackCounters, NackPlanner};
 pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};

@@ -312,6 +312,8 @@ pub struct SenderSession {
     feedback_unmatched: u64,
     /// Answers to NACKs, if the stream makes them ([`SenderSession::with_repair`]).
     repair: Option<Box<super::resend::Resend>>,
+    /// SMPTE 2022-1 FEC, if the stream sends it ([`SenderSession::with_fec`]).
+    fec: Option<Box<crate::repair::FecEncoder>>,
 }
 
 #[derive(Default)]
@@ -358,6 +360,7 @@ impl SenderSession {
             send_log: controller_wants_log.then(Box::default),
             feedback_unmatched: 0,
             repair: None,
+            fec: None,
         }
     }
 
@@ -372,12 +375,39 @@ impl SenderSession {
         self
     }
 
+    /// The stream sends SMPTE 2022-1 FEC: the driver gives it every packet that left
+    /// ([`SenderSession::keep_sent`]) and sends what [`SenderSession::poll_fec`] gives after
+    /// each, column FEC to the media's port + 2, row FEC to + 4.
+    pub fn with_fec(mut self, cfg: crate::repair::FecConfig) -> Self {
+        let first = self.reports.config_ssrc().rotate_left(7) as u16;
+        self.fec = Some(Box::new(crate::repair::FecEncoder::new(cfg, first)));
+        self
+    }
+
     /// Packet `packet` left as it is now (renumbered, stamped; before SRTP), due at `due`:
-    /// kept for retransmission, if the stream repairs.
+    /// kept for retransmission, if the stream repairs, and XORed into its FEC, if it has any.
     pub fn keep_sent(&mut self, packet: &[u8], due: Timestamp) {
         if let Some(r) = self.repair.as_mut() {
             r.sent(packet, due);
         }
+        if let Some(f) = self.fec.as_mut() {
+            f.push(packet);
+        }
+    }
+
+    /// The next FEC packet to send now, written into `buf` (at least
+    /// [`crate::repair::FecConfig::max_fec_packet`] + 12 bytes): its direction (columns go to
+    /// the media's port + 2, rows to + 4) and length.
+    pub fn poll_fec(
+        &mut self,
+        buf: &mut [u8],
+    ) -> Option<(metronome_wire::fec2022::Direction, usize)> {
+        self.fec.as_mut()?.poll(buf)
+    }
+
+    /// What the stream's FEC made, if it sends FEC.
+    pub fn fec_stats(&self) -> Option<crate::repair::FecSendCounters> {
+        self.fec.as_ref().map(|f| f.counters())
     }
 
     /// The next retransmission to send at `now` (to the stream's destinations), written into

@@ -407,7 +407,8 @@ impl RawFlow {
         }
     }
 
-    /// `repair`: "none" or "rtx"; repairs need a play-out deadline to respect.
+    /// `repair`: "none", "rtx", "fec[:LxD]" or "rtx+fec[:LxD]"; repairs need a play-out
+    /// deadline to respect.
     fn repair(&self, name: &str) -> Result<Repair, String> {
         let repair = match self.repair.as_deref() {
             None => Repair::None,
@@ -415,8 +416,8 @@ impl RawFlow {
         };
         if repair != Repair::None && self.playout_deadline.is_none() {
             return Err(format!(
-                "flow '{name}': repair = \"{}\" needs playout_deadline = \"200ms\" (viewers ask only for what can still be shown)",
-                repair.as_str()
+                "flow '{name}': repair = \"{}\" needs playout_deadline = \"200ms\" (a repair is of use only before its frame is shown)",
+                repair
             ));
         }
         Ok(repair)

@@ -305,7 +305,8 @@ pub enum FlowKind {
         coded: Option<CodedVideo>,
         /// The minimum RTCP interval, 100 ms to 60 s ([`RTCP_MIN_INTERVAL`] by default).
         rtcp_interval: Duration,
-        /// How viewers get lost packets back (`repair = "rtx"`; none by default).
+        /// How viewers get lost packets back (`repair = "rtx"`, `"fec"`, `"rtx+fec"`; none by
+        /// default).
         repair: Repair,
     },
     /// A real program run in the `from` host's namespace (emu mode only), from `start` until

@@ -7,7 +7,6 @@ use crate::streams::spec::StreamSpec;
 use metronome_sched::TaskParams;
 use metronome_session::repair::{rtx_ssrc, RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::SenderRepair;
-use metronome_spec::repair::Repair;
 use metronome_wire::rtx::StreamIds;
 use std::time::Duration;
 
@@ -31,7 +30,7 @@ impl RepairPlan {
     /// its play-out delay and a margin at its highest rate (`pps`, packets a second), each at
     /// most a ring slot (`max_packet` bytes).
     pub(crate) fn of(spec: &StreamSpec, pps: f64, max_packet: usize) -> Option<RepairPlan> {
-        if spec.repair == Repair::None {
+        if !spec.repair.rtx() {
             return None;
         }
         let playout_delay = spec.repair_playout_delay();
@@ -85,6 +84,7 @@ impl RepairPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use metronome_spec::repair::Repair;
 
     fn spec(repair: Repair) -> StreamSpec {
         let mut s = StreamSpec::new("s", vec!["rtp://127.0.0.1:5004".into()]);

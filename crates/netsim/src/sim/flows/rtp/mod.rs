@@ -20,6 +20,7 @@ use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
+use metronome_session::repair::FecConfig;
 use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
     Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
@@ -74,6 +75,9 @@ pub struct RtpFlowConfig {
     /// The sender answers NACKs with retransmissions (the receivers ask when
     /// [`ReceiverConfig::repair`] is set); they go where the stream goes.
     pub repair: Option<SenderRepair>,
+    /// The sender sends SMPTE 2022-1 FEC after the packets it protects (the receivers use it
+    /// when [`ReceiverConfig::repair`] takes FEC); it goes where the stream goes.
+    pub fec: Option<FecConfig>,
 }
 
 /// One receiver's time in the group (by its index in [`RtpFlowConfig::receivers`]): it is
@@ -168,6 +172,8 @@ pub struct RtpFlow {
     /// The due time of the last packet made.
     last_due: Timestamp,
     rate_trace: Vec<(Timestamp, u64)>,
+    /// FEC packets made and the time each leaves (paced between the media's packets).
+    fec_waiting: std::collections::VecDeque<(Timestamp, Rc<[u8]>)>,
     /// Per receiver, whether it is in the group now.
     member: Vec<bool>,
     /// Per receiver, its time in the group ([`RtpFlowConfig::membership`]), if it has one.
@@ -191,6 +197,9 @@ impl RtpFlow {
         let mut sender = SenderSession::new(cfg.session.clone(), cfg.epoch, controller);
         if let Some(r) = cfg.repair {
             sender = sender.with_repair(r);
+        }
+        if let Some(f) = cfg.fec {
+            sender = sender.with_fec(f);
         }
         let receivers = (0..cfg.receivers.len())
             .map(|i| {
@@ -230,6 +239,7 @@ impl RtpFlow {
             first_seq: None,
             last_due: Timestamp::ZERO,
             rate_trace: Vec::new(),
+            fec_waiting: std::collections::VecDeque::new(),
             member: vec![false; cfg.receivers.len()],
             windows: (0..cfg.receivers.len())
                 .map(|r| cfg.membership.iter().find(|w| w.receiver == r).copied())
@@ -268,6 +278,39 @@ impl RtpFlow {
             size: data.len() as u32 + self.cfg.ip_overhead,
             sent_at: now,
             body: Body::Datagram(Rc::from(data)),
+        }
+    }
+
+    /// Takes the FEC packets the media packet of `wire_len` bytes just sent completed: each
+    /// leaves half a packet's time at the stream's rate after the one before, between the
+    /// media's packets, as a paced sender sends them (sent back to back with the media, they
+    /// would find no room in a queue the media keeps full).
+    fn make_fec(&mut self, now: Timestamp, wire_len: usize, net: &mut Net) {
+        let mut buf = std::mem::take(&mut self.rtcp);
+        buf.resize(buf.len().max(self.cfg.slot_size + 64), 0);
+        let rate = self.sender.target_rate().as_bps().max(1);
+        let half = Duration::from_nanos(wire_len as u64 * 8 * 1_000_000_000 / rate / 2);
+        let mut at = now;
+        while let Some((_, n)) = self.sender.poll_fec(&mut buf) {
+            at += half;
+            self.fec_waiting.push_back((at, Rc::from(&buf[..n])));
+        }
+        self.rtcp = buf;
+        let first = self.fec_waiting.front().map(|(t, _)| *t);
+        self.wake_at(now, 0, first, net);
+    }
+
+    /// Sends the FEC packets due by `now`, where the stream goes.
+    fn send_fec(&mut self, now: Timestamp, net: &mut Net) {
+        while let Some((at, data)) = self.fec_waiting.front() {
+            if *at > now {
+                return;
+            }
+            let mut pkt = self.datagram(net, now, self.dst, &[]);
+            pkt.size = data.len() as u32 + self.cfg.ip_overhead;
+            pkt.body = Body::Fec(Rc::clone(data));
+            self.fec_waiting.pop_front();
+            net.send(now, self.cfg.src, pkt);
         }
     }
 
@@ -316,6 +359,7 @@ impl RtpFlow {
             self.wake_at(now, 0, Some(end), net);
             return;
         }
+        self.send_fec(now, net);
         self.produce(now);
         self.sender.handle_timeout(now);
         while let Some(t) = self.sender.poll_transmit(now) {
@@ -342,6 +386,9 @@ impl RtpFlow {
                 .ahead_to()
                 .saturating_sub(self.cfg.lookahead.unwrap_or_default());
             next = Some(next.map_or(more, |t| t.min(more.max(now))));
+        }
+        if let Some((fec, _)) = self.fec_waiting.front() {
+            next = Some(next.map_or(*fec, |t| t.min(*fec)));
         }
         self.wake_at(now, 0, next, net);
     }
@@ -396,6 +443,7 @@ impl RtpFlow {
         self.first_send.get_or_insert(now);
         self.last_send = now;
         net.send(now, self.cfg.src, p);
+        self.make_fec(now, wire_len, net);
     }
 
     /// Sends the retransmissions the sender made (answering a NACK just in), where the
@@ -442,10 +490,26 @@ impl RtpFlow {
                 self.meters[r].duplicates += 1;
             }
         }
+        self.take_rebuilt(now, r);
         while self.receivers[r].poll_event().is_some() {}
         self.leave_if_controller_left(now, r, net);
         let next = self.receivers[r].poll_timeout().map(|(t, _)| t);
         self.wake_at(now, r as u32 + 1, next, net);
+    }
+
+    /// Receiver `r` has the packets FEC rebuilt at `now`.
+    fn take_rebuilt(&mut self, now: Timestamp, r: usize) {
+        while let Some(rebuilt) = self.receivers[r].poll_rebuilt(now) {
+            if let Ok(rec) = rebuilt {
+                self.note(RtpLogRow::Delivered {
+                    at: now,
+                    receiver: r as u32,
+                    ext_seq: rec.ext_seq,
+                    rtp_ts: rec.rtp_ts,
+                });
+                self.track(r, rec.ext_seq, now);
+            }
+        }
     }
 
     /// Receiver `r` sends to the sender what `write` puts in its RTCP buffer, if anything.
@@ -652,6 +716,14 @@ impl Flow for RtpFlow {
     }
 
     fn on_packet(&mut self, now: Timestamp, ep: u32, pkt: Packet, net: &mut Net) {
+        if let Body::Fec(data) = &pkt.body {
+            let r = ep as usize;
+            if r >= 1 && r <= self.receivers.len() && self.member[r - 1] {
+                self.receivers[r - 1].handle_fec(data);
+                self.take_rebuilt(now, r - 1);
+            }
+            return;
+        }
         let Body::Datagram(data) = &pkt.body else {
             return;
         };
@@ -717,10 +789,12 @@ impl Flow for RtpFlow {
                 &self.rate_trace,
                 end,
             )),
-            repair: self
-                .sender
-                .repair_stats()
-                .map(|s| sender_repair(&s, self.cfg.ip_overhead, self.sent_bytes)),
+            repair: sender_repair(
+                self.sender.repair_stats().as_ref(),
+                self.sender.fec_stats().as_ref(),
+                self.cfg.ip_overhead,
+                self.sent_bytes,
+            ),
         }
     }
 }

@@ -4,12 +4,18 @@
 
 use metronome_link::report::{percent, RepairFigures, SenderRepairFigures};
 use metronome_session::receiver::RepairStats;
+use metronome_session::repair::FecSendCounters;
 use metronome_session::sender::ResendStats;
 
 /// A viewer's repair figures: `lost` is what the network lost of the `expected` packets.
 pub fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
-    let lost_after = lost.saturating_sub(s.rtx_useful);
+    let lost_after = lost.saturating_sub(s.rtx_useful + s.fec_useful);
+    let fec = s.fec.unwrap_or_default();
     RepairFigures {
+        fec_repaired: s.fec_useful,
+        fec_too_late: s.fec_late,
+        fec_received: fec.packets,
+        fec_unrecoverable: fec.unrecoverable,
         lost_after,
         lost_after_percent: percent(lost_after, expected),
         repaired: s.rtx_useful,
@@ -23,11 +29,24 @@ pub fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures
     }
 }
 
-/// The sender's repair figures: its retransmissions on the wire (each with `ip_overhead`
-/// bytes of IP and UDP headers) beside the stream's `stream_bytes`.
-pub fn sender_repair(s: &ResendStats, ip_overhead: u32, stream_bytes: u64) -> SenderRepairFigures {
+/// The sender's repair figures: its retransmissions and FEC packets on the wire (each with
+/// `ip_overhead` bytes of IP and UDP headers) beside the stream's `stream_bytes`; `None` if it
+/// makes neither.
+pub fn sender_repair(
+    rtx: Option<&ResendStats>,
+    fec: Option<&FecSendCounters>,
+    ip_overhead: u32,
+    stream_bytes: u64,
+) -> Option<SenderRepairFigures> {
+    if rtx.is_none() && fec.is_none() {
+        return None;
+    }
+    let s = rtx.copied().unwrap_or_default();
+    let fec = fec.copied().unwrap_or_default();
     let bytes = s.bytes + u64::from(ip_overhead) * s.packets;
-    SenderRepairFigures {
+    let fec_packets = fec.rows + fec.columns;
+    let fec_bytes = fec.bytes + u64::from(ip_overhead) * fec_packets;
+    Some(SenderRepairFigures {
         asked: s.repairer.asked,
         sent_packets: s.packets,
         sent_bytes: bytes,
@@ -37,5 +56,8 @@ pub fn sender_repair(s: &ResendStats, ip_overhead: u32, stream_bytes: u64) -> Se
         duplicate: s.repairer.duplicate,
         unknown: s.repairer.unknown,
         expired: s.expired,
-    }
+        fec_packets,
+        fec_bytes,
+        fec_overhead_percent: percent(fec_bytes, stream_bytes),
+    })
 }

@@ -1,18 +1,20 @@
-//! Loss repair in the lab (`repair = "rtx"`), judged by the frames viewers showed: the
-//! built-in repair-rtx scenario in the simulator, at 1, 3 and 5 % random loss and on seed
-//! 001's moderate link, with and without NACK and retransmission; and at 5 % in emu mode,
-//! where the real-time server answers `metronome recv`'s NACKs through the emulator.
+//! Loss repair in the lab (`repair = "rtx"`, `"fec"`), judged by the frames viewers showed:
+//! the built-in repair-rtx scenario in the simulator, at 1, 3 and 5 % random loss and on seed
+//! 001's moderate link, with and without NACK and retransmission; at 5 % in emu mode, where
+//! the real-time server answers `metronome recv`'s NACKs through the emulator; and the
+//! built-in repair-fec scenario in the simulator, with SMPTE 2022-1 FEC over 10 × 10 and 5 × 5
+//! matrices and with retransmission and FEC together.
 
 use metronome_lab::builtin;
 use metronome_lab::results::PointResult;
 use metronome_lab::run::{run, Mode, RunOptions};
-use metronome_link::report::FlowReport;
+use metronome_link::report::{FlowReport, RepairFigures, SenderRepairFigures};
 use metronome_spec::scenario::ScenarioFile;
 
-/// Frames of flow `video` not shown in their slot at point `index`: not arrived, or complete
+/// Frames of flow `name` not shown in their slot at point `index`: not arrived, or complete
 /// after their play-out time (`arrived` and `missed_deadline` of its frames.csv).
-fn not_in_time(dir: &std::path::Path, index: usize) -> usize {
-    let csv = dir.join(format!("points/p{index:03}/video.frames.csv"));
+fn not_in_time(dir: &std::path::Path, index: usize, name: &str) -> usize {
+    let csv = dir.join(format!("points/p{index:03}/{name}.frames.csv"));
     let text = std::fs::read_to_string(csv).unwrap();
     let mut lines = text.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
@@ -45,13 +47,13 @@ fn retransmission_shows_frames_that_random_loss_took_and_cannot_beat_a_full_queu
     let _ = std::fs::remove_dir_all(&dir);
     let s = run(&file, &RunOptions::new(dir.clone()));
     let html = std::fs::read_to_string(dir.join("report.html"));
-    let late: Vec<usize> = (0..6).map(|i| not_in_time(&dir, i)).collect();
+    let late: Vec<usize> = (0..6).map(|i| not_in_time(&dir, i, "video")).collect();
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
     assert_eq!(s.points.len(), 6);
     assert!(html
         .unwrap()
-        .contains("Loss repair (NACK and retransmission)"));
+        .contains("Loss repair (NACK and retransmission) and FEC"));
     for (pair, late) in s.points.chunks(2).zip(late.chunks(2)) {
         let (none, rtx) = (&pair[0], &pair[1]);
         let loss = &none.params["loss"];
@@ -135,7 +137,7 @@ fn the_real_time_server_repairs_what_the_emulated_link_loses() {
         ..RunOptions::new(dir.clone())
     };
     let s = run(&file, &opts);
-    let late: Vec<usize> = (0..2).map(|i| not_in_time(&dir, i)).collect();
+    let late: Vec<usize> = (0..2).map(|i| not_in_time(&dir, i, "video")).collect();
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
     let (none, rtx) = (&s.points[0], &s.points[1]);
@@ -169,4 +171,119 @@ fn the_real_time_server_repairs_what_the_emulated_link_loses() {
     );
     let burst = 100.0 * (64.0 * 1500.0) / repaired.sent_bytes as f64;
     assert!(tx.overhead_percent <= 25.0 + burst, "{tx:?}");
+}
+
+/// One way of repairing at one loss: the flow's report and its frames not shown in time.
+struct Way<'a> {
+    flow: &'a FlowReport,
+    late: usize,
+}
+
+impl Way<'_> {
+    fn viewer(&self) -> RepairFigures {
+        self.flow.receivers[0]
+            .repair
+            .expect("viewer's repair figures")
+    }
+    fn sender(&self) -> SenderRepairFigures {
+        self.flow.repair.expect("sender's repair figures")
+    }
+    fn lost(&self) -> u64 {
+        self.flow.receivers[0].lost
+    }
+}
+
+const WAYS: [&str; 5] = ["none", "rtx", "fec", "fec:5x5", "rtx+fec"];
+
+#[test]
+fn fec_shows_frames_random_loss_took_in_time_when_its_matrix_fits_the_play_out_delay() {
+    let b = builtin::find("repair-fec").unwrap();
+    let file = ScenarioFile::parse(b.text, "builtin:repair-fec").unwrap();
+    let dir = std::env::temp_dir().join(format!("metronome-lab-fec-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = run(&file, &RunOptions::new(dir.clone()));
+    let html = std::fs::read_to_string(dir.join("report.html"));
+    let late: Vec<[usize; 2]> = (0..15)
+        .map(|i| {
+            [
+                not_in_time(&dir, i, "video"),
+                not_in_time(&dir, i, "seed001"),
+            ]
+        })
+        .collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = s.unwrap();
+    assert_eq!(s.points.len(), 15);
+    assert!(html.unwrap().contains("and FEC (SMPTE 2022-1)"));
+    let (mut late_10x10, mut late_5x5) = (0, 0);
+    for (points, late) in s.points.chunks(5).zip(late.chunks(5)) {
+        let loss = &points[0].params["loss"];
+        let ways: Vec<&str> = points.iter().map(|p| &p.params["repair"][..]).collect();
+        assert_eq!(ways, WAYS);
+        let way = |i: usize, name: &str| Way {
+            flow: flow(&points[i], name),
+            late: late[i][usize::from(name == "seed001")],
+        };
+        let [none, rtx, fec, fec5, both] = [0, 1, 2, 3, 4].map(|i| way(i, "video"));
+        // What FEC costs: one packet in 10 per row and per column; one in 5 for 5 x 5.
+        for (w, share) in [(&fec, 20.0), (&fec5, 40.0), (&both, 20.0)] {
+            let tx = w.sender();
+            assert!(
+                (tx.fec_overhead_percent - share).abs() < 1.0,
+                "{loss}: {tx:?}"
+            );
+            let v = w.viewer();
+            // The link loses FEC packets as it loses the media's; each repair is of a loss.
+            assert!(v.fec_received <= tx.fec_packets, "{loss}: {v:?} {tx:?}");
+            assert!(v.fec_received * 10 >= tx.fec_packets * 9, "{loss}: {v:?}");
+            assert!(v.fec_repaired + v.fec_too_late <= w.lost(), "{loss}: {v:?}");
+        }
+        assert!(none.flow.repair.is_none() && rtx.sender().fec_packets == 0);
+        // Random loss: FEC over either matrix shows far more frames in time than none.
+        for w in [&fec, &fec5] {
+            assert!(
+                w.late * 2 < none.late,
+                "{loss}: {} vs {} frames",
+                w.late,
+                none.late
+            );
+            assert!(
+                w.viewer().fec_repaired * 4 > w.lost() * 3,
+                "{loss}: {:?}",
+                w.viewer()
+            );
+        }
+        // 5 x 5 rebuilds nearly everything; its column FEC comes within the 200 ms play-out
+        // delay (a matrix is 25 packets, ~70 ms at 4 Mbit/s). A 10 x 10 matrix lasts ~270 ms:
+        // what only a column can rebuild may come after its play-out time.
+        assert!(
+            fec5.viewer().lost_after * 20 <= fec5.lost(),
+            "{loss}: {:?}",
+            fec5.viewer()
+        );
+        late_10x10 += fec.viewer().fec_too_late;
+        late_5x5 += fec5.viewer().fec_too_late;
+        // Both: retransmissions ask for what FEC left, so as many frames in time as with
+        // retransmission alone, give or take one, and less retransmitted.
+        assert!(
+            both.late <= rtx.late + 1,
+            "{loss}: {} vs {}",
+            both.late,
+            rtx.late
+        );
+        assert!(both.viewer().lost_after <= 2, "{loss}: {:?}", both.viewer());
+        assert!(both.sender().sent_packets <= rtx.sender().sent_packets);
+        // Seed 001's moderate link loses what does not fit its 10-packet queue: FEC's extra
+        // packets take its room (paced between the media's, they do get in), so the media
+        // lose more and FEC, each row and column missing several, rebuilds almost nothing.
+        let [none, _, fec, fec5, _] = [0, 1, 2, 3, 4].map(|i| way(i, "seed001"));
+        for w in [&fec, &fec5] {
+            let (v, tx) = (w.viewer(), w.sender());
+            assert!(v.fec_received * 2 > tx.fec_packets, "{v:?} {tx:?}");
+            assert!(w.lost() > none.lost(), "{} vs {}", w.lost(), none.lost());
+            assert!(v.fec_repaired * 20 < w.lost(), "{v:?}");
+            assert!(w.late >= none.late, "{} vs {}", w.late, none.late);
+        }
+    }
+    assert!(late_10x10 > 0 && late_5x5 == 0, "{late_10x10} {late_5x5}");
 }
