@@ -176,8 +176,48 @@ pub struct Receiver {
     cfg: ReceiverRunConfig,
     rtp: UdpReceiver,
     rtcp: RtcpSocket,
+    /// With FEC (`ReceiverRepair::fec_max_packet`): the column and row FEC sockets, on the
+    /// media's port + 2 and + 4 (SMPTE 2022-1 §8).
+    fec: Vec<UdpReceiver>,
     out: Outputs,
     srtp: Option<ReceiverSrtp>,
+}
+
+/// The FEC sockets of a receiver that takes FEC: the source's address on port + 2 and + 4
+/// (a group's, joined as the media's).
+fn open_fec(cfg: &ReceiverRunConfig) -> Result<Vec<UdpReceiver>, RecvError> {
+    let takes_fec = cfg
+        .session
+        .repair
+        .as_ref()
+        .is_some_and(|r| r.fec_max_packet.is_some());
+    if !takes_fec {
+        return Ok(Vec::new());
+    }
+    let offsets = [
+        metronome_wire::fec2022::COLUMN_PORT_OFFSET,
+        metronome_wire::fec2022::ROW_PORT_OFFSET,
+    ];
+    offsets
+        .into_iter()
+        .map(|off| {
+            let mut at = cfg.source;
+            let port = at.addr.port().checked_add(off).ok_or_else(|| {
+                RecvError::Io(
+                    cfg.source.to_string(),
+                    std::io::Error::other(
+                        "FEC comes on the media's port + 2 and + 4: use a lower port",
+                    ),
+                )
+            })?;
+            at.addr.set_port(port);
+            let r = UdpReceiver::open(&at, &cfg.socket)?;
+            r.socket()
+                .set_nonblocking(true)
+                .map_err(|e| RecvError::Io(at.to_string(), e))?;
+            Ok(r)
+        })
+        .collect()
 }
 
 impl Receiver {
@@ -197,10 +237,12 @@ impl Receiver {
         nb(rtcp.socket().set_nonblocking(true))?;
         let out = open_outputs(&cfg)?;
         let srtp = cfg.srtp.as_ref().map(ReceiverSrtp::new).transpose()?;
+        let fec = open_fec(&cfg)?;
         Ok(Receiver {
             cfg,
             rtp,
             rtcp,
+            fec,
             out,
             srtp,
         })
@@ -248,6 +290,7 @@ impl Receiver {
             }
             r.wait(wake.saturating_since(now).min(Duration::from_millis(100)));
             r.take_rtp(MAX_BATCH, r.cfg.packets)?;
+            r.take_fec()?;
             r.take_rtcp();
         };
         r.finish(ended_by, start, host, on_status)
@@ -267,6 +310,7 @@ struct Running {
     session: ReceiverSession,
     rx: RtpIn,
     rtcp: RtcpSocket,
+    fec: Vec<UdpReceiver>,
     out: Outputs,
     buf: Vec<u8>,
     reports_sent: u64,
@@ -287,6 +331,7 @@ impl Running {
                 srtp: r.srtp,
             },
             rtcp: r.rtcp,
+            fec: r.fec,
             out: r.out,
             buf: vec![0u8; 65_536],
             reports_sent: 0,
@@ -315,10 +360,36 @@ impl Running {
         can_report
     }
 
-    /// Waits up to `timeout` for either socket to be readable.
+    /// Waits up to `timeout` for any socket to be readable.
     fn wait(&self, timeout: Duration) {
         let (rtp, rtcp) = (self.rx.rtp.socket(), self.rtcp.socket());
-        poll2(rtp.as_raw_fd(), rtcp.as_raw_fd(), timeout);
+        let mut fds = [rtp.as_raw_fd(), rtcp.as_raw_fd(), -1, -1];
+        for (fd, f) in fds[2..].iter_mut().zip(&self.fec) {
+            *fd = f.socket().as_raw_fd();
+        }
+        let n = 2 + self.fec.len().min(2);
+        let _ = metronome_rt::poll::wait_readable(&fds[..n], timeout.min(Duration::from_secs(1)));
+    }
+
+    /// FEC: what is queued on the FEC sockets, up to a batch each; the packets it rebuilds
+    /// go out as the stream's.
+    fn take_fec(&mut self) -> Result<(), RecvError> {
+        for f in &self.fec {
+            for _ in 0..MAX_BATCH {
+                let Ok(meta) = f.recv(&mut self.buf) else {
+                    break;
+                };
+                let (arrival, wall) = self.clock.arrival(meta.kernel_rx_realtime_ns);
+                self.session.handle_fec(&self.buf[..meta.len]);
+                record_rebuilt(
+                    &mut self.session,
+                    &mut self.out,
+                    arrival,
+                    wall.to_unix_nanos(),
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// RTP: what is queued, up to `max` datagrams.
@@ -448,6 +519,8 @@ impl RtpIn {
                 _ => data,
             };
             record(out, arrival, wall.to_unix_nanos(), data, &rec)?;
+            // A packet may let FEC rebuild others (or free one rebuilt ahead of it).
+            record_rebuilt(session, out, arrival, wall.to_unix_nanos())?;
         }
         Ok(())
     }
@@ -525,6 +598,27 @@ pub(crate) fn send_report(rtcp: &RtcpSocket, report: &[u8]) -> u64 {
     (rtcp.peer().is_some() && rtcp.send(report).is_ok()) as u64
 }
 
+/// The packets FEC rebuilt by `arrival`, recorded as the stream's.
+fn record_rebuilt(
+    session: &mut ReceiverSession,
+    out: &mut Outputs,
+    arrival: Timestamp,
+    arrival_unix_ns: u64,
+) -> Result<(), RecvError> {
+    while let Some(rec) = session.poll_rebuilt(arrival) {
+        if rec.is_ok() {
+            record(
+                out,
+                arrival,
+                arrival_unix_ns,
+                session.repaired_packet(),
+                &rec,
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn record(
     out: &mut Outputs,
     arrival: Timestamp,
@@ -583,11 +677,6 @@ fn record(
             .payload(r, payload);
     }
     Ok(())
-}
-
-/// Waits until either descriptor is readable, or `timeout` (at most a second).
-fn poll2(a: i32, b: i32, timeout: Duration) {
-    let _ = metronome_rt::poll::wait_readable(&[a, b], timeout.min(Duration::from_secs(1)));
 }
 
 /// What a [`DatagramSource`] had.

@@ -56,8 +56,8 @@ pub struct SenderConfig {
     pub mtu: Option<u32>,
     /// How often `run_sender` reports its status.
     pub status_every: Duration,
-    /// Loss repair (`"rtx"`: NACK and retransmission), and the receivers' play-out delay it
-    /// must make (200 ms if `None`).
+    /// Loss repair (`"rtx"`: NACK and retransmission, `"fec"`: SMPTE 2022-1 FEC), and the
+    /// receivers' play-out delay it must make (200 ms if `None`).
     pub repair: Repair,
     pub playout_delay: Option<Duration>,
 }
@@ -191,6 +191,10 @@ pub struct SenderOutcome {
     /// retransmitted; absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<metronome_session::sender::ResendStats>,
+    /// With FEC in [`SenderConfig::repair`]: the SMPTE 2022-1 FEC packets sent; absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<metronome_session::repair::FecSendCounters>,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
     /// What went wrong without stopping the stream (a file that ends mid-packet), in words.
@@ -319,6 +323,7 @@ impl Run {
             deadline_misses: s.deadline_misses,
             frames_skipped: s.frames_skipped,
             repair: s.repair,
+            fec: s.fec,
             ring_slots: s.ring_capacity,
             pacing: PacingStats {
                 packets: s.packets,

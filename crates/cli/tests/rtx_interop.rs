@@ -17,7 +17,9 @@
 
 mod common;
 
-use common::{bin, port_pair, require, tmp_dir, wait_udp_bound, Running};
+use common::{
+    bin, continuity_gaps, lossy_relay, port_pair, require, tmp_dir, wait_udp_bound, Running,
+};
 use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::thread::JoinHandle;
@@ -53,26 +55,6 @@ fn rtcp_proxy(
     })
 }
 
-/// MPEG-TS continuity-counter gaps in `ts`: one for each run of a PID's payload-carrying
-/// packets that went missing (ISO/IEC 13818-1 §2.4.3.3).
-fn continuity_gaps(ts: &[u8]) -> usize {
-    let mut last = std::collections::HashMap::new();
-    let mut gaps = 0;
-    for p in ts.chunks_exact(188).filter(|p| p[0] == 0x47) {
-        let pid = (u16::from(p[1] & 0x1f) << 8) | u16::from(p[2]);
-        if pid == 0x1fff || p[3] & 0x10 == 0 {
-            continue;
-        }
-        let cc = p[3] & 0x0f;
-        if let Some(prev) = last.insert(pid, cc) {
-            if cc != prev && cc != (prev + 1) & 0x0f {
-                gaps += 1;
-            }
-        }
-    }
-    gaps
-}
-
 fn gstreamer_receiver(rtp: u16, rtcp: u16, rtcp_to: u16, out: &std::path::Path) -> Running {
     let caps = "application/x-rtp,media=video,clock-rate=90000,encoding-name=MP2T,payload=33";
     let pipeline = format!(
@@ -96,18 +78,7 @@ fn gstreamer_recovers_lost_packets_from_metronomes_retransmissions() {
     require("gst-launch-1.0", "gstreamer1.0-tools");
     let dir = tmp_dir("rtx-interop");
     let (relay_in, gst_rtp, back) = (port_pair(), port_pair(), port_pair());
-    let relay = Running::spawn(bin().args(["emu", "relay", "--listen"]).args([
-        format!("127.0.0.1:{relay_in}"),
-        "--to".into(),
-        format!("127.0.0.1:{gst_rtp}"),
-        "--loss".into(),
-        "5%".into(),
-        "--delay".into(),
-        "10ms".into(),
-        "--duration".into(),
-        "20".into(),
-        "--json".into(),
-    ]));
+    let relay = lossy_relay(relay_in, gst_rtp);
     let any = |p: u16| UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
     let gst_rtcp = SocketAddr::from((Ipv4Addr::LOCALHOST, gst_rtp + 1));
     let proxy = rtcp_proxy(
@@ -223,18 +194,7 @@ fn metronome_recovers_lost_packets_from_gstreamers_retransmissions() {
     require("gst-launch-1.0", "gstreamer1.0-tools");
     let (relay_in, recv_rtp, proxy_port, gst_in) =
         (port_pair(), port_pair(), port_pair(), port_pair());
-    let relay = Running::spawn(bin().args(["emu", "relay", "--listen"]).args([
-        format!("127.0.0.1:{relay_in}"),
-        "--to".into(),
-        format!("127.0.0.1:{recv_rtp}"),
-        "--loss".into(),
-        "5%".into(),
-        "--delay".into(),
-        "10ms".into(),
-        "--duration".into(),
-        "20".into(),
-        "--json".into(),
-    ]));
+    let relay = lossy_relay(relay_in, recv_rtp);
     let local = |p: u16| SocketAddr::from((Ipv4Addr::LOCALHOST, p));
     let proxy = rtcp_proxy_to_recv(
         UdpSocket::bind(local(proxy_port)).unwrap(),

@@ -29,7 +29,7 @@ Builtin {
 },
 Builtin {
     name: "repair-fec",
-    summary: "Video over 1-5 % random loss and over seed 001's moderate link with no repair, retransmission, SMPTE 2022-1 FEC (10x10, 5x5) and both: frames shown in time, repairs, overhead (sim mode)",
+    summary: "Video over 1-5 % random loss and over seed 001's moderate link with no repair, retransmission, SMPTE 2022-1 FEC (10x10, 5x5) and both: frames shown in time, repairs, overhead",
     text: include_str!("../scenarios/repair-fec.toml"),
 },
 Builtin {

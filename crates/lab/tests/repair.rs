@@ -107,24 +107,34 @@ fn retransmission_shows_frames_that_random_loss_took_and_cannot_beat_a_full_queu
     }
 }
 
-/// The built-in scenario cut to its random-loss stream at 5 %, for 6 s.
+/// The built-in scenario cut to its random-loss stream at 5 %, for 6 s, with FEC over 5 x 5
+/// beside none and retransmission.
 fn five_percent_only() -> String {
     let b = builtin::find("repair-rtx").unwrap();
     let (sweep, five) = ("loss = [\"1%\", \"3%\", \"5%\"]", "loss = [\"5%\"]");
     let (ten, six) = ("duration = \"10s\"", "duration = \"6s\"");
+    let (ways, three) = (
+        "repair = [\"none\", \"rtx\"]",
+        "repair = [\"none\", \"rtx\", \"fec:5x5\"]",
+    );
     assert!(
-        b.text.contains(sweep) && b.text.contains(ten),
+        b.text.contains(sweep) && b.text.contains(ten) && b.text.contains(ways),
         "the scenario changed"
     );
-    let text = b.text.replace(sweep, five).replace(ten, six);
+    let text = b
+        .text
+        .replace(sweep, five)
+        .replace(ten, six)
+        .replace(ways, three);
     let cut = text.find("[[flow]]\nname = \"seed001\"").unwrap();
     text[..cut].to_string()
 }
 
 /// In emu mode the stream server sends the retransmissions (with the stream's packets, on its
 /// pacing thread) and `recv`'s receiver session asks for them, through the emulator's lossy
-/// link: the same recovery as in the simulator. Real time on a shared host varies, so the
-/// bounds are wider than the simulator's; every count must still add up.
+/// link: the same recovery as in the simulator; and the server's FEC, which `recv`'s receivers
+/// take on their FEC ports. Real time on a shared host varies, so the bounds are wider than
+/// the simulator's; every count must still add up.
 #[test]
 fn the_real_time_server_repairs_what_the_emulated_link_loses() {
     let _one = serial();
@@ -137,7 +147,7 @@ fn the_real_time_server_repairs_what_the_emulated_link_loses() {
         ..RunOptions::new(dir.clone())
     };
     let s = run(&file, &opts);
-    let late: Vec<usize> = (0..2).map(|i| not_in_time(&dir, i, "video")).collect();
+    let late: Vec<usize> = (0..3).map(|i| not_in_time(&dir, i, "video")).collect();
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
     let (none, rtx) = (&s.points[0], &s.points[1]);
@@ -171,6 +181,21 @@ fn the_real_time_server_repairs_what_the_emulated_link_loses() {
     );
     let burst = 100.0 * (64.0 * 1500.0) / repaired.sent_bytes as f64;
     assert!(tx.overhead_percent <= 25.0 + burst, "{tx:?}");
+    // FEC over 5 x 5: two FEC packets for every five, through the same lossy link; a 5 x 5
+    // matrix at 4 Mbit/s lasts ~70 ms, so what it rebuilds comes within the play-out delay.
+    let fec = flow(&s.points[2], "video");
+    assert_eq!(&s.points[2].params["repair"][..], "fec:5x5");
+    let (v, tx) = (fec.receivers[0].repair.unwrap(), fec.repair.unwrap());
+    let lost = fec.receivers[0].lost;
+    println!("emu FEC at 5 %: {lost} lost, {v:?}, {tx:?}");
+    assert!((tx.fec_overhead_percent - 40.0).abs() < 1.5, "{tx:?}");
+    assert!(v.fec_received <= tx.fec_packets && v.fec_received * 10 >= tx.fec_packets * 8);
+    assert!(lost > 20 && v.fec_repaired * 5 >= lost * 4, "{lost}: {v:?}");
+    assert!(
+        v.repaired == 0 && v.nack_packets == 0,
+        "FEC alone asks nothing: {v:?}"
+    );
+    assert!(late[2] * 3 < late[0], "frames not in time: {late:?}");
 }
 
 /// One way of repairing at one loss: the flow's report and its frames not shown in time.

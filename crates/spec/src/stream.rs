@@ -256,10 +256,10 @@ impl StreamSpec {
     }
 
     fn validate_repair(&self) -> Result<(), SpecError> {
-        if self.repair.fec().is_some() {
+        if self.repair.fec().is_some() && self.srtp_key.is_some() {
             return Err(SpecError(format!(
-                "stream '{}': repair = \"{}\": the server does not send FEC yet (the lab's \
-                 simulator does); use repair = \"rtx\"",
+                "stream '{}': repair = \"{}\" with srtp_key: SMPTE 2022-1 FEC is not \
+                 protected by SRTP; use repair = \"rtx\" or remove srtp_key",
                 self.name, self.repair
             )));
         }
@@ -531,11 +531,13 @@ mod tests {
         .unwrap();
         assert_eq!(toml.repair, Repair::Rtx);
         assert_eq!(toml.playout_delay, Some(Duration::from_millis(300)));
-        // FEC is the lab's for now: the server says so rather than sending none.
+        // FEC is not sent under SRTP: refused with what to do.
         s.repair = Repair::parse("fec:5x5").unwrap();
+        assert_eq!(s.validate(), Ok(()));
+        s.srtp_key = Some("x".repeat(40));
         let e = s.validate().unwrap_err().to_string();
         assert!(
-            e.contains("does not send FEC yet") && e.contains("fec:5x5"),
+            e.contains("not protected by SRTP") && e.contains("fec:5x5"),
             "{e}"
         );
     }

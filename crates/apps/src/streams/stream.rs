@@ -113,6 +113,9 @@ pub struct StreamRt {
     pub warnings: Mutex<Vec<String>>,
     /// SRTP, when the stream was declared with a key: every packet and report protected.
     pub srtp: Option<super::srtp::StreamSrtp>,
+    /// Where a stream with FEC sends it, per destination: column FEC (the media's port + 2)
+    /// and row FEC (+ 4); empty without.
+    pub fec_outputs: Vec<[MediaOut; 2]>,
 }
 
 /// Warnings a stream holds for the server to take.
@@ -157,6 +160,7 @@ impl StreamRt {
             ),
             warnings: Mutex::new(Vec::new()),
             srtp: None,
+            fec_outputs: Vec::new(),
         }
     }
 
@@ -172,6 +176,23 @@ impl StreamRt {
     pub fn with_rate(mut self, rate: RateKnob) -> Self {
         self.rate = rate;
         self
+    }
+
+    /// The stream's FEC goes to `outputs` (column, row) per destination.
+    pub fn with_fec_outputs(mut self, outputs: Vec<[MediaOut; 2]>) -> Self {
+        self.fec_outputs = outputs;
+        self
+    }
+
+    /// Sends a FEC packet of `direction` to every destination's FEC port; `false` if any
+    /// send failed.
+    pub fn send_fec(&self, packet: &[u8], direction: metronome_wire::fec2022::Direction) -> bool {
+        let lane = usize::from(direction == metronome_wire::fec2022::Direction::Row);
+        let mut ok = true;
+        for out in &self.fec_outputs {
+            ok &= out[lane].send(packet);
+        }
+        ok
     }
 
     /// The stream sent as SRTP.
@@ -226,6 +247,8 @@ pub struct Cursor {
     /// Retransmissions the stream's packets have paid for and not yet spent (see
     /// [`REPAIR_SHARE`]).
     credit: f64,
+    /// A FEC packet the session hands out, written here; empty for a stream without FEC.
+    fec: Vec<u8>,
 }
 
 /// What each of the stream's packets pays towards retransmissions: the share of its rate
@@ -240,15 +263,22 @@ impl Cursor {
     /// The cursor of stream `rt`; with room for a retransmission (a slot's packet and RFC
     /// 4588's original sequence number) if the stream repairs.
     pub fn new(rt: &StreamRt) -> Cursor {
-        let repairs = lock(&rt.session).repairs();
-        Cursor {
-            head: None,
-            repair: if repairs {
-                vec![0; rt.ring.slot_size() + 2]
+        let (repairs, fec) = {
+            let s = lock(&rt.session);
+            (s.repairs(), s.fec_stats().is_some())
+        };
+        let room = |on: bool, extra: usize| {
+            if on {
+                vec![0; rt.ring.slot_size() + extra]
             } else {
                 Vec::new()
-            },
+            }
+        };
+        Cursor {
+            head: None,
+            repair: room(repairs, 2),
             credit: REPAIR_BURST,
+            fec: room(fec, metronome_wire::fec2022::FEC_HEADER_LEN),
         }
     }
 }
@@ -350,24 +380,45 @@ impl Cursor {
     /// waiting retransmission beside it if the stream's packets have paid for one: repairs
     /// leave with the stream's packets, on its core, at most [`REPAIR_SHARE`] of them (and
     /// [`REPAIR_BURST`] at once), within what admission reserved.
+    /// The FEC packets the packet completed go to the destinations' FEC ports after it.
     fn keep_and_repair(&mut self, rt: &StreamRt, clock: &Clock, now: Timestamp) {
-        let (Some(slot), false) = (self.head.as_ref(), self.repair.is_empty()) else {
+        let Some(slot) = self.head.as_ref() else {
             return;
         };
-        self.credit = (self.credit + REPAIR_SHARE).min(REPAIR_BURST);
+        let rtx = !self.repair.is_empty();
+        if !rtx && self.fec.is_empty() {
+            return;
+        }
+        if rtx {
+            self.credit = (self.credit + REPAIR_SHARE).min(REPAIR_BURST);
+        }
         let n = {
             let mut session = lock(&rt.session);
             session.keep_sent(slot.bytes(), slot.release);
-            if self.credit >= 1.0 {
+            if rtx && self.credit >= 1.0 {
                 session.poll_repair(now, &mut self.repair)
             } else {
                 None
             }
         };
-        let Some(n) = n else { return };
-        self.credit -= 1.0;
-        if !rt.send_timed(&self.repair[..n], clock) {
-            rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+        if let Some(n) = n {
+            self.credit -= 1.0;
+            if !rt.send_timed(&self.repair[..n], clock) {
+                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        self.send_fec(rt);
+    }
+
+    /// Sends the FEC packets the session has made (a row's and a column's at most).
+    fn send_fec(&mut self, rt: &StreamRt) {
+        if self.fec.is_empty() {
+            return;
+        }
+        while let Some((direction, n)) = lock(&rt.session).poll_fec(&mut self.fec) {
+            if !rt.send_fec(&self.fec[..n], direction) {
+                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 

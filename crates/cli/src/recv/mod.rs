@@ -82,9 +82,14 @@ pub struct RecvArgs {
     /// retransmission can still bring within --playout-delay are asked for
     #[arg(long, value_name = "PT", value_parser = clap::value_parser!(u8).range(96..=127))]
     pub rtx_pt: Option<u8>,
-    /// With --rtx-pt, or an SDP that announces retransmission (`a=rtpmap:PT rtx/...`): how
-    /// long after the fastest packet a packet is still of use (the viewer's play-out delay, as
-    /// a jitter buffer's latency; seconds, or 200ms) [default: 200ms]
+    /// Rebuild lost packets from SMPTE 2022-1 FEC (row and column XOR, as `serve`'s
+    /// `repair=fec` and GStreamer's `rtpst2022-1-fecenc` send it), taken on the media's
+    /// port + 2 (columns) and + 4 (rows)
+    #[arg(long)]
+    pub fec: bool,
+    /// With --rtx-pt or --fec, or an SDP that announces retransmission (`a=rtpmap:PT
+    /// rtx/...`): how long after the fastest packet a packet is still of use (the viewer's
+    /// play-out delay, as a jitter buffer's latency; seconds, or 200ms) [default: 200ms]
     #[arg(long, value_parser = parse_duration)]
     pub playout_delay: Option<Duration>,
     /// For rtsp:// URLs: how the media comes (UDP to ports bound here, the server's multicast
@@ -207,12 +212,10 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
             .and_then(metronome_cc::ControllerKind::from_name)
             .unwrap_or_default()
             .receiver();
-    cfg.session.repair = a
-        .rtx_pt
-        .map(|pt| metronome_session::receiver::ReceiverRepair::new(pt, playout_delay(a)));
-    if a.playout_delay.is_some() && a.rtx_pt.is_none() && !is_sdp_file(&a.url) {
+    cfg.session.repair = viewer_repair(a, a.rtx_pt);
+    if a.playout_delay.is_some() && a.rtx_pt.is_none() && !a.fec && !is_sdp_file(&a.url) {
         eprintln!(
-            "metronome: --playout-delay is what repairs must make, and none are asked for: add --rtx-pt PT (the SDP's rtx payload type)"
+            "metronome: --playout-delay is what repairs must make, and none are asked for: add --rtx-pt PT (the SDP's rtx payload type) or --fec"
         );
     }
     let viewer = match &a.quality {
@@ -241,6 +244,20 @@ fn open_reference(p: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>,
 
 /// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
 /// in any-payload mode, on the media's clock.
+/// What the viewer repairs: retransmissions on `rtx_pt`, FEC with --fec, both, or nothing.
+fn viewer_repair(
+    a: &RecvArgs,
+    rtx_pt: Option<u8>,
+) -> Option<metronome_session::receiver::ReceiverRepair> {
+    use metronome_session::receiver::ReceiverRepair;
+    match (rtx_pt, a.fec) {
+        (Some(pt), false) => Some(ReceiverRepair::new(pt, playout_delay(a))),
+        (Some(pt), true) => Some(ReceiverRepair::new(pt, playout_delay(a)).with_fec()),
+        (None, true) => Some(ReceiverRepair::fec(playout_delay(a))),
+        (None, false) => None,
+    }
+}
+
 /// The viewer's play-out delay that repairs must make: --playout-delay, or GStreamer's
 /// `rtpjitterbuffer` latency.
 fn playout_delay(a: &RecvArgs) -> Duration {
@@ -259,10 +276,7 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
     // An SDP that announces retransmission (RFC 4588's `rtx`, `apt=` this media): ask for
     // lost packets as --rtx-pt would, unless --rtx-pt says otherwise.
     if let (None, Some(r)) = (a.rtx_pt, m.retransmission) {
-        cfg.session.repair = Some(metronome_session::receiver::ReceiverRepair::new(
-            r.payload_type,
-            playout_delay(a),
-        ));
+        cfg.session.repair = viewer_repair(a, Some(r.payload_type));
     }
     let judged = a.quality.is_some() && coded_video(m).is_some();
     if !mp2t && !a.any_payload && !judged {

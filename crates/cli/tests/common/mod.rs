@@ -269,6 +269,12 @@ impl Outcome {
 
 /// An even port whose RTCP neighbour is free too.
 pub fn port_pair() -> u16 {
+    port_run(2)
+}
+
+/// An even port `p` with `p .. p + n` all free (SMPTE 2022-1 FEC takes `p + 2` and `p + 4`
+/// beside the RTP and RTCP pair).
+pub fn port_run(n: u16) -> u16 {
     for _ in 0..100 {
         let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
             .unwrap()
@@ -276,14 +282,48 @@ pub fn port_pair() -> u16 {
             .unwrap()
             .port()
             & !1;
-        if p > 1024
-            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).is_ok()
-            && UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)).is_ok()
-        {
+        let free = |q: u16| UdpSocket::bind((Ipv4Addr::LOCALHOST, q)).is_ok();
+        if p > 1024 && p.checked_add(n).is_some() && (p..p + n).all(free) {
             return p;
         }
     }
-    panic!("no free port pair");
+    panic!("no {n} free ports in a row");
+}
+
+/// `metronome emu relay` from `from` to `to`: 5 % random loss, 10 ms, for 20 s.
+pub fn lossy_relay(from: u16, to: u16) -> Running {
+    Running::spawn(bin().args(["emu", "relay", "--listen"]).args([
+        format!("127.0.0.1:{from}"),
+        "--to".into(),
+        format!("127.0.0.1:{to}"),
+        "--loss".into(),
+        "5%".into(),
+        "--delay".into(),
+        "10ms".into(),
+        "--duration".into(),
+        "20".into(),
+        "--json".into(),
+    ]))
+}
+
+/// MPEG-TS continuity-counter gaps in `ts`: one for each run of a PID's payload-carrying
+/// packets that went missing (ISO/IEC 13818-1 §2.4.3.3).
+pub fn continuity_gaps(ts: &[u8]) -> usize {
+    let mut last = std::collections::HashMap::new();
+    let mut gaps = 0;
+    for p in ts.chunks_exact(188).filter(|p| p[0] == 0x47) {
+        let pid = (u16::from(p[1] & 0x1f) << 8) | u16::from(p[2]);
+        if pid == 0x1fff || p[3] & 0x10 == 0 {
+            continue;
+        }
+        let cc = p[3] & 0x0f;
+        if let Some(prev) = last.insert(pid, cc) {
+            if cc != prev && cc != (prev + 1) & 0x0f {
+                gaps += 1;
+            }
+        }
+    }
+    gaps
 }
 
 /// Waits until a socket is bound to UDP `port` on any address (as /proc/net/udp and udp6 list

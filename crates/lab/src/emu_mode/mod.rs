@@ -279,7 +279,6 @@ fn rtp_run<'a>(
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
     refuse_membership(s)?;
-    refuse_fec(s)?;
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
@@ -338,19 +337,6 @@ fn refuse_membership(s: &Scenario) -> Result<(), String> {
     match s.flows.iter().find(|f| !f.membership.is_empty()) {
         Some(f) => Err(format!(
             "flow '{}': receivers joining and leaving (membership) run in sim mode only for now: the emulator's fabric keeps a group's tree for the whole run; remove membership or use --mode sim",
-            f.name
-        )),
-        None => Ok(()),
-    }
-}
-
-/// The real-time server sends no FEC yet: a scenario with `repair = "fec"` is refused with
-/// what to do.
-fn refuse_fec(s: &Scenario) -> Result<(), String> {
-    let fec = |f: &&metronome_spec::scenario::FlowDecl| matches!(&f.kind, FlowKind::Rtp { repair, .. } if repair.fec().is_some());
-    match s.flows.iter().find(fec) {
-        Some(f) => Err(format!(
-            "flow '{}': FEC (repair = \"fec\") runs in sim mode only for now: the real-time server does not send it yet; use repair = \"rtx\" or --mode sim",
             f.name
         )),
         None => Ok(()),
@@ -602,22 +588,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("write \"rtx\"") && e.contains("\"fec\""), "{e}");
-    }
-
-    #[test]
-    fn fec_is_refused_with_what_to_do_until_the_server_sends_it() {
-        let b = crate::builtin::find("repair-fec").unwrap();
-        let points = ScenarioFile::parse(b.text, b.name)
-            .unwrap()
-            .resolve_all()
-            .unwrap();
-        let refused: Vec<bool> = points
-            .iter()
-            .map(|(_, s)| super::refuse_fec(s).is_err())
-            .collect();
-        // none, rtx, fec, fec:5x5, rtx+fec at each loss.
-        assert_eq!(refused[..5], [false, false, true, true, true]);
-        let e = super::refuse_fec(&points[2].1).unwrap_err();
-        assert!(e.contains("--mode sim") && e.contains("\"rtx\""), "{e}");
     }
 }

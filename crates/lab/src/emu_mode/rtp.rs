@@ -370,7 +370,7 @@ fn report(
             .collect();
     let sent_bytes = out.bytes + OVERHEAD as u64 * sent;
     let mut report = FlowReport {
-        repair: sender_repair(out.repair.as_ref(), None, OVERHEAD, sent_bytes),
+        repair: sender_repair(out.repair.as_ref(), out.fec.as_ref(), OVERHEAD, sent_bytes),
         name: f.name.clone(),
         kind: "rtp".into(),
         src: f.from.clone(),

@@ -200,6 +200,7 @@ pub(super) fn open_stream(
     let ring_bytes = (ring_slots as u64).saturating_mul(slot_bytes(shape) as u64);
     let repair_bytes = repair.as_ref().map_or(0, RepairPlan::memory_bytes);
     let core = admit(task, ring_bytes + source_bytes + repair_bytes)?;
+    let fec_out = fec_outputs(spec, outlet.is_some(), &destinations)?;
     let (outputs, rtcp) = outputs(spec, outlet, &destinations)?;
     // Spreads the server's seed and the stream id into independent-looking SSRCs and bases.
     let seed = splitmix64(cfg.seed ^ id.rotate_left(17));
@@ -229,10 +230,7 @@ pub(super) fn open_stream(
         ring_slots,
     };
     let (session, rate) = plan.session(source.rate_range(), ts_bitrate, ceiling, shape);
-    let session = match &repair {
-        Some(r) => session.with_repair(r.sender(&start, seed)),
-        None => session,
-    };
+    let session = with_repairs(session, repair.as_ref(), &start, seed);
     let rt = Arc::new(
         StreamRt::new(
             id,
@@ -245,7 +243,8 @@ pub(super) fn open_stream(
             session,
         )
         .with_rate(rate)
-        .with_srtp(srtp(spec)?),
+        .with_srtp(srtp(spec)?)
+        .with_fec_outputs(fec_out),
     );
     Ok(Opened {
         rt,
@@ -482,6 +481,66 @@ impl GivenSource {
             GivenSource::Rtp(p) => p.open(start, epoch),
         }
     }
+}
+
+/// The session with the stream's retransmissions and FEC, if it makes them.
+fn with_repairs(
+    session: SenderSession,
+    plan: Option<&RepairPlan>,
+    start: &StartInfo,
+    seed: u64,
+) -> SenderSession {
+    let Some(plan) = plan else { return session };
+    let session = match plan.sender(start, seed) {
+        Some(r) => session.with_repair(r),
+        None => session,
+    };
+    match plan.fec() {
+        Some(f) => session.with_fec(f),
+        None => session,
+    }
+}
+
+/// Two UDP sockets per `rtp://` destination for a stream with FEC (SMPTE 2022-1 §8: column
+/// FEC to the media's port + 2, row FEC to + 4); none otherwise. An RTSP session's stream
+/// cannot send FEC yet: refused.
+fn fec_outputs(
+    spec: &StreamSpec,
+    rtsp: bool,
+    destinations: &[RtpUrl],
+) -> Result<Vec<[MediaOut; 2]>, ControlError> {
+    if spec.repair.fec().is_none() {
+        return Ok(Vec::new());
+    }
+    let invalid = |e: String| ControlError::Invalid(format!("stream '{}': {e}", spec.name));
+    if rtsp {
+        return Err(invalid(
+            "FEC goes to rtp:// destinations only, not yet to RTSP sessions; use repair = \"rtx\""
+                .into(),
+        ));
+    }
+    let open = |d: &RtpUrl, offset: u16| {
+        let port = d.addr.port().checked_add(offset).ok_or_else(|| {
+            invalid(format!(
+                "FEC goes to the media's port + 2 and + 4: port {} leaves no room; use a lower one",
+                d.addr.port()
+            ))
+        })?;
+        let mut to = *d;
+        to.addr.set_port(port);
+        let s =
+            UdpSender::open(&to, &SocketOptions::default()).map_err(|e| invalid(e.to_string()))?;
+        Ok(MediaOut::Udp(Arc::new(s)))
+    };
+    destinations
+        .iter()
+        .map(|d| {
+            Ok([
+                open(d, metronome_wire::fec2022::COLUMN_PORT_OFFSET)?,
+                open(d, metronome_wire::fec2022::ROW_PORT_OFFSET)?,
+            ])
+        })
+        .collect()
 }
 
 /// One UDP socket and one RTCP socket per `rtp://` destination.

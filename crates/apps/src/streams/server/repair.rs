@@ -1,11 +1,12 @@
-//! A stream's retransmissions (`repair = "rtx"`): what admission reserves for them, and the
-//! sender session's repair settings. The pacing thread sends them with the stream
-//! (`streams::stream::Cursor`); the RTCP thread hands the session the NACKs that ask for them.
+//! A stream's retransmissions (`repair = "rtx"`) and FEC (`repair = "fec"`): what admission
+//! reserves for them, and the sender session's settings. The pacing thread sends both with the
+//! stream (`streams::stream::Cursor`); the RTCP thread hands the session the NACKs that ask
+//! for retransmissions.
 
 use crate::streams::outlet::StartInfo;
 use crate::streams::spec::StreamSpec;
 use metronome_sched::TaskParams;
-use metronome_session::repair::{rtx_ssrc, RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
+use metronome_session::repair::{rtx_ssrc, FecConfig, RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::SenderRepair;
 use metronome_wire::rtx::StreamIds;
 use std::time::Duration;
@@ -20,36 +21,49 @@ const HISTORY_MAX: usize = 1 << 16;
 /// A repairing stream's plan, made before admission.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RepairPlan {
+    /// Retransmissions, if the stream makes them.
+    rtx: bool,
     history_packets: usize,
     max_packet: usize,
     playout_delay: Duration,
+    /// SMPTE 2022-1 FEC, if the stream sends it.
+    fec: Option<FecConfig>,
 }
 
 impl RepairPlan {
     /// The plan of a stream that repairs (`None` if it does not): a history of the packets of
     /// its play-out delay and a margin at its highest rate (`pps`, packets a second), each at
     /// most a ring slot (`max_packet` bytes).
+    /// FEC, if asked for, protects packets of at most `max_packet` bytes.
     pub(crate) fn of(spec: &StreamSpec, pps: f64, max_packet: usize) -> Option<RepairPlan> {
-        if !spec.repair.rtx() {
+        if spec.repair.is_none() {
             return None;
         }
         let playout_delay = spec.repair_playout_delay();
         let packets = (pps * (playout_delay + HISTORY_MARGIN).as_secs_f64()).ceil() as usize;
+        let fec = spec.repair.fec().map(|shape| FecConfig {
+            max_packet,
+            ..FecConfig::new(shape)
+        });
         Some(RepairPlan {
+            rtx: spec.repair.rtx(),
             history_packets: packets.clamp(HISTORY_MIN, HISTORY_MAX),
             max_packet,
             playout_delay,
+            fec,
         })
     }
 
     /// The task admission reserves for the stream and its repairs: the media's cost and rate
-    /// and the repair budget's share on top (repairs leave with the stream's packets, on its
-    /// core, from its own deadline-scheduled sends).
+    /// and, on top, the repair budget's share and FEC's packets (`1/L + 1/D` more: repairs
+    /// leave with the stream's packets, on its core, from its own deadline-scheduled sends).
     pub(crate) fn admitted(plan: Option<&RepairPlan>, media: TaskParams) -> TaskParams {
-        if plan.is_none() {
+        let Some(plan) = plan else {
             return media;
-        }
-        let grow = 1.0 + RTX_BUDGET_SHARE;
+        };
+        let rtx = if plan.rtx { RTX_BUDGET_SHARE } else { 0.0 };
+        let fec = plan.fec.map_or(0.0, |f| f.shape.overhead());
+        let grow = 1.0 + rtx + fec;
         TaskParams {
             cost: media.cost.mul_f64(grow),
             bitrate_bps: (media.bitrate_bps as f64 * grow).ceil() as u64,
@@ -59,7 +73,11 @@ impl RepairPlan {
 
     /// The sender's repair settings for a stream that starts as `start`: retransmissions on
     /// payload type [`RTX_PAYLOAD_TYPE`] with an SSRC and first number of their own.
-    pub(crate) fn sender(&self, start: &StartInfo, seed: u64) -> SenderRepair {
+    pub(crate) fn sender(&self, start: &StartInfo, seed: u64) -> Option<SenderRepair> {
+        self.rtx.then(|| self.rtx_sender(start, seed))
+    }
+
+    fn rtx_sender(&self, start: &StartInfo, seed: u64) -> SenderRepair {
         let rtx = StreamIds {
             ssrc: rtx_ssrc(start.ssrc),
             payload_type: RTX_PAYLOAD_TYPE,
@@ -75,9 +93,21 @@ impl RepairPlan {
         )
     }
 
-    /// The memory its history holds, bytes (counted in admission's memory budget).
+    /// The stream's FEC, if it sends any.
+    pub(crate) fn fec(&self) -> Option<FecConfig> {
+        self.fec
+    }
+
+    /// The memory its history and its FEC hold, bytes (counted in admission's memory
+    /// budget): FEC's 2 L + 2 rows and columns of the largest packet.
     pub(crate) fn memory_bytes(&self) -> u64 {
-        self.sender(&StartInfo::default(), 0).history_bytes()
+        let history = self
+            .sender(&StartInfo::default(), 0)
+            .map_or(0, |s| s.history_bytes());
+        let fec = self.fec.map_or(0, |f| {
+            (2 * u64::from(f.shape.columns) + 2) * f.max_packet as u64
+        });
+        history + fec
     }
 }
 
@@ -107,6 +137,19 @@ mod tests {
         assert_eq!(t.cost, Duration::from_micros(50));
         assert_eq!((t.period, t.deadline), (media.period, media.deadline));
         assert_eq!(RepairPlan::admitted(None, media), media);
+        // FEC over 5 x 5: two FEC packets for every five; both: the share on top of that.
+        let fec = RepairPlan::of(&spec(Repair::parse("fec:5x5").unwrap()), 380.0, 1400).unwrap();
+        assert!(fec.sender(&StartInfo::default(), 0).is_none());
+        assert_eq!(fec.fec().unwrap().max_packet, 1400);
+        assert_eq!(fec.memory_bytes(), 12 * 1400);
+        let t = RepairPlan::admitted(Some(&fec), media);
+        assert_eq!(
+            (t.bitrate_bps, t.cost),
+            (5_600_000, Duration::from_micros(56))
+        );
+        let both = RepairPlan::of(&spec(Repair::parse("rtx+fec:5x5").unwrap()), 380.0, 1400);
+        let t = RepairPlan::admitted(both.as_ref(), media);
+        assert_eq!(t.bitrate_bps, 6_600_000);
     }
 
     #[test]
@@ -116,13 +159,15 @@ mod tests {
         assert_eq!(plan.history_packets, 266);
         // Rounded up to 512 packets of 1 400 bytes and their bookkeeping.
         assert_eq!(plan.memory_bytes(), 512 * (1400 + 64));
-        let r = plan.sender(
-            &StartInfo {
-                ssrc: 7,
-                ..StartInfo::default()
-            },
-            0,
-        );
+        let r = plan
+            .sender(
+                &StartInfo {
+                    ssrc: 7,
+                    ..StartInfo::default()
+                },
+                0,
+            )
+            .unwrap();
         assert_eq!(r.repairer.rtx.ssrc, rtx_ssrc(7));
         assert_ne!(r.repairer.rtx.ssrc, 7);
         assert_eq!(r.playout_delay, Duration::from_millis(200));

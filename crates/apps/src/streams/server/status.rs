@@ -69,6 +69,10 @@ pub struct StreamStatus {
     /// repair.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<ResendStats>,
+    /// With `repair = "fec"`: SMPTE 2022-1 FEC packets sent (`rows`, `columns`, `bytes`: their
+    /// RTP bytes, to each destination) and `restarts` of the matrix; absent without FEC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fec: Option<metronome_session::repair::FecSendCounters>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -117,12 +121,13 @@ pub struct ServerStatus {
 pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
     let rt = &r.rt;
     let c = &rt.counters;
-    let (pacing, receivers, repair) = {
+    let (pacing, receivers, repair, fec) = {
         let session = lock(&rt.session);
         (
             session.stats().pacing,
             session.reports().receivers().to_vec(),
             session.repair_stats(),
+            session.fec_stats(),
         )
     };
     let elapsed = clock.now().saturating_since(r.rt.epoch).as_secs_f64();
@@ -170,5 +175,6 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
         receivers,
         repair,
+        fec,
     }
 }
