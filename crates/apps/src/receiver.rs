@@ -194,6 +194,15 @@ fn open_fec(cfg: &ReceiverRunConfig) -> Result<Vec<UdpReceiver>, RecvError> {
     if !takes_fec {
         return Ok(Vec::new());
     }
+    if cfg.srtp.is_some() {
+        // Unauthenticated FEC could rebuild any bytes into the authenticated stream.
+        return Err(RecvError::Io(
+            cfg.source.to_string(),
+            std::io::Error::other(
+                "SMPTE 2022-1 FEC is not protected by SRTP: drop --fec to receive an SRTP stream",
+            ),
+        ));
+    }
     let offsets = [
         metronome_wire::fec2022::COLUMN_PORT_OFFSET,
         metronome_wire::fec2022::ROW_PORT_OFFSET,

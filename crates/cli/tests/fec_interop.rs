@@ -179,3 +179,35 @@ fn metronome_rebuilds_lost_packets_from_gstreamers_fec() {
     assert!(useful * 5 >= lost * 4, "{said}");
     assert!(useful <= lost, "{said}");
 }
+
+/// SRTP authenticates the stream; SMPTE 2022-1 FEC is not protected, and could rebuild any
+/// bytes into it: `recv --fec` on an SRTP stream (an SDP with `a=crypto`) refuses, and says why.
+#[test]
+fn recv_refuses_fec_beside_srtp() {
+    let dir = tmp_dir("fec-srtp");
+    let port = port_run(6);
+    let sdp = dir.path().join("srtp.sdp");
+    let key = "WVNfX19zZW1jdGwgKCkgewkyMjA7fQp9CnVubGVz";
+    std::fs::write(
+        &sdp,
+        format!(
+            "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n\
+             m=video {port} RTP/SAVP 33\r\na=rtpmap:33 MP2T/90000\r\n\
+             a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:{key}\r\n"
+        ),
+    )
+    .unwrap();
+    let out = common::run(
+        bin()
+            .arg("recv")
+            .arg(&sdp)
+            .args(["--fec", "--duration", "1"]),
+        Duration::from_secs(20),
+    );
+    assert!(!out.succeeded(), "{}", out.report());
+    assert!(
+        out.stderr.contains("not protected by SRTP"),
+        "{}",
+        out.report()
+    );
+}

@@ -28,7 +28,7 @@ pub enum Repair {
 pub struct FecShape {
     /// L: packets in a row, 1 to 20.
     pub columns: u8,
-    /// D: rows in the matrix, 1 to 20; L × D at most 100 (SMPTE 2022-1 §6).
+    /// D: rows in the matrix, 4 to 20; L × D at most 100 (SMPTE 2022-1).
     pub rows: u8,
 }
 
@@ -52,10 +52,10 @@ impl FecShape {
             l.trim().parse().map_err(|_| bad())?,
             d.trim().parse().map_err(|_| bad())?,
         );
-        if !(1..=20).contains(&l) || !(1..=20).contains(&d) || u16::from(l) * u16::from(d) > 100 {
+        if !(1..=20).contains(&l) || !(4..=20).contains(&d) || u16::from(l) * u16::from(d) > 100 {
             return Err(format!(
-                "FEC matrix {l}x{d}: SMPTE 2022-1 allows 1 to 20 columns and rows, at most 100 \
-                 packets in all"
+                "FEC matrix {l}x{d}: SMPTE 2022-1 allows 1 to 20 columns, 4 to 20 rows, at most \
+                 100 packets in all"
             ));
         }
         Ok(FecShape {
@@ -171,6 +171,9 @@ mod tests {
             .unwrap_err()
             .contains("at most 100"));
         assert!(Repair::parse("fec:0x5").is_err());
+        assert!(Repair::parse("fec:10x3")
+            .unwrap_err()
+            .contains("4 to 20 rows"));
         assert!(Repair::parse("fec:5")
             .unwrap_err()
             .contains("columns x rows"));

@@ -99,7 +99,9 @@ pub struct StreamSpec {
     /// Loss repair: `"rtx"` answers the receivers' NACKs (RFC 4585) with retransmissions
     /// (RFC 4588: payload type 97, an SSRC of their own, announced in the SDP) of what can
     /// still reach them before their play-out time, within a quarter of the stream's rate,
-    /// which admission reserves; `"none"` (the default).
+    /// which admission reserves; `"fec"` or `"fec:LxD"` sends SMPTE 2022-1 row and column FEC
+    /// (10x10 by default) to each destination's port + 2 and + 4, `1/L + 1/D` more packets,
+    /// which admission reserves; `"rtx+fec"` both; `"none"` (the default).
     #[serde(default, skip_serializing_if = "Repair::is_none")]
     pub repair: Repair,
     /// With `repair`: the receivers' play-out delay (their jitter buffer's latency), which
@@ -116,10 +118,12 @@ pub struct StreamSpec {
 
 impl StreamSpec {
     /// TS packets per RTP packet: seven, or as many as fit `mtu` with the RTP header, the
-    /// send-time extension if stamped, SRTP's tag if protected, IPv4 and UDP.
+    /// send-time extension if stamped, SRTP's tag if protected, IPv4 and UDP, and FEC's
+    /// header if it sends FEC (a FEC packet is 16 bytes longer than what it protects).
     pub fn ts_per_packet(&self) -> usize {
         let srtp_tag = if self.srtp_key.is_some() { 10 } else { 0 };
-        let header = 12 + if self.send_time { 16 } else { 0 } + srtp_tag + 28;
+        let fec = if self.repair.fec().is_some() { 16 } else { 0 };
+        let header = 12 + if self.send_time { 16 } else { 0 } + srtp_tag + fec + 28;
         self.mtu.map_or(7, |m| {
             ((m as usize).saturating_sub(header) / 188).clamp(1, 7)
         })

@@ -16,10 +16,14 @@
 //! then the XOR of the protected packets' bytes after their 12-byte fixed header (CSRCs,
 //! header extension, payload and padding: RFC 2733's protected "payload"), each padded with
 //! zeros to the longest. `D` is 0 for a column (`Offset` = L, `NA` = D), 1 for a row
-//! (`Offset` = 1, `NA` = L). GStreamer's `rtpst2022-1-fecenc`/`fecdec` speak this.
+//! (`Offset` = 1, `NA` = L).
 //!
 //! The FEC packet's own P, X and CC are always 0 (any RTP parser reads it); a recovered
 //! packet takes them from the packets it was recovered with (a stream's packets share them).
+//!
+//! GStreamer's `rtpst2022-1-fecenc`/`fecdec` speak this for packets without CSRCs, header
+//! extension or padding (MPEG-TS as `rtpmp2tpay` sends it, Metronome's without `send_time`):
+//! they XOR the payload alone, and XOR P and X into the FEC packet's own header.
 //! [`write()`] and [`parse`] never allocate and never panic on any input.
 
 use crate::rtp::RTP_HEADER_LEN;

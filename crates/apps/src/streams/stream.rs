@@ -410,12 +410,15 @@ impl Cursor {
         self.send_fec(rt);
     }
 
-    /// Sends the FEC packets the session has made (a row's and a column's at most).
+    /// Sends the FEC packets the session has made (a row's and a column's at most), the
+    /// session's lock not held while they go.
     fn send_fec(&mut self, rt: &StreamRt) {
         if self.fec.is_empty() {
             return;
         }
-        while let Some((direction, n)) = lock(&rt.session).poll_fec(&mut self.fec) {
+        loop {
+            let next = lock(&rt.session).poll_fec(&mut self.fec);
+            let Some((direction, n)) = next else { break };
             if !rt.send_fec(&self.fec[..n], direction) {
                 rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
             }

@@ -242,8 +242,6 @@ fn open_reference(p: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>,
         .map_err(|e| format!("--quality {}: {e}", p.display()))?)
 }
 
-/// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
-/// in any-payload mode, on the media's clock.
 /// What the viewer repairs: retransmissions on `rtx_pt`, FEC with --fec, both, or nothing.
 fn viewer_repair(
     a: &RecvArgs,
@@ -265,6 +263,8 @@ fn playout_delay(a: &RecvArgs) -> Duration {
         .unwrap_or(metronome_spec::repair::DEFAULT_PLAYOUT_DELAY)
 }
 
+/// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
+/// in any-payload mode, on the media's clock.
 fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
     let mp2t = m.is_mp2t() && m.payload_type == 33 && !a.any_payload;
     cfg.session.payload = if mp2t {

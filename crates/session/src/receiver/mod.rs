@@ -510,13 +510,13 @@ impl ReceiverSession {
         let src = sources.iter().find(|s| Some(s.ssrc) == ssrc);
         let pkt = RtpView::parse(r.packet()).ok();
         let (Some(src), Some(pkt)) = (src, pkt) else {
-            r.unusable();
+            r.unusable(via);
             return Err(Dropped::Retransmission);
         };
         if self.cfg.payload == PayloadKind::Mp2t {
             if let Err(e) = mp2t::check_payload(pkt.payload()) {
                 self.counters.bad_payload += 1;
-                r.unusable();
+                r.unusable(via);
                 return Err(Dropped::BadPayload(e));
             }
         }

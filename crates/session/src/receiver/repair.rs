@@ -109,6 +109,9 @@ pub struct RepairStats {
     pub fec_late: u64,
     /// Packets rebuilt from FEC that the receiver had by then (the original came first).
     pub fec_redundant: u64,
+    /// Packets rebuilt from FEC and not given to the application: not what the stream
+    /// accepts, or more than 16 waiting ahead of the highest packet received.
+    pub fec_dropped: u64,
     /// What the FEC decoder did, if FEC is on.
     pub fec: Option<FecReceiveCounters>,
 }
@@ -256,6 +259,7 @@ impl Repairing {
             }
             if self.early.len() == EARLY {
                 self.early.pop_front();
+                self.stats.fec_dropped += 1;
             }
             self.early.push_back(self.packet.clone());
         }
@@ -309,9 +313,12 @@ impl Repairing {
         self.repaired[ext_seq as usize % REPAIRED_WINDOW] == ext_seq
     }
 
-    /// A retransmission the receiver could not use (counted).
-    pub(crate) fn unusable(&mut self) {
-        self.stats.rtx_malformed += 1;
+    /// A repair the receiver could not use (counted).
+    pub(crate) fn unusable(&mut self, via: Via) {
+        match via {
+            Via::Rtx => self.stats.rtx_malformed += 1,
+            Via::Fec => self.stats.fec_dropped += 1,
+        }
     }
 
     /// Unwraps retransmission `data` into the original packet ([`Repairing::packet`]); its
@@ -400,9 +407,14 @@ impl Repairing {
         self.measured.unwrap_or(self.cfg.initial_rtt)
     }
 
-    /// The stream's sequence numbers restarted (a confirmed jump).
+    /// The stream's sequence numbers restarted (a confirmed jump): what FEC kept is of the
+    /// old numbering, and goes.
     pub(crate) fn restart(&mut self) {
         self.planner.restart();
+        if let Some(max) = self.cfg.fec_max_packet {
+            self.fec = Some(Box::new(FecDecoder::new(max)));
+        }
+        self.early.clear();
         // Its timestamps may have restarted too: the play-out clock is set again.
         self.playout = None;
         self.repaired.fill(u64::MAX);

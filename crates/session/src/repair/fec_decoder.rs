@@ -3,7 +3,9 @@
 //! back (the XOR of the FEC packet and the others), and a packet rebuilt may complete another
 //! row or column, in either direction, in turn (as GStreamer's `rtpst2022-1-fecdec`).
 //!
-//! The matrix (L, D) is read from each FEC packet (its offset and NA). Memory is bounded:
+//! The matrix (L, D) is read from each FEC packet (its offset and NA), within SMPTE 2022-1's
+//! limits ([`MAX_SIDE`] packets a row or column, [`MAX_MATRIX`] in all), which also bound what
+//! one FEC packet costs to use. Memory is bounded:
 //! [`MEDIA_WINDOW`] packets and [`PENDING`] FEC packets of at most `max_packet` bytes each,
 //! grown as packets come; [`RECOVERED`] rebuilt packets wait for the caller.
 
@@ -17,14 +19,18 @@ pub const MEDIA_WINDOW: usize = 1024;
 pub const PENDING: usize = 64;
 /// Rebuilt packets waiting to be taken.
 pub const RECOVERED: usize = 64;
+/// Packets in a row (L) or a column (D) at most (SMPTE 2022-1).
+pub const MAX_SIDE: u8 = 20;
+/// Packets in a matrix (L × D) at most (SMPTE 2022-1).
+pub const MAX_MATRIX: u16 = 100;
 
 /// What the decoder did with the FEC packets it was given.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct FecReceiveCounters {
     /// FEC packets received.
     pub packets: u64,
-    /// Of them: not SMPTE 2022-1 XOR FEC (see `metronome_wire::fec2022::FecError`), or a
-    /// matrix larger than the window.
+    /// Of them: not SMPTE 2022-1 XOR FEC (see `metronome_wire::fec2022::FecError`), a
+    /// matrix beyond SMPTE 2022-1's limits, or lengths that disagree with the packets'.
     pub malformed: u64,
     /// Of them: every packet they protect was there (nothing to do).
     pub unneeded: u64,
@@ -105,8 +111,8 @@ impl FecDecoder {
             return;
         };
         let h = view.header;
-        let span = (usize::from(h.na) - 1) * usize::from(h.offset) + 1;
-        if span > MEDIA_WINDOW / 2 {
+        let matrix = u16::from(h.na) * u16::from(h.offset);
+        if h.na > MAX_SIDE || h.offset > MAX_SIDE || matrix > MAX_MATRIX {
             self.counters.malformed += 1;
             return;
         }
@@ -240,10 +246,11 @@ impl FecDecoder {
 
     fn keep_pending(&mut self, header: FecHeader, payload: &[u8]) {
         if self.pending.len() == PENDING {
-            // The oldest goes: the one whose first packet is furthest behind.
+            // The oldest goes: the one whose first packet is furthest behind (one ahead of
+            // the highest is the newest).
             let top = self.highest.unwrap_or(0);
             let oldest = (0..self.pending.len())
-                .max_by_key(|&i| top.wrapping_sub(self.pending[i].header.sn_base))
+                .max_by_key(|&i| top.wrapping_sub(self.pending[i].header.sn_base) as i16)
                 .unwrap_or(0);
             self.drop_pending(oldest);
         }
@@ -261,7 +268,7 @@ impl FecDecoder {
     }
 
     /// Packet `seq` is now had: FEC packets that protect it are tried again, and so on for
-    /// what they rebuild.
+    /// what they rebuild (each rebuild may age others out: the scan starts again).
     fn retry_pending(&mut self, seq: u16) {
         let mut work = vec![seq];
         while let Some(seq) = work.pop() {
@@ -281,6 +288,7 @@ impl FecDecoder {
                         if self.rebuild(&p.header, &p.payload, s) {
                             work.push(s);
                         }
+                        i = 0;
                     }
                 }
             }

@@ -4,7 +4,8 @@
 //! that takes media does not also take the FEC that repairs it: SMPTE 2022-1 §7 delays them
 //! by at least L packets, as GStreamer's `rtpst2022-1-fecenc` does).
 //!
-//! Memory is fixed when made: 2 L + 2 buffers of the largest packet protected.
+//! Memory is made up front: 2 L + 3 buffers of the largest packet protected (a driver that
+//! does not take what is made after each packet makes it grow, to 3 L + 3 at most).
 
 use metronome_spec::repair::FecShape;
 use metronome_wire::fec2022::{self, Direction, FecHeader, FecStream};
@@ -18,7 +19,8 @@ pub struct FecConfig {
     pub shape: FecShape,
     /// The FEC packets' payload type.
     pub payload_type: u8,
-    /// The largest media packet protected, bytes; a longer one restarts the matrix (counted).
+    /// The largest media packet protected, bytes after its 12-byte fixed header; a longer one
+    /// restarts the matrix (counted).
     pub max_packet: usize,
 }
 
@@ -137,16 +139,18 @@ pub struct FecEncoder {
 
 impl FecEncoder {
     /// An encoder for `cfg`; its FEC streams number from `initial_sequence` (columns) and
-    /// `initial_sequence + 32768` (rows).
-    pub fn new(cfg: FecConfig, initial_sequence: u16) -> FecEncoder {
-        let l = usize::from(cfg.shape.columns.max(1));
+    /// `initial_sequence + 32768` (rows). A matrix side of 0 is taken as 1.
+    pub fn new(mut cfg: FecConfig, initial_sequence: u16) -> FecEncoder {
+        cfg.shape.columns = cfg.shape.columns.max(1);
+        cfg.shape.rows = cfg.shape.rows.max(1);
+        let l = usize::from(cfg.shape.columns);
         let max = cfg.max_packet;
         FecEncoder {
             row: Parity::new(max, Direction::Row),
             columns: (0..l)
                 .map(|_| Parity::new(max, Direction::Column))
                 .collect(),
-            spare: (0..l + 1)
+            spare: (0..l + 2)
                 .map(|_| Parity::new(max, Direction::Row))
                 .collect(),
             place: 0,

@@ -99,13 +99,13 @@ impl RepairPlan {
     }
 
     /// The memory its history and its FEC hold, bytes (counted in admission's memory
-    /// budget): FEC's 2 L + 2 rows and columns of the largest packet.
+    /// budget): FEC's 2 L + 3 rows and columns of the largest packet.
     pub(crate) fn memory_bytes(&self) -> u64 {
         let history = self
             .sender(&StartInfo::default(), 0)
             .map_or(0, |s| s.history_bytes());
         let fec = self.fec.map_or(0, |f| {
-            (2 * u64::from(f.shape.columns) + 2) * f.max_packet as u64
+            (2 * u64::from(f.shape.columns) + 3) * f.max_packet as u64
         });
         history + fec
     }
@@ -141,7 +141,7 @@ mod tests {
         let fec = RepairPlan::of(&spec(Repair::parse("fec:5x5").unwrap()), 380.0, 1400).unwrap();
         assert!(fec.sender(&StartInfo::default(), 0).is_none());
         assert_eq!(fec.fec().unwrap().max_packet, 1400);
-        assert_eq!(fec.memory_bytes(), 12 * 1400);
+        assert_eq!(fec.memory_bytes(), 13 * 1400);
         let t = RepairPlan::admitted(Some(&fec), media);
         assert_eq!(
             (t.bitrate_bps, t.cost),

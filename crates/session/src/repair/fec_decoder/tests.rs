@@ -283,9 +283,13 @@ fn hostile_fec_is_counted_and_memory_stays_bounded() {
     buf[26] = 255;
     let before = dec.counters().malformed;
     dec.on_fec(&buf[..n]);
-    assert_eq!(dec.counters().malformed, before + 1);
+    // Within the window, but beyond SMPTE 2022-1's limits: 21 a column, 105 in all.
+    buf[25] = 5;
+    buf[26] = 21;
+    dec.on_fec(&buf[..n]);
+    assert_eq!(dec.counters().malformed, before + 2);
     let c = dec.counters();
-    assert_eq!(c.packets, 20_001);
+    assert_eq!(c.packets, 20_002);
     assert!(dec.pending.len() <= PENDING && dec.recovered.len() <= RECOVERED);
     assert!(c.malformed > 0, "{c:?}");
     let mut out = Vec::new();
