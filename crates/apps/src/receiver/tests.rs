@@ -1,0 +1,176 @@
+use super::*;
+use metronome_rt::udp::SocketOptions;
+use metronome_session::receiver::{AgentKind, ReceiverConfig};
+use metronome_time::Timestamp;
+
+fn sender_report(ssrc: u32) -> Vec<u8> {
+    // V=2, no report blocks, PT 200, length 6 (28 bytes): SSRC, NTP, RTP time, counts.
+    let mut sr = vec![0x80, 200, 0, 6];
+    sr.extend_from_slice(&ssrc.to_be_bytes());
+    sr.extend_from_slice(&[0; 20]);
+    sr
+}
+
+fn rtp_packet(ssrc: u32) -> Vec<u8> {
+    let mut p = vec![0x80, 33, 0, 1, 0, 0, 0, 0];
+    p.extend_from_slice(&ssrc.to_be_bytes());
+    for _ in 0..7 {
+        let mut ts = [0xffu8; 188];
+        ts[..4].copy_from_slice(&[0x47, 0x1f, 0xff, 0x10]);
+        p.extend_from_slice(&ts);
+    }
+    p
+}
+
+/// A sender's first report may come before its first packet: reports go back to it once a
+/// packet shows its SSRC is the stream's; a report of another SSRC, or anything that is not
+/// a sender report, decides nothing.
+#[test]
+fn a_report_before_the_first_packet_is_followed_once_the_packet_comes() {
+    // RTCP at a port the kernel found free (RTP's is one below).
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+    let mut rtcp = RtcpSocket::open_for_receiver(&url, &SocketOptions::default()).unwrap();
+    let mut session = ReceiverSession::new(ReceiverConfig::default());
+    let mut peer = PeerFollower::default();
+    let (sender, stray) = (
+        "127.0.0.1:40000".parse().unwrap(),
+        "127.0.0.1:40002".parse().unwrap(),
+    );
+    let at = Timestamp::from_nanos(1_000_000);
+    assert!(!session.handle_rtcp(at, &sender_report(7)));
+    peer.heard(&mut rtcp, false, &sender_report(7), sender);
+    peer.heard(&mut rtcp, false, b"not rtcp", stray);
+    peer.settle(&mut rtcp, &session);
+    assert_eq!(rtcp.peer(), None, "no packet of SSRC 7 yet");
+    session.handle_rtp(at, None, &rtp_packet(7)).unwrap();
+    peer.settle(&mut rtcp, &session);
+    assert_eq!(rtcp.peer(), Some(sender));
+
+    // Another SSRC's early report is never followed.
+    drop(rtcp);
+    let mut rtcp = RtcpSocket::open_for_receiver(&url, &SocketOptions::default()).unwrap();
+    let mut peer = PeerFollower::default();
+    peer.heard(&mut rtcp, false, &sender_report(8), stray);
+    peer.settle(&mut rtcp, &session);
+    assert_eq!(rtcp.peer(), None);
+}
+
+/// A rate controller's first feedback is due at the first packet. A unicast receiver that
+/// has not heard the sender's report yet has nowhere to send it: it holds it until it has
+/// (sent at once, it was lost, and TFRC's sender, at one packet a second before feedback,
+/// waited a second for the next).
+#[test]
+fn feedback_due_before_the_sender_is_known_waits_for_it() {
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+    let mut cfg = ReceiverRunConfig::new(url);
+    cfg.session.cc = AgentKind::Tfrc;
+    cfg.duration = Some(Duration::from_secs(5));
+    let rx = Receiver::open(cfg).unwrap();
+    let stop = AtomicBool::new(false);
+    let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let control = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    control
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .unwrap();
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| rx.run(&stop, |_| {}));
+        data.send_to(&rtp_packet(7), ("127.0.0.1", port - 1))
+            .unwrap();
+        // The sender's report comes later than its packet.
+        std::thread::sleep(Duration::from_millis(200));
+        control
+            .send_to(&sender_report(7), ("127.0.0.1", port))
+            .unwrap();
+        let mut buf = [0u8; 1500];
+        let got = control.recv(&mut buf);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let n = got.expect("the feedback due at the first packet, once the sender is known");
+        assert!(
+            buf[..n].windows(4).any(|w| w == b"TFRC"),
+            "a TFRC report, not only a receiver report"
+        );
+        running.join().unwrap().unwrap();
+    });
+}
+
+/// A TS packet of `ssrc` numbered `seq`, its TS payloads marked with `seq`.
+fn numbered(ssrc: u32, seq: u16) -> Vec<u8> {
+    let mut p = rtp_packet(ssrc);
+    p[2..4].copy_from_slice(&seq.to_be_bytes());
+    p[4..8].copy_from_slice(&(u32::from(seq) * 900).to_be_bytes());
+    for ts in p[12..].chunks_exact_mut(188) {
+        ts[4..].fill(seq as u8);
+    }
+    p
+}
+
+/// `recv --rtx-pt 97`: a packet lost on the way is asked for in a NACK sent to the
+/// sender's RTCP address, and its retransmission is written out as the packet itself.
+#[test]
+fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
+    use metronome_session::receiver::ReceiverRepair;
+    use metronome_wire::rtcp::{parse_compound, RtcpItem};
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let out = std::env::temp_dir().join(format!("metronome-rtx-{}.ts", std::process::id()));
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+    let mut cfg = ReceiverRunConfig::new(url);
+    cfg.session.repair = Some(ReceiverRepair::new(97, Duration::from_secs(2)));
+    cfg.duration = Some(Duration::from_secs(10));
+    cfg.output = Some(out.clone());
+    let rx = Receiver::open(cfg).unwrap();
+    let stop = AtomicBool::new(false);
+    let data = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let control = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    control
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let to = ("127.0.0.1", port - 1);
+    std::thread::scope(|scope| {
+        let running = scope.spawn(|| rx.run(&stop, |_| {}));
+        data.send_to(&numbered(7, 0), to).unwrap();
+        control
+            .send_to(&sender_report(7), ("127.0.0.1", port))
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        // Packet 5 is lost on the way.
+        for seq in (1..10).filter(|&s| s != 5) {
+            data.send_to(&numbered(7, seq), to).unwrap();
+        }
+        let mut asked = Vec::new();
+        let mut buf = [0u8; 1500];
+        while asked.is_empty() {
+            let n = control.recv(&mut buf).expect("a NACK for packet 5");
+            parse_compound(&buf[..n], |item| {
+                if let RtcpItem::Nack(n) = item {
+                    asked.extend(n.sequences().map(|s| (n.media_ssrc, s)));
+                }
+            })
+            .unwrap();
+        }
+        assert_eq!(asked, vec![(7, 5)]);
+        let ids = metronome_wire::rtx::StreamIds {
+            ssrc: 0x77,
+            payload_type: 97,
+        };
+        let mut rtx = [0u8; 1500];
+        let n = metronome_wire::rtx::wrap(&numbered(7, 5), ids, 1, &mut rtx).unwrap();
+        data.send_to(&rtx[..n], to).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        running.join().unwrap().unwrap();
+    });
+    let written = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    // Ten packets of seven TS packets each; packet 5's after the others, as it came.
+    assert_eq!(written.len(), 10 * 7 * 188);
+    let order: Vec<u8> = written.chunks_exact(7 * 188).map(|p| p[4]).collect();
+    assert_eq!(order, vec![0, 1, 2, 3, 4, 6, 7, 8, 9, 5]);
+}
