@@ -62,13 +62,15 @@ pub struct NackCounters {
     pub missing: u64,
     /// Sequence numbers put in NACKs (a packet asked for twice counts twice).
     pub asked: u64,
-    /// Missing packets that came (late, or repaired) before their deadline.
+    /// Missing packets that came (late, or repaired) before their deadline, also after they
+    /// were given up (a repair already on its way when asking again could no longer help).
     pub recovered: u64,
-    /// Missing packets that came after they were given up (of no use to the viewer); counted
-    /// for the last [`GONE_MEMORY`] given up.
+    /// Missing packets that came after their deadline (of no use to the viewer); counted for
+    /// those followed and the last [`GONE_MEMORY`] given up.
     pub recovered_late: u64,
-    /// Missing packets given up: a repair could no longer make the deadline, or every ask
-    /// went unanswered.
+    /// Missing packets no longer asked for: another ask's repair could no longer make the
+    /// deadline, or every ask went unanswered. One may still come in time, and count in
+    /// `recovered` too.
     pub given_up: u64,
     /// First NACKs not sent because another receiver's NACK asked for the packet first.
     pub suppressed: u64,
@@ -118,8 +120,9 @@ pub struct NackPlanner {
     /// In sequence order, at most `cfg.max_tracked`.
     missing: VecDeque<Missing>,
     highest: Option<u64>,
-    /// Given up lately (extended numbers), at most [`GONE_MEMORY`].
-    gone: VecDeque<u64>,
+    /// Given up lately, at most [`GONE_MEMORY`]: a repair asked for before may still come,
+    /// and is judged by its deadline.
+    gone: VecDeque<Missing>,
     /// Other receivers' NACKs for packets beyond the highest seen here: (extended number, when
     /// to ask if it is still missing then), at most [`PEER_MEMORY`].
     peer: VecDeque<(u64, Timestamp)>,
@@ -206,26 +209,28 @@ impl NackPlanner {
             self.highest = Some(seq);
         } else if let Ok(i) = self.missing.binary_search_by_key(&seq, |m| m.seq) {
             let m = self.missing.remove(i)?;
-            let in_time = now <= m.deadline;
-            if in_time {
-                self.counters.recovered += 1;
-            } else {
-                self.counters.recovered_late += 1;
-            }
-            let since_ask = m.asked_at.filter(|_| m.own_asks == 1);
-            return Some(Filled {
-                in_time,
-                since_ask: since_ask.map(|t| now.saturating_since(t)),
-            });
-        } else if let Some(i) = self.gone.iter().position(|&g| g == seq) {
-            self.gone.remove(i);
-            self.counters.recovered_late += 1;
-            return Some(Filled {
-                in_time: false,
-                since_ask: None,
-            });
+            return Some(self.filled(m, now));
+        } else if let Some(i) = self.gone.iter().position(|g| g.seq == seq) {
+            let m = self.gone.remove(i)?;
+            return Some(self.filled(m, now));
         }
         None
+    }
+
+    /// Missing packet `m` came at `now`: counted in time or late, with a round-trip sample
+    /// if it answers this receiver's only ask.
+    fn filled(&mut self, m: Missing, now: Timestamp) -> Filled {
+        let in_time = now <= m.deadline;
+        if in_time {
+            self.counters.recovered += 1;
+        } else {
+            self.counters.recovered_late += 1;
+        }
+        let since_ask = m.asked_at.filter(|_| m.own_asks == 1);
+        Filled {
+            in_time,
+            since_ask: since_ask.map(|t| now.saturating_since(t)),
+        }
     }
 
     fn note_gap(&mut self, gap: std::ops::Range<u64>, now: Timestamp, deadline: Timestamp) {
@@ -314,7 +319,7 @@ impl NackPlanner {
                 if gone.len() == GONE_MEMORY {
                     gone.pop_front();
                 }
-                gone.push_back(m.seq);
+                gone.push_back(*m);
                 return false;
             }
             if m.next_ask <= now && out.len() < max {
@@ -380,9 +385,43 @@ mod tests {
             (p.missing(), p.counters().given_up, p.counters().asked),
             (0, 1, 4)
         );
-        // It comes after all: too late to be of use.
+        // It comes after all, before its deadline: of use to the viewer.
         p.on_packet(12, at(95), at(500));
-        assert_eq!(p.counters().recovered_late, 1);
+        assert_eq!(p.counters().recovered, 2);
+        assert_eq!(p.counters().recovered_late, 0);
+    }
+
+    #[test]
+    fn a_repair_asked_for_before_giving_up_counts_by_its_deadline_and_gives_a_round_trip() {
+        // Due at 100 ms, asked at 50: another ask could not make it after 75 ms, so the packet
+        // is given up then, while the first ask's repair is on its way.
+        let mut p = NackPlanner::new(NackConfig::default());
+        p.on_packet(1, at(50), at(100));
+        p.on_packet(3, at(50), at(100));
+        assert_eq!(poll(&mut p, at(50)), vec![2]);
+        poll(&mut p, at(76));
+        assert_eq!((p.missing(), p.counters().given_up), (0, 1));
+        let filled = p.on_packet(2, at(90), at(100));
+        assert_eq!(
+            filled,
+            Some(Filled {
+                in_time: true,
+                since_ask: Some(Duration::from_millis(40))
+            })
+        );
+        assert_eq!(
+            (p.counters().recovered, p.counters().recovered_late),
+            (1, 0)
+        );
+        // After its deadline it is of no use.
+        p.on_packet(5, at(91), at(120));
+        assert_eq!(poll(&mut p, at(91)), vec![4]);
+        poll(&mut p, at(110));
+        p.on_packet(4, at(130), at(140));
+        assert_eq!(
+            (p.counters().recovered, p.counters().recovered_late),
+            (1, 1)
+        );
     }
 
     #[test]
