@@ -96,6 +96,19 @@ pub struct SourceArgs {
 }
 
 impl SourceArgs {
+    /// The built-in live test source as its defaults have it (640x360 at 30 frames/s), muxed
+    /// at `mux_rate`: what the benchmarks stream.
+    pub fn test_pattern(mux_rate: u64) -> SourceArgs {
+        SourceArgs {
+            input: None,
+            looping: false,
+            size: (640, 360),
+            fps: 30,
+            bitrate: None,
+            mux_rate,
+        }
+    }
+
     pub fn open(&self) -> Result<Box<dyn TsSource>, MediaError> {
         if let Some(path) = &self.input {
             return Ok(Box::new(TsFileSource::open(path, self.looping)?));

@@ -46,6 +46,10 @@ pub enum BenchCommand {
     /// Viewers of one live test-source mount over RTSP: the server's CPU with one viewer and
     /// with 100, sessions sharing one encoder against an encoder per session, in the same run
     Viewers(crate::bench_viewers::ViewersArgs),
+    /// Loss repair beside SRT (as root): the same stream over the same lossy emulated link,
+    /// bare, with Metronome's NACK and retransmission, and through srt-live-transmit at the
+    /// same latency budget: packets in time, added delay, overhead, as ratios
+    Srt(crate::bench_srt::SrtArgs),
 }
 
 #[derive(Args, Debug)]
@@ -119,6 +123,7 @@ pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::er
         BenchCommand::Quality(a) => crate::bench_quality::run(a),
         BenchCommand::Ladder(a) => crate::bench_ladder::run(a),
         BenchCommand::Viewers(a) => crate::bench_viewers::run(a, stop),
+        BenchCommand::Srt(a) => crate::bench_srt::run(a, stop),
     }
 }
 
@@ -138,15 +143,7 @@ fn one_run(
         let rx_stop = rx_stop.clone();
         std::thread::spawn(move || receiver.run(&rx_stop, |_| {}))
     };
-    let source = SourceArgs {
-        input: None,
-        looping: false,
-        size: (640, 360),
-        fps: 30,
-        bitrate: None,
-        mux_rate: a.rate,
-    }
-    .open()?;
+    let source = SourceArgs::test_pattern(a.rate).open()?;
     let seed = crate::serve::fresh_seed();
     let mut cfg = SenderConfig::new(vec![url], seed as u32, seed);
     cfg.duration = Some(a.duration);

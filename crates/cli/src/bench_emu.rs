@@ -67,7 +67,7 @@ struct EmuBench {
 }
 
 /// A process killed when dropped.
-struct Running(Child);
+pub(crate) struct Running(pub(crate) Child);
 
 impl Drop for Running {
     fn drop(&mut self) {

@@ -118,7 +118,7 @@ impl LinkArgs {
     }
 }
 
-fn parse_prob(s: &str) -> Result<f64, String> {
+pub(crate) fn parse_prob(s: &str) -> Result<f64, String> {
     let t = s.trim();
     let v = match t.strip_suffix('%') {
         Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),

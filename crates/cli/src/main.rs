@@ -9,6 +9,7 @@ mod bench_ns3;
 mod bench_quality;
 mod bench_raw;
 mod bench_sim;
+mod bench_srt;
 mod bench_streams;
 mod bench_viewers;
 mod coded;

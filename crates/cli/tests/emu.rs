@@ -201,6 +201,50 @@ fn bench_emu_reports_both_cases_side_by_side() {
     assert!(!namespaces().contains("-bench-") && !namespaces().contains("-tbf-"));
 }
 
+/// `bench srt` at 3 % loss each way: the bare stream loses packets, Metronome's retransmissions
+/// and SRT each deliver more of them in time, and every case says what it cost.
+#[test]
+fn bench_srt_runs_the_three_cases_on_the_same_link() {
+    let out = bin()
+        .args(["bench", "srt", "--json", "--loss", "3%", "--duration", "4s"])
+        .args(["--rate", "2M"])
+        .output()
+        .unwrap();
+    let v = json(&out);
+    assert_one_vocabulary(&v);
+    assert_durations_in_us(&v);
+    let level = &v["levels"][0];
+    let cases = level["cases"].as_array().unwrap();
+    let names: Vec<_> = cases.iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["bare", "metronome-rtx", "srt"], "{v}");
+    let in_time = |c: &serde_json::Value| c["in_time"].as_u64().unwrap();
+    for c in cases {
+        let sent = c["sent"].as_u64().unwrap();
+        assert!(sent > 500, "{c}");
+        let total = in_time(c) + c["late"].as_u64().unwrap() + c["missing"].as_u64().unwrap();
+        assert_eq!(total, sent, "{c}");
+        assert!(
+            c["link_lost"][0].as_u64().unwrap() > 0,
+            "the link lost nothing: {c}"
+        );
+    }
+    // About 3 % of ~750 packets lost: the bare stream misses some, the repairs get them back.
+    assert!(cases[0]["missing"].as_u64().unwrap() > 0, "{v}");
+    for c in &cases[1..] {
+        assert!(in_time(c) > in_time(&cases[0]), "{c} against {}", cases[0]);
+        assert!(c["repairs_sent"].as_u64().unwrap() > 0, "{c}");
+    }
+    // SRT holds every packet for the budget; Metronome hands them over as they come.
+    let p50 = |c: &serde_json::Value| c["added_delay"]["p50_us"].as_f64().unwrap();
+    assert!(p50(&cases[2]) > 100_000.0, "{v}");
+    assert!(p50(&cases[1]) < 20_000.0, "{v}");
+    assert!(
+        level["rtx_over_srt"]["in_time"].as_f64().unwrap() > 0.0,
+        "{v}"
+    );
+    assert!(!namespaces().contains("-srt"), "{}", namespaces());
+}
+
 /// `lab run --mode emu` stopped by Ctrl-C: the point running ends (its programs interrupted,
 /// its hosts removed), no other starts, and the run says it was interrupted.
 #[test]

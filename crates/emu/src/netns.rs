@@ -263,6 +263,12 @@ impl NetnsPair {
     pub fn command(&self, in_a: bool, program: &str) -> Command {
         self.hosts.command(if in_a { 0 } else { 1 }, program)
     }
+
+    /// Runs `f` on a thread inside namespace `a` (`true`) or `b`: sockets it opens belong to
+    /// that host.
+    pub fn run_in<T: Send>(&self, in_a: bool, f: impl FnOnce() -> T + Send) -> io::Result<T> {
+        self.hosts.run_in(if in_a { 0 } else { 1 }, f)
+    }
 }
 
 /// Opens a TUN device `tun0` inside namespace `ns` (IFF_TUN | IFF_NO_PI: bare IP packets),
