@@ -19,7 +19,7 @@ Builtin {
 },
 Builtin {
     name: "seed001-video",
-    summary: "The test pattern encoded at each ladder bitrate, streamed over the poor, moderate and good links: frames lost and frame delay per client",
+    summary: "The test pattern encoded at each ladder bitrate, streamed over the poor, moderate and good links without and with loss repair (rtx, fec, both): frames lost and frame delay per client",
     text: include_str!("../scenarios/seed001-video.toml"),
 },
 Builtin {
