@@ -111,6 +111,7 @@ pub fn run_datagrams(
         receive_buffer_bytes: 0,
         socket_overflows: 0,
         truncated_datagrams: 0,
+        foreign_fec_datagrams: 0,
         srtp_rejected_datagrams: 0,
         receiver_reports_sent: reports_sent,
         host: host.finish(0),

@@ -137,6 +137,9 @@ pub struct ReceiverOutcome {
     /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL).
     pub socket_overflows: u64,
     pub truncated_datagrams: u64,
+    /// FEC datagrams from another host than the stream's packets (or before its first),
+    /// dropped: FEC rebuilds packets, so only the stream's sender may send it.
+    pub foreign_fec_datagrams: u64,
     /// SRTP streams: datagrams that did not authenticate (another key, forged, damaged,
     /// replayed, or plain RTP), dropped; 0 otherwise.
     pub srtp_rejected_datagrams: u64,
@@ -305,6 +308,8 @@ struct Running {
     buf: Vec<u8>,
     reports_sent: u64,
     peer: PeerFollower,
+    /// FEC datagrams dropped for coming from another host than the stream's.
+    foreign_fec: u64,
 }
 
 impl Running {
@@ -319,6 +324,7 @@ impl Running {
                 overflows: 0,
                 truncated: 0,
                 srtp: r.srtp,
+                media_from: None,
             },
             rtcp: r.rtcp,
             fec: r.fec,
@@ -326,6 +332,7 @@ impl Running {
             buf: vec![0u8; 65_536],
             reports_sent: 0,
             peer: PeerFollower::default(),
+            foreign_fec: 0,
         }
     }
 
@@ -361,14 +368,18 @@ impl Running {
         let _ = metronome_rt::poll::wait_readable(&fds[..n], timeout.min(Duration::from_secs(1)));
     }
 
-    /// FEC: what is queued on the FEC sockets, up to a batch each; the packets it rebuilds
-    /// go out as the stream's.
+    /// FEC: what is queued on the FEC sockets, up to a batch each, from the host the stream's
+    /// packets come from; the packets it rebuilds go out as the stream's.
     fn take_fec(&mut self) -> Result<(), RecvError> {
         for f in &self.fec {
             for _ in 0..MAX_BATCH {
                 let Ok(meta) = f.recv(&mut self.buf) else {
                     break;
                 };
+                if self.rx.media_from != Some(meta.src.ip()) {
+                    self.foreign_fec += 1;
+                    continue;
+                }
                 let (arrival, wall) = self.clock.arrival(meta.kernel_rx_realtime_ns);
                 self.session.handle_fec(&self.buf[..meta.len]);
                 record_rebuilt(
@@ -443,6 +454,7 @@ impl Running {
             receive_buffer_bytes: rx.rtp.recv_buffer(),
             socket_overflows: rx.overflows,
             truncated_datagrams: rx.truncated,
+            foreign_fec_datagrams: self.foreign_fec,
             srtp_rejected_datagrams: rx.srtp.as_ref().map_or(0, |k| k.rejected),
             receiver_reports_sent: self.reports_sent,
             host: host.finish(0),

@@ -7,6 +7,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::udp::{self, RtcpSocket, UdpReceiver};
 use metronome_session::receiver::ReceiverSession;
 use metronome_session::srtp::ReceiverSrtp;
+use std::net::IpAddr;
 
 /// The RTP socket and what the driver counts about its datagrams, beside what the session counts.
 pub(super) struct RtpIn {
@@ -16,6 +17,8 @@ pub(super) struct RtpIn {
     pub(super) truncated: u64,
     /// The stream's SRTP, for both sockets' datagrams and the reports sent.
     pub(super) srtp: Option<ReceiverSrtp>,
+    /// The host the last accepted RTP packet came from: FEC is taken only from it.
+    pub(super) media_from: Option<IpAddr>,
 }
 
 impl RtpIn {
@@ -60,6 +63,9 @@ impl RtpIn {
                 },
             };
             let rec = session.handle_rtp(arrival, Some(wall), data);
+            if rec.is_ok() {
+                self.media_from = Some(meta.src.ip());
+            }
             // A retransmission is given back as the packet it repairs.
             let data = match &rec {
                 Ok(r) if r.repaired => session.repaired_packet(),

@@ -174,3 +174,75 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
     let order: Vec<u8> = written.chunks_exact(7 * 188).map(|p| p[4]).collect();
     assert_eq!(order, vec![0, 1, 2, 3, 4, 6, 7, 8, 9, 5]);
 }
+
+/// `recv --fec`: FEC from another host than the stream's is counted and dropped (it would
+/// rebuild whatever its sender likes); the same FEC from the stream's host rebuilds the packet
+/// lost on the way.
+#[test]
+fn fec_is_taken_only_from_the_streams_host() {
+    use metronome_session::receiver::ReceiverRepair;
+    use metronome_session::repair::{FecConfig, FecEncoder};
+    use metronome_spec::repair::FecShape;
+    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = free.local_addr().unwrap().port();
+    drop(free);
+    let out = std::env::temp_dir().join(format!("metronome-fec-host-{}.ts", std::process::id()));
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let mut cfg = ReceiverRunConfig::new(url);
+    cfg.session.repair = Some(ReceiverRepair::fec(Duration::from_secs(2)));
+    cfg.duration = Some(Duration::from_secs(10));
+    cfg.output = Some(out.clone());
+    let rx = Receiver::open(cfg).unwrap();
+    let shape = FecShape {
+        columns: 4,
+        rows: 4,
+    };
+    let mut enc = FecEncoder::new(FecConfig::new(shape), 100);
+    let packets: Vec<Vec<u8>> = (0..16).map(|s| numbered(7, s)).collect();
+    let mut fec = Vec::new();
+    let mut buf = [0u8; 2000];
+    for p in &packets {
+        enc.push(p);
+        while let Some((dir, n)) = enc.poll(&mut buf) {
+            fec.push((dir, buf[..n].to_vec()));
+        }
+    }
+    let stop = AtomicBool::new(false);
+    let ours = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let stranger = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    let fec_port = |dir| {
+        port + match dir {
+            metronome_wire::fec2022::Direction::Column => {
+                metronome_wire::fec2022::COLUMN_PORT_OFFSET
+            }
+            metronome_wire::fec2022::Direction::Row => metronome_wire::fec2022::ROW_PORT_OFFSET,
+        }
+    };
+    let outcome = std::thread::scope(|scope| {
+        let running = scope.spawn(|| rx.run(&stop, |_| {}));
+        // Packet 5 is lost on the way.
+        for (_, p) in packets.iter().enumerate().filter(|(s, _)| *s != 5) {
+            ours.send_to(p, ("127.0.0.1", port)).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        for (dir, f) in &fec {
+            stranger.send_to(f, ("127.0.0.1", fec_port(*dir))).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        for (dir, f) in &fec {
+            ours.send_to(f, ("127.0.0.1", fec_port(*dir))).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        running.join().unwrap().unwrap()
+    });
+    let written = std::fs::read(&out).unwrap();
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(outcome.foreign_fec_datagrams, fec.len() as u64);
+    // The four rows (a column's FEC leaves after the packets that follow the matrix).
+    assert_eq!(fec.len(), 4);
+    // Sixteen packets; packet 5 rebuilt from the stream's host's FEC.
+    assert_eq!(written.len(), 16 * 7 * 188);
+    let repair = outcome.receiver.repair.unwrap();
+    assert_eq!(repair.fec_useful, 1, "{repair:?}");
+}
