@@ -14,10 +14,10 @@
 //!
 //! Each packet's send time is its RTP timestamp (RFC 2250: the transmission time) on the clock
 //! its send-time stamps give; a packet is **in time** if it reached the receiver within the
-//! path's own delay (the bare stream's least one-way delay) plus the latency budget plus a
-//! hand-over allowance. SRT hands every packet over at the budget (its TSBPD buffer), so its
-//! added delay is the budget; Metronome's receiver hands packets over as they come and a
-//! player's jitter buffer holds them to the budget. Overhead is the forward link's bytes per
+//! path's own delay (the bare stream's least one-way delay) plus the latency budget, and for
+//! SRT a hand-over allowance more ([`ALLOWANCE`]): SRT hands every packet over at the budget
+//! (its TSBPD buffer) plus a little, and that is its play-out; Metronome's receiver hands
+//! packets over as they come, and a player's jitter buffer holds them to the budget. Overhead is the forward link's bytes per
 //! packet over the bare stream's. Needs root and srt-tools.
 
 use crate::args::{parse_duration, parse_rate, SourceArgs};
@@ -80,6 +80,11 @@ const SRT_PORT: u16 = 6000;
 const SRT_OUT_PORT: u16 = 5008;
 /// At most this many arrivals are kept per case (a bound on memory whatever the arguments).
 const MAX_ARRIVALS: usize = 4_000_000;
+/// The longest case: RTP timestamps (90 kHz) are compared as 32-bit differences, good for 6 h.
+const MAX_DURATION: Duration = Duration::from_secs(3600);
+/// How long SRT's ends are given to connect: a handshake packet the link loses is sent again
+/// 250 ms later.
+const SRT_CONNECT: Duration = Duration::from_millis(1500);
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Way {
@@ -104,7 +109,8 @@ struct Case {
     name: &'static str,
     /// Packets the sender sent.
     sent: u64,
-    /// Packets that reached the receiver by their deadline (`deadline_us` after they left).
+    /// Packets that reached the receiver by their deadline (`deadline_us` after they left, and
+    /// `allowance_us` more for SRT).
     in_time: u64,
     /// Packets that reached it later.
     late: u64,
@@ -117,7 +123,8 @@ struct Case {
     forward_bytes: u64,
     /// Forward bytes per packet sent over the bare stream's, less one, %.
     overhead_percent: f64,
-    /// What went back over the reverse link (NACKs and reports, SRT's ACKs and NAKs), bit/s.
+    /// What went back over the reverse link (NACKs and reports, SRT's ACKs and NAKs), bit/s,
+    /// over the case's whole run (its set-up and drain too).
     feedback_bps: f64,
     /// Retransmissions sent: Metronome's RTX packets, or SRT's as it counted them in its last
     /// statistics report (it reports every 100 packets).
@@ -146,7 +153,8 @@ struct Level {
     /// The path's own delay: the bare stream's least one-way delay, µs.
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
     path_delay_us: f64,
-    /// The deadline after a packet leaves: path delay, latency budget and allowance, µs.
+    /// The deadline after a packet leaves: path delay and latency budget, µs (SRT's packets
+    /// have `allowance_us` more).
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
     deadline_us: f64,
     cases: Vec<Case>,
@@ -212,13 +220,15 @@ struct Streamed {
     arrivals: Vec<Arrival>,
     repairs_sent: Option<u64>,
     nack: Option<NackCounters>,
+    /// How long the case ran, set-up to drain (what the link counters cover).
+    elapsed: Duration,
 }
 
 /// Each packet's one-way delay, ns, by its index from the first sent (`None`: never arrived):
 /// its first arrival less its send time, which is its RTP timestamp (90 kHz) on the clock
 /// the send-time stamps give.
 fn delays(arrivals: &[Arrival], first_seq: u16, sent: u64) -> Vec<Option<i64>> {
-    let mut out = vec![None; sent as usize];
+    let mut out = vec![None; (sent as usize).min(MAX_ARRIVALS)];
     let Some(ts0) = arrivals.first().map(|a| a.rtp_ts) else {
         return out;
     };
@@ -238,12 +248,14 @@ fn delays(arrivals: &[Arrival], first_seq: u16, sent: u64) -> Vec<Option<i64>> {
             .into_iter()
             .min_by_key(|c| c.abs_diff(last))
             .unwrap_or(near);
+        // A stray number (not of this run's packets) does not move the unwrapping.
+        let Some(slot) = out.get_mut(k as usize) else {
+            continue;
+        };
         last = k;
         let delay = a.at_unix_ns as i64 - (offset + ts_ns(a.rtp_ts));
-        if let Some(slot) = out.get_mut(k as usize) {
-            if slot.is_none() {
-                *slot = Some(delay);
-            }
+        if slot.is_none() {
+            *slot = Some(delay);
         }
     }
     out
@@ -259,7 +271,12 @@ fn judge(
     bare_per_packet: f64,
 ) -> Case {
     let sent = s.sender.packets;
-    let deadline = path_ns + (a.latency + ALLOWANCE).as_nanos() as i64;
+    let allowance = if way == Way::Srt {
+        ALLOWANCE
+    } else {
+        Duration::ZERO
+    };
+    let deadline = path_ns + (a.latency + allowance).as_nanos() as i64;
     let mut added = Distribution::new();
     let (mut in_time, mut late) = (0, 0);
     for d in delays(&s.arrivals, s.sender.first_seq, sent)
@@ -286,7 +303,7 @@ fn judge(
         added_delay: added.summary(),
         forward_bytes: fwd.bytes_sent,
         overhead_percent: (per_packet / bare_per_packet.max(1.0) - 1.0) * 100.0,
-        feedback_bps: back.bytes_sent as f64 * 8.0 / a.duration.as_secs_f64(),
+        feedback_bps: back.bytes_sent as f64 * 8.0 / s.elapsed.as_secs_f64().max(1e-3),
         repairs_sent: s.repairs_sent,
         link_lost: [fwd.lost, back.lost],
         nack: s.nack,
@@ -338,11 +355,19 @@ fn run_case(
         .fabrics(ab, ba, Clock::new())
         .map_err(|e| e.to_string())?;
     let links_stop = AtomicBool::new(false);
+    let clock = Clock::new();
+    let started = clock.now();
     std::thread::scope(|s| {
         let f = s.spawn(|| there.run(&links_stop, None));
         let g = s.spawn(|| back.run(&links_stop, None));
-        let streamed = stream(a, &pair, way, stop);
-        links_stop.store(true, Ordering::Relaxed);
+        let streamed = {
+            // The links stop however the stream ends (a panic too), or the scope would wait.
+            let _stop_links = StopOnDrop(&links_stop);
+            stream(a, &pair, way, stop).map(|mut s| {
+                s.elapsed = clock.now().saturating_since(started);
+                s
+            })
+        };
         let stats = [f.join(), g.join()];
         let [Ok(f), Ok(g)] = stats else {
             return Err("the emulator's thread failed".to_string());
@@ -397,9 +422,9 @@ fn stream(
         .run_in(false, || Receiver::open(cfg))
         .map_err(|e| e.to_string())?
         .map_err(|e| format!("the receiver: {e}"))?;
-    let scratch = std::env::temp_dir().join(format!("metronome-bench-srt-{}", std::process::id()));
+    let scratch = Scratch::new()?;
     let srt = match way {
-        Way::Srt => Some(SrtEnds::start(a, pair, &scratch)?),
+        Way::Srt => Some(SrtEnds::start(a, pair, &scratch.0)?),
         _ => None,
     };
     let rx_stop = AtomicBool::new(false);
@@ -416,7 +441,6 @@ fn stream(
         _ => None,
     };
     drop(srt);
-    let _ = std::fs::remove_dir_all(&scratch);
     let sender = sent?;
     let got = got
         .map_err(|_| "the receiver's thread panicked".to_string())?
@@ -431,6 +455,7 @@ fn stream(
         arrivals,
         repairs_sent,
         nack: got.receiver.repair.map(|r| r.nack),
+        elapsed: Duration::ZERO,
     })
 }
 
@@ -458,6 +483,37 @@ fn send(
         .map_err(|e| format!("the sender: {e}"))
 }
 
+/// Sets the flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A directory of this run's own (made afresh, for its owner only), removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, String> {
+        use std::os::unix::fs::DirBuilderExt;
+        let dir = std::env::temp_dir().join(format!("metronome-bench-srt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(|e| format!("cannot make {}: {e}", dir.display()))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// `srt-live-transmit` at both ends: UDP in namespace a into an SRT caller, an SRT listener in
 /// namespace b out to the receiver; killed when dropped.
 struct SrtEnds {
@@ -468,7 +524,6 @@ struct SrtEnds {
 
 impl SrtEnds {
     fn start(a: &SrtArgs, pair: &NetnsPair, scratch: &Path) -> Result<SrtEnds, String> {
-        std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
         let ms = a.latency.as_millis();
         let spawn = |in_a: bool, input: String, output: String, stats: &Path| {
             pair.command(in_a, "srt-live-transmit")
@@ -496,8 +551,8 @@ impl SrtEnds {
             format!("srt://{}:{SRT_PORT}?latency={ms}", pair.addr_b),
             &caller_stats,
         )?;
-        // The handshake: a few round trips over the emulated link.
-        std::thread::sleep(a.delay * 8 + Duration::from_millis(300));
+        // The handshake: a few round trips over the emulated link, again if one is lost.
+        std::thread::sleep(a.delay * 8 + SRT_CONNECT);
         let mut ends = SrtEnds {
             _listener: listener,
             _caller: caller,
@@ -539,6 +594,9 @@ fn level(a: &SrtArgs, loss: f64, stop: &Arc<AtomicBool>) -> Result<Level, String
             return Err("interrupted".into());
         }
         let (s, l) = run_case(a, loss, way, stop)?;
+        if stop.load(Ordering::Relaxed) {
+            return Err("interrupted".into());
+        }
         cases.push(judge(a, way, &s, [&l[0], &l[1]], path_ns, bare_per_packet));
     }
     let ratio = |f: &dyn Fn(&Case) -> f64| f(&cases[1]) / f(&cases[2]).max(1e-9);
@@ -550,7 +608,7 @@ fn level(a: &SrtArgs, loss: f64, stop: &Arc<AtomicBool>) -> Result<Level, String
     Ok(Level {
         loss_percent: loss * 100.0,
         path_delay_us: path_ns as f64 / 1e6,
-        deadline_us: (path_ns as f64 + (a.latency + ALLOWANCE).as_nanos() as f64) / 1e6,
+        deadline_us: (path_ns as f64 + a.latency.as_nanos() as f64) / 1e6,
         cases,
         rtx_over_srt,
     })
@@ -571,6 +629,14 @@ fn srt_version() -> Result<String, String> {
 }
 
 pub fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    if a.duration > MAX_DURATION {
+        return Err(format!(
+            "--duration {:?} is longer than a case may run ({} s): give a shorter one",
+            a.duration,
+            MAX_DURATION.as_secs()
+        )
+        .into());
+    }
     let srt_version = srt_version()?;
     remove_stale();
     let watch = HostWatch::start();
@@ -615,8 +681,8 @@ fn print_summary(b: &SrtBench) {
     );
     for l in &b.levels {
         println!(
-            "{:.1} % loss (path delay {:.1} ms, deadline {:.1} ms after sending):",
-            l.loss_percent, l.path_delay_us, l.deadline_us
+            "{:.1} % loss (path delay {:.1} ms, deadline {:.1} ms after sending, SRT's {:.0} ms later for its hand-over):",
+            l.loss_percent, l.path_delay_us, l.deadline_us, b.allowance_us
         );
         for c in &l.cases {
             println!(

@@ -112,8 +112,9 @@ pub struct RepairFigures {
     /// FEC packets that could not be used: two or more of their packets stayed missing.
     #[serde(default)]
     pub fec_unrecoverable: u64,
-    /// Missing packets given up: no repair could arrive in time any more, or every ask went
-    /// unanswered.
+    /// Missing packets no longer asked for: another ask's repair could not arrive in time any
+    /// more, or every ask went unanswered. A repair already on its way may still come in time
+    /// (counted in `repaired` then).
     pub given_up: u64,
     /// Feedback packets with a NACK sent.
     pub nack_packets: u64,

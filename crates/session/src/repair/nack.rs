@@ -217,6 +217,14 @@ impl NackPlanner {
         None
     }
 
+    /// Keeps `m`, no longer followed, among the [`GONE_MEMORY`] last given up.
+    fn remember_gone(&mut self, m: Missing) {
+        if self.gone.len() == GONE_MEMORY {
+            self.gone.pop_front();
+        }
+        self.gone.push_back(m);
+    }
+
     /// Missing packet `m` came at `now`: counted in time or late, with a round-trip sample
     /// if it answers this receiver's only ask.
     fn filled(&mut self, m: Missing, now: Timestamp) -> Filled {
@@ -241,7 +249,10 @@ impl NackPlanner {
         let first_ask = self.first_ask(now);
         for seq in gap.end - tracked..gap.end {
             if self.missing.len() >= self.cfg.max_tracked {
-                self.missing.pop_front();
+                // Judged by its deadline, as a given-up packet, should its repair still come.
+                if let Some(old) = self.missing.pop_front() {
+                    self.remember_gone(old);
+                }
                 self.counters.evicted += 1;
             }
             let mut m = Missing {
