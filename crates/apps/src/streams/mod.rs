@@ -18,6 +18,7 @@
 // What users declare lives in `metronome-spec`; the driver reads it from here as before.
 pub use metronome_spec::{config, stream as spec};
 pub mod control;
+mod fec_wait;
 pub mod metrics;
 pub mod naive;
 pub mod outlet;

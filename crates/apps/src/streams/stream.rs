@@ -7,6 +7,7 @@
 //! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
 //! sends what the session says is due.
 
+use super::fec_wait::{half_packet, FecWait};
 use super::outlet::MediaOut;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::{Lane, Load, Sent};
@@ -247,8 +248,9 @@ pub struct Cursor {
     /// Retransmissions the stream's packets have paid for and not yet spent (see
     /// [`REPAIR_SHARE`]).
     credit: f64,
-    /// A FEC packet the session hands out, written here; empty for a stream without FEC.
-    fec: Vec<u8>,
+    /// The FEC packets the session hands out, waiting for their time (none for a stream
+    /// without FEC).
+    fec: FecWait,
 }
 
 /// What each of the stream's packets pays towards retransmissions: the share of its rate
@@ -278,15 +280,38 @@ impl Cursor {
             head: None,
             repair: room(repairs, 2),
             credit: REPAIR_BURST,
-            fec: room(fec, metronome_wire::fec2022::FEC_HEADER_LEN),
+            fec: FecWait::new(if fec {
+                rt.ring.slot_size() + metronome_wire::fec2022::FEC_HEADER_LEN
+            } else {
+                0
+            }),
         }
     }
 }
 
 impl Cursor {
     /// Takes the next packet from the ring into the session, if there is none in hand, and
-    /// says when it may leave and which job it belongs to.
+    /// says when it may leave (or a waiting FEC packet, if sooner) and which job it belongs
+    /// to. With no packet in hand, waiting FEC packets leave at once.
     pub fn load(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
+        match self.load_media(rt, now) {
+            Load::Ready(j) => Load::Ready(self.fec_first(j)),
+            other => {
+                self.send_due_fec(rt, Timestamp::MAX);
+                other
+            }
+        }
+    }
+
+    /// `j`, released when the first waiting FEC packet is due if that is sooner.
+    fn fec_first(&self, j: JobTimes) -> JobTimes {
+        JobTimes {
+            release: self.fec.next_due().map_or(j.release, |f| f.min(j.release)),
+            ..j
+        }
+    }
+
+    fn load_media(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
         let mut session = lock(&rt.session);
         if self.head.is_none() {
             match rt.ring.next_ready() {
@@ -332,14 +357,17 @@ impl Cursor {
     /// Sends the packet in hand, to every destination, if the session says it is due at the
     /// clock's now; `None` if there was no packet in hand.
     pub fn send(&mut self, rt: &StreamRt, clock: &Clock) -> Option<Sent> {
-        let slot = self.head.as_mut()?;
         let now = clock.now();
+        self.send_due_fec(rt, now);
+        let next_fec = self.fec.next_due();
+        let slot = self.head.as_mut()?;
         let t = {
             let mut session = lock(&rt.session);
             let t = session.poll_transmit(now);
             if t.is_none() {
                 let deadline = session.head_job().map_or(now, |j| j.deadline);
                 let release = session.next_send().unwrap_or(now);
+                let release = next_fec.map_or(release, |f| f.min(release));
                 return Some(Sent::NotYet(JobTimes { release, deadline }));
             }
             publish_counts(rt, &session);
@@ -380,15 +408,17 @@ impl Cursor {
     /// waiting retransmission beside it if the stream's packets have paid for one: repairs
     /// leave with the stream's packets, on its core, at most [`REPAIR_SHARE`] of them (and
     /// [`REPAIR_BURST`] at once), within what admission reserved.
-    /// The FEC packets the packet completed go to the destinations' FEC ports after it.
+    /// The FEC packets the packet completed go to the destinations' FEC ports after it, half
+    /// a packet's time apart.
     fn keep_and_repair(&mut self, rt: &StreamRt, clock: &Clock, now: Timestamp) {
         let Some(slot) = self.head.as_ref() else {
             return;
         };
         let rtx = !self.repair.is_empty();
-        if !rtx && self.fec.is_empty() {
+        if !rtx && !self.fec.on() {
             return;
         }
+        let wire_len = slot.len;
         if rtx {
             self.credit = (self.credit + REPAIR_SHARE).min(REPAIR_BURST);
         }
@@ -407,19 +437,33 @@ impl Cursor {
                 rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-        self.send_fec(rt);
+        self.queue_fec(rt, now, wire_len);
     }
 
-    /// Sends the FEC packets the session has made (a row's and a column's at most), the
-    /// session's lock not held while they go.
-    fn send_fec(&mut self, rt: &StreamRt) {
-        if self.fec.is_empty() {
+    /// Takes the FEC packets the session has made (a row's and a column's at most) to wait,
+    /// half a packet of `wire_len` bytes apart at the stream's rate from `now`.
+    fn queue_fec(&mut self, rt: &StreamRt, now: Timestamp, wire_len: usize) {
+        if !self.fec.on() {
             return;
         }
+        let half = half_packet(wire_len, lock(&rt.session).target_rate().as_bps());
+        let mut at = now;
         loop {
-            let next = lock(&rt.session).poll_fec(&mut self.fec);
+            if self.fec.is_full() {
+                // Behind: the oldest leave now.
+                self.send_due_fec(rt, Timestamp::MAX);
+            }
+            let next = lock(&rt.session).poll_fec(self.fec.free());
             let Some((direction, n)) = next else { break };
-            if !rt.send_fec(&self.fec[..n], direction) {
+            at += half;
+            self.fec.commit(at, direction, n);
+        }
+    }
+
+    /// Sends the waiting FEC packets due by `now`, the session's lock not held while they go.
+    fn send_due_fec(&mut self, rt: &StreamRt, now: Timestamp) {
+        while let Some((direction, packet)) = self.fec.pop_due(now) {
+            if !rt.send_fec(packet, direction) {
                 rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
             }
         }

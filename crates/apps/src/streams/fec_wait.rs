@@ -1,0 +1,140 @@
+//! FEC packets waiting for their time on the pacing thread. A media packet that completes a
+//! row or a column makes a FEC packet; sent right behind it, the pair (or three, with a
+//! column's) arrives at a small queue on the way as a burst, and the FEC packet finds it
+//! full. They leave instead half a packet's time apart after the packet that made them, as
+//! the simulator sends them (`netsim`'s RTP flow): between the stream's packets.
+//!
+//! The buffers are made once: the pacing thread allocates nothing.
+
+use metronome_time::Timestamp;
+use metronome_wire::fec2022::Direction;
+use std::time::Duration;
+
+/// FEC packets that may wait at once (a row's and a column's per media packet at most, so
+/// more only when the pacing thread fell behind: then the oldest leave at once).
+const CAPACITY: usize = 4;
+
+/// A FIFO of FEC packets, each with its time.
+pub(super) struct FecWait {
+    bufs: Vec<Vec<u8>>,
+    /// Per buffer: when it leaves, its direction and length.
+    meta: [(Timestamp, Direction, usize); CAPACITY],
+    head: usize,
+    len: usize,
+}
+
+impl FecWait {
+    /// Room for FEC packets of `packet_room` bytes; none (and nothing ever waits) for a
+    /// stream without FEC (`packet_room` 0).
+    pub(super) fn new(packet_room: usize) -> FecWait {
+        let n = if packet_room == 0 { 0 } else { CAPACITY };
+        FecWait {
+            bufs: (0..n).map(|_| vec![0; packet_room]).collect(),
+            meta: [(Timestamp::ZERO, Direction::Row, 0); CAPACITY],
+            head: 0,
+            len: 0,
+        }
+    }
+
+    /// Whether the stream makes FEC.
+    pub(super) fn on(&self) -> bool {
+        !self.bufs.is_empty()
+    }
+
+    /// Whether every buffer holds a packet.
+    pub(super) fn is_full(&self) -> bool {
+        self.len == self.bufs.len()
+    }
+
+    /// When the first waiting packet leaves.
+    pub(super) fn next_due(&self) -> Option<Timestamp> {
+        (self.len > 0).then(|| self.meta[self.head].0)
+    }
+
+    /// The buffer the next packet is written into (call [`Self::commit`] once written).
+    /// Panics when full or off: check [`Self::is_full`] first.
+    pub(super) fn free(&mut self) -> &mut [u8] {
+        assert!(!self.is_full(), "FecWait::free on a full queue");
+        let i = (self.head + self.len) % self.bufs.len();
+        &mut self.bufs[i]
+    }
+
+    /// The packet just written into [`Self::free`]'s buffer waits, to leave at `due`.
+    pub(super) fn commit(&mut self, due: Timestamp, direction: Direction, len: usize) {
+        let i = (self.head + self.len) % self.bufs.len();
+        self.meta[i] = (due, direction, len);
+        self.len += 1;
+    }
+
+    /// The first waiting packet, if it is due by `now`, taken off the queue.
+    pub(super) fn pop_due(&mut self, now: Timestamp) -> Option<(Direction, &[u8])> {
+        let (due, direction, len) = self.meta[self.head];
+        if self.len == 0 || due > now {
+            return None;
+        }
+        let i = self.head;
+        self.head = (self.head + 1) % self.bufs.len();
+        self.len -= 1;
+        Some((direction, &self.bufs[i][..len]))
+    }
+}
+
+/// Half the time a packet of `wire_len` bytes takes at `rate_bps`: the FEC packets' spacing.
+pub(super) fn half_packet(wire_len: usize, rate_bps: u64) -> Duration {
+    let ns = wire_len as u128 * 8 * 1_000_000_000 / u128::from(rate_bps.max(1)) / 2;
+    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(us: u64) -> Timestamp {
+        Timestamp::ZERO + Duration::from_micros(us)
+    }
+
+    #[test]
+    fn packets_leave_in_order_at_their_time_and_the_queue_is_bounded() {
+        let mut w = FecWait::new(16);
+        assert!(w.on() && w.next_due().is_none());
+        for k in 0..4u8 {
+            w.free()[0] = k;
+            let dir = if k % 2 == 0 {
+                Direction::Row
+            } else {
+                Direction::Column
+            };
+            w.commit(at(100 * (u64::from(k) + 1)), dir, 1);
+        }
+        assert!(w.is_full());
+        assert_eq!(w.next_due(), Some(at(100)));
+        assert!(w.pop_due(at(99)).is_none());
+        assert_eq!(w.pop_due(at(100)), Some((Direction::Row, &[0u8][..])));
+        // Room again: the ring wraps.
+        w.free()[0] = 9;
+        w.commit(at(500), Direction::Row, 1);
+        let mut left = Vec::new();
+        while let Some((_, p)) = w.pop_due(at(1_000)) {
+            left.push(p[0]);
+        }
+        assert_eq!(left, vec![1, 2, 3, 9]);
+        assert!(w.next_due().is_none());
+    }
+
+    #[test]
+    fn a_stream_without_fec_keeps_nothing() {
+        let w = FecWait::new(0);
+        assert!(!w.on() && w.next_due().is_none());
+    }
+
+    #[test]
+    fn half_a_packet_at_the_streams_rate() {
+        // 1 400 bytes at 5.6 Mbit/s: 2 ms a packet.
+        assert_eq!(half_packet(1_400, 5_600_000), Duration::from_millis(1));
+        // A rate of 0 counts as 1 bit/s (no division by zero).
+        assert_eq!(
+            half_packet(1_400, 0),
+            Duration::from_nanos(5_600_000_000_000)
+        );
+    }
+}
