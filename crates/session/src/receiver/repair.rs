@@ -193,7 +193,14 @@ pub(crate) struct Repairing {
     /// Extended numbers repaired lately, each at its number modulo [`REPAIRED_WINDOW`]: an
     /// original that comes after its repair is not handed to the application again.
     repaired: Vec<u64>,
+    /// Packets FEC rebuilt after this receiver's only ask for them, with the ask's time: the
+    /// retransmission that answers the ask still measures a round trip (Karn's rule), at most
+    /// [`FEC_ASKED`].
+    fec_asked: VecDeque<(u64, Timestamp)>,
 }
+
+/// Packets FEC rebuilt after an ask, remembered for their retransmission's round trip.
+const FEC_ASKED: usize = 64;
 
 /// Rebuilt packets that wait for a later packet at most.
 const EARLY: usize = 16;
@@ -216,6 +223,7 @@ impl Repairing {
             packet: Vec::new(),
             early: VecDeque::new(),
             repaired: vec![u64::MAX; REPAIRED_WINDOW],
+            fec_asked: VecDeque::with_capacity(FEC_ASKED),
         }
     }
 
@@ -238,6 +246,11 @@ impl Repairing {
     pub(crate) fn on_fec(&mut self, data: &[u8]) {
         if let Some(f) = self.fec.as_mut() {
             f.on_fec(data);
+            // With retransmissions too: a loss is asked for once its row's FEC has had its
+            // chance (the row's packets and the FEC after them have come).
+            if let Some(l) = f.row_length() {
+                self.planner.hold_for(u64::from(l));
+            }
         }
     }
 
@@ -356,7 +369,10 @@ impl Repairing {
     ) -> Option<u64> {
         let Some(ext_seq) = ext_seq.filter(|e| !self.was_repaired(*e)) else {
             match via {
-                Via::Rtx => self.stats.rtx_redundant += 1,
+                Via::Rtx => {
+                    self.stats.rtx_redundant += 1;
+                    self.answered_after_fec(ext_seq, now);
+                }
                 Via::Fec => self.stats.fec_redundant += 1,
             }
             return None;
@@ -375,8 +391,16 @@ impl Repairing {
         }
         // Older than the highest: it opens no gap, so the gap's deadline is not used.
         let followed = self.planner.on_packet(ext_seq, now, now);
-        if let Some(f) = followed.as_ref().filter(|_| via == Via::Rtx) {
-            self.sample(f.since_ask);
+        match (via, followed.and_then(|f| f.since_ask)) {
+            (Via::Rtx, since) => self.sample(since),
+            (Via::Fec, Some(since)) => {
+                if self.fec_asked.len() == FEC_ASKED {
+                    self.fec_asked.pop_front();
+                }
+                self.fec_asked
+                    .push_back((ext_seq, now.saturating_sub(since)));
+            }
+            (Via::Fec, None) => {}
         }
         // In time by the packet's own play-out time; a packet the planner no longer follows
         // (given up) may still be answered by an earlier ask.
@@ -393,6 +417,18 @@ impl Repairing {
             (Via::Fec, false) => s.fec_late += 1,
         }
         Some(ext_seq)
+    }
+
+    /// A retransmission of `ext_seq` came at `now` after FEC had rebuilt it: if FEC did so
+    /// after this receiver's only ask, the retransmission answers that ask (a round trip).
+    /// Without it, a receiver whose every loss FEC rebuilds first would never measure one.
+    fn answered_after_fec(&mut self, ext_seq: Option<u64>, now: Timestamp) {
+        let Some(e) = ext_seq else { return };
+        if let Some(i) = self.fec_asked.iter().position(|&(s, _)| s == e) {
+            if let Some((_, asked)) = self.fec_asked.remove(i) {
+                self.sample(Some(now.saturating_since(asked)));
+            }
+        }
     }
 
     /// A round-trip sample (ask to repair): smoothed as TCP's SRTT (RFC 6298, gain 1/8),
@@ -415,6 +451,7 @@ impl Repairing {
             self.fec = Some(Box::new(FecDecoder::new(max)));
         }
         self.early.clear();
+        self.fec_asked.clear();
         // Its timestamps may have restarted too: the play-out clock is set again.
         self.playout = None;
         self.repaired.fill(u64::MAX);

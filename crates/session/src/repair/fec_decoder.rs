@@ -68,6 +68,8 @@ pub struct FecDecoder {
     recovered: VecDeque<Vec<u8>>,
     spare: Vec<Vec<u8>>,
     counters: FecReceiveCounters,
+    /// L of the last row FEC packet taken: how many packets a row protects.
+    row_length: Option<u8>,
 }
 
 impl FecDecoder {
@@ -81,7 +83,14 @@ impl FecDecoder {
             recovered: VecDeque::with_capacity(RECOVERED),
             spare: Vec::new(),
             counters: FecReceiveCounters::default(),
+            row_length: None,
         }
+    }
+
+    /// How many packets a row protects (L), as the last row FEC packet said; `None` before
+    /// one came (or with column FEC alone).
+    pub fn row_length(&self) -> Option<u8> {
+        self.row_length
     }
 
     /// What it did so far.
@@ -119,6 +128,9 @@ impl FecDecoder {
         if !self.placeable(&h) || view.payload.len() > self.max_packet {
             self.counters.out_of_window += 1;
             return;
+        }
+        if h.direction == fec2022::Direction::Row {
+            self.row_length = Some(h.na);
         }
         match self.missing(&h) {
             Missing::None => self.counters.unneeded += 1,

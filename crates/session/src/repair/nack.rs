@@ -128,6 +128,9 @@ pub struct NackPlanner {
     peer: VecDeque<(u64, Timestamp)>,
     rng: ChaCha8Rng,
     counters: NackCounters,
+    /// A gap's first ask waits until this many packets past it have come (FEC's row may
+    /// rebuild it first): 0, none.
+    hold: u64,
 }
 
 impl NackPlanner {
@@ -141,7 +144,15 @@ impl NackPlanner {
             cfg,
             highest: None,
             counters: NackCounters::default(),
+            hold: 0,
         }
+    }
+
+    /// A missing packet is first asked for once `packets` packets past it have come (or when
+    /// asking later could not bring its repair in time): FEC over rows of that many packets
+    /// may rebuild it first, and a retransmission would be wasted.
+    pub fn hold_for(&mut self, packets: u64) {
+        self.hold = packets;
     }
 
     /// What it saw and did so far.
@@ -321,8 +332,10 @@ impl NackPlanner {
     pub fn poll(&mut self, now: Timestamp, rtt: Duration, max: usize, out: &mut Vec<u16>) {
         let retry = self.retry(rtt);
         let late = rtt.saturating_add(self.cfg.margin);
+        let (highest, hold) = (self.highest, self.hold);
         let (cfg, counters, gone) = (&self.cfg, &mut self.counters, &mut self.gone);
         self.missing.retain_mut(|m| {
+            let waits = waits_for_fec(m, highest, hold) && now < last_chance(m, late, retry);
             let too_late = now + late >= m.deadline;
             let unanswered = m.asks >= cfg.max_asks && now >= m.next_ask;
             if too_late || unanswered {
@@ -333,7 +346,7 @@ impl NackPlanner {
                 gone.push_back(*m);
                 return false;
             }
-            if m.next_ask <= now && out.len() < max {
+            if m.next_ask <= now && !waits && out.len() < max {
                 out.push(m.seq as u16);
                 counters.asked += 1;
                 m.asks += 1;
@@ -350,14 +363,34 @@ impl NackPlanner {
     /// give up), if anything is missing. Polling then always makes progress.
     pub fn next_due(&self, rtt: Duration) -> Option<Timestamp> {
         let late = rtt.saturating_add(self.cfg.margin);
+        let retry = self.retry(rtt);
         self.missing
             .iter()
             .map(|m| {
                 let give_up = m.deadline.checked_sub(late).unwrap_or(Timestamp::ZERO);
-                m.next_ask.min(give_up)
+                // A held ask waits for packets (each arrival polls again) or its last chance.
+                let ask = if waits_for_fec(m, self.highest, self.hold) {
+                    m.next_ask.max(last_chance(m, late, retry))
+                } else {
+                    m.next_ask
+                };
+                ask.min(give_up)
             })
             .min()
     }
+}
+
+/// Whether `m`'s first ask waits for FEC: it was never asked for, and not `hold` packets past
+/// it have come (`highest` the highest so far).
+fn waits_for_fec(m: &Missing, highest: Option<u64>, hold: u64) -> bool {
+    m.asks == 0 && hold > 0 && highest.is_some_and(|h| h < m.seq + hold)
+}
+
+/// The last time `m` can be asked for and still be asked again once before giving up.
+fn last_chance(m: &Missing, late: Duration, retry: Duration) -> Timestamp {
+    m.deadline
+        .checked_sub(late.saturating_add(retry))
+        .unwrap_or(Timestamp::ZERO)
 }
 
 #[cfg(test)]
@@ -433,6 +466,28 @@ mod tests {
             (p.counters().recovered, p.counters().recovered_late),
             (1, 1)
         );
+    }
+
+    #[test]
+    fn with_fec_rows_a_loss_is_asked_for_once_its_row_has_passed_or_at_its_last_chance() {
+        let mut p = NackPlanner::new(NackConfig::default());
+        p.hold_for(4);
+        p.on_packet(10, at(0), at(500));
+        p.on_packet(12, at(1), at(500));
+        // Held: FEC over rows of 4 may rebuild 11 once 12, 13 and 14 (and the FEC) came.
+        assert_eq!(poll(&mut p, at(1)), Vec::<u16>::new());
+        p.on_packet(13, at(2), at(500));
+        p.on_packet(14, at(3), at(500));
+        assert_eq!(poll(&mut p, at(3)), Vec::<u16>::new());
+        p.on_packet(15, at(4), at(500));
+        assert_eq!(poll(&mut p, at(4)), vec![11]);
+        p.on_packet(11, at(5), at(500));
+        // No more packets: asked at its last chance, when one more retry (30 ms) and the
+        // repair's trip (20 ms and 5 ms of margin) still make the deadline.
+        p.on_packet(17, at(10), at(100));
+        assert_eq!(p.next_due(RTT), Some(at(45)));
+        assert_eq!(poll(&mut p, at(44)), Vec::<u16>::new());
+        assert_eq!(poll(&mut p, at(45)), vec![16]);
     }
 
     #[test]
