@@ -51,6 +51,11 @@ impl FecWait {
         (self.len > 0).then(|| self.meta[self.head].0)
     }
 
+    /// When the last waiting packet leaves.
+    pub(super) fn last_due(&self) -> Option<Timestamp> {
+        (self.len > 0).then(|| self.meta[(self.head + self.len - 1) % self.bufs.len()].0)
+    }
+
     /// The buffer the next packet is written into (call [`Self::commit`] once written).
     /// Panics when full or off: check [`Self::is_full`] first.
     pub(super) fn free(&mut self) -> &mut [u8] {
@@ -107,7 +112,7 @@ mod tests {
             w.commit(at(100 * (u64::from(k) + 1)), dir, 1);
         }
         assert!(w.is_full());
-        assert_eq!(w.next_due(), Some(at(100)));
+        assert_eq!((w.next_due(), w.last_due()), (Some(at(100)), Some(at(400))));
         assert!(w.pop_due(at(99)).is_none());
         assert_eq!(w.pop_due(at(100)), Some((Direction::Row, &[0u8][..])));
         // Room again: the ring wraps.

@@ -253,6 +253,10 @@ pub struct Cursor {
     fec: FecWait,
 }
 
+/// The most time between FEC packets (a stream whose rate is unknown or tiny would otherwise
+/// hold them until its ring of waiting FEC fills).
+const MAX_FEC_SPACING: Duration = Duration::from_millis(5);
+
 /// What each of the stream's packets pays towards retransmissions: the share of its rate
 /// admission reserved for them (`repair = "rtx"`), so that repairs leave at most that share
 /// of the stream's packets, to each of its destinations.
@@ -292,13 +296,18 @@ impl Cursor {
 impl Cursor {
     /// Takes the next packet from the ring into the session, if there is none in hand, and
     /// says when it may leave (or a waiting FEC packet, if sooner) and which job it belongs
-    /// to. With no packet in hand, waiting FEC packets leave at once.
+    /// to. With no packet in hand, waiting FEC packets leave when due (the core looks at an
+    /// idle lane every millisecond), and all of them once the stream is over.
     pub fn load(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
         match self.load_media(rt, now) {
             Load::Ready(j) => Load::Ready(self.fec_first(j)),
-            other => {
+            Load::Empty => {
+                self.send_due_fec(rt, now);
+                Load::Empty
+            }
+            Load::Done => {
                 self.send_due_fec(rt, Timestamp::MAX);
-                other
+                Load::Done
             }
         }
     }
@@ -357,8 +366,9 @@ impl Cursor {
     /// Sends the packet in hand, to every destination, if the session says it is due at the
     /// clock's now; `None` if there was no packet in hand.
     pub fn send(&mut self, rt: &StreamRt, clock: &Clock) -> Option<Sent> {
+        self.send_due_fec(rt, clock.now());
+        // After the FEC's sends: the media packet's lateness counts them.
         let now = clock.now();
-        self.send_due_fec(rt, now);
         let next_fec = self.fec.next_due();
         let slot = self.head.as_mut()?;
         let t = {
@@ -441,17 +451,23 @@ impl Cursor {
     }
 
     /// Takes the FEC packets the session has made (a row's and a column's at most) to wait,
-    /// half a packet of `wire_len` bytes apart at the stream's rate from `now`.
+    /// half a packet of `wire_len` bytes apart at the stream's rate (at most
+    /// [`MAX_FEC_SPACING`]) after `now` or the last one waiting.
     fn queue_fec(&mut self, rt: &StreamRt, now: Timestamp, wire_len: usize) {
         if !self.fec.on() {
             return;
         }
-        let half = half_packet(wire_len, lock(&rt.session).target_rate().as_bps());
-        let mut at = now;
+        let half =
+            half_packet(wire_len, lock(&rt.session).target_rate().as_bps()).min(MAX_FEC_SPACING);
+        let mut at = self.fec.last_due().map_or(now, |t| t.max(now));
         loop {
             if self.fec.is_full() {
-                // Behind: the oldest leave now.
-                self.send_due_fec(rt, Timestamp::MAX);
+                // Behind: the oldest leaves now.
+                if let Some((direction, packet)) = self.fec.pop_due(Timestamp::MAX) {
+                    if !rt.send_fec(packet, direction) {
+                        rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
             }
             let next = lock(&rt.session).poll_fec(self.fec.free());
             let Some((direction, n)) = next else { break };
@@ -469,7 +485,8 @@ impl Cursor {
         }
     }
 
-    /// Gives the packet in hand back to the ring (the stream is being removed).
+    /// Gives the packet in hand back to the ring (the stream is being removed). FEC packets
+    /// still waiting go unsent: the stream they protect has stopped.
     pub fn release(&mut self, rt: &StreamRt) {
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);

@@ -245,7 +245,9 @@ impl NackPlanner {
         } else {
             self.counters.recovered_late += 1;
         }
-        let since_ask = m.asked_at.filter(|_| m.own_asks == 1);
+        // Karn's rule: only a packet asked for once in all (another receiver's ask counts: the
+        // repair may answer it).
+        let since_ask = m.asked_at.filter(|_| m.own_asks == 1 && m.asks == 1);
         Filled {
             in_time,
             since_ask: since_ask.map(|t| now.saturating_since(t)),
