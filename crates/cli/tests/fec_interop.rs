@@ -45,7 +45,8 @@ fn gstreamer_rebuilds_lost_packets_from_metronomes_fec() {
     let (relay_in, gst_rtp) = (port_run(6), port_run(6));
     let relay = lossy_relay(relay_in, gst_rtp);
     // The server's FEC goes to the relay's port + 2 and + 4: on, as it is, to GStreamer's.
-    let fec_out = [2, 4].map(|k| forward(relay_in + k, gst_rtp + k));
+    let forwarding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let fec_out = [2, 4].map(|k| forward(relay_in + k, gst_rtp + k, forwarding.clone()));
     let ts = dir.path().join("out.ts");
     let gst = gstreamer_fec_receiver(gst_rtp, &ts);
     wait_udp_bound(gst_rtp + 4, Duration::from_secs(10));
@@ -65,6 +66,7 @@ fn gstreamer_rebuilds_lost_packets_from_metronomes_fec() {
     let serve = serve.finish_within(Duration::from_secs(40));
     assert!(serve.succeeded(), "serve: {}", serve.report());
     std::thread::sleep(Duration::from_millis(800));
+    forwarding.store(false, std::sync::atomic::Ordering::Relaxed);
     gst.interrupt();
     let gst = gst.finish_within(Duration::from_secs(15));
     let relay = relay.finish_within(Duration::from_secs(30));
@@ -100,13 +102,19 @@ fn gstreamer_rebuilds_lost_packets_from_metronomes_fec() {
 }
 
 /// Forwards what comes to `from` on to `to` for 15 s; how many datagrams it forwarded.
-fn forward(from: u16, to: u16) -> std::thread::JoinHandle<u64> {
+/// Forwards datagrams from port `from` to port `to` while `on` (at most 60 s: the test
+/// ends it once the server has finished); how many.
+fn forward(
+    from: u16,
+    to: u16,
+    on: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
     let s = std::net::UdpSocket::bind(("127.0.0.1", from)).unwrap();
     s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
     std::thread::spawn(move || {
-        let deadline = common::now() + Duration::from_secs(15);
+        let deadline = common::now() + Duration::from_secs(60);
         let (mut n, mut buf) = (0, [0u8; 2048]);
-        while common::now() < deadline {
+        while common::now() < deadline && on.load(std::sync::atomic::Ordering::Relaxed) {
             if let Ok(len) = s.recv(&mut buf) {
                 n += s.send_to(&buf[..len], ("127.0.0.1", to)).is_ok() as u64;
             }

@@ -485,9 +485,11 @@ impl Cursor {
         }
     }
 
-    /// Gives the packet in hand back to the ring (the stream is being removed). FEC packets
-    /// still waiting go unsent: the stream they protect has stopped.
+    /// Gives the packet in hand back to the ring (the stream is being removed, or ends at its
+    /// duration). FEC packets still waiting go now: they protect packets already sent (and
+    /// the stream's FEC counts say they were made).
     pub fn release(&mut self, rt: &StreamRt) {
+        self.send_due_fec(rt, Timestamp::MAX);
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);
         }
