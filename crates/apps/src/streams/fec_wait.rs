@@ -8,7 +8,6 @@
 
 use metronome_time::Timestamp;
 use metronome_wire::fec2022::Direction;
-use std::time::Duration;
 
 /// FEC packets that may wait at once (a row's and a column's per media packet at most, so
 /// more only when the pacing thread fell behind: then the oldest leave at once).
@@ -84,15 +83,10 @@ impl FecWait {
     }
 }
 
-/// Half the time a packet of `wire_len` bytes takes at `rate_bps`: the FEC packets' spacing.
-pub(super) fn half_packet(wire_len: usize, rate_bps: u64) -> Duration {
-    let ns = wire_len as u128 * 8 * 1_000_000_000 / u128::from(rate_bps.max(1)) / 2;
-    Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn at(us: u64) -> Timestamp {
         Timestamp::ZERO + Duration::from_micros(us)
@@ -134,6 +128,7 @@ mod tests {
 
     #[test]
     fn half_a_packet_at_the_streams_rate() {
+        use metronome_session::repair::fec_spacing as half_packet;
         // 1 400 bytes at 5.6 Mbit/s: 2 ms a packet.
         assert_eq!(half_packet(1_400, 5_600_000), Duration::from_millis(1));
         // A rate of 0 counts as 1 bit/s (no division by zero).

@@ -7,7 +7,7 @@
 //! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
 //! sends what the session says is due.
 
-use super::fec_wait::{half_packet, FecWait};
+use super::fec_wait::FecWait;
 use super::outlet::MediaOut;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::{Lane, Load, Sent};
@@ -457,8 +457,11 @@ impl Cursor {
         if !self.fec.on() {
             return;
         }
-        let half =
-            half_packet(wire_len, lock(&rt.session).target_rate().as_bps()).min(MAX_FEC_SPACING);
+        let half = metronome_session::repair::fec_spacing(
+            wire_len,
+            lock(&rt.session).target_rate().as_bps(),
+        )
+        .min(MAX_FEC_SPACING);
         let mut at = self.fec.last_due().map_or(now, |t| t.max(now));
         loop {
             if self.fec.is_full() {

@@ -290,3 +290,11 @@ impl FecEncoder {
         Some((direction, n))
     }
 }
+
+/// How far apart a sender spaces the FEC packets a media packet completed: half the time a
+/// packet of `wire_len` bytes takes at `rate_bps` (at least 1 bit/s), so that they leave
+/// between the stream's packets (the simulator and the stream server both).
+pub fn fec_spacing(wire_len: usize, rate_bps: u64) -> std::time::Duration {
+    let ns = wire_len as u128 * 8 * 1_000_000_000 / u128::from(rate_bps.max(1)) / 2;
+    std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+}

@@ -21,7 +21,7 @@ pub mod nack;
 pub mod repairer;
 
 pub use fec_decoder::{FecDecoder, FecReceiveCounters};
-pub use fec_encoder::{FecConfig, FecEncoder, FecSendCounters};
+pub use fec_encoder::{fec_spacing, FecConfig, FecEncoder, FecSendCounters};
 pub use history::SendHistory;
 pub use nack::{NackConfig, NackCounters, NackPlanner};
 pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};

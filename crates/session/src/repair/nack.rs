@@ -228,14 +228,6 @@ impl NackPlanner {
         None
     }
 
-    /// Keeps `m`, no longer followed, among the [`GONE_MEMORY`] last given up.
-    fn remember_gone(&mut self, m: Missing) {
-        if self.gone.len() == GONE_MEMORY {
-            self.gone.pop_front();
-        }
-        self.gone.push_back(m);
-    }
-
     /// Missing packet `m` came at `now`: counted in time or late, with a round-trip sample
     /// if it answers this receiver's only ask.
     fn filled(&mut self, m: Missing, now: Timestamp) -> Filled {
@@ -264,7 +256,7 @@ impl NackPlanner {
             if self.missing.len() >= self.cfg.max_tracked {
                 // Judged by its deadline, as a given-up packet, should its repair still come.
                 if let Some(old) = self.missing.pop_front() {
-                    self.remember_gone(old);
+                    remember_gone(&mut self.gone, old);
                 }
                 self.counters.evicted += 1;
             }
@@ -342,10 +334,7 @@ impl NackPlanner {
             let unanswered = m.asks >= cfg.max_asks && now >= m.next_ask;
             if too_late || unanswered {
                 counters.given_up += 1;
-                if gone.len() == GONE_MEMORY {
-                    gone.pop_front();
-                }
-                gone.push_back(*m);
+                remember_gone(gone, *m);
                 return false;
             }
             if m.next_ask <= now && !waits && out.len() < max {
@@ -380,6 +369,14 @@ impl NackPlanner {
             })
             .min()
     }
+}
+
+/// Keeps `m`, no longer followed, among the [`GONE_MEMORY`] last given up.
+fn remember_gone(gone: &mut VecDeque<Missing>, m: Missing) {
+    if gone.len() == GONE_MEMORY {
+        gone.pop_front();
+    }
+    gone.push_back(m);
 }
 
 /// Whether `m`'s first ask waits for FEC: it was never asked for, and not `hold` packets past

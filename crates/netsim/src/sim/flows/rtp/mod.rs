@@ -288,8 +288,8 @@ impl RtpFlow {
     fn make_fec(&mut self, now: Timestamp, wire_len: usize, net: &mut Net) {
         let mut buf = std::mem::take(&mut self.rtcp);
         buf.resize(buf.len().max(self.cfg.slot_size + 64), 0);
-        let rate = self.sender.target_rate().as_bps().max(1);
-        let half = Duration::from_nanos(wire_len as u64 * 8 * 1_000_000_000 / rate / 2);
+        let half =
+            metronome_session::repair::fec_spacing(wire_len, self.sender.target_rate().as_bps());
         let mut at = now;
         while let Some((_, n)) = self.sender.poll_fec(&mut buf) {
             at += half;
