@@ -249,7 +249,7 @@ fn run_cases(
         if stop.load(Ordering::SeqCst) {
             return Err("stopped".into());
         }
-        let metronome = run_metronome(case, media, scratch)?;
+        let metronome = run_metronome(case, media, scratch, stop)?;
         let (ns3, v) = run_ns3(program, case, media, stop)?;
         version = v;
         cases.push(judge(case, metronome, ns3));
@@ -381,13 +381,18 @@ rate = "{cbr}bit"
     text
 }
 
-fn run_metronome(case: &Case, media: Duration, scratch: &Path) -> Result<Side, String> {
+fn run_metronome(
+    case: &Case,
+    media: Duration,
+    scratch: &Path,
+    stop: &AtomicBool,
+) -> Result<Side, String> {
     let file = ScenarioFile::parse(&scenario(case, media), "bench-ns3")
         .and_then(|f| f.with_replicates(1))
         .map_err(|e| e.to_string())?;
     let point = file.points().remove(0);
     let s = file.resolve(&point).map_err(|e| e.to_string())?;
-    let r = metronome_lab::run::run_point(&point, &s, s.seed, scratch, None)?;
+    let r = metronome_lab::run::run_point(&point, &s, s.seed, (scratch, None), stop)?;
     let secs = media.as_secs_f64();
     let flows = r
         .flows

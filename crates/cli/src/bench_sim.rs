@@ -260,6 +260,7 @@ fn run_case(
     index: usize,
     target_wall_s: f64,
     scratch: &std::path::Path,
+    stop: &AtomicBool,
 ) -> Result<Case, String> {
     // One replicate: a case is one run of a point.
     let file = ScenarioFile::parse(text, "bench")
@@ -278,7 +279,7 @@ fn run_case(
             .iter()
             .filter(|f| !matches!(f.kind, FlowKind::Tcp { .. }))
             .count();
-    let r = run_point(&point, &s, s.seed, scratch, None)?;
+    let r = run_point(&point, &s, s.seed, (scratch, None), stop)?;
     let delivered = r
         .flows
         .iter()
@@ -330,7 +331,7 @@ pub fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::error::Erro
         (seed002.clone(), 1, 1.0),
     ]
     .iter()
-    .map(|(text, i, target)| run_case(text, *i, *target, &scratch))
+    .map(|(text, i, target)| run_case(text, *i, *target, &scratch, stop))
     .collect::<Result<Vec<_>, _>>();
     let whole = match (&cases, a.replicates) {
         (Ok(_), 1..) => Some(run_whole(&seed002, a.replicates, &scratch)),

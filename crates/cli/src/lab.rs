@@ -28,7 +28,13 @@ pub enum LabCommand {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// A scenario file (.toml) or a built-in scenario's name
-    pub scenario: String,
+    #[arg(required_unless_present = "resume")]
+    pub scenario: Option<String>,
+    /// Finish the run in results directory DIR (stopped, killed, or with failed points): run
+    /// the points it has not finished, with the settings it began with, then write its
+    /// summary and report
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["scenario", "out", "shard", "seed", "replicates", "mode"])]
+    pub resume: Option<PathBuf>,
     /// The results directory (must be empty or absent) [default: lab-results/NAME, numbered
     /// if taken]
     #[arg(long)]
@@ -78,13 +84,7 @@ pub struct CompareArgs {
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
-    match s {
-        "sim" => Ok(Mode::Sim),
-        "emu" => Ok(Mode::Emu),
-        _ => Err(format!(
-            "'{s}' is not a mode: sim (virtual time) or emu (real sockets)"
-        )),
-    }
+    Mode::parse(s)
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {
@@ -149,7 +149,39 @@ fn default_out(name: &str) -> PathBuf {
 }
 
 fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
-    let mut file = load(&a.scenario)?;
+    let jobs = a
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let (summary, out) = match (&a.resume, &a.scenario) {
+        (Some(dir), _) => {
+            let opts = RunOptions {
+                jobs,
+                progress: !quiet,
+                stop,
+                ..RunOptions::new(dir.clone())
+            };
+            (metronome_lab::run::resume(dir, &opts)?, dir.clone())
+        }
+        (None, Some(scenario)) => start(scenario, &a, jobs, stop, quiet)?,
+        (None, None) => return Err("give a scenario to run, or --resume DIR".into()),
+    };
+    if !quiet {
+        print_table(&summary);
+    }
+    println!("results: {}", out.display());
+    println!("report:  {}", out.join("report.html").display());
+    Ok(())
+}
+
+/// A new run of `scenario`.
+fn start(
+    scenario: &str,
+    a: &RunArgs,
+    jobs: usize,
+    stop: Arc<AtomicBool>,
+    quiet: bool,
+) -> Result<(Summary, PathBuf), String> {
+    let mut file = load(scenario)?;
     if let Some(n) = a.replicates {
         file = file.with_replicates(n).map_err(|e| e.to_string())?;
     }
@@ -157,25 +189,17 @@ fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), St
         .resolve(&file.points()[0])
         .map_err(|e| e.to_string())?
         .name;
-    let out = a.out.unwrap_or_else(|| default_out(&name));
+    let out = a.out.clone().unwrap_or_else(|| default_out(&name));
     let opts = RunOptions {
         mode: a.mode,
-        jobs: a
-            .jobs
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        jobs,
         shard: a.shard,
         seed: a.seed,
         out: out.clone(),
         progress: !quiet,
         stop,
     };
-    let summary = metronome_lab::run::run(&file, &opts)?;
-    if !quiet {
-        print_table(&summary);
-    }
-    println!("results: {}", out.display());
-    println!("report:  {}", out.join("report.html").display());
-    Ok(())
+    Ok((metronome_lab::run::run(&file, &opts)?, out))
 }
 
 fn print_table(s: &Summary) {
@@ -231,9 +255,7 @@ fn redraw(a: ReportArgs) -> Result<(), String> {
         );
     }
     std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    merged
-        .write(&out)
-        .map_err(|e| format!("cannot write {}: {e}", out.display()))?;
+    merged.write(&out)?;
     metronome_lab::estimates::write(&out, &merged)?;
     report::write(&out, &merged)?;
     println!("report: {}", out.join("report.html").display());

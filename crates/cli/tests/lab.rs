@@ -60,7 +60,14 @@ fn shards_merge_into_one_report_and_runs_compare() {
     assert_eq!(rows.len(), 30);
     // Same scenario, same seed: the shards measured exactly what the whole run did.
     for r in rows {
-        assert_eq!(r["loss_percent"][0], r["loss_percent"][1], "{r}");
+        for figure in [
+            "loss_percent",
+            "throughput_bps",
+            "jitter_us",
+            "mean_delay_us",
+        ] {
+            assert_eq!(r[figure][0], r[figure][1], "{figure} in {r}");
+        }
     }
     // A directory that is not empty is not overwritten.
     let (ok, _, err) = metronome(&["lab", "run", "seed001-udp", "--out", &d("whole"), "--quiet"]);

@@ -17,9 +17,9 @@ pub struct Row {
     pub loss_percent: (f64, f64),
     pub throughput_bps: (f64, f64),
     #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
-    pub jitter_ns: (u64, u64),
+    pub jitter_ns: [u64; 2],
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    pub mean_delay_ns: (u64, u64),
+    pub mean_delay_ns: [u64; 2],
 }
 
 /// The rows both runs have, in `a`'s order; and how many of `a`'s and `b`'s had no partner.
@@ -46,8 +46,8 @@ pub fn rows(a: &Summary, b: &Summary) -> (Vec<Row>, usize, usize) {
                     receiver: ra.node.clone(),
                     loss_percent: (ra.loss_percent, rb.loss_percent),
                     throughput_bps: (ra.throughput_bps, rb.throughput_bps),
-                    jitter_ns: (ra.jitter_ns, rb.jitter_ns),
-                    mean_delay_ns: (ra.mean_delay_ns, rb.mean_delay_ns),
+                    jitter_ns: [ra.jitter_ns, rb.jitter_ns],
+                    mean_delay_ns: [ra.mean_delay_ns, rb.mean_delay_ns],
                 });
             }
         }
@@ -107,10 +107,10 @@ pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
             r.loss_percent.1 - r.loss_percent.0,
             r.throughput_bps.0 / 1e6,
             r.throughput_bps.1 / 1e6,
-            r.jitter_ns.0 as f64 / 1e6,
-            r.jitter_ns.1 as f64 / 1e6,
-            r.mean_delay_ns.0 as f64 / 1e6,
-            r.mean_delay_ns.1 as f64 / 1e6,
+            r.jitter_ns[0] as f64 / 1e6,
+            r.jitter_ns[1] as f64 / 1e6,
+            r.mean_delay_ns[0] as f64 / 1e6,
+            r.mean_delay_ns[1] as f64 / 1e6,
         );
     }
     s.push_str("(jitter and delay in ms)\n");
@@ -149,10 +149,10 @@ pub fn html(a: &Summary, b: &Summary, rows: &[Row]) -> String {
             r.loss_percent.1 - r.loss_percent.0,
             r.throughput_bps.0 / 1e6,
             r.throughput_bps.1 / 1e6,
-            r.jitter_ns.0 as f64 / 1e6,
-            r.jitter_ns.1 as f64 / 1e6,
-            r.mean_delay_ns.0 as f64 / 1e6,
-            r.mean_delay_ns.1 as f64 / 1e6
+            r.jitter_ns[0] as f64 / 1e6,
+            r.jitter_ns[1] as f64 / 1e6,
+            r.mean_delay_ns[0] as f64 / 1e6,
+            r.mean_delay_ns[1] as f64 / 1e6
         );
     }
     h.push_str("</table></body></html>\n");

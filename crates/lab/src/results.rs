@@ -3,6 +3,8 @@
 //! ```text
 //! DIR/summary.json           the run: schema, scenario, host, commit, every point's figures
 //! DIR/report.html            the report (plots inline as SVG; opens without a network)
+//! DIR/run.json               the run's settings, written before any point runs
+//! DIR/points/pNNN/point.json     the point's figures, written last, when it finished
 //! DIR/points/pNNN/flows.csv      one row per flow and receiver
 //! DIR/points/pNNN/intervals.csv  one row per flow, receiver and interval
 //! DIR/points/pNNN/packets.csv    one row per packet event (only with `trace = true`)
@@ -13,6 +15,11 @@
 //! time), points in time in ns since the Unix epoch (`*_unix_ns`), rates in bit/s, sizes in
 //! bytes on the wire (IP header included), loss in percent. Every field and column is
 //! documented in `docs/lab.md`.
+//!
+//! A run that was stopped, or killed, keeps the points it finished: `summary.json` is written
+//! from them when a run ends for any reason, and [`Summary::read`] rebuilds it from `run.json`
+//! and the points' `point.json` when the run ended before it could write it
+//! (`crate::run::out_dir` writes them; `lab run --resume DIR` runs the rest).
 
 use crate::closed_form::{ClosedForm, TcpExpected};
 use metronome_link::report::FlowReport;
@@ -22,7 +29,6 @@ use metronome_spec::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::io;
 use std::path::Path;
 
 /// The summary's schema; bumped when a field changes meaning or goes away.
@@ -49,8 +55,33 @@ pub struct Summary {
     pub shard: Shard,
     /// Points of the whole sweep (this directory may hold fewer).
     pub total_points: usize,
+    /// The seed given with `--seed`, which replaced the scenario's (and its sweep's) seeds;
+    /// absent when they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed_override: Option<u64>,
     pub points: Vec<PointResult>,
+    /// Points that ran and failed, with why; `lab run --resume DIR` runs them again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failed: Vec<FailedPoint>,
 }
+
+/// A point that ran and did not finish.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FailedPoint {
+    pub index: usize,
+    /// `pNNN`.
+    pub id: String,
+    /// Sweep parameter → value, as written in the scenario.
+    pub params: BTreeMap<String, String>,
+    /// What went wrong, one line.
+    pub error: String,
+}
+
+/// The run's settings, written before its first point: with the points' `point.json` files it
+/// is the summary of a run that ended before writing `summary.json`.
+pub const RUN_FILE: &str = "run.json";
+/// A finished point's figures, in its directory under `points/`, written last.
+pub const POINT_FILE: &str = "point.json";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ScenarioInfo {
@@ -310,29 +341,50 @@ pub struct LinkResult {
 }
 
 impl Summary {
-    pub fn write(&self, dir: &Path) -> io::Result<()> {
-        let json = serde_json::to_string_pretty(self).map_err(io::Error::other)?;
-        std::fs::write(dir.join("summary.json"), json)
+    /// `DIR/summary.json`, atomically.
+    pub fn write(&self, dir: &Path) -> Result<(), String> {
+        let path = dir.join("summary.json");
+        let json = serde_json::to_vec_pretty(self)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        write_atomically(&path, &json)
     }
 
+    /// A results directory's summary: `summary.json`, or, when the run ended before it
+    /// could write one (killed), `run.json` with the points that finished.
     pub fn read(dir: &Path) -> Result<Summary, String> {
         let path = dir.join("summary.json");
-        let text = std::fs::read_to_string(&path).map_err(|e| {
-            format!(
-                "cannot read {}: {e}; is it a results directory?",
-                path.display()
-            )
-        })?;
-        let s: Summary = serde_json::from_str(&text)
-            .map_err(|e| format!("{} is not a lab summary: {e}", path.display()))?;
-        if s.schema != SCHEMA {
-            return Err(format!(
-                "{} has schema '{}'; this build reads '{SCHEMA}'",
-                path.display(),
-                s.schema
-            ));
+        if !path.exists() && dir.join(RUN_FILE).exists() {
+            let mut s = Summary::read_header(dir)?;
+            s.points = Summary::read_points(dir)?;
+            return Ok(s);
         }
-        Ok(s)
+        read_json(&path, "is it a results directory?")
+    }
+
+    /// `run.json`: the run's settings, no points.
+    pub fn read_header(dir: &Path) -> Result<Summary, String> {
+        read_json(&dir.join(RUN_FILE), "is it a results directory?")
+    }
+
+    /// Every finished point's `point.json` under `DIR/points/`, in index order; a point's
+    /// directory without one (the point was running when the run ended) is left out.
+    pub fn read_points(dir: &Path) -> Result<Vec<PointResult>, String> {
+        let points = dir.join("points");
+        let entries = std::fs::read_dir(&points)
+            .map_err(|e| format!("cannot read {}: {e}", points.display()))?;
+        let mut out = Vec::new();
+        for e in entries {
+            let e = e.map_err(|e| format!("cannot read {}: {e}", points.display()))?;
+            let path = e.path().join(POINT_FILE);
+            if path.exists() {
+                out.push(read_json::<PointResult>(
+                    &path,
+                    "remove its directory to run it again",
+                )?);
+            }
+        }
+        out.sort_by_key(|p| p.index);
+        Ok(out)
     }
 
     /// One summary from the shards of one sweep (same scenario text), points in order.
@@ -351,10 +403,67 @@ impl Summary {
                     all.points.push(p);
                 }
             }
+            all.failed.extend(s.failed);
         }
         all.points.sort_by_key(|p| p.index);
+        let points = &all.points;
+        all.failed
+            .retain(|f| !points.iter().any(|p| p.index == f.index));
+        all.failed.sort_by_key(|f| f.index);
+        all.failed.dedup_by_key(|f| f.index);
         all.shard = Shard { index: 0, count: 1 };
         Ok(all)
+    }
+}
+
+/// Writes `bytes` to `path` so that a reader (or a run killed while writing) sees the old
+/// file or the whole new one, never a part: a temporary file beside it, renamed over it.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    let tmp = path.with_file_name(format!(".{name}.partial"));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// A JSON file of the results directory, its schema checked when it has one.
+fn read_json<T: serde::de::DeserializeOwned + Schema>(
+    path: &Path,
+    hint: &str,
+) -> Result<T, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}; {hint}", path.display()))?;
+    let v: T = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not what a lab run writes: {e}; {hint}",
+            path.display()
+        )
+    })?;
+    match v.schema() {
+        Some(schema) if schema != SCHEMA => Err(format!(
+            "{} has schema '{schema}'; this build reads '{SCHEMA}'",
+            path.display()
+        )),
+        _ => Ok(v),
+    }
+}
+
+/// What [`read_json`] checks: a summary's schema (a point carries none of its own).
+trait Schema {
+    fn schema(&self) -> Option<&str>;
+}
+
+impl Schema for Summary {
+    fn schema(&self) -> Option<&str> {
+        Some(&self.schema)
+    }
+}
+
+impl Schema for PointResult {
+    fn schema(&self) -> Option<&str> {
+        None
     }
 }
 

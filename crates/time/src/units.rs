@@ -92,6 +92,18 @@ pub mod ns_as_us {
         }
     }
 
+    /// Two durations side by side (run A's and run B's), both in µs. A pair that is a tuple
+    /// is `(time, value)`, below.
+    impl<T: Nanos> Nanos for [T; 2] {
+        type Us = [T::Us; 2];
+        fn to_us(&self) -> Self::Us {
+            [self[0].to_us(), self[1].to_us()]
+        }
+        fn from_us([a, b]: Self::Us) -> Self {
+            [T::from_us(a), T::from_us(b)]
+        }
+    }
+
     /// `(time, value)`: the time in nanoseconds, the value as it is.
     impl<V: Copy + Serialize + for<'de> Deserialize<'de>> Nanos for (u64, V) {
         type Us = (f64, V);

@@ -44,6 +44,7 @@ pub fn render(s: &Summary) -> String {
         esc(&s.scenario.description)
     );
     h.push_str(&run_facts(s));
+    h.push_str(&unfinished(s));
     h.push_str(&claims_section(s));
     h.push_str(&replicates::section(s));
     h.push_str(&tables::reference_section(s));
@@ -143,6 +144,40 @@ fn run_facts(s: &Summary) -> String {
     h
 }
 
+/// A run with points missing says so before any figure: which failed and why, and how to
+/// finish it.
+fn unfinished(s: &Summary) -> String {
+    let (index, count) = (s.shard.index, s.shard.count.max(1));
+    let share = (s.total_points + count - 1).saturating_sub(index) / count;
+    if s.failed.is_empty() && s.points.len() >= share {
+        return String::new();
+    }
+    let mut h = format!(
+        "<div class=\"incomplete\"><p><strong>Incomplete:</strong> {} of the sweep's {} points \
+         finished; the figures below are theirs. <code>metronome lab run --resume DIR</code> \
+         runs the rest (a shard's directory holds only its share; <code>lab report</code> \
+         merges shards).</p>",
+        s.points.len(),
+        s.total_points
+    );
+    if !s.failed.is_empty() {
+        h.push_str("<table><tr><th>point</th><th>parameters</th><th>why it failed</th></tr>");
+        for f in &s.failed {
+            let params: Vec<String> = f.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td class=\"why\">{}</td></tr>",
+                esc(&f.id),
+                esc(&params.join(" ")),
+                esc(&f.error)
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("</div>\n");
+    h
+}
+
 /// Escapes text for HTML.
 pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -164,6 +199,7 @@ h1{margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccc}.lead{color
 table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
 th{background:#f3f3f3}.facts th,.facts td{text-align:left}caption{font-weight:600;text-align:left;padding:.3em 0}\
 .side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
+.incomplete{border-left:4px solid #c60;background:#fff6ec;padding:.3em 1em}.incomplete .why{text-align:left}\
 .bad{background:#fde2e2}.good{background:#e2f5e2}pre{background:#f7f7f7;padding:1em;overflow:auto}\
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:640px}\
 figcaption{font-size:90%;color:#444}.legend{color:#222;margin-bottom:.2em}.key{font-size:110%}";

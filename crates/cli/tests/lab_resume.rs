@@ -1,0 +1,231 @@
+//! `metronome lab run` that does not finish every point keeps what it finished: stopped by
+//! SIGTERM, killed outright, or with a point that fails. `lab report` draws what is there and
+//! `lab run --resume DIR` finishes it, with the same figures as a run that was never stopped.
+
+mod common;
+
+use common::{Outcome, Running};
+use metronome_testkit::TempDir;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Six points (two controllers, three replicates), each a few hundred ms of simulation in a
+/// debug build: long enough to stop a run between its first and last point.
+const SCENARIO: &str = r#"
+name = "resume-test"
+seed = 7
+replicates = 3
+duration = "400s"
+interval = "1s"
+
+[sweep]
+cc = ["tfrc", "gcc"]
+
+[links.access]
+rate = "10mbit"
+delay = "5ms"
+queue_packets = 50
+
+[links.bottleneck]
+rate = "4mbit"
+delay = "10ms"
+queue_packets = 50
+
+[topology]
+shape = "dumbbell"
+routers = ["router1", "router2"]
+bottleneck = "bottleneck"
+left = [{ node = "server", link = "access" }]
+right = [{ node = "viewer", link = "access" }]
+
+[[flow]]
+name = "video"
+kind = "rtp"
+from = "server"
+to = "viewer"
+cc = "${cc}"
+rate = "8mbit"
+start_rate = "500kbit"
+"#;
+
+fn lab(args: &[&str]) -> Command {
+    let mut c = common::bin();
+    c.arg("lab").args(args);
+    c
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// A run of the scenario in `dir`, one point at a time, stopped by `signal` once its first
+/// point is written.
+fn stopped_run(scenario: &Path, dir: &Path, signal: libc::c_int) -> Outcome {
+    let mut run = Running::spawn(&mut lab(&[
+        "run",
+        &s(scenario),
+        "--out",
+        &s(dir),
+        "--jobs",
+        "1",
+    ]));
+    run.wait_for("1/6 points done", Duration::from_secs(120));
+    run.signal(signal);
+    run.finish_within(Duration::from_secs(30))
+}
+
+/// A summary's points without what describes the run rather than the network (wall times).
+fn figures(dir: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut points = v["points"].as_array().unwrap().clone();
+    for p in &mut points {
+        let p = p.as_object_mut().unwrap();
+        for k in ["wall_us", "video_us", "video_work"] {
+            p.remove(k);
+        }
+    }
+    points
+}
+
+/// The scenario written in `tmp`, and the directory of a run of it never stopped.
+fn scenario_run_whole(tmp: &TempDir) -> (PathBuf, PathBuf) {
+    let (path, whole) = (tmp.0.join("resume.toml"), tmp.0.join("whole"));
+    std::fs::write(&path, SCENARIO).unwrap();
+    common::run(
+        &mut lab(&["run", &s(&path), "--out", &s(&whole), "-q"]),
+        Duration::from_secs(300),
+    )
+    .expect_success();
+    (path, whole)
+}
+
+#[test]
+fn a_stopped_run_keeps_its_points_and_resume_finishes_it_as_if_never_stopped() {
+    let tmp = TempDir::new("cli-lab-resume");
+    let (scenario, whole) = scenario_run_whole(&tmp);
+    let part = tmp.0.join("part");
+
+    let stopped = stopped_run(&scenario, &part, libc::SIGTERM);
+    assert!(!stopped.succeeded(), "{}", stopped.report());
+    assert!(
+        stopped
+            .stderr
+            .contains(&format!("lab run --resume {}", s(&part))),
+        "{}",
+        stopped.report()
+    );
+    // What finished is summarised and drawn at once, the report saying what is missing.
+    let kept = figures(&part);
+    assert!((1..6).contains(&kept.len()), "{kept:?}");
+    let report = std::fs::read_to_string(part.join("report.html")).unwrap();
+    assert!(report.contains("Incomplete:"), "no notice in the report");
+    // Running into it again afresh is refused, with the way to finish it.
+    let again = common::run(
+        &mut lab(&["run", &s(&scenario), "--out", &s(&part)]),
+        Duration::from_secs(30),
+    );
+    assert!(
+        !again.succeeded() && again.stderr.contains("--resume"),
+        "{}",
+        again.report()
+    );
+
+    common::run(
+        &mut lab(&["run", "--resume", &s(&part), "-q"]),
+        Duration::from_secs(300),
+    )
+    .expect_success();
+    assert_eq!(figures(&part), figures(&whole));
+    let report = std::fs::read_to_string(part.join("report.html")).unwrap();
+    assert!(!report.contains("Incomplete:"));
+}
+
+#[test]
+fn a_killed_run_is_read_from_its_points_and_resumed() {
+    let tmp = TempDir::new("cli-lab-killed");
+    let (scenario, whole) = scenario_run_whole(&tmp);
+    let part = tmp.0.join("part");
+    // SIGKILL: no summary, no report; the run's settings and its finished points remain.
+    stopped_run(&scenario, &part, libc::SIGKILL);
+    assert!(!part.join("summary.json").exists());
+    let drawn = common::run(&mut lab(&["report", &s(&part)]), Duration::from_secs(60));
+    assert!(drawn.succeeded(), "{}", drawn.report());
+    assert!(
+        drawn.stderr.contains("points are here"),
+        "{}",
+        drawn.report()
+    );
+    let kept = figures(&part);
+    assert!((1..6).contains(&kept.len()), "{kept:?}");
+    assert_eq!(kept[..], figures(&whole)[..kept.len()]);
+
+    common::run(
+        &mut lab(&["run", "--resume", &s(&part), "--jobs", "2", "-q"]),
+        Duration::from_secs(300),
+    )
+    .expect_success();
+    assert_eq!(figures(&part), figures(&whole));
+}
+
+#[test]
+fn a_failing_point_does_not_lose_the_others() {
+    let tmp = TempDir::new("cli-lab-failing");
+    // The bottleneck's capacity from a delivery trace, swept over two files; one is missing.
+    let text = SCENARIO
+        .replace("replicates = 3\n", "")
+        .replace(
+            "cc = [\"tfrc\", \"gcc\"]",
+            "cc = [\"tfrc\"]\ntrace = [\"here.trace\", \"gone.trace\"]",
+        )
+        .replace(
+            "[links.bottleneck]\nrate = \"4mbit\"",
+            "[links.bottleneck]\ndelivery_file = \"${trace}\"",
+        );
+    let scenario = tmp.0.join("failing.toml");
+    std::fs::write(&scenario, text).unwrap();
+    let opportunities: String = (1..=100).map(|ms| format!("{ms}\n")).collect();
+    std::fs::write(tmp.0.join("here.trace"), &opportunities).unwrap();
+    let out = tmp.0.join("out");
+
+    let ran = common::run(
+        &mut lab(&["run", &s(&scenario), "--out", &s(&out), "-q"]),
+        Duration::from_secs(300),
+    );
+    assert!(!ran.succeeded(), "{}", ran.report());
+    assert!(
+        ran.stderr
+            .contains("1 of 2 points finished; 1 failed (p001: ")
+            && ran.stderr.contains("gone.trace"),
+        "{}",
+        ran.report()
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 1);
+    assert_eq!(v["failed"][0]["id"], "p001");
+    assert_eq!(v["failed"][0]["params"]["trace"], "gone.trace");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(
+        report.contains("gone.trace"),
+        "the report does not say why p001 failed"
+    );
+
+    // Once the cause is mended, --resume runs only the failed point.
+    std::fs::write(tmp.0.join("gone.trace"), &opportunities).unwrap();
+    let resumed = common::run(
+        &mut lab(&["run", "--resume", &s(&out)]),
+        Duration::from_secs(300),
+    );
+    assert!(resumed.succeeded(), "{}", resumed.report());
+    assert!(
+        resumed.stderr.contains("1/1 points done"),
+        "{}",
+        resumed.report()
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 2);
+    assert!(v.get("failed").is_none(), "{v}");
+}
