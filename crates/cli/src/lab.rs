@@ -57,7 +57,7 @@ pub struct RunArgs {
     /// sim: virtual time (deterministic, fast); emu (root): the same links between real
     /// sockets in real time, each host a network namespace (every kind of flow, unicast and
     /// multicast, and programs; points run one at a time)
-    #[arg(long, default_value = "sim", value_parser = parse_mode)]
+    #[arg(long, default_value = "sim", value_parser = Mode::parse)]
     pub mode: Mode,
 }
 
@@ -81,10 +81,6 @@ pub struct CompareArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_mode(s: &str) -> Result<Mode, String> {
-    Mode::parse(s)
 }
 
 fn parse_shard(s: &str) -> Result<Shard, String> {

@@ -358,12 +358,12 @@ impl Summary {
             s.points = Summary::read_points(dir)?;
             return Ok(s);
         }
-        read_json(&path, "is it a results directory?")
+        read_summary(&path)
     }
 
     /// `run.json`: the run's settings, no points.
     pub fn read_header(dir: &Path) -> Result<Summary, String> {
-        read_json(&dir.join(RUN_FILE), "is it a results directory?")
+        read_summary(&dir.join(RUN_FILE))
     }
 
     /// Every finished point's `point.json` under `DIR/points/`, in index order; a point's
@@ -428,43 +428,29 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-/// A JSON file of the results directory, its schema checked when it has one.
-fn read_json<T: serde::de::DeserializeOwned + Schema>(
-    path: &Path,
-    hint: &str,
-) -> Result<T, String> {
+/// A JSON file of the results directory.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path, hint: &str) -> Result<T, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}; {hint}", path.display()))?;
-    let v: T = serde_json::from_str(&text).map_err(|e| {
+    serde_json::from_str(&text).map_err(|e| {
         format!(
             "{} is not what a lab run writes: {e}; {hint}",
             path.display()
         )
-    })?;
-    match v.schema() {
-        Some(schema) if schema != SCHEMA => Err(format!(
-            "{} has schema '{schema}'; this build reads '{SCHEMA}'",
-            path.display()
-        )),
-        _ => Ok(v),
-    }
+    })
 }
 
-/// What [`read_json`] checks: a summary's schema (a point carries none of its own).
-trait Schema {
-    fn schema(&self) -> Option<&str>;
-}
-
-impl Schema for Summary {
-    fn schema(&self) -> Option<&str> {
-        Some(&self.schema)
+/// `summary.json` or `run.json`, its schema checked (a point's file carries none of its own).
+fn read_summary(path: &Path) -> Result<Summary, String> {
+    let s: Summary = read_json(path, "is it a results directory?")?;
+    if s.schema != SCHEMA {
+        return Err(format!(
+            "{} has schema '{}'; this build reads '{SCHEMA}'",
+            path.display(),
+            s.schema
+        ));
     }
-}
-
-impl Schema for PointResult {
-    fn schema(&self) -> Option<&str> {
-        None
-    }
+    Ok(s)
 }
 
 /// `flows.csv`: one row per flow and receiver.

@@ -147,9 +147,6 @@ fn file_of(header: &Summary) -> Result<ScenarioFile, String> {
         .iter()
         .find(|(k, _)| k == metronome_spec::scenario::REPLICATE)
         .map_or(1, |(_, vs)| vs.len() as u32);
-    if replicates == file.replicates {
-        return Ok(file);
-    }
     file.with_replicates(replicates).map_err(|e| e.to_string())
 }
 
@@ -227,21 +224,16 @@ fn finish(
     }
     summary.points = done.into_values().collect();
     out.finish(&summary)?;
-    match (summary.failed.len(), not_run) {
-        (0, 0) => Ok(summary),
-        (failed, not_run) => Err(unfinished(
-            &summary,
-            jobs.len(),
-            failed,
-            not_run,
-            out.path(),
-        )),
+    if summary.failed.is_empty() && not_run == 0 {
+        return Ok(summary);
     }
+    Err(unfinished(&summary, jobs.len(), not_run, out.path()))
 }
 
 /// What a run that did not finish every point says.
-fn unfinished(s: &Summary, share: usize, failed: usize, not_run: usize, dir: &Path) -> String {
+fn unfinished(s: &Summary, share: usize, not_run: usize, dir: &Path) -> String {
     let mut m = format!("{} of {share} points finished", s.points.len());
+    let failed = s.failed.len();
     if failed > 0 {
         let which: Vec<String> = s
             .failed
