@@ -301,7 +301,11 @@ impl Loop {
             return;
         }
         let mut budget = READ_BUDGET;
-        let mut heard = false;
+        // When bytes were last read: the time their requests are handled at, and what the
+        // connection's quiet time counts from. One reading for both, so a connection whose
+        // last request was its sessions' last sign of life is exactly as quiet as they are
+        // when they time out (and is closed with them).
+        let mut heard = None;
         let mut requests = 0;
         let why = loop {
             let room = c.framer.buffer_space().min(self.input.len());
@@ -313,9 +317,10 @@ impl Loop {
             match c.stream.read(&mut self.input[..room]) {
                 Ok(0) => break Some("it closed the connection"),
                 Ok(n) => {
-                    heard = true;
+                    let now = self.shared.clock.now();
+                    heard = Some(now);
                     c.framer.push(&self.input[..n]);
-                    match answer(&self.shared, id, c, &mut self.wire) {
+                    match answer(&self.shared, (id, now), c, &mut self.wire) {
                         Ok(n) => requests += n,
                         Err(why) => break Some(why),
                     }
@@ -339,8 +344,7 @@ impl Loop {
         };
         // Between requests, or in the middle of one: what the deadlines and the choice of a
         // connection to close (when full) go by.
-        if heard {
-            let now = self.shared.clock.now();
+        if let Some(now) = heard {
             self.room.heard(ConnId(id), now, c.framer.mid_message());
             if requests > 0 {
                 self.room.request_done(ConnId(id), now);
@@ -523,12 +527,12 @@ impl Loop {
     }
 }
 
-/// Answers every whole request `c`'s framer holds (returns how many it answered), and routes
-/// its interleaved data. An error is why the connection must end now; a framing error that
+/// Answers every whole request `c`'s framer holds, as read at `now` (returns how many it
+/// answered), and routes its interleaved data. An error is why the connection must end now; a framing error that
 /// leaves the stream untrustworthy queues its answer and marks the connection closing.
 fn answer(
     shared: &Shared,
-    id: u64,
+    (id, now): (u64, Timestamp),
     c: &mut Conn,
     wire: &mut Vec<u8>,
 ) -> Result<usize, &'static str> {
@@ -539,7 +543,6 @@ fn answer(
         let closing;
         let response = match frame {
             Ok(Frame::Request(req)) => {
-                let now = shared.clock.now();
                 let response = core.rtsp.handle_request(
                     now,
                     ConnId(id),
