@@ -141,11 +141,12 @@ impl Clock {
     /// A CLOCK_REALTIME reading (such as a kernel SO_TIMESTAMPNS receive timestamp) as a run
     /// timestamp (zero if before the epoch).
     ///
-    /// Caveat: the REALTIME−MONOTONIC offset is the one sampled at creation. If the wall clock is
-    /// stepped (settimeofday, NTP step) during the run, converted times are off by the step; NTP
-    /// slewing drifts them by up to 500 ppm (0.5 ms per second of run). For long runs under an NTP
-    /// daemon, compare kernel timestamps with [`Clock::realtime_ns`] readings rather than with
-    /// [`Clock::now`], or create a new `Clock` per run.
+    /// Caveat: the REALTIME−MONOTONIC offset is the one sampled at creation. NTP slewing does not
+    /// move it (Linux slews CLOCK_MONOTONIC with CLOCK_REALTIME; only CLOCK_MONOTONIC_RAW is
+    /// left alone), but if the wall clock is stepped during the run (settimeofday, an NTP step,
+    /// a virtual machine's clock set by its host), converted times are off by the step. Where
+    /// that matters, compare kernel timestamps with [`Clock::realtime_ns`] readings rather than
+    /// with [`Clock::now`], or create a new `Clock` per run.
     pub fn timestamp_from_realtime_ns(&self, realtime_ns: u64) -> Timestamp {
         let mono = realtime_ns as i128 - self.realtime_minus_mono_ns;
         let since_epoch = mono - self.epoch_mono_ns as i128;
