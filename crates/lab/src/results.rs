@@ -80,6 +80,8 @@ pub struct FailedPoint {
 /// The run's settings, written before its first point: with the points' `point.json` files it
 /// is the summary of a run that ended before writing `summary.json`.
 pub const RUN_FILE: &str = "run.json";
+/// The run's summary, written when it ends (also when stopped).
+pub const SUMMARY_FILE: &str = "summary.json";
 /// A finished point's figures, in its directory under `points/`, written last.
 pub const POINT_FILE: &str = "point.json";
 
@@ -343,7 +345,7 @@ pub struct LinkResult {
 impl Summary {
     /// `DIR/summary.json`, atomically.
     pub fn write(&self, dir: &Path) -> Result<(), String> {
-        let path = dir.join("summary.json");
+        let path = dir.join(SUMMARY_FILE);
         let json = serde_json::to_vec_pretty(self)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         write_atomically(&path, &json)
@@ -352,7 +354,7 @@ impl Summary {
     /// A results directory's summary: `summary.json`, or, when the run ended before it
     /// could write one (killed), `run.json` with the points that finished.
     pub fn read(dir: &Path) -> Result<Summary, String> {
-        let path = dir.join("summary.json");
+        let path = dir.join(SUMMARY_FILE);
         if !path.exists() && dir.join(RUN_FILE).exists() {
             let mut s = Summary::read_header(dir)?;
             s.points = Summary::read_points(dir)?;

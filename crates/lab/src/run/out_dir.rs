@@ -4,7 +4,9 @@
 //! stopped, the summary, estimates and report of what finished. `lab run --resume DIR`
 //! reopens it and runs only what is missing.
 
-use crate::results::{self, write_atomically, PointResult, Summary, POINT_FILE, RUN_FILE};
+use crate::results::{
+    self, write_atomically, PointResult, Summary, POINT_FILE, RUN_FILE, SUMMARY_FILE,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -39,7 +41,7 @@ impl OutDir {
 
     /// The run in `path`, to finish: its settings (`run.json`) and the points it finished,
     /// by index. A point's directory without its `point.json` (it was running when the run
-    /// ended) is removed: the point runs again.
+    /// ended) is removed: the point runs again. So is the summary of the last stop.
     pub(super) fn reopen(
         path: &Path,
     ) -> Result<(OutDir, Summary, BTreeMap<usize, PointResult>), String> {
@@ -51,6 +53,14 @@ impl OutDir {
             ));
         }
         let header = Summary::read_header(path)?;
+        // The last stop's summary speaks for fewer points than the run will have: were this
+        // run killed too, `lab report` would draw it rather than the newer points. Without
+        // it, the report is drawn from the points until this run writes its own.
+        let stale = path.join(SUMMARY_FILE);
+        if stale.exists() {
+            std::fs::remove_file(&stale)
+                .map_err(|e| format!("cannot remove {}: {e}", stale.display()))?;
+        }
         let points = path.join("points");
         let entries = std::fs::read_dir(&points)
             .map_err(|e| format!("cannot read {}: {e}", points.display()))?;
