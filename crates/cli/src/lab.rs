@@ -1,12 +1,13 @@
 //! `metronome lab`: run scenario files in the simulator, list the built-in ones, redraw
 //! reports, compare runs. The work is `metronome-lab`'s; this parses arguments and prints.
 
+use crate::lab_scenario::{default_out, load, SweepArgs};
+use crate::lab_slurm::{self, SlurmArgs};
 use clap::{Args, Subcommand};
 use metronome_lab::results::{Shard, Summary};
-use metronome_lab::run::{Mode, RunOptions};
+use metronome_lab::run::RunOptions;
 use metronome_lab::{builtin, compare, report};
-use metronome_spec::scenario::ScenarioFile;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -23,6 +24,9 @@ pub enum LabCommand {
     /// Two results directories side by side: the same points and receivers, each figure from
     /// both and the difference
     Compare(CompareArgs),
+    /// Run a sweep on a Slurm cluster: write (and with --submit, submit) a job array, one
+    /// shard a task, and the job that merges the shards into DIR's summary and report
+    Slurm(SlurmArgs),
 }
 
 #[derive(Args, Debug)]
@@ -33,7 +37,7 @@ pub struct RunArgs {
     /// Finish the run in results directory DIR (stopped, killed, or with failed points): run
     /// the points it has not finished, with the settings it began with, then write its
     /// summary and report
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["scenario", "out", "shard", "seed", "replicates", "mode"])]
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["scenario", "out", "shard", "shards", "seed", "replicates", "mode"])]
     pub resume: Option<PathBuf>,
     /// The results directory (must be empty or absent) [default: lab-results/NAME, numbered
     /// if taken]
@@ -42,23 +46,18 @@ pub struct RunArgs {
     /// Points run in parallel [default: the number of CPUs]
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Run only share I of N of the sweep (points whose index is I modulo N), for N machines
-    /// (a Slurm job array, a Kubernetes indexed job); merge with `lab report`
-    #[arg(long, value_parser = parse_shard, default_value = "0/1")]
-    pub shard: Shard,
-    /// Replace the scenario's seed
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Run each point N times (replicate r with the seed plus r − 1), replacing the
-    /// scenario's `replicates`; claims are then judged by the replicates' 95 % confidence
-    /// intervals
-    #[arg(long, value_name = "N")]
-    pub replicates: Option<u32>,
-    /// sim: virtual time (deterministic, fast); emu (root): the same links between real
-    /// sockets in real time, each host a network namespace (every kind of flow, unicast and
-    /// multicast, and programs; points run one at a time)
-    #[arg(long, default_value = "sim", value_parser = Mode::parse)]
-    pub mode: Mode,
+    /// Run only share I of N of the sweep (points whose index is I modulo N), for N machines;
+    /// merge with `lab report`. Without it, a Slurm array task runs its own share
+    /// (SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT) [default: 0/1, the whole sweep]
+    #[arg(long, value_parser = parse_shard)]
+    pub shard: Option<Shard>,
+    /// The number of shards when the index comes from the scheduler: needed in a Kubernetes
+    /// indexed Job (JOB_COMPLETION_INDEX; give the Job's completions), checked against a
+    /// Slurm array's size
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    pub shards: Option<usize>,
+    #[command(flatten)]
+    pub sweep: SweepArgs,
 }
 
 #[derive(Args, Debug)]
@@ -109,39 +108,8 @@ pub fn run(cmd: LabCommand, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), St
         }
         LabCommand::Report(a) => redraw(a),
         LabCommand::Compare(a) => compare_runs(a),
+        LabCommand::Slurm(a) => lab_slurm::write(a),
     }
-}
-
-/// A scenario by file path or built-in name.
-fn load(what: &str) -> Result<ScenarioFile, String> {
-    let path = Path::new(what);
-    if path.exists() {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {what}: {e}"))?;
-        return ScenarioFile::parse(&text, what).map_err(|e| e.to_string());
-    }
-    match builtin::find(what) {
-        Some(b) => {
-            ScenarioFile::parse(b.text, &format!("builtin:{}", b.name)).map_err(|e| e.to_string())
-        }
-        None => {
-            let names: Vec<&str> = builtin::BUILTINS.iter().map(|b| b.name).collect();
-            Err(format!(
-                "'{what}' is neither a file nor a built-in scenario (built in: {})",
-                names.join(", ")
-            ))
-        }
-    }
-}
-
-fn default_out(name: &str) -> PathBuf {
-    let base = Path::new("lab-results").join(name);
-    if !base.exists() {
-        return base;
-    }
-    (2..)
-        .map(|i| Path::new("lab-results").join(format!("{name}-{i}")))
-        .find(|p| !p.exists())
-        .expect("some numbered directory is free")
 }
 
 fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
@@ -178,7 +146,7 @@ fn start(
     quiet: bool,
 ) -> Result<(Summary, PathBuf), String> {
     let mut file = load(scenario)?;
-    if let Some(n) = a.replicates {
+    if let Some(n) = a.sweep.replicates {
         file = file.with_replicates(n).map_err(|e| e.to_string())?;
     }
     let name = file
@@ -187,15 +155,38 @@ fn start(
         .name;
     let out = a.out.clone().unwrap_or_else(|| default_out(&name));
     let opts = RunOptions {
-        mode: a.mode,
+        mode: a.sweep.mode,
         jobs,
-        shard: a.shard,
-        seed: a.seed,
+        shard: shard_of(a, quiet)?,
+        seed: a.sweep.seed,
         out: out.clone(),
         progress: !quiet,
         stop,
     };
     Ok((metronome_lab::run::run(&file, &opts)?, out))
+}
+
+/// `--shard`, else the scheduler's task (said on stderr), else the whole sweep.
+fn shard_of(a: &RunArgs, quiet: bool) -> Result<Shard, String> {
+    if let Some(s) = a.shard {
+        return Ok(s);
+    }
+    Ok(
+        match metronome_lab::cluster::shard_from_env(|k| std::env::var(k).ok(), a.shards)? {
+            Some((s, source)) => {
+                if !quiet {
+                    eprintln!(
+                        "lab: shard {}/{} (from {})",
+                        s.index,
+                        s.count,
+                        source.variable()
+                    );
+                }
+                s
+            }
+            None => Shard { index: 0, count: 1 },
+        },
+    )
 }
 
 fn print_table(s: &Summary) {

@@ -18,6 +18,8 @@ mod emu;
 mod fifo;
 mod frames;
 mod lab;
+mod lab_scenario;
+mod lab_slurm;
 mod passwd;
 mod quality;
 mod raw_args;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Outcome, Running};
+use common::{lab_figures, sweep_scenario, Outcome, Running};
 use metronome_testkit::TempDir;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,42 +12,9 @@ use std::time::Duration;
 
 /// Six points (two controllers, three replicates), each a few hundred ms of simulation in a
 /// debug build: long enough to stop a run between its first and last point.
-const SCENARIO: &str = r#"
-name = "resume-test"
-seed = 7
-replicates = 3
-duration = "400s"
-interval = "1s"
-
-[sweep]
-cc = ["tfrc", "gcc"]
-
-[links.access]
-rate = "10mbit"
-delay = "5ms"
-queue_packets = 50
-
-[links.bottleneck]
-rate = "4mbit"
-delay = "10ms"
-queue_packets = 50
-
-[topology]
-shape = "dumbbell"
-routers = ["router1", "router2"]
-bottleneck = "bottleneck"
-left = [{ node = "server", link = "access" }]
-right = [{ node = "viewer", link = "access" }]
-
-[[flow]]
-name = "video"
-kind = "rtp"
-from = "server"
-to = "viewer"
-cc = "${cc}"
-rate = "8mbit"
-start_rate = "500kbit"
-"#;
+fn scenario() -> String {
+    sweep_scenario("resume-test", 7, 3, "400s")
+}
 
 fn lab(args: &[&str]) -> Command {
     let mut c = common::bin();
@@ -75,24 +42,10 @@ fn stopped_run(scenario: &Path, dir: &Path, signal: libc::c_int) -> Outcome {
     run.finish_within(Duration::from_secs(30))
 }
 
-/// A summary's points without what describes the run rather than the network (wall times).
-fn figures(dir: &Path) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(dir.join("summary.json")).unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut points = v["points"].as_array().unwrap().clone();
-    for p in &mut points {
-        let p = p.as_object_mut().unwrap();
-        for k in ["wall_us", "video_us", "video_work"] {
-            p.remove(k);
-        }
-    }
-    points
-}
-
 /// The scenario written in `tmp`, and the directory of a run of it never stopped.
 fn scenario_run_whole(tmp: &TempDir) -> (PathBuf, PathBuf) {
     let (path, whole) = (tmp.0.join("resume.toml"), tmp.0.join("whole"));
-    std::fs::write(&path, SCENARIO).unwrap();
+    std::fs::write(&path, scenario()).unwrap();
     common::run(
         &mut lab(&["run", &s(&path), "--out", &s(&whole), "-q"]),
         Duration::from_secs(300),
@@ -117,7 +70,7 @@ fn a_stopped_run_keeps_its_points_and_resume_finishes_it_as_if_never_stopped() {
         stopped.report()
     );
     // What finished is summarised and drawn at once, the report saying what is missing.
-    let kept = figures(&part);
+    let kept = lab_figures(&part);
     assert!((1..6).contains(&kept.len()), "{kept:?}");
     let report = std::fs::read_to_string(part.join("report.html")).unwrap();
     assert!(report.contains("Incomplete:"), "no notice in the report");
@@ -144,7 +97,7 @@ fn a_stopped_run_keeps_its_points_and_resume_finishes_it_as_if_never_stopped() {
     assert!(!part.join("summary.json").exists());
     let drawn = common::run(&mut lab(&["report", &s(&part)]), Duration::from_secs(60));
     assert!(drawn.succeeded(), "{}", drawn.report());
-    let more = figures(&part);
+    let more = lab_figures(&part);
     assert!(
         more.len() > kept.len(),
         "{} then {}",
@@ -157,7 +110,7 @@ fn a_stopped_run_keeps_its_points_and_resume_finishes_it_as_if_never_stopped() {
         Duration::from_secs(300),
     )
     .expect_success();
-    assert_eq!(figures(&part), figures(&whole));
+    assert_eq!(lab_figures(&part), lab_figures(&whole));
     let report = std::fs::read_to_string(part.join("report.html")).unwrap();
     assert!(!report.contains("Incomplete:"));
 }
@@ -177,23 +130,23 @@ fn a_killed_run_is_read_from_its_points_and_resumed() {
         "{}",
         drawn.report()
     );
-    let kept = figures(&part);
+    let kept = lab_figures(&part);
     assert!((1..6).contains(&kept.len()), "{kept:?}");
-    assert_eq!(kept[..], figures(&whole)[..kept.len()]);
+    assert_eq!(kept[..], lab_figures(&whole)[..kept.len()]);
 
     common::run(
         &mut lab(&["run", "--resume", &s(&part), "--jobs", "2", "-q"]),
         Duration::from_secs(300),
     )
     .expect_success();
-    assert_eq!(figures(&part), figures(&whole));
+    assert_eq!(lab_figures(&part), lab_figures(&whole));
 }
 
 #[test]
 fn a_failing_point_does_not_lose_the_others() {
     let tmp = TempDir::new("cli-lab-failing");
     // The bottleneck's capacity from a delivery trace, swept over two files; one is missing.
-    let text = SCENARIO
+    let text = scenario()
         .replace("replicates = 3\n", "")
         .replace(
             "cc = [\"tfrc\", \"gcc\"]",

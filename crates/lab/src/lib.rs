@@ -5,6 +5,8 @@
 //! - [`model`]: a scenario point built as a simulation (link profiles → link model, flows →
 //!   the simulator's applications);
 //! - [`run`]: every point (or a shard's share), `--jobs` at a time, into a directory;
+//! - [`cluster`]: a sweep on many machines: the shard from a scheduler's environment, the
+//!   Slurm job array of `lab slurm`;
 //! - [`emu_mode`]: a point on real sockets through the emulator (`--mode emu`);
 //! - [`results`]: the directory's files: `summary.json` (schema [`results::SCHEMA`]) and CSVs;
 //! - [`closed_form`]: what the link model must give, by hand, and the fit of a testbed's
@@ -18,6 +20,7 @@
 pub mod builtin;
 pub mod claims;
 pub mod closed_form;
+pub mod cluster;
 pub mod compare;
 pub mod emu_mode;
 pub mod estimates;

@@ -628,3 +628,62 @@ pub fn gst_ran_to_eos(out: &Outcome) -> bool {
             .all(|l| l.contains("gst_rtspsrc_pause") || l.contains("gst_rtspsrc_try_send"));
     out.succeeded() || shutdown_race
 }
+
+/// A small sweep for the lab's tests: two controllers of one RTP flow over a dumbbell, each
+/// point a few hundred ms of simulation in a debug build.
+pub fn sweep_scenario(name: &str, seed: u64, replicates: u32, duration: &str) -> String {
+    format!(
+        r#"
+name = "{name}"
+seed = {seed}
+replicates = {replicates}
+duration = "{duration}"
+interval = "1s"
+
+[sweep]
+cc = ["tfrc", "gcc"]
+
+[links.access]
+rate = "10mbit"
+delay = "5ms"
+queue_packets = 50
+
+[links.bottleneck]
+rate = "4mbit"
+delay = "10ms"
+queue_packets = 50
+
+[topology]
+shape = "dumbbell"
+routers = ["router1", "router2"]
+bottleneck = "bottleneck"
+left = [{{ node = "server", link = "access" }}]
+right = [{{ node = "viewer", link = "access" }}]
+
+[[flow]]
+name = "video"
+kind = "rtp"
+from = "server"
+to = "viewer"
+cc = "${{cc}}"
+rate = "8mbit"
+start_rate = "500kbit"
+"#
+    )
+}
+
+/// A lab run's points from its `summary.json`, without what describes the run rather than
+/// the network (its wall-clock times).
+pub fn lab_figures(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(dir.join("summary.json"))
+        .unwrap_or_else(|e| panic!("no summary in {}: {e}", dir.display()));
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut points = v["points"].as_array().unwrap().clone();
+    for p in &mut points {
+        let p = p.as_object_mut().unwrap();
+        for k in ["wall_us", "video_us", "video_work"] {
+            p.remove(k);
+        }
+    }
+    points
+}

@@ -1,0 +1,141 @@
+//! `metronome lab slurm`: a scenario's sweep as a Slurm job array and its merge (the scripts
+//! are `metronome_lab::cluster::slurm`'s); written into the results directory, and submitted
+//! with `--submit`.
+
+use crate::lab_scenario::{default_out, load, SweepArgs};
+use clap::Args;
+use metronome_lab::cluster::slurm::SlurmPlan;
+use metronome_lab::run::Mode;
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct SlurmArgs {
+    /// A scenario file (.toml) or a built-in scenario's name
+    pub scenario: String,
+    /// Tasks in the array: each runs one shard of the sweep
+    #[arg(long, value_name = "N")]
+    pub shards: usize,
+    /// The results directory on the cluster's shared file system (must be empty or absent)
+    /// [default: lab-results/NAME, numbered if taken]
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// CPUs a task asks for; its points run that many at a time
+    #[arg(long, value_name = "C", default_value_t = 1)]
+    pub cpus_per_task: usize,
+    /// Slurm partition for the jobs [default: the cluster's]
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// Time limit of each task, in Slurm's syntax (e.g. 30:00) [default: the partition's]
+    #[arg(long)]
+    pub time: Option<String>,
+    /// Passed to every task (emu needs root on the nodes)
+    #[command(flatten)]
+    pub sweep: SweepArgs,
+    /// The metronome program the nodes run [default: this one]
+    #[arg(long, value_name = "PATH")]
+    pub metronome: Option<PathBuf>,
+    /// Submit the array and the merge with sbatch, rather than only writing them
+    #[arg(long)]
+    pub submit: bool,
+}
+
+pub fn write(a: SlurmArgs) -> Result<(), String> {
+    let mut file = load(&a.scenario)?;
+    if let Some(n) = a.sweep.replicates {
+        file = file.with_replicates(n).map_err(|e| e.to_string())?;
+    }
+    let points = file.points();
+    let name = file.resolve(&points[0]).map_err(|e| e.to_string())?.name;
+    if a.shards > points.len() {
+        eprintln!(
+            "metronome: warning: {} shards for {} points: {} tasks will have nothing to run",
+            a.shards,
+            points.len(),
+            a.shards - points.len()
+        );
+    }
+    let dir = empty_dir(&a.out.clone().unwrap_or_else(|| default_out(&name)))?;
+    let plan = SlurmPlan {
+        name,
+        scenario: scenario_for_tasks(&a.scenario)?,
+        metronome: absolute(a.metronome.clone(), "the metronome program")?,
+        dir: dir.clone(),
+        shards: a.shards,
+        cpus_per_task: a.cpus_per_task,
+        partition: a.partition.clone(),
+        time: a.time.clone(),
+        run_args: run_args(&a),
+    };
+    plan.write()?;
+    let slurm = dir.join("slurm");
+    println!(
+        "wrote {}/{{array.sbatch,merge.sbatch,submit.sh}}",
+        slurm.display()
+    );
+    if !a.submit {
+        println!("submit with: sh {}", slurm.join("submit.sh").display());
+        return Ok(());
+    }
+    let (array, merge) = plan.submit()?;
+    println!(
+        "submitted job array {array} ({} tasks) and merge job {merge}",
+        a.shards
+    );
+    println!("watch with:  squeue -j {array},{merge}");
+    println!(
+        "report:      {} (when job {merge} has ended)",
+        dir.join("report.html").display()
+    );
+    Ok(())
+}
+
+/// What every task passes on to `lab run`.
+fn run_args(a: &SlurmArgs) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some(n) = a.sweep.replicates {
+        v.extend(["--replicates".into(), n.to_string()]);
+    }
+    if let Some(s) = a.sweep.seed {
+        v.extend(["--seed".into(), s.to_string()]);
+    }
+    if a.sweep.mode != Mode::Sim {
+        v.extend(["--mode".into(), a.sweep.mode.as_str().into()]);
+    }
+    v
+}
+
+/// The scenario as the nodes find it: a file by its absolute path, a built-in by name.
+fn scenario_for_tasks(what: &str) -> Result<String, String> {
+    let path = Path::new(what);
+    if !path.exists() {
+        return Ok(what.into());
+    }
+    std::fs::canonicalize(path)
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(|e| format!("cannot find {what}: {e}"))
+}
+
+/// `given`, else this program, as an absolute path.
+fn absolute(given: Option<PathBuf>, what: &str) -> Result<PathBuf, String> {
+    let p = match given {
+        Some(p) => p,
+        None => std::env::current_exe().map_err(|e| format!("cannot find {what}: {e}"))?,
+    };
+    std::fs::canonicalize(&p).map_err(|e| format!("cannot find {what} at {}: {e}", p.display()))
+}
+
+/// `dir`, created if absent, refused if not empty; absolute.
+fn empty_dir(dir: &Path) -> Result<PathBuf, String> {
+    if dir.exists() {
+        let mut entries =
+            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        if entries.next().is_some() {
+            return Err(format!(
+                "{} is not empty; choose a new directory with --out, or remove it",
+                dir.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::canonicalize(dir).map_err(|e| format!("cannot find {}: {e}", dir.display()))
+}
