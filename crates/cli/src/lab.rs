@@ -18,6 +18,12 @@ pub enum LabCommand {
     Run(RunArgs),
     /// The built-in scenarios
     List,
+    /// Print a built-in scenario's file, to start one of your own from:
+    /// `metronome lab show seed002-tcp > mine.toml`
+    Show {
+        /// A built-in scenario's name (`lab list`)
+        name: String,
+    },
     /// Redraw the report of a results directory; several directories (the shards of one
     /// sweep, from --shard) are merged into --out first
     Report(ReportArgs),
@@ -103,7 +109,18 @@ pub fn run(cmd: LabCommand, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), St
             for b in builtin::BUILTINS {
                 println!("{:<16} {}", b.name, b.summary);
             }
-            println!("\nRun one with: metronome lab run NAME");
+            println!("\nRun one with: metronome lab run NAME; start your own from one with: metronome lab show NAME > mine.toml");
+            Ok(())
+        }
+        LabCommand::Show { name } => {
+            let b = builtin::find(&name).ok_or_else(|| {
+                let names: Vec<&str> = builtin::BUILTINS.iter().map(|b| b.name).collect();
+                format!(
+                    "'{name}' is not a built-in scenario (built in: {})",
+                    names.join(", ")
+                )
+            })?;
+            print!("{}", b.text);
             Ok(())
         }
         LabCommand::Report(a) => redraw(a),

@@ -25,12 +25,17 @@ fn shards_merge_into_one_report_and_runs_compare() {
     let d = |s: &str| tmp.0.join(s).to_string_lossy().into_owned();
     let (ok, list, _) = metronome(&["lab", "list"]);
     assert!(ok && list.contains("seed001-udp"), "{list}");
-    for i in 0..2 {
+    // A built-in printed by `lab show` is the same scenario as the built-in: one shard runs
+    // from the printed file, the other by name, and they merge.
+    let (ok, text, err) = metronome(&["lab", "show", "seed001-udp"]);
+    assert!(ok, "{err}");
+    std::fs::write(tmp.0.join("shown.toml"), text).unwrap();
+    for (i, scenario) in [d("shown.toml"), "seed001-udp".into()].iter().enumerate() {
         let shard = format!("{i}/2");
         let (ok, out, err) = metronome(&[
             "lab",
             "run",
-            "seed001-udp",
+            scenario,
             "--out",
             &d(&format!("s{i}")),
             "--shard",
