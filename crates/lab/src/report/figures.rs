@@ -109,58 +109,70 @@ pub(crate) fn reference_plots(
 }
 
 /// Throughput over time, and the delay and inter-arrival distributions, of one point.
-/// A flow with more receivers than this shows only its first [`CROWD_SHOWN`] in the plots.
+/// Receivers with the same curves are drawn once; a flow with more different ones than this
+/// shows only its first [`CROWD_SHOWN`].
 const CROWD: usize = 8;
 const CROWD_SHOWN: usize = 3;
 
+/// A receiver's curves: bits per interval, and its delay and inter-arrival distributions.
+#[derive(PartialEq)]
+struct Curves {
+    throughput: Vec<(f64, f64)>,
+    delay: Vec<(f64, f64)>,
+    gaps: Vec<(f64, f64)>,
+}
+
+impl Curves {
+    fn of(r: &metronome_link::report::ReceiverReport) -> Curves {
+        let width = r
+            .intervals
+            .windows(2)
+            .map(|w| w[1].start_ns - w[0].start_ns)
+            .next()
+            .unwrap_or(1_000_000_000)
+            .max(1);
+        let cdf = |q: &[u64]| {
+            q.iter()
+                .enumerate()
+                .map(|(i, ns)| (*ns as f64 / 1e6, i as f64))
+                .collect::<Vec<_>>()
+        };
+        Curves {
+            throughput: r
+                .intervals
+                .iter()
+                .map(|i| (i.start_ns as f64 / 1e9, i.bytes as f64 * 8e3 / width as f64))
+                .collect(),
+            delay: cdf(&r.delay_quantiles_ns),
+            gaps: cdf(&r.interarrival_quantiles_ns),
+        }
+    }
+}
+
 pub(crate) fn point_plots(p: &PointResult) -> String {
-    let mut lines = Vec::new();
-    let (mut delays, mut gaps) = (Vec::new(), Vec::new());
+    let (mut lines, mut delays, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
     for f in &p.flows {
-        // A crowd of receivers (a multicast group) is shown by its first few.
-        let n = f.receivers.len();
-        for r in f
+        let rows = f
             .receivers
             .iter()
+            .map(|r| (r.node.as_str(), Curves::of(r)))
+            .collect();
+        let groups = super::receivers::collapse(rows);
+        let n = groups.len();
+        for (label, c) in groups
+            .into_iter()
             .take(if n > CROWD { CROWD_SHOWN } else { n })
         {
-            let name = format!("{} → {}", f.name, r.node);
             let group = lines.len();
-            let width = r
-                .intervals
-                .windows(2)
-                .map(|w| w[1].start_ns - w[0].start_ns)
-                .next()
-                .unwrap_or(1_000_000_000)
-                .max(1);
-            lines.push(Line {
+            let line = |points| Line {
                 group,
-                name: name.clone(),
-                points: r
-                    .intervals
-                    .iter()
-                    .map(|i| (i.start_ns as f64 / 1e9, i.bytes as f64 * 8e3 / width as f64))
-                    .collect(),
+                name: format!("{} → {label}", f.name),
+                points,
                 style: Style::Plain,
-            });
-            let cdf = |q: &[u64]| {
-                q.iter()
-                    .enumerate()
-                    .map(|(i, ns)| (*ns as f64 / 1e6, i as f64))
-                    .collect::<Vec<_>>()
             };
-            delays.push(Line {
-                group,
-                name: name.clone(),
-                points: cdf(&r.delay_quantiles_ns),
-                style: Style::Plain,
-            });
-            gaps.push(Line {
-                group,
-                name,
-                points: cdf(&r.interarrival_quantiles_ns),
-                style: Style::Plain,
-            });
+            lines.push(line(c.throughput));
+            delays.push(line(c.delay));
+            gaps.push(line(c.gaps));
         }
     }
     let mut html = figure(Plot {
@@ -168,7 +180,7 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
         title: "Throughput over time",
         x_label: "time, s",
         y_label: "Mbit/s",
-        caption: "Bits received per interval (on the wire; TCP: what the application read); of a group of more than 8 receivers, the first 3",
+        caption: "Bits received per interval (on the wire; TCP: what the application read); receivers with the same curves drawn once, and of a flow with more than 8 different ones the first 3",
         lines,
     });
     html.push_str(&figure(Plot {

@@ -5,10 +5,12 @@
 //!   the testbed's extra holding time, the per-point figures;
 //! - `sweep.rs`: each receiver's main figure across the sweep;
 //! - `replicates.rs`: every metric over each point's replicates, mean and interval;
-//! - `figures.rs`: which plots, from a run's figures; [`plots`]: drawing them as SVG.
+//! - `figures.rs`: which plots, from a run's figures; [`plots`]: drawing them as SVG;
+//! - `receivers.rs`: receivers with the same figures, said once (a multicast group's 45).
 
 mod figures;
 pub mod plots;
+mod receivers;
 mod repair;
 mod replicates;
 mod sweep;

@@ -122,8 +122,23 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
     }
     let mut n = 0;
     for f in &first.flows {
-        // A crowd's receivers would make a table per receiver: the first 12 are shown.
-        for r in f.receivers.iter().take(12) {
+        // Receivers with the same figure at every point share a table; a crowd that differs
+        // shows its first 12.
+        let figures_of = |node: &str| -> Vec<Option<u64>> {
+            s.points
+                .iter()
+                .map(|p| figure(p, &f.name, node).map(|v| v.0.to_bits()))
+                .collect()
+        };
+        let rows = f
+            .receivers
+            .iter()
+            .map(|r| (r.node.as_str(), figures_of(&r.node)))
+            .collect();
+        for (label, figures) in super::receivers::collapse(rows).iter().take(12) {
+            let Some(r) = f.receivers.iter().find(|r| figures_of(&r.node) == *figures) else {
+                continue;
+            };
             for mid in &middles {
                 let grid = Grid {
                     s,
@@ -132,7 +147,7 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
                     two,
                     mid,
                 };
-                h.push_str(&table(&grid, &f.name, &r.node, n));
+                h.push_str(&table(&grid, &f.name, (&r.node, label), n));
                 n += 1;
             }
         }
@@ -140,7 +155,8 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
     h
 }
 
-fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
+/// The table and plot of `receiver`'s figure, headed by `label` (the receivers it stands for).
+fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> String {
     let s = g.s;
     let unit = s
         .points
@@ -150,9 +166,9 @@ fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
     let is_tcp = s.points.iter().any(|p| expected(p, flow).is_some());
     let mid_label: Vec<String> = g.mid.iter().map(|(k, v)| format!("{k} = {v}")).collect();
     let mut h = format!(
-        "<h3>{} → {} ({}){}</h3>\n<div class=\"side\">",
+        "<h3>{} → {}: {}{}</h3>\n<div class=\"side\">",
         esc(flow),
-        esc(receiver),
+        esc(label),
         esc(unit),
         if mid_label.is_empty() {
             String::new()
@@ -198,7 +214,7 @@ fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
     h.push_str("</div>\n");
     h.push_str(&sweep_plot(
         g,
-        (flow, receiver),
+        (flow, label),
         &|p| figure(p, flow, receiver).map(|f| f.0),
         &|p| expected(p, flow),
         unit,
@@ -208,10 +224,11 @@ fn table(g: &Grid, flow: &str, receiver: &str, n: usize) -> String {
 }
 
 /// A receiver's main figure against the first sweep parameter, a line per value of the last;
-/// with replicates, their mean, and their 95 % interval as a band.
+/// with replicates, their mean, and their 95 % interval as a band. `label` names the
+/// receivers it stands for.
 fn sweep_plot(
     g: &Grid,
-    (flow, receiver): (&str, &str),
+    (flow, label): (&str, &str),
     figure_of: &dyn Fn(&PointResult) -> Option<f64>,
     expected_of: &dyn Fn(&PointResult) -> Option<f64>,
     unit: &str,
@@ -221,7 +238,7 @@ fn sweep_plot(
     let mut lines = Vec::new();
     let mut banded = false;
     for (group, cv) in g.columns().into_iter().enumerate() {
-        let name = cv.map_or_else(|| receiver.to_string(), |c| format!("{} = {c}", g.cols.0));
+        let name = cv.map_or_else(|| label.to_string(), |c| format!("{} = {c}", g.cols.0));
         let cells = |f: &dyn Fn(&PointResult) -> Option<f64>| {
             g.rows
                 .1
@@ -270,7 +287,7 @@ fn sweep_plot(
     };
     plot_figure(Plot {
         id: &format!("sweep-{n}"),
-        title: &format!("{flow} → {receiver}"),
+        title: &format!("{flow} → {label}"),
         x_label: &axis(&g.rows.0, x_unit),
         y_label: unit,
         caption: &format!(

@@ -1,7 +1,7 @@
 //! The report's tables: a reference (a seed's figures) beside the closed form and the
 //! measurement, and each point's figures.
 
-use super::esc;
+use super::{esc, receivers};
 use crate::closed_form::{self, ClosedForm};
 use crate::results::{PointResult, Summary};
 use metronome_spec::scenario::{Reference, ScenarioFile};
@@ -366,7 +366,8 @@ fn commands_table(p: &PointResult) -> String {
     h
 }
 
-/// Each flow's receivers (the first few of a crowd, and a row for the rest).
+/// Each flow's receivers, those with equal figures in one row (the first rows of a crowd
+/// that differs, and a row for the rest).
 fn flows_table(p: &PointResult) -> String {
     let mut h = String::from(
         "<table><tr><th>flow</th><th>kind</th><th>receiver</th><th>sent</th><th>received</th>\
@@ -374,47 +375,63 @@ fn flows_table(p: &PointResult) -> String {
          <th>p99 delay ms</th><th>frames lost</th><th>frame delay ms (mean / p99)</th></tr>",
     );
     for f in &p.flows {
-        let n = f.receivers.len();
-        for r in f
+        let rows = f
             .receivers
             .iter()
-            .take(if n > MAX_ROWS { SHOWN_ROWS } else { n })
-        {
-            let frames = r.frames.map_or_else(
-                || "<td>–</td><td>–</td>".to_string(),
-                |f| {
-                    format!(
-                        "<td>{} of {} ({:.1} %)</td><td>{:.1} / {:.1}</td>",
-                        f.lost,
-                        f.frames,
-                        f.lost_percent,
-                        f.mean_delay_ns as f64 / 1e6,
-                        f.p99_delay_ns as f64 / 1e6
-                    )
-                },
-            );
+            .map(|r| (r.node.as_str(), receiver_cells(f, r)))
+            .collect();
+        let groups = receivers::collapse(rows);
+        let shown = if groups.len() > MAX_ROWS {
+            SHOWN_ROWS
+        } else {
+            groups.len()
+        };
+        for (label, cells) in &groups[..shown] {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td>\
-                 <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>{frames}</tr>",
+                "<tr><td>{}</td><td>{}</td><td>{}</td>{cells}</tr>",
                 esc(&f.name),
                 esc(&f.kind),
-                esc(&r.node),
-                f.sent_packets,
-                r.packets,
-                r.loss_percent,
-                r.throughput_bps / 1e6,
-                r.jitter_ns as f64 / 1e6,
-                r.mean_delay_ns as f64 / 1e6,
-                r.p99_delay_ns as f64 / 1e6
+                esc(label)
             );
         }
-        if n > MAX_ROWS {
-            h.push_str(&crowd_row(f, n));
+        if groups.len() > shown {
+            h.push_str(&crowd_row(f, groups.len() - shown));
         }
     }
     h.push_str("</table>\n");
     h
+}
+
+/// A receiver's cells of [`flows_table`], after its name.
+fn receiver_cells(
+    f: &metronome_link::report::FlowReport,
+    r: &metronome_link::report::ReceiverReport,
+) -> String {
+    let frames = r.frames.map_or_else(
+        || "<td>–</td><td>–</td>".to_string(),
+        |f| {
+            format!(
+                "<td>{} of {} ({:.1} %)</td><td>{:.1} / {:.1}</td>",
+                f.lost,
+                f.frames,
+                f.lost_percent,
+                f.mean_delay_ns as f64 / 1e6,
+                f.p99_delay_ns as f64 / 1e6
+            )
+        },
+    );
+    format!(
+        "<td>{}</td><td>{}</td><td>{:.2}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>\
+         <td>{:.3}</td>{frames}",
+        f.sent_packets,
+        r.packets,
+        r.loss_percent,
+        r.throughput_bps / 1e6,
+        r.jitter_ns as f64 / 1e6,
+        r.mean_delay_ns as f64 / 1e6,
+        r.p99_delay_ns as f64 / 1e6
+    )
 }
 
 /// The time-weighted mean of a rate controller's target over the flow's active time, bit/s.
@@ -493,11 +510,20 @@ fn sharing_table(p: &PointResult) -> String {
 /// What each video receiver saw: frames lost by type, delay, cumulative jitter, and the
 /// pictures against the source's (empty without video).
 fn video_table(p: &crate::results::PointResult) -> String {
-    let rows: Vec<_> = p
+    // Per flow, its viewers with equal figures in one row.
+    let rows: Vec<(&str, String, String)> = p
         .flows
         .iter()
-        .flat_map(|f| f.receivers.iter().map(move |r| (f, r)))
-        .filter_map(|(f, r)| r.frames.map(|v| (f, r, v)))
+        .flat_map(|f| {
+            let viewers = f
+                .receivers
+                .iter()
+                .filter_map(|r| r.frames.map(|v| (r.node.as_str(), viewer_cells(&v))))
+                .collect();
+            receivers::collapse(viewers)
+                .into_iter()
+                .map(move |(label, cells)| (f.name.as_str(), label, cells))
+        })
         .take(SHOWN_ROWS * 4)
         .collect();
     if rows.is_empty() {
@@ -510,42 +536,12 @@ fn video_table(p: &crate::results::PointResult) -> String {
          <th>PSNR Y dB</th><th>PSNR YUV dB</th><th>SSIM</th><th>MOS</th>\
          <th>frames at MOS 1 / 2 / 3 / 4 / 5</th><th>MIV % (mean / max)</th></tr>",
     );
-    for (f, r, v) in rows {
-        let pictures = v.pictures.map_or_else(
-            || "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>".to_string(),
-            |q| {
-                let m = q.mos_frames;
-                format!(
-                    "<td>{:.2}</td><td>{:.2}</td><td>{:.4}</td><td>{:.2}</td>\
-                     <td>{} / {} / {} / {} / {}</td><td>{:.1} / {:.1}</td>",
-                    q.psnr_y_db,
-                    q.psnr_yuv_db,
-                    q.ssim,
-                    q.mos,
-                    m[0],
-                    m[1],
-                    m[2],
-                    m[3],
-                    m[4],
-                    q.miv_mean_percent,
-                    q.miv_max_percent
-                )
-            },
-        );
+    for (flow, label, cells) in rows {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{} of {} ({} / {})</td><td>{}</td>\
-             <td>{:.1} / {:.1}</td><td>{:.1}</td>{pictures}</tr>",
-            esc(&f.name),
-            esc(&r.node),
-            v.lost,
-            v.frames,
-            v.lost_i,
-            v.lost_p,
-            v.missed_deadline,
-            v.mean_delay_ns as f64 / 1e6,
-            v.p99_delay_ns as f64 / 1e6,
-            v.max_cumulative_jitter_ns as f64 / 1e6,
+            "<tr><td>{}</td><td>{}</td>{cells}</tr>",
+            esc(flow),
+            esc(&label)
         );
     }
     h.push_str(
@@ -557,19 +553,56 @@ fn video_table(p: &crate::results::PointResult) -> String {
     h
 }
 
+/// A viewer's cells of [`video_table`], after its flow and name.
+fn viewer_cells(v: &metronome_link::report::FrameFigures) -> String {
+    let pictures = v.pictures.map_or_else(
+        || "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>".to_string(),
+        |q| {
+            let m = q.mos_frames;
+            format!(
+                "<td>{:.2}</td><td>{:.2}</td><td>{:.4}</td><td>{:.2}</td>\
+             <td>{} / {} / {} / {} / {}</td><td>{:.1} / {:.1}</td>",
+                q.psnr_y_db,
+                q.psnr_yuv_db,
+                q.ssim,
+                q.mos,
+                m[0],
+                m[1],
+                m[2],
+                m[3],
+                m[4],
+                q.miv_mean_percent,
+                q.miv_max_percent
+            )
+        },
+    );
+    format!(
+        "<td>{} of {} ({} / {})</td><td>{}</td><td>{:.1} / {:.1}</td><td>{:.1}</td>{pictures}",
+        v.lost,
+        v.frames,
+        v.lost_i,
+        v.lost_p,
+        v.missed_deadline,
+        v.mean_delay_ns as f64 / 1e6,
+        v.p99_delay_ns as f64 / 1e6,
+        v.max_cumulative_jitter_ns as f64 / 1e6,
+    )
+}
+
 /// Receivers shown per flow when it has more than [`MAX_ROWS`].
 const SHOWN_ROWS: usize = 20;
 const MAX_ROWS: usize = 50;
 
-/// What a crowd's receivers left out of the table did, in one row: the spread of their loss.
-fn crowd_row(f: &metronome_link::report::FlowReport, n: usize) -> String {
+/// What the receivers of rows left out of the table did, in one row: the spread of every
+/// receiver's loss.
+fn crowd_row(f: &metronome_link::report::FlowReport, hidden: usize) -> String {
+    let n = f.receivers.len();
     let loss = f.receivers.iter().map(|r| r.loss_percent);
     let (lo, hi) = loss.fold((f64::MAX, f64::MIN), |(a, b), v| (a.min(v), b.max(v)));
     let mean = f.receivers.iter().map(|r| r.loss_percent).sum::<f64>() / n as f64;
     format!(
-        "<tr><td colspan=\"12\" class=\"note\">… and {} more receivers (all {n} in \
-         flows.csv): loss from {lo:.2} to {hi:.2} %, mean {mean:.2} %</td></tr>",
-        n - SHOWN_ROWS
+        "<tr><td colspan=\"12\" class=\"note\">… and {hidden} more rows (all {n} receivers \
+         in flows.csv): loss from {lo:.2} to {hi:.2} %, mean {mean:.2} %</td></tr>"
     )
 }
 
