@@ -3,7 +3,7 @@
 //!
 //! - [`receiver`]: each receiver's TCP-friendly rate (TFRC's equation and loss history), its
 //!   RTT (timestamp echo, adjusted between echoes by the one-way delay), and when it answers a
-//!   feedback round (a random exponential timer, biased to low rates, and suppression);
+//!   feedback round (RFC 4654's random exponential timer, and suppression);
 //! - [`sender`]: feedback rounds, the suppression rate, the current limiting receiver (CLR),
 //!   `R_max`, slow start, the increase limit, and the halvings when the CLR or everyone falls
 //!   silent, behind [`crate::RateController`].
