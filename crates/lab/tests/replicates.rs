@@ -122,6 +122,12 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
 
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("inconclusive") && report.contains(" ± "));
+    // The verdict at the top, before any table.
+    let verdict = "<strong>Verdict:</strong> of 3 claims of the source, 1 agree, 1 differ, \
+                   1 inconclusive (<a href=\"#claims\">claims checked</a>; judged from 5 \
+                   replicates by 95 % confidence intervals)";
+    let at = report.find(verdict).expect("no verdict line");
+    assert!(at < report.find("<table").unwrap());
     assert!(report.contains("Across replicates"));
     // Across the sweep, a cell is its replicates' mean and interval, drawn as a band.
     assert!(

@@ -74,6 +74,7 @@ pub(crate) fn reference_plots(
     }
     let x_label = axis(&r.by, unit);
     let mut html = figure(Plot {
+        x_names: super::plots::category_names(&r.columns, unit),
         id: &format!("reference-{n}"),
         title: &format!("{} against {}", r.metric, r.by),
         x_label: &x_label,
@@ -98,6 +99,7 @@ pub(crate) fn reference_plots(
         })
         .collect();
     html.push_str(&figure(Plot {
+        x_names: super::plots::category_names(&r.columns, unit),
         id: &format!("jitter-{n}"),
         title: &format!("RFC 3550 jitter against {}", r.by),
         x_label: &x_label,
@@ -176,6 +178,7 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
         }
     }
     let mut html = figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-throughput", p.id),
         title: "Throughput over time",
         x_label: "time, s",
@@ -184,6 +187,7 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
         lines,
     });
     html.push_str(&figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-delay", p.id),
         title: "One-way delay distribution",
         x_label: "delay, ms",
@@ -192,6 +196,7 @@ pub(crate) fn point_plots(p: &PointResult) -> String {
         lines: delays,
     }));
     html.push_str(&figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-interarrival", p.id),
         title: "Inter-arrival distribution",
         x_label: "gap between arrivals, ms",
@@ -237,6 +242,7 @@ pub(crate) fn rate_plot(p: &PointResult) -> String {
         return String::new();
     }
     figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-rate", p.id),
         title: "Sending rate over time",
         x_label: "time, s",
@@ -285,6 +291,7 @@ pub(crate) fn sent_plots(p: &PointResult) -> String {
         "The coded size of each frame as sent: I-frames stand above the P-frames".to_string()
     };
     let mut html = figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-frame-bytes", p.id),
         title: "Frame sizes over time",
         x_label: "time, s",
@@ -294,6 +301,7 @@ pub(crate) fn sent_plots(p: &PointResult) -> String {
     });
     if !rungs.is_empty() {
         html.push_str(&figure(Plot {
+        x_names: Vec::new(),
             id: &format!("{}-rungs", p.id),
             title: "Rung per GOP",
             x_label: "time, s",
@@ -419,6 +427,7 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         String::new()
     };
     let mut html = figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-psnr", p.id),
         title: "PSNR per frame",
         x_label: "time, s",
@@ -429,6 +438,7 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         lines: psnr,
     });
     html.push_str(&figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-mos", p.id),
         title: "MOS distribution",
         x_label: "MOS (Evalvid's table of PSNR)",
@@ -437,6 +447,7 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         lines: mos,
     }));
     html.push_str(&figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-frame-delay", p.id),
         title: "Frame delay over time",
         x_label: "time, s",
@@ -452,6 +463,7 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         lines: delay,
     }));
     html.push_str(&figure(Plot {
+        x_names: Vec::new(),
         id: &format!("{}-cumulative-jitter", p.id),
         title: "Cumulative jitter over time",
         x_label: "time, s",

@@ -45,9 +45,11 @@ pub fn render(s: &Summary) -> String {
         esc(&s.scenario.name),
         esc(&s.scenario.description)
     );
+    let checked = crate::claims::check(s);
+    h.push_str(&verdict_line(&checked));
     h.push_str(&run_facts(s));
     h.push_str(&unfinished(s));
-    h.push_str(&claims_section(s));
+    h.push_str(&claims_section(&checked));
     h.push_str(&replicates::section(s));
     h.push_str(&tables::reference_section(s));
     h.push_str(&sweep::sweep_section(s));
@@ -62,9 +64,44 @@ pub fn render(s: &Summary) -> String {
     h
 }
 
+/// The report's first word on the claims: how many agree, differ, or are inconclusive, and
+/// from how many replicates (nothing without claims).
+fn verdict_line(checked: &[crate::claims::Checked]) -> String {
+    if checked.is_empty() {
+        return String::new();
+    }
+    let count = |v: Verdict| checked.iter().filter(|c| c.verdict() == v).count();
+    let mut parts = vec![
+        format!("{} agree", count(Verdict::Agrees)),
+        format!("{} differ", count(Verdict::Differs)),
+        format!("{} inconclusive", count(Verdict::Inconclusive)),
+    ];
+    let unknown = count(Verdict::NotKnown);
+    if unknown > 0 {
+        parts.push(format!("{unknown} could not be measured"));
+    }
+    let reps = checked
+        .iter()
+        .map(|c| c.replicates.len())
+        .max()
+        .unwrap_or(0);
+    let judged = if reps > 1 {
+        format!("judged from {reps} replicates by 95 % confidence intervals")
+    } else {
+        "one replicate: each verdict compares two values, without an interval; \
+         <code>--replicates 10</code> judges them"
+            .into()
+    };
+    format!(
+        "<p class=\"verdict\"><strong>Verdict:</strong> of {} claims of the source, {} \
+         (<a href=\"#claims\">claims checked</a>; {judged}).</p>\n",
+        checked.len(),
+        parts.join(", ")
+    )
+}
+
 /// The scenario's claims beside what the run says.
-fn claims_section(s: &Summary) -> String {
-    let checked = crate::claims::check(s);
+fn claims_section(checked: &[crate::claims::Checked]) -> String {
     if checked.is_empty() {
         return String::new();
     }
@@ -79,7 +116,7 @@ fn claims_section(s: &Summary) -> String {
          <table><tr><th>claim</th><th>source</th><th>metric</th><th>left</th><th></th>\
          <th>right</th><th>left − right</th><th>replicates</th><th>this run</th></tr>",
     );
-    for c in &checked {
+    for c in checked {
         let (l, r, d) = match &c.values {
             Ok(_) => (c.left().show(3), c.right().show(3), c.difference().show(3)),
             Err(e) => (esc(e), String::new(), String::new()),
@@ -202,7 +239,7 @@ table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #c
 th{background:#f3f3f3}.facts th,.facts td{text-align:left}caption{font-weight:600;text-align:left;padding:.3em 0}\
 .side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
 .incomplete{border-left:4px solid #c60;background:#fff6ec;padding:.3em 1em}.incomplete .why{text-align:left}\
-.bad{background:#fde2e2}.good{background:#e2f5e2}pre{background:#f7f7f7;padding:1em;overflow:auto}\
+.bad{background:#fde2e2}.good{background:#e2f5e2}.verdict{font-size:110%;border-left:4px solid #36c;background:#eef3fc;padding:.4em 1em;max-width:60em}pre{background:#f7f7f7;padding:1em;overflow:auto}\
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:640px}\
 figcaption{font-size:90%;color:#444}.legend{color:#222;margin-bottom:.2em}.key{font-size:110%}";
 

@@ -52,6 +52,10 @@ pub struct Plot<'a> {
     pub caption: &'a str,
     /// Lines beyond [`MAX_LINES`] are left out (and counted in the caption).
     pub lines: Vec<Line>,
+    /// Names of the x positions 1, 2, … when x is a category (a controller, a file), not a
+    /// quantity: the ticks are named, and points are not joined (nothing lies between two
+    /// categories; an interval is a bar at its category). Empty for a quantity.
+    pub x_names: Vec<String>,
 }
 
 const PALETTE: [RGBColor; 6] = [
@@ -90,6 +94,16 @@ pub fn x_values(labels: &[String]) -> (Vec<f64>, &'static str) {
         return (v, "");
     }
     ((1..=labels.len()).map(|i| i as f64).collect(), "position")
+}
+
+/// The names of [`x_values`]' positions for [`Plot::x_names`]: the labels when they are
+/// categories (`unit` "position"), else none.
+pub fn category_names(labels: &[String], unit: &str) -> Vec<String> {
+    if unit == "position" {
+        labels.to_vec()
+    } else {
+        Vec::new()
+    }
 }
 
 /// The plot as an HTML figure with an inline SVG; empty if it has nothing to draw.
@@ -160,8 +174,28 @@ fn bounds(lines: &[&Line]) -> ((f64, f64), (f64, f64)) {
     ((x0 - pad, x1 + pad), (y0, y1 + (y1 - y0) * 0.08))
 }
 
+/// Tick labels and axis names large enough to read at the plot's size.
+const LABEL_FONT: u32 = 13;
+
 fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
-    let ((x0, x1), (y0, y1)) = bounds(lines);
+    let ((mut x0, mut x1), (y0, y1)) = bounds(lines);
+    let categorical = !plot.x_names.is_empty();
+    if categorical {
+        (x0, x1) = (0.5, plot.x_names.len() as f64 + 0.5);
+    }
+    let name_of = |x: &f64| -> String {
+        let k = x.round();
+        if !categorical {
+            return format!("{x}");
+        }
+        if (x - k).abs() > 1e-6 || k < 1.0 {
+            return String::new();
+        }
+        plot.x_names
+            .get(k as usize - 1)
+            .cloned()
+            .unwrap_or_default()
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (640, 360)).into_drawing_area();
@@ -173,15 +207,32 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
             .y_label_area_size(56)
             .build_cartesian_2d(x0..x1, y0..y1)
             .ok()?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
+        let mut mesh = chart.configure_mesh();
+        mesh.light_line_style(TRANSPARENT)
             .x_desc(plot.x_label)
             .y_desc(plot.y_label)
-            .draw()
-            .ok()?;
+            .label_style(("sans-serif", LABEL_FONT))
+            .axis_desc_style(("sans-serif", LABEL_FONT));
+        if categorical {
+            mesh.x_labels(plot.x_names.len() * 2 + 1)
+                .x_label_formatter(&name_of);
+        }
+        mesh.draw().ok()?;
         for line in lines.iter().filter(|l| l.style == Style::Band) {
             let c = PALETTE[line.group % PALETTE.len()];
+            if categorical {
+                // The outline goes along the highs and back along the lows: a bar at each x.
+                let n = line.points.len() / 2;
+                let (highs, lows) = line.points.split_at(n);
+                let bars = highs
+                    .iter()
+                    .zip(lows.iter().rev())
+                    .map(|(&(x, hi), &(_, lo))| {
+                        PathElement::new(vec![(x, lo), (x, hi)], c.mix(0.35).stroke_width(8))
+                    });
+                chart.draw_series(bars).ok()?;
+                continue;
+            }
             chart
                 .draw_series(std::iter::once(Polygon::new(
                     line.points.clone(),
@@ -197,13 +248,15 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
                 1
             };
             let pts = line.points.clone();
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
-                .ok()?
-                .label(line.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+            if !categorical {
+                chart
+                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
+                    .ok()?
+                    .label(line.name.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                    });
+            }
             match line.style {
                 Style::Measured => {
                     chart
@@ -242,6 +295,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn categories_name_their_ticks_and_are_not_joined() {
+        let labels = vec!["tfmcc".to_string(), "asmp".to_string()];
+        let (xs, unit) = x_values(&labels);
+        let plot = |x_names: Vec<String>| {
+            figure(Plot {
+                x_names,
+                id: "c",
+                title: "Frames lost",
+                x_label: "cc",
+                y_label: "%",
+                caption: "a test",
+                lines: vec![Line {
+                    name: "deadline = 150ms".into(),
+                    points: vec![(xs[0], 5.5), (xs[1], 0.6)],
+                    style: Style::Measured,
+                    group: 0,
+                }],
+            })
+        };
+        let named = plot(category_names(&labels, unit));
+        for name in ["tfmcc", "asmp"] {
+            assert!(named.contains(&format!(">\n{name}\n<")), "no tick {name}");
+        }
+        // Only the axes' ticks are lines (1 px); a series' line is 2 px.
+        let joined = |html: &str| html.contains("stroke-width=\"2\" points=");
+        assert!(!joined(&named), "the categories are joined");
+        // A quantity's points are joined, and its ticks are numbers.
+        assert!(category_names(&["2mbit".into()], "Mbit/s").is_empty());
+        assert!(joined(&plot(Vec::new())));
+    }
+
+    #[test]
     fn a_plot_is_an_svg_with_its_text_and_says_what_it_left_out() {
         let lines = (0..15)
             .map(|i| Line {
@@ -252,6 +337,7 @@ mod tests {
             })
             .collect();
         let html = figure(Plot {
+            x_names: Vec::new(),
             id: "t",
             title: "Loss against bitrate",
             x_label: "bitrate, Mbit/s",
@@ -276,6 +362,7 @@ mod tests {
         let band = band(&[(1.0, 8.0, 12.0), (2.0, 18.0, 30.0)]);
         assert_eq!(band, [(1.0, 12.0), (2.0, 30.0), (2.0, 18.0), (1.0, 8.0)]);
         let html = figure(Plot {
+            x_names: Vec::new(),
             id: "b",
             title: "with a band",
             x_label: "x",

@@ -286,6 +286,7 @@ fn sweep_plot(
         ""
     };
     plot_figure(Plot {
+        x_names: super::plots::category_names(&g.rows.1, x_unit),
         id: &format!("sweep-{n}"),
         title: &format!("{flow} → {label}"),
         x_label: &axis(&g.rows.0, x_unit),
