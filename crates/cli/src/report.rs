@@ -83,9 +83,34 @@ fn host_name() -> String {
         .unwrap_or_default()
 }
 
+/// What a command prints on stdout: text for people, or JSON alone (`--json`): one document,
+/// or, with `--interval`, JSON lines (each interval, then the summary, one line each, as
+/// iperf3's `--json-stream`), so that `jq` reads stdout whole either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Human,
+    Json,
+    JsonLines,
+}
+
+impl Output {
+    /// From `--json` and whether `--interval` was given.
+    pub fn of(json: bool, intervals: bool) -> Output {
+        match (json, intervals) {
+            (false, _) => Output::Human,
+            (true, false) => Output::Json,
+            (true, true) => Output::JsonLines,
+        }
+    }
+}
+
 /// `value` as pretty JSON, with the schema version as its first field and the run header.
 pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
-    serde_json::to_string_pretty(&Versioned {
+    serde_json::to_string_pretty(&versioned(value))
+}
+
+fn versioned<T: Serialize>(value: &T) -> Versioned<'_, T> {
+    Versioned {
         schema_version: SCHEMA_VERSION,
         run: RunHeader {
             version: env!("CARGO_PKG_VERSION"),
@@ -94,38 +119,76 @@ pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
             args: std::env::args().collect(),
         },
         body: value,
-    })
-}
-
-/// One interval's figures as a JSON line (`--interval`), as iperf3 prints its intervals:
-/// `{"schema_version", "interval": {"start_us", "end_us"}, ...figures}` on stdout, flushed.
-pub fn interval_line(start_s: f64, end_s: f64, figures: serde_json::Value) {
-    use std::io::Write as _;
-    let mut v = serde_json::json!({
-        "schema_version": SCHEMA_VERSION,
-        "interval": {
-            "start_us": (start_s * 1e6).round() as i64,
-            "end_us": (end_s * 1e6).round() as i64,
-        },
-    });
-    if let (Some(obj), serde_json::Value::Object(f)) = (v.as_object_mut(), figures) {
-        obj.extend(f);
     }
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{v}");
-    let _ = out.flush();
 }
 
-/// Prints a run's outcome: pretty JSON, or the human summary.
+/// One interval's figures (`--interval`), as iperf3 prints its intervals: a JSON line
+/// (schema version, `interval` {`start_us`, `end_us`} from the run's start, then `figures`),
+/// or with [`Output::Human`] a line of text of the same figures.
+pub fn interval_line(out: Output, start_s: f64, end_s: f64, figures: serde_json::Value) {
+    use std::io::Write as _;
+    let line = if out == Output::Human {
+        format!("{start_s:7.1}-{end_s:.1} s  {}", human_figures(&figures))
+    } else {
+        let mut v = serde_json::json!({
+            "schema_version": SCHEMA_VERSION,
+            "interval": {
+                "start_us": (start_s * 1e6).round() as i64,
+                "end_us": (end_s * 1e6).round() as i64,
+            },
+        });
+        if let (Some(obj), serde_json::Value::Object(f)) = (v.as_object_mut(), figures) {
+            obj.extend(f);
+        }
+        v.to_string()
+    };
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{line}");
+    let _ = stdout.flush();
+}
+
+/// An interval's figures in words, in a fixed order, with their units (what `--json` gives
+/// as `packets`, `bitrate_bps`, `lost`, `jitter_us`, … ).
+fn human_figures(f: &serde_json::Value) -> String {
+    let num = |k: &str| f.get(k).and_then(serde_json::Value::as_f64);
+    let mut parts = Vec::new();
+    if let Some(v) = num("packets") {
+        parts.push(format!("{v:>6} packets"));
+    }
+    if let Some(v) = num("bitrate_bps") {
+        parts.push(format!("{:8.3} Mbit/s", v / 1e6));
+    }
+    if let Some(v) = num("lost") {
+        parts.push(format!("lost {v}"));
+    }
+    if let Some(v) = num("jitter_us") {
+        parts.push(format!("jitter {:.3} ms", v / 1e3));
+    }
+    if let Some(v) = num("max_late_us") {
+        parts.push(format!("late max {v:.1} µs"));
+    }
+    if let Some(v) = num("target_bitrate_bps") {
+        parts.push(format!("target {:.3} Mbit/s", v / 1e6));
+    }
+    if let Some(v) = num("receivers") {
+        parts.push(format!("{v} receivers"));
+    }
+    if let Some(v) = f.get("ssrc").and_then(serde_json::Value::as_str) {
+        parts.push(format!("ssrc {v}"));
+    }
+    parts.join("  ")
+}
+
+/// Prints a run's outcome: the human summary, pretty JSON, or one JSON line.
 pub fn print_outcome<T: Serialize>(
-    json: bool,
+    out: Output,
     outcome: &T,
     human: impl Fn(&T) -> String,
 ) -> Result<(), serde_json::Error> {
-    if json {
-        println!("{}", to_json(outcome)?);
-    } else {
-        print!("{}", human(outcome));
+    match out {
+        Output::Human => print!("{}", human(outcome)),
+        Output::Json => println!("{}", to_json(outcome)?),
+        Output::JsonLines => println!("{}", serde_json::to_string(&versioned(outcome))?),
     }
     Ok(())
 }

@@ -549,20 +549,14 @@ fn a_gcc_stream_follows_its_receivers_rfc_8888_feedback_live() {
     assert_eq!(tx["receivers"][0]["cumulative_lost"], 0, "{tx}");
 }
 
-/// `--interval`: a JSON line per interval on stdout from both ends, as iperf3 prints; the
-/// receiver's intervals add up to what it received, and the summary still comes at the end.
-#[test]
-fn interval_lines_from_both_ends() {
+/// `recv` with `--interval` (and `--json` when `json`) on `port` for 4 s, while `serve` sends
+/// 2 s to it with `--json --interval 500ms`: both stdouts.
+fn interval_run(json: bool) -> (String, String) {
     let port = port_pair();
     let rx = bin()
-        .args([
-            "recv",
-            &format!("rtp://127.0.0.1:{port}"),
-            "--duration",
-            "4",
-            "--interval",
-            "500ms",
-        ])
+        .args(["recv", &format!("rtp://127.0.0.1:{port}")])
+        .args(["--duration", "4", "--interval", "500ms"])
+        .args(json.then_some("--json"))
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -579,21 +573,37 @@ fn interval_lines_from_both_ends() {
     );
     assert!(tx.status.success(), "{tx:?}");
     let rx = rx.wait_with_output().unwrap();
-    let lines = |out: &[u8]| -> Vec<serde_json::Value> {
-        String::from_utf8_lossy(out)
-            .lines()
-            .filter(|l| l.starts_with('{') && l.contains("\"interval\""))
-            .map(|l| serde_json::from_str(l).unwrap())
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (text(&rx.stdout), text(&tx.stdout))
+}
+
+/// `--interval --json`: stdout is JSON lines and nothing else, from both ends, as iperf3's
+/// `--json-stream`: a line per interval, then the summary on one line; the receiver's
+/// intervals add up to what it received.
+#[test]
+fn interval_lines_from_both_ends() {
+    let (rx, tx) = interval_run(true);
+    let lines = |out: &str| -> Vec<serde_json::Value> {
+        out.lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON line ({e}): {l}"))
+            })
             .collect()
     };
-    let (rl, tl) = (lines(&rx.stdout), lines(&tx.stdout));
+    let (rx, tx) = (lines(&rx), lines(&tx));
+    for all in [&rx, &tx] {
+        let (summary, intervals) = all.split_last().expect("no lines");
+        assert!(summary.get("interval").is_none() && summary["run"].is_object());
+        assert!(intervals.iter().all(|l| l.get("interval").is_some()));
+    }
+    let (rl, tl) = (&rx[..rx.len() - 1], &tx[..tx.len() - 1]);
     assert!(
         rl.len() >= 3 && tl.len() >= 2,
         "{} and {} lines",
         rl.len(),
         tl.len()
     );
-    for l in rl.iter().chain(&tl) {
+    for l in rl.iter().chain(tl) {
         assert_eq!(l["schema_version"], 4);
         let (a, b) = (
             l["interval"]["start_us"].as_f64().unwrap() / 1e6,
@@ -608,4 +618,29 @@ fn interval_lines_from_both_ends() {
         "{received} {sent}"
     );
     assert!(rl.iter().all(|l| l["lost"] == 0));
+    assert_eq!(
+        rx.last().unwrap()["sources"][0]["received"].as_u64(),
+        Some(received),
+        "the intervals do not add up to the summary"
+    );
+}
+
+/// `--interval` without `--json`: lines of text, as iperf3 prints them, then the summary.
+#[test]
+fn interval_lines_are_text_without_json() {
+    let (rx, _) = interval_run(false);
+    assert!(!rx.lines().any(|l| l.starts_with('{')), "{rx}");
+    let intervals: Vec<&str> = rx.lines().filter(|l| l.contains(" packets ")).collect();
+    assert!(intervals.len() >= 3, "{rx}");
+    // "    0.5-1.0 s     189 packets     3.980 Mbit/s  lost 0  jitter 0.001 ms  ssrc …"
+    let first = intervals[0].trim_start();
+    assert!(
+        first
+            .split_once(" s ")
+            .is_some_and(|(span, _)| span.contains('-'))
+            && first.contains("Mbit/s")
+            && first.contains("jitter"),
+        "{rx}"
+    );
+    assert!(rx.contains("RFC 3550 jitter"), "no summary: {rx}");
 }

@@ -12,7 +12,7 @@ mod raw;
 
 use crate::args::parse_duration;
 use crate::recv_quality::{judge, JudgeOptions, LiveQuality, LiveViewer};
-use crate::report::{print_outcome, receiver_summary, LiveLine};
+use crate::report::{print_outcome, receiver_summary, LiveLine, Output};
 use clap::{Args, ValueEnum};
 use metronome_apps::receiver::{
     run_datagrams, PayloadSinkHandle, Receiver, ReceiverOutcome, ReceiverRunConfig,
@@ -59,14 +59,16 @@ pub struct RecvArgs {
     /// Save the received MPEG-TS
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Print a JSON summary at the end
+    /// Print JSON only on stdout: the summary at the end; with --interval, JSON lines (each
+    /// interval, then the summary, one line each)
     #[arg(long)]
     pub json: bool,
     /// Accept any payload type, not only MPEG-TS (RFC 2250)
     #[arg(long)]
     pub any_payload: bool,
-    /// Print a JSON line per interval on stdout (packets, bytes, rate, loss, jitter over the
-    /// interval), as iperf3 does, e.g. --interval 1s; the summary still comes at the end
+    /// Print a line per interval on stdout (packets, rate, loss, jitter over the interval), as
+    /// iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the summary still
+    /// comes at the end
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Run a rate controller's receiving end and send its feedback in RTCP, matching the
@@ -182,7 +184,7 @@ pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     // Said once the sockets are bound (and the group joined): a script may start sending now.
     eprintln!("metronome: listening on {}", a.url);
     let outcome = match a.interval {
-        Some(every) => receiver.run(&stop, interval_lines(every)),
+        Some(every) => receiver.run(&stop, interval_lines(Output::of(a.json, true), every)),
         None => {
             let live = LiveLine::new(true);
             let outcome = receiver.run(&stop, live_status(&live));
@@ -300,9 +302,12 @@ fn coded_video(m: &MediaDescription) -> Option<metronome_media::decode::VideoCod
     }
 }
 
-/// A JSON line per status call (`--interval`, one each `every` from the start): what the
-/// main source added since the last one (nothing yet: no line).
-fn interval_lines(every: Duration) -> impl FnMut(&metronome_session::receiver::ReceiverSession) {
+/// A line per status call (`--interval`, one each `every` from the start): what the main
+/// source added since the last one (nothing yet: no line).
+fn interval_lines(
+    out: Output,
+    every: Duration,
+) -> impl FnMut(&metronome_session::receiver::ReceiverSession) {
     // (received, payload bytes, lost) at the previous line, and lines so far.
     let mut last = (0u64, 0u64, 0u64);
     let mut k = 0u32;
@@ -314,6 +319,7 @@ fn interval_lines(every: Duration) -> impl FnMut(&metronome_session::receiver::R
         let (at, now) = ((every * (k - 1)).as_secs_f64(), (every * k).as_secs_f64());
         let span = (now - at).max(1e-9);
         crate::report::interval_line(
+            out,
             at,
             now,
             serde_json::json!({
@@ -351,7 +357,7 @@ fn finish(a: &RecvArgs, outcome: ReceiverOutcome, viewer: Viewer) -> Result<(), 
         outcome: &outcome,
         quality,
     };
-    print_outcome(a.json, &judged, |j| {
+    print_outcome(Output::of(a.json, a.interval.is_some()), &judged, |j| {
         let mut s = receiver_summary(j.outcome);
         if let Some(q) = &j.quality {
             s.push_str(&crate::recv_quality::human(q));

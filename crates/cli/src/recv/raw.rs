@@ -4,7 +4,7 @@
 use crate::raw_args::RecvRt;
 use crate::recv::RecvArgs;
 use crate::report::warn_buffer;
-use crate::report::{print_outcome, LiveLine};
+use crate::report::{print_outcome, LiveLine, Output};
 use metronome_apps::raw::{parse_model, RawReceiver, RawReceiverConfig, RawReceiverOutcome};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
@@ -78,7 +78,7 @@ fn receive(a: &RecvArgs, mut cfg: RawReceiverConfig, stop: &AtomicBool) -> Resul
     let live = LiveLine::new(true);
     let outcome = rx.run(stop, |line| live.show(line))?;
     live.finish();
-    print_outcome(a.json, &outcome, receiver_summary)?;
+    print_outcome(Output::of(a.json, false), &outcome, receiver_summary)?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@ mod raw;
 mod streams;
 
 use crate::args::{parse_bytes, parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
-use crate::report::{print_outcome, sender_status, sender_summary, LiveLine};
+use crate::report::{print_outcome, sender_status, sender_summary, LiveLine, Output};
 use clap::{Args, ValueEnum};
 use metronome_apps::sender::{run_sender, SenderConfig};
 use metronome_apps::streams::GivenSource;
@@ -126,11 +126,13 @@ pub struct ServeArgs {
     /// seven do not fit (e.g. 1018, seed 002's)
     #[arg(long, value_name = "BYTES")]
     pub mtu: Option<u32>,
-    /// Print the final summary as JSON
+    /// Print JSON only on stdout: the summary at the end; with --interval, JSON lines (each
+    /// interval, then the summary, one line each)
     #[arg(long)]
     pub json: bool,
-    /// Print a JSON line per interval on stdout (packets, bytes, rate, lateness, the rate
-    /// target), as iperf3 does, e.g. --interval 1s; the summary still comes at the end
+    /// Print a line per interval on stdout (packets, rate, lateness, the rate target), as
+    /// iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the summary still
+    /// comes at the end
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
@@ -393,6 +395,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         let (p0, b0, t0) = last;
         let span = s.elapsed.saturating_sub(t0).as_secs_f64().max(1e-9);
         crate::report::interval_line(
+            Output::of(a.json, true),
             t0.as_secs_f64(),
             s.elapsed.as_secs_f64(),
             serde_json::json!({
@@ -413,7 +416,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     if let (Some(noted), Some(path)) = (noted, &a.frame_trace) {
         write_frame_trace(path, noted, &outcome)?;
     }
-    print_outcome(a.json, &outcome, sender_summary)?;
+    print_outcome(Output::of(a.json, interval), &outcome, sender_summary)?;
     Ok(())
 }
 

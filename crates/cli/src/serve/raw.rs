@@ -6,7 +6,7 @@ use super::{fresh_seed, rt_policy, RtChoice, ServeArgs};
 
 use crate::raw_args::RawFormatArg;
 use crate::report::warn_buffer;
-use crate::report::{print_outcome, LiveLine};
+use crate::report::{print_outcome, LiveLine, Output};
 use crate::sdp::raw_sdp;
 use metronome_apps::raw::{
     model_name, RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
@@ -64,7 +64,7 @@ pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     }
     let outcome = sender.run(stop, |s| live_line.show(&status_line(s)))?;
     live_line.finish();
-    print_outcome(a.json, &outcome, sender_summary)?;
+    print_outcome(Output::of(a.json, false), &outcome, sender_summary)?;
     Ok(())
 }
 
