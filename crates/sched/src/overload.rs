@@ -22,6 +22,10 @@ pub enum OverloadPolicy {
     /// still are. The window right after a stop does not count: the stopped stream's last jobs
     /// may still have delayed the others in it.
     Shed,
+    /// Say so only when deadlines are missed: for a lone stream the user did not ask to admit
+    /// (`serve` without `--streams`), the budgets admission keeps (send cost, encoders' CPU)
+    /// are not theirs to judge; a late stream is.
+    Deadlines,
 }
 
 /// What the server measured over one window.
@@ -120,7 +124,8 @@ impl OverloadWatch {
                 w.deadline_misses
             ));
         }
-        if w.sends >= MIN_SENDS && w.send_cost_p99 > w.budget {
+        let budgets = self.policy != OverloadPolicy::Deadlines;
+        if budgets && w.sends >= MIN_SENDS && w.send_cost_p99 > w.budget {
             why.push(format!(
                 "sending a packet now costs {:.1} µs at p99, over the {:.1} µs admission \
                  budgeted",
@@ -128,7 +133,7 @@ impl OverloadWatch {
                 w.budget.as_secs_f64() * 1e6
             ));
         }
-        if w.producer_cpu > w.encode_budget {
+        if budgets && w.producer_cpu > w.encode_budget {
             why.push(format!(
                 "the producers (the live encoders) used {:.1} % of a CPU, over the {:.1} % \
                  admission budgeted for the encoders",
@@ -173,6 +178,21 @@ mod tests {
             producer_cpu: 0.1,
             encode_budget: 0.8,
         }
+    }
+
+    #[test]
+    fn a_lone_stream_is_judged_by_its_deadlines_alone() {
+        let mut w = OverloadWatch::new(OverloadPolicy::Deadlines);
+        let dear = Window {
+            producer_cpu: 0.93,
+            ..window(0, 25)
+        };
+        assert_eq!(w.observe(dear), None, "no admission was asked for");
+        let Some(Action::Overloaded(why)) = w.observe(window(3, 25)) else {
+            panic!("missed deadlines are overload")
+        };
+        assert!(why.contains("missed 3 deadlines") && !why.contains("budget"), "{why}");
+        assert!(!w.refusing());
     }
 
     #[test]
