@@ -15,6 +15,7 @@ use std::sync::Arc;
 pub enum LabCommand {
     /// Run a scenario (a TOML file, or a built-in name from `lab list`) in the simulator and
     /// write a results directory: summary.json, CSV traces, report.html
+    #[command(after_help = crate::examples::LAB_RUN)]
     Run(RunArgs),
     /// The built-in scenarios
     List,
@@ -32,6 +33,7 @@ pub enum LabCommand {
     Compare(CompareArgs),
     /// Run a sweep on a Slurm cluster: write (and with --submit, submit) a job array, one
     /// shard a task, and the job that merges the shards into DIR's summary and report
+    #[command(after_help = crate::examples::LAB_SLURM)]
     Slurm(SlurmArgs),
 }
 

@@ -15,6 +15,7 @@ mod bench_viewers;
 mod coded;
 mod demo;
 mod emu;
+mod examples;
 mod fifo;
 mod frames;
 mod lab;
@@ -57,8 +58,10 @@ enum Command {
     /// Stream MPEG-TS over RTP: one source to one or more destinations, or many streams under
     /// EDF/DM scheduling with admission control (--config, --stream, --sched, --control), and
     /// over RTSP (--rtsp)
+    #[command(after_help = examples::SERVE)]
     Serve(Box<serve::ServeArgs>),
     /// Receive an RTP stream, measure it, and answer with receiver reports
+    #[command(after_help = examples::RECV)]
     Recv(recv::RecvArgs),
     /// The main job on its built-in default: a paced sender and two receivers on loopback
     Demo(demo::DemoArgs),

@@ -41,6 +41,44 @@ fn man_pages_for_every_subcommand() {
     );
 }
 
+/// `--help` ends with examples that are commands of this binary, and is wrapped: no line
+/// longer than the 100 columns clap takes when the output is not a terminal.
+#[test]
+fn help_is_wrapped_and_ends_with_examples() {
+    for cmd in [
+        &["serve"][..],
+        &["recv"],
+        &["lab", "run"],
+        &["lab", "slurm"],
+    ] {
+        let out = bin().args(cmd).arg("--help").output().unwrap();
+        assert!(out.status.success(), "{cmd:?}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let examples = text
+            .split_once("Examples:\n")
+            .unwrap_or_else(|| panic!("{cmd:?}: no examples"))
+            .1;
+        let commands: Vec<&str> = examples
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("metronome "))
+            .collect();
+        assert!(commands.len() >= 2, "{cmd:?}: {examples}");
+        assert!(commands
+            .iter()
+            .any(|c| c.starts_with(&format!("metronome {}", cmd.join(" ")))));
+        // Each example is one line (none wrapped into two), and no line is wider than 100.
+        assert!(
+            examples
+                .lines()
+                .all(|l| l.trim().is_empty() || l.trim_start().starts_with(['#', 'm'])),
+            "{cmd:?}: an example wrapped: {examples}"
+        );
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest <= 100, "{cmd:?}: a help line of {widest} characters");
+    }
+}
+
 #[test]
 fn the_packaged_config_is_one_the_server_takes() {
     let path =

@@ -191,7 +191,10 @@ mod tests {
         let Some(Action::Overloaded(why)) = w.observe(window(3, 25)) else {
             panic!("missed deadlines are overload")
         };
-        assert!(why.contains("missed 3 deadlines") && !why.contains("budget"), "{why}");
+        assert!(
+            why.contains("missed 3 deadlines") && !why.contains("budget"),
+            "{why}"
+        );
         assert!(!w.refusing());
     }
 
