@@ -122,6 +122,8 @@ pub fn metric(p: &PointResult, flow: Option<&str>, metric: &str) -> Result<f64, 
         "mos" => mean(f, |r| frames(r)?.pictures.map(|x| x.mos)),
         "throughput_mbps" => mean(f, |r| Some(r.throughput_bps / 1e6)),
         "loss_percent" => mean(f, |r| Some(r.loss_percent)),
+        // A TCP flow's bytes are counted as the application reads them: no packet's delay.
+        "delay_ms" | "p99_delay_ms" if f.kind == "tcp" => None,
         "delay_ms" => mean(f, |r| Some(r.mean_delay_ns as f64 / 1e6)),
         "p99_delay_ms" => mean(f, |r| Some(r.p99_delay_ns as f64 / 1e6)),
         "rate_cv" => f

@@ -14,8 +14,17 @@ fn tcp_follows_the_limit_rate_less_overhead() {
     let _ = std::fs::remove_dir_all(&dir);
     let opts = RunOptions::new(dir.clone());
     let s = run(&file, &opts);
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
+    // A TCP flow's packets have no delay or jitter measured (its bytes are counted as the
+    // application reads them): the report says n/a, not 0.000.
+    assert!(
+        report.contains("<td>tcp</td><td>client</td>")
+            && report.contains("<td>n/a</td><td>n/a</td><td>n/a</td>")
+            && !report.contains("<td>0.000</td><td>0.000</td><td>0.000</td>"),
+        "TCP's delay is not n/a in the report"
+    );
     assert_eq!(s.points.len(), 35);
     // goodput[bitrate][limit], Mbit/s
     let mut by_bitrate: BTreeMap<u64, Vec<(u64, f64)>> = BTreeMap::new();

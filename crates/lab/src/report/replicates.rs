@@ -59,7 +59,7 @@ fn table(groups: &[Group], flow: Option<&str>) -> String {
             let _ = write!(
                 rows,
                 "<td>{}</td>",
-                c.map_or_else(|| "–".into(), |e| e.show(digits))
+                c.map_or_else(|| "n/a".into(), |e| e.show(digits))
             );
         }
         rows.push_str("</tr>");

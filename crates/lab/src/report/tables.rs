@@ -409,7 +409,7 @@ fn receiver_cells(
     r: &metronome_link::report::ReceiverReport,
 ) -> String {
     let frames = r.frames.map_or_else(
-        || "<td>–</td><td>–</td>".to_string(),
+        || "<td>n/a</td><td>n/a</td>".to_string(),
         |f| {
             format!(
                 "<td>{} of {} ({:.1} %)</td><td>{:.1} / {:.1}</td>",
@@ -421,16 +421,24 @@ fn receiver_cells(
             )
         },
     );
+    // A TCP flow is measured as the application reads it: no packet's delay or jitter.
+    let ms = |ns: u64| {
+        if f.kind == "tcp" {
+            "n/a".to_string()
+        } else {
+            format!("{:.3}", ns as f64 / 1e6)
+        }
+    };
     format!(
-        "<td>{}</td><td>{}</td><td>{:.2}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td>\
-         <td>{:.3}</td>{frames}",
+        "<td>{}</td><td>{}</td><td>{:.2}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td>\
+         {frames}",
         f.sent_packets,
         r.packets,
         r.loss_percent,
         r.throughput_bps / 1e6,
-        r.jitter_ns as f64 / 1e6,
-        r.mean_delay_ns as f64 / 1e6,
-        r.p99_delay_ns as f64 / 1e6
+        ms(r.jitter_ns),
+        ms(r.mean_delay_ns),
+        ms(r.p99_delay_ns)
     )
 }
 
