@@ -3,9 +3,27 @@
 //! fairness index over them, `(Σx)² / (n Σx²)` (1: equal shares; 1/n: one flow took all), and
 //! the largest ratio between two of them (TFMCC's TCP-friendliness, RFC 4654 §1: within a
 //! factor of two of a TCP flow on the same path).
+//!
+//! Only flows that compete have a fairness: [`Fairness::among_sharing`] judges them when a
+//! link every one of them crosses was their bottleneck (it dropped from its queue, or carried
+//! at least [`BUSY`] of its rate); flows on separate links (seed 001's clients, each behind its
+//! own) share nothing, and get no index.
 
 use metronome_link::report::FlowReport;
+use metronome_link::topology::Topology;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// The share of its rate a link carried over the run for it to count as a bottleneck.
+pub const BUSY: f64 = 0.8;
+
+/// What a link did over the run, as much as a bottleneck is judged by.
+#[derive(Clone, Copy, Debug)]
+pub struct LinkLoad {
+    /// Packets dropped because its queue was full.
+    pub dropped_queue: u64,
+    pub bytes_delivered: u64,
+}
 
 /// The flows' shares at one point.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +53,47 @@ pub fn jain(x: &[f64]) -> f64 {
 }
 
 impl Fairness {
+    /// [`Fairness::of`] the flows, when they shared a bottleneck: a link on every flow's way
+    /// to its receivers (`topology`'s routes; `links` in its link order) that dropped from its
+    /// queue or was [`BUSY`] over the `run_ns` the point ran.
+    pub fn among_sharing(
+        flows: &[FlowReport],
+        topology: &Topology,
+        links: &[LinkLoad],
+        run_ns: u64,
+    ) -> Option<Fairness> {
+        let crossed = |f: &FlowReport| -> BTreeSet<usize> {
+            let Some(src) = topology.node_by_name(&f.src) else {
+                return BTreeSet::new();
+            };
+            f.receivers
+                .iter()
+                .filter_map(|r| topology.path(src, topology.node_by_name(&r.node)?))
+                .flatten()
+                .map(|l| l.0 as usize)
+                .collect()
+        };
+        let mut competing = flows.iter().filter(|f| !f.receivers.is_empty());
+        let first = crossed(competing.next()?);
+        let common = competing.fold(first, |acc, f| &acc & &crossed(f));
+        let busy = |i: &usize| {
+            let (Some(l), Some(rate)) = (
+                links.get(*i),
+                topology
+                    .link_config(metronome_link::topology::LinkId(*i as u32))
+                    .rate_bps,
+            ) else {
+                return links.get(*i).is_some_and(|l| l.dropped_queue > 0);
+            };
+            let carried = l.bytes_delivered as f64 * 8.0 / (run_ns.max(1) as f64 / 1e9);
+            l.dropped_queue > 0 || carried >= BUSY * rate as f64
+        };
+        if !common.iter().any(busy) {
+            return None;
+        }
+        Fairness::of(flows)
+    }
+
     /// The shares of the flows that have receivers (command flows measure none), when there
     /// are at least two.
     pub fn of(flows: &[FlowReport]) -> Option<Fairness> {

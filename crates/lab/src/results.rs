@@ -243,8 +243,8 @@ impl PointResult {
         point: &metronome_spec::scenario::Point,
         seed: u64,
         (sim_ns, events): (u64, u64),
-        flows: Vec<FlowReport>,
-        links: Vec<LinkResult>,
+        (flows, links): (Vec<FlowReport>, Vec<LinkResult>),
+        topology: &metronome_link::topology::Topology,
     ) -> PointResult {
         PointResult {
             index: point.index,
@@ -254,7 +254,12 @@ impl PointResult {
             sim_ns,
             wall_s: 0.0,
             events,
-            fairness: crate::fairness::Fairness::of(&flows),
+            fairness: crate::fairness::Fairness::among_sharing(
+                &flows,
+                topology,
+                &links.iter().map(LinkResult::load).collect::<Vec<_>>(),
+                sim_ns,
+            ),
             flows,
             links,
             closed_form: Vec::new(),
@@ -340,6 +345,16 @@ pub struct LinkResult {
         with = "metronome_time::units::ns_as_us"
     )]
     pub max_queue_delay_ns: u64,
+}
+
+impl LinkResult {
+    /// What the link carried and dropped, for [`crate::fairness`].
+    pub fn load(&self) -> crate::fairness::LinkLoad {
+        crate::fairness::LinkLoad {
+            dropped_queue: self.dropped_queue,
+            bytes_delivered: self.bytes_delivered,
+        }
+    }
 }
 
 impl Summary {

@@ -26,6 +26,9 @@ fn run_builtin(tag: &str, jobs: usize) -> (TempDir, Summary) {
 fn seed001_udp_matches_the_closed_form_and_the_seed() {
     let (dir, s) = run_builtin("udp", 2);
     assert_eq!(s.points.len(), 10);
+    // Each client behind its own link: the three flows compete for nothing, and get no
+    // Jain's index (the server's link carries them all, but far below its rate).
+    assert!(s.points.iter().all(|p| p.fairness.is_none()));
     let seed = [
         ("poor", [55.0, 75.0, 85.0, 87.0, 91.0]),
         ("moderate", [0.0, 0.0, 9.3, 33.0, 47.0]),

@@ -40,6 +40,7 @@ impl LinkPlan {
     }
 }
 
+#[derive(Clone)]
 struct DirectedLink {
     from: NodeId,
     to: NodeId,
@@ -59,6 +60,7 @@ pub struct McastTree {
 }
 
 /// Nodes and directed links, seeded from one run's seed.
+#[derive(Clone)]
 pub struct Topology {
     seed: u64,
     names: Vec<String>,

@@ -63,7 +63,7 @@ fn point_result(
         .map(|(i, st)| LinkResult::of(s, topology, i, st))
         .collect();
     let time = (model::end_time(s).as_nanos(), fabric_stats.received);
-    PointResult::new(point, seed, time, flows, links)
+    PointResult::new(point, seed, time, (flows, links), topology)
 }
 
 /// How well the emulator kept time, and how busy the host was.

@@ -219,66 +219,82 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
         }
         mesh.draw().ok()?;
         for line in lines.iter().filter(|l| l.style == Style::Band) {
-            let c = PALETTE[line.group % PALETTE.len()];
-            if categorical {
-                // The outline goes along the highs and back along the lows: a bar at each x.
-                let n = line.points.len() / 2;
-                let (highs, lows) = line.points.split_at(n);
-                let bars = highs
-                    .iter()
-                    .zip(lows.iter().rev())
-                    .map(|(&(x, hi), &(_, lo))| {
-                        PathElement::new(vec![(x, lo), (x, hi)], c.mix(0.35).stroke_width(8))
-                    });
-                chart.draw_series(bars).ok()?;
-                continue;
-            }
-            chart
-                .draw_series(std::iter::once(Polygon::new(
-                    line.points.clone(),
-                    c.mix(0.2).filled(),
-                )))
-                .ok()?;
+            draw_band(&mut chart, line, categorical)?;
         }
         for line in lines.iter().filter(|l| l.style != Style::Band) {
-            let c = PALETTE[line.group % PALETTE.len()];
-            let width = if line.style == Style::Measured || line.style == Style::Plain {
-                2
-            } else {
-                1
-            };
-            let pts = line.points.clone();
-            if !categorical {
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
-                    .ok()?
-                    .label(line.name.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                    });
-            }
-            match line.style {
-                Style::Measured => {
-                    chart
-                        .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
-                        .ok()?;
-                }
-                Style::Reference => {
-                    chart
-                        .draw_series(pts.into_iter().map(|p| TriangleMarker::new(p, 5, c)))
-                        .ok()?;
-                }
-                Style::Closed => {
-                    chart
-                        .draw_series(pts.into_iter().map(|p| Cross::new(p, 4, c)))
-                        .ok()?;
-                }
-                Style::Plain | Style::Band => {}
-            }
+            draw_line(&mut chart, line, categorical)?;
         }
         root.present().ok()?;
     }
     Some(svg)
+}
+
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// A band (a 95 % interval), shaded; over categories, a bar at each.
+fn draw_band(chart: &mut Chart, line: &Line, categorical: bool) -> Option<()> {
+    let c = PALETTE[line.group % PALETTE.len()];
+    if categorical {
+        // The outline goes along the highs and back along the lows: a bar at each x.
+        let n = line.points.len() / 2;
+        let (highs, lows) = line.points.split_at(n);
+        let bars = highs
+            .iter()
+            .zip(lows.iter().rev())
+            .map(|(&(x, hi), &(_, lo))| {
+                PathElement::new(vec![(x, lo), (x, hi)], c.mix(0.35).stroke_width(8))
+            });
+        chart.draw_series(bars).ok()?;
+        return Some(());
+    }
+    chart
+        .draw_series(std::iter::once(Polygon::new(
+            line.points.clone(),
+            c.mix(0.2).filled(),
+        )))
+        .ok()?;
+    Some(())
+}
+
+/// A line and its markers; over categories, the markers alone (nothing lies between two).
+fn draw_line(chart: &mut Chart, line: &Line, categorical: bool) -> Option<()> {
+    let c = PALETTE[line.group % PALETTE.len()];
+    let width = if line.style == Style::Measured || line.style == Style::Plain {
+        2
+    } else {
+        1
+    };
+    let pts = line.points.clone();
+    if !categorical {
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
+            .ok()?
+            .label(line.name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    match line.style {
+        Style::Measured => {
+            chart
+                .draw_series(pts.into_iter().map(|p| Circle::new(p, 3, c.filled())))
+                .ok()?;
+        }
+        Style::Reference => {
+            chart
+                .draw_series(pts.into_iter().map(|p| TriangleMarker::new(p, 5, c)))
+                .ok()?;
+        }
+        Style::Closed => {
+            chart
+                .draw_series(pts.into_iter().map(|p| Cross::new(p, 4, c)))
+                .ok()?;
+        }
+        Style::Plain | Style::Band => {}
+    }
+    Some(())
 }
 
 /// An axis label: the parameter, and its unit where it has one.

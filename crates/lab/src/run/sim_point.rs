@@ -45,6 +45,7 @@ pub fn run_point(
         .map(|i| LinkResult::of(s, net.topology(), i, net.link_stats(LinkId(i as u32))))
         .collect();
     let (events, sim_ns) = (sim.net().counters().events, sim.now().as_nanos());
+    let topology = sim.net().topology().clone();
     let (mut outcome, flows) = sim.finish_with_flows();
     let (making, ladder) = videos.iter().fold((0.0, 0.0), |(m, l), (_, v)| {
         let v = crate::video::lock_frames(v);
@@ -71,7 +72,13 @@ pub fn run_point(
         std::fs::write(dir.join("packets.csv"), outcome.trace.to_csv())
             .map_err(|e| format!("cannot write the packet trace: {e}"))?;
     }
-    let mut result = PointResult::new(point, seed, (sim_ns, events), outcome.flows, links);
+    let mut result = PointResult::new(
+        point,
+        seed,
+        (sim_ns, events),
+        (outcome.flows, links),
+        &topology,
+    );
     result.wall_s = started.seconds();
     result.closed_form = closed;
     result.tcp_expected = tcp_expected;
