@@ -335,9 +335,9 @@ struct ViewerLines {
 }
 
 impl ViewerLines {
-    /// Viewer `s`'s lines (`group`: its colour).
-    fn add(&mut self, p: &PointResult, group: usize, s: &FrameSeries) {
-        let name = format!("{} → {}", s.flow, s.receiver);
+    /// Viewer `s`'s lines (`group`: its colour), named for the viewers `label` stands for.
+    fn add(&mut self, p: &PointResult, group: usize, s: &FrameSeries, label: &str) {
+        let name = format!("{} → {label}", s.flow);
         let t = |i: usize| {
             (s.start_ns as f64 + (i * s.step as usize) as f64 * s.frame_interval_ns as f64) / 1e9
         };
@@ -378,7 +378,7 @@ impl ViewerLines {
                 group,
                 name,
                 points,
-                style: Style::Measured,
+                style: Style::Bars,
             });
         }
     }
@@ -404,15 +404,47 @@ fn mos_shares(p: &PointResult, s: &FrameSeries) -> Option<Vec<(f64, f64)>> {
     )
 }
 
+/// A viewer's series (at `index` in the point's), equal to another's when the two saw the
+/// same frames, whoever they are.
+struct Seen {
+    index: usize,
+    frames: FrameSeries,
+}
+
+impl Seen {
+    fn of(index: usize, s: &FrameSeries) -> Seen {
+        Seen {
+            index,
+            frames: FrameSeries {
+                receiver: String::new(),
+                ..s.clone()
+            },
+        }
+    }
+}
+
+impl PartialEq for Seen {
+    fn eq(&self, other: &Seen) -> bool {
+        self.frames == other.frames
+    }
+}
+
 /// Each video receiver's frames over time (PSNR of Y, delay, cumulative jitter) and its MOS
 /// distribution; empty without video.
 pub(crate) fn video_plots(p: &PointResult) -> String {
     if p.frame_series.is_empty() {
         return String::new();
     }
+    // Viewers that saw the same frames are drawn once.
+    let rows = p
+        .frame_series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.receiver.as_str(), Seen::of(i, s)))
+        .collect();
     let mut lines = ViewerLines::default();
-    for (group, s) in p.frame_series.iter().enumerate() {
-        lines.add(p, group, s);
+    for (group, (label, seen)) in super::receivers::collapse(rows).iter().enumerate() {
+        lines.add(p, group, &p.frame_series[seen.index], label);
     }
     let ViewerLines {
         psnr,
@@ -438,7 +470,9 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         lines: psnr,
     });
     html.push_str(&figure(Plot {
-        x_names: Vec::new(),
+        x_names: ["1 bad", "2 poor", "3 fair", "4 good", "5 excellent"]
+            .map(String::from)
+            .to_vec(),
         id: &format!("{}-mos", p.id),
         title: "MOS distribution",
         x_label: "MOS (Evalvid's table of PSNR)",

@@ -34,6 +34,8 @@ pub enum Style {
     /// A shaded band (a 95 % confidence interval), drawn beneath the lines: its points go
     /// along the upper edge and back along the lower one ([`band`]).
     Band,
+    /// Bars from zero (a histogram), side by side at each x when several lines have them.
+    Bars,
 }
 
 /// A band's outline from `(x, low, high)` triples: along the highs, back along the lows.
@@ -136,7 +138,7 @@ pub fn figure(plot: Plot) -> String {
                 Style::Reference => "▲",
                 Style::Closed => "✕",
                 Style::Plain => "━",
-                Style::Band => "▮",
+                Style::Band | Style::Bars => "▮",
             };
             format!(
                 "<span class=\"key\" style=\"color:#{:02x}{:02x}{:02x}\">{mark}</span> {} ",
@@ -221,7 +223,14 @@ fn draw(plot: &Plot, lines: &[&Line]) -> Option<String> {
         for line in lines.iter().filter(|l| l.style == Style::Band) {
             draw_band(&mut chart, line, categorical)?;
         }
-        for line in lines.iter().filter(|l| l.style != Style::Band) {
+        let bars: Vec<&&Line> = lines.iter().filter(|l| l.style == Style::Bars).collect();
+        for (k, line) in bars.iter().enumerate() {
+            draw_bars(&mut chart, line, (k, bars.len()))?;
+        }
+        for line in lines
+            .iter()
+            .filter(|l| l.style != Style::Band && l.style != Style::Bars)
+        {
             draw_line(&mut chart, line, categorical)?;
         }
         root.present().ok()?;
@@ -260,6 +269,21 @@ fn draw_band(chart: &mut Chart, line: &Line, categorical: bool) -> Option<()> {
     Some(())
 }
 
+/// Line `k` of `n` with bars: each point a bar from zero, `k`'s place beside the others'.
+fn draw_bars(chart: &mut Chart, line: &Line, (k, n): (usize, usize)) -> Option<()> {
+    let c = PALETTE[line.group % PALETTE.len()];
+    let width = 0.8 / n.max(1) as f64;
+    let left = -0.4 + k as f64 * width;
+    let bars = line.points.iter().map(|&(x, y)| {
+        Rectangle::new(
+            [(x + left, 0.0), (x + left + width * 0.9, y)],
+            c.mix(0.85).filled(),
+        )
+    });
+    chart.draw_series(bars).ok()?;
+    Some(())
+}
+
 /// A line and its markers; over categories, the markers alone (nothing lies between two).
 fn draw_line(chart: &mut Chart, line: &Line, categorical: bool) -> Option<()> {
     let c = PALETTE[line.group % PALETTE.len()];
@@ -292,7 +316,7 @@ fn draw_line(chart: &mut Chart, line: &Line, categorical: bool) -> Option<()> {
                 .draw_series(pts.into_iter().map(|p| Cross::new(p, 4, c)))
                 .ok()?;
         }
-        Style::Plain | Style::Band => {}
+        Style::Plain | Style::Band | Style::Bars => {}
     }
     Some(())
 }
@@ -309,6 +333,28 @@ pub(super) fn axis(param: &str, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_histogram_is_bars_side_by_side() {
+        let line = |group: usize, name: &str| Line {
+            group,
+            name: name.into(),
+            points: (1..=5).map(|m| (m as f64, 10.0 * m as f64)).collect(),
+            style: Style::Bars,
+        };
+        let html = figure(Plot {
+            x_names: ["1", "2", "3", "4", "5"].map(String::from).to_vec(),
+            id: "h",
+            title: "MOS distribution",
+            x_label: "MOS",
+            y_label: "% of frames",
+            caption: "a test",
+            lines: vec![line(0, "a"), line(1, "b")],
+        });
+        // The white background, then a bar per point of each line; no line joins them.
+        assert_eq!(html.matches("<rect").count(), 1 + 2 * 5, "{html}");
+        assert!(!html.contains("stroke-width=\"2\" points="));
+    }
 
     #[test]
     fn categories_name_their_ticks_and_are_not_joined() {
