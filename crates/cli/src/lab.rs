@@ -55,13 +55,12 @@ pub struct RunArgs {
     #[arg(long)]
     pub jobs: Option<usize>,
     /// Run only share I of N of the sweep (points whose index is I modulo N), for N machines;
-    /// merge with `lab report`. Without it, a Slurm array task runs its own share
-    /// (SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT) [default: 0/1, the whole sweep]
+    /// merge with `lab report` [default: 0/1, the whole sweep]
     #[arg(long, value_parser = parse_shard)]
     pub shard: Option<Shard>,
-    /// The number of shards when the index comes from the scheduler: needed in a Kubernetes
-    /// indexed Job (JOB_COMPLETION_INDEX; give the Job's completions), checked against a
-    /// Slurm array's size
+    /// Run share I of N, I from the scheduler: a Slurm array task's index
+    /// (SLURM_ARRAY_TASK_ID, of an even array of N tasks) or a Kubernetes indexed Job's
+    /// (JOB_COMPLETION_INDEX; N is the Job's completions)
     #[arg(long, value_name = "N", conflicts_with = "shard")]
     pub shards: Option<usize>,
     #[command(flatten)]
@@ -203,7 +202,15 @@ fn shard_of(a: &RunArgs, quiet: bool) -> Result<Shard, String> {
                 }
                 s
             }
-            None => Shard { index: 0, count: 1 },
+            None => {
+                if let (false, Ok(task)) = (quiet, std::env::var("SLURM_ARRAY_TASK_ID")) {
+                    eprintln!(
+                        "lab: the whole sweep, in Slurm array task {task} (give --shards N to \
+                         run this task's share of N)"
+                    );
+                }
+                Shard { index: 0, count: 1 }
+            }
         },
     )
 }

@@ -54,7 +54,9 @@ pub fn write(a: SlurmArgs) -> Result<(), String> {
             a.shards - points.len()
         );
     }
-    let dir = empty_dir(&a.out.clone().unwrap_or_else(|| default_out(&name)))?;
+    let out = a.out.clone().unwrap_or_else(|| default_out(&name));
+    let dir =
+        std::path::absolute(&out).map_err(|e| format!("cannot find {}: {e}", out.display()))?;
     let plan = SlurmPlan {
         name,
         scenario: scenario_for_tasks(&a.scenario)?,
@@ -66,6 +68,9 @@ pub fn write(a: SlurmArgs) -> Result<(), String> {
         time: a.time.clone(),
         run_args: run_args(&a),
     };
+    // Refused before anything is made.
+    plan.check()?;
+    empty_dir(&dir)?;
     plan.write()?;
     let slurm = dir.join("slurm");
     println!(
@@ -124,8 +129,8 @@ fn absolute(given: Option<PathBuf>, what: &str) -> Result<PathBuf, String> {
     std::fs::canonicalize(&p).map_err(|e| format!("cannot find {what} at {}: {e}", p.display()))
 }
 
-/// `dir`, created if absent, refused if not empty; absolute.
-fn empty_dir(dir: &Path) -> Result<PathBuf, String> {
+/// `dir`, created if absent, refused if not empty.
+fn empty_dir(dir: &Path) -> Result<(), String> {
     if dir.exists() {
         let mut entries =
             std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
@@ -136,6 +141,5 @@ fn empty_dir(dir: &Path) -> Result<PathBuf, String> {
             ));
         }
     }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    std::fs::canonicalize(dir).map_err(|e| format!("cannot find {}: {e}", dir.display()))
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }

@@ -86,24 +86,27 @@ fn a_stopped_run_keeps_its_points_and_resume_finishes_it_as_if_never_stopped() {
     );
 
     // A resume killed in turn, once it finished a point: the first stop's summary is gone,
-    // and what is drawn is every point now finished, not the first stop's.
-    let mut resumed = Running::spawn(&mut lab(&["run", "--resume", &s(&part), "--jobs", "1"]));
-    resumed.wait_for(
-        &format!("1/{} points done", 6 - kept.len()),
-        Duration::from_secs(120),
-    );
-    resumed.signal(libc::SIGKILL);
-    resumed.finish_within(Duration::from_secs(30));
-    assert!(!part.join("summary.json").exists());
-    let drawn = common::run(&mut lab(&["report", &s(&part)]), Duration::from_secs(60));
-    assert!(drawn.succeeded(), "{}", drawn.report());
-    let more = lab_figures(&part);
-    assert!(
-        more.len() > kept.len(),
-        "{} then {}",
-        kept.len(),
-        more.len()
-    );
+    // and what is drawn is every point now finished, not the first stop's. (With one point
+    // left the resume would write its own summary before the kill: nothing to see then.)
+    if kept.len() <= 4 {
+        let mut resumed = Running::spawn(&mut lab(&["run", "--resume", &s(&part), "--jobs", "1"]));
+        resumed.wait_for(
+            &format!("1/{} points done", 6 - kept.len()),
+            Duration::from_secs(120),
+        );
+        resumed.signal(libc::SIGKILL);
+        resumed.finish_within(Duration::from_secs(30));
+        assert!(!part.join("summary.json").exists());
+        let drawn = common::run(&mut lab(&["report", &s(&part)]), Duration::from_secs(60));
+        assert!(drawn.succeeded(), "{}", drawn.report());
+        let more = lab_figures(&part);
+        assert!(
+            more.len() > kept.len(),
+            "{} then {}",
+            kept.len(),
+            more.len()
+        );
+    }
 
     common::run(
         &mut lab(&["run", "--resume", &s(&part), "-q"]),

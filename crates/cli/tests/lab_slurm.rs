@@ -17,12 +17,13 @@ fn sweep() -> String {
     sweep_scenario("slurm-test", 3, 3, "60s")
 }
 
-/// A free TCP port on loopback (for slurmctld and slurmd).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
+/// Two free TCP ports (for slurmctld and slurmd), held by their listeners until the caller
+/// drops them, so that they are two different ones.
+fn free_ports() -> ([u16; 2], [std::net::TcpListener; 2]) {
+    let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let held = [listen(), listen()];
+    let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
+    ([port(&held[0]), port(&held[1])], held)
 }
 
 fn hostname() -> String {
@@ -77,6 +78,7 @@ impl Cluster {
         let host = hostname();
         let d = |f: &str| dir.join(f).to_string_lossy().into_owned();
         let conf = dir.join("slurm.conf");
+        let ([ctld_port, slurmd_port], held) = free_ports();
         std::fs::write(
             &conf,
             format!(
@@ -92,8 +94,8 @@ impl Cluster {
                  MpiDefault=none\nNodeName={host} NodeAddr=127.0.0.1 CPUs=2 State=UNKNOWN\n\
                  PartitionName=test Nodes={host} Default=YES MaxTime=INFINITE State=UP\n",
                 m("socket"),
-                free_port(),
-                free_port(),
+                ctld_port,
+                slurmd_port,
                 d("state"),
                 d("spool"),
                 d("slurmctld.pid"),
@@ -103,6 +105,7 @@ impl Cluster {
             ),
         )
         .unwrap();
+        drop(held);
         let mut cluster = Cluster {
             conf: conf.clone(),
             daemons: Vec::new(),
@@ -166,7 +169,14 @@ impl Cluster {
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = self.cmd("scancel").args(["--user", "root"]).status();
-        self.wait_empty(Duration::from_secs(15));
+        if !self.wait_empty(Duration::from_secs(15)) {
+            // Jobs that would not stop: killed, steps and all, before their slurmd goes.
+            let _ = self
+                .cmd("scancel")
+                .args(["--user", "root", "--signal=KILL", "--full"])
+                .status();
+            self.wait_empty(Duration::from_secs(10));
+        }
         // slurmd, slurmctld, then munged (killed and reaped by `Running`).
         while let Some(d) = self.daemons.pop() {
             d.signal(libc::SIGTERM);
@@ -225,10 +235,30 @@ fn a_sweep_run_as_a_slurm_job_array_and_merged_equals_one_machines_run() {
             .collect();
         assert_eq!(shard, [i, i + 3], "shard {i}; the logs:\n{logs}");
     }
+    // A script of the user's own in a Slurm array: --shards takes the task's index.
+    let own = tmp.0.join("own-task");
+    let ran = common::run(
+        bin()
+            .env("SLURM_ARRAY_TASK_ID", "1")
+            .env("SLURM_ARRAY_TASK_COUNT", "3")
+            .args([
+                "lab",
+                "run",
+                &s(&scenario),
+                "--shards",
+                "3",
+                "--out",
+                &s(&own),
+            ]),
+        Duration::from_secs(120),
+    )
+    .expect_success();
     assert!(
-        logs.contains("shard 2/3 (from SLURM_ARRAY_TASK_ID)"),
-        "{logs}"
+        ran.stderr.contains("shard 1/3 (from SLURM_ARRAY_TASK_ID)"),
+        "{}",
+        ran.report()
     );
+    assert_eq!(lab_figures(&own), lab_figures(&out.join("shards/1")));
     // The merge job's summary is the one machine's, point for point.
     assert_eq!(lab_figures(&out), lab_figures(&local), "the logs:\n{logs}");
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();

@@ -119,8 +119,13 @@ impl OverloadWatch {
         };
         let mut why = Vec::new();
         if w.deadline_misses > 0 {
+            let who = if self.policy == OverloadPolicy::Deadlines {
+                "the stream"
+            } else {
+                "admitted streams"
+            };
             why.push(format!(
-                "admitted streams missed {} deadlines in the last window",
+                "{who} missed {} deadlines in the last window",
                 w.deadline_misses
             ));
         }

@@ -2,7 +2,7 @@
 //! modulo N, `lab run --shard I/N`), and `lab report` merges the shards' directories.
 //!
 //! - here: which shard this process is, from a batch scheduler's environment (a Slurm job
-//!   array's task, a Kubernetes indexed Job's pod), when `--shard` is not given;
+//!   array's task, a Kubernetes indexed Job's pod), when `--shards N` asks for it;
 //! - [`slurm`]: the `sbatch` scripts of `metronome lab slurm`: the array that runs the shards
 //!   and the step that merges them.
 
@@ -31,13 +31,18 @@ impl ShardSource {
     }
 }
 
-/// This process's shard from the scheduler's environment (`var` reads a variable), `None`
-/// when no scheduler set one. `shards` is `--shards N`: required with Kubernetes, checked
-/// against the array's size with Slurm.
+/// This process's shard from the scheduler's environment (`var` reads a variable), when
+/// `--shards N` asks for it (`shards`; `None`: no shard from the environment, whatever it
+/// holds: an array's tasks may as well run separate sweeps). Slurm's array must be even
+/// (its tasks `MIN`, `MIN + STEP`, … up to `MAX`, `COUNT` of them, `COUNT` = N); Kubernetes
+/// gives only the index.
 pub fn shard_from_env(
     var: impl Fn(&str) -> Option<String>,
     shards: Option<usize>,
 ) -> Result<Option<(Shard, ShardSource)>, String> {
+    let Some(count) = shards else {
+        return Ok(None);
+    };
     let number = |name: &str| -> Result<Option<usize>, String> {
         var(name)
             .map(|v| {
@@ -47,46 +52,51 @@ pub fn shard_from_env(
             })
             .transpose()
     };
-    let (shard, source) = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
-        let count = number("SLURM_ARRAY_TASK_COUNT")?.ok_or(
-            "SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not: give --shard I/N",
-        )?;
-        let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
-        let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
-        let index = id.saturating_sub(min) / step;
-        (Shard { index, count }, ShardSource::Slurm)
+    let (index, source) = if let Some(id) = number("SLURM_ARRAY_TASK_ID")? {
+        (slurm_index(id, count, &number)?, ShardSource::Slurm)
     } else if let Some(index) = number("JOB_COMPLETION_INDEX")? {
-        let count = shards.ok_or(
-            "JOB_COMPLETION_INDEX is set (a Kubernetes indexed Job): give the Job's \
-             completions with --shards N",
-        )?;
-        (Shard { index, count }, ShardSource::Kubernetes)
+        (index, ShardSource::Kubernetes)
     } else {
-        return match shards {
-            Some(_) => Err(
-                "--shards N needs a job array's task index (SLURM_ARRAY_TASK_ID \
-                            or JOB_COMPLETION_INDEX); on one machine give --shard I/N"
-                    .into(),
-            ),
-            None => Ok(None),
-        };
+        return Err("--shards N takes this task's index from a job array \
+                    (SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX), and there is none: on one \
+                    machine give --shard I/N"
+            .into());
     };
-    if let Some(n) = shards.filter(|&n| n != shard.count) {
+    if count == 0 || index >= count {
         return Err(format!(
-            "--shards {n}, but the job array has {} tasks (SLURM_ARRAY_TASK_COUNT)",
-            shard.count
+            "{} makes this shard {index} of {count}, which does not exist: the indices must \
+             run 0 to N − 1",
+            source.variable()
         ));
     }
-    if shard.count == 0 || shard.index >= shard.count {
-        return Err(format!(
-            "{} makes this shard {} of {}, which does not exist: the array's indices must \
-             run 0 to N − 1 (or evenly from SLURM_ARRAY_TASK_MIN by its step)",
-            source.variable(),
-            shard.index,
-            shard.count
-        ));
+    Ok(Some((Shard { index, count }, source)))
+}
+
+/// Slurm task `id`'s place in an even array of `count` tasks (`number` reads a variable).
+fn slurm_index(
+    id: usize,
+    count: usize,
+    number: &dyn Fn(&str) -> Result<Option<usize>, String>,
+) -> Result<usize, String> {
+    let tasks = number("SLURM_ARRAY_TASK_COUNT")?;
+    let min = number("SLURM_ARRAY_TASK_MIN")?.unwrap_or(0);
+    let step = number("SLURM_ARRAY_TASK_STEP")?.unwrap_or(1).max(1);
+    let max = number("SLURM_ARRAY_TASK_MAX")?;
+    let uneven = || {
+        format!(
+            "Slurm task {id} is not the task of an even array of {count} (SLURM_ARRAY_TASK_COUNT \
+             {tasks:?}, MIN {min}, STEP {step}, MAX {max:?}): give its shard with --shard I/{count} \
+             (a task run again alone: --shard $SLURM_ARRAY_TASK_ID/{count})"
+        )
+    };
+    if tasks != Some(count)
+        || id < min
+        || (id - min) % step != 0
+        || max.is_some_and(|m| Some(m) != min.checked_add((count - 1).saturating_mul(step)))
+    {
+        return Err(uneven());
     }
-    Ok(Some((shard, source)))
+    Ok((id - min) / step)
 }
 
 #[cfg(test)]
@@ -107,21 +117,19 @@ mod tests {
     }
 
     #[test]
-    fn a_slurm_array_task_is_its_shard() {
+    fn a_slurm_array_task_is_its_shard_when_shards_asks() {
         let e = env(&[
             ("SLURM_ARRAY_TASK_ID", "2"),
             ("SLURM_ARRAY_TASK_COUNT", "4"),
         ]);
         assert_eq!(
-            shard_from_env(&e, None).unwrap(),
-            Some((shard(2, 4), ShardSource::Slurm))
-        );
-        assert_eq!(
             shard_from_env(&e, Some(4)).unwrap(),
             Some((shard(2, 4), ShardSource::Slurm))
         );
-        let e = shard_from_env(&e, Some(3)).unwrap_err();
-        assert!(e.contains("4 tasks"), "{e}");
+        // Without --shards the environment is not read: the task runs the whole sweep.
+        assert_eq!(shard_from_env(&e, None).unwrap(), None);
+        let err = shard_from_env(&e, Some(3)).unwrap_err();
+        assert!(err.contains("not the task of an even array of 3"), "{err}");
     }
 
     #[test]
@@ -131,31 +139,40 @@ mod tests {
             ("SLURM_ARRAY_TASK_COUNT", "4"),
             ("SLURM_ARRAY_TASK_MIN", "1"),
             ("SLURM_ARRAY_TASK_STEP", "2"),
+            ("SLURM_ARRAY_TASK_MAX", "7"),
         ]);
-        assert_eq!(shard_from_env(&e, None).unwrap().unwrap().0, shard(3, 4));
-        // --array=0,5: two tasks, the second not where a regular range puts it.
+        assert_eq!(shard_from_env(&e, Some(4)).unwrap().unwrap().0, shard(3, 4));
+        // --array=0,2,3: three tasks, not evenly spaced.
         let e = env(&[
-            ("SLURM_ARRAY_TASK_ID", "5"),
-            ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ("SLURM_ARRAY_TASK_MAX", "3"),
         ]);
-        let err = shard_from_env(&e, None).unwrap_err();
-        assert!(err.contains("shard 5 of 2, which does not exist"), "{err}");
+        assert!(shard_from_env(&e, Some(3)).is_err());
+        // One task run again alone (--array=2): its own shard must be given.
+        let e = env(&[
+            ("SLURM_ARRAY_TASK_ID", "2"),
+            ("SLURM_ARRAY_TASK_COUNT", "1"),
+            ("SLURM_ARRAY_TASK_MIN", "2"),
+            ("SLURM_ARRAY_TASK_MAX", "2"),
+        ]);
+        let err = shard_from_env(&e, Some(3)).unwrap_err();
+        assert!(err.contains("--shard $SLURM_ARRAY_TASK_ID/3"), "{err}");
     }
 
     #[test]
-    fn a_kubernetes_index_needs_the_count() {
+    fn a_kubernetes_index_takes_the_count_from_shards() {
         let e = env(&[("JOB_COMPLETION_INDEX", "1")]);
         assert_eq!(
             shard_from_env(&e, Some(3)).unwrap(),
             Some((shard(1, 3), ShardSource::Kubernetes))
         );
-        assert!(shard_from_env(&e, None).unwrap_err().contains("--shards N"));
+        assert_eq!(shard_from_env(&e, None).unwrap(), None);
         assert!(shard_from_env(&e, Some(1)).is_err());
     }
 
     #[test]
-    fn without_a_scheduler_there_is_no_shard_and_shards_alone_is_refused() {
-        assert_eq!(shard_from_env(env(&[]), None).unwrap(), None);
+    fn shards_without_a_scheduler_is_refused() {
         assert!(shard_from_env(env(&[]), Some(2))
             .unwrap_err()
             .contains("--shard I/N"));
@@ -163,6 +180,6 @@ mod tests {
             ("SLURM_ARRAY_TASK_ID", "x"),
             ("SLURM_ARRAY_TASK_COUNT", "2"),
         ]);
-        assert!(shard_from_env(e, None).unwrap_err().contains("'x'"));
+        assert!(shard_from_env(e, Some(2)).unwrap_err().contains("'x'"));
     }
 }

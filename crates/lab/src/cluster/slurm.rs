@@ -47,22 +47,47 @@ fn path_sh(p: &Path) -> String {
 }
 
 impl SlurmPlan {
-    /// Refuses what Slurm's `#SBATCH` lines cannot carry.
+    /// Refuses what Slurm's `#SBATCH` lines cannot carry: they are not shell lines (no
+    /// quoting), and `--output` expands `%`.
     pub fn check(&self) -> Result<(), String> {
         let dir = self.dir.to_string_lossy();
         if dir
             .chars()
-            .any(|c| c.is_whitespace() || c == '\'' || c == '"')
+            .any(|c| c.is_whitespace() || c.is_control() || "'\"%\\".contains(c))
         {
             return Err(format!(
-                "{dir}: Slurm's #SBATCH --output line cannot hold a path with spaces or \
-                 quotes; choose another --out"
+                "{dir}: Slurm's #SBATCH --output line cannot hold a path with spaces, quotes, \
+                 % or \\; choose another --out"
             ));
+        }
+        for (what, value) in [("--partition", &self.partition), ("--time", &self.time)] {
+            if let Some(v) = value.as_deref().filter(|v| v.is_empty() || !is_plain(v)) {
+                return Err(format!(
+                    "{what} '{v}': Slurm takes letters, digits and . _ - : + , here"
+                ));
+            }
         }
         if self.shards == 0 || self.cpus_per_task == 0 {
             return Err("--shards and --cpus-per-task must be at least 1".into());
         }
         Ok(())
+    }
+
+    /// The job's name, as `#SBATCH --job-name` may carry it: the scenario's name with anything
+    /// but letters, digits and `. _ -` made `-` (a scenario file names itself).
+    fn job_name(&self, suffix: &str) -> String {
+        let name: String = self
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        format!("metronome-{name}{suffix}")
     }
 
     fn header(&self, job: &str, log: &str) -> String {
@@ -82,7 +107,7 @@ impl SlurmPlan {
 
     /// The array: task I runs shard I of N into `shards/I`, or resumes it.
     pub fn array_script(&self) -> String {
-        let mut s = self.header(&format!("metronome-{}", self.name), "shard-%a.out");
+        let mut s = self.header(&self.job_name(""), "shard-%a.out");
         s.push_str(&format!(
             "#SBATCH --array=0-{}\n#SBATCH --cpus-per-task={}\nset -eu\n",
             self.shards - 1,
@@ -95,8 +120,9 @@ impl SlurmPlan {
             "out={out}\n\
              # Started again (requeued after its node failed, or preempted): finish the shard.\n\
              if [ -f \"$out/run.json\" ]; then\n  exec {m} lab run --resume \"$out\" {jobs}\nfi\n\
-             # The shard's index is this task's (SLURM_ARRAY_TASK_ID); --shards checks the size.\n\
-             exec {m} lab run {} --out \"$out\" --shards {} {jobs}",
+             # The shard is this task's index; one task run again alone (sbatch --array=I) runs\n\
+             # its own.\n\
+             exec {m} lab run {} --out \"$out\" --shard \"$SLURM_ARRAY_TASK_ID/{}\" {jobs}",
             sh(&self.scenario),
             self.shards,
         ));
@@ -110,7 +136,7 @@ impl SlurmPlan {
 
     /// The merge: every shard's directory into `DIR`'s summary and report.
     pub fn merge_script(&self) -> String {
-        let mut s = self.header(&format!("metronome-{}-merge", self.name), "merge.out");
+        let mut s = self.header(&self.job_name("-merge"), "merge.out");
         s.push_str(&format!(
             "set -eu\nexec {} lab report {}/shards/* --out {}\n",
             path_sh(&self.metronome),
@@ -156,9 +182,22 @@ impl SlurmPlan {
         let slurm = self.dir.join("slurm");
         let array = sbatch(&[], &slurm.join("array.sbatch"))?;
         let after = format!("--dependency=afterany:{array}");
-        let merge = sbatch(&[&after], &slurm.join("merge.sbatch"))?;
+        let merge_script = slurm.join("merge.sbatch");
+        let merge = sbatch(&[&after], &merge_script).map_err(|e| {
+            format!(
+                "the array is job {array}, but its merge was not submitted ({e}); submit it \
+                 with: sbatch {after} {}",
+                merge_script.display()
+            )
+        })?;
         Ok((array, merge))
     }
+}
+
+/// Letters, digits and `. _ - : + ,`: what a partition or time limit is written with.
+fn is_plain(v: &str) -> bool {
+    v.chars()
+        .all(|c| c.is_ascii_alphanumeric() || "._-:+,".contains(c))
 }
 
 /// `sbatch --parsable ARGS SCRIPT`: the job id.
@@ -220,7 +259,7 @@ mod tests {
             "#SBATCH --output=/shared/runs/a/slurm/logs/shard-%a.out",
             "out='/shared/runs/a'/shards/\"$SLURM_ARRAY_TASK_ID\"",
             "exec '/opt/metronome/bin/metronome' lab run --resume \"$out\" --jobs \"${SLURM_CPUS_PER_TASK:-1}\"",
-            "exec '/opt/metronome/bin/metronome' lab run '/shared/it'\\''s.toml' --out \"$out\" --shards 4 --jobs \"${SLURM_CPUS_PER_TASK:-1}\" '--replicates' '10'",
+            "exec '/opt/metronome/bin/metronome' lab run '/shared/it'\\''s.toml' --out \"$out\" --shard \"$SLURM_ARRAY_TASK_ID/4\" --jobs \"${SLURM_CPUS_PER_TASK:-1}\" '--replicates' '10'",
         ] {
             assert!(s.lines().any(|l| l.trim() == line), "no line {line} in\n{s}");
         }
@@ -239,9 +278,24 @@ mod tests {
     }
 
     #[test]
-    fn a_directory_sbatch_cannot_name_is_refused() {
+    fn what_sbatch_lines_cannot_carry_is_refused_or_made_plain() {
+        for dir in ["/shared/my runs", "/shared/100%", "/shared/a\nb"] {
+            let mut p = plan();
+            p.dir = dir.into();
+            assert!(p.check().unwrap_err().contains("spaces"), "{dir}");
+        }
         let mut p = plan();
-        p.dir = "/shared/my runs".into();
-        assert!(p.check().unwrap_err().contains("spaces"));
+        p.time = Some("1:00\nrm -rf ~".into());
+        assert!(p.check().unwrap_err().contains("--time"));
+        // A scenario names itself: its name becomes a plain job name.
+        p.time = None;
+        p.name = "x\nrm -rf ~".into();
+        assert!(p.check().is_ok());
+        let s = p.array_script();
+        assert!(
+            s.contains("#SBATCH --job-name=metronome-x-rm--rf--\n"),
+            "{s}"
+        );
+        assert!(!s.contains("\nrm -rf"));
     }
 }

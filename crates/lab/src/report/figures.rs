@@ -404,28 +404,38 @@ fn mos_shares(p: &PointResult, s: &FrameSeries) -> Option<Vec<(f64, f64)>> {
     )
 }
 
-/// A viewer's series (at `index` in the point's), equal to another's when the two saw the
-/// same frames, whoever they are.
+/// A viewer's series (at `index` in the point's) and its figures (frames lost, the MOS of
+/// every slot: the thinned series alone could hide a difference), equal to another's when the
+/// two saw the same, whoever they are.
 struct Seen {
     index: usize,
     frames: FrameSeries,
+    figures: Option<metronome_link::report::FrameFigures>,
 }
 
 impl Seen {
-    fn of(index: usize, s: &FrameSeries) -> Seen {
+    fn of(p: &PointResult, index: usize, s: &FrameSeries) -> Seen {
+        let figures = p
+            .flows
+            .iter()
+            .filter(|f| f.name == s.flow)
+            .flat_map(|f| &f.receivers)
+            .find(|r| r.node == s.receiver)
+            .and_then(|r| r.frames);
         Seen {
             index,
             frames: FrameSeries {
                 receiver: String::new(),
                 ..s.clone()
             },
+            figures,
         }
     }
 }
 
 impl PartialEq for Seen {
     fn eq(&self, other: &Seen) -> bool {
-        self.frames == other.frames
+        self.frames == other.frames && self.figures == other.figures
     }
 }
 
@@ -440,7 +450,7 @@ pub(crate) fn video_plots(p: &PointResult) -> String {
         .frame_series
         .iter()
         .enumerate()
-        .map(|(i, s)| (s.receiver.as_str(), Seen::of(i, s)))
+        .map(|(i, s)| (s.receiver.as_str(), Seen::of(p, i, s)))
         .collect();
     let mut lines = ViewerLines::default();
     for (group, (label, seen)) in super::receivers::collapse(rows).iter().enumerate() {

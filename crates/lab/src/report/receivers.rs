@@ -48,7 +48,7 @@ fn numbered_run<'a>(names: &[&'a str]) -> Option<(&'a str, &'a str)> {
     let (prefix, start) = split(names[0])?;
     for (k, name) in names.iter().enumerate() {
         let (p, number) = split(name)?;
-        if p != prefix || number != start + k as u64 {
+        if p != prefix || Some(number) != start.checked_add(k as u64) {
             return None;
         }
     }

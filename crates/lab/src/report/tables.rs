@@ -564,7 +564,7 @@ fn video_table(p: &crate::results::PointResult) -> String {
 /// A viewer's cells of [`video_table`], after its flow and name.
 fn viewer_cells(v: &metronome_link::report::FrameFigures) -> String {
     let pictures = v.pictures.map_or_else(
-        || "<td>–</td><td>–</td><td>–</td><td>–</td><td>–</td><td>–</td>".to_string(),
+        || "<td>n/a</td><td>n/a</td><td>n/a</td><td>n/a</td><td>n/a</td><td>n/a</td>".to_string(),
         |q| {
             let m = q.mos_frames;
             format!(
