@@ -202,7 +202,7 @@ fn bench_emu_reports_both_cases_side_by_side() {
 }
 
 /// `bench srt` at 3 % loss each way: the bare stream loses packets, Metronome's retransmissions
-/// and SRT each deliver more of them in time, and every case says what it cost.
+/// and SRT each recover them (Metronome's in time), and every case says what it cost.
 #[test]
 fn bench_srt_runs_the_three_cases_on_the_same_link() {
     let out = bin()
@@ -229,9 +229,14 @@ fn bench_srt_runs_the_three_cases_on_the_same_link() {
         );
     }
     // About 3 % of ~750 packets lost: the bare stream misses some, the repairs get them back.
-    assert!(cases[0]["missing"].as_u64().unwrap() > 0, "{v}");
+    // Metronome's are in time; SRT's recovery is judged by what it left missing, as whether
+    // srt-live-transmit (a program of its own) keeps its latency depends on the host: beside
+    // a CPU hog it once delivered 53 of 730 late, none missing.
+    let missing = |c: &serde_json::Value| c["missing"].as_u64().unwrap();
+    assert!(missing(&cases[0]) > 0, "{v}");
+    assert!(in_time(&cases[1]) > in_time(&cases[0]), "{v}");
     for c in &cases[1..] {
-        assert!(in_time(c) > in_time(&cases[0]), "{c} against {}", cases[0]);
+        assert!(missing(c) < missing(&cases[0]), "{c} against {}", cases[0]);
         assert!(c["repairs_sent"].as_u64().unwrap() > 0, "{c}");
     }
     // SRT holds every packet for the budget; Metronome hands them over as they come.
