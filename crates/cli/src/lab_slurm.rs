@@ -70,7 +70,7 @@ pub fn write(a: SlurmArgs) -> Result<(), String> {
     };
     // Refused before anything is made.
     plan.check()?;
-    empty_dir(&dir)?;
+    metronome_lab::results::empty_dir(&dir, ", or remove it")?;
     plan.write()?;
     let slurm = dir.join("slurm");
     println!(
@@ -127,19 +127,4 @@ fn absolute(given: Option<PathBuf>, what: &str) -> Result<PathBuf, String> {
         None => std::env::current_exe().map_err(|e| format!("cannot find {what}: {e}"))?,
     };
     std::fs::canonicalize(&p).map_err(|e| format!("cannot find {what} at {}: {e}", p.display()))
-}
-
-/// `dir`, created if absent, refused if not empty.
-fn empty_dir(dir: &Path) -> Result<(), String> {
-    if dir.exists() {
-        let mut entries =
-            std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-        if entries.next().is_some() {
-            return Err(format!(
-                "{} is not empty; choose a new directory with --out, or remove it",
-                dir.display()
-            ));
-        }
-    }
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
 }

@@ -77,16 +77,14 @@ impl Fairness {
         let first = crossed(competing.next()?);
         let common = competing.fold(first, |acc, f| &acc & &crossed(f));
         let busy = |i: &usize| {
-            let (Some(l), Some(rate)) = (
-                links.get(*i),
-                topology
-                    .link_config(metronome_link::topology::LinkId(*i as u32))
-                    .rate_bps,
-            ) else {
-                return links.get(*i).is_some_and(|l| l.dropped_queue > 0);
+            let Some(l) = links.get(*i) else {
+                return false;
             };
             let carried = l.bytes_delivered as f64 * 8.0 / (run_ns.max(1) as f64 / 1e9);
-            l.dropped_queue > 0 || carried >= BUSY * rate as f64
+            let rate = topology
+                .link_config(metronome_link::topology::LinkId(*i as u32))
+                .rate_bps;
+            l.dropped_queue > 0 || rate.is_some_and(|r| carried >= BUSY * r as f64)
         };
         if !common.iter().any(busy) {
             return None;

@@ -433,6 +433,24 @@ impl Summary {
     }
 }
 
+/// Makes `dir` a new results directory: created if absent, refused if it holds anything
+/// (`what_else`: the rest of the refusal, after "choose a new directory with --out").
+pub fn empty_dir(dir: &Path, what_else: &str) -> Result<(), String> {
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .next()
+            .is_none();
+        if !empty {
+            return Err(format!(
+                "{} is not empty; choose a new directory with --out{what_else}",
+                dir.display()
+            ));
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
 /// Writes `bytes` to `path` so that a reader (or a run killed while writing) sees the old
 /// file or the whole new one, never a part: a temporary file beside it, renamed over it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {

@@ -19,19 +19,13 @@ impl OutDir {
     /// A new run into `path` (absent or empty): `points/` and `run.json` from `header` (the
     /// summary without points).
     pub(super) fn create(path: &Path, header: &Summary) -> Result<OutDir, String> {
-        if path.exists() {
-            let empty = std::fs::read_dir(path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?
-                .next()
-                .is_none();
-            if !empty {
-                return Err(format!(
-                    "{} is not empty; choose a new directory with --out, remove it, or \
-                     finish the run in it with `metronome lab run --resume {0}`",
-                    path.display()
-                ));
-            }
-        }
+        results::empty_dir(
+            path,
+            &format!(
+                ", remove it, or finish the run in it with `metronome lab run --resume {}`",
+                path.display()
+            ),
+        )?;
         std::fs::create_dir_all(path.join("points"))
             .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
         let dir = OutDir { path: path.into() };
