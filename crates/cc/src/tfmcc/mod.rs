@@ -3,10 +3,11 @@
 //!
 //! - [`receiver`]: each receiver's TCP-friendly rate (TFRC's equation and loss history), its
 //!   RTT (timestamp echo, adjusted between echoes by the one-way delay), and when it answers a
-//!   feedback round (RFC 4654's random exponential timer, and suppression);
+//!   feedback round (suppression, and the random exponential timer of `feedback_timer.rs`);
 //! - [`sender`]: feedback rounds, the suppression rate, the current limiting receiver (CLR),
 //!   `R_max`, slow start, the increase limit, and the halvings when the CLR or everyone falls
-//!   silent, behind [`crate::RateController`].
+//!   silent, behind [`crate::RateController`]; its echo queue is in `echo.rs`, the gradual
+//!   increases of slow start and of a first CLR in `ramp.rs`.
 //!
 //! RFC 4654 puts the sender's fields in every data packet; over RTP they travel as an RTCP
 //! APP packet ([`SenderInfo`], `TFMC` subtype 0, see `metronome_wire::rtcp::cc`) that the
@@ -15,6 +16,9 @@
 //! subtype 1). The RFC text used is the one at the IETF (August 2006); section numbers in the
 //! code are its.
 
+mod echo;
+mod feedback_timer;
+mod ramp;
 pub mod receiver;
 pub mod sender;
 

@@ -11,17 +11,11 @@
 //!   `D_r = R_sample − (now − ts_i)` (`ts_i` the sender's clock when it sent the echo), and
 //!   for a data packet j, `R' = max(D_r + now − ts_j, 1 ms)`; no clock synchronisation is
 //!   needed, the offsets cancel.
-//! - **Rounds (§4.5):** a new round number starts a timer
-//!   `t = max(T (1 + ln x / ln N), 0)`, x uniform in (0, 1], N the bound on the group's size;
-//!   with a bias `γ > 0` (Metronome's option, after the SIGCOMM 2001 paper's idea of biasing
-//!   feedback to low rates; RFC 4654 has none), `t = max(T (γ r + (1 − γ)(1 + ln x / ln N)), 0)`,
-//!   `r = X_r / X` clamped to [0, 1]: receivers below the sending rate answer earlier.
-//!   The timer is cancelled when the sender's `R_max` covers the receiver's RTT and its
-//!   suppression rate `X_supp` is below the receiver's rate or below `X_fbr`, the rate at the
-//!   round's start, checked at each data packet and each announcement; a newer round cancels
-//!   an older one's timer. A change of `R_max` during the round scales the timer by
-//!   `R_max / R_max'`, and a timer that comes due with no data packet for longer than `R_max`
-//!   waits `now − tr_i − R_max` more (the sender may have crashed: no implosion).
+//! - **Rounds (§4.5):** a new round number starts a feedback timer (`feedback_timer.rs`) (its draw, rescaling
+//!   and idle rule are there). The timer is cancelled when the sender's `R_max` covers the
+//!   receiver's RTT and its suppression rate `X_supp` is below the receiver's rate or below
+//!   `X_fbr`, the rate at the round's start, checked at each data packet and each
+//!   announcement; a newer round cancels an older one's timer.
 //! - **The CLR (§4.5)** answers once per RTT, outside the rounds, never suppressed.
 //! - **`have_loss` (§4.3.1)** is cleared after 10 RTTs without a data packet, and the
 //!   receiver reports `2 X_recv` again (§4.4), until it sees a new loss event.
@@ -37,12 +31,11 @@
 //!   reports of the round before the leave takes effect; the application here wants out now,
 //!   and the sender treats one flagged report as the CLR leaving, §3.3 case 3).
 
+use super::feedback_timer::FeedbackTimer;
 use super::{ReceiverFeedback, SenderInfo};
 use crate::tfrc::equation::throughput_bytes_per_s;
 use crate::tfrc::loss::LossHistory;
 use metronome_time::Timestamp;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -85,7 +78,6 @@ pub const LEAVE_AFTER: Duration = Duration::from_secs(120);
 #[derive(Clone, Debug)]
 pub struct TfmccReceiver {
     cfg: TfmccReceiverConfig,
-    rng: ChaCha8Rng,
     history: LossHistory,
     /// The smoothed RTT, once measured.
     rtt: Option<Duration>,
@@ -96,11 +88,10 @@ pub struct TfmccReceiver {
     /// The last sender information, and when it came.
     info: Option<SenderInfo>,
     round: Option<u16>,
-    /// The rate at the start of the round (`X_fbr`), and when this round's feedback is due.
+    /// The rate at the start of the round (`X_fbr`).
     x_fbr: f64,
-    timer: Option<Timestamp>,
-    /// When the round's timer was set, and the `R_max` it was set with (§4.5's rescaling).
-    timer_base: Option<(Timestamp, Duration)>,
+    /// When this round's feedback is due.
+    timer: FeedbackTimer,
     /// Loss events counted when `have_loss` was last cleared by an idle spell (§4.3.1).
     idle_cleared_at_events: Option<u64>,
     /// The CLR's next once-per-RTT report.
@@ -125,7 +116,7 @@ impl TfmccReceiver {
     /// A receiver that has heard nothing yet: no RTT, no loss, no round.
     pub fn new(cfg: TfmccReceiverConfig) -> Self {
         TfmccReceiver {
-            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            timer: FeedbackTimer::new(cfg.seed, cfg.group_bound, cfg.bias),
             cfg,
             history: LossHistory::new(),
             rtt: None,
@@ -134,8 +125,6 @@ impl TfmccReceiver {
             info: None,
             round: None,
             x_fbr: f64::INFINITY,
-            timer: None,
-            timer_base: None,
             idle_cleared_at_events: None,
             clr_due: None,
             recent: VecDeque::new(),
@@ -320,7 +309,10 @@ impl TfmccReceiver {
         }
         self.check_floor(now);
         // §4.5: each data packet may carry what suppresses this round's feedback.
-        if let Some(info) = self.info.filter(|_| self.timer.is_some() && !self.leaving) {
+        if let Some(info) = self
+            .info
+            .filter(|_| self.timer.is_running() && !self.leaving)
+        {
             if self.suppressed(now, &info) {
                 self.cancel_timer();
             }
@@ -328,8 +320,7 @@ impl TfmccReceiver {
     }
 
     fn cancel_timer(&mut self) {
-        self.timer = None;
-        self.timer_base = None;
+        self.timer.cancel();
     }
 
     /// The sender's fields arrived at `now`; `sent` is when it sent them, on its clock.
@@ -380,13 +371,13 @@ impl TfmccReceiver {
             self.x_fbr = self.rate(now);
             self.cancel_timer();
             if !self.is_clr() {
-                self.timer = Some(now + self.feedback_delay(now, info));
-                self.timer_base = Some((now, info.r_max));
+                let rate = self.rate(now);
+                self.timer.start(now, info, rate);
             }
-        } else if self.timer.is_some() && self.suppressed(now, info) {
+        } else if self.timer.is_running() && self.suppressed(now, info) {
             self.cancel_timer();
         } else {
-            self.rescale_timer(info.r_max);
+            self.timer.rescale(info.r_max);
         }
     }
 
@@ -397,54 +388,19 @@ impl TfmccReceiver {
         info.r_max >= self.rtt() && (info.x_supp < self.rate(now) || info.x_supp < self.x_fbr)
     }
 
-    /// §4.5: `R_max` changed during the round: `t = t R_max / R_max'`, `t` counted from
-    /// the round's start.
-    fn rescale_timer(&mut self, r_max: Duration) {
-        let (Some(due), Some((from, was))) = (self.timer, self.timer_base) else {
-            return;
-        };
-        if r_max == was || was.is_zero() {
-            return;
-        }
-        let t = due.saturating_since(from);
-        self.timer = Some(from + t.mul_f64(r_max.as_secs_f64() / was.as_secs_f64()));
-        self.timer_base = Some((from, r_max));
-    }
-
-    /// §4.5: a timer due with no data packet for more than `R_max` waits
-    /// `now − tr_i − R_max` longer; true if it was put off.
+    /// §4.5: a timer due with no data packet for more than `R_max` waits longer.
     fn put_off_while_idle(&mut self, now: Timestamp) -> bool {
-        let (Some(due), Some((_, at)), Some(info)) = (self.timer, self.last_sent, self.info) else {
+        let (Some((_, at)), Some(info)) = (self.last_sent, self.info) else {
             return false;
         };
-        let gap = now.saturating_since(at).saturating_sub(info.r_max);
-        if self.leaving || gap.is_zero() {
-            return false;
-        }
-        self.timer = Some(due + gap);
-        true
-    }
-
-    /// The feedback timer for a round of feedback delay `T`.
-    fn feedback_delay(&mut self, now: Timestamp, info: &SenderInfo) -> Duration {
-        let u: f64 = 1.0 - self.rng.random::<f64>(); // (0, 1]
-        let n = (self.cfg.group_bound.max(2) as f64).ln();
-        let exp = 1.0 + u.ln() / n;
-        let g = self.cfg.bias.clamp(0.0, 1.0);
-        let r = if info.x_send > 0.0 && info.x_send.is_finite() {
-            (self.rate(now) / info.x_send).clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
-        let f = (g * r + (1.0 - g) * exp).max(0.0);
-        info.feedback_delay.mul_f64(f)
+        !self.leaving && self.timer.put_off_while_idle(now, at, info.r_max)
     }
 
     /// This receiver leaves the group: its next report says so (§4.4), and is sent at once;
     /// after it, nothing.
     pub fn leave(&mut self, now: Timestamp) {
         self.leaving = true;
-        self.timer = Some(now);
+        self.timer.fire_at(now);
     }
 
     /// When a report is due.
@@ -452,7 +408,7 @@ impl TfmccReceiver {
         if self.left {
             return None;
         }
-        match (self.timer, self.clr_due) {
+        match (self.timer.due(), self.clr_due) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -463,7 +419,7 @@ impl TfmccReceiver {
         if self.left {
             return None;
         }
-        let timer = self.timer.is_some_and(|t| t <= now) && !self.put_off_while_idle(now);
+        let timer = self.timer.due().is_some_and(|t| t <= now) && !self.put_off_while_idle(now);
         let clr = self.clr_due.is_some_and(|t| t <= now);
         if !timer && !clr {
             return None;
