@@ -220,21 +220,17 @@ fn print_table(s: &Summary) {
         let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         println!("{} {}", p.id, params.join(" "));
         for f in &p.flows {
-            for r in &f.receivers {
-                println!(
-                    "    {:<14} → {:<12} loss {:6.2} %  {:8.3} Mbit/s  jitter {:7.3} ms  delay {:8.3} ms",
-                    f.name,
-                    r.node,
-                    r.loss_percent,
-                    r.throughput_bps / 1e6,
-                    r.jitter_ns as f64 / 1e6,
-                    r.mean_delay_ns as f64 / 1e6
-                );
-                if let Some((f, q)) = r.frames.and_then(|f| Some((f, f.pictures?))) {
-                    println!(
-                        "    {:<14}   {:<12} frames lost {} of {}  PSNR {:.2} dB  SSIM {:.4}  MOS {:.2}",
-                        "", "", f.lost, f.frames, q.psnr_y_db, q.ssim, q.mos
-                    );
+            // Receivers that saw the same, on one line (a group's 45 viewers behind one link).
+            let tcp = f.kind == "tcp";
+            let rows = f
+                .receivers
+                .iter()
+                .map(|r| (r.node.as_str(), receiver_lines(r, tcp)));
+            for (who, (line, frames)) in metronome_lab::report::collapse_receivers(rows.collect()) {
+                println!("    {:<14} → {who}", f.name);
+                println!("    {:<14}   {line}", "");
+                if let Some(frames) = frames {
+                    println!("    {:<14}   {frames}", "");
                 }
             }
         }
@@ -242,6 +238,35 @@ fn print_table(s: &Summary) {
             eprintln!("metronome: warning: {} {w}", p.id);
         }
     }
+}
+
+/// A receiver's figures, and its frames' if it decoded video. A TCP flow's bytes are counted
+/// as the application reads them: no packet's jitter or delay (n/a, as in the report).
+fn receiver_lines(
+    r: &metronome_link::report::ReceiverReport,
+    tcp: bool,
+) -> (String, Option<String>) {
+    let ms = |ns: u64| {
+        if tcp {
+            format!("{:>11}", "n/a")
+        } else {
+            format!("{:8.3} ms", ns as f64 / 1e6)
+        }
+    };
+    let line = format!(
+        "loss {:6.2} %  {:8.3} Mbit/s  jitter {}  delay {}",
+        r.loss_percent,
+        r.throughput_bps / 1e6,
+        ms(r.jitter_ns),
+        ms(r.mean_delay_ns)
+    );
+    let frames = r.frames.and_then(|f| Some((f, f.pictures?))).map(|(f, q)| {
+        format!(
+            "frames lost {} of {}  PSNR {:.2} dB  SSIM {:.4}  MOS {:.2}",
+            f.lost, f.frames, q.psnr_y_db, q.ssim, q.mos
+        )
+    });
+    (line, frames)
 }
 
 fn redraw(a: ReportArgs) -> Result<(), String> {
@@ -286,7 +311,11 @@ fn compare_runs(a: CompareArgs) -> Result<(), String> {
         );
     }
     if a.json {
-        let v = serde_json::json!({ "rows": rows, "only_a": only_a, "only_b": only_b });
+        let v = Compared {
+            rows: &rows,
+            only_a,
+            only_b,
+        };
         println!("{}", crate::report::to_json(&v).map_err(|e| e.to_string())?);
     } else {
         print!("{}", compare::text(&x, &y, &rows));
@@ -299,4 +328,14 @@ fn compare_runs(a: CompareArgs) -> Result<(), String> {
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// `lab compare --json`: the rows both runs have, and how many of each run's had no partner.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct Compared<'a> {
+    pub rows: &'a [metronome_lab::compare::Row],
+    /// Receivers at points of run A that run B does not have.
+    pub only_a: usize,
+    /// Receivers at points of run B that run A does not have.
+    pub only_b: usize,
 }

@@ -61,6 +61,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
     assert!(ok, "{out}\n{err}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_one_vocabulary(&v);
+    common::assert_valid(&v, "lab-compare");
     let rows = v["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 30);
     // Same scenario, same seed: the shards measured exactly what the whole run did.
@@ -170,4 +171,59 @@ fn bench_sim_reports_speed_against_the_wall_clock() {
     assert!(part("sending_us") >= 0.0 && part("network_us") > 0.0, "{w}");
     assert!(part("wall_us") > 0.0, "{w}");
     assert!(v["host"].is_object(), "{v}");
+}
+
+/// `lab run`'s table on stdout says a group's receivers that saw the same once, and a TCP
+/// flow's packet figures are n/a (its bytes are counted as the application reads them).
+#[test]
+fn the_printed_table_collapses_equal_receivers_and_says_n_a_for_tcp() {
+    let tmp = TempDir::new("cli-lab-table");
+    let scenario = tmp.0.join("group.toml");
+    std::fs::write(
+        &scenario,
+        r#"name = "group"
+duration = "2s"
+
+[links.access]
+rate = "10mbit"
+delay = "5ms"
+
+[topology]
+shape = "dumbbell"
+routers = ["a", "b"]
+bottleneck = "access"
+left = [{ node = "server", link = "access" }, { node = "tcp_sender", link = "access" }]
+right = [{ prefix = "R", count = 4, link = "access" }, { node = "tcp_receiver", link = "access" }]
+
+[[flow]]
+name = "video"
+kind = "rtp"
+from = "server"
+to = "R*"
+rate = "1mbit"
+
+[[flow]]
+name = "tcp"
+kind = "tcp"
+from = "tcp_sender"
+to = "tcp_receiver"
+"#,
+    )
+    .unwrap();
+    let out_dir = tmp.0.join("run").to_string_lossy().into_owned();
+    let (ok, out, err) = metronome(&["lab", "run", &scenario.to_string_lossy(), "--out", &out_dir]);
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        out.contains("video          → R1–R4 (4 receivers)"),
+        "{out}"
+    );
+    assert!(!out.contains("→ R2"), "{out}");
+    let tcp = out
+        .lines()
+        .skip_while(|l| !l.contains("→ tcp_receiver"))
+        .nth(1);
+    assert!(
+        tcp.is_some_and(|l| l.contains("jitter         n/a  delay         n/a")),
+        "{out}"
+    );
 }

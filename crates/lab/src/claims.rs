@@ -10,7 +10,7 @@
 
 use crate::estimates::{metric, replicate_of, Estimate};
 use crate::results::{PointResult, Summary};
-use metronome_spec::scenario::{Claim, ClaimOp, ScenarioFile};
+use metronome_spec::scenario::{Claim, ClaimOp, Evidence, ScenarioFile};
 use std::collections::BTreeMap;
 
 /// A claim and what the run says of it.
@@ -22,6 +22,36 @@ pub struct Checked {
     pub values: Result<(f64, f64), String>,
     /// Each replicate's `(replicate, left, right)`.
     pub replicates: Vec<(u32, f64, f64)>,
+    /// The claim's evidence at the same points, in its order.
+    pub evidence: Vec<Shown>,
+}
+
+/// A figure shown under a claim: its value at the claim's two sides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shown {
+    pub evidence: Evidence,
+    /// Each replicate's `(replicate, left, right)`, or why it could not be had.
+    pub replicates: Result<Vec<(u32, f64, f64)>, String>,
+}
+
+impl Shown {
+    /// The left side over the replicates (`None`: not had).
+    pub fn left(&self) -> Option<Estimate> {
+        let r = self.replicates.as_ref().ok()?;
+        Some(Estimate::of(&side_of(r, Side::Left)))
+    }
+
+    /// The right side over the replicates.
+    pub fn right(&self) -> Option<Estimate> {
+        let r = self.replicates.as_ref().ok()?;
+        Some(Estimate::of(&side_of(r, Side::Right)))
+    }
+
+    /// Left less right, replicate by replicate.
+    pub fn difference(&self) -> Option<Estimate> {
+        let r = self.replicates.as_ref().ok()?;
+        Some(Estimate::of(&side_of(r, Side::Difference)))
+    }
 }
 
 /// What the run says of a claim.
@@ -128,43 +158,68 @@ pub fn check(s: &Summary) -> Vec<Checked> {
     claims_of(s).into_iter().map(|c| checked(s, c)).collect()
 }
 
+const NO_COMMON_REPLICATE: &str = "the two sides have no replicate in common in this run";
+
 fn checked(s: &Summary, claim: Claim) -> Checked {
-    let sides = side(s, &claim, &claim.lhs).and_then(|l| Ok((l, side(s, &claim, &claim.rhs)?)));
-    let replicates: Vec<(u32, f64, f64)> = match &sides {
-        Ok((l, r)) => l
-            .iter()
-            .filter_map(|(k, lv)| r.get(k).map(|rv| (*k, *lv, *rv)))
-            .collect(),
-        Err(_) => Vec::new(),
-    };
-    let values = match sides {
-        Err(e) => Err(e),
-        Ok(_) if replicates.is_empty() => {
-            Err("the two sides have no replicate in common in this run".into())
-        }
-        Ok(_) => Ok((
-            Estimate::of(&side_of(&replicates, Side::Left)).mean,
-            Estimate::of(&side_of(&replicates, Side::Right)).mean,
+    let (flow, metric) = (claim.flow.as_deref(), claim.metric.as_str());
+    let both = both_sides(s, &claim, flow, metric);
+    let values = match &both {
+        Err(e) => Err(e.clone()),
+        Ok(r) if r.is_empty() => Err(NO_COMMON_REPLICATE.into()),
+        Ok(r) => Ok((
+            Estimate::of(&side_of(r, Side::Left)).mean,
+            Estimate::of(&side_of(r, Side::Right)).mean,
         )),
     };
+    let evidence = claim
+        .evidence
+        .iter()
+        .map(|e| Shown {
+            replicates: both_sides(s, &claim, e.flow.as_deref(), &e.metric).and_then(|r| {
+                if r.is_empty() {
+                    Err(NO_COMMON_REPLICATE.into())
+                } else {
+                    Ok(r)
+                }
+            }),
+            evidence: e.clone(),
+        })
+        .collect();
     Checked {
-        claim,
         values,
-        replicates,
+        replicates: both.unwrap_or_default(),
+        evidence,
+        claim,
     }
+}
+
+/// `metric` of `flow` at the claim's two sides: `(replicate, left, right)` for each
+/// replicate both have.
+fn both_sides(
+    s: &Summary,
+    c: &Claim,
+    flow: Option<&str>,
+    metric: &str,
+) -> Result<Vec<(u32, f64, f64)>, String> {
+    let l = side(s, flow, metric, &c.lhs)?;
+    let r = side(s, flow, metric, &c.rhs)?;
+    Ok(l.iter()
+        .filter_map(|(k, lv)| r.get(k).map(|rv| (*k, *lv, *rv)))
+        .collect())
 }
 
 /// A side's value in each replicate of the run.
 fn side(
     s: &Summary,
-    c: &Claim,
+    flow: Option<&str>,
+    name: &str,
     sel: &[BTreeMap<String, String>],
 ) -> Result<BTreeMap<u32, f64>, String> {
     let mut v = Vec::with_capacity(2);
     for m in sel {
         let mut by_replicate = BTreeMap::new();
         for p in points(s, m)? {
-            by_replicate.insert(replicate_of(p), metric(p, c.flow.as_deref(), &c.metric)?);
+            by_replicate.insert(replicate_of(p), metric(p, flow, name)?);
         }
         v.push(by_replicate);
     }

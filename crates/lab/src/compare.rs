@@ -6,7 +6,7 @@ use crate::results::Summary;
 use std::fmt::Write as _;
 
 /// One receiver at one point, in both runs.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Row {
     /// The point's sweep values, `k=v, …`.
     pub point: String,
@@ -17,8 +17,10 @@ pub struct Row {
     pub loss_percent: (f64, f64),
     pub throughput_bps: (f64, f64),
     #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "[f64; 2]")]
     pub jitter_ns: [u64; 2],
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "[f64; 2]")]
     pub mean_delay_ns: [u64; 2],
 }
 

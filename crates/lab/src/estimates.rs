@@ -62,7 +62,7 @@ pub fn t_975(df: usize) -> f64 {
 }
 
 /// The metrics a claim may name and the estimates cover: name, and what it is (with its
-/// unit). All but `jain_index` are a flow's.
+/// unit). All but those of [`POINT_METRICS`] are a flow's.
 pub const METRICS: &[(&str, &str)] = &[
     ("throughput_mbps", "throughput, Mbit/s"),
     ("loss_percent", "packets lost, %"),
@@ -81,11 +81,31 @@ pub const METRICS: &[(&str, &str)] = &[
         "rate_cv",
         "the controller's target: coefficient of variation over the run",
     ),
+    (
+        "target_mbps",
+        "the controller's target: mean over the run, Mbit/s",
+    ),
+    (
+        "quantizer",
+        "a ladder's rung: mean quantizer over the run (higher: coarser)",
+    ),
     ("jain_index", "Jain's index over the flows"),
+    (
+        "bottleneck_drop_percent",
+        "the bottleneck's queue drops, % of the packets sent into it",
+    ),
+    (
+        "bottleneck_queue_ms",
+        "the bottleneck's longest queue wait, ms",
+    ),
 ];
 
-/// The point-wide metric (not a flow's).
-pub const JAIN: &str = "jain_index";
+pub use metronome_spec::scenario::POINT_METRICS;
+
+/// Whether `metric` is a whole point's rather than a flow's.
+pub fn is_point_metric(metric: &str) -> bool {
+    POINT_METRICS.contains(&metric)
+}
 
 /// The mean over `f`'s receivers of `value` (those that have it).
 fn mean(f: &FlowReport, value: impl Fn(&ReceiverReport) -> Option<f64>) -> Option<f64> {
@@ -93,14 +113,10 @@ fn mean(f: &FlowReport, value: impl Fn(&ReceiverReport) -> Option<f64>) -> Optio
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-/// `metric` at point `p`, of flow `flow` (none for [`JAIN`]).
+/// `metric` at point `p`, of flow `flow` (none for [`POINT_METRICS`]).
 pub fn metric(p: &PointResult, flow: Option<&str>, metric: &str) -> Result<f64, String> {
-    if metric == JAIN {
-        return p
-            .fairness
-            .as_ref()
-            .map(|f| f.jain_index)
-            .ok_or_else(|| format!("{}: fewer than two flows", p.id));
+    if is_point_metric(metric) {
+        return point_metric(p, metric);
     }
     let name = flow.unwrap_or_default();
     let f = p
@@ -130,15 +146,62 @@ pub fn metric(p: &PointResult, flow: Option<&str>, metric: &str) -> Result<f64, 
             .rate_control
             .as_ref()
             .and_then(|rc| rate_cv(&rc.points, p.sim_ns)),
+        "target_mbps" => f
+            .rate_control
+            .as_ref()
+            .and_then(|rc| time_weighted(&rc.points, p.sim_ns))
+            .map(|(mean, _)| mean / 1e6),
+        "quantizer" => p
+            .sent_series
+            .iter()
+            .find(|s| s.flow == name)
+            .and_then(|s| {
+                let rungs: Vec<(u64, u64)> = (s.rung_start_ns.iter().copied())
+                    .zip(s.rung_quantizer.iter().map(|&q| q as u64))
+                    .collect();
+                time_weighted(&rungs, p.sim_ns)
+            })
+            .map(|(mean, _)| mean),
         other => return Err(format!("metric {other} is not known")),
     };
     v.ok_or_else(|| format!("{}: flow '{name}' has no {metric}", p.id))
+}
+
+/// A point's own metric: Jain's index, or the bottleneck's (the link with the most queue
+/// drops; with none, the one with the longest queue wait).
+fn point_metric(p: &PointResult, metric: &str) -> Result<f64, String> {
+    if metric == "jain_index" {
+        return p
+            .fairness
+            .as_ref()
+            .map(|f| f.jain_index)
+            .ok_or_else(|| format!("{}: fewer than two flows", p.id));
+    }
+    let link = p
+        .links
+        .iter()
+        .max_by_key(|l| (l.dropped_queue, l.max_queue_delay_ns))
+        .ok_or_else(|| format!("{}: no link", p.id))?;
+    match metric {
+        "bottleneck_drop_percent" => {
+            Ok(100.0 * link.dropped_queue as f64 / link.sent.max(1) as f64)
+        }
+        "bottleneck_queue_ms" => Ok(link.max_queue_delay_ns as f64 / 1e6),
+        other => Err(format!("metric {other} is not known")),
+    }
 }
 
 /// The coefficient of variation (standard deviation over mean) of a rate that is `x` from
 /// each point's time `t` (ns) to the next's, the last's until `end`, weighted by time: how
 /// smooth a controller's target was. `None` without a span or with a zero mean.
 pub fn rate_cv(points: &[(u64, u64)], end: u64) -> Option<f64> {
+    let (mean, sd) = time_weighted(points, end)?;
+    (mean > 0.0).then(|| sd / mean)
+}
+
+/// The mean and standard deviation of a value that is `x` from each point's time `t` (ns) to
+/// the next's, the last's until `end`, weighted by time. `None` without a span.
+pub fn time_weighted(points: &[(u64, u64)], end: u64) -> Option<(f64, f64)> {
     let spans: Vec<(f64, f64)> = points
         .iter()
         .enumerate()
@@ -157,7 +220,7 @@ pub fn rate_cv(points: &[(u64, u64)], end: u64) -> Option<f64> {
         .map(|(d, x)| d * (x - mean).powi(2))
         .sum::<f64>()
         / total;
-    (mean > 0.0).then(|| var.sqrt() / mean)
+    Some((mean, var.sqrt()))
 }
 
 /// A point's replicate (1 when the run has one of each point).
@@ -285,11 +348,11 @@ pub fn rows_of(flows: &[String]) -> Vec<(Option<&str>, &'static str)> {
         .flat_map(|f| {
             METRICS
                 .iter()
-                .filter(|(m, _)| *m != JAIN)
+                .filter(|(m, _)| !is_point_metric(m))
                 .map(move |(m, _)| (Some(f.as_str()), *m))
         })
         .collect();
-    rows.push((None, JAIN));
+    rows.extend(POINT_METRICS.iter().map(|m| (None, *m)));
     rows
 }
 

@@ -120,11 +120,7 @@ pub struct Built {
 /// the scenario file's directory, for relative trace files.
 pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, String> {
     let mut videos = Vec::new();
-    let trace = if s.trace {
-        TraceLevel::Packets
-    } else {
-        TraceLevel::Off
-    };
+    let trace = TraceLevel::of(s.trace.csv, s.trace.pcap);
     let mut sim = Sim::with_topology(topology(s, seed, dir)?, trace);
     let node = |sim: &Sim, name: &str| {
         sim.net()

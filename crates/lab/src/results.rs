@@ -594,3 +594,17 @@ pub fn host() -> Host {
 pub fn commit() -> String {
     env!("METRONOME_GIT_COMMIT").to_string()
 }
+
+/// A file name from a flow's or node's name (anything but letters, digits, `.`, `-`, `_`
+/// becomes `_`).
+pub fn file_stem(flow: &str) -> String {
+    flow.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

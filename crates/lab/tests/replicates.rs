@@ -59,6 +59,7 @@ metric = "loss_percent"
 lhs = [{ rate = "2mbit" }]
 op = "<"
 rhs = [{ rate = "1mbit" }]
+evidence = ["throughput_mbps", "bottleneck_drop_percent"]
 "#;
 
 #[test]
@@ -119,9 +120,27 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
     assert_eq!(verdicts[2], Verdict::Inconclusive);
     let d = claims[2].difference();
     assert!(d.mean.abs() < d.half_width.unwrap(), "{d:?}");
+    // Its evidence, at the same points: twice the throughput, and no queue drops (the loss is
+    // the link's own).
+    let ev = &claims[2].evidence;
+    let labels: Vec<String> = ev.iter().map(|e| e.evidence.label()).collect();
+    assert_eq!(
+        labels,
+        ["throughput_mbps of udp", "bottleneck_drop_percent"]
+    );
+    let (l, r) = (ev[0].left().unwrap().mean, ev[0].right().unwrap().mean);
+    assert!((l / r - 2.0).abs() < 0.1, "{l} {r}");
+    assert_eq!(ev[1].left().unwrap().mean, 0.0);
+    assert_eq!(ev[1].replicates.as_ref().unwrap().len(), 5);
 
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("inconclusive") && report.contains(" ± "));
+    assert!(
+        report.contains(
+            "<tr class=\"evidence\"><td>↳</td><td></td><td><code>throughput_mbps of udp</code>"
+        ),
+        "no evidence row"
+    );
     // The verdict at the top, before any table.
     let verdict = "<strong>Verdict:</strong> of 3 claims of the source, 1 agree, 1 differ, \
                    1 inconclusive (<a href=\"#claims\">claims checked</a>; judged from 5 \

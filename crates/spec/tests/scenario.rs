@@ -387,7 +387,7 @@ fn rate_controlled_rtp_flows_and_claims() {
     };
     let ok = text(
         "cc = \"${cc}\"\nstart_rate = \"500kbit\"\nvideo = \"352x288@25\"\ngop = 12\nmtu = 1018\nrtcp_interval = \"1s\"\ncodec = \"mpeg4\"\nquantizers = [4, 20]\ncontent = \"motion=seed=3\"",
-        "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"psnr_y_db\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]",
+        "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"psnr_y_db\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]\nevidence = [\"quantizer\", \"bottleneck_drop_percent\"]",
     );
     let f = ScenarioFile::parse(&ok, "t.toml").unwrap();
     let points = f.points();
@@ -425,6 +425,9 @@ fn rate_controlled_rtp_flows_and_claims() {
     }
     assert_eq!(s.claims.len(), 1);
     assert_eq!(s.claims[0].op, metronome_spec::scenario::ClaimOp::Greater);
+    // Evidence: a flow's metric of the claim's flow, a point's without one.
+    let evidence: Vec<String> = s.claims[0].evidence.iter().map(|e| e.label()).collect();
+    assert_eq!(evidence, ["quantizer of v", "bottleneck_drop_percent"]);
     // What is refused, and said.
     for (flow, claim, says) in [
         ("cc = \"bbr\"", "", "is not known for rtp"),
@@ -442,6 +445,9 @@ fn rate_controlled_rtp_flows_and_claims() {
         ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"beauty\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]", "metric = \"beauty\" is not known"),
         ("", "[[claim]]\ntext = \"x\"\nflow = \"w\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]", "flow = \"w\" is not a flow"),
         ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">=\"\nrhs = [{ cc = \"tfmcc\" }]", "use \"<\" or \">\""),
+        ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]\nevidence = [\"luck\"]", "evidence \"luck\": metric = \"luck\" is not known"),
+        ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]\nevidence = [\"bottleneck_drop_percent of v\"]", "bottleneck_drop_percent is the point's: name no flow"),
+        ("", "[[claim]]\ntext = \"x\"\nflow = \"v\"\nmetric = \"mos\"\nlhs = [{ cc = \"asmp\" }]\nop = \">\"\nrhs = [{ cc = \"tfmcc\" }]\nevidence = [\"target_mbps of w\"]", "flow = \"w\" is not a flow"),
     ] {
         let t = text(flow, claim).replace("[sweep]\ncc = [\"tfmcc\", \"asmp\"]\n", "");
         let err = ScenarioFile::parse(&t, "t.toml")

@@ -88,24 +88,11 @@ fn supervise(child: &mut Running, st: &Stage, deadline: Timestamp) -> Ended {
     ended(child.0.wait().ok(), true)
 }
 
-/// A file name from a flow's name (anything but letters, digits, `.`, `-`, `_` becomes `_`).
-fn file_stem(flow: &str) -> String {
-    flow.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 /// Opens `FLOW.EXT` in the point's directory: the file, and its path relative to the results.
 fn output(st: &Stage, flow: &str, ext: &str) -> Result<(std::fs::File, PathBuf), String> {
     std::fs::create_dir_all(st.dir)
         .map_err(|e| format!("cannot create {}: {e}", st.dir.display()))?;
-    let name = format!("{}.{ext}", file_stem(flow));
+    let name = format!("{}.{ext}", crate::results::file_stem(flow));
     let path = st.dir.join(&name);
     let f = std::fs::File::create(&path)
         .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
@@ -335,8 +322,11 @@ pub(super) fn iperf3_flow(
     // iperf3 ends by itself after -t; a byte count is given the scenario's drain to finish.
     let deadline = st.origin + f.start + f.duration + st.s.drain + Duration::from_secs(2);
     supervise(&mut client, st, deadline);
-    let text = std::fs::read(st.dir.join(format!("{}.iperf3.json", file_stem(&f.name))))
-        .map_err(|e| format!("flow '{}': iperf3's output: {e}", f.name))?;
+    let text = std::fs::read(st.dir.join(format!(
+        "{}.iperf3.json",
+        crate::results::file_stem(&f.name)
+    )))
+    .map_err(|e| format!("flow '{}': iperf3's output: {e}", f.name))?;
     parse_iperf3(f, rate_bps, &text)
 }
 
@@ -416,7 +406,11 @@ pub(super) fn measured_by(run: &CommandRun, f: &FlowDecl, st: &Stage) -> Option<
     if !is_recv {
         return None;
     }
-    let text = std::fs::read(st.dir.join(format!("{}.stdout", file_stem(&run.flow)))).ok()?;
+    let text = std::fs::read(
+        st.dir
+            .join(format!("{}.stdout", crate::results::file_stem(&run.flow))),
+    )
+    .ok()?;
     let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
     let src = v["sources"]
         .as_array()?

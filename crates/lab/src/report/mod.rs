@@ -11,6 +11,8 @@
 mod figures;
 pub mod plots;
 mod receivers;
+
+pub use receivers::collapse as collapse_receivers;
 mod repair;
 mod replicates;
 mod sweep;
@@ -112,7 +114,9 @@ fn claims_section(checked: &[crate::claims::Checked]) -> String {
          each side is their mean ± the half-width of its 95 % confidence interval, and the \
          verdict comes from the interval of the replicates' differences (left − right): \
          <em>agrees</em> when it lies wholly on the claim's side of zero, <em>differs</em> \
-         when wholly on the other, <em>inconclusive</em> when it holds zero.</p>\n\
+         when wholly on the other, <em>inconclusive</em> when it holds zero. Rows marked ↳ \
+         under a claim are other figures of the same points, the run's own data on why it \
+         holds or not.</p>\n\
          <table><tr><th>claim</th><th>source</th><th>metric</th><th>left</th><th></th>\
          <th>right</th><th>left − right</th><th>replicates</th><th>this run</th></tr>",
     );
@@ -147,9 +151,27 @@ fn claims_section(checked: &[crate::claims::Checked]) -> String {
             esc(c.claim.op.symbol()),
             c.replicates.len()
         );
+        for e in &c.evidence {
+            h.push_str(&evidence_row(e));
+        }
     }
     h.push_str("</table>\n");
     h
+}
+
+/// A row under a claim: one of its evidence figures at the claim's sides.
+fn evidence_row(e: &crate::claims::Shown) -> String {
+    let show = |v: Option<crate::estimates::Estimate>| v.map_or(String::new(), |v| v.show(3));
+    let (l, r, d) = match &e.replicates {
+        Ok(_) => (show(e.left()), show(e.right()), show(e.difference())),
+        Err(why) => (esc(why), String::new(), String::new()),
+    };
+    let n = e.replicates.as_ref().map_or(0, Vec::len);
+    format!(
+        "<tr class=\"evidence\"><td>↳</td><td></td><td><code>{}</code></td><td>{l}</td>\
+         <td></td><td>{r}</td><td>{d}</td><td>{n}</td><td></td></tr>",
+        esc(&e.evidence.label())
+    )
 }
 
 fn run_facts(s: &Summary) -> String {
@@ -239,7 +261,7 @@ table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #c
 th{background:#f3f3f3}.facts th,.facts td{text-align:left}caption{font-weight:600;text-align:left;padding:.3em 0}\
 .side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
 .incomplete{border-left:4px solid #c60;background:#fff6ec;padding:.3em 1em}.incomplete .why{text-align:left}\
-.bad{background:#fde2e2}.good{background:#e2f5e2}.verdict{font-size:110%;border-left:4px solid #36c;background:#eef3fc;padding:.4em 1em;max-width:60em}pre{background:#f7f7f7;padding:1em;overflow:auto}\
+.bad{background:#fde2e2}.good{background:#e2f5e2}tr.evidence td{color:#555;font-size:90%;background:#fafafa}.verdict{font-size:110%;border-left:4px solid #36c;background:#eef3fc;padding:.4em 1em;max-width:60em}pre{background:#f7f7f7;padding:1em;overflow:auto}\
 figure{display:inline-block;margin:.5em 1em .5em 0;vertical-align:top;max-width:640px}\
 figcaption{font-size:90%;color:#444}.legend{color:#222;margin-bottom:.2em}.key{font-size:110%}";
 

@@ -3,7 +3,7 @@
 
 /// `rows` (a receiver's name and what its row shows, as shown) grouped by what they show,
 /// each group in the order of its first receiver: the group's label and the row.
-pub(crate) fn collapse<T: PartialEq>(rows: Vec<(&str, T)>) -> Vec<(String, T)> {
+pub fn collapse<T: PartialEq>(rows: Vec<(&str, T)>) -> Vec<(String, T)> {
     let mut groups: Vec<(Vec<&str>, T)> = Vec::new();
     for (name, row) in rows {
         match groups.iter_mut().find(|(_, r)| *r == row) {

@@ -41,7 +41,7 @@ pub(crate) fn section(s: &Summary) -> String {
 fn table(groups: &[Group], flow: Option<&str>) -> String {
     let metrics = METRICS
         .iter()
-        .filter(|(m, _)| flow.is_some() != (*m == estimates::JAIN));
+        .filter(|(m, _)| flow.is_some() != estimates::is_point_metric(m));
     let mut rows = String::new();
     for (m, what) in metrics {
         let cells: Vec<Option<estimates::Estimate>> =

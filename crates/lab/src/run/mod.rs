@@ -11,6 +11,7 @@ mod out_dir;
 mod pool;
 mod sim_point;
 
+pub use pool::clock;
 pub use sim_point::{run_point, INTERRUPTED};
 
 use crate::results::{self, FailedPoint, PointResult, ScenarioInfo, Shard, Summary};

@@ -131,8 +131,8 @@ fn progress(n: usize, total: usize, point: &Point, elapsed_s: f64) {
     let _ = err.flush();
 }
 
-/// Seconds as `1h02m`, `4m05s` or `12s`.
-fn clock(s: f64) -> String {
+/// Seconds as `1h02m`, `4m05s` or `12s` (also the benches' progress lines).
+pub fn clock(s: f64) -> String {
     let s = s.round() as u64;
     match (s / 3600, s / 60 % 60, s % 60) {
         (0, 0, sec) => format!("{sec}s"),

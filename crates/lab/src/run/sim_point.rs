@@ -24,7 +24,7 @@ const SLICE: Duration = Duration::from_millis(200);
 pub const INTERRUPTED: &str = "interrupted before it finished";
 
 /// Runs one point in the simulator. The per-packet trace, if asked for, goes straight to
-/// `points/pNNN/packets.csv`.
+/// `points/pNNN/packets.csv`, the hosts' captures to `points/pNNN/NODE.pcap`.
 /// `dir`: the scenario file's directory (for relative trace files), `None` for a built-in.
 /// `stop` set ends it early with the error [`INTERRUPTED`].
 pub fn run_point(
@@ -63,14 +63,11 @@ pub fn run_point(
         ..w
     });
     let video_s = video_work.map_or(0.0, |w| w.ladder_s + w.sending_s + w.judging_s);
-    if s.trace {
+    if s.trace.any() {
         let dir = out
             .join("points")
             .join(crate::results::point_id(point.index));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        std::fs::write(dir.join("packets.csv"), outcome.trace.to_csv())
-            .map_err(|e| format!("cannot write the packet trace: {e}"))?;
+        write_traces(&dir, s.trace, &outcome.trace, &topology)?;
     }
     let mut result = PointResult::new(
         point,
@@ -134,4 +131,34 @@ fn add_frames(
         ));
     }
     out
+}
+
+/// `packets.csv` and each host's `NODE.pcap` (a host that sent or received anything), as
+/// `trace` asks, into the point's directory `dir`.
+fn write_traces(
+    dir: &Path,
+    trace: metronome_spec::scenario::Trace,
+    packets: &metronome_netsim::sim::trace::PacketTrace,
+    topology: &metronome_link::topology::Topology,
+) -> Result<(), String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    if trace.csv {
+        std::fs::write(dir.join("packets.csv"), packets.to_csv())
+            .map_err(|e| format!("cannot write the packet trace: {e}"))?;
+    }
+    if trace.pcap {
+        let mut used = std::collections::HashSet::new();
+        for (n, bytes) in metronome_netsim::sim::pcap::pcaps(&packets.captures) {
+            // Two names that make one file name: the second gets its node number too.
+            let mut name = crate::results::file_stem(topology.node_name(n));
+            if !used.insert(name.clone()) {
+                name = format!("{name}-{}", n.0);
+                used.insert(name.clone());
+            }
+            let file = dir.join(format!("{name}.pcap"));
+            std::fs::write(&file, bytes)
+                .map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+        }
+    }
+    Ok(())
 }

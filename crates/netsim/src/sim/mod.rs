@@ -10,11 +10,13 @@
 //!   its routes and multicast trees, the packet trace;
 //! - [`flows`]: the applications: UDP at a constant rate or in a square wave ([`flows::udp`]),
 //!   RTP sessions, TCP; each measures with a [`metronome_link::meter::Meter`];
-//! - [`trace`]: the per-packet trace and its CSV.
+//! - [`trace`]: the per-packet trace and its CSV; [`pcap`]: each host's packets as a capture
+//!   file.
 
 pub mod flows;
 pub mod net;
 pub mod packet;
+pub mod pcap;
 pub mod trace;
 
 use flows::Flow;

@@ -8,7 +8,7 @@
 //! until the simulator hands them to the flow's endpoint there.
 
 use super::packet::{Dst, FlowId, Packet, TreeId};
-use super::trace::{DropReason, PacketEvent, PacketTrace, TraceLevel, TraceRow};
+use super::trace::{Capture, DropReason, PacketEvent, PacketTrace, TraceLevel, TraceRow};
 use metronome_link::topology::{LinkId, LinkPlan, McastTree, NodeId, Topology};
 use metronome_link::{EventQueue, Link, LinkStats, SendOutcome};
 use metronome_time::Timestamp;
@@ -249,7 +249,7 @@ impl Net {
                 self.events.push(t, Event::Link(l));
             }
         }
-        if self.trace_level == TraceLevel::Off {
+        if !self.trace_level.rows() {
             return;
         }
         let event = match outcome {
@@ -295,7 +295,18 @@ impl Net {
     }
 
     pub(crate) fn record(&mut self, at: Timestamp, event: PacketEvent, node: NodeId, p: &Packet) {
-        if self.trace_level == TraceLevel::Off {
+        if self.trace_level.captures() {
+            let sent = event == PacketEvent::Sent;
+            if sent || event == PacketEvent::Delivered {
+                self.trace.captures.push(Capture {
+                    at,
+                    node,
+                    sent,
+                    packet: p.clone(),
+                });
+            }
+        }
+        if !self.trace_level.rows() {
             return;
         }
         self.trace.rows.push(TraceRow {

@@ -17,6 +17,46 @@ pub enum TraceLevel {
     Off,
     /// A row for every packet event.
     Packets,
+    /// Every packet each host sent and received, with its bytes ([`Capture`]), for capture
+    /// files (`pcap.rs`).
+    Captures,
+    /// Both.
+    PacketsAndCaptures,
+}
+
+impl TraceLevel {
+    /// The level that records rows, captures, both or neither.
+    pub fn of(rows: bool, captures: bool) -> TraceLevel {
+        match (rows, captures) {
+            (false, false) => TraceLevel::Off,
+            (true, false) => TraceLevel::Packets,
+            (false, true) => TraceLevel::Captures,
+            (true, true) => TraceLevel::PacketsAndCaptures,
+        }
+    }
+
+    /// Whether it records a row per packet event.
+    pub fn rows(self) -> bool {
+        matches!(self, TraceLevel::Packets | TraceLevel::PacketsAndCaptures)
+    }
+
+    /// Whether it keeps the packets hosts send and receive.
+    pub fn captures(self) -> bool {
+        matches!(self, TraceLevel::Captures | TraceLevel::PacketsAndCaptures)
+    }
+}
+
+/// A packet as a host's capture sees it: sent by its application, or delivered to one.
+#[derive(Clone, Debug)]
+pub struct Capture {
+    /// Virtual time it left or arrived.
+    pub at: Timestamp,
+    /// The host.
+    pub node: NodeId,
+    /// Sent by the host (else received).
+    pub sent: bool,
+    /// The packet, its bytes shared with the network's copy.
+    pub packet: super::packet::Packet,
 }
 
 /// What happened to a packet.
@@ -86,10 +126,12 @@ pub struct TraceRow {
 }
 
 /// The rows of a run.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct PacketTrace {
     /// The rows, in the order the events happened.
     pub rows: Vec<TraceRow>,
+    /// With [`TraceLevel::Captures`]: each host's packets, sent and received, in order.
+    pub captures: Vec<Capture>,
 }
 
 impl PacketTrace {

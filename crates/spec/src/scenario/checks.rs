@@ -1,7 +1,7 @@
 //! What a scenario's run is checked against: `[reference]` (a seed's figures, shown beside the
 //! measured ones) and `[[claim]]`s (a source's conclusions, compared between points).
 
-use super::{Claim, ClaimOp, FlowDecl, Reference, CLAIM_METRICS};
+use super::{Claim, ClaimOp, Evidence, FlowDecl, Reference, CLAIM_METRICS, POINT_METRICS};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -18,32 +18,41 @@ pub(super) struct RawClaim {
     rhs: Vec<BTreeMap<String, String>>,
     #[serde(default)]
     note: String,
+    #[serde(default)]
+    evidence: Vec<String>,
+}
+
+/// Checks that `metric` is known and that `flow` is given exactly when it is a flow's.
+fn metric_and_flow(
+    what: &str,
+    metric: &str,
+    flow: Option<&str>,
+    flows: &[FlowDecl],
+) -> Result<(), String> {
+    if !CLAIM_METRICS.contains(&metric) {
+        return Err(format!(
+            "{what}: metric = \"{metric}\" is not known; use one of: {}",
+            CLAIM_METRICS.join(", ")
+        ));
+    }
+    match (flow, POINT_METRICS.contains(&metric)) {
+        (Some(f), false) if flows.iter().any(|g| g.name == f) => Ok(()),
+        (Some(f), false) => Err(format!("{what}: flow = \"{f}\" is not a flow")),
+        (None, true) => Ok(()),
+        (None, false) => Err(format!("{what}: metric {metric} needs flow = \"NAME\"")),
+        (Some(_), true) => Err(format!("{what}: {metric} is the point's: name no flow")),
+    }
 }
 
 impl RawClaim {
     pub(super) fn check(self, flows: &[FlowDecl]) -> Result<Claim, String> {
         let what = format!("[[claim]] '{}'", self.text);
-        if !CLAIM_METRICS.contains(&self.metric.as_str()) {
-            return Err(format!(
-                "{what}: metric = \"{}\" is not known; use one of: {}",
-                self.metric,
-                CLAIM_METRICS.join(", ")
-            ));
-        }
-        match (&self.flow, self.metric == "jain_index") {
-            (Some(f), false) if flows.iter().any(|g| &g.name == f) => {}
-            (Some(f), false) => return Err(format!("{what}: flow = \"{f}\" is not a flow")),
-            (None, true) => {}
-            (None, false) => {
-                return Err(format!(
-                    "{what}: metric {} needs flow = \"NAME\"",
-                    self.metric
-                ))
-            }
-            (Some(_), true) => {
-                return Err(format!("{what}: jain_index is the point's: remove flow"))
-            }
-        }
+        metric_and_flow(&what, &self.metric, self.flow.as_deref(), flows)?;
+        let evidence = self
+            .evidence
+            .iter()
+            .map(|e| self.evidence_of(&what, e, flows))
+            .collect::<Result<Vec<_>, _>>()?;
         let op = match self.op.as_str() {
             "<" => ClaimOp::Less,
             ">" => ClaimOp::Greater,
@@ -65,6 +74,22 @@ impl RawClaim {
             op,
             rhs: self.rhs,
             note: self.note,
+            evidence,
+        })
+    }
+
+    /// `"metric"` (of the claim's flow, for a flow's metric) or `"metric of FLOW"`.
+    fn evidence_of(&self, what: &str, e: &str, flows: &[FlowDecl]) -> Result<Evidence, String> {
+        let (metric, flow) = match e.split_once(" of ") {
+            Some((m, f)) => (m.trim(), Some(f.trim().to_string())),
+            None if POINT_METRICS.contains(&e.trim()) => (e.trim(), None),
+            None => (e.trim(), self.flow.clone()),
+        };
+        let what = format!("{what}: evidence \"{e}\"");
+        metric_and_flow(&what, metric, flow.as_deref(), flows)?;
+        Ok(Evidence {
+            metric: metric.to_string(),
+            flow,
         })
     }
 }

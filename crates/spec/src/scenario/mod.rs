@@ -64,8 +64,8 @@ pub struct Scenario {
     pub drain: Duration,
     /// Bin width of per-interval figures (throughput over time).
     pub interval: Duration,
-    /// Write a row per packet event (sent, queued, dropped, delivered).
-    pub trace: bool,
+    /// What the run records of every packet (`trace`).
+    pub trace: Trace,
     /// Keep full delay and inter-arrival distributions per receiver.
     pub histograms: bool,
     /// Every node, in the order first named.
@@ -152,6 +152,54 @@ pub enum Variation {
         /// replacing its own.
         low: Box<LinkProfile>,
     },
+}
+
+/// What a run records of every packet: `trace = true` (or `"csv"`) a row per packet event
+/// (sent, queued, dropped, delivered) in `packets.csv`; `"pcap"` each host's packets, sent and
+/// received, in a capture file Wireshark and tcpdump read; `"csv+pcap"` both.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// `packets.csv`.
+    pub csv: bool,
+    /// `NODE.pcap` per host.
+    pub pcap: bool,
+}
+
+impl Trace {
+    /// From the key's value: `true`/`false`, `"csv"`, `"pcap"` or `"csv+pcap"`.
+    pub fn parse(v: &toml::Value) -> Result<Trace, String> {
+        match v {
+            toml::Value::Boolean(b) => Ok(Trace {
+                csv: *b,
+                pcap: false,
+            }),
+            toml::Value::String(s) => match s.as_str() {
+                "csv" => Ok(Trace {
+                    csv: true,
+                    pcap: false,
+                }),
+                "pcap" => Ok(Trace {
+                    csv: false,
+                    pcap: true,
+                }),
+                "csv+pcap" | "pcap+csv" => Ok(Trace {
+                    csv: true,
+                    pcap: true,
+                }),
+                other => Err(format!(
+                    "trace = \"{other}\": write true (or \"csv\"), \"pcap\" or \"csv+pcap\""
+                )),
+            },
+            other => Err(format!(
+                "trace = {other}: write true (or \"csv\"), \"pcap\" or \"csv+pcap\""
+            )),
+        }
+    }
+
+    /// Whether anything is recorded.
+    pub fn any(self) -> bool {
+        self.csv || self.pcap
+    }
 }
 
 /// Where a delivery trace comes from.
@@ -597,6 +645,29 @@ pub struct Claim {
     pub rhs: Vec<BTreeMap<String, String>>,
     /// Why the run may differ, shown when it does.
     pub note: String,
+    /// Figures of the same points shown under the claim, the run's own data on why it holds
+    /// or not (the controllers' targets, the bottleneck's drops, …).
+    pub evidence: Vec<Evidence>,
+}
+
+/// A figure shown under a claim (`evidence = ["target_mbps", "throughput_mbps of tcp"]`), at
+/// the claim's points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evidence {
+    /// One of [`CLAIM_METRICS`].
+    pub metric: String,
+    /// The flow (`None` for a point's metric, [`POINT_METRICS`]).
+    pub flow: Option<String>,
+}
+
+impl Evidence {
+    /// `metric` or `metric of flow`, as the file writes it.
+    pub fn label(&self) -> String {
+        match &self.flow {
+            Some(f) => format!("{} of {f}", self.metric),
+            None => self.metric.clone(),
+        }
+    }
 }
 
 /// The comparison a claim makes (`op`).
@@ -618,9 +689,9 @@ impl ClaimOp {
     }
 }
 
-/// The metrics a claim may compare: per flow, the mean over its receivers; `jain_index` is
-/// the point's.
-pub const CLAIM_METRICS: [&str; 12] = [
+/// The metrics a claim may compare: per flow, the mean over its receivers; those of
+/// [`POINT_METRICS`] are the point's.
+pub const CLAIM_METRICS: [&str; 16] = [
     "frames_lost_percent",
     "missed_deadline_percent",
     "frame_delay_ms",
@@ -632,7 +703,18 @@ pub const CLAIM_METRICS: [&str; 12] = [
     "delay_ms",
     "p99_delay_ms",
     "rate_cv",
+    "target_mbps",
+    "quantizer",
     "jain_index",
+    "bottleneck_drop_percent",
+    "bottleneck_queue_ms",
+];
+
+/// The metrics of a whole point, not of one flow.
+pub const POINT_METRICS: [&str; 3] = [
+    "jain_index",
+    "bottleneck_drop_percent",
+    "bottleneck_queue_ms",
 ];
 
 /// A table of reference figures (rows × columns), e.g. a seed's measured loss. Rows are

@@ -94,7 +94,13 @@ pub(crate) fn parse_point(text: &str, origin: &str) -> Result<Scenario, ConfigEr
         duration,
         drain,
         interval,
-        trace: raw.trace,
+        trace: raw
+            .trace
+            .as_ref()
+            .map(super::Trace::parse)
+            .transpose()
+            .map_err(|m| invalid(m, text.find("trace =").unwrap_or(0)))?
+            .unwrap_or_default(),
         histograms: raw.histograms.unwrap_or(true),
         nodes,
         links,
@@ -152,8 +158,7 @@ struct RawScenario {
     duration: Option<Dur>,
     drain: Option<Dur>,
     interval: Option<Dur>,
-    #[serde(default)]
-    trace: bool,
+    trace: Option<toml::Value>,
     histograms: Option<bool>,
     /// Read by [`super::ScenarioFile`]; its references are already replaced.
     #[serde(default, rename = "sweep")]
