@@ -442,9 +442,10 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, text[start..offset].chars().count() + 1)
 }
 
-/// Rewords toml's message in the file's own terms, naming the `[[stream]]` it is in.
+/// Rewords toml's message in the file's own terms, naming the table it is in
+/// (`[[stream]] 'cam1'`, `[rtsp_auth]`, …).
 fn explain(text: &str, message: &str, offset: Option<usize>) -> String {
-    let stream = offset.and_then(|o| stream_at(text, o));
+    let stream = offset.and_then(|o| table_at(text, o));
     let place = stream
         .as_ref()
         .map_or_else(|| "at the top level".to_string(), |p| format!("in {p}"));
@@ -454,10 +455,20 @@ fn explain(text: &str, message: &str, offset: Option<usize>) -> String {
                 .trim_start_matches("one of ")
                 .replace('`', "")
                 .replace(" or ", ", ");
-            let known = known
-                .replace("rtsp_auth", "[rtsp_auth]")
-                .replace("stream", "[[stream]]");
-            return format!("unknown key '{key}' {place}; known keys: {known}");
+            // At the top level, the keys that are tables are written as tables.
+            let known: Vec<&str> = known
+                .split(", ")
+                .map(|k| match (k, &stream) {
+                    ("rtsp_auth", None) => "[rtsp_auth]",
+                    ("stream", None) => "[[stream]]",
+                    ("user", Some(t)) if t == "[rtsp_auth]" => "[[rtsp_auth.user]]",
+                    (k, _) => k,
+                })
+                .collect();
+            return format!(
+                "unknown key '{key}' {place}; known keys: {}",
+                known.join(", ")
+            );
         }
     }
     if let Some(rest) = message.strip_prefix("missing field `") {
@@ -485,15 +496,49 @@ fn explain(text: &str, message: &str, offset: Option<usize>) -> String {
     }
 }
 
-/// Which `[[stream]]` holds a byte offset: "[[stream]] 'cam1'" or "[[stream]] #2".
-fn stream_at(text: &str, offset: usize) -> Option<String> {
+/// Which table holds a byte offset: "[[stream]] 'cam1'" (or "#2" without a name),
+/// "[rtsp_auth]", "[[rtsp_auth.user]] 'alice'"; `None` at the top level.
+fn table_at(text: &str, offset: usize) -> Option<String> {
     let doc = toml::de::DeTable::parse(text).ok()?;
-    let (_, streams) = doc
-        .get_ref()
-        .iter()
-        .find(|(k, _)| k.get_ref() == "stream")?;
     let within = |r: Range<usize>| r.start <= offset && offset < r.end.max(r.start + 1);
-    for (i, s) in streams.get_ref().as_array()?.iter().enumerate() {
+    let top = doc.get_ref();
+    if let Some(streams) = entry(top, "stream") {
+        if let Some(name) = array_entry_at(streams.get_ref(), "[[stream]]", &within) {
+            return Some(name);
+        }
+    }
+    let auth = entry(top, "rtsp_auth")?;
+    let auth_table = auth.get_ref().as_table()?;
+    if let Some(users) = entry(auth_table, "user") {
+        if let Some(name) = array_entry_at(users.get_ref(), "[[rtsp_auth.user]]", &within) {
+            return Some(name);
+        }
+    }
+    let inside = auth_table
+        .iter()
+        .any(|(k, v)| within(k.span()) || within(v.span()));
+    inside.then(|| "[rtsp_auth]".to_string())
+}
+
+/// The value of `key` in `table`.
+fn entry<'a, 'b>(
+    table: &'a toml::de::DeTable<'b>,
+    key: &str,
+) -> Option<&'a toml::Spanned<toml::de::DeValue<'b>>> {
+    table
+        .iter()
+        .find(|(k, _)| k.get_ref() == key)
+        .map(|(_, v)| v)
+}
+
+/// The entry of an array of tables (`what`, e.g. `[[stream]]`) that holds the offset, by its
+/// `name` or its place.
+fn array_entry_at(
+    array: &toml::de::DeValue,
+    what: &str,
+    within: &dyn Fn(Range<usize>) -> bool,
+) -> Option<String> {
+    for (i, s) in array.as_array()?.iter().enumerate() {
         let table = s.get_ref().as_table()?;
         let inside = within(s.span())
             || table
@@ -502,8 +547,8 @@ fn stream_at(text: &str, offset: usize) -> Option<String> {
         if inside {
             let name = table.iter().find(|(k, _)| k.get_ref() == "name");
             return Some(match name.and_then(|(_, v)| v.get_ref().as_str()) {
-                Some(n) => format!("[[stream]] '{}'", n.escape_debug()),
-                None => format!("[[stream]] #{}", i + 1),
+                Some(n) => format!("{what} '{}'", n.escape_debug()),
+                None => format!("{what} #{}", i + 1),
             });
         }
     }
@@ -635,6 +680,26 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
             e.message
                 .contains("core_budget, rtsp_tls_cert, rtsp_tls_key, [rtsp_auth], [[stream]]"),
             "{e}"
+        );
+        // A key with "stream" in its name is not a table (it read "max_[[stream]]_rate").
+        assert!(e.message.contains(", max_stream_rate, "), "{e}");
+        // Within [rtsp_auth] and its users, the table is named, and so are its own tables.
+        let e = err("[rtsp_auth]
+realm = \"x\"
+perod = 1
+");
+        assert_eq!(
+            e.message,
+            "unknown key 'perod' in [rtsp_auth]; known keys: realm, public, [[rtsp_auth.user]]"
+        );
+        let e = err("[rtsp_auth]
+[[rtsp_auth.user]]
+name = \"alice\"
+perod = 1
+");
+        assert_eq!(
+            e.message,
+            "unknown key 'perod' in [[rtsp_auth.user]] 'alice'; known keys: name, md5, sha256, mounts"
         );
     }
 

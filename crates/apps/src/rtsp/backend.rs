@@ -144,6 +144,28 @@ impl MediaBackend {
         }
     }
 
+    /// The mounts served from now on (a reloaded config). Sessions playing go on; a mount
+    /// gone refuses new ones; one whose settings changed gives new sessions a source of its
+    /// own (a multicast group already playing keeps its stream until its last viewer leaves).
+    pub(super) fn set_mounts(&mut self, mounts: Mounts) {
+        let mounts = mounts.with_raw_of(&self.mounts);
+        for name in self.mounts.names() {
+            let same = match (self.mounts.get(name), mounts.get(name)) {
+                (Some(a), Some(b)) => a.spec == b.spec,
+                _ => false,
+            };
+            if !same {
+                self.shared.forget(name);
+            }
+        }
+        self.mounts = Arc::new(mounts);
+    }
+
+    /// The mounts served now.
+    pub(super) fn mounts(&self) -> &Mounts {
+        &self.mounts
+    }
+
     pub(super) fn connection_opened(&mut self, conn: ConnId, out: Arc<ConnOut>) {
         self.conns.insert(conn, out);
     }

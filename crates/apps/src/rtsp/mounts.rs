@@ -176,6 +176,17 @@ impl Mounts {
         Ok(())
     }
 
+    /// These mounts, and those of uncompressed video `old` has that these lack (raw mounts
+    /// come from the command line, not the config a reload reads).
+    pub(super) fn with_raw_of(mut self, old: &Mounts) -> Mounts {
+        for (name, m) in &old.0 {
+            if m.raw.is_some() && !self.0.contains_key(name) {
+                self.0.insert(name.clone(), m.clone());
+            }
+        }
+        self
+    }
+
     pub fn get(&self, name: &str) -> Option<&Mount> {
         self.0.get(name)
     }

@@ -10,6 +10,7 @@ use crate::streams::StreamServer;
 use metronome_rt::clock::Clock;
 use metronome_session::rtsp::auth::Authenticator;
 use metronome_session::rtsp::{RtspConfig, RtspServer};
+use metronome_spec::rtsp_auth::RtspAuthSpec;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -120,6 +121,34 @@ impl RtspService {
         self.shared.bad_requests.load(Ordering::Relaxed)
     }
 
+    /// Serves `mounts` with `auth` from now on (the config read again on SIGHUP), checked as
+    /// at the start: beyond loopback it needs users, their mounts must exist, SRTP only over
+    /// TLS. Connections and sessions stay: a session playing goes on, also on a mount gone;
+    /// the next requests are checked against the new users (the nonces handed out stay valid).
+    /// Refused, nothing changes.
+    pub fn reload(&self, mounts: Mounts, auth: Option<RtspAuthSpec>) -> io::Result<()> {
+        check_auth(self.shared.cfg.addr, auth.as_ref(), &mounts)?;
+        srtp_needs_tls(&self.shared.cfg, &mounts)?;
+        let mut core = self.shared.lock();
+        let authenticator = match (auth, core.rtsp.config().auth.as_ref()) {
+            (None, _) => None,
+            (Some(spec), Some(old)) => Some(old.with_spec(spec)),
+            (Some(spec), None) => Some(Authenticator::new(
+                spec,
+                metronome_rt::entropy::os_random::<32>("RTSP nonces")?,
+            )),
+        };
+        core.rtsp.set_auth(authenticator);
+        core.backend.set_mounts(mounts);
+        Ok(())
+    }
+
+    /// The mounts served now, by name.
+    pub fn mount_names(&self) -> Vec<String> {
+        let core = self.shared.lock();
+        core.backend.mounts().names().map(String::from).collect()
+    }
+
     /// Stops accepting, closes every connection and tears every session down.
     pub fn shutdown(mut self) {
         self.shared.stop.store(true, Ordering::Release);
@@ -154,16 +183,25 @@ fn srtp_needs_tls(cfg: &RtspServiceConfig, mounts: &Mounts) -> io::Result<()> {
 /// The users' check, after making sure that a server reachable beyond loopback has one and
 /// that every mount it names exists (a misspelt one would lock its users out).
 fn authenticator(cfg: &RtspServiceConfig, mounts: &Mounts) -> io::Result<Option<Authenticator>> {
-    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    check_auth(cfg.addr, cfg.auth.as_ref(), mounts)?;
     let Some(spec) = &cfg.auth else {
-        if cfg.addr.ip().is_loopback() {
-            return Ok(None);
+        return Ok(None);
+    };
+    let key = metronome_rt::entropy::os_random::<32>("RTSP nonces")?;
+    Ok(Some(Authenticator::new(spec.clone(), key)))
+}
+
+/// A server on `addr` beyond loopback has users (`auth`), and every mount they name exists.
+fn check_auth(addr: SocketAddr, auth: Option<&RtspAuthSpec>, mounts: &Mounts) -> io::Result<()> {
+    let invalid = |m: String| io::Error::new(io::ErrorKind::InvalidInput, m);
+    let Some(spec) = auth else {
+        if addr.ip().is_loopback() {
+            return Ok(());
         }
         return Err(invalid(format!(
-            "RTSP on {} would let anyone who reaches it play every mount: add an \
+            "RTSP on {addr} would let anyone who reaches it play every mount: add an \
              [rtsp_auth] table to the --config file (users made by `metronome passwd`, or \
-             public = [...] for mounts anyone may play), or listen on 127.0.0.1",
-            cfg.addr
+             public = [...] for mounts anyone may play), or listen on 127.0.0.1"
         )));
     };
     if let Some((mount, whose)) = spec.named_mounts().find(|(m, _)| mounts.get(m).is_none()) {
@@ -173,8 +211,7 @@ fn authenticator(cfg: &RtspServiceConfig, mounts: &Mounts) -> io::Result<Option<
             known.join(", ")
         )));
     }
-    let key = metronome_rt::entropy::os_random::<32>("RTSP nonces")?;
-    Ok(Some(Authenticator::new(spec.clone(), key)))
+    Ok(())
 }
 
 /// Raises the soft limit on open descriptors towards `want` (up to the hard limit), as servers

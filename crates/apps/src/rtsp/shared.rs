@@ -43,6 +43,12 @@ impl SharedSources {
             && spec.max_bitrate.is_none()
     }
 
+    /// The next session of `mount` starts a source of its own (its settings changed); the
+    /// sessions reading the old one keep it.
+    pub(super) fn forget(&mut self, mount: &str) {
+        self.hubs.remove(mount);
+    }
+
     /// A new session's view of `mount`'s shared source, starting it if no session has it.
     pub(super) fn tap(
         &mut self,

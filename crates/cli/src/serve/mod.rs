@@ -1,6 +1,8 @@
 //! `metronome serve`: one source, paced, to one or more RTP destinations.
 
+mod declared;
 mod raw;
+mod reload;
 mod streams;
 
 use crate::args::{parse_bytes, parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
@@ -138,7 +140,8 @@ pub struct ServeArgs {
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Many streams: a TOML file of `[[stream]]` tables and server settings
+    /// Many streams: a TOML file of `[[stream]]` tables and server settings (every key:
+    /// docs/config.md)
     #[arg(long, value_name = "FILE", help_heading = "Many streams")]
     pub config: Option<PathBuf>,
     /// A stream as KEY=VALUE pairs (repeatable), e.g.

@@ -8,7 +8,7 @@ use metronome_apps::control::{load_or_create_token, ControlAccess, ControlServer
 use metronome_apps::rtsp::{Mounts, RtspService};
 use metronome_apps::streams::{
     config, format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec,
-    StreamServer, StreamSpec, StreamStatus,
+    StreamServer, StreamSpec,
 };
 use metronome_rt::clock::mono_ns;
 use metronome_rt::pacing::WaitPolicy;
@@ -56,6 +56,11 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         Some(p) => config::load(p)?,
         None => ServeConfig::default(),
     };
+    if a.config.is_some() {
+        // From here on SIGHUP asks for a reload (serve/reload.rs), also one that comes while
+        // the server starts: it is applied once the server runs.
+        super::reload::catch_sighup()?;
+    }
     let mut specs = file.streams.clone();
     for s in &a.stream {
         specs.push(parse_stream_arg(s)?);
@@ -69,6 +74,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             None => spec_from_args(&a),
         });
     }
+    let from_args = specs[file.streams.len()..].to_vec();
     let cfg = server_config(&a, &file);
     let live = LiveLine::new(!a.json);
     // Mounts are checked (and files measured) before anything starts.
@@ -84,7 +90,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         cal.measured_p50.as_secs_f64() * 1e6,
         cal.measured_p99.as_secs_f64() * 1e6,
     );
-    let pushed = push_streams(&server, specs, &a, rtsp_addr.is_some())?;
+    let pushed = super::declared::push_streams(&server, specs, &a, rtsp_addr.is_some())?;
     let rtsp = rtsp_plan
         .map(|(addr, mounts)| start_rtsp(&a, &file, addr, mounts, &server))
         .transpose()?;
@@ -93,6 +99,8 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         None => None,
     };
     let serving_on_request = control.is_some() || rtsp.is_some();
+    let mut reloader =
+        super::reload::Reloader::for_config(&a, file, from_args, rtsp.is_some(), &pushed.running);
     let start = mono_ns();
     let elapsed = || Duration::from_nanos(mono_ns().saturating_sub(start));
     let mut next_status = Duration::ZERO;
@@ -102,6 +110,10 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         }
         if control.is_none() && rtsp.is_none() && server.running() == 0 {
             break;
+        }
+        if let Some(r) = reloader.as_mut().filter(|_| super::reload::requested()) {
+            live.finish_line();
+            r.reload(&server, rtsp.as_ref(), &a);
         }
         if elapsed() >= next_status {
             next_status += Duration::from_secs(1);
@@ -138,49 +150,6 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         .into());
     }
     Ok(())
-}
-
-/// How many declared streams started, and how many could not.
-struct Pushed {
-    started: usize,
-    failed: usize,
-}
-
-/// Starts the declared streams that push to destinations (with RTSP, a stream without
-/// destinations is only played on request), writing their SDP files first if asked; each
-/// start or refusal said on stderr.
-fn push_streams(
-    server: &StreamServer,
-    specs: Vec<StreamSpec>,
-    a: &ServeArgs,
-    rtsp: bool,
-) -> Result<Pushed, Box<dyn std::error::Error>> {
-    let mut pushed = Pushed {
-        started: 0,
-        failed: 0,
-    };
-    for spec in specs {
-        if rtsp && spec.destination.is_empty() {
-            continue;
-        }
-        if let Some(dir) = &a.sdp_dir {
-            for path in crate::sdp::write_files(&spec, dir)? {
-                eprintln!("metronome: wrote {}", path.display());
-            }
-        }
-        let name = spec.name.clone();
-        match server.add(spec) {
-            Ok(s) => {
-                pushed.started += 1;
-                eprintln!("metronome: {}", admitted_line(&s))
-            }
-            Err(e) => {
-                pushed.failed += 1;
-                eprintln!("metronome: '{name}' not started: {}", e.message())
-            }
-        }
-    }
-    Ok(pushed)
 }
 
 /// The control API on `addr`, with its token (read, or made and said), the host names it
@@ -318,20 +287,6 @@ fn spec_from_args(a: &ServeArgs) -> StreamSpec {
     }
     s.send_time = a.send_time;
     s
-}
-
-fn admitted_line(s: &StreamStatus) -> String {
-    format!(
-        "admitted '{}' on core {}: {} → {} (period {:.2} ms, deadline {:.2} ms, cost {:.1} µs, {:.2}% of the core)",
-        s.name,
-        s.core,
-        s.source,
-        s.destinations.join(", "),
-        s.task.period_us / 1000.0,
-        s.task.deadline_us / 1000.0,
-        s.task.cost_us,
-        s.task.utilisation_percent,
-    )
 }
 
 fn status_line(server: &StreamServer) -> String {

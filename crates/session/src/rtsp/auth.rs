@@ -179,6 +179,12 @@ impl Authenticator {
         Authenticator { spec, key, offered }
     }
 
+    /// The same check with other users, realm or public mounts (a reloaded config), keeping
+    /// the nonce key: the nonces already handed out stay valid.
+    pub fn with_spec(&self, spec: RtspAuthSpec) -> Self {
+        Authenticator::new(spec, self.key)
+    }
+
     /// The users, realm and public mounts it was made with.
     pub fn spec(&self) -> &RtspAuthSpec {
         &self.spec

@@ -223,6 +223,12 @@ impl RtspServer {
         &self.cfg
     }
 
+    /// Replaces who may play what (a reloaded config). Sessions already set up stay, each
+    /// with the user who set it up; their next requests are checked against the new users.
+    pub fn set_auth(&mut self, auth: Option<Authenticator>) {
+        self.cfg.auth = auth;
+    }
+
     /// Answers one request from connection `conn` (`peer` is the client's address, `local` the
     /// server's on that connection). Every response has CSeq (when the request had a valid one,
     /// else it is 400) and Server; errors carry their reason in `X-Metronome-Reason`.
