@@ -3,6 +3,7 @@
 
 use crate::args::{parse_duration, parse_rate, SourceArgs};
 use crate::demo::free_port_pair;
+use crate::progress::Progress;
 use clap::{Args, Subcommand};
 use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
@@ -65,7 +66,7 @@ pub struct PacingArgs {
     pub json: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct PacingRun {
     name: &'static str,
     pacer: String,
@@ -81,20 +82,22 @@ struct PacingRun {
         rename = "receiver_jitter_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     receiver_jitter_ms: f64,
     receiver_interarrival: Summary,
     /// How busy the host was during this run.
     host: Option<metronome_rt::host::HostLoad>,
 }
 
-#[derive(Serialize)]
-struct PacingBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct PacingBench {
     benchmark: &'static str,
     rate_bps: u64,
     #[serde(
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     duration_s: f64,
     runs: Vec<PacingRun>,
     /// Baseline divided by Metronome's default (auto wait): how many times better it is.
@@ -104,7 +107,7 @@ struct PacingBench {
     busy_poll_ratios: Ratios,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Ratios {
     lateness_p99: f64,
     lateness_p999: f64,
@@ -195,17 +198,21 @@ fn ratios_of(base: &PacingRun, ours: &PacingRun) -> Ratios {
 }
 
 fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
-    if !a.json {
-        eprintln!(
-            "bench pacing: {:.1} Mbit/s for {:.0} s with the real-time pacer, then with the plain-sleep baseline…",
-            a.rate as f64 / 1e6,
-            a.duration.as_secs_f64()
-        );
-    }
-    let (s1, r1) = one_run(&a, PacerKind::Realtime, WaitPolicy::Auto, &stop)?;
-    let (s4, r4) = one_run(&a, PacerKind::Realtime, WaitPolicy::SleepSpin, &stop)?;
-    let (s3, r3) = one_run(&a, PacerKind::Realtime, WaitPolicy::BusyPoll, &stop)?;
-    let (s2, r2) = one_run(&a, PacerKind::PlainSleep, WaitPolicy::SleepSpin, &stop)?;
+    eprintln!(
+        "bench pacing: {:.1} Mbit/s for {:.0} s with the real-time pacer (auto, sleep-spin, busy-poll), then with the plain-sleep baseline",
+        a.rate as f64 / 1e6,
+        a.duration.as_secs_f64()
+    );
+    let mut progress = Progress::start("bench pacing", 4, Some(4.0 * a.duration.as_secs_f64()));
+    let mut run = |pacer, wait, label| {
+        let r = one_run(&a, pacer, wait, &stop);
+        progress.step(label);
+        r
+    };
+    let (s1, r1) = run(PacerKind::Realtime, WaitPolicy::Auto, "metronome")?;
+    let (s4, r4) = run(PacerKind::Realtime, WaitPolicy::SleepSpin, "sleep-spin")?;
+    let (s3, r3) = run(PacerKind::Realtime, WaitPolicy::BusyPoll, "busy-poll")?;
+    let (s2, r2) = run(PacerKind::PlainSleep, WaitPolicy::SleepSpin, "plain sleep")?;
     let ours = summarize("metronome", &s1, &r1);
     let sleepy = summarize("metronome-sleep-spin", &s4, &r4);
     let busy = summarize("metronome-busy-poll", &s3, &r3);
@@ -219,11 +226,18 @@ fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         ratios: ratios_of(&base, &ours),
         runs: vec![ours, sleepy, busy, base],
     };
-    println!("{}", crate::report::to_json(&out)?);
-    if !a.json {
-        eprintln!();
-        for r in &out.runs {
-            eprintln!(
+    if a.json {
+        println!("{}", crate::report::to_json(&out)?);
+    } else {
+        print_pacing(&out);
+    }
+    Ok(())
+}
+
+/// The pacing bench in words, on stdout (`--json` gives the same figures as JSON alone).
+fn print_pacing(out: &PacingBench) {
+    for r in &out.runs {
+        println!(
                 "{:<22} lateness p50 {:>8.1} µs  p99 {:>8.1} µs  p99.9 {:>8.1} µs  max {:>9.1} µs | rx inter-arrival p50 {:>7.1} p99.9 {:>8.1} µs, jitter {:.4} ms, lost {} | pacer CPU {:.1}%",
                 r.name,
                 r.lateness.p50_us,
@@ -236,21 +250,19 @@ fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
                 r.receiver_lost,
                 r.pacer_cpu_percent
             );
-        }
-        for (name, r) in [
-            ("metronome", &out.ratios),
-            ("busy-poll", &out.busy_poll_ratios),
-        ] {
-            eprintln!(
+    }
+    for (name, r) in [
+        ("metronome", &out.ratios),
+        ("busy-poll", &out.busy_poll_ratios),
+    ] {
+        println!(
                 "baseline / {name}: lateness p99 ×{:.1}, p99.9 ×{:.1}, max ×{:.1}; receiver inter-arrival p99.9 excess ×{:.1}",
                 r.lateness_p99, r.lateness_p999, r.lateness_max, r.interarrival_p999_excess
             );
-        }
-        for r in &out.runs {
-            if let Some(h) = &r.host {
-                eprintln!("{:<22} {}", r.name, h.line());
-            }
+    }
+    for r in &out.runs {
+        if let Some(h) = &r.host {
+            println!("{:<22} {}", r.name, h.line());
         }
     }
-    Ok(())
 }

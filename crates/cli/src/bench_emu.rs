@@ -30,7 +30,7 @@ pub struct EmuArgs {
     pub json: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Case {
     name: &'static str,
     /// What iperf3's receiver got (TCP payload), bit/s.
@@ -51,14 +51,15 @@ struct Case {
     queue_drops: Option<u64>,
 }
 
-#[derive(Serialize)]
-struct EmuBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct EmuBench {
     benchmark: &'static str,
     rate_bps: u64,
     #[serde(
         rename = "delay_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     delay_ms: f64,
     cases: Vec<Case>,
     /// The emulator's throughput over the kernel tbf's, in the same run.
@@ -250,8 +251,11 @@ pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
     remove_stale();
     let secs = a.duration.as_secs().max(3);
     let watch = HostWatch::start();
+    let mut progress = crate::progress::Progress::start("bench emu", 2, Some(2.0 * secs as f64));
     let emu = emulated(&a, secs)?;
+    progress.step("the emulator");
     let tbf = kernel(&a, secs)?;
+    progress.step("kernel tbf");
     let bench = EmuBench {
         benchmark: "emu",
         rate_bps: a.rate,

@@ -58,7 +58,7 @@ pub struct LadderBenchArgs {
 /// Seed 002's GOP.
 const GOP: u32 = 12;
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Encoding {
     frames: u64,
     rungs: usize,
@@ -66,11 +66,13 @@ struct Encoding {
         rename = "encode_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     encode_s: f64,
     #[serde(
         rename = "from_cache_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     cached_s: f64,
     /// Encoding over reading back from the cache.
     speedup: f64,
@@ -79,7 +81,7 @@ struct Encoding {
     cache_bytes: u64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct RungRate {
     quantizer: u32,
     rate_bps: f64,
@@ -88,18 +90,20 @@ struct RungRate {
     ratio_to_paper: Option<f64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Side {
     name: &'static str,
     #[serde(
         rename = "wall_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     wall_s: f64,
     #[serde(
         rename = "cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     cpu_s: f64,
     /// Seconds of video judged per second of CPU.
     times_real_time: f64,
@@ -107,7 +111,7 @@ struct Side {
     ssim: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Judged {
     quantizer: u32,
     frames: u64,
@@ -118,8 +122,8 @@ struct Judged {
     ratio: f64,
 }
 
-#[derive(Serialize)]
-struct LadderBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct LadderBench {
     benchmark: &'static str,
     optimized: bool,
     content: String,

@@ -129,7 +129,7 @@ const CASES: [Case; 3] = [
 ];
 
 /// What one flow did in one simulator.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
 pub struct FlowFigures {
     pub name: String,
     pub sent_packets: u64,
@@ -146,7 +146,7 @@ pub struct FlowFigures {
 }
 
 /// One simulator's run of a case.
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
 pub struct Side {
     pub flows: Vec<FlowFigures>,
     pub events: u64,
@@ -155,7 +155,7 @@ pub struct Side {
     pub events_per_s: f64,
 }
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
 pub struct CaseResult {
     pub name: String,
     /// Whether the two must agree (the UDP case) and did; `None`: compared, not judged.
@@ -168,7 +168,7 @@ pub struct CaseResult {
     pub wall_ratio: f64,
 }
 
-#[derive(Serialize, Clone, Debug)]
+#[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
 pub struct Ns3Comparison {
     pub ns3_version: String,
     pub media_us: f64,
@@ -179,8 +179,8 @@ pub struct Ns3Comparison {
     pub queueing_tolerance: f64,
 }
 
-#[derive(Serialize)]
-struct Ns3Bench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Ns3Bench {
     benchmark: &'static str,
     optimized: bool,
     comparison: Ns3Comparison,

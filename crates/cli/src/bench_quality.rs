@@ -24,7 +24,7 @@ pub struct QualityBenchArgs {
     pub json: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Case {
     name: &'static str,
     frames: u64,
@@ -32,12 +32,13 @@ struct Case {
         rename = "wall_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     wall_s: f64,
     frames_per_s: f64,
 }
 
-#[derive(Serialize)]
-struct QualityBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct QualityBench {
     benchmark: &'static str,
     optimized: bool,
     size: String,

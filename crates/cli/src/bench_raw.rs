@@ -109,7 +109,7 @@ impl CaseDef {
 }
 
 /// Latency-like distribution, µs.
-#[derive(Serialize, Clone, Copy, Default)]
+#[derive(Serialize, Clone, Copy, Default, schemars::JsonSchema)]
 struct Dist {
     count: u64,
     p50: f64,
@@ -131,7 +131,7 @@ impl Dist {
 }
 
 /// One case × system × pacing.
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, schemars::JsonSchema)]
 struct Run {
     case: String,
     format: String,
@@ -172,7 +172,7 @@ struct Run {
     rx_overflow: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Ratio {
     case: String,
     pacing: &'static str,
@@ -181,7 +181,7 @@ struct Ratio {
     receiver_cpu_ratio: Option<f64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Check {
     target: String,
     /// None: not measured in this run.
@@ -189,13 +189,14 @@ struct Check {
     detail: String,
 }
 
-#[derive(Serialize)]
-struct RawBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct RawBench {
     benchmark: &'static str,
     #[serde(
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     duration_s: f64,
     notes: Vec<&'static str>,
     runs: Vec<Run>,

@@ -39,7 +39,7 @@ pub struct SimArgs {
     pub json: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Case {
     name: String,
     /// Receivers of the media stream.
@@ -51,12 +51,14 @@ struct Case {
         rename = "media_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     media_s: f64,
     /// Wall-clock time it took, s.
     #[serde(
         rename = "wall_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     wall_s: f64,
     /// Of which the video (making, decoding, comparing pictures), s; the rest is the network
     /// and the sessions (`network_s`), what the target is for.
@@ -64,11 +66,13 @@ struct Case {
         rename = "video_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     video_s: f64,
     #[serde(
         rename = "network_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     network_s: f64,
     events: u64,
     events_per_s: f64,
@@ -79,6 +83,7 @@ struct Case {
         rename = "target_wall_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     target_wall_s: f64,
     met_target: bool,
     /// Packets handed to receivers (every copy).
@@ -87,7 +92,7 @@ struct Case {
 
 /// seed002-tcp run whole, as `lab run` runs it: every replicate of both controllers, a point
 /// per core at a time. The parts are summed over the points (CPU time: points run at once).
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct WholeRun {
     name: String,
     points: usize,
@@ -96,11 +101,13 @@ struct WholeRun {
         rename = "wall_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     wall_s: f64,
     #[serde(
         rename = "target_wall_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     target_wall_s: f64,
     met_target: bool,
     /// Encoding the ladder's renditions, or reading them from the cache.
@@ -108,24 +115,28 @@ struct WholeRun {
         rename = "ladder_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     ladder_s: f64,
     /// Making the packets as the runs went.
     #[serde(
         rename = "sending_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     sending_s: f64,
     /// Decoding what the viewers got and comparing pictures.
     #[serde(
         rename = "judging_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     judging_s: f64,
     /// The network and the sessions.
     #[serde(
         rename = "network_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     network_s: f64,
 }
 
@@ -162,8 +173,8 @@ fn run_whole(text: &str, replicates: u32, scratch: &std::path::Path) -> Result<W
     })
 }
 
-#[derive(Serialize)]
-struct SimBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct SimBench {
     benchmark: &'static str,
     /// Whether this binary was built with optimizations (debug builds are ~3x slower).
     optimized: bool,
@@ -314,6 +325,29 @@ fn run_case(
     })
 }
 
+/// The four cases in turn, each step said.
+fn run_cases(
+    a: &SimArgs,
+    seed002: &str,
+    scratch: &std::path::Path,
+    stop: &AtomicBool,
+    progress: &mut crate::progress::Progress,
+) -> Result<Vec<Case>, String> {
+    [
+        (small(a.small_media), 0, 1.0, "small"),
+        (large(a.large_receivers, a.large_media), 0, 60.0, "large"),
+        (seed002.to_string(), 0, 1.0, "seed002-tcp, TFMCC"),
+        (seed002.to_string(), 1, 1.0, "seed002-tcp, ASMP"),
+    ]
+    .iter()
+    .map(|(text, i, target, label)| {
+        let r = run_case(text, *i, *target, scratch, stop);
+        progress.step(label);
+        r
+    })
+    .collect()
+}
+
 pub fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::error::Error>> {
     let scratch = std::env::temp_dir().join(format!("metronome-bench-sim-{}", std::process::id()));
     let watch = HostWatch::start();
@@ -324,21 +358,23 @@ pub fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::error::Erro
             &format!("duration = \"{}ms\"", a.small_media.as_millis()),
         )
     });
-    let cases = [
-        (small(a.small_media), 0, 1.0),
-        (large(a.large_receivers, a.large_media), 0, 60.0),
-        (seed002.clone(), 0, 1.0),
-        (seed002.clone(), 1, 1.0),
-    ]
-    .iter()
-    .map(|(text, i, target)| run_case(text, *i, *target, &scratch, stop))
-    .collect::<Result<Vec<_>, _>>();
+    let steps = 4 + usize::from(a.replicates > 0) + usize::from(!a.without_ns3);
+    let mut progress = crate::progress::Progress::start("bench sim", steps, None);
+    let cases = run_cases(&a, &seed002, &scratch, stop, &mut progress);
     let whole = match (&cases, a.replicates) {
-        (Ok(_), 1..) => Some(run_whole(&seed002, a.replicates, &scratch)),
+        (Ok(_), 1..) => {
+            let r = run_whole(&seed002, a.replicates, &scratch);
+            progress.step("the whole run with replicates");
+            Some(r)
+        }
         _ => None,
     };
     let _ = std::fs::remove_dir_all(&scratch);
-    let ns3 = (!a.without_ns3).then(|| crate::bench_ns3::compare(a.small_media, stop));
+    let ns3 = (!a.without_ns3).then(|| {
+        let r = crate::bench_ns3::compare(a.small_media, stop);
+        progress.step("beside ns-3");
+        r
+    });
     let bench = SimBench {
         benchmark: "sim",
         optimized: !cfg!(debug_assertions),

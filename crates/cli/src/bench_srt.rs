@@ -104,7 +104,7 @@ impl Way {
 }
 
 /// What one case measured.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Case {
     name: &'static str,
     /// Packets the sender sent.
@@ -137,7 +137,7 @@ struct Case {
 }
 
 /// Metronome's figure over SRT's.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Ratios {
     in_time: f64,
     forward_bytes: f64,
@@ -147,33 +147,39 @@ struct Ratios {
 }
 
 /// The three cases at one loss level.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Level {
     loss_percent: f64,
     /// The path's own delay: the bare stream's least one-way delay, µs.
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
+    #[schemars(with = "f64")]
     path_delay_us: f64,
     /// The deadline after a packet leaves: path delay and latency budget, µs (SRT's packets
     /// have `allowance_us` more).
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
+    #[schemars(with = "f64")]
     deadline_us: f64,
     cases: Vec<Case>,
     /// metronome-rtx over srt.
     rtx_over_srt: Ratios,
 }
 
-#[derive(Serialize)]
-struct SrtBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct SrtBench {
     benchmark: &'static str,
     rate_bps: u64,
     link_rate_bps: u64,
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
+    #[schemars(with = "f64")]
     delay_us: f64,
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
+    #[schemars(with = "f64")]
     latency_us: f64,
     #[serde(serialize_with = "metronome_time::units::ms_as_us")]
+    #[schemars(with = "f64")]
     allowance_us: f64,
     #[serde(serialize_with = "metronome_time::units::secs_as_us")]
+    #[schemars(with = "i64")]
     duration_us: f64,
     srt_version: String,
     levels: Vec<Level>,

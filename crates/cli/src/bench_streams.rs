@@ -53,7 +53,7 @@ pub struct StreamsArgs {
     pub json: bool,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Case {
     name: String,
     sched: String,
@@ -67,6 +67,7 @@ struct Case {
         rename = "period_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     period_ms: f64,
     packets: u64,
     lateness: Summary,
@@ -81,7 +82,7 @@ struct Case {
     host: Option<metronome_rt::host::HostLoad>,
 }
 
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, schemars::JsonSchema)]
 struct RxView {
     sources: usize,
     packets: u64,
@@ -92,18 +93,20 @@ struct RxView {
         rename = "jitter_mean_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     jitter_ms_mean: f64,
     #[serde(
         rename = "jitter_max_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     jitter_ms_max: f64,
     /// Inter-arrival p99.9 minus the nominal interval: median and worst over the streams, µs.
     interarrival_p999_excess_us_median: f64,
     interarrival_p999_excess_us_max: f64,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Comparison {
     case: String,
     sched: String,
@@ -113,13 +116,14 @@ struct Comparison {
     rx_interarrival_p999_excess_ratio: f64,
 }
 
-#[derive(Serialize)]
-struct StreamsBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct StreamsBench {
     benchmark: &'static str,
     #[serde(
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     duration_s: f64,
     send_cost_us: f64,
     cases: Vec<Case>,
@@ -136,7 +140,6 @@ pub fn run(a: StreamsArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::err
         println!("{}", crate::report::to_json(&bench)?);
     } else {
         print!("{}", human(&bench));
-        println!("{}", crate::report::to_json(&bench)?);
     }
     Ok(())
 }

@@ -42,7 +42,7 @@ pub struct ViewersArgs {
 }
 
 /// One measured point: `viewers` sessions playing.
-#[derive(Serialize, Clone)]
+#[derive(Serialize, Clone, schemars::JsonSchema)]
 struct Point {
     viewers: usize,
     /// The server's CPU over the window, percent of one CPU.
@@ -56,7 +56,7 @@ struct Point {
     threads: BTreeMap<String, f64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 struct Mode {
     name: &'static str,
     one: Point,
@@ -65,8 +65,8 @@ struct Mode {
     added_viewer_cpu_percent: f64,
 }
 
-#[derive(Serialize)]
-struct ViewersBench {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct ViewersBench {
     benchmark: &'static str,
     optimized: bool,
     size: String,
