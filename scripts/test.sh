@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge openssl ca-certificates)
+  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema openssl ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -67,7 +67,7 @@ awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s; if (p == 0) exit 1 }' "$log"
 
 # Coverage-guided fuzzing of every parser that takes network or file input (crates/fuzz): AFL++
-# through afl.rs, METRONOME_FUZZ_SECS (45) per target, two at a time,
+# through afl.rs, METRONOME_FUZZ_SECS (30) per target, two at a time,
 # from the checked-in corpus.
 # cargo-afl builds its own AFL++ once (make and a C compiler).
 if ! command -v cargo-afl >/dev/null 2>&1; then
@@ -76,7 +76,7 @@ fi
 # Fails when AFL++ is already built for this toolchain, which is fine.
 cargo afl config --build >/dev/null 2>&1 || true
 fuzz=0
-cargo run -q -p metronome-fuzz --bin fuzz -- --seconds "${METRONOME_FUZZ_SECS:-45}" --jobs 2 || fuzz=$?
+cargo run -q -p metronome-fuzz --bin fuzz -- --seconds "${METRONOME_FUZZ_SECS:-30}" --jobs 2 || fuzz=$?
 echo "fuzz: $([ "$fuzz" = 0 ] && echo "no findings" || echo "FAILED ($fuzz)")"
 [ "$status" = 0 ] && status=$fuzz
 exit "$status"

@@ -148,12 +148,14 @@ pub struct SenderStatus {
 }
 
 /// What a finished run measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SenderOutcome {
     pub source: String,
     pub destinations: Vec<String>,
     /// The stream's SSRC and the sequence number of its first RTP packet (a receiver numbers
     /// packets from it).
+    #[serde(serialize_with = "metronome_time::units::hex32")]
+    #[schemars(with = "String")]
     pub ssrc: u32,
     pub first_seq: u16,
     /// The stream's time zero on the wall clock, Unix ns (packet due times count from it).
@@ -166,6 +168,7 @@ pub struct SenderOutcome {
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub duration_s: f64,
     pub packets: u64,
     pub bytes: u64,

@@ -86,7 +86,10 @@ pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
         .collect::<Result<_, _>>()?;
     let sent = sent?;
     if a.json {
-        let v = serde_json::json!({ "sender": sent, "receivers": received });
+        let v = DemoRun {
+            sender: sent,
+            receivers: received,
+        };
         println!("{}", report::to_json(&v)?);
         return Ok(());
     }
@@ -95,4 +98,11 @@ pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error:
         println!("{name} {}", report::receiver_summary(r));
     }
     Ok(())
+}
+
+/// `demo --json`: the sender's outcome and the two receivers' (unicast, then multicast).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct DemoRun {
+    pub sender: metronome_apps::sender::SenderOutcome,
+    pub receivers: Vec<ReceiverOutcome>,
 }

@@ -187,8 +187,8 @@ fn pair(a: PairArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Er
     Ok(())
 }
 
-#[derive(Serialize)]
-struct RelayReport {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct RelayReport {
     listen: SocketAddr,
     to: SocketAddr,
     received: u64,

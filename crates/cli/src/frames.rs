@@ -46,8 +46,8 @@ pub struct FramesArgs {
 }
 
 /// The JSON document.
-#[derive(Serialize)]
-struct Report {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Report {
     sent: String,
     received: String,
     frames: u64,
@@ -58,15 +58,19 @@ struct Report {
     duplicate_packets: u64,
     /// Of the frames shown: complete − sent (kept in ns, written in µs).
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     mean_delay_ns: u64,
     #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     p99_delay_ns: u64,
     #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     max_delay_ns: u64,
     #[serde(
         rename = "max_cumulative_jitter_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     max_cumulative_jitter_ns: i64,
 }
 

@@ -22,11 +22,13 @@ mod lab;
 mod lab_scenario;
 mod lab_slurm;
 mod passwd;
+mod progress;
 mod quality;
 mod raw_args;
 mod recv;
 mod recv_quality;
 mod report;
+mod schema;
 mod sdp;
 mod serve;
 
@@ -85,6 +87,12 @@ enum Command {
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand)]
     Bench(bench::BenchCommand),
+    /// Print the JSON Schema (draft 2020-12) of a document `--json` prints, e.g.
+    /// `metronome schema recv`; without a name, the documents that have one
+    Schema {
+        /// The document (`recv`)
+        name: Option<String>,
+    },
     /// Print a shell's completion script (bash, zsh, fish, elvish, powershell), e.g.
     /// `metronome completions bash > /etc/bash_completion.d/metronome`
     Completions {
@@ -136,6 +144,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Man { dir } => write_man_pages(&dir),
+        Command::Schema { name } => schema::run(name.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -35,8 +35,8 @@ pub struct QualityArgs {
 }
 
 /// The JSON document `--json` prints.
-#[derive(Serialize)]
-struct Report<'a> {
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Report<'a> {
     reference: String,
     received: String,
     /// Identical frames get this PSNR (dB), not infinity.

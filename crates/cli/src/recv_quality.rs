@@ -107,7 +107,7 @@ impl Assembly {
 }
 
 /// What the viewer counted while receiving.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct LiveCounts {
     /// Packets of another SSRC than the first one seen (not judged).
     pub other_source_packets: u64,
@@ -349,7 +349,7 @@ pub struct JudgeOptions {
 }
 
 /// The judgement of a live run: what `recv --json` adds as `quality`.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct LiveQuality {
     pub reference: String,
     /// Display slots judged (from the first frame received to the last, or the reference's end).
@@ -375,11 +375,13 @@ pub struct LiveQuality {
         rename = "mean_relative_delay_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     pub mean_relative_delay_ns: i64,
     #[serde(
         rename = "max_cumulative_jitter_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     pub max_cumulative_jitter_ns: i64,
     /// The video's H.264 stream was found (a PMT with stream type 0x1b).
     pub video_found: bool,

@@ -46,11 +46,12 @@ impl LiveLine {
 /// `run` header.
 /// 4: every duration in µs, run lengths and CPU times too (`duration_us`, `elapsed_us`,
 /// `cpu_us`, `process_cpu_us`, the interval's `start_us`/`end_us`, raw's `spread_us`).
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: every SSRC as 8 lowercase hex digits (`serve`'s `ssrc` and its receivers' were numbers).
+pub const SCHEMA_VERSION: u32 = 5;
 
-/// What run a document comes from: this binary's version, when it started, on which host,
-/// with which arguments.
-#[derive(Serialize)]
+/// What run a document comes from: this binary's version, when it started (Unix ns), the
+/// host's name and the command line.
+#[derive(Serialize, schemars::JsonSchema)]
 struct RunHeader {
     version: &'static str,
     started_unix_ns: u64,
@@ -58,8 +59,9 @@ struct RunHeader {
     args: Vec<String>,
 }
 
-#[derive(Serialize)]
-struct Versioned<'a, T> {
+/// A document as `--json` prints it: the schema version, the run header, then its own fields.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Versioned<'a, T> {
     schema_version: u32,
     run: RunHeader,
     #[serde(flatten)]

@@ -72,6 +72,7 @@ fn gstreamer_rebuilds_lost_packets_from_metronomes_fec() {
     let relay = relay.finish_within(Duration::from_secs(30));
     let forwarded: Vec<u64> = fec_out.into_iter().map(|f| f.join().unwrap()).collect();
     let served: Value = serde_json::from_str(&serve.stdout).expect("serve --json");
+    common::assert_valid(&served, "serve-streams");
     let stream = &served["streams"][0];
     let relayed: Value = serde_json::from_str(&relay.stdout).expect("relay --json");
     let lost = relayed["lost"].as_u64().unwrap();

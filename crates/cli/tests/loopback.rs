@@ -83,6 +83,7 @@ fn demo_unicast_and_multicast_receivers_get_every_packet() {
         .output()
         .unwrap();
     let v = json(&out);
+    common::assert_valid(&v, "demo");
     let sender = &v["sender"];
     let sent = sender["packets"].as_u64().unwrap();
     // 2 s at 5 Mbit/s is ~950 packets; a loaded host may shift the schedule, so only check that
@@ -464,6 +465,7 @@ fn the_senders_frame_trace_names_the_packets_the_receiver_got() {
             .unwrap(),
     );
     assert_one_vocabulary(&v);
+    common::assert_valid(&v, "frames");
     assert_eq!(v["frames"].as_u64(), Some(frames.len() as u64), "{v}");
     assert_eq!(v["frames_lost"], 0, "{v}");
     let mean = v["mean_delay_us"].as_f64().unwrap();
@@ -604,7 +606,7 @@ fn interval_lines_from_both_ends() {
         tl.len()
     );
     for l in rl.iter().chain(tl) {
-        assert_eq!(l["schema_version"], 4);
+        assert_eq!(l["schema_version"], 5);
         let (a, b) = (
             l["interval"]["start_us"].as_f64().unwrap() / 1e6,
             l["interval"]["end_us"].as_f64().unwrap() / 1e6,
@@ -623,6 +625,9 @@ fn interval_lines_from_both_ends() {
         Some(received),
         "the intervals do not add up to the summary"
     );
+    // The summaries are what their schemas say.
+    common::assert_valid(rx.last().unwrap(), "recv");
+    common::assert_valid(tx.last().unwrap(), "serve");
 }
 
 /// `--interval` without `--json`: lines of text, as iperf3 prints them, then the summary.

@@ -213,8 +213,8 @@ fn metrics_match_the_json_status() {
     // The receiver's reports: the same receiver, loss and RTT as the JSON.
     let rv = &after["streams"][0]["receivers"][0];
     let series = format!(
-        "{{stream=\"a\",receiver=\"{:08x}\",addr=\"{}\"}}",
-        rv["ssrc"].as_u64().unwrap(),
+        "{{stream=\"a\",receiver=\"{}\",addr=\"{}\"}}",
+        rv["ssrc"].as_str().unwrap(),
         rv["addr"].as_str().unwrap()
     );
     let reports = metric(&text, &format!("metronome_receiver_reports_total{series}")).expect(&text);
@@ -301,6 +301,22 @@ fn bench_documents_keep_the_vocabulary() {
         assert!(
             keys.iter().any(|k| k == "duration_us"),
             "{args:?}: {keys:?}"
+        );
+        common::assert_valid(&v, &format!("bench-{}", args[1]));
+        // Progress, with the time left, goes to stderr only.
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(args[1] != "pacing" || err.contains("4/4 done in"), "{err}");
+        // Without --json: the same in words on stdout, and no JSON.
+        let human = bin().args(&args[..args.len() - 1]).output().unwrap();
+        let text = String::from_utf8_lossy(&human.stdout);
+        assert!(
+            human.status.success() && !text.trim().is_empty(),
+            "{args:?}: {human:?}"
+        );
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&text).is_err()
+                && !text.contains("\"schema_version\""),
+            "{args:?}: JSON on stdout without --json:\n{text}"
         );
     }
 }

@@ -71,6 +71,7 @@ fn quality_compares_y4m_and_raw_yuv_and_says_what_is_wrong() {
             .unwrap(),
     );
     assert_one_vocabulary(&v);
+    common::assert_valid(&v, "quality");
     assert_eq!(v["frames"], 12);
     assert_eq!(v["psnr_cap_db"], 100.0);
     let y = v["psnr_global"]["y_db"].as_f64().unwrap();

@@ -83,7 +83,11 @@ fn assert_same_frames(got: &Path, want: &Path, frame_len: usize, what: &str) {
 }
 
 fn json(out: &str, who: &str) -> Value {
-    serde_json::from_str(out).unwrap_or_else(|e| panic!("{who} printed no JSON ({e}):\n{out}"))
+    let v: Value =
+        serde_json::from_str(out).unwrap_or_else(|e| panic!("{who} printed no JSON ({e}):\n{out}"));
+    // What the schema of its command (serve --raw, recv --raw) says.
+    common::assert_one_vocabulary(&v);
+    v
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ pub struct FrameQuality {
 }
 
 /// A run's figures.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct RunQuality {
     /// Frames compared (the shorter stream's length).
     pub frames: u64,

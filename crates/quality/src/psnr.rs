@@ -109,7 +109,7 @@ pub struct Totals {
 }
 
 /// A run's PSNR in dB: Y, U, V, YUV.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct RunPsnr {
     /// Luma, dB.
     pub y_db: f64,

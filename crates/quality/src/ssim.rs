@@ -256,7 +256,7 @@ pub fn plane(a: &[u8], b: &[u8], w: usize, h: usize) -> f64 {
 }
 
 /// One frame's SSIM.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct FrameSsim {
     /// Luma SSIM, at most 1.0 (identical planes).
     pub y: f64,

@@ -26,7 +26,7 @@ struct Ticks {
 }
 
 /// What the host did during a run.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, PartialEq, schemars::JsonSchema)]
 pub struct HostLoad {
     /// CPUs this process may run on, as `std::thread::available_parallelism` reports them (1
     /// if unknown); the percentages below are of all CPUs' time together.

@@ -87,7 +87,7 @@ pub enum Decision {
 }
 
 /// Lateness statistics of a paced stream.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct PacingStats {
     /// Packets sent.
     pub packets: u64,

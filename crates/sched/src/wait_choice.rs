@@ -49,7 +49,7 @@ impl Default for WaitSelectorConfig {
 }
 
 /// Time spent in each mode, and how often it switched.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct WaitSelectorStats {
     /// Times the selector went from sleep-then-spin to busy-polling (forced switches included).
     pub switches_to_busy_poll: u64,
@@ -60,6 +60,7 @@ pub struct WaitSelectorStats {
         rename = "busy_poll_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub busy_poll_s: f64,
     /// Time spent sleeping-then-spinning, in seconds (serialized as `sleep_spin_us`, in
     /// microseconds).
@@ -67,6 +68,7 @@ pub struct WaitSelectorStats {
         rename = "sleep_spin_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub sleep_spin_s: f64,
 }
 

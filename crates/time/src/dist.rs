@@ -123,7 +123,7 @@ impl Distribution {
 }
 
 /// A distribution in microseconds, for reports and JSON.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of values recorded, including those clamped to 100 s.
     pub count: u64,

@@ -14,6 +14,19 @@ pub fn secs_as_us<S: Serializer>(secs: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_i64((secs * 1e6).round() as i64)
 }
 
+/// A 32-bit id (an RTP SSRC) written as 8 lowercase hex digits, as every document spells one.
+pub fn hex32<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&format!("{v:08x}"))
+}
+
+/// An optional 32-bit id written as 8 lowercase hex digits, or null.
+pub fn opt_hex32<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.serialize_some(&format!("{v:08x}")),
+        None => s.serialize_none(),
+    }
+}
+
 /// Milliseconds kept as `f64`, written as microseconds.
 pub fn ms_as_us<S: Serializer>(ms: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(ms * 1e3)

@@ -9,7 +9,7 @@ use serde::Serialize;
 use std::time::Duration;
 
 /// A socket buffer request and what the kernel granted.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct BufferInfo {
     pub wanted: usize,
     pub accepted: usize,
@@ -30,7 +30,7 @@ impl From<&BufferReport> for BufferInfo {
 }
 
 /// A distribution in microseconds, keys without unit suffix.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LatencyUs {
     pub count: u64,
     pub min: f64,
@@ -80,7 +80,7 @@ pub struct RawSenderStatus {
 }
 
 /// What a finished raw sender measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RawSenderOutcome {
     pub source: String,
     pub destination: String,
@@ -104,6 +104,7 @@ pub struct RawSenderOutcome {
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub duration_s: f64,
     pub frames_sent: u64,
     pub packets_sent: u64,
@@ -123,16 +124,19 @@ pub struct RawSenderOutcome {
         rename = "cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub cpu_s: f64,
     #[serde(
         rename = "pacer_cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub pacer_cpu_s: f64,
     #[serde(
         rename = "producer_cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub producer_cpu_s: f64,
     pub cpu_per_frame_us: f64,
     /// Per packet: start of the send call that carried it − its due time (0 when sent early
@@ -147,12 +151,14 @@ pub struct RawSenderOutcome {
         rename = "spread_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     pub spread_ms: f64,
     /// When the first packet of a frame is due after the frame's epoch, in ms.
     #[serde(
         rename = "first_packet_offset_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     pub first_packet_offset_ms: f64,
     pub batch_window_us: f64,
     /// Most packets in one send call: CMAX − 1 of the model's class (none for a burst).
@@ -183,7 +189,7 @@ pub struct RawSenderOutcome {
 }
 
 /// Packets the receiver did not use, by reason.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct RawRecvDrops {
     /// Malformed or unusable RFC 4175 packets, by reason (from the depayloader).
     #[serde(flatten)]
@@ -200,7 +206,7 @@ pub struct RawRecvDrops {
 }
 
 /// What a finished raw receiver measured.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RawReceiverOutcome {
     pub source: String,
     pub format: String,
@@ -212,8 +218,12 @@ pub struct RawReceiverOutcome {
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub duration_s: f64,
-    /// The SSRC received (the first whose packet the depayloader used).
+    /// The SSRC received (the first whose packet the depayloader used), 8 lowercase hex
+    /// digits in JSON.
+    #[serde(serialize_with = "metronome_time::units::opt_hex32")]
+    #[schemars(with = "Option<String>")]
     pub ssrc: Option<u32>,
     pub frames_complete: u64,
     pub frames_partial: u64,
@@ -251,11 +261,13 @@ pub struct RawReceiverOutcome {
         rename = "cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub cpu_s: f64,
     #[serde(
         rename = "recv_cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub recv_cpu_s: f64,
     pub cpu_per_frame_us: f64,
     pub buffer: BufferInfo,
@@ -264,7 +276,7 @@ pub struct RawReceiverOutcome {
 }
 
 /// The RTCP side of a raw receiver.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct RawRtcpStats {
     pub sender_reports: u64,
     pub receiver_reports_sent: u64,
@@ -279,5 +291,6 @@ pub struct RawRtcpStats {
         rename = "jitter_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     pub jitter_ms: f64,
 }

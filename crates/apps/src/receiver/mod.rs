@@ -121,7 +121,7 @@ pub enum RecvError {
     Srtp(#[from] metronome_session::srtp::SrtpError),
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReceiverOutcome {
     pub source: String,
     pub ended_by: &'static str,
@@ -129,6 +129,7 @@ pub struct ReceiverOutcome {
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub duration_s: f64,
     /// Whether every datagram carried a kernel receive timestamp (SO_TIMESTAMPNS).
     pub kernel_timestamps: bool,

@@ -340,8 +340,8 @@ fn live_status(live: &LiveLine) -> impl FnMut(&metronome_session::receiver::Rece
 }
 
 /// The receiver's outcome, with what the viewer saw (`--quality`).
-#[derive(serde::Serialize)]
-struct Judged<'a> {
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct Judged<'a> {
     #[serde(flatten)]
     outcome: &'a ReceiverOutcome,
     #[serde(skip_serializing_if = "Option::is_none")]

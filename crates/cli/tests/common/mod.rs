@@ -554,7 +554,7 @@ pub fn json(out: &std::process::Output) -> serde_json::Value {
 /// says µs (`*_us`), except points in time (ns since the Unix epoch, `*_unix_ns`) and rates
 /// (`*_per_s`). Returns every key, for more checks.
 pub fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
-    assert_eq!(v["schema_version"], 4, "schema_version: {v}");
+    assert_eq!(v["schema_version"], 5, "schema_version: {v}");
     let run = &v["run"];
     assert_eq!(
         run["version"],
@@ -566,7 +566,40 @@ pub fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
         "{run}"
     );
     assert!(run["host"].is_string() && run["args"].is_array(), "{run}");
+    if let Some(name) = schema_name(v) {
+        assert_valid(v, &name);
+    }
     assert_durations_in_us(v)
+}
+
+/// The schema a document is written to, from the command line in its run header
+/// (`metronome schema` lists them): `bench raw` is `bench-raw`, `serve` with many streams
+/// `serve-streams`, uncompressed video's `serve-raw` and `recv-raw` (told by their fields, as
+/// an SDP can make `recv` raw without `--raw`). `None` for a command without one.
+fn schema_name(v: &serde_json::Value) -> Option<String> {
+    let args: Vec<&str> = v["run"]["args"]
+        .as_array()?
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    let many = [
+        "--config",
+        "--stream",
+        "--rtsp",
+        "--control",
+        "--sched",
+        "--sdp-dir",
+    ];
+    Some(match args.get(1..3)? {
+        ["bench", b] | ["emu", b] => format!("{}-{b}", args[1]),
+        ["lab", "compare"] => "lab-compare".into(),
+        // Uncompressed video (`--raw`, or an SDP that declares it): its own document.
+        ["recv", ..] if v.get("declared_model").is_some() => "recv-raw".into(),
+        ["serve", ..] if v.get("packets_per_frame").is_some() => "serve-raw".into(),
+        ["serve", ..] if args.iter().any(|a| many.contains(a)) => "serve-streams".into(),
+        [c @ ("serve" | "recv" | "demo" | "quality" | "frames"), ..] => (*c).into(),
+        _ => return None,
+    })
 }
 
 /// Every key that names a unit of time says µs, but points in time (`*_unix_ns`) and rates
@@ -686,4 +719,40 @@ pub fn lab_figures(dir: &std::path::Path) -> Vec<serde_json::Value> {
         }
     }
     points
+}
+
+/// Checks `doc` against the JSON Schema `metronome schema NAME` prints, as a user would: `jq`
+/// reads it, and Python's `jsonschema` (Debian's python3-jsonschema, draft 2020-12) validates
+/// it; the validator's own words on failure.
+pub fn assert_valid(doc: &serde_json::Value, name: &str) {
+    let schema = bin().args(["schema", name]).output().unwrap();
+    assert!(
+        schema.status.success(),
+        "metronome schema {name}: {schema:?}"
+    );
+    let dir = tmp_dir(&format!("schema-{name}"));
+    let (schema_file, doc_file) = (dir.0.join("schema.json"), dir.0.join("doc.json"));
+    std::fs::write(&schema_file, &schema.stdout).unwrap();
+    std::fs::write(&doc_file, doc.to_string()).unwrap();
+    let jq = Command::new("jq")
+        .args(["-e", ".schema_version and .run.version"])
+        .arg(&doc_file)
+        .output()
+        .expect("jq runs (Debian's jq)");
+    assert!(jq.status.success(), "jq: {jq:?}");
+    let check = "import json, sys, jsonschema\n\
+                 schema = json.load(open(sys.argv[1]))\n\
+                 jsonschema.Draft202012Validator.check_schema(schema)\n\
+                 jsonschema.Draft202012Validator(schema).validate(json.load(open(sys.argv[2])))\n";
+    let py = Command::new("/usr/bin/python3")
+        .args(["-c", check])
+        .arg(&schema_file)
+        .arg(&doc_file)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        py.status.success(),
+        "{name} does not validate against its schema:\n{}",
+        String::from_utf8_lossy(&py.stderr)
+    );
 }

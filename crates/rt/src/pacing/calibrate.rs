@@ -13,19 +13,21 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::time::Duration;
 
 /// What a calibration measured and what admission control will use.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct Calibration {
     /// The budgeted cost of sending one packet to one destination.
     #[serde(
         rename = "per_packet_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
+    #[schemars(with = "f64")]
     pub per_packet: Duration,
     /// Fixed cost of one job besides its sends: picking it, reading the clock, accounting.
     #[serde(
         rename = "per_job_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
+    #[schemars(with = "f64")]
     pub per_job: Duration,
     /// The cost of each further datagram of a UDP GSO send (raw video sends its packets in
     /// batches: one `sendmsg` costs about `per_packet`, every segment after the first this).
@@ -33,12 +35,14 @@ pub struct Calibration {
         rename = "per_segment_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
+    #[schemars(with = "f64")]
     pub per_segment: Duration,
     /// Median time of one `send` call, in the quietest round (the one whose p99 is budgeted).
     #[serde(
         rename = "measured_p50_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
+    #[schemars(with = "f64")]
     pub measured_p50: Duration,
     /// 99th-percentile time of one `send` call in the quietest round; `per_packet` is this
     /// times the safety factor 1.5 (at least 1 µs).
@@ -46,6 +50,7 @@ pub struct Calibration {
         rename = "measured_p99_us",
         serialize_with = "metronome_time::units::duration_us"
     )]
+    #[schemars(with = "f64")]
     pub measured_p99: Duration,
     /// Send calls timed, over all rounds (the quantiles come from one round of them); 0 when
     /// the cost was [`fixed`](Self::fixed) rather than measured.

@@ -236,8 +236,8 @@ impl Conformance {
         ConformanceSummary {
             read_schedule: self.schedule,
             npackets: self.npackets,
-            trs_ns: self.trs.as_f64(),
-            tdrain_ns: self.tdrain.as_f64(),
+            trs_us: self.trs.as_f64() / 1e3,
+            tdrain_us: self.tdrain.as_f64() / 1e3,
             troffset_us: self.troffset_ns as f64 / 1000.0,
             frames: self.frames,
             incomplete_frames: self.incomplete,

@@ -5,7 +5,7 @@ use metronome_time::Summary;
 use serde::Serialize;
 
 /// The sender class a measurement supports.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     /// Every frame within the narrow limits, judged on the gapped schedule (2110TPN).
@@ -51,7 +51,7 @@ pub struct FrameReport {
 }
 
 /// One sender class's limits and how many frames broke them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct ClassResult {
     /// The class's CMAX: the most packets Cinst may reach, for this format.
     pub cmax: u32,
@@ -64,16 +64,16 @@ pub struct ClassResult {
 }
 
 /// Everything measured so far, for JSON.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ConformanceSummary {
     /// The read schedule (gapped or linear) the VRX model and narrow CMAX were judged on.
     pub read_schedule: ReadSchedule,
     /// NPACKETS: RTP packets per frame of the format.
     pub npackets: u32,
-    /// TRS, the virtual receiver's read interval, in nanoseconds (exact, not floored).
-    pub trs_ns: f64,
-    /// TDRAIN, the drain interval of the network compatibility model, in nanoseconds.
-    pub tdrain_ns: f64,
+    /// TRS, the virtual receiver's read interval, in microseconds (exact, not floored).
+    pub trs_us: f64,
+    /// TDRAIN, the drain interval of the network compatibility model, in microseconds.
+    pub tdrain_us: f64,
     /// TROFFSET, frame epoch to the first read (TPR0), in microseconds.
     pub troffset_us: f64,
     /// Frames closed (by their marker, by a newer frame, or by `finish`).

@@ -24,7 +24,7 @@ const RESYNC_AFTER_LATE: u32 = 256;
 const MAX_LOST_SECONDS: u64 = 10;
 
 /// Packets dropped as malformed or unusable, by reason.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct RawDrops {
     /// Not an RTP packet at all.
     pub not_rtp: u64,

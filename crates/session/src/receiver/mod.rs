@@ -102,7 +102,7 @@ impl Default for ReceiverConfig {
 }
 
 /// Datagram-level counters: everything that arrived, and why what was dropped was dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct Counters {
     /// RTP datagrams handed to [`ReceiverSession::handle_rtp`], whatever became of them.
     pub datagrams: u64,

@@ -82,7 +82,7 @@ pub(crate) enum Via {
 }
 
 /// What the receiver asked for and what came of it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct RepairStats {
     /// The NACK planner's counts: missing, asked, recovered (in time), given up, ...
     pub nack: NackCounters,

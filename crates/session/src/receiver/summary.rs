@@ -5,7 +5,7 @@ use metronome_time::Summary;
 use serde::Serialize;
 
 /// What was measured of one source ([`Source`]), in plain units for JSON.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SourceSummary {
     /// The SSRC as 8 lowercase hex digits.
     pub ssrc: String,
@@ -38,6 +38,7 @@ pub struct SourceSummary {
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub duration_s: f64,
     /// Payload bit rate over `duration_s`, bits per second (headers not counted; 0 for a single
     /// instant).
@@ -48,6 +49,7 @@ pub struct SourceSummary {
         rename = "jitter_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     pub jitter_ms: f64,
     /// Gaps between consecutive arrivals (µs).
     pub interarrival: Summary,
@@ -63,7 +65,7 @@ pub struct SourceSummary {
 }
 
 /// Everything a [`ReceiverSession`] measured, for JSON output.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReceiverSummary {
     /// Datagram-level counters of the whole session.
     pub counters: Counters,

@@ -25,7 +25,7 @@ pub const MAX_SIDE: u8 = 20;
 pub const MAX_MATRIX: u16 = 100;
 
 /// What the decoder did with the FEC packets it was given.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct FecReceiveCounters {
     /// FEC packets received.
     pub packets: u64,

@@ -41,7 +41,7 @@ impl FecConfig {
 }
 
 /// What the encoder made.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct FecSendCounters {
     /// Row FEC packets sent.
     pub rows: u64,

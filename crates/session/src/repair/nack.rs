@@ -56,7 +56,7 @@ impl Default for NackConfig {
 }
 
 /// What the planner saw and did, packets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct NackCounters {
     /// Packets found missing (a gap in sequence numbers).
     pub missing: u64,

@@ -57,7 +57,7 @@ pub struct Path {
 }
 
 /// What the repairer did, packets (NACKs for the last two).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct RepairCounters {
     /// Sequence numbers receivers asked for (within `max_per_nack` of each NACK).
     pub asked: u64,

@@ -35,9 +35,11 @@ pub struct SenderReportsConfig {
 }
 
 /// What one receiver says about our stream.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReceiverView {
-    /// The receiver's SSRC (the reporter of its blocks).
+    /// The receiver's SSRC (the reporter of its blocks), 8 lowercase hex digits in JSON.
+    #[serde(serialize_with = "metronome_time::units::hex32")]
+    #[schemars(with = "String")]
     pub ssrc: u32,
     /// Where its last report came from.
     pub addr: SocketAddr,
@@ -55,6 +57,7 @@ pub struct ReceiverView {
         rename = "jitter_us",
         serialize_with = "metronome_time::units::ms_as_us"
     )]
+    #[schemars(with = "f64")]
     pub jitter_ms: f64,
     /// Round-trip time from LSR/DLSR (RFC 3550 §6.4.1), once the receiver has seen an SR
     /// (`rtt_us` in JSON).
@@ -62,6 +65,7 @@ pub struct ReceiverView {
         rename = "rtt_us",
         serialize_with = "metronome_time::units::opt_ms_as_us"
     )]
+    #[schemars(with = "Option<f64>")]
     pub rtt_ms: Option<f64>,
     /// Report blocks about our stream received from it.
     pub reports: u64,

@@ -128,7 +128,7 @@ pub(crate) struct Resend {
 }
 
 /// What the session's repairs did: the repairer's counts, and the session's own.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 pub struct ResendStats {
     /// Asked, sent, too late, unknown, over budget, duplicate, truncated and foreign NACKs.
     #[serde(flatten)]

@@ -5,7 +5,7 @@ use metronome_rt::host::HostLoad;
 use metronome_rt::pacing::PacingThreadReport;
 
 /// What a finished server reports.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct ServerOutcome {
     pub server: ServerStatus,
     pub streams: Vec<StreamStatus>,
@@ -18,13 +18,14 @@ pub struct ServerOutcome {
         rename = "duration_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub duration_s: f64,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
 }
 
 /// How one core's pacing thread ran, for the outcome.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct PacerView {
     /// The scheduling policy it got, in words.
     pub grant: String,

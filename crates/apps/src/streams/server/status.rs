@@ -9,7 +9,7 @@ use metronome_time::Summary;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TaskView {
     pub period_us: f64,
     pub deadline_us: f64,
@@ -18,7 +18,7 @@ pub struct TaskView {
     pub bitrate_bps: u64,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct StreamStatus {
     pub name: String,
     pub id: u64,
@@ -34,6 +34,7 @@ pub struct StreamStatus {
         rename = "elapsed_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub elapsed_s: f64,
     pub packets: u64,
     pub bytes: u64,
@@ -75,7 +76,7 @@ pub struct StreamStatus {
     pub fec: Option<metronome_session::repair::FecSendCounters>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct CoreView {
     pub index: usize,
     /// Admitted utilisation (sum of cost / period).
@@ -84,7 +85,7 @@ pub struct CoreView {
     pub grant: String,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ServerStatus {
     pub sched: String,
     pub running: usize,
@@ -113,6 +114,7 @@ pub struct ServerStatus {
         rename = "process_cpu_us",
         serialize_with = "metronome_time::units::secs_as_us"
     )]
+    #[schemars(with = "i64")]
     pub process_cpu_s: f64,
     /// Why the admitted streams no longer fit the host, while they do not.
     pub overload: Option<String>,
