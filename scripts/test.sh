@@ -17,10 +17,13 @@ cd "$(dirname "$0")/.."
 # srt-tools: `bench srt` runs srt-live-transmit beside Metronome's loss repair.
 # openssl: the RTSPS tests make their certificate with it and speak TLS through s_client;
 # ca-certificates: the system's CA bundle, which recv rtsps:// trusts by default.
+# tcpdump reads the lab's pcap traces; jq and python3-jsonschema check every --json document
+# against its schema; libjson-validator-perl checks the control API's OpenAPI description and
+# its real answers against it.
 packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema openssl ca-certificates)
+  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema libjson-validator-perl openssl ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

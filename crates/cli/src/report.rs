@@ -124,25 +124,41 @@ fn versioned<T: Serialize>(value: &T) -> Versioned<'_, T> {
     }
 }
 
-/// One interval's figures (`--interval`), as iperf3 prints its intervals: a JSON line
-/// (schema version, `interval` {`start_us`, `end_us`} from the run's start, then `figures`),
-/// or with [`Output::Human`] a line of text of the same figures.
-pub fn interval_line(out: Output, start_s: f64, end_s: f64, figures: serde_json::Value) {
+/// One `--interval` line as `--json` prints it (iperf3's `--json-stream` intervals): the
+/// schema version, the interval, then the command's figures (`metronome schema recv-interval`,
+/// `serve-interval`).
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct IntervalLine<F> {
+    pub schema_version: u32,
+    pub interval: Span,
+    #[serde(flatten)]
+    pub figures: F,
+}
+
+/// An interval of a run, from its start.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct Span {
+    pub start_us: i64,
+    pub end_us: i64,
+}
+
+/// One interval's figures (`--interval`), as iperf3 prints its intervals: an
+/// [`IntervalLine`], or with [`Output::Human`] a line of text of the same figures.
+pub fn interval_line<F: Serialize>(out: Output, start_s: f64, end_s: f64, figures: F) {
     use std::io::Write as _;
     let line = if out == Output::Human {
+        let figures = serde_json::to_value(&figures).unwrap_or_default();
         format!("{start_s:7.1}-{end_s:.1} s  {}", human_figures(&figures))
     } else {
-        let mut v = serde_json::json!({
-            "schema_version": SCHEMA_VERSION,
-            "interval": {
-                "start_us": (start_s * 1e6).round() as i64,
-                "end_us": (end_s * 1e6).round() as i64,
+        let line = IntervalLine {
+            schema_version: SCHEMA_VERSION,
+            interval: Span {
+                start_us: (start_s * 1e6).round() as i64,
+                end_us: (end_s * 1e6).round() as i64,
             },
-        });
-        if let (Some(obj), serde_json::Value::Object(f)) = (v.as_object_mut(), figures) {
-            obj.extend(f);
-        }
-        v.to_string()
+            figures,
+        };
+        serde_json::to_string(&line).unwrap_or_default()
     };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");

@@ -4,6 +4,9 @@
 //! against it with Python's `jsonschema` (Debian's `python3-jsonschema`).
 //!
 //! Every document starts with `schema_version` ([`SCHEMA_VERSION`]) and the `run` header.
+//!
+//! `metronome schema openapi` prints the control API's OpenAPI 3.0 description instead (what
+//! `serve --control` serves at `/openapi.json`; shipped as `docs/openapi.json`).
 
 use crate::report::{Versioned, SCHEMA_VERSION};
 use schemars::JsonSchema;
@@ -40,9 +43,24 @@ pub const DOCUMENTS: &[(&str, &str, Schema)] = &[
         document::<metronome_apps::raw::RawReceiverOutcome>,
     ),
     (
+        "recv-interval",
+        "metronome recv --json --interval: one line per interval, before the summary",
+        line::<crate::report::IntervalLine<crate::recv::RecvInterval>>,
+    ),
+    (
+        "serve-interval",
+        "metronome serve --json --interval, one stream: one line per interval, before the summary",
+        line::<crate::report::IntervalLine<crate::serve::ServeInterval>>,
+    ),
+    (
         "demo",
         "metronome demo --json: the sender's outcome and its two receivers' (unicast, multicast)",
         document::<crate::demo::DemoRun>,
+    ),
+    (
+        "lab-summary",
+        "metronome lab run: summary.json in the results directory (its own header: `schema`)",
+        line::<metronome_lab::results::Summary>,
     ),
     (
         "bench-pacing",
@@ -117,6 +135,14 @@ pub const DOCUMENTS: &[(&str, &str, Schema)] = &[
     ),
 ];
 
+/// The name `metronome schema` gives the control API's OpenAPI description.
+const OPENAPI: &str = "openapi";
+
+/// The control API's OpenAPI document, as printed and shipped.
+fn openapi_text() -> String {
+    serde_json::to_string_pretty(&metronome_apps::control::openapi()).unwrap_or_default()
+}
+
 /// Makes a document's schema from its name and description.
 type Schema = fn(&str, &str) -> Value;
 
@@ -128,8 +154,12 @@ pub fn named(name: &str) -> Option<Value> {
 
 /// `T` as `--json` prints it, titled, its `schema_version` pinned to this binary's.
 fn document<T: JsonSchema + 'static>(name: &str, what: &str) -> Value {
-    let mut v =
-        serde_json::to_value(schemars::schema_for!(Versioned<'static, T>)).unwrap_or(Value::Null);
+    line::<Versioned<'static, T>>(name, what)
+}
+
+/// A JSON line `T` (an interval, or a whole document), titled, its `schema_version` pinned.
+fn line<T: JsonSchema>(name: &str, what: &str) -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null);
     if let Some(o) = v.as_object_mut() {
         o.insert(
             "$id".into(),
@@ -150,11 +180,19 @@ pub fn run(name: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
         for (n, what, _) in DOCUMENTS {
             println!("{n:<8} {what}");
         }
+        println!("{OPENAPI:<8} the control API (serve --control), described in OpenAPI 3.0");
         return Ok(());
     };
+    if name == OPENAPI {
+        println!("{}", openapi_text());
+        return Ok(());
+    }
     let schema = named(name).ok_or_else(|| {
         let names: Vec<&str> = DOCUMENTS.iter().map(|(n, _, _)| *n).collect();
-        format!("no document '{name}'; the documents: {}", names.join(", "))
+        format!(
+            "no document '{name}'; the documents: {}, {OPENAPI}",
+            names.join(", ")
+        )
     })?;
     println!("{}", serde_json::to_string_pretty(&schema)?);
     Ok(())
@@ -179,5 +217,11 @@ mod tests {
                 "{path} is not what `metronome schema {name}` prints: run it and write its output there"
             );
         }
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+        let shipped = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            shipped == openapi_text() + "\n",
+            "{path} is not what `metronome schema openapi` prints: run it and write its output there"
+        );
     }
 }

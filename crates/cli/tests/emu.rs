@@ -345,6 +345,7 @@ fn seed001_ffmpeg_streams_ffmpeg_to_metronome_receivers_through_the_emulator() {
     let summary: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("run/summary.json")).unwrap()).unwrap();
     assert_durations_in_us(&summary);
+    common::assert_valid(&summary, "lab-summary");
     let point = &summary["points"][0];
     let rx = |flow: &str| {
         point["flows"]

@@ -625,7 +625,9 @@ fn interval_lines_from_both_ends() {
         Some(received),
         "the intervals do not add up to the summary"
     );
-    // The summaries are what their schemas say.
+    // The lines and summaries are what their schemas say.
+    common::assert_valid(&rl[0], "recv-interval");
+    common::assert_valid(&tl[0], "serve-interval");
     common::assert_valid(rx.last().unwrap(), "recv");
     common::assert_valid(tx.last().unwrap(), "serve");
 }

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The closed forms for one UDP flow and receiver whose path has a netem limit.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ClosedForm {
     pub flow: String,
     pub receiver: String,
@@ -27,12 +27,15 @@ pub struct ClosedForm {
     pub limit: usize,
     /// Delay plus serialization of one datagram on that link, ns (without `hold_extra_ns`).
     #[serde(rename = "hold_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub hold_ns: u64,
     /// The profile's `hold_extra`, ns (already in the link's delay).
     #[serde(rename = "hold_extra_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub hold_extra_ns: u64,
     /// Gap between datagrams, ns.
     #[serde(rename = "interval_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub interval_ns: u64,
     /// `1 − L / ⌈hold / interval⌉`, in percent.
     pub periodic_loss_percent: f64,
@@ -112,7 +115,7 @@ pub fn for_scenario(s: &Scenario, net: &Topology) -> Vec<ClosedForm> {
 /// What a TCP bulk transfer should carry: the smaller of what the application offers and
 /// the path's narrowest rate, less 40 bytes of IPv4 and TCP headers per 1460-byte segment
 /// (smoltcp sends no TCP options on data segments). Loss recovery can only lower it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcpExpected {
     pub flow: String,
     pub receiver: String,

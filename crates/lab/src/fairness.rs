@@ -26,7 +26,7 @@ pub struct LinkLoad {
 }
 
 /// The flows' shares at one point.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Fairness {
     /// Each flow's throughput, bit/s (the mean over its receivers).
     pub flows: Vec<FlowShare>,
@@ -35,7 +35,7 @@ pub struct Fairness {
     pub max_ratio: f64,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowShare {
     pub flow: String,
     pub kind: String,

@@ -34,7 +34,7 @@ use std::path::Path;
 /// The summary's schema; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "metronome.lab.summary/2";
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
     /// [`SCHEMA`].
     pub schema: String,
@@ -66,7 +66,7 @@ pub struct Summary {
 }
 
 /// A point that ran and did not finish.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailedPoint {
     pub index: usize,
     /// `pNNN`.
@@ -85,7 +85,7 @@ pub const SUMMARY_FILE: &str = "summary.json";
 /// A finished point's figures, in its directory under `points/`, written last.
 pub const POINT_FILE: &str = "point.json";
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ScenarioInfo {
     pub name: String,
     pub description: String,
@@ -98,21 +98,21 @@ pub struct ScenarioInfo {
     pub sweep: Vec<(String, Vec<String>)>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Host {
     pub hostname: String,
     pub kernel: String,
     pub cpus: usize,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Shard {
     pub index: usize,
     pub count: usize,
 }
 
 /// One sweep point's run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PointResult {
     pub index: usize,
     /// `pNNN`: its directory under `points/`.
@@ -122,6 +122,7 @@ pub struct PointResult {
     pub seed: u64,
     /// Virtual time the run covered, ns.
     #[serde(rename = "sim_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub sim_ns: u64,
     /// Wall-clock time it took, seconds (how fast the simulator was, not a result); µs in JSON.
     #[serde(
@@ -129,6 +130,7 @@ pub struct PointResult {
         serialize_with = "metronome_time::units::secs_as_us",
         deserialize_with = "metronome_time::units::us_as_secs"
     )]
+    #[schemars(with = "i64")]
     pub wall_s: f64,
     /// Events the simulator handled.
     pub events: u64,
@@ -170,6 +172,7 @@ pub struct PointResult {
         serialize_with = "metronome_time::units::secs_as_us",
         deserialize_with = "metronome_time::units::us_as_secs"
     )]
+    #[schemars(with = "i64")]
     pub video_s: f64,
     /// `video_s` in its parts (sim mode, video flows only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -209,7 +212,7 @@ pub fn point_id(index: usize) -> String {
 
 /// Where a point's video time went, wall-clock seconds (µs in JSON): how fast the run was,
 /// not a result.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VideoWork {
     /// Encoding a ladder's renditions, or reading them from the cache.
     #[serde(
@@ -217,6 +220,7 @@ pub struct VideoWork {
         serialize_with = "metronome_time::units::secs_as_us",
         deserialize_with = "metronome_time::units::us_as_secs"
     )]
+    #[schemars(with = "i64")]
     pub ladder_s: f64,
     /// Making the packets as the run went (rendering and encoding a live source, the
     /// ladder's payloading).
@@ -225,6 +229,7 @@ pub struct VideoWork {
         serialize_with = "metronome_time::units::secs_as_us",
         deserialize_with = "metronome_time::units::us_as_secs"
     )]
+    #[schemars(with = "i64")]
     pub sending_s: f64,
     /// Decoding what each viewer got and comparing its pictures with the source's.
     #[serde(
@@ -232,6 +237,7 @@ pub struct VideoWork {
         serialize_with = "metronome_time::units::secs_as_us",
         deserialize_with = "metronome_time::units::us_as_secs"
     )]
+    #[schemars(with = "i64")]
     pub judging_s: f64,
 }
 
@@ -287,7 +293,7 @@ impl PointResult {
 }
 
 /// A program a command flow ran (emu mode), and how it ended.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandRun {
     pub flow: String,
     /// The host (scenario node) it ran in.
@@ -302,6 +308,7 @@ pub struct CommandRun {
     pub stopped: bool,
     /// From its start to its end, ns.
     #[serde(rename = "ran_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub ran_ns: u64,
     /// Its standard output and error, relative to the results directory.
     pub stdout: String,
@@ -309,7 +316,7 @@ pub struct CommandRun {
 }
 
 /// How well the emulator kept time in an emu-mode point.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EmuFacts {
     /// How late datagrams were handed out of the last link against its model, µs.
     pub lateness_p50_us: f64,
@@ -326,7 +333,7 @@ pub struct EmuFacts {
 }
 
 /// What one direction of a link did.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LinkResult {
     pub from: String,
     pub to: String,
@@ -344,6 +351,7 @@ pub struct LinkResult {
         rename = "max_queue_delay_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     pub max_queue_delay_ns: u64,
 }
 

@@ -6,10 +6,11 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// Figures of one interval `[start, start + interval)` of virtual time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalFigures {
     /// Start of the interval, ns of virtual time.
     #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub start_ns: u64,
     /// Packets received in it (unique).
     pub packets: u64,
@@ -17,9 +18,11 @@ pub struct IntervalFigures {
     pub bytes: u64,
     /// Mean one-way delay of its packets, ns (0 without packets).
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub mean_delay_ns: u64,
     /// RFC 3550 jitter at its end, ns.
     #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub jitter_ns: u64,
 }
 

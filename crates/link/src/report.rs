@@ -11,7 +11,7 @@ use std::time::Duration;
 /// What one flow did, for the summary and the report. Times kept in ns (exact in virtual
 /// time) and written as µs (`*_us` in JSON), rates in bit/s, sizes in bytes on the wire (IP
 /// header included).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowReport {
     /// The flow's name in the scenario.
     pub name: String,
@@ -23,9 +23,11 @@ pub struct FlowReport {
     pub target_bps: u64,
     /// When the sender started, ns from the start of the run.
     #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub start_ns: u64,
     /// How long the sender was active.
     #[serde(rename = "duration_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub duration_ns: u64,
     /// Packets the sender sent.
     pub sent_packets: u64,
@@ -43,7 +45,7 @@ pub struct FlowReport {
 
 /// What a sender's loss repair (NACK and retransmission, FEC) did over the run, packets unless
 /// named otherwise.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SenderRepairFigures {
     /// Sequence numbers receivers asked for (within the first 64 of each NACK).
     pub asked: u64,
@@ -88,7 +90,7 @@ pub fn percent(part: u64, whole: u64) -> f64 {
 
 /// What loss repair did for one viewer, packets unless named otherwise. `lost` (the
 /// receiver's) is what the network lost; this says what came back.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RepairFigures {
     /// Packets the viewer never had, after repair (network losses not repaired).
     pub lost_after: u64,
@@ -126,11 +128,12 @@ pub struct RepairFigures {
     pub redundant: u64,
     /// The round trip the viewer measured (ask to repair) at the end, ns.
     #[serde(rename = "rtt_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub rtt_ns: u64,
 }
 
 /// An RTP flow's rate controller over the run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RateControl {
     /// `fixed`, `tfrc`, `tfmcc`, `asmp`.
     pub controller: String,
@@ -139,6 +142,7 @@ pub struct RateControl {
     /// The target rate over time: (ns from the run's start, bit/s on the wire), at most
     /// [`RATE_POINTS`] points (the last change of each span kept); in JSON `[µs, bit/s]`.
     #[serde(with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "Vec<(f64, u64)>")]
     pub points: Vec<(u64, u64)>,
 }
 
@@ -167,7 +171,7 @@ impl RateControl {
 }
 
 /// What one receiving endpoint measured.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ReceiverReport {
     /// The receiving node's name.
     pub node: String,
@@ -187,33 +191,41 @@ pub struct ReceiverReport {
     pub throughput_bps: f64,
     /// RFC 3550 jitter of the transit time at the end, ns.
     #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub jitter_ns: u64,
     /// Mean one-way delay (arrival − send time), ns; 0 without packets.
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub mean_delay_ns: u64,
     /// Smallest one-way delay, ns; 0 without packets.
     #[serde(rename = "min_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub min_delay_ns: u64,
     /// Largest one-way delay, ns; 0 without packets.
     #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub max_delay_ns: u64,
     /// One-way delay quantiles (only with histograms: 0 otherwise).
     #[serde(rename = "p50_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub p50_delay_ns: u64,
     /// 99th percentile of the one-way delay, ns (0 without histograms).
     #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub p99_delay_ns: u64,
     /// Inter-arrival quantiles (only with histograms: 0 otherwise).
     #[serde(
         rename = "p50_interarrival_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     pub p50_interarrival_ns: u64,
     /// 99th percentile of the time between arrivals, ns (0 without histograms).
     #[serde(
         rename = "p99_interarrival_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     pub p99_interarrival_ns: u64,
     /// The delay distribution as 101 quantiles (0 %, 1 %, …, 100 %), ns; empty without
     /// histograms. What a CDF plot draws.
@@ -222,6 +234,7 @@ pub struct ReceiverReport {
         rename = "delay_quantiles_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "Vec<f64>")]
     pub delay_quantiles_ns: Vec<u64>,
     /// The inter-arrival distribution, likewise.
     #[serde(
@@ -229,6 +242,7 @@ pub struct ReceiverReport {
         rename = "interarrival_quantiles_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "Vec<f64>")]
     pub interarrival_quantiles_ns: Vec<u64>,
     /// Packets, bytes, delay and jitter per interval of the run (empty if not binned).
     pub intervals: Vec<IntervalFigures>,
@@ -243,7 +257,7 @@ pub struct ReceiverReport {
 /// Frames of a video flow at one receiver. A frame is lost if any packet that carries part
 /// of it is lost; its delay runs from its first packet's due time to its last packet's
 /// arrival (the network's delay plus the frame's spread on the wire).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FrameFigures {
     /// Frames the sender sent.
     pub frames: u64,
@@ -254,12 +268,15 @@ pub struct FrameFigures {
     /// Mean frame delay (first packet due to last packet arrived) of the frames shown, ns;
     /// 0 if none was.
     #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub mean_delay_ns: u64,
     /// 99th percentile of the delay of the frames shown, ns.
     #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub p99_delay_ns: u64,
     /// Largest delay of a frame shown, ns.
     #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub max_delay_ns: u64,
     /// The largest cumulative jitter over the frames that arrived (seed 002's Eq. 4: the
     /// play-out delay that would have kept every frame), ns; negative when delays only fell.
@@ -268,6 +285,7 @@ pub struct FrameFigures {
         rename = "max_cumulative_jitter_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "f64")]
     pub max_cumulative_jitter_ns: i64,
     /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
     #[serde(default)]
@@ -286,7 +304,7 @@ pub struct FrameFigures {
 /// What the viewer's screen showed, against the source's pictures, over every display slot:
 /// the frames that arrived, decoded (a lost reference concealed as a player does), a lost
 /// frame's slot showing the picture before it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PictureFigures {
     /// The mean of the slots' PSNR of Y, each capped at 100 dB (Evalvid's figure), dB.
     pub psnr_y_db: f64,

@@ -9,13 +9,14 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// One stream, as declared.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StreamSpec {
     /// A short unique name: the stream's id in the API and in reports (letters, digits, `-_.`).
     pub name: String,
     /// `"test"` (the built-in encoded test pattern, the default) or the path of an MPEG-TS file.
     #[serde(default)]
+    #[schemars(with = "String")]
     pub source: SourceSpec,
     /// Loop a file source forever.
     #[serde(default, rename = "loop")]
@@ -23,6 +24,7 @@ pub struct StreamSpec {
     /// One or more `rtp://` destinations to push to. May be empty when the server only serves
     /// the stream over RTSP (`serve --rtsp`).
     #[serde(default, deserialize_with = "one_or_many")]
+    #[schemars(with = "Destinations")]
     pub destination: Vec<String>,
     /// Test source: picture size, `WxH`.
     #[serde(default)]
@@ -37,6 +39,7 @@ pub struct StreamSpec {
         deserialize_with = "opt_bitrate",
         serialize_with = "ser_opt_bitrate"
     )]
+    #[schemars(with = "Option<BitrateText>")]
     pub bitrate: Option<u64>,
     /// The most the stream's rate may be raised to while it runs (`PATCH /streams/NAME`, or a
     /// rate controller); admission reserves this much. By default the starting `bitrate`: a
@@ -46,6 +49,7 @@ pub struct StreamSpec {
         deserialize_with = "opt_bitrate",
         serialize_with = "ser_opt_bitrate"
     )]
+    #[schemars(with = "Option<BitrateText>")]
     pub max_bitrate: Option<u64>,
     /// Job period; by default one packet interval at the stream's rate.
     #[serde(
@@ -53,6 +57,7 @@ pub struct StreamSpec {
         deserialize_with = "opt_duration",
         serialize_with = "ser_opt_duration"
     )]
+    #[schemars(with = "Option<DurationText>")]
     pub period: Option<Duration>,
     /// Relative deadline; by default the period.
     #[serde(
@@ -60,6 +65,7 @@ pub struct StreamSpec {
         deserialize_with = "opt_duration",
         serialize_with = "ser_opt_duration"
     )]
+    #[schemars(with = "Option<DurationText>")]
     pub deadline: Option<Duration>,
     /// Worst-case CPU cost of one job; by default packets per job times the calibrated send cost.
     #[serde(
@@ -67,6 +73,7 @@ pub struct StreamSpec {
         deserialize_with = "opt_duration",
         serialize_with = "ser_opt_duration"
     )]
+    #[schemars(with = "Option<DurationText>")]
     pub cost: Option<Duration>,
     /// Ring slots between the producer and the pacer (the paper: 1024).
     #[serde(default)]
@@ -103,6 +110,7 @@ pub struct StreamSpec {
     /// (10x10 by default) to each destination's port + 2 and + 4, `1/L + 1/D` more packets,
     /// which admission reserves; `"rtx+fec"` both; `"none"` (the default).
     #[serde(default, skip_serializing_if = "Repair::is_none")]
+    #[schemars(with = "String")]
     pub repair: Repair,
     /// With `repair`: the receivers' play-out delay (their jitter buffer's latency), which
     /// decides what is still worth repairing; 200ms by default (GStreamer's `rtpjitterbuffer`
@@ -113,6 +121,7 @@ pub struct StreamSpec {
         serialize_with = "ser_opt_duration",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<DurationText>")]
     pub playout_delay: Option<Duration>,
 }
 
@@ -461,16 +470,31 @@ pub fn format_bitrate(bps: u64) -> String {
     }
 }
 
+/// One destination, or several.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum Destinations {
+    One(String),
+    Many(Vec<String>),
+}
+
+/// A bit rate as people write it (`"4mbit"`, `"2.5Mbit/s"`) or bit/s as a number.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum BitrateText {
+    Text(String),
+    Number(u64),
+}
+
+/// A duration with its unit, as people write it: `"15ms"`, `"250us"`, `"2s"`.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)] // only its schema is used; the text is parsed by `opt_duration`
+struct DurationText(String);
+
 fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum OneOrMany {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match OneOrMany::deserialize(d)? {
-        OneOrMany::One(s) => vec![s],
-        OneOrMany::Many(v) => v,
+    Ok(match Destinations::deserialize(d)? {
+        Destinations::One(s) => vec![s],
+        Destinations::Many(v) => v,
     })
 }
 
@@ -484,17 +508,11 @@ fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::
 }
 
 fn opt_bitrate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Rate {
-        Text(String),
-        Number(u64),
-    }
-    match Option::<Rate>::deserialize(d)? {
-        Some(Rate::Text(s)) => parse_bitrate(&s)
+    match Option::<BitrateText>::deserialize(d)? {
+        Some(BitrateText::Text(s)) => parse_bitrate(&s)
             .map(Some)
             .map_err(serde::de::Error::custom),
-        Some(Rate::Number(n)) => Ok(Some(n)),
+        Some(BitrateText::Number(n)) => Ok(Some(n)),
         None => Ok(None),
     }
 }

@@ -41,7 +41,7 @@ pub(crate) struct Response {
 
 impl Response {
     /// A JSON response.
-    pub(crate) fn json(status: u16, value: &serde_json::Value) -> Self {
+    pub(crate) fn json(status: u16, value: &impl serde::Serialize) -> Self {
         let mut body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
         body.push(b'\n');
         Response {
@@ -65,10 +65,8 @@ impl Response {
     /// `{"error": kind, "message": message}`.
     pub(crate) fn error(status: u16, kind: &str, message: impl Into<String>) -> Self {
         let message: String = message.into();
-        Self::json(
-            status,
-            &serde_json::json!({ "error": kind, "message": message }),
-        )
+        let error = kind.to_string();
+        Self::json(status, &super::openapi::ErrorBody { error, message })
     }
 
     /// Adds a header.

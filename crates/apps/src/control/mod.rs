@@ -8,12 +8,13 @@
 //! | route | method | answer |
 //! |---|---|---|
 //! | `/` | GET | 200, an index of the routes |
+//! | `/openapi.json` | GET | 200, the API described in OpenAPI 3.0 (`openapi.rs`) |
 //! | `/health` | GET | 200 `{"ok":true}` |
 //! | `/streams` | GET | 200, the streams ([`StreamControl::list`]) |
 //! | `/streams` | POST | 201 + `Location`, a JSON [`StreamSpec`](crate::streams::StreamSpec) body ([`StreamControl::add`]) |
 //! | `/streams/NAME` | GET | 200 or 404 ([`StreamControl::get`]) |
+//! | `/streams/NAME` | PATCH | 200, `{"bitrate": "2mbit"}` ([`StreamControl::set_rate`]) |
 //! | `/streams/NAME` | DELETE | 200 ([`StreamControl::remove`]) |
-//!
 //! | `/metrics` | GET | 200, the figures in Prometheus's text format |
 //!
 //! Errors are JSON: `{"error": "<kind>", "message": "<what happened and what to do>"}`; 401
@@ -29,6 +30,8 @@
 mod access;
 mod http;
 pub use http::parse_request;
+mod openapi;
+pub use openapi::document as openapi;
 mod router;
 mod server;
 #[cfg(test)]

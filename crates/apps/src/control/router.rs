@@ -1,9 +1,9 @@
 //! The control API's routes: from a parsed [`Request`] to a JSON [`Response`].
 
 use super::http::{Request, Response};
+use super::openapi::{Health, Index};
 use super::{ControlAccess, ControlError, StreamControl};
 use crate::streams::StreamSpec;
-use serde_json::json;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// How much of a client-supplied path or name is echoed back in a message.
@@ -25,7 +25,11 @@ pub(crate) fn route(
     let method = req.method.as_str();
     match path {
         "/" => match method {
-            "GET" => index(),
+            "GET" => Response::json(200, &Index::new()),
+            _ => not_allowed(method, path, "GET"),
+        },
+        "/openapi.json" => match method {
+            "GET" => Response::json(200, &super::openapi::document()),
             _ => not_allowed(method, path, "GET"),
         },
         "/metrics" => match method {
@@ -36,7 +40,7 @@ pub(crate) fn route(
             _ => not_allowed(method, path, "GET"),
         },
         "/health" => match method {
-            "GET" => Response::json(200, &json!({ "ok": true })),
+            "GET" => Response::json(200, &Health { ok: true }),
             _ => not_allowed(method, path, "GET"),
         },
         "/streams" => match method {
@@ -183,29 +187,6 @@ fn guarded<T>(call: impl FnOnce() -> Result<T, ControlError>) -> Result<T, Respo
             "the server failed while handling this request; see its log",
         )),
     }
-}
-
-fn index() -> Response {
-    let route = |method: &str, path: &str, what: &str| json!({ "method": method, "path": path, "what": what });
-    Response::json(
-        200,
-        &json!({
-            "service": "metronome control API",
-            "routes": [
-                route("GET", "/", "this index"),
-                route("GET", "/health", "liveness: {\"ok\":true}"),
-                route("GET", "/streams", "all streams and their status"),
-                route("POST", "/streams", "add a stream: a JSON stream spec, answered 201"),
-                route("GET", "/streams/NAME", "one stream's status"),
-                route(
-                    "PATCH",
-                    "/streams/NAME",
-                    "change a running stream's rate: {\"bitrate\": \"2mbit\"}, from its next GOP",
-                ),
-                route("DELETE", "/streams/NAME", "stop and remove a stream"),
-            ],
-        }),
-    )
 }
 
 fn not_allowed(method: &str, path: &str, allow: &'static str) -> Response {

@@ -32,7 +32,7 @@ pub use metronome_rt::pacing::Calibration;
 pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 pub(crate) use server::open::open_source;
 pub use server::open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSourcePlan};
-pub use server::status::{ServerStatus, StreamStatus};
+pub use server::status::{ServerStatus, StreamList, StreamStatus};
 pub use server::{
     CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,
 };

@@ -322,17 +322,34 @@ fn interval_lines(
             out,
             at,
             now,
-            serde_json::json!({
-                "ssrc": m.ssrc,
-                "packets": m.received.saturating_sub(r0),
-                "payload_bytes": m.payload_bytes.saturating_sub(b0),
-                "bitrate_bps": m.payload_bytes.saturating_sub(b0) as f64 * 8.0 / span,
-                "lost": m.lost.saturating_sub(l0),
-                "jitter_us": m.jitter_ms * 1e3,
-            }),
+            RecvInterval {
+                packets: m.received.saturating_sub(r0),
+                payload_bytes: m.payload_bytes.saturating_sub(b0),
+                bitrate_bps: m.payload_bytes.saturating_sub(b0) as f64 * 8.0 / span,
+                lost: m.lost.saturating_sub(l0),
+                jitter_us: m.jitter_ms * 1e3,
+                ssrc: m.ssrc.clone(),
+            },
         );
         last = (m.received, m.payload_bytes, m.lost);
     }
+}
+
+/// What the main source added over one `--interval`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct RecvInterval {
+    /// RTP packets received.
+    pub packets: u64,
+    /// Their payload, bytes.
+    pub payload_bytes: u64,
+    /// The payload's rate over the interval, bit/s.
+    pub bitrate_bps: f64,
+    /// Packets lost (RFC 3550's count: expected less received).
+    pub lost: u64,
+    /// RFC 3550's interarrival jitter at the interval's end.
+    pub jitter_us: f64,
+    /// The source's SSRC, hex.
+    pub ssrc: String,
 }
 
 fn live_status(live: &LiveLine) -> impl FnMut(&metronome_session::receiver::ReceiverSession) + '_ {

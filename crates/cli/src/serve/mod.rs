@@ -401,14 +401,14 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
             Output::of(a.json, true),
             t0.as_secs_f64(),
             s.elapsed.as_secs_f64(),
-            serde_json::json!({
-                "packets": s.packets.saturating_sub(p0),
-                "bytes": s.bytes.saturating_sub(b0),
-                "bitrate_bps": s.bytes.saturating_sub(b0) as f64 * 8.0 / span,
-                "max_late_us": s.max_late_us,
-                "target_bitrate_bps": s.target_bitrate_bps,
-                "receivers": s.receivers.len(),
-            }),
+            ServeInterval {
+                packets: s.packets.saturating_sub(p0),
+                bytes: s.bytes.saturating_sub(b0),
+                bitrate_bps: s.bytes.saturating_sub(b0) as f64 * 8.0 / span,
+                max_late_us: s.max_late_us,
+                target_bitrate_bps: s.target_bitrate_bps,
+                receivers: s.receivers.len(),
+            },
         );
         last = (s.packets, s.bytes, s.elapsed);
     })?;
@@ -421,6 +421,23 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     }
     print_outcome(Output::of(a.json, interval), &outcome, sender_summary)?;
     Ok(())
+}
+
+/// What one stream sent over one `--interval`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct ServeInterval {
+    /// RTP packets sent.
+    pub packets: u64,
+    /// Their bytes (RTP, headers included).
+    pub bytes: u64,
+    /// Their rate over the interval, bit/s.
+    pub bitrate_bps: f64,
+    /// The latest a packet has been sent after its due time so far.
+    pub max_late_us: f64,
+    /// The rate the stream's controller (or its declared rate) targets now, bit/s.
+    pub target_bitrate_bps: u64,
+    /// Receivers that have reported.
+    pub receivers: usize,
 }
 
 /// The MPEG-TS source (a file or the live test source), noting its frames for

@@ -735,7 +735,7 @@ pub fn assert_valid(doc: &serde_json::Value, name: &str) {
     std::fs::write(&schema_file, &schema.stdout).unwrap();
     std::fs::write(&doc_file, doc.to_string()).unwrap();
     let jq = Command::new("jq")
-        .args(["-e", ".schema_version and .run.version"])
+        .args(["-e", ".schema_version // .schema"])
         .arg(&doc_file)
         .output()
         .expect("jq runs (Debian's jq)");

@@ -24,14 +24,16 @@ pub struct FrameRow {
 
 /// A video receiver's frames, thinned for plots: at most [`SERIES_POINTS`] points, each over
 /// `step` consecutive frames.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FrameSeries {
     pub flow: String,
     pub receiver: String,
     /// The first frame's due time on the run's clock, ns, and the time between frames, ns.
     #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub start_ns: u64,
     #[serde(rename = "frame_interval_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "f64")]
     pub frame_interval_ns: u64,
     /// Frames per point.
     pub step: u32,
@@ -39,6 +41,7 @@ pub struct FrameSeries {
     pub psnr_y_db: Vec<f64>,
     /// The largest delay among each point's frames that arrived, ns (`None`: none arrived).
     #[serde(rename = "delay_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "Vec<Option<f64>>")]
     pub delay_ns: Vec<Option<u64>>,
     /// The largest cumulative jitter among each point's frames that arrived, ns: a thinned
     /// plot still shows every peak (an I-frame's), up to the flow's maximum.
@@ -46,6 +49,7 @@ pub struct FrameSeries {
         rename = "cumulative_jitter_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "Vec<Option<f64>>")]
     pub cumulative_jitter_ns: Vec<Option<i64>>,
     /// The smallest, ns: with the largest, each point's range.
     #[serde(
@@ -53,16 +57,18 @@ pub struct FrameSeries {
         rename = "cumulative_jitter_min_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "Vec<Option<f64>>")]
     pub cumulative_jitter_min_ns: Vec<Option<i64>>,
 }
 
 /// A video flow as its sender sent it, thinned for plots: its coded frames' sizes and, for a
 /// ladder's video, each GOP's rung.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SentSeries {
     pub flow: String,
     /// Each point's first frame's send time on the run's clock, ns.
     #[serde(rename = "time_us", with = "metronome_time::units::ns_as_us")]
+    #[schemars(with = "Vec<f64>")]
     pub time_ns: Vec<u64>,
     /// Frames per point.
     pub step: u32,
@@ -76,6 +82,7 @@ pub struct SentSeries {
         rename = "rung_start_us",
         with = "metronome_time::units::ns_as_us"
     )]
+    #[schemars(with = "Vec<f64>")]
     pub rung_start_ns: Vec<u64>,
     #[serde(default)]
     pub rung_quantizer: Vec<u32>,

@@ -11,10 +11,11 @@ pub(super) struct Control(pub(super) Arc<Inner>);
 
 impl StreamControl for Control {
     fn list(&self) -> serde_json::Value {
-        serde_json::json!({
-            "server": self.0.server_status(),
-            "streams": self.0.statuses(false),
+        serde_json::to_value(super::status::StreamList {
+            server: self.0.server_status(),
+            streams: self.0.statuses(false),
         })
+        .unwrap_or_default()
     }
     fn get(&self, name: &str) -> Option<serde_json::Value> {
         let streams = lock(&self.0.streams);

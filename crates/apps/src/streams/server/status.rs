@@ -120,6 +120,13 @@ pub struct ServerStatus {
     pub overload: Option<String>,
 }
 
+/// `GET /streams` of the control API: the server and its running streams.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct StreamList {
+    pub server: ServerStatus,
+    pub streams: Vec<StreamStatus>,
+}
+
 pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
     let rt = &r.rt;
     let c = &rt.counters;
