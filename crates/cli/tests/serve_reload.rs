@@ -210,3 +210,38 @@ fn sighup_reloads_streams_mounts_and_users_and_a_playing_session_goes_on() {
     let (out, rest) = server.stop();
     assert!(out.contains("c"), "{out}\n{rest:?}");
 }
+
+/// The RTSP server's limits come from the config file as from their options: with
+/// `rtsp_max_sessions = 1` a second SETUP is refused (503) while the first session holds, and
+/// sessions time out after the file's `rtsp_session_timeout`.
+#[test]
+fn the_config_file_sets_the_rtsp_limits() {
+    let dir = common::tmp_dir("serve-config-limits");
+    let cfg = dir.0.join("serve.toml");
+    let settings = "rtsp_max_sessions = 1\nrtsp_session_timeout = \"30s\"\n\
+                    overload = \"refuse\"\nencode_cost = \"5%\"\n";
+    std::fs::write(&cfg, settings.to_string() + &stream("b", None)).unwrap();
+    let server = RtspServer::start_for(
+        &["--config", cfg.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    let url = server.url("b");
+    let setup = |c: &mut BufReader<TcpStream>| {
+        let (_media, _rtcp, rtp) = port_pair();
+        ask(
+            c,
+            &format!("SETUP {url}/trackID=0 RTSP/1.0\r\nCSeq: 1\r\nTransport: RTP/AVP;unicast;client_port={rtp}-{}\r\n\r\n", rtp + 1),
+        )
+    };
+    let (mut first, mut second) = (connect(&server), connect(&server));
+    let (status, head) = setup(&mut first);
+    assert_eq!(status, 200, "{head}");
+    // The session timeout the server announces (RFC 2326 §12.37) is the file's.
+    assert!(head.contains(";timeout=30"), "{head}");
+    let (status, head) = setup(&mut second);
+    assert_eq!(
+        status, 503,
+        "a second session past rtsp_max_sessions = 1: {head}"
+    );
+    drop(server);
+}

@@ -28,6 +28,28 @@ pub enum OverloadPolicy {
     Deadlines,
 }
 
+impl OverloadPolicy {
+    /// The policies a user chooses from, as written on the command line and in the config file
+    /// ([`Deadlines`](Self::Deadlines) is the server's own for a lone stream).
+    pub const CHOICES: [&'static str; 3] = ["warn", "refuse", "shed"];
+}
+
+impl std::str::FromStr for OverloadPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "warn" => Ok(OverloadPolicy::Warn),
+            "refuse" => Ok(OverloadPolicy::Refuse),
+            "shed" => Ok(OverloadPolicy::Shed),
+            _ => Err(format!(
+                "unknown overload policy '{}': use warn, refuse or shed",
+                s.escape_debug()
+            )),
+        }
+    }
+}
+
 /// What the server measured over one window.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Window {

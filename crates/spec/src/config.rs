@@ -15,6 +15,14 @@
 //! memory_budget = "2GiB"        # what the streams' rings and sources may hold
 //! max_stream_rate = "200mbit"   # the most one stream may send, to all its destinations
 //! encode_budget = 1.5           # the CPUs the live encoders may take (or "150%")
+//! encode_cost = "25%"           # what one live encoder costs, instead of measuring it
+//! send_cost = "5us"             # the send cost budgeted per packet, instead of measuring it
+//! overload = "refuse"           # warn | refuse | shed, when the streams no longer fit
+//! sdp_dir = "/run/metronome/sdp"  # NAME.sdp for each pushed stream
+//! rtsp_session_timeout = "60s"  # and rtsp_idle_timeout, rtsp_request_timeout
+//! rtsp_max_connections = 1024   # and rtsp_max_per_address, rtsp_max_sessions,
+//!                               # rtsp_max_sessions_per_address
+//! rtsp_encoder_per_session = false
 //!
 //! [rtsp_auth]                   # who may play which mount (see `rtsp_auth`)
 //! public = ["lobby"]
@@ -37,7 +45,8 @@
 
 use crate::prefix::IpPrefix;
 use crate::rtsp_auth::{RawRtspAuth, RtspAuthSpec};
-use crate::stream::{parse_bitrate, parse_cpus, parse_share, StreamSpec};
+use crate::stream::{parse_bitrate, parse_cpus, parse_duration, parse_share, StreamSpec};
+pub use metronome_sched::OverloadPolicy;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -46,6 +55,7 @@ use std::net::SocketAddr;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::time::Duration;
 use toml::Spanned;
 
 /// The largest config file accepted, in bytes.
@@ -130,8 +140,40 @@ pub struct ServeConfig {
     /// `rtsp_tls_key`: the PEM private key of [`rtsp_tls_cert`](Self::rtsp_tls_cert)'s
     /// certificate (given with it, or neither is).
     pub rtsp_tls_key: Option<PathBuf>,
+    /// `encode_cost`: what one live encoder costs, CPUs, instead of measuring it.
+    pub encode_cost: Option<f64>,
+    /// `send_cost`: the send cost per packet admission budgets, instead of measuring it.
+    pub send_cost: Option<Duration>,
+    /// `overload`: what the server does when the running streams no longer fit the host.
+    pub overload: Option<OverloadPolicy>,
+    /// `sdp_dir`: the directory each pushed stream's SDP file is written to (`NAME.sdp`).
+    pub sdp_dir: Option<PathBuf>,
+    /// The RTSP server's limits and timeouts (`rtsp_*` keys).
+    pub rtsp_limits: RtspLimits,
     /// The `[[stream]]` tables, in file order; each validated, names unique.
     pub streams: Vec<StreamSpec>,
+}
+
+/// The RTSP server's limits and timeouts, each as the `serve --rtsp-*` option of its name
+/// (`None`: not set here).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RtspLimits {
+    /// `rtsp_encoder_per_session`: each session of a live test-source mount gets its own encoder.
+    pub encoder_per_session: Option<bool>,
+    /// `rtsp_session_timeout`: a session without a request or receiver report this long ends.
+    pub session_timeout: Option<Duration>,
+    /// `rtsp_idle_timeout`: a connection without a session and without a byte this long closes.
+    pub idle_timeout: Option<Duration>,
+    /// `rtsp_request_timeout`: a request must arrive whole within this long of its first byte.
+    pub request_timeout: Option<Duration>,
+    /// `rtsp_max_connections`: connections at once.
+    pub max_connections: Option<usize>,
+    /// `rtsp_max_per_address`: connections from one address at once.
+    pub max_per_address: Option<usize>,
+    /// `rtsp_max_sessions`: sessions at once.
+    pub max_sessions: Option<usize>,
+    /// `rtsp_max_sessions_per_address`: sessions from one address at once.
+    pub max_sessions_per_address: Option<usize>,
 }
 
 /// What kind of problem a config file has.
@@ -237,7 +279,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
             format!("the text is over {MAX_CONFIG_BYTES} bytes"),
         ));
     }
-    let raw: RawConfig = toml::from_str(text).map_err(|e| {
+    let mut raw: RawConfig = toml::from_str(text).map_err(|e| {
         let offset = e.span().map(|s| s.start);
         err(Parse, explain(text, e.message(), offset)).at(text, offset)
     })?;
@@ -248,7 +290,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
     }
     let mut names = HashSet::with_capacity(n);
     let mut streams = Vec::with_capacity(n);
-    for s in raw.stream {
+    for s in std::mem::take(&mut raw.stream) {
         let offset = Some(s.span().start);
         let spec = s.into_inner();
         if let Err(e) = spec.validate_settings() {
@@ -267,7 +309,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
         let message = "rtsp_tls_cert and rtsp_tls_key go together: give both files, or neither";
         return Err(err(Invalid, message.to_string()));
     }
-    let rtsp_auth = match raw.rtsp_auth {
+    let rtsp_auth = match raw.rtsp_auth.take() {
         None => None,
         Some(table) => {
             let offset = Some(table.span().start);
@@ -278,24 +320,7 @@ pub fn parse(text: &str, origin: &str) -> Result<ServeConfig, ConfigError> {
             Some(spec)
         }
     };
-    Ok(ServeConfig {
-        sched: raw.sched,
-        rt_cores: raw.rt_cores,
-        link_capacity: raw.link_capacity,
-        control: raw.control,
-        control_token_file: raw.control_token_file,
-        control_hosts: raw.control_hosts,
-        allow_destinations: raw.allow_destinations,
-        memory_budget: raw.memory_budget,
-        max_stream_rate: raw.max_stream_rate,
-        encode_budget: raw.encode_budget,
-        rtsp: raw.rtsp,
-        core_budget: raw.core_budget,
-        rtsp_auth,
-        rtsp_tls_cert: raw.rtsp_tls_cert,
-        rtsp_tls_key: raw.rtsp_tls_key,
-        streams,
-    })
+    Ok(raw.into_config(rtsp_auth, streams))
 }
 
 #[derive(Deserialize)]
@@ -329,10 +354,72 @@ struct RawConfig {
     rtsp_tls_cert: Option<PathBuf>,
     #[serde(default)]
     rtsp_tls_key: Option<PathBuf>,
+    #[serde(default, deserialize_with = "de_encode_cost")]
+    encode_cost: Option<f64>,
+    #[serde(default, deserialize_with = "de_duration")]
+    send_cost: Option<Duration>,
+    #[serde(default, deserialize_with = "de_overload")]
+    overload: Option<OverloadPolicy>,
+    #[serde(default)]
+    sdp_dir: Option<PathBuf>,
+    #[serde(default)]
+    rtsp_encoder_per_session: Option<bool>,
+    #[serde(default, deserialize_with = "de_duration")]
+    rtsp_session_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de_duration")]
+    rtsp_idle_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de_duration")]
+    rtsp_request_timeout: Option<Duration>,
+    #[serde(default, deserialize_with = "de_count")]
+    rtsp_max_connections: Option<usize>,
+    #[serde(default, deserialize_with = "de_count")]
+    rtsp_max_per_address: Option<usize>,
+    #[serde(default, deserialize_with = "de_count")]
+    rtsp_max_sessions: Option<usize>,
+    #[serde(default, deserialize_with = "de_count")]
+    rtsp_max_sessions_per_address: Option<usize>,
     #[serde(default)]
     rtsp_auth: Option<Spanned<RawRtspAuth>>,
     #[serde(default)]
     stream: Vec<Spanned<StreamSpec>>,
+}
+
+impl RawConfig {
+    /// The checked config: these settings, with the users and streams already checked.
+    fn into_config(self, rtsp_auth: Option<RtspAuthSpec>, streams: Vec<StreamSpec>) -> ServeConfig {
+        ServeConfig {
+            sched: self.sched,
+            rt_cores: self.rt_cores,
+            link_capacity: self.link_capacity,
+            control: self.control,
+            control_token_file: self.control_token_file,
+            control_hosts: self.control_hosts,
+            allow_destinations: self.allow_destinations,
+            memory_budget: self.memory_budget,
+            max_stream_rate: self.max_stream_rate,
+            encode_budget: self.encode_budget,
+            rtsp: self.rtsp,
+            core_budget: self.core_budget,
+            rtsp_auth,
+            rtsp_tls_cert: self.rtsp_tls_cert,
+            rtsp_tls_key: self.rtsp_tls_key,
+            encode_cost: self.encode_cost,
+            send_cost: self.send_cost,
+            overload: self.overload,
+            sdp_dir: self.sdp_dir,
+            rtsp_limits: RtspLimits {
+                encoder_per_session: self.rtsp_encoder_per_session,
+                session_timeout: self.rtsp_session_timeout,
+                idle_timeout: self.rtsp_idle_timeout,
+                request_timeout: self.rtsp_request_timeout,
+                max_connections: self.rtsp_max_connections,
+                max_per_address: self.rtsp_max_per_address,
+                max_sessions: self.rtsp_max_sessions,
+                max_sessions_per_address: self.rtsp_max_sessions_per_address,
+            },
+            streams,
+        }
+    }
 }
 
 /// A number or a string: TOML lets people write either for rates and shares.
@@ -407,13 +494,46 @@ fn de_rtsp<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Err
 }
 
 fn de_encode_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    cpus_of(d, "encode_budget")
+}
+
+fn de_encode_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    cpus_of(d, "encode_cost")
+}
+
+/// An amount of CPU, as a number (CPUs) or text (`"150%"`); `key` names it in the error.
+fn cpus_of<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<Option<f64>, D::Error> {
     let cpus = match NumOrText::deserialize(d)? {
         NumOrText::Int(n) => parse_cpus(&n.to_string()),
         NumOrText::Float(x) => parse_cpus(&x.to_string()),
         NumOrText::Text(s) => parse_cpus(&s),
     };
     cpus.map(Some)
-        .map_err(|e| serde::de::Error::custom(format!("encode_budget: {e}")))
+        .map_err(|e| serde::de::Error::custom(format!("{key}: {e}")))
+}
+
+/// A duration with its unit: `"5us"`, `"60s"`.
+fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_duration(&s)
+        .map(Some)
+        .map_err(serde::de::Error::custom)
+}
+
+/// How many of something at once: 1 to a million.
+fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let n = i64::deserialize(d)?;
+    match usize::try_from(n) {
+        Ok(n @ 1..=1_000_000) => Ok(Some(n)),
+        _ => Err(serde::de::Error::custom(format!(
+            "{n} is out of range: use 1 to 1000000"
+        ))),
+    }
+}
+
+fn de_overload<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OverloadPolicy>, D::Error> {
+    let s = String::deserialize(d)?;
+    s.parse().map(Some).map_err(serde::de::Error::custom)
 }
 
 fn de_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
@@ -607,6 +727,48 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
         assert!(e.message.starts_with("[rtsp_auth]: "), "{e}");
     }
 
+    /// The options of `serve` that are not a stream's have keys too, and say what is wrong.
+    #[test]
+    fn budgets_overload_and_rtsp_limits_are_read() {
+        let text = "send_cost = \"5us\"\nencode_cost = \"25%\"\noverload = \"shed\"\n\
+                    sdp_dir = \"/run/sdp\"\nrtsp_encoder_per_session = true\n\
+                    rtsp_session_timeout = \"30s\"\nrtsp_idle_timeout = \"60s\"\n\
+                    rtsp_request_timeout = \"2s\"\nrtsp_max_connections = 10\n\
+                    rtsp_max_per_address = 3\nrtsp_max_sessions = 4\n\
+                    rtsp_max_sessions_per_address = 2\n";
+        let c = parse(text, "config.toml").unwrap();
+        assert_eq!(c.send_cost, Some(Duration::from_micros(5)));
+        assert_eq!(c.encode_cost, Some(0.25));
+        assert_eq!(c.overload, Some(OverloadPolicy::Shed));
+        assert_eq!(c.sdp_dir, Some(PathBuf::from("/run/sdp")));
+        let l = c.rtsp_limits;
+        assert_eq!(l.encoder_per_session, Some(true));
+        assert_eq!(
+            (l.session_timeout, l.idle_timeout, l.request_timeout),
+            (
+                Some(Duration::from_secs(30)),
+                Some(Duration::from_secs(60)),
+                Some(Duration::from_secs(2))
+            )
+        );
+        assert_eq!(
+            (
+                l.max_connections,
+                l.max_per_address,
+                l.max_sessions,
+                l.max_sessions_per_address
+            ),
+            (Some(10), Some(3), Some(4), Some(2))
+        );
+        let e = err("sched = \"edf\"\noverload = \"panic\"\n");
+        assert_eq!((e.kind, e.line), (ConfigErrorKind::Parse, Some(2)), "{e}");
+        assert!(e.message.contains("use warn, refuse or shed"), "{e}");
+        let e = err("rtsp_max_sessions = 0\n");
+        assert!(e.message.contains("use 1 to 1000000"), "{e}");
+        let e = err("send_cost = \"fast\"\n");
+        assert_eq!(e.line, Some(1), "{e}");
+    }
+
     #[test]
     fn a_bad_prefix_in_the_allow_list_names_its_line() {
         let e = err("control = \"127.0.0.1:8089\"\nallow_destinations = [\"10.0.0.0/33\"]\n");
@@ -678,7 +840,7 @@ destination = ["rtp://127.0.0.1:5006", "rtp://239.1.1.1:5008"]
         );
         assert!(
             e.message
-                .contains("core_budget, rtsp_tls_cert, rtsp_tls_key, [rtsp_auth], [[stream]]"),
+                .contains("rtsp_max_sessions_per_address, [rtsp_auth], [[stream]]"),
             "{e}"
         );
         // A key with "stream" in its name is not a table (it read "max_[[stream]]_rate").

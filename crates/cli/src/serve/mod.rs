@@ -36,21 +36,11 @@ pub enum RtChoice {
     Off,
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum OverloadChoice {
-    Warn,
-    Refuse,
-    Shed,
-}
-
-impl From<OverloadChoice> for OverloadPolicy {
-    fn from(o: OverloadChoice) -> OverloadPolicy {
-        match o {
-            OverloadChoice::Warn => OverloadPolicy::Warn,
-            OverloadChoice::Refuse => OverloadPolicy::Refuse,
-            OverloadChoice::Shed => OverloadPolicy::Shed,
-        }
-    }
+/// `--overload`'s values: the policies' own names, listed in `--help`.
+fn overload_choice() -> impl clap::builder::TypedValueParser<Value = OverloadPolicy> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(OverloadPolicy::CHOICES)
+        .try_map(|s| s.parse::<OverloadPolicy>())
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -218,50 +208,56 @@ pub struct ServeArgs {
     )]
     pub rtsp_tls_key: Option<PathBuf>,
     /// Give every RTSP session of a live test-source mount its own encoder, as before
-    /// sources were shared (by default the sessions of such a mount read one encoder)
+    /// sources were shared (by default the sessions of such a mount read one encoder; config:
+    /// rtsp_encoder_per_session)
     #[arg(long, help_heading = "RTSP")]
     pub rtsp_encoder_per_session: bool,
     /// Tear an RTSP session down after this long without a request or receiver report
-    #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
-    pub rtsp_session_timeout: Duration,
-    /// Close an RTSP connection that has no session after this long without a byte
-    #[arg(long, value_parser = parse_duration, default_value = "60s", help_heading = "RTSP")]
-    pub rtsp_idle_timeout: Duration,
+    /// [default: 60s; config: rtsp_session_timeout]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = "RTSP")]
+    pub rtsp_session_timeout: Option<Duration>,
+    /// Close an RTSP connection that has no session after this long without a byte [default:
+    /// 60s; config: rtsp_idle_timeout]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = "RTSP")]
+    pub rtsp_idle_timeout: Option<Duration>,
     /// A request must arrive whole within this long of its first byte, however its bytes
-    /// trickle in (else 408 and the connection closes)
-    #[arg(long, value_parser = parse_duration, default_value = "5s", help_heading = "RTSP")]
-    pub rtsp_request_timeout: Duration,
+    /// trickle in (else 408 and the connection closes) [default: 5s; config:
+    /// rtsp_request_timeout]
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION", help_heading = "RTSP")]
+    pub rtsp_request_timeout: Option<Duration>,
     /// Most RTSP connections at once; when full, a connection without a session that waits
     /// for the rest of a request, or idles, longest is closed to make room (else 503)
-    #[arg(long, default_value_t = 1024, help_heading = "RTSP")]
-    pub rtsp_max_connections: usize,
-    /// Most RTSP connections from one address at once (the same rule makes room)
-    #[arg(long, default_value_t = 64, help_heading = "RTSP")]
-    pub rtsp_max_per_address: usize,
-    /// Most RTSP sessions at once (SETUP beyond it: 503)
-    #[arg(long, default_value_t = 256, help_heading = "RTSP")]
-    pub rtsp_max_sessions: usize,
-    /// Most RTSP sessions from one address at once (SETUP beyond it: 503)
-    #[arg(long, default_value_t = 64, help_heading = "RTSP")]
-    pub rtsp_max_sessions_per_address: usize,
+    /// [default: 1024; config: rtsp_max_connections]
+    #[arg(long, value_name = "N", help_heading = "RTSP")]
+    pub rtsp_max_connections: Option<usize>,
+    /// Most RTSP connections from one address at once (the same rule makes room) [default:
+    /// 64; config: rtsp_max_per_address]
+    #[arg(long, value_name = "N", help_heading = "RTSP")]
+    pub rtsp_max_per_address: Option<usize>,
+    /// Most RTSP sessions at once (SETUP beyond it: 503) [default: 256; config:
+    /// rtsp_max_sessions]
+    #[arg(long, value_name = "N", help_heading = "RTSP")]
+    pub rtsp_max_sessions: Option<usize>,
+    /// Most RTSP sessions from one address at once (SETUP beyond it: 503) [default: 64;
+    /// config: rtsp_max_sessions_per_address]
+    #[arg(long, value_name = "N", help_heading = "RTSP")]
+    pub rtsp_max_sessions_per_address: Option<usize>,
     /// Write an SDP file for each pushed stream into this directory (NAME.sdp), for
-    /// `ffplay NAME.sdp`, VLC, GStreamer's sdpdemux or `metronome recv NAME.sdp`
+    /// `ffplay NAME.sdp`, VLC, GStreamer's sdpdemux or `metronome recv NAME.sdp` (config:
+    /// sdp_dir)
     #[arg(long, value_name = "DIR", help_heading = "Many streams")]
     pub sdp_dir: Option<PathBuf>,
     /// Budget this send cost per packet instead of measuring it at start-up, e.g. 5us
+    /// (config: send_cost)
     #[arg(long, value_parser = parse_duration, help_heading = "Many streams")]
     pub send_cost: Option<Duration>,
     /// When the running streams no longer fit the host (the send cost measured while running
     /// exceeds what admission budgeted, or deadlines are missed): say so (warn), also refuse
     /// new streams until they fit again (refuse), or also stop the newest stream once
     /// deadlines are missed two seconds in a row, and again while they still are (shed)
-    #[arg(
-        long,
-        value_enum,
-        default_value = "warn",
-        help_heading = "Many streams"
-    )]
-    pub overload: OverloadChoice,
+    /// [default: warn; config: overload]
+    #[arg(long, value_parser = overload_choice(), help_heading = "Many streams")]
+    pub overload: Option<OverloadPolicy>,
     #[command(flatten)]
     pub raw: crate::raw_args::RawServeArgs,
 }
@@ -299,20 +295,55 @@ impl ServeArgs {
     ) -> metronome_apps::rtsp::RtspServiceConfig {
         let mut rc = metronome_apps::rtsp::RtspServiceConfig::new(addr);
         rc.auth = file.rtsp_auth.clone();
-        rc.share_live = !self.rtsp_encoder_per_session;
+        rc.share_live =
+            !(self.rtsp_encoder_per_session || file.rtsp_limits.encoder_per_session == Some(true));
         let cert = self.rtsp_tls_cert.clone().or(file.rtsp_tls_cert.clone());
         let key = self.rtsp_tls_key.clone().or(file.rtsp_tls_key.clone());
         rc.tls = cert
             .zip(key)
             .map(|(cert, key)| metronome_apps::rtsp::TlsFiles { cert, key });
-        rc.session_timeout = self.rtsp_session_timeout;
-        rc.idle_timeout = self.rtsp_idle_timeout;
-        rc.request_timeout = self.rtsp_request_timeout;
-        rc.max_connections = self.rtsp_max_connections.max(1);
-        rc.max_per_address = self.rtsp_max_per_address.max(1);
-        rc.max_sessions = self.rtsp_max_sessions.max(1);
-        rc.max_sessions_per_address = self.rtsp_max_sessions_per_address.max(1);
+        // The command line over the file, the file over the service's defaults.
+        let l = &file.rtsp_limits;
+        let set = |given: Option<usize>, file: Option<usize>, default: usize| {
+            given.or(file).unwrap_or(default).max(1)
+        };
+        rc.session_timeout = (self.rtsp_session_timeout)
+            .or(l.session_timeout)
+            .unwrap_or(rc.session_timeout);
+        rc.idle_timeout = (self.rtsp_idle_timeout)
+            .or(l.idle_timeout)
+            .unwrap_or(rc.idle_timeout);
+        rc.request_timeout = (self.rtsp_request_timeout)
+            .or(l.request_timeout)
+            .unwrap_or(rc.request_timeout);
+        rc.max_connections = set(
+            self.rtsp_max_connections,
+            l.max_connections,
+            rc.max_connections,
+        );
+        rc.max_per_address = set(
+            self.rtsp_max_per_address,
+            l.max_per_address,
+            rc.max_per_address,
+        );
+        rc.max_sessions = set(self.rtsp_max_sessions, l.max_sessions, rc.max_sessions);
+        rc.max_sessions_per_address = set(
+            self.rtsp_max_sessions_per_address,
+            l.max_sessions_per_address,
+            rc.max_sessions_per_address,
+        );
         rc
+    }
+
+    /// These options with what the config file sets and the command line does not (the
+    /// settings read once, at the start, beside those merged where they are used).
+    pub fn with_file(mut self, file: &metronome_spec::config::ServeConfig) -> Self {
+        self.send_cost = self.send_cost.or(file.send_cost);
+        self.encode_cost = self.encode_cost.or(file.encode_cost);
+        self.overload = self.overload.or(file.overload);
+        self.sdp_dir = self.sdp_dir.take().or(file.sdp_dir.clone());
+        self.rtsp_encoder_per_session |= file.rtsp_limits.encoder_per_session == Some(true);
+        self
     }
 }
 

@@ -211,6 +211,11 @@ fn restart_only_changes(old: &ServeConfig, new: &ServeConfig) -> Vec<&'static st
         core_budget,
         rtsp_tls_cert,
         rtsp_tls_key,
+        encode_cost,
+        send_cost,
+        overload,
+        sdp_dir,
+        rtsp_limits,
         // Applied by a reload.
         rtsp_auth: _,
         streams: _,
@@ -236,6 +241,14 @@ fn restart_only_changes(old: &ServeConfig, new: &ServeConfig) -> Vec<&'static st
         ("core_budget", *core_budget != old.core_budget),
         ("rtsp_tls_cert", *rtsp_tls_cert != old.rtsp_tls_cert),
         ("rtsp_tls_key", *rtsp_tls_key != old.rtsp_tls_key),
+        ("encode_cost", *encode_cost != old.encode_cost),
+        ("send_cost", *send_cost != old.send_cost),
+        ("overload", *overload != old.overload),
+        ("sdp_dir", *sdp_dir != old.sdp_dir),
+        (
+            "rtsp_* limits and timeouts",
+            *rtsp_limits != old.rtsp_limits,
+        ),
     ]
     .into_iter()
     .filter_map(|(key, differs)| differs.then_some(key))

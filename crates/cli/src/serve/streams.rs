@@ -51,16 +51,20 @@ fn start_rtsp(
     Ok(service)
 }
 
-pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
-    let file = match &a.config {
-        Some(p) => config::load(p)?,
-        None => ServeConfig::default(),
+/// The config file (none without `--config`); from then on SIGHUP asks for a reload
+/// (serve/reload.rs), also one that comes while the server starts: it is applied once it runs.
+fn load_config(a: &ServeArgs) -> Result<ServeConfig, Box<dyn std::error::Error>> {
+    let Some(path) = &a.config else {
+        return Ok(ServeConfig::default());
     };
-    if a.config.is_some() {
-        // From here on SIGHUP asks for a reload (serve/reload.rs), also one that comes while
-        // the server starts: it is applied once the server runs.
-        super::reload::catch_sighup()?;
-    }
+    let file = config::load(path)?;
+    super::reload::catch_sighup()?;
+    Ok(file)
+}
+
+pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+    let file = load_config(&a)?;
+    let a = a.with_file(&file);
     let mut specs = file.streams.clone();
     for s in &a.stream {
         specs.push(parse_stream_arg(s)?);
@@ -237,7 +241,7 @@ fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
     cfg.wait = WaitPolicy::from(a.wait);
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
     cfg.pacing.late = a.late.unwrap_or(metronome_sched::LatePolicy::CATCH_UP);
-    cfg.overload = a.overload.into();
+    cfg.overload = a.overload.unwrap_or_default();
     cfg
 }
 
