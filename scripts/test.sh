@@ -19,11 +19,12 @@ cd "$(dirname "$0")/.."
 # ca-certificates: the system's CA bundle, which recv rtsps:// trusts by default.
 # tcpdump reads the lab's pcap traces; jq and python3-jsonschema check every --json document
 # against its schema; libjson-validator-perl checks the control API's OpenAPI description and
-# its real answers against it.
+# its real answers against it. dpkg-dev: cargo-deb finds the package's dependencies with
+# dpkg-shlibdeps.
 packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema libjson-validator-perl openssl ca-certificates)
+  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema libjson-validator-perl dpkg-dev openssl ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -68,6 +69,14 @@ fi
 # One closing line for the whole suite (cargo prints one summary per test binary).
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1); if ($i ~ /^ignored/) s += $(i-1) } }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s; if (p == 0) exit 1 }' "$log"
+
+# The Debian package (scripts/package.sh): made by cargo-deb from the binary the tests ran,
+# installed, its unit verified, started as the unit starts it, reloaded and stopped; purged.
+if [ "$(id -u)" -eq 0 ]; then
+  scripts/package.sh --check || { [ "$status" = 0 ] && status=1; }
+else
+  echo "package: NOT checked: installing a package needs root"
+fi
 
 # Coverage-guided fuzzing of every parser that takes network or file input (crates/fuzz): AFL++
 # through afl.rs, METRONOME_FUZZ_SECS (30) per target, two at a time,
