@@ -32,8 +32,10 @@ if [ "$(id -u)" -ne 0 ]; then
   echo "package: --check installs the package: run it as root" >&2
   exit 1
 fi
-if dpkg-query -W -f='${Status}' metronome 2>/dev/null | grep -q "install ok installed"; then
-  echo "package: NOT checked: a metronome package is installed here already; remove it first" >&2
+# In any state (installed, or removed with its config kept): the check's purge would take the
+# operator's config with it.
+if dpkg-query -W metronome >/dev/null 2>&1; then
+  echo "package: NOT checked: a metronome package is on this machine already (dpkg -l metronome)" >&2
   exit 0
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/metronome-package.XXXXXX")
@@ -82,7 +84,7 @@ server=$!
 wait_log() {
   for _ in $(seq 1 300); do
     grep -q "$1" "$work/err" && return 0
-    kill -0 "$server" 2>/dev/null || fail "the server ended before it said '$1'"
+    kill -0 "$server" 2>/dev/null || { server=; fail "the server ended before it said '$1'"; }
     sleep 0.1
   done
   fail "the server did not say '$1' within 30 s"
@@ -90,7 +92,8 @@ wait_log() {
 wait_log "serving rtsp://127.0.0.1:"
 addr=$(grep -o 'serving rtsp://127.0.0.1:[0-9]*' "$work/err" | head -1 | sed 's#serving rtsp://##')
 answer=$(printf 'OPTIONS rtsp://%s/test RTSP/1.0\r\nCSeq: 1\r\n\r\n' "$addr" |
-  timeout 5 bash -c "exec 3<>/dev/tcp/${addr%:*}/${addr#*:}; cat >&3; head -1 <&3")
+  timeout 5 bash -c "exec 3<>/dev/tcp/${addr%:*}/${addr#*:}; cat >&3; head -1 <&3") ||
+  fail "RTSP OPTIONS to $addr got no answer"
 grep -q "RTSP/1.0 200" <<<"$answer" || fail "OPTIONS answered '$answer'"
 kill -HUP "$server"
 wait_log "reloading /etc/metronome/metronome.toml"

@@ -20,11 +20,11 @@ cd "$(dirname "$0")/.."
 # tcpdump reads the lab's pcap traces; jq and python3-jsonschema check every --json document
 # against its schema; libjson-validator-perl checks the control API's OpenAPI description and
 # its real answers against it. dpkg-dev: cargo-deb finds the package's dependencies with
-# dpkg-shlibdeps.
+# dpkg-shlibdeps; systemd: systemd-analyze verifies the packaged unit (no systemd runs here).
 packages=(ffmpeg nasm libavcodec-dev libavformat-dev libavutil-dev libswscale-dev pkg-config clang libclang-dev
   gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
-  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema libjson-validator-perl dpkg-dev openssl ca-certificates)
+  vlc-bin vlc-plugin-base chromium iperf3 g++ ns3 libns3-dev libgsl-dev prometheus srt-tools slurm-wlm munge tcpdump jq python3-jsonschema libjson-validator-perl dpkg-dev systemd openssl ca-certificates)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

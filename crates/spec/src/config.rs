@@ -18,7 +18,7 @@
 //! encode_cost = "25%"           # what one live encoder costs, instead of measuring it
 //! send_cost = "5us"             # the send cost budgeted per packet, instead of measuring it
 //! overload = "refuse"           # warn | refuse | shed, when the streams no longer fit
-//! sdp_dir = "/run/metronome/sdp"  # NAME.sdp for each pushed stream
+//! sdp_dir = "/var/lib/metronome/sdp"  # NAME.sdp for each pushed stream
 //! rtsp_session_timeout = "60s"  # and rtsp_idle_timeout, rtsp_request_timeout
 //! rtsp_max_connections = 1024   # and rtsp_max_per_address, rtsp_max_sessions,
 //!                               # rtsp_max_sessions_per_address

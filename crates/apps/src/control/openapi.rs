@@ -227,13 +227,13 @@ fn operation(route: &Route, r: &Refs) -> Value {
             let mut a = json_answer("Added and started: its status", &r.status);
             a["headers"] = json!({ "Location": { "description": "The new stream's URL",
                 "schema": { "type": "string" } } });
-            ("201", a, &[400, 409, 411, 415, 500])
+            ("201", a, &[409, 411, 413, 415, 500])
         }
         ("GET", _) => ("200", json_answer("Its status", &r.status), &[404, 500]),
         ("PATCH", _) => (
             "200",
             json_answer("Its status, at the new target rate", &r.status),
-            &[400, 404, 409, 411, 415, 500],
+            &[404, 409, 411, 413, 415, 500],
         ),
         _ => (
             "200",
@@ -243,12 +243,13 @@ fn operation(route: &Route, r: &Refs) -> Value {
     };
     let mut responses = Map::new();
     responses.insert(ok.into(), answer);
-    // Every route may be refused before it runs: a token (401), Host or Origin (403), a
-    // method the path does not have (405).
+    // Every route may be answered before it runs: a request that does not parse or has no
+    // Host (400), no token or another (401), a Host or Origin refused (403), a request too slow
+    // (408) or with too many headers (431), a server at its connection cap (503).
     let always: &[u16] = if route.path == "/health" {
-        &[403, 405]
+        &[400, 403, 408, 431, 503]
     } else {
-        &[401, 403, 405]
+        &[400, 401, 403, 408, 431, 503]
     };
     for code in always.iter().chain(errors) {
         responses.insert(

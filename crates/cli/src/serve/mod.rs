@@ -162,7 +162,7 @@ pub struct ServeArgs {
     #[arg(long, value_parser = parse_cpus, value_name = "CPUS", help_heading = "Many streams")]
     pub encode_budget: Option<f64>,
     /// What one live encoder costs, e.g. 25%, instead of measuring it when one is first asked
-    /// for
+    /// for (config: encode_cost)
     #[arg(long, value_parser = parse_cpus, value_name = "CPUS", help_heading = "Many streams")]
     pub encode_cost: Option<f64>,
     /// Share of each real-time core the pacers may use, e.g. 95% or 0.95 (default 95%)

@@ -31,8 +31,12 @@ use std::time::Duration;
 type BoxError = Box<dyn std::error::Error>;
 
 pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+    let file = raw_config(&a)?;
+    let mut a = a.with_file(&file);
+    a.rtsp = a.rtsp.or(file.rtsp);
+    a.link_capacity = a.link_capacity.or(file.link_capacity);
     if a.rtsp.is_some() {
-        return serve_rtsp(a, stop);
+        return serve_rtsp(a, &file, stop);
     }
     let [dest] = a.destinations.as_slice() else {
         return Err("serve --raw sends to one destination: give one rtp://HOST:PORT".into());
@@ -68,7 +72,7 @@ pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// `--config` for a raw server, which reads its RTSP users and certificate only.
+/// `--config` for a raw server: its server settings, RTSP users and certificate, no streams.
 fn raw_config(a: &ServeArgs) -> Result<metronome_spec::config::ServeConfig, BoxError> {
     let Some(path) = &a.config else {
         return Ok(Default::default());
@@ -87,7 +91,11 @@ fn raw_config(a: &ServeArgs) -> Result<metronome_spec::config::ServeConfig, BoxE
 
 /// `serve --raw --rtsp ADDR`: the source as an RTSP mount (`rtsp://ADDR/raw`, or the file's
 /// name); every session gets a sender of its own, admitted on `--link-capacity`.
-fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+fn serve_rtsp(
+    a: ServeArgs,
+    file: &metronome_spec::config::ServeConfig,
+    stop: Arc<AtomicBool>,
+) -> Result<(), BoxError> {
     let Some(addr) = a.rtsp else {
         return Err("internal error: serve_rtsp without --rtsp".into());
     };
@@ -119,10 +127,13 @@ fn serve_rtsp(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     )?;
     let server = Arc::new(StreamServer::start(ServerConfig {
         link_capacity_bps: a.link_capacity,
+        send_cost: a.send_cost,
+        encode_cost: a.encode_cost,
+        overload: a.overload.unwrap_or_default(),
         seed: a.seed.unwrap_or_else(fresh_seed),
         ..ServerConfig::default()
     })?);
-    let rc = a.rtsp_config(addr, &raw_config(&a)?);
+    let rc = a.rtsp_config(addr, file);
     let service = RtspService::start(rc, server.clone(), mounts)?;
     eprintln!(
         "metronome: serving {}://{}/{name}: {describe} as {}",
