@@ -97,12 +97,19 @@ impl Agent {
         }
     }
 
-    /// The receiver leaves its group: TFMCC's next report says so (RFC 4654 §4.4) and is due
-    /// at once; the other controllers' receivers have nothing to say.
+    /// The receiver wishes to leave its group: TFMCC's next report says so (RFC 4654 §4.4)
+    /// and is due at once, the CLR's reports until its round ends (§4.2,
+    /// [`Agent::leave_pending`]); the other controllers' receivers have nothing to say.
     pub fn leave(&mut self, now: Timestamp) {
         if let Agent::Tfmcc(r) = self {
             r.leave(now);
         }
+    }
+
+    /// Whether the receiver, having wished to leave, must stay in the group a little longer:
+    /// TFMCC's CLR until its feedback round ends (RFC 4654 §4.2); then [`Agent::has_left`].
+    pub fn leave_pending(&self) -> bool {
+        matches!(self, Agent::Tfmcc(r) if r.leave_pending())
     }
 
     /// Whether this end has said its last: TFMCC's after its leaving report, sent because the

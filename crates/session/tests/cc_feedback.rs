@@ -386,3 +386,43 @@ fn gcc_over_rfc_8888_feedback_grows_on_a_clear_path_and_backs_off_under_loss() {
     println!("lossy: target {}", s.target_rate());
     assert!(s.target_rate() < Bitrate::kbps(300), "{}", s.target_rate());
 }
+
+/// A TFMCC sender announces at once (RFC 4654 §3.1); its compound can reach a receiver
+/// before the stream's first packet. The announcement is kept until that packet starts the
+/// receiver's end, which then answers the round at once, not a whole `R_max` later.
+#[test]
+fn a_tfmcc_announcement_before_the_first_packet_is_not_lost() {
+    let cc = TfmccSender::new(TfmccConfig::new(1372, Bitrate::mbps(10)), Timestamp::ZERO);
+    let mut s = sender(Box::new(cc));
+    let mut buf = vec![0u8; 1500];
+    let t0 = Timestamp::ZERO;
+    s.handle_timeout(t0);
+    let n = s
+        .poll_rtcp(t0, wall(t0), &mut buf)
+        .expect("the first announcement");
+    let compound = buf[..n].to_vec();
+    let first = rtp(0, t0, SendTimeExt::None, wall(t0));
+    let timer_after = |rtcp_first: bool| {
+        let mut r = ReceiverSession::new(ReceiverConfig {
+            ssrc: 100,
+            cname: "r0".into(),
+            cc: AgentKind::Tfmcc,
+            ..ReceiverConfig::default()
+        });
+        let ms = Timestamp::from_millis;
+        if rtcp_first {
+            r.handle_rtcp(ms(10), &compound);
+            let _ = r.handle_rtp(ms(11), Some(wall(ms(11))), &first);
+        } else {
+            let _ = r.handle_rtp(ms(10), Some(wall(ms(10))), &first);
+            r.handle_rtcp(ms(11), &compound);
+        }
+        let Some(Agent::Tfmcc(t)) = r.cc_agent() else {
+            panic!("no TFMCC end")
+        };
+        t.poll_timeout()
+    };
+    // Either way the round's feedback timer runs, from the announcement's arrival.
+    let (early, late) = (timer_after(true), timer_after(false));
+    assert!(early.is_some() && late.is_some(), "{early:?} {late:?}");
+}

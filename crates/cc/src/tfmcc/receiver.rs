@@ -27,9 +27,11 @@
 //!   per 8 s it reports instead, with the sender sending faster than it calculates, for more
 //!   than 120 s leaves: its last report says so ([`TfmccReceiver::leave`]), then it is silent
 //!   ([`TfmccReceiver::has_left`]; the application leaves the group). So does one that
-//!   leaves of its own accord: at once, with one report (§4.2 lets a leaving CLR flag all its
-//!   reports of the round before the leave takes effect; the application here wants out now,
-//!   and the sender treats one flagged report as the CLR leaving, §3.3 case 3).
+//!   leaves of its own accord, with one flagged report at once.
+//! - **A leaving CLR (§4.2)** flags every report of the feedback round before the leave
+//!   takes effect: it stays, answering once per RTT with the flag set, until the sender
+//!   begins a new round or names another CLR (at most `2T = 12 R_max`, the longest a round
+//!   lasts, §3.4), and only then has left ([`TfmccReceiver::leave_pending`] until then).
 
 use super::feedback_timer::FeedbackTimer;
 use super::{ReceiverFeedback, SenderInfo};
@@ -103,6 +105,8 @@ pub struct TfmccReceiver {
     /// The last data packet's sender time and arrival (echoed in reports).
     last_sent: Option<(Timestamp, Timestamp)>,
     leaving: bool,
+    /// A leaving CLR's last moment in the group (§4.2: the round's end, at most 2T away).
+    leave_by: Option<Timestamp>,
     /// The leaving report went out: nothing more is sent.
     left: bool,
     /// Since when the calculated rate has been below the reported floor, the sender faster.
@@ -132,6 +136,7 @@ impl TfmccReceiver {
             s: 0.0,
             last_sent: None,
             leaving: false,
+            leave_by: None,
             left: false,
             below_floor_since: None,
             first_interval_r_max: None,
@@ -364,6 +369,9 @@ impl TfmccReceiver {
             Some(r) => r != info.round && info.round.wrapping_sub(r) < 1 << 15,
         };
         if self.leaving {
+            if self.leave_by.is_some() && (new_round || !self.is_clr()) {
+                self.leave_now();
+            }
             return;
         }
         if new_round {
@@ -396,11 +404,36 @@ impl TfmccReceiver {
         !self.leaving && self.timer.put_off_while_idle(now, at, info.r_max)
     }
 
-    /// This receiver leaves the group: its next report says so (§4.4), and is sent at once;
-    /// after it, nothing.
+    /// This receiver wishes to leave the group: its next report says so, and is due at once.
+    /// A receiver that is not the CLR has left after it; the CLR flags every report until the
+    /// round ends (§4.2), [`TfmccReceiver::leave_pending`] until then. Calling it again
+    /// changes nothing.
     pub fn leave(&mut self, now: Timestamp) {
+        if self.leaving {
+            return;
+        }
         self.leaving = true;
-        self.timer.fire_at(now);
+        match self.info.filter(|_| self.is_clr()) {
+            Some(info) => {
+                self.leave_by = Some(now + 12 * info.r_max);
+                self.clr_due = Some(now);
+            }
+            None => self.timer.fire_at(now),
+        }
+    }
+
+    /// Whether this receiver is the CLR on its way out (§4.2): it still receives, and reports
+    /// with the leave flag, until the round ends; then [`TfmccReceiver::has_left`].
+    pub fn leave_pending(&self) -> bool {
+        self.leave_by.is_some() && !self.left
+    }
+
+    /// The leave takes effect: nothing more is sent.
+    fn leave_now(&mut self) {
+        self.leave_by = None;
+        self.left = true;
+        self.clr_due = None;
+        self.timer.cancel();
     }
 
     /// When a report is due.
@@ -408,15 +441,20 @@ impl TfmccReceiver {
         if self.left {
             return None;
         }
-        match (self.timer.due(), self.clr_due) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [self.timer.due(), self.clr_due, self.leave_by]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// The report due by `now`, if any.
     pub fn poll_report(&mut self, now: Timestamp) -> Option<ReceiverFeedback> {
         if self.left {
+            return None;
+        }
+        if self.leave_by.is_some_and(|t| t <= now) {
+            // No new round announced in 2T: the round is over all the same.
+            self.leave_now();
             return None;
         }
         let timer = self.timer.due().is_some_and(|t| t <= now) && !self.put_off_while_idle(now);
@@ -432,8 +470,10 @@ impl TfmccReceiver {
         }
         // Nothing heard yet: nothing to say.
         let round = self.round?;
+        // §4.3.1: 10 RTTs without data clear `have_loss` also for a report sent meanwhile.
+        self.clear_loss_after_idle(now);
         self.sent_reports += 1;
-        self.left = self.leaving;
+        self.left = self.leaving && self.leave_by.is_none();
         Some(ReceiverFeedback {
             ts_us: (now.as_nanos() / 1000) as u32,
             rtt: self.rtt,
@@ -647,6 +687,20 @@ mod tests {
         assert!(r.have_loss());
     }
 
+    /// §4.3.1: the CLR's report sent after 10 RTTs without data already says `have_loss`
+    /// is clear (the sender may slow-start again), before any packet comes back.
+    #[test]
+    fn a_report_after_ten_idle_rtts_has_have_loss_clear() {
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        r.on_sender_info(ms(0), &info(0, f64::INFINITY, Some(5), None), ms(0));
+        feed(&mut r, (0, 0), 100, &[50]);
+        let busy = r.poll_report(ms(1000)).unwrap();
+        assert!(busy.have_loss);
+        // R_max (200 ms) stands for the RTT: 10 of them after the last packet (990 ms).
+        let idle = r.poll_report(ms(3000)).unwrap();
+        assert!(!idle.have_loss);
+    }
+
     #[test]
     fn the_clr_reports_once_per_rtt_and_a_lower_rate_answers_earlier_with_the_bias() {
         let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
@@ -791,6 +845,71 @@ mod tests {
             (r.poll_timeout(), r.poll_report(ms(10_000_000))),
             (None, None)
         );
+    }
+
+    /// §4.2: the CLR that wishes to leave flags every report of the round, once per RTT,
+    /// and has left when the next round begins; nothing after.
+    #[test]
+    fn a_leaving_clr_flags_every_report_of_its_round_then_leaves() {
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        measure_75_ms(&mut r);
+        r.on_sender_info(ms(1100), &info(0, f64::INFINITY, Some(5), None), ms(540));
+        assert!(r.poll_report(ms(1100)).is_some_and(|f| !f.leaving));
+        r.leave(ms(1120));
+        assert!(r.leave_pending() && !r.has_left());
+        let mut flagged = 0;
+        for k in 0..10u64 {
+            // The sender's clock and the path as in `measure_75_ms`: 560 ms between them.
+            let (now, sent) = (ms(1120 + 40 * k), ms(560 + 40 * k));
+            r.on_packet(now, k, sent, 1000);
+            r.on_sender_info(now, &info(0, f64::INFINITY, Some(5), None), sent);
+            while let Some(f) = r.poll_timeout().filter(|t| *t <= now) {
+                let fb = r.poll_report(f).expect("the CLR's report");
+                assert!(fb.leaving);
+                flagged += 1;
+            }
+        }
+        // 360 ms at one report per 75 ms RTT, the first at once.
+        assert!((5..=6).contains(&flagged), "{flagged} flagged reports");
+        assert!(r.leave_pending());
+        r.on_sender_info(ms(1500), &info(1, f64::INFINITY, Some(5), None), ms(940));
+        assert!(r.has_left() && !r.leave_pending());
+        assert_eq!((r.poll_timeout(), r.poll_report(ms(9000))), (None, None));
+    }
+
+    /// A leaving CLR replaced before its round ends has left then; one that hears of no new
+    /// round has left after 2T, the longest a round lasts; one that is not the CLR leaves with
+    /// its one flagged report.
+    #[test]
+    fn a_leaving_clr_leaves_when_replaced_or_after_two_rounds_and_others_at_once() {
+        let clr = || {
+            let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+            r.on_sender_info(ms(0), &info(0, f64::INFINITY, Some(5), None), ms(0));
+            r.leave(ms(10));
+            assert!(r.poll_report(ms(10)).is_some_and(|f| f.leaving));
+            r
+        };
+        let mut replaced = clr();
+        replaced.on_sender_info(ms(50), &info(0, f64::INFINITY, Some(6), None), ms(50));
+        assert!(replaced.has_left());
+        let mut unheard = clr();
+        // Flagged reports once per R_max (no RTT measured), until 2T = 12 R_max = 2.4 s
+        // after the wish.
+        let mut last = None;
+        while let Some(t) = unheard.poll_timeout() {
+            match unheard.poll_report(t) {
+                Some(fb) => assert!(fb.leaving),
+                None => last = Some(t),
+            }
+        }
+        assert_eq!(last, Some(ms(2410)));
+        assert!(unheard.has_left());
+        let mut other = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        other.on_sender_info(ms(0), &info(0, f64::INFINITY, Some(6), None), ms(0));
+        other.leave(ms(10));
+        assert!(!other.leave_pending());
+        assert!(other.poll_report(ms(10)).is_some_and(|f| f.leaving));
+        assert!(other.has_left());
     }
 
     #[test]

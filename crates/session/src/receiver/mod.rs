@@ -280,6 +280,19 @@ pub struct ReceiverSession {
     repair: Option<repair::Repairing>,
     /// The sequence numbers of the NACK being written (kept to reuse its allocation).
     asks: Vec<u16>,
+    /// The rate controller's latest announcement heard before the stream's first packet.
+    early_announce: Option<EarlyAnnounce>,
+}
+
+/// A rate controller's announcement that came before the stream's first packet (a sender
+/// announces at once, RFC 4654 §3.1, and its compound can overtake its first packet): given
+/// to the controller's end when that packet starts it, not lost for a whole `R_max`.
+#[derive(Clone, Copy, Debug)]
+struct EarlyAnnounce {
+    at: Timestamp,
+    ssrc: u32,
+    announce: metronome_cc::Announce,
+    sr: Option<(metronome_time::NtpTime, u32)>,
 }
 
 impl ReceiverSession {
@@ -302,6 +315,7 @@ impl ReceiverSession {
             left: false,
             repair,
             asks: Vec::new(),
+            early_announce: None,
         }
     }
 
@@ -577,12 +591,17 @@ impl ReceiverSession {
             let Some(agent) = Agent::new(self.cfg.cc, self.cfg.ssrc, self.cfg.seed) else {
                 return;
             };
-            self.cc = Some(CcAgent {
+            let mut cc = CcAgent {
                 ssrc,
                 agent,
                 clock: SenderClock::new(sent, self.cfg.clock),
                 last_seq: ext_seq,
-            });
+            };
+            if let Some(e) = self.early_announce.take().filter(|e| e.ssrc == ssrc) {
+                let at = cc.clock.report(e.sr);
+                cc.agent.on_announce(e.at, &e.announce, at);
+            }
+            self.cc = Some(cc);
         }
         let Some(cc) = self.cc.as_mut().filter(|c| c.ssrc == ssrc) else {
             return;
@@ -728,9 +747,9 @@ impl ReceiverSession {
     }
 
     /// The receiver leaves the session, as when it leaves a multicast group: a last compound
-    /// with its receiver report, the rate controller's leaving report (TFMCC, RFC 4654 §4.4:
-    /// the sender stops counting on it at once) and a BYE (RFC 3550 §6.6); after it, nothing
-    /// is sent. `None` if it has already left (or `buf` is too small).
+    /// with its receiver report, the rate controller's leaving report if it has not sent it
+    /// (TFMCC, RFC 4654 §4.4: the sender stops counting on it) and a BYE (RFC 3550 §6.6);
+    /// after it, nothing is sent. `None` if it has already left (or `buf` is too small).
     pub fn leave(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         if self.left {
             return None;
@@ -743,6 +762,24 @@ impl ReceiverSession {
             Some(crate::cc_app::report_out(&r, c.ssrc, c.last_seq))
         });
         self.write_report(now, buf, Some("left the group"), out.as_ref(), true)
+    }
+
+    /// The receiver wishes to leave the group: `true` if it may at once (then call
+    /// [`ReceiverSession::leave`]); `false` while its rate controller needs it to stay, TFMCC's
+    /// CLR flagging its reports until its round ends (RFC 4654 §4.2): it keeps receiving and
+    /// reporting, and leaves once [`ReceiverSession::controller_left`].
+    pub fn wish_to_leave(&mut self, now: Timestamp) -> bool {
+        let Some(c) = self.cc.as_mut() else {
+            return true;
+        };
+        c.agent.leave(now);
+        !c.agent.leave_pending()
+    }
+
+    /// Whether the receiver, having wished to leave, stays for its rate controller
+    /// ([`ReceiverSession::wish_to_leave`]).
+    pub fn leave_pending(&self) -> bool {
+        self.cc.as_ref().is_some_and(|c| c.agent.leave_pending())
     }
 
     /// Whether the receiver has left ([`ReceiverSession::leave`]).

@@ -82,11 +82,21 @@ impl ReceiverSession {
     fn take_announces(&mut self, now: Timestamp, h: &mut Heard) {
         for (ssrc, app) in std::mem::take(&mut h.apps) {
             let announce = crate::cc_app::app_announce(&app);
+            let sr = h.sr_ts.filter(|(s, _)| *s == ssrc).map(|(_, t)| t);
             match (self.cc.as_mut(), announce) {
                 (Some(cc), Some(a)) if cc.ssrc == ssrc => {
-                    let sr = h.sr_ts.filter(|(s, _)| *s == ssrc).map(|(_, t)| t);
                     let sent = cc.clock.report(sr);
                     cc.agent.on_announce(now, &a, sent);
+                }
+                // Before the stream's first packet (which says whose it is and starts the
+                // controller's end): the latest is kept, and given it then.
+                (None, Some(announce)) => {
+                    self.early_announce = Some(super::EarlyAnnounce {
+                        at: now,
+                        ssrc,
+                        announce,
+                        sr,
+                    })
                 }
                 _ => h.ignored += 1,
             }

@@ -18,7 +18,9 @@
 //!   `X_r` if that is less than one packet per `R_max` more, else rises to it by at most that
 //!   every `R_max` (case 1, a ramp, `ramp.rs`); a CLR that leaves (its report says so, or it is
 //!   silent for 10 of its RTTs) is replaced by the next reporter, with no increase for a
-//!   round (case 3). A receiver with loss but no RTT computed `X_r` with `R_max`; the sender
+//!   round (case 3). One whose report says so stays the CLR, announced and echoed, until
+//!   then (§4.2: it flags its reports to the round's end), but moves no rate; another
+//!   receiver's flagged report makes no CLR (case 2) and lowers no `X_supp`. A receiver with loss but no RTT computed `X_r` with `R_max`; the sender
 //!   scales it by `R_max / R_r`, `R_r` its own sample from the report's echo, for the choice
 //!   of CLR and the rate (§3.3, §3.4), not for `X_supp`.
 //! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv`;
@@ -95,7 +97,20 @@ struct Clr {
     heard: Timestamp,
     /// When its silence halved the rate.
     halved: Option<Timestamp>,
-    leaving: bool,
+    state: ClrState,
+}
+
+/// Where the CLR stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClrState {
+    /// Its reports set the rate (§3.3 case 4).
+    Active,
+    /// Its last report carried the leave flag (§4.2): still the CLR, announced and echoed,
+    /// its reports flagged until its round ends, but they no longer move the rate; the next
+    /// other receiver's report takes its place (§3.3 case 3).
+    Leaving,
+    /// Silent for 10 of its RTTs: taken to have crashed or left (§3.3).
+    Gone,
 }
 
 /// Counters, for summaries and tests.
@@ -189,15 +204,16 @@ impl TfmccSender {
         self.x
     }
 
-    /// The current CLR (none once the last one left, until the next report).
+    /// The current CLR, as announced: also one on its way out (§4.2), not one taken to have
+    /// gone (none then, until the next report).
     pub fn clr(&self) -> Option<u32> {
-        self.current_clr().map(|c| c.id)
+        self.clr.filter(|c| c.state != ClrState::Gone).map(|c| c.id)
     }
 
-    /// The CLR, unless it left: one that left is kept only so that the next reporter takes
-    /// its place as §3.3's case 3 says.
+    /// The CLR whose reports set the rate: one leaving or gone is kept only so that the next
+    /// reporter takes its place as §3.3's case 3 says.
     fn current_clr(&self) -> Option<&Clr> {
-        self.clr.as_ref().filter(|c| !c.leaving)
+        self.clr.as_ref().filter(|c| c.state == ClrState::Active)
     }
 
     /// `R_max`, the sender's estimate of the largest RTT in the group (§3.2).
@@ -340,10 +356,11 @@ impl TfmccSender {
             })
             .or(fb.rtt);
         // §3.3: a receiver with loss and no RTT computed its rate with R_max; the sender's
-        // sample gives the rate it would have computed.
+        // sample gives the rate it would have computed (`X_r' = X_r R_max / R_r`, lower too
+        // where its RTT is above R_max).
         let unscaled_x_r = fb.x_r;
         let mut scaled = *fb;
-        if let Some(r) = sample.filter(|r| fb.have_loss && fb.rtt.is_none() && *r < self.r_max) {
+        if let Some(r) = sample.filter(|_| fb.have_loss && fb.rtt.is_none()) {
             scaled.x_r = fb.x_r * self.r_max.as_secs_f64() / r.as_secs_f64();
         }
         let fb = &scaled;
@@ -355,7 +372,7 @@ impl TfmccSender {
             }
             self.r_peak = self.r_peak.max(rtt);
         }
-        let is_clr = self.current_clr().is_some_and(|c| c.id == id);
+        let is_clr = self.clr() == Some(id);
         let class = EchoClass::of(is_clr, fb.rtt.is_some());
         self.echoes.push(now, id, fb, class, self.round);
         self.announce_soon();
@@ -369,6 +386,17 @@ impl TfmccSender {
         if stale {
             self.counters.stale_reports += 1;
         }
+        if fb.leaving {
+            // §4.2: a receiver on its way out neither becomes the CLR (§3.3 case 2) nor
+            // speaks for the round (its rate suppresses no one); the CLR stays the CLR until
+            // another receiver's report takes its place, but no longer raises the rate.
+            if let Some(c) = self.clr.as_mut().filter(|_| is_clr) {
+                c.state = ClrState::Leaving;
+                c.heard = now;
+                self.ramp = None;
+            }
+            return;
+        }
         if !is_clr && !stale {
             self.non_clr_heard = true;
             if self.x_supp > unscaled_x_r {
@@ -376,17 +404,8 @@ impl TfmccSender {
                 self.announce_soon();
             }
         }
-        if fb.leaving {
-            if let Some(c) = self.clr.as_mut().filter(|_| is_clr) {
-                c.leaving = true;
-                c.heard = now;
-                // No more increase towards a CLR on its way out (§3.3 case 3).
-                self.ramp = None;
-            }
-            return;
-        }
         match self.clr {
-            Some(mut c) if c.id == id && !c.leaving => {
+            Some(mut c) if c.id == id && c.state == ClrState::Active => {
                 c.heard = now;
                 c.halved = None;
                 c.x_r = fb.x_r;
@@ -398,7 +417,7 @@ impl TfmccSender {
                     self.increase_by_clr_report(now, fb.x_r);
                 }
             }
-            Some(c) if !c.leaving => {
+            Some(c) if c.state == ClrState::Active => {
                 if fb.x_r < self.heading() {
                     self.make_clr(now, id, fb);
                     self.lower_to(now, fb.x_r);
@@ -440,7 +459,7 @@ impl TfmccSender {
             selected: now,
             heard: now,
             halved: None,
-            leaving: false,
+            state: ClrState::Active,
         });
         // A new CLR is echoed first.
         self.echoes.promote(id);
@@ -456,7 +475,9 @@ impl TfmccSender {
     }
 
     fn new_round(&mut self, now: Timestamp) {
-        if !self.r_max_raised && !self.r_peak.is_zero() {
+        // §3.2: a round without a larger sample decays R_max, also one without any sample
+        // (R_peak 0).
+        if !self.r_max_raised {
             self.r_max = self.r_max.mul_f64(0.9).max(self.r_peak);
         }
         self.r_max = self.r_max.max(self.least_r_max());
@@ -519,13 +540,15 @@ impl TfmccSender {
                 let rtt = self.clr_rtt(&c);
                 // Silent for 10 RTTs: taken to have left (§3.3); the next report picks a CLR,
                 // as case 3.
-                c.leaving = now.saturating_since(c.heard) >= 10 * rtt;
-                if c.halved.is_none() && !c.leaving {
+                if now.saturating_since(c.heard) >= 10 * rtt {
+                    c.state = ClrState::Gone;
+                }
+                if c.halved.is_none() && c.state == ClrState::Active {
                     c.halved = Some(now);
                     self.counters.clr_silence_halvings += 1;
                     self.set_x(self.x / 2.0);
                 }
-                if c.leaving {
+                if c.state == ClrState::Gone {
                     self.ramp = None;
                 }
                 self.clr = Some(c);

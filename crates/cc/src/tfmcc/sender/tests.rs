@@ -234,23 +234,37 @@ fn after_the_clr_left_the_next_reporter_raises_nothing_for_a_round() {
 }
 
 /// A CLR that says it is leaving is still heard: its reports stop the silence halvings,
-/// and the next reporter takes its place (case 3).
+/// it stays the CLR (announced, §4.2) until the next reporter takes its place (case 3),
+/// and its flagged reports neither move the rate nor suppress anyone.
 #[test]
-fn a_leaving_clr_is_replaced_without_halving() {
+fn a_leaving_clr_stays_until_replaced_without_halving() {
     let mut t = sender();
     let ms = Timestamp::from_millis;
     t.on_report(ms(100), 1, &fb(0, 40_000.0, Some(100), true));
     let x = t.rate_bytes_per_s();
-    let mut leaving = fb(0, 40_000.0, Some(100), true);
+    let mut leaving = fb(0, 30_000.0, Some(100), true);
     leaving.leaving = true;
     for k in 1..=20u64 {
         t.on_report(ms(100 + 100 * k), 1, &leaving);
         t.handle_timeout(ms(100 + 100 * k));
+        assert_eq!(t.clr(), Some(1));
     }
+    // Its first report (from a non-CLR then) set X_supp; the flagged ones do not lower it.
+    let info = t.poll_info(ms(2150)).unwrap();
+    assert_eq!((info.clr, info.x_supp), (Some(1), 36_000.0));
     assert_eq!(t.counters().clr_silence_halvings, 0);
     assert_eq!(t.rate_bytes_per_s(), x);
+    // A non-CLR on its way out is no CLR and speaks for no one (case 2).
+    let mut other_leaving = fb(0, 10_000.0, Some(100), true);
+    other_leaving.leaving = true;
+    t.on_report(ms(2160), 3, &other_leaving);
+    assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(1), x));
+    assert_eq!(t.poll_info(ms(2170)).map(|i| i.x_supp), Some(36_000.0));
+    // The next report takes its place, with no increase for a round although it asks more.
     t.on_report(ms(2200), 2, &fb(0, 50_000.0, Some(100), true));
     assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(2), x));
+    t.on_report(ms(2300), 2, &fb(0, 50_000.0, Some(100), true));
+    assert_eq!(t.rate_bytes_per_s(), x);
 }
 
 #[test]
@@ -300,4 +314,20 @@ fn within_a_class_the_older_rounds_report_is_echoed_first_then_the_lower_rate() 
         .collect();
     // The CLR first (once a round), then round 0's by rate, then round 1's.
     assert_eq!(order, vec![1, 4, 3, 2]);
+}
+
+/// §3.3: a receiver with loss and no RTT computed its rate with `R_max`; the sender scales
+/// it by `R_max / R_r` for the choice of CLR, down as well as up: one whose RTT (1 s, by the
+/// sender's own sample) is twice `R_max` asks for half what it says.
+#[test]
+fn a_report_made_with_r_max_is_scaled_down_for_a_longer_rtt() {
+    let mut t = sender();
+    let ms = Timestamp::from_millis;
+    t.on_report(ms(100), 1, &fb(0, 7_000.0, Some(100), true));
+    assert_eq!(t.clr(), Some(1));
+    let mut far = fb(0, 10_000.0, None, true);
+    far.echo = Some((ms(200), Duration::ZERO));
+    t.on_report(ms(1200), 2, &far);
+    assert_eq!(t.clr(), Some(2));
+    assert!(t.rate_bytes_per_s() <= 5_000.0 + 1e-9);
 }

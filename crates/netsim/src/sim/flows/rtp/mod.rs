@@ -547,12 +547,7 @@ impl RtpFlow {
                 continue;
             }
             if w.leave.is_some_and(|l| l <= now) {
-                // One that never joined (its leave before its join) just never does.
-                if self.member[r] {
-                    self.say_goodbye(now, r, net);
-                }
-                self.left[r] = Some((now, self.sent));
-                changed = true;
+                changed |= self.leave_when_due(now, r, net);
             } else if w.join <= now && !self.member[r] {
                 self.member[r] = true;
                 self.joined[r] = Some((now, self.sent));
@@ -562,6 +557,25 @@ impl RtpFlow {
         if changed {
             self.retree(net);
         }
+    }
+
+    /// Receiver `r`'s leave is due: it goes, unless its controller keeps it a little longer
+    /// (TFMCC's CLR until its round ends, RFC 4654 §4.2; then `leave_if_controller_left`).
+    /// One that never joined (its leave before its join) just never does. Whether it left.
+    fn leave_when_due(&mut self, now: Timestamp, r: usize, net: &mut Net) -> bool {
+        if self.receivers[r].leave_pending() {
+            return false;
+        }
+        if self.member[r] {
+            if !self.receivers[r].wish_to_leave(now) {
+                // Its flagged report goes at once.
+                self.run_receiver(now, r as u32 + 1, net);
+                return false;
+            }
+            self.say_goodbye(now, r, net);
+        }
+        self.left[r] = Some((now, self.sent));
+        true
     }
 
     /// TFMCC's end at receiver `r` left (RFC 4654 §4.4's rule): so does the receiver.
