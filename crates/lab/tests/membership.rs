@@ -81,12 +81,16 @@ fn a_lossy_receiver_that_joins_limits_the_rate_until_it_leaves() {
     assert!(before > 3.5e6, "{before}");
     assert!(during < 0.5 * before, "{during} against {before}");
     assert!(after > 3.5e6, "{after}");
-    // The leaving CLR is replaced, not waited for: no halving after the leave.
+    // The leaving CLR is replaced, not waited for: no halving after the leave. Until its
+    // round ends (RFC 4654 §4.2) its flagged reports may still lower the rate (§3.3 case 4:
+    // at 26.1-26.7 s, 1.24 to 0.89 Mbit/s here), never raise it; a halving for its silence
+    // would take it to half; and the group has its 4 Mbit/s back within 2 s.
     let at_leave = at(26.0);
     let low = (0..300)
         .map(|k| at(26.0 + k as f64 / 100.0))
         .fold(f64::MAX, f64::min);
-    assert!(low > 0.8 * at_leave, "{low} after {at_leave}");
+    assert!(low > 0.6 * at_leave, "{low} after {at_leave}");
+    assert!(at(28.0) > 3.5e6, "{} at 28 s", at(28.0));
 
     // The lossy receiver got packets only while it was in the group, and lost its link's 5 %
     // of what was sent then (not of the whole run).

@@ -402,7 +402,7 @@ fn a_tfmcc_announcement_before_the_first_packet_is_not_lost() {
         .expect("the first announcement");
     let compound = buf[..n].to_vec();
     let first = rtp(0, t0, SendTimeExt::None, wall(t0));
-    let timer_after = |rtcp_first: bool| {
+    let timer_after = |rtcp_first: bool, data_at: u64| {
         let mut r = ReceiverSession::new(ReceiverConfig {
             ssrc: 100,
             cname: "r0".into(),
@@ -412,7 +412,7 @@ fn a_tfmcc_announcement_before_the_first_packet_is_not_lost() {
         let ms = Timestamp::from_millis;
         if rtcp_first {
             r.handle_rtcp(ms(10), &compound);
-            let _ = r.handle_rtp(ms(11), Some(wall(ms(11))), &first);
+            let _ = r.handle_rtp(ms(data_at), Some(wall(ms(data_at))), &first);
         } else {
             let _ = r.handle_rtp(ms(10), Some(wall(ms(10))), &first);
             r.handle_rtcp(ms(11), &compound);
@@ -422,7 +422,109 @@ fn a_tfmcc_announcement_before_the_first_packet_is_not_lost() {
         };
         t.poll_timeout()
     };
-    // Either way the round's feedback timer runs, from the announcement's arrival.
-    let (early, late) = (timer_after(true), timer_after(false));
-    assert!(early.is_some() && late.is_some(), "{early:?} {late:?}");
+    // Either way the round's feedback timer runs, from the announcement's arrival, within
+    // the round (T = 6 R_max = 3 s, the sender's first).
+    let (early, late) = (timer_after(true, 11), timer_after(false, 0));
+    let round = Timestamp::from_millis(10)..=Timestamp::from_millis(3011);
+    assert!(early.is_some_and(|t| round.contains(&t)), "{early:?}");
+    assert!(late.is_some_and(|t| round.contains(&t)), "{late:?}");
+    // One that came a whole round before the first packet is stale: the next counts.
+    assert_eq!(timer_after(true, 3100), None);
+}
+
+/// RFC 4654 §4.2 at the session: a receiver that is the CLR and wishes to leave may not go
+/// at once; it reports with the leave flag until the sender's next round, then it may, and
+/// its BYE goes with its last receiver report.
+#[test]
+fn a_clr_that_wishes_to_leave_stays_until_its_round_ends() {
+    use metronome_cc::tfmcc::SenderInfo;
+    use metronome_session::cc_app::announce_app;
+    use metronome_wire::rtcp::{parse_compound, write_compound_with, ReportHead, RtcpItem};
+    let ms = Timestamp::from_millis;
+    let announce = |round: u16, at: Timestamp| {
+        let info = SenderInfo {
+            round,
+            x_supp: f64::INFINITY,
+            r_max: Duration::from_millis(100),
+            feedback_delay: Duration::from_millis(600),
+            clr: Some(100),
+            echo: None,
+            x_send: 100_000.0,
+            slow_start: false,
+        };
+        let sr = metronome_wire::rtcp::SenderInfo {
+            ssrc: SSRC,
+            ntp: wall(at).0,
+            rtp_timestamp: 0,
+            packet_count: 1,
+            octet_count: 1316,
+        };
+        let app = announce_app(&Announce::Tfmcc(info));
+        let mut buf = vec![0u8; 1500];
+        let n = write_compound_with(
+            &mut buf,
+            ReportHead::Sender(sr, &[]),
+            "s",
+            &[app],
+            None,
+            None,
+        )
+        .unwrap();
+        buf.truncate(n);
+        buf
+    };
+    let mut r = ReceiverSession::new(ReceiverConfig {
+        ssrc: 100,
+        cname: "r0".into(),
+        cc: AgentKind::Tfmcc,
+        ..ReceiverConfig::default()
+    });
+    let mut buf = vec![0u8; 1500];
+    let flagged = |r: &mut ReceiverSession, at: Timestamp, buf: &mut [u8]| {
+        let mut n = 0;
+        while let Some(len) = r.poll_transmit(at, buf) {
+            parse_compound(&buf[..len], |i| {
+                use metronome_wire::rtcp::{CcApp, TfmccFeedback};
+                if let RtcpItem::Cc {
+                    app: CcApp::TfmccFeedback(f),
+                    ..
+                } = i
+                {
+                    n += usize::from(f.flags & TfmccFeedback::LEAVING != 0);
+                }
+            })
+            .unwrap();
+        }
+        n
+    };
+    for k in 0..20u64 {
+        let at = ms(10 * k);
+        let _ = r.handle_rtp(
+            at,
+            Some(wall(at)),
+            &rtp(k as u16, at, SendTimeExt::None, wall(at)),
+        );
+        if k == 5 {
+            r.handle_rtcp(at, &announce(0, at));
+        }
+    }
+    assert!(!r.wish_to_leave(ms(200)), "the CLR stays for its round");
+    assert!(r.leave_pending() && !r.controller_left());
+    let mut sent = 0;
+    for k in 20..40u64 {
+        let at = ms(10 * k);
+        let _ = r.handle_rtp(
+            at,
+            Some(wall(at)),
+            &rtp(k as u16, at, SendTimeExt::None, wall(at)),
+        );
+        sent += flagged(&mut r, at, &mut buf);
+    }
+    assert!(sent >= 1, "flagged reports while it stays: {sent}");
+    r.handle_rtcp(ms(400), &announce(1, ms(400)));
+    assert!(r.controller_left() && !r.leave_pending());
+    let n = r.leave(ms(401), &mut buf).expect("its goodbye");
+    let mut bye = false;
+    parse_compound(&buf[..n], |i| bye |= matches!(i, RtcpItem::Bye { .. })).unwrap();
+    assert!(bye && r.has_left());
 }

@@ -107,6 +107,10 @@ pub struct TfmccReceiver {
     leaving: bool,
     /// A leaving CLR's last moment in the group (§4.2: the round's end, at most 2T away).
     leave_by: Option<Timestamp>,
+    /// Reports sent with the leave flag: a leave takes effect only after one.
+    flagged: u32,
+    /// It was the CLR when it wished to leave: it stays until its round ends (§4.2).
+    clr_leaving: bool,
     /// The leaving report went out: nothing more is sent.
     left: bool,
     /// Since when the calculated rate has been below the reported floor, the sender faster.
@@ -137,6 +141,8 @@ impl TfmccReceiver {
             last_sent: None,
             leaving: false,
             leave_by: None,
+            flagged: 0,
+            clr_leaving: false,
             left: false,
             below_floor_since: None,
             first_interval_r_max: None,
@@ -160,12 +166,15 @@ impl TfmccReceiver {
     }
 
     /// The RTT in use: the one-way-adjusted value, the smoothed one, else the sender's `R_max`
-    /// (500 ms before anything is heard, RFC 4654 §3.1).
+    /// (500 ms before anything is heard, RFC 4654 §3.1); never below 1 ms, as RFC 4654's
+    /// samples (§4.3.2), whatever an announcement says (one of `R_max` 0 would have the CLR
+    /// report in a loop).
     pub fn rtt(&self) -> Duration {
         self.rtt_now
             .or(self.rtt)
             .or(self.info.map(|i| i.r_max))
             .unwrap_or(Duration::from_millis(500))
+            .max(Duration::from_millis(1))
     }
 
     /// Whether an echo has given it a measured RTT (`have_RTT`); until then it uses `R_max`.
@@ -370,7 +379,7 @@ impl TfmccReceiver {
         };
         if self.leaving {
             if self.leave_by.is_some() && (new_round || !self.is_clr()) {
-                self.leave_now();
+                self.end_leave(now);
             }
             return;
         }
@@ -413,9 +422,14 @@ impl TfmccReceiver {
             return;
         }
         self.leaving = true;
+        // One that is named CLR only later has gone by then, after its one flagged report:
+        // the sender's case 3 replaces it.
         match self.info.filter(|_| self.is_clr()) {
             Some(info) => {
-                self.leave_by = Some(now + 12 * info.r_max);
+                // 2T, the longest a round lasts (§3.4), as the sender announces T.
+                let t = info.feedback_delay.max(Duration::from_millis(1));
+                self.leave_by = Some(now + 2 * t);
+                self.clr_leaving = true;
                 self.clr_due = Some(now);
             }
             None => self.timer.fire_at(now),
@@ -425,15 +439,20 @@ impl TfmccReceiver {
     /// Whether this receiver is the CLR on its way out (§4.2): it still receives, and reports
     /// with the leave flag, until the round ends; then [`TfmccReceiver::has_left`].
     pub fn leave_pending(&self) -> bool {
-        self.leave_by.is_some() && !self.left
+        self.clr_leaving && !self.left
     }
 
-    /// The leave takes effect: nothing more is sent.
-    fn leave_now(&mut self) {
+    /// The round is over (§4.2): the leave takes effect, nothing more is sent; or, if no
+    /// flagged report has gone yet, after one, due at once.
+    fn end_leave(&mut self, now: Timestamp) {
         self.leave_by = None;
-        self.left = true;
         self.clr_due = None;
-        self.timer.cancel();
+        if self.flagged > 0 {
+            self.left = true;
+            self.timer.cancel();
+        } else {
+            self.timer.fire_at(now);
+        }
     }
 
     /// When a report is due.
@@ -454,8 +473,10 @@ impl TfmccReceiver {
         }
         if self.leave_by.is_some_and(|t| t <= now) {
             // No new round announced in 2T: the round is over all the same.
-            self.leave_now();
-            return None;
+            self.end_leave(now);
+            if self.left {
+                return None;
+            }
         }
         let timer = self.timer.due().is_some_and(|t| t <= now) && !self.put_off_while_idle(now);
         let clr = self.clr_due.is_some_and(|t| t <= now);
@@ -470,9 +491,8 @@ impl TfmccReceiver {
         }
         // Nothing heard yet: nothing to say.
         let round = self.round?;
-        // §4.3.1: 10 RTTs without data clear `have_loss` also for a report sent meanwhile.
-        self.clear_loss_after_idle(now);
         self.sent_reports += 1;
+        self.flagged = self.flagged.saturating_add(u32::from(self.leaving));
         self.left = self.leaving && self.leave_by.is_none();
         Some(ReceiverFeedback {
             ts_us: (now.as_nanos() / 1000) as u32,
@@ -687,20 +707,6 @@ mod tests {
         assert!(r.have_loss());
     }
 
-    /// §4.3.1: the CLR's report sent after 10 RTTs without data already says `have_loss`
-    /// is clear (the sender may slow-start again), before any packet comes back.
-    #[test]
-    fn a_report_after_ten_idle_rtts_has_have_loss_clear() {
-        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
-        r.on_sender_info(ms(0), &info(0, f64::INFINITY, Some(5), None), ms(0));
-        feed(&mut r, (0, 0), 100, &[50]);
-        let busy = r.poll_report(ms(1000)).unwrap();
-        assert!(busy.have_loss);
-        // R_max (200 ms) stands for the RTT: 10 of them after the last packet (990 ms).
-        let idle = r.poll_report(ms(3000)).unwrap();
-        assert!(!idle.have_loss);
-    }
-
     #[test]
     fn the_clr_reports_once_per_rtt_and_a_lower_rate_answers_earlier_with_the_bias() {
         let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
@@ -910,6 +916,35 @@ mod tests {
         assert!(!other.leave_pending());
         assert!(other.poll_report(ms(10)).is_some_and(|f| f.leaving));
         assert!(other.has_left());
+    }
+
+    /// A leaving CLR whose round ends before its first flagged report went still sends one
+    /// (the sender would otherwise take its silence for a crash and halve); so does one told
+    /// of a round of no length (a malformed announcement).
+    #[test]
+    fn a_leaving_clr_sends_one_flagged_report_however_soon_its_round_ends() {
+        let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        r.on_sender_info(ms(0), &info(0, f64::INFINITY, Some(5), None), ms(0));
+        let _ = r.poll_report(ms(0));
+        r.leave(ms(100));
+        r.on_sender_info(ms(101), &info(1, f64::INFINITY, Some(5), None), ms(101));
+        assert!(!r.has_left() && r.leave_pending());
+        assert!(r.poll_report(ms(101)).is_some_and(|f| f.leaving));
+        assert!(r.has_left() && !r.leave_pending());
+        let mut z = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+        let zero = SenderInfo {
+            r_max: Duration::ZERO,
+            feedback_delay: Duration::ZERO,
+            ..info(0, f64::INFINITY, Some(5), None)
+        };
+        z.on_sender_info(ms(0), &zero, ms(0));
+        let _ = z.poll_report(ms(0));
+        z.leave(ms(50));
+        let mut flagged = 0;
+        while let Some(t) = z.poll_timeout() {
+            flagged += usize::from(z.poll_report(t).is_some_and(|f| f.leaving));
+        }
+        assert!(flagged >= 1 && z.has_left(), "{flagged}");
     }
 
     #[test]

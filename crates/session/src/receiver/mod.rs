@@ -295,6 +295,17 @@ struct EarlyAnnounce {
     sr: Option<(metronome_time::NtpTime, u32)>,
 }
 
+impl EarlyAnnounce {
+    /// How long it stays news: a TFMCC round's length `T` (a later packet would start a
+    /// timer for a round long gone; the sender announces again meanwhile).
+    fn max_age(&self) -> std::time::Duration {
+        match self.announce {
+            metronome_cc::Announce::Tfmcc(i) => i.feedback_delay,
+            metronome_cc::Announce::TfrcRtt(_) => std::time::Duration::from_secs(1),
+        }
+    }
+}
+
 impl ReceiverSession {
     /// A receiver that has heard nothing yet; its first report is scheduled with the first source.
     pub fn new(cfg: ReceiverConfig) -> Self {
@@ -597,7 +608,9 @@ impl ReceiverSession {
                 clock: SenderClock::new(sent, self.cfg.clock),
                 last_seq: ext_seq,
             };
-            if let Some(e) = self.early_announce.take().filter(|e| e.ssrc == ssrc) {
+            let fresh =
+                |e: &EarlyAnnounce| e.ssrc == ssrc && now.saturating_since(e.at) <= e.max_age();
+            if let Some(e) = self.early_announce.take().filter(fresh) {
                 let at = cc.clock.report(e.sr);
                 cc.agent.on_announce(e.at, &e.announce, at);
             }
@@ -779,7 +792,7 @@ impl ReceiverSession {
     /// Whether the receiver, having wished to leave, stays for its rate controller
     /// ([`ReceiverSession::wish_to_leave`]).
     pub fn leave_pending(&self) -> bool {
-        self.cc.as_ref().is_some_and(|c| c.agent.leave_pending())
+        !self.left && self.cc.as_ref().is_some_and(|c| c.agent.leave_pending())
     }
 
     /// Whether the receiver has left ([`ReceiverSession::leave`]).
@@ -793,9 +806,11 @@ impl ReceiverSession {
         !self.sources.is_empty() && self.sources.iter().all(|s| s.said_bye)
     }
 
-    /// Whether the rate controller's receiving end has left of its own accord (TFMCC's rule,
-    /// RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s): the
-    /// application should leave the group, calling [`ReceiverSession::leave`].
+    /// Whether the rate controller's receiving end has said its last: of its own accord
+    /// (TFMCC's rule, RFC 4654 §4.4: its rate stayed below the lowest it may report for
+    /// 120 s), or at the end of the round a leaving CLR had to stay for
+    /// ([`ReceiverSession::wish_to_leave`], §4.2): the application should now leave the group,
+    /// calling [`ReceiverSession::leave`].
     pub fn controller_left(&self) -> bool {
         self.cc.as_ref().is_some_and(|c| c.agent.has_left())
     }

@@ -90,7 +90,7 @@ impl ReceiverSession {
                 }
                 // Before the stream's first packet (which says whose it is and starts the
                 // controller's end): the latest is kept, and given it then.
-                (None, Some(announce)) => {
+                (None, Some(announce)) if self.cfg.cc != super::AgentKind::None => {
                     self.early_announce = Some(super::EarlyAnnounce {
                         at: now,
                         ssrc,

@@ -19,8 +19,9 @@
 //!   every `R_max` (case 1, a ramp, `ramp.rs`); a CLR that leaves (its report says so, or it is
 //!   silent for 10 of its RTTs) is replaced by the next reporter, with no increase for a
 //!   round (case 3). One whose report says so stays the CLR, announced and echoed, until
-//!   then (§4.2: it flags its reports to the round's end), but moves no rate; another
-//!   receiver's flagged report makes no CLR (case 2) and lowers no `X_supp`. A receiver with loss but no RTT computed `X_r` with `R_max`; the sender
+//!   then or its round's end (§4.2: it flags its reports to the round's end), its reports
+//!   lowering the rate but raising it no more; its BYE is a leave at once; another
+//!   receiver's flagged report makes no CLR (case 2), but lowers `X_supp` as any (§3.4). A receiver with loss but no RTT computed `X_r` with `R_max`; the sender
 //!   scales it by `R_max / R_r`, `R_r` its own sample from the report's echo, for the choice
 //!   of CLR and the rate (§3.3, §3.4), not for `X_supp`.
 //! - **Slow start (§3.6):** until a receiver reports a loss, receivers report `2 X_recv`;
@@ -386,23 +387,21 @@ impl TfmccSender {
         if stale {
             self.counters.stale_reports += 1;
         }
-        if fb.leaving {
-            // §4.2: a receiver on its way out neither becomes the CLR (§3.3 case 2) nor
-            // speaks for the round (its rate suppresses no one); the CLR stays the CLR until
-            // another receiver's report takes its place, but no longer raises the rate.
-            if let Some(c) = self.clr.as_mut().filter(|_| is_clr) {
-                c.state = ClrState::Leaving;
-                c.heard = now;
-                self.ramp = None;
-            }
-            return;
-        }
         if !is_clr && !stale {
+            // §3.4: every non-CLR report of the round, a leaving receiver's too.
             self.non_clr_heard = true;
             if self.x_supp > unscaled_x_r {
                 self.x_supp = (1.0 - self.cfg.g) * unscaled_x_r;
                 self.announce_soon();
             }
+        }
+        if fb.leaving
+            || self
+                .clr
+                .is_some_and(|c| c.id == id && c.state == ClrState::Leaving)
+        {
+            self.on_leaving_report(now, is_clr, fb);
+            return;
         }
         match self.clr {
             Some(mut c) if c.id == id && c.state == ClrState::Active => {
@@ -440,6 +439,22 @@ impl TfmccSender {
         self.maybe_end_round(now);
     }
 
+    /// A report with the leave flag (or a late unflagged one from the CLR that sent one):
+    /// a receiver on its way out does not become the CLR (§3.3 case 2); the CLR stays the CLR
+    /// until another receiver's report takes its place or its round ends (§4.2), and its
+    /// reports may still lower the rate (case 4) but no longer raise it.
+    fn on_leaving_report(&mut self, now: Timestamp, is_clr: bool, fb: &ReceiverFeedback) {
+        let Some(c) = self.clr.as_mut().filter(|_| is_clr) else {
+            return;
+        };
+        c.state = ClrState::Leaving;
+        c.heard = now;
+        self.ramp = None;
+        if fb.x_r < self.x {
+            self.set_x(fb.x_r);
+        }
+    }
+
     /// A report below where the sender is heading: taken at once if below `X`; one between
     /// `X` and a ramp's end becomes its end.
     fn lower_to(&mut self, now: Timestamp, x_r: f64) {
@@ -475,6 +490,10 @@ impl TfmccSender {
     }
 
     fn new_round(&mut self, now: Timestamp) {
+        // A leaving CLR has left at the round's end (§4.2): the next report takes its place.
+        if let Some(c) = self.clr.as_mut().filter(|c| c.state == ClrState::Leaving) {
+            c.state = ClrState::Gone;
+        }
         // §3.2: a round without a larger sample decays R_max, also one without any sample
         // (R_peak 0).
         if !self.r_max_raised {
@@ -615,6 +634,14 @@ impl RateController for TfmccSender {
     }
     fn poll_announce(&mut self, now: Timestamp) -> Option<Announce> {
         self.poll_info(now).map(Announce::Tfmcc)
+    }
+    /// The CLR's BYE: it has left, and the next report takes its place (§3.3 case 3).
+    fn on_receiver_left(&mut self, _now: Timestamp, receiver: u32) {
+        if let Some(c) = self.clr.as_mut().filter(|c| c.id == receiver) {
+            c.state = ClrState::Gone;
+            self.ramp = None;
+            self.announce_soon();
+        }
     }
     fn set_rate(&mut self, rate: Bitrate) {
         self.cfg.max_rate = rate;

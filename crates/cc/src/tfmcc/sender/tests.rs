@@ -234,37 +234,69 @@ fn after_the_clr_left_the_next_reporter_raises_nothing_for_a_round() {
 }
 
 /// A CLR that says it is leaving is still heard: its reports stop the silence halvings,
-/// it stays the CLR (announced, §4.2) until the next reporter takes its place (case 3),
-/// and its flagged reports neither move the rate nor suppress anyone.
+/// it stays the CLR (announced, §4.2) until the next reporter takes its place (case 3), its
+/// flagged reports lower the rate but raise it no more, and another leaving receiver's report
+/// makes no CLR (case 2) but lowers `X_supp` as any non-CLR report (§3.4).
 #[test]
 fn a_leaving_clr_stays_until_replaced_without_halving() {
     let mut t = sender();
     let ms = Timestamp::from_millis;
     t.on_report(ms(100), 1, &fb(0, 40_000.0, Some(100), true));
     let x = t.rate_bytes_per_s();
-    let mut leaving = fb(0, 30_000.0, Some(100), true);
+    let mut leaving = fb(0, x + 10_000.0, Some(100), true);
     leaving.leaving = true;
     for k in 1..=20u64 {
         t.on_report(ms(100 + 100 * k), 1, &leaving);
         t.handle_timeout(ms(100 + 100 * k));
         assert_eq!(t.clr(), Some(1));
     }
-    // Its first report (from a non-CLR then) set X_supp; the flagged ones do not lower it.
     let info = t.poll_info(ms(2150)).unwrap();
-    assert_eq!((info.clr, info.x_supp), (Some(1), 36_000.0));
+    assert_eq!(info.clr, Some(1));
     assert_eq!(t.counters().clr_silence_halvings, 0);
     assert_eq!(t.rate_bytes_per_s(), x);
-    // A non-CLR on its way out is no CLR and speaks for no one (case 2).
+    // Lower: taken (case 4 still holds while it stays).
+    leaving.x_r = x - 1_000.0;
+    t.on_report(ms(2155), 1, &leaving);
+    let x = t.rate_bytes_per_s();
+    assert_eq!(x, leaving.x_r);
+    // A late report of its own without the flag does not make it the CLR again.
+    t.on_report(ms(2158), 1, &fb(0, x + 5_000.0, Some(100), true));
+    assert_eq!(t.rate_bytes_per_s(), x);
     let mut other_leaving = fb(0, 10_000.0, Some(100), true);
     other_leaving.leaving = true;
     t.on_report(ms(2160), 3, &other_leaving);
     assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(1), x));
-    assert_eq!(t.poll_info(ms(2170)).map(|i| i.x_supp), Some(36_000.0));
+    assert_eq!(t.poll_info(ms(2170)).map(|i| i.x_supp), Some(9_000.0));
     // The next report takes its place, with no increase for a round although it asks more.
     t.on_report(ms(2200), 2, &fb(0, 50_000.0, Some(100), true));
     assert_eq!((t.clr(), t.rate_bytes_per_s()), (Some(2), x));
     t.on_report(ms(2300), 2, &fb(0, 50_000.0, Some(100), true));
     assert_eq!(t.rate_bytes_per_s(), x);
+}
+
+/// A leaving CLR has left when its round ends (§4.2), or at its BYE: the CLR is no longer
+/// announced, and the next report takes its place.
+#[test]
+fn a_leaving_clr_is_gone_at_the_rounds_end_or_its_bye() {
+    let ms = Timestamp::from_millis;
+    let mut t = sender();
+    t.on_report(ms(100), 1, &fb(0, 40_000.0, Some(100), true));
+    let mut leaving = fb(0, 40_000.0, Some(100), true);
+    leaving.leaving = true;
+    t.on_report(ms(200), 1, &leaving);
+    let round = t.round();
+    let mut now = 200;
+    while t.round() == round {
+        now += 10;
+        t.handle_timeout(ms(now));
+    }
+    assert_eq!(t.clr(), None);
+    let mut bye = sender();
+    bye.on_report(ms(100), 1, &fb(0, 40_000.0, Some(100), true));
+    bye.on_receiver_left(ms(150), 1);
+    assert_eq!(bye.clr(), None);
+    bye.on_report(ms(200), 2, &fb(0, 50_000.0, Some(100), true));
+    assert_eq!(bye.clr(), Some(2));
 }
 
 #[test]
