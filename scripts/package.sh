@@ -24,8 +24,23 @@ if ! cargo deb --version 2>/dev/null | grep -qF "$version"; then
   cargo install cargo-deb --version "$version" --locked -q
 fi
 
+# The man pages and shell completions the binary writes, gzipped as Debian keeps them, where
+# [package.metadata.deb]'s assets take them from (packaging/generated, not kept in git).
+generate_assets() {
+  local bin=$1 out=packaging/generated
+  rm -rf "$out"
+  mkdir -p "$out/man" "$out/completions"
+  "$bin" man "$out/man" 2>/dev/null
+  gzip -9n "$out"/man/*.1
+  "$bin" completions bash >"$out/completions/metronome"
+  "$bin" completions zsh >"$out/completions/_metronome"
+  "$bin" completions fish >"$out/completions/metronome.fish"
+}
+
 if [ "${1:-}" != "--check" ]; then
-  exec cargo deb -p metronome --profile dist
+  cargo build -p metronome --profile dist
+  generate_assets "$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)/dist/metronome"
+  exec cargo deb -p metronome --profile dist --no-build
 fi
 
 if [ "$(id -u)" -ne 0 ]; then
@@ -55,6 +70,7 @@ fail() {
 # The binary the tests ran, packaged as is (cargo-deb warns that the dev profile is not for
 # releases: this package is only checked, never shipped; `--fast` compresses lightly).
 deb=$work/metronome.deb
+generate_assets "$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)/debug/metronome"
 cargo deb -p metronome --no-build --profile dev --fast --output "$deb" >"$work/deb.log" 2>&1 ||
   { cat "$work/deb.log" >&2; fail "cargo deb failed"; }
 
@@ -62,7 +78,11 @@ control=$(dpkg-deb --field "$deb")
 grep -q '^Depends:.*libavcodec' <<<"$control" || fail "Depends lacks FFmpeg's libraries: $control"
 contents=$(dpkg-deb --contents "$deb")
 for f in ./usr/bin/metronome ./etc/metronome/metronome.toml metronome.service \
-  ./usr/share/doc/metronome/copyright ./usr/share/doc/metronome/config.md; do
+  ./usr/share/doc/metronome/copyright ./usr/share/doc/metronome/config.md \
+  ./usr/share/man/man1/metronome.1.gz ./usr/share/man/man1/metronome-serve.1.gz \
+  ./usr/share/bash-completion/completions/metronome \
+  ./usr/share/zsh/vendor-completions/_metronome \
+  ./usr/share/fish/vendor_completions.d/metronome.fish; do
   grep -qF "$f" <<<"$contents" || fail "the package lacks $f"
 done
 dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/metronome/metronome.toml ||
@@ -70,6 +90,9 @@ dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/metronome/m
 
 dpkg -i "$deb" >"$work/dpkg.log" 2>&1 || { cat "$work/dpkg.log" >&2; fail "dpkg -i failed"; }
 /usr/bin/metronome --version >/dev/null || fail "/usr/bin/metronome does not run"
+zcat /usr/share/man/man1/metronome-serve.1.gz | grep -q '^\.TH' || fail "metronome-serve.1 is no man page"
+bash -c 'source /usr/share/bash-completion/completions/metronome && complete -p metronome' \
+  >/dev/null 2>&1 || fail "the bash completion does not load"
 unit=$(dpkg -L metronome | grep '/metronome\.service$') || fail "no unit installed"
 systemd-analyze verify "$unit" 2>"$work/verify.log" ||
   { cat "$work/verify.log" >&2; fail "systemd-analyze verify $unit"; }
