@@ -286,8 +286,8 @@ pub fn fresh_seed() -> u64 {
 }
 
 impl ServeArgs {
-    /// The RTSP service's settings from the `--rtsp-*` options and the config file's users
-    /// and certificate, serving on `addr`.
+    /// The RTSP service's settings from the `--rtsp-*` options (merged with the config file,
+    /// [`ServeArgs::with_file`]) and the file's users, serving on `addr`.
     pub fn rtsp_config(
         &self,
         addr: SocketAddr,
@@ -295,54 +295,55 @@ impl ServeArgs {
     ) -> metronome_apps::rtsp::RtspServiceConfig {
         let mut rc = metronome_apps::rtsp::RtspServiceConfig::new(addr);
         rc.auth = file.rtsp_auth.clone();
-        rc.share_live =
-            !(self.rtsp_encoder_per_session || file.rtsp_limits.encoder_per_session == Some(true));
-        let cert = self.rtsp_tls_cert.clone().or(file.rtsp_tls_cert.clone());
-        let key = self.rtsp_tls_key.clone().or(file.rtsp_tls_key.clone());
-        rc.tls = cert
-            .zip(key)
+        rc.share_live = !self.rtsp_encoder_per_session;
+        rc.tls = (self.rtsp_tls_cert.clone())
+            .zip(self.rtsp_tls_key.clone())
             .map(|(cert, key)| metronome_apps::rtsp::TlsFiles { cert, key });
-        // The command line over the file, the file over the service's defaults.
-        let l = &file.rtsp_limits;
-        let set = |given: Option<usize>, file: Option<usize>, default: usize| {
-            given.or(file).unwrap_or(default).max(1)
-        };
-        rc.session_timeout = (self.rtsp_session_timeout)
-            .or(l.session_timeout)
-            .unwrap_or(rc.session_timeout);
-        rc.idle_timeout = (self.rtsp_idle_timeout)
-            .or(l.idle_timeout)
-            .unwrap_or(rc.idle_timeout);
-        rc.request_timeout = (self.rtsp_request_timeout)
-            .or(l.request_timeout)
-            .unwrap_or(rc.request_timeout);
-        rc.max_connections = set(
-            self.rtsp_max_connections,
-            l.max_connections,
-            rc.max_connections,
-        );
-        rc.max_per_address = set(
-            self.rtsp_max_per_address,
-            l.max_per_address,
-            rc.max_per_address,
-        );
-        rc.max_sessions = set(self.rtsp_max_sessions, l.max_sessions, rc.max_sessions);
-        rc.max_sessions_per_address = set(
+        // The options (or the file) over the service's defaults.
+        let count = |given: Option<usize>, default: usize| given.unwrap_or(default).max(1);
+        rc.session_timeout = self.rtsp_session_timeout.unwrap_or(rc.session_timeout);
+        rc.idle_timeout = self.rtsp_idle_timeout.unwrap_or(rc.idle_timeout);
+        rc.request_timeout = self.rtsp_request_timeout.unwrap_or(rc.request_timeout);
+        rc.max_connections = count(self.rtsp_max_connections, rc.max_connections);
+        rc.max_per_address = count(self.rtsp_max_per_address, rc.max_per_address);
+        rc.max_sessions = count(self.rtsp_max_sessions, rc.max_sessions);
+        rc.max_sessions_per_address = count(
             self.rtsp_max_sessions_per_address,
-            l.max_sessions_per_address,
             rc.max_sessions_per_address,
         );
         rc
     }
 
-    /// These options with what the config file sets and the command line does not (the
-    /// settings read once, at the start, beside those merged where they are used).
+    /// These options with what the config file sets and the command line does not: the
+    /// command line over the file, the file over the defaults. Every setting of the file but
+    /// its streams and `[rtsp_auth]` (which a reload applies, serve/reload.rs) is read here,
+    /// once, at the start.
     pub fn with_file(mut self, file: &metronome_spec::config::ServeConfig) -> Self {
+        self.control = self.control.or(file.control);
+        self.rtsp = self.rtsp.or(file.rtsp);
+        self.sched = self.sched.or(file.sched);
+        self.rt_cores = self.rt_cores.or(file.rt_cores);
+        self.core_budget = self.core_budget.or(file.core_budget);
+        self.link_capacity = self.link_capacity.or(file.link_capacity);
+        self.memory_budget = self.memory_budget.or(file.memory_budget);
+        self.max_stream_rate = self.max_stream_rate.or(file.max_stream_rate);
+        self.encode_budget = self.encode_budget.or(file.encode_budget);
         self.send_cost = self.send_cost.or(file.send_cost);
         self.encode_cost = self.encode_cost.or(file.encode_cost);
         self.overload = self.overload.or(file.overload);
         self.sdp_dir = self.sdp_dir.take().or(file.sdp_dir.clone());
-        self.rtsp_encoder_per_session |= file.rtsp_limits.encoder_per_session == Some(true);
+        self.rtsp_tls_cert = self.rtsp_tls_cert.take().or(file.rtsp_tls_cert.clone());
+        self.rtsp_tls_key = self.rtsp_tls_key.take().or(file.rtsp_tls_key.clone());
+        let l = &file.rtsp_limits;
+        self.rtsp_session_timeout = self.rtsp_session_timeout.or(l.session_timeout);
+        self.rtsp_idle_timeout = self.rtsp_idle_timeout.or(l.idle_timeout);
+        self.rtsp_request_timeout = self.rtsp_request_timeout.or(l.request_timeout);
+        self.rtsp_max_connections = self.rtsp_max_connections.or(l.max_connections);
+        self.rtsp_max_per_address = self.rtsp_max_per_address.or(l.max_per_address);
+        self.rtsp_max_sessions = self.rtsp_max_sessions.or(l.max_sessions);
+        self.rtsp_max_sessions_per_address =
+            (self.rtsp_max_sessions_per_address).or(l.max_sessions_per_address);
+        self.rtsp_encoder_per_session |= l.encoder_per_session == Some(true);
         self
     }
 }
@@ -602,4 +603,45 @@ fn write_frame_trace(
     written
         .and_then(|()| std::io::Write::flush(&mut w))
         .map_err(|e| format!("cannot write the frame trace {}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Args {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    /// Every setting the file takes, merged once: the command line over the file, the file
+    /// over the defaults (which are applied where the setting is used).
+    #[test]
+    fn the_command_line_wins_over_the_file_and_the_file_over_the_defaults() {
+        let file = metronome_spec::config::parse(
+            "rt_cores = 3\nmemory_budget = \"64MB\"\nrtsp_max_sessions = 5\nrtsp_session_timeout = \"9s\"\n",
+            "test.toml",
+        )
+        .unwrap();
+        let given = Args::try_parse_from(["serve", "--rt-cores", "2", "--rtsp-max-sessions", "7"])
+            .unwrap()
+            .serve
+            .with_file(&file);
+        assert_eq!(given.rt_cores, Some(2));
+        assert_eq!(given.rtsp_max_sessions, Some(7));
+        assert_eq!(given.memory_budget, file.memory_budget);
+        assert!(given.memory_budget.is_some());
+        assert_eq!(given.rtsp_session_timeout, Some(Duration::from_secs(9)));
+        assert_eq!(
+            given.core_budget, None,
+            "neither says: the default applies where used"
+        );
+        let rc = given.rtsp_config("127.0.0.1:0".parse().unwrap(), &file);
+        assert_eq!(
+            (rc.max_sessions, rc.session_timeout),
+            (7, Duration::from_secs(9))
+        );
+    }
 }

@@ -32,9 +32,7 @@ type BoxError = Box<dyn std::error::Error>;
 
 pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     let file = raw_config(&a)?;
-    let mut a = a.with_file(&file);
-    a.rtsp = a.rtsp.or(file.rtsp);
-    a.link_capacity = a.link_capacity.or(file.link_capacity);
+    let a = a.with_file(&file);
     if a.rtsp.is_some() {
         return serve_rtsp(a, &file, stop);
     }

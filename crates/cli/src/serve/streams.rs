@@ -69,8 +69,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     for s in &a.stream {
         specs.push(parse_stream_arg(s)?);
     }
-    let control_addr = a.control.or(file.control);
-    let rtsp_addr = a.rtsp.or(file.rtsp);
+    let (control_addr, rtsp_addr) = (a.control, a.rtsp);
     if specs.is_empty() && control_addr.is_none() {
         specs.push(match rtsp_addr {
             // Nothing declared: the built-in test source at rtsp://HOST:PORT/test.
@@ -79,7 +78,7 @@ pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
         });
     }
     let from_args = specs[file.streams.len()..].to_vec();
-    let cfg = server_config(&a, &file);
+    let cfg = server_config(&a);
     let live = LiveLine::new(!a.json);
     // Mounts are checked (and files measured) before anything starts.
     let rtsp_plan = rtsp_addr
@@ -218,21 +217,20 @@ fn default_token_file() -> Option<std::path::PathBuf> {
     Some(config.join("metronome").join("control-token"))
 }
 
-fn server_config(a: &ServeArgs, file: &ServeConfig) -> ServerConfig {
+fn server_config(a: &ServeArgs) -> ServerConfig {
     let mut cfg = ServerConfig {
-        sched: a.sched.or(file.sched).unwrap_or_default(),
-        rt_cores: a.rt_cores.or(file.rt_cores).unwrap_or(1).max(1),
-        core_budget: a.core_budget.or(file.core_budget).unwrap_or(0.95),
-        link_capacity_bps: a.link_capacity.or(file.link_capacity),
+        sched: a.sched.unwrap_or_default(),
+        rt_cores: a.rt_cores.unwrap_or(1).max(1),
+        core_budget: a.core_budget.unwrap_or(0.95),
+        link_capacity_bps: a.link_capacity,
         send_cost: a.send_cost,
         default_ring: a.ring.max(1),
         seed: a.seed.unwrap_or_else(super::fresh_seed),
-        memory_budget_bytes: a.memory_budget.or(file.memory_budget),
+        memory_budget_bytes: a.memory_budget,
         max_stream_bps: a
             .max_stream_rate
-            .or(file.max_stream_rate)
             .unwrap_or(metronome_apps::streams::server::DEFAULT_MAX_STREAM_BPS),
-        encode_budget: a.encode_budget.or(file.encode_budget),
+        encode_budget: a.encode_budget,
         encode_cost: a.encode_cost,
         ..ServerConfig::default()
     };
