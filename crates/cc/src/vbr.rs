@@ -13,8 +13,9 @@
 //!   `exp(−backlog / 1000)` with the sender's queue in packets at the report (frames wait
 //!   there when a rate-based congestion controller sends slower than they are made: the
 //!   scaling drains it), is averaged with equal weight; at the GOP's end the average becomes
-//!   the first sample of the next GOP's average. The target per GOP is that rate in bytes
-//!   over the GOP's duration, never above the stream's configured rate (Evalvid-RA's `r_`).
+//!   the first sample of the next GOP's average. The average is capped at the stream's
+//!   configured rate (Evalvid-RA's `rate_`) at every report, so the capped mean is what
+//!   carries over; the target per GOP is that rate in bytes over the GOP's duration.
 //! - A leaky bucket of size `b = 1.5 r` tracks what was sent against the target `r`:
 //!   `X = min(b, max(0, X − r) + sent)` (Hamdi's Eq. 5), `x = X / b`, `e1 = 1 − (1 − x)^5`,
 //!   `e2 = x^5`.
@@ -31,8 +32,9 @@
 /// How a [`VbrController`] is set up.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct VbrConfig {
-    /// The quantizer of the reference encoding whose GOP sizes predict the others (Evalvid-RA
-    /// reads the finest: 2).
+    /// The quantizer of the reference encoding whose GOP sizes predict the others
+    /// (Evalvid-RA reads the column of its Tcl parameter `q_`; the authors' lab scripts set
+    /// `q_ 2`, the finest).
     pub reference_q: u32,
     /// The ladder's finest quantizer (the largest encoding); no decision goes below it.
     pub min_q: u32,
@@ -42,7 +44,9 @@ pub struct VbrConfig {
     pub gop_frames: u32,
     /// Frames per second; with `gop_frames` it sets a GOP's duration.
     pub fps: f64,
-    /// `r_open`'s factor (Evalvid-RA: 1.25 under TFRC, 1 otherwise).
+    /// `r_open`'s factor (Evalvid-RA: 1.25 under `#define TFRC`, 1 otherwise; the lab's
+    /// ladder takes 1.25 when it sends at a rate-based controller's rate; whether
+    /// Multi-Evalvid-RA over RTP kept that define is not known).
     pub open_loop_factor: f64,
     /// The most the stream may send, bit/s (Evalvid-RA's `r_`): no target goes above it.
     pub max_bps: f64,
@@ -129,6 +133,9 @@ impl VbrController {
         let bps = bps * (-backlog_packets.max(0.0) / 1000.0).exp();
         self.samples += 1;
         self.mean_bps += (bps - self.mean_bps) / f64::from(self.samples);
+        // As `vbr_rateadapt.cc` after each report (`if (new_rate > rate_) new_rate = rate_`):
+        // the mean carried into the next GOP is the capped one.
+        self.mean_bps = self.mean_bps.min(self.cfg.max_bps);
     }
 
     /// A GOP has ended, having sent `sent_bytes`; the next one weighs `open_bytes` at the
@@ -218,14 +225,15 @@ mod tests {
         // The stream's 2.5 Mbit/s counts as the first report (Evalvid-RA's start).
         let first = (2.5e6 + 1e6 + 3e6) / 3.0;
         assert!((d.target_bytes - first / 8.0 * 0.48).abs() < 1.0, "{d:?}");
-        // (That mean carried as one sample) + 4 Mbit/s: 3.08 Mbit/s, capped at the stream's 2.5.
+        // (That mean carried as one sample) + 4 Mbit/s: 3.08 Mbit/s, capped at the stream's 2.5
+        // at the report, as Evalvid-RA caps its running mean.
         c.on_rate(4_000_000.0, 0.0);
         let d = c.next_gop(0.0, 1.0);
         assert!((d.target_bytes - 150_000.0).abs() < 1.0, "{d:?}");
-        // A backlog of 1000 packets scales its report by 1/e.
+        // A backlog of 1000 packets scales its report by 1/e; the capped mean is carried.
         c.on_rate(4_000_000.0, 1000.0);
         let d = c.next_gop(0.0, 1.0);
-        let carried = (first + 4e6) / 2.0;
+        let carried = 2.5e6;
         let expect = (carried + 4e6 * (-1.0f64).exp()) / 2.0 / 8.0 * 0.48;
         assert!((d.target_bytes - expect).abs() < 1.0, "{d:?} {expect}");
     }
