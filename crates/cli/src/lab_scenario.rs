@@ -7,10 +7,20 @@ use metronome_lab::run::Mode;
 use metronome_spec::scenario::ScenarioFile;
 use std::path::{Path, PathBuf};
 
-/// A scenario by file path or built-in name.
+/// A scenario by file path or built-in name (a directory of the same name as a built-in,
+/// say a results directory `--out seed002-tcp` made, does not hide it).
 pub fn load(what: &str) -> Result<ScenarioFile, String> {
-    let path = Path::new(what);
-    if path.exists() {
+    load_at(what, Path::new(what))
+}
+
+/// [`load`], `what` found at `path` if it is a file there.
+fn load_at(what: &str, path: &Path) -> Result<ScenarioFile, String> {
+    if path.is_dir() && builtin::find(what).is_none() {
+        return Err(format!(
+            "{what} is a directory, not a scenario: give a scenario file (.toml) or a built-in name (metronome lab list)"
+        ));
+    }
+    if path.exists() && !path.is_dir() {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {what}: {e}"))?;
         return ScenarioFile::parse(&text, what).map_err(|e| e.to_string());
     }
@@ -55,4 +65,24 @@ pub struct SweepArgs {
     /// multicast, and programs; points run one at a time)
     #[arg(long, default_value = "sim", value_parser = Mode::parse)]
     pub mode: Mode,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_named_as_a_built_in_does_not_hide_it() {
+        let dir =
+            std::env::temp_dir().join(format!("metronome-lab-scenario-{}", std::process::id()));
+        let shadow = dir.join("seed001-udp");
+        std::fs::create_dir_all(&shadow).unwrap();
+        // A results directory of a built-in's name where the name is looked up: the built-in.
+        let found = load_at("seed001-udp", &shadow);
+        // A directory of no built-in's name: said plainly.
+        let e = load_at("results", &dir).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(found.is_ok(), "{:?}", found.err());
+        assert!(e.contains("is a directory"), "{e}");
+    }
 }
