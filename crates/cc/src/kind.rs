@@ -32,7 +32,9 @@ pub struct ControllerParams {
     /// Where the rate starts (the fixed rate; ASMP's and GCC's first rate; TFRC and TFMCC
     /// start their own way).
     pub start: Bitrate,
-    /// The least the source can send (TFMCC, ASMP and GCC never go below it).
+    /// The least the source can send: ASMP and GCC never go below it; TFMCC keeps RFC 4654's
+    /// own start and floor (one packet per `R_max`, one per 8 s), and a source that cannot
+    /// send less waits in the sender's queue, as Evalvid-RA's application does.
     pub min: Bitrate,
     /// The ceiling.
     pub max: Bitrate,
@@ -107,10 +109,7 @@ impl ControllerKind {
                 epoch,
             )),
             ControllerKind::Tfmcc => Box::new(TfmccSender::new(
-                TfmccConfig {
-                    min_rate: min,
-                    ..TfmccConfig::new(p.segment_bytes, p.max)
-                },
+                TfmccConfig::new(p.segment_bytes, p.max),
                 epoch,
             )),
             ControllerKind::Asmp => Box::new(AsmpSender::new(AsmpConfig {

@@ -75,6 +75,10 @@ pub const METRICS: &[(&str, &str)] = &[
     ),
     ("frame_delay_ms", "mean frame delay, ms"),
     ("cumulative_jitter_ms", "largest cumulative jitter, ms"),
+    (
+        "first_frame_delay_ms",
+        "delay of the first frame that arrived (cumulative jitter's base), ms",
+    ),
     ("psnr_y_db", "PSNR of luma, dB"),
     ("mos", "MOS (from PSNR)"),
     (
@@ -134,6 +138,7 @@ pub fn metric(p: &PointResult, flow: Option<&str>, metric: &str) -> Result<f64, 
         "cumulative_jitter_ms" => mean(f, |r| {
             frames(r).map(|x| x.max_cumulative_jitter_ns as f64 / 1e6)
         }),
+        "first_frame_delay_ms" => mean(f, |r| frames(r).map(|x| x.first_delay_ns as f64 / 1e6)),
         "psnr_y_db" => mean(f, |r| frames(r)?.pictures.map(|x| x.psnr_y_db)),
         "mos" => mean(f, |r| frames(r)?.pictures.map(|x| x.mos)),
         "throughput_mbps" => mean(f, |r| Some(r.throughput_bps / 1e6)),

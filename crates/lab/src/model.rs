@@ -451,7 +451,8 @@ pub struct FlowSource {
 
 /// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
 /// size on the wire; `floor_bps` the least the source sends (the video's lowest rendition, on
-/// the wire), below which the controller never goes.
+/// the wire), below which ASMP and GCC never go (TFMCC keeps RFC 4654's start and floor: what
+/// the source sends beyond its rate waits in the sender's queue).
 fn controller(
     plan: &RtpPlan,
     segment: u32,

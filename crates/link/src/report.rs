@@ -287,6 +287,15 @@ pub struct FrameFigures {
     )]
     #[schemars(with = "f64")]
     pub max_cumulative_jitter_ns: i64,
+    /// The delay of the first frame that arrived, ns (0 if none did): the base the cumulative
+    /// jitter is measured from, so a long first wait (a controller starting low) makes it small.
+    #[serde(
+        default,
+        rename = "first_delay_us",
+        with = "metronome_time::units::ns_as_us"
+    )]
+    #[schemars(with = "f64")]
+    pub first_delay_ns: u64,
     /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
     #[serde(default)]
     pub lost_i: u64,

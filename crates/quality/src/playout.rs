@@ -176,6 +176,12 @@ impl Reconstruction {
         }
     }
 
+    /// The delay of the first frame that arrived (cumulative jitter's base), ns (0 if none
+    /// did).
+    pub fn first_delay_ns(&self) -> u64 {
+        self.frames.iter().find_map(|f| f.delay_ns).unwrap_or(0)
+    }
+
     /// The largest cumulative jitter over the frames that arrived, ns (0 if none did).
     pub fn max_cumulative_jitter_ns(&self) -> i64 {
         self.frames
@@ -352,6 +358,7 @@ mod tests {
         assert_eq!(r.frames[1].delay_ns, Some(5 * MS));
         assert_eq!(r.frames[1].cumulative_jitter_ns, Some(0));
         assert_eq!(r.frames[0].cumulative_jitter_ns, None);
+        assert_eq!(r.first_delay_ns(), 5 * MS);
     }
 
     #[test]

@@ -177,6 +177,7 @@ pub fn view(
         p99_delay_ns: delay.p99_ns,
         max_delay_ns: delay.max_ns,
         max_cumulative_jitter_ns: r.max_cumulative_jitter_ns(),
+        first_delay_ns: r.first_delay_ns(),
         pictures: None,
     };
     if let Some(v) = map.picture.filter(|_| !map.sent.coded.is_empty()) {

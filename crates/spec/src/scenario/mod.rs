@@ -691,11 +691,12 @@ impl ClaimOp {
 
 /// The metrics a claim may compare: per flow, the mean over its receivers; those of
 /// [`POINT_METRICS`] are the point's.
-pub const CLAIM_METRICS: [&str; 16] = [
+pub const CLAIM_METRICS: [&str; 17] = [
     "frames_lost_percent",
     "missed_deadline_percent",
     "frame_delay_ms",
     "cumulative_jitter_ms",
+    "first_frame_delay_ms",
     "psnr_y_db",
     "mos",
     "throughput_mbps",

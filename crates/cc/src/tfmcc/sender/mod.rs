@@ -54,10 +54,6 @@ pub struct TfmccConfig {
     pub segment_bytes: u32,
     /// The rate never goes above this; [`RateController::set_rate`] replaces it.
     pub max_rate: Bitrate,
-    /// The least the application can send (a video's lowest rendition): the rate never goes
-    /// below it, whatever the receivers report, since the stream would send that much anyway.
-    /// RFC 4654's floor is one packet per 8 s (the default, zero, keeps it).
-    pub min_rate: Bitrate,
     /// `k` in `T = k R_max`.
     pub round_factor: f64,
     /// g, the suppression margin.
@@ -73,13 +69,12 @@ pub struct TfmccConfig {
 
 impl TfmccConfig {
     /// RFC 4654's values for packets of `segment_bytes` capped at `max_rate`: k = 6, g = 0.1,
-    /// `R_max` 500 ms at the start, announcements every `R_max` and at least 10 ms apart, no
-    /// floor above one packet per 8 s.
+    /// `R_max` 500 ms at the start, announcements every `R_max` and at least 10 ms apart; the
+    /// rate never below one packet per 8 s.
     pub fn new(segment_bytes: u32, max_rate: Bitrate) -> Self {
         TfmccConfig {
             segment_bytes,
             max_rate,
-            min_rate: Bitrate::bps(0),
             round_factor: 6.0,
             g: 0.1,
             initial_r_max: Duration::from_millis(500),
@@ -160,13 +155,12 @@ pub struct TfmccSender {
 }
 
 impl TfmccSender {
-    /// A sender starting at `now` in slow start, round 0, at one packet per `R_max` (or the
-    /// configured minimum rate, if higher), with an announcement due at once.
+    /// A sender starting at `now` in slow start, round 0, at one packet per `R_max` (§3.1),
+    /// with an announcement due at once.
     pub fn new(cfg: TfmccConfig, now: Timestamp) -> Self {
         let r_max = cfg.initial_r_max;
-        let min = cfg.min_rate.as_bps() as f64 / 8.0;
         TfmccSender {
-            x: (cfg.segment_bytes.max(1) as f64 / r_max.as_secs_f64()).max(min),
+            x: cfg.segment_bytes.max(1) as f64 / r_max.as_secs_f64(),
             ramp: None,
             slow_start: true,
             r_max,
@@ -197,7 +191,7 @@ impl TfmccSender {
     }
 
     fn floor(&self) -> f64 {
-        (self.s() / 8.0).max(self.cfg.min_rate.as_bps() as f64 / 8.0)
+        self.s() / 8.0
     }
 
     /// The sending rate `X`, bytes per second.
