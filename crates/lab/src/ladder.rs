@@ -242,7 +242,7 @@ pub fn payloader(
     mtu: Option<u32>,
     send_time: SendTimeExt,
 ) -> PayloaderConfig {
-    let headers = 12 + send_time.bytes() + 28;
+    let headers = 12 + send_time.bytes() + metronome_time::IPV4_UDP_OVERHEAD;
     PayloaderConfig {
         ssrc,
         payload_type: 96,

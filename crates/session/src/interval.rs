@@ -31,8 +31,8 @@ pub fn rtcp_bandwidth_octets(session_bw_bps: u64) -> f64 {
 /// The running average of compound RTCP packet sizes after one more of `packet_len` octets
 /// (RFC 3550 §6.3.3: `avg = size/16 + 15/16 avg`, the size counting UDP and IPv4 headers).
 pub fn update_avg_rtcp_size(avg: f64, packet_len: usize) -> f64 {
-    const UDP_IP_HEADERS: f64 = 28.0;
-    (packet_len as f64 + UDP_IP_HEADERS) / 16.0 + avg * 15.0 / 16.0
+    let headers = metronome_time::IPV4_UDP_OVERHEAD as f64;
+    (packet_len as f64 + headers) / 16.0 + avg * 15.0 / 16.0
 }
 
 /// The randomized interval until the next report (RFC 3550 A.7, `rtcp_interval()`), where

@@ -132,7 +132,8 @@ impl StreamSpec {
     pub fn ts_per_packet(&self) -> usize {
         let srtp_tag = if self.srtp_key.is_some() { 10 } else { 0 };
         let fec = if self.repair.fec().is_some() { 16 } else { 0 };
-        let header = 12 + if self.send_time { 16 } else { 0 } + srtp_tag + fec + 28;
+        let ip_udp = metronome_time::IPV4_UDP_OVERHEAD;
+        let header = 12 + if self.send_time { 16 } else { 0 } + srtp_tag + fec + ip_udp;
         self.mtu.map_or(7, |m| {
             ((m as usize).saturating_sub(header) / 188).clamp(1, 7)
         })
