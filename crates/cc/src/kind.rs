@@ -32,9 +32,10 @@ pub struct ControllerParams {
     /// Where the rate starts (the fixed rate; ASMP's and GCC's first rate; TFRC and TFMCC
     /// start their own way).
     pub start: Bitrate,
-    /// The least the source can send: ASMP and GCC never go below it; TFMCC keeps RFC 4654's
-    /// own start and floor (one packet per `R_max`, one per 8 s), and a source that cannot
-    /// send less waits in the sender's queue, as Evalvid-RA's application does.
+    /// The least the source can send: ASMP (never below its own 16 kbit/s either) and GCC
+    /// never go below it; TFMCC keeps RFC 4654's own start and floor (one packet per `R_max`,
+    /// one per 8 s). A source sent at its controller's rate has none: what the rate does not
+    /// carry waits in the sender's queue, as Evalvid-RA's application does.
     pub min: Bitrate,
     /// The ceiling.
     pub max: Bitrate,
@@ -112,10 +113,13 @@ impl ControllerKind {
                 TfmccConfig::new(p.segment_bytes, p.max),
                 epoch,
             )),
-            ControllerKind::Asmp => Box::new(AsmpSender::new(AsmpConfig {
-                min_rate: min,
-                ..AsmpConfig::new(p.segment_bytes, p.start, p.max)
-            })),
+            ControllerKind::Asmp => {
+                let cfg = AsmpConfig::new(p.segment_bytes, p.start, p.max);
+                Box::new(AsmpSender::new(AsmpConfig {
+                    min_rate: min.max(cfg.min_rate).min(p.max),
+                    ..cfg
+                }))
+            }
             ControllerKind::Gcc => Box::new(GccSender::new(GccConfig {
                 min_rate: min,
                 packet_bytes: p.segment_bytes,

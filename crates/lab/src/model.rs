@@ -451,8 +451,8 @@ pub struct FlowSource {
 
 /// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
 /// size on the wire; `floor_bps` the least the source sends (the video's lowest rendition, on
-/// the wire), below which ASMP and GCC never go (TFMCC keeps RFC 4654's start and floor: what
-/// the source sends beyond its rate waits in the sender's queue).
+/// the wire, unless it is sent at the controller's rate), below which ASMP and GCC never go
+/// (TFMCC keeps RFC 4654's start and floor).
 fn controller(
     plan: &RtpPlan,
     segment: u32,
@@ -500,7 +500,13 @@ fn ladder_video(
     let ladder = flow_ladder(f, v, content, coded, plan)?;
     let getting_s = watch.seconds();
     let payloader = crate::ladder::payloader(n.ssrc, n.seq, plan.mtu, plan.send_time);
-    let floor = crate::ladder::floor_bps(&ladder, payloader.max_payload, plan.packet_overhead());
+    // Sent at its controller's rate, the ladder has no floor: what the rate does not carry
+    // waits in the sender's queue (Evalvid-RA's agent), in both modes alike.
+    let floor = if plan.cc.sends_at_its_rate() {
+        0
+    } else {
+        crate::ladder::floor_bps(&ladder, payloader.max_payload, plan.packet_overhead())
+    };
     let map = Arc::new(Mutex::new(FrameMap {
         picture: Some(v),
         content: content.clone(),
