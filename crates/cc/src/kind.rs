@@ -32,10 +32,10 @@ pub struct ControllerParams {
     /// Where the rate starts (the fixed rate; ASMP's and GCC's first rate; TFRC and TFMCC
     /// start their own way).
     pub start: Bitrate,
-    /// The least the source can send: ASMP (never below its own 16 kbit/s either) and GCC
-    /// never go below it; TFMCC keeps RFC 4654's own start and floor (one packet per `R_max`,
-    /// one per 8 s). A source sent at its controller's rate has none: what the rate does not
-    /// carry waits in the sender's queue, as Evalvid-RA's application does.
+    /// The least the source sends whatever the rate (a constant-rate mux's lowest rate):
+    /// TFMCC, ASMP and GCC never go below it (ASMP nor below its own 16 kbit/s). A source sent at its controller's rate has none (zero): what the rate does not
+    /// carry waits in the sender's queue, as Evalvid-RA's application does, and TFMCC keeps
+    /// RFC 4654's own start and floor (one packet per `R_max`, one per 8 s).
     pub min: Bitrate,
     /// The ceiling.
     pub max: Bitrate,
@@ -110,7 +110,10 @@ impl ControllerKind {
                 epoch,
             )),
             ControllerKind::Tfmcc => Box::new(TfmccSender::new(
-                TfmccConfig::new(p.segment_bytes, p.max),
+                TfmccConfig {
+                    min_rate: min,
+                    ..TfmccConfig::new(p.segment_bytes, p.max)
+                },
                 epoch,
             )),
             ControllerKind::Asmp => {

@@ -104,8 +104,9 @@ pub fn ladder(
     Ok(made)
 }
 
-/// The coarsest rung's rate on the wire, bit/s: the least the flow sends, so the rate
-/// controller's floor.
+/// The coarsest rung's rate on the wire, bit/s: the least the flow sends when its packets
+/// are spread over their frames' intervals, so the rate controller's floor then (a ladder
+/// sent at the controller's rate has none: it queues).
 pub fn floor_bps(ladder: &Ladder, max_payload: usize, overhead: u32) -> u64 {
     let Some(r) = ladder.rungs.iter().max_by_key(|r| r.quantizer) else {
         return 0;
@@ -132,7 +133,8 @@ pub fn floor_bps(ladder: &Ladder, max_payload: usize, overhead: u32) -> u64 {
 pub struct LadderVideo {
     source: LadderSource,
     frames: SharedFrames,
-    /// The least it sends, bit/s on the wire (its coarsest rung): the bottom of its range.
+    /// The least it sends, bit/s on the wire (its coarsest rung, or 0 if it is sent at the
+    /// controller's rate): the bottom of its range.
     floor_bps: u64,
 }
 
@@ -151,8 +153,8 @@ impl LadderVideo {
         }
     }
 
-    /// It never sends less than `floor_bps` on the wire (see [`floor_bps`]): a rate
-    /// controller driving it goes no lower.
+    /// It never sends less than `floor_bps` on the wire (see [`floor_bps`]): the bottom of
+    /// the range a driver's rate knob keeps it in.
     pub fn with_floor(mut self, floor_bps: u64) -> Self {
         self.floor_bps = floor_bps;
         self

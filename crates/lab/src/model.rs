@@ -442,7 +442,8 @@ impl Numbering {
 }
 
 /// What an RTP flow sends, made once for every driver: its packets, its frames (video), and
-/// the least it sends on the wire (the rate controller's floor).
+/// the least it sends on the wire whatever the rate (the rate controller's floor; 0 for a
+/// source sent at the controller's rate).
 pub struct FlowSource {
     pub source: Box<dyn RtpSource>,
     pub frames: Frames,
@@ -470,8 +471,6 @@ fn controller(
     plan.cc.build(params, epoch)
 }
 
-/// A flow's ladder video: the ladder of its content (from the cache, or encoded now), sent as
-/// Evalvid-RA sends it; its frame map; the coarsest rung's rate on the wire.
 #[allow(clippy::too_many_arguments)]
 /// The ladder flow `f` sends (`v` showing `content`, coded as `coded`): its GOP, as long as
 /// the flow; this process's, the cache's, or encoded now.
@@ -488,6 +487,8 @@ pub fn flow_ladder(
     crate::ladder::ladder(spec, v, content).map_err(|e| format!("flow '{}': {e}", f.name))
 }
 
+/// A flow's ladder video: the ladder of its content (from the cache, or encoded now), sent as
+/// Evalvid-RA sends it; its frame map; its floor on the wire (see [`FlowSource`]).
 fn ladder_video(
     f: &FlowDecl,
     v: VideoDecl,

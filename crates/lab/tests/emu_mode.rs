@@ -753,7 +753,7 @@ fn a_ladder_video_runs_on_real_sockets_as_in_the_simulator() {
     let tmp = TempDir::new("emu-ladder");
     let text = metronome_lab::builtin::find("seed002-tcp").unwrap().text;
     // Without the TCP flow: beside it, whether TFMCC's first report (about 2.7 s in) comes
-    // before TCP's first losses decides whether it leaves slow start at its floor, and the
+    // before TCP's first losses decides whether it leaves slow start near its start, and the
     // kernel's TCP fills the queue sooner than the simulator's (docs/cc.md): that is a race
     // between two TCPs, not the ladder's video on real sockets, which this test is about.
     let text = text[..text.find("[[flow]]\nname = \"tcp\"").unwrap()]
@@ -821,7 +821,7 @@ fn a_ladder_video_runs_on_real_sockets_as_in_the_simulator() {
     println!("emu rungs: {qs:?}");
     // No packet waited at the sender: the ladder is made before the run's origin, not when
     // the sender opens its source after its epoch (an in-run encoding once held the first
-    // packets 7.7 s, and TFMCC, at its floor behind them, for most of the run). The path's
+    // packets 7.7 s, and TFMCC, held low behind them, for most of the run). The path's
     // own delay is 20 ms and a 50-packet queue at 4 Mbit/s another 100.
     for r in &ve.receivers {
         assert!(

@@ -287,8 +287,9 @@ pub struct FrameFigures {
     )]
     #[schemars(with = "f64")]
     pub max_cumulative_jitter_ns: i64,
-    /// The delay of the first frame that arrived, ns (0 if none did): the base the cumulative
-    /// jitter is measured from, so a long first wait (a controller starting low) makes it small.
+    /// The delay of the first frame (in display order) that arrived, ns (0 if none did): the
+    /// base the cumulative jitter is measured from, so a long first wait (a controller
+    /// starting low) makes it small.
     #[serde(
         default,
         rename = "first_delay_us",

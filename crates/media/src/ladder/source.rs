@@ -146,7 +146,9 @@ impl LadderSource {
         if wire_bps.is_finite() && wire_bps > 0.0 {
             self.rate_bps = wire_bps;
         }
-        // The queue now: the frame being made is (within the driver's lookahead) now.
+        // The queue now, at the frame being made. A driver makes a frame when its first packet
+        // is nearly due, so while the queue is longer than its lookahead that frame is later
+        // than now and the queue counted is shorter (docs/cc.md: GOPs' rungs are picked then).
         let now = self.frame_interval * self.next.saturating_sub(1) as u32;
         self.vbr.on_rate(wire_bps, self.backlog_packets(now));
     }

@@ -54,6 +54,12 @@ pub struct TfmccConfig {
     pub segment_bytes: u32,
     /// The rate never goes above this; [`RateController::set_rate`] replaces it.
     pub max_rate: Bitrate,
+    /// The least a source sends that cannot send less whatever the rate (a constant-rate
+    /// mux's lowest rate): the rate does not go below it, as the stream would send that much
+    /// anyway. Zero (the default) for a source sent at the rate, which queues what the rate
+    /// does not carry: RFC 4654's own start (one packet per `R_max`, §3.1) and floor (one
+    /// packet per 8 s) then hold.
+    pub min_rate: Bitrate,
     /// `k` in `T = k R_max`.
     pub round_factor: f64,
     /// g, the suppression margin.
@@ -75,6 +81,7 @@ impl TfmccConfig {
         TfmccConfig {
             segment_bytes,
             max_rate,
+            min_rate: Bitrate::bps(0),
             round_factor: 6.0,
             g: 0.1,
             initial_r_max: Duration::from_millis(500),
@@ -155,12 +162,13 @@ pub struct TfmccSender {
 }
 
 impl TfmccSender {
-    /// A sender starting at `now` in slow start, round 0, at one packet per `R_max` (§3.1),
-    /// with an announcement due at once.
+    /// A sender starting at `now` in slow start, round 0, at one packet per `R_max` (§3.1;
+    /// or the source's least, if it has one above that), with an announcement due at once.
     pub fn new(cfg: TfmccConfig, now: Timestamp) -> Self {
         let r_max = cfg.initial_r_max;
+        let least = cfg.min_rate.as_bps() as f64 / 8.0;
         TfmccSender {
-            x: cfg.segment_bytes.max(1) as f64 / r_max.as_secs_f64(),
+            x: (cfg.segment_bytes.max(1) as f64 / r_max.as_secs_f64()).max(least),
             ramp: None,
             slow_start: true,
             r_max,
@@ -191,7 +199,7 @@ impl TfmccSender {
     }
 
     fn floor(&self) -> f64 {
-        self.s() / 8.0
+        (self.s() / 8.0).max(self.cfg.min_rate.as_bps() as f64 / 8.0)
     }
 
     /// The sending rate `X`, bytes per second.

@@ -144,6 +144,22 @@ fn with_no_feedback_at_all_the_rate_halves_every_ten_r_max_to_a_floor() {
     assert!(t.counters().no_feedback_halvings >= 4);
 }
 
+#[test]
+fn a_source_that_cannot_send_less_keeps_the_rate_at_its_least() {
+    // 40 kbit/s (5000 B/s) that a constant-rate mux sends whatever the rate: the start and
+    // the floor are raised to it, where RFC 4654's alone are 2000 B/s and 125 B/s.
+    let cfg = TfmccConfig {
+        min_rate: Bitrate::kbps(40),
+        ..TfmccConfig::new(S, Bitrate::mbps(100))
+    };
+    let mut t = TfmccSender::new(cfg, Timestamp::ZERO);
+    assert_eq!(t.rate_bytes_per_s(), 5000.0);
+    for k in 1..40 {
+        t.handle_timeout(Timestamp::from_secs(5 * k));
+    }
+    assert_eq!(t.rate_bytes_per_s(), 5000.0);
+}
+
 /// Runs `t`'s timers up to `until` as a driver does: each due timer, then the
 /// announcement it may have made due.
 fn run_timers(t: &mut TfmccSender, until: Timestamp) {
