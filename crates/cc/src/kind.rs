@@ -33,9 +33,10 @@ pub struct ControllerParams {
     /// start their own way).
     pub start: Bitrate,
     /// The least the source sends whatever the rate (a constant-rate mux's lowest rate):
-    /// TFMCC, ASMP and GCC never go below it (ASMP nor below its own 16 kbit/s). A source sent at its controller's rate has none (zero): what the rate does not
-    /// carry waits in the sender's queue, as Evalvid-RA's application does, and TFMCC keeps
-    /// RFC 4654's own start and floor (one packet per `R_max`, one per 8 s).
+    /// TFMCC, ASMP and GCC never go below it (ASMP nor below its own 16 kbit/s). A source
+    /// sent at its controller's rate has none (zero): what the rate does not carry waits in
+    /// the sender's queue, as Evalvid-RA's application does, and TFMCC keeps RFC 4654's own
+    /// start and floor (one packet per `R_max`, one per 8 s).
     pub min: Bitrate,
     /// The ceiling.
     pub max: Bitrate,

@@ -452,8 +452,8 @@ pub struct FlowSource {
 
 /// The flow's rate controller: its ceiling is the declared rate; `segment` is the packet's
 /// size on the wire; `floor_bps` the least the source sends (the video's lowest rendition, on
-/// the wire, unless it is sent at the controller's rate), below which ASMP and GCC never go
-/// (TFMCC keeps RFC 4654's start and floor).
+/// the wire; 0 if it is sent at the controller's rate), below which the controller never
+/// goes.
 fn controller(
     plan: &RtpPlan,
     segment: u32,
