@@ -15,6 +15,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::host::{HostLoad, HostWatch};
 use metronome_rt::pacing::{PacerKind, WaitPolicy};
 use metronome_rt::run::RunLimit;
+use metronome_rt::sync::lock;
 use metronome_rt::udp::{SocketOptions, UdpError, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
@@ -60,6 +61,8 @@ pub struct SenderConfig {
     /// receivers' play-out delay it must make (200 ms if `None`).
     pub repair: Repair,
     pub playout_delay: Option<Duration>,
+    /// Keep when each packet left ([`SenderOutcome::send_times_unix_ns`]).
+    pub keep_send_times: bool,
 }
 
 impl SenderConfig {
@@ -85,6 +88,7 @@ impl SenderConfig {
             status_every: Duration::from_secs(1),
             repair: Repair::None,
             playout_delay: None,
+            keep_send_times: false,
         }
     }
 
@@ -111,6 +115,7 @@ impl SenderConfig {
             // One stream, not admitted by request: only its lateness is worth a warning.
             overload: OverloadPolicy::Deadlines,
             seed: self.seed,
+            keep_send_times: self.keep_send_times,
             ..ServerConfig::default()
         }
     }
@@ -203,6 +208,11 @@ pub struct SenderOutcome {
     pub host: Option<HostLoad>,
     /// What went wrong without stopping the stream (a file that ends mid-packet), in words.
     pub warnings: Vec<String>,
+    /// With [`SenderConfig::keep_send_times`]: when each packet left, in order, Unix ns; not
+    /// in the document.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub send_times_unix_ns: Vec<u64>,
 }
 
 /// The stream's name in the server that runs it.
@@ -346,6 +356,11 @@ impl Run {
                 .into_iter()
                 .map(|w| w.replace(&format!("stream '{NAME}': "), ""))
                 .collect(),
+            send_times_unix_ns: s
+                .send_times
+                .as_ref()
+                .map(|t| std::mem::take(&mut *lock(t)))
+                .unwrap_or_default(),
         }
     }
 }

@@ -14,7 +14,7 @@ use metronome_media::ladder::{cache, Ladder, LadderSpec};
 use metronome_media::payload::PayloaderConfig;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
 use metronome_spec::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
-use metronome_time::Bitrate;
+use metronome_time::{Bitrate, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -233,6 +233,18 @@ impl RtpSource for LadderVideo {
 
     fn is_live(&self) -> bool {
         true
+    }
+
+    fn next_due(&self) -> Option<Timestamp> {
+        self.source.next_due()
+    }
+
+    fn leaves_at_rate(&self) -> bool {
+        self.source.leaves_at_rate()
+    }
+
+    fn note_queue(&mut self, packets: usize) {
+        self.source.note_queue(packets)
     }
 }
 

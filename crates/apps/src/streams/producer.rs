@@ -176,8 +176,12 @@ enum Fill {
 fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
     // The rate knob: the source switches at its next switching point (a GOP).
     let asked = p.rt.rate.asked.swap(0, Ordering::AcqRel);
-    if asked != 0 && p.source.set_rate(asked).is_err() {
-        p.rt.counters.rate_refusals.fetch_add(1, Ordering::Relaxed);
+    if asked != 0 {
+        p.source
+            .note_queue(p.rt.rate.queued.load(Ordering::Acquire) as usize);
+        if p.source.set_rate(asked).is_err() {
+            p.rt.counters.rate_refusals.fetch_add(1, Ordering::Relaxed);
+        }
     }
     // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
     // producer works in batches instead of waking for every slot the pacer frees.

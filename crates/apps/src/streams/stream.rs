@@ -55,6 +55,9 @@ pub struct RateKnob {
     pub target: AtomicU64,
     /// A source rate for the producer to ask of the source (0: nothing new).
     pub asked: AtomicU64,
+    /// The sender's queue when that rate was asked, packets made and due that had not left
+    /// (`RtpSource::note_queue`).
+    pub queued: AtomicU64,
 }
 
 impl RateKnob {
@@ -64,16 +67,19 @@ impl RateKnob {
             limits,
             target: AtomicU64::new(start),
             asked: AtomicU64::new(0),
+            queued: AtomicU64::new(0),
         }
     }
 
     /// Follows the session's target rate: a new source rate, kept within the limits, is
-    /// handed to the producer. Returns the source rate targeted now.
-    pub fn follow(&self, wire: Bitrate) -> u64 {
+    /// handed to the producer with the sender's queue of `queued` packets. Returns the
+    /// source rate targeted now.
+    pub fn follow(&self, wire: Bitrate, queued: usize) -> u64 {
         let Some(ts) = self.limits.source_rate(wire) else {
             return self.target.load(Ordering::Relaxed);
         };
         if self.target.swap(ts, Ordering::AcqRel) != ts {
+            self.queued.store(queued as u64, Ordering::Release);
             self.asked.store(ts, Ordering::Release);
         }
         ts
@@ -117,7 +123,17 @@ pub struct StreamRt {
     /// Where a stream with FEC sends it, per destination: column FEC (the media's port + 2)
     /// and row FEC (+ 4); empty without.
     pub fec_outputs: Vec<[MediaOut; 2]>,
+    /// When each packet left, Unix ns, if the server keeps them
+    /// (`ServerConfig::keep_send_times`); at most [`SEND_TIMES_KEPT`], the rest not kept.
+    pub send_times: Option<SendTimes>,
 }
+
+/// Send times a stream keeps at most: 2^18, 17 minutes of seed 002's 250 packets a second
+/// (2 MiB, reserved when the stream starts so that the pacing thread never allocates).
+pub const SEND_TIMES_KEPT: usize = 1 << 18;
+
+/// When each packet of a stream left, Unix ns, shared with its status.
+pub type SendTimes = Arc<Mutex<Vec<u64>>>;
 
 /// Warnings a stream holds for the server to take.
 pub const WARNINGS_HELD: usize = 8;
@@ -162,7 +178,14 @@ impl StreamRt {
             warnings: Mutex::new(Vec::new()),
             srtp: None,
             fec_outputs: Vec::new(),
+            send_times: None,
         }
+    }
+
+    /// Keeps when each packet leaves (see [`StreamRt::send_times`]).
+    pub fn with_send_times(mut self, keep: bool) -> Self {
+        self.send_times = keep.then(|| Arc::new(Mutex::new(Vec::with_capacity(SEND_TIMES_KEPT))));
+        self
     }
 
     /// Notes a warning of the source's (dropped when [`WARNINGS_HELD`] are waiting).
@@ -395,6 +418,12 @@ impl Cursor {
                 if !rt.send_timed(slot.bytes(), clock) {
                     c.send_errors.fetch_add(1, Ordering::Relaxed);
                     let _ = lock(&rt.session).handle_input(now, Input::SendFailed);
+                }
+                if let Some(times) = &rt.send_times {
+                    let mut times = lock(times);
+                    if times.len() < SEND_TIMES_KEPT {
+                        times.push(clock.realtime_ns_from_timestamp(clock.now()));
+                    }
                 }
                 c.max_late_ns.fetch_max(nanos(late), Ordering::Relaxed);
                 c.packets.fetch_add(1, Ordering::Relaxed);

@@ -186,6 +186,41 @@ pub(super) fn session_receivers(
     Ok(RtpReceivers::Sessions(out))
 }
 
+/// The sender of flow `plan` from host `from` to `dest`, for `duration`: its stream server
+/// starts its first packet a preroll after it is started.
+fn sender_config(
+    dest: RtpUrl,
+    from: usize,
+    plan: &RtpPlan,
+    duration: Duration,
+    seed: u64,
+) -> SenderConfig {
+    let mut cfg = SenderConfig::new(vec![dest], 0x4d54_0000 | from as u32, seed);
+    cfg.send_time_ext = !plan.send_time.is_none();
+    cfg.duration = Some(duration + Duration::from_millis(500));
+    cfg.lock_memory = false;
+    cfg.mtu = plan.mtu;
+    // A ladder sent at its controller's rate keeps its backlog in the ring, as in the
+    // simulator.
+    cfg.ring_slots = cfg.ring_slots.max(plan.queue_slots());
+    // Packets that carry no send-time stamp are timed from when the server sent them.
+    cfg.keep_send_times = true;
+    cfg.rtcp_min_interval = plan.rtcp_interval;
+    // The controller's target is traced at its changes, as the simulator traces it: looked
+    // at every 20 ms (the server's RTCP thread moves it at most that often).
+    cfg.status_every = Duration::from_millis(20);
+    cfg.repair = plan.repair;
+    cfg.playout_delay = plan.playout_deadline;
+    if plan.cc != RtpCc::Fixed {
+        // With a rate controller, `rate` is the most on the wire, in the source's units, and
+        // the source starts at `start_rate` on the wire (as in the simulator).
+        let per_wire = ServedFlow::source_per_wire(plan);
+        cfg.cc = Some(plan.cc.name().to_string());
+        cfg.max_bitrate = Some((plan.rate_bps as f64 * per_wire) as u64);
+    }
+    cfg
+}
+
 /// Runs RTP flow `run` (sender in its host, receivers in theirs) and says what each receiver
 /// measured, with frame figures for video.
 pub(super) fn rtp_flow(
@@ -194,12 +229,8 @@ pub(super) fn rtp_flow(
 ) -> Result<(FlowReport, Option<FlowVideo>), String> {
     let f = run.f;
     let plan = run.plan;
-    let (rate_bps, cc, mtu, rtcp_interval) = (plan.rate_bps, plan.cc, plan.mtu, plan.rtcp_interval);
-    let send_time_ext = !plan.send_time.is_none();
-    // The source's units per bit on the wire: with a rate controller, `rate` is the most on
-    // the wire, and the source starts at `start_rate` on the wire (as in the simulator).
+    let (rate_bps, cc) = (plan.rate_bps, plan.cc);
     let per_wire = ServedFlow::source_per_wire(&plan);
-    let max_source = (cc != RtpCc::Fixed).then_some((rate_bps as f64 * per_wire) as u64);
     let source = run.source;
     let frames = source.frames();
     let targets: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
@@ -217,22 +248,7 @@ pub(super) fn rtp_flow(
                 .map(|(r, sink)| scope.spawn(move || receive_session(r, sink, stop)))
                 .collect(),
         };
-        // The sender's stream server starts its first packet a preroll after it is started.
-        let mut cfg = SenderConfig::new(vec![run.dest], 0x4d54_0000 | from as u32, st.s.seed);
-        cfg.send_time_ext = send_time_ext;
-        cfg.duration = Some(f.duration + Duration::from_millis(500));
-        cfg.lock_memory = false;
-        cfg.mtu = mtu;
-        cfg.rtcp_min_interval = rtcp_interval;
-        // The controller's target is traced at its changes, as the simulator traces it: looked
-        // at every 20 ms (the server's RTCP thread moves it at most that often).
-        cfg.status_every = Duration::from_millis(20);
-        cfg.repair = plan.repair;
-        cfg.playout_delay = plan.playout_deadline;
-        if cc != RtpCc::Fixed {
-            cfg.cc = Some(cc.name().to_string());
-            cfg.max_bitrate = max_source;
-        }
+        let cfg = sender_config(run.dest, from, &plan, f.duration, st.s.seed);
         let preroll = cfg.preroll;
         let start = (st.origin + f.start)
             .as_nanos()
@@ -331,6 +347,11 @@ fn report(
         due.get(k).or(due.last()).copied().unwrap_or(Duration::ZERO)
     };
     let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
+    // When the server sent packet `k`, on the run's clock.
+    let sent_at = |k: usize| {
+        let ns = *out.send_times_unix_ns.get(k)?;
+        Some(st.clock.timestamp_from_realtime_ns(ns))
+    };
     let epoch = stream_epoch(&got, out, st, &release, &index);
     let mut arrivals = Vec::with_capacity(f.to.len());
     let receivers =
@@ -350,9 +371,12 @@ fn report(
                         .unwrap_or(near);
                     last = k;
                     let at = rel(g.at);
-                    // Sent when its stamp says, or (a ladder's packets carry none) at its
-                    // release: the sender's lateness, microseconds, is not in the delay then.
-                    let left = g.sent.or(epoch.map(|e| e + release(k as usize)));
+                    // Sent when its stamp says, or (a ladder's packets carry none) when the
+                    // server sent it, or else at its release.
+                    let left = g
+                        .sent
+                        .or_else(|| sent_at(k as usize))
+                        .or(epoch.map(|e| e + release(k as usize)));
                     // The meter keeps what the network delivered; the viewer's arrivals
                     // (its frames) include repairs, as in the simulator.
                     if !g.repaired {

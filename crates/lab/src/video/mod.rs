@@ -154,6 +154,15 @@ impl<S: RtpSource> RtpSource for Timed<S> {
     fn is_live(&self) -> bool {
         self.inner.is_live()
     }
+    fn next_due(&self) -> Option<Timestamp> {
+        self.inner.next_due()
+    }
+    fn leaves_at_rate(&self) -> bool {
+        self.inner.leaves_at_rate()
+    }
+    fn note_queue(&mut self, packets: usize) {
+        self.inner.note_queue(packets)
+    }
 }
 
 /// The encoded test pattern (see [`test_source`]) as an RTP source from `epoch`, packetized

@@ -7,12 +7,14 @@
 //! order is made at `p · T`. Its `n` packets leave in one of two ways:
 //!
 //! - **At the congestion controller's rate**, as Evalvid-RA hands frames to a rate-based
-//!   transport agent (TFRC, TFMCC, ASMP: RFC 5348 §4.6, RFC 4654 §3.7): each packet when the
-//!   sender is free, one every `wire bytes · 8 / X`, never before its frame is made; what the
-//!   rate does not carry waits in the sender's queue. As in Evalvid-RA's build for TFRC
-//!   (`vbr_rateadapt.cc`), that queue in packets scales each rate the VBR controller is told
+//!   transport agent (TFRC, TFMCC, ASMP: RFC 5348 §4.6, RFC 4654 §3.7): every packet of a
+//!   frame is due when the frame is made, and the sender session sends them at the rate of
+//!   each moment ([`RtpSource::leaves_at_rate`]); what the rate does not carry waits in its
+//!   queue. As in Evalvid-RA's build for TFRC (`vbr_rateadapt.cc`), that queue in packets
+//!   ([`RtpSource::note_queue`]) scales each rate the VBR controller is told
 //!   (`exp(−backlog / 1000)`), and the next GOP's size at the reference quantizer counts
-//!   1.25 times.
+//!   1.25 times. A driver makes each frame (and picks a GOP's rung) when it is due, within
+//!   its lookahead ([`RtpSource::next_due`]).
 //! - **Over the frame's interval** otherwise: `p · T + i · T / n`.
 //!
 //! Its RTP timestamp is
@@ -87,10 +89,8 @@ pub struct LadderSource {
     frame_interval: Duration,
     /// The presentation delay B-frames need, in frames.
     reorder_frames: u32,
-    /// The controller's rate, bit/s on the wire (0: none yet), and when the sender is free
-    /// to send the next packet at it.
-    rate_bps: f64,
-    free_at: Duration,
+    /// Packets in the sender's queue, as the driver last told.
+    queued: usize,
 }
 
 impl LadderSource {
@@ -121,8 +121,7 @@ impl LadderSource {
             decisions: Vec::new(),
             frame_interval: Duration::from_nanos(1_000_000_000 / u64::from(e.fps.max(1))),
             reorder_frames: if e.b_frames > 0 { e.b_frames + 1 } else { 0 },
-            rate_bps: 0.0,
-            free_at: Duration::ZERO,
+            queued: 0,
         }
     }
 
@@ -141,45 +140,45 @@ impl LadderSource {
         self.ladder.spec.encoder.codec
     }
 
-    /// The rate the congestion controller allows now, bit/s on the wire.
+    /// The rate the congestion controller allows now, bit/s on the wire: the VBR controller
+    /// takes it with the sender's queue as last told.
     pub fn on_rate(&mut self, wire_bps: f64) {
-        if wire_bps.is_finite() && wire_bps > 0.0 {
-            self.rate_bps = wire_bps;
-        }
-        // The queue now, at the frame being made. A driver makes a frame when its first packet
-        // is nearly due, so while the queue is longer than its lookahead that frame is later
-        // than now and the queue counted is shorter (docs/cc.md: GOPs' rungs are picked then).
-        let now = self.frame_interval * self.next.saturating_sub(1) as u32;
-        self.vbr.on_rate(wire_bps, self.backlog_packets(now));
+        let backlog = if self.cfg.send_at_rate {
+            self.queued as f64
+        } else {
+            0.0
+        };
+        self.vbr.on_rate(wire_bps, backlog);
     }
 
-    /// Whether packets leave at the controller's rate (configured so, and a rate known).
-    fn paced_by_rate(&self) -> bool {
-        self.cfg.send_at_rate && self.rate_bps > 0.0
+    /// The packets waiting in the sender's queue (see [`RtpSource::note_queue`]).
+    pub fn on_queue(&mut self, packets: usize) {
+        self.queued = packets;
     }
 
-    /// When packet `i` of `n` of the frame made at `made`, `wire` bytes, is due; the sender
-    /// is then busy with it for its time at the controller's rate.
-    fn due(&mut self, made: Duration, (i, n): (usize, usize), wire: u64) -> Duration {
-        if !self.paced_by_rate() {
-            let spacing = self.frame_interval.as_nanos() as u64 / n.max(1) as u64;
-            return made + Duration::from_nanos(spacing * i as u64);
+    /// When packet `i` of `n` of the frame made at `made` is due: when it is made, at the
+    /// controller's rate (the sender session spaces them), else spread over the frame's
+    /// interval.
+    fn due(&self, made: Duration, (i, n): (usize, usize)) -> Duration {
+        if self.cfg.send_at_rate {
+            return made;
         }
-        let due = made.max(self.free_at);
-        self.free_at = due + Duration::from_secs_f64(wire as f64 * 8.0 / self.rate_bps);
-        due
+        let spacing = self.frame_interval.as_nanos() as u64 / n.max(1) as u64;
+        made + Duration::from_nanos(spacing * i as u64)
     }
 
-    /// Packets waiting in the sender's queue at `at`: its backlog at the controller's rate,
-    /// in packets of the largest size.
-    fn backlog_packets(&self, at: Duration) -> f64 {
-        if !self.paced_by_rate() {
-            return 0.0;
+    /// When its next packet is due, on the stream's timeline, at the controller's rate (its
+    /// frame's time); `None` at the end, and when spread over frames (the driver goes by
+    /// the last packet's due time).
+    fn next_due_in_stream(&self) -> Option<Duration> {
+        if !self.cfg.send_at_rate {
+            return None;
         }
-        let bytes = self.free_at.saturating_sub(at).as_secs_f64() * self.rate_bps / 8.0;
-        let largest =
-            self.cfg.payloader.max_payload as u64 + u64::from(self.cfg.overhead_per_packet);
-        bytes / largest.max(1) as f64
+        let p = match self.frame {
+            Some((p, n, i)) if i < n => p,
+            _ => self.next,
+        };
+        (p < self.ladder.frames()).then(|| self.frame_interval * p as u32)
     }
 
     /// The rung of each GOP sent so far, with the controller's figures.
@@ -213,7 +212,7 @@ impl LadderSource {
             let wire = o.payload_len as u64 + u64::from(self.cfg.overhead_per_packet);
             self.gop_bytes += wire;
             let made = self.frame_interval * p as u32;
-            let due = self.due(made, (i, n), wire);
+            let due = self.due(made, (i, n));
             self.frame = Some((p, n, i + 1));
             return Ok(Some(LadderPacket {
                 len: o.len,
@@ -329,6 +328,18 @@ impl RtpSource for LadderSource {
     /// Made as it is sent: the rung of each GOP follows the rate of its time.
     fn is_live(&self) -> bool {
         true
+    }
+
+    fn next_due(&self) -> Option<Timestamp> {
+        self.next_due_in_stream().map(|d| self.cfg.epoch + d)
+    }
+
+    fn leaves_at_rate(&self) -> bool {
+        self.cfg.send_at_rate
+    }
+
+    fn note_queue(&mut self, packets: usize) {
+        self.on_queue(packets);
     }
 }
 

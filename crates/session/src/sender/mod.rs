@@ -5,6 +5,7 @@
 //! the session decides when each packet leaves and counts what actually left, so that sender
 //! reports count real transmissions.
 
+mod at_rate;
 mod cbr;
 mod jobs;
 mod packetizer;

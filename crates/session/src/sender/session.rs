@@ -314,6 +314,8 @@ pub struct SenderSession {
     repair: Option<Box<super::resend::Resend>>,
     /// SMPTE 2022-1 FEC, if the stream sends it ([`SenderSession::with_fec`]).
     fec: Option<Box<crate::repair::FecEncoder>>,
+    /// Packets leave at the controller's rate ([`SenderSession::sending_at_rate`]).
+    at_rate: Option<super::at_rate::AtRate>,
 }
 
 #[derive(Default)]
@@ -361,7 +363,35 @@ impl SenderSession {
             feedback_unmatched: 0,
             repair: None,
             fec: None,
+            at_rate: None,
         }
+    }
+
+    /// The stream's packets are due when they were made and leave at the rate controller's
+    /// rate, each once the sender is free after the one before it (TFRC's and TFMCC's
+    /// senders: see `at_rate.rs`); what the rate does not carry waits in the queue. For a
+    /// source that says so ([`super::RtpSource::leaves_at_rate`]); `on` false: each packet
+    /// leaves at its due time.
+    pub fn sending_at_rate(mut self, on: bool) -> Self {
+        self.at_rate = on.then(super::at_rate::AtRate::default);
+        self
+    }
+
+    /// When the packet `q` at the head of the queue is due to leave: its due time, or while
+    /// sending at the rate, no sooner than the sender is free.
+    fn head_due(&self, q: &Queued) -> Timestamp {
+        self.at_rate.map_or(q.due, |a| a.release(q.due))
+    }
+
+    /// Packets made and due by `now` that have not left: the sender's queue, as a source
+    /// that scales its rate by it counts it (Evalvid-RA's VBR controller,
+    /// [`super::RtpSource::note_queue`]).
+    pub fn queued_due(&self, now: Timestamp) -> usize {
+        self.queue
+            .iter()
+            .take_while(|e| e.q.due <= now)
+            .map(|e| e.q.packets as usize)
+            .sum()
     }
 
     /// The stream answers receivers' NACKs with retransmissions (RFC 4585, RFC 4588): the
@@ -602,7 +632,8 @@ impl SenderSession {
             return None;
         };
         let was_stalled = self.pacing.in_stall();
-        let job = self.jobs.job_of(head.due);
+        let due = self.head_due(&head);
+        let job = self.jobs.job_of(due);
         let bytes = u64::from(head.wire_len);
         let decision = match (follows, self.last_dropped) {
             (false, _) => self.pacing.decide(now, job.release, bytes),
@@ -626,7 +657,7 @@ impl SenderSession {
         if self.jobs.on_done(job, now) {
             self.push_event(SessionEvent::DeadlineMissed { job, at: now });
         }
-        let (id, due) = (head.id, head.due);
+        let id = head.id;
         if !send {
             self.renumber = self.renumber.wrapping_add(head.packets);
             self.push_event(SessionEvent::Dropped { due, late });
@@ -639,6 +670,9 @@ impl SenderSession {
         self.reports
             .on_sent(u64::from(head.packets), u64::from(head.payload_len));
         self.controller.on_sent(now, u64::from(head.wire_len));
+        if let Some(a) = self.at_rate.as_mut() {
+            a.on_sent(due, head.wire_len, self.rate);
+        }
         if let Some(log) = self.send_log.as_mut() {
             let seq = head.seq.wrapping_sub(self.renumber as u16);
             log.record(now, seq, head.packets, head.wire_len);
@@ -721,13 +755,15 @@ impl SenderSession {
             // Dropped with its frame, at once.
             return Some(Timestamp::ZERO);
         }
-        let release = self.jobs.job_of(e.q.due).release;
+        let release = self.jobs.job_of(self.head_due(&e.q)).release;
         Some(self.head_wait.unwrap_or(release).max(release))
     }
 
     /// The job of the packet at the head of the queue.
     pub fn head_job(&self) -> Option<JobTimes> {
-        self.queue.front().map(|p| self.jobs.job_of(p.q.due))
+        self.queue
+            .front()
+            .map(|p| self.jobs.job_of(self.head_due(&p.q)))
     }
 
     /// The oldest event not yet polled (at most 256 wait; older ones are dropped and counted).

@@ -642,3 +642,44 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
     assert_eq!(repair_bytes, st.bytes);
     assert!(st.repairer.duplicate + st.repairer.over_budget + st.repairer.too_late > 90_000);
 }
+
+/// Sending at the controller's rate: a frame's packets, all due when it was made, leave one
+/// packet's time at the rate apart; a rate set meanwhile reaches the packets already queued;
+/// the queue the source is told counts what is due and has not left.
+#[test]
+fn at_the_controllers_rate_queued_packets_leave_at_the_rate_of_each_moment() {
+    let cc = Box::new(FixedRate::new(Bitrate::bps(1_000_000)));
+    let mut s = SenderSession::new(config(LatePolicy::CatchUp { factor: 2.0 }), ms(0), cc)
+        .sending_at_rate(true);
+    // Ten 1250-byte packets of one frame made at 0 ms, five of the next at 100 ms.
+    for k in 0..15u32 {
+        let due = if k < 10 { ms(0) } else { ms(100) };
+        let q = Queued { due, ..packet(k) };
+        s.handle_input(ms(0), Input::Packet(q)).unwrap();
+    }
+    assert_eq!(s.queued_due(ms(0)), 10, "the next frame is not due yet");
+    let mut sent = Vec::new();
+    let mut now = ms(0);
+    while let Some(t) = s.next_send() {
+        now = now.max(t);
+        if sent.len() == 5 && now >= ms(50) {
+            // Ten times the rate after 50 ms: the queue drains at 1 ms a packet.
+            s.handle_input(now, Input::SetRate(Bitrate::bps(10_000_000)))
+                .unwrap();
+        }
+        if let Some(Transmit::Send { due, late, .. }) = s.poll_transmit(now) {
+            assert_eq!(late, Duration::ZERO, "on time at the rate");
+            sent.push(due);
+        }
+    }
+    // 10 ms a packet at 1 Mbit/s, the first when made.
+    let first: Vec<_> = sent[..6].iter().map(|t| t.as_nanos() / 1_000_000).collect();
+    assert_eq!(first, [0, 10, 20, 30, 40, 50]);
+    // Then 1 ms a packet: the rise reached the packets made before it.
+    assert_eq!(sent[6].as_nanos() / 1_000_000, 51);
+    assert_eq!(sent[9].as_nanos() / 1_000_000, 54);
+    // The next frame leaves when it is made: the sender was free by then.
+    assert_eq!(sent[10].as_nanos() / 1_000_000, 100);
+    assert_eq!(sent[14].as_nanos() / 1_000_000, 104);
+    assert_eq!(s.queued_due(ms(200)), 0);
+}

@@ -93,6 +93,21 @@ pub trait RtpSource: Send {
         None
     }
 
+    /// Whether its packets are due when they are made and leave at the rate controller's
+    /// rate, queued behind it, as a rate-based transport sends what its application hands it
+    /// (Evalvid-RA's agents): the driver builds its session
+    /// [`sending_at_rate`](super::SenderSession::sending_at_rate).
+    fn leaves_at_rate(&self) -> bool {
+        false
+    }
+
+    /// The sender's queue now: packets made and due that have not left
+    /// ([`SenderSession::queued_due`](super::SenderSession::queued_due)). A driver tells it
+    /// just before each [`RtpSource::follow_rate`] or [`RtpSource::set_rate`] that a rate
+    /// controller's change causes, for a source that scales its rate by its queue
+    /// (Evalvid-RA's VBR controller).
+    fn note_queue(&mut self, _packets: usize) {}
+
     /// The driver is at `now` on the stream's timeline and the source is behind it: a live
     /// source skips what it could no longer deliver in time. Returns the frames skipped.
     fn catch_up_to(&mut self, _now: Duration) -> u64 {

@@ -68,6 +68,10 @@ pub struct ServerConfig {
     pub encode_budget: Option<f64>,
     /// What one encoder costs, CPUs, instead of measuring it (`encode_cost`).
     pub encode_cost: Option<f64>,
+    /// Each stream keeps when each of its packets left (Unix ns, at most
+    /// [`super::super::stream::SEND_TIMES_KEPT`]), for a caller that times the packets' way
+    /// itself where they carry no send-time stamp (the lab's emulator): off by default.
+    pub keep_send_times: bool,
 }
 
 /// The share of the producers' CPUs the encoders may take by default: the rest is for the
@@ -103,6 +107,7 @@ impl Default for ServerConfig {
             max_stream_bps: DEFAULT_MAX_STREAM_BPS,
             encode_budget: None,
             encode_cost: None,
+            keep_send_times: false,
         }
     }
 }

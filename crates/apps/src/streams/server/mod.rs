@@ -668,12 +668,12 @@ impl Inner {
             }
         }
         let now = self.clock.now();
-        let wire = {
+        let (wire, queued) = {
             let mut session = lock(&r.rt.session);
             let _ = session.handle_input(now, Input::SetRate(knob.limits.wire(ts_bps)));
-            session.target_rate()
+            (session.target_rate(), session.queued_due(now))
         };
-        knob.follow(wire);
+        knob.follow(wire, queued);
         Ok(status::stream_status(r, "running", &self.clock))
     }
 

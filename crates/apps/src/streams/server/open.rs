@@ -230,7 +230,8 @@ pub(super) fn open_stream(
         ring_slots,
     };
     let (session, rate) = plan.session(source.rate_range(), ts_bitrate, ceiling, shape);
-    let session = with_repairs(session, repair.as_ref(), &start, seed);
+    let session = with_repairs(session, repair.as_ref(), &start, seed)
+        .sending_at_rate(source.leaves_at_rate());
     let rt = Arc::new(
         StreamRt::new(
             id,
@@ -243,6 +244,7 @@ pub(super) fn open_stream(
             session,
         )
         .with_rate(rate)
+        .with_send_times(cfg.keep_send_times)
         .with_srtp(srtp(spec)?)
         .with_fec_outputs(fec_out),
     );
@@ -303,7 +305,7 @@ impl SessionPlan<'_> {
             // A source that follows a controller starts at its first rate (TFRC's one packet
             // a second), as in the simulator: the producer asks it before making the first
             // packet.
-            rate.follow(session.target_rate());
+            rate.follow(session.target_rate(), 0);
         }
         (session, rate)
     }

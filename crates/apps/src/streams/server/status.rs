@@ -74,6 +74,11 @@ pub struct StreamStatus {
     /// RTP bytes, to each destination) and `restarts` of the matrix; absent without FEC.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fec: Option<metronome_session::repair::FecSendCounters>,
+    /// When each packet left, if the server keeps them (`ServerConfig::keep_send_times`):
+    /// for the caller, not in the status document.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub send_times: Option<crate::streams::stream::SendTimes>,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
@@ -185,5 +190,6 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         receivers,
         repair,
         fec,
+        send_times: rt.send_times.clone(),
     }
 }

@@ -201,6 +201,7 @@ impl RtpFlow {
         if let Some(f) = cfg.fec {
             sender = sender.with_fec(f);
         }
+        sender = sender.sending_at_rate(source.leaves_at_rate());
         let receivers = (0..cfg.receivers.len())
             .map(|i| {
                 // Each receiver is its own RTP participant: its own SSRC and CNAME.
@@ -398,6 +399,7 @@ impl RtpFlow {
         use metronome_session::sender::SessionEvent;
         while let Some(e) = self.sender.poll_event() {
             if let SessionEvent::RateChanged { rate, .. } = e {
+                self.source.note_queue(self.sender.queued_due(now));
                 self.source.follow_rate(rate);
                 self.rate_trace.push((now, rate.as_bps()));
             }
@@ -697,6 +699,7 @@ impl Flow for RtpFlow {
         self.rate_trace.push((now, rate.as_bps()));
         if self.cfg.lookahead.is_some() {
             // A source that follows the controller starts at its first rate.
+            self.source.note_queue(self.sender.queued_due(now));
             self.source.follow_rate(rate);
         }
         let ep = self.membership_ep();
