@@ -8,22 +8,22 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 /// A bit rate: `5000000`, `500k`, `5M`, `5mbit`, `1.5M`, `1gbit`.
-pub fn parse_rate(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
     metronome_apps::streams::parse_bitrate(s)
 }
 
 /// An amount of memory: `512MiB`, `2GiB`.
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
     metronome_spec::stream::parse_bytes(s)
 }
 
 /// An address prefix: `10.1.0.0/16`, `239.1.2.3`, `fd00::/8`.
-pub fn parse_prefix(s: &str) -> Result<metronome_spec::prefix::IpPrefix, String> {
+pub(crate) fn parse_prefix(s: &str) -> Result<metronome_spec::prefix::IpPrefix, String> {
     s.parse()
 }
 
 /// A duration in seconds (`10`, `2.5`) or with a unit (`500ms`, `15ms`, `3s`, `250us`).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v >= 0.0 && v.is_finite() && v <= 1e7 => Ok(Duration::from_secs_f64(v)),
         Ok(_) => Err(format!("'{s}' is out of range")),
@@ -34,7 +34,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// What a stream does with packets later than the stall threshold: `catch-up` (at twice its
 /// rate), `catch-up=F` (at F times its rate, F > 1), `drop-late` (drop what is more than
 /// 10 ms late) or `drop-late=DURATION`.
-pub fn parse_late(s: &str) -> Result<LatePolicy, String> {
+pub(crate) fn parse_late(s: &str) -> Result<LatePolicy, String> {
     let (name, value) = match s.split_once('=') {
         Some((n, v)) => (n.trim(), Some(v.trim())),
         None => (s.trim(), None),
@@ -62,7 +62,7 @@ pub fn parse_late(s: &str) -> Result<LatePolicy, String> {
 }
 
 /// `WIDTHxHEIGHT`, both even.
-pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
+pub(crate) fn parse_size(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("'{s}' is not a frame size; write it like 640x360 (even numbers)");
     let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
     let (w, h): (u32, u32) = (w.parse().map_err(|_| bad())?, h.parse().map_err(|_| bad())?);
@@ -74,7 +74,7 @@ pub fn parse_size(s: &str) -> Result<(u32, u32), String> {
 
 /// Where the media comes from.
 #[derive(Args, Clone, Debug)]
-pub struct SourceArgs {
+pub(crate) struct SourceArgs {
     /// An MPEG-TS file to stream, timed by its PCRs. Without it, the built-in live test source.
     #[arg(short, long, value_name = "FILE")]
     pub input: Option<PathBuf>,
@@ -98,7 +98,7 @@ pub struct SourceArgs {
 impl SourceArgs {
     /// The built-in live test source as its defaults have it (640x360 at 30 frames/s), muxed
     /// at `mux_rate`: what the benchmarks stream.
-    pub fn test_pattern(mux_rate: u64) -> SourceArgs {
+    pub(crate) fn test_pattern(mux_rate: u64) -> SourceArgs {
         SourceArgs {
             input: None,
             looping: false,
@@ -109,7 +109,7 @@ impl SourceArgs {
         }
     }
 
-    pub fn open(&self) -> Result<Box<dyn TsSource>, MediaError> {
+    pub(crate) fn open(&self) -> Result<Box<dyn TsSource>, MediaError> {
         if let Some(path) = &self.input {
             return Ok(Box::new(TsFileSource::open(path, self.looping)?));
         }
@@ -135,13 +135,13 @@ impl SourceArgs {
 }
 
 /// The rate controllers' names, for `--cc` (the list `metronome_cc::ControllerKind` keeps).
-pub fn controller_names() -> clap::builder::PossibleValuesParser {
+pub(crate) fn controller_names() -> clap::builder::PossibleValuesParser {
     clap::builder::PossibleValuesParser::new(metronome_cc::ControllerKind::ALL.map(|k| k.name()))
 }
 
 /// `--stream name=cam1,destination=rtp://127.0.0.1:5004,bitrate=4mbit,period=15ms`: the keys of
 /// a `[[stream]]` table, as KEY=VALUE pairs separated by commas.
-pub fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
+pub(crate) fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
     let mut table = toml::Table::new();
     for pair in s.split(',').filter(|p| !p.trim().is_empty()) {
         let (k, v) = pair.split_once('=').ok_or_else(|| {

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Subcommand, Debug)]
-pub enum BenchCommand {
+pub(crate) enum BenchCommand {
     /// Send lateness and receiver jitter: the real-time pacer (auto, sleep-then-spin, busy-poll)
     /// against a plain sleep-per-packet sender, in the same run
     Pacing(PacingArgs),
@@ -54,7 +54,7 @@ pub enum BenchCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct PacingArgs {
+pub(crate) struct PacingArgs {
     /// How long each of the two runs streams
     #[arg(long, value_parser = parse_duration, default_value = "10s")]
     pub duration: Duration,
@@ -115,7 +115,10 @@ struct Ratios {
     interarrival_p999_excess: f64,
 }
 
-pub fn run(b: BenchCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(
+    b: BenchCommand,
+    stop: Arc<AtomicBool>,
+) -> Result<(), Box<dyn std::error::Error>> {
     match b {
         BenchCommand::Pacing(a) => pacing(a, stop),
         BenchCommand::Streams(a) => crate::bench_streams::run(a, stop),

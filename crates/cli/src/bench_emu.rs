@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct EmuArgs {
+pub(crate) struct EmuArgs {
     /// The link's rate
     #[arg(long, value_parser = parse_rate, default_value = "1gbit")]
     pub rate: u64,
@@ -247,7 +247,7 @@ fn kernel(a: &EmuArgs, secs: u64) -> Result<Case, String> {
     })
 }
 
-pub fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
     remove_stale();
     let secs = a.duration.as_secs().max(3);
     let watch = HostWatch::start();

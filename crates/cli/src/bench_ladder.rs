@@ -27,7 +27,7 @@ use std::path::Path;
 use std::process::Command;
 
 #[derive(Args, Debug)]
-pub struct LadderBenchArgs {
+pub(crate) struct LadderBenchArgs {
     /// Seconds of content in the ladder (the paper's clip: 73.4)
     #[arg(long, default_value_t = 73.4)]
     pub seconds: f64,
@@ -179,7 +179,7 @@ fn setup(a: &LadderBenchArgs) -> Result<Setup, String> {
     })
 }
 
-pub fn run(a: LadderBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: LadderBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("metronome-bench-ladder-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = setup(&a).and_then(|s| measure(&a, &s, &dir));

@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct Ns3Args {
+pub(crate) struct Ns3Args {
     /// How long the flows send, in each simulator (plus 2 s for packets in flight)
     #[arg(long, value_parser = crate::args::parse_duration, default_value = "73s")]
     pub media: Duration,
@@ -130,7 +130,7 @@ const CASES: [Case; 3] = [
 
 /// What one flow did in one simulator.
 #[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
-pub struct FlowFigures {
+pub(crate) struct FlowFigures {
     pub name: String,
     pub sent_packets: u64,
     pub received_packets: u64,
@@ -147,7 +147,7 @@ pub struct FlowFigures {
 
 /// One simulator's run of a case.
 #[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
-pub struct Side {
+pub(crate) struct Side {
     pub flows: Vec<FlowFigures>,
     pub events: u64,
     /// Wall-clock time of the simulation alone, µs.
@@ -156,7 +156,7 @@ pub struct Side {
 }
 
 #[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
-pub struct CaseResult {
+pub(crate) struct CaseResult {
     pub name: String,
     /// Whether the two must agree (the UDP case) and did; `None`: compared, not judged.
     pub agrees: Option<bool>,
@@ -169,7 +169,7 @@ pub struct CaseResult {
 }
 
 #[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
-pub struct Ns3Comparison {
+pub(crate) struct Ns3Comparison {
     pub ns3_version: String,
     pub media_us: f64,
     pub cases: Vec<CaseResult>,
@@ -187,7 +187,7 @@ pub(crate) struct Ns3Bench {
     host: Option<metronome_rt::host::HostLoad>,
 }
 
-pub fn run(a: Ns3Args, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: Ns3Args, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let watch = HostWatch::start();
     let comparison = compare(a.media, &stop)?;
     let bench = Ns3Bench {
@@ -219,7 +219,7 @@ pub fn run(a: Ns3Args, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::
 }
 
 /// Every case in both simulators.
-pub fn compare(media: Duration, stop: &AtomicBool) -> Result<Ns3Comparison, String> {
+pub(crate) fn compare(media: Duration, stop: &AtomicBool) -> Result<Ns3Comparison, String> {
     let program = build_program()?;
     let scratch = std::env::temp_dir().join(format!("metronome-bench-ns3-{}", std::process::id()));
     let cases = run_cases(&program, media, stop, &scratch);

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::Command;
 
 #[derive(Args, Debug)]
-pub struct QualityBenchArgs {
+pub(crate) struct QualityBenchArgs {
     /// Frames in the pair
     #[arg(long, default_value_t = 60)]
     pub frames: u32,
@@ -96,7 +96,7 @@ fn make_pair(dir: &Path, size: &str, frames: u32) -> Result<(), String> {
     ffmpeg(&["-i", &p("coded.avi"), "-pix_fmt", "yuv420p", &p("dec.y4m")])
 }
 
-pub fn run(a: QualityBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: QualityBenchArgs) -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("metronome-bench-quality-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = measure(&a, &dir);

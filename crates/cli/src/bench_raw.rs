@@ -29,7 +29,7 @@ use std::time::Duration;
 const ALL_CASES: &str = "720x576,176x144,1280x720,1920x1080";
 
 #[derive(Args, Debug)]
-pub struct RawArgs {
+pub(crate) struct RawArgs {
     /// How long each run streams
     #[arg(long, value_parser = parse_duration, default_value = "5s")]
     pub duration: Duration,
@@ -211,7 +211,7 @@ const NOTES: [&str; 4] = [
     "gstreamer (GStreamer to GStreamer): CPU per frame of both GStreamer processes; fakesink counts no frames; pps = packets per frame (from the observed run) x frames sent / sender run time",
 ];
 
-pub fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let mut cases = Vec::new();
     for name in &a.cases {
         let c = CASES

@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct SimArgs {
+pub(crate) struct SimArgs {
     /// Media time of the 45-receiver cases (the reference load and seed002-tcp)
     #[arg(long, value_parser = crate::args::parse_duration, default_value = "73s")]
     pub small_media: Duration,
@@ -348,7 +348,7 @@ fn run_cases(
     .collect()
 }
 
-pub fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::error::Error>> {
     let scratch = std::env::temp_dir().join(format!("metronome-bench-sim-{}", std::process::id()));
     let watch = HostWatch::start();
     // seed002-tcp as built in, for the small case's media time (73 s by default).

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct SrtArgs {
+pub(crate) struct SrtArgs {
     /// The stream's rate (the live test source's constant mux rate)
     #[arg(long, value_parser = parse_rate, default_value = "4M")]
     pub rate: u64,
@@ -634,7 +634,7 @@ fn srt_version() -> Result<String, String> {
         .unwrap_or_default())
 }
 
-pub fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     if a.duration > MAX_DURATION {
         return Err(format!(
             "--duration {:?} is longer than a case may run ({} s): give a shorter one",

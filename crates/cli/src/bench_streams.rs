@@ -23,7 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct StreamsArgs {
+pub(crate) struct StreamsArgs {
     /// Stream counts to run
     #[arg(long, value_delimiter = ',', default_value = "1,15,100,1000")]
     pub streams: Vec<usize>,
@@ -130,7 +130,7 @@ pub(crate) struct StreamsBench {
     versus_naive: Vec<Comparison>,
 }
 
-pub fn run(a: StreamsArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: StreamsArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join(format!("metronome-bench-streams-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let result = run_in(&a, &stop, &dir);

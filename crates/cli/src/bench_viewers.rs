@@ -20,7 +20,7 @@ use std::time::Duration;
 use crate::args::parse_duration;
 
 #[derive(Args, Debug)]
-pub struct ViewersArgs {
+pub(crate) struct ViewersArgs {
     /// Viewers of the shared encoder
     #[arg(long, default_value_t = 100)]
     pub viewers: usize,
@@ -78,7 +78,7 @@ pub(crate) struct ViewersBench {
     host: Option<metronome_rt::host::HostLoad>,
 }
 
-pub fn run(a: ViewersArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: ViewersArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let watch = HostWatch::start();
     let shared = mode(&a, "shared encoder", false, a.viewers, &stop)?;
     let per_session = mode(&a, "encoder per session", true, a.baseline_viewers, &stop)?;

@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a ladder's stream is without `--duration`.
-pub const DEFAULT_SECS: u64 = 30;
+pub(crate) const DEFAULT_SECS: u64 = 30;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CodecArg {
+pub(crate) enum CodecArg {
     /// MPEG-4 Part 2 at quantizer scales (seed 002's), RFC 6416
     Mpeg4,
     /// H.264 (x264) at fixed QPs, RFC 6184
@@ -30,7 +30,7 @@ pub enum CodecArg {
 
 /// `serve`'s options for a ladder's video.
 #[derive(Args, Clone, Debug, Default)]
-pub struct CodedArgs {
+pub(crate) struct CodedArgs {
     /// Send video as Evalvid-RA does instead of MPEG-TS: the content encoded once per
     /// quantizer (cached in ~/.cache/metronome/ladders), each GOP at the rung the VBR
     /// controller picks from --bitrate or the --cc target, frames as coded over RTP; --size
@@ -66,7 +66,7 @@ pub struct CodedArgs {
 }
 
 /// `A-B` (or `A,B`), the finer first.
-pub fn parse_quantizers(s: &str) -> Result<(u32, u32), String> {
+pub(crate) fn parse_quantizers(s: &str) -> Result<(u32, u32), String> {
     let bad = || format!("'{s}' is not a quantizer range; write it like 2-31");
     let (a, b) = s.split_once(['-', ',']).ok_or_else(bad)?;
     let (a, b): (u32, u32) = (
@@ -81,7 +81,7 @@ pub fn parse_quantizers(s: &str) -> Result<(u32, u32), String> {
 
 /// The stream `serve --codec` sends: the lab's flow, its SDP's format, and where its frames
 /// will be noted.
-pub struct CodedStream {
+pub(crate) struct CodedStream {
     pub source: ServedFlow,
     pub format: RtpFormat,
     pub frames: Arc<Mutex<Option<Frames>>>,
@@ -90,7 +90,7 @@ pub struct CodedStream {
 /// What the options ask for, as one of the lab's flows: `rate_bps` the most it may send (bit/s
 /// on the wire), starting at `start_bps`, for `duration`; the ladder is encoded (or read from
 /// the cache) now.
-pub fn open(
+pub(crate) fn open(
     c: &CodedArgs,
     codec: CodecArg,
     picture: (u32, u32, u32),

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// How long to stream
     #[arg(long, value_parser = parse_duration, default_value = "6s")]
     pub duration: Duration,
@@ -26,7 +26,7 @@ pub struct DemoArgs {
 }
 
 /// An even port whose pair (RTP, RTCP = port + 1) is free on `ip` right now.
-pub fn free_port_pair(ip: Ipv4Addr) -> std::io::Result<u16> {
+pub(crate) fn free_port_pair(ip: Ipv4Addr) -> std::io::Result<u16> {
     for _ in 0..64 {
         let probe = UdpSocket::bind((ip, 0))?;
         let p = probe.local_addr()?.port() & !1;
@@ -41,7 +41,7 @@ pub fn free_port_pair(ip: Ipv4Addr) -> std::io::Result<u16> {
     Err(std::io::Error::other("no free UDP port pair on loopback"))
 }
 
-pub fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let lo = Ipv4Addr::LOCALHOST;
     let uport = free_port_pair(lo)?;
     let mport = free_port_pair(lo)?;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 #[derive(Subcommand, Debug)]
-pub enum EmuCommand {
+pub(crate) enum EmuCommand {
     /// Relay UDP datagrams from --listen to --to through one emulated link (rate, queue,
     /// delay, jitter, loss), in real time, until Ctrl-C or --duration
     Relay(RelayArgs),
@@ -28,7 +28,7 @@ pub enum EmuCommand {
 // Doc comments here are `--help` text: `<pid>` is a placeholder, not HTML.
 #[allow(rustdoc::invalid_html_tags)]
 #[derive(Args, Debug)]
-pub struct PairArgs {
+pub(crate) struct PairArgs {
     /// The link from the first namespace to the second
     #[command(flatten)]
     pub link: LinkArgs,
@@ -44,7 +44,7 @@ pub struct PairArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct RelayArgs {
+pub(crate) struct RelayArgs {
     /// Where senders send to
     #[arg(long)]
     pub listen: SocketAddr,
@@ -63,7 +63,7 @@ pub struct RelayArgs {
 
 /// One direction of an emulated link.
 #[derive(Args, Debug)]
-pub struct LinkArgs {
+pub(crate) struct LinkArgs {
     /// Link rate (none: infinite)
     #[arg(long, value_parser = parse_rate)]
     pub rate: Option<u64>,
@@ -203,7 +203,10 @@ pub(crate) struct RelayReport {
     lateness: metronome_time::Summary,
 }
 
-pub fn run(cmd: EmuCommand, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(
+    cmd: EmuCommand,
+    stop: Arc<AtomicBool>,
+) -> Result<(), Box<dyn std::error::Error>> {
     let a = match cmd {
         EmuCommand::Relay(a) => a,
         EmuCommand::Pair(p) => return pair(p, stop),

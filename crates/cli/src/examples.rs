@@ -1,7 +1,7 @@
 //! The examples `--help` ends with, for the commands people start from. Each line fits 78
 //! columns, so that clap does not wrap a command on an 80-column terminal.
 
-pub const SERVE: &str = "\
+pub(crate) const SERVE: &str = "\
 Examples:
   # The built-in test source (H.264 in MPEG-TS, 5 Mbit/s) to this machine
   metronome serve rtp://127.0.0.1:5004
@@ -15,7 +15,7 @@ Examples:
   # Many streams under EDF with admission control, from a config file
   metronome serve --config streams.toml";
 
-pub const RECV: &str = "\
+pub(crate) const RECV: &str = "\
 Examples:
   # Measure what arrives for 10 s: loss, jitter, delay; a JSON summary
   metronome recv rtp://:5004 --duration 10 --json
@@ -24,7 +24,7 @@ Examples:
   # Join a group; keep what arrived and a per-packet trace
   metronome recv 'rtp://239.1.1.1:5004' --output got.ts --trace trace.csv";
 
-pub const LAB_RUN: &str = "\
+pub(crate) const LAB_RUN: &str = "\
 Examples:
   metronome lab list                          # the built-in scenarios
   metronome lab run seed001-udp               # → lab-results/seed001-udp/
@@ -32,7 +32,7 @@ Examples:
   metronome lab run my.toml --mode emu        # on real sockets (root)
   metronome lab run --resume lab-results/my   # finish a stopped run";
 
-pub const LAB_SLURM: &str = "\
+pub(crate) const LAB_SLURM: &str = "\
 Examples:
   # Write and submit an 8-task array and its merge into /shared/runs/a
   metronome lab slurm seed002-tcp --replicates 10 --shards 8 \\

@@ -17,7 +17,7 @@ const SAY_AFTER: Duration = Duration::from_secs(1);
 /// If `path` is a named pipe, waits until its writer has sent something; returns at once for
 /// anything else (the source's own open says what is wrong with it). Fails, with what to do,
 /// if `stop` is set or `limit` passes first, or if a writer came and went without a byte.
-pub fn wait_for_writer(
+pub(crate) fn wait_for_writer(
     path: &Path,
     stop: &AtomicBool,
     limit: Option<Duration>,

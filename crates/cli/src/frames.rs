@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
-pub struct FramesArgs {
+pub(crate) struct FramesArgs {
     /// The sender's frame trace: Metronome's CSV, or Evalvid's st (a .st file)
     pub sent: PathBuf,
     /// A receiver's packet trace: metronome recv --trace, Metronome's packet CSV, or Evalvid's
@@ -84,7 +84,7 @@ fn is_st(p: &Path) -> bool {
     p.extension().is_some_and(|e| e.eq_ignore_ascii_case("st"))
 }
 
-pub fn run(a: FramesArgs) -> Result<(), String> {
+pub(crate) fn run(a: FramesArgs) -> Result<(), String> {
     let sent = if is_st(&a.sent) {
         trace::read_st(open(&a.sent)?)
     } else {

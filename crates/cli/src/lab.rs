@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 #[derive(Subcommand, Debug)]
-pub enum LabCommand {
+pub(crate) enum LabCommand {
     /// Run a scenario (a TOML file, or a built-in name from `lab list`) in the simulator and
     /// write a results directory: summary.json, CSV traces, report.html
     #[command(after_help = crate::examples::LAB_RUN)]
@@ -38,7 +38,7 @@ pub enum LabCommand {
 }
 
 #[derive(Args, Debug)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// A scenario file (.toml) or a built-in scenario's name
     #[arg(required_unless_present = "resume")]
     pub scenario: Option<String>,
@@ -68,7 +68,7 @@ pub struct RunArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     /// Results directories (one run, or the shards of one sweep)
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
@@ -78,7 +78,7 @@ pub struct ReportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     pub a: PathBuf,
     pub b: PathBuf,
     /// Also write the comparison as an HTML page
@@ -103,7 +103,7 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 }
 
 /// `quiet` (the global -q): no progress bar and no summary table either.
-pub fn run(cmd: LabCommand, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
+pub(crate) fn run(cmd: LabCommand, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
     match cmd {
         LabCommand::Run(a) => run_scenario(a, stop, quiet),
         LabCommand::List => {

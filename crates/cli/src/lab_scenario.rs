@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// A scenario by file path or built-in name (a directory of the same name as a built-in,
 /// say a results directory `--out seed002-tcp` made, does not hide it).
-pub fn load(what: &str) -> Result<ScenarioFile, String> {
+pub(crate) fn load(what: &str) -> Result<ScenarioFile, String> {
     load_at(what, Path::new(what))
 }
 
@@ -38,7 +38,7 @@ fn load_at(what: &str, path: &Path) -> Result<ScenarioFile, String> {
     }
 }
 
-pub fn default_out(name: &str) -> PathBuf {
+pub(crate) fn default_out(name: &str) -> PathBuf {
     let base = Path::new("lab-results").join(name);
     if !base.exists() {
         return base;
@@ -51,7 +51,7 @@ pub fn default_out(name: &str) -> PathBuf {
 
 /// How a sweep runs, the same for `lab run` and for each task of `lab slurm`.
 #[derive(Args, Debug)]
-pub struct SweepArgs {
+pub(crate) struct SweepArgs {
     /// Replace the scenario's seed
     #[arg(long)]
     pub seed: Option<u64>,

@@ -9,7 +9,7 @@ use metronome_lab::run::Mode;
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct SlurmArgs {
+pub(crate) struct SlurmArgs {
     /// A scenario file (.toml) or a built-in scenario's name
     pub scenario: String,
     /// Tasks in the array: each runs one shard of the sweep
@@ -39,7 +39,7 @@ pub struct SlurmArgs {
     pub submit: bool,
 }
 
-pub fn write(a: SlurmArgs) -> Result<(), String> {
+pub(crate) fn write(a: SlurmArgs) -> Result<(), String> {
     let mut file = load(&a.scenario)?;
     if let Some(n) = a.sweep.replicates {
         file = file.with_replicates(n).map_err(|e| e.to_string())?;

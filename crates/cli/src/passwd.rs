@@ -7,7 +7,7 @@ use metronome_spec::rtsp_auth::DEFAULT_REALM;
 use std::io::{BufRead, IsTerminal, Write};
 
 #[derive(clap::Args, Debug)]
-pub struct PasswdArgs {
+pub(crate) struct PasswdArgs {
     /// The user's name (no ':', '"' or '\')
     pub name: String,
     /// The realm the hashes are made for: the config's `[rtsp_auth] realm`
@@ -18,7 +18,7 @@ pub struct PasswdArgs {
     pub mounts: Vec<String>,
 }
 
-pub fn run(a: PasswdArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: PasswdArgs) -> Result<(), Box<dyn std::error::Error>> {
     let bad = |c: char| c == ':' || c == '"' || c == '\\' || c.is_control();
     if a.name.is_empty() || a.name.contains(bad) || a.realm.is_empty() || a.realm.contains(bad) {
         return Err(

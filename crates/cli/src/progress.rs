@@ -6,7 +6,7 @@ use metronome_lab::run::clock;
 use metronome_rt::clock::mono_ns;
 
 /// Steps of a run, counted as they end.
-pub struct Progress {
+pub(crate) struct Progress {
     what: &'static str,
     total: usize,
     done: usize,
@@ -16,7 +16,7 @@ pub struct Progress {
 impl Progress {
     /// A run of `total` steps called `what` (`bench sim`), starting now; says so, with how long
     /// it should take if that is known.
-    pub fn start(what: &'static str, total: usize, expected_s: Option<f64>) -> Progress {
+    pub(crate) fn start(what: &'static str, total: usize, expected_s: Option<f64>) -> Progress {
         let about = expected_s.map_or(String::new(), |s| format!(", about {}", clock(s)));
         eprintln!("{what}: {total} steps{about}");
         Progress {
@@ -28,7 +28,7 @@ impl Progress {
     }
 
     /// Step `label` ended.
-    pub fn step(&mut self, label: &str) {
+    pub(crate) fn step(&mut self, label: &str) {
         self.done += 1;
         let elapsed = mono_ns().saturating_sub(self.start_ns) as f64 / 1e9;
         eprintln!("{}", self.line(label, elapsed));

@@ -12,7 +12,7 @@ use std::io::{BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct QualityArgs {
+pub(crate) struct QualityArgs {
     /// The reference video: .y4m (ffmpeg -f yuv4mpegpipe), or raw planar YUV with --size
     pub reference: PathBuf,
     /// The received (decoded) video, in the same format
@@ -92,7 +92,7 @@ fn csv_row(w: &mut impl Write, q: &FrameQuality) -> std::io::Result<()> {
 }
 
 /// Compares the two files; the run's figures.
-pub fn compare_files(
+pub(crate) fn compare_files(
     reference: &Path,
     received: &Path,
     raw: Option<Format>,
@@ -131,7 +131,7 @@ pub fn compare_files(
     Ok(run)
 }
 
-pub fn run(a: QualityArgs) -> Result<(), String> {
+pub(crate) fn run(a: QualityArgs) -> Result<(), String> {
     let threads = a
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));

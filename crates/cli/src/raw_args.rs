@@ -56,7 +56,7 @@ impl From<PacingArg> for SenderType {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum RawFormatArg {
+pub(crate) enum RawFormatArg {
     /// Planar 4:2:0 8-bit (ffmpeg's yuv420p)
     I420,
     /// Packed 4:2:2 8-bit (ffmpeg's uyvy422)
@@ -99,7 +99,7 @@ fn parse_packet_size(s: &str) -> Result<usize, String> {
 
 /// `serve --raw` options (the source's size, rate, input and loop come from `SourceArgs`).
 #[derive(Args, Clone, Debug)]
-pub struct RawServeArgs {
+pub(crate) struct RawServeArgs {
     /// Send uncompressed video (RFC 4175): the test pattern at --size and --fps, or -i FILE
     /// (.y4m; or headerless .yuv/.uyvy/.v210, or any name with --raw-format)
     #[arg(long, help_heading = "Raw video (--raw)")]
@@ -141,7 +141,7 @@ pub struct RawServeArgs {
 
 /// What a raw stream is, for `recv --raw` and `sdp --raw`.
 #[derive(Args, Clone, Debug)]
-pub struct RawStreamArgs {
+pub(crate) struct RawStreamArgs {
     /// Uncompressed video (RFC 4175) of --size, --fps, --sampling and --depth (an SDP file with
     /// `raw/90000` says all of it)
     #[arg(long, help_heading = "Raw video (--raw)")]
@@ -165,7 +165,7 @@ pub struct RawStreamArgs {
 }
 
 impl RawStreamArgs {
-    pub fn format(&self) -> Result<VideoFormat, BoxError> {
+    pub(crate) fn format(&self) -> Result<VideoFormat, BoxError> {
         let (w, h) = self.size.unwrap_or((640, 360));
         let (n, d) = self.fps.unwrap_or((30, 1));
         let sampling = self.sampling.map_or(Sampling::Ycbcr422, Sampling::from);
@@ -182,7 +182,7 @@ impl RawStreamArgs {
 
 /// `recv --raw` options.
 #[derive(Args, Clone, Debug)]
-pub struct RawRecvArgs {
+pub(crate) struct RawRecvArgs {
     #[command(flatten)]
     pub stream: RawStreamArgs,
     /// Stop once this many frames have ended (complete, partial or lost)
@@ -200,7 +200,7 @@ pub struct RawRecvArgs {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum RecvRt {
+pub(crate) enum RecvRt {
     Auto,
     Off,
 }

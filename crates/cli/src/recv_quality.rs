@@ -48,7 +48,7 @@ use std::io::{BufRead, Write};
 /// Packets held back to put reordered ones in sequence.
 const REORDER_WINDOW: usize = 128;
 /// Coded frames kept for the judgement at the end, bytes (about 15 minutes at 10 Mbit/s).
-pub const MAX_CODED_BYTES: usize = 1 << 30;
+pub(crate) const MAX_CODED_BYTES: usize = 1 << 30;
 /// Frames kept at most (a day at 60 fps is far beyond).
 const MAX_FRAMES: usize = 1 << 22;
 
@@ -61,7 +61,7 @@ struct Received {
 }
 
 /// Collects the live stream's frames (see the module's documentation).
-pub struct LiveViewer {
+pub(crate) struct LiveViewer {
     ssrc: Option<u32>,
     pending: BTreeMap<u64, Pending>,
     next_seq: Option<u64>,
@@ -108,7 +108,7 @@ impl Assembly {
 
 /// What the viewer counted while receiving.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-pub struct LiveCounts {
+pub(crate) struct LiveCounts {
     /// Packets of another SSRC than the first one seen (not judged).
     pub other_source_packets: u64,
     /// Packets that came after the reorder window had moved past them.
@@ -185,7 +185,7 @@ impl LiveViewer {
 
     /// A viewer of `codec` frames straight over RTP, `config` the SDP's (MPEG-4's VOL
     /// headers, H.264's parameter sets) if it gives one.
-    pub fn coded(codec: VideoCodec, config: Option<Vec<u8>>) -> Self {
+    pub(crate) fn coded(codec: VideoCodec, config: Option<Vec<u8>>) -> Self {
         LiveViewer::with(Assembly::Frames {
             depay: FrameDepayloader::new(codec),
             config,
@@ -341,7 +341,7 @@ fn unwrap_rtp(last: &mut Option<(u32, u64)>, ts: u32) -> u64 {
 
 /// How the frames are played out and placed.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct JudgeOptions {
+pub(crate) struct JudgeOptions {
     pub deadline_ns: Option<u64>,
     pub late: LateRule,
     /// Reference frames to skip before the first frame received.
@@ -350,7 +350,7 @@ pub struct JudgeOptions {
 
 /// The judgement of a live run: what `recv --json` adds as `quality`.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
-pub struct LiveQuality {
+pub(crate) struct LiveQuality {
     pub reference: String,
     /// Display slots judged (from the first frame received to the last, or the reference's end).
     pub frames: u64,
@@ -389,18 +389,18 @@ pub struct LiveQuality {
 }
 
 /// Per-frame CSV header (`--quality-frames`).
-pub const FRAMES_HEADER: &str = "frame,type,shown_frame,arrived,relative_delay_ns,cumulative_jitter_ns,missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
+pub(crate) const FRAMES_HEADER: &str = "frame,type,shown_frame,arrived,relative_delay_ns,cumulative_jitter_ns,missed_deadline,psnr_y_db,psnr_yuv_db,ssim,mos";
 
 /// Where the video as the viewer saw it goes: Y4M (the reference's format), or raw planar
 /// 4:2:0 (`.yuv`).
-pub struct ShownVideo<'a> {
+pub(crate) struct ShownVideo<'a> {
     pub out: &'a mut dyn Write,
     pub y4m: bool,
 }
 
 /// Judges what `viewer` collected against `reference` (read frame by frame); writes a CSV row
 /// per slot to `frames`, and every slot's picture to `shown`, if given.
-pub fn judge<'a, R: BufRead>(
+pub(crate) fn judge<'a, R: BufRead>(
     viewer: &mut LiveViewer,
     mut reference: Reader<R>,
     reference_name: &'a str,
@@ -717,7 +717,7 @@ enum Sink<'a> {
 }
 
 /// The judgement in words, for the terminal.
-pub fn human(q: &LiveQuality) -> String {
+pub(crate) fn human(q: &LiveQuality) -> String {
     if q.frames == 0 {
         return format!(
             "quality: no video frame was received to judge against {}{}\n",

@@ -7,31 +7,31 @@ use std::fmt::Write;
 use std::io::IsTerminal;
 
 /// A status line rewritten in place on a terminal; silent when stderr is not one.
-pub struct LiveLine {
+pub(crate) struct LiveLine {
     on: bool,
 }
 
 impl LiveLine {
-    pub fn new(wanted: bool) -> Self {
+    pub(crate) fn new(wanted: bool) -> Self {
         LiveLine {
             on: wanted && std::io::stderr().is_terminal(),
         }
     }
-    pub fn is_on(&self) -> bool {
+    pub(crate) fn is_on(&self) -> bool {
         self.on
     }
-    pub fn show(&self, line: &str) {
+    pub(crate) fn show(&self, line: &str) {
         if self.on {
             eprint!("\r\x1b[K{line}");
         }
     }
-    pub fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if self.on {
             eprintln!();
         }
     }
     /// Clears the status line so that a message can take its place.
-    pub fn finish_line(&self) {
+    pub(crate) fn finish_line(&self) {
         if self.on {
             eprint!("\r\x1b[K");
         }
@@ -47,7 +47,7 @@ impl LiveLine {
 /// 4: every duration in µs, run lengths and CPU times too (`duration_us`, `elapsed_us`,
 /// `cpu_us`, `process_cpu_us`, the interval's `start_us`/`end_us`, raw's `spread_us`).
 /// 5: every SSRC as 8 lowercase hex digits (`serve`'s `ssrc` and its receivers' were numbers).
-pub const SCHEMA_VERSION: u32 = 5;
+pub(crate) const SCHEMA_VERSION: u32 = 5;
 
 /// What run a document comes from: this binary's version, when it started (Unix ns), the
 /// host's name and the command line.
@@ -72,7 +72,7 @@ static STARTED_UNIX_NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
 
 /// Notes when the run started (call first thing in `main`).
 #[allow(clippy::disallowed_methods)] // describes the run in its JSON; no input to the engine
-pub fn mark_start() {
+pub(crate) fn mark_start() {
     let ns = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64);
@@ -89,7 +89,7 @@ fn host_name() -> String {
 /// or, with `--interval`, JSON lines (each interval, then the summary, one line each, as
 /// iperf3's `--json-stream`), so that `jq` reads stdout whole either way.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     Human,
     Json,
     JsonLines,
@@ -97,7 +97,7 @@ pub enum Output {
 
 impl Output {
     /// From `--json` and whether `--interval` was given.
-    pub fn of(json: bool, intervals: bool) -> Output {
+    pub(crate) fn of(json: bool, intervals: bool) -> Output {
         match (json, intervals) {
             (false, _) => Output::Human,
             (true, false) => Output::Json,
@@ -107,7 +107,7 @@ impl Output {
 }
 
 /// `value` as pretty JSON, with the schema version as its first field and the run header.
-pub fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
+pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
     serde_json::to_string_pretty(&versioned(value))
 }
 
@@ -128,7 +128,7 @@ fn versioned<T: Serialize>(value: &T) -> Versioned<'_, T> {
 /// schema version, the interval, then the command's figures (`metronome schema recv-interval`,
 /// `serve-interval`).
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct IntervalLine<F> {
+pub(crate) struct IntervalLine<F> {
     pub schema_version: u32,
     pub interval: Span,
     #[serde(flatten)]
@@ -137,14 +137,14 @@ pub struct IntervalLine<F> {
 
 /// An interval of a run, from its start.
 #[derive(Serialize, schemars::JsonSchema)]
-pub struct Span {
+pub(crate) struct Span {
     pub start_us: i64,
     pub end_us: i64,
 }
 
 /// One interval's figures (`--interval`), as iperf3 prints its intervals: an
 /// [`IntervalLine`], or with [`Output::Human`] a line of text of the same figures.
-pub fn interval_line<F: Serialize>(out: Output, start_s: f64, end_s: f64, figures: F) {
+pub(crate) fn interval_line<F: Serialize>(out: Output, start_s: f64, end_s: f64, figures: F) {
     use std::io::Write as _;
     let line = if out == Output::Human {
         let figures = serde_json::to_value(&figures).unwrap_or_default();
@@ -198,7 +198,7 @@ fn human_figures(f: &serde_json::Value) -> String {
 }
 
 /// Prints a run's outcome: the human summary, pretty JSON, or one JSON line.
-pub fn print_outcome<T: Serialize>(
+pub(crate) fn print_outcome<T: Serialize>(
     out: Output,
     outcome: &T,
     human: impl Fn(&T) -> String,
@@ -211,7 +211,7 @@ pub fn print_outcome<T: Serialize>(
     Ok(())
 }
 
-pub fn sender_status(s: &SenderStatus) -> String {
+pub(crate) fn sender_status(s: &SenderStatus) -> String {
     let rate = if s.elapsed.as_secs_f64() > 0.0 {
         s.bytes as f64 * 8.0 / s.elapsed.as_secs_f64() / 1e6
     } else {
@@ -242,7 +242,7 @@ pub fn sender_status(s: &SenderStatus) -> String {
     line
 }
 
-pub fn sender_summary(o: &SenderOutcome) -> String {
+pub(crate) fn sender_summary(o: &SenderOutcome) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "sender: {}", o.source);
     let _ = writeln!(s, "  to {}", o.destinations.join(", "));
@@ -293,7 +293,7 @@ pub fn sender_summary(o: &SenderOutcome) -> String {
 }
 
 /// What one receiver's RTCP reports said about a stream we send, on one line.
-pub fn receiver_line(r: &metronome_session::sender::ReceiverView) -> String {
+pub(crate) fn receiver_line(r: &metronome_session::sender::ReceiverView) -> String {
     format!(
         "receiver {:08x} ({}) at {}: loss {:.2}% (cumulative {}), jitter {:.3} ms, rtt {}",
         r.ssrc,
@@ -308,7 +308,7 @@ pub fn receiver_line(r: &metronome_session::sender::ReceiverView) -> String {
     )
 }
 
-pub fn receiver_summary(o: &ReceiverOutcome) -> String {
+pub(crate) fn receiver_summary(o: &ReceiverOutcome) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -362,7 +362,7 @@ pub fn receiver_summary(o: &ReceiverOutcome) -> String {
 }
 
 /// A socket buffer the kernel granted smaller than asked: what to do about it, on stderr.
-pub fn warn_buffer(b: &metronome_apps::raw::BufferInfo) {
+pub(crate) fn warn_buffer(b: &metronome_apps::raw::BufferInfo) {
     if let Some(advice) = &b.advice {
         eprintln!("metronome: warning: {advice}");
     }

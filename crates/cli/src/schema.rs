@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde_json::Value;
 
 /// The documents that have a schema: name, what prints it, and how its schema is made.
-pub const DOCUMENTS: &[(&str, &str, Schema)] = &[
+pub(crate) const DOCUMENTS: &[(&str, &str, Schema)] = &[
     (
         "recv",
         "metronome recv --json: what the receiver measured (the last line with --interval)",
@@ -147,7 +147,7 @@ fn openapi_text() -> String {
 type Schema = fn(&str, &str) -> Value;
 
 /// The schema of document `name` (one of [`DOCUMENTS`]).
-pub fn named(name: &str) -> Option<Value> {
+pub(crate) fn named(name: &str) -> Option<Value> {
     let (_, what, schema) = DOCUMENTS.iter().find(|(n, _, _)| *n == name)?;
     Some(schema(name, what))
 }
@@ -175,7 +175,7 @@ fn line<T: JsonSchema>(name: &str, what: &str) -> Value {
 }
 
 /// `metronome schema [NAME]`: the schema, or the list of documents.
-pub fn run(name: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(name: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
     let Some(name) = name else {
         for (n, what, _) in DOCUMENTS {
             println!("{n:<8} {what}");

@@ -17,7 +17,7 @@ use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
-pub struct SdpArgs {
+pub(crate) struct SdpArgs {
     /// The stream's name, as declared in --config or --stream (with --raw: the destination,
     /// rtp://HOST:PORT)
     #[arg(value_name = "NAME")]
@@ -35,7 +35,7 @@ pub struct SdpArgs {
     pub raw: RawStreamArgs,
 }
 
-pub fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
     if a.raw.raw {
         return print_sdp(&a);
     }
@@ -76,7 +76,7 @@ pub fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Writes `DIR/NAME.sdp` (and `NAME-2.sdp`… for further destinations); returns the paths.
-pub fn write_files(spec: &StreamSpec, dir: &Path) -> Result<Vec<PathBuf>, String> {
+pub(crate) fn write_files(spec: &StreamSpec, dir: &Path) -> Result<Vec<PathBuf>, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let mut paths = Vec::new();
     for (i, (_, text)) in sdps_of(spec)?.into_iter().enumerate() {
@@ -120,7 +120,7 @@ pub(crate) fn origin_for(dest: &RtpUrl) -> IpAddr {
 }
 
 /// `metronome sdp --raw rtp://HOST:PORT …`: NAME is the destination.
-pub fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
+pub(crate) fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
     let dest = RtpUrl::parse_destination(&a.name)
         .map_err(|e| format!("with --raw, give the destination (rtp://HOST:PORT): {e}"))?;
     let st = &a.raw;
@@ -139,7 +139,7 @@ fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
 
 /// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the
 /// ST 2110-21 sender type (`TP=`) when the model is one.
-pub fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String {
+pub(crate) fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String {
     let media = metronome_apps::raw::sdp_media(format, model, dest.addr.port());
     let mut s = SessionDescription::new(origin_for(dest), 1, "metronome raw video");
     s.connection = Some(Connection::new(

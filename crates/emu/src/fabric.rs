@@ -47,7 +47,9 @@ pub struct Datagram {
 /// links), and where they go.
 #[derive(Clone, Debug)]
 pub struct Route {
+    /// Where its packets come in and go out.
     pub ends: Ends,
+    /// The links they cross, in order (indices into the fabric's links).
     pub links: Vec<usize>,
 }
 
@@ -57,12 +59,19 @@ pub enum Ends {
     /// UDP datagrams sent to `listen` (port 0: any free port, see [`Fabric::input_addr`]),
     /// sent on to `dest`. On the wire each is 28 bytes (IPv4, UDP) longer than its payload.
     Udp {
+        /// The address the fabric receives the route's datagrams on.
         listen: SocketAddr,
+        /// Where it sends them after the last link.
         dest: SocketAddr,
     },
     /// IP packets read from one TUN device and written to another (network-namespace mode:
     /// the kernels on both sides send and receive them as they are).
-    Tun { from: Arc<File>, to: Arc<File> },
+    Tun {
+        /// The sending host's TUN device.
+        from: Arc<File>,
+        /// The receiving host's TUN device.
+        to: Arc<File>,
+    },
 }
 
 impl Route {
@@ -82,15 +91,20 @@ impl Route {
 /// they part, as a multicast router does.
 #[derive(Clone, Debug, Default)]
 pub struct HostNet {
+    /// Each host's TUN device, by host index.
     pub devices: Vec<Arc<File>>,
+    /// Every (sending host, destination) the topology routes.
     pub paths: Vec<HostPath>,
 }
 
 /// Where the IPv4 packets host `from` sends to `dst` go: `(host, links)` for each receiver.
 #[derive(Clone, Debug)]
 pub struct HostPath {
+    /// The sending host.
     pub from: usize,
+    /// The destination address (a host's, or a multicast group's).
     pub dst: Ipv4Addr,
+    /// Each receiving host with the links its copy crosses, in order.
     pub to: Vec<(usize, Vec<usize>)>,
 }
 
@@ -188,15 +202,20 @@ impl Source {
 /// One datagram as it entered the fabric: the model's input, to replay it in virtual time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Input {
+    /// The route it came in on (its index in the fabric).
     pub route: u32,
+    /// When it came in, on the fabric's clock.
     pub at: Timestamp,
+    /// Its length, bytes (the UDP payload, or the whole IP packet from a TUN device).
     pub len: usize,
+    /// Its first 16 bytes (zero-filled if shorter), to tell datagrams apart in a replay.
     pub head: [u8; 16],
 }
 
 /// What the fabric did.
 #[derive(Clone, Debug, Default)]
 pub struct FabricStats {
+    /// Datagrams read from the routes' inputs.
     pub received: u64,
     /// Copies written out (a multicast datagram counts once per receiver).
     pub delivered: u64,
@@ -209,6 +228,7 @@ pub struct FabricStats {
     pub unroutable: u64,
     /// Datagrams the input sockets dropped for lack of buffer (SO_RXQ_OVFL), summed.
     pub socket_drops: u64,
+    /// Writes out of the fabric that failed (counted, the datagram dropped).
     pub send_errors: u64,
     /// Every datagram as it entered (only with [`Fabric::record_inputs`]).
     pub inputs: Vec<Input>,
@@ -224,6 +244,8 @@ pub struct FabricStats {
     pub thread: String,
 }
 
+/// The emulated network: its links, the inputs it reads, the trees datagrams follow and the
+/// outputs they leave by, run by one thread (see the module).
 pub struct Fabric {
     links: Vec<Link<Datagram>>,
     inputs: Vec<Source>,

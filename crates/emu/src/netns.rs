@@ -77,9 +77,13 @@ const PREFIX: &str = "mt";
 /// One host: its name (the scenario's), its namespace, address and TUN device.
 #[derive(Debug)]
 pub struct Host {
+    /// The scenario's name for it.
     pub name: String,
+    /// Its network namespace's name.
     pub ns: String,
+    /// Its address on its TUN device.
     pub addr: Ipv4Addr,
+    /// Its TUN device, opened in the emulator's namespace: what it sends is read here.
     pub tun: Arc<File>,
 }
 
@@ -147,6 +151,7 @@ impl Hosts {
         Ok(hosts)
     }
 
+    /// The hosts, in the order they were made.
     pub fn hosts(&self) -> &[Host] {
         &self.hosts
     }
@@ -199,11 +204,17 @@ fn enter_and_run<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> io::Result<
 
 /// Two namespaces joined by the emulator: hosts `a` and `b`.
 pub struct NetnsPair {
+    /// Host `a`'s namespace.
     pub a: String,
+    /// Host `b`'s namespace.
     pub b: String,
+    /// Host `a`'s address.
     pub addr_a: Ipv4Addr,
+    /// Host `b`'s address.
     pub addr_b: Ipv4Addr,
+    /// Host `a`'s TUN device.
     pub tun_a: Arc<File>,
+    /// Host `b`'s TUN device.
     pub tun_b: Arc<File>,
     hosts: Hosts,
 }

@@ -18,9 +18,13 @@ pub use crate::fabric::Input;
 /// Where the relay listens, where it sends, and the link between.
 #[derive(Clone, Debug)]
 pub struct RelayConfig {
+    /// Where it receives the datagrams it relays.
     pub listen: SocketAddr,
+    /// Where it sends them after the link.
     pub forward: SocketAddr,
+    /// The link between: rate, delay, loss, queue.
     pub link: LinkConfig,
+    /// The seed of the link's loss (the same seed loses the same datagrams).
     pub seed: u64,
     /// Datagrams held at most; beyond it, dropped and counted.
     pub max_in_flight: usize,
@@ -29,6 +33,8 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
+    /// A relay from `listen` to `forward` over `link`, seed 1, holding at most 100,000
+    /// datagrams, recording nothing.
     pub fn new(listen: SocketAddr, forward: SocketAddr, link: LinkConfig) -> Self {
         RelayConfig {
             listen,
@@ -44,18 +50,25 @@ impl RelayConfig {
 /// What the relay did.
 #[derive(Clone, Debug, Default)]
 pub struct RelayStats {
+    /// Datagrams received.
     pub received: u64,
+    /// Datagrams sent on.
     pub forwarded: u64,
     /// Dropped by the model's loss.
     pub lost: u64,
     /// Dropped by the model's queue (or netem's limit).
     pub dropped_queue: u64,
+    /// Dropped because the relay held `max_in_flight` datagrams.
     pub overflow: u64,
+    /// Arrived longer than the largest UDP payload (not forwarded).
     pub truncated: u64,
+    /// Dropped by the input socket for lack of buffer (SO_RXQ_OVFL).
     pub socket_drops: u64,
+    /// Sends that failed (counted, the datagram dropped).
     pub send_errors: u64,
     /// How late each datagram left against the model's delivery time, ns.
     pub lateness: metronome_time::Distribution,
+    /// Every datagram as it arrived (only with `record_inputs`).
     pub inputs: Vec<Input>,
 }
 
@@ -83,6 +96,7 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// Binds the relay's socket and builds its link, ready to run.
     pub fn open(cfg: RelayConfig) -> Result<Relay, UdpError> {
         let route = Route::udp(cfg.listen, vec![0], cfg.forward);
         let link = Link::new(cfg.link, cfg.seed);

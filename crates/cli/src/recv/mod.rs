@@ -41,7 +41,7 @@ type BoxError = Box<dyn std::error::Error>;
 // Doc comments here are `--help` text: `[USER:PASSWORD@]` is a URL's syntax, not a link.
 #[allow(rustdoc::broken_intra_doc_links)]
 #[derive(Args, Debug)]
-pub struct RecvArgs {
+pub(crate) struct RecvArgs {
     /// What to receive: rtp://:PORT, rtp://ADDR:PORT, rtp://GROUP:PORT?iface=ADDR (multicast),
     /// an SDP file (FILE.sdp), or an RTSP URL (rtsp://[USER:PASSWORD@]HOST:PORT/PATH, or
     /// rtsps:// over TLS)
@@ -155,13 +155,13 @@ impl From<LateFrames> for LateRule {
 type Viewer = Option<Arc<std::sync::Mutex<LiveViewer>>>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum RtspTransport {
+pub(crate) enum RtspTransport {
     Udp,
     Tcp,
     Multicast,
 }
 
-pub fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+pub(crate) fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     let scheme = a.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     if matches!(scheme.as_deref(), Some("rtsp" | "rtsps")) {
         return run_rtsp(&a, &stop);

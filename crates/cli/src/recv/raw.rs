@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 type BoxError = Box<dyn std::error::Error>;
 
 /// `recv --raw rtp://…`.
-pub fn recv_url(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
+pub(super) fn recv_url(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
     let source = RtpUrl::parse_source(&a.url)?;
     let st = &a.raw.stream;
     let mut cfg = RawReceiverConfig::new(source, st.format()?);
@@ -26,12 +26,12 @@ pub fn recv_url(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
 }
 
 /// Whether an SDP media is RFC 4175 raw video.
-pub fn is_raw_media(m: &MediaDescription) -> bool {
+pub(super) fn is_raw_media(m: &MediaDescription) -> bool {
     m.encoding.eq_ignore_ascii_case("raw")
 }
 
 /// `recv FILE.sdp` of raw video: the format from its fmtp, the sender type from `TP=`.
-pub fn recv_sdp(
+pub(super) fn recv_sdp(
     a: &RecvArgs,
     source: RtpUrl,
     m: &MediaDescription,

@@ -61,7 +61,7 @@ impl From<WaitChoiceArg> for WaitPolicy {
 }
 
 #[derive(Args, Clone, Debug)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Destinations: rtp://HOST:PORT, or rtp://GROUP:PORT?ttl=1&iface=ADDR for multicast
     #[arg(value_name = "URL", default_value = "rtp://127.0.0.1:5004")]
     pub destinations: Vec<String>,
@@ -262,7 +262,7 @@ pub struct ServeArgs {
     pub raw: crate::raw_args::RawServeArgs,
 }
 
-pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
+pub(crate) fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
     match c {
         RtChoice::Auto => RtPolicy::Auto,
         RtChoice::Fifo => RtPolicy::Fifo {
@@ -280,7 +280,7 @@ pub fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
 }
 
 /// A seed from the clock and the process id, for runs that do not give one.
-pub fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     let t = metronome_rt::clock::realtime_ns();
     t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15
 }
@@ -288,7 +288,7 @@ pub fn fresh_seed() -> u64 {
 impl ServeArgs {
     /// The RTSP service's settings from the `--rtsp-*` options (merged with the config file,
     /// [`ServeArgs::with_file`]) and the file's users, serving on `addr`.
-    pub fn rtsp_config(
+    pub(crate) fn rtsp_config(
         &self,
         addr: SocketAddr,
         file: &metronome_spec::config::ServeConfig,
@@ -318,7 +318,7 @@ impl ServeArgs {
     /// command line over the file, the file over the defaults. Every setting of the file but
     /// its streams and `[rtsp_auth]` (which a reload applies, serve/reload.rs) is read here,
     /// once, at the start.
-    pub fn with_file(mut self, file: &metronome_spec::config::ServeConfig) -> Self {
+    pub(crate) fn with_file(mut self, file: &metronome_spec::config::ServeConfig) -> Self {
         self.control = self.control.or(file.control);
         self.rtsp = self.rtsp.or(file.rtsp);
         self.sched = self.sched.or(file.sched);
@@ -360,7 +360,7 @@ impl From<RtChoice> for CoreRt {
 }
 
 /// The sender's configuration.
-pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
+pub(crate) fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     let seed = a.seed.unwrap_or_else(fresh_seed);
     let mut cfg = SenderConfig::new(destinations, (seed ^ (seed >> 29)) as u32, seed);
     cfg.rt = a.rt.into();
@@ -380,7 +380,7 @@ pub fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     cfg
 }
 
-pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(input) = &a.source.input {
         // A named pipe: its writer is waited for where a stop and --duration can end the wait.
         crate::fifo::wait_for_writer(input, &stop, a.duration)?;

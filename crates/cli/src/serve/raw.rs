@@ -30,7 +30,7 @@ use std::time::Duration;
 
 type BoxError = Box<dyn std::error::Error>;
 
-pub fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     let file = raw_config(&a)?;
     let a = a.with_file(&file);
     if a.rtsp.is_some() {

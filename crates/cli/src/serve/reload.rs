@@ -30,7 +30,7 @@ extern "C" fn on_sighup(_: libc::c_int) {
 }
 
 /// From now on SIGHUP asks for a reload instead of stopping the server.
-pub fn catch_sighup() -> std::io::Result<()> {
+pub(super) fn catch_sighup() -> std::io::Result<()> {
     // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which is
     // async-signal-safe; SA_RESTART keeps interrupted system calls going.
     unsafe {
@@ -46,12 +46,12 @@ pub fn catch_sighup() -> std::io::Result<()> {
 }
 
 /// Whether a SIGHUP came since the last call.
-pub fn requested() -> bool {
+pub(super) fn requested() -> bool {
     RELOAD.swap(false, Ordering::SeqCst)
 }
 
 /// The config as last applied, and what it takes to apply the next.
-pub struct Reloader {
+pub(super) struct Reloader {
     path: PathBuf,
     current: ServeConfig,
     /// The `--stream` arguments' streams: mounts too, never reloaded.
@@ -66,7 +66,7 @@ impl Reloader {
     /// The reloader of `a.config`, which `file` was read from (SIGHUP is caught already,
     /// [`catch_sighup`]). `None` without one.
     /// `running`: the declared streams started (those of the file are kept).
-    pub fn for_config(
+    pub(super) fn for_config(
         a: &ServeArgs,
         file: ServeConfig,
         from_args: Vec<StreamSpec>,
@@ -90,7 +90,12 @@ impl Reloader {
 
     /// Reads the file again and applies what changed; every change and every refusal is said
     /// on stderr.
-    pub fn reload(&mut self, server: &StreamServer, rtsp: Option<&RtspService>, a: &ServeArgs) {
+    pub(super) fn reload(
+        &mut self,
+        server: &StreamServer,
+        rtsp: Option<&RtspService>,
+        a: &ServeArgs,
+    ) {
         let shown = self.path.display().to_string();
         let new = match config::load(&self.path) {
             Ok(c) => c,

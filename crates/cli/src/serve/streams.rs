@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Whether the arguments ask for the multi-stream server rather than one paced stream.
-pub fn wanted(a: &ServeArgs) -> bool {
+pub(super) fn wanted(a: &ServeArgs) -> bool {
     a.config.is_some()
         || !a.stream.is_empty()
         || a.sched.is_some()
@@ -62,7 +62,7 @@ fn load_config(a: &ServeArgs) -> Result<ServeConfig, Box<dyn std::error::Error>>
     Ok(file)
 }
 
-pub fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(super) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let file = load_config(&a)?;
     let a = a.with_file(&file);
     let mut specs = file.streams.clone();

@@ -12,14 +12,14 @@ use std::sync::mpsc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-pub fn bin() -> Command {
+pub(crate) fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_metronome"))
 }
 
 /// The wall clock of the test harness: it bounds child processes, and nothing measured here is
 /// timed with it (clippy.toml forbids `Instant::now` in the crates' code).
 #[allow(clippy::disallowed_methods)]
-pub fn now() -> Instant {
+pub(crate) fn now() -> Instant {
     Instant::now()
 }
 
@@ -28,7 +28,7 @@ pub fn now() -> Instant {
 /// hold a previous run's files: a stale `got.raw` of full length once made a test stop
 /// GStreamer after its first frame.
 #[allow(clippy::disallowed_methods)]
-pub fn run_id() -> &'static str {
+pub(crate) fn run_id() -> &'static str {
     static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     ID.get_or_init(|| {
         let t = std::time::SystemTime::now()
@@ -44,7 +44,7 @@ pub fn run_id() -> &'static str {
 /// A program running in the background, stdin closed, its stdout and stderr collected (and
 /// each line also passed on as it comes, for [`Running::wait_for`]). Killed if dropped while
 /// still running, so a failing test leaves no child behind.
-pub struct Running {
+pub(crate) struct Running {
     what: String,
     child: Child,
     lines: mpsc::Receiver<String>,
@@ -56,7 +56,7 @@ pub struct Running {
 }
 
 /// What a program did.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// The command line.
     pub what: String,
     /// `None`: killed at its time limit.
@@ -91,7 +91,7 @@ fn collect(from: impl Read + Send + 'static, lines: mpsc::Sender<String>) -> Joi
 
 impl Running {
     /// Starts `cmd` with stdin closed and stdout and stderr collected.
-    pub fn spawn(cmd: &mut Command) -> Running {
+    pub(crate) fn spawn(cmd: &mut Command) -> Running {
         let what = format!("{cmd:?}");
         let mut child = cmd
             .stdin(Stdio::null())
@@ -115,7 +115,7 @@ impl Running {
 
     /// Waits for a line of output (stdout or stderr) containing `what`; panics with the output
     /// so far if none comes within `limit` or the program closes its output first.
-    pub fn wait_for(&mut self, what: &str, limit: Duration) {
+    pub(crate) fn wait_for(&mut self, what: &str, limit: Duration) {
         let deadline = now() + limit;
         loop {
             let left = deadline.saturating_duration_since(now());
@@ -137,23 +137,23 @@ impl Running {
     }
 
     /// The lines [`wait_for`](Self::wait_for) has read so far.
-    pub fn seen(&self) -> &[String] {
+    pub(crate) fn seen(&self) -> &[String] {
         &self.seen
     }
 
     /// Whether it has exited.
-    pub fn has_exited(&mut self) -> bool {
+    pub(crate) fn has_exited(&mut self) -> bool {
         self.child.try_wait().ok().flatten().is_some()
     }
 
     /// Interrupts it as Ctrl-C does.
-    pub fn interrupt(&self) {
+    pub(crate) fn interrupt(&self) {
         self.signal(libc::SIGINT);
     }
 
     /// Sends it `signal` (SIGTERM, SIGSTOP, SIGCONT, ...). Its pid is still its own: only
     /// this `Running` reaps it.
-    pub fn signal(&self, signal: libc::c_int) {
+    pub(crate) fn signal(&self, signal: libc::c_int) {
         // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
         let r = unsafe { libc::kill(self.child.id() as i32, signal) };
         let e = std::io::Error::last_os_error();
@@ -163,12 +163,12 @@ impl Running {
     }
 
     /// Its process id (for /proc).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Lets it end on its own for `grace`, then interrupts it as Ctrl-C does.
-    pub fn interrupt_after(&mut self, grace: Duration) {
+    pub(crate) fn interrupt_after(&mut self, grace: Duration) {
         let deadline = now() + grace;
         while now() < deadline {
             if self.has_exited() {
@@ -180,7 +180,7 @@ impl Running {
     }
 
     /// Waits until it exits or `deadline` passes (then kills it), and collects its output.
-    pub fn finish(mut self, deadline: Instant) -> Outcome {
+    pub(crate) fn finish(mut self, deadline: Instant) -> Outcome {
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break Some(status),
@@ -205,7 +205,7 @@ impl Running {
     }
 
     /// [`finish`](Self::finish) with a deadline `limit` from now.
-    pub fn finish_within(self, limit: Duration) -> Outcome {
+    pub(crate) fn finish_within(self, limit: Duration) -> Outcome {
         self.finish(now() + limit)
     }
 }
@@ -220,7 +220,7 @@ impl Drop for Running {
 }
 
 /// Runs `cmd` to its end, or kills it after `limit`.
-pub fn run(cmd: &mut Command, limit: Duration) -> Outcome {
+pub(crate) fn run(cmd: &mut Command, limit: Duration) -> Outcome {
     Running::spawn(cmd).finish_within(limit)
 }
 
@@ -235,12 +235,12 @@ fn tail(s: &str, n: usize) -> &str {
 
 impl Outcome {
     /// Exited by itself, with status 0.
-    pub fn succeeded(&self) -> bool {
+    pub(crate) fn succeeded(&self) -> bool {
         self.status.is_some_and(|s| s.success())
     }
 
     /// The command, how it ended and the ends of its output, for assertion messages.
-    pub fn report(&self) -> String {
+    pub(crate) fn report(&self) -> String {
         let ended = match self.status {
             Some(s) => format!("exited with {s} after {:.1} s", self.took.as_secs_f64()),
             None => format!(
@@ -258,7 +258,7 @@ impl Outcome {
 
     /// Itself if it [`succeeded`](Self::succeeded); otherwise panics with its report.
     #[track_caller]
-    pub fn expect_success(self) -> Outcome {
+    pub(crate) fn expect_success(self) -> Outcome {
         assert!(self.succeeded(), "a program failed: {}", self.report());
         self
     }
@@ -268,13 +268,13 @@ impl Outcome {
 // Ports, files and programs
 
 /// An even port whose RTCP neighbour is free too.
-pub fn port_pair() -> u16 {
+pub(crate) fn port_pair() -> u16 {
     port_run(2)
 }
 
 /// An even port `p` with `p .. p + n` all free (SMPTE 2022-1 FEC takes `p + 2` and `p + 4`
 /// beside the RTP and RTCP pair).
-pub fn port_run(n: u16) -> u16 {
+pub(crate) fn port_run(n: u16) -> u16 {
     for _ in 0..100 {
         let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
             .unwrap()
@@ -291,7 +291,7 @@ pub fn port_run(n: u16) -> u16 {
 }
 
 /// `metronome emu relay` from `from` to `to`: 5 % random loss, 10 ms, for 20 s.
-pub fn lossy_relay(from: u16, to: u16) -> Running {
+pub(crate) fn lossy_relay(from: u16, to: u16) -> Running {
     Running::spawn(bin().args(["emu", "relay", "--listen"]).args([
         format!("127.0.0.1:{from}"),
         "--to".into(),
@@ -308,7 +308,7 @@ pub fn lossy_relay(from: u16, to: u16) -> Running {
 
 /// MPEG-TS continuity-counter gaps in `ts`: one for each run of a PID's payload-carrying
 /// packets that went missing (ISO/IEC 13818-1 §2.4.3.3).
-pub fn continuity_gaps(ts: &[u8]) -> usize {
+pub(crate) fn continuity_gaps(ts: &[u8]) -> usize {
     let mut last = std::collections::HashMap::new();
     let mut gaps = 0;
     for p in ts.chunks_exact(188).filter(|p| p[0] == 0x47) {
@@ -330,7 +330,7 @@ pub fn continuity_gaps(ts: &[u8]) -> usize {
 /// them): a player started in the background is then ready to receive, and what is sent to it
 /// waits in its socket's buffer. A fixed sleep instead loses the stream's first packets when the
 /// machine is busy. Panics after `within`.
-pub fn wait_udp_bound(port: u16, within: Duration) {
+pub(crate) fn wait_udp_bound(port: u16, within: Duration) {
     let deadline = now() + within;
     let suffix = format!(":{port:04X}");
     let bound = || {
@@ -354,14 +354,14 @@ pub fn wait_udp_bound(port: u16, within: Duration) {
 
 /// A fresh directory for one test's files, readable by everyone (VLC runs as nobody), removed
 /// with its files when dropped.
-pub fn tmp_dir(test: &str) -> TempDir {
+pub(crate) fn tmp_dir(test: &str) -> TempDir {
     TempDir::open_to_all(test)
 }
 
 /// `metronome serve` with the control API on a free loopback port, its token in
 /// `token_file` (made by the server), `--send-cost 5us` and `extra` arguments; the running
 /// server and the API's address (`127.0.0.1:PORT`), once it serves.
-pub fn serve_control(token_file: &std::path::Path, extra: &[&str]) -> (Running, String) {
+pub(crate) fn serve_control(token_file: &std::path::Path, extra: &[&str]) -> (Running, String) {
     let token_file = token_file.to_str().expect("a UTF-8 path");
     let mut server = Running::spawn(
         bin()
@@ -394,7 +394,7 @@ pub fn serve_control(token_file: &std::path::Path, extra: &[&str]) -> (Running, 
 
 /// Panics with a clear message if a program the tests need is missing (scripts/test.sh installs
 /// them from Debian).
-pub fn require(program: &str, package: &str) {
+pub(crate) fn require(program: &str, package: &str) {
     let ok = Command::new("sh")
         .args(["-c", &format!("command -v {program}")])
         .stdout(Stdio::null())
@@ -408,7 +408,7 @@ pub fn require(program: &str, package: &str) {
 
 /// A 6-second MPEG-TS file (MPEG-2 video, 320x240 at 25 fps) made with ffmpeg, cached in the
 /// target directory.
-pub fn ts_file() -> PathBuf {
+pub(crate) fn ts_file() -> PathBuf {
     ts_file_made("clip.ts", "320x240", 25, 6, "800k", "1200k")
 }
 
@@ -416,7 +416,7 @@ pub fn ts_file() -> PathBuf {
 /// GOPs of 12 frames, the video's `bitrate` in a mux of `muxrate`), cached under the target
 /// directory's scratch space (`CARGO_TARGET_TMPDIR`) by `name` and those parameters: made once
 /// per build tree, shared by every test process, never left in the system's temp dir.
-pub fn ts_file_made(
+pub(crate) fn ts_file_made(
     name: &str,
     size: &str,
     fps: u32,
@@ -460,7 +460,7 @@ pub fn ts_file_made(
 // The RTSP server
 
 /// `metronome serve --rtsp 127.0.0.1:0 …` in the background, stopped (Ctrl-C) when dropped.
-pub struct RtspServer {
+pub(crate) struct RtspServer {
     pub child: Child,
     pub addr: SocketAddr,
     pub log: mpsc::Receiver<String>,
@@ -469,12 +469,12 @@ pub struct RtspServer {
 impl RtspServer {
     /// Starts it with `extra` arguments and waits until it serves its mounts. It stops by
     /// itself after 120 s at the latest.
-    pub fn start(extra: &[&str]) -> RtspServer {
+    pub(crate) fn start(extra: &[&str]) -> RtspServer {
         RtspServer::start_for(extra, Duration::from_secs(120))
     }
 
     /// [`RtspServer::start`] for a server that stops by itself after `limit`.
-    pub fn start_for(extra: &[&str], limit: Duration) -> RtspServer {
+    pub(crate) fn start_for(extra: &[&str], limit: Duration) -> RtspServer {
         let mut child = bin()
             .args(["serve", "--rtsp", "127.0.0.1:0", "--duration"])
             .arg(format!("{}s", limit.as_secs().max(1)))
@@ -511,12 +511,12 @@ impl RtspServer {
         }
     }
 
-    pub fn url(&self, mount: &str) -> String {
+    pub(crate) fn url(&self, mount: &str) -> String {
         format!("rtsp://{}/{mount}", self.addr)
     }
 
     /// Stops it as Ctrl-C would and returns its stdout (the summary) and the rest of its log.
-    pub fn stop(mut self) -> (String, Vec<String>) {
+    pub(crate) fn stop(mut self) -> (String, Vec<String>) {
         // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGINT) };
         let mut out = String::new();
@@ -538,7 +538,7 @@ impl Drop for RtspServer {
 }
 
 /// The JSON a successful `metronome … --json` printed; its stderr and stdout if it failed.
-pub fn json(out: &std::process::Output) -> serde_json::Value {
+pub(crate) fn json(out: &std::process::Output) -> serde_json::Value {
     assert!(
         out.status.success(),
         "metronome failed: {}\n{}",
@@ -553,7 +553,7 @@ pub fn json(out: &std::process::Output) -> serde_json::Value {
 /// header (version, start, host, arguments) at the top; every key that names a unit of time
 /// says µs (`*_us`), except points in time (ns since the Unix epoch, `*_unix_ns`) and rates
 /// (`*_per_s`). Returns every key, for more checks.
-pub fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
     assert_eq!(v["schema_version"], 5, "schema_version: {v}");
     let run = &v["run"];
     assert_eq!(
@@ -604,7 +604,7 @@ fn schema_name(v: &serde_json::Value) -> Option<String> {
 
 /// Every key that names a unit of time says µs, but points in time (`*_unix_ns`) and rates
 /// (`*_per_s`); returns every key. (The lab's `summary.json` keeps its own header.)
-pub fn assert_durations_in_us(v: &serde_json::Value) -> Vec<String> {
+pub(crate) fn assert_durations_in_us(v: &serde_json::Value) -> Vec<String> {
     let mut keys = Vec::new();
     collect_keys(v, &mut keys);
     let wrong: Vec<&String> = keys
@@ -620,7 +620,7 @@ pub fn assert_durations_in_us(v: &serde_json::Value) -> Vec<String> {
 }
 
 /// Every object key in `v`, at any depth.
-pub fn collect_keys(v: &serde_json::Value, out: &mut Vec<String>) {
+pub(crate) fn collect_keys(v: &serde_json::Value, out: &mut Vec<String>) {
     match v {
         serde_json::Value::Object(m) => {
             for (k, x) in m {
@@ -639,7 +639,7 @@ pub fn collect_keys(v: &serde_json::Value, out: &mut Vec<String>) {
 /// not send message" in gst_rtspsrc_pause; seen over TCP and TLS alike, 1 to 3 runs in 40).
 /// That is GStreamer's race, after what the test checks: it counts as a good end; any other
 /// error does not.
-pub fn gst_ran_to_eos(out: &Outcome) -> bool {
+pub(crate) fn gst_ran_to_eos(out: &Outcome) -> bool {
     if !out.stdout.contains("Got EOS from element") {
         return false;
     }
@@ -664,7 +664,7 @@ pub fn gst_ran_to_eos(out: &Outcome) -> bool {
 
 /// A small sweep for the lab's tests: two controllers of one RTP flow over a dumbbell, each
 /// point a few hundred ms of simulation in a debug build.
-pub fn sweep_scenario(name: &str, seed: u64, replicates: u32, duration: &str) -> String {
+pub(crate) fn sweep_scenario(name: &str, seed: u64, replicates: u32, duration: &str) -> String {
     format!(
         r#"
 name = "{name}"
@@ -707,7 +707,7 @@ start_rate = "500kbit"
 
 /// A lab run's points from its `summary.json`, without what describes the run rather than
 /// the network (its wall-clock times).
-pub fn lab_figures(dir: &std::path::Path) -> Vec<serde_json::Value> {
+pub(crate) fn lab_figures(dir: &std::path::Path) -> Vec<serde_json::Value> {
     let text = std::fs::read_to_string(dir.join("summary.json"))
         .unwrap_or_else(|e| panic!("no summary in {}: {e}", dir.display()));
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
@@ -724,7 +724,7 @@ pub fn lab_figures(dir: &std::path::Path) -> Vec<serde_json::Value> {
 /// Checks `doc` against the JSON Schema `metronome schema NAME` prints, as a user would: `jq`
 /// reads it, and Python's `jsonschema` (Debian's python3-jsonschema, draft 2020-12) validates
 /// it; the validator's own words on failure.
-pub fn assert_valid(doc: &serde_json::Value, name: &str) {
+pub(crate) fn assert_valid(doc: &serde_json::Value, name: &str) {
     let schema = bin().args(["schema", name]).output().unwrap();
     assert!(
         schema.status.success(),
