@@ -8,6 +8,7 @@ use metronome_rt::ring::Slot;
 use metronome_rt::sync::lock;
 use metronome_session::sender::{RtpSource, SourceError};
 use metronome_time::Timestamp;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
@@ -32,12 +33,16 @@ pub struct Production {
     live: bool,
     /// When the last packet made is due.
     last_due: Timestamp,
+    /// For a source whose packets leave at the controller's rate (`leaves_at_rate`): the
+    /// packets made ahead of their due time, (due, count), oldest first.
+    ahead: Option<VecDeque<(Timestamp, usize)>>,
 }
 
 impl Production {
     pub fn new(rt: Arc<StreamRt>, source: Box<dyn RtpSource>) -> Self {
         Production {
             live: source.is_live(),
+            ahead: source.leaves_at_rate().then(VecDeque::new),
             rt,
             source,
             full: false,
@@ -177,8 +182,8 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
     // The rate knob: the source switches at its next switching point (a GOP).
     let asked = p.rt.rate.asked.swap(0, Ordering::AcqRel);
     if asked != 0 {
-        p.source
-            .note_queue(p.rt.rate.queued.load(Ordering::Acquire) as usize);
+        let queued = p.queued_due(clock.now());
+        p.source.note_queue(queued);
         if p.source.set_rate(asked).is_err() {
             p.rt.counters.rate_refusals.fetch_add(1, Ordering::Relaxed);
         }
@@ -203,11 +208,50 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
         p.full = false;
         let made = make_packet(&mut *p.source, &p.rt, clock, slot)?;
         match made {
-            Made::Published(due) => p.last_due = due,
+            Made::Published(due) => {
+                p.last_due = due;
+                p.note_made(due);
+            }
             Made::Ended => return Ok(Fill::Ended),
         }
     }
     Ok(Fill::More)
+}
+
+impl Production {
+    /// A packet due at `due` was made (tracked only for a source that leaves at the rate).
+    fn note_made(&mut self, due: Timestamp) {
+        let Some(ahead) = self.ahead.as_mut() else {
+            return;
+        };
+        match ahead.back_mut() {
+            Some((d, n)) if *d == due => *n += 1,
+            _ => ahead.push_back((due, 1)),
+        }
+        // A packet is made at most LIVE_AHEAD before it is due: those due a second before
+        // this one are due by now (a bound, whatever the rate changes).
+        while ahead
+            .front()
+            .is_some_and(|&(d, _)| d + Duration::from_secs(1) < due)
+        {
+            ahead.pop_front();
+        }
+    }
+
+    /// The sender's queue at `now` for a source that leaves at the controller's rate:
+    /// packets made and due that have not left. The ring holds them (the session only the
+    /// one it sends next), less those made ahead of their due time.
+    fn queued_due(&mut self, now: Timestamp) -> usize {
+        let Some(ahead) = self.ahead.as_mut() else {
+            return 0;
+        };
+        while ahead.front().is_some_and(|&(due, _)| due <= now) {
+            ahead.pop_front();
+        }
+        let made_ahead: usize = ahead.iter().map(|&(_, n)| n).sum();
+        let held = self.rt.ring.capacity() - self.rt.ring.free_slots();
+        held.saturating_sub(made_ahead)
+    }
 }
 
 /// What [`make_packet`] did.

@@ -55,9 +55,6 @@ pub struct RateKnob {
     pub target: AtomicU64,
     /// A source rate for the producer to ask of the source (0: nothing new).
     pub asked: AtomicU64,
-    /// The sender's queue when that rate was asked, packets made and due that had not left
-    /// (`RtpSource::note_queue`).
-    pub queued: AtomicU64,
 }
 
 impl RateKnob {
@@ -67,19 +64,16 @@ impl RateKnob {
             limits,
             target: AtomicU64::new(start),
             asked: AtomicU64::new(0),
-            queued: AtomicU64::new(0),
         }
     }
 
     /// Follows the session's target rate: a new source rate, kept within the limits, is
-    /// handed to the producer with the sender's queue of `queued` packets. Returns the
-    /// source rate targeted now.
-    pub fn follow(&self, wire: Bitrate, queued: usize) -> u64 {
+    /// handed to the producer. Returns the source rate targeted now.
+    pub fn follow(&self, wire: Bitrate) -> u64 {
         let Some(ts) = self.limits.source_rate(wire) else {
             return self.target.load(Ordering::Relaxed);
         };
         if self.target.swap(ts, Ordering::AcqRel) != ts {
-            self.queued.store(queued as u64, Ordering::Release);
             self.asked.store(ts, Ordering::Release);
         }
         ts

@@ -54,7 +54,9 @@ pub struct Queued {
     pub id: u32,
     /// RTP packets the entry carries: 1, or a batch's count.
     pub packets: u32,
-    /// When it is due to leave: the time its RTP timestamp names.
+    /// When it is due to leave: the time its RTP timestamp names; for a session sending at
+    /// the controller's rate ([`SenderSession::sending_at_rate`]), when it was made, and it
+    /// leaves once the sender is free too.
     pub due: Timestamp,
     /// Bytes on the wire (RTP header and payload).
     pub wire_len: u32,
@@ -129,7 +131,9 @@ pub enum Transmit {
     Send {
         /// The slot to send.
         id: u32,
-        /// When the packet was due (the time its RTP timestamp names).
+        /// When the packet was due: the time its RTP timestamp names, or sending at the
+        /// controller's rate, its release there (its due time, or when the sender was free if
+        /// later).
         due: Timestamp,
         /// How late it leaves: `now` less its job's release.
         late: Duration,
@@ -145,7 +149,7 @@ pub enum Transmit {
     Drop {
         /// The slot to give back.
         id: u32,
-        /// When the packet was due.
+        /// When the packet was due (as in [`Transmit::Send`]).
         due: Timestamp,
         /// How late it was when dropped, from its job's release.
         late: Duration,
@@ -616,6 +620,9 @@ impl SenderSession {
             }
             self.rate = rate;
             self.pacing.set_rate(rate);
+            if let Some(a) = self.at_rate.as_mut() {
+                a.on_rate(rate, now);
+            }
             self.s.rate_changes += 1;
             self.push_event(SessionEvent::RateChanged { at: now, rate });
         }
@@ -659,6 +666,9 @@ impl SenderSession {
         }
         let id = head.id;
         if !send {
+            if let Some(a) = self.at_rate.as_mut() {
+                a.on_dropped(now);
+            }
             self.renumber = self.renumber.wrapping_add(head.packets);
             self.push_event(SessionEvent::Dropped { due, late });
             return Some(Transmit::Drop { id, due, late });
@@ -671,7 +681,7 @@ impl SenderSession {
             .on_sent(u64::from(head.packets), u64::from(head.payload_len));
         self.controller.on_sent(now, u64::from(head.wire_len));
         if let Some(a) = self.at_rate.as_mut() {
-            a.on_sent(due, head.wire_len, self.rate);
+            a.on_sent(due, now, head.wire_len, self.rate);
         }
         if let Some(log) = self.send_log.as_mut() {
             let seq = head.seq.wrapping_sub(self.renumber as u16);

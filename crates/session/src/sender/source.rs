@@ -86,9 +86,9 @@ pub trait RtpSource: Send {
 
     /// When its next packet will be due, where the source knows before making it (a constant
     /// rate does). A live source's driver makes a packet only once this is within its
-    /// lookahead, so that a packet made at a slow rate (TFRC's one packet a second before its
-    /// first feedback) is not made a second ahead and does not hold back a faster rate that
-    /// comes meanwhile. `None`: the driver goes by the last packet's due time.
+    /// lookahead, so that a live source is made at its time (a ladder sent at its
+    /// controller's rate: each frame at the frame's time, its GOP's rung from the rate of
+    /// then). `None`: the driver goes by the last packet's due time.
     fn next_due(&self) -> Option<Timestamp> {
         None
     }

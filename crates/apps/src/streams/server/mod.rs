@@ -668,12 +668,12 @@ impl Inner {
             }
         }
         let now = self.clock.now();
-        let (wire, queued) = {
+        let wire = {
             let mut session = lock(&r.rt.session);
             let _ = session.handle_input(now, Input::SetRate(knob.limits.wire(ts_bps)));
-            (session.target_rate(), session.queued_due(now))
+            session.target_rate()
         };
-        knob.follow(wire, queued);
+        knob.follow(wire);
         Ok(status::stream_status(r, "running", &self.clock))
     }
 

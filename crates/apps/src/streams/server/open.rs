@@ -305,7 +305,7 @@ impl SessionPlan<'_> {
             // A source that follows a controller starts at its first rate (TFRC's one packet
             // a second), as in the simulator: the producer asks it before making the first
             // packet.
-            rate.follow(session.target_rate(), 0);
+            rate.follow(session.target_rate());
         }
         (session, rate)
     }

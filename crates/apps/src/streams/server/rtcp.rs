@@ -218,11 +218,8 @@ fn sooner(at: &mut Timestamp, r: &Running) {
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     exchange(&r.rt.session, &r.rtcp, r.rt.srtp.as_ref(), clock, buf);
     // The receivers' reports may have moved the rate controller: the source follows.
-    let (wire, queued) = {
-        let s = lock(&r.rt.session);
-        (s.target_rate(), s.queued_due(clock.now()))
-    };
-    r.rt.rate.follow(wire, queued);
+    let wire = lock(&r.rt.session).target_rate();
+    r.rt.rate.follow(wire);
 }
 
 /// A sender's RTCP turn: what receivers sent in, then a due sender report out to every outlet.
