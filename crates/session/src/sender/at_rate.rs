@@ -44,9 +44,7 @@ impl AtRate {
     ) {
         let gap = gap(wire_bytes, rate);
         let slack = EARLY.min(gap / 2);
-        let from = release.max(Timestamp::from_nanos(
-            now.as_nanos().saturating_sub(slack.as_nanos() as u64),
-        ));
+        let from = release.max(now.saturating_sub(slack));
         self.last = Some((from, wire_bytes));
         self.free_at = Some(from + gap);
     }
