@@ -8,17 +8,17 @@
 //! - `rtsp`: the RTSP server (connections, and the media side of each session on the stream
 //!   server); `interleaved`: the queue in front of a connection that carries media too.
 //! - `control`: the HTTP control API and metrics.
-//! - `raw`: uncompressed video (RFC 4175): its lane on the stream server, its receiver.
+//! - `uncompressed`: uncompressed video (RFC 4175): its lane on the stream server, its receiver.
 //! - `sources`: sources that need the driver: V4L2 capture.
 //! - `receiver`: kernel-timestamped receive loop around a `ReceiverSession`; trace and capture.
 //! - `rtsp_client`: the client `metronome recv rtsp://…` uses.
 
 pub mod control;
 pub mod interleaved;
-pub mod raw;
 pub mod receiver;
 pub mod rtsp;
 pub mod rtsp_client;
 pub mod sender;
 pub mod sources;
 pub mod streams;
+pub mod uncompressed;

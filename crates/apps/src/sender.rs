@@ -5,11 +5,12 @@
 //! admission, producer pool, pacing thread, sender session and RTCP as every other stream.
 //! [`run_sender`] starts it, watches the stream and reports what it measured.
 
-use crate::streams::spec::StreamSpec;
 use crate::streams::{
     CoreRt, GivenSource, SchedKind, ServerConfig, ServerError, ServerOutcome, StartInfo,
     StreamServer, StreamStatus,
 };
+use metronome_config::repair::Repair;
+use metronome_config::stream::StreamSpec;
 use metronome_media::MediaError;
 use metronome_rt::clock::Clock;
 use metronome_rt::host::{HostLoad, HostWatch};
@@ -20,7 +21,6 @@ use metronome_rt::udp::{SocketOptions, UdpError, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::ReceiverView;
-use metronome_spec::repair::Repair;
 use metronome_time::Timestamp;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;

@@ -14,11 +14,11 @@ pub(crate) fn parse_rate(s: &str) -> Result<u64, String> {
 
 /// An amount of memory: `512MiB`, `2GiB`.
 pub(crate) fn parse_bytes(s: &str) -> Result<u64, String> {
-    metronome_spec::stream::parse_bytes(s)
+    metronome_config::stream::parse_bytes(s)
 }
 
 /// An address prefix: `10.1.0.0/16`, `239.1.2.3`, `fd00::/8`.
-pub(crate) fn parse_prefix(s: &str) -> Result<metronome_spec::prefix::IpPrefix, String> {
+pub(crate) fn parse_prefix(s: &str) -> Result<metronome_config::prefix::IpPrefix, String> {
     s.parse()
 }
 

@@ -12,6 +12,7 @@
 //!    source frames are made before the clock starts, for both.
 
 use clap::Args;
+use metronome_config::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
 use metronome_lab::ladder as lab_ladder;
 use metronome_lab::video::pictures_of;
 use metronome_media::ladder::{Ladder, Rung, SEED002_TABLE2_KBPS};
@@ -20,7 +21,6 @@ use metronome_quality::viewer::Decode;
 use metronome_quality::{compare, psnr, y4m, Chroma, Picture};
 use metronome_rt::clock::{mono_ns, thread_cpu_s};
 use metronome_rt::host::HostWatch;
-use metronome_spec::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;

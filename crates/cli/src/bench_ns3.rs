@@ -17,8 +17,8 @@
 //! the cache directory (`$METRONOME_CACHE`, else `~/.cache/metronome`) under its source's hash.
 
 use clap::Args;
+use metronome_config::scenario::ScenarioFile;
 use metronome_rt::host::HostWatch;
-use metronome_spec::scenario::ScenarioFile;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

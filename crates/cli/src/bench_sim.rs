@@ -9,9 +9,9 @@
 //! the pictures, and the network. Build with `--release` to measure.
 
 use clap::Args;
+use metronome_config::scenario::{FlowKind, ScenarioFile};
 use metronome_lab::run::run_point;
 use metronome_rt::host::HostWatch;
-use metronome_spec::scenario::{FlowKind, ScenarioFile};
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;

@@ -8,12 +8,12 @@
 //! GStreamer play it from the file `--sdp` writes.
 
 use clap::{Args, ValueEnum};
+use metronome_config::scenario::{
+    CodedVideo, FlowDecl, FlowKind, RtpCc, VideoCodecDecl, VideoContent, VideoDecl,
+};
 use metronome_lab::model::{Frames, RtpPlan};
 use metronome_lab::served::ServedFlow;
 use metronome_media::payload::sdp::RtpFormat;
-use metronome_spec::scenario::{
-    CodedVideo, FlowDecl, FlowKind, RtpCc, VideoCodecDecl, VideoContent, VideoDecl,
-};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -138,8 +138,8 @@ pub(crate) fn open(
                 b_frames: c.b_frames,
             }),
             // The sender's RTCP follows `serve`'s own settings; this is the scenario's default.
-            rtcp_interval: metronome_spec::scenario::RTCP_MIN_INTERVAL,
-            repair: metronome_spec::scenario::Repair::None,
+            rtcp_interval: metronome_config::scenario::RTCP_MIN_INTERVAL,
+            repair: metronome_config::scenario::Repair::None,
         },
     };
     let dir = std::env::current_dir().ok();

@@ -2,9 +2,9 @@
 //! and where its results go by default.
 
 use clap::Args;
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::run::Mode;
-use metronome_spec::scenario::ScenarioFile;
 use std::path::{Path, PathBuf};
 
 /// A scenario by file path or built-in name (a directory of the same name as a built-in,

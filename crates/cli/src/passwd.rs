@@ -2,8 +2,8 @@
 //! Apache's `htdigest` makes a Digest password file: the password is read (without echo on a
 //! terminal, or one line from a pipe) and only its hashes are printed.
 
+use metronome_config::rtsp_auth::DEFAULT_REALM;
 use metronome_session::rtsp::auth::{ha1, Algorithm};
-use metronome_spec::rtsp_auth::DEFAULT_REALM;
 use std::io::{BufRead, IsTerminal, Write};
 
 #[derive(clap::Args, Debug)]

@@ -3,9 +3,9 @@
 
 use crate::args::{parse_duration, parse_size};
 use clap::{Args, ValueEnum};
-use metronome_media::raw::{Depth, Sampling, VideoFormat};
+use metronome_media::uncompressed::{Depth, Sampling, VideoFormat};
 use metronome_sched::SenderType;
-use metronome_session::raw::MAX_PAYLOAD_LIMIT;
+use metronome_session::rfc4175::MAX_PAYLOAD_LIMIT;
 use std::time::Duration;
 
 type BoxError = Box<dyn std::error::Error>;

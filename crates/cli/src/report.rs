@@ -362,7 +362,7 @@ pub(crate) fn receiver_summary(o: &ReceiverOutcome) -> String {
 }
 
 /// A socket buffer the kernel granted smaller than asked: what to do about it, on stderr.
-pub(crate) fn warn_buffer(b: &metronome_apps::raw::BufferInfo) {
+pub(crate) fn warn_buffer(b: &metronome_apps::uncompressed::BufferInfo) {
     if let Some(advice) = &b.advice {
         eprintln!("metronome: warning: {advice}");
     }

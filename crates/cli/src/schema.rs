@@ -35,12 +35,12 @@ pub(crate) const DOCUMENTS: &[(&str, &str, Schema)] = &[
         "serve-raw",
         "metronome serve --raw --json: uncompressed video sent (RFC 4175), its pacing and \
          conformance",
-        document::<metronome_apps::raw::RawSenderOutcome>,
+        document::<metronome_apps::uncompressed::RawSenderOutcome>,
     ),
     (
         "recv-raw",
         "metronome recv --raw --json: uncompressed video received, frames and latency",
-        document::<metronome_apps::raw::RawReceiverOutcome>,
+        document::<metronome_apps::uncompressed::RawReceiverOutcome>,
     ),
     (
         "recv-interval",

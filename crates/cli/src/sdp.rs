@@ -4,14 +4,15 @@
 
 use crate::args::parse_stream_arg;
 use crate::raw_args::RawStreamArgs;
-use metronome_media::raw::VideoFormat;
+use metronome_media::uncompressed::VideoFormat;
 use metronome_sched::SenderType;
 use metronome_wire::sdp::{Connection, SessionDescription};
 
 type BoxError = Box<dyn std::error::Error>;
 use clap::Args;
 use metronome_apps::rtsp::sdp_for_destination;
-use metronome_apps::streams::{config, StreamSpec};
+use metronome_apps::streams::StreamSpec;
+use metronome_config::serve;
 use metronome_rt::url::RtpUrl;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::path::{Path, PathBuf};
@@ -40,7 +41,7 @@ pub(crate) fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
         return print_sdp(&a);
     }
     let mut specs = match &a.config {
-        Some(p) => config::load(p)?.streams,
+        Some(p) => serve::load(p)?.streams,
         None => Vec::new(),
     };
     for s in &a.stream {
@@ -140,7 +141,7 @@ fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
 /// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the
 /// ST 2110-21 sender type (`TP=`) when the model is one.
 pub(crate) fn raw_sdp(format: &VideoFormat, model: SenderType, dest: &RtpUrl) -> String {
-    let media = metronome_apps::raw::sdp_media(format, model, dest.addr.port());
+    let media = metronome_apps::uncompressed::sdp_media(format, model, dest.addr.port());
     let mut s = SessionDescription::new(origin_for(dest), 1, "metronome raw video");
     s.connection = Some(Connection::new(
         dest.addr.ip(),

@@ -92,7 +92,7 @@ fn help_is_wrapped_and_ends_with_examples() {
 fn the_packaged_config_is_one_the_server_takes() {
     let path =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../packaging/metronome.toml");
-    let cfg = metronome_spec::config::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let cfg = metronome_config::serve::load(&path).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cfg.streams.len(), 1);
     assert!(cfg.rtsp.is_some() && cfg.control.is_some());
     // It listens beyond loopback, so it must say who may play: the test pattern, anyone.

@@ -16,7 +16,7 @@
 mod common;
 
 use common::{bin, now, port_pair, require, run, tmp_dir, Running};
-use metronome_media::raw::{RawFileSource, RawFrame, RawSource, RawTestPattern};
+use metronome_media::uncompressed::{RawFileSource, RawFrame, RawSource, RawTestPattern};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

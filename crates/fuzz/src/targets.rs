@@ -212,7 +212,7 @@ pub fn rfc4175(data: &[u8]) {
         let format =
             VideoFormat::new(64, 32, Sampling::Ycbcr422, depth, 25, 1).expect("a valid format");
         let mut d =
-            metronome_session::raw::RawDepayloader::new(format, None).expect("a depayloader");
+            metronome_session::rfc4175::RawDepayloader::new(format, None).expect("a depayloader");
         let mut now = Timestamp::from_millis(1);
         for c in chunks(data) {
             if let Ok(p) = RtpView::parse(c) {
@@ -259,20 +259,20 @@ pub fn http(data: &[u8]) {
 /// A scenario file (`lab run FILE`).
 pub fn scenario(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let _ = metronome_spec::scenario::ScenarioFile::parse(&text, "fuzz.toml");
+    let _ = metronome_config::scenario::ScenarioFile::parse(&text, "fuzz.toml");
 }
 
 /// A server configuration file (`serve --config FILE`).
 pub fn config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
-    let _ = metronome_spec::config::parse(&text, "fuzz.toml");
+    let _ = metronome_config::serve::parse(&text, "fuzz.toml");
 }
 
 /// `data` as the `Authorization` of a DESCRIBE for a protected mount: no panic, and nothing
 /// but a right answer passes (none can be right: the user's hash is of no password).
 fn authorization(data: &[u8]) {
+    use metronome_config::rtsp_auth::{RtspAuthSpec, RtspUser};
     use metronome_session::rtsp::auth::{Asking, Authenticator, Verdict};
-    use metronome_spec::rtsp_auth::{RtspAuthSpec, RtspUser};
     let user = RtspUser {
         name: "alice".into(),
         md5: Some([0x11; 16]),

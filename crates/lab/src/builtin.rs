@@ -71,7 +71,7 @@ pub fn find(name: &str) -> Option<&'static Builtin> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use metronome_spec::scenario::ScenarioFile;
+    use metronome_config::scenario::ScenarioFile;
 
     #[test]
     fn every_builtin_parses_at_every_point() {

@@ -10,7 +10,7 @@
 
 use crate::estimates::{metric, replicate_of, Estimate};
 use crate::results::{PointResult, Summary};
-use metronome_spec::scenario::{Claim, ClaimOp, Evidence, ScenarioFile};
+use metronome_config::scenario::{Claim, ClaimOp, Evidence, ScenarioFile};
 use std::collections::BTreeMap;
 
 /// A claim and what the run says of it.

@@ -12,9 +12,9 @@
 //! The simulator sends evenly spaced datagrams, so it must match the periodic form; the
 //! fluid bound is never beaten.
 
+use metronome_config::scenario::{FlowKind, RateShape, Reference, Scenario};
 use metronome_link::report::FlowReport;
 use metronome_link::topology::{NodeId, Topology};
-use metronome_spec::scenario::{FlowKind, RateShape, Reference, Scenario};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

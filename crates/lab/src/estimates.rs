@@ -7,8 +7,8 @@
 //! report's "Across replicates" section show them all.
 
 use crate::results::{PointResult, Summary};
+use metronome_config::scenario::REPLICATE;
 use metronome_link::report::{FlowReport, ReceiverReport};
-use metronome_spec::scenario::REPLICATE;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -104,7 +104,7 @@ pub const METRICS: &[(&str, &str)] = &[
     ),
 ];
 
-pub use metronome_spec::scenario::POINT_METRICS;
+pub use metronome_config::scenario::POINT_METRICS;
 
 /// Whether `metric` is a whole point's rather than a flow's.
 pub fn is_point_metric(metric: &str) -> bool {
@@ -368,7 +368,7 @@ mod tests {
     #[test]
     fn every_metric_a_claim_may_name_is_estimated() {
         let ours: Vec<&str> = METRICS.iter().map(|(m, _)| *m).collect();
-        let mut claims = metronome_spec::scenario::CLAIM_METRICS.to_vec();
+        let mut claims = metronome_config::scenario::CLAIM_METRICS.to_vec();
         let mut sorted = ours.clone();
         claims.sort_unstable();
         sorted.sort_unstable();

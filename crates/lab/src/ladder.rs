@@ -7,13 +7,13 @@
 //! viewers' judgement and the report.
 
 use crate::video::{lock_frames, SharedFrames};
+use metronome_config::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
 use metronome_media::decode::VideoCodec;
 use metronome_media::encode::EncoderConfig;
 use metronome_media::ladder::source::{LadderSource, LadderSourceConfig};
 use metronome_media::ladder::{cache, Ladder, LadderSpec};
 use metronome_media::payload::PayloaderConfig;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
-use metronome_spec::scenario::{CodedVideo, VideoCodecDecl, VideoContent, VideoDecl};
 use metronome_time::{Bitrate, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use std::sync::{Arc, Mutex, Weak};

@@ -1,5 +1,5 @@
-//! The lab: scenario files (`metronome_spec::scenario`) run in the simulator
-//! (`metronome_netsim::sim`), written as a results directory, and drawn as a report.
+//! The lab: scenario files (`metronome_config::scenario`) run in the simulator
+//! (`metronome_sim`), written as a results directory, and drawn as a report.
 //!
 //! - [`builtin`]: the scenarios that ship with Metronome (seed 001's experiments);
 //! - [`model`]: a scenario point built as a simulation (link profiles → link model, flows →

@@ -1,18 +1,18 @@
-//! A scenario point, declared in `spec`, built as a simulation in `netsim`.
+//! A scenario point, declared in `metronome-config`, built as a simulation in `metronome-sim`.
 
 use crate::ladder::LadderVideo;
 use crate::video::{FrameMap, SharedFrames, Timed};
 use metronome_apps::streams::PacketShape;
 use metronome_cc::{ControllerParams, RateController};
+use metronome_config::scenario::Variation;
+use metronome_config::scenario::{
+    CodedVideo, DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl,
+    RateShape, Repair, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
+};
 use metronome_link::topology::{derive_seed, LinkPlan, NodeId, Topology};
 use metronome_link::traffic::RatePattern;
 use metronome_link::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossModel};
 use metronome_media::ladder::source::LadderSourceConfig;
-use metronome_netsim::sim::flows::rtp::{MemberWindow, RtpFlow, RtpFlowConfig};
-use metronome_netsim::sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
-use metronome_netsim::sim::flows::udp::{UdpFlow, UdpFlowConfig};
-use metronome_netsim::sim::trace::TraceLevel;
-use metronome_netsim::sim::Sim;
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair};
 use metronome_session::repair::{rtx_ssrc, FecConfig, RTX_PAYLOAD_TYPE};
@@ -20,11 +20,11 @@ use metronome_session::sender::{
     CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderRepair, SenderReportsConfig,
     SenderSessionConfig,
 };
-use metronome_spec::scenario::Variation;
-use metronome_spec::scenario::{
-    CodedVideo, DeliveryDecl, FlowDecl, FlowKind, JitterDistribution, LinkProfile, LossDecl,
-    RateShape, Repair, RtpCc, Scenario, TcpCc, VideoContent, VideoDecl,
-};
+use metronome_sim::flows::rtp::{MemberWindow, RtpFlow, RtpFlowConfig};
+use metronome_sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
+use metronome_sim::flows::udp::{UdpFlow, UdpFlowConfig};
+use metronome_sim::trace::TraceLevel;
+use metronome_sim::Sim;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use metronome_wire::rtx::StreamIds;
@@ -173,7 +173,7 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                     duration: f.duration,
                     // Windows up to 4 MiB: above 100 Mbit/s × 300 ms.
                     buffer_bytes: 4 << 20,
-                    mtu: mtu.map_or(metronome_netsim::sim::flows::tcp::DEFAULT_MTU, |m| m as usize),
+                    mtu: mtu.map_or(metronome_sim::flows::tcp::DEFAULT_MTU, |m| m as usize),
                     interval: s.interval,
                     seed: flow_seed,
                 })));

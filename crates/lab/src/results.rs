@@ -22,10 +22,10 @@
 //! (`crate::run::out_dir` writes them; `lab run --resume DIR` runs the rest).
 
 use crate::closed_form::{ClosedForm, TcpExpected};
+use metronome_config::scenario::Scenario;
 use metronome_link::report::FlowReport;
 use metronome_link::topology::{LinkId, Topology};
 use metronome_link::LinkStats;
-use metronome_spec::scenario::Scenario;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -246,7 +246,7 @@ impl PointResult {
     /// (virtual or real) time and `events` handled, how the flows shared the network; what
     /// only one mode has (closed forms, timing, the emulator's facts, videos) is added by it.
     pub fn new(
-        point: &metronome_spec::scenario::Point,
+        point: &metronome_config::scenario::Point,
         seed: u64,
         (sim_ns, events): (u64, u64),
         (flows, links): (Vec<FlowReport>, Vec<LinkResult>),

@@ -6,10 +6,10 @@
 
 use crate::model::{self, Frames, Numbering, RtpPlan};
 use metronome_apps::streams::{PacketShape, RtpSourcePlan, StartInfo};
+use metronome_config::scenario::{FlowDecl, RtpCc, VideoContent};
 use metronome_media::ladder::Ladder;
 use metronome_media::payload::sdp::{rtp_format, RtpFormat};
 use metronome_session::sender::RtpSource;
-use metronome_spec::scenario::{FlowDecl, RtpCc, VideoContent};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::SendTimeExt;
 use std::sync::{Arc, Mutex};

@@ -3,8 +3,8 @@
 //! dispositions and an empty mask, so the SIGINT that ends a command flow ends it. Its own
 //! test binary, because the disposition is the whole process's. Needs root (namespaces).
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::run::{run, Mode, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 #[test]

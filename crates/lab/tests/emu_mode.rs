@@ -4,9 +4,9 @@
 //! fluid bound, nothing arrives faster than the link's delay. How close emu comes to sim is
 //! printed (and measured by `lab compare`), not asserted: it depends on the host's load.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::results::{PointResult, Summary};
 use metronome_lab::run::{run, Mode, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 /// One emulated run at a time: real time is measured, and each test checks that its

@@ -2,9 +2,9 @@
 //! 002's bottleneck, and one behind a link that loses 5 % of packets, which joins at 12 s and
 //! leaves at 26 s.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::results::PointResult;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 
 const SCENARIO: &str = r#"
 name = "membership"

@@ -2,8 +2,8 @@
 //! (Debian's `tcpdump`) reads: as many packets as the summary counts, RTP and RTCP on their
 //! ports, TCP segments with the hosts' addresses, every checksum right.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 use std::process::Command;
 

@@ -5,11 +5,11 @@
 //! built-in repair-fec scenario in the simulator, with SMPTE 2022-1 FEC over 10 × 10 and 5 × 5
 //! matrices and with retransmission and FEC together.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::results::PointResult;
 use metronome_lab::run::{run, Mode, RunOptions};
 use metronome_link::report::{FlowReport, RepairFigures, SenderRepairFigures};
-use metronome_spec::scenario::ScenarioFile;
 
 /// Frames of flow `name` not shown in their slot at point `index`: not arrived, or complete
 /// after their play-out time (`arrived` and `missed_deadline` of its frames.csv).

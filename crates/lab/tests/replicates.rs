@@ -1,9 +1,9 @@
 //! `replicates = N`: each sweep point runs N times with seeds N apart, and claims are judged
 //! from the replicates' 95 % confidence intervals, in the summary and the report.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::claims::{check, Verdict};
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 /// UDP at two rates through a link that drops 2 % of packets at random: loss varies from seed

@@ -2,9 +2,9 @@
 //! seed001-udp's report from disk, with no network, takes a screenshot and dumps the DOM it
 //! built; the plots are there, with their axes' text.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 use std::path::Path;
 

@@ -1,8 +1,8 @@
 //! A multicast group's receivers that saw the same thing are one row of the report, named by
 //! their range; a receiver that saw something else keeps its own row.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 /// One UDP group of six: five behind clean links, one behind a lossy one.

@@ -1,9 +1,9 @@
 //! Seed 001's TCP experiment in the simulator: the transfer rate follows the tbf limit rate,
 //! less protocol overhead, and the offered bitrate below it.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use std::collections::BTreeMap;
 
 #[test]

@@ -3,11 +3,11 @@
 //! extra holding time fitted from the seed's own table, every cell is within 5 points of the
 //! seed's; and a second run with the same seed writes the same figures.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::closed_form;
 use metronome_lab::results::{Shard, Summary};
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 fn run_builtin(tag: &str, jobs: usize) -> (TempDir, Summary) {

@@ -2,9 +2,9 @@
 //! bitrate over the three clients' links, without and with loss repair; frames lost and frame
 //! delay per client.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 
 #[test]
 fn frames_are_lost_where_the_link_model_drops_packets_and_repairs_need_room() {

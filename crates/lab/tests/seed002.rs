@@ -3,9 +3,9 @@
 //! dumbbell, the video sent as Evalvid-RA sends it: each GOP at the rung (MPEG-4 quantizer
 //! 2–31) its VBR controller picks from the controller's rate, every frame as coded.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 /// Each frame's type and coded bytes, from a point's `video.sent.csv`.

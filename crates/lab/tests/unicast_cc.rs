@@ -2,10 +2,10 @@
 //! of drop-tail queue), alone and beside a TCP flow: the built-in `unicast-cc` and
 //! `unicast-cc-tcp`.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::builtin;
 use metronome_lab::results::Summary;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 
 fn run_builtin(name: &str) -> Summary {
     let b = builtin::find(name).unwrap();

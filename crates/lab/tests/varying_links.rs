@@ -1,8 +1,8 @@
 //! Links that change over time, from scenario files: a rate square wave and a Mahimahi trace
 //! file, seen in a UDP flow's throughput over time.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 use metronome_testkit::TempDir;
 
 fn run_text(tag: &str, text: &str, files: &[(&str, &str)]) -> metronome_lab::results::Summary {

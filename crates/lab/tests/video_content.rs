@@ -3,8 +3,8 @@
 //! the viewer saw is what the encoder made at the flow's rate, so quality falls where the
 //! content is hard to code, scene by scene, as in seed 002's concatenated sequence.
 
+use metronome_config::scenario::ScenarioFile;
 use metronome_lab::run::{run, RunOptions};
-use metronome_spec::scenario::ScenarioFile;
 
 /// Each 4 s scene's mean PSNR of Y (100 frames at 25 fps) for `content`.
 fn scene_psnr(content: &str, tag: &str) -> Vec<f64> {

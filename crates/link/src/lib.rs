@@ -1,5 +1,5 @@
 //! The network as both of the lab's modes model it: sans-IO links, the topology they form,
-//! and what a receiver at the far end measures. The simulator (`metronome-netsim`) drives it
+//! and what a receiver at the far end measures. The simulator (`metronome-sim`) drives it
 //! in virtual time, the emulator (`metronome-emu`) in real time between real sockets; neither
 //! mode needs the other to use it.
 //!

@@ -1,5 +1,5 @@
 //! The network both modes build: nodes, directed links with their plans and seeds, unicast
-//! routes and multicast trees. Written once: the simulator's network (`metronome_netsim::sim`)
+//! routes and multicast trees. Written once: the simulator's network (`metronome_sim`)
 //! and the lab's emu mode (the emulator's fabric) both take their links, paths and trees from
 //! a [`Topology`].
 //!

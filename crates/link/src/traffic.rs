@@ -1,5 +1,5 @@
 //! Cross traffic both modes send: UDP at a constant bit rate or in a square wave, spaced as
-//! iperf spaces it. The simulator's UDP flow (`metronome-netsim`) follows a [`UdpSchedule`] in
+//! iperf spaces it. The simulator's UDP flow (`metronome-sim`) follows a [`UdpSchedule`] in
 //! virtual time, the emulator's sender in the lab's emu mode in real time.
 
 use std::time::Duration;

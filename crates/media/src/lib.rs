@@ -26,21 +26,23 @@ pub mod motion;
 pub mod pattern;
 pub mod payload;
 pub mod psi;
-pub mod raw;
 pub mod seek;
 pub mod shared;
 pub mod testsrc;
 pub mod ts_rtp;
 pub mod tsfile;
 pub mod tsmux;
+pub mod uncompressed;
 
 pub use analyze::{TsAnalyzer, TsReport};
 pub use pattern::{Frame, Pictures, Scene, TestPattern};
-pub use raw::{RawFileSource, RawFrame, RawSource, RawTestPattern, VideoFormat, Y4mWriter};
 pub use seek::{duration_of, Seeked};
 pub use testsrc::{TestSource, TestSourceConfig};
 pub use tsfile::{FileStats, TsFileSource};
 pub use tsmux::{MuxStats, TsMuxConfig, TsMuxer};
+pub use uncompressed::{
+    RawFileSource, RawFrame, RawSource, RawTestPattern, VideoFormat, Y4mWriter,
+};
 
 use std::time::Duration;
 

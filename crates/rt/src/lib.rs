@@ -15,7 +15,7 @@
 //! - `poll`: waiting on a few file descriptors; `run`: when a run ends (stop flag, duration).
 //! - `host`: how busy the machine is; `process`: child processes with default signals;
 //!   `entropy`: seeds and secrets from the kernel; `sync`: a lock that survives a panicked holder.
-//! - `url`: `rtp://` destination and source URLs (plain data, from `metronome-spec`).
+//! - `url`: `rtp://` destination and source URLs (plain data, from `metronome-config`).
 
 pub mod circulation;
 pub mod clock;
@@ -30,5 +30,5 @@ pub mod run;
 pub mod sync;
 pub mod thread;
 pub mod udp;
-pub use metronome_spec::url;
+pub use metronome_config::url;
 pub mod wait;

@@ -8,13 +8,13 @@
 //! - [`sender::SenderReports`]: sender reports, and what the receivers' reports say
 //!   (loss, jitter, round-trip time).
 //! - [`interval`]: the RTCP transmission interval (RFC 3550 §6.3, A.7).
-//! - [`raw`]: uncompressed video (RFC 4175): payloader, depayloader, SDP fmtp.
+//! - [`rfc4175`]: uncompressed video (RFC 4175): payloader, depayloader, SDP fmtp.
 
 pub mod cc_app;
 pub mod interval;
-pub mod raw;
 pub mod receiver;
 pub mod repair;
+pub mod rfc4175;
 pub mod rtsp;
 pub mod sender;
 pub mod srtp;

@@ -10,9 +10,13 @@
 //!
 //! These shell out to gst-launch-1.0 and ffmpeg, and fail with a clear message without them.
 
-use metronome_media::raw::convert::{from_rfc4175, to_rfc4175, Layout};
-use metronome_media::raw::{Colorimetry, Depth, RawFrame, Sampling, VideoFormat, Y4mWriter};
-use metronome_session::raw::{fmtp, RawDepayloader, RawEvent, RawPayloader, RawPayloaderConfig};
+use metronome_media::uncompressed::convert::{from_rfc4175, to_rfc4175, Layout};
+use metronome_media::uncompressed::{
+    Colorimetry, Depth, RawFrame, Sampling, VideoFormat, Y4mWriter,
+};
+use metronome_session::rfc4175::{
+    fmtp, RawDepayloader, RawEvent, RawPayloader, RawPayloaderConfig,
+};
 use metronome_testkit::TempDir;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
@@ -248,8 +252,9 @@ fn ffmpeg_reads_our_y4m_as_written() {
             if d == Depth::Ten {
                 // Keep the 10-bit samples in the legal range so nothing is clipped.
                 for pg in fr.data.chunks_exact_mut(5) {
-                    let s = metronome_media::raw::convert::unpack10(pg).map(|x| 64 + x % 876);
-                    pg.copy_from_slice(&metronome_media::raw::convert::pack10(s));
+                    let s =
+                        metronome_media::uncompressed::convert::unpack10(pg).map(|x| 64 + x % 876);
+                    pg.copy_from_slice(&metronome_media::uncompressed::convert::pack10(s));
                 }
             }
             w.write_frame(&fr).unwrap();

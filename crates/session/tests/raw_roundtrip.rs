@@ -2,10 +2,10 @@
 //! and packet size, sequence numbers and markers as RFC 4175 §4.1 wants them, and malformed
 //! input that is always dropped, counted, and never written outside the frame.
 
-use metronome_media::raw::{
+use metronome_media::uncompressed::{
     Depth, RawFileSource, RawFrame, RawSource, RawTestPattern, Sampling, VideoFormat, Y4mWriter,
 };
-use metronome_session::raw::{
+use metronome_session::rfc4175::{
     packets_for, RawDepayloader, RawEvent, RawPayloader, RawPayloaderConfig,
 };
 use metronome_time::Timestamp;

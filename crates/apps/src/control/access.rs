@@ -18,8 +18,8 @@
 
 use super::http::{Request, Response};
 use crate::streams::StreamSpec;
-use metronome_spec::prefix::IpPrefix;
-use metronome_spec::url::RtpUrl;
+use metronome_config::prefix::IpPrefix;
+use metronome_config::url::RtpUrl;
 use std::io::{self, Read, Write};
 use std::net::IpAddr;
 use std::path::Path;

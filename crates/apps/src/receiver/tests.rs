@@ -180,9 +180,9 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
 /// lost on the way.
 #[test]
 fn fec_is_taken_only_from_the_streams_host() {
+    use metronome_config::repair::FecShape;
     use metronome_session::receiver::ReceiverRepair;
     use metronome_session::repair::{FecConfig, FecEncoder};
-    use metronome_spec::repair::FecShape;
     let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = free.local_addr().unwrap().port();
     drop(free);

@@ -13,9 +13,9 @@ use super::mounts::{Mounts, RawMount, SharedRawSource};
 use super::refusal;
 use super::shared::SharedSources;
 use crate::interleaved::{ConnOut, Inbox};
-use crate::raw::{send_buffer_for, RawControl, RawOut, RawPlace, RawSender};
 use crate::streams::{MediaOut, RtcpOut, SessionOutlet, StartInfo, StreamServer};
-use metronome_rt::udp::{bind_pair, FastSender, RtcpSocket, SocketOptions, UdpSender};
+use crate::uncompressed::{send_buffer_for, RawControl, RawOut, RawPlace, RawSender};
+use metronome_rt::udp::{bind_pair, BatchSender, RtcpSocket, SocketOptions, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_session::rtsp::{
     Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
@@ -556,7 +556,7 @@ impl MediaBackend {
         cfg.initial_seq = s.next_seq;
         cfg.live = m.live;
         let name = Self::stream_name(&s.mount, session);
-        let refuse = |e: crate::raw::RawSendError| {
+        let refuse = |e: crate::uncompressed::RawSendError| {
             Refusal::Internal(format!("cannot send '{}': {e}", s.mount))
         };
         let rtcp = s.prepared.rtcp_out();
@@ -635,16 +635,16 @@ impl MediaBackend {
 
 /// Why a raw session's output could not be made.
 enum RawOutError {
-    Send(crate::raw::RawSendError),
+    Send(crate::uncompressed::RawSendError),
     Refused(Refusal),
 }
 
-/// Where a raw session's packets go: a fast sender on its SETUP's server port, or its
+/// Where a raw session's packets go: a batch sender on its SETUP's server port, or its
 /// connection's channel; `cfg.destination` set to match.
 fn raw_out(
     prepared: &Prepared,
     m: &RawMount,
-    cfg: &mut crate::raw::RawSenderConfig,
+    cfg: &mut crate::uncompressed::RawSenderConfig,
 ) -> Result<RawOut, RawOutError> {
     fn port_err(e: impl std::fmt::Display) -> RawOutError {
         RawOutError::Refused(Refusal::Internal(format!("server port: {e}")))
@@ -659,8 +659,8 @@ fn raw_out(
             };
             // The SETUP's server port, shared: it outlives this play.
             let socket = rtp.socket().try_clone().map_err(port_err)?;
-            let fast = FastSender::from_socket(socket, &dest, &opts).map_err(port_err)?;
-            Ok(RawOut::Udp(Box::new(fast)))
+            let batch = BatchSender::from_socket(socket, &dest, &opts).map_err(port_err)?;
+            Ok(RawOut::Udp(Box::new(batch)))
         }
         Prepared::Interleaved {
             out,

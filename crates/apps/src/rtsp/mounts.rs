@@ -1,8 +1,8 @@
 //! Mounts: what an RTSP client can play, one per configured stream, and their descriptions.
 
-use crate::raw::RawSenderConfig;
 use crate::streams::{SourceSpec, StreamSpec};
-use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
+use crate::uncompressed::RawSenderConfig;
+use metronome_media::uncompressed::{RawFrame, RawSource, VideoFormat};
 use metronome_media::{duration_of, MediaError, TsFileSource};
 use metronome_rt::url::RtpUrl;
 use metronome_session::srtp::SrtpKey;
@@ -32,7 +32,7 @@ pub struct Mount {
 /// Opens a raw source for one session.
 pub type RawOpener = dyn Fn() -> Result<Box<dyn RawSource>, MediaError> + Send + Sync;
 
-/// A mount of uncompressed video: every session gets its own [`crate::raw::RawSender`] (its
+/// A mount of uncompressed video: every session gets its own [`crate::uncompressed::RawSender`] (its
 /// own pacing thread) from a source of its own.
 pub struct RawMount {
     pub format: VideoFormat,
@@ -203,7 +203,7 @@ impl Mounts {
             None => "npt=0-".to_string(),
         };
         if let Some(raw) = &m.raw {
-            let media = crate::raw::sdp_media(&raw.format, raw.sender.model, 0);
+            let media = crate::uncompressed::sdp_media(&raw.format, raw.sender.model, 0);
             let s = SessionDescription::rtsp(local.ip(), session_id_of(name), name, range, media);
             return Some(s.to_sdp());
         }

@@ -9,9 +9,9 @@
 
 use crate::streams::server::memory::TEST_SOURCE_BYTES;
 use crate::streams::{GivenSource, StreamServer};
+use metronome_config::stream::{SourceSpec, StreamSpec};
 use metronome_media::shared::{HubTap, LiveHub};
 use metronome_session::rtsp::Refusal;
-use metronome_spec::stream::{SourceSpec, StreamSpec};
 use std::collections::HashMap;
 use std::sync::{Mutex, Weak};
 use std::time::Duration;

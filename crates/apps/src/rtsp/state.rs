@@ -3,10 +3,10 @@
 //! (`service.rs`) makes it and starts the event loop (`event_loop.rs`), which serves from it.
 
 use super::backend::MediaBackend;
+use metronome_config::rtsp_auth::RtspAuthSpec;
 use metronome_rt::clock::Clock;
 use metronome_rt::sync::lock;
 use metronome_session::rtsp::RtspServer;
-use metronome_spec::rtsp_auth::RtspAuthSpec;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Mutex, MutexGuard};

@@ -3,7 +3,7 @@
 //! is. The HTTP status and `error` kind of each refusal are part of it, so that every
 //! controller answers the same.
 
-use super::spec::StreamSpec;
+use metronome_config::stream::StreamSpec;
 use std::fmt;
 
 /// What the control API drives: the set of running streams. Implementations should be quick

@@ -2,7 +2,7 @@
 //! row or a column makes a FEC packet; sent right behind it, the pair (or three, with a
 //! column's) arrives at a small queue on the way as a burst, and the FEC packet finds it
 //! full. They leave instead half a packet's time apart after the packet that made them, as
-//! the simulator sends them (`netsim`'s RTP flow): between the stream's packets.
+//! the simulator sends them (`metronome-sim`'s RTP flow): between the stream's packets.
 //!
 //! The buffers are made once: the pacing thread allocates nothing.
 

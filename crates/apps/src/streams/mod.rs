@@ -1,6 +1,6 @@
 //! Many streams in one process, each a real-time task (period, deadline, cost, rate).
 //!
-//! - [`spec`], [`config`]: what a user declares (command line, TOML, the HTTP API).
+//! - What a user declares (command line, TOML, the HTTP API) is `metronome_config`'s.
 //! - [`server`]: the stream server: admission control and the stream table, and its parts:
 //!   `server::open` (a spec becomes a stream: source opened, task derived, admitted, sockets
 //!   and ring), `server::status` (what it shows), `server::rtcp` (sender and receiver reports
@@ -8,15 +8,13 @@
 //!   first asked for; the send cost is the driver's `metronome_rt::pacing::calibrate`).
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
 //! - the driver's `metronome_rt::pacing`: one pacing core per real-time core, EDF or DM over
-//!   the lanes of all its streams ([`stream::TsLane`], `raw::stream::RawLane`).
+//!   the lanes of all its streams ([`stream::TsLane`], `uncompressed::stream::RawLane`).
 //! - [`control`]: what a controller may ask of the server ([`control::StreamControl`]) and
 //!   why it refuses ([`control::ControlError`]); [`metrics`]: its figures in Prometheus's text
 //!   format.
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
 
-// What users declare lives in `metronome-spec`; the driver reads it from here as before.
-pub use metronome_spec::{config, stream as spec};
 pub mod control;
 mod fec_wait;
 pub mod metrics;
@@ -27,7 +25,11 @@ pub mod server;
 pub mod srtp;
 pub mod stream;
 
-pub use config::{SchedKind, ServeConfig};
+pub use metronome_config::serve::{SchedKind, ServeConfig};
+pub use metronome_config::stream::{
+    format_bitrate, parse_bitrate, parse_cpus, parse_duration, parse_share, SourceSpec, SpecError,
+    StreamSpec,
+};
 pub use metronome_rt::pacing::Calibration;
 pub use outlet::{MediaOut, RtcpOut, SessionOutlet, StartInfo};
 pub(crate) use server::open::open_source;
@@ -35,8 +37,4 @@ pub use server::open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSou
 pub use server::status::{ServerStatus, StreamList, StreamStatus};
 pub use server::{
     CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,
-};
-pub use spec::{
-    format_bitrate, parse_bitrate, parse_cpus, parse_duration, parse_share, SourceSpec, SpecError,
-    StreamSpec,
 };

@@ -262,7 +262,7 @@ fn viewer_repair(
 /// `rtpjitterbuffer` latency.
 fn playout_delay(a: &RecvArgs) -> Duration {
     a.playout_delay
-        .unwrap_or(metronome_spec::repair::DEFAULT_PLAYOUT_DELAY)
+        .unwrap_or(metronome_config::repair::DEFAULT_PLAYOUT_DELAY)
 }
 
 /// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else

@@ -1,15 +1,17 @@
 //! `metronome recv --raw` (or an SDP whose media is `raw/90000`): uncompressed video (RFC 4175)
-//! received by `metronome_apps::raw::RawReceiver`, and what it measured.
+//! received by `metronome_apps::uncompressed::RawReceiver`, and what it measured.
 
 use crate::raw_args::RecvRt;
 use crate::recv::RecvArgs;
 use crate::report::warn_buffer;
 use crate::report::{print_outcome, LiveLine, Output};
-use metronome_apps::raw::{parse_model, RawReceiver, RawReceiverConfig, RawReceiverOutcome};
+use metronome_apps::uncompressed::{
+    parse_model, RawReceiver, RawReceiverConfig, RawReceiverOutcome,
+};
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::SenderType;
-use metronome_session::raw::parse_fmtp;
+use metronome_session::rfc4175::parse_fmtp;
 use metronome_wire::sdp::MediaDescription;
 use std::fmt::Write;
 use std::sync::atomic::AtomicBool;
@@ -179,7 +181,7 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use metronome_media::raw::{Depth, Sampling, VideoFormat};
+    use metronome_media::uncompressed::{Depth, Sampling, VideoFormat};
     use metronome_wire::sdp::SessionDescription;
 
     #[test]

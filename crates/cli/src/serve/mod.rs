@@ -11,11 +11,11 @@ use clap::{Args, ValueEnum};
 use metronome_apps::sender::{run_sender, SenderConfig};
 use metronome_apps::streams::GivenSource;
 use metronome_apps::streams::{parse_cpus, parse_share, CoreRt, SchedKind};
+use metronome_config::scenario::RtpCc;
 use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
-use metronome_spec::scenario::RtpCc;
 use metronome_wire::rtp::{SendTimeExt, ABS_SEND_TIME_URI, SEND_TIME_EXT_ID};
 use metronome_wire::sdp::{MediaDescription, SessionDescription};
 use std::net::SocketAddr;
@@ -185,7 +185,7 @@ pub(crate) struct ServeArgs {
     /// 10.1.0.0/16; repeat for more [default: 127.0.0.0/8, ::1, 239.0.0.0/8 and ff05::/16,
     /// this machine and administratively scoped multicast]
     #[arg(long, value_name = "PREFIX", value_parser = parse_prefix, help_heading = "Control API")]
-    pub allow_destination: Vec<metronome_spec::prefix::IpPrefix>,
+    pub allow_destination: Vec<metronome_config::prefix::IpPrefix>,
     /// Serve every stream over RTSP here (rtsp://HOST:PORT/NAME); with no stream declared, the
     /// built-in test source at rtsp://HOST:PORT/test
     #[arg(long, value_name = "ADDR", help_heading = "RTSP")]
@@ -291,7 +291,7 @@ impl ServeArgs {
     pub(crate) fn rtsp_config(
         &self,
         addr: SocketAddr,
-        file: &metronome_spec::config::ServeConfig,
+        file: &metronome_config::serve::ServeConfig,
     ) -> metronome_apps::rtsp::RtspServiceConfig {
         let mut rc = metronome_apps::rtsp::RtspServiceConfig::new(addr);
         rc.auth = file.rtsp_auth.clone();
@@ -318,7 +318,7 @@ impl ServeArgs {
     /// command line over the file, the file over the defaults. Every setting of the file but
     /// its streams and `[rtsp_auth]` (which a reload applies, serve/reload.rs) is read here,
     /// once, at the start.
-    pub(crate) fn with_file(mut self, file: &metronome_spec::config::ServeConfig) -> Self {
+    pub(crate) fn with_file(mut self, file: &metronome_config::serve::ServeConfig) -> Self {
         self.control = self.control.or(file.control);
         self.rtsp = self.rtsp.or(file.rtsp);
         self.sched = self.sched.or(file.sched);
@@ -620,7 +620,7 @@ mod tests {
     /// over the defaults (which are applied where the setting is used).
     #[test]
     fn the_command_line_wins_over_the_file_and_the_file_over_the_defaults() {
-        let file = metronome_spec::config::parse(
+        let file = metronome_config::serve::parse(
             "rt_cores = 3\nmemory_budget = \"64MB\"\nrtsp_max_sessions = 5\nrtsp_session_timeout = \"9s\"\n",
             "test.toml",
         )

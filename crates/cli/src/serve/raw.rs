@@ -1,5 +1,5 @@
 //! `metronome serve --raw`: uncompressed video (RFC 4175) to `rtp://` destinations or as RTSP
-//! mounts. The driver is `metronome_apps::raw`; this turns the arguments into its configuration
+//! mounts. The driver is `metronome_apps::uncompressed`; this turns the arguments into its configuration
 //! and prints what it measured.
 
 use super::{fresh_seed, rt_policy, RtChoice, ServeArgs};
@@ -8,12 +8,12 @@ use crate::raw_args::RawFormatArg;
 use crate::report::warn_buffer;
 use crate::report::{print_outcome, LiveLine, Output};
 use crate::sdp::raw_sdp;
-use metronome_apps::raw::{
-    model_name, RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
-};
 use metronome_apps::rtsp::{Mounts, RawMount, RtspService};
 use metronome_apps::streams::{ServerConfig, StreamServer};
-use metronome_media::raw::{
+use metronome_apps::uncompressed::{
+    model_name, RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
+};
+use metronome_media::uncompressed::{
     Depth, RawFileKind, RawFileSource, RawSource, RawTestPattern, Sampling, VideoFormat,
 };
 use metronome_media::MediaError;
@@ -22,7 +22,7 @@ use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::GsoStatus;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::SenderType;
-use metronome_session::raw::packets_for;
+use metronome_session::rfc4175::packets_for;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -71,11 +71,11 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
 }
 
 /// `--config` for a raw server: its server settings, RTSP users and certificate, no streams.
-fn raw_config(a: &ServeArgs) -> Result<metronome_spec::config::ServeConfig, BoxError> {
+fn raw_config(a: &ServeArgs) -> Result<metronome_config::serve::ServeConfig, BoxError> {
     let Some(path) = &a.config else {
         return Ok(Default::default());
     };
-    let file = metronome_spec::config::load(path)?;
+    let file = metronome_config::serve::load(path)?;
     if !file.streams.is_empty() {
         return Err(format!(
             "{}: --raw serves its one source, so its --config may hold [rtsp_auth] and the \
@@ -91,7 +91,7 @@ fn raw_config(a: &ServeArgs) -> Result<metronome_spec::config::ServeConfig, BoxE
 /// name); every session gets a sender of its own, admitted on `--link-capacity`.
 fn serve_rtsp(
     a: ServeArgs,
-    file: &metronome_spec::config::ServeConfig,
+    file: &metronome_config::serve::ServeConfig,
     stop: Arc<AtomicBool>,
 ) -> Result<(), BoxError> {
     let Some(addr) = a.rtsp else {

@@ -18,7 +18,8 @@
 use super::declared::Running;
 use super::ServeArgs;
 use metronome_apps::rtsp::{Mounts, RtspService};
-use metronome_apps::streams::{config, ServeConfig, StreamServer, StreamSpec};
+use metronome_apps::streams::{ServeConfig, StreamServer, StreamSpec};
+use metronome_config::serve;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,7 +98,7 @@ impl Reloader {
         a: &ServeArgs,
     ) {
         let shown = self.path.display().to_string();
-        let new = match config::load(&self.path) {
+        let new = match serve::load(&self.path) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("metronome: {shown} not reloaded: {e}; still serving the config before");
@@ -266,8 +267,8 @@ mod tests {
 
     #[test]
     fn settings_read_at_the_start_only_are_named_when_they_change() {
-        let old = config::parse("sched = \"edf\"\nrt_cores = 1\n", "a").unwrap();
-        let new = config::parse(
+        let old = serve::parse("sched = \"edf\"\nrt_cores = 1\n", "a").unwrap();
+        let new = serve::parse(
             "sched = \"dm\"\nrt_cores = 1\nrtsp = \"127.0.0.1:1\"\n",
             "b",
         )

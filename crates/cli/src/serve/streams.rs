@@ -7,8 +7,8 @@ use crate::report::LiveLine;
 use metronome_apps::control::{load_or_create_token, ControlAccess, ControlServer};
 use metronome_apps::rtsp::{Mounts, RtspService};
 use metronome_apps::streams::{
-    config, format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec,
-    StreamServer, StreamSpec,
+    format_bitrate, CoreRt, ServeConfig, ServerConfig, ServerOutcome, SourceSpec, StreamServer,
+    StreamSpec,
 };
 use metronome_rt::clock::mono_ns;
 use metronome_rt::pacing::WaitPolicy;
@@ -57,7 +57,7 @@ fn load_config(a: &ServeArgs) -> Result<ServeConfig, Box<dyn std::error::Error>>
     let Some(path) = &a.config else {
         return Ok(ServeConfig::default());
     };
-    let file = config::load(path)?;
+    let file = metronome_config::serve::load(path)?;
     super::reload::catch_sighup()?;
     Ok(file)
 }
@@ -182,7 +182,7 @@ fn start_control(
     }
     let destinations = match (&a.allow_destination[..], &file.allow_destinations) {
         ([], Some(listed)) => listed.clone(),
-        ([], None) => metronome_spec::prefix::IpPrefix::default_destinations(),
+        ([], None) => metronome_config::prefix::IpPrefix::default_destinations(),
         (given, _) => given.to_vec(),
     };
     let hosts = a.control_host.iter().chain(&file.control_hosts).cloned();

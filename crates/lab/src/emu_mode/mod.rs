@@ -18,6 +18,7 @@ use crate::model;
 use crate::results::{CommandRun, EmuFacts, LinkResult, PointResult};
 use crate::served::ServedFlow;
 use crate::wall::Stopwatch;
+use metronome_config::scenario::{FlowDecl, FlowKind, Point, Repair, RtpCc, Scenario};
 use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath};
 use metronome_emu::netns::{remove_stale, Hosts};
 use metronome_link::meter::Meter;
@@ -26,7 +27,6 @@ use metronome_link::topology::{LinkId, NodeId, Topology};
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::{SocketOptions, UdpReceiver};
 use metronome_rt::url::RtpUrl;
-use metronome_spec::scenario::{FlowDecl, FlowKind, Point, Repair, RtpCc, Scenario};
 use metronome_time::Timestamp;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -570,7 +570,7 @@ fn udp_bound(f: &FlowDecl) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use metronome_spec::scenario::ScenarioFile;
+    use metronome_config::scenario::ScenarioFile;
 
     #[test]
     fn repair_needs_a_play_out_deadline_and_a_word_it_knows() {

@@ -7,11 +7,11 @@
 
 use super::{flow_group, flow_port, host_index};
 use crate::results::CommandRun;
+use metronome_config::scenario::{FlowDecl, FlowKind, Scenario, TcpCc};
 use metronome_emu::netns::Hosts;
 use metronome_link::meter::{IntervalFigures, Meter};
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_rt::clock::Clock;
-use metronome_spec::scenario::{FlowDecl, FlowKind, Scenario, TcpCc};
 use metronome_time::Timestamp;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -464,7 +464,7 @@ pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use metronome_spec::scenario::TcpCc;
+    use metronome_config::scenario::TcpCc;
 
     fn tcp_flow() -> FlowDecl {
         FlowDecl {

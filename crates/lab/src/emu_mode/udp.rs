@@ -2,13 +2,13 @@
 //! time, from a socket in its host), a receiver per receiving host that measures with the
 //! kernel's receive timestamps, as the simulator's iperf-like flow measures.
 
+use metronome_config::scenario::{FlowDecl, FlowKind};
 use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::traffic::UdpSchedule;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::wait::{WaitMode, Waiter};
-use metronome_spec::scenario::{FlowDecl, FlowKind};
 use metronome_time::Timestamp;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};

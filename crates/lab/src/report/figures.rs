@@ -6,7 +6,7 @@ use super::plots::{axis, figure, x_values, Line, Plot, Style};
 use crate::closed_form;
 use crate::results::PointResult;
 use crate::video::FrameSeries;
-use metronome_spec::scenario::Reference;
+use metronome_config::scenario::Reference;
 
 /// The reference's metric against its sweep parameter (measured, the reference's figures,
 /// the closed form), and jitter likewise, for one group of the other parameters.

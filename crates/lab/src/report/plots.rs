@@ -5,7 +5,7 @@
 //! first [`MAX_LINES`] and says how many it left out, so a 10,000-receiver run stays readable.
 
 use super::esc;
-use metronome_spec::stream::{parse_bitrate, parse_duration};
+use metronome_config::stream::{parse_bitrate, parse_duration};
 use plotters::prelude::*;
 
 /// Lines drawn in one plot at most.

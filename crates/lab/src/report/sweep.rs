@@ -8,7 +8,7 @@ use super::esc;
 use super::plots::{axis, figure as plot_figure, x_values, Line, Plot, Style};
 use crate::estimates::{self, Estimate};
 use crate::results::{PointResult, Summary};
-use metronome_spec::scenario::REPLICATE;
+use metronome_config::scenario::REPLICATE;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

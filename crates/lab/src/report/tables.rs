@@ -4,7 +4,7 @@
 use super::{esc, receivers};
 use crate::closed_form::{self, ClosedForm};
 use crate::results::{PointResult, Summary};
-use metronome_spec::scenario::{Reference, ScenarioFile};
+use metronome_config::scenario::{Reference, ScenarioFile};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 

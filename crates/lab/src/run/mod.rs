@@ -16,7 +16,7 @@ pub use sim_point::{run_point, INTERRUPTED};
 
 use crate::results::{self, FailedPoint, PointResult, ScenarioInfo, Shard, Summary};
 use crate::wall;
-use metronome_spec::scenario::{Point, Scenario, ScenarioFile};
+use metronome_config::scenario::{Point, Scenario, ScenarioFile};
 use out_dir::OutDir;
 use pool::Ended;
 use std::collections::BTreeMap;
@@ -146,7 +146,7 @@ fn file_of(header: &Summary) -> Result<ScenarioFile, String> {
     let replicates = info
         .sweep
         .iter()
-        .find(|(k, _)| k == metronome_spec::scenario::REPLICATE)
+        .find(|(k, _)| k == metronome_config::scenario::REPLICATE)
         .map_or(1, |(_, vs)| vs.len() as u32);
     file.with_replicates(replicates).map_err(|e| e.to_string())
 }
@@ -279,7 +279,7 @@ fn sweep_of(file: &ScenarioFile) -> Vec<(String, Vec<String>)> {
         .collect();
     if file.replicates > 1 {
         let rs = (1..=file.replicates).map(|r| r.to_string()).collect();
-        sweep.push((metronome_spec::scenario::REPLICATE.into(), rs));
+        sweep.push((metronome_config::scenario::REPLICATE.into(), rs));
     }
     sweep
 }

@@ -4,7 +4,7 @@
 use super::out_dir::OutDir;
 use super::{point_seed, Job, Mode, RunOptions};
 use crate::results::PointResult;
-use metronome_spec::scenario::Point;
+use metronome_config::scenario::Point;
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -5,11 +5,11 @@ use crate::closed_form;
 use crate::model;
 use crate::results::{LinkResult, PointResult, VideoWork};
 use crate::wall;
+use metronome_config::scenario::{Point, Scenario};
 use metronome_link::report::FlowReport;
 use metronome_link::topology::LinkId;
-use metronome_netsim::sim::flows::rtp::RtpFlow;
-use metronome_netsim::sim::Sim;
-use metronome_spec::scenario::{Point, Scenario};
+use metronome_sim::flows::rtp::RtpFlow;
+use metronome_sim::Sim;
 use metronome_time::Timestamp;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,10 +105,10 @@ fn run_sliced(sim: &mut Sim, end: Timestamp, stop: &AtomicBool) -> Result<(), St
 fn add_frames(
     s: &Scenario,
     reports: &mut [FlowReport],
-    flows: Vec<Box<dyn metronome_netsim::sim::flows::Flow>>,
+    flows: Vec<Box<dyn metronome_sim::flows::Flow>>,
     videos: &[(usize, crate::video::SharedFrames)],
 ) -> Vec<crate::video::FlowVideo> {
-    let mut flows: Vec<Option<Box<dyn metronome_netsim::sim::flows::Flow>>> =
+    let mut flows: Vec<Option<Box<dyn metronome_sim::flows::Flow>>> =
         flows.into_iter().map(Some).collect();
     let mut out = Vec::new();
     for (i, map) in videos {
@@ -137,8 +137,8 @@ fn add_frames(
 /// `trace` asks, into the point's directory `dir`.
 fn write_traces(
     dir: &Path,
-    trace: metronome_spec::scenario::Trace,
-    packets: &metronome_netsim::sim::trace::PacketTrace,
+    trace: metronome_config::scenario::Trace,
+    packets: &metronome_sim::trace::PacketTrace,
     topology: &metronome_link::topology::Topology,
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -148,7 +148,7 @@ fn write_traces(
     }
     if trace.pcap {
         let mut used = std::collections::HashSet::new();
-        for (n, bytes) in metronome_netsim::sim::pcap::pcaps(&packets.captures) {
+        for (n, bytes) in metronome_sim::pcap::pcaps(&packets.captures) {
             // Two names that make one file name: the second gets its node number too.
             let mut name = crate::results::file_stem(topology.node_name(n));
             if !used.insert(name.clone()) {

@@ -1,9 +1,9 @@
 //! What a lab video shows: the pattern, generated content and its scenes, a file, lavfi
 //! sources; and the test source that encodes and muxes it.
 
+use metronome_config::scenario::{ScenePace, VideoContent, VideoDecl};
 use metronome_media::testsrc::{TestSource, TestSourceConfig};
 use metronome_media::{Pictures, TestPattern};
-use metronome_spec::scenario::{ScenePace, VideoContent, VideoDecl};
 use std::time::Duration;
 
 /// Seconds per scene of the pattern the lab sends (static, moderate, high motion).

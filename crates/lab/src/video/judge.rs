@@ -5,6 +5,7 @@ use super::series::series;
 use super::{
     frames_csv, pictures_of, rungs_csv, FrameMap, FrameRow, FrameSeries, SentSeries, FRAMES_HEADER,
 };
+use metronome_config::scenario::{FlowDecl, FlowKind, VideoDecl};
 use metronome_link::report::{FlowReport, FrameFigures, PictureFigures};
 use metronome_media::decode::VideoDecoder;
 use metronome_media::Frame;
@@ -12,7 +13,6 @@ use metronome_quality::compare::FrameQuality;
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
-use metronome_spec::scenario::{FlowDecl, FlowKind, VideoDecl};
 use metronome_time::Timestamp;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -369,9 +369,9 @@ fn digest(p: &Picture) -> u64 {
 mod tests {
     use super::*;
     use crate::video::test_source;
+    use metronome_config::scenario::VideoContent;
     use metronome_media::frames::{FrameNoter, SentFrames};
     use metronome_media::TsSource;
-    use metronome_spec::scenario::VideoContent;
     use std::time::Duration;
 
     #[test]

@@ -28,12 +28,12 @@ pub use series::{
     SERIES_POINTS,
 };
 
+use metronome_config::scenario::{VideoContent, VideoDecl};
 use metronome_media::decode::VideoCodec;
 use metronome_media::frames::{Noted, NotingSource, SentFrames};
 use metronome_media::ts_rtp::TsRtp;
 use metronome_quality::viewer;
 use metronome_session::sender::{PacketizerConfig, RtpSource, SourceError, SourcePacket};
-use metronome_spec::scenario::{VideoContent, VideoDecl};
 use metronome_time::{Bitrate, Timestamp};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;

@@ -163,7 +163,7 @@ fn segment_cost(
     drain: &mut [u8],
 ) -> Option<Duration> {
     let dest = crate::url::RtpUrl::unicast(to);
-    let tx = crate::udp::FastSender::open(&dest, &crate::udp::SocketOptions::default()).ok()?;
+    let tx = crate::udp::BatchSender::open(&dest, &crate::udp::SocketOptions::default()).ok()?;
     if !matches!(tx.gso_status(), crate::udp::GsoStatus::On { .. }) {
         return None;
     }

@@ -1,6 +1,6 @@
 //! What a pacing core runs: lanes. A lane is one stream's send step, whatever it carries
 //! (MPEG-TS packets through a sender session: `metronome_apps::streams::stream::TsLane`;
-//! raw-video frames in batches: `metronome_apps::raw::stream::RawLane`). The core (`core.rs`) schedules lanes by their jobs' deadlines and
+//! raw-video frames in batches: `metronome_apps::uncompressed::stream::RawLane`). The core (`core.rs`) schedules lanes by their jobs' deadlines and
 //! knows nothing else of them: a new kind of stream is a new lane, not a change to the core.
 //! Every call on the pacing thread allocates nothing.
 

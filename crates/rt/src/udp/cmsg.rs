@@ -1,5 +1,5 @@
 //! The control messages a UDP receive returns, parsed in one place for both receive paths
-//! (`recvmsg` in [`super::recv`], `recvmmsg` with GRO in `fast::recv`).
+//! (`recvmsg` in [`super::recv`], `recvmmsg` with GRO in `batch::recv`).
 
 use std::mem::size_of;
 

@@ -13,8 +13,8 @@
 //! Nothing here allocates per packet: `recv` uses a stack control buffer, `send_to_many` stack
 //! arrays. Timeouts show as `Err` with [`is_timeout`] true.
 
+mod batch;
 mod cmsg;
-mod fast;
 mod pair;
 mod recv;
 mod rtcp;
@@ -24,8 +24,8 @@ mod socket;
 mod tests;
 mod tuning;
 
-pub use fast::{
-    BatchError, Datagram, Datagrams, FastReceiver, FastSender, GsoStatus, RecvBufs, SendPath,
+pub use batch::{
+    BatchError, BatchReceiver, BatchSender, Datagram, Datagrams, GsoStatus, RecvBufs, SendPath,
     GSO_MAX_SEGMENTS, RECV_BATCH_MAX,
 };
 pub use pair::bind_pair;

@@ -40,7 +40,7 @@ impl UdpSender {
     }
 
     /// The socket and its destination, to hand the port to another sender
-    /// ([`crate::udp::FastSender::from_socket`]).
+    /// ([`crate::udp::BatchSender::from_socket`]).
     pub fn into_socket(self) -> (Socket, RtpUrl) {
         (self.socket, self.dest)
     }

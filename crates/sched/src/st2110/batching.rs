@@ -1,5 +1,5 @@
 //! How a sender cuts a frame into send calls, and what a frame costs a pacing core: the
-//! sans-IO part of pacing raw video, which the raw lane on the real-time driver (`apps::raw::stream`) and any
+//! sans-IO part of pacing raw video, which the raw lane on the real-time driver (`apps::uncompressed::stream`) and any
 //! simulation share.
 
 use super::{FrameSchedule, SenderType};

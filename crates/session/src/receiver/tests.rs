@@ -714,7 +714,7 @@ fn fec_receiver() -> ReceiverSession {
 #[test]
 fn fec_rebuilds_a_row_s_lost_packets_and_asks_for_nothing() {
     use crate::repair::{FecConfig, FecEncoder};
-    use metronome_spec::repair::FecShape;
+    use metronome_config::repair::FecShape;
     let shape = FecShape {
         columns: 4,
         rows: 4,
@@ -763,7 +763,7 @@ fn fec_rebuilds_a_row_s_lost_packets_and_asks_for_nothing() {
 #[test]
 fn fec_starts_afresh_when_the_stream_s_numbers_restart() {
     use crate::repair::{FecConfig, FecEncoder};
-    use metronome_spec::repair::FecShape;
+    use metronome_config::repair::FecShape;
     let shape = FecShape {
         columns: 4,
         rows: 4,

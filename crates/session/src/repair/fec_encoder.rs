@@ -7,7 +7,7 @@
 //! Memory is made up front: 2 L + 3 buffers of the largest packet protected (a driver that
 //! does not take what is made after each packet makes it grow, to 3 L + 3 at most).
 
-use metronome_spec::repair::FecShape;
+use metronome_config::repair::FecShape;
 use metronome_wire::fec2022::{self, Direction, FecHeader, FecStream};
 use metronome_wire::rtp::RTP_HEADER_LEN;
 use std::collections::VecDeque;

@@ -1,6 +1,6 @@
 //! RTSP authentication, sans-IO: HTTP Digest (RFC 7616) with SHA-256 and MD5, as RTSP borrows
 //! it (RFC 2326 §D.1, RFC 7826 §19.1). Users and what they may play come from the config
-//! (`metronome_spec::rtsp_auth`), which keeps each password's `H(A1)`, never the password.
+//! (`metronome_config::rtsp_auth`), which keeps each password's `H(A1)`, never the password.
 //!
 //! - **Challenges.** A 401 carries one challenge per algorithm some user has a hash for,
 //!   SHA-256 first and MD5 last, in one `WWW-Authenticate` (a list of challenges, RFC 7235
@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use md5::Md5;
-use metronome_spec::rtsp_auth::{RtspAuthSpec, RtspUser};
+use metronome_config::rtsp_auth::{RtspAuthSpec, RtspUser};
 use metronome_time::Timestamp;
 use rtsp_types::Url;
 use sha2::{Digest, Sha256};

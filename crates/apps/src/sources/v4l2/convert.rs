@@ -1,8 +1,8 @@
 //! The device-free half of the V4L2 source: which formats it captures and how a captured
 //! buffer becomes RFC 4175 payload order, and how its timestamp reaches the wall clock.
 
-use metronome_media::raw::convert::{to_rfc4175, Layout};
-use metronome_media::raw::{Depth, Sampling, VideoFormat};
+use metronome_media::uncompressed::convert::{to_rfc4175, Layout};
+use metronome_media::uncompressed::{Depth, Sampling, VideoFormat};
 use std::time::Duration;
 
 /// Capture buffers asked of the driver.

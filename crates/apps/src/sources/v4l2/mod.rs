@@ -36,8 +36,8 @@ pub use convert::*;
 
 use linuxvideo::format::{Format, PixFormat, PixelFormat};
 use linuxvideo::{BufType, CapabilityFlags, Device, Fract, VideoCaptureDevice};
-use metronome_media::raw::convert::Layout;
-use metronome_media::raw::{RawFrame, RawSource, VideoFormat};
+use metronome_media::uncompressed::convert::Layout;
+use metronome_media::uncompressed::{RawFrame, RawSource, VideoFormat};
 use metronome_media::MediaError;
 use metronome_rt::clock::Clock;
 use std::io;

@@ -1,5 +1,5 @@
 use super::*;
-use metronome_media::raw::{Depth, Sampling};
+use metronome_media::uncompressed::{Depth, Sampling};
 
 fn fmt(w: u32, h: u32, s: Sampling) -> VideoFormat {
     VideoFormat::new(w, h, s, Depth::Eight, 30, 1).unwrap()
@@ -289,7 +289,7 @@ fn a_self_timed_source_is_sent_when_ready_with_its_capture_time() {
         n: 0,
     });
     let t0 = clock.now();
-    let (s, r) = crate::raw::tests::loopback(src, 10, |cfg| cfg.model = SenderType::Burst);
+    let (s, r) = crate::uncompressed::tests::loopback(src, 10, |cfg| cfg.model = SenderType::Burst);
     let took = clock.now().saturating_since(t0);
     assert_eq!((s.frames_sent, s.ended_by), (10, "frames"));
     assert_eq!(s.frames_not_ready, 0);

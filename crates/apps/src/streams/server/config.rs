@@ -1,7 +1,7 @@
 //! How the stream server runs its pacing threads: the configuration, and what each core's
 //! thread is set up with.
 
-use super::super::config::SchedKind;
+use metronome_config::serve::SchedKind;
 use metronome_rt::pacing::CoreConfig;
 use metronome_rt::pacing::PacingThreadConfig;
 use metronome_rt::pacing::WaitPolicy;

@@ -2,7 +2,7 @@
 
 use super::{Given, Inner};
 use crate::streams::control::{ControlError, StreamControl};
-use crate::streams::spec::StreamSpec;
+use metronome_config::stream::StreamSpec;
 use metronome_rt::sync::lock;
 use std::sync::Arc;
 

@@ -10,9 +10,9 @@
 
 use super::open::open_source;
 use crate::streams::control::ControlError;
+use metronome_config::stream::{SourceSpec, StreamSpec};
 use metronome_media::TsSource;
 use metronome_rt::clock::thread_cpu_ns;
-use metronome_spec::stream::{SourceSpec, StreamSpec};
 use std::collections::HashMap;
 use std::time::Duration;
 

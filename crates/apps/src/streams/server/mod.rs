@@ -5,15 +5,16 @@
 //! Streams come and go while it runs ([`StreamServer::add`], [`StreamServer::remove`]); the HTTP
 //! control API and the `serve` command both drive it through those calls.
 
-use super::config::SchedKind;
 use super::naive::spawn_naive;
 use super::outlet::{SessionOutlet, StartInfo};
 use super::producer::{ProducerPool, Production};
-use super::spec::StreamSpec;
 use super::stream::StreamRt;
 use super::stream::TsLane;
 use crate::streams::control::{ControlError, StreamControl};
 use encode_cost::EncodeCosts;
+use metronome_config::serve::SchedKind;
+use metronome_config::stream::format_bitrate;
+use metronome_config::stream::StreamSpec;
 use metronome_rt::clock::{process_cpu_s, Clock};
 use metronome_rt::host::HostWatch;
 use metronome_rt::pacing::PacingThreadReport;
@@ -24,7 +25,6 @@ use metronome_rt::thread;
 use metronome_sched::OverloadWatch;
 use metronome_sched::{Admission, Budget, CpuBudget, MemoryBudget, Platform, Policy, TaskParams};
 use metronome_session::sender::{Input, RateRefusal};
-use metronome_spec::stream::format_bitrate;
 use metronome_time::Distribution;
 use open::{open_stream, Given, GivenSource, Opened};
 use status::{CoreView, ServerStatus, StreamStatus};
@@ -40,17 +40,17 @@ pub mod encode_cost;
 pub(crate) mod memory;
 pub(crate) mod open;
 mod outcome;
-mod raw;
 mod repair;
 pub(crate) mod rtcp;
 pub mod status;
+mod uncompressed;
 
 use config::core_config;
 pub(crate) use config::deadline_policy;
 pub use config::{CoreRt, ServerConfig, DEFAULT_MAX_STREAM_BPS};
 use control::Control;
 pub use outcome::{PacerView, ServerOutcome};
-pub use raw::RawAdmission;
+pub use uncompressed::RawAdmission;
 
 /// Most destinations of one stream; the admission test's blocking term covers a packet sent to
 /// this many.

@@ -4,7 +4,7 @@
 //! for retransmissions.
 
 use crate::streams::outlet::StartInfo;
-use crate::streams::spec::StreamSpec;
+use metronome_config::stream::StreamSpec;
 use metronome_sched::TaskParams;
 use metronome_session::repair::{rtx_ssrc, FecConfig, RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::SenderRepair;
@@ -114,7 +114,7 @@ impl RepairPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use metronome_spec::repair::Repair;
+    use metronome_config::repair::Repair;
 
     fn spec(repair: Repair) -> StreamSpec {
         let mut s = StreamSpec::new("s", vec!["rtp://127.0.0.1:5004".into()]);

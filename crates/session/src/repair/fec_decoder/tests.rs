@@ -1,6 +1,6 @@
 use super::*;
 use crate::repair::fec_encoder::{FecConfig, FecEncoder};
-use metronome_spec::repair::FecShape;
+use metronome_config::repair::FecShape;
 use metronome_wire::fec2022::Direction;
 use std::collections::BTreeSet;
 

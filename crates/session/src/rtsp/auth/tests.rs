@@ -1,5 +1,5 @@
 use super::*;
-use metronome_spec::rtsp_auth::RtspUser;
+use metronome_config::rtsp_auth::RtspUser;
 use std::net::Ipv4Addr;
 
 const REALM: &str = "http-auth@example.org";
