@@ -22,6 +22,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::ReceiverView;
 use metronome_time::Timestamp;
+use metronome_wire::Ssrc;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -30,7 +31,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct SenderConfig {
     pub destinations: Vec<RtpUrl>,
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Stamp each packet's send time in an RFC 8285 header extension (for one-way delay).
     pub send_time_ext: bool,
     /// Ring slots between producer and pacer (the paper: 1024).
@@ -66,7 +67,7 @@ pub struct SenderConfig {
 }
 
 impl SenderConfig {
-    pub fn new(destinations: Vec<RtpUrl>, ssrc: u32, seed: u64) -> Self {
+    pub fn new(destinations: Vec<RtpUrl>, ssrc: Ssrc, seed: u64) -> Self {
         SenderConfig {
             destinations,
             ssrc,
@@ -161,7 +162,7 @@ pub struct SenderOutcome {
     /// packets from it).
     #[serde(serialize_with = "metronome_time::units::hex32")]
     #[schemars(with = "String")]
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     pub first_seq: u16,
     /// The stream's time zero on the wall clock, Unix ns (packet due times count from it).
     pub epoch_unix_ns: u64,
@@ -372,7 +373,7 @@ fn stream_spec(cfg: &SenderConfig) -> Result<StreamSpec, SendError> {
         cfg.destinations.iter().map(|d| d.to_string()).collect(),
     );
     spec.send_time = cfg.send_time_ext;
-    spec.ssrc = Some(cfg.ssrc);
+    spec.ssrc = Some(cfg.ssrc.get());
     spec.ring = Some(cfg.ring_slots.max(1));
     spec.cc = cfg.cc.clone();
     spec.max_bitrate = cfg.max_bitrate;

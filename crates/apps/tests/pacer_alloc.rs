@@ -19,6 +19,7 @@ use metronome_session::sender::{
     JobConfig, SenderReportsConfig, SenderSession, SenderSessionConfig,
 };
 use metronome_time::{Bitrate, MediaClock};
+use metronome_wire::Ssrc;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +38,7 @@ fn stream(dest: &RtpUrl, n: usize, clock: &Clock) -> StreamRt {
     let session = SenderSession::new(
         SenderSessionConfig {
             reports: SenderReportsConfig {
-                ssrc: 1,
+                ssrc: Ssrc(1),
                 cname: "alloc-test".into(),
                 clock: MediaClock::VIDEO_90K,
                 rtp_ts_base: 0,

@@ -14,6 +14,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_session::sender::RtpSource;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -91,7 +92,7 @@ fn a_ladder_leaves_the_real_time_driver_as_coded() {
         .unwrap();
     let port = rx.local_addr().unwrap().port();
     let dest = RtpUrl::parse_destination(&format!("rtp://127.0.0.1:{port}")).unwrap();
-    let mut cfg = SenderConfig::new(vec![dest], 0x1234_5678, 7);
+    let mut cfg = SenderConfig::new(vec![dest], Ssrc(0x1234_5678), 7);
     cfg.lock_memory = false;
     cfg.duration = Some(Duration::from_secs(5));
     let got = std::thread::spawn(move || {

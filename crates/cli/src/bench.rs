@@ -151,7 +151,7 @@ fn one_run(
     };
     let source = SourceArgs::test_pattern(a.rate).open()?;
     let seed = crate::serve::fresh_seed();
-    let mut cfg = SenderConfig::new(vec![url], seed as u32, seed);
+    let mut cfg = SenderConfig::new(vec![url], metronome_wire::Ssrc(seed as u32), seed);
     cfg.duration = Some(a.duration);
     cfg.pacer = kind;
     cfg.wait = wait;

@@ -476,7 +476,11 @@ fn send(
     let source = SourceArgs::test_pattern(a.rate)
         .open()
         .map_err(|e| format!("the test source: {e}"))?;
-    let mut cfg = SenderConfig::new(vec![RtpUrl::unicast(dest)], 0x5352_5400, 0x5352_5400);
+    let mut cfg = SenderConfig::new(
+        vec![RtpUrl::unicast(dest)],
+        metronome_wire::Ssrc(0x5352_5400),
+        0x5352_5400,
+    );
     cfg.duration = Some(a.duration);
     cfg.send_time_ext = true;
     cfg.lock_memory = false;

@@ -62,7 +62,7 @@ pub(crate) fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std:
     for (i, url) in [unicast, multicast].into_iter().enumerate() {
         let mut cfg = ReceiverRunConfig::new(url);
         cfg.duration = Some(a.duration + Duration::from_secs(10));
-        cfg.session.ssrc = 0x5243_5600 + i as u32;
+        cfg.session.ssrc = metronome_wire::Ssrc(0x5243_5600 + i as u32);
         cfg.session.cname = format!("demo-receiver-{i}");
         // Bound (and joined) before the sender starts.
         let receiver = Receiver::open(cfg)?;
@@ -71,7 +71,11 @@ pub(crate) fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std:
     }
 
     let seed = crate::serve::fresh_seed();
-    let mut cfg = SenderConfig::new(vec![unicast, multicast], seed as u32, seed);
+    let mut cfg = SenderConfig::new(
+        vec![unicast, multicast],
+        metronome_wire::Ssrc(seed as u32),
+        seed,
+    );
     cfg.duration = Some(a.duration);
     cfg.send_time_ext = true;
     let live = report::LiveLine::new(!a.json);

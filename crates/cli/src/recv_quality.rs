@@ -62,7 +62,7 @@ struct Received {
 
 /// Collects the live stream's frames (see the module's documentation).
 pub(crate) struct LiveViewer {
-    ssrc: Option<u32>,
+    ssrc: Option<metronome_wire::Ssrc>,
     pending: BTreeMap<u64, Pending>,
     next_seq: Option<u64>,
     assembly: Assembly,
@@ -757,6 +757,7 @@ mod tests {
     use metronome_media::testsrc::{TestSource, TestSourceConfig};
     use metronome_media::{Frame, TestPattern, TsSource};
     use metronome_quality::y4m::{Format, Writer};
+    use metronome_wire::Ssrc;
     use std::time::Duration;
 
     /// 1 s of the test source at 160x96, 25 fps, as RTP payloads of seven TS packets, with
@@ -840,7 +841,7 @@ mod tests {
     /// What the session makes of the `k`th packet of `ssrc`, arrived at `k` ms.
     fn record(ssrc: u32, k: usize) -> PacketRecord {
         PacketRecord {
-            ssrc,
+            ssrc: Ssrc(ssrc),
             seq: k as u16,
             ext_seq: k as u64,
             rtp_ts: 0,

@@ -3,6 +3,7 @@
 //! without setup, one teardown per session, no id reused). The `rtsp` fuzz target and the
 //! property tests (`tests/rtsp_garbage.rs`) drive it.
 
+use metronome_wire::Ssrc;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -44,14 +45,14 @@ impl Backend for Checker {
                 client_rtcp,
                 server_rtp: 6970,
                 server_rtcp: 6971,
-                ssrc: 1,
+                ssrc: Ssrc(1),
             },
             Requested::Multicast => Delivery::Multicast {
                 group: "239.0.0.1".parse().unwrap(),
                 port: 5004,
                 rtcp_port: 5005,
                 ttl: 1,
-                ssrc: 1,
+                ssrc: Ssrc(1),
             },
             Requested::Interleaved {
                 rtp_channel,
@@ -59,7 +60,7 @@ impl Backend for Checker {
             } => Delivery::Interleaved {
                 rtp_channel,
                 rtcp_channel,
-                ssrc: 1,
+                ssrc: Ssrc(1),
             },
         })
     }

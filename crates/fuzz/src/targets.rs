@@ -8,6 +8,7 @@ use metronome_session::rtsp::{FramerLimits, TransportSpec};
 use metronome_session::sender::{SenderReports, SenderReportsConfig};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::parse_compound;
+use metronome_wire::Ssrc;
 use metronome_wire::{Rfc4175View, RtpView};
 use std::time::Duration;
 
@@ -75,7 +76,7 @@ pub fn rtcp(data: &[u8]) {
     let mut rx = ReceiverSession::new(ReceiverConfig::default());
     let mut tx = SenderReports::new(
         SenderReportsConfig {
-            ssrc: 7,
+            ssrc: Ssrc(7),
             cname: "fuzz".into(),
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: 0,

@@ -16,6 +16,7 @@ use metronome_media::payload::PayloaderConfig;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
 use metronome_time::{Bitrate, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
+use metronome_wire::Ssrc;
 use std::sync::{Arc, Mutex, Weak};
 
 /// The codec of a declared ladder.
@@ -251,7 +252,7 @@ impl RtpSource for LadderVideo {
 /// The payloader's settings for a flow: RTP payload of at most `mtu` less RTP (12 bytes, and
 /// the send-time extension if it is carried), UDP and IPv4 (28).
 pub fn payloader(
-    ssrc: u32,
+    ssrc: Ssrc,
     initial_seq: u16,
     mtu: Option<u32>,
     send_time: SendTimeExt,

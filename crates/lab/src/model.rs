@@ -28,6 +28,7 @@ use metronome_sim::Sim;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use metronome_wire::rtx::StreamIds;
+use metronome_wire::Ssrc;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -433,7 +434,7 @@ impl RtpPlan {
 /// stream's time zero, and that time zero on the driver's clock.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Numbering {
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     pub seq: u16,
     pub rtp_ts_base: u32,
     pub epoch: Timestamp,
@@ -444,7 +445,7 @@ impl Numbering {
     /// first one sent), from the flow's start.
     fn simulated(seed: u64, f: &FlowDecl) -> Numbering {
         Numbering {
-            ssrc: seed as u32 | 1,
+            ssrc: Ssrc(seed as u32 | 1),
             seq: 1000 + (seed % 20_000) as u16,
             rtp_ts_base: (seed >> 16) as u32,
             epoch: Timestamp::ZERO + f.start,

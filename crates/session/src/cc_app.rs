@@ -12,6 +12,7 @@ use metronome_wire::rtcp::ccfb::{ATO_MAX, MAX_REPORTS};
 use metronome_wire::rtcp::{
     CcApp, CcfbReport, CcfbWriter, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt,
 };
+use metronome_wire::Ssrc;
 use std::time::Duration;
 
 fn us(d: Duration) -> u32 {
@@ -43,7 +44,7 @@ pub fn announce_app(a: &Announce) -> CcApp {
                 r_max_us: us(i.r_max),
                 feedback_delay_us: us(i.feedback_delay),
                 clr: i.clr.unwrap_or(0),
-                echo_ssrc: echo.map_or(0, |e| e.receiver),
+                echo_ssrc: echo.map_or(Ssrc(0), |e| Ssrc(e.receiver)),
                 echo_ts_us: echo.map_or(0, |e| e.ts_us),
                 echo_delay_us: echo.map_or(0, |e| us(e.delay)),
                 x_send: rate_word(i.x_send),
@@ -63,8 +64,8 @@ pub fn app_announce(app: &CcApp) -> Option<Announce> {
             r_max: Duration::from_micros(s.r_max_us as u64),
             feedback_delay: Duration::from_micros(s.feedback_delay_us as u64),
             clr: (s.clr != 0).then_some(s.clr),
-            echo: (s.echo_ssrc != 0).then_some(Echo {
-                receiver: s.echo_ssrc,
+            echo: (s.echo_ssrc != Ssrc(0)).then_some(Echo {
+                receiver: s.echo_ssrc.get(),
                 ts_us: s.echo_ts_us,
                 delay: Duration::from_micros(s.echo_delay_us as u64),
             }),
@@ -85,7 +86,7 @@ pub enum ReportOut {
 
 /// A receiver's report about source `media_ssrc` as RTCP; `last_seq` is the extended
 /// sequence number of the last packet the receiver's agent was given (TFMCC's echo).
-pub fn report_out(r: &AgentReport, media_ssrc: u32, last_seq: u64) -> ReportOut {
+pub fn report_out(r: &AgentReport, media_ssrc: Ssrc, last_seq: u64) -> ReportOut {
     match r {
         AgentReport::Arrivals(a) => ReportOut::Ccfb(ccfb_of(a, media_ssrc)),
         AgentReport::Tfrc(t) => ReportOut::App(tfrc_app(t, media_ssrc)),
@@ -101,7 +102,7 @@ pub fn ccfb_timestamp(t: Timestamp) -> u32 {
 
 /// An arrivals report as RFC 8888 feedback: each arrival as its offset before the report's
 /// time in 1/1024 s (clamped to the largest the field holds).
-pub fn ccfb_of(a: &ArrivalReport, media_ssrc: u32) -> CcfbWriter {
+pub fn ccfb_of(a: &ArrivalReport, media_ssrc: Ssrc) -> CcfbWriter {
     let reports: Vec<CcfbReport> = a
         .arrivals
         .iter()
@@ -130,7 +131,7 @@ pub fn ccfb_of(a: &ArrivalReport, media_ssrc: u32) -> CcfbWriter {
     )
 }
 
-fn tfrc_app(t: &metronome_cc::tfrc::receiver::ReceiverReport, media_ssrc: u32) -> CcApp {
+fn tfrc_app(t: &metronome_cc::tfrc::receiver::ReceiverReport, media_ssrc: Ssrc) -> CcApp {
     CcApp::TfrcFeedback(TfrcFeedback {
         media_ssrc,
         echo_seq: t.echo_seq,
@@ -140,7 +141,7 @@ fn tfrc_app(t: &metronome_cc::tfrc::receiver::ReceiverReport, media_ssrc: u32) -
     })
 }
 
-fn tfmcc_app(f: &ReceiverFeedback, media_ssrc: u32, last_seq: u64) -> CcApp {
+fn tfmcc_app(f: &ReceiverFeedback, media_ssrc: Ssrc, last_seq: u64) -> CcApp {
     let mut flags = 0;
     if f.rtt.is_some() {
         flags |= TfmccFeedback::HAVE_RTT;

@@ -16,11 +16,12 @@ use metronome_session::sender::{
 };
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtp::{patch_send_time, write_packet, RtpHeader, SendTimeExt};
+use metronome_wire::Ssrc;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const SSRC: u32 = 0xabc;
+const SSRC: Ssrc = Ssrc(0xabc);
 const ONE_WAY: Duration = Duration::from_millis(25);
 
 fn wall(t: Timestamp) -> NtpTime {
@@ -123,7 +124,7 @@ fn run_stamped(
     let mut rx: Vec<ReceiverSession> = (0..loss_every.len())
         .map(|k| {
             ReceiverSession::new(ReceiverConfig {
-                ssrc: 100 + k as u32,
+                ssrc: Ssrc(100 + k as u32),
                 cname: format!("r{k}"),
                 seed: k as u64,
                 cc: kind,
@@ -404,7 +405,7 @@ fn a_tfmcc_announcement_before_the_first_packet_is_not_lost() {
     let first = rtp(0, t0, SendTimeExt::None, wall(t0));
     let timer_after = |rtcp_first: bool, data_at: u64| {
         let mut r = ReceiverSession::new(ReceiverConfig {
-            ssrc: 100,
+            ssrc: Ssrc(100),
             cname: "r0".into(),
             cc: AgentKind::Tfmcc,
             ..ReceiverConfig::default()
@@ -474,7 +475,7 @@ fn a_clr_that_wishes_to_leave_stays_until_its_round_ends() {
         buf
     };
     let mut r = ReceiverSession::new(ReceiverConfig {
-        ssrc: 100,
+        ssrc: Ssrc(100),
         cname: "r0".into(),
         cc: AgentKind::Tfmcc,
         ..ReceiverConfig::default()

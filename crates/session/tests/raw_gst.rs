@@ -20,6 +20,7 @@ use metronome_session::rfc4175::{
 use metronome_testkit::TempDir;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::PathBuf;
@@ -133,7 +134,7 @@ fn from_gstreamer(layout: Layout, w: u32, h: u32, mtu: usize) {
         "{layout:?} {w}x{h}: depayloaded frames differ from GStreamer's"
     );
     // Our payloader cuts the same frames into the same payloads, with the same markers.
-    let mut cfg = RawPayloaderConfig::new(1, &f);
+    let mut cfg = RawPayloaderConfig::new(Ssrc(1), &f);
     cfg.max_payload = mtu - 12;
     let mut p = RawPayloader::new(cfg, f).unwrap();
     let mut ours = Vec::new();
@@ -159,7 +160,7 @@ fn to_gstreamer(layout: Layout, w: u32, h: u32) {
     let dir = TempDir::new("raw-gst");
     let (name, sampling) = gst_format(layout);
     let f = VideoFormat::new(w, h, sampling, Depth::Eight, 25, 1).unwrap();
-    let mut p = RawPayloader::new(RawPayloaderConfig::new(7, &f), f).unwrap();
+    let mut p = RawPayloader::new(RawPayloaderConfig::new(Ssrc(7), &f), f).unwrap();
     let mut stream = Vec::new();
     let mut want = Vec::new();
     let mut buf = vec![0u8; p.packet_capacity()];

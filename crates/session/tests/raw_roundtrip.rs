@@ -13,6 +13,7 @@ use metronome_wire::rfc4175::{
     write_headers, write_rtp_header, RawHeaderExt, Rfc4175View, SegmentHeader,
 };
 use metronome_wire::rtp::{RtpHeader, RtpView};
+use metronome_wire::Ssrc;
 use proptest::prelude::*;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -98,7 +99,7 @@ proptest! {
         seed in any::<u64>(),
     ) {
         let f = format(kind, pw, ph);
-        let mut cfg = RawPayloaderConfig::new(0x5eed, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(0x5eed), &f);
         cfg.max_payload = max_payload;
         cfg.initial_seq = initial_seq;
         cfg.rtp_ts_base = seed as u32;
@@ -193,7 +194,7 @@ proptest! {
         drop_some in any::<u64>(),
     ) {
         let f = format(kind, pw, ph);
-        let mut cfg = RawPayloaderConfig::new(1, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(1), &f);
         cfg.max_payload = max_payload;
         let mut p = RawPayloader::new(cfg, f).unwrap();
         let mut d = RawDepayloader::new(f, None).unwrap();
@@ -242,7 +243,7 @@ proptest! {
         });
         let declared: usize = headers.iter().map(|h| usize::from(h.length)).sum();
         let mut buf = vec![0x5au8; 2000];
-        let hdr = RtpHeader { payload_type: 96, sequence: 9, timestamp: 7, ssrc: 1, marker: false };
+        let hdr = RtpHeader { payload_type: 96, sequence: 9, timestamp: 7, ssrc: Ssrc(1), marker: false };
         let at = write_rtp_header(&mut buf, &hdr, RawHeaderExt::default()).unwrap();
         let n = write_headers(&mut buf[at..], 0, &headers).unwrap();
         let short = extra % 3 == 0 && declared > 0;
@@ -259,7 +260,7 @@ proptest! {
 fn hd_ten_bit_frames_in_jumbo_and_mtu_packets() {
     let f = VideoFormat::new(1920, 1080, Sampling::Ycbcr422, Depth::Ten, 50, 1).unwrap();
     for max_payload in [1428, 8972, 65_000] {
-        let mut cfg = RawPayloaderConfig::new(3, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(3), &f);
         cfg.max_payload = max_payload;
         let mut p = RawPayloader::new(cfg, f).unwrap();
         let mut d = RawDepayloader::new(f, None).unwrap();
@@ -289,7 +290,7 @@ fn source_payloader_and_depayloader_allocate_nothing_per_frame() {
     for (s, d) in KINDS {
         let f = VideoFormat::new(320, 240, s, d, 25, 1).unwrap();
         let mut src = RawTestPattern::new(f).unwrap();
-        let mut cfg = RawPayloaderConfig::new(1, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(1), &f);
         cfg.capture_time_ext = true;
         cfg.send_time_ext = true;
         let mut p = RawPayloader::new(cfg, f).unwrap();

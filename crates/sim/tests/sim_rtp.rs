@@ -15,12 +15,13 @@ use metronome_sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_sim::trace::TraceLevel;
 use metronome_sim::{Sim, SimOutcome};
 use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_wire::Ssrc;
 use std::time::Duration;
 
 fn session(seed: u64) -> SenderSessionConfig {
     SenderSessionConfig {
         reports: SenderReportsConfig {
-            ssrc: 0xfeed,
+            ssrc: Ssrc(0xfeed),
             cname: "sim".into(),
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: 1,
@@ -121,7 +122,7 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
     let epoch = Timestamp::from_millis(10);
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(0xfeed, 1, 1)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), 1, 1)
     };
     let packets = 20_000_000_000 / (1_504_000 * 7);
     let source = CbrTs::new(
@@ -191,7 +192,7 @@ fn tfrc_slow_start_follows_its_first_feedback_at_once() {
     let pcfg = PacketizerConfig {
         send_time_ext: true,
         ts_per_packet: 5,
-        ..PacketizerConfig::mp2t(0xfeed, 1, 1)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), 1, 1)
     };
     // Starts at 500 kbit/s of TS; follows the controller from its first rate on.
     let source = CbrTs::new(pcfg, epoch, Duration::from_nanos(3_008_000), usize::MAX)
@@ -265,7 +266,7 @@ fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<R
     let epoch = Timestamp::from_millis(10);
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(0xfeed, 1, 1)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), 1, 1)
     };
     // One 7-TS packet every 5.264 ms: 2 Mbit/s of TS.
     let period = Duration::from_nanos(752_000);
@@ -275,7 +276,7 @@ fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<R
     cfg.track_arrivals = true;
     if repair {
         let rtx = StreamIds {
-            ssrc: 0x0bad_cafe,
+            ssrc: Ssrc(0x0bad_cafe),
             payload_type: 97,
         };
         cfg.repair = Some(SenderRepair {

@@ -11,6 +11,7 @@ use metronome_session::sender::{
 };
 use metronome_sim::{run_pair, CbrTs, PairConfig, PairOutcome, TraceRow};
 use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_wire::Ssrc;
 use std::time::Duration;
 
 /// A 5 Mbit/s constant-rate TS stream: one TS packet every 300.8 µs, so an RTP packet of 7
@@ -21,7 +22,7 @@ fn config(fwd: LinkConfig, seed: u64) -> PairConfig {
     PairConfig {
         session: SenderSessionConfig {
             reports: SenderReportsConfig {
-                ssrc: 0xfeed,
+                ssrc: Ssrc(0xfeed),
                 cname: "sim-sender".into(),
                 clock: MediaClock::VIDEO_90K,
                 rtp_ts_base: 12_345,
@@ -58,7 +59,7 @@ fn config(fwd: LinkConfig, seed: u64) -> PairConfig {
 fn source(cfg: &PairConfig, packets: usize) -> CbrTs {
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(0xfeed, 65_000, 12_345)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), 65_000, 12_345)
     };
     CbrTs::new(pcfg, cfg.epoch, TS_INTERVAL, packets)
 }

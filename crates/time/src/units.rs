@@ -14,15 +14,23 @@ pub fn secs_as_us<S: Serializer>(secs: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_i64((secs * 1e6).round() as i64)
 }
 
-/// A 32-bit id (an RTP SSRC) written as 8 lowercase hex digits, as every document spells one.
-pub fn hex32<S: Serializer>(v: &u32, s: S) -> Result<S::Ok, S::Error> {
+/// A 32-bit id (an RTP SSRC, or its bits) written as 8 lowercase hex digits, as every document
+/// spells one.
+pub fn hex32<T: Copy + Into<u32>, S: Serializer>(v: &T, s: S) -> Result<S::Ok, S::Error> {
+    let v: u32 = (*v).into();
     s.serialize_str(&format!("{v:08x}"))
 }
 
 /// An optional 32-bit id written as 8 lowercase hex digits, or null.
-pub fn opt_hex32<S: Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+pub fn opt_hex32<T: Copy + Into<u32>, S: Serializer>(
+    v: &Option<T>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match v {
-        Some(v) => s.serialize_some(&format!("{v:08x}")),
+        Some(v) => {
+            let v: u32 = (*v).into();
+            s.serialize_some(&format!("{v:08x}"))
+        }
         None => s.serialize_none(),
     }
 }

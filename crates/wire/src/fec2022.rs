@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(v.payload, &[1, 2, 3]);
         // Any RTP parser reads it: version 2, no padding, extension or CSRCs, SSRC 0.
         let rtp = crate::rtp::RtpView::parse(&buf[..n]).unwrap();
-        assert_eq!((rtp.ssrc(), rtp.payload_type()), (0, 96));
+        assert_eq!((rtp.ssrc(), rtp.payload_type()), (crate::Ssrc(0), 96));
         // A row from 65534 wraps: 65534, 65535, 0, 1, 2.
         assert!(row().covers(2) && !row().covers(3) && !row().covers(65_533));
         assert_eq!(row().protected(4), 2);

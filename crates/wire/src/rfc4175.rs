@@ -419,7 +419,7 @@ mod tests {
             payload_type: 96,
             sequence: 0x0001,
             timestamp: 90_000,
-            ssrc: 7,
+            ssrc: crate::Ssrc(7),
             marker: false,
         };
         let ext = RawHeaderExt {
@@ -450,7 +450,7 @@ mod tests {
             payload_type: 96,
             sequence: 0xfffe,
             timestamp: 90_000,
-            ssrc: 7,
+            ssrc: crate::Ssrc(7),
             marker: true,
         };
         for ext in [
@@ -477,7 +477,10 @@ mod tests {
                 patch_send_time(pkt, NtpTime(99));
             }
             let v = RtpView::parse(pkt).unwrap();
-            assert_eq!((v.sequence(), v.timestamp(), v.ssrc()), (0xfffe, 90_000, 7));
+            assert_eq!(
+                (v.sequence(), v.timestamp(), v.ssrc()),
+                (0xfffe, 90_000, crate::Ssrc(7))
+            );
             assert!(v.marker());
             assert_eq!(v.payload_type(), 96);
             assert_eq!(v.payload(), b"payload!");

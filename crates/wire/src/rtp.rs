@@ -1,5 +1,6 @@
 //! RTP packets (RFC 3550 §5.1) and the send-time header extension (RFC 8285 §4.2).
 
+use crate::Ssrc;
 use metronome_time::NtpTime;
 use rtp_types::{RtpPacket, RtpPacketBuilder};
 
@@ -127,7 +128,7 @@ pub struct RtpHeader {
     /// RTP timestamp in media-clock ticks (90 kHz for video), wrapping at 2^32.
     pub timestamp: u32,
     /// Synchronization source identifier of the stream.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// The marker bit; its meaning is the payload format's (for video: last packet of a frame).
     pub marker: bool,
 }
@@ -145,7 +146,7 @@ pub fn write_packet(
         .payload_type(hdr.payload_type)
         .sequence_number(hdr.sequence)
         .timestamp(hdr.timestamp)
-        .ssrc(hdr.ssrc)
+        .ssrc(hdr.ssrc.get())
         .marker_bit(hdr.marker)
         .payload(payload);
     if !send_time.is_none() {
@@ -230,8 +231,8 @@ impl<'a> RtpView<'a> {
         self.pkt.timestamp()
     }
     /// The synchronization source identifier.
-    pub fn ssrc(&self) -> u32 {
-        self.pkt.ssrc()
+    pub fn ssrc(&self) -> Ssrc {
+        Ssrc(self.pkt.ssrc())
     }
     /// Whether the marker bit is set.
     pub fn marker(&self) -> bool {
@@ -301,7 +302,7 @@ mod tests {
             payload_type,
             sequence,
             timestamp,
-            ssrc: 0x1234_5678,
+            ssrc: Ssrc(0x1234_5678),
             marker,
         }
     }

@@ -7,6 +7,7 @@
 //! Both copy bytes into a caller's buffer and never allocate; neither panics on any input.
 
 use crate::rtp::RtpView;
+use crate::Ssrc;
 
 /// Bytes the OSN adds to a retransmission packet beyond the original.
 pub const OSN_LEN: usize = 2;
@@ -34,7 +35,7 @@ pub enum RtxError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamIds {
     /// Its SSRC.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Its payload type (for a retransmission stream, the `rtx` payload type of the SDP, whose
     /// `apt` names the original's).
     pub payload_type: u8,
@@ -120,11 +121,11 @@ mod tests {
     use rtp_types::{RtpPacket, RtpPacketBuilder};
 
     const MEDIA: StreamIds = StreamIds {
-        ssrc: 0x1111_2222,
+        ssrc: Ssrc(0x1111_2222),
         payload_type: 33,
     };
     const RTX: StreamIds = StreamIds {
-        ssrc: 0x3333_4444,
+        ssrc: Ssrc(0x3333_4444),
         payload_type: 97,
     };
 
@@ -133,7 +134,7 @@ mod tests {
             .payload_type(MEDIA.payload_type)
             .sequence_number(65_535)
             .timestamp(90_000)
-            .ssrc(MEDIA.ssrc)
+            .ssrc(MEDIA.ssrc.get())
             .marker_bit(true)
             .add_csrc(7)
             .extension(0xBEDE, &[0x10, 0xAA, 0, 0])
@@ -153,7 +154,7 @@ mod tests {
         let p = RtpPacket::parse(&rtx[..n]).unwrap();
         assert_eq!(
             (p.ssrc(), p.payload_type(), p.sequence_number()),
-            (RTX.ssrc, RTX.payload_type, 12)
+            (RTX.ssrc.get(), RTX.payload_type, 12)
         );
         assert_eq!((p.timestamp(), p.marker_bit()), (90_000, true));
         assert_eq!(p.csrc().collect::<Vec<_>>(), vec![7]);

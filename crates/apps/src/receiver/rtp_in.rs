@@ -7,6 +7,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::udp::{self, RtcpSocket, UdpReceiver};
 use metronome_session::receiver::ReceiverSession;
 use metronome_session::srtp::ReceiverSrtp;
+use metronome_wire::Ssrc;
 use std::net::IpAddr;
 
 /// The RTP socket and what the driver counts about its datagrams, beside what the session counts.
@@ -102,7 +103,7 @@ impl RtpIn {
 /// stream's. Nothing else, such as a stray datagram, decides it.
 #[derive(Default)]
 pub(super) struct PeerFollower {
-    pub(super) early: Option<(u32, std::net::SocketAddr)>,
+    pub(super) early: Option<(Ssrc, std::net::SocketAddr)>,
 }
 
 impl PeerFollower {
@@ -139,8 +140,8 @@ impl PeerFollower {
 }
 
 /// The SSRC of a compound RTCP packet that starts with a sender report (RFC 3550 §6.4.1).
-pub(super) fn sender_report_ssrc(data: &[u8]) -> Option<u32> {
+pub(super) fn sender_report_ssrc(data: &[u8]) -> Option<Ssrc> {
     let head: [u8; 8] = data.get(..8)?.try_into().ok()?;
     (head[0] >> 6 == 2 && head[1] == 200)
-        .then(|| u32::from_be_bytes([head[4], head[5], head[6], head[7]]))
+        .then(|| Ssrc::from_be_bytes([head[4], head[5], head[6], head[7]]))
 }

@@ -2,6 +2,7 @@ use super::*;
 use metronome_rt::udp::SocketOptions;
 use metronome_session::receiver::{AgentKind, ReceiverConfig};
 use metronome_time::Timestamp;
+use metronome_wire::Ssrc;
 
 fn sender_report(ssrc: u32) -> Vec<u8> {
     // V=2, no report blocks, PT 200, length 6 (28 bytes): SSRC, NTP, RTP time, counts.
@@ -155,9 +156,9 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
             })
             .unwrap();
         }
-        assert_eq!(asked, vec![(7, 5)]);
+        assert_eq!(asked, vec![(metronome_wire::Ssrc(7), 5)]);
         let ids = metronome_wire::rtx::StreamIds {
-            ssrc: 0x77,
+            ssrc: Ssrc(0x77),
             payload_type: 97,
         };
         let mut rtx = [0u8; 1500];

@@ -21,6 +21,7 @@ use metronome_session::rtsp::{
     Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
 };
 use metronome_time::MediaClock;
+use metronome_wire::Ssrc;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -74,7 +75,7 @@ struct SessionMedia {
     mount: String,
     conn: ConnId,
     prepared: Prepared,
-    ssrc: u32,
+    ssrc: Ssrc,
     /// The stream it plays, while playing.
     playing: Option<String>,
     /// Where the current play started, in the presentation.
@@ -242,7 +243,7 @@ impl MediaBackend {
         req: &SetupRequest<'_>,
         rtp_channel: u8,
         rtcp_channel: u8,
-        ssrc: u32,
+        ssrc: Ssrc,
     ) -> Result<(Prepared, Delivery), Refusal> {
         let out = self
             .conns
@@ -294,7 +295,7 @@ impl MediaBackend {
         let mut spec = m.spec.clone();
         spec.name = Self::group_stream(mount);
         spec.destination = vec![group.to_string()];
-        spec.ssrc = Some(ssrc_of(mount));
+        spec.ssrc = Some(ssrc_of(mount).get());
         let (_, start) = self.server.add_with(spec, None, None).map_err(refusal)?;
         Ok(start)
     }
@@ -434,7 +435,7 @@ impl Backend for MediaBackend {
         let mut spec = mount.spec.clone();
         spec.name = name.clone();
         spec.destination = Vec::new();
-        spec.ssrc = Some(s.ssrc);
+        spec.ssrc = Some(s.ssrc.get());
         let outlet = SessionOutlet {
             media,
             rtcp,
@@ -552,7 +553,7 @@ impl MediaBackend {
         let m = raw.mount.clone();
         let mut cfg = m.sender.clone();
         cfg.ssrc = s.ssrc;
-        cfg.seed = u64::from(s.ssrc) << 32 | u64::from(s.next_seq.unwrap_or(0));
+        cfg.seed = u64::from(s.ssrc.get()) << 32 | u64::from(s.next_seq.unwrap_or(0));
         cfg.initial_seq = s.next_seq;
         cfg.live = m.live;
         let name = Self::stream_name(&s.mount, session);
@@ -698,7 +699,7 @@ fn prepare_udp(
     req: &SetupRequest<'_>,
     client_rtp: u16,
     client_rtcp: u16,
-    ssrc: u32,
+    ssrc: Ssrc,
 ) -> Result<(Prepared, Delivery), Refusal> {
     let to_rtp = SocketAddr::new(req.peer.ip(), client_rtp);
     let to_rtcp = SocketAddr::new(req.peer.ip(), client_rtcp);
@@ -727,7 +728,7 @@ fn prepare_udp(
 }
 
 /// A stable SSRC for a name (a session id or a mount): FNV-1a, folded to 32 bits.
-fn ssrc_of(name: &str) -> u32 {
+fn ssrc_of(name: &str) -> Ssrc {
     let h = super::fnv1a(name);
-    (h ^ (h >> 32)) as u32
+    Ssrc((h ^ (h >> 32)) as u32)
 }

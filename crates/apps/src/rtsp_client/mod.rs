@@ -36,6 +36,7 @@
 use crate::receiver::{DatagramSource, Incoming, SourceError};
 use metronome_rt::clock::mono_ns;
 use metronome_wire::sdp::{SdpError, SessionDescription};
+use metronome_wire::Ssrc;
 use rtsp_types::{headers, HeaderName, Message, Method, Request, Response, Url, Version};
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpStream, ToSocketAddrs};
@@ -143,7 +144,7 @@ pub struct SetupReply {
     pub timeout: Duration,
     pub transport: Transport,
     /// `ssrc=` of the Transport header, if given.
-    pub ssrc: Option<u32>,
+    pub ssrc: Option<Ssrc>,
     /// The Transport header as the server wrote it.
     pub transport_header: String,
 }

@@ -52,7 +52,7 @@ fn session_and_transport_headers() {
     assert_eq!((t.port, t.ttl), (Some((5000, Some(5001))), Some(1)));
     let t = parse_transport("RTP/AVP/TCP;unicast;interleaved=2-3;ssrc=DEADBEEF");
     assert_eq!(t.interleaved, Some((2, Some(3))));
-    assert_eq!(t.ssrc, Some(0xdead_beef));
+    assert_eq!(t.ssrc, Some(metronome_wire::Ssrc(0xdead_beef)));
     let t = parse_transport(
         "RTP/AVP;unicast;client_port=5004-5005;server_port=6970-6971;source=10.0.0.1",
     );

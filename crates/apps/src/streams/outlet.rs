@@ -4,6 +4,7 @@
 
 use crate::interleaved::{ConnOut, Inbox};
 use metronome_rt::udp::{RtcpSocket, UdpSender};
+use metronome_wire::Ssrc;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +91,7 @@ pub struct SessionOutlet {
 /// Where a started stream's first packet is, for RTSP's RTP-Info header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StartInfo {
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     pub seq: u16,
     pub rtptime: u32,
     /// The stream's time zero (its source's timeline) on the wall clock, Unix ns: a packet

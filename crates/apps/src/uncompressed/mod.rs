@@ -96,6 +96,7 @@ pub fn parse_model(s: &str) -> Option<SenderType> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use metronome_wire::Ssrc;
 
     #[test]
     fn model_names_round_trip() {
@@ -147,7 +148,7 @@ pub(crate) mod tests {
         let port = rx.local_addr().unwrap().port();
         let stop = AtomicBool::new(false);
         let dest = RtpUrl::parse_destination(&format!("rtp://127.0.0.1:{port}")).unwrap();
-        let mut cfg = RawSenderConfig::new(dest, 7, 99);
+        let mut cfg = RawSenderConfig::new(dest, Ssrc(7), 99);
         cfg.frames = Some(frames);
         cfg.rt_policy = RtPolicy::Other;
         cfg.lock_memory = false;
@@ -329,6 +330,7 @@ mod shared_core_tests {
     use crate::streams::{SchedKind, ServerConfig, StreamServer, StreamSpec};
     use metronome_media::uncompressed::RawSource;
     use metronome_rt::url::RtpUrl;
+    use metronome_wire::Ssrc;
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     use std::time::Duration;
@@ -379,7 +381,7 @@ mod shared_core_tests {
         let rx = RawReceiver::open(rcfg).unwrap();
         let port = rx.local_addr().unwrap().port();
         let dest = RtpUrl::parse_destination(&format!("rtp://127.0.0.1:{port}")).unwrap();
-        let mut scfg = RawSenderConfig::new(dest, 7, 99);
+        let mut scfg = RawSenderConfig::new(dest, Ssrc(7), 99);
         scfg.frames = Some(100);
         scfg.max_payload = 300;
         let sender = RawSender::open(src, scfg).unwrap();
@@ -463,7 +465,7 @@ mod shared_core_tests {
         .unwrap();
         let src = Box::new(metronome_media::uncompressed::RawTestPattern::new(big).unwrap());
         let dest = RtpUrl::parse_destination("rtp://127.0.0.1:9").unwrap();
-        let heavy = RawSender::open(src, RawSenderConfig::new(dest, 8, 1)).unwrap();
+        let heavy = RawSender::open(src, RawSenderConfig::new(dest, Ssrc(8), 1)).unwrap();
         let refused = server
             .admit_raw("heavy", heavy.task(&server.calibration()), 0)
             .unwrap_err();

@@ -26,6 +26,7 @@ use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverSession};
 use metronome_session::rfc4175::{FrameComplete, RawDepayloader, RawEvent, RawEvents};
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -232,7 +233,7 @@ struct State {
     declared: SenderType,
     format: VideoFormat,
     conformance: Option<Conformance>,
-    ssrc: Option<u32>,
+    ssrc: Option<Ssrc>,
     latency: Distribution,
     arrival_latency: Distribution,
     spread: Distribution,

@@ -5,6 +5,7 @@ use metronome_rt::udp::BufferReport;
 use metronome_sched::{ConformanceSummary, WaitSelectorStats};
 use metronome_session::rfc4175::RawDrops;
 use metronome_time::{Distribution, Summary};
+use metronome_wire::Ssrc;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -224,7 +225,7 @@ pub struct RawReceiverOutcome {
     /// digits in JSON.
     #[serde(serialize_with = "metronome_time::units::opt_hex32")]
     #[schemars(with = "Option<String>")]
-    pub ssrc: Option<u32>,
+    pub ssrc: Option<Ssrc>,
     pub frames_complete: u64,
     pub frames_partial: u64,
     pub frames_lost: u64,

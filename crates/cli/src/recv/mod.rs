@@ -207,7 +207,7 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
     cfg.packets = a.packets;
     cfg.trace = a.trace.clone();
     cfg.output = a.output.clone();
-    cfg.session.ssrc = crate::serve::fresh_seed() as u32;
+    cfg.session.ssrc = metronome_wire::Ssrc(crate::serve::fresh_seed() as u32);
     cfg.session.max_sources = a.max_sources as usize;
     cfg.session.cc =
         a.cc.as_deref()

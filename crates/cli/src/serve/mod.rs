@@ -362,7 +362,11 @@ impl From<RtChoice> for CoreRt {
 /// The sender's configuration.
 pub(crate) fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     let seed = a.seed.unwrap_or_else(fresh_seed);
-    let mut cfg = SenderConfig::new(destinations, (seed ^ (seed >> 29)) as u32, seed);
+    let mut cfg = SenderConfig::new(
+        destinations,
+        metronome_wire::Ssrc((seed ^ (seed >> 29)) as u32),
+        seed,
+    );
     cfg.rt = a.rt.into();
     cfg.lock_memory = cfg.rt != CoreRt::Off;
     cfg.wait = WaitPolicy::from(a.wait);

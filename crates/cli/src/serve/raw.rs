@@ -160,7 +160,11 @@ fn sender_config(
     let model = SenderType::from(r.pacing);
     let npackets = packets_for(format, r.packet_size)?;
     let seed = a.seed.unwrap_or_else(fresh_seed);
-    let mut cfg = RawSenderConfig::new(destination, (seed ^ (seed >> 29)) as u32, seed);
+    let mut cfg = RawSenderConfig::new(
+        destination,
+        metronome_wire::Ssrc((seed ^ (seed >> 29)) as u32),
+        seed,
+    );
     cfg.model = model;
     cfg.max_payload = r.packet_size;
     cfg.batch_window = r.batch_window;

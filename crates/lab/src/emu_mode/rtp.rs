@@ -27,6 +27,7 @@ use metronome_session::receiver::RepairStats;
 use metronome_sim::flows::rtp::repair_figures::{sender_repair, viewer_repair};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -163,7 +164,7 @@ pub(super) fn session_receivers(
     let mut out = Vec::with_capacity(urls.len());
     for (i, (host, url)) in urls.into_iter().enumerate() {
         let mut cfg = ReceiverRunConfig::new(url);
-        cfg.session.ssrc = 0x5256_0000 | i as u32;
+        cfg.session.ssrc = Ssrc(0x5256_0000 | i as u32);
         cfg.session.cname = format!("{}-{i}", f.name);
         cfg.session.seed = seed ^ i as u64;
         cfg.session.cc = kind;
@@ -195,7 +196,7 @@ fn sender_config(
     duration: Duration,
     seed: u64,
 ) -> SenderConfig {
-    let mut cfg = SenderConfig::new(vec![dest], 0x4d54_0000 | from as u32, seed);
+    let mut cfg = SenderConfig::new(vec![dest], Ssrc(0x4d54_0000 | from as u32), seed);
     cfg.send_time_ext = !plan.send_time.is_none();
     cfg.duration = Some(duration + Duration::from_millis(500));
     cfg.lock_memory = false;

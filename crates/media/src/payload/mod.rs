@@ -22,7 +22,7 @@ use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PayloaderConfig {
     /// The SSRC every packet carries (RFC 3550 §5.1).
-    pub ssrc: u32,
+    pub ssrc: metronome_wire::Ssrc,
     /// The RTP payload type, 0 to 127: a dynamic one (96 in the lab) that the SDP's
     /// `rtpmap` names.
     pub payload_type: u8,

@@ -1,9 +1,10 @@
 use super::*;
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 
 fn cfg(max: usize) -> PayloaderConfig {
     PayloaderConfig {
-        ssrc: 0x1234,
+        ssrc: Ssrc(0x1234),
         payload_type: 96,
         max_payload: max,
         initial_seq: 65534,

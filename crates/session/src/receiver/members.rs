@@ -3,6 +3,7 @@
 //! number so that RTCP stays within its bandwidth share. Bounded, and members time out.
 
 use metronome_time::Timestamp;
+use metronome_wire::Ssrc;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -13,18 +14,18 @@ pub(crate) const MAX_MEMBERS: usize = 65_536;
 /// when each was last heard.
 #[derive(Debug, Default)]
 pub(crate) struct Members {
-    last_heard: HashMap<u32, Timestamp>,
+    last_heard: HashMap<Ssrc, Timestamp>,
 }
 
 impl Members {
     /// Notes that `ssrc` was heard at `now`; a new member beyond [`MAX_MEMBERS`] is ignored.
-    pub(crate) fn heard(&mut self, ssrc: u32, now: Timestamp) {
+    pub(crate) fn heard(&mut self, ssrc: Ssrc, now: Timestamp) {
         if self.last_heard.len() < MAX_MEMBERS || self.last_heard.contains_key(&ssrc) {
             self.last_heard.insert(ssrc, now);
         }
     }
     /// Forgets `ssrc` at once (its RTCP BYE, RFC 3550 §6.3.4).
-    pub(crate) fn left(&mut self, ssrc: u32) {
+    pub(crate) fn left(&mut self, ssrc: Ssrc) {
         self.last_heard.remove(&ssrc);
     }
     /// Forgets members not heard for `timeout` (RFC 3550 §6.3.5: five report intervals).
@@ -45,9 +46,9 @@ mod tests {
     #[test]
     fn members_are_counted_once_and_time_out() {
         let mut m = Members::default();
-        m.heard(1, Timestamp::from_secs(1));
-        m.heard(1, Timestamp::from_secs(2));
-        m.heard(2, Timestamp::from_secs(3));
+        m.heard(Ssrc(1), Timestamp::from_secs(1));
+        m.heard(Ssrc(1), Timestamp::from_secs(2));
+        m.heard(Ssrc(2), Timestamp::from_secs(3));
         assert_eq!(m.len(), 2);
         m.expire(Timestamp::from_secs(7), Duration::from_secs(5));
         assert_eq!(
@@ -55,7 +56,7 @@ mod tests {
             1,
             "member 1 was last heard 5 s ago, member 2 4 s ago"
         );
-        m.left(2);
+        m.left(Ssrc(2));
         assert_eq!(m.len(), 0);
     }
 }

@@ -25,6 +25,7 @@ use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
 use metronome_wire::rtcp::{self, ReportHead};
 use metronome_wire::rtp::{RtpView, SendStamp};
+use metronome_wire::Ssrc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sender_clock::{PacketTimes, SenderClock};
@@ -45,7 +46,7 @@ pub enum PayloadKind {
 #[derive(Clone, Debug)]
 pub struct ReceiverConfig {
     /// Our SSRC in receiver reports.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Our CNAME in the SDES of every report (RFC 3550 §6.5.1).
     pub cname: String,
     /// The RTP clock of the stream's timestamps: the unit of jitter and transit times.
@@ -83,7 +84,7 @@ pub struct ReceiverConfig {
 impl Default for ReceiverConfig {
     fn default() -> Self {
         ReceiverConfig {
-            ssrc: 0x5245_4356,
+            ssrc: Ssrc(0x5245_4356),
             cname: "metronome-recv".into(),
             clock: MediaClock::VIDEO_90K,
             payload: PayloadKind::Mp2t,
@@ -147,7 +148,7 @@ pub enum Dropped {
     /// MP2T is expected and the payload is not whole, synchronized TS packets.
     BadPayload(mp2t::Mp2tError),
     /// A packet of this new SSRC while `max_sources` sources are tracked, none silent or gone.
-    TooManySources(u32),
+    TooManySources(Ssrc),
     /// A large sequence jump not yet confirmed by the next packet (RFC 3550 A.1).
     JumpSuspect,
     /// A retransmission that repairs nothing: malformed, of a packet already had, or before
@@ -159,7 +160,7 @@ pub enum Dropped {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PacketRecord {
     /// The packet's SSRC.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// The packet's 16-bit RTP sequence number.
     pub seq: u16,
     /// The sequence number extended past its wraps (RFC 3550 A.1).
@@ -198,14 +199,14 @@ pub enum ReceiverEvent {
     /// A packet of a new SSRC started a source.
     NewSource {
         /// The new source's SSRC.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// When its first packet arrived.
         at: Timestamp,
     },
     /// A large sequence jump was confirmed: the source's sequence restarts (RFC 3550 A.1).
     SequenceJump {
         /// The source whose sequence jumped.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// The sequence number it restarts at.
         to_seq: u16,
         /// When the confirming packet arrived.
@@ -214,14 +215,14 @@ pub enum ReceiverEvent {
     /// A sender report arrived from a tracked source.
     SenderReport {
         /// The source that sent it.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// When it arrived.
         at: Timestamp,
     },
     /// A tracked source sent an RTCP BYE (RFC 3550 §6.6).
     Bye {
         /// The source that left.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// When its BYE arrived.
         at: Timestamp,
     },
@@ -242,7 +243,7 @@ pub enum ReceiverTimer {
 
 /// The rate controller's receiving end, bound to one source.
 struct CcAgent {
-    ssrc: u32,
+    ssrc: Ssrc,
     agent: Agent,
     /// When the source's packets and announcements left, on its clock.
     clock: SenderClock,
@@ -290,7 +291,7 @@ pub struct ReceiverSession {
 #[derive(Clone, Copy, Debug)]
 struct EarlyAnnounce {
     at: Timestamp,
-    ssrc: u32,
+    ssrc: Ssrc,
     announce: metronome_cc::Announce,
     sr: Option<(metronome_time::NtpTime, u32)>,
 }
@@ -593,13 +594,13 @@ impl ReceiverSession {
     fn feed_agent(
         &mut self,
         now: Timestamp,
-        ssrc: u32,
+        ssrc: Ssrc,
         ext_seq: u64,
         sent: PacketTimes,
         len: usize,
     ) {
         if self.cc.is_none() {
-            let Some(agent) = Agent::new(self.cfg.cc, self.cfg.ssrc, self.cfg.seed) else {
+            let Some(agent) = Agent::new(self.cfg.cc, self.cfg.ssrc.get(), self.cfg.seed) else {
                 return;
             };
             let mut cc = CcAgent {
@@ -625,7 +626,7 @@ impl ReceiverSession {
             .on_packet(now, ext_seq, sent, len + IP_UDP_OVERHEAD);
     }
 
-    fn source_index(&mut self, ssrc: u32, seq: u16, now: Timestamp) -> Result<usize, Dropped> {
+    fn source_index(&mut self, ssrc: Ssrc, seq: u16, now: Timestamp) -> Result<usize, Dropped> {
         if let Some(i) = self.sources.iter().position(|s| s.ssrc == ssrc) {
             return Ok(i);
         }
@@ -824,7 +825,7 @@ impl ReceiverSession {
         with_blocks: bool,
     ) -> Option<usize> {
         let mut blocks = [metronome_wire::rtcp::Block {
-            ssrc: 0,
+            ssrc: Ssrc(0),
             fraction_lost: 0,
             cumulative_lost: 0,
             extended_highest_seq: 0,

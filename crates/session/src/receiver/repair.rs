@@ -14,6 +14,7 @@ use crate::repair::{FecDecoder, FecReceiveCounters, NackConfig, NackCounters, Na
 use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::rtx::{self, StreamIds};
+use metronome_wire::Ssrc;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -461,7 +462,7 @@ impl Repairing {
     /// whether it is the stream followed here (else the NACK is not for us).
     pub(crate) fn on_peer_nack(
         &mut self,
-        media_ssrc: u32,
+        media_ssrc: Ssrc,
         sequences: Vec<u16>,
         now: Timestamp,
     ) -> bool {

@@ -5,24 +5,25 @@ use super::{ReceiverEvent, ReceiverSession, MAX_PEER_ASKS};
 use crate::interval::update_avg_rtcp_size;
 use metronome_time::{NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, CcApp, RtcpItem};
+use metronome_wire::Ssrc;
 
 /// A sender report or BYE, about a source or another member.
 enum Seen {
-    SenderReport { ssrc: u32, lsr: u32 },
-    Bye { ssrc: u32 },
+    SenderReport { ssrc: Ssrc, lsr: u32 },
+    Bye { ssrc: Ssrc },
 }
 
 /// What one compound says; every list is bounded by what one datagram can hold.
 #[derive(Default)]
 struct Heard {
     seen: Vec<Seen>,
-    cnames: Vec<(u32, Vec<u8>)>,
-    reporters: Vec<u32>,
+    cnames: Vec<(Ssrc, Vec<u8>)>,
+    reporters: Vec<Ssrc>,
     /// The last sender report's SSRC, NTP time and RTP timestamp.
-    sr_ts: Option<(u32, (NtpTime, u32))>,
-    apps: Vec<(u32, CcApp)>,
+    sr_ts: Option<(Ssrc, (NtpTime, u32))>,
+    apps: Vec<(Ssrc, CcApp)>,
     /// Other receivers' NACKs: the stream, the numbers (at most [`MAX_PEER_ASKS`]).
-    nacks: Vec<(u32, Vec<u16>)>,
+    nacks: Vec<(Ssrc, Vec<u16>)>,
     /// Items that are not for a receiver.
     ignored: u64,
 }

@@ -3,6 +3,7 @@
 
 use metronome_time::{Distribution, NtpTime, Timestamp};
 use metronome_wire::rtcp::Block;
+use metronome_wire::Ssrc;
 
 const RTP_SEQ_MOD: u32 = 1 << 16;
 /// RFC 3550 A.1: a forward jump of up to this many is taken as loss.
@@ -34,7 +35,7 @@ pub enum SeqVerdict {
 #[derive(Clone, Debug)]
 pub struct Source {
     /// The source's RTP SSRC.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     // RFC 3550 A.1 state, with `received` counting unique packets only.
     max_seq: u16,
     cycles: u64,
@@ -97,7 +98,7 @@ const MAX_CNAME: usize = 255;
 
 impl Source {
     /// A source first heard at `now`; its histograms keep `digits` significant digits.
-    pub fn new(ssrc: u32, seq: u16, now: Timestamp, digits: u8) -> Self {
+    pub fn new(ssrc: Ssrc, seq: u16, now: Timestamp, digits: u8) -> Self {
         let mut s = Source {
             ssrc,
             max_seq: seq,

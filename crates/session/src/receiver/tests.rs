@@ -18,7 +18,7 @@ fn rtp(seq: u16, ts: u32, ssrc: u32) -> Vec<u8> {
         payload_type: 33,
         sequence: seq,
         timestamp: ts,
-        ssrc,
+        ssrc: Ssrc(ssrc),
         marker: false,
     };
     let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &ts_payload()).unwrap();
@@ -109,7 +109,7 @@ fn large_jump_needs_confirmation_then_resyncs() {
     assert_eq!(s.lost(), 0, "a confirmed restart is not loss");
     assert!(matches!(
         r.poll_event(),
-        Some(ReceiverEvent::NewSource { ssrc: 1, .. })
+        Some(ReceiverEvent::NewSource { ssrc: Ssrc(1), .. })
     ));
     assert!(matches!(
         r.poll_event(),
@@ -193,7 +193,7 @@ fn receiver_reports_carry_lsr_and_dlsr() {
     // An SR from source 77 at t = 100 ms.
     let mut buf = [0u8; 1500];
     let info = metronome_wire::rtcp::SenderInfo {
-        ssrc: 77,
+        ssrc: Ssrc(77),
         ntp: 0xb705_2000u64 << 16,
         rtp_timestamp: 0,
         packet_count: 1,
@@ -218,7 +218,7 @@ fn receiver_reports_carry_lsr_and_dlsr() {
     })
     .unwrap();
     let b = block.unwrap();
-    assert_eq!(b.ssrc, 77);
+    assert_eq!(b.ssrc, Ssrc(77));
     assert_eq!(b.lsr, 0xb705_2000);
     // DLSR = 4.9 s in 1/65536 s.
     assert_eq!(b.dlsr, (4.9f64 * 65_536.0) as u32);
@@ -228,7 +228,7 @@ fn receiver_reports_carry_lsr_and_dlsr() {
 fn rtcp_sr(ssrc: u32, cname: &str) -> Vec<u8> {
     let mut buf = [0u8; 1500];
     let info = metronome_wire::rtcp::SenderInfo {
-        ssrc,
+        ssrc: Ssrc(ssrc),
         ntp: 0x1234_5678u64 << 16,
         rtp_timestamp: 0,
         packet_count: 1,
@@ -242,7 +242,10 @@ fn rtcp_sr(ssrc: u32, cname: &str) -> Vec<u8> {
 
 fn rtcp_rr_bye(ssrc: u32, bye: bool) -> Vec<u8> {
     let mut buf = [0u8; 1500];
-    let head = ReportHead::Receiver { ssrc, blocks: &[] };
+    let head = ReportHead::Receiver {
+        ssrc: Ssrc(ssrc),
+        blocks: &[],
+    };
     let n = metronome_wire::rtcp::write_compound(&mut buf, head, "other", bye.then_some("bye"))
         .unwrap();
     buf[..n].to_vec()
@@ -303,13 +306,13 @@ fn a_source_that_left_or_fell_silent_gives_its_place_to_a_new_one() {
     // Full, and nobody has left: the third is refused.
     assert_eq!(
         r.handle_rtp(Timestamp::from_secs(1), None, &rtp(0, 0, 3)),
-        Err(Dropped::TooManySources(3))
+        Err(Dropped::TooManySources(Ssrc(3)))
     );
     // Source 1 says BYE: 3 takes its place.
     r.handle_rtcp(Timestamp::from_secs(2), &{
         let mut buf = [0u8; 1500];
         let head = ReportHead::Receiver {
-            ssrc: 1,
+            ssrc: Ssrc(1),
             blocks: &[],
         };
         let n = metronome_wire::rtcp::write_compound(&mut buf, head, "s1", Some("bye")).unwrap();
@@ -323,11 +326,15 @@ fn a_source_that_left_or_fell_silent_gives_its_place_to_a_new_one() {
         .unwrap();
     r.handle_rtp(Timestamp::from_secs(11), None, &rtp(0, 0, 4))
         .unwrap();
-    let mut ssrcs: Vec<u32> = r.sources().iter().map(|s| s.ssrc).collect();
+    let mut ssrcs: Vec<Ssrc> = r.sources().iter().map(|s| s.ssrc).collect();
     ssrcs.sort();
-    assert_eq!(ssrcs, vec![3, 4]);
+    assert_eq!(ssrcs, vec![Ssrc(3), Ssrc(4)]);
     assert_eq!(r.counters().sources_evicted, 2);
-    assert_eq!(r.main_source().unwrap().ssrc, 4, "the most recently heard");
+    assert_eq!(
+        r.main_source().unwrap().ssrc,
+        Ssrc(4),
+        "the most recently heard"
+    );
 }
 
 /// An RTSP session's one sender says BYE: the stream is over (`recv rtsp://` ends then).
@@ -338,7 +345,7 @@ fn the_only_sources_bye_ends_the_stream() {
     assert!(!r.every_source_said_bye());
     let mut buf = [0u8; 1500];
     let head = ReportHead::Receiver {
-        ssrc: 7,
+        ssrc: Ssrc(7),
         blocks: &[],
     };
     let n = metronome_wire::rtcp::write_compound(&mut buf, head, "s7", Some("end")).unwrap();
@@ -383,7 +390,7 @@ proptest! {
                 let data = if seq % 2 == 0 { rtcp_sr(ssrc, "s") } else { rtcp_rr_bye(ssrc, seq % 3 == 0) };
                 r.handle_rtcp(now, &data);
             } else {
-                let hdr = RtpHeader { payload_type: 96, sequence: seq, timestamp: ts, ssrc, marker: false };
+                let hdr = RtpHeader { payload_type: 96, sequence: seq, timestamp: ts, ssrc: Ssrc(ssrc), marker: false };
                 let n = write_packet(&mut buf, &hdr, SendTimeExt::ntp64_if(seq % 5 == 0), &payload[..len]).unwrap();
                 let _ = r.handle_rtp(now, None, &buf[..n]);
             }
@@ -468,7 +475,7 @@ fn a_receiver_that_leaves_says_goodbye_once_and_then_nothing() {
     let n = r.leave(Timestamp::from_millis(40), &mut buf).unwrap();
     let (mut blocks, mut byes) = (0, Vec::new());
     metronome_wire::rtcp::parse_compound(&buf[..n], |i| match i {
-        RtcpItem::ReportBlock { block, .. } => blocks += usize::from(block.ssrc == 77),
+        RtcpItem::ReportBlock { block, .. } => blocks += usize::from(block.ssrc == Ssrc(77)),
         RtcpItem::Bye { ssrc } => byes.push(ssrc),
         _ => {}
     })
@@ -505,7 +512,7 @@ fn started() -> ReceiverSession {
 /// The retransmission of `original` in stream 0x77 with sequence number `seq`.
 fn rtx_of(original: &[u8], seq: u16) -> Vec<u8> {
     let ids = metronome_wire::rtx::StreamIds {
-        ssrc: 0x77,
+        ssrc: Ssrc(0x77),
         payload_type: 97,
     };
     let mut out = vec![0u8; original.len() + 2];
@@ -515,7 +522,7 @@ fn rtx_of(original: &[u8], seq: u16) -> Vec<u8> {
 }
 
 /// The sequence numbers of the NACKs in an RTCP compound, and the SSRC they are about.
-fn nacked(compound: &[u8]) -> Vec<(u32, u16)> {
+fn nacked(compound: &[u8]) -> Vec<(Ssrc, u16)> {
     let mut out = Vec::new();
     rtcp::parse_compound(compound, |item| {
         if let RtcpItem::Nack(n) = item {
@@ -535,7 +542,7 @@ fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() 
     assert_eq!((due, why), (at(10), ReceiverTimer::Nack));
     let mut buf = [0u8; 1500];
     let n = r.poll_transmit(at(10), &mut buf).unwrap();
-    assert_eq!(nacked(&buf[..n]), vec![(7, 11), (7, 12)]);
+    assert_eq!(nacked(&buf[..n]), vec![(Ssrc(7), 11), (Ssrc(7), 12)]);
     // The repair of 12 comes back 22 ms later: it is packet 12 of source 7, counted in none
     // of the source's statistics (the network lost it).
     let original = rtp(12, 900, 7);
@@ -543,7 +550,7 @@ fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() 
     assert!(rec.repaired);
     assert_eq!(
         (rec.ssrc, rec.seq, rec.ext_seq, rec.rtp_ts),
-        (7, 12, 12, 900)
+        (Ssrc(7), 12, 12, 900)
     );
     assert_eq!(r.repaired_packet(), &original[..]);
     assert_eq!(&r.repaired_packet()[rec.payload.clone()], &ts_payload()[..]);
@@ -565,7 +572,7 @@ fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() 
     // 11 is asked again 1.5 round trips (of the 22 ms measured) after the first ask.
     assert_eq!(r.poll_transmit(at(30), &mut buf), None);
     let n = r.poll_transmit(at(43), &mut buf).unwrap();
-    assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
+    assert_eq!(nacked(&buf[..n]), vec![(Ssrc(7), 11)]);
 }
 
 #[test]
@@ -602,7 +609,7 @@ fn another_receivers_nack_on_the_group_is_not_asked_again() {
     let (mut r, at) = (started(), Timestamp::from_millis);
     // A peer asked for 11 already; then this receiver sees it missing too.
     let mut peer = [0u8; 64];
-    let n = rtcp::write_nack(&mut peer, 0x99, 7, &[11]);
+    let n = rtcp::write_nack(&mut peer, Ssrc(0x99), Ssrc(7), &[11]);
     assert!(!r.handle_rtcp(at(1), &peer[..n]));
     r.handle_rtp(at(2), None, &rtp(12, 1800, 7)).unwrap();
     let mut buf = [0u8; 1500];
@@ -610,7 +617,7 @@ fn another_receivers_nack_on_the_group_is_not_asked_again() {
     assert_eq!(r.repair_stats().unwrap().nack.suppressed, 1);
     // It asks itself once the peer's repair is a retry late (1.5 round trips of 20 ms).
     let n = r.poll_transmit(at(31), &mut buf).unwrap();
-    assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
+    assert_eq!(nacked(&buf[..n]), vec![(Ssrc(7), 11)]);
 }
 
 #[test]
@@ -648,7 +655,7 @@ fn a_repair_after_the_play_out_time_is_late_and_one_asked_twice_gives_no_round_t
     // Asked again 30 ms later (1.5 round trips of the assumed 20 ms), answered after that:
     // which ask it answers is unknown, so no sample (Karn's rule).
     let n = r.poll_transmit(at(40), &mut buf).unwrap();
-    assert_eq!(nacked(&buf[..n]), vec![(7, 11)]);
+    assert_eq!(nacked(&buf[..n]), vec![(Ssrc(7), 11)]);
     r.handle_rtp(at(45), None, &rtx_of(&rtp(11, 900, 7), 1))
         .unwrap();
     assert_eq!(
@@ -700,7 +707,7 @@ fn a_nack_alone_goes_out_without_report_blocks() {
         blocks += matches!(item, RtcpItem::ReportBlock { .. }) as u32;
     })
     .unwrap();
-    assert_eq!((blocks, nacked(&buf[..n])), (0, vec![(7, 11)]));
+    assert_eq!((blocks, nacked(&buf[..n])), (0, vec![(Ssrc(7), 11)]));
 }
 
 /// A receiver that rebuilds from FEC alone, playing out 200 ms after the fastest packet.

@@ -23,6 +23,7 @@ pub mod repairer;
 pub use fec_decoder::{FecDecoder, FecReceiveCounters};
 pub use fec_encoder::{fec_spacing, FecConfig, FecEncoder, FecSendCounters};
 pub use history::SendHistory;
+use metronome_wire::Ssrc;
 pub use nack::{NackConfig, NackCounters, NackPlanner};
 pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};
 
@@ -35,6 +36,6 @@ pub const RTX_BUDGET_SHARE: f64 = 0.25;
 
 /// The retransmission stream's SSRC where Metronome chooses: the media's with "RTX" mixed in
 /// (never the media's own).
-pub fn rtx_ssrc(media: u32) -> u32 {
-    media ^ 0x5254_5800
+pub fn rtx_ssrc(media: Ssrc) -> Ssrc {
+    Ssrc(media.get() ^ 0x5254_5800)
 }

@@ -8,6 +8,7 @@
 use super::history::SendHistory;
 use metronome_time::Timestamp;
 use metronome_wire::rtx::{wrap, StreamIds};
+use metronome_wire::Ssrc;
 use std::time::Duration;
 
 /// How a stream answers NACKs.
@@ -81,7 +82,7 @@ pub struct RepairCounters {
 #[derive(Debug)]
 pub struct Repairer {
     cfg: RepairConfig,
-    media_ssrc: u32,
+    media_ssrc: Ssrc,
     history: SendHistory,
     next_sequence: u16,
     rate_bps: u64,
@@ -96,7 +97,7 @@ impl Repairer {
     /// The repairer of the stream `media_ssrc` sending at `rate_bps`, keeping `history`.
     pub fn new(
         cfg: RepairConfig,
-        media_ssrc: u32,
+        media_ssrc: Ssrc,
         history: SendHistory,
         rate_bps: u64,
     ) -> Repairer {
@@ -154,7 +155,7 @@ impl Repairer {
     /// sequence number taken, the packet not marked repaired, the rest of the NACK not read).
     pub fn on_nack(
         &mut self,
-        media_ssrc: u32,
+        media_ssrc: Ssrc,
         sequences: impl IntoIterator<Item = u16>,
         now: Timestamp,
         path: Path,
@@ -235,9 +236,9 @@ mod tests {
     use super::*;
     use metronome_wire::rtp::{write_packet, RtpHeader, RtpView, SendTimeExt};
 
-    const SSRC: u32 = 0xABCD;
+    const SSRC: Ssrc = Ssrc(0xABCD);
     const RTX: StreamIds = StreamIds {
-        ssrc: 0x1234,
+        ssrc: Ssrc(0x1234),
         payload_type: 97,
     };
 
@@ -359,7 +360,7 @@ mod tests {
             to_receiver: Duration::ZERO,
             rtt: Duration::ZERO,
         };
-        r.on_nack(SSRC + 1, [1, 2, 3], at(2), path, &mut emit);
+        r.on_nack(Ssrc(SSRC.get() + 1), [1, 2, 3], at(2), path, &mut emit);
         assert_eq!(r.counters().foreign_nacks, 1);
     }
 

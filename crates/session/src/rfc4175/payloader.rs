@@ -13,6 +13,7 @@ use metronome_wire::rfc4175::{
     write_rtp_header, RawHeaderExt, SegmentHeader, EXT_SEQ_LEN, SEGMENT_HEADER_LEN,
 };
 use metronome_wire::rtp::{RtpHeader, RTP_HEADER_LEN};
+use metronome_wire::Ssrc;
 
 /// The dynamic payload type used unless configured otherwise.
 pub const DEFAULT_PAYLOAD_TYPE: u8 = 96;
@@ -70,7 +71,7 @@ pub enum RawPayError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RawPayloaderConfig {
     /// The stream's RTP SSRC.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// The RTP payload type, 0..=127 (a dynamic one, 96..=127, in practice; RFC 4175 §6).
     pub payload_type: u8,
     /// The first 32-bit extended sequence number: the low 16 bits go in the RTP header, the high
@@ -94,7 +95,7 @@ pub struct RawPayloaderConfig {
 impl RawPayloaderConfig {
     /// Defaults for `format`: payload type 96, a 1500-byte MTU, the format's frame rate, no
     /// extensions.
-    pub fn new(ssrc: u32, format: &VideoFormat) -> RawPayloaderConfig {
+    pub fn new(ssrc: Ssrc, format: &VideoFormat) -> RawPayloaderConfig {
         RawPayloaderConfig {
             ssrc,
             payload_type: DEFAULT_PAYLOAD_TYPE,
@@ -402,7 +403,7 @@ mod tests {
         // rtpvrawpay mtu=400 (388 bytes of payload) sends 128 + 128 + 112 bytes of lines 0, 1, 2
         // in its first packet; the same greedy rule gives the same segments.
         let f = fmt(64, 48, Sampling::Ycbcr422);
-        let mut cfg = RawPayloaderConfig::new(1, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(1), &f);
         cfg.max_payload = 388;
         let mut p = RawPayloader::new(cfg, f).unwrap();
         let frame = RawFrame::new(f);
@@ -424,7 +425,7 @@ mod tests {
     #[test]
     fn a_frame_is_counted_marked_and_timestamped() {
         let f = fmt(720, 576, Sampling::Ycbcr420);
-        let mut cfg = RawPayloaderConfig::new(9, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(9), &f);
         cfg.initial_seq = 0x0001_fffe;
         cfg.rtp_ts_base = u32::MAX - 10;
         let mut p = RawPayloader::new(cfg, f).unwrap();
@@ -450,7 +451,7 @@ mod tests {
     #[test]
     fn config_errors() {
         let f = fmt(64, 48, Sampling::Rgb);
-        let mut cfg = RawPayloaderConfig::new(1, &f);
+        let mut cfg = RawPayloaderConfig::new(Ssrc(1), &f);
         cfg.max_payload = 11;
         assert!(matches!(
             RawPayloader::new(cfg, f),

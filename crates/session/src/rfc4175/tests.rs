@@ -7,6 +7,7 @@ use metronome_media::uncompressed::{
 use metronome_time::Timestamp;
 use metronome_wire::rfc4175::{write_headers, write_rtp_header, RawHeaderExt, SegmentHeader};
 use metronome_wire::rtp::RtpHeader;
+use metronome_wire::Ssrc;
 
 fn fmt(s: Sampling, d: Depth) -> VideoFormat {
     VideoFormat::new(64, 48, s, d, 25, 1).unwrap()
@@ -23,7 +24,7 @@ fn packets(p: &mut RawPayloader, f: &RawFrame) -> Vec<Vec<u8>> {
 }
 
 fn setup(f: VideoFormat, max_payload: usize) -> (RawPayloader, RawDepayloader, RawTestPattern) {
-    let mut cfg = RawPayloaderConfig::new(5, &f);
+    let mut cfg = RawPayloaderConfig::new(Ssrc(5), &f);
     cfg.max_payload = max_payload;
     cfg.capture_time_ext = true;
     (
@@ -154,7 +155,7 @@ fn hand_packet(segs: &[SegmentHeader], data: usize, marker: bool) -> Vec<u8> {
         payload_type: 96,
         sequence: 1,
         timestamp: 0,
-        ssrc: 5,
+        ssrc: Ssrc(5),
         marker,
     };
     let at = write_rtp_header(&mut buf, &hdr, RawHeaderExt::default()).unwrap();

@@ -30,6 +30,7 @@ pub use server::{
 };
 pub use transport::{alternatives as transport_alternatives, TransportSpec};
 
+use metronome_wire::Ssrc;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -119,7 +120,7 @@ pub enum Delivery {
         /// The server's UDP port for RTCP.
         server_rtcp: u16,
         /// The SSRC the stream is sent with (8 hex digits in the answer).
-        ssrc: u32,
+        ssrc: Ssrc,
     },
     /// The mount's multicast group (`destination`, `port` and `ttl` in the answer).
     Multicast {
@@ -132,7 +133,7 @@ pub enum Delivery {
         /// The IP time-to-live the group's packets are sent with.
         ttl: u8,
         /// The SSRC the stream is sent with.
-        ssrc: u32,
+        ssrc: Ssrc,
     },
     /// Interleaved over the RTSP connection (`interleaved` in the answer).
     Interleaved {
@@ -141,7 +142,7 @@ pub enum Delivery {
         /// The `$` channel RTCP is framed on (the client's RTCP comes back on it).
         rtcp_channel: u8,
         /// The SSRC the stream is sent with.
-        ssrc: u32,
+        ssrc: Ssrc,
     },
 }
 

@@ -38,7 +38,7 @@ struct TestBackend {
 
 const SDP: &str =
     "v=0\r\no=- 0 0 IN IP4 192.0.2.1\r\ns=test\r\nm=video 0 RTP/AVP 33\r\na=control:trackID=0\r\n";
-const SSRC: u32 = 0x1234_abcd;
+const SSRC: Ssrc = Ssrc(0x1234_abcd);
 
 impl TestBackend {
     fn new() -> Self {

@@ -4,6 +4,7 @@
 //! it rejects RTSP 1.0 values it does not know (an IPv6 `destination`). This one only splits
 //! strings, so no input can make it panic.
 
+use metronome_wire::Ssrc;
 use std::net::IpAddr;
 
 use super::{Delivery, Requested};
@@ -36,7 +37,7 @@ pub struct TransportSpec {
     /// `ttl`: the multicast time-to-live.
     pub ttl: Option<u8>,
     /// `ssrc`, read as hexadecimal (RFC 2326 §12.39).
-    pub ssrc: Option<u32>,
+    pub ssrc: Option<Ssrc>,
     /// `mode`, its quotes removed.
     pub mode: Option<String>,
     /// An RTSP 2.0 parameter (`dest_addr`, `src_addr`) was present.
@@ -84,7 +85,11 @@ impl TransportSpec {
                 "interleaved" => t.interleaved = t.note(pair(v, "interleaved")),
                 "ttl" => t.ttl = t.note(unquoted.parse().map_err(|_| bad("ttl", v))),
                 "ssrc" => {
-                    t.ssrc = t.note(u32::from_str_radix(unquoted, 16).map_err(|_| bad("ssrc", v)))
+                    t.ssrc = t.note(
+                        u32::from_str_radix(unquoted, 16)
+                            .map(Ssrc)
+                            .map_err(|_| bad("ssrc", v)),
+                    )
                 }
                 "destination" => t.destination = Some(address()),
                 "source" => t.source = Some(address()),
@@ -401,7 +406,7 @@ mod spec_tests {
             (answered.port, answered.ttl),
             (Some((5000, Some(5001))), Some(4))
         );
-        assert_eq!(answered.ssrc, Some(0x0a0b_0c0d));
+        assert_eq!(answered.ssrc, Some(Ssrc(0x0a0b_0c0d)));
         let reversed = TransportSpec::parse("RTP/AVP;unicast;client_port=5001-5000");
         assert_eq!(reversed.client_port, None);
         assert!(

@@ -137,6 +137,7 @@ impl RtpSource for CbrTs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use metronome_wire::Ssrc;
 
     /// The next packet's due time is known before it is made, at the rate the source has
     /// then: a driver that makes packets only within its lookahead makes the next one at the
@@ -146,7 +147,7 @@ mod tests {
         let epoch = Timestamp::from_millis(10);
         let cfg = PacketizerConfig {
             ts_per_packet: 5,
-            ..PacketizerConfig::mp2t(1, 0, 0)
+            ..PacketizerConfig::mp2t(Ssrc(1), 0, 0)
         };
         let ms = Duration::from_millis;
         let mut src = CbrTs::new(cfg, epoch, ms(200), usize::MAX);

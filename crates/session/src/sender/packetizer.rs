@@ -4,13 +4,14 @@ use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::mp2t::{MP2T_PAYLOAD_LEN, PAYLOAD_TYPE_MP2T, TS_PER_RTP};
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::ts::TS_PACKET_LEN;
+use metronome_wire::Ssrc;
 use std::time::Duration;
 
 /// How an [`Mp2tPacketizer`] numbers and stamps its RTP packets.
 #[derive(Clone, Copy, Debug)]
 pub struct PacketizerConfig {
     /// The stream's RTP SSRC.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// The RTP payload type (33 for MP2T, RFC 3551).
     pub payload_type: u8,
     /// The RTP timestamp clock (90 kHz for MP2T, RFC 2250 §2).
@@ -28,7 +29,7 @@ pub struct PacketizerConfig {
 impl PacketizerConfig {
     /// RTP/MP2T defaults: payload type 33, the 90 kHz clock, 7 TS packets per RTP packet, no
     /// send-time extension.
-    pub fn mp2t(ssrc: u32, initial_seq: u16, rtp_ts_base: u32) -> Self {
+    pub fn mp2t(ssrc: Ssrc, initial_seq: u16, rtp_ts_base: u32) -> Self {
         PacketizerConfig {
             ssrc,
             payload_type: PAYLOAD_TYPE_MP2T,

@@ -4,6 +4,7 @@
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
+use metronome_wire::Ssrc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -16,7 +17,7 @@ use std::time::Duration;
 #[derive(Clone, Debug)]
 pub struct SenderReportsConfig {
     /// Our SSRC: in every sender report, and the one receivers' blocks must be about.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Our CNAME in the SDES of every report (RFC 3550 §6.5.1).
     pub cname: String,
     /// The RTP clock of the stream: the sender report's RTP timestamp and the receivers' jitter
@@ -40,7 +41,7 @@ pub struct ReceiverView {
     /// The receiver's SSRC (the reporter of its blocks), 8 lowercase hex digits in JSON.
     #[serde(serialize_with = "metronome_time::units::hex32")]
     #[schemars(with = "String")]
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Where its last report came from.
     pub addr: SocketAddr,
     /// Its CNAME from its SDES, at most 255 characters, if one arrived.
@@ -104,14 +105,14 @@ pub enum SenderEvent {
     /// A receiver's first report block about our stream.
     NewReceiver {
         /// The receiver's SSRC.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// Where its report came from.
         addr: SocketAddr,
     },
     /// A report block about our stream.
     ReceiverReport {
         /// The receiver's SSRC.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// Fraction lost in its last interval, 0..=1.
         fraction_lost: f64,
         /// Its latest round-trip time, ms, once it has seen a sender report.
@@ -120,14 +121,14 @@ pub enum SenderEvent {
     /// A tracked receiver sent an RTCP BYE.
     ReceiverBye {
         /// The receiver's SSRC.
-        ssrc: u32,
+        ssrc: Ssrc,
     },
     /// A TFRC receiver's report about this stream (RFC 5348 §3.2.2; the RTCP APP packet of
     /// `metronome_wire::TfrcFeedback`), with the round-trip sample it gives: now, less when
     /// the echoed packet left, less the receiver's delay before answering.
     Tfrc {
         /// The receiver's SSRC.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// Loss event rate, receive rate and the round-trip sample.
         report: metronome_cc::TfrcReport,
     },
@@ -135,7 +136,7 @@ pub enum SenderEvent {
     /// (a sequence number) turned into when that packet left, on our clock.
     Tfmcc {
         /// The receiver's SSRC.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// The report, its echo as a send time on our clock.
         report: metronome_cc::tfmcc::ReceiverFeedback,
     },
@@ -144,7 +145,7 @@ pub enum SenderEvent {
     /// form).
     PacketFeedback {
         /// The SSRC of the receiver that sent the feedback.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// The report's time on the receiver's clock: NTP's middle 32 bits (16.16 seconds).
         report_timestamp: u32,
         /// Each reported packet's 16-bit sequence number and what the receiver says of it.
@@ -165,10 +166,10 @@ pub enum SenderTimer {
 /// compound changes nothing. Bounded by what one datagram holds.
 #[derive(Default)]
 struct Heard {
-    blocks: Vec<(u32, rtcp::Block)>,
-    byes: Vec<u32>,
-    cnames: Vec<(u32, String)>,
-    cc: Vec<(u32, rtcp::CcApp)>,
+    blocks: Vec<(Ssrc, rtcp::Block)>,
+    byes: Vec<Ssrc>,
+    cnames: Vec<(Ssrc, String)>,
+    cc: Vec<(Ssrc, rtcp::CcApp)>,
     feedback: Vec<SenderEvent>,
     nacks: Vec<super::resend::NackRequest>,
 }
@@ -185,7 +186,7 @@ pub struct SenderReports {
     receivers: Vec<ReceiverView>,
     /// Position of each receiver in `receivers`, by SSRC (a multicast sender may hear
     /// thousands: a linear search per report would cost more than the report).
-    by_ssrc: BTreeMap<u32, usize>,
+    by_ssrc: BTreeMap<Ssrc, usize>,
     counters: SenderCounters,
     events: VecDeque<SenderEvent>,
     rng: ChaCha8Rng,
@@ -382,13 +383,13 @@ impl SenderReports {
     }
 
     /// Receiver `ssrc`'s last round trip, if it reported one.
-    pub fn receiver_rtt(&self, ssrc: u32) -> Option<Duration> {
+    pub fn receiver_rtt(&self, ssrc: Ssrc) -> Option<Duration> {
         let r = &self.receivers[*self.by_ssrc.get(&ssrc)?];
         Duration::try_from_secs_f64(r.rtt_ms? / 1000.0).ok()
     }
 
     /// Our SSRC: the stream's.
-    pub(crate) fn config_ssrc(&self) -> u32 {
+    pub(crate) fn config_ssrc(&self) -> Ssrc {
         self.cfg.ssrc
     }
 
@@ -448,7 +449,7 @@ impl SenderReports {
         now: Timestamp,
         wall: NtpTime,
         from: SocketAddr,
-        reporter: u32,
+        reporter: Ssrc,
         block: &rtcp::Block,
     ) {
         if block.ssrc != self.cfg.ssrc {
@@ -483,7 +484,7 @@ impl SenderReports {
     fn on_cc_app(
         &mut self,
         now: Timestamp,
-        reporter: u32,
+        reporter: Ssrc,
         app: rtcp::CcApp,
         sent_at: &dyn Fn(u16) -> Option<Timestamp>,
     ) {
@@ -515,7 +516,7 @@ impl SenderReports {
         }
     }
 
-    fn receiver_index(&mut self, ssrc: u32, addr: SocketAddr) -> Option<usize> {
+    fn receiver_index(&mut self, ssrc: Ssrc, addr: SocketAddr) -> Option<usize> {
         if let Some(&i) = self.by_ssrc.get(&ssrc) {
             return Some(i);
         }

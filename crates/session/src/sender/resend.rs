@@ -9,6 +9,7 @@
 
 use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
 use metronome_time::{MediaClock, Timestamp};
+use metronome_wire::Ssrc;
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -67,8 +68,8 @@ const MAX_RECEIVERS: usize = 4096;
 /// [`MAX_NACK_NUMBERS`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct NackRequest {
-    pub(crate) reporter: u32,
-    pub(crate) media_ssrc: u32,
+    pub(crate) reporter: Ssrc,
+    pub(crate) media_ssrc: Ssrc,
     pub(crate) sequences: Vec<u16>,
 }
 
@@ -111,7 +112,7 @@ pub(crate) struct Resend {
     initial_rtt: Duration,
     /// The least round trip each receiver reported (by SSRC, at most [`MAX_RECEIVERS`]): the
     /// way there without queues.
-    min_rtt: BTreeMap<u32, Duration>,
+    min_rtt: BTreeMap<Ssrc, Duration>,
     /// Retransmissions made, each with the latest time it may leave.
     waiting: VecDeque<(Vec<u8>, Timestamp)>,
     /// Buffers of sent retransmissions, reused.
@@ -154,7 +155,7 @@ impl Resend {
     /// sending at `rate_bps`.
     pub(crate) fn new(
         cfg: SenderRepair,
-        media_ssrc: u32,
+        media_ssrc: Ssrc,
         media_time: MediaTime,
         rate_bps: u64,
     ) -> Resend {
@@ -197,7 +198,7 @@ impl Resend {
     }
 
     /// Receiver `ssrc` reported a round trip.
-    pub(crate) fn rtt_sample(&mut self, ssrc: u32, rtt: Duration) {
+    pub(crate) fn rtt_sample(&mut self, ssrc: Ssrc, rtt: Duration) {
         if let Some(m) = self.min_rtt.get_mut(&ssrc) {
             *m = (*m).min(rtt);
         } else if self.min_rtt.len() < MAX_RECEIVERS {

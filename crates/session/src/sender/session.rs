@@ -28,6 +28,7 @@ use super::report::{SenderEvent, SenderReports, SenderReportsConfig};
 use metronome_cc::{Feedback, RateController};
 use metronome_sched::{Decision, PacingConfig, PacingModel, PacingStats};
 use metronome_time::{Bitrate, Distribution, NtpTime, Timestamp};
+use metronome_wire::Ssrc;
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -413,7 +414,7 @@ impl SenderSession {
     /// ([`SenderSession::keep_sent`]) and sends what [`SenderSession::poll_fec`] gives after
     /// each, column FEC to the media's port + 2, row FEC to + 4.
     pub fn with_fec(mut self, cfg: crate::repair::FecConfig) -> Self {
-        let first = self.reports.config_ssrc().rotate_left(7) as u16;
+        let first = self.reports.config_ssrc().get().rotate_left(7) as u16;
         self.fec = Some(Box::new(crate::repair::FecEncoder::new(cfg, first)));
         self
     }
@@ -523,7 +524,7 @@ impl SenderSession {
                     let fb = self.feedback(*ssrc).map_or_else(
                         || Feedback {
                             tfrc: Some(*report),
-                            ..Feedback::bare(*ssrc, from)
+                            ..Feedback::bare(ssrc.get(), from)
                         },
                         |fb| Feedback {
                             tfrc: Some(*report),
@@ -535,12 +536,12 @@ impl SenderSession {
                 SenderEvent::Tfmcc { ssrc, report } => {
                     let fb = Feedback {
                         tfmcc: Some(*report),
-                        ..Feedback::bare(*ssrc, from)
+                        ..Feedback::bare(ssrc.get(), from)
                     };
                     self.controller.on_feedback(now, &fb);
                 }
                 SenderEvent::ReceiverBye { ssrc } => {
-                    self.controller.on_receiver_left(now, *ssrc);
+                    self.controller.on_receiver_left(now, ssrc.get());
                 }
                 SenderEvent::PacketFeedback {
                     report_timestamp,
@@ -561,10 +562,10 @@ impl SenderSession {
         self.follow_controller(now);
     }
 
-    fn feedback(&self, ssrc: u32) -> Option<Feedback> {
+    fn feedback(&self, ssrc: Ssrc) -> Option<Feedback> {
         let r = self.reports.receivers().iter().find(|r| r.ssrc == ssrc)?;
         Some(Feedback {
-            receiver: r.ssrc,
+            receiver: r.ssrc.get(),
             from: r.addr,
             fraction_lost: r.fraction_lost,
             cumulative_lost: r.cumulative_lost as i64,

@@ -6,6 +6,7 @@ use metronome_cc::{Feedback, FixedRate, RateController};
 use metronome_sched::{LatePolicy, PacingConfig};
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
+use metronome_wire::Ssrc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -20,7 +21,7 @@ fn wall(t: Timestamp) -> NtpTime {
 fn config(late: LatePolicy) -> SenderSessionConfig {
     SenderSessionConfig {
         reports: SenderReportsConfig {
-            ssrc: 0xabc,
+            ssrc: Ssrc(0xabc),
             cname: "sender@test".into(),
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: 0,
@@ -277,7 +278,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
     };
     let mut s = SenderSession::new(config(LatePolicy::CATCH_UP), Timestamp::ZERO, Box::new(cc));
     let block = Block {
-        ssrc: 0xabc,
+        ssrc: Ssrc(0xabc),
         fraction_lost: 32,
         cumulative_lost: 5,
         extended_highest_seq: 100,
@@ -289,7 +290,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
     let n = rtcp::write_compound(
         &mut buf,
         ReportHead::Receiver {
-            ssrc: 0x77,
+            ssrc: Ssrc(0x77),
             blocks: &[block],
         },
         "viewer",
@@ -346,7 +347,7 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
         Some(Transmit::Send { .. })
     ));
     let report = |p: f64| TfrcFeedback {
-        media_ssrc: 0xabc,
+        media_ssrc: Ssrc(0xabc),
         echo_seq: 7,
         t_delay_us: 20_000,
         x_recv_bytes_per_s: 125_000,
@@ -355,7 +356,7 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
     let deliver = |s: &mut SenderSession, at: u64, fb: &TfrcFeedback| {
         let mut buf = [0u8; 1500];
         let head = ReportHead::Receiver {
-            ssrc: 0x77,
+            ssrc: Ssrc(0x77),
             blocks: &[],
         };
         let apps = [rtcp::CcApp::TfrcFeedback(*fb)];
@@ -373,7 +374,7 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
     assert_eq!(s.target_rate(), Bitrate::bps(350_400));
     // A report about another stream changes nothing.
     let mut other = report(0.01);
-    other.media_ssrc = 0xdef;
+    other.media_ssrc = Ssrc(0xdef);
     deliver(&mut s, 1100, &other);
     assert_eq!(s.target_rate(), Bitrate::bps(350_400));
     // With losses (p = 1 %), at 1.2 s the echo is 320 ms old: R = 0.9·100 + 0.1·300 ms.
@@ -525,7 +526,7 @@ fn repairing_session() -> SenderSession {
     use crate::repair::RepairConfig;
     use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
     let rtx = metronome_wire::rtx::StreamIds {
-        ssrc: 0x5e5,
+        ssrc: Ssrc(0x5e5),
         payload_type: 97,
     };
     let mut s = session(LatePolicy::CATCH_UP).with_repair(SenderRepair {
@@ -541,7 +542,7 @@ fn repairing_session() -> SenderSession {
             payload_type: 33,
             sequence: k,
             timestamp: 180 * u32::from(k),
-            ssrc: 0xabc,
+            ssrc: Ssrc(0xabc),
             marker: false,
         };
         let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &[7; 1238]).unwrap();
@@ -557,7 +558,7 @@ fn nack_compound(reporter: u32, media: u32, first: u16, per_nack: u16, nacks: us
     let mut n = rtcp::write_compound(
         &mut buf,
         ReportHead::Receiver {
-            ssrc: reporter,
+            ssrc: Ssrc(reporter),
             blocks: &[],
         },
         "viewer",
@@ -566,7 +567,7 @@ fn nack_compound(reporter: u32, media: u32, first: u16, per_nack: u16, nacks: us
     .unwrap();
     let seqs: Vec<u16> = (0..per_nack).map(|i| first.wrapping_add(i)).collect();
     for _ in 0..nacks {
-        n += rtcp::write_nack(&mut buf[n..], reporter, media, &seqs);
+        n += rtcp::write_nack(&mut buf[n..], Ssrc(reporter), Ssrc(media), &seqs);
     }
     buf.truncate(n);
     buf
@@ -591,7 +592,7 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
     let mut got = Vec::new();
     while let Some(n) = s.poll_repair(ms(400), &mut buf) {
         let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
-        assert_eq!((v.ssrc(), v.payload_type(), n), (0x5e5, 97, 1252));
+        assert_eq!((v.ssrc(), v.payload_type(), n), (Ssrc(0x5e5), 97, 1252));
         got.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
     }
     assert_eq!(got, (50..70).collect::<Vec<u16>>());

@@ -2,6 +2,7 @@ use super::*;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 use std::time::Duration;
 
 fn ts_packet(i: u8) -> [u8; 188] {
@@ -13,7 +14,7 @@ fn ts_packet(i: u8) -> [u8; 188] {
 #[test]
 fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
     let epoch = Timestamp::from_secs(10);
-    let mut p = Mp2tPacketizer::new(PacketizerConfig::mp2t(0xabc, 65_535, 1000), epoch);
+    let mut p = Mp2tPacketizer::new(PacketizerConfig::mp2t(Ssrc(0xabc), 65_535, 1000), epoch);
     let mut out = [0u8; 1500];
     // TS packets 300 µs apart.
     let mut emitted = Vec::new();
@@ -49,7 +50,7 @@ fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
 fn reports() -> SenderReports {
     SenderReports::new(
         SenderReportsConfig {
-            ssrc: 0xabc,
+            ssrc: Ssrc(0xabc),
             cname: "sender@test".into(),
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: 1000,
@@ -113,7 +114,7 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
     let w = NtpTime::from_unix_nanos(1_700_000_000_000_000_000);
     let arrival = NtpTime::from_unix_nanos(1_700_000_000_260_000_000);
     let block = Block {
-        ssrc: 0xabc,
+        ssrc: Ssrc(0xabc),
         fraction_lost: 64,
         cumulative_lost: 12,
         extended_highest_seq: 70_000,
@@ -122,14 +123,14 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
         dlsr: NtpTime::compact_from_duration(Duration::from_millis(250)),
     };
     let other = Block {
-        ssrc: 0xdef,
+        ssrc: Ssrc(0xdef),
         ..block
     };
     let mut buf = [0u8; 1500];
     let n = rtcp::write_compound(
         &mut buf,
         ReportHead::Receiver {
-            ssrc: 0x77,
+            ssrc: Ssrc(0x77),
             blocks: &[block, other],
         },
         "viewer",
@@ -144,7 +145,7 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
         &|_| None,
     );
     let r = &s.receivers()[0];
-    assert_eq!(r.ssrc, 0x77);
+    assert_eq!(r.ssrc, Ssrc(0x77));
     assert_eq!(r.cname.as_deref(), Some("viewer"));
     assert_eq!(r.fraction_lost, 0.25);
     assert_eq!(r.cumulative_lost, 12);
@@ -154,7 +155,10 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
     assert_eq!(s.counters().blocks_about_others, 1);
     assert!(matches!(
         s.poll_event(),
-        Some(SenderEvent::NewReceiver { ssrc: 0x77, .. })
+        Some(SenderEvent::NewReceiver {
+            ssrc: Ssrc(0x77),
+            ..
+        })
     ));
 
     // Malformed RTCP is counted and changes nothing.

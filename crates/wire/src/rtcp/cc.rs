@@ -15,6 +15,7 @@
 //! An APP packet of these names with another subtype or length is not misread: it is
 //! [`crate::rtcp::RtcpItem::Other`].
 
+use crate::Ssrc;
 /// One congestion-control APP packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcApp {
@@ -73,7 +74,7 @@ pub fn rate_word(bytes_per_s: f64) -> u32 {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfrcFeedback {
     /// SSRC of the media source this feedback is about.
-    pub media_ssrc: u32,
+    pub media_ssrc: Ssrc,
     /// Low 32 bits of the extended RTP sequence number of the last packet received; the
     /// sender looks up when it sent it.
     pub echo_seq: u32,
@@ -141,7 +142,7 @@ pub struct TfmccSender {
     /// SSRC of the current limiting receiver (CLR), or 0 for none.
     pub clr: u32,
     /// SSRC of the receiver whose timestamp `echo_ts_us` echoes, or 0 for no echo.
-    pub echo_ssrc: u32,
+    pub echo_ssrc: Ssrc,
     /// That receiver's own timestamp from its feedback (µs on its clock), returned so it
     /// can measure its RTT (RFC 4654 §3.5).
     pub echo_ts_us: u32,
@@ -177,7 +178,7 @@ impl TfmccSender {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TfmccFeedback {
     /// SSRC of the media source this feedback is about.
-    pub media_ssrc: u32,
+    pub media_ssrc: Ssrc,
     /// The receiver's clock when it sent this, µs (wrapping at 2^32); the sender echoes it
     /// back in [`TfmccSender::echo_ts_us`].
     pub ts_us: u32,
@@ -239,7 +240,7 @@ impl CcApp {
     pub(crate) fn words(&self) -> Vec<u32> {
         match *self {
             CcApp::TfrcFeedback(f) => vec![
-                f.media_ssrc,
+                f.media_ssrc.get(),
                 f.echo_seq,
                 f.t_delay_us,
                 f.x_recv_bytes_per_s,
@@ -252,13 +253,13 @@ impl CcApp {
                 s.r_max_us,
                 s.feedback_delay_us,
                 s.clr,
-                s.echo_ssrc,
+                s.echo_ssrc.get(),
                 s.echo_ts_us,
                 s.echo_delay_us,
                 s.x_send,
             ],
             CcApp::TfmccFeedback(f) => vec![
-                f.media_ssrc,
+                f.media_ssrc.get(),
                 f.ts_us,
                 f.rtt_us,
                 f.x_calc,
@@ -284,7 +285,7 @@ impl CcApp {
         let n = data.len() / 4;
         Some(match (&name, subtype, n) {
             (b"TFRC", 0, 5) => CcApp::TfrcFeedback(TfrcFeedback {
-                media_ssrc: w[0],
+                media_ssrc: Ssrc(w[0]),
                 echo_seq: w[1],
                 t_delay_us: w[2],
                 x_recv_bytes_per_s: w[3],
@@ -300,7 +301,7 @@ impl CcApp {
                     r_max_us: w[2],
                     feedback_delay_us: w[3],
                     clr: w[4],
-                    echo_ssrc: w[5],
+                    echo_ssrc: Ssrc(w[5]),
                     echo_ts_us: w[6],
                     echo_delay_us: w[7],
                     x_send: w[8],
@@ -309,7 +310,7 @@ impl CcApp {
             (b"TFMC", 1, 9) => {
                 let (round, flags) = split(w[6]);
                 CcApp::TfmccFeedback(TfmccFeedback {
-                    media_ssrc: w[0],
+                    media_ssrc: Ssrc(w[0]),
                     ts_us: w[1],
                     rtt_us: w[2],
                     x_calc: w[3],

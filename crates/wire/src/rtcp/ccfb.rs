@@ -27,6 +27,7 @@
 //! reports that follow (RFC 8888 as corrected by erratum 8166; the first reading, the last
 //! report's offset, is one less).
 
+use crate::Ssrc;
 use rtcp_types::{
     FciBuilder, FciFeedbackPacketType, RtcpPacketWriter, RtcpWriteError, TransportFeedback,
 };
@@ -80,8 +81,8 @@ impl CcfbReport {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ccfb<'a> {
     /// SSRC of the receiver that sent the feedback.
-    pub sender_ssrc: u32,
-    first_ssrc: u32,
+    pub sender_ssrc: Ssrc,
+    first_ssrc: Ssrc,
     /// The blocks after the header's first SSRC, without the report timestamp.
     blocks: &'a [u8],
     /// The receiver's clock when it wrote the report: the middle 32 bits of an NTP time
@@ -93,7 +94,7 @@ pub struct Ccfb<'a> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CcfbBlock<'a> {
     /// SSRC of the RTP stream these reports are about.
-    pub media_ssrc: u32,
+    pub media_ssrc: Ssrc,
     /// RTP sequence number of the first packet reported; the others follow one by one
     /// (wrapping at 2^16).
     pub begin_seq: u16,
@@ -161,10 +162,10 @@ impl<'a> Ccfb<'a> {
         let (body, ts) = data.split_at(body_len);
         // Every block fits.
         let first_ssrc = fb.media_ssrc();
-        walk(body, first_ssrc).try_for_each(|b| b.map(drop))?;
+        walk(body, Ssrc(first_ssrc)).try_for_each(|b| b.map(drop))?;
         Ok(Some(Ccfb {
-            sender_ssrc: fb.sender_ssrc(),
-            first_ssrc,
+            sender_ssrc: Ssrc(fb.sender_ssrc()),
+            first_ssrc: Ssrc(first_ssrc),
             blocks: body,
             report_timestamp: u32::from_be_bytes([ts[0], ts[1], ts[2], ts[3]]),
         }))
@@ -181,7 +182,7 @@ impl<'a> Ccfb<'a> {
 /// (`first_ssrc`), the others' before their ranges; an error ends the walk.
 fn walk<'a>(
     data: &'a [u8],
-    first_ssrc: u32,
+    first_ssrc: Ssrc,
 ) -> impl Iterator<Item = Result<CcfbBlock<'a>, String>> + 'a {
     let mut at = 0;
     let mut first = true;
@@ -198,7 +199,7 @@ fn walk<'a>(
                     .get(at..at + 4)
                     .ok_or("an RFC 8888 block is cut short before its SSRC")?;
                 at += 4;
-                u32::from_be_bytes([s[0], s[1], s[2], s[3]])
+                Ssrc::from_be_bytes([s[0], s[1], s[2], s[3]])
             };
             first = false;
             let (begin_seq, n, words) = block_head(data, at)?;
@@ -219,7 +220,7 @@ fn walk<'a>(
 /// with [`CcfbWriter::media_ssrc`] as the header's media SSRC).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CcfbWriter {
-    media_ssrc: u32,
+    media_ssrc: Ssrc,
     begin_seq: u16,
     reports: Vec<CcfbReport>,
     report_timestamp: u32,
@@ -229,7 +230,7 @@ impl CcfbWriter {
     /// The reports of the packets from `begin_seq` on: the first [`MAX_REPORTS`] of them (a
     /// caller with more sends the rest in another packet).
     pub fn new(
-        media_ssrc: u32,
+        media_ssrc: Ssrc,
         begin_seq: u16,
         mut reports: Vec<CcfbReport>,
         report_timestamp: u32,
@@ -244,7 +245,7 @@ impl CcfbWriter {
     }
 
     /// SSRC of the stream reported on, for the feedback packet's media-SSRC header field.
-    pub fn media_ssrc(&self) -> u32 {
+    pub fn media_ssrc(&self) -> Ssrc {
         self.media_ssrc
     }
 }
@@ -292,7 +293,7 @@ mod tests {
     fn written(w: &CcfbWriter) -> Vec<u8> {
         let fb = TransportFeedback::builder(w)
             .sender_ssrc(0xAAAA)
-            .media_ssrc(w.media_ssrc);
+            .media_ssrc(w.media_ssrc.get());
         let mut buf = vec![0u8; 65_536];
         let n = fb.write_into(&mut buf).unwrap();
         buf.truncate(n);
@@ -300,7 +301,7 @@ mod tests {
     }
 
     /// Sender SSRC, report timestamp, and every (media SSRC, sequence number, report).
-    type Parsed = (u32, u32, Vec<(u32, u16, CcfbReport)>);
+    type Parsed = (Ssrc, u32, Vec<(Ssrc, u16, CcfbReport)>);
 
     fn parsed(bytes: &[u8]) -> Result<Option<Parsed>, String> {
         let mut out = None;
@@ -337,18 +338,18 @@ mod tests {
                 ato: ATO_UNKNOWN,
             },
         ];
-        let w = CcfbWriter::new(0x1234, 65_535, reports.clone(), 0x0102_0304);
+        let w = CcfbWriter::new(Ssrc(0x1234), 65_535, reports.clone(), 0x0102_0304);
         let bytes = written(&w);
         // Header 12, begin/num 4, three reports padded to 8, the timestamp 4.
         assert_eq!(bytes.len(), 28);
         assert_eq!(bytes[0] & 0x1f, FMT);
         assert_eq!(bytes[1], 205);
         let (sender, ts, got) = parsed(&bytes).unwrap().unwrap();
-        assert_eq!((sender, ts), (0xAAAA, 0x0102_0304));
+        assert_eq!((sender, ts), (Ssrc(0xAAAA), 0x0102_0304));
         let want: Vec<_> = [65_535u16, 0, 1]
             .into_iter()
             .zip(reports)
-            .map(|(s, r)| (0x1234, s, r))
+            .map(|(s, r)| (Ssrc(0x1234), s, r))
             .collect();
         assert_eq!(got, want);
     }
@@ -363,14 +364,14 @@ mod tests {
             0xdf, 0xff, 0, 0, 0, 1, 0, 0,
         ];
         let (sender, ts, got) = parsed(&bytes).unwrap().unwrap();
-        assert_eq!((sender, ts), (0x5678, 0x0001_0000));
+        assert_eq!((sender, ts), (Ssrc(0x5678), 0x0001_0000));
         let r = |received, ecn, ato| CcfbReport { received, ecn, ato };
         assert_eq!(
             got,
             vec![
-                (0x1234, 10, r(true, 0, 5)),
-                (0x1234, 11, r(false, 0, 0)),
-                (0x1234, 12, r(true, 2, ATO_UNKNOWN)),
+                (Ssrc(0x1234), 10, r(true, 0, 5)),
+                (Ssrc(0x1234), 11, r(false, 0, 0)),
+                (Ssrc(0x1234), 12, r(true, 2, ATO_UNKNOWN)),
             ]
         );
     }
@@ -382,7 +383,7 @@ mod tests {
             ecn: 0,
             ato: 1,
         };
-        let w = CcfbWriter::new(1, 0, vec![r; 4], 9);
+        let w = CcfbWriter::new(Ssrc(1), 0, vec![r; 4], 9);
         let mut bytes = written(&w);
         // num_reports 4 → 400.
         bytes[14..16].copy_from_slice(&400u16.to_be_bytes());
@@ -392,7 +393,7 @@ mod tests {
         bytes[14..16].copy_from_slice(&20_000u16.to_be_bytes());
         assert!(parsed(&bytes).unwrap_err().contains("at most"));
         // No room for the report timestamp.
-        let cut = &mut written(&CcfbWriter::new(1, 0, vec![], 9))[..];
+        let cut = &mut written(&CcfbWriter::new(Ssrc(1), 0, vec![], 9))[..];
         cut[3] = 3; // length 3 words: header + SSRCs + begin/num, no timestamp
         let short = &cut[..16];
         assert!(parsed(short).is_err());
@@ -417,7 +418,7 @@ mod tests {
             ecn: 0,
             ato: 0,
         };
-        let w = CcfbWriter::new(1, 0, vec![r; MAX_REPORTS + 1], 0);
+        let w = CcfbWriter::new(Ssrc(1), 0, vec![r; MAX_REPORTS + 1], 0);
         assert_eq!(w.reports.len(), MAX_REPORTS);
         let (_, _, got) = parsed(&written(&w)).unwrap().unwrap();
         assert_eq!(got.len(), MAX_REPORTS);

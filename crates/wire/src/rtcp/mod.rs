@@ -7,6 +7,7 @@ pub mod cc;
 pub mod ccfb;
 pub mod nack;
 
+use crate::Ssrc;
 pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use ccfb::{Ccfb, CcfbReport, CcfbWriter};
 pub use nack::{write_nack, Nack};
@@ -33,7 +34,7 @@ pub enum RtcpError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SenderInfo {
     /// SSRC of the sender this report is from.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Wall-clock time the report was sent, as a 64-bit NTP timestamp (the bits of an
     /// `NtpTime`: 32.32 fixed-point seconds since 1900).
     pub ntp: u64,
@@ -49,7 +50,7 @@ pub struct SenderInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Block {
     /// SSRC of the source this block reports on.
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Fraction lost since the last report, in 1/256.
     pub fraction_lost: u8,
     /// Cumulative packets lost (24-bit signed on the wire).
@@ -74,26 +75,26 @@ pub enum RtcpItem<'a> {
     /// One report block of an SR or RR.
     ReportBlock {
         /// SSRC of the participant that sent the SR or RR.
-        reporter: u32,
+        reporter: Ssrc,
         /// What it says about one source.
         block: Block,
     },
     /// An SDES CNAME item (RFC 3550 §6.5.1): the persistent name of a participant.
     Cname {
         /// SSRC of the chunk that carries the CNAME.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// The CNAME's bytes as sent (UTF-8 by the RFC, not checked here).
         cname: &'a [u8],
     },
     /// A BYE (RFC 3550 §6.6): the source is leaving; one item per SSRC listed.
     Bye {
         /// SSRC of the departing source.
-        ssrc: u32,
+        ssrc: Ssrc,
     },
     /// A congestion-control APP packet ([`cc`]) from `ssrc`.
     Cc {
         /// SSRC of the APP packet's sender.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// The decoded TFRC or TFMCC fields.
         app: CcApp,
     },
@@ -175,7 +176,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
         match p.map_err(bad)? {
             Packet::Sr(sr) => {
                 visit(RtcpItem::SenderReport(SenderInfo {
-                    ssrc: sr.ssrc(),
+                    ssrc: Ssrc(sr.ssrc()),
                     ntp: sr.ntp_timestamp(),
                     rtp_timestamp: sr.rtp_timestamp(),
                     packet_count: sr.packet_count(),
@@ -183,7 +184,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                 }));
                 for b in sr.report_blocks() {
                     visit(RtcpItem::ReportBlock {
-                        reporter: sr.ssrc(),
+                        reporter: Ssrc(sr.ssrc()),
                         block: block_of(&b),
                     });
                 }
@@ -191,7 +192,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
             Packet::Rr(rr) => {
                 for b in rr.report_blocks() {
                     visit(RtcpItem::ReportBlock {
-                        reporter: rr.ssrc(),
+                        reporter: Ssrc(rr.ssrc()),
                         block: block_of(&b),
                     });
                 }
@@ -201,7 +202,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                     for item in chunk.items() {
                         if item.type_() == SdesItem::CNAME {
                             visit(RtcpItem::Cname {
-                                ssrc: chunk.ssrc(),
+                                ssrc: Ssrc(chunk.ssrc()),
                                 cname: item.value(),
                             });
                         }
@@ -210,12 +211,12 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
             }
             Packet::Bye(bye) => {
                 for ssrc in bye.ssrcs() {
-                    visit(RtcpItem::Bye { ssrc });
+                    visit(RtcpItem::Bye { ssrc: Ssrc(ssrc) });
                 }
             }
             Packet::App(app) => match CcApp::decode(app.name(), app.count(), app.data()) {
                 Some(cc) => visit(RtcpItem::Cc {
-                    ssrc: app.ssrc(),
+                    ssrc: Ssrc(app.ssrc()),
                     app: cc,
                 }),
                 None => visit(RtcpItem::Other {
@@ -242,7 +243,7 @@ fn block_of(b: &ReportBlock<'_>) -> Block {
     let raw = b.cumulative_lost() & 0x00ff_ffff;
     let cumulative_lost = ((raw << 8) as i32) >> 8;
     Block {
-        ssrc: b.ssrc(),
+        ssrc: Ssrc(b.ssrc()),
         fraction_lost: b.fraction_lost(),
         cumulative_lost,
         extended_highest_seq: b.extended_sequence_number(),
@@ -255,7 +256,7 @@ fn block_of(b: &ReportBlock<'_>) -> Block {
 fn block_builder(b: &Block) -> rtcp_types::ReportBlockBuilder {
     // Clamp to the 24-bit signed range before encoding (RFC 3550 §6.4.1).
     let lost = b.cumulative_lost.clamp(-0x80_0000, 0x7f_ffff) as u32 & 0x00ff_ffff;
-    ReportBlock::builder(b.ssrc)
+    ReportBlock::builder(b.ssrc.get())
         .fraction_lost(b.fraction_lost)
         .cumulative_lost(lost)
         .extended_sequence_number(b.extended_highest_seq)
@@ -273,7 +274,7 @@ pub enum ReportHead<'b> {
     /// An RR, for a participant that has sent no media.
     Receiver {
         /// Our own SSRC, also used for the SDES chunk, APP packets and BYE.
-        ssrc: u32,
+        ssrc: Ssrc,
         /// Report blocks on the sources we receive (at most 31 are written).
         blocks: &'b [Block],
     },
@@ -311,7 +312,7 @@ pub fn write_compound_with(
         .collect();
     let (ssrc, compound) = match head {
         ReportHead::Sender(info, blocks) => {
-            let mut sr = SenderReport::builder(info.ssrc)
+            let mut sr = SenderReport::builder(info.ssrc.get())
                 .ntp_timestamp(info.ntp)
                 .rtp_timestamp(info.rtp_timestamp)
                 .packet_count(info.packet_count)
@@ -322,28 +323,30 @@ pub fn write_compound_with(
             (info.ssrc, Compound::builder().add_packet(sr))
         }
         ReportHead::Receiver { ssrc, blocks } => {
-            let mut rr = ReceiverReport::builder(ssrc);
+            let mut rr = ReceiverReport::builder(ssrc.get());
             for b in blocks.iter().take(31) {
                 rr = rr.add_report_block(block_builder(b));
             }
             (ssrc, Compound::builder().add_packet(rr))
         }
     };
-    let sdes = Sdes::builder()
-        .add_chunk(SdesChunk::builder(ssrc).add_item(SdesItem::builder(SdesItem::CNAME, cname)));
+    let sdes = Sdes::builder().add_chunk(
+        SdesChunk::builder(ssrc.get()).add_item(SdesItem::builder(SdesItem::CNAME, cname)),
+    );
     let mut compound = compound.add_packet(sdes);
     for (name, subtype, bytes) in &data {
-        compound = compound.add_packet(App::builder(ssrc, name).subtype(*subtype).data(bytes));
+        compound =
+            compound.add_packet(App::builder(ssrc.get(), name).subtype(*subtype).data(bytes));
     }
     if let Some(fb) = ccfb {
         compound = compound.add_packet(
             TransportFeedback::builder(fb)
-                .sender_ssrc(ssrc)
-                .media_ssrc(fb.media_ssrc()),
+                .sender_ssrc(ssrc.get())
+                .media_ssrc(fb.media_ssrc().get()),
         );
     }
     if let Some(reason) = bye_reason {
-        compound = compound.add_packet(Bye::builder().add_source(ssrc).reason(reason));
+        compound = compound.add_packet(Bye::builder().add_source(ssrc.get()).reason(reason));
     }
     compound.write_into(buf).map_err(|e| match e {
         rtcp_types::RtcpWriteError::OutputTooSmall(n) => RtcpError::BufferTooSmall(n),
@@ -357,7 +360,7 @@ mod tests {
 
     fn block() -> Block {
         Block {
-            ssrc: 7,
+            ssrc: Ssrc(7),
             fraction_lost: 64,
             cumulative_lost: -3,
             extended_highest_seq: 0x1_0005,
@@ -370,7 +373,7 @@ mod tests {
     #[test]
     fn sr_sdes_bye_round_trip() {
         let info = SenderInfo {
-            ssrc: 42,
+            ssrc: Ssrc(42),
             ntp: 0x1122_3344_5566_7788,
             rtp_timestamp: 9000,
             packet_count: 10,
@@ -390,7 +393,7 @@ mod tests {
         assert!(items[0].contains("packet_count: 10"));
         assert!(items[1].contains("cumulative_lost: -3"));
         assert!(items[2].contains("Cname"));
-        assert_eq!(items[3], "Bye { ssrc: 42 }");
+        assert_eq!(items[3], "Bye { ssrc: Ssrc(0000002a) }");
     }
 
     #[test]
@@ -409,7 +412,7 @@ mod tests {
         let n = write_compound(
             &mut buf,
             ReportHead::Receiver {
-                ssrc: 5,
+                ssrc: Ssrc(5),
                 blocks: &[block()],
             },
             "r",
@@ -423,7 +426,7 @@ mod tests {
             }
         })
         .unwrap();
-        assert_eq!(got, Some((5, block())));
+        assert_eq!(got, Some((Ssrc(5), block())));
 
         // Truncating the compound anywhere but at the RR/SDES boundary (32 bytes) makes it an
         // error, and then nothing at all is visited.
@@ -442,7 +445,7 @@ mod tests {
     #[test]
     fn congestion_control_apps_round_trip_and_other_apps_are_left_alone() {
         let fb = TfrcFeedback {
-            media_ssrc: 0xdead_beef,
+            media_ssrc: Ssrc(0xdead_beef),
             echo_seq: 90_000,
             t_delay_us: 1234,
             x_recv_bytes_per_s: 125_000,
@@ -458,13 +461,13 @@ mod tests {
                 r_max_us: 80_000,
                 feedback_delay_us: 480_000,
                 clr: 7,
-                echo_ssrc: 8,
+                echo_ssrc: Ssrc(8),
                 echo_ts_us: 0xffff_fff0,
                 echo_delay_us: 12,
                 x_send: 500_000,
             }),
             CcApp::TfmccFeedback(TfmccFeedback {
-                media_ssrc: 42,
+                media_ssrc: Ssrc(42),
                 ts_us: 1,
                 rtt_us: 2,
                 x_calc: 3,
@@ -478,7 +481,7 @@ mod tests {
         ];
         let mut buf = [0u8; 1500];
         let head = ReportHead::Receiver {
-            ssrc: 5,
+            ssrc: Ssrc(5),
             blocks: &[block()],
         };
         let n = write_compound_with(&mut buf, head, "r", &apps, None, Some("bye")).unwrap();
@@ -489,7 +492,7 @@ mod tests {
             }
         })
         .unwrap();
-        assert_eq!(got, apps.iter().map(|a| (5, *a)).collect::<Vec<_>>());
+        assert_eq!(got, apps.iter().map(|a| (Ssrc(5), *a)).collect::<Vec<_>>());
         assert!((fb.p() - 0.01).abs() < 1e-9, "{}", fb.p());
         // The TFRC report: name TFRC, subtype 0, 20 bytes of data, 32 bytes in all (length 7).
         let app = &buf[..n]

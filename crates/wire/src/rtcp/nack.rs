@@ -10,6 +10,7 @@
 //! |            PID                |             BLP               |  (one or more)
 //! ```
 
+use crate::Ssrc;
 use rtcp_types::TransportFeedback;
 
 /// The FMT of a generic NACK.
@@ -23,9 +24,9 @@ const HEAD: usize = 12;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Nack<'a> {
     /// SSRC of the receiver that sent it.
-    pub sender_ssrc: u32,
+    pub sender_ssrc: Ssrc,
     /// SSRC of the stream whose packets it asks for.
-    pub media_ssrc: u32,
+    pub media_ssrc: Ssrc,
     /// The FCI entries, padding removed (a multiple of 4 bytes).
     entries: &'a [u8],
 }
@@ -43,8 +44,8 @@ impl<'a> Nack<'a> {
             ));
         }
         Ok(Some(Nack {
-            sender_ssrc: fb.sender_ssrc(),
-            media_ssrc: fb.media_ssrc(),
+            sender_ssrc: Ssrc(fb.sender_ssrc()),
+            media_ssrc: Ssrc(fb.media_ssrc()),
             entries: data,
         }))
     }
@@ -73,7 +74,7 @@ impl<'a> Nack<'a> {
 /// order they go, each entry starting at the first number not yet covered and taking the 16
 /// after it that follow) into `buf`; returns its length. Writes as many entries as `buf`
 /// holds; `sequences` that did not fit are left out (the caller asks for them next time).
-pub fn write_nack(buf: &mut [u8], sender_ssrc: u32, media_ssrc: u32, sequences: &[u16]) -> usize {
+pub fn write_nack(buf: &mut [u8], sender_ssrc: Ssrc, media_ssrc: Ssrc, sequences: &[u16]) -> usize {
     if buf.len() < HEAD + 4 || sequences.is_empty() {
         return 0;
     }
@@ -111,7 +112,7 @@ mod tests {
     use super::*;
     use crate::rtcp::{parse_compound, RtcpItem};
 
-    fn parsed(packet: &[u8]) -> Vec<(u32, u32, Vec<u16>)> {
+    fn parsed(packet: &[u8]) -> Vec<(Ssrc, Ssrc, Vec<u16>)> {
         let mut out = Vec::new();
         parse_compound(packet, |item| {
             if let RtcpItem::Nack(n) = item {
@@ -127,9 +128,9 @@ mod tests {
         let mut buf = [0u8; 64];
         // 65 535 and 0..=3 fit one entry across the wrap; 40 starts another; 58 a third.
         let asked = [65_535, 0, 1, 3, 40, 56, 58];
-        let n = write_nack(&mut buf, 7, 9, &asked);
+        let n = write_nack(&mut buf, Ssrc(7), Ssrc(9), &asked);
         assert_eq!(n, 12 + 3 * 4);
-        assert_eq!(parsed(&buf[..n]), vec![(7, 9, asked.to_vec())]);
+        assert_eq!(parsed(&buf[..n]), vec![(Ssrc(7), Ssrc(9), asked.to_vec())]);
         // rtcp-types reads it the same way.
         let p = rtcp_types::Compound::parse(&buf[..n])
             .unwrap()
@@ -151,11 +152,11 @@ mod tests {
     fn what_does_not_fit_is_left_out() {
         let mut buf = [0u8; 12 + 8];
         let asked: Vec<u16> = (0..100).map(|i| i * 20).collect();
-        let n = write_nack(&mut buf, 1, 2, &asked);
+        let n = write_nack(&mut buf, Ssrc(1), Ssrc(2), &asked);
         assert_eq!(n, 20);
         assert_eq!(parsed(&buf[..n])[0].2, vec![0, 20]);
-        assert_eq!(write_nack(&mut [0u8; 15], 1, 2, &asked), 0);
-        assert_eq!(write_nack(&mut buf, 1, 2, &[]), 0);
+        assert_eq!(write_nack(&mut [0u8; 15], Ssrc(1), Ssrc(2), &asked), 0);
+        assert_eq!(write_nack(&mut buf, Ssrc(1), Ssrc(2), &[]), 0);
     }
 
     #[test]

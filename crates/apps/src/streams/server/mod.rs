@@ -26,6 +26,7 @@ use metronome_sched::OverloadWatch;
 use metronome_sched::{Admission, Budget, CpuBudget, MemoryBudget, Platform, Policy, TaskParams};
 use metronome_session::sender::{Input, RateRefusal};
 use metronome_time::Distribution;
+use metronome_wire::Ssrc;
 use open::{open_stream, Given, GivenSource, Opened};
 use status::{CoreView, ServerStatus, StreamStatus};
 use std::collections::{BTreeMap, VecDeque};
@@ -77,7 +78,7 @@ pub(super) struct Running {
     pub spec: StreamSpec,
     pub core: usize,
     pub source: String,
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     pub rtcp: Vec<super::outlet::RtcpOut>,
     /// The naive baseline's own thread; it returns the CPU time it used, s.
     pub naive: Option<JoinHandle<f64>>,

@@ -424,7 +424,7 @@ fn start_info(
     epoch_unix_ns: u64,
 ) -> StartInfo {
     StartInfo {
-        ssrc: spec.ssrc.unwrap_or(seed as u32),
+        ssrc: metronome_wire::Ssrc(spec.ssrc.unwrap_or(seed as u32)),
         seq: next_seq.unwrap_or((seed >> 16) as u16),
         rtptime: (seed >> 32) as u32,
         epoch_unix_ns,

@@ -115,6 +115,7 @@ impl RepairPlan {
 mod tests {
     use super::*;
     use metronome_config::repair::Repair;
+    use metronome_wire::Ssrc;
 
     fn spec(repair: Repair) -> StreamSpec {
         let mut s = StreamSpec::new("s", vec!["rtp://127.0.0.1:5004".into()]);
@@ -162,14 +163,14 @@ mod tests {
         let r = plan
             .sender(
                 &StartInfo {
-                    ssrc: 7,
+                    ssrc: Ssrc(7),
                     ..StartInfo::default()
                 },
                 0,
             )
             .unwrap();
-        assert_eq!(r.repairer.rtx.ssrc, rtx_ssrc(7));
-        assert_ne!(r.repairer.rtx.ssrc, 7);
+        assert_eq!(r.repairer.rtx.ssrc, rtx_ssrc(Ssrc(7)));
+        assert_ne!(r.repairer.rtx.ssrc, metronome_wire::Ssrc(7));
         assert_eq!(r.playout_delay, Duration::from_millis(200));
     }
 }

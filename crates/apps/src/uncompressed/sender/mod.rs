@@ -42,6 +42,7 @@ use metronome_session::sender::{
 };
 use metronome_time::Timestamp;
 use metronome_time::{Bitrate, MediaClock};
+use metronome_wire::Ssrc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,7 +54,7 @@ const STATUS_TURN: Duration = Duration::from_millis(100);
 #[derive(Clone, Debug)]
 pub struct RawSenderConfig {
     pub destination: RtpUrl,
-    pub ssrc: u32,
+    pub ssrc: Ssrc,
     /// Seeds the initial sequence number and RTP timestamp.
     pub seed: u64,
     pub payload_type: u8,
@@ -105,7 +106,7 @@ pub struct RawSenderConfig {
 }
 
 impl RawSenderConfig {
-    pub fn new(destination: RtpUrl, ssrc: u32, seed: u64) -> Self {
+    pub fn new(destination: RtpUrl, ssrc: Ssrc, seed: u64) -> Self {
         RawSenderConfig {
             destination,
             ssrc,
@@ -692,7 +693,7 @@ fn payloader_config(format: &VideoFormat, cfg: &RawSenderConfig) -> RawPayloader
         Some(seq) => u32::from(seq),
         None => (cfg.seed >> 16) as u32,
     };
-    pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc;
+    pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc.get();
     pcfg.max_payload = cfg.max_payload;
     pcfg.capture_time_ext = true;
     pcfg.send_time_ext = cfg.send_time_ext;

@@ -13,7 +13,7 @@ fn a_frame_held_up_halfway_still_leaves_whole() {
 
     let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let dest = format!("rtp://{}", rx.local_addr().unwrap());
-    let mut cfg = RawSenderConfig::new(RtpUrl::parse_destination(&dest).unwrap(), 7, 1);
+    let mut cfg = RawSenderConfig::new(RtpUrl::parse_destination(&dest).unwrap(), Ssrc(7), 1);
     cfg.max_payload = 300;
     cfg.rtcp = false;
     let late = LatePolicy::DropLate {
@@ -80,7 +80,7 @@ fn a_frame_held_up_halfway_still_leaves_whole() {
 #[test]
 fn frames_are_padded_to_one_size_and_depayload_unchanged() {
     let f = VideoFormat::new(1920, 8, Sampling::Ycbcr422, Depth::Ten, 60, 1).unwrap();
-    let mut cfg = RawPayloaderConfig::new(5, &f);
+    let mut cfg = RawPayloaderConfig::new(Ssrc(5), &f);
     cfg.capture_time_ext = true;
     let mut pay = RawPayloader::new(cfg, f).unwrap();
     let ring = FrameRing::new(1, pay.packets_per_frame(), pay.packet_capacity());

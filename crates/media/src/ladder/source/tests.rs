@@ -2,6 +2,7 @@ use super::*;
 use crate::encode::EncoderConfig;
 use crate::ladder::{Ladder, LadderSpec};
 use crate::motion::Motion;
+use metronome_wire::Ssrc;
 
 fn ladder() -> Arc<Ladder> {
     let spec = LadderSpec {
@@ -22,7 +23,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
         l.clone(),
         LadderSourceConfig {
             payloader: PayloaderConfig {
-                ssrc: 9,
+                ssrc: Ssrc(9),
                 payload_type: 96,
                 max_payload: 978,
                 initial_seq: 100,

@@ -2,6 +2,7 @@ use super::*;
 use crate::h264::nal_units;
 use crate::payload::{FramePayloader, PayloaderConfig};
 use metronome_wire::rtp::RtpView;
+use metronome_wire::Ssrc;
 
 /// Every packet of `frames` (each with its RTP timestamp) as the payloader cuts them at
 /// `max` bytes: (timestamp, marker, payload).
@@ -9,7 +10,7 @@ fn packets(codec: VideoCodec, frames: &[(u32, Vec<u8>)], max: usize) -> Vec<(u32
     let mut p = FramePayloader::new(
         codec,
         PayloaderConfig {
-            ssrc: 7,
+            ssrc: Ssrc(7),
             payload_type: 96,
             max_payload: max,
             initial_seq: 0,

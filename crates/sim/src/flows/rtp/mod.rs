@@ -27,6 +27,7 @@ use metronome_session::sender::{
 };
 use metronome_time::Timestamp;
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
+use metronome_wire::Ssrc;
 use repair_figures::{sender_repair, viewer_repair};
 use source::wall;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -207,7 +208,7 @@ impl RtpFlow {
                 // Each receiver is its own RTP participant: its own SSRC and CNAME.
                 ReceiverSession::new(ReceiverConfig {
                     seed: cfg.receiver.seed.wrapping_add(i as u64),
-                    ssrc: cfg.receiver.ssrc.wrapping_add(i as u32),
+                    ssrc: Ssrc(cfg.receiver.ssrc.get().wrapping_add(i as u32)),
                     cname: format!("{}-{i}", cfg.receiver.cname),
                     ..cfg.receiver.clone()
                 })
