@@ -157,7 +157,7 @@ fn main() -> ExitCode {
 
 /// Log lines (what clients did, what changed) go to stderr, as `LEVEL target: message`, from
 /// `info` by default, `warn` with -q, `debug`/`trace` with -v/-vv; `RUST_LOG` (e.g.
-/// `metronome_apps::rtsp=debug`) overrides. The summaries and live lines are not log lines.
+/// `metronome::rtsp=debug`) overrides. The summaries and live lines are not log lines.
 fn init_logging(verbose: u8, quiet: bool) {
     use tracing_subscriber::EnvFilter;
     let level = match (quiet, verbose) {

@@ -98,18 +98,18 @@ pub const MAX_USERS: usize = 10_000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct RawRtspAuth {
+pub(crate) struct FileRtspAuth {
     #[serde(default)]
     realm: Option<String>,
     #[serde(default)]
     public: Vec<String>,
     #[serde(default)]
-    user: Vec<RawUser>,
+    user: Vec<FileUser>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawUser {
+struct FileUser {
     name: String,
     #[serde(default)]
     md5: Option<String>,
@@ -119,7 +119,7 @@ struct RawUser {
     mounts: Option<Vec<String>>,
 }
 
-impl RawRtspAuth {
+impl FileRtspAuth {
     /// Checks the table; the error says what to change.
     pub(crate) fn check(self) -> Result<RtspAuthSpec, String> {
         let realm = self.realm.unwrap_or_else(|| DEFAULT_REALM.to_string());
@@ -157,7 +157,7 @@ impl RawRtspAuth {
     }
 }
 
-impl RawUser {
+impl FileUser {
     fn check(self) -> Result<RtspUser, String> {
         quotable("a user's name", &self.name)?;
         if self.name.contains(':') {
@@ -233,7 +233,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<RtspAuthSpec, String> {
-        let raw: RawRtspAuth = toml::from_str(text).map_err(|e| e.to_string())?;
+        let raw: FileRtspAuth = toml::from_str(text).map_err(|e| e.to_string())?;
         raw.check()
     }
 

@@ -43,7 +43,7 @@ pub fn announce_app(a: &Announce) -> CcApp {
                 x_supp: rate_word(i.x_supp),
                 r_max_us: us(i.r_max),
                 feedback_delay_us: us(i.feedback_delay),
-                clr: i.clr.unwrap_or(0),
+                clr: Ssrc(i.clr.unwrap_or(0)),
                 echo_ssrc: echo.map_or(Ssrc(0), |e| Ssrc(e.receiver)),
                 echo_ts_us: echo.map_or(0, |e| e.ts_us),
                 echo_delay_us: echo.map_or(0, |e| us(e.delay)),
@@ -63,7 +63,7 @@ pub fn app_announce(app: &CcApp) -> Option<Announce> {
             x_supp: rate(s.x_supp),
             r_max: Duration::from_micros(s.r_max_us as u64),
             feedback_delay: Duration::from_micros(s.feedback_delay_us as u64),
-            clr: (s.clr != 0).then_some(s.clr),
+            clr: (s.clr != Ssrc(0)).then_some(s.clr.get()),
             echo: (s.echo_ssrc != Ssrc(0)).then_some(Echo {
                 receiver: s.echo_ssrc.get(),
                 ts_us: s.echo_ts_us,

@@ -42,13 +42,13 @@ impl From<Ssrc> for u32 {
 
 impl fmt::Display for Ssrc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:08x}", self.0)
+        f.pad(&format!("{:08x}", self.0))
     }
 }
 
 impl fmt::Debug for Ssrc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Ssrc({:08x})", self.0)
+        write!(f, "Ssrc(0x{:08x})", self.0)
     }
 }
 
@@ -74,7 +74,8 @@ mod tests {
         let s = Ssrc(0x00ab_cdef);
         assert_eq!(s.to_string(), "00abcdef");
         assert_eq!(format!("{s:08x}"), "00abcdef");
-        assert_eq!(format!("{s:?}"), "Ssrc(00abcdef)");
+        assert_eq!(format!("{s:?}"), "Ssrc(0x00abcdef)");
+        assert_eq!(format!("{s:>10}"), "  00abcdef");
         assert_eq!(u32::from(s), 0x00ab_cdef);
         assert_eq!(Ssrc::from(7).get(), 7);
     }

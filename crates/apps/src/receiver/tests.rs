@@ -156,7 +156,7 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
             })
             .unwrap();
         }
-        assert_eq!(asked, vec![(metronome_wire::Ssrc(7), 5)]);
+        assert_eq!(asked, vec![(Ssrc(7), 5)]);
         let ids = metronome_wire::rtx::StreamIds {
             ssrc: Ssrc(0x77),
             payload_type: 97,

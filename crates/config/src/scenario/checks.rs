@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawClaim {
+pub(super) struct FileClaim {
     text: String,
     #[serde(default)]
     source: String,
@@ -44,7 +44,7 @@ fn metric_and_flow(
     }
 }
 
-impl RawClaim {
+impl FileClaim {
     pub(super) fn check(self, flows: &[FlowDecl]) -> Result<Claim, String> {
         let what = format!("[[claim]] '{}'", self.text);
         metric_and_flow(&what, &self.metric, self.flow.as_deref(), flows)?;
@@ -96,7 +96,7 @@ impl RawClaim {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawReference {
+pub(super) struct FileReference {
     title: String,
     metric: String,
     by: String,
@@ -113,7 +113,7 @@ struct RawRow {
     values: Vec<f64>,
 }
 
-impl RawReference {
+impl FileReference {
     pub(super) fn check(self) -> Result<Reference, String> {
         for r in &self.rows {
             if r.values.len() != self.columns.len() {

@@ -18,7 +18,7 @@ enum OneOrMany {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(super) struct RawFlow {
+pub(super) struct FileFlow {
     name: Option<String>,
     kind: String,
     from: String,
@@ -70,7 +70,7 @@ fn half() -> f64 {
     0.5
 }
 
-impl RawFlow {
+impl FileFlow {
     /// `codec`, `quantizers` and `b_frames`: the video as Evalvid-RA sends it.
     fn coded(&self, has_video: bool) -> Result<Option<CodedVideo>, String> {
         let Some(name) = self.codec.as_deref() else {

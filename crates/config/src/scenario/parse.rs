@@ -1,8 +1,8 @@
 //! One scenario point's text → [`Scenario`]: the file's keys, their forms, and the checks
 //! that need the whole file (names of nodes and link profiles).
 
-use super::checks::{RawClaim, RawReference};
-use super::flow::RawFlow;
+use super::checks::{FileClaim, FileReference};
+use super::flow::FileFlow;
 use super::topology::{expand, RawLink, RawTopology};
 use super::values::{Dur, Prob, Rate};
 use super::{
@@ -172,10 +172,10 @@ struct RawScenario {
     #[serde(default)]
     link: Vec<Spanned<RawLink>>,
     #[serde(default)]
-    flow: Vec<Spanned<RawFlow>>,
-    reference: Option<RawReference>,
+    flow: Vec<Spanned<FileFlow>>,
+    reference: Option<FileReference>,
     #[serde(default)]
-    claim: Vec<RawClaim>,
+    claim: Vec<FileClaim>,
 }
 
 #[derive(Deserialize, Clone)]

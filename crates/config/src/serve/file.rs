@@ -3,7 +3,7 @@
 
 use super::{OverloadPolicy, RtspLimits, SchedKind, ServeConfig};
 use crate::prefix::IpPrefix;
-use crate::rtsp_auth::{RawRtspAuth, RtspAuthSpec};
+use crate::rtsp_auth::{FileRtspAuth, RtspAuthSpec};
 use crate::stream::{parse_bitrate, parse_cpus, parse_duration, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -68,7 +68,7 @@ pub(super) struct FileConfig {
     #[serde(default, deserialize_with = "de_count")]
     rtsp_max_sessions_per_address: Option<usize>,
     #[serde(default)]
-    pub(super) rtsp_auth: Option<Spanned<RawRtspAuth>>,
+    pub(super) rtsp_auth: Option<Spanned<FileRtspAuth>>,
     #[serde(default)]
     pub(super) stream: Vec<Spanned<StreamSpec>>,
 }

@@ -16,6 +16,7 @@
 //! [`crate::rtcp::RtcpItem::Other`].
 
 use crate::Ssrc;
+
 /// One congestion-control APP packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CcApp {
@@ -140,7 +141,7 @@ pub struct TfmccSender {
     /// `T`: the length of this feedback round's delay window, µs (RFC 4654 §3.4).
     pub feedback_delay_us: u32,
     /// SSRC of the current limiting receiver (CLR), or 0 for none.
-    pub clr: u32,
+    pub clr: Ssrc,
     /// SSRC of the receiver whose timestamp `echo_ts_us` echoes, or 0 for no echo.
     pub echo_ssrc: Ssrc,
     /// That receiver's own timestamp from its feedback (µs on its clock), returned so it
@@ -252,7 +253,7 @@ impl CcApp {
                 s.x_supp,
                 s.r_max_us,
                 s.feedback_delay_us,
-                s.clr,
+                s.clr.get(),
                 s.echo_ssrc.get(),
                 s.echo_ts_us,
                 s.echo_delay_us,
@@ -300,7 +301,7 @@ impl CcApp {
                     x_supp: w[1],
                     r_max_us: w[2],
                     feedback_delay_us: w[3],
-                    clr: w[4],
+                    clr: Ssrc(w[4]),
                     echo_ssrc: Ssrc(w[5]),
                     echo_ts_us: w[6],
                     echo_delay_us: w[7],

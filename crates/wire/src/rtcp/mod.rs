@@ -393,7 +393,7 @@ mod tests {
         assert!(items[0].contains("packet_count: 10"));
         assert!(items[1].contains("cumulative_lost: -3"));
         assert!(items[2].contains("Cname"));
-        assert_eq!(items[3], "Bye { ssrc: Ssrc(0000002a) }");
+        assert_eq!(items[3], "Bye { ssrc: Ssrc(0x0000002a) }");
     }
 
     #[test]
@@ -460,7 +460,7 @@ mod tests {
                 x_supp: u32::MAX,
                 r_max_us: 80_000,
                 feedback_delay_us: 480_000,
-                clr: 7,
+                clr: Ssrc(7),
                 echo_ssrc: Ssrc(8),
                 echo_ts_us: 0xffff_fff0,
                 echo_delay_us: 12,

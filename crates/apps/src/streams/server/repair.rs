@@ -170,7 +170,7 @@ mod tests {
             )
             .unwrap();
         assert_eq!(r.repairer.rtx.ssrc, rtx_ssrc(Ssrc(7)));
-        assert_ne!(r.repairer.rtx.ssrc, metronome_wire::Ssrc(7));
+        assert_ne!(r.repairer.rtx.ssrc, Ssrc(7));
         assert_eq!(r.playout_delay, Duration::from_millis(200));
     }
 }
