@@ -14,6 +14,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_session::sender::RtpSource;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use std::net::UdpSocket;
 use std::sync::atomic::AtomicBool;
@@ -47,7 +48,7 @@ impl RtpSourcePlan for Plan {
             LadderSourceConfig {
                 payloader: PayloaderConfig {
                     ssrc: start.ssrc,
-                    payload_type: 96,
+                    payload_type: PayloadType(96),
                     max_payload: MAX_PAYLOAD,
                     initial_seq: start.seq,
                     send_time: metronome_wire::rtp::SendTimeExt::None,
@@ -124,7 +125,7 @@ fn a_ladder_leaves_the_real_time_driver_as_coded() {
     let mut markers = 0;
     for (i, d) in got.iter().enumerate() {
         let p = RtpView::parse(d).unwrap();
-        assert_eq!(p.payload_type(), 96);
+        assert_eq!(p.payload_type(), PayloadType(96));
         assert_eq!(p.ssrc(), out.ssrc);
         assert_eq!(p.sequence(), out.first_seq.wrapping_add(i as u16));
         assert!(d.len() <= MAX_PAYLOAD + 12, "{} bytes", d.len());

@@ -8,6 +8,7 @@ use metronome_session::rtsp::{FramerLimits, TransportSpec};
 use metronome_session::sender::{SenderReports, SenderReportsConfig};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::parse_compound;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use metronome_wire::{Rfc4175View, RtpView};
 use std::time::Duration;
@@ -17,8 +18,11 @@ use std::time::Duration;
 /// written after every datagram) and rebuilt from FEC (every datagram also taken as a SMPTE
 /// 2022-1 FEC packet, what it rebuilds taken after it).
 pub fn rtp(data: &[u8]) {
-    let repair = Some(ReceiverRepair::new(97, Duration::from_millis(100)));
-    let fec = Some(ReceiverRepair::new(97, Duration::from_millis(100)).with_fec());
+    let repair = Some(ReceiverRepair::new(
+        PayloadType(97),
+        Duration::from_millis(100),
+    ));
+    let fec = Some(ReceiverRepair::new(PayloadType(97), Duration::from_millis(100)).with_fec());
     for (payload, repair) in [
         (PayloadKind::Mp2t, None),
         (PayloadKind::Any, None),

@@ -16,6 +16,7 @@ use metronome_media::payload::PayloaderConfig;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
 use metronome_time::{Bitrate, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -260,7 +261,7 @@ pub fn payloader(
     let headers = 12 + send_time.bytes() + metronome_time::IPV4_UDP_OVERHEAD;
     PayloaderConfig {
         ssrc,
-        payload_type: 96,
+        payload_type: PayloadType(96),
         max_payload: (mtu.unwrap_or(1500) as usize)
             .saturating_sub(headers)
             .max(100),

@@ -16,6 +16,7 @@ use metronome_session::sender::{
 };
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtp::{patch_send_time, write_packet, RtpHeader, SendTimeExt};
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -58,7 +59,7 @@ fn rtp(seq: u16, time: Timestamp, ext: SendTimeExt, sent: NtpTime) -> Vec<u8> {
         c[0] = 0x47;
     }
     let hdr = RtpHeader {
-        payload_type: 33,
+        payload_type: PayloadType(33),
         sequence: seq,
         timestamp: MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, time),
         ssrc: SSRC,

@@ -20,6 +20,7 @@ use metronome_session::rfc4175::{
 use metronome_testkit::TempDir;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -118,7 +119,7 @@ fn from_gstreamer(layout: Layout, w: u32, h: u32, mtu: usize) {
         "GStreamer wrote unexpected frame sizes"
     );
     // Our depayloader rebuilds exactly GStreamer's frames.
-    let mut d = RawDepayloader::new(f, Some(96)).unwrap();
+    let mut d = RawDepayloader::new(f, Some(PayloadType(96))).unwrap();
     let mut got = Vec::new();
     for p in &pkts {
         for e in d.push(Timestamp::ZERO, p) {

@@ -13,6 +13,7 @@ use metronome_wire::rfc4175::{
     write_headers, write_rtp_header, RawHeaderExt, Rfc4175View, SegmentHeader,
 };
 use metronome_wire::rtp::{RtpHeader, RtpView};
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use proptest::prelude::*;
 use rand::{RngCore, SeedableRng};
@@ -106,7 +107,7 @@ proptest! {
         cfg.capture_time_ext = seed % 2 == 0;
         cfg.send_time_ext = seed % 3 == 0;
         let mut p = RawPayloader::new(cfg, f).unwrap();
-        let mut d = RawDepayloader::new(f, Some(96)).unwrap();
+        let mut d = RawDepayloader::new(f, Some(PayloadType(96))).unwrap();
         for i in 0..3u64 {
             // Random octets: RFC 4175 sample data is opaque packed pgroups (any bit pattern is a
             // valid 8- or 10-bit sample), and a RawFrame holds exactly `frame_bytes()` of them.
@@ -243,12 +244,12 @@ proptest! {
         });
         let declared: usize = headers.iter().map(|h| usize::from(h.length)).sum();
         let mut buf = vec![0x5au8; 2000];
-        let hdr = RtpHeader { payload_type: 96, sequence: 9, timestamp: 7, ssrc: Ssrc(1), marker: false };
+        let hdr = RtpHeader { payload_type: PayloadType(96), sequence: 9, timestamp: 7, ssrc: Ssrc(1), marker: false };
         let at = write_rtp_header(&mut buf, &hdr, RawHeaderExt::default()).unwrap();
         let n = write_headers(&mut buf[at..], 0, &headers).unwrap();
         let short = extra % 3 == 0 && declared > 0;
         let len = at + n + if short { declared - 1 } else { declared + extra };
-        let mut d = RawDepayloader::new(f, Some(96)).unwrap();
+        let mut d = RawDepayloader::new(f, Some(PayloadType(96))).unwrap();
         d.push(Timestamp::ZERO, &buf[..len]);
         let c = d.counters();
         prop_assert_eq!(c.used + c.duplicates == 1, valid && !short, "{:?}", c.dropped);
@@ -294,7 +295,7 @@ fn source_payloader_and_depayloader_allocate_nothing_per_frame() {
         cfg.capture_time_ext = true;
         cfg.send_time_ext = true;
         let mut p = RawPayloader::new(cfg, f).unwrap();
-        let mut dep = RawDepayloader::new(f, Some(96)).unwrap();
+        let mut dep = RawDepayloader::new(f, Some(PayloadType(96))).unwrap();
         let mut frame = RawFrame::new(f);
         let mut buf = vec![0u8; p.packet_capacity()];
         let mut complete = 0;

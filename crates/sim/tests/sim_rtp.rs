@@ -15,6 +15,7 @@ use metronome_sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_sim::trace::TraceLevel;
 use metronome_sim::{Sim, SimOutcome};
 use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use std::time::Duration;
 
@@ -277,7 +278,7 @@ fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<R
     if repair {
         let rtx = StreamIds {
             ssrc: Ssrc(0x0bad_cafe),
-            payload_type: 97,
+            payload_type: PayloadType(97),
         };
         cfg.repair = Some(SenderRepair {
             repairer: RepairConfig::new(rtx, 4321, 0.25),
@@ -286,7 +287,7 @@ fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<R
             playout_delay: playout,
             initial_rtt: Duration::from_millis(100),
         });
-        cfg.receiver.repair = Some(ReceiverRepair::new(97, playout));
+        cfg.receiver.repair = Some(ReceiverRepair::new(PayloadType(97), playout));
     }
     let flow = RtpFlow::new(
         cfg,

@@ -27,12 +27,13 @@
 //! [`write()`] and [`parse`] never allocate and never panic on any input.
 
 use crate::rtp::RTP_HEADER_LEN;
+use crate::PayloadType;
 
 /// Bytes of the FEC header after the RTP header.
 pub const FEC_HEADER_LEN: usize = 16;
 
 /// The payload type of FEC packets where Metronome chooses (GStreamer's default).
-pub const FEC_PAYLOAD_TYPE: u8 = 96;
+pub const FEC_PAYLOAD_TYPE: PayloadType = PayloadType(96);
 
 /// Ports above the media's: column FEC on +2, row FEC on +4 (SMPTE 2022-1 §8).
 pub const COLUMN_PORT_OFFSET: u16 = 2;
@@ -178,7 +179,7 @@ pub fn parse(data: &[u8]) -> Result<FecView<'_>, FecError> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FecStream {
     /// Its payload type ([`FEC_PAYLOAD_TYPE`] where Metronome chooses).
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// Its sequence number (rows and columns count apart).
     pub sequence: u16,
     /// Its timestamp: the last media packet's when it leaves.
@@ -201,7 +202,7 @@ pub fn write(
     }
     let (rtp, rest) = buf.split_at_mut(RTP_HEADER_LEN);
     rtp[0] = 0x80;
-    rtp[1] = (u8::from(header.marker_recovery) << 7) | (stream.payload_type & 0x7f);
+    rtp[1] = (u8::from(header.marker_recovery) << 7) | (stream.payload_type.get() & 0x7f);
     rtp[2..4].copy_from_slice(&stream.sequence.to_be_bytes());
     rtp[4..8].copy_from_slice(&stream.timestamp.to_be_bytes());
     rtp[8..12].fill(0);
@@ -250,7 +251,7 @@ mod tests {
     #[test]
     fn written_packets_read_back_and_say_what_they_protect() {
         let stream = FecStream {
-            payload_type: 96,
+            payload_type: PayloadType(96),
             sequence: 7,
             timestamp: 42,
         };
@@ -263,7 +264,10 @@ mod tests {
         assert_eq!(v.payload, &[1, 2, 3]);
         // Any RTP parser reads it: version 2, no padding, extension or CSRCs, SSRC 0.
         let rtp = crate::rtp::RtpView::parse(&buf[..n]).unwrap();
-        assert_eq!((rtp.ssrc(), rtp.payload_type()), (crate::Ssrc(0), 96));
+        assert_eq!(
+            (rtp.ssrc(), rtp.payload_type()),
+            (crate::Ssrc(0), PayloadType(96))
+        );
         // A row from 65534 wraps: 65534, 65535, 0, 1, 2.
         assert!(row().covers(2) && !row().covers(3) && !row().covers(65_533));
         assert_eq!(row().protected(4), 2);
@@ -281,7 +285,7 @@ mod tests {
     #[test]
     fn what_is_not_2022_1_xor_fec_says_why() {
         let stream = FecStream {
-            payload_type: 96,
+            payload_type: PayloadType(96),
             sequence: 0,
             timestamp: 0,
         };

@@ -10,7 +10,7 @@
 //! - [`sdp`]: SDP session descriptions (RFC 8866) of RTP sessions, for RTSP and `.sdp` files.
 //! - [`rtx`]: RTP retransmission packets (RFC 4588).
 //! - [`fec2022`]: SMPTE 2022-1 row and column XOR FEC packets (RFC 2733 with its extension).
-//! - [`Ssrc`]: the identifiers RTP passes around, as types.
+//! - [`Ssrc`], [`PayloadType`]: the identifiers RTP passes around, as types.
 
 pub mod fec2022;
 mod ids;
@@ -22,7 +22,7 @@ pub mod rtx;
 pub mod sdp;
 pub mod ts;
 
-pub use ids::Ssrc;
+pub use ids::{PayloadType, Ssrc};
 pub use rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader};
 pub use rtcp::{CcApp, RtcpError, RtcpItem, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use rtp::{RtpError, RtpHeader, RtpView};

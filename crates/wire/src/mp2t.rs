@@ -3,8 +3,6 @@
 
 use crate::ts::{TS_PACKET_LEN, TS_SYNC_BYTE};
 
-/// RFC 3551 §6 static payload type for MP2T.
-pub const PAYLOAD_TYPE_MP2T: u8 = 33;
 /// TS packets per RTP packet: 7 × 188 = 1316 bytes, the largest that fits a 1500-byte MTU.
 pub const TS_PER_RTP: usize = 7;
 /// The payload of a full RTP/MP2T packet.

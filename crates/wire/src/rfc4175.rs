@@ -311,7 +311,7 @@ pub fn write_rtp_header(
     }
     let x = if ext.is_empty() { 0 } else { 0x10 };
     buf[0] = 0x80 | x;
-    buf[1] = (hdr.payload_type & 0x7f) | if hdr.marker { 0x80 } else { 0 };
+    buf[1] = (hdr.payload_type.get() & 0x7f) | if hdr.marker { 0x80 } else { 0 };
     buf[2..4].copy_from_slice(&hdr.sequence.to_be_bytes());
     buf[4..8].copy_from_slice(&hdr.timestamp.to_be_bytes());
     buf[8..12].copy_from_slice(&hdr.ssrc.to_be_bytes());
@@ -338,6 +338,7 @@ pub fn write_rtp_header(
 mod tests {
     use super::*;
     use crate::rtp::{patch_send_time, RtpView};
+    use crate::PayloadType;
     use metronome_time::NtpTime;
 
     #[test]
@@ -416,7 +417,7 @@ mod tests {
     #[test]
     fn shifting_the_sequence_moves_both_halves_with_the_borrow() {
         let hdr = RtpHeader {
-            payload_type: 96,
+            payload_type: PayloadType(96),
             sequence: 0x0001,
             timestamp: 90_000,
             ssrc: crate::Ssrc(7),
@@ -447,7 +448,7 @@ mod tests {
     #[test]
     fn rtp_header_with_both_extensions_parses() {
         let hdr = RtpHeader {
-            payload_type: 96,
+            payload_type: PayloadType(96),
             sequence: 0xfffe,
             timestamp: 90_000,
             ssrc: crate::Ssrc(7),
@@ -482,7 +483,7 @@ mod tests {
                 (0xfffe, 90_000, crate::Ssrc(7))
             );
             assert!(v.marker());
-            assert_eq!(v.payload_type(), 96);
+            assert_eq!(v.payload_type(), PayloadType(96));
             assert_eq!(v.payload(), b"payload!");
             assert_eq!(v.send_time(SEND_TIME_EXT_ID).is_some(), ext.send_time);
             if ext.send_time {

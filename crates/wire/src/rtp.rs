@@ -1,6 +1,6 @@
 //! RTP packets (RFC 3550 §5.1) and the send-time header extension (RFC 8285 §4.2).
 
-use crate::Ssrc;
+use crate::{PayloadType, Ssrc};
 use metronome_time::NtpTime;
 use rtp_types::{RtpPacket, RtpPacketBuilder};
 
@@ -122,7 +122,7 @@ pub enum RtpError {
 pub struct RtpHeader {
     /// Payload type, 0 to 127 (7 bits): 33 for MPEG-TS (RFC 3551), a dynamic 96–127 for
     /// others such as RFC 4175 video.
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// Sequence number, incremented by one per packet sent and wrapping at 2^16 (RFC 3550 §5.1).
     pub sequence: u16,
     /// RTP timestamp in media-clock ticks (90 kHz for video), wrapping at 2^32.
@@ -143,7 +143,7 @@ pub fn write_packet(
     payload: &[u8],
 ) -> Result<usize, RtpError> {
     let mut b = RtpPacketBuilder::<&[u8], &[u8]>::new()
-        .payload_type(hdr.payload_type)
+        .payload_type(hdr.payload_type.get())
         .sequence_number(hdr.sequence)
         .timestamp(hdr.timestamp)
         .ssrc(hdr.ssrc.get())
@@ -219,8 +219,8 @@ impl<'a> RtpView<'a> {
             .map_err(|e| RtpError::Parse(format!("{e:?}")))
     }
     /// The 7-bit payload type.
-    pub fn payload_type(&self) -> u8 {
-        self.pkt.payload_type()
+    pub fn payload_type(&self) -> PayloadType {
+        PayloadType(self.pkt.payload_type())
     }
     /// The 16-bit sequence number as written (extend it with a `SeqUnwrapper`).
     pub fn sequence(&self) -> u16 {
@@ -299,7 +299,7 @@ mod tests {
 
     fn header(payload_type: u8, sequence: u16, timestamp: u32, marker: bool) -> RtpHeader {
         RtpHeader {
-            payload_type,
+            payload_type: PayloadType(payload_type),
             sequence,
             timestamp,
             ssrc: Ssrc(0x1234_5678),

@@ -7,7 +7,7 @@
 //! Both copy bytes into a caller's buffer and never allocate; neither panics on any input.
 
 use crate::rtp::RtpView;
-use crate::Ssrc;
+use crate::{PayloadType, Ssrc};
 
 /// Bytes the OSN adds to a retransmission packet beyond the original.
 pub const OSN_LEN: usize = 2;
@@ -38,7 +38,7 @@ pub struct StreamIds {
     pub ssrc: Ssrc,
     /// Its payload type (for a retransmission stream, the `rtx` payload type of the SDP, whose
     /// `apt` names the original's).
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
 }
 
 /// The parts of an RTP packet, as offsets into it.
@@ -66,7 +66,7 @@ fn parts(packet: &[u8]) -> Result<Parts, RtxError> {
 fn rewrite_header(header: &[u8], out: &mut [u8], ids: StreamIds, sequence: u16) {
     out[..header.len()].copy_from_slice(header);
     out[0] &= !0x20;
-    out[1] = (out[1] & 0x80) | (ids.payload_type & 0x7f);
+    out[1] = (out[1] & 0x80) | (ids.payload_type.get() & 0x7f);
     out[2..4].copy_from_slice(&sequence.to_be_bytes());
     out[8..12].copy_from_slice(&ids.ssrc.to_be_bytes());
 }
@@ -122,16 +122,16 @@ mod tests {
 
     const MEDIA: StreamIds = StreamIds {
         ssrc: Ssrc(0x1111_2222),
-        payload_type: 33,
+        payload_type: PayloadType(33),
     };
     const RTX: StreamIds = StreamIds {
         ssrc: Ssrc(0x3333_4444),
-        payload_type: 97,
+        payload_type: PayloadType(97),
     };
 
     fn original(padding: Option<u8>) -> Vec<u8> {
         let mut b = RtpPacketBuilder::<&[u8], &[u8]>::new()
-            .payload_type(MEDIA.payload_type)
+            .payload_type(MEDIA.payload_type.get())
             .sequence_number(65_535)
             .timestamp(90_000)
             .ssrc(MEDIA.ssrc.get())
@@ -154,7 +154,7 @@ mod tests {
         let p = RtpPacket::parse(&rtx[..n]).unwrap();
         assert_eq!(
             (p.ssrc(), p.payload_type(), p.sequence_number()),
-            (RTX.ssrc.get(), RTX.payload_type, 12)
+            (RTX.ssrc.get(), RTX.payload_type.get(), 12)
         );
         assert_eq!((p.timestamp(), p.marker_bit()), (90_000, true));
         assert_eq!(p.csrc().collect::<Vec<_>>(), vec![7]);
@@ -187,7 +187,7 @@ mod tests {
             Err(RtxError::Parse(_))
         ));
         let no_osn = RtpPacketBuilder::<&[u8], &[u8]>::new()
-            .payload_type(RTX.payload_type)
+            .payload_type(RTX.payload_type.get())
             .payload(b"x".as_slice())
             .write_vec()
             .unwrap();

@@ -2,6 +2,7 @@ use super::*;
 use metronome_rt::udp::SocketOptions;
 use metronome_session::receiver::{AgentKind, ReceiverConfig};
 use metronome_time::Timestamp;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 
 fn sender_report(ssrc: u32) -> Vec<u8> {
@@ -123,7 +124,7 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
     let out = std::env::temp_dir().join(format!("metronome-rtx-{}.ts", std::process::id()));
     let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
     let mut cfg = ReceiverRunConfig::new(url);
-    cfg.session.repair = Some(ReceiverRepair::new(97, Duration::from_secs(2)));
+    cfg.session.repair = Some(ReceiverRepair::new(PayloadType(97), Duration::from_secs(2)));
     cfg.duration = Some(Duration::from_secs(10));
     cfg.output = Some(out.clone());
     let rx = Receiver::open(cfg).unwrap();
@@ -159,7 +160,7 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
         assert_eq!(asked, vec![(Ssrc(7), 5)]);
         let ids = metronome_wire::rtx::StreamIds {
             ssrc: Ssrc(0x77),
-            payload_type: 97,
+            payload_type: PayloadType(97),
         };
         let mut rtx = [0u8; 1500];
         let n = metronome_wire::rtx::wrap(&numbered(7, 5), ids, 1, &mut rtx).unwrap();

@@ -26,7 +26,7 @@ use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverSession};
 use metronome_session::rfc4175::{FrameComplete, RawDepayloader, RawEvent, RawEvents};
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::RtpView;
-use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, Ssrc};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -41,7 +41,7 @@ pub struct RawReceiverConfig {
     pub source: RtpUrl,
     pub format: VideoFormat,
     /// Accept only this payload type, if given.
-    pub payload_type: Option<u8>,
+    pub payload_type: Option<PayloadType>,
     /// The sender model that conformance is judged against.
     pub declared: SenderType,
     pub duration: Option<Duration>,

@@ -29,6 +29,7 @@ use metronome_session::receiver::PayloadKind;
 use metronome_session::srtp::SrtpKey;
 use metronome_time::MediaClock;
 use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
+use metronome_wire::PayloadType;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -214,7 +215,7 @@ fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), B
             .and_then(metronome_cc::ControllerKind::from_name)
             .unwrap_or_default()
             .receiver();
-    cfg.session.repair = viewer_repair(a, a.rtx_pt);
+    cfg.session.repair = viewer_repair(a, a.rtx_pt.map(PayloadType));
     if a.playout_delay.is_some() && a.rtx_pt.is_none() && !a.fec && !is_sdp_file(&a.url) {
         eprintln!(
             "metronome: --playout-delay is what repairs must make, and none are asked for: add --rtx-pt PT (the SDP's rtx payload type) or --fec"
@@ -247,7 +248,7 @@ fn open_reference(p: &Path) -> Result<Reader<std::io::BufReader<std::fs::File>>,
 /// What the viewer repairs: retransmissions on `rtx_pt`, FEC with --fec, both, or nothing.
 fn viewer_repair(
     a: &RecvArgs,
-    rtx_pt: Option<u8>,
+    rtx_pt: Option<PayloadType>,
 ) -> Option<metronome_session::receiver::ReceiverRepair> {
     use metronome_session::receiver::ReceiverRepair;
     match (rtx_pt, a.fec) {
@@ -268,7 +269,7 @@ fn playout_delay(a: &RecvArgs) -> Duration {
 /// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
 /// in any-payload mode, on the media's clock.
 fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
-    let mp2t = m.is_mp2t() && m.payload_type == 33 && !a.any_payload;
+    let mp2t = m.is_mp2t() && m.payload_type == PayloadType(33) && !a.any_payload;
     cfg.session.payload = if mp2t {
         PayloadKind::Mp2t
     } else {

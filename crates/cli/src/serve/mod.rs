@@ -18,6 +18,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
 use metronome_wire::rtp::{SendTimeExt, ABS_SEND_TIME_URI, SEND_TIME_EXT_ID};
 use metronome_wire::sdp::{MediaDescription, SessionDescription};
+use metronome_wire::PayloadType;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -524,7 +525,7 @@ fn coded_source(
     // The ladder is `duration` long: the stream ends with its last frame, whole.
     cfg.duration = None;
     let f = &stream.format;
-    let mut media = MediaDescription::new("video", 0, 96, f.encoding, f.clock_rate);
+    let mut media = MediaDescription::new("video", 0, PayloadType(96), f.encoding, f.clock_rate);
     media.fmtp = Some(f.fmtp.clone());
     media.bitrate_kbps = Some(most.div_ceil(1000));
     if send_time == SendTimeExt::Abs24 {

@@ -17,6 +17,7 @@ pub mod sdp;
 
 use crate::decode::VideoCodec;
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
+use metronome_wire::PayloadType;
 
 /// How packets are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +26,7 @@ pub struct PayloaderConfig {
     pub ssrc: metronome_wire::Ssrc,
     /// The RTP payload type, 0 to 127: a dynamic one (96 in the lab) that the SDP's
     /// `rtpmap` names.
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// RTP payload bytes per packet at most.
     pub max_payload: usize,
     /// The first packet's sequence number; later ones count up from it, wrapping.

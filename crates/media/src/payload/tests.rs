@@ -5,7 +5,7 @@ use metronome_wire::Ssrc;
 fn cfg(max: usize) -> PayloaderConfig {
     PayloaderConfig {
         ssrc: Ssrc(0x1234),
-        payload_type: 96,
+        payload_type: PayloadType(96),
         max_payload: max,
         initial_seq: 65534,
         send_time: metronome_wire::rtp::SendTimeExt::None,

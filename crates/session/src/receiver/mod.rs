@@ -22,9 +22,10 @@ use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size
 use metronome_cc::receiver::Agent;
 pub use metronome_cc::receiver::AgentKind;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
-use metronome_wire::mp2t::{self, PAYLOAD_TYPE_MP2T};
+use metronome_wire::mp2t;
 use metronome_wire::rtcp::{self, ReportHead};
 use metronome_wire::rtp::{RtpView, SendStamp};
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -144,7 +145,7 @@ pub enum Dropped {
     /// The datagram does not parse as RTP.
     NotRtp,
     /// MP2T is expected and the packet has this other payload type.
-    WrongPayloadType(u8),
+    WrongPayloadType(PayloadType),
     /// MP2T is expected and the payload is not whole, synchronized TS packets.
     BadPayload(mp2t::Mp2tError),
     /// A packet of this new SSRC while `max_sources` sources are tracked, none silent or gone.
@@ -478,7 +479,7 @@ impl ReceiverSession {
         if self.cfg.payload != PayloadKind::Mp2t {
             return Ok(());
         }
-        if pkt.payload_type() != PAYLOAD_TYPE_MP2T {
+        if pkt.payload_type() != PayloadType::MP2T {
             self.counters.wrong_payload_type += 1;
             return Err(Dropped::WrongPayloadType(pkt.payload_type()));
         }

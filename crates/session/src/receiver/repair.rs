@@ -14,7 +14,7 @@ use crate::repair::{FecDecoder, FecReceiveCounters, NackConfig, NackCounters, Na
 use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::rtx::{self, StreamIds};
-use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, Ssrc};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ pub struct ReceiverRepair {
     /// The retransmission stream's payload type (SDP `a=rtpmap:<pt> rtx/<clock>` whose `apt`
     /// is the media's); its packets carry the original's sequence number first (RFC 4588 §4).
     /// `None`: nothing is asked for (FEC alone).
-    pub rtx_payload_type: Option<u8>,
+    pub rtx_payload_type: Option<PayloadType>,
     /// Rebuild lost packets from SMPTE 2022-1 FEC, of media packets of at most this many
     /// bytes; `None`: no FEC.
     pub fec_max_packet: Option<usize>,
@@ -43,7 +43,7 @@ impl ReceiverRepair {
     /// Repairs with payload type `rtx_payload_type` for a viewer that plays out
     /// `playout_delay` after the fastest packet; unicast asking ([`NackConfig::default`]),
     /// 100 ms round trip until measured.
-    pub fn new(rtx_payload_type: u8, playout_delay: Duration) -> ReceiverRepair {
+    pub fn new(rtx_payload_type: PayloadType, playout_delay: Duration) -> ReceiverRepair {
         ReceiverRepair {
             nack: NackConfig::default(),
             rtx_payload_type: Some(rtx_payload_type),
@@ -59,7 +59,7 @@ impl ReceiverRepair {
         ReceiverRepair {
             rtx_payload_type: None,
             fec_max_packet: Some(FEC_MAX_PACKET),
-            ..ReceiverRepair::new(0, playout_delay)
+            ..ReceiverRepair::new(PayloadType(0), playout_delay)
         }
     }
 
@@ -238,7 +238,7 @@ impl Repairing {
     }
 
     /// Whether a packet of payload type `pt` is a retransmission.
-    pub(crate) fn is_rtx(&self, pt: u8) -> bool {
+    pub(crate) fn is_rtx(&self, pt: PayloadType) -> bool {
         self.cfg.rtx_payload_type == Some(pt)
     }
 

@@ -15,7 +15,7 @@ fn ts_payload() -> [u8; 1316] {
 fn rtp(seq: u16, ts: u32, ssrc: u32) -> Vec<u8> {
     let mut buf = vec![0u8; 1500];
     let hdr = RtpHeader {
-        payload_type: 33,
+        payload_type: PayloadType(33),
         sequence: seq,
         timestamp: ts,
         ssrc: Ssrc(ssrc),
@@ -156,7 +156,7 @@ fn bad_input_is_counted_by_kind() {
     p[1] = 96;
     assert_eq!(
         r.handle_rtp(Timestamp::ZERO, None, &p),
-        Err(Dropped::WrongPayloadType(96))
+        Err(Dropped::WrongPayloadType(PayloadType(96)))
     );
     // Truncated TS payload, and a payload that lost sync.
     let p = rtp(1, 0, 1);
@@ -390,7 +390,7 @@ proptest! {
                 let data = if seq % 2 == 0 { rtcp_sr(ssrc, "s") } else { rtcp_rr_bye(ssrc, seq % 3 == 0) };
                 r.handle_rtcp(now, &data);
             } else {
-                let hdr = RtpHeader { payload_type: 96, sequence: seq, timestamp: ts, ssrc: Ssrc(ssrc), marker: false };
+                let hdr = RtpHeader { payload_type: PayloadType(96), sequence: seq, timestamp: ts, ssrc: Ssrc(ssrc), marker: false };
                 let n = write_packet(&mut buf, &hdr, SendTimeExt::ntp64_if(seq % 5 == 0), &payload[..len]).unwrap();
                 let _ = r.handle_rtp(now, None, &buf[..n]);
             }
@@ -494,7 +494,7 @@ fn a_receiver_that_leaves_says_goodbye_once_and_then_nothing() {
 /// A receiver that asks for repairs (retransmissions with payload type 97), playing out
 /// 200 ms after the fastest packet, assuming a 20 ms round trip.
 fn repairing() -> ReceiverSession {
-    let mut repair = ReceiverRepair::new(97, Duration::from_millis(200));
+    let mut repair = ReceiverRepair::new(PayloadType(97), Duration::from_millis(200));
     repair.initial_rtt = Duration::from_millis(20);
     ReceiverSession::new(ReceiverConfig {
         repair: Some(repair),
@@ -513,7 +513,7 @@ fn started() -> ReceiverSession {
 fn rtx_of(original: &[u8], seq: u16) -> Vec<u8> {
     let ids = metronome_wire::rtx::StreamIds {
         ssrc: Ssrc(0x77),
-        payload_type: 97,
+        payload_type: PayloadType(97),
     };
     let mut out = vec![0u8; original.len() + 2];
     let n = metronome_wire::rtx::wrap(original, ids, seq, &mut out).unwrap();

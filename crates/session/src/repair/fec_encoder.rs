@@ -10,6 +10,7 @@
 use metronome_config::repair::FecShape;
 use metronome_wire::fec2022::{self, Direction, FecHeader, FecStream};
 use metronome_wire::rtp::RTP_HEADER_LEN;
+use metronome_wire::PayloadType;
 use std::collections::VecDeque;
 
 /// How a sender makes FEC.
@@ -18,7 +19,7 @@ pub struct FecConfig {
     /// The matrix.
     pub shape: FecShape,
     /// The FEC packets' payload type.
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// The largest media packet protected, bytes after its 12-byte fixed header; a longer one
     /// restarts the matrix (counted).
     pub max_packet: usize,

@@ -23,13 +23,13 @@ pub mod repairer;
 pub use fec_decoder::{FecDecoder, FecReceiveCounters};
 pub use fec_encoder::{fec_spacing, FecConfig, FecEncoder, FecSendCounters};
 pub use history::SendHistory;
-use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, Ssrc};
 pub use nack::{NackConfig, NackCounters, NackPlanner};
 pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};
 
 /// The retransmission stream's payload type where Metronome chooses: the first dynamic one
 /// after the 96 of a coded video (MPEG-TS is the static 33).
-pub const RTX_PAYLOAD_TYPE: u8 = 97;
+pub const RTX_PAYLOAD_TYPE: PayloadType = PayloadType(97);
 /// The share of a stream's rate its retransmissions may take on average (admission reserves
 /// it on top of the media's).
 pub const RTX_BUDGET_SHARE: f64 = 0.25;

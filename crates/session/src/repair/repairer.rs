@@ -235,11 +235,12 @@ impl Repairer {
 mod tests {
     use super::*;
     use metronome_wire::rtp::{write_packet, RtpHeader, RtpView, SendTimeExt};
+    use metronome_wire::PayloadType;
 
     const SSRC: Ssrc = Ssrc(0xABCD);
     const RTX: StreamIds = StreamIds {
         ssrc: Ssrc(0x1234),
-        payload_type: 97,
+        payload_type: PayloadType(97),
     };
 
     fn at(ms: u64) -> Timestamp {
@@ -257,7 +258,7 @@ mod tests {
         let mut buf = [0u8; 1500];
         for seq in 0..10u16 {
             let hdr = RtpHeader {
-                payload_type: 33,
+                payload_type: PayloadType(33),
                 sequence: seq,
                 timestamp: 0,
                 ssrc: SSRC,

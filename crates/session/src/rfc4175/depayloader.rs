@@ -15,6 +15,7 @@ use metronome_time::{MediaClock, SeqUnwrapper, Timestamp};
 use metronome_video::{RawFrame, VideoFormat};
 use metronome_wire::rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader, CAPTURE_TIME_EXT_ID};
 use metronome_wire::rtp::RtpView;
+use metronome_wire::PayloadType;
 use serde::Serialize;
 
 /// Consecutive packets older than the current frame after which the stream is taken to have
@@ -136,7 +137,7 @@ struct InProgress {
 /// The RFC 4175 depayloader of one stream.
 pub struct RawDepayloader {
     format: VideoFormat,
-    payload_type: Option<u8>,
+    payload_type: Option<PayloadType>,
     geom: Geom,
     working: RawFrame,
     finished: RawFrame,
@@ -158,7 +159,10 @@ pub struct RawDepayloader {
 
 impl RawDepayloader {
     /// A depayloader for `format` (validated); `payload_type` filters packets if given.
-    pub fn new(format: VideoFormat, payload_type: Option<u8>) -> Result<RawDepayloader, String> {
+    pub fn new(
+        format: VideoFormat,
+        payload_type: Option<PayloadType>,
+    ) -> Result<RawDepayloader, String> {
         format.validate().map_err(|e| e.to_string())?;
         let pg = format.pgroup();
         Ok(RawDepayloader {

@@ -13,10 +13,10 @@ use metronome_wire::rfc4175::{
     write_rtp_header, RawHeaderExt, SegmentHeader, EXT_SEQ_LEN, SEGMENT_HEADER_LEN,
 };
 use metronome_wire::rtp::{RtpHeader, RTP_HEADER_LEN};
-use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, Ssrc};
 
 /// The dynamic payload type used unless configured otherwise.
-pub const DEFAULT_PAYLOAD_TYPE: u8 = 96;
+pub const DEFAULT_PAYLOAD_TYPE: PayloadType = PayloadType(96);
 /// RTP payload bytes for a 1500-byte MTU: 1500 − 20 (IPv4) − 8 (UDP) − 12 (RTP) − 32 (room for
 /// header extensions).
 pub const MTU_1500_MAX_PAYLOAD: usize = 1428;
@@ -73,7 +73,7 @@ pub struct RawPayloaderConfig {
     /// The stream's RTP SSRC.
     pub ssrc: Ssrc,
     /// The RTP payload type, 0..=127 (a dynamic one, 96..=127, in practice; RFC 4175 §6).
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// The first 32-bit extended sequence number: the low 16 bits go in the RTP header, the high
     /// 16 bits in the RFC 4175 payload header (§4.1).
     pub initial_seq: u32,
@@ -226,8 +226,8 @@ impl RawPayloader {
     /// has a zero term, the format is invalid, or `cfg.max_payload` cannot hold one pgroup or is
     /// over [`MAX_PAYLOAD_LIMIT`].
     pub fn new(cfg: RawPayloaderConfig, format: VideoFormat) -> Result<RawPayloader, RawPayError> {
-        if cfg.payload_type > 127 {
-            return Err(RawPayError::PayloadType(cfg.payload_type));
+        if !cfg.payload_type.is_valid() {
+            return Err(RawPayError::PayloadType(cfg.payload_type.get()));
         }
         if cfg.fps_num == 0 || cfg.fps_den == 0 {
             return Err(RawPayError::Format(format!(
@@ -462,9 +462,9 @@ mod tests {
         cfg.max_payload = 70_000;
         assert!(RawPayloader::new(cfg, f).is_err());
         cfg.max_payload = 1000;
-        cfg.payload_type = 200;
+        cfg.payload_type = PayloadType(200);
         assert!(RawPayloader::new(cfg, f).is_err());
-        cfg.payload_type = 96;
+        cfg.payload_type = PayloadType(96);
         let mut p = RawPayloader::new(cfg, f).unwrap();
         let other = RawFrame::new(fmt(64, 46, Sampling::Rgb));
         assert!(p.begin_frame(&other).is_err());

@@ -7,6 +7,7 @@ use metronome_media::uncompressed::{
 use metronome_time::Timestamp;
 use metronome_wire::rfc4175::{write_headers, write_rtp_header, RawHeaderExt, SegmentHeader};
 use metronome_wire::rtp::RtpHeader;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 
 fn fmt(s: Sampling, d: Depth) -> VideoFormat {
@@ -29,7 +30,7 @@ fn setup(f: VideoFormat, max_payload: usize) -> (RawPayloader, RawDepayloader, R
     cfg.capture_time_ext = true;
     (
         RawPayloader::new(cfg, f).unwrap(),
-        RawDepayloader::new(f, Some(96)).unwrap(),
+        RawDepayloader::new(f, Some(PayloadType(96))).unwrap(),
         RawTestPattern::new(f).unwrap(),
     )
 }
@@ -152,7 +153,7 @@ fn duplicates_late_and_reordered_packets() {
 fn hand_packet(segs: &[SegmentHeader], data: usize, marker: bool) -> Vec<u8> {
     let mut buf = vec![0u8; 2000];
     let hdr = RtpHeader {
-        payload_type: 96,
+        payload_type: PayloadType(96),
         sequence: 1,
         timestamp: 0,
         ssrc: Ssrc(5),
@@ -176,7 +177,7 @@ fn seg(length: u16, line: u16, offset: u16) -> SegmentHeader {
 #[test]
 fn each_malformed_segment_is_dropped_with_its_reason() {
     let f = fmt(Sampling::Ycbcr420, Depth::Eight); // 6-byte pgroups of 2x2 pixels
-    let mut d = RawDepayloader::new(f, Some(96)).unwrap();
+    let mut d = RawDepayloader::new(f, Some(PayloadType(96))).unwrap();
     type Case = (Vec<u8>, fn(&RawDrops) -> u64);
     let cases: Vec<Case> = vec![
         (b"garbage".to_vec(), |r| r.not_rtp),
@@ -259,7 +260,8 @@ fn lost_frames_follow_the_observed_rate_when_the_configured_one_is_wrong() {
     // Sent at 10 fps, received by a depayloader that assumes 25 (an SDP without a rate).
     let f10 = VideoFormat::new(64, 48, Sampling::Rgb, Depth::Eight, 10, 1).unwrap();
     let (mut p, _, pat) = setup(f10, 1400);
-    let mut d = RawDepayloader::new(fmt(Sampling::Rgb, Depth::Eight), Some(96)).unwrap();
+    let mut d =
+        RawDepayloader::new(fmt(Sampling::Rgb, Depth::Eight), Some(PayloadType(96))).unwrap();
     let pk: Vec<_> = (0..5).map(|i| packets(&mut p, &frame(&pat, i))).collect();
     push_all(&mut d, &pk[0], 0);
     push_all(&mut d, &pk[1], 0);

@@ -1,10 +1,10 @@
 //! MPEG-TS into RTP/MP2T (RFC 2250 §2), each packet stamped with its release time.
 
 use metronome_time::{MediaClock, Timestamp};
-use metronome_wire::mp2t::{MP2T_PAYLOAD_LEN, PAYLOAD_TYPE_MP2T, TS_PER_RTP};
+use metronome_wire::mp2t::{MP2T_PAYLOAD_LEN, TS_PER_RTP};
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::ts::TS_PACKET_LEN;
-use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, Ssrc};
 use std::time::Duration;
 
 /// How an [`Mp2tPacketizer`] numbers and stamps its RTP packets.
@@ -13,7 +13,7 @@ pub struct PacketizerConfig {
     /// The stream's RTP SSRC.
     pub ssrc: Ssrc,
     /// The RTP payload type (33 for MP2T, RFC 3551).
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// The RTP timestamp clock (90 kHz for MP2T, RFC 2250 §2).
     pub clock: MediaClock,
     /// TS packets per RTP packet (1..=7); 7 makes the paper's 1316-byte payload.
@@ -32,7 +32,7 @@ impl PacketizerConfig {
     pub fn mp2t(ssrc: Ssrc, initial_seq: u16, rtp_ts_base: u32) -> Self {
         PacketizerConfig {
             ssrc,
-            payload_type: PAYLOAD_TYPE_MP2T,
+            payload_type: PayloadType::MP2T,
             clock: MediaClock::VIDEO_90K,
             ts_per_packet: TS_PER_RTP,
             send_time_ext: false,

@@ -6,6 +6,7 @@ use metronome_cc::{Feedback, FixedRate, RateController};
 use metronome_sched::{LatePolicy, PacingConfig};
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -527,7 +528,7 @@ fn repairing_session() -> SenderSession {
     use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
     let rtx = metronome_wire::rtx::StreamIds {
         ssrc: Ssrc(0x5e5),
-        payload_type: 97,
+        payload_type: PayloadType(97),
     };
     let mut s = session(LatePolicy::CATCH_UP).with_repair(SenderRepair {
         repairer: RepairConfig::new(rtx, 0, 0.1),
@@ -539,7 +540,7 @@ fn repairing_session() -> SenderSession {
     let mut buf = [0u8; 1500];
     for k in 0..200u16 {
         let hdr = RtpHeader {
-            payload_type: 33,
+            payload_type: PayloadType(33),
             sequence: k,
             timestamp: 180 * u32::from(k),
             ssrc: Ssrc(0xabc),
@@ -592,7 +593,10 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
     let mut got = Vec::new();
     while let Some(n) = s.poll_repair(ms(400), &mut buf) {
         let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
-        assert_eq!((v.ssrc(), v.payload_type(), n), (Ssrc(0x5e5), 97, 1252));
+        assert_eq!(
+            (v.ssrc(), v.payload_type(), n),
+            (Ssrc(0x5e5), PayloadType(97), 1252)
+        );
         got.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
     }
     assert_eq!(got, (50..70).collect::<Vec<u16>>());

@@ -2,6 +2,7 @@ use super::*;
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
 use metronome_wire::rtp::RtpView;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 use std::time::Duration;
 
@@ -23,7 +24,7 @@ fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
         if let Some(o) = p.push(&ts_packet(i), due, &mut out).unwrap() {
             let v = RtpView::parse(&out[..o.len]).unwrap();
             assert_eq!(v.payload().len(), 1316);
-            assert_eq!(v.payload_type(), 33);
+            assert_eq!(v.payload_type(), PayloadType(33));
             assert_eq!(
                 v.payload()[188 * 6 + 1],
                 i,

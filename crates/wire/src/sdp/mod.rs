@@ -25,14 +25,13 @@
 
 mod parse;
 
+use crate::PayloadType;
 pub use parse::{static_payload_type, MediaAt, SdpError};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Largest SDP accepted by [`SessionDescription::parse`]: 64 KiB.
 pub const MAX_SDP_BYTES: usize = 64 << 10;
 
-/// RTP payload type of MPEG-TS (RFC 3551 §6, RFC 2250).
-pub const MP2T_PAYLOAD_TYPE: u8 = 33;
 /// RTP clock rate of MPEG-TS and video (RFC 2250, RFC 3551).
 pub const VIDEO_CLOCK_RATE: u32 = 90_000;
 
@@ -88,7 +87,7 @@ pub struct MediaDescription {
     /// RTP session.
     pub port: u16,
     /// The first payload type of the `m=` line (33 for MP2T).
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// Encoding name from `a=rtpmap` or the static table (`MP2T`).
     pub encoding: String,
     /// RTP clock rate (90000).
@@ -118,7 +117,7 @@ pub struct MediaDescription {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Retransmission {
     /// The retransmission packets' payload type (`a=rtpmap:PT rtx/...`).
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     /// `rtx-time`: how long the sender keeps a packet to retransmit, ms (RFC 4588 §8.6).
     pub rtx_time_ms: Option<u32>,
 }
@@ -128,7 +127,7 @@ impl MediaDescription {
     pub fn new(
         media: impl Into<String>,
         port: u16,
-        payload_type: u8,
+        payload_type: PayloadType,
         encoding: impl Into<String>,
         clock_rate: u32,
     ) -> MediaDescription {
@@ -150,7 +149,7 @@ impl MediaDescription {
 
     /// MPEG-TS over RTP (RFC 2250): `m=video PORT RTP/AVP 33`, `a=rtpmap:33 MP2T/90000`.
     pub fn mp2t(port: u16) -> MediaDescription {
-        Self::new("video", port, MP2T_PAYLOAD_TYPE, "MP2T", VIDEO_CLOCK_RATE)
+        Self::new("video", port, PayloadType::MP2T, "MP2T", VIDEO_CLOCK_RATE)
     }
 
     /// Sets `a=control` (for RTSP: `trackID=0`).

@@ -269,7 +269,7 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
     Ok(MediaDescription {
         media: m.media.clone(),
         port: m.port,
-        payload_type,
+        payload_type: crate::PayloadType(payload_type),
         encoding,
         clock_rate,
         fmtp,
@@ -318,7 +318,7 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
                 })
             };
             (param("apt")?.parse::<u8>().ok()? == media_pt).then(|| Retransmission {
-                payload_type: pt,
+                payload_type: crate::PayloadType(pt),
                 rtx_time_ms: param("rtx-time").and_then(|t| t.parse().ok()),
             })
         })

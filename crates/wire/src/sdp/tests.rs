@@ -31,7 +31,7 @@ fn ffmpeg_unicast_h264() {
     let m = &s.media[0];
     assert_eq!(
         (m.media.as_str(), m.port, m.payload_type),
-        ("video", 5006, 96)
+        ("video", 5006, crate::PayloadType(96))
     );
     assert_eq!((m.encoding.as_str(), m.clock_rate), ("H264", 90_000));
     assert_eq!(m.fmtp.as_deref(), Some("packetization-mode=1"));
@@ -110,7 +110,7 @@ fn round_trip_everything() {
     s.control = Some("rtsp://[2001:db8::1]:8554/live/".into());
     s.range = Some("npt=0-12.5".into());
     s.tool = Some("t".into());
-    let mut m = MediaDescription::new("audio", 5004, 97, "opus", 48_000);
+    let mut m = MediaDescription::new("audio", 5004, PayloadType(97), "opus", 48_000);
     m.fmtp = Some("minptime=10;useinbandfec=1".into());
     m.control = Some("trackID=1".into());
     m.connection = Some(Connection::new(ip("239.0.0.9"), Some(32)));
@@ -280,14 +280,14 @@ mod prop {
                     // A retransmission payload type is another than the media's.
                     let retransmission = r.filter(|(rpt, _)| *rpt != pt).map(|(rpt, t)| {
                         super::super::Retransmission {
-                            payload_type: rpt,
+                            payload_type: PayloadType(rpt),
                             rtx_time_ms: t,
                         }
                     });
                     MediaDescription {
                         media,
                         port,
-                        payload_type: pt,
+                        payload_type: PayloadType(pt),
                         encoding: enc,
                         clock_rate: rate,
                         fmtp,
@@ -306,7 +306,7 @@ mod prop {
     fn retransmission_is_announced_as_gstreamer_and_webrtc_read_it() {
         let mut m = MediaDescription::mp2t(5004);
         m.retransmission = Some(super::super::Retransmission {
-            payload_type: 97,
+            payload_type: PayloadType(97),
             rtx_time_ms: Some(200),
         });
         let mut s = SessionDescription::new("127.0.0.1".parse().unwrap(), 1, "t");

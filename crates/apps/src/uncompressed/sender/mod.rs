@@ -42,7 +42,7 @@ use metronome_session::sender::{
 };
 use metronome_time::Timestamp;
 use metronome_time::{Bitrate, MediaClock};
-use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, Ssrc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,7 +57,7 @@ pub struct RawSenderConfig {
     pub ssrc: Ssrc,
     /// Seeds the initial sequence number and RTP timestamp.
     pub seed: u64,
-    pub payload_type: u8,
+    pub payload_type: PayloadType,
     pub model: SenderType,
     /// Bytes of RTP payload per packet at most (1428 fits a 1500-byte MTU; up to 65 000, which
     /// the kernel fragments).

@@ -91,7 +91,7 @@ fn frames_are_padded_to_one_size_and_depayload_unchanged() {
     payload_into(&mut pay, &frame, &mut slot, true).unwrap();
     assert!(slot.uniform);
     assert_eq!(slot.npackets, pay.packets_per_frame());
-    let mut d = metronome_session::rfc4175::RawDepayloader::new(f, Some(96)).unwrap();
+    let mut d = metronome_session::rfc4175::RawDepayloader::new(f, Some(PayloadType(96))).unwrap();
     let mut complete = 0;
     for i in 0..slot.npackets {
         let p = slot.packet(i);

@@ -2,6 +2,7 @@ use super::*;
 use crate::encode::EncoderConfig;
 use crate::ladder::{Ladder, LadderSpec};
 use crate::motion::Motion;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 
 fn ladder() -> Arc<Ladder> {
@@ -24,7 +25,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
         LadderSourceConfig {
             payloader: PayloaderConfig {
                 ssrc: Ssrc(9),
-                payload_type: 96,
+                payload_type: PayloadType(96),
                 max_payload: 978,
                 initial_seq: 100,
                 send_time: metronome_wire::rtp::SendTimeExt::None,

@@ -2,6 +2,7 @@ use super::*;
 use crate::h264::nal_units;
 use crate::payload::{FramePayloader, PayloaderConfig};
 use metronome_wire::rtp::RtpView;
+use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
 
 /// Every packet of `frames` (each with its RTP timestamp) as the payloader cuts them at
@@ -11,7 +12,7 @@ fn packets(codec: VideoCodec, frames: &[(u32, Vec<u8>)], max: usize) -> Vec<(u32
         codec,
         PayloaderConfig {
             ssrc: Ssrc(7),
-            payload_type: 96,
+            payload_type: PayloadType(96),
             max_payload: max,
             initial_seq: 0,
             send_time: metronome_wire::rtp::SendTimeExt::None,
