@@ -69,7 +69,9 @@ impl fmt::UpperHex for Ssrc {
 /// An RTP payload type (RFC 3550 §5.1): 7 bits that say what the payload is, 33 for MPEG-TS
 /// (RFC 3551), 96-127 for what an SDP's `a=rtpmap` names (RFC 4175 video, RFC 4588
 /// retransmissions, FEC). Shown as its decimal number, as SDP writes it (`{:?}` too, so that
-/// traces that print a packet's verdict read as before it had a type).
+/// traces that print a packet's verdict read as before it had a type). The field is a whole
+/// byte: what fits the header's 7 bits is [`PayloadType::is_valid`]'s to say, and the
+/// payloaders refuse the rest.
 #[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PayloadType(pub u8);
 
@@ -77,7 +79,7 @@ impl PayloadType {
     /// MPEG-TS over RTP (RFC 2250, RFC 3551's static 33).
     pub const MP2T: PayloadType = PayloadType(33);
 
-    /// The number as the header's 7 bits carry it.
+    /// The number (not masked to 7 bits: see [`PayloadType::is_valid`]).
     pub const fn get(self) -> u8 {
         self.0
     }
@@ -87,7 +89,7 @@ impl PayloadType {
         self.0 <= 127
     }
 
-    /// Whether it is one of the dynamic range (96-127) that an SDP must name.
+    /// Whether it is in the dynamic range (96-127), which an SDP must name.
     pub const fn is_dynamic(self) -> bool {
         self.0 >= 96 && self.0 <= 127
     }
@@ -124,7 +126,9 @@ mod tests {
     #[test]
     fn a_payload_type_is_seven_bits_and_reads_as_sdp_writes_it() {
         assert!(PayloadType(127).is_valid() && !PayloadType(128).is_valid());
-        assert!(PayloadType(96).is_dynamic() && !PayloadType::MP2T.is_dynamic());
+        assert!(PayloadType(96).is_dynamic() && PayloadType(127).is_dynamic());
+        assert!(!PayloadType(95).is_dynamic() && !PayloadType(128).is_dynamic());
+        assert!(!PayloadType::MP2T.is_dynamic());
         assert_eq!(
             format!("{} {:?}", PayloadType(97), PayloadType(97)),
             "97 97"

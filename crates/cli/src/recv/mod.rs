@@ -269,7 +269,7 @@ fn playout_delay(a: &RecvArgs) -> Duration {
 /// Measures what the SDP says comes: MPEG-TS (payload type 33) with its checks, anything else
 /// in any-payload mode, on the media's clock.
 fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
-    let mp2t = m.is_mp2t() && m.payload_type == PayloadType(33) && !a.any_payload;
+    let mp2t = m.is_mp2t() && m.payload_type == PayloadType::MP2T && !a.any_payload;
     cfg.session.payload = if mp2t {
         PayloadKind::Mp2t
     } else {

@@ -48,7 +48,7 @@ pub enum RawPayError {
     },
     /// The payload type does not fit RTP's 7 bits.
     #[error("payload type {0} is not 0..=127")]
-    PayloadType(u8),
+    PayloadType(PayloadType),
     /// The frame given is not of the payloader's format (or its data is not the format's size).
     #[error("frame of {got} is not the payloader's {want}")]
     FrameFormat {
@@ -227,7 +227,7 @@ impl RawPayloader {
     /// over [`MAX_PAYLOAD_LIMIT`].
     pub fn new(cfg: RawPayloaderConfig, format: VideoFormat) -> Result<RawPayloader, RawPayError> {
         if !cfg.payload_type.is_valid() {
-            return Err(RawPayError::PayloadType(cfg.payload_type.get()));
+            return Err(RawPayError::PayloadType(cfg.payload_type));
         }
         if cfg.fps_num == 0 || cfg.fps_den == 0 {
             return Err(RawPayError::Format(format!(

@@ -299,7 +299,7 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
     let listed = |pt: u8| m.fmt.split_whitespace().any(|f| f.parse() == Ok(pt));
     // A dynamic payload type other than the media's (a retransmission on the media's own
     // would make every packet of it look like one).
-    let dynamic = |pt: u8| pt != media_pt && (96..=127).contains(&pt);
+    let dynamic = |pt: u8| pt != media_pt && crate::PayloadType(pt).is_dynamic();
     values("rtpmap")
         .filter(|(pt, rest)| {
             dynamic(*pt)
