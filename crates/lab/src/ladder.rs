@@ -250,6 +250,9 @@ impl RtpSource for LadderVideo {
     }
 }
 
+/// The payload type a ladder's packets carry, and the SDP of a `serve --coded` stream names.
+pub const PAYLOAD_TYPE: PayloadType = PayloadType(96);
+
 /// The payloader's settings for a flow: RTP payload of at most `mtu` less RTP (12 bytes, and
 /// the send-time extension if it is carried), UDP and IPv4 (28).
 pub fn payloader(
@@ -261,7 +264,7 @@ pub fn payloader(
     let headers = 12 + send_time.bytes() + metronome_time::IPV4_UDP_OVERHEAD;
     PayloaderConfig {
         ssrc,
-        payload_type: PayloadType(96),
+        payload_type: PAYLOAD_TYPE,
         max_payload: (mtu.unwrap_or(1500) as usize)
             .saturating_sub(headers)
             .max(100),

@@ -32,8 +32,8 @@ pub struct Mount {
 /// Opens a raw source for one session.
 pub type RawOpener = dyn Fn() -> Result<Box<dyn RawSource>, MediaError> + Send + Sync;
 
-/// A mount of uncompressed video: every session gets its own [`crate::uncompressed::RawSender`] (its
-/// own pacing thread) from a source of its own.
+/// A mount of uncompressed video: every session gets its own [`crate::uncompressed::RawSender`]
+/// (its own pacing thread) from a source of its own.
 pub struct RawMount {
     pub format: VideoFormat,
     /// How every session is sent: model, packet size, pacing thread. The destination, SSRC,

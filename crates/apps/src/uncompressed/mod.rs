@@ -9,15 +9,16 @@
 //!   = the epoch)  to equal size)    frames)     lateness per packet, per batch, per frame
 //! ```
 //!
-//! - [`sender`]: [`RawSender`]: a [`metronome_media::uncompressed::RawSource`] paced to one destination
-//!   under one of the ST 2110-21 sender models or as a whole-frame burst. Frame `n` has its epoch
-//!   at `epoch0 + n × TFRAME`; its capture time (the RTP header extension element
-//!   `wire::rfc4175::CAPTURE_TIME_EXT_ID`) is that epoch's wall-clock time. A live source (the
-//!   test pattern) is produced just before its epoch, as a camera delivers frames; a file is
-//!   read ahead by up to the ring's size.
-//! - [`receiver`]: [`RawReceiver`]: GRO + `recvmmsg` into [`metronome_session::rfc4175::RawDepayloader`];
-//!   per frame: latency (completion − capture time), spread (last − first arrival), ST 2110-21
-//!   conformance, and optional Y4M output (a writer thread, [`frame_writer`]).
+//! - [`sender`]: [`RawSender`]: a [`metronome_media::uncompressed::RawSource`] paced to one
+//!   destination under one of the ST 2110-21 sender models or as a whole-frame burst. Frame `n` has
+//!   its epoch at `epoch0 + n × TFRAME`; its capture time (the RTP header extension element
+//!   `wire::rfc4175::CAPTURE_TIME_EXT_ID`) is that epoch's wall-clock time. A live source (the test
+//!   pattern) is produced just before its epoch, as a camera delivers frames; a file is read ahead
+//!   by up to the ring's size.
+//! - [`receiver`]: [`RawReceiver`]: GRO + `recvmmsg` into
+//!   [`metronome_session::rfc4175::RawDepayloader`]; per frame: latency (completion − capture
+//!   time), spread (last − first arrival), ST 2110-21 conformance, and optional Y4M output (a
+//!   writer thread, [`frame_writer`]).
 //! - [`stream`]: one raw stream as a pacing core runs it (`metronome_rt::pacing::Core`, the loop of
 //!   every MPEG-TS stream too): [`stream::RawStreamRt`] and its send step [`stream::RawCursor`].
 //! - the frame ring between producer and pacer is the driver's (`metronome_rt::frame_ring`).

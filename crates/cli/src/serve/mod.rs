@@ -18,7 +18,6 @@ use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
 use metronome_wire::rtp::{SendTimeExt, ABS_SEND_TIME_URI, SEND_TIME_EXT_ID};
 use metronome_wire::sdp::{MediaDescription, SessionDescription};
-use metronome_wire::PayloadType;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
@@ -286,6 +285,11 @@ pub(crate) fn fresh_seed() -> u64 {
     t ^ ((std::process::id() as u64) << 32) ^ 0x9e37_79b9_7f4a_7c15
 }
 
+/// The SSRC of a stream run from `seed` (the same seed gives the same SSRC).
+pub(crate) fn ssrc_of_seed(seed: u64) -> metronome_wire::Ssrc {
+    metronome_wire::Ssrc((seed ^ (seed >> 29)) as u32)
+}
+
 impl ServeArgs {
     /// The RTSP service's settings from the `--rtsp-*` options (merged with the config file,
     /// [`ServeArgs::with_file`]) and the file's users, serving on `addr`.
@@ -363,11 +367,7 @@ impl From<RtChoice> for CoreRt {
 /// The sender's configuration.
 pub(crate) fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     let seed = a.seed.unwrap_or_else(fresh_seed);
-    let mut cfg = SenderConfig::new(
-        destinations,
-        metronome_wire::Ssrc((seed ^ (seed >> 29)) as u32),
-        seed,
-    );
+    let mut cfg = SenderConfig::new(destinations, ssrc_of_seed(seed), seed);
     cfg.rt = a.rt.into();
     cfg.lock_memory = cfg.rt != CoreRt::Off;
     cfg.wait = WaitPolicy::from(a.wait);
@@ -525,7 +525,13 @@ fn coded_source(
     // The ladder is `duration` long: the stream ends with its last frame, whole.
     cfg.duration = None;
     let f = &stream.format;
-    let mut media = MediaDescription::new("video", 0, PayloadType(96), f.encoding, f.clock_rate);
+    let mut media = MediaDescription::new(
+        "video",
+        0,
+        metronome_lab::ladder::PAYLOAD_TYPE,
+        f.encoding,
+        f.clock_rate,
+    );
     media.fmtp = Some(f.fmtp.clone());
     media.bitrate_kbps = Some(most.div_ceil(1000));
     if send_time == SendTimeExt::Abs24 {

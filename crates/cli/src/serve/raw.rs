@@ -1,8 +1,8 @@
 //! `metronome serve --raw`: uncompressed video (RFC 4175) to `rtp://` destinations or as RTSP
-//! mounts. The driver is `metronome_apps::uncompressed`; this turns the arguments into its configuration
-//! and prints what it measured.
+//! mounts. The driver is `metronome_apps::uncompressed`; this turns the arguments into its
+//! configuration and prints what it measured.
 
-use super::{fresh_seed, rt_policy, RtChoice, ServeArgs};
+use super::{fresh_seed, rt_policy, ssrc_of_seed, RtChoice, ServeArgs};
 
 use crate::raw_args::RawFormatArg;
 use crate::report::warn_buffer;
@@ -160,11 +160,7 @@ fn sender_config(
     let model = SenderType::from(r.pacing);
     let npackets = packets_for(format, r.packet_size)?;
     let seed = a.seed.unwrap_or_else(fresh_seed);
-    let mut cfg = RawSenderConfig::new(
-        destination,
-        metronome_wire::Ssrc((seed ^ (seed >> 29)) as u32),
-        seed,
-    );
+    let mut cfg = RawSenderConfig::new(destination, ssrc_of_seed(seed), seed);
     cfg.model = model;
     cfg.max_payload = r.packet_size;
     cfg.batch_window = r.batch_window;

@@ -1,5 +1,5 @@
-//! Raw-video streams on the server's cores: admitted like every stream, run as a lane of the
-//! core they were placed on (see `uncompressed::RawSender::run_on`), or, under `naive`, with only their
+//! Raw-video streams on the server's cores: admitted like every stream, run as a lane of the core
+//! they were placed on (see `uncompressed::RawSender::run_on`), or, under `naive`, with only their
 //! link reserved.
 
 use super::{CoreRt, StreamServer};
@@ -62,8 +62,8 @@ impl StreamServer {
         }
     }
 
-    /// Starts an admitted raw stream on its core as `lane` (`uncompressed::stream::RawLane`); false if
-    /// it has no core (it paces itself).
+    /// Starts an admitted raw stream on its core as `lane` (`uncompressed::stream::RawLane`); false
+    /// if it has no core (it paces itself).
     pub fn start_raw(&self, a: &RawAdmission, lane: Box<dyn Lane>) -> bool {
         let Some(core) = a.core.and_then(|c| self.inner.cores.get(c)) else {
             return false;
