@@ -2,12 +2,12 @@
 //! its baseline in the same process and the same hour, and reported as ratios.
 
 use crate::args::{parse_duration, parse_rate, SourceArgs};
-use crate::demo::free_port_pair;
 use crate::progress::Progress;
 use clap::{Args, Subcommand};
 use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_rt::pacing::{PacerKind, WaitPolicy};
+use metronome_rt::udp::free_port_run;
 use metronome_rt::url::RtpUrl;
 use metronome_time::Summary;
 use serde::Serialize;
@@ -140,7 +140,7 @@ fn one_run(
     stop: &Arc<AtomicBool>,
 ) -> Result<(SenderOutcome, ReceiverOutcome), Box<dyn std::error::Error>> {
     let lo = Ipv4Addr::LOCALHOST;
-    let url = RtpUrl::unicast(SocketAddr::from((lo, free_port_pair(lo)?)));
+    let url = RtpUrl::unicast(SocketAddr::from((lo, free_port_run(2)?)));
     let mut rcfg = ReceiverRunConfig::new(url);
     rcfg.duration = Some(a.duration + Duration::from_secs(10));
     let receiver = Receiver::open(rcfg)?;

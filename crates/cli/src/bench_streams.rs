@@ -5,17 +5,16 @@
 //! streams admission control admitted.
 
 use crate::args::{parse_duration, parse_rate};
-use crate::demo::free_port_pair;
 use clap::Args;
 use metronome_apps::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
 use metronome_rt::clock::process_cpu_s;
+use metronome_rt::udp::free_port_run;
 use metronome_time::Summary;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -243,7 +242,7 @@ fn one_case(
     send_cost: Duration,
     stop: &AtomicBool,
 ) -> Result<Case, Box<dyn std::error::Error>> {
-    let port = free_port_pair(Ipv4Addr::LOCALHOST)?;
+    let port = free_port_run(2)?;
     let cfg = ServerConfig {
         sched,
         rt_cores: a.rt_cores,

@@ -7,8 +7,9 @@ use crate::report;
 use clap::Args;
 use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_apps::sender::{run_sender, SenderConfig};
+use metronome_rt::udp::free_port_run;
 use metronome_rt::url::RtpUrl;
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,26 +26,10 @@ pub(crate) struct DemoArgs {
     pub json: bool,
 }
 
-/// An even port whose pair (RTP, RTCP = port + 1) is free on `ip` right now.
-pub(crate) fn free_port_pair(ip: Ipv4Addr) -> std::io::Result<u16> {
-    for _ in 0..64 {
-        let probe = UdpSocket::bind((ip, 0))?;
-        let p = probe.local_addr()?.port() & !1;
-        drop(probe);
-        if p < 1024 {
-            continue;
-        }
-        if UdpSocket::bind((ip, p)).is_ok() && UdpSocket::bind((ip, p + 1)).is_ok() {
-            return Ok(p);
-        }
-    }
-    Err(std::io::Error::other("no free UDP port pair on loopback"))
-}
-
 pub(crate) fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let lo = Ipv4Addr::LOCALHOST;
-    let uport = free_port_pair(lo)?;
-    let mport = free_port_pair(lo)?;
+    let uport = free_port_run(2)?;
+    let mport = free_port_run(2)?;
     let group = Ipv4Addr::new(239, 255, 77, 1);
     let unicast = RtpUrl::unicast(SocketAddr::from((lo, uport)));
     let multicast = RtpUrl::multicast(SocketAddr::from((group, mport)), Some(lo));

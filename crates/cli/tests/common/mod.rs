@@ -5,7 +5,7 @@
 
 use metronome_testkit::TempDir;
 use std::io::{BufRead, BufReader, Read};
-use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
@@ -273,21 +273,10 @@ pub(crate) fn port_pair() -> u16 {
 }
 
 /// An even port `p` with `p .. p + n` all free (SMPTE 2022-1 FEC takes `p + 2` and `p + 4`
-/// beside the RTP and RTCP pair).
+/// beside the RTP and RTCP pair), below the ephemeral range so that no socket bound to port 0
+/// by a test running beside this one can take it before the test binds it.
 pub(crate) fn port_run(n: u16) -> u16 {
-    for _ in 0..100 {
-        let p = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port()
-            & !1;
-        let free = |q: u16| UdpSocket::bind((Ipv4Addr::LOCALHOST, q)).is_ok();
-        if p > 1024 && p.checked_add(n).is_some() && (p..p + n).all(free) {
-            return p;
-        }
-    }
-    panic!("no {n} free ports in a row");
+    metronome_rt::udp::free_port_run(n).expect("free UDP ports")
 }
 
 /// `metronome emu relay` from `from` to `to`: 5 % random loss, 10 ms, for 20 s.
