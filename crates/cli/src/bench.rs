@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_rt::pacing::{PacerKind, WaitPolicy};
-use metronome_rt::udp::free_port_run;
+use metronome_rt::ports::free_udp_run;
 use metronome_rt::url::RtpUrl;
 use metronome_time::Summary;
 use serde::Serialize;
@@ -140,7 +140,7 @@ fn one_run(
     stop: &Arc<AtomicBool>,
 ) -> Result<(SenderOutcome, ReceiverOutcome), Box<dyn std::error::Error>> {
     let lo = Ipv4Addr::LOCALHOST;
-    let url = RtpUrl::unicast(SocketAddr::from((lo, free_port_run(2)?)));
+    let url = RtpUrl::unicast(SocketAddr::from((lo, free_udp_run(2)?)));
     let mut rcfg = ReceiverRunConfig::new(url);
     rcfg.duration = Some(a.duration + Duration::from_secs(10));
     let receiver = Receiver::open(rcfg)?;

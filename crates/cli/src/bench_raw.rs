@@ -13,7 +13,7 @@
 
 use crate::args::parse_duration;
 use clap::Args;
-use metronome_rt::udp::free_port_run;
+use metronome_rt::ports::free_udp_run;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -470,7 +470,7 @@ fn start_metronome_recv(
     pacing: &str,
     duration: Duration,
 ) -> Result<(Proc, u16), Box<dyn std::error::Error>> {
-    let port = free_port_run(2)?;
+    let port = free_udp_run(2)?;
     let rx = Proc::spawn(
         Command::new(exe)
             .arg("recv")
@@ -624,7 +624,7 @@ fn gst_run(
     duration: Duration,
     packets_per_frame: Option<f64>,
 ) -> Result<Run, Box<dyn std::error::Error>> {
-    let port = free_port_run(2)?;
+    let port = free_udp_run(2)?;
     let caps = format!(
         "application/x-rtp, media=(string)video, clock-rate=(int)90000, encoding-name=(string)RAW, \
          sampling=(string){}, depth=(string){}, width=(string){}, height=(string){}, payload=(int)96",

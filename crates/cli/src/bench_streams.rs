@@ -9,7 +9,7 @@ use clap::Args;
 use metronome_apps::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
 use metronome_rt::clock::process_cpu_s;
-use metronome_rt::udp::free_port_run;
+use metronome_rt::ports::free_udp_run;
 use metronome_time::Summary;
 use serde::Serialize;
 use serde_json::Value;
@@ -242,7 +242,7 @@ fn one_case(
     send_cost: Duration,
     stop: &AtomicBool,
 ) -> Result<Case, Box<dyn std::error::Error>> {
-    let port = free_port_run(2)?;
+    let port = free_udp_run(2)?;
     let cfg = ServerConfig {
         sched,
         rt_cores: a.rt_cores,

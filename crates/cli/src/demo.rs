@@ -7,7 +7,7 @@ use crate::report;
 use clap::Args;
 use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
 use metronome_apps::sender::{run_sender, SenderConfig};
-use metronome_rt::udp::free_port_run;
+use metronome_rt::ports::free_udp_run;
 use metronome_rt::url::RtpUrl;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,8 +28,8 @@ pub(crate) struct DemoArgs {
 
 pub(crate) fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let lo = Ipv4Addr::LOCALHOST;
-    let uport = free_port_run(2)?;
-    let mport = free_port_run(2)?;
+    let uport = free_udp_run(2)?;
+    let mport = free_udp_run(2)?;
     let group = Ipv4Addr::new(239, 255, 77, 1);
     let unicast = RtpUrl::unicast(SocketAddr::from((lo, uport)));
     let multicast = RtpUrl::multicast(SocketAddr::from((group, mport)), Some(lo));

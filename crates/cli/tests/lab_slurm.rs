@@ -17,13 +17,13 @@ fn sweep() -> String {
     sweep_scenario("slurm-test", 3, 3, "60s")
 }
 
-/// Two free TCP ports (for slurmctld and slurmd), held by their listeners until the caller
-/// drops them, so that they are two different ones.
-fn free_ports() -> ([u16; 2], [std::net::TcpListener; 2]) {
-    let listen = || std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let held = [listen(), listen()];
-    let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
-    ([port(&held[0]), port(&held[1])], held)
+/// Two different free TCP ports for slurmctld and slurmd, below the ephemeral range so that
+/// no connection made meanwhile takes them.
+fn free_ports() -> [u16; 2] {
+    let tcp = || metronome_rt::ports::free_tcp_port().unwrap();
+    let first = tcp();
+    let second = std::iter::repeat_with(tcp).find(|&p| p != first).unwrap();
+    [first, second]
 }
 
 fn hostname() -> String {
@@ -78,7 +78,7 @@ impl Cluster {
         let host = hostname();
         let d = |f: &str| dir.join(f).to_string_lossy().into_owned();
         let conf = dir.join("slurm.conf");
-        let ([ctld_port, slurmd_port], held) = free_ports();
+        let [ctld_port, slurmd_port] = free_ports();
         std::fs::write(
             &conf,
             format!(
@@ -105,7 +105,6 @@ impl Cluster {
             ),
         )
         .unwrap();
-        drop(held);
         let mut cluster = Cluster {
             conf: conf.clone(),
             daemons: Vec::new(),

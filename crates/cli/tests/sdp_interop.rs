@@ -278,11 +278,7 @@ struct Server {
 
 impl Server {
     fn start(group: IpAddr, group_port: u16) -> Server {
-        let port = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = metronome_rt::ports::free_tcp_port().unwrap();
         let stream = format!(
             "name=m,multicast=rtp://{group}:{group_port}?ttl=1&iface=127.0.0.1,size=160x120,fps=10,bitrate=600kbit"
         );

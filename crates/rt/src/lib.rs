@@ -24,6 +24,7 @@ pub mod frame_ring;
 pub mod host;
 pub mod pacing;
 pub mod poll;
+pub mod ports;
 pub mod process;
 pub mod ring;
 pub mod run;

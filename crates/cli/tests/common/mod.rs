@@ -276,7 +276,7 @@ pub(crate) fn port_pair() -> u16 {
 /// beside the RTP and RTCP pair), below the ephemeral range so that no socket bound to port 0
 /// by a test running beside this one can take it before the test binds it.
 pub(crate) fn port_run(n: u16) -> u16 {
-    metronome_rt::udp::free_port_run(n).expect("free UDP ports")
+    metronome_rt::ports::free_udp_run(n).expect("free UDP ports")
 }
 
 /// `metronome emu relay` from `from` to `to`: 5 % random loss, 10 ms, for 20 s.

@@ -15,7 +15,6 @@
 
 mod batch;
 mod cmsg;
-mod free;
 mod pair;
 mod recv;
 mod rtcp;
@@ -29,7 +28,6 @@ pub use batch::{
     BatchError, BatchReceiver, BatchSender, Datagram, Datagrams, GsoStatus, RecvBufs, SendPath,
     GSO_MAX_SEGMENTS, RECV_BATCH_MAX,
 };
-pub use free::free_port_run;
 pub use pair::bind_pair;
 pub use recv::UdpReceiver;
 pub use rtcp::RtcpSocket;

@@ -1,5 +1,6 @@
-//! Choosing UDP ports that a program will bind later (a receiver and a sender started apart, as
-//! `demo` and the benches do), outside the kernel's ephemeral range.
+//! Choosing ports that a program will bind later (a receiver and a sender started apart, as
+//! `demo` and the benches do; a server started as another process, as the tests do), outside
+//! the kernel's ephemeral range.
 //!
 //! A port found free by binding port 0 lies in the ephemeral range
 //! (`net.ipv4.ip_local_port_range`, 32768–60999 by default). Between the probe and the real bind,
@@ -11,7 +12,7 @@
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;
 use std::io;
-use std::net::{Ipv4Addr, UdpSocket};
+use std::net::{Ipv4Addr, TcpListener, UdpSocket};
 
 /// The lowest port chosen: above the registered services that sit low (5004 RTP, 8554 RTSP,
 /// 9000s), inside what SIP/RTP servers commonly reserve for media (16384–32767).
@@ -44,16 +45,31 @@ fn candidates(n: u16) -> (u16, u16) {
     }
 }
 
-/// True if `port` is free on every address: bound on `0.0.0.0`, a probe conflicts with any
-/// socket on that port, whatever address it is bound to.
-fn free(port: u16) -> bool {
+/// True if UDP `port` is free on every address: bound on `0.0.0.0`, a probe conflicts with
+/// any socket on that port, whatever address it is bound to.
+fn udp_free(port: u16) -> bool {
     UdpSocket::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok()
 }
 
-/// An even port `p` with `p .. p + n` all free on every IPv4 address right now, chosen at random
-/// below the kernel's ephemeral range (see the module documentation). `n = 2` gives an RTP/RTCP
-/// pair (RFC 3550 §11).
-pub fn free_port_run(n: u16) -> io::Result<u16> {
+/// True if TCP `port` is free on every address.
+fn tcp_free(port: u16) -> bool {
+    TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok()
+}
+
+/// An even port `p` with `p .. p + n` all free for UDP on every IPv4 address right now, chosen
+/// at random below the kernel's ephemeral range (see the module documentation). `n = 2` gives
+/// an RTP/RTCP pair (RFC 3550 §11).
+pub fn free_udp_run(n: u16) -> io::Result<u16> {
+    free_run(n, "UDP", udp_free)
+}
+
+/// A TCP port free on every IPv4 address right now, for a server that another process will
+/// start (chosen as [`free_udp_run`] chooses).
+pub fn free_tcp_port() -> io::Result<u16> {
+    free_run(1, "TCP", tcp_free)
+}
+
+fn free_run(n: u16, proto: &str, free: fn(u16) -> bool) -> io::Result<u16> {
     let n = n.max(1);
     let (start, end) = candidates(n);
     let span = u64::from(end.saturating_sub(start).saturating_sub(n) / 2).max(1);
@@ -67,7 +83,7 @@ pub fn free_port_run(n: u16) -> io::Result<u16> {
     }
     Err(io::Error::new(
         io::ErrorKind::AddrInUse,
-        format!("no {n} free UDP ports in a row between {start} and {end}: close some sockets"),
+        format!("no {n} free {proto} ports in a row between {start} and {end}: close some sockets"),
     ))
 }
 
@@ -79,7 +95,7 @@ mod tests {
     fn a_run_is_even_free_and_outside_the_ephemeral_range() {
         let (lo, hi) = ephemeral_range();
         for _ in 0..20 {
-            let p = free_port_run(2).unwrap();
+            let p = free_udp_run(2).unwrap();
             assert_eq!(p % 2, 0);
             assert!(
                 !(lo..=hi).contains(&p) && !(lo..=hi).contains(&(p + 1)),
@@ -92,10 +108,21 @@ mod tests {
 
     #[test]
     fn a_taken_port_is_never_chosen() {
-        let p = free_port_run(2).unwrap();
+        let p = free_udp_run(2).unwrap();
         let _held = UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
         for _ in 0..200 {
-            assert_ne!(free_port_run(2).unwrap(), p);
+            assert_ne!(free_udp_run(2).unwrap(), p);
+        }
+    }
+
+    #[test]
+    fn a_tcp_port_is_free_and_outside_the_ephemeral_range() {
+        let (lo, hi) = ephemeral_range();
+        let p = free_tcp_port().unwrap();
+        assert!(!(lo..=hi).contains(&p), "{p}");
+        let _held = TcpListener::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
+        for _ in 0..200 {
+            assert_ne!(free_tcp_port().unwrap(), p);
         }
     }
 }
