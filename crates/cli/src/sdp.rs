@@ -86,7 +86,8 @@ pub(crate) fn write_files(spec: &StreamSpec, dir: &Path) -> Result<Vec<PathBuf>,
             n => format!("{}-{}.sdp", spec.name, n + 1),
         };
         let path = dir.join(file);
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        // A player watching the directory sees the old description or the whole new one.
+        metronome_lab::results::write_atomically(&path, text.as_bytes())?;
         paths.push(path);
     }
     Ok(paths)

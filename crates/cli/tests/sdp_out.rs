@@ -31,6 +31,22 @@ fn sdp_command_prints_the_session_of_a_declared_stream() {
         assert!(sdp.contains(line), "{line} missing from:\n{sdp}");
     }
     assert!(sdp.contains("\r\n"), "CRLF line ends (RFC 8866 §5)");
+    // A declared SSRC names the sources (RFC 5576), the retransmission's paired with the
+    // media's as WebRTC pairs them: 0x12345678 ^ "RTX\0" is 1080036984.
+    let out = bin()
+        .args(["sdp", "cam", "--stream"])
+        .arg("name=cam,destination=rtp://127.0.0.1:5004,repair=rtx,ssrc=305419896")
+        .output()
+        .unwrap();
+    let sdp = String::from_utf8(out.stdout).unwrap();
+    for line in [
+        "m=video 5004 RTP/AVPF 33 97",
+        "a=ssrc-group:FID 305419896 1080036984",
+        "a=ssrc:305419896 cname:metronome-12345678-cam",
+        "a=ssrc:1080036984 cname:metronome-12345678-cam",
+    ] {
+        assert!(sdp.contains(line), "{line} missing from:\n{sdp}");
+    }
     let out = bin().args(["sdp", "nope"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -58,20 +74,30 @@ fn ffprobe_and_gstreamer_open_the_sdp_that_serve_writes() {
         .arg(&dir)
         .arg("--stream")
         .arg(format!(
-            "name=s1,destination=rtp://127.0.0.1:{port},size=320x240,fps=25,bitrate=1mbit"
+            "name=s1,destination=rtp://127.0.0.1:{port},size=320x240,fps=25,bitrate=1mbit,\
+             ssrc=305419896"
         ))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let sdp = dir.join("s1.sdp");
+    // Written whole once its last line (the sources') is there.
+    let written = || std::fs::read_to_string(&sdp).unwrap_or_default();
     for _ in 0..200 {
-        if sdp.exists() {
+        if written().contains("a=ssrc:") {
             break;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(sdp.exists(), "serve --sdp-dir wrote no {}", sdp.display());
+    // The declared SSRC is named, as GStreamer's rtsp-server names its own; both peers below
+    // read past it.
+    let text = written();
+    assert!(
+        text.contains("a=ssrc:305419896 cname:metronome-12345678-s1\r\n"),
+        "{text}"
+    );
     let probe = Command::new("timeout")
         .args([
             "10",

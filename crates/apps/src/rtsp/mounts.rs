@@ -1,12 +1,15 @@
 //! Mounts: what an RTSP client can play, one per configured stream, and their descriptions.
 
+use crate::streams::server::open::stream_cname;
 use crate::streams::{SourceSpec, StreamSpec};
 use crate::uncompressed::RawSenderConfig;
 use metronome_media::uncompressed::{RawFrame, RawSource, VideoFormat};
 use metronome_media::{duration_of, MediaError, TsFileSource};
 use metronome_rt::url::RtpUrl;
+use metronome_session::repair::rtx_ssrc;
 use metronome_session::srtp::SrtpKey;
-use metronome_wire::sdp::{Retransmission, SessionDescription};
+use metronome_wire::sdp::{Retransmission, SessionDescription, Source};
+use metronome_wire::Ssrc;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -210,6 +213,7 @@ impl Mounts {
         let mut s = SessionDescription::rtsp_mp2t(local.ip(), session_id_of(name), name, range);
         s.media[0].bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
         s.media[0].crypto = crypto_of(&m.spec);
+        // No `a=ssrc`: each RTSP session's stream has its own, given in SETUP's answer.
         s.media[0].retransmission = retransmission_of(&m.spec);
         Some(s.to_sdp())
     }
@@ -228,7 +232,11 @@ pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> 
     );
     s.media[0].bitrate_kbps = spec.bitrate.map(|b| b.div_ceil(1000));
     s.media[0].crypto = crypto_of(spec);
-    s.media[0].retransmission = retransmission_of(spec);
+    s.media[0].source = source_of(spec);
+    s.media[0].retransmission = retransmission_of(spec).map(|r| Retransmission {
+        ssrc: spec.ssrc.map(|m| rtx_ssrc(Ssrc(m))),
+        ..r
+    });
     s.to_sdp()
 }
 
@@ -238,6 +246,17 @@ fn retransmission_of(spec: &StreamSpec) -> Option<Retransmission> {
     spec.repair.rtx().then(|| Retransmission {
         payload_type: metronome_session::repair::RTX_PAYLOAD_TYPE,
         rtx_time_ms: u32::try_from(spec.repair_playout_delay().as_millis()).ok(),
+        ssrc: None,
+    })
+}
+
+/// The source of a plain RTP session (`a=ssrc`, RFC 5576), where the stream's SSRC is
+/// declared: otherwise it is drawn when the stream starts, after the SDP is written.
+fn source_of(spec: &StreamSpec) -> Option<Source> {
+    let ssrc = Ssrc(spec.ssrc?);
+    Some(Source {
+        ssrc,
+        cname: stream_cname(ssrc, &spec.name),
     })
 }
 

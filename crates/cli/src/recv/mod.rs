@@ -278,8 +278,15 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
     cfg.session.clock = MediaClock::new(m.clock_rate);
     // An SDP that announces retransmission (RFC 4588's `rtx`, `apt=` this media): ask for
     // lost packets as --rtx-pt would, unless --rtx-pt says otherwise.
+    // Where it pairs the retransmission's SSRC with the media's (`a=ssrc-group:FID`), only
+    // that SSRC's are taken.
     if let (None, Some(r)) = (a.rtx_pt, m.retransmission) {
-        cfg.session.repair = viewer_repair(a, Some(r.payload_type));
+        cfg.session.repair = viewer_repair(a, Some(r.payload_type)).map(|repair| {
+            metronome_session::receiver::ReceiverRepair {
+                rtx_ssrc: r.ssrc,
+                ..repair
+            }
+        });
     }
     let judged = a.quality.is_some() && coded_video(m).is_some();
     if !mp2t && !a.any_payload && !judged {

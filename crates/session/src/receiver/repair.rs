@@ -27,6 +27,10 @@ pub struct ReceiverRepair {
     /// is the media's); its packets carry the original's sequence number first (RFC 4588 §4).
     /// `None`: nothing is asked for (FEC alone).
     pub rtx_payload_type: Option<PayloadType>,
+    /// The retransmission stream's SSRC, where the SDP pairs it with the media's
+    /// (`a=ssrc-group:FID MEDIA RTX`, RFC 5576): retransmissions from any other SSRC are
+    /// dropped, counted in `rtx_malformed`. `None`: whatever SSRC carries the payload type.
+    pub rtx_ssrc: Option<Ssrc>,
     /// Rebuild lost packets from SMPTE 2022-1 FEC, of media packets of at most this many
     /// bytes; `None`: no FEC.
     pub fec_max_packet: Option<usize>,
@@ -47,6 +51,7 @@ impl ReceiverRepair {
         ReceiverRepair {
             nack: NackConfig::default(),
             rtx_payload_type: Some(rtx_payload_type),
+            rtx_ssrc: None,
             fec_max_packet: None,
             playout_delay,
             initial_rtt: Duration::from_millis(100),
@@ -98,8 +103,9 @@ pub struct RepairStats {
     pub rtx_late: u64,
     /// Retransmissions of a packet it had already (or too old to tell).
     pub rtx_redundant: u64,
-    /// Retransmission packets that did not parse, carried what the stream does not accept, or
-    /// came before the stream's first packet. `rtx_packets` is `rtx_useful + rtx_late +
+    /// Retransmission packets that did not parse, carried what the stream does not accept,
+    /// came before the stream's first packet, or came from another SSRC than the one the SDP
+    /// pairs with the media (`a=ssrc-group:FID`). `rtx_packets` is `rtx_useful + rtx_late +
     /// rtx_redundant + rtx_malformed`.
     pub rtx_malformed: u64,
     /// The round-trip estimate now (ask to repair), microseconds.
@@ -339,7 +345,8 @@ impl Repairing {
     /// original sequence number, or `None` (counted) if it is malformed or nothing is followed yet.
     pub(crate) fn unwrap(&mut self, data: &[u8]) -> Option<u16> {
         self.stats.rtx_packets += 1;
-        let Some(ids) = self.media else {
+        let foreign = |want: Ssrc| RtpView::parse(data).map_or(true, |p| p.ssrc() != want);
+        let (Some(ids), false) = (self.media, self.cfg.rtx_ssrc.is_some_and(foreign)) else {
             self.stats.rtx_malformed += 1;
             return None;
         };

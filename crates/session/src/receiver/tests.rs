@@ -605,6 +605,33 @@ fn retransmissions_that_repair_nothing_are_counted_and_dropped() {
 }
 
 #[test]
+fn with_the_sdps_pairing_only_the_paired_ssrcs_retransmissions_repair() {
+    let mut repair = ReceiverRepair::new(PayloadType(97), Duration::from_millis(200));
+    repair.rtx_ssrc = Some(Ssrc(0x77));
+    let mut r = ReceiverSession::new(ReceiverConfig {
+        repair: Some(repair),
+        ..ReceiverConfig::default()
+    });
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    r.handle_rtp(at(10), None, &rtp(13, 2700, 7)).unwrap();
+    // A retransmission of 11 from an SSRC the SDP did not pair with the media: dropped.
+    let mut forged = rtx_of(&rtp(11, 900, 7), 1);
+    forged[8..12].copy_from_slice(&0x66u32.to_be_bytes());
+    assert_eq!(
+        r.handle_rtp(at(20), None, &forged),
+        Err(Dropped::Retransmission)
+    );
+    // The paired stream's repairs it.
+    let rec = r
+        .handle_rtp(at(21), None, &rtx_of(&rtp(11, 900, 7), 2))
+        .unwrap();
+    assert!(rec.repaired && rec.seq == 11);
+    let s = r.repair_stats().unwrap();
+    assert_eq!((s.rtx_packets, s.rtx_malformed, s.rtx_useful), (2, 1, 1));
+}
+
+#[test]
 fn another_receivers_nack_on_the_group_is_not_asked_again() {
     let (mut r, at) = (started(), Timestamp::from_millis);
     // A peer asked for 11 already; then this receiver sees it missing too.

@@ -3,8 +3,9 @@
 //! Only what Metronome needs of a session is kept: the origin, the name, the session-level
 //! connection, `a=control`, `a=range` and `a=tool`, and for each RTP media its port, its first
 //! payload type with the encoding and clock rate that `a=rtpmap` (or the RFC 3551 static table)
-//! gives it, `a=fmtp`, `a=control`, a media-level `c=`, `b=AS:`, the first `a=extmap`, and an
-//! RFC 4588 retransmission payload type (`rtx` with `apt=` the first).
+//! gives it, `a=fmtp`, `a=control`, a media-level `c=`, `b=AS:`, the first `a=extmap`, an
+//! RFC 4588 retransmission payload type (`rtx` with `apt=` the first), and the sources by SSRC
+//! (RFC 5576: `a=ssrc:ID cname:NAME`, the retransmission's paired by `a=ssrc-group:FID`).
 //!
 //! - [`SessionDescription::to_sdp`] writes RFC 8866 text with CRLF line ends, in the order the
 //!   RFC gives (`v o s c t a` then `m c b a` for each media), as ffprobe, VLC and GStreamer's
@@ -25,7 +26,7 @@
 
 mod parse;
 
-use crate::PayloadType;
+use crate::{PayloadType, Ssrc};
 pub use parse::{static_payload_type, MediaAt, SdpError};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -110,6 +111,21 @@ pub struct MediaDescription {
     /// apt=MEDIA;rtx-time=MS` and `a=rtcp-fb:MEDIA nack`, the profile `RTP/AVPF` (`RTP/SAVPF`
     /// with `crypto`), the retransmission payload type second on the `m=` line.
     pub retransmission: Option<Retransmission>,
+    /// The media's RTP source, where it is known before the first packet (RFC 5576 §4.1:
+    /// `a=ssrc:SSRC cname:CNAME`). With it, a retransmission's [`Retransmission::ssrc`] is
+    /// written too, paired with the media's by `a=ssrc-group:FID MEDIA RTX` (RFC 5576 §4.2,
+    /// RFC 5888's flow identification, as WebRTC pairs an RTX stream).
+    pub source: Option<Source>,
+}
+
+/// An RTP source as an SDP names it (RFC 5576 §4.1): its SSRC and its RTCP CNAME, which
+/// RFC 5576 §6.1 requires of every source it lists.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// The SSRC, written in decimal.
+    pub ssrc: Ssrc,
+    /// The CNAME its RTCP SDES packets carry.
+    pub cname: String,
 }
 
 /// A media's retransmission stream, as its SDP announces it (see
@@ -120,6 +136,10 @@ pub struct Retransmission {
     pub payload_type: PayloadType,
     /// `rtx-time`: how long the sender keeps a packet to retransmit, ms (RFC 4588 §8.6).
     pub rtx_time_ms: Option<u32>,
+    /// The retransmission stream's SSRC (RFC 4588 §5: its own, in session multiplexing),
+    /// written only beside the media's [`MediaDescription::source`]; read from
+    /// `a=ssrc-group:FID`.
+    pub ssrc: Option<Ssrc>,
 }
 
 impl MediaDescription {
@@ -144,6 +164,7 @@ impl MediaDescription {
             extmap: None,
             crypto: None,
             retransmission: None,
+            source: None,
         }
     }
 
@@ -222,7 +243,26 @@ impl MediaDescription {
         if let Some(c) = &self.crypto {
             m.add_attribute_with_value("crypto", c);
         }
+        self.add_sources(&mut m);
         m
+    }
+
+    /// `a=ssrc-group:FID MEDIA RTX` (when both are known), then `a=ssrc:ID cname:NAME` for
+    /// the media and its retransmission, in the order WebRTC writes them.
+    fn add_sources(&self, m: &mut sdp_types::Media) {
+        let Some(src) = &self.source else {
+            return;
+        };
+        let rtx = self.retransmission.and_then(|r| r.ssrc);
+        if let Some(rtx) = rtx {
+            m.add_attribute_with_value(
+                "ssrc-group",
+                format!("FID {} {}", src.ssrc.get(), rtx.get()),
+            );
+        }
+        for ssrc in std::iter::once(src.ssrc).chain(rtx) {
+            m.add_attribute_with_value("ssrc", format!("{} cname:{}", ssrc.get(), src.cname));
+        }
     }
 }
 

@@ -1,7 +1,10 @@
 //! Reading an SDP: what ffmpeg, GStreamer, live555 and cameras write, into a
 //! [`SessionDescription`], never panicking, every error saying what is wrong and where.
 
-use super::{Connection, MediaDescription, Retransmission, SessionDescription, MAX_SDP_BYTES};
+use super::{
+    Connection, MediaDescription, Retransmission, SessionDescription, Source, MAX_SDP_BYTES,
+};
+use crate::Ssrc;
 use std::net::{IpAddr, Ipv4Addr};
 
 impl SessionDescription {
@@ -266,6 +269,11 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
             let id = words.next()?.split('/').next()?.parse::<u8>().ok()?;
             Some((id, words.next()?.to_string()))
         });
+    let (source, rtx_ssrc) = sources(m);
+    let retransmission = retransmission(m, payload_type).map(|r| Retransmission {
+        ssrc: rtx_ssrc,
+        ..r
+    });
     Ok(MediaDescription {
         media: m.media.clone(),
         port: m.port,
@@ -278,8 +286,41 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
         bitrate_kbps,
         extmap,
         crypto: attr(&m.attributes, "crypto"),
-        retransmission: retransmission(m, payload_type),
+        retransmission,
+        source,
     })
+}
+
+/// The media's source and its retransmission's SSRC (RFC 5576): the first pair of
+/// `a=ssrc-group:FID MEDIA RTX` names both; without one, the first `a=ssrc` line is the
+/// media's. A source is kept only with its `cname` (RFC 5576 §6.1 requires one); SSRCs that
+/// are not decimal numbers below 2^32 are passed over.
+fn sources(m: &sdp_types::Media) -> (Option<Source>, Option<Ssrc>) {
+    let values = |name: &'static str| {
+        m.attributes
+            .iter()
+            .filter(move |a| a.attribute.eq_ignore_ascii_case(name))
+            .filter_map(|a| a.value.as_deref())
+    };
+    let fid = values("ssrc-group").find_map(|v| {
+        let mut words = v.split_whitespace();
+        (words.next()? == "FID").then_some(())?;
+        let mut id = || words.next()?.parse::<u32>().ok().map(Ssrc);
+        Some((id()?, id()))
+    });
+    // `ID cname:NAME` → (ID, NAME); other source attributes are not kept.
+    let mut cnames = values("ssrc").filter_map(|v| {
+        let (id, attr) = v.trim().split_once([' ', '\t'])?;
+        let name = attr.trim().strip_prefix("cname:")?;
+        Some((Ssrc(id.parse::<u32>().ok()?), name.to_string()))
+    });
+    let source = match fid {
+        Some((media, _)) => cnames.find(|(id, _)| *id == media),
+        None => cnames.next(),
+    }
+    .map(|(ssrc, cname)| Source { ssrc, cname });
+    let rtx = fid.and_then(|(_, rtx)| rtx).filter(|_| source.is_some());
+    (source, rtx)
 }
 
 /// The `m=` line's RFC 4588 retransmission payload type for `media_pt`: a dynamic one (96 to
@@ -320,6 +361,7 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
             (param("apt")?.parse::<u8>().ok()? == media_pt).then(|| Retransmission {
                 payload_type: crate::PayloadType(pt),
                 rtx_time_ms: param("rtx-time").and_then(|t| t.parse().ok()),
+                ssrc: None,
             })
         })
 }

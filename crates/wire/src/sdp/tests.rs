@@ -62,6 +62,11 @@ fn gstreamer_rtsp_describe_mp2t() {
     assert_eq!(*m, {
         let mut m = MediaDescription::mp2t(0).with_control("stream=0");
         m.connection = Some(Connection::new(ip("0.0.0.0"), None));
+        // GStreamer's rtsp-server names the payloader's SSRC (RFC 5576).
+        m.source = Some(Source {
+            ssrc: Ssrc(3_655_766_253),
+            cname: "user2634205943@host-467390c7".into(),
+        });
         m
     });
     assert!(m.is_mp2t());
@@ -273,15 +278,25 @@ mod prop {
             proptest::option::of(any::<u64>()),
             proptest::option::of((1u8..=14, token())),
             proptest::option::of(token()),
-            proptest::option::of((96u8..=127, proptest::option::of(any::<u32>()))),
+            (
+                proptest::option::of((96u8..=127, proptest::option::of(any::<u32>()))),
+                proptest::option::of((any::<u32>(), token(), proptest::option::of(any::<u32>()))),
+            ),
         )
             .prop_map(
-                |(media, port, pt, enc, rate, fmtp, control, c, b, x, k, r)| {
+                |(media, port, pt, enc, rate, fmtp, control, c, b, x, k, (r, src))| {
+                    // A retransmission's SSRC is written only beside the media's source.
+                    let rtx_ssrc = src.as_ref().and_then(|(_, _, rtx)| *rtx).map(Ssrc);
+                    let source = src.map(|(ssrc, cname, _)| Source {
+                        ssrc: Ssrc(ssrc),
+                        cname,
+                    });
                     // A retransmission payload type is another than the media's.
                     let retransmission = r.filter(|(rpt, _)| *rpt != pt).map(|(rpt, t)| {
                         super::super::Retransmission {
                             payload_type: PayloadType(rpt),
                             rtx_time_ms: t,
+                            ssrc: rtx_ssrc,
                         }
                     });
                     MediaDescription {
@@ -297,6 +312,7 @@ mod prop {
                         extmap: x,
                         crypto: k.map(|k| format!("1 AES_CM_128_HMAC_SHA1_80 inline:{k}")),
                         retransmission,
+                        source,
                     }
                 },
             )
@@ -308,6 +324,7 @@ mod prop {
         m.retransmission = Some(super::super::Retransmission {
             payload_type: PayloadType(97),
             rtx_time_ms: Some(200),
+            ssrc: None,
         });
         let mut s = SessionDescription::new("127.0.0.1".parse().unwrap(), 1, "t");
         s.media.push(m);
@@ -330,6 +347,49 @@ mod prop {
         let static_pt = text.replace("33 97", "33 32").replace(":97 ", ":32 ");
         let parsed = SessionDescription::parse(&static_pt).unwrap();
         assert_eq!(parsed.media[0].retransmission, None, "{static_pt}");
+    }
+
+    #[test]
+    fn sources_and_their_retransmission_are_named_as_webrtc_names_them() {
+        let mut m = MediaDescription::mp2t(5004);
+        m.source = Some(Source {
+            ssrc: Ssrc(3_000_000_001),
+            cname: "metronome-b2d05e01-cam".into(),
+        });
+        m.retransmission = Some(super::super::Retransmission {
+            payload_type: PayloadType(97),
+            rtx_time_ms: None,
+            ssrc: Some(Ssrc(7)),
+        });
+        let mut s = SessionDescription::new("127.0.0.1".parse().unwrap(), 1, "t");
+        s.media.push(m);
+        let text = s.to_sdp();
+        let lines = [
+            "a=ssrc-group:FID 3000000001 7\r\n",
+            "a=ssrc:3000000001 cname:metronome-b2d05e01-cam\r\n",
+            "a=ssrc:7 cname:metronome-b2d05e01-cam\r\n",
+        ];
+        let at = |l: &str| text.find(l).unwrap_or_else(|| panic!("{l} in {text}"));
+        assert!(
+            at(lines[0]) < at(lines[1]) && at(lines[1]) < at(lines[2]),
+            "{text}"
+        );
+        assert_eq!(SessionDescription::parse(&text).unwrap(), s);
+        // Without the group, the first source line is the media's, and no SSRC is the
+        // retransmission's.
+        let parsed = SessionDescription::parse(&text.replace(lines[0], "")).unwrap();
+        let m = &parsed.media[0];
+        assert_eq!(m.source.as_ref().map(|s| s.ssrc), Some(Ssrc(3_000_000_001)));
+        assert_eq!(m.retransmission.and_then(|r| r.ssrc), None);
+        // A source without a cname, or an SSRC that is not a 32-bit number, is not kept.
+        for (from, to) in [
+            ("cname:", "label:"),
+            ("3000000001 cname", "5000000000 cname"),
+        ] {
+            let parsed = SessionDescription::parse(&text.replace(from, to)).unwrap();
+            let m = &parsed.media[0];
+            assert!(m.source.is_none() || m.source.as_ref().unwrap().ssrc != Ssrc(3_000_000_001));
+        }
     }
 
     proptest! {

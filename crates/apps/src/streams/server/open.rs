@@ -26,6 +26,7 @@ use metronome_session::srtp::{SrtpError, SrtpKey};
 use metronome_time::mix::splitmix64;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
+use metronome_wire::Ssrc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -381,7 +382,7 @@ fn session_config(
     SenderSessionConfig {
         reports: SenderReportsConfig {
             ssrc,
-            cname: format!("metronome-{ssrc:08x}-{}", spec.name),
+            cname: stream_cname(ssrc, &spec.name),
             clock: MediaClock::VIDEO_90K,
             rtp_ts_base: start.rtptime,
             session_bw_bps: ts_bitrate,
@@ -413,6 +414,11 @@ fn source_bytes(spec: &StreamSpec, brought: bool) -> u64 {
         (false, SourceSpec::Test) => memory::TEST_SOURCE_BYTES,
         (false, SourceSpec::File(_)) => memory::FILE_SOURCE_BYTES,
     }
+}
+
+/// The RTCP CNAME of stream `name` sent as `ssrc` (its SDES, and its SDP's `a=ssrc` lines).
+pub(crate) fn stream_cname(ssrc: Ssrc, name: &str) -> String {
+    format!("metronome-{ssrc:08x}-{name}")
 }
 
 /// The stream's SSRC (declared or from `seed`), first sequence number (the session's next, or
