@@ -18,7 +18,6 @@ use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Read};
-use std::net::{Ipv4Addr, UdpSocket};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -641,9 +640,10 @@ fn gst_run(
         "fakesink".into(),
     ]))
     .map_err(|e| format!("gst-launch-1.0: {e}"))?;
-    // udpsrc has bound the port once we cannot; then give the pipeline a moment to play.
+    // udpsrc has bound the port once the kernel's table shows it (a probe by binding could take
+    // the port from it); then give the pipeline a moment to play.
     let bound_by = now() + Duration::from_secs(5);
-    while UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).is_ok() && now() < bound_by {
+    while !metronome_rt::ports::udp_port_bound(port) && now() < bound_by {
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(200));

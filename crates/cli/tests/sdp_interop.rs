@@ -270,63 +270,19 @@ fn gstreamer_rtpmp2tpay_described_by_sdp_file() {
     assert_eq!(lost, 0, "{encoder}: {v:#}");
 }
 
-/// A `metronome serve --rtsp` of the built-in test source, and a multicast mount.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start(group: IpAddr, group_port: u16) -> Server {
-        let port = metronome_rt::ports::free_tcp_port().unwrap();
-        let stream = format!(
-            "name=m,multicast=rtp://{group}:{group_port}?ttl=1&iface=127.0.0.1,size=160x120,fps=10,bitrate=600kbit"
-        );
-        let mut child = bin()
-            .args(["serve", "--rtsp", &format!("127.0.0.1:{port}")])
-            .args(["--stream", &stream])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let err = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(err).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        loop {
-            match rx.recv_timeout(Duration::from_secs(15)) {
-                Ok(l) if l.contains("serving rtsp://") => break,
-                Ok(_) => {}
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!("metronome serve --rtsp did not start");
-                }
-            }
-        }
-        Server { child, port }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// `recv rtsp://` with each transport against Metronome's own RTSP server.
 #[test]
 fn recv_rtsp_udp_tcp_multicast() {
     let group_port = port_pair();
     let group: IpAddr = Ipv4Addr::new(239, 255, 78, (group_port % 200) as u8 + 1).into();
-    let server = Server::start(group, group_port);
+    let stream = format!(
+        "name=m,multicast=rtp://{group}:{group_port}?ttl=1&iface=127.0.0.1,size=160x120,fps=10,\
+         bitrate=600kbit"
+    );
+    let server = common::RtspServer::start(&["--stream", &stream]);
     for transport in ["udp", "tcp", "multicast"] {
-        let url = format!("rtsp://127.0.0.1:{}/m", server.port);
         let out = bin()
-            .args(["recv", &url, "--rtsp-transport", transport])
+            .args(["recv", &server.url("m"), "--rtsp-transport", transport])
             .args(["--json", "--duration", "2"])
             .output()
             .unwrap();

@@ -1,25 +1,41 @@
 //! Choosing ports that a program will bind later (a receiver and a sender started apart, as
 //! `demo` and the benches do; a server started as another process, as the tests do), outside
-//! the kernel's ephemeral range.
+//! the kernel's ephemeral range, and seeing whether another process has bound one yet.
 //!
 //! A port found free by binding port 0 lies in the ephemeral range
 //! (`net.ipv4.ip_local_port_range`, 32768–60999 by default). Between the probe and the real bind,
 //! any other socket on the host that binds port 0 may be handed the same port, and on a busy host
-//! (a test suite, a media server) that happens. Ports below the ephemeral range are handed out
-//! only to those who ask for them by number, so a probe there stays true unless someone else
-//! chose the same number.
+//! (a test suite, a media server) that happens. Ports outside the ephemeral range are handed out
+//! only to those who ask for them by number: a probe there stays true unless another program
+//! chose the same number in between (within this process, [`free_udp_run`] never hands out a
+//! port twice in a row of [`REMEMBERED`]).
 
 use std::collections::hash_map::RandomState;
+use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::io;
 use std::net::{Ipv4Addr, TcpListener, UdpSocket};
+use std::sync::Mutex;
 
-/// The lowest port chosen: above the registered services that sit low (5004 RTP, 8554 RTSP,
-/// 9000s), inside what SIP/RTP servers commonly reserve for media (16384–32767).
-const LOWEST: u16 = 16384;
+/// The lowest port chosen below the ephemeral range: above the registered services that sit
+/// low (5004 RTP, 8554 RTSP, 9000s), inside what SIP/RTP servers commonly reserve for media
+/// (16384–32767).
+const LOWEST: u32 = 16384;
+
+/// The fewest ports a range outside the ephemeral one must hold to be chosen from.
+const MIN_RANGE: u32 = 1024;
+
+/// The longest run of ports asked for at once.
+pub const MAX_RUN: u16 = 64;
 
 /// Ports tried before giving up.
 const ATTEMPTS: usize = 256;
+
+/// How many of the ports this process handed out are not handed out again.
+pub const REMEMBERED: usize = 4096;
+
+/// The ports handed out lately, oldest first.
+static GIVEN: Mutex<VecDeque<u16>> = Mutex::new(VecDeque::new());
 
 /// The kernel's ephemeral range, `(low, high)`; the Linux default if it cannot be read.
 fn ephemeral_range() -> (u16, u16) {
@@ -32,33 +48,33 @@ fn ephemeral_range() -> (u16, u16) {
     }
 }
 
-/// Where to choose from: `[start, end)`, below the ephemeral range if there is room there,
-/// otherwise above it.
-fn candidates(n: u16) -> (u16, u16) {
-    let (lo, hi) = ephemeral_range();
-    if lo >= LOWEST.saturating_add(1024) {
-        (LOWEST, lo)
-    } else if hi <= u16::MAX - 1024 {
-        (hi + 1, u16::MAX - n)
-    } else {
-        (1024, lo.max(1024 + 2 * n))
-    }
+/// Where to choose from, `[start, end)` with `start` even, for an ephemeral range of `lo..=hi`:
+/// below it from [`LOWEST`] if at least [`MIN_RANGE`] ports are there, else above it, else below
+/// it from 1024; `None` if no range outside it holds [`MIN_RANGE`] ports.
+fn candidates_for(lo: u16, hi: u16) -> Option<(u32, u32)> {
+    let (lo, hi) = (u32::from(lo), u32::from(hi));
+    [(LOWEST, lo), (hi + 1, 65536), (1024, lo)]
+        .into_iter()
+        .find(|&(start, end)| end >= start + MIN_RANGE)
+        .map(|(start, end)| ((start + 1) & !1, end))
 }
 
-/// True if UDP `port` is free on every address: bound on `0.0.0.0`, a probe conflicts with
-/// any socket on that port, whatever address it is bound to.
+/// True if UDP `port` is free on every address: bound on `0.0.0.0` without `SO_REUSEADDR`, a
+/// probe conflicts with any socket on that port, whatever address it is bound to.
 fn udp_free(port: u16) -> bool {
     UdpSocket::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok()
 }
 
-/// True if TCP `port` is free on every address.
+/// True if no listening TCP socket holds `port` on any address. The standard library's
+/// listener sets `SO_REUSEADDR`, so a port held only by connections in `TIME_WAIT` counts as
+/// free (a server that sets it too, as most do, can bind it).
 fn tcp_free(port: u16) -> bool {
     TcpListener::bind((Ipv4Addr::UNSPECIFIED, port)).is_ok()
 }
 
 /// An even port `p` with `p .. p + n` all free for UDP on every IPv4 address right now, chosen
-/// at random below the kernel's ephemeral range (see the module documentation). `n = 2` gives
-/// an RTP/RTCP pair (RFC 3550 §11).
+/// at random outside the kernel's ephemeral range (see the module documentation); `n = 2` gives
+/// an RTP/RTCP pair (RFC 3550 §11), `n` is at most [`MAX_RUN`].
 pub fn free_udp_run(n: u16) -> io::Result<u16> {
     free_run(n, "UDP", udp_free)
 }
@@ -70,21 +86,58 @@ pub fn free_tcp_port() -> io::Result<u16> {
 }
 
 fn free_run(n: u16, proto: &str, free: fn(u16) -> bool) -> io::Result<u16> {
-    let n = n.max(1);
-    let (start, end) = candidates(n);
-    let span = u64::from(end.saturating_sub(start).saturating_sub(n) / 2).max(1);
+    if n == 0 || n > MAX_RUN {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a run of {n} ports: ask for 1 to {MAX_RUN}"),
+        ));
+    }
+    let (lo, hi) = ephemeral_range();
+    let Some((start, end)) = candidates_for(lo, hi) else {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            format!(
+                "the ephemeral port range (net.ipv4.ip_local_port_range = {lo} {hi}) leaves \
+                 fewer than {MIN_RANGE} ports outside it to choose from: narrow it"
+            ),
+        ));
+    };
+    let n32 = u32::from(n);
+    let slots = u64::from((end - start - n32) / 2 + 1);
     let random = RandomState::new();
+    let mut given = crate::sync::lock(&GIVEN);
     for attempt in 0..ATTEMPTS {
-        let r = random.hash_one((std::process::id(), attempt));
-        let p = start + 2 * (r % span) as u16;
-        if (p..p + n).all(free) {
-            return Ok(p);
+        let p = start + 2 * (random.hash_one(attempt) % slots) as u32;
+        let run = (p..p + n32).map(|q| q as u16);
+        if run.clone().all(|q| !given.contains(&q) && free(q)) {
+            given.extend(run);
+            let over = given.len().saturating_sub(REMEMBERED);
+            given.drain(..over);
+            return Ok(p as u16);
         }
     }
     Err(io::Error::new(
         io::ErrorKind::AddrInUse,
-        format!("no {n} free {proto} ports in a row between {start} and {end}: close some sockets"),
+        format!(
+            "no run of {n} free {proto} port(s) in {ATTEMPTS} random tries in [{start}, {end}): \
+             the range is nearly full"
+        ),
     ))
+}
+
+/// Whether a UDP socket of any process is bound to `port` now, on any IPv4 or IPv6 address
+/// (from `/proc/net/udp` and `/proc/net/udp6`), without binding it: a probe by binding would
+/// itself take the port from a program about to bind it.
+pub fn udp_port_bound(port: u16) -> bool {
+    let suffix = format!(":{port:04X}");
+    ["/proc/net/udp", "/proc/net/udp6"].iter().any(|table| {
+        std::fs::read_to_string(table).is_ok_and(|t| {
+            t.lines()
+                .skip(1)
+                .filter_map(|l| l.split_whitespace().nth(1))
+                .any(|local| local.ends_with(&suffix))
+        })
+    })
 }
 
 #[cfg(test)]
@@ -92,37 +145,51 @@ mod tests {
     use super::*;
 
     #[test]
+    fn ranges_lie_outside_the_ephemeral_one_and_start_even() {
+        // Linux's default: below it.
+        assert_eq!(candidates_for(32768, 60999), Some((16384, 32768)));
+        // Little room below: above it, from an even port.
+        assert_eq!(candidates_for(10000, 60000), Some((60002, 65536)));
+        assert_eq!(candidates_for(16384, 60999), Some((61000, 65536)));
+        // Room only low down.
+        assert_eq!(candidates_for(8000, 65535), Some((1024, 8000)));
+        // No room anywhere: an error, not a port inside the range.
+        assert_eq!(candidates_for(1024, 65535), None);
+        assert_eq!(candidates_for(1500, 65000), None);
+    }
+
+    #[test]
     fn a_run_is_even_free_and_outside_the_ephemeral_range() {
         let (lo, hi) = ephemeral_range();
-        for _ in 0..20 {
-            let p = free_udp_run(2).unwrap();
+        for n in [1, 2, 6, MAX_RUN] {
+            let p = free_udp_run(n).unwrap();
             assert_eq!(p % 2, 0);
-            assert!(
-                !(lo..=hi).contains(&p) && !(lo..=hi).contains(&(p + 1)),
-                "{p}"
-            );
+            let last = u32::from(p) + u32::from(n) - 1;
+            assert!(last <= 65535, "{p}+{n}");
+            let inside = |q: u32| (u32::from(lo)..=u32::from(hi)).contains(&q);
+            assert!(!inside(p.into()) && !inside(last), "{p}+{n}");
             let _a = UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
-            let _b = UdpSocket::bind((Ipv4Addr::LOCALHOST, p + 1)).unwrap();
+        }
+        assert!(free_udp_run(0).is_err());
+        assert!(free_udp_run(MAX_RUN + 1).is_err());
+    }
+
+    #[test]
+    fn runs_handed_out_in_one_process_never_overlap() {
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let p = free_udp_run(6).unwrap();
+            assert!((p..p + 6).all(|q| seen.insert(q)), "{p} given again");
         }
     }
 
     #[test]
-    fn a_taken_port_is_never_chosen() {
-        let p = free_udp_run(2).unwrap();
-        let _held = UdpSocket::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
-        for _ in 0..200 {
-            assert_ne!(free_udp_run(2).unwrap(), p);
-        }
-    }
-
-    #[test]
-    fn a_tcp_port_is_free_and_outside_the_ephemeral_range() {
-        let (lo, hi) = ephemeral_range();
-        let p = free_tcp_port().unwrap();
-        assert!(!(lo..=hi).contains(&p), "{p}");
-        let _held = TcpListener::bind((Ipv4Addr::LOCALHOST, p)).unwrap();
-        for _ in 0..200 {
-            assert_ne!(free_tcp_port().unwrap(), p);
-        }
+    fn a_port_held_on_any_address_is_not_free() {
+        let udp = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let port = udp.local_addr().unwrap().port();
+        assert!(!udp_free(port), "held on 127.0.0.1, probed on 0.0.0.0");
+        assert!(udp_port_bound(port));
+        let tcp = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        assert!(!tcp_free(tcp.local_addr().unwrap().port()));
     }
 }

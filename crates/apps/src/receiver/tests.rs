@@ -29,11 +29,8 @@ fn rtp_packet(ssrc: u32) -> Vec<u8> {
 /// a sender report, decides nothing.
 #[test]
 fn a_report_before_the_first_packet_is_followed_once_the_packet_comes() {
-    // RTCP at a port the kernel found free (RTP's is one below).
-    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
-    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+    let port = metronome_rt::ports::free_udp_run(2).unwrap();
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     let mut rtcp = RtcpSocket::open_for_receiver(&url, &SocketOptions::default()).unwrap();
     let mut session = ReceiverSession::new(ReceiverConfig::default());
     let mut peer = PeerFollower::default();
@@ -66,10 +63,8 @@ fn a_report_before_the_first_packet_is_followed_once_the_packet_comes() {
 /// waited a second for the next).
 #[test]
 fn feedback_due_before_the_sender_is_known_waits_for_it() {
-    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
-    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+    let port = metronome_rt::ports::free_udp_run(2).unwrap();
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     let mut cfg = ReceiverRunConfig::new(url);
     cfg.session.cc = AgentKind::Tfrc;
     cfg.duration = Some(Duration::from_secs(5));
@@ -82,12 +77,11 @@ fn feedback_due_before_the_sender_is_known_waits_for_it() {
         .unwrap();
     std::thread::scope(|scope| {
         let running = scope.spawn(|| rx.run(&stop, |_| {}));
-        data.send_to(&rtp_packet(7), ("127.0.0.1", port - 1))
-            .unwrap();
+        data.send_to(&rtp_packet(7), ("127.0.0.1", port)).unwrap();
         // The sender's report comes later than its packet.
         std::thread::sleep(Duration::from_millis(200));
         control
-            .send_to(&sender_report(7), ("127.0.0.1", port))
+            .send_to(&sender_report(7), ("127.0.0.1", port + 1))
             .unwrap();
         let mut buf = [0u8; 1500];
         let got = control.recv(&mut buf);
@@ -118,11 +112,9 @@ fn numbered(ssrc: u32, seq: u16) -> Vec<u8> {
 fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
     use metronome_session::receiver::ReceiverRepair;
     use metronome_wire::rtcp::{parse_compound, RtcpItem};
-    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
+    let port = metronome_rt::ports::free_udp_run(2).unwrap();
     let out = std::env::temp_dir().join(format!("metronome-rtx-{}.ts", std::process::id()));
-    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port - 1)));
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     let mut cfg = ReceiverRunConfig::new(url);
     cfg.session.repair = Some(ReceiverRepair::new(PayloadType(97), Duration::from_secs(2)));
     cfg.duration = Some(Duration::from_secs(10));
@@ -134,12 +126,12 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
     control
         .set_read_timeout(Some(Duration::from_secs(3)))
         .unwrap();
-    let to = ("127.0.0.1", port - 1);
+    let to = ("127.0.0.1", port);
     std::thread::scope(|scope| {
         let running = scope.spawn(|| rx.run(&stop, |_| {}));
         data.send_to(&numbered(7, 0), to).unwrap();
         control
-            .send_to(&sender_report(7), ("127.0.0.1", port))
+            .send_to(&sender_report(7), ("127.0.0.1", port + 1))
             .unwrap();
         std::thread::sleep(Duration::from_millis(50));
         // Packet 5 is lost on the way.
@@ -185,9 +177,7 @@ fn fec_is_taken_only_from_the_streams_host() {
     use metronome_config::repair::FecShape;
     use metronome_session::receiver::ReceiverRepair;
     use metronome_session::repair::{FecConfig, FecEncoder};
-    let free = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let port = free.local_addr().unwrap().port();
-    drop(free);
+    let port = metronome_rt::ports::free_udp_run(6).unwrap();
     let out = std::env::temp_dir().join(format!("metronome-fec-host-{}.ts", std::process::id()));
     let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     let mut cfg = ReceiverRunConfig::new(url);

@@ -321,18 +321,7 @@ pub(crate) fn continuity_gaps(ts: &[u8]) -> usize {
 /// machine is busy. Panics after `within`.
 pub(crate) fn wait_udp_bound(port: u16, within: Duration) {
     let deadline = now() + within;
-    let suffix = format!(":{port:04X}");
-    let bound = || {
-        ["/proc/net/udp", "/proc/net/udp6"].iter().any(|table| {
-            std::fs::read_to_string(table).is_ok_and(|t| {
-                t.lines()
-                    .skip(1)
-                    .filter_map(|l| l.split_whitespace().nth(1))
-                    .any(|local| local.ends_with(&suffix))
-            })
-        })
-    };
-    while !bound() {
+    while !metronome_rt::ports::udp_port_bound(port) {
         assert!(
             now() < deadline,
             "nothing bound UDP port {port} within {within:?}"
