@@ -75,7 +75,7 @@ fn ffprobe_and_gstreamer_open_the_sdp_that_serve_writes() {
         .arg("--stream")
         .arg(format!(
             "name=s1,destination=rtp://127.0.0.1:{port},size=320x240,fps=25,bitrate=1mbit,\
-             ssrc=305419896"
+             ssrc=305419896,repair=rtx"
         ))
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -91,13 +91,17 @@ fn ffprobe_and_gstreamer_open_the_sdp_that_serve_writes() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(sdp.exists(), "serve --sdp-dir wrote no {}", sdp.display());
-    // The declared SSRC is named, as GStreamer's rtsp-server names its own; both peers below
-    // read past it.
+    // The declared SSRC is named, as GStreamer's rtsp-server names its own, and the
+    // retransmissions' paired with it; both peers below read past them (RTP/AVPF, 33 97).
     let text = written();
-    assert!(
-        text.contains("a=ssrc:305419896 cname:metronome-12345678-s1\r\n"),
-        "{text}"
-    );
+    for line in [
+        "m=video ",
+        " RTP/AVPF 33 97\r\n",
+        "a=ssrc-group:FID 305419896 1080036984\r\n",
+        "a=ssrc:305419896 cname:metronome-12345678-s1\r\n",
+    ] {
+        assert!(text.contains(line), "{line} in {text}");
+    }
     let probe = Command::new("timeout")
         .args([
             "10",
@@ -153,6 +157,18 @@ fn ffprobe_and_gstreamer_open_the_sdp_that_serve_writes() {
         String::from_utf8_lossy(&gst.stdout),
         String::from_utf8_lossy(&gst.stderr)
     );
+    // What the SDP names is what the stream carries: `recv` of the same file hears SSRC
+    // 0x12345678 (and, with nothing lost, no retransmission from any SSRC).
+    let recv = bin()
+        .arg("recv")
+        .arg(&sdp)
+        .args(["--duration", "2", "--json"])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&recv.stdout).unwrap_or_default();
+    let said = format!("{v}\n{}", String::from_utf8_lossy(&recv.stderr));
+    assert_eq!(v["sources"][0]["ssrc"].as_str(), Some("12345678"), "{said}");
+    assert_eq!(v["repair"]["rtx_malformed"].as_u64(), Some(0), "{said}");
     // SAFETY: kill(2) with a valid pid and signal has no memory-safety preconditions.
     unsafe { libc::kill(serve.id() as i32, libc::SIGINT) };
     let _ = serve.wait();

@@ -276,17 +276,8 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
         PayloadKind::Any
     };
     cfg.session.clock = MediaClock::new(m.clock_rate);
-    // An SDP that announces retransmission (RFC 4588's `rtx`, `apt=` this media): ask for
-    // lost packets as --rtx-pt would, unless --rtx-pt says otherwise.
-    // Where it pairs the retransmission's SSRC with the media's (`a=ssrc-group:FID`), only
-    // that SSRC's are taken.
-    if let (None, Some(r)) = (a.rtx_pt, m.retransmission) {
-        cfg.session.repair = viewer_repair(a, Some(r.payload_type)).map(|repair| {
-            metronome_session::receiver::ReceiverRepair {
-                rtx_ssrc: r.ssrc,
-                ..repair
-            }
-        });
+    if let Some(repair) = announced_repair(a, m) {
+        cfg.session.repair = Some(repair);
     }
     let judged = a.quality.is_some() && coded_video(m).is_some();
     if !mp2t && !a.any_payload && !judged {
@@ -295,6 +286,22 @@ fn apply_media(cfg: &mut Cfg, a: &RecvArgs, m: &MediaDescription) {
             m.payload_type, m.encoding, m.clock_rate
         );
     }
+}
+
+/// What an SDP that announces retransmission (RFC 4588's `rtx`, `apt=` this media) has the
+/// viewer repair: lost packets asked for as --rtx-pt would, unless --rtx-pt says otherwise;
+/// where it pairs the retransmission's SSRC with the media's (`a=ssrc-group:FID`), only that
+/// SSRC's retransmissions are taken.
+fn announced_repair(
+    a: &RecvArgs,
+    m: &MediaDescription,
+) -> Option<metronome_session::receiver::ReceiverRepair> {
+    let r = m.retransmission.filter(|_| a.rtx_pt.is_none())?;
+    let repair = viewer_repair(a, Some(r.payload_type))?;
+    Some(metronome_session::receiver::ReceiverRepair {
+        rtx_ssrc: r.ssrc,
+        ..repair
+    })
 }
 
 /// The codec of coded video straight over RTP that `--quality` judges: MP4V-ES (RFC 6416) or
@@ -743,4 +750,46 @@ fn open_even_port(cfg: &Cfg) -> Result<(Receiver, u16), RecvError> {
             format!("no free even/odd UDP port pair found in {ATTEMPTS} tries"),
         ),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use metronome_wire::sdp::SessionDescription;
+    use metronome_wire::Ssrc;
+
+    #[derive(Parser)]
+    struct Line {
+        #[command(flatten)]
+        recv: RecvArgs,
+    }
+
+    fn args(extra: &[&str]) -> RecvArgs {
+        let line = ["recv", "cam.sdp"].iter().chain(extra);
+        Line::try_parse_from(line).unwrap().recv
+    }
+
+    /// The SDP of a stream declared with `repair=rtx,ssrc=305419896`, as `metronome sdp`
+    /// writes it.
+    const PAIRED: &str = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=cam\r\nc=IN IP4 127.0.0.1\r\n\
+        t=0 0\r\nm=video 5004 RTP/AVPF 33 97\r\na=rtpmap:33 MP2T/90000\r\n\
+        a=rtcp-fb:33 nack\r\na=rtpmap:97 rtx/90000\r\na=fmtp:97 apt=33;rtx-time=200\r\n\
+        a=ssrc-group:FID 305419896 1080036984\r\n\
+        a=ssrc:305419896 cname:metronome-12345678-cam\r\n\
+        a=ssrc:1080036984 cname:metronome-12345678-cam\r\n";
+
+    #[test]
+    fn an_sdp_that_pairs_the_retransmissions_has_only_their_ssrc_taken() {
+        let sdp = SessionDescription::parse(PAIRED).unwrap();
+        let repair = announced_repair(&args(&[]), &sdp.media[0]).unwrap();
+        assert_eq!(repair.rtx_payload_type, Some(PayloadType(97)));
+        assert_eq!(repair.rtx_ssrc, Some(Ssrc(1_080_036_984)));
+        // Without the pairing, any SSRC's; with --rtx-pt, what the user said.
+        let unpaired = PAIRED.replace("a=ssrc-group:FID 305419896 1080036984\r\n", "");
+        let sdp = SessionDescription::parse(&unpaired).unwrap();
+        let repair = announced_repair(&args(&[]), &sdp.media[0]).unwrap();
+        assert_eq!(repair.rtx_ssrc, None);
+        assert!(announced_repair(&args(&["--rtx-pt", "98"]), &sdp.media[0]).is_none());
+    }
 }

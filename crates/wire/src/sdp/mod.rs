@@ -136,9 +136,9 @@ pub struct Retransmission {
     pub payload_type: PayloadType,
     /// `rtx-time`: how long the sender keeps a packet to retransmit, ms (RFC 4588 §8.6).
     pub rtx_time_ms: Option<u32>,
-    /// The retransmission stream's SSRC (RFC 4588 §5: its own, in session multiplexing),
-    /// written only beside the media's [`MediaDescription::source`]; read from
-    /// `a=ssrc-group:FID`.
+    /// The retransmission stream's SSRC: its own, in the media's session (RFC 4588's SSRC
+    /// multiplexing), with the media's CNAME. Written only beside the media's
+    /// [`MediaDescription::source`]; read from `a=ssrc-group:FID`.
     pub ssrc: Option<Ssrc>,
 }
 

@@ -291,10 +291,11 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
     })
 }
 
-/// The media's source and its retransmission's SSRC (RFC 5576): the first pair of
-/// `a=ssrc-group:FID MEDIA RTX` names both; without one, the first `a=ssrc` line is the
-/// media's. A source is kept only with its `cname` (RFC 5576 §6.1 requires one); SSRCs that
-/// are not decimal numbers below 2^32 are passed over.
+/// The media's source and its retransmission's SSRC (RFC 5576): the first
+/// `a=ssrc-group:FID MEDIA RTX` names both; without one, the first `a=ssrc` line with a
+/// `cname` is the media's. The media's source is kept only with its `cname` (RFC 5576 §6.1
+/// requires one), the retransmission's SSRC only beside it (its own `a=ssrc` line is not
+/// needed). Lines whose SSRCs are not plain decimal numbers below 2^32 are passed over.
 fn sources(m: &sdp_types::Media) -> (Option<Source>, Option<Ssrc>) {
     let values = |name: &'static str| {
         m.attributes
@@ -305,14 +306,14 @@ fn sources(m: &sdp_types::Media) -> (Option<Source>, Option<Ssrc>) {
     let fid = values("ssrc-group").find_map(|v| {
         let mut words = v.split_whitespace();
         (words.next()? == "FID").then_some(())?;
-        let mut id = || words.next()?.parse::<u32>().ok().map(Ssrc);
+        let mut id = || ssrc_id(words.next()?);
         Some((id()?, id()))
     });
     // `ID cname:NAME` → (ID, NAME); other source attributes are not kept.
     let mut cnames = values("ssrc").filter_map(|v| {
         let (id, attr) = v.trim().split_once([' ', '\t'])?;
         let name = attr.trim().strip_prefix("cname:")?;
-        Some((Ssrc(id.parse::<u32>().ok()?), name.to_string()))
+        Some((ssrc_id(id)?, name.to_string()))
     });
     let source = match fid {
         Some((media, _)) => cnames.find(|(id, _)| *id == media),
@@ -364,6 +365,12 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
                 ssrc: None,
             })
         })
+}
+
+/// RFC 5576's `ssrc-id`: a decimal number from 0 to 2^32 - 1, digits only.
+fn ssrc_id(text: &str) -> Option<Ssrc> {
+    let digits = !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| text.parse::<u32>().ok().map(Ssrc)).flatten()
 }
 
 /// `ENCODING/CLOCKRATE[/PARAMS]` → (encoding, clock rate).

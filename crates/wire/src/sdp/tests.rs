@@ -381,15 +381,19 @@ mod prop {
         let m = &parsed.media[0];
         assert_eq!(m.source.as_ref().map(|s| s.ssrc), Some(Ssrc(3_000_000_001)));
         assert_eq!(m.retransmission.and_then(|r| r.ssrc), None);
-        // A source without a cname, or an SSRC that is not a 32-bit number, is not kept.
+        // A source without a cname, or whose SSRC is not a plain 32-bit number, is not kept.
         for (from, to) in [
             ("cname:", "label:"),
             ("3000000001 cname", "5000000000 cname"),
+            ("3000000001 cname", "+3000000001 cname"),
         ] {
             let parsed = SessionDescription::parse(&text.replace(from, to)).unwrap();
-            let m = &parsed.media[0];
-            assert!(m.source.is_none() || m.source.as_ref().unwrap().ssrc != Ssrc(3_000_000_001));
+            assert_eq!(parsed.media[0].source, None, "{from} → {to}");
         }
+        // A malformed source line changes nothing else.
+        let junk = "a=ssrc:x cname:\r\na=ssrc-group:FID\r\na=rtpmap:33";
+        let junk = text.replace("a=rtpmap:33", junk);
+        assert_eq!(SessionDescription::parse(&junk).unwrap(), s);
     }
 
     proptest! {
