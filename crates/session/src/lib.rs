@@ -14,6 +14,7 @@ pub mod cc_app;
 pub mod interval;
 pub mod receiver;
 pub mod repair;
+pub mod repair_figures;
 pub mod rfc4175;
 pub mod rtsp;
 pub mod sender;

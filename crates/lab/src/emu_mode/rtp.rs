@@ -24,7 +24,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::RepairStats;
-use metronome_sim::flows::rtp::repair_figures::{sender_repair, viewer_repair};
+use metronome_session::repair_figures::{sender_repair, viewer_repair};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use metronome_wire::Ssrc;

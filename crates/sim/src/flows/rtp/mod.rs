@@ -10,7 +10,6 @@
 //! policy decides what happens.
 
 use super::{destination, Flow};
-pub mod repair_figures;
 pub mod source;
 
 use crate::net::Net;
@@ -21,6 +20,7 @@ use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::repair::FecConfig;
+use metronome_session::repair_figures::{sender_repair, viewer_repair};
 use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
     Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
@@ -28,7 +28,6 @@ use metronome_session::sender::{
 use metronome_time::Timestamp;
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use metronome_wire::Ssrc;
-use repair_figures::{sender_repair, viewer_repair};
 use source::wall;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::rc::Rc;

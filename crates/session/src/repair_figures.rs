@@ -1,11 +1,12 @@
 //! What loss repair did, as a report gives it: a viewer's figures from its receiver session's
 //! counts, the sender's from its session's. The simulator's flows and the lab's emu mode both
-//! report through these.
+//! report through these, into the link crate's report types, without either depending on the
+//! other.
 
+use crate::receiver::RepairStats;
+use crate::repair::FecSendCounters;
+use crate::sender::ResendStats;
 use metronome_link::report::{percent, RepairFigures, SenderRepairFigures};
-use metronome_session::receiver::RepairStats;
-use metronome_session::repair::FecSendCounters;
-use metronome_session::sender::ResendStats;
 
 /// A viewer's repair figures: `lost` is what the network lost of the `expected` packets.
 pub fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
