@@ -69,8 +69,7 @@ pub(crate) fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
         .into());
     };
     match &a.output {
-        Some(path) => std::fs::write(path, first)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?,
+        Some(path) => write_file(path, first)?,
         None => print!("{first}"),
     }
     Ok(())
@@ -86,8 +85,7 @@ pub(crate) fn write_files(spec: &StreamSpec, dir: &Path) -> Result<Vec<PathBuf>,
             n => format!("{}-{}.sdp", spec.name, n + 1),
         };
         let path = dir.join(file);
-        // A player watching the directory sees the old description or the whole new one.
-        metronome_lab::results::write_atomically(&path, text.as_bytes())?;
+        write_sdp(&path, &text)?;
         paths.push(path);
     }
     Ok(paths)
@@ -135,8 +133,20 @@ pub(crate) fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
     Ok(())
 }
 
+/// `--output FILE`: see [`write_sdp`].
 fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
-    std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()).into())
+    Ok(write_sdp(p, text)?)
+}
+
+/// An SDP file: a new or regular file is written whole or not at all (a player watching it
+/// never reads half); anything else (`/dev/stdout`, a pipe, a symbolic link) is written in
+/// place, never replaced.
+fn write_sdp(p: &Path, text: &str) -> Result<(), String> {
+    let replaceable = std::fs::symlink_metadata(p).map_or(true, |m| m.is_file());
+    if replaceable {
+        return metronome_lab::results::write_atomically(p, text.as_bytes());
+    }
+    std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
 }
 
 /// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the

@@ -56,6 +56,50 @@ fn sdp_command_prints_the_session_of_a_declared_stream() {
     );
 }
 
+/// `sdp --output` replaces a regular file whole, and writes through a symbolic link (as
+/// `/dev/stdout` is one) without replacing it.
+#[test]
+fn sdp_output_replaces_files_and_writes_through_links() {
+    let dir = tmp_dir("sdp-output");
+    let file = dir.join("cam.sdp");
+    let link = dir.join("link.sdp");
+    let target = dir.join("target.sdp");
+    std::fs::write(&file, "old").unwrap();
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    for out in [&file, &link] {
+        let done = bin()
+            .args([
+                "sdp",
+                "cam",
+                "--stream",
+                "name=cam,destination=rtp://127.0.0.1:5004",
+            ])
+            .arg("--output")
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(
+            done.status.success(),
+            "{}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+    let sdp = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    assert!(sdp(&file).starts_with("v=0\r\n"));
+    assert!(std::fs::symlink_metadata(&link).unwrap().is_symlink());
+    assert!(
+        sdp(&target).starts_with("v=0\r\n"),
+        "written through the link"
+    );
+    // Nothing is left beside them.
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}
+
 #[test]
 fn ffprobe_and_gstreamer_open_the_sdp_that_serve_writes() {
     require("ffprobe", "ffmpeg");
