@@ -69,7 +69,7 @@ pub(crate) fn run(a: SdpArgs) -> Result<(), Box<dyn std::error::Error>> {
         .into());
     };
     match &a.output {
-        Some(path) => write_file(path, first)?,
+        Some(path) => write_sdp(path, first)?,
         None => print!("{first}"),
     }
     Ok(())
@@ -127,18 +127,13 @@ pub(crate) fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
     let model = st.pacing.map_or(SenderType::NarrowGapped, SenderType::from);
     let text = raw_sdp(&st.format()?, model, &dest);
     match &a.output {
-        Some(p) => write_file(p, &text)?,
+        Some(p) => write_sdp(p, &text)?,
         None => print!("{text}"),
     }
     Ok(())
 }
 
-/// `--output FILE`: see [`write_sdp`].
-fn write_file(p: &Path, text: &str) -> Result<(), BoxError> {
-    Ok(write_sdp(p, text)?)
-}
-
-/// An SDP file: a new or regular file is written whole or not at all (a player watching it
+/// An SDP file (`--output`, `--sdp-dir`): a new or regular file is written whole or not at all (a player watching it
 /// never reads half); anything else (`/dev/stdout`, a pipe, a symbolic link) is written in
 /// place, never replaced.
 fn write_sdp(p: &Path, text: &str) -> Result<(), String> {

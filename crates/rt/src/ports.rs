@@ -7,8 +7,8 @@
 //! any other socket on the host that binds port 0 may be handed the same port, and on a busy host
 //! (a test suite, a media server) that happens. Ports outside the ephemeral range are handed out
 //! only to those who ask for them by number: a probe there stays true unless another program
-//! chose the same number in between (within this process, [`free_udp_run`] never hands out a
-//! port twice in a row of [`REMEMBERED`]).
+//! chose the same number in between. Within this process, [`free_udp_run`] and
+//! [`free_tcp_port`] hand a port out again only after [`REMEMBERED`] others.
 
 use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;

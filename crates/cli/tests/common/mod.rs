@@ -273,7 +273,7 @@ pub(crate) fn port_pair() -> u16 {
 }
 
 /// An even port `p` with `p .. p + n` all free (SMPTE 2022-1 FEC takes `p + 2` and `p + 4`
-/// beside the RTP and RTCP pair), below the ephemeral range so that no socket bound to port 0
+/// beside the RTP and RTCP pair), outside the ephemeral range so that no socket bound to port 0
 /// by a test running beside this one can take it before the test binds it.
 pub(crate) fn port_run(n: u16) -> u16 {
     metronome_rt::ports::free_udp_run(n).expect("free UDP ports")

@@ -383,7 +383,7 @@ impl ReceiverSession {
             .as_ref()
             .is_some_and(|r| r.is_rtx(pkt.payload_type()))
         {
-            return self.handle_rtx(now, data);
+            return self.handle_rtx(now, data, pkt.ssrc());
         }
         self.check_payload(&pkt)?;
         let idx = self.source_index(pkt.ssrc(), pkt.sequence(), now)?;
@@ -491,11 +491,16 @@ impl ReceiverSession {
 
     /// A retransmission (RFC 4588) of the repaired stream: given back as the packet it
     /// repairs, if the receiver did not have it; it counts in none of the stream's statistics.
-    fn handle_rtx(&mut self, now: Timestamp, data: &[u8]) -> Result<PacketRecord, Dropped> {
+    fn handle_rtx(
+        &mut self,
+        now: Timestamp,
+        data: &[u8],
+        ssrc: Ssrc,
+    ) -> Result<PacketRecord, Dropped> {
         let Some(r) = self.repair.as_mut() else {
             return Err(Dropped::Retransmission);
         };
-        let Some(osn) = r.unwrap(data) else {
+        let Some(osn) = r.unwrap(data, ssrc) else {
             return Err(Dropped::Retransmission);
         };
         self.take_repair(now, osn, repair::Via::Rtx)

@@ -341,12 +341,13 @@ impl Repairing {
         }
     }
 
-    /// Unwraps retransmission `data` into the original packet ([`Repairing::packet`]); its
-    /// original sequence number, or `None` (counted) if it is malformed or nothing is followed yet.
-    pub(crate) fn unwrap(&mut self, data: &[u8]) -> Option<u16> {
+    /// Unwraps retransmission `data`, sent by `ssrc`, into the original packet
+    /// ([`Repairing::packet`]); its original sequence number, or `None` (counted) if it is
+    /// malformed, from another SSRC than the paired one, or nothing is followed yet.
+    pub(crate) fn unwrap(&mut self, data: &[u8], ssrc: Ssrc) -> Option<u16> {
         self.stats.rtx_packets += 1;
-        let foreign = |want: Ssrc| RtpView::parse(data).map_or(true, |p| p.ssrc() != want);
-        let (Some(ids), false) = (self.media, self.cfg.rtx_ssrc.is_some_and(foreign)) else {
+        let paired = self.cfg.rtx_ssrc.is_none_or(|want| want == ssrc);
+        let Some(ids) = self.media.filter(|_| paired) else {
             self.stats.rtx_malformed += 1;
             return None;
         };

@@ -218,16 +218,12 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
             fmt: fmt.to_string(),
         })?;
     // The a=rtpmap and a=fmtp lines of this payload type ("PT rest").
-    let of_pt = |name: &str| {
-        m.attributes
-            .iter()
-            .filter(|a| a.attribute.eq_ignore_ascii_case(name))
-            .filter_map(|a| a.value.as_deref())
-            .find_map(|v| {
-                let v = v.trim();
-                let (pt, rest) = v.split_once([' ', '\t']).unwrap_or((v, ""));
-                (pt.parse::<u8>().ok() == Some(payload_type)).then(|| (v, rest.trim()))
-            })
+    let of_pt = |name: &'static str| {
+        values(m, name).find_map(|v| {
+            let v = v.trim();
+            let (pt, rest) = v.split_once([' ', '\t']).unwrap_or((v, ""));
+            (pt.parse::<u8>().ok() == Some(payload_type)).then(|| (v, rest.trim()))
+        })
     };
     let (encoding, clock_rate) = match of_pt("rtpmap") {
         Some((value, rest)) => rtpmap(rest).map_err(|problem| SdpError::BadRtpmap {
@@ -259,16 +255,11 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
         .find(|b| b.bwtype.eq_ignore_ascii_case("AS"))
         .map(|b| b.bandwidth);
     // `a=extmap:ID[/DIRECTION] URI[ ATTRIBUTES]`; ids 1-14 are the one-byte form's.
-    let extmap = m
-        .attributes
-        .iter()
-        .filter(|a| a.attribute.eq_ignore_ascii_case("extmap"))
-        .filter_map(|a| a.value.as_deref())
-        .find_map(|v| {
-            let mut words = v.split_whitespace();
-            let id = words.next()?.split('/').next()?.parse::<u8>().ok()?;
-            Some((id, words.next()?.to_string()))
-        });
+    let extmap = values(m, "extmap").find_map(|v| {
+        let mut words = v.split_whitespace();
+        let id = words.next()?.split('/').next()?.parse::<u8>().ok()?;
+        Some((id, words.next()?.to_string()))
+    });
     let (source, rtx_ssrc) = sources(m);
     let retransmission = retransmission(m, payload_type).map(|r| Retransmission {
         ssrc: rtx_ssrc,
@@ -297,20 +288,14 @@ fn media(m: &sdp_types::Media, at: &MediaAt) -> Result<MediaDescription, SdpErro
 /// requires one), the retransmission's SSRC only beside it (its own `a=ssrc` line is not
 /// needed). Lines whose SSRCs are not plain decimal numbers below 2^32 are passed over.
 fn sources(m: &sdp_types::Media) -> (Option<Source>, Option<Ssrc>) {
-    let values = |name: &'static str| {
-        m.attributes
-            .iter()
-            .filter(move |a| a.attribute.eq_ignore_ascii_case(name))
-            .filter_map(|a| a.value.as_deref())
-    };
-    let fid = values("ssrc-group").find_map(|v| {
+    let fid = values(m, "ssrc-group").find_map(|v| {
         let mut words = v.split_whitespace();
         (words.next()? == "FID").then_some(())?;
         let mut id = || ssrc_id(words.next()?);
         Some((id()?, id()))
     });
     // `ID cname:NAME` → (ID, NAME); other source attributes are not kept.
-    let mut cnames = values("ssrc").filter_map(|v| {
+    let mut cnames = values(m, "ssrc").filter_map(|v| {
         let (id, attr) = v.trim().split_once([' ', '\t'])?;
         let name = attr.trim().strip_prefix("cname:")?;
         Some((ssrc_id(id)?, name.to_string()))
@@ -328,21 +313,18 @@ fn sources(m: &sdp_types::Media) -> (Option<Source>, Option<Ssrc>) {
 /// 127, not the media's) whose `a=rtpmap` says `rtx` and whose `a=fmtp` says `apt=MEDIA_PT`
 /// (GStreamer, WebRTC); an `rtx-time` that is not a number is left out.
 fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> {
-    let values = |name: &'static str| {
-        m.attributes
-            .iter()
-            .filter(move |a| a.attribute.eq_ignore_ascii_case(name))
-            .filter_map(|a| a.value.as_deref())
-            .filter_map(|v| {
-                let (pt, rest) = v.trim().split_once([' ', '\t'])?;
-                Some((pt.parse::<u8>().ok()?, rest.trim()))
-            })
+    // `PT rest` → (PT, rest).
+    let by_pt = |name: &'static str| {
+        values(m, name).filter_map(|v| {
+            let (pt, rest) = v.trim().split_once([' ', '\t'])?;
+            Some((pt.parse::<u8>().ok()?, rest.trim()))
+        })
     };
     let listed = |pt: u8| m.fmt.split_whitespace().any(|f| f.parse() == Ok(pt));
     // A dynamic payload type other than the media's (a retransmission on the media's own
     // would make every packet of it look like one).
     let dynamic = |pt: u8| pt != media_pt && crate::PayloadType(pt).is_dynamic();
-    values("rtpmap")
+    by_pt("rtpmap")
         .filter(|(pt, rest)| {
             dynamic(*pt)
                 && listed(*pt)
@@ -352,7 +334,7 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
                     .is_some_and(|e| e.eq_ignore_ascii_case("rtx"))
         })
         .find_map(|(pt, _)| {
-            let params = values("fmtp").find(|(p, _)| *p == pt)?.1;
+            let params = by_pt("fmtp").find(|(p, _)| *p == pt)?.1;
             let param = |key: &str| {
                 params.split(';').find_map(|kv| {
                     let (k, v) = kv.split_once('=')?;
@@ -365,6 +347,14 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
                 ssrc: None,
             })
         })
+}
+
+/// The values of the media's `a=NAME:VALUE` lines, in order (names case-insensitive).
+fn values<'a>(m: &'a sdp_types::Media, name: &'static str) -> impl Iterator<Item = &'a str> {
+    m.attributes
+        .iter()
+        .filter(move |a| a.attribute.eq_ignore_ascii_case(name))
+        .filter_map(|a| a.value.as_deref())
 }
 
 /// RFC 5576's `ssrc-id`: a decimal number from 0 to 2^32 - 1, digits only.
