@@ -312,7 +312,7 @@ impl Run {
             source: self.description,
             destinations: cfg.destinations.iter().map(|d| d.to_string()).collect(),
             ssrc: first.ssrc,
-            first_seq: first.seq,
+            first_seq: first.seq.get(),
             epoch_unix_ns: first.epoch_unix_ns,
             realtime: outcome
                 .server

@@ -127,7 +127,10 @@ fn a_ladder_leaves_the_real_time_driver_as_coded() {
         let p = RtpView::parse(d).unwrap();
         assert_eq!(p.payload_type(), PayloadType(96));
         assert_eq!(p.ssrc(), out.ssrc);
-        assert_eq!(p.sequence(), out.first_seq.wrapping_add(i as u16));
+        assert_eq!(
+            p.sequence(),
+            metronome_wire::SeqNo(out.first_seq.wrapping_add(i as u16))
+        );
         assert!(d.len() <= MAX_PAYLOAD + 12, "{} bytes", d.len());
         payload += p.payload().len();
         markers += usize::from(p.marker());

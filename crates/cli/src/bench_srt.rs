@@ -36,6 +36,7 @@ use metronome_session::receiver::{PacketRecord, ReceiverRepair};
 use metronome_session::repair::{NackCounters, RTX_PAYLOAD_TYPE};
 use metronome_time::Distribution;
 use metronome_wire::rtp::{RtpView, SEND_TIME_EXT_ID};
+use metronome_wire::SeqNo;
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -189,7 +190,7 @@ pub(crate) struct SrtBench {
 /// One packet as the receiver got it.
 #[derive(Clone, Copy)]
 struct Arrival {
-    seq: u16,
+    seq: SeqNo,
     rtp_ts: u32,
     at_unix_ns: u64,
     /// Its send-time stamp (a retransmission's is its own, so none is kept for those).
@@ -233,7 +234,7 @@ struct Streamed {
 /// Each packet's one-way delay, ns, by its index from the first sent (`None`: never arrived):
 /// its first arrival less its send time, which is its RTP timestamp (90 kHz) on the clock
 /// the send-time stamps give.
-fn delays(arrivals: &[Arrival], first_seq: u16, sent: u64) -> Vec<Option<i64>> {
+fn delays(arrivals: &[Arrival], first_seq: SeqNo, sent: u64) -> Vec<Option<i64>> {
     let mut out = vec![None; (sent as usize).min(MAX_ARRIVALS)];
     let Some(ts0) = arrivals.first().map(|a| a.rtp_ts) else {
         return out;
@@ -249,11 +250,7 @@ fn delays(arrivals: &[Arrival], first_seq: u16, sent: u64) -> Vec<Option<i64>> {
     };
     let mut last = 0u64;
     for a in arrivals {
-        let near = last & !0xffff | a.seq.wrapping_sub(first_seq) as u64;
-        let k = [near.wrapping_sub(0x1_0000), near, near + 0x1_0000]
-            .into_iter()
-            .min_by_key(|c| c.abs_diff(last))
-            .unwrap_or(near);
+        let k = SeqNo(a.seq.since(first_seq)).extend_near(last);
         // A stray number (not of this run's packets) does not move the unwrapping.
         let Some(slot) = out.get_mut(k as usize) else {
             continue;
@@ -285,7 +282,7 @@ fn judge(
     let deadline = path_ns + (a.latency + allowance).as_nanos() as i64;
     let mut added = Distribution::new();
     let (mut in_time, mut late) = (0, 0);
-    for d in delays(&s.arrivals, s.sender.first_seq, sent)
+    for d in delays(&s.arrivals, SeqNo(s.sender.first_seq), sent)
         .into_iter()
         .flatten()
     {
@@ -318,7 +315,7 @@ fn judge(
 
 /// The bare stream's least one-way delay, ns: the path's own.
 fn path_delay(s: &Streamed) -> i64 {
-    delays(&s.arrivals, s.sender.first_seq, s.sender.packets)
+    delays(&s.arrivals, SeqNo(s.sender.first_seq), s.sender.packets)
         .into_iter()
         .flatten()
         .min()

@@ -842,7 +842,7 @@ mod tests {
     fn record(ssrc: u32, k: usize) -> PacketRecord {
         PacketRecord {
             ssrc: Ssrc(ssrc),
-            seq: k as u16,
+            seq: metronome_wire::SeqNo(k as u16),
             ext_seq: k as u64,
             rtp_ts: 0,
             marker: false,

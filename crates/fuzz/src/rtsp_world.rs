@@ -67,7 +67,7 @@ impl Backend for Checker {
     fn play(&mut self, session: SessionId, from: Option<Duration>) -> Result<PlayInfo, Refusal> {
         assert!(self.live.contains(&session), "play without setup");
         Ok(PlayInfo {
-            seq: 1,
+            seq: metronome_wire::SeqNo(1),
             rtptime: 1,
             start: from.unwrap_or_default(),
             end: None,

@@ -9,8 +9,8 @@ use metronome_session::sender::{SenderReports, SenderReportsConfig};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::parse_compound;
 use metronome_wire::PayloadType;
-use metronome_wire::Ssrc;
 use metronome_wire::{Rfc4175View, RtpView};
+use metronome_wire::{SeqNo, Ssrc};
 use std::time::Duration;
 
 /// RTP datagrams (and their header extensions) into a receiver session, for TS and for any
@@ -99,7 +99,7 @@ pub fn rtcp(data: &[u8]) {
         assert!(items <= d.len(), "{items} items from {} bytes", d.len());
         let _ = rx.handle_rtcp(now, d);
         // Every sequence number "sent" at its own µs: TFRC's and TFMCC's echoes are resolved.
-        let sent_at = |seq: u16| Some(Timestamp::from_micros(u64::from(seq)));
+        let sent_at = |seq: SeqNo| Some(Timestamp::from_micros(u64::from(seq.get())));
         tx.handle_rtcp(
             now,
             NtpTime::from_unix_nanos(now.as_nanos()),

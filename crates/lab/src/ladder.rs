@@ -17,7 +17,7 @@ use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
 use metronome_time::{Bitrate, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use metronome_wire::PayloadType;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::sync::{Arc, Mutex, Weak};
 
 /// The codec of a declared ladder.
@@ -257,7 +257,7 @@ pub const PAYLOAD_TYPE: PayloadType = PayloadType(96);
 /// the send-time extension if it is carried), UDP and IPv4 (28).
 pub fn payloader(
     ssrc: Ssrc,
-    initial_seq: u16,
+    initial_seq: SeqNo,
     mtu: Option<u32>,
     send_time: SendTimeExt,
 ) -> PayloaderConfig {

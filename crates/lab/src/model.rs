@@ -28,7 +28,7 @@ use metronome_sim::Sim;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use metronome_wire::rtx::StreamIds;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -345,7 +345,7 @@ impl RtpPlan {
             rtx: self
                 .repair
                 .rtx()
-                .then(|| SenderRepair::rtx(rtx, n.seq ^ 0x5a5a, playout, 4096, 1500)),
+                .then(|| SenderRepair::rtx(rtx, SeqNo(n.seq.get() ^ 0x5a5a), playout, 4096, 1500)),
             fec: self.repair.fec().map(FecConfig::new),
             viewer: viewer_repair(self.repair, self.playout_deadline),
         }
@@ -435,7 +435,7 @@ impl RtpPlan {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Numbering {
     pub ssrc: Ssrc,
-    pub seq: u16,
+    pub seq: SeqNo,
     pub rtp_ts_base: u32,
     pub epoch: Timestamp,
 }
@@ -446,7 +446,7 @@ impl Numbering {
     fn simulated(seed: u64, f: &FlowDecl) -> Numbering {
         Numbering {
             ssrc: Ssrc(seed as u32 | 1),
-            seq: 1000 + (seed % 20_000) as u16,
+            seq: SeqNo(1000 + (seed % 20_000) as u16),
             rtp_ts_base: (seed >> 16) as u32,
             epoch: Timestamp::ZERO + f.start,
         }

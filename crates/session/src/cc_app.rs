@@ -12,7 +12,7 @@ use metronome_wire::rtcp::ccfb::{ATO_MAX, MAX_REPORTS};
 use metronome_wire::rtcp::{
     CcApp, CcfbReport, CcfbWriter, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt,
 };
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::time::Duration;
 
 fn us(d: Duration) -> u32 {
@@ -125,7 +125,7 @@ pub fn ccfb_of(a: &ArrivalReport, media_ssrc: Ssrc) -> CcfbWriter {
         .collect();
     CcfbWriter::new(
         media_ssrc,
-        a.begin_seq as u16,
+        SeqNo(a.begin_seq as u16),
         reports,
         ccfb_timestamp(a.at),
     )

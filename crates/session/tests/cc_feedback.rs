@@ -60,7 +60,7 @@ fn rtp(seq: u16, time: Timestamp, ext: SendTimeExt, sent: NtpTime) -> Vec<u8> {
     }
     let hdr = RtpHeader {
         payload_type: PayloadType(33),
-        sequence: seq,
+        sequence: metronome_wire::SeqNo(seq),
         timestamp: MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, time),
         ssrc: SSRC,
         marker: false,
@@ -150,7 +150,7 @@ fn run_stamped(
                 due: Timestamp::ZERO + gap * queued,
                 wire_len: 1344,
                 payload_len: 1316,
-                seq: queued as u16,
+                seq: metronome_wire::SeqNo(queued as u16),
             };
             s.handle_input(now, Input::Packet(q)).unwrap();
             queued += 1;

@@ -60,7 +60,7 @@ fn packetize(p: &mut RawPayloader, frame: &RawFrame) -> Vec<Vec<u8>> {
         let v = RtpView::parse(pkt).unwrap();
         let seq = first_seq.wrapping_add(out.len() as u32);
         assert_eq!(info.seq, seq);
-        assert_eq!(v.sequence(), seq as u16);
+        assert_eq!(v.sequence(), metronome_wire::SeqNo(seq as u16));
         let pl = Rfc4175View::parse(v.payload()).unwrap();
         assert_eq!(
             pl.extended_sequence(v.sequence()),
@@ -244,7 +244,7 @@ proptest! {
         });
         let declared: usize = headers.iter().map(|h| usize::from(h.length)).sum();
         let mut buf = vec![0x5au8; 2000];
-        let hdr = RtpHeader { payload_type: PayloadType(96), sequence: 9, timestamp: 7, ssrc: Ssrc(1), marker: false };
+        let hdr = RtpHeader { payload_type: PayloadType(96), sequence: metronome_wire::SeqNo(9), timestamp: 7, ssrc: Ssrc(1), marker: false };
         let at = write_rtp_header(&mut buf, &hdr, RawHeaderExt::default()).unwrap();
         let n = write_headers(&mut buf[at..], 0, &headers).unwrap();
         let short = extra % 3 == 0 && declared > 0;

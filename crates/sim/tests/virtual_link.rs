@@ -59,7 +59,7 @@ fn config(fwd: LinkConfig, seed: u64) -> PairConfig {
 fn source(cfg: &PairConfig, packets: usize) -> CbrTs {
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(Ssrc(0xfeed), 65_000, 12_345)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), metronome_wire::SeqNo(65_000), 12_345)
     };
     CbrTs::new(pcfg, cfg.epoch, TS_INTERVAL, packets)
 }

@@ -5,8 +5,8 @@
 //! - [`NtpTime`]: wall-clock time in the RFC 3550 / RFC 5905 64-bit format, for RTCP sender reports and
 //!   for the send-time header extension (on one host, sender and receiver wall clocks agree).
 //! - [`MediaClock`]: converts between [`Timestamp`] and RTP media ticks (90 kHz for video, RFC 3551).
-//! - [`SeqUnwrapper`], [`RtpTsUnwrapper`] and [`AbsSendTimeUnwrapper`]: extend 16-bit sequence numbers, 32-bit RTP timestamps and 24-bit send times
-//!   with a rollover count.
+//! - [`RtpTsUnwrapper`] and [`AbsSendTimeUnwrapper`]: extend 32-bit RTP timestamps and 24-bit send times
+//!   with a rollover count (sequence numbers: `metronome_wire::SeqNo`).
 //! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
 //! - [`Bitrate`]: a rate in bit/s, and how long bytes take at it.
 //! - [`mix::splitmix64`]: the seed mixer every crate uses.
@@ -21,7 +21,7 @@ mod unwrap;
 pub use dist::{Distribution, Summary};
 pub use ntp::NtpTime;
 pub use rate::{Bitrate, IPV4_UDP_OVERHEAD};
-pub use unwrap::{AbsSendTimeUnwrapper, ClockUnwrapper, RtpTsUnwrapper, SeqUnwrapper};
+pub use unwrap::{AbsSendTimeUnwrapper, ClockUnwrapper, RtpTsUnwrapper};
 
 use std::fmt;
 use std::ops::{Add, AddAssign, Sub};

@@ -27,7 +27,7 @@
 //! [`write()`] and [`parse`] never allocate and never panic on any input.
 
 use crate::rtp::RTP_HEADER_LEN;
-use crate::PayloadType;
+use crate::{PayloadType, SeqNo};
 
 /// Bytes of the FEC header after the RTP header.
 pub const FEC_HEADER_LEN: usize = 16;
@@ -86,7 +86,7 @@ pub enum FecError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FecHeader {
     /// The first media packet protected (its sequence number).
-    pub sn_base: u16,
+    pub sn_base: SeqNo,
     /// The XOR of the protected packets' lengths after their fixed header.
     pub length_recovery: u16,
     /// The XOR of their payload types.
@@ -105,14 +105,14 @@ pub struct FecHeader {
 
 impl FecHeader {
     /// The sequence number of the `i`-th packet protected (`i < na`).
-    pub fn protected(&self, i: u8) -> u16 {
+    pub fn protected(&self, i: u8) -> SeqNo {
         self.sn_base
-            .wrapping_add(u16::from(i).wrapping_mul(u16::from(self.offset)))
+            .add(u16::from(i).wrapping_mul(u16::from(self.offset)))
     }
 
     /// Whether media packet `seq` is one this FEC packet protects.
-    pub fn covers(&self, seq: u16) -> bool {
-        let d = seq.wrapping_sub(self.sn_base);
+    pub fn covers(&self, seq: SeqNo) -> bool {
+        let d = seq.since(self.sn_base);
         let off = u16::from(self.offset);
         d % off == 0 && d / off < u16::from(self.na)
     }
@@ -122,7 +122,7 @@ impl FecHeader {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FecView<'a> {
     /// The FEC stream's own sequence number.
-    pub sequence: u16,
+    pub sequence: SeqNo,
     /// The FEC stream's timestamp (the last media packet's when it was sent).
     pub timestamp: u32,
     /// The recovery fields.
@@ -159,10 +159,10 @@ pub fn parse(data: &[u8]) -> Result<FecView<'_>, FecError> {
         return Err(FecError::Geometry { offset, na });
     }
     Ok(FecView {
-        sequence: u16::from_be_bytes([data[2], data[3]]),
+        sequence: SeqNo::from_be_bytes([data[2], data[3]]),
         timestamp: u32::from_be_bytes([data[4], data[5], data[6], data[7]]),
         header: FecHeader {
-            sn_base: u16::from_be_bytes([f[0], f[1]]),
+            sn_base: SeqNo::from_be_bytes([f[0], f[1]]),
             length_recovery: u16::from_be_bytes([f[2], f[3]]),
             pt_recovery: f[4] & 0x7f,
             ts_recovery: u32::from_be_bytes([f[8], f[9], f[10], f[11]]),
@@ -181,7 +181,7 @@ pub struct FecStream {
     /// Its payload type ([`FEC_PAYLOAD_TYPE`] where Metronome chooses).
     pub payload_type: PayloadType,
     /// Its sequence number (rows and columns count apart).
-    pub sequence: u16,
+    pub sequence: SeqNo,
     /// Its timestamp: the last media packet's when it leaves.
     pub timestamp: u32,
 }
@@ -237,7 +237,7 @@ mod tests {
 
     fn row() -> FecHeader {
         FecHeader {
-            sn_base: 65_534,
+            sn_base: SeqNo(65_534),
             length_recovery: 0x1234,
             pt_recovery: 33,
             ts_recovery: 0xdead_beef,
@@ -252,14 +252,14 @@ mod tests {
     fn written_packets_read_back_and_say_what_they_protect() {
         let stream = FecStream {
             payload_type: PayloadType(96),
-            sequence: 7,
+            sequence: SeqNo(7),
             timestamp: 42,
         };
         let mut buf = [0u8; 64];
         let n = write(&mut buf, &stream, &row(), &[1, 2, 3]).unwrap();
         assert_eq!(n, 31);
         let v = parse(&buf[..n]).unwrap();
-        assert_eq!((v.sequence, v.timestamp), (7, 42));
+        assert_eq!((v.sequence, v.timestamp), (SeqNo(7), 42));
         assert_eq!(v.header, row());
         assert_eq!(v.payload, &[1, 2, 3]);
         // Any RTP parser reads it: version 2, no padding, extension or CSRCs, SSRC 0.
@@ -269,16 +269,16 @@ mod tests {
             (crate::Ssrc(0), PayloadType(96))
         );
         // A row from 65534 wraps: 65534, 65535, 0, 1, 2.
-        assert!(row().covers(2) && !row().covers(3) && !row().covers(65_533));
-        assert_eq!(row().protected(4), 2);
+        assert!(row().covers(SeqNo(2)) && !row().covers(SeqNo(3)) && !row().covers(SeqNo(65_533)));
+        assert_eq!(row().protected(4), SeqNo(2));
         let col = FecHeader {
             direction: Direction::Column,
             offset: 4,
             na: 3,
-            sn_base: 10,
+            sn_base: SeqNo(10),
             ..row()
         };
-        assert!(col.covers(18) && !col.covers(22) && !col.covers(11));
+        assert!(col.covers(SeqNo(18)) && !col.covers(SeqNo(22)) && !col.covers(SeqNo(11)));
         assert!(write(&mut [0u8; 30], &stream, &row(), &[1, 2, 3]).is_err());
     }
 
@@ -286,7 +286,7 @@ mod tests {
     fn what_is_not_2022_1_xor_fec_says_why() {
         let stream = FecStream {
             payload_type: PayloadType(96),
-            sequence: 0,
+            sequence: SeqNo(0),
             timestamp: 0,
         };
         let mut buf = [0u8; 40];

@@ -22,7 +22,7 @@ pub mod rtx;
 pub mod sdp;
 pub mod ts;
 
-pub use ids::{PayloadType, Ssrc};
+pub use ids::{PayloadType, SeqNo, SeqUnwrapper, Ssrc};
 pub use rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader};
 pub use rtcp::{CcApp, RtcpError, RtcpItem, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use rtp::{RtpError, RtpHeader, RtpView};

@@ -24,6 +24,7 @@
 //! headers in this packet, not about the line going on in the next packet).
 
 use crate::rtp::{RtpError, RtpHeader, ONE_BYTE_EXT_PROFILE, RTP_HEADER_LEN, SEND_TIME_EXT_ID};
+use crate::SeqNo;
 
 /// The extended sequence number field (RFC 4175 §4.1).
 pub const EXT_SEQ_LEN: usize = 2;
@@ -184,8 +185,8 @@ impl<'a> Rfc4175View<'a> {
         self.ext_seq
     }
     /// The 32-bit extended sequence number given the RTP header's low 16 bits.
-    pub fn extended_sequence(&self, rtp_seq: u16) -> u32 {
-        (u32::from(self.ext_seq) << 16) | u32::from(rtp_seq)
+    pub fn extended_sequence(&self, rtp_seq: SeqNo) -> u32 {
+        (u32::from(self.ext_seq) << 16) | u32::from(rtp_seq.get())
     }
     /// Number of sample row headers (segments) in the payload; at least one.
     pub fn segment_count(&self) -> usize {
@@ -380,7 +381,7 @@ mod tests {
         buf[at..at + 6].copy_from_slice(b"ABCDEF");
         let v = Rfc4175View::parse(&buf[..at + 6]).unwrap();
         assert_eq!(v.ext_seq(), 0xabcd);
-        assert_eq!(v.extended_sequence(7), 0xabcd_0007);
+        assert_eq!(v.extended_sequence(SeqNo(7)), 0xabcd_0007);
         assert_eq!(v.segment_count(), 2);
         let segs: Vec<_> = v.segments().collect();
         assert!(segs[0].header.cont && !segs[1].header.cont);
@@ -418,7 +419,7 @@ mod tests {
     fn shifting_the_sequence_moves_both_halves_with_the_borrow() {
         let hdr = RtpHeader {
             payload_type: PayloadType(96),
-            sequence: 0x0001,
+            sequence: SeqNo(0x0001),
             timestamp: 90_000,
             ssrc: crate::Ssrc(7),
             marker: false,
@@ -438,7 +439,7 @@ mod tests {
         // 0x0002_0001 − 3 = 0x0001_fffe: the borrow crosses into the payload header.
         assert!(shift_sequence(pkt, 3));
         let v = RtpView::parse(pkt).unwrap();
-        assert_eq!(v.sequence(), 0xfffe);
+        assert_eq!(v.sequence(), SeqNo(0xfffe));
         let r = Rfc4175View::parse(v.payload()).unwrap();
         assert_eq!(r.extended_sequence(v.sequence()), 0x0001_fffe);
         assert_eq!(r.segment_count(), 1, "the rest of the packet is untouched");
@@ -449,7 +450,7 @@ mod tests {
     fn rtp_header_with_both_extensions_parses() {
         let hdr = RtpHeader {
             payload_type: PayloadType(96),
-            sequence: 0xfffe,
+            sequence: SeqNo(0xfffe),
             timestamp: 90_000,
             ssrc: crate::Ssrc(7),
             marker: true,
@@ -480,7 +481,7 @@ mod tests {
             let v = RtpView::parse(pkt).unwrap();
             assert_eq!(
                 (v.sequence(), v.timestamp(), v.ssrc()),
-                (0xfffe, 90_000, crate::Ssrc(7))
+                (SeqNo(0xfffe), 90_000, crate::Ssrc(7))
             );
             assert!(v.marker());
             assert_eq!(v.payload_type(), PayloadType(96));

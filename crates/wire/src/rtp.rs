@@ -1,6 +1,6 @@
 //! RTP packets (RFC 3550 §5.1) and the send-time header extension (RFC 8285 §4.2).
 
-use crate::{PayloadType, Ssrc};
+use crate::{PayloadType, SeqNo, Ssrc};
 use metronome_time::NtpTime;
 use rtp_types::{RtpPacket, RtpPacketBuilder};
 
@@ -124,7 +124,7 @@ pub struct RtpHeader {
     /// others such as RFC 4175 video.
     pub payload_type: PayloadType,
     /// Sequence number, incremented by one per packet sent and wrapping at 2^16 (RFC 3550 §5.1).
-    pub sequence: u16,
+    pub sequence: SeqNo,
     /// RTP timestamp in media-clock ticks (90 kHz for video), wrapping at 2^32.
     pub timestamp: u32,
     /// Synchronization source identifier of the stream.
@@ -144,7 +144,7 @@ pub fn write_packet(
 ) -> Result<usize, RtpError> {
     let mut b = RtpPacketBuilder::<&[u8], &[u8]>::new()
         .payload_type(hdr.payload_type.get())
-        .sequence_number(hdr.sequence)
+        .sequence_number(hdr.sequence.get())
         .timestamp(hdr.timestamp)
         .ssrc(hdr.ssrc.get())
         .marker_bit(hdr.marker)
@@ -192,16 +192,16 @@ pub fn patch_send_time(packet: &mut [u8], t: NtpTime) {
 /// packet sent). Does nothing to a packet shorter than an RTP header.
 pub fn shift_sequence(packet: &mut [u8], by: u16) {
     if let Some(b) = packet.get_mut(2..4) {
-        let seq = u16::from_be_bytes([b[0], b[1]]).wrapping_sub(by);
+        let seq = SeqNo::from_be_bytes([b[0], b[1]]).sub(by);
         b.copy_from_slice(&seq.to_be_bytes());
     }
 }
 
 /// A packet's sequence number as written (0 for a packet shorter than an RTP header).
-pub fn sequence_of(packet: &[u8]) -> u16 {
+pub fn sequence_of(packet: &[u8]) -> SeqNo {
     packet
         .get(2..4)
-        .map_or(0, |b| u16::from_be_bytes([b[0], b[1]]))
+        .map_or(SeqNo(0), |b| SeqNo::from_be_bytes([b[0], b[1]]))
 }
 
 /// A parsed view of one RTP packet.
@@ -222,9 +222,10 @@ impl<'a> RtpView<'a> {
     pub fn payload_type(&self) -> PayloadType {
         PayloadType(self.pkt.payload_type())
     }
-    /// The 16-bit sequence number as written (extend it with a `SeqUnwrapper`).
-    pub fn sequence(&self) -> u16 {
-        self.pkt.sequence_number()
+    /// The 16-bit sequence number as written (extend it with [`SeqNo::extend_near`] or a
+    /// [`crate::SeqUnwrapper`]).
+    pub fn sequence(&self) -> SeqNo {
+        SeqNo(self.pkt.sequence_number())
     }
     /// The 32-bit RTP timestamp, in media-clock ticks.
     pub fn timestamp(&self) -> u32 {
@@ -300,7 +301,7 @@ mod tests {
     fn header(payload_type: u8, sequence: u16, timestamp: u32, marker: bool) -> RtpHeader {
         RtpHeader {
             payload_type: PayloadType(payload_type),
-            sequence,
+            sequence: SeqNo(sequence),
             timestamp,
             ssrc: Ssrc(0x1234_5678),
             marker,
@@ -316,7 +317,7 @@ mod tests {
         assert_eq!(n, 12 + SEND_TIME_EXT_LEN + 1316);
         patch_send_time(&mut buf[..n], NtpTime(0x0102_0304_0506_0708));
         let v = RtpView::parse(&buf[..n]).unwrap();
-        assert_eq!(v.sequence(), 65_535);
+        assert_eq!(v.sequence(), SeqNo(65_535));
         assert_eq!(v.timestamp(), 0xdead_beef);
         assert_eq!(v.payload().len(), 1316);
         assert_eq!(

@@ -7,7 +7,7 @@
 //! Both copy bytes into a caller's buffer and never allocate; neither panics on any input.
 
 use crate::rtp::RtpView;
-use crate::{PayloadType, Ssrc};
+use crate::{PayloadType, SeqNo, Ssrc};
 
 /// Bytes the OSN adds to a retransmission packet beyond the original.
 pub const OSN_LEN: usize = 2;
@@ -47,7 +47,7 @@ struct Parts {
     header: usize,
     /// The payload's length, padding excluded.
     payload: usize,
-    sequence: u16,
+    sequence: SeqNo,
 }
 
 fn parts(packet: &[u8]) -> Result<Parts, RtxError> {
@@ -63,7 +63,7 @@ fn parts(packet: &[u8]) -> Result<Parts, RtxError> {
 }
 
 /// Copies `header` into `out` with the stream's ids and `sequence`, padding bit cleared.
-fn rewrite_header(header: &[u8], out: &mut [u8], ids: StreamIds, sequence: u16) {
+fn rewrite_header(header: &[u8], out: &mut [u8], ids: StreamIds, sequence: SeqNo) {
     out[..header.len()].copy_from_slice(header);
     out[0] &= !0x20;
     out[1] = (out[1] & 0x80) | (ids.payload_type.get() & 0x7f);
@@ -77,7 +77,7 @@ fn rewrite_header(header: &[u8], out: &mut [u8], ids: StreamIds, sequence: u16) 
 pub fn wrap(
     original: &[u8],
     ids: StreamIds,
-    sequence: u16,
+    sequence: SeqNo,
     out: &mut [u8],
 ) -> Result<usize, RtxError> {
     let p = parts(original)?;
@@ -97,12 +97,12 @@ pub fn wrap(
 /// Writes the original packet that `rtx` repairs into `out`, under the original stream's `ids`
 /// (the SSRC the retransmission stream is associated with, the payload type its `apt` names).
 /// Returns the length and the original sequence number.
-pub fn unwrap(rtx: &[u8], ids: StreamIds, out: &mut [u8]) -> Result<(usize, u16), RtxError> {
+pub fn unwrap(rtx: &[u8], ids: StreamIds, out: &mut [u8]) -> Result<(usize, SeqNo), RtxError> {
     let p = parts(rtx)?;
     if p.payload < OSN_LEN {
         return Err(RtxError::NoOsn);
     }
-    let osn = u16::from_be_bytes([rtx[p.header], rtx[p.header + 1]]);
+    let osn = SeqNo::from_be_bytes([rtx[p.header], rtx[p.header + 1]]);
     let need = p.header + p.payload - OSN_LEN;
     if out.len() < need {
         return Err(RtxError::BufferTooSmall {
@@ -149,7 +149,7 @@ mod tests {
     fn a_retransmission_carries_the_osn_and_gives_back_the_original() {
         let orig = original(None);
         let mut rtx = [0u8; 1500];
-        let n = wrap(&orig, RTX, 12, &mut rtx).unwrap();
+        let n = wrap(&orig, RTX, SeqNo(12), &mut rtx).unwrap();
         assert_eq!(n, orig.len() + OSN_LEN);
         let p = RtpPacket::parse(&rtx[..n]).unwrap();
         assert_eq!(
@@ -163,14 +163,14 @@ mod tests {
 
         let mut back = [0u8; 1500];
         let (m, osn) = unwrap(&rtx[..n], MEDIA, &mut back).unwrap();
-        assert_eq!((osn, &back[..m]), (65_535, orig.as_slice()));
+        assert_eq!((osn, &back[..m]), (SeqNo(65_535), orig.as_slice()));
     }
 
     #[test]
     fn the_originals_padding_is_not_retransmitted() {
         let orig = original(Some(4));
         let mut rtx = [0u8; 1500];
-        let n = wrap(&orig, RTX, 1, &mut rtx).unwrap();
+        let n = wrap(&orig, RTX, SeqNo(1), &mut rtx).unwrap();
         assert_eq!(n, orig.len() - 4 + OSN_LEN);
         let p = RtpPacket::parse(&rtx[..n]).unwrap();
         assert_eq!(p.padding(), None);
@@ -183,7 +183,7 @@ mod tests {
     fn bad_input_is_an_error_never_a_panic() {
         let mut out = [0u8; 64];
         assert!(matches!(
-            wrap(&[0x80, 1, 2], RTX, 1, &mut out),
+            wrap(&[0x80, 1, 2], RTX, SeqNo(1), &mut out),
             Err(RtxError::Parse(_))
         ));
         let no_osn = RtpPacketBuilder::<&[u8], &[u8]>::new()
@@ -195,11 +195,11 @@ mod tests {
         let orig = original(None);
         let mut small = [0u8; 20];
         assert!(matches!(
-            wrap(&orig, RTX, 1, &mut small),
+            wrap(&orig, RTX, SeqNo(1), &mut small),
             Err(RtxError::BufferTooSmall { .. })
         ));
         for len in 0..orig.len() {
-            let _ = wrap(&orig[..len], RTX, 1, &mut out);
+            let _ = wrap(&orig[..len], RTX, SeqNo(1), &mut out);
             let _ = unwrap(&orig[..len], MEDIA, &mut out);
         }
     }

@@ -144,7 +144,7 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
             let n = control.recv(&mut buf).expect("a NACK for packet 5");
             parse_compound(&buf[..n], |item| {
                 if let RtcpItem::Nack(n) = item {
-                    asked.extend(n.sequences().map(|s| (n.media_ssrc, s)));
+                    asked.extend(n.sequences().map(|s| (n.media_ssrc, s.get())));
                 }
             })
             .unwrap();
@@ -155,7 +155,8 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
             payload_type: PayloadType(97),
         };
         let mut rtx = [0u8; 1500];
-        let n = metronome_wire::rtx::wrap(&numbered(7, 5), ids, 1, &mut rtx).unwrap();
+        let n = metronome_wire::rtx::wrap(&numbered(7, 5), ids, metronome_wire::SeqNo(1), &mut rtx)
+            .unwrap();
         data.send_to(&rtx[..n], to).unwrap();
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -189,7 +190,7 @@ fn fec_is_taken_only_from_the_streams_host() {
         columns: 4,
         rows: 4,
     };
-    let mut enc = FecEncoder::new(FecConfig::new(shape), 100);
+    let mut enc = FecEncoder::new(FecConfig::new(shape), metronome_wire::SeqNo(100));
     let packets: Vec<Vec<u8>> = (0..16).map(|s| numbered(7, s)).collect();
     let mut fec = Vec::new();
     let mut buf = [0u8; 2000];

@@ -21,7 +21,7 @@ use metronome_session::rtsp::{
     Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
 };
 use metronome_time::MediaClock;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -83,7 +83,7 @@ struct SessionMedia {
     /// Where the current play's packets started numbering.
     start: Option<StartInfo>,
     /// The sequence number the next play continues with (after a PAUSE).
-    next_seq: Option<u16>,
+    next_seq: Option<SeqNo>,
     /// The client's address: only its own receiver reports keep the session alive.
     peer: std::net::IpAddr,
     /// Receiver reports seen so far from the stream it plays now (liveness).
@@ -104,7 +104,7 @@ struct RawPlay {
     ctl: Arc<RawControl>,
     /// Runs the session's sender; it gives its admission back when it ends.
     thread: JoinHandle<()>,
-    first_seq: u16,
+    first_seq: SeqNo,
     first_rtptime: u32,
 }
 
@@ -401,7 +401,7 @@ impl Backend for MediaBackend {
                 s.reports = 0;
             }
             return Ok(PlayInfo {
-                seq: g.start.seq.wrapping_add(sent as u16),
+                seq: g.start.seq.add(sent as u16),
                 rtptime: g
                     .start
                     .rtptime
@@ -503,7 +503,7 @@ impl MediaBackend {
                 play.ctl.stop.store(true, Ordering::Release);
                 let _ = play.thread.join();
                 let sent = play.ctl.counters.packets.load(Ordering::Relaxed);
-                s.next_seq = Some(play.first_seq.wrapping_add(sent as u16));
+                s.next_seq = Some(play.first_seq.add(sent as u16));
             }
             s.playing = None;
             return Ok(Duration::ZERO);
@@ -523,7 +523,7 @@ impl MediaBackend {
             self.server.pause(&stream)
         };
         if let (Ok(st), Some(start)) = (stopped, s.start) {
-            s.next_seq = Some(start.seq.wrapping_add(st.packets as u16));
+            s.next_seq = Some(start.seq.add(st.packets as u16));
         }
         let end = self.mounts.get(&s.mount).and_then(|m| m.duration);
         let reached = s.from + position;
@@ -553,7 +553,7 @@ impl MediaBackend {
         let m = raw.mount.clone();
         let mut cfg = m.sender.clone();
         cfg.ssrc = s.ssrc;
-        cfg.seed = u64::from(s.ssrc.get()) << 32 | u64::from(s.next_seq.unwrap_or(0));
+        cfg.seed = u64::from(s.ssrc.get()) << 32 | u64::from(s.next_seq.unwrap_or_default().get());
         cfg.initial_seq = s.next_seq;
         cfg.live = m.live;
         let name = Self::stream_name(&s.mount, session);

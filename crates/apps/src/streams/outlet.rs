@@ -4,7 +4,7 @@
 
 use crate::interleaved::{ConnOut, Inbox};
 use metronome_rt::udp::{RtcpSocket, UdpSender};
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,14 +85,14 @@ pub struct SessionOutlet {
     pub from: Duration,
     /// The first packet's sequence number: after a PAUSE, the one after the last packet sent,
     /// so receivers see no gap (RFC 3550 §5.1 asks for a random start only for a new source).
-    pub next_seq: Option<u16>,
+    pub next_seq: Option<SeqNo>,
 }
 
 /// Where a started stream's first packet is, for RTSP's RTP-Info header.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StartInfo {
     pub ssrc: Ssrc,
-    pub seq: u16,
+    pub seq: SeqNo,
     pub rtptime: u32,
     /// The stream's time zero (its source's timeline) on the wall clock, Unix ns: a packet
     /// due at `d` on the timeline is released at this plus `d`.

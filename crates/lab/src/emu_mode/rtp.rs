@@ -27,7 +27,7 @@ use metronome_session::receiver::RepairStats;
 use metronome_session::repair_figures::{sender_repair, viewer_repair};
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -84,7 +84,7 @@ struct Received {
 /// One datagram as a receiver got it.
 #[derive(Clone, Copy)]
 struct Got {
-    seq: u16,
+    seq: SeqNo,
     at: Timestamp,
     /// When it left the sender (its send-time stamp), on the run's clock.
     sent: Option<Timestamp>,
@@ -314,7 +314,7 @@ fn stream_epoch(
     out: &SenderOutcome,
     st: &Stage,
     release: &dyn Fn(usize) -> Duration,
-    index: &dyn Fn(u16) -> usize,
+    index: &dyn Fn(SeqNo) -> usize,
 ) -> Option<Timestamp> {
     let stamped = got
         .iter()
@@ -347,7 +347,7 @@ fn report(
         let due = &map.sent.packet_due;
         due.get(k).or(due.last()).copied().unwrap_or(Duration::ZERO)
     };
-    let index = |seq: u16| seq.wrapping_sub(out.first_seq) as usize;
+    let index = |seq: SeqNo| usize::from(seq.since(SeqNo(out.first_seq)));
     // When the server sent packet `k`, on the run's clock.
     let sent_at = |k: usize| {
         let ns = *out.send_times_unix_ns.get(k)?;
@@ -365,11 +365,7 @@ fn report(
                 let mut at_k = vec![Timestamp::MAX; sent as usize];
                 let mut last = 0u64;
                 for g in &got {
-                    let near = last & !0xffff | index(g.seq) as u64;
-                    let k = [near.wrapping_sub(0x1_0000), near, near + 0x1_0000]
-                        .into_iter()
-                        .min_by_key(|c| c.abs_diff(last))
-                        .unwrap_or(near);
+                    let k = SeqNo(index(g.seq) as u16).extend_near(last);
                     last = k;
                     let at = rel(g.at);
                     // Sent when its stamp says, or (a ladder's packets carry none) when the

@@ -17,7 +17,7 @@ pub mod sdp;
 
 use crate::decode::VideoCodec;
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
-use metronome_wire::PayloadType;
+use metronome_wire::{PayloadType, SeqNo};
 
 /// How packets are made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct PayloaderConfig {
     /// RTP payload bytes per packet at most.
     pub max_payload: usize,
     /// The first packet's sequence number; later ones count up from it, wrapping.
-    pub initial_seq: u16,
+    pub initial_seq: SeqNo,
     /// The send-time header extension packets carry (filled in when they leave).
     pub send_time: SendTimeExt,
 }
@@ -43,7 +43,7 @@ pub struct PacketOut {
     /// Of which RTP payload, bytes (at most `max_payload`).
     pub payload_len: usize,
     /// Its RTP sequence number.
-    pub seq: u16,
+    pub seq: SeqNo,
     /// The frame's last packet.
     pub marker: bool,
 }
@@ -52,7 +52,7 @@ pub struct PacketOut {
 pub struct FramePayloader {
     codec: VideoCodec,
     cfg: PayloaderConfig,
-    seq: u16,
+    seq: SeqNo,
     /// The frame in hand: its pieces (whole NAL units or the whole MPEG-4 frame) as byte
     /// ranges, which piece is next and how far into it.
     pieces: Vec<(usize, usize)>,
@@ -87,7 +87,7 @@ impl FramePayloader {
     }
 
     /// The next packet's sequence number.
-    pub fn next_seq(&self) -> u16 {
+    pub fn next_seq(&self) -> SeqNo {
         self.seq
     }
 
@@ -146,7 +146,7 @@ impl FramePayloader {
         };
         let len = rtp::write_packet(out, &hdr, self.cfg.send_time, &self.scratch)?;
         let seq = self.seq;
-        self.seq = self.seq.wrapping_add(1);
+        self.seq = self.seq.next();
         Ok(Some(PacketOut {
             len,
             payload_len: self.scratch.len(),

@@ -7,7 +7,7 @@ fn cfg(max: usize) -> PayloaderConfig {
         ssrc: Ssrc(0x1234),
         payload_type: PayloadType(96),
         max_payload: max,
-        initial_seq: 65534,
+        initial_seq: metronome_wire::SeqNo(65534),
         send_time: metronome_wire::rtp::SendTimeExt::None,
     }
 }
@@ -23,7 +23,7 @@ fn packets(p: &mut FramePayloader, frame: &[u8], ts: u32) -> Vec<(Vec<u8>, bool,
         out.push((
             v.payload().to_vec(),
             v.marker(),
-            v.sequence(),
+            v.sequence().get(),
             v.timestamp(),
         ));
     }

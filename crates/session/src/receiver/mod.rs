@@ -25,8 +25,8 @@ use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::mp2t;
 use metronome_wire::rtcp::{self, ReportHead};
 use metronome_wire::rtp::{RtpView, SendStamp};
-use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
+use metronome_wire::{PayloadType, SeqNo};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sender_clock::{PacketTimes, SenderClock};
@@ -163,7 +163,7 @@ pub struct PacketRecord {
     /// The packet's SSRC.
     pub ssrc: Ssrc,
     /// The packet's 16-bit RTP sequence number.
-    pub seq: u16,
+    pub seq: SeqNo,
     /// The sequence number extended past its wraps (RFC 3550 A.1).
     pub ext_seq: u64,
     /// The packet's RTP timestamp.
@@ -209,7 +209,7 @@ pub enum ReceiverEvent {
         /// The source whose sequence jumped.
         ssrc: Ssrc,
         /// The sequence number it restarts at.
-        to_seq: u16,
+        to_seq: SeqNo,
         /// When the confirming packet arrived.
         at: Timestamp,
     },
@@ -281,7 +281,7 @@ pub struct ReceiverSession {
     /// Asking for repairs and taking them, if configured.
     repair: Option<repair::Repairing>,
     /// The sequence numbers of the NACK being written (kept to reuse its allocation).
-    asks: Vec<u16>,
+    asks: Vec<SeqNo>,
     /// The rate controller's latest announcement heard before the stream's first packet.
     early_announce: Option<EarlyAnnounce>,
 }
@@ -532,7 +532,7 @@ impl ReceiverSession {
     fn take_repair(
         &mut self,
         now: Timestamp,
-        osn: u16,
+        osn: SeqNo,
         via: repair::Via,
     ) -> Result<PacketRecord, Dropped> {
         let (Some(r), sources) = (self.repair.as_mut(), &mut self.sources) else {
@@ -632,7 +632,7 @@ impl ReceiverSession {
             .on_packet(now, ext_seq, sent, len + IP_UDP_OVERHEAD);
     }
 
-    fn source_index(&mut self, ssrc: Ssrc, seq: u16, now: Timestamp) -> Result<usize, Dropped> {
+    fn source_index(&mut self, ssrc: Ssrc, seq: SeqNo, now: Timestamp) -> Result<usize, Dropped> {
         if let Some(i) = self.sources.iter().position(|s| s.ssrc == ssrc) {
             return Ok(i);
         }
@@ -866,7 +866,7 @@ impl ReceiverSession {
     }
 
     /// Appends a generic NACK for `asks` of the repaired stream (RFC 4585 §6.2.1); its length.
-    fn write_nack(&mut self, buf: &mut [u8], asks: &[u16]) -> usize {
+    fn write_nack(&mut self, buf: &mut [u8], asks: &[SeqNo]) -> usize {
         let Some(r) = self.repair.as_mut() else {
             return 0;
         };

@@ -14,7 +14,7 @@ use crate::repair::{FecDecoder, FecReceiveCounters, NackConfig, NackCounters, Na
 use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::rtx::{self, StreamIds};
-use metronome_wire::{PayloadType, Ssrc};
+use metronome_wire::{PayloadType, SeqNo, Ssrc};
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -264,8 +264,8 @@ impl Repairing {
     /// The next packet FEC rebuilt, into [`Repairing::packet`]: its sequence number. One
     /// that `ahead` says is ahead of the highest received waits (at most [`EARLY`]; the
     /// oldest goes) and comes first once it is not.
-    pub(crate) fn next_rebuilt(&mut self, ahead: impl Fn(u16) -> bool) -> Option<u16> {
-        let seq = |p: &[u8]| u16::from_be_bytes([p[2], p[3]]);
+    pub(crate) fn next_rebuilt(&mut self, ahead: impl Fn(SeqNo) -> bool) -> Option<SeqNo> {
+        let seq = |p: &[u8]| SeqNo::from_be_bytes([p[2], p[3]]);
         if let Some(i) = self.early.iter().position(|p| !ahead(seq(p))) {
             let p = self.early.remove(i)?;
             self.packet.clear();
@@ -344,7 +344,7 @@ impl Repairing {
     /// Unwraps retransmission `data`, sent by `ssrc`, into the original packet
     /// ([`Repairing::packet`]); its original sequence number, or `None` (counted) if it is
     /// malformed, from another SSRC than the paired one, or nothing is followed yet.
-    pub(crate) fn unwrap(&mut self, data: &[u8], ssrc: Ssrc) -> Option<u16> {
+    pub(crate) fn unwrap(&mut self, data: &[u8], ssrc: Ssrc) -> Option<SeqNo> {
         self.stats.rtx_packets += 1;
         let paired = self.cfg.rtx_ssrc.is_none_or(|want| want == ssrc);
         let Some(ids) = self.media.filter(|_| paired) else {
@@ -471,7 +471,7 @@ impl Repairing {
     pub(crate) fn on_peer_nack(
         &mut self,
         media_ssrc: Ssrc,
-        sequences: Vec<u16>,
+        sequences: Vec<SeqNo>,
         now: Timestamp,
     ) -> bool {
         if self.media.is_none_or(|m| m.ssrc != media_ssrc) {
@@ -488,7 +488,7 @@ impl Repairing {
     }
 
     /// The sequence numbers to ask for now, at most `max`, into `out`.
-    pub(crate) fn asks(&mut self, now: Timestamp, max: usize, out: &mut Vec<u16>) {
+    pub(crate) fn asks(&mut self, now: Timestamp, max: usize, out: &mut Vec<SeqNo>) {
         out.clear();
         if self.cfg.rtx_payload_type.is_none() {
             return;

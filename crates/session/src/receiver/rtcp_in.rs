@@ -5,7 +5,7 @@ use super::{ReceiverEvent, ReceiverSession, MAX_PEER_ASKS};
 use crate::interval::update_avg_rtcp_size;
 use metronome_time::{NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, CcApp, RtcpItem};
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 
 /// A sender report or BYE, about a source or another member.
 enum Seen {
@@ -23,7 +23,7 @@ struct Heard {
     sr_ts: Option<(Ssrc, (NtpTime, u32))>,
     apps: Vec<(Ssrc, CcApp)>,
     /// Other receivers' NACKs: the stream, the numbers (at most [`MAX_PEER_ASKS`]).
-    nacks: Vec<(Ssrc, Vec<u16>)>,
+    nacks: Vec<(Ssrc, Vec<SeqNo>)>,
     /// Items that are not for a receiver.
     ignored: u64,
 }

@@ -3,7 +3,7 @@
 
 use metronome_time::{Distribution, NtpTime, Timestamp};
 use metronome_wire::rtcp::Block;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 
 const RTP_SEQ_MOD: u32 = 1 << 16;
 /// RFC 3550 A.1: a forward jump of up to this many is taken as loss.
@@ -37,7 +37,7 @@ pub struct Source {
     /// The source's RTP SSRC.
     pub ssrc: Ssrc,
     // RFC 3550 A.1 state, with `received` counting unique packets only.
-    max_seq: u16,
+    max_seq: SeqNo,
     cycles: u64,
     base_seq: u32,
     bad_seq: u32,
@@ -98,12 +98,12 @@ const MAX_CNAME: usize = 255;
 
 impl Source {
     /// A source first heard at `now`; its histograms keep `digits` significant digits.
-    pub fn new(ssrc: Ssrc, seq: u16, now: Timestamp, digits: u8) -> Self {
+    pub fn new(ssrc: Ssrc, seq: SeqNo, now: Timestamp, digits: u8) -> Self {
         let mut s = Source {
             ssrc,
             max_seq: seq,
             cycles: 0,
-            base_seq: seq as u32,
+            base_seq: u32::from(seq.get()),
             bad_seq: RTP_SEQ_MOD + 1,
             received: 0,
             expected_prior: 0,
@@ -135,10 +135,10 @@ impl Source {
     }
 
     /// RFC 3550 A.1 `init_seq()`, keeping totals from before.
-    fn init_seq(&mut self, seq: u16) {
+    fn init_seq(&mut self, seq: SeqNo) {
         self.expected_before += self.expected_current();
         self.received_before += self.received;
-        self.base_seq = seq as u32;
+        self.base_seq = u32::from(seq.get());
         self.max_seq = seq;
         self.bad_seq = RTP_SEQ_MOD + 1;
         self.cycles = 0;
@@ -150,11 +150,12 @@ impl Source {
 
     /// The extended highest sequence number received (RFC 3550 A.3 `extended_max`).
     pub fn extended_max(&self) -> u64 {
-        self.cycles + self.max_seq as u64
+        self.cycles + u64::from(self.max_seq.get())
     }
 
     fn expected_current(&self) -> u64 {
-        if self.received == 0 && self.cycles == 0 && self.max_seq as u32 == self.base_seq {
+        if self.received == 0 && self.cycles == 0 && u32::from(self.max_seq.get()) == self.base_seq
+        {
             return 0;
         }
         (self.extended_max() + 1).saturating_sub(self.base_seq as u64)
@@ -197,8 +198,8 @@ impl Source {
 
     /// RFC 3550 A.1 `update_seq()`, extended with duplicate and reorder detection. Returns the
     /// verdict and the packet's extended sequence number.
-    pub fn update_seq(&mut self, seq: u16) -> (SeqVerdict, u64) {
-        let udelta = seq.wrapping_sub(self.max_seq);
+    pub fn update_seq(&mut self, seq: SeqNo) -> (SeqVerdict, u64) {
+        let udelta = seq.since(self.max_seq);
         if udelta == 0 && self.received == 0 {
             // The very first packet of a (re)started sequence.
             let ext = self.extended_max();
@@ -209,7 +210,7 @@ impl Source {
         if udelta != 0 && udelta < MAX_DROPOUT {
             // In order, with a permissible gap.
             let old_max = self.extended_max();
-            if seq < self.max_seq {
+            if seq.get() < self.max_seq.get() {
                 self.cycles += RTP_SEQ_MOD as u64;
             }
             self.max_seq = seq;
@@ -225,7 +226,7 @@ impl Source {
         }
         if udelta as u32 <= RTP_SEQ_MOD - MAX_MISORDER as u32 && udelta != 0 {
             // A very large jump.
-            if seq as u32 == self.bad_seq {
+            if u32::from(seq.get()) == self.bad_seq {
                 self.seq_jumps += 1;
                 self.init_seq(seq);
                 let ext = self.extended_max();
@@ -233,11 +234,11 @@ impl Source {
                 self.received += 1;
                 return (SeqVerdict::Resync, ext);
             }
-            self.bad_seq = (seq as u32 + 1) & (RTP_SEQ_MOD - 1);
+            self.bad_seq = (u32::from(seq.get()) + 1) & (RTP_SEQ_MOD - 1);
             return (SeqVerdict::JumpSuspect, self.extended_max());
         }
         // Duplicate or reordered (udelta == 0 or a small step back).
-        let back = self.max_seq.wrapping_sub(seq) as u64;
+        let back = u64::from(self.max_seq.since(seq));
         let ext = self.extended_max().saturating_sub(back);
         if back >= DUP_WINDOW || ext < self.base_seq as u64 {
             // Older than anything we can tell apart: count it as late, not as received.
@@ -256,19 +257,19 @@ impl Source {
 
     /// Whether packet `seq` is ahead of the highest received (a repair of it waits until a
     /// later packet has come: see [`Source::repair_of`]).
-    pub fn is_ahead(&self, seq: u16) -> bool {
-        self.received > 0 && (seq.wrapping_sub(self.max_seq) as i16) > 0
+    pub fn is_ahead(&self, seq: SeqNo) -> bool {
+        self.received > 0 && seq.is_after(self.max_seq)
     }
 
     /// A repair of packet `seq` (RFC 4588: its statistics stay the original stream's, so
     /// nothing is counted or marked; a late original still counts as received): its extended
     /// number, if this source has not had the packet; `None` for one it has, or one older than
     /// the duplicate window or ahead of the highest received.
-    pub fn repair_of(&self, seq: u16) -> Option<u64> {
+    pub fn repair_of(&self, seq: SeqNo) -> Option<u64> {
         if self.received == 0 {
             return None;
         }
-        let back = self.max_seq.wrapping_sub(seq) as u64;
+        let back = u64::from(self.max_seq.since(seq));
         let ext = self.extended_max().checked_sub(back)?;
         if back == 0 || back >= DUP_WINDOW || ext < self.base_seq as u64 || self.is_seen(ext) {
             return None;

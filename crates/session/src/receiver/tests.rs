@@ -16,7 +16,7 @@ fn rtp(seq: u16, ts: u32, ssrc: u32) -> Vec<u8> {
     let mut buf = vec![0u8; 1500];
     let hdr = RtpHeader {
         payload_type: PayloadType(33),
-        sequence: seq,
+        sequence: SeqNo(seq),
         timestamp: ts,
         ssrc: Ssrc(ssrc),
         marker: false,
@@ -113,7 +113,10 @@ fn large_jump_needs_confirmation_then_resyncs() {
     ));
     assert!(matches!(
         r.poll_event(),
-        Some(ReceiverEvent::SequenceJump { to_seq: 20_001, .. })
+        Some(ReceiverEvent::SequenceJump {
+            to_seq: SeqNo(20_001),
+            ..
+        })
     ));
 }
 
@@ -390,7 +393,7 @@ proptest! {
                 let data = if seq % 2 == 0 { rtcp_sr(ssrc, "s") } else { rtcp_rr_bye(ssrc, seq % 3 == 0) };
                 r.handle_rtcp(now, &data);
             } else {
-                let hdr = RtpHeader { payload_type: PayloadType(96), sequence: seq, timestamp: ts, ssrc: Ssrc(ssrc), marker: false };
+                let hdr = RtpHeader { payload_type: PayloadType(96), sequence: SeqNo(seq), timestamp: ts, ssrc: Ssrc(ssrc), marker: false };
                 let n = write_packet(&mut buf, &hdr, SendTimeExt::ntp64_if(seq % 5 == 0), &payload[..len]).unwrap();
                 let _ = r.handle_rtp(now, None, &buf[..n]);
             }
@@ -516,7 +519,7 @@ fn rtx_of(original: &[u8], seq: u16) -> Vec<u8> {
         payload_type: PayloadType(97),
     };
     let mut out = vec![0u8; original.len() + 2];
-    let n = metronome_wire::rtx::wrap(original, ids, seq, &mut out).unwrap();
+    let n = metronome_wire::rtx::wrap(original, ids, SeqNo(seq), &mut out).unwrap();
     out.truncate(n);
     out
 }
@@ -526,7 +529,7 @@ fn nacked(compound: &[u8]) -> Vec<(Ssrc, u16)> {
     let mut out = Vec::new();
     rtcp::parse_compound(compound, |item| {
         if let RtcpItem::Nack(n) = item {
-            out.extend(n.sequences().map(|s| (n.media_ssrc, s)));
+            out.extend(n.sequences().map(|s| (n.media_ssrc, s.get())));
         }
     })
     .unwrap();
@@ -549,7 +552,7 @@ fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() 
     let rec = r.handle_rtp(at(32), None, &rtx_of(&original, 500)).unwrap();
     assert!(rec.repaired);
     assert_eq!(
-        (rec.ssrc, rec.seq, rec.ext_seq, rec.rtp_ts),
+        (rec.ssrc, rec.seq.get(), rec.ext_seq, rec.rtp_ts),
         (Ssrc(7), 12, 12, 900)
     );
     assert_eq!(r.repaired_packet(), &original[..]);
@@ -626,7 +629,7 @@ fn with_the_sdps_pairing_only_the_paired_ssrcs_retransmissions_repair() {
     let rec = r
         .handle_rtp(at(21), None, &rtx_of(&rtp(11, 900, 7), 2))
         .unwrap();
-    assert!(rec.repaired && rec.seq == 11);
+    assert!(rec.repaired && rec.seq == SeqNo(11));
     let s = r.repair_stats().unwrap();
     assert_eq!((s.rtx_packets, s.rtx_malformed, s.rtx_useful), (2, 1, 1));
 }
@@ -636,7 +639,7 @@ fn another_receivers_nack_on_the_group_is_not_asked_again() {
     let (mut r, at) = (started(), Timestamp::from_millis);
     // A peer asked for 11 already; then this receiver sees it missing too.
     let mut peer = [0u8; 64];
-    let n = rtcp::write_nack(&mut peer, Ssrc(0x99), Ssrc(7), &[11]);
+    let n = rtcp::write_nack(&mut peer, Ssrc(0x99), Ssrc(7), &[SeqNo(11)]);
     assert!(!r.handle_rtcp(at(1), &peer[..n]));
     r.handle_rtp(at(2), None, &rtp(12, 1800, 7)).unwrap();
     let mut buf = [0u8; 1500];
@@ -753,7 +756,7 @@ fn fec_rebuilds_a_row_s_lost_packets_and_asks_for_nothing() {
         columns: 4,
         rows: 4,
     };
-    let mut enc = FecEncoder::new(FecConfig::new(shape), 0);
+    let mut enc = FecEncoder::new(FecConfig::new(shape), SeqNo(0));
     let mut r = fec_receiver();
     let at = Timestamp::from_millis;
     let mut buf = [0u8; 2000];
@@ -775,9 +778,9 @@ fn fec_rebuilds_a_row_s_lost_packets_and_asks_for_nothing() {
             assert!(rec.repaired);
             assert_eq!(
                 r.repaired_packet(),
-                &rtp(rec.seq, u32::from(rec.seq) * 270, 7)[..]
+                &rtp(rec.seq.get(), u32::from(rec.seq.get()) * 270, 7)[..]
             );
-            rebuilt.push((rec.seq, now));
+            rebuilt.push((rec.seq.get(), now));
         }
     }
     // 12 when its row's FEC came (after 13); 17 once 18, a later packet, had come.
@@ -811,7 +814,7 @@ fn fec_starts_afresh_when_the_stream_s_numbers_restart() {
     }
     // The sender restarts 40 000 numbers on (RFC 3550 A.1: two in a row confirm the jump,
     // the first is not taken), with an encoder of its own; 40 006 is lost.
-    let mut enc = FecEncoder::new(FecConfig::new(shape), 0);
+    let mut enc = FecEncoder::new(FecConfig::new(shape), SeqNo(0));
     let mut rebuilt = Vec::new();
     for seq in 40_000..40_012u16 {
         let p = rtp(seq, u32::from(seq) * 270, 7);
@@ -826,7 +829,7 @@ fn fec_starts_afresh_when_the_stream_s_numbers_restart() {
         // (40 000, the jump's first, not taken, is rebuilt too: from before the stream's
         // new start, it is of no use.)
         while let Some(rec) = r.poll_rebuilt(now) {
-            rebuilt.extend(rec.ok().map(|rec| rec.seq));
+            rebuilt.extend(rec.ok().map(|rec| rec.seq.get()));
         }
     }
     assert_eq!(rebuilt, vec![40_006]);

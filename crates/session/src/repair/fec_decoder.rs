@@ -11,6 +11,7 @@
 
 use metronome_wire::fec2022::{self, FecHeader};
 use metronome_wire::rtp::RTP_HEADER_LEN;
+use metronome_wire::SeqNo;
 use std::collections::VecDeque;
 
 /// Media packets kept, by sequence number (a power of two that divides 65 536).
@@ -47,7 +48,7 @@ pub struct FecReceiveCounters {
 
 #[derive(Debug, Default)]
 struct Slot {
-    seq: u16,
+    seq: SeqNo,
     full: bool,
     bytes: Vec<u8>,
 }
@@ -63,7 +64,7 @@ struct Pending {
 pub struct FecDecoder {
     max_packet: usize,
     media: Vec<Slot>,
-    highest: Option<u16>,
+    highest: Option<SeqNo>,
     pending: Vec<Pending>,
     recovered: VecDeque<Vec<u8>>,
     spare: Vec<Vec<u8>>,
@@ -104,7 +105,7 @@ impl FecDecoder {
         if pkt.len() < RTP_HEADER_LEN || pkt.len() > self.max_packet {
             return;
         }
-        let seq = u16::from_be_bytes([pkt[2], pkt[3]]);
+        let seq = SeqNo::from_be_bytes([pkt[2], pkt[3]]);
         if self.has(seq) {
             return;
         }
@@ -154,24 +155,22 @@ impl FecDecoder {
         true
     }
 
-    fn slot(&self, seq: u16) -> &Slot {
-        &self.media[usize::from(seq) % MEDIA_WINDOW]
+    fn slot(&self, seq: SeqNo) -> &Slot {
+        &self.media[usize::from(seq.get()) % MEDIA_WINDOW]
     }
 
-    fn has(&self, seq: u16) -> bool {
+    fn has(&self, seq: SeqNo) -> bool {
         let s = self.slot(seq);
         s.full && s.seq == seq
     }
 
-    fn store(&mut self, seq: u16, pkt: &[u8]) {
-        let newer = self
-            .highest
-            .is_none_or(|h| (seq.wrapping_sub(h) as i16) > 0);
+    fn store(&mut self, seq: SeqNo, pkt: &[u8]) {
+        let newer = self.highest.is_none_or(|h| seq.is_after(h));
         if newer {
             self.highest = Some(seq);
             self.age_pending(seq);
         }
-        let s = &mut self.media[usize::from(seq) % MEDIA_WINDOW];
+        let s = &mut self.media[usize::from(seq.get()) % MEDIA_WINDOW];
         s.seq = seq;
         s.full = true;
         s.bytes.clear();
@@ -183,8 +182,8 @@ impl FecDecoder {
         let Some(top) = self.highest else {
             return true;
         };
-        let first = h.sn_base.wrapping_sub(top) as i16 as i32;
-        let last = h.protected(h.na - 1).wrapping_sub(top) as i16 as i32;
+        let first = i32::from(h.sn_base.delta(top));
+        let last = i32::from(h.protected(h.na - 1).delta(top));
         let half = (MEDIA_WINDOW / 2) as i32;
         first > -half && last < half
     }
@@ -205,7 +204,7 @@ impl FecDecoder {
 
     /// Rebuilds `seq` from FEC `h` with `payload` and the others it protects; whether it could
     /// (the FEC's lengths agree with the packets').
-    fn rebuild(&mut self, h: &FecHeader, payload: &[u8], seq: u16) -> bool {
+    fn rebuild(&mut self, h: &FecHeader, payload: &[u8], seq: SeqNo) -> bool {
         let mut len = h.length_recovery;
         let (mut pt, mut ts, mut marker) = (h.pt_recovery, h.ts_recovery, h.marker_recovery);
         let mut first: Option<[u8; 12]> = None;
@@ -260,9 +259,9 @@ impl FecDecoder {
         if self.pending.len() == PENDING {
             // The oldest goes: the one whose first packet is furthest behind (one ahead of
             // the highest is the newest).
-            let top = self.highest.unwrap_or(0);
+            let top = self.highest.unwrap_or_default();
             let oldest = (0..self.pending.len())
-                .max_by_key(|&i| top.wrapping_sub(self.pending[i].header.sn_base) as i16)
+                .max_by_key(|&i| top.delta(self.pending[i].header.sn_base))
                 .unwrap_or(0);
             self.drop_pending(oldest);
         }
@@ -281,7 +280,7 @@ impl FecDecoder {
 
     /// Packet `seq` is now had: FEC packets that protect it are tried again, and so on for
     /// what they rebuild (each rebuild may age others out: the scan starts again).
-    fn retry_pending(&mut self, seq: u16) {
+    fn retry_pending(&mut self, seq: SeqNo) {
         let mut work = vec![seq];
         while let Some(seq) = work.pop() {
             let mut i = 0;
@@ -308,11 +307,11 @@ impl FecDecoder {
     }
 
     /// Drops FEC packets whose packets have left the window behind `top`.
-    fn age_pending(&mut self, top: u16) {
+    fn age_pending(&mut self, top: SeqNo) {
         let mut i = 0;
         while i < self.pending.len() {
             let h = &self.pending[i].header;
-            let behind = top.wrapping_sub(h.sn_base) as usize;
+            let behind = usize::from(top.since(h.sn_base));
             if (MEDIA_WINDOW / 2..0x8000).contains(&behind) {
                 self.drop_pending(i);
             } else {
@@ -324,7 +323,7 @@ impl FecDecoder {
 
 enum Missing {
     None,
-    One(u16),
+    One(SeqNo),
     Many,
 }
 

@@ -10,7 +10,7 @@
 use metronome_config::repair::FecShape;
 use metronome_wire::fec2022::{self, Direction, FecHeader, FecStream};
 use metronome_wire::rtp::RTP_HEADER_LEN;
-use metronome_wire::PayloadType;
+use metronome_wire::{PayloadType, SeqNo};
 use std::collections::VecDeque;
 
 /// How a sender makes FEC.
@@ -70,7 +70,7 @@ impl Parity {
     fn new(max: usize, direction: Direction) -> Parity {
         Parity {
             header: FecHeader {
-                sn_base: 0,
+                sn_base: SeqNo(0),
                 length_recovery: 0,
                 pt_recovery: 0,
                 ts_recovery: 0,
@@ -87,7 +87,7 @@ impl Parity {
 
     fn add(&mut self, pkt: &[u8]) {
         let (seq, ts) = (
-            u16::from_be_bytes([pkt[2], pkt[3]]),
+            SeqNo::from_be_bytes([pkt[2], pkt[3]]),
             u32::from_be_bytes([pkt[4], pkt[5], pkt[6], pkt[7]]),
         );
         let body = &pkt[RTP_HEADER_LEN..];
@@ -127,21 +127,21 @@ pub struct FecEncoder {
     /// The next packet's place in the matrix, `0..L·D`.
     place: usize,
     /// The sequence number the next packet must have (the matrix restarts if not).
-    next_seq: Option<u16>,
+    next_seq: Option<SeqNo>,
     last_ts: u32,
     /// A row done, to go now.
     row_ready: Option<Parity>,
     held: VecDeque<Held>,
     /// Parities whose buffers are free.
     spare: Vec<Parity>,
-    sequences: [u16; 2],
+    sequences: [SeqNo; 2],
     counters: FecSendCounters,
 }
 
 impl FecEncoder {
     /// An encoder for `cfg`; its FEC streams number from `initial_sequence` (columns) and
     /// `initial_sequence + 32768` (rows). A matrix side of 0 is taken as 1.
-    pub fn new(mut cfg: FecConfig, initial_sequence: u16) -> FecEncoder {
+    pub fn new(mut cfg: FecConfig, initial_sequence: SeqNo) -> FecEncoder {
         cfg.shape.columns = cfg.shape.columns.max(1);
         cfg.shape.rows = cfg.shape.rows.max(1);
         let l = usize::from(cfg.shape.columns);
@@ -159,7 +159,7 @@ impl FecEncoder {
             last_ts: 0,
             row_ready: None,
             held: VecDeque::with_capacity(l),
-            sequences: [initial_sequence, initial_sequence.wrapping_add(0x8000)],
+            sequences: [initial_sequence, initial_sequence.add(0x8000)],
             counters: FecSendCounters::default(),
             cfg,
         }
@@ -181,11 +181,11 @@ impl FecEncoder {
             self.restart();
             return;
         }
-        let seq = u16::from_be_bytes([pkt[2], pkt[3]]);
+        let seq = SeqNo::from_be_bytes([pkt[2], pkt[3]]);
         if self.next_seq.is_some_and(|s| s != seq) {
             self.restart();
         }
-        self.next_seq = Some(seq.wrapping_add(1));
+        self.next_seq = Some(seq.next());
         self.last_ts = u32::from_be_bytes([pkt[4], pkt[5], pkt[6], pkt[7]]);
         for h in &mut self.held {
             h.after = h.after.saturating_sub(1);
@@ -282,7 +282,7 @@ impl FecEncoder {
         let direction = parity.header.direction;
         self.spare.push(parity);
         let n = out.ok()?;
-        self.sequences[lane] = self.sequences[lane].wrapping_add(1);
+        self.sequences[lane] = self.sequences[lane].next();
         self.counters.bytes += n as u64;
         match direction {
             Direction::Row => self.counters.rows += 1,

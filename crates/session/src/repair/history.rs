@@ -3,13 +3,14 @@
 //! receiver asks makes it grow.
 
 use metronome_time::Timestamp;
+use metronome_wire::SeqNo;
 
 /// One kept packet's bookkeeping; its bytes are in the history's arena.
 #[derive(Clone, Copy, Debug, Default)]
 struct Slot {
     /// Whether the slot holds a packet (and `sequence` is its number).
     used: bool,
-    sequence: u16,
+    sequence: SeqNo,
     len: usize,
     /// When the packet is no use to a viewer any more (its frame's play-out deadline).
     deadline: Timestamp,
@@ -83,12 +84,12 @@ impl SendHistory {
         self.too_large
     }
 
-    fn index(&self, sequence: u16) -> usize {
-        usize::from(sequence) % self.slots.len()
+    fn index(&self, sequence: SeqNo) -> usize {
+        usize::from(sequence.get()) % self.slots.len()
     }
 
     /// Keeps a sent packet (replacing the oldest in its slot) until `deadline`.
-    pub fn keep(&mut self, sequence: u16, packet: &[u8], deadline: Timestamp) {
+    pub fn keep(&mut self, sequence: SeqNo, packet: &[u8], deadline: Timestamp) {
         let i = self.index(sequence);
         if packet.len() > self.max_packet {
             self.too_large += 1;
@@ -107,7 +108,7 @@ impl SendHistory {
     }
 
     /// The packet numbered `sequence`, if it is still kept.
-    pub fn get(&self, sequence: u16) -> Option<Kept<'_>> {
+    pub fn get(&self, sequence: SeqNo) -> Option<Kept<'_>> {
         let i = self.index(sequence);
         let s = self.slots[i];
         (s.used && s.sequence == sequence).then(|| {
@@ -121,7 +122,7 @@ impl SendHistory {
     }
 
     /// Notes that `sequence` was retransmitted at `now`.
-    pub fn mark_repaired(&mut self, sequence: u16, now: Timestamp) {
+    pub fn mark_repaired(&mut self, sequence: SeqNo, now: Timestamp) {
         let i = self.index(sequence);
         if self.slots[i].used && self.slots[i].sequence == sequence {
             self.slots[i].repaired = Some(now);
@@ -142,22 +143,22 @@ mod tests {
     fn it_keeps_the_last_packets_and_forgets_older_ones() {
         let mut h = SendHistory::new(4, 8);
         for seq in 65_534u16..=65_535 {
-            h.keep(seq, &seq.to_be_bytes(), at(100));
+            h.keep(SeqNo(seq), &seq.to_be_bytes(), at(100));
         }
         for seq in 0u16..4 {
-            h.keep(seq, &[seq as u8; 3], at(200));
+            h.keep(SeqNo(seq), &[seq as u8; 3], at(200));
         }
         // 65 534 and 65 535 were overwritten by 2 and 3 (same slots mod 4).
-        assert!(h.get(65_534).is_none() && h.get(65_535).is_none());
-        let k = h.get(3).unwrap();
+        assert!(h.get(SeqNo(65_534)).is_none() && h.get(SeqNo(65_535)).is_none());
+        let k = h.get(SeqNo(3)).unwrap();
         assert_eq!(
             (k.packet, k.deadline, k.repaired),
             (&[3u8; 3][..], at(200), None)
         );
-        h.mark_repaired(3, at(150));
-        assert_eq!(h.get(3).unwrap().repaired, Some(at(150)));
+        h.mark_repaired(SeqNo(3), at(150));
+        assert_eq!(h.get(SeqNo(3)).unwrap().repaired, Some(at(150)));
         // A number that maps to a used slot but is not the one kept there.
-        assert!(h.get(7).is_none());
+        assert!(h.get(SeqNo(7)).is_none());
     }
 
     #[test]
@@ -166,21 +167,21 @@ mod tests {
         let mut h = SendHistory::new(1000, 8);
         assert_eq!(h.capacity(), 1024);
         for seq in (64_000u16..=u16::MAX).chain(0..488) {
-            h.keep(seq, &seq.to_be_bytes(), at(1));
+            h.keep(SeqNo(seq), &seq.to_be_bytes(), at(1));
         }
         assert!((65_000..=u16::MAX)
             .chain(0..488)
-            .all(|s| h.get(s).is_some()));
-        assert!(h.get(64_999).is_none(), "1 025 packets back");
+            .all(|s| h.get(SeqNo(s)).is_some()));
+        assert!(h.get(SeqNo(64_999)).is_none(), "1 025 packets back");
     }
 
     #[test]
     fn a_packet_too_large_is_counted_not_kept() {
         let mut h = SendHistory::new(2, 4);
-        h.keep(1, &[1; 4], at(1));
-        h.keep(3, &[9; 5], at(1));
+        h.keep(SeqNo(1), &[1; 4], at(1));
+        h.keep(SeqNo(3), &[9; 5], at(1));
         assert_eq!(h.too_large(), 1);
-        assert!(h.get(1).is_none() && h.get(3).is_none());
+        assert!(h.get(SeqNo(1)).is_none() && h.get(SeqNo(3)).is_none());
         assert!(h.memory_bytes() >= 8);
     }
 }

@@ -15,6 +15,7 @@
 //! driver when to call [`NackPlanner::poll`] next.
 
 use metronome_time::Timestamp;
+use metronome_wire::SeqNo;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::VecDeque;
@@ -278,18 +279,8 @@ impl NackPlanner {
     }
 
     /// The extended number nearest the highest seen for a 16-bit one.
-    fn extend(&self, seq: u16) -> Option<u64> {
-        let highest = self.highest?;
-        let base = highest & !0xffff;
-        [
-            base.checked_sub(0x1_0000),
-            Some(base),
-            base.checked_add(0x1_0000),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|b| b | u64::from(seq))
-        .min_by_key(|c| c.abs_diff(highest))
+    fn extend(&self, seq: SeqNo) -> Option<u64> {
+        self.highest.map(|h| seq.extend_near(h))
     }
 
     /// Another receiver of the group asked for `sequences` at `now` (its NACK, seen on the
@@ -297,7 +288,7 @@ impl NackPlanner {
     /// still missing then; also those not yet seen missing here.
     pub fn on_peer_nack(
         &mut self,
-        sequences: impl IntoIterator<Item = u16>,
+        sequences: impl IntoIterator<Item = SeqNo>,
         now: Timestamp,
         rtt: Duration,
     ) {
@@ -323,7 +314,7 @@ impl NackPlanner {
     /// The sequence numbers to put in a NACK now (at most `max`, into `out`), given the round
     /// trip time to the sender. Packets whose repair could no longer arrive in time, and those
     /// asked for `max_asks` times a retry ago, are given up.
-    pub fn poll(&mut self, now: Timestamp, rtt: Duration, max: usize, out: &mut Vec<u16>) {
+    pub fn poll(&mut self, now: Timestamp, rtt: Duration, max: usize, out: &mut Vec<SeqNo>) {
         let retry = self.retry(rtt);
         let late = rtt.saturating_add(self.cfg.margin);
         let (highest, hold) = (self.highest, self.hold);
@@ -338,7 +329,7 @@ impl NackPlanner {
                 return false;
             }
             if m.next_ask <= now && !waits && out.len() < max {
-                out.push(m.seq as u16);
+                out.push(SeqNo(m.seq as u16));
                 counters.asked += 1;
                 m.asks += 1;
                 m.next_ask = now + retry;
@@ -404,7 +395,7 @@ mod tests {
     fn poll(p: &mut NackPlanner, now: Timestamp) -> Vec<u16> {
         let mut out = Vec::new();
         p.poll(now, RTT, 100, &mut out);
-        out
+        out.into_iter().map(u16::from).collect()
     }
 
     #[test]
@@ -544,7 +535,7 @@ mod tests {
         assert_eq!(p.missing(), 2);
         assert!(poll(&mut p, at(0)).is_empty());
         // Another receiver asks for 0 (16-bit, extended across the wrap) at 1 ms.
-        p.on_peer_nack([0u16], at(1), RTT);
+        p.on_peer_nack([SeqNo(0)], at(1), RTT);
         assert_eq!(p.counters().suppressed, 1);
         // A loss noticed during the dither joins the NACK already waiting.
         p.on_packet(65_539, at(1), at(500));
@@ -563,7 +554,7 @@ mod tests {
         let mut p = NackPlanner::new(NackConfig::default());
         p.on_packet(3, at(0), at(500));
         // Another receiver asks for 5 before 4..=5 are seen missing here.
-        p.on_peer_nack([5u16], at(0), RTT);
+        p.on_peer_nack([SeqNo(5)], at(0), RTT);
         p.on_packet(6, at(1), at(500));
         assert_eq!(p.counters().suppressed, 1);
         assert_eq!(poll(&mut p, at(1)), vec![4]);
@@ -601,7 +592,7 @@ mod tests {
         let mut p = NackPlanner::new(cfg);
         p.on_packet(1, at(0), at(500));
         p.on_packet(3, at(0), at(500));
-        p.on_peer_nack([2u16], at(0), Duration::MAX);
+        p.on_peer_nack([SeqNo(2)], at(0), Duration::MAX);
         assert!(poll(&mut p, at(0)).is_empty());
         let _ = p.next_due(Duration::MAX);
     }

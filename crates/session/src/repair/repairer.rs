@@ -8,7 +8,7 @@
 use super::history::SendHistory;
 use metronome_time::Timestamp;
 use metronome_wire::rtx::{wrap, StreamIds};
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::time::Duration;
 
 /// How a stream answers NACKs.
@@ -17,7 +17,7 @@ pub struct RepairConfig {
     /// The retransmission stream's SSRC and payload type (the SDP's `rtx`, `apt` = the media's).
     pub rtx: StreamIds,
     /// The retransmission stream's first sequence number.
-    pub initial_sequence: u16,
+    pub initial_sequence: SeqNo,
     /// The share of the stream's rate (see [`Repairer::set_rate`]) repairs may take on
     /// average, 0 to 1: they count against the rate the stream was admitted with.
     pub budget_share: f64,
@@ -35,7 +35,7 @@ pub struct RepairConfig {
 impl RepairConfig {
     /// Repairs up to `budget_share` of the rate, 64 numbers per NACK, one repair per packet
     /// per round trip (at least 5 ms).
-    pub fn new(rtx: StreamIds, initial_sequence: u16, budget_share: f64) -> RepairConfig {
+    pub fn new(rtx: StreamIds, initial_sequence: SeqNo, budget_share: f64) -> RepairConfig {
         RepairConfig {
             rtx,
             initial_sequence,
@@ -84,7 +84,7 @@ pub struct Repairer {
     cfg: RepairConfig,
     media_ssrc: Ssrc,
     history: SendHistory,
-    next_sequence: u16,
+    next_sequence: SeqNo,
     rate_bps: u64,
     /// Repair bytes the budget holds now, and when it was last filled.
     tokens: f64,
@@ -126,7 +126,7 @@ impl Repairer {
     }
 
     /// Keeps a packet the stream sent, for `deadline` (its frame's play-out deadline).
-    pub fn sent(&mut self, sequence: u16, packet: &[u8], deadline: Timestamp) {
+    pub fn sent(&mut self, sequence: SeqNo, packet: &[u8], deadline: Timestamp) {
         self.history.keep(sequence, packet, deadline);
     }
 
@@ -156,7 +156,7 @@ impl Repairer {
     pub fn on_nack(
         &mut self,
         media_ssrc: Ssrc,
-        sequences: impl IntoIterator<Item = u16>,
+        sequences: impl IntoIterator<Item = SeqNo>,
         now: Timestamp,
         path: Path,
         emit: &mut dyn FnMut(&[u8], Timestamp) -> bool,
@@ -181,7 +181,7 @@ impl Repairer {
     /// Answers one number; `false` when `emit` had no room (nothing more can be sent now).
     fn answer(
         &mut self,
-        seq: u16,
+        seq: SeqNo,
         now: Timestamp,
         path: Path,
         emit: &mut dyn FnMut(&[u8], Timestamp) -> bool,
@@ -224,7 +224,7 @@ impl Repairer {
             return false;
         }
         self.tokens -= n as f64;
-        self.next_sequence = self.next_sequence.wrapping_add(1);
+        self.next_sequence = self.next_sequence.next();
         self.history.mark_repaired(seq, now);
         self.counters.sent += 1;
         true
@@ -250,7 +250,7 @@ mod tests {
     /// A repairer that sent packets 0..10 at 1 Mbit/s, each due at 1 s.
     fn repairer(share: f64) -> Repairer {
         let mut r = Repairer::new(
-            RepairConfig::new(RTX, 500, share),
+            RepairConfig::new(RTX, SeqNo(500), share),
             SSRC,
             SendHistory::new(64, 1500),
             1_000_000,
@@ -259,13 +259,13 @@ mod tests {
         for seq in 0..10u16 {
             let hdr = RtpHeader {
                 payload_type: PayloadType(33),
-                sequence: seq,
+                sequence: SeqNo(seq),
                 timestamp: 0,
                 ssrc: SSRC,
                 marker: false,
             };
             let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &[seq as u8; 1000]).unwrap();
-            r.sent(seq, &buf[..n], at(1000));
+            r.sent(SeqNo(seq), &buf[..n], at(1000));
         }
         r
     }
@@ -277,14 +277,14 @@ mod tests {
             let v = RtpView::parse(p).unwrap();
             assert_eq!((v.ssrc(), v.payload_type()), (RTX.ssrc, RTX.payload_type));
             let osn = u16::from_be_bytes([v.payload()[0], v.payload()[1]]);
-            out.push((v.sequence(), osn));
+            out.push((v.sequence().get(), osn));
             true
         };
         let path = Path {
             to_receiver: Duration::from_millis(path_ms),
             rtt: Duration::from_millis(20),
         };
-        r.on_nack(SSRC, seqs.iter().copied(), now, path, &mut emit);
+        r.on_nack(SSRC, seqs.iter().copied().map(SeqNo), now, path, &mut emit);
         out
     }
 
@@ -361,7 +361,13 @@ mod tests {
             to_receiver: Duration::ZERO,
             rtt: Duration::ZERO,
         };
-        r.on_nack(Ssrc(SSRC.get() + 1), [1, 2, 3], at(2), path, &mut emit);
+        r.on_nack(
+            Ssrc(SSRC.get() + 1),
+            [1, 2, 3].map(SeqNo),
+            at(2),
+            path,
+            &mut emit,
+        );
         assert_eq!(r.counters().foreign_nacks, 1);
     }
 
@@ -373,7 +379,7 @@ mod tests {
             rtt: Duration::from_millis(20),
         };
         let mut refuse = |_: &[u8], _: Timestamp| false;
-        r.on_nack(SSRC, [3, 4], at(10), path, &mut refuse);
+        r.on_nack(SSRC, [3, 4].map(SeqNo), at(10), path, &mut refuse);
         assert_eq!((r.counters().asked, r.counters().sent), (1, 0));
         // At once again, with room: not a duplicate, and numbered from the first.
         assert_eq!(answer(&mut r, &[3], at(11), 0), vec![(500, 3)]);

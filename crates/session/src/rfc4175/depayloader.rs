@@ -11,11 +11,11 @@
 
 use super::coverage::Coverage;
 use super::events::{FrameComplete, FrameLost, FramePartial, RawEvent, RawEvents};
-use metronome_time::{MediaClock, SeqUnwrapper, Timestamp};
+use metronome_time::{MediaClock, Timestamp};
 use metronome_video::{RawFrame, VideoFormat};
 use metronome_wire::rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader, CAPTURE_TIME_EXT_ID};
 use metronome_wire::rtp::RtpView;
-use metronome_wire::PayloadType;
+use metronome_wire::{PayloadType, SeqUnwrapper};
 use serde::Serialize;
 
 /// Consecutive packets older than the current frame after which the stream is taken to have

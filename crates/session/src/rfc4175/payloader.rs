@@ -13,7 +13,7 @@ use metronome_wire::rfc4175::{
     write_rtp_header, RawHeaderExt, SegmentHeader, EXT_SEQ_LEN, SEGMENT_HEADER_LEN,
 };
 use metronome_wire::rtp::{RtpHeader, RTP_HEADER_LEN};
-use metronome_wire::{PayloadType, Ssrc};
+use metronome_wire::{PayloadType, SeqNo, Ssrc};
 
 /// The dynamic payload type used unless configured otherwise.
 pub const DEFAULT_PAYLOAD_TYPE: PayloadType = PayloadType(96);
@@ -360,7 +360,7 @@ impl FramePackets<'_, '_> {
         let marker = end >= g.frame_bytes;
         let hdr = RtpHeader {
             payload_type: self.pay.cfg.payload_type,
-            sequence: seq as u16,
+            sequence: SeqNo(seq as u16),
             timestamp: self.rtp_ts,
             ssrc: self.pay.cfg.ssrc,
             marker,

@@ -154,7 +154,7 @@ fn hand_packet(segs: &[SegmentHeader], data: usize, marker: bool) -> Vec<u8> {
     let mut buf = vec![0u8; 2000];
     let hdr = RtpHeader {
         payload_type: PayloadType(96),
-        sequence: 1,
+        sequence: metronome_wire::SeqNo(1),
         timestamp: 0,
         ssrc: Ssrc(5),
         marker,

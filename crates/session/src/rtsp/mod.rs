@@ -30,7 +30,7 @@ pub use server::{
 };
 pub use transport::{alternatives as transport_alternatives, TransportSpec};
 
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -150,7 +150,7 @@ pub enum Delivery {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlayInfo {
     /// Sequence number of the first packet sent.
-    pub seq: u16,
+    pub seq: SeqNo,
     /// RTP timestamp that corresponds to `start`.
     pub rtptime: u32,
     /// Where play starts, in normal play time.

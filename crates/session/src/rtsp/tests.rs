@@ -139,7 +139,7 @@ impl Backend for TestBackend {
             return Err(r);
         }
         Ok(PlayInfo {
-            seq: 4321,
+            seq: metronome_wire::SeqNo(4321),
             rtptime: 987_654,
             start: from.unwrap_or_default(),
             end: None,

@@ -4,7 +4,7 @@ use metronome_time::{MediaClock, Timestamp};
 use metronome_wire::mp2t::{MP2T_PAYLOAD_LEN, TS_PER_RTP};
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::ts::TS_PACKET_LEN;
-use metronome_wire::{PayloadType, Ssrc};
+use metronome_wire::{PayloadType, SeqNo, Ssrc};
 use std::time::Duration;
 
 /// How an [`Mp2tPacketizer`] numbers and stamps its RTP packets.
@@ -21,7 +21,7 @@ pub struct PacketizerConfig {
     /// Carry the send-time header extension (RFC 8285), filled in by the pacer at send time.
     pub send_time_ext: bool,
     /// The first packet's RTP sequence number (RFC 3550 §5.1: random).
-    pub initial_seq: u16,
+    pub initial_seq: SeqNo,
     /// The RTP timestamp of the stream's epoch (RFC 3550 §5.1: random).
     pub rtp_ts_base: u32,
 }
@@ -29,7 +29,7 @@ pub struct PacketizerConfig {
 impl PacketizerConfig {
     /// RTP/MP2T defaults: payload type 33, the 90 kHz clock, 7 TS packets per RTP packet, no
     /// send-time extension.
-    pub fn mp2t(ssrc: Ssrc, initial_seq: u16, rtp_ts_base: u32) -> Self {
+    pub fn mp2t(ssrc: Ssrc, initial_seq: SeqNo, rtp_ts_base: u32) -> Self {
         PacketizerConfig {
             ssrc,
             payload_type: PayloadType::MP2T,
@@ -51,7 +51,7 @@ pub struct RtpOut {
     /// can leave once all of its content exists).
     pub release: Timestamp,
     /// The packet's RTP sequence number.
-    pub seq: u16,
+    pub seq: SeqNo,
     /// The packet's RTP timestamp: its release time on the configured clock (RFC 2250 §2).
     pub rtp_ts: u32,
     /// Payload octets (for the sender report's octet count, RFC 3550 §6.4.1).
@@ -65,7 +65,7 @@ pub struct Mp2tPacketizer {
     pending: [u8; MP2T_PAYLOAD_LEN],
     n_pending: usize,
     last_due: Duration,
-    seq: u16,
+    seq: SeqNo,
 }
 
 impl Mp2tPacketizer {
@@ -148,7 +148,7 @@ impl Mp2tPacketizer {
         )?;
         self.n_pending = 0;
         let seq = self.seq;
-        self.seq = self.seq.wrapping_add(1);
+        self.seq = self.seq.next();
         Ok(RtpOut {
             len,
             release,

@@ -4,7 +4,7 @@
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_time::{MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -149,7 +149,7 @@ pub enum SenderEvent {
         /// The report's time on the receiver's clock: NTP's middle 32 bits (16.16 seconds).
         report_timestamp: u32,
         /// Each reported packet's 16-bit sequence number and what the receiver says of it.
-        reports: Vec<(u16, rtcp::CcfbReport)>,
+        reports: Vec<(SeqNo, rtcp::CcfbReport)>,
     },
 }
 
@@ -340,7 +340,7 @@ impl SenderReports {
         wall: NtpTime,
         from: SocketAddr,
         data: &[u8],
-        sent_at: &dyn Fn(u16) -> Option<Timestamp>,
+        sent_at: &dyn Fn(SeqNo) -> Option<Timestamp>,
     ) {
         self.counters.rtcp_received += 1;
         let Some(heard) = self.hear(data) else {
@@ -486,7 +486,7 @@ impl SenderReports {
         now: Timestamp,
         reporter: Ssrc,
         app: rtcp::CcApp,
-        sent_at: &dyn Fn(u16) -> Option<Timestamp>,
+        sent_at: &dyn Fn(SeqNo) -> Option<Timestamp>,
     ) {
         let our = self.cfg.ssrc;
         match app {
@@ -501,7 +501,7 @@ impl SenderReports {
             }
             rtcp::CcApp::TfmccFeedback(fb) if fb.media_ssrc == our => {
                 let report = crate::cc_app::tfmcc_report(&fb, |seq| {
-                    sent_at(seq as u16).filter(|t| *t <= now)
+                    sent_at(SeqNo(seq as u16)).filter(|t| *t <= now)
                 });
                 self.push_event(SenderEvent::Tfmcc {
                     ssrc: reporter,
@@ -548,9 +548,9 @@ impl SenderReports {
 fn tfrc_report(
     now: Timestamp,
     fb: &rtcp::TfrcFeedback,
-    sent_at: &dyn Fn(u16) -> Option<Timestamp>,
+    sent_at: &dyn Fn(SeqNo) -> Option<Timestamp>,
 ) -> Option<metronome_cc::TfrcReport> {
-    let sent = sent_at(fb.echo_seq as u16)?;
+    let sent = sent_at(SeqNo(fb.echo_seq as u16))?;
     let since = (sent <= now).then(|| now.saturating_since(sent))?;
     let rtt = since.checked_sub(std::time::Duration::from_micros(u64::from(fb.t_delay_us)))?;
     Some(metronome_cc::TfrcReport {

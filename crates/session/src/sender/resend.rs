@@ -9,7 +9,7 @@
 
 use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
 use metronome_time::{MediaClock, Timestamp};
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ impl SenderRepair {
     /// until a receiver report measures one.
     pub fn rtx(
         rtx: metronome_wire::rtx::StreamIds,
-        initial_sequence: u16,
+        initial_sequence: SeqNo,
         playout_delay: Duration,
         history_packets: usize,
         max_packet: usize,
@@ -70,7 +70,7 @@ const MAX_RECEIVERS: usize = 4096;
 pub(crate) struct NackRequest {
     pub(crate) reporter: Ssrc,
     pub(crate) media_ssrc: Ssrc,
-    pub(crate) sequences: Vec<u16>,
+    pub(crate) sequences: Vec<SeqNo>,
 }
 
 /// Numbers taken from one NACK: one more than a repairer answers, so that it counts the NACK

@@ -6,6 +6,7 @@
 use metronome_cc::PacketResult;
 use metronome_time::Timestamp;
 use metronome_wire::rtcp::CcfbReport;
+use metronome_wire::SeqNo;
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -50,13 +51,13 @@ impl SendLog {
 
     /// `packets` packets from RTP sequence number `first_seq` left at `now`, `wire_len` bytes
     /// in all. Never allocates (the log is made full size).
-    pub(crate) fn record(&mut self, now: Timestamp, first_seq: u16, packets: u32, wire_len: u32) {
+    pub(crate) fn record(&mut self, now: Timestamp, first_seq: SeqNo, packets: u32, wire_len: u32) {
         let size = wire_len / packets.max(1);
         for k in 0..packets {
-            let seq16 = first_seq.wrapping_add(k as u16);
+            let seq16 = first_seq.add(k as u16);
             let ext = match self.sent.back() {
-                Some(last) => last.seq + u64::from(seq16.wrapping_sub(last.seq as u16)),
-                None => u64::from(seq16) + (1 << 16),
+                Some(last) => last.seq + u64::from(seq16.since(SeqNo(last.seq as u16))),
+                None => u64::from(seq16.get()) + (1 << 16),
             };
             if self.sent.len() == SEND_LOG {
                 self.sent.pop_front();
@@ -94,7 +95,7 @@ impl SendLog {
     pub(crate) fn results(
         &mut self,
         report_timestamp: u32,
-        reports: &[(u16, CcfbReport)],
+        reports: &[(SeqNo, CcfbReport)],
         out: &mut Vec<PacketResult>,
     ) -> usize {
         let Some(at) = self.report_time(report_timestamp) else {
@@ -124,18 +125,18 @@ impl SendLog {
 
     /// When the newest packet of this sequence number left, if it is in the log: the echo of
     /// a TFRC or TFMCC report.
-    pub(crate) fn sent_at(&self, seq16: u16) -> Option<Timestamp> {
+    pub(crate) fn sent_at(&self, seq16: SeqNo) -> Option<Timestamp> {
         self.index(seq16).map(|i| self.sent[i].at)
     }
 
     /// The newest packet sent with this sequence number (the log spans less than 2^16).
-    fn find(&mut self, seq16: u16) -> Option<&mut Sent> {
+    fn find(&mut self, seq16: SeqNo) -> Option<&mut Sent> {
         self.index(seq16).map(|i| &mut self.sent[i])
     }
 
-    fn index(&self, seq16: u16) -> Option<usize> {
+    fn index(&self, seq16: SeqNo) -> Option<usize> {
         let newest = self.sent.back()?.seq;
-        let back = u64::from((newest as u16).wrapping_sub(seq16));
+        let back = u64::from(SeqNo(newest as u16).since(seq16));
         let ext = newest.checked_sub(back)?;
         let i = ext.checked_sub(self.sent.front()?.seq)? as usize;
         self.sent.get(i).filter(|e| e.seq == ext).map(|_| i)
@@ -166,7 +167,7 @@ mod tests {
         for k in 0..10u16 {
             log.record(
                 Timestamp::from_millis(u64::from(k)),
-                65_530u16.wrapping_add(k),
+                SeqNo(65_530u16.wrapping_add(k)),
                 1,
                 1200,
             );
@@ -176,7 +177,12 @@ mod tests {
         // received, 1 arrived at it; 20 was never sent.
         let unmatched = log.results(
             0xFFFF_0000,
-            &[(65_535, at(512)), (0, LOST), (1, at(0)), (20, at(0))],
+            &[
+                (SeqNo(65_535), at(512)),
+                (SeqNo(0), LOST),
+                (SeqNo(1), at(0)),
+                (SeqNo(20), at(0)),
+            ],
             &mut out,
         );
         assert_eq!(unmatched, 1, "seq 20 was never sent");
@@ -196,9 +202,9 @@ mod tests {
         let unmatched = log.results(
             0x0000_8000,
             &[
-                (1, at(0)),
-                (2, at(0)),
-                (3, at(metronome_wire::rtcp::ccfb::ATO_UNKNOWN)),
+                (SeqNo(1), at(0)),
+                (SeqNo(2), at(0)),
+                (SeqNo(3), at(metronome_wire::rtcp::ccfb::ATO_UNKNOWN)),
             ],
             &mut out,
         );
@@ -212,13 +218,18 @@ mod tests {
     fn the_log_is_bounded_and_old_packets_are_not_matched() {
         let mut log = SendLog::new();
         for k in 0..(SEND_LOG as u32 + 100) {
-            log.record(Timestamp::from_micros(u64::from(k)), k as u16, 1, 100);
+            log.record(
+                Timestamp::from_micros(u64::from(k)),
+                SeqNo(k as u16),
+                1,
+                100,
+            );
         }
         assert_eq!(log.sent.len(), SEND_LOG);
         let mut out = Vec::new();
-        assert_eq!(log.results(1, &[(5, at(0))], &mut out), 1);
+        assert_eq!(log.results(1, &[(SeqNo(5), at(0))], &mut out), 1);
         assert_eq!(
-            log.results(1, &[((SEND_LOG + 50) as u16, at(0))], &mut out),
+            log.results(1, &[(SeqNo((SEND_LOG + 50) as u16), at(0))], &mut out),
             0
         );
     }

@@ -28,7 +28,7 @@ use super::report::{SenderEvent, SenderReports, SenderReportsConfig};
 use metronome_cc::{Feedback, RateController};
 use metronome_sched::{Decision, PacingConfig, PacingModel, PacingStats};
 use metronome_time::{Bitrate, Distribution, NtpTime, Timestamp};
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use serde::Serialize;
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -65,7 +65,7 @@ pub struct Queued {
     pub payload_len: u32,
     /// The RTP sequence number of its first packet, as the producer wrote it (the packets
     /// leave with it less `Transmit::Send::renumber`).
-    pub seq: u16,
+    pub seq: SeqNo,
 }
 
 /// What a driver tells the session.
@@ -414,7 +414,7 @@ impl SenderSession {
     /// ([`SenderSession::keep_sent`]) and sends what [`SenderSession::poll_fec`] gives after
     /// each, column FEC to the media's port + 2, row FEC to + 4.
     pub fn with_fec(mut self, cfg: crate::repair::FecConfig) -> Self {
-        let first = self.reports.config_ssrc().get().rotate_left(7) as u16;
+        let first = SeqNo(self.reports.config_ssrc().get().rotate_left(7) as u16);
         self.fec = Some(Box::new(crate::repair::FecEncoder::new(cfg, first)));
         self
     }
@@ -506,7 +506,7 @@ impl SenderSession {
 
     fn handle_rtcp(&mut self, now: Timestamp, wall: NtpTime, from: SocketAddr, data: &[u8]) {
         let log = self.send_log.as_deref();
-        let sent_at = |seq: u16| log.and_then(|l| l.sent_at(seq));
+        let sent_at = |seq: SeqNo| log.and_then(|l| l.sent_at(seq));
         self.reports.handle_rtcp(now, wall, from, data, &sent_at);
         self.answer_nacks(now);
         while let Some(e) = self.reports.poll_event() {
@@ -685,7 +685,7 @@ impl SenderSession {
             a.on_sent(due, now, head.wire_len, self.rate);
         }
         if let Some(log) = self.send_log.as_mut() {
-            let seq = head.seq.wrapping_sub(self.renumber as u16);
+            let seq = head.seq.sub(self.renumber as u16);
             log.record(now, seq, head.packets, head.wire_len);
         }
         Some(Transmit::Send {

@@ -7,7 +7,7 @@ use metronome_sched::{LatePolicy, PacingConfig};
 use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
 use metronome_wire::PayloadType;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -51,7 +51,7 @@ fn packet(k: u32) -> Queued {
         due: ms(2 * k as u64),
         wire_len: 1250,
         payload_len: 1238,
-        seq: k as u16,
+        seq: SeqNo(k as u16),
     }
 }
 
@@ -398,7 +398,7 @@ fn frame(f: u32) -> [Queued; 4] {
         due: ms(40 * f as u64 + 5 * i as u64),
         wire_len: 3750,
         payload_len: 3714,
-        seq: (12 * f + 3 * i as u32) as u16,
+        seq: SeqNo((12 * f + 3 * i as u32) as u16),
     })
 }
 
@@ -531,7 +531,7 @@ fn repairing_session() -> SenderSession {
         payload_type: PayloadType(97),
     };
     let mut s = session(LatePolicy::CATCH_UP).with_repair(SenderRepair {
-        repairer: RepairConfig::new(rtx, 0, 0.1),
+        repairer: RepairConfig::new(rtx, SeqNo(0), 0.1),
         history_packets: 256,
         max_packet: 1500,
         playout_delay: Duration::from_millis(300),
@@ -541,7 +541,7 @@ fn repairing_session() -> SenderSession {
     for k in 0..200u16 {
         let hdr = RtpHeader {
             payload_type: PayloadType(33),
-            sequence: k,
+            sequence: SeqNo(k),
             timestamp: 180 * u32::from(k),
             ssrc: Ssrc(0xabc),
             marker: false,
@@ -566,7 +566,7 @@ fn nack_compound(reporter: u32, media: u32, first: u16, per_nack: u16, nacks: us
         None,
     )
     .unwrap();
-    let seqs: Vec<u16> = (0..per_nack).map(|i| first.wrapping_add(i)).collect();
+    let seqs: Vec<SeqNo> = (0..per_nack).map(|i| SeqNo(first).add(i)).collect();
     for _ in 0..nacks {
         n += rtcp::write_nack(&mut buf[n..], Ssrc(reporter), Ssrc(media), &seqs);
     }

@@ -15,7 +15,10 @@ fn ts_packet(i: u8) -> [u8; 188] {
 #[test]
 fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
     let epoch = Timestamp::from_secs(10);
-    let mut p = Mp2tPacketizer::new(PacketizerConfig::mp2t(Ssrc(0xabc), 65_535, 1000), epoch);
+    let mut p = Mp2tPacketizer::new(
+        PacketizerConfig::mp2t(Ssrc(0xabc), metronome_wire::SeqNo(65_535), 1000),
+        epoch,
+    );
     let mut out = [0u8; 1500];
     // TS packets 300 µs apart.
     let mut emitted = Vec::new();
@@ -41,7 +44,7 @@ fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
     assert_eq!(emitted[1].release, epoch + Duration::from_micros(3900));
     assert_eq!(emitted[1].rtp_ts, 1000 + 351);
     // Sequence numbers wrap.
-    assert_eq!((emitted[0].seq, emitted[1].seq), (65_535, 0));
+    assert_eq!((emitted[0].seq.get(), emitted[1].seq.get()), (65_535, 0));
     // One TS packet left over: flushed as a short packet at the end.
     let last = p.flush(&mut out).unwrap().unwrap();
     assert_eq!(last.len, 12 + 188);

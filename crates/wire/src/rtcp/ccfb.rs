@@ -27,7 +27,7 @@
 //! reports that follow (RFC 8888 as corrected by erratum 8166; the first reading, the last
 //! report's offset, is one less).
 
-use crate::Ssrc;
+use crate::{SeqNo, Ssrc};
 use rtcp_types::{
     FciBuilder, FciFeedbackPacketType, RtcpPacketWriter, RtcpWriteError, TransportFeedback,
 };
@@ -97,7 +97,7 @@ pub struct CcfbBlock<'a> {
     pub media_ssrc: Ssrc,
     /// RTP sequence number of the first packet reported; the others follow one by one
     /// (wrapping at 2^16).
-    pub begin_seq: u16,
+    pub begin_seq: SeqNo,
     words: &'a [u8],
 }
 
@@ -113,11 +113,11 @@ impl<'a> CcfbBlock<'a> {
     }
 
     /// `(sequence number, report)` for each packet of the range, in order.
-    pub fn reports(&self) -> impl Iterator<Item = (u16, CcfbReport)> + 'a {
+    pub fn reports(&self) -> impl Iterator<Item = (SeqNo, CcfbReport)> + 'a {
         let begin = self.begin_seq;
         self.words.chunks_exact(2).enumerate().map(move |(i, w)| {
             (
-                begin.wrapping_add(i as u16),
+                begin.add(i as u16),
                 CcfbReport::of(u16::from_be_bytes([w[0], w[1]])),
             )
         })
@@ -125,11 +125,11 @@ impl<'a> CcfbBlock<'a> {
 }
 
 /// `(begin_seq, num_reports, bytes the block's reports take with their padding)` at `at`.
-fn block_head(data: &[u8], at: usize) -> Result<(u16, usize, usize), String> {
+fn block_head(data: &[u8], at: usize) -> Result<(SeqNo, usize, usize), String> {
     let head = data
         .get(at..at + 4)
         .ok_or("an RFC 8888 block is cut short before its begin_seq and num_reports")?;
-    let begin = u16::from_be_bytes([head[0], head[1]]);
+    let begin = SeqNo::from_be_bytes([head[0], head[1]]);
     let n = usize::from(u16::from_be_bytes([head[2], head[3]]));
     if n > MAX_REPORTS {
         return Err(format!(
@@ -221,7 +221,7 @@ fn walk<'a>(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CcfbWriter {
     media_ssrc: Ssrc,
-    begin_seq: u16,
+    begin_seq: SeqNo,
     reports: Vec<CcfbReport>,
     report_timestamp: u32,
 }
@@ -231,7 +231,7 @@ impl CcfbWriter {
     /// caller with more sends the rest in another packet).
     pub fn new(
         media_ssrc: Ssrc,
-        begin_seq: u16,
+        begin_seq: SeqNo,
         mut reports: Vec<CcfbReport>,
         report_timestamp: u32,
     ) -> CcfbWriter {
@@ -310,7 +310,7 @@ mod tests {
                 out = Ccfb::parse(&fb)?.map(|c| {
                     let reports = c
                         .blocks()
-                        .flat_map(|b| b.reports().map(move |(s, r)| (b.media_ssrc, s, r)))
+                        .flat_map(|b| b.reports().map(move |(s, r)| (b.media_ssrc, s.get(), r)))
                         .collect();
                     (c.sender_ssrc, c.report_timestamp, reports)
                 });
@@ -338,7 +338,7 @@ mod tests {
                 ato: ATO_UNKNOWN,
             },
         ];
-        let w = CcfbWriter::new(Ssrc(0x1234), 65_535, reports.clone(), 0x0102_0304);
+        let w = CcfbWriter::new(Ssrc(0x1234), SeqNo(65_535), reports.clone(), 0x0102_0304);
         let bytes = written(&w);
         // Header 12, begin/num 4, three reports padded to 8, the timestamp 4.
         assert_eq!(bytes.len(), 28);
@@ -383,7 +383,7 @@ mod tests {
             ecn: 0,
             ato: 1,
         };
-        let w = CcfbWriter::new(Ssrc(1), 0, vec![r; 4], 9);
+        let w = CcfbWriter::new(Ssrc(1), SeqNo(0), vec![r; 4], 9);
         let mut bytes = written(&w);
         // num_reports 4 → 400.
         bytes[14..16].copy_from_slice(&400u16.to_be_bytes());
@@ -393,7 +393,7 @@ mod tests {
         bytes[14..16].copy_from_slice(&20_000u16.to_be_bytes());
         assert!(parsed(&bytes).unwrap_err().contains("at most"));
         // No room for the report timestamp.
-        let cut = &mut written(&CcfbWriter::new(Ssrc(1), 0, vec![], 9))[..];
+        let cut = &mut written(&CcfbWriter::new(Ssrc(1), SeqNo(0), vec![], 9))[..];
         cut[3] = 3; // length 3 words: header + SSRCs + begin/num, no timestamp
         let short = &cut[..16];
         assert!(parsed(short).is_err());
@@ -418,7 +418,7 @@ mod tests {
             ecn: 0,
             ato: 0,
         };
-        let w = CcfbWriter::new(Ssrc(1), 0, vec![r; MAX_REPORTS + 1], 0);
+        let w = CcfbWriter::new(Ssrc(1), SeqNo(0), vec![r; MAX_REPORTS + 1], 0);
         assert_eq!(w.reports.len(), MAX_REPORTS);
         let (_, _, got) = parsed(&written(&w)).unwrap().unwrap();
         assert_eq!(got.len(), MAX_REPORTS);

@@ -10,7 +10,7 @@
 //! |            PID                |             BLP               |  (one or more)
 //! ```
 
-use crate::Ssrc;
+use crate::{SeqNo, Ssrc};
 use rtcp_types::TransportFeedback;
 
 /// The FMT of a generic NACK.
@@ -57,14 +57,14 @@ impl<'a> Nack<'a> {
 
     /// The sequence numbers asked for, entry by entry (PID, then BLP's bits from the least
     /// significant: PID + 1 … PID + 16, wrapping).
-    pub fn sequences(&self) -> impl Iterator<Item = u16> + 'a {
+    pub fn sequences(&self) -> impl Iterator<Item = SeqNo> + 'a {
         self.entries.chunks_exact(4).flat_map(|e| {
-            let pid = u16::from_be_bytes([e[0], e[1]]);
+            let pid = SeqNo::from_be_bytes([e[0], e[1]]);
             let blp = u16::from_be_bytes([e[2], e[3]]);
             std::iter::once(pid).chain(
                 (1..=16u16)
                     .filter(move |i| blp & (1 << (i - 1)) != 0)
-                    .map(move |i| pid.wrapping_add(i)),
+                    .map(move |i| pid.add(i)),
             )
         })
     }
@@ -74,7 +74,12 @@ impl<'a> Nack<'a> {
 /// order they go, each entry starting at the first number not yet covered and taking the 16
 /// after it that follow) into `buf`; returns its length. Writes as many entries as `buf`
 /// holds; `sequences` that did not fit are left out (the caller asks for them next time).
-pub fn write_nack(buf: &mut [u8], sender_ssrc: Ssrc, media_ssrc: Ssrc, sequences: &[u16]) -> usize {
+pub fn write_nack(
+    buf: &mut [u8],
+    sender_ssrc: Ssrc,
+    media_ssrc: Ssrc,
+    sequences: &[SeqNo],
+) -> usize {
     if buf.len() < HEAD + 4 || sequences.is_empty() {
         return 0;
     }
@@ -88,7 +93,7 @@ pub fn write_nack(buf: &mut [u8], sender_ssrc: Ssrc, media_ssrc: Ssrc, sequences
         let mut blp = 0u16;
         let mut used = 0;
         for &s in tail {
-            match s.wrapping_sub(pid) {
+            match s.since(pid) {
                 d @ 1..=16 => blp |= 1 << (d - 1),
                 _ => break,
             }
@@ -116,7 +121,11 @@ mod tests {
         let mut out = Vec::new();
         parse_compound(packet, |item| {
             if let RtcpItem::Nack(n) = item {
-                out.push((n.sender_ssrc, n.media_ssrc, n.sequences().collect()));
+                out.push((
+                    n.sender_ssrc,
+                    n.media_ssrc,
+                    n.sequences().map(u16::from).collect(),
+                ));
             }
         })
         .unwrap();
@@ -128,7 +137,7 @@ mod tests {
         let mut buf = [0u8; 64];
         // 65 535 and 0..=3 fit one entry across the wrap; 40 starts another; 58 a third.
         let asked = [65_535, 0, 1, 3, 40, 56, 58];
-        let n = write_nack(&mut buf, Ssrc(7), Ssrc(9), &asked);
+        let n = write_nack(&mut buf, Ssrc(7), Ssrc(9), &asked.map(SeqNo));
         assert_eq!(n, 12 + 3 * 4);
         assert_eq!(parsed(&buf[..n]), vec![(Ssrc(7), Ssrc(9), asked.to_vec())]);
         // rtcp-types reads it the same way.
@@ -151,7 +160,7 @@ mod tests {
     #[test]
     fn what_does_not_fit_is_left_out() {
         let mut buf = [0u8; 12 + 8];
-        let asked: Vec<u16> = (0..100).map(|i| i * 20).collect();
+        let asked: Vec<SeqNo> = (0..100).map(|i| SeqNo(i * 20)).collect();
         let n = write_nack(&mut buf, Ssrc(1), Ssrc(2), &asked);
         assert_eq!(n, 20);
         assert_eq!(parsed(&buf[..n])[0].2, vec![0, 20]);

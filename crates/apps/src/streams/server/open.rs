@@ -26,7 +26,7 @@ use metronome_session::srtp::{SrtpError, SrtpKey};
 use metronome_time::mix::splitmix64;
 use metronome_time::{Bitrate, MediaClock, Timestamp};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
-use metronome_wire::Ssrc;
+use metronome_wire::{SeqNo, Ssrc};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -426,12 +426,12 @@ pub(crate) fn stream_cname(ssrc: Ssrc, name: &str) -> String {
 fn start_info(
     spec: &StreamSpec,
     seed: u64,
-    next_seq: Option<u16>,
+    next_seq: Option<SeqNo>,
     epoch_unix_ns: u64,
 ) -> StartInfo {
     StartInfo {
         ssrc: metronome_wire::Ssrc(spec.ssrc.unwrap_or(seed as u32)),
-        seq: next_seq.unwrap_or((seed >> 16) as u16),
+        seq: next_seq.unwrap_or(SeqNo((seed >> 16) as u16)),
         rtptime: (seed >> 32) as u32,
         epoch_unix_ns,
     }

@@ -9,6 +9,7 @@ use metronome_sched::TaskParams;
 use metronome_session::repair::{rtx_ssrc, FecConfig, RTX_BUDGET_SHARE, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::SenderRepair;
 use metronome_wire::rtx::StreamIds;
+use metronome_wire::SeqNo;
 use std::time::Duration;
 
 /// How long past its play-out delay a packet stays in the history: the receivers' round trip
@@ -83,7 +84,7 @@ impl RepairPlan {
             payload_type: RTX_PAYLOAD_TYPE,
         };
         // Its own draw from the stream's seed (the media's number and time base take others).
-        let first = metronome_time::mix::splitmix64(seed ^ 0x5254_5853_4551) as u16;
+        let first = SeqNo(metronome_time::mix::splitmix64(seed ^ 0x5254_5853_4551) as u16);
         SenderRepair::rtx(
             rtx,
             first,

@@ -42,7 +42,7 @@ use metronome_session::sender::{
 };
 use metronome_time::Timestamp;
 use metronome_time::{Bitrate, MediaClock};
-use metronome_wire::{PayloadType, Ssrc};
+use metronome_wire::{PayloadType, SeqNo, Ssrc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,7 +94,7 @@ pub struct RawSenderConfig {
     pub send_buffer: Option<usize>,
     /// The first packet's sequence number (an RTSP session resuming after PAUSE continues
     /// its numbering); by default derived from the seed.
-    pub initial_seq: Option<u16>,
+    pub initial_seq: Option<SeqNo>,
     /// Send RTCP sender reports to the destination's RTCP port (port + 1) and read the
     /// receivers' reports there ([`RawSender::open`] only; an RTSP session brings its own).
     pub rtcp: bool,
@@ -177,7 +177,7 @@ pub struct RawSender {
     rtcp: Vec<RtcpOut>,
     ring: FrameRing,
     rtp_ts_base: u32,
-    first_seq: u16,
+    first_seq: SeqNo,
 }
 
 impl RawSender {
@@ -226,7 +226,7 @@ impl RawSender {
         let ring = FrameRing::new(cfg.ring_frames.max(2), npackets, stride);
         Ok(RawSender {
             rtp_ts_base: pcfg.rtp_ts_base,
-            first_seq: pcfg.initial_seq as u16,
+            first_seq: SeqNo(pcfg.initial_seq as u16),
             source,
             cfg,
             format,
@@ -251,7 +251,7 @@ impl RawSender {
     }
 
     /// The first packet's sequence number and RTP timestamp (RTSP's RTP-Info).
-    pub fn first_packet(&self) -> (u16, u32) {
+    pub fn first_packet(&self) -> (SeqNo, u32) {
         (self.first_seq, self.rtp_ts_base)
     }
 
@@ -690,7 +690,7 @@ fn payloader_config(format: &VideoFormat, cfg: &RawSenderConfig) -> RawPayloader
     pcfg.payload_type = cfg.payload_type;
     pcfg.initial_seq = match cfg.initial_seq {
         // The extended sequence number's low 16 bits are the RTP header's.
-        Some(seq) => u32::from(seq),
+        Some(seq) => u32::from(seq.get()),
         None => (cfg.seed >> 16) as u32,
     };
     pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc.get();

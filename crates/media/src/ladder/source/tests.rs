@@ -27,7 +27,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
                 ssrc: Ssrc(9),
                 payload_type: PayloadType(96),
                 max_payload: 978,
-                initial_seq: 100,
+                initial_seq: metronome_wire::SeqNo(100),
                 send_time: metronome_wire::rtp::SendTimeExt::None,
             },
             rtp_ts_base: 1000,

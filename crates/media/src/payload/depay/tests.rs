@@ -14,7 +14,7 @@ fn packets(codec: VideoCodec, frames: &[(u32, Vec<u8>)], max: usize) -> Vec<(u32
             ssrc: Ssrc(7),
             payload_type: PayloadType(96),
             max_payload: max,
-            initial_seq: 0,
+            initial_seq: metronome_wire::SeqNo(0),
             send_time: metronome_wire::rtp::SendTimeExt::None,
         },
     );

@@ -34,7 +34,7 @@ fn run_late(
     late: usize,
 ) -> (FecDecoder, Vec<Vec<u8>>) {
     let mut queue = std::collections::VecDeque::new();
-    let mut enc = FecEncoder::new(FecConfig::new(shape), 1000);
+    let mut enc = FecEncoder::new(FecConfig::new(shape), SeqNo(1000));
     let mut dec = FecDecoder::new(1500);
     let mut buf = vec![0u8; 2000];
     let mut got = Vec::new();
@@ -203,7 +203,7 @@ fn the_encoder_spreads_columns_over_the_next_matrix_and_restarts_on_a_gap() {
         columns: 4,
         rows: 3,
     };
-    let mut enc = FecEncoder::new(FecConfig::new(shape), 0);
+    let mut enc = FecEncoder::new(FecConfig::new(shape), SeqNo(0));
     let mut buf = vec![0u8; 2000];
     let mut after = Vec::new();
     for i in 0..36u16 {
@@ -217,13 +217,13 @@ fn the_encoder_spreads_columns_over_the_next_matrix_and_restarts_on_a_gap() {
     assert_eq!(rows.len(), 9);
     assert!(rows
         .iter()
-        .all(|r| r.0 % 4 == 3 && r.2 == r.0 - 3 && r.3 == 1 && r.4 == 4));
+        .all(|r| r.0 % 4 == 3 && r.2.get() == r.0 - 3 && r.3 == 1 && r.4 == 4));
     let cols: Vec<_> = after.iter().filter(|a| a.1 == Direction::Column).collect();
     // The first matrix (0..12) ends at packet 11; its columns go with packets 12, 15, 18, 21.
     assert_eq!(
         cols.iter()
             .take(4)
-            .map(|c| (c.0, c.2, c.3, c.4))
+            .map(|c| (c.0, c.2.get(), c.3, c.4))
             .collect::<Vec<_>>(),
         vec![(12, 0, 4, 3), (15, 1, 4, 3), (18, 2, 4, 3), (21, 3, 4, 3)]
     );
@@ -241,7 +241,7 @@ fn the_encoder_spreads_columns_over_the_next_matrix_and_restarts_on_a_gap() {
             first_row = Some(fec2022::parse(&buf[..n]).unwrap().header.sn_base);
         }
     }
-    assert_eq!(first_row, Some(100));
+    assert_eq!(first_row, Some(SeqNo(100)));
 }
 
 #[test]
@@ -273,7 +273,7 @@ fn hostile_fec_is_counted_and_memory_stays_bounded() {
             columns: 5,
             rows: 5,
         }),
-        0,
+        SeqNo(0),
     );
     for i in 0..25u16 {
         enc.push(&media(i));
