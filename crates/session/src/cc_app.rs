@@ -125,7 +125,7 @@ pub fn ccfb_of(a: &ArrivalReport, media_ssrc: Ssrc) -> CcfbWriter {
         .collect();
     CcfbWriter::new(
         media_ssrc,
-        SeqNo(a.begin_seq as u16),
+        SeqNo::of_extended(a.begin_seq),
         reports,
         ccfb_timestamp(a.at),
     )

@@ -1,8 +1,8 @@
 //! Extending wrapping RTP clocks with a rollover count (RFC 3550 Appendix A.1).
 
 /// Extends a `BITS`-bit clock to 64 bits, each value nearest the last (a window of half its
-/// range; sequence numbers extend with `metronome_wire::SeqNo::extend_near`): 32-bit RTP timestamps ([`RtpTsUnwrapper`]) and abs-send-time's 24 bits
-/// ([`AbsSendTimeUnwrapper`]).
+/// range): 32-bit RTP timestamps ([`RtpTsUnwrapper`]) and abs-send-time's 24 bits
+/// ([`AbsSendTimeUnwrapper`]). Sequence numbers extend with `metronome_wire::SeqNo`.
 #[derive(Clone, Debug, Default)]
 pub struct ClockUnwrapper<const BITS: u32> {
     last: Option<u64>,

@@ -135,6 +135,12 @@ impl SeqNo {
         self.0
     }
 
+    /// The 16-bit number of an extended one (its low bits: what the header carries of a 64-bit
+    /// count or of RFC 4175's 32-bit number).
+    pub const fn of_extended(ext: u64) -> SeqNo {
+        SeqNo(ext as u16)
+    }
+
     /// The number after this one (65535 is followed by 0).
     pub const fn next(self) -> SeqNo {
         SeqNo(self.0.wrapping_add(1))
@@ -169,14 +175,15 @@ impl SeqNo {
 
     /// The value on a 64-bit line whose low 16 bits are this number, nearest to `near` (an
     /// extended number seen before): at most 2^15 behind it or less than 2^15 ahead (RFC 3550
-    /// Appendix A.1's rollover, without its plausibility rules, which are the caller's). Never
-    /// below 0: near the line's start, a number behind `near` by more than `near` goes a cycle
-    /// up.
+    /// Appendix A.1's rollover, without its plausibility rules, which are the caller's). The
+    /// line has ends: near 0, a number behind `near` by more than `near` goes a cycle up; near
+    /// `u64::MAX`, one ahead past it goes a cycle down.
     pub const fn extend_near(self, near: u64) -> u64 {
         let delta = (self.0.wrapping_sub(near as u16) as i16) as i64;
         match near.checked_add_signed(delta) {
             Some(ext) => ext,
-            None => near.wrapping_add_signed(delta).wrapping_add(1 << 16),
+            None if delta < 0 => near.wrapping_add_signed(delta).wrapping_add(1 << 16),
+            None => near.wrapping_add_signed(delta).wrapping_sub(1 << 16),
         }
     }
 
@@ -291,6 +298,11 @@ mod tests {
             0x1_8000,
             0x12_3456,
             1 << 40,
+            u64::MAX - 0xffff,
+            u64::MAX - 0x8000,
+            u64::MAX - 0x7fff,
+            u64::MAX - 1,
+            u64::MAX,
         ];
         for near in nears {
             for seq in [
@@ -307,7 +319,7 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn extension_agrees_with_the_search(seq: u16, near in 0u64..1 << 48) {
+        fn extension_agrees_with_the_search(seq: u16, near: u64) {
             let ext = SeqNo(seq).extend_near(near);
             proptest::prop_assert_eq!(ext, nearest_by_search(seq, near));
             proptest::prop_assert_eq!(ext as u16, seq);
@@ -341,6 +353,7 @@ mod tests {
         assert!(!SeqNo(5).is_after(SeqNo(5)));
         assert_eq!(SeqNo(2).since(SeqNo(65534)), 4);
         assert_eq!(SeqNo(65535).next(), SeqNo(0));
+        assert_eq!(SeqNo::of_extended(0x3_0007), SeqNo(7));
         assert_eq!(SeqNo(1).sub(2), SeqNo(65535));
         assert_eq!(SeqNo(65535).add(3), SeqNo(2));
         assert_eq!(format!("{} {:?}", SeqNo(7), SeqNo(7)), "7 7");

@@ -1,4 +1,5 @@
-//! Wire formats, without state: views over bytes and builders into caller-owned buffers.
+//! Wire formats: views over bytes and builders into caller-owned buffers, and the identifiers
+//! they carry.
 //!
 //! - [`rtp`]: RTP packets (RFC 3550 §5) through `rtp-types`, plus the RFC 8285 one-byte header
 //!   extension that carries Metronome's send time.
@@ -10,7 +11,8 @@
 //! - [`sdp`]: SDP session descriptions (RFC 8866) of RTP sessions, for RTSP and `.sdp` files.
 //! - [`rtx`]: RTP retransmission packets (RFC 4588).
 //! - [`fec2022`]: SMPTE 2022-1 row and column XOR FEC packets (RFC 2733 with its extension).
-//! - [`Ssrc`], [`PayloadType`]: the identifiers RTP passes around, as types.
+//! - [`Ssrc`], [`PayloadType`], [`SeqNo`]: the identifiers RTP passes around, as types; a
+//!   [`SeqUnwrapper`] extends a stream's sequence numbers to 64 bits (its one piece of state).
 
 pub mod fec2022;
 mod ids;

@@ -329,7 +329,7 @@ impl NackPlanner {
                 return false;
             }
             if m.next_ask <= now && !waits && out.len() < max {
-                out.push(SeqNo(m.seq as u16));
+                out.push(SeqNo::of_extended(m.seq));
                 counters.asked += 1;
                 m.asks += 1;
                 m.next_ask = now + retry;

@@ -360,7 +360,7 @@ impl FramePackets<'_, '_> {
         let marker = end >= g.frame_bytes;
         let hdr = RtpHeader {
             payload_type: self.pay.cfg.payload_type,
-            sequence: SeqNo(seq as u16),
+            sequence: SeqNo::of_extended(u64::from(seq)),
             timestamp: self.rtp_ts,
             ssrc: self.pay.cfg.ssrc,
             marker,

@@ -501,7 +501,7 @@ impl SenderReports {
             }
             rtcp::CcApp::TfmccFeedback(fb) if fb.media_ssrc == our => {
                 let report = crate::cc_app::tfmcc_report(&fb, |seq| {
-                    sent_at(SeqNo(seq as u16)).filter(|t| *t <= now)
+                    sent_at(SeqNo::of_extended(u64::from(seq))).filter(|t| *t <= now)
                 });
                 self.push_event(SenderEvent::Tfmcc {
                     ssrc: reporter,
@@ -550,7 +550,7 @@ fn tfrc_report(
     fb: &rtcp::TfrcFeedback,
     sent_at: &dyn Fn(SeqNo) -> Option<Timestamp>,
 ) -> Option<metronome_cc::TfrcReport> {
-    let sent = sent_at(SeqNo(fb.echo_seq as u16))?;
+    let sent = sent_at(SeqNo::of_extended(u64::from(fb.echo_seq)))?;
     let since = (sent <= now).then(|| now.saturating_since(sent))?;
     let rtt = since.checked_sub(std::time::Duration::from_micros(u64::from(fb.t_delay_us)))?;
     Some(metronome_cc::TfrcReport {

@@ -56,7 +56,7 @@ impl SendLog {
         for k in 0..packets {
             let seq16 = first_seq.add(k as u16);
             let ext = match self.sent.back() {
-                Some(last) => last.seq + u64::from(seq16.since(SeqNo(last.seq as u16))),
+                Some(last) => last.seq + u64::from(seq16.since(SeqNo::of_extended(last.seq))),
                 None => u64::from(seq16.get()) + (1 << 16),
             };
             if self.sent.len() == SEND_LOG {
@@ -136,7 +136,7 @@ impl SendLog {
 
     fn index(&self, seq16: SeqNo) -> Option<usize> {
         let newest = self.sent.back()?.seq;
-        let back = u64::from(SeqNo(newest as u16).since(seq16));
+        let back = u64::from(SeqNo::of_extended(newest).since(seq16));
         let ext = newest.checked_sub(back)?;
         let i = ext.checked_sub(self.sent.front()?.seq)? as usize;
         self.sent.get(i).filter(|e| e.seq == ext).map(|_| i)

@@ -226,7 +226,7 @@ impl RawSender {
         let ring = FrameRing::new(cfg.ring_frames.max(2), npackets, stride);
         Ok(RawSender {
             rtp_ts_base: pcfg.rtp_ts_base,
-            first_seq: SeqNo(pcfg.initial_seq as u16),
+            first_seq: SeqNo::of_extended(u64::from(pcfg.initial_seq)),
             source,
             cfg,
             format,

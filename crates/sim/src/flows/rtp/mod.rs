@@ -425,7 +425,7 @@ impl RtpFlow {
         if self.first_seq.is_none() && pkt.len() >= 4 {
             // Receivers extend sequence numbers from 0 cycles: the first one sent is number 0
             // (a sender starting within a few packets of a wrap would number them past it).
-            self.first_seq = Some(u16::from_be_bytes([pkt[2], pkt[3]]) as u64);
+            self.first_seq = Some(u64::from(metronome_wire::rtp::sequence_of(pkt).get()));
         }
         if self.cfg.log {
             self.log.push(RtpLogRow::Sent { at: now, id, due });
