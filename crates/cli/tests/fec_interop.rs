@@ -7,7 +7,9 @@
 //! the rebuilt packets back in order. The TS GStreamer writes is then all but whole.
 //!
 //! Metronome rebuilds from GStreamer's: `rtpst2022-1-fecenc` (5 x 5, behind `rtpmp2tpay
-//! ssrc=0`, as it requires) and `metronome recv --fec`.
+//! ssrc=0`, as it requires) and `metronome recv --fec`; and from FFmpeg's: its Pro-MPEG Code
+//! of Practice #3 FEC (`-f rtp_mpegts -fec prompeg=l=5:d=5`), which is SMPTE 2022-1's, to the
+//! same ports.
 
 mod common;
 
@@ -183,6 +185,92 @@ fn metronome_rebuilds_lost_packets_from_gstreamers_fec() {
     // Every FEC packet GStreamer sent was read as one; most losses came back in time.
     let fec = &repair["fec"];
     assert!(fec["packets"].as_u64().unwrap_or(0) > 300, "{said}");
+    assert_eq!(fec["malformed"].as_u64(), Some(0), "{said}");
+    let useful = repair["fec_useful"].as_u64().unwrap_or(0);
+    assert!(useful * 5 >= lost * 4, "{said}");
+    assert!(useful <= lost, "{said}");
+}
+
+/// FFmpeg streaming a live test pattern (H.264 in MPEG-TS over RTP, its `rtp_mpegts` muxer)
+/// to `rtp` for 10 s, with its Pro-MPEG COP #3 FEC over 5 x 5: columns to `rtp + 2`, rows to
+/// `rtp + 4` (FFmpeg sends them beside the media's port; it has no option to send them
+/// elsewhere).
+fn ffmpeg_prompeg_sender(rtp: u16) -> Running {
+    let mut c = std::process::Command::new("timeout");
+    c.args([
+        "-s",
+        "INT",
+        "-k",
+        "5",
+        "25",
+        "ffmpeg",
+        "-hide_banner",
+        "-nostdin",
+    ])
+    .args(["-loglevel", "warning", "-re", "-f", "lavfi"])
+    .args(["-i", "testsrc2=size=320x240:rate=25", "-t", "10"])
+    .args([
+        "-c:v",
+        "libx264",
+        "-tune",
+        "zerolatency",
+        "-b:v",
+        "800k",
+        "-g",
+        "25",
+    ])
+    .args(["-f", "rtp_mpegts", "-fec", "prompeg=l=5:d=5"])
+    .arg(format!("rtp://127.0.0.1:{rtp}"));
+    Running::spawn(&mut c)
+}
+
+#[test]
+fn metronome_rebuilds_lost_packets_from_ffmpegs_prompeg_fec() {
+    require("ffmpeg", "ffmpeg");
+    let (relay_in, recv_rtp) = (port_run(6), port_run(6));
+    let relay = lossy_relay(relay_in, recv_rtp);
+    // FFmpeg's FEC goes to the relay's port + 2 and + 4: on, as it is, to the receiver's.
+    let forwarding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let fec_in = [2, 4].map(|k| forward(relay_in + k, recv_rtp + k, forwarding.clone()));
+    let recv = Running::spawn(
+        bin()
+            .args(["recv", &format!("rtp://127.0.0.1:{recv_rtp}")])
+            .args(["--fec", "--playout-delay", "500ms", "--json"])
+            .args(["--duration", "15"]),
+    );
+    wait_udp_bound(recv_rtp + 4, Duration::from_secs(10));
+    wait_udp_bound(relay_in, Duration::from_secs(10));
+    let ffmpeg = ffmpeg_prompeg_sender(relay_in).finish_within(Duration::from_secs(30));
+    let recv = recv.finish_within(Duration::from_secs(30));
+    forwarding.store(false, std::sync::atomic::Ordering::Relaxed);
+    let relay = relay.finish_within(Duration::from_secs(30));
+    let forwarded: Vec<u64> = fec_in.into_iter().map(|f| f.join().unwrap()).collect();
+    let got: Value = serde_json::from_str(&recv.stdout).expect("recv --json");
+    let relayed: Value = serde_json::from_str(&relay.stdout).expect("relay --json");
+    let repair = &got["repair"];
+    let said = format!(
+        "relay lost {}; FEC forwarded {forwarded:?}; recv: {} foreign FEC datagrams, source {}, \
+         repair {repair}\n{}\n{}",
+        relayed["lost"],
+        got["foreign_fec_datagrams"],
+        got["sources"][0],
+        ffmpeg.report(),
+        recv.report()
+    );
+    println!("{said}");
+    assert!(ffmpeg.succeeded(), "{said}");
+    let lost = got["sources"][0]["lost"].as_u64().unwrap_or(0);
+    // 5 % of about 800 packets went missing on the way (the network's loss, before repair).
+    assert!(lost >= 20, "{said}");
+    // Every FEC packet FFmpeg sent was read (two for each five media packets): as one, or,
+    // for the first ones, which pass the relay's 10 ms ahead of the stream's first packet,
+    // as from no known sender (dropped and counted); most losses came back in time.
+    let fec = &repair["fec"];
+    let foreign = got["foreign_fec_datagrams"].as_u64().unwrap_or(0);
+    let read = fec["packets"].as_u64().unwrap_or(0);
+    assert_eq!(read + foreign, forwarded.iter().sum::<u64>(), "{said}");
+    assert!(foreign <= 5, "{said}");
+    assert!(fec["packets"].as_u64().unwrap_or(0) > 200, "{said}");
     assert_eq!(fec["malformed"].as_u64(), Some(0), "{said}");
     let useful = repair["fec_useful"].as_u64().unwrap_or(0);
     assert!(useful * 5 >= lost * 4, "{said}");
