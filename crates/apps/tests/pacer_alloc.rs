@@ -41,7 +41,7 @@ fn stream(dest: &RtpUrl, n: usize, clock: &Clock) -> StreamRt {
                 ssrc: Ssrc(1),
                 cname: "alloc-test".into(),
                 clock: MediaClock::VIDEO_90K,
-                rtp_ts_base: 0,
+                rtp_ts_base: metronome_time::RtpTime(0),
                 session_bw_bps: 5_000_000,
                 rtcp_min_interval: Duration::from_secs(1),
                 max_receivers: 4,

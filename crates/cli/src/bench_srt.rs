@@ -34,7 +34,7 @@ use metronome_rt::host::HostWatch;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::{PacketRecord, ReceiverRepair};
 use metronome_session::repair::{NackCounters, RTX_PAYLOAD_TYPE};
-use metronome_time::Distribution;
+use metronome_time::{Distribution, RtpTime};
 use metronome_wire::rtp::{RtpView, SEND_TIME_EXT_ID};
 use metronome_wire::SeqNo;
 use serde::Serialize;
@@ -191,7 +191,7 @@ pub(crate) struct SrtBench {
 #[derive(Clone, Copy)]
 struct Arrival {
     seq: SeqNo,
-    rtp_ts: u32,
+    rtp_ts: RtpTime,
     at_unix_ns: u64,
     /// Its send-time stamp (a retransmission's is its own, so none is kept for those).
     sent_unix_ns: Option<u64>,
@@ -239,7 +239,7 @@ fn delays(arrivals: &[Arrival], first_seq: SeqNo, sent: u64) -> Vec<Option<i64>>
     let Some(ts0) = arrivals.first().map(|a| a.rtp_ts) else {
         return out;
     };
-    let ts_ns = |ts: u32| (ts.wrapping_sub(ts0) as i32) as i64 * 1_000_000_000 / 90_000;
+    let ts_ns = |ts: RtpTime| i64::from(ts.delta(ts0)) * 1_000_000_000 / 90_000;
     // The earliest stamp against its timestamp: the epoch plus the sender's least lateness.
     let Some(offset) = arrivals
         .iter()

@@ -40,7 +40,7 @@ use metronome_quality::viewer::play;
 use metronome_quality::y4m::Reader;
 use metronome_quality::{mos, Chroma, Picture};
 use metronome_session::receiver::PacketRecord;
-use metronome_time::Timestamp;
+use metronome_time::{RtpTime, RtpTsUnwrapper, Timestamp};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -74,7 +74,7 @@ pub(crate) struct LiveViewer {
 /// A packet held back to be put in sequence.
 struct Pending {
     at: Timestamp,
-    rtp_ts: u32,
+    rtp_ts: RtpTime,
     marker: bool,
     payload: Vec<u8>,
 }
@@ -88,11 +88,11 @@ enum Assembly {
         last_video: Option<Timestamp>,
     },
     /// Coded frames straight over RTP (RFC 6416, RFC 6184), each frame's presentation time
-    /// its RTP timestamp (`unwrapped`: the last one, extended to 64 bits); `config` the SDP's.
+    /// its RTP timestamp extended to 64 bits (`unwrapped`); `config` the SDP's.
     Frames {
         depay: FrameDepayloader,
         config: Option<Vec<u8>>,
-        unwrapped: Option<(u32, u64)>,
+        unwrapped: RtpTsUnwrapper,
         last_at: Option<Timestamp>,
     },
 }
@@ -189,7 +189,7 @@ impl LiveViewer {
         LiveViewer::with(Assembly::Frames {
             depay: FrameDepayloader::new(codec),
             config,
-            unwrapped: None,
+            unwrapped: RtpTsUnwrapper::new(),
             last_at: None,
         })
     }
@@ -202,7 +202,7 @@ impl LiveViewer {
 
     /// Packet `seq`'s payload, in sequence order: a gap before it damages the frame being
     /// assembled; the payload goes to the demuxer or the depayloader.
-    fn take(&mut self, seq: u64, at: Timestamp, rtp_ts: u32, marker: bool, payload: &[u8]) {
+    fn take(&mut self, seq: u64, at: Timestamp, rtp_ts: RtpTime, marker: bool, payload: &[u8]) {
         let gap = self.next_seq.is_some_and(|n| seq > n);
         if gap {
             self.counts.gaps += 1;
@@ -246,7 +246,7 @@ impl LiveViewer {
                     } else {
                         last_at.unwrap_or(at)
                     };
-                    let pts = unwrap_rtp(unwrapped, f.rtp_ts);
+                    let pts = unwrapped.unwrap(f.rtp_ts.get());
                     done.push((Some(pts), f.data, f.damaged, complete));
                 }
                 self.counts.bad_payloads += depay.malformed() - malformed;
@@ -296,7 +296,7 @@ impl LiveViewer {
                 last_at,
                 ..
             } => depay.finish().map(|f| {
-                let pts = unwrap_rtp(unwrapped, f.rtp_ts);
+                let pts = unwrapped.unwrap(f.rtp_ts.get());
                 (
                     Some(pts),
                     f.data,
@@ -326,17 +326,6 @@ impl LiveViewer {
             Assembly::Ts { .. } => None,
         }
     }
-}
-
-/// RTP timestamp `ts` extended to 64 bits from the last one (`*last`), from 2^32 on so that a
-/// frame presented before the first (B-frames) stays positive.
-fn unwrap_rtp(last: &mut Option<(u32, u64)>, ts: u32) -> u64 {
-    let ext = match *last {
-        Some((prev, ext)) => ext.wrapping_add_signed(i64::from(ts.wrapping_sub(prev) as i32)),
-        None => 1 << 32,
-    };
-    *last = Some((ts, ext));
-    ext
 }
 
 /// How the frames are played out and placed.
@@ -844,7 +833,7 @@ mod tests {
             ssrc: Ssrc(ssrc),
             seq: metronome_wire::SeqNo(k as u16),
             ext_seq: k as u64,
-            rtp_ts: 0,
+            rtp_ts: RtpTime(0),
             marker: false,
             arrival: Timestamp::from_millis(k as u64),
             size: 0,

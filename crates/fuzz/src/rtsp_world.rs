@@ -68,7 +68,7 @@ impl Backend for Checker {
         assert!(self.live.contains(&session), "play without setup");
         Ok(PlayInfo {
             seq: metronome_wire::SeqNo(1),
-            rtptime: 1,
+            rtptime: metronome_time::RtpTime(1),
             start: from.unwrap_or_default(),
             end: None,
         })

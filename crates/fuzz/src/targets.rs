@@ -83,7 +83,7 @@ pub fn rtcp(data: &[u8]) {
             ssrc: Ssrc(7),
             cname: "fuzz".into(),
             clock: MediaClock::VIDEO_90K,
-            rtp_ts_base: 0,
+            rtp_ts_base: metronome_time::RtpTime(0),
             session_bw_bps: 1_000_000,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: 4,

@@ -25,7 +25,7 @@ use metronome_sim::flows::tcp::{TcpCongestion, TcpFlow, TcpFlowConfig};
 use metronome_sim::flows::udp::{UdpFlow, UdpFlowConfig};
 use metronome_sim::trace::TraceLevel;
 use metronome_sim::Sim;
-use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::rtp::SendTimeExt;
 use metronome_wire::rtx::StreamIds;
 use metronome_wire::{SeqNo, Ssrc};
@@ -436,7 +436,7 @@ impl RtpPlan {
 pub struct Numbering {
     pub ssrc: Ssrc,
     pub seq: SeqNo,
-    pub rtp_ts_base: u32,
+    pub rtp_ts_base: RtpTime,
     pub epoch: Timestamp,
 }
 
@@ -447,7 +447,7 @@ impl Numbering {
         Numbering {
             ssrc: Ssrc(seed as u32 | 1),
             seq: SeqNo(1000 + (seed % 20_000) as u16),
-            rtp_ts_base: (seed >> 16) as u32,
+            rtp_ts_base: RtpTime((seed >> 16) as u32),
             epoch: Timestamp::ZERO + f.start,
         }
     }

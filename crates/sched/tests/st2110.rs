@@ -5,7 +5,7 @@ use metronome_sched::st2110::{
     ActiveRatio, Arrival, Conformance, EpochAnchor, FrameFormat, FrameRate, FrameSchedule,
     ReadSchedule, SenderType, Verdict,
 };
-use metronome_time::Timestamp;
+use metronome_time::{RtpTime, Timestamp};
 use proptest::prelude::*;
 use std::time::Duration;
 
@@ -87,7 +87,7 @@ fn feed(s: &FrameSchedule, c: &mut Conformance, frames: u64, delay: Duration, rt
         for k in 0..s.npackets() {
             c.on_packet(Arrival {
                 at: s.send_time(e, k) + delay,
-                rtp_ts: rtp0.wrapping_add(f.rtp_timestamp(n)),
+                rtp_ts: f.rtp_timestamp(n).add(rtp0),
                 marker: k + 1 == s.npackets(),
             });
         }
@@ -97,7 +97,7 @@ fn feed(s: &FrameSchedule, c: &mut Conformance, frames: u64, delay: Duration, rt
 fn known(rtp0: u32) -> EpochAnchor {
     EpochAnchor::Known {
         at: Timestamp::from_millis(5),
-        rtp_ts: rtp0,
+        rtp_ts: RtpTime(rtp0),
     }
 }
 
@@ -173,7 +173,7 @@ fn burst_fails_narrow_and_wide_with_its_cinst() {
     for k in 0..4320u64 {
         c.on_packet(Arrival {
             at: Timestamp::from_millis(5) + Duration::from_micros(k),
-            rtp_ts: 0,
+            rtp_ts: RtpTime(0),
             marker: k == 4319,
         });
     }
@@ -243,13 +243,17 @@ fn frames_without_markers_and_stray_packets_are_accounted_for() {
         rtp_ts,
         marker,
     };
-    assert!(c.on_packet(p(700, 0, false)).is_none());
+    assert!(c.on_packet(p(700, RtpTime(0), false)).is_none());
     // The next frame starts before frame 0's marker: frame 0 is closed, incomplete.
-    let r = c.on_packet(p(17_300, 1501, false)).unwrap();
-    assert_eq!((r.rtp_ts, r.packets, r.complete), (0, 1, false));
+    let r = c.on_packet(p(17_300, RtpTime(1501), false)).unwrap();
+    assert_eq!((r.rtp_ts.get(), r.packets, r.complete), (0, 1, false));
     // A late packet of frame 0 belongs to no frame.
-    assert!(c.on_packet(p(17_310, 0, true)).is_none());
-    assert!(c.on_packet(p(17_320, 1501, true)).unwrap().complete);
+    assert!(c.on_packet(p(17_310, RtpTime(0), true)).is_none());
+    assert!(
+        c.on_packet(p(17_320, RtpTime(1501), true))
+            .unwrap()
+            .complete
+    );
     assert!(c.finish().is_none());
     let sum = c.summary();
     assert_eq!(

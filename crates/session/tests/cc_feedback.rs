@@ -14,7 +14,7 @@ use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::{
     Input, JobConfig, Queued, SenderReportsConfig, SenderSession, SenderSessionConfig, Transmit,
 };
-use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
+use metronome_time::{Bitrate, MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtp::{patch_send_time, write_packet, RtpHeader, SendTimeExt};
 use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
@@ -35,7 +35,7 @@ fn sender(cc: Box<dyn RateController>) -> SenderSession {
             ssrc: SSRC,
             cname: "sender".into(),
             clock: MediaClock::VIDEO_90K,
-            rtp_ts_base: 0,
+            rtp_ts_base: RtpTime(0),
             session_bw_bps: 2_000_000,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: 8,
@@ -61,7 +61,7 @@ fn rtp(seq: u16, time: Timestamp, ext: SendTimeExt, sent: NtpTime) -> Vec<u8> {
     let hdr = RtpHeader {
         payload_type: PayloadType(33),
         sequence: metronome_wire::SeqNo(seq),
-        timestamp: MediaClock::VIDEO_90K.rtp_timestamp(0, Timestamp::ZERO, time),
+        timestamp: MediaClock::VIDEO_90K.rtp_timestamp(RtpTime(0), Timestamp::ZERO, time),
         ssrc: SSRC,
         marker: false,
     };
@@ -457,7 +457,7 @@ fn a_clr_that_wishes_to_leave_stays_until_its_round_ends() {
         let sr = metronome_wire::rtcp::SenderInfo {
             ssrc: SSRC,
             ntp: wall(at).0,
-            rtp_timestamp: 0,
+            rtp_timestamp: RtpTime(0),
             packet_count: 1,
             octet_count: 1316,
         };

@@ -8,7 +8,7 @@ use metronome_media::uncompressed::{
 use metronome_session::rfc4175::{
     packets_for, RawDepayloader, RawEvent, RawPayloader, RawPayloaderConfig,
 };
-use metronome_time::Timestamp;
+use metronome_time::{RtpTime, Timestamp};
 use metronome_wire::rfc4175::{
     write_headers, write_rtp_header, RawHeaderExt, Rfc4175View, SegmentHeader,
 };
@@ -67,7 +67,7 @@ fn packetize(p: &mut RawPayloader, frame: &RawFrame) -> Vec<Vec<u8>> {
             seq,
             "extended sequence number"
         );
-        assert_eq!(v.timestamp(), ts);
+        assert_eq!(v.timestamp(), RtpTime(ts.into()));
         assert_eq!(
             v.marker(),
             out.len() + 1 == n,
@@ -103,7 +103,7 @@ proptest! {
         let mut cfg = RawPayloaderConfig::new(Ssrc(0x5eed), &f);
         cfg.max_payload = max_payload;
         cfg.initial_seq = initial_seq;
-        cfg.rtp_ts_base = seed as u32;
+        cfg.rtp_ts_base = RtpTime(seed as u32);
         cfg.capture_time_ext = seed % 2 == 0;
         cfg.send_time_ext = seed % 3 == 0;
         let mut p = RawPayloader::new(cfg, f).unwrap();
@@ -244,7 +244,7 @@ proptest! {
         });
         let declared: usize = headers.iter().map(|h| usize::from(h.length)).sum();
         let mut buf = vec![0x5au8; 2000];
-        let hdr = RtpHeader { payload_type: PayloadType(96), sequence: metronome_wire::SeqNo(9), timestamp: 7, ssrc: Ssrc(1), marker: false };
+        let hdr = RtpHeader { payload_type: PayloadType(96), sequence: metronome_wire::SeqNo(9), timestamp: RtpTime(7), ssrc: Ssrc(1), marker: false };
         let at = write_rtp_header(&mut buf, &hdr, RawHeaderExt::default()).unwrap();
         let n = write_headers(&mut buf[at..], 0, &headers).unwrap();
         let short = extra % 3 == 0 && declared > 0;

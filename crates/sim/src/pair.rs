@@ -15,7 +15,7 @@ use metronome_link::topology::LinkId;
 use metronome_link::{LinkConfig, LinkStats};
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
 use metronome_session::sender::{SenderSession, SenderSessionConfig};
-use metronome_time::Timestamp;
+use metronome_time::{RtpTime, Timestamp};
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -81,7 +81,7 @@ pub enum TraceRow {
         /// Its sequence number as the receiver session extended it.
         ext_seq: u64,
         /// Its RTP timestamp.
-        rtp_ts: u32,
+        rtp_ts: RtpTime,
     },
     /// The sender sent an RTCP sender report.
     SenderReport {

@@ -14,7 +14,7 @@ use metronome_session::sender::{
 use metronome_sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_sim::trace::TraceLevel;
 use metronome_sim::{Sim, SimOutcome};
-use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::PayloadType;
 use metronome_wire::{SeqNo, Ssrc};
 use std::time::Duration;
@@ -25,7 +25,7 @@ fn session(seed: u64) -> SenderSessionConfig {
             ssrc: Ssrc(0xfeed),
             cname: "sim".into(),
             clock: MediaClock::VIDEO_90K,
-            rtp_ts_base: 1,
+            rtp_ts_base: RtpTime(1),
             session_bw_bps: 1_000_000,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: 64,
@@ -123,7 +123,7 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
     let epoch = Timestamp::from_millis(10);
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(Ssrc(0xfeed), SeqNo(1), 1)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), SeqNo(1), RtpTime(1))
     };
     let packets = 20_000_000_000 / (1_504_000 * 7);
     let source = CbrTs::new(
@@ -193,7 +193,7 @@ fn tfrc_slow_start_follows_its_first_feedback_at_once() {
     let pcfg = PacketizerConfig {
         send_time_ext: true,
         ts_per_packet: 5,
-        ..PacketizerConfig::mp2t(Ssrc(0xfeed), SeqNo(1), 1)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), SeqNo(1), RtpTime(1))
     };
     // Starts at 500 kbit/s of TS; follows the controller from its first rate on.
     let source = CbrTs::new(pcfg, epoch, Duration::from_nanos(3_008_000), usize::MAX)
@@ -267,7 +267,7 @@ fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<R
     let epoch = Timestamp::from_millis(10);
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(Ssrc(0xfeed), SeqNo(1), 1)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), SeqNo(1), RtpTime(1))
     };
     // One 7-TS packet every 5.264 ms: 2 Mbit/s of TS.
     let period = Duration::from_nanos(752_000);

@@ -10,7 +10,7 @@ use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };
 use metronome_sim::{run_pair, CbrTs, PairConfig, PairOutcome, TraceRow};
-use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::Ssrc;
 use std::time::Duration;
 
@@ -25,7 +25,7 @@ fn config(fwd: LinkConfig, seed: u64) -> PairConfig {
                 ssrc: Ssrc(0xfeed),
                 cname: "sim-sender".into(),
                 clock: MediaClock::VIDEO_90K,
-                rtp_ts_base: 12_345,
+                rtp_ts_base: RtpTime(12_345),
                 session_bw_bps: 5_000_000,
                 rtcp_min_interval: Duration::from_millis(500),
                 max_receivers: 4,
@@ -59,7 +59,7 @@ fn config(fwd: LinkConfig, seed: u64) -> PairConfig {
 fn source(cfg: &PairConfig, packets: usize) -> CbrTs {
     let pcfg = PacketizerConfig {
         send_time_ext: true,
-        ..PacketizerConfig::mp2t(Ssrc(0xfeed), metronome_wire::SeqNo(65_000), 12_345)
+        ..PacketizerConfig::mp2t(Ssrc(0xfeed), metronome_wire::SeqNo(65_000), RtpTime(12_345))
     };
     CbrTs::new(pcfg, cfg.epoch, TS_INTERVAL, packets)
 }
@@ -215,7 +215,7 @@ fn transits(r: &PairOutcome, epoch: Timestamp) -> Vec<(Timestamp, i64)> {
         .iter()
         .filter_map(|row| match *row {
             TraceRow::Delivered { at, rtp_ts, .. } => {
-                let ticks = rtp_ts.wrapping_sub(12_345) as u64;
+                let ticks = u64::from(rtp_ts.since(RtpTime(12_345)));
                 let due = epoch + MediaClock::VIDEO_90K.duration(ticks);
                 Some((at, at.signed_nanos_since(due)))
             }

@@ -4,7 +4,8 @@
 //! - [`Timestamp`]: nanoseconds since a per-run epoch, monotonic. Every state machine takes `now: Timestamp`.
 //! - [`NtpTime`]: wall-clock time in the RFC 3550 / RFC 5905 64-bit format, for RTCP sender reports and
 //!   for the send-time header extension (on one host, sender and receiver wall clocks agree).
-//! - [`MediaClock`]: converts between [`Timestamp`] and RTP media ticks (90 kHz for video, RFC 3551).
+//! - [`MediaClock`]: converts between [`Timestamp`] and RTP media ticks (90 kHz for video, RFC 3551);
+//!   [`RtpTime`], the 32-bit RTP timestamp those ticks make, wrapping.
 //! - [`RtpTsUnwrapper`] and [`AbsSendTimeUnwrapper`]: extend 32-bit RTP timestamps and 24-bit send times
 //!   with a rollover count (sequence numbers: `metronome_wire::SeqNo`).
 //! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
@@ -15,12 +16,14 @@ mod dist;
 pub mod mix;
 mod ntp;
 mod rate;
+mod rtp_time;
 pub mod units;
 mod unwrap;
 
 pub use dist::{Distribution, Summary};
 pub use ntp::NtpTime;
 pub use rate::{Bitrate, IPV4_UDP_OVERHEAD};
+pub use rtp_time::RtpTime;
 pub use unwrap::{AbsSendTimeUnwrapper, ClockUnwrapper, RtpTsUnwrapper};
 
 use std::fmt;
@@ -140,9 +143,9 @@ impl MediaClock {
         (d.as_nanos() * self.rate as u128 / 1_000_000_000) as u64
     }
     /// The RTP timestamp of `t` for a stream whose timestamp at `epoch` is `base` (wraps at 2^32).
-    pub fn rtp_timestamp(self, base: u32, epoch: Timestamp, t: Timestamp) -> u32 {
+    pub fn rtp_timestamp(self, base: RtpTime, epoch: Timestamp, t: Timestamp) -> RtpTime {
         let ticks = self.ticks(t.saturating_since(epoch));
-        base.wrapping_add(ticks as u32)
+        base.add(ticks as u32)
     }
     /// Ticks to a duration (nanosecond precision, truncating).
     pub fn duration(self, ticks: u64) -> Duration {
@@ -198,13 +201,17 @@ mod tests {
         let epoch = Timestamp::from_millis(1000);
         // 1 s after the epoch is 90 000 ticks.
         assert_eq!(
-            c.rtp_timestamp(10, epoch, epoch + Duration::from_secs(1)),
-            90_010
+            c.rtp_timestamp(rtp_time::RtpTime(10), epoch, epoch + Duration::from_secs(1)),
+            rtp_time::RtpTime(90_010)
         );
         // Near the top of the 32-bit range the timestamp wraps.
         assert_eq!(
-            c.rtp_timestamp(u32::MAX, epoch, epoch + Duration::from_micros(100)),
-            8
+            c.rtp_timestamp(
+                rtp_time::RtpTime(u32::MAX),
+                epoch,
+                epoch + Duration::from_micros(100)
+            ),
+            rtp_time::RtpTime(8)
         );
         assert_eq!(c.duration(90_000), Duration::from_secs(1));
     }

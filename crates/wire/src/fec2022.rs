@@ -28,6 +28,7 @@
 
 use crate::rtp::RTP_HEADER_LEN;
 use crate::{PayloadType, SeqNo};
+use metronome_time::RtpTime;
 
 /// Bytes of the FEC header after the RTP header.
 pub const FEC_HEADER_LEN: usize = 16;
@@ -124,7 +125,7 @@ pub struct FecView<'a> {
     /// The FEC stream's own sequence number.
     pub sequence: SeqNo,
     /// The FEC stream's timestamp (the last media packet's when it was sent).
-    pub timestamp: u32,
+    pub timestamp: RtpTime,
     /// The recovery fields.
     pub header: FecHeader,
     /// The XOR of the protected bytes.
@@ -160,7 +161,7 @@ pub fn parse(data: &[u8]) -> Result<FecView<'_>, FecError> {
     }
     Ok(FecView {
         sequence: SeqNo::from_be_bytes([data[2], data[3]]),
-        timestamp: u32::from_be_bytes([data[4], data[5], data[6], data[7]]),
+        timestamp: RtpTime::from_be_bytes([data[4], data[5], data[6], data[7]]),
         header: FecHeader {
             sn_base: SeqNo::from_be_bytes([f[0], f[1]]),
             length_recovery: u16::from_be_bytes([f[2], f[3]]),
@@ -183,7 +184,7 @@ pub struct FecStream {
     /// Its sequence number (rows and columns count apart).
     pub sequence: SeqNo,
     /// Its timestamp: the last media packet's when it leaves.
-    pub timestamp: u32,
+    pub timestamp: RtpTime,
 }
 
 /// Writes a FEC packet of `header` and the XORed bytes `payload` into `buf`; its length.
@@ -253,13 +254,13 @@ mod tests {
         let stream = FecStream {
             payload_type: PayloadType(96),
             sequence: SeqNo(7),
-            timestamp: 42,
+            timestamp: RtpTime(42),
         };
         let mut buf = [0u8; 64];
         let n = write(&mut buf, &stream, &row(), &[1, 2, 3]).unwrap();
         assert_eq!(n, 31);
         let v = parse(&buf[..n]).unwrap();
-        assert_eq!((v.sequence, v.timestamp), (SeqNo(7), 42));
+        assert_eq!((v.sequence, v.timestamp.get()), (SeqNo(7), 42));
         assert_eq!(v.header, row());
         assert_eq!(v.payload, &[1, 2, 3]);
         // Any RTP parser reads it: version 2, no padding, extension or CSRCs, SSRC 0.
@@ -287,7 +288,7 @@ mod tests {
         let stream = FecStream {
             payload_type: PayloadType(96),
             sequence: SeqNo(0),
-            timestamp: 0,
+            timestamp: RtpTime(0),
         };
         let mut buf = [0u8; 40];
         let n = write(&mut buf, &stream, &row(), &[0; 4]).unwrap();

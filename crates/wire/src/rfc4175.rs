@@ -420,7 +420,7 @@ mod tests {
         let hdr = RtpHeader {
             payload_type: PayloadType(96),
             sequence: SeqNo(0x0001),
-            timestamp: 90_000,
+            timestamp: metronome_time::RtpTime(90_000),
             ssrc: crate::Ssrc(7),
             marker: false,
         };
@@ -451,7 +451,7 @@ mod tests {
         let hdr = RtpHeader {
             payload_type: PayloadType(96),
             sequence: SeqNo(0xfffe),
-            timestamp: 90_000,
+            timestamp: metronome_time::RtpTime(90_000),
             ssrc: crate::Ssrc(7),
             marker: true,
         };
@@ -481,7 +481,11 @@ mod tests {
             let v = RtpView::parse(pkt).unwrap();
             assert_eq!(
                 (v.sequence(), v.timestamp(), v.ssrc()),
-                (SeqNo(0xfffe), 90_000, crate::Ssrc(7))
+                (
+                    SeqNo(0xfffe),
+                    metronome_time::RtpTime(90_000),
+                    crate::Ssrc(7)
+                )
             );
             assert!(v.marker());
             assert_eq!(v.payload_type(), PayloadType(96));

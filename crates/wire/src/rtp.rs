@@ -1,7 +1,7 @@
 //! RTP packets (RFC 3550 §5.1) and the send-time header extension (RFC 8285 §4.2).
 
 use crate::{PayloadType, SeqNo, Ssrc};
-use metronome_time::NtpTime;
+use metronome_time::{NtpTime, RtpTime};
 use rtp_types::{RtpPacket, RtpPacketBuilder};
 
 /// Length of the fixed RTP header without CSRCs.
@@ -126,7 +126,7 @@ pub struct RtpHeader {
     /// Sequence number, incremented by one per packet sent and wrapping at 2^16 (RFC 3550 §5.1).
     pub sequence: SeqNo,
     /// RTP timestamp in media-clock ticks (90 kHz for video), wrapping at 2^32.
-    pub timestamp: u32,
+    pub timestamp: RtpTime,
     /// Synchronization source identifier of the stream.
     pub ssrc: Ssrc,
     /// The marker bit; its meaning is the payload format's (for video: last packet of a frame).
@@ -145,7 +145,7 @@ pub fn write_packet(
     let mut b = RtpPacketBuilder::<&[u8], &[u8]>::new()
         .payload_type(hdr.payload_type.get())
         .sequence_number(hdr.sequence.get())
-        .timestamp(hdr.timestamp)
+        .timestamp(hdr.timestamp.get())
         .ssrc(hdr.ssrc.get())
         .marker_bit(hdr.marker)
         .payload(payload);
@@ -228,8 +228,8 @@ impl<'a> RtpView<'a> {
         SeqNo(self.pkt.sequence_number())
     }
     /// The 32-bit RTP timestamp, in media-clock ticks.
-    pub fn timestamp(&self) -> u32 {
-        self.pkt.timestamp()
+    pub fn timestamp(&self) -> RtpTime {
+        RtpTime(self.pkt.timestamp())
     }
     /// The synchronization source identifier.
     pub fn ssrc(&self) -> Ssrc {
@@ -302,7 +302,7 @@ mod tests {
         RtpHeader {
             payload_type: PayloadType(payload_type),
             sequence: SeqNo(sequence),
-            timestamp,
+            timestamp: RtpTime(timestamp),
             ssrc: Ssrc(0x1234_5678),
             marker,
         }
@@ -318,7 +318,7 @@ mod tests {
         patch_send_time(&mut buf[..n], NtpTime(0x0102_0304_0506_0708));
         let v = RtpView::parse(&buf[..n]).unwrap();
         assert_eq!(v.sequence(), SeqNo(65_535));
-        assert_eq!(v.timestamp(), 0xdead_beef);
+        assert_eq!(v.timestamp(), RtpTime(0xdead_beef));
         assert_eq!(v.payload().len(), 1316);
         assert_eq!(
             v.send_time(SEND_TIME_EXT_ID),

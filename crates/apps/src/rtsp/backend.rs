@@ -20,7 +20,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_session::rtsp::{
     Backend, ConnId, Delivery, MountInfo, PlayInfo, Refusal, Requested, SessionId, SetupRequest,
 };
-use metronome_time::MediaClock;
+use metronome_time::{MediaClock, RtpTime};
 use metronome_wire::{SeqNo, Ssrc};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -105,7 +105,7 @@ struct RawPlay {
     /// Runs the session's sender; it gives its admission back when it ends.
     thread: JoinHandle<()>,
     first_seq: SeqNo,
-    first_rtptime: u32,
+    first_rtptime: RtpTime,
 }
 
 /// The shared multicast stream of a mount.
@@ -405,7 +405,7 @@ impl Backend for MediaBackend {
                 rtptime: g
                     .start
                     .rtptime
-                    .wrapping_add(MediaClock::VIDEO_90K.ticks(position) as u32),
+                    .add(MediaClock::VIDEO_90K.ticks(position) as u32),
                 start: Duration::ZERO,
                 end: None,
             });

@@ -4,6 +4,7 @@
 
 use crate::interleaved::{ConnOut, Inbox};
 use metronome_rt::udp::{RtcpSocket, UdpSender};
+use metronome_time::RtpTime;
 use metronome_wire::{SeqNo, Ssrc};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,7 +94,7 @@ pub struct SessionOutlet {
 pub struct StartInfo {
     pub ssrc: Ssrc,
     pub seq: SeqNo,
-    pub rtptime: u32,
+    pub rtptime: RtpTime,
     /// The stream's time zero (its source's timeline) on the wall clock, Unix ns: a packet
     /// due at `d` on the timeline is released at this plus `d`.
     pub epoch_unix_ns: u64,

@@ -27,7 +27,7 @@ use crate::payload::{FramePayloader, PayloaderConfig};
 use metronome_cc::{VbrConfig, VbrController, VbrDecision};
 use metronome_quality::playout::FrameType;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
-use metronome_time::{Bitrate, Timestamp};
+use metronome_time::{Bitrate, RtpTime, Timestamp};
 use metronome_wire::rtp::RtpError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +39,7 @@ pub struct LadderSourceConfig {
     /// sequence number).
     pub payloader: PayloaderConfig,
     /// The RTP timestamp of the stream's time zero (90 kHz clock).
-    pub rtp_ts_base: u32,
+    pub rtp_ts_base: RtpTime,
     /// Bytes each packet takes on the wire beyond its payload (RTP and its extensions, UDP,
     /// IP): what the congestion controller's rate counts.
     pub overhead_per_packet: u32,
@@ -254,7 +254,7 @@ impl LadderSource {
         let f = &ladder.rung(self.q).frames[p];
         let clock_per_frame = 90_000 / u64::from(ladder.spec.encoder.fps.max(1));
         let pts = u64::from(f.frame + self.reorder_frames) * clock_per_frame;
-        let rtp_ts = self.cfg.rtp_ts_base.wrapping_add(pts as u32);
+        let rtp_ts = self.cfg.rtp_ts_base.add(pts as u32);
         let n = self.payloader.begin(&f.data, rtp_ts);
         self.frame = Some((p, n, 0));
         self.next = p + 1;

@@ -13,6 +13,7 @@
 
 use crate::decode::VideoCodec;
 use base64::Engine as _;
+use metronome_time::RtpTime;
 
 /// The most a frame may hold, bytes (a 4K intra frame at a very low quantizer is far below).
 pub const MAX_FRAME_BYTES: usize = 32 << 20;
@@ -21,7 +22,7 @@ pub const MAX_FRAME_BYTES: usize = 32 << 20;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DepayFrame {
     /// The RTP timestamp its packets shared (90 kHz: its presentation time).
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// MPEG-4: the frame's bytes; H.264: an Annex B access unit.
     pub data: Vec<u8>,
     /// A packet of it may be missing, or a payload of it was malformed.
@@ -88,7 +89,7 @@ impl FrameDepayloader {
     /// The next packet in sequence: its RTP timestamp, marker bit and payload. Returns the
     /// frames it completed (the one a new timestamp closed without its marker, and the one
     /// its marker ends).
-    pub fn push(&mut self, rtp_ts: u32, marker: bool, payload: &[u8]) -> Vec<DepayFrame> {
+    pub fn push(&mut self, rtp_ts: RtpTime, marker: bool, payload: &[u8]) -> Vec<DepayFrame> {
         let mut done = Vec::new();
         if self.frame.as_ref().is_some_and(|f| f.rtp_ts != rtp_ts) {
             // The previous frame's marker never came: lost with its end (it is damaged

@@ -16,6 +16,7 @@ mod h264;
 pub mod sdp;
 
 use crate::decode::VideoCodec;
+use metronome_time::RtpTime;
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::{PayloadType, SeqNo};
 
@@ -58,7 +59,7 @@ pub struct FramePayloader {
     pieces: Vec<(usize, usize)>,
     piece: usize,
     offset: usize,
-    rtp_ts: u32,
+    rtp_ts: RtpTime,
     scratch: Vec<u8>,
 }
 
@@ -77,7 +78,7 @@ impl FramePayloader {
             pieces: Vec::new(),
             piece: 0,
             offset: 0,
-            rtp_ts: 0,
+            rtp_ts: RtpTime(0),
         }
     }
 
@@ -93,7 +94,7 @@ impl FramePayloader {
 
     /// Takes `frame` (its coded bytes), to be sent with RTP timestamp `rtp_ts`; returns how
     /// many packets it makes.
-    pub fn begin(&mut self, frame: &[u8], rtp_ts: u32) -> usize {
+    pub fn begin(&mut self, frame: &[u8], rtp_ts: RtpTime) -> usize {
         self.pieces.clear();
         match self.codec {
             VideoCodec::Mpeg4Part2 => self.pieces.push((0, frame.len())),

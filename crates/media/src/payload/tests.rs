@@ -14,7 +14,7 @@ fn cfg(max: usize) -> PayloaderConfig {
 
 /// Every packet of `frame`: (payload, marker, seq, timestamp).
 fn packets(p: &mut FramePayloader, frame: &[u8], ts: u32) -> Vec<(Vec<u8>, bool, u16, u32)> {
-    let n = p.begin(frame, ts);
+    let n = p.begin(frame, metronome_time::RtpTime(ts));
     let mut out = Vec::new();
     let mut buf = [0u8; 2048];
     while let Some(o) = p.next(frame, &mut buf).unwrap() {
@@ -24,7 +24,7 @@ fn packets(p: &mut FramePayloader, frame: &[u8], ts: u32) -> Vec<(Vec<u8>, bool,
             v.payload().to_vec(),
             v.marker(),
             v.sequence().get(),
-            v.timestamp(),
+            v.timestamp().get(),
         ));
     }
     assert_eq!(out.len(), n, "begin() counts the packets");

@@ -4,7 +4,7 @@
 use super::format::{FrameFormat, Limits, Nanos, ReadSchedule};
 use super::report::{ClassResult, ConformanceSummary, FrameReport, Verdict};
 use super::schedule::FrameSchedule;
-use metronome_time::{Distribution, MediaClock, RtpTsUnwrapper, Timestamp};
+use metronome_time::{Distribution, MediaClock, RtpTime, RtpTsUnwrapper, Timestamp};
 use std::time::Duration;
 
 /// Buckets of the Cinst histogram at most (2 × a wide CMAX of 512 + 2).
@@ -16,7 +16,7 @@ pub struct Arrival {
     /// Receive time (a kernel timestamp in the driver).
     pub at: Timestamp,
     /// The RTP timestamp: the frame's epoch on the 90 kHz clock, the same in all its packets.
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// The RTP marker bit: the last packet of the frame (RFC 4175 §4.1).
     pub marker: bool,
 }
@@ -35,7 +35,7 @@ pub enum EpochAnchor {
         /// When the anchor frame's epoch was, on the receiver's clock.
         at: Timestamp,
         /// The anchor frame's RTP timestamp (90 kHz).
-        rtp_ts: u32,
+        rtp_ts: RtpTime,
     },
     /// The first packet received arrived `offset` after its frame's epoch: usually the
     /// declared schedule's `offset(0)`, assuming that packet was on time and the network
@@ -59,7 +59,7 @@ impl EpochAnchor {
 /// The frame being received.
 #[derive(Clone, Copy, Debug)]
 struct Open {
-    rtp_ts: u32,
+    rtp_ts: RtpTime,
     ext: u64,
     epoch_ns: i128,
     tpr0_ns: i128,
@@ -162,7 +162,7 @@ impl Conformance {
     /// previous frame's marker came). Both are counted either way; `last_frame` has the newer.
     pub fn on_packet(&mut self, a: Arrival) -> Option<FrameReport> {
         let t = a.at.as_nanos().max(self.last_at);
-        let ext = self.unwrap.unwrap(a.rtp_ts);
+        let ext = self.unwrap.unwrap(a.rtp_ts.get());
         if self.origin.is_none() {
             self.origin = Some(self.resolve_anchor(a, ext));
         }
@@ -258,7 +258,7 @@ impl Conformance {
     fn resolve_anchor(&self, a: Arrival, ext: u64) -> (i128, u64) {
         match self.anchor {
             EpochAnchor::Known { at, rtp_ts } => {
-                let delta = rtp_ts.wrapping_sub(a.rtp_ts) as i32 as i64;
+                let delta = i64::from(rtp_ts.delta(a.rtp_ts));
                 (at.as_nanos() as i128, ext.saturating_add_signed(delta))
             }
             EpochAnchor::FirstPacket { offset } => {
@@ -288,7 +288,7 @@ impl Conformance {
         None
     }
 
-    fn open_frame(&self, rtp_ts: u32, ext: u64, t: u64) -> Open {
+    fn open_frame(&self, rtp_ts: RtpTime, ext: u64, t: u64) -> Open {
         let (epoch0, ext0) = self.origin.unwrap_or((0, ext));
         // Frames since the anchor: Δticks / (90000 × den / num), rounded to nearest.
         let (num, den) = self.rate;
@@ -353,13 +353,13 @@ mod tests {
         let f = FrameFormat::new(FrameRate::new(1000, 1), 10, 1080);
         let anchor = EpochAnchor::Known {
             at: Timestamp::ZERO,
-            rtp_ts: 0,
+            rtp_ts: RtpTime(0),
         };
         let mut c = Conformance::new(&f, ReadSchedule::Linear, anchor);
         let mut feed = |us, marker| {
             c.on_packet(Arrival {
                 at: Timestamp::from_micros(us),
-                rtp_ts: 0,
+                rtp_ts: RtpTime(0),
                 marker,
             })
         };

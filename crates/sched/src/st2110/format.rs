@@ -2,7 +2,7 @@
 //! quantities derived from them (TRS, TDRAIN, CMAX, VRX_FULL). Exact integer arithmetic: every
 //! period is a rational number of nanoseconds and only the final value is floored.
 
-use metronome_time::{MediaClock, Timestamp};
+use metronome_time::{MediaClock, RtpTime, Timestamp};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -243,8 +243,8 @@ impl FrameFormat {
     }
     /// The RTP timestamp of frame `n`: its epoch on the 90 kHz clock, ⌊n × TFRAME × 90000⌋
     /// modulo 2^32 (ST 2110-10 media clock; so 59.94 alternates 1501 and 1502 ticks).
-    pub fn rtp_timestamp(&self, n: u64) -> u32 {
-        RTP_CLOCK.frame_ticks(n, self.rate.num, self.rate.den) as u32
+    pub fn rtp_timestamp(&self, n: u64) -> RtpTime {
+        RtpTime(RTP_CLOCK.frame_ticks(n, self.rate.num, self.rate.den) as u32)
     }
 }
 
@@ -323,8 +323,8 @@ mod tests {
     fn rtp_timestamps_follow_frame_epochs() {
         let f = FrameFormat::new(FrameRate::P59_94, 4320, 1080);
         // 90000 × 1001 / 60000 = 1501.5 ticks a frame.
-        assert_eq!(f.rtp_timestamp(1), 1501);
-        assert_eq!(f.rtp_timestamp(2), 3003);
+        assert_eq!(f.rtp_timestamp(1), RtpTime(1501));
+        assert_eq!(f.rtp_timestamp(2), RtpTime(3003));
         assert_eq!(
             f.frame_epoch(Timestamp::ZERO, 3),
             Timestamp::from_nanos(50_050_000)

@@ -1,7 +1,7 @@
 //! What the conformance measurement reports: per frame, per sender class, and overall.
 
 use super::format::ReadSchedule;
-use metronome_time::Summary;
+use metronome_time::{RtpTime, Summary};
 use serde::Serialize;
 
 /// The sender class a measurement supports.
@@ -25,7 +25,7 @@ pub enum Verdict {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct FrameReport {
     /// The frame's RTP timestamp (its epoch on the 90 kHz clock), as carried in its packets.
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// Packets of this frame received (strays excluded).
     pub packets: u32,
     /// Ended by its marker (false: cut short by the next frame or by `finish`).

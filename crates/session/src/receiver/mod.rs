@@ -21,7 +21,7 @@ pub use summary::{ReceiverSummary, SourceSummary};
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_cc::receiver::Agent;
 pub use metronome_cc::receiver::AgentKind;
-use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_time::{MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::mp2t;
 use metronome_wire::rtcp::{self, ReportHead};
 use metronome_wire::rtp::{RtpView, SendStamp};
@@ -167,7 +167,7 @@ pub struct PacketRecord {
     /// The sequence number extended past its wraps (RFC 3550 A.1).
     pub ext_seq: u64,
     /// The packet's RTP timestamp.
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// The RTP header's marker bit (the last packet of a frame, for video).
     pub marker: bool,
     /// When it arrived (the `now` given).
@@ -294,7 +294,7 @@ struct EarlyAnnounce {
     at: Timestamp,
     ssrc: Ssrc,
     announce: metronome_cc::Announce,
-    sr: Option<(metronome_time::NtpTime, u32)>,
+    sr: Option<(metronome_time::NtpTime, metronome_time::RtpTime)>,
 }
 
 impl EarlyAnnounce {

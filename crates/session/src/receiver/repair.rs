@@ -11,7 +11,7 @@
 
 use super::SeqVerdict;
 use crate::repair::{FecDecoder, FecReceiveCounters, NackConfig, NackCounters, NackPlanner};
-use metronome_time::{MediaClock, Timestamp};
+use metronome_time::{MediaClock, RtpTime, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::rtx::{self, StreamIds};
 use metronome_wire::{PayloadType, SeqNo, Ssrc};
@@ -130,14 +130,14 @@ struct Playout {
     clock: MediaClock,
     delay: Duration,
     /// The highest in-order packet's timestamp, and its unwrapped value in ticks.
-    last_ts: u32,
+    last_ts: RtpTime,
     last_ext: i64,
     /// Least (arrival − media time) so far, ns.
     offset_ns: i128,
 }
 
 impl Playout {
-    fn new(clock: MediaClock, delay: Duration, ts: u32, now: Timestamp) -> Playout {
+    fn new(clock: MediaClock, delay: Duration, ts: RtpTime, now: Timestamp) -> Playout {
         Playout {
             clock,
             delay,
@@ -147,8 +147,8 @@ impl Playout {
         }
     }
 
-    fn ext(&self, ts: u32) -> i64 {
-        self.last_ext + i64::from(ts.wrapping_sub(self.last_ts) as i32)
+    fn ext(&self, ts: RtpTime) -> i64 {
+        self.last_ext + i64::from(ts.delta(self.last_ts))
     }
 
     fn media_ns(&self, ext: i64) -> i128 {
@@ -156,7 +156,7 @@ impl Playout {
     }
 
     /// A packet of timestamp `ts` arrived at `now`; `in_order`: it is the highest so far.
-    fn arrived(&mut self, ts: u32, now: Timestamp, in_order: bool) {
+    fn arrived(&mut self, ts: RtpTime, now: Timestamp, in_order: bool) {
         let ext = self.ext(ts);
         let offset = i128::from(now.as_nanos()) - self.media_ns(ext);
         self.offset_ns = self.offset_ns.min(offset);
@@ -166,7 +166,7 @@ impl Playout {
     }
 
     /// When a packet of timestamp `ts` plays out.
-    fn deadline(&self, ts: u32) -> Timestamp {
+    fn deadline(&self, ts: RtpTime) -> Timestamp {
         let at = self.media_ns(self.ext(ts)) + self.offset_ns + self.delay.as_nanos() as i128;
         Timestamp::from_nanos(at.clamp(0, i128::from(u64::MAX)) as u64)
     }
@@ -373,7 +373,7 @@ impl Repairing {
         &mut self,
         now: Timestamp,
         ext_seq: Option<u64>,
-        ts: u32,
+        ts: RtpTime,
         via: Via,
     ) -> Option<u64> {
         let Some(ext_seq) = ext_seq.filter(|e| !self.was_repaired(*e)) else {
@@ -517,19 +517,24 @@ mod tests {
         let mut p = Playout::new(
             MediaClock::VIDEO_90K,
             Duration::from_millis(200),
-            1000,
+            RtpTime(1000),
             at(50),
         );
-        assert_eq!(p.deadline(1000), at(250));
+        assert_eq!(p.deadline(RtpTime(1000)), at(250));
         // A later packet that was quicker on the way moves the clock earlier...
-        p.arrived(1000 + 9000, at(140), true);
-        assert_eq!(p.deadline(1000 + 9000), at(340));
+        p.arrived(RtpTime(1000 + 9000), at(140), true);
+        assert_eq!(p.deadline(RtpTime(1000 + 9000)), at(340));
         // ...a slower one does not; timestamps unwrap across 2^32.
-        p.arrived(1000 + 18_000, at(400), true);
-        assert_eq!(p.deadline(1000 + 18_000), at(440));
-        let mut w = Playout::new(MediaClock::VIDEO_90K, Duration::ZERO, u32::MAX - 99, at(0));
-        w.arrived(8900, at(100), true);
-        assert_eq!(w.deadline(8900), at(100));
+        p.arrived(RtpTime(1000 + 18_000), at(400), true);
+        assert_eq!(p.deadline(RtpTime(1000 + 18_000)), at(440));
+        let mut w = Playout::new(
+            MediaClock::VIDEO_90K,
+            Duration::ZERO,
+            RtpTime(u32::MAX - 99),
+            at(0),
+        );
+        w.arrived(RtpTime(8900), at(100), true);
+        assert_eq!(w.deadline(RtpTime(8900)), at(100));
         assert_eq!(w.gap_deadline(), at(100));
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{ReceiverEvent, ReceiverSession, MAX_PEER_ASKS};
 use crate::interval::update_avg_rtcp_size;
-use metronome_time::{NtpTime, Timestamp};
+use metronome_time::{NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, CcApp, RtcpItem};
 use metronome_wire::{SeqNo, Ssrc};
 
@@ -20,7 +20,7 @@ struct Heard {
     cnames: Vec<(Ssrc, Vec<u8>)>,
     reporters: Vec<Ssrc>,
     /// The last sender report's SSRC, NTP time and RTP timestamp.
-    sr_ts: Option<(Ssrc, (NtpTime, u32))>,
+    sr_ts: Option<(Ssrc, (NtpTime, RtpTime))>,
     apps: Vec<(Ssrc, CcApp)>,
     /// Other receivers' NACKs: the stream, the numbers (at most [`MAX_PEER_ASKS`]).
     nacks: Vec<(Ssrc, Vec<SeqNo>)>,

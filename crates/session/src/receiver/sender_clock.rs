@@ -3,7 +3,9 @@
 //! §4.3.3: the one-way delay change between echoes; and which losses fall in one loss event)
 //! and when the sender's announcements left, on one clock.
 
-use metronome_time::{AbsSendTimeUnwrapper, MediaClock, NtpTime, RtpTsUnwrapper, Timestamp};
+use metronome_time::{
+    AbsSendTimeUnwrapper, MediaClock, NtpTime, RtpTime, RtpTsUnwrapper, Timestamp,
+};
 use metronome_wire::rtp::abs_send_time;
 use std::time::Duration;
 
@@ -12,7 +14,7 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug)]
 pub(super) struct PacketTimes {
     pub stamp: Option<u32>,
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
 }
 
 /// The sender's clock as a stream's packets show it, chosen by its first packet.
@@ -29,7 +31,7 @@ pub(super) enum SenderClock {
     RtpTs {
         unwrap: RtpTsUnwrapper,
         clock: MediaClock,
-        last: u32,
+        last: RtpTime,
     },
 }
 
@@ -64,14 +66,14 @@ impl SenderClock {
                 last,
             } => {
                 *last = p.rtp_ts;
-                Timestamp::ZERO + clock.duration(unwrap.unwrap(p.rtp_ts))
+                Timestamp::ZERO + clock.duration(unwrap.unwrap(p.rtp_ts.get()))
             }
         }
     }
 
     /// When the sender's RTCP left: from its sender report's NTP time and RTP timestamp, or
     /// without one in the compound, with the last data packet.
-    pub(super) fn report(&mut self, sr: Option<(NtpTime, u32)>) -> Timestamp {
+    pub(super) fn report(&mut self, sr: Option<(NtpTime, RtpTime)>) -> Timestamp {
         match self {
             SenderClock::SendTime { unwrap, last } => {
                 let v = sr.map_or(*last, |(ntp, _)| abs_send_time(ntp));
@@ -83,7 +85,7 @@ impl SenderClock {
                 last,
             } => {
                 let ts = sr.map_or(*last, |(_, ts)| ts);
-                Timestamp::ZERO + clock.duration(unwrap.unwrap(ts))
+                Timestamp::ZERO + clock.duration(unwrap.unwrap(ts.get()))
             }
         }
     }
@@ -99,7 +101,7 @@ fn from_abs24(units: u64) -> Timestamp {
 mod tests {
     use super::*;
 
-    fn at(stamp: Option<u32>, rtp_ts: u32) -> PacketTimes {
+    fn at(stamp: Option<u32>, rtp_ts: RtpTime) -> PacketTimes {
         PacketTimes { stamp, rtp_ts }
     }
 
@@ -108,24 +110,27 @@ mod tests {
         // The sender's wall clock 1 ms before a 64 s wrap of abs-send-time.
         let wall = |ms: u64| NtpTime::from_unix_nanos((64 * 1000 * 1000 - 1 + ms) * 1_000_000);
         let stamp = |ms| Some(abs_send_time(wall(ms)));
-        let mut c = SenderClock::new(at(stamp(0), 0), MediaClock::VIDEO_90K);
-        let t0 = c.data(at(stamp(0), 0));
-        let t1 = c.data(at(stamp(3), 0));
+        let mut c = SenderClock::new(at(stamp(0), RtpTime(0)), MediaClock::VIDEO_90K);
+        let t0 = c.data(at(stamp(0), RtpTime(0)));
+        let t1 = c.data(at(stamp(3), RtpTime(0)));
         assert!((t1.saturating_since(t0).as_micros() as i64 - 3000).abs() <= 4);
         // A report sent at 10 ms, its RTP timestamp irrelevant.
-        let r = c.report(Some((wall(10), 12345)));
+        let r = c.report(Some((wall(10), RtpTime(12345))));
         assert!((r.saturating_since(t0).as_micros() as i64 - 10_000).abs() <= 4);
         // A packet without the stamp counts as sent with the one before.
-        assert_eq!(c.data(at(None, 999)), c.data(at(stamp(3), 0)));
+        assert_eq!(
+            c.data(at(None, RtpTime(999))),
+            c.data(at(stamp(3), RtpTime(0)))
+        );
     }
 
     #[test]
     fn without_send_times_the_rtp_timestamp_stands_in() {
-        let mut c = SenderClock::new(at(None, 90_000), MediaClock::VIDEO_90K);
-        let t0 = c.data(at(None, 90_000));
-        let t1 = c.data(at(Some(5), 93_600));
+        let mut c = SenderClock::new(at(None, RtpTime(90_000)), MediaClock::VIDEO_90K);
+        let t0 = c.data(at(None, RtpTime(90_000)));
+        let t1 = c.data(at(Some(5), RtpTime(93_600)));
         assert_eq!(t1.saturating_since(t0), Duration::from_millis(40));
-        let r = c.report(Some((NtpTime(0), 99_000)));
+        let r = c.report(Some((NtpTime(0), RtpTime(99_000))));
         assert_eq!(r.saturating_since(t0), Duration::from_millis(100));
         // Without a sender report: sent with the last data packet.
         assert_eq!(c.report(None), t1);

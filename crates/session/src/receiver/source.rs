@@ -1,7 +1,7 @@
 //! What a receiver knows about one source (one SSRC): sequence validation (RFC 3550 A.1),
 //! loss (A.3), interarrival jitter (A.8), and distributions of inter-arrival time and one-way delay.
 
-use metronome_time::{Distribution, NtpTime, Timestamp};
+use metronome_time::{Distribution, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::Block;
 use metronome_wire::{SeqNo, Ssrc};
 
@@ -281,8 +281,8 @@ impl Source {
     /// arrived at `arrival_ticks` (the arrival time in the same clock's units, wrapping).
     /// A transit change of more than `jump_ticks` is a timestamp jump (a source restart or a
     /// splice), counted and not taken as jitter.
-    pub fn update_jitter(&mut self, arrival_ticks: u32, rtp_ts: u32, jump_ticks: u32) -> i32 {
-        let transit = arrival_ticks.wrapping_sub(rtp_ts) as i32;
+    pub fn update_jitter(&mut self, arrival_ticks: u32, rtp_ts: RtpTime, jump_ticks: u32) -> i32 {
+        let transit = RtpTime(arrival_ticks).delta(rtp_ts);
         if let Some(prev) = self.transit {
             let d = transit.wrapping_sub(prev).unsigned_abs();
             if d > jump_ticks {

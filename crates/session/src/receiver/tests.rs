@@ -1,4 +1,5 @@
 use super::*;
+use metronome_time::RtpTime;
 use metronome_wire::rtcp::RtcpItem;
 use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
 use proptest::prelude::*;
@@ -17,7 +18,7 @@ fn rtp(seq: u16, ts: u32, ssrc: u32) -> Vec<u8> {
     let hdr = RtpHeader {
         payload_type: PayloadType(33),
         sequence: SeqNo(seq),
-        timestamp: ts,
+        timestamp: RtpTime(ts),
         ssrc: Ssrc(ssrc),
         marker: false,
     };
@@ -198,7 +199,7 @@ fn receiver_reports_carry_lsr_and_dlsr() {
     let info = metronome_wire::rtcp::SenderInfo {
         ssrc: Ssrc(77),
         ntp: 0xb705_2000u64 << 16,
-        rtp_timestamp: 0,
+        rtp_timestamp: RtpTime(0),
         packet_count: 1,
         octet_count: 1316,
     };
@@ -233,7 +234,7 @@ fn rtcp_sr(ssrc: u32, cname: &str) -> Vec<u8> {
     let info = metronome_wire::rtcp::SenderInfo {
         ssrc: Ssrc(ssrc),
         ntp: 0x1234_5678u64 << 16,
-        rtp_timestamp: 0,
+        rtp_timestamp: RtpTime(0),
         packet_count: 1,
         octet_count: 1316,
     };
@@ -393,7 +394,7 @@ proptest! {
                 let data = if seq % 2 == 0 { rtcp_sr(ssrc, "s") } else { rtcp_rr_bye(ssrc, seq % 3 == 0) };
                 r.handle_rtcp(now, &data);
             } else {
-                let hdr = RtpHeader { payload_type: PayloadType(96), sequence: SeqNo(seq), timestamp: ts, ssrc: Ssrc(ssrc), marker: false };
+                let hdr = RtpHeader { payload_type: PayloadType(96), sequence: SeqNo(seq), timestamp: RtpTime(ts), ssrc: Ssrc(ssrc), marker: false };
                 let n = write_packet(&mut buf, &hdr, SendTimeExt::ntp64_if(seq % 5 == 0), &payload[..len]).unwrap();
                 let _ = r.handle_rtp(now, None, &buf[..n]);
             }
@@ -552,7 +553,7 @@ fn a_gap_is_asked_for_at_once_and_its_retransmission_is_the_packet_it_repairs() 
     let rec = r.handle_rtp(at(32), None, &rtx_of(&original, 500)).unwrap();
     assert!(rec.repaired);
     assert_eq!(
-        (rec.ssrc, rec.seq.get(), rec.ext_seq, rec.rtp_ts),
+        (rec.ssrc, rec.seq.get(), rec.ext_seq, rec.rtp_ts.get()),
         (Ssrc(7), 12, 12, 900)
     );
     assert_eq!(r.repaired_packet(), &original[..]);

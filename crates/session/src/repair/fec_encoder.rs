@@ -8,6 +8,7 @@
 //! does not take what is made after each packet makes it grow, to 3 L + 3 at most).
 
 use metronome_config::repair::FecShape;
+use metronome_time::RtpTime;
 use metronome_wire::fec2022::{self, Direction, FecHeader, FecStream};
 use metronome_wire::rtp::RTP_HEADER_LEN;
 use metronome_wire::{PayloadType, SeqNo};
@@ -128,7 +129,7 @@ pub struct FecEncoder {
     place: usize,
     /// The sequence number the next packet must have (the matrix restarts if not).
     next_seq: Option<SeqNo>,
-    last_ts: u32,
+    last_ts: RtpTime,
     /// A row done, to go now.
     row_ready: Option<Parity>,
     held: VecDeque<Held>,
@@ -156,7 +157,7 @@ impl FecEncoder {
                 .collect(),
             place: 0,
             next_seq: None,
-            last_ts: 0,
+            last_ts: RtpTime(0),
             row_ready: None,
             held: VecDeque::with_capacity(l),
             sequences: [initial_sequence, initial_sequence.add(0x8000)],
@@ -186,7 +187,7 @@ impl FecEncoder {
             self.restart();
         }
         self.next_seq = Some(seq.next());
-        self.last_ts = u32::from_be_bytes([pkt[4], pkt[5], pkt[6], pkt[7]]);
+        self.last_ts = RtpTime::from_be_bytes([pkt[4], pkt[5], pkt[6], pkt[7]]);
         for h in &mut self.held {
             h.after = h.after.saturating_sub(1);
         }

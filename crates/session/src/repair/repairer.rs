@@ -260,7 +260,7 @@ mod tests {
             let hdr = RtpHeader {
                 payload_type: PayloadType(33),
                 sequence: SeqNo(seq),
-                timestamp: 0,
+                timestamp: metronome_time::RtpTime(0),
                 ssrc: SSRC,
                 marker: false,
             };

@@ -11,7 +11,7 @@
 
 use super::coverage::Coverage;
 use super::events::{FrameComplete, FrameLost, FramePartial, RawEvent, RawEvents};
-use metronome_time::{MediaClock, Timestamp};
+use metronome_time::{MediaClock, RtpTime, Timestamp};
 use metronome_video::{RawFrame, VideoFormat};
 use metronome_wire::rfc4175::{Rfc4175Error, Rfc4175View, SegmentHeader, CAPTURE_TIME_EXT_ID};
 use metronome_wire::rtp::RtpView;
@@ -123,7 +123,7 @@ struct Geom {
 
 #[derive(Clone, Copy, Debug)]
 struct InProgress {
-    rtp_ts: u32,
+    rtp_ts: RtpTime,
     first_arrival: Timestamp,
     capture_ns: Option<u64>,
     /// Extended sequence numbers: the expected first, the lowest and highest seen.
@@ -147,7 +147,7 @@ pub struct RawDepayloader {
     cur: Option<InProgress>,
     /// Timestamp and highest sequence number of the last frame that ended, and whether it
     /// ended with its marker.
-    last_end: Option<(u32, u64, bool)>,
+    last_end: Option<(RtpTime, u64, bool)>,
     seq: SeqUnwrapper,
     late_run: u32,
     /// The smallest timestamp step seen between consecutive frames: the frame period when the
@@ -329,14 +329,14 @@ impl RawDepayloader {
 
     /// Makes the frame of `ts` the one in progress, ending the previous one if `ts` is newer.
     /// `false` if the packet is late (its frame has ended or is older).
-    fn assign_frame(&mut self, now: Timestamp, ts: u32, seq: u64, ev: &mut RawEvents) -> bool {
+    fn assign_frame(&mut self, now: Timestamp, ts: RtpTime, seq: u64, ev: &mut RawEvents) -> bool {
         let reference = self.cur.map(|c| c.rtp_ts).or(self.last_end.map(|e| e.0));
         if self.cur.is_some_and(|c| c.rtp_ts == ts) {
             self.late_run = 0;
             return true;
         }
         if let Some(r) = reference {
-            if (ts.wrapping_sub(r) as i32) <= 0 {
+            if ts.delta(r) <= 0 {
                 self.late_run += 1;
                 if self.late_run < RESYNC_AFTER_LATE {
                     self.counters.late += 1;
@@ -357,7 +357,7 @@ impl RawDepayloader {
         }
         let mut expected_start = seq;
         if let Some((r, high, marker)) = self.last_end {
-            let step = ts.wrapping_sub(r);
+            let step = ts.since(r);
             let configured =
                 MediaClock::VIDEO_90K.frame_ticks(1, self.format.fps_num, self.format.fps_den);
             let period = self.min_step.map_or(configured, u64::from).max(1);

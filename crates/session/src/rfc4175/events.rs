@@ -1,12 +1,12 @@
 //! What the RFC 4175 depayloader reports about frames.
 
-use metronome_time::Timestamp;
+use metronome_time::{RtpTime, Timestamp};
 
 /// Every pgroup of the frame arrived, and its marker (RFC 4175 §4.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameComplete {
     /// The frame's RTP timestamp (90 kHz clock).
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// When its first packet arrived.
     pub first_arrival: Timestamp,
     /// When its last packet arrived (the `now` of that push).
@@ -25,7 +25,7 @@ pub struct FrameComplete {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FramePartial {
     /// The frame's RTP timestamp (90 kHz clock).
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// When its first packet arrived.
     pub first_arrival: Timestamp,
     /// When it ended: the `now` of the push (or `flush`) that ended it.
@@ -53,7 +53,7 @@ pub struct FrameLost {
     /// How many frames are missing (at least 1).
     pub count: u64,
     /// RTP timestamp of the frame that arrived after the gap.
-    pub before_rtp_ts: u32,
+    pub before_rtp_ts: RtpTime,
 }
 
 /// One thing the depayloader learned about a frame.

@@ -7,7 +7,7 @@
 //! goes on in the next packet at a later Offset. All packets of a frame carry the RTP timestamp
 //! of its sampling instant at 90 kHz (§4.1) and the last one the marker bit (§4.1, progressive).
 
-use metronome_time::MediaClock;
+use metronome_time::{MediaClock, RtpTime};
 use metronome_video::{RawFrame, VideoFormat};
 use metronome_wire::rfc4175::{
     write_rtp_header, RawHeaderExt, SegmentHeader, EXT_SEQ_LEN, SEGMENT_HEADER_LEN,
@@ -78,7 +78,7 @@ pub struct RawPayloaderConfig {
     /// 16 bits in the RFC 4175 payload header (§4.1).
     pub initial_seq: u32,
     /// The RTP timestamp of frame 0 (RFC 3550 §5.1: random).
-    pub rtp_ts_base: u32,
+    pub rtp_ts_base: RtpTime,
     /// Bytes of RTP payload (RFC 4175 payload header, segment headers and data) per packet.
     pub max_payload: usize,
     /// The frame rate giving each frame's 90 kHz timestamp: `base + index × 90000 × den / num`.
@@ -100,7 +100,7 @@ impl RawPayloaderConfig {
             ssrc,
             payload_type: DEFAULT_PAYLOAD_TYPE,
             initial_seq: 0,
-            rtp_ts_base: 0,
+            rtp_ts_base: RtpTime(0),
             max_payload: MTU_1500_MAX_PAYLOAD,
             fps_num: format.fps_num,
             fps_den: format.fps_den,
@@ -120,7 +120,7 @@ pub struct PacketInfo {
     /// The 32-bit extended sequence number.
     pub seq: u32,
     /// The frame's RTP timestamp (90 kHz clock).
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// Line No and Offset of the first segment.
     pub first_line: u16,
     /// Offset (in pixels) of the first segment in its line.
@@ -272,9 +272,9 @@ impl RawPayloader {
         RTP_HEADER_LEN + self.ext(0).len() + self.cfg.max_payload
     }
     /// The RTP timestamp of frame `index`: its sampling instant at 90 kHz (RFC 4175 §4.1).
-    pub fn rtp_timestamp(&self, index: u64) -> u32 {
+    pub fn rtp_timestamp(&self, index: u64) -> RtpTime {
         let ticks = MediaClock::VIDEO_90K.frame_ticks(index, self.cfg.fps_num, self.cfg.fps_den);
-        self.cfg.rtp_ts_base.wrapping_add(ticks as u32)
+        self.cfg.rtp_ts_base.add(ticks as u32)
     }
 
     /// Starts packetising `frame`; its packets come from the returned iterator-like value.
@@ -304,13 +304,13 @@ pub struct FramePackets<'p, 'f> {
     pay: &'p mut RawPayloader,
     frame: &'f RawFrame,
     pos: usize,
-    rtp_ts: u32,
+    rtp_ts: RtpTime,
     sent: usize,
 }
 
 impl FramePackets<'_, '_> {
     /// The RTP timestamp every packet of this frame carries (90 kHz clock).
-    pub fn rtp_ts(&self) -> u32 {
+    pub fn rtp_ts(&self) -> RtpTime {
         self.rtp_ts
     }
     /// Packets still to come.
@@ -427,7 +427,7 @@ mod tests {
         let f = fmt(720, 576, Sampling::Ycbcr420);
         let mut cfg = RawPayloaderConfig::new(Ssrc(9), &f);
         cfg.initial_seq = 0x0001_fffe;
-        cfg.rtp_ts_base = u32::MAX - 10;
+        cfg.rtp_ts_base = RtpTime(u32::MAX - 10);
         let mut p = RawPayloader::new(cfg, f).unwrap();
         let n = p.packets_per_frame();
         let mut frame = RawFrame::new(f);
@@ -441,7 +441,9 @@ mod tests {
         }
         assert_eq!(infos.len(), n);
         assert!(infos[..n - 1].iter().all(|i| !i.marker) && infos[n - 1].marker);
-        assert!(infos.iter().all(|i| i.rtp_ts == (3600u32).wrapping_sub(11)));
+        assert!(infos
+            .iter()
+            .all(|i| i.rtp_ts == RtpTime((3600u32).wrapping_sub(11))));
         assert_eq!(infos[2].seq, 0x0002_0000);
         assert_eq!(p.next_seq(), 0x0001_fffe + n as u32);
         // 4:2:0 rows are line pairs: Line No steps by 2.

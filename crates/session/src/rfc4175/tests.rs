@@ -155,7 +155,7 @@ fn hand_packet(segs: &[SegmentHeader], data: usize, marker: bool) -> Vec<u8> {
     let hdr = RtpHeader {
         payload_type: PayloadType(96),
         sequence: metronome_wire::SeqNo(1),
-        timestamp: 0,
+        timestamp: metronome_time::RtpTime(0),
         ssrc: Ssrc(5),
         marker,
     };

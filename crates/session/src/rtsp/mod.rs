@@ -30,6 +30,7 @@ pub use server::{
 };
 pub use transport::{alternatives as transport_alternatives, TransportSpec};
 
+use metronome_time::RtpTime;
 use metronome_wire::{SeqNo, Ssrc};
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
@@ -152,7 +153,7 @@ pub struct PlayInfo {
     /// Sequence number of the first packet sent.
     pub seq: SeqNo,
     /// RTP timestamp that corresponds to `start`.
-    pub rtptime: u32,
+    pub rtptime: RtpTime,
     /// Where play starts, in normal play time.
     pub start: Duration,
     /// Where it ends (files), `None` for live.

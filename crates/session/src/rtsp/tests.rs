@@ -140,7 +140,7 @@ impl Backend for TestBackend {
         }
         Ok(PlayInfo {
             seq: metronome_wire::SeqNo(4321),
-            rtptime: 987_654,
+            rtptime: metronome_time::RtpTime(987_654),
             start: from.unwrap_or_default(),
             end: None,
         })

@@ -147,7 +147,11 @@ mod tests {
         let epoch = Timestamp::from_millis(10);
         let cfg = PacketizerConfig {
             ts_per_packet: 5,
-            ..PacketizerConfig::mp2t(Ssrc(1), metronome_wire::SeqNo(0), 0)
+            ..PacketizerConfig::mp2t(
+                Ssrc(1),
+                metronome_wire::SeqNo(0),
+                metronome_time::RtpTime(0),
+            )
         };
         let ms = Duration::from_millis;
         let mut src = CbrTs::new(cfg, epoch, ms(200), usize::MAX);

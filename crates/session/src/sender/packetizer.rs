@@ -1,6 +1,6 @@
 //! MPEG-TS into RTP/MP2T (RFC 2250 §2), each packet stamped with its release time.
 
-use metronome_time::{MediaClock, Timestamp};
+use metronome_time::{MediaClock, RtpTime, Timestamp};
 use metronome_wire::mp2t::{MP2T_PAYLOAD_LEN, TS_PER_RTP};
 use metronome_wire::rtp::{self, RtpError, RtpHeader, SendTimeExt};
 use metronome_wire::ts::TS_PACKET_LEN;
@@ -23,13 +23,13 @@ pub struct PacketizerConfig {
     /// The first packet's RTP sequence number (RFC 3550 §5.1: random).
     pub initial_seq: SeqNo,
     /// The RTP timestamp of the stream's epoch (RFC 3550 §5.1: random).
-    pub rtp_ts_base: u32,
+    pub rtp_ts_base: RtpTime,
 }
 
 impl PacketizerConfig {
     /// RTP/MP2T defaults: payload type 33, the 90 kHz clock, 7 TS packets per RTP packet, no
     /// send-time extension.
-    pub fn mp2t(ssrc: Ssrc, initial_seq: SeqNo, rtp_ts_base: u32) -> Self {
+    pub fn mp2t(ssrc: Ssrc, initial_seq: SeqNo, rtp_ts_base: RtpTime) -> Self {
         PacketizerConfig {
             ssrc,
             payload_type: PayloadType::MP2T,
@@ -53,7 +53,7 @@ pub struct RtpOut {
     /// The packet's RTP sequence number.
     pub seq: SeqNo,
     /// The packet's RTP timestamp: its release time on the configured clock (RFC 2250 §2).
-    pub rtp_ts: u32,
+    pub rtp_ts: RtpTime,
     /// Payload octets (for the sender report's octet count, RFC 3550 §6.4.1).
     pub payload_len: usize,
 }
@@ -96,7 +96,7 @@ impl Mp2tPacketizer {
     }
 
     /// The RTP timestamp that corresponds to instant `t` (RFC 2250: the transmission time).
-    pub fn rtp_timestamp_at(&self, t: Timestamp) -> u32 {
+    pub fn rtp_timestamp_at(&self, t: Timestamp) -> RtpTime {
         self.cfg
             .clock
             .rtp_timestamp(self.cfg.rtp_ts_base, self.epoch, t)

@@ -2,7 +2,7 @@
 //! loss, jitter and round-trip time (the feedback loop congestion control will close).
 
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
-use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_time::{MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
 use metronome_wire::{SeqNo, Ssrc};
 use rand::{Rng, SeedableRng};
@@ -24,7 +24,7 @@ pub struct SenderReportsConfig {
     /// are in its units.
     pub clock: MediaClock,
     /// RTP timestamp at the stream epoch (the packetizer's `rtp_ts_base`).
-    pub rtp_ts_base: u32,
+    pub rtp_ts_base: RtpTime,
     /// Session bandwidth in bit/s, for the RTCP interval (RFC 3550 §6.2).
     pub session_bw_bps: u64,
     /// The minimum RTCP interval (5 s in RFC 3550; lower is allowed, §6.2 "reduced minimum").

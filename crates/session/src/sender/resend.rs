@@ -8,7 +8,7 @@
 //! and its controller's target).
 
 use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
-use metronome_time::{MediaClock, Timestamp};
+use metronome_time::{MediaClock, RtpTime, Timestamp};
 use metronome_wire::{SeqNo, Ssrc};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -84,16 +84,16 @@ pub(crate) const MAX_NACKS_PER_COMPOUND: usize = 16;
 pub(crate) struct MediaTime {
     pub(crate) clock: MediaClock,
     /// The RTP timestamp at `epoch`.
-    pub(crate) base: u32,
+    pub(crate) base: RtpTime,
     pub(crate) epoch: Timestamp,
 }
 
 impl MediaTime {
     /// When timestamp `ts` was sampled, taking the instance of it nearest `near` (timestamps
     /// wrap every 2^32 ticks).
-    fn at(&self, ts: u32, near: Timestamp) -> Timestamp {
+    fn at(&self, ts: RtpTime, near: Timestamp) -> Timestamp {
         let near_ts = self.clock.rtp_timestamp(self.base, self.epoch, near);
-        let ticks = ts.wrapping_sub(near_ts) as i32;
+        let ticks = ts.delta(near_ts);
         let d = self.clock.duration(u64::from(ticks.unsigned_abs()));
         if ticks < 0 {
             near.checked_sub(d).unwrap_or(Timestamp::ZERO)

@@ -4,7 +4,7 @@ use super::*;
 use crate::sender::SenderRepair;
 use metronome_cc::{Feedback, FixedRate, RateController};
 use metronome_sched::{LatePolicy, PacingConfig};
-use metronome_time::{Bitrate, MediaClock, NtpTime, Timestamp};
+use metronome_time::{Bitrate, MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
 use metronome_wire::PayloadType;
 use metronome_wire::{SeqNo, Ssrc};
@@ -25,7 +25,7 @@ fn config(late: LatePolicy) -> SenderSessionConfig {
             ssrc: Ssrc(0xabc),
             cname: "sender@test".into(),
             clock: MediaClock::VIDEO_90K,
-            rtp_ts_base: 0,
+            rtp_ts_base: RtpTime(0),
             session_bw_bps: 5_000_000,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: 4,
@@ -124,7 +124,7 @@ fn packets_leave_at_their_due_time_and_reports_count_them() {
         }
     })
     .unwrap();
-    assert_eq!(info, Some((100, 123_800, 18_000)));
+    assert_eq!(info, Some((100, 123_800, RtpTime(18_000))));
 }
 
 #[test]
@@ -542,7 +542,7 @@ fn repairing_session() -> SenderSession {
         let hdr = RtpHeader {
             payload_type: PayloadType(33),
             sequence: SeqNo(k),
-            timestamp: 180 * u32::from(k),
+            timestamp: RtpTime(180 * u32::from(k)),
             ssrc: Ssrc(0xabc),
             marker: false,
         };

@@ -1,5 +1,5 @@
 use super::*;
-use metronome_time::{MediaClock, NtpTime, Timestamp};
+use metronome_time::{MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::PayloadType;
@@ -16,7 +16,7 @@ fn ts_packet(i: u8) -> [u8; 188] {
 fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
     let epoch = Timestamp::from_secs(10);
     let mut p = Mp2tPacketizer::new(
-        PacketizerConfig::mp2t(Ssrc(0xabc), metronome_wire::SeqNo(65_535), 1000),
+        PacketizerConfig::mp2t(Ssrc(0xabc), metronome_wire::SeqNo(65_535), RtpTime(1000)),
         epoch,
     );
     let mut out = [0u8; 1500];
@@ -40,9 +40,9 @@ fn seven_ts_packets_make_one_rtp_packet_released_with_the_last() {
     assert_eq!(emitted[0].len, 1328, "the paper's 1328-byte packet");
     // Released with its 7th TS packet (1.8 ms), RTP timestamp = 90 kHz of release time.
     assert_eq!(emitted[0].release, epoch + Duration::from_micros(1800));
-    assert_eq!(emitted[0].rtp_ts, 1000 + 162);
+    assert_eq!(emitted[0].rtp_ts, RtpTime(1000 + 162));
     assert_eq!(emitted[1].release, epoch + Duration::from_micros(3900));
-    assert_eq!(emitted[1].rtp_ts, 1000 + 351);
+    assert_eq!(emitted[1].rtp_ts, RtpTime(1000 + 351));
     // Sequence numbers wrap.
     assert_eq!((emitted[0].seq.get(), emitted[1].seq.get()), (65_535, 0));
     // One TS packet left over: flushed as a short packet at the end.
@@ -57,7 +57,7 @@ fn reports() -> SenderReports {
             ssrc: Ssrc(0xabc),
             cname: "sender@test".into(),
             clock: MediaClock::VIDEO_90K,
-            rtp_ts_base: 1000,
+            rtp_ts_base: RtpTime(1000),
             session_bw_bps: 5_000_000,
             rtcp_min_interval: Duration::from_secs(1),
             max_receivers: 4,
@@ -96,7 +96,7 @@ fn sender_report_counts_what_left_and_maps_rtp_time() {
         .saturating_since(Timestamp::from_millis(500))
         .as_secs_f64();
     assert!(gap > 0.1 && gap < 3.0, "{gap}");
-    assert_eq!(info.rtp_timestamp, 1000 + 45_000);
+    assert_eq!(info.rtp_timestamp, RtpTime(1000 + 45_000));
     // The BYE's report maps the same instant to the same RTP time: the schedule never shifts.
     let n = s.bye(Timestamp::from_millis(500), wall, &mut buf).unwrap();
     let mut rtp_ts = None;
@@ -106,7 +106,7 @@ fn sender_report_counts_what_left_and_maps_rtp_time() {
         }
     })
     .unwrap();
-    assert_eq!(rtp_ts, Some(1000 + 45_000));
+    assert_eq!(rtp_ts, Some(RtpTime(1000 + 45_000)));
 }
 
 #[test]

@@ -10,6 +10,7 @@ pub mod nack;
 use crate::Ssrc;
 pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use ccfb::{Ccfb, CcfbReport, CcfbWriter};
+use metronome_time::RtpTime;
 pub use nack::{write_nack, Nack};
 use rtcp_types::{
     App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
@@ -39,7 +40,7 @@ pub struct SenderInfo {
     /// `NtpTime`: 32.32 fixed-point seconds since 1900).
     pub ntp: u64,
     /// The same instant as `ntp` on the stream's RTP media clock, for lip sync and delay.
-    pub rtp_timestamp: u32,
+    pub rtp_timestamp: RtpTime,
     /// RTP data packets sent since the start of transmission (wraps at 2^32).
     pub packet_count: u32,
     /// Payload octets sent since the start (RTP headers and padding excluded; wraps at 2^32).
@@ -178,7 +179,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                 visit(RtcpItem::SenderReport(SenderInfo {
                     ssrc: Ssrc(sr.ssrc()),
                     ntp: sr.ntp_timestamp(),
-                    rtp_timestamp: sr.rtp_timestamp(),
+                    rtp_timestamp: RtpTime(sr.rtp_timestamp()),
                     packet_count: sr.packet_count(),
                     octet_count: sr.octet_count(),
                 }));
@@ -314,7 +315,7 @@ pub fn write_compound_with(
         ReportHead::Sender(info, blocks) => {
             let mut sr = SenderReport::builder(info.ssrc.get())
                 .ntp_timestamp(info.ntp)
-                .rtp_timestamp(info.rtp_timestamp)
+                .rtp_timestamp(info.rtp_timestamp.get())
                 .packet_count(info.packet_count)
                 .octet_count(info.octet_count);
             for b in blocks.iter().take(31) {
@@ -375,7 +376,7 @@ mod tests {
         let info = SenderInfo {
             ssrc: Ssrc(42),
             ntp: 0x1122_3344_5566_7788,
-            rtp_timestamp: 9000,
+            rtp_timestamp: RtpTime(9000),
             packet_count: 10,
             octet_count: 13_160,
         };

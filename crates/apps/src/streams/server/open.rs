@@ -432,7 +432,7 @@ fn start_info(
     StartInfo {
         ssrc: metronome_wire::Ssrc(spec.ssrc.unwrap_or(seed as u32)),
         seq: next_seq.unwrap_or(SeqNo((seed >> 16) as u16)),
-        rtptime: (seed >> 32) as u32,
+        rtptime: metronome_time::RtpTime((seed >> 32) as u32),
         epoch_unix_ns,
     }
 }

@@ -40,8 +40,7 @@ use metronome_session::rfc4175::{RawPayError, RawPayloader, RawPayloaderConfig};
 use metronome_session::sender::{
     JobConfig, SenderReportsConfig, SenderSession, SenderSessionConfig,
 };
-use metronome_time::Timestamp;
-use metronome_time::{Bitrate, MediaClock};
+use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::{PayloadType, SeqNo, Ssrc};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -176,7 +175,7 @@ pub struct RawSender {
     out: RawOut,
     rtcp: Vec<RtcpOut>,
     ring: FrameRing,
-    rtp_ts_base: u32,
+    rtp_ts_base: RtpTime,
     first_seq: SeqNo,
 }
 
@@ -251,7 +250,7 @@ impl RawSender {
     }
 
     /// The first packet's sequence number and RTP timestamp (RTSP's RTP-Info).
-    pub fn first_packet(&self) -> (SeqNo, u32) {
+    pub fn first_packet(&self) -> (SeqNo, RtpTime) {
         (self.first_seq, self.rtp_ts_base)
     }
 
@@ -652,7 +651,7 @@ fn new_session(
     late: LatePolicy,
     wire_bps: u64,
     packets_per_frame: usize,
-    rtp_ts_base: u32,
+    rtp_ts_base: RtpTime,
     epoch0: Timestamp,
 ) -> SenderSession {
     SenderSession::new(
@@ -693,7 +692,7 @@ fn payloader_config(format: &VideoFormat, cfg: &RawSenderConfig) -> RawPayloader
         Some(seq) => u32::from(seq.get()),
         None => (cfg.seed >> 16) as u32,
     };
-    pcfg.rtp_ts_base = (cfg.seed as u32).rotate_left(7) ^ cfg.ssrc.get();
+    pcfg.rtp_ts_base = RtpTime((cfg.seed as u32).rotate_left(7) ^ cfg.ssrc.get());
     pcfg.max_payload = cfg.max_payload;
     pcfg.capture_time_ext = true;
     pcfg.send_time_ext = cfg.send_time_ext;

@@ -30,7 +30,7 @@ fn source(l: &Arc<Ladder>) -> LadderSource {
                 initial_seq: metronome_wire::SeqNo(100),
                 send_time: metronome_wire::rtp::SendTimeExt::None,
             },
-            rtp_ts_base: 1000,
+            rtp_ts_base: metronome_time::RtpTime(1000),
             overhead_per_packet: 40,
             reference_q: 2,
             max_bps: f64::INFINITY,

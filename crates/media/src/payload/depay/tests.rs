@@ -1,6 +1,7 @@
 use super::*;
 use crate::h264::nal_units;
 use crate::payload::{FramePayloader, PayloaderConfig};
+use metronome_time::RtpTime;
 use metronome_wire::rtp::RtpView;
 use metronome_wire::PayloadType;
 use metronome_wire::Ssrc;
@@ -21,10 +22,10 @@ fn packets(codec: VideoCodec, frames: &[(u32, Vec<u8>)], max: usize) -> Vec<(u32
     let mut out = Vec::new();
     let mut buf = [0u8; 2048];
     for (ts, frame) in frames {
-        p.begin(frame, *ts);
+        p.begin(frame, RtpTime(*ts));
         while let Some(o) = p.next(frame, &mut buf).unwrap() {
             let v = RtpView::parse(&buf[..o.len]).unwrap();
-            out.push((v.timestamp(), v.marker(), v.payload().to_vec()));
+            out.push((v.timestamp().get(), v.marker(), v.payload().to_vec()));
         }
     }
     out
@@ -44,7 +45,7 @@ fn depay(codec: VideoCodec, packets: &[(u32, bool, Vec<u8>)], drop: &[usize]) ->
         if std::mem::take(&mut gap) {
             d.lost();
         }
-        out.extend(d.push(*ts, *marker, payload));
+        out.extend(d.push(RtpTime(*ts), *marker, payload));
     }
     out.extend(d.finish());
     out
@@ -68,7 +69,7 @@ fn mpeg4_frames_come_back_as_they_were_sent() {
     );
     assert_eq!(got.len(), 3);
     for (g, (ts, f)) in got.iter().zip(&frames) {
-        assert_eq!((g.rtp_ts, &g.data, g.damaged), (*ts, f, false));
+        assert_eq!((g.rtp_ts.get(), &g.data, g.damaged), (*ts, f, false));
     }
 }
 
@@ -81,12 +82,12 @@ fn a_lost_packet_damages_its_frame_and_no_other_mpeg4_frame() {
     let p = packets(VideoCodec::Mpeg4Part2, &frames, 100);
     assert_eq!(p.len(), 12);
     let got = depay(VideoCodec::Mpeg4Part2, &p, &[4, 6, 7, 8]);
-    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts, f.damaged)).collect();
+    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts.get(), f.damaged)).collect();
     // Frame 3 starts with its start code: whole at the start, not damaged.
     assert_eq!(seen, [(0, false), (3600, true), (10800, false)]);
     // Frame 1's last packet lost: its marker never comes; frame 2 starts with a start code.
     let got = depay(VideoCodec::Mpeg4Part2, &p, &[5]);
-    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts, f.damaged)).collect();
+    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts.get(), f.damaged)).collect();
     assert_eq!(
         seen,
         [(0, false), (3600, true), (7200, false), (10800, false)]
@@ -139,16 +140,16 @@ fn an_h264_fragment_without_its_start_damages_the_frame() {
         if i == first_fu {
             d.lost();
         } else {
-            d.push(*ts, *marker, payload);
+            d.push(RtpTime(*ts), *marker, payload);
         }
     }
     assert_eq!(d.malformed(), 0);
-    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts, f.damaged)).collect();
+    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts.get(), f.damaged)).collect();
     assert_eq!(seen, [(0, false), (3000, true), (6000, false)]);
     // Its last packet lost: an H.264 access unit has no start mark, so the next is damaged too.
     let last = p.iter().rposition(|(ts, _, _)| *ts == 3000).unwrap();
     let got = depay(VideoCodec::H264, &p, &[last]);
-    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts, f.damaged)).collect();
+    let seen: Vec<(u32, bool)> = got.iter().map(|f| (f.rtp_ts.get(), f.damaged)).collect();
     assert_eq!(seen, [(0, false), (3000, true), (6000, true)]);
 }
 
@@ -157,8 +158,8 @@ fn stap_a_aggregates_and_malformed_payloads() {
     let mut d = FrameDepayloader::new(VideoCodec::H264);
     // STAP-A of SPS and PPS, then a single NAL unit with the marker.
     let stap = [24, 0, 3, 0x67, 1, 2, 0, 2, 0x68, 3];
-    assert!(d.push(0, false, &stap).is_empty());
-    let got = d.push(0, true, &[0x65, 9, 9]);
+    assert!(d.push(RtpTime(0), false, &stap).is_empty());
+    let got = d.push(RtpTime(0), true, &[0x65, 9, 9]);
     assert_eq!(
         got[0].data,
         [0, 0, 0, 1, 0x67, 1, 2, 0, 0, 0, 1, 0x68, 3, 0, 0, 0, 1, 0x65, 9, 9]
@@ -166,7 +167,7 @@ fn stap_a_aggregates_and_malformed_payloads() {
     assert!(!got[0].damaged);
     // A truncated aggregate, an empty payload, a type mode 1 never sends: counted, damaged.
     for bad in [&[24u8, 0, 9, 0x67][..], &[], &[0x1e, 1]] {
-        let got = d.push(3000, true, bad);
+        let got = d.push(RtpTime(3000), true, bad);
         assert!(got[0].damaged, "{bad:?}");
     }
     assert_eq!(d.malformed(), 3);

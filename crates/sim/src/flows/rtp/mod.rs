@@ -25,7 +25,7 @@ use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
     Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
 };
-use metronome_time::Timestamp;
+use metronome_time::{RtpTime, Timestamp};
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use metronome_wire::Ssrc;
 use source::wall;
@@ -136,7 +136,7 @@ pub enum RtpLogRow {
         /// Its sequence number as the receiver session extended it.
         ext_seq: u64,
         /// Its RTP timestamp.
-        rtp_ts: u32,
+        rtp_ts: RtpTime,
     },
 }
 
