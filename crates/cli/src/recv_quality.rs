@@ -246,7 +246,7 @@ impl LiveViewer {
                     } else {
                         last_at.unwrap_or(at)
                     };
-                    let pts = unwrapped.unwrap(f.rtp_ts.get());
+                    let pts = unwrapped.unwrap_rtp(f.rtp_ts);
                     done.push((Some(pts), f.data, f.damaged, complete));
                 }
                 self.counts.bad_payloads += depay.malformed() - malformed;
@@ -296,7 +296,7 @@ impl LiveViewer {
                 last_at,
                 ..
             } => depay.finish().map(|f| {
-                let pts = unwrapped.unwrap(f.rtp_ts.get());
+                let pts = unwrapped.unwrap_rtp(f.rtp_ts);
                 (
                     Some(pts),
                     f.data,

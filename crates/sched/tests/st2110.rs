@@ -87,7 +87,7 @@ fn feed(s: &FrameSchedule, c: &mut Conformance, frames: u64, delay: Duration, rt
         for k in 0..s.npackets() {
             c.on_packet(Arrival {
                 at: s.send_time(e, k) + delay,
-                rtp_ts: f.rtp_timestamp(n).add(rtp0),
+                rtp_ts: RtpTime(rtp0).add(f.rtp_timestamp(n).get()),
                 marker: k + 1 == s.npackets(),
             });
         }

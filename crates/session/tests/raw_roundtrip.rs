@@ -67,7 +67,7 @@ fn packetize(p: &mut RawPayloader, frame: &RawFrame) -> Vec<Vec<u8>> {
             seq,
             "extended sequence number"
         );
-        assert_eq!(v.timestamp(), RtpTime(ts.into()));
+        assert_eq!(v.timestamp(), ts);
         assert_eq!(
             v.marker(),
             out.len() + 1 == n,

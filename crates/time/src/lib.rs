@@ -201,17 +201,13 @@ mod tests {
         let epoch = Timestamp::from_millis(1000);
         // 1 s after the epoch is 90 000 ticks.
         assert_eq!(
-            c.rtp_timestamp(rtp_time::RtpTime(10), epoch, epoch + Duration::from_secs(1)),
-            rtp_time::RtpTime(90_010)
+            c.rtp_timestamp(RtpTime(10), epoch, epoch + Duration::from_secs(1)),
+            RtpTime(90_010)
         );
         // Near the top of the 32-bit range the timestamp wraps.
         assert_eq!(
-            c.rtp_timestamp(
-                rtp_time::RtpTime(u32::MAX),
-                epoch,
-                epoch + Duration::from_micros(100)
-            ),
-            rtp_time::RtpTime(8)
+            c.rtp_timestamp(RtpTime(u32::MAX), epoch, epoch + Duration::from_micros(100)),
+            RtpTime(8)
         );
         assert_eq!(c.duration(90_000), Duration::from_secs(1));
     }

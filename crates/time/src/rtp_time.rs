@@ -37,6 +37,7 @@ impl RtpTime {
     }
 
     /// How many ticks this timestamp is after `other` (negative: before), -2^31 to 2^31 - 1.
+    /// Exactly half the range apart counts as before.
     pub const fn delta(self, other: RtpTime) -> i32 {
         self.0.wrapping_sub(other.0) as i32
     }

@@ -1,5 +1,7 @@
 //! Extending wrapping RTP clocks with a rollover count (RFC 3550 Appendix A.1).
 
+use crate::RtpTime;
+
 /// Extends a `BITS`-bit clock to 64 bits, each value nearest the last (a window of half its
 /// range): 32-bit RTP timestamps ([`RtpTsUnwrapper`]) and abs-send-time's 24 bits
 /// ([`AbsSendTimeUnwrapper`]). Sequence numbers extend with `metronome_wire::SeqNo`.
@@ -8,7 +10,7 @@ pub struct ClockUnwrapper<const BITS: u32> {
     last: Option<u64>,
 }
 
-/// Extends 32-bit RTP timestamps.
+/// Extends 32-bit RTP timestamps ([`ClockUnwrapper::unwrap_rtp`]).
 pub type RtpTsUnwrapper = ClockUnwrapper<32>;
 /// Extends WebRTC's 24-bit abs-send-time (6.18 fixed-point seconds, wrapping every 64 s).
 pub type AbsSendTimeUnwrapper = ClockUnwrapper<24>;
@@ -47,6 +49,13 @@ impl<const BITS: u32> ClockUnwrapper<BITS> {
     }
 }
 
+impl ClockUnwrapper<32> {
+    /// The extended value of RTP timestamp `ts` ([`ClockUnwrapper::unwrap`] of its bits).
+    pub fn unwrap_rtp(&mut self, ts: RtpTime) -> u64 {
+        self.unwrap(ts.get())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -57,6 +66,7 @@ mod tests {
         let a = u.unwrap(u32::MAX - 10);
         assert_eq!(u.unwrap(5), a + 16);
         assert_eq!(u.unwrap(u32::MAX), a + 10);
+        assert_eq!(u.unwrap_rtp(RtpTime(7)), a + 18);
     }
 
     #[test]

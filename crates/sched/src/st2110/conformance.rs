@@ -162,7 +162,7 @@ impl Conformance {
     /// previous frame's marker came). Both are counted either way; `last_frame` has the newer.
     pub fn on_packet(&mut self, a: Arrival) -> Option<FrameReport> {
         let t = a.at.as_nanos().max(self.last_at);
-        let ext = self.unwrap.unwrap(a.rtp_ts.get());
+        let ext = self.unwrap.unwrap_rtp(a.rtp_ts);
         if self.origin.is_none() {
             self.origin = Some(self.resolve_anchor(a, ext));
         }

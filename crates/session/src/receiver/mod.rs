@@ -294,7 +294,7 @@ struct EarlyAnnounce {
     at: Timestamp,
     ssrc: Ssrc,
     announce: metronome_cc::Announce,
-    sr: Option<(metronome_time::NtpTime, metronome_time::RtpTime)>,
+    sr: Option<(NtpTime, RtpTime)>,
 }
 
 impl EarlyAnnounce {

@@ -66,7 +66,7 @@ impl SenderClock {
                 last,
             } => {
                 *last = p.rtp_ts;
-                Timestamp::ZERO + clock.duration(unwrap.unwrap(p.rtp_ts.get()))
+                Timestamp::ZERO + clock.duration(unwrap.unwrap_rtp(p.rtp_ts))
             }
         }
     }
@@ -85,7 +85,7 @@ impl SenderClock {
                 last,
             } => {
                 let ts = sr.map_or(*last, |(_, ts)| ts);
-                Timestamp::ZERO + clock.duration(unwrap.unwrap(ts.get()))
+                Timestamp::ZERO + clock.duration(unwrap.unwrap_rtp(ts))
             }
         }
     }

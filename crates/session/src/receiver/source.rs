@@ -282,6 +282,7 @@ impl Source {
     /// A transit change of more than `jump_ticks` is a timestamp jump (a source restart or a
     /// splice), counted and not taken as jitter.
     pub fn update_jitter(&mut self, arrival_ticks: u32, rtp_ts: RtpTime, jump_ticks: u32) -> i32 {
+        // The arrival clock's ticks are of the media clock too (A.8): compared as timestamps.
         let transit = RtpTime(arrival_ticks).delta(rtp_ts);
         if let Some(prev) = self.transit {
             let d = transit.wrapping_sub(prev).unsigned_abs();

@@ -443,7 +443,7 @@ mod tests {
         assert!(infos[..n - 1].iter().all(|i| !i.marker) && infos[n - 1].marker);
         assert!(infos
             .iter()
-            .all(|i| i.rtp_ts == RtpTime((3600u32).wrapping_sub(11))));
+            .all(|i| i.rtp_ts == RtpTime(u32::MAX - 10).add(3600)));
         assert_eq!(infos[2].seq, 0x0002_0000);
         assert_eq!(p.next_seq(), 0x0001_fffe + n as u32);
         // 4:2:0 rows are line pairs: Line No steps by 2.

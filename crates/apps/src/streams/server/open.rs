@@ -24,7 +24,7 @@ use metronome_session::sender::{
 };
 use metronome_session::srtp::{SrtpError, SrtpKey};
 use metronome_time::mix::splitmix64;
-use metronome_time::{Bitrate, MediaClock, Timestamp};
+use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::rtp::SEND_TIME_EXT_LEN;
 use metronome_wire::{SeqNo, Ssrc};
 use std::sync::Arc;
@@ -432,7 +432,7 @@ fn start_info(
     StartInfo {
         ssrc: metronome_wire::Ssrc(spec.ssrc.unwrap_or(seed as u32)),
         seq: next_seq.unwrap_or(SeqNo((seed >> 16) as u16)),
-        rtptime: metronome_time::RtpTime((seed >> 32) as u32),
+        rtptime: RtpTime((seed >> 32) as u32),
         epoch_unix_ns,
     }
 }
