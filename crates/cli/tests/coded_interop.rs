@@ -14,7 +14,7 @@
 
 mod common;
 
-use common::{bin, port_pair, require, run, tmp_dir, wait_udp_bound, Outcome, Running};
+use common::{bin, port_pair, require, run, serial, tmp_dir, wait_udp_bound, Outcome, Running};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -25,13 +25,6 @@ const SECS: &str = "5s";
 
 /// `serve --codec CODEC` of QCIF motion at 25 fps, GOP 12, to 127.0.0.1:`port`, its SDP
 /// written to `sdp`, for `secs`.
-/// One test at a time (see the module's docs).
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn serve(codec: &str, extra: &[&str], port: u16, sdp: &Path, secs: &str) -> Command {
     let mut c = bin();
     c.args([

@@ -15,21 +15,12 @@
 
 mod common;
 
-use common::{bin, now, port_pair, require, run, tmp_dir, Running};
+use common::{bin, now, port_pair, require, run, serial, tmp_dir, Running};
 use metronome_media::uncompressed::{RawFileSource, RawFrame, RawSource, RawTestPattern};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 /// Runs a command to completion within `limit`, panicking with its output if it fails; returns
 /// its stdout.

@@ -10,19 +10,10 @@
 
 mod common;
 
-use common::{require, run, tmp_dir, RtspServer, Running};
+use common::{require, run, serial, tmp_dir, RtspServer, Running};
 use std::path::Path;
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::Duration;
-
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
 
 fn tools() {
     require(
