@@ -138,8 +138,9 @@ pub struct ReceiverOutcome {
     /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL).
     pub socket_overflows: u64,
     pub truncated_datagrams: u64,
-    /// FEC datagrams from another host than the stream's packets (or before its first),
-    /// dropped: FEC rebuilds packets, so only the stream's sender may send it.
+    /// FEC datagrams from another host than the stream's packets, dropped: FEC rebuilds
+    /// packets, so only the stream's sender may send it. FEC that comes before the stream's
+    /// first packet waits for it; what still waits when the run ends is counted here too.
     pub foreign_fec_datagrams: u64,
     /// SRTP streams: datagrams that did not authenticate (another key, forged, damaged,
     /// replayed, or plain RTP), dropped; 0 otherwise.
@@ -284,7 +285,7 @@ impl Receiver {
             }
             r.wait(wake.saturating_since(now).min(Duration::from_millis(100)));
             r.take_rtp(MAX_BATCH, r.cfg.packets)?;
-            r.take_fec()?;
+            r.take_fec(false)?;
             r.take_rtcp();
         };
         r.finish(ended_by, start, host, on_status)
@@ -358,20 +359,32 @@ impl Running {
         can_report
     }
 
-    /// Waits up to `timeout` for any socket to be readable.
+    /// Waits up to `timeout` for any socket to be readable (the FEC sockets once the stream's
+    /// first packet has come: until then their datagrams wait, see [`Running::take_fec`]).
     fn wait(&self, timeout: Duration) {
         let (rtp, rtcp) = (self.rx.rtp.socket(), self.rtcp.socket());
         let mut fds = [rtp.as_raw_fd(), rtcp.as_raw_fd(), -1, -1];
         for (fd, f) in fds[2..].iter_mut().zip(&self.fec) {
             *fd = f.socket().as_raw_fd();
         }
-        let n = 2 + self.fec.len().min(2);
+        let fec = if self.rx.media_from.is_some() {
+            self.fec.len().min(2)
+        } else {
+            0
+        };
+        let n = 2 + fec;
         let _ = metronome_rt::poll::wait_readable(&fds[..n], timeout.min(Duration::from_secs(1)));
     }
 
     /// FEC: what is queued on the FEC sockets, up to a batch each, from the host the stream's
-    /// packets come from; the packets it rebuilds go out as the stream's.
-    fn take_fec(&mut self) -> Result<(), RecvError> {
+    /// packets come from; the packets it rebuilds go out as the stream's. Before the stream's
+    /// first packet nothing says whose FEC to take: it waits in its socket's buffer (the
+    /// kernel's bound, no memory of ours), unless the run is `ending`, when what waits is
+    /// counted as foreign and dropped.
+    fn take_fec(&mut self, ending: bool) -> Result<(), RecvError> {
+        if self.rx.media_from.is_none() && !ending {
+            return Ok(());
+        }
         for f in &self.fec {
             for _ in 0..MAX_BATCH {
                 let Ok(meta) = f.recv(&mut self.buf) else {
@@ -433,6 +446,7 @@ impl Running {
             // What the kernel already holds arrived before the end: count it too. Bounded by
             // what a socket buffer can hold.
             self.take_rtp(1 << 20, None)?;
+            self.take_fec(true)?;
         }
         let end = self.clock.now();
         if let Some(n) = self.session.bye(end, &mut self.buf) {

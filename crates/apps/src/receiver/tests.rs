@@ -170,22 +170,16 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
     assert_eq!(order, vec![0, 1, 2, 3, 4, 6, 7, 8, 9, 5]);
 }
 
-/// `recv --fec`: FEC from another host than the stream's is counted and dropped (it would
-/// rebuild whatever its sender likes); the same FEC from the stream's host rebuilds the packet
-/// lost on the way.
-#[test]
-fn fec_is_taken_only_from_the_streams_host() {
+/// Packets, and FEC packets with their direction.
+type Matrix = (
+    Vec<Vec<u8>>,
+    Vec<(metronome_wire::fec2022::Direction, Vec<u8>)>,
+);
+
+/// Sixteen TS packets of SSRC 7 and the FEC (4 x 4) a sender makes of them.
+fn fec_matrix() -> Matrix {
     use metronome_config::repair::FecShape;
-    use metronome_session::receiver::ReceiverRepair;
     use metronome_session::repair::{FecConfig, FecEncoder};
-    let port = metronome_rt::ports::free_udp_run(6).unwrap();
-    let out = std::env::temp_dir().join(format!("metronome-fec-host-{}.ts", std::process::id()));
-    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-    let mut cfg = ReceiverRunConfig::new(url);
-    cfg.session.repair = Some(ReceiverRepair::fec(Duration::from_secs(2)));
-    cfg.duration = Some(Duration::from_secs(10));
-    cfg.output = Some(out.clone());
-    let rx = Receiver::open(cfg).unwrap();
     let shape = FecShape {
         columns: 4,
         rows: 4,
@@ -200,42 +194,103 @@ fn fec_is_taken_only_from_the_streams_host() {
             fec.push((dir, buf[..n].to_vec()));
         }
     }
+    (packets, fec)
+}
+
+/// A `recv --fec` on loopback while `send` sends to its port: what it measured, and the TS
+/// it wrote.
+fn fec_receiver_run(send: impl FnOnce(u16) + Send) -> (ReceiverOutcome, Vec<u8>) {
+    use metronome_session::receiver::ReceiverRepair;
+    let port = metronome_rt::ports::free_udp_run(6).unwrap();
+    let out = std::env::temp_dir().join(format!(
+        "metronome-fec-host-{}-{port}.ts",
+        std::process::id()
+    ));
+    let url = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    let mut cfg = ReceiverRunConfig::new(url);
+    cfg.session.repair = Some(ReceiverRepair::fec(Duration::from_secs(2)));
+    cfg.duration = Some(Duration::from_secs(10));
+    cfg.output = Some(out.clone());
+    let rx = Receiver::open(cfg).unwrap();
     let stop = AtomicBool::new(false);
-    let ours = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    let stranger = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
-    let fec_port = |dir| {
-        port + match dir {
-            metronome_wire::fec2022::Direction::Column => {
-                metronome_wire::fec2022::COLUMN_PORT_OFFSET
-            }
-            metronome_wire::fec2022::Direction::Row => metronome_wire::fec2022::ROW_PORT_OFFSET,
-        }
-    };
     let outcome = std::thread::scope(|scope| {
         let running = scope.spawn(|| rx.run(&stop, |_| {}));
-        // Packet 5 is lost on the way.
-        for (_, p) in packets.iter().enumerate().filter(|(s, _)| *s != 5) {
-            ours.send_to(p, ("127.0.0.1", port)).unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        for (dir, f) in &fec {
-            stranger.send_to(f, ("127.0.0.1", fec_port(*dir))).unwrap();
-        }
-        std::thread::sleep(Duration::from_millis(100));
-        for (dir, f) in &fec {
-            ours.send_to(f, ("127.0.0.1", fec_port(*dir))).unwrap();
-        }
+        send(port);
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);
         running.join().unwrap().unwrap()
     });
     let written = std::fs::read(&out).unwrap();
     let _ = std::fs::remove_file(&out);
+    (outcome, written)
+}
+
+/// Where a FEC packet of direction `dir` goes for a stream on `port`.
+fn fec_port(port: u16, dir: metronome_wire::fec2022::Direction) -> u16 {
+    port + match dir {
+        metronome_wire::fec2022::Direction::Column => metronome_wire::fec2022::COLUMN_PORT_OFFSET,
+        metronome_wire::fec2022::Direction::Row => metronome_wire::fec2022::ROW_PORT_OFFSET,
+    }
+}
+
+/// `recv --fec`: FEC from another host than the stream's is counted and dropped (it would
+/// rebuild whatever its sender likes); the same FEC from the stream's host rebuilds the packet
+/// lost on the way.
+#[test]
+fn fec_is_taken_only_from_the_streams_host() {
+    let (packets, fec) = fec_matrix();
+    let ours = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let stranger = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    let (outcome, written) = fec_receiver_run(|port| {
+        // Packet 5 is lost on the way.
+        for (_, p) in packets.iter().enumerate().filter(|(s, _)| *s != 5) {
+            ours.send_to(p, ("127.0.0.1", port)).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        for (dir, f) in &fec {
+            stranger
+                .send_to(f, ("127.0.0.1", fec_port(port, *dir)))
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        for (dir, f) in &fec {
+            ours.send_to(f, ("127.0.0.1", fec_port(port, *dir)))
+                .unwrap();
+        }
+    });
     assert_eq!(outcome.foreign_fec_datagrams, fec.len() as u64);
     // The four rows (a column's FEC leaves after the packets that follow the matrix).
     assert_eq!(fec.len(), 4);
     // Sixteen packets; packet 5 rebuilt from the stream's host's FEC.
     assert_eq!(written.len(), 16 * 7 * 188);
     let repair = outcome.receiver.repair.unwrap();
+    assert_eq!(repair.fec_useful, 1, "{repair:?}");
+}
+
+/// FEC that comes before the stream's first packet (the media delayed on its way, the FEC
+/// not) waits for it, and then counts as the stream's host's: nothing is dropped, and the
+/// lost packet is rebuilt.
+#[test]
+fn fec_before_the_first_packet_waits_for_it() {
+    let (packets, fec) = fec_matrix();
+    let ours = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let (outcome, written) = fec_receiver_run(|port| {
+        for (dir, f) in &fec {
+            ours.send_to(f, ("127.0.0.1", fec_port(port, *dir)))
+                .unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        for (_, p) in packets.iter().enumerate().filter(|(s, _)| *s != 5) {
+            ours.send_to(p, ("127.0.0.1", port)).unwrap();
+        }
+    });
+    assert_eq!(outcome.foreign_fec_datagrams, 0);
+    assert_eq!(written.len(), 16 * 7 * 188);
+    let repair = outcome.receiver.repair.unwrap();
+    assert_eq!(
+        repair.fec.map(|f| f.packets),
+        Some(fec.len() as u64),
+        "{repair:?}"
+    );
     assert_eq!(repair.fec_useful, 1, "{repair:?}");
 }
