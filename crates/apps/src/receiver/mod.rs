@@ -285,7 +285,7 @@ impl Receiver {
             }
             r.wait(wake.saturating_since(now).min(Duration::from_millis(100)));
             r.take_rtp(MAX_BATCH, r.cfg.packets)?;
-            r.take_fec(false)?;
+            r.take_fec(MAX_BATCH, false)?;
             r.take_rtcp();
         };
         r.finish(ended_by, start, host, on_status)
@@ -376,17 +376,17 @@ impl Running {
         let _ = metronome_rt::poll::wait_readable(&fds[..n], timeout.min(Duration::from_secs(1)));
     }
 
-    /// FEC: what is queued on the FEC sockets, up to a batch each, from the host the stream's
-    /// packets come from; the packets it rebuilds go out as the stream's. Before the stream's
-    /// first packet nothing says whose FEC to take: it waits in its socket's buffer (the
-    /// kernel's bound, no memory of ours), unless the run is `ending`, when what waits is
+    /// FEC: what is queued on the FEC sockets, up to `max` datagrams each, from the host the
+    /// stream's packets come from; the packets it rebuilds go out as the stream's. Before the
+    /// stream's first packet nothing says whose FEC to take: it waits in its socket's buffer
+    /// (the kernel's bound, no memory of ours), unless the run is `ending`, when what waits is
     /// counted as foreign and dropped.
-    fn take_fec(&mut self, ending: bool) -> Result<(), RecvError> {
+    fn take_fec(&mut self, max: usize, ending: bool) -> Result<(), RecvError> {
         if self.rx.media_from.is_none() && !ending {
             return Ok(());
         }
         for f in &self.fec {
-            for _ in 0..MAX_BATCH {
+            for _ in 0..max {
                 let Ok(meta) = f.recv(&mut self.buf) else {
                     break;
                 };
@@ -446,7 +446,7 @@ impl Running {
             // What the kernel already holds arrived before the end: count it too. Bounded by
             // what a socket buffer can hold.
             self.take_rtp(1 << 20, None)?;
-            self.take_fec(true)?;
+            self.take_fec(1 << 20, true)?;
         }
         let end = self.clock.now();
         if let Some(n) = self.session.bye(end, &mut self.buf) {
