@@ -133,9 +133,9 @@ pub(crate) fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
     Ok(())
 }
 
-/// An SDP file (`--output`, `--sdp-dir`): a new or regular file is written whole or not at all (a player watching it
-/// never reads half); anything else (`/dev/stdout`, a pipe, a symbolic link) is written in
-/// place, never replaced.
+/// An SDP file (`--output`, `--sdp-dir`): a new or regular file is written whole or not at
+/// all (a player watching it never reads half); anything else (`/dev/stdout`, a pipe, a
+/// symbolic link) is written in place, never replaced.
 fn write_sdp(p: &Path, text: &str) -> Result<(), String> {
     let replaceable = std::fs::symlink_metadata(p).map_or(true, |m| m.is_file());
     if replaceable {

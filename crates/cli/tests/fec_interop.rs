@@ -156,18 +156,7 @@ fn metronome_rebuilds_lost_packets_from_gstreamers_fec() {
     require("gst-launch-1.0", "gstreamer1.0-tools");
     let (relay_in, recv_rtp) = (port_run(2), port_run(6));
     let relay = lossy_relay(relay_in, recv_rtp);
-    let recv = Running::spawn(
-        bin()
-            .args(["recv", &format!("rtp://127.0.0.1:{recv_rtp}")])
-            .args([
-                "--fec",
-                "--playout-delay",
-                "500ms",
-                "--json",
-                "--duration",
-                "15",
-            ]),
-    );
+    let recv = fec_receiver(recv_rtp);
     wait_udp_bound(recv_rtp + 4, Duration::from_secs(10));
     wait_udp_bound(relay_in, Duration::from_secs(10));
     let gst = gstreamer_fec_sender(relay_in, recv_rtp).finish_within(Duration::from_secs(30));
@@ -184,16 +173,8 @@ fn metronome_rebuilds_lost_packets_from_gstreamers_fec() {
         recv.report()
     );
     println!("{said}");
-    let lost = got["sources"][0]["lost"].as_u64().unwrap_or(0);
-    // 5 % of about 900 packets went missing on the way (the network's loss, before repair).
-    assert!(lost >= 20, "{said}");
-    // Every FEC packet GStreamer sent was read as one; most losses came back in time.
-    let fec = &repair["fec"];
-    assert!(fec["packets"].as_u64().unwrap_or(0) > 300, "{said}");
-    assert_eq!(fec["malformed"].as_u64(), Some(0), "{said}");
-    let useful = repair["fec_useful"].as_u64().unwrap_or(0);
-    assert!(useful * 5 >= lost * 4, "{said}");
-    assert!(useful <= lost, "{said}");
+    // About 900 packets sent; every FEC packet GStreamer sent was read as one.
+    assert_rebuilt(&got, 300, &said);
 }
 
 /// FFmpeg streaming a live test pattern (H.264 in MPEG-TS over RTP, its `rtp_mpegts` muxer)
@@ -238,12 +219,7 @@ fn metronome_rebuilds_lost_packets_from_ffmpegs_prompeg_fec() {
     // FFmpeg's FEC goes to the relay's port + 2 and + 4: on, as it is, to the receiver's.
     let forwarding = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let fec_in = [2, 4].map(|k| forward(relay_in + k, recv_rtp + k, forwarding.clone()));
-    let recv = Running::spawn(
-        bin()
-            .args(["recv", &format!("rtp://127.0.0.1:{recv_rtp}")])
-            .args(["--fec", "--playout-delay", "500ms", "--json"])
-            .args(["--duration", "15"]),
-    );
+    let recv = fec_receiver(recv_rtp);
     wait_udp_bound(recv_rtp + 4, Duration::from_secs(10));
     wait_udp_bound(relay_in, Duration::from_secs(10));
     let ffmpeg = ffmpeg_prompeg_sender(relay_in).finish_within(Duration::from_secs(30));
@@ -265,17 +241,37 @@ fn metronome_rebuilds_lost_packets_from_ffmpegs_prompeg_fec() {
     );
     println!("{said}");
     assert!(ffmpeg.succeeded(), "{said}");
-    let lost = got["sources"][0]["lost"].as_u64().unwrap_or(0);
-    // 5 % of about 800 packets went missing on the way (the network's loss, before repair).
-    assert!(lost >= 20, "{said}");
     // Every FEC packet FFmpeg sent was read as one (two for each five media packets), the
     // first ones too, which pass the relay 10 ms ahead of the stream's first packet and wait
-    // for it; most losses came back in time.
-    let fec = &repair["fec"];
-    let read = fec["packets"].as_u64().unwrap_or(0);
+    // for it.
+    let read = repair["fec"]["packets"].as_u64().unwrap_or(0);
     assert_eq!(read, forwarded.iter().sum::<u64>(), "{said}");
     assert_eq!(got["foreign_fec_datagrams"].as_u64(), Some(0), "{said}");
-    assert!(fec["packets"].as_u64().unwrap_or(0) > 200, "{said}");
+    // About 800 packets sent.
+    assert_rebuilt(&got, 200, &said);
+}
+
+/// `metronome recv --fec` of the stream on `port` (its FEC on + 2 and + 4) for 15 s, with a
+/// 500 ms play-out delay, saying what it measured as JSON.
+fn fec_receiver(port: u16) -> Running {
+    Running::spawn(
+        bin()
+            .args(["recv", &format!("rtp://127.0.0.1:{port}")])
+            .args(["--fec", "--playout-delay", "500ms", "--json"])
+            .args(["--duration", "15"]),
+    )
+}
+
+/// What `recv --fec` said (`got`) after the relay's 5 % loss: at least 20 packets went
+/// missing on the way (the network's loss, before repair); more than `fec_packets` FEC
+/// packets came, none malformed; at least four losses in five were rebuilt in time, and no
+/// more than were lost.
+fn assert_rebuilt(got: &Value, fec_packets: u64, said: &str) {
+    let repair = &got["repair"];
+    let lost = got["sources"][0]["lost"].as_u64().unwrap_or(0);
+    assert!(lost >= 20, "{said}");
+    let fec = &repair["fec"];
+    assert!(fec["packets"].as_u64().unwrap_or(0) > fec_packets, "{said}");
     assert_eq!(fec["malformed"].as_u64(), Some(0), "{said}");
     let useful = repair["fec_useful"].as_u64().unwrap_or(0);
     assert!(useful * 5 >= lost * 4, "{said}");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{bin, port_pair, require, tmp_dir};
+use common::{bin, port_pair, require, run, tmp_dir};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -68,22 +68,16 @@ fn sdp_output_replaces_files_and_writes_through_links() {
     std::fs::write(&target, "old").unwrap();
     std::os::unix::fs::symlink(&target, &link).unwrap();
     for out in [&file, &link] {
-        let done = bin()
-            .args([
-                "sdp",
-                "cam",
-                "--stream",
-                "name=cam,destination=rtp://127.0.0.1:5004",
-            ])
-            .arg("--output")
-            .arg(out)
-            .output()
-            .unwrap();
-        assert!(
-            done.status.success(),
-            "{}",
-            String::from_utf8_lossy(&done.stderr)
-        );
+        let mut sdp = bin();
+        sdp.args([
+            "sdp",
+            "cam",
+            "--stream",
+            "name=cam,destination=rtp://127.0.0.1:5004",
+        ])
+        .arg("--output")
+        .arg(out);
+        run(&mut sdp, Duration::from_secs(30)).expect_success();
     }
     let sdp = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
     assert!(sdp(&file).starts_with("v=0\r\n"));

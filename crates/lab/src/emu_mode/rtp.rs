@@ -347,7 +347,8 @@ fn report(
         let due = &map.sent.packet_due;
         due.get(k).or(due.last()).copied().unwrap_or(Duration::ZERO)
     };
-    let index = |seq: SeqNo| usize::from(seq.since(SeqNo(out.first_seq)));
+    let first = SeqNo(out.first_seq);
+    let index = |seq: SeqNo| usize::from(seq.since(first));
     // When the server sent packet `k`, on the run's clock.
     let sent_at = |k: usize| {
         let ns = *out.send_times_unix_ns.get(k)?;
@@ -365,7 +366,7 @@ fn report(
                 let mut at_k = vec![Timestamp::MAX; sent as usize];
                 let mut last = 0u64;
                 for g in &got {
-                    let k = SeqNo(index(g.seq) as u16).extend_near(last);
+                    let k = SeqNo(g.seq.since(first)).extend_near(last);
                     last = k;
                     let at = rel(g.at);
                     // Sent when its stamp says, or (a ladder's packets carry none) when the
