@@ -21,6 +21,7 @@ use metronome_rt::udp::{SocketOptions, UdpError, UdpSender};
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{OverloadPolicy, PacingConfig, PacingStats, WaitSelectorStats};
 use metronome_session::sender::ReceiverView;
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use metronome_wire::Ssrc;
 use serde::Serialize;
@@ -170,12 +171,7 @@ pub struct SenderOutcome {
     pub memory_locked: String,
     pub wait_mode: String,
     pub ended_by: &'static str,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub duration_s: f64,
+    pub duration_us: Micros,
     pub packets: u64,
     pub bytes: u64,
     /// Bytes sent over the time from the first release to the end.
@@ -328,7 +324,7 @@ impl Run {
                 PacerKind::PlainSleep => "plain-sleep".to_string(),
             },
             ended_by: self.ended_by,
-            duration_s: self.duration_s,
+            duration_us: Micros::from_secs_f64(self.duration_s),
             packets: s.packets,
             bytes: s.bytes,
             bitrate_bps: s.bitrate_bps,

@@ -9,6 +9,7 @@ use metronome_apps::sender::{run_sender, SenderConfig, SenderOutcome};
 use metronome_rt::pacing::{PacerKind, WaitPolicy};
 use metronome_rt::ports::free_udp_run;
 use metronome_rt::url::RtpUrl;
+use metronome_time::Micros;
 use metronome_time::Summary;
 use serde::Serialize;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -78,12 +79,7 @@ struct PacingRun {
     pacer_cpu_percent: f64,
     receiver_packets: u64,
     receiver_lost: u64,
-    #[serde(
-        rename = "receiver_jitter_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    receiver_jitter_ms: f64,
+    receiver_jitter_us: Micros,
     receiver_interarrival: Summary,
     /// How busy the host was during this run.
     host: Option<metronome_rt::host::HostLoad>,
@@ -93,12 +89,7 @@ struct PacingRun {
 pub(crate) struct PacingBench {
     benchmark: &'static str,
     rate_bps: u64,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    duration_s: f64,
+    duration_us: Micros,
     runs: Vec<PacingRun>,
     /// Baseline divided by Metronome's default (auto wait): how many times better it is.
     ratios: Ratios,
@@ -175,7 +166,7 @@ fn summarize(name: &'static str, s: &SenderOutcome, r: &ReceiverOutcome) -> Paci
         pacer_cpu_percent: s.pacer_cpu_percent,
         receiver_packets: src.map(|x| x.received).unwrap_or(0),
         receiver_lost: src.map(|x| x.lost).unwrap_or(0),
-        receiver_jitter_ms: src.map(|x| x.jitter_ms).unwrap_or(0.0),
+        receiver_jitter_us: src.map_or(Micros::ZERO, |x| x.jitter_us),
         receiver_interarrival: src.map(|x| x.interarrival).unwrap_or_default(),
         host: s.host.clone(),
     }
@@ -223,7 +214,7 @@ fn pacing(a: PacingArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error
     let out = PacingBench {
         benchmark: "pacing",
         rate_bps: a.rate,
-        duration_s: a.duration.as_secs_f64(),
+        duration_us: Micros::from(a.duration),
         sleep_spin_ratios: ratios_of(&base, &sleepy),
         busy_poll_ratios: ratios_of(&base, &busy),
         ratios: ratios_of(&base, &ours),
@@ -249,7 +240,7 @@ fn print_pacing(out: &PacingBench) {
                 r.lateness.max_us,
                 r.receiver_interarrival.p50_us,
                 r.receiver_interarrival.p999_us,
-                r.receiver_jitter_ms,
+                r.receiver_jitter_us.as_millis_f64(),
                 r.receiver_lost,
                 r.pacer_cpu_percent
             );

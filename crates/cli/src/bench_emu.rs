@@ -9,6 +9,7 @@ use metronome_emu::netns::{remove_stale, NetnsPair};
 use metronome_link::{Link, LinkConfig};
 use metronome_rt::clock::Clock;
 use metronome_rt::host::HostWatch;
+use metronome_time::Micros;
 use serde::Serialize;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,12 +56,7 @@ struct Case {
 pub(crate) struct EmuBench {
     benchmark: &'static str,
     rate_bps: u64,
-    #[serde(
-        rename = "delay_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    delay_ms: f64,
+    delay_us: Micros,
     cases: Vec<Case>,
     /// The emulator's throughput over the kernel tbf's, in the same run.
     throughput_ratio: f64,
@@ -259,7 +255,7 @@ pub(crate) fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
     let bench = EmuBench {
         benchmark: "emu",
         rate_bps: a.rate,
-        delay_ms: a.delay.as_secs_f64() * 1e3,
+        delay_us: Micros::from(a.delay),
         throughput_ratio: emu.throughput_bps / tbf.throughput_bps.max(1.0),
         cases: vec![emu, tbf],
         host: watch.finish(0),
@@ -271,7 +267,7 @@ pub(crate) fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "one link at {:.0} Mbit/s, {:.0} ms each way; iperf3 TCP for {secs} s",
         a.rate as f64 / 1e6,
-        bench.delay_ms
+        bench.delay_us.as_millis_f64()
     );
     for c in &bench.cases {
         let err = match (c.delay_error_p50_us, c.delay_error_p99_us) {

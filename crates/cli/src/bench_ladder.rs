@@ -21,6 +21,7 @@ use metronome_quality::viewer::Decode;
 use metronome_quality::{compare, psnr, y4m, Chroma, Picture};
 use metronome_rt::clock::{mono_ns, thread_cpu_s};
 use metronome_rt::host::HostWatch;
+use metronome_time::Micros;
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -62,18 +63,8 @@ const GOP: u32 = 12;
 struct Encoding {
     frames: u64,
     rungs: usize,
-    #[serde(
-        rename = "encode_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    encode_s: f64,
-    #[serde(
-        rename = "from_cache_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    cached_s: f64,
+    encode_us: Micros,
+    from_cache_us: Micros,
     /// Encoding over reading back from the cache.
     speedup: f64,
     /// The second ladder came from the cache and is byte for byte the first.
@@ -93,18 +84,8 @@ struct RungRate {
 #[derive(Serialize, schemars::JsonSchema)]
 struct Side {
     name: &'static str,
-    #[serde(
-        rename = "wall_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    wall_s: f64,
-    #[serde(
-        rename = "cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    cpu_s: f64,
+    wall_us: Micros,
+    cpu_us: Micros,
     /// Seconds of video judged per second of CPU.
     times_real_time: f64,
     psnr_y_db: f64,
@@ -201,8 +182,8 @@ fn print_summary(b: &LadderBench) {
     );
     println!(
         "  encoded in {:.1} s; from the cache in {:.3} s ({:.0} times faster, {}, {:.1} MB)",
-        e.encode_s,
-        e.cached_s,
+        e.encode_us.as_secs_f64(),
+        e.from_cache_us.as_secs_f64(),
         e.speedup,
         if e.reused_identical {
             "the same bytes"
@@ -233,7 +214,7 @@ fn print_summary(b: &LadderBench) {
         for s in [&j.metronome, &j.ffmpeg] {
             println!(
                 "    {:<40} {:>6.1} x real time ({:.2} s CPU, {:.2} s wall), PSNR-Y {:.3} dB, SSIM {:.4}",
-                s.name, s.times_real_time, s.cpu_s, s.wall_s, s.psnr_y_db, s.ssim
+                s.name, s.times_real_time, s.cpu_us.as_secs_f64(), s.wall_us.as_secs_f64(), s.psnr_y_db, s.ssim
             );
         }
         println!(
@@ -270,8 +251,8 @@ fn measure(a: &LadderBenchArgs, s: &Setup, dir: &Path) -> Result<LadderBench, St
     let encoding = Encoding {
         frames,
         rungs: first.rungs.len(),
-        encode_s,
-        cached_s,
+        encode_us: Micros::from_secs_f64(encode_s),
+        from_cache_us: Micros::from_secs_f64(cached_s),
         speedup: encode_s / cached_s.max(1e-9),
         reused_identical: !first.from_cache && second.from_cache && first.rungs == second.rungs,
         cache_bytes: dir_bytes(&cache.join("ladders")),
@@ -409,8 +390,8 @@ fn judge_ours(
     }
     let side = Side {
         name: "metronome (libavcodec + PSNR, SSIM)",
-        wall_s,
-        cpu_s,
+        wall_us: Micros::from_secs_f64(wall_s),
+        cpu_us: Micros::from_secs_f64(cpu_s),
         times_real_time: video_s / cpu_s.max(1e-9),
         psnr_y_db: totals.global().y_db,
         ssim: ssim / shown as f64,
@@ -507,8 +488,8 @@ fn judge_ffmpeg(
     };
     Ok(Side {
         name: "ffmpeg -threads 1 (psnr, ssim filters)",
-        wall_s,
-        cpu_s,
+        wall_us: Micros::from_secs_f64(wall_s),
+        cpu_us: Micros::from_secs_f64(cpu_s),
         times_real_time: video_s / cpu_s.max(1e-9),
         psnr_y_db,
         ssim,

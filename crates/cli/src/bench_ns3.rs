@@ -415,7 +415,7 @@ fn run_metronome(
             })
         })
         .collect();
-    let wall_s = (r.wall_s - r.video_s).max(1e-9);
+    let wall_s = (r.wall_us.as_secs_f64() - r.video_us.as_secs_f64()).max(1e-9);
     Ok(Side {
         flows,
         events: r.events,

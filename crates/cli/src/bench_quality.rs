@@ -7,6 +7,7 @@
 use clap::Args;
 use metronome_rt::clock::mono_ns;
 use metronome_rt::host::HostWatch;
+use metronome_time::Micros;
 use serde::Serialize;
 use std::path::Path;
 use std::process::Command;
@@ -28,12 +29,7 @@ pub(crate) struct QualityBenchArgs {
 struct Case {
     name: &'static str,
     frames: u64,
-    #[serde(
-        rename = "wall_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    wall_s: f64,
+    wall_us: Micros,
     frames_per_s: f64,
 }
 
@@ -113,7 +109,9 @@ pub(crate) fn run(a: QualityBenchArgs) -> Result<(), Box<dyn std::error::Error>>
     for c in [&bench.metronome, &bench.ffmpeg] {
         println!(
             "  {:<28} {:>7.1} frames/s ({:.3} s)",
-            c.name, c.frames_per_s, c.wall_s
+            c.name,
+            c.frames_per_s,
+            c.wall_us.as_secs_f64()
         );
     }
     println!(
@@ -166,7 +164,7 @@ fn measure(a: &QualityBenchArgs, dir: &Path) -> Result<QualityBench, String> {
     let case = |name, wall_s: f64| Case {
         name,
         frames: run.frames,
-        wall_s,
+        wall_us: Micros::from_secs_f64(wall_s),
         frames_per_s: run.frames as f64 / wall_s.max(1e-9),
     };
     let (m, f) = (

@@ -14,6 +14,7 @@
 use crate::args::parse_duration;
 use clap::Args;
 use metronome_rt::ports::free_udp_run;
+use metronome_time::Micros;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -191,12 +192,7 @@ struct Check {
 #[derive(Serialize, schemars::JsonSchema)]
 pub(crate) struct RawBench {
     benchmark: &'static str,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    duration_s: f64,
+    duration_us: Micros,
     notes: Vec<&'static str>,
     runs: Vec<Run>,
     ratios: Vec<Ratio>,
@@ -260,7 +256,7 @@ pub(crate) fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
     let checks = checks(&runs, &ratios);
     let bench = RawBench {
         benchmark: "raw",
-        duration_s: a.duration.as_secs_f64(),
+        duration_us: Micros::from(a.duration),
         notes: NOTES.to_vec(),
         runs,
         ratios,
@@ -769,7 +765,7 @@ fn human(b: &RawBench) -> String {
     let n = |x: Option<u64>, w: usize| x.map_or(format!("{:>w$}", "-"), |x| format!("{x:>w$}"));
     let mut s = format!(
         "bench raw: {:.0} s per run; CPU per frame = process user+system ÷ frames sent\n",
-        b.duration_s
+        b.duration_us.as_secs_f64()
     );
     let _ = writeln!(
         s,

@@ -12,6 +12,7 @@ use clap::Args;
 use metronome_config::scenario::{FlowKind, ScenarioFile};
 use metronome_lab::run::run_point;
 use metronome_rt::host::HostWatch;
+use metronome_time::Micros;
 use serde::Serialize;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
@@ -46,45 +47,20 @@ struct Case {
     receivers: usize,
     /// TCP transfers beside it.
     tcp_flows: usize,
-    /// Virtual time simulated, s.
-    #[serde(
-        rename = "media_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    media_s: f64,
-    /// Wall-clock time it took, s.
-    #[serde(
-        rename = "wall_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    wall_s: f64,
-    /// Of which the video (making, decoding, comparing pictures), s; the rest is the network
-    /// and the sessions (`network_s`), what the target is for.
-    #[serde(
-        rename = "video_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    video_s: f64,
-    #[serde(
-        rename = "network_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    network_s: f64,
+    /// Virtual time simulated.
+    media_us: Micros,
+    /// Wall-clock time it took.
+    wall_us: Micros,
+    /// Of which the video (making, decoding, comparing pictures); the rest is the network
+    /// and the sessions (`network_us`), what the target is for.
+    video_us: Micros,
+    network_us: Micros,
     events: u64,
     events_per_s: f64,
     /// Simulated seconds per wall-clock second.
     sim_to_wall: f64,
-    /// The target for this case, wall-clock s, and whether this run met it.
-    #[serde(
-        rename = "target_wall_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    target_wall_s: f64,
+    /// The target for this case, wall-clock time, and whether this run met it.
+    target_wall_us: Micros,
     met_target: bool,
     /// Packets handed to receivers (every copy).
     delivered_packets: u64,
@@ -97,47 +73,17 @@ struct WholeRun {
     name: String,
     points: usize,
     jobs: usize,
-    #[serde(
-        rename = "wall_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    wall_s: f64,
-    #[serde(
-        rename = "target_wall_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    target_wall_s: f64,
+    wall_us: Micros,
+    target_wall_us: Micros,
     met_target: bool,
     /// Encoding the ladder's renditions, or reading them from the cache.
-    #[serde(
-        rename = "ladder_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    ladder_s: f64,
+    ladder_us: Micros,
     /// Making the packets as the runs went.
-    #[serde(
-        rename = "sending_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    sending_s: f64,
+    sending_us: Micros,
     /// Decoding what the viewers got and comparing pictures.
-    #[serde(
-        rename = "judging_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    judging_s: f64,
+    judging_us: Micros,
     /// The network and the sessions.
-    #[serde(
-        rename = "network_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    network_s: f64,
+    network_us: Micros,
 }
 
 /// The target for seed002-tcp's 10 replicates of both controllers.
@@ -163,13 +109,15 @@ fn run_whole(text: &str, replicates: u32, scratch: &std::path::Path) -> Result<W
         name: format!("seed002-tcp, {replicates} replicates of each controller"),
         points: s.points.len(),
         jobs,
-        wall_s,
-        target_wall_s: WHOLE_RUN_TARGET_S,
+        wall_us: Micros::from_secs_f64(wall_s),
+        target_wall_us: Micros::from_secs_f64(WHOLE_RUN_TARGET_S),
         met_target: wall_s < WHOLE_RUN_TARGET_S,
-        ladder_s: work(|w| w.ladder_s),
-        sending_s: work(|w| w.sending_s),
-        judging_s: work(|w| w.judging_s),
-        network_s: sum(&|p| p.wall_s - p.video_s),
+        ladder_us: Micros::from_secs_f64(work(|w| w.ladder_us.as_secs_f64())),
+        sending_us: Micros::from_secs_f64(work(|w| w.sending_us.as_secs_f64())),
+        judging_us: Micros::from_secs_f64(work(|w| w.judging_us.as_secs_f64())),
+        network_us: Micros::from_secs_f64(sum(&|p| {
+            p.wall_us.as_secs_f64() - p.video_us.as_secs_f64()
+        })),
     })
 }
 
@@ -298,7 +246,8 @@ fn run_case(
         .map(|x| x.packets + x.duplicates)
         .sum();
     let media_s = r.sim_ns as f64 / 1e9;
-    let network_s = (r.wall_s - r.video_s).max(1e-9);
+    let network = (r.wall_us - r.video_us).max(Micros::from_nanos(1));
+    let network_s = network.as_secs_f64();
     let params: Vec<String> = point
         .params
         .iter()
@@ -312,14 +261,14 @@ fn run_case(
         },
         receivers,
         tcp_flows,
-        media_s,
-        wall_s: r.wall_s,
-        video_s: r.video_s,
-        network_s,
+        media_us: Micros::from_secs_f64(media_s),
+        wall_us: r.wall_us,
+        video_us: r.video_us,
+        network_us: network,
         events: r.events,
         events_per_s: r.events as f64 / network_s,
         sim_to_wall: media_s / network_s,
-        target_wall_s,
+        target_wall_us: Micros::from_secs_f64(target_wall_s),
         met_target: network_s < target_wall_s,
         delivered_packets: delivered,
     })
@@ -395,16 +344,16 @@ pub(crate) fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::erro
             c.name,
             c.receivers,
             c.tcp_flows,
-            c.media_s,
-            c.network_s,
-            if c.video_s > 0.0 {
-                format!(" (+ {:.3} s of video work)", c.video_s)
+            c.media_us.as_secs_f64(),
+            c.network_us.as_secs_f64(),
+            if c.video_us.as_secs_f64() > 0.0 {
+                format!(" (+ {:.3} s of video work)", c.video_us.as_secs_f64())
             } else {
                 String::new()
             },
             c.sim_to_wall,
             c.events_per_s / 1e6,
-            c.target_wall_s,
+            c.target_wall_us.as_secs_f64(),
             if c.met_target { "met" } else { "missed" }
         );
     }
@@ -414,23 +363,27 @@ pub(crate) fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::erro
             w.name,
             w.points,
             w.jobs,
-            w.wall_s,
-            w.target_wall_s,
+            w.wall_us.as_secs_f64(),
+            w.target_wall_us.as_secs_f64(),
             if w.met_target { "met" } else { "missed" }
         );
-        let total = (w.ladder_s + w.sending_s + w.judging_s + w.network_s).max(1e-9);
+        let total = (w.ladder_us.as_secs_f64()
+            + w.sending_us.as_secs_f64()
+            + w.judging_us.as_secs_f64()
+            + w.network_us.as_secs_f64())
+        .max(1e-9);
         let share = |x: f64| 100.0 * x / total;
         println!(
             "    of its {:.1} s of work: the ladder {:.1} s ({:.0} %), sending {:.1} s ({:.0} %), decoding and comparing pictures {:.1} s ({:.0} %), the network and sessions {:.1} s ({:.0} %)",
             total,
-            w.ladder_s,
-            share(w.ladder_s),
-            w.sending_s,
-            share(w.sending_s),
-            w.judging_s,
-            share(w.judging_s),
-            w.network_s,
-            share(w.network_s)
+            w.ladder_us.as_secs_f64(),
+            share(w.ladder_us.as_secs_f64()),
+            w.sending_us.as_secs_f64(),
+            share(w.sending_us.as_secs_f64()),
+            w.judging_us.as_secs_f64(),
+            share(w.judging_us.as_secs_f64()),
+            w.network_us.as_secs_f64(),
+            share(w.network_us.as_secs_f64())
         );
     }
     print_ns3(&bench);

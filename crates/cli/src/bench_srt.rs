@@ -34,6 +34,7 @@ use metronome_rt::host::HostWatch;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::{PacketRecord, ReceiverRepair};
 use metronome_session::repair::{NackCounters, RTX_PAYLOAD_TYPE};
+use metronome_time::Micros;
 use metronome_time::{Distribution, RtpTime};
 use metronome_wire::rtp::{RtpView, SEND_TIME_EXT_ID};
 use metronome_wire::SeqNo;
@@ -151,15 +152,11 @@ struct Ratios {
 #[derive(Serialize, schemars::JsonSchema)]
 struct Level {
     loss_percent: f64,
-    /// The path's own delay: the bare stream's least one-way delay, µs.
-    #[serde(serialize_with = "metronome_time::units::ms_as_us")]
-    #[schemars(with = "f64")]
-    path_delay_us: f64,
-    /// The deadline after a packet leaves: path delay and latency budget, µs (SRT's packets
+    /// The path's own delay: the bare stream's least one-way delay.
+    path_delay_us: Micros,
+    /// The deadline after a packet leaves: path delay and latency budget (SRT's packets
     /// have `allowance_us` more).
-    #[serde(serialize_with = "metronome_time::units::ms_as_us")]
-    #[schemars(with = "f64")]
-    deadline_us: f64,
+    deadline_us: Micros,
     cases: Vec<Case>,
     /// metronome-rtx over srt.
     rtx_over_srt: Ratios,
@@ -170,18 +167,10 @@ pub(crate) struct SrtBench {
     benchmark: &'static str,
     rate_bps: u64,
     link_rate_bps: u64,
-    #[serde(serialize_with = "metronome_time::units::ms_as_us")]
-    #[schemars(with = "f64")]
-    delay_us: f64,
-    #[serde(serialize_with = "metronome_time::units::ms_as_us")]
-    #[schemars(with = "f64")]
-    latency_us: f64,
-    #[serde(serialize_with = "metronome_time::units::ms_as_us")]
-    #[schemars(with = "f64")]
-    allowance_us: f64,
-    #[serde(serialize_with = "metronome_time::units::secs_as_us")]
-    #[schemars(with = "i64")]
-    duration_us: f64,
+    delay_us: Micros,
+    latency_us: Micros,
+    allowance_us: Micros,
+    duration_us: Micros,
     srt_version: String,
     levels: Vec<Level>,
     host: Option<metronome_rt::host::HostLoad>,
@@ -614,8 +603,8 @@ fn level(a: &SrtArgs, loss: f64, stop: &Arc<AtomicBool>) -> Result<Level, String
     };
     Ok(Level {
         loss_percent: loss * 100.0,
-        path_delay_us: path_ns as f64 / 1e6,
-        deadline_us: (path_ns as f64 + a.latency.as_nanos() as f64) / 1e6,
+        path_delay_us: Micros::from_nanos(path_ns),
+        deadline_us: Micros::from_nanos(path_ns) + Micros::from(a.latency),
         cases,
         rtx_over_srt,
     })
@@ -661,10 +650,10 @@ pub(crate) fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
         benchmark: "srt",
         rate_bps: a.rate,
         link_rate_bps: a.link_rate,
-        delay_us: a.delay.as_secs_f64() * 1e3,
-        latency_us: a.latency.as_secs_f64() * 1e3,
-        allowance_us: ALLOWANCE.as_secs_f64() * 1e3,
-        duration_us: a.duration.as_secs_f64(),
+        delay_us: Micros::from(a.delay),
+        latency_us: Micros::from(a.latency),
+        allowance_us: Micros::from(ALLOWANCE),
+        duration_us: Micros::from(a.duration),
         srt_version,
         levels,
         host: watch.finish(0),

@@ -10,6 +10,7 @@ use metronome_apps::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer,
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
 use metronome_rt::clock::process_cpu_s;
 use metronome_rt::ports::free_udp_run;
+use metronome_time::Micros;
 use metronome_time::Summary;
 use serde::Serialize;
 use serde_json::Value;
@@ -62,12 +63,7 @@ struct Case {
     /// Why the first refused stream was refused.
     first_refusal: Option<String>,
     stream_rate_bps: u64,
-    #[serde(
-        rename = "period_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    period_ms: f64,
+    period_us: Micros,
     packets: u64,
     lateness: Summary,
     deadline_misses: u64,
@@ -87,19 +83,9 @@ struct RxView {
     packets: u64,
     lost: u64,
     socket_overflows: u64,
-    /// RFC 3550 interarrival jitter, mean and worst over the streams, ms.
-    #[serde(
-        rename = "jitter_mean_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    jitter_ms_mean: f64,
-    #[serde(
-        rename = "jitter_max_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    jitter_ms_max: f64,
+    /// RFC 3550 interarrival jitter, mean and worst over the streams.
+    jitter_mean_us: Micros,
+    jitter_max_us: Micros,
     /// Inter-arrival p99.9 minus the nominal interval: median and worst over the streams, µs.
     interarrival_p999_excess_us_median: f64,
     interarrival_p999_excess_us_max: f64,
@@ -118,12 +104,7 @@ struct Comparison {
 #[derive(Serialize, schemars::JsonSchema)]
 pub(crate) struct StreamsBench {
     benchmark: &'static str,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    duration_s: f64,
+    duration_us: Micros,
     send_cost_us: f64,
     cases: Vec<Case>,
     versus_naive: Vec<Comparison>,
@@ -193,7 +174,7 @@ fn run_in(
                 *period,
                 *rate,
                 file,
-                cal.per_packet,
+                cal.per_packet_us.to_duration(),
                 stop,
             )?;
             cases.push(case);
@@ -202,8 +183,8 @@ fn run_in(
     let versus_naive = compare(&cases);
     Ok(StreamsBench {
         benchmark: "streams",
-        duration_s: a.duration.as_secs_f64(),
-        send_cost_us: cal.per_packet.as_secs_f64() * 1e6,
+        duration_us: Micros::from(a.duration),
+        send_cost_us: cal.per_packet_us.as_micros_f64(),
         cases,
         versus_naive,
     })
@@ -289,13 +270,13 @@ fn one_case(
         refused: s.refused,
         first_refusal,
         stream_rate_bps: rate,
-        period_ms: nominal.as_secs_f64() * 1e3,
+        period_us: Micros::from(nominal),
         packets: outcome.streams.iter().map(|s| s.packets).sum(),
         lateness: s.lateness,
         deadline_misses: outcome.streams.iter().map(|s| s.deadline_misses).sum(),
         underruns: outcome.streams.iter().map(|s| s.underruns).sum(),
         pacer_cpu_percent: outcome.core_cpu_percent.iter().sum(),
-        process_cpu_percent: cpu * 100.0 / outcome.duration_s.max(1e-9),
+        process_cpu_percent: cpu * 100.0 / outcome.duration_us.as_secs_f64().max(1e-9),
         receiver: rx_view(&rx, nominal),
         host: outcome.host.clone(),
     })
@@ -368,8 +349,10 @@ fn rx_view(rx: &Value, nominal: Duration) -> RxView {
         packets: sources.iter().map(|s| f(s, "received") as u64).sum(),
         lost: sources.iter().map(|s| f(s, "lost").max(0.0) as u64).sum(),
         socket_overflows: f(rx, "socket_overflows") as u64,
-        jitter_ms_mean: jitter.iter().sum::<f64>() / jitter.len().max(1) as f64,
-        jitter_ms_max: jitter.iter().copied().fold(0.0, f64::max),
+        jitter_mean_us: Micros::from_millis_f64(
+            jitter.iter().sum::<f64>() / jitter.len().max(1) as f64,
+        ),
+        jitter_max_us: Micros::from_millis_f64(jitter.iter().copied().fold(0.0, f64::max)),
         interarrival_p999_excess_us_median: excess.get(excess.len() / 2).copied().unwrap_or(0.0),
         interarrival_p999_excess_us_max: excess.last().copied().unwrap_or(0.0),
     }
@@ -408,7 +391,8 @@ fn compare(cases: &[Case]) -> Vec<Comparison> {
 fn human(b: &StreamsBench) -> String {
     let mut s = format!(
         "bench streams: {:.0} s per case, send cost budgeted {:.1} µs per packet\n",
-        b.duration_s, b.send_cost_us
+        b.duration_us.as_secs_f64(),
+        b.send_cost_us
     );
     let _ = writeln!(
         s,

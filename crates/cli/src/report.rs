@@ -2,6 +2,7 @@
 
 use metronome_apps::receiver::ReceiverOutcome;
 use metronome_apps::sender::{SenderOutcome, SenderStatus};
+use metronome_time::Micros;
 use serde::Serialize;
 use std::fmt::Write;
 use std::io::IsTerminal;
@@ -47,7 +48,10 @@ impl LiveLine {
 /// 4: every duration in µs, run lengths and CPU times too (`duration_us`, `elapsed_us`,
 /// `cpu_us`, `process_cpu_us`, the interval's `start_us`/`end_us`, raw's `spread_us`).
 /// 5: every SSRC as 8 lowercase hex digits (`serve`'s `ssrc` and its receivers' were numbers).
-pub(crate) const SCHEMA_VERSION: u32 = 5;
+/// 6: every duration is one type (`metronome_time::Micros`): whole µs print as integers, the
+/// rest with up to three decimals (run lengths, CPU times and `wall_us` were whole µs, always
+/// integers; jitter and RTTs had any number of decimals).
+pub(crate) const SCHEMA_VERSION: u32 = 6;
 
 /// What run a document comes from: this binary's version, when it started (Unix ns), the
 /// host's name and the command line.
@@ -227,7 +231,8 @@ pub(crate) fn sender_status(s: &SenderStatus) -> String {
     );
     for r in s.receivers.iter().take(3) {
         let rtt = r
-            .rtt_ms
+            .rtt_us
+            .map(Micros::as_millis_f64)
             .map(|v| format!(" rtt {v:.2} ms"))
             .unwrap_or_default();
         let _ = write!(
@@ -235,7 +240,7 @@ pub(crate) fn sender_status(s: &SenderStatus) -> String {
             " | rx {:08x} loss {:.1}% jitter {:.3} ms{}",
             r.ssrc,
             r.fraction_lost * 100.0,
-            r.jitter_ms,
+            r.jitter_us.as_millis_f64(),
             rtt
         );
     }
@@ -256,17 +261,17 @@ pub(crate) fn sender_summary(o: &SenderOutcome) -> String {
         "  sent {} packets, {} bytes in {:.2} s ({:.3} Mbit/s), ended by {}",
         o.packets,
         o.bytes,
-        o.duration_s,
+        o.duration_us.as_secs_f64(),
         o.bitrate_bps / 1e6,
         o.ended_by
     );
     let _ = writeln!(s, "  send lateness: {}", o.pacing.lateness);
     let w = &o.wait_modes;
-    if w.busy_poll_s > 0.0 {
+    if w.busy_poll_us.as_secs_f64() > 0.0 {
         let _ = writeln!(
             s,
             "  waited {:.1} s sleeping-then-spinning and {:.1} s busy-polling (sleeping made >1% of packets late by >20 µs); pacer CPU {:.0}%",
-            w.sleep_spin_s, w.busy_poll_s, o.pacer_cpu_percent
+            w.sleep_spin_us.as_secs_f64(), w.busy_poll_us.as_secs_f64(), o.pacer_cpu_percent
         );
     } else {
         let _ = writeln!(s, "  pacer CPU {:.0}%", o.pacer_cpu_percent);
@@ -301,8 +306,9 @@ pub(crate) fn receiver_line(r: &metronome_session::sender::ReceiverView) -> Stri
         r.addr,
         r.fraction_lost * 100.0,
         r.cumulative_lost,
-        r.jitter_ms,
-        r.rtt_ms
+        r.jitter_us.as_millis_f64(),
+        r.rtt_us
+            .map(Micros::as_millis_f64)
             .map(|v| format!("{v:.3} ms"))
             .unwrap_or_else(|| "n/a".into())
     )
@@ -314,7 +320,7 @@ pub(crate) fn receiver_summary(o: &ReceiverOutcome) -> String {
         s,
         "receiver on {}: {:.2} s, ended by {}; kernel timestamps {}; socket buffer {} KiB, overflows {}",
         o.source,
-        o.duration_s,
+        o.duration_us.as_secs_f64(),
         o.ended_by,
         if o.kernel_timestamps { "yes" } else { "no" },
         o.receive_buffer_bytes / 1024,
@@ -349,7 +355,11 @@ pub(crate) fn receiver_summary(o: &ReceiverOutcome) -> String {
             src.sequence_jumps,
             src.timestamp_jumps
         );
-        let _ = writeln!(s, "    RFC 3550 jitter {:.4} ms", src.jitter_ms);
+        let _ = writeln!(
+            s,
+            "    RFC 3550 jitter {:.4} ms",
+            src.jitter_us.as_millis_f64()
+        );
         let _ = writeln!(s, "    inter-arrival: {}", src.interarrival);
         if let Some(d) = &src.one_way_delay {
             let _ = writeln!(s, "    one-way delay: {d}");

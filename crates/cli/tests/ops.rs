@@ -197,7 +197,7 @@ fn metrics_match_the_json_status() {
     assert_eq!(metric(&text, "metronome_streams_running"), Some(1.0));
     // The JSON's durations are numbers of µs, not {secs, nanos}.
     assert!(
-        after["server"]["calibration"]["per_packet_us"].is_f64(),
+        after["server"]["calibration"]["per_packet_us"].is_number(),
         "{after}"
     );
     assert!(!after.to_string().contains("\"secs\""), "{after}");

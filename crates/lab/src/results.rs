@@ -26,6 +26,7 @@ use metronome_config::scenario::Scenario;
 use metronome_link::report::FlowReport;
 use metronome_link::topology::{LinkId, Topology};
 use metronome_link::LinkStats;
+use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -124,14 +125,8 @@ pub struct PointResult {
     #[serde(rename = "sim_us", with = "metronome_time::units::ns_as_us")]
     #[schemars(with = "f64")]
     pub sim_ns: u64,
-    /// Wall-clock time it took, seconds (how fast the simulator was, not a result); µs in JSON.
-    #[serde(
-        rename = "wall_us",
-        serialize_with = "metronome_time::units::secs_as_us",
-        deserialize_with = "metronome_time::units::us_as_secs"
-    )]
-    #[schemars(with = "i64")]
-    pub wall_s: f64,
+    /// Wall-clock time it took (how fast the simulator was, not a result).
+    pub wall_us: Micros,
     /// Events the simulator handled.
     pub events: u64,
     pub flows: Vec<FlowReport>,
@@ -163,18 +158,11 @@ pub struct PointResult {
     /// What went wrong in the point that did not stop it (a video source that ended early).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
-    /// Of `wall_s`, the seconds spent on the video: making it (rendering, encoding) and
+    /// Of `wall_us`, the time spent on the video: making it (rendering, encoding) and
     /// judging it (decoding, comparing pictures); the rest is the network and the sessions.
-    /// µs in JSON.
-    #[serde(
-        default,
-        rename = "video_us",
-        serialize_with = "metronome_time::units::secs_as_us",
-        deserialize_with = "metronome_time::units::us_as_secs"
-    )]
-    #[schemars(with = "i64")]
-    pub video_s: f64,
-    /// `video_s` in its parts (sim mode, video flows only).
+    #[serde(default)]
+    pub video_us: Micros,
+    /// `video_us` in its parts (sim mode, video flows only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video_work: Option<VideoWork>,
     /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
@@ -215,30 +203,12 @@ pub fn point_id(index: usize) -> String {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct VideoWork {
     /// Encoding a ladder's renditions, or reading them from the cache.
-    #[serde(
-        rename = "ladder_us",
-        serialize_with = "metronome_time::units::secs_as_us",
-        deserialize_with = "metronome_time::units::us_as_secs"
-    )]
-    #[schemars(with = "i64")]
-    pub ladder_s: f64,
+    pub ladder_us: Micros,
     /// Making the packets as the run went (rendering and encoding a live source, the
     /// ladder's payloading).
-    #[serde(
-        rename = "sending_us",
-        serialize_with = "metronome_time::units::secs_as_us",
-        deserialize_with = "metronome_time::units::us_as_secs"
-    )]
-    #[schemars(with = "i64")]
-    pub sending_s: f64,
+    pub sending_us: Micros,
     /// Decoding what each viewer got and comparing its pictures with the source's.
-    #[serde(
-        rename = "judging_us",
-        serialize_with = "metronome_time::units::secs_as_us",
-        deserialize_with = "metronome_time::units::us_as_secs"
-    )]
-    #[schemars(with = "i64")]
-    pub judging_s: f64,
+    pub judging_us: Micros,
 }
 
 impl PointResult {
@@ -258,7 +228,7 @@ impl PointResult {
             params: point.params.iter().cloned().collect(),
             seed,
             sim_ns,
-            wall_s: 0.0,
+            wall_us: Micros::ZERO,
             events,
             fairness: crate::fairness::Fairness::among_sharing(
                 &flows,
@@ -276,7 +246,7 @@ impl PointResult {
             sent_series: Vec::new(),
             files: Vec::new(),
             warnings: Vec::new(),
-            video_s: 0.0,
+            video_us: Micros::ZERO,
             video_work: None,
         }
     }

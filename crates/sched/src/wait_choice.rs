@@ -3,6 +3,7 @@
 //! on these machines: when the host is busy, sleeping threads wake milliseconds late, while a
 //! spinning one holds p99 in microseconds. The selector watches lateness and switches.
 
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use serde::Serialize;
 use std::time::Duration;
@@ -55,21 +56,10 @@ pub struct WaitSelectorStats {
     pub switches_to_busy_poll: u64,
     /// Times it went back from busy-polling to sleep-then-spin (forced switches included).
     pub switches_to_sleep: u64,
-    /// Time spent busy-polling, in seconds (serialized as `busy_poll_us`, in microseconds).
-    #[serde(
-        rename = "busy_poll_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub busy_poll_s: f64,
-    /// Time spent sleeping-then-spinning, in seconds (serialized as `sleep_spin_us`, in
-    /// microseconds).
-    #[serde(
-        rename = "sleep_spin_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub sleep_spin_s: f64,
+    /// Time spent busy-polling.
+    pub busy_poll_us: Micros,
+    /// Time spent sleeping-then-spinning.
+    pub sleep_spin_us: Micros,
 }
 
 /// Chooses between sleep-then-spin and busy-polling from the lateness of the packets sent:
@@ -179,14 +169,14 @@ impl WaitSelector {
 
     fn switch(&mut self, now: Timestamp, next: WaitChoice) -> WaitChoice {
         let since = self.since.unwrap_or(now);
-        let spent = now.saturating_since(since).as_secs_f64();
+        let spent = Micros::from(now.saturating_since(since));
         match self.mode {
             WaitChoice::SleepSpin => {
-                self.stats.sleep_spin_s += spent;
+                self.stats.sleep_spin_us += spent;
                 self.stats.switches_to_busy_poll += 1;
             }
             WaitChoice::BusyPoll => {
-                self.stats.busy_poll_s += spent;
+                self.stats.busy_poll_us += spent;
                 self.stats.switches_to_sleep += 1;
             }
         }
@@ -203,10 +193,10 @@ impl WaitSelector {
         let mut s = self.stats;
         let current = self
             .since
-            .map_or(0.0, |t| now.saturating_since(t).as_secs_f64());
+            .map_or(Micros::ZERO, |t| Micros::from(now.saturating_since(t)));
         match self.mode {
-            WaitChoice::SleepSpin => s.sleep_spin_s += current,
-            WaitChoice::BusyPoll => s.busy_poll_s += current,
+            WaitChoice::SleepSpin => s.sleep_spin_us += current,
+            WaitChoice::BusyPoll => s.busy_poll_us += current,
         }
         s
     }
@@ -244,10 +234,13 @@ mod tests {
         assert_eq!(changes, vec![WaitChoice::SleepSpin]);
         let st = s.stats(Timestamp::from_millis(26_000));
         assert_eq!((st.switches_to_busy_poll, st.switches_to_sleep), (1, 1));
-        assert!((st.busy_poll_s - 20.0).abs() < 0.01, "{st:?}");
+        assert!(
+            (st.busy_poll_us.as_secs_f64() - 20.0).abs() < 0.01,
+            "{st:?}"
+        );
         assert_eq!(s.mode(), WaitChoice::SleepSpin);
         assert!(
-            (st.sleep_spin_s + st.busy_poll_s - 26.0).abs() < 0.01,
+            (st.sleep_spin_us.as_secs_f64() + st.busy_poll_us.as_secs_f64() - 26.0).abs() < 0.01,
             "{st:?}"
         );
     }

@@ -14,6 +14,7 @@ use metronome_session::sender::{
 use metronome_sim::flows::rtp::{RtpFlow, RtpFlowConfig};
 use metronome_sim::trace::TraceLevel;
 use metronome_sim::{Sim, SimOutcome};
+use metronome_time::Micros;
 use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::PayloadType;
 use metronome_wire::{SeqNo, Ssrc};
@@ -162,7 +163,10 @@ fn forty_five_receivers_behind_a_bottleneck_each_report_what_their_link_lost() {
     let lossy_views = views.iter().filter(|v| v.cumulative_lost > 0).count();
     assert_eq!(lossy_views, 15, "seed {seed}");
     for v in views {
-        let rtt = v.rtt_ms.expect("an RTT from LSR/DLSR");
+        let rtt = v
+            .rtt_us
+            .map(Micros::as_millis_f64)
+            .expect("an RTT from LSR/DLSR");
         // 10 + 5 ms out, 0 + 10 ms back, and serialization.
         assert!((25.0..26.0).contains(&rtt), "seed {seed}: {rtt} ms");
     }

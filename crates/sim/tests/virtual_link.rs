@@ -10,6 +10,7 @@ use metronome_session::sender::{
     JobConfig, PacketizerConfig, SenderReportsConfig, SenderSessionConfig,
 };
 use metronome_sim::{run_pair, CbrTs, PairConfig, PairOutcome, TraceRow};
+use metronome_time::Micros;
 use metronome_time::{Bitrate, MediaClock, RtpTime, Timestamp};
 use metronome_wire::Ssrc;
 use std::time::Duration;
@@ -107,7 +108,7 @@ fn clean_link_no_loss_no_jitter_exact_delay_and_spacing() {
     // The sender heard the receiver: no loss, RTT = 10 ms forward + 5 ms back.
     let view = &r.sender.reports().receivers()[0];
     assert_eq!(view.cumulative_lost, 0);
-    let rtt = view.rtt_ms.unwrap();
+    let rtt = view.rtt_us.map(Micros::as_millis_f64).unwrap();
     assert!((rtt - 15.0).abs() < 0.1, "{rtt}");
 }
 

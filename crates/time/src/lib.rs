@@ -10,9 +10,11 @@
 //!   with a rollover count (sequence numbers: `metronome_wire::SeqNo`).
 //! - [`Distribution`]: a pre-allocated histogram of nanosecond values (lateness, jitter, delay).
 //! - [`Bitrate`]: a rate in bit/s, and how long bytes take at it.
+//! - [`Micros`]: a duration as machine output writes one, in microseconds.
 //! - [`mix::splitmix64`]: the seed mixer every crate uses.
 
 mod dist;
+mod micros;
 pub mod mix;
 mod ntp;
 mod rate;
@@ -21,6 +23,7 @@ pub mod units;
 mod unwrap;
 
 pub use dist::{Distribution, Summary};
+pub use micros::Micros;
 pub use ntp::NtpTime;
 pub use rate::{Bitrate, IPV4_UDP_OVERHEAD};
 pub use rtp_time::RtpTime;

@@ -1,18 +1,8 @@
-//! One unit for one kind of quantity in machine output: durations in microseconds. These
-//! serialize a figure kept in another unit as microseconds (the field's name says `_us`).
+//! One spelling for one kind of quantity in machine output: ids as hex, durations kept in
+//! nanoseconds written as microseconds (the field's name says `_us`; the type for new fields is
+//! [`crate::Micros`]), instants as dates.
 
-use serde::{Deserialize, Deserializer, Serializer};
-use std::time::Duration;
-
-/// A duration as microseconds (a number).
-pub fn duration_us<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_nanos() as f64 / 1e3)
-}
-
-/// Seconds kept as `f64`, written as whole microseconds.
-pub fn secs_as_us<S: Serializer>(secs: &f64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_i64((secs * 1e6).round() as i64)
-}
+use serde::Serializer;
 
 /// A 32-bit id (an RTP SSRC, or its bits) written as 8 lowercase hex digits, as every document
 /// spells one.
@@ -33,25 +23,6 @@ pub fn opt_hex32<T: Copy + Into<u32>, S: Serializer>(
         }
         None => s.serialize_none(),
     }
-}
-
-/// Milliseconds kept as `f64`, written as microseconds.
-pub fn ms_as_us<S: Serializer>(ms: &f64, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(ms * 1e3)
-}
-
-/// Optional milliseconds, written as microseconds (or null).
-pub fn opt_ms_as_us<S: Serializer>(ms: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
-    match ms {
-        Some(v) => s.serialize_some(&(v * 1e3)),
-        None => s.serialize_none(),
-    }
-}
-
-/// Seconds written as whole microseconds, read back (with [`secs_as_us`]):
-/// `#[serde(serialize_with = "secs_as_us", deserialize_with = "us_as_secs")]`.
-pub fn us_as_secs<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
-    Ok(f64::deserialize(d)? / 1e6)
 }
 
 /// Nanoseconds kept as integers (exact in virtual time), written as microseconds (a number
@@ -171,29 +142,6 @@ pub fn utc(unix_ns: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    #[derive(serde::Serialize)]
-    struct T {
-        #[serde(serialize_with = "super::duration_us")]
-        d: std::time::Duration,
-        #[serde(serialize_with = "super::ms_as_us")]
-        j: f64,
-        #[serde(serialize_with = "super::opt_ms_as_us")]
-        r: Option<f64>,
-    }
-
-    #[test]
-    fn microseconds() {
-        let t = T {
-            d: std::time::Duration::from_nanos(5763),
-            j: 1.5,
-            r: None,
-        };
-        assert_eq!(
-            serde_json::to_string(&t).unwrap(),
-            r#"{"d":5.763,"j":1500.0,"r":null}"#
-        );
-    }
-
     #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
     struct N {
         #[serde(rename = "a_us", with = "super::ns_as_us")]
@@ -204,11 +152,6 @@ mod tests {
         c: Vec<Option<u64>>,
         #[serde(with = "super::ns_as_us")]
         d: Vec<(u64, u64)>,
-        #[serde(
-            serialize_with = "super::secs_as_us",
-            deserialize_with = "super::us_as_secs"
-        )]
-        e: f64,
     }
 
     #[test]
@@ -218,12 +161,11 @@ mod tests {
             b: -5,
             c: vec![Some(999_999_999_999), None],
             d: vec![(40_000_000_001, 2_000_000)],
-            e: 1.25,
         };
         let text = serde_json::to_string(&n).unwrap();
         assert_eq!(
             text,
-            r#"{"a_us":1234.567,"b":-0.005,"c":[999999999.999,null],"d":[[40000000.001,2000000]],"e":1250000}"#
+            r#"{"a_us":1234.567,"b":-0.005,"c":[999999999.999,null],"d":[[40000000.001,2000000]]}"#
         );
         assert_eq!(serde_json::from_str::<N>(&text).unwrap(), n);
     }

@@ -7,6 +7,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::host::HostWatch;
 use metronome_rt::run::RunLimit;
 use metronome_session::receiver::ReceiverSession;
+use metronome_time::Micros;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
 
@@ -105,7 +106,7 @@ pub fn run_datagrams(
     Ok(ReceiverOutcome {
         source: src.describe(),
         ended_by,
-        duration_s: end.saturating_since(start).as_secs_f64(),
+        duration_us: Micros::from(end.saturating_since(start)),
         kernel_timestamps: false,
         datagrams_without_kernel_timestamp: session.counters().datagrams,
         receive_buffer_bytes: 0,

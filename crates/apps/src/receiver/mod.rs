@@ -16,6 +16,7 @@ mod rtp_in;
 mod tests;
 
 pub use datagrams::{run_datagrams, DatagramSource, Incoming, SourceError};
+use metronome_time::Micros;
 use output::{open_outputs, record_rebuilt, write_err, Outputs};
 use rtp_in::{PeerFollower, RtpIn};
 
@@ -125,12 +126,7 @@ pub enum RecvError {
 pub struct ReceiverOutcome {
     pub source: String,
     pub ended_by: &'static str,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub duration_s: f64,
+    pub duration_us: Micros,
     /// Whether every datagram carried a kernel receive timestamp (SO_TIMESTAMPNS).
     pub kernel_timestamps: bool,
     pub datagrams_without_kernel_timestamp: u64,
@@ -463,7 +459,7 @@ impl Running {
         Ok(ReceiverOutcome {
             source: self.cfg.source.to_string(),
             ended_by,
-            duration_s: end.saturating_since(start).as_secs_f64(),
+            duration_us: Micros::from(end.saturating_since(start)),
             kernel_timestamps: rx.without_ts == 0 && self.session.counters().datagrams > 0,
             datagrams_without_kernel_timestamp: rx.without_ts,
             receive_buffer_bytes: rx.rtp.recv_buffer(),

@@ -5,6 +5,7 @@
 
 use crate::streams::{ServerStatus, StreamStatus};
 use metronome_session::sender::ReceiverView;
+use metronome_time::Micros;
 use std::fmt::Write as _;
 
 /// A label value, escaped as the format asks (backslash, double quote, newline).
@@ -238,13 +239,13 @@ fn receiver_families(out: &mut String, streams: &[StreamStatus]) {
             "metronome_receiver_jitter_seconds",
             "gauge",
             "RFC 3550 interarrival jitter the receiver reports.",
-            |rv| Some(rv.jitter_ms / 1e3),
+            |rv| Some(rv.jitter_us.as_secs_f64()),
         ),
         (
             "metronome_receiver_rtt_seconds",
             "gauge",
             "Round-trip time from the receiver's report (LSR/DLSR).",
-            |rv| rv.rtt_ms.map(|ms| ms / 1e3),
+            |rv| rv.rtt_us.map(Micros::as_secs_f64),
         ),
         (
             "metronome_receiver_reports_total",

@@ -220,7 +220,11 @@ pub(crate) mod tests {
             .unwrap_or_else(|| panic!("the receiver in the sender's view: {:?}", s.receivers));
         assert!(seen.reports >= 1);
         assert_eq!(seen.cumulative_lost, 0);
-        assert!(seen.rtt_ms.is_some_and(|ms| ms < 100.0), "{seen:?}");
+        assert!(
+            seen.rtt_us
+                .is_some_and(|rtt| rtt < metronome_time::Micros::from_nanos(100_000_000)),
+            "{seen:?}"
+        );
     }
 
     /// A raw source that stalls once, for `stall`, before frame `at` (a producer held up).

@@ -24,6 +24,7 @@ use metronome_sched::st2110::{Arrival, EpochAnchor, FrameRate};
 use metronome_sched::{Conformance, FrameFormat, FrameSchedule, SenderType};
 use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverSession};
 use metronome_session::rfc4175::{FrameComplete, RawDepayloader, RawEvent, RawEvents};
+use metronome_time::Micros;
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::{PayloadType, Ssrc};
@@ -449,7 +450,7 @@ impl State {
             format: cfg.format.to_string(),
             declared_model: super::model_name(cfg.declared),
             ended_by,
-            duration_s: ran.as_secs_f64(),
+            duration_us: Micros::from(ran),
             ssrc: self.ssrc,
             frames_complete: c.frames_complete,
             frames_partial: c.frames_partial,
@@ -459,7 +460,7 @@ impl State {
                 receiver_reports_sent: self.reports_sent,
                 sender_cname: main.and_then(|m| m.cname.clone()),
                 packets_lost: main.map_or(0, |m| m.lost()),
-                jitter_ms: main.map_or(0.0, |m| m.jitter_ticks() / 90.0),
+                jitter_us: Micros::from_millis_f64(main.map_or(0.0, |m| m.jitter_ticks() / 90.0)),
             },
             frames_without_capture_time: self.without_capture,
             frames_written: written,
@@ -484,8 +485,8 @@ impl State {
             rx_overflow: self.rx_overflow,
             kernel_timestamps: self.without_ts == 0 && self.packets > 0,
             gro: rx.gro(),
-            cpu_s,
-            recv_cpu_s: thread_cpu_s() - self.thread_cpu0,
+            cpu_us: Micros::from_secs_f64(cpu_s),
+            recv_cpu_us: Micros::from_secs_f64(thread_cpu_s() - self.thread_cpu0),
             cpu_per_frame_us: if c.frames_complete > 0 {
                 cpu_s * 1e6 / c.frames_complete as f64
             } else {

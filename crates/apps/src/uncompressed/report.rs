@@ -4,6 +4,7 @@
 use metronome_rt::udp::BufferReport;
 use metronome_sched::{ConformanceSummary, WaitSelectorStats};
 use metronome_session::rfc4175::RawDrops;
+use metronome_time::Micros;
 use metronome_time::{Distribution, Summary};
 use metronome_wire::Ssrc;
 use serde::Serialize;
@@ -101,12 +102,7 @@ pub struct RawSenderOutcome {
     /// `frames`, `duration`, `end of input` or `stopped`.
     pub ended_by: &'static str,
     /// First frame's epoch to the end.
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub duration_s: f64,
+    pub duration_us: Micros,
     pub frames_sent: u64,
     pub packets_sent: u64,
     /// Datagram bytes (RTP headers included).
@@ -121,24 +117,9 @@ pub struct RawSenderOutcome {
     pub pps: f64,
     pub bitrate_bps: f64,
     /// Process CPU time over the run (producer, pacer and the rest).
-    #[serde(
-        rename = "cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub cpu_s: f64,
-    #[serde(
-        rename = "pacer_cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub pacer_cpu_s: f64,
-    #[serde(
-        rename = "producer_cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub producer_cpu_s: f64,
+    pub cpu_us: Micros,
+    pub pacer_cpu_us: Micros,
+    pub producer_cpu_us: Micros,
     pub cpu_per_frame_us: f64,
     /// Per packet: start of the send call that carried it − its due time (0 when sent early
     /// within the batch window).
@@ -147,20 +128,10 @@ pub struct RawSenderOutcome {
     pub batch_lateness: Summary,
     /// Per frame: start of its first send call to the return of its last.
     pub frame_send_time: Summary,
-    /// The model's spread of a frame (first to last packet), in ms.
-    #[serde(
-        rename = "spread_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub spread_ms: f64,
-    /// When the first packet of a frame is due after the frame's epoch, in ms.
-    #[serde(
-        rename = "first_packet_offset_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub first_packet_offset_ms: f64,
+    /// The model's spread of a frame (first to last packet).
+    pub spread_us: Micros,
+    /// When the first packet of a frame is due after the frame's epoch.
+    pub first_packet_offset_us: Micros,
     pub batch_window_us: f64,
     /// Most packets in one send call: CMAX − 1 of the model's class (none for a burst).
     pub batch_max_packets: Option<usize>,
@@ -215,12 +186,7 @@ pub struct RawReceiverOutcome {
     pub declared_model: &'static str,
     /// `frames`, `duration` or `stopped`.
     pub ended_by: &'static str,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub duration_s: f64,
+    pub duration_us: Micros,
     /// The SSRC received (the first whose packet the depayloader used), 8 lowercase hex
     /// digits in JSON.
     #[serde(serialize_with = "metronome_time::units::opt_hex32")]
@@ -258,18 +224,8 @@ pub struct RawReceiverOutcome {
     pub rx_overflow: u64,
     pub kernel_timestamps: bool,
     pub gro: bool,
-    #[serde(
-        rename = "cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub cpu_s: f64,
-    #[serde(
-        rename = "recv_cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub recv_cpu_s: f64,
+    pub cpu_us: Micros,
+    pub recv_cpu_us: Micros,
     pub cpu_per_frame_us: f64,
     pub buffer: BufferInfo,
     /// The receiving thread's scheduling policy.
@@ -285,13 +241,7 @@ pub struct RawRtcpStats {
     pub sender_cname: Option<String>,
     /// Packets lost by RFC 3550 A.3 (expected − received), as the reports say.
     pub packets_lost: u64,
-    /// RFC 3550 interarrival jitter at the end, in milliseconds (every packet of a frame
-    /// carries the frame's timestamp, so a paced frame's spread shows here); `jitter_us` in
-    /// JSON.
-    #[serde(
-        rename = "jitter_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub jitter_ms: f64,
+    /// RFC 3550 interarrival jitter at the end (every packet of a frame carries the frame's
+    /// timestamp, so a paced frame's spread shows here).
+    pub jitter_us: Micros,
 }

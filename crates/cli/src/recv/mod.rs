@@ -342,7 +342,7 @@ fn interval_lines(
                 payload_bytes: m.payload_bytes.saturating_sub(b0),
                 bitrate_bps: m.payload_bytes.saturating_sub(b0) as f64 * 8.0 / span,
                 lost: m.lost.saturating_sub(l0),
-                jitter_us: m.jitter_ms * 1e3,
+                jitter_us: m.jitter_us.as_micros_f64(),
                 ssrc: m.ssrc.clone(),
             },
         );
@@ -419,7 +419,8 @@ fn nothing_arrived(a: &RecvArgs, outcome: &ReceiverOutcome) -> Result<(), BoxErr
     Err(format!(
         "no RTP packet arrived from {} in {:.1} s{other}: check that the sender sends to this \
          address and port (for a multicast group, that it is routed to this interface)",
-        a.url, outcome.duration_s
+        a.url,
+        outcome.duration_us.as_secs_f64()
     )
     .into())
 }

@@ -91,7 +91,7 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
         "raw receiver on {} ({}): {:.2} s, ended by {}; SSRC {}",
         o.source,
         o.format,
-        o.duration_s,
+        o.duration_us.as_secs_f64(),
         o.ended_by,
         o.ssrc.map_or("none".to_string(), |v| format!("{v:08x}"))
     );
@@ -145,7 +145,7 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
     let _ = writeln!(
         s,
         "  CPU {:.3} s ({:.0} µs a frame); {}; GRO {}; SO_RCVBUF {} of {} bytes",
-        o.cpu_s,
+        o.cpu_us.as_secs_f64(),
         o.cpu_per_frame_us,
         o.realtime,
         if o.gro { "on" } else { "off" },
@@ -163,7 +163,7 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
             .unwrap_or_default(),
         o.rtcp.receiver_reports_sent,
         o.rtcp.packets_lost,
-        o.rtcp.jitter_ms
+        o.rtcp.jitter_us.as_millis_f64()
     );
     if o.frames_written > 0 || o.frames_not_written > 0 {
         let _ = writeln!(

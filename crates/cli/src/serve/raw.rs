@@ -286,7 +286,7 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         o.frames_sent,
         o.packets_sent,
         o.bytes_sent,
-        o.duration_s,
+        o.duration_us.as_secs_f64(),
         o.pps,
         o.bitrate_bps / 1e6,
         o.ended_by
@@ -313,12 +313,15 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
     let _ = writeln!(
         s,
         "  frame send time: {}; the model spreads a frame over {:.2} ms from {:.2} ms after its epoch",
-        o.frame_send_time, o.spread_ms, o.first_packet_offset_ms
+        o.frame_send_time, o.spread_us.as_millis_f64(), o.first_packet_offset_us.as_millis_f64()
     );
     let _ = writeln!(
         s,
         "  CPU {:.3} s ({:.0} µs a frame; pacer {:.3} s, producer {:.3} s)",
-        o.cpu_s, o.cpu_per_frame_us, o.pacer_cpu_s, o.producer_cpu_s
+        o.cpu_us.as_secs_f64(),
+        o.cpu_per_frame_us,
+        o.pacer_cpu_us.as_secs_f64(),
+        o.producer_cpu_us.as_secs_f64()
     );
     let _ = writeln!(
         s,

@@ -12,6 +12,7 @@ use metronome_apps::streams::{
 };
 use metronome_rt::clock::mono_ns;
 use metronome_rt::pacing::WaitPolicy;
+use metronome_time::Micros;
 use std::fmt::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,10 +89,10 @@ pub(super) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std
     let cal = server.calibration();
     eprintln!(
         "metronome: send cost {:.1} µs per packet budgeted ({}; measured p50 {:.1} µs, p99 {:.1} µs)",
-        cal.per_packet.as_secs_f64() * 1e6,
+        cal.per_packet_us.as_micros_f64(),
         cal.method,
-        cal.measured_p50.as_secs_f64() * 1e6,
-        cal.measured_p99.as_secs_f64() * 1e6,
+        cal.measured_p50_us.as_micros_f64(),
+        cal.measured_p99_us.as_micros_f64(),
     );
     let pushed = super::declared::push_streams(&server, specs, &a, rtsp_addr.is_some())?;
     let rtsp = rtsp_plan
@@ -357,8 +358,10 @@ fn summary(o: &ServerOutcome) -> String {
                 r.cname.as_deref().unwrap_or("no cname"),
                 r.reports,
                 r.cumulative_lost,
-                r.jitter_ms,
-                r.rtt_ms.map_or("unknown".into(), |v| format!("{v:.2} ms")),
+                r.jitter_us.as_millis_f64(),
+                r.rtt_us
+                    .map(Micros::as_millis_f64)
+                    .map_or("unknown".into(), |v| format!("{v:.2} ms")),
             );
         }
     }

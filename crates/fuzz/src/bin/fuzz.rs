@@ -12,6 +12,7 @@
 //! fixed, goes to `crates/fuzz/regressions/TARGET/`, which the tests replay.
 
 use clap::Parser;
+use metronome_time::Micros;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -49,11 +50,7 @@ struct Args {
 struct TargetReport {
     target: String,
     /// Fuzzing time, µs (AFL++'s `run_time`), as Metronome's other documents give durations.
-    #[serde(
-        rename = "run_time_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    run_time_s: f64,
+    run_time_us: Micros,
     /// CPU time spent, h: user and system time of AFL++ and of every process under it (the
     /// fork server, the targets), as /proc showed them every 200 ms; not the wall-clock time.
     cpu_hours: f64,
@@ -294,7 +291,7 @@ fn finish(
     let run_time_s = field("run_time");
     let mut report = TargetReport {
         target: target.to_string(),
-        run_time_s,
+        run_time_us: Micros::from_secs_f64(run_time_s),
         cpu_hours: cpu.seconds() / 3600.0,
         execs: field("execs_done") as u64,
         execs_per_s: field("execs_done") / run_time_s.max(1.0),
@@ -328,7 +325,14 @@ fn print_table(r: &Report) {
     for t in &r.targets {
         println!(
             "{:<15} {:>8.0} {:>10} {:>9.0} {:>7} {:>7} {:>8} {:>6}",
-            t.target, t.run_time_s, t.execs, t.execs_per_s, t.corpus, t.edges, t.crashes, t.hangs
+            t.target,
+            t.run_time_us.as_secs_f64(),
+            t.execs,
+            t.execs_per_s,
+            t.corpus,
+            t.edges,
+            t.crashes,
+            t.hangs
         );
     }
     let hours: f64 = r.targets.iter().map(|t| t.cpu_hours).sum();

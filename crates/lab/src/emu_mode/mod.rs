@@ -27,6 +27,7 @@ use metronome_link::topology::{LinkId, NodeId, Topology};
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::{SocketOptions, UdpReceiver};
 use metronome_rt::url::RtpUrl;
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::Path;
@@ -321,7 +322,7 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
         .collect::<Result<Vec<_>, _>>()?;
     let fabric_stats = out.fabric.ok_or("the emulator's thread failed")?;
     let mut r = point_result(point, s, &topology, seed, &fabric_stats, flows);
-    r.wall_s = watch.seconds();
+    r.wall_us = Micros::from_secs_f64(watch.seconds());
     r.closed_form = closed;
     r.tcp_expected = tcp_expected;
     r.emu = Some(emu_facts(&fabric_stats, &host));

@@ -281,19 +281,21 @@ pub(crate) fn points_section(s: &Summary) -> String {
 /// in emu mode how well the emulator kept time.
 fn point_heading(p: &PointResult) -> String {
     let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-    let video = if p.video_s > 0.0 {
-        let net = (p.wall_s - p.video_s).max(1e-9);
+    let video = if p.video_us.as_secs_f64() > 0.0 {
+        let net = (p.wall_us.as_secs_f64() - p.video_us.as_secs_f64()).max(1e-9);
         let parts = p.video_work.map_or(String::new(), |w| {
             format!(
                 " (the ladder {:.3} s, sending {:.3} s, decoding and comparing what \
                  viewers saw {:.3} s)",
-                w.ladder_s, w.sending_s, w.judging_s
+                w.ladder_us.as_secs_f64(),
+                w.sending_us.as_secs_f64(),
+                w.judging_us.as_secs_f64()
             )
         });
         format!(
             "; the video took {:.3} s{parts}, the network and the sessions {:.3} s: \
              {:.2} M events/s",
-            p.video_s,
+            p.video_us.as_secs_f64(),
             net,
             p.events as f64 / net / 1e6
         )
@@ -307,7 +309,7 @@ fn point_heading(p: &PointResult) -> String {
         p.id,
         esc(&params.join(", ")),
         p.sim_ns as f64 / 1e9,
-        p.wall_s,
+        p.wall_us.as_secs_f64(),
         p.events,
         p.seed
     );

@@ -10,6 +10,7 @@ use metronome_link::report::FlowReport;
 use metronome_link::topology::LinkId;
 use metronome_sim::flows::rtp::RtpFlow;
 use metronome_sim::Sim;
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -53,16 +54,18 @@ pub fn run_point(
     });
     let judging = wall::Stopwatch::start();
     let video_work = (!videos.is_empty()).then_some(VideoWork {
-        ladder_s: ladder,
-        sending_s: making - ladder,
-        judging_s: 0.0,
+        ladder_us: Micros::from_secs_f64(ladder),
+        sending_us: Micros::from_secs_f64(making - ladder),
+        judging_us: Micros::ZERO,
     });
     let videos = add_frames(s, &mut outcome.flows, flows, &videos);
     let video_work = video_work.map(|w| VideoWork {
-        judging_s: judging.seconds(),
+        judging_us: Micros::from_secs_f64(judging.seconds()),
         ..w
     });
-    let video_s = video_work.map_or(0.0, |w| w.ladder_s + w.sending_s + w.judging_s);
+    let video_s = video_work.map_or(0.0, |w| {
+        w.ladder_us.as_secs_f64() + w.sending_us.as_secs_f64() + w.judging_us.as_secs_f64()
+    });
     if s.trace.any() {
         let dir = out
             .join("points")
@@ -76,10 +79,10 @@ pub fn run_point(
         (outcome.flows, links),
         &topology,
     );
-    result.wall_s = started.seconds();
+    result.wall_us = Micros::from_secs_f64(started.seconds());
     result.closed_form = closed;
     result.tcp_expected = tcp_expected;
-    result.video_s = video_s;
+    result.video_us = Micros::from_secs_f64(video_s);
     result.video_work = video_work;
     result.add_videos(videos);
     Ok(result)

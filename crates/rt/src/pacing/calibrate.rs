@@ -7,6 +7,7 @@
 
 use crate::clock::mono_ns;
 use metronome_time::Distribution;
+use metronome_time::Micros;
 use serde::Serialize;
 use socket2::{Domain, Protocol, Socket, Type};
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -16,42 +17,17 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, Serialize, schemars::JsonSchema)]
 pub struct Calibration {
     /// The budgeted cost of sending one packet to one destination.
-    #[serde(
-        rename = "per_packet_us",
-        serialize_with = "metronome_time::units::duration_us"
-    )]
-    #[schemars(with = "f64")]
-    pub per_packet: Duration,
+    pub per_packet_us: Micros,
     /// Fixed cost of one job besides its sends: picking it, reading the clock, accounting.
-    #[serde(
-        rename = "per_job_us",
-        serialize_with = "metronome_time::units::duration_us"
-    )]
-    #[schemars(with = "f64")]
-    pub per_job: Duration,
+    pub per_job_us: Micros,
     /// The cost of each further datagram of a UDP GSO send (raw video sends its packets in
     /// batches: one `sendmsg` costs about `per_packet`, every segment after the first this).
-    #[serde(
-        rename = "per_segment_us",
-        serialize_with = "metronome_time::units::duration_us"
-    )]
-    #[schemars(with = "f64")]
-    pub per_segment: Duration,
+    pub per_segment_us: Micros,
     /// Median time of one `send` call, in the quietest round (the one whose p99 is budgeted).
-    #[serde(
-        rename = "measured_p50_us",
-        serialize_with = "metronome_time::units::duration_us"
-    )]
-    #[schemars(with = "f64")]
-    pub measured_p50: Duration,
+    pub measured_p50_us: Micros,
     /// 99th-percentile time of one `send` call in the quietest round; `per_packet` is this
     /// times the safety factor 1.5 (at least 1 µs).
-    #[serde(
-        rename = "measured_p99_us",
-        serialize_with = "metronome_time::units::duration_us"
-    )]
-    #[schemars(with = "f64")]
-    pub measured_p99: Duration,
+    pub measured_p99_us: Micros,
     /// Send calls timed, over all rounds (the quantiles come from one round of them); 0 when
     /// the cost was [`fixed`](Self::fixed) rather than measured.
     pub samples: u64,
@@ -63,11 +39,11 @@ impl Calibration {
     /// A cost given by the user instead of measured.
     pub fn fixed(per_packet: Duration) -> Self {
         Calibration {
-            per_packet,
-            per_job: Duration::from_micros(1),
-            per_segment: per_packet,
-            measured_p50: per_packet,
-            measured_p99: per_packet,
+            per_packet_us: Micros::from(per_packet),
+            per_job_us: Micros::from(Duration::from_micros(1)),
+            per_segment_us: Micros::from(per_packet),
+            measured_p50_us: Micros::from(per_packet),
+            measured_p99_us: Micros::from(per_packet),
             samples: 0,
             method: "given on the command line",
         }
@@ -140,11 +116,11 @@ pub fn calibrate(packet_len: usize) -> std::io::Result<Calibration> {
         .unwrap_or(per_packet)
         .min(per_packet);
     Ok(Calibration {
-        per_packet,
-        per_job: Duration::from_micros(1),
-        per_segment,
-        measured_p50: p50,
-        measured_p99: p99,
+        per_packet_us: Micros::from(per_packet),
+        per_job_us: Micros::from(Duration::from_micros(1)),
+        per_segment_us: Micros::from(per_segment),
+        measured_p50_us: Micros::from(p50),
+        measured_p99_us: Micros::from(p99),
         samples: all.len(),
         method: "p99 of the quietest of 5 rounds of 400 loopback sends x1.5",
     })
@@ -203,13 +179,28 @@ mod tests {
     fn calibration_measures_a_plausible_cost() {
         let c = calibrate(1328).unwrap();
         assert_eq!(c.samples, (ROUNDS * BURSTS * PER_BURST) as u64);
-        assert!(c.per_packet >= c.measured_p99, "{c:?}");
+        assert!(
+            c.per_packet_us.to_duration() >= c.measured_p99_us.to_duration(),
+            "{c:?}"
+        );
         // A loopback send is microseconds, not milliseconds, even on a loaded host; anything
         // outside this range means the measurement is broken.
-        assert!(c.measured_p50 > Duration::from_nanos(100), "{c:?}");
-        assert!(c.measured_p50 < Duration::from_millis(5), "{c:?}");
+        assert!(
+            c.measured_p50_us.to_duration() > Duration::from_nanos(100),
+            "{c:?}"
+        );
+        assert!(
+            c.measured_p50_us.to_duration() < Duration::from_millis(5),
+            "{c:?}"
+        );
         // A segment of a GSO send costs no more than a send of its own.
-        assert!(c.per_segment <= c.per_packet, "{c:?}");
-        assert!(c.per_segment >= Duration::from_nanos(50), "{c:?}");
+        assert!(
+            c.per_segment_us.to_duration() <= c.per_packet_us.to_duration(),
+            "{c:?}"
+        );
+        assert!(
+            c.per_segment_us.to_duration() >= Duration::from_nanos(50),
+            "{c:?}"
+        );
     }
 }

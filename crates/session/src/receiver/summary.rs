@@ -1,6 +1,7 @@
 //! A serializable summary of what a receiver measured, for JSON output and reports.
 
 use super::{Counters, ReceiverSession, Source};
+use metronome_time::Micros;
 use metronome_time::Summary;
 use serde::Serialize;
 
@@ -33,24 +34,13 @@ pub struct SourceSummary {
     pub timestamp_jumps: u64,
     /// RTP payload bytes of the unique packets.
     pub payload_bytes: u64,
-    /// Seconds from the first to the last arrival (`duration_us`, in µs, in JSON).
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub duration_s: f64,
-    /// Payload bit rate over `duration_s`, bits per second (headers not counted; 0 for a single
+    /// From the first to the last arrival.
+    pub duration_us: Micros,
+    /// Payload bit rate over `duration_us`, bits per second (headers not counted; 0 for a single
     /// instant).
     pub bitrate_bps: f64,
-    /// RFC 3550 interarrival jitter at the end of the run, in milliseconds (`jitter_us` in
-    /// JSON).
-    #[serde(
-        rename = "jitter_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub jitter_ms: f64,
+    /// RFC 3550 interarrival jitter at the end of the run.
+    pub jitter_us: Micros,
     /// Gaps between consecutive arrivals (µs).
     pub interarrival: Summary,
     /// Present when the sender stamps its send time (RFC 8285 extension).
@@ -105,13 +95,13 @@ impl SourceSummary {
             sequence_jumps: s.seq_jumps,
             timestamp_jumps: s.ts_jumps,
             payload_bytes: s.payload_bytes,
-            duration_s: duration,
+            duration_us: Micros::from_secs_f64(duration),
             bitrate_bps: if duration > 0.0 {
                 s.payload_bytes as f64 * 8.0 / duration
             } else {
                 0.0
             },
-            jitter_ms: s.jitter_ticks() * 1000.0 / clock_rate as f64,
+            jitter_us: Micros::from_millis_f64(s.jitter_ticks() * 1000.0 / clock_rate as f64),
             interarrival: s.interarrival.summary(),
             one_way_delay: (!s.one_way_delay.is_empty()).then(|| s.one_way_delay.summary()),
             negative_delays: s.negative_delay,
@@ -164,7 +154,7 @@ impl ReceiverSession {
             m.loss_percent,
             m.duplicates,
             m.reordered,
-            m.jitter_ms,
+            m.jitter_us.as_millis_f64(),
             m.interarrival.p99_us / 1000.0,
             owd
         )

@@ -2,6 +2,7 @@
 //! loss, jitter and round-trip time (the feedback loop congestion control will close).
 
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
+use metronome_time::Micros;
 use metronome_time::{MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, ReportHead, RtcpItem, SenderInfo};
 use metronome_wire::{SeqNo, Ssrc};
@@ -53,21 +54,10 @@ pub struct ReceiverView {
     pub cumulative_lost: i32,
     /// The extended highest sequence number it received (cycles in the high 16 bits).
     pub extended_highest_seq: u32,
-    /// RFC 3550 interarrival jitter, in milliseconds (`jitter_us` in JSON).
-    #[serde(
-        rename = "jitter_us",
-        serialize_with = "metronome_time::units::ms_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub jitter_ms: f64,
-    /// Round-trip time from LSR/DLSR (RFC 3550 §6.4.1), once the receiver has seen an SR
-    /// (`rtt_us` in JSON).
-    #[serde(
-        rename = "rtt_us",
-        serialize_with = "metronome_time::units::opt_ms_as_us"
-    )]
-    #[schemars(with = "Option<f64>")]
-    pub rtt_ms: Option<f64>,
+    /// RFC 3550 interarrival jitter.
+    pub jitter_us: Micros,
+    /// Round-trip time from LSR/DLSR (RFC 3550 §6.4.1), once the receiver has seen an SR.
+    pub rtt_us: Option<Micros>,
     /// Report blocks about our stream received from it.
     pub reports: u64,
     /// When its last report block about our stream arrived (not in JSON).
@@ -385,7 +375,7 @@ impl SenderReports {
     /// Receiver `ssrc`'s last round trip, if it reported one.
     pub fn receiver_rtt(&self, ssrc: Ssrc) -> Option<Duration> {
         let r = &self.receivers[*self.by_ssrc.get(&ssrc)?];
-        Duration::try_from_secs_f64(r.rtt_ms? / 1000.0).ok()
+        Duration::try_from_secs_f64(r.rtt_us.map(Micros::as_millis_f64)? / 1000.0).ok()
     }
 
     /// Our SSRC: the stream's.
@@ -465,16 +455,16 @@ impl SenderReports {
         r.fraction_lost = block.fraction_lost as f64 / 256.0;
         r.cumulative_lost = block.cumulative_lost;
         r.extended_highest_seq = block.extended_highest_seq;
-        r.jitter_ms = block.jitter as f64 * 1000.0 / self.cfg.clock.rate() as f64;
+        r.jitter_us = Micros::from_secs_f64(block.jitter as f64 / self.cfg.clock.rate() as f64);
         if let Some(rtt) = rtt {
-            r.rtt_ms = Some(rtt.as_secs_f64() * 1000.0);
+            r.rtt_us = Some(Micros::from(rtt));
         }
         r.reports += 1;
         r.last_report = now;
         let e = SenderEvent::ReceiverReport {
             ssrc: reporter,
             fraction_lost: r.fraction_lost,
-            rtt_ms: r.rtt_ms,
+            rtt_ms: r.rtt_us.map(Micros::as_millis_f64),
         };
         self.push_event(e);
     }
@@ -531,8 +521,8 @@ impl SenderReports {
             fraction_lost: 0.0,
             cumulative_lost: 0,
             extended_highest_seq: 0,
-            jitter_ms: 0.0,
-            rtt_ms: None,
+            jitter_us: Micros::ZERO,
+            rtt_us: None,
             reports: 0,
             last_report: Timestamp::ZERO,
             said_bye: false,

@@ -27,6 +27,7 @@ use super::jobs::{JobClock, JobConfig, JobTimes};
 use super::report::{SenderEvent, SenderReports, SenderReportsConfig};
 use metronome_cc::{Feedback, RateController};
 use metronome_sched::{Decision, PacingConfig, PacingModel, PacingStats};
+use metronome_time::Micros;
 use metronome_time::{Bitrate, Distribution, NtpTime, Timestamp};
 use metronome_wire::{SeqNo, Ssrc};
 use serde::Serialize;
@@ -570,9 +571,10 @@ impl SenderSession {
             fraction_lost: r.fraction_lost,
             cumulative_lost: r.cumulative_lost as i64,
             extended_highest_seq: r.extended_highest_seq,
-            jitter: Duration::from_secs_f64(r.jitter_ms.max(0.0) / 1000.0),
+            jitter: Duration::from_secs_f64(r.jitter_us.as_millis_f64().max(0.0) / 1000.0),
             rtt: r
-                .rtt_ms
+                .rtt_us
+                .map(Micros::as_millis_f64)
                 .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
             // Receiver reports carry no loss event rate: TFRC's reports come their own way.
             tfrc: None,

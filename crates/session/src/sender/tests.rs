@@ -1,4 +1,5 @@
 use super::*;
+use metronome_time::Micros;
 use metronome_time::{MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
 use metronome_wire::rtp::RtpView;
@@ -153,8 +154,8 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
     assert_eq!(r.cname.as_deref(), Some("viewer"));
     assert_eq!(r.fraction_lost, 0.25);
     assert_eq!(r.cumulative_lost, 12);
-    assert_eq!(r.jitter_ms, 5.0);
-    let rtt = r.rtt_ms.unwrap();
+    assert_eq!(r.jitter_us.as_millis_f64(), 5.0);
+    let rtt = r.rtt_us.map(Micros::as_millis_f64).unwrap();
     assert!((rtt - 10.0).abs() < 0.05, "{rtt}");
     assert_eq!(s.counters().blocks_about_others, 1);
     assert!(matches!(

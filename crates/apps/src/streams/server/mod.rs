@@ -26,6 +26,7 @@ use metronome_sched::OverloadWatch;
 use metronome_sched::{Admission, Budget, CpuBudget, MemoryBudget, Platform, Policy, TaskParams};
 use metronome_session::sender::{Input, RateRefusal};
 use metronome_time::Distribution;
+use metronome_time::Micros;
 use metronome_wire::Ssrc;
 use open::{open_stream, Given, GivenSource, Opened};
 use status::{CoreView, ServerStatus, StreamStatus};
@@ -437,7 +438,7 @@ impl StreamServer {
             streams,
             core_cpu_percent,
             pacers,
-            duration_s,
+            duration_us: Micros::from_secs_f64(duration_s),
             host: self.host.finish(stalls),
         }
     }
@@ -461,7 +462,7 @@ fn admission_for(cfg: &ServerConfig) -> Result<(Calibration, Admission), ServerE
         link_capacity_bps: cfg.link_capacity_bps,
         // One packet to every destination of a stream: the longest stretch the pacer does
         // not look at a newly released job.
-        blocking: calibration.per_packet * MAX_DESTINATIONS as u32,
+        blocking: calibration.per_packet_us.to_duration() * MAX_DESTINATIONS as u32,
     };
     let policy = match cfg.sched {
         SchedKind::Dm => Policy::Dm,
@@ -792,7 +793,7 @@ impl Inner {
             cores,
             calibration: self.calibration,
             lateness: lateness.summary(),
-            process_cpu_s: process_cpu_s(),
+            process_cpu_us: Micros::from_secs_f64(process_cpu_s()),
             overload: lock(&self.overload).reason().map(String::from),
         }
     }

@@ -142,9 +142,9 @@ pub fn task_of_shape(
         .ceil()
         .max(1.0) as u32;
     let dests = dests.max(1) as u32;
-    let cost = spec
-        .cost
-        .unwrap_or(cal.per_packet * per_job * dests + cal.per_job);
+    let cost = spec.cost.unwrap_or(
+        cal.per_packet_us.to_duration() * per_job * dests + cal.per_job_us.to_duration(),
+    );
     let wire = shape.wire_bytes * 8;
     TaskParams {
         period,

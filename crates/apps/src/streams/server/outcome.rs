@@ -3,6 +3,7 @@
 use super::status::{ServerStatus, StreamStatus};
 use metronome_rt::host::HostLoad;
 use metronome_rt::pacing::PacingThreadReport;
+use metronome_time::Micros;
 
 /// What a finished server reports.
 #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
@@ -14,12 +15,7 @@ pub struct ServerOutcome {
     pub core_cpu_percent: Vec<f64>,
     /// How each core's pacing thread ran (none under `naive`).
     pub pacers: Vec<PacerView>,
-    #[serde(
-        rename = "duration_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub duration_s: f64,
+    pub duration_us: Micros,
     /// How busy the host was over the run (absent where /proc cannot be read).
     pub host: Option<HostLoad>,
 }

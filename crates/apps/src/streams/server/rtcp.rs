@@ -162,7 +162,7 @@ fn watch_overload(inner: &Inner) {
     let window = OverloadWindow {
         sends: cost.len(),
         send_cost_p99: Duration::from_nanos(cost.quantile_ns(0.99)),
-        budget: inner.calibration.per_packet,
+        budget: inner.calibration.per_packet_us.to_duration(),
         deadline_misses: misses,
         producer_cpu: producer_cpu(inner),
         encode_budget: lock(&inner.encoders).budget(),

@@ -5,6 +5,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::pacing::Calibration;
 use metronome_rt::sync::lock;
 use metronome_session::sender::{ReceiverView, ResendStats};
+use metronome_time::Micros;
 use metronome_time::Summary;
 use serde::Serialize;
 use std::sync::atomic::Ordering;
@@ -30,12 +31,7 @@ pub struct StreamStatus {
     pub destinations: Vec<String>,
     pub ssrc: String,
     pub task: TaskView,
-    #[serde(
-        rename = "elapsed_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub elapsed_s: f64,
+    pub elapsed_us: Micros,
     pub packets: u64,
     pub bytes: u64,
     /// Bytes sent over the time since the first release.
@@ -115,12 +111,7 @@ pub struct ServerStatus {
     pub calibration: Calibration,
     /// Lateness of every packet sent so far, all streams.
     pub lateness: Summary,
-    #[serde(
-        rename = "process_cpu_us",
-        serialize_with = "metronome_time::units::secs_as_us"
-    )]
-    #[schemars(with = "i64")]
-    pub process_cpu_s: f64,
+    pub process_cpu_us: Micros,
     /// Why the admitted streams no longer fit the host, while they do not.
     pub overload: Option<String>,
 }
@@ -164,7 +155,7 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
             utilisation_percent: rt.task.utilisation() * 100.0,
             bitrate_bps: rt.task.bitrate_bps,
         },
-        elapsed_s: elapsed,
+        elapsed_us: Micros::from_secs_f64(elapsed),
         packets: c.packets.load(Ordering::Relaxed),
         bytes,
         bitrate_bps: if elapsed > 0.0 {

@@ -297,9 +297,9 @@ impl RawSender {
     /// The task admission control sees for this stream (see [`frame_task`]).
     pub fn task(&self, cal: &Calibration) -> TaskParams {
         let costs = SendCosts {
-            per_call: cal.per_packet,
-            per_job: cal.per_job,
-            per_segment: cal.per_segment,
+            per_call: cal.per_packet_us.to_duration(),
+            per_job: cal.per_job_us.to_duration(),
+            per_segment: cal.per_segment_us.to_duration(),
         };
         frame_task(
             &self.schedule,

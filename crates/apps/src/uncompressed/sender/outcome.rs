@@ -1,6 +1,7 @@
 //! What a raw sender reports: its status while it runs, its outcome when it ends.
 
 use super::*;
+use metronome_time::Micros;
 
 pub(super) fn status(c: &PacerCounters, elapsed: Duration) -> RawSenderStatus {
     RawSenderStatus {
@@ -59,7 +60,7 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         memory_locked: p.memory,
         wait_mode: f.cfg.wait.name().to_string(),
         ended_by: f.ended_by,
-        duration_s: f.duration_s,
+        duration_us: Micros::from_secs_f64(f.duration_s),
         frames_sent: frames,
         packets_sent: packets,
         bytes_sent: bytes,
@@ -70,9 +71,9 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         last_send_error: p.stats.last_send_error,
         pps: per_s(packets as f64),
         bitrate_bps: per_s(bytes as f64 * 8.0),
-        cpu_s: f.cpu_s,
-        pacer_cpu_s: p.cpu_s,
-        producer_cpu_s: f.producer_cpu_s,
+        cpu_us: Micros::from_secs_f64(f.cpu_s),
+        pacer_cpu_us: Micros::from_secs_f64(p.cpu_s),
+        producer_cpu_us: Micros::from_secs_f64(f.producer_cpu_s),
         cpu_per_frame_us: if frames > 0 {
             f.cpu_s * 1e6 / frames as f64
         } else {
@@ -81,8 +82,8 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         send_lateness: p.stats.send_lateness.summary(),
         batch_lateness: p.stats.batch_lateness.summary(),
         frame_send_time: p.stats.frame_send_time.summary(),
-        spread_ms: f.schedule.spread().as_secs_f64() * 1e3,
-        first_packet_offset_ms: f.schedule.offset(0).as_secs_f64() * 1e3,
+        spread_us: Micros::from(f.schedule.spread()),
+        first_packet_offset_us: Micros::from(f.schedule.offset(0)),
         batch_window_us: f.cfg.batch_window.as_secs_f64() * 1e6,
         batch_max_packets: p.max_batch,
         batches: p.stats.batches,
