@@ -410,8 +410,9 @@ fn run_metronome(
                 } else {
                     (rx.bytes * 8) as f64 / secs
                 },
-                mean_queueing_us: udp
-                    .then(|| rx.mean_delay_ns as f64 / 1e3 - NET.empty_path_us(PAYLOAD + UDP_IP)),
+                mean_queueing_us: udp.then(|| {
+                    rx.mean_delay_us.as_micros_f64() - NET.empty_path_us(PAYLOAD + UDP_IP)
+                }),
             })
         })
         .collect();

@@ -245,7 +245,7 @@ fn run_case(
         .flat_map(|f| &f.receivers)
         .map(|x| x.packets + x.duplicates)
         .sum();
-    let media_s = r.sim_ns as f64 / 1e9;
+    let media_s = r.sim_us.as_secs_f64();
     let network = (r.wall_us - r.video_us).max(Micros::from_nanos(1));
     let network_s = network.as_secs_f64();
     let params: Vec<String> = point

@@ -671,14 +671,17 @@ fn print_summary(b: &SrtBench) {
         "{:.1} Mbit/s of RTP/MP2T over a {:.0} Mbit/s link, {:.0} ms each way, random loss both ways; latency budget {:.0} ms (SRT {})",
         b.rate_bps as f64 / 1e6,
         b.link_rate_bps as f64 / 1e6,
-        b.delay_us,
-        b.latency_us,
+        b.delay_us.as_millis_f64(),
+        b.latency_us.as_millis_f64(),
         b.srt_version
     );
     for l in &b.levels {
         println!(
             "{:.1} % loss (path delay {:.1} ms, deadline {:.1} ms after sending, SRT's {:.0} ms later for its hand-over):",
-            l.loss_percent, l.path_delay_us, l.deadline_us, b.allowance_us
+            l.loss_percent,
+            l.path_delay_us.as_millis_f64(),
+            l.deadline_us.as_millis_f64(),
+            b.allowance_us.as_millis_f64()
         );
         for c in &l.cases {
             println!(

@@ -10,6 +10,7 @@ use crate::recv::LateFrames;
 use clap::Args;
 use metronome_quality::playout::{reconstruct, LossRule, Playout, SentFrame};
 use metronome_quality::trace::{self, PacketRecord};
+use metronome_time::Micros;
 use serde::Serialize;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Write};
@@ -56,22 +57,11 @@ pub(crate) struct Report {
     frames_lost_by_type: [u64; 4],
     frames_missed_deadline: u64,
     duplicate_packets: u64,
-    /// Of the frames shown: complete − sent (kept in ns, written in µs).
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    mean_delay_ns: u64,
-    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    p99_delay_ns: u64,
-    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    max_delay_ns: u64,
-    #[serde(
-        rename = "max_cumulative_jitter_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    max_cumulative_jitter_ns: i64,
+    /// Of the frames shown: complete − sent.
+    mean_delay_us: Micros,
+    p99_delay_us: Micros,
+    max_delay_us: Micros,
+    max_cumulative_jitter_us: Micros,
 }
 
 fn open(p: &Path) -> Result<BufReader<File>, String> {
@@ -119,10 +109,10 @@ pub(crate) fn run(a: FramesArgs) -> Result<(), String> {
         frames_lost_by_type: r.loss_by_type.map(|t| t.lost),
         frames_missed_deadline: r.missed_deadline,
         duplicate_packets: r.duplicate_packets,
-        mean_delay_ns: delay.mean_ns,
-        p99_delay_ns: delay.p99_ns,
-        max_delay_ns: delay.max_ns,
-        max_cumulative_jitter_ns: r.max_cumulative_jitter_ns(),
+        mean_delay_us: Micros::from_nanos_u64(delay.mean_ns),
+        p99_delay_us: Micros::from_nanos_u64(delay.p99_ns),
+        max_delay_us: Micros::from_nanos_u64(delay.max_ns),
+        max_cumulative_jitter_us: Micros::from_nanos(r.max_cumulative_jitter_ns()),
     };
     if a.json {
         println!(
@@ -138,10 +128,10 @@ pub(crate) fn run(a: FramesArgs) -> Result<(), String> {
     );
     println!(
         "frame delay (shown frames): mean {:.3} ms, p99 {:.3} ms, max {:.3} ms; cumulative jitter at most {:.3} ms",
-        report.mean_delay_ns as f64 / 1e6,
-        report.p99_delay_ns as f64 / 1e6,
-        report.max_delay_ns as f64 / 1e6,
-        report.max_cumulative_jitter_ns as f64 / 1e6
+        report.mean_delay_us.as_millis_f64(),
+        report.p99_delay_us.as_millis_f64(),
+        report.max_delay_us.as_millis_f64(),
+        report.max_cumulative_jitter_us.as_millis_f64()
     );
     Ok(())
 }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use metronome_lab::results::{Shard, Summary};
 use metronome_lab::run::RunOptions;
 use metronome_lab::{builtin, compare, report};
+use metronome_time::Micros;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -246,19 +247,19 @@ fn receiver_lines(
     r: &metronome_link::report::ReceiverReport,
     tcp: bool,
 ) -> (String, Option<String>) {
-    let ms = |ns: u64| {
+    let ms = |d: Micros| {
         if tcp {
             format!("{:>11}", "n/a")
         } else {
-            format!("{:8.3} ms", ns as f64 / 1e6)
+            format!("{:8.3} ms", d.as_millis_f64())
         }
     };
     let line = format!(
         "loss {:6.2} %  {:8.3} Mbit/s  jitter {}  delay {}",
         r.loss_percent,
         r.throughput_bps / 1e6,
-        ms(r.jitter_ns),
-        ms(r.mean_delay_ns)
+        ms(r.jitter_us),
+        ms(r.mean_delay_us)
     );
     let frames = r.frames.and_then(|f| Some((f, f.pictures?))).map(|(f, q)| {
         format!(

@@ -40,6 +40,7 @@ use metronome_quality::viewer::play;
 use metronome_quality::y4m::Reader;
 use metronome_quality::{mos, Chroma, Picture};
 use metronome_session::receiver::PacketRecord;
+use metronome_time::Micros;
 use metronome_time::{RtpTime, RtpTsUnwrapper, Timestamp};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -359,19 +360,9 @@ pub(crate) struct LiveQuality {
     pub ssim: FrameSsim,
     pub mos_mean: f64,
     pub mos_frames: [u64; 5],
-    /// Mean and largest frame delay relative to the first frame (see the module), ns.
-    #[serde(
-        rename = "mean_relative_delay_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub mean_relative_delay_ns: i64,
-    #[serde(
-        rename = "max_cumulative_jitter_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub max_cumulative_jitter_ns: i64,
+    /// Mean and largest frame delay relative to the first frame (see the module).
+    pub mean_relative_delay_us: Micros,
+    pub max_cumulative_jitter_us: Micros,
     /// The video's H.264 stream was found (a PMT with stream type 0x1b).
     pub video_found: bool,
     pub counts: LiveCounts,
@@ -649,16 +640,18 @@ impl<'a, R: BufRead> Scorer<'a, R> {
             .zip(sent)
             .filter_map(|(f, s)| f.complete_ns.map(|c| c as i64 - s.send_ns as i64))
             .collect();
-        out.mean_relative_delay_ns = if delays.is_empty() {
+        out.mean_relative_delay_us = Micros::from_nanos(if delays.is_empty() {
             0
         } else {
             delays.iter().sum::<i64>() / delays.len() as i64
-        };
-        out.max_cumulative_jitter_ns = frames
-            .iter()
-            .filter_map(|f| f.cumulative_jitter_ns)
-            .max()
-            .unwrap_or(0);
+        });
+        out.max_cumulative_jitter_us = Micros::from_nanos(
+            frames
+                .iter()
+                .filter_map(|f| f.cumulative_jitter_ns)
+                .max()
+                .unwrap_or(0),
+        );
     }
 }
 
@@ -736,7 +729,7 @@ pub(crate) fn human(q: &LiveQuality) -> String {
         q.ssim.all,
         q.mos_mean,
         q.mos_frames,
-        q.max_cumulative_jitter_ns as f64 / 1e6
+        q.max_cumulative_jitter_us.as_millis_f64()
     )
 }
 

@@ -15,6 +15,7 @@
 use metronome_config::scenario::{FlowKind, RateShape, Reference, Scenario};
 use metronome_link::report::FlowReport;
 use metronome_link::topology::{NodeId, Topology};
+use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -25,18 +26,12 @@ pub struct ClosedForm {
     pub receiver: String,
     /// The limit of the path's netem link, packets.
     pub limit: usize,
-    /// Delay plus serialization of one datagram on that link, ns (without `hold_extra_ns`).
-    #[serde(rename = "hold_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub hold_ns: u64,
-    /// The profile's `hold_extra`, ns (already in the link's delay).
-    #[serde(rename = "hold_extra_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub hold_extra_ns: u64,
-    /// Gap between datagrams, ns.
-    #[serde(rename = "interval_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub interval_ns: u64,
+    /// Delay plus serialization of one datagram on that link (without `hold_extra_us`).
+    pub hold_us: Micros,
+    /// The profile's `hold_extra` (already in the link's delay).
+    pub hold_extra_us: Micros,
+    /// Gap between datagrams.
+    pub interval_us: Micros,
     /// `1 − L / ⌈hold / interval⌉`, in percent.
     pub periodic_loss_percent: f64,
     /// `1 − L / (hold · pps)`, in percent.
@@ -102,9 +97,9 @@ pub fn for_scenario(s: &Scenario, net: &Topology) -> Vec<ClosedForm> {
             flow: f.name.clone(),
             receiver: f.to[0].clone(),
             limit,
-            hold_ns,
-            hold_extra_ns: extra,
-            interval_ns,
+            hold_us: Micros::from_nanos_u64(hold_ns),
+            hold_extra_us: Micros::from_nanos_u64(extra),
+            interval_us: Micros::from_nanos_u64(interval_ns),
             periodic_loss_percent: periodic_loss(limit, hold_ns + extra, interval_ns),
             fluid_loss_percent: fluid_loss(limit, hold_ns + extra, interval_ns),
         });
@@ -228,7 +223,12 @@ pub fn reference_cells(
         };
         for (row, values) in &reference.rows {
             if let Some(cf) = forms.iter().find(|cf| &cf.receiver == row) {
-                cells.push((cf.hold_ns, cf.interval_ns, cf.limit, values[c]));
+                cells.push((
+                    cf.hold_us.as_nanos_u64(),
+                    cf.interval_us.as_nanos_u64(),
+                    cf.limit,
+                    values[c],
+                ));
             }
         }
     }
@@ -244,8 +244,8 @@ pub fn metric(flows: &[FlowReport], receiver: &str, metric: &str) -> Option<f64>
     Some(match metric {
         "loss_percent" => r.loss_percent,
         "throughput_bps" => r.throughput_bps,
-        "jitter_us" => r.jitter_ns as f64 / 1e3,
-        "mean_delay_us" => r.mean_delay_ns as f64 / 1e3,
+        "jitter_us" => r.jitter_us.as_micros_f64(),
+        "mean_delay_us" => r.mean_delay_us.as_micros_f64(),
         _ => return None,
     })
 }

@@ -3,6 +3,7 @@
 
 use crate::report::esc;
 use crate::results::Summary;
+use metronome_time::Micros;
 use std::fmt::Write as _;
 
 /// One receiver at one point, in both runs.
@@ -12,16 +13,11 @@ pub struct Row {
     pub point: String,
     pub flow: String,
     pub receiver: String,
-    /// (a, b) per figure: loss %, throughput bit/s, jitter and mean delay (kept in ns,
-    /// written in µs).
+    /// (a, b) per figure: loss %, throughput bit/s, jitter and mean delay.
     pub loss_percent: (f64, f64),
     pub throughput_bps: (f64, f64),
-    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "[f64; 2]")]
-    pub jitter_ns: [u64; 2],
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "[f64; 2]")]
-    pub mean_delay_ns: [u64; 2],
+    pub jitter_us: [Micros; 2],
+    pub mean_delay_us: [Micros; 2],
 }
 
 /// The rows both runs have, in `a`'s order; and how many of `a`'s and `b`'s had no partner.
@@ -48,8 +44,8 @@ pub fn rows(a: &Summary, b: &Summary) -> (Vec<Row>, usize, usize) {
                     receiver: ra.node.clone(),
                     loss_percent: (ra.loss_percent, rb.loss_percent),
                     throughput_bps: (ra.throughput_bps, rb.throughput_bps),
-                    jitter_ns: [ra.jitter_ns, rb.jitter_ns],
-                    mean_delay_ns: [ra.mean_delay_ns, rb.mean_delay_ns],
+                    jitter_us: [ra.jitter_us, rb.jitter_us],
+                    mean_delay_us: [ra.mean_delay_us, rb.mean_delay_us],
                 });
             }
         }
@@ -109,10 +105,10 @@ pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
             r.loss_percent.1 - r.loss_percent.0,
             r.throughput_bps.0 / 1e6,
             r.throughput_bps.1 / 1e6,
-            r.jitter_ns[0] as f64 / 1e6,
-            r.jitter_ns[1] as f64 / 1e6,
-            r.mean_delay_ns[0] as f64 / 1e6,
-            r.mean_delay_ns[1] as f64 / 1e6,
+            r.jitter_us[0].as_millis_f64(),
+            r.jitter_us[1].as_millis_f64(),
+            r.mean_delay_us[0].as_millis_f64(),
+            r.mean_delay_us[1].as_millis_f64(),
         );
     }
     s.push_str("(jitter and delay in ms)\n");
@@ -151,10 +147,10 @@ pub fn html(a: &Summary, b: &Summary, rows: &[Row]) -> String {
             r.loss_percent.1 - r.loss_percent.0,
             r.throughput_bps.0 / 1e6,
             r.throughput_bps.1 / 1e6,
-            r.jitter_ns[0] as f64 / 1e6,
-            r.jitter_ns[1] as f64 / 1e6,
-            r.mean_delay_ns[0] as f64 / 1e6,
-            r.mean_delay_ns[1] as f64 / 1e6
+            r.jitter_us[0].as_millis_f64(),
+            r.jitter_us[1].as_millis_f64(),
+            r.mean_delay_us[0].as_millis_f64(),
+            r.mean_delay_us[1].as_millis_f64()
         );
     }
     h.push_str("</table></body></html>\n");

@@ -9,6 +9,7 @@
 use crate::results::{PointResult, Summary};
 use metronome_config::scenario::REPLICATE;
 use metronome_link::report::{FlowReport, ReceiverReport};
+use metronome_time::Micros;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -134,37 +135,37 @@ pub fn metric(p: &PointResult, flow: Option<&str>, metric: &str) -> Result<f64, 
         "missed_deadline_percent" => mean(f, |r| {
             frames(r).map(|x| 100.0 * x.missed_deadline as f64 / x.frames.max(1) as f64)
         }),
-        "frame_delay_ms" => mean(f, |r| frames(r).map(|x| x.mean_delay_ns as f64 / 1e6)),
+        "frame_delay_ms" => mean(f, |r| frames(r).map(|x| x.mean_delay_us.as_millis_f64())),
         "cumulative_jitter_ms" => mean(f, |r| {
-            frames(r).map(|x| x.max_cumulative_jitter_ns as f64 / 1e6)
+            frames(r).map(|x| x.max_cumulative_jitter_us.as_millis_f64())
         }),
-        "first_frame_delay_ms" => mean(f, |r| frames(r).map(|x| x.first_delay_ns as f64 / 1e6)),
+        "first_frame_delay_ms" => mean(f, |r| frames(r).map(|x| x.first_delay_us.as_millis_f64())),
         "psnr_y_db" => mean(f, |r| frames(r)?.pictures.map(|x| x.psnr_y_db)),
         "mos" => mean(f, |r| frames(r)?.pictures.map(|x| x.mos)),
         "throughput_mbps" => mean(f, |r| Some(r.throughput_bps / 1e6)),
         "loss_percent" => mean(f, |r| Some(r.loss_percent)),
         // A TCP flow's bytes are counted as the application reads them: no packet's delay.
         "delay_ms" | "p99_delay_ms" if f.kind == "tcp" => None,
-        "delay_ms" => mean(f, |r| Some(r.mean_delay_ns as f64 / 1e6)),
-        "p99_delay_ms" => mean(f, |r| Some(r.p99_delay_ns as f64 / 1e6)),
+        "delay_ms" => mean(f, |r| Some(r.mean_delay_us.as_millis_f64())),
+        "p99_delay_ms" => mean(f, |r| Some(r.p99_delay_us.as_millis_f64())),
         "rate_cv" => f
             .rate_control
             .as_ref()
-            .and_then(|rc| rate_cv(&rc.points, p.sim_ns)),
+            .and_then(|rc| rate_cv(&rc.points, p.sim_us)),
         "target_mbps" => f
             .rate_control
             .as_ref()
-            .and_then(|rc| time_weighted(&rc.points, p.sim_ns))
+            .and_then(|rc| time_weighted(&rc.points, p.sim_us))
             .map(|(mean, _)| mean / 1e6),
         "quantizer" => p
             .sent_series
             .iter()
             .find(|s| s.flow == name)
             .and_then(|s| {
-                let rungs: Vec<(u64, u64)> = (s.rung_start_ns.iter().copied())
+                let rungs: Vec<(Micros, u64)> = (s.rung_start_us.iter().copied())
                     .zip(s.rung_quantizer.iter().map(|&q| q as u64))
                     .collect();
-                time_weighted(&rungs, p.sim_ns)
+                time_weighted(&rungs, p.sim_us)
             })
             .map(|(mean, _)| mean),
         other => return Err(format!("metric {other} is not known")),
@@ -185,34 +186,34 @@ fn point_metric(p: &PointResult, metric: &str) -> Result<f64, String> {
     let link = p
         .links
         .iter()
-        .max_by_key(|l| (l.dropped_queue, l.max_queue_delay_ns))
+        .max_by_key(|l| (l.dropped_queue, l.max_queue_delay_us.as_nanos_u64()))
         .ok_or_else(|| format!("{}: no link", p.id))?;
     match metric {
         "bottleneck_drop_percent" => {
             Ok(100.0 * link.dropped_queue as f64 / link.sent.max(1) as f64)
         }
-        "bottleneck_queue_ms" => Ok(link.max_queue_delay_ns as f64 / 1e6),
+        "bottleneck_queue_ms" => Ok(link.max_queue_delay_us.as_millis_f64()),
         other => Err(format!("metric {other} is not known")),
     }
 }
 
 /// The coefficient of variation (standard deviation over mean) of a rate that is `x` from
-/// each point's time `t` (ns) to the next's, the last's until `end`, weighted by time: how
+/// each point's time `t` to the next's, the last's until `end`, weighted by time: how
 /// smooth a controller's target was. `None` without a span or with a zero mean.
-pub fn rate_cv(points: &[(u64, u64)], end: u64) -> Option<f64> {
+pub fn rate_cv(points: &[(Micros, u64)], end: Micros) -> Option<f64> {
     let (mean, sd) = time_weighted(points, end)?;
     (mean > 0.0).then(|| sd / mean)
 }
 
-/// The mean and standard deviation of a value that is `x` from each point's time `t` (ns) to
+/// The mean and standard deviation of a value that is `x` from each point's time `t` to
 /// the next's, the last's until `end`, weighted by time. `None` without a span.
-pub fn time_weighted(points: &[(u64, u64)], end: u64) -> Option<(f64, f64)> {
+pub fn time_weighted(points: &[(Micros, u64)], end: Micros) -> Option<(f64, f64)> {
     let spans: Vec<(f64, f64)> = points
         .iter()
         .enumerate()
         .map(|(i, &(t, x))| {
             let next = points.get(i + 1).map_or(end, |p| p.0);
-            (next.saturating_sub(t) as f64, x as f64)
+            ((next - t).as_nanos_u64() as f64, x as f64)
         })
         .collect();
     let total: f64 = spans.iter().map(|s| s.0).sum();
@@ -378,12 +379,16 @@ mod tests {
     #[test]
     fn a_rates_variation_is_weighted_by_how_long_it_held() {
         // 1 Mbit/s for 3 s, then 3 Mbit/s for 1 s: mean 1.5, deviation sqrt(0.75).
-        let cv = rate_cv(&[(0, 1_000_000), (3_000_000_000, 3_000_000)], 4_000_000_000);
+        let s = Micros::from_nanos;
+        let cv = rate_cv(
+            &[(s(0), 1_000_000), (s(3_000_000_000), 3_000_000)],
+            s(4_000_000_000),
+        );
         assert!((cv.unwrap() - 0.75f64.sqrt() / 1.5).abs() < 1e-12, "{cv:?}");
         // Constant: no variation; nothing to weigh: none.
-        assert_eq!(rate_cv(&[(0, 5)], 10), Some(0.0));
-        assert_eq!(rate_cv(&[], 10), None);
-        assert_eq!(rate_cv(&[(10, 5)], 10), None);
+        assert_eq!(rate_cv(&[(s(0), 5)], s(10)), Some(0.0));
+        assert_eq!(rate_cv(&[], s(10)), None);
+        assert_eq!(rate_cv(&[(s(10), 5)], s(10)), None);
     }
 
     #[test]

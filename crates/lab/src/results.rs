@@ -121,10 +121,8 @@ pub struct PointResult {
     /// Sweep parameter → value, as written in the scenario.
     pub params: BTreeMap<String, String>,
     pub seed: u64,
-    /// Virtual time the run covered, ns.
-    #[serde(rename = "sim_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub sim_ns: u64,
+    /// Virtual time the run covered.
+    pub sim_us: Micros,
     /// Wall-clock time it took (how fast the simulator was, not a result).
     pub wall_us: Micros,
     /// Events the simulator handled.
@@ -188,7 +186,7 @@ impl LinkResult {
             lost: st.lost,
             dropped_queue: st.dropped_queue,
             bytes_delivered: st.bytes_delivered,
-            max_queue_delay_ns: st.max_queue_delay.as_nanos() as u64,
+            max_queue_delay_us: Micros::from_nanos_u64(st.max_queue_delay.as_nanos() as u64),
         }
     }
 }
@@ -227,7 +225,7 @@ impl PointResult {
             id: point_id(point.index),
             params: point.params.iter().cloned().collect(),
             seed,
-            sim_ns,
+            sim_us: Micros::from_nanos_u64(sim_ns),
             wall_us: Micros::ZERO,
             events,
             fairness: crate::fairness::Fairness::among_sharing(
@@ -276,10 +274,8 @@ pub struct CommandRun {
     pub signal: Option<i32>,
     /// Whether the lab stopped it (SIGINT, then SIGKILL 2 s later) at the end of its duration.
     pub stopped: bool,
-    /// From its start to its end, ns.
-    #[serde(rename = "ran_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub ran_ns: u64,
+    /// From its start to its end.
+    pub ran_us: Micros,
     /// Its standard output and error, relative to the results directory.
     pub stdout: String,
     pub stderr: String,
@@ -316,13 +312,8 @@ pub struct LinkResult {
     /// Dropped because the queue (or netem's limit) was full.
     pub dropped_queue: u64,
     pub bytes_delivered: u64,
-    /// Longest wait before serialization, ns.
-    #[serde(
-        rename = "max_queue_delay_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub max_queue_delay_ns: u64,
+    /// Longest wait before serialization.
+    pub max_queue_delay_us: Micros,
 }
 
 impl LinkResult {
@@ -495,9 +486,9 @@ pub fn flows_csv(p: &PointResult) -> String {
                         f.frames,
                         f.lost,
                         f.lost_percent,
-                        f.mean_delay_ns,
-                        f.p99_delay_ns,
-                        f.max_cumulative_jitter_ns,
+                        f.mean_delay_us.as_nanos(),
+                        f.p99_delay_us.as_nanos_u64(),
+                        f.max_cumulative_jitter_us.as_nanos(),
                         f.lost_i,
                         f.lost_p,
                         f.missed_deadline
@@ -519,12 +510,12 @@ pub fn flows_csv(p: &PointResult) -> String {
                 r.duplicates,
                 r.reordered,
                 r.throughput_bps,
-                r.jitter_ns,
-                r.mean_delay_ns,
-                r.min_delay_ns,
-                r.max_delay_ns,
-                r.p50_delay_ns,
-                r.p99_delay_ns
+                r.jitter_us.as_nanos_u64(),
+                r.mean_delay_us.as_nanos(),
+                r.min_delay_us.as_nanos_u64(),
+                r.max_delay_us.as_nanos_u64(),
+                r.p50_delay_us.as_nanos_u64(),
+                r.p99_delay_us.as_nanos_u64()
             );
         }
     }
@@ -546,7 +537,13 @@ pub fn intervals_csv(p: &PointResult, interval_ns: u64) -> String {
                 let _ = writeln!(
                     s,
                     "{},{},{},{},{},{bps:.0},{},{}",
-                    f.name, r.node, i.start_ns, i.packets, i.bytes, i.mean_delay_ns, i.jitter_ns
+                    f.name,
+                    r.node,
+                    i.start_us.as_nanos_u64(),
+                    i.packets,
+                    i.bytes,
+                    i.mean_delay_us.as_nanos(),
+                    i.jitter_us.as_nanos_u64()
                 );
             }
         }

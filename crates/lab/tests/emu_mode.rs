@@ -118,14 +118,14 @@ fn seed001_udp_runs_on_real_sockets() {
             table.push_str(&format!(
                 "{:>7} {:>8}: loss sim {:5.1} emu {:5.1} %, delay sim {:6.3} emu {:6.3} ms (emulator p99 {:.0} µs; {})\n",
                 pe.params["rate"], re.node, rs.loss_percent, re.loss_percent,
-                rs.mean_delay_ns as f64 / 1e6, re.mean_delay_ns as f64 / 1e6,
+                rs.mean_delay_us.as_millis_f64(), re.mean_delay_us.as_millis_f64(),
                 facts.lateness_p99_us, facts.host
             ));
             // netem's limit passes at most L per holding time, whatever the arrivals.
             assert!(re.loss_percent >= cf.fluid_loss_percent - 1.0, "{table}");
             // No datagram beats 20 ms of delay plus its serialization.
             if re.packets > 0 {
-                assert!(re.min_delay_ns >= 20_000_000, "{table}");
+                assert!(re.min_delay_us.as_nanos_u64() >= 20_000_000, "{table}");
             }
         }
     }
@@ -250,13 +250,16 @@ to = "bulk"
             re.node,
             rs.lost,
             re.lost,
-            rs.mean_delay_ns as f64 / 1e6,
-            re.mean_delay_ns as f64 / 1e6
+            rs.mean_delay_us.as_millis_f64(),
+            re.mean_delay_us.as_millis_f64()
         );
         assert!(re.lost > 0, "5 % of {} is lost", fe.sent_packets);
         // The same draws in the same order, whatever the timing.
         assert_eq!(re.lost, rs.lost, "{}", re.node);
-        assert!(re.min_delay_ns >= 11_000_000, "two links' delay at least");
+        assert!(
+            re.min_delay_us.as_nanos_u64() >= 11_000_000,
+            "two links' delay at least"
+        );
     }
     // The server's uplink carried each datagram once, not once per viewer; each viewer's
     // link carried each once.
@@ -369,7 +372,7 @@ args = ["30"]
     assert!(!server.stopped && !client.stopped);
     assert!(sleeper.stopped, "{sleeper:?}");
     assert_eq!(sleeper.signal, Some(libc::SIGINT), "{sleeper:?}");
-    assert!(sleeper.ran_ns < 2_000_000_000, "{sleeper:?}");
+    assert!(sleeper.ran_us.as_nanos_u64() < 2_000_000_000, "{sleeper:?}");
     assert_eq!(server.stdout, "points/p000/iperf3_server.stdout");
     // The server's own report, kept: the poor link's netem limit drops about half.
     let json = std::fs::read(tmp.0.join("emu").join(&server.stdout)).unwrap();
@@ -425,11 +428,11 @@ fn seed001_video_runs_metronomes_sender_through_the_emulator() {
             a.lost,
             b.lost,
             b.frames,
-            a.mean_delay_ns as f64 / 1e6,
-            b.mean_delay_ns as f64 / 1e6
+            a.mean_delay_us.as_millis_f64(),
+            b.mean_delay_us.as_millis_f64()
         );
         assert_eq!(a.frames, b.frames, "the same frames");
-        assert!(re.min_delay_ns >= 20_000_000, "{re:?}");
+        assert!(re.min_delay_us.as_nanos_u64() >= 20_000_000, "{re:?}");
         match re.node.as_str() {
             "good" => assert_eq!((re.lost, b.lost), (0, 0), "{re:?}"),
             "poor" => assert!(b.lost > 0 && re.lost > 0, "{re:?}"),
@@ -664,11 +667,15 @@ fn by_cc(s: &Summary, cc: &str, metric: impl Fn(&PointResult) -> f64) -> f64 {
 
 /// A controller's target at each whole second (the last change before it), for a failure's
 /// message: which second the two modes parted in.
-fn per_second(points: &[(u64, u64)]) -> String {
-    let end = points.last().map_or(0, |p| p.0 / 1_000_000_000);
+fn per_second(points: &[(metronome_time::Micros, u64)]) -> String {
+    let end = points
+        .last()
+        .map_or(0, |p| p.0.as_nanos_u64() / 1_000_000_000);
     (1..=end + 1)
         .map(|s| {
-            let at = points.iter().take_while(|p| p.0 < s * 1_000_000_000).last();
+            let at = (points.iter())
+                .take_while(|p| p.0.as_nanos_u64() < s * 1_000_000_000)
+                .last();
             format!("{:.2}", at.map_or(0.0, |p| p.1 as f64 / 1e6))
         })
         .collect::<Vec<_>>()
@@ -708,7 +715,10 @@ fn tfrc_and_gcc_to_one_viewer_run_on_real_sockets_as_in_the_simulator() {
             .expect("the controller's figures");
         assert_eq!(&rc.controller, cc);
         assert!(rc.changes >= 3, "{cc}: {rc:?}");
-        let (ds, de) = (rs.mean_delay_ns as f64 / 1e6, re.mean_delay_ns as f64 / 1e6);
+        let (ds, de) = (
+            rs.mean_delay_us.as_millis_f64(),
+            re.mean_delay_us.as_millis_f64(),
+        );
         println!(
             "{cc}: sim {:.3} emu {:.3} Mbit/s, loss {:.2} / {:.2} %, delay {ds:.1} / {de:.1} ms",
             rs.throughput_bps / 1e6,
@@ -825,10 +835,10 @@ fn a_ladder_video_runs_on_real_sockets_as_in_the_simulator() {
     // own delay is 20 ms and a 50-packet queue at 4 Mbit/s another 100.
     for r in &ve.receivers {
         assert!(
-            r.max_delay_ns < 1_000_000_000,
+            r.max_delay_us.as_nanos_u64() < 1_000_000_000,
             "{}: a packet {} ms late",
             r.node,
-            r.max_delay_ns / 1_000_000
+            r.max_delay_us.as_nanos_u64() / 1_000_000
         );
     }
     assert!(

@@ -57,7 +57,7 @@ fn a_lossy_receiver_that_joins_limits_the_rate_until_it_leaves() {
     let trace = &f.rate_control.as_ref().expect("a controller").points;
     // The target at `t` seconds, and its mean over [a, b) in 10 ms steps.
     let at = |t: f64| -> f64 {
-        let ns = (t * 1e9) as u64;
+        let ns = metronome_time::Micros::from_nanos((t * 1e9) as i64);
         trace
             .iter()
             .take_while(|(a, _)| *a <= ns)
@@ -96,7 +96,7 @@ fn a_lossy_receiver_that_joins_limits_the_rate_until_it_leaves() {
     // of what was sent then (not of the whole run).
     let lossy = f.receivers.iter().find(|r| r.node == "lossy").unwrap();
     for i in &lossy.intervals {
-        let t = i.start_ns as f64 / 1e9;
+        let t = i.start_us.as_secs_f64();
         if i.packets > 0 {
             assert!(
                 (12.0..27.0).contains(&t),

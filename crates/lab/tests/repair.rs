@@ -83,7 +83,7 @@ fn retransmission_shows_frames_that_random_loss_took_and_cannot_beat_a_full_queu
         );
         // A 40 ms round trip, measured ask to repair.
         assert!(
-            (40_000_000..60_000_000).contains(&v.rtt_ns),
+            (40_000_000..60_000_000).contains(&v.rtt_us.as_nanos_u64()),
             "{loss}: {v:?}"
         );
         // What repairs cost: about what was lost, nothing refused.
@@ -171,7 +171,10 @@ fn the_real_time_server_repairs_what_the_emulated_link_loses() {
     assert!(late[1] * 3 < late[0], "frames not in time: {late:?}");
     // The emulated link's 40 ms round trip, ask to repair, and what the host adds (a
     // round trip beyond the play-out delay would have repaired nothing).
-    assert!((40_000_000..200_000_000).contains(&v.rtt_ns), "{v:?}");
+    assert!(
+        (40_000_000..200_000_000).contains(&v.rtt_us.as_nanos_u64()),
+        "{v:?}"
+    );
     let tx = repaired.repair.expect("the server's repair figures");
     // What the viewer got is what was sent, less what the link lost of it again.
     assert!(tx.sent_packets >= v.retransmissions, "{tx:?} {v:?}");

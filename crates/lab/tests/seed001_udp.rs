@@ -94,13 +94,13 @@ fn seed001_udp_matches_the_closed_form_and_the_seed() {
     assert_eq!(back.scenario.name, "seed001-udp");
     // Durations are written in µs and read back to the nanosecond.
     for (p, q) in s.points.iter().zip(&back.points) {
-        assert_eq!(p.sim_ns, q.sim_ns);
+        assert_eq!(p.sim_us, q.sim_us);
         for (f, g) in p.flows.iter().zip(&q.flows) {
-            assert_eq!((f.start_ns, f.duration_ns), (g.start_ns, g.duration_ns));
+            assert_eq!((f.start_us, f.duration_us), (g.start_us, g.duration_us));
             for (r, t) in f.receivers.iter().zip(&g.receivers) {
                 assert_eq!(
-                    (r.jitter_ns, r.mean_delay_ns, &r.delay_quantiles_ns),
-                    (t.jitter_ns, t.mean_delay_ns, &t.delay_quantiles_ns)
+                    (r.jitter_us, r.mean_delay_us, &r.delay_quantiles_us),
+                    (t.jitter_us, t.mean_delay_us, &t.delay_quantiles_us)
                 );
             }
         }
@@ -110,7 +110,7 @@ fn seed001_udp_matches_the_closed_form_and_the_seed() {
     let r = &json["points"][0]["flows"][0]["receivers"][0];
     assert_eq!(
         r["jitter_us"].as_f64().unwrap(),
-        s.points[0].flows[0].receivers[0].jitter_ns as f64 / 1e3
+        s.points[0].flows[0].receivers[0].jitter_us.as_micros_f64()
     );
 }
 

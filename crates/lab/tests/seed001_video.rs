@@ -54,7 +54,11 @@ fn frames_are_lost_where_the_link_model_drops_packets_and_repairs_need_room() {
             if fr.lost < fr.frames {
                 // The 20 ms link delay, at least; the frame's spread over the constant-rate
                 // mux adds to it.
-                assert!(fr.mean_delay_ns > 21_000_000, "{rate} {}: {fr:?}", r.node);
+                assert!(
+                    fr.mean_delay_us.as_nanos_u64() > 21_000_000,
+                    "{rate} {}: {fr:?}",
+                    r.node
+                );
             }
             assert_eq!(fr.lost_i + fr.lost_p, fr.lost, "{rate} {}", r.node);
             // What the screen showed, against the source's pictures: a viewer that lost
@@ -95,7 +99,7 @@ fn frames_are_lost_where_the_link_model_drops_packets_and_repairs_need_room() {
         assert!(p
             .frame_series
             .iter()
-            .all(|s| s.step == 1 && s.psnr_y_db.len() == 300 && s.delay_ns.len() == 300));
+            .all(|s| s.step == 1 && s.psnr_y_db.len() == 300 && s.delay_us.len() == 300));
     }
     repairs_help_where_the_queue_has_room_and_not_past_its_capacity(&s);
 }

@@ -102,7 +102,7 @@ fn tfmcc_and_asmp_share_the_dumbbell_with_tcp_within_a_factor_of_two() {
         // At one rung the motion content's P-frames alone vary by about a fifth (TFMCC, at
         // the finest rung from its first seconds on: 0.18); a constant rate, padded, by none.
         assert!(i_mean > 1.5 * p_mean && p_cv > 0.1, "{cc}: {p_cv}");
-        let sent_bps = video.sent_bytes as f64 * 8e9 / video.duration_ns as f64;
+        let sent_bps = video.sent_bytes as f64 * 8e9 / video.duration_us.as_nanos_u64() as f64;
         assert!(
             sent_bps > 300_000.0 && sent_bps < 4_000_000.0,
             "{cc}: {sent_bps}"

@@ -24,7 +24,7 @@ fn figures(s: &Summary, cc: &str, flow: &str) -> (f64, f64, f64) {
     (
         r.throughput_bps,
         r.loss_percent,
-        r.mean_delay_ns as f64 / 1e6,
+        r.mean_delay_us.as_millis_f64(),
     )
 }
 

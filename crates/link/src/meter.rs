@@ -1,6 +1,7 @@
 //! What a receiving endpoint measured: packets, bytes, loss, one-way delay, RFC 3550 jitter,
 //! and the same per interval (for throughput over time).
 
+use metronome_time::Micros;
 use metronome_time::{Distribution, Timestamp};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -8,22 +9,16 @@ use std::time::Duration;
 /// Figures of one interval `[start, start + interval)` of virtual time.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IntervalFigures {
-    /// Start of the interval, ns of virtual time.
-    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub start_ns: u64,
+    /// Start of the interval (virtual time).
+    pub start_us: Micros,
     /// Packets received in it (unique).
     pub packets: u64,
     /// Bytes on the wire received in it.
     pub bytes: u64,
-    /// Mean one-way delay of its packets, ns (0 without packets).
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub mean_delay_ns: u64,
-    /// RFC 3550 jitter at its end, ns.
-    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub jitter_ns: u64,
+    /// Mean one-way delay of its packets (0 without packets).
+    pub mean_delay_us: Micros,
+    /// RFC 3550 jitter at its end.
+    pub jitter_us: Micros,
 }
 
 /// The measuring half of a receiving endpoint.
@@ -166,9 +161,10 @@ impl Meter {
         if self.intervals.len() <= k {
             self.close_interval();
             let from = self.intervals.len();
+            let jitter = self.jitter();
             self.intervals.extend((from..=k).map(|i| IntervalFigures {
-                start_ns: i as u64 * step,
-                jitter_ns: self.jitter as u64,
+                start_us: Micros::from_nanos_u64(i as u64 * step),
+                jitter_us: jitter,
                 ..IntervalFigures::default()
             }));
             self.interval_delay_sum = 0;
@@ -181,17 +177,19 @@ impl Meter {
             return;
         }
         self.open_interval(now, step);
+        let jitter = self.jitter();
         let last = self.intervals.last_mut().expect("just opened");
         last.packets += 1;
         last.bytes += size as u64;
         self.interval_delay_sum += delay as u128;
-        last.jitter_ns = self.jitter as u64;
+        last.jitter_us = jitter;
     }
 
     fn close_interval(&mut self) {
         if let Some(last) = self.intervals.last_mut() {
             if last.packets > 0 {
-                last.mean_delay_ns = (self.interval_delay_sum / last.packets as u128) as u64;
+                last.mean_delay_us =
+                    Micros::from_nanos_u64((self.interval_delay_sum / last.packets as u128) as u64);
             }
         }
     }
@@ -203,16 +201,16 @@ impl Meter {
 
     /// Interarrival jitter as RFC 3550 §6.4.1 / A.8 computes it (smoothed by 1/16, on the
     /// transit times), in ns, truncated.
-    pub fn jitter_ns(&self) -> u64 {
-        self.jitter as u64
+    pub fn jitter(&self) -> Micros {
+        Micros::from_nanos_u64(self.jitter as u64)
     }
 
-    /// Mean one-way delay of the packets counted, ns (0 without packets).
-    pub fn mean_delay_ns(&self) -> u64 {
+    /// Mean one-way delay of the packets counted (0 without packets).
+    pub fn mean_delay(&self) -> Micros {
         if self.packets == 0 {
-            0
+            Micros::ZERO
         } else {
-            (self.delay_sum_ns / self.packets as u128) as u64
+            Micros::from_nanos_u64((self.delay_sum_ns / self.packets as u128) as u64)
         }
     }
 }

@@ -4,6 +4,7 @@
 //! (the lab's emu mode) both write it.
 
 use crate::meter::{IntervalFigures, Meter};
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -22,13 +23,9 @@ pub struct FlowReport {
     /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
     pub target_bps: u64,
     /// When the sender started, ns from the start of the run.
-    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub start_ns: u64,
+    pub start_us: Micros,
     /// How long the sender was active.
-    #[serde(rename = "duration_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub duration_ns: u64,
+    pub duration_us: Micros,
     /// Packets the sender sent.
     pub sent_packets: u64,
     /// Bytes the sender sent, on the wire.
@@ -126,10 +123,8 @@ pub struct RepairFigures {
     pub retransmissions: u64,
     /// Retransmissions of packets the viewer had already.
     pub redundant: u64,
-    /// The round trip the viewer measured (ask to repair) at the end, ns.
-    #[serde(rename = "rtt_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub rtt_ns: u64,
+    /// The round trip the viewer measured (ask to repair) at the end.
+    pub rtt_us: Micros,
 }
 
 /// An RTP flow's rate controller over the run.
@@ -141,9 +136,7 @@ pub struct RateControl {
     pub changes: u64,
     /// The target rate over time: (ns from the run's start, bit/s on the wire), at most
     /// [`RATE_POINTS`] points (the last change of each span kept); in JSON `[µs, bit/s]`.
-    #[serde(with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "Vec<(f64, u64)>")]
-    pub points: Vec<(u64, u64)>,
+    pub points: Vec<(Micros, u64)>,
 }
 
 /// Points kept of a rate controller's target over time.
@@ -154,12 +147,14 @@ impl RateControl {
     /// change of each of that many equal spans of `[0, end]`.
     pub fn new(controller: &str, changes: &[(Timestamp, u64)], end: Timestamp) -> RateControl {
         let span = (end.as_nanos() / RATE_POINTS as u64).max(1);
-        let mut points: Vec<(u64, u64)> = Vec::new();
+        let mut points: Vec<(Micros, u64)> = Vec::new();
         for &(t, bps) in changes {
-            let t = t.as_nanos();
+            let at = Micros::from_nanos_u64(t.as_nanos());
             match points.last_mut() {
-                Some(last) if last.0 / span == t / span => *last = (t, bps),
-                _ => points.push((t, bps)),
+                Some(last) if last.0.as_nanos_u64() / span == t.as_nanos() / span => {
+                    *last = (at, bps)
+                }
+                _ => points.push((at, bps)),
             }
         }
         RateControl {
@@ -189,61 +184,29 @@ pub struct ReceiverReport {
     pub reordered: u64,
     /// Bits received per second of the sender's active time.
     pub throughput_bps: f64,
-    /// RFC 3550 jitter of the transit time at the end, ns.
-    #[serde(rename = "jitter_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub jitter_ns: u64,
-    /// Mean one-way delay (arrival − send time), ns; 0 without packets.
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub mean_delay_ns: u64,
-    /// Smallest one-way delay, ns; 0 without packets.
-    #[serde(rename = "min_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub min_delay_ns: u64,
-    /// Largest one-way delay, ns; 0 without packets.
-    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub max_delay_ns: u64,
+    /// RFC 3550 jitter of the transit time at the end.
+    pub jitter_us: Micros,
+    /// Mean one-way delay (arrival − send time); 0 without packets.
+    pub mean_delay_us: Micros,
+    /// Smallest one-way delay; 0 without packets.
+    pub min_delay_us: Micros,
+    /// Largest one-way delay; 0 without packets.
+    pub max_delay_us: Micros,
     /// One-way delay quantiles (only with histograms: 0 otherwise).
-    #[serde(rename = "p50_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub p50_delay_ns: u64,
-    /// 99th percentile of the one-way delay, ns (0 without histograms).
-    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub p99_delay_ns: u64,
+    pub p50_delay_us: Micros,
+    /// 99th percentile of the one-way delay (0 without histograms).
+    pub p99_delay_us: Micros,
     /// Inter-arrival quantiles (only with histograms: 0 otherwise).
-    #[serde(
-        rename = "p50_interarrival_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub p50_interarrival_ns: u64,
-    /// 99th percentile of the time between arrivals, ns (0 without histograms).
-    #[serde(
-        rename = "p99_interarrival_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub p99_interarrival_ns: u64,
-    /// The delay distribution as 101 quantiles (0 %, 1 %, …, 100 %), ns; empty without
+    pub p50_interarrival_us: Micros,
+    /// 99th percentile of the time between arrivals (0 without histograms).
+    pub p99_interarrival_us: Micros,
+    /// The delay distribution as 101 quantiles (0 %, 1 %, …, 100 %); empty without
     /// histograms. What a CDF plot draws.
-    #[serde(
-        default,
-        rename = "delay_quantiles_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "Vec<f64>")]
-    pub delay_quantiles_ns: Vec<u64>,
+    #[serde(default)]
+    pub delay_quantiles_us: Vec<Micros>,
     /// The inter-arrival distribution, likewise.
-    #[serde(
-        default,
-        rename = "interarrival_quantiles_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "Vec<f64>")]
-    pub interarrival_quantiles_ns: Vec<u64>,
+    #[serde(default)]
+    pub interarrival_quantiles_us: Vec<Micros>,
     /// Packets, bytes, delay and jitter per interval of the run (empty if not binned).
     pub intervals: Vec<IntervalFigures>,
     /// What a viewer saw, frame by frame, where the flow carries video whose frames are known.
@@ -265,38 +228,22 @@ pub struct FrameFigures {
     pub lost: u64,
     /// `lost / frames`, in percent.
     pub lost_percent: f64,
-    /// Mean frame delay (first packet due to last packet arrived) of the frames shown, ns;
+    /// Mean frame delay (first packet due to last packet arrived) of the frames shown;
     /// 0 if none was.
-    #[serde(rename = "mean_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub mean_delay_ns: u64,
-    /// 99th percentile of the delay of the frames shown, ns.
-    #[serde(rename = "p99_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub p99_delay_ns: u64,
-    /// Largest delay of a frame shown, ns.
-    #[serde(rename = "max_delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub max_delay_ns: u64,
+    pub mean_delay_us: Micros,
+    /// 99th percentile of the delay of the frames shown.
+    pub p99_delay_us: Micros,
+    /// Largest delay of a frame shown.
+    pub max_delay_us: Micros,
     /// The largest cumulative jitter over the frames that arrived (seed 002's Eq. 4: the
-    /// play-out delay that would have kept every frame), ns; negative when delays only fell.
-    #[serde(
-        default,
-        rename = "max_cumulative_jitter_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub max_cumulative_jitter_ns: i64,
-    /// The delay of the first frame (in display order) that arrived, ns (0 if none did): the
+    /// play-out delay that would have kept every frame); negative when delays only fell.
+    #[serde(default)]
+    pub max_cumulative_jitter_us: Micros,
+    /// The delay of the first frame (in display order) that arrived (0 if none did): the
     /// base the cumulative jitter is measured from, so a long first wait (a controller
     /// starting low) makes it small.
-    #[serde(
-        default,
-        rename = "first_delay_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "f64")]
-    pub first_delay_ns: u64,
+    #[serde(default)]
+    pub first_delay_us: Micros,
     /// Frames lost by type: I-frames and P-frames (the encoder makes no B-frames).
     #[serde(default)]
     pub lost_i: u64,
@@ -362,20 +309,20 @@ impl ReceiverReport {
             } else {
                 0.0
             },
-            jitter_ns: meter.jitter_ns(),
-            mean_delay_ns: meter.mean_delay_ns(),
-            min_delay_ns: if meter.packets == 0 {
+            jitter_us: meter.jitter(),
+            mean_delay_us: meter.mean_delay(),
+            min_delay_us: Micros::from_nanos_u64(if meter.packets == 0 {
                 0
             } else {
                 meter.min_delay_ns
-            },
-            max_delay_ns: meter.max_delay_ns,
-            p50_delay_ns: q(&meter.delay, 0.5),
-            p99_delay_ns: q(&meter.delay, 0.99),
-            p50_interarrival_ns: q(&meter.interarrival, 0.5),
-            p99_interarrival_ns: q(&meter.interarrival, 0.99),
-            delay_quantiles_ns: percentiles(&meter.delay),
-            interarrival_quantiles_ns: percentiles(&meter.interarrival),
+            }),
+            max_delay_us: Micros::from_nanos_u64(meter.max_delay_ns),
+            p50_delay_us: Micros::from_nanos_u64(q(&meter.delay, 0.5)),
+            p99_delay_us: Micros::from_nanos_u64(q(&meter.delay, 0.99)),
+            p50_interarrival_us: Micros::from_nanos_u64(q(&meter.interarrival, 0.5)),
+            p99_interarrival_us: Micros::from_nanos_u64(q(&meter.interarrival, 0.99)),
+            delay_quantiles_us: percentiles(&meter.delay),
+            interarrival_quantiles_us: percentiles(&meter.interarrival),
             intervals: meter.intervals.clone(),
             frames: None,
             repair: None,
@@ -384,9 +331,11 @@ impl ReceiverReport {
 }
 
 /// 101 quantiles of a distribution (none if it is absent or empty).
-fn percentiles(d: &Option<metronome_time::Distribution>) -> Vec<u64> {
+fn percentiles(d: &Option<metronome_time::Distribution>) -> Vec<Micros> {
     match d {
-        Some(h) if !h.is_empty() => (0..=100).map(|p| h.quantile_ns(p as f64 / 100.0)).collect(),
+        Some(h) if !h.is_empty() => (0..=100)
+            .map(|p| Micros::from_nanos_u64(h.quantile_ns(p as f64 / 100.0)))
+            .collect(),
         _ => Vec::new(),
     }
 }

@@ -60,8 +60,8 @@ fn unicast_follows_the_shortest_path_and_delays_add_up() {
     assert_eq!(r.lost, 0);
     // Three hops of 5 ms, each serializing 1498 bytes at 100 Mbit/s (119.84 µs).
     let expected = 15_000_000 + 3 * 119_840;
-    assert_eq!(r.min_delay_ns, expected);
-    assert_eq!(r.max_delay_ns, expected);
+    assert_eq!(r.min_delay_us.as_nanos_u64(), expected);
+    assert_eq!(r.max_delay_us.as_nanos_u64(), expected);
     assert_eq!(out.counters.no_route, 0);
 }
 

@@ -2,7 +2,6 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
-use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 use std::time::Duration;
 
@@ -125,17 +124,6 @@ impl std::iter::Sum for Micros {
     }
 }
 
-impl fmt::Display for Micros {
-    /// As machine output writes it, with its unit: `1234.567 µs`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % 1000 == 0 {
-            write!(f, "{} µs", self.0 / 1000)
-        } else {
-            write!(f, "{} µs", self.as_micros_f64())
-        }
-    }
-}
-
 impl Serialize for Micros {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         if self.0 % 1000 == 0 {
@@ -229,11 +217,5 @@ mod tests {
             serde_json::from_str::<Micros>("12").unwrap(),
             Micros::from_nanos(12_000)
         );
-    }
-
-    #[test]
-    fn display_carries_the_unit() {
-        assert_eq!(Micros::from_nanos(7_000).to_string(), "7 µs");
-        assert_eq!(Micros::from_nanos(7_250).to_string(), "7.25 µs");
     }
 }

@@ -49,7 +49,7 @@ struct Args {
 #[derive(Serialize, Debug, Default)]
 struct TargetReport {
     target: String,
-    /// Fuzzing time, µs (AFL++'s `run_time`), as Metronome's other documents give durations.
+    /// Fuzzing time (AFL++'s `run_time`), as Metronome's other documents give durations.
     run_time_us: Micros,
     /// CPU time spent, h: user and system time of AFL++ and of every process under it (the
     /// fork server, the targets), as /proc showed them every 200 ms; not the wall-clock time.

@@ -12,6 +12,7 @@ use metronome_emu::netns::Hosts;
 use metronome_link::meter::{IntervalFigures, Meter};
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_rt::clock::Clock;
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -216,7 +217,7 @@ pub(super) fn command_flow(f: &FlowDecl, st: &Stage) -> Result<CommandRun, Strin
         exit_code: None,
         signal: None,
         stopped: false,
-        ran_ns: 0,
+        ran_us: Micros::from_nanos_u64(0),
         stdout: stdout_rel.to_string_lossy().into_owned(),
         stderr: stderr_rel.to_string_lossy().into_owned(),
     };
@@ -245,7 +246,7 @@ pub(super) fn command_flow(f: &FlowDecl, st: &Stage) -> Result<CommandRun, Strin
     run.exit_code = ended.status.and_then(|s| s.code());
     run.signal = ended.status.and_then(|s| s.signal());
     run.stopped = ended.stopped;
-    run.ran_ns = ended.ran.as_nanos() as u64;
+    run.ran_us = Micros::from(ended.ran);
     Ok(run)
 }
 
@@ -362,8 +363,10 @@ fn parse_iperf3(
         .map(|a| {
             a.iter()
                 .map(|i| IntervalFigures {
-                    start_ns: (i["sum"]["start"].as_f64().unwrap_or(0.0) * 1e9) as u64
-                        + f.start.as_nanos() as u64,
+                    start_us: Micros::from_nanos_u64(
+                        (i["sum"]["start"].as_f64().unwrap_or(0.0) * 1e9) as u64
+                            + f.start.as_nanos() as u64,
+                    ),
                     bytes: i["sum"]["bytes"].as_u64().unwrap_or(0),
                     ..IntervalFigures::default()
                 })
@@ -386,8 +389,8 @@ fn parse_iperf3(
         kind: "tcp".into(),
         src: f.from.clone(),
         target_bps: rate_bps.unwrap_or(0),
-        start_ns: f.start.as_nanos() as u64,
-        duration_ns: f.duration.as_nanos() as u64,
+        start_us: Micros::from_nanos_u64(f.start.as_nanos() as u64),
+        duration_us: Micros::from_nanos_u64(f.duration.as_nanos() as u64),
         sent_packets: 0,
         sent_bytes: sent["bytes"].as_u64().unwrap_or(0),
         receivers: vec![rx],
@@ -431,14 +434,14 @@ pub(super) fn measured_by(run: &CommandRun, f: &FlowDecl, st: &Stage) -> Option<
     r.duplicates = src["duplicates"].as_u64().unwrap_or(0);
     r.reordered = src["reordered"].as_u64().unwrap_or(0);
     r.throughput_bps = num("bitrate_bps");
-    r.jitter_ns = (num("jitter_us") * 1e3) as u64;
+    r.jitter_us = Micros::from_micros_f64(num("jitter_us"));
     if let Some(d) = src.get("one_way_delay").filter(|d| !d.is_null()) {
-        let us = |k: &str| (d[k].as_f64().unwrap_or(0.0) * 1e3) as u64;
-        r.mean_delay_ns = us("mean_us");
-        r.min_delay_ns = us("min_us");
-        r.max_delay_ns = us("max_us");
-        r.p50_delay_ns = us("p50_us");
-        r.p99_delay_ns = us("p99_us");
+        let us = |k: &str| Micros::from_micros_f64(d[k].as_f64().unwrap_or(0.0));
+        r.mean_delay_us = us("mean_us");
+        r.min_delay_us = us("min_us");
+        r.max_delay_us = us("max_us");
+        r.p50_delay_us = us("p50_us");
+        r.p99_delay_us = us("p99_us");
     }
     Some(r)
 }
@@ -452,8 +455,8 @@ pub(super) fn command_report(f: &FlowDecl) -> FlowReport {
         kind: "command".into(),
         src: f.from.clone(),
         target_bps: 0,
-        start_ns: f.start.as_nanos() as u64,
-        duration_ns: f.duration.as_nanos() as u64,
+        start_us: Micros::from_nanos_u64(f.start.as_nanos() as u64),
+        duration_us: Micros::from_nanos_u64(f.duration.as_nanos() as u64),
         sent_packets: 0,
         sent_bytes: 0,
         receivers: Vec::new(),

@@ -25,6 +25,7 @@ use metronome_rt::udp::UdpReceiver;
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::RepairStats;
 use metronome_session::repair_figures::{sender_repair, viewer_repair};
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use metronome_wire::rtp::RtpView;
 use metronome_wire::{SeqNo, Ssrc};
@@ -234,7 +235,7 @@ pub(super) fn rtp_flow(
     let per_wire = ServedFlow::source_per_wire(&plan);
     let source = run.source;
     let frames = source.frames();
-    let targets: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+    let targets: Mutex<Vec<(Micros, u64)>> = Mutex::new(Vec::new());
     let stop_rx = AtomicBool::new(false);
     let from = super::host_index(st.names, &f.from);
     let (outcome, got) = std::thread::scope(|scope| {
@@ -263,7 +264,7 @@ pub(super) fn rtp_flow(
                     run_sender(source, cfg, stop, |status| {
                         // The controller's target where it changed (the source's bits to wire
                         // bits).
-                        let at = (f.start + status.elapsed).as_nanos() as u64;
+                        let at = Micros::from(f.start + status.elapsed);
                         let wire = (status.target_bitrate_bps as f64 / per_wire) as u64;
                         let mut t = targets.lock().unwrap_or_else(|e| e.into_inner());
                         if t.last().is_none_or(|&(_, last)| last != wire) {
@@ -397,8 +398,8 @@ fn report(
         kind: "rtp".into(),
         src: f.from.clone(),
         target_bps: rate_bps,
-        start_ns: f.start.as_nanos() as u64,
-        duration_ns: f.duration.as_nanos() as u64,
+        start_us: Micros::from_nanos_u64(f.start.as_nanos() as u64),
+        duration_us: Micros::from_nanos_u64(f.duration.as_nanos() as u64),
         sent_packets: sent,
         // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
         sent_bytes,

@@ -9,6 +9,7 @@ use metronome_link::traffic::UdpSchedule;
 use metronome_rt::clock::Clock;
 use metronome_rt::udp::UdpReceiver;
 use metronome_rt::wait::{WaitMode, Waiter};
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,8 +115,8 @@ pub(super) fn udp_report(f: &FlowDecl, meters: &mut [Meter], sent: u64, bytes: u
         kind: "udp".into(),
         src: f.from.clone(),
         target_bps: target,
-        start_ns: f.start.as_nanos() as u64,
-        duration_ns: f.duration.as_nanos() as u64,
+        start_us: Micros::from_nanos_u64(f.start.as_nanos() as u64),
+        duration_us: Micros::from_nanos_u64(f.duration.as_nanos() as u64),
         sent_packets: sent,
         sent_bytes: bytes,
         receivers: f

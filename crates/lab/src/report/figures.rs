@@ -7,6 +7,7 @@ use crate::closed_form;
 use crate::results::PointResult;
 use crate::video::FrameSeries;
 use metronome_config::scenario::Reference;
+use metronome_time::Micros;
 
 /// The reference's metric against its sweep parameter (measured, the reference's figures,
 /// the closed form), and jitter likewise, for one group of the other parameters.
@@ -129,24 +130,29 @@ impl Curves {
         let width = r
             .intervals
             .windows(2)
-            .map(|w| w[1].start_ns - w[0].start_ns)
+            .map(|w| w[1].start_us.as_nanos_u64() - w[0].start_us.as_nanos_u64())
             .next()
             .unwrap_or(1_000_000_000)
             .max(1);
-        let cdf = |q: &[u64]| {
+        let cdf = |q: &[Micros]| {
             q.iter()
                 .enumerate()
-                .map(|(i, ns)| (*ns as f64 / 1e6, i as f64))
+                .map(|(i, d)| (d.as_millis_f64(), i as f64))
                 .collect::<Vec<_>>()
         };
         Curves {
             throughput: r
                 .intervals
                 .iter()
-                .map(|i| (i.start_ns as f64 / 1e9, i.bytes as f64 * 8e3 / width as f64))
+                .map(|i| {
+                    (
+                        i.start_us.as_secs_f64(),
+                        i.bytes as f64 * 8e3 / width as f64,
+                    )
+                })
                 .collect(),
-            delay: cdf(&r.delay_quantiles_ns),
-            gaps: cdf(&r.interarrival_quantiles_ns),
+            delay: cdf(&r.delay_quantiles_us),
+            gaps: cdf(&r.interarrival_quantiles_us),
         }
     }
 }
@@ -222,12 +228,12 @@ pub(crate) fn rate_plot(p: &PointResult) -> String {
         .enumerate()
         .map(|(group, (f, rc))| {
             // A step line: each target holds until the next.
-            let end = (f.start_ns + f.duration_ns) as f64 / 1e9;
+            let end = (f.start_us.as_nanos_u64() + f.duration_us.as_nanos_u64()) as f64 / 1e9;
             let mut points = Vec::with_capacity(rc.points.len() * 2 + 1);
             for (i, &(t, bps)) in rc.points.iter().enumerate() {
                 let y = bps as f64 / 1e6;
-                points.push((t as f64 / 1e9, y));
-                let next = rc.points.get(i + 1).map_or(end, |n| n.0 as f64 / 1e9);
+                points.push((t.as_secs_f64(), y));
+                let next = rc.points.get(i + 1).map_or(end, |n| n.0.as_secs_f64());
                 points.push((next, y));
             }
             Line {
@@ -261,9 +267,9 @@ pub(crate) fn sent_plots(p: &PointResult) -> String {
     }
     let (mut sizes, mut rungs) = (Vec::new(), Vec::new());
     for (group, s) in p.sent_series.iter().enumerate() {
-        let t = |ns: u64| ns as f64 / 1e9;
+        let t = |d: Micros| d.as_secs_f64();
         let points = |v: &[f64]| {
-            s.time_ns
+            s.time_us
                 .iter()
                 .zip(v)
                 .map(|(x, y)| (t(*x), y / 1e3))
@@ -315,12 +321,12 @@ pub(crate) fn sent_plots(p: &PointResult) -> String {
 
 /// A ladder's rungs as a step line: each quantizer held until the next change.
 fn rung_steps(s: &crate::video::SentSeries) -> Vec<(f64, f64)> {
-    let end = s.time_ns.last().copied().unwrap_or(0);
+    let end = s.time_us.last().copied().unwrap_or(Micros::ZERO);
     let mut points = Vec::new();
-    for (i, (&t, &q)) in s.rung_start_ns.iter().zip(&s.rung_quantizer).enumerate() {
-        let until = s.rung_start_ns.get(i + 1).copied().unwrap_or(end.max(t));
-        points.push((t as f64 / 1e9, f64::from(q)));
-        points.push((until as f64 / 1e9, f64::from(q)));
+    for (i, (&t, &q)) in s.rung_start_us.iter().zip(&s.rung_quantizer).enumerate() {
+        let until = s.rung_start_us.get(i + 1).copied().unwrap_or(end.max(t));
+        points.push((t.as_secs_f64(), f64::from(q)));
+        points.push((until.as_secs_f64(), f64::from(q)));
     }
     points
 }
@@ -339,7 +345,9 @@ impl ViewerLines {
     fn add(&mut self, p: &PointResult, group: usize, s: &FrameSeries, label: &str) {
         let name = format!("{} → {label}", s.flow);
         let t = |i: usize| {
-            (s.start_ns as f64 + (i * s.step as usize) as f64 * s.frame_interval_ns as f64) / 1e9
+            (s.start_us.as_nanos_u64() as f64
+                + (i * s.step as usize) as f64 * s.frame_interval_us.as_nanos_u64() as f64)
+                / 1e9
         };
         let line = |points: Vec<(f64, f64)>| Line {
             group,
@@ -355,20 +363,20 @@ impl ViewerLines {
                 .collect(),
         ));
         self.delay.push(line(
-            s.delay_ns
+            s.delay_us
                 .iter()
                 .enumerate()
-                .filter_map(|(i, v)| v.map(|d| (t(i), d as f64 / 1e6)))
+                .filter_map(|(i, v)| v.map(|d| (t(i), d.as_millis_f64())))
                 .collect(),
         ));
         // Each point's smallest then largest: the line covers every frame's value.
-        let ms = |v: &Option<i64>| v.map(|d| d as f64 / 1e6);
+        let ms = |v: &Option<Micros>| v.map(Micros::as_millis_f64);
         self.cj.push(line(
-            s.cumulative_jitter_ns
+            s.cumulative_jitter_us
                 .iter()
                 .enumerate()
                 .flat_map(|(i, hi)| {
-                    let lo = s.cumulative_jitter_min_ns.get(i).and_then(ms);
+                    let lo = s.cumulative_jitter_min_us.get(i).and_then(ms);
                     [lo, ms(hi)].into_iter().flatten().map(move |v| (t(i), v))
                 })
                 .collect(),

@@ -83,7 +83,7 @@ fn row(f: &FlowReport, r: &ReceiverReport, v: &RepairFigures) -> String {
         v.redundant,
         v.fec_received,
         v.fec_unrecoverable,
-        v.rtt_ns as f64 / 1e6,
+        v.rtt_us.as_millis_f64(),
     );
     h
 }

@@ -5,6 +5,7 @@ use super::{esc, receivers};
 use crate::closed_form::{self, ClosedForm};
 use crate::results::{PointResult, Summary};
 use metronome_config::scenario::{Reference, ScenarioFile};
+use metronome_time::Micros;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -308,7 +309,7 @@ fn point_heading(p: &PointResult) -> String {
         p.id,
         p.id,
         esc(&params.join(", ")),
-        p.sim_ns as f64 / 1e9,
+        p.sim_us.as_secs_f64(),
         p.wall_us.as_secs_f64(),
         p.events,
         p.seed
@@ -359,7 +360,7 @@ fn commands_table(p: &PointResult) -> String {
             esc(&c.flow),
             esc(&c.host),
             esc(&c.argv.join(" ")),
-            c.ran_ns as f64 / 1e9,
+            c.ran_us.as_secs_f64(),
             esc(&c.stdout),
             esc(&c.stderr)
         );
@@ -418,17 +419,17 @@ fn receiver_cells(
                 f.lost,
                 f.frames,
                 f.lost_percent,
-                f.mean_delay_ns as f64 / 1e6,
-                f.p99_delay_ns as f64 / 1e6
+                f.mean_delay_us.as_millis_f64(),
+                f.p99_delay_us.as_millis_f64()
             )
         },
     );
     // A TCP flow is measured as the application reads it: no packet's delay or jitter.
-    let ms = |ns: u64| {
+    let ms = |d: Micros| {
         if f.kind == "tcp" {
             "n/a".to_string()
         } else {
-            format!("{:.3}", ns as f64 / 1e6)
+            format!("{:.3}", d.as_millis_f64())
         }
     };
     format!(
@@ -438,22 +439,22 @@ fn receiver_cells(
         r.packets,
         r.loss_percent,
         r.throughput_bps / 1e6,
-        ms(r.jitter_ns),
-        ms(r.mean_delay_ns),
-        ms(r.p99_delay_ns)
+        ms(r.jitter_us),
+        ms(r.mean_delay_us),
+        ms(r.p99_delay_us)
     )
 }
 
 /// The time-weighted mean of a rate controller's target over the flow's active time, bit/s.
 pub(crate) fn mean_target(f: &metronome_link::report::FlowReport) -> Option<f64> {
     let rc = f.rate_control.as_ref()?;
-    let end = f.start_ns + f.duration_ns;
+    let end = f.start_us + f.duration_us;
     let mut sum = 0.0;
     for (i, &(t, bps)) in rc.points.iter().enumerate() {
         let next = rc.points.get(i + 1).map_or(end, |p| p.0).min(end);
-        sum += bps as f64 * next.saturating_sub(t.max(f.start_ns)) as f64;
+        sum += bps as f64 * (next - t.max(f.start_us)).as_nanos_u64() as f64;
     }
-    (f.duration_ns > 0).then(|| sum / f.duration_ns as f64)
+    (f.duration_us.as_nanos_u64() > 0).then(|| sum / f.duration_us.as_nanos_u64() as f64)
 }
 
 /// The flows' rate controllers and how the flows shared the network (empty when neither
@@ -479,7 +480,7 @@ fn sharing_table(p: &PointResult) -> String {
                 .rate_control
                 .as_ref()
                 .map_or("", |r| r.controller.as_str());
-            let sent = f.sent_bytes as f64 * 8e9 / f.duration_ns.max(1) as f64;
+            let sent = f.sent_bytes as f64 * 8e9 / f.duration_us.as_nanos_u64().max(1) as f64;
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.3}</td></tr>",
@@ -593,9 +594,9 @@ fn viewer_cells(v: &metronome_link::report::FrameFigures) -> String {
         v.lost_i,
         v.lost_p,
         v.missed_deadline,
-        v.mean_delay_ns as f64 / 1e6,
-        v.p99_delay_ns as f64 / 1e6,
-        v.max_cumulative_jitter_ns as f64 / 1e6,
+        v.mean_delay_us.as_millis_f64(),
+        v.p99_delay_us.as_millis_f64(),
+        v.max_cumulative_jitter_us.as_millis_f64(),
     )
 }
 
@@ -635,7 +636,7 @@ fn links_table(p: &PointResult) -> String {
             l.delivered,
             l.lost,
             l.dropped_queue,
-            l.max_queue_delay_ns as f64 / 1e6
+            l.max_queue_delay_us.as_millis_f64()
         );
     }
     if p.links.len() > SHOWN {

@@ -13,6 +13,7 @@ use metronome_quality::compare::FrameQuality;
 use metronome_quality::playout::{reconstruct, FrameType, Playout, SentFrame};
 use metronome_quality::trace::PacketRecord;
 use metronome_quality::{compare, mos, psnr, viewer, Chroma, Picture};
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -173,11 +174,11 @@ pub fn view(
         lost_i: by_type(FrameType::I),
         lost_p: by_type(FrameType::P),
         missed_deadline: r.missed_deadline,
-        mean_delay_ns: delay.mean_ns,
-        p99_delay_ns: delay.p99_ns,
-        max_delay_ns: delay.max_ns,
-        max_cumulative_jitter_ns: r.max_cumulative_jitter_ns(),
-        first_delay_ns: r.first_delay_ns(),
+        mean_delay_us: Micros::from_nanos_u64(delay.mean_ns),
+        p99_delay_us: Micros::from_nanos_u64(delay.p99_ns),
+        max_delay_us: Micros::from_nanos_u64(delay.max_ns),
+        max_cumulative_jitter_us: Micros::from_nanos(r.max_cumulative_jitter_ns()),
+        first_delay_us: Micros::from_nanos_u64(r.first_delay_ns()),
         pictures: None,
     };
     if let Some(v) = map.picture.filter(|_| !map.sent.coded.is_empty()) {
@@ -394,13 +395,15 @@ mod tests {
         let f = frame_figures(&map, &all);
         assert_eq!((f.frames, f.lost), (3, 0));
         // Frame 0 complete at 12 ms (due 0), frame 1 at 18 (due 10), frame 2 at 30 (due 20).
-        assert_eq!(f.mean_delay_ns, (12 + 8 + 10) * 1_000_000 / 3);
+        assert_eq!(f.mean_delay_us.as_nanos(), (12 + 8 + 10) * 1_000_000 / 3);
         // Cumulative jitter: delays 12, 8, 10 ms never grew past the first frame's.
-        assert_eq!(f.max_cumulative_jitter_ns, 0);
+        assert_eq!(f.max_cumulative_jitter_us.as_nanos(), 0);
         let later = [ms(5), ms(12), ms(18), ms(19), ms(40)];
         // Frame 2 now complete at 40 ms: 20 ms of delay, 8 ms more than frame 0's.
         assert_eq!(
-            frame_figures(&map, &later).max_cumulative_jitter_ns,
+            frame_figures(&map, &later)
+                .max_cumulative_jitter_us
+                .as_nanos(),
             8_000_000
         );
         let mut some = all;

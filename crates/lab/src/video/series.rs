@@ -2,6 +2,7 @@
 
 use super::FrameMap;
 use metronome_quality::playout::{FrameType, SentFrame};
+use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 
 /// One frame as a viewer saw it: its fate, and the picture its display slot showed.
@@ -28,37 +29,21 @@ pub struct FrameRow {
 pub struct FrameSeries {
     pub flow: String,
     pub receiver: String,
-    /// The first frame's due time on the run's clock, ns, and the time between frames, ns.
-    #[serde(rename = "start_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub start_ns: u64,
-    #[serde(rename = "frame_interval_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "f64")]
-    pub frame_interval_ns: u64,
+    /// The first frame's due time on the run's clock, and the time between frames.
+    pub start_us: Micros,
+    pub frame_interval_us: Micros,
     /// Frames per point.
     pub step: u32,
     /// The lowest PSNR of Y in each point's frames, dB (empty without pictures).
     pub psnr_y_db: Vec<f64>,
-    /// The largest delay among each point's frames that arrived, ns (`None`: none arrived).
-    #[serde(rename = "delay_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "Vec<Option<f64>>")]
-    pub delay_ns: Vec<Option<u64>>,
-    /// The largest cumulative jitter among each point's frames that arrived, ns: a thinned
+    /// The largest delay among each point's frames that arrived (`None`: none arrived).
+    pub delay_us: Vec<Option<Micros>>,
+    /// The largest cumulative jitter among each point's frames that arrived: a thinned
     /// plot still shows every peak (an I-frame's), up to the flow's maximum.
-    #[serde(
-        rename = "cumulative_jitter_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "Vec<Option<f64>>")]
-    pub cumulative_jitter_ns: Vec<Option<i64>>,
-    /// The smallest, ns: with the largest, each point's range.
-    #[serde(
-        default,
-        rename = "cumulative_jitter_min_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "Vec<Option<f64>>")]
-    pub cumulative_jitter_min_ns: Vec<Option<i64>>,
+    pub cumulative_jitter_us: Vec<Option<Micros>>,
+    /// The smallest: with the largest, each point's range.
+    #[serde(default)]
+    pub cumulative_jitter_min_us: Vec<Option<Micros>>,
 }
 
 /// A video flow as its sender sent it, thinned for plots: its coded frames' sizes and, for a
@@ -66,24 +51,17 @@ pub struct FrameSeries {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SentSeries {
     pub flow: String,
-    /// Each point's first frame's send time on the run's clock, ns.
-    #[serde(rename = "time_us", with = "metronome_time::units::ns_as_us")]
-    #[schemars(with = "Vec<f64>")]
-    pub time_ns: Vec<u64>,
+    /// Each point's first frame's send time on the run's clock.
+    pub time_us: Vec<Micros>,
     /// Frames per point.
     pub step: u32,
     /// The mean and the largest coded size of each point's frames, bytes.
     pub frame_bytes_mean: Vec<f64>,
     pub frame_bytes_max: Vec<u32>,
-    /// A ladder's video: each GOP's start on the run's clock (ns) and the quantizer of the rung
+    /// A ladder's video: each GOP's start on the run's clock and the quantizer of the rung
     /// its VBR controller chose, where the rung changed.
-    #[serde(
-        default,
-        rename = "rung_start_us",
-        with = "metronome_time::units::ns_as_us"
-    )]
-    #[schemars(with = "Vec<f64>")]
-    pub rung_start_ns: Vec<u64>,
+    #[serde(default)]
+    pub rung_start_us: Vec<Micros>,
     #[serde(default)]
     pub rung_quantizer: Vec<u32>,
 }
@@ -105,14 +83,15 @@ impl SentSeries {
             ..SentSeries::default()
         };
         for chunk in frames.chunks(step) {
-            s.time_ns.push(chunk[0].send_ns);
+            s.time_us.push(Micros::from_nanos_u64(chunk[0].send_ns));
             let total: u64 = chunk.iter().map(|f| u64::from(f.size_bytes)).sum();
             s.frame_bytes_mean.push(total as f64 / chunk.len() as f64);
             s.frame_bytes_max
                 .push(chunk.iter().map(|f| f.size_bytes).max().unwrap_or(0));
         }
         for &(g, q) in rungs {
-            s.rung_start_ns.push(epoch_ns + u64::from(g) * gop_ns);
+            s.rung_start_us
+                .push(Micros::from_nanos_u64(epoch_ns + u64::from(g) * gop_ns));
             s.rung_quantizer.push(q);
         }
         s
@@ -126,12 +105,13 @@ pub(super) fn series(map: &FrameMap, rows: &[FrameRow]) -> FrameSeries {
     let step = rows.len().div_ceil(SERIES_POINTS).max(1);
     let fps = map.picture.map_or(30, |v| v.fps).max(1);
     let mut s = FrameSeries {
-        start_ns: map
-            .sent
-            .frame_due
-            .first()
-            .map_or(0, |d| (map.epoch + *d).as_nanos()),
-        frame_interval_ns: 1_000_000_000 / fps as u64,
+        start_us: Micros::from_nanos_u64(
+            map.sent
+                .frame_due
+                .first()
+                .map_or(0, |d| (map.epoch + *d).as_nanos()),
+        ),
+        frame_interval_us: Micros::from_nanos_u64(1_000_000_000 / fps as u64),
         step: step as u32,
         ..FrameSeries::default()
     };
@@ -144,11 +124,21 @@ pub(super) fn series(map: &FrameMap, rows: &[FrameRow]) -> FrameSeries {
                     .fold(f64::INFINITY, f64::min),
             );
         }
-        s.delay_ns
-            .push(chunk.iter().filter_map(|r| r.delay_ns).max());
-        let cj = || chunk.iter().filter_map(|r| r.cumulative_jitter_ns);
-        s.cumulative_jitter_ns.push(cj().max());
-        s.cumulative_jitter_min_ns.push(cj().min());
+        s.delay_us.push(
+            chunk
+                .iter()
+                .filter_map(|r| r.delay_ns)
+                .max()
+                .map(Micros::from_nanos_u64),
+        );
+        let cj = || {
+            chunk
+                .iter()
+                .filter_map(|r| r.cumulative_jitter_ns)
+                .map(Micros::from_nanos)
+        };
+        s.cumulative_jitter_us.push(cj().max());
+        s.cumulative_jitter_min_us.push(cj().min());
     }
     s
 }
@@ -225,10 +215,11 @@ mod tests {
         );
         assert_eq!(s.step, 1);
         assert_eq!(s.frame_bytes_mean[24], 124.0);
-        assert_eq!(s.time_ns[24], 24 * 40_000_000);
+        let ns = Micros::from_nanos;
+        assert_eq!(s.time_us[24], ns(24 * 40_000_000));
         assert_eq!(
-            s.rung_start_ns,
-            [1_000_000_000, 1_480_000_000, 1_960_000_000]
+            s.rung_start_us,
+            [ns(1_000_000_000), ns(1_480_000_000), ns(1_960_000_000)]
         );
         assert_eq!(s.rung_quantizer, [8, 4, 4]);
         // Past SERIES_POINTS frames, points of two frames: their mean and largest size.
@@ -237,7 +228,7 @@ mod tests {
             .collect();
         let s = SentSeries::of("v", &many, &[], 0, 1);
         assert_eq!(s.step, 2);
-        assert_eq!(s.time_ns.len(), SERIES_POINTS / 2 + 1);
+        assert_eq!(s.time_us.len(), SERIES_POINTS / 2 + 1);
         assert!(s.frame_bytes_mean.iter().all(|m| *m == 600.0));
         assert!(s.frame_bytes_max.iter().all(|m| *m == 1000));
         assert!(s.rung_quantizer.is_empty());
@@ -268,14 +259,15 @@ mod tests {
             })
             .collect();
         let s = series(&FrameMap::default(), &rows);
-        assert_eq!((s.step, s.cumulative_jitter_ns.len()), (2, 600));
+        assert_eq!((s.step, s.cumulative_jitter_us.len()), (2, 600));
         // Frames 600 and 601 make point 300: its largest is frame 600's, not 601's.
-        assert_eq!(s.cumulative_jitter_ns[300], Some(ms(590)));
-        assert_eq!(s.cumulative_jitter_min_ns[400], Some(ms(-40)));
+        let us = |v: i64| Micros::from_nanos(ms(v));
+        assert_eq!(s.cumulative_jitter_us[300], Some(us(590)));
+        assert_eq!(s.cumulative_jitter_min_us[400], Some(us(-40)));
         assert_eq!(
-            s.cumulative_jitter_ns.iter().flatten().max(),
-            Some(&ms(590))
+            s.cumulative_jitter_us.iter().flatten().max(),
+            Some(&us(590))
         );
-        assert_eq!(s.delay_ns[0], Some(20_000_001));
+        assert_eq!(s.delay_us[0], Some(Micros::from_nanos(20_000_001)));
     }
 }

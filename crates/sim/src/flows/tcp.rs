@@ -14,6 +14,7 @@ use crate::packet::{Body, Dst, FlowId, Packet};
 use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::{Device, DeviceCapabilities, Medium, RxToken, TxToken};
@@ -458,8 +459,8 @@ impl Flow for TcpFlow {
             kind: "tcp".into(),
             src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.cfg.app_rate_bps.unwrap_or(0),
-            start_ns: self.cfg.start.as_nanos() as u64,
-            duration_ns: self.cfg.duration.as_nanos() as u64,
+            start_us: Micros::from_nanos_u64(self.cfg.start.as_nanos() as u64),
+            duration_us: Micros::from_nanos_u64(self.cfg.duration.as_nanos() as u64),
             sent_packets: self.segments_sent,
             sent_bytes: self.bytes_on_wire,
             receivers: vec![rx],

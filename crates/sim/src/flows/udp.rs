@@ -13,6 +13,7 @@ use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
 use metronome_link::traffic::RatePattern;
 use metronome_link::traffic::UdpSchedule;
+use metronome_time::Micros;
 use metronome_time::Timestamp;
 use metronome_time::IPV4_UDP_OVERHEAD;
 use std::time::Duration;
@@ -181,8 +182,8 @@ impl Flow for UdpFlow {
             kind: "udp".into(),
             src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.cfg.rate.peak_bps(),
-            start_ns: self.cfg.start.as_nanos() as u64,
-            duration_ns: active.as_nanos() as u64,
+            start_us: Micros::from_nanos_u64(self.cfg.start.as_nanos() as u64),
+            duration_us: Micros::from_nanos_u64(active.as_nanos() as u64),
             sent_packets: self.sent,
             sent_bytes: self.sent_bytes,
             receivers,

@@ -10,6 +10,7 @@
 //! policy decides what happens.
 
 use super::{destination, Flow};
+use metronome_time::Micros;
 pub mod source;
 
 use crate::net::Net;
@@ -796,8 +797,8 @@ impl Flow for RtpFlow {
             kind: "rtp".into(),
             src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.sender.target_rate().as_bps(),
-            start_ns: start.as_nanos(),
-            duration_ns: active.as_nanos() as u64,
+            start_us: Micros::from_nanos_u64(start.as_nanos()),
+            duration_us: Micros::from_nanos_u64(active.as_nanos() as u64),
             sent_packets: self.sent,
             sent_bytes: self.sent_bytes,
             receivers,
