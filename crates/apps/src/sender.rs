@@ -147,7 +147,7 @@ pub struct SenderStatus {
     pub packets: u64,
     pub bytes: u64,
     /// Worst lateness since the previous status.
-    pub max_late_us: f64,
+    pub max_late_us: Micros,
     pub ring_occupancy: usize,
     pub receivers: Vec<ReceiverView>,
     /// The MPEG-TS rate the rate knob targets now (the rate controller's, where there is one).
@@ -189,7 +189,7 @@ pub struct SenderOutcome {
     pub pacing: PacingStats,
     /// With `WaitPolicy::Auto`: time spent sleeping-then-spinning and busy-polling.
     pub wait_modes: WaitSelectorStats,
-    pub final_spin_margin_us: f64,
+    pub final_spin_margin_us: Micros,
     /// CPU time the pacing thread used, as a share of one core over the run.
     pub pacer_cpu_percent: f64,
     pub receivers: Vec<ReceiverView>,
@@ -344,7 +344,7 @@ impl Run {
                 dropped: s.dropped,
             },
             wait_modes: pacer.map(|p| p.wait_modes).unwrap_or_default(),
-            final_spin_margin_us: pacer.map_or(0.0, |p| p.spin_margin_us),
+            final_spin_margin_us: pacer.map_or(Micros::ZERO, |p| p.spin_margin_us),
             pacer_cpu_percent,
             receivers: s.receivers.clone(),
             host: self.host,
@@ -414,7 +414,7 @@ fn watch(
                     elapsed: now.saturating_since(first_release),
                     packets: s.packets,
                     bytes: s.bytes,
-                    max_late_us: server.take_max_late(NAME).unwrap_or_default().as_secs_f64() * 1e6,
+                    max_late_us: Micros::from(server.take_max_late(NAME).unwrap_or_default()),
                     ring_occupancy: s.ring_occupancy,
                     receivers: s.receivers,
                     target_bitrate_bps: s.target_bitrate_bps,

@@ -179,11 +179,20 @@ fn ratio(base: f64, ours: f64) -> f64 {
 /// Baseline over ours for each figure: how many times better ours is.
 fn ratios_of(base: &PacingRun, ours: &PacingRun) -> Ratios {
     // Inter-arrival beyond the median: how far packets bunch up or spread out at the receiver.
-    let excess = |x: &Summary| (x.p999_us - x.p50_us).abs();
+    let excess = |x: &Summary| (x.p999_us.as_micros_f64() - x.p50_us.as_micros_f64()).abs();
     Ratios {
-        lateness_p99: ratio(base.lateness.p99_us, ours.lateness.p99_us),
-        lateness_p999: ratio(base.lateness.p999_us, ours.lateness.p999_us),
-        lateness_max: ratio(base.lateness.max_us, ours.lateness.max_us),
+        lateness_p99: ratio(
+            base.lateness.p99_us.as_micros_f64(),
+            ours.lateness.p99_us.as_micros_f64(),
+        ),
+        lateness_p999: ratio(
+            base.lateness.p999_us.as_micros_f64(),
+            ours.lateness.p999_us.as_micros_f64(),
+        ),
+        lateness_max: ratio(
+            base.lateness.max_us.as_micros_f64(),
+            ours.lateness.max_us.as_micros_f64(),
+        ),
         interarrival_p999_excess: ratio(
             excess(&base.receiver_interarrival),
             excess(&ours.receiver_interarrival),
@@ -234,12 +243,12 @@ fn print_pacing(out: &PacingBench) {
         println!(
                 "{:<22} lateness p50 {:>8.1} µs  p99 {:>8.1} µs  p99.9 {:>8.1} µs  max {:>9.1} µs | rx inter-arrival p50 {:>7.1} p99.9 {:>8.1} µs, jitter {:.4} ms, lost {} | pacer CPU {:.1}%",
                 r.name,
-                r.lateness.p50_us,
-                r.lateness.p99_us,
-                r.lateness.p999_us,
-                r.lateness.max_us,
-                r.receiver_interarrival.p50_us,
-                r.receiver_interarrival.p999_us,
+                r.lateness.p50_us.as_micros_f64(),
+                r.lateness.p99_us.as_micros_f64(),
+                r.lateness.p999_us.as_micros_f64(),
+                r.lateness.max_us.as_micros_f64(),
+                r.receiver_interarrival.p50_us.as_micros_f64(),
+                r.receiver_interarrival.p999_us.as_micros_f64(),
                 r.receiver_jitter_us.as_millis_f64(),
                 r.receiver_lost,
                 r.pacer_cpu_percent

@@ -39,13 +39,13 @@ struct Case {
     /// `throughput_bps` against the link's rate less 52 bytes of headers per 1500.
     share_of_link: f64,
     /// How late the emulator handed packets to the receiving host against its model (when
-    /// its write began), µs (the emulator only).
-    delay_error_p50_us: Option<f64>,
-    delay_error_p99_us: Option<f64>,
-    delay_error_max_us: Option<f64>,
-    /// How long a write to the receiving host's TUN device took at p99, µs: the receiving
+    /// its write began; the emulator only).
+    delay_error_p50_us: Option<Micros>,
+    delay_error_p99_us: Option<Micros>,
+    delay_error_max_us: Option<Micros>,
+    /// How long a write to the receiving host's TUN device took at p99: the receiving
     /// kernel's stack runs in it (the emulator only).
-    write_p99_us: Option<f64>,
+    write_p99_us: Option<Micros>,
     /// How the emulator's data thread was scheduled (the emulator only).
     thread: Option<String>,
     /// Packets the emulated link dropped from its full queue (the emulator only).
@@ -270,11 +270,14 @@ pub(crate) fn run(a: EmuArgs) -> Result<(), Box<dyn std::error::Error>> {
         bench.delay_us.as_millis_f64()
     );
     for c in &bench.cases {
-        let err = match (c.delay_error_p50_us, c.delay_error_p99_us) {
+        let err = match (
+            c.delay_error_p50_us.map(Micros::as_micros_f64),
+            c.delay_error_p99_us.map(Micros::as_micros_f64),
+        ) {
             (Some(p50), Some(p99)) => {
                 format!(
                     "; handed over p50 {p50:.0} µs, p99 {p99:.0} µs after the model's time (a write took {:.0} µs at p99); {} queue drops",
-                    c.write_p99_us.unwrap_or(0.0),
+                    c.write_p99_us.map(Micros::as_micros_f64).unwrap_or(0.0),
                     c.queue_drops.unwrap_or(0)
                 )
             }

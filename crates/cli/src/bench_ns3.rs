@@ -19,6 +19,7 @@
 use clap::Args;
 use metronome_config::scenario::ScenarioFile;
 use metronome_rt::host::HostWatch;
+use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -141,8 +142,8 @@ pub(crate) struct FlowFigures {
     /// sending time.
     pub throughput_bps: f64,
     /// Mean one-way delay less the path's delay when empty (propagation and serialization of
-    /// one packet on each link), µs; absent where not measured (Metronome's TCP).
-    pub mean_queueing_us: Option<f64>,
+    /// one packet on each link); absent where not measured (Metronome's TCP).
+    pub mean_queueing_us: Option<Micros>,
 }
 
 /// One simulator's run of a case.
@@ -150,8 +151,8 @@ pub(crate) struct FlowFigures {
 pub(crate) struct Side {
     pub flows: Vec<FlowFigures>,
     pub events: u64,
-    /// Wall-clock time of the simulation alone, µs.
-    pub wall_us: f64,
+    /// Wall-clock time of the simulation alone.
+    pub wall_us: Micros,
     pub events_per_s: f64,
 }
 
@@ -171,7 +172,7 @@ pub(crate) struct CaseResult {
 #[derive(Serialize, Clone, Debug, schemars::JsonSchema)]
 pub(crate) struct Ns3Comparison {
     pub ns3_version: String,
-    pub media_us: f64,
+    pub media_us: Micros,
     pub cases: Vec<CaseResult>,
     /// Tolerances of the judged case.
     pub loss_tolerance_points: f64,
@@ -228,7 +229,7 @@ pub(crate) fn compare(media: Duration, stop: &AtomicBool) -> Result<Ns3Compariso
     let (cases, version) = cases?;
     Ok(Ns3Comparison {
         ns3_version: version,
-        media_us: media.as_secs_f64() * 1e6,
+        media_us: Micros::from(media),
         cases,
         loss_tolerance_points: LOSS_POINTS,
         throughput_tolerance: THROUGHPUT_SHARE,
@@ -410,9 +411,9 @@ fn run_metronome(
                 } else {
                     (rx.bytes * 8) as f64 / secs
                 },
-                mean_queueing_us: udp.then(|| {
-                    rx.mean_delay_us.as_micros_f64() - NET.empty_path_us(PAYLOAD + UDP_IP)
-                }),
+                mean_queueing_us: udp
+                    .then(|| rx.mean_delay_us.as_micros_f64() - NET.empty_path_us(PAYLOAD + UDP_IP))
+                    .map(Micros::from_micros_f64),
             })
         })
         .collect();
@@ -420,7 +421,7 @@ fn run_metronome(
     Ok(Side {
         flows,
         events: r.events,
-        wall_us: wall_s * 1e6,
+        wall_us: Micros::from_secs_f64(wall_s),
         events_per_s: r.events as f64 / wall_s,
     })
 }
@@ -506,17 +507,19 @@ fn ns3_side(o: &Ns3Out, media: Duration) -> Side {
             received_packets: f.rx_packets,
             loss_percent: percent(f.tx_packets, f.rx_packets),
             throughput_bps: (f.rx_payload_bytes * 8) as f64 / secs,
-            mean_queueing_us: (f.name != "tcp" && f.rx_packets > 0).then(|| {
-                f.delay_sum_s * 1e6 / f.rx_packets as f64
-                    - NET.empty_path_us(PAYLOAD + UDP_IP + PPP)
-            }),
+            mean_queueing_us: (f.name != "tcp" && f.rx_packets > 0)
+                .then(|| {
+                    f.delay_sum_s * 1e6 / f.rx_packets as f64
+                        - NET.empty_path_us(PAYLOAD + UDP_IP + PPP)
+                })
+                .map(Micros::from_micros_f64),
         })
         .collect();
     let wall_s = o.wall_s.max(1e-9);
     Side {
         flows,
         events: o.events,
-        wall_us: wall_s * 1e6,
+        wall_us: Micros::from_secs_f64(wall_s),
         events_per_s: o.events as f64 / wall_s,
     }
 }
@@ -533,7 +536,7 @@ fn judge(case: &Case, metronome: Side, ns3: Side) -> CaseResult {
         name: case.name.to_string(),
         agrees: judged.then_some(differences.is_empty()),
         differences,
-        wall_ratio: ns3.wall_us / metronome.wall_us.max(1e-3),
+        wall_ratio: ns3.wall_us.as_micros_f64() / metronome.wall_us.as_micros_f64().max(1e-3),
         metronome,
         ns3,
     }
@@ -560,7 +563,10 @@ fn differences(m: &Side, n: &Side) -> Vec<String> {
                 b.throughput_bps / 1e6
             ));
         }
-        if let (Some(qa), Some(qb)) = (a.mean_queueing_us, b.mean_queueing_us) {
+        if let (Some(qa), Some(qb)) = (
+            a.mean_queueing_us.map(Micros::as_micros_f64),
+            b.mean_queueing_us.map(Micros::as_micros_f64),
+        ) {
             if !within(qa, qb, QUEUEING_SHARE) && (qa - qb).abs() > 100.0 {
                 out.push(format!(
                     "{}: queueing {:.2} ms against ns-3's {:.2} ms",
@@ -582,7 +588,7 @@ fn print_comparison(c: &Ns3Comparison) {
     println!(
         "seed 002's dumbbell in Metronome's simulator and in ns-3 {} ({:.0} s of traffic)",
         c.ns3_version,
-        c.media_us / 1e6
+        c.media_us.as_secs_f64()
     );
     for case in &c.cases {
         let verdict = match case.agrees {
@@ -603,15 +609,15 @@ fn print_comparison(c: &Ns3Comparison) {
                 n.loss_percent,
                 m.throughput_bps / 1e6,
                 n.throughput_bps / 1e6,
-                q(m.mean_queueing_us),
-                q(n.mean_queueing_us)
+                q(m.mean_queueing_us.map(Micros::as_micros_f64)),
+                q(n.mean_queueing_us.map(Micros::as_micros_f64))
             );
         }
         println!(
             "    speed: Metronome {:.3} s ({:.2} M events/s), ns-3 {:.3} s ({:.2} M events/s): ns-3 takes {:.1}x as long",
-            case.metronome.wall_us / 1e6,
+            case.metronome.wall_us.as_secs_f64(),
             case.metronome.events_per_s / 1e6,
-            case.ns3.wall_us / 1e6,
+            case.ns3.wall_us.as_secs_f64(),
             case.ns3.events_per_s / 1e6,
             case.wall_ratio
         );

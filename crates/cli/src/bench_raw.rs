@@ -153,21 +153,21 @@ struct Run {
     arrival_latency_us: Option<Dist>,
     /// First → last packet arrival of each frame (kernel timestamps).
     spread_us: Option<Dist>,
-    /// The sender model's spread of a frame, µs (Metronome only).
-    model_spread_us: Option<f64>,
+    /// The sender model's spread of a frame (Metronome only).
+    model_spread_us: Option<Micros>,
     /// Sender process CPU (user + system, from wait4) ÷ frames sent.
-    sender_cpu_per_frame_us: Option<f64>,
+    sender_cpu_per_frame_us: Option<Micros>,
     /// Receiver process CPU (user + system, from wait4) ÷ frames sent.
-    receiver_cpu_per_frame_us: Option<f64>,
+    receiver_cpu_per_frame_us: Option<Micros>,
     /// What the Metronome processes report themselves (their own threads' accounting).
-    sender_reported_cpu_per_frame_us: Option<f64>,
-    receiver_reported_cpu_per_frame_us: Option<f64>,
+    sender_reported_cpu_per_frame_us: Option<Micros>,
+    receiver_reported_cpu_per_frame_us: Option<Micros>,
     packets_per_frame: Option<f64>,
     /// Packets per second at the receiver (for `gstreamer`: the observer's packets per frame ×
     /// frames sent ÷ the sender process's run time, start-up included).
     pps: Option<f64>,
     late_frames: Option<u64>,
-    send_lateness_p99_us: Option<f64>,
+    send_lateness_p99_us: Option<Micros>,
     conformance: Option<String>,
     rx_overflow: Option<u64>,
 }
@@ -515,18 +515,25 @@ fn metronome_run(
         latency_us: Dist::of(r.get("latency_us")),
         arrival_latency_us: Dist::of(r.get("arrival_latency_us")),
         spread_us: Dist::of(r.get("spread_us")),
-        model_spread_us: Some(num(&s, "spread_us")),
-        sender_cpu_per_frame_us: per_frame(sent.cpu_s),
-        receiver_cpu_per_frame_us: per_frame(got.cpu_s),
-        sender_reported_cpu_per_frame_us: s.get("cpu_per_frame_us").and_then(Value::as_f64),
-        receiver_reported_cpu_per_frame_us: r.get("cpu_per_frame_us").and_then(Value::as_f64),
+        model_spread_us: Some(Micros::from_micros_f64(num(&s, "spread_us"))),
+        sender_cpu_per_frame_us: per_frame(sent.cpu_s).map(Micros::from_micros_f64),
+        receiver_cpu_per_frame_us: per_frame(got.cpu_s).map(Micros::from_micros_f64),
+        sender_reported_cpu_per_frame_us: s
+            .get("cpu_per_frame_us")
+            .and_then(Value::as_f64)
+            .map(Micros::from_micros_f64),
+        receiver_reported_cpu_per_frame_us: r
+            .get("cpu_per_frame_us")
+            .and_then(Value::as_f64)
+            .map(Micros::from_micros_f64),
         packets_per_frame: int(&s, "packets_per_frame").map(|p| p as f64),
         pps: Some(num(&r, "pps")).filter(|_| packets > 0),
         late_frames: int(&s, "late_frames"),
         send_lateness_p99_us: s
             .get("send_lateness")
             .and_then(|l| l.get("p99_us"))
-            .and_then(Value::as_f64),
+            .and_then(Value::as_f64)
+            .map(Micros::from_micros_f64),
         conformance: r
             .get("conformance")
             .and_then(|c| c.get("verdict"))
@@ -599,9 +606,12 @@ fn gst_observed_run(
         frames_partial: int(&r, "frames_partial"),
         frames_lost: int(&r, "frames_lost"),
         spread_us: Dist::of(r.get("spread_us")),
-        sender_cpu_per_frame_us: Some(sent.cpu_s * 1e6 / frames as f64),
-        receiver_cpu_per_frame_us: Some(got.cpu_s * 1e6 / frames as f64),
-        receiver_reported_cpu_per_frame_us: r.get("cpu_per_frame_us").and_then(Value::as_f64),
+        sender_cpu_per_frame_us: Some(Micros::from_secs_f64(sent.cpu_s / frames as f64)),
+        receiver_cpu_per_frame_us: Some(Micros::from_secs_f64(got.cpu_s / frames as f64)),
+        receiver_reported_cpu_per_frame_us: r
+            .get("cpu_per_frame_us")
+            .and_then(Value::as_f64)
+            .map(Micros::from_micros_f64),
         packets_per_frame: (ended > 0).then(|| packets as f64 / ended as f64),
         pps: Some(num(&r, "pps")).filter(|_| packets > 0),
         conformance: r
@@ -655,8 +665,8 @@ fn gst_run(
     }
     Ok(Run {
         frames_sent: frames,
-        sender_cpu_per_frame_us: Some(sent.cpu_s * 1e6 / frames as f64),
-        receiver_cpu_per_frame_us: Some(got.cpu_s * 1e6 / frames as f64),
+        sender_cpu_per_frame_us: Some(Micros::from_secs_f64(sent.cpu_s / frames as f64)),
+        receiver_cpu_per_frame_us: Some(Micros::from_secs_f64(got.cpu_s / frames as f64)),
         packets_per_frame,
         pps: packets_per_frame.map(|p| p * frames as f64 / sent.wall_s.max(1e-3)),
         ..base(c, "gstreamer", "burst")
@@ -682,8 +692,14 @@ fn ratios(runs: &[Run]) -> Vec<Ratio> {
         out.push(Ratio {
             case: m.case.clone(),
             pacing: m.pacing,
-            sender_cpu_ratio: div(m.sender_cpu_per_frame_us, g.sender_cpu_per_frame_us),
-            receiver_cpu_ratio: div(m.receiver_cpu_per_frame_us, g.receiver_cpu_per_frame_us),
+            sender_cpu_ratio: div(
+                m.sender_cpu_per_frame_us.map(Micros::as_micros_f64),
+                g.sender_cpu_per_frame_us.map(Micros::as_micros_f64),
+            ),
+            receiver_cpu_ratio: div(
+                m.receiver_cpu_per_frame_us.map(Micros::as_micros_f64),
+                g.receiver_cpu_per_frame_us.map(Micros::as_micros_f64),
+            ),
         });
     }
     out
@@ -708,7 +724,7 @@ fn checks(runs: &[Run], ratios: &[Ratio]) -> Vec<Check> {
         .iter()
         .filter(|r| r.system == "metronome" && r.pacing == "narrow-gapped" && r.error.is_none())
     {
-        let spread = r.model_spread_us.unwrap_or(0.0);
+        let spread = r.model_spread_us.map(Micros::as_micros_f64).unwrap_or(0.0);
         out.push(Check {
             target: format!(
                 "{} narrow-gapped: latency p99 within 1.2× the spread",
@@ -806,8 +822,8 @@ fn human(b: &RawBench) -> String {
             o(r.latency_us.map(|l| l.max), 7),
             o(r.spread_us.map(|l| l.p99), 8),
             o(r.spread_us.map(|l| l.max), 8),
-            o(r.sender_cpu_per_frame_us, 9),
-            o(r.receiver_cpu_per_frame_us, 9),
+            o(r.sender_cpu_per_frame_us.map(Micros::as_micros_f64), 9),
+            o(r.receiver_cpu_per_frame_us.map(Micros::as_micros_f64), 9),
             o(r.pps, 8),
             r.conformance.as_deref().unwrap_or("-"),
         );

@@ -599,7 +599,7 @@ fn level(a: &SrtArgs, loss: f64, stop: &Arc<AtomicBool>) -> Result<Level, String
     let rtx_over_srt = Ratios {
         in_time: ratio(&|c| c.in_time as f64),
         forward_bytes: ratio(&|c| c.forward_bytes as f64),
-        added_delay_p99: ratio(&|c| c.added_delay.p99_us),
+        added_delay_p99: ratio(&|c| c.added_delay.p99_us.as_micros_f64()),
     };
     Ok(Level {
         loss_percent: loss * 100.0,
@@ -692,8 +692,8 @@ fn print_summary(b: &SrtBench) {
                 c.sent,
                 c.late,
                 c.missing,
-                c.added_delay.p50_us / 1e3,
-                c.added_delay.p99_us / 1e3,
+                c.added_delay.p50_us.as_millis_f64(),
+                c.added_delay.p99_us.as_millis_f64(),
                 c.overhead_percent,
                 c.feedback_bps / 1e3,
                 c.repairs_sent.map_or("-".to_string(), |n| n.to_string()),

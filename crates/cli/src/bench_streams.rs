@@ -105,7 +105,7 @@ struct Comparison {
 pub(crate) struct StreamsBench {
     benchmark: &'static str,
     duration_us: Micros,
-    send_cost_us: f64,
+    send_cost_us: Micros,
     cases: Vec<Case>,
     versus_naive: Vec<Comparison>,
 }
@@ -184,7 +184,7 @@ fn run_in(
     Ok(StreamsBench {
         benchmark: "streams",
         duration_us: Micros::from(a.duration),
-        send_cost_us: cal.per_packet_us.as_micros_f64(),
+        send_cost_us: cal.per_packet_us,
         cases,
         versus_naive,
     })
@@ -377,8 +377,14 @@ fn compare(cases: &[Case]) -> Vec<Comparison> {
         out.push(Comparison {
             case: c.name.clone(),
             sched: c.sched.clone(),
-            lateness_p99_ratio: ratio(b.lateness.p99_us, c.lateness.p99_us),
-            lateness_p999_ratio: ratio(b.lateness.p999_us, c.lateness.p999_us),
+            lateness_p99_ratio: ratio(
+                b.lateness.p99_us.as_micros_f64(),
+                c.lateness.p99_us.as_micros_f64(),
+            ),
+            lateness_p999_ratio: ratio(
+                b.lateness.p999_us.as_micros_f64(),
+                c.lateness.p999_us.as_micros_f64(),
+            ),
             rx_interarrival_p999_excess_ratio: ratio(
                 b.receiver.interarrival_p999_excess_us_median,
                 c.receiver.interarrival_p999_excess_us_median,
@@ -392,7 +398,7 @@ fn human(b: &StreamsBench) -> String {
     let mut s = format!(
         "bench streams: {:.0} s per case, send cost budgeted {:.1} µs per packet\n",
         b.duration_us.as_secs_f64(),
-        b.send_cost_us
+        b.send_cost_us.as_micros_f64()
     );
     let _ = writeln!(
         s,
@@ -421,10 +427,10 @@ fn human(b: &StreamsBench) -> String {
             c.streams_requested,
             c.admitted,
             c.packets,
-            c.lateness.p50_us,
-            c.lateness.p99_us,
-            c.lateness.p999_us,
-            c.lateness.max_us,
+            c.lateness.p50_us.as_micros_f64(),
+            c.lateness.p99_us.as_micros_f64(),
+            c.lateness.p999_us.as_micros_f64(),
+            c.lateness.max_us.as_micros_f64(),
             c.deadline_misses,
             c.receiver.lost,
             c.receiver.interarrival_p999_excess_us_median,

@@ -142,8 +142,8 @@ pub(crate) struct IntervalLine<F> {
 /// An interval of a run, from its start.
 #[derive(Serialize, schemars::JsonSchema)]
 pub(crate) struct Span {
-    pub start_us: i64,
-    pub end_us: i64,
+    pub start_us: Micros,
+    pub end_us: Micros,
 }
 
 /// One interval's figures (`--interval`), as iperf3 prints its intervals: an
@@ -157,8 +157,8 @@ pub(crate) fn interval_line<F: Serialize>(out: Output, start_s: f64, end_s: f64,
         let line = IntervalLine {
             schema_version: SCHEMA_VERSION,
             interval: Span {
-                start_us: (start_s * 1e6).round() as i64,
-                end_us: (end_s * 1e6).round() as i64,
+                start_us: Micros::from_micros((start_s * 1e6).round() as i64),
+                end_us: Micros::from_micros((end_s * 1e6).round() as i64),
             },
             figures,
         };
@@ -226,7 +226,7 @@ pub(crate) fn sender_status(s: &SenderStatus) -> String {
         s.elapsed.as_secs_f64(),
         s.packets,
         rate,
-        s.max_late_us,
+        s.max_late_us.as_micros_f64(),
         s.ring_occupancy
     );
     for r in s.receivers.iter().take(3) {

@@ -284,10 +284,10 @@ pub struct CommandRun {
 /// How well the emulator kept time in an emu-mode point.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EmuFacts {
-    /// How late datagrams were handed out of the last link against its model, µs.
-    pub lateness_p50_us: f64,
-    pub lateness_p99_us: f64,
-    pub lateness_max_us: f64,
+    /// How late datagrams were handed out of the last link against its model.
+    pub lateness_p50_us: Micros,
+    pub lateness_p99_us: Micros,
+    pub lateness_max_us: Micros,
     /// Datagrams the emulator's sockets dropped for lack of buffer.
     pub socket_drops: u64,
     /// How busy the host was (steal, other processes): figures from another hour do not

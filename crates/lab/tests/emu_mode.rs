@@ -77,7 +77,11 @@ fn emulator(p: &PointResult) -> String {
     p.emu.as_ref().map_or("no emulator figures".into(), |e| {
         format!(
             "emulator late by p50 {:.0} / p99 {:.0} / max {:.0} µs, {} socket drops; {}",
-            e.lateness_p50_us, e.lateness_p99_us, e.lateness_max_us, e.socket_drops, e.host
+            e.lateness_p50_us.as_micros_f64(),
+            e.lateness_p99_us.as_micros_f64(),
+            e.lateness_max_us.as_micros_f64(),
+            e.socket_drops,
+            e.host
         )
     })
 }
@@ -119,7 +123,7 @@ fn seed001_udp_runs_on_real_sockets() {
                 "{:>7} {:>8}: loss sim {:5.1} emu {:5.1} %, delay sim {:6.3} emu {:6.3} ms (emulator p99 {:.0} µs; {})\n",
                 pe.params["rate"], re.node, rs.loss_percent, re.loss_percent,
                 rs.mean_delay_us.as_millis_f64(), re.mean_delay_us.as_millis_f64(),
-                facts.lateness_p99_us, facts.host
+                facts.lateness_p99_us.as_micros_f64(), facts.host
             ));
             // netem's limit passes at most L per holding time, whatever the arrivals.
             assert!(re.loss_percent >= cf.fluid_loss_percent - 1.0, "{table}");

@@ -7,7 +7,6 @@ use crate::receiver::RepairStats;
 use crate::repair::FecSendCounters;
 use crate::sender::ResendStats;
 use metronome_link::report::{percent, RepairFigures, SenderRepairFigures};
-use metronome_time::Micros;
 
 /// A viewer's repair figures: `lost` is what the network lost of the `expected` packets.
 pub fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures {
@@ -27,7 +26,7 @@ pub fn viewer_repair(s: &RepairStats, lost: u64, expected: u64) -> RepairFigures
         asked: s.nack.asked,
         retransmissions: s.rtx_packets,
         redundant: s.rtx_redundant,
-        rtt_us: Micros::from_nanos_u64(s.rtt_us.saturating_mul(1000)),
+        rtt_us: s.rtt_us,
     }
 }
 

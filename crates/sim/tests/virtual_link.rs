@@ -100,11 +100,15 @@ fn clean_link_no_loss_no_jitter_exact_delay_and_spacing() {
     // Every packet 2.1056 ms after the previous one, and 10 ms on the way.
     let ia = src.interarrival.summary();
     assert!(
-        (ia.min_us - 2105.6).abs() < 2.0 && (ia.max_us - 2105.6).abs() < 2.0,
+        (ia.min_us.as_micros_f64() - 2105.6).abs() < 2.0
+            && (ia.max_us.as_micros_f64() - 2105.6).abs() < 2.0,
         "{ia:?}"
     );
     let owd = src.one_way_delay.summary();
-    assert!((owd.min_us - 10_000.0).abs() < 10.0 && (owd.max_us - 10_000.0).abs() < 10.0);
+    assert!(
+        (owd.min_us.as_micros_f64() - 10_000.0).abs() < 10.0
+            && (owd.max_us.as_micros_f64() - 10_000.0).abs() < 10.0
+    );
     // The sender heard the receiver: no loss, RTT = 10 ms forward + 5 ms back.
     let view = &r.sender.reports().receivers()[0];
     assert_eq!(view.cumulative_lost, 0);

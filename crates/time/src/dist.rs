@@ -1,5 +1,6 @@
 //! Latency and interval distributions: a pre-allocated HDR histogram and its summary.
 
+use crate::Micros;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
@@ -94,52 +95,44 @@ impl Distribution {
             self.hist.value_at_quantile(q)
         }
     }
-    /// Count, minimum, mean, median, p99, p99.9 and maximum, in microseconds (all zero when
-    /// empty).
+    /// Count, minimum, mean, median, p99, p99.9 and maximum (all zero when empty).
     pub fn summary(&self) -> Summary {
-        let us = |ns: u64| ns as f64 / 1000.0;
+        let empty = self.hist.is_empty();
+        let ns = |v: u64| Micros::from_nanos_u64(if empty { 0 } else { v });
         Summary {
             count: self.hist.len(),
-            min_us: if self.hist.is_empty() {
-                0.0
+            min_us: ns(self.hist.min()),
+            mean_us: Micros::from_nanos_u64(if empty {
+                0
             } else {
-                us(self.hist.min())
-            },
-            mean_us: if self.hist.is_empty() {
-                0.0
-            } else {
-                self.hist.mean() / 1000.0
-            },
-            p50_us: us(self.quantile_ns(0.50)),
-            p99_us: us(self.quantile_ns(0.99)),
-            p999_us: us(self.quantile_ns(0.999)),
-            max_us: if self.hist.is_empty() {
-                0.0
-            } else {
-                us(self.hist.max())
-            },
+                self.hist.mean().round() as u64
+            }),
+            p50_us: ns(self.quantile_ns(0.50)),
+            p99_us: ns(self.quantile_ns(0.99)),
+            p999_us: ns(self.quantile_ns(0.999)),
+            max_us: ns(self.hist.max()),
         }
     }
 }
 
-/// A distribution in microseconds, for reports and JSON.
+/// A distribution of durations (its figures in µs in JSON), for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Summary {
     /// Number of values recorded, including those clamped to 100 s.
     pub count: u64,
-    /// Smallest value, µs (to the histogram's precision; 0 when empty).
-    pub min_us: f64,
-    /// Arithmetic mean, µs (computed from the histogram's buckets; 0 when empty).
-    pub mean_us: f64,
-    /// Median (50th percentile), µs.
-    pub p50_us: f64,
-    /// 99th percentile, µs.
-    pub p99_us: f64,
-    /// 99.9th percentile, µs.
-    pub p999_us: f64,
-    /// Largest value, µs (to the histogram's precision; at most 100 s, values above are
+    /// Smallest value (to the histogram's precision; 0 when empty).
+    pub min_us: Micros,
+    /// Arithmetic mean (computed from the histogram's buckets; 0 when empty).
+    pub mean_us: Micros,
+    /// Median (50th percentile).
+    pub p50_us: Micros,
+    /// 99th percentile.
+    pub p99_us: Micros,
+    /// 99.9th percentile.
+    pub p999_us: Micros,
+    /// Largest value (to the histogram's precision; at most 100 s, values above are
     /// clamped; 0 when empty).
-    pub max_us: f64,
+    pub max_us: Micros,
 }
 
 impl std::fmt::Display for Summary {
@@ -147,7 +140,11 @@ impl std::fmt::Display for Summary {
         write!(
             f,
             "p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.1} µs ({} samples)",
-            self.p50_us, self.p99_us, self.p999_us, self.max_us, self.count
+            self.p50_us.as_micros_f64(),
+            self.p99_us.as_micros_f64(),
+            self.p999_us.as_micros_f64(),
+            self.max_us.as_micros_f64(),
+            self.count
         )
     }
 }

@@ -24,6 +24,11 @@ impl Micros {
         Micros(ns)
     }
 
+    /// `us` whole microseconds.
+    pub const fn from_micros(us: i64) -> Micros {
+        Micros(us.saturating_mul(1_000))
+    }
+
     /// `ns` nanoseconds counted unsigned (saturating at about 292 years).
     pub const fn from_nanos_u64(ns: u64) -> Micros {
         if ns > i64::MAX as u64 {
@@ -76,6 +81,11 @@ impl Micros {
     /// Milliseconds as a float, for statistics and display.
     pub fn as_millis_f64(self) -> f64 {
         self.0 as f64 / 1e6
+    }
+
+    /// Whole microseconds, rounded toward zero.
+    pub const fn as_micros(self) -> i64 {
+        self.0 / 1_000
     }
 
     /// Microseconds as a float: the number machine output writes.

@@ -487,11 +487,11 @@ impl State {
             gro: rx.gro(),
             cpu_us: Micros::from_secs_f64(cpu_s),
             recv_cpu_us: Micros::from_secs_f64(thread_cpu_s() - self.thread_cpu0),
-            cpu_per_frame_us: if c.frames_complete > 0 {
+            cpu_per_frame_us: Micros::from_micros_f64(if c.frames_complete > 0 {
                 cpu_s * 1e6 / c.frames_complete as f64
             } else {
                 0.0
-            },
+            }),
             buffer: BufferInfo::from(rx.buffer_report()),
             realtime: String::new(),
         }

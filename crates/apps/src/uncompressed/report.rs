@@ -48,12 +48,12 @@ impl From<&Distribution> for LatencyUs {
         let s = d.summary();
         LatencyUs {
             count: s.count,
-            min: s.min_us,
-            mean: s.mean_us,
-            p50: s.p50_us,
-            p99: s.p99_us,
-            p999: s.p999_us,
-            max: s.max_us,
+            min: s.min_us.as_micros_f64(),
+            mean: s.mean_us.as_micros_f64(),
+            p50: s.p50_us.as_micros_f64(),
+            p99: s.p99_us.as_micros_f64(),
+            p999: s.p999_us.as_micros_f64(),
+            max: s.max_us.as_micros_f64(),
         }
     }
 }
@@ -78,7 +78,7 @@ pub struct RawSenderStatus {
     pub bytes: u64,
     pub late_frames: u64,
     /// Worst batch lateness since the previous status.
-    pub max_late_us: f64,
+    pub max_late_us: Micros,
 }
 
 /// What a finished raw sender measured.
@@ -109,7 +109,7 @@ pub struct RawSenderOutcome {
     pub bytes_sent: u64,
     /// Frames with a send call that started more than `late_threshold_us` after it was due.
     pub late_frames: u64,
-    pub late_threshold_us: f64,
+    pub late_threshold_us: Micros,
     /// Frames the producer had not finished when their first packet was due.
     pub frames_not_ready: u64,
     pub send_errors: u64,
@@ -120,7 +120,7 @@ pub struct RawSenderOutcome {
     pub cpu_us: Micros,
     pub pacer_cpu_us: Micros,
     pub producer_cpu_us: Micros,
-    pub cpu_per_frame_us: f64,
+    pub cpu_per_frame_us: Micros,
     /// Per packet: start of the send call that carried it − its due time (0 when sent early
     /// within the batch window).
     pub send_lateness: Summary,
@@ -132,7 +132,7 @@ pub struct RawSenderOutcome {
     pub spread_us: Micros,
     /// When the first packet of a frame is due after the frame's epoch.
     pub first_packet_offset_us: Micros,
-    pub batch_window_us: f64,
+    pub batch_window_us: Micros,
     /// Most packets in one send call: CMAX − 1 of the model's class (none for a burst).
     pub batch_max_packets: Option<usize>,
     pub batches: u64,
@@ -226,7 +226,7 @@ pub struct RawReceiverOutcome {
     pub gro: bool,
     pub cpu_us: Micros,
     pub recv_cpu_us: Micros,
-    pub cpu_per_frame_us: f64,
+    pub cpu_per_frame_us: Micros,
     pub buffer: BufferInfo,
     /// The receiving thread's scheduling policy.
     pub realtime: String,

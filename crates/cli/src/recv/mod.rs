@@ -28,6 +28,7 @@ use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::PayloadKind;
 use metronome_session::srtp::SrtpKey;
 use metronome_time::MediaClock;
+use metronome_time::Micros;
 use metronome_wire::sdp::{Connection, MediaDescription, SessionDescription, MAX_SDP_BYTES};
 use metronome_wire::PayloadType;
 use std::io::{Read, Write};
@@ -342,7 +343,7 @@ fn interval_lines(
                 payload_bytes: m.payload_bytes.saturating_sub(b0),
                 bitrate_bps: m.payload_bytes.saturating_sub(b0) as f64 * 8.0 / span,
                 lost: m.lost.saturating_sub(l0),
-                jitter_us: m.jitter_us.as_micros_f64(),
+                jitter_us: m.jitter_us,
                 ssrc: m.ssrc.clone(),
             },
         );
@@ -362,7 +363,7 @@ pub(crate) struct RecvInterval {
     /// Packets lost (RFC 3550's count: expected less received).
     pub lost: u64,
     /// RFC 3550's interarrival jitter at the interval's end.
-    pub jitter_us: f64,
+    pub jitter_us: Micros,
     /// The source's SSRC, hex.
     pub ssrc: String,
 }

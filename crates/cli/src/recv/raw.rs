@@ -146,7 +146,7 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
         s,
         "  CPU {:.3} s ({:.0} µs a frame); {}; GRO {}; SO_RCVBUF {} of {} bytes",
         o.cpu_us.as_secs_f64(),
-        o.cpu_per_frame_us,
+        o.cpu_per_frame_us.as_micros_f64(),
         o.realtime,
         if o.gro { "on" } else { "off" },
         o.buffer.accepted,

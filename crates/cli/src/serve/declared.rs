@@ -71,9 +71,9 @@ fn admitted_line(s: &StreamStatus) -> String {
         s.core,
         s.source,
         s.destinations.join(", "),
-        s.task.period_us / 1000.0,
-        s.task.deadline_us / 1000.0,
-        s.task.cost_us,
+        s.task.period_us.as_millis_f64(),
+        s.task.deadline_us.as_millis_f64(),
+        s.task.cost_us.as_micros_f64(),
         s.task.utilisation_percent,
     )
 }

@@ -16,6 +16,7 @@ use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::{LatePolicy, OverloadPolicy};
+use metronome_time::Micros;
 use metronome_wire::rtp::{SendTimeExt, ABS_SEND_TIME_URI, SEND_TIME_EXT_ID};
 use metronome_wire::sdp::{MediaDescription, SessionDescription};
 use std::net::SocketAddr;
@@ -470,7 +471,7 @@ pub(crate) struct ServeInterval {
     /// Their rate over the interval, bit/s.
     pub bitrate_bps: f64,
     /// The latest a packet has been sent after its due time so far.
-    pub max_late_us: f64,
+    pub max_late_us: Micros,
     /// The rate the stream's controller (or its declared rate) targets now, bit/s.
     pub target_bitrate_bps: u64,
     /// Receivers that have reported.

@@ -263,7 +263,7 @@ fn status_line(s: &RawSenderStatus) -> String {
         s.packets,
         s.bytes as f64 * 8.0 / secs / 1e6,
         s.late_frames,
-        s.max_late_us
+        s.max_late_us.as_micros_f64()
     )
 }
 
@@ -295,7 +295,7 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         s,
         "  late frames {} (send started > {:.0} µs after due), not ready in time {}, send errors {}{}",
         o.late_frames,
-        o.late_threshold_us,
+        o.late_threshold_us.as_micros_f64(),
         o.frames_not_ready,
         o.send_errors,
         o.last_send_error
@@ -319,7 +319,7 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         s,
         "  CPU {:.3} s ({:.0} µs a frame; pacer {:.3} s, producer {:.3} s)",
         o.cpu_us.as_secs_f64(),
-        o.cpu_per_frame_us,
+        o.cpu_per_frame_us.as_micros_f64(),
         o.pacer_cpu_us.as_secs_f64(),
         o.producer_cpu_us.as_secs_f64()
     );

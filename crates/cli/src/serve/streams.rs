@@ -303,8 +303,8 @@ fn status_line(server: &StreamServer) -> String {
         "{} streams {:.1} Mbit/s | late p99 {:.1} µs max {:.0} µs | misses {misses} | underruns {underruns}",
         running.len(),
         rate / 1e6,
-        st.lateness.p99_us,
-        st.lateness.max_us,
+        st.lateness.p99_us.as_micros_f64(),
+        st.lateness.max_us.as_micros_f64(),
     );
     for c in &st.cores {
         let _ = write!(line, " | core{} {:.1}%", c.index, c.utilisation_percent);
@@ -341,9 +341,9 @@ fn summary(o: &ServerOutcome) -> String {
             st.packets,
             st.bitrate_bps / 1e6,
             st.deadline_misses,
-            st.lateness.p50_us,
-            st.lateness.p99_us,
-            st.lateness.max_us,
+            st.lateness.p50_us.as_micros_f64(),
+            st.lateness.p99_us.as_micros_f64(),
+            st.lateness.max_us.as_micros_f64(),
             st.underruns,
         );
         if let Some(e) = &st.error {
@@ -369,7 +369,7 @@ fn summary(o: &ServerOutcome) -> String {
     let _ = writeln!(
         out,
         "all packets: lateness p50 {:.1} µs, p99 {:.1} µs, p99.9 {:.1} µs, max {:.0} µs over {} packets",
-        l.p50_us, l.p99_us, l.p999_us, l.max_us, l.count
+        l.p50_us.as_micros_f64(), l.p99_us.as_micros_f64(), l.p999_us.as_micros_f64(), l.max_us.as_micros_f64(), l.count
     );
     if let Some(h) = &o.host {
         let _ = writeln!(out, "{}", h.line());

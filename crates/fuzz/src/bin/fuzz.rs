@@ -75,8 +75,8 @@ struct TargetReport {
 struct Report {
     /// [`SCHEMA`].
     schema: u32,
-    /// The time asked for each target, µs.
-    time_per_target_us: u64,
+    /// The time asked for each target.
+    time_per_target_us: Micros,
     targets: Vec<TargetReport>,
 }
 
@@ -121,7 +121,7 @@ fn main() -> ExitCode {
     let found = reports.iter().any(|r| r.crashes > 0);
     let report = Report {
         schema: SCHEMA,
-        time_per_target_us: args.seconds.saturating_mul(1_000_000),
+        time_per_target_us: Micros::from(Duration::from_secs(args.seconds)),
         targets: reports,
     };
     if args.json {

@@ -323,9 +323,9 @@ fn point_heading(p: &PointResult) -> String {
             "<p class=\"note\">On real sockets: the emulator sent datagrams p50 {:.0} µs, \
              p99 {:.0} µs, at most {:.0} µs after its model's time; its sockets dropped {}; \
              {}.</p>",
-            e.lateness_p50_us,
-            e.lateness_p99_us,
-            e.lateness_max_us,
+            e.lateness_p50_us.as_micros_f64(),
+            e.lateness_p99_us.as_micros_f64(),
+            e.lateness_max_us.as_micros_f64(),
             e.socket_drops,
             esc(&e.host)
         );

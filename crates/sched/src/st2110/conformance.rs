@@ -4,6 +4,7 @@
 use super::format::{FrameFormat, Limits, Nanos, ReadSchedule};
 use super::report::{ClassResult, ConformanceSummary, FrameReport, Verdict};
 use super::schedule::FrameSchedule;
+use metronome_time::Micros;
 use metronome_time::{Distribution, MediaClock, RtpTime, RtpTsUnwrapper, Timestamp};
 use std::time::Duration;
 
@@ -236,9 +237,9 @@ impl Conformance {
         ConformanceSummary {
             read_schedule: self.schedule,
             npackets: self.npackets,
-            trs_us: self.trs.as_f64() / 1e3,
-            tdrain_us: self.tdrain.as_f64() / 1e3,
-            troffset_us: self.troffset_ns as f64 / 1000.0,
+            trs_us: Micros::from_micros_f64(self.trs.as_f64() / 1e3),
+            tdrain_us: Micros::from_micros_f64(self.tdrain.as_f64() / 1e3),
+            troffset_us: Micros::from_micros_f64(self.troffset_ns as f64 / 1000.0),
             frames: self.frames,
             incomplete_frames: self.incomplete,
             packets: self.packets,

@@ -1,6 +1,7 @@
 //! What the conformance measurement reports: per frame, per sender class, and overall.
 
 use super::format::ReadSchedule;
+use metronome_time::Micros;
 use metronome_time::{RtpTime, Summary};
 use serde::Serialize;
 
@@ -70,12 +71,12 @@ pub struct ConformanceSummary {
     pub read_schedule: ReadSchedule,
     /// NPACKETS: RTP packets per frame of the format.
     pub npackets: u32,
-    /// TRS, the virtual receiver's read interval, in microseconds (exact, not floored).
-    pub trs_us: f64,
-    /// TDRAIN, the drain interval of the network compatibility model, in microseconds.
-    pub tdrain_us: f64,
-    /// TROFFSET, frame epoch to the first read (TPR0), in microseconds.
-    pub troffset_us: f64,
+    /// TRS, the virtual receiver's read interval (exact, not floored).
+    pub trs_us: Micros,
+    /// TDRAIN, the drain interval of the network compatibility model.
+    pub tdrain_us: Micros,
+    /// TROFFSET, frame epoch to the first read (TPR0).
+    pub troffset_us: Micros,
     /// Frames closed (by their marker, by a newer frame, or by `finish`).
     pub frames: u64,
     /// Of those, frames closed without their marker.

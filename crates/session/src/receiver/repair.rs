@@ -11,6 +11,7 @@
 
 use super::SeqVerdict;
 use crate::repair::{FecDecoder, FecReceiveCounters, NackConfig, NackCounters, NackPlanner};
+use metronome_time::Micros;
 use metronome_time::{MediaClock, RtpTime, Timestamp};
 use metronome_wire::rtp::RtpView;
 use metronome_wire::rtx::{self, StreamIds};
@@ -108,8 +109,8 @@ pub struct RepairStats {
     /// pairs with the media (`a=ssrc-group:FID`). `rtx_packets` is `rtx_useful + rtx_late +
     /// rtx_redundant + rtx_malformed`.
     pub rtx_malformed: u64,
-    /// The round-trip estimate now (ask to repair), microseconds.
-    pub rtt_us: u64,
+    /// The round-trip estimate now (ask to repair).
+    pub rtt_us: Micros,
     /// Packets rebuilt from FEC that the receiver did not have, before their play-out time.
     pub fec_useful: u64,
     /// Packets rebuilt from FEC after their play-out time.
@@ -237,7 +238,7 @@ impl Repairing {
     pub(crate) fn stats(&self) -> RepairStats {
         RepairStats {
             nack: self.planner.counters(),
-            rtt_us: self.rtt().as_micros().min(u128::from(u64::MAX)) as u64,
+            rtt_us: Micros::from(self.rtt()),
             fec: self.fec.as_ref().map(|f| f.counters()),
             ..self.stats
         }

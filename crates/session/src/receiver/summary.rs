@@ -138,7 +138,7 @@ impl ReceiverSession {
         let m = SourceSummary::of(s, self.config().clock.rate());
         let mut owd = m
             .one_way_delay
-            .map(|d| format!(" owd p50 {:.0} µs", d.p50_us))
+            .map(|d| format!(" owd p50 {:.0} µs", d.p50_us.as_micros_f64()))
             .unwrap_or_default();
         if let Some(r) = self.repair_stats() {
             owd += &format!(
@@ -155,7 +155,7 @@ impl ReceiverSession {
             m.duplicates,
             m.reordered,
             m.jitter_us.as_millis_f64(),
-            m.interarrival.p99_us / 1000.0,
+            m.interarrival.p99_us.as_millis_f64(),
             owd
         )
     }

@@ -33,8 +33,8 @@ pub struct PacerView {
     pub wait_modes: metronome_sched::WaitSelectorStats,
     /// Times the RT throttling guard switched it to busy-polling.
     pub throttle_guard_trips: u64,
-    /// The spin margin it ended with, µs.
-    pub spin_margin_us: f64,
+    /// The spin margin it ended with.
+    pub spin_margin_us: Micros,
 }
 
 impl PacerView {
@@ -45,7 +45,7 @@ impl PacerView {
             cpu_percent: r.cpu_s * 100.0 / duration_s.max(1e-9),
             wait_modes: r.wait_modes,
             throttle_guard_trips: r.throttle_guard_trips,
-            spin_margin_us: r.margin_ns as f64 / 1000.0,
+            spin_margin_us: Micros::from_nanos_u64(r.margin_ns),
         }
     }
 }

@@ -12,9 +12,9 @@ use std::sync::atomic::Ordering;
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct TaskView {
-    pub period_us: f64,
-    pub deadline_us: f64,
-    pub cost_us: f64,
+    pub period_us: Micros,
+    pub deadline_us: Micros,
+    pub cost_us: Micros,
     pub utilisation_percent: f64,
     pub bitrate_bps: u64,
 }
@@ -149,9 +149,9 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         destinations: r.spec.destination.clone(),
         ssrc: format!("{:08x}", r.ssrc),
         task: TaskView {
-            period_us: rt.task.period.as_secs_f64() * 1e6,
-            deadline_us: rt.task.deadline.as_secs_f64() * 1e6,
-            cost_us: rt.task.cost.as_secs_f64() * 1e6,
+            period_us: Micros::from(rt.task.period),
+            deadline_us: Micros::from(rt.task.deadline),
+            cost_us: Micros::from(rt.task.cost),
             utilisation_percent: rt.task.utilisation() * 100.0,
             bitrate_bps: rt.task.bitrate_bps,
         },

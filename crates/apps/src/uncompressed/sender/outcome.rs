@@ -10,7 +10,7 @@ pub(super) fn status(c: &PacerCounters, elapsed: Duration) -> RawSenderStatus {
         packets: c.packets.load(Ordering::Relaxed),
         bytes: c.bytes.load(Ordering::Relaxed),
         late_frames: c.late_frames.load(Ordering::Relaxed),
-        max_late_us: c.max_late_ns.swap(0, Ordering::Relaxed) as f64 / 1000.0,
+        max_late_us: Micros::from_nanos_u64(c.max_late_ns.swap(0, Ordering::Relaxed)),
     }
 }
 
@@ -65,7 +65,7 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         packets_sent: packets,
         bytes_sent: bytes,
         late_frames: c.late_frames.load(Ordering::Relaxed),
-        late_threshold_us: f.cfg.late_threshold.as_secs_f64() * 1e6,
+        late_threshold_us: Micros::from(f.cfg.late_threshold),
         frames_not_ready: p.stats.frames_not_ready,
         send_errors: p.stats.send_errors,
         last_send_error: p.stats.last_send_error,
@@ -74,17 +74,17 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         cpu_us: Micros::from_secs_f64(f.cpu_s),
         pacer_cpu_us: Micros::from_secs_f64(p.cpu_s),
         producer_cpu_us: Micros::from_secs_f64(f.producer_cpu_s),
-        cpu_per_frame_us: if frames > 0 {
+        cpu_per_frame_us: Micros::from_micros_f64(if frames > 0 {
             f.cpu_s * 1e6 / frames as f64
         } else {
             0.0
-        },
+        }),
         send_lateness: p.stats.send_lateness.summary(),
         batch_lateness: p.stats.batch_lateness.summary(),
         frame_send_time: p.stats.frame_send_time.summary(),
         spread_us: Micros::from(f.schedule.spread()),
         first_packet_offset_us: Micros::from(f.schedule.offset(0)),
-        batch_window_us: f.cfg.batch_window.as_secs_f64() * 1e6,
+        batch_window_us: Micros::from(f.cfg.batch_window),
         batch_max_packets: p.max_batch,
         batches: p.stats.batches,
         gso: out.uses_gso(),
