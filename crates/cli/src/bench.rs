@@ -180,19 +180,16 @@ fn ratio(base: f64, ours: f64) -> f64 {
 fn ratios_of(base: &PacingRun, ours: &PacingRun) -> Ratios {
     // Inter-arrival beyond the median: how far packets bunch up or spread out at the receiver.
     let excess = |x: &Summary| (x.p999_us.as_micros_f64() - x.p50_us.as_micros_f64()).abs();
+    let lateness = |q: fn(&Summary) -> Micros| {
+        ratio(
+            q(&base.lateness).as_micros_f64(),
+            q(&ours.lateness).as_micros_f64(),
+        )
+    };
     Ratios {
-        lateness_p99: ratio(
-            base.lateness.p99_us.as_micros_f64(),
-            ours.lateness.p99_us.as_micros_f64(),
-        ),
-        lateness_p999: ratio(
-            base.lateness.p999_us.as_micros_f64(),
-            ours.lateness.p999_us.as_micros_f64(),
-        ),
-        lateness_max: ratio(
-            base.lateness.max_us.as_micros_f64(),
-            ours.lateness.max_us.as_micros_f64(),
-        ),
+        lateness_p99: lateness(|s| s.p99_us),
+        lateness_p999: lateness(|s| s.p999_us),
+        lateness_max: lateness(|s| s.max_us),
         interarrival_p999_excess: ratio(
             excess(&base.receiver_interarrival),
             excess(&ours.receiver_interarrival),

@@ -374,17 +374,17 @@ fn compare(cases: &[Case]) -> Vec<Comparison> {
         else {
             continue;
         };
+        let lateness = |q: fn(&Summary) -> Micros| {
+            ratio(
+                q(&b.lateness).as_micros_f64(),
+                q(&c.lateness).as_micros_f64(),
+            )
+        };
         out.push(Comparison {
             case: c.name.clone(),
             sched: c.sched.clone(),
-            lateness_p99_ratio: ratio(
-                b.lateness.p99_us.as_micros_f64(),
-                c.lateness.p99_us.as_micros_f64(),
-            ),
-            lateness_p999_ratio: ratio(
-                b.lateness.p999_us.as_micros_f64(),
-                c.lateness.p999_us.as_micros_f64(),
-            ),
+            lateness_p99_ratio: lateness(|s| s.p99_us),
+            lateness_p999_ratio: lateness(|s| s.p999_us),
             rx_interarrival_p999_excess_ratio: ratio(
                 b.receiver.interarrival_p999_excess_us_median,
                 c.receiver.interarrival_p999_excess_us_median,
