@@ -601,7 +601,8 @@ fn print_comparison(c: &Ns3Comparison) {
             let Some(n) = case.ns3.flows.iter().find(|n| n.name == m.name) else {
                 continue;
             };
-            let q = |x: Option<f64>| x.map_or("n/a".to_string(), |v| format!("{:.2}", v / 1e3));
+            let q =
+                |x: Option<Micros>| x.map_or("n/a".into(), |v| format!("{:.2}", v.as_millis_f64()));
             println!(
                 "    {:<7} loss {:>6.2} / {:>6.2} %   {:>6.3} / {:>6.3} Mbit/s   queueing {:>7} / {:>7} ms   (Metronome / ns-3)",
                 m.name,
@@ -609,8 +610,8 @@ fn print_comparison(c: &Ns3Comparison) {
                 n.loss_percent,
                 m.throughput_bps / 1e6,
                 n.throughput_bps / 1e6,
-                q(m.mean_queueing_us.map(Micros::as_micros_f64)),
-                q(n.mean_queueing_us.map(Micros::as_micros_f64))
+                q(m.mean_queueing_us),
+                q(n.mean_queueing_us)
             );
         }
         println!(

@@ -108,13 +108,18 @@ impl CaseDef {
     }
 }
 
-/// Latency-like distribution, µs.
+/// A latency-like distribution (its figures in µs in JSON, as the field holding it says).
 #[derive(Serialize, Clone, Copy, Default, schemars::JsonSchema)]
 struct Dist {
     count: u64,
-    p50: f64,
-    p99: f64,
-    max: f64,
+    p50: Micros,
+    p99: Micros,
+    max: Micros,
+}
+
+/// CPU seconds `cpu_s` per frame of `frames` (none without frames).
+fn per_frame(cpu_s: f64, frames: u64) -> Option<Micros> {
+    (frames > 0).then(|| Micros::from_secs_f64(cpu_s / frames as f64))
 }
 
 impl Dist {
@@ -122,9 +127,9 @@ impl Dist {
         let v = v?;
         let d = Dist {
             count: v.get("count")?.as_u64()?,
-            p50: num(v, "p50"),
-            p99: num(v, "p99"),
-            max: num(v, "max"),
+            p50: Micros::from_micros_f64(num(v, "p50")),
+            p99: Micros::from_micros_f64(num(v, "p99")),
+            max: Micros::from_micros_f64(num(v, "max")),
         };
         (d.count > 0).then_some(d)
     }
@@ -504,7 +509,6 @@ fn metronome_run(
     let s = parse_json(&sent, "metronome serve")?;
     let r = parse_json(&got, "metronome recv")?;
     let frames = int(&s, "frames_sent").unwrap_or(0);
-    let per_frame = |cpu: f64| (frames > 0).then(|| cpu * 1e6 / frames as f64);
     let packets = int(&r, "packets").unwrap_or(0);
     let complete = int(&r, "frames_complete").unwrap_or(0);
     Ok(Run {
@@ -516,8 +520,8 @@ fn metronome_run(
         arrival_latency_us: Dist::of(r.get("arrival_latency_us")),
         spread_us: Dist::of(r.get("spread_us")),
         model_spread_us: Some(Micros::from_micros_f64(num(&s, "spread_us"))),
-        sender_cpu_per_frame_us: per_frame(sent.cpu_s).map(Micros::from_micros_f64),
-        receiver_cpu_per_frame_us: per_frame(got.cpu_s).map(Micros::from_micros_f64),
+        sender_cpu_per_frame_us: per_frame(sent.cpu_s, frames),
+        receiver_cpu_per_frame_us: per_frame(got.cpu_s, frames),
         sender_reported_cpu_per_frame_us: s
             .get("cpu_per_frame_us")
             .and_then(Value::as_f64)
@@ -606,8 +610,8 @@ fn gst_observed_run(
         frames_partial: int(&r, "frames_partial"),
         frames_lost: int(&r, "frames_lost"),
         spread_us: Dist::of(r.get("spread_us")),
-        sender_cpu_per_frame_us: Some(Micros::from_secs_f64(sent.cpu_s / frames as f64)),
-        receiver_cpu_per_frame_us: Some(Micros::from_secs_f64(got.cpu_s / frames as f64)),
+        sender_cpu_per_frame_us: per_frame(sent.cpu_s, frames),
+        receiver_cpu_per_frame_us: per_frame(got.cpu_s, frames),
         receiver_reported_cpu_per_frame_us: r
             .get("cpu_per_frame_us")
             .and_then(Value::as_f64)
@@ -665,8 +669,8 @@ fn gst_run(
     }
     Ok(Run {
         frames_sent: frames,
-        sender_cpu_per_frame_us: Some(Micros::from_secs_f64(sent.cpu_s / frames as f64)),
-        receiver_cpu_per_frame_us: Some(Micros::from_secs_f64(got.cpu_s / frames as f64)),
+        sender_cpu_per_frame_us: per_frame(sent.cpu_s, frames),
+        receiver_cpu_per_frame_us: per_frame(got.cpu_s, frames),
         packets_per_frame,
         pps: packets_per_frame.map(|p| p * frames as f64 / sent.wall_s.max(1e-3)),
         ..base(c, "gstreamer", "burst")
@@ -712,7 +716,7 @@ fn checks(runs: &[Run], ratios: &[Ratio]) -> Vec<Check> {
         })
     };
     let mut out = Vec::new();
-    let p99 = |r: &Run| r.latency_us.map(|l| l.p99);
+    let p99 = |r: &Run| r.latency_us.map(|l| l.p99.as_micros_f64());
     if let Some(r) = find("720x576", "burst") {
         out.push(Check {
             target: "720x576 burst: latency p99 < 5 ms".into(),
@@ -817,11 +821,11 @@ fn human(b: &RawBench) -> String {
             n(r.frames_received, 6),
             n(r.frames_lost, 5),
             n(r.frames_partial, 5),
-            o(r.latency_us.map(|l| l.p50), 7),
-            o(r.latency_us.map(|l| l.p99), 7),
-            o(r.latency_us.map(|l| l.max), 7),
-            o(r.spread_us.map(|l| l.p99), 8),
-            o(r.spread_us.map(|l| l.max), 8),
+            o(r.latency_us.map(|l| l.p50.as_micros_f64()), 7),
+            o(r.latency_us.map(|l| l.p99.as_micros_f64()), 7),
+            o(r.latency_us.map(|l| l.max.as_micros_f64()), 7),
+            o(r.spread_us.map(|l| l.p99.as_micros_f64()), 8),
+            o(r.spread_us.map(|l| l.max.as_micros_f64()), 8),
             o(r.sender_cpu_per_frame_us.map(Micros::as_micros_f64), 9),
             o(r.receiver_cpu_per_frame_us.map(Micros::as_micros_f64), 9),
             o(r.pps, 8),

@@ -99,11 +99,11 @@ fn run_whole(text: &str, replicates: u32, scratch: &std::path::Path) -> Result<W
     let watch = metronome_lab::wall::Stopwatch::start();
     let s = metronome_lab::run::run(&file, &opts)?;
     let wall_s = watch.seconds();
-    let sum = |f: &dyn Fn(&metronome_lab::results::PointResult) -> f64| -> f64 {
+    let sum = |f: &dyn Fn(&metronome_lab::results::PointResult) -> Micros| -> Micros {
         s.points.iter().map(f).sum()
     };
-    let work = |f: fn(&metronome_lab::results::VideoWork) -> f64| {
-        sum(&|p| p.video_work.as_ref().map_or(0.0, f))
+    let work = |f: fn(&metronome_lab::results::VideoWork) -> Micros| {
+        sum(&|p| p.video_work.as_ref().map_or(Micros::ZERO, f))
     };
     Ok(WholeRun {
         name: format!("seed002-tcp, {replicates} replicates of each controller"),
@@ -112,12 +112,10 @@ fn run_whole(text: &str, replicates: u32, scratch: &std::path::Path) -> Result<W
         wall_us: Micros::from_secs_f64(wall_s),
         target_wall_us: Micros::from_secs_f64(WHOLE_RUN_TARGET_S),
         met_target: wall_s < WHOLE_RUN_TARGET_S,
-        ladder_us: Micros::from_secs_f64(work(|w| w.ladder_us.as_secs_f64())),
-        sending_us: Micros::from_secs_f64(work(|w| w.sending_us.as_secs_f64())),
-        judging_us: Micros::from_secs_f64(work(|w| w.judging_us.as_secs_f64())),
-        network_us: Micros::from_secs_f64(sum(&|p| {
-            p.wall_us.as_secs_f64() - p.video_us.as_secs_f64()
-        })),
+        ladder_us: work(|w| w.ladder_us),
+        sending_us: work(|w| w.sending_us),
+        judging_us: work(|w| w.judging_us),
+        network_us: sum(&|p| p.wall_us - p.video_us),
     })
 }
 
@@ -261,7 +259,7 @@ fn run_case(
         },
         receivers,
         tcp_flows,
-        media_us: Micros::from_secs_f64(media_s),
+        media_us: r.sim_us,
         wall_us: r.wall_us,
         video_us: r.video_us,
         network_us: network,
@@ -346,7 +344,7 @@ pub(crate) fn run(a: SimArgs, stop: &AtomicBool) -> Result<(), Box<dyn std::erro
             c.tcp_flows,
             c.media_us.as_secs_f64(),
             c.network_us.as_secs_f64(),
-            if c.video_us.as_secs_f64() > 0.0 {
+            if c.video_us > Micros::ZERO {
                 format!(" (+ {:.3} s of video work)", c.video_us.as_secs_f64())
             } else {
                 String::new()

@@ -87,8 +87,8 @@ struct RxView {
     jitter_mean_us: Micros,
     jitter_max_us: Micros,
     /// Inter-arrival p99.9 minus the nominal interval: median and worst over the streams, µs.
-    interarrival_p999_excess_us_median: f64,
-    interarrival_p999_excess_us_max: f64,
+    interarrival_p999_excess_us_median: Micros,
+    interarrival_p999_excess_us_max: Micros,
 }
 
 #[derive(Serialize, schemars::JsonSchema)]
@@ -336,25 +336,27 @@ fn rx_view(rx: &Value, nominal: Duration) -> RxView {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let nominal_us = nominal.as_secs_f64() * 1e6;
-    // The receiver reports jitter in µs; this summary keeps ms inside (written in µs).
-    let jitter: Vec<f64> = sources.iter().map(|s| f(s, "jitter_us") / 1e3).collect();
-    let mut excess: Vec<f64> = sources
+    let us = Micros::from_micros_f64;
+    let jitter: Vec<Micros> = sources.iter().map(|s| us(f(s, "jitter_us"))).collect();
+    let mut excess: Vec<Micros> = sources
         .iter()
-        .map(|s| s.get("interarrival").map_or(0.0, |d| f(d, "p999_us")) - nominal_us)
+        .map(|s| us(s.get("interarrival").map_or(0.0, |d| f(d, "p999_us"))) - Micros::from(nominal))
         .collect();
-    excess.sort_by(f64::total_cmp);
+    excess.sort();
     RxView {
         sources: sources.len(),
         packets: sources.iter().map(|s| f(s, "received") as u64).sum(),
         lost: sources.iter().map(|s| f(s, "lost").max(0.0) as u64).sum(),
         socket_overflows: f(rx, "socket_overflows") as u64,
-        jitter_mean_us: Micros::from_millis_f64(
-            jitter.iter().sum::<f64>() / jitter.len().max(1) as f64,
+        jitter_mean_us: Micros::from_nanos(
+            jitter.iter().copied().sum::<Micros>().as_nanos() / jitter.len().max(1) as i64,
         ),
-        jitter_max_us: Micros::from_millis_f64(jitter.iter().copied().fold(0.0, f64::max)),
-        interarrival_p999_excess_us_median: excess.get(excess.len() / 2).copied().unwrap_or(0.0),
-        interarrival_p999_excess_us_max: excess.last().copied().unwrap_or(0.0),
+        jitter_max_us: jitter.iter().copied().max().unwrap_or_default(),
+        interarrival_p999_excess_us_median: excess
+            .get(excess.len() / 2)
+            .copied()
+            .unwrap_or_default(),
+        interarrival_p999_excess_us_max: excess.last().copied().unwrap_or_default(),
     }
 }
 
@@ -386,8 +388,12 @@ fn compare(cases: &[Case]) -> Vec<Comparison> {
             lateness_p99_ratio: lateness(|s| s.p99_us),
             lateness_p999_ratio: lateness(|s| s.p999_us),
             rx_interarrival_p999_excess_ratio: ratio(
-                b.receiver.interarrival_p999_excess_us_median,
-                c.receiver.interarrival_p999_excess_us_median,
+                b.receiver
+                    .interarrival_p999_excess_us_median
+                    .as_micros_f64(),
+                c.receiver
+                    .interarrival_p999_excess_us_median
+                    .as_micros_f64(),
             ),
         });
     }
@@ -433,7 +439,7 @@ fn human(b: &StreamsBench) -> String {
             c.lateness.max_us.as_micros_f64(),
             c.deadline_misses,
             c.receiver.lost,
-            c.receiver.interarrival_p999_excess_us_median,
+            c.receiver.interarrival_p999_excess_us_median.as_micros_f64(),
             c.pacer_cpu_percent,
             c.process_cpu_percent,
         );

@@ -267,7 +267,7 @@ pub(crate) fn sender_summary(o: &SenderOutcome) -> String {
     );
     let _ = writeln!(s, "  send lateness: {}", o.pacing.lateness);
     let w = &o.wait_modes;
-    if w.busy_poll_us.as_secs_f64() > 0.0 {
+    if w.busy_poll_us > Micros::ZERO {
         let _ = writeln!(
             s,
             "  waited {:.1} s sleeping-then-spinning and {:.1} s busy-polling (sleeping made >1% of packets late by >20 µs); pacer CPU {:.0}%",

@@ -48,7 +48,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
     assert!(ok, "{out}\n{err}");
     let summary = std::fs::read_to_string(tmp.0.join("merged/summary.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
-    assert_eq!(v["schema"], "metronome.lab.summary/2");
+    assert_eq!(v["schema"], "metronome.lab.summary/3");
     assert_durations_in_us(&v);
     common::assert_valid(&v, "lab-summary");
     assert_eq!(v["points"].as_array().unwrap().len(), 10);

@@ -186,7 +186,7 @@ fn point_metric(p: &PointResult, metric: &str) -> Result<f64, String> {
     let link = p
         .links
         .iter()
-        .max_by_key(|l| (l.dropped_queue, l.max_queue_delay_us.as_nanos_u64()))
+        .max_by_key(|l| (l.dropped_queue, l.max_queue_delay_us))
         .ok_or_else(|| format!("{}: no link", p.id))?;
     match metric {
         "bottleneck_drop_percent" => {

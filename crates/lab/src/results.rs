@@ -33,7 +33,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 /// The summary's schema; bumped when a field changes meaning or goes away.
-pub const SCHEMA: &str = "metronome.lab.summary/2";
+pub const SCHEMA: &str = "metronome.lab.summary/3";
+/// The schema before durations became one type (integers where whole µs; read the same).
+const SCHEMA_2: &str = "metronome.lab.summary/2";
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Summary {
@@ -186,7 +188,7 @@ impl LinkResult {
             lost: st.lost,
             dropped_queue: st.dropped_queue,
             bytes_delivered: st.bytes_delivered,
-            max_queue_delay_us: Micros::from_nanos_u64(st.max_queue_delay.as_nanos() as u64),
+            max_queue_delay_us: Micros::from(st.max_queue_delay),
         }
     }
 }
@@ -447,9 +449,9 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path, hint: &str) -> Result<
 /// `summary.json` or `run.json`, its schema checked (a point's file carries none of its own).
 fn read_summary(path: &Path) -> Result<Summary, String> {
     let s: Summary = read_json(path, "is it a results directory?")?;
-    if s.schema != SCHEMA {
+    if s.schema != SCHEMA && s.schema != SCHEMA_2 {
         return Err(format!(
-            "{} has schema '{}'; this build reads '{SCHEMA}'",
+            "{} has schema '{}'; this build reads '{SCHEMA}' and '{SCHEMA_2}'",
             path.display(),
             s.schema
         ));
@@ -487,7 +489,7 @@ pub fn flows_csv(p: &PointResult) -> String {
                         f.lost,
                         f.lost_percent,
                         f.mean_delay_us.as_nanos(),
-                        f.p99_delay_us.as_nanos_u64(),
+                        f.p99_delay_us.as_nanos(),
                         f.max_cumulative_jitter_us.as_nanos(),
                         f.lost_i,
                         f.lost_p,
@@ -510,12 +512,12 @@ pub fn flows_csv(p: &PointResult) -> String {
                 r.duplicates,
                 r.reordered,
                 r.throughput_bps,
-                r.jitter_us.as_nanos_u64(),
+                r.jitter_us.as_nanos(),
                 r.mean_delay_us.as_nanos(),
-                r.min_delay_us.as_nanos_u64(),
-                r.max_delay_us.as_nanos_u64(),
-                r.p50_delay_us.as_nanos_u64(),
-                r.p99_delay_us.as_nanos_u64()
+                r.min_delay_us.as_nanos(),
+                r.max_delay_us.as_nanos(),
+                r.p50_delay_us.as_nanos(),
+                r.p99_delay_us.as_nanos()
             );
         }
     }
@@ -539,11 +541,11 @@ pub fn intervals_csv(p: &PointResult, interval_ns: u64) -> String {
                     "{},{},{},{},{},{bps:.0},{},{}",
                     f.name,
                     r.node,
-                    i.start_us.as_nanos_u64(),
+                    i.start_us.as_nanos(),
                     i.packets,
                     i.bytes,
                     i.mean_delay_us.as_nanos(),
-                    i.jitter_us.as_nanos_u64()
+                    i.jitter_us.as_nanos()
                 );
             }
         }

@@ -57,10 +57,10 @@ fn a_lossy_receiver_that_joins_limits_the_rate_until_it_leaves() {
     let trace = &f.rate_control.as_ref().expect("a controller").points;
     // The target at `t` seconds, and its mean over [a, b) in 10 ms steps.
     let at = |t: f64| -> f64 {
-        let ns = metronome_time::Micros::from_nanos((t * 1e9) as i64);
+        let until = metronome_time::Micros::from_secs_f64(t);
         trace
             .iter()
-            .take_while(|(a, _)| *a <= ns)
+            .take_while(|(a, _)| *a <= until)
             .last()
             .map_or(0.0, |(_, b)| *b as f64)
     };

@@ -112,6 +112,25 @@ fn seed001_udp_matches_the_closed_form_and_the_seed() {
         r["jitter_us"].as_f64().unwrap(),
         s.points[0].flows[0].receivers[0].jitter_us.as_micros_f64()
     );
+    // A summary of the schema before (`/2`, whole µs written as integers) still reads; one of
+    // another schema is refused, saying which this build reads.
+    let mut old = json.clone();
+    old["schema"] = "metronome.lab.summary/2".into();
+    old["points"][0]["wall_us"] = serde_json::json!(1234);
+    let write = |v: &serde_json::Value| {
+        std::fs::write(dir.0.join("summary.json"), serde_json::to_vec(v).unwrap()).unwrap()
+    };
+    write(&old);
+    let older = Summary::read(&dir.0).unwrap();
+    assert_eq!(
+        older.points[0].wall_us,
+        metronome_time::Micros::from_micros(1234)
+    );
+    assert_eq!(older.points[9].sim_us, s.points[9].sim_us);
+    old["schema"] = "metronome.lab.summary/1".into();
+    write(&old);
+    let refused = Summary::read(&dir.0).unwrap_err();
+    assert!(refused.contains("this build reads"), "{refused}");
 }
 
 #[test]

@@ -200,7 +200,7 @@ impl Meter {
     }
 
     /// Interarrival jitter as RFC 3550 §6.4.1 / A.8 computes it (smoothed by 1/16, on the
-    /// transit times), in ns, truncated.
+    /// transit times), truncated to the ns.
     pub fn jitter(&self) -> Micros {
         Micros::from_nanos_u64(self.jitter as u64)
     }

@@ -22,7 +22,7 @@ pub struct FlowReport {
     pub src: String,
     /// The rate the sender was asked for (UDP: payload bit/s, as iperf's `-b`; 0 for TCP).
     pub target_bps: u64,
-    /// When the sender started, ns from the start of the run.
+    /// When the sender started, from the start of the run.
     pub start_us: Micros,
     /// How long the sender was active.
     pub duration_us: Micros,
@@ -134,7 +134,7 @@ pub struct RateControl {
     pub controller: String,
     /// How many times the target changed.
     pub changes: u64,
-    /// The target rate over time: (ns from the run's start, bit/s on the wire), at most
+    /// The target rate over time: (time from the run's start, bit/s on the wire), at most
     /// [`RATE_POINTS`] points (the last change of each span kept); in JSON `[µs, bit/s]`.
     pub points: Vec<(Micros, u64)>,
 }

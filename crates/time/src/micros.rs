@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::borrow::Cow;
+use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 use std::time::Duration;
 
@@ -10,9 +11,13 @@ use std::time::Duration;
 /// name ends in `_us`).
 ///
 /// Kept as whole nanoseconds, so figures of virtual time stay exact: a value goes out as
-/// microseconds and comes back as the same nanoseconds. Figures a measurement keeps as
+/// microseconds and comes back as the same nanoseconds (exactly below 2^53 ns, about 104
+/// days, where a JSON number's 53 bits run out). Figures a measurement keeps as
 /// floating-point seconds or milliseconds are rounded to the nanosecond when they become one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// `{:?}` shows microseconds too (`12.5µs`), as the field names say; there is no `{}`, so
+/// that text says which unit it prints (`as_millis_f64`, `as_nanos`).
+#[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Micros(i64);
 
 impl Micros {
@@ -96,6 +101,16 @@ impl Micros {
     /// As a [`Duration`]; an offset back in time counts as zero.
     pub const fn to_duration(self) -> Duration {
         Duration::from_nanos(self.as_nanos_u64())
+    }
+}
+
+impl fmt::Debug for Micros {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 % 1000 == 0 {
+            write!(f, "{}µs", self.0 / 1000)
+        } else {
+            write!(f, "{}µs", self.as_micros_f64())
+        }
     }
 }
 
@@ -216,6 +231,15 @@ mod tests {
         assert_eq!(
             Micros::from_nanos(i64::MAX) + Micros::from_nanos(1),
             Micros::from_nanos(i64::MAX)
+        );
+    }
+
+    #[test]
+    fn debug_shows_microseconds() {
+        assert_eq!(format!("{:?}", Micros::from_nanos(7_000)), "7µs");
+        assert_eq!(
+            format!("{:?}", Some(Micros::from_nanos(-7_250))),
+            "Some(-7.25µs)"
         );
     }
 

@@ -126,8 +126,9 @@ pub fn document() -> Value {
             "description": "Drives `metronome serve --control ADDR` while it runs: list, \
                 inspect, add and remove streams, turn a stream's rate. Every route but \
                 /health needs the operator's bearer token (the server's --control-token-file); \
-                Host and Origin are checked; bodies are JSON. Durations are strings with a \
-                unit (\"15ms\"); rates are bit/s or strings (\"4mbit\").",
+                Host and Origin are checked; bodies are JSON. In requests, durations are \
+                strings with a unit (\"15ms\") and rates bit/s or strings (\"4mbit\"); in \
+                responses, durations are numbers of µs (fields `*_us`).",
         },
         "security": [{ "bearer": [] }],
         "paths": paths(&refs),

@@ -188,21 +188,21 @@ fn lateness(out: &mut String, streams: &[StreamStatus]) {
         let n = label(&st.name);
         let l = &st.lateness;
         for (q, v) in [
-            ("0.5", l.p50_us.as_micros_f64()),
-            ("0.99", l.p99_us.as_micros_f64()),
-            ("0.999", l.p999_us.as_micros_f64()),
-            ("1", l.max_us.as_micros_f64()),
+            ("0.5", l.p50_us),
+            ("0.99", l.p99_us),
+            ("0.999", l.p999_us),
+            ("1", l.max_us),
         ] {
             let _ = writeln!(
                 out,
                 "metronome_stream_lateness_seconds{{stream=\"{n}\",quantile=\"{q}\"}} {}",
-                v / 1e6
+                v.as_secs_f64()
             );
         }
         let _ = writeln!(
             out,
             "metronome_stream_lateness_seconds_sum{{stream=\"{n}\"}} {}",
-            l.mean_us.as_micros_f64() * l.count as f64 / 1e6
+            l.mean_us.as_secs_f64() * l.count as f64
         );
         let _ = writeln!(
             out,

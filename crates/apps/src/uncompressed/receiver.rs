@@ -417,7 +417,12 @@ impl State {
         let l = LatencyUs::from(&self.latency);
         format!(
             "{} frames complete, {} partial, {} lost | latency p50 {:.0} µs p99 {:.0} µs | {} packets, overflow {}",
-            c.frames_complete, c.frames_partial, c.frames_lost, l.p50, l.p99, self.packets,
+            c.frames_complete,
+            c.frames_partial,
+            c.frames_lost,
+            l.p50.as_micros_f64(),
+            l.p99.as_micros_f64(),
+            self.packets,
             self.rx_overflow
         )
     }
@@ -487,11 +492,7 @@ impl State {
             gro: rx.gro(),
             cpu_us: Micros::from_secs_f64(cpu_s),
             recv_cpu_us: Micros::from_secs_f64(thread_cpu_s() - self.thread_cpu0),
-            cpu_per_frame_us: Micros::from_micros_f64(if c.frames_complete > 0 {
-                cpu_s * 1e6 / c.frames_complete as f64
-            } else {
-                0.0
-            }),
+            cpu_per_frame_us: Micros::from_secs_f64(cpu_s / c.frames_complete.max(1) as f64),
             buffer: BufferInfo::from(rx.buffer_report()),
             realtime: String::new(),
         }

@@ -31,16 +31,17 @@ impl From<&BufferReport> for BufferInfo {
     }
 }
 
-/// A distribution in microseconds, keys without unit suffix.
+/// A distribution of durations, its keys without a unit suffix (the field holding it says
+/// `_us`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct LatencyUs {
     pub count: u64,
-    pub min: f64,
-    pub mean: f64,
-    pub p50: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
+    pub min: Micros,
+    pub mean: Micros,
+    pub p50: Micros,
+    pub p99: Micros,
+    pub p999: Micros,
+    pub max: Micros,
 }
 
 impl From<&Distribution> for LatencyUs {
@@ -48,12 +49,12 @@ impl From<&Distribution> for LatencyUs {
         let s = d.summary();
         LatencyUs {
             count: s.count,
-            min: s.min_us.as_micros_f64(),
-            mean: s.mean_us.as_micros_f64(),
-            p50: s.p50_us.as_micros_f64(),
-            p99: s.p99_us.as_micros_f64(),
-            p999: s.p999_us.as_micros_f64(),
-            max: s.max_us.as_micros_f64(),
+            min: s.min_us,
+            mean: s.mean_us,
+            p50: s.p50_us,
+            p99: s.p99_us,
+            p999: s.p999_us,
+            max: s.max_us,
         }
     }
 }
@@ -63,7 +64,11 @@ impl std::fmt::Display for LatencyUs {
         write!(
             f,
             "p50 {:.0} µs, p99 {:.0} µs, p99.9 {:.0} µs, max {:.0} µs ({} frames)",
-            self.p50, self.p99, self.p999, self.max, self.count
+            self.p50.as_micros_f64(),
+            self.p99.as_micros_f64(),
+            self.p999.as_micros_f64(),
+            self.max.as_micros_f64(),
+            self.count
         )
     }
 }

@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Duration;
 
-/// JSON schema of the runner's report.
-const SCHEMA: u32 = 2;
+/// JSON schema of the runner's report. 3: every duration one type, CPU time in µs
+/// (`cpu_us`, was `cpu_hours`).
+const SCHEMA: u32 = 3;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -51,9 +52,9 @@ struct TargetReport {
     target: String,
     /// Fuzzing time (AFL++'s `run_time`), as Metronome's other documents give durations.
     run_time_us: Micros,
-    /// CPU time spent, h: user and system time of AFL++ and of every process under it (the
-    /// fork server, the targets), as /proc showed them every 200 ms; not the wall-clock time.
-    cpu_hours: f64,
+    /// CPU time spent: user and system time of AFL++ and of every process under it (the fork
+    /// server, the targets), as /proc showed them every 200 ms; not the wall-clock time.
+    cpu_us: Micros,
     execs: u64,
     execs_per_s: f64,
     /// Inputs in the queue at the end (seeds plus what AFL++ kept for new coverage).
@@ -69,8 +70,8 @@ struct TargetReport {
     findings: Option<String>,
 }
 
-/// The runner's JSON document (`--json`). Durations in µs; CPU time in hours, the unit the
-/// field's name says, as fuzzing is reckoned.
+/// The runner's JSON document (`--json`). Durations in µs, CPU time too (the summary on a
+/// terminal gives CPU-hours, as fuzzing is reckoned).
 #[derive(Serialize)]
 struct Report {
     /// [`SCHEMA`].
@@ -292,7 +293,7 @@ fn finish(
     let mut report = TargetReport {
         target: target.to_string(),
         run_time_us: Micros::from_secs_f64(run_time_s),
-        cpu_hours: cpu.seconds() / 3600.0,
+        cpu_us: Micros::from_secs_f64(cpu.seconds()),
         execs: field("execs_done") as u64,
         execs_per_s: field("execs_done") / run_time_s.max(1.0),
         corpus: field("corpus_count") as u64,
@@ -335,7 +336,13 @@ fn print_table(r: &Report) {
             t.hangs
         );
     }
-    let hours: f64 = r.targets.iter().map(|t| t.cpu_hours).sum();
+    let hours = r
+        .targets
+        .iter()
+        .map(|t| t.cpu_us)
+        .sum::<Micros>()
+        .as_secs_f64()
+        / 3600.0;
     println!("{:.3} CPU-hours in all", hours);
 }
 

@@ -398,8 +398,8 @@ fn report(
         kind: "rtp".into(),
         src: f.from.clone(),
         target_bps: rate_bps,
-        start_us: Micros::from_nanos_u64(f.start.as_nanos() as u64),
-        duration_us: Micros::from_nanos_u64(f.duration.as_nanos() as u64),
+        start_us: Micros::from(f.start),
+        duration_us: Micros::from(f.duration),
         sent_packets: sent,
         // RTP bytes, and IPv4 and UDP headers: bytes on the wire, as the simulator counts.
         sent_bytes,

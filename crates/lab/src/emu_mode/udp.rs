@@ -115,8 +115,8 @@ pub(super) fn udp_report(f: &FlowDecl, meters: &mut [Meter], sent: u64, bytes: u
         kind: "udp".into(),
         src: f.from.clone(),
         target_bps: target,
-        start_us: Micros::from_nanos_u64(f.start.as_nanos() as u64),
-        duration_us: Micros::from_nanos_u64(f.duration.as_nanos() as u64),
+        start_us: Micros::from(f.start),
+        duration_us: Micros::from(f.duration),
         sent_packets: sent,
         sent_bytes: bytes,
         receivers: f

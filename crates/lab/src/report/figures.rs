@@ -130,7 +130,7 @@ impl Curves {
         let width = r
             .intervals
             .windows(2)
-            .map(|w| w[1].start_us.as_nanos_u64() - w[0].start_us.as_nanos_u64())
+            .map(|w| (w[1].start_us - w[0].start_us).as_nanos_u64())
             .next()
             .unwrap_or(1_000_000_000)
             .max(1);
@@ -228,7 +228,7 @@ pub(crate) fn rate_plot(p: &PointResult) -> String {
         .enumerate()
         .map(|(group, (f, rc))| {
             // A step line: each target holds until the next.
-            let end = (f.start_us.as_nanos_u64() + f.duration_us.as_nanos_u64()) as f64 / 1e9;
+            let end = (f.start_us + f.duration_us).as_secs_f64();
             let mut points = Vec::with_capacity(rc.points.len() * 2 + 1);
             for (i, &(t, bps)) in rc.points.iter().enumerate() {
                 let y = bps as f64 / 1e6;

@@ -282,8 +282,8 @@ pub(crate) fn points_section(s: &Summary) -> String {
 /// in emu mode how well the emulator kept time.
 fn point_heading(p: &PointResult) -> String {
     let params: Vec<String> = p.params.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-    let video = if p.video_us.as_secs_f64() > 0.0 {
-        let net = (p.wall_us.as_secs_f64() - p.video_us.as_secs_f64()).max(1e-9);
+    let video = if p.video_us > Micros::ZERO {
+        let net = (p.wall_us - p.video_us).as_secs_f64().max(1e-9);
         let parts = p.video_work.map_or(String::new(), |w| {
             format!(
                 " (the ladder {:.3} s, sending {:.3} s, decoding and comparing what \
@@ -454,7 +454,7 @@ pub(crate) fn mean_target(f: &metronome_link::report::FlowReport) -> Option<f64>
         let next = rc.points.get(i + 1).map_or(end, |p| p.0).min(end);
         sum += bps as f64 * (next - t.max(f.start_us)).as_nanos_u64() as f64;
     }
-    (f.duration_us.as_nanos_u64() > 0).then(|| sum / f.duration_us.as_nanos_u64() as f64)
+    (f.duration_us > Micros::ZERO).then(|| sum / f.duration_us.as_nanos_u64() as f64)
 }
 
 /// The flows' rate controllers and how the flows shared the network (empty when neither

@@ -63,9 +63,7 @@ pub fn run_point(
         judging_us: Micros::from_secs_f64(judging.seconds()),
         ..w
     });
-    let video_s = video_work.map_or(0.0, |w| {
-        w.ladder_us.as_secs_f64() + w.sending_us.as_secs_f64() + w.judging_us.as_secs_f64()
-    });
+    let video = video_work.map_or(Micros::ZERO, |w| w.ladder_us + w.sending_us + w.judging_us);
     if s.trace.any() {
         let dir = out
             .join("points")
@@ -82,7 +80,7 @@ pub fn run_point(
     result.wall_us = Micros::from_secs_f64(started.seconds());
     result.closed_form = closed;
     result.tcp_expected = tcp_expected;
-    result.video_us = Micros::from_secs_f64(video_s);
+    result.video_us = video;
     result.video_work = video_work;
     result.add_videos(videos);
     Ok(result)

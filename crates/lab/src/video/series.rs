@@ -261,12 +261,12 @@ mod tests {
         let s = series(&FrameMap::default(), &rows);
         assert_eq!((s.step, s.cumulative_jitter_us.len()), (2, 600));
         // Frames 600 and 601 make point 300: its largest is frame 600's, not 601's.
-        let us = |v: i64| Micros::from_nanos(ms(v));
-        assert_eq!(s.cumulative_jitter_us[300], Some(us(590)));
-        assert_eq!(s.cumulative_jitter_min_us[400], Some(us(-40)));
+        let jitter = |v: i64| Micros::from_nanos(ms(v));
+        assert_eq!(s.cumulative_jitter_us[300], Some(jitter(590)));
+        assert_eq!(s.cumulative_jitter_min_us[400], Some(jitter(-40)));
         assert_eq!(
             s.cumulative_jitter_us.iter().flatten().max(),
-            Some(&us(590))
+            Some(&jitter(590))
         );
         assert_eq!(s.delay_us[0], Some(Micros::from_nanos(20_000_001)));
     }

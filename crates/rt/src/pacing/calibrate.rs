@@ -21,11 +21,11 @@ pub struct Calibration {
     /// Fixed cost of one job besides its sends: picking it, reading the clock, accounting.
     pub per_job_us: Micros,
     /// The cost of each further datagram of a UDP GSO send (raw video sends its packets in
-    /// batches: one `sendmsg` costs about `per_packet`, every segment after the first this).
+    /// batches: one `sendmsg` costs about `per_packet_us`, every segment after the first this).
     pub per_segment_us: Micros,
     /// Median time of one `send` call, in the quietest round (the one whose p99 is budgeted).
     pub measured_p50_us: Micros,
-    /// 99th-percentile time of one `send` call in the quietest round; `per_packet` is this
+    /// 99th-percentile time of one `send` call in the quietest round; `per_packet_us` is this
     /// times the safety factor 1.5 (at least 1 µs).
     pub measured_p99_us: Micros,
     /// Send calls timed, over all rounds (the quantiles come from one round of them); 0 when
@@ -40,7 +40,7 @@ impl Calibration {
     pub fn fixed(per_packet: Duration) -> Self {
         Calibration {
             per_packet_us: Micros::from(per_packet),
-            per_job_us: Micros::from(Duration::from_micros(1)),
+            per_job_us: Micros::from_micros(1),
             per_segment_us: Micros::from(per_packet),
             measured_p50_us: Micros::from(per_packet),
             measured_p99_us: Micros::from(per_packet),
@@ -117,7 +117,7 @@ pub fn calibrate(packet_len: usize) -> std::io::Result<Calibration> {
         .min(per_packet);
     Ok(Calibration {
         per_packet_us: Micros::from(per_packet),
-        per_job_us: Micros::from(Duration::from_micros(1)),
+        per_job_us: Micros::from_micros(1),
         per_segment_us: Micros::from(per_segment),
         measured_p50_us: Micros::from(p50),
         measured_p99_us: Micros::from(p99),
@@ -179,10 +179,7 @@ mod tests {
     fn calibration_measures_a_plausible_cost() {
         let c = calibrate(1328).unwrap();
         assert_eq!(c.samples, (ROUNDS * BURSTS * PER_BURST) as u64);
-        assert!(
-            c.per_packet_us.to_duration() >= c.measured_p99_us.to_duration(),
-            "{c:?}"
-        );
+        assert!(c.per_packet_us >= c.measured_p99_us, "{c:?}");
         // A loopback send is microseconds, not milliseconds, even on a loaded host; anything
         // outside this range means the measurement is broken.
         assert!(
@@ -194,10 +191,7 @@ mod tests {
             "{c:?}"
         );
         // A segment of a GSO send costs no more than a send of its own.
-        assert!(
-            c.per_segment_us.to_duration() <= c.per_packet_us.to_duration(),
-            "{c:?}"
-        );
+        assert!(c.per_segment_us <= c.per_packet_us, "{c:?}");
         assert!(
             c.per_segment_us.to_duration() >= Duration::from_nanos(50),
             "{c:?}"

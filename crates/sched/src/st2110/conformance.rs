@@ -239,7 +239,7 @@ impl Conformance {
             npackets: self.npackets,
             trs_us: Micros::from_micros_f64(self.trs.as_f64() / 1e3),
             tdrain_us: Micros::from_micros_f64(self.tdrain.as_f64() / 1e3),
-            troffset_us: Micros::from_micros_f64(self.troffset_ns as f64 / 1000.0),
+            troffset_us: Micros::from_nanos(self.troffset_ns as i64),
             frames: self.frames,
             incomplete_frames: self.incomplete,
             packets: self.packets,

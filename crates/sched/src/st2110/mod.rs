@@ -60,7 +60,7 @@
 //! }
 //! let summary = receiver.summary();
 //! assert_eq!(summary.verdict, Verdict::Narrow);
-//! assert!(summary.latency.p99_us <= 1.2 * sender.last_offset().as_secs_f64() * 1e6);
+//! assert!(summary.latency.p99_us.as_secs_f64() <= 1.2 * sender.last_offset().as_secs_f64());
 //! ```
 
 mod batching;

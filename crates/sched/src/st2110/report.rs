@@ -71,7 +71,7 @@ pub struct ConformanceSummary {
     pub read_schedule: ReadSchedule,
     /// NPACKETS: RTP packets per frame of the format.
     pub npackets: u32,
-    /// TRS, the virtual receiver's read interval (exact, not floored).
+    /// TRS, the virtual receiver's read interval (to the ns, not floored to whole µs).
     pub trs_us: Micros,
     /// TDRAIN, the drain interval of the network compatibility model.
     pub tdrain_us: Micros,

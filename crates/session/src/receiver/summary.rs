@@ -101,7 +101,7 @@ impl SourceSummary {
             } else {
                 0.0
             },
-            jitter_us: Micros::from_millis_f64(s.jitter_ticks() * 1000.0 / clock_rate as f64),
+            jitter_us: Micros::from_secs_f64(s.jitter_ticks() / clock_rate as f64),
             interarrival: s.interarrival.summary(),
             one_way_delay: (!s.one_way_delay.is_empty()).then(|| s.one_way_delay.summary()),
             negative_delays: s.negative_delay,

@@ -105,8 +105,8 @@ pub enum SenderEvent {
         ssrc: Ssrc,
         /// Fraction lost in its last interval, 0..=1.
         fraction_lost: f64,
-        /// Its latest round-trip time, ms, once it has seen a sender report.
-        rtt_ms: Option<f64>,
+        /// Its latest round-trip time, once it has seen a sender report.
+        rtt: Option<Duration>,
     },
     /// A tracked receiver sent an RTCP BYE.
     ReceiverBye {
@@ -375,7 +375,7 @@ impl SenderReports {
     /// Receiver `ssrc`'s last round trip, if it reported one.
     pub fn receiver_rtt(&self, ssrc: Ssrc) -> Option<Duration> {
         let r = &self.receivers[*self.by_ssrc.get(&ssrc)?];
-        Duration::try_from_secs_f64(r.rtt_us.map(Micros::as_millis_f64)? / 1000.0).ok()
+        r.rtt_us.map(Micros::to_duration)
     }
 
     /// Our SSRC: the stream's.
@@ -464,7 +464,7 @@ impl SenderReports {
         let e = SenderEvent::ReceiverReport {
             ssrc: reporter,
             fraction_lost: r.fraction_lost,
-            rtt_ms: r.rtt_us.map(Micros::as_millis_f64),
+            rtt: r.rtt_us.map(Micros::to_duration),
         };
         self.push_event(e);
     }

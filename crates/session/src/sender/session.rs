@@ -512,9 +512,8 @@ impl SenderSession {
         self.answer_nacks(now);
         while let Some(e) = self.reports.poll_event() {
             match &e {
-                SenderEvent::ReceiverReport { ssrc, rtt_ms, .. } => {
-                    let rtt = rtt_ms.and_then(|ms| Duration::try_from_secs_f64(ms / 1000.0).ok());
-                    if let (Some(r), Some(rtt)) = (self.repair.as_mut(), rtt) {
+                SenderEvent::ReceiverReport { ssrc, rtt, .. } => {
+                    if let (Some(r), Some(rtt)) = (self.repair.as_mut(), *rtt) {
                         r.rtt_sample(*ssrc, rtt);
                     }
                     if let Some(fb) = self.feedback(*ssrc) {
@@ -571,11 +570,8 @@ impl SenderSession {
             fraction_lost: r.fraction_lost,
             cumulative_lost: r.cumulative_lost as i64,
             extended_highest_seq: r.extended_highest_seq,
-            jitter: Duration::from_secs_f64(r.jitter_us.as_millis_f64().max(0.0) / 1000.0),
-            rtt: r
-                .rtt_us
-                .map(Micros::as_millis_f64)
-                .map(|ms| Duration::from_secs_f64(ms.max(0.0) / 1000.0)),
+            jitter: r.jitter_us.to_duration(),
+            rtt: r.rtt_us.map(Micros::to_duration),
             // Receiver reports carry no loss event rate: TFRC's reports come their own way.
             tfrc: None,
             tfmcc: None,

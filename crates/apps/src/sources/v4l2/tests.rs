@@ -295,7 +295,11 @@ fn a_self_timed_source_is_sent_when_ready_with_its_capture_time() {
     assert_eq!(s.frames_not_ready, 0);
     assert!(took < Duration::from_millis(300), "took {took:?}");
     assert_eq!(r.frames_complete, 10, "{r:?}");
-    assert!(r.latency_us.min >= 3000.0, "{:?}", r.latency_us);
+    assert!(
+        r.latency_us.min >= metronome_time::Micros::from_micros(3000),
+        "{:?}",
+        r.latency_us
+    );
 }
 
 #[test]

@@ -798,7 +798,7 @@ impl Flow for RtpFlow {
             src: net.topology().node_name(self.cfg.src).to_string(),
             target_bps: self.sender.target_rate().as_bps(),
             start_us: Micros::from_nanos_u64(start.as_nanos()),
-            duration_us: Micros::from_nanos_u64(active.as_nanos() as u64),
+            duration_us: Micros::from(active),
             sent_packets: self.sent,
             sent_bytes: self.sent_bytes,
             receivers,
