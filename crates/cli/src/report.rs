@@ -326,6 +326,13 @@ pub(crate) fn receiver_summary(o: &ReceiverOutcome) -> String {
         o.receive_buffer_bytes / 1024,
         o.socket_overflows
     );
+    if o.fec_socket_overflows > 0 {
+        let _ = writeln!(
+            s,
+            "  FEC sockets overflowed: the kernel dropped {} FEC datagrams (as root, or with a larger net.core.rmem_max, the buffers are larger)",
+            o.fec_socket_overflows
+        );
+    }
     let c = &o.receiver.counters;
     let _ = writeln!(
         s,

@@ -111,6 +111,7 @@ pub fn run_datagrams(
         datagrams_without_kernel_timestamp: session.counters().datagrams,
         receive_buffer_bytes: 0,
         socket_overflows: 0,
+        fec_socket_overflows: 0,
         truncated_datagrams: 0,
         foreign_fec_datagrams: 0,
         srtp_rejected_datagrams: 0,

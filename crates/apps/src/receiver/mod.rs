@@ -131,8 +131,13 @@ pub struct ReceiverOutcome {
     pub kernel_timestamps: bool,
     pub datagrams_without_kernel_timestamp: u64,
     pub receive_buffer_bytes: usize,
-    /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL).
+    /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL), on the RTP
+    /// socket.
     pub socket_overflows: u64,
+    /// The same on the FEC sockets (column and row together; 0 without FEC). FEC that comes
+    /// before the stream's first packet waits in its socket's buffer, so a long wait shows
+    /// here.
+    pub fec_socket_overflows: u64,
     pub truncated_datagrams: u64,
     /// FEC datagrams from another host than the stream's packets, dropped: FEC rebuilds
     /// packets, so only the stream's sender may send it. FEC that comes before the stream's
@@ -308,6 +313,8 @@ struct Running {
     peer: PeerFollower,
     /// FEC datagrams dropped for coming from another host than the stream's.
     foreign_fec: u64,
+    /// Each FEC socket's SO_RXQ_OVFL count, as its last datagram carried it.
+    fec_overflows: [u64; 2],
 }
 
 impl Running {
@@ -331,6 +338,7 @@ impl Running {
             reports_sent: 0,
             peer: PeerFollower::default(),
             foreign_fec: 0,
+            fec_overflows: [0; 2],
         }
     }
 
@@ -381,11 +389,14 @@ impl Running {
         if self.rx.media_from.is_none() && !ending {
             return Ok(());
         }
-        for f in &self.fec {
+        for (f, overflows) in self.fec.iter().zip(&mut self.fec_overflows) {
             for _ in 0..max {
                 let Ok(meta) = f.recv(&mut self.buf) else {
                     break;
                 };
+                if let Some(d) = meta.dropped_total {
+                    *overflows = u64::from(d);
+                }
                 if self.rx.media_from != Some(meta.src.ip()) {
                     self.foreign_fec += 1;
                     continue;
@@ -464,6 +475,7 @@ impl Running {
             datagrams_without_kernel_timestamp: rx.without_ts,
             receive_buffer_bytes: rx.rtp.recv_buffer(),
             socket_overflows: rx.overflows,
+            fec_socket_overflows: self.fec_overflows.iter().sum(),
             truncated_datagrams: rx.truncated,
             foreign_fec_datagrams: self.foreign_fec,
             srtp_rejected_datagrams: rx.srtp.as_ref().map_or(0, |k| k.rejected),

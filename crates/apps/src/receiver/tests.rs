@@ -200,6 +200,14 @@ fn fec_matrix() -> Matrix {
 /// A `recv --fec` on loopback while `send` sends to its port: what it measured, and the TS
 /// it wrote.
 fn fec_receiver_run(send: impl FnOnce(u16) + Send) -> (ReceiverOutcome, Vec<u8>) {
+    fec_receiver_run_with(SocketOptions::default(), send)
+}
+
+/// [`fec_receiver_run`] with sockets opened with `socket`.
+fn fec_receiver_run_with(
+    socket: SocketOptions,
+    send: impl FnOnce(u16) + Send,
+) -> (ReceiverOutcome, Vec<u8>) {
     use metronome_session::receiver::ReceiverRepair;
     let port = metronome_rt::ports::free_udp_run(6).unwrap();
     let out = std::env::temp_dir().join(format!(
@@ -211,6 +219,7 @@ fn fec_receiver_run(send: impl FnOnce(u16) + Send) -> (ReceiverOutcome, Vec<u8>)
     cfg.session.repair = Some(ReceiverRepair::fec(Duration::from_secs(2)));
     cfg.duration = Some(Duration::from_secs(10));
     cfg.output = Some(out.clone());
+    cfg.socket = socket;
     let rx = Receiver::open(cfg).unwrap();
     let stop = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
@@ -293,4 +302,38 @@ fn fec_before_the_first_packet_waits_for_it() {
         "{repair:?}"
     );
     assert_eq!(repair.fec_useful, 1, "{repair:?}");
+}
+
+/// FEC the kernel drops for lack of socket buffer is counted, as the RTP socket's overflows
+/// are: here FEC comes long before its stream and fills the smallest buffer the kernel grants
+/// while it waits. Every FEC datagram sent is either taken or counted.
+#[test]
+fn fec_socket_overflows_are_counted() {
+    let (packets, fec) = fec_matrix();
+    let (_, column) = fec[0].clone();
+    let ours = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let tiny = SocketOptions {
+        buffer_bytes: 1,
+        ..SocketOptions::default()
+    };
+    const FLOOD: u64 = 200;
+    let (outcome, _) = fec_receiver_run_with(tiny, |port| {
+        let to = ("127.0.0.1", fec_port(port, fec[0].0));
+        for _ in 0..FLOOD {
+            ours.send_to(&column, to).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        ours.send_to(&packets[0], ("127.0.0.1", port)).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // The kernel stamps a datagram with the drops before it: one more after the wait.
+        ours.send_to(&column, to).unwrap();
+    });
+    let taken = outcome.receiver.repair.unwrap().fec.unwrap().packets;
+    assert!(outcome.fec_socket_overflows > 0, "{outcome:?}");
+    assert_eq!(
+        outcome.fec_socket_overflows + taken,
+        FLOOD + 1,
+        "{outcome:?}"
+    );
+    assert_eq!(outcome.socket_overflows, 0, "{outcome:?}");
 }
