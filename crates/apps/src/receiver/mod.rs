@@ -131,10 +131,10 @@ pub struct ReceiverOutcome {
     pub kernel_timestamps: bool,
     pub datagrams_without_kernel_timestamp: u64,
     pub receive_buffer_bytes: usize,
-    /// Datagrams the kernel dropped for lack of socket buffer (SO_RXQ_OVFL), on the RTP
-    /// socket.
+    /// Datagrams the kernel dropped on the RTP socket, for lack of buffer (its drop count at
+    /// the end, or as the last datagram carried it: SO_MEMINFO, SO_RXQ_OVFL).
     pub socket_overflows: u64,
-    /// The same on the FEC sockets (column and row together; 0 without FEC). FEC that comes
+    /// The same on the FEC sockets, column and row together (0 without FEC). FEC that comes
     /// before the stream's first packet waits in its socket's buffer, so a long wait shows
     /// here.
     pub fec_socket_overflows: u64,
@@ -152,6 +152,12 @@ pub struct ReceiverOutcome {
     pub host: Option<HostLoad>,
     #[serde(flatten)]
     pub receiver: ReceiverSummary,
+}
+
+/// What the kernel dropped on `socket`: its drop count now, where the kernel gives it, else
+/// the count the last datagram read carried (`stamped`), which misses drops after it.
+fn dropped(socket: &UdpReceiver, stamped: u64) -> u64 {
+    socket.drops().map_or(stamped, |now| now.max(stamped))
 }
 
 /// Most datagrams taken from a socket in one pass, so that a flood cannot starve the stop, the
@@ -474,8 +480,11 @@ impl Running {
             kernel_timestamps: rx.without_ts == 0 && self.session.counters().datagrams > 0,
             datagrams_without_kernel_timestamp: rx.without_ts,
             receive_buffer_bytes: rx.rtp.recv_buffer(),
-            socket_overflows: rx.overflows,
-            fec_socket_overflows: self.fec_overflows.iter().sum(),
+            socket_overflows: dropped(&rx.rtp, rx.overflows),
+            fec_socket_overflows: (self.fec.iter())
+                .zip(self.fec_overflows)
+                .map(|(f, stamped)| dropped(f, stamped))
+                .sum(),
             truncated_datagrams: rx.truncated,
             foreign_fec_datagrams: self.foreign_fec,
             srtp_rejected_datagrams: rx.srtp.as_ref().map_or(0, |k| k.rejected),

@@ -1,7 +1,7 @@
 //! Media in: [`UdpReceiver`], and `recvmsg` with the kernel's receive timestamp (SCM_TIMESTAMPNS)
 //! and drop counter (SO_RXQ_OVFL) parsed from the control messages.
 
-use super::socket::{bind, bind_multicast, local_addr, new_udp, set_recv_options};
+use super::socket::{bind, bind_multicast, local_addr, new_udp, set_recv_options, socket_drops};
 use super::{RecvMeta, SocketOptions, UdpError};
 use crate::url::RtpUrl;
 use socket2::Socket;
@@ -45,6 +45,14 @@ impl UdpReceiver {
     /// SO_RCVBUF as granted (kernel-doubled).
     pub fn recv_buffer(&self) -> usize {
         self.recv_buffer
+    }
+
+    /// Datagrams the kernel dropped on this socket since it was opened, read from the socket
+    /// now (`SO_MEMINFO`). [`RecvMeta::dropped_total`] gives the same count, but only as of
+    /// the last datagram accepted: drops after it show here alone. `None` where the kernel
+    /// does not say.
+    pub fn drops(&self) -> Option<u64> {
+        socket_drops(&self.socket)
     }
 
     /// The address the socket is bound to: the actual port when it was opened with port 0.

@@ -131,6 +131,26 @@ pub(super) fn setsockopt_int(
     }
 }
 
+/// The datagrams the kernel dropped on socket `s` since it was opened (the socket's drop
+/// count, `SO_MEMINFO`'s `SK_MEMINFO_DROPS`, Linux 4.6 and later); `None` where the kernel
+/// does not say.
+pub(super) fn socket_drops(s: &impl AsRawFd) -> Option<u64> {
+    let mut info = [0u32; 16];
+    let mut len = size_of_val(&info) as libc::socklen_t;
+    // SAFETY: `info` outlives the call and `len` is its size; the kernel writes at most that.
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_MEMINFO,
+            info.as_mut_ptr().cast(),
+            &mut len,
+        )
+    };
+    let at = libc::SK_MEMINFO_DROPS as usize;
+    (r == 0 && len as usize >= (at + 1) * size_of::<u32>()).then(|| u64::from(info[at]))
+}
+
 /// Receive-side options: timestamps, drop counter, buffer, timeout. Returns (rxq_ovfl on, buffer).
 pub(super) fn set_recv_options(
     s: &Socket,

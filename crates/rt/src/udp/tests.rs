@@ -55,6 +55,35 @@ fn unicast_round_trip_with_kernel_timestamp() {
     assert!(clock.timestamp_from_realtime_ns(ts) <= clock.now());
 }
 
+/// The socket's drop count has every datagram a full buffer turned away, also those no later
+/// datagram reports (SO_RXQ_OVFL is carried only by a datagram accepted after the drops).
+#[test]
+fn drops_count_what_a_full_buffer_turned_away() {
+    let tiny = SocketOptions {
+        buffer_bytes: 1,
+        read_timeout: Some(Duration::from_millis(50)),
+    };
+    let rx = UdpReceiver::open(&RtpUrl::unicast((LO, 0).into()), &tiny).unwrap();
+    assert_eq!(rx.drops(), Some(0));
+    let tx = UdpSender::open(&RtpUrl::unicast(rx.local_addr().unwrap()), &opts()).unwrap();
+    const SENT: u64 = 50;
+    for _ in 0..SENT {
+        tx.send(&[7u8; 1200]).unwrap();
+    }
+    let mut buf = [0u8; 2048];
+    let mut read = 0;
+    let mut stamped = 0;
+    while let Ok(m) = rx.recv(&mut buf) {
+        read += 1;
+        stamped = m.dropped_total.unwrap();
+    }
+    let dropped = rx.drops().unwrap();
+    assert!(dropped > 0, "read {read} of {SENT}");
+    assert_eq!(dropped + read, SENT);
+    // The datagrams that got in came before the drops: none of them carries the count.
+    assert_eq!(stamped, 0);
+}
+
 #[test]
 fn truncation_and_timeout_are_reported() {
     let (rx, at) = lo_receiver();
