@@ -400,6 +400,8 @@ impl Summary {
         all.failed.sort_by_key(|f| f.index);
         all.failed.dedup_by_key(|f| f.index);
         all.shard = Shard { index: 0, count: 1 };
+        // What is written now is this build's schema, whichever the parts were.
+        all.schema = SCHEMA.into();
         Ok(all)
     }
 }

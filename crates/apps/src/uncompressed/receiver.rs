@@ -9,7 +9,9 @@
 //! packets a frame has).
 
 use super::frame_writer::FrameWriter;
-use super::report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops, RawRtcpStats};
+use super::report::{
+    per_frame, BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops, RawRtcpStats,
+};
 use crate::receiver::send_report;
 use metronome_media::uncompressed::VideoFormat;
 use metronome_media::MediaError;
@@ -492,7 +494,7 @@ impl State {
             gro: rx.gro(),
             cpu_us: Micros::from_secs_f64(cpu_s),
             recv_cpu_us: Micros::from_secs_f64(thread_cpu_s() - self.thread_cpu0),
-            cpu_per_frame_us: Micros::from_secs_f64(cpu_s / c.frames_complete.max(1) as f64),
+            cpu_per_frame_us: per_frame(cpu_s, c.frames_complete),
             buffer: BufferInfo::from(rx.buffer_report()),
             realtime: String::new(),
         }

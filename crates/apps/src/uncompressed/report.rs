@@ -31,6 +31,15 @@ impl From<&BufferReport> for BufferInfo {
     }
 }
 
+/// CPU time `cpu_s` (seconds) per frame of `frames`; 0 without frames.
+pub(crate) fn per_frame(cpu_s: f64, frames: u64) -> Micros {
+    if frames == 0 {
+        Micros::ZERO
+    } else {
+        Micros::from_secs_f64(cpu_s / frames as f64)
+    }
+}
+
 /// A distribution of durations, its keys without a unit suffix (the field holding it says
 /// `_us`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]

@@ -74,7 +74,7 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         cpu_us: Micros::from_secs_f64(f.cpu_s),
         pacer_cpu_us: Micros::from_secs_f64(p.cpu_s),
         producer_cpu_us: Micros::from_secs_f64(f.producer_cpu_s),
-        cpu_per_frame_us: Micros::from_secs_f64(f.cpu_s / frames.max(1) as f64),
+        cpu_per_frame_us: crate::uncompressed::report::per_frame(f.cpu_s, frames),
         send_lateness: p.stats.send_lateness.summary(),
         batch_lateness: p.stats.batch_lateness.summary(),
         frame_send_time: p.stats.frame_send_time.summary(),
