@@ -298,6 +298,13 @@ fn int(v: &Value, k: &str) -> Option<u64> {
     v.get(k).and_then(Value::as_u64)
 }
 
+/// A duration field (`*_us`) of a document, if it has one.
+fn micros(v: &Value, k: &str) -> Option<Micros> {
+    v.get(k)
+        .and_then(Value::as_f64)
+        .map(Micros::from_micros_f64)
+}
+
 /// A child process whose stdout and stderr are drained by threads.
 struct Proc {
     child: Child,
@@ -522,22 +529,12 @@ fn metronome_run(
         model_spread_us: Some(Micros::from_micros_f64(num(&s, "spread_us"))),
         sender_cpu_per_frame_us: per_frame(sent.cpu_s, frames),
         receiver_cpu_per_frame_us: per_frame(got.cpu_s, frames),
-        sender_reported_cpu_per_frame_us: s
-            .get("cpu_per_frame_us")
-            .and_then(Value::as_f64)
-            .map(Micros::from_micros_f64),
-        receiver_reported_cpu_per_frame_us: r
-            .get("cpu_per_frame_us")
-            .and_then(Value::as_f64)
-            .map(Micros::from_micros_f64),
+        sender_reported_cpu_per_frame_us: micros(&s, "cpu_per_frame_us"),
+        receiver_reported_cpu_per_frame_us: micros(&r, "cpu_per_frame_us"),
         packets_per_frame: int(&s, "packets_per_frame").map(|p| p as f64),
         pps: Some(num(&r, "pps")).filter(|_| packets > 0),
         late_frames: int(&s, "late_frames"),
-        send_lateness_p99_us: s
-            .get("send_lateness")
-            .and_then(|l| l.get("p99_us"))
-            .and_then(Value::as_f64)
-            .map(Micros::from_micros_f64),
+        send_lateness_p99_us: s.get("send_lateness").and_then(|l| micros(l, "p99_us")),
         conformance: r
             .get("conformance")
             .and_then(|c| c.get("verdict"))
@@ -612,10 +609,7 @@ fn gst_observed_run(
         spread_us: Dist::of(r.get("spread_us")),
         sender_cpu_per_frame_us: per_frame(sent.cpu_s, frames),
         receiver_cpu_per_frame_us: per_frame(got.cpu_s, frames),
-        receiver_reported_cpu_per_frame_us: r
-            .get("cpu_per_frame_us")
-            .and_then(Value::as_f64)
-            .map(Micros::from_micros_f64),
+        receiver_reported_cpu_per_frame_us: micros(&r, "cpu_per_frame_us"),
         packets_per_frame: (ended > 0).then(|| packets as f64 / ended as f64),
         pps: Some(num(&r, "pps")).filter(|_| packets > 0),
         conformance: r
