@@ -773,6 +773,55 @@ fn a_raw_mount_plays_pauses_and_is_admitted_on_the_link() {
     server.stop();
 }
 
+/// A raw mount's own rate is its bound: 3840x2160 at 2 fps (about 270 Mbit/s with headers, above
+/// the 200 Mbit/s that bounds an MPEG-TS stream by default) plays without `--max-stream-rate`;
+/// a `--max-stream-rate` given is kept, and a PLAY past it gets 453 naming it.
+#[test]
+fn a_raw_mount_may_send_its_own_rate_and_max_stream_rate_bounds_it() {
+    let big = RtspServer::start(&[
+        "--raw",
+        "--size",
+        "3840x2160",
+        "--fps",
+        "2",
+        "--pacing",
+        "burst",
+    ]);
+    let mut c = Client::connect(&big, "raw");
+    let (rtp, _rtcp, port) = client_ports();
+    let r = c.setup(
+        &format!("RTP/AVP;unicast;client_port={}-{}", port, port + 1),
+        None,
+    );
+    let session = r.session();
+    let r = c.play(&session, None);
+    assert_eq!(r.status, 200, "{r:?}");
+    let mut buf = [0u8; 2048];
+    let (n, _) = rtp.recv_from(&mut buf).expect("RTP on client_port");
+    assert_eq!((buf[1] & 0x7f, n > 1000), (96, true));
+    big.stop();
+    let bounded = RtspServer::start(&[
+        "--raw",
+        "--size",
+        "320x240",
+        "--fps",
+        "25",
+        "--max-stream-rate",
+        "10mbit",
+    ]);
+    let mut c = Client::connect(&bounded, "raw");
+    let session = c
+        .setup("RTP/AVP/TCP;unicast;interleaved=0-1", None)
+        .session();
+    let r = c.play(&session, None);
+    assert_eq!(r.status, 453, "{r:?}");
+    assert!(
+        r.header("x-metronome-reason").contains("--max-stream-rate"),
+        "{r:?}"
+    );
+    bounded.stop();
+}
+
 /// A Content-Length that cannot be honoured (2^63, or given twice) is answered (413, 400) with
 /// `Connection: close`, and the connection then closes instead of swallowing what follows;
 /// other connections are served as before.

@@ -602,11 +602,14 @@ fn log_request(
     let status = u16::from(response.status());
     let uri = || req.request_uri().map_or("*".into(), |u| u.to_string());
     let credentials = req.header(&rtsp_types::headers::AUTHORIZATION).is_some();
-    if matches!(status, 401 | 403) && credentials {
-        let reason = rtsp_types::HeaderName::from_static_str(REASON_HEADER)
+    let reason = || {
+        rtsp_types::HeaderName::from_static_str(REASON_HEADER)
             .ok()
             .and_then(|h| response.header(&h).map(|v| v.as_str().to_string()))
-            .unwrap_or_default();
+            .unwrap_or_default()
+    };
+    if matches!(status, 401 | 403) && credentials {
+        let reason = reason();
         tracing::warn!(target: "metronome::rtsp", "client {peer}: credentials refused for {}: {status}, {reason}", uri());
         return true;
     }
@@ -628,7 +631,8 @@ fn log_request(
     if (200..300).contains(&status) {
         tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri} (session {session})");
     } else {
-        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status}");
+        let why = reason();
+        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status} {why}");
     }
     false
 }

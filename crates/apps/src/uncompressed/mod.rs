@@ -41,8 +41,8 @@ pub use outlet::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
 pub use report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawSenderOutcome, RawSenderStatus};
 pub use sender::{
-    send_buffer_for, wire_bitrate, wire_geometry, RawPlace, RawSendError, RawSender,
-    RawSenderConfig,
+    admitted_bitrate, send_buffer_for, wire_bitrate, wire_geometry, RawPlace, RawSendError,
+    RawSender, RawSenderConfig,
 };
 pub use stream::RawControl;
 

@@ -154,7 +154,8 @@ pub(crate) struct ServeArgs {
     #[arg(long, value_parser = parse_bytes, value_name = "SIZE", help_heading = "Many streams")]
     pub memory_budget: Option<u64>,
     /// The most one stream may send, to all its destinations together, e.g. 500mbit; a
-    /// stream past it is refused with the reason [default: 200mbit; config: max_stream_rate]
+    /// stream past it is refused with the reason [default: 200mbit, or with --raw the source's
+    /// own rate if more; config: max_stream_rate]
     #[arg(long, value_parser = parse_rate, help_heading = "Many streams")]
     pub max_stream_rate: Option<u64>,
     /// The CPU the live encoders (test-source streams and mounts) may take together, e.g. 1.5

@@ -11,7 +11,7 @@ use crate::sdp::raw_sdp;
 use metronome_apps::rtsp::{Mounts, RawMount, RtspService};
 use metronome_apps::streams::{ServerConfig, StreamServer};
 use metronome_apps::uncompressed::{
-    model_name, RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
+    admitted_bitrate, model_name, RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
 };
 use metronome_media::uncompressed::{
     Depth, RawFileKind, RawFileSource, RawSource, RawTestPattern, Sampling, VideoFormat,
@@ -106,6 +106,7 @@ fn serve_rtsp(
     // Each session's frames run until TEARDOWN (or the source ends), whatever the command's
     // own duration.
     cfg.duration = None;
+    let server_cfg = raw_server_config(&a, &format, &cfg)?;
     let name = super::streams::mount_name(a.source.input.as_deref(), "raw");
     let args = Arc::new(a.clone());
     let mut mounts = Mounts::default();
@@ -123,14 +124,7 @@ fn serve_rtsp(
             }),
         },
     )?;
-    let server = Arc::new(StreamServer::start(ServerConfig {
-        link_capacity_bps: a.link_capacity,
-        send_cost: a.send_cost,
-        encode_cost: a.encode_cost,
-        overload: a.overload.unwrap_or_default(),
-        seed: a.seed.unwrap_or_else(fresh_seed),
-        ..ServerConfig::default()
-    })?);
+    let server = Arc::new(StreamServer::start(server_cfg)?);
     let rc = a.rtsp_config(addr, file);
     let service = RtspService::start(rc, server.clone(), mounts)?;
     eprintln!(
@@ -147,6 +141,21 @@ fn serve_rtsp(
     }
     service.shutdown();
     Ok(())
+}
+
+/// The stream server of `serve --raw`: every server option, as for MPEG-TS streams. Without
+/// `--max-stream-rate`, one stream may send what the source's format needs (its size and
+/// rate are the operator's, not a client's, to choose), or the default, whichever is more.
+fn raw_server_config(
+    a: &ServeArgs,
+    format: &VideoFormat,
+    sender: &RawSenderConfig,
+) -> Result<ServerConfig, BoxError> {
+    let mut cfg = super::streams::server_config(a);
+    if a.max_stream_rate.is_none() {
+        cfg.max_stream_bps = cfg.max_stream_bps.max(admitted_bitrate(format, sender)?);
+    }
+    Ok(cfg)
 }
 
 /// How `serve --raw` sends, from its arguments.

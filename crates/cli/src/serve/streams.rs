@@ -218,7 +218,8 @@ fn default_token_file() -> Option<std::path::PathBuf> {
     Some(config.join("metronome").join("control-token"))
 }
 
-fn server_config(a: &ServeArgs) -> ServerConfig {
+/// The stream server `serve`'s options and config file ask for.
+pub(super) fn server_config(a: &ServeArgs) -> ServerConfig {
     let mut cfg = ServerConfig {
         sched: a.sched.unwrap_or_default(),
         rt_cores: a.rt_cores.unwrap_or(1).max(1),

@@ -216,9 +216,7 @@ impl RawSender {
         let payloader = RawPayloader::new(pcfg, format)?;
         let npackets = payloader.packets_per_frame();
         let stride = payloader.packet_capacity();
-        let rate = FrameRate::new(format.fps_num, format.fps_den);
-        let ff = FrameFormat::new(rate, npackets as u32, format.height);
-        let schedule = FrameSchedule::new(&ff, cfg.model);
+        let schedule = schedule_of(&format, &payloader, &cfg);
         if let (RawOut::Udp(s), false) = (&out, cfg.gso) {
             s.set_path(SendPath::Mmsg);
         }
@@ -296,19 +294,7 @@ impl RawSender {
 
     /// The task admission control sees for this stream (see [`frame_task`]).
     pub fn task(&self, cal: &Calibration) -> TaskParams {
-        let costs = SendCosts {
-            per_call: cal.per_packet_us.to_duration(),
-            per_job: cal.per_job_us.to_duration(),
-            per_segment: cal.per_segment_us.to_duration(),
-        };
-        frame_task(
-            &self.schedule,
-            self.cfg.batch_window,
-            GSO_MAX_SEGMENTS,
-            self.payloader.packets_per_frame(),
-            self.payloader.packet_capacity(),
-            costs,
-        )
+        task_of(&self.schedule, &self.payloader, &self.cfg, cal)
     }
 
     /// [`RawSender::run_with`], paced where `place` says: on a pacing core of its own, or as a
@@ -411,6 +397,50 @@ impl RawSender {
             pacer,
         }))
     }
+}
+
+/// The task admission control sees for a stream sent by `payloader` on `schedule`, batched as
+/// `cfg` says, at `cal`'s costs.
+fn task_of(
+    schedule: &FrameSchedule,
+    payloader: &RawPayloader,
+    cfg: &RawSenderConfig,
+    cal: &Calibration,
+) -> TaskParams {
+    let costs = SendCosts {
+        per_call: cal.per_packet_us.to_duration(),
+        per_job: cal.per_job_us.to_duration(),
+        per_segment: cal.per_segment_us.to_duration(),
+    };
+    frame_task(
+        schedule,
+        cfg.batch_window,
+        GSO_MAX_SEGMENTS,
+        payloader.packets_per_frame(),
+        payloader.packet_capacity(),
+        costs,
+    )
+}
+
+/// What admission reserves on the link for a stream of `format` sent as `cfg` says, bit/s
+/// (every datagram with its IPv4 and UDP headers): the rate of [`RawSender::task`] before the
+/// sender is open.
+pub fn admitted_bitrate(format: &VideoFormat, cfg: &RawSenderConfig) -> Result<u64, RawSendError> {
+    let payloader = RawPayloader::new(payloader_config(format, cfg), *format)?;
+    let schedule = schedule_of(format, &payloader, cfg);
+    let free = Calibration::fixed(Duration::ZERO);
+    Ok(task_of(&schedule, &payloader, cfg, &free).bitrate_bps)
+}
+
+/// When each packet of a frame of `format` is due, by `cfg`'s model.
+fn schedule_of(
+    format: &VideoFormat,
+    payloader: &RawPayloader,
+    cfg: &RawSenderConfig,
+) -> FrameSchedule {
+    let rate = FrameRate::new(format.fps_num, format.fps_den);
+    let ff = FrameFormat::new(rate, payloader.packets_per_frame() as u32, format.height);
+    FrameSchedule::new(&ff, cfg.model)
 }
 
 /// How the pacer sends each frame's batches.
