@@ -355,6 +355,51 @@ fn metronome_to_metronome_1080p60_10bit_with_gso() {
     eprintln!("1080p20 4:2:2 10-bit: {low}");
 }
 
+/// `serve --raw` to one destination is a stream server with one stream, admitted as every
+/// `serve` stream: on a declared link too small for it, it is refused with the reason and sends
+/// nothing; admitted, it says how much of its pacing core it took.
+#[test]
+fn serve_raw_is_admitted_on_the_declared_link() {
+    let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let url = format!("rtp://{}", rx.local_addr().unwrap());
+    let small = ["--size", "320x240", "--fps", "25", "--send-cost", "5us"];
+    let refused = run(
+        bin()
+            .args([
+                "serve",
+                "--raw",
+                &url,
+                "--duration",
+                "1",
+                "--link-capacity",
+                "1mbit",
+            ])
+            .args(small),
+        Duration::from_secs(20),
+    );
+    assert!(!refused.succeeded(), "{}", refused.report());
+    assert!(
+        refused.stderr.contains("admission refused") && refused.stderr.contains("link"),
+        "{}",
+        refused.report()
+    );
+    rx.set_nonblocking(true).unwrap();
+    assert!(rx.recv(&mut [0u8; 2048]).is_err(), "nothing was sent");
+    let out = run_ok(
+        bin()
+            .args(["serve", "--raw", &url, "--frames", "5", "--json"])
+            .args(["--link-capacity", "50mbit"])
+            .args(small),
+        Duration::from_secs(20),
+    );
+    let v = json(&out, "metronome serve");
+    assert_eq!(v["frames_sent"], 5, "{v}");
+    assert!(
+        v["core_share_percent"].as_f64().is_some_and(|p| p > 0.0),
+        "{v}"
+    );
+}
+
 /// Reads a Y4M file back as RFC 4175 frames.
 fn y4m_frames(path: &PathBuf) -> Vec<RawFrame> {
     let mut src = RawFileSource::open_y4m(path).unwrap();

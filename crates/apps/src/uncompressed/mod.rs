@@ -98,6 +98,7 @@ pub fn parse_model(s: &str) -> Option<SenderType> {
 pub(crate) mod tests {
     use super::*;
     use metronome_wire::Ssrc;
+    use std::sync::atomic::AtomicBool;
 
     #[test]
     fn model_names_round_trip() {
@@ -133,11 +134,21 @@ pub(crate) mod tests {
         rx_time: Option<std::time::Duration>,
         tweak: impl FnOnce(&mut RawSenderConfig),
     ) -> (RawSenderOutcome, RawReceiverOutcome) {
+        let run = |s: RawSender| s.run(std::sync::Arc::new(AtomicBool::new(false)), |_| {});
+        loopback_with(source, frames, rx_time, tweak, run)
+    }
+
+    /// [`loopback_for`], the sender run by `run`.
+    pub(crate) fn loopback_with(
+        source: Box<dyn metronome_media::uncompressed::RawSource>,
+        frames: u64,
+        rx_time: Option<std::time::Duration>,
+        tweak: impl FnOnce(&mut RawSenderConfig),
+        run: impl FnOnce(RawSender) -> Result<RawSenderOutcome, RawSendError>,
+    ) -> (RawSenderOutcome, RawReceiverOutcome) {
         use metronome_rt::pacing::WaitPolicy;
         use metronome_rt::thread::RtPolicy;
         use metronome_rt::url::RtpUrl;
-        use std::sync::atomic::AtomicBool;
-        use std::sync::Arc;
         use std::time::Duration;
 
         let any = RtpUrl::unicast(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
@@ -158,9 +169,62 @@ pub(crate) mod tests {
         let sender = RawSender::open(source, cfg).unwrap();
         std::thread::scope(|scope| {
             let r = scope.spawn(|| rx.run(&stop, |_| {}));
-            let s = sender.run(Arc::new(AtomicBool::new(false)), |_| {});
+            let s = run(sender);
             (s.unwrap(), r.join().unwrap().unwrap())
         })
+    }
+
+    /// A lone stream run as the one lane of a stream server of its own: admitted, its frames
+    /// all arrive whole, and its outcome gives its core's pacing thread (its grant and CPU
+    /// time), not a shared core's. The same stream on a declared link too small for it is
+    /// refused with the reason, before anything is sent.
+    #[test]
+    fn a_lone_stream_is_a_server_with_one_lane_under_admission() {
+        use crate::streams::ServerConfig;
+        use metronome_media::uncompressed::{Depth, RawTestPattern, Sampling};
+        use std::time::Duration;
+
+        let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 100, 1).unwrap();
+        let server = ServerConfig {
+            send_cost: Some(Duration::from_micros(5)),
+            lock_memory: false,
+            ..ServerConfig::default()
+        };
+        let alone = |s: RawSender| {
+            let ctl = std::sync::Arc::new(RawControl::default());
+            s.run_alone(server.clone(), ctl, &AtomicBool::new(false), |_| {})
+        };
+        let src = Box::new(RawTestPattern::new(f).unwrap());
+        let (s, r) = loopback_with(src, 20, None, catch_up_small, alone);
+        assert_eq!((s.frames_sent, s.ended_by), (20, "frames"));
+        assert_eq!((r.frames_complete, r.frames_lost), (20, 0), "{r:?}");
+        assert!(!s.realtime.starts_with("shared"), "{}", s.realtime);
+        assert!(s.pacer_cpu_us > metronome_time::Micros::ZERO, "{s:?}");
+
+        let rx = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dest = format!("rtp://{}", rx.local_addr().unwrap());
+        let url = metronome_rt::url::RtpUrl::parse_destination(&dest).unwrap();
+        let mut cfg = RawSenderConfig::new(url, Ssrc(7), 1);
+        catch_up_small(&mut cfg);
+        let sender = RawSender::open(Box::new(RawTestPattern::new(f).unwrap()), cfg).unwrap();
+        let narrow = ServerConfig {
+            link_capacity_bps: Some(1_000_000),
+            ..server
+        };
+        let ctl = std::sync::Arc::new(RawControl::default());
+        match sender.run_alone(narrow, ctl, &AtomicBool::new(false), |_| {}) {
+            Err(RawSendError::Refused(why)) => assert!(why.contains("link"), "{why}"),
+            other => panic!("not refused: {other:?}"),
+        }
+        rx.set_nonblocking(true).unwrap();
+        assert!(rx.recv(&mut [0u8; 2048]).is_err(), "nothing was sent");
+    }
+
+    /// Small packets; late frames caught up rather than dropped (a busy host makes some late,
+    /// and these tests are about transport).
+    fn catch_up_small(cfg: &mut RawSenderConfig) {
+        cfg.max_payload = 300;
+        cfg.late = Some(metronome_sched::LatePolicy::CATCH_UP);
     }
 
     /// The two drivers on loopback, in one process: every frame arrives complete, with its
@@ -173,10 +237,7 @@ pub(crate) mod tests {
         let src = Box::new(RawTestPattern::new(f).unwrap());
         // Catch up rather than drop late frames: this is about transport, and a busy host
         // makes some frames late.
-        let (s, r) = loopback(src, 20, |cfg| {
-            cfg.max_payload = 300;
-            cfg.late = Some(metronome_sched::LatePolicy::CATCH_UP);
-        });
+        let (s, r) = loopback(src, 20, catch_up_small);
         assert_eq!(
             (s.frames_sent, s.ended_by, s.send_errors),
             (20, "frames", 0)

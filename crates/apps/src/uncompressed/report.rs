@@ -172,6 +172,15 @@ pub struct RawSenderOutcome {
     pub deadline_misses: u64,
     /// The sender session's view, batch by batch: lateness, stalls, late and dropped batches.
     pub pacing: metronome_sched::PacingStats,
+    /// The share of its pacing core that admission reserved for it (its task's cost over its
+    /// period), percent: a lone stream on a server of its own (`serve --raw`); absent on a
+    /// core of its own or under `naive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_share_percent: Option<f64>,
+    /// What the stream server of a lone stream had to say while it ran (overload, missed
+    /// deadlines); absent when nothing.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Packets the receiver did not use, by reason.

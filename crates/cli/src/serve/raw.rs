@@ -11,7 +11,8 @@ use crate::sdp::raw_sdp;
 use metronome_apps::rtsp::{Mounts, RawMount, RtspService};
 use metronome_apps::streams::{ServerConfig, StreamServer};
 use metronome_apps::uncompressed::{
-    admitted_bitrate, model_name, RawSender, RawSenderConfig, RawSenderOutcome, RawSenderStatus,
+    admitted_bitrate, model_name, RawControl, RawSender, RawSenderConfig, RawSenderOutcome,
+    RawSenderStatus,
 };
 use metronome_media::uncompressed::{
     Depth, RawFileKind, RawFileSource, RawSource, RawTestPattern, Sampling, VideoFormat,
@@ -44,6 +45,7 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
     let format = source.format();
     let model = SenderType::from(a.raw.pacing);
     let cfg = sender_config(&a, destination, &format, live)?;
+    let server = raw_server_config(&a, &format, &cfg)?;
     let sender = RawSender::open(source, cfg)?;
     let live_line = LiveLine::new(!a.json);
     eprintln!(
@@ -64,7 +66,10 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("metronome: wrote {}", path.display());
     }
-    let outcome = sender.run(stop, |s| live_line.show(&status_line(s)))?;
+    // A stream server with this one stream, as every `serve` stream: admitted on the declared
+    // link, the memory budget and its core's schedulability, or refused with the reason.
+    let ctl = Arc::new(RawControl::default());
+    let outcome = sender.run_alone(server, ctl, &stop, |s| live_line.show(&status_line(s)))?;
     live_line.finish();
     print_outcome(Output::of(a.json, false), &outcome, sender_summary)?;
     Ok(())
@@ -289,6 +294,9 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         "  pacing thread: {}; memory {}; wait {}",
         o.realtime, o.memory_locked, o.wait_mode
     );
+    if let Some(share) = o.core_share_percent {
+        let _ = writeln!(s, "  admitted: {share:.1}% of its pacing core reserved");
+    }
     let _ = writeln!(
         s,
         "  sent {} frames, {} packets, {} bytes in {:.2} s ({:.0} packets/s, {:.1} Mbit/s), ended by {}",
@@ -343,6 +351,9 @@ fn sender_summary(o: &RawSenderOutcome) -> String {
         o.sender_reports,
         o.receivers.len()
     );
+    for w in &o.warnings {
+        let _ = writeln!(s, "  warning: {w}");
+    }
     for r in &o.receivers {
         let _ = writeln!(s, "    {}", crate::report::receiver_line(r));
     }

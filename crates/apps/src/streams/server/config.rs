@@ -72,6 +72,10 @@ pub struct ServerConfig {
     /// [`super::super::stream::SEND_TIMES_KEPT`]), for a caller that times the packets' way
     /// itself where they carry no send-time stamp (the lab's emulator): off by default.
     pub keep_send_times: bool,
+    /// Every core's pacing thread set up as this says, instead of from `rt`, `wait` and `cpus`:
+    /// a server for one stream tunes its core to that stream (a lone raw stream's model,
+    /// `uncompressed::RawSender::run_alone`). `None` by default.
+    pub pacer_thread: Option<PacingThreadConfig>,
 }
 
 /// The share of the producers' CPUs the encoders may take by default: the rest is for the
@@ -108,6 +112,7 @@ impl Default for ServerConfig {
             encode_budget: None,
             encode_cost: None,
             keep_send_times: false,
+            pacer_thread: None,
         }
     }
 }
@@ -168,20 +173,21 @@ pub(super) fn core_config(cfg: &ServerConfig, i: usize, policy: Policy) -> CoreC
         (WaitPolicy::Auto, CoreRt::Deadline) => WaitPolicy::SleepSpin,
         (w, _) => w,
     };
+    let derived = PacingThreadConfig {
+        rt_policy,
+        wait,
+        waiter: WaiterConfig {
+            quantile: 1.0,
+            ..WaiterConfig::default()
+        },
+        wait_selector: WaitSelectorConfig::default(),
+        // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
+        cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
+        lock_memory: cfg.lock_memory,
+    };
     CoreConfig {
         policy,
-        thread: PacingThreadConfig {
-            rt_policy,
-            wait,
-            waiter: WaiterConfig {
-                quantile: 1.0,
-                ..WaiterConfig::default()
-            },
-            wait_selector: WaitSelectorConfig::default(),
-            // SCHED_DEADLINE refuses threads pinned to a subset of CPUs.
-            cpu: cfg.pacer_cpus().and_then(|c| c.get(i).copied()),
-            lock_memory: cfg.lock_memory,
-        },
+        thread: cfg.pacer_thread.unwrap_or(derived),
         capacity: cfg.streams_per_core,
     }
 }

@@ -154,11 +154,18 @@ pub enum RawSendError {
     Payload(#[from] RawPayError),
     #[error("could not start the {0} thread: {1}")]
     Thread(&'static str, std::io::Error),
+    /// The stream server of a lone stream ([`RawSender::run_alone`]) could not start.
+    #[error(transparent)]
+    Server(#[from] crate::streams::ServerError),
+    /// Admission refused the stream, with the reason.
+    #[error("admission refused the stream: {0}")]
+    Refused(String),
 }
 
 /// Where a raw stream is paced.
 pub enum RawPlace {
-    /// On a pacing core of its own (`serve --raw`, the benchmarks).
+    /// On a pacing core of its own, not admitted (the benchmarks, the tests; a lone stream on a
+    /// server of its own under `naive`, where only its link is reserved).
     Own,
     /// On the core of a stream server that admitted it (`StreamServer::admit_raw`), sharing
     /// that core with the other streams on it; its admission is given back when it ends.
@@ -758,6 +765,7 @@ pub fn send_buffer_for(format: &VideoFormat, cfg: &RawSenderConfig) -> Result<us
     ))
 }
 
+mod alone;
 mod outcome;
 mod produce;
 #[cfg(test)]

@@ -99,5 +99,7 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         pacing: stats.pacing,
         wait_modes: p.wait_modes,
         throttle_guard_trips: p.throttle_guard_trips,
+        core_share_percent: None,
+        warnings: Vec::new(),
     }
 }
