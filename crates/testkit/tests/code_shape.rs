@@ -5,8 +5,12 @@
 //! The module tree is followed from each crate's `lib.rs`, `main.rs` and `bin/*.rs` through
 //! its `mod` declarations, leaving out `#[cfg(test)]` modules and items. A file imports another
 //! when a `use` or a path in its code names, through `crate::` or `super::`, an item of the
-//! other's module or of a module below it. A module naming its own ancestors is not counted:
-//! a child always sits below its parent.
+//! other's module or of a module below it. An item a module re-exports (`pub use x::Item`,
+//! `pub(crate) use …`) counts as the module's that defines it, so that a name taken through a
+//! parent's re-export still ties the file to the defining one. A module naming its own
+//! ancestors' items is not counted: a child always sits below its parent. Circles are looked for
+//! between files, and between the modules of every depth of the tree (a file folded into its
+//! ancestor at that depth).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -166,6 +170,7 @@ impl Names {
         let first = segments.first()?;
         let (mut path, rest) = match first.as_str() {
             "crate" => (self.here[..self.crate_root].to_vec(), &segments[1..]),
+            "self" => (self.here.clone(), &segments[1..]),
             "super" => {
                 let ups = segments.iter().take_while(|s| *s == "super").count();
                 let keep = self.here.len().checked_sub(ups)?.max(self.crate_root);
@@ -215,6 +220,96 @@ impl<'a> Visit<'a> for Names {
         }
         syn::visit::visit_path(self, p);
     }
+    /// A macro's arguments, where they are expressions (`format!`, `vec!`, `assert!`): the
+    /// paths in them count as any other.
+    fn visit_macro(&mut self, m: &'a syn::Macro) {
+        use syn::punctuated::Punctuated;
+        let args = m.parse_body_with(Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated);
+        for e in args.iter().flatten() {
+            self.visit_expr(e);
+        }
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// Where a module's re-exported names come from: `(module, name)` → the absolute path it names
+/// (`pub use a::b::Item;` in `m` maps `(m, Item)` to `a::b::Item`; `as` renames are followed).
+type ReExports = BTreeMap<(ModPath, String), ModPath>;
+
+fn crate_root_of(module: &ModPath) -> usize {
+    usize::from(module.first().is_some_and(|m| m.starts_with("bin:")))
+}
+
+/// The named re-exports of every file (globs are not followed). A re-export's path may start
+/// at a child module (`pub use access::Item;` in the child's parent).
+fn re_exports(files: &[SourceFile]) -> ReExports {
+    let modules: BTreeSet<&ModPath> = files.iter().map(|f| &f.module).collect();
+    let resolve = |names: &Names, full: &[String]| {
+        names.absolute(full).or_else(|| {
+            let mut child = names.here.clone();
+            child.push(full.first()?.clone());
+            modules.contains(&child).then(|| {
+                let mut abs = names.here.clone();
+                abs.extend(full.iter().cloned());
+                abs
+            })
+        })
+    };
+    fn walk(
+        names: &Names,
+        resolve: &dyn Fn(&Names, &[String]) -> Option<ModPath>,
+        prefix: &mut Vec<String>,
+        tree: &syn::UseTree,
+        out: &mut Vec<(String, ModPath)>,
+    ) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                walk(names, resolve, prefix, &p.tree, out);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) if n.ident != "self" => {
+                let mut full = prefix.clone();
+                full.push(n.ident.to_string());
+                if let Some(abs) = resolve(names, &full) {
+                    out.push((n.ident.to_string(), abs));
+                }
+            }
+            syn::UseTree::Rename(r) => {
+                let mut full = prefix.clone();
+                full.push(r.ident.to_string());
+                if let Some(abs) = resolve(names, &full) {
+                    out.push((r.rename.to_string(), abs));
+                }
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    walk(names, resolve, prefix, t, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut map = ReExports::new();
+    for f in files {
+        let names = Names {
+            here: f.module.clone(),
+            crate_root: crate_root_of(&f.module),
+            ..Names::default()
+        };
+        for item in &f.ast.items {
+            let syn::Item::Use(u) = item else { continue };
+            if matches!(u.vis, syn::Visibility::Inherited) {
+                continue;
+            }
+            let mut found = Vec::new();
+            walk(&names, &resolve, &mut Vec::new(), &u.tree, &mut found);
+            for (name, abs) in found {
+                map.insert((f.module.clone(), name), abs);
+            }
+        }
+    }
+    map
 }
 
 /// Module → the modules (files) it imports from, ancestors left out.
@@ -226,19 +321,38 @@ fn import_graph(files: &[SourceFile]) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
             .map(|n| path[..n].to_vec())
             .find(|p| modules.contains(p))
     };
+    let exports = re_exports(files);
+    // The file that defines what `path` names: through re-exports, at most a few hops.
+    let defined_in = |path: &ModPath| {
+        let mut path = path.clone();
+        for _ in 0..8 {
+            let file = file_of(&path)?;
+            let Some(name) = path.get(file.len()) else {
+                return Some(file);
+            };
+            match exports.get(&(file.clone(), name.clone())) {
+                Some(origin) => {
+                    let mut next = origin.clone();
+                    next.extend(path[file.len() + 1..].iter().cloned());
+                    path = next;
+                }
+                None => return Some(file),
+            }
+        }
+        file_of(&path)
+    };
     let mut graph = BTreeMap::new();
     for f in files {
-        let crate_root = usize::from(f.module.first().is_some_and(|m| m.starts_with("bin:")));
         let mut names = Names {
             here: f.module.clone(),
-            crate_root,
+            crate_root: crate_root_of(&f.module),
             ..Names::default()
         };
         names.visit_file(&f.ast);
         let edges: BTreeSet<ModPath> = names
             .found
             .iter()
-            .filter_map(|p| file_of(p))
+            .filter_map(&defined_in)
             .filter(|t| !f.module.starts_with(t))
             .collect();
         graph.insert(f.module.clone(), edges);
@@ -305,23 +419,42 @@ fn show(module: &ModPath) -> String {
     }
 }
 
+/// `graph` with each module folded into its ancestor `depth` levels down (a shallower one
+/// stays itself); edges within one folded module dropped.
+fn folded(
+    graph: &BTreeMap<ModPath, BTreeSet<ModPath>>,
+    depth: usize,
+) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let fold = |m: &ModPath| m.iter().take(depth).cloned().collect::<ModPath>();
+    let mut out: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for (from, tos) in graph {
+        let entry = out.entry(fold(from)).or_default();
+        entry.extend(tos.iter().map(fold).filter(|t| *t != fold(from)));
+    }
+    out
+}
+
 #[test]
-fn no_import_circle_between_files_or_top_level_modules() {
+fn no_import_circle_between_files_or_modules_at_any_depth() {
     let mut found = Vec::new();
     for krate in workspace_crates() {
         let name = krate.file_name().unwrap().to_string_lossy().into_owned();
         let graph = import_graph(&crate_files(&krate));
-        // The same graph with each file folded into its top-level module.
-        let mut top: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
-        for (from, tos) in &graph {
-            let fold = |m: &ModPath| m.iter().take(1).cloned().collect::<ModPath>();
-            let entry = top.entry(fold(from)).or_default();
-            entry.extend(tos.iter().map(fold).filter(|t| *t != fold(from)));
+        let deepest = graph.keys().map(Vec::len).max().unwrap_or(0);
+        let mut levels = vec![("files".to_string(), graph.clone())];
+        for depth in 1..deepest {
+            levels.push((format!("modules at depth {depth}"), folded(&graph, depth)));
         }
-        for (level, g) in [("files", &graph), ("top-level modules", &top)] {
+        // A circle of files is one of their modules too: each is said once, where first seen.
+        let mut seen = BTreeSet::new();
+        for (level, g) in &levels {
             for c in circles(g) {
                 let names: Vec<String> = c.iter().map(show).collect();
-                found.push(format!("{name}, {level}: {}", names.join(" → ")));
+                let mut key = names.clone();
+                key.sort();
+                if seen.insert(key) {
+                    found.push(format!("{name}, {level}: {}", names.join(" → ")));
+                }
             }
         }
     }
@@ -418,6 +551,25 @@ fn the_checks_see_a_circle_and_a_long_function() {
     assert_eq!(names.absolute(&words("super::super::x")), Some(m("a::x")));
     assert_eq!(names.absolute(&words("crate::y::z")), Some(m("y::z")));
     assert_eq!(names.absolute(&words("std::io")), None);
+
+    // A name taken through a parent's re-export ties the file to the one defining it, and a
+    // path inside a macro's arguments counts: `m::a` and `m::b` reach each other.
+    let file = |module: &str, text: &str| SourceFile {
+        path: PathBuf::from(format!("{module}.rs")),
+        module: m(module),
+        ast: syn::parse_file(text).unwrap(),
+    };
+    let files = [
+        file("m", "mod a; mod b; pub use a::Thing;"),
+        file(
+            "m::a",
+            "pub struct Thing; fn f() -> String { format!(\"{}\", super::b::g()) }",
+        ),
+        file("m::b", "use super::Thing; pub fn g() -> usize { 1 }"),
+    ];
+    let found = circles(&import_graph(&files));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].len(), 2, "{found:?}");
 
     let body = "/// Documented.\nfn long() {\n".to_string()
         + &"    let _ = 1;\n".repeat(MAX_FN_LINES)

@@ -124,7 +124,7 @@ impl ControlAccess {
             format!(
                 "this control API does not answer to the name '{}'; use its IP address, \
                  or have its operator add the name with --control-host",
-                super::router::echo(host)
+                super::http::echo(host)
             ),
         ))
     }
@@ -143,7 +143,7 @@ impl ControlAccess {
             format!(
                 "a page from {} may not drive this control API; send requests from a \
                  program (curl, a script) with the token",
-                super::router::echo(origin)
+                super::http::echo(origin)
             ),
         ))
     }

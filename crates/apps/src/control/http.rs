@@ -358,3 +358,15 @@ fn read_head(req: &httparse::Request<'_, '_>) -> Result<Head, Response> {
     }
     Ok(head)
 }
+
+/// How much of a client-supplied path or name is echoed back in a message.
+const ECHO_CHARS: usize = 100;
+
+/// A client-supplied string, shortened for a message.
+pub(crate) fn echo(s: &str) -> String {
+    let mut out: String = s.chars().take(ECHO_CHARS).collect();
+    if out.len() < s.len() {
+        out.push_str("...");
+    }
+    out
+}

@@ -1,13 +1,10 @@
 //! The control API's routes: from a parsed [`Request`] to a JSON [`Response`].
 
-use super::http::{Request, Response};
+use super::http::{echo, Request, Response};
 use super::openapi::{Health, Index};
 use super::{ControlAccess, ControlError, StreamControl};
 use crate::streams::StreamSpec;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// How much of a client-supplied path or name is echoed back in a message.
-const ECHO_CHARS: usize = 100;
 
 /// Answers one request: if `access` lets it in, from its route.
 pub(crate) fn route(
@@ -207,13 +204,4 @@ fn no_such_stream(name: &str) -> Response {
             echo(name)
         ),
     )
-}
-
-/// A client-supplied string, shortened for a message.
-pub(crate) fn echo(s: &str) -> String {
-    let mut out: String = s.chars().take(ECHO_CHARS).collect();
-    if out.len() < s.len() {
-        out.push_str("...");
-    }
-    out
 }

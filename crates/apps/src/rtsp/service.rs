@@ -306,7 +306,7 @@ fn rtsp_metrics(shared: &Shared) -> String {
     ];
     let mut out = String::new();
     for (name, kind, help, v) in families {
-        crate::streams::metrics::family(&mut out, name, kind, help, &[(String::new(), v)]);
+        crate::streams::server::metrics::family(&mut out, name, kind, help, &[(String::new(), v)]);
     }
     out
 }

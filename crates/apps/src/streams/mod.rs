@@ -3,21 +3,20 @@
 //! - What a user declares (command line, TOML, the HTTP API) is `metronome_config`'s.
 //! - [`server`]: the stream server: admission control and the stream table, and its parts:
 //!   `server::open` (a spec becomes a stream: source opened, task derived, admitted, sockets
-//!   and ring), `server::status` (what it shows), `server::rtcp` (sender and receiver reports
+//!   and ring), `server::status` (what it shows; `server::metrics` the same in Prometheus's
+//!   text format), `server::rtcp` (sender and receiver reports
 //!   for every stream), `server::encode_cost` (what a live encoder costs, measured when one is
 //!   first asked for; the send cost is the driver's `metronome_rt::pacing::calibrate`).
 //! - [`stream`]: what a stream's threads share, and the per-stream send logic ([`stream::Cursor`]).
 //! - the driver's `metronome_rt::pacing`: one pacing core per real-time core, EDF or DM over
 //!   the lanes of all its streams ([`stream::TsLane`], `uncompressed::stream::RawLane`).
 //! - [`control`]: what a controller may ask of the server ([`control::StreamControl`]) and
-//!   why it refuses ([`control::ControlError`]); [`metrics`]: its figures in Prometheus's text
-//!   format.
+//!   why it refuses ([`control::ControlError`]).
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
 
 pub mod control;
 mod fec_wait;
-pub mod metrics;
 pub mod naive;
 pub mod outlet;
 pub mod producer;

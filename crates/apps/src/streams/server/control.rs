@@ -37,8 +37,7 @@ impl StreamControl for Control {
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
     fn metrics(&self) -> String {
-        let mut text =
-            crate::streams::metrics::exposition(&self.0.server_status(), &self.0.statuses(false));
+        let mut text = super::metrics::exposition(&self.0.server_status(), &self.0.statuses(false));
         // What else serves through this server (the RTSP service: its connections, sessions).
         for extra in lock(&self.0.extra_metrics).iter() {
             text.push_str(&extra());

@@ -40,6 +40,7 @@ mod config;
 mod control;
 pub mod encode_cost;
 pub(crate) mod memory;
+pub(crate) mod metrics;
 pub(crate) mod open;
 mod outcome;
 mod repair;

@@ -3,7 +3,7 @@
 //! seconds, sizes and rates in bytes (per second), Prometheus's base units, which `promtool check metrics` asks for; counters end in
 //! `_total`.
 
-use crate::streams::{ServerStatus, StreamStatus};
+use super::status::{ServerStatus, StreamStatus};
 use metronome_session::sender::ReceiverView;
 use metronome_time::Micros;
 use std::fmt::Write as _;
@@ -38,7 +38,7 @@ pub(crate) fn family(
 type Family<T> = (&'static str, &'static str, &'static str, fn(&T) -> f64);
 
 /// The exposition of `server` and its running `streams`.
-pub fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
+pub(crate) fn exposition(server: &ServerStatus, streams: &[StreamStatus]) -> String {
     let mut out = String::with_capacity(4096);
     server_families(&mut out, server);
     stream_families(&mut out, streams);
