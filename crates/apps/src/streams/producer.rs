@@ -125,6 +125,14 @@ fn run(rx: Receiver<Production>, clock: &Clock, cpu_ns: &AtomicU64) {
         let cpu = metronome_rt::clock::thread_cpu_ns();
         cpu_ns.fetch_add(cpu.saturating_sub(cpu_seen), Ordering::Relaxed);
         cpu_seen = cpu;
+        // With nothing to produce, wait for a stream rather than look every few ms (an idle
+        // server's producers would wake 500 times a second).
+        if work.is_empty() && open {
+            match rx.recv() {
+                Ok(p) => work.push(p),
+                Err(_) => open = false,
+            }
+        }
         loop {
             match rx.try_recv() {
                 Ok(p) => work.push(p),
