@@ -531,8 +531,9 @@ impl MediaBackend {
         Ok(s.from)
     }
 
-    /// PLAY of a raw-video session: admits its bit rate on the link and starts its sender on
-    /// the session's transport (a sender of its own: its own pacing thread).
+    /// PLAY of a raw-video session: admits its stream (the core's schedulability, the link, the
+    /// memory budget) and starts its sender on the session's transport, as a lane of the core
+    /// it was admitted on.
     fn play_raw(&mut self, session: SessionId) -> Result<PlayInfo, Refusal> {
         let s = self
             .sessions

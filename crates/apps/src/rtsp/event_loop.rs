@@ -632,7 +632,8 @@ fn log_request(
         tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri} (session {session})");
     } else {
         let why = reason();
-        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status} {why}");
+        let sep = if why.is_empty() { "" } else { ": " };
+        tracing::info!(target: "metronome::rtsp", "client {peer} {method} {uri}: refused, {status}{sep}{why}");
     }
     false
 }

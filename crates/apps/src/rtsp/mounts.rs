@@ -36,7 +36,7 @@ pub struct Mount {
 pub type RawOpener = dyn Fn() -> Result<Box<dyn RawSource>, MediaError> + Send + Sync;
 
 /// A mount of uncompressed video: every session gets its own [`crate::uncompressed::RawSender`]
-/// (its own pacing thread) from a source of its own.
+/// from a source of its own, admitted and run as a lane of one of the server's pacing cores.
 pub struct RawMount {
     pub format: VideoFormat,
     /// How every session is sent: model, packet size, pacing thread. The destination, SSRC,

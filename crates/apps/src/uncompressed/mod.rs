@@ -185,9 +185,9 @@ pub(crate) mod tests {
         use std::time::Duration;
 
         let f = VideoFormat::new(64, 48, Sampling::Ycbcr422, Depth::Ten, 100, 1).unwrap();
+        // The pacing thread's set-up (no real-time policy, no memory lock) is the stream's.
         let server = ServerConfig {
             send_cost: Some(Duration::from_micros(5)),
-            lock_memory: false,
             ..ServerConfig::default()
         };
         let alone = |s: RawSender| {
@@ -206,6 +206,8 @@ pub(crate) mod tests {
         let url = metronome_rt::url::RtpUrl::parse_destination(&dest).unwrap();
         let mut cfg = RawSenderConfig::new(url, Ssrc(7), 1);
         catch_up_small(&mut cfg);
+        cfg.rt_policy = metronome_rt::thread::RtPolicy::Other;
+        cfg.lock_memory = false;
         let sender = RawSender::open(Box::new(RawTestPattern::new(f).unwrap()), cfg).unwrap();
         let narrow = ServerConfig {
             link_capacity_bps: Some(1_000_000),

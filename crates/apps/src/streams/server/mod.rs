@@ -402,6 +402,36 @@ impl StreamServer {
     /// Stops every stream (with an RTCP BYE) and the threads, and reports.
     pub fn shutdown(mut self) -> ServerOutcome {
         let inner = self.inner.clone();
+        let (reports, duration_s) = self.stop_everything();
+        let pacers: Vec<PacerView> = reports
+            .iter()
+            .map(|r| PacerView::new(r, duration_s))
+            .collect();
+        let core_cpu_percent = if inner.cfg.sched == SchedKind::Naive {
+            let naive_s = inner.naive_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
+            vec![naive_s * 100.0 / duration_s.max(1e-9)]
+        } else {
+            pacers.iter().map(|p| p.cpu_percent).collect()
+        };
+        let streams = inner.statuses(true);
+        let stalls = streams.iter().map(|s| s.stalls).sum();
+        ServerOutcome {
+            server: inner.server_status(),
+            streams,
+            core_cpu_percent,
+            pacers,
+            duration_us: Micros::from_secs_f64(duration_s),
+            host: self.host.finish(stalls),
+        }
+    }
+}
+
+impl StreamServer {
+    /// Stops every stream (with an RTCP BYE), then the pacing cores, the RTCP thread and the
+    /// producers: what each core's pacing thread reports, and how long the server ran, s.
+    /// Once stopped, there is nothing left to stop.
+    fn stop_everything(&mut self) -> (Vec<PacingThreadReport>, f64) {
+        let inner = self.inner.clone();
         let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
         for n in names {
             let _ = inner.remove(&n, true);
@@ -415,32 +445,26 @@ impl StreamServer {
             .now()
             .saturating_since(self.started)
             .as_secs_f64();
-        let pacers: Vec<PacerView> = std::mem::take(&mut self.core_threads)
+        let reports = std::mem::take(&mut self.core_threads)
             .into_iter()
             .filter_map(|h| h.join().ok())
-            .map(|r| PacerView::new(&r, duration_s))
             .collect();
-        let core_cpu_percent = if inner.cfg.sched == SchedKind::Naive {
-            let naive_s = inner.naive_cpu_ns.load(Ordering::Relaxed) as f64 / 1e9;
-            vec![naive_s * 100.0 / duration_s.max(1e-9)]
-        } else {
-            pacers.iter().map(|p| p.cpu_percent).collect()
-        };
         if let Some(h) = self.rtcp_thread.take() {
             let _ = h.join();
         }
         if let Some(p) = lock(&inner.producers).take() {
             p.shutdown();
         }
-        let streams = inner.statuses(true);
-        let stalls = streams.iter().map(|s| s.stalls).sum();
-        ServerOutcome {
-            server: inner.server_status(),
-            streams,
-            core_cpu_percent,
-            pacers,
-            duration_us: Micros::from_secs_f64(duration_s),
-            host: self.host.finish(stalls),
+        (reports, duration_s)
+    }
+}
+
+impl Drop for StreamServer {
+    /// A server let go without [`StreamServer::shutdown`] (an error path) still stops its
+    /// streams and threads: a pacing core left running would keep a CPU.
+    fn drop(&mut self) {
+        if !self.core_threads.is_empty() || self.rtcp_thread.is_some() {
+            let _ = self.stop_everything();
         }
     }
 }
@@ -797,5 +821,30 @@ impl Inner {
             process_cpu_us: Micros::from_secs_f64(process_cpu_s()),
             overload: lock(&self.overload).reason().map(String::from),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server let go without `shutdown` stops its pacing cores and its RTCP thread: nothing
+    /// of it is left running, so nothing holds its state.
+    #[test]
+    fn a_server_dropped_without_shutdown_stops_its_threads() {
+        let server = StreamServer::start(ServerConfig {
+            send_cost: Some(Duration::from_micros(5)),
+            rt: CoreRt::Off,
+            ..ServerConfig::default()
+        })
+        .unwrap();
+        let inner = Arc::downgrade(&server.inner);
+        let core = Arc::downgrade(&server.inner.cores[0]);
+        drop(server);
+        assert!(
+            inner.upgrade().is_none(),
+            "the RTCP thread still holds the server"
+        );
+        assert!(core.upgrade().is_none(), "a pacing core is still running");
     }
 }

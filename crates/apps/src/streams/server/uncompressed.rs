@@ -1,6 +1,6 @@
 //! Raw-video streams on the server's cores: admitted like every stream, run as a lane of the core
-//! they were placed on (see `uncompressed::RawSender::run_on`), or, under `naive`, with only their
-//! link reserved.
+//! they were placed on (see `uncompressed::RawSender::run_on`), or, under `naive`, on a pacing
+//! thread of their own.
 
 use super::{CoreRt, StreamServer};
 use crate::streams::control::ControlError;
@@ -15,34 +15,15 @@ use std::time::Duration;
 pub struct RawAdmission {
     /// Its id on the core (and in admission).
     pub id: u64,
-    /// The core it runs on; `None` under `naive`, where only its link is reserved.
+    /// The core it runs on; `None` under `naive`, where it paces itself.
     pub core: Option<usize>,
 }
 
 impl StreamServer {
-    /// Reserves `bitrate_bps` of the declared link for a stream that paces itself (an RTSP
-    /// session of uncompressed video), or refuses as admission would any stream. Returns the
-    /// reservation's id, for [`StreamServer::release_link`].
-    pub fn reserve_link(&self, name: &str, bitrate_bps: u64) -> Result<u64, ControlError> {
-        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        lock(&self.inner.admission)
-            .try_reserve_link(id, name, bitrate_bps)
-            .map_err(|r| {
-                self.inner.refused.fetch_add(1, Ordering::Relaxed);
-                ControlError::Refused(r.to_string())
-            })?;
-        Ok(id)
-    }
-
-    /// Gives back a reservation of [`StreamServer::reserve_link`].
-    pub fn release_link(&self, id: u64) {
-        lock(&self.inner.admission).release_link(id);
-    }
-
     /// Admits a raw-video stream (`sched::st2110::frame_task`) on a pacing core, as every
     /// stream is admitted: the schedulability test of the core, the link and the memory budget
-    /// (`bytes`, its frames: `RawSender::memory_bytes`). Under `naive` (no cores) only the
-    /// link is reserved, and the stream paces itself.
+    /// (`bytes`, its frames: `RawSender::memory_bytes`) and the most one stream may send. Under
+    /// `naive` (no cores) it is admitted as a naive MPEG-TS stream is, and paces itself.
     pub fn admit_raw(
         &self,
         name: &str,
@@ -50,16 +31,11 @@ impl StreamServer {
         bytes: u64,
     ) -> Result<RawAdmission, ControlError> {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        if self.inner.cores.is_empty() {
-            self.reserve_link(name, task.bitrate_bps)
-                .map(|id| RawAdmission { id, core: None })
-        } else {
-            let core = self.inner.admit(id, name, task, (bytes, 0.0))?;
-            Ok(RawAdmission {
-                id,
-                core: Some(core),
-            })
-        }
+        let core = self.inner.admit(id, name, task, (bytes, 0.0))?;
+        // Under `naive` there are no cores: admitted as a naive MPEG-TS stream is, the stream
+        // paces itself on a thread of its own.
+        let core = (!self.inner.cores.is_empty()).then_some(core);
+        Ok(RawAdmission { id, core })
     }
 
     /// Starts an admitted raw stream on its core as `lane` (`uncompressed::stream::RawLane`); false
@@ -100,12 +76,8 @@ impl StreamServer {
 
     /// Gives back a raw stream's admission (one that never started, or has ended).
     pub fn release_raw(&self, a: RawAdmission) {
-        let Some(c) = a.core else {
-            lock(&self.inner.admission).release_link(a.id);
-            return;
-        };
         self.inner.release(a.id);
-        if self.inner.cfg.rt == CoreRt::Deadline {
+        if let (Some(c), CoreRt::Deadline) = (a.core, self.inner.cfg.rt) {
             let _ = self.inner.grow_deadline_budget(c);
         }
     }

@@ -4,7 +4,7 @@
 //! server whose one pacing core is tuned to the stream's model.
 
 use super::{own_core, RawPlace, RawSendError, RawSender};
-use crate::streams::{ServerConfig, ServerOutcome, StreamServer};
+use crate::streams::{CoreRt, ServerConfig, ServerOutcome, StreamServer};
 use crate::uncompressed::report::{RawSenderOutcome, RawSenderStatus};
 use crate::uncompressed::RawControl;
 use metronome_rt::pacing::PacingThreadConfig;
@@ -36,13 +36,18 @@ impl RawSender {
         on_status: impl FnMut(&RawSenderStatus),
     ) -> Result<RawSenderOutcome, RawSendError> {
         let thread = self.pacing_thread();
+        let budget = server.core_budget;
         let server = Arc::new(StreamServer::start(one_lane(server, thread))?);
         let task = self.task(&server.calibration());
         let admitted = match server.admit_raw(NAME, task, self.memory_bytes()) {
             Ok(a) => a,
             Err(e) => {
                 shut_down(server);
-                return Err(RawSendError::Refused(e.message().to_string()));
+                let mut why = e.message().to_string();
+                if task.cost.as_secs_f64() > budget * task.period.as_secs_f64() {
+                    why.push_str(ALONE_ON_ITS_CORE);
+                }
+                return Err(RawSendError::Refused(why));
             }
         };
         let share = admitted
@@ -62,9 +67,23 @@ impl RawSender {
     }
 }
 
-/// `server` with one core for one lane, its pacing thread `thread`.
+/// What a lone stream that does not fit its core alone can do (there is no other stream to stop
+/// and no core to add).
+const ALONE_ON_ITS_CORE: &str = ". It has its pacing core to itself: send fewer calls a frame \
+     (a wider --batch-window, or --pacing burst), let it use more of the core (--core-budget, up \
+     to 100%), or give the send cost with --send-cost if the one measured at the start was a busy \
+     moment's";
+
+/// `server` with one core for one lane, its pacing thread `thread`. The thread brings its own
+/// real-time policy (a SCHED_DEADLINE reservation sized to the stream where one is asked for),
+/// so the server keeps none of its own for the core.
 fn one_lane(server: ServerConfig, thread: PacingThreadConfig) -> ServerConfig {
+    let rt = match server.rt {
+        CoreRt::Deadline => CoreRt::Auto,
+        rt => rt,
+    };
     ServerConfig {
+        rt,
         rt_cores: 1,
         streams_per_core: 1,
         cpus: thread.cpu.map(|c| vec![c]),
@@ -76,10 +95,12 @@ fn one_lane(server: ServerConfig, thread: PacingThreadConfig) -> ServerConfig {
     }
 }
 
-/// Stops the server and its threads; what it reports, unless something still holds it (nothing
-/// does once the stream has ended).
+/// Stops the server and its threads and says what it reports. Nothing else holds it once the
+/// stream has ended; if something did, the server's `Drop` would stop its threads when let go.
 fn shut_down(server: Arc<StreamServer>) -> Option<ServerOutcome> {
-    Arc::try_unwrap(server).ok().map(StreamServer::shutdown)
+    let done = Arc::try_unwrap(server).ok().map(StreamServer::shutdown);
+    debug_assert!(done.is_some(), "the lone stream's server is held elsewhere");
+    done
 }
 
 /// What the stream's pacing thread did: its core's, as the server reports it (the stream was

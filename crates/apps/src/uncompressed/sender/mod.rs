@@ -164,8 +164,8 @@ pub enum RawSendError {
 
 /// Where a raw stream is paced.
 pub enum RawPlace {
-    /// On a pacing core of its own, not admitted (the benchmarks, the tests; a lone stream on a
-    /// server of its own under `naive`, where only its link is reserved).
+    /// On a pacing core of its own, not admitted ([`RawSender::run`]: the crate's tests), or
+    /// admitted by a server without cores (`naive`), which leaves the stream to pace itself.
     Own,
     /// On the core of a stream server that admitted it (`StreamServer::admit_raw`), sharing
     /// that core with the other streams on it; its admission is given back when it ends.
@@ -278,25 +278,17 @@ impl RawSender {
         self.source.describe()
     }
 
-    /// Sends until the source ends, the frame count or duration is reached, or `stop` is set.
-    /// `on_status` is called about once a second.
+    /// Sends until the source ends, the frame count or duration is reached, or `stop` is set,
+    /// on a pacing core of its own and not admitted (what the crate's tests run; a program
+    /// serving the stream runs it as a server's: [`RawSender::run_alone`]). `on_status` is
+    /// called about once a second.
     pub fn run(
         self,
         stop: Arc<AtomicBool>,
         on_status: impl FnMut(&RawSenderStatus),
     ) -> Result<RawSenderOutcome, RawSendError> {
-        self.run_with(Arc::new(RawControl::default()), &stop, on_status)
-    }
-
-    /// [`RawSender::run`], watched and stopped through `ctl` as well as `stop` (an RTSP
-    /// session's PAUSE and TEARDOWN).
-    pub fn run_with(
-        self,
-        ctl: Arc<RawControl>,
-        stop: &AtomicBool,
-        on_status: impl FnMut(&RawSenderStatus),
-    ) -> Result<RawSenderOutcome, RawSendError> {
-        self.run_on(RawPlace::Own, ctl, stop, on_status)
+        let ctl = Arc::new(RawControl::default());
+        self.run_on(RawPlace::Own, ctl, &stop, on_status)
     }
 
     /// The task admission control sees for this stream (see [`frame_task`]).
@@ -304,7 +296,8 @@ impl RawSender {
         task_of(&self.schedule, &self.payloader, &self.cfg, cal)
     }
 
-    /// [`RawSender::run_with`], paced where `place` says: on a pacing core of its own, or as a
+    /// Runs the stream, watched and stopped through `ctl` as well as `stop` (an RTSP session's
+    /// PAUSE and TEARDOWN), paced where `place` says: on a pacing core of its own, or as a
     /// lane of a stream server's core it was admitted on (an RTSP session), sharing that core
     /// with every other stream on it.
     pub fn run_on(
