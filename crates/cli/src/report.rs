@@ -169,11 +169,68 @@ pub(crate) fn interval_line<F: Serialize>(out: Output, start_s: f64, end_s: f64,
     let _ = stdout.flush();
 }
 
+/// `--interval` lines from a run's status snapshots (counts since its start): each line is
+/// what changed since the previous snapshot, the first since the start.
+pub(crate) struct Intervals<S> {
+    out: Output,
+    last: Option<S>,
+}
+
+/// What a status snapshot says of its time and counts, for [`Intervals`].
+pub(crate) trait Snapshot: Clone {
+    /// Since the run's start.
+    fn elapsed(&self) -> std::time::Duration;
+}
+
+impl<S: Snapshot> Intervals<S> {
+    pub(crate) fn new(json: bool) -> Self {
+        Intervals {
+            out: Output::of(json, true),
+            last: None,
+        }
+    }
+
+    /// Prints the line from the previous snapshot to `now`, its figures made by `figures`
+    /// from a count's change (`delta`) and the interval's length, s.
+    pub(crate) fn line<F: Serialize>(
+        &mut self,
+        now: &S,
+        figures: impl FnOnce(&dyn Fn(fn(&S) -> u64) -> u64, f64) -> F,
+    ) {
+        let then = self.last.as_ref();
+        let t0 = then.map_or(std::time::Duration::ZERO, Snapshot::elapsed);
+        let span = now.elapsed().saturating_sub(t0).as_secs_f64().max(1e-9);
+        let delta = |f: fn(&S) -> u64| f(now).saturating_sub(then.map_or(0, f));
+        let figures = figures(&delta, span);
+        interval_line(
+            self.out,
+            t0.as_secs_f64(),
+            now.elapsed().as_secs_f64(),
+            figures,
+        );
+        self.last = Some(now.clone());
+    }
+}
+
 /// An interval's figures in words, in a fixed order, with their units (what `--json` gives
 /// as `packets`, `bitrate_bps`, `lost`, `jitter_us`, … ).
 fn human_figures(f: &serde_json::Value) -> String {
     let num = |k: &str| f.get(k).and_then(serde_json::Value::as_f64);
     let mut parts = Vec::new();
+    if let Some(v) = num("frames") {
+        parts.push(format!("{v:>4} frames"));
+    }
+    if let Some(v) = num("frames_complete") {
+        parts.push(format!("{v:>4} frames complete"));
+    }
+    for (k, word) in [("frames_partial", "partial"), ("frames_lost", "lost")] {
+        if let Some(v) = num(k) {
+            parts.push(format!("{v} {word}"));
+        }
+    }
+    if let Some(v) = num("late_frames") {
+        parts.push(format!("{v} late"));
+    }
     if let Some(v) = num("packets") {
         parts.push(format!("{v:>6} packets"));
     }
@@ -191,6 +248,12 @@ fn human_figures(f: &serde_json::Value) -> String {
     }
     if let Some(v) = num("target_bitrate_bps") {
         parts.push(format!("target {:.3} Mbit/s", v / 1e6));
+    }
+    if let Some(v) = num("latency_p99_us") {
+        parts.push(format!("latency p99 {v:.0} µs"));
+    }
+    if let Some(v) = num("rx_overflow") {
+        parts.push(format!("overflow {v}"));
     }
     if let Some(v) = num("receivers") {
         parts.push(format!("{v} receivers"));

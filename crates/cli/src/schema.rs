@@ -34,12 +34,13 @@ pub(crate) const DOCUMENTS: &[(&str, &str, Schema)] = &[
     (
         "serve-raw",
         "metronome serve --raw --json: uncompressed video sent (RFC 4175), its pacing and \
-         conformance",
+         conformance (the last line with --interval)",
         document::<metronome_apps::uncompressed::RawSenderOutcome>,
     ),
     (
         "recv-raw",
-        "metronome recv --raw --json: uncompressed video received, frames and latency",
+        "metronome recv --raw --json: uncompressed video received, frames and latency (the last \
+         line with --interval)",
         document::<metronome_apps::uncompressed::RawReceiverOutcome>,
     ),
     (
@@ -51,6 +52,16 @@ pub(crate) const DOCUMENTS: &[(&str, &str, Schema)] = &[
         "serve-interval",
         "metronome serve --json --interval, one stream: one line per interval, before the summary",
         line::<crate::report::IntervalLine<crate::serve::ServeInterval>>,
+    ),
+    (
+        "serve-raw-interval",
+        "metronome serve --raw --json --interval: one line per interval, before the summary",
+        line::<crate::report::IntervalLine<crate::serve::RawServeInterval>>,
+    ),
+    (
+        "recv-raw-interval",
+        "metronome recv --raw --json --interval: one line per interval, before the summary",
+        line::<crate::report::IntervalLine<crate::recv::RawRecvInterval>>,
     ),
     (
         "demo",

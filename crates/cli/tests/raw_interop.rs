@@ -403,6 +403,91 @@ fn serve_raw_is_admitted_on_the_declared_link() {
     );
 }
 
+/// `--interval` with `--json` on both ends of an uncompressed stream: JSON lines, each as its
+/// schema says, whose frames and packets (the last, shorter interval included, as iperf3's)
+/// add up to the summaries in the last line; a server of several streams refuses `--interval`
+/// and says why.
+#[test]
+fn raw_interval_lines_add_up_to_the_summaries() {
+    let lines = |out: &str| -> Vec<Value> {
+        out.lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
+    };
+    let port = port_pair();
+    let url = format!("rtp://127.0.0.1:{port}");
+    let small = ["--size", "320x240", "--fps", "25"];
+    let every = ["--interval", "500ms", "--json"];
+    let mut recv = Running::spawn(
+        bin()
+            .args(["recv", &url, "--raw", "--duration", "20", "--frames", "50"])
+            .args(small)
+            .args(every),
+    );
+    recv.wait_for("listening on", Duration::from_secs(10));
+    let sent = run_ok(
+        bin()
+            .args([
+                "serve",
+                "--raw",
+                &url,
+                "--frames",
+                "50",
+                "--send-cost",
+                "5us",
+            ])
+            .args(small)
+            .args(every),
+        Duration::from_secs(25),
+    );
+    recv.interrupt_after(Duration::from_secs(1));
+    let got = recv.finish_within(Duration::from_secs(25)).expect_success();
+    let (tx, rx) = (lines(&sent), lines(&got.stdout));
+    assert!(tx.len() >= 3 && rx.len() >= 3, "{sent}\n{}", got.stdout);
+    let add = |ls: &[Value], k: &str| ls.iter().map(|l| l[k].as_u64().unwrap()).sum::<u64>();
+    let (ti, ts) = (&tx[..tx.len() - 1], &tx[tx.len() - 1]);
+    let (ri, rs) = (&rx[..rx.len() - 1], &rx[rx.len() - 1]);
+    assert_eq!(
+        add(ti, "frames"),
+        ts["frames_sent"].as_u64().unwrap(),
+        "{sent}"
+    );
+    assert_eq!(
+        add(ti, "packets"),
+        ts["packets_sent"].as_u64().unwrap(),
+        "{sent}"
+    );
+    let whole = rs["frames_complete"].as_u64().unwrap();
+    assert!(whole > 0, "{}", got.stdout);
+    assert_eq!(add(ri, "frames_complete"), whole, "{}", got.stdout);
+    assert_eq!(
+        add(ri, "packets"),
+        rs["packets"].as_u64().unwrap(),
+        "{}",
+        got.stdout
+    );
+    common::assert_valid(&ti[0], "serve-raw-interval");
+    common::assert_valid(ts, "serve-raw");
+    common::assert_valid(&ri[0], "recv-raw-interval");
+    common::assert_valid(rs, "recv-raw");
+    let refused = run(
+        bin().args([
+            "serve",
+            "--stream",
+            &format!("name=a,destination={url}"),
+            "--interval",
+            "1s",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert!(!refused.succeeded(), "{}", refused.report());
+    assert!(
+        refused.stderr.contains("--interval prints one stream"),
+        "{}",
+        refused.report()
+    );
+}
+
 /// Reads a Y4M file back as RFC 4175 frames.
 fn y4m_frames(path: &PathBuf) -> Vec<RawFrame> {
     let mut src = RawFileSource::open_y4m(path).unwrap();

@@ -39,7 +39,9 @@ pub mod stream;
 
 pub use outlet::RawOut;
 pub use receiver::{RawReceiver, RawReceiverConfig, RawRecvError};
-pub use report::{BufferInfo, LatencyUs, RawReceiverOutcome, RawSenderOutcome, RawSenderStatus};
+pub use report::{
+    BufferInfo, LatencyUs, RawReceiverOutcome, RawReceiverStatus, RawSenderOutcome, RawSenderStatus,
+};
 pub use sender::{
     admitted_bitrate, send_buffer_for, wire_bitrate, wire_geometry, RawPlace, RawSendError,
     RawSender, RawSenderConfig,
@@ -465,16 +467,12 @@ mod shared_core_tests {
             task.utilisation() * 100.0
         );
         let stop = AtomicBool::new(false);
-        // The receiver's frames so far (complete and partial), from its status lines.
+        // The receiver's frames so far (complete and partial), from its status.
         let seen = std::sync::atomic::AtomicU64::new(0);
         let (s, r) = std::thread::scope(|scope| {
             let r = scope.spawn(|| {
-                rx.run(&stop, |line| {
-                    let n = |word: &str| {
-                        let i = line.find(word)?;
-                        line[..i].split_whitespace().last()?.parse::<u64>().ok()
-                    };
-                    let frames = n(" frames complete").unwrap_or(0) + n(" partial").unwrap_or(0);
+                rx.run(&stop, |st| {
+                    let frames = st.frames_complete + st.frames_partial;
                     seen.store(frames, std::sync::atomic::Ordering::Relaxed);
                 })
             });

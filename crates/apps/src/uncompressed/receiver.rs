@@ -10,7 +10,8 @@
 
 use super::frame_writer::FrameWriter;
 use super::report::{
-    per_frame, BufferInfo, LatencyUs, RawReceiverOutcome, RawRecvDrops, RawRtcpStats,
+    per_frame, BufferInfo, LatencyUs, RawReceiverOutcome, RawReceiverStatus, RawRecvDrops,
+    RawRtcpStats,
 };
 use crate::receiver::send_report;
 use metronome_media::uncompressed::VideoFormat;
@@ -61,6 +62,9 @@ pub struct RawReceiverConfig {
     /// RTCP on the RTP port + 1 (the group's, for multicast): the sender's reports in, receiver
     /// reports (loss, jitter, LSR/DLSR for its round-trip time) back to where they came from.
     pub rtcp: bool,
+    /// How often the running receiver says how it goes (`on_status`): 500 ms by default;
+    /// `recv --raw --interval`.
+    pub status_every: Duration,
 }
 
 impl RawReceiverConfig {
@@ -77,6 +81,7 @@ impl RawReceiverConfig {
             gro: true,
             rt_policy: RtPolicy::Fifo { priority: 70 },
             rtcp: true,
+            status_every: Duration::from_millis(500),
         }
     }
 }
@@ -156,11 +161,12 @@ impl RawReceiver {
     }
 
     /// Receives until the frame count or duration is reached or `stop` is set; `on_status`
-    /// gets a line about every half second.
+    /// gets the counts so far each [`RawReceiverConfig::status_every`], and once more at the
+    /// end.
     pub fn run(
         self,
         stop: &AtomicBool,
-        mut on_status: impl FnMut(&str),
+        mut on_status: impl FnMut(&RawReceiverStatus),
     ) -> Result<RawReceiverOutcome, RawRecvError> {
         let RawReceiver {
             cfg,
@@ -178,7 +184,10 @@ impl RawReceiver {
         let mut bufs = RecvBufs::default();
         let start = clock.now();
         let limit = RunLimit::new(start, cfg.duration, stop);
-        let mut next_status = start + Duration::from_millis(500);
+        let every = cfg.status_every.max(Duration::from_millis(1));
+        let mut next_status = start + every;
+        // What the last status said (packets, frames ended): the last word only if more since.
+        let mut said = (0, 0);
         let mut next_rtcp = start;
         let mut rtcp_buf = [0u8; 1500];
         let ended_by = loop {
@@ -190,8 +199,12 @@ impl RawReceiver {
                 break "frames";
             }
             if now >= next_status {
-                next_status = now + Duration::from_millis(500);
-                on_status(&st.status_line());
+                while next_status <= now {
+                    next_status += every;
+                }
+                let s = st.status(now.saturating_since(start));
+                said = (s.packets, s.frames_ended());
+                on_status(&s);
             }
             if let (Some(sock), true) = (rtcp.as_mut(), now >= next_rtcp) {
                 next_rtcp = now + RTCP_TURN;
@@ -214,6 +227,11 @@ impl RawReceiver {
         let flushed = st.depay.flush(clock.now());
         st.on_events(flushed, None);
         let end = clock.now();
+        // The last word, with the frames the flush ended (iperf3's last, shorter interval).
+        let s = st.status(end.saturating_since(start));
+        if (s.packets, s.frames_ended()) != said {
+            on_status(&s);
+        }
         if let Some(sock) = &rtcp {
             if let Some(n) = st.session.bye(end, &mut rtcp_buf) {
                 st.reports_sent += send_report(sock, &rtcp_buf[..n]);
@@ -414,19 +432,20 @@ impl State {
         Conformance::for_sender(&schedule, EpochAnchor::first_packet_of(&schedule))
     }
 
-    fn status_line(&self) -> String {
+    fn status(&self, elapsed: Duration) -> RawReceiverStatus {
         let c = self.depay.counters();
         let l = LatencyUs::from(&self.latency);
-        format!(
-            "{} frames complete, {} partial, {} lost | latency p50 {:.0} µs p99 {:.0} µs | {} packets, overflow {}",
-            c.frames_complete,
-            c.frames_partial,
-            c.frames_lost,
-            l.p50.as_micros_f64(),
-            l.p99.as_micros_f64(),
-            self.packets,
-            self.rx_overflow
-        )
+        RawReceiverStatus {
+            elapsed,
+            frames_complete: c.frames_complete,
+            frames_partial: c.frames_partial,
+            frames_lost: c.frames_lost,
+            packets: self.packets,
+            bytes: self.bytes,
+            rx_overflow: self.rx_overflow,
+            latency_p50_us: l.p50,
+            latency_p99_us: l.p99,
+        }
     }
 
     fn finish(

@@ -95,6 +95,46 @@ pub struct RawSenderStatus {
     pub max_late_us: Micros,
 }
 
+/// A status snapshot of a raw receiver: its counts since it started.
+#[derive(Clone, Debug)]
+pub struct RawReceiverStatus {
+    /// Since the receiver started.
+    pub elapsed: Duration,
+    pub frames_complete: u64,
+    pub frames_partial: u64,
+    pub frames_lost: u64,
+    /// RTP packets of the stream.
+    pub packets: u64,
+    /// Their bytes (RTP, headers included).
+    pub bytes: u64,
+    /// Datagrams the kernel dropped from the socket's full buffer.
+    pub rx_overflow: u64,
+    /// Capture-to-complete latency so far, median and 99th percentile.
+    pub latency_p50_us: Micros,
+    pub latency_p99_us: Micros,
+}
+
+impl RawReceiverStatus {
+    /// Frames that have ended: complete, partial or lost.
+    pub fn frames_ended(&self) -> u64 {
+        self.frames_complete + self.frames_partial + self.frames_lost
+    }
+
+    /// The status in one line of words, for a terminal.
+    pub fn line(&self) -> String {
+        format!(
+            "{} frames complete, {} partial, {} lost | latency p50 {:.0} µs p99 {:.0} µs | {} packets, overflow {}",
+            self.frames_complete,
+            self.frames_partial,
+            self.frames_lost,
+            self.latency_p50_us.as_micros_f64(),
+            self.latency_p99_us.as_micros_f64(),
+            self.packets,
+            self.rx_overflow
+        )
+    }
+}
+
 /// What a finished raw sender measured.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct RawSenderOutcome {

@@ -9,6 +9,7 @@
 //!   server's challenge; `rtsps://` is the same over TLS.
 
 mod raw;
+pub(crate) use raw::RawRecvInterval;
 
 use crate::args::parse_duration;
 use crate::recv_quality::{judge, JudgeOptions, LiveQuality, LiveViewer};
@@ -68,9 +69,9 @@ pub(crate) struct RecvArgs {
     /// Accept any payload type, not only MPEG-TS (RFC 2250)
     #[arg(long)]
     pub any_payload: bool,
-    /// Print a line per interval on stdout (packets, rate, loss, jitter over the interval), as
-    /// iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the summary still
-    /// comes at the end
+    /// Print a line per interval on stdout (packets, rate, loss, jitter over the interval;
+    /// frames with --raw), as iperf3 does, e.g. --interval 1s: text, or a JSON line with
+    /// --json; the summary still comes at the end
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Run a rate controller's receiving end and send its feedback in RTCP, matching the
@@ -179,22 +180,34 @@ pub(crate) fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
     if a.any_payload {
         cfg.session.payload = PayloadKind::Any;
     }
-    if let Some(every) = a.interval {
-        cfg.status_every = every.max(Duration::from_millis(10));
-    }
     let receiver = Receiver::open(cfg)?;
     // Said once the sockets are bound (and the group joined): a script may start sending now.
     eprintln!("metronome: listening on {}", a.url);
-    let outcome = match a.interval {
-        Some(every) => receiver.run(&stop, interval_lines(Output::of(a.json, true), every)),
+    let outcome = run_receiver(&a, receiver, &stop);
+    finish(&a, outcome?, viewer)
+}
+
+/// Runs `receiver` until it stops: with `--interval`, a line on stdout each interval (the
+/// receiver's status comes that often, `config`); without, the live status line on a terminal.
+fn run_receiver(
+    a: &RecvArgs,
+    receiver: Receiver,
+    stop: &AtomicBool,
+) -> Result<ReceiverOutcome, RecvError> {
+    match a.interval {
+        Some(every) => receiver.run(stop, interval_lines(Output::of(a.json, true), every)),
         None => {
             let live = LiveLine::new(true);
-            let outcome = receiver.run(&stop, live_status(&live));
+            let outcome = receiver.run(stop, live_status(&live));
             live.finish();
             outcome
         }
-    };
-    finish(&a, outcome?, viewer)
+    }
+}
+
+/// How often a receiver says how it goes: each `--interval`, at least 10 ms apart.
+fn status_every(a: &RecvArgs) -> Option<Duration> {
+    a.interval.map(|every| every.max(Duration::from_millis(10)))
 }
 
 /// A `.sdp` path, or any existing file that is not a URL.
@@ -205,6 +218,9 @@ fn is_sdp_file(s: &str) -> bool {
 /// The run configuration every mode shares, and the live viewer of `--quality`.
 fn config(a: &RecvArgs, source: RtpUrl) -> Result<(ReceiverRunConfig, Viewer), BoxError> {
     let mut cfg = ReceiverRunConfig::new(source);
+    if let Some(every) = status_every(a) {
+        cfg.status_every = every;
+    }
     cfg.duration = a.duration;
     cfg.packets = a.packets;
     cfg.trace = a.trace.clone();
@@ -553,10 +569,7 @@ fn run_sdp(a: &RecvArgs, stop: &AtomicBool) -> Result<(), BoxError> {
         "metronome: listening on {url} (from {path}: {} payload type {})",
         m.encoding, m.payload_type
     );
-    let live = LiveLine::new(true);
-    let outcome = receiver.run(stop, live_status(&live));
-    live.finish();
-    let outcome = outcome?;
+    let outcome = run_receiver(a, receiver, stop)?;
     if outcome.srtp_rejected_datagrams > 0 && outcome.receiver.counters.rtp_packets > 0 {
         eprintln!(
             "metronome: {} datagrams did not authenticate as SRTP and were dropped: is the \
@@ -698,9 +711,7 @@ fn receive_udp(
                 std::thread::sleep(Duration::from_millis(20));
             }
         })?;
-    let live = LiveLine::new(true);
-    let outcome = receiver.run(&halt, live_status(&live));
-    live.finish();
+    let outcome = run_receiver(a, receiver, &halt);
     done.store(true, Ordering::Relaxed);
     let _ = watcher.join();
     match keeper.join() {

@@ -4,14 +4,15 @@
 use crate::raw_args::RecvRt;
 use crate::recv::RecvArgs;
 use crate::report::warn_buffer;
-use crate::report::{print_outcome, LiveLine, Output};
+use crate::report::{print_outcome, Intervals, LiveLine, Output, Snapshot};
 use metronome_apps::uncompressed::{
-    parse_model, RawReceiver, RawReceiverConfig, RawReceiverOutcome,
+    parse_model, RawReceiver, RawReceiverConfig, RawReceiverOutcome, RawReceiverStatus,
 };
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::SenderType;
 use metronome_session::rfc4175::parse_fmtp;
+use metronome_time::Micros;
 use metronome_wire::sdp::MediaDescription;
 use std::fmt::Write;
 use std::sync::atomic::AtomicBool;
@@ -67,6 +68,9 @@ pub(super) fn recv_sdp(
 fn receive(a: &RecvArgs, mut cfg: RawReceiverConfig, stop: &AtomicBool) -> Result<(), BoxError> {
     cfg.duration = a.duration;
     cfg.frames = a.raw.frames;
+    if let Some(every) = super::status_every(a) {
+        cfg.status_every = every;
+    }
     cfg.output = a.output.clone();
     if a.raw.rt == RecvRt::Off {
         cfg.rt_policy = RtPolicy::Other;
@@ -77,11 +81,53 @@ fn receive(a: &RecvArgs, mut cfg: RawReceiverConfig, stop: &AtomicBool) -> Resul
     warn_buffer(&rx.buffer());
     // Said once the socket is bound (and the group joined): a script may start sending now.
     eprintln!("metronome: listening on {shown} for raw video {format}");
-    let live = LiveLine::new(true);
-    let outcome = rx.run(stop, |line| live.show(line))?;
+    let interval = a.interval.is_some();
+    let live = LiveLine::new(!interval);
+    let mut lines = Intervals::new(a.json);
+    let outcome = rx.run(stop, |s| {
+        if interval {
+            lines.line(s, |d, span| RawRecvInterval {
+                frames_complete: d(|s| s.frames_complete),
+                frames_partial: d(|s| s.frames_partial),
+                frames_lost: d(|s| s.frames_lost),
+                packets: d(|s| s.packets),
+                bytes: d(|s| s.bytes),
+                bitrate_bps: d(|s| s.bytes) as f64 * 8.0 / span,
+                rx_overflow: d(|s| s.rx_overflow),
+                latency_p99_us: s.latency_p99_us,
+            });
+        } else {
+            live.show(&s.line());
+        }
+    })?;
     live.finish();
-    print_outcome(Output::of(a.json, false), &outcome, receiver_summary)?;
+    print_outcome(Output::of(a.json, interval), &outcome, receiver_summary)?;
     Ok(())
+}
+
+/// What one uncompressed stream brought over one `--interval`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct RawRecvInterval {
+    /// Frames that ended complete, partial (some packets missing) and lost.
+    pub frames_complete: u64,
+    pub frames_partial: u64,
+    pub frames_lost: u64,
+    /// RTP packets of the stream.
+    pub packets: u64,
+    /// Their bytes (RTP, headers included).
+    pub bytes: u64,
+    /// Their rate over the interval, bit/s.
+    pub bitrate_bps: f64,
+    /// Datagrams the kernel dropped from the full socket buffer.
+    pub rx_overflow: u64,
+    /// Capture-to-complete latency of the frames so far (from the start): 99th percentile.
+    pub latency_p99_us: Micros,
+}
+
+impl Snapshot for RawReceiverStatus {
+    fn elapsed(&self) -> std::time::Duration {
+        self.elapsed
+    }
 }
 
 fn receiver_summary(o: &RawReceiverOutcome) -> String {

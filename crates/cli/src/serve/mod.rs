@@ -2,6 +2,7 @@
 
 mod declared;
 mod raw;
+pub(crate) use raw::RawServeInterval;
 mod reload;
 mod streams;
 
@@ -123,9 +124,10 @@ pub(crate) struct ServeArgs {
     /// interval, then the summary, one line each)
     #[arg(long)]
     pub json: bool,
-    /// Print a line per interval on stdout (packets, rate, lateness, the rate target), as
-    /// iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the summary still
-    /// comes at the end
+    /// Print a line per interval on stdout (packets, rate, lateness, the rate target; frames
+    /// with --raw), as iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the
+    /// summary still comes at the end. One stream only (not with --config, --stream, --rtsp,
+    /// --control or --sdp-dir)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
@@ -387,10 +389,19 @@ pub(crate) fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderC
     cfg
 }
 
+/// Why `--interval` is refused by a server of several streams or RTSP sessions.
+const INTERVAL_IS_ONE_STREAMS: &str = "--interval prints one stream's figures each interval \
+    (serve rtp://…, serve --raw rtp://…); a server of several streams or of RTSP sessions gives \
+    each one's in its status line, at GET /streams and at GET /metrics (--control ADDR): drop \
+    --interval, or poll those";
+
 pub(crate) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(input) = &a.source.input {
         // A named pipe: its writer is waited for where a stop and --duration can end the wait.
         crate::fifo::wait_for_writer(input, &stop, a.duration)?;
+    }
+    if a.interval.is_some() && (streams::wanted(&a) || a.raw.raw && a.rtsp.is_some()) {
+        return Err(INTERVAL_IS_ONE_STREAMS.into());
     }
     if a.raw.raw {
         return raw::serve(a, stop);

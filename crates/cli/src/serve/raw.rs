@@ -6,7 +6,7 @@ use super::{fresh_seed, rt_policy, ssrc_of_seed, RtChoice, ServeArgs};
 
 use crate::raw_args::RawFormatArg;
 use crate::report::warn_buffer;
-use crate::report::{print_outcome, LiveLine, Output};
+use crate::report::{print_outcome, Intervals, LiveLine, Output, Snapshot};
 use crate::sdp::raw_sdp;
 use metronome_apps::rtsp::{Mounts, RawMount, RtspService};
 use metronome_apps::streams::{ServerConfig, StreamServer};
@@ -24,6 +24,7 @@ use metronome_rt::udp::GsoStatus;
 use metronome_rt::url::RtpUrl;
 use metronome_sched::SenderType;
 use metronome_session::rfc4175::packets_for;
+use metronome_time::Micros;
 use std::fmt::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,7 +48,8 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
     let cfg = sender_config(&a, destination, &format, live)?;
     let server = raw_server_config(&a, &format, &cfg)?;
     let sender = RawSender::open(source, cfg)?;
-    let live_line = LiveLine::new(!a.json);
+    let interval = a.interval.is_some();
+    let live_line = LiveLine::new(!a.json && !interval);
     eprintln!(
         "metronome: {} → {dest} as {} ({} packets a frame)",
         sender.describe(),
@@ -69,10 +71,47 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
     // A stream server with this one stream, as every `serve` stream: admitted on the declared
     // link, the memory budget and its core's schedulability, or refused with the reason.
     let ctl = Arc::new(RawControl::default());
-    let outcome = sender.run_alone(server, ctl, &stop, |s| live_line.show(&status_line(s)))?;
+    let mut lines = Intervals::new(a.json);
+    let outcome = sender.run_alone(server, ctl, &stop, |s| {
+        if interval {
+            lines.line(s, |d, span| RawServeInterval {
+                frames: d(|s| s.frames),
+                packets: d(|s| s.packets),
+                bytes: d(|s| s.bytes),
+                bitrate_bps: d(|s| s.bytes) as f64 * 8.0 / span,
+                late_frames: d(|s| s.late_frames),
+                max_late_us: s.max_late_us,
+            });
+        } else {
+            live_line.show(&status_line(s));
+        }
+    })?;
     live_line.finish();
-    print_outcome(Output::of(a.json, false), &outcome, sender_summary)?;
+    print_outcome(Output::of(a.json, interval), &outcome, sender_summary)?;
     Ok(())
+}
+
+/// What one uncompressed stream sent over one `--interval`.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct RawServeInterval {
+    /// Frames sent whole.
+    pub frames: u64,
+    /// RTP packets sent.
+    pub packets: u64,
+    /// Their bytes (RTP, headers included).
+    pub bytes: u64,
+    /// Their rate over the interval, bit/s.
+    pub bitrate_bps: f64,
+    /// Frames whose send calls started later than the late threshold after they were due.
+    pub late_frames: u64,
+    /// The latest a batch left after its due time, over the interval.
+    pub max_late_us: Micros,
+}
+
+impl Snapshot for RawSenderStatus {
+    fn elapsed(&self) -> Duration {
+        self.elapsed
+    }
 }
 
 /// `--config` for a raw server: its server settings, RTSP users and certificate, no streams.
@@ -185,6 +224,9 @@ fn sender_config(
     cfg.frames = r.frames;
     cfg.live = live;
     cfg.pacer_cpu = a.cpu;
+    if let Some(every) = a.interval {
+        cfg.status_every = every;
+    }
     let tframe = Duration::from_nanos(format.frame_duration_ns());
     let interval = match model {
         SenderType::Burst => tframe,

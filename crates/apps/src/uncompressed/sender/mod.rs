@@ -102,6 +102,9 @@ pub struct RawSenderConfig {
     /// What is done with late frames; by default a frame whose first packet would leave a
     /// frame period late is dropped whole (ST 2110 receivers want whole frames on time).
     pub late: Option<LatePolicy>,
+    /// How often the running sender says how it goes (`on_status`): 1 s by default; `serve
+    /// --raw --interval`. Looked at every 100 ms, so no finer than that.
+    pub status_every: Duration,
 }
 
 impl RawSenderConfig {
@@ -140,6 +143,7 @@ impl RawSenderConfig {
             rtcp: true,
             cname: "metronome@raw".to_string(),
             late: None,
+            status_every: Duration::from_secs(1),
         }
     }
 }
@@ -281,7 +285,7 @@ impl RawSender {
     /// Sends until the source ends, the frame count or duration is reached, or `stop` is set,
     /// on a pacing core of its own and not admitted (what the crate's tests run; a program
     /// serving the stream runs it as a server's: [`RawSender::run_alone`]). `on_status` is
-    /// called about once a second.
+    /// called each [`RawSenderConfig::status_every`], and once more at the end.
     pub fn run(
         self,
         stop: Arc<AtomicBool>,
@@ -369,6 +373,7 @@ impl RawSender {
             core: &core,
             rtcp: &rtcp,
             tframe,
+            status_every: cfg.status_every,
         }
         .run(&mut *source, &mut payloader, &mut on_status, &mut rtcp_buf)?;
         if let (Some(s), Some(a)) = (server, admission) {
@@ -503,6 +508,7 @@ struct Threads<'a> {
     core: &'a CoreShared,
     rtcp: &'a [RtcpOut],
     tframe: Duration,
+    status_every: Duration,
 }
 
 /// What the producer returned: why it stopped and its CPU time.
@@ -564,6 +570,7 @@ impl Threads<'_> {
                 clock,
                 rtcp: self.rtcp,
                 epoch0: self.plan.epoch0,
+                every: self.status_every,
                 // The last frame before the duration's end has left by then (a frame's
                 // packets take at most its period); a slow source's frame (one a minute) is
                 // cut there.
@@ -622,7 +629,7 @@ impl Threads<'_> {
 }
 
 /// What the calling thread does while a raw stream runs: stops it when asked or at the
-/// duration's end, runs its RTCP, and says how it goes once a second.
+/// duration's end, runs its RTCP, and says how it goes each `every`.
 struct Watch<'a> {
     rt: &'a RawStreamRt,
     ctl: &'a RawControl,
@@ -630,6 +637,8 @@ struct Watch<'a> {
     clock: &'a Clock,
     rtcp: &'a [RtcpOut],
     epoch0: Timestamp,
+    /// How often `on_status` is called, from the first frame's epoch.
+    every: Duration,
     /// When the stream is stopped even in the middle of a frame (`--duration`).
     cut: Option<Timestamp>,
 }
@@ -646,7 +655,10 @@ impl Watch<'_> {
         rtcp_buf: &mut [u8],
     ) {
         let (rt, ctl) = (self.rt, self.ctl);
-        let mut next_status = self.epoch0 + Duration::from_secs(1);
+        let every = self.every.max(STATUS_TURN);
+        let mut next_status = self.epoch0 + every;
+        // Packets sent at the last status: the last word is said only if more have left since.
+        let mut said = 0;
         while !rt.finished.load(Ordering::Acquire) {
             let over = self.cut.is_some_and(|c| self.clock.now() >= c);
             let asked = self.stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed);
@@ -667,9 +679,23 @@ impl Watch<'_> {
             ctl.receiver_reports.store(heard, Ordering::Relaxed);
             let now = self.clock.now();
             if now >= next_status {
-                next_status = now + Duration::from_secs(1);
-                on_status(&status(&ctl.counters, now.saturating_since(self.epoch0)));
+                // On the grid from the epoch, as iperf3's intervals are; a turn held up past
+                // several makes one longer interval.
+                while next_status <= now {
+                    next_status += every;
+                }
+                let s = status(&ctl.counters, now.saturating_since(self.epoch0));
+                said = s.packets;
+                on_status(&s);
             }
+        }
+        // The last word: what was sent since the last status (iperf3's last, shorter interval).
+        let s = status(
+            &ctl.counters,
+            self.clock.now().saturating_since(self.epoch0),
+        );
+        if s.packets != said {
+            on_status(&s);
         }
     }
 }
