@@ -31,34 +31,10 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
-/// What a stream does with packets later than the stall threshold: `catch-up` (at twice its
-/// rate), `catch-up=F` (at F times its rate, F > 1), `drop-late` (drop what is more than
-/// 10 ms late) or `drop-late=DURATION`.
+/// What a stream does with packets later than the stall threshold (`--late`): as the config
+/// file's `late` reads it.
 pub(crate) fn parse_late(s: &str) -> Result<LatePolicy, String> {
-    let (name, value) = match s.split_once('=') {
-        Some((n, v)) => (n.trim(), Some(v.trim())),
-        None => (s.trim(), None),
-    };
-    match (name, value) {
-        ("catch-up", None) => Ok(LatePolicy::CATCH_UP),
-        ("catch-up", Some(f)) => match f.parse::<f64>() {
-            Ok(f) if f > 1.0 && f <= 100.0 => Ok(LatePolicy::CatchUp { factor: f }),
-            _ => Err(format!(
-                "'{f}' is not a catch-up factor: give a multiple of the stream's rate above 1 \
-                 (for example catch-up=2), so that a backlog can drain"
-            )),
-        },
-        ("drop-late", None) => Ok(LatePolicy::DropLate {
-            after: Duration::from_millis(10),
-        }),
-        ("drop-late", Some(d)) => Ok(LatePolicy::DropLate {
-            after: parse_duration(d)?,
-        }),
-        _ => Err(format!(
-            "'{s}' is not a late policy: use catch-up, catch-up=FACTOR, drop-late or \
-             drop-late=DURATION (for example drop-late=20ms)"
-        )),
-    }
+    metronome_config::serve::parse_late(s)
 }
 
 /// `WIDTHxHEIGHT`, both even.

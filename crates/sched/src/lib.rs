@@ -57,4 +57,6 @@ pub use sim::{simulate, Release, SimOutcome, SimTask, SimTaskOutcome};
 pub use st2110::{Conformance, ConformanceSummary, FrameFormat, FrameSchedule, SenderType};
 pub use task::{Policy, TaskParams, TaskProblem, MAX_PERIOD};
 pub use throttle_guard::{GuardStep, ThrottleGuard};
-pub use wait_choice::{WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats};
+pub use wait_choice::{
+    WaitChoice, WaitPolicy, WaitSelector, WaitSelectorConfig, WaitSelectorStats,
+};

@@ -8,6 +8,50 @@ use metronome_time::Timestamp;
 use serde::Serialize;
 use std::time::Duration;
 
+/// How a real-time pacer waits between packets, as its user chooses (`--wait`, the config
+/// file's `wait`; spelled in JSON as there).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitPolicy {
+    /// Absolute sleep, then spin the last stretch (little CPU; inherits wake-up latency).
+    SleepSpin,
+    /// Spin the whole way, as an ordinary thread (a core's worth of CPU; no wake-ups at all).
+    BusyPoll,
+    /// Sleep-then-spin while it keeps time, busy-poll while it does not (a [`WaitSelector`]).
+    #[default]
+    Auto,
+}
+
+impl WaitPolicy {
+    /// The policies as they are written, for `--help` and errors.
+    pub const CHOICES: [&'static str; 3] = ["auto", "sleep-spin", "busy-poll"];
+
+    /// As on the command line (`--wait`), in the config file and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            WaitPolicy::SleepSpin => "sleep-spin",
+            WaitPolicy::BusyPoll => "busy-poll",
+            WaitPolicy::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for WaitPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(WaitPolicy::Auto),
+            "sleep-spin" => Ok(WaitPolicy::SleepSpin),
+            "busy-poll" => Ok(WaitPolicy::BusyPoll),
+            _ => Err(format!(
+                "unknown wait policy '{}': use auto, sleep-spin or busy-poll",
+                s.escape_debug()
+            )),
+        }
+    }
+}
+
 /// How the pacer waits for a packet's due time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum WaitChoice {

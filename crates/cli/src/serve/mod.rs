@@ -8,7 +8,7 @@ mod streams;
 
 use crate::args::{parse_bytes, parse_duration, parse_late, parse_prefix, parse_rate, SourceArgs};
 use crate::report::{print_outcome, sender_status, sender_summary, LiveLine, Output};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use metronome_apps::sender::{run_sender, SenderConfig};
 use metronome_apps::streams::GivenSource;
 use metronome_apps::streams::{parse_cpus, parse_share, CoreRt, SchedKind};
@@ -26,18 +26,6 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum RtChoice {
-    /// SCHED_FIFO where permitted, else an ordinary thread (said in the summary)
-    Auto,
-    /// SCHED_FIFO priority 80
-    Fifo,
-    /// SCHED_DEADLINE with a budget sized for the packet rate
-    Deadline,
-    /// An ordinary thread
-    Off,
-}
-
 /// `--overload`'s values: the policies' own names, listed in `--help`.
 fn overload_choice() -> impl clap::builder::TypedValueParser<Value = OverloadPolicy> {
     use clap::builder::TypedValueParser;
@@ -45,21 +33,17 @@ fn overload_choice() -> impl clap::builder::TypedValueParser<Value = OverloadPol
         .try_map(|s| s.parse::<OverloadPolicy>())
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum WaitChoiceArg {
-    Auto,
-    SleepSpin,
-    BusyPoll,
+/// `--rt`'s values, listed in `--help`.
+fn rt_choice() -> impl clap::builder::TypedValueParser<Value = CoreRt> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(CoreRt::CHOICES).try_map(|s| s.parse::<CoreRt>())
 }
 
-impl From<WaitChoiceArg> for WaitPolicy {
-    fn from(w: WaitChoiceArg) -> WaitPolicy {
-        match w {
-            WaitChoiceArg::Auto => WaitPolicy::Auto,
-            WaitChoiceArg::SleepSpin => WaitPolicy::SleepSpin,
-            WaitChoiceArg::BusyPoll => WaitPolicy::BusyPoll,
-        }
-    }
+/// `--wait`'s values, listed in `--help`.
+fn wait_choice() -> impl clap::builder::TypedValueParser<Value = WaitPolicy> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(WaitPolicy::CHOICES)
+        .try_map(|s| s.parse::<WaitPolicy>())
 }
 
 #[derive(Args, Clone, Debug)]
@@ -81,14 +65,17 @@ pub(crate) struct ServeArgs {
     /// Stamp each packet's send time in an RTP header extension, so receivers measure one-way delay
     #[arg(long)]
     pub send_time: bool,
-    /// Real-time policy of the pacing thread
-    #[arg(long, value_enum, default_value = "auto")]
-    pub rt: RtChoice,
+    /// Real-time policy of the pacing thread: SCHED_FIFO where permitted (auto), SCHED_FIFO
+    /// priority 80 (fifo), SCHED_DEADLINE with a budget sized for the packet rate (deadline),
+    /// or an ordinary thread (off) [default: auto; config: rt]
+    #[arg(long, value_parser = rt_choice())]
+    pub rt: Option<CoreRt>,
     /// How the pacer waits between packets: sleep then spin; spin the whole way (keeps a core
     /// busy); or auto, which busy-polls only while sleeping makes more than 1% of packets late
-    #[arg(long, value_enum, default_value = "auto")]
-    pub wait: WaitChoiceArg,
-    /// Pin the pacing thread to this CPU
+    /// [default: auto; config: wait]
+    #[arg(long, value_parser = wait_choice())]
+    pub wait: Option<WaitPolicy>,
+    /// Pin the pacing thread to this CPU [config: cpu]
     #[arg(long)]
     pub cpu: Option<usize>,
     /// Packets buffered between producer and pacer
@@ -99,7 +86,7 @@ pub(crate) struct ServeArgs {
     /// (`catch-up`, `catch-up=3`), or dropped when later than a limit (`drop-late`,
     /// `drop-late=20ms`). The schedule itself never shifts, and a dropped packet takes no
     /// sequence number. Default: `catch-up` for MPEG-TS; for `--raw`, a frame that would
-    /// start a frame period late is dropped whole
+    /// start a frame period late is dropped whole [config: late]
     #[arg(long, value_parser = parse_late, value_name = "POLICY")]
     pub late: Option<LatePolicy>,
     /// Write the sender's frame trace here at the end: every video frame's number, type, size,
@@ -130,7 +117,8 @@ pub(crate) struct ServeArgs {
     /// --control or --sdp-dir)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
-    /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock)
+    /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock;
+    /// config: seed)
     #[arg(long)]
     pub seed: Option<u64>,
     /// Many streams: a TOML file of `[[stream]]` tables and server settings (every key:
@@ -266,20 +254,20 @@ pub(crate) struct ServeArgs {
     pub raw: crate::raw_args::RawServeArgs,
 }
 
-pub(crate) fn rt_policy(c: RtChoice, packet_interval: Duration) -> RtPolicy {
+pub(crate) fn rt_policy(c: CoreRt, packet_interval: Duration) -> RtPolicy {
     match c {
-        RtChoice::Auto => RtPolicy::Auto,
-        RtChoice::Fifo => RtPolicy::Fifo {
+        CoreRt::Auto => RtPolicy::Auto,
+        CoreRt::Fifo => RtPolicy::Fifo {
             priority: RtPolicy::DEFAULT_FIFO_PRIORITY,
         },
         // Half of each packet interval: the sender caps its spin at half of that budget, which
         // leaves the rest for the send itself.
-        RtChoice::Deadline => RtPolicy::Deadline {
+        CoreRt::Deadline => RtPolicy::Deadline {
             runtime: packet_interval / 2,
             deadline: packet_interval,
             period: packet_interval,
         },
-        RtChoice::Off => RtPolicy::Other,
+        CoreRt::Off => RtPolicy::Other,
     }
 }
 
@@ -332,6 +320,11 @@ impl ServeArgs {
         self.rtsp = self.rtsp.or(file.rtsp);
         self.sched = self.sched.or(file.sched);
         self.rt_cores = self.rt_cores.or(file.rt_cores);
+        self.rt = self.rt.or(file.rt);
+        self.wait = self.wait.or(file.wait);
+        self.cpu = self.cpu.or(file.cpu);
+        self.late = self.late.or(file.late);
+        self.seed = self.seed.or(file.seed);
         self.core_budget = self.core_budget.or(file.core_budget);
         self.link_capacity = self.link_capacity.or(file.link_capacity);
         self.memory_budget = self.memory_budget.or(file.memory_budget);
@@ -357,24 +350,13 @@ impl ServeArgs {
     }
 }
 
-impl From<RtChoice> for CoreRt {
-    fn from(c: RtChoice) -> CoreRt {
-        match c {
-            RtChoice::Auto => CoreRt::Auto,
-            RtChoice::Fifo => CoreRt::Fifo,
-            RtChoice::Deadline => CoreRt::Deadline,
-            RtChoice::Off => CoreRt::Off,
-        }
-    }
-}
-
 /// The sender's configuration.
 pub(crate) fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderConfig {
     let seed = a.seed.unwrap_or_else(fresh_seed);
     let mut cfg = SenderConfig::new(destinations, ssrc_of_seed(seed), seed);
-    cfg.rt = a.rt.into();
+    cfg.rt = a.rt.unwrap_or_default();
     cfg.lock_memory = cfg.rt != CoreRt::Off;
-    cfg.wait = WaitPolicy::from(a.wait);
+    cfg.wait = a.wait.unwrap_or_default();
     cfg.pacer_cpu = a.cpu;
     cfg.ring_slots = a.ring.max(1);
     cfg.duration = a.duration;
@@ -667,5 +649,51 @@ mod tests {
             (rc.max_sessions, rc.session_timeout),
             (7, Duration::from_secs(9))
         );
+    }
+
+    /// The pacing threads' settings come from the file too, and reach the stream server's
+    /// config; the command line's win.
+    #[test]
+    fn the_pacing_threads_settings_come_from_the_file() {
+        let file = metronome_config::serve::parse(
+            "rt = \"off\"\nwait = \"sleep-spin\"\ncpu = 1\nlate = \"drop-late=20ms\"\nseed = 42\n",
+            "test.toml",
+        )
+        .unwrap();
+        let a = Args::try_parse_from(["serve"])
+            .unwrap()
+            .serve
+            .with_file(&file);
+        let cfg = streams::server_config(&a);
+        assert_eq!(
+            (cfg.rt, cfg.wait, cfg.seed),
+            (CoreRt::Off, WaitPolicy::SleepSpin, 42)
+        );
+        assert_eq!(cfg.cpus, Some(vec![1]));
+        assert!(!cfg.lock_memory, "off: no memory lock");
+        assert_eq!(
+            cfg.pacing.late,
+            LatePolicy::DropLate {
+                after: Duration::from_millis(20)
+            }
+        );
+        let given = Args::try_parse_from([
+            "serve",
+            "--rt",
+            "fifo",
+            "--wait",
+            "busy-poll",
+            "--seed",
+            "7",
+        ])
+        .unwrap()
+        .serve
+        .with_file(&file);
+        let cfg = streams::server_config(&given);
+        assert_eq!(
+            (cfg.rt, cfg.wait, cfg.seed),
+            (CoreRt::Fifo, WaitPolicy::BusyPoll, 7)
+        );
+        assert!(Args::try_parse_from(["serve", "--rt", "sometimes"]).is_err());
     }
 }

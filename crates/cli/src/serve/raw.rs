@@ -2,7 +2,8 @@
 //! mounts. The driver is `metronome_apps::uncompressed`; this turns the arguments into its
 //! configuration and prints what it measured.
 
-use super::{fresh_seed, rt_policy, ssrc_of_seed, RtChoice, ServeArgs};
+use super::{fresh_seed, rt_policy, ssrc_of_seed, ServeArgs};
+use metronome_apps::streams::CoreRt;
 
 use crate::raw_args::RawFormatArg;
 use crate::report::warn_buffer;
@@ -232,11 +233,12 @@ fn sender_config(
         SenderType::Burst => tframe,
         _ => (tframe / npackets.max(1) as u32).max(r.batch_window),
     };
-    cfg.rt_policy = rt_policy(a.rt, interval);
+    let rt = a.rt.unwrap_or_default();
+    cfg.rt_policy = rt_policy(rt, interval);
     cfg.late = a.late;
-    cfg.lock_memory = !matches!(a.rt, RtChoice::Off);
-    cfg.wait = WaitPolicy::from(a.wait);
-    if cfg.wait == WaitPolicy::BusyPoll && matches!(a.rt, RtChoice::Auto) {
+    cfg.lock_memory = rt != CoreRt::Off;
+    cfg.wait = a.wait.unwrap_or_default();
+    if cfg.wait == WaitPolicy::BusyPoll && rt == CoreRt::Auto {
         cfg.rt_policy = RtPolicy::Other;
     }
     Ok(cfg)

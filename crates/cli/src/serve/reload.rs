@@ -205,6 +205,11 @@ fn restart_only_changes(old: &ServeConfig, new: &ServeConfig) -> Vec<&'static st
     let ServeConfig {
         sched,
         rt_cores,
+        rt,
+        wait,
+        cpu,
+        late,
+        seed,
         link_capacity,
         control,
         control_token_file,
@@ -229,6 +234,11 @@ fn restart_only_changes(old: &ServeConfig, new: &ServeConfig) -> Vec<&'static st
     [
         ("sched", *sched != old.sched),
         ("rt_cores", *rt_cores != old.rt_cores),
+        ("rt", *rt != old.rt),
+        ("wait", *wait != old.wait),
+        ("cpu", *cpu != old.cpu),
+        ("late", *late != old.late),
+        ("seed", *seed != old.seed),
         ("link_capacity", *link_capacity != old.link_capacity),
         ("control", *control != old.control),
         (

@@ -11,7 +11,6 @@ use metronome_apps::streams::{
     StreamSpec,
 };
 use metronome_rt::clock::mono_ns;
-use metronome_rt::pacing::WaitPolicy;
 use metronome_time::Micros;
 use std::fmt::Write;
 use std::net::SocketAddr;
@@ -236,9 +235,9 @@ pub(super) fn server_config(a: &ServeArgs) -> ServerConfig {
         encode_cost: a.encode_cost,
         ..ServerConfig::default()
     };
-    cfg.rt = a.rt.into();
+    cfg.rt = a.rt.unwrap_or_default();
     cfg.lock_memory = cfg.rt != CoreRt::Off;
-    cfg.wait = WaitPolicy::from(a.wait);
+    cfg.wait = a.wait.unwrap_or_default();
     cfg.cpus = a.cpu.map(|c| (0..cfg.rt_cores).map(|i| c + i).collect());
     cfg.pacing.late = a.late.unwrap_or(metronome_sched::LatePolicy::CATCH_UP);
     cfg.overload = a.overload.unwrap_or_default();

@@ -1,7 +1,8 @@
 //! The config file as TOML gives it (`FileConfig`), each value read in the units people write
 //! ("1gbit", "150%", "5us") and checked, with an error that names the key.
 
-use super::{OverloadPolicy, RtspLimits, SchedKind, ServeConfig};
+use super::{parse_late, CoreRt, LatePolicy, OverloadPolicy, RtspLimits, SchedKind};
+use super::{ServeConfig, WaitPolicy};
 use crate::prefix::IpPrefix;
 use crate::rtsp_auth::{FileRtspAuth, RtspAuthSpec};
 use crate::stream::{parse_bitrate, parse_cpus, parse_duration, parse_share, StreamSpec};
@@ -19,6 +20,16 @@ pub(super) struct FileConfig {
     sched: Option<SchedKind>,
     #[serde(default, deserialize_with = "de_rt_cores")]
     rt_cores: Option<usize>,
+    #[serde(default, deserialize_with = "de_parsed")]
+    rt: Option<CoreRt>,
+    #[serde(default, deserialize_with = "de_parsed")]
+    wait: Option<WaitPolicy>,
+    #[serde(default, deserialize_with = "de_cpu")]
+    cpu: Option<usize>,
+    #[serde(default, deserialize_with = "de_late")]
+    late: Option<LatePolicy>,
+    #[serde(default)]
+    seed: Option<u64>,
     #[serde(default, deserialize_with = "de_capacity")]
     link_capacity: Option<u64>,
     #[serde(default, deserialize_with = "de_control")]
@@ -83,6 +94,11 @@ impl FileConfig {
         ServeConfig {
             sched: self.sched,
             rt_cores: self.rt_cores,
+            rt: self.rt,
+            wait: self.wait,
+            cpu: self.cpu,
+            late: self.late,
+            seed: self.seed,
             link_capacity: self.link_capacity,
             control: self.control,
             control_token_file: self.control_token_file,
@@ -225,8 +241,33 @@ fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> 
 }
 
 fn de_overload<'de, D: Deserializer<'de>>(d: D) -> Result<Option<OverloadPolicy>, D::Error> {
+    de_parsed(d)
+}
+
+/// A value written as its name (`rt = "fifo"`), read by its `FromStr`, whose error says what
+/// the names are.
+fn de_parsed<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: std::str::FromStr<Err = String>,
+{
     let s = String::deserialize(d)?;
     s.parse().map(Some).map_err(serde::de::Error::custom)
+}
+
+fn de_late<'de, D: Deserializer<'de>>(d: D) -> Result<Option<LatePolicy>, D::Error> {
+    let s = String::deserialize(d)?;
+    parse_late(&s).map(Some).map_err(serde::de::Error::custom)
+}
+
+fn de_cpu<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
+    let n = i64::deserialize(d)?;
+    match usize::try_from(n) {
+        Ok(n @ 0..=4095) => Ok(Some(n)),
+        _ => Err(serde::de::Error::custom(format!(
+            "cpu = {n} is not a CPU number: use 0 to 4095 (see nproc)"
+        ))),
+    }
 }
 
 fn de_budget<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {

@@ -3,6 +3,11 @@
 //! ```toml
 //! sched = "edf"                 # edf | dm | naive
 //! rt_cores = 1
+//! rt = "auto"                   # auto | fifo | deadline | off: the pacing threads' policy
+//! wait = "auto"                 # auto | sleep-spin | busy-poll: how they wait for a packet
+//! cpu = 1                       # pin the pacing thread (core i's to cpu + i)
+//! late = "catch-up"             # catch-up[=F] | drop-late[=DURATION], after a stall
+//! seed = 7                      # SSRCs, sequence numbers and RTCP timing, reproducible
 //! link_capacity = "1gbit"
 //! control = "127.0.0.1:8089"    # the HTTP control API address
 //! control_token_file = "/var/lib/metronome/control-token"  # its bearer token (made if absent)
@@ -45,6 +50,7 @@
 
 mod error;
 mod file;
+mod pacing;
 #[cfg(test)]
 mod tests;
 
@@ -55,7 +61,8 @@ use file::FileConfig;
 use crate::prefix::IpPrefix;
 use crate::rtsp_auth::RtspAuthSpec;
 use crate::stream::StreamSpec;
-pub use metronome_sched::OverloadPolicy;
+pub use metronome_sched::{LatePolicy, OverloadPolicy, WaitPolicy};
+pub use pacing::{parse_late, CoreRt};
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::fmt;
@@ -116,6 +123,18 @@ pub struct ServeConfig {
     pub sched: Option<SchedKind>,
     /// `rt_cores`: how many CPU cores run real-time pacing threads (1 to 1024).
     pub rt_cores: Option<usize>,
+    /// `rt`: how the pacing threads run (`"auto"`, `"fifo"`, `"deadline"`, `"off"`).
+    pub rt: Option<CoreRt>,
+    /// `wait`: how a pacing thread waits between packets (`"auto"`, `"sleep-spin"`,
+    /// `"busy-poll"`).
+    pub wait: Option<WaitPolicy>,
+    /// `cpu`: the CPU the (first) pacing thread is pinned to; core `i`'s to `cpu + i`.
+    pub cpu: Option<usize>,
+    /// `late`: what the streams do with packets later than the stall threshold
+    /// (`"catch-up"`, `"catch-up=3"`, `"drop-late"`, `"drop-late=20ms"`).
+    pub late: Option<LatePolicy>,
+    /// `seed`: the seed of the streams' SSRCs, first sequence numbers and RTCP timing.
+    pub seed: Option<u64>,
     /// `link_capacity`: the outgoing link's capacity in bit/s (`"1gbit"` or a number).
     pub link_capacity: Option<u64>,
     /// `control`: the address of the HTTP control API.

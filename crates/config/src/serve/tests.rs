@@ -48,6 +48,28 @@ fn rtsp_users_are_read_and_their_mistakes_located() {
     assert!(e.message.starts_with("[rtsp_auth]: "), "{e}");
 }
 
+/// How the pacing threads run is the file's to say too, each value checked.
+#[test]
+fn the_pacing_threads_settings_are_read() {
+    let text =
+        "rt = \"deadline\"\nwait = \"busy-poll\"\ncpu = 3\nlate = \"catch-up=3\"\nseed = 9\n";
+    let c = parse(text, "config.toml").unwrap();
+    assert_eq!(c.rt, Some(CoreRt::Deadline));
+    assert_eq!(c.wait, Some(WaitPolicy::BusyPoll));
+    assert_eq!((c.cpu, c.seed), (Some(3), Some(9)));
+    assert_eq!(c.late, Some(LatePolicy::CatchUp { factor: 3.0 }));
+    for (bad, says) in [
+        ("rt = \"sometimes\"\n", "auto, fifo, deadline or off"),
+        ("wait = \"nap\"\n", "auto, sleep-spin or busy-poll"),
+        ("cpu = -1\n", "0 to 4095"),
+        ("late = \"drop\"\n", "drop-late=DURATION"),
+    ] {
+        let e = err(bad);
+        assert_eq!(e.line, Some(1), "{bad}: {e}");
+        assert!(e.message.contains(says), "{bad}: {e}");
+    }
+}
+
 /// The options of `serve` that are not a stream's have keys too, and say what is wrong.
 #[test]
 fn budgets_overload_and_rtsp_limits_are_read() {

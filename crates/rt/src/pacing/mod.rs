@@ -16,4 +16,5 @@ pub mod thread;
 pub use self::core::{run_core, Command, Core, CoreConfig, CoreShared};
 pub use calibrate::{calibrate, Calibration};
 pub use lane::{Lane, Load, Sent};
-pub use thread::{PacerKind, PacingThread, PacingThreadConfig, PacingThreadReport, WaitPolicy};
+pub use metronome_sched::WaitPolicy;
+pub use thread::{PacerKind, PacingThread, PacingThreadConfig, PacingThreadReport};

@@ -14,6 +14,7 @@
 use crate::clock::{thread_cpu_s, Clock};
 use crate::thread::{self, Granted, RtPolicy};
 use crate::wait::{WaitMode, Waiter, WaiterConfig};
+use metronome_sched::WaitPolicy;
 use metronome_sched::{
     GuardStep, ThrottleGuard, WaitChoice, WaitSelector, WaitSelectorConfig, WaitSelectorStats,
 };
@@ -276,19 +277,6 @@ impl PacingThread {
     }
 }
 
-/// How the real-time pacer waits between packets (spelled in JSON as on the command line).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum WaitPolicy {
-    /// Absolute sleep, then spin the last stretch (little CPU; inherits wake-up latency).
-    SleepSpin,
-    /// Spin the whole way, as an ordinary thread (a core's worth of CPU; no wake-ups at all).
-    BusyPoll,
-    /// Sleep-then-spin while it keeps time, busy-poll while it does not (see
-    /// `metronome_sched::WaitSelector`).
-    Auto,
-}
-
 /// How the pacing thread waits for each release time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -298,15 +286,4 @@ pub enum PacerKind {
     /// The baseline: an ordinary thread that sleeps for the time left before each packet with
     /// `std::thread::sleep`, as a plain timer-driven sender does.
     PlainSleep,
-}
-
-impl WaitPolicy {
-    /// As on the command line (`--wait`) and in JSON.
-    pub fn name(self) -> &'static str {
-        match self {
-            WaitPolicy::SleepSpin => "sleep-spin",
-            WaitPolicy::BusyPoll => "busy-poll",
-            WaitPolicy::Auto => "auto",
-        }
-    }
 }

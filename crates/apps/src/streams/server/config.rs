@@ -10,19 +10,7 @@ use metronome_rt::wait::WaiterConfig;
 use metronome_sched::{OverloadPolicy, PacingConfig, Policy, WaitSelectorConfig};
 use std::time::Duration;
 
-/// How the pacing threads run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CoreRt {
-    /// SCHED_FIFO where permitted, else an ordinary thread (said in the grant).
-    Auto,
-    /// SCHED_FIFO, asked for explicitly (the grant says if the system refused it).
-    Fifo,
-    /// SCHED_DEADLINE with a budget that grows with the admitted streams; the kernel's own
-    /// admission control then applies to every stream start.
-    Deadline,
-    /// Ordinary threads.
-    Off,
-}
+pub use metronome_config::serve::CoreRt;
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
