@@ -246,8 +246,12 @@ fn measure(a: &LadderBenchArgs, s: &Setup, dir: &Path) -> Result<LadderBench, St
         .map_err(|e| format!("the ladder: {e}"))?;
         Ok::<_, String>((l, (mono_ns() - t) as f64 / 1e9))
     };
+    let steps = 2 + a.judge.len();
+    let mut progress = crate::progress::Progress::start("bench ladder", steps, None);
     let (first, encode_s) = build()?;
+    progress.step("the ladder encoded");
     let (second, cached_s) = build()?;
+    progress.step("the ladder again, from the cache");
     let encoding = Encoding {
         frames,
         rungs: first.rungs.len(),
@@ -266,6 +270,7 @@ fn measure(a: &LadderBenchArgs, s: &Setup, dir: &Path) -> Result<LadderBench, St
     let mut judged = Vec::new();
     for &q in &a.judge {
         judged.push(judge(&first, q, s, a.judge_seconds, dir)?);
+        progress.step(&format!("quantizer {q} judged, by Metronome and by FFmpeg"));
     }
     Ok(LadderBench {
         benchmark: "ladder",

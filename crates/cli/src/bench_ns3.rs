@@ -246,6 +246,7 @@ fn run_cases(
 ) -> Result<(Vec<CaseResult>, String), String> {
     let mut cases = Vec::new();
     let mut version = String::new();
+    let mut progress = crate::progress::Progress::start("bench ns3", CASES.len(), None);
     for case in &CASES {
         if stop.load(Ordering::SeqCst) {
             return Err("stopped".into());
@@ -254,6 +255,7 @@ fn run_cases(
         let (ns3, v) = run_ns3(program, case, media, stop)?;
         version = v;
         cases.push(judge(case, metronome, ns3));
+        progress.step(&format!("{}: metronome and ns-3", case.name));
     }
     Ok((cases, version))
 }

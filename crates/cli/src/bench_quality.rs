@@ -144,9 +144,11 @@ fn measure(a: &QualityBenchArgs, dir: &Path) -> Result<QualityBench, String> {
     let watch = HostWatch::start();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let secs_since = |t0: u64| (mono_ns() - t0) as f64 / 1e9;
+    let mut progress = crate::progress::Progress::start("bench quality", 2, None);
     let t = mono_ns();
     let run = crate::quality::compare_files(&reference, &received, None, threads, None)?;
     let ours = secs_since(t);
+    progress.step("metronome's PSNR and SSIM");
     let graph = "[0:v]split[a0][a1];[1:v]split[b0][b1];[a0][b0]psnr;[a1][b1]ssim";
     let t = mono_ns();
     ffmpeg(&[
@@ -161,6 +163,7 @@ fn measure(a: &QualityBenchArgs, dir: &Path) -> Result<QualityBench, String> {
         "-",
     ])?;
     let theirs = secs_since(t);
+    progress.step("FFmpeg's psnr and ssim filters");
     let case = |name, wall_s: f64| Case {
         name,
         frames: run.frames,

@@ -224,13 +224,15 @@ pub(crate) fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
     }
     let exe = std::env::current_exe()?;
     let mut runs = Vec::new();
+    // Four runs a case (Metronome burst and narrow-gapped, GStreamer observed and alone), each
+    // its duration and about a second of start and settling.
+    let steps = cases.len() * 4;
+    let expected = steps as f64 * (a.duration.as_secs_f64() + 1.0);
+    let mut progress = crate::progress::Progress::start("bench raw", steps, Some(expected));
     for c in cases {
         for pacing in ["burst", "narrow-gapped"] {
             if stop.load(Ordering::Relaxed) {
                 break;
-            }
-            if !a.json {
-                eprintln!("bench raw: {} metronome {pacing}…", c.name);
             }
             runs.push(
                 metronome_run(&exe, c, pacing, a.duration).unwrap_or_else(|e| Run {
@@ -238,12 +240,10 @@ pub(crate) fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
                     ..base(c, "metronome", pacing)
                 }),
             );
+            progress.step(&format!("{} metronome {pacing}", c.name));
         }
         if stop.load(Ordering::Relaxed) {
             break;
-        }
-        if !a.json {
-            eprintln!("bench raw: {} gstreamer…", c.name);
         }
         let observed = gst_observed_run(&exe, c, a.duration).unwrap_or_else(|e| Run {
             error: Some(e.to_string()),
@@ -251,6 +251,7 @@ pub(crate) fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
         });
         let ppf = observed.packets_per_frame;
         runs.push(observed);
+        progress.step(&format!("{} gstreamer→metronome-recv", c.name));
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -258,6 +259,7 @@ pub(crate) fn run(a: RawArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
             error: Some(e.to_string()),
             ..base(c, "gstreamer", "burst")
         }));
+        progress.step(&format!("{} gstreamer", c.name));
     }
     let ratios = ratios(&runs);
     let checks = checks(&runs, &ratios);

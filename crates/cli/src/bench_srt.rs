@@ -637,14 +637,15 @@ pub(crate) fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
     remove_stale();
     let watch = HostWatch::start();
     let mut levels = Vec::with_capacity(a.loss.len());
+    // Three cases a loss level (bare, Metronome's RTX, SRT), each its duration.
+    let expected = a.loss.len() as f64 * 3.0 * a.duration.as_secs_f64();
+    let mut progress = crate::progress::Progress::start("bench srt", a.loss.len(), Some(expected));
     for &loss in &a.loss {
-        if !a.json {
-            eprintln!(
-                "bench srt: {:.1} % loss: bare, metronome-rtx, srt…",
-                loss * 100.0
-            );
-        }
         levels.push(level(&a, loss, &stop)?);
+        progress.step(&format!(
+            "{:.1} % loss: bare, metronome-rtx, srt",
+            loss * 100.0
+        ));
     }
     let bench = SrtBench {
         benchmark: "srt",

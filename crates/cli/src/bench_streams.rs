@@ -160,12 +160,14 @@ fn run_in(
         ));
     }
     let mut cases = Vec::new();
+    let steps = plan.len() * a.sched.len();
+    let expected = steps as f64 * a.duration.as_secs_f64();
+    let mut progress = crate::progress::Progress::start("bench streams", steps, Some(expected));
     for (name, n, period, rate, file) in &plan {
         for &sched in &a.sched {
             if stop.load(Ordering::Relaxed) {
                 break;
             }
-            eprintln!("bench streams: {name} under {sched}…");
             let case = one_case(
                 a,
                 sched,
@@ -178,6 +180,7 @@ fn run_in(
                 stop,
             )?;
             cases.push(case);
+            progress.step(&format!("{name} under {sched}"));
         }
     }
     let versus_naive = compare(&cases);

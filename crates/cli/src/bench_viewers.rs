@@ -80,8 +80,11 @@ pub(crate) struct ViewersBench {
 
 pub(crate) fn run(a: ViewersArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     let watch = HostWatch::start();
+    let mut progress = crate::progress::Progress::start("bench viewers", 2, None);
     let shared = mode(&a, "shared encoder", false, a.viewers, &stop)?;
+    progress.step("shared encoder: 1 viewer and many");
     let per_session = mode(&a, "encoder per session", true, a.baseline_viewers, &stop)?;
+    progress.step("encoder per session: 1 viewer and many");
     let bench = ViewersBench {
         benchmark: "viewers",
         optimized: !cfg!(debug_assertions),
