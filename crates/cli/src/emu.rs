@@ -18,10 +18,12 @@ use std::time::Duration;
 pub(crate) enum EmuCommand {
     /// Relay UDP datagrams from --listen to --to through one emulated link (rate, queue,
     /// delay, jitter, loss), in real time, until Ctrl-C or --duration
+    #[command(after_help = crate::examples::EMU_RELAY)]
     Relay(RelayArgs),
     /// Two network namespaces joined only by the emulated link (as root): run any program in
     /// them with `ip netns exec NAME …` (kernel TCP, iperf3, ffmpeg, Metronome). Both are
     /// deleted when it ends (Ctrl-C, SIGTERM, --duration)
+    #[command(after_help = crate::examples::EMU_PAIR)]
     Pair(PairArgs),
 }
 

@@ -39,3 +39,78 @@ Examples:
       --out /shared/runs/a --submit
   # Only write the scripts; submit later with sh /shared/b/slurm/submit.sh
   metronome lab slurm my.toml --shards 4 --cpus-per-task 2 --out /shared/b";
+
+pub(crate) const DEMO: &str = "\
+Examples:
+  # The built-in test source to a unicast and a multicast receiver, 6 s
+  metronome demo
+  # Longer, larger, and JSON for a script
+  metronome demo --duration 20s --size 1280x720 --json";
+
+pub(crate) const SDP: &str = "\
+Examples:
+  # The SDP of a stream declared on the command line, for ffplay or VLC
+  metronome sdp cam --stream 'name=cam,destination=rtp://127.0.0.1:5004' \\
+      -o cam.sdp
+  # Of uncompressed video to a destination, for GStreamer's sdpdemux
+  metronome sdp --raw rtp://127.0.0.1:5004 --size 1280x720 --fps 30";
+
+pub(crate) const QUALITY: &str = "\
+Examples:
+  # PSNR, SSIM and MOS of what arrived against what was sent (Y4M files)
+  metronome quality ref.y4m got.y4m
+  # Raw 4:2:0 files of a given size; a CSV row per frame; JSON
+  metronome quality ref.yuv got.yuv --size 352x288 --frames per-frame.csv \\
+      --json";
+
+pub(crate) const FRAMES: &str = "\
+Examples:
+  # Frames lost by type, frame delay and cumulative jitter, from the traces
+  metronome recv rtp://:5004 --trace received.csv --duration 12 &
+  metronome serve rtp://127.0.0.1:5004 --frame-trace sent.csv --duration 10
+  metronome frames sent.csv received.csv
+  # With a 150 ms play-out deadline; Evalvid's st/sd/rd beside
+  metronome frames sent.csv received.csv --playout-deadline 150ms \\
+      --evalvid run1";
+
+pub(crate) const LAB_REPORT: &str = "\
+Examples:
+  # Redraw a run's report (after an interrupted run too)
+  metronome lab report lab-results/seed001-udp
+  # Merge the shards of one sweep into one summary and report
+  metronome lab report shard-1 shard-2 shard-3 --out merged";
+
+pub(crate) const LAB_COMPARE: &str = "\
+Examples:
+  # Two runs of one scenario side by side, each figure and the difference
+  metronome lab compare lab-results/before lab-results/after
+  # As JSON, and as an HTML page
+  metronome lab compare before after --json --html diff.html";
+
+pub(crate) const EMU_RELAY: &str = "\
+Examples:
+  # 5 % loss and 20 ms delay between a sender and a receiver on this host
+  metronome emu relay --listen 127.0.0.1:6004 --to 127.0.0.1:5004 \\
+      --loss 5% --delay 20ms
+  # A 4 Mbit/s bottleneck with a 50-packet queue, for 60 s
+  metronome emu relay --listen 127.0.0.1:6004 --to 127.0.0.1:5004 \\
+      --rate 4mbit --queue-packets 50 --duration 60s";
+
+pub(crate) const EMU_PAIR: &str = "\
+Examples:
+  # Two namespaces joined by a 10 Mbit/s, 30 ms link (as root), for 2 min
+  metronome emu pair --rate 10mbit --delay 30ms --duration 120s
+  # It prints the two namespaces' names and addresses: run iperf3 -s in one
+  # and iperf3 -c ADDRESS in the other, each with ip netns exec NAME
+  # 2 % loss each way, namespaces named after lossy, until Ctrl-C
+  metronome emu pair --loss 2% --name lossy";
+
+pub(crate) const BENCH: &str = "\
+Examples:
+  # The pacer against a plain sleeping sender, JSON and a summary
+  metronome bench pacing --duration 10 --json
+  # Many streams under EDF, DM and a thread each
+  metronome bench streams --streams 1,15,100
+  # Uncompressed video beside GStreamer; loss repair beside SRT (root)
+  metronome bench raw
+  metronome bench srt";

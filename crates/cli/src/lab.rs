@@ -28,9 +28,11 @@ pub(crate) enum LabCommand {
     },
     /// Redraw the report of a results directory; several directories (the shards of one
     /// sweep, from --shard) are merged into --out first
+    #[command(after_help = crate::examples::LAB_REPORT)]
     Report(ReportArgs),
     /// Two results directories side by side: the same points and receivers, each figure from
     /// both and the difference
+    #[command(after_help = crate::examples::LAB_COMPARE)]
     Compare(CompareArgs),
     /// Run a sweep on a Slurm cluster: write (and with --submit, submit) a job array, one
     /// shard a task, and the job that merges the shards into DIR's summary and report

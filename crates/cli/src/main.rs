@@ -66,8 +66,10 @@ enum Command {
     #[command(after_help = examples::RECV)]
     Recv(recv::RecvArgs),
     /// The main job on its built-in default: a paced sender and two receivers on loopback
+    #[command(after_help = examples::DEMO)]
     Demo(demo::DemoArgs),
     /// Print the SDP of a declared stream's RTP session (for ffplay, VLC, GStreamer, recv)
+    #[command(after_help = examples::SDP)]
     Sdp(sdp::SdpArgs),
     /// The lab: scenario files run in the simulator, results directories, reports with plots
     #[command(subcommand)]
@@ -77,15 +79,17 @@ enum Command {
     Emu(emu::EmuCommand),
     /// What viewers saw: PSNR, SSIM and MOS of a received video against its reference, frame
     /// by frame (as FFmpeg's psnr and ssim filters and Evalvid compute them)
+    #[command(after_help = examples::QUALITY)]
     Quality(quality::QualityArgs),
     /// What viewers saw from traces, after the fact (Evalvid's reconstruction): frames lost by
     /// type, frame delay, cumulative jitter, play-out deadline; exports to Evalvid's st/sd/rd
+    #[command(after_help = examples::FRAMES)]
     Frames(frames::FramesArgs),
     /// Print a user's [[rtsp_auth.user]] table for the serve config: the password (read without
     /// echo, or one line from stdin) hashed for RTSP Digest, never stored
     Passwd(passwd::PasswdArgs),
     /// Benchmarks that print JSON and a human summary
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::BENCH)]
     Bench(bench::BenchCommand),
     /// Print the JSON Schema (draft 2020-12) of a document `--json` prints, e.g.
     /// `metronome schema recv`; without a name, the documents that have one

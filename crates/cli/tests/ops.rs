@@ -48,8 +48,17 @@ fn help_is_wrapped_and_ends_with_examples() {
     for cmd in [
         &["serve"][..],
         &["recv"],
+        &["demo"],
+        &["sdp"],
+        &["quality"],
+        &["frames"],
         &["lab", "run"],
         &["lab", "slurm"],
+        &["lab", "report"],
+        &["lab", "compare"],
+        &["emu", "relay"],
+        &["emu", "pair"],
+        &["bench"],
     ] {
         // clap takes the width from COLUMNS when set; 100 when not and not a terminal.
         let out = bin()
