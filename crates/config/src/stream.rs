@@ -499,7 +499,9 @@ fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error>
     })
 }
 
-fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+/// A duration as people write it (`"15ms"`), where one may be given: a stream's keys and the
+/// `serve` file's.
+pub(crate) fn opt_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
     match Option::<String>::deserialize(d)? {
         Some(s) => parse_duration(&s)
             .map(Some)

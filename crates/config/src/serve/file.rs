@@ -5,7 +5,7 @@ use super::{parse_late, CoreRt, LatePolicy, OverloadPolicy, RtspLimits, SchedKin
 use super::{ServeConfig, WaitPolicy};
 use crate::prefix::IpPrefix;
 use crate::rtsp_auth::{FileRtspAuth, RtspAuthSpec};
-use crate::stream::{parse_bitrate, parse_cpus, parse_duration, parse_share, StreamSpec};
+use crate::stream::{parse_bitrate, parse_cpus, parse_share, StreamSpec};
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 use std::net::SocketAddr;
@@ -56,7 +56,7 @@ pub(super) struct FileConfig {
     pub(super) rtsp_tls_key: Option<PathBuf>,
     #[serde(default, deserialize_with = "de_encode_cost")]
     encode_cost: Option<f64>,
-    #[serde(default, deserialize_with = "de_duration")]
+    #[serde(default, deserialize_with = "crate::stream::opt_duration")]
     send_cost: Option<Duration>,
     #[serde(default, deserialize_with = "de_overload")]
     overload: Option<OverloadPolicy>,
@@ -64,11 +64,11 @@ pub(super) struct FileConfig {
     sdp_dir: Option<PathBuf>,
     #[serde(default)]
     rtsp_encoder_per_session: Option<bool>,
-    #[serde(default, deserialize_with = "de_duration")]
+    #[serde(default, deserialize_with = "crate::stream::opt_duration")]
     rtsp_session_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "de_duration")]
+    #[serde(default, deserialize_with = "crate::stream::opt_duration")]
     rtsp_idle_timeout: Option<Duration>,
-    #[serde(default, deserialize_with = "de_duration")]
+    #[serde(default, deserialize_with = "crate::stream::opt_duration")]
     rtsp_request_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "de_count")]
     rtsp_max_connections: Option<usize>,
@@ -222,13 +222,6 @@ fn cpus_of<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<Option<f64>, D:
 }
 
 /// A duration with its unit: `"5us"`, `"60s"`.
-fn de_duration<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
-    let s = String::deserialize(d)?;
-    parse_duration(&s)
-        .map(Some)
-        .map_err(serde::de::Error::custom)
-}
-
 /// How many of something at once: 1 to a million.
 fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     let n = i64::deserialize(d)?;
