@@ -482,7 +482,9 @@ fn raw_interval_lines_add_up_to_the_summaries() {
     );
     assert!(!refused.succeeded(), "{}", refused.report());
     assert!(
-        refused.stderr.contains("--interval prints one stream"),
+        refused
+            .stderr
+            .contains("--interval prints the figures of a stream sent alone"),
         "{}",
         refused.report()
     );

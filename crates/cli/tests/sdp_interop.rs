@@ -294,6 +294,25 @@ fn recv_rtsp_udp_tcp_multicast() {
         assert_eq!(lost, 0, "{transport}: {v:#}");
         assert!(err.contains("listening on"), "{err}");
         assert!(!err.contains("warning"), "{transport}: {err}");
+        // With --interval: a JSON line each interval, then the summary, over every transport.
+        let out = bin()
+            .args(["recv", &server.url("m"), "--rtsp-transport", transport])
+            .args(["--json", "--duration", "2", "--interval", "500ms"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{transport}: {out:?}");
+        let lines: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let intervals = &lines[..lines.len() - 1];
+        assert!(intervals.len() >= 2, "{transport}: {lines:?}");
+        assert!(
+            intervals.iter().all(|l| l.get("interval").is_some()),
+            "{lines:?}"
+        );
+        common::assert_valid(&intervals[0], "recv-interval");
+        common::assert_valid(lines.last().unwrap(), "recv");
     }
 }
 

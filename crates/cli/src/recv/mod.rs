@@ -194,14 +194,21 @@ fn run_receiver(
     receiver: Receiver,
     stop: &AtomicBool,
 ) -> Result<ReceiverOutcome, RecvError> {
+    let live = LiveLine::new(a.interval.is_none());
+    let outcome = receiver.run(stop, on_status(a, &live));
+    live.finish();
+    outcome
+}
+
+/// What a receiver does with each status: with `--interval`, a line on stdout; without, the
+/// live status line on a terminal.
+fn on_status<'a>(
+    a: &RecvArgs,
+    live: &'a LiveLine,
+) -> Box<dyn FnMut(&metronome_session::receiver::ReceiverSession) + 'a> {
     match a.interval {
-        Some(every) => receiver.run(stop, interval_lines(Output::of(a.json, true), every)),
-        None => {
-            let live = LiveLine::new(true);
-            let outcome = receiver.run(stop, live_status(&live));
-            live.finish();
-            outcome
-        }
+        Some(every) => Box::new(interval_lines(Output::of(a.json, true), every)),
+        None => Box::new(live_status(live)),
     }
 }
 
@@ -666,8 +673,8 @@ fn run_rtsp(a: &RecvArgs, stop: &Arc<AtomicBool>) -> Result<(), BoxError> {
                 reply.session
             );
             let mut src = InterleavedSource::new(client, rtp_channel, rtcp_channel);
-            let live = LiveLine::new(true);
-            let outcome = run_datagrams(&cfg, &mut src, stop, live_status(&live));
+            let live = LiveLine::new(a.interval.is_none());
+            let outcome = run_datagrams(&cfg, &mut src, stop, on_status(a, &live));
             live.finish();
             let mut client = src.into_client();
             if let Err(e) = client.teardown() {

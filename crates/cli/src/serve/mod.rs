@@ -113,8 +113,9 @@ pub(crate) struct ServeArgs {
     pub json: bool,
     /// Print a line per interval on stdout (packets, rate, lateness, the rate target; frames
     /// with --raw), as iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the
-    /// summary still comes at the end. One stream only (not with --config, --stream, --rtsp,
-    /// --control or --sdp-dir)
+    /// summary still comes at the end. A stream sent alone only: not with --config, --stream,
+    /// --sched, --rt-cores, --link-capacity, --control, --rtsp or --sdp-dir, which make a
+    /// stream server (with --raw, not with --rtsp)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock;
@@ -371,18 +372,25 @@ pub(crate) fn sender_config(a: &ServeArgs, destinations: Vec<RtpUrl>) -> SenderC
     cfg
 }
 
-/// Why `--interval` is refused by a server of several streams or RTSP sessions.
-const INTERVAL_IS_ONE_STREAMS: &str = "--interval prints one stream's figures each interval \
-    (serve rtp://…, serve --raw rtp://…); a server of several streams or of RTSP sessions gives \
-    each one's in its status line, at GET /streams and at GET /metrics (--control ADDR): drop \
-    --interval, or poll those";
+/// Why `--interval` is refused by a stream server.
+const INTERVAL_IS_ONE_STREAMS: &str = "--interval prints the figures of a stream sent alone \
+    (serve rtp://…, serve --raw rtp://…); with --config, --stream, --sched, --rt-cores, \
+    --link-capacity, --control, --rtsp or --sdp-dir, serve runs a stream server, which gives \
+    each stream's figures in its status line, at GET /streams and at GET /metrics (--control \
+    ADDR): drop --interval, or poll those";
 
 pub(crate) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(input) = &a.source.input {
         // A named pipe: its writer is waited for where a stop and --duration can end the wait.
         crate::fifo::wait_for_writer(input, &stop, a.duration)?;
     }
-    if a.interval.is_some() && (streams::wanted(&a) || a.raw.raw && a.rtsp.is_some()) {
+    // A raw stream to one destination is sent alone whatever server options it takes (its
+    // server has the one lane); an MPEG-TS stream with them is a stream server's.
+    let server = match a.raw.raw {
+        true => a.rtsp.is_some(),
+        false => streams::wanted(&a),
+    };
+    if a.interval.is_some() && server {
         return Err(INTERVAL_IS_ONE_STREAMS.into());
     }
     if a.raw.raw {

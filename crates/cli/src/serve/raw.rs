@@ -74,6 +74,7 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
     let ctl = Arc::new(RawControl::default());
     let mut lines = Intervals::new(a.json);
     let outcome = sender.run_alone(server, ctl, &stop, |s| {
+        say_no_reload();
         if interval {
             lines.line(s, |d, span| RawServeInterval {
                 frames: d(|s| s.frames),
@@ -90,6 +91,16 @@ pub(super) fn serve(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError>
     live_line.finish();
     print_outcome(Output::of(a.json, interval), &outcome, sender_summary)?;
     Ok(())
+}
+
+/// After a SIGHUP: `serve --raw` reads its config file at the start only.
+fn say_no_reload() {
+    if super::reload::requested() {
+        eprintln!(
+            "metronome: SIGHUP: serve --raw reads its --config at the start only; restart it to \
+             apply a change (its sessions and stream go on meanwhile)"
+        );
+    }
 }
 
 /// What one uncompressed stream sent over one `--interval`.
@@ -121,6 +132,8 @@ fn raw_config(a: &ServeArgs) -> Result<metronome_config::serve::ServeConfig, Box
         return Ok(Default::default());
     };
     let file = metronome_config::serve::load(path)?;
+    // The unit's reload (`kill -HUP`) must not end a raw server: it is told to restart instead.
+    super::reload::catch_sighup()?;
     if !file.streams.is_empty() {
         return Err(format!(
             "{}: --raw serves its one source, so its --config may hold [rtsp_auth] and the \
@@ -183,6 +196,7 @@ fn serve_rtsp(
     let over = |d: Duration| clock.now().saturating_since(start) >= d;
     while !stop.load(Ordering::Relaxed) && !a.duration.is_some_and(over) {
         std::thread::sleep(Duration::from_millis(50));
+        say_no_reload();
     }
     service.shutdown();
     Ok(())

@@ -221,7 +221,6 @@ fn cpus_of<'de, D: Deserializer<'de>>(d: D, key: &str) -> Result<Option<f64>, D:
         .map_err(|e| serde::de::Error::custom(format!("{key}: {e}")))
 }
 
-/// A duration with its unit: `"5us"`, `"60s"`.
 /// How many of something at once: 1 to a million.
 fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<Option<usize>, D::Error> {
     let n = i64::deserialize(d)?;

@@ -657,8 +657,9 @@ impl Watch<'_> {
         let (rt, ctl) = (self.rt, self.ctl);
         let every = self.every.max(STATUS_TURN);
         let mut next_status = self.epoch0 + every;
-        // Packets sent at the last status: the last word is said only if more have left since.
-        let mut said = 0;
+        // Frames and packets at the last status: the last word is said only if either moved
+        // since (a frame cut short counts without a packet).
+        let mut said = (0, 0);
         while !rt.finished.load(Ordering::Acquire) {
             let over = self.cut.is_some_and(|c| self.clock.now() >= c);
             let asked = self.stop.load(Ordering::Relaxed) || ctl.stop.load(Ordering::Relaxed);
@@ -685,7 +686,7 @@ impl Watch<'_> {
                     next_status += every;
                 }
                 let s = status(&ctl.counters, now.saturating_since(self.epoch0));
-                said = s.packets;
+                said = (s.frames, s.packets);
                 on_status(&s);
             }
         }
@@ -694,7 +695,7 @@ impl Watch<'_> {
             &ctl.counters,
             self.clock.now().saturating_since(self.epoch0),
         );
-        if s.packets != said {
+        if (s.frames, s.packets) != said {
             on_status(&s);
         }
     }
