@@ -1,7 +1,10 @@
 //! What the CLI tests share: child processes with a time limit ([`Running`], [`run`]), a
-//! `metronome serve --rtsp` in the background, temporary files, and a small test media file.
+//! `metronome serve --rtsp` in the background and a bare RTSP client for it (`rtsp_client`),
+//! temporary files, and a small test media file.
 
 #![allow(dead_code)]
+
+pub(crate) mod rtsp_client;
 
 use metronome_testkit::TempDir;
 use std::io::{BufRead, BufReader, Read};
