@@ -26,8 +26,8 @@ impl RawSender {
     /// (its limits, scheduler, real-time policy, overload policy). The server has one core,
     /// whose pacing thread is [`RawSender::pacing_thread`] and is pinned only where the
     /// stream's `pacer_cpu` asks. The stream is admitted first, and refused with the reason
-    /// ([`RawSendError::Refused`]) as the server refuses any stream. Under `naive` only its
-    /// link is reserved, and it paces itself.
+    /// ([`RawSendError::Refused`]) as the server refuses any stream. Under `naive` it is
+    /// admitted as a naive MPEG-TS stream is, and paces itself on a core of its own.
     pub fn run_alone(
         self,
         server: ServerConfig,
