@@ -148,6 +148,19 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
     let at = report.find(verdict).expect("no verdict line");
     assert!(at < report.find("<table").unwrap());
     assert!(report.contains("Across replicates"));
+    // The replicates' table says how well they pin the figures down.
+    let known = report
+        .split("Across replicates")
+        .nth(1)
+        .and_then(|r| r.split("<strong>Verdict:</strong> ").nth(1))
+        .expect("no verdict line on the replicates' table");
+    assert!(
+        known.contains(
+            " figures are known within ±10 % of their mean (95 % interval); the least certain: "
+        ),
+        "{}",
+        &known[..200]
+    );
     // Across the sweep, a cell is its replicates' mean and interval, drawn as a band.
     assert!(
         report.contains("b, 95 % interval"),

@@ -26,6 +26,35 @@ fn tcp_follows_the_limit_rate_less_overhead() {
         "TCP's delay is not n/a in the report"
     );
     assert_eq!(s.points.len(), 35);
+    // The sweep's table opens with its verdict: the lowest and highest share of what TCP
+    // should carry, over the 35 cells; checked against the points below.
+    let verdict = report
+        .split("<strong>Verdict:</strong> TCP carried ")
+        .nth(1)
+        .expect("no verdict line on the sweep's table");
+    let shares: Vec<f64> = verdict
+        .split(" % (")
+        .take(2)
+        .map(|v| v.rsplit(") to ").next().unwrap().parse().unwrap())
+        .collect();
+    let ratios: Vec<f64> = s
+        .points
+        .iter()
+        .map(|p| {
+            100.0 * p.flows[0].receivers[0].throughput_bps / p.tcp_expected[0].expected_goodput_bps
+        })
+        .collect();
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(0.0, f64::max);
+    assert!(
+        (shares[0] - lo).abs() < 0.051 && (shares[1] - hi).abs() < 0.051,
+        "{shares:?} against {lo}..{hi}"
+    );
+    assert!(
+        verdict.contains("of what it should carry, over 35 cells."),
+        "{}",
+        &verdict[..200]
+    );
     // goodput[bitrate][limit], Mbit/s
     let mut by_bitrate: BTreeMap<u64, Vec<(u64, f64)>> = BTreeMap::new();
     let mbit = |v: &str| v.trim_end_matches("mbit").parse::<u64>().unwrap();

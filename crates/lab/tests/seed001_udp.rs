@@ -80,6 +80,32 @@ fn seed001_udp_matches_the_closed_form_and_the_seed() {
     let (lo, hi) = range.split_once(" to ").unwrap();
     let (lo, hi): (f64, f64) = (lo.parse().unwrap(), hi.parse().unwrap());
     assert!(lo <= 1.2 && 1.2 <= hi, "fitted {lo}..{hi} ms");
+    // Each group of the reference table opens with its verdict, counted from the cells above
+    // (the poor client at 2 Mbit/s is 5.03 points from the seed's 55 %), and its shaded cells
+    // have a legend.
+    for extra in ["0ms", "1.2ms"] {
+        let group = &html[html
+            .find(&format!("<h3>hold_extra = {extra}</h3>"))
+            .unwrap()..];
+        let verdict = "<p class=\"verdict\"><strong>Verdict:</strong> the measurement agrees \
+                       with the reference in <b>14 of 15</b> cells (within 5 percentage \
+                       points); the farthest is poor at 2mbit: 50.0 against 55.0 %, 5.03 \
+                       percentage points apart. Beside the evenly-spaced closed form: 15 of 15 \
+                       cells within 1 percentage point";
+        assert!(
+            group.starts_with(&format!("<h3>hold_extra = {extra}</h3>\n{verdict}")),
+            "{extra}: no verdict: {}",
+            &group[..400]
+        );
+        let legend = group
+            .find("<span class=\"good\">green</span>: within 5 percentage points of the reference");
+        assert!(
+            legend.is_some_and(|l| l < group.find("<figure").unwrap()),
+            "{extra}: no legend"
+        );
+    }
+    // The same quantity in one unit: differences of losses are percentage points, never %.
+    assert!(!html.contains("% apart") && !html.contains(" points apart;"));
     // The files the results directory promises.
     for f in [
         "summary.json",

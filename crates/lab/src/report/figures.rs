@@ -1,115 +1,12 @@
-//! Which plots the report draws, from a run's figures: the reference metric and jitter
-//! against the swept parameter, each receiver's main figure across the sweep, and per point
-//! the throughput over time and the delay and inter-arrival distributions.
+//! Which plots the report draws of each point, from its figures: the throughput over time,
+//! the delay and inter-arrival distributions, the controller's target, what was sent and
+//! what viewers saw. (The reference's plots are in `reference.rs`, the sweep's in
+//! `sweep.rs`.)
 
-use super::plots::{axis, figure, x_values, Line, Plot, Style};
-use crate::closed_form;
+use super::plots::{figure, Line, Plot, Style};
 use crate::results::PointResult;
 use crate::video::FrameSeries;
-use metronome_config::scenario::Reference;
 use metronome_time::Micros;
-
-/// The reference's metric against its sweep parameter (measured, the reference's figures,
-/// the closed form), and jitter likewise, for one group of the other parameters.
-pub(crate) fn reference_plots(
-    r: &Reference,
-    group: &[&PointResult],
-    label: &str,
-    n: usize,
-) -> String {
-    let (xs, unit) = x_values(&r.columns);
-    let point = |c: &str| {
-        group
-            .iter()
-            .find(|p| p.params.get(&r.by).map(String::as_str) == Some(c))
-    };
-    let series = |f: &dyn Fn(&PointResult, &str) -> Option<f64>, row: &str| -> Vec<(f64, f64)> {
-        r.columns
-            .iter()
-            .zip(&xs)
-            .filter_map(|(c, x)| point(c).and_then(|p| f(p, row)).map(|y| (*x, y)))
-            .collect()
-    };
-    let (scale, y_unit) = match r.metric.as_str() {
-        "loss_percent" => (1.0, "%"),
-        "throughput_bps" => (1e-6, "Mbit/s"),
-        _ => (1e-6, "ms"),
-    };
-    let mut lines = Vec::new();
-    for (group, (row, values)) in r.rows.iter().enumerate() {
-        lines.push(Line {
-            group,
-            name: format!("{row} measured"),
-            points: series(
-                &|p, row| closed_form::metric(&p.flows, row, &r.metric).map(|v| v * scale),
-                row,
-            ),
-            style: Style::Measured,
-        });
-        lines.push(Line {
-            group,
-            name: format!("{row} reference"),
-            points: xs
-                .iter()
-                .zip(values)
-                .map(|(x, v)| (*x, v * scale))
-                .collect(),
-            style: Style::Reference,
-        });
-        if r.metric == "loss_percent" {
-            lines.push(Line {
-                group,
-                name: format!("{row} closed form"),
-                points: series(
-                    &|p, row| {
-                        p.closed_form
-                            .iter()
-                            .find(|c| c.receiver == row)
-                            .map(|c| c.periodic_loss_percent)
-                    },
-                    row,
-                ),
-                style: Style::Closed,
-            });
-        }
-    }
-    let x_label = axis(&r.by, unit);
-    let mut html = figure(Plot {
-        x_names: super::plots::category_names(&r.columns, unit),
-        id: &format!("reference-{n}"),
-        title: &format!("{} against {}", r.metric, r.by),
-        x_label: &x_label,
-        y_label: &format!("{}, {y_unit}", r.metric),
-        caption: &format!(
-            "{label}: measured (circles), reference (triangles), closed form (crosses)"
-        ),
-        lines,
-    });
-    let jitter = r
-        .rows
-        .iter()
-        .enumerate()
-        .map(|(group, (row, _))| Line {
-            group,
-            name: row.clone(),
-            points: series(
-                &|p, row| closed_form::metric(&p.flows, row, "jitter_us").map(|v| v / 1e3),
-                row,
-            ),
-            style: Style::Measured,
-        })
-        .collect();
-    html.push_str(&figure(Plot {
-        x_names: super::plots::category_names(&r.columns, unit),
-        id: &format!("jitter-{n}"),
-        title: &format!("RFC 3550 jitter against {}", r.by),
-        x_label: &x_label,
-        y_label: "jitter, ms",
-        caption: &format!("{label}: each receiver's jitter at the end of the run"),
-        lines: jitter,
-    }));
-    html
-}
 
 /// Throughput over time, and the delay and inter-arrival distributions, of one point.
 /// Receivers with the same curves are drawn once; a flow with more different ones than this

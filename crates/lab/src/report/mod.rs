@@ -1,16 +1,19 @@
 //! The HTML report of a results directory: one self-contained file (styles inline, plots as
 //! inline SVG), so it opens anywhere without a network connection.
 //!
-//! - `tables.rs`: the reference table beside the closed form and the measurement, the fit of
-//!   the testbed's extra holding time, the per-point figures;
+//! - `reference.rs`: the reference table beside the closed form and the measurement, its
+//!   verdict, the fit of the testbed's extra holding time;
+//! - `tables.rs`: the per-point figures;
 //! - `sweep.rs`: each receiver's main figure across the sweep;
 //! - `replicates.rs`: every metric over each point's replicates, mean and interval;
-//! - `figures.rs`: which plots, from a run's figures; [`plots`]: drawing them as SVG;
+//! - `figures.rs`: which plots of each point, from its figures; [`plots`]: drawing them as
+//!   SVG;
 //! - `receivers.rs`: receivers with the same figures, said once (a multicast group's 45).
 
 mod figures;
 pub mod plots;
 mod receivers;
+mod reference;
 
 pub use receivers::collapse as collapse_receivers;
 mod repair;
@@ -53,7 +56,7 @@ pub fn render(s: &Summary) -> String {
     h.push_str(&unfinished(s));
     h.push_str(&claims_section(&checked));
     h.push_str(&replicates::section(s));
-    h.push_str(&tables::reference_section(s));
+    h.push_str(&reference::reference_section(s));
     h.push_str(&sweep::sweep_section(s));
     h.push_str(&tables::points_section(s));
     let _ = writeln!(

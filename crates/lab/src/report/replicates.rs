@@ -29,11 +29,66 @@ pub(crate) fn section(s: &Summary) -> String {
          half-width of its 95 % confidence interval (Student's t); a flow's figure is the \
          mean over its receivers. Every figure is in <code>replicates.csv</code>.</p>\n"
     );
+    h.push_str(&verdict(s, &groups));
     for flow in estimates::flow_names(s) {
         h.push_str(&table(&groups, Some(&flow)));
     }
     h.push_str(&table(&groups, None));
     h
+}
+
+/// How much of a figure's mean its interval's half-width may be for it to count as known.
+const KNOWN_SHARE: f64 = 0.10;
+
+/// Whether the replicates pin the figures down: how many are known within ±10 % of their
+/// mean, and the least certain one.
+fn verdict(s: &Summary, groups: &[Group]) -> String {
+    let flows: Vec<Option<String>> = estimates::flow_names(s)
+        .into_iter()
+        .map(Some)
+        .chain([None])
+        .collect();
+    let mut known = 0;
+    let mut all = 0;
+    let mut worst: Option<(f64, String, estimates::Estimate)> = None;
+    for g in groups {
+        for flow in &flows {
+            for (m, what) in METRICS
+                .iter()
+                .filter(|(m, _)| flow.is_some() != estimates::is_point_metric(m))
+            {
+                let Some(e) = g.estimate(flow.as_deref(), m) else {
+                    continue;
+                };
+                let Some(hw) = e.half_width else { continue };
+                all += 1;
+                let share = if hw == 0.0 { 0.0 } else { hw / e.mean.abs() };
+                if share <= KNOWN_SHARE {
+                    known += 1;
+                }
+                if worst.as_ref().is_none_or(|w| share > w.0) {
+                    let at = [flow.as_ref().map(|f| format!("flow {f}")), Some(g.label())]
+                        .into_iter()
+                        .flatten()
+                        .filter(|l| !l.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    worst = Some((share, format!("{what} ({at})"), e));
+                }
+            }
+        }
+    }
+    let Some((_, what, e)) = worst else {
+        return String::new();
+    };
+    format!(
+        "<p class=\"verdict\"><strong>Verdict:</strong> {known} of {all} figures are known \
+         within ±{:.0} % of their mean (95 % interval); the least certain: {}, {}. More \
+         replicates narrow an interval by the square root of their number.</p>\n",
+        KNOWN_SHARE * 100.0,
+        esc(&what),
+        e.show(3)
+    )
 }
 
 /// One flow's metrics (`None`: the point-wide ones), a column per sweep point; empty when

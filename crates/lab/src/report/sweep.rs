@@ -166,7 +166,7 @@ fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> Str
     let is_tcp = s.points.iter().any(|p| expected(p, flow).is_some());
     let mid_label: Vec<String> = g.mid.iter().map(|(k, v)| format!("{k} = {v}")).collect();
     let mut h = format!(
-        "<h3>{} → {}: {}{}</h3>\n<div class=\"side\">",
+        "<h3>{} → {}: {}{}</h3>\n",
         esc(flow),
         esc(label),
         esc(unit),
@@ -202,9 +202,15 @@ fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> Str
         t.push_str("</table>");
         t
     };
-    h.push_str(&grid("measured", &|p| {
-        figure(p, flow, receiver).map(|f| f.0)
-    }));
+    let measured = |p: &PointResult| figure(p, flow, receiver).map(|f| f.0);
+    h.push_str(&verdict(
+        g,
+        unit,
+        &measured,
+        is_tcp.then_some(&|p| expected(p, flow)),
+    ));
+    h.push_str("<div class=\"side\">");
+    h.push_str(&grid("measured", &measured));
     if is_tcp {
         h.push_str(&grid(
             "expected: min(offered, bottleneck) less 40 B of headers per 1460 B",
@@ -221,6 +227,81 @@ fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> Str
         n,
     ));
     h
+}
+
+/// A figure of a point (`None`: the point has none).
+type Figure<'a> = dyn Fn(&PointResult) -> Option<f64> + 'a;
+
+/// The table's verdict line: for TCP, how much of what it should carry it carried (the
+/// lowest and highest ratio over the cells); for the others, at a glance, where the figure
+/// (in `unit`) is lowest and highest.
+fn verdict(
+    g: &Grid,
+    unit: &str,
+    measured: &dyn Fn(&PointResult) -> Option<f64>,
+    expected: Option<&Figure<'_>>,
+) -> String {
+    let mut cells = Vec::new();
+    for rv in &g.rows.1 {
+        for cv in g.columns() {
+            let Some(m) = g.estimate(rv, cv, measured) else {
+                continue;
+            };
+            let e = expected.and_then(|e| g.estimate(rv, cv, e));
+            let at = match cv {
+                Some(cv) => format!("{} = {rv}, {} = {cv}", g.rows.0, g.cols.0),
+                None => format!("{} = {rv}", g.rows.0),
+            };
+            cells.push((at, m.mean, e.map(|e| e.mean)));
+        }
+    }
+    let line = match expected {
+        Some(_) => {
+            let ratios: Vec<(String, f64)> = cells
+                .iter()
+                .filter_map(|(at, m, e)| e.filter(|e| *e > 0.0).map(|e| (at.clone(), m / e)))
+                .collect();
+            let (Some(lo), Some(hi)) = (
+                ratios.iter().min_by(|a, b| a.1.total_cmp(&b.1)),
+                ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
+            ) else {
+                return String::new();
+            };
+            format!(
+                "TCP carried {:.1} % ({}) to {:.1} % ({}) of what it should carry, over {} \
+                 cells.",
+                lo.1 * 100.0,
+                esc(&lo.0),
+                hi.1 * 100.0,
+                esc(&hi.0),
+                ratios.len()
+            )
+        }
+        None => {
+            let (Some(lo), Some(hi)) = (
+                cells.iter().min_by(|a, b| a.1.total_cmp(&b.1)),
+                cells.iter().max_by(|a, b| a.1.total_cmp(&b.1)),
+            ) else {
+                return String::new();
+            };
+            let unit = unit.rsplit(", ").next().unwrap_or("");
+            let line = if lo.1 == hi.1 {
+                format!("{:.2} {unit} in each of the {} cells.", lo.1, cells.len())
+            } else {
+                format!(
+                    "lowest {:.2} {unit} ({}), highest {:.2} {unit} ({}), over {} cells.",
+                    lo.1,
+                    esc(&lo.0),
+                    hi.1,
+                    esc(&hi.0),
+                    cells.len()
+                )
+            };
+            // Nothing to compare with: a summary, not a verdict.
+            return format!("<p class=\"verdict\"><strong>At a glance:</strong> {line}</p>\n");
+        }
+    };
+    format!("<p class=\"verdict\"><strong>Verdict:</strong> {line}</p>\n")
 }
 
 /// A receiver's main figure against the first sweep parameter, a line per value of the last;
