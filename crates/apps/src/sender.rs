@@ -250,7 +250,7 @@ pub fn run_sender(
         }
     };
     let mut warnings = Vec::new();
-    let ended_by = watch(
+    let (ended_by, reported) = watch(
         &server,
         &cfg,
         &clock,
@@ -264,7 +264,9 @@ pub fn run_sender(
     // Said by the source just before the end, or as the stream was reaped.
     std::thread::sleep(Duration::from_millis(30));
     warnings.extend(server.take_warnings());
+    let last_late = server.take_max_late(NAME).unwrap_or_default();
     let outcome = server.shutdown();
+    let stopped = clock.now();
     let s = outcome
         .streams
         .iter()
@@ -272,6 +274,18 @@ pub fn run_sender(
         .unwrap_or(&status);
     if let Some(e) = &s.error {
         return Err(SendError::Source(e.clone()));
+    }
+    // The last, shorter status, to the stop: the statuses' counts end where the summary's do.
+    if stopped > reported {
+        on_status(&SenderStatus {
+            elapsed: stopped.saturating_since(start + cfg.preroll),
+            packets: s.packets,
+            bytes: s.bytes,
+            max_late_us: Micros::from(last_late),
+            ring_occupancy: s.ring_occupancy,
+            receivers: s.receivers.clone(),
+            target_bitrate_bps: s.target_bitrate_bps,
+        });
     }
     let run = Run {
         description,
@@ -382,8 +396,8 @@ fn stream_spec(cfg: &SenderConfig) -> Result<StreamSpec, SendError> {
 }
 
 /// Watches the running stream until the run's limit, `stop`, or the source's end, reporting
-/// its status every `cfg.status_every` and collecting the server's warnings. Returns why it
-/// ended.
+/// its status every `cfg.status_every` from the stream's start and collecting the server's
+/// warnings. Returns why it ended, and when it last reported.
 fn watch(
     server: &StreamServer,
     cfg: &SenderConfig,
@@ -392,23 +406,26 @@ fn watch(
     stop: &Arc<AtomicBool>,
     warnings: &mut Vec<String>,
     on_status: &mut impl FnMut(&SenderStatus),
-) -> &'static str {
-    // The stream starts at its first release time, after the preroll.
+) -> (&'static str, Timestamp) {
+    // The stream starts at its first release time, after the preroll: the statuses count
+    // their seconds from there, as `elapsed` does.
     let first_release = start + cfg.preroll;
     let limit = RunLimit::new(start, cfg.duration, stop);
     let every = cfg.status_every.max(Duration::from_millis(10));
-    let mut next_status = start + every;
+    let mut next_status = first_release + every;
+    let mut reported = first_release;
     loop {
         let now = clock.now();
         if let Some(why) = limit.ended(now) {
-            break why;
+            break (why, reported);
         }
         if !server.is_running(NAME) {
-            break "end of input";
+            break ("end of input", reported);
         }
         warnings.extend(server.take_warnings());
         if now >= next_status {
             next_status += every;
+            reported = now;
             if let Some(s) = server.stream(NAME) {
                 on_status(&SenderStatus {
                     elapsed: now.saturating_since(first_release),

@@ -128,6 +128,32 @@ fn versioned<T: Serialize>(value: &T) -> Versioned<'_, T> {
     }
 }
 
+/// `--interval` as `serve` and `recv` take it. `0` turns the lines off (as iperf3's `-i 0`:
+/// a terminal then gets the status line rewritten in place). Without the option, a person at
+/// a terminal gets a line a second, as iperf3 prints them, where the command has interval
+/// lines (`has_intervals`); `--json` and a pipe get none unless asked.
+pub(crate) fn interval_wanted(
+    given: Option<std::time::Duration>,
+    json: bool,
+    has_intervals: bool,
+) -> Option<std::time::Duration> {
+    interval_for(given, json, has_intervals, std::io::stdout().is_terminal())
+}
+
+fn interval_for(
+    given: Option<std::time::Duration>,
+    json: bool,
+    has_intervals: bool,
+    terminal: bool,
+) -> Option<std::time::Duration> {
+    match given {
+        Some(every) if every.is_zero() => None,
+        Some(every) => Some(every),
+        None if has_intervals && !json && terminal => Some(std::time::Duration::from_secs(1)),
+        None => None,
+    }
+}
+
 /// One `--interval` line as `--json` prints it (iperf3's `--json-stream` intervals): the
 /// schema version, the interval, then the command's figures (`metronome schema recv-interval`,
 /// `serve-interval`).
@@ -445,5 +471,25 @@ pub(crate) fn receiver_summary(o: &ReceiverOutcome) -> String {
 pub(crate) fn warn_buffer(b: &metronome_apps::uncompressed::BufferInfo) {
     if let Some(advice) = &b.advice {
         eprintln!("metronome: warning: {advice}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interval_for;
+    use std::time::Duration;
+
+    #[test]
+    fn a_line_a_second_on_a_terminal_unless_told() {
+        let s = |n| Some(Duration::from_millis(n));
+        // Asked for: as asked, anywhere; 0 turns the lines off.
+        assert_eq!(interval_for(s(500), false, true, false), s(500));
+        assert_eq!(interval_for(s(500), true, true, true), s(500));
+        assert_eq!(interval_for(s(0), false, true, true), None);
+        // Not asked: a second on a terminal, for people (not --json), where there are lines.
+        assert_eq!(interval_for(None, false, true, true), s(1000));
+        assert_eq!(interval_for(None, true, true, true), None);
+        assert_eq!(interval_for(None, false, true, false), None);
+        assert_eq!(interval_for(None, false, false, true), None);
     }
 }

@@ -580,8 +580,8 @@ fn interval_run(json: bool) -> (String, String) {
 }
 
 /// `--interval --json`: stdout is JSON lines and nothing else, from both ends, as iperf3's
-/// `--json-stream`: a line per interval, then the summary on one line; the receiver's
-/// intervals add up to what it received.
+/// `--json-stream`: a line per interval, then the summary on one line; each end's intervals
+/// add up to its summary.
 #[test]
 fn interval_lines_from_both_ends() {
     let (rx, tx) = interval_run(true);
@@ -625,6 +625,12 @@ fn interval_lines_from_both_ends() {
         Some(received),
         "the intervals do not add up to the summary"
     );
+    // The sender's too: its last, shorter interval runs to where its counts stopped.
+    assert_eq!(
+        tx.last().unwrap()["packets"].as_u64(),
+        Some(sent),
+        "the sender's intervals do not add up to its summary"
+    );
     // The lines and summaries are what their schemas say.
     common::assert_valid(&rl[0], "recv-interval");
     common::assert_valid(&tl[0], "serve-interval");
@@ -650,4 +656,66 @@ fn interval_lines_are_text_without_json() {
         "{rx}"
     );
     assert!(rx.contains("RFC 3550 jitter"), "no summary: {rx}");
+}
+
+/// `args` of this binary run on a terminal (a pty from util-linux's `script`), as a person
+/// runs it: what the terminal showed.
+fn on_a_terminal(args: &str) -> std::process::Child {
+    Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!("{} {args}", env!("CARGO_BIN_EXE_metronome")))
+        .arg("/dev/null")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("script (util-linux's bsdutils) runs")
+}
+
+/// On a terminal, `serve` and `recv` print an interval line a second without being asked,
+/// as iperf3 does; `--interval 0` turns the lines off, for the status line rewritten in place.
+#[test]
+fn a_terminal_gets_a_line_a_second() {
+    let port = port_pair();
+    let rx = on_a_terminal(&format!("recv rtp://127.0.0.1:{port} --duration 4"));
+    std::thread::sleep(Duration::from_millis(400));
+    let tx = on_a_terminal(&format!("serve rtp://127.0.0.1:{port} --duration 2.5"));
+    let text = |c: std::process::Child| {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let (tx, rx) = (text(tx), text(rx));
+    for (who, shown, at_least) in [("serve", &tx, 2), ("recv", &rx, 3)] {
+        // "    0.0-1.0 s     …" then "    1.0-2.0 s     …": one line each second.
+        let lines: Vec<&str> = shown
+            .lines()
+            .map(str::trim)
+            .filter(|l| {
+                l.split_once(" s ")
+                    .is_some_and(|(span, _)| span.contains('-'))
+            })
+            .collect();
+        assert!(lines.len() >= at_least, "{who} on a terminal:\n{shown}");
+        assert!(lines[0].starts_with("0.0-1.0 s"), "{who}:\n{shown}");
+        assert!(lines[1].starts_with("1.0-2.0 s"), "{who}:\n{shown}");
+    }
+
+    let port = port_pair();
+    let rx = on_a_terminal(&format!(
+        "recv rtp://127.0.0.1:{port} --duration 2.5 --interval 0"
+    ));
+    std::thread::sleep(Duration::from_millis(400));
+    let tx = serve(port, &["--duration".as_ref(), "1.5".as_ref()]);
+    assert!(tx.status.success(), "{tx:?}");
+    let rx = text(rx);
+    assert!(
+        !rx.contains("0.0-1.0 s"),
+        "--interval 0 printed intervals:\n{rx}"
+    );
+    assert!(
+        rx.contains("\r\x1b[K"),
+        "no status line rewritten in place:\n{rx}"
+    );
+    assert!(rx.contains("RFC 3550 jitter"), "no summary:\n{rx}");
 }

@@ -71,7 +71,8 @@ pub(crate) struct RecvArgs {
     pub any_payload: bool,
     /// Print a line per interval on stdout (packets, rate, loss, jitter over the interval;
     /// frames with --raw), as iperf3 does, e.g. --interval 1s: text, or a JSON line with
-    /// --json; the summary still comes at the end
+    /// --json; the summary still comes at the end. On a terminal, without --json: 1s unless
+    /// given; 0 turns the lines off (a status line rewritten in place instead)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Run a rate controller's receiving end and send its feedback in RTCP, matching the
@@ -164,7 +165,8 @@ pub(crate) enum RtspTransport {
     Multicast,
 }
 
-pub(crate) fn run(a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+pub(crate) fn run(mut a: RecvArgs, stop: Arc<AtomicBool>) -> Result<(), BoxError> {
+    a.interval = crate::report::interval_wanted(a.interval, a.json, true);
     let scheme = a.url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
     if matches!(scheme.as_deref(), Some("rtsp" | "rtsps")) {
         return run_rtsp(&a, &stop);

@@ -113,9 +113,10 @@ pub(crate) struct ServeArgs {
     pub json: bool,
     /// Print a line per interval on stdout (packets, rate, lateness, the rate target; frames
     /// with --raw), as iperf3 does, e.g. --interval 1s: text, or a JSON line with --json; the
-    /// summary still comes at the end. A stream sent alone only: not with --config, --stream,
-    /// --sched, --rt-cores, --link-capacity, --control, --rtsp or --sdp-dir, which make a
-    /// stream server (with --raw, not with --rtsp)
+    /// summary still comes at the end. On a terminal, without --json: 1s unless given; 0
+    /// turns the lines off (a status line rewritten in place instead). A stream sent alone
+    /// only: not with --config, --stream, --sched, --rt-cores, --link-capacity, --control,
+    /// --rtsp or --sdp-dir, which make a stream server (with --raw, not with --rtsp)
     #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
     pub interval: Option<Duration>,
     /// Seed for SSRC, initial sequence number and RTCP timing (default: from the clock;
@@ -379,7 +380,10 @@ const INTERVAL_IS_ONE_STREAMS: &str = "--interval prints the figures of a stream
     each stream's figures in its status line, at GET /streams and at GET /metrics (--control \
     ADDR): drop --interval, or poll those";
 
-pub(crate) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Error>> {
+pub(crate) fn run(
+    mut a: ServeArgs,
+    stop: Arc<AtomicBool>,
+) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(input) = &a.source.input {
         // A named pipe: its writer is waited for where a stop and --duration can end the wait.
         crate::fifo::wait_for_writer(input, &stop, a.duration)?;
@@ -390,6 +394,7 @@ pub(crate) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std
         true => a.rtsp.is_some(),
         false => streams::wanted(&a),
     };
+    a.interval = crate::report::interval_wanted(a.interval, a.json, !server);
     if a.interval.is_some() && server {
         return Err(INTERVAL_IS_ONE_STREAMS.into());
     }
