@@ -137,7 +137,7 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
     assert!(report.contains("inconclusive") && report.contains(" ± "));
     assert!(
         report.contains(
-            "<tr class=\"evidence\"><td>↳</td><td></td><td><code>throughput_mbps of udp</code>"
+            "<tr class=\"evidence\"><td>↳</td><td></td><td class=\"text\"><code>throughput_mbps of udp</code>"
         ),
         "no evidence row"
     );
@@ -147,6 +147,12 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
                    replicates by 95 % confidence intervals)";
     let at = report.find(verdict).expect("no verdict line");
     assert!(at < report.find("<table").unwrap());
+    // Each side says which point it is, and prose reads from the left.
+    assert!(
+        report.contains("<br><span class=\"at\">rate = 2mbit</span></td><td>&gt;</td>"),
+        "no side label"
+    );
+    assert!(report.contains("<td class=\"text\">the faster flow carries more</td>"));
     assert!(report.contains("Across replicates"));
     // The replicates' table says how well they pin the figures down.
     let known = report

@@ -119,13 +119,18 @@ fn claims_section(checked: &[crate::claims::Checked]) -> String {
          <em>agrees</em> when it lies wholly on the claim's side of zero, <em>differs</em> \
          when wholly on the other, <em>inconclusive</em> when it holds zero. Rows marked ↳ \
          under a claim are other figures of the same points, the run's own data on why it \
-         holds or not.</p>\n\
-         <table><tr><th>claim</th><th>source</th><th>metric</th><th>left</th><th></th>\
+         holds or not. Under each side's value, the point it is (two: the first less the \
+         second).</p>\n\
+         <table class=\"claims\"><tr><th>claim</th><th>source</th><th>metric</th><th>left</th><th></th>\
          <th>right</th><th>left − right</th><th>replicates</th><th>this run</th></tr>",
     );
     for c in checked {
         let (l, r, d) = match &c.values {
-            Ok(_) => (c.left().show(3), c.right().show(3), c.difference().show(3)),
+            Ok(_) => (
+                format!("{}{}", stacked(c.left()), side_label(&c.claim.lhs)),
+                format!("{}{}", stacked(c.right()), side_label(&c.claim.rhs)),
+                stacked(c.difference()),
+            ),
             Err(e) => (esc(e), String::new(), String::new()),
         };
         let verdict = c.verdict();
@@ -142,8 +147,9 @@ fn claims_section(checked: &[crate::claims::Checked]) -> String {
         };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td><code>{}</code>{}</td><td>{l}</td><td>{}</td>\
-             <td>{r}</td><td>{d}</td><td>{}</td><td class=\"{class}\">{verdict}</td></tr>",
+            "<tr><td class=\"text\">{}</td><td class=\"text\">{}</td><td class=\"text\"><code>{}</code>{}</td>\
+             <td>{l}</td><td>{}</td><td>{r}</td><td>{d}</td><td>{}</td>\
+             <td class=\"text run {class}\">{verdict}</td></tr>",
             esc(&c.claim.text),
             esc(&c.claim.source),
             esc(&c.claim.metric),
@@ -162,16 +168,35 @@ fn claims_section(checked: &[crate::claims::Checked]) -> String {
     h
 }
 
+/// `mean ± half-width` to 3 decimals, the interval under the mean (a narrow column that
+/// never breaks a number).
+fn stacked(e: crate::estimates::Estimate) -> String {
+    e.show(3).replace(" ± ", "<br>±\u{a0}")
+}
+
+/// Which point a side of a claim is (`cc = asmp`), or which two (the first less the second),
+/// under its value.
+fn side_label(side: &[std::collections::BTreeMap<String, String>]) -> String {
+    let points: Vec<String> = side
+        .iter()
+        .map(|p| {
+            let kv: Vec<String> = p.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            kv.join(", ")
+        })
+        .collect();
+    format!("<br><span class=\"at\">{}</span>", esc(&points.join(" − ")))
+}
+
 /// A row under a claim: one of its evidence figures at the claim's sides.
 fn evidence_row(e: &crate::claims::Shown) -> String {
-    let show = |v: Option<crate::estimates::Estimate>| v.map_or(String::new(), |v| v.show(3));
+    let show = |v: Option<crate::estimates::Estimate>| v.map_or(String::new(), stacked);
     let (l, r, d) = match &e.replicates {
         Ok(_) => (show(e.left()), show(e.right()), show(e.difference())),
         Err(why) => (esc(why), String::new(), String::new()),
     };
     let n = e.replicates.as_ref().map_or(0, Vec::len);
     format!(
-        "<tr class=\"evidence\"><td>↳</td><td></td><td><code>{}</code></td><td>{l}</td>\
+        "<tr class=\"evidence\"><td>↳</td><td></td><td class=\"text\"><code>{}</code></td><td>{l}</td>\
          <td></td><td>{r}</td><td>{d}</td><td>{n}</td><td></td></tr>",
         esc(&e.evidence.label())
     )
@@ -261,7 +286,7 @@ pub(crate) fn esc(s: &str) -> String {
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}\
 h1{margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccc}.lead{color:#555}\
 table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
-th{background:#f3f3f3}.facts th,.facts td{text-align:left}caption{font-weight:600;text-align:left;padding:.3em 0}\
+th{background:#f3f3f3}.facts th,.facts td,td.text{text-align:left}.at{font-size:85%;color:#555}.claims td.text{min-width:7em}.claims td.run{min-width:20em}caption{font-weight:600;text-align:left;padding:.3em 0}\
 .side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
 .incomplete{border-left:4px solid #c60;background:#fff6ec;padding:.3em 1em}.incomplete .why{text-align:left}\
 .bad{background:#fde2e2}.good{background:#e2f5e2}tr.evidence td{color:#555;font-size:90%;background:#fafafa}.verdict{font-size:110%;border-left:4px solid #36c;background:#eef3fc;padding:.4em 1em;max-width:60em}pre{background:#f7f7f7;padding:1em;overflow:auto}\
