@@ -51,7 +51,7 @@ fn tcp_follows_the_limit_rate_less_overhead() {
         "{shares:?} against {lo}..{hi}"
     );
     assert!(
-        verdict.contains("of what it should carry, over 35 cells."),
+        verdict.contains("a flow sharing the link gets less), over 35 cells."),
         "{}",
         &verdict[..200]
     );

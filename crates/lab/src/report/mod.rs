@@ -286,7 +286,7 @@ pub(crate) fn esc(s: &str) -> String {
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222}\
 h1{margin-bottom:.2em}h2{margin-top:2em;border-bottom:1px solid #ccc}.lead{color:#555}\
 table{border-collapse:collapse;margin:.5em 1.5em 1em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:right}\
-th{background:#f3f3f3}.facts th,.facts td,td.text{text-align:left}.at{font-size:85%;color:#555}.claims td.text{min-width:7em}.claims td.run{min-width:20em}caption{font-weight:600;text-align:left;padding:.3em 0}\
+th{background:#f3f3f3}tr>th:first-child{text-align:left}.facts th,.facts td,td.text{text-align:left}.at{font-size:85%;color:#555}.claims td.text{min-width:7em}.claims td.run{min-width:20em}caption{font-weight:600;text-align:left;padding:.3em 0}\
 .side{display:flex;flex-wrap:wrap;align-items:flex-start}.note{color:#444;max-width:60em}\
 .incomplete{border-left:4px solid #c60;background:#fff6ec;padding:.3em 1em}.incomplete .why{text-align:left}\
 .bad{background:#fde2e2}.good{background:#e2f5e2}tr.evidence td{color:#555;font-size:90%;background:#fafafa}.verdict{font-size:110%;border-left:4px solid #36c;background:#eef3fc;padding:.4em 1em;max-width:60em}pre{background:#f7f7f7;padding:1em;overflow:auto}\

@@ -232,7 +232,7 @@ fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> Str
 /// A figure of a point (`None`: the point has none).
 type Figure<'a> = dyn Fn(&PointResult) -> Option<f64> + 'a;
 
-/// The table's verdict line: for TCP, how much of what it should carry it carried (the
+/// The table's verdict line: for TCP, how much of the most it could carry it carried (the
 /// lowest and highest ratio over the cells); for the others, at a glance, where the figure
 /// (in `unit`) is lowest and highest.
 fn verdict(
@@ -268,8 +268,9 @@ fn verdict(
                 return String::new();
             };
             format!(
-                "TCP carried {:.1} % ({}) to {:.1} % ({}) of what it should carry, over {} \
-                 cells.",
+                "TCP carried {:.1} % ({}) to {:.1} % ({}) of the most it could carry (the \
+                 expected table: the link less headers, or what was offered; a flow sharing the \
+                 link gets less), over {} cells.",
                 lo.1 * 100.0,
                 esc(&lo.0),
                 hi.1 * 100.0,
