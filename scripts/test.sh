@@ -70,12 +70,21 @@ fi
 awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($i ~ /^passed/) p += $(i-1); if ($i ~ /^failed/) f += $(i-1); if ($i ~ /^ignored/) s += $(i-1) } }
      END { printf "tests: %d passed, %d failed, %d skipped\n", p, f, s; if (p == 0) exit 1 }' "$log"
 
+# The Debian package (scripts/package.sh): made by cargo-deb from the binary the tests ran,
+# installed, its unit verified, started as the unit starts it, reloaded and stopped; purged.
+if [ "$(id -u)" -eq 0 ]; then
+  scripts/package.sh --check || { [ "$status" = 0 ] && status=1; }
+else
+  echo "package: NOT checked: installing a package needs root"
+fi
+
 # The README's install, `cargo install --path crates/cli --locked`, into a root of its own: the
 # debug profile and this target directory, so it reuses what the tests built (the README's
-# `--profile dist` changes only the profile). The installed binary must work from anywhere,
+# `--profile dist` changes only the profile), after the package is made from the binary the
+# tests ran. The installed binary must work from anywhere,
 # without the source tree: it runs a built-in scenario from /.
 install_root=$(mktemp -d "$scratch/install.XXXXXX")
-target_dir=$(cargo metadata --format-version 1 --no-deps | jq -r .target_directory)
+target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null | jq -r .target_directory) || target_dir=target
 if cargo install -q --path crates/cli --locked --debug --root "$install_root" --target-dir "$target_dir" &&
   (cd / && PATH="$install_root/bin:$PATH" metronome lab run seed001-udp --out "$install_root/lab" >"$install_root/log" 2>&1) &&
   [ -s "$install_root/lab/report.html" ]; then
@@ -86,14 +95,6 @@ else
   [ "$status" = 0 ] && status=1
 fi
 rm -rf "$install_root"
-
-# The Debian package (scripts/package.sh): made by cargo-deb from the binary the tests ran,
-# installed, its unit verified, started as the unit starts it, reloaded and stopped; purged.
-if [ "$(id -u)" -eq 0 ]; then
-  scripts/package.sh --check || { [ "$status" = 0 ] && status=1; }
-else
-  echo "package: NOT checked: installing a package needs root"
-fi
 
 # Coverage-guided fuzzing of every parser that takes network or file input (crates/fuzz): AFL++
 # through afl.rs, METRONOME_FUZZ_SECS (30) per target, two at a time,

@@ -57,7 +57,8 @@ pub struct SenderConfig {
     pub max_bitrate: Option<u64>,
     /// The largest IP packet (fewer TS packets per RTP packet than seven where it needs).
     pub mtu: Option<u32>,
-    /// How often `run_sender` reports its status.
+    /// How often `run_sender` reports its status (on whole multiples of it from the
+    /// stream's start; and once more when it has stopped, with the final counts).
     pub status_every: Duration,
     /// Loss repair (`"rtx"`: NACK and retransmission, `"fec"`: SMPTE 2022-1 FEC), and the
     /// receivers' play-out delay it must make (200 ms if `None`).
@@ -139,7 +140,7 @@ pub enum SendError {
     Refused(String),
 }
 
-/// A status snapshot, about once a second.
+/// A status snapshot, each `status_every` (a second unless set), and a last one at the stop.
 #[derive(Clone, Debug)]
 pub struct SenderStatus {
     /// Time since the stream started (its first release time).
@@ -152,6 +153,21 @@ pub struct SenderStatus {
     pub receivers: Vec<ReceiverView>,
     /// The MPEG-TS rate the rate knob targets now (the rate controller's, where there is one).
     pub target_bitrate_bps: u64,
+}
+
+impl SenderStatus {
+    /// The stream's status `elapsed` after its start, its worst lateness since the last.
+    fn of(s: StreamStatus, elapsed: Duration, max_late: Duration) -> SenderStatus {
+        SenderStatus {
+            elapsed,
+            packets: s.packets,
+            bytes: s.bytes,
+            max_late_us: Micros::from(max_late),
+            ring_occupancy: s.ring_occupancy,
+            receivers: s.receivers,
+            target_bitrate_bps: s.target_bitrate_bps,
+        }
+    }
 }
 
 /// What a finished run measured.
@@ -277,15 +293,8 @@ pub fn run_sender(
     }
     // The last, shorter status, to the stop: the statuses' counts end where the summary's do.
     if stopped > reported {
-        on_status(&SenderStatus {
-            elapsed: stopped.saturating_since(start + cfg.preroll),
-            packets: s.packets,
-            bytes: s.bytes,
-            max_late_us: Micros::from(last_late),
-            ring_occupancy: s.ring_occupancy,
-            receivers: s.receivers.clone(),
-            target_bitrate_bps: s.target_bitrate_bps,
-        });
+        let elapsed = stopped.saturating_since(start + cfg.preroll);
+        on_status(&SenderStatus::of(s.clone(), elapsed, last_late));
     }
     let run = Run {
         description,
@@ -427,15 +436,12 @@ fn watch(
             next_status += every;
             reported = now;
             if let Some(s) = server.stream(NAME) {
-                on_status(&SenderStatus {
-                    elapsed: now.saturating_since(first_release),
-                    packets: s.packets,
-                    bytes: s.bytes,
-                    max_late_us: Micros::from(server.take_max_late(NAME).unwrap_or_default()),
-                    ring_occupancy: s.ring_occupancy,
-                    receivers: s.receivers,
-                    target_bitrate_bps: s.target_bitrate_bps,
-                });
+                let late = server.take_max_late(NAME).unwrap_or_default();
+                on_status(&SenderStatus::of(
+                    s,
+                    now.saturating_since(first_release),
+                    late,
+                ));
             }
         }
         std::thread::sleep(Duration::from_millis(10));

@@ -138,7 +138,7 @@ fn one_run(
     let rx_stop = Arc::new(AtomicBool::new(false));
     let rx = {
         let rx_stop = rx_stop.clone();
-        std::thread::spawn(move || receiver.run(&rx_stop, |_| {}))
+        std::thread::spawn(move || receiver.run(&rx_stop, |_, _| {}))
     };
     let source = SourceArgs::test_pattern(a.rate).open()?;
     let seed = crate::serve::fresh_seed();

@@ -421,7 +421,7 @@ fn stream(
     };
     let rx_stop = AtomicBool::new(false);
     let (sent, got) = std::thread::scope(|s| {
-        let rx = s.spawn(|| receiver.run(&rx_stop, |_| {}));
+        let rx = s.spawn(|| receiver.run(&rx_stop, |_, _| {}));
         let sent = send(a, pair, way, dest, stop);
         // What is in flight arrives (SRT holds each packet for the budget).
         std::thread::sleep(a.latency + a.delay * 2 + Duration::from_millis(300));

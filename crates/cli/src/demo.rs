@@ -52,7 +52,7 @@ pub(crate) fn run(a: DemoArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std:
         // Bound (and joined) before the sender starts.
         let receiver = Receiver::open(cfg)?;
         let stop = rx_stop.clone();
-        receivers.push(std::thread::spawn(move || receiver.run(&stop, |_| {})));
+        receivers.push(std::thread::spawn(move || receiver.run(&stop, |_, _| {})));
     }
 
     let seed = crate::serve::fresh_seed();

@@ -672,8 +672,21 @@ fn on_a_terminal(args: &str) -> std::process::Child {
         .expect("script (util-linux's bsdutils) runs")
 }
 
+/// The interval lines of `shown` (what a terminal showed): each line's "A-B s" span.
+fn interval_spans(shown: &str) -> Vec<(f64, f64)> {
+    shown
+        .lines()
+        .filter_map(|l| {
+            let (span, _) = l.trim().split_once(" s ")?;
+            let (a, b) = span.split_once('-')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
 /// On a terminal, `serve` and `recv` print an interval line a second without being asked,
-/// as iperf3 does; `--interval 0` turns the lines off, for the status line rewritten in place.
+/// as iperf3 does, the last one shorter; `--interval 0` turns the lines off, for the status
+/// line rewritten in place.
 #[test]
 fn a_terminal_gets_a_line_a_second() {
     let port = port_pair();
@@ -686,20 +699,24 @@ fn a_terminal_gets_a_line_a_second() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     let (tx, rx) = (text(tx), text(rx));
-    for (who, shown, at_least) in [("serve", &tx, 2), ("recv", &rx, 3)] {
-        // "    0.0-1.0 s     …" then "    1.0-2.0 s     …": one line each second.
-        let lines: Vec<&str> = shown
-            .lines()
-            .map(str::trim)
-            .filter(|l| {
-                l.split_once(" s ")
-                    .is_some_and(|(span, _)| span.contains('-'))
-            })
-            .collect();
-        assert!(lines.len() >= at_least, "{who} on a terminal:\n{shown}");
-        assert!(lines[0].starts_with("0.0-1.0 s"), "{who}:\n{shown}");
-        assert!(lines[1].starts_with("1.0-2.0 s"), "{who}:\n{shown}");
+    for (who, shown) in [("serve", &tx), ("recv", &rx)] {
+        // "    0.0-1.0 s     …", "    1.0-2.0 s     …", …, then a shorter last one: each
+        // starts where the one before ended, and all but the last last a second (as the
+        // status came, printed to a tenth: a busy host may make one 1.1).
+        let spans = interval_spans(shown);
+        assert!(spans.len() >= 2, "{who} on a terminal:\n{shown}");
+        for w in spans.windows(2) {
+            assert_eq!(w[1].0, w[0].1, "{who}: lines do not follow on:\n{shown}");
+            assert!((0.8..=1.25).contains(&(w[0].1 - w[0].0)), "{who}:\n{shown}");
+        }
+        let last = spans[spans.len() - 1];
+        assert!(
+            last.1 - last.0 <= 1.25 && last.1 > last.0,
+            "{who}:\n{shown}"
+        );
     }
+    // The sender's seconds count from its stream's start.
+    assert_eq!(interval_spans(&tx)[0].0, 0.0, "{tx}");
 
     let port = port_pair();
     let rx = on_a_terminal(&format!(
@@ -710,7 +727,7 @@ fn a_terminal_gets_a_line_a_second() {
     assert!(tx.status.success(), "{tx:?}");
     let rx = text(rx);
     assert!(
-        !rx.contains("0.0-1.0 s"),
+        interval_spans(&rx).is_empty(),
         "--interval 0 printed intervals:\n{rx}"
     );
     assert!(

@@ -162,7 +162,8 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
         .expect("no verdict line on the replicates' table");
     assert!(
         known.contains(
-            " figures are known within ±10 % of their mean (95 % interval); the least certain: "
+            " figures are known within ±10 % of their mean, or ±0.1 percentage points for a \
+             share (95 % interval); the least certain: "
         ),
         "{}",
         &known[..200]

@@ -10,6 +10,7 @@ use metronome_session::receiver::ReceiverSession;
 use metronome_time::Micros;
 use std::io::Write;
 use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// What a [`DatagramSource`] had.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,7 +48,7 @@ pub fn run_datagrams(
     cfg: &ReceiverRunConfig,
     src: &mut dyn DatagramSource,
     stop: &AtomicBool,
-    mut on_status: impl FnMut(&ReceiverSession),
+    mut on_status: impl FnMut(&ReceiverSession, Duration),
 ) -> Result<ReceiverOutcome, RecvError> {
     let mut out = open_outputs(cfg)?;
     let host = HostWatch::start();
@@ -76,8 +77,8 @@ pub fn run_datagrams(
             reports_sent += src.send_rtcp(&buf[..n]) as u64;
         }
         if now >= next_status {
-            next_status = now + cfg.status_every;
-            on_status(&session);
+            next_status = super::next_status_after(next_status, now, cfg.status_every);
+            on_status(&session, now.saturating_since(start));
         }
         match src.recv(&mut buf).map_err(RecvError::Source)? {
             Incoming::Rtp(n) => {
@@ -102,7 +103,7 @@ pub fn run_datagrams(
     for (p, w) in [&mut out.trace, &mut out.output].into_iter().flatten() {
         w.flush().map_err(|e| write_err(p, e))?;
     }
-    on_status(&session);
+    on_status(&session, end.saturating_since(start));
     Ok(ReceiverOutcome {
         source: src.describe(),
         ended_by,

@@ -255,11 +255,13 @@ impl Receiver {
         self.rtp.local_addr()
     }
 
-    /// Receives until `duration` or `packets` is reached, or `stop` is set.
+    /// Receives until `duration` or `packets` is reached, or `stop` is set. `on_status` gets
+    /// the session and the time since the start every `status_every` (on whole multiples of
+    /// it), and once more at the end.
     pub fn run(
         self,
         stop: &AtomicBool,
-        mut on_status: impl FnMut(&ReceiverSession),
+        mut on_status: impl FnMut(&ReceiverSession, Duration),
     ) -> Result<ReceiverOutcome, RecvError> {
         let host = HostWatch::start();
         let mut r = Running::new(self);
@@ -283,8 +285,8 @@ impl Receiver {
                 break "left the group (TFMCC, RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s)";
             }
             if now >= next_status {
-                next_status = now + r.cfg.status_every;
-                on_status(&r.session);
+                next_status = next_status_after(next_status, now, r.cfg.status_every);
+                on_status(&r.session, now.saturating_since(start));
             }
             let mut wake = next_status.min(limit.deadline().unwrap_or(Timestamp::MAX));
             if let Some((t, _)) = r.session.poll_timeout().filter(|_| can_report) {
@@ -453,7 +455,7 @@ impl Running {
         ended_by: &'static str,
         start: Timestamp,
         host: HostWatch,
-        mut on_status: impl FnMut(&ReceiverSession),
+        mut on_status: impl FnMut(&ReceiverSession, Duration),
     ) -> Result<ReceiverOutcome, RecvError> {
         if ended_by != PACKET_COUNT {
             // What the kernel already holds arrived before the end: count it too. Bounded by
@@ -471,7 +473,7 @@ impl Running {
         {
             w.flush().map_err(|e| write_err(p, e))?;
         }
-        on_status(&self.session);
+        on_status(&self.session, end.saturating_since(start));
         let rx = &self.rx;
         Ok(ReceiverOutcome {
             source: self.cfg.source.to_string(),
@@ -496,6 +498,18 @@ impl Running {
 }
 
 /// Sends a report if there is somewhere to send it; returns how many were sent (0 or 1).
+/// When the status after the one due at `due` is due: on whole multiples of `every` from the
+/// start, so that interval lines read 0-1 s, 1-2 s; a run that fell behind skips to the next
+/// multiple after `now`.
+pub(crate) fn next_status_after(due: Timestamp, now: Timestamp, every: Duration) -> Timestamp {
+    let every = every.max(Duration::from_millis(1));
+    let mut next = due + every;
+    while next <= now {
+        next += every;
+    }
+    next
+}
+
 pub(crate) fn send_report(rtcp: &RtcpSocket, report: &[u8]) -> u64 {
     // Before a unicast sender has been heard there is nowhere to send; the next report goes.
     (rtcp.peer().is_some() && rtcp.send(report).is_ok()) as u64

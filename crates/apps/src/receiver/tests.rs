@@ -76,7 +76,7 @@ fn feedback_due_before_the_sender_is_known_waits_for_it() {
         .set_read_timeout(Some(Duration::from_secs(2)))
         .unwrap();
     std::thread::scope(|scope| {
-        let running = scope.spawn(|| rx.run(&stop, |_| {}));
+        let running = scope.spawn(|| rx.run(&stop, |_, _| {}));
         data.send_to(&rtp_packet(7), ("127.0.0.1", port)).unwrap();
         // The sender's report comes later than its packet.
         std::thread::sleep(Duration::from_millis(200));
@@ -128,7 +128,7 @@ fn a_lost_packet_is_asked_for_and_its_retransmission_written_out() {
         .unwrap();
     let to = ("127.0.0.1", port);
     std::thread::scope(|scope| {
-        let running = scope.spawn(|| rx.run(&stop, |_| {}));
+        let running = scope.spawn(|| rx.run(&stop, |_, _| {}));
         data.send_to(&numbered(7, 0), to).unwrap();
         control
             .send_to(&sender_report(7), ("127.0.0.1", port + 1))
@@ -223,7 +223,7 @@ fn fec_receiver_run_with(
     let rx = Receiver::open(cfg).unwrap();
     let stop = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
-        let running = scope.spawn(|| rx.run(&stop, |_| {}));
+        let running = scope.spawn(|| rx.run(&stop, |_, _| {}));
         send(port);
         std::thread::sleep(Duration::from_millis(200));
         stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -202,14 +202,14 @@ fn run_receiver(
     outcome
 }
 
+/// What a receiver does with its session and the time since its start, at each status.
+type OnStatus<'a> = dyn FnMut(&metronome_session::receiver::ReceiverSession, Duration) + 'a;
+
 /// What a receiver does with each status: with `--interval`, a line on stdout; without, the
 /// live status line on a terminal.
-fn on_status<'a>(
-    a: &RecvArgs,
-    live: &'a LiveLine,
-) -> Box<dyn FnMut(&metronome_session::receiver::ReceiverSession) + 'a> {
+fn on_status<'a>(a: &RecvArgs, live: &'a LiveLine) -> Box<OnStatus<'a>> {
     match a.interval {
-        Some(every) => Box::new(interval_lines(Output::of(a.json, true), every)),
+        Some(_) => Box::new(interval_lines(Output::of(a.json, true))),
         None => Box::new(live_status(live)),
     }
 }
@@ -343,21 +343,21 @@ fn coded_video(m: &MediaDescription) -> Option<metronome_media::decode::VideoCod
     }
 }
 
-/// A line per status call (`--interval`, one each `every` from the start): what the main
-/// source added since the last one (nothing yet: no line).
+/// A line per status call (`--interval`, one each interval from the start, and a last,
+/// shorter one at the end): what the main source added since the last one (nothing yet: no
+/// line), over the time that passed.
 fn interval_lines(
     out: Output,
-    every: Duration,
-) -> impl FnMut(&metronome_session::receiver::ReceiverSession) {
-    // (received, payload bytes, lost) at the previous line, and lines so far.
+) -> impl FnMut(&metronome_session::receiver::ReceiverSession, Duration) {
+    // (received, payload bytes, lost) and the time at the previous status.
     let mut last = (0u64, 0u64, 0u64);
-    let mut k = 0u32;
-    move |s| {
-        k += 1;
+    let mut since = Duration::ZERO;
+    move |s, elapsed| {
+        let at = std::mem::replace(&mut since, elapsed).as_secs_f64();
         let Some(src) = s.main_source() else { return };
         let m = metronome_session::receiver::SourceSummary::of(src, s.config().clock.rate());
         let (r0, b0, l0) = last;
-        let (at, now) = ((every * (k - 1)).as_secs_f64(), (every * k).as_secs_f64());
+        let now = elapsed.as_secs_f64();
         let span = (now - at).max(1e-9);
         crate::report::interval_line(
             out,
@@ -393,8 +393,10 @@ pub(crate) struct RecvInterval {
     pub ssrc: String,
 }
 
-fn live_status(live: &LiveLine) -> impl FnMut(&metronome_session::receiver::ReceiverSession) + '_ {
-    move |s| live.show(&s.status_line())
+fn live_status(
+    live: &LiveLine,
+) -> impl FnMut(&metronome_session::receiver::ReceiverSession, Duration) + '_ {
+    move |s, _| live.show(&s.status_line())
 }
 
 /// The receiver's outcome, with what the viewer saw (`--quality`).

@@ -69,7 +69,7 @@ impl metronome_apps::receiver::PayloadSink for GotSink {
 
 /// Runs `rx` until `stop`: what arrived, in order, and what its loss repair did.
 fn receive_session(rx: Receiver, sink: Arc<Mutex<GotSink>>, stop: &AtomicBool) -> Received {
-    let repair = rx.run(stop, |_| {}).ok().and_then(|o| o.receiver.repair);
+    let repair = rx.run(stop, |_, _| {}).ok().and_then(|o| o.receiver.repair);
     let got = std::mem::take(&mut sink.lock().unwrap_or_else(|e| e.into_inner()).got);
     Received { got, repair }
 }

@@ -111,7 +111,7 @@ fn grid(
     for (i, (name, _)) in r.rows.iter().enumerate() {
         let _ = write!(h, "<tr><th>{}</th>", esc(name));
         for j in 0..r.columns.len() {
-            let v = cell(i, j).map_or("–".into(), |v| shown.show(v));
+            let v = cell(i, j).map_or("n/a".into(), |v| shown.show(v));
             let _ = write!(h, "<td class=\"{}\">{v}</td>", class(i, j));
         }
         h.push_str("</tr>");
@@ -135,9 +135,9 @@ pub(crate) fn reference_section(s: &Summary) -> String {
     };
     let _ = writeln!(
         h,
-        "<p class=\"note\">Reference figures from {}; each cell is <code>{}</code> ({u}) of the \
-         receiver named by the row, at the point where <code>{}</code> is the column's \
-         value{replicates}.</p>",
+        "<p class=\"note\">Reference figures from {}; each cell is the <code>{}</code> of the \
+         receiver named by the row, in {u}, at the point where <code>{}</code> is the column's \
+         value (n/a: not measured){replicates}.</p>",
         esc(&r.source),
         esc(&r.metric),
         esc(&r.by)
@@ -268,7 +268,8 @@ impl Cells<'_> {
         let closed = if self.loss() {
             format!(
                 "; <span class=\"bad\">red</span>: more than {LOSS_CLOSED_POINTS} percentage \
-                 point from the evenly-spaced closed form (the simulator and the form disagree)"
+                 point from the evenly-spaced closed form (the simulator and the form disagree), \
+                 whatever its distance from the reference"
             )
         } else {
             String::new()

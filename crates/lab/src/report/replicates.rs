@@ -39,9 +39,12 @@ pub(crate) fn section(s: &Summary) -> String {
 
 /// How much of a figure's mean its interval's half-width may be for it to count as known.
 const KNOWN_SHARE: f64 = 0.10;
+/// For a share in % (`*_percent`), the half-width in percentage points that counts as known
+/// however small the mean.
+const KNOWN_POINTS: f64 = 0.1;
 
-/// Whether the replicates pin the figures down: how many are known within ±10 % of their
-/// mean, and the least certain one.
+/// Whether the replicates pin the figures down: how many are known ([`is_known`]), and the
+/// least certain of the others (the widest interval for its mean).
 fn verdict(s: &Summary, groups: &[Group]) -> String {
     let flows: Vec<Option<String>> = estimates::flow_names(s)
         .into_iter()
@@ -62,10 +65,11 @@ fn verdict(s: &Summary, groups: &[Group]) -> String {
                 };
                 let Some(hw) = e.half_width else { continue };
                 all += 1;
-                let share = if hw == 0.0 { 0.0 } else { hw / e.mean.abs() };
-                if share <= KNOWN_SHARE {
+                if is_known(m, hw, e.mean) {
                     known += 1;
+                    continue;
                 }
+                let share = hw / e.mean.abs().max(f64::MIN_POSITIVE);
                 if worst.as_ref().is_none_or(|w| share > w.0) {
                     let at = [flow.as_ref().map(|f| format!("flow {f}")), Some(g.label())]
                         .into_iter()
@@ -78,17 +82,29 @@ fn verdict(s: &Summary, groups: &[Group]) -> String {
             }
         }
     }
-    let Some((_, what, e)) = worst else {
-        return String::new();
+    let known_as = format!(
+        "within ±{:.0} % of their mean, or ±{KNOWN_POINTS} percentage points for a share \
+         (95 % interval)",
+        KNOWN_SHARE * 100.0
+    );
+    let line = match worst {
+        None if all == 0 => return String::new(),
+        None => format!("all {all} figures are known {known_as}."),
+        Some((_, what, e)) => format!(
+            "{known} of {all} figures are known {known_as}; the least certain: {}, {}. More \
+             replicates narrow an interval by the square root of their number.",
+            esc(&what),
+            e.show(3)
+        ),
     };
-    format!(
-        "<p class=\"verdict\"><strong>Verdict:</strong> {known} of {all} figures are known \
-         within ±{:.0} % of their mean (95 % interval); the least certain: {}, {}. More \
-         replicates narrow an interval by the square root of their number.</p>\n",
-        KNOWN_SHARE * 100.0,
-        esc(&what),
-        e.show(3)
-    )
+    format!("<p class=\"verdict\"><strong>Verdict:</strong> {line}</p>\n")
+}
+
+/// Whether a figure's interval pins it down: a half-width within 10 % of its mean, or, for a
+/// share in % (a loss near 0), within 0.1 percentage points.
+fn is_known(metric: &str, half_width: f64, mean: f64) -> bool {
+    half_width <= KNOWN_SHARE * mean.abs()
+        || (metric.ends_with("_percent") && half_width <= KNOWN_POINTS)
 }
 
 /// One flow's metrics (`None`: the point-wide ones), a column per sweep point; empty when
@@ -138,4 +154,19 @@ fn table(groups: &[Group], flow: Option<&str>) -> String {
     }
     let _ = writeln!(h, "</tr>{rows}</table>");
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_known;
+
+    #[test]
+    fn a_share_near_zero_is_known_by_its_points() {
+        // 0.05 ± 0.03 % lost: pinned to hundredths of a point, though ±60 % of its mean.
+        assert!(is_known("loss_percent", 0.03, 0.05));
+        assert!(!is_known("loss_percent", 0.3, 1.0));
+        assert!(is_known("throughput_mbps", 0.09, 1.0));
+        assert!(!is_known("throughput_mbps", 0.03, 0.05));
+        assert!(is_known("jain_index", 0.0, 0.0));
+    }
 }
