@@ -547,7 +547,8 @@ impl<'a, R: BufRead> Scorer<'a, R> {
         }
     }
 
-    /// Slot `j` showed `shown` (a picture of another size counts as blank).
+    /// Slot `j` showed `shown` (a picture of another format than the reference's stops the
+    /// judgement: [`Self::failure`]).
     fn frame(
         &mut self,
         j: usize,
@@ -569,11 +570,28 @@ impl<'a, R: BufRead> Scorer<'a, R> {
                 return;
             }
         }
-        let picture = if shown.same_format(&self.reference_pic) {
-            shown
-        } else {
-            blank
-        };
+        // Until the first picture comes the screen is blank, of the reference's format; a
+        // decoded picture of another one cannot be compared, and numbers made against blank
+        // would be meaningless: the run's judgement stops with why.
+        if !shown.same_format(&self.reference_pic) {
+            let r = &self.reference_pic;
+            self.failure = Some(format!(
+                "{}: the reference is {}x{} {}, the stream's pictures are {}x{} {} (first at \
+                 display slot {j}): nothing can be compared; give a reference of the stream's \
+                 size and sampling (ffmpeg -i REF -vf scale={}:{} -pix_fmt yuv420p ref.y4m)",
+                self.reference_name,
+                r.width,
+                r.height,
+                r.chroma.y4m_name(),
+                shown.width,
+                shown.height,
+                shown.chroma.y4m_name(),
+                shown.width,
+                shown.height
+            ));
+            return;
+        }
+        let picture = shown;
         let written = match self.video.as_mut() {
             Some(Sink::Y4m(w)) => w.write(picture),
             Some(Sink::Raw(w)) => w.write_all(&picture.data),
@@ -818,6 +836,45 @@ mod tests {
             q.frames
         );
         q
+    }
+
+    #[test]
+    fn a_reference_of_another_size_is_refused_with_how_to_make_one() {
+        let (payloads, _) = stream();
+        let mut viewer = LiveViewer::default();
+        for (k, p) in payloads.iter().enumerate() {
+            viewer.payload(&record(7, k), p);
+        }
+        // A reference at 80x48: the stream's 160x96 pictures cannot be compared with it.
+        let mut w = Writer::new(
+            Vec::new(),
+            Format {
+                width: 80,
+                height: 48,
+                chroma: Chroma::C420,
+                fps: (25, 1),
+            },
+        )
+        .unwrap();
+        for _ in 0..25 {
+            w.write(&Picture::black(80, 48, Chroma::C420)).unwrap();
+        }
+        let reader = Reader::y4m(std::io::Cursor::new(w.into_inner())).unwrap();
+        let e = judge(
+            &mut viewer,
+            reader,
+            "small.y4m",
+            JudgeOptions::default(),
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with(
+                "small.y4m: the reference is 80x48 420jpeg, the stream's pictures are 160x96"
+            ) && e.contains("-vf scale=160:96"),
+            "{e}"
+        );
     }
 
     /// What the session makes of the `k`th packet of `ssrc`, arrived at `k` ms.
