@@ -136,8 +136,14 @@ pub(crate) fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
 /// An SDP file (`--output`, `--sdp-dir`): a new or regular file is written whole or not at
 /// all (a player watching it never reads half); anything else (`/dev/stdout`, a pipe, a
 /// symbolic link) is written in place, never replaced.
+///
+/// An SDP that carries an SRTP key (`a=crypto`, RFC 4568) is as secret as the key: its file
+/// is its owner's alone (mode 0600), as the control API's token file is.
 fn write_sdp(p: &Path, text: &str) -> Result<(), String> {
     let replaceable = std::fs::symlink_metadata(p).map_or(true, |m| m.is_file());
+    if replaceable && text.contains("\na=crypto:") {
+        return metronome_lab::results::write_atomically_private(p, text.as_bytes());
+    }
     if replaceable {
         return metronome_lab::results::write_atomically(p, text.as_bytes());
     }

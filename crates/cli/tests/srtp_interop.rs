@@ -240,6 +240,10 @@ fn recv_takes_serves_srtp_and_its_srtcp_reports() {
     while !sdp.exists() && common::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The SDP holds the key: its owner's alone, as the control token's file is.
+    use std::os::unix::fs::PermissionsExt as _;
+    let mode = std::fs::metadata(&sdp).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{} is mode {mode:o}", sdp.display());
     let out = recv(&sdp, 4).finish_within(LIMIT);
     let v = json(&out);
     assert!(out.succeeded(), "{}", out.report());

@@ -427,11 +427,30 @@ pub fn empty_dir(dir: &Path, what_else: &str) -> Result<(), String> {
 /// Writes `bytes` to `path` so that a reader (or a run killed while writing) sees the old
 /// file or the whole new one, never a part: a temporary file beside it, renamed over it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_atomically_mode(path, bytes, 0o666)
+}
+
+/// [`write_atomically`], the file readable and writable by its owner alone (mode 0600): for
+/// what carries a secret, such as an SDP with an SRTP key.
+pub fn write_atomically_private(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_atomically_mode(path, bytes, 0o600)
+}
+
+fn write_atomically_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
     let name = path
         .file_name()
         .map_or_else(Default::default, |n| n.to_string_lossy());
     let tmp = path.with_file_name(format!(".{name}.partial"));
-    std::fs::write(&tmp, bytes)
+    // A partial file left by a killed run may have another mode: start afresh.
+    let _ = std::fs::remove_file(&tmp);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
         .and_then(|()| std::fs::rename(&tmp, path))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
