@@ -111,6 +111,19 @@ enum Command {
     },
 }
 
+/// Writes `bytes` to stdout. A reader that has gone (`| head`) is no error: what it wanted it
+/// has, as for any Unix filter.
+fn write_stdout(bytes: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("cannot write to stdout: {e}").into())
+        }
+        _ => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     report::mark_start();
     let cli = Cli::parse();
@@ -144,8 +157,11 @@ fn main() -> ExitCode {
         Command::Bench(b) => bench::run(b, stop),
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(shell, &mut cmd, "metronome", &mut std::io::stdout());
-            Ok(())
+            // Made whole first: clap_complete panics when its writer fails, as stdout does
+            // when the reader has gone (`| head`).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "metronome", &mut script);
+            write_stdout(&script)
         }
         Command::Man { dir } => write_man_pages(&dir),
         Command::Schema { name } => schema::run(name.as_deref()),

@@ -19,6 +19,30 @@ fn completions_for_each_shell_know_the_subcommands() {
     assert!(!bad.status.success());
 }
 
+/// `metronome completions bash | head`: a reader that goes early is no error (clap_complete
+/// panicked on the closed pipe).
+#[test]
+fn completions_into_a_closed_pipe_end_quietly() {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let mut child = bin()
+        .args(["completions", "bash"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 16];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe's read end is closed here; the rest of the script goes nowhere.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && err.is_empty(),
+        "{:?}: {err}",
+        out.status
+    );
+}
+
 #[test]
 fn man_pages_for_every_subcommand() {
     let dir = common::tmp_dir("man");
