@@ -51,7 +51,9 @@ impl LiveLine {
 /// 6: every duration is one type (`metronome_time::Micros`): whole µs print as integers, the
 /// rest with up to three decimals (run lengths, CPU times and `wall_us` were whole µs, always
 /// integers; jitter and RTTs had any number of decimals).
-pub(crate) const SCHEMA_VERSION: u32 = 6;
+/// 7: enum values that were snake_case are kebab-case, as the command line spells them
+/// (ST 2110-21's `verdict` `not-conformant`, `narrow-linear`, `no-frames`; the read schedule).
+pub(crate) const SCHEMA_VERSION: u32 = 7;
 
 /// What run a document comes from: this binary's version, when it started (Unix ns), the
 /// host's name and the command line.

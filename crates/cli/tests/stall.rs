@@ -37,7 +37,7 @@ fn read_trace(path: &std::path::Path) -> Vec<Arrival> {
     );
     lines
         .map(|l| l.split(',').collect::<Vec<_>>())
-        .filter(|f| f[verdict] == "InOrder")
+        .filter(|f| f[verdict] == "in-order")
         .map(|f| Arrival {
             at_ns: f[at].parse().unwrap(),
             ext_seq: f[seq].parse().unwrap(),

@@ -430,9 +430,9 @@ mod tests {
     #[test]
     fn received_traces_are_read_whatever_wrote_them_and_renumbered_for_evalvid() {
         let recv = "arrival_ns,ssrc,seq,ext_seq,rtp_ts,size,verdict,transit_ticks,jitter_ticks,interarrival_ns,one_way_delay_ns,arrival_unix_ns\n\
-                    5,0000abcd,10,65546,1,1344,InOrder,0,0.0,,,1000\n\
-                    6,,,,,17,\"dropped: NotRtp\",,,,,1001\n\
-                    7,0000abcd,12,65548,1,1344,InOrder,0,0.0,,,1002\n";
+                    5,0000abcd,10,65546,1,1344,in-order,0,0.0,,,1000\n\
+                    6,,,,,17,dropped: not-rtp,,,,,1001\n\
+                    7,0000abcd,12,65548,1,1344,in-order,0,0.0,,,1002\n";
         let got = read_received(recv.as_bytes()).unwrap();
         assert_eq!(got.len(), 2);
         assert_eq!(

@@ -78,14 +78,14 @@ pub(super) fn record(
         let r = match rec {
             Ok(r) => writeln!(
                 w,
-                "{},{:08x},{},{},{},{},{:?},{},{:.4},{},{},{arrival_unix_ns}",
+                "{},{:08x},{},{},{},{},{},{},{:.4},{},{},{arrival_unix_ns}",
                 arrival.as_nanos(),
                 r.ssrc,
                 r.seq,
                 r.ext_seq,
                 r.rtp_ts,
                 r.size,
-                r.verdict,
+                r.verdict.name(),
                 r.transit_ticks,
                 r.jitter_ticks,
                 r.interarrival_ns.map(|v| v.to_string()).unwrap_or_default(),
@@ -95,10 +95,10 @@ pub(super) fn record(
             ),
             Err(d) => writeln!(
                 w,
-                "{},,,,,{},\"dropped: {:?}\",,,,,{arrival_unix_ns}",
+                "{},,,,,{},dropped: {},,,,,{arrival_unix_ns}",
                 arrival.as_nanos(),
                 data.len(),
-                d
+                d.name()
             ),
         };
         r.map_err(|e| write_err(p, e))?;

@@ -162,9 +162,9 @@ fn receiver_summary(o: &RawReceiverOutcome) -> String {
     if let Some(c) = &o.conformance {
         let _ = writeln!(
             s,
-            "  ST 2110-21 vs {}: verdict {:?}; Cinst max {} (narrow CMAX {}, wide {}), VRX {}..{} (narrow VRX_FULL {}), {} frames",
+            "  ST 2110-21 vs {}: verdict {}; Cinst max {} (narrow CMAX {}, wide {}), VRX {}..{} (narrow VRX_FULL {}), {} frames",
             o.declared_model,
-            c.verdict,
+            c.verdict.name(),
             c.cinst_max,
             c.narrow.cmax,
             c.wide.cmax,

@@ -107,7 +107,7 @@ impl ActiveRatio {
 
 /// The two packet read schedules (PRS) of the virtual receiver (§6.3 gapped, §6.4 linear).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum ReadSchedule {
     /// Packets read over RACTIVE × TFRAME, then a gap like SDI's vertical blanking.
     Gapped,

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// The sender class a measurement supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// Every frame within the narrow limits, judged on the gapped schedule (2110TPN).
     Narrow,
@@ -20,6 +20,20 @@ pub enum Verdict {
     NotConformant,
     /// No frame was measured.
     NoFrames,
+}
+
+impl Verdict {
+    /// As JSON and the command line spell it: `narrow`, `narrow-linear`, `wide`,
+    /// `not-conformant`, `no-frames`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Narrow => "narrow",
+            Verdict::NarrowLinear => "narrow-linear",
+            Verdict::Wide => "wide",
+            Verdict::NotConformant => "not-conformant",
+            Verdict::NoFrames => "no-frames",
+        }
+    }
 }
 
 /// What one frame did.

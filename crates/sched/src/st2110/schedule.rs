@@ -7,7 +7,7 @@ use std::time::Duration;
 
 /// How a sender spreads a frame's packets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum SenderType {
     /// ST 2110-21 type N (`TP=2110TPN`): one packet every gapped TRS, the gap where SDI has
     /// vertical blanking.

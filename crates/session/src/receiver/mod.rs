@@ -157,6 +157,22 @@ pub enum Dropped {
     Retransmission,
 }
 
+impl Dropped {
+    /// As a trace's `verdict` column spells it after `dropped: ` (kebab-case): `not-rtp`,
+    /// `wrong-payload-type`, `bad-payload`, `too-many-sources`, `jump-suspect`,
+    /// `retransmission`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dropped::NotRtp => "not-rtp",
+            Dropped::WrongPayloadType(_) => "wrong-payload-type",
+            Dropped::BadPayload(_) => "bad-payload",
+            Dropped::TooManySources(_) => "too-many-sources",
+            Dropped::JumpSuspect => "jump-suspect",
+            Dropped::Retransmission => "retransmission",
+        }
+    }
+}
+
 /// What the receiver made of one accepted RTP packet (for traces and for writing the payload).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PacketRecord {

@@ -31,6 +31,21 @@ pub enum SeqVerdict {
     Resync,
 }
 
+impl SeqVerdict {
+    /// As a trace's `verdict` column spells it (kebab-case, as the command line spells
+    /// values): `in-order`, `reordered`, `duplicate`, `too-late`, `jump-suspect`, `resync`.
+    pub fn name(self) -> &'static str {
+        match self {
+            SeqVerdict::InOrder => "in-order",
+            SeqVerdict::Reordered => "reordered",
+            SeqVerdict::Duplicate => "duplicate",
+            SeqVerdict::TooLate => "too-late",
+            SeqVerdict::JumpSuspect => "jump-suspect",
+            SeqVerdict::Resync => "resync",
+        }
+    }
+}
+
 /// One source's receive state.
 #[derive(Clone, Debug)]
 pub struct Source {
