@@ -31,6 +31,14 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     }
 }
 
+/// A run's length (a bench's `--duration`): [`parse_duration`], and more than nothing.
+pub(crate) fn parse_run_length(s: &str) -> Result<Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("'{s}' is no time: a run must last some, e.g. 2s")),
+        d => Ok(d),
+    }
+}
+
 /// What a stream does with packets later than the stall threshold (`--late`): as the config
 /// file's `late` reads it.
 pub(crate) fn parse_late(s: &str) -> Result<LatePolicy, String> {

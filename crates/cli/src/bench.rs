@@ -1,7 +1,7 @@
 //! `metronome bench`: benchmarks that print JSON and a human summary, each run side by side with
 //! its baseline in the same process and the same hour, and reported as ratios.
 
-use crate::args::{parse_duration, parse_rate, SourceArgs};
+use crate::args::{parse_rate, SourceArgs};
 use crate::progress::Progress;
 use clap::{Args, Subcommand};
 use metronome_apps::receiver::{Receiver, ReceiverOutcome, ReceiverRunConfig};
@@ -56,8 +56,9 @@ pub(crate) enum BenchCommand {
 
 #[derive(Args, Debug)]
 pub(crate) struct PacingArgs {
-    /// How long each of the two runs streams
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    /// How long each of the four runs streams (the pacer's three waits, then the plain-sleep
+    /// baseline)
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "10s")]
     pub duration: Duration,
     /// Stream rate (the test source's constant mux rate)
     #[arg(long, value_parser = parse_rate, default_value = "5M")]

@@ -24,7 +24,7 @@ pub(crate) struct EmuArgs {
     #[arg(long, value_parser = parse_duration, default_value = "20ms")]
     pub delay: Duration,
     /// How long iperf3 runs in each case
-    #[arg(long, value_parser = parse_duration, default_value = "8s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "8s")]
     pub duration: Duration,
     /// Print JSON only
     #[arg(long)]

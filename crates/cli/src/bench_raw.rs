@@ -13,7 +13,6 @@
 //!   frames lost, packets per second and per-frame spread (GStreamer stamps no capture time, so
 //!   its capture-to-complete latency cannot be measured).
 
-use crate::args::parse_duration;
 use clap::Args;
 use metronome_rt::ports::free_udp_run;
 use metronome_time::Micros;
@@ -33,7 +32,7 @@ const ALL_CASES: &str = "720x576,176x144,1280x720,1920x1080";
 #[derive(Args, Debug)]
 pub(crate) struct RawArgs {
     /// How long each run streams
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "5s")]
     pub duration: Duration,
     /// Cases to run (of 720x576, 176x144, 1280x720, 1920x1080)
     #[arg(long, value_delimiter = ',', default_value = ALL_CASES)]

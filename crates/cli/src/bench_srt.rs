@@ -64,7 +64,7 @@ pub(crate) struct SrtArgs {
     #[arg(long, value_parser = parse_duration, default_value = "120ms")]
     pub latency: Duration,
     /// How long each case streams
-    #[arg(long, value_parser = parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "10s")]
     pub duration: Duration,
     /// Print JSON only
     #[arg(long)]

@@ -4,7 +4,7 @@
 //! reports send lateness, deadline misses, receiver inter-arrival jitter, CPU, and how many
 //! streams admission control admitted.
 
-use crate::args::{parse_duration, parse_rate};
+use crate::args::parse_rate;
 use clap::Args;
 use metronome_apps::streams::{SchedKind, ServerConfig, SourceSpec, StreamServer, StreamSpec};
 use metronome_media::{TestSource, TestSourceConfig, TsSource};
@@ -31,7 +31,7 @@ pub(crate) struct StreamsArgs {
     #[arg(long, value_delimiter = ',', default_value = "edf,dm,naive")]
     pub sched: Vec<SchedKind>,
     /// How long each case streams
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "5s")]
     pub duration: Duration,
     /// Rate of every stream (constant-rate MPEG-TS)
     #[arg(long, value_parser = parse_rate, default_value = "4M")]

@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::args::parse_duration;
-
 #[derive(Args, Debug)]
 pub(crate) struct ViewersArgs {
     /// Viewers of the shared encoder
@@ -28,7 +26,7 @@ pub(crate) struct ViewersArgs {
     #[arg(long, default_value_t = 8)]
     pub baseline_viewers: usize,
     /// How long the server's CPU is measured at each point (after 2 s of settling)
-    #[arg(long, value_parser = parse_duration, default_value = "5s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "5s")]
     pub duration: Duration,
     /// The test source's picture size
     #[arg(long, default_value = "640x360")]

@@ -64,6 +64,8 @@ fn play(player: &mut Command, codec: &str, extra: &[&str], port: u16, sdp: &Path
     );
     assert!(sent.succeeded(), "the server: {}", sent.report());
     let v: serde_json::Value = serde_json::from_str(&sent.stdout).unwrap_or_default();
+    // The ladder was made --duration long: its end is the duration's, not the input's.
+    assert_eq!(v["ended_by"], "duration", "the server: {}", sent.report());
     let mut out = p.finish_within(Duration::from_secs(30));
     out.stderr.push_str(&format!(
         "\n[the server: {} packets, {} frames skipped, {} deadline misses, lateness at most \

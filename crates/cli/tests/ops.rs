@@ -353,3 +353,20 @@ fn bench_documents_keep_the_vocabulary() {
         );
     }
 }
+
+/// A bench of no time measures nothing: `--duration 0` is refused, saying what to give
+/// (`bench pacing` printed lateness ratios of 100 000 from empty runs).
+#[test]
+fn a_bench_of_no_time_is_refused() {
+    for bench in ["pacing", "streams", "raw", "emu", "srt", "viewers"] {
+        let out = bin()
+            .args(["bench", bench, "--duration", "0"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains("is no time: a run must last some"),
+            "bench {bench}: {err}"
+        );
+    }
+}

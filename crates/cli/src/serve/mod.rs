@@ -435,7 +435,7 @@ pub(crate) fn run(
     }
     let interval = a.interval.is_some();
     let mut last = (0u64, 0u64, Duration::ZERO);
-    let outcome = run_sender(source, cfg, stop, |s| {
+    let mut outcome = run_sender(source, cfg, stop, |s| {
         if !interval {
             live.show(&sender_status(s));
             return;
@@ -458,6 +458,10 @@ pub(crate) fn run(
         last = (s.packets, s.bytes, s.elapsed);
     })?;
     live.finish();
+    if a.coded.codec.is_some() && a.duration.is_some() && outcome.ended_by == "end of input" {
+        // The ladder was made --duration long (`coded_source`): its end is the duration's.
+        outcome.ended_by = "duration";
+    }
     for w in &outcome.warnings {
         eprintln!("metronome: warning: {w}");
     }
