@@ -69,6 +69,36 @@ fn a_stopped_run_keeps_its_points_and_resume_finishes_it_as_if_never_stopped() {
         "{}",
         stopped.report()
     );
+    // Said at the stop, before the points under way end; then how many stopped part-way
+    // and how many never started, adding up with those kept.
+    assert!(
+        stopped
+            .stderr
+            .contains("lab: stopping: the points under way end or stop now"),
+        "{}",
+        stopped.report()
+    );
+    let counts = stopped
+        .stderr
+        .split_once(" points finished; ")
+        .map(|(a, b)| (a.rsplit(' ').nth(2).unwrap_or(""), b))
+        .unwrap_or_else(|| panic!("no count: {}", stopped.report()));
+    let n = |s: &str| {
+        s.split_whitespace()
+            .next()
+            .unwrap()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let (finished, rest) = (n(counts.0), counts.1);
+    let stopped_part_way = n(rest);
+    let not_started = n(rest.split_once("part-way and ").unwrap().1);
+    assert_eq!(
+        finished + stopped_part_way + not_started,
+        6,
+        "{}",
+        stopped.report()
+    );
     // What finished is summarised and drawn at once, the report saying what is missing.
     let kept = lab_figures(&part);
     assert!((1..6).contains(&kept.len()), "{kept:?}");

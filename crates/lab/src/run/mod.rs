@@ -208,7 +208,7 @@ fn finish(
         .collect();
     let dir = scenario_dir(&summary.scenario.origin);
     let ended = pool::run_points(&todo, opts, dir.as_deref(), out);
-    let mut not_run = 0;
+    let (mut stopped, mut not_run) = (0, 0);
     for (job, e) in todo.iter().zip(ended) {
         match e {
             Ended::Finished(p) => {
@@ -220,19 +220,26 @@ fn finish(
                 params: job.point.params.iter().cloned().collect(),
                 error,
             }),
+            Ended::Stopped => stopped += 1,
             Ended::NotRun => not_run += 1,
         }
     }
     summary.points = done.into_values().collect();
     out.finish(&summary)?;
-    if summary.failed.is_empty() && not_run == 0 {
+    if summary.failed.is_empty() && stopped + not_run == 0 {
         return Ok(summary);
     }
-    Err(unfinished(&summary, jobs.len(), not_run, out.path()))
+    Err(unfinished(
+        &summary,
+        jobs.len(),
+        (stopped, not_run),
+        out.path(),
+    ))
 }
 
-/// What a run that did not finish every point says.
-fn unfinished(s: &Summary, share: usize, not_run: usize, dir: &Path) -> String {
+/// What a run that did not finish every point says; `(stopped, not_run)`: the points stopped
+/// part-way and those never started.
+fn unfinished(s: &Summary, share: usize, (stopped, not_run): (usize, usize), dir: &Path) -> String {
     let mut m = format!("{} of {share} points finished", s.points.len());
     let failed = s.failed.len();
     if failed > 0 {
@@ -243,8 +250,11 @@ fn unfinished(s: &Summary, share: usize, not_run: usize, dir: &Path) -> String {
             .collect();
         m += &format!("; {failed} failed ({})", which.join("; "));
     }
-    if not_run > 0 {
-        m += &format!("; {not_run} did not run: the run was interrupted (Ctrl-C or SIGTERM)");
+    if stopped + not_run > 0 {
+        m += &format!(
+            "; {stopped} stopped part-way and {not_run} did not start: the run was \
+             interrupted (Ctrl-C or SIGTERM)"
+        );
     }
     let stopped = if s.points.is_empty() {
         ""

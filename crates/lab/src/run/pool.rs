@@ -14,7 +14,9 @@ use std::sync::Mutex;
 pub(super) enum Ended {
     Finished(Box<PointResult>),
     Failed(String),
-    /// Stopped (Ctrl-C, SIGTERM) while it ran, or never started.
+    /// Stopped (Ctrl-C, SIGTERM) while it ran.
+    Stopped,
+    /// Never started: the run was stopped first.
     NotRun,
 }
 
@@ -34,23 +36,27 @@ pub(super) fn run_points(
     // each other's CPU.
     let jobs_at_once = if opts.mode == Mode::Emu { 1 } else { opts.jobs };
     let threads = jobs_at_once.clamp(1, jobs.len().max(1));
+    let working = AtomicUsize::new(threads);
     std::thread::scope(|scope| {
+        if opts.progress {
+            scope.spawn(|| say_when_stopped(opts, &working));
+        }
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                if opts.stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let ended = run_and_write(job, opts, dir, out);
-                let finished = matches!(ended, Ended::Finished(_));
-                *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(ended);
-                if finished {
-                    let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-                    if opts.progress {
-                        progress(n, jobs.len(), &job.point, started.seconds());
+            scope.spawn(|| {
+                while !opts.stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(job) = jobs.get(i) else { break };
+                    let ended = run_and_write(job, opts, dir, out);
+                    let finished = matches!(ended, Ended::Finished(_));
+                    *slots[i].lock().unwrap_or_else(|e| e.into_inner()) = Some(ended);
+                    if finished {
+                        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                        if opts.progress {
+                            progress(n, jobs.len(), &job.point, started.seconds());
+                        }
                     }
                 }
+                working.fetch_sub(1, Ordering::Relaxed);
             });
         }
     });
@@ -65,6 +71,26 @@ pub(super) fn run_points(
                 .unwrap_or(Ended::NotRun)
         })
         .collect()
+}
+
+/// Says at once that the run was stopped (Ctrl-C, SIGTERM) and what happens now, while the
+/// points under way end or stop (a picture being judged finishes first); returns when the
+/// workers are done.
+fn say_when_stopped(opts: &RunOptions, working: &AtomicUsize) {
+    loop {
+        // The stop first: workers that end because of it still get it said.
+        if opts.stop.load(Ordering::Relaxed) {
+            eprintln!(
+                "\nlab: stopping: the points under way end or stop now; the finished ones \
+                 are kept, and --resume runs the rest"
+            );
+            return;
+        }
+        if working.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }
 
 /// One job, in its mode, written to `out` if it finished.
@@ -93,7 +119,7 @@ fn run_and_write(job: &Job, opts: &RunOptions, dir: Option<&Path>, out: &OutDir)
     match r.and_then(|p| out.write_point(interval_ns, &p).map(|()| p)) {
         Ok(p) => Ended::Finished(Box::new(p)),
         // A point stopped by the run's stop flag is not broken: it runs again on --resume.
-        Err(_) if opts.stop.load(Ordering::Relaxed) => Ended::NotRun,
+        Err(_) if opts.stop.load(Ordering::Relaxed) => Ended::Stopped,
         Err(e) => {
             if opts.progress {
                 eprintln!("lab: point {} failed: {e}", job.point);
