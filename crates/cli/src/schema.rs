@@ -188,10 +188,12 @@ fn line<T: JsonSchema>(name: &str, what: &str) -> Value {
 /// `metronome schema [NAME]`: the schema, or the list of documents.
 pub(crate) fn run(name: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
     let Some(name) = name else {
+        // One column of names, as wide as the longest.
+        let width = DOCUMENTS.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0);
         for (n, what, _) in DOCUMENTS {
-            println!("{n:<8} {what}");
+            println!("{n:<width$}  {what}");
         }
-        println!("{OPENAPI:<8} the control API (serve --control), described in OpenAPI 3.0");
+        println!("{OPENAPI:<width$}  the control API (serve --control), described in OpenAPI 3.0");
         return Ok(());
     };
     if name == OPENAPI {

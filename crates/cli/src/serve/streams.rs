@@ -315,13 +315,14 @@ fn status_line(server: &StreamServer) -> String {
 fn summary(o: &ServerOutcome) -> String {
     let s = &o.server;
     let mut out = format!(
-        "scheduler {}: {} admitted, {} refused; link capacity {}\n",
+        "scheduler {}: {} streams admitted; {} requests refused admission (a stream, a \
+         session or a rate raise); link capacity {}\n",
         s.sched,
         o.streams.len(),
         s.refused,
         s.link_capacity_bps
             .map(format_bitrate)
-            .unwrap_or_else(|| "no declared capacity".into()),
+            .unwrap_or_else(|| "not declared (--link-capacity)".into()),
     );
     for c in &s.cores {
         let cpu = o.core_cpu_percent.get(c.index).copied().unwrap_or(f64::NAN);

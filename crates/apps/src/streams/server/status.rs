@@ -91,6 +91,8 @@ pub struct ServerStatus {
     pub sched: String,
     pub running: usize,
     pub admitted: usize,
+    /// Requests admission refused: streams, RTSP sessions, rate raises beyond what a stream
+    /// was admitted for, shared holds.
     pub refused: u64,
     pub link_used_bps: u64,
     pub link_capacity_bps: Option<u64>,
