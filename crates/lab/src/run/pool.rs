@@ -43,6 +43,9 @@ pub(super) fn run_points(
         }
         for _ in 0..threads {
             scope.spawn(|| {
+                // Counted off however the worker ends, a panic included: the watcher waits
+                // for the count to reach 0.
+                let _leaving = Leaving(&working);
                 while !opts.stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(job) = jobs.get(i) else { break };
@@ -56,7 +59,6 @@ pub(super) fn run_points(
                         }
                     }
                 }
-                working.fetch_sub(1, Ordering::Relaxed);
             });
         }
     });
@@ -71,6 +73,15 @@ pub(super) fn run_points(
                 .unwrap_or(Ended::NotRun)
         })
         .collect()
+}
+
+/// A worker of [`run_points`]: takes itself off the count of those working when it ends.
+struct Leaving<'a>(&'a AtomicUsize);
+
+impl Drop for Leaving<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Says at once that the run was stopped (Ctrl-C, SIGTERM) and what happens now, while the
