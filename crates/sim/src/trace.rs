@@ -96,13 +96,13 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    /// The reason as written in the trace's CSV `reason` column (`loss`, `queue_full`,
-    /// `no_route`, `pruned`).
+    /// The reason as written in the trace's CSV `reason` column (`loss`, `queue-full`,
+    /// `no-route`, `pruned`).
     pub fn as_str(self) -> &'static str {
         match self {
             DropReason::Loss => "loss",
-            DropReason::QueueFull => "queue_full",
-            DropReason::NoRoute => "no_route",
+            DropReason::QueueFull => "queue-full",
+            DropReason::NoRoute => "no-route",
             DropReason::Pruned => "pruned",
         }
     }
@@ -143,7 +143,7 @@ impl PacketTrace {
     /// `event` (`sent`, `queued`, `dropped`, `delivered`), `node` (where), `flow`, `packet` (its
     /// id; multicast copies share one), `size_bytes` (on the wire), `link` (the link that queued
     /// or dropped it, else empty), `queue_delay_ns` (`queued` only: its wait before
-    /// serialization), `reason` (`dropped` only: `loss`, `queue_full`, `no_route`, `pruned`).
+    /// serialization), `reason` (`dropped` only: `loss`, `queue-full`, `no-route`, `pruned`).
     /// Node, flow and link are numbers; the summary names them.
     pub fn write_csv(&self, out: &mut String) {
         out.push_str(Self::CSV_HEADER);

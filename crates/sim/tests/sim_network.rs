@@ -187,7 +187,7 @@ fn the_same_seed_replays_the_same_trace() {
     );
     // Every packet sent is accounted for: delivered, or dropped with a reason, or a copy.
     assert!(
-        one.contains(",dropped,") && one.contains("queue_full"),
+        one.contains(",dropped,") && one.contains("queue-full"),
         "seed {seed:#x}"
     );
     assert!(

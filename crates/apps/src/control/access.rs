@@ -2,10 +2,10 @@
 //!
 //! 1. **Host** (RFC 9110 §7.2): an IP address, `localhost`, or a name the operator lists
 //!    (`--control-host`). A web page that points its own name at this address (DNS
-//!    rebinding) sends its name, and is refused (403 `forbidden_host`).
+//!    rebinding) sends its name, and is refused (403 `forbidden-host`).
 //! 2. **Origin** (RFC 6454), which browsers send with every cross-origin request and every
 //!    POST, PATCH and DELETE: when present, it must be this API's own (`http://` + Host). A
-//!    page from anywhere else is refused (403 `forbidden_origin`), token or not.
+//!    page from anywhere else is refused (403 `forbidden-origin`), token or not.
 //! 3. **The bearer token** (RFC 6750 §2.1, `Authorization: Bearer TOKEN`) on every route but
 //!    `GET /health`, compared in constant time: 401 `unauthorized` with a `WWW-Authenticate`
 //!    challenge without it or with another.
@@ -13,7 +13,7 @@
 //! Streams added through the API go only to the prefixes of the destination allow-list
 //! (`--allow-destination`; by default loopback and administratively scoped multicast,
 //! [`IpPrefix::default_destinations`]): a client cannot make the server send to a third party
-//! (403 `forbidden_destination`). Streams the operator declares in the config file or on the
+//! (403 `forbidden-destination`). Streams the operator declares in the config file or on the
 //! command line are the operator's own and are not limited.
 
 use super::http::{Request, Response};
@@ -108,7 +108,7 @@ impl ControlAccess {
         let Some(host) = req.host.as_deref() else {
             return Err(Response::error(
                 400,
-                "bad_request",
+                "bad-request",
                 "the request has no Host header; send one (HTTP/1.1 requires it)",
             ));
         };
@@ -120,7 +120,7 @@ impl ControlAccess {
         }
         Err(Response::error(
             403,
-            "forbidden_host",
+            "forbidden-host",
             format!(
                 "this control API does not answer to the name '{}'; use its IP address, \
                  or have its operator add the name with --control-host",
@@ -139,7 +139,7 @@ impl ControlAccess {
         }
         Err(Response::error(
             403,
-            "forbidden_origin",
+            "forbidden-origin",
             format!(
                 "a page from {} may not drive this control API; send requests from a \
                  program (curl, a script) with the token",
@@ -168,6 +168,7 @@ impl ControlAccess {
                 "the bearer token is not this server's; send the one in its token file \
                  (--control-token-file)",
             )
+            // RFC 6750 §3.1's error code, spelled as the RFC spells it.
             .with_header("WWW-Authenticate", challenge(Some("invalid_token")))),
             None => Err(Response::error(
                 401,
@@ -192,7 +193,7 @@ impl ControlAccess {
                     self.destinations.iter().map(|p| p.to_string()).collect();
                 return Err(Response::error(
                     403,
-                    "forbidden_destination",
+                    "forbidden-destination",
                     format!(
                         "stream '{}' would send to {}, outside the addresses this control \
                          API may send to ({}); its operator can allow more with \

@@ -224,7 +224,7 @@ fn parse_head(buf: &[u8], limits: &ControlLimits) -> Result<Option<(usize, Head)
     let too_large = || {
         Response::error(
             431,
-            "header_too_large",
+            "header-too-large",
             format!("the request line and headers exceed {max} bytes; send a shorter request"),
         )
     };
@@ -235,12 +235,12 @@ fn parse_head(buf: &[u8], limits: &ControlLimits) -> Result<Option<(usize, Head)
         Ok(httparse::Status::Partial) => Ok(None),
         Err(httparse::Error::TooManyHeaders) => Err(Response::error(
             431,
-            "header_too_large",
+            "header-too-large",
             format!("the request has more than {MAX_HEADERS} headers; send fewer"),
         )),
         Err(e) => Err(Response::error(
             400,
-            "bad_request",
+            "bad-request",
             format!("malformed HTTP request ({e}); send HTTP/1.1, e.g. 'GET /streams HTTP/1.1'"),
         )),
     }
@@ -251,7 +251,7 @@ fn framing(head: &Head, limits: &ControlLimits) -> Result<usize, Response> {
     if head.chunked {
         return Err(Response::error(
             411,
-            "length_required",
+            "length-required",
             "chunked request bodies are not supported; send the body with a Content-Length",
         ));
     }
@@ -259,7 +259,7 @@ fn framing(head: &Head, limits: &ControlLimits) -> Result<usize, Response> {
     match head.content_length {
         Some(n) if n > max => Err(Response::error(
             413,
-            "body_too_large",
+            "body-too-large",
             format!("the request body is {n} bytes; at most {max} are accepted"),
         )),
         Some(n) => Ok(n),
@@ -292,7 +292,7 @@ pub(crate) fn timeout() -> Response {
 
 /// Extracts what the server needs from a parsed head.
 fn read_head(req: &httparse::Request<'_, '_>) -> Result<Head, Response> {
-    let bad = |m: String| Response::error(400, "bad_request", m);
+    let bad = |m: String| Response::error(400, "bad-request", m);
     let method = req.method.unwrap_or("").to_string();
     let target = req.path.unwrap_or("");
     let path = target.split(['?', '#']).next().unwrap_or("").to_string();

@@ -18,8 +18,8 @@
 //! | `/metrics` | GET | 200, the figures in Prometheus's text format |
 //!
 //! Errors are JSON: `{"error": "<kind>", "message": "<what happened and what to do>"}`; 401
-//! `unauthorized` (no token, or another), 403 `forbidden_host`, `forbidden_origin` or
-//! `forbidden_destination`.
+//! `unauthorized` (no token, or another), 403 `forbidden-host`, `forbidden-origin` or
+//! `forbidden-destination`.
 //!
 //! The server is one event loop (mio) for every connection and four workers that run the
 //! routes (`server.rs`); the framing is sans-IO (`http.rs`). At [`ControlLimits::max_connections`]

@@ -94,9 +94,9 @@ pub(crate) struct Health {
 /// Every error the API answers.
 #[derive(Serialize, JsonSchema)]
 pub(crate) struct ErrorBody {
-    /// What kind of error: `invalid`, `not_found`, `exists`, `refused`, `unauthorized`,
-    /// `forbidden_host`, `forbidden_origin`, `forbidden_destination`, `method_not_allowed`,
-    /// `length_required`, `unsupported_media_type`, `bad_json`, `internal`, ...
+    /// What kind of error: `invalid`, `not-found`, `exists`, `refused`, `unauthorized`,
+    /// `forbidden-host`, `forbidden-origin`, `forbidden-destination`, `method-not-allowed`,
+    /// `length-required`, `unsupported-media-type`, `bad-json`, `internal`, ...
     pub error: String,
     /// What happened and what to do, for a person.
     pub message: String,

@@ -61,7 +61,7 @@ pub(crate) fn route(
             },
             _ => Response::error(
                 404,
-                "not_found",
+                "not-found",
                 format!(
                     "there is no route '{}'; GET / lists the routes",
                     echo(&req.path)
@@ -77,7 +77,7 @@ fn json_body_allowed(req: &Request, what: &str) -> Result<(), Response> {
     if !req.has_length {
         return Err(Response::error(
             411,
-            "length_required",
+            "length-required",
             format!("{what} needs a Content-Length header giving the JSON body's size"),
         ));
     }
@@ -90,7 +90,7 @@ fn json_body_allowed(req: &Request, what: &str) -> Result<(), Response> {
         };
         return Err(Response::error(
             415,
-            "unsupported_media_type",
+            "unsupported-media-type",
             format!(
                 "the body must be JSON, sent with 'Content-Type: application/json' (given: {given})"
             ),
@@ -112,7 +112,7 @@ fn set_rate(req: &Request, name: &str, control: &dyn StreamControl) -> Response 
         Err(e) => {
             return Response::error(
                 400,
-                "bad_json",
+                "bad-json",
                 format!("the body is not valid JSON: {e}; {usage}"),
             )
         }
@@ -151,7 +151,7 @@ fn add(req: &Request, control: &dyn StreamControl, access: &ControlAccess) -> Re
         Err(e) => {
             return Response::error(
                 400,
-                "bad_json",
+                "bad-json",
                 format!(
                     "the body is not valid JSON: {e}; send a stream spec such as \
                      {{\"name\":\"cam1\",\"destination\":\"rtp://127.0.0.1:5004\"}}"
@@ -189,7 +189,7 @@ fn guarded<T>(call: impl FnOnce() -> Result<T, ControlError>) -> Result<T, Respo
 fn not_allowed(method: &str, path: &str, allow: &'static str) -> Response {
     Response::error(
         405,
-        "method_not_allowed",
+        "method-not-allowed",
         format!("{} is not allowed on {path}; use {allow}", echo(method)),
     )
     .with_header("Allow", allow)
@@ -198,7 +198,7 @@ fn not_allowed(method: &str, path: &str, allow: &'static str) -> Response {
 fn no_such_stream(name: &str) -> Response {
     Response::error(
         404,
-        "not_found",
+        "not-found",
         format!(
             "there is no stream named '{}'; GET /streams lists them",
             echo(name)

@@ -32,7 +32,7 @@ pub trait StreamControl: Send + Sync + 'static {
 pub enum ControlError {
     /// The request is wrong (400, `"invalid"`).
     Invalid(String),
-    /// No such stream (404, `"not_found"`).
+    /// No such stream (404, `"not-found"`).
     NotFound(String),
     /// A stream of that name already exists (409, `"exists"`).
     Exists(String),
@@ -57,7 +57,7 @@ impl ControlError {
     pub fn kind(&self) -> &'static str {
         match self {
             ControlError::Invalid(_) => "invalid",
-            ControlError::NotFound(_) => "not_found",
+            ControlError::NotFound(_) => "not-found",
             ControlError::Exists(_) => "exists",
             ControlError::Refused(_) => "refused",
             ControlError::Internal(_) => "internal",

@@ -24,6 +24,16 @@ pub enum RawFileKind {
 }
 
 impl RawFileKind {
+    /// As `--raw-format` and file names spell it: `i420`, `uyvy`, `v210`, `y4m`.
+    pub fn name(self) -> &'static str {
+        match self {
+            RawFileKind::I420 => "i420",
+            RawFileKind::Uyvy => "uyvy",
+            RawFileKind::V210 => "v210",
+            RawFileKind::Y4m => "y4m",
+        }
+    }
+
     /// Guesses from the file name's extension (`.yuv`/`.i420`, `.uyvy`, `.v210`, `.y4m`).
     pub fn from_path(path: &Path) -> Option<RawFileKind> {
         let ext = path.extension()?.to_str()?.to_ascii_lowercase();
@@ -78,9 +88,11 @@ impl RawFileSource {
         let frame = layout.frame_len(&format) as u64;
         if len == 0 || len % frame != 0 {
             return Err(MediaError::Config(format!(
-                "'{path}' has {len} bytes, not a whole number of {kind:?} frames of {frame} bytes \
+                "'{path}' has {len} bytes, not a whole number of {} frames of {frame} bytes \
                  ({}x{}): check the size and the pixel format",
-                width, height
+                kind.name(),
+                width,
+                height
             )));
         }
         Ok(Self::with(path, kind, file, format, layout, 0))
@@ -127,8 +139,9 @@ impl RawFileSource {
             (RawFileKind::Y4m, _) => Self::open_y4m(p),
             (k, Some((w, h, n, d))) => Self::open_raw(p, k, w, h, n, d),
             (k, None) => Err(MediaError::Config(format!(
-                "'{}' is a headerless {k:?} file: give its size and frame rate",
-                p.display()
+                "'{}' is a headerless {} file: give its size and frame rate",
+                p.display(),
+                k.name()
             ))),
         }
     }
@@ -227,8 +240,8 @@ impl RawSource for RawFileSource {
 
     fn describe(&self) -> String {
         format!(
-            "{:?} file '{}' {}{}",
-            self.kind,
+            "{} file '{}' {}{}",
+            self.kind.name(),
             self.path,
             self.format,
             if self.looping { ", looping" } else { "" }

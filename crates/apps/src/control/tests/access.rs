@@ -96,7 +96,7 @@ fn a_name_the_operator_did_not_list_is_refused() {
         &format!("Host: evil.example:{port}\r\n{auth}"),
         None,
     );
-    assert_eq!((r.status, r.error()), (403, "forbidden_host"), "{r:?}");
+    assert_eq!((r.status, r.error()), (403, "forbidden-host"), "{r:?}");
     assert!(r.message().contains("--control-host"), "{r:?}");
     let r = call_with(addr, "GET", "/health", "Host: evil.example\r\n", None);
     assert_eq!(r.status, 403);
@@ -119,7 +119,7 @@ fn a_page_from_another_origin_is_refused_even_with_the_token() {
         &from("http://evil.example"),
         Some(spec),
     );
-    assert_eq!((r.status, r.error()), (403, "forbidden_origin"), "{r:?}");
+    assert_eq!((r.status, r.error()), (403, "forbidden-origin"), "{r:?}");
     let r = call_with(addr, "POST", "/streams", &from("null"), Some(spec));
     assert_eq!(r.status, 403);
     assert!(fake.streams.lock().unwrap().is_empty());
@@ -154,7 +154,7 @@ fn bodies_must_say_they_are_json() {
         );
         assert_eq!(
             (r.status, r.error()),
-            (415, "unsupported_media_type"),
+            (415, "unsupported-media-type"),
             "{head}: {r:?}"
         );
         assert!(r.message().contains("application/json"), "{r:?}");
@@ -189,7 +189,7 @@ fn streams_go_only_to_the_allowed_destinations() {
     let r = post("x", r#""rtp://10.0.0.3:29000""#, "");
     assert_eq!(
         (r.status, r.error()),
-        (403, "forbidden_destination"),
+        (403, "forbidden-destination"),
         "{r:?}"
     );
     assert!(

@@ -16,7 +16,7 @@ fn a_malformed_request_line_is_400() {
         b"GET\x01 / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n",
     ] {
         let r = raw_call(addr, raw).expect("an answer");
-        assert_eq!((r.status, r.error()), (400, "bad_request"), "{raw:?}");
+        assert_eq!((r.status, r.error()), (400, "bad-request"), "{raw:?}");
         assert!(r.message().contains("HTTP/1.1"), "{r:?}");
     }
 }
@@ -27,7 +27,7 @@ fn an_oversize_head_or_too_many_headers_is_431() {
     let addr = server.local_addr();
     let long = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nX-Long: {}\r\n\r\n", "a".repeat(9000));
     let r = raw_call(addr, long.as_bytes()).unwrap();
-    assert_eq!((r.status, r.error()), (431, "header_too_large"));
+    assert_eq!((r.status, r.error()), (431, "header-too-large"));
     // An unfinished head that has already passed the limit is refused without waiting for more.
     let unfinished = format!("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nX-Long: {}", "a".repeat(9000));
     assert_eq!(raw_call(addr, unfinished.as_bytes()).unwrap().status, 431);
@@ -49,7 +49,7 @@ fn an_oversize_body_is_413_before_it_is_read() {
     let raw = "POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Type: application/json\r\n\
                Content-Length: 100000\r\n\r\n{";
     let r = raw_call(server.local_addr(), raw.as_bytes()).unwrap();
-    assert_eq!((r.status, r.error()), (413, "body_too_large"));
+    assert_eq!((r.status, r.error()), (413, "body-too-large"));
     assert_eq!(r.header("connection"), Some("close"));
 }
 

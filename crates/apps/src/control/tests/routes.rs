@@ -54,10 +54,10 @@ fn a_stream_is_added_listed_got_and_removed() {
         (200, json!("removed"))
     );
     let gone = call(addr, "GET", "/streams/cam1", None);
-    assert_eq!((gone.status, gone.error()), (404, "not_found"));
+    assert_eq!((gone.status, gone.error()), (404, "not-found"));
     assert!(gone.message().contains("GET /streams"), "{gone:?}");
     let twice = call(addr, "DELETE", "/streams/cam1", None);
-    assert_eq!((twice.status, twice.error()), (404, "not_found"));
+    assert_eq!((twice.status, twice.error()), (404, "not-found"));
 }
 
 #[test]
@@ -81,7 +81,7 @@ fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
     let addr = server.local_addr();
     for path in ["/nope", "/streams/a/b", "/streamsx", "*"] {
         let r = call(addr, "GET", path, None);
-        assert_eq!((r.status, r.error()), (404, "not_found"), "{path}");
+        assert_eq!((r.status, r.error()), (404, "not-found"), "{path}");
         assert!(r.message().contains("GET /"), "{r:?}");
     }
     for (method, path, allow) in [
@@ -93,7 +93,7 @@ fn unknown_paths_are_404_and_wrong_methods_405_with_allow() {
         let r = call(addr, method, path, None);
         assert_eq!(
             (r.status, r.error()),
-            (405, "method_not_allowed"),
+            (405, "method-not-allowed"),
             "{method} {path}"
         );
         assert_eq!(r.header("allow"), Some(allow));
@@ -105,10 +105,10 @@ fn bad_bodies_are_400_naming_the_problem() {
     let (server, fake) = start(quick(), Fake::default());
     let addr = server.local_addr();
     let r = call(addr, "POST", "/streams", Some("{\"name\": \"a\",\n oops}"));
-    assert_eq!((r.status, r.error()), (400, "bad_json"));
+    assert_eq!((r.status, r.error()), (400, "bad-json"));
     assert!(r.message().contains("line 2 column"), "{r:?}");
     let r = call(addr, "POST", "/streams", Some(""));
-    assert_eq!((r.status, r.error()), (400, "bad_json"));
+    assert_eq!((r.status, r.error()), (400, "bad-json"));
     let typo = r#"{"name":"a","destination":"rtp://h:1","perod":"15ms"}"#;
     let r = call(addr, "POST", "/streams", Some(typo));
     assert_eq!((r.status, r.error()), (400, "invalid"));
@@ -134,16 +134,16 @@ fn framing_errors_have_their_own_status() {
     let form = b"POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Type: application/x-www-form-urlencoded\r\n\
                  Content-Length: 3\r\n\r\na=b";
     let r = raw_call(addr, form).unwrap();
-    assert_eq!((r.status, r.error()), (415, "unsupported_media_type"));
+    assert_eq!((r.status, r.error()), (415, "unsupported-media-type"));
     let r = raw_call(addr, b"POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\n\r\n").unwrap();
-    assert_eq!((r.status, r.error()), (411, "length_required"));
+    assert_eq!((r.status, r.error()), (411, "length-required"));
     let chunked =
         b"POST /streams HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n";
     let r = raw_call(addr, chunked).unwrap();
-    assert_eq!((r.status, r.error()), (411, "length_required"));
+    assert_eq!((r.status, r.error()), (411, "length-required"));
     assert!(r.message().contains("Content-Length"), "{r:?}");
     let r = raw_call(addr, b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Length: -1\r\n\r\n").unwrap();
-    assert_eq!((r.status, r.error()), (400, "bad_request"));
+    assert_eq!((r.status, r.error()), (400, "bad-request"));
     let two = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-token-0123456789\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab";
     assert_eq!(raw_call(addr, two).unwrap().status, 400);
 }
@@ -241,7 +241,7 @@ fn patch_turns_a_running_streams_rate_and_says_what_is_wrong() {
         assert_eq!((r.status, r.error()), (400, "invalid"), "{bad}: {r:?}");
     }
     let r = call(addr, "PATCH", "/streams/cam1", Some("{oops"));
-    assert_eq!((r.status, r.error()), (400, "bad_json"));
+    assert_eq!((r.status, r.error()), (400, "bad-json"));
     assert!(r.message().contains("bitrate"), "{r:?}");
     let r = call(
         addr,
@@ -256,7 +256,7 @@ fn patch_turns_a_running_streams_rate_and_says_what_is_wrong() {
         "/streams/nope",
         Some(r#"{"bitrate":"2mbit"}"#),
     );
-    assert_eq!((r.status, r.error()), (404, "not_found"));
+    assert_eq!((r.status, r.error()), (404, "not-found"));
     assert_eq!(
         fake.streams.lock().unwrap()["cam1"].bitrate,
         Some(3_000_000)
