@@ -27,10 +27,20 @@ use std::io::Write;
 use std::path::Path;
 use std::process::Command;
 
+/// Seconds of content: more than none, at most a day.
+fn positive_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "'{s}' is not a length of content: give seconds, e.g. 20"
+        )),
+    }
+}
+
 #[derive(Args, Debug)]
 pub(crate) struct LadderBenchArgs {
     /// Seconds of content in the ladder (the paper's clip: 73.4)
-    #[arg(long, default_value_t = 73.4)]
+    #[arg(long, default_value_t = 73.4, value_parser = positive_seconds)]
     pub seconds: f64,
     /// What is encoded: "motion" (generated high motion), "motion=seed=N", a .y4m or .yuv
     /// file of the picture's size, or an FFmpeg lavfi source such as "testsrc2"
@@ -49,7 +59,7 @@ pub(crate) struct LadderBenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "2,8,31")]
     pub judge: Vec<u32>,
     /// Seconds of each judged rung (whole GOPs from the start)
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = 20.0, value_parser = positive_seconds)]
     pub judge_seconds: f64,
     /// Print JSON only
     #[arg(long)]

@@ -30,7 +30,7 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub(crate) struct Ns3Args {
     /// How long the flows send, in each simulator (plus 2 s for packets in flight)
-    #[arg(long, value_parser = crate::args::parse_duration, default_value = "73s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "73s")]
     pub media: Duration,
     /// Print JSON only
     #[arg(long)]

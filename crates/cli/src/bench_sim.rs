@@ -20,13 +20,13 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub(crate) struct SimArgs {
     /// Media time of the 45-receiver cases (the reference load and seed002-tcp)
-    #[arg(long, value_parser = crate::args::parse_duration, default_value = "73s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "73s")]
     pub small_media: Duration,
     /// Receivers of the large case (a two-level tree under one bottleneck)
     #[arg(long, default_value_t = 10_000)]
     pub large_receivers: usize,
     /// Media time of the large case
-    #[arg(long, value_parser = crate::args::parse_duration, default_value = "60s")]
+    #[arg(long, value_parser = crate::args::parse_run_length, default_value = "60s")]
     pub large_media: Duration,
     /// Replicates of each of seed002-tcp's points in its whole-run case, as `lab run` runs
     /// them, all cores busy (0: leave the case out)

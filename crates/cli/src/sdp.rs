@@ -138,16 +138,25 @@ pub(crate) fn print_sdp(a: &SdpArgs) -> Result<(), BoxError> {
 /// symbolic link) is written in place, never replaced.
 ///
 /// An SDP that carries an SRTP key (`a=crypto`, RFC 4568) is as secret as the key: its file
-/// is its owner's alone (mode 0600), as the control API's token file is.
+/// is its owner's alone (mode 0600), as the control API's token file is; so is the regular
+/// file a symbolic link leads to.
 fn write_sdp(p: &Path, text: &str) -> Result<(), String> {
+    let secret = text.contains("\na=crypto:");
     let replaceable = std::fs::symlink_metadata(p).map_or(true, |m| m.is_file());
-    if replaceable && text.contains("\na=crypto:") {
-        return metronome_lab::results::write_atomically_private(p, text.as_bytes());
+    match (replaceable, secret) {
+        (true, true) => metronome_lab::results::write_atomically_private(p, text.as_bytes()),
+        (true, false) => metronome_lab::results::write_atomically(p, text.as_bytes()),
+        (false, _) => {
+            let failed = |e: std::io::Error| format!("cannot write {}: {e}", p.display());
+            std::fs::write(p, text).map_err(failed)?;
+            if secret && std::fs::metadata(p).is_ok_and(|m| m.is_file()) {
+                use std::os::unix::fs::PermissionsExt as _;
+                let owner_only = std::fs::Permissions::from_mode(0o600);
+                std::fs::set_permissions(p, owner_only).map_err(failed)?;
+            }
+            Ok(())
+        }
     }
-    if replaceable {
-        return metronome_lab::results::write_atomically(p, text.as_bytes());
-    }
-    std::fs::write(p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
 }
 
 /// The SDP of a raw stream to `dest`: `a=rtpmap:96 raw/90000` and the RFC 4175 fmtp, with the

@@ -358,15 +358,23 @@ fn bench_documents_keep_the_vocabulary() {
 /// (`bench pacing` printed lateness ratios of 100 000 from empty runs).
 #[test]
 fn a_bench_of_no_time_is_refused() {
-    for bench in ["pacing", "streams", "raw", "emu", "srt", "viewers"] {
-        let out = bin()
-            .args(["bench", bench, "--duration", "0"])
-            .output()
-            .unwrap();
+    let cases = [
+        ("pacing", "--duration", "is no time: a run must last some"),
+        ("streams", "--duration", "is no time: a run must last some"),
+        ("raw", "--duration", "is no time: a run must last some"),
+        ("emu", "--duration", "is no time: a run must last some"),
+        ("srt", "--duration", "is no time: a run must last some"),
+        ("viewers", "--duration", "is no time: a run must last some"),
+        ("sim", "--small-media", "is no time: a run must last some"),
+        ("ns3", "--media", "is no time: a run must last some"),
+        ("ladder", "--seconds", "is not a length of content"),
+    ];
+    for (bench, option, says) in cases {
+        let out = bin().args(["bench", bench, option, "0"]).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
-            !out.status.success() && err.contains("is no time: a run must last some"),
-            "bench {bench}: {err}"
+            !out.status.success() && err.contains(says),
+            "bench {bench} {option} 0: {err}"
         );
     }
 }

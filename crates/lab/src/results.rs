@@ -444,7 +444,16 @@ fn write_atomically_mode(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Str
         .map_or_else(Default::default, |n| n.to_string_lossy());
     let tmp = path.with_file_name(format!(".{name}.partial"));
     // A partial file left by a killed run may have another mode: start afresh.
-    let _ = std::fs::remove_file(&tmp);
+    match std::fs::remove_file(&tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "cannot write {}: the leftover {} cannot be removed ({e}): remove it",
+                path.display(),
+                tmp.display()
+            ))
+        }
+        _ => {}
+    }
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

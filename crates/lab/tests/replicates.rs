@@ -134,7 +134,8 @@ fn replicates_run_with_their_own_seeds_and_claims_get_intervals() {
     assert_eq!(ev[1].replicates.as_ref().unwrap().len(), 5);
 
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
-    assert!(report.contains("inconclusive") && report.contains(" ± "));
+    // The claims' cells: a mean with its interval under it.
+    assert!(report.contains("inconclusive") && report.contains("<br>±\u{a0}"));
     assert!(
         report.contains(
             "<tr class=\"evidence\"><td>↳</td><td></td><td class=\"text\"><code>throughput_mbps of udp</code>"

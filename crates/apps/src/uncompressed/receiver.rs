@@ -199,9 +199,7 @@ impl RawReceiver {
                 break "frames";
             }
             if now >= next_status {
-                while next_status <= now {
-                    next_status += every;
-                }
+                next_status = crate::receiver::next_status_after(next_status, now, every);
                 let s = st.status(now.saturating_since(start));
                 said = (s.packets, s.frames_ended());
                 on_status(&s);

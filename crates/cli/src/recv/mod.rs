@@ -358,6 +358,10 @@ fn interval_lines(
         let m = metronome_session::receiver::SourceSummary::of(src, s.config().clock.rate());
         let (r0, b0, l0) = last;
         let now = elapsed.as_secs_f64();
+        if now - at < 1e-3 && (m.received, m.lost) == (r0, l0) {
+            // The end came right after a status, and nothing with it: no line of no time.
+            return;
+        }
         let span = (now - at).max(1e-9);
         crate::report::interval_line(
             out,

@@ -27,6 +27,7 @@ pub struct StreamStatus {
     pub state: String,
     pub error: Option<String>,
     pub core: usize,
+    /// The source as it was started, its rates then (the rate now: `target_bitrate_bps`).
     pub source: String,
     pub destinations: Vec<String>,
     pub ssrc: String,
