@@ -51,9 +51,11 @@ fn retransmission_shows_frames_that_random_loss_took_and_cannot_beat_a_full_queu
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
     assert_eq!(s.points.len(), 6);
-    assert!(html
-        .unwrap()
-        .contains("Loss repair (NACK and retransmission) and FEC"));
+    let html = html.unwrap();
+    assert!(
+        html.contains("Loss repair at the viewers: NACK and retransmission")
+            && html.contains("<caption>Loss repair at the sender</caption>")
+    );
     for (pair, late) in s.points.chunks(2).zip(late.chunks(2)) {
         let (none, rtx) = (&pair[0], &pair[1]);
         let loss = &none.params["loss"];

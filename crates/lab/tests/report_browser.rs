@@ -13,6 +13,39 @@ fn chromium(profile: &Path, args: &[&str], page: &Path) -> String {
     metronome_testkit::chromium(profile, args, &format!("file://{}", page.display()))
 }
 
+/// What in `page`, laid out by Chromium in a window 1280 pixels wide, reaches past the
+/// page's right edge (a table too wide makes the reader scroll sideways): each element's tag
+/// and the start of its text. A copy of the page with a script that measures is loaded; the
+/// report itself runs no script.
+fn wider_than_the_page(profile: &Path, page: &Path) -> Vec<String> {
+    let probe = page.with_file_name("probe.html");
+    let measure = "<script>window.addEventListener('load', () => { const w = \
+        document.documentElement.clientWidth; const out = []; for (const e of \
+        document.querySelectorAll('body *')) { if (e.getBoundingClientRect().right > w + 1) \
+        out.push(e.tagName + ': ' + (e.textContent || '').slice(0, 50)); } const p = \
+        document.createElement('pre'); p.id = 'wide'; p.textContent = out.join('\\n'); \
+        document.body.appendChild(p); });</script></body>";
+    let html = std::fs::read_to_string(page).unwrap();
+    std::fs::write(&probe, html.replace("</body>", measure)).unwrap();
+    let dom = chromium(
+        profile,
+        &[
+            "--dump-dom",
+            "--window-size=1280,1000",
+            "--virtual-time-budget=5000",
+        ],
+        &probe,
+    );
+    let (_, after) = dom
+        .split_once("<pre id=\"wide\">")
+        .expect("the measuring script ran");
+    let wide = after.split("</pre>").next().unwrap_or("");
+    wide.lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect()
+}
+
 #[test]
 fn the_report_renders_in_headless_chromium_with_its_plots() {
     let tmp = TempDir::new("browser");
@@ -69,6 +102,8 @@ fn the_report_renders_in_headless_chromium_with_its_plots() {
         assert!(dom.contains(text), "the rendered page lacks '{text}'");
     }
     assert!(dom.contains("Seed 001: UDP loss per client"));
+    let wide = wider_than_the_page(&profile, &page);
+    assert!(wide.is_empty(), "wider than the page: {wide:?}");
 }
 
 /// seed002-cbr's report, shortened (6 s, 3 receivers, 2 replicates): the claims it checks,
@@ -90,7 +125,11 @@ fn a_rate_control_report_renders_its_claims_and_controllers() {
     let out = tmp.0.join("run");
     run(&file, &RunOptions::new(out.clone())).unwrap();
     let page = out.join("report.html");
-    let dom = chromium(&tmp.0.join("chromium"), &["--dump-dom"], &page);
+    let profile = tmp.0.join("chromium");
+    let dom = chromium(&profile, &["--dump-dom"], &page);
+    // The claims table, with its long notes, and every point's tables fit the page.
+    let wide = wider_than_the_page(&profile, &page);
+    assert!(wide.is_empty(), "wider than the page: {wide:?}");
     for text in [
         "Claims checked",
         "TFMCC uses more of the bandwidth",

@@ -367,16 +367,18 @@ fn sweep_plot(
     } else {
         ""
     };
+    let crosses = if lines.iter().any(|l| l.style == Style::Closed) {
+        "; expected values as crosses"
+    } else {
+        ""
+    };
     plot_figure(Plot {
         x_names: super::plots::category_names(&g.rows.1, x_unit),
         id: &format!("sweep-{n}"),
         title: &format!("{flow} → {label}"),
         x_label: &axis(&g.rows.0, x_unit),
         y_label: unit,
-        caption: &format!(
-            "{unit} against {}; expected values as crosses{band}",
-            g.rows.0
-        ),
+        caption: &format!("{unit} against {}{crosses}{band}", g.rows.0),
         lines,
     })
 }
