@@ -244,7 +244,11 @@ fn fec_shows_frames_random_loss_took_in_time_when_its_matrix_fits_the_play_out_d
     let _ = std::fs::remove_dir_all(&dir);
     let s = s.unwrap();
     assert_eq!(s.points.len(), 15);
-    assert!(html.unwrap().contains("and FEC (SMPTE 2022-1)"));
+    let html = html.unwrap();
+    assert!(
+        html.contains("NACK and retransmission, FEC (SMPTE 2022-1)")
+            && html.contains("<caption>Loss repair at the sender</caption>")
+    );
     let (mut late_10x10, mut late_5x5) = (0, 0);
     for (points, late) in s.points.chunks(5).zip(late.chunks(5)) {
         let loss = &points[0].params["loss"];
