@@ -5,7 +5,9 @@
 //! and [`ReceiverSession::poll_event`] for what changed. Any bytes are acceptable input: what is not
 //! valid RTP or RTCP is counted in [`Counters`] and dropped, never a panic.
 
+mod config;
 mod members;
+mod outputs;
 mod repair;
 mod rtcp_in;
 mod sender_clock;
@@ -14,6 +16,9 @@ mod summary;
 #[cfg(test)]
 mod tests;
 
+pub use config::{PayloadKind, ReceiverConfig};
+use outputs::MAX_EVENTS;
+pub use outputs::{Counters, Dropped, PacketRecord, ReceiverEvent, ReceiverTimer};
 pub use repair::{ReceiverRepair, RepairStats, FEC_MAX_PACKET};
 pub use source::{SeqVerdict, Source, MAX_DROPOUT, MAX_MISORDER};
 pub use summary::{ReceiverSummary, SourceSummary};
@@ -21,7 +26,7 @@ pub use summary::{ReceiverSummary, SourceSummary};
 use crate::interval::{rtcp_bandwidth_octets, rtcp_interval, update_avg_rtcp_size, IntervalInputs};
 use metronome_cc::receiver::Agent;
 pub use metronome_cc::receiver::AgentKind;
-use metronome_time::{MediaClock, NtpTime, RtpTime, Timestamp};
+use metronome_time::{NtpTime, RtpTime, Timestamp};
 use metronome_wire::mp2t;
 use metronome_wire::rtcp::{self, ReportHead};
 use metronome_wire::rtp::{RtpView, SendStamp};
@@ -31,232 +36,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use sender_clock::{PacketTimes, SenderClock};
 use std::collections::VecDeque;
-use std::ops::Range;
 use std::time::Duration;
-
-/// What the receiver expects of the stream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PayloadKind {
-    /// Any payload type and content.
-    Any,
-    /// RTP/MP2T (RFC 2250): payload type 33, whole 188-byte TS packets.
-    Mp2t,
-}
-
-/// How a [`ReceiverSession`] identifies itself, what it accepts, and how often it reports.
-#[derive(Clone, Debug)]
-pub struct ReceiverConfig {
-    /// Our SSRC in receiver reports.
-    pub ssrc: Ssrc,
-    /// Our CNAME in the SDES of every report (RFC 3550 §6.5.1).
-    pub cname: String,
-    /// The RTP clock of the stream's timestamps: the unit of jitter and transit times.
-    pub clock: MediaClock,
-    /// What payload is accepted: anything, or RTP/MP2T only.
-    pub payload: PayloadKind,
-    /// The id of the send-time header extension (RFC 8285), if the sender uses one.
-    pub send_time_ext_id: Option<u8>,
-    /// The session bandwidth (bit/s) for the RTCP interval; RTCP gets 5% of it (RFC 3550 §6.2).
-    pub session_bw_bps: u64,
-    /// The minimum RTCP interval (5 s in RFC 3550; lower is allowed, §6.2 "reduced minimum").
-    pub rtcp_min_interval: Duration,
-    /// At most this many sources are tracked; packets of further SSRCs are counted and dropped.
-    pub max_sources: usize,
-    /// A change of RTP transit time larger than this is a timestamp jump, not jitter.
-    pub ts_jump_threshold: Duration,
-    /// A source silent this long (or one that said BYE) may give its place to a new one when
-    /// `max_sources` are tracked (RFC 3550 §6.3.5).
-    pub source_timeout: Duration,
-    /// Seed of the random numbers (the RTCP interval's randomization, the rate controller's
-    /// receiving end): the same seed gives the same run.
-    pub seed: u64,
-    /// Significant digits of each source's inter-arrival and one-way-delay histograms (1 to
-    /// 3, or 0 for none). 3 (the default) takes ~400 KB per source; a simulation of thousands
-    /// of receivers keeps none (their counters, loss and jitter are kept as always).
-    pub histogram_digits: u8,
-    /// The rate controller's receiving end to run for the stream (the first source heard),
-    /// when the sender's controller needs more than receiver reports (TFRC, TFMCC).
-    pub cc: AgentKind,
-    /// Ask for lost packets of the stream (the first source heard) and take their
-    /// retransmissions; `None`: neither.
-    pub repair: Option<ReceiverRepair>,
-}
-
-impl Default for ReceiverConfig {
-    fn default() -> Self {
-        ReceiverConfig {
-            ssrc: Ssrc(0x5245_4356),
-            cname: "metronome-recv".into(),
-            clock: MediaClock::VIDEO_90K,
-            payload: PayloadKind::Mp2t,
-            send_time_ext_id: Some(metronome_wire::rtp::SEND_TIME_EXT_ID),
-            session_bw_bps: 5_000_000,
-            rtcp_min_interval: Duration::from_secs(1),
-            max_sources: 8,
-            ts_jump_threshold: Duration::from_secs(1),
-            source_timeout: Duration::from_secs(10),
-            seed: 1,
-            histogram_digits: 3,
-            cc: AgentKind::None,
-            repair: None,
-        }
-    }
-}
-
-/// Datagram-level counters: everything that arrived, and why what was dropped was dropped.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
-pub struct Counters {
-    /// RTP datagrams handed to [`ReceiverSession::handle_rtp`], whatever became of them.
-    pub datagrams: u64,
-    /// Bytes of those datagrams (UDP payload: RTP header and payload).
-    pub bytes: u64,
-    /// RTP packets taken as packets of a source (duplicates and late ones included).
-    pub rtp_packets: u64,
-    /// Datagrams that did not parse as RTP ([`Dropped::NotRtp`]).
-    pub not_rtp: u64,
-    /// Packets of a payload type other than MP2T's 33 when MP2T is expected.
-    pub wrong_payload_type: u64,
-    /// MP2T packets whose payload is not whole 188-byte TS packets with their sync bytes.
-    pub bad_payload: u64,
-    /// Packets of a new SSRC refused because `max_sources` were tracked and none could go.
-    pub too_many_sources: u64,
-    /// Packets held back as an unconfirmed large sequence jump (RFC 3550 A.1).
-    pub jump_suspects: u64,
-    /// RTCP datagrams handed to [`ReceiverSession::handle_rtcp`].
-    pub rtcp_packets: u64,
-    /// RTCP datagrams that did not parse as a compound packet.
-    pub rtcp_malformed: u64,
-    /// RTCP items not for us: other packet types, other receivers' feedback, APP packets that
-    /// are not the stream's rate controller's announcements.
-    pub rtcp_ignored_items: u64,
-    /// New sources heard while another was already tracked (a restarted or switched sender).
-    pub ssrc_changes: u64,
-    /// Sources forgotten (silent too long, or said BYE) to make room for a new one.
-    pub sources_evicted: u64,
-    /// Events dropped, oldest first, because 256 were waiting unpolled.
-    pub events_dropped: u64,
-    /// Compound packets sent out of turn with the rate controller's feedback.
-    pub cc_reports: u64,
-}
-
-/// Why a datagram was not taken as a packet of a source.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dropped {
-    /// The datagram does not parse as RTP.
-    NotRtp,
-    /// MP2T is expected and the packet has this other payload type.
-    WrongPayloadType(PayloadType),
-    /// MP2T is expected and the payload is not whole, synchronized TS packets.
-    BadPayload(mp2t::Mp2tError),
-    /// A packet of this new SSRC while `max_sources` sources are tracked, none silent or gone.
-    TooManySources(Ssrc),
-    /// A large sequence jump not yet confirmed by the next packet (RFC 3550 A.1).
-    JumpSuspect,
-    /// A retransmission that repairs nothing: malformed, of a packet already had, or before
-    /// the stream's first packet (counted in [`RepairStats`]).
-    Retransmission,
-}
-
-impl Dropped {
-    /// As a trace's `verdict` column spells it after `dropped: ` (kebab-case): `not-rtp`,
-    /// `wrong-payload-type`, `bad-payload`, `too-many-sources`, `jump-suspect`,
-    /// `retransmission`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Dropped::NotRtp => "not-rtp",
-            Dropped::WrongPayloadType(_) => "wrong-payload-type",
-            Dropped::BadPayload(_) => "bad-payload",
-            Dropped::TooManySources(_) => "too-many-sources",
-            Dropped::JumpSuspect => "jump-suspect",
-            Dropped::Retransmission => "retransmission",
-        }
-    }
-}
-
-/// What the receiver made of one accepted RTP packet (for traces and for writing the payload).
-#[derive(Clone, Debug, PartialEq)]
-pub struct PacketRecord {
-    /// The packet's SSRC.
-    pub ssrc: Ssrc,
-    /// The packet's 16-bit RTP sequence number.
-    pub seq: SeqNo,
-    /// The sequence number extended past its wraps (RFC 3550 A.1).
-    pub ext_seq: u64,
-    /// The packet's RTP timestamp.
-    pub rtp_ts: RtpTime,
-    /// The RTP header's marker bit (the last packet of a frame, for video).
-    pub marker: bool,
-    /// When it arrived (the `now` given).
-    pub arrival: Timestamp,
-    /// Bytes of the datagram.
-    pub size: usize,
-    /// Where the RTP payload lies in the datagram (header, extension and padding excluded).
-    pub payload: Range<usize>,
-    /// How the packet relates to the sequence so far.
-    pub verdict: SeqVerdict,
-    /// RFC 3550 transit time in RTP units (arrival − timestamp, wrapping).
-    pub transit_ticks: i32,
-    /// The source's interarrival jitter after this packet, in RTP timestamp units (RFC 3550 A.8).
-    pub jitter_ticks: f64,
-    /// Nanoseconds since the previous arrival; `None` for the first packet, a duplicate or a late
-    /// one.
-    pub interarrival_ns: Option<u64>,
-    /// One-way delay in nanoseconds (may be negative if the clocks disagree), when the packet
-    /// carries the 64-bit send time and the driver gave the wall clock.
-    pub one_way_delay_ns: Option<i64>,
-    /// It came as a retransmission (RFC 4588) and is given back as the packet it repairs:
-    /// `payload` is then a range of [`ReceiverSession::repaired_packet`], not of the
-    /// datagram, and it counts in no statistics of the stream.
-    pub repaired: bool,
-}
-
-/// Things that changed, for logs and traces.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ReceiverEvent {
-    /// A packet of a new SSRC started a source.
-    NewSource {
-        /// The new source's SSRC.
-        ssrc: Ssrc,
-        /// When its first packet arrived.
-        at: Timestamp,
-    },
-    /// A large sequence jump was confirmed: the source's sequence restarts (RFC 3550 A.1).
-    SequenceJump {
-        /// The source whose sequence jumped.
-        ssrc: Ssrc,
-        /// The sequence number it restarts at.
-        to_seq: SeqNo,
-        /// When the confirming packet arrived.
-        at: Timestamp,
-    },
-    /// A sender report arrived from a tracked source.
-    SenderReport {
-        /// The source that sent it.
-        ssrc: Ssrc,
-        /// When it arrived.
-        at: Timestamp,
-    },
-    /// A tracked source sent an RTCP BYE (RFC 3550 §6.6).
-    Bye {
-        /// The source that left.
-        ssrc: Ssrc,
-        /// When its BYE arrived.
-        at: Timestamp,
-    },
-}
-
-const MAX_EVENTS: usize = 256;
-
-/// Why the receiver wants to be woken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ReceiverTimer {
-    /// The next regular receiver report is due (RFC 3550 §6.3 interval).
-    ReceiverReport,
-    /// The rate controller's receiving end has a report due (TFRC, TFMCC).
-    RateFeedback,
-    /// A missing packet is to be asked for (a NACK, sent early: RFC 4585 §3.5.2), or given up.
-    Nack,
-}
 
 /// The rate controller's receiving end, bound to one source.
 struct CcAgent {
