@@ -182,6 +182,7 @@ fn line<T: JsonSchema>(name: &str, what: &str) -> Value {
     if let Some(p) = v.pointer_mut("/properties/schema_version") {
         *p = serde_json::json!({ "const": SCHEMA_VERSION });
     }
+    metronome_apps::control::plain_descriptions(&mut v);
     v
 }
 

@@ -31,7 +31,7 @@ mod access;
 mod http;
 pub use http::parse_request;
 mod openapi;
-pub use openapi::document as openapi;
+pub use openapi::{document as openapi, plain_descriptions};
 mod router;
 mod server;
 #[cfg(test)]

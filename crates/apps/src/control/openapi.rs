@@ -118,6 +118,7 @@ pub fn document() -> Value {
     schemas.extend(answers.take_definitions(true));
     let mut schemas = Value::Object(schemas);
     openapi_formats(&mut schemas);
+    plain_descriptions(&mut schemas);
     json!({
         "openapi": "3.0.3",
         "info": {
@@ -158,6 +159,47 @@ fn schema(
     make: impl FnOnce(&mut SchemaGenerator) -> schemars::Schema,
 ) -> Value {
     to_value(make(g))
+}
+
+/// Rewrites every `description` in `v` without rustdoc's link syntax: the doc comments the
+/// schemas are made from say ``[`Dropped::NotRtp`]`` or ``[`x`](path::to::x)``, and a reader
+/// of the schema wants only `` `Dropped::NotRtp` ``.
+pub fn plain_descriptions(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            for (k, field) in o.iter_mut() {
+                match field {
+                    Value::String(s) if k == "description" => *s = without_doc_links(s),
+                    _ => plain_descriptions(field),
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(plain_descriptions),
+        _ => {}
+    }
+}
+
+/// ``[`x`]`` and ``[`x`](target)`` become `` `x` ``; other text is kept as it is.
+fn without_doc_links(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(start) = rest.find("[`") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let Some(end) = after.find("`]") else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        out.push_str(&after[..end + 1]);
+        rest = &after[end + 2..];
+        if rest.starts_with('(') {
+            if let Some(close) = rest.find(')') {
+                rest = &rest[close + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Integer formats as OpenAPI 3.0 names them: schemars writes Rust's (`uint64`, `uint`, ...),
@@ -307,6 +349,18 @@ fn operation_id(route: &Route) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descriptions_lose_rustdoc_link_syntax_and_keep_the_rest() {
+        assert_eq!(
+            without_doc_links("dropped ([`Dropped::NotRtp`]) or [`f`](super::f), [a] `b`"),
+            "dropped (`Dropped::NotRtp`) or `f`, [a] `b`"
+        );
+        assert_eq!(without_doc_links("an open [`x"), "an open [`x");
+        let mut v = serde_json::json!({"properties": {"a": {"description": "[`X`]"}}});
+        plain_descriptions(&mut v);
+        assert_eq!(v["properties"]["a"]["description"], "`X`");
+    }
 
     /// Every schema a `$ref` names is in the document, and the routes are all there.
     #[test]
