@@ -98,9 +98,13 @@ pub struct TfmccReceiver {
     idle_cleared_at_events: Option<u64>,
     /// The CLR's next once-per-RTT report.
     clr_due: Option<Timestamp>,
-    /// Arrivals (time, bytes) of the last few RTTs, for `X_recv`.
+    /// Arrivals (time, bytes) of the last two RTTs (and the last two packets, however old),
+    /// for `X_recv`.
     recent: VecDeque<(Timestamp, u32)>,
     recent_bytes: u64,
+    /// The first packet (arrival, bytes) of the current spell of listening: since joining,
+    /// or since data came back after a silence longer than `X_recv`'s span and `R_max`.
+    listen_start: Option<(Timestamp, u32)>,
     s: f64,
     /// The last data packet's sender time and arrival (echoed in reports).
     last_sent: Option<(Timestamp, Timestamp)>,
@@ -137,6 +141,7 @@ impl TfmccReceiver {
             clr_due: None,
             recent: VecDeque::new(),
             recent_bytes: 0,
+            listen_start: None,
             s: 0.0,
             last_sent: None,
             leaving: false,
@@ -188,15 +193,60 @@ impl TfmccReceiver {
 
     /// `X_recv`, bytes/s: what arrived over the last two RTTs (RFC 4654 §4.3.4: k = 2).
     pub fn x_recv(&self, now: Timestamp) -> f64 {
-        let span = self.recv_span();
-        let first = self.recent.front().map_or(now, |(t, _)| *t);
-        // A receiver that joined less than two RTTs ago divides by the time it has listened.
-        let listened = now.saturating_since(first).max(self.rtt() / 2);
-        self.recent_bytes as f64 / span.min(listened).as_secs_f64().max(1e-3)
+        self.receive_rate(now, self.recv_span())
+    }
+
+    /// The sender's `R_max` as last announced (500 ms before any announcement, §3.1): never
+    /// shorter than its gap between packets (§3.2).
+    fn r_max(&self) -> Duration {
+        self.info.map_or(Duration::from_millis(500), |i| i.r_max)
     }
 
     fn recv_span(&self) -> Duration {
         (self.rtt() * 2).max(Duration::from_millis(10))
+    }
+
+    /// Bytes/s received over the `span` before `now` (§4.3.4): the bytes that arrived in
+    /// `(now − span, now]` over `span`, the window half-open so that evenly spaced packets
+    /// give their rate, and trimmed at `now`, so that the rate falls while nothing arrives.
+    /// Where RFC 4654 gives no rule:
+    /// - packets sparser than the span (slow start's one packet per `R_max` beside an RTT
+    ///   of 100 ms): the window reaches back to the packet before the last, so it holds one
+    ///   gap at least and never reads an empty span as a rate of 0;
+    /// - a receiver that has listened for less than `span` (since it joined, or since data
+    ///   came back after a silence longer than the span and `R_max`) counts what came after
+    ///   its first packet over the time since that packet (at least a quarter of the span,
+    ///   so that a burst is not taken for a rate); with that one packet only, it is spread
+    ///   over the span or `R_max`, or over the time since it came if that is longer.
+    fn receive_rate(&self, now: Timestamp, span: Duration) -> f64 {
+        let Some((first, first_size)) = self.listen_start else {
+            return 0.0;
+        };
+        let after_first = self.bytes_after(first);
+        if after_first == 0 {
+            let over = span.max(self.r_max()).max(now.saturating_since(first));
+            return f64::from(first_size) / over.as_secs_f64().max(1e-3);
+        }
+        let window = now.saturating_sub(span);
+        if first > window {
+            let since = now.saturating_since(first).max(span / 4);
+            return after_first as f64 / since.as_secs_f64().max(1e-3);
+        }
+        let before_last = self.recent.iter().rev().nth(1).map(|(t, _)| *t);
+        let from = before_last.map_or(window, |t| t.min(window));
+        let over = now.saturating_since(from).max(Duration::from_millis(1));
+        self.bytes_after(from) as f64 / over.as_secs_f64()
+    }
+
+    /// Bytes of the packets kept that arrived after `t`.
+    fn bytes_after(&self, t: Timestamp) -> u64 {
+        let before: u64 = self
+            .recent
+            .iter()
+            .take_while(|(at, _)| *at <= t)
+            .map(|(_, b)| u64::from(*b))
+            .sum();
+        self.recent_bytes.saturating_sub(before)
     }
 
     /// `X_r`, bytes/s: the rate this receiver would allow, and reports.
@@ -243,18 +293,7 @@ impl TfmccReceiver {
 
     /// `X_recv` over the last RTT only, bytes/s (§5.6's).
     fn x_recv_last_rtt(&self, now: Timestamp) -> f64 {
-        let rtt = self.rtt();
-        let from = now.saturating_sub(rtt);
-        let bytes: u64 = self
-            .recent
-            .iter()
-            .rev()
-            .take_while(|(t, _)| *t >= from)
-            .map(|(_, b)| u64::from(*b))
-            .sum();
-        let first = self.recent.front().map_or(now, |(t, _)| *t);
-        let listened = now.saturating_since(first).max(rtt / 2).min(rtt);
-        bytes as f64 / listened.as_secs_f64().max(1e-3)
+        self.receive_rate(now, self.rtt())
     }
 
     /// §5.6: the interval before the first loss event, from the simplified equation.
@@ -305,10 +344,18 @@ impl TfmccReceiver {
             let r = d + now.as_nanos() as i128 - sent.as_nanos() as i128;
             self.rtt_now = Some(Duration::from_nanos(r.max(1_000_000) as u64));
         }
+        let keep = now.saturating_sub(self.recv_span());
+        let quiet = now.saturating_sub(self.recv_span().max(self.r_max()));
+        if self.recent.back().is_none_or(|(t, _)| *t <= quiet) {
+            // Nothing for longer than the span and `R_max` (longer than the sender's gaps
+            // between packets, §3.2): a new spell of listening.
+            self.listen_start = Some((now, size as u32));
+        }
         self.recent.push_back((now, size as u32));
         self.recent_bytes += size as u64;
-        let keep = now.saturating_sub(self.recv_span());
-        while self.recent.len() > MAX_RECENT || self.recent.front().is_some_and(|(t, _)| *t < keep)
+        // The last two stay, whatever their age: the rate of sparse packets is their gap.
+        while self.recent.len() > MAX_RECENT
+            || (self.recent.len() > 2 && self.recent.front().is_some_and(|(t, _)| *t <= keep))
         {
             if let Some((_, b)) = self.recent.pop_front() {
                 self.recent_bytes -= b as u64;
@@ -413,6 +460,16 @@ impl TfmccReceiver {
         !self.leaving && self.timer.put_off_while_idle(now, at, info.r_max)
     }
 
+    /// Whether data still arrives: a packet within twice the sender's `R_max` (never shorter
+    /// than its gap between packets, §3.2, so one packet lost does not count as silence).
+    /// "When receivers stop receiving data packets, they will stop sending feedback" (§3.3),
+    /// so that the sender's rules for a silent CLR lower its rate when the path to it fails;
+    /// the CLR's once-per-RTT reports wait for data to come back.
+    fn receiving(&self, now: Timestamp) -> bool {
+        self.last_sent
+            .is_some_and(|(_, at)| now.saturating_since(at) <= 2 * self.r_max().max(self.rtt()))
+    }
+
     /// This receiver wishes to leave the group: its next report says so, and is due at once.
     /// A receiver that is not the CLR has left after it; the CLR flags every report until the
     /// round ends (§4.2), [`TfmccReceiver::leave_pending`] until then. Calling it again
@@ -480,14 +537,15 @@ impl TfmccReceiver {
         }
         let timer = self.timer.due().is_some_and(|t| t <= now) && !self.put_off_while_idle(now);
         let clr = self.clr_due.is_some_and(|t| t <= now);
+        if clr {
+            self.clr_due = Some(now + self.rtt());
+        }
+        let clr = clr && (self.leaving || self.receiving(now));
         if !timer && !clr {
             return None;
         }
         if timer {
             self.cancel_timer();
-        }
-        if clr {
-            self.clr_due = Some(now + self.rtt());
         }
         // Nothing heard yet: nothing to say.
         let round = self.round?;

@@ -258,8 +258,10 @@ fn a_first_interval_made_with_r_max_is_scaled_at_the_first_rtt() {
     let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
     r.on_sender_info(ms(0), &info(0, f64::INFINITY, None, None), ms(0));
     feed(&mut r, (0, 0), 300, &[250]);
+    // Packet 250 is known lost when 253 arrives (2530 ms); over the 200 ms before it,
+    // (2330, 2530], packets 234 to 253 but 250 arrived: 19 kB, 95 kB/s.
     let made = r.history().first_interval().unwrap() as f64;
-    let want = (100_000.0 * 0.2 / (1.5f64.sqrt() * 1000.0)).powi(2);
+    let want = (95_000.0 * 0.2 / (1.5f64.sqrt() * 1000.0)).powi(2);
     assert!(
         (made - want).abs() <= 0.05 * want,
         "l_0 {made} against {want}"
@@ -347,6 +349,7 @@ fn a_receiver_below_one_packet_per_8_s_for_120_s_leaves_and_falls_silent() {
 fn a_leaving_clr_flags_every_report_of_its_round_then_leaves() {
     let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
     measure_75_ms(&mut r);
+    r.on_packet(ms(1090), 0, ms(530), 1000);
     r.on_sender_info(ms(1100), &info(0, f64::INFINITY, Some(5), None), ms(540));
     assert!(r.poll_report(ms(1100)).is_some_and(|f| !f.leaving));
     r.leave(ms(1120));
@@ -355,7 +358,7 @@ fn a_leaving_clr_flags_every_report_of_its_round_then_leaves() {
     for k in 0..10u64 {
         // The sender's clock and the path as in `measure_75_ms`: 560 ms between them.
         let (now, sent) = (ms(1120 + 40 * k), ms(560 + 40 * k));
-        r.on_packet(now, k, sent, 1000);
+        r.on_packet(now, k + 1, sent, 1000);
         r.on_sender_info(now, &info(0, f64::INFINITY, Some(5), None), sent);
         while let Some(f) = r.poll_timeout().filter(|t| *t <= now) {
             let fb = r.poll_report(f).expect("the CLR's report");
@@ -451,4 +454,109 @@ fn a_receiver_below_the_floor_stays_while_the_sender_is_no_faster() {
         }
     }
     assert!(!r.leaving && !r.has_left());
+}
+
+/// §4.3.4: `X_recv` is the bytes that arrived over the last two RTTs, over two RTTs: evenly
+/// spaced packets give their rate, at an arrival and between arrivals alike, and it falls
+/// while nothing arrives. (A window closed at both ends, trimmed only at arrivals, read one
+/// packet in three too many at 2 packets a second and R = 500 ms, and up to 20 times the
+/// rate between sparse packets.)
+#[test]
+fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
+    // No RTT: R_max stands in. 1000-byte packets every 100 ms: 10 kB/s.
+    let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+    r.on_sender_info(ms(0), &info(0, f64::INFINITY, None, None), ms(0));
+    assert_eq!(r.rtt(), Duration::from_millis(200));
+    // A lone packet is spread over the span (400 ms): one packet per 400 ms.
+    r.on_packet(ms(1000), 0, ms(1000), 1000);
+    assert_eq!(r.x_recv(ms(1000)), 2_500.0);
+    // Listened less than the span: what came after the first packet, over the time since.
+    r.on_packet(ms(1100), 1, ms(1100), 1000);
+    r.on_packet(ms(1200), 2, ms(1200), 1000);
+    assert_eq!(r.x_recv(ms(1200)), 10_000.0);
+    for k in 3..20 {
+        r.on_packet(ms(1000 + 100 * k), k, ms(1000 + 100 * k), 1000);
+        let x = r.x_recv(ms(1000 + 100 * k));
+        assert!((x - 10_000.0).abs() < 1e-6, "packet {k}: {x}");
+        // Between arrivals, once it has listened for the span, the window (now − 400 ms,
+        // now] still holds four packets.
+        let x = r.x_recv(ms(1050 + 100 * k));
+        assert!(
+            k < 4 || (x - 10_000.0).abs() < 1e-6,
+            "after packet {k}: {x}"
+        );
+    }
+    // The last arrived at 2900 ms: 250 ms later two are in the window; 450 ms later none,
+    // and the window reaches back to the one before the last: one packet in 550 ms.
+    assert_eq!(r.x_recv(ms(3150)), 5_000.0);
+    assert_eq!(r.x_recv(ms(3350)), 1000.0 / 0.55);
+    // Data back after the silence: a new spell, measured from its own first packet.
+    r.on_packet(ms(5000), 20, ms(5000), 1000);
+    r.on_packet(ms(5050), 21, ms(5050), 1000);
+    r.on_packet(ms(5100), 22, ms(5100), 1000);
+    assert_eq!(r.x_recv(ms(5200)), 2000.0 / 0.2);
+    // Slow start's first step: at the sender's 2 packets a second and R = R_max = 500 ms,
+    // a receiver reports 4 (twice what it gets), not 6.
+    let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+    let slow = SenderInfo {
+        r_max: Duration::from_millis(500),
+        ..info(0, f64::INFINITY, None, None)
+    };
+    r.on_sender_info(ms(0), &slow, ms(0));
+    for k in 0..10 {
+        r.on_packet(ms(500 * k), k, ms(500 * k), 1000);
+    }
+    assert_eq!(r.rate(ms(4500)), 4_000.0);
+    // With an RTT of 100 ms the span (200 ms) is shorter than the gap: it reaches back to
+    // the packet before the last, and never reads the empty span as nothing received.
+    let echo = Echo {
+        receiver: 5,
+        ts_us: 4_400_000,
+        delay: Duration::ZERO,
+    };
+    r.on_sender_info(
+        ms(4500),
+        &info(0, f64::INFINITY, None, Some(echo)),
+        ms(4500),
+    );
+    assert_eq!(r.rtt(), Duration::from_millis(100));
+    assert_eq!(r.x_recv(ms(4500)), 2_000.0);
+    assert_eq!(r.x_recv(ms(4750)), 1000.0 / 0.75);
+    // A lone packet whose span has passed: spread over the time since it came.
+    let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+    r.on_sender_info(ms(0), &info(0, f64::INFINITY, None, None), ms(0));
+    r.on_packet(ms(0), 0, ms(0), 1000);
+    assert_eq!(r.x_recv(ms(800)), 1000.0 / 0.8);
+}
+
+/// §3.3: "when receivers stop receiving data packets, they will stop sending feedback", the
+/// CLR too, so that the sender's rules for a silent CLR lower the rate when the path to it
+/// fails; its reports come back with the data.
+#[test]
+fn the_clr_stops_reporting_when_data_stops_and_goes_on_when_it_comes_back() {
+    let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
+    measure_75_ms(&mut r);
+    let clr = info(0, f64::INFINITY, Some(5), None);
+    let reports = |r: &mut TfmccReceiver, from: u64, to: u64, data: bool| {
+        let mut n = 0;
+        for t in (from..to).step_by(5) {
+            if data && t % 20 == 0 {
+                r.on_packet(ms(t), t / 20, ms(t - 560), 1000);
+                r.on_sender_info(ms(t), &clr, ms(t - 560));
+            }
+            while r.poll_timeout().is_some_and(|d| d <= ms(t)) {
+                n += usize::from(r.poll_report(ms(t)).is_some());
+            }
+        }
+        n
+    };
+    // 600 ms of data: a report per 75 ms RTT.
+    let with = reports(&mut r, 1100, 1700, true);
+    assert!((8..=9).contains(&with), "{with} reports with data");
+    // No data for 2 s: silent once twice R_max (400 ms) has passed without a packet (the
+    // last came at 1680 ms): six reports at most, not 26.
+    let without = reports(&mut r, 1700, 3700, false);
+    assert!(without <= 6, "{without} reports in 2 s without data");
+    let back = reports(&mut r, 3700, 4300, true);
+    assert!((8..=9).contains(&back), "{back} reports with data back");
 }
