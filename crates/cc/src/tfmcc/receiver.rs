@@ -16,7 +16,8 @@
 //!   receiver's RTT and its suppression rate `X_supp` is below the receiver's rate or below
 //!   `X_fbr`, the rate at the round's start, checked at each data packet and each
 //!   announcement; a newer round cancels an older one's timer.
-//! - **The CLR (§4.5)** answers once per RTT, outside the rounds, never suppressed.
+//! - **The CLR (§4.5)** answers once per RTT, outside the rounds, never suppressed, while data
+//!   arrives (§3.3: with no data it falls silent, so that the sender notices).
 //! - **`have_loss` (§4.3.1)** is cleared after 10 RTTs without a data packet, and the
 //!   receiver reports `2 X_recv` again (§4.4), until it sees a new loss event.
 //! - **The first loss interval (§5.6)** inverts the simplified equation
@@ -103,7 +104,7 @@ pub struct TfmccReceiver {
     recent: VecDeque<(Timestamp, u32)>,
     recent_bytes: u64,
     /// The first packet (arrival, bytes) of the current spell of listening: since joining,
-    /// or since data came back after a silence longer than `X_recv`'s span and `R_max`.
+    /// or since data came back after a silence ([`TfmccReceiver::silence`]).
     listen_start: Option<(Timestamp, u32)>,
     s: f64,
     /// The last data packet's sender time and arrival (echoed in reports).
@@ -214,10 +215,12 @@ impl TfmccReceiver {
     ///   of 100 ms): the window reaches back to the packet before the last, so it holds one
     ///   gap at least and never reads an empty span as a rate of 0;
     /// - a receiver that has listened for less than `span` (since it joined, or since data
-    ///   came back after a silence longer than the span and `R_max`) counts what came after
-    ///   its first packet over the time since that packet (at least a quarter of the span,
-    ///   so that a burst is not taken for a rate); with that one packet only, it is spread
-    ///   over the span or `R_max`, or over the time since it came if that is longer.
+    ///   came back after a [silence](Self::silence)) counts what came after its first packet
+    ///   over the time since that packet (at least half the span, so that a burst reads at
+    ///   most twice what the span would give); with that one packet only, it is spread over
+    ///   the span or `R_max`, or over the time since it came if that is longer.
+    /// - two packets at one instant are one arrival: the window reaches back to the arrival
+    ///   before them.
     fn receive_rate(&self, now: Timestamp, span: Duration) -> f64 {
         let Some((first, first_size)) = self.listen_start else {
             return 0.0;
@@ -229,10 +232,17 @@ impl TfmccReceiver {
         }
         let window = now.saturating_sub(span);
         if first > window {
-            let since = now.saturating_since(first).max(span / 4);
+            let since = now.saturating_since(first).max(span / 2);
             return after_first as f64 / since.as_secs_f64().max(1e-3);
         }
-        let before_last = self.recent.iter().rev().nth(1).map(|(t, _)| *t);
+        // The latest arrival before the last one's time (two at one instant are one arrival).
+        let last = self.recent.back().map(|(t, _)| *t);
+        let before_last = self
+            .recent
+            .iter()
+            .rev()
+            .map(|(t, _)| *t)
+            .find(|t| Some(*t) < last);
         let from = before_last.map_or(window, |t| t.min(window));
         let over = now.saturating_since(from).max(Duration::from_millis(1));
         self.bytes_after(from) as f64 / over.as_secs_f64()
@@ -345,17 +355,23 @@ impl TfmccReceiver {
             self.rtt_now = Some(Duration::from_nanos(r.max(1_000_000) as u64));
         }
         let keep = now.saturating_sub(self.recv_span());
-        let quiet = now.saturating_sub(self.recv_span().max(self.r_max()));
-        if self.recent.back().is_none_or(|(t, _)| *t <= quiet) {
-            // Nothing for longer than the span and `R_max` (longer than the sender's gaps
-            // between packets, §3.2): a new spell of listening.
+        if self
+            .recent
+            .back()
+            .is_none_or(|(t, _)| now.saturating_since(*t) > self.silence())
+        {
+            // Silence before this packet (longer than the sender's gaps, one lost packet
+            // among them): a new spell of listening.
             self.listen_start = Some((now, size as u32));
         }
         self.recent.push_back((now, size as u32));
         self.recent_bytes += size as u64;
-        // The last two stay, whatever their age: the rate of sparse packets is their gap.
+        // The last two arrival times stay, whatever their age: the rate of sparse packets
+        // is their gap.
+        let last = self.recent.back().map(|(t, _)| *t);
         while self.recent.len() > MAX_RECENT
-            || (self.recent.len() > 2 && self.recent.front().is_some_and(|(t, _)| *t <= keep))
+            || (self.recent.front().is_some_and(|(t, _)| *t <= keep)
+                && self.recent.get(1).is_some_and(|(t, _)| Some(*t) < last))
         {
             if let Some((_, b)) = self.recent.pop_front() {
                 self.recent_bytes -= b as u64;
@@ -460,14 +476,20 @@ impl TfmccReceiver {
         !self.leaving && self.timer.put_off_while_idle(now, at, info.r_max)
     }
 
-    /// Whether data still arrives: a packet within twice the sender's `R_max` (never shorter
-    /// than its gap between packets, §3.2, so one packet lost does not count as silence).
-    /// "When receivers stop receiving data packets, they will stop sending feedback" (§3.3),
-    /// so that the sender's rules for a silent CLR lower its rate when the path to it fails;
-    /// the CLR's once-per-RTT reports wait for data to come back.
+    /// Whether data still arrives: a packet within [`Self::silence`]. "When receivers stop
+    /// receiving data packets, they will stop sending feedback" (§3.3), so that the sender's
+    /// rules for a silent CLR lower its rate when the path to it fails; the CLR's
+    /// once-per-RTT reports wait for data to come back.
     fn receiving(&self, now: Timestamp) -> bool {
         self.last_sent
-            .is_some_and(|(_, at)| now.saturating_since(at) <= 2 * self.r_max().max(self.rtt()))
+            .is_some_and(|(_, at)| now.saturating_since(at) <= self.silence())
+    }
+
+    /// How long without a data packet counts as silence: three times the longer of the
+    /// sender's `R_max` (never shorter than its gap between packets, §3.2) and the RTT, so
+    /// that one packet lost, with jitter, is not silence, nor a new spell of listening.
+    fn silence(&self) -> Duration {
+        3 * self.r_max().max(self.rtt())
     }
 
     /// This receiver wishes to leave the group: its next report says so, and is due at once.
