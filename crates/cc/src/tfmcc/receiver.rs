@@ -207,22 +207,25 @@ impl TfmccReceiver {
         (self.rtt() * 2).max(Duration::from_millis(10))
     }
 
-    /// Bytes/s received over the `span` before `now` (§4.3.4): the bytes that arrived in
-    /// `(now − span, now]` over `span`, the window half-open so that evenly spaced packets
-    /// give their rate, and trimmed at `now`, so that the rate falls while nothing arrives.
-    /// Where RFC 4654 gives no rule:
+    /// Bytes/s received over the `span` before the last arrival (§4.3.4): the bytes that
+    /// arrived in `(last − span, last]` over `span`, the window half-open so that evenly
+    /// spaced packets give their rate. It holds between arrivals: a report between sparse
+    /// packets tells the rate they came at, not a figure that decays until the next one (the
+    /// CLR reports once per RTT, and a decaying figure, reported many times per gap, held
+    /// slow start at its first rates). When data stops, [silence](Self::silence) ends the
+    /// CLR's reports. Where RFC 4654 gives no rule:
     /// - packets sparser than the span (slow start's one packet per `R_max` beside an RTT
-    ///   of 100 ms): the window reaches back to the packet before the last, so it holds one
-    ///   gap at least and never reads an empty span as a rate of 0;
+    ///   of 100 ms): the window reaches back to the arrival before the last, so it holds one
+    ///   gap;
     /// - a receiver that has listened for less than `span` (since it joined, or since data
     ///   came back after a [silence](Self::silence)) counts what came after its first packet
-    ///   over the time since that packet (at least half the span, so that a burst reads at
-    ///   most twice what the span would give); with that one packet only, it is spread over
-    ///   the span or `R_max`, or over the time since it came if that is longer.
-    /// - two packets at one instant are one arrival: the window reaches back to the arrival
-    ///   before them.
+    ///   over the time to the last (at least half the span, so that a burst reads at most
+    ///   twice what the span would give); with that one packet only, it is spread over the
+    ///   span or `R_max`, or over the time since it came if that is longer;
+    /// - two packets at one instant are one arrival.
     fn receive_rate(&self, now: Timestamp, span: Duration) -> f64 {
-        let Some((first, first_size)) = self.listen_start else {
+        let (Some((first, first_size)), Some(&(last, _))) = (self.listen_start, self.recent.back())
+        else {
             return 0.0;
         };
         let after_first = self.bytes_after(first);
@@ -230,21 +233,20 @@ impl TfmccReceiver {
             let over = span.max(self.r_max()).max(now.saturating_since(first));
             return f64::from(first_size) / over.as_secs_f64().max(1e-3);
         }
-        let window = now.saturating_sub(span);
+        let window = last.saturating_sub(span);
         if first > window {
-            let since = now.saturating_since(first).max(span / 2);
+            let since = last.saturating_since(first).max(span / 2);
             return after_first as f64 / since.as_secs_f64().max(1e-3);
         }
         // The latest arrival before the last one's time (two at one instant are one arrival).
-        let last = self.recent.back().map(|(t, _)| *t);
         let before_last = self
             .recent
             .iter()
             .rev()
             .map(|(t, _)| *t)
-            .find(|t| Some(*t) < last);
+            .find(|t| *t < last);
         let from = before_last.map_or(window, |t| t.min(window));
-        let over = now.saturating_since(from).max(Duration::from_millis(1));
+        let over = last.saturating_since(from).max(Duration::from_millis(1));
         self.bytes_after(from) as f64 / over.as_secs_f64()
     }
 

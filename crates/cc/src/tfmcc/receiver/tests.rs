@@ -457,8 +457,8 @@ fn a_receiver_below_the_floor_stays_while_the_sender_is_no_faster() {
 }
 
 /// §4.3.4: `X_recv` is the bytes that arrived over the last two RTTs, over two RTTs: evenly
-/// spaced packets give their rate, at an arrival and between arrivals alike, and it falls
-/// while nothing arrives. (A window closed at both ends, trimmed only at arrivals, read one
+/// spaced packets give their rate, at an arrival and between arrivals alike, and sparse ones
+/// the rate they came at. (A window closed at both ends, trimmed only at arrivals, read one
 /// packet in three too many at 2 packets a second and R = 500 ms, and up to 20 times the
 /// rate between sparse packets.)
 #[test]
@@ -486,10 +486,10 @@ fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
             "after packet {k}: {x}"
         );
     }
-    // The last arrived at 2900 ms: 250 ms later two are in the window; 450 ms later none,
-    // and the window reaches back to the one before the last: one packet in 550 ms.
-    assert_eq!(r.x_recv(ms(3150)), 5_000.0);
-    assert_eq!(r.x_recv(ms(3350)), 1000.0 / 0.55);
+    // The last arrived at 2900 ms: the rate it came at holds until more arrive (or silence
+    // ends the CLR's reports).
+    assert_eq!(r.x_recv(ms(3150)), 10_000.0);
+    assert_eq!(r.x_recv(ms(3350)), 10_000.0);
     // Data back after the silence: a new spell, measured from its own first packet.
     r.on_packet(ms(5000), 20, ms(5000), 1000);
     r.on_packet(ms(5050), 21, ms(5050), 1000);
@@ -508,7 +508,8 @@ fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
     }
     assert_eq!(r.rate(ms(4500)), 4_000.0);
     // With an RTT of 100 ms the span (200 ms) is shorter than the gap: it reaches back to
-    // the packet before the last, and never reads the empty span as nothing received.
+    // the packet before the last, and holds between packets: reports between them (the
+    // CLR's, once per RTT) tell the rate the packets come at.
     let echo = Echo {
         receiver: 5,
         ts_us: 4_400_000,
@@ -521,7 +522,7 @@ fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
     );
     assert_eq!(r.rtt(), Duration::from_millis(100));
     assert_eq!(r.x_recv(ms(4500)), 2_000.0);
-    assert_eq!(r.x_recv(ms(4750)), 1000.0 / 0.75);
+    assert_eq!(r.x_recv(ms(4750)), 2_000.0);
     // Two packets at one instant are one arrival: the window reaches back to the one before.
     let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
     r.on_sender_info(ms(0), &slow, ms(0));
@@ -539,8 +540,9 @@ fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
         r.on_packet(ms(4000 + 300 * k), 2 * k + 1, ms(4000 + 300 * k), 1000);
     }
     assert_eq!(r.rtt(), Duration::from_millis(100));
-    // Last pair at 5500 ms; 250 ms later the 200 ms window is empty: the pair over 550 ms.
-    assert_eq!(r.x_recv(ms(5750)), 2000.0 / 0.55);
+    // Last pair at 5500 ms, the one before at 5200: the pair over 300 ms, then as later.
+    assert_eq!(r.x_recv(ms(5500)), 2000.0 / 0.3);
+    assert_eq!(r.x_recv(ms(5750)), 2000.0 / 0.3);
     // A burst just after joining reads at most twice what the window would give: 50
     // packets within 20 ms, over half the window (200 ms) at the least, not over 20 ms.
     let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
