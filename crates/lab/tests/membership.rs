@@ -77,15 +77,15 @@ fn a_lossy_receiver_that_joins_limits_the_rate_until_it_leaves() {
     );
     // Alone, the clean receivers let the stream have its 4 Mbit/s; the lossy one becomes the
     // CLR and the rate follows its equation (5 % loss, 40-50 ms: 1.08 Mbit/s on average
-    // while it is in, the test prints); when it
-    // leaves, its leaving report hands the group back and the rate climbs again.
+    // while it is in, the test prints); when it leaves, its leaving report hands the group
+    // back and the rate climbs again.
     assert!(before > 3.5e6, "{before}");
     assert!(during < 0.5 * before, "{during} against {before}");
     assert!(after > 3.5e6, "{after}");
     // The leaving CLR is replaced, not waited for: no halving after the leave. Until its
     // round ends (RFC 4654 §4.2) its flagged reports may still lower the rate (§3.3 case
-    // 4), never raise it; a halving for its silence
-    // would take it to half; and the group has its 4 Mbit/s back within 2 s.
+    // 4), never raise it; a halving for its silence would take it to half; and the group
+    // has its 4 Mbit/s back within 2 s.
     let at_leave = at(26.0);
     let low = (0..300)
         .map(|k| at(26.0 + k as f64 / 100.0))

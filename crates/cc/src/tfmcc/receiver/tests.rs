@@ -470,7 +470,8 @@ fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
     // A lone packet is spread over the span (400 ms): one packet per 400 ms.
     r.on_packet(ms(1000), 0, ms(1000), 1000);
     assert_eq!(r.x_recv(ms(1000)), 2_500.0);
-    // Listened less than the span: what came after the first packet, over the time since.
+    // Listened less than the span: what came after the first packet, over the time to the
+    // last.
     r.on_packet(ms(1100), 1, ms(1100), 1000);
     r.on_packet(ms(1200), 2, ms(1200), 1000);
     assert_eq!(r.x_recv(ms(1200)), 10_000.0);
@@ -478,8 +479,8 @@ fn x_recv_is_what_arrived_over_two_rtts_whenever_it_is_asked() {
         r.on_packet(ms(1000 + 100 * k), k, ms(1000 + 100 * k), 1000);
         let x = r.x_recv(ms(1000 + 100 * k));
         assert!((x - 10_000.0).abs() < 1e-6, "packet {k}: {x}");
-        // Between arrivals, once it has listened for the span, the window (now − 400 ms,
-        // now] still holds four packets.
+        // Between arrivals: the same, the window (last − 400 ms, last] (four packets once
+        // it has listened for the span).
         let x = r.x_recv(ms(1050 + 100 * k));
         assert!(
             k < 4 || (x - 10_000.0).abs() < 1e-6,
@@ -566,10 +567,12 @@ fn the_clr_stops_reporting_when_data_stops_and_goes_on_when_it_comes_back() {
     let mut r = TfmccReceiver::new(TfmccReceiverConfig::new(5, 1));
     measure_75_ms(&mut r);
     let clr = info(0, f64::INFINITY, Some(5), None);
-    let reports = |r: &mut TfmccReceiver, from: u64, to: u64, data: bool| {
+    // Reports in [from, to), polled every 5 ms; a data packet (and an announcement) at each
+    // ms `t` that `sends`.
+    let reports = |r: &mut TfmccReceiver, from: u64, to: u64, sends: &dyn Fn(u64) -> bool| {
         let mut n = 0;
         for t in (from..to).step_by(5) {
-            if data && t % 20 == 0 {
+            if sends(t) {
                 r.on_packet(ms(t), t / 20, ms(t - 560), 1000);
                 r.on_sender_info(ms(t), &clr, ms(t - 560));
             }
@@ -580,29 +583,21 @@ fn the_clr_stops_reporting_when_data_stops_and_goes_on_when_it_comes_back() {
         n
     };
     // 600 ms of data: a report per 75 ms RTT.
-    let with = reports(&mut r, 1100, 1700, true);
+    let every_20_ms = |t: u64| t % 20 == 0;
+    let with = reports(&mut r, 1100, 1700, &every_20_ms);
     assert!((8..=9).contains(&with), "{with} reports with data");
     // No data for 2 s: silent once three times R_max (600 ms) has passed without a packet
     // (the last came at 1680 ms): seven or eight reports until then, not 26.
-    let without = reports(&mut r, 1700, 3700, false);
+    let without = reports(&mut r, 1700, 3700, &|_| false);
     assert!(
         (6..=9).contains(&without),
         "{without} reports in 2 s without data"
     );
-    let back = reports(&mut r, 3700, 4300, true);
+    let back = reports(&mut r, 3700, 4300, &every_20_ms);
     assert!((8..=9).contains(&back), "{back} reports with data back");
     // Sparse packets, one of them lost: a packet every 190 ms (R_max 200 ms), the one at
     // 4680 ms missing. A gap of two packets is not silence: a report every RTT throughout.
-    let mut n = 0;
-    for t in (4310..5500u64).step_by(5) {
-        if t % 190 == 0 && t != 4680 {
-            r.on_packet(ms(t), t / 20, ms(t - 560), 1000);
-            r.on_sender_info(ms(t), &clr, ms(t - 560));
-        }
-        while r.poll_timeout().is_some_and(|d| d <= ms(t)) {
-            n += usize::from(r.poll_report(ms(t)).is_some());
-        }
-    }
+    let n = reports(&mut r, 4310, 5500, &|t| t % 190 == 0 && t != 4680);
     assert!(
         (15..=17).contains(&n),
         "{n} reports in 1.2 s of sparse data"
