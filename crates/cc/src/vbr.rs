@@ -9,7 +9,8 @@
 //!   second GOP. The first GOP goes at twice the reference quantizer (at most the coarsest);
 //!   the stream's configured rate counts as the first rate reported, and the bucket below
 //!   starts half full.
-//! - Every rate the congestion controller reports during a GOP, scaled by
+//! - Every rate the congestion controller reports during a GOP (Evalvid-RA's TFRC agent
+//!   reports at every feedback it takes, whether its rate changed or not), scaled by
 //!   `exp(−backlog / 1000)` with the sender's queue in packets at the report (frames wait
 //!   there when a rate-based congestion controller sends slower than they are made: the
 //!   scaling drains it), is averaged with equal weight; at the GOP's end the average becomes

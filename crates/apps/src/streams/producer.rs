@@ -7,7 +7,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::ring::Slot;
 use metronome_rt::sync::lock;
 use metronome_session::sender::{RtpSource, SourceError};
-use metronome_time::Timestamp;
+use metronome_time::{Bitrate, Timestamp};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -195,6 +195,13 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
         if p.source.set_rate(asked).is_err() {
             p.rt.counters.rate_refusals.fetch_add(1, Ordering::Relaxed);
         }
+    }
+    // A report that kept the rate: a source that averages every report's rate hears it.
+    let reported = p.rt.rate.reported.swap(0, Ordering::AcqRel);
+    if reported != 0 && asked == 0 {
+        let queued = p.queued_due(clock.now());
+        p.source.note_queue(queued);
+        p.source.rate_reported(Bitrate::bps(reported));
     }
     // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
     // producer works in batches instead of waking for every slot the pacer frees.

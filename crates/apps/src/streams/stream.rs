@@ -55,6 +55,12 @@ pub struct RateKnob {
     pub target: AtomicU64,
     /// A source rate for the producer to ask of the source (0: nothing new).
     pub asked: AtomicU64,
+    /// The wire rate of a report the controller took without changing its rate, for the
+    /// producer to tell the source (0: none since it last looked). Reports between two of the
+    /// producer's turns (2 ms at most) count once.
+    pub reported: AtomicU64,
+    /// The session's count of reports taken (`SenderSession::rate_reports`) when last looked.
+    reports_seen: AtomicU64,
 }
 
 impl RateKnob {
@@ -64,6 +70,8 @@ impl RateKnob {
             limits,
             target: AtomicU64::new(start),
             asked: AtomicU64::new(0),
+            reported: AtomicU64::new(0),
+            reports_seen: AtomicU64::new(0),
         }
     }
 
@@ -75,6 +83,20 @@ impl RateKnob {
         };
         if self.target.swap(ts, Ordering::AcqRel) != ts {
             self.asked.store(ts, Ordering::Release);
+        }
+        ts
+    }
+
+    /// Follows the session after its RTCP turn: as [`RateKnob::follow`], and when the
+    /// controller took reports (`reports`, the session's running count) without changing its
+    /// rate, hands the producer that report for the source.
+    pub fn follow_reports(&self, wire: Bitrate, reports: u64) -> u64 {
+        let before = self.target.load(Ordering::Acquire);
+        let ts = self.follow(wire);
+        let new_reports = self.reports_seen.swap(reports, Ordering::AcqRel) != reports;
+        let follows = self.limits.allowed().is_some();
+        if new_reports && follows && ts == before && wire.as_bps() > 0 {
+            self.reported.store(wire.as_bps(), Ordering::Release);
         }
         ts
     }
@@ -569,5 +591,41 @@ impl Lane for TsLane {
     fn finish(&mut self) {
         self.cursor.release(&self.rt);
         self.rt.finished.store(true, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_knob_hands_on_changes_and_reports_that_kept_the_rate() {
+        let limits = RateLimits {
+            ts_per_wire: 1.0,
+            range: Some(10_000..=4_000_000),
+            ceiling: 4_000_000,
+        };
+        let knob = RateKnob::new(1_000_000, limits);
+        let take = |a: &AtomicU64| a.swap(0, Ordering::AcqRel);
+        // A report that changed the rate: a change to ask of the source, no report.
+        knob.follow_reports(Bitrate::mbps(2), 1);
+        assert_eq!((take(&knob.asked), take(&knob.reported)), (2_000_000, 0));
+        // Reports that kept it: one report for the producer, however many came between turns.
+        knob.follow_reports(Bitrate::mbps(2), 3);
+        assert_eq!((take(&knob.asked), take(&knob.reported)), (0, 2_000_000));
+        // A turn without reports: nothing.
+        knob.follow_reports(Bitrate::mbps(2), 3);
+        assert_eq!((take(&knob.asked), take(&knob.reported)), (0, 0));
+        // A source whose rate is its own hears nothing.
+        let fixed = RateKnob::new(
+            1_000_000,
+            RateLimits {
+                ts_per_wire: 1.0,
+                range: None,
+                ceiling: 4_000_000,
+            },
+        );
+        fixed.follow_reports(Bitrate::mbps(2), 1);
+        assert_eq!((take(&fixed.asked), take(&fixed.reported)), (0, 0));
     }
 }

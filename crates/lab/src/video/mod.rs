@@ -151,6 +151,9 @@ impl<S: RtpSource> RtpSource for Timed<S> {
     fn follow_rate(&mut self, wire: Bitrate) {
         self.inner.follow_rate(wire)
     }
+    fn rate_reported(&mut self, wire: Bitrate) {
+        self.inner.rate_reported(wire)
+    }
     fn is_live(&self) -> bool {
         self.inner.is_live()
     }

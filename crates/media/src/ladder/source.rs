@@ -316,6 +316,11 @@ impl RtpSource for LadderSource {
         self.on_rate(wire.as_bps() as f64);
     }
 
+    /// Evalvid-RA's VBR controller averages every report's rate, unchanged ones too.
+    fn rate_reported(&mut self, wire: Bitrate) {
+        self.on_rate(wire.as_bps() as f64);
+    }
+
     fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {
         Some(0..=self.cfg.max_bps as u64)
     }

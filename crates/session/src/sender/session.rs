@@ -225,6 +225,15 @@ pub enum SessionEvent {
         /// The new target rate, on the wire.
         rate: Bitrate,
     },
+    /// The rate controller took a receiver's report and kept its rate: a producer that
+    /// averages the rate it hears at every report (Evalvid-RA's VBR controller, which its
+    /// TFRC agent tells at every feedback) counts it as it counts a change.
+    RateReported {
+        /// When the report was handled.
+        at: Timestamp,
+        /// The target rate, unchanged, on the wire.
+        rate: Bitrate,
+    },
     /// What the RTCP side heard: receivers, their reports, rate control feedback.
     Receiver(SenderEvent),
 }
@@ -333,6 +342,8 @@ struct Counts {
     underruns: u64,
     queue_high_water: usize,
     rate_changes: u64,
+    /// RTCP compounds whose reports the rate controller took.
+    rate_reports: u64,
     events_dropped: u64,
 }
 
@@ -510,6 +521,7 @@ impl SenderSession {
         let sent_at = |seq: SeqNo| log.and_then(|l| l.sent_at(seq));
         self.reports.handle_rtcp(now, wall, from, data, &sent_at);
         self.answer_nacks(now);
+        let mut heard = false;
         while let Some(e) = self.reports.poll_event() {
             match &e {
                 SenderEvent::ReceiverReport { ssrc, rtt, .. } => {
@@ -518,6 +530,7 @@ impl SenderSession {
                     }
                     if let Some(fb) = self.feedback(*ssrc) {
                         self.controller.on_feedback(now, &fb);
+                        heard = true;
                     }
                 }
                 SenderEvent::Tfrc { ssrc, report } => {
@@ -532,6 +545,7 @@ impl SenderSession {
                         },
                     );
                     self.controller.on_feedback(now, &fb);
+                    heard = true;
                 }
                 SenderEvent::Tfmcc { ssrc, report } => {
                     let fb = Feedback {
@@ -539,6 +553,7 @@ impl SenderSession {
                         ..Feedback::bare(ssrc.get(), from)
                     };
                     self.controller.on_feedback(now, &fb);
+                    heard = true;
                 }
                 SenderEvent::ReceiverBye { ssrc } => {
                     self.controller.on_receiver_left(now, ssrc.get());
@@ -559,7 +574,15 @@ impl SenderSession {
             }
             self.push_event(SessionEvent::Receiver(e));
         }
-        self.follow_controller(now);
+        if heard {
+            self.s.rate_reports += 1;
+        }
+        if !self.follow_controller(now) && heard {
+            self.push_event(SessionEvent::RateReported {
+                at: now,
+                rate: self.rate,
+            });
+        }
     }
 
     fn feedback(&self, ssrc: Ssrc) -> Option<Feedback> {
@@ -611,9 +634,11 @@ impl SenderSession {
         }
     }
 
-    fn follow_controller(&mut self, now: Timestamp) {
+    /// The session takes the controller's target rate; true if it changed.
+    fn follow_controller(&mut self, now: Timestamp) -> bool {
         let rate = self.controller.target_rate();
-        if rate != self.rate {
+        let changed = rate != self.rate;
+        if changed {
             if let Some(r) = self.repair.as_mut() {
                 r.set_rate(rate.as_bps());
             }
@@ -625,6 +650,7 @@ impl SenderSession {
             self.s.rate_changes += 1;
             self.push_event(SessionEvent::RateChanged { at: now, rate });
         }
+        changed
     }
 
     /// The next slot to send (or drop) at `now`, if any is due.
@@ -811,6 +837,13 @@ impl SenderSession {
     /// The rate controller's current target rate, on the wire.
     pub fn target_rate(&self) -> Bitrate {
         self.rate
+    }
+
+    /// RTCP compounds whose reports the rate controller has taken (each is a
+    /// [`SessionEvent::RateChanged`] or a [`SessionEvent::RateReported`]), for a driver that
+    /// does not poll events.
+    pub fn rate_reports(&self) -> u64 {
+        self.s.rate_reports
     }
 
     /// The RTCP side: receivers heard and RTCP counters.

@@ -325,6 +325,50 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         .unwrap();
     assert_eq!(s.target_rate(), Bitrate::mbps(6));
     assert_eq!(s.stats().rate_changes, 2);
+    while s.poll_event().is_some() {}
+    // A report without loss keeps the rate: the session says it heard one (a VBR controller
+    // averages every report's rate), without counting a change.
+    let clean = Block {
+        fraction_lost: 0,
+        ..block
+    };
+    let n = rtcp::write_compound(
+        &mut buf,
+        ReportHead::Receiver {
+            ssrc: Ssrc(0x77),
+            blocks: &[clean],
+        },
+        "viewer",
+        None,
+    )
+    .unwrap();
+    let input = Input::Rtcp {
+        wall: wall(ms(70)),
+        from,
+        data: &buf[..n],
+    };
+    s.handle_input(ms(70), input).unwrap();
+    let mut events = Vec::new();
+    while let Some(e) = s.poll_event() {
+        events.push(e);
+    }
+    let rate_events: Vec<_> = events
+        .iter()
+        .filter(|e| {
+            matches!(
+                e,
+                SessionEvent::RateChanged { .. } | SessionEvent::RateReported { .. }
+            )
+        })
+        .collect();
+    assert_eq!(
+        rate_events,
+        [&SessionEvent::RateReported {
+            at: ms(70),
+            rate: Bitrate::mbps(6)
+        }]
+    );
+    assert_eq!((s.stats().rate_changes, s.rate_reports()), (2, 2));
 }
 
 /// A TFRC receiver's report (RTCP APP "TFRC") reaches a TFRC controller with the round-trip

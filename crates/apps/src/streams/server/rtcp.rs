@@ -217,9 +217,13 @@ fn sooner(at: &mut Timestamp, r: &Running) {
 /// One stream's RTCP: what receivers sent in, a due sender report out.
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     exchange(&r.rt.session, &r.rtcp, r.rt.srtp.as_ref(), clock, buf);
-    // The receivers' reports may have moved the rate controller: the source follows.
-    let wire = lock(&r.rt.session).target_rate();
-    r.rt.rate.follow(wire);
+    // The receivers' reports may have moved the rate controller: the source follows, and
+    // hears of reports that kept the rate.
+    let (wire, reports) = {
+        let s = lock(&r.rt.session);
+        (s.target_rate(), s.rate_reports())
+    };
+    r.rt.rate.follow_reports(wire, reports);
 }
 
 /// A sender's RTCP turn: what receivers sent in, then a due sender report out to every outlet.

@@ -174,3 +174,34 @@ fn at_the_controllers_rate_a_frame_is_due_when_made_and_the_queue_lowers_the_nex
         e[1]
     );
 }
+
+/// Evalvid-RA's TFRC agent tells the VBR controller the rate at every feedback, changed or
+/// not: a report that keeps the rate counts in the GOP's mean as a change does, so a target
+/// lowered by a queue that has since drained recovers while the rate holds.
+#[test]
+fn reports_that_keep_the_rate_count_in_the_gops_mean() {
+    let l = ladder();
+    let target = |reports: usize| {
+        let mut s = source(&l);
+        s.cfg.send_at_rate = true;
+        s.on_queue(500);
+        RtpSource::follow_rate(&mut s, Bitrate::bps(2_000_000));
+        s.on_queue(0);
+        for _ in 0..reports {
+            RtpSource::rate_reported(&mut s, Bitrate::bps(2_000_000));
+        }
+        let mut buf = [0u8; 1500];
+        while s.decisions().len() < 2 {
+            s.next_noted(&mut buf).unwrap().expect("a second GOP");
+        }
+        s.decisions()[1].1.target_bytes
+    };
+    let e = &l.spec.encoder;
+    let gop_bytes = |bps: f64| bps / 8.0 * f64::from(e.gop) / f64::from(e.fps);
+    // The change alone: 2 Mbit/s scaled by exp(-500 / 1000) for the queue then.
+    let scaled = 2e6 * (-0.5f64).exp();
+    assert!((target(0) - gop_bytes(scaled)).abs() < 1.0, "{}", target(0));
+    // Three reports at 2 Mbit/s with the queue drained: the mean of the four.
+    let mean = (scaled + 3.0 * 2e6) / 4.0;
+    assert!((target(3) - gop_bytes(mean)).abs() < 1.0, "{}", target(3));
+}

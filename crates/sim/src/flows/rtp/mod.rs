@@ -395,14 +395,21 @@ impl RtpFlow {
         self.wake_at(now, 0, next, net);
     }
 
-    /// The session's events; the source follows the rate controller.
+    /// The session's events; the source follows the rate controller, and hears each report.
     fn follow_events(&mut self, now: Timestamp) {
         use metronome_session::sender::SessionEvent;
         while let Some(e) = self.sender.poll_event() {
-            if let SessionEvent::RateChanged { rate, .. } = e {
-                self.source.note_queue(self.sender.queued_due(now));
-                self.source.follow_rate(rate);
-                self.rate_trace.push((now, rate.as_bps()));
+            match e {
+                SessionEvent::RateChanged { rate, .. } => {
+                    self.source.note_queue(self.sender.queued_due(now));
+                    self.source.follow_rate(rate);
+                    self.rate_trace.push((now, rate.as_bps()));
+                }
+                SessionEvent::RateReported { rate, .. } => {
+                    self.source.note_queue(self.sender.queued_due(now));
+                    self.source.rate_reported(rate);
+                }
+                _ => {}
             }
         }
     }
