@@ -281,10 +281,13 @@ impl RateController for AsmpSender {
         Bitrate::bps((self.x * 8.0) as u64)
     }
     fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback) {
-        // Only receiver reports: TFRC/TFMCC fields ride other packets.
-        if feedback.tfrc.is_none() && feedback.tfmcc.is_none() {
+        if self.reads(feedback) {
             self.on_report(now, feedback);
         }
+    }
+    /// Only receiver reports: TFRC/TFMCC fields ride other packets.
+    fn reads(&self, feedback: &Feedback) -> bool {
+        feedback.tfrc.is_none() && feedback.tfmcc.is_none()
     }
     fn on_receiver_left(&mut self, now: Timestamp, receiver: u32) {
         if self.receivers.remove(&receiver).is_some() {

@@ -24,6 +24,9 @@ impl RateController for FixedRate {
         self.rate
     }
     fn on_feedback(&mut self, _now: Timestamp, _feedback: &Feedback) {}
+    fn reads(&self, _feedback: &Feedback) -> bool {
+        false
+    }
     fn set_rate(&mut self, rate: Bitrate) {
         self.rate = rate;
     }

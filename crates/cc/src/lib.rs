@@ -112,6 +112,13 @@ pub trait RateController: Send {
     fn target_rate(&self) -> Bitrate;
     /// A receiver reported at `now`.
     fn on_feedback(&mut self, now: Timestamp, feedback: &Feedback);
+    /// Whether [`RateController::on_feedback`] computes a rate from `feedback` (TFRC from its
+    /// reports, TFMCC from its, ASMP from receiver reports; a fixed rate from none): the
+    /// sender session tells the producer of each report taken (Evalvid-RA's VBR controller
+    /// hears the rate at every feedback its TFRC agent takes).
+    fn reads(&self, _feedback: &Feedback) -> bool {
+        true
+    }
     /// The stream sent `bytes` at `now`.
     fn on_sent(&mut self, _now: Timestamp, _bytes: u64) {}
     /// Receiver `receiver` (its SSRC) said goodbye (RTCP BYE) at `now`: it no longer counts.

@@ -223,8 +223,8 @@ impl RtpSource for LadderVideo {
     fn follow_rate(&mut self, wire: Bitrate) {
         self.source.follow_rate(wire)
     }
-    fn rate_reported(&mut self, wire: Bitrate) {
-        self.source.rate_reported(wire)
+    fn rate_reported(&mut self, rate: u64) {
+        self.source.rate_reported(rate)
     }
 
     fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {

@@ -7,7 +7,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::ring::Slot;
 use metronome_rt::sync::lock;
 use metronome_session::sender::{RtpSource, SourceError};
-use metronome_time::{Bitrate, Timestamp};
+use metronome_time::Timestamp;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender, TryRecvError};
@@ -201,7 +201,7 @@ fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
     if reported != 0 && asked == 0 {
         let queued = p.queued_due(clock.now());
         p.source.note_queue(queued);
-        p.source.rate_reported(Bitrate::bps(reported));
+        p.source.rate_reported(reported);
     }
     // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
     // producer works in batches instead of waking for every slot the pacer frees.

@@ -55,9 +55,10 @@ pub struct RateKnob {
     pub target: AtomicU64,
     /// A source rate for the producer to ask of the source (0: nothing new).
     pub asked: AtomicU64,
-    /// The wire rate of a report the controller took without changing its rate, for the
-    /// producer to tell the source (0: none since it last looked). Reports between two of the
-    /// producer's turns (2 ms at most) count once.
+    /// The source rate of a report the controller computed its rate from and kept, for the
+    /// producer to tell the source (0: none since it last looked). The reports of one RTCP
+    /// turn of the server count once, and so do those between two of the producer's turns
+    /// (2 ms at most); a change hides the reports of its turn.
     pub reported: AtomicU64,
     /// The session's count of reports taken (`SenderSession::rate_reports`) when last looked.
     reports_seen: AtomicU64,
@@ -88,15 +89,16 @@ impl RateKnob {
     }
 
     /// Follows the session after its RTCP turn: as [`RateKnob::follow`], and when the
-    /// controller took reports (`reports`, the session's running count) without changing its
-    /// rate, hands the producer that report for the source.
+    /// controller computed its rate from reports (`reports`, the session's running count)
+    /// without changing it, hands the producer that report for the source, in the source's
+    /// units as a change.
     pub fn follow_reports(&self, wire: Bitrate, reports: u64) -> u64 {
         let before = self.target.load(Ordering::Acquire);
         let ts = self.follow(wire);
         let new_reports = self.reports_seen.swap(reports, Ordering::AcqRel) != reports;
         let follows = self.limits.allowed().is_some();
-        if new_reports && follows && ts == before && wire.as_bps() > 0 {
-            self.reported.store(wire.as_bps(), Ordering::Release);
+        if new_reports && follows && ts == before && ts > 0 {
+            self.reported.store(ts, Ordering::Release);
         }
         ts
     }
@@ -600,21 +602,23 @@ mod tests {
 
     #[test]
     fn the_knob_hands_on_changes_and_reports_that_kept_the_rate() {
+        // Two destinations: the source's rate is half the wire's.
         let limits = RateLimits {
-            ts_per_wire: 1.0,
+            ts_per_wire: 0.5,
             range: Some(10_000..=4_000_000),
             ceiling: 4_000_000,
         };
         let knob = RateKnob::new(1_000_000, limits);
         let take = |a: &AtomicU64| a.swap(0, Ordering::AcqRel);
         // A report that changed the rate: a change to ask of the source, no report.
-        knob.follow_reports(Bitrate::mbps(2), 1);
+        knob.follow_reports(Bitrate::mbps(4), 1);
         assert_eq!((take(&knob.asked), take(&knob.reported)), (2_000_000, 0));
-        // Reports that kept it: one report for the producer, however many came between turns.
-        knob.follow_reports(Bitrate::mbps(2), 3);
+        // Reports that kept it: one report for the producer, however many came between turns,
+        // in the source's units as the change.
+        knob.follow_reports(Bitrate::mbps(4), 3);
         assert_eq!((take(&knob.asked), take(&knob.reported)), (0, 2_000_000));
         // A turn without reports: nothing.
-        knob.follow_reports(Bitrate::mbps(2), 3);
+        knob.follow_reports(Bitrate::mbps(4), 3);
         assert_eq!((take(&knob.asked), take(&knob.reported)), (0, 0));
         // A source whose rate is its own hears nothing.
         let fixed = RateKnob::new(

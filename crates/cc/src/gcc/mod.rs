@@ -363,6 +363,10 @@ impl RateController for GccSender {
             self.rtt = rtt.min(Duration::from_secs(5));
         }
     }
+    /// Its rate comes from per-packet feedback; receiver reports give only the RTT.
+    fn reads(&self, _feedback: &Feedback) -> bool {
+        false
+    }
     fn wants_packet_feedback(&self) -> bool {
         true
     }

@@ -235,6 +235,9 @@ impl RateController for TfrcSender {
             self.on_report(now, r);
         }
     }
+    fn reads(&self, feedback: &Feedback) -> bool {
+        feedback.tfrc.is_some()
+    }
     fn on_sent(&mut self, _now: Timestamp, _bytes: u64) {
         self.sent_since_armed = true;
     }

@@ -151,8 +151,8 @@ impl<S: RtpSource> RtpSource for Timed<S> {
     fn follow_rate(&mut self, wire: Bitrate) {
         self.inner.follow_rate(wire)
     }
-    fn rate_reported(&mut self, wire: Bitrate) {
-        self.inner.rate_reported(wire)
+    fn rate_reported(&mut self, rate: u64) {
+        self.inner.rate_reported(rate)
     }
     fn is_live(&self) -> bool {
         self.inner.is_live()

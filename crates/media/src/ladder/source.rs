@@ -317,8 +317,8 @@ impl RtpSource for LadderSource {
     }
 
     /// Evalvid-RA's VBR controller averages every report's rate, unchanged ones too.
-    fn rate_reported(&mut self, wire: Bitrate) {
-        self.on_rate(wire.as_bps() as f64);
+    fn rate_reported(&mut self, rate: u64) {
+        self.on_rate(rate as f64);
     }
 
     fn rate_range(&self) -> Option<std::ops::RangeInclusive<u64>> {

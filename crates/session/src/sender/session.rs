@@ -6,7 +6,8 @@
 //!   ([`metronome_sched::pacing`]), and the accounting of jobs and deadlines ([`JobClock`]);
 //! - RTCP: sender reports and BYE out, receiver reports in ([`SenderReports`]);
 //! - the rate knob: a [`RateController`] that may change the target rate at any time; the
-//!   session follows it and tells the producer through [`SessionEvent::RateChanged`];
+//!   session follows it and tells the producer through [`SessionEvent::RateChanged`], and of
+//!   each report that kept the rate through [`SessionEvent::RateReported`];
 //! - statistics and events.
 //!
 //! A driver runs it like this, with whatever clock it has (real or virtual):
@@ -225,7 +226,8 @@ pub enum SessionEvent {
         /// The new target rate, on the wire.
         rate: Bitrate,
     },
-    /// The rate controller took a receiver's report and kept its rate: a producer that
+    /// The rate controller computed its rate from a receiver's report and kept it
+    /// ([`RateController::reads`]): a producer that
     /// averages the rate it hears at every report (Evalvid-RA's VBR controller, which its
     /// TFRC agent tells at every feedback) counts it as it counts a change.
     RateReported {
@@ -342,7 +344,7 @@ struct Counts {
     underruns: u64,
     queue_high_water: usize,
     rate_changes: u64,
-    /// RTCP compounds whose reports the rate controller took.
+    /// RTCP compounds with a report the rate controller computes its rate from.
     rate_reports: u64,
     events_dropped: u64,
 }
@@ -529,8 +531,8 @@ impl SenderSession {
                         r.rtt_sample(*ssrc, rtt);
                     }
                     if let Some(fb) = self.feedback(*ssrc) {
+                        heard |= self.controller.reads(&fb);
                         self.controller.on_feedback(now, &fb);
-                        heard = true;
                     }
                 }
                 SenderEvent::Tfrc { ssrc, report } => {
@@ -544,16 +546,16 @@ impl SenderSession {
                             ..fb
                         },
                     );
+                    heard |= self.controller.reads(&fb);
                     self.controller.on_feedback(now, &fb);
-                    heard = true;
                 }
                 SenderEvent::Tfmcc { ssrc, report } => {
                     let fb = Feedback {
                         tfmcc: Some(*report),
                         ..Feedback::bare(ssrc.get(), from)
                     };
+                    heard |= self.controller.reads(&fb);
                     self.controller.on_feedback(now, &fb);
-                    heard = true;
                 }
                 SenderEvent::ReceiverBye { ssrc } => {
                     self.controller.on_receiver_left(now, ssrc.get());
@@ -568,6 +570,7 @@ impl SenderSession {
                         let unmatched = log.results(*report_timestamp, reports, &mut results);
                         self.feedback_unmatched += unmatched as u64;
                         self.controller.on_packet_results(now, &results);
+                        heard = true;
                     }
                 }
                 _ => {}
@@ -839,9 +842,10 @@ impl SenderSession {
         self.rate
     }
 
-    /// RTCP compounds whose reports the rate controller has taken (each is a
-    /// [`SessionEvent::RateChanged`] or a [`SessionEvent::RateReported`]), for a driver that
-    /// does not poll events.
+    /// RTCP compounds with a report the rate controller computes its rate from
+    /// ([`RateController::reads`], or per-packet
+    /// feedback; each is a [`SessionEvent::RateChanged`] or a [`SessionEvent::RateReported`]),
+    /// for a driver that does not poll events.
     pub fn rate_reports(&self) -> u64 {
         self.s.rate_reports
     }

@@ -270,6 +270,18 @@ impl RateController for Halving {
     }
 }
 
+/// The session's rate events waiting (changes and reports), the others dropped.
+fn rate_events(s: &mut SenderSession) -> Vec<SessionEvent> {
+    std::iter::from_fn(|| s.poll_event())
+        .filter(|e| {
+            matches!(
+                e,
+                SessionEvent::RateChanged { .. } | SessionEvent::RateReported { .. }
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate() {
     let heard = Arc::new(Mutex::new(Vec::new()));
@@ -312,14 +324,14 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
     );
     assert_eq!(fb.jitter, Duration::from_millis(10));
     assert_eq!(s.target_rate(), Bitrate::mbps(4));
-    let mut events = Vec::new();
-    while let Some(e) = s.poll_event() {
-        events.push(e);
-    }
-    assert!(events.contains(&SessionEvent::RateChanged {
-        at: ms(50),
-        rate: Bitrate::mbps(4)
-    }));
+    // A change, and no report besides.
+    assert_eq!(
+        rate_events(&mut s),
+        [SessionEvent::RateChanged {
+            at: ms(50),
+            rate: Bitrate::mbps(4)
+        }]
+    );
     // Asked for a rate, the controller takes it.
     s.handle_input(ms(60), Input::SetRate(Bitrate::mbps(6)))
         .unwrap();
@@ -348,27 +360,29 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         data: &buf[..n],
     };
     s.handle_input(ms(70), input).unwrap();
-    let mut events = Vec::new();
-    while let Some(e) = s.poll_event() {
-        events.push(e);
-    }
-    let rate_events: Vec<_> = events
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                SessionEvent::RateChanged { .. } | SessionEvent::RateReported { .. }
-            )
-        })
-        .collect();
     assert_eq!(
-        rate_events,
-        [&SessionEvent::RateReported {
+        rate_events(&mut s),
+        [SessionEvent::RateReported {
             at: ms(70),
             rate: Bitrate::mbps(6)
         }]
     );
     assert_eq!((s.stats().rate_changes, s.rate_reports()), (2, 2));
+    // A controller that computes nothing from a receiver report (a fixed rate) hears it, but
+    // the producer is told of no report.
+    let mut fixed = SenderSession::new(
+        config(LatePolicy::CATCH_UP),
+        Timestamp::ZERO,
+        Box::new(FixedRate::new(Bitrate::mbps(5))),
+    );
+    let input = Input::Rtcp {
+        wall: wall(ms(70)),
+        from,
+        data: &buf[..n],
+    };
+    fixed.handle_input(ms(70), input).unwrap();
+    assert_eq!(rate_events(&mut fixed), []);
+    assert_eq!(fixed.rate_reports(), 0);
 }
 
 /// A TFRC receiver's report (RTCP APP "TFRC") reaches a TFRC controller with the round-trip

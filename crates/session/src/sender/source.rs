@@ -78,11 +78,12 @@ pub trait RtpSource: Send {
         let _ = self.set_rate(rate.clamp(*range.start(), *range.end()));
     }
 
-    /// The rate controller took a receiver's report and kept its target at `wire` bit/s. A
-    /// source that averages the rate of every report (Evalvid-RA's VBR controller, which its
-    /// TFRC agent tells at every feedback, changed or not) counts it; the driver tells
-    /// [`RtpSource::note_queue`] first. Others keep their rate: it has not changed.
-    fn rate_reported(&mut self, _wire: Bitrate) {}
+    /// The rate controller computed its rate from a receiver's report and kept it: `rate`, in
+    /// the source's own units as [`RtpSource::set_rate`] takes them (the driver converts as
+    /// for a change). A source that averages the rate of every report (Evalvid-RA's VBR
+    /// controller, which its TFRC agent tells at every feedback, changed or not) counts it;
+    /// the driver tells [`RtpSource::note_queue`] first. Others keep their rate.
+    fn rate_reported(&mut self, _rate: u64) {}
 
     /// Whether it is made as time passes (a camera and its encoder), so that the driver makes
     /// it only a little ahead of its due times.
@@ -109,8 +110,8 @@ pub trait RtpSource: Send {
 
     /// The sender's queue now: packets made and due that have not left
     /// ([`SenderSession::queued_due`](super::SenderSession::queued_due)). A driver tells it
-    /// just before each [`RtpSource::follow_rate`] or [`RtpSource::set_rate`] that a rate
-    /// controller's change causes, and each [`RtpSource::rate_reported`], for a source that scales its rate by its queue
+    /// just before each [`RtpSource::follow_rate`], [`RtpSource::set_rate`] or
+    /// [`RtpSource::rate_reported`] that a rate controller causes, for a source that scales its rate by its queue
     /// (Evalvid-RA's VBR controller).
     fn note_queue(&mut self, _packets: usize) {}
 

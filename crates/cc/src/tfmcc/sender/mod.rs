@@ -628,6 +628,9 @@ impl RateController for TfmccSender {
             self.on_report(now, feedback.receiver, fb);
         }
     }
+    fn reads(&self, feedback: &Feedback) -> bool {
+        feedback.tfmcc.is_some()
+    }
     fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
         Some((self.next_timer(), ControllerTimer::Feedback))
     }

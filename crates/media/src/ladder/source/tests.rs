@@ -188,7 +188,7 @@ fn reports_that_keep_the_rate_count_in_the_gops_mean() {
         RtpSource::follow_rate(&mut s, Bitrate::bps(2_000_000));
         s.on_queue(0);
         for _ in 0..reports {
-            RtpSource::rate_reported(&mut s, Bitrate::bps(2_000_000));
+            RtpSource::rate_reported(&mut s, 2_000_000);
         }
         let mut buf = [0u8; 1500];
         while s.decisions().len() < 2 {

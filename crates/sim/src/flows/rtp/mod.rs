@@ -406,8 +406,10 @@ impl RtpFlow {
                     self.rate_trace.push((now, rate.as_bps()));
                 }
                 SessionEvent::RateReported { rate, .. } => {
+                    // In the source's units, as `RtpSource::follow_rate` converts a change.
+                    let own = rate.as_bps() as f64 * self.source.source_per_wire();
                     self.source.note_queue(self.sender.queued_due(now));
-                    self.source.rate_reported(rate);
+                    self.source.rate_reported(own.round() as u64);
                 }
                 _ => {}
             }
