@@ -109,6 +109,29 @@ fn errors_name_the_line_and_what_is_expected() {
     let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\ncc = \"reno\""));
     assert!(e.contains("a udp flow has no 'cc'"), "{e}");
 
+    // A TCP flow's initial window: segments, 1 to 100; a key of TCP flows only.
+    let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\ninitial_window = 2"));
+    assert!(e.contains("a udp flow has no 'initial_window'"), "{e}");
+    let tcp = BASE.replace("kind = \"udp\"", "kind = \"tcp\"");
+    let e = err(&tcp.replace("rate = \"1mbit\"", "initial_window = 0"));
+    assert!(
+        e.contains("initial_window = 0: a congestion window of 1 to 100"),
+        "{e}"
+    );
+    let f = ScenarioFile::parse(
+        &tcp.replace("rate = \"1mbit\"", "initial_window = 2"),
+        "t.toml",
+    )
+    .unwrap();
+    let s = f.resolve(&f.points()[0]).unwrap();
+    assert!(matches!(
+        s.flows[0].kind,
+        metronome_config::scenario::FlowKind::Tcp {
+            initial_window: Some(2),
+            ..
+        }
+    ));
+
     let e = err(&BASE.replace("[links.l]", "[links.l]\nloss = 1.5"));
     assert!(e.starts_with("t.toml line 3"), "{e}");
     assert!(e.contains("probability"), "{e}");

@@ -161,6 +161,15 @@ impl Hosts {
         self.hosts.iter().position(|h| h.name == name)
     }
 
+    /// Host `k`'s TCP connections to `to` start with a congestion window of `segments` (its
+    /// route's `initcwnd`; the kernel's default is 10, RFC 6928).
+    pub fn set_initial_window(&self, k: usize, to: Ipv4Addr, segments: u32) -> io::Result<()> {
+        ip_batch(
+            &self.hosts[k].ns,
+            &format!("route replace {to}/32 dev tun0 initcwnd {segments}\n"),
+        )
+    }
+
     /// A command to run in host `k`'s namespace. It starts with default signal dispositions
     /// and an empty signal mask, whatever this process inherited
     /// ([`metronome_rt::process::with_default_signals`]).

@@ -273,3 +273,34 @@ fn multicast_crosses_a_shared_link_once_and_is_copied_where_paths_part() {
     let me = format!("mt{}-mc-", std::process::id());
     assert!(!left.contains(&me), "namespaces left: {left}");
 }
+
+/// A host's TCP toward one peer starts from the window it is given: the route to that peer
+/// carries `initcwnd` (what the kernel's TCP reads when a connection starts), and no other
+/// route changes.
+#[test]
+fn a_hosts_tcp_to_a_peer_starts_from_the_window_it_is_given() {
+    let hosts = Hosts::create("iw", &["a", "b"]).expect("namespaces (needs root)");
+    let peer = hosts.hosts()[1].addr;
+    hosts
+        .set_initial_window(0, peer, 2)
+        .expect("ip route replace");
+    let routes = |k: usize| {
+        let out = hosts
+            .command(k, "ip")
+            .args(["-4", "route", "show"])
+            .output()
+            .expect("ip route show");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let a = routes(0);
+    let to_peer: Vec<&str> = a.lines().filter(|l| l.contains("initcwnd")).collect();
+    assert_eq!(to_peer.len(), 1, "{a}");
+    assert!(
+        to_peer[0].starts_with(&format!("{peer} dev tun0")) && to_peer[0].contains("initcwnd 2"),
+        "{a}"
+    );
+    assert!(
+        !routes(1).contains("initcwnd"),
+        "the peer's routes are its own"
+    );
+}

@@ -159,7 +159,14 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 bytes,
                 rate_bps,
                 mtu,
+                initial_window,
             } => {
+                if let Some(w) = initial_window.filter(|&w| w != 1) {
+                    return Err(format!(
+                        "flow '{}': initial_window = {w}: the simulator's TCP (smoltcp) starts with 1,072 bytes, one segment, whatever it is told; use initial_window = 1 here, or run it on real sockets (--mode emu, as root), where the kernel takes it",
+                        f.name
+                    ));
+                }
                 sim.add_flow(Box::new(TcpFlow::new(TcpFlowConfig {
                     name: f.name.clone(),
                     src,
@@ -708,4 +715,32 @@ fn rtp(
         controller(&plan, segment, floor_bps, epoch),
     );
     Ok((flow, frames))
+}
+
+#[cfg(test)]
+mod tests {
+    use metronome_config::scenario::ScenarioFile;
+
+    fn built(initial_window: u32) -> Result<(), String> {
+        let text = format!(
+            "name = \"t\"\n[links.l]\nrate = \"10mbit\"\n[topology]\nshape = \"chain\"\n\
+             nodes = [\"a\", \"b\"]\nlink = \"l\"\n[[flow]]\nname = \"tcp\"\nkind = \"tcp\"\n\
+             from = \"a\"\nto = \"b\"\ninitial_window = {initial_window}\n"
+        );
+        let f = ScenarioFile::parse(&text, "t.toml").map_err(|e| e.to_string())?;
+        let s = f.resolve(&f.points()[0]).map_err(|e| e.to_string())?;
+        super::build(&s, 1, None).map(|_| ())
+    }
+
+    /// The simulator's TCP starts from one segment whatever it is told: it takes
+    /// `initial_window = 1` and says why it cannot take another.
+    #[test]
+    fn the_simulators_tcp_takes_only_an_initial_window_of_one() {
+        built(1).expect("one segment");
+        let e = built(10).expect_err("smoltcp cannot start from ten");
+        assert!(
+            e.contains("initial_window = 10") && e.contains("--mode emu"),
+            "{e}"
+        );
+    }
 }

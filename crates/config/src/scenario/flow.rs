@@ -37,6 +37,7 @@ pub(super) struct FileFlow {
     args: Option<Vec<String>>,
     start_rate: Option<Rate>,
     mtu: Option<u32>,
+    initial_window: Option<u32>,
     gop: Option<u32>,
     codec: Option<String>,
     quantizers: Option<Vec<u32>>,
@@ -233,7 +234,7 @@ impl FileFlow {
 
     /// Every key only some kinds have: whether it is set, and the kinds that take it, in the
     /// order a flow's first unused key is found.
-    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 19] {
+    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 20] {
         const RTP: &[&str] = &["rtp"];
         [
             ("video", self.video.is_some(), RTP),
@@ -252,6 +253,7 @@ impl FileFlow {
             ("repair", self.repair.is_some(), RTP),
             ("cc", self.cc.is_some(), &["tcp", "rtp"]),
             ("bytes", self.bytes.is_some(), &["tcp"]),
+            ("initial_window", self.initial_window.is_some(), &["tcp"]),
             ("payload", self.payload.is_some(), &["udp"]),
             ("square", self.square.is_some(), &["udp"]),
             ("rate", self.rate.is_some(), &["udp", "tcp", "rtp"]),
@@ -315,11 +317,17 @@ impl FileFlow {
                 "flow '{name}': mtu = {m}: an IP packet of 576 to 9000 bytes"
             ));
         }
+        if let Some(w) = self.initial_window.filter(|w| !(1..=100).contains(w)) {
+            return Err(format!(
+                "flow '{name}': initial_window = {w}: a congestion window of 1 to 100 segments"
+            ));
+        }
         Ok(FlowKind::Tcp {
             cc,
             bytes: self.bytes,
             rate_bps: self.rate.map(|r| r.0),
             mtu: self.mtu,
+            initial_window: self.initial_window,
         })
     }
 

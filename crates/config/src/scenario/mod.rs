@@ -309,6 +309,11 @@ pub enum FlowKind {
         rate_bps: Option<u64>,
         /// The largest IP packet, bytes, 576 to 9000 (`None`: 1500).
         mtu: Option<u32>,
+        /// The congestion window it starts with, segments, 1 to 100 (`None`: the TCP's own:
+        /// the kernel's 10, RFC 6928; ns-2's `windowInit_` is 1). Emu mode sets it as the
+        /// sender's route's `initcwnd`; the simulator's TCP (smoltcp) starts with 1,072 bytes
+        /// whatever it is told, so it takes only 1 (one segment of up to 1,072 bytes).
+        initial_window: Option<u32>,
     },
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:
     /// null-free constant-rate TS, or with `video` the test pattern encoded with H.264 at

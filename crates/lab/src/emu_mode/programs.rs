@@ -264,6 +264,7 @@ pub(super) fn iperf3_flow(
         bytes,
         rate_bps,
         mtu,
+        initial_window,
     } = f.kind
     else {
         return Err(format!("flow '{}' is not TCP", f.name));
@@ -290,6 +291,11 @@ pub(super) fn iperf3_flow(
     std::thread::sleep(Duration::from_millis(250));
     if !sleep_until(st, st.origin + f.start) {
         return Err("interrupted".into());
+    }
+    if let Some(segments) = initial_window {
+        st.hosts
+            .set_initial_window(from, st.hosts.hosts()[to].addr, segments)
+            .map_err(|e| format!("flow '{}': initial_window: {e}", f.name))?;
     }
     let (json, _) = output(st, &f.name, "iperf3.json")?;
     let mut c: Command = st.hosts.command(from, "iperf3");
@@ -481,6 +487,7 @@ mod tests {
                 bytes: None,
                 rate_bps: None,
                 mtu: None,
+                initial_window: None,
             },
             membership: Vec::new(),
         }
