@@ -161,9 +161,10 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 mtu,
                 initial_window,
             } => {
-                if let Some(w) = initial_window.filter(|&w| w != 1) {
+                let own = smoltcp_initial_window(*mtu);
+                if let Some(w) = initial_window.filter(|&w| w != own) {
                     return Err(format!(
-                        "flow '{}': initial_window = {w}: the simulator's TCP (smoltcp) starts with 1,072 bytes, one segment, whatever it is told; use initial_window = 1 here, or run it on real sockets (--mode emu, as root), where the kernel takes it",
+                        "flow '{}': initial_window = {w}: the simulator's TCP (smoltcp) starts with 2,048 bytes whatever it is told, {own} segment(s) at this mtu; use initial_window = {own} here, or run it on real sockets (--mode emu, as root), where the kernel takes it",
                         f.name
                     ));
                 }
@@ -216,6 +217,13 @@ pub fn topology(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Topology,
         }
     }
     Ok(topology)
+}
+
+/// The whole segments in smoltcp's first congestion window (2,048 bytes, its Reno's and
+/// CUBIC's `2 × 1024`; smoltcp holds back the rest of a segment, Nagle) at IP packets of
+/// `mtu` (1500 by default), at least 1.
+pub fn smoltcp_initial_window(mtu: Option<u32>) -> u32 {
+    (2048 / mtu.unwrap_or(1500).saturating_sub(40).max(1)).max(1)
 }
 
 /// When the run ends: the last flow's end plus the drain time.
@@ -732,14 +740,17 @@ mod tests {
         super::build(&s, 1, None).map(|_| ())
     }
 
-    /// The simulator's TCP starts from one segment whatever it is told: it takes
-    /// `initial_window = 1` and says why it cannot take another.
+    /// The simulator's TCP starts from smoltcp's 2,048 bytes whatever it is told: it takes
+    /// the initial window that is (one segment at the default 1500-byte packets, two at
+    /// seed 002's 1040) and says why it cannot take another.
     #[test]
-    fn the_simulators_tcp_takes_only_an_initial_window_of_one() {
-        built(1).expect("one segment");
+    fn the_simulators_tcp_takes_only_smoltcps_own_initial_window() {
+        assert_eq!(super::smoltcp_initial_window(None), 1);
+        assert_eq!(super::smoltcp_initial_window(Some(1040)), 2);
+        built(1).expect("one segment of 1460 bytes");
         let e = built(10).expect_err("smoltcp cannot start from ten");
         assert!(
-            e.contains("initial_window = 10") && e.contains("--mode emu"),
+            e.contains("initial_window = 10") && e.contains("use initial_window = 1"),
             "{e}"
         );
     }

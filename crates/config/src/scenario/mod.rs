@@ -311,8 +311,10 @@ pub enum FlowKind {
         mtu: Option<u32>,
         /// The congestion window it starts with, segments, 1 to 100 (`None`: the TCP's own:
         /// the kernel's 10, RFC 6928; ns-2's `windowInit_` is 1). Emu mode sets it as the
-        /// sender's route's `initcwnd`; the simulator's TCP (smoltcp) starts with 1,072 bytes
-        /// whatever it is told, so it takes only 1 (one segment of up to 1,072 bytes).
+        /// sending host's route to the receiver's `initcwnd` (so every TCP between those two
+        /// hosts starts from it); the simulator's TCP (smoltcp) starts with 2,048 bytes
+        /// whatever it is told, so it takes only the whole segments in those (2 at an `mtu`
+        /// of 1040, 1 at 1500).
         initial_window: Option<u32>,
     },
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:

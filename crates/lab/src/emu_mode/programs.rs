@@ -277,6 +277,12 @@ pub(super) fn iperf3_flow(
     let port = flow_port(k).to_string();
     let missing =
         |e: std::io::Error| format!("cannot run iperf3 ({e}): install it (apt-get install iperf3)");
+    // Before the wait: starting `ip` takes time the flow's start should not.
+    if let Some(segments) = initial_window {
+        st.hosts
+            .set_initial_window(from, st.hosts.hosts()[to].addr, segments)
+            .map_err(|e| format!("flow '{}': initial_window: {e}", f.name))?;
+    }
     // The server is up before the flow starts (it takes a few hundred ms to listen).
     let _server = Running(
         st.hosts
@@ -291,11 +297,6 @@ pub(super) fn iperf3_flow(
     std::thread::sleep(Duration::from_millis(250));
     if !sleep_until(st, st.origin + f.start) {
         return Err("interrupted".into());
-    }
-    if let Some(segments) = initial_window {
-        st.hosts
-            .set_initial_window(from, st.hosts.hosts()[to].addr, segments)
-            .map_err(|e| format!("flow '{}': initial_window: {e}", f.name))?;
     }
     let (json, _) = output(st, &f.name, "iperf3.json")?;
     let mut c: Command = st.hosts.command(from, "iperf3");

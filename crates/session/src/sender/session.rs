@@ -570,7 +570,7 @@ impl SenderSession {
                         let unmatched = log.results(*report_timestamp, reports, &mut results);
                         self.feedback_unmatched += unmatched as u64;
                         self.controller.on_packet_results(now, &results);
-                        heard = true;
+                        heard |= self.controller.wants_packet_feedback();
                     }
                 }
                 _ => {}
