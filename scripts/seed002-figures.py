@@ -11,6 +11,9 @@ For each point (its sweep values and replicate), from `points/*/point.json` and
 - first_frame_s: the first arrived frame's delay at the first receiver (the seed's Eq. 4
   base), s;
 - max_cumjit_s: its largest cumulative jitter, s;
+- max_delay_s, max_delay_made_s: the first receiver's longest frame delay, s, and when that
+  frame was made, s in;
+- delay_after10_ms: the first receiver's mean frame delay over frames made after 10 s, ms;
 - p10/p50/p90_mbps: the target's 10th, 50th and 90th percentiles after 10 s, weighted by
   time, Mbit/s;
 - at5s_mbps: the target at 5 s;
@@ -66,6 +69,9 @@ def figures(point_dir):
     period = frames["frame_interval_us"] * frames["step"]
     sent = d["sent_series"][0]
     rungs = list(zip(sent["rung_start_us"], sent["rung_quantizer"]))
+    timed = [(k * period, x) for k, x in enumerate(frames["delay_us"]) if x is not None]
+    longest = max(timed, key=lambda kx: kx[1]) if timed else (float("nan"), float("nan"))
+    late = [x for t, x in timed if t >= 10e6]
     judged = [k * period for k, p in enumerate(frames["psnr_y_db"]) if p is not None]
     at_q2 = sum(1 for t in judged if [q for s, q in rungs if s <= t][-1:] == [2])
     rows = [r for r in csv.DictReader(open(os.path.join(point_dir, "flows.csv")))]
@@ -75,6 +81,9 @@ def figures(point_dir):
         "first_report_s": next((t for t, _ in pts[1:]), float("nan")) / 1e6,
         "first_frame_s": delays[0] / 1e6 if delays else float("nan"),
         "max_cumjit_s": max(cumjit) / 1e6 if cumjit else float("nan"),
+        "max_delay_s": longest[1] / 1e6,
+        "max_delay_made_s": longest[0] / 1e6,
+        "delay_after10_ms": sum(late) / len(late) / 1e3 if late else float("nan"),
         "p10_mbps": percentile(seg, 0.1) / 1e6,
         "p50_mbps": percentile(seg, 0.5) / 1e6,
         "p90_mbps": percentile(seg, 0.9) / 1e6,
@@ -91,8 +100,9 @@ def main():
     dirs = sorted(glob.glob(os.path.join(sys.argv[1], "points", "p*")))
     if not dirs:
         sys.exit(f"{sys.argv[1]}: no points/p* here; give the results directory of a lab run")
-    cols = ["first_report_s", "first_frame_s", "max_cumjit_s", "p10_mbps", "p50_mbps",
-            "p90_mbps", "at5s_mbps", "doubling_s", "q2_share", "pkt_delay_ms"]
+    cols = ["first_report_s", "first_frame_s", "max_cumjit_s", "max_delay_s",
+            "max_delay_made_s", "delay_after10_ms", "p10_mbps", "p50_mbps", "p90_mbps",
+            "at5s_mbps", "doubling_s", "q2_share", "pkt_delay_ms"]
     print("\t".join(["point"] + cols))
     for p in dirs:
         f = figures(p)

@@ -227,9 +227,9 @@ pub enum SessionEvent {
         rate: Bitrate,
     },
     /// The rate controller computed its rate from a receiver's report and kept it
-    /// ([`RateController::reads`]): a producer that
-    /// averages the rate it hears at every report (Evalvid-RA's VBR controller, which its
-    /// TFRC agent tells at every feedback) counts it as it counts a change.
+    /// ([`RateController::reads`]): a producer that averages the rate it hears at every
+    /// report (Evalvid-RA's VBR controller, which its TFRC agent tells at every feedback)
+    /// counts it as it counts a change.
     RateReported {
         /// When the report was handled.
         at: Timestamp,
@@ -843,9 +843,9 @@ impl SenderSession {
     }
 
     /// RTCP compounds with a report the rate controller computes its rate from
-    /// ([`RateController::reads`], or per-packet
-    /// feedback; each is a [`SessionEvent::RateChanged`] or a [`SessionEvent::RateReported`]),
-    /// for a driver that does not poll events.
+    /// ([`RateController::reads`], or per-packet feedback; each is a
+    /// [`SessionEvent::RateChanged`] or a [`SessionEvent::RateReported`]), for a driver that
+    /// does not poll events.
     pub fn rate_reports(&self) -> u64 {
         self.s.rate_reports
     }
