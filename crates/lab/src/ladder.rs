@@ -14,7 +14,7 @@ use metronome_media::ladder::source::{LadderSource, LadderSourceConfig};
 use metronome_media::ladder::{cache, Ladder, LadderSpec};
 use metronome_media::payload::PayloaderConfig;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
-use metronome_time::{Bitrate, Timestamp};
+use metronome_time::Timestamp;
 use metronome_wire::rtp::SendTimeExt;
 use metronome_wire::PayloadType;
 use metronome_wire::{SeqNo, Ssrc};
@@ -220,8 +220,8 @@ impl RtpSource for LadderVideo {
         self.source.nominal_bitrate()
     }
 
-    fn follow_rate(&mut self, wire: Bitrate) {
-        self.source.follow_rate(wire)
+    fn follow_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        self.source.follow_rate(rate)
     }
     fn rate_reported(&mut self, rate: u64) {
         self.source.rate_reported(rate)

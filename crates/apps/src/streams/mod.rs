@@ -20,6 +20,7 @@ mod fec_wait;
 pub mod naive;
 pub mod outlet;
 pub mod producer;
+pub mod rate_knob;
 pub mod server;
 pub mod srtp;
 pub mod stream;

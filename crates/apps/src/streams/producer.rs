@@ -2,6 +2,7 @@
 //! it) and fill the stream's ring ahead of its release times. A few threads serve all streams, round robin, so that a
 //! thousand streams do not need a thousand threads (nor a thousand locked stacks).
 
+use super::rate_knob::RateChange;
 use super::stream::StreamRt;
 use metronome_rt::clock::Clock;
 use metronome_rt::ring::Slot;
@@ -188,20 +189,22 @@ enum Fill {
 /// One turn of one stream: source → ring, at most [`PACKETS_PER_TURN`] packets.
 fn fill(p: &mut Production, clock: &Clock) -> Result<Fill, SourceError> {
     // The rate knob: the source switches at its next switching point (a GOP).
-    let asked = p.rt.rate.asked.swap(0, Ordering::AcqRel);
-    if asked != 0 {
+    if let Some(change) = p.rt.rate.take_change() {
         let queued = p.queued_due(clock.now());
         p.source.note_queue(queued);
-        if p.source.set_rate(asked).is_err() {
+        let taken = match change {
+            RateChange::Asked(rate) => p.source.set_rate(rate),
+            RateChange::Followed(rate) => p.source.follow_rate(rate),
+        };
+        if taken.is_err() {
             p.rt.counters.rate_refusals.fetch_add(1, Ordering::Relaxed);
         }
     }
-    // A report that kept the rate: a source that averages every report's rate hears it.
-    let reported = p.rt.rate.reported.swap(0, Ordering::AcqRel);
-    if reported != 0 && asked == 0 {
+    // The controller's reports: a source that averages every report's rate hears them.
+    if let Some(rate) = p.rt.rate.take_report() {
         let queued = p.queued_due(clock.now());
         p.source.note_queue(queued);
-        p.source.rate_reported(reported);
+        p.source.rate_reported(rate);
     }
     // Hysteresis: after finding the ring full, wait until a quarter of it is free, so that the
     // producer works in batches instead of waking for every slot the pacer frees.

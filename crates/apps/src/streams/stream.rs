@@ -9,13 +9,14 @@
 
 use super::fec_wait::FecWait;
 use super::outlet::MediaOut;
+use super::rate_knob::RateKnob;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::{Lane, Load, Sent};
 use metronome_rt::ring::{PacketRing, Slot};
 use metronome_rt::sync::lock;
 use metronome_sched::TaskParams;
 use metronome_session::sender::{Input, JobTimes, Queued, RateLimits, SenderSession, Transmit};
-use metronome_time::{Bitrate, Distribution, Timestamp};
+use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -45,63 +46,6 @@ pub struct StreamCounters {
     /// Rate changes the source refused (the control side checks the range first, so these
     /// are not expected).
     pub rate_refusals: AtomicU64,
-}
-
-/// The rate knob as the driver holds it: where the source's rate may go (sans-IO,
-/// [`RateLimits`]), what it targets now, and what the producer is yet to ask of the source.
-pub struct RateKnob {
-    pub limits: RateLimits,
-    /// The source rate targeted now.
-    pub target: AtomicU64,
-    /// A source rate for the producer to ask of the source (0: nothing new).
-    pub asked: AtomicU64,
-    /// The source rate of a report the controller computed its rate from and kept, for the
-    /// producer to tell the source (0: none since it last looked). The reports of one RTCP
-    /// turn of the server count once, and so do those between two of the producer's turns
-    /// (2 ms at most); a change hides the reports of its turn.
-    pub reported: AtomicU64,
-    /// The session's count of reports taken (`SenderSession::rate_reports`) when last looked.
-    reports_seen: AtomicU64,
-}
-
-impl RateKnob {
-    /// A stream that starts at `start` (source bit/s) within `limits`.
-    pub fn new(start: u64, limits: RateLimits) -> Self {
-        RateKnob {
-            limits,
-            target: AtomicU64::new(start),
-            asked: AtomicU64::new(0),
-            reported: AtomicU64::new(0),
-            reports_seen: AtomicU64::new(0),
-        }
-    }
-
-    /// Follows the session's target rate: a new source rate, kept within the limits, is
-    /// handed to the producer. Returns the source rate targeted now.
-    pub fn follow(&self, wire: Bitrate) -> u64 {
-        let Some(ts) = self.limits.source_rate(wire) else {
-            return self.target.load(Ordering::Relaxed);
-        };
-        if self.target.swap(ts, Ordering::AcqRel) != ts {
-            self.asked.store(ts, Ordering::Release);
-        }
-        ts
-    }
-
-    /// Follows the session after its RTCP turn: as [`RateKnob::follow`], and when the
-    /// controller computed its rate from reports (`reports`, the session's running count)
-    /// without changing it, hands the producer that report for the source, in the source's
-    /// units as a change.
-    pub fn follow_reports(&self, wire: Bitrate, reports: u64) -> u64 {
-        let before = self.target.load(Ordering::Acquire);
-        let ts = self.follow(wire);
-        let new_reports = self.reports_seen.swap(reports, Ordering::AcqRel) != reports;
-        let follows = self.limits.allowed().is_some();
-        if new_reports && follows && ts == before && ts > 0 {
-            self.reported.store(ts, Ordering::Release);
-        }
-        ts
-    }
 }
 
 /// The shared state of one running stream.
@@ -593,43 +537,5 @@ impl Lane for TsLane {
     fn finish(&mut self) {
         self.cursor.release(&self.rt);
         self.rt.finished.store(true, Ordering::Release);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_knob_hands_on_changes_and_reports_that_kept_the_rate() {
-        // Two destinations: the source's rate is half the wire's.
-        let limits = RateLimits {
-            ts_per_wire: 0.5,
-            range: Some(10_000..=4_000_000),
-            ceiling: 4_000_000,
-        };
-        let knob = RateKnob::new(1_000_000, limits);
-        let take = |a: &AtomicU64| a.swap(0, Ordering::AcqRel);
-        // A report that changed the rate: a change to ask of the source, no report.
-        knob.follow_reports(Bitrate::mbps(4), 1);
-        assert_eq!((take(&knob.asked), take(&knob.reported)), (2_000_000, 0));
-        // Reports that kept it: one report for the producer, however many came between turns,
-        // in the source's units as the change.
-        knob.follow_reports(Bitrate::mbps(4), 3);
-        assert_eq!((take(&knob.asked), take(&knob.reported)), (0, 2_000_000));
-        // A turn without reports: nothing.
-        knob.follow_reports(Bitrate::mbps(4), 3);
-        assert_eq!((take(&knob.asked), take(&knob.reported)), (0, 0));
-        // A source whose rate is its own hears nothing.
-        let fixed = RateKnob::new(
-            1_000_000,
-            RateLimits {
-                ts_per_wire: 1.0,
-                range: None,
-                ceiling: 4_000_000,
-            },
-        );
-        fixed.follow_reports(Bitrate::mbps(2), 1);
-        assert_eq!((take(&fixed.asked), take(&fixed.reported)), (0, 0));
     }
 }

@@ -34,7 +34,7 @@ use metronome_media::frames::{Noted, NotingSource, SentFrames};
 use metronome_media::ts_rtp::TsRtp;
 use metronome_quality::viewer;
 use metronome_session::sender::{PacketizerConfig, RtpSource, SourceError, SourcePacket};
-use metronome_time::{Bitrate, Timestamp};
+use metronome_time::Timestamp;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -148,8 +148,8 @@ impl<S: RtpSource> RtpSource for Timed<S> {
     fn set_rate(&mut self, rate: u64) -> Result<(), SourceError> {
         self.inner.set_rate(rate)
     }
-    fn follow_rate(&mut self, wire: Bitrate) {
-        self.inner.follow_rate(wire)
+    fn follow_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        self.inner.follow_rate(rate)
     }
     fn rate_reported(&mut self, rate: u64) {
         self.inner.rate_reported(rate)

@@ -27,7 +27,7 @@ use crate::payload::{FramePayloader, PayloaderConfig};
 use metronome_cc::{VbrConfig, VbrController, VbrDecision};
 use metronome_quality::playout::FrameType;
 use metronome_session::sender::{RtpSource, SourceError, SourcePacket};
-use metronome_time::{Bitrate, RtpTime, Timestamp};
+use metronome_time::{RtpTime, Timestamp};
 use metronome_wire::rtp::RtpError;
 use std::sync::Arc;
 use std::time::Duration;
@@ -311,12 +311,15 @@ impl RtpSource for LadderSource {
         Some(self.cfg.max_bps as u64)
     }
 
-    /// The VBR controller takes the controller's rate as it is, on the wire.
-    fn follow_rate(&mut self, wire: Bitrate) {
-        self.on_rate(wire.as_bps() as f64);
+    /// Evalvid-RA's VBR controller hears the congestion controller only at its reports
+    /// ([`RtpSource::rate_reported`]): a change on the controller's own clock (TFRC's
+    /// no-feedback timer, TFMCC's increase between reports, its start) is not averaged.
+    fn follow_rate(&mut self, _rate: u64) -> Result<(), SourceError> {
+        Ok(())
     }
 
-    /// Evalvid-RA's VBR controller averages every report's rate, unchanged ones too.
+    /// Evalvid-RA's VBR controller averages the rate of every report, changed or not (the
+    /// source's units are the wire's).
     fn rate_reported(&mut self, rate: u64) {
         self.on_rate(rate as f64);
     }

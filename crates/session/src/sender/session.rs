@@ -6,8 +6,9 @@
 //!   ([`metronome_sched::pacing`]), and the accounting of jobs and deadlines ([`JobClock`]);
 //! - RTCP: sender reports and BYE out, receiver reports in ([`SenderReports`]);
 //! - the rate knob: a [`RateController`] that may change the target rate at any time; the
-//!   session follows it and tells the producer through [`SessionEvent::RateChanged`], and of
-//!   each report that kept the rate through [`SessionEvent::RateReported`];
+//!   session follows it and tells the producer of each change through
+//!   [`SessionEvent::RateChanged`], and of each report the controller computed its rate from
+//!   through [`SessionEvent::RateReported`];
 //! - statistics and events.
 //!
 //! A driver runs it like this, with whatever clock it has (real or virtual):
@@ -218,22 +219,24 @@ pub enum SessionEvent {
         /// When the queue was found empty.
         at: Timestamp,
     },
-    /// The target rate changed: the producer should follow (encoder bitrate, mux rate,
-    /// rendition of the next GOP).
+    /// The target rate changed, on a report or on the controller's own clock (TFRC's
+    /// no-feedback timer, TFMCC's increase): the producer should follow (encoder bitrate, mux
+    /// rate).
     RateChanged {
         /// When the controller changed it.
         at: Timestamp,
         /// The new target rate, on the wire.
         rate: Bitrate,
     },
-    /// The rate controller computed its rate from a receiver's report and kept it
-    /// ([`RateController::reads`]): a producer that averages the rate it hears at every
-    /// report (Evalvid-RA's VBR controller, which its TFRC agent tells at every feedback)
-    /// counts it as it counts a change.
+    /// The rate controller computed its rate from a receiver's report
+    /// ([`RateController::reads`]), whether it changed it or not (after the
+    /// [`SessionEvent::RateChanged`] of a change): a producer that averages the rate it hears
+    /// at every report (Evalvid-RA's VBR controller, which its TFRC agent tells at every
+    /// feedback, and only then) counts it. The reports of one RTCP compound count once.
     RateReported {
         /// When the report was handled.
         at: Timestamp,
-        /// The target rate, unchanged, on the wire.
+        /// The target rate after the report, on the wire.
         rate: Bitrate,
     },
     /// What the RTCP side heard: receivers, their reports, rate control feedback.
@@ -577,10 +580,9 @@ impl SenderSession {
             }
             self.push_event(SessionEvent::Receiver(e));
         }
+        self.follow_controller(now);
         if heard {
             self.s.rate_reports += 1;
-        }
-        if !self.follow_controller(now) && heard {
             self.push_event(SessionEvent::RateReported {
                 at: now,
                 rate: self.rate,
@@ -637,11 +639,10 @@ impl SenderSession {
         }
     }
 
-    /// The session takes the controller's target rate; true if it changed.
-    fn follow_controller(&mut self, now: Timestamp) -> bool {
+    /// The session takes the controller's target rate.
+    fn follow_controller(&mut self, now: Timestamp) {
         let rate = self.controller.target_rate();
-        let changed = rate != self.rate;
-        if changed {
+        if rate != self.rate {
             if let Some(r) = self.repair.as_mut() {
                 r.set_rate(rate.as_bps());
             }
@@ -653,7 +654,6 @@ impl SenderSession {
             self.s.rate_changes += 1;
             self.push_event(SessionEvent::RateChanged { at: now, rate });
         }
-        changed
     }
 
     /// The next slot to send (or drop) at `now`, if any is due.
@@ -844,8 +844,7 @@ impl SenderSession {
 
     /// RTCP compounds with a report the rate controller computes its rate from
     /// ([`RateController::reads`], or per-packet feedback; each is a
-    /// [`SessionEvent::RateChanged`] or a [`SessionEvent::RateReported`]), for a driver that
-    /// does not poll events.
+    /// [`SessionEvent::RateReported`]), for a driver that does not poll events.
     pub fn rate_reports(&self) -> u64 {
         self.s.rate_reports
     }

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::sender::SenderRepair;
-use metronome_cc::{Feedback, FixedRate, RateController};
+use metronome_cc::{ControllerTimer, Feedback, FixedRate, RateController};
 use metronome_sched::{LatePolicy, PacingConfig};
 use metronome_time::{Bitrate, MediaClock, NtpTime, RtpTime, Timestamp};
 use metronome_wire::rtcp::{self, Block, ReportHead};
@@ -246,10 +246,12 @@ fn an_empty_queue_while_running_is_one_underrun_per_episode() {
     assert_eq!(s.stats().underruns, 2);
 }
 
-/// A controller that halves its rate on every report with loss, and records what it heard.
+/// A controller that halves its rate on every report with loss and when its no-feedback timer
+/// fires, and records what it heard.
 struct Halving {
     rate: Bitrate,
     heard: Arc<Mutex<Vec<Feedback>>>,
+    no_feedback: Option<Timestamp>,
 }
 
 impl RateController for Halving {
@@ -267,6 +269,13 @@ impl RateController for Halving {
     }
     fn set_rate(&mut self, rate: Bitrate) {
         self.rate = rate;
+    }
+    fn poll_timeout(&self) -> Option<(Timestamp, ControllerTimer)> {
+        self.no_feedback.map(|t| (t, ControllerTimer::NoFeedback))
+    }
+    fn handle_timeout(&mut self, _now: Timestamp) {
+        self.no_feedback = None;
+        self.rate = self.rate.scaled(0.5);
     }
 }
 
@@ -288,6 +297,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
     let cc = Halving {
         rate: Bitrate::mbps(8),
         heard: heard.clone(),
+        no_feedback: Some(ms(80)),
     };
     let mut s = SenderSession::new(config(LatePolicy::CATCH_UP), Timestamp::ZERO, Box::new(cc));
     let block = Block {
@@ -324,20 +334,32 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
     );
     assert_eq!(fb.jitter, Duration::from_millis(10));
     assert_eq!(s.target_rate(), Bitrate::mbps(4));
-    // A change, and no report besides.
+    // A change, then the report it came from.
     assert_eq!(
         rate_events(&mut s),
-        [SessionEvent::RateChanged {
-            at: ms(50),
-            rate: Bitrate::mbps(4)
-        }]
+        [
+            SessionEvent::RateChanged {
+                at: ms(50),
+                rate: Bitrate::mbps(4)
+            },
+            SessionEvent::RateReported {
+                at: ms(50),
+                rate: Bitrate::mbps(4)
+            }
+        ]
     );
-    // Asked for a rate, the controller takes it.
+    // Asked for a rate, the controller takes it: a change, and no report.
     s.handle_input(ms(60), Input::SetRate(Bitrate::mbps(6)))
         .unwrap();
     assert_eq!(s.target_rate(), Bitrate::mbps(6));
     assert_eq!(s.stats().rate_changes, 2);
-    while s.poll_event().is_some() {}
+    assert_eq!(
+        rate_events(&mut s),
+        [SessionEvent::RateChanged {
+            at: ms(60),
+            rate: Bitrate::mbps(6)
+        }]
+    );
     // A report without loss keeps the rate: the session says it heard one (a VBR controller
     // averages every report's rate), without counting a change.
     let clean = Block {
@@ -368,6 +390,17 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         }]
     );
     assert_eq!((s.stats().rate_changes, s.rate_reports()), (2, 2));
+    // A change on the controller's own clock is a change, and no report (Evalvid-RA's agents
+    // tell the VBR controller only at feedback).
+    s.handle_timeout(ms(80));
+    assert_eq!(
+        rate_events(&mut s),
+        [SessionEvent::RateChanged {
+            at: ms(80),
+            rate: Bitrate::mbps(3)
+        }]
+    );
+    assert_eq!((s.stats().rate_changes, s.rate_reports()), (3, 2));
     // A controller that computes nothing from a receiver report (a fixed rate) hears it, but
     // the producer is told of no report.
     let mut fixed = SenderSession::new(

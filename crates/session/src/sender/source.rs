@@ -68,21 +68,30 @@ pub trait RtpSource: Send {
         )))
     }
 
-    /// The rate controller asks for `wire` bit/s: the source follows within its range, from
-    /// its next switching point. A source whose rate is its own keeps it.
-    fn follow_rate(&mut self, wire: Bitrate) {
-        let Some(range) = self.rate_range() else {
-            return;
-        };
+    /// The source rate (its own units, within [`RtpSource::rate_range`]) that follows `wire`
+    /// bit/s of the session's rate; `None` for a source whose rate is its own. A driver with
+    /// limits of its own (admission's ceiling) converts with those.
+    fn rate_for_wire(&self, wire: Bitrate) -> Option<u64> {
+        let range = self.rate_range()?;
         let rate = (wire.as_bps() as f64 * self.source_per_wire()).round() as u64;
-        let _ = self.set_rate(rate.clamp(*range.start(), *range.end()));
+        Some(rate.clamp(*range.start(), *range.end()))
     }
 
-    /// The rate controller computed its rate from a receiver's report and kept it: `rate`, in
-    /// the source's own units as [`RtpSource::set_rate`] takes them (the driver converts as
-    /// for a change). A source that averages the rate of every report (Evalvid-RA's VBR
-    /// controller, which its TFRC agent tells at every feedback, changed or not) counts it;
-    /// the driver tells [`RtpSource::note_queue`] first. Others keep their rate.
+    /// The rate controller moved its target to `rate` (its own units, within its range: see
+    /// [`RtpSource::rate_for_wire`]), on a report or on its own clock: the source follows from
+    /// its next switching point, as [`RtpSource::set_rate`] (the default). A source that
+    /// follows the controller's reports instead ([`RtpSource::rate_reported`]) keeps its rate.
+    fn follow_rate(&mut self, rate: u64) -> Result<(), SourceError> {
+        self.set_rate(rate)
+    }
+
+    /// The rate controller computed its rate from a receiver's report, whether it changed it
+    /// or not: `rate`, the target after the report, in the source's own units as
+    /// [`RtpSource::set_rate`] takes them (the driver converts as for a change; a change comes
+    /// first, through [`RtpSource::follow_rate`]). A source that averages the rate of every
+    /// report (Evalvid-RA's VBR controller, which its TFRC agent tells at every feedback,
+    /// changed or not, and at no other time) counts it; the driver tells
+    /// [`RtpSource::note_queue`] first. Others ignore it.
     fn rate_reported(&mut self, _rate: u64) {}
 
     /// Whether it is made as time passes (a camera and its encoder), so that the driver makes
@@ -111,7 +120,7 @@ pub trait RtpSource: Send {
     /// The sender's queue now: packets made and due that have not left
     /// ([`SenderSession::queued_due`](super::SenderSession::queued_due)). A driver tells it
     /// just before each [`RtpSource::follow_rate`], [`RtpSource::set_rate`] or
-    /// [`RtpSource::rate_reported`] that a rate controller causes, for a source that scales
+    /// [`RtpSource::rate_reported`], for a source that scales
     /// its rate by its queue (Evalvid-RA's VBR controller).
     fn note_queue(&mut self, _packets: usize) {}
 

@@ -700,7 +700,7 @@ impl Inner {
             let _ = session.handle_input(now, Input::SetRate(knob.limits.wire(ts_bps)));
             session.target_rate()
         };
-        knob.follow(wire);
+        knob.ask(wire);
         Ok(status::stream_status(r, "running", &self.clock))
     }
 

@@ -26,7 +26,7 @@ use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
     Input, Queued, SenderRepair, SenderSession, SenderSessionConfig, Transmit,
 };
-use metronome_time::{RtpTime, Timestamp};
+use metronome_time::{Bitrate, RtpTime, Timestamp};
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
 use metronome_wire::Ssrc;
 use source::wall;
@@ -401,18 +401,27 @@ impl RtpFlow {
         while let Some(e) = self.sender.poll_event() {
             match e {
                 SessionEvent::RateChanged { rate, .. } => {
-                    self.source.note_queue(self.sender.queued_due(now));
-                    self.source.follow_rate(rate);
+                    self.follow_change(now, rate);
                     self.rate_trace.push((now, rate.as_bps()));
                 }
                 SessionEvent::RateReported { rate, .. } => {
-                    // In the source's units, as `RtpSource::follow_rate` converts a change.
+                    // In the source's units, as a change is converted (not kept within the
+                    // source's range: a VBR controller caps the mean it takes).
                     let own = rate.as_bps() as f64 * self.source.source_per_wire();
                     self.source.note_queue(self.sender.queued_due(now));
                     self.source.rate_reported(own.round() as u64);
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// The source follows the controller's change of target to `wire`.
+    fn follow_change(&mut self, now: Timestamp, wire: Bitrate) {
+        if let Some(rate) = self.source.rate_for_wire(wire) {
+            self.source.note_queue(self.sender.queued_due(now));
+            // A refusal keeps the source's rate: the flow's rate trace shows the controller's.
+            let _ = self.source.follow_rate(rate);
         }
     }
 
@@ -709,8 +718,7 @@ impl Flow for RtpFlow {
         self.rate_trace.push((now, rate.as_bps()));
         if self.cfg.lookahead.is_some() {
             // A source that follows the controller starts at its first rate.
-            self.source.note_queue(self.sender.queued_due(now));
-            self.source.follow_rate(rate);
+            self.follow_change(now, rate);
         }
         let ep = self.membership_ep();
         let times: std::collections::BTreeSet<Timestamp> = self
