@@ -117,6 +117,16 @@ pub struct Built {
     pub videos: Vec<(usize, SharedFrames)>,
 }
 
+/// Flow `k`'s seed in a point seeded `seed`: both modes seed the flow's sessions from it.
+pub(crate) fn flow_seed(seed: u64, k: usize) -> u64 {
+    derive_seed(seed, 1_000_000 + k as u64)
+}
+
+/// The seed of a flow's first receiver (each next one's is one more, in both modes).
+pub(crate) fn receivers_seed(flow_seed: u64) -> u64 {
+    flow_seed ^ 0x5eed
+}
+
 /// The simulation of one point, seeded with `seed`; the flows in declaration order. `dir`:
 /// the scenario file's directory, for relative trace files.
 pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, String> {
@@ -135,7 +145,7 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
             f.to.iter()
                 .map(|r| node(&sim, r))
                 .collect::<Result<Vec<_>, _>>()?;
-        let flow_seed = derive_seed(seed, 1_000_000 + i as u64);
+        let flow_seed = flow_seed(seed, i);
         match &f.kind {
             FlowKind::Command { .. } => {
                 return Err(format!(
@@ -698,7 +708,7 @@ fn rtp(
                     PayloadKind::Mp2t
                 },
                 session_bw_bps: plan.rate_bps,
-                seed: seed ^ 0x5eed,
+                seed: receivers_seed(seed),
                 histogram_digits,
                 cc: plan.cc.receiver(),
                 rtcp_min_interval: plan.rtcp_interval,

@@ -224,6 +224,8 @@ fn rtp_run<'a>(
     scenario_dir: Option<&Path>,
 ) -> Result<rtp::RtpFlowRun<'a>, String> {
     let from = hosts.hosts()[host_index(names, &f.from)].addr;
+    // The flow's sessions are seeded as the simulator seeds them.
+    let flow_seed = model::flow_seed(seed, k);
     let dest = if f.to.len() > 1 {
         RtpUrl::multicast(SocketAddr::from((flow_group(k), flow_port(k))), Some(from))
     } else {
@@ -252,7 +254,7 @@ fn rtp_run<'a>(
                     })
                     .collect();
             let feedback = (f.to.len() > 1).then(|| SocketAddr::from((from, flow_port(k) + 1)));
-            rtp::session_receivers(f, urls, feedback, clock, seed, |j, cfg| {
+            rtp::session_receivers(f, urls, feedback, clock, flow_seed, |j, cfg| {
                 hosts
                     .run_in(j, move || metronome_apps::receiver::Receiver::open(cfg))
                     .map_err(|e| e.to_string())?
@@ -274,6 +276,7 @@ fn rtp_run<'a>(
         source,
         dest,
         receivers,
+        seed: flow_seed,
     })
 }
 

@@ -136,16 +136,21 @@ pub(super) struct RtpFlowRun<'a> {
     pub source: ServedFlow,
     pub dest: RtpUrl,
     pub receivers: RtpReceivers,
+    /// The flow's seed (`model::flow_seed`): its sender's RTCP timing.
+    pub seed: u64,
 }
 
 /// The engine's receivers for flow `f` (a rate controller's: `cc`), each opened by `open` in
-/// its host with its URL; a group's report to the sender by unicast, at `feedback_to`.
+/// its host with its URL; a group's report to the sender by unicast, at `feedback_to`. Each is
+/// seeded as the simulator seeds it, from the flow's seed (`model::flow_seed`): RFC 3550's
+/// report times and RFC 4654's feedback timers differ from receiver to receiver and from
+/// replicate to replicate.
 pub(super) fn session_receivers(
     f: &FlowDecl,
     urls: Vec<(usize, RtpUrl)>,
     feedback_to: Option<std::net::SocketAddr>,
     clock: Clock,
-    seed: u64,
+    flow_seed: u64,
     open: impl Fn(usize, ReceiverRunConfig) -> Result<Receiver, String>,
 ) -> Result<RtpReceivers, String> {
     let FlowKind::Rtp {
@@ -167,7 +172,7 @@ pub(super) fn session_receivers(
         let mut cfg = ReceiverRunConfig::new(url);
         cfg.session.ssrc = Ssrc(0x5256_0000 | i as u32);
         cfg.session.cname = format!("{}-{i}", f.name);
-        cfg.session.seed = seed ^ i as u64;
+        cfg.session.seed = crate::model::receivers_seed(flow_seed).wrapping_add(i as u64);
         cfg.session.cc = kind;
         cfg.session.rtcp_min_interval = rtcp_interval;
         // A ladder's video is MPEG-4 or H.264 over RTP, not MPEG-TS (as in the simulator).
@@ -250,7 +255,7 @@ pub(super) fn rtp_flow(
                 .map(|(r, sink)| scope.spawn(move || receive_session(r, sink, stop)))
                 .collect(),
         };
-        let cfg = sender_config(run.dest, from, &plan, f.duration, st.s.seed);
+        let cfg = sender_config(run.dest, from, &plan, f.duration, run.seed);
         let preroll = cfg.preroll;
         let start = (st.origin + f.start)
             .as_nanos()
