@@ -14,6 +14,7 @@
 //!   why it refuses ([`control::ControlError`]).
 //! - [`naive`]: the baseline, one plain sleeping thread per stream.
 //! - [`producer`]: the producer pool that fills the rings.
+//! - [`rate_knob`]: how the rate controller's target, and a person's, reach the producer.
 
 pub mod control;
 mod fec_wait;

@@ -53,6 +53,14 @@ impl RateLimits {
         Some(ts.clamp(*allowed.start(), *allowed.end()))
     }
 
+    /// The source rate of a wire rate, as it is: for a rate reported to a source that caps
+    /// what it averages itself (Evalvid-RA's VBR controller); `None` for a source whose rate
+    /// is its own.
+    pub fn source_rate_unclamped(&self, wire: Bitrate) -> Option<u64> {
+        self.allowed()?;
+        Some((wire.as_bps() as f64 * self.ts_per_wire).round() as u64)
+    }
+
     /// Whether `source` bit/s may be asked for.
     pub fn check(&self, source: u64) -> Result<(), RateRefusal> {
         let allowed = self.allowed().ok_or(RateRefusal::Fixed)?;

@@ -349,6 +349,8 @@ struct Counts {
     rate_changes: u64,
     /// RTCP compounds with a report the rate controller computes its rate from.
     rate_reports: u64,
+    /// The target rate after the last of them.
+    reported_rate: Option<Bitrate>,
     events_dropped: u64,
 }
 
@@ -583,6 +585,7 @@ impl SenderSession {
         self.follow_controller(now);
         if heard {
             self.s.rate_reports += 1;
+            self.s.reported_rate = Some(self.rate);
             self.push_event(SessionEvent::RateReported {
                 at: now,
                 rate: self.rate,
@@ -847,6 +850,12 @@ impl SenderSession {
     /// [`SessionEvent::RateReported`]), for a driver that does not poll events.
     pub fn rate_reports(&self) -> u64 {
         self.s.rate_reports
+    }
+
+    /// The target rate right after the last of [`SenderSession::rate_reports`] (not moved by
+    /// the controller's timer since), on the wire.
+    pub fn reported_rate(&self) -> Option<Bitrate> {
+        self.s.reported_rate
     }
 
     /// The RTCP side: receivers heard and RTCP counters.

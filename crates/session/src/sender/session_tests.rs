@@ -401,6 +401,11 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         }]
     );
     assert_eq!((s.stats().rate_changes, s.rate_reports()), (3, 2));
+    // A driver that reads after the timer still hears the rate the report left.
+    assert_eq!(
+        (s.target_rate(), s.reported_rate()),
+        (Bitrate::mbps(3), Some(Bitrate::mbps(6)))
+    );
     // A controller that computes nothing from a receiver report (a fixed rate) hears it, but
     // the producer is told of no report.
     let mut fixed = SenderSession::new(

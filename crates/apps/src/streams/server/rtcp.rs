@@ -218,12 +218,12 @@ fn sooner(at: &mut Timestamp, r: &Running) {
 fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
     exchange(&r.rt.session, &r.rtcp, r.rt.srtp.as_ref(), clock, buf);
     // The receivers' reports may have moved the rate controller: the source follows, and
-    // hears of reports that kept the rate.
-    let (wire, reports) = {
+    // hears the rate after the reports (not after a timer of the same turn).
+    let (wire, reports, reported) = {
         let s = lock(&r.rt.session);
-        (s.target_rate(), s.rate_reports())
+        (s.target_rate(), s.rate_reports(), s.reported_rate())
     };
-    r.rt.rate.follow_reports(wire, reports);
+    r.rt.rate.follow_reports(wire, reports, reported);
 }
 
 /// A sender's RTCP turn: what receivers sent in, then a due sender report out to every outlet.
