@@ -118,7 +118,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_knob_hands_on_changes_with_their_cause_and_every_report() {
+    fn the_knob_hands_on_changes_with_their_cause_and_each_turns_reports() {
         // Two destinations: the source's rate is half the wire's.
         let limits = RateLimits {
             ts_per_wire: 0.5,
