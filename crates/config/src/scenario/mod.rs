@@ -310,7 +310,7 @@ pub enum FlowKind {
         /// The largest IP packet, bytes, 576 to 9000 (`None`: 1500).
         mtu: Option<u32>,
         /// The congestion window it starts with, segments, 1 to 100 (`None`: the TCP's own:
-        /// the kernel's 10, RFC 6928; ns-2's `windowInit_` is 1). Emu mode sets it as the
+        /// the kernel's 10, RFC 6928; ns-2's `windowInit_` is 2). Emu mode sets it as the
         /// sending host's route to the receiver's `initcwnd` (so every TCP between those two
         /// hosts starts from it); the simulator's TCP (smoltcp) starts with 2,048 bytes
         /// whatever it is told, so it takes only the whole segments in those (2 at an `mtu`
