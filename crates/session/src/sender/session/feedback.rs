@@ -1,0 +1,177 @@
+//! What receivers send back to a [`SenderSession`]: their RTCP, the rate controller it
+//! drives (the session follows its target and says which reports it computed it from), and
+//! the NACKs it answers.
+
+use super::super::report::SenderEvent;
+use super::{SenderSession, SessionEvent};
+use metronome_cc::Feedback;
+use metronome_time::{Bitrate, Micros, NtpTime, Timestamp};
+use metronome_wire::{SeqNo, Ssrc};
+use std::net::SocketAddr;
+
+impl SenderSession {
+    pub(super) fn handle_rtcp(
+        &mut self,
+        now: Timestamp,
+        wall: NtpTime,
+        from: SocketAddr,
+        data: &[u8],
+    ) {
+        let log = self.send_log.as_deref();
+        let sent_at = |seq: SeqNo| log.and_then(|l| l.sent_at(seq));
+        self.reports.handle_rtcp(now, wall, from, data, &sent_at);
+        self.answer_nacks(now);
+        let mut heard = false;
+        while let Some(e) = self.reports.poll_event() {
+            match &e {
+                SenderEvent::ReceiverReport { ssrc, rtt, .. } => {
+                    if let (Some(r), Some(rtt)) = (self.repair.as_mut(), *rtt) {
+                        r.rtt_sample(*ssrc, rtt);
+                    }
+                    if let Some(fb) = self.feedback(*ssrc) {
+                        heard |= self.controller.reads(&fb);
+                        self.controller.on_feedback(now, &fb);
+                    }
+                }
+                SenderEvent::Tfrc { ssrc, report } => {
+                    let fb = self.feedback(*ssrc).map_or_else(
+                        || Feedback {
+                            tfrc: Some(*report),
+                            ..Feedback::bare(ssrc.get(), from)
+                        },
+                        |fb| Feedback {
+                            tfrc: Some(*report),
+                            ..fb
+                        },
+                    );
+                    heard |= self.controller.reads(&fb);
+                    self.controller.on_feedback(now, &fb);
+                }
+                SenderEvent::Tfmcc { ssrc, report } => {
+                    let fb = Feedback {
+                        tfmcc: Some(*report),
+                        ..Feedback::bare(ssrc.get(), from)
+                    };
+                    heard |= self.controller.reads(&fb);
+                    self.controller.on_feedback(now, &fb);
+                }
+                SenderEvent::ReceiverBye { ssrc } => {
+                    self.controller.on_receiver_left(now, ssrc.get());
+                }
+                SenderEvent::PacketFeedback {
+                    report_timestamp,
+                    reports,
+                    ..
+                } => {
+                    if let Some(log) = self.send_log.as_mut() {
+                        let mut results = Vec::with_capacity(reports.len());
+                        let unmatched = log.results(*report_timestamp, reports, &mut results);
+                        self.feedback_unmatched += unmatched as u64;
+                        self.controller.on_packet_results(now, &results);
+                        heard |= self.controller.wants_packet_feedback();
+                    }
+                }
+                _ => {}
+            }
+            self.push_event(SessionEvent::Receiver(e));
+        }
+        self.follow_controller(now);
+        if heard {
+            self.s.rate_reports += 1;
+            self.s.reported_rate = Some(self.rate);
+            self.push_event(SessionEvent::RateReported {
+                at: now,
+                rate: self.rate,
+            });
+        }
+    }
+
+    fn feedback(&self, ssrc: Ssrc) -> Option<Feedback> {
+        let r = self.reports.receivers().iter().find(|r| r.ssrc == ssrc)?;
+        Some(Feedback {
+            receiver: r.ssrc.get(),
+            from: r.addr,
+            fraction_lost: r.fraction_lost,
+            cumulative_lost: r.cumulative_lost as i64,
+            extended_highest_seq: r.extended_highest_seq,
+            jitter: r.jitter_us.to_duration(),
+            rtt: r.rtt_us.map(Micros::to_duration),
+            // Receiver reports carry no loss event rate: TFRC's reports come their own way.
+            tfrc: None,
+            tfmcc: None,
+        })
+    }
+
+    /// Packets a receiver's RFC 8888 feedback named that were not in the send log (sent too
+    /// long ago, or never).
+    pub fn feedback_unmatched(&self) -> u64 {
+        self.feedback_unmatched
+    }
+
+    /// Wakes the rate controller if its timer is due.
+    pub fn handle_timeout(&mut self, now: Timestamp) {
+        if self
+            .controller
+            .poll_timeout()
+            .is_some_and(|(t, _)| t <= now)
+        {
+            self.controller.handle_timeout(now);
+            self.follow_controller(now);
+        }
+    }
+
+    /// Answers the NACKs of the RTCP compound just handled.
+    fn answer_nacks(&mut self, now: Timestamp) {
+        let nacks = self.reports.take_nacks();
+        let Some(r) = self.repair.as_mut() else {
+            return;
+        };
+        for n in &nacks {
+            let rtt = self.reports.receiver_rtt(n.reporter);
+            if let Some(rtt) = rtt {
+                r.rtt_sample(n.reporter, rtt);
+            }
+            r.on_nack(n, rtt, now);
+        }
+    }
+
+    /// The session takes the controller's target rate.
+    pub(super) fn follow_controller(&mut self, now: Timestamp) {
+        let rate = self.controller.target_rate();
+        if rate != self.rate {
+            if let Some(r) = self.repair.as_mut() {
+                r.set_rate(rate.as_bps());
+            }
+            self.rate = rate;
+            self.pacing.set_rate(rate);
+            if let Some(a) = self.at_rate.as_mut() {
+                a.on_rate(rate, now);
+            }
+            self.s.rate_changes += 1;
+            self.push_event(SessionEvent::RateChanged { at: now, rate });
+        }
+    }
+
+    /// The rate controller's name (`metronome_cc::ControllerKind::name`).
+    pub fn controller_name(&self) -> &'static str {
+        self.controller.name()
+    }
+
+    /// The rate controller's current target rate, on the wire.
+    pub fn target_rate(&self) -> Bitrate {
+        self.rate
+    }
+
+    /// RTCP compounds with a report the rate controller computes its rate from
+    /// ([`RateController::reads`](metronome_cc::RateController::reads), or per-packet feedback; each is a
+    /// [`SessionEvent::RateReported`]), for a driver that does not poll events.
+    pub fn rate_reports(&self) -> u64 {
+        self.s.rate_reports
+    }
+
+    /// The target rate right after the last of [`SenderSession::rate_reports`] (not moved by
+    /// the controller's timer since), on the wire.
+    pub fn reported_rate(&self) -> Option<Bitrate> {
+        self.s.reported_rate
+    }
+}
