@@ -320,13 +320,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         None,
     )
     .unwrap();
-    let from = "127.0.0.1:5005".parse().unwrap();
-    let input = Input::Rtcp {
-        wall: wall(ms(50)),
-        from,
-        data: &buf[..n],
-    };
-    s.handle_input(ms(50), input).unwrap();
+    rtcp_in(&mut s, ms(50), &buf[..n]);
     let fb = heard.lock().unwrap()[0];
     assert_eq!(
         (fb.receiver, fb.fraction_lost, fb.cumulative_lost),
@@ -376,12 +370,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         None,
     )
     .unwrap();
-    let input = Input::Rtcp {
-        wall: wall(ms(70)),
-        from,
-        data: &buf[..n],
-    };
-    s.handle_input(ms(70), input).unwrap();
+    rtcp_in(&mut s, ms(70), &buf[..n]);
     assert_eq!(
         rate_events(&mut s),
         [SessionEvent::RateReported {
@@ -413,12 +402,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         Timestamp::ZERO,
         Box::new(FixedRate::new(Bitrate::mbps(5))),
     );
-    let input = Input::Rtcp {
-        wall: wall(ms(70)),
-        from,
-        data: &buf[..n],
-    };
-    fixed.handle_input(ms(70), input).unwrap();
+    rtcp_in(&mut fixed, ms(70), &buf[..n]);
     assert_eq!(rate_events(&mut fixed), []);
     assert_eq!(fixed.rate_reports(), 0);
 }
