@@ -120,8 +120,8 @@ pub trait RtpSource: Send {
     /// The sender's queue now: packets made and due that have not left
     /// ([`SenderSession::queued_due`](super::SenderSession::queued_due)). A driver tells it
     /// just before each [`RtpSource::follow_rate`], [`RtpSource::set_rate`] or
-    /// [`RtpSource::rate_reported`], for a source that scales
-    /// its rate by its queue (Evalvid-RA's VBR controller).
+    /// [`RtpSource::rate_reported`], for a source that scales its rate by its queue
+    /// (Evalvid-RA's VBR controller).
     fn note_queue(&mut self, _packets: usize) {}
 
     /// The driver is at `now` on the stream's timeline and the source is behind it: a live
