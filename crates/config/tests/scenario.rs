@@ -118,16 +118,31 @@ fn errors_name_the_line_and_what_is_expected() {
         e.contains("initial_window = 0: a congestion window of 1 to 100"),
         "{e}"
     );
-    let f = ScenarioFile::parse(
-        &tcp.replace("rate = \"1mbit\"", "initial_window = 2"),
-        "t.toml",
-    )
-    .unwrap();
-    let s = f.resolve(&f.points()[0]).unwrap();
     assert!(matches!(
-        s.flows[0].kind,
+        tcp_kind(&tcp.replace("rate = \"1mbit\"", "initial_window = 2")),
         metronome_config::scenario::FlowKind::Tcp {
             initial_window: Some(2),
+            ..
+        }
+    ));
+
+    // Its largest window: segments, 1 to 10000 (ns-2's window_); TCP flows only.
+    let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\nmax_window = 20"));
+    assert!(e.contains("a udp flow has no 'max_window'"), "{e}");
+    let e = err(&tcp.replace("rate = \"1mbit\"", "max_window = 0"));
+    assert!(e.contains("max_window = 0: a window of 1 to 10000"), "{e}");
+    assert!(matches!(
+        tcp_kind(&tcp.replace("rate = \"1mbit\"", "max_window = 20")),
+        metronome_config::scenario::FlowKind::Tcp {
+            max_window: Some(20),
+            delayed_ack: true,
+            ..
+        }
+    ));
+    assert!(matches!(
+        tcp_kind(&tcp.replace("rate = \"1mbit\"", "delayed_ack = false")),
+        metronome_config::scenario::FlowKind::Tcp {
+            delayed_ack: false,
             ..
         }
     ));
@@ -553,4 +568,10 @@ fn a_groups_receivers_may_join_and_leave() {
     assert!(e.contains("for a multicast group's receivers"), "{e}");
     let e = err(&BASE.replace("to = \"b\"", "to = \"b\"\nmembership = []"));
     assert!(e.contains("has no 'membership'"), "{e}");
+}
+
+/// The kind of the first flow of scenario file `text`.
+fn tcp_kind(text: &str) -> metronome_config::scenario::FlowKind {
+    let f = ScenarioFile::parse(text, "t.toml").unwrap();
+    f.resolve(&f.points()[0]).unwrap().flows[0].kind.clone()
 }

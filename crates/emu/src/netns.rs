@@ -23,11 +23,46 @@ use metronome_rt::process::with_default_signals;
 use metronome_rt::udp::UdpError;
 use std::fs::File;
 use std::io::{self, Write};
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How the kernel's TCP from one host to another starts and how far its window may grow
+/// ([`Hosts::set_tcp_window`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TcpWindow {
+    /// The congestion window a connection starts with, segments (`None`: the kernel's 10).
+    pub initial: Option<u32>,
+    /// The most segments in flight: the congestion window's clamp, as ns-2's `window_`
+    /// (`None`: no clamp).
+    pub max: Option<u32>,
+}
+
+/// How long priming the TCP metrics cache may take ([`Hosts::set_tcp_window`]).
+const PRIME_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Accepts one connection on `listener` (within [`PRIME_TIMEOUT`]) and reads it to its end;
+/// dropping it then closes this end.
+fn serve_one(listener: TcpListener) -> io::Result<()> {
+    listener.set_nonblocking(true)?;
+    let clock = Clock::new();
+    let deadline = clock.now() + PRIME_TIMEOUT;
+    let mut s = loop {
+        match listener.accept() {
+            Ok((s, _)) => break s,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && clock.now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2))
+            }
+            Err(e) => return Err(e),
+        }
+    };
+    s.set_nonblocking(false)?;
+    s.set_read_timeout(Some(PRIME_TIMEOUT))?;
+    io::copy(&mut s, &mut io::sink()).map(drop)
+}
 
 /// What the `ip` commands said when one failed.
 fn ip(args: &[&str]) -> io::Result<()> {
@@ -161,13 +196,86 @@ impl Hosts {
         self.hosts.iter().position(|h| h.name == name)
     }
 
-    /// Host `k`'s TCP connections to `to` start with a congestion window of `segments` (its
-    /// route's `initcwnd`; the kernel's default is 10, RFC 6928).
-    pub fn set_initial_window(&self, k: usize, to: Ipv4Addr, segments: u32) -> io::Result<()> {
+    /// Host `from`'s TCP connections to host `to` start with the window and grow at most to
+    /// the window `w` gives. Both are metrics of the route to `to`: `initcwnd` (the kernel's
+    /// default is 10, RFC 6928) and `cwnd lock` (no cap by default). The kernel takes a locked
+    /// `cwnd` as a connection's clamp only from its TCP metrics cache, which it fills from
+    /// the route when a connection closes; so with a cap, one short connection from `from`
+    /// to `to` runs first and the cache is checked to hold the cap.
+    pub fn set_tcp_window(&self, from: usize, to: usize, w: TcpWindow) -> io::Result<()> {
+        let mut metrics = String::new();
+        if let Some(n) = w.initial {
+            metrics += &format!(" initcwnd {n}");
+        }
+        if let Some(n) = w.max {
+            metrics += &format!(" cwnd lock {n}");
+        }
+        if metrics.is_empty() {
+            return Ok(());
+        }
+        let addr = self.hosts[to].addr;
+        ip_batch(
+            &self.hosts[from].ns,
+            &format!("route replace {addr}/32 dev tun0{metrics}\n"),
+        )?;
+        match w.max {
+            Some(max) => self.prime_tcp_metrics(from, to, max),
+            None => Ok(()),
+        }
+    }
+
+    /// Host `k`'s TCP ACKs every segment it gets from host `from` at once (its route's
+    /// `quickack 1`), where the kernel would otherwise delay ACKs (ns-2's `TCPSink`).
+    pub fn set_quick_ack(&self, k: usize, from: usize) -> io::Result<()> {
+        let addr = self.hosts[from].addr;
         ip_batch(
             &self.hosts[k].ns,
-            &format!("route replace {to}/32 dev tun0 initcwnd {segments}\n"),
+            &format!("route replace {addr}/32 dev tun0 quickack 1\n"),
         )
+    }
+
+    /// One connection from host `from` to host `to`, closed by `from`, so that `from`'s
+    /// kernel caches the route's TCP metrics toward `to`; then checks that the cache clamps
+    /// the window at `max` segments.
+    fn prime_tcp_metrics(&self, from: usize, to: usize, max: u32) -> io::Result<()> {
+        let addr = self.hosts[to].addr;
+        let listener = self.run_in(to, move || TcpListener::bind((addr, 0)))??;
+        let at = SocketAddr::from((addr, listener.local_addr()?.port()));
+        let peer = std::thread::spawn(move || serve_one(listener));
+        let client = self.run_in(from, move || -> io::Result<()> {
+            let mut c = TcpStream::connect_timeout(&at, PRIME_TIMEOUT)?;
+            c.set_read_timeout(Some(PRIME_TIMEOUT))?;
+            c.write_all(b"metronome")?;
+            c.shutdown(Shutdown::Write)?;
+            // Until the peer's FIN: this end then waits in TIME_WAIT, its metrics saved.
+            io::copy(&mut c, &mut io::sink()).map(drop)
+        });
+        let served = peer
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the priming peer panicked")));
+        client??;
+        served?;
+        let max = max.to_string();
+        let clock = Clock::new();
+        let deadline = clock.now() + PRIME_TIMEOUT;
+        loop {
+            let out = self
+                .command(from, "ip")
+                .args(["tcp_metrics", "show", &addr.to_string()])
+                .stdin(Stdio::null())
+                .output()?;
+            let shown = String::from_utf8_lossy(&out.stdout);
+            let words: Vec<&str> = shown.split_whitespace().collect();
+            if words.windows(2).any(|w| w == ["cwnd", max.as_str()]) {
+                return Ok(());
+            }
+            if clock.now() >= deadline {
+                return Err(io::Error::other(format!(
+                    "the kernel kept no TCP metrics toward {addr} with cwnd {max} (is net.ipv4.tcp_no_metrics_save set?): the window cannot be clamped"
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 
     /// A command to run in host `k`'s namespace. It starts with default signal dispositions
@@ -243,6 +351,13 @@ impl NetnsPair {
             hosts,
         })
     }
+
+    /// Host `a`'s TCP connections to `b` start with and grow at most to the window `w` gives
+    /// ([`Hosts::set_tcp_window`]; the fabric must be running when it has a cap).
+    pub fn set_tcp_window(&self, w: TcpWindow) -> io::Result<()> {
+        self.hosts.set_tcp_window(0, 1, w)
+    }
+
     /// The two routes between the namespaces: a → b over link 0, b → a over link 1.
     pub fn routes(&self) -> Vec<Route> {
         let route = |from: &Arc<File>, to: &Arc<File>, link| Route {

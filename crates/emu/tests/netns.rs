@@ -6,7 +6,7 @@
 //! Needs root, `ip` and iperf3; every namespace and process is removed, also on failure.
 
 use metronome_emu::fabric::{Datagram, Fabric, HostNet, HostPath, Input};
-use metronome_emu::netns::{remove_stale, Hosts, NetnsPair};
+use metronome_emu::netns::{remove_stale, Hosts, NetnsPair, TcpWindow};
 use metronome_link::{Link, LinkConfig, SendOutcome};
 use metronome_rt::clock::Clock;
 use std::process::{Child, Stdio};
@@ -30,6 +30,17 @@ fn iperf3(
     ab: LinkConfig,
     ba: LinkConfig,
     client_args: &[&str],
+) -> (serde_json::Value, Vec<Input>) {
+    iperf3_windowed(tag, ab, ba, client_args, TcpWindow::default())
+}
+
+/// [`iperf3`], with `a`'s TCP to `b` given `window`.
+fn iperf3_windowed(
+    tag: &str,
+    ab: LinkConfig,
+    ba: LinkConfig,
+    client_args: &[&str],
+    window: TcpWindow,
 ) -> (serde_json::Value, Vec<Input>) {
     let have = std::process::Command::new("iperf3")
         .arg("--version")
@@ -56,6 +67,7 @@ fn iperf3(
                 .spawn()
                 .unwrap(),
         );
+        pair.set_tcp_window(window).expect("the route's TCP window");
         std::thread::sleep(Duration::from_millis(500));
         let client = pair
             .command(true, "iperf3")
@@ -143,6 +155,40 @@ fn kernel_tcp_gets_the_links_rate() {
     assert!(
         (bps - expect).abs() / expect < 0.02,
         "{bps:.0} bit/s, expected {expect:.0}"
+    );
+}
+
+/// With a window clamp (ns-2's `window_`), the kernel's TCP keeps at most that many segments
+/// in flight: on a path whose bandwidth-delay product is larger, it carries the window per
+/// round trip, not the link's rate.
+#[test]
+fn kernel_tcp_keeps_to_its_window_clamp() {
+    let ab = LinkConfig {
+        rate_bps: Some(10_000_000),
+        delay: Duration::from_millis(20),
+        queue_limit_packets: Some(100),
+        ..LinkConfig::default()
+    };
+    let ba = LinkConfig {
+        delay: Duration::from_millis(20),
+        ..LinkConfig::default()
+    };
+    let window = TcpWindow {
+        initial: Some(2),
+        max: Some(10),
+    };
+    let (v, _) = iperf3_windowed("wnd", ab, ba, &["-t", "6", "-O", "2"], window);
+    let bps = v["end"]["sum_received"]["bits_per_second"]
+        .as_f64()
+        .unwrap();
+    // Ten segments of 1448 bytes per round trip: 40 ms of propagation and a segment's 1.2 ms
+    // at 10 Mbit/s (the link then idles: no queue builds).
+    let rtt = 0.040 + 1500.0 * 8.0 / 10e6;
+    let expect = 10.0 * 1448.0 * 8.0 / rtt;
+    eprintln!("iperf3 TCP, window 10: {bps:.0} bit/s received, window per RTT {expect:.0}");
+    assert!(
+        bps < 1.05 * expect && bps > 0.8 * expect,
+        "{bps:.0} bit/s with a window of 10 segments, expected about {expect:.0} (the link carries 9.65 Mbit/s)"
     );
 }
 
@@ -281,8 +327,12 @@ fn multicast_crosses_a_shared_link_once_and_is_copied_where_paths_part() {
 fn a_hosts_tcp_to_a_peer_starts_from_the_window_it_is_given() {
     let hosts = Hosts::create("iw", &["a", "b"]).expect("namespaces (needs root)");
     let peer = hosts.hosts()[1].addr;
+    let window = TcpWindow {
+        initial: Some(2),
+        max: None,
+    };
     hosts
-        .set_initial_window(0, peer, 2)
+        .set_tcp_window(0, 1, window)
         .expect("ip route replace");
     let routes = |k: usize| {
         let out = hosts
@@ -302,5 +352,14 @@ fn a_hosts_tcp_to_a_peer_starts_from_the_window_it_is_given() {
     assert!(
         !routes(1).contains("initcwnd"),
         "the peer's routes are its own"
+    );
+    // The peer ACKs what it gets from a at once (ns-2's TCPSink): its route back has quickack.
+    hosts.set_quick_ack(1, 0).expect("ip route replace");
+    let b = routes(1);
+    let back: Vec<&str> = b.lines().filter(|l| l.contains("quickack 1")).collect();
+    let me = hosts.hosts()[0].addr;
+    assert!(
+        back.len() == 1 && back[0].starts_with(&format!("{me} dev tun0")),
+        "{b}"
     );
 }

@@ -170,6 +170,8 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                 rate_bps,
                 mtu,
                 initial_window,
+                max_window,
+                delayed_ack,
             } => {
                 let own = smoltcp_initial_window(*mtu);
                 if let Some(w) = initial_window.filter(|&w| w != own) {
@@ -192,6 +194,8 @@ pub fn build(s: &Scenario, seed: u64, dir: Option<&Path>) -> Result<Built, Strin
                     duration: f.duration,
                     // Windows up to 4 MiB: above 100 Mbit/s × 300 ms.
                     buffer_bytes: 4 << 20,
+                    max_window: *max_window,
+                    delayed_ack: *delayed_ack,
                     mtu: mtu.map_or(metronome_sim::flows::tcp::DEFAULT_MTU, |m| m as usize),
                     interval: s.interval,
                     seed: flow_seed,

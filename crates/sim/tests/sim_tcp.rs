@@ -21,6 +21,18 @@ fn run(
     bytes: Option<u64>,
     seed: u64,
 ) -> (FlowReport, String) {
+    run_windowed(fwd, cc, secs, bytes, seed, None)
+}
+
+/// [`run`] with at most `max_window` segments in flight.
+fn run_windowed(
+    fwd: LinkConfig,
+    cc: TcpCongestion,
+    secs: u64,
+    bytes: Option<u64>,
+    seed: u64,
+    max_window: Option<u32>,
+) -> (FlowReport, String) {
     let mut sim = Sim::new(seed, TraceLevel::Packets);
     let a = sim.add_node("a");
     let b = sim.add_node("b");
@@ -39,6 +51,8 @@ fn run(
         start: Duration::ZERO,
         duration: Duration::from_secs(secs),
         buffer_bytes: 1 << 20,
+        max_window,
+        delayed_ack: true,
         mtu: metronome_sim::flows::tcp::DEFAULT_MTU,
         interval: Duration::from_secs(1),
         seed,
@@ -63,6 +77,16 @@ fn steady_goodput(f: &FlowReport, skip: usize) -> f64 {
     bins[bins.len() / 2]
 }
 
+/// 10 Mbit/s, 20 ms, a queue of 100 packets.
+fn ten_mbit_20ms() -> LinkConfig {
+    LinkConfig {
+        rate_bps: Some(10_000_000),
+        delay: Duration::from_millis(20),
+        queue_limit_packets: Some(100),
+        ..LinkConfig::default()
+    }
+}
+
 /// Goodput over the whole transfer.
 fn mean_goodput(f: &FlowReport, secs: u64) -> f64 {
     f.receivers[0].bytes as f64 * 8.0 / secs as f64
@@ -71,12 +95,7 @@ fn mean_goodput(f: &FlowReport, secs: u64) -> f64 {
 #[test]
 fn goodput_is_the_link_rate_less_headers() {
     for cc in [TcpCongestion::Reno, TcpCongestion::Cubic] {
-        let fwd = LinkConfig {
-            rate_bps: Some(10_000_000),
-            delay: Duration::from_millis(20),
-            queue_limit_packets: Some(100),
-            ..LinkConfig::default()
-        };
+        let fwd = ten_mbit_20ms();
         let (f, _) = run(fwd, cc, 20, None, 7);
         let got = steady_goodput(&f, 2);
         let expect = 10_000_000.0 * GOODPUT_SHARE;
@@ -88,6 +107,26 @@ fn goodput_is_the_link_rate_less_headers() {
         // Recoveries by timeout cost at most a quarter of the time.
         let mean = mean_goodput(&f, 20);
         assert!(mean > 0.75 * expect, "{cc:?}: {mean:.0} bit/s; {bins:?}");
+    }
+}
+
+/// With `max_window` (ns-2's `window_`) the sender keeps at most that many segments in
+/// flight: on a path whose bandwidth-delay product is larger it carries the window per round
+/// trip, not the link's rate; without it, the link's rate.
+#[test]
+fn goodput_keeps_to_the_window_cap() {
+    for cc in [TcpCongestion::Reno, TcpCongestion::Cubic] {
+        let fwd = ten_mbit_20ms();
+        let (f, _) = run_windowed(fwd, cc, 10, None, 7, Some(10));
+        let got = steady_goodput(&f, 2);
+        // Ten segments of 1460 bytes per round trip: 40 ms of propagation and a segment's
+        // 1.2 ms at 10 Mbit/s (the link then idles: no queue builds).
+        let rtt = 0.040 + 1500.0 * 8.0 / 10e6;
+        let expect = 10.0 * 1460.0 * 8.0 / rtt;
+        assert!(
+            (got - expect).abs() / expect < 0.03,
+            "{cc:?}: {got:.0} bit/s with a window of 10 segments, expected {expect:.0}"
+        );
     }
 }
 

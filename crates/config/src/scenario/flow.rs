@@ -38,6 +38,8 @@ pub(super) struct FileFlow {
     start_rate: Option<Rate>,
     mtu: Option<u32>,
     initial_window: Option<u32>,
+    max_window: Option<u32>,
+    delayed_ack: Option<bool>,
     gop: Option<u32>,
     codec: Option<String>,
     quantizers: Option<Vec<u32>>,
@@ -234,7 +236,7 @@ impl FileFlow {
 
     /// Every key only some kinds have: whether it is set, and the kinds that take it, in the
     /// order a flow's first unused key is found.
-    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 20] {
+    fn keys(&self) -> [(&'static str, bool, &'static [&'static str]); 22] {
         const RTP: &[&str] = &["rtp"];
         [
             ("video", self.video.is_some(), RTP),
@@ -254,6 +256,8 @@ impl FileFlow {
             ("cc", self.cc.is_some(), &["tcp", "rtp"]),
             ("bytes", self.bytes.is_some(), &["tcp"]),
             ("initial_window", self.initial_window.is_some(), &["tcp"]),
+            ("max_window", self.max_window.is_some(), &["tcp"]),
+            ("delayed_ack", self.delayed_ack.is_some(), &["tcp"]),
             ("payload", self.payload.is_some(), &["udp"]),
             ("square", self.square.is_some(), &["udp"]),
             ("rate", self.rate.is_some(), &["udp", "tcp", "rtp"]),
@@ -322,12 +326,19 @@ impl FileFlow {
                 "flow '{name}': initial_window = {w}: a congestion window of 1 to 100 segments"
             ));
         }
+        if let Some(w) = self.max_window.filter(|w| !(1..=10_000).contains(w)) {
+            return Err(format!(
+                "flow '{name}': max_window = {w}: a window of 1 to 10000 segments"
+            ));
+        }
         Ok(FlowKind::Tcp {
             cc,
             bytes: self.bytes,
             rate_bps: self.rate.map(|r| r.0),
             mtu: self.mtu,
             initial_window: self.initial_window,
+            max_window: self.max_window,
+            delayed_ack: self.delayed_ack.unwrap_or(true),
         })
     }
 

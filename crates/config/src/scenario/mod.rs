@@ -316,6 +316,20 @@ pub enum FlowKind {
         /// whatever it is told, so it takes only the whole segments in those (2 at an `mtu`
         /// of 1040, 1 at 1500).
         initial_window: Option<u32>,
+        /// The most segments in flight, 1 to 10000 (`None`: no cap beyond the buffers):
+        /// ns-2's `window_` (20 by default in ns-2, whose TCP sends at most
+        /// `min(cwnd_, window_)` packets). The simulator advertises it from the receiver's
+        /// buffer (`max_window` × the segment size); emu mode locks the sending host's
+        /// route to the receiver at `cwnd lock max_window` and primes the kernel's TCP
+        /// metrics with it, so the kernel clamps its congestion window there.
+        max_window: Option<u32>,
+        /// Whether the receiver delays its ACKs (true, the default: at most every second
+        /// segment or after a delay, as the kernel's and smoltcp's do) or ACKs every segment
+        /// at once (false: ns-2's `TCPSink`). smoltcp's sender grows its window per ACK, not
+        /// per segment acknowledged as the kernel's does, so behind delayed ACKs it climbs at
+        /// about half the kernel's rate. Emu mode sets `quickack 1` on the receiving host's
+        /// route to the sender.
+        delayed_ack: bool,
     },
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:
     /// null-free constant-rate TS, or with `video` the test pattern encoded with H.264 at

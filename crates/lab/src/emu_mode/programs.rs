@@ -8,7 +8,7 @@
 use super::{flow_group, flow_port, host_index};
 use crate::results::CommandRun;
 use metronome_config::scenario::{FlowDecl, FlowKind, Scenario, TcpCc};
-use metronome_emu::netns::Hosts;
+use metronome_emu::netns::{Hosts, TcpWindow};
 use metronome_link::meter::{IntervalFigures, Meter};
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_rt::clock::Clock;
@@ -265,6 +265,8 @@ pub(super) fn iperf3_flow(
         rate_bps,
         mtu,
         initial_window,
+        max_window,
+        delayed_ack,
     } = f.kind
     else {
         return Err(format!("flow '{}' is not TCP", f.name));
@@ -277,13 +279,8 @@ pub(super) fn iperf3_flow(
     let port = flow_port(k).to_string();
     let missing =
         |e: std::io::Error| format!("cannot run iperf3 ({e}): install it (apt-get install iperf3)");
-    // Before the wait: starting `ip` takes time the flow's start should not.
-    if let Some(segments) = initial_window {
-        st.hosts
-            .set_initial_window(from, st.hosts.hosts()[to].addr, segments)
-            .map_err(|e| format!("flow '{}': initial_window: {e}", f.name))?;
-    }
     // The server is up before the flow starts (it takes a few hundred ms to listen).
+    let listening = st.clock.now();
     let _server = Running(
         st.hosts
             .command(to, "iperf3")
@@ -294,7 +291,21 @@ pub(super) fn iperf3_flow(
             .spawn()
             .map_err(missing)?,
     );
-    std::thread::sleep(Duration::from_millis(250));
+    // Meanwhile, before the flow's start: `ip` and the priming connection take time.
+    let window = TcpWindow {
+        initial: initial_window,
+        max: max_window,
+    };
+    st.hosts
+        .set_tcp_window(from, to, window)
+        .map_err(|e| format!("flow '{}': initial_window or max_window: {e}", f.name))?;
+    if !delayed_ack {
+        st.hosts
+            .set_quick_ack(to, from)
+            .map_err(|e| format!("flow '{}': delayed_ack = false: {e}", f.name))?;
+    }
+    let waited = st.clock.now().saturating_since(listening);
+    std::thread::sleep(Duration::from_millis(250).saturating_sub(waited));
     if !sleep_until(st, st.origin + f.start) {
         return Err("interrupted".into());
     }
@@ -489,6 +500,8 @@ mod tests {
                 rate_bps: None,
                 mtu: None,
                 initial_window: None,
+                max_window: None,
+                delayed_ack: true,
             },
             membership: Vec::new(),
         }

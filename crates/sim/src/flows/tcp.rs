@@ -58,6 +58,12 @@ pub struct TcpFlowConfig {
     /// Send and receive buffers, bytes (the largest window: size them above the path's
     /// bandwidth-delay product).
     pub buffer_bytes: usize,
+    /// The most segments in flight (ns-2's `window_`): the receiver's buffer, and with it the
+    /// window it advertises, is this many segments (`None`: `buffer_bytes`).
+    pub max_window: Option<u32>,
+    /// Whether the receiver delays its ACKs (smoltcp's default: every second segment, or
+    /// after 10 ms) or ACKs every segment at once (ns-2's `TCPSink`).
+    pub delayed_ack: bool,
     /// The largest IP packet, bytes (segments fill it: MSS = mtu − 40).
     pub mtu: usize,
     /// Bin width of the receiver's per-interval figures.
@@ -131,7 +137,15 @@ fn micros(t: Timestamp) -> Instant {
 }
 
 impl End {
-    fn new(addr: Ipv4Address, buffer: usize, mtu: usize, seed: u64, now: Timestamp) -> Self {
+    /// A stack at `addr` whose socket has a receive buffer of `rx` bytes and a send buffer
+    /// of `tx`.
+    fn new(
+        addr: Ipv4Address,
+        (rx, tx): (usize, usize),
+        mtu: usize,
+        seed: u64,
+        now: Timestamp,
+    ) -> Self {
         let mut dev = Queues {
             rx: VecDeque::new(),
             tx: VecDeque::new(),
@@ -145,8 +159,8 @@ impl End {
             let _ = a.push(IpCidr::new(IpAddress::Ipv4(addr), 24));
         });
         let socket = tcp::Socket::new(
-            tcp::SocketBuffer::new(vec![0u8; buffer]),
-            tcp::SocketBuffer::new(vec![0u8; buffer]),
+            tcp::SocketBuffer::new(vec![0u8; rx]),
+            tcp::SocketBuffer::new(vec![0u8; tx]),
         );
         let mut sockets = SocketSet::new(Vec::new());
         let socket = sockets.add(socket);
@@ -221,6 +235,17 @@ impl TcpFlow {
             last_read: Timestamp::ZERO,
             wakes: [Timestamp::MAX; 2],
         }
+    }
+
+    /// The receiver's buffer, bytes: `buffer_bytes`, or with `max_window` one segment more
+    /// than the window. smoltcp ACKs a segment in the poll that takes it in, before the
+    /// application reads it, so each ACK advertises the buffer less that segment: the
+    /// `max_window` segments of ns-2's `window_`.
+    fn sink_buffer(&self) -> usize {
+        let mss = self.cfg.mtu.saturating_sub(40).max(1);
+        self.cfg
+            .max_window
+            .map_or(self.cfg.buffer_bytes, |w| (w as usize + 1) * mss)
     }
 
     fn start_time(&self) -> Timestamp {
@@ -380,19 +405,22 @@ impl Flow for TcpFlow {
         if ep == 1 && self.sink.is_none() {
             let mut sink = End::new(
                 SINK_ADDR,
-                self.cfg.buffer_bytes,
+                (self.sink_buffer(), self.cfg.buffer_bytes),
                 self.cfg.mtu,
                 self.cfg.seed ^ 1,
                 now,
             );
             // A fresh socket always listens.
             let _ = sink.tcp().listen(PORT);
+            if !self.cfg.delayed_ack {
+                sink.tcp().set_ack_delay(None);
+            }
             self.sink = Some(sink);
         }
         if ep == 0 && self.sender.is_none() {
             let mut s = End::new(
                 SENDER_ADDR,
-                self.cfg.buffer_bytes,
+                (self.cfg.buffer_bytes, self.cfg.buffer_bytes),
                 self.cfg.mtu,
                 self.cfg.seed,
                 now,
