@@ -131,6 +131,13 @@ fn errors_name_the_line_and_what_is_expected() {
     assert!(e.contains("a udp flow has no 'max_window'"), "{e}");
     let e = err(&tcp.replace("rate = \"1mbit\"", "max_window = 0"));
     assert!(e.contains("max_window = 0: a window of 1 to 10000"), "{e}");
+    let e = err(&tcp.replace("rate = \"1mbit\"", "max_window = 10001"));
+    assert!(
+        e.contains("max_window = 10001: a window of 1 to 10000"),
+        "{e}"
+    );
+    let e = err(&BASE.replace("rate = \"1mbit\"", "rate = \"1mbit\"\ndelayed_ack = false"));
+    assert!(e.contains("a udp flow has no 'delayed_ack'"), "{e}");
     assert!(matches!(
         tcp_kind(&tcp.replace("rate = \"1mbit\"", "max_window = 20")),
         metronome_config::scenario::FlowKind::Tcp {

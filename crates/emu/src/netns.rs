@@ -21,13 +21,14 @@ use metronome_link::Link;
 use metronome_rt::clock::Clock;
 use metronome_rt::process::with_default_signals;
 use metronome_rt::udp::UdpError;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How the kernel's TCP from one host to another starts and how far its window may grow
@@ -128,6 +129,34 @@ pub struct Hosts {
     hosts: Vec<Host>,
     /// Namespaces made so far (all of them once created): what Drop deletes.
     made: Vec<String>,
+    /// The TCP metrics set on each host's route to another, by (host, peer): `ip route
+    /// replace` sets a route's metrics as a whole, so each write carries all of them.
+    routes: Mutex<HashMap<(usize, usize), RouteTcp>>,
+}
+
+/// The TCP metrics of one host's route to a peer.
+#[derive(Clone, Copy, Debug, Default)]
+struct RouteTcp {
+    window: TcpWindow,
+    /// ACK every segment from the peer at once.
+    quickack: bool,
+}
+
+impl RouteTcp {
+    /// The route's metrics as `ip route` takes them, each with a leading space.
+    fn metrics(&self) -> String {
+        let mut m = String::new();
+        if let Some(n) = self.window.initial {
+            m += &format!(" initcwnd {n}");
+        }
+        if let Some(n) = self.window.max {
+            m += &format!(" cwnd lock {n}");
+        }
+        if self.quickack {
+            m += " quickack 1";
+        }
+        m
+    }
 }
 
 /// The address of the `k`-th host (from 0) on 10.77.0.0/16.
@@ -156,6 +185,7 @@ impl Hosts {
         let mut hosts = Hosts {
             hosts: Vec::with_capacity(names.len()),
             made: Vec::with_capacity(names.len()),
+            routes: Mutex::new(HashMap::new()),
         };
         for (k, name) in names.iter().enumerate() {
             let ns = format!("{PREFIX}{pid}-{tag}{serial}-{k}");
@@ -198,40 +228,64 @@ impl Hosts {
 
     /// Host `from`'s TCP connections to host `to` start with the window and grow at most to
     /// the window `w` gives. Both are metrics of the route to `to`: `initcwnd` (the kernel's
-    /// default is 10, RFC 6928) and `cwnd lock` (no cap by default). The kernel takes a locked
-    /// `cwnd` as a connection's clamp only from its TCP metrics cache, which it fills from
-    /// the route when a connection closes; so with a cap, one short connection from `from`
-    /// to `to` runs first and the cache is checked to hold the cap.
+    /// default is 10, RFC 6928) and `cwnd lock` (no cap by default), so they hold for every
+    /// TCP between the two hosts, and two different asks between them are refused. The
+    /// kernel takes a locked `cwnd` as a connection's clamp only from its TCP metrics cache,
+    /// which it fills from the route when a connection closes; so with a cap, one short
+    /// connection from `from` to `to` runs first and the cache is checked to hold the cap.
     pub fn set_tcp_window(&self, from: usize, to: usize, w: TcpWindow) -> io::Result<()> {
-        let mut metrics = String::new();
-        if let Some(n) = w.initial {
-            metrics += &format!(" initcwnd {n}");
-        }
-        if let Some(n) = w.max {
-            metrics += &format!(" cwnd lock {n}");
-        }
-        if metrics.is_empty() {
+        if w == TcpWindow::default() {
             return Ok(());
         }
         let addr = self.hosts[to].addr;
-        ip_batch(
-            &self.hosts[from].ns,
-            &format!("route replace {addr}/32 dev tun0{metrics}\n"),
-        )?;
+        let mut newly_capped = false;
+        self.update_route(from, to, |r| {
+            let clash = |had: Option<u32>, want: Option<u32>, what: &str| match (had, want) {
+                (Some(a), Some(b)) if a != b => Err(io::Error::other(format!(
+                    "two TCP flows to {addr} from one host ask {what} {a} and {b}: the kernel sets it for every TCP between two hosts alike"
+                ))),
+                _ => Ok(()),
+            };
+            clash(r.window.initial, w.initial, "initial_window")?;
+            clash(r.window.max, w.max, "max_window")?;
+            newly_capped = r.window.max.is_none() && w.max.is_some();
+            r.window.initial = w.initial.or(r.window.initial);
+            r.window.max = w.max.or(r.window.max);
+            Ok(())
+        })?;
         match w.max {
-            Some(max) => self.prime_tcp_metrics(from, to, max),
-            None => Ok(()),
+            Some(max) if newly_capped => self.prime_tcp_metrics(from, to, max),
+            _ => Ok(()),
         }
     }
 
     /// Host `k`'s TCP ACKs every segment it gets from host `from` at once (its route's
     /// `quickack 1`), where the kernel would otherwise delay ACKs (ns-2's `TCPSink`).
     pub fn set_quick_ack(&self, k: usize, from: usize) -> io::Result<()> {
-        let addr = self.hosts[from].addr;
+        self.update_route(k, from, |r| {
+            r.quickack = true;
+            Ok(())
+        })
+    }
+
+    /// Applies `change` to host `k`'s TCP metrics toward host `to` and writes them all to
+    /// the route.
+    fn update_route(
+        &self,
+        k: usize,
+        to: usize,
+        change: impl FnOnce(&mut RouteTcp) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
+        let mut next = routes.get(&(k, to)).copied().unwrap_or_default();
+        change(&mut next)?;
+        let addr = self.hosts[to].addr;
         ip_batch(
             &self.hosts[k].ns,
-            &format!("route replace {addr}/32 dev tun0 quickack 1\n"),
-        )
+            &format!("route replace {addr}/32 dev tun0{}\n", next.metrics()),
+        )?;
+        routes.insert((k, to), next);
+        Ok(())
     }
 
     /// One connection from host `from` to host `to`, closed by `from`, so that `from`'s

@@ -362,4 +362,19 @@ fn a_hosts_tcp_to_a_peer_starts_from_the_window_it_is_given() {
         back.len() == 1 && back[0].starts_with(&format!("{me} dev tun0")),
         "{b}"
     );
+    // A route's metrics are written as a whole: a later one keeps the earlier.
+    hosts.set_quick_ack(0, 1).expect("ip route replace");
+    let a = routes(0);
+    assert!(
+        a.lines()
+            .any(|l| l.contains("initcwnd 2") && l.contains("quickack 1")),
+        "{a}"
+    );
+    // Two asks for one host pair's route cannot both hold.
+    let other = TcpWindow {
+        initial: Some(3),
+        max: None,
+    };
+    let e = hosts.set_tcp_window(0, 1, other).unwrap_err().to_string();
+    assert!(e.contains("initial_window 2 and 3"), "{e}");
 }

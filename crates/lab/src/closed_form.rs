@@ -14,7 +14,7 @@
 
 use metronome_config::scenario::{FlowKind, RateShape, Reference, Scenario};
 use metronome_link::report::FlowReport;
-use metronome_link::topology::{NodeId, Topology};
+use metronome_link::topology::{LinkId, NodeId, Topology};
 use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -107,9 +107,10 @@ pub fn for_scenario(s: &Scenario, net: &Topology) -> Vec<ClosedForm> {
     out
 }
 
-/// What a TCP bulk transfer should carry: the smaller of what the application offers and
-/// the path's narrowest rate, less 40 bytes of IPv4 and TCP headers per 1460-byte segment
-/// (smoltcp sends no TCP options on data segments). Loss recovery can only lower it.
+/// What a TCP bulk transfer should carry: the smallest of what the application offers, the
+/// path's narrowest rate, less 40 bytes of IPv4 and TCP headers per 1460-byte segment
+/// (smoltcp sends no TCP options on data segments), and with `max_window` that many segments
+/// per round trip of the empty path. Loss recovery and queues can only lower it.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcpExpected {
     pub flow: String,
@@ -128,7 +129,13 @@ pub const TCP_GOODPUT_SHARE: f64 = 1460.0 / 1500.0;
 pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
     let mut out = Vec::new();
     for f in &s.flows {
-        let FlowKind::Tcp { rate_bps, .. } = f.kind else {
+        let FlowKind::Tcp {
+            rate_bps,
+            mtu,
+            max_window,
+            ..
+        } = f.kind
+        else {
             continue;
         };
         let (Some(a), Some(b)) = (net.node_by_name(&f.from), net.node_by_name(&f.to[0])) else {
@@ -141,7 +148,14 @@ pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
             .min();
         let by_link = bottleneck.map_or(f64::INFINITY, |r| r as f64 * TCP_GOODPUT_SHARE);
         let by_app = rate_bps.map_or(f64::INFINITY, |r| r as f64);
-        let expected = by_link.min(by_app);
+        let mtu = mtu.unwrap_or(1500);
+        let by_window = max_window
+            .zip(net.path(b, a))
+            .map_or(f64::INFINITY, |(w, back)| {
+                let rtt = path_time(net, &path, mtu) + path_time(net, &back, 40);
+                w as f64 * mtu.saturating_sub(40) as f64 * 8.0 / rtt.max(1e-9)
+            });
+        let expected = by_link.min(by_app).min(by_window);
         out.push(TcpExpected {
             flow: f.name.clone(),
             receiver: f.to[0].clone(),
@@ -151,6 +165,18 @@ pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
         });
     }
     out
+}
+
+/// Seconds a packet of `bytes` takes along `path` when its queues are empty: each link's
+/// delay and its time on the wire.
+fn path_time(net: &Topology, path: &[LinkId], bytes: u32) -> f64 {
+    path.iter()
+        .map(|l| {
+            let c = net.link_config(*l);
+            let wire = c.rate_bps.map_or(0.0, |r| bytes as f64 * 8.0 / r as f64);
+            c.delay.as_secs_f64() + wire
+        })
+        .sum()
 }
 
 /// The `hold_extra` of the profile on the link between these nodes, ns.

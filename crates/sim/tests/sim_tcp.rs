@@ -21,17 +21,18 @@ fn run(
     bytes: Option<u64>,
     seed: u64,
 ) -> (FlowReport, String) {
-    run_windowed(fwd, cc, secs, bytes, seed, None)
+    run_with(fwd, cc, secs, bytes, seed, (None, true))
 }
 
-/// [`run`] with at most `max_window` segments in flight.
-fn run_windowed(
+/// [`run`] with at most `max_window` segments in flight, the receiver delaying its ACKs or
+/// not.
+fn run_with(
     fwd: LinkConfig,
     cc: TcpCongestion,
     secs: u64,
     bytes: Option<u64>,
     seed: u64,
-    max_window: Option<u32>,
+    (max_window, delayed_ack): (Option<u32>, bool),
 ) -> (FlowReport, String) {
     let mut sim = Sim::new(seed, TraceLevel::Packets);
     let a = sim.add_node("a");
@@ -52,7 +53,7 @@ fn run_windowed(
         duration: Duration::from_secs(secs),
         buffer_bytes: 1 << 20,
         max_window,
-        delayed_ack: true,
+        delayed_ack,
         mtu: metronome_sim::flows::tcp::DEFAULT_MTU,
         interval: Duration::from_secs(1),
         seed,
@@ -112,20 +113,54 @@ fn goodput_is_the_link_rate_less_headers() {
 
 /// With `max_window` (ns-2's `window_`) the sender keeps at most that many segments in
 /// flight: on a path whose bandwidth-delay product is larger it carries the window per round
-/// trip, not the link's rate; without it, the link's rate.
+/// trip, not the link's rate.
 #[test]
 fn goodput_keeps_to_the_window_cap() {
     for cc in [TcpCongestion::Reno, TcpCongestion::Cubic] {
-        let fwd = ten_mbit_20ms();
-        let (f, _) = run_windowed(fwd, cc, 10, None, 7, Some(10));
-        let got = steady_goodput(&f, 2);
-        // Ten segments of 1460 bytes per round trip: 40 ms of propagation and a segment's
-        // 1.2 ms at 10 Mbit/s (the link then idles: no queue builds).
-        let rtt = 0.040 + 1500.0 * 8.0 / 10e6;
-        let expect = 10.0 * 1460.0 * 8.0 / rtt;
+        for w in [1u32, 10, 25] {
+            let (f, _) = run_with(ten_mbit_20ms(), cc, 10, None, 7, (Some(w), false));
+            let got = steady_goodput(&f, 2);
+            // w segments of 1460 bytes per round trip: 40 ms of propagation, a segment's
+            // 1.2 ms at 10 Mbit/s and the ACK's (the link then idles: no queue builds).
+            let rtt = 0.040 + 1500.0 * 8.0 / 10e6;
+            let expect = w as f64 * 1460.0 * 8.0 / rtt;
+            assert!(
+                (got - expect).abs() / expect < 0.02,
+                "{cc:?}: {got:.0} bit/s with a window of {w} segments, expected {expect:.0}"
+            );
+        }
+    }
+}
+
+/// With `delayed_ack = false` (ns-2's TCPSink) the receiver ACKs every segment at once; by
+/// default it ACKs about every second one (smoltcp's delayed ACK).
+#[test]
+fn the_receiver_acks_every_segment_unless_it_delays() {
+    // Packets `event` at node `node` (0 the sender, 1 the receiver), from the trace
+    // (time_ns, event, node, ...).
+    let count = |csv: &str, event: &str, node: &str| {
+        csv.lines()
+            .filter(|l| {
+                let mut c = l.split(',').skip(1);
+                c.next() == Some(event) && c.next() == Some(node)
+            })
+            .count() as f64
+    };
+    for (delayed, lo, hi) in [(false, 0.99, 1.01), (true, 0.45, 0.7)] {
+        // A window under the path's bandwidth-delay product: no queue builds, nothing lost.
+        let (_, csv) = run_with(
+            ten_mbit_20ms(),
+            TcpCongestion::Reno,
+            5,
+            None,
+            7,
+            (Some(30), delayed),
+        );
+        let (got, acks) = (count(&csv, "delivered", "1"), count(&csv, "sent", "1"));
+        eprintln!("delayed_ack = {delayed}: {acks} ACKs for {got} segments");
         assert!(
-            (got - expect).abs() / expect < 0.03,
-            "{cc:?}: {got:.0} bit/s with a window of 10 segments, expected {expect:.0}"
+            got > 1000.0 && (lo..=hi).contains(&(acks / got)),
+            "delayed_ack = {delayed}: {acks} ACKs for {got} segments"
         );
     }
 }

@@ -318,10 +318,12 @@ pub enum FlowKind {
         initial_window: Option<u32>,
         /// The most segments in flight, 1 to 10000 (`None`: no cap beyond the buffers):
         /// ns-2's `window_` (20 by default in ns-2, whose TCP sends at most
-        /// `min(cwnd_, window_)` packets). The simulator advertises it from the receiver's
-        /// buffer (`max_window` × the segment size); emu mode locks the sending host's
-        /// route to the receiver at `cwnd lock max_window` and primes the kernel's TCP
-        /// metrics with it, so the kernel clamps its congestion window there.
+        /// `min(cwnd_, window_)` packets). The simulator's sender holds that many segments in
+        /// its send buffer, where smoltcp keeps what it sent until it is acknowledged. Emu
+        /// mode sets `cwnd lock max_window` on the sending host's route to the receiver and
+        /// primes the kernel's TCP metrics cache with it (the kernel reads a locked `cwnd`
+        /// only from there), so the cap holds for every TCP between those two hosts; two
+        /// flows between them may not ask different caps.
         max_window: Option<u32>,
         /// Whether the receiver delays its ACKs (true, the default: at most every second
         /// segment or after a delay, as the kernel's and smoltcp's do) or ACKs every segment

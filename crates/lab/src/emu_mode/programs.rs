@@ -296,19 +296,13 @@ pub(super) fn iperf3_flow(
         initial: initial_window,
         max: max_window,
     };
-    st.hosts
-        .set_tcp_window(from, to, window)
-        .map_err(|e| format!("flow '{}': initial_window or max_window: {e}", f.name))?;
-    if !delayed_ack {
-        st.hosts
-            .set_quick_ack(to, from)
-            .map_err(|e| format!("flow '{}': delayed_ack = false: {e}", f.name))?;
-    }
+    set_tcp_routes(st, f, (from, to), window, delayed_ack)?;
     let waited = st.clock.now().saturating_since(listening);
     std::thread::sleep(Duration::from_millis(250).saturating_sub(waited));
     if !sleep_until(st, st.origin + f.start) {
         return Err("interrupted".into());
     }
+    let late = st.clock.now().saturating_since(st.origin + f.start);
     let (json, _) = output(st, &f.name, "iperf3.json")?;
     let mut c: Command = st.hosts.command(from, "iperf3");
     c.args(["-c", &addr, "-p", &port, "-J", "-C"]);
@@ -346,8 +340,43 @@ pub(super) fn iperf3_flow(
         crate::results::file_stem(&f.name)
     )))
     .map_err(|e| format!("flow '{}': iperf3's output: {e}", f.name))?;
-    parse_iperf3(f, rate_bps, &text)
+    let (report, warning) = parse_iperf3(f, rate_bps, &text)?;
+    let late = (late > LATE_START).then(|| {
+        format!(
+            "flow '{}': iperf3 started {:.0} ms after the flow's start (setting its routes took that long)",
+            f.name,
+            late.as_secs_f64() * 1e3
+        )
+    });
+    let warning = match (warning, late) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
+    Ok((report, warning))
 }
+
+/// The routes TCP flow `f` from host `from` to host `to` asks: its window at the sender's,
+/// and with `delayed_ack = false` ACKs at once at the receiver's.
+fn set_tcp_routes(
+    st: &Stage,
+    f: &FlowDecl,
+    (from, to): (usize, usize),
+    window: TcpWindow,
+    delayed_ack: bool,
+) -> Result<(), String> {
+    st.hosts
+        .set_tcp_window(from, to, window)
+        .map_err(|e| format!("flow '{}': initial_window or max_window: {e}", f.name))?;
+    if !delayed_ack {
+        st.hosts
+            .set_quick_ack(to, from)
+            .map_err(|e| format!("flow '{}': delayed_ack = false: {e}", f.name))?;
+    }
+    Ok(())
+}
+
+/// How late a TCP flow's client may start before the run says so.
+const LATE_START: Duration = Duration::from_millis(20);
 
 /// iperf3's `-J` output as the flow's figures, from its first JSON document. iperf3 3.12 has
 /// been seen to write the last bytes of its document a second time after it (`ion":

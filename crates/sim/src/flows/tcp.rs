@@ -58,8 +58,8 @@ pub struct TcpFlowConfig {
     /// Send and receive buffers, bytes (the largest window: size them above the path's
     /// bandwidth-delay product).
     pub buffer_bytes: usize,
-    /// The most segments in flight (ns-2's `window_`): the receiver's buffer, and with it the
-    /// window it advertises, is this many segments (`None`: `buffer_bytes`).
+    /// The most segments in flight (ns-2's `window_`): the sender's buffer holds this many
+    /// segments, and everything sent stays in it until acknowledged (`None`: `buffer_bytes`).
     pub max_window: Option<u32>,
     /// Whether the receiver delays its ACKs (smoltcp's default: every second segment, or
     /// after 10 ms) or ACKs every segment at once (ns-2's `TCPSink`).
@@ -237,15 +237,14 @@ impl TcpFlow {
         }
     }
 
-    /// The receiver's buffer, bytes: `buffer_bytes`, or with `max_window` one segment more
-    /// than the window. smoltcp ACKs a segment in the poll that takes it in, before the
-    /// application reads it, so each ACK advertises the buffer less that segment: the
-    /// `max_window` segments of ns-2's `window_`.
-    fn sink_buffer(&self) -> usize {
+    /// The sender's buffer, bytes: `buffer_bytes`, or `max_window` whole segments. smoltcp
+    /// keeps what it sent there until it is acknowledged, so this caps what is in flight
+    /// at the sender, as ns-2's `window_` does, whatever the receiver advertises.
+    fn sender_buffer(&self) -> usize {
         let mss = self.cfg.mtu.saturating_sub(40).max(1);
         self.cfg
             .max_window
-            .map_or(self.cfg.buffer_bytes, |w| (w as usize + 1) * mss)
+            .map_or(self.cfg.buffer_bytes, |w| w as usize * mss)
     }
 
     fn start_time(&self) -> Timestamp {
@@ -405,7 +404,7 @@ impl Flow for TcpFlow {
         if ep == 1 && self.sink.is_none() {
             let mut sink = End::new(
                 SINK_ADDR,
-                (self.sink_buffer(), self.cfg.buffer_bytes),
+                (self.cfg.buffer_bytes, self.cfg.buffer_bytes),
                 self.cfg.mtu,
                 self.cfg.seed ^ 1,
                 now,
@@ -420,7 +419,7 @@ impl Flow for TcpFlow {
         if ep == 0 && self.sender.is_none() {
             let mut s = End::new(
                 SENDER_ADDR,
-                (self.cfg.buffer_bytes, self.cfg.buffer_bytes),
+                (self.cfg.buffer_bytes, self.sender_buffer()),
                 self.cfg.mtu,
                 self.cfg.seed,
                 now,
