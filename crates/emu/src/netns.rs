@@ -229,7 +229,7 @@ impl Hosts {
     /// Host `from`'s TCP connections to host `to` start with the window and grow at most to
     /// the window `w` gives. Both are metrics of the route to `to`: `initcwnd` (the kernel's
     /// default is 10, RFC 6928) and `cwnd lock` (no cap by default), so they hold for every
-    /// TCP between the two hosts, and two different asks between them are refused. The
+    /// TCP from `from` to `to`, and two different asks for them are refused. The
     /// kernel takes a locked `cwnd` as a connection's clamp only from its TCP metrics cache,
     /// which it fills from the route when a connection closes; so with a cap, one short
     /// connection from `from` to `to` runs first and the cache is checked to hold the cap.
@@ -238,25 +238,22 @@ impl Hosts {
             return Ok(());
         }
         let addr = self.hosts[to].addr;
-        let mut newly_capped = false;
+        // Under the lock until the cache is primed: a second flow with the same cap waits
+        // for it, and a failed priming records no cap.
         self.update_route(from, to, |r| {
             let clash = |had: Option<u32>, want: Option<u32>, what: &str| match (had, want) {
                 (Some(a), Some(b)) if a != b => Err(io::Error::other(format!(
-                    "two TCP flows to {addr} from one host ask {what} {a} and {b}: the kernel sets it for every TCP between two hosts alike"
+                    "two TCP flows to {addr} from one host ask {what} {a} and {b}: the kernel sets it for every TCP from one host to another alike"
                 ))),
                 _ => Ok(()),
             };
             clash(r.window.initial, w.initial, "initial_window")?;
             clash(r.window.max, w.max, "max_window")?;
-            newly_capped = r.window.max.is_none() && w.max.is_some();
+            let newly_capped = r.window.max.is_none() && w.max.is_some();
             r.window.initial = w.initial.or(r.window.initial);
             r.window.max = w.max.or(r.window.max);
-            Ok(())
-        })?;
-        match w.max {
-            Some(max) if newly_capped => self.prime_tcp_metrics(from, to, max),
-            _ => Ok(()),
-        }
+            Ok(newly_capped.then_some(w.max).flatten())
+        })
     }
 
     /// Host `k`'s TCP ACKs every segment it gets from host `from` at once (its route's
@@ -264,26 +261,30 @@ impl Hosts {
     pub fn set_quick_ack(&self, k: usize, from: usize) -> io::Result<()> {
         self.update_route(k, from, |r| {
             r.quickack = true;
-            Ok(())
+            Ok(None)
         })
     }
 
-    /// Applies `change` to host `k`'s TCP metrics toward host `to` and writes them all to
-    /// the route.
+    /// Applies `change` to host `k`'s TCP metrics toward host `to`, writes them all to the
+    /// route, and when `change` says so primes the TCP metrics cache for that cap: all under
+    /// the routes' lock, the metrics recorded only once all of it succeeded.
     fn update_route(
         &self,
         k: usize,
         to: usize,
-        change: impl FnOnce(&mut RouteTcp) -> io::Result<()>,
+        change: impl FnOnce(&mut RouteTcp) -> io::Result<Option<u32>>,
     ) -> io::Result<()> {
         let mut routes = self.routes.lock().unwrap_or_else(|e| e.into_inner());
         let mut next = routes.get(&(k, to)).copied().unwrap_or_default();
-        change(&mut next)?;
+        let prime = change(&mut next)?;
         let addr = self.hosts[to].addr;
         ip_batch(
             &self.hosts[k].ns,
             &format!("route replace {addr}/32 dev tun0{}\n", next.metrics()),
         )?;
+        if let Some(max) = prime {
+            self.prime_tcp_metrics(k, to, max)?;
+        }
         routes.insert((k, to), next);
         Ok(())
     }

@@ -108,9 +108,10 @@ pub fn for_scenario(s: &Scenario, net: &Topology) -> Vec<ClosedForm> {
 }
 
 /// What a TCP bulk transfer should carry: the smallest of what the application offers, the
-/// path's narrowest rate, less 40 bytes of IPv4 and TCP headers per 1460-byte segment
-/// (smoltcp sends no TCP options on data segments), and with `max_window` that many segments
-/// per round trip of the empty path. Loss recovery and queues can only lower it.
+/// path's narrowest rate less 40 bytes of IPv4 and TCP headers per packet of the flow's
+/// `mtu` (smoltcp sends no TCP options on data segments; 1460 of 1500 by default), and with
+/// `max_window` that many segments per round trip of the empty path. Loss recovery and
+/// queues can only lower it.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TcpExpected {
     pub flow: String,
@@ -122,7 +123,7 @@ pub struct TcpExpected {
     pub expected_goodput_bps: f64,
 }
 
-/// Bytes of payload per byte on the wire of a full TCP segment.
+/// Bytes of payload per byte on the wire of a full TCP segment in a 1500-byte packet.
 pub const TCP_GOODPUT_SHARE: f64 = 1460.0 / 1500.0;
 
 /// [`TcpExpected`] for every TCP flow of `s`.
@@ -146,9 +147,10 @@ pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
             .iter()
             .filter_map(|l| net.link_config(*l).rate_bps)
             .min();
-        let by_link = bottleneck.map_or(f64::INFINITY, |r| r as f64 * TCP_GOODPUT_SHARE);
-        let by_app = rate_bps.map_or(f64::INFINITY, |r| r as f64);
         let mtu = mtu.unwrap_or(1500);
+        let share = mtu.saturating_sub(40) as f64 / mtu.max(1) as f64;
+        let by_link = bottleneck.map_or(f64::INFINITY, |r| r as f64 * share);
+        let by_app = rate_bps.map_or(f64::INFINITY, |r| r as f64);
         let by_window = max_window
             .zip(net.path(b, a))
             .map_or(f64::INFINITY, |(w, back)| {

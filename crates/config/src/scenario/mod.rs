@@ -319,18 +319,19 @@ pub enum FlowKind {
         /// The most segments in flight, 1 to 10000 (`None`: no cap beyond the buffers):
         /// ns-2's `window_` (20 by default in ns-2, whose TCP sends at most
         /// `min(cwnd_, window_)` packets). The simulator's sender holds that many segments in
-        /// its send buffer, where smoltcp keeps what it sent until it is acknowledged. Emu
+        /// its send buffer, where smoltcp keeps what it sent until it is acknowledged (its
+        /// receiver advertises one more, which bounds the congestion window). Emu
         /// mode sets `cwnd lock max_window` on the sending host's route to the receiver and
         /// primes the kernel's TCP metrics cache with it (the kernel reads a locked `cwnd`
-        /// only from there), so the cap holds for every TCP between those two hosts; two
-        /// flows between them may not ask different caps.
+        /// only from there), so the cap holds for every TCP from the sending host to the
+        /// receiving one; two flows between them may not ask different caps.
         max_window: Option<u32>,
         /// Whether the receiver delays its ACKs (true, the default: at most every second
         /// segment or after a delay, as the kernel's and smoltcp's do) or ACKs every segment
         /// at once (false: ns-2's `TCPSink`). smoltcp's sender grows its window per ACK, not
         /// per segment acknowledged as the kernel's does, so behind delayed ACKs it climbs at
         /// about half the kernel's rate. Emu mode sets `quickack 1` on the receiving host's
-        /// route to the sender.
+        /// route to the sender (so it holds for every TCP there with that peer).
         delayed_ack: bool,
     },
     /// An RTP stream of MPEG-TS at a constant rate, sent by the engine's sender session:

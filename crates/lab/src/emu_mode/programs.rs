@@ -343,7 +343,7 @@ pub(super) fn iperf3_flow(
     let (report, warning) = parse_iperf3(f, rate_bps, &text)?;
     let late = (late > LATE_START).then(|| {
         format!(
-            "flow '{}': iperf3 started {:.0} ms after the flow's start (setting its routes took that long)",
+            "flow '{}': iperf3 started {:.0} ms after the flow's start (its server's start and its routes' set-up took that long)",
             f.name,
             late.as_secs_f64() * 1e3
         )

@@ -59,7 +59,8 @@ pub struct TcpFlowConfig {
     /// bandwidth-delay product).
     pub buffer_bytes: usize,
     /// The most segments in flight (ns-2's `window_`): the sender's buffer holds this many
-    /// segments, and everything sent stays in it until acknowledged (`None`: `buffer_bytes`).
+    /// segments, and everything sent stays in it until acknowledged; the receiver's holds
+    /// one more (`None`: `buffer_bytes` both).
     pub max_window: Option<u32>,
     /// Whether the receiver delays its ACKs (smoltcp's default: every second segment, or
     /// after 10 ms) or ACKs every segment at once (ns-2's `TCPSink`).
@@ -239,12 +240,27 @@ impl TcpFlow {
 
     /// The sender's buffer, bytes: `buffer_bytes`, or `max_window` whole segments. smoltcp
     /// keeps what it sent there until it is acknowledged, so this caps what is in flight
-    /// at the sender, as ns-2's `window_` does, whatever the receiver advertises.
+    /// at the sender, as ns-2's `window_` does.
     fn sender_buffer(&self) -> usize {
-        let mss = self.cfg.mtu.saturating_sub(40).max(1);
         self.cfg
             .max_window
-            .map_or(self.cfg.buffer_bytes, |w| w as usize * mss)
+            .map_or(self.cfg.buffer_bytes, |w| w as usize * self.mss())
+    }
+
+    /// The receiver's buffer, bytes: `buffer_bytes`, or with `max_window` one segment more
+    /// (smoltcp ACKs a segment before the application reads it). Its advertised window
+    /// bounds the sender's congestion window, which would otherwise grow far past the cap
+    /// while the send buffer holds the sender back, and CUBIC would then take its `W_max`
+    /// from that inflated window at a loss.
+    fn sink_buffer(&self) -> usize {
+        self.cfg
+            .max_window
+            .map_or(self.cfg.buffer_bytes, |w| (w as usize + 1) * self.mss())
+    }
+
+    /// The segment size, bytes: the IP packet less 40 bytes of IPv4 and TCP headers.
+    fn mss(&self) -> usize {
+        self.cfg.mtu.saturating_sub(40).max(1)
     }
 
     fn start_time(&self) -> Timestamp {
@@ -404,7 +420,7 @@ impl Flow for TcpFlow {
         if ep == 1 && self.sink.is_none() {
             let mut sink = End::new(
                 SINK_ADDR,
-                (self.cfg.buffer_bytes, self.cfg.buffer_bytes),
+                (self.sink_buffer(), self.cfg.buffer_bytes),
                 self.cfg.mtu,
                 self.cfg.seed ^ 1,
                 now,
