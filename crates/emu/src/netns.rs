@@ -252,7 +252,7 @@ impl Hosts {
             let newly_capped = r.window.max.is_none() && w.max.is_some();
             r.window.initial = w.initial.or(r.window.initial);
             r.window.max = w.max.or(r.window.max);
-            Ok(newly_capped.then_some(w.max).flatten())
+            Ok(w.max.filter(|_| newly_capped))
         })
     }
 

@@ -123,9 +123,6 @@ pub struct TcpExpected {
     pub expected_goodput_bps: f64,
 }
 
-/// Bytes of payload per byte on the wire of a full TCP segment in a 1500-byte packet.
-pub const TCP_GOODPUT_SHARE: f64 = 1460.0 / 1500.0;
-
 /// [`TcpExpected`] for every TCP flow of `s`.
 pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
     let mut out = Vec::new();
@@ -148,14 +145,14 @@ pub fn tcp_for_scenario(s: &Scenario, net: &Topology) -> Vec<TcpExpected> {
             .filter_map(|l| net.link_config(*l).rate_bps)
             .min();
         let mtu = mtu.unwrap_or(1500);
-        let share = mtu.saturating_sub(40) as f64 / mtu.max(1) as f64;
-        let by_link = bottleneck.map_or(f64::INFINITY, |r| r as f64 * share);
+        let mss = mtu.saturating_sub(40) as f64;
+        let by_link = bottleneck.map_or(f64::INFINITY, |r| r as f64 * mss / mtu.max(1) as f64);
         let by_app = rate_bps.map_or(f64::INFINITY, |r| r as f64);
         let by_window = max_window
             .zip(net.path(b, a))
             .map_or(f64::INFINITY, |(w, back)| {
                 let rtt = path_time(net, &path, mtu) + path_time(net, &back, 40);
-                w as f64 * mtu.saturating_sub(40) as f64 * 8.0 / rtt.max(1e-9)
+                w as f64 * mss * 8.0 / rtt.max(1e-9)
             });
         let expected = by_link.min(by_app).min(by_window);
         out.push(TcpExpected {
