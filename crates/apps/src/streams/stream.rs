@@ -70,6 +70,9 @@ pub struct StreamRt {
     pub producer_done: AtomicBool,
     /// Set by the sending thread when it has let go of the stream.
     pub finished: AtomicBool,
+    /// Set by the RTCP thread when the rate rose while a packet waited for its time at the
+    /// old rate: the sending thread asks again when it may leave ([`Cursor::sooner`]).
+    pub sooner: AtomicBool,
     /// Why the producer stopped early, if it failed.
     pub producer_error: Mutex<Option<String>>,
     /// What one send call cost per destination, ns, since the control side last took it
@@ -127,6 +130,7 @@ impl StreamRt {
             stop: AtomicBool::new(false),
             producer_done: AtomicBool::new(false),
             finished: AtomicBool::new(false),
+            sooner: AtomicBool::new(false),
             producer_error: Mutex::new(None),
             send_cost: Mutex::new(Distribution::new()),
             rate: RateKnob::new(
@@ -339,13 +343,16 @@ impl Cursor {
                 }
             }
         }
-        let (Some(job), Some(at)) = (session.head_job(), session.next_send()) else {
-            return Load::Empty;
-        };
-        Load::Ready(JobTimes {
-            release: job.release.max(at),
-            deadline: job.deadline,
-        })
+        times_in_hand(&session).map_or(Load::Empty, Load::Ready)
+    }
+
+    /// When the packet in hand may leave now, if the RTCP thread said its rate rose since it
+    /// was loaded (`StreamRt::sooner`); `None` otherwise, or with no packet in hand.
+    pub fn sooner(&mut self, rt: &StreamRt) -> Option<JobTimes> {
+        if !rt.sooner.swap(false, Ordering::AcqRel) || self.head.is_none() {
+            return None;
+        }
+        times_in_hand(&lock(&rt.session)).map(|j| self.fec_first(j))
     }
 
     /// Sends the packet in hand, to every destination, if the session says it is due at the
@@ -521,6 +528,15 @@ impl TsLane {
     }
 }
 
+/// The head packet's job, released when the session says it may leave.
+fn times_in_hand(session: &SenderSession) -> Option<JobTimes> {
+    let (job, at) = (session.head_job()?, session.next_send()?);
+    Some(JobTimes {
+        release: job.release.max(at),
+        deadline: job.deadline,
+    })
+}
+
 impl Lane for TsLane {
     fn id(&self) -> u64 {
         self.rt.id
@@ -533,6 +549,9 @@ impl Lane for TsLane {
     }
     fn send(&mut self, clock: &Clock) -> Option<Sent> {
         self.cursor.send(&self.rt, clock)
+    }
+    fn sooner(&mut self, _now: Timestamp) -> Option<JobTimes> {
+        self.cursor.sooner(&self.rt)
     }
     fn finish(&mut self) {
         self.cursor.release(&self.rt);

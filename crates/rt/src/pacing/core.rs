@@ -56,6 +56,8 @@ pub struct CoreShared {
     pub ready: AtomicBool,
     /// The pacing thread, for [`CoreShared::wake`].
     thread: std::sync::OnceLock<std::thread::Thread>,
+    /// Set by [`CoreShared::note_sooner`]: some lane's packet may leave sooner than its job.
+    sooner: AtomicBool,
 }
 
 impl CoreShared {
@@ -70,7 +72,15 @@ impl CoreShared {
             grant: Mutex::new(String::new()),
             ready: AtomicBool::new(false),
             thread: std::sync::OnceLock::new(),
+            sooner: AtomicBool::new(false),
         }
+    }
+
+    /// A stream's packet in hand may leave sooner than its job says (its rate rose): the
+    /// thread asks its lanes ([`Lane::sooner`]) at its next look (at most [`FED_LOOK`] away).
+    pub fn note_sooner(&self) {
+        self.sooner.store(true, Ordering::Release);
+        self.wake();
     }
 
     /// Wakes the pacing thread from waiting between looks (a producer that published
@@ -154,6 +164,9 @@ impl<'a> Core<'a> {
     /// wait for the next release.
     pub fn step(&mut self) {
         self.apply_commands();
+        if self.shared.sooner.swap(false, Ordering::AcqRel) {
+            self.resubmit_sooner();
+        }
         self.feed_idle();
         let now = self.clock.now();
         self.thread.check_throttling(now);
@@ -175,6 +188,24 @@ impl<'a> Core<'a> {
         // Woken for a release: send it now, before the bookkeeping of the next turn.
         if let Some(job) = self.dispatcher.pop(self.clock.now()) {
             self.send(job.stream);
+        }
+    }
+
+    /// The jobs of the lanes whose packet may now leave sooner, submitted again (each
+    /// replaces the lane's job in the dispatcher).
+    fn resubmit_sooner(&mut self) {
+        let now = self.clock.now();
+        for (slot, e) in self.table.iter_mut().enumerate() {
+            let Some(e) = e.as_mut().filter(|e| !e.idle) else {
+                continue;
+            };
+            if let Some(j) = e.lane.sooner(now) {
+                self.dispatcher.submit(Job {
+                    stream: slot,
+                    release: j.release,
+                    deadline: j.deadline,
+                });
+            }
         }
     }
 

@@ -19,6 +19,13 @@ pub trait Lane: Send {
     fn load(&mut self, now: Timestamp) -> Load;
     /// Sends what is in hand, if its time has come; `None` when nothing was in hand.
     fn send(&mut self, clock: &Clock) -> Option<Sent>;
+    /// The packet in hand may leave sooner than its job says: its rate rose since the core
+    /// was told (feedback taken on another thread, which then calls
+    /// [`crate::pacing::core::CoreShared::note_sooner`]). Its times now, once per rise;
+    /// `None` when nothing moved (the default: a lane whose times never move up).
+    fn sooner(&mut self, _now: Timestamp) -> Option<JobTimes> {
+        None
+    }
     /// Gives back what it holds and says the stream is let go.
     fn finish(&mut self);
 }

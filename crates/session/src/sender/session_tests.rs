@@ -728,14 +728,18 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
     assert!(st.repairer.duplicate + st.repairer.over_budget + st.repairer.too_late > 90_000);
 }
 
+/// A session that sends at its controller's rate, `rate` fixed until set.
+fn at_rate_session(rate: Bitrate) -> SenderSession {
+    let cc = Box::new(FixedRate::new(rate));
+    SenderSession::new(config(LatePolicy::CatchUp { factor: 2.0 }), ms(0), cc).sending_at_rate(true)
+}
+
 /// Sending at the controller's rate: a frame's packets, all due when it was made, leave one
 /// packet's time at the rate apart; a rate set meanwhile reaches the packets already queued;
 /// the queue the source is told counts what is due and has not left.
 #[test]
 fn at_the_controllers_rate_queued_packets_leave_at_the_rate_of_each_moment() {
-    let cc = Box::new(FixedRate::new(Bitrate::bps(1_000_000)));
-    let mut s = SenderSession::new(config(LatePolicy::CatchUp { factor: 2.0 }), ms(0), cc)
-        .sending_at_rate(true);
+    let mut s = at_rate_session(Bitrate::bps(1_000_000));
     // Ten 1250-byte packets of one frame made at 0 ms, five of the next at 100 ms.
     for k in 0..15u32 {
         let due = if k < 10 { ms(0) } else { ms(100) };
@@ -767,4 +771,35 @@ fn at_the_controllers_rate_queued_packets_leave_at_the_rate_of_each_moment() {
     assert_eq!(sent[10].as_nanos() / 1_000_000, 100);
     assert_eq!(sent[14].as_nanos() / 1_000_000, 104);
     assert_eq!(s.queued_due(ms(200)), 0);
+}
+
+/// A rate that rises while the head packet waits for its time at the old rate: the session's
+/// next send moves up at once, so a driver that sleeps until `next_send` (the real-time
+/// pacing core) is not held to the old rate's wait (up to 500 ms at TFMCC's start).
+#[test]
+fn a_rate_that_rises_moves_the_waiting_heads_send_time_up() {
+    let mut s = at_rate_session(Bitrate::bps(1_000_000));
+    for k in 0..3u32 {
+        let q = Queued {
+            due: ms(0),
+            ..packet(k)
+        };
+        s.handle_input(ms(0), Input::Packet(q)).unwrap();
+    }
+    assert!(matches!(
+        s.poll_transmit(ms(0)),
+        Some(Transmit::Send { .. })
+    ));
+    // The next waits its 10 ms at 1 Mbit/s (1250 bytes).
+    assert!(s.poll_transmit(ms(2)).is_none());
+    assert_eq!(s.next_send(), Some(ms(10)));
+    s.handle_input(ms(2), Input::SetRate(Bitrate::bps(10_000_000)))
+        .unwrap();
+    // 1 ms at 10 Mbit/s from the first's departure has passed: it may leave now.
+    assert_eq!(s.next_send(), Some(ms(2)));
+    assert!(matches!(
+        s.poll_transmit(ms(2)),
+        Some(Transmit::Send { .. })
+    ));
+    assert_eq!(s.next_send(), Some(ms(3)));
 }

@@ -48,7 +48,7 @@ fn full_turn(inner: &Inner, wait: &mut Wait, buf: &mut [u8]) -> Vec<String> {
     wait.clear(inner.clock.now() + TURN);
     let mut ended = Vec::new();
     for (name, r) in lock(&inner.streams).iter_mut() {
-        turn(r, &inner.clock, buf);
+        turn(inner, r, buf);
         wait.add(name, r);
         if r.rt.finished.load(Ordering::Acquire) && !r.rt.stop.load(Ordering::Acquire) {
             ended.push(name.clone());
@@ -114,7 +114,7 @@ impl Wait {
                 continue;
             }
             if let Some(r) = streams.get_mut(name) {
-                turn(r, &inner.clock, buf);
+                turn(inner, r, buf);
                 sooner(&mut self.full_at, r);
             }
         }
@@ -215,15 +215,37 @@ fn sooner(at: &mut Timestamp, r: &Running) {
 }
 
 /// One stream's RTCP: what receivers sent in, a due sender report out.
-fn turn(r: &mut Running, clock: &Clock, buf: &mut [u8]) {
-    exchange(&r.rt.session, &r.rtcp, r.rt.srtp.as_ref(), clock, buf);
+fn turn(inner: &Inner, r: &mut Running, buf: &mut [u8]) {
+    let before = lock(&r.rt.session).next_send();
+    exchange(
+        &r.rt.session,
+        &r.rtcp,
+        r.rt.srtp.as_ref(),
+        &inner.clock,
+        buf,
+    );
     // The receivers' reports may have moved the rate controller: the source follows, and
     // hears the rate after the reports (not after a timer of the same turn).
-    let (wire, reports, reported) = {
+    let (wire, reports, reported, after) = {
         let s = lock(&r.rt.session);
-        (s.target_rate(), s.rate_reports(), s.reported_rate())
+        (
+            s.target_rate(),
+            s.rate_reports(),
+            s.reported_rate(),
+            s.next_send(),
+        )
     };
     r.rt.rate.follow_reports(wire, reports, reported);
+    // A rate that rose lets the packet in hand leave sooner than the pacing thread was told
+    // (at TFMCC's start, one packet per 500 ms, that was up to half a second).
+    if let (Some(b), Some(a)) = (before, after) {
+        if a < b {
+            r.rt.sooner.store(true, Ordering::Release);
+            if let Some(core) = inner.cores.get(r.core) {
+                core.note_sooner();
+            }
+        }
+    }
 }
 
 /// A sender's RTCP turn: what receivers sent in, then a due sender report out to every outlet.

@@ -146,6 +146,9 @@ impl SenderSession {
             self.pacing.set_rate(rate);
             if let Some(a) = self.at_rate.as_mut() {
                 a.on_rate(rate, now);
+                // The head's wait was its time at the old rate: `next_send` says the new one
+                // (a driver that waits for it wakes sooner; the next poll decides again).
+                self.head_wait = None;
             }
             self.s.rate_changes += 1;
             self.push_event(SessionEvent::RateChanged { at: now, rate });
