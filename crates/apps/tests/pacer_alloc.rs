@@ -129,6 +129,12 @@ fn pacing_loop_allocates_nothing_per_packet() {
     }
     let before = allocs();
     while sent() < n && clock.now() < deadline {
+        if sent() % 50 == 25 {
+            // As the RTCP thread does when the stream's rate rose: the core asks the lane
+            // again (`Lane::sooner`), without allocating either.
+            rt.sooner.store(true, Ordering::Release);
+            shared.note_sooner();
+        }
         core.step();
     }
     let during = allocs() - before;

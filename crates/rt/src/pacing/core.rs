@@ -77,7 +77,7 @@ impl CoreShared {
     }
 
     /// A stream's packet in hand may leave sooner than its job says (its rate rose): the
-    /// thread asks its lanes ([`Lane::sooner`]) at its next look (at most [`FED_LOOK`] away).
+    /// thread asks its lanes ([`Lane::sooner`]) at its next look (at most 5 ms away).
     pub fn note_sooner(&self) {
         self.sooner.store(true, Ordering::Release);
         self.wake();

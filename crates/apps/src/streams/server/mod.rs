@@ -697,7 +697,9 @@ impl Inner {
         let now = self.clock.now();
         let wire = {
             let mut session = lock(&r.rt.session);
+            let before = rtcp::Glance::of(&session);
             let _ = session.handle_input(now, Input::SetRate(knob.limits.wire(ts_bps)));
+            before.tell_if_sooner(self, r, &session);
             session.target_rate()
         };
         knob.ask(wire);

@@ -9,8 +9,8 @@ use metronome_rt::sync::lock;
 use metronome_rt::udp::RtcpSocket;
 use metronome_sched::{OverloadAction, OverloadWindow};
 use metronome_session::sender::{Input, SenderSession};
-use metronome_time::Distribution;
 use metronome_time::Timestamp;
+use metronome_time::{Bitrate, Distribution};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -216,7 +216,7 @@ fn sooner(at: &mut Timestamp, r: &Running) {
 
 /// One stream's RTCP: what receivers sent in, a due sender report out.
 fn turn(inner: &Inner, r: &mut Running, buf: &mut [u8]) {
-    let before = lock(&r.rt.session).next_send();
+    let before = Glance::of(&lock(&r.rt.session));
     exchange(
         &r.rt.session,
         &r.rtcp,
@@ -226,20 +226,43 @@ fn turn(inner: &Inner, r: &mut Running, buf: &mut [u8]) {
     );
     // The receivers' reports may have moved the rate controller: the source follows, and
     // hears the rate after the reports (not after a timer of the same turn).
-    let (wire, reports, reported, after) = {
+    let (wire, reports, reported) = {
         let s = lock(&r.rt.session);
-        (
-            s.target_rate(),
-            s.rate_reports(),
-            s.reported_rate(),
-            s.next_send(),
-        )
+        before.tell_if_sooner(inner, r, &s);
+        (s.target_rate(), s.rate_reports(), s.reported_rate())
     };
     r.rt.rate.follow_reports(wire, reports, reported);
-    // A rate that rose lets the packet in hand leave sooner than the pacing thread was told
-    // (at TFMCC's start, one packet per 500 ms, that was up to half a second).
-    if let (Some(b), Some(a)) = (before, after) {
-        if a < b {
+}
+
+/// A stream's head packet and rate before a change made beside its pacing thread (reports, a
+/// person's rate): if the packet in hand may leave sooner after it, its core is told.
+#[derive(Clone, Copy)]
+pub(super) struct Glance {
+    send: Option<Timestamp>,
+    rate: Bitrate,
+}
+
+impl Glance {
+    pub(super) fn of(s: &SenderSession) -> Self {
+        Glance {
+            send: s.next_send(),
+            rate: s.target_rate(),
+        }
+    }
+
+    /// Marks the stream and tells its core when, in `s`, its rate rose, its head's time moved
+    /// up, or a packet came into hand meanwhile (loaded at the rate before): the pacing
+    /// thread holds its job at the time it was told (up to 500 ms at TFMCC's start). Telling
+    /// it when nothing moved costs one look at the lane.
+    pub(super) fn tell_if_sooner(self, inner: &Inner, r: &Running, s: &SenderSession) {
+        let after = Glance::of(s);
+        let sooner = after.rate > self.rate
+            || match (self.send, after.send) {
+                (Some(b), Some(a)) => a < b,
+                (None, Some(_)) => true,
+                _ => false,
+            };
+        if sooner {
             r.rt.sooner.store(true, Ordering::Release);
             if let Some(core) = inner.cores.get(r.core) {
                 core.note_sooner();
