@@ -1,7 +1,7 @@
 //! Every receiver's main figure across the sweep, as tables: rows are the first sweep
 //! parameter's values, columns the last one's (one table per combination of any in between).
 //! The figure depends on the flow: TCP its goodput (beside what it should carry), UDP and
-//! RTP their loss, video its frames lost. With replicates a cell is their mean and 95 %
+//! RTP their loss, video its frames lost (beside the PSNR its viewer saw, where judged). With replicates a cell is their mean and 95 %
 //! interval, and the plots draw the interval as a band.
 
 use super::esc;
@@ -21,6 +21,15 @@ fn figure(p: &PointResult, flow: &str, receiver: &str) -> Option<(f64, &'static 
         (_, Some(fr)) => (fr.lost_percent, "frames lost, %"),
         _ => (r.loss_percent, "packets lost, %"),
     })
+}
+
+/// What a video receiver's screen showed at a point: the mean PSNR of Y over its slots, where
+/// its pictures were judged (beside its frames lost, so that a sweep with and without loss
+/// repair shows what the viewer gained).
+fn psnr(p: &PointResult, flow: &str, receiver: &str) -> Option<f64> {
+    let f = p.flows.iter().find(|f| f.name == flow)?;
+    let r = f.receivers.iter().find(|r| r.node == receiver)?;
+    r.frames?.pictures.map(|q| q.psnr_y_db)
 }
 
 fn expected(p: &PointResult, flow: &str) -> Option<f64> {
@@ -217,6 +226,10 @@ fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> Str
             &|p| expected(p, flow),
         ));
     }
+    let seen = |p: &PointResult| psnr(p, flow, receiver);
+    if s.points.iter().any(|p| seen(p).is_some()) {
+        h.push_str(&grid(PSNR_CAPTION, &seen));
+    }
     h.push_str("</div>\n");
     h.push_str(&sweep_plot(
         g,
@@ -228,6 +241,9 @@ fn table(g: &Grid, flow: &str, (receiver, label): (&str, &str), n: usize) -> Str
     ));
     h
 }
+
+/// The caption of a video receiver's second table: what its screen showed.
+const PSNR_CAPTION: &str = "what the viewer saw: PSNR of Y, dB (mean over its slots)";
 
 /// A figure of a point (`None`: the point has none).
 type Figure<'a> = dyn Fn(&PointResult) -> Option<f64> + 'a;
