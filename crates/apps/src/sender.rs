@@ -178,7 +178,7 @@ pub struct SenderOutcome {
     /// The stream's SSRC and the sequence number of its first RTP packet (a receiver numbers
     /// packets from it).
     #[serde(serialize_with = "metronome_time::units::hex32")]
-    #[schemars(with = "String")]
+    #[schemars(with = "metronome_time::units::Hex32")]
     pub ssrc: Ssrc,
     pub first_seq: u16,
     /// The stream's time zero on the wall clock, Unix ns (packet due times count from it).

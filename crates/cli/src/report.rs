@@ -53,7 +53,9 @@ impl LiveLine {
 /// integers; jitter and RTTs had any number of decimals).
 /// 7: enum values that were snake_case are kebab-case, as the command line spells them
 /// (ST 2110-21's `verdict` `not-conformant`, `narrow-linear`, `no-frames`; the read schedule).
-pub(crate) const SCHEMA_VERSION: u32 = 7;
+/// 8: `lab compare`'s `jitter_us` and `mean_delay_us` are null for a TCP flow (they were 0),
+/// and receivers with the same figures in both runs are one row (`receiver` names them).
+pub(crate) const SCHEMA_VERSION: u32 = 8;
 
 /// What run a document comes from: this binary's version, when it started (Unix ns), the
 /// host's name and the command line.

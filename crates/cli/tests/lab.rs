@@ -81,6 +81,71 @@ fn shards_merge_into_one_report_and_runs_compare() {
     assert!(!ok && err.contains("not empty"), "{err}");
 }
 
+/// A TCP flow, and a group of three viewers behind equal links of their own, 2 s.
+const TCP_AND_GROUP: &str = r#"
+name = "tcp-and-group"
+duration = "2s"
+[links.lan]
+rate = "1gbit"
+[links.edge]
+rate = "20mbit"
+delay = "10ms"
+[topology]
+shape = "star"
+center = "switch"
+leaves = [
+  { node = "server", link = "lan" },
+  { node = "v1", link = "edge" },
+  { node = "v2", link = "edge" },
+  { node = "v3", link = "edge" },
+  { node = "t", link = "edge" },
+]
+[[flow]]
+name = "bulk"
+kind = "tcp"
+from = "server"
+to = "t"
+[[flow]]
+name = "group"
+kind = "udp"
+from = "server"
+to = ["v1", "v2", "v3"]
+rate = "2mbit"
+payload = 1200
+"#;
+
+#[test]
+fn compare_says_n_a_for_tcp_and_names_equal_receivers_once() {
+    let tmp = TempDir::new("cli-lab-compare");
+    let d = |s: &str| tmp.0.join(s).to_string_lossy().into_owned();
+    std::fs::write(tmp.0.join("s.toml"), TCP_AND_GROUP).unwrap();
+    for out in ["a", "b"] {
+        let (ok, o, err) = metronome(&["lab", "run", &d("s.toml"), "--out", &d(out), "--quiet"]);
+        assert!(ok, "{o}\n{err}");
+    }
+    let (ok, out, err) = metronome(&["lab", "compare", &d("a"), &d("b"), "--json"]);
+    assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    common::assert_valid(&v, "lab-compare");
+    let rows = v["rows"].as_array().unwrap();
+    let row = |flow: &str| rows.iter().find(|r| r["flow"] == flow).unwrap();
+    // TCP has no per-packet jitter or delay here: null, not 0.
+    let bulk = row("bulk");
+    assert!(
+        bulk["jitter_us"].is_null() && bulk["mean_delay_us"].is_null(),
+        "{bulk}"
+    );
+    // Three viewers that saw the same: one row that names them.
+    assert_eq!(rows.len(), 2, "{out}");
+    let group = row("group");
+    assert_eq!(group["receiver"], "v1–v3 (3 receivers)", "{group}");
+    assert!(group["jitter_us"].is_array(), "{group}");
+    let (ok, text, err) = metronome(&["lab", "compare", &d("a"), &d("b")]);
+    assert!(ok, "{err}");
+    let bulk_line = text.lines().find(|l| l.contains("bulk")).unwrap();
+    assert_eq!(bulk_line.matches("n/a").count(), 4, "{text}");
+}
+
 #[test]
 fn a_broken_scenario_is_refused_with_its_line() {
     let tmp = TempDir::new("cli-lab-broken");

@@ -2,25 +2,55 @@
 //! sweep values) and receivers, each figure from both runs and their difference.
 
 use crate::report::esc;
+use crate::report::receivers::collapse;
 use crate::results::Summary;
+use metronome_link::report::ReceiverReport;
 use metronome_time::Micros;
 use std::fmt::Write as _;
 
-/// One receiver at one point, in both runs.
+/// One receiver at one point, in both runs (or the receivers that showed the same figures in
+/// both, as one row).
 #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Row {
     /// The point's sweep values, `k=v, …`.
     pub point: String,
     pub flow: String,
+    /// The receiver, or the receivers whose figures were the same in both runs, named once
+    /// ("R1–R45 (45 receivers)").
     pub receiver: String,
     /// (a, b) per figure: loss %, throughput bit/s, jitter and mean delay.
     pub loss_percent: (f64, f64),
     pub throughput_bps: (f64, f64),
-    pub jitter_us: [Micros; 2],
-    pub mean_delay_us: [Micros; 2],
+    /// RFC 3550 jitter in both runs; null for a TCP flow (its segments carry no timestamps to
+    /// measure it from).
+    pub jitter_us: Option<[Micros; 2]>,
+    /// Mean one-way delay in both runs; null for a TCP flow.
+    pub mean_delay_us: Option<[Micros; 2]>,
 }
 
-/// The rows both runs have, in `a`'s order; and how many of `a`'s and `b`'s had no partner.
+/// A receiver's figures in both runs: what [`Row`] shows of it.
+#[derive(PartialEq)]
+struct Figures {
+    loss_percent: (f64, f64),
+    throughput_bps: (f64, f64),
+    jitter_us: Option<[Micros; 2]>,
+    mean_delay_us: Option<[Micros; 2]>,
+}
+
+impl Figures {
+    fn of(tcp: bool, a: &ReceiverReport, b: &ReceiverReport) -> Figures {
+        let timed = |f: fn(&ReceiverReport) -> Micros| (!tcp).then(|| [f(a), f(b)]);
+        Figures {
+            loss_percent: (a.loss_percent, b.loss_percent),
+            throughput_bps: (a.throughput_bps, b.throughput_bps),
+            jitter_us: timed(|r| r.jitter_us),
+            mean_delay_us: timed(|r| r.mean_delay_us),
+        }
+    }
+}
+
+/// The rows both runs have, in `a`'s order, receivers with the same figures in both as one
+/// row; and how many of `a`'s and `b`'s receivers had no partner.
 pub fn rows(a: &Summary, b: &Summary) -> (Vec<Row>, usize, usize) {
     let mut out = Vec::new();
     let mut matched_b = 0;
@@ -33,19 +63,24 @@ pub fn rows(a: &Summary, b: &Summary) -> (Vec<Row>, usize, usize) {
             let Some(fb) = pb.flows.iter().find(|f| f.name == fa.name) else {
                 continue;
             };
-            for ra in &fa.receivers {
-                let Some(rb) = fb.receivers.iter().find(|r| r.node == ra.node) else {
-                    continue;
-                };
-                matched_b += 1;
+            let pairs: Vec<(&str, Figures)> = fa
+                .receivers
+                .iter()
+                .filter_map(|ra| {
+                    let rb = fb.receivers.iter().find(|r| r.node == ra.node)?;
+                    Some((ra.node.as_str(), Figures::of(fa.kind == "tcp", ra, rb)))
+                })
+                .collect();
+            matched_b += pairs.len();
+            for (receiver, f) in collapse(pairs) {
                 out.push(Row {
                     point: point.join(", "),
                     flow: fa.name.clone(),
-                    receiver: ra.node.clone(),
-                    loss_percent: (ra.loss_percent, rb.loss_percent),
-                    throughput_bps: (ra.throughput_bps, rb.throughput_bps),
-                    jitter_us: [ra.jitter_us, rb.jitter_us],
-                    mean_delay_us: [ra.mean_delay_us, rb.mean_delay_us],
+                    receiver,
+                    loss_percent: f.loss_percent,
+                    throughput_bps: f.throughput_bps,
+                    jitter_us: f.jitter_us,
+                    mean_delay_us: f.mean_delay_us,
                 });
             }
         }
@@ -62,6 +97,11 @@ pub fn rows(a: &Summary, b: &Summary) -> (Vec<Row>, usize, usize) {
         count(a) - matched_b.min(count(a)),
         count(b) - matched_b.min(count(b)),
     )
+}
+
+/// A pair of durations in ms as the tables show them (`n/a` where the flow has none).
+fn ms(v: Option<[Micros; 2]>, k: usize) -> String {
+    v.map_or("n/a".into(), |v| format!("{:.3}", v[k].as_millis_f64()))
 }
 
 /// A plain-text table for a terminal.
@@ -96,7 +136,7 @@ pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<32} {:<14} {:<12} {:>7.2} {:>7.2} {:>+7.2}  {:>8.3} {:>8.3}  {:>7.3} {:>7.3}  {:>8.3} {:>8.3}",
+            "{:<32} {:<14} {:<12} {:>7.2} {:>7.2} {:>+7.2}  {:>8.3} {:>8.3}  {:>7} {:>7}  {:>8} {:>8}",
             r.point,
             r.flow,
             r.receiver,
@@ -105,13 +145,13 @@ pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
             r.loss_percent.1 - r.loss_percent.0,
             r.throughput_bps.0 / 1e6,
             r.throughput_bps.1 / 1e6,
-            r.jitter_us[0].as_millis_f64(),
-            r.jitter_us[1].as_millis_f64(),
-            r.mean_delay_us[0].as_millis_f64(),
-            r.mean_delay_us[1].as_millis_f64(),
+            ms(r.jitter_us, 0),
+            ms(r.jitter_us, 1),
+            ms(r.mean_delay_us, 0),
+            ms(r.mean_delay_us, 1),
         );
     }
-    s.push_str("(jitter and delay in ms)\n");
+    s.push_str("(jitter and delay in ms; n/a for TCP)\n");
     s
 }
 
@@ -138,7 +178,7 @@ pub fn html(a: &Summary, b: &Summary, rows: &[Row]) -> String {
         let _ = write!(
             h,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:+.2}</td>\
-             <td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.3}</td></tr>",
+             <td>{:.3}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             esc(&r.point),
             esc(&r.flow),
             esc(&r.receiver),
@@ -147,10 +187,10 @@ pub fn html(a: &Summary, b: &Summary, rows: &[Row]) -> String {
             r.loss_percent.1 - r.loss_percent.0,
             r.throughput_bps.0 / 1e6,
             r.throughput_bps.1 / 1e6,
-            r.jitter_us[0].as_millis_f64(),
-            r.jitter_us[1].as_millis_f64(),
-            r.mean_delay_us[0].as_millis_f64(),
-            r.mean_delay_us[1].as_millis_f64()
+            ms(r.jitter_us, 0),
+            ms(r.jitter_us, 1),
+            ms(r.mean_delay_us, 0),
+            ms(r.mean_delay_us, 1)
         );
     }
     h.push_str("</table></body></html>\n");

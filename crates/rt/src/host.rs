@@ -41,6 +41,7 @@ pub struct HostLoad {
     /// Senders' stalls (lateness beyond the stall threshold) during the run.
     pub stalls: u64,
     /// `quiet`, or `busy`.
+    #[schemars(extend("enum" = ["quiet", "busy"]))]
     pub verdict: &'static str,
     /// Why it is busy, in words (empty when quiet).
     pub reason: String,

@@ -2,6 +2,26 @@
 //! (durations are [`crate::Micros`]).
 
 use serde::Serializer;
+use std::borrow::Cow;
+
+/// The JSON Schema of an id that [`hex32`] writes: a string of 8 lowercase hex digits, so that
+/// validation catches an id spelled another way. A field takes it with
+/// `#[schemars(with = "metronome_time::units::Hex32")]` (or `Option<Hex32>`).
+pub struct Hex32;
+
+impl schemars::JsonSchema for Hex32 {
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        "Hex32".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "pattern": "^[0-9a-f]{8}$" })
+    }
+}
 
 /// A 32-bit id (an RTP SSRC, or its bits) written as 8 lowercase hex digits, as every document
 /// spells one.

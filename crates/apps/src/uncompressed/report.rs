@@ -253,7 +253,7 @@ pub struct RawReceiverOutcome {
     /// The SSRC received (the first whose packet the depayloader used), 8 lowercase hex
     /// digits in JSON.
     #[serde(serialize_with = "metronome_time::units::opt_hex32")]
-    #[schemars(with = "Option<String>")]
+    #[schemars(with = "Option<metronome_time::units::Hex32>")]
     pub ssrc: Option<Ssrc>,
     pub frames_complete: u64,
     pub frames_partial: u64,

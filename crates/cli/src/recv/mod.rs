@@ -393,7 +393,8 @@ pub(crate) struct RecvInterval {
     pub lost: u64,
     /// RFC 3550's interarrival jitter at the interval's end.
     pub jitter_us: Micros,
-    /// The source's SSRC, hex.
+    /// The source's SSRC, 8 lowercase hex digits.
+    #[schemars(with = "metronome_time::units::Hex32")]
     pub ssrc: String,
 }
 

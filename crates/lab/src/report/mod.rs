@@ -12,7 +12,7 @@
 
 mod figures;
 pub mod plots;
-mod receivers;
+pub(crate) mod receivers;
 mod reference;
 
 pub use receivers::collapse as collapse_receivers;

@@ -9,6 +9,7 @@ use serde::Serialize;
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SourceSummary {
     /// The SSRC as 8 lowercase hex digits.
+    #[schemars(with = "metronome_time::units::Hex32")]
     pub ssrc: String,
     /// The CNAME from the source's SDES, if one arrived.
     pub cname: Option<String>,

@@ -41,7 +41,7 @@ pub struct SenderReportsConfig {
 pub struct ReceiverView {
     /// The receiver's SSRC (the reporter of its blocks), 8 lowercase hex digits in JSON.
     #[serde(serialize_with = "metronome_time::units::hex32")]
-    #[schemars(with = "String")]
+    #[schemars(with = "metronome_time::units::Hex32")]
     pub ssrc: Ssrc,
     /// Where its last report came from.
     pub addr: SocketAddr,

@@ -24,12 +24,15 @@ pub struct StreamStatus {
     pub name: String,
     pub id: u64,
     /// running, ended (the source ended), failed, or removed.
+    #[schemars(extend("enum" = ["running", "ended", "failed", "removed"]))]
     pub state: String,
     pub error: Option<String>,
     pub core: usize,
     /// The source as it was started, its rates then (the rate now: `target_bitrate_bps`).
     pub source: String,
     pub destinations: Vec<String>,
+    /// The stream's SSRC, 8 lowercase hex digits.
+    #[schemars(with = "metronome_time::units::Hex32")]
     pub ssrc: String,
     pub task: TaskView,
     pub elapsed_us: Micros,
