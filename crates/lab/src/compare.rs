@@ -1,8 +1,8 @@
 //! Two runs side by side (`metronome lab compare A B`): the same points (matched by their
 //! sweep values) and receivers, each figure from both runs and their difference.
 
+use crate::report::collapse_receivers as collapse;
 use crate::report::esc;
-use crate::report::receivers::collapse;
 use crate::results::Summary;
 use metronome_link::report::ReceiverReport;
 use metronome_time::Micros;
@@ -117,9 +117,14 @@ pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
         b.commit,
         b.scenario.seed
     );
+    // A group's label ("R1–R45 (45 receivers)") is wider than a name: the column fits it.
+    let w = rows
+        .iter()
+        .map(|r| r.receiver.chars().count())
+        .fold(12, usize::max);
     let _ = writeln!(
         s,
-        "{:<32} {:<14} {:<12} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>7}  {:>8} {:>8}",
+        "{:<32} {:<14} {:<w$} {:>7} {:>7} {:>7}  {:>8} {:>8}  {:>7} {:>7}  {:>8} {:>8}",
         "point",
         "flow",
         "receiver",
@@ -136,7 +141,7 @@ pub fn text(a: &Summary, b: &Summary, rows: &[Row]) -> String {
     for r in rows {
         let _ = writeln!(
             s,
-            "{:<32} {:<14} {:<12} {:>7.2} {:>7.2} {:>+7.2}  {:>8.3} {:>8.3}  {:>7} {:>7}  {:>8} {:>8}",
+            "{:<32} {:<14} {:<w$} {:>7.2} {:>7.2} {:>+7.2}  {:>8.3} {:>8.3}  {:>7} {:>7}  {:>8} {:>8}",
             r.point,
             r.flow,
             r.receiver,

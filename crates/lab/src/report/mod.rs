@@ -12,7 +12,7 @@
 
 mod figures;
 pub mod plots;
-pub(crate) mod receivers;
+mod receivers;
 mod reference;
 
 pub use receivers::collapse as collapse_receivers;

@@ -1,21 +1,32 @@
 //! Every receiver's main figure across the sweep, as tables: rows are the first sweep
 //! parameter's values, columns the last one's (one table per combination of any in between).
 //! The figure depends on the flow: TCP its goodput (beside what it should carry), UDP and
-//! RTP their loss, video its frames lost (beside the PSNR its viewer saw, where judged). With replicates a cell is their mean and 95 %
-//! interval, and the plots draw the interval as a band.
+//! RTP their loss, video its frames lost (beside the PSNR its viewer saw, where judged). With
+//! replicates a cell is their mean and 95 % interval, and the plots draw the interval as a
+//! band.
 
 use super::esc;
 use super::plots::{axis, figure as plot_figure, x_values, Line, Plot, Style};
 use crate::estimates::{self, Estimate};
 use crate::results::{PointResult, Summary};
 use metronome_config::scenario::REPLICATE;
+use metronome_link::report::{FlowReport, ReceiverReport};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
+/// Flow `flow` at a point, and its receiver `receiver`.
+fn at<'p>(
+    p: &'p PointResult,
+    flow: &str,
+    receiver: &str,
+) -> Option<(&'p FlowReport, &'p ReceiverReport)> {
+    let f = p.flows.iter().find(|f| f.name == flow)?;
+    Some((f, f.receivers.iter().find(|r| r.node == receiver)?))
+}
+
 /// A receiver's figure at a point, and its unit.
 fn figure(p: &PointResult, flow: &str, receiver: &str) -> Option<(f64, &'static str)> {
-    let f = p.flows.iter().find(|f| f.name == flow)?;
-    let r = f.receivers.iter().find(|r| r.node == receiver)?;
+    let (f, r) = at(p, flow, receiver)?;
     Some(match (f.kind.as_str(), r.frames) {
         ("tcp", _) => (r.throughput_bps / 1e6, "goodput, Mbit/s"),
         (_, Some(fr)) => (fr.lost_percent, "frames lost, %"),
@@ -27,9 +38,11 @@ fn figure(p: &PointResult, flow: &str, receiver: &str) -> Option<(f64, &'static 
 /// its pictures were judged (beside its frames lost, so that a sweep with and without loss
 /// repair shows what the viewer gained).
 fn psnr(p: &PointResult, flow: &str, receiver: &str) -> Option<f64> {
-    let f = p.flows.iter().find(|f| f.name == flow)?;
-    let r = f.receivers.iter().find(|r| r.node == receiver)?;
-    r.frames?.pictures.map(|q| q.psnr_y_db)
+    at(p, flow, receiver)?
+        .1
+        .frames?
+        .pictures
+        .map(|q| q.psnr_y_db)
 }
 
 fn expected(p: &PointResult, flow: &str) -> Option<f64> {
@@ -131,12 +144,16 @@ pub(crate) fn sweep_section(s: &Summary) -> String {
     }
     let mut n = 0;
     for f in &first.flows {
-        // Receivers with the same figure at every point share a table; a crowd that differs
-        // shows its first 12.
-        let figures_of = |node: &str| -> Vec<Option<u64>> {
+        // Receivers with the same figures at every point (a viewer's PSNR too: two that lost
+        // as many frames, not the same ones, saw different pictures) share a table; a crowd
+        // that differs shows its first 12.
+        let figures_of = |node: &str| -> Vec<(Option<u64>, Option<u64>)> {
             s.points
                 .iter()
-                .map(|p| figure(p, &f.name, node).map(|v| v.0.to_bits()))
+                .map(|p| {
+                    let main = figure(p, &f.name, node).map(|v| v.0.to_bits());
+                    (main, psnr(p, &f.name, node).map(f64::to_bits))
+                })
                 .collect()
         };
         let rows = f
