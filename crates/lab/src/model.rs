@@ -15,7 +15,7 @@ use metronome_link::{DeliveryTrace, JitterModel, LinkConfig, LinkSchedule, LossM
 use metronome_media::ladder::source::LadderSourceConfig;
 use metronome_sched::PacingConfig;
 use metronome_session::receiver::{PayloadKind, ReceiverConfig, ReceiverRepair};
-use metronome_session::repair::{rtx_ssrc, FecConfig, RTX_PAYLOAD_TYPE};
+use metronome_session::repair::{rtx_ssrc, FecConfig, NackConfig, RTX_PAYLOAD_TYPE};
 use metronome_session::sender::{
     CbrTs, JobConfig, PacketizerConfig, RtpSource, SenderRepair, SenderReportsConfig,
     SenderSessionConfig,
@@ -334,15 +334,25 @@ pub struct RtpPlan {
 
 /// A viewer's repair settings for a flow that repairs (`repair` with a play-out deadline):
 /// asking for retransmissions on [`RTX_PAYLOAD_TYPE`] that can make the deadline, rebuilding
-/// from FEC, or both. Both modes' viewers take these.
-pub fn viewer_repair(repair: Repair, playout: Option<Duration>) -> Option<ReceiverRepair> {
+/// from FEC, or both. A flow to more than one viewer goes to a group: its viewers dither
+/// their NACKs ([`NackConfig::group`]) and hear the sender's TLLEIs. Both modes' viewers take
+/// these.
+pub fn viewer_repair(
+    repair: Repair,
+    playout: Option<Duration>,
+    viewers: usize,
+) -> Option<ReceiverRepair> {
     let playout = playout?;
-    match repair {
-        Repair::None => None,
-        Repair::Rtx => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout)),
-        Repair::Fec(_) => Some(ReceiverRepair::fec(playout)),
-        Repair::RtxFec(_) => Some(ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout).with_fec()),
+    let mut r = match repair {
+        Repair::None => return None,
+        Repair::Rtx => ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout),
+        Repair::Fec(_) => ReceiverRepair::fec(playout),
+        Repair::RtxFec(_) => ReceiverRepair::new(RTX_PAYLOAD_TYPE, playout).with_fec(),
+    };
+    if viewers > 1 {
+        r.nack = NackConfig::group(viewers.min(u32::MAX as usize) as u32, 0);
     }
+    Some(r)
 }
 
 /// A flow's repairs: the sender's retransmissions and FEC, and its viewers' settings.
@@ -362,7 +372,7 @@ impl RtpPlan {
     /// 4 096 packets (4 s at 10 Mbit/s of 1 250-byte packets); the viewers' play-out delay the
     /// flow's deadline, a 100 ms round trip assumed until measured.
     /// FEC over the flow's matrix, of packets of at most 1 500 bytes.
-    pub fn repairs(&self, n: &Numbering) -> FlowRepairs {
+    pub fn repairs(&self, n: &Numbering, viewers: usize) -> FlowRepairs {
         let Some(playout) = self.playout_deadline else {
             return FlowRepairs::default();
         };
@@ -371,12 +381,16 @@ impl RtpPlan {
             payload_type: RTX_PAYLOAD_TYPE,
         };
         FlowRepairs {
-            rtx: self
-                .repair
-                .rtx()
-                .then(|| SenderRepair::rtx(rtx, SeqNo(n.seq.get() ^ 0x5a5a), playout, 4096, 1500)),
+            rtx: self.repair.rtx().then(|| {
+                let r = SenderRepair::rtx(rtx, SeqNo(n.seq.get() ^ 0x5a5a), playout, 4096, 1500);
+                if viewers > 1 {
+                    r.to_group()
+                } else {
+                    r
+                }
+            }),
             fec: self.repair.fec().map(FecConfig::new),
-            viewer: viewer_repair(self.repair, self.playout_deadline),
+            viewer: viewer_repair(self.repair, self.playout_deadline, viewers),
         }
     }
 
@@ -667,7 +681,7 @@ fn rtp(
     // The controller's packet size: as the real-time server gives it (a TS packet's wire
     // bytes, or a ladder's whole packet, at most the MTU).
     let segment = plan.packet_shape().wire_bytes as u32;
-    let repairs = plan.repairs(&n);
+    let repairs = plan.repairs(&n, receivers.len());
     let FlowSource {
         source,
         frames,

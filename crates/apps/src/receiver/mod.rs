@@ -26,6 +26,7 @@ use metronome_rt::run::RunLimit;
 use metronome_rt::udp::{RtcpSocket, SocketOptions, UdpError, UdpReceiver};
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::{PacketRecord, ReceiverConfig, ReceiverSession, ReceiverSummary};
+use metronome_session::repair::NackConfig;
 use metronome_session::srtp::ReceiverSrtp;
 use metronome_time::Timestamp;
 use serde::Serialize;
@@ -325,10 +326,23 @@ struct Running {
     fec_overflows: [u64; 2],
 }
 
+/// The session's configuration, a member of a group asking as one (RFC 4585's dither, the
+/// sender's TLLEIs heard) where it was set to ask as a unicast receiver: the group's size is
+/// not known here, so its dither is drawn uniformly.
+fn group_asking(cfg: &ReceiverRunConfig) -> ReceiverConfig {
+    let mut session = cfg.session.clone();
+    if let Some(r) = session.repair.as_mut() {
+        if cfg.source.is_multicast() && r.nack == NackConfig::default() {
+            r.nack = NackConfig::group(0, 0);
+        }
+    }
+    session
+}
+
 impl Running {
     fn new(r: Receiver) -> Self {
         Running {
-            session: ReceiverSession::new(r.cfg.session.clone()),
+            session: ReceiverSession::new(group_asking(&r.cfg)),
             cfg: r.cfg,
             clock: Clock::new(),
             rx: RtpIn {

@@ -166,7 +166,7 @@ pub(super) fn session_receivers(
     };
     let kind = cc.receiver();
     // Viewers that ask for repairs as the simulator's do.
-    let repair = crate::model::viewer_repair(repair, playout_deadline);
+    let repair = crate::model::viewer_repair(repair, playout_deadline, urls.len());
     let mut out = Vec::with_capacity(urls.len());
     for (i, (host, url)) in urls.into_iter().enumerate() {
         let mut cfg = ReceiverRunConfig::new(url);

@@ -108,7 +108,11 @@ impl ReceiverSession {
     /// A receiver that has heard nothing yet; its first report is scheduled with the first source.
     pub fn new(cfg: ReceiverConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
-        let repair = (cfg.repair.clone()).map(|r| repair::Repairing::new(r, cfg.clock));
+        let repair = (cfg.repair.clone()).map(|mut r| {
+            // Receivers of one group configured alike draw their dithers apart.
+            r.nack.seed ^= cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            repair::Repairing::new(r, cfg.clock)
+        });
         ReceiverSession {
             cc: None,
             sources: Vec::with_capacity(cfg.max_sources.min(64)),

@@ -190,6 +190,8 @@ pub(crate) struct Repairing {
     playout: Option<Playout>,
     /// The smoothed round trip, once a repair has measured one (`cfg.initial_rtt` until then).
     measured: Option<Duration>,
+    /// The last round-trip samples, at most [`RECENT_SAMPLES`].
+    recent: VecDeque<Duration>,
     stats: RepairStats,
     /// The last repaired packet, as the original stream's.
     packet: Vec<u8>,
@@ -206,6 +208,9 @@ pub(crate) struct Repairing {
     /// [`FEC_ASKED`].
     fec_asked: VecDeque<(u64, Timestamp)>,
 }
+
+/// Round-trip samples a group member's estimate is the longest of.
+const RECENT_SAMPLES: usize = 16;
 
 /// Packets FEC rebuilt after an ask, remembered for their retransmission's round trip.
 const FEC_ASKED: usize = 64;
@@ -227,6 +232,7 @@ impl Repairing {
             media: None,
             playout: None,
             measured: None,
+            recent: VecDeque::with_capacity(RECENT_SAMPLES),
             stats: RepairStats::default(),
             packet: Vec::new(),
             early: VecDeque::new(),
@@ -326,6 +332,7 @@ impl Repairing {
         let gap_deadline = playout.gap_deadline();
         playout.arrived(ts, now, in_order);
         // An original that comes late gives no round-trip sample: it was not asked for.
+        self.planner.set_rtt(self.rtt());
         self.planner.on_packet(ext_seq, now, gap_deadline);
     }
 
@@ -446,10 +453,22 @@ impl Repairing {
     fn sample(&mut self, rtt: Option<Duration>) {
         let Some(rtt) = rtt else { return };
         self.measured = Some(self.measured.map_or(rtt, |m| (m * 7 + rtt) / 8));
+        if self.recent.len() == RECENT_SAMPLES {
+            self.recent.pop_front();
+        }
+        self.recent.push_back(rtt);
     }
 
-    /// The round trip: measured, or as assumed until then.
+    /// The round trip: measured, or as assumed until then. In a group
+    /// ([`NackConfig::dither_share`] above zero) it is the longest of the last
+    /// [`RECENT_SAMPLES`] samples: a repair may answer another receiver's earlier ask, which
+    /// this one did not hear of, so a sample can only be shorter than the way there and back.
     fn rtt(&self) -> Duration {
+        if self.cfg.nack.dither_share > 0.0 {
+            if let Some(&longest) = self.recent.iter().max() {
+                return longest;
+            }
+        }
         self.measured.unwrap_or(self.cfg.initial_rtt)
     }
 

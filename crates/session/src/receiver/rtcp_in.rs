@@ -22,7 +22,8 @@ struct Heard {
     /// The last sender report's SSRC, NTP time and RTP timestamp.
     sr_ts: Option<(Ssrc, (NtpTime, RtpTime))>,
     apps: Vec<(Ssrc, CcApp)>,
-    /// Other receivers' NACKs: the stream, the numbers (at most [`MAX_PEER_ASKS`]).
+    /// Other receivers' NACKs and the sender's TLLEIs: the stream, the numbers (at most
+    /// [`MAX_PEER_ASKS`]).
     nacks: Vec<(Ssrc, Vec<SeqNo>)>,
     /// Items that are not for a receiver.
     ignored: u64,
@@ -71,8 +72,16 @@ impl ReceiverSession {
                 let sequences = n.sequences().take(MAX_PEER_ASKS).collect();
                 h.nacks.push((n.media_ssrc, sequences))
             }
+            // The sender, the group's feedback target, knows of these losses (RFC 6642 §3):
+            // a repair is on its way, so they are not to be asked for either.
+            RtcpItem::Tllei(t) if repairs => {
+                let sequences = t.sequences().take(MAX_PEER_ASKS).collect();
+                h.nacks.push((t.media_ssrc, sequences))
+            }
             // Another receiver's feedback to the sender (on a group): not for us.
-            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) | RtcpItem::Nack(_) => h.ignored += 1,
+            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) | RtcpItem::Nack(_) | RtcpItem::Tllei(_) => {
+                h.ignored += 1
+            }
         });
         r.is_ok().then_some(h)
     }

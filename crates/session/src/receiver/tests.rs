@@ -655,6 +655,25 @@ fn another_receivers_nack_on_the_group_is_not_asked_again() {
 }
 
 #[test]
+fn the_senders_tllei_on_the_group_is_not_asked_again() {
+    let (mut r, at) = (started(), Timestamp::from_millis);
+    // The sender says it is repairing 11 (RFC 6642); then this receiver sees it missing.
+    let mut tllei = [0u8; 64];
+    let n = rtcp::write_tllei(&mut tllei, Ssrc(7), Ssrc(7), &[SeqNo(11)]);
+    assert!(!r.handle_rtcp(at(1), &tllei[..n]));
+    r.handle_rtp(at(2), None, &rtp(12, 1800, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    assert_eq!(r.poll_transmit(at(2), &mut buf), None);
+    assert_eq!(r.repair_stats().unwrap().nack.suppressed, 1);
+    // A TLLEI about another stream is not for this one.
+    let n = rtcp::write_tllei(&mut tllei, Ssrc(8), Ssrc(8), &[SeqNo(13)]);
+    r.handle_rtcp(at(3), &tllei[..n]);
+    r.handle_rtp(at(4), None, &rtp(14, 2700, 7)).unwrap();
+    let n = r.poll_transmit(at(4), &mut buf).unwrap();
+    assert_eq!(nacked(&buf[..n]), vec![(Ssrc(7), 13)]);
+}
+
+#[test]
 fn an_original_after_its_repair_counts_as_received_and_is_not_handed_over_twice() {
     let (mut r, at) = (started(), Timestamp::from_millis);
     r.handle_rtp(at(10), None, &rtp(13, 1800, 7)).unwrap();

@@ -24,7 +24,7 @@ pub use fec_decoder::{FecDecoder, FecReceiveCounters};
 pub use fec_encoder::{fec_spacing, FecConfig, FecEncoder, FecSendCounters};
 pub use history::SendHistory;
 use metronome_wire::{PayloadType, Ssrc};
-pub use nack::{NackConfig, NackCounters, NackPlanner};
+pub use nack::{NackConfig, NackCounters, NackPlanner, GROUP_DITHER_SHARE};
 pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};
 
 /// The retransmission stream's payload type where Metronome chooses: the first dynamic one

@@ -3,9 +3,19 @@
 //! §6.2.1) and when: only packets a repair can still bring before their play-out deadline
 //! (one round trip and a margin), each at most a few times, a round trip apart. In a group a
 //! receiver waits a random time first, once per loss event (RFC 4585 §3.5.2, `T_dither_max`),
-//! and does not ask for what another receiver's NACK already asked, even one seen before it
-//! noticed the loss itself (§3.4, §3.5.2 step 5), so that one loss upstream of many viewers
-//! causes few NACKs.
+//! and does not ask for what another receiver's NACK already asked, or what the sender said it
+//! is repairing (RFC 6642's TLLEI), even one seen before it noticed the loss itself (§3.4,
+//! §3.5.2 step 5), so that one loss upstream of many viewers causes few NACKs.
+//!
+//! The dither of a group is computed otherwise than RFC 4585's `0.5 · T_rr`, as §3.5.2 step 2b
+//! allows ("e.g., based upon RTT"): half the regular interval is seconds in a large group,
+//! longer than a play-out deadline. Here it is a share of the time left before the loss's
+//! last useful ask ([`NackConfig::dither_share`]: its deadline less a round trip and the
+//! margin), which a group's receivers know without a round trip of their own (one measured
+//! from ask to repair is short when the repair answered another's earlier ask). It is drawn
+//! from the truncated exponential that NORM (RFC 5740) uses for its NACK backoff when the
+//! group's size is given: most receivers wait long, a few briefly, so that the first NACK's
+//! repair and the sender's TLLEI reach the rest before they ask.
 //!
 //! [`NackPlanner::poll`] counts what it returns as asked: the driver sends it at once (early
 //! feedback, RFC 4585 §3.5.2 `allow_early`), or gives it back to the planner by not calling
@@ -35,6 +45,12 @@ pub struct NackConfig {
     /// for a unicast stream; in a group RFC 4585 §3.4 asks for at least half the regular RTCP
     /// interval (`0.5 · T_rr`).
     pub dither_max: Duration,
+    /// The share of the time left before a loss's last useful ask (its deadline less a round
+    /// trip and the margin) added to `dither_max`: zero for a unicast stream.
+    pub dither_share: f64,
+    /// The group's size the dither is drawn for: 0 or 1 draws it uniformly (RFC 4585); more
+    /// draws it from NORM's truncated exponential with `λ = ln(size) + 1`.
+    pub group_size: u32,
     /// Round trips between two NACKs for one packet (at least one).
     pub retry_rtts: f64,
     /// Seeds the dither.
@@ -50,11 +66,32 @@ impl Default for NackConfig {
             max_asks: 3,
             margin: Duration::from_millis(5),
             dither_max: Duration::ZERO,
+            dither_share: 0.0,
+            group_size: 0,
             retry_rtts: 1.5,
             seed: 0,
         }
     }
 }
+
+impl NackConfig {
+    /// Asking as one of a group of `size` receivers: a dither of up to half the time left
+    /// before a loss's last useful ask ([`GROUP_DITHER_SHARE`]), seeded with `seed`;
+    /// otherwise as [`NackConfig::default`].
+    pub fn group(size: u32, seed: u64) -> NackConfig {
+        NackConfig {
+            dither_share: GROUP_DITHER_SHARE,
+            group_size: size,
+            seed,
+            ..NackConfig::default()
+        }
+    }
+}
+
+/// A group's dither, as a share of the time left before a loss's last useful ask
+/// ([`NackConfig::group`]): the first NACK's repair (or the sender's TLLEI) must reach the
+/// others before they ask, and the other half is left for asking again.
+pub const GROUP_DITHER_SHARE: f64 = 0.5;
 
 /// What the planner saw and did, packets.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
@@ -114,6 +151,14 @@ fn scaled(d: Duration, factor: f64) -> Duration {
     Duration::try_from_secs_f64(d.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }
 
+/// Where in the dither a uniform draw `x` in [0, 1) falls for a group of `size`, as a share of
+/// it: NORM's truncated exponential (RFC 5740), density rising as `e^(λt)` with `λ = ln(size) +
+/// 1`, so that in a group of that size about one receiver draws early.
+fn biased(x: f64, size: u32) -> f64 {
+    let lambda = f64::from(size).ln() + 1.0;
+    ((x * (lambda.exp() - 1.0)).ln_1p() / lambda).clamp(0.0, 1.0)
+}
+
 /// A receiver's NACK scheduler for one stream; see the module's documentation.
 #[derive(Debug)]
 pub struct NackPlanner {
@@ -132,6 +177,9 @@ pub struct NackPlanner {
     /// A gap's first ask waits until this many packets past it have come (FEC's row may
     /// rebuild it first): 0, none.
     hold: u64,
+    /// The round trip to the sender, as the caller last gave it: what the dither and a gap's
+    /// last chance are reckoned from.
+    rtt: Option<Duration>,
 }
 
 impl NackPlanner {
@@ -146,7 +194,13 @@ impl NackPlanner {
             highest: None,
             counters: NackCounters::default(),
             hold: 0,
+            rtt: None,
         }
+    }
+
+    /// The round trip to the sender is `rtt` (a group's dither is a number of them).
+    pub fn set_rtt(&mut self, rtt: Duration) {
+        self.rtt = Some(rtt);
     }
 
     /// A missing packet is first asked for once `packets` packets past it have come (or when
@@ -183,21 +237,39 @@ impl NackPlanner {
     /// When the first NACK of a loss event noticed at `now` goes: with the one already
     /// waiting for its dither if there is one (one feedback packet per event), else after a
     /// dither of its own.
-    fn first_ask(&mut self, now: Timestamp) -> Timestamp {
+    fn first_ask(&mut self, now: Timestamp, deadline: Timestamp) -> Timestamp {
         let waiting = self
             .missing
             .iter()
             .filter(|m| m.asks == 0 && m.next_ask > now)
             .map(|m| m.next_ask)
             .min();
-        waiting.unwrap_or_else(|| {
-            let max = self.cfg.dither_max.as_nanos().min(u128::from(u64::MAX)) as u64;
-            now + Duration::from_nanos(if max == 0 {
-                0
-            } else {
-                self.rng.random_range(0..=max)
-            })
-        })
+        waiting.unwrap_or_else(|| now + self.dither(now, deadline))
+    }
+
+    /// A loss event's random wait at `now` before its first NACK, for packets due by
+    /// `deadline`: `dither_max`, and in a group `dither_share` of the time left until the last
+    /// ask whose repair can still make the deadline.
+    fn dither(&mut self, now: Timestamp, deadline: Timestamp) -> Duration {
+        let late = self.rtt.unwrap_or_default().saturating_add(self.cfg.margin);
+        let last = deadline.checked_sub(late).unwrap_or(now);
+        let left = last.saturating_since(now);
+        let share = self.cfg.dither_share;
+        let share = if share.is_finite() {
+            share.clamp(0.0, 1.0)
+        } else {
+            0.0
+        };
+        let max = self.cfg.dither_max.saturating_add(scaled(left, share));
+        let nanos = max.as_nanos().min(u128::from(u64::MAX)) as u64;
+        if nanos == 0 {
+            return Duration::ZERO;
+        }
+        if self.cfg.group_size <= 1 {
+            return Duration::from_nanos(self.rng.random_range(0..=nanos));
+        }
+        let x: f64 = self.rng.random();
+        scaled(max, biased(x, self.cfg.group_size))
     }
 
     /// A packet arrived at `now` with extended sequence number `seq`. Packets it shows missing
@@ -248,11 +320,14 @@ impl NackPlanner {
     }
 
     fn note_gap(&mut self, gap: std::ops::Range<u64>, now: Timestamp, deadline: Timestamp) {
+        if gap.is_empty() {
+            return;
+        }
         let len = gap.end - gap.start;
         self.counters.missing += len;
         let tracked = len.min(self.cfg.max_tracked as u64);
         self.counters.untracked += len - tracked;
-        let first_ask = self.first_ask(now);
+        let first_ask = self.first_ask(now, deadline);
         for seq in gap.end - tracked..gap.end {
             if self.missing.len() >= self.cfg.max_tracked {
                 // Judged by its deadline, as a given-up packet, should its repair still come.
@@ -315,6 +390,7 @@ impl NackPlanner {
     /// trip time to the sender. Packets whose repair could no longer arrive in time, and those
     /// asked for `max_asks` times a retry ago, are given up.
     pub fn poll(&mut self, now: Timestamp, rtt: Duration, max: usize, out: &mut Vec<SeqNo>) {
+        self.rtt = Some(rtt);
         let retry = self.retry(rtt);
         let late = rtt.saturating_add(self.cfg.margin);
         let (highest, hold) = (self.highest, self.hold);
@@ -595,5 +671,35 @@ mod tests {
         p.on_peer_nack([SeqNo(2)], at(0), Duration::MAX);
         assert!(poll(&mut p, at(0)).is_empty());
         let _ = p.next_due(Duration::MAX);
+    }
+
+    /// In a group of 45 the first ask of a loss waits at most half the time left before its
+    /// last useful ask, and most receivers draw late in it (NORM's exponential): few ask
+    /// before the first one's repair can come back.
+    #[test]
+    fn a_group_dither_ends_by_half_the_time_left_and_is_mostly_drawn_late() {
+        let rtt = Duration::from_millis(50);
+        // Deadline 600 ms after the gap: last useful ask at 545 ms, dither at most 272.5 ms.
+        let asks: Vec<Duration> = (0..450u64)
+            .map(|seed| {
+                let mut p = NackPlanner::new(NackConfig::group(45, seed));
+                p.set_rtt(rtt);
+                p.on_packet(10, at(0), at(600));
+                p.on_packet(12, at(0), at(600));
+                p.next_due(rtt).unwrap().saturating_since(at(0))
+            })
+            .collect();
+        let max = Duration::from_micros(272_500);
+        assert!(asks.iter().all(|d| *d <= max), "{asks:?}");
+        // Within one round trip of the dither's start: about 0.5 in 45 (F(0.18) = 0.012 of
+        // F(u) = (e^(λu) - 1) / (e^λ - 1), λ = ln 45 + 1); uniformly it would be 8.
+        let early = asks.iter().filter(|d| **d < rtt).count();
+        assert!(early <= 20, "{early} of 450 within a round trip");
+        // Unicast (and a group without its size, as RFC 4585 draws): at once, or uniformly.
+        let mut p = NackPlanner::new(NackConfig::default());
+        p.set_rtt(rtt);
+        p.on_packet(10, at(0), at(600));
+        p.on_packet(12, at(0), at(600));
+        assert_eq!(p.next_due(rtt), Some(at(0)));
     }
 }

@@ -125,6 +125,21 @@ impl Repairer {
         self.rate_bps = rate_bps;
     }
 
+    /// Numbers one NACK is answered for at most.
+    pub fn max_per_nack(&self) -> usize {
+        self.cfg.max_per_nack
+    }
+
+    /// Whether a repair of `seq` left within the last round trip (`rtt`, at least the repeat
+    /// guard) at `now`: one is on its way, and a receiver asking now would get a duplicate.
+    pub fn on_its_way(&self, seq: SeqNo, now: Timestamp, rtt: Duration) -> bool {
+        let guard = rtt.max(self.cfg.min_repeat_guard);
+        self.history
+            .get(seq)
+            .and_then(|k| k.repaired)
+            .is_some_and(|t| now.saturating_since(t) < guard)
+    }
+
     /// Keeps a packet the stream sent, for `deadline` (its frame's play-out deadline).
     pub fn sent(&mut self, sequence: SeqNo, packet: &[u8], deadline: Timestamp) {
         self.history.keep(sequence, packet, deadline);

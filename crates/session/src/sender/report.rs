@@ -251,25 +251,27 @@ impl SenderReports {
         wall: NtpTime,
         buf: &mut [u8],
     ) -> Option<usize> {
-        self.poll_transmit_with(now, wall, buf, &[])
+        self.poll_transmit_with(now, wall, buf, &[], false)
     }
 
     /// [`SenderReports::poll_transmit`], with the rate controller's APP packets: they go at
     /// once, after a sender report (whose RTP timestamp tells receivers when they were sent),
-    /// whether or not the regular one is due.
+    /// whether or not the regular one is due. With `early`, a compound is written whether or
+    /// not anything else is due (for feedback the caller appends, RFC 4585 §3.5.2).
     pub fn poll_transmit_with(
         &mut self,
         now: Timestamp,
         wall: NtpTime,
         buf: &mut [u8],
         apps: &[rtcp::CcApp],
+        early: bool,
     ) -> Option<usize> {
         let due = self.next_sr.is_some_and(|t| now >= t);
         if !due {
-            if apps.is_empty() {
+            if apps.is_empty() && !early {
                 return None;
             }
-            self.counters.cc_packets += 1;
+            self.counters.cc_packets += u64::from(!apps.is_empty());
             return self.write(now, wall, buf, None, apps);
         }
         let n = self.write(now, wall, buf, None, apps)?;

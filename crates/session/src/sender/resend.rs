@@ -6,6 +6,12 @@
 //! retransmissions of those that can still make their play-out deadline, within the repair
 //! budget (a share of the stream's rate: repairs count against the rate it was admitted with
 //! and its controller's target).
+//!
+//! To a group, the session also tells the group which losses a repair is on its way for
+//! ([`SenderRepair::tell_group`]): a TLLEI (RFC 6642 §4.1) in its next RTCP compound, which goes
+//! where its sender reports go. The sender is the group's feedback target (receivers report to
+//! it by unicast, RFC 5760), so no receiver hears another's NACK; the TLLEI is what keeps the
+//! others from asking for the same packet during their dither (RFC 4585 §3.5.2).
 
 use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
 use metronome_time::{MediaClock, RtpTime, Timestamp};
@@ -28,6 +34,10 @@ pub struct SenderRepair {
     pub playout_delay: Duration,
     /// The round trip assumed until a receiver report measures one.
     pub initial_rtt: Duration,
+    /// The stream goes to a group: losses a repair is on its way for are told to the group
+    /// (RFC 6642 TLLEI), at most [`MAX_NOTICED`] numbers per RTCP compound, one compound per
+    /// [`NOTICE_GAP`] at most.
+    pub tell_group: bool,
 }
 
 impl SenderRepair {
@@ -49,6 +59,15 @@ impl SenderRepair {
             max_packet,
             playout_delay,
             initial_rtt: Duration::from_millis(100),
+            tell_group: false,
+        }
+    }
+
+    /// These repairs, to a group: losses being repaired are told to it.
+    pub fn to_group(self) -> SenderRepair {
+        SenderRepair {
+            tell_group: true,
+            ..self
         }
     }
 
@@ -61,6 +80,11 @@ impl SenderRepair {
 
 /// Retransmissions waiting for the driver at most; more are counted and not made.
 pub const MAX_WAITING: usize = 64;
+/// Lost packets waiting to be told to the group at most; more are counted and not told.
+pub const MAX_NOTICED: usize = 64;
+/// The least time between two TLLEIs: a storm of NACKs (forged ones too) makes at most one
+/// compound to the group per gap, each of at most [`MAX_NOTICED`] numbers.
+pub const NOTICE_GAP: Duration = Duration::from_millis(10);
 /// Receivers whose least round trip is kept; beyond, a receiver's own is its last.
 const MAX_RECEIVERS: usize = 4096;
 
@@ -126,6 +150,19 @@ pub(crate) struct Resend {
     expired: u64,
     /// Retransmissions larger than the driver's buffer, dropped.
     too_large: u64,
+    /// What the group is to be told, with [`SenderRepair::tell_group`].
+    notices: Option<Notices>,
+}
+
+/// Losses told to the group (RFC 6642 TLLEI).
+#[derive(Debug, Default)]
+struct Notices {
+    /// Numbers a repair is on its way for, not told yet (at most [`MAX_NOTICED`]).
+    pending: Vec<SeqNo>,
+    last: Option<Timestamp>,
+    packets: u64,
+    told: u64,
+    dropped: u64,
 }
 
 /// What the session's repairs did: the repairer's counts, and the session's own.
@@ -148,6 +185,13 @@ pub struct ResendStats {
     pub bytes: u64,
     /// NACKs in one compound beyond the 16 read.
     pub nacks_unread: u64,
+    /// TLLEIs sent to the group (RFC 6642): losses a repair was on its way for.
+    pub loss_notices: u64,
+    /// Sequence numbers they told.
+    pub noticed: u64,
+    /// Numbers not told: 64 were waiting already ([`MAX_NOTICED`]), or the RTCP buffer had no
+    /// room.
+    pub notices_dropped: u64,
 }
 
 impl Resend {
@@ -177,6 +221,7 @@ impl Resend {
             too_large: 0,
             packets: 0,
             bytes: 0,
+            notices: cfg.tell_group.then(Notices::default),
         }
     }
 
@@ -189,6 +234,9 @@ impl Resend {
             packets: self.packets,
             bytes: self.bytes,
             nacks_unread,
+            loss_notices: self.notices.as_ref().map_or(0, |n| n.packets),
+            noticed: self.notices.as_ref().map_or(0, |n| n.told),
+            notices_dropped: self.notices.as_ref().map_or(0, |n| n.dropped),
         }
     }
 
@@ -246,6 +294,49 @@ impl Resend {
         let seqs = nack.sequences.iter().copied();
         self.repairer
             .on_nack(nack.media_ssrc, seqs, now, path, &mut emit);
+        if let Some(n) = self.notices.as_mut() {
+            let max = self.repairer.max_per_nack();
+            for &seq in nack.sequences.iter().take(max) {
+                if self.repairer.on_its_way(seq, now, rtt) && !n.pending.contains(&seq) {
+                    if n.pending.len() < MAX_NOTICED {
+                        n.pending.push(seq);
+                    } else {
+                        n.dropped += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// When the group is next to be told of losses, if any wait.
+    pub(crate) fn notice_due(&self) -> Option<Timestamp> {
+        let n = self.notices.as_ref().filter(|n| !n.pending.is_empty())?;
+        Some(n.last.map_or(Timestamp::ZERO, |t| t + NOTICE_GAP))
+    }
+
+    /// Writes the TLLEI due at `now` from the stream `ssrc` into `buf` (after a compound's
+    /// sender report); its length, 0 if none is due. Numbers that do not fit are dropped.
+    pub(crate) fn write_notice(&mut self, now: Timestamp, ssrc: Ssrc, buf: &mut [u8]) -> usize {
+        if self.notice_due().is_none_or(|t| t > now) {
+            return 0;
+        }
+        let Some(n) = self.notices.as_mut() else {
+            return 0;
+        };
+        // One 4-byte entry per number at worst, after 12 bytes of header.
+        let room = buf.len().saturating_sub(12) / 4;
+        let fit = n.pending.len().min(room);
+        let first = n.pending[0];
+        n.pending.sort_unstable_by_key(|s| s.since(first));
+        let len = metronome_wire::rtcp::write_tllei(buf, ssrc, ssrc, &n.pending[..fit]);
+        n.dropped += (n.pending.len() - fit) as u64;
+        if len > 0 {
+            n.packets += 1;
+            n.told += fit as u64;
+        }
+        n.pending.clear();
+        n.last = Some(now);
+        len
     }
 
     /// The next retransmission that can still make its deadline if it leaves at `now`,

@@ -604,6 +604,11 @@ fn a_frame_is_queued_whole_or_refused() {
 /// payload type 97), having sent packets 0..200 (each 1 250 bytes, due 2 ms apart), viewers
 /// playing out 300 ms after the fastest packet.
 fn repairing_session() -> SenderSession {
+    repairing_session_to(false)
+}
+
+/// [`repairing_session`], to a group if `group` (losses being repaired told to it).
+fn repairing_session_to(group: bool) -> SenderSession {
     use crate::repair::RepairConfig;
     use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
     let rtx = metronome_wire::rtx::StreamIds {
@@ -616,6 +621,7 @@ fn repairing_session() -> SenderSession {
         max_packet: 1500,
         playout_delay: Duration::from_millis(300),
         initial_rtt: Duration::from_millis(20),
+        tell_group: group,
     });
     let mut buf = [0u8; 1500];
     for k in 0..200u16 {
@@ -802,4 +808,52 @@ fn a_rate_that_rises_moves_the_waiting_heads_send_time_up() {
         Some(Transmit::Send { .. })
     ));
     assert_eq!(s.next_send(), Some(ms(3)));
+}
+
+/// The TLLEIs (RFC 6642) in compound `data`: (packet sender, media, numbers).
+fn tlleis(data: &[u8]) -> Vec<(u32, u32, Vec<u16>)> {
+    let mut out = Vec::new();
+    rtcp::parse_compound(data, |item| {
+        if let rtcp::RtcpItem::Tllei(t) = item {
+            let seqs = t.sequences().map(u16::from).collect();
+            out.push((t.sender_ssrc.get(), t.media_ssrc.get(), seqs));
+        }
+    })
+    .unwrap();
+    out
+}
+
+/// To a group, the losses a repair is on its way for go to the group at once, after a sender
+/// report; a second NACK for them (a repair still on its way) is told again only a gap later,
+/// and a stream to one viewer tells nobody.
+#[test]
+fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
+    let mut s = repairing_session_to(true);
+    let mut buf = [0u8; 1500];
+    // At 400 ms packets 40..50 are past their play-out time: no repair, nothing told.
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 45, 10, 1));
+    while s.poll_repair(ms(400), &mut buf).is_some() {}
+    assert_eq!(s.poll_timeout().map(|(t, _)| t <= ms(400)), Some(true));
+    let n = s.poll_rtcp(ms(400), wall(ms(400)), &mut buf).unwrap();
+    let ssrc = s.reports().config_ssrc().get();
+    assert_eq!(tlleis(&buf[..n]), vec![(ssrc, ssrc, (50..55).collect())]);
+    // Another viewer asks for the same within the round trip: a duplicate, told again 10 ms
+    // after the last TLLEI, not at once.
+    rtcp_in(&mut s, ms(402), &nack_compound(0x78, 0xabc, 50, 2, 1));
+    assert_eq!(s.poll_repair(ms(402), &mut buf), None);
+    let n = s.poll_rtcp(ms(402), wall(ms(402)), &mut buf);
+    assert!(n.is_none_or(|n| tlleis(&buf[..n]).is_empty()));
+    assert_eq!(s.poll_timeout().map(|(t, _)| t), Some(ms(410)));
+    let n = s.poll_rtcp(ms(410), wall(ms(410)), &mut buf).unwrap();
+    assert_eq!(tlleis(&buf[..n]), vec![(ssrc, ssrc, vec![50, 51])]);
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.loss_notices, st.noticed, st.notices_dropped), (2, 7, 0));
+    // To one viewer: the repair goes, no TLLEI.
+    let mut one = repairing_session_to(false);
+    rtcp_in(&mut one, ms(400), &nack_compound(0x77, 0xabc, 50, 5, 1));
+    while one.poll_repair(ms(400), &mut buf).is_some() {}
+    if let Some(n) = one.poll_rtcp(ms(400), wall(ms(400)), &mut buf) {
+        assert!(tlleis(&buf[..n]).is_empty());
+    }
+    assert_eq!(one.repair_stats().unwrap().loss_notices, 0);
 }

@@ -11,7 +11,7 @@ use crate::Ssrc;
 pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
 pub use ccfb::{Ccfb, CcfbReport, CcfbWriter};
 use metronome_time::RtpTime;
-pub use nack::{write_nack, Nack};
+pub use nack::{write_nack, write_tllei, Nack};
 use rtcp_types::{
     App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
     RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport, TransportFeedback,
@@ -103,6 +103,9 @@ pub enum RtcpItem<'a> {
     Ccfb(Ccfb<'a>),
     /// A generic NACK (RFC 4585 §6.2.1, [`nack`]): lost packets a receiver asks for.
     Nack(Nack<'a>),
+    /// A TLLEI (RFC 6642 §4.1, [`nack`]): losses the stream's sender already knows of, told
+    /// to the group so that its receivers do not ask for them.
+    Tllei(Nack<'a>),
     /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
     /// congestion-control APP packet of another length or subtype: counted by the caller.
     Other {
@@ -143,6 +146,21 @@ fn transport_fci<'a, const F: u8>(
         .ok_or_else(|| format!("{what}'s padding runs past its data"))
 }
 
+/// What a transport-layer feedback packet that passed the first pass is.
+fn transport_item<'a>(fb: &TransportFeedback<'a>) -> RtcpItem<'a> {
+    if let Ok(Some(c)) = Ccfb::parse(fb) {
+        RtcpItem::Ccfb(c)
+    } else if let Ok(Some(n)) = Nack::parse(fb) {
+        RtcpItem::Nack(n)
+    } else if let Ok(Some(t)) = Nack::parse_tllei(fb) {
+        RtcpItem::Tllei(t)
+    } else {
+        RtcpItem::Other {
+            packet_type: fb.type_(),
+        }
+    }
+}
+
 /// An APP packet's header, SSRC and name, before its data.
 const APP_HEADER: usize = 12;
 
@@ -169,6 +187,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
             Packet::TransportFeedback(fb) => {
                 Ccfb::parse(&fb).map_err(RtcpError::Malformed)?;
                 Nack::parse(&fb).map_err(RtcpError::Malformed)?;
+                Nack::parse_tllei(&fb).map_err(RtcpError::Malformed)?;
             }
             _ => {}
         }
@@ -224,13 +243,7 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                     packet_type: app.type_(),
                 }),
             },
-            Packet::TransportFeedback(fb) => match (Ccfb::parse(&fb), Nack::parse(&fb)) {
-                (Ok(Some(c)), _) => visit(RtcpItem::Ccfb(c)),
-                (_, Ok(Some(n))) => visit(RtcpItem::Nack(n)),
-                _ => visit(RtcpItem::Other {
-                    packet_type: fb.type_(),
-                }),
-            },
+            Packet::TransportFeedback(fb) => visit(transport_item(&fb)),
             other => visit(RtcpItem::Other {
                 packet_type: other.type_(),
             }),

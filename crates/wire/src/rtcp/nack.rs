@@ -2,6 +2,10 @@
 //! transport-layer feedback packet (PT 205, FMT 1). Each 4-byte FCI entry names a packet (PID)
 //! and, in a 16-bit mask (BLP), which of the 16 after it are lost too.
 //!
+//! The same FCI with FMT 7 is a Transport-Layer Third-Party Loss Early Indication (TLLEI,
+//! RFC 6642 §4.1): the feedback target (here the stream's sender) tells a group that it knows
+//! of these losses, so that the group's receivers do not ask for them too (§3).
+//!
 //! ```text
 //!  0                   1                   2                   3
 //! |V=2|P|  FMT=1  |   PT = 205    |          length               |
@@ -15,15 +19,17 @@ use rtcp_types::TransportFeedback;
 
 /// The FMT of a generic NACK.
 pub const FMT: u8 = 1;
+/// The FMT of a TLLEI (RFC 6642 §4.1).
+pub const TLLEI_FMT: u8 = 7;
 /// PT of a transport-layer feedback packet.
 const RTPFB: u8 = 205;
 /// Bytes before the first FCI entry: header, sender SSRC, media SSRC.
 const HEAD: usize = 12;
 
-/// A parsed generic NACK, borrowing its bytes.
+/// A parsed generic NACK or TLLEI, borrowing its bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Nack<'a> {
-    /// SSRC of the receiver that sent it.
+    /// SSRC of the receiver that sent it (of the feedback target, for a TLLEI).
     pub sender_ssrc: Ssrc,
     /// SSRC of the stream whose packets it asks for.
     pub media_ssrc: Ssrc,
@@ -34,12 +40,27 @@ pub struct Nack<'a> {
 impl<'a> Nack<'a> {
     /// The NACK in `fb`, `Ok(None)` for another FMT, or why it is malformed.
     pub fn parse(fb: &TransportFeedback<'a>) -> Result<Option<Nack<'a>>, String> {
-        let Some(data) = super::transport_fci::<FMT>(fb, "a generic NACK")? else {
+        let data = super::transport_fci::<FMT>(fb, "a generic NACK")?;
+        Self::of(fb, data, "a generic NACK")
+    }
+
+    /// The TLLEI in `fb`, `Ok(None)` for another FMT, or why it is malformed.
+    pub fn parse_tllei(fb: &TransportFeedback<'a>) -> Result<Option<Nack<'a>>, String> {
+        let data = super::transport_fci::<TLLEI_FMT>(fb, "a TLLEI")?;
+        Self::of(fb, data, "a TLLEI")
+    }
+
+    fn of(
+        fb: &TransportFeedback<'a>,
+        data: Option<&'a [u8]>,
+        what: &str,
+    ) -> Result<Option<Nack<'a>>, String> {
+        let Some(data) = data else {
             return Ok(None);
         };
         if data.is_empty() || data.len() % 4 != 0 {
             return Err(format!(
-                "a generic NACK's FCI is {} bytes, not a whole number of 4-byte entries",
+                "{what}'s FCI is {} bytes, not a whole number of 4-byte entries",
                 data.len()
             ));
         }
@@ -80,6 +101,27 @@ pub fn write_nack(
     media_ssrc: Ssrc,
     sequences: &[SeqNo],
 ) -> usize {
+    write_fb(FMT, buf, sender_ssrc, media_ssrc, sequences)
+}
+
+/// Writes a TLLEI (RFC 6642 §4.1) from the feedback target `sender_ssrc` telling the group
+/// that `sequences` of `media_ssrc` are known lost, as [`write_nack`] writes a NACK.
+pub fn write_tllei(
+    buf: &mut [u8],
+    sender_ssrc: Ssrc,
+    media_ssrc: Ssrc,
+    sequences: &[SeqNo],
+) -> usize {
+    write_fb(TLLEI_FMT, buf, sender_ssrc, media_ssrc, sequences)
+}
+
+fn write_fb(
+    fmt: u8,
+    buf: &mut [u8],
+    sender_ssrc: Ssrc,
+    media_ssrc: Ssrc,
+    sequences: &[SeqNo],
+) -> usize {
     if buf.len() < HEAD + 4 || sequences.is_empty() {
         return 0;
     }
@@ -104,7 +146,7 @@ pub fn write_nack(
         at += 4;
         rest = &tail[used..];
     }
-    buf[0] = 0x80 | FMT;
+    buf[0] = 0x80 | fmt;
     buf[1] = RTPFB;
     buf[2..4].copy_from_slice(&((at / 4 - 1) as u16).to_be_bytes());
     buf[4..8].copy_from_slice(&sender_ssrc.to_be_bytes());
@@ -155,6 +197,29 @@ mod tests {
             .entries()
             .collect();
         assert_eq!(theirs, asked.to_vec());
+    }
+
+    #[test]
+    fn a_tllei_reads_back_as_one_and_not_as_a_nack() {
+        let mut buf = [0u8; 64];
+        let known = [100, 101, 117, 300].map(SeqNo);
+        let n = write_tllei(&mut buf, Ssrc(9), Ssrc(9), &known);
+        assert_eq!(buf[0] & 0x1f, TLLEI_FMT);
+        assert!(parsed(&buf[..n]).is_empty());
+        let mut seen = Vec::new();
+        parse_compound(&buf[..n], |item| {
+            if let RtcpItem::Tllei(t) = item {
+                seen.push((
+                    t.media_ssrc,
+                    t.sequences().map(u16::from).collect::<Vec<_>>(),
+                ));
+            }
+        })
+        .unwrap();
+        assert_eq!(seen, vec![(Ssrc(9), vec![100, 101, 117, 300])]);
+        // Without whole entries it refuses the compound, as a NACK does.
+        let empty = [0x87, 205, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2];
+        assert!(parse_compound(&empty, |_| {}).is_err());
     }
 
     #[test]

@@ -196,7 +196,7 @@ pub(super) fn open_stream(
     };
     let media_task = task_of_shape(spec, shape, ceiling, dests, cal);
     let pps = ceiling as f64 / shape.source_bits.max(1) as f64;
-    let repair = RepairPlan::of(spec, pps, slot_bytes(shape));
+    let repair = RepairPlan::of(spec, pps, slot_bytes(shape)).map(|r| r.sent_to(&destinations));
     let task = RepairPlan::admitted(repair.as_ref(), media_task);
     let ring_slots = spec.ring.unwrap_or(cfg.default_ring);
     let ring_bytes = (ring_slots as u64).saturating_mul(slot_bytes(shape) as u64);

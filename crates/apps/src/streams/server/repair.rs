@@ -29,6 +29,8 @@ pub(crate) struct RepairPlan {
     playout_delay: Duration,
     /// SMPTE 2022-1 FEC, if the stream sends it.
     fec: Option<FecConfig>,
+    /// The stream goes to a group: losses being repaired are told to it (RFC 6642 TLLEI).
+    group: bool,
 }
 
 impl RepairPlan {
@@ -52,7 +54,16 @@ impl RepairPlan {
             max_packet,
             playout_delay,
             fec,
+            group: false,
         })
+    }
+
+    /// This plan, for a stream sent to `destinations`: to a group if any is multicast.
+    pub(crate) fn sent_to(self, destinations: &[metronome_rt::url::RtpUrl]) -> RepairPlan {
+        RepairPlan {
+            group: destinations.iter().any(|d| d.is_multicast()),
+            ..self
+        }
     }
 
     /// The task admission reserves for the stream and its repairs: the media's cost and rate
@@ -85,13 +96,18 @@ impl RepairPlan {
         };
         // Its own draw from the stream's seed (the media's number and time base take others).
         let first = SeqNo(metronome_time::mix::splitmix64(seed ^ 0x5254_5853_4551) as u16);
-        SenderRepair::rtx(
+        let r = SenderRepair::rtx(
             rtx,
             first,
             self.playout_delay,
             self.history_packets,
             self.max_packet,
-        )
+        );
+        if self.group {
+            r.to_group()
+        } else {
+            r
+        }
     }
 
     /// The stream's FEC, if it sends any.

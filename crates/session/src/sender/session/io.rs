@@ -149,7 +149,7 @@ pub enum Wake {
     Release,
     /// The next late packet may leave under the catch-up rate bound.
     CatchUp,
-    /// A sender report is due.
+    /// A sender report is due, or a compound that tells the group of losses (RFC 6642).
     SenderReport,
     /// The rate controller's timer.
     RateController,

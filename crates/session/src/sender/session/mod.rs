@@ -367,7 +367,28 @@ impl SenderSession {
     pub fn poll_rtcp(&mut self, now: Timestamp, wall: NtpTime, buf: &mut [u8]) -> Option<usize> {
         let announce = self.controller.poll_announce(now);
         let apps: Vec<_> = announce.iter().map(crate::cc_app::announce_app).collect();
-        self.reports.poll_transmit_with(now, wall, buf, &apps)
+        let notice = self.notice_due().is_some_and(|t| t <= now);
+        // Room kept after the report for a TLLEI of every number waiting (12 + 4 each).
+        let keep = if notice {
+            12 + 4 * super::resend::MAX_NOTICED
+        } else {
+            0
+        };
+        let end = buf.len().saturating_sub(keep);
+        let n = self
+            .reports
+            .poll_transmit_with(now, wall, &mut buf[..end], &apps, notice)?;
+        let ssrc = self.reports.config_ssrc();
+        let told = match self.repair.as_mut() {
+            Some(r) if notice => r.write_notice(now, ssrc, &mut buf[n..]),
+            _ => 0,
+        };
+        Some(n + told)
+    }
+
+    /// When losses are next to be told to the group (RFC 6642 TLLEI), if any wait.
+    fn notice_due(&self) -> Option<Timestamp> {
+        self.repair.as_ref().and_then(|r| r.notice_due())
     }
 
     /// The last sender report, with a BYE (RFC 3550 §6.6).
@@ -396,7 +417,11 @@ impl SenderSession {
             .controller
             .poll_timeout()
             .map(|(t, _)| (t, Wake::RateController));
-        [head, report, cc].into_iter().flatten().min_by_key(|x| x.0)
+        let notice = self.notice_due().map(|t| (t, Wake::SenderReport));
+        [head, report, cc, notice]
+            .into_iter()
+            .flatten()
+            .min_by_key(|x| x.0)
     }
 
     /// The next instant the session's RTCP side needs the driver (a sender report due, the
@@ -404,7 +429,7 @@ impl SenderSession {
     pub fn rtcp_timeout(&self) -> Option<Timestamp> {
         let report = self.reports.poll_timeout().map(|(t, _)| t);
         let cc = self.controller.poll_timeout().map(|(t, _)| t);
-        [report, cc].into_iter().flatten().min()
+        [report, cc, self.notice_due()].into_iter().flatten().min()
     }
 
     /// When the next packet may leave: its job's release (its due time, unless a period groups
