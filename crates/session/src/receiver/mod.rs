@@ -527,7 +527,9 @@ impl ReceiverSession {
             .filter(|s| s.packets > 0)
             .count()
             .min(31);
-        let mut used = 8 + 24 * blocks + 16 + self.cfg.cname.len() + 20 + 16;
+        let rrtr = self.repair.as_ref().is_some_and(|r| r.wants_rrtr());
+        let mut used =
+            8 + 24 * blocks + 16 + self.cfg.cname.len() + 20 + 16 + 20 * usize::from(rrtr);
         let mut asks = std::mem::take(&mut self.asks);
         if let Some(r) = self.repair.as_mut() {
             // One 4-byte entry per number at worst, after the NACK's 12 bytes.
@@ -550,6 +552,16 @@ impl ReceiverSession {
         let blocks = regular || out.is_some();
         let n = self.write_report(now, buf, None, out.as_ref(), blocks);
         let n = n.map(|n| n + self.write_nack(&mut buf[n..], &asks));
+        // A group member's reference time, for the sender's DLRR answer (RFC 3611 §4.4): its
+        // clock is this session's own, which the answer comes back in.
+        let ntp = NtpTime::from_unix_nanos(now.as_nanos()).0;
+        let n = n.map(|n| {
+            n + if rrtr {
+                rtcp::write_rrtr(&mut buf[n..], self.cfg.ssrc, ntp)
+            } else {
+                0
+            }
+        });
         self.asks = asks;
         let n = n?;
         if regular {

@@ -109,7 +109,8 @@ pub struct RepairStats {
     /// pairs with the media (`a=ssrc-group:FID`). `rtx_packets` is `rtx_useful + rtx_late +
     /// rtx_redundant + rtx_malformed`.
     pub rtx_malformed: u64,
-    /// The round-trip estimate now (ask to repair).
+    /// The round-trip estimate now: ask to repair; in a group, from the sender's answers to
+    /// this receiver's RFC 3611 RRTRs (or the longest of its last 16 samples until one comes).
     pub rtt_us: Micros,
     /// Packets rebuilt from FEC that the receiver did not have, before their play-out time.
     pub fec_useful: u64,
@@ -192,6 +193,9 @@ pub(crate) struct Repairing {
     measured: Option<Duration>,
     /// The last round-trip samples, at most [`RECENT_SAMPLES`].
     recent: VecDeque<Duration>,
+    /// In a group, the round trip the sender's DLRR blocks gave (RFC 3611), smoothed as
+    /// `measured`.
+    from_sender: Option<Duration>,
     stats: RepairStats,
     /// The last repaired packet, as the original stream's.
     packet: Vec<u8>,
@@ -233,6 +237,7 @@ impl Repairing {
             playout: None,
             measured: None,
             recent: VecDeque::with_capacity(RECENT_SAMPLES),
+            from_sender: None,
             stats: RepairStats::default(),
             packet: Vec::new(),
             early: VecDeque::new(),
@@ -464,12 +469,34 @@ impl Repairing {
     /// [`RECENT_SAMPLES`] samples: a repair may answer another receiver's earlier ask, which
     /// this one did not hear of, so a sample can only be shorter than the way there and back.
     fn rtt(&self) -> Duration {
-        if self.cfg.nack.dither_share > 0.0 {
-            if let Some(&longest) = self.recent.iter().max() {
-                return longest;
+        if self.in_group() {
+            if let Some(rtt) = self.from_sender.or(self.recent.iter().max().copied()) {
+                return rtt;
             }
         }
         self.measured.unwrap_or(self.cfg.initial_rtt)
+    }
+
+    /// Whether it asks as a member of a group ([`NackConfig::group`]).
+    fn in_group(&self) -> bool {
+        self.cfg.nack.dither_share > 0.0
+    }
+
+    /// Whether its reports should carry an RFC 3611 RRTR: a group member asking for
+    /// retransmissions measures its round trip from the sender's DLRR answer, since one
+    /// measured from ask to repair may be another's.
+    pub(crate) fn wants_rrtr(&self) -> bool {
+        self.in_group() && self.cfg.rtx_payload_type.is_some()
+    }
+
+    /// The sender `sender` measured this receiver's round trip as `rtt` (its DLRR answer);
+    /// whether it is the stream followed here.
+    pub(crate) fn on_sender_rtt(&mut self, sender: Ssrc, rtt: Duration) -> bool {
+        if self.media.is_none_or(|m| m.ssrc != sender) {
+            return false;
+        }
+        self.from_sender = Some(self.from_sender.map_or(rtt, |m| (m * 7 + rtt) / 8));
+        true
     }
 
     /// The stream's sequence numbers restarted (a confirmed jump): what FEC kept is of the

@@ -4,7 +4,7 @@
 use super::{ReceiverEvent, ReceiverSession, MAX_PEER_ASKS};
 use crate::interval::update_avg_rtcp_size;
 use metronome_time::{NtpTime, RtpTime, Timestamp};
-use metronome_wire::rtcp::{self, CcApp, RtcpItem};
+use metronome_wire::rtcp::{self, CcApp, RtcpItem, XrItem};
 use metronome_wire::{SeqNo, Ssrc};
 
 /// A sender report or BYE, about a source or another member.
@@ -25,6 +25,8 @@ struct Heard {
     /// Other receivers' NACKs and the sender's TLLEIs: the stream, the numbers (at most
     /// [`MAX_PEER_ASKS`]).
     nacks: Vec<(Ssrc, Vec<SeqNo>)>,
+    /// The sender's RFC 3611 DLRR sub-block about this receiver: (sender, LRR, DLRR).
+    dlrr: Option<(Ssrc, u32, u32)>,
     /// Items that are not for a receiver.
     ignored: u64,
 }
@@ -42,6 +44,12 @@ impl ReceiverSession {
             match self.repair.as_mut() {
                 Some(r) => h.ignored += u64::from(!r.on_peer_nack(media_ssrc, sequences, now)),
                 None => h.ignored += 1,
+            }
+        }
+        if let (Some((sender, lrr, dlrr)), Some(r)) = (h.dlrr, self.repair.as_mut()) {
+            let arrival = NtpTime::from_unix_nanos(now.as_nanos());
+            if let Some(rtt) = NtpTime::round_trip(arrival, lrr, dlrr) {
+                r.on_sender_rtt(sender, rtt);
             }
         }
         self.take_announces(now, &mut h);
@@ -78,10 +86,21 @@ impl ReceiverSession {
                 let sequences = t.sequences().take(MAX_PEER_ASKS).collect();
                 h.nacks.push((t.media_ssrc, sequences))
             }
+            // The sender's answer to this receiver's RRTR (RFC 3611 §4.5): its round trip.
+            RtcpItem::Xr(XrItem::Dlrr {
+                sender,
+                ssrc,
+                lrr,
+                dlrr,
+            }) if ssrc == self.cfg.ssrc => h.dlrr = Some((sender, lrr, dlrr)),
+            // About the group's other receivers.
+            RtcpItem::Xr(XrItem::Dlrr { .. }) => {}
             // Another receiver's feedback to the sender (on a group): not for us.
-            RtcpItem::Other { .. } | RtcpItem::Ccfb(_) | RtcpItem::Nack(_) | RtcpItem::Tllei(_) => {
-                h.ignored += 1
-            }
+            RtcpItem::Other { .. }
+            | RtcpItem::Ccfb(_)
+            | RtcpItem::Nack(_)
+            | RtcpItem::Tllei(_)
+            | RtcpItem::Xr(XrItem::Rrtr { .. }) => h.ignored += 1,
         });
         r.is_ok().then_some(h)
     }

@@ -162,6 +162,8 @@ struct Heard {
     cc: Vec<(Ssrc, rtcp::CcApp)>,
     feedback: Vec<SenderEvent>,
     nacks: Vec<super::resend::NackRequest>,
+    /// RFC 3611 RRTRs: (receiver, its NTP time).
+    rrtrs: Vec<(Ssrc, u64)>,
 }
 
 /// The sending side's RTCP for one stream: when to send sender reports and what they count,
@@ -183,6 +185,10 @@ pub struct SenderReports {
     /// The last compound's NACKs, for the session's repairs.
     nacks: Vec<super::resend::NackRequest>,
     nacks_unread: u64,
+    /// RFC 3611 RRTRs not answered yet, of receivers heard from (so at most
+    /// `max_receivers`): the middle 32 bits of each one's NTP time, and when it came. The next
+    /// compound answers them in a DLRR block, and each receiver measures its round trip.
+    rrtrs: BTreeMap<Ssrc, (u32, Timestamp)>,
 }
 
 impl SenderReports {
@@ -203,6 +209,7 @@ impl SenderReports {
             rng,
             nacks: Vec::new(),
             nacks_unread: 0,
+            rrtrs: BTreeMap::new(),
         }
     }
 
@@ -317,10 +324,32 @@ impl SenderReports {
             octet_count: self.octets_sent as u32,
         };
         let head = ReportHead::Sender(info, &[]);
-        let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
+        let mut n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
+        n += self.answer_rrtrs(now, &mut buf[n..]);
         self.counters.sender_reports += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
         Some(n)
+    }
+
+    /// Writes a DLRR block (RFC 3611 §4.5) answering the RRTRs waiting, as many as fit in
+    /// `buf`; its length.
+    fn answer_rrtrs(&mut self, now: Timestamp, buf: &mut [u8]) -> usize {
+        if self.rrtrs.is_empty() {
+            return 0;
+        }
+        let entries: Vec<(Ssrc, u32, u32)> = self
+            .rrtrs
+            .iter()
+            .map(|(&ssrc, &(lrr, at))| {
+                let delay = NtpTime::compact_from_duration(now.saturating_since(at));
+                (ssrc, lrr, delay)
+            })
+            .collect();
+        let (n, fit) = rtcp::write_dlrr(buf, self.cfg.ssrc, &entries);
+        for (ssrc, _, _) in &entries[..fit] {
+            self.rrtrs.remove(ssrc);
+        }
+        n
     }
 
     /// A compound RTCP packet from `from`, received at `now` (wall-clock `wall`, for the RTT).
@@ -359,6 +388,12 @@ impl SenderReports {
         }
         for (reporter, app) in heard.cc {
             self.on_cc_app(now, reporter, app, sent_at);
+        }
+        for (ssrc, ntp) in heard.rrtrs {
+            // Only a receiver heard from: forged SSRCs cannot make the sender's reports grow.
+            if self.by_ssrc.contains_key(&ssrc) {
+                self.rrtrs.insert(ssrc, (NtpTime(ntp).compact(), now));
+            }
         }
         self.nacks = heard.nacks;
     }
@@ -426,6 +461,7 @@ impl SenderReports {
                 })
             }
             RtcpItem::Nack(_) => self.nacks_unread += 1,
+            RtcpItem::Xr(rtcp::XrItem::Rrtr { ssrc, ntp }) => h.rrtrs.push((ssrc, ntp)),
             RtcpItem::Bye { ssrc } => h.byes.push(ssrc),
             RtcpItem::Cname { ssrc, cname } => h
                 .cnames

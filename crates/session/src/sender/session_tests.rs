@@ -857,3 +857,54 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     }
     assert_eq!(one.repair_stats().unwrap().loss_notices, 0);
 }
+
+/// A receiver's RFC 3611 RRTR is answered in the next compound's DLRR block with the delay
+/// since it came; one from an SSRC that never reported is not.
+#[test]
+fn a_receivers_rrtr_is_answered_in_a_dlrr_and_a_strangers_is_not() {
+    let mut s = session(LatePolicy::CATCH_UP);
+    let block = Block {
+        ssrc: Ssrc(0xabc),
+        fraction_lost: 0,
+        cumulative_lost: 0,
+        extended_highest_seq: 100,
+        jitter: 0,
+        lsr: 0,
+        dlsr: 0,
+    };
+    let mut buf = [0u8; 1500];
+    let from = |ssrc: u32, buf: &mut [u8]| {
+        let head = ReportHead::Receiver {
+            ssrc: Ssrc(ssrc),
+            blocks: std::slice::from_ref(&block),
+        };
+        let n = rtcp::write_compound(buf, head, "viewer", None).unwrap();
+        n + rtcp::write_rrtr(&mut buf[n..], Ssrc(ssrc), 0x0000_1234_5678_0000)
+    };
+    let n = from(0x77, &mut buf);
+    rtcp_in(&mut s, ms(100), &buf[..n]);
+    // A stranger's RRTR alone, without a report: not kept.
+    let n = rtcp::write_rrtr(&mut buf, Ssrc(0x66), 1 << 32);
+    rtcp_in(&mut s, ms(100), &buf[..n]);
+    let n = s.poll_rtcp(ms(350), wall(ms(350)), &mut buf).unwrap();
+    let mut answers = Vec::new();
+    rtcp::parse_compound(&buf[..n], |item| {
+        if let rtcp::RtcpItem::Xr(rtcp::XrItem::Dlrr {
+            ssrc, lrr, dlrr, ..
+        }) = item
+        {
+            answers.push((ssrc, lrr, dlrr));
+        }
+    })
+    .unwrap();
+    // 250 ms in 1/65 536 s: 16 384.
+    assert_eq!(answers, vec![(Ssrc(0x77), 0x1234_5678, 16_384)]);
+    // Answered once.
+    let n = s.poll_rtcp(ms(5000), wall(ms(5000)), &mut buf).unwrap();
+    let mut again = 0;
+    rtcp::parse_compound(&buf[..n], |item| {
+        again += usize::from(matches!(item, rtcp::RtcpItem::Xr(_)))
+    })
+    .unwrap();
+    assert_eq!(again, 0);
+}

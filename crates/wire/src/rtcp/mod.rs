@@ -6,6 +6,7 @@
 pub mod cc;
 pub mod ccfb;
 pub mod nack;
+pub mod xr;
 
 use crate::Ssrc;
 pub use cc::{CcApp, TfmccFeedback, TfmccSender, TfrcFeedback, TfrcRtt};
@@ -16,6 +17,7 @@ use rtcp_types::{
     App, Bye, Compound, Packet, ReceiverReport, ReportBlock, RtcpPacketParserExt,
     RtcpPacketWriterExt, Sdes, SdesChunk, SdesItem, SenderReport, TransportFeedback,
 };
+pub use xr::{write_dlrr, write_rrtr, XrItem};
 
 /// Why an RTCP compound packet could not be read or written.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -106,6 +108,9 @@ pub enum RtcpItem<'a> {
     /// A TLLEI (RFC 6642 §4.1, [`nack`]): losses the stream's sender already knows of, told
     /// to the group so that its receivers do not ask for them.
     Tllei(Nack<'a>),
+    /// An RFC 3611 RRTR or DLRR block ([`xr`]): a receiver's reference time, or the sender's
+    /// answer to one.
+    Xr(XrItem),
     /// A packet type Metronome does not act on (another APP, feedback, XR, unknown), or a
     /// congestion-control APP packet of another length or subtype: counted by the caller.
     Other {
@@ -244,12 +249,38 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
                 }),
             },
             Packet::TransportFeedback(fb) => visit(transport_item(&fb)),
+            // Read from its bytes below.
+            Packet::Xr(_) => {}
             other => visit(RtcpItem::Other {
                 packet_type: other.type_(),
             }),
         }
     }
+    for packet in raw_packets(data).filter(|p| p[1] == xr::XR) {
+        let mut any = false;
+        xr::parse_xr(packet, |item| {
+            any = true;
+            visit(RtcpItem::Xr(item))
+        });
+        if !any {
+            visit(RtcpItem::Other {
+                packet_type: xr::XR,
+            });
+        }
+    }
     Ok(())
+}
+
+/// The packets of a compound that has been validated, each from its header to its end.
+fn raw_packets(data: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let head = data.get(at..at + 4)?;
+        let len = (usize::from(u16::from_be_bytes([head[2], head[3]])) + 1) * 4;
+        let packet = data.get(at..at + len)?;
+        at += len;
+        Some(packet)
+    })
 }
 
 fn block_of(b: &ReportBlock<'_>) -> Block {
