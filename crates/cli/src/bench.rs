@@ -21,36 +21,46 @@ use std::time::Duration;
 pub(crate) enum BenchCommand {
     /// Send lateness and receiver jitter: the real-time pacer (auto, sleep-then-spin, busy-poll)
     /// against a plain sleep-per-packet sender, in the same run
+    #[command(after_help = crate::examples::BENCH_PACING)]
     Pacing(PacingArgs),
     /// Many streams under EDF, deadline-monotonic and a naive thread per stream: send lateness,
     /// deadline misses, receiver jitter, CPU, and admission (the source paper's experiment)
+    #[command(after_help = crate::examples::BENCH_STREAMS)]
     Streams(crate::bench_streams::StreamsArgs),
     /// Uncompressed video (RFC 4175): Metronome against GStreamer (rtpvrawpay/rtpvrawdepay) on
     /// the same cases: frame latency, frames lost, CPU per frame, packets per second
+    #[command(after_help = crate::examples::BENCH_RAW)]
     Raw(crate::bench_raw::RawArgs),
     /// The lab's simulator: 45 receivers and a TCP flow for 73 s, and 10,000 receivers for
     /// 60 s, against the wall clock (events per second, simulated time per wall-clock time)
+    #[command(after_help = crate::examples::BENCH_SIM)]
     Sim(crate::bench_sim::SimArgs),
     /// Seed 002's dumbbell in Metronome's simulator and in ns-3 3.37 (built with g++ on first
     /// use): throughput, loss and queueing delay side by side, agreement where both model the
     /// same thing, and each simulator's speed on the same work
+    #[command(after_help = crate::examples::BENCH_NS3)]
     Ns3(crate::bench_ns3::Ns3Args),
     /// The emulator (as root): throughput and the accuracy of its added delay through one link,
     /// beside the kernel's tbf on a veth pair in the same run, measured by iperf3
+    #[command(after_help = crate::examples::BENCH_EMU)]
     Emu(crate::bench_emu::EmuArgs),
     /// Video quality metrics: PSNR and SSIM frames per second on 1080p pairs, against FFmpeg's
     /// psnr and ssim filters on the same files in the same run
+    #[command(after_help = crate::examples::BENCH_QUALITY)]
     Quality(crate::bench_quality::QualityBenchArgs),
     /// Seed 002's video: a clip's quantizer ladder encoded once and had again from the cache,
     /// each rung's rate beside the paper's Table 2, and judging a viewer's video (decode, PSNR,
     /// SSIM) on one core against FFmpeg doing the same in the same run
+    #[command(after_help = crate::examples::BENCH_LADDER)]
     Ladder(crate::bench_ladder::LadderBenchArgs),
     /// Viewers of one live test-source mount over RTSP: the server's CPU with one viewer and
     /// with 100, sessions sharing one encoder against an encoder per session, in the same run
+    #[command(after_help = crate::examples::BENCH_VIEWERS)]
     Viewers(crate::bench_viewers::ViewersArgs),
     /// Loss repair beside SRT (as root): the same stream over the same lossy emulated link,
     /// bare, with Metronome's NACK and retransmission, and through srt-live-transmit at the
     /// same latency budget: packets in time, added delay, overhead, as ratios
+    #[command(after_help = crate::examples::BENCH_SRT)]
     Srt(crate::bench_srt::SrtArgs),
 }
 

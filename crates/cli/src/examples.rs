@@ -114,3 +114,83 @@ Examples:
   # Uncompressed video beside GStreamer; loss repair beside SRT (root)
   metronome bench raw
   metronome bench srt";
+
+pub(crate) const LAB_LIST: &str = "\
+Examples:
+  metronome lab list                      # names and what each shows
+  metronome lab show seed002-tcp          # one's file, to start from";
+
+pub(crate) const LAB_SHOW: &str = "\
+Examples:
+  # A built-in scenario as a file of your own, then run it
+  metronome lab show seed001-udp > mine.toml
+  metronome lab run mine.toml";
+
+pub(crate) const SCHEMA: &str = "\
+Examples:
+  metronome schema                        # the documents that have one
+  metronome schema recv > recv.schema.json
+  # A run's output, to check against it: python3 -m jsonschema -i got.json
+  # recv.schema.json (Debian's python3-jsonschema)
+  metronome recv rtp://:5004 --duration 5 --json > got.json
+  # The control API of serve --control, in OpenAPI 3.0
+  metronome schema openapi > openapi.json";
+
+pub(crate) const PASSWD: &str = "\
+Examples:
+  # Asks for the password twice; prints a table for the serve config
+  metronome passwd alice >> serve.toml
+  # From a script: the password as one line on stdin, one mount, a realm
+  metronome passwd bob --mount cam --realm studio < bob.pass >> serve.toml";
+
+pub(crate) const BENCH_PACING: &str = "\
+Examples:
+  metronome bench pacing                          # 4 runs of 10 s, a summary
+  metronome bench pacing --duration 5s --rate 20M --json | jq .ratios";
+
+pub(crate) const BENCH_STREAMS: &str = "\
+Examples:
+  metronome bench streams                         # 1, 15, 100, 1000 streams
+  metronome bench streams --streams 1,15 --sched edf,naive --duration 10s";
+
+pub(crate) const BENCH_RAW: &str = "\
+Examples:
+  metronome bench raw                             # every case, beside GStreamer
+  metronome bench raw --cases 1280x720 --duration 10s --json";
+
+pub(crate) const BENCH_SIM: &str = "\
+Examples:
+  metronome bench sim                             # every case, and ns-3's
+  metronome bench sim --large-receivers 1000 --replicates 0 --without-ns3";
+
+pub(crate) const BENCH_NS3: &str = "\
+Examples:
+  metronome bench ns3                             # builds the ns-3 program once
+  metronome bench ns3 --media 30s --json";
+
+pub(crate) const BENCH_EMU: &str = "\
+Examples:
+  metronome bench emu                   # as root: 1 Gbit/s, 20 ms, beside tbf
+  metronome bench emu --rate 100mbit --delay 5ms --json";
+
+pub(crate) const BENCH_QUALITY: &str = "\
+Examples:
+  metronome bench quality                         # 60 1080p frames
+  metronome bench quality --frames 30 --size 1280x720 --json";
+
+pub(crate) const BENCH_LADDER: &str = "\
+Examples:
+  # Seed 002's clip length, each rung beside Table 2; two rungs judged
+  metronome bench ladder --seconds 73 --judge 2 --json
+  # H.264 instead of MPEG-4 Part 2, a short clip
+  metronome bench ladder --codec h264 --seconds 10";
+
+pub(crate) const BENCH_VIEWERS: &str = "\
+Examples:
+  metronome bench viewers                         # 1 and 100 viewers
+  metronome bench viewers --viewers 50 --duration 10s --json";
+
+pub(crate) const BENCH_SRT: &str = "\
+Examples:
+  metronome bench srt                   # as root: 1, 3 and 5 % loss
+  metronome bench srt --loss 2% --latency 200ms --json";

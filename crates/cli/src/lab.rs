@@ -19,9 +19,11 @@ pub(crate) enum LabCommand {
     #[command(after_help = crate::examples::LAB_RUN)]
     Run(RunArgs),
     /// The built-in scenarios
+    #[command(after_help = crate::examples::LAB_LIST)]
     List,
     /// Print a built-in scenario's file, to start one of your own from:
     /// `metronome lab show seed002-tcp > mine.toml`
+    #[command(after_help = crate::examples::LAB_SHOW)]
     Show {
         /// A built-in scenario's name (`lab list`)
         name: String,

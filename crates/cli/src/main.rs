@@ -87,12 +87,14 @@ enum Command {
     Frames(frames::FramesArgs),
     /// Print a user's [[rtsp_auth.user]] table for the serve config: the password (read without
     /// echo, or one line from stdin) hashed for RTSP Digest, never stored
+    #[command(after_help = examples::PASSWD)]
     Passwd(passwd::PasswdArgs),
     /// Benchmarks that print JSON and a human summary
     #[command(subcommand, after_help = examples::BENCH)]
     Bench(bench::BenchCommand),
     /// Print the JSON Schema (draft 2020-12) of a document `--json` prints, e.g.
     /// `metronome schema recv`; without a name, the documents that have one
+    #[command(after_help = examples::SCHEMA)]
     Schema {
         /// The document (`recv`)
         name: Option<String>,

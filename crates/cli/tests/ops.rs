@@ -82,7 +82,21 @@ fn help_is_wrapped_and_ends_with_examples() {
         &["lab", "compare"],
         &["emu", "relay"],
         &["emu", "pair"],
+        &["lab", "list"],
+        &["lab", "show"],
+        &["schema"],
+        &["passwd"],
         &["bench"],
+        &["bench", "pacing"],
+        &["bench", "streams"],
+        &["bench", "raw"],
+        &["bench", "sim"],
+        &["bench", "ns3"],
+        &["bench", "emu"],
+        &["bench", "quality"],
+        &["bench", "ladder"],
+        &["bench", "viewers"],
+        &["bench", "srt"],
     ] {
         // clap takes the width from COLUMNS when set; 100 when not and not a terminal.
         let out = bin()
