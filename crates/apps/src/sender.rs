@@ -186,7 +186,7 @@ pub struct SenderOutcome {
     pub realtime: String,
     pub memory_locked: String,
     pub wait_mode: String,
-    pub ended_by: &'static str,
+    pub ended_by: metronome_rt::run::EndedBy,
     pub duration_us: Micros,
     pub packets: u64,
     pub bytes: u64,
@@ -311,7 +311,7 @@ pub fn run_sender(
 struct Run {
     description: String,
     first: StartInfo,
-    ended_by: &'static str,
+    ended_by: metronome_rt::run::EndedBy,
     duration_s: f64,
     host: Option<HostLoad>,
     warnings: Vec<String>,
@@ -415,7 +415,7 @@ fn watch(
     stop: &Arc<AtomicBool>,
     warnings: &mut Vec<String>,
     on_status: &mut impl FnMut(&SenderStatus),
-) -> (&'static str, Timestamp) {
+) -> (metronome_rt::run::EndedBy, Timestamp) {
     // The stream starts at its first release time, after the preroll: the statuses count
     // their seconds from there, as `elapsed` does.
     let first_release = start + cfg.preroll;
@@ -429,7 +429,7 @@ fn watch(
             break (why, reported);
         }
         if !server.is_running(NAME) {
-            break ("end of input", reported);
+            break (metronome_rt::run::EndedBy::EndOfInput, reported);
         }
         warnings.extend(server.take_warnings());
         if now >= next_status {

@@ -115,7 +115,11 @@ fn a_ladder_leaves_the_real_time_driver_as_coded() {
     let plan = GivenSource::Rtp(Box::new(Plan { ladder }));
     let out = run_sender(plan, cfg, Arc::new(AtomicBool::new(false)), |_| {}).unwrap();
     let got = got.join().unwrap();
-    assert_eq!(out.ended_by, "end of input", "{out:?}");
+    assert_eq!(
+        out.ended_by,
+        metronome_rt::run::EndedBy::EndOfInput,
+        "{out:?}"
+    );
     assert_eq!(
         got.len() as u64,
         out.packets,

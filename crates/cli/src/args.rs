@@ -137,6 +137,8 @@ pub(crate) fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
         };
         let v = v.trim();
         let value = match (k, v.parse::<i64>(), v.parse::<bool>()) {
+            // 8 hex digits, as outputs print an SSRC, are hex even when all are digits.
+            ("ssrc", _, _) if is_hex_ssrc(v) => toml::Value::String(v.to_string()),
             ("fps" | "ring" | "ssrc", Ok(n), _) => toml::Value::Integer(n),
             ("loop" | "send_time", _, Ok(b)) => toml::Value::Boolean(b),
             _ => toml::Value::String(v.to_string()),
@@ -150,9 +152,29 @@ pub(crate) fn parse_stream_arg(s: &str) -> Result<StreamSpec, String> {
     Ok(spec)
 }
 
+/// Whether `v` is an SSRC in hex: 8 hex digits, or hex after `0x`.
+fn is_hex_ssrc(v: &str) -> bool {
+    v.starts_with("0x")
+        || v.starts_with("0X")
+        || (v.len() == 8 && v.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_streams_ssrc_is_hex_as_outputs_print_it_or_a_number() {
+        let ssrc = |v: &str| {
+            parse_stream_arg(&format!("name=s,destination=rtp://127.0.0.1:5004,ssrc={v}"))
+                .map(|s| s.ssrc)
+        };
+        assert_eq!(ssrc("0badcafe"), Ok(Some(0x0bad_cafe)));
+        assert_eq!(ssrc("12345678"), Ok(Some(0x1234_5678)));
+        assert_eq!(ssrc("0xcafe"), Ok(Some(0xcafe)));
+        assert_eq!(ssrc("305419896"), Ok(Some(305_419_896)));
+        assert!(ssrc("0xnope").is_err());
+    }
 
     #[test]
     fn rates_durations_sizes() {

@@ -55,7 +55,10 @@ impl LiveLine {
 /// (ST 2110-21's `verdict` `not-conformant`, `narrow-linear`, `no-frames`; the read schedule).
 /// 8: `lab compare`'s `jitter_us` and `mean_delay_us` are null for a TCP flow (they were 0),
 /// and receivers with the same figures in both runs are one row (`receiver` names them).
-pub(crate) const SCHEMA_VERSION: u32 = 8;
+/// 9: `ended_by` is one of a documented list, kebab-case (`packets`, `end-of-input`,
+/// `sender-bye`, `left-group`, ...), where it was a phrase (`packet count`, `end of input`,
+/// `source closed`, a sentence on BYE or on TFMCC's leave rule).
+pub(crate) const SCHEMA_VERSION: u32 = 9;
 
 /// What run a document comes from: this binary's version, when it started (Unix ns), the
 /// host's name and the command line.

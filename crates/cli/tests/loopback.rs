@@ -188,7 +188,7 @@ fn ts_file_is_sent_at_the_rate_its_pcrs_give() {
     let rx = Recv::start(port, &["--trace".as_ref(), trace.as_ref()]);
     let tx = serve(port, &["-i".as_ref(), file.as_ref()]);
     let sent = json(&tx);
-    assert_eq!(sent["ended_by"].as_str(), Some("end of input"));
+    assert_eq!(sent["ended_by"].as_str(), Some("end-of-input"));
     let got = rx.stop();
     let src = &got["sources"][0];
     assert_eq!(src["received"], sent["packets"]);
@@ -606,7 +606,7 @@ fn interval_lines_from_both_ends() {
         tl.len()
     );
     for l in rl.iter().chain(tl) {
-        assert_eq!(l["schema_version"], 8);
+        assert_eq!(l["schema_version"], 9);
         let (a, b) = (
             l["interval"]["start_us"].as_f64().unwrap() / 1e6,
             l["interval"]["end_us"].as_f64().unwrap() / 1e6,

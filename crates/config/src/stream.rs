@@ -81,8 +81,14 @@ pub struct StreamSpec {
     /// Stamp each packet's send time in an RFC 8285 header extension.
     #[serde(default)]
     pub send_time: bool,
-    /// The RTP SSRC; random by default.
-    #[serde(default)]
+    /// The RTP SSRC: 8 hex digits as every output spells it (`"0badcafe"`), hex after `0x`
+    /// (`"0xcafe"`), or a number; random by default. Written back as 8 hex digits.
+    #[serde(
+        default,
+        deserialize_with = "opt_ssrc",
+        serialize_with = "ser_opt_ssrc"
+    )]
+    #[schemars(with = "Option<SsrcText>")]
     pub ssrc: Option<u32>,
     /// The rate controller: `fixed` (the default: the rate as declared, or as set by hand),
     /// `tfrc` (RFC 5348, one receiver), `tfmcc` (RFC 4654, a group) or `asmp` (seed 002's,
@@ -487,6 +493,44 @@ enum BitrateText {
     Number(u64),
 }
 
+/// An SSRC: 8 hex digits as outputs spell it, hex after `0x`, or a number.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+enum SsrcText {
+    Hex(#[schemars(regex(pattern = r"^(0[xX][0-9a-fA-F]{1,8}|[0-9a-fA-F]{8})$"))] String),
+    Number(u32),
+}
+
+/// An SSRC as text: 8 hex digits (as every output spells one), or hex after `0x`.
+pub fn parse_ssrc(s: &str) -> Result<u32, String> {
+    let hex = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) if (1..=8).contains(&h.len()) => h,
+        None if s.len() == 8 => s,
+        _ => "",
+    };
+    u32::from_str_radix(hex, 16).map_err(|_| {
+        format!(
+            "ssrc '{s}' is not an SSRC: write 8 hex digits as outputs print them \
+             (\"0badcafe\"), hex after 0x (\"0xcafe\"), or a number (3054)"
+        )
+    })
+}
+
+fn opt_ssrc<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    match Option::<SsrcText>::deserialize(d)? {
+        Some(SsrcText::Hex(s)) => parse_ssrc(&s).map(Some).map_err(serde::de::Error::custom),
+        Some(SsrcText::Number(n)) => Ok(Some(n)),
+        None => Ok(None),
+    }
+}
+
+fn ser_opt_ssrc<S: serde::Serializer>(v: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(n) => s.collect_str(&format_args!("{n:08x}")),
+        None => s.serialize_none(),
+    }
+}
+
 /// A duration with its unit, as people write it: `"15ms"`, `"250us"`, `"2s"`.
 #[derive(schemars::JsonSchema)]
 #[allow(dead_code)] // only its schema is used; the text is parsed by `opt_duration`
@@ -537,6 +581,36 @@ fn ser_opt_bitrate<S: serde::Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_ssrc_is_taken_as_outputs_spell_it_or_as_a_number() {
+        let spec = |v: &str| -> Result<Option<u32>, String> {
+            let text =
+                format!("name = \"s\"\ndestination = \"rtp://127.0.0.1:5004\"\nssrc = {v}\n");
+            toml::from_str::<StreamSpec>(&text)
+                .map(|s| s.ssrc)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(spec("\"0badcafe\""), Ok(Some(0x0bad_cafe)));
+        assert_eq!(spec("\"0xcafe\""), Ok(Some(0xcafe)));
+        assert_eq!(spec("3054"), Ok(Some(3054)));
+        assert_eq!(spec("0xcafe"), Ok(Some(0xcafe)));
+        for bad in [
+            "\"cafe\"",
+            "\"0x\"",
+            "\"0x123456789\"",
+            "\"nothex00\"",
+            "-1",
+        ] {
+            assert!(spec(bad).is_err(), "{bad}");
+        }
+        assert!(spec("\"1234\"").unwrap_err().contains("8 hex digits"));
+        // Written back as outputs spell it.
+        let mut s = StreamSpec::new("s", vec!["rtp://127.0.0.1:5004".into()]);
+        s.ssrc = Some(0xcafe);
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(v["ssrc"], "0000cafe");
+    }
 
     #[test]
     fn a_playout_delay_belongs_to_a_stream_that_repairs() {

@@ -2,10 +2,10 @@
 //! on an RTSP connection (RFC 2326 §10.12).
 
 use super::output::{open_outputs, record, write_err};
-use super::{ReceiverOutcome, ReceiverRunConfig, RecvError, SENDER_BYE};
+use super::{ReceiverOutcome, ReceiverRunConfig, RecvError};
 use metronome_rt::clock::Clock;
 use metronome_rt::host::HostWatch;
-use metronome_rt::run::RunLimit;
+use metronome_rt::run::{EndedBy, RunLimit};
 use metronome_session::receiver::ReceiverSession;
 use metronome_time::Micros;
 use std::io::Write;
@@ -68,10 +68,10 @@ pub fn run_datagrams(
             .packets
             .is_some_and(|n| session.counters().rtp_packets >= n)
         {
-            break "packet count";
+            break EndedBy::Packets;
         }
         if cfg.end_on_bye && session.every_source_said_bye() {
-            break SENDER_BYE;
+            break EndedBy::SenderBye;
         }
         if let Some(n) = session.poll_transmit(now, &mut buf) {
             reports_sent += src.send_rtcp(&buf[..n]) as u64;
@@ -92,7 +92,7 @@ pub fn run_datagrams(
                 session.handle_rtcp(at, &buf[..n.min(buf.len())]);
             }
             Incoming::Nothing => {}
-            Incoming::Ended => break "source closed",
+            Incoming::Ended => break EndedBy::EndOfInput,
         }
         while session.poll_event().is_some() {}
     };

@@ -22,7 +22,7 @@ use rtp_in::{PeerFollower, RtpIn};
 
 use metronome_rt::clock::Clock;
 use metronome_rt::host::{HostLoad, HostWatch};
-use metronome_rt::run::RunLimit;
+use metronome_rt::run::{EndedBy, RunLimit};
 use metronome_rt::udp::{RtcpSocket, SocketOptions, UdpError, UdpReceiver};
 use metronome_rt::url::RtpUrl;
 use metronome_session::receiver::{PacketRecord, ReceiverConfig, ReceiverSession, ReceiverSummary};
@@ -126,7 +126,7 @@ pub enum RecvError {
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ReceiverOutcome {
     pub source: String,
-    pub ended_by: &'static str,
+    pub ended_by: metronome_rt::run::EndedBy,
     pub duration_us: Micros,
     /// Whether every datagram carried a kernel receive timestamp (SO_TIMESTAMPNS).
     pub kernel_timestamps: bool,
@@ -275,15 +275,15 @@ impl Receiver {
                 break why;
             }
             if r.enough() {
-                break PACKET_COUNT;
+                break EndedBy::Packets;
             }
             if r.cfg.end_on_bye && r.session.every_source_said_bye() {
-                break SENDER_BYE;
+                break EndedBy::SenderBye;
             }
             let can_report = r.send_due_report(now);
             if r.session.controller_left() {
                 // Its leaving report went out just now; the BYE follows in `finish`.
-                break "left the group (TFMCC, RFC 4654 §4.4: its rate stayed below the lowest it may report for 120 s)";
+                break EndedBy::LeftGroup;
             }
             if now >= next_status {
                 next_status = next_status_after(next_status, now, r.cfg.status_every);
@@ -301,11 +301,6 @@ impl Receiver {
         r.finish(ended_by, start, host, on_status)
     }
 }
-
-/// Why a run that reached `packets` ended.
-const PACKET_COUNT: &str = "packet count";
-/// Why a run with [`ReceiverRunConfig::end_on_bye`] ended.
-const SENDER_BYE: &str = "the sender said BYE (RFC 3550 §6.6): the stream is over";
 
 /// A receiver while it runs: its session, its sockets and outputs, and what the driver counts
 /// beside the session.
@@ -466,12 +461,12 @@ impl Running {
     /// The end: what the kernel still holds, the BYE, the outputs flushed, the outcome.
     fn finish(
         mut self,
-        ended_by: &'static str,
+        ended_by: EndedBy,
         start: Timestamp,
         host: HostWatch,
         mut on_status: impl FnMut(&ReceiverSession, Duration),
     ) -> Result<ReceiverOutcome, RecvError> {
-        if ended_by != PACKET_COUNT {
+        if ended_by != EndedBy::Packets {
             // What the kernel already holds arrived before the end: count it too. Bounded by
             // what a socket buffer can hold.
             self.take_rtp(1 << 20, None)?;

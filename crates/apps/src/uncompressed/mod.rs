@@ -198,7 +198,10 @@ pub(crate) mod tests {
         };
         let src = Box::new(RawTestPattern::new(f).unwrap());
         let (s, r) = loopback_with(src, 20, None, catch_up_small, alone);
-        assert_eq!((s.frames_sent, s.ended_by), (20, "frames"));
+        assert_eq!(
+            (s.frames_sent, s.ended_by),
+            (20, metronome_rt::run::EndedBy::Frames)
+        );
         assert_eq!((r.frames_complete, r.frames_lost), (20, 0), "{r:?}");
         assert!(!s.realtime.starts_with("shared"), "{}", s.realtime);
         assert!(s.pacer_cpu_us > metronome_time::Micros::ZERO, "{s:?}");
@@ -244,7 +247,7 @@ pub(crate) mod tests {
         let (s, r) = loopback(src, 20, catch_up_small);
         assert_eq!(
             (s.frames_sent, s.ended_by, s.send_errors),
-            (20, "frames", 0)
+            (20, metronome_rt::run::EndedBy::Frames, 0)
         );
         assert_eq!(s.model, "narrow-gapped");
         assert_eq!(

@@ -196,7 +196,7 @@ impl RawReceiver {
                 break why;
             }
             if cfg.frames.is_some_and(|n| st.frames_ended() >= n) {
-                break "frames";
+                break metronome_rt::run::EndedBy::Frames;
             }
             if now >= next_status {
                 next_status = crate::receiver::next_status_after(next_status, now, every);
@@ -450,7 +450,7 @@ impl State {
         mut self,
         cfg: &RawReceiverConfig,
         rx: &BatchReceiver,
-        ended_by: &'static str,
+        ended_by: metronome_rt::run::EndedBy,
         ran: Duration,
     ) -> RawReceiverOutcome {
         let (written, not_written, output_error) = match self.writer.take().map(FrameWriter::finish)

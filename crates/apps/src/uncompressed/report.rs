@@ -154,7 +154,7 @@ pub struct RawSenderOutcome {
     pub memory_locked: String,
     pub wait_mode: String,
     /// `frames`, `duration`, `end of input` or `stopped`.
-    pub ended_by: &'static str,
+    pub ended_by: metronome_rt::run::EndedBy,
     /// First frame's epoch to the end.
     pub duration_us: Micros,
     pub frames_sent: u64,
@@ -248,7 +248,7 @@ pub struct RawReceiverOutcome {
     /// The sender model conformance is judged against.
     pub declared_model: &'static str,
     /// `frames`, `duration` or `stopped`.
-    pub ended_by: &'static str,
+    pub ended_by: metronome_rt::run::EndedBy,
     pub duration_us: Micros,
     /// The SSRC received (the first whose packet the depayloader used), 8 lowercase hex
     /// digits in JSON.

@@ -458,9 +458,12 @@ pub(crate) fn run(
         last = (s.packets, s.bytes, s.elapsed);
     })?;
     live.finish();
-    if a.coded.codec.is_some() && a.duration.is_some() && outcome.ended_by == "end of input" {
+    if a.coded.codec.is_some()
+        && a.duration.is_some()
+        && outcome.ended_by == metronome_rt::run::EndedBy::EndOfInput
+    {
         // The ladder was made --duration long (`coded_source`): its end is the duration's.
-        outcome.ended_by = "duration";
+        outcome.ended_by = metronome_rt::run::EndedBy::Duration;
     }
     for w in &outcome.warnings {
         eprintln!("metronome: warning: {w}");

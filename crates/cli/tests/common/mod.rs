@@ -545,7 +545,7 @@ pub(crate) fn json(out: &std::process::Output) -> serde_json::Value {
 /// says µs (`*_us`), except points in time (ns since the Unix epoch, `*_unix_ns`) and rates
 /// (`*_per_s`). Returns every key, for more checks.
 pub(crate) fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
-    assert_eq!(v["schema_version"], 8, "schema_version: {v}");
+    assert_eq!(v["schema_version"], 9, "schema_version: {v}");
     let run = &v["run"];
     assert_eq!(
         run["version"],

@@ -291,7 +291,10 @@ fn a_self_timed_source_is_sent_when_ready_with_its_capture_time() {
     let t0 = clock.now();
     let (s, r) = crate::uncompressed::tests::loopback(src, 10, |cfg| cfg.model = SenderType::Burst);
     let took = clock.now().saturating_since(t0);
-    assert_eq!((s.frames_sent, s.ended_by), (10, "frames"));
+    assert_eq!(
+        (s.frames_sent, s.ended_by),
+        (10, metronome_rt::run::EndedBy::Frames)
+    );
     assert_eq!(s.frames_not_ready, 0);
     assert!(took < Duration::from_millis(300), "took {took:?}");
     assert_eq!(r.frames_complete, 10, "{r:?}");

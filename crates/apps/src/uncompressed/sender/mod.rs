@@ -22,6 +22,7 @@ use metronome_rt::frame_ring::{FrameRing, FrameSlot};
 use metronome_rt::pacing::WaitPolicy;
 use metronome_rt::pacing::{Command, Core, CoreConfig, CoreShared};
 use metronome_rt::pacing::{PacingThreadConfig, PacingThreadReport};
+use metronome_rt::run::EndedBy;
 use metronome_rt::sync::lock;
 use metronome_rt::thread::RtPolicy;
 use metronome_rt::udp::GSO_MAX_SEGMENTS;
@@ -512,7 +513,7 @@ struct Threads<'a> {
 }
 
 /// What the producer returned: why it stopped and its CPU time.
-type Produced = Result<(&'static str, f64), RawSendError>;
+type Produced = Result<(EndedBy, f64), RawSendError>;
 
 impl Threads<'_> {
     fn wake(&self) {
@@ -529,7 +530,7 @@ impl Threads<'_> {
         payloader: &mut RawPayloader,
         on_status: &mut dyn FnMut(&RawSenderStatus),
         rtcp_buf: &mut [u8],
-    ) -> Result<(PacerResult, Produced, &'static str), RawSendError> {
+    ) -> Result<(PacerResult, Produced, EndedBy), RawSendError> {
         let (rt, clock) = (self.rt, self.clock);
         let wake = || self.wake();
         std::thread::scope(|scope| {
@@ -617,13 +618,13 @@ impl Threads<'_> {
         PacerResult::new(self.rt, PacingThreadReport::shared(grant))
     }
 
-    fn ended_by(&self, produced: &Produced) -> &'static str {
+    fn ended_by(&self, produced: &Produced) -> EndedBy {
         if self.stop.load(Ordering::Relaxed) || self.ctl.stop.load(Ordering::Relaxed) {
-            return "stopped";
+            return EndedBy::Stopped;
         }
         match produced {
-            Ok((why, _)) => why,
-            Err(_) => "error",
+            Ok((why, _)) => *why,
+            Err(_) => EndedBy::Error,
         }
     }
 }

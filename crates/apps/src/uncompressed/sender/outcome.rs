@@ -25,7 +25,7 @@ pub(super) struct Finished<'a> {
     pub(super) duration_s: f64,
     pub(super) cpu_s: f64,
     pub(super) producer_cpu_s: f64,
-    pub(super) ended_by: &'static str,
+    pub(super) ended_by: metronome_rt::run::EndedBy,
     pub(super) counters: &'a PacerCounters,
     pub(super) pacer: PacerResult,
 }

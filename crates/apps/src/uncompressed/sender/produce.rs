@@ -1,6 +1,7 @@
 //! The producer: frames from the source, stamped and payloaded into ring slots.
 
 use super::*;
+use metronome_rt::run::EndedBy;
 
 /// A frame published with its epoch less than this ahead wakes the pacer at once.
 const WAKE_PACER_WITHIN: Duration = Duration::from_millis(2);
@@ -33,17 +34,17 @@ pub(super) fn produce(
     wake: &dyn Fn(),
     clock: &Clock,
     plan: &Plan,
-) -> Result<&'static str, RawSendError> {
+) -> Result<EndedBy, RawSendError> {
     let ring = &rt.ring;
     let mut frame = RawFrame::new(source.format());
     let self_timed = source.self_timed();
     let mut n = 0u64;
     loop {
         if rt.stop.load(Ordering::Relaxed) {
-            return Ok("stopped");
+            return Ok(EndedBy::Stopped);
         }
         if plan.frames.is_some_and(|f| n >= f) {
-            return Ok("frames");
+            return Ok(EndedBy::Frames);
         }
         let epoch = if self_timed {
             clock.now()
@@ -51,21 +52,21 @@ pub(super) fn produce(
             plan.ff.frame_epoch(plan.epoch0, n)
         };
         if plan.end.is_some_and(|end| epoch >= end) {
-            return Ok("duration");
+            return Ok(EndedBy::Duration);
         }
         let Some(mut slot) = take_free(ring, &rt.stop) else {
-            return Ok("stopped");
+            return Ok(EndedBy::Stopped);
         };
         if plan.live
             && !self_timed
             && !sleep_until(clock, epoch.saturating_sub(plan.lead), &rt.stop)
         {
             ring.give_back(slot);
-            return Ok("stopped");
+            return Ok(EndedBy::Stopped);
         }
         if !source.next_frame(&mut frame)? {
             ring.give_back(slot);
-            return Ok("end of input");
+            return Ok(EndedBy::EndOfInput);
         }
         frame.index = n;
         if !self_timed {
