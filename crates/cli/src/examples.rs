@@ -180,14 +180,14 @@ Examples:
 
 pub(crate) const BENCH_LADDER: &str = "\
 Examples:
-  # Seed 002's clip length, each rung beside Table 2; two rungs judged
+  # About seed 002's clip, each rung beside Table 2; quantizer 2 judged
   metronome bench ladder --seconds 73 --judge 2 --json
   # H.264 instead of MPEG-4 Part 2, a short clip
   metronome bench ladder --codec h264 --seconds 10";
 
 pub(crate) const BENCH_VIEWERS: &str = "\
 Examples:
-  metronome bench viewers                         # 1 and 100 viewers
+  metronome bench viewers               # 1 and 100 viewers; baseline 1 and 8
   metronome bench viewers --viewers 50 --duration 10s --json";
 
 pub(crate) const BENCH_SRT: &str = "\

@@ -508,12 +508,16 @@ pub fn parse_ssrc(s: &str) -> Result<u32, String> {
         None if s.len() == 8 => s,
         _ => "",
     };
-    u32::from_str_radix(hex, 16).map_err(|_| {
-        format!(
-            "ssrc '{s}' is not an SSRC: write 8 hex digits as outputs print them \
+    let digits = !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    digits
+        .then(|| u32::from_str_radix(hex, 16).ok())
+        .flatten()
+        .ok_or_else(|| {
+            format!(
+                "ssrc '{s}' is not an SSRC: write 8 hex digits as outputs print them \
              (\"0badcafe\"), hex after 0x (\"0xcafe\"), or a number (3054)"
-        )
-    })
+            )
+        })
 }
 
 fn opt_ssrc<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
@@ -601,6 +605,8 @@ mod tests {
             "\"0x123456789\"",
             "\"nothex00\"",
             "-1",
+            "\"+badcafe\"",
+            "\"0x+cafe\"",
         ] {
             assert!(spec(bad).is_err(), "{bad}");
         }

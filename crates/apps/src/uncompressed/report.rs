@@ -153,7 +153,7 @@ pub struct RawSenderOutcome {
     pub realtime: String,
     pub memory_locked: String,
     pub wait_mode: String,
-    /// `frames`, `duration`, `end of input` or `stopped`.
+    /// `frames`, `duration`, `end-of-input`, `stopped` or `error`.
     pub ended_by: metronome_rt::run::EndedBy,
     /// First frame's epoch to the end.
     pub duration_us: Micros,

@@ -109,8 +109,9 @@ impl ReceiverSession {
     pub fn new(cfg: ReceiverConfig) -> Self {
         let rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let repair = (cfg.repair.clone()).map(|mut r| {
-            // Receivers of one group configured alike draw their dithers apart.
-            r.nack.seed ^= cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            // Receivers of one group configured alike draw their dithers apart (by seed and
+            // by SSRC: `recv`s started alike differ in their SSRC).
+            r.nack.seed ^= cfg.seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ u64::from(cfg.ssrc.get());
             repair::Repairing::new(r, cfg.clock)
         });
         ReceiverSession {
@@ -554,14 +555,7 @@ impl ReceiverSession {
         let n = n.map(|n| n + self.write_nack(&mut buf[n..], &asks));
         // A group member's reference time, for the sender's DLRR answer (RFC 3611 §4.4): its
         // clock is this session's own, which the answer comes back in.
-        let ntp = NtpTime::from_unix_nanos(now.as_nanos()).0;
-        let n = n.map(|n| {
-            n + if rrtr {
-                rtcp::write_rrtr(&mut buf[n..], self.cfg.ssrc, ntp)
-            } else {
-                0
-            }
-        });
+        let n = n.map(|n| n + self.write_rrtr(now, &mut buf[n..], rrtr));
         self.asks = asks;
         let n = n?;
         if regular {
@@ -688,6 +682,20 @@ impl ReceiverSession {
         let n = rtcp::write_nack(buf, self.cfg.ssrc, media.ssrc, asks);
         if n > 0 {
             r.nack_sent();
+        }
+        n
+    }
+
+    /// Appends an RFC 3611 RRTR of `now` if `rrtr`, and remembers it for its answer; its
+    /// length. Its clock is this session's own, which the sender's answer comes back in.
+    fn write_rrtr(&mut self, now: Timestamp, buf: &mut [u8], rrtr: bool) -> usize {
+        let Some(r) = self.repair.as_mut().filter(|_| rrtr) else {
+            return 0;
+        };
+        let ntp = NtpTime::from_unix_nanos(now.as_nanos());
+        let n = rtcp::write_rrtr(buf, self.cfg.ssrc, ntp.0);
+        if n > 0 {
+            r.rrtr_sent(ntp.compact());
         }
         n
     }

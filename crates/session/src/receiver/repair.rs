@@ -196,6 +196,9 @@ pub(crate) struct Repairing {
     /// In a group, the round trip the sender's DLRR blocks gave (RFC 3611), smoothed as
     /// `measured`.
     from_sender: Option<Duration>,
+    /// The middle 32 bits of the last [`RRTRS_KEPT`] RRTRs sent, not yet answered: a DLRR is
+    /// taken only as the answer to one of them, once.
+    rrtrs: VecDeque<u32>,
     stats: RepairStats,
     /// The last repaired packet, as the original stream's.
     packet: Vec<u8>,
@@ -212,6 +215,9 @@ pub(crate) struct Repairing {
     /// [`FEC_ASKED`].
     fec_asked: VecDeque<(u64, Timestamp)>,
 }
+
+/// RRTRs remembered for their answer.
+const RRTRS_KEPT: usize = 4;
 
 /// Round-trip samples a group member's estimate is the longest of.
 const RECENT_SAMPLES: usize = 16;
@@ -238,6 +244,7 @@ impl Repairing {
             measured: None,
             recent: VecDeque::with_capacity(RECENT_SAMPLES),
             from_sender: None,
+            rrtrs: VecDeque::with_capacity(RRTRS_KEPT),
             stats: RepairStats::default(),
             packet: Vec::new(),
             early: VecDeque::new(),
@@ -489,12 +496,28 @@ impl Repairing {
         self.in_group() && self.cfg.rtx_payload_type.is_some()
     }
 
-    /// The sender `sender` measured this receiver's round trip as `rtt` (its DLRR answer);
-    /// whether it is the stream followed here.
-    pub(crate) fn on_sender_rtt(&mut self, sender: Ssrc, rtt: Duration) -> bool {
+    /// An RRTR went out with `ntp`'s middle 32 bits.
+    pub(crate) fn rrtr_sent(&mut self, lrr: u32) {
+        if self.rrtrs.len() == RRTRS_KEPT {
+            self.rrtrs.pop_front();
+        }
+        self.rrtrs.push_back(lrr);
+    }
+
+    /// The sender `sender` answered this receiver's RRTR `lrr` with a round trip of `rtt` (its
+    /// DLRR); whether it was taken. Only the followed stream's answer to an RRTR sent and not
+    /// yet answered counts, and a round trip is taken as at most the play-out delay (a longer
+    /// one leaves nothing to repair either): a forged or replayed DLRR cannot make this
+    /// receiver give up every loss.
+    pub(crate) fn on_sender_rtt(&mut self, sender: Ssrc, lrr: u32, rtt: Duration) -> bool {
         if self.media.is_none_or(|m| m.ssrc != sender) {
             return false;
         }
+        let Some(i) = self.rrtrs.iter().position(|&l| l == lrr) else {
+            return false;
+        };
+        self.rrtrs.remove(i);
+        let rtt = rtt.min(self.cfg.playout_delay);
         self.from_sender = Some(self.from_sender.map_or(rtt, |m| (m * 7 + rtt) / 8));
         true
     }

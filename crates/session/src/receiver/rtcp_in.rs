@@ -49,7 +49,7 @@ impl ReceiverSession {
         if let (Some((sender, lrr, dlrr)), Some(r)) = (h.dlrr, self.repair.as_mut()) {
             let arrival = NtpTime::from_unix_nanos(now.as_nanos());
             if let Some(rtt) = NtpTime::round_trip(arrival, lrr, dlrr) {
-                r.on_sender_rtt(sender, rtt);
+                r.on_sender_rtt(sender, lrr, rtt);
             }
         }
         self.take_announces(now, &mut h);

@@ -857,3 +857,53 @@ fn fec_starts_afresh_when_the_stream_s_numbers_restart() {
     }
     assert_eq!(rebuilt, vec![40_006]);
 }
+
+/// A group member's RRTRs (RFC 3611) in its reports, and its round trip from the sender's
+/// DLRR answer: `A - LRR - DLRR`. A DLRR that answers no RRTR of its own, a replay, or one
+/// from another stream's SSRC changes nothing.
+#[test]
+fn a_group_member_takes_its_round_trip_from_the_senders_answer_to_its_rrtr() {
+    use metronome_wire::rtcp::XrItem;
+    let mut repair = ReceiverRepair::new(PayloadType(97), Duration::from_millis(200));
+    repair.nack = crate::repair::NackConfig::group(45, 0);
+    let mut r = ReceiverSession::new(ReceiverConfig {
+        repair: Some(repair),
+        ..ReceiverConfig::default()
+    });
+    let at = Timestamp::from_millis;
+    r.handle_rtp(at(0), None, &rtp(10, 0, 7)).unwrap();
+    let mut buf = [0u8; 1500];
+    let (sent_at, ntp) = (0..100u64)
+        .find_map(|k| {
+            let n = r.poll_transmit(at(10 * k), &mut buf)?;
+            let mut ntp = None;
+            rtcp::parse_compound(&buf[..n], |item| {
+                if let RtcpItem::Xr(XrItem::Rrtr { ntp: t, .. }) = item {
+                    ntp = Some(t);
+                }
+            })
+            .unwrap();
+            Some((at(10 * k), ntp.expect("an RRTR in a group member's report")))
+        })
+        .expect("a report");
+    let lrr = metronome_time::NtpTime(ntp).compact();
+    let me = ReceiverConfig::default().ssrc;
+    // The sender held it 10 ms (655 in 1/65 536 s); the answer comes 60 ms after the RRTR.
+    let dlrr_from = |sender: u32, lrr: u32, dlrr: u32| {
+        let mut b = [0u8; 64];
+        let n = rtcp::write_dlrr(&mut b, Ssrc(sender), &[(me, lrr, dlrr)]).0;
+        b[..n].to_vec()
+    };
+    let rtt = |r: &ReceiverSession| r.repair_stats().unwrap().rtt_us.as_millis_f64();
+    r.handle_rtcp(sent_at + Duration::from_millis(60), &dlrr_from(8, lrr, 655));
+    r.handle_rtcp(
+        sent_at + Duration::from_millis(60),
+        &dlrr_from(7, lrr ^ 1, 655),
+    );
+    assert_eq!(rtt(&r), 100.0, "before any answer: the assumed 100 ms");
+    r.handle_rtcp(sent_at + Duration::from_millis(60), &dlrr_from(7, lrr, 655));
+    assert!((49.0..51.0).contains(&rtt(&r)), "{} ms", rtt(&r));
+    // Replayed with a small DLRR (a long round trip): not taken again.
+    r.handle_rtcp(sent_at + Duration::from_secs(3000), &dlrr_from(7, lrr, 0));
+    assert!((49.0..51.0).contains(&rtt(&r)), "{} ms", rtt(&r));
+}

@@ -7,9 +7,10 @@
 //! is repairing (RFC 6642's TLLEI), even one seen before it noticed the loss itself (§3.4,
 //! §3.5.2 step 5), so that one loss upstream of many viewers causes few NACKs.
 //!
-//! The dither of a group is computed otherwise than RFC 4585's `0.5 · T_rr`, as §3.5.2 step 2b
-//! allows ("e.g., based upon RTT"): half the regular interval is seconds in a large group,
-//! longer than a play-out deadline. Here it is a share of the time left before the loss's
+//! The dither of a group deliberately departs from RFC 4585 §3.5.2 step 2b, whose
+//! `0.5 · T_rr` is a minimum (another rule "MUST then be specified in a future document", the
+//! same at every receiver): half the regular interval is seconds in a large group, longer
+//! than a play-out deadline, so asking could never help. Here it is a share of the time left before the loss's
 //! last useful ask ([`NackConfig::dither_share`]: its deadline less a round trip and the
 //! margin), which a group's receivers know without a round trip of their own (one measured
 //! from ask to repair is short when the repair answered another's earlier ask). It is drawn
@@ -42,8 +43,9 @@ pub struct NackConfig {
     /// A repair must arrive at least this long before the deadline (to be decoded in time).
     pub margin: Duration,
     /// The random wait before the first NACK of a loss event, at most (`T_dither_max`): zero
-    /// for a unicast stream; in a group RFC 4585 §3.4 asks for at least half the regular RTCP
-    /// interval (`0.5 · T_rr`).
+    /// for a unicast stream. RFC 4585 §3.5.2 sets half the regular RTCP interval
+    /// (`0.5 · T_rr`) as a group's least; [`NackConfig::group`] departs from it on purpose
+    /// (see the module's documentation).
     pub dither_max: Duration,
     /// The share of the time left before a loss's last useful ask (its deadline less a round
     /// trip and the margin) added to `dither_max`: zero for a unicast stream.
@@ -359,8 +361,10 @@ impl NackPlanner {
     }
 
     /// Another receiver of the group asked for `sequences` at `now` (its NACK, seen on the
-    /// group): those not asked for here yet count as asked, to be asked here a retry later if
-    /// still missing then; also those not yet seen missing here.
+    /// group, or the sender's TLLEI): those not asked for here yet count as asked, to be asked
+    /// here a retry later if still missing then; also those not yet seen missing here. One
+    /// asked within the last retry counts once: repeated (or forged) TLLEIs do not use up
+    /// this receiver's asks, nor put off its next one.
     pub fn on_peer_nack(
         &mut self,
         sequences: impl IntoIterator<Item = SeqNo>,
@@ -372,6 +376,9 @@ impl NackPlanner {
             let Some(ext) = self.extend(seq) else { return };
             if let Ok(i) = self.missing.binary_search_by_key(&ext, |m| m.seq) {
                 let m = &mut self.missing[i];
+                if m.asks > 0 && now < m.next_ask {
+                    continue;
+                }
                 if m.asks == 0 {
                     self.counters.suppressed += 1;
                 }

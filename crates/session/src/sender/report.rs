@@ -282,6 +282,10 @@ impl SenderReports {
             return self.write(now, wall, buf, None, apps);
         }
         let n = self.write(now, wall, buf, None, apps)?;
+        // RRTRs are answered in regular reports only: early compounds (the controller's,
+        // TLLEIs) go out at the pace of what receivers send, and a DLRR of every receiver in
+        // each would let them set its size and rate.
+        let n = n + self.answer_rrtrs(now, &mut buf[n..]);
         let inputs = IntervalInputs {
             members: self.receivers.len() as u32 + 1,
             senders: 1,
@@ -324,8 +328,7 @@ impl SenderReports {
             octet_count: self.octets_sent as u32,
         };
         let head = ReportHead::Sender(info, &[]);
-        let mut n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
-        n += self.answer_rrtrs(now, &mut buf[n..]);
+        let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
         self.counters.sender_reports += 1;
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
         Some(n)
@@ -390,8 +393,10 @@ impl SenderReports {
             self.on_cc_app(now, reporter, app, sent_at);
         }
         for (ssrc, ntp) in heard.rrtrs {
-            // Only a receiver heard from: forged SSRCs cannot make the sender's reports grow.
-            if self.by_ssrc.contains_key(&ssrc) {
+            // Only a receiver heard from, from its address: forged SSRCs cannot make the
+            // sender's reports grow, nor another's answer come from a third party's RRTR.
+            let known = self.by_ssrc.get(&ssrc).map(|&i| self.receivers[i].addr);
+            if known == Some(from) {
                 self.rrtrs.insert(ssrc, (NtpTime(ntp).compact(), now));
             }
         }

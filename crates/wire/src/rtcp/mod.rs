@@ -256,6 +256,13 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
             }),
         }
     }
+    visit_xr(data, &mut visit);
+    Ok(())
+}
+
+/// The RRTR and DLRR items of a validated compound's XR packets; an XR packet with neither is
+/// one `Other` item.
+fn visit_xr(data: &[u8], visit: &mut impl FnMut(RtcpItem<'_>)) {
     for packet in raw_packets(data).filter(|p| p[1] == xr::XR) {
         let mut any = false;
         xr::parse_xr(packet, |item| {
@@ -268,7 +275,6 @@ pub fn parse_compound(data: &[u8], mut visit: impl FnMut(RtcpItem<'_>)) -> Resul
             });
         }
     }
-    Ok(())
 }
 
 /// The packets of a compound that has been validated, each from its header to its end.
