@@ -1,0 +1,175 @@
+//! Answers to NACKs (RFC 4585/4588) and the TLLEIs told to a group (RFC 6642).
+
+use super::*;
+
+/// A 5 Mbit/s session that repairs up to 10 % of its rate (retransmissions as SSRC 0x5e5,
+/// payload type 97), having sent packets 0..200 (each 1 250 bytes, due 2 ms apart), viewers
+/// playing out 300 ms after the fastest packet.
+fn repairing_session() -> SenderSession {
+    repairing_session_to(false)
+}
+
+/// [`repairing_session`], to a group if `group` (losses being repaired told to it).
+fn repairing_session_to(group: bool) -> SenderSession {
+    use crate::repair::RepairConfig;
+    use metronome_wire::rtp::{write_packet, RtpHeader, SendTimeExt};
+    let rtx = metronome_wire::rtx::StreamIds {
+        ssrc: Ssrc(0x5e5),
+        payload_type: PayloadType(97),
+    };
+    let mut s = session(LatePolicy::CATCH_UP).with_repair(SenderRepair {
+        repairer: RepairConfig::new(rtx, SeqNo(0), 0.1),
+        history_packets: 256,
+        max_packet: 1500,
+        playout_delay: Duration::from_millis(300),
+        initial_rtt: Duration::from_millis(20),
+        tell_group: group,
+    });
+    let mut buf = [0u8; 1500];
+    for k in 0..200u16 {
+        let hdr = RtpHeader {
+            payload_type: PayloadType(33),
+            sequence: SeqNo(k),
+            timestamp: RtpTime(180 * u32::from(k)),
+            ssrc: Ssrc(0xabc),
+            marker: false,
+        };
+        let n = write_packet(&mut buf, &hdr, SendTimeExt::None, &[7; 1238]).unwrap();
+        s.keep_sent(&buf[..n], ms(2 * u64::from(k)));
+    }
+    s
+}
+
+/// An RTCP compound from receiver `reporter`: its receiver report and `nacks` NACKs, each
+/// about `media` and asking for `per_nack` numbers from `first`.
+fn nack_compound(reporter: u32, media: u32, first: u16, per_nack: u16, nacks: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; 65_000];
+    let mut n = rtcp::write_compound(
+        &mut buf,
+        ReportHead::Receiver {
+            ssrc: Ssrc(reporter),
+            blocks: &[],
+        },
+        "viewer",
+        None,
+    )
+    .unwrap();
+    let seqs: Vec<SeqNo> = (0..per_nack).map(|i| SeqNo(first).add(i)).collect();
+    for _ in 0..nacks {
+        n += rtcp::write_nack(&mut buf[n..], Ssrc(reporter), Ssrc(media), &seqs);
+    }
+    buf.truncate(n);
+    buf
+}
+
+#[test]
+fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline() {
+    let mut s = repairing_session();
+    // At 400 ms, packets due before 100 ms are past their play-out time (300 ms later).
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
+    let mut buf = [0u8; 1500];
+    let mut got = Vec::new();
+    while let Some(n) = s.poll_repair(ms(400), &mut buf) {
+        let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
+        assert_eq!(
+            (v.ssrc(), v.payload_type(), n),
+            (Ssrc(0x5e5), PayloadType(97), 1252)
+        );
+        got.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
+    }
+    assert_eq!(got, (50..70).collect::<Vec<u16>>());
+    let st = s.repair_stats().unwrap();
+    assert_eq!(
+        (st.repairer.asked, st.repairer.sent, st.repairer.too_late),
+        (30, 20, 10)
+    );
+    assert_eq!(st.bytes, 20 * 1252);
+}
+
+#[test]
+fn a_retransmission_that_waited_past_its_time_is_dropped_not_sent() {
+    let mut s = repairing_session();
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
+    // The driver comes for them only when the last could no longer reach the viewer.
+    let mut buf = [0u8; 1500];
+    assert_eq!(s.poll_repair(ms(2000), &mut buf), None);
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.repairer.sent, st.expired, st.packets), (20, 20, 0));
+}
+
+#[test]
+fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
+    let mut s = repairing_session();
+    let mut buf = [0u8; 1500];
+    let mut repair_bytes = 0;
+    // 40 NACKs in a compound, of 1 000 numbers each (every packet, many times over), half
+    // about streams that are not this one, from forged reporters; 100 compounds over 1 s.
+    for k in 0..100u64 {
+        let now = ms(100 + 10 * k);
+        rtcp_in(&mut s, now, &nack_compound(k as u32, 0xabc, 0, 1000, 20));
+        rtcp_in(&mut s, now, &nack_compound(k as u32, 0xdead, 0, 1000, 20));
+        while let Some(n) = s.poll_repair(now, &mut buf) {
+            repair_bytes += n as u64;
+        }
+    }
+    let st = s.repair_stats().unwrap();
+    // 16 NACKs read of each compound's 20; 64 numbers answered of each.
+    assert_eq!(st.nacks_unread, 200 * 4);
+    assert_eq!(st.repairer.foreign_nacks, 100 * 16);
+    assert_eq!(st.repairer.truncated_nacks, 100 * 16);
+    assert_eq!(st.repairer.asked, 100 * 16 * 64);
+    // What left is what the budget allows: a burst of 64 packets' worth and 10 % of 5 Mbit/s
+    // over the second; every packet at most once a round trip.
+    let budget = 64 * 1500 + 5_000_000 / 8 / 10;
+    assert!(repair_bytes <= budget, "{repair_bytes} > {budget}");
+    assert_eq!(repair_bytes, st.bytes);
+    assert!(st.repairer.duplicate + st.repairer.over_budget + st.repairer.too_late > 90_000);
+}
+
+/// The TLLEIs (RFC 6642) in compound `data`: (packet sender, media, numbers).
+fn tlleis(data: &[u8]) -> Vec<(u32, u32, Vec<u16>)> {
+    let mut out = Vec::new();
+    rtcp::parse_compound(data, |item| {
+        if let rtcp::RtcpItem::Tllei(t) = item {
+            let seqs = t.sequences().map(u16::from).collect();
+            out.push((t.sender_ssrc.get(), t.media_ssrc.get(), seqs));
+        }
+    })
+    .unwrap();
+    out
+}
+
+/// To a group, the losses a repair is on its way for go to the group at once, after a sender
+/// report; a second NACK for them (a repair still on its way) is told again only a gap later,
+/// and a stream to one viewer tells nobody.
+#[test]
+fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
+    let mut s = repairing_session_to(true);
+    let mut buf = [0u8; 1500];
+    // At 400 ms packets 40..50 are past their play-out time: no repair, nothing told.
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 45, 10, 1));
+    while s.poll_repair(ms(400), &mut buf).is_some() {}
+    assert_eq!(s.poll_timeout().map(|(t, _)| t <= ms(400)), Some(true));
+    let n = s.poll_rtcp(ms(400), wall(ms(400)), &mut buf).unwrap();
+    let ssrc = s.reports().config_ssrc().get();
+    assert_eq!(tlleis(&buf[..n]), vec![(ssrc, ssrc, (50..55).collect())]);
+    // Another viewer asks for the same within the round trip: a duplicate, told again 10 ms
+    // after the last TLLEI, not at once.
+    rtcp_in(&mut s, ms(402), &nack_compound(0x78, 0xabc, 50, 2, 1));
+    assert_eq!(s.poll_repair(ms(402), &mut buf), None);
+    let n = s.poll_rtcp(ms(402), wall(ms(402)), &mut buf);
+    assert!(n.is_none_or(|n| tlleis(&buf[..n]).is_empty()));
+    assert_eq!(s.poll_timeout().map(|(t, _)| t), Some(ms(410)));
+    let n = s.poll_rtcp(ms(410), wall(ms(410)), &mut buf).unwrap();
+    assert_eq!(tlleis(&buf[..n]), vec![(ssrc, ssrc, vec![50, 51])]);
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.loss_notices, st.noticed, st.notices_dropped), (2, 7, 0));
+    // To one viewer: the repair goes, no TLLEI.
+    let mut one = repairing_session_to(false);
+    rtcp_in(&mut one, ms(400), &nack_compound(0x77, 0xabc, 50, 5, 1));
+    while one.poll_repair(ms(400), &mut buf).is_some() {}
+    if let Some(n) = one.poll_rtcp(ms(400), wall(ms(400)), &mut buf) {
+        assert!(tlleis(&buf[..n]).is_empty());
+    }
+    assert_eq!(one.repair_stats().unwrap().loss_notices, 0);
+}
