@@ -492,6 +492,13 @@ fn group_suppresses(seed: u64) {
         .sum();
     // About 2 % of 1 660 packets lost on the shared link, each missing at all 45 viewers.
     assert!(missing > 45 * 20, "missing {missing}");
+    // What docs/repair.md quotes (`-- --nocapture` shows it).
+    eprintln!(
+        "seed {seed}: {} NACK packets in the group, {} asking as unicast viewers, {} repairs",
+        nacks(&group),
+        nacks(&alone),
+        tx_group.packets
+    );
     // Each viewer asked for each loss; the group, a few times per loss.
     assert!(
         nacks(&group) * 8 < nacks(&alone),

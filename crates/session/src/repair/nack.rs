@@ -10,8 +10,8 @@
 //! The dither of a group deliberately departs from RFC 4585 §3.5.2 step 2b, whose
 //! `0.5 · T_rr` is a minimum (another rule "MUST then be specified in a future document", the
 //! same at every receiver): half the regular interval is seconds in a large group, longer
-//! than a play-out deadline, so asking could never help. Here it is a share of the time left before the loss's
-//! last useful ask ([`NackConfig::dither_share`]: its deadline less a round trip and the
+//! than a play-out deadline, so asking could never help. Here it is a share of the time left
+//! before the loss's last useful ask ([`NackConfig::dither_share`]: its deadline less a round trip and the
 //! margin), which a group's receivers know without a round trip of their own (one measured
 //! from ask to repair is short when the repair answered another's earlier ask). It is drawn
 //! from the truncated exponential that NORM (RFC 5740) uses for its NACK backoff when the
@@ -200,7 +200,8 @@ impl NackPlanner {
         }
     }
 
-    /// The round trip to the sender is `rtt` (a group's dither is a number of them).
+    /// The round trip to the sender is `rtt`: a loss's last useful ask, which bounds a group's
+    /// dither, is its deadline less this and the margin.
     pub fn set_rtt(&mut self, rtt: Duration) {
         self.rtt = Some(rtt);
     }

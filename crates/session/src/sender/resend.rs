@@ -221,7 +221,11 @@ impl Resend {
             too_large: 0,
             packets: 0,
             bytes: 0,
-            notices: cfg.tell_group.then(Notices::default),
+            // Its list made now too, for the same reason.
+            notices: cfg.tell_group.then(|| Notices {
+                pending: Vec::with_capacity(MAX_NOTICED),
+                ..Notices::default()
+            }),
         }
     }
 
