@@ -282,7 +282,7 @@ fn rtp_run<'a>(
 
 /// Runs one point on real sockets.
 pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<PointResult, String> {
-    refuse_membership(s)?;
+    refuse(s)?;
     let watch = Stopwatch::start();
     let host = metronome_rt::host::HostWatch::start();
     remove_stale();
@@ -337,6 +337,49 @@ pub fn run_point(point: &Point, s: &Scenario, seed: u64, at: Where) -> Result<Po
 
 /// Emu mode keeps a group's tree for the whole run: a scenario whose receivers join and
 /// leave is refused with what to do.
+/// What emu mode cannot run of `s`, said before any host is made: receivers joining and
+/// leaving, and two TCP flows between the same two hosts that ask different windows (the
+/// kernel keeps one per route, [`Hosts::set_tcp_window`]). `lab run --mode emu` asks it of
+/// every point before the first starts.
+pub fn refuse(s: &Scenario) -> Result<(), String> {
+    refuse_membership(s)?;
+    refuse_window_clash(s)
+}
+
+/// Two TCP flows from one host to another that ask different `initial_window`s or
+/// `max_window`s: the kernel sets both on the route between the hosts, for every TCP on it.
+fn refuse_window_clash(s: &Scenario) -> Result<(), String> {
+    let mut asked: Vec<(&FlowDecl, Option<u32>, Option<u32>)> = Vec::new();
+    for f in &s.flows {
+        let FlowKind::Tcp {
+            initial_window,
+            max_window,
+            ..
+        } = f.kind
+        else {
+            continue;
+        };
+        let same_hosts = |g: &&(&FlowDecl, _, _)| g.0.from == f.from && g.0.to[..1] == f.to[..1];
+        for (g, gi, gm) in asked.iter().filter(same_hosts) {
+            for (what, a, b) in [
+                ("initial_window", *gi, initial_window),
+                ("max_window", *gm, max_window),
+            ] {
+                if let (Some(a), Some(b)) = (a, b) {
+                    if a != b {
+                        return Err(format!(
+                            "flows '{}' and '{}' (TCP from {} to {}) ask {what} {a} and {b}: on real sockets the kernel sets it once for all TCP between two hosts; give both flows the same {what}, or run them in --mode sim",
+                            g.name, f.name, f.from, f.to[0]
+                        ));
+                    }
+                }
+            }
+        }
+        asked.push((f, initial_window, max_window));
+    }
+    Ok(())
+}
+
 fn refuse_membership(s: &Scenario) -> Result<(), String> {
     match s.flows.iter().find(|f| !f.membership.is_empty()) {
         Some(f) => Err(format!(
@@ -575,6 +618,70 @@ fn udp_bound(f: &FlowDecl) -> u64 {
 #[cfg(test)]
 mod tests {
     use metronome_config::scenario::ScenarioFile;
+
+    /// Two TCP flows from a to b, with `first` and `second` as their own keys.
+    fn two_tcp_flows(first: &str, second: &str) -> String {
+        format!(
+            r#"
+name = "windows"
+duration = "1s"
+
+[links.l]
+rate = "20mbit"
+delay = "5ms"
+
+[topology]
+shape = "chain"
+nodes = ["a", "b", "c"]
+link = "l"
+
+[[flow]]
+name = "one"
+kind = "tcp"
+from = "a"
+to = "c"
+{first}
+
+[[flow]]
+name = "two"
+kind = "tcp"
+from = "a"
+to = "c"
+{second}
+
+[[flow]]
+name = "other"
+kind = "tcp"
+from = "b"
+to = "c"
+max_window = 7
+"#
+        )
+    }
+
+    fn refused(first: &str, second: &str) -> Result<(), String> {
+        let text = two_tcp_flows(first, second);
+        let all = ScenarioFile::parse(&text, "windows.toml")
+            .and_then(|f| f.resolve_all())
+            .unwrap();
+        super::refuse(&all[0].1)
+    }
+
+    #[test]
+    fn tcp_flows_between_two_hosts_may_not_ask_different_windows() {
+        let e = refused("max_window = 20", "max_window = 40").unwrap_err();
+        assert!(
+            e.contains("flows 'one' and 'two' (TCP from a to c) ask max_window 20 and 40")
+                && e.contains("--mode sim"),
+            "{e}"
+        );
+        let e = refused("initial_window = 4", "initial_window = 2").unwrap_err();
+        assert!(e.contains("ask initial_window 4 and 2"), "{e}");
+        // The same window, one flow asking none, and another pair of hosts are fine.
+        refused("max_window = 20", "max_window = 20").unwrap();
+        refused("max_window = 20\ninitial_window = 4", "").unwrap();
+        refused("initial_window = 4", "max_window = 40").unwrap();
+    }
 
     #[test]
     fn repair_needs_a_play_out_deadline_and_a_word_it_knows() {

@@ -99,6 +99,7 @@ struct Job {
 /// the error says what is missing and how to finish (`lab run --resume`).
 pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
     let jobs = jobs_of(file, opts.shard)?;
+    refuse(&jobs, opts.mode)?;
     let header = header(file, opts, &jobs);
     let out = OutDir::create(&opts.out, &header)?;
     finish(&jobs, header, BTreeMap::new(), opts, &out)
@@ -119,6 +120,7 @@ pub fn resume(dir: &Path, opts: &RunOptions) -> Result<Summary, String> {
         ..opts.clone()
     };
     let jobs = jobs_of(&file, opts.shard)?;
+    refuse(&jobs, opts.mode)?;
     if header.total_points != file.points().len() {
         return Err(format!(
             "{}: its {RUN} does not match its own scenario ({} points, not {})",
@@ -137,6 +139,16 @@ pub fn resume(dir: &Path, opts: &RunOptions) -> Result<Summary, String> {
         );
     }
     finish(&jobs, header, done, &opts, &out)
+}
+
+/// What the mode cannot run, said before any point starts.
+fn refuse(jobs: &[Job], mode: Mode) -> Result<(), String> {
+    match mode {
+        Mode::Emu => jobs.iter().try_for_each(|j| {
+            crate::emu_mode::refuse(&j.scenario).map_err(|e| format!("point {}: {e}", j.point))
+        }),
+        Mode::Sim => Ok(()),
+    }
 }
 
 /// The scenario a run's header ran: its text as run, and its replicates.
