@@ -99,7 +99,7 @@ struct Job {
 /// the error says what is missing and how to finish (`lab run --resume`).
 pub fn run(file: &ScenarioFile, opts: &RunOptions) -> Result<Summary, String> {
     let jobs = jobs_of(file, opts.shard)?;
-    refuse(&jobs, opts.mode)?;
+    refuse(jobs.iter(), opts.mode)?;
     let header = header(file, opts, &jobs);
     let out = OutDir::create(&opts.out, &header)?;
     finish(&jobs, header, BTreeMap::new(), opts, &out)
@@ -120,7 +120,9 @@ pub fn resume(dir: &Path, opts: &RunOptions) -> Result<Summary, String> {
         ..opts.clone()
     };
     let jobs = jobs_of(&file, opts.shard)?;
-    refuse(&jobs, opts.mode)?;
+    // Only the points still to run: a run begun before a check may finish its good points.
+    let todo = jobs.iter().filter(|j| !done.contains_key(&j.point.index));
+    refuse(todo, opts.mode)?;
     if header.total_points != file.points().len() {
         return Err(format!(
             "{}: its {RUN} does not match its own scenario ({} points, not {})",
@@ -142,9 +144,9 @@ pub fn resume(dir: &Path, opts: &RunOptions) -> Result<Summary, String> {
 }
 
 /// What the mode cannot run, said before any point starts.
-fn refuse(jobs: &[Job], mode: Mode) -> Result<(), String> {
+fn refuse<'a>(mut jobs: impl Iterator<Item = &'a Job>, mode: Mode) -> Result<(), String> {
     match mode {
-        Mode::Emu => jobs.iter().try_for_each(|j| {
+        Mode::Emu => jobs.try_for_each(|j| {
             crate::emu_mode::refuse(&j.scenario).map_err(|e| format!("point {}: {e}", j.point))
         }),
         Mode::Sim => Ok(()),
