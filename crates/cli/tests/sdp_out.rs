@@ -47,6 +47,18 @@ fn sdp_command_prints_the_session_of_a_declared_stream() {
     ] {
         assert!(sdp.contains(line), "{line} missing from:\n{sdp}");
     }
+    // Only to a group does the server tell which losses it repairs (RFC 6642's TLLEI).
+    assert!(!sdp.contains("tllei"), "{sdp}");
+    let out = bin()
+        .args(["sdp", "cam", "--stream"])
+        .arg("name=cam,destination=rtp://239.255.1.2:5004,repair=rtx")
+        .output()
+        .unwrap();
+    let sdp = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        sdp.contains("a=rtcp-fb:33 nack\r\na=rtcp-fb:33 nack tllei\r\n"),
+        "{sdp}"
+    );
     let out = bin().args(["sdp", "nope"]).output().unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -235,6 +235,8 @@ pub fn sdp_for_destination(spec: &StreamSpec, dest: &RtpUrl, origin: IpAddr) -> 
     s.media[0].source = source_of(spec);
     s.media[0].retransmission = retransmission_of(spec).map(|r| Retransmission {
         ssrc: spec.ssrc.map(|m| rtx_ssrc(Ssrc(m))),
+        // To a group the server tells its viewers which losses it is repairing.
+        tllei: dest.is_multicast(),
         ..r
     });
     s.to_sdp()
@@ -247,6 +249,7 @@ fn retransmission_of(spec: &StreamSpec) -> Option<Retransmission> {
         payload_type: metronome_session::repair::RTX_PAYLOAD_TYPE,
         rtx_time_ms: u32::try_from(spec.repair_playout_delay().as_millis()).ok(),
         ssrc: None,
+        tllei: false,
     })
 }
 

@@ -140,6 +140,9 @@ pub struct Retransmission {
     /// multiplexing), with the media's CNAME. Written only beside the media's
     /// [`MediaDescription::source`]; read from `a=ssrc-group:FID`.
     pub ssrc: Option<Ssrc>,
+    /// The sender tells a group which losses a repair is on its way for (RFC 6642's TLLEI,
+    /// §5: `a=rtcp-fb:MEDIA nack tllei`), so that its receivers do not ask for them too.
+    pub tllei: bool,
 }
 
 impl MediaDescription {
@@ -226,6 +229,9 @@ impl MediaDescription {
         }
         if let Some(r) = self.retransmission {
             m.add_attribute_with_value("rtcp-fb", format!("{pt} nack"));
+            if r.tllei {
+                m.add_attribute_with_value("rtcp-fb", format!("{pt} nack tllei"));
+            }
             let rpt = r.payload_type;
             m.add_attribute_with_value("rtpmap", format!("{rpt} rtx/{}", self.clock_rate));
             let time = r.rtx_time_ms.map(|t| format!(";rtx-time={t}"));

@@ -345,8 +345,24 @@ fn retransmission(m: &sdp_types::Media, media_pt: u8) -> Option<Retransmission> 
                 payload_type: crate::PayloadType(pt),
                 rtx_time_ms: param("rtx-time").and_then(|t| t.parse().ok()),
                 ssrc: None,
+                tllei: tllei(m, media_pt),
             })
         })
+}
+
+/// Whether media `media_pt` of `m` announces RFC 6642's TLLEI (`a=rtcp-fb:PT nack tllei`, or
+/// `*` for every payload type).
+fn tllei(m: &sdp_types::Media, media_pt: u8) -> bool {
+    values(m, "rtcp-fb").any(|v| {
+        let mut words = v.split_whitespace();
+        let pt = words.next();
+        (pt == Some("*") || pt.and_then(|p| p.parse::<u8>().ok()) == Some(media_pt))
+            && words.next().is_some_and(|w| w.eq_ignore_ascii_case("nack"))
+            && words
+                .next()
+                .is_some_and(|w| w.eq_ignore_ascii_case("tllei"))
+            && words.next().is_none()
+    })
 }
 
 /// The values of the media's `a=NAME:VALUE` lines, in order (names case-insensitive).

@@ -297,6 +297,7 @@ mod prop {
                             payload_type: PayloadType(rpt),
                             rtx_time_ms: t,
                             ssrc: rtx_ssrc,
+                            tllei: rpt % 2 == 0,
                         }
                     });
                     MediaDescription {
@@ -325,6 +326,7 @@ mod prop {
             payload_type: PayloadType(97),
             rtx_time_ms: Some(200),
             ssrc: None,
+            tllei: false,
         });
         let mut s = SessionDescription::new("127.0.0.1".parse().unwrap(), 1, "t");
         s.media.push(m);
@@ -347,6 +349,28 @@ mod prop {
         let static_pt = text.replace("33 97", "33 32").replace(":97 ", ":32 ");
         let parsed = SessionDescription::parse(&static_pt).unwrap();
         assert_eq!(parsed.media[0].retransmission, None, "{static_pt}");
+        // To a group: the sender's TLLEI is announced (RFC 6642 §5), read back, and read
+        // from `*` too; another payload type's, or another parameter, is not this media's.
+        s.media[0].retransmission.as_mut().unwrap().tllei = true;
+        let text = s.to_sdp();
+        assert!(
+            text.contains("a=rtcp-fb:33 nack\r\na=rtcp-fb:33 nack tllei\r\n"),
+            "{text}"
+        );
+        assert_eq!(SessionDescription::parse(&text).unwrap(), s);
+        let tllei = |t: &str| {
+            let m = &SessionDescription::parse(t).unwrap().media[0];
+            m.retransmission.unwrap().tllei
+        };
+        assert!(tllei(
+            &text.replace("rtcp-fb:33 nack tllei", "rtcp-fb:* nack tllei")
+        ));
+        assert!(!tllei(
+            &text.replace("rtcp-fb:33 nack tllei", "rtcp-fb:34 nack tllei")
+        ));
+        assert!(!tllei(
+            &text.replace("rtcp-fb:33 nack tllei", "rtcp-fb:33 nack pslei")
+        ));
     }
 
     #[test]
@@ -360,6 +384,7 @@ mod prop {
             payload_type: PayloadType(97),
             rtx_time_ms: None,
             ssrc: Some(Ssrc(7)),
+            tllei: false,
         });
         let mut s = SessionDescription::new("127.0.0.1".parse().unwrap(), 1, "t");
         s.media.push(m);
