@@ -87,9 +87,17 @@ fn frames_are_lost_where_the_link_model_drops_packets_and_repairs_need_room() {
                 assert_eq!(q.blank_frames, 300, "{rate} {}: {q:?}", r.node);
             }
             match r.node.as_str() {
-                // Two places in netem's queue for 20 ms: most frames are damaged at any rate.
-                "poor" => assert!(fr.lost_percent > 90.0, "{rate}: {fr:?}"),
-                // 20 places: nothing lost below 10 Mbit/s that is not repaired.
+                // Two places in netem's queue for 20 ms (about 1 Mbit/s): at 2 Mbit/s and
+                // more, about half the packets or more do not fit, and nearly every frame is
+                // damaged, repaired or not (retransmissions bring back a few at 2 Mbit/s).
+                "poor" => assert!(fr.lost_percent > 85.0, "{rate}: {fr:?}"),
+                // 20 places (about 10.5 Mbit/s): nothing lost below 10 Mbit/s that is not
+                // repaired, but where FEC's 20 % and retransmissions together pass the
+                // queue's room (8 Mbit/s with both): there repairs push out originals, and
+                // a few of the losses stay.
+                "good" if rate == "8mbit rtx+fec" => {
+                    assert!(lost * 100 <= r.lost, "{rate}: {lost} of {}", r.lost)
+                }
                 "good" if !rate.starts_with("10mbit") => assert_eq!(lost, 0, "{rate}"),
                 _ => {}
             }

@@ -61,10 +61,16 @@ pub struct SenderRepairFigures {
     /// Asked for, no longer in the history (or never sent).
     pub unknown: u64,
     /// Made, then dropped while waiting to leave with the stream's packets: by then they
-    /// could no longer reach the viewer in time (the real-time server; never in the
-    /// simulator, which sends them at once).
+    /// could no longer reach the viewer in time.
     #[serde(default)]
     pub expired: u64,
+    /// To a group: TLLEIs sent (RFC 6642), each telling the group which losses a repair is
+    /// on its way for.
+    #[serde(default)]
+    pub loss_notices: u64,
+    /// The sequence numbers they told.
+    #[serde(default)]
+    pub noticed: u64,
     /// SMPTE 2022-1 FEC packets sent (rows and columns), with `repair = "fec"`.
     #[serde(default)]
     pub fec_packets: u64,

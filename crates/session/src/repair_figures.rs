@@ -57,6 +57,8 @@ pub fn sender_repair(
         duplicate: s.repairer.duplicate,
         unknown: s.repairer.unknown,
         expired: s.expired,
+        loss_notices: s.loss_notices,
+        noticed: s.noticed,
         fec_packets,
         fec_bytes,
         fec_overhead_percent: percent(fec_bytes, stream_bytes),

@@ -17,10 +17,10 @@
 //! - [`rate_knob`]: how the rate controller's target, and a person's, reach the producer.
 
 pub mod control;
-mod fec_wait;
 pub mod naive;
 pub mod outlet;
 pub mod producer;
+mod protection_wait;
 pub mod rate_knob;
 pub mod server;
 pub mod srtp;

@@ -7,8 +7,8 @@
 //! met its deadline, RTCP. The cursor only moves slots from the ring into the session, and
 //! sends what the session says is due.
 
-use super::fec_wait::FecWait;
 use super::outlet::MediaOut;
+use super::protection_wait::{Protection, ProtectionWait};
 use super::rate_knob::RateKnob;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::{Lane, Load, Sent};
@@ -227,84 +227,69 @@ impl StreamRt {
 }
 
 /// The sending side of one stream, owned by the thread that sends it. Holds at most one slot:
-/// the packet the session has at the head of its queue, and a buffer for a retransmission.
+/// the packet the session has at the head of its queue; and the retransmissions and FEC
+/// packets waiting for their time.
 /// Allocates nothing once made.
 pub struct Cursor {
     head: Option<Slot>,
-    /// A retransmission the session hands out, written here (an RTP packet's most); empty
-    /// for a stream that does not repair.
-    repair: Vec<u8>,
-    /// Retransmissions the stream's packets have paid for and not yet spent (see
-    /// [`REPAIR_SHARE`]).
-    credit: f64,
-    /// The FEC packets the session hands out, waiting for their time (none for a stream
-    /// without FEC).
-    fec: FecWait,
+    /// Whether the stream repairs (retransmissions come from the session).
+    repairs: bool,
+    /// The retransmissions and FEC packets the session hands out, waiting for their time
+    /// (none for a stream that neither repairs nor makes FEC).
+    waiting: ProtectionWait,
 }
 
-/// The most time between FEC packets (a stream whose rate is unknown or tiny would otherwise
-/// hold them until its ring of waiting FEC fills).
-const MAX_FEC_SPACING: Duration = Duration::from_millis(5);
-
-/// What each of the stream's packets pays towards retransmissions: the share of its rate
-/// admission reserved for them (`repair = "rtx"`), so that repairs leave at most that share
-/// of the stream's packets, to each of its destinations.
-const REPAIR_SHARE: f64 = metronome_session::repair::RTX_BUDGET_SHARE;
-/// Retransmissions that may leave beside consecutive packets of the stream, at most: the
-/// credit's depth (a burst of losses is answered at once up to this many).
-const REPAIR_BURST: f64 = 8.0;
-
 impl Cursor {
-    /// The cursor of stream `rt`; with room for a retransmission (a slot's packet and RFC
-    /// 4588's original sequence number) if the stream repairs.
+    /// The cursor of stream `rt`; with room for retransmissions (a slot's packet and RFC
+    /// 4588's original sequence number) if the stream repairs, and for FEC packets if it
+    /// makes them.
     pub fn new(rt: &StreamRt) -> Cursor {
         let (repairs, fec) = {
             let s = lock(&rt.session);
             (s.repairs(), s.fec_stats().is_some())
         };
-        let room = |on: bool, extra: usize| {
-            if on {
-                vec![0; rt.ring.slot_size() + extra]
-            } else {
-                Vec::new()
-            }
+        let rtx_room = metronome_wire::rtx::OSN_LEN * usize::from(repairs);
+        let fec_room = metronome_wire::fec2022::FEC_HEADER_LEN * usize::from(fec);
+        let room = if repairs || fec {
+            rt.ring.slot_size() + rtx_room.max(fec_room)
+        } else {
+            0
         };
         Cursor {
             head: None,
-            repair: room(repairs, 2),
-            credit: REPAIR_BURST,
-            fec: FecWait::new(if fec {
-                rt.ring.slot_size() + metronome_wire::fec2022::FEC_HEADER_LEN
-            } else {
-                0
-            }),
+            repairs,
+            waiting: ProtectionWait::new(room),
         }
     }
 }
 
 impl Cursor {
     /// Takes the next packet from the ring into the session, if there is none in hand, and
-    /// says when it may leave (or a waiting FEC packet, if sooner) and which job it belongs
-    /// to. With no packet in hand, waiting FEC packets leave when due (the core looks at an
-    /// idle lane every millisecond), and all of them once the stream is over.
+    /// says when it may leave (or a waiting retransmission or FEC packet, if sooner) and
+    /// which job it belongs to. With no packet in hand, waiting ones leave when due (the core
+    /// looks at an idle lane every millisecond), and all of them once the stream is over.
     pub fn load(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
         match self.load_media(rt, now) {
-            Load::Ready(j) => Load::Ready(self.fec_first(j)),
+            Load::Ready(j) => Load::Ready(self.protection_first(j)),
             Load::Empty => {
-                self.send_due_fec(rt, now);
+                self.repair_while_idle(rt, now);
+                self.send_due_protection(rt, now);
                 Load::Empty
             }
             Load::Done => {
-                self.send_due_fec(rt, Timestamp::MAX);
+                self.send_due_protection(rt, Timestamp::MAX);
                 Load::Done
             }
         }
     }
 
-    /// `j`, released when the first waiting FEC packet is due if that is sooner.
-    fn fec_first(&self, j: JobTimes) -> JobTimes {
+    /// `j`, released when the first waiting retransmission or FEC packet is due if that is sooner.
+    fn protection_first(&self, j: JobTimes) -> JobTimes {
         JobTimes {
-            release: self.fec.next_due().map_or(j.release, |f| f.min(j.release)),
+            release: self
+                .waiting
+                .next_due()
+                .map_or(j.release, |f| f.min(j.release)),
             ..j
         }
     }
@@ -352,16 +337,16 @@ impl Cursor {
         if !rt.sooner.swap(false, Ordering::AcqRel) || self.head.is_none() {
             return None;
         }
-        times_in_hand(&lock(&rt.session)).map(|j| self.fec_first(j))
+        times_in_hand(&lock(&rt.session)).map(|j| self.protection_first(j))
     }
 
     /// Sends the packet in hand, to every destination, if the session says it is due at the
     /// clock's now; `None` if there was no packet in hand.
     pub fn send(&mut self, rt: &StreamRt, clock: &Clock) -> Option<Sent> {
-        self.send_due_fec(rt, clock.now());
-        // After the FEC's sends: the media packet's lateness counts them.
+        self.send_due_protection(rt, clock.now());
+        // After those sends: the media packet's lateness counts them.
         let now = clock.now();
-        let next_fec = self.fec.next_due();
+        let next_fec = self.waiting.next_due();
         let slot = self.head.as_mut()?;
         let t = {
             let mut session = lock(&rt.session);
@@ -404,7 +389,7 @@ impl Cursor {
             _ => Sent::Dropped,
         };
         if let Sent::Sent(_) = sent {
-            self.keep_and_repair(rt, clock, now);
+            self.keep_and_protect(rt, now);
         }
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);
@@ -412,85 +397,85 @@ impl Cursor {
         Some(sent)
     }
 
-    /// Keeps the packet just sent for retransmission, if the stream repairs, and sends a
-    /// waiting retransmission beside it if the stream's packets have paid for one: repairs
-    /// leave with the stream's packets, on its core, at most [`REPAIR_SHARE`] of them (and
-    /// [`REPAIR_BURST`] at once), within what admission reserved.
-    /// The FEC packets the packet completed go to the destinations' FEC ports after it, half
-    /// a packet's time apart.
-    fn keep_and_repair(&mut self, rt: &StreamRt, clock: &Clock, now: Timestamp) {
+    /// Keeps the packet just sent for retransmission, if the stream repairs, and XORs it into
+    /// the stream's FEC, if it makes any. What it paid for and made waits, half a packet's
+    /// time apart after it: a retransmission, if the stream's packets have paid for one
+    /// ([`metronome_session::sender::SenderSession::poll_repair`]: repairs leave with the
+    /// stream's packets, on its core, within what admission reserved), to the destinations;
+    /// the FEC packets it completed, to their FEC ports.
+    fn keep_and_protect(&mut self, rt: &StreamRt, now: Timestamp) {
         let Some(slot) = self.head.as_ref() else {
             return;
         };
-        let rtx = !self.repair.is_empty();
-        if !rtx && !self.fec.on() {
+        if !self.waiting.on() {
             return;
         }
         let wire_len = slot.len;
-        if rtx {
-            self.credit = (self.credit + REPAIR_SHARE).min(REPAIR_BURST);
-        }
-        let n = {
-            let mut session = lock(&rt.session);
-            session.keep_sent(slot.bytes(), slot.release);
-            if rtx && self.credit >= 1.0 {
-                session.poll_repair(now, &mut self.repair)
-            } else {
-                None
-            }
-        };
-        if let Some(n) = n {
-            self.credit -= 1.0;
-            if !rt.send_timed(&self.repair[..n], clock) {
-                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+        // Behind (rare): the oldest leave now, before the session's lock is taken, until
+        // there is room for what one packet makes (a retransmission, a row's and a column's).
+        while self.waiting.room() < 3 {
+            if let Some((what, packet)) = self.waiting.pop_due(Timestamp::MAX) {
+                send_protection(rt, what, packet);
             }
         }
-        self.queue_fec(rt, now, wire_len);
+        let mut session = lock(&rt.session);
+        session.keep_sent(slot.bytes(), slot.release);
+        let (gap, half) = (
+            session.repair_spacing(wire_len),
+            session.fec_spacing(wire_len),
+        );
+        let mut at = self.waiting.last_due().map_or(now, |t| t.max(now));
+        if self.repairs {
+            if let Some(n) = session.poll_repair(now, self.waiting.free()) {
+                at += gap;
+                self.waiting.commit(at, Protection::Rtx, n);
+            }
+        }
+        while !self.waiting.is_full() {
+            let Some((d, n)) = session.poll_fec(self.waiting.free()) else {
+                break;
+            };
+            at += half;
+            self.waiting.commit(at, Protection::Fec(d), n);
+        }
     }
 
-    /// Takes the FEC packets the session has made (a row's and a column's at most) to wait,
-    /// half a packet of `wire_len` bytes apart at the stream's rate (at most
-    /// [`MAX_FEC_SPACING`]) after `now` or the last one waiting.
-    fn queue_fec(&mut self, rt: &StreamRt, now: Timestamp, wire_len: usize) {
-        if !self.fec.on() {
+    /// With no packet of the stream waiting (the source is between frames, or has ended),
+    /// what its packets have paid for leaves now, a repair's spacing apart
+    /// ([`metronome_session::sender::SenderSession::repair_spacing`]), rather than wait for a
+    /// packet that may not come.
+    fn repair_while_idle(&mut self, rt: &StreamRt, now: Timestamp) {
+        if !self.repairs {
             return;
         }
-        let half = metronome_session::repair::fec_spacing(
-            wire_len,
-            lock(&rt.session).target_rate().as_bps(),
-        )
-        .min(MAX_FEC_SPACING);
-        let mut at = self.fec.last_due().map_or(now, |t| t.max(now));
-        loop {
-            if self.fec.is_full() {
-                // Behind: the oldest leaves now.
-                if let Some((direction, packet)) = self.fec.pop_due(Timestamp::MAX) {
-                    if !rt.send_fec(packet, direction) {
-                        rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
-            let next = lock(&rt.session).poll_fec(self.fec.free());
-            let Some((direction, n)) = next else { break };
-            at += half;
-            self.fec.commit(at, direction, n);
+        let mut session = lock(&rt.session);
+        if session.next_send().is_some() {
+            return;
+        }
+        let gap = session.repair_spacing(rt.ring.slot_size());
+        let mut at = self.waiting.last_due().map_or(now, |t| t.max(now));
+        while !self.waiting.is_full() {
+            let Some(n) = session.poll_repair(now, self.waiting.free()) else {
+                break;
+            };
+            at += gap;
+            self.waiting.commit(at, Protection::Rtx, n);
         }
     }
 
-    /// Sends the waiting FEC packets due by `now`, the session's lock not held while they go.
-    fn send_due_fec(&mut self, rt: &StreamRt, now: Timestamp) {
-        while let Some((direction, packet)) = self.fec.pop_due(now) {
-            if !rt.send_fec(packet, direction) {
-                rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
-            }
+    /// Sends the waiting retransmissions and FEC packets due by `now`, the session's lock not
+    /// held while they go.
+    fn send_due_protection(&mut self, rt: &StreamRt, now: Timestamp) {
+        while let Some((what, packet)) = self.waiting.pop_due(now) {
+            send_protection(rt, what, packet);
         }
     }
 
     /// Gives the packet in hand back to the ring (the stream is being removed, or ends at its
-    /// duration). FEC packets still waiting go now: they protect packets already sent (and
-    /// the stream's FEC counts say they were made).
+    /// duration). Retransmissions and FEC packets still waiting go now: they protect packets
+    /// already sent (and the stream's counts say they were made).
     pub fn release(&mut self, rt: &StreamRt) {
-        self.send_due_fec(rt, Timestamp::MAX);
+        self.send_due_protection(rt, Timestamp::MAX);
         if let Some(slot) = self.head.take() {
             rt.ring.recycle(slot);
         }
@@ -556,5 +541,17 @@ impl Lane for TsLane {
     fn finish(&mut self) {
         self.cursor.release(&self.rt);
         self.rt.finished.store(true, Ordering::Release);
+    }
+}
+
+/// Sends a retransmission to the stream's destinations, or a FEC packet to their FEC ports;
+/// a failure is counted.
+fn send_protection(rt: &StreamRt, what: Protection, packet: &[u8]) {
+    let ok = match what {
+        Protection::Rtx => rt.send_everywhere(packet),
+        Protection::Fec(direction) => rt.send_fec(packet, direction),
+    };
+    if !ok {
+        rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
     }
 }

@@ -51,7 +51,8 @@ pub(super) fn repair_table(p: &PointResult) -> String {
 fn sender_table(p: &PointResult) -> String {
     let mut h = String::from(
         "<table><caption>Loss repair at the sender</caption><tr><th>flow</th>\
-         <th>retransmissions (overhead %)</th><th>not sent: too late / over budget</th>\
+         <th>retransmissions (overhead %)</th><th>not sent: too late / over budget / \
+         expired</th><th>losses told to the group: numbers (TLLEIs)</th>\
          <th>FEC (overhead %)</th></tr>",
     );
     let senders: Vec<_> = p
@@ -65,12 +66,16 @@ fn sender_table(p: &PointResult) -> String {
     for (f, s) in senders {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{} ({:.1} %)</td><td>{} / {}</td><td>{} ({:.1} %)</td></tr>",
+            "<tr><td>{}</td><td>{} ({:.1} %)</td><td>{} / {} / {}</td><td>{} ({})</td>\
+             <td>{} ({:.1} %)</td></tr>",
             esc(&f.name),
             s.sent_packets,
             s.overhead_percent,
             s.too_late,
             s.over_budget,
+            s.expired,
+            s.noticed,
+            s.loss_notices,
             s.fec_packets,
             s.fec_overhead_percent
         );

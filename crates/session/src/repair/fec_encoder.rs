@@ -295,8 +295,13 @@ impl FecEncoder {
 
 /// How far apart a sender spaces the FEC packets a media packet completed: half the time a
 /// packet of `wire_len` bytes takes at `rate_bps` (at least 1 bit/s), so that they leave
-/// between the stream's packets (the simulator and the stream server both).
+/// between the stream's packets (the simulator and the stream server both); at most
+/// [`MAX_SPACING`].
 pub fn fec_spacing(wire_len: usize, rate_bps: u64) -> std::time::Duration {
     let ns = wire_len as u128 * 8 * 1_000_000_000 / u128::from(rate_bps.max(1)) / 2;
-    std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    std::time::Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX)).min(MAX_SPACING)
 }
+
+/// The most time between a media packet and the FEC packet after it, and between those (a
+/// stream whose rate is unknown or tiny would otherwise hold them past their use).
+pub const MAX_SPACING: std::time::Duration = std::time::Duration::from_millis(5);

@@ -49,6 +49,16 @@ impl AtRate {
         self.free_at = Some(from + gap);
     }
 
+    /// A retransmission of `wire_bytes` left at `now`, outside the stream's schedule: the
+    /// sender is busy its time at `rate` longer, so that the stream and its repairs together
+    /// keep to the rate.
+    pub(super) fn on_repair(&mut self, now: Timestamp, wire_bytes: u32, rate: Bitrate) {
+        // Its time begins when the stream's last packet's ends; it is the last sent now.
+        let from = self.free_at.map_or(now, |f| f.max(now));
+        self.last = Some((from, wire_bytes));
+        self.free_at = Some(from + gap(wire_bytes, rate));
+    }
+
     /// A packet was dropped at `now` (too late): the sender is free now, so that the packets
     /// behind it are not judged late by a schedule it no longer keeps.
     pub(super) fn on_dropped(&mut self, now: Timestamp) {
@@ -65,7 +75,7 @@ impl AtRate {
 }
 
 /// A packet's time at `rate`, at most [`LONGEST_GAP`].
-fn gap(wire_bytes: u32, rate: Bitrate) -> Duration {
+pub(super) fn gap(wire_bytes: u32, rate: Bitrate) -> Duration {
     let secs = f64::from(wire_bytes) * 8.0 / rate.as_bps().max(1) as f64;
     Duration::from_secs_f64(secs.min(LONGEST_GAP.as_secs_f64()))
 }
@@ -89,6 +99,23 @@ mod tests {
         // A packet made after the sender was free leaves when it is due.
         let late = next + Duration::from_secs(1);
         assert_eq!(a.release(late), late);
+    }
+
+    #[test]
+    fn a_repair_takes_its_time_at_the_rate_after_the_stream_packet_before_it() {
+        let mut a = AtRate::default();
+        let t0 = Timestamp::from_nanos(1_000_000_000);
+        // 1000 bytes at 80 kbit/s: 100 ms; a 500-byte repair right after it: 50 ms more.
+        a.on_sent(t0, t0, 1000, Bitrate::bps(80_000));
+        a.on_repair(t0, 500, Bitrate::bps(80_000));
+        assert_eq!(a.release(t0), t0 + Duration::from_millis(150));
+        // The rate doubles at 120 ms: the repair's time is halved from where it began.
+        a.on_rate(Bitrate::bps(160_000), t0 + Duration::from_millis(120));
+        assert_eq!(a.release(t0), t0 + Duration::from_millis(125));
+        // An idle sender: the repair's time starts now.
+        let idle = t0 + Duration::from_secs(1);
+        a.on_repair(idle, 1000, Bitrate::bps(80_000));
+        assert_eq!(a.release(idle), idle + Duration::from_millis(100));
     }
 
     #[test]

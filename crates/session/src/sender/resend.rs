@@ -80,6 +80,13 @@ impl SenderRepair {
 
 /// Retransmissions waiting for the driver at most; more are counted and not made.
 pub const MAX_WAITING: usize = 64;
+/// Retransmissions that may leave one after another, at most: each packet of the stream that
+/// leaves pays the repair budget's share of one ([`RepairConfig::budget_share`], a quarter by
+/// default), and at most this many are paid for ahead (a burst of losses is answered at once
+/// up to this many).
+pub const REPAIR_BURST: u64 = 8;
+/// One retransmission in the credit's units.
+const ONE_REPAIR: u64 = 1_000_000;
 /// Lost packets waiting to be told to the group at most; more are counted and not told.
 pub const MAX_NOTICED: usize = 64;
 /// The least time between two TLLEIs: a storm of NACKs (forged ones too) makes at most one
@@ -152,6 +159,11 @@ pub(crate) struct Resend {
     too_large: u64,
     /// What the group is to be told, with [`SenderRepair::tell_group`].
     notices: Option<Notices>,
+    /// Retransmissions the stream's packets have paid for, in millionths of one (at most
+    /// [`REPAIR_BURST`]), and what each packet pays: whole numbers, so that ten packets at a
+    /// 10 % share pay for one exactly.
+    credit: u64,
+    share: u64,
 }
 
 /// Losses told to the group (RFC 6642 TLLEI).
@@ -226,6 +238,9 @@ impl Resend {
                 pending: Vec::with_capacity(MAX_NOTICED),
                 ..Notices::default()
             }),
+            credit: REPAIR_BURST * ONE_REPAIR,
+            // A NaN share pays nothing (`as` saturates it to 0).
+            share: (cfg.repairer.budget_share.clamp(0.0, 1.0) * ONE_REPAIR as f64).round() as u64,
         }
     }
 
@@ -265,6 +280,7 @@ impl Resend {
         let Ok(view) = metronome_wire::rtp::RtpView::parse(packet) else {
             return;
         };
+        self.credit = (self.credit + self.share).min(REPAIR_BURST * ONE_REPAIR);
         let sampled = self.media_time.at(view.timestamp(), due).min(due);
         let deadline = sampled + self.playout_delay;
         self.repairer.sent(view.sequence(), packet, deadline);
@@ -348,6 +364,11 @@ impl Resend {
     /// (counted as expired), one that does not fit too (counted as too large).
     pub(crate) fn poll(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
         loop {
+            if self.credit < ONE_REPAIR {
+                // Unpaid: it waits for the stream's next packets, or expires meanwhile.
+                self.drop_expired(now);
+                return None;
+            }
             let (b, latest) = self.waiting.pop_front()?;
             let n = b.len();
             let send = if now > latest {
@@ -366,7 +387,24 @@ impl Resend {
                 self.spare.push(b);
             }
             if send {
+                self.credit -= ONE_REPAIR;
                 return Some(n);
+            }
+        }
+    }
+
+    /// Drops the waiting retransmissions that can no longer leave in time at `now`.
+    fn drop_expired(&mut self, now: Timestamp) {
+        while self
+            .waiting
+            .front()
+            .is_some_and(|(_, latest)| now > *latest)
+        {
+            if let Some((b, _)) = self.waiting.pop_front() {
+                self.expired += 1;
+                if self.spare.len() < MAX_WAITING {
+                    self.spare.push(b);
+                }
             }
         }
     }

@@ -220,10 +220,38 @@ impl SenderSession {
     }
 
     /// The next retransmission to send at `now` (to the stream's destinations), written into
-    /// `buf`; its length. Retransmissions are made when NACKs come in ([`Input::Rtcp`]);
-    /// one that can no longer make its deadline by `now` is dropped and counted.
+    /// `buf`; its length. Retransmissions are made when NACKs come in ([`Input::Rtcp`]) and
+    /// leave with the stream's packets: a driver asks right after each packet it sent
+    /// ([`SenderSession::keep_sent`]), and gets one when the stream's packets have paid for it
+    /// (a quarter each, eight ahead at most: [`super::REPAIR_BURST`]). Sending at a rate
+    /// controller's rate ([`SenderSession::sending_at_rate`]), a retransmission takes its
+    /// time at that rate as a packet of the stream does, so the media and its repairs
+    /// together keep to the controller's target. One that can no longer make its deadline by
+    /// `now` is dropped and counted.
     pub fn poll_repair(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
-        self.repair.as_mut()?.poll(now, buf)
+        let n = self.repair.as_mut()?.poll(now, buf)?;
+        if let Some(a) = self.at_rate.as_mut() {
+            a.on_repair(now, n as u32, self.rate);
+        }
+        Some(n)
+    }
+
+    /// How long after the packet before it (a media packet of `wire_len` bytes, or a packet
+    /// waiting before it) a retransmission leaves: half a packet's time at the stream's rate
+    /// (so that it leaves between the stream's packets, at most 5 ms), or at a rate
+    /// controller's rate a whole packet's time, the time the sender is busy with that packet.
+    pub fn repair_spacing(&self, wire_len: usize) -> std::time::Duration {
+        let wire = u32::try_from(wire_len).unwrap_or(u32::MAX);
+        match self.at_rate {
+            Some(_) => super::at_rate::gap(wire, self.rate),
+            None => crate::repair::fec_spacing(wire_len, self.rate.as_bps()),
+        }
+    }
+
+    /// How long after the packet before it a FEC packet leaves: half a packet of `wire_len`
+    /// bytes at the stream's rate, at most 5 ms ([`crate::repair::fec_spacing`]).
+    pub fn fec_spacing(&self, wire_len: usize) -> std::time::Duration {
+        crate::repair::fec_spacing(wire_len, self.rate.as_bps())
     }
 
     /// Whether the stream answers NACKs ([`SenderSession::with_repair`]).

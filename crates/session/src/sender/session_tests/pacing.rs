@@ -283,7 +283,7 @@ fn a_frame_is_queued_whole_or_refused() {
 }
 
 /// A session that sends at its controller's rate, `rate` fixed until set.
-fn at_rate_session(rate: Bitrate) -> SenderSession {
+pub(super) fn at_rate_session(rate: Bitrate) -> SenderSession {
     let cc = Box::new(FixedRate::new(rate));
     SenderSession::new(config(LatePolicy::CatchUp { factor: 2.0 }), ms(0), cc).sending_at_rate(true)
 }

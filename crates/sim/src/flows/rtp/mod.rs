@@ -173,8 +173,9 @@ pub struct RtpFlow {
     /// The due time of the last packet made.
     last_due: Timestamp,
     rate_trace: Vec<(Timestamp, u64)>,
-    /// FEC packets made and the time each leaves (paced between the media's packets).
-    fec_waiting: std::collections::VecDeque<(Timestamp, Rc<[u8]>)>,
+    /// Retransmissions and FEC packets made, each with the time it leaves (paced between the
+    /// media's packets) and whether it is FEC.
+    protection: std::collections::VecDeque<(Timestamp, Protection)>,
     /// Per receiver, whether it is in the group now.
     member: Vec<bool>,
     /// Per receiver, its time in the group ([`RtpFlowConfig::membership`]), if it has one.
@@ -183,6 +184,14 @@ pub struct RtpFlow {
     /// expect to receive is what was sent in between.
     joined: Vec<Option<(Timestamp, u64)>>,
     left: Vec<Option<(Timestamp, u64)>>,
+}
+
+/// A packet that protects the stream, waiting for its time.
+enum Protection {
+    /// A retransmission (RFC 4588), to the stream's destination.
+    Rtx(Rc<[u8]>),
+    /// A FEC packet (SMPTE 2022-1), to the destination's FEC port.
+    Fec(Rc<[u8]>),
 }
 
 impl RtpFlow {
@@ -241,7 +250,7 @@ impl RtpFlow {
             first_seq: None,
             last_due: Timestamp::ZERO,
             rate_trace: Vec::new(),
-            fec_waiting: std::collections::VecDeque::new(),
+            protection: std::collections::VecDeque::new(),
             member: vec![false; cfg.receivers.len()],
             windows: (0..cfg.receivers.len())
                 .map(|r| cfg.membership.iter().find(|w| w.receiver == r).copied())
@@ -283,35 +292,84 @@ impl RtpFlow {
         }
     }
 
-    /// Takes the FEC packets the media packet of `wire_len` bytes just sent completed: each
-    /// leaves half a packet's time at the stream's rate after the one before, between the
-    /// media's packets, as a paced sender sends them (sent back to back with the media, they
-    /// would find no room in a queue the media keeps full).
-    fn make_fec(&mut self, now: Timestamp, wire_len: usize, net: &mut Net) {
+    /// Takes the retransmission (if the stream's packets have paid for one,
+    /// [`metronome_session::sender::SenderSession::poll_repair`]) and the FEC packets the media
+    /// packet of `wire_len` bytes just sent made: each leaves half a packet's time at the
+    /// stream's rate after the one before, between the media's packets, as the real-time
+    /// driver sends them (sent back to back with the media, they would find no room in a
+    /// queue the media keeps full).
+    fn make_protection(&mut self, now: Timestamp, wire_len: usize, net: &mut Net) {
         let mut buf = std::mem::take(&mut self.rtcp);
-        buf.resize(buf.len().max(self.cfg.slot_size + 64), 0);
-        let half =
-            metronome_session::repair::fec_spacing(wire_len, self.sender.target_rate().as_bps());
-        let mut at = now;
+        let need = self.cfg.slot_size + 64;
+        buf.resize(buf.len().max(need), 0);
+        let gap = self.sender.repair_spacing(wire_len);
+        let mut at = self.take_repairs(now, gap, 1, &mut buf);
+        let half = self.sender.fec_spacing(wire_len);
         while let Some((_, n)) = self.sender.poll_fec(&mut buf) {
             at += half;
-            self.fec_waiting.push_back((at, Rc::from(&buf[..n])));
+            let p = Protection::Fec(Rc::from(&buf[..n]));
+            self.protection.push_back((at, p));
         }
         self.rtcp = buf;
-        let first = self.fec_waiting.front().map(|(t, _)| *t);
+        let first = self.protection.front().map(|(t, _)| *t);
         self.wake_at(now, 0, first, net);
     }
 
-    /// Sends the FEC packets due by `now`, where the stream goes.
-    fn send_fec(&mut self, now: Timestamp, net: &mut Net) {
-        while let Some((at, data)) = self.fec_waiting.front() {
+    /// Takes up to `most` retransmissions the stream's packets have paid for, to leave `gap`
+    /// apart after `now` or the last packet waiting; when the last of them leaves.
+    fn take_repairs(
+        &mut self,
+        now: Timestamp,
+        gap: Duration,
+        most: usize,
+        buf: &mut [u8],
+    ) -> Timestamp {
+        let mut at = self.protection.back().map_or(now, |(t, _)| (*t).max(now));
+        if !self.sender.repairs() {
+            return at;
+        }
+        for _ in 0..most {
+            let Some(n) = self.sender.poll_repair(now, buf) else {
+                break;
+            };
+            at += gap;
+            self.protection
+                .push_back((at, Protection::Rtx(Rc::from(&buf[..n]))));
+        }
+        at
+    }
+
+    /// While no packet of the stream waits (the source is between frames, or over), what its
+    /// packets have paid for leaves now, a repair's spacing apart
+    /// ([`metronome_session::sender::SenderSession::repair_spacing`]), rather than wait for a
+    /// packet that may not come: when a NACK comes, and after the sender ran.
+    fn repair_while_idle(&mut self, now: Timestamp) {
+        if !self.sender.repairs() || self.sender.next_send().is_some() {
+            return;
+        }
+        let mut buf = std::mem::take(&mut self.rtcp);
+        buf.resize(buf.len().max(self.cfg.slot_size + 64), 0);
+        let gap = self.sender.repair_spacing(self.cfg.slot_size);
+        self.take_repairs(now, gap, usize::MAX, &mut buf);
+        self.rtcp = buf;
+    }
+
+    /// Sends the retransmissions and FEC packets due by `now`, where the stream goes.
+    fn send_protection(&mut self, now: Timestamp, net: &mut Net) {
+        while let Some((at, p)) = self.protection.front() {
             if *at > now {
                 return;
             }
-            let mut pkt = self.datagram(net, now, self.dst, &[]);
-            pkt.size = data.len() as u32 + self.cfg.ip_overhead;
-            pkt.body = Body::Fec(Rc::clone(data));
-            self.fec_waiting.pop_front();
+            let pkt = match p {
+                Protection::Rtx(data) => self.datagram(net, now, self.dst, data),
+                Protection::Fec(data) => {
+                    let mut pkt = self.datagram(net, now, self.dst, &[]);
+                    pkt.size = data.len() as u32 + self.cfg.ip_overhead;
+                    pkt.body = Body::Fec(Rc::clone(data));
+                    pkt
+                }
+            };
+            self.protection.pop_front();
             net.send(now, self.cfg.src, pkt);
         }
     }
@@ -361,7 +419,7 @@ impl RtpFlow {
             self.wake_at(now, 0, Some(end), net);
             return;
         }
-        self.send_fec(now, net);
+        self.send_protection(now, net);
         self.produce(now);
         self.sender.handle_timeout(now);
         while let Some(t) = self.sender.poll_transmit(now) {
@@ -373,6 +431,7 @@ impl RtpFlow {
             self.free.push(id);
         }
         self.produce(now);
+        self.repair_while_idle(now);
         let mut rtcp = std::mem::take(&mut self.rtcp);
         if let Some(n) = self.sender.poll_rtcp(now, wall(now), &mut rtcp) {
             self.note(RtpLogRow::SenderReport { at: now });
@@ -389,8 +448,8 @@ impl RtpFlow {
                 .saturating_sub(self.cfg.lookahead.unwrap_or_default());
             next = Some(next.map_or(more, |t| t.min(more.max(now))));
         }
-        if let Some((fec, _)) = self.fec_waiting.front() {
-            next = Some(next.map_or(*fec, |t| t.min(*fec)));
+        if let Some((p, _)) = self.protection.front() {
+            next = Some(next.map_or(*p, |t| t.min(*p)));
         }
         self.wake_at(now, 0, next, net);
     }
@@ -464,20 +523,7 @@ impl RtpFlow {
         self.first_send.get_or_insert(now);
         self.last_send = now;
         net.send(now, self.cfg.src, p);
-        self.make_fec(now, wire_len, net);
-    }
-
-    /// Sends the retransmissions the sender made (answering a NACK just in), where the
-    /// stream goes.
-    fn send_repairs(&mut self, now: Timestamp, net: &mut Net) {
-        let mut buf = std::mem::take(&mut self.rtcp);
-        let need = self.cfg.slot_size + metronome_wire::rtx::OSN_LEN;
-        buf.resize(buf.len().max(need), 0);
-        while let Some(n) = self.sender.poll_repair(now, &mut buf) {
-            let pkt = self.datagram(net, now, self.dst, &buf[..n]);
-            net.send(now, self.cfg.src, pkt);
-        }
-        self.rtcp = buf;
+        self.make_protection(now, wire_len, net);
     }
 
     fn run_receiver(&mut self, now: Timestamp, ep: u32, net: &mut Net) {
@@ -770,7 +816,7 @@ impl Flow for RtpFlow {
                 data: &data,
             };
             let _ = self.sender.handle_input(now, input);
-            self.send_repairs(now, net);
+            self.repair_while_idle(now);
             self.follow_events(now);
             // The controller may have something to tell the receivers at once.
             self.wake_at(now, 0, Some(now), net);
