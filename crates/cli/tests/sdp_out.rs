@@ -8,11 +8,10 @@ use common::{bin, port_pair, require, run, tmp_dir};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-#[test]
-fn sdp_command_prints_the_session_of_a_declared_stream() {
+/// What `metronome sdp cam --stream SPEC` prints; it must succeed.
+fn sdp_of(spec: &str) -> String {
     let out = bin()
-        .args(["sdp", "cam", "--stream"])
-        .arg("name=cam,destination=rtp://239.255.1.2:5004?ttl=3,bitrate=2mbit")
+        .args(["sdp", "cam", "--stream", spec])
         .output()
         .unwrap();
     assert!(
@@ -20,7 +19,12 @@ fn sdp_command_prints_the_session_of_a_declared_stream() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let sdp = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn sdp_command_prints_the_session_of_a_declared_stream() {
+    let sdp = sdp_of("name=cam,destination=rtp://239.255.1.2:5004?ttl=3,bitrate=2mbit");
     for line in [
         "v=0",
         "c=IN IP4 239.255.1.2/3",
@@ -33,12 +37,7 @@ fn sdp_command_prints_the_session_of_a_declared_stream() {
     assert!(sdp.contains("\r\n"), "CRLF line ends (RFC 8866 §5)");
     // A declared SSRC names the sources (RFC 5576), the retransmission's paired with the
     // media's as WebRTC pairs them: 0x12345678 ^ "RTX\0" is 1080036984.
-    let out = bin()
-        .args(["sdp", "cam", "--stream"])
-        .arg("name=cam,destination=rtp://127.0.0.1:5004,repair=rtx,ssrc=305419896")
-        .output()
-        .unwrap();
-    let sdp = String::from_utf8(out.stdout).unwrap();
+    let sdp = sdp_of("name=cam,destination=rtp://127.0.0.1:5004,repair=rtx,ssrc=305419896");
     for line in [
         "m=video 5004 RTP/AVPF 33 97",
         "a=ssrc-group:FID 305419896 1080036984",
@@ -49,12 +48,7 @@ fn sdp_command_prints_the_session_of_a_declared_stream() {
     }
     // Only to a group does the server tell which losses it repairs (RFC 6642's TLLEI).
     assert!(!sdp.contains("tllei"), "{sdp}");
-    let out = bin()
-        .args(["sdp", "cam", "--stream"])
-        .arg("name=cam,destination=rtp://239.255.1.2:5004,repair=rtx")
-        .output()
-        .unwrap();
-    let sdp = String::from_utf8(out.stdout).unwrap();
+    let sdp = sdp_of("name=cam,destination=rtp://239.255.1.2:5004,repair=rtx");
     assert!(
         sdp.contains("a=rtcp-fb:33 nack\r\na=rtcp-fb:33 nack tllei\r\n"),
         "{sdp}"

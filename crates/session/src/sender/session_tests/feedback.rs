@@ -65,18 +65,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         lsr: 0,
         dlsr: 0,
     };
-    let mut buf = [0u8; 1500];
-    let n = rtcp::write_compound(
-        &mut buf,
-        ReportHead::Receiver {
-            ssrc: Ssrc(0x77),
-            blocks: &[block],
-        },
-        "viewer",
-        None,
-    )
-    .unwrap();
-    rtcp_in(&mut s, ms(50), &buf[..n]);
+    rtcp_in(&mut s, ms(50), &viewer_report(block));
     let fb = heard.lock().unwrap()[0];
     assert_eq!(
         (fb.receiver, fb.fraction_lost, fb.cumulative_lost),
@@ -116,17 +105,7 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         fraction_lost: 0,
         ..block
     };
-    let n = rtcp::write_compound(
-        &mut buf,
-        ReportHead::Receiver {
-            ssrc: Ssrc(0x77),
-            blocks: &[clean],
-        },
-        "viewer",
-        None,
-    )
-    .unwrap();
-    rtcp_in(&mut s, ms(70), &buf[..n]);
+    rtcp_in(&mut s, ms(70), &viewer_report(clean));
     assert_eq!(
         rate_events(&mut s),
         [SessionEvent::RateReported {
@@ -151,16 +130,46 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         (s.target_rate(), s.reported_rate()),
         (Bitrate::mbps(3), Some(Bitrate::mbps(6)))
     );
-    // A controller that computes nothing from a receiver report (a fixed rate) hears it, but
-    // the producer is told of no report.
+}
+
+/// A controller that computes nothing from a receiver report (a fixed rate) hears it, but the
+/// producer is told of no report.
+#[test]
+fn a_fixed_rate_hears_reports_and_tells_the_producer_of_none() {
     let mut fixed = SenderSession::new(
         config(LatePolicy::CATCH_UP),
         Timestamp::ZERO,
         Box::new(FixedRate::new(Bitrate::mbps(5))),
     );
-    rtcp_in(&mut fixed, ms(70), &buf[..n]);
+    let clean = Block {
+        ssrc: Ssrc(0xabc),
+        fraction_lost: 0,
+        cumulative_lost: 5,
+        extended_highest_seq: 100,
+        jitter: 900,
+        lsr: 0,
+        dlsr: 0,
+    };
+    rtcp_in(&mut fixed, ms(70), &viewer_report(clean));
     assert_eq!(rate_events(&mut fixed), []);
     assert_eq!(fixed.rate_reports(), 0);
+}
+
+/// A receiver report from viewer 0x77 with `block`, as an RTCP compound.
+fn viewer_report(block: Block) -> Vec<u8> {
+    let mut buf = vec![0u8; 1500];
+    let n = rtcp::write_compound(
+        &mut buf,
+        ReportHead::Receiver {
+            ssrc: Ssrc(0x77),
+            blocks: &[block],
+        },
+        "viewer",
+        None,
+    )
+    .unwrap();
+    buf.truncate(n);
+    buf
 }
 
 /// A TFRC receiver's report (RTCP APP "TFRC") reaches a TFRC controller with the round-trip
