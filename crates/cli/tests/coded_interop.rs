@@ -8,9 +8,10 @@
 //!
 //! The tests run one at a time: each is a live encoder, a server and one to three real-time
 //! players, and four of them at once on a 2-core machine whose other core is busy starve one
-//! another (a player that misses one packet of a small B-frame shows one frame fewer, with no
-//! decoding error; one suite run of 96f660b saw FFmpeg decode 124 of 125 that way). What the
-//! server did is in each failure's message.
+//! another. What the server did is in each failure's message. (Suite runs of 96f660b and
+//! 9685bee saw FFmpeg decode 124 of 125 frames with no error: FFmpeg reads a waiting RTCP
+//! packet before waiting RTP ones and ends at BYE, and the server said BYE right behind the last
+//! frame. It now waits a quarter second: `apps/src/streams/server/farewell.rs`.)
 
 mod common;
 

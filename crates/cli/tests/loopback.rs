@@ -743,3 +743,83 @@ fn a_terminal_gets_a_line_a_second() {
     );
     assert!(rx.contains("RFC 3550 jitter"), "no summary:\n{rx}");
 }
+
+/// Every datagram `socket` receives (with its kernel receive time, ns) until it has been quiet
+/// for half a second after `done` is set.
+fn gather(
+    socket: metronome_rt::udp::UdpReceiver,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(u64, Vec<u8>)>> {
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        loop {
+            match socket.recv(&mut buf) {
+                Ok(m) => got.push((m.kernel_rx_realtime_ns.unwrap(), buf[..m.len].to_vec())),
+                Err(_) if done.load(std::sync::atomic::Ordering::Acquire) => return got,
+                Err(_) => {}
+            }
+        }
+    })
+}
+
+/// Whether an RTCP compound packet holds a BYE (packet type 203).
+fn holds_bye(mut p: &[u8]) -> bool {
+    while p.len() >= 4 {
+        if p[1] == 203 {
+            return true;
+        }
+        let len = (usize::from(u16::from_be_bytes([p[2], p[3]])) + 1) * 4;
+        p = &p[len.min(p.len())..];
+    }
+    false
+}
+
+/// How long after its last RTP packet `serve … extra` said RTCP BYE, ms, by the kernel's
+/// receive times (which a busy test machine cannot blur).
+fn bye_gap_ms(extra: &[&std::ffi::OsStr]) -> f64 {
+    use metronome_rt::udp::{SocketOptions, UdpReceiver};
+    use metronome_rt::url::RtpUrl;
+    let port = port_pair();
+    let open = |p: u16| {
+        let o = SocketOptions {
+            buffer_bytes: 1 << 20,
+            read_timeout: Some(Duration::from_millis(500)),
+        };
+        UdpReceiver::open(&RtpUrl::unicast((Ipv4Addr::LOCALHOST, p).into()), &o).unwrap()
+    };
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rtp = gather(open(port), done.clone());
+    let rtcp = gather(open(port + 1), done.clone());
+    let out = serve(port, extra);
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last_rtp = rtp.join().unwrap().iter().map(|(t, _)| *t).max();
+    let bye = rtcp.join().unwrap().into_iter().find(|(_, p)| holds_bye(p));
+    let (Some(last_rtp), Some((bye, _))) = (last_rtp, bye) else {
+        panic!("no RTP ({last_rtp:?}) or no BYE");
+    };
+    (bye as f64 - last_rtp as f64) / 1e6
+}
+
+/// A stream that ends, by `--duration` or at its input's end, says RTCP BYE a quarter second
+/// after its last packet. FFmpeg reads a waiting RTCP packet before waiting RTP ones and ends
+/// the stream at BYE: a BYE right behind the last frame made FFmpeg on a busy machine drop it.
+#[test]
+fn an_ended_streams_bye_leaves_a_quarter_second_after_its_last_packet() {
+    let clip = common::ts_file_made("bye.ts", "160x120", 25, 1, "200k", "400k");
+    for (how, extra) in [
+        ("--duration", vec!["--duration".as_ref(), "1".as_ref()]),
+        ("the input's end", vec!["-i".as_ref(), clip.as_os_str()]),
+    ] {
+        let gap_ms = bye_gap_ms(&extra);
+        assert!(
+            (249.0..2000.0).contains(&gap_ms),
+            "ended by {how}, the BYE arrived {gap_ms:.1} ms after the last RTP packet"
+        );
+    }
+}

@@ -12,6 +12,7 @@ use super::stream::StreamRt;
 use super::stream::TsLane;
 use crate::streams::control::{ControlError, StreamControl};
 use encode_cost::EncodeCosts;
+use farewell::{Bye, Farewells};
 use metronome_config::serve::SchedKind;
 use metronome_config::stream::format_bitrate;
 use metronome_config::stream::StreamSpec;
@@ -39,6 +40,7 @@ use std::time::Duration;
 mod config;
 mod control;
 pub mod encode_cost;
+pub(in crate::streams) mod farewell;
 pub(crate) mod memory;
 pub(crate) mod metrics;
 pub(crate) mod open;
@@ -116,6 +118,8 @@ pub(super) struct Inner {
     pub warnings: Mutex<VecDeque<String>>,
     /// More Prometheus text for `GET /metrics`, from services that run on this server.
     pub extra_metrics: Mutex<Vec<ExtraMetrics>>,
+    /// Streams that ended by themselves or with the server, waiting to say BYE.
+    pub farewells: Farewells,
 }
 
 /// A service's own figures in Prometheus's text format.
@@ -218,6 +222,7 @@ impl StreamServer {
             overload: Mutex::new(OverloadWatch::new(cfg_overload)),
             warnings: Mutex::new(VecDeque::new()),
             extra_metrics: Mutex::new(Vec::new()),
+            farewells: Farewells::default(),
         });
         let rtcp_thread = {
             let inner = inner.clone();
@@ -372,13 +377,13 @@ impl StreamServer {
 
     /// Stops a stream and returns its final status.
     pub fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
-        self.inner.remove(name, true)
+        self.inner.remove(name, Bye::Now)
     }
 
     /// Stops a stream without saying RTCP BYE: its source is not leaving (RTSP PAUSE; RFC 3550
     /// §6.6 keeps BYE for a source that leaves the session), and PLAY will start it again.
     pub fn pause(&self, name: &str) -> Result<StreamStatus, ControlError> {
-        self.inner.remove(name, false)
+        self.inner.remove(name, Bye::Never)
     }
 
     pub fn streams(&self) -> Vec<StreamStatus> {
@@ -434,8 +439,9 @@ impl StreamServer {
         let inner = self.inner.clone();
         let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
         for n in names {
-            let _ = inner.remove(&n, true);
+            let _ = inner.remove(&n, Bye::AfterLast);
         }
+        inner.farewells.say_all(&inner.clock);
         inner.stop.store(true, Ordering::Release);
         for c in &inner.cores {
             c.stop.store(true, Ordering::Release);
@@ -452,6 +458,8 @@ impl StreamServer {
         if let Some(h) = self.rtcp_thread.take() {
             let _ = h.join();
         }
+        // A stream the RTCP thread reaped as the server stopped says BYE still.
+        inner.farewells.say_all(&inner.clock);
         if let Some(p) = lock(&inner.producers).take() {
             p.shutdown();
         }
@@ -716,16 +724,19 @@ impl Inner {
         thread::set_deadline_of(tid, deadline_policy(u))
     }
 
-    pub(super) fn remove(&self, name: &str, bye: bool) -> Result<StreamStatus, ControlError> {
+    pub(super) fn remove(&self, name: &str, bye: Bye) -> Result<StreamStatus, ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
             return Err(ControlError::NotFound(format!(
                 "no stream named '{name}' is running; GET /streams lists them"
             )));
         };
-        self.stop_stream(&mut r, bye);
+        self.stop_stream(&mut r, bye == Bye::Now);
         let status = status::stream_status(&r, "removed", &self.clock);
         self.remember(status.clone());
+        if bye == Bye::AfterLast {
+            self.farewells.add(self.clock.now(), r);
+        }
         Ok(status)
     }
 

@@ -39,7 +39,9 @@ pub(super) fn run(inner: &Inner) {
             next_window = inner.clock.now() + OVERLOAD_WINDOW;
             watch_overload(inner);
         }
-        wait.until(&inner.clock, next_window);
+        inner.farewells.say_due(&inner.clock);
+        let bye_due = inner.farewells.next_due().unwrap_or(next_window);
+        wait.until(&inner.clock, next_window.min(bye_due));
     }
 }
 
@@ -62,12 +64,13 @@ fn reap(inner: &Inner, ended: Vec<String>) {
     for name in ended {
         let running = lock(&inner.streams).remove(&name);
         if let Some(mut r) = running {
-            inner.stop_stream(&mut r, true);
+            inner.stop_stream(&mut r, false);
             // What its source said, kept for the server's next take.
             let said: Vec<String> = lock(&r.rt.warnings).drain(..).collect();
             lock(&inner.warnings).extend(said.into_iter().map(|w| format!("stream '{name}': {w}")));
             let status = super::status::stream_status(&r, "ended", &inner.clock);
             inner.remember(status);
+            inner.farewells.add(inner.clock.now(), r);
         }
     }
 }
@@ -181,7 +184,7 @@ fn watch_overload(inner: &Inner) {
         Some(OverloadAction::Recovered(why)) => say(why),
         Some(OverloadAction::Shed(why)) => {
             if let Some((_, name)) = newest {
-                if inner.remove(&name, true).is_ok() {
+                if inner.remove(&name, super::Bye::Now).is_ok() {
                     say(format!(
                         "shed the newest stream '{name}' (--overload shed): {why}"
                     ));
