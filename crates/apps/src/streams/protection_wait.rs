@@ -1,9 +1,9 @@
 //! Retransmissions and FEC packets waiting for their time on the pacing thread. A media
 //! packet that pays for a retransmission, or completes a row or a column and so makes a FEC
 //! packet: sent right behind it, the pair (or more) arrives at a small queue on the way as a
-//! burst, and the second finds it full. They leave instead half a packet's time apart after
-//! the packet that made them, as the simulator sends them (`metronome-sim`'s RTP flow):
-//! between the stream's packets.
+//! burst, and the second finds it full. They leave instead the session's spacing apart
+//! (`SenderSession::repair_spacing`, `fec_spacing`) after the packet that made them, as the
+//! simulator sends them (`metronome-sim`'s RTP flow): between the stream's packets.
 //!
 //! The buffers are made once: the pacing thread allocates nothing.
 

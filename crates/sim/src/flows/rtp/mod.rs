@@ -294,8 +294,8 @@ impl RtpFlow {
 
     /// Takes the retransmission (if the stream's packets have paid for one,
     /// [`metronome_session::sender::SenderSession::poll_repair`]) and the FEC packets the media
-    /// packet of `wire_len` bytes just sent made: each leaves half a packet's time at the
-    /// stream's rate after the one before, between the media's packets, as the real-time
+    /// packet of `wire_len` bytes just sent made: each leaves the session's spacing after the
+    /// one before (`repair_spacing`, `fec_spacing`), between the media's packets, as the real-time
     /// driver sends them (sent back to back with the media, they would find no room in a
     /// queue the media keeps full).
     fn make_protection(&mut self, now: Timestamp, wire_len: usize, net: &mut Net) {
