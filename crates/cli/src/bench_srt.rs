@@ -1,7 +1,8 @@
 //! `metronome bench srt`: loss repair beside SRT on the same emulated link, in one run.
 //!
 //! Two network namespaces joined by the emulator (`crates/emu`): a link at `--link-rate` with
-//! `--delay` each way and random loss both ways (the receiver's feedback is lost too). The same
+//! `--delay` each way and random loss both ways (the receiver's feedback is lost too), its queue
+//! 100 ms at its rate or netem's `limit` (`--netem-limit`, as seed 001's links). The same
 //! stream, Metronome's live test source as RTP/MP2T with send-time stamps, crosses it three
 //! ways at each loss level:
 //!
@@ -60,6 +61,10 @@ pub(crate) struct SrtArgs {
     /// Random loss on the link, each way; the three cases run at each value (0.01 or 1%)
     #[arg(long, value_parser = crate::emu::parse_prob, value_delimiter = ',', default_value = "1%,3%,5%")]
     pub loss: Vec<f64>,
+    /// netem's `limit` on the forward link instead of its 100 ms queue: packets held, those
+    /// still serving their delay included (seed 001's links: 10 on the moderate one)
+    #[arg(long)]
+    pub netem_limit: Option<usize>,
     /// The latency budget of both: SRT's `latency`, Metronome's receiver play-out delay
     #[arg(long, value_parser = parse_duration, default_value = "120ms")]
     pub latency: Duration,
@@ -167,6 +172,9 @@ pub(crate) struct SrtBench {
     benchmark: &'static str,
     rate_bps: u64,
     link_rate_bps: u64,
+    /// netem's `limit` on the forward link (packets held, those serving their delay
+    /// included), if given; else its queue holds 100 ms at its rate (at least 50 packets).
+    netem_limit: Option<usize>,
     delay_us: Micros,
     latency_us: Micros,
     allowance_us: Micros,
@@ -311,8 +319,8 @@ fn path_delay(s: &Streamed) -> i64 {
         .unwrap_or(0)
 }
 
-/// The forward link (rate, delay, loss, a queue of 100 ms at its rate) and the reverse one
-/// (delay and loss).
+/// The forward link (rate, delay, loss, a queue of 100 ms at its rate or netem's `limit`) and
+/// the reverse one (delay and loss).
 fn links(a: &SrtArgs, loss: f64, seed: u64) -> [Link<metronome_emu::fabric::Datagram>; 2] {
     let loss = if loss > 0.0 {
         LossModel::Bernoulli(loss)
@@ -323,7 +331,11 @@ fn links(a: &SrtArgs, loss: f64, seed: u64) -> [Link<metronome_emu::fabric::Data
         rate_bps: Some(a.link_rate),
         delay: a.delay,
         loss,
-        queue_limit_packets: Some(((a.link_rate / 10 / 12_000) as usize).max(50)),
+        queue_limit_packets: match a.netem_limit {
+            Some(_) => None,
+            None => Some(((a.link_rate / 10 / 12_000) as usize).max(50)),
+        },
+        netem_limit: a.netem_limit,
         ..LinkConfig::default()
     };
     let back = LinkConfig {
@@ -651,6 +663,7 @@ pub(crate) fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
         benchmark: "srt",
         rate_bps: a.rate,
         link_rate_bps: a.link_rate,
+        netem_limit: a.netem_limit,
         delay_us: Micros::from(a.delay),
         latency_us: Micros::from(a.latency),
         allowance_us: Micros::from(ALLOWANCE),
@@ -668,8 +681,11 @@ pub(crate) fn run(a: SrtArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::
 }
 
 fn print_summary(b: &SrtBench) {
+    let limit = b
+        .netem_limit
+        .map_or(String::new(), |n| format!(", netem limit {n} packets"));
     println!(
-        "{:.1} Mbit/s of RTP/MP2T over a {:.0} Mbit/s link, {:.0} ms each way, random loss both ways; latency budget {:.0} ms (SRT {})",
+        "{:.1} Mbit/s of RTP/MP2T over a {:.0} Mbit/s link{limit}, {:.1} ms each way; latency budget {:.0} ms (SRT {})",
         b.rate_bps as f64 / 1e6,
         b.link_rate_bps as f64 / 1e6,
         b.delay_us.as_millis_f64(),
@@ -678,7 +694,7 @@ fn print_summary(b: &SrtBench) {
     );
     for l in &b.levels {
         println!(
-            "{:.1} % loss (path delay {:.1} ms, deadline {:.1} ms after sending, SRT's {:.0} ms later for its hand-over):",
+            "{:.1} % random loss both ways (path delay {:.1} ms, deadline {:.1} ms after sending, SRT's {:.0} ms later for its hand-over):",
             l.loss_percent,
             l.path_delay_us.as_millis_f64(),
             l.deadline_us.as_millis_f64(),

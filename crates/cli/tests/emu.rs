@@ -202,16 +202,19 @@ fn bench_emu_reports_both_cases_side_by_side() {
 }
 
 /// `bench srt` at 3 % loss each way: the bare stream loses packets, Metronome's retransmissions
-/// and SRT each recover them (Metronome's in time), and every case says what it cost.
+/// and SRT each recover them (Metronome's in time), and every case says what it cost. The
+/// link holds at most 30 packets as netem's `limit` counts them (some 4 are on their way at a
+/// time: the limit is there, and does not bite).
 #[test]
 fn bench_srt_runs_the_three_cases_on_the_same_link() {
     let out = bin()
         .args(["bench", "srt", "--json", "--loss", "3%", "--duration", "4s"])
-        .args(["--rate", "2M"])
+        .args(["--rate", "2M", "--netem-limit", "30"])
         .output()
         .unwrap();
     let v = json(&out);
     assert_one_vocabulary(&v);
+    assert_eq!(v["netem_limit"], 30, "{v}");
     assert_durations_in_us(&v);
     let level = &v["levels"][0];
     let cases = level["cases"].as_array().unwrap();
