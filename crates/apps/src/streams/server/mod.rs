@@ -441,16 +441,17 @@ impl StreamServer {
         for n in names {
             let _ = inner.remove(&n, Bye::AfterLast);
         }
-        inner.farewells.say_all(&inner.clock);
-        inner.stop.store(true, Ordering::Release);
-        for c in &inner.cores {
-            c.stop.store(true, Ordering::Release);
-        }
+        // The run ends here: the wait for the BYEs is not part of it.
         let duration_s = inner
             .clock
             .now()
             .saturating_since(self.started)
             .as_secs_f64();
+        inner.farewells.say_all(&inner.clock);
+        inner.stop.store(true, Ordering::Release);
+        for c in &inner.cores {
+            c.stop.store(true, Ordering::Release);
+        }
         let reports = std::mem::take(&mut self.core_threads)
             .into_iter()
             .filter_map(|h| h.join().ok())
@@ -540,6 +541,7 @@ impl Inner {
                 spec.name
             )));
         }
+        let ended = self.farewells.take(&spec.name);
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let admit = |task, bytes| self.admit(id, &spec.name, task, (bytes, encode));
         let opened = open_stream(
@@ -551,10 +553,13 @@ impl Inner {
             given,
             admit,
         )
-        .inspect_err(|_| self.release(id))?;
-        let core = opened.core;
-        let start = opened.start;
-        let running = self.launch(spec, opened, core)?;
+        .inspect_err(|_| self.release(id));
+        let running = opened.and_then(|o| {
+            let (core, start) = (o.core, o.start);
+            self.launch(spec, o, core).map(|r| (r, start))
+        });
+        self.settle(ended, running.as_ref().ok().map(|(r, _)| r.ssrc));
+        let (running, start) = running?;
         let status = status::stream_status(&running, "running", &self.clock);
         streams.insert(running.spec.name.clone(), running);
         Ok((status, start))
@@ -727,6 +732,12 @@ impl Inner {
     pub(super) fn remove(&self, name: &str, bye: Bye) -> Result<StreamStatus, ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
+            // Ended by itself, waiting to say BYE: said now if asked; a pause says none.
+            for mut ended in self.farewells.take(name) {
+                if bye == Bye::Now {
+                    rtcp::bye(&mut ended, &self.clock);
+                }
+            }
             return Err(ControlError::NotFound(format!(
                 "no stream named '{name}' is running; GET /streams lists them"
             )));
@@ -738,6 +749,16 @@ impl Inner {
             self.farewells.add(self.clock.now(), r);
         }
         Ok(status)
+    }
+
+    /// Streams of a name that had ended and waited to say BYE, as one of that name starts
+    /// (`going_on`: its SSRC): one with the same SSRC goes on (no BYE), the others leave now.
+    fn settle(&self, ended: Vec<Running>, going_on: Option<Ssrc>) {
+        for mut r in ended {
+            if Some(r.ssrc) != going_on {
+                rtcp::bye(&mut r, &self.clock);
+            }
+        }
     }
 
     /// Stops a stream's threads, sends its RTCP BYE (if `bye`) and frees its admission.
