@@ -23,7 +23,10 @@ pub use jobs::{JobClock, JobConfig, JobTimes};
 pub use packetizer::{Mp2tPacketizer, PacketizerConfig, RtpOut};
 pub use rate_limits::{RateLimits, RateRefusal};
 pub use report::{ReceiverView, SenderCounters, SenderEvent, SenderReports, SenderReportsConfig};
-pub use resend::{ResendStats, SenderRepair, MAX_NOTICED, MAX_WAITING, NOTICE_GAP, REPAIR_BURST};
+pub use resend::{
+    ResendStats, SenderRepair, MAX_NOTICED, MAX_WAITING, MAX_WAITING_FOR_STRANGERS, NOTICE_GAP,
+    REPAIR_BURST,
+};
 pub use session::{
     Input, InputError, Queued, SenderCounts, SenderSession, SenderSessionConfig, SenderStats,
     SessionEvent, Transmit, Wake,

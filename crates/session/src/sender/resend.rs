@@ -80,6 +80,12 @@ impl SenderRepair {
 
 /// Retransmissions waiting for the driver at most; more are counted and not made.
 pub const MAX_WAITING: usize = 64;
+/// Of those, at most this many asked for by strangers: receivers the sender has no round
+/// trip for (none of their receiver reports echoed a sender report). A storm of NACKs from
+/// forged SSRCs fills these places, not those of the receivers that reported: their NACKs
+/// are still answered, and their repairs leave first. A receiver's first NACKs, before its
+/// first echo, count as a stranger's.
+pub const MAX_WAITING_FOR_STRANGERS: usize = MAX_WAITING / 2;
 /// Retransmissions that may leave one after another, at most: each packet of the stream that
 /// leaves pays the repair budget's share of one ([`RepairConfig::budget_share`], a quarter by
 /// default), and at most this many are paid for ahead (a burst of losses is answered at once
@@ -144,11 +150,15 @@ pub(crate) struct Resend {
     /// The least round trip each receiver reported (by SSRC, at most [`MAX_RECEIVERS`]): the
     /// way there without queues.
     min_rtt: BTreeMap<Ssrc, Duration>,
-    /// Retransmissions made, each with the latest time it may leave.
-    waiting: VecDeque<(Vec<u8>, Timestamp)>,
+    /// Retransmissions made, each with the latest time it may leave and whether a stranger
+    /// asked for it ([`MAX_WAITING_FOR_STRANGERS`]).
+    waiting: VecDeque<(Vec<u8>, Timestamp, bool)>,
+    /// Of them, asked for by strangers.
+    strangers_waiting: usize,
     /// Buffers of sent retransmissions, reused.
     spare: Vec<Vec<u8>>,
-    /// Retransmissions not made because [`MAX_WAITING`] were waiting.
+    /// Retransmissions not made because [`MAX_WAITING`] were waiting (or
+    /// [`MAX_WAITING_FOR_STRANGERS`] for a stranger).
     overflow: u64,
     /// Retransmissions handed to the driver, and their bytes (RTP header and payload).
     packets: u64,
@@ -183,7 +193,8 @@ pub struct ResendStats {
     /// Asked, sent, too late, unknown, over budget, duplicate, truncated and foreign NACKs.
     #[serde(flatten)]
     pub repairer: RepairCounters,
-    /// Retransmissions not made because [`MAX_WAITING`] were waiting for the driver.
+    /// Retransmissions not made because [`MAX_WAITING`] were waiting for the driver, or
+    /// [`MAX_WAITING_FOR_STRANGERS`] asked by receivers with no round trip known.
     pub overflow: u64,
     /// Retransmissions made but dropped while they waited for the driver (it sends them
     /// with the stream's packets): by then they could no longer make their deadline.
@@ -223,6 +234,7 @@ impl Resend {
             initial_rtt: cfg.initial_rtt,
             min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
+            strangers_waiting: 0,
             // Buffers for every retransmission that may wait, made now: neither the thread
             // that reads NACKs nor the one that polls (a pacing thread) allocates.
             spare: (0..MAX_WAITING)
@@ -287,7 +299,9 @@ impl Resend {
     }
 
     /// Answers `nack`, from a receiver whose last round trip was `rtt` (if known), at `now`.
+    /// A receiver with no round trip known is a stranger ([`MAX_WAITING_FOR_STRANGERS`]).
     pub(crate) fn on_nack(&mut self, nack: &NackRequest, rtt: Option<Duration>, now: Timestamp) {
+        let stranger = rtt.is_none();
         let rtt = rtt.unwrap_or(self.initial_rtt);
         // The receiver's clock is set by its fastest packet: a repair is late by the delay
         // beyond the fastest way there (half the round trip beyond its least).
@@ -300,15 +314,18 @@ impl Resend {
             rtt,
         };
         let (waiting, spare, overflow) = (&mut self.waiting, &mut self.spare, &mut self.overflow);
+        let strangers = &mut self.strangers_waiting;
         let mut emit = |p: &[u8], latest: Timestamp| {
-            if waiting.len() == MAX_WAITING {
+            if waiting.len() == MAX_WAITING || (stranger && *strangers == MAX_WAITING_FOR_STRANGERS)
+            {
                 *overflow += 1;
                 return false;
             }
             let mut b = spare.pop().unwrap_or_default();
             b.clear();
             b.extend_from_slice(p);
-            waiting.push_back((b, latest));
+            waiting.push_back((b, latest, stranger));
+            *strangers += usize::from(stranger);
             true
         };
         let seqs = nack.sequences.iter().copied();
@@ -369,7 +386,9 @@ impl Resend {
                 self.drop_expired(now);
                 return None;
             }
-            let (b, latest) = self.waiting.pop_front()?;
+            // A reporting receiver's repair goes before the strangers' that waited longer.
+            let next = self.waiting.iter().position(|(_, _, stranger)| !stranger);
+            let (b, latest) = self.take(next.unwrap_or(0))?;
             let n = b.len();
             let send = if now > latest {
                 self.expired += 1;
@@ -398,14 +417,21 @@ impl Resend {
         while self
             .waiting
             .front()
-            .is_some_and(|(_, latest)| now > *latest)
+            .is_some_and(|(_, latest, _)| now > *latest)
         {
-            if let Some((b, _)) = self.waiting.pop_front() {
+            if let Some((b, _)) = self.take(0) {
                 self.expired += 1;
                 if self.spare.len() < MAX_WAITING {
                     self.spare.push(b);
                 }
             }
         }
+    }
+
+    /// The `i`th retransmission waiting, with the latest time it may leave.
+    fn take(&mut self, i: usize) -> Option<(Vec<u8>, Timestamp)> {
+        let (b, latest, stranger) = self.waiting.remove(i)?;
+        self.strangers_waiting -= usize::from(stranger);
+        Some((b, latest))
     }
 }

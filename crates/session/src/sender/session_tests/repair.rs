@@ -142,8 +142,9 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
         }
     }
     let st = s.repair_stats().unwrap();
-    // 16 NACKs read of each compound's 20; of each, 64 numbers answered, or fewer when 64
-    // retransmissions already waited (the rest of that NACK is not read).
+    // 16 NACKs read of each compound's 20; of each, 64 numbers answered, or fewer when 32
+    // retransmissions asked by strangers (these forged reporters) already waited (the rest of
+    // that NACK is not read).
     assert_eq!(st.nacks_unread, 200 * 4);
     assert_eq!(st.repairer.foreign_nacks, 100 * 16);
     assert_eq!(st.repairer.truncated_nacks + st.overflow, 100 * 16);
@@ -160,6 +161,76 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
     let r = st.repairer;
     let refused = r.unknown + r.duplicate + r.over_budget + r.too_late;
     assert!(refused > 80_000, "{refused} refused of {st:?}");
+}
+
+/// [`nack_compound`]'s one NACK, from a receiver whose report echoes a sender report of 20 ms
+/// before `now` (the sender then knows its round trip: it is no stranger).
+fn reported_nack(s: &SenderSession, reporter: u32, now: Timestamp, first: u16, n: u16) -> Vec<u8> {
+    let block = Block {
+        ssrc: s.reports().config_ssrc(),
+        fraction_lost: 0,
+        cumulative_lost: 0,
+        extended_highest_seq: 0,
+        jitter: 0,
+        lsr: wall(now.checked_sub(Duration::from_millis(20)).unwrap()).compact(),
+        dlsr: 0,
+    };
+    let mut buf = vec![0u8; 1500];
+    let head = ReportHead::Receiver {
+        ssrc: Ssrc(reporter),
+        blocks: &[block],
+    };
+    let mut len = rtcp::write_compound(&mut buf, head, "viewer", None).unwrap();
+    let seqs: Vec<SeqNo> = (0..n).map(|i| SeqNo(first).add(i)).collect();
+    len += rtcp::write_nack(&mut buf[len..], Ssrc(reporter), Ssrc(0xabc), &seqs);
+    buf.truncate(len);
+    buf
+}
+
+/// NACKs from strangers (forged SSRCs: no report of theirs echoed a sender report) fill only
+/// half the places where retransmissions wait: a receiver that reported is still answered.
+#[test]
+fn a_storm_from_strangers_leaves_room_for_the_receivers_that_reported() {
+    let mut s = repairing_session();
+    // Eight strangers ask for every packet kept (0..200, all still in time at 100 ms).
+    for k in 0..8 {
+        rtcp_in(
+            &mut s,
+            ms(100),
+            &nack_compound(0xf000 + k, 0xabc, 0, 200, 1),
+        );
+    }
+    let st = s.repair_stats().unwrap();
+    assert_eq!(st.repairer.sent, MAX_WAITING_FOR_STRANGERS as u64);
+    assert_eq!(st.overflow, 8);
+    // Another stranger's NACK for packets no one asked for yet finds no place …
+    rtcp_in(&mut s, ms(101), &nack_compound(0xf100, 0xabc, 100, 10, 1));
+    assert_eq!(s.repair_stats().unwrap().repairer.sent, 32);
+    // … a reporting receiver's is answered.
+    let reported = reported_nack(&s, 0x77, ms(102), 100, 10);
+    rtcp_in(&mut s, ms(102), &reported);
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.repairer.sent, st.overflow), (42, 9));
+    // The reporting receiver's ten leave first, then the strangers', as the stream's packets
+    // (2 ms apart) pay for them: eight ahead, one per ten packets. As they leave (or expire),
+    // their places are free again, and a stranger is answered once more (for a packet still
+    // kept).
+    let mut buf = [0u8; 1500];
+    let mut sent = Vec::new();
+    for k in (200..550).step_by(10) {
+        let now = ms(102 + 2 * u64::from(k - 200));
+        while let Some(n) = s.poll_repair(now, &mut buf) {
+            let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
+            sent.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
+        }
+        keep_packets(&mut s, k..k + 10);
+    }
+    assert_eq!(sent[..10], (100..110).collect::<Vec<u16>>());
+    // The strangers' 32 left, or expired while they waited (their packets' play-out passed).
+    let st = s.repair_stats().unwrap();
+    assert_eq!(sent.len() as u64 - 10 + st.expired, 32, "{sent:?} {st:?}");
+    rtcp_in(&mut s, ms(802), &nack_compound(0xf100, 0xabc, 540, 1, 1));
+    assert_eq!(s.repair_stats().unwrap().repairer.sent, 43);
 }
 
 /// The TLLEIs (RFC 6642) in compound `data`: (packet sender, media, numbers).
