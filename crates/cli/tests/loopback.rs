@@ -823,3 +823,64 @@ fn an_ended_streams_bye_leaves_a_quarter_second_after_its_last_packet() {
         );
     }
 }
+
+/// A stream that repairs and ends by itself (its file's end) still answers a NACK for its last
+/// packet after that packet left, until its play-out time: the simulator answers through its
+/// drain, and the real-time driver now keeps the stream that long.
+#[test]
+fn an_ended_stream_still_answers_a_nack_for_its_last_packet() {
+    use metronome_wire::rtcp::{write_compound, write_nack, ReportHead};
+    use metronome_wire::{SeqNo, Ssrc};
+    let clip = common::ts_file_made("bye.ts", "160x120", 25, 1, "200k", "400k");
+    let port = port_pair();
+    let rtp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).unwrap();
+    let rtcp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port + 1)).unwrap();
+    rtcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let spec = format!(
+        "name=c,destination=rtp://127.0.0.1:{port},repair=rtx,playout_delay=1s,source={}",
+        clip.display()
+    );
+    let server = common::Running::spawn(
+        bin()
+            .args(["serve", "--json", "--duration", "8"])
+            .args(["--stream", &spec]),
+    );
+    // Where the stream's RTCP comes from (its first sender report), where NACKs go.
+    let mut buf = [0u8; 2048];
+    let (_, server_rtcp) = rtcp.recv_from(&mut buf).expect("no sender report");
+    // The stream's packets, until none came for 150 ms: the last is the file's last.
+    rtp.set_read_timeout(Some(Duration::from_millis(150)))
+        .unwrap();
+    let mut last = None;
+    while let Ok(n) = rtp.recv(&mut buf) {
+        let ssrc = u32::from_be_bytes(buf[8..12].try_into().unwrap());
+        last = Some((ssrc, u16::from_be_bytes([buf[2], buf[3]])));
+        assert!(n > 12);
+    }
+    let (ssrc, seq) = last.expect("no RTP packet");
+    let head = ReportHead::Receiver {
+        ssrc: Ssrc(0x7e57),
+        blocks: &[],
+    };
+    let mut nack = vec![0u8; 1500];
+    let mut len = write_compound(&mut nack, head, "viewer", None).unwrap();
+    len += write_nack(&mut nack[len..], Ssrc(0x7e57), Ssrc(ssrc), &[SeqNo(seq)]);
+    rtcp.send_to(&nack[..len], server_rtcp).unwrap();
+    // The retransmission (RFC 4588: another SSRC, its payload the original sequence number).
+    rtp.set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let n = rtp
+        .recv(&mut buf)
+        .expect("the NACK after the stream's end was not answered");
+    let rtx = metronome_wire::rtp::RtpView::parse(&buf[..n]).expect("not RTP");
+    let osn = rtx
+        .payload()
+        .get(..2)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]));
+    assert!(
+        rtx.ssrc() != Ssrc(ssrc) && osn == Some(seq),
+        "not its retransmission: {osn:?}"
+    );
+    let out = server.finish_within(Duration::from_secs(15));
+    assert!(out.succeeded(), "{}", out.report());
+}

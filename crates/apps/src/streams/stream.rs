@@ -319,6 +319,11 @@ impl Cursor {
                 None => {
                     if rt.producer_done.load(Ordering::Acquire) && rt.ring.occupancy() == 0 {
                         let _ = session.handle_input(now, Input::SourceEnded);
+                        // The media ended: NACKs for its last packets are still answered
+                        // (while idle) until the last one's play-out time.
+                        if session.repairs_useful_until().is_some_and(|t| now <= t) {
+                            return Load::Empty;
+                        }
                         return Load::Done;
                     }
                     // The session counts this as an underrun once the stream has started.

@@ -174,6 +174,8 @@ pub(crate) struct Resend {
     /// 10 % share pay for one exactly.
     credit: u64,
     share: u64,
+    /// The last play-out time of a packet kept: until then a NACK may still be answered.
+    last_deadline: Option<Timestamp>,
 }
 
 /// Losses told to the group (RFC 6642 TLLEI).
@@ -253,6 +255,7 @@ impl Resend {
             credit: REPAIR_BURST * ONE_REPAIR,
             // A NaN share pays nothing (`as` saturates it to 0).
             share: (cfg.repairer.budget_share.clamp(0.0, 1.0) * ONE_REPAIR as f64).round() as u64,
+            last_deadline: None,
         }
     }
 
@@ -296,6 +299,13 @@ impl Resend {
         let sampled = self.media_time.at(view.timestamp(), due).min(due);
         let deadline = sampled + self.playout_delay;
         self.repairer.sent(view.sequence(), packet, deadline);
+        self.last_deadline = self.last_deadline.max(Some(deadline));
+    }
+
+    /// Until when a repair may still be of use: the latest play-out time of a packet kept
+    /// (none kept yet: `None`).
+    pub(crate) fn useful_until(&self) -> Option<Timestamp> {
+        self.last_deadline
     }
 
     /// Answers `nack`, from a receiver whose last round trip was `rtt` (if known), at `now`.

@@ -254,6 +254,14 @@ impl SenderSession {
         crate::repair::fec_spacing(wire_len, self.rate.as_bps())
     }
 
+    /// Until when a retransmission may still reach a viewer in time: the last play-out time
+    /// of a packet the stream kept (`None` if it does not repair, or kept none). A driver
+    /// whose stream's media ended keeps answering NACKs until then, as the simulator does
+    /// through its drain.
+    pub fn repairs_useful_until(&self) -> Option<Timestamp> {
+        self.repair.as_ref()?.useful_until()
+    }
+
     /// Whether the stream answers NACKs ([`SenderSession::with_repair`]).
     pub fn repairs(&self) -> bool {
         self.repair.is_some()
