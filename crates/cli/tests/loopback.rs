@@ -807,7 +807,7 @@ fn bye_gap_ms(extra: &[&std::ffi::OsStr]) -> f64 {
 }
 
 /// A stream that ends, by `--duration` or at its input's end, says RTCP BYE a quarter second
-/// after its last packet. FFmpeg reads a waiting RTCP packet before waiting RTP ones and ends
+/// after its last packet (a raw one too, whose sender runs apart). FFmpeg reads a waiting RTCP packet before waiting RTP ones and ends
 /// the stream at BYE: a BYE right behind the last frame made FFmpeg on a busy machine drop it.
 #[test]
 fn an_ended_streams_bye_leaves_a_quarter_second_after_its_last_packet() {
@@ -815,6 +815,12 @@ fn an_ended_streams_bye_leaves_a_quarter_second_after_its_last_packet() {
     for (how, extra) in [
         ("--duration", vec!["--duration".as_ref(), "1".as_ref()]),
         ("the input's end", vec!["-i".as_ref(), clip.as_os_str()]),
+        (
+            "a raw stream's --duration",
+            ["--raw", "--size", "160x120", "--duration", "1"]
+                .map(AsRef::as_ref)
+                .to_vec(),
+        ),
     ] {
         let gap_ms = bye_gap_ms(&extra);
         assert!(

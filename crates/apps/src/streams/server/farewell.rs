@@ -9,8 +9,9 @@
 //! What a client or operator asks for (RTSP TEARDOWN, `DELETE /streams/NAME`) is said at once,
 //! also for a stream that waits here. A stream of the same name that starts meanwhile (an RTSP
 //! client that plays again) settles it: the same SSRC goes on and says no BYE, another says it
-//! at once. Not yet here: raw (RFC 4175) senders, and the RTSP sessions a stopping server
-//! tears down, say BYE at once.
+//! at once. A raw (RFC 4175) sender, on a thread of its own, waits the same before its BYE
+//! (`uncompressed/sender`). Not yet here: the RTSP sessions a stopping server tears down say
+//! BYE at once.
 
 use super::Running;
 use metronome_rt::clock::Clock;
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 /// How long after its last packet an ended stream says BYE: a receiver that far behind reads
 /// the last frames first. Short against the 2 s a command has to stop after SIGTERM.
-pub(in crate::streams) const BYE_AFTER_LAST: Duration = Duration::from_millis(250);
+pub(crate) const BYE_AFTER_LAST: Duration = Duration::from_millis(250);
 
 /// When a stream ended by itself or with the server says RTCP BYE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

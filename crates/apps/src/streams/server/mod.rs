@@ -12,6 +12,7 @@ use super::stream::StreamRt;
 use super::stream::TsLane;
 use crate::streams::control::{ControlError, StreamControl};
 use encode_cost::EncodeCosts;
+pub(crate) use farewell::BYE_AFTER_LAST;
 use farewell::{Bye, Farewells};
 use metronome_config::serve::SchedKind;
 use metronome_config::stream::format_bitrate;

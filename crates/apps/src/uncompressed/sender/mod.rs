@@ -381,10 +381,7 @@ impl RawSender {
             s.end_raw(a, &rt.finished);
         }
         let (_, producer_cpu_s) = produced?;
-        // A paused RTSP session's source is not leaving: no BYE then (RFC 3550 §6.6).
-        if !ctl.quiet.load(Ordering::Relaxed) && !rtcp.is_empty() {
-            say_bye(&rt.session, &rtcp, None, clock, &mut rtcp_buf);
-        }
+        farewell(&rt, &rtcp, &ctl, clock, &mut rtcp_buf);
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
         Ok(outcome(Finished {
@@ -407,6 +404,24 @@ impl RawSender {
 
 /// The task admission control sees for a stream sent by `payloader` on `schedule`, batched as
 /// `cfg` says, at `cal`'s costs.
+/// An ended stream's RTCP BYE (RFC 3550 §6.6), to `rtcp`:
+/// [`crate::streams::server::BYE_AFTER_LAST`] after its last packet (FFmpeg reads a waiting
+/// RTCP packet before waiting RTP ones, and ends at BYE), or sooner if a client asks
+/// meanwhile (its TEARDOWN or PAUSE is not kept waiting). A paused RTSP session's source is
+/// not leaving: no BYE then.
+fn farewell(rt: &RawStreamRt, rtcp: &[RtcpOut], ctl: &RawControl, clock: &Clock, buf: &mut [u8]) {
+    if rtcp.is_empty() {
+        return;
+    }
+    let until = clock.now() + crate::streams::server::BYE_AFTER_LAST;
+    while !ctl.stop.load(Ordering::Relaxed) && clock.now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if !ctl.quiet.load(Ordering::Relaxed) {
+        say_bye(&rt.session, rtcp, None, clock, buf);
+    }
+}
+
 fn task_of(
     schedule: &FrameSchedule,
     payloader: &RawPayloader,
