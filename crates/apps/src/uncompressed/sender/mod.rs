@@ -381,9 +381,10 @@ impl RawSender {
             s.end_raw(a, &rt.finished);
         }
         let (_, producer_cpu_s) = produced?;
-        farewell(&rt, &rtcp, &ctl, clock, &mut rtcp_buf);
+        // The run ends with its last packet: the wait before the BYE is not part of it.
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
+        farewell(&rt, &rtcp, &ctl, clock, &mut rtcp_buf);
         Ok(outcome(Finished {
             cfg: &cfg,
             format,
