@@ -404,7 +404,8 @@ impl Cursor {
 
     /// Keeps the packet just sent for retransmission, if the stream repairs, and XORs it into
     /// the stream's FEC, if it makes any. What it paid for and made waits, the session's
-    /// spacing apart after it (`SenderSession::repair_spacing`, `fec_spacing`): a retransmission, if the stream's packets have paid for one
+    /// spacing apart after it (`SenderSession::repair_spacing`, `fec_spacing`): a
+    /// retransmission, if the stream's packets have paid for one
     /// ([`metronome_session::sender::SenderSession::poll_repair`]: repairs leave with the
     /// stream's packets, on its core, within what admission reserved), to the destinations;
     /// the FEC packets it completed, to their FEC ports.

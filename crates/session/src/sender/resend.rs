@@ -153,8 +153,6 @@ pub(crate) struct Resend {
     /// Retransmissions made, each with the latest time it may leave and whether a stranger
     /// asked for it ([`MAX_WAITING_FOR_STRANGERS`]).
     waiting: VecDeque<(Vec<u8>, Timestamp, bool)>,
-    /// Of them, asked for by strangers.
-    strangers_waiting: usize,
     /// Buffers of sent retransmissions, reused.
     spare: Vec<Vec<u8>>,
     /// Retransmissions not made because [`MAX_WAITING`] were waiting (or
@@ -236,7 +234,6 @@ impl Resend {
             initial_rtt: cfg.initial_rtt,
             min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
-            strangers_waiting: 0,
             // Buffers for every retransmission that may wait, made now: neither the thread
             // that reads NACKs nor the one that polls (a pacing thread) allocates.
             spare: (0..MAX_WAITING)
@@ -324,9 +321,9 @@ impl Resend {
             rtt,
         };
         let (waiting, spare, overflow) = (&mut self.waiting, &mut self.spare, &mut self.overflow);
-        let strangers = &mut self.strangers_waiting;
+        let mut strangers = waiting.iter().filter(|(_, _, stranger)| *stranger).count();
         let mut emit = |p: &[u8], latest: Timestamp| {
-            if waiting.len() == MAX_WAITING || (stranger && *strangers == MAX_WAITING_FOR_STRANGERS)
+            if waiting.len() == MAX_WAITING || (stranger && strangers == MAX_WAITING_FOR_STRANGERS)
             {
                 *overflow += 1;
                 return false;
@@ -335,7 +332,7 @@ impl Resend {
             b.clear();
             b.extend_from_slice(p);
             waiting.push_back((b, latest, stranger));
-            *strangers += usize::from(stranger);
+            strangers += usize::from(stranger);
             true
         };
         let seqs = nack.sequences.iter().copied();
@@ -440,8 +437,7 @@ impl Resend {
 
     /// The `i`th retransmission waiting, with the latest time it may leave.
     fn take(&mut self, i: usize) -> Option<(Vec<u8>, Timestamp)> {
-        let (b, latest, stranger) = self.waiting.remove(i)?;
-        self.strangers_waiting -= usize::from(stranger);
+        let (b, latest, _) = self.waiting.remove(i)?;
         Some((b, latest))
     }
 }

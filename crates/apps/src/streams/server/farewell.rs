@@ -48,12 +48,17 @@ impl Farewells {
     /// Takes the streams named `name` waiting to say BYE: a stream of that name is starting,
     /// or a client asks now.
     pub(in crate::streams) fn take(&self, name: &str) -> Vec<Running> {
+        self.take_where(|_, r| r.spec.name == name)
+    }
+
+    /// Takes the streams waiting for which `pick` (their due time, the stream) holds.
+    fn take_where(&self, pick: impl Fn(Timestamp, &Running) -> bool) -> Vec<Running> {
         let mut waiting = lock(&self.0);
-        let (named, rest) = std::mem::take(&mut *waiting)
+        let (picked, rest) = std::mem::take(&mut *waiting)
             .into_iter()
-            .partition(|(_, r)| r.spec.name == name);
+            .partition(|(due, r)| pick(*due, r));
         *waiting = rest;
-        named.into_iter().map(|(_, r)| r).collect()
+        picked.into_iter().map(|(_, r)| r).collect()
     }
 
     /// When the next BYE is due, if one waits.
@@ -64,15 +69,7 @@ impl Farewells {
     /// Says BYE for every stream whose time came.
     pub(in crate::streams) fn say_due(&self, clock: &Clock) {
         let now = clock.now();
-        let due: Vec<Running> = {
-            let mut waiting = lock(&self.0);
-            let (due, rest) = std::mem::take(&mut *waiting)
-                .into_iter()
-                .partition(|(at, _)| *at <= now);
-            *waiting = rest;
-            due.into_iter().map(|(_, r)| r).collect()
-        };
-        for mut r in due {
+        for mut r in self.take_where(|due, _| due <= now) {
             super::rtcp::bye(&mut r, clock);
         }
     }
@@ -84,8 +81,7 @@ impl Farewells {
             let wait = last.saturating_since(clock.now());
             std::thread::sleep(wait);
         }
-        let all = std::mem::take(&mut *lock(&self.0));
-        for (_, mut r) in all {
+        for mut r in self.take_where(|_, _| true) {
             super::rtcp::bye(&mut r, clock);
         }
     }
