@@ -835,13 +835,8 @@ fn an_ended_streams_bye_leaves_a_quarter_second_after_its_last_packet() {
 /// drain, and the real-time driver now keeps the stream that long.
 #[test]
 fn an_ended_stream_still_answers_a_nack_for_its_last_packet() {
-    use metronome_wire::rtcp::{write_compound, write_nack, ReportHead};
-    use metronome_wire::{SeqNo, Ssrc};
     let clip = common::ts_file_made("bye.ts", "160x120", 25, 1, "200k", "400k");
-    let port = port_pair();
-    let rtp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).unwrap();
-    let rtcp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port + 1)).unwrap();
-    rtcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let (rtp, rtcp, port) = media_and_report_sockets();
     let spec = format!(
         "name=c,destination=rtp://127.0.0.1:{port},repair=rtx,playout_delay=1s,source={}",
         clip.display()
@@ -851,10 +846,56 @@ fn an_ended_stream_still_answers_a_nack_for_its_last_packet() {
             .args(["serve", "--json", "--duration", "8"])
             .args(["--stream", &spec]),
     );
+    nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
+    let out = server.finish_within(Duration::from_secs(15));
+    assert!(out.succeeded(), "{}", out.report());
+}
+
+/// A server stopped from outside (here `--duration`; a signal takes the same way) stops its
+/// streams' media, answers the NACKs that can still be of use, and only then says BYE.
+#[test]
+fn a_stopped_server_answers_a_nack_for_its_last_packet_then_says_bye() {
+    let (rtp, rtcp, port) = media_and_report_sockets();
+    let spec = format!(
+        "name=c,destination=rtp://127.0.0.1:{port},repair=rtx,playout_delay=1s,size=160x120,fps=25"
+    );
+    let server = common::Running::spawn(
+        bin()
+            .args(["serve", "--json", "--duration", "2"])
+            .args(["--stream", &spec]),
+    );
+    nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
+    let mut buf = [0u8; 2048];
+    let bye = loop {
+        let Ok(n) = rtcp.recv(&mut buf) else {
+            break false;
+        };
+        if holds_bye(&buf[..n]) {
+            break true;
+        }
+    };
+    assert!(bye, "no RTCP BYE after the retransmission");
+    let out = server.finish_within(Duration::from_secs(15));
+    assert!(out.succeeded(), "{}", out.report());
+}
+
+/// A stream's RTP and RTCP sockets on loopback (a port pair), and the RTP port.
+fn media_and_report_sockets() -> (UdpSocket, UdpSocket, u16) {
+    let port = port_pair();
+    let rtp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).unwrap();
+    let rtcp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port + 1)).unwrap();
+    rtcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    (rtp, rtcp, port)
+}
+
+/// Reads the stream's packets until none came for 150 ms (the last is the media's last), NACKs
+/// the last one 150 ms after it came, and checks that its retransmission comes.
+fn nack_the_last_packet_and_get_it_again(rtp: &UdpSocket, rtcp: &UdpSocket) {
+    use metronome_wire::rtcp::{write_compound, write_nack, ReportHead};
+    use metronome_wire::{SeqNo, Ssrc};
     // Where the stream's RTCP comes from (its first sender report), where NACKs go.
     let mut buf = [0u8; 2048];
     let (_, server_rtcp) = rtcp.recv_from(&mut buf).expect("no sender report");
-    // The stream's packets, until none came for 150 ms: the last is the file's last.
     rtp.set_read_timeout(Some(Duration::from_millis(150)))
         .unwrap();
     let mut last = None;
@@ -887,6 +928,4 @@ fn an_ended_stream_still_answers_a_nack_for_its_last_packet() {
         rtx.ssrc() != Ssrc(ssrc) && osn == Some(seq),
         "not its retransmission: {osn:?}"
     );
-    let out = server.finish_within(Duration::from_secs(15));
-    assert!(out.succeeded(), "{}", out.report());
 }

@@ -64,6 +64,10 @@ pub struct SenderRepairFigures {
     /// could no longer reach the viewer in time.
     #[serde(default)]
     pub expired: u64,
+    /// Made, and still waiting to leave when the run ended (the stream's packets had not
+    /// paid for them yet).
+    #[serde(default)]
+    pub left_at_end: u64,
     /// To a group: TLLEIs sent (RFC 6642), each telling the group which losses a repair is
     /// on its way for.
     #[serde(default)]

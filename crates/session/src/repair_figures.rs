@@ -57,6 +57,7 @@ pub fn sender_repair(
         duplicate: s.repairer.duplicate,
         unknown: s.repairer.unknown,
         expired: s.expired,
+        left_at_end: s.waiting,
         loss_notices: s.loss_notices,
         noticed: s.noticed,
         fec_packets,

@@ -146,7 +146,7 @@ fn run(rx: Receiver<Production>, clock: &Clock, cpu_ns: &AtomicU64) {
         }
         let mut progress = false;
         work.retain_mut(|p| {
-            if p.rt.stop.load(Ordering::Relaxed) {
+            if p.rt.stop.load(Ordering::Relaxed) || p.rt.media_stop.load(Ordering::Relaxed) {
                 p.rt.producer_done.store(true, Ordering::Release);
                 return false;
             }

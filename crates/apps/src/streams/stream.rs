@@ -68,6 +68,9 @@ pub struct StreamRt {
     pub stop: AtomicBool,
     /// Set by the producer when the source ended or failed.
     pub producer_done: AtomicBool,
+    /// Set by a server that stops: no more media, as if the source had ended here (the
+    /// stream still answers NACKs while they can be of use, then ends).
+    pub media_stop: AtomicBool,
     /// Set by the sending thread when it has let go of the stream.
     pub finished: AtomicBool,
     /// Set by the RTCP thread when the rate rose while a packet waited for its time at the
@@ -129,6 +132,7 @@ impl StreamRt {
             session: Mutex::new(session),
             stop: AtomicBool::new(false),
             producer_done: AtomicBool::new(false),
+            media_stop: AtomicBool::new(false),
             finished: AtomicBool::new(false),
             sooner: AtomicBool::new(false),
             producer_error: Mutex::new(None),
@@ -297,7 +301,10 @@ impl Cursor {
     fn load_media(&mut self, rt: &StreamRt, now: Timestamp) -> Load {
         let mut session = lock(&rt.session);
         if self.head.is_none() {
-            match rt.ring.next_ready() {
+            // Told to stop its media: what the ring still holds is not sent.
+            let stopped = rt.media_stop.load(Ordering::Acquire);
+            let next = if stopped { None } else { rt.ring.next_ready() };
+            match next {
                 Some(slot) => {
                     let q = Queued {
                         id: slot.id,
@@ -317,7 +324,9 @@ impl Cursor {
                     self.head = Some(slot);
                 }
                 None => {
-                    if rt.producer_done.load(Ordering::Acquire) && rt.ring.occupancy() == 0 {
+                    let drained =
+                        rt.producer_done.load(Ordering::Acquire) && rt.ring.occupancy() == 0;
+                    if drained || stopped {
                         let _ = session.handle_input(now, Input::SourceEnded);
                         // The media ended: NACKs for its last packets are still answered
                         // (while idle) until the last one's play-out time.
@@ -432,7 +441,7 @@ impl Cursor {
         );
         let mut at = self.waiting.last_due().map_or(now, |t| t.max(now));
         if self.repairs {
-            if let Some(n) = session.poll_repair(now, self.waiting.free()) {
+            if let Some(n) = session.poll_repair(now, at + gap, self.waiting.free()) {
                 at += gap;
                 self.waiting.commit(at, Protection::Rtx, n);
             }
@@ -461,7 +470,7 @@ impl Cursor {
         let gap = session.repair_spacing(rt.ring.slot_size());
         let mut at = self.waiting.last_due().map_or(now, |t| t.max(now));
         while !self.waiting.is_full() {
-            let Some(n) = session.poll_repair(now, self.waiting.free()) else {
+            let Some(n) = session.poll_repair(now, at + gap, self.waiting.free()) else {
                 break;
             };
             at += gap;

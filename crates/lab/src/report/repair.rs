@@ -52,7 +52,7 @@ fn sender_table(p: &PointResult) -> String {
     let mut h = String::from(
         "<table><caption>Loss repair at the sender</caption><tr><th>flow</th>\
          <th>retransmissions (overhead %)</th><th>not sent: too late / over budget / \
-         expired</th><th>losses told to the group: numbers (TLLEIs)</th>\
+         expired / left at the end</th><th>losses told to the group: numbers (TLLEIs)</th>\
          <th>FEC (overhead %)</th></tr>",
     );
     let senders: Vec<_> = p
@@ -66,7 +66,7 @@ fn sender_table(p: &PointResult) -> String {
     for (f, s) in senders {
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{} ({:.1} %)</td><td>{} / {} / {}</td><td>{} ({})</td>\
+            "<tr><td>{}</td><td>{} ({:.1} %)</td><td>{} / {} / {} / {}</td><td>{} ({})</td>\
              <td>{} ({:.1} %)</td></tr>",
             esc(&f.name),
             s.sent_packets,
@@ -74,6 +74,7 @@ fn sender_table(p: &PointResult) -> String {
             s.too_late,
             s.over_budget,
             s.expired,
+            s.left_at_end,
             s.noticed,
             s.loss_notices,
             s.fec_packets,

@@ -204,6 +204,10 @@ pub struct ResendStats {
     pub too_large: u64,
     /// Retransmissions handed to the driver.
     pub packets: u64,
+    /// Retransmissions made and still waiting for the driver when these counts were taken
+    /// (at a run's end, ones the stream's packets had not paid for yet). Made (`sent`) is
+    /// `packets + expired + too_large + waiting`.
+    pub waiting: u64,
     /// Their bytes (RTP header and payload).
     pub bytes: u64,
     /// NACKs in one compound beyond the 16 read.
@@ -263,6 +267,7 @@ impl Resend {
             expired: self.expired,
             too_large: self.too_large,
             packets: self.packets,
+            waiting: self.waiting.len() as u64,
             bytes: self.bytes,
             nacks_unread,
             loss_notices: self.notices.as_ref().map_or(0, |n| n.packets),
@@ -383,21 +388,21 @@ impl Resend {
         len
     }
 
-    /// The next retransmission that can still make its deadline if it leaves at `now`,
+    /// The next retransmission that can still make its deadline if it leaves at `leaves`,
     /// written into `buf`; its length. One whose time has passed while it waited is dropped
     /// (counted as expired), one that does not fit too (counted as too large).
-    pub(crate) fn poll(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
+    pub(crate) fn poll(&mut self, leaves: Timestamp, buf: &mut [u8]) -> Option<usize> {
         loop {
             if self.credit < ONE_REPAIR {
                 // Unpaid: it waits for the stream's next packets, or expires meanwhile.
-                self.drop_expired(now);
+                self.drop_expired(leaves);
                 return None;
             }
             // A reporting receiver's repair goes before the strangers' that waited longer.
             let next = self.waiting.iter().position(|(_, _, stranger)| !stranger);
             let (b, latest) = self.take(next.unwrap_or(0))?;
             let n = b.len();
-            let send = if now > latest {
+            let send = if leaves > latest {
                 self.expired += 1;
                 false
             } else if n > buf.len() {

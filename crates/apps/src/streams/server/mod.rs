@@ -67,6 +67,11 @@ pub const MAX_DESTINATIONS: usize = 8;
 /// small allocations, scattered through the heap, kept megabytes from going back.
 const ENDED_KEPT: usize = 64;
 
+/// The longest a stopping server waits for its streams' last repairs. A stream needs one
+/// play-out delay (200 ms unless its spec says); this bound keeps a stop, with the BYEs'
+/// quarter second after it, well inside the 2 s a SIGTERM allows.
+const REPAIRS_AFTER_STOP: Duration = Duration::from_secs(1);
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("could not measure the send cost: {0}. Give it with --send-cost, for example 5us")]
@@ -438,16 +443,18 @@ impl StreamServer {
     /// Once stopped, there is nothing left to stop.
     fn stop_everything(&mut self) -> (Vec<PacingThreadReport>, f64) {
         let inner = self.inner.clone();
-        let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
-        for n in names {
-            let _ = inner.remove(&n, Bye::AfterLast);
-        }
-        // The run ends here: the wait for the BYEs is not part of it.
+        // The run ends here, with its media: the waits for the last repairs and for the BYEs
+        // are not part of it.
         let duration_s = inner
             .clock
             .now()
             .saturating_since(self.started)
             .as_secs_f64();
+        inner.stop_media_keep_repairing();
+        let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
+        for n in names {
+            let _ = inner.remove(&n, Bye::AfterLast);
+        }
         inner.farewells.say_all(&inner.clock);
         inner.stop.store(true, Ordering::Release);
         for c in &inner.cores {
@@ -750,6 +757,29 @@ impl Inner {
             self.farewells.add(self.clock.now(), r);
         }
         Ok(status)
+    }
+
+    /// Stops the media of every stream that repairs, and waits (at most
+    /// [`REPAIRS_AFTER_STOP`]) while each still answers the NACKs that can be of use: its
+    /// sending thread lets go at its last packet's play-out time
+    /// ([`metronome_session::sender::SenderSession::repairs_useful_until`]), as when its source ends by itself.
+    fn stop_media_keep_repairing(&self) {
+        let repairing: Vec<Arc<StreamRt>> = lock(&self.streams)
+            .values()
+            .filter(|r| lock(&r.rt.session).repairs())
+            .map(|r| r.rt.clone())
+            .collect();
+        for rt in &repairing {
+            rt.media_stop.store(true, Ordering::Release);
+        }
+        let until = self.clock.now() + REPAIRS_AFTER_STOP;
+        while repairing
+            .iter()
+            .any(|rt| !rt.finished.load(Ordering::Acquire))
+            && self.clock.now() < until
+        {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Streams of a name that had ended and waited to say BYE, as one of that name starts

@@ -226,10 +226,16 @@ impl SenderSession {
     /// (a quarter each, eight ahead at most: [`super::REPAIR_BURST`]). Sending at a rate
     /// controller's rate ([`SenderSession::sending_at_rate`]), a retransmission takes its
     /// time at that rate as a packet of the stream does, so the media and its repairs
-    /// together keep to the controller's target. One that can no longer make its deadline by
-    /// `now` is dropped and counted.
-    pub fn poll_repair(&mut self, now: Timestamp, buf: &mut [u8]) -> Option<usize> {
-        let n = self.repair.as_mut()?.poll(now, buf)?;
+    /// together keep to the controller's target. The driver sends it at `leaves` (a spacing
+    /// after the packets before it, [`SenderSession::repair_spacing`]; not before `now`): one
+    /// that could no longer make its deadline leaving then is dropped and counted.
+    pub fn poll_repair(
+        &mut self,
+        now: Timestamp,
+        leaves: Timestamp,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let n = self.repair.as_mut()?.poll(leaves.max(now), buf)?;
         if let Some(a) = self.at_rate.as_mut() {
             a.on_repair(now, n as u32, self.rate);
         }

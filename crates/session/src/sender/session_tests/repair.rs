@@ -81,7 +81,7 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
     let mut buf = [0u8; 1500];
     let mut got = Vec::new();
     let mut take = |s: &mut SenderSession, got: &mut Vec<u16>| {
-        while let Some(n) = s.poll_repair(ms(400), &mut buf) {
+        while let Some(n) = s.poll_repair(ms(400), ms(400), &mut buf) {
             let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
             assert_eq!(
                 (v.ssrc(), v.payload_type(), n),
@@ -97,12 +97,16 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
     keep_packets(&mut s, 200..209);
     take(&mut s, &mut got);
     assert_eq!(got.len(), 8);
+    // The other twelve are made and wait, counted as waiting until they leave.
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.repairer.sent, st.packets, st.waiting), (20, 8, 12));
     for k in (209..329).step_by(10) {
         keep_packets(&mut s, k..k + 10);
         take(&mut s, &mut got);
     }
     assert_eq!(got, (50..70).collect::<Vec<u16>>());
     let st = s.repair_stats().unwrap();
+    assert_eq!(st.waiting, 0);
     assert_eq!(
         (st.repairer.asked, st.repairer.sent, st.repairer.too_late),
         (30, 20, 10)
@@ -116,7 +120,14 @@ fn a_retransmission_that_waited_past_its_time_is_dropped_not_sent() {
     rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
     // The driver comes for them only when the last could no longer reach the viewer.
     let mut buf = [0u8; 1500];
-    assert_eq!(s.poll_repair(ms(2000), &mut buf), None);
+    assert_eq!(s.poll_repair(ms(2000), ms(2000), &mut buf), None);
+    let st = s.repair_stats().unwrap();
+    assert_eq!((st.repairer.sent, st.expired, st.packets), (20, 20, 0));
+    // Judged when it would leave, not when it is taken: taken in time but to leave (a
+    // spacing behind the packets before it) too late, it is dropped too.
+    let mut s = repairing_session();
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
+    assert_eq!(s.poll_repair(ms(400), ms(2000), &mut buf), None);
     let st = s.repair_stats().unwrap();
     assert_eq!((st.repairer.sent, st.expired, st.packets), (20, 20, 0));
 }
@@ -136,7 +147,7 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
         for j in 0..5 {
             let seq = 200 + 5 * k as u16 + j;
             keep_packets(&mut s, seq..seq + 1);
-            if let Some(n) = s.poll_repair(now, &mut buf) {
+            if let Some(n) = s.poll_repair(now, now, &mut buf) {
                 repair_bytes += n as u64;
             }
         }
@@ -219,7 +230,7 @@ fn a_storm_from_strangers_leaves_room_for_the_receivers_that_reported() {
     let mut sent = Vec::new();
     for k in (200..550).step_by(10) {
         let now = ms(102 + 2 * u64::from(k - 200));
-        while let Some(n) = s.poll_repair(now, &mut buf) {
+        while let Some(n) = s.poll_repair(now, now, &mut buf) {
             let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
             sent.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
         }
@@ -255,7 +266,7 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     let mut buf = [0u8; 1500];
     // At 400 ms packets 40..50 are past their play-out time: no repair, nothing told.
     rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 45, 10, 1));
-    while s.poll_repair(ms(400), &mut buf).is_some() {}
+    while s.poll_repair(ms(400), ms(400), &mut buf).is_some() {}
     assert_eq!(s.poll_timeout().map(|(t, _)| t <= ms(400)), Some(true));
     let n = s.poll_rtcp(ms(400), wall(ms(400)), &mut buf).unwrap();
     let ssrc = s.reports().config_ssrc().get();
@@ -263,7 +274,7 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     // Another viewer asks for the same within the round trip: a duplicate, told again 10 ms
     // after the last TLLEI, not at once.
     rtcp_in(&mut s, ms(402), &nack_compound(0x78, 0xabc, 50, 2, 1));
-    assert_eq!(s.poll_repair(ms(402), &mut buf), None);
+    assert_eq!(s.poll_repair(ms(402), ms(402), &mut buf), None);
     let n = s.poll_rtcp(ms(402), wall(ms(402)), &mut buf);
     assert!(n.is_none_or(|n| tlleis(&buf[..n]).is_empty()));
     assert_eq!(s.poll_timeout().map(|(t, _)| t), Some(ms(410)));
@@ -274,7 +285,7 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     // To one viewer: the repair goes, no TLLEI.
     let mut one = repairing_session_to(false);
     rtcp_in(&mut one, ms(400), &nack_compound(0x77, 0xabc, 50, 5, 1));
-    while one.poll_repair(ms(400), &mut buf).is_some() {}
+    while one.poll_repair(ms(400), ms(400), &mut buf).is_some() {}
     if let Some(n) = one.poll_rtcp(ms(400), wall(ms(400)), &mut buf) {
         assert!(tlleis(&buf[..n]).is_empty());
     }
@@ -310,7 +321,7 @@ fn at_the_controllers_rate_repairs_take_their_time_from_the_stream() {
         sent_at.push(now);
         bytes += 1250;
         keep_packets(&mut s, id as u16..id as u16 + 1);
-        if let Some(n) = s.poll_repair(now, &mut buf) {
+        if let Some(n) = s.poll_repair(now, now, &mut buf) {
             repairs += 1;
             bytes += n as u64;
         }

@@ -329,7 +329,7 @@ impl RtpFlow {
             return at;
         }
         for _ in 0..most {
-            let Some(n) = self.sender.poll_repair(now, buf) else {
+            let Some(n) = self.sender.poll_repair(now, at + gap, buf) else {
                 break;
             };
             at += gap;
