@@ -65,6 +65,10 @@ pub struct ReceiverView {
     pub last_report: Timestamp,
     /// Whether it sent an RTCP BYE.
     pub said_bye: bool,
+    /// Whether a report of its echoed one of our sender reports (its LSR): a receiver that
+    /// never did (or a forged SSRC) gives way in a full table to one that did (not in JSON).
+    #[serde(skip)]
+    pub echoed: bool,
 }
 
 /// The sender's RTCP counters.
@@ -79,8 +83,15 @@ pub struct SenderCounters {
     pub rtcp_malformed: u64,
     /// Report blocks, RFC 8888 blocks and TFRC/TFMCC reports about another SSRC than ours.
     pub blocks_about_others: u64,
-    /// Report blocks from a new receiver ignored because `max_receivers` are tracked.
+    /// Report blocks from a new receiver ignored because `max_receivers` are tracked (and
+    /// it echoed no sender report, or every one tracked had).
     pub too_many_receivers: u64,
+    /// Report blocks whose LSR echoes none of the last 256 sender reports: forged (or from a
+    /// receiver that heard none of them), ignored.
+    pub unknown_lsr: u64,
+    /// Receivers that had never echoed a sender report, dropped from a full table to make
+    /// room for one that had (the one heard from longest ago first).
+    pub strangers_dropped: u64,
     /// Events dropped, oldest first, because 256 were waiting unpolled.
     pub events_dropped: u64,
     /// TFRC reports whose echo (a packet not sent lately) or delay made no round-trip sample.
@@ -145,6 +156,10 @@ pub enum SenderEvent {
 
 const MAX_EVENTS: usize = 256;
 
+/// Sender reports a receiver's LSR may echo: the last 256 sent (RFC 3550 §6.4.1: a receiver
+/// echoes the last it received; at one a second, four minutes of them).
+const SRS_ECHOED: usize = 256;
+
 /// Why the sender wants to be woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SenderTimer {
@@ -189,6 +204,9 @@ pub struct SenderReports {
     /// `max_receivers`): the middle 32 bits of each one's NTP time, and when it came. The next
     /// compound answers them in a DLRR block, and each receiver measures its round trip.
     rrtrs: BTreeMap<Ssrc, (u32, Timestamp)>,
+    /// The middle 32 bits of the NTP time of each of the last [`SRS_ECHOED`] sender reports:
+    /// what a receiver's LSR may echo.
+    sent_srs: VecDeque<u32>,
 }
 
 impl SenderReports {
@@ -210,6 +228,7 @@ impl SenderReports {
             nacks: Vec::new(),
             nacks_unread: 0,
             rrtrs: BTreeMap::new(),
+            sent_srs: VecDeque::with_capacity(SRS_ECHOED),
         }
     }
 
@@ -330,6 +349,10 @@ impl SenderReports {
         let head = ReportHead::Sender(info, &[]);
         let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
         self.counters.sender_reports += 1;
+        if self.sent_srs.len() == SRS_ECHOED {
+            self.sent_srs.pop_front();
+        }
+        self.sent_srs.push_back(wall.compact());
         self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
         Some(n)
     }
@@ -489,11 +512,18 @@ impl SenderReports {
             self.counters.blocks_about_others += 1;
             return;
         }
-        let Some(i) = self.receiver_index(reporter, from) else {
+        // LSR 0: it has received no sender report yet (RFC 3550 §6.4.1).
+        let echoed = block.lsr != 0;
+        if echoed && !self.sent_srs.contains(&block.lsr) {
+            self.counters.unknown_lsr += 1;
+            return;
+        }
+        let Some(i) = self.receiver_index(reporter, from, echoed) else {
             return;
         };
         let rtt = NtpTime::round_trip(wall, block.lsr, block.dlsr);
         let r = &mut self.receivers[i];
+        r.echoed |= echoed;
         r.addr = from;
         r.fraction_lost = block.fraction_lost as f64 / 256.0;
         r.cumulative_lost = block.cumulative_lost;
@@ -549,11 +579,13 @@ impl SenderReports {
         }
     }
 
-    fn receiver_index(&mut self, ssrc: Ssrc, addr: SocketAddr) -> Option<usize> {
+    /// Receiver `ssrc`'s place in the table, made if new (`echoed`: its report echoed one of
+    /// our sender reports); `None` if the table is full.
+    fn receiver_index(&mut self, ssrc: Ssrc, addr: SocketAddr, echoed: bool) -> Option<usize> {
         if let Some(&i) = self.by_ssrc.get(&ssrc) {
             return Some(i);
         }
-        if self.receivers.len() >= self.cfg.max_receivers {
+        if self.receivers.len() >= self.cfg.max_receivers && !(echoed && self.drop_a_stranger()) {
             self.counters.too_many_receivers += 1;
             return None;
         }
@@ -569,10 +601,37 @@ impl SenderReports {
             reports: 0,
             last_report: Timestamp::ZERO,
             said_bye: false,
+            echoed,
         });
         self.by_ssrc.insert(ssrc, self.receivers.len() - 1);
         self.push_event(SenderEvent::NewReceiver { ssrc, addr });
         Some(self.receivers.len() - 1)
+    }
+}
+
+impl SenderReports {
+    /// Makes room for a receiver that echoed a sender report: drops the one that never did
+    /// and was heard from longest ago. Whether there was one.
+    fn drop_a_stranger(&mut self) -> bool {
+        let Some((i, _)) = self
+            .receivers
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| !r.echoed)
+            .min_by_key(|(_, r)| r.last_report)
+        else {
+            return false;
+        };
+        let gone = self.receivers.remove(i);
+        self.by_ssrc.remove(&gone.ssrc);
+        for v in self.by_ssrc.values_mut() {
+            if *v > i {
+                *v -= 1;
+            }
+        }
+        self.rrtrs.remove(&gone.ssrc);
+        self.counters.strangers_dropped += 1;
+        true
     }
 }
 

@@ -118,6 +118,8 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
     // and its RR arrives at W + 260 ms: RTT = 10 ms.
     let w = NtpTime::from_unix_nanos(1_700_000_000_000_000_000);
     let arrival = NtpTime::from_unix_nanos(1_700_000_000_260_000_000);
+    let mut buf = [0u8; 1500];
+    s.poll_transmit(Timestamp::ZERO, w, &mut buf).unwrap();
     let block = Block {
         ssrc: Ssrc(0xabc),
         fraction_lost: 64,
@@ -131,7 +133,6 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
         ssrc: Ssrc(0xdef),
         ..block
     };
-    let mut buf = [0u8; 1500];
     let n = rtcp::write_compound(
         &mut buf,
         ReportHead::Receiver {
@@ -176,4 +177,76 @@ fn receiver_reports_give_loss_jitter_and_rtt() {
     );
     assert_eq!(s.counters().rtcp_malformed, 1);
     assert_eq!(s.receivers()[0].reports, 1);
+}
+
+/// A receiver report from `reporter` about our stream whose block echoes `lsr`, 250 ms after
+/// that report (DLSR), as a compound.
+fn report_echoing(reporter: u32, lsr: u32) -> Vec<u8> {
+    let block = Block {
+        ssrc: Ssrc(0xabc),
+        fraction_lost: 0,
+        cumulative_lost: 0,
+        extended_highest_seq: 0,
+        jitter: 0,
+        lsr,
+        dlsr: NtpTime::compact_from_duration(Duration::from_millis(250)),
+    };
+    let mut buf = vec![0u8; 1500];
+    let head = ReportHead::Receiver {
+        ssrc: Ssrc(reporter),
+        blocks: &[block],
+    };
+    let n = rtcp::write_compound(&mut buf, head, "viewer", None).unwrap();
+    buf.truncate(n);
+    buf
+}
+
+/// A report block whose LSR echoes no sender report we sent (forged: a third party that does
+/// not receive the stream cannot know one) is counted and ignored: no receiver, no round trip.
+/// Receivers that never echoed one (forged SSRCs, or real ones before their first sender
+/// report) give way in a full table to one that did.
+#[test]
+fn forged_reports_neither_set_a_round_trip_nor_keep_receivers_out() {
+    let mut s = reports();
+    let from: std::net::SocketAddr = "127.0.0.1:5007".parse().unwrap();
+    let w = NtpTime::from_unix_nanos(1_700_000_000_000_000_000);
+    let arrival = NtpTime::from_unix_nanos(1_700_000_000_260_000_000);
+    let at = Timestamp::from_millis(260);
+    let mut buf = [0u8; 1500];
+    s.poll_transmit(Timestamp::ZERO, w, &mut buf).unwrap();
+    let forged = NtpTime::from_unix_nanos(1_700_000_000_010_000_000).compact();
+    s.handle_rtcp(at, arrival, from, &report_echoing(0x66, forged), &|_| None);
+    assert!(s.receivers().is_empty());
+    assert_eq!(s.counters().unknown_lsr, 1);
+    // Four strangers (no sender report heard: LSR 0) fill the table …
+    for k in 0..4 {
+        s.handle_rtcp(at, arrival, from, &report_echoing(0xf0 + k, 0), &|_| None);
+    }
+    assert_eq!(s.receivers().len(), 4);
+    s.handle_rtcp(at, arrival, from, &report_echoing(0xf9, 0), &|_| None);
+    assert_eq!(s.counters().too_many_receivers, 1);
+    // … a receiver that echoes our report takes the place of the first stranger, and has its
+    // round trip (260 − 250 ms).
+    s.handle_rtcp(
+        at,
+        arrival,
+        from,
+        &report_echoing(0x77, w.compact()),
+        &|_| None,
+    );
+    let ssrcs: Vec<u32> = s.receivers().iter().map(|r| r.ssrc.get()).collect();
+    assert_eq!(ssrcs, [0xf1, 0xf2, 0xf3, 0x77]);
+    assert_eq!(s.counters().strangers_dropped, 1);
+    let rtt = s.receiver_rtt(Ssrc(0x77)).unwrap();
+    assert!((rtt.as_secs_f64() - 0.010).abs() < 5e-5, "{rtt:?}");
+    // The table's index still finds each one where it is.
+    s.handle_rtcp(
+        at,
+        arrival,
+        from,
+        &report_echoing(0xf3, w.compact()),
+        &|_| None,
+    );
+    assert_eq!(s.receivers()[2].reports, 2);
+    assert!(s.receiver_rtt(Ssrc(0xf3)).is_some());
 }

@@ -174,16 +174,29 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
     assert!(refused > 80_000, "{refused} refused of {st:?}");
 }
 
-/// [`nack_compound`]'s one NACK, from a receiver whose report echoes a sender report of 20 ms
-/// before `now` (the sender then knows its round trip: it is no stranger).
-fn reported_nack(s: &SenderSession, reporter: u32, now: Timestamp, first: u16, n: u16) -> Vec<u8> {
+/// [`nack_compound`]'s one NACK, from a receiver whose report echoes the session's sender
+/// report, sent here 20 ms before `now` (the sender then knows its round trip: it is no
+/// stranger).
+fn reported_nack(
+    s: &mut SenderSession,
+    reporter: u32,
+    now: Timestamp,
+    first: u16,
+    n: u16,
+) -> Vec<u8> {
+    let sr_at = now.checked_sub(Duration::from_millis(20)).unwrap();
+    let mut sr = [0u8; 1500];
+    assert!(
+        s.poll_rtcp(sr_at, wall(sr_at), &mut sr).is_some(),
+        "no sender report due"
+    );
     let block = Block {
         ssrc: s.reports().config_ssrc(),
         fraction_lost: 0,
         cumulative_lost: 0,
         extended_highest_seq: 0,
         jitter: 0,
-        lsr: wall(now.checked_sub(Duration::from_millis(20)).unwrap()).compact(),
+        lsr: wall(sr_at).compact(),
         dlsr: 0,
     };
     let mut buf = vec![0u8; 1500];
@@ -218,7 +231,7 @@ fn a_storm_from_strangers_leaves_room_for_the_receivers_that_reported() {
     rtcp_in(&mut s, ms(101), &nack_compound(0xf100, 0xabc, 100, 10, 1));
     assert_eq!(s.repair_stats().unwrap().repairer.sent, 32);
     // … a reporting receiver's is answered.
-    let reported = reported_nack(&s, 0x77, ms(102), 100, 10);
+    let reported = reported_nack(&mut s, 0x77, ms(102), 100, 10);
     rtcp_in(&mut s, ms(102), &reported);
     let st = s.repair_stats().unwrap();
     assert_eq!((st.repairer.sent, st.overflow), (42, 9));
