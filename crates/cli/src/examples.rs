@@ -30,7 +30,8 @@ Examples:
   metronome lab run seed001-udp               # → lab-results/seed001-udp/
   metronome lab run seed002-tcp --replicates 10   # claims by 95 % intervals
   metronome lab run my.toml --mode emu        # on real sockets (root)
-  metronome lab run --resume lab-results/my   # finish a stopped run";
+  metronome lab run --resume lab-results/my   # finish a stopped run
+  metronome lab run seed001-udp --json | jq '.summary.points[0].flows'  # JSON alone";
 
 pub(crate) const LAB_SLURM: &str = "\
 Examples:
@@ -78,7 +79,9 @@ Examples:
   # Redraw a run's report (after an interrupted run too)
   metronome lab report lab-results/seed001-udp
   # Merge the shards of one sweep into one summary and report
-  metronome lab report shard-1 shard-2 shard-3 --out merged";
+  metronome lab report shard-1 shard-2 shard-3 --out merged
+  # As JSON: where the report is, and how many of the sweep's points it shows
+  metronome lab report shard-1 shard-2 --out merged --json";
 
 pub(crate) const LAB_COMPARE: &str = "\
 Examples:
@@ -118,6 +121,7 @@ Examples:
 pub(crate) const LAB_LIST: &str = "\
 Examples:
   metronome lab list                      # names and what each shows
+  metronome lab list --json | jq -r '.scenarios[].name'
   metronome lab show seed002-tcp          # one's file, to start from";
 
 pub(crate) const LAB_SHOW: &str = "\

@@ -20,7 +20,11 @@ pub(crate) enum LabCommand {
     Run(RunArgs),
     /// The built-in scenarios
     #[command(after_help = crate::examples::LAB_LIST)]
-    List,
+    List {
+        /// Print JSON (`lab-list`) instead of a table
+        #[arg(long)]
+        json: bool,
+    },
     /// Print a built-in scenario's file, to start one of your own from:
     /// `metronome lab show seed002-tcp > mine.toml`
     #[command(after_help = crate::examples::LAB_SHOW)]
@@ -70,6 +74,10 @@ pub(crate) struct RunArgs {
     pub shards: Option<usize>,
     #[command(flatten)]
     pub sweep: SweepArgs,
+    /// Print JSON (`lab-run`: where the results are, and the summary) instead of the table;
+    /// progress stays on stderr
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -80,6 +88,9 @@ pub(crate) struct ReportArgs {
     /// Where the merged summary and report go [default: the directory, if only one]
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Print JSON (`lab-report`) instead of a line
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -111,7 +122,19 @@ fn parse_shard(s: &str) -> Result<Shard, String> {
 pub(crate) fn run(cmd: LabCommand, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), String> {
     match cmd {
         LabCommand::Run(a) => run_scenario(a, stop, quiet),
-        LabCommand::List => {
+        LabCommand::List { json: true } => {
+            let list = LabList {
+                scenarios: builtin::BUILTINS
+                    .iter()
+                    .map(|b| BuiltinView {
+                        name: b.name,
+                        summary: b.summary,
+                    })
+                    .collect(),
+            };
+            print_json(&list)
+        }
+        LabCommand::List { json: false } => {
             for b in builtin::BUILTINS {
                 println!("{:<16} {}", b.name, b.summary);
             }
@@ -152,12 +175,69 @@ fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), St
         (None, Some(scenario)) => start(scenario, &a, jobs, stop, quiet)?,
         (None, None) => return Err("give a scenario to run, or --resume DIR".into()),
     };
+    if a.json {
+        let report = out.join("report.html");
+        return print_json(&LabRun {
+            results: out.display().to_string(),
+            report: report.display().to_string(),
+            summary: &summary,
+        });
+    }
     if !quiet {
         print_table(&summary);
     }
     println!("results: {}", out.display());
     println!("report:  {}", out.join("report.html").display());
     Ok(())
+}
+
+/// `--json`'s one document on stdout.
+pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), String> {
+    println!("{}", crate::report::to_json(v).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+/// `lab list --json`: the built-in scenarios.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct LabList {
+    /// Each built-in scenario, in `lab list`'s order.
+    pub scenarios: Vec<BuiltinView>,
+}
+
+/// A built-in scenario.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct BuiltinView {
+    /// Its name, for `lab run NAME` and `lab show NAME`.
+    pub name: &'static str,
+    /// What it shows, in a line.
+    pub summary: &'static str,
+}
+
+/// `lab run --json`: where the run's results are, and its summary.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct LabRun<'a> {
+    /// The results directory.
+    pub results: String,
+    /// Its report page.
+    pub report: String,
+    /// The run's summary, as written to `summary.json` in the results directory (its own
+    /// header: `schema`; docs/lab.md).
+    pub summary: &'a Summary,
+}
+
+/// `lab report --json`: what was drawn, and where.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct LabReport {
+    /// The directory the (merged) summary and the report were written to.
+    pub results: String,
+    /// The report page.
+    pub report: String,
+    /// Results directories read (one run, or the shards of one sweep).
+    pub merged: usize,
+    /// Points the report shows.
+    pub points: usize,
+    /// Points of the whole sweep (more than `points` while shards are missing).
+    pub total_points: usize,
 }
 
 /// A new run of `scenario`.
@@ -301,7 +381,17 @@ fn redraw(a: ReportArgs) -> Result<(), String> {
     merged.write(&out)?;
     metronome_lab::estimates::write(&out, &merged)?;
     report::write(&out, &merged)?;
-    println!("report: {}", out.join("report.html").display());
+    let page = out.join("report.html");
+    if a.json {
+        return print_json(&LabReport {
+            results: out.display().to_string(),
+            report: page.display().to_string(),
+            merged: a.dirs.len(),
+            points: merged.points.len(),
+            total_points: merged.total_points,
+        });
+    }
+    println!("report: {}", page.display());
     Ok(())
 }
 

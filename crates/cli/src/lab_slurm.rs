@@ -37,6 +37,33 @@ pub(crate) struct SlurmArgs {
     /// Submit the array and the merge with sbatch, rather than only writing them
     #[arg(long)]
     pub submit: bool,
+    /// Print JSON (`lab-slurm`: the scripts, and the jobs submitted) instead of lines
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `lab slurm --json`: the scripts written, and the jobs submitted (with `--submit`).
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct LabSlurm {
+    /// The results directory the tasks and the merge write to.
+    pub results: String,
+    /// The job array's script, the merge job's, and `submit.sh`, which submits both.
+    pub scripts: Vec<String>,
+    /// Tasks in the array (one shard each).
+    pub tasks: usize,
+    /// The jobs submitted; absent without `--submit`.
+    pub submitted: Option<SlurmJobs>,
+    /// The report page, once the merge job has ended.
+    pub report: String,
+}
+
+/// The Slurm jobs a `--submit` made.
+#[derive(serde::Serialize, schemars::JsonSchema)]
+pub(crate) struct SlurmJobs {
+    /// The job array's id, as sbatch printed it.
+    pub array_job: String,
+    /// The merge job's id (it runs once the array has ended).
+    pub merge_job: String,
 }
 
 pub(crate) fn write(a: SlurmArgs) -> Result<(), String> {
@@ -73,6 +100,16 @@ pub(crate) fn write(a: SlurmArgs) -> Result<(), String> {
     metronome_lab::results::empty_dir(&dir, ", or remove it")?;
     plan.write()?;
     let slurm = dir.join("slurm");
+    if a.json {
+        let submitted = match a.submit {
+            true => plan.submit().map(|(array_job, merge_job)| SlurmJobs {
+                array_job,
+                merge_job,
+            }),
+            false => return print_slurm(&dir, a.shards, None),
+        }?;
+        return print_slurm(&dir, a.shards, Some(submitted));
+    }
     println!(
         "wrote {}/{{array.sbatch,merge.sbatch,submit.sh}}",
         slurm.display()
@@ -92,6 +129,21 @@ pub(crate) fn write(a: SlurmArgs) -> Result<(), String> {
         dir.join("report.html").display()
     );
     Ok(())
+}
+
+/// `--json`'s document for the plan written into `dir`.
+fn print_slurm(dir: &Path, tasks: usize, submitted: Option<SlurmJobs>) -> Result<(), String> {
+    let slurm = dir.join("slurm");
+    let doc = LabSlurm {
+        results: dir.display().to_string(),
+        scripts: ["array.sbatch", "merge.sbatch", "submit.sh"]
+            .map(|f| slurm.join(f).display().to_string())
+            .to_vec(),
+        tasks,
+        submitted,
+        report: dir.join("report.html").display().to_string(),
+    };
+    crate::lab::print_json(&doc)
 }
 
 /// What every task passes on to `lab run`.

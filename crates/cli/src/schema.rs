@@ -95,6 +95,26 @@ pub(crate) const DOCUMENTS: &[(&str, &str, Schema)] = &[
         document::<crate::frames::Report>,
     ),
     (
+        "lab-run",
+        "metronome lab run --json: where the results are, and the run's summary",
+        document::<crate::lab::LabRun<'static>>,
+    ),
+    (
+        "lab-list",
+        "metronome lab list --json: the built-in scenarios",
+        document::<crate::lab::LabList>,
+    ),
+    (
+        "lab-report",
+        "metronome lab report --json: the report drawn, and how many points it shows",
+        document::<crate::lab::LabReport>,
+    ),
+    (
+        "lab-slurm",
+        "metronome lab slurm --json: the job array's scripts, and the jobs submitted",
+        document::<crate::lab_slurm::LabSlurm>,
+    ),
+    (
         "lab-compare",
         "metronome lab compare --json: each receiver's figures in two runs, side by side",
         document::<crate::lab::Compared<'static>>,

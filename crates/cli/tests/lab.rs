@@ -25,6 +25,15 @@ fn shards_merge_into_one_report_and_runs_compare() {
     let d = |s: &str| tmp.0.join(s).to_string_lossy().into_owned();
     let (ok, list, _) = metronome(&["lab", "list"]);
     assert!(ok && list.contains("seed001-udp"), "{list}");
+    let (ok, list, err) = metronome(&["lab", "list", "--json"]);
+    assert!(ok, "{err}");
+    let v: serde_json::Value = serde_json::from_str(&list).expect("lab list --json: JSON alone");
+    common::assert_valid(&v, "lab-list");
+    assert!(v["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|b| b["name"] == "seed001-udp"));
     // A built-in printed by `lab show` is the same scenario as the built-in: one shard runs
     // from the printed file, the other by name, and they merge.
     let (ok, text, err) = metronome(&["lab", "show", "seed001-udp"]);
@@ -32,20 +41,54 @@ fn shards_merge_into_one_report_and_runs_compare() {
     std::fs::write(tmp.0.join("shown.toml"), text).unwrap();
     for (i, scenario) in [d("shown.toml"), "seed001-udp".into()].iter().enumerate() {
         let shard = format!("{i}/2");
+        let dir = d(&format!("s{i}"));
         let (ok, out, err) = metronome(&[
-            "lab",
-            "run",
-            scenario,
-            "--out",
-            &d(&format!("s{i}")),
-            "--shard",
-            &shard,
-            "--quiet",
+            "lab", "run", scenario, "--out", &dir, "--shard", &shard, "--json",
         ]);
         assert!(ok, "{out}\n{err}");
+        // stdout is the one document: where the results went, and the shard's summary.
+        let v: serde_json::Value = serde_json::from_str(&out).expect("lab run --json");
+        common::assert_valid(&v, "lab-run");
+        assert_eq!(v["results"], dir.as_str());
+        assert_eq!(v["summary"]["points"].as_array().unwrap().len(), 5);
     }
-    let (ok, out, err) = metronome(&["lab", "report", &d("s0"), &d("s1"), "--out", &d("merged")]);
+    let (ok, out, err) = metronome(&[
+        "lab",
+        "report",
+        &d("s0"),
+        &d("s1"),
+        "--out",
+        &d("merged"),
+        "--json",
+    ]);
     assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("lab report --json");
+    common::assert_valid(&v, "lab-report");
+    assert_eq!(
+        (&v["merged"], &v["points"], &v["total_points"]),
+        (&2.into(), &10.into(), &10.into())
+    );
+    // The sweep as a Slurm job array, written (not submitted): the scripts, as JSON.
+    let (ok, out, err) = metronome(&[
+        "lab",
+        "slurm",
+        "seed001-udp",
+        "--shards",
+        "2",
+        "--out",
+        &d("slurm"),
+        "--json",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("lab slurm --json");
+    common::assert_valid(&v, "lab-slurm");
+    assert!(v["submitted"].is_null());
+    for script in v["scripts"].as_array().unwrap() {
+        assert!(
+            std::path::Path::new(script.as_str().unwrap()).is_file(),
+            "{script}"
+        );
+    }
     let summary = std::fs::read_to_string(tmp.0.join("merged/summary.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&summary).unwrap();
     assert_eq!(v["schema"], "metronome.lab.summary/3");
