@@ -1,7 +1,7 @@
 //! `metronome lab`: run scenario files in the simulator, list the built-in ones, redraw
 //! reports, compare runs. The work is `metronome-lab`'s; this parses arguments and prints.
 
-use crate::lab_scenario::{default_out, load, SweepArgs};
+use crate::lab_scenario::{default_out, load, print_json, SweepArgs};
 use crate::lab_slurm::{self, SlurmArgs};
 use clap::{Args, Subcommand};
 use metronome_lab::results::{Shard, Summary};
@@ -188,12 +188,6 @@ fn run_scenario(a: RunArgs, stop: Arc<AtomicBool>, quiet: bool) -> Result<(), St
     }
     println!("results: {}", out.display());
     println!("report:  {}", out.join("report.html").display());
-    Ok(())
-}
-
-/// `--json`'s one document on stdout.
-pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), String> {
-    println!("{}", crate::report::to_json(v).map_err(|e| e.to_string())?);
     Ok(())
 }
 

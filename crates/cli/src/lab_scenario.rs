@@ -67,6 +67,12 @@ pub(crate) struct SweepArgs {
     pub mode: Mode,
 }
 
+/// A lab command's `--json`: its one document on stdout.
+pub(crate) fn print_json<T: serde::Serialize>(v: &T) -> Result<(), String> {
+    println!("{}", crate::report::to_json(v).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -143,7 +143,7 @@ fn print_slurm(dir: &Path, tasks: usize, submitted: Option<SlurmJobs>) -> Result
         submitted,
         report: dir.join("report.html").display().to_string(),
     };
-    crate::lab::print_json(&doc)
+    crate::lab_scenario::print_json(&doc)
 }
 
 /// What every task passes on to `lab run`.
