@@ -183,9 +183,12 @@ pub struct SenderOutcome {
     pub first_seq: u16,
     /// The stream's time zero on the wall clock, Unix ns (packet due times count from it).
     pub epoch_unix_ns: u64,
-    pub realtime: String,
-    pub memory_locked: String,
-    pub wait_mode: String,
+    /// The scheduling policy the pacing thread got.
+    pub realtime: metronome_rt::thread::GrantView,
+    /// Whether its memory is locked.
+    pub memory_locked: metronome_rt::thread::MemoryLock,
+    /// How it waited for each packet's time.
+    pub wait_mode: WaitName,
     pub ended_by: metronome_rt::run::EndedBy,
     pub duration_us: Micros,
     pub packets: u64,
@@ -339,12 +342,10 @@ impl Run {
                 .first()
                 .map(|c| c.grant.clone())
                 .unwrap_or_default(),
-            memory_locked: pacer
-                .map(|p| p.memory.clone())
-                .unwrap_or_else(|| "not requested".into()),
+            memory_locked: pacer.map(|p| p.memory.clone()).unwrap_or_default(),
             wait_mode: match cfg.pacer {
-                PacerKind::Realtime => cfg.wait.name().to_string(),
-                PacerKind::PlainSleep => "plain-sleep".to_string(),
+                PacerKind::Realtime => cfg.wait.into(),
+                PacerKind::PlainSleep => WaitName::PlainSleep,
             },
             ended_by: self.ended_by,
             duration_us: Micros::from_secs_f64(self.duration_s),
@@ -445,5 +446,41 @@ fn watch(
             }
         }
         std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How a pacing thread waits for each release, as JSON spells it: `--wait`'s values, and
+/// `plain-sleep` for the baseline pacer (`--pacer plain-sleep`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum WaitName {
+    /// Switching between sleeping then spinning and busy-polling, as the load asks.
+    Auto,
+    /// Sleeping until shortly before, then spinning.
+    SleepSpin,
+    /// Spinning the whole time.
+    BusyPoll,
+    /// One plain sleep per packet (the baseline).
+    PlainSleep,
+}
+
+impl From<WaitPolicy> for WaitName {
+    fn from(w: WaitPolicy) -> Self {
+        match w {
+            WaitPolicy::Auto => WaitName::Auto,
+            WaitPolicy::SleepSpin => WaitName::SleepSpin,
+            WaitPolicy::BusyPoll => WaitName::BusyPoll,
+        }
+    }
+}
+
+impl std::fmt::Display for WaitName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WaitName::Auto => "auto",
+            WaitName::SleepSpin => "sleep-spin",
+            WaitName::BusyPoll => "busy-poll",
+            WaitName::PlainSleep => "plain-sleep",
+        })
     }
 }

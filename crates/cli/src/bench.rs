@@ -81,8 +81,10 @@ pub(crate) struct PacingArgs {
 #[derive(Serialize, schemars::JsonSchema)]
 struct PacingRun {
     name: &'static str,
-    pacer: String,
-    wait: String,
+    /// The scheduling policy the pacing thread got.
+    pacer: metronome_rt::thread::GrantView,
+    /// How it waited for each packet's time.
+    wait: metronome_apps::sender::WaitName,
     packets: u64,
     lateness: Summary,
     stalls: u64,
@@ -169,7 +171,7 @@ fn summarize(name: &'static str, s: &SenderOutcome, r: &ReceiverOutcome) -> Paci
     PacingRun {
         name,
         pacer: s.realtime.clone(),
-        wait: s.wait_mode.clone(),
+        wait: s.wait_mode,
         packets: s.packets,
         lateness: s.pacing.lateness,
         stalls: s.pacing.stalls,

@@ -58,7 +58,13 @@ impl LiveLine {
 /// 9: `ended_by` is one of a documented list, kebab-case (`packets`, `end-of-input`,
 /// `sender-bye`, `left-group`, ...), where it was a phrase (`packet count`, `end of input`,
 /// `source closed`, a sentence on BYE or on TFMCC's leave rule).
-pub(crate) const SCHEMA_VERSION: u32 = 9;
+/// 10: a pacing or receiving thread's scheduling policy (`realtime`, `grant`, `pacer`) is an
+/// object (`policy`: `deadline`, `fifo` or `other`, its parameters, and `note` in words),
+/// `memory_locked` and a pacer's `memory` one (`state`: `locked`, `not-locked`,
+/// `not-requested`, `as-core`; `reason`), a raw sender's `late_policy` one (`policy`:
+/// `drop-late` with `after_us`, or `catch-up` with `factor`), and `wait_mode` one of `auto`,
+/// `sleep-spin`, `busy-poll`, `plain-sleep`: each was a phrase.
+pub(crate) const SCHEMA_VERSION: u32 = 10;
 
 /// What run a document comes from: this binary's version, when it started (Unix ns), the
 /// host's name and the command line.

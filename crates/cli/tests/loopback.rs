@@ -606,7 +606,7 @@ fn interval_lines_from_both_ends() {
         tl.len()
     );
     for l in rl.iter().chain(tl) {
-        assert_eq!(l["schema_version"], 9);
+        assert_eq!(l["schema_version"], 10);
         let (a, b) = (
             l["interval"]["start_us"].as_f64().unwrap() / 1e6,
             l["interval"]["end_us"].as_f64().unwrap() / 1e6,

@@ -319,6 +319,15 @@ fn json_documents_carry_a_run_header_and_one_vocabulary() {
         "{v}"
     );
     assert_eq!(v["wait_mode"], "sleep-spin");
+    // The pacing thread's policy and memory as values, with the words beside them.
+    let policy = v["realtime"]["policy"].as_str().unwrap();
+    assert!(["deadline", "fifo", "other"].contains(&policy), "{v}");
+    assert!(v["realtime"]["note"]
+        .as_str()
+        .unwrap()
+        .starts_with("SCHED_"));
+    let memory = v["memory_locked"]["state"].as_str().unwrap();
+    assert!(["locked", "not-locked"].contains(&memory), "{v}");
     assert!(keys.iter().any(|k| k == "duration_us"), "{keys:?}");
 }
 

@@ -95,6 +95,135 @@ impl fmt::Display for RtGrant {
     }
 }
 
+impl RtGrant {
+    /// The grant as machine output gives it.
+    pub fn view(&self) -> GrantView {
+        let us = |d: Duration| Some(metronome_time::Micros::from(d));
+        let (policy, priority, runtime_us, deadline_us, period_us) = match self.granted {
+            Granted::Deadline {
+                runtime,
+                deadline,
+                period,
+            } => (
+                Policy::Deadline,
+                None,
+                us(runtime),
+                us(deadline),
+                us(period),
+            ),
+            Granted::Fifo { priority } => (Policy::Fifo, Some(priority), None, None, None),
+            Granted::Other => (Policy::Other, None, None, None, None),
+        };
+        GrantView {
+            policy,
+            priority,
+            runtime_us,
+            deadline_us,
+            period_us,
+            note: self.description.clone(),
+        }
+    }
+}
+
+/// A scheduling policy a thread runs under, as JSON spells it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    /// SCHED_DEADLINE.
+    Deadline,
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_OTHER: asked for, or what a refusal fell back to.
+    #[default]
+    Other,
+}
+
+/// What a thread was granted, for machine output: the policy and its parameters, and in
+/// words what was asked, refused and why.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct GrantView {
+    /// The policy it runs under.
+    pub policy: Policy,
+    /// SCHED_FIFO's priority, 1..=99; absent under the other policies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u8>,
+    /// SCHED_DEADLINE's runtime in each period; absent under the other policies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runtime_us: Option<metronome_time::Micros>,
+    /// SCHED_DEADLINE's deadline from each period's start; absent under the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_us: Option<metronome_time::Micros>,
+    /// SCHED_DEADLINE's period; absent under the others.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub period_us: Option<metronome_time::Micros>,
+    /// For people: what was granted, what was refused and why, the RT throttling setting.
+    pub note: String,
+}
+
+impl fmt::Display for GrantView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.note)
+    }
+}
+
+impl GrantView {
+    /// This grant, its note prefixed with `context` (`shared pacing core 0: …`).
+    pub fn within(&self, context: &str) -> GrantView {
+        GrantView {
+            note: format!("{context}: {}", self.note),
+            ..self.clone()
+        }
+    }
+}
+
+/// Whether a thread's memory is locked in RAM, as JSON spells it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryState {
+    /// Locked (`mlockall`).
+    Locked,
+    /// Asked for and refused (`reason` says why).
+    NotLocked,
+    /// Not asked for.
+    #[default]
+    NotRequested,
+    /// A stream on a shared pacing core: as its core's.
+    AsCore,
+}
+
+/// Whether a thread's memory is locked, and why not if refused.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct MemoryLock {
+    /// Locked, refused, not asked for, or as its core's.
+    pub state: MemoryState,
+    /// Why locking was refused (with `not-locked`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl MemoryLock {
+    /// A state with no reason.
+    pub fn of(state: MemoryState) -> MemoryLock {
+        MemoryLock {
+            state,
+            reason: None,
+        }
+    }
+}
+
+impl fmt::Display for MemoryLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.state {
+            MemoryState::Locked => f.write_str("locked"),
+            MemoryState::NotLocked => {
+                write!(f, "not locked: {}", self.reason.as_deref().unwrap_or(""))
+            }
+            MemoryState::NotRequested => f.write_str("not requested"),
+            MemoryState::AsCore => f.write_str("as its core's"),
+        }
+    }
+}
+
 /// Switches the calling thread to `policy`, falling back to SCHED_OTHER when refused.
 ///
 /// RT policies are set with reset-on-fork, so threads and processes spawned from an RT thread start

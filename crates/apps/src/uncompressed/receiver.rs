@@ -236,7 +236,7 @@ impl RawReceiver {
             }
         }
         let mut outcome = st.finish(&cfg, &rx, ended_by, end.saturating_since(start));
-        outcome.realtime = grant.description;
+        outcome.realtime = grant.view();
         Ok(outcome)
     }
 }
@@ -513,7 +513,7 @@ impl State {
             recv_cpu_us: Micros::from_secs_f64(thread_cpu_s() - self.thread_cpu0),
             cpu_per_frame_us: per_frame(cpu_s, c.frames_complete),
             buffer: BufferInfo::from(rx.buffer_report()),
-            realtime: String::new(),
+            realtime: Default::default(),
         }
     }
 }

@@ -150,9 +150,12 @@ pub struct RawSenderOutcome {
     /// Bytes of one datagram (RTP header, extension, payload, padding).
     pub datagram_bytes: usize,
     pub frame_bytes: usize,
-    pub realtime: String,
-    pub memory_locked: String,
-    pub wait_mode: String,
+    /// The scheduling policy the pacing thread got.
+    pub realtime: metronome_rt::thread::GrantView,
+    /// Whether its memory is locked.
+    pub memory_locked: metronome_rt::thread::MemoryLock,
+    /// How it waited for each batch's time.
+    pub wait_mode: crate::sender::WaitName,
     /// `frames`, `duration`, `end-of-input`, `stopped` or `error`.
     pub ended_by: metronome_rt::run::EndedBy,
     /// First frame's epoch to the end.
@@ -201,9 +204,9 @@ pub struct RawSenderOutcome {
     pub receivers: Vec<metronome_session::sender::ReceiverView>,
     pub wait_modes: WaitSelectorStats,
     pub throttle_guard_trips: u64,
-    /// What is done with late frames: `drop-late=Dus` (a frame whose first packet would be
-    /// later than D is dropped whole) or `catch-up=F`.
-    pub late_policy: String,
+    /// What is done with late frames: `drop-late` (a frame whose first packet would be later
+    /// than `after_us` is dropped whole) or `catch-up` (sent at `factor` times the rate).
+    pub late_policy: LateView,
     /// Frames dropped whole by the late policy (a frame leaves whole or not at all).
     pub frames_dropped: u64,
     /// The packets those frames held; they took no sequence number.
@@ -292,7 +295,7 @@ pub struct RawReceiverOutcome {
     pub cpu_per_frame_us: Micros,
     pub buffer: BufferInfo,
     /// The receiving thread's scheduling policy.
-    pub realtime: String,
+    pub realtime: metronome_rt::thread::GrantView,
 }
 
 /// The RTCP side of a raw receiver.
@@ -307,4 +310,29 @@ pub struct RawRtcpStats {
     /// RFC 3550 interarrival jitter at the end (every packet of a frame carries the frame's
     /// timestamp, so a paced frame's spread shows here).
     pub jitter_us: Micros,
+}
+
+/// A raw sender's late policy, as JSON gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(tag = "policy", rename_all = "kebab-case")]
+pub enum LateView {
+    /// A frame whose first packet would leave later than `after_us` is dropped whole.
+    DropLate {
+        /// How late a frame may start.
+        after_us: Micros,
+    },
+    /// Late frames are sent, at `factor` times the rate until on time again.
+    CatchUp {
+        /// The rate's multiple while catching up.
+        factor: f64,
+    },
+}
+
+impl std::fmt::Display for LateView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LateView::DropLate { after_us } => write!(f, "drop-late={}us", after_us.as_micros()),
+            LateView::CatchUp { factor } => write!(f, "catch-up={factor}"),
+        }
+    }
 }

@@ -76,8 +76,8 @@ pub struct PacerCounters {
 
 /// What a finished raw stream's pacing measured.
 pub struct PacerResult {
-    pub grant: String,
-    pub memory: String,
+    pub grant: metronome_rt::thread::GrantView,
+    pub memory: metronome_rt::thread::MemoryLock,
     pub cpu_s: f64,
     pub stats: RawSendStats,
     pub wait_modes: WaitSelectorStats,

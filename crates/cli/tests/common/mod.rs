@@ -545,7 +545,7 @@ pub(crate) fn json(out: &std::process::Output) -> serde_json::Value {
 /// says µs (`*_us`), except points in time (ns since the Unix epoch, `*_unix_ns`) and rates
 /// (`*_per_s`). Returns every key, for more checks.
 pub(crate) fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
-    assert_eq!(v["schema_version"], 9, "schema_version: {v}");
+    assert_eq!(v["schema_version"], 10, "schema_version: {v}");
     let run = &v["run"];
     assert_eq!(
         run["version"],
@@ -583,7 +583,7 @@ fn schema_name(v: &serde_json::Value) -> Option<String> {
     ];
     Some(match args.get(1..3)? {
         ["bench", b] | ["emu", b] => format!("{}-{b}", args[1]),
-        ["lab", "compare"] => "lab-compare".into(),
+        ["lab", c @ ("run" | "list" | "report" | "slurm" | "compare")] => format!("lab-{c}"),
         // Uncompressed video (`--raw`, or an SDP that declares it): its own document.
         ["recv", ..] if v.get("declared_model").is_some() => "recv-raw".into(),
         ["serve", ..] if v.get("packets_per_frame").is_some() => "serve-raw".into(),

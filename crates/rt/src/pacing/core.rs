@@ -51,7 +51,7 @@ pub struct CoreShared {
     /// excluded; a sample is skipped when the control side holds the lock).
     pub lateness: Mutex<Distribution>,
     /// What the thread was granted, once it started.
-    pub grant: Mutex<String>,
+    pub grant: Mutex<crate::thread::GrantView>,
     /// Set once the thread is set up (policy, locked memory) and about to run its loop.
     pub ready: AtomicBool,
     /// The pacing thread, for [`CoreShared::wake`].
@@ -69,7 +69,7 @@ impl CoreShared {
             stop: AtomicBool::new(false),
             tid: AtomicI32::new(0),
             lateness: Mutex::new(Distribution::new()),
-            grant: Mutex::new(String::new()),
+            grant: Mutex::new(crate::thread::GrantView::default()),
             ready: AtomicBool::new(false),
             thread: std::sync::OnceLock::new(),
             sooner: AtomicBool::new(false),
@@ -140,7 +140,7 @@ impl<'a> Core<'a> {
         shared.tid.store(tid, Ordering::Release);
         let _ = shared.thread.set(std::thread::current());
         let thread = PacingThread::start(&cfg.thread, clock);
-        *crate::sync::lock(&shared.grant) = thread.grant().to_string();
+        *crate::sync::lock(&shared.grant) = thread.grant().clone();
         let core = Core {
             shared,
             clock,

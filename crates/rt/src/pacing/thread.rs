@@ -12,7 +12,7 @@
 //! stream with no policy, no locked memory, the default timer slack and `std::thread::sleep`.
 
 use crate::clock::{thread_cpu_s, Clock};
-use crate::thread::{self, Granted, RtPolicy};
+use crate::thread::{self, GrantView, Granted, MemoryLock, MemoryState, RtPolicy};
 use crate::wait::{WaitMode, Waiter, WaiterConfig};
 use metronome_sched::WaitPolicy;
 use metronome_sched::{
@@ -46,11 +46,10 @@ pub struct PacingThreadConfig {
 /// What a pacing thread reports when it ends.
 #[derive(Clone, Debug)]
 pub struct PacingThreadReport {
-    /// The scheduling policy it got, in words.
-    pub grant: String,
-    /// Whether memory was locked, in words: `locked`, `not locked: <why>`, `not requested`, or
-    /// `as its core's` for a stream on a shared core.
-    pub memory: String,
+    /// The scheduling policy it got.
+    pub grant: GrantView,
+    /// Whether memory was locked (`as-core` for a stream on a shared core).
+    pub memory: MemoryLock,
     /// CPU time it used, s.
     pub cpu_s: f64,
     /// Time spent sleeping-then-spinning and busy-polling, and how often it switched, as the
@@ -66,10 +65,10 @@ pub struct PacingThreadReport {
 impl PacingThreadReport {
     /// For a stream sent by a core shared with others: what the core was granted; its CPU
     /// time and waiting belong to the core, not to one stream.
-    pub fn shared(grant: String) -> Self {
+    pub fn shared(grant: GrantView) -> Self {
         PacingThreadReport {
             grant,
-            memory: "as its core's".into(),
+            memory: MemoryLock::of(MemoryState::AsCore),
             cpu_s: 0.0,
             wait_modes: WaitSelectorStats::default(),
             throttle_guard_trips: 0,
@@ -94,8 +93,8 @@ pub struct PacingThread {
     waiter: Waiter,
     selector: WaitSelector,
     guard: ThrottleGuard,
-    grant: String,
-    memory: String,
+    grant: GrantView,
+    memory: MemoryLock,
     cpu_start: f64,
     /// How late the last wait for a future instant woke, not yet shown to the selector.
     wake_late: Option<Duration>,
@@ -120,17 +119,20 @@ impl PacingThread {
         let real_time = g.granted != Granted::Other;
         let memory = if cfg.lock_memory {
             match thread::lock_memory() {
-                Ok(()) => "locked".to_string(),
-                Err(e) => format!("not locked: {e}"),
+                Ok(()) => MemoryLock::of(MemoryState::Locked),
+                Err(e) => MemoryLock {
+                    state: MemoryState::NotLocked,
+                    reason: Some(e.to_string()),
+                },
             }
         } else {
-            "not requested".to_string()
+            MemoryLock::of(MemoryState::NotRequested)
         };
         let _ = thread::set_timer_slack_ns(1);
         if cfg.wait == WaitPolicy::BusyPoll && cfg.rt_policy == RtPolicy::Other {
             thread::spin_at_top_nice();
         }
-        let grant = g.to_string();
+        let grant = g.view();
         if let Some(cpu) = cfg.cpu {
             let _ = thread::pin_to_cpu(cpu);
         }
@@ -258,7 +260,7 @@ impl PacingThread {
 
     /// The scheduling policy granted at [`start`](Self::start), in words (what was refused
     /// and why, and the RT throttling setting).
-    pub fn grant(&self) -> &str {
+    pub fn grant(&self) -> &GrantView {
         &self.grant
     }
 

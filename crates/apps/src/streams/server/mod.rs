@@ -851,7 +851,10 @@ impl Inner {
                     .cores
                     .get(i)
                     .map(|c| lock(&c.grant).clone())
-                    .unwrap_or_else(|| "naive: one SCHED_OTHER thread per stream".into()),
+                    .unwrap_or_else(|| metronome_rt::thread::GrantView {
+                        note: "naive: one SCHED_OTHER thread per stream".into(),
+                        ..Default::default()
+                    }),
             })
             .collect();
         let mut lateness = Distribution::new();

@@ -23,10 +23,10 @@ pub struct ServerOutcome {
 /// How one core's pacing thread ran, for the outcome.
 #[derive(Clone, Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct PacerView {
-    /// The scheduling policy it got, in words.
-    pub grant: String,
-    /// Whether its memory is locked, in words.
-    pub memory: String,
+    /// The scheduling policy it got.
+    pub grant: metronome_rt::thread::GrantView,
+    /// Whether its memory is locked.
+    pub memory: metronome_rt::thread::MemoryLock,
     /// CPU time it used, as a share of one core over the run.
     pub cpu_percent: f64,
     /// With `--wait auto`: time spent sleeping-then-spinning and busy-polling.

@@ -87,7 +87,7 @@ pub struct CoreView {
     /// Admitted utilisation (sum of cost / period).
     pub utilisation_percent: f64,
     /// The scheduling policy the core's pacing thread got.
-    pub grant: String,
+    pub grant: metronome_rt::thread::GrantView,
 }
 
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]

@@ -91,7 +91,7 @@ impl StreamServer {
     }
 
     /// What the pacing thread of `core` was granted, in words.
-    pub fn core_grant(&self, core: usize) -> String {
+    pub fn core_grant(&self, core: usize) -> metronome_rt::thread::GrantView {
         self.inner
             .cores
             .get(core)

@@ -628,7 +628,7 @@ impl Threads<'_> {
             .shared
             .map(|(s, a)| {
                 let c = a.core.unwrap_or(0);
-                format!("shared pacing core {c}: {}", s.core_grant(c))
+                s.core_grant(c).within(&format!("shared pacing core {c}"))
             })
             .unwrap_or_default();
         PacerResult::new(self.rt, PacingThreadReport::shared(grant))

@@ -58,7 +58,7 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         frame_bytes: f.format.frame_bytes(),
         realtime: p.grant,
         memory_locked: p.memory,
-        wait_mode: f.cfg.wait.name().to_string(),
+        wait_mode: f.cfg.wait.into(),
         ended_by: f.ended_by,
         duration_us: Micros::from_secs_f64(f.duration_s),
         frames_sent: frames,
@@ -90,8 +90,12 @@ pub(super) fn outcome(f: Finished<'_>) -> RawSenderOutcome {
         sender_reports: session.reports().counters().sender_reports,
         receivers: session.reports().receivers().to_vec(),
         late_policy: match f.rt.settings.late {
-            LatePolicy::DropLate { after } => format!("drop-late={}us", after.as_micros()),
-            LatePolicy::CatchUp { factor } => format!("catch-up={factor}"),
+            LatePolicy::DropLate { after } => crate::uncompressed::report::LateView::DropLate {
+                after_us: Micros::from(after),
+            },
+            LatePolicy::CatchUp { factor } => {
+                crate::uncompressed::report::LateView::CatchUp { factor }
+            }
         },
         frames_dropped: c.frames_dropped.load(Ordering::Relaxed),
         packets_dropped: c.packets_dropped.load(Ordering::Relaxed),
