@@ -114,7 +114,7 @@ fn quality_compares_y4m_and_raw_yuv_and_says_what_is_wrong() {
     );
     assert_eq!(
         (short["frames"].as_u64(), short["frames_missing"].as_u64()),
-        (Some(10), Some(3))
+        (Some(9), Some(3))
     );
 
     // Errors say what is wrong and what to do.
