@@ -125,7 +125,40 @@ impl Output {
 
 /// `value` as pretty JSON, with the schema version as its first field and the run header.
 pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
-    serde_json::to_string_pretty(&versioned(value))
+    serde_json::to_string_pretty(&rounded(&versioned(value))?)
+}
+
+/// Decimal places a float keeps in JSON: a millionth of its unit (of a µs, a bit/s, a
+/// percent, a dB), past what any figure measures, and the binary noise of sums and ratios
+/// (`0.30000000000000004`) is gone.
+pub(crate) const FLOAT_DECIMALS: i32 = 6;
+
+/// `value` as JSON, each float rounded to [`FLOAT_DECIMALS`] places (a float of a billion
+/// or more is left whole: f64 holds no more digits).
+pub(crate) fn rounded<T: Serialize>(value: &T) -> Result<serde_json::Value, serde_json::Error> {
+    let mut v = serde_json::to_value(value)?;
+    round_floats(&mut v);
+    Ok(v)
+}
+
+fn round_floats(v: &mut serde_json::Value) {
+    use serde_json::Value;
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(0.0);
+            let scale = 10f64.powi(FLOAT_DECIMALS);
+            if x.abs() < 1e9 {
+                // `+ 0.0` makes a negative zero (a tiny negative rounded) plain 0.
+                let r = (x * scale).round() / scale + 0.0;
+                if let Some(r) = serde_json::Number::from_f64(r) {
+                    *n = r;
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(round_floats),
+        Value::Object(o) => o.values_mut().for_each(round_floats),
+        _ => {}
+    }
 }
 
 fn versioned<T: Serialize>(value: &T) -> Versioned<'_, T> {
@@ -201,7 +234,7 @@ pub(crate) fn interval_line<F: Serialize>(out: Output, start_s: f64, end_s: f64,
             },
             figures,
         };
-        serde_json::to_string(&line).unwrap_or_default()
+        rounded(&line).map(|v| v.to_string()).unwrap_or_default()
     };
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{line}");
@@ -312,7 +345,7 @@ pub(crate) fn print_outcome<T: Serialize>(
     match out {
         Output::Human => print!("{}", human(outcome)),
         Output::Json => println!("{}", to_json(outcome)?),
-        Output::JsonLines => println!("{}", serde_json::to_string(&versioned(outcome))?),
+        Output::JsonLines => println!("{}", rounded(&versioned(outcome))?),
     }
     Ok(())
 }
@@ -491,6 +524,20 @@ pub(crate) fn warn_buffer(b: &metronome_apps::uncompressed::BufferInfo) {
 mod tests {
     use super::interval_for;
     use std::time::Duration;
+
+    #[test]
+    fn json_floats_keep_six_decimals_and_their_order() {
+        let v = serde_json::json!({
+            "z": 0.1 + 0.2,
+            "a": [1_234.567_890_123, 7, -2.5e-7],
+            "big": 2.0e9 + 0.123_456_789,
+        });
+        let r = super::rounded(&v).unwrap();
+        assert_eq!(
+            r.to_string(),
+            r#"{"z":0.3,"a":[1234.56789,7,0.0],"big":2000000000.1234567}"#
+        );
+    }
 
     #[test]
     fn a_line_a_second_on_a_terminal_unless_told() {

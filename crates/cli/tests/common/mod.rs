@@ -560,7 +560,25 @@ pub(crate) fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
     if let Some(name) = schema_name(v) {
         assert_valid(v, &name);
     }
+    assert_floats_rounded(v);
     assert_durations_in_us(v)
+}
+
+/// Every float below a billion has at most six decimals (`report::FLOAT_DECIMALS`): no
+/// binary noise such as `0.30000000000000004`.
+fn assert_floats_rounded(v: &serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap();
+            assert!(
+                x.abs() >= 1e9 || (x * 1e6).round() / 1e6 == x,
+                "{x} has more than six decimals"
+            );
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(assert_floats_rounded),
+        serde_json::Value::Object(o) => o.values().for_each(assert_floats_rounded),
+        _ => {}
+    }
 }
 
 /// The schema a document is written to, from the command line in its run header
