@@ -4,9 +4,10 @@
 //! the largest ratio between two of them (TFMCC's TCP-friendliness, RFC 4654 §1: within a
 //! factor of two of a TCP flow on the same path).
 //!
-//! Only flows that compete have a fairness: [`Fairness::among_sharing`] judges them when a
-//! link every one of them crosses was their bottleneck (it dropped from its queue, or carried
-//! at least [`BUSY`] of its rate); flows on separate links (seed 001's clients, each behind its
+//! Only flows that compete have a fairness: [`Fairness::per_bottleneck`] groups the flows by
+//! the links that were their bottleneck (a link dropped from its queue, or carried at least
+//! [`BUSY`] of its rate) and judges each group; a point's `fairness` is the group of all of
+//! them, if they had one. Flows on separate links (seed 001's clients, each behind its
 //! own) share nothing, and get no index.
 
 use metronome_link::report::FlowReport;
@@ -18,8 +19,10 @@ use std::collections::BTreeSet;
 pub const BUSY: f64 = 0.8;
 
 /// What a link did over the run, as much as a bottleneck is judged by.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct LinkLoad {
+    /// `from→to`.
+    pub name: String,
     /// Packets dropped because its queue was full.
     pub dropped_queue: u64,
     pub bytes_delivered: u64,
@@ -52,51 +55,58 @@ pub fn jain(x: &[f64]) -> f64 {
     sum * sum / (x.len() as f64 * squares)
 }
 
+/// Flows that shared a bottleneck, and how they shared it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SharedBottleneck {
+    /// The busy links every one of these flows crossed, and no other flow (`from→to`, in
+    /// the topology's order).
+    pub links: Vec<String>,
+    /// The flows' shares: each one's throughput, Jain's index, the largest ratio.
+    pub fairness: Fairness,
+}
+
 impl Fairness {
-    /// [`Fairness::of`] the flows, when they shared a bottleneck: a link on every flow's way
-    /// to its receivers (`topology`'s routes; `links` in its link order) that dropped from its
-    /// queue or was [`BUSY`] over the `run_ns` the point ran.
-    pub fn among_sharing(
+    /// The flows that shared each bottleneck: for each link (`links` in the topology's link
+    /// order) that dropped from its queue or was [`BUSY`] over the `run_ns` the point ran,
+    /// the flows (two or more) whose way to a receiver crosses it (`topology`'s routes).
+    /// Links crossed by the same flows make one group.
+    pub fn per_bottleneck(
         flows: &[FlowReport],
         topology: &Topology,
         links: &[LinkLoad],
         run_ns: u64,
-    ) -> Option<Fairness> {
-        let crossed = |f: &FlowReport| -> BTreeSet<usize> {
-            let Some(src) = topology.node_by_name(&f.src) else {
-                return BTreeSet::new();
-            };
-            f.receivers
-                .iter()
-                .filter_map(|r| topology.path(src, topology.node_by_name(&r.node)?))
-                .flatten()
-                .map(|l| l.0 as usize)
-                .collect()
-        };
-        let mut competing = flows.iter().filter(|f| !f.receivers.is_empty());
-        let first = crossed(competing.next()?);
-        let common = competing.fold(first, |acc, f| &acc & &crossed(f));
-        let busy = |i: &usize| {
-            let Some(l) = links.get(*i) else {
-                return false;
-            };
-            let carried = l.bytes_delivered as f64 * 8.0 / (run_ns.max(1) as f64 / 1e9);
-            let rate = topology
-                .link_config(metronome_link::topology::LinkId(*i as u32))
-                .rate_bps;
-            l.dropped_queue > 0 || rate.is_some_and(|r| carried >= BUSY * r as f64)
-        };
-        if !common.iter().any(busy) {
-            return None;
+    ) -> Vec<SharedBottleneck> {
+        let crossed: Vec<BTreeSet<usize>> = flows.iter().map(|f| crossed(f, topology)).collect();
+        let mut groups: Vec<(Vec<usize>, Vec<String>)> = Vec::new();
+        for (i, l) in links.iter().enumerate() {
+            if !busy(l, i, topology, run_ns) {
+                continue;
+            }
+            let members: Vec<usize> = (0..flows.len())
+                .filter(|&f| !flows[f].receivers.is_empty() && crossed[f].contains(&i))
+                .collect();
+            match groups.iter_mut().find(|(m, _)| *m == members) {
+                Some((_, names)) => names.push(l.name.clone()),
+                None if members.len() >= 2 => groups.push((members, vec![l.name.clone()])),
+                None => {}
+            }
         }
-        Fairness::of(flows)
+        groups
+            .into_iter()
+            .filter_map(|(members, links)| {
+                Some(SharedBottleneck {
+                    links,
+                    fairness: Fairness::of(members.iter().map(|&f| &flows[f]))?,
+                })
+            })
+            .collect()
     }
 
     /// The shares of the flows that have receivers (command flows measure none), when there
     /// are at least two.
-    pub fn of(flows: &[FlowReport]) -> Option<Fairness> {
+    pub fn of<'a>(flows: impl IntoIterator<Item = &'a FlowReport>) -> Option<Fairness> {
         let shares: Vec<FlowShare> = flows
-            .iter()
+            .into_iter()
             .filter(|f| !f.receivers.is_empty())
             .map(|f| FlowShare {
                 flow: f.name.clone(),
@@ -118,6 +128,29 @@ impl Fairness {
             flows: shares,
         })
     }
+}
+
+/// The links `f` crosses on its way to its receivers.
+fn crossed(f: &FlowReport, topology: &Topology) -> BTreeSet<usize> {
+    let Some(src) = topology.node_by_name(&f.src) else {
+        return BTreeSet::new();
+    };
+    f.receivers
+        .iter()
+        .filter_map(|r| topology.path(src, topology.node_by_name(&r.node)?))
+        .flatten()
+        .map(|l| l.0 as usize)
+        .collect()
+}
+
+/// Whether link `i` (`l`) was a bottleneck over `run_ns`: it dropped from its queue, or
+/// carried [`BUSY`] of its rate.
+fn busy(l: &LinkLoad, i: usize, topology: &Topology, run_ns: u64) -> bool {
+    let carried = l.bytes_delivered as f64 * 8.0 / (run_ns.max(1) as f64 / 1e9);
+    let rate = topology
+        .link_config(metronome_link::topology::LinkId(i as u32))
+        .rate_bps;
+    l.dropped_queue > 0 || rate.is_some_and(|r| carried >= BUSY * r as f64)
 }
 
 #[cfg(test)]

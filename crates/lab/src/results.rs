@@ -165,9 +165,14 @@ pub struct PointResult {
     /// `video_us` in its parts (sim mode, video flows only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub video_work: Option<VideoWork>,
-    /// How the flows shared the network (two flows or more): Jain's index, the largest ratio.
+    /// How the flows shared the network, when all of them (two or more) shared a
+    /// bottleneck: Jain's index, the largest ratio.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness: Option<crate::fairness::Fairness>,
+    /// The flows that shared each bottleneck, group by group (a link crossed by two flows or
+    /// more that dropped from its queue or was busy), each with its own index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bottlenecks: Vec<crate::fairness::SharedBottleneck>,
 }
 
 impl LinkResult {
@@ -222,6 +227,10 @@ impl PointResult {
         (flows, links): (Vec<FlowReport>, Vec<LinkResult>),
         topology: &metronome_link::topology::Topology,
     ) -> PointResult {
+        let loads: Vec<_> = links.iter().map(LinkResult::load).collect();
+        let bottlenecks =
+            crate::fairness::Fairness::per_bottleneck(&flows, topology, &loads, sim_ns);
+        let competing = flows.iter().filter(|f| !f.receivers.is_empty()).count();
         PointResult {
             index: point.index,
             id: point_id(point.index),
@@ -230,12 +239,11 @@ impl PointResult {
             sim_us: Micros::from_nanos_u64(sim_ns),
             wall_us: Micros::ZERO,
             events,
-            fairness: crate::fairness::Fairness::among_sharing(
-                &flows,
-                topology,
-                &links.iter().map(LinkResult::load).collect::<Vec<_>>(),
-                sim_ns,
-            ),
+            fairness: bottlenecks
+                .iter()
+                .find(|g| g.fairness.flows.len() == competing)
+                .map(|g| g.fairness.clone()),
+            bottlenecks,
             flows,
             links,
             closed_form: Vec::new(),
@@ -322,6 +330,7 @@ impl LinkResult {
     /// What the link carried and dropped, for [`crate::fairness`].
     pub fn load(&self) -> crate::fairness::LinkLoad {
         crate::fairness::LinkLoad {
+            name: format!("{}→{}", self.from, self.to),
             dropped_queue: self.dropped_queue,
             bytes_delivered: self.bytes_delivered,
         }

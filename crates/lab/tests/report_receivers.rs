@@ -1,5 +1,6 @@
 //! A multicast group's receivers that saw the same thing are one row of the report, named by
-//! their range; a receiver that saw something else keeps its own row.
+//! their range; a receiver that saw something else keeps its own row. Flows are judged for
+//! fairness among those that shared a bottleneck, one table per bottleneck.
 
 use metronome_config::scenario::ScenarioFile;
 use metronome_lab::run::{run, RunOptions};
@@ -66,4 +67,90 @@ fn receivers_with_the_same_figures_are_one_row() {
     assert!(report.contains("<h3>tv → R1–R5 (5 receivers): packets lost, %</h3>"));
     assert!(report.contains("<h3>tv → far: packets lost, %</h3>"));
     assert!(!report.contains("tv → R2"));
+}
+
+/// Two pairs of flows, each pair behind its own 10 Mbit/s link: two bottlenecks, each with
+/// its own index; no index over all four, which share none.
+const TWO_BOTTLENECKS: &str = r#"name = "two-bottlenecks"
+seed = 1
+duration = "2s"
+
+[links.lan]
+rate = "1gbit"
+
+[links.edge]
+rate = "10mbit"
+delay = "5ms"
+
+[topology]
+shape = "star"
+center = "switch"
+leaves = [
+  { node = "server", link = "lan" },
+  { node = "v1", link = "edge" },
+  { node = "v2", link = "edge" },
+]
+
+[[flow]]
+name = "a1"
+kind = "udp"
+from = "server"
+to = "v1"
+rate = "8mbit"
+
+[[flow]]
+name = "a2"
+kind = "udp"
+from = "server"
+to = "v1"
+rate = "4mbit"
+
+[[flow]]
+name = "b1"
+kind = "udp"
+from = "server"
+to = "v2"
+rate = "6mbit"
+
+[[flow]]
+name = "b2"
+kind = "udp"
+from = "server"
+to = "v2"
+rate = "6mbit"
+"#;
+
+#[test]
+fn flows_are_judged_for_fairness_per_bottleneck_they_share() {
+    let file = ScenarioFile::parse(TWO_BOTTLENECKS, "two.toml").unwrap();
+    let dir = TempDir::new("lab-report-bottlenecks");
+    let out = dir.join("run");
+    let s = run(&file, &RunOptions::new(out.clone())).unwrap();
+    let p = &s.points[0];
+    assert!(p.fairness.is_none(), "the four flows share no link: {p:?}");
+    let groups: Vec<(Vec<&str>, Vec<&str>)> = p
+        .bottlenecks
+        .iter()
+        .map(|g| {
+            let flows = g.fairness.flows.iter().map(|f| f.flow.as_str()).collect();
+            (g.links.iter().map(String::as_str).collect(), flows)
+        })
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            (vec!["switch→v1"], vec!["a1", "a2"]),
+            (vec!["switch→v2"], vec!["b1", "b2"])
+        ]
+    );
+    // 8 and 4 Mbit/s into 10 leave unequal shares (about 2:1, Jain's 0.9); 6 and 6 equal.
+    let jain: Vec<f64> = p
+        .bottlenecks
+        .iter()
+        .map(|g| g.fairness.jain_index)
+        .collect();
+    assert!(jain[0] < 0.95 && jain[1] > 0.99, "{jain:?}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("Sharing the bottleneck at switch→v1:"));
+    assert!(report.contains("Sharing the bottleneck at switch→v2:"));
 }

@@ -240,29 +240,47 @@ fn sharing_table(p: &PointResult) -> String {
         }
         h.push_str("</table>\n");
     }
-    if let Some(fair) = &p.fairness {
-        h.push_str(
-            "<table><caption>Sharing: each flow's throughput (the mean of its receivers'), \
-             Jain's fairness index over them, the largest ratio</caption>\
-             <tr><th>flow</th><th>kind</th><th>throughput Mbit/s</th></tr>",
-        );
-        for f in &fair.flows {
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
-                esc(&f.flow),
-                esc(&f.kind),
-                f.throughput_bps / 1e6
-            );
-        }
-        let _ = writeln!(
-            h,
-            "<tr><th colspan=\"2\">Jain's index</th><td>{:.3}</td></tr>\
-             <tr><th colspan=\"2\">largest / smallest</th><td>{:.2}</td></tr></table>",
-            fair.jain_index, fair.max_ratio
-        );
+    // Each group of flows that shared a bottleneck (a summary written before there were
+    // groups has only the one of all flows).
+    let groups: Vec<(String, &crate::fairness::Fairness)> = match (&p.bottlenecks[..], &p.fairness)
+    {
+        ([], Some(all)) => vec![(String::new(), all)],
+        (groups, _) => groups
+            .iter()
+            .map(|g| (format!(" at {}", g.links.join(", ")), &g.fairness))
+            .collect(),
+    };
+    for (at, fair) in groups {
+        bottleneck_table(&mut h, &at, fair);
     }
     h
+}
+
+/// The flows that shared a bottleneck (`at` names its links): each one's throughput, Jain's
+/// index over them, the largest ratio.
+fn bottleneck_table(h: &mut String, at: &str, fair: &crate::fairness::Fairness) {
+    let _ = write!(
+        h,
+        "<table><caption>Sharing the bottleneck{}: each flow's throughput (the mean of its \
+         receivers'), Jain's fairness index over them, the largest ratio</caption>\
+         <tr><th>flow</th><th>kind</th><th>throughput Mbit/s</th></tr>",
+        esc(at)
+    );
+    for f in &fair.flows {
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
+            esc(&f.flow),
+            esc(&f.kind),
+            f.throughput_bps / 1e6
+        );
+    }
+    let _ = writeln!(
+        h,
+        "<tr><th colspan=\"2\">Jain's index</th><td>{:.3}</td></tr>\
+         <tr><th colspan=\"2\">largest / smallest</th><td>{:.2}</td></tr></table>",
+        fair.jain_index, fair.max_ratio
+    );
 }
 
 /// What each video receiver saw: frames lost by type, delay, cumulative jitter, and the
