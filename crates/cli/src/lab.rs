@@ -214,8 +214,8 @@ pub(crate) struct LabRun<'a> {
     pub results: String,
     /// Its report page.
     pub report: String,
-    /// The run's summary, as written to `summary.json` in the results directory (its own
-    /// header: `schema`; docs/lab.md).
+    /// The run's summary, as `summary.json` in the results directory holds it (its own
+    /// header: `schema`; docs/lab.md), its floats rounded as in every document.
     pub summary: &'a Summary,
 }
 

@@ -51,7 +51,7 @@ pub(crate) struct LabSlurm {
     pub scripts: Vec<String>,
     /// Tasks in the array (one shard each).
     pub tasks: usize,
-    /// The jobs submitted; absent without `--submit`.
+    /// The jobs submitted; null without `--submit`.
     pub submitted: Option<SlurmJobs>,
     /// The report page, once the merge job has ended.
     pub report: String,

@@ -134,7 +134,7 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Err
 pub(crate) const FLOAT_DECIMALS: i32 = 6;
 
 /// `value` as JSON, each float rounded to [`FLOAT_DECIMALS`] places (a float of a billion
-/// or more is left whole: f64 holds no more digits).
+/// or more is left as it is: f64 holds few more digits).
 pub(crate) fn rounded<T: Serialize>(value: &T) -> Result<serde_json::Value, serde_json::Error> {
     let mut v = serde_json::to_value(value)?;
     round_floats(&mut v);

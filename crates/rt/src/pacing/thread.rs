@@ -258,8 +258,8 @@ impl PacingThread {
         }
     }
 
-    /// The scheduling policy granted at [`start`](Self::start), in words (what was refused
-    /// and why, and the RT throttling setting).
+    /// The scheduling policy granted at [`start`](Self::start), with its `note` (what was
+    /// refused and why, and the RT throttling setting).
     pub fn grant(&self) -> &GrantView {
         &self.grant
     }

@@ -72,7 +72,7 @@ pub struct ReceiverView {
 }
 
 /// The sender's RTCP counters.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct SenderCounters {
     /// Compound packets written (sender reports, with or without the rate controller's packets,
     /// and the final BYE).
@@ -86,8 +86,9 @@ pub struct SenderCounters {
     /// Report blocks from a new receiver ignored because `max_receivers` are tracked (and
     /// it echoed no sender report, or every one tracked had).
     pub too_many_receivers: u64,
-    /// Report blocks whose LSR echoes none of the last 256 sender reports: forged (or from a
-    /// receiver that heard none of them), ignored.
+    /// Report blocks whose LSR echoes none of the last 1024 sender reports (forged, or from
+    /// a receiver that heard none of them), or that say LSR 0 for a receiver that echoed one
+    /// before (forged): ignored.
     pub unknown_lsr: u64,
     /// Receivers that had never echoed a sender report, dropped from a full table to make
     /// room for one that had (the one heard from longest ago first).
@@ -156,9 +157,11 @@ pub enum SenderEvent {
 
 const MAX_EVENTS: usize = 256;
 
-/// Sender reports a receiver's LSR may echo: the last 256 sent (RFC 3550 §6.4.1: a receiver
-/// echoes the last it received; at one a second, four minutes of them).
-const SRS_ECHOED: usize = 256;
+/// Sender reports a receiver's LSR may echo: the last 1024 sent (RFC 3550 §6.4.1: a receiver
+/// echoes the last it received). Compounds sent out of turn (a rate controller's, TLLEIs)
+/// carry a sender report too, as often as every 10 ms: 10 s of them then, 17 minutes at one
+/// a second. 4 KiB a stream.
+const SRS_ECHOED: usize = 1024;
 
 /// Why the sender wants to be woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -512,9 +515,15 @@ impl SenderReports {
             self.counters.blocks_about_others += 1;
             return;
         }
-        // LSR 0: it has received no sender report yet (RFC 3550 §6.4.1).
+        // LSR 0: it has received no sender report yet (RFC 3550 §6.4.1), which a receiver
+        // that echoed one before cannot say: forged under its SSRC.
         let echoed = block.lsr != 0;
-        if echoed && !self.sent_srs.contains(&block.lsr) {
+        let known_echoer = || {
+            self.by_ssrc
+                .get(&reporter)
+                .is_some_and(|&i| self.receivers[i].echoed)
+        };
+        if (echoed && !self.sent_srs.contains(&block.lsr)) || (!echoed && known_echoer()) {
             self.counters.unknown_lsr += 1;
             return;
         }

@@ -239,6 +239,10 @@ fn forged_reports_neither_set_a_round_trip_nor_keep_receivers_out() {
     assert_eq!(s.counters().strangers_dropped, 1);
     let rtt = s.receiver_rtt(Ssrc(0x77)).unwrap();
     assert!((rtt.as_secs_f64() - 0.010).abs() < 5e-5, "{rtt:?}");
+    // LSR 0 under the SSRC of a receiver that echoed a report before: forged, not taken.
+    s.handle_rtcp(at, arrival, from, &report_echoing(0x77, 0), &|_| None);
+    assert_eq!(s.counters().unknown_lsr, 2);
+    assert_eq!(s.receivers()[3].reports, 1);
     // The table's index still finds each one where it is.
     s.handle_rtcp(
         at,

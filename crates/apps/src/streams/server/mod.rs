@@ -438,8 +438,11 @@ impl StreamServer {
 }
 
 impl StreamServer {
-    /// Stops every stream (with an RTCP BYE), then the pacing cores, the RTCP thread and the
-    /// producers: what each core's pacing thread reports, and how long the server ran, s.
+    /// Stops every stream's media, waits while those that repair answer their last NACKs (at
+    /// most [`REPAIRS_AFTER_STOP`]), removes them (each says RTCP BYE a quarter second after
+    /// its last packet), then stops the pacing cores, the RTCP thread and the producers: what
+    /// each core's pacing thread reports, and how long the server ran until its media
+    /// stopped, s.
     /// Once stopped, there is nothing left to stop.
     fn stop_everything(&mut self) -> (Vec<PacingThreadReport>, f64) {
         let inner = self.inner.clone();
@@ -740,10 +743,13 @@ impl Inner {
     pub(super) fn remove(&self, name: &str, bye: Bye) -> Result<StreamStatus, ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
-            // Ended by itself, waiting to say BYE: said now if asked; a pause says none.
-            for mut ended in self.farewells.take(name) {
-                if bye == Bye::Now {
-                    rtcp::bye(&mut ended, &self.clock);
+            // Ended by itself, waiting to say BYE: said now if asked; a pause says none; a
+            // stopping server's (after its last packet) leaves it waiting, as it would have.
+            if bye != Bye::AfterLast {
+                for mut ended in self.farewells.take(name) {
+                    if bye == Bye::Now {
+                        rtcp::bye(&mut ended, &self.clock);
+                    }
                 }
             }
             return Err(ControlError::NotFound(format!(
@@ -759,21 +765,19 @@ impl Inner {
         Ok(status)
     }
 
-    /// Stops the media of every stream that repairs, and waits (at most
-    /// [`REPAIRS_AFTER_STOP`]) while each still answers the NACKs that can be of use: its
-    /// sending thread lets go at its last packet's play-out time
-    /// ([`metronome_session::sender::SenderSession::repairs_useful_until`]), as when its source ends by itself.
+    /// Stops every stream's media, and waits (at most [`REPAIRS_AFTER_STOP`]) while each
+    /// that repairs still answers the NACKs that can be of use: its sending thread lets go at
+    /// its last packet's play-out time
+    /// ([`metronome_session::sender::SenderSession::repairs_useful_until`]), as when its
+    /// source ends by itself; one that does not repair lets go at once.
     fn stop_media_keep_repairing(&self) {
-        let repairing: Vec<Arc<StreamRt>> = lock(&self.streams)
-            .values()
-            .filter(|r| lock(&r.rt.session).repairs())
-            .map(|r| r.rt.clone())
-            .collect();
-        for rt in &repairing {
+        let streams: Vec<Arc<StreamRt>> =
+            lock(&self.streams).values().map(|r| r.rt.clone()).collect();
+        for rt in &streams {
             rt.media_stop.store(true, Ordering::Release);
         }
         let until = self.clock.now() + REPAIRS_AFTER_STOP;
-        while repairing
+        while streams
             .iter()
             .any(|rt| !rt.finished.load(Ordering::Acquire))
             && self.clock.now() < until

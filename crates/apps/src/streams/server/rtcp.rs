@@ -68,7 +68,13 @@ fn reap(inner: &Inner, ended: Vec<String>) {
             // What its source said, kept for the server's next take.
             let said: Vec<String> = lock(&r.rt.warnings).drain(..).collect();
             lock(&inner.warnings).extend(said.into_iter().map(|w| format!("stream '{name}': {w}")));
-            let status = super::status::stream_status(&r, "ended", &inner.clock);
+            // Stopped with the server (its media stopped, its last repairs answered): removed,
+            // as a stream the server stops is; otherwise its source ended.
+            let how = match r.rt.media_stop.load(Ordering::Acquire) {
+                true => "removed",
+                false => "ended",
+            };
+            let status = super::status::stream_status(&r, how, &inner.clock);
             inner.remember(status);
             inner.farewells.add(inner.clock.now(), r);
         }

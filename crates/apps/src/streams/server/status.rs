@@ -65,6 +65,9 @@ pub struct StreamStatus {
     /// Frames a live source skipped to keep up with real time (its producer fell behind).
     pub frames_skipped: u64,
     pub receivers: Vec<ReceiverView>,
+    /// The stream's RTCP: reports sent and received, and what was refused (malformed,
+    /// about another SSRC, forged LSRs, receivers beyond the table).
+    pub rtcp: metronome_session::sender::SenderCounters,
     /// With `repair = "rtx"`: what the receivers' NACKs asked and what was retransmitted
     /// (packets; `bytes` the retransmissions' RTP bytes); absent for a stream that does not
     /// repair.
@@ -132,11 +135,12 @@ pub struct StreamList {
 pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamStatus {
     let rt = &r.rt;
     let c = &rt.counters;
-    let (pacing, receivers, repair, fec) = {
+    let (pacing, receivers, rtcp, repair, fec) = {
         let session = lock(&rt.session);
         (
             session.stats().pacing,
             session.reports().receivers().to_vec(),
+            *session.reports().counters(),
             session.repair_stats(),
             session.fec_stats(),
         )
@@ -185,6 +189,7 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         dropped: pacing.dropped,
         frames_skipped: c.frames_skipped.load(Ordering::Relaxed),
         receivers,
+        rtcp,
         repair,
         fec,
         send_times: rt.send_times.clone(),

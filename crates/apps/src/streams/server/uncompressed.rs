@@ -90,7 +90,7 @@ impl StreamServer {
         }
     }
 
-    /// What the pacing thread of `core` was granted, in words.
+    /// What the pacing thread of `core` was granted.
     pub fn core_grant(&self, core: usize) -> metronome_rt::thread::GrantView {
         self.inner
             .cores
