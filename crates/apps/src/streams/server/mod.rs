@@ -17,7 +17,7 @@ use farewell::{Bye, Farewells};
 use metronome_config::serve::SchedKind;
 use metronome_config::stream::format_bitrate;
 use metronome_config::stream::StreamSpec;
-use metronome_rt::clock::{process_cpu_s, Clock};
+use metronome_rt::clock::Clock;
 use metronome_rt::host::HostWatch;
 use metronome_rt::pacing::PacingThreadReport;
 use metronome_rt::pacing::{calibrate, Calibration};
@@ -31,7 +31,7 @@ use metronome_time::Distribution;
 use metronome_time::Micros;
 use metronome_wire::Ssrc;
 use open::{open_stream, Given, GivenSource, Opened};
-use status::{CoreView, ServerStatus, StreamStatus};
+use status::{ServerStatus, StreamStatus};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,6 +49,7 @@ mod outcome;
 mod repair;
 pub(crate) mod rtcp;
 pub mod status;
+mod stop;
 mod uncompressed;
 
 use config::core_config;
@@ -61,17 +62,6 @@ pub use uncompressed::RawAdmission;
 /// Most destinations of one stream; the admission test's blocking term covers a packet sent to
 /// this many.
 pub const MAX_DESTINATIONS: usize = 8;
-/// Finished streams whose final status is kept for the API and the summary: the most recent
-/// ones. Every RTSP session plays a stream of its own; a server that has played thousands keeps
-/// the last few dozen (each session's end is in the log), not a record of every one, whose
-/// small allocations, scattered through the heap, kept megabytes from going back.
-const ENDED_KEPT: usize = 64;
-
-/// The longest a stopping server waits for its streams' last repairs. A stream needs one
-/// play-out delay (200 ms unless its spec says); this bound keeps a stop, with the BYEs'
-/// quarter second after it, well inside the 2 s a SIGTERM allows.
-const REPAIRS_AFTER_STOP: Duration = Duration::from_secs(1);
-
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error("could not measure the send cost: {0}. Give it with --send-cost, for example 5us")]
@@ -437,58 +427,6 @@ impl StreamServer {
     }
 }
 
-impl StreamServer {
-    /// Stops every stream's media, waits while those that repair answer their last NACKs (at
-    /// most [`REPAIRS_AFTER_STOP`]), removes them (each says RTCP BYE a quarter second after
-    /// its last packet), then stops the pacing cores, the RTCP thread and the producers: what
-    /// each core's pacing thread reports, and how long the server ran until its media
-    /// stopped, s.
-    /// Once stopped, there is nothing left to stop.
-    fn stop_everything(&mut self) -> (Vec<PacingThreadReport>, f64) {
-        let inner = self.inner.clone();
-        // The run ends here, with its media: the waits for the last repairs and for the BYEs
-        // are not part of it.
-        let duration_s = inner
-            .clock
-            .now()
-            .saturating_since(self.started)
-            .as_secs_f64();
-        inner.stop_media_keep_repairing();
-        let names: Vec<String> = lock(&inner.streams).keys().cloned().collect();
-        for n in names {
-            let _ = inner.remove(&n, Bye::AfterLast);
-        }
-        inner.farewells.say_all(&inner.clock);
-        inner.stop.store(true, Ordering::Release);
-        for c in &inner.cores {
-            c.stop.store(true, Ordering::Release);
-        }
-        let reports = std::mem::take(&mut self.core_threads)
-            .into_iter()
-            .filter_map(|h| h.join().ok())
-            .collect();
-        if let Some(h) = self.rtcp_thread.take() {
-            let _ = h.join();
-        }
-        // A stream the RTCP thread reaped as the server stopped says BYE still.
-        inner.farewells.say_all(&inner.clock);
-        if let Some(p) = lock(&inner.producers).take() {
-            p.shutdown();
-        }
-        (reports, duration_s)
-    }
-}
-
-impl Drop for StreamServer {
-    /// A server let go without [`StreamServer::shutdown`] (an error path) still stops its
-    /// streams and threads: a pacing core left running would keep a CPU.
-    fn drop(&mut self) {
-        if !self.core_threads.is_empty() || self.rtcp_thread.is_some() {
-            let _ = self.stop_everything();
-        }
-    }
-}
-
 /// The send cost (measured unless given) and the admission control `cfg` asks for.
 fn admission_for(cfg: &ServerConfig) -> Result<(Calibration, Admission), ServerError> {
     if !(0.01..=1.0).contains(&cfg.core_budget) {
@@ -738,161 +676,6 @@ impl Inner {
             return Err("the pacing thread has not started yet".into());
         }
         thread::set_deadline_of(tid, deadline_policy(u))
-    }
-
-    pub(super) fn remove(&self, name: &str, bye: Bye) -> Result<StreamStatus, ControlError> {
-        let running = lock(&self.streams).remove(name);
-        let Some(mut r) = running else {
-            // Ended by itself, waiting to say BYE: said now if asked; a pause says none; a
-            // stopping server's (after its last packet) leaves it waiting, as it would have.
-            if bye != Bye::AfterLast {
-                for mut ended in self.farewells.take(name) {
-                    if bye == Bye::Now {
-                        rtcp::bye(&mut ended, &self.clock);
-                    }
-                }
-            }
-            return Err(ControlError::NotFound(format!(
-                "no stream named '{name}' is running; GET /streams lists them"
-            )));
-        };
-        self.stop_stream(&mut r, bye == Bye::Now);
-        let status = status::stream_status(&r, "removed", &self.clock);
-        self.remember(status.clone());
-        if bye == Bye::AfterLast {
-            self.farewells.add(self.clock.now(), r);
-        }
-        Ok(status)
-    }
-
-    /// Stops every stream's media, and waits (at most [`REPAIRS_AFTER_STOP`]) while each
-    /// that repairs still answers the NACKs that can be of use: its sending thread lets go at
-    /// its last packet's play-out time
-    /// ([`metronome_session::sender::SenderSession::repairs_useful_until`]), as when its
-    /// source ends by itself; one that does not repair lets go at once.
-    fn stop_media_keep_repairing(&self) {
-        let streams: Vec<Arc<StreamRt>> =
-            lock(&self.streams).values().map(|r| r.rt.clone()).collect();
-        for rt in &streams {
-            rt.media_stop.store(true, Ordering::Release);
-        }
-        let until = self.clock.now() + REPAIRS_AFTER_STOP;
-        while streams
-            .iter()
-            .any(|rt| !rt.finished.load(Ordering::Acquire))
-            && self.clock.now() < until
-        {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    /// Streams of a name that had ended and waited to say BYE, as one of that name starts
-    /// (`going_on`: its SSRC): one with the same SSRC goes on (no BYE), the others leave now.
-    fn settle(&self, ended: Vec<Running>, going_on: Option<Ssrc>) {
-        for mut r in ended {
-            if Some(r.ssrc) != going_on {
-                rtcp::bye(&mut r, &self.clock);
-            }
-        }
-    }
-
-    /// Stops a stream's threads, sends its RTCP BYE (if `bye`) and frees its admission.
-    pub(super) fn stop_stream(&self, r: &mut Running, bye: bool) {
-        r.rt.stop.store(true, Ordering::Release);
-        if let Some(core) = self.cores.get(r.core) {
-            let _ = core.commands.push(Command::Remove(r.rt.id));
-        }
-        if let Some(h) = r.naive.take() {
-            if let Ok(cpu_s) = h.join() {
-                self.naive_cpu_ns
-                    .fetch_add((cpu_s * 1e9) as u64, Ordering::Relaxed);
-            }
-        }
-        // The pacing thread lets go within a turn of its loop (a millisecond at most).
-        for _ in 0..200 {
-            if r.rt.finished.load(Ordering::Acquire) || self.cores.is_empty() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if bye {
-            rtcp::bye(r, &self.clock);
-        }
-        self.release(r.rt.id);
-        if self.cfg.rt == CoreRt::Deadline && !self.cores.is_empty() {
-            let _ = self.grow_deadline_budget(r.core);
-        }
-    }
-
-    pub(super) fn remember(&self, status: StreamStatus) {
-        let mut ended = lock(&self.ended);
-        if ended.len() == ENDED_KEPT {
-            ended.pop_front();
-        }
-        ended.push_back(status);
-    }
-
-    fn statuses(&self, with_ended: bool) -> Vec<StreamStatus> {
-        let mut v: Vec<StreamStatus> = lock(&self.streams)
-            .values()
-            .map(|r| status::stream_status(r, "running", &self.clock))
-            .collect();
-        if with_ended {
-            v.extend(lock(&self.ended).iter().cloned());
-        }
-        v
-    }
-
-    fn server_status(&self) -> ServerStatus {
-        // Lock order: the stream table before admission (as `add` takes them).
-        let running = lock(&self.streams).len();
-        let adm = lock(&self.admission);
-        let cores = (0..adm.platform().cores)
-            .map(|i| CoreView {
-                index: i,
-                utilisation_percent: adm.core_utilisation(i) * 100.0,
-                grant: self
-                    .cores
-                    .get(i)
-                    .map(|c| lock(&c.grant).clone())
-                    .unwrap_or_else(|| metronome_rt::thread::GrantView {
-                        note: "naive: one SCHED_OTHER thread per stream".into(),
-                        ..Default::default()
-                    }),
-            })
-            .collect();
-        let mut lateness = Distribution::new();
-        for c in &self.cores {
-            lateness.merge(&lock(&c.lateness));
-        }
-        lateness.merge(&lock(&self.naive_lateness));
-        let memory = {
-            let m = lock(&self.memory);
-            (m.used(), m.budget())
-        };
-        let encoders = {
-            let e = lock(&self.encoders);
-            (e.used(), e.budget())
-        };
-        ServerStatus {
-            sched: self.cfg.sched.to_string(),
-            running,
-            admitted: adm.admitted(),
-            refused: self.refused.load(Ordering::Relaxed),
-            link_used_bps: adm.link_used_bps(),
-            link_capacity_bps: adm.platform().link_capacity_bps,
-            memory_reserved_bytes: memory.0,
-            memory_budget_bytes: memory.1,
-            encode_reserved_percent: encoders.0 * 100.0,
-            encode_budget_percent: encoders.1 * 100.0,
-            producer_cpu_percent: lock(&self.producer_cpu).last * 100.0,
-            core_budget_percent: self.cfg.core_budget * 100.0,
-            cores,
-            calibration: self.calibration,
-            lateness: lateness.summary(),
-            process_cpu_us: Micros::from_secs_f64(process_cpu_s()),
-            overload: lock(&self.overload).reason().map(String::from),
-        }
     }
 }
 

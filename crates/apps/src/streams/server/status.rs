@@ -1,10 +1,12 @@
 //! What the server shows about itself and each stream: in the API, the status line and reports.
 
 use super::Running;
+use metronome_rt::clock::process_cpu_s;
 use metronome_rt::clock::Clock;
 use metronome_rt::pacing::Calibration;
 use metronome_rt::sync::lock;
 use metronome_session::sender::{ReceiverView, ResendStats};
+use metronome_time::Distribution;
 use metronome_time::Micros;
 use metronome_time::Summary;
 use serde::Serialize;
@@ -193,5 +195,71 @@ pub(super) fn stream_status(r: &Running, state: &str, clock: &Clock) -> StreamSt
         repair,
         fec,
         send_times: rt.send_times.clone(),
+    }
+}
+
+/// What the server and its streams show (the API, the status line, the outcome).
+impl super::Inner {
+    pub(super) fn statuses(&self, with_ended: bool) -> Vec<StreamStatus> {
+        let mut v: Vec<StreamStatus> = lock(&self.streams)
+            .values()
+            .map(|r| stream_status(r, "running", &self.clock))
+            .collect();
+        if with_ended {
+            v.extend(lock(&self.ended).iter().cloned());
+        }
+        v
+    }
+
+    pub(super) fn server_status(&self) -> ServerStatus {
+        // Lock order: the stream table before admission (as `add` takes them).
+        let running = lock(&self.streams).len();
+        let adm = lock(&self.admission);
+        let cores = (0..adm.platform().cores)
+            .map(|i| CoreView {
+                index: i,
+                utilisation_percent: adm.core_utilisation(i) * 100.0,
+                grant: self
+                    .cores
+                    .get(i)
+                    .map(|c| lock(&c.grant).clone())
+                    .unwrap_or_else(|| metronome_rt::thread::GrantView {
+                        note: "naive: one SCHED_OTHER thread per stream".into(),
+                        ..Default::default()
+                    }),
+            })
+            .collect();
+        let mut lateness = Distribution::new();
+        for c in &self.cores {
+            lateness.merge(&lock(&c.lateness));
+        }
+        lateness.merge(&lock(&self.naive_lateness));
+        let memory = {
+            let m = lock(&self.memory);
+            (m.used(), m.budget())
+        };
+        let encoders = {
+            let e = lock(&self.encoders);
+            (e.used(), e.budget())
+        };
+        ServerStatus {
+            sched: self.cfg.sched.to_string(),
+            running,
+            admitted: adm.admitted(),
+            refused: self.refused.load(Ordering::Relaxed),
+            link_used_bps: adm.link_used_bps(),
+            link_capacity_bps: adm.platform().link_capacity_bps,
+            memory_reserved_bytes: memory.0,
+            memory_budget_bytes: memory.1,
+            encode_reserved_percent: encoders.0 * 100.0,
+            encode_budget_percent: encoders.1 * 100.0,
+            producer_cpu_percent: lock(&self.producer_cpu).last * 100.0,
+            core_budget_percent: self.cfg.core_budget * 100.0,
+            cores,
+            calibration: self.calibration,
+            lateness: lateness.summary(),
+            process_cpu_us: Micros::from_secs_f64(process_cpu_s()),
+            overload: lock(&self.overload).reason().map(String::from),
+        }
     }
 }
