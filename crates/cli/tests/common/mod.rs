@@ -765,3 +765,12 @@ pub(crate) fn assert_valid(doc: &serde_json::Value, name: &str) {
         String::from_utf8_lossy(&py.stderr)
     );
 }
+
+/// Runs `metronome serve --json` to 127.0.0.1:`port` with `extra` arguments.
+pub(crate) fn serve(port: u16, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    bin()
+        .args(["serve", &format!("rtp://127.0.0.1:{port}"), "--json"])
+        .args(extra)
+        .output()
+        .unwrap()
+}

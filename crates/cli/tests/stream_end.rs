@@ -1,0 +1,195 @@
+//! How a stream's end looks from outside, on loopback: its RTCP BYE a quarter second after
+//! its last packet (however it ended), and NACKs for its last packets still answered after
+//! its media ended, by itself or with the server. Every run is bounded and stops by itself.
+
+mod common;
+
+use common::{bin, port_pair, serve};
+use std::net::{Ipv4Addr, UdpSocket};
+use std::time::Duration;
+
+/// Every datagram `socket` receives (with its kernel receive time, ns) until it has been quiet
+/// for half a second after `done` is set.
+fn gather(
+    socket: metronome_rt::udp::UdpReceiver,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<Vec<(u64, Vec<u8>)>> {
+    std::thread::spawn(move || {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        loop {
+            match socket.recv(&mut buf) {
+                Ok(m) => got.push((m.kernel_rx_realtime_ns.unwrap(), buf[..m.len].to_vec())),
+                Err(_) if done.load(std::sync::atomic::Ordering::Acquire) => return got,
+                Err(_) => {}
+            }
+        }
+    })
+}
+
+/// Whether an RTCP compound packet holds a BYE (packet type 203).
+fn holds_bye(mut p: &[u8]) -> bool {
+    while p.len() >= 4 {
+        if p[1] == 203 {
+            return true;
+        }
+        let len = (usize::from(u16::from_be_bytes([p[2], p[3]])) + 1) * 4;
+        p = &p[len.min(p.len())..];
+    }
+    false
+}
+
+/// How long after its last RTP packet `serve … extra` said RTCP BYE, ms, by the kernel's
+/// receive times (which a busy test machine cannot blur).
+fn bye_gap_ms(extra: &[&std::ffi::OsStr]) -> f64 {
+    use metronome_rt::udp::{SocketOptions, UdpReceiver};
+    use metronome_rt::url::RtpUrl;
+    let port = port_pair();
+    let open = |p: u16| {
+        let o = SocketOptions {
+            buffer_bytes: 1 << 20,
+            read_timeout: Some(Duration::from_millis(500)),
+        };
+        UdpReceiver::open(&RtpUrl::unicast((Ipv4Addr::LOCALHOST, p).into()), &o).unwrap()
+    };
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let rtp = gather(open(port), done.clone());
+    let rtcp = gather(open(port + 1), done.clone());
+    let out = serve(port, extra);
+    done.store(true, std::sync::atomic::Ordering::Release);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last_rtp = rtp.join().unwrap().iter().map(|(t, _)| *t).max();
+    let bye = rtcp.join().unwrap().into_iter().find(|(_, p)| holds_bye(p));
+    let (Some(last_rtp), Some((bye, _))) = (last_rtp, bye) else {
+        panic!("no RTP ({last_rtp:?}) or no BYE");
+    };
+    (bye as f64 - last_rtp as f64) / 1e6
+}
+
+/// A stream that ends, by `--duration` or at its input's end, says RTCP BYE a quarter second
+/// after its last packet (a raw one too, whose sender runs apart). FFmpeg reads a waiting RTCP packet before waiting RTP ones and ends
+/// the stream at BYE: a BYE right behind the last frame made FFmpeg on a busy machine drop it.
+#[test]
+fn an_ended_streams_bye_leaves_a_quarter_second_after_its_last_packet() {
+    let clip = common::ts_file_made("bye.ts", "160x120", 25, 1, "200k", "400k");
+    for (how, extra) in [
+        ("--duration", vec!["--duration".as_ref(), "1".as_ref()]),
+        ("the input's end", vec!["-i".as_ref(), clip.as_os_str()]),
+        (
+            "a raw stream's --duration",
+            ["--raw", "--size", "160x120", "--duration", "1"]
+                .map(AsRef::as_ref)
+                .to_vec(),
+        ),
+    ] {
+        let gap_ms = bye_gap_ms(&extra);
+        assert!(
+            (249.0..2000.0).contains(&gap_ms),
+            "ended by {how}, the BYE arrived {gap_ms:.1} ms after the last RTP packet"
+        );
+    }
+}
+
+/// A stream that repairs and ends by itself (its file's end) still answers a NACK for its last
+/// packet after that packet left, until its play-out time: the simulator answers through its
+/// drain, and the real-time driver now keeps the stream that long.
+#[test]
+fn an_ended_stream_still_answers_a_nack_for_its_last_packet() {
+    let clip = common::ts_file_made("bye.ts", "160x120", 25, 1, "200k", "400k");
+    let (rtp, rtcp, port) = media_and_report_sockets();
+    let spec = format!(
+        "name=c,destination=rtp://127.0.0.1:{port},repair=rtx,playout_delay=1s,source={}",
+        clip.display()
+    );
+    let server = common::Running::spawn(
+        bin()
+            .args(["serve", "--json", "--duration", "8"])
+            .args(["--stream", &spec]),
+    );
+    nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
+    let out = server.finish_within(Duration::from_secs(15));
+    assert!(out.succeeded(), "{}", out.report());
+}
+
+/// A server stopped from outside (here `--duration`; a signal takes the same way) stops its
+/// streams' media, answers the NACKs that can still be of use, and only then says BYE.
+#[test]
+fn a_stopped_server_answers_a_nack_for_its_last_packet_then_says_bye() {
+    let (rtp, rtcp, port) = media_and_report_sockets();
+    let spec = format!(
+        "name=c,destination=rtp://127.0.0.1:{port},repair=rtx,playout_delay=1s,size=160x120,fps=25"
+    );
+    let server = common::Running::spawn(
+        bin()
+            .args(["serve", "--json", "--duration", "2"])
+            .args(["--stream", &spec]),
+    );
+    nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
+    let mut buf = [0u8; 2048];
+    let bye = loop {
+        let Ok(n) = rtcp.recv(&mut buf) else {
+            break false;
+        };
+        if holds_bye(&buf[..n]) {
+            break true;
+        }
+    };
+    assert!(bye, "no RTCP BYE after the retransmission");
+    let out = server.finish_within(Duration::from_secs(15));
+    assert!(out.succeeded(), "{}", out.report());
+}
+
+/// A stream's RTP and RTCP sockets on loopback (a port pair), and the RTP port.
+fn media_and_report_sockets() -> (UdpSocket, UdpSocket, u16) {
+    let port = port_pair();
+    let rtp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port)).unwrap();
+    let rtcp = UdpSocket::bind((Ipv4Addr::LOCALHOST, port + 1)).unwrap();
+    rtcp.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    (rtp, rtcp, port)
+}
+
+/// Reads the stream's packets until none came for 150 ms (the last is the media's last), NACKs
+/// the last one 150 ms after it came, and checks that its retransmission comes.
+fn nack_the_last_packet_and_get_it_again(rtp: &UdpSocket, rtcp: &UdpSocket) {
+    use metronome_wire::rtcp::{write_compound, write_nack, ReportHead};
+    use metronome_wire::{SeqNo, Ssrc};
+    // Where the stream's RTCP comes from (its first sender report), where NACKs go.
+    let mut buf = [0u8; 2048];
+    let (_, server_rtcp) = rtcp.recv_from(&mut buf).expect("no sender report");
+    rtp.set_read_timeout(Some(Duration::from_millis(150)))
+        .unwrap();
+    let mut last = None;
+    while let Ok(n) = rtp.recv(&mut buf) {
+        let ssrc = u32::from_be_bytes(buf[8..12].try_into().unwrap());
+        last = Some((ssrc, u16::from_be_bytes([buf[2], buf[3]])));
+        assert!(n > 12);
+    }
+    let (ssrc, seq) = last.expect("no RTP packet");
+    let head = ReportHead::Receiver {
+        ssrc: Ssrc(0x7e57),
+        blocks: &[],
+    };
+    let mut nack = vec![0u8; 1500];
+    let mut len = write_compound(&mut nack, head, "viewer", None).unwrap();
+    len += write_nack(&mut nack[len..], Ssrc(0x7e57), Ssrc(ssrc), &[SeqNo(seq)]);
+    rtcp.send_to(&nack[..len], server_rtcp).unwrap();
+    // The retransmission (RFC 4588: another SSRC, its payload the original sequence number).
+    rtp.set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let n = rtp
+        .recv(&mut buf)
+        .expect("the NACK after the stream's end was not answered");
+    let rtx = metronome_wire::rtp::RtpView::parse(&buf[..n]).expect("not RTP");
+    let osn = rtx
+        .payload()
+        .get(..2)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]));
+    assert!(
+        rtx.ssrc() != Ssrc(ssrc) && osn == Some(seq),
+        "not its retransmission: {osn:?}"
+    );
+}
