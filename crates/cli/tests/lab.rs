@@ -19,6 +19,13 @@ fn metronome(args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `out`, a `--json` command's stdout: one document alone, valid against schema `name`.
+fn valid_json(out: &str, name: &str) -> serde_json::Value {
+    let v = serde_json::from_str(out).unwrap_or_else(|e| panic!("{name}: not JSON alone: {e}"));
+    common::assert_valid(&v, name);
+    v
+}
+
 #[test]
 fn shards_merge_into_one_report_and_runs_compare() {
     let tmp = TempDir::new("cli-lab-shards");
@@ -27,8 +34,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
     assert!(ok && list.contains("seed001-udp"), "{list}");
     let (ok, list, err) = metronome(&["lab", "list", "--json"]);
     assert!(ok, "{err}");
-    let v: serde_json::Value = serde_json::from_str(&list).expect("lab list --json: JSON alone");
-    common::assert_valid(&v, "lab-list");
+    let v = valid_json(&list, "lab-list");
     assert!(v["scenarios"]
         .as_array()
         .unwrap()
@@ -47,8 +53,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
         ]);
         assert!(ok, "{out}\n{err}");
         // stdout is the one document: where the results went, and the shard's summary.
-        let v: serde_json::Value = serde_json::from_str(&out).expect("lab run --json");
-        common::assert_valid(&v, "lab-run");
+        let v = valid_json(&out, "lab-run");
         assert_eq!(v["results"], dir.as_str());
         assert_eq!(v["summary"]["points"].as_array().unwrap().len(), 5);
     }
@@ -62,8 +67,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
         "--json",
     ]);
     assert!(ok, "{out}\n{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("lab report --json");
-    common::assert_valid(&v, "lab-report");
+    let v = valid_json(&out, "lab-report");
     assert_eq!(
         (&v["merged"], &v["points"], &v["total_points"]),
         (&2.into(), &10.into(), &10.into())
@@ -80,8 +84,7 @@ fn shards_merge_into_one_report_and_runs_compare() {
         "--json",
     ]);
     assert!(ok, "{out}\n{err}");
-    let v: serde_json::Value = serde_json::from_str(&out).expect("lab slurm --json");
-    common::assert_valid(&v, "lab-slurm");
+    let v = valid_json(&out, "lab-slurm");
     assert!(v["submitted"].is_null());
     for script in v["scripts"].as_array().unwrap() {
         assert!(
