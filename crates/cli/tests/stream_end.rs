@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{bin, port_pair, serve};
+use common::rtsp_client::Client;
+use common::{bin, port_pair, serve, RtspServer};
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::Duration;
 
@@ -129,18 +130,42 @@ fn a_stopped_server_answers_a_nack_for_its_last_packet_then_says_bye() {
             .args(["--stream", &spec]),
     );
     nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
-    let mut buf = [0u8; 2048];
-    let bye = loop {
-        let Ok(n) = rtcp.recv(&mut buf) else {
-            break false;
-        };
-        if holds_bye(&buf[..n]) {
-            break true;
-        }
-    };
-    assert!(bye, "no RTCP BYE after the retransmission");
+    assert!(bye_comes(&rtcp), "no RTCP BYE after the retransmission");
     let out = server.finish_within(Duration::from_secs(15));
     assert!(out.succeeded(), "{}", out.report());
+}
+
+/// An RTSP session's stream played over UDP is one of the stopping server's streams: it
+/// answers its viewer's NACK for its last packet, and only then says BYE (a TEARDOWN, by
+/// contrast, ends it at once).
+#[test]
+fn a_stopped_servers_rtsp_session_answers_a_nack_for_its_last_packet_then_says_bye() {
+    let mount = "name=cam,repair=rtx,playout_delay=1s,size=160x120,fps=25";
+    let server = RtspServer::start_for(&["--stream", mount], Duration::from_secs(4));
+    let mut c = Client::connect(&server, "cam");
+    let (rtp, rtcp, port) = media_and_report_sockets();
+    let r = c.setup(
+        &format!("RTP/AVPF;unicast;client_port={port}-{}", port + 1),
+        None,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let r = c.play(&r.session(), None);
+    assert_eq!(r.status, 200, "{r:?}");
+    nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
+    assert!(bye_comes(&rtcp), "no RTCP BYE after the retransmission");
+    let (_, log) = server.stop();
+    assert!(!log.iter().any(|l| l.contains("panic")), "{log:?}");
+}
+
+/// Whether an RTCP BYE comes to `rtcp` before it has been quiet for its read timeout.
+fn bye_comes(rtcp: &UdpSocket) -> bool {
+    let mut buf = [0u8; 2048];
+    while let Ok(n) = rtcp.recv(&mut buf) {
+        if holds_bye(&buf[..n]) {
+            return true;
+        }
+    }
+    false
 }
 
 /// A stream's RTP and RTCP sockets on loopback (a port pair), and the RTP port.

@@ -633,6 +633,22 @@ impl MediaBackend {
             self.teardown(id);
         }
     }
+
+    /// Lets every session go as the whole server stops: a coded stream playing over UDP,
+    /// unicast or to a group, stays in the stream server, whose stop ends it (last NACKs
+    /// answered, then its BYE); the others are torn down.
+    pub(super) fn leave_to_server(&mut self) {
+        let ids: Vec<SessionId> = self.sessions.keys().copied().collect();
+        for id in ids {
+            let s = &self.sessions[&id];
+            let over_udp = matches!(s.prepared, Prepared::Udp { .. } | Prepared::Multicast);
+            if over_udp && s.raw.is_none() && s.playing.is_some() {
+                self.sessions.remove(&id);
+            } else {
+                self.teardown(id);
+            }
+        }
+    }
 }
 
 /// Why a raw session's output could not be made.

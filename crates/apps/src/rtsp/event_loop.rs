@@ -176,9 +176,11 @@ impl Loop {
                 self.sweep(now);
             }
         }
+        // The sessions stay: the service's shutdown ends them, or leaves their streams to the
+        // stream server's own stop (`RtspService::shutdown_with_server`).
         let ids: Vec<u64> = self.conns.keys().copied().collect();
         for id in ids {
-            self.finish(id, "the server closed it");
+            self.close(id, "the server closed it", false);
         }
         for w in self.lobby.drain() {
             let (mut stream, _) = w.item;
@@ -506,6 +508,11 @@ impl Loop {
 
     /// Ends connection `id` now, and the sessions bound to it.
     fn finish(&mut self, id: u64, why: &'static str) {
+        self.close(id, why, true);
+    }
+
+    /// Ends connection `id` now, and the sessions bound to it if `end_sessions`.
+    fn close(&mut self, id: u64, why: &'static str, end_sessions: bool) {
         let Some(mut c) = self.conns.remove(&id) else {
             return;
         };
@@ -517,7 +524,9 @@ impl Loop {
         {
             let mut core = self.shared.lock();
             let core = &mut *core;
-            core.rtsp.connection_closed(ConnId(id), &mut core.backend);
+            if end_sessions {
+                core.rtsp.connection_closed(ConnId(id), &mut core.backend);
+            }
             core.backend.connection_gone(ConnId(id));
         }
         self.shared

@@ -151,12 +151,26 @@ impl RtspService {
 
     /// Stops accepting, closes every connection and tears every session down.
     pub fn shutdown(mut self) {
+        self.stop_serving();
+        self.shared.lock().backend.teardown_all();
+    }
+
+    /// [`RtspService::shutdown`] as the whole server stops, its stream server right after
+    /// ([`crate::streams::StreamServer::shutdown`]): the streams of sessions played over UDP,
+    /// unicast or to a group, are left to it, so they answer their viewers' last NACKs before
+    /// their BYE, as every stream of a stopping server does (docs/repair.md). Sessions over
+    /// their connection, which closes now, and raw sessions are torn down.
+    pub fn shutdown_with_server(mut self) {
+        self.stop_serving();
+        self.shared.lock().backend.leave_to_server();
+    }
+
+    fn stop_serving(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         self.bell.wake();
         if let Some(t) = self.event_loop.take() {
             let _ = t.join();
         }
-        self.shared.lock().backend.teardown_all();
     }
 }
 

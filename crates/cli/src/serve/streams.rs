@@ -133,7 +133,7 @@ pub(super) fn run(a: ServeArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std
         c.shutdown();
     }
     if let Some(r) = rtsp {
-        r.shutdown();
+        r.shutdown_with_server();
     }
     let server = Arc::try_unwrap(server)
         .map_err(|_| "internal error: the stream server is still in use at shutdown")?;
