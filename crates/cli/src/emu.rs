@@ -43,6 +43,11 @@ pub(crate) struct PairArgs {
     /// A name for the namespaces (mt<pid>-NAME<n>-0 and -1)
     #[arg(long, default_value = "pair")]
     pub name: String,
+    /// Print JSON lines only: one as the namespaces are ready (their names and addresses,
+    /// `metronome schema emu-pair-ready`), one at the end (what each way carried and dropped,
+    /// `emu-pair`)
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
@@ -168,25 +173,124 @@ fn pair(a: PairArgs, stop: Arc<AtomicBool>) -> Result<(), Box<dyn std::error::Er
         Link::new(ba, a.link.seed + 1),
         Clock::new(),
     )?;
-    println!(
-        "ready: {} ({}) ⇄ {} ({}); run programs with `ip netns exec NAME …`",
-        p.a, p.addr_a, p.b, p.addr_b
-    );
+    let namespaces = [
+        Namespace {
+            name: p.a.clone(),
+            address: p.addr_a.to_string(),
+        },
+        Namespace {
+            name: p.b.clone(),
+            address: p.addr_b.to_string(),
+        },
+    ];
+    if a.json {
+        let ready = PairReady {
+            schema_version: crate::report::SCHEMA_VERSION,
+            namespaces: namespaces.clone(),
+        };
+        println!("{}", crate::report::rounded(&ready)?);
+    } else {
+        println!(
+            "ready: {} ({}) ⇄ {} ({}); run programs with `ip netns exec NAME …`",
+            p.a, p.addr_a, p.b, p.addr_b
+        );
+    }
+    use std::io::Write as _;
+    std::io::stdout().flush()?;
     let (s, t) = std::thread::scope(|scope| {
         let b = scope.spawn(|| back.run(&stop, a.duration));
         let s = there.run(&stop, a.duration);
         (s, b.join().unwrap_or_default())
     });
-    println!(
-        "carried {} packets; a → b: {} lost, {} queue drops; b → a: {} lost, {} queue drops",
-        s.delivered + t.delivered,
-        s.links[0].lost,
-        s.links[0].dropped_queue,
-        t.links.first().map_or(0, |l| l.lost),
-        t.links.first().map_or(0, |l| l.dropped_queue)
-    );
     drop(p);
+    let report = PairReport {
+        namespaces,
+        there: Direction::of(&s),
+        back: Direction::of(&t),
+    };
+    let out = crate::report::Output::of(a.json, true);
+    crate::report::print_outcome(out, &report, |r| {
+        format!(
+            "carried {} packets; a → b: {} lost, {} queue drops; b → a: {} lost, {} queue drops\n",
+            r.there.delivered + r.back.delivered,
+            r.there.lost,
+            r.there.dropped_queue,
+            r.back.lost,
+            r.back.dropped_queue
+        )
+    })?;
     Ok(())
+}
+
+/// One of `emu pair`'s namespaces.
+#[derive(Serialize, Clone, schemars::JsonSchema)]
+pub(crate) struct Namespace {
+    /// Its name, for `ip netns exec NAME …`.
+    name: String,
+    /// Its address on the link (IPv4).
+    address: String,
+}
+
+/// `emu pair --json`'s first line, once the namespaces are up: where to run programs.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct PairReady {
+    schema_version: u32,
+    /// The first namespace (`there` starts in it), then the second.
+    namespaces: [Namespace; 2],
+}
+
+/// `emu pair --json`'s last line: what each way of the link did.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct PairReport {
+    /// As in the first line.
+    namespaces: [Namespace; 2],
+    /// From the first namespace to the second.
+    there: Direction,
+    /// From the second back to the first.
+    back: Direction,
+}
+
+/// One way of `emu pair`'s link: its fabric's and its link model's counters.
+#[derive(Serialize, schemars::JsonSchema)]
+pub(crate) struct Direction {
+    /// Datagrams read from the sending namespace.
+    received: u64,
+    /// Datagrams handed to the receiving namespace.
+    delivered: u64,
+    /// Bytes handed to the receiving namespace (whole IP packets).
+    delivered_bytes: u64,
+    /// Dropped by the loss model.
+    lost: u64,
+    /// Dropped at the queue's limit (or by a token bucket smaller than the packet).
+    dropped_queue: u64,
+    /// Dropped because the emulator held as many datagrams as it may.
+    overflow: u64,
+    /// Addressed where no path leads (IPv6, IGMP, …): dropped.
+    unroutable: u64,
+    /// Writes into the receiving namespace that failed.
+    send_errors: u64,
+    /// The longest a packet waited in the link's queue, µs.
+    max_queue_delay_us: metronome_time::Micros,
+    /// How late packets were handed over against the link model's time, µs.
+    lateness: metronome_time::Summary,
+}
+
+impl Direction {
+    fn of(s: &metronome_emu::fabric::FabricStats) -> Direction {
+        let link = s.links.first().cloned().unwrap_or_default();
+        Direction {
+            received: s.received,
+            delivered: s.delivered,
+            delivered_bytes: link.bytes_delivered,
+            lost: link.lost,
+            dropped_queue: link.dropped_queue,
+            overflow: s.overflow,
+            unroutable: s.unroutable,
+            send_errors: s.send_errors,
+            max_queue_delay_us: metronome_time::Micros::from(link.max_queue_delay),
+            lateness: s.lateness.summary(),
+        }
+    }
 }
 
 #[derive(Serialize, schemars::JsonSchema)]

@@ -164,6 +164,16 @@ pub(crate) const DOCUMENTS: &[(&str, &str, Schema)] = &[
         "metronome emu relay --json: a UDP relay through the link model",
         document::<crate::emu::RelayReport>,
     ),
+    (
+        "emu-pair-ready",
+        "metronome emu pair --json: the first line, once its namespaces are up",
+        line::<crate::emu::PairReady>,
+    ),
+    (
+        "emu-pair",
+        "metronome emu pair --json: the last line, what each way of the link did",
+        document::<crate::emu::PairReport>,
+    ),
 ];
 
 /// The name `metronome schema` gives the control API's OpenAPI description.

@@ -172,6 +172,47 @@ fn namespaces_are_removed_when_a_run_is_interrupted_or_killed() {
     assert!(!listed.contains("-next-"), "{listed}");
 }
 
+/// `emu pair --json`: JSON alone on stdout, a line once the namespaces are up (where to run
+/// programs), a line at the end (what each way carried), each valid against its schema.
+#[test]
+fn emu_pair_json_says_where_to_run_programs_then_what_each_way_carried() {
+    use std::io::{BufRead, Read};
+    let mut child = bin()
+        .args(["emu", "pair", "--json", "--name", "json", "--duration", "3"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let pair = Pair(child);
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    let ready: serde_json::Value = serde_json::from_str(&line).expect("a JSON line first");
+    common::assert_valid(&ready, "emu-pair-ready");
+    let (a, to) = (&ready["namespaces"][0], &ready["namespaces"][1]["address"]);
+    let (a, to) = (a["name"].as_str().unwrap(), to.as_str().unwrap());
+    assert!(namespaces().contains(a), "{ready}");
+    // Five datagrams from the first namespace to the second (bash's /dev/udp).
+    for _ in 0..5 {
+        let sent = std::process::Command::new("ip")
+            .args(["netns", "exec", a, "bash", "-c"])
+            .arg(format!("echo x > /dev/udp/{to}/9"))
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+    let mut rest = String::new();
+    out.read_to_string(&mut rest).unwrap();
+    drop(pair);
+    let lines: Vec<&str> = rest.lines().collect();
+    assert_eq!(lines.len(), 1, "one line at the end: {rest}");
+    let end: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_one_vocabulary(&end);
+    assert_eq!(end["namespaces"], ready["namespaces"]);
+    assert!(end["there"]["delivered"].as_u64().unwrap() >= 5, "{end}");
+    assert!(!namespaces().contains(a), "left behind: {a}");
+}
+
 #[test]
 fn bench_emu_reports_both_cases_side_by_side() {
     let out = bin()
