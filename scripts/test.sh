@@ -52,12 +52,27 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 # Licenses, a second version of a crate, sources, RustSec advisories: deny.toml says which.
 scripts/deny.sh
 log=$(mktemp)
+fuzz_log=$(mktemp)
 # The tests' scratch files go to a directory of this run's own (TMPDIR), open to all like /tmp
 # (VLC runs as nobody), removed at the end: a test that leaves files behind fails the suite,
 # because a machine that runs it often would fill its disk.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/metronome-suite.XXXXXX")
 chmod 1777 "$scratch"
-trap 'rm -f "$log"; rm -rf "$scratch"' EXIT
+fuzz_build=
+trap '[ -n "$fuzz_build" ] && kill -- -"$fuzz_build" 2>/dev/null; rm -f "$log" "$fuzz_log"; rm -rf "$scratch"' EXIT
+target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null | jq -r .target_directory) || target_dir=target
+# Every test binary first (the fuzz runner, target/debug/fuzz, among them).
+cargo test --workspace --no-run
+# The fuzzers' harness is built while the tests run: AFL++ instruments every crate, so it is the
+# whole dependency graph again (crates/fuzz, Cargo.toml's `fuzz` profile), and most tests wait on
+# real time and real peers. At the lowest priority, in a session of its own (so the EXIT trap
+# can stop all of it), it takes only what the tests leave. cargo-afl builds its own AFL++ once
+# (make and a C compiler).
+setsid nice -n 19 bash -c "
+  command -v cargo-afl >/dev/null 2>&1 || cargo install cargo-afl --version 0.18.2 --locked
+  cargo afl config --build >/dev/null 2>&1 || true  # fails when AFL++ is already built: fine
+  '$target_dir/debug/fuzz' --build-only" >"$fuzz_log" 2>&1 &
+fuzz_build=$!
 # --no-fail-fast: a failure in one test binary must not hide the results of the others.
 status=0
 TMPDIR=$scratch cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
@@ -84,7 +99,6 @@ fi
 # tests ran. The installed binary must work from anywhere,
 # without the source tree: it runs a built-in scenario from /.
 install_root=$(mktemp -d "$scratch/install.XXXXXX")
-target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null | jq -r .target_directory) || target_dir=target
 if cargo install -q --path crates/cli --locked --debug --root "$install_root" --target-dir "$target_dir" &&
   (cd / && PATH="$install_root/bin:$PATH" metronome lab run seed001-udp --out "$install_root/lab" >"$install_root/log" 2>&1) &&
   [ -s "$install_root/lab/report.html" ]; then
@@ -97,16 +111,17 @@ fi
 rm -rf "$install_root"
 
 # Coverage-guided fuzzing of every parser that takes network or file input (crates/fuzz): AFL++
-# through afl.rs, METRONOME_FUZZ_SECS (30) per target, two at a time,
-# from the checked-in corpus.
-# cargo-afl builds its own AFL++ once (make and a C compiler).
-if ! command -v cargo-afl >/dev/null 2>&1; then
-  cargo install cargo-afl --version 0.18.2 --locked
-fi
-# Fails when AFL++ is already built for this toolchain, which is fine.
-cargo afl config --build >/dev/null 2>&1 || true
+# through afl.rs, METRONOME_FUZZ_SECS (30) per target, two at a time, from the checked-in
+# corpus, with the harness built beside the tests above.
 fuzz=0
-cargo run -q -p metronome-fuzz --bin fuzz -- --seconds "${METRONOME_FUZZ_SECS:-30}" --jobs 2 || fuzz=$?
+if wait "$fuzz_build"; then
+  "$target_dir/debug/fuzz" --seconds "${METRONOME_FUZZ_SECS:-30}" --jobs 2 || fuzz=$?
+else
+  fuzz=$?
+  echo "fuzz: the harness did not build:" >&2
+  tail -30 "$fuzz_log" >&2
+fi
+fuzz_build=
 echo "fuzz: $([ "$fuzz" = 0 ] && echo "no findings" || echo "FAILED ($fuzz)")"
 [ "$status" = 0 ] && status=$fuzz
 exit "$status"

@@ -38,6 +38,10 @@ struct Args {
     /// instead of a table
     #[arg(long)]
     json: bool,
+    /// Build the AFL++ harness and stop, fuzzing nothing (the test suite builds it beside the
+    /// tests, at low priority, and fuzzes after them)
+    #[arg(long)]
+    build_only: bool,
     /// Run one input through TARGET without AFL (to see a finding's panic): TARGET FILE
     #[arg(long, num_args = 2, value_names = ["TARGET", "FILE"])]
     replay: Option<Vec<String>>,
@@ -102,6 +106,9 @@ fn main() -> ExitCode {
         eprintln!("fuzz: {e}");
         return ExitCode::from(2);
     }
+    if args.build_only {
+        return ExitCode::SUCCESS;
+    }
     let mut reports = Vec::new();
     for batch in targets.chunks(args.jobs.max(1)) {
         let running: Vec<_> = batch
@@ -147,12 +154,13 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// `cargo afl build` of the harness, into its own target directory.
+/// `cargo afl build` of the harness, into its own target directory, in the workspace's `fuzz`
+/// profile (Cargo.toml says why).
 fn build(root: &Path, afl_dir: &Path) -> Result<(), String> {
     let status = Command::new("cargo")
         .current_dir(root)
         .env("CARGO_TARGET_DIR", afl_dir)
-        .args(["afl", "build", "--release", "-p", "metronome-fuzz"])
+        .args(["afl", "build", "--profile", "fuzz", "-p", "metronome-fuzz"])
         .args(["--features", "afl", "--bin", "fuzz-target"])
         .status()
         .map_err(|e| {
@@ -191,7 +199,7 @@ fn start(
         .arg("-o")
         .arg(&out)
         .arg("--")
-        .arg(afl_dir.join("release/fuzz-target"))
+        .arg(afl_dir.join("fuzz/fuzz-target"))
         .arg(target)
         .stdout(Stdio::from(log.try_clone().map_err(|e| e.to_string())?))
         .stderr(Stdio::from(log))
