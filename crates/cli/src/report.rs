@@ -128,38 +128,7 @@ pub(crate) fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Err
     serde_json::to_string_pretty(&rounded(&versioned(value))?)
 }
 
-/// Decimal places a float keeps in JSON: a millionth of its unit (of a µs, a bit/s, a
-/// percent, a dB), past what any figure measures, and the binary noise of sums and ratios
-/// (`0.30000000000000004`) is gone.
-pub(crate) const FLOAT_DECIMALS: i32 = 6;
-
-/// `value` as JSON, each float rounded to [`FLOAT_DECIMALS`] places (a float of a billion
-/// or more is left as it is: f64 holds few more digits).
-pub(crate) fn rounded<T: Serialize>(value: &T) -> Result<serde_json::Value, serde_json::Error> {
-    let mut v = serde_json::to_value(value)?;
-    round_floats(&mut v);
-    Ok(v)
-}
-
-fn round_floats(v: &mut serde_json::Value) {
-    use serde_json::Value;
-    match v {
-        Value::Number(n) if n.is_f64() => {
-            let x = n.as_f64().unwrap_or(0.0);
-            let scale = 10f64.powi(FLOAT_DECIMALS);
-            if x.abs() < 1e9 {
-                // `+ 0.0` makes a negative zero (a tiny negative rounded) plain 0.
-                let r = (x * scale).round() / scale + 0.0;
-                if let Some(r) = serde_json::Number::from_f64(r) {
-                    *n = r;
-                }
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(round_floats),
-        Value::Object(o) => o.values_mut().for_each(round_floats),
-        _ => {}
-    }
-}
+pub(crate) use metronome_time::json::rounded;
 
 fn versioned<T: Serialize>(value: &T) -> Versioned<'_, T> {
     Versioned {

@@ -184,6 +184,10 @@ fn the_served_description_is_valid_and_every_answer_matches_it() {
         "{records:#?}"
     );
     drop(server);
+    // Every float of every answer has six decimals at most, as in the command line's JSON.
+    for r in &records {
+        common::assert_floats_rounded(&r["body"]);
+    }
 
     let doc_file = dir.join("openapi.json");
     let x_file = dir.join("exchanges.json");

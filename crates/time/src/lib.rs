@@ -12,8 +12,10 @@
 //! - [`Bitrate`]: a rate in bit/s, and how long bytes take at it.
 //! - [`Micros`]: a duration as machine output writes one, in microseconds.
 //! - [`mix::splitmix64`]: the seed mixer every crate uses.
+//! - [`json::rounded`]: figures as Metronome's JSON writes them (six decimals at most).
 
 mod dist;
+pub mod json;
 mod micros;
 pub mod mix;
 mod ntp;

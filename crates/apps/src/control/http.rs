@@ -42,7 +42,9 @@ pub(crate) struct Response {
 impl Response {
     /// A JSON response.
     pub(crate) fn json(status: u16, value: &impl serde::Serialize) -> Self {
-        let mut body = serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec());
+        // Floats with six decimals at most, as every JSON document of Metronome's.
+        let body = metronome_time::json::rounded(value).and_then(|v| serde_json::to_vec(&v));
+        let mut body = body.unwrap_or_else(|_| b"{}".to_vec());
         body.push(b'\n');
         Response {
             status,

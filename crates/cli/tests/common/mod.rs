@@ -564,9 +564,9 @@ pub(crate) fn assert_one_vocabulary(v: &serde_json::Value) -> Vec<String> {
     assert_durations_in_us(v)
 }
 
-/// Every float below a billion has at most six decimals (`report::FLOAT_DECIMALS`): no
+/// Every float below a billion has at most six decimals (`metronome_time::json::FLOAT_DECIMALS`): no
 /// binary noise such as `0.30000000000000004`.
-fn assert_floats_rounded(v: &serde_json::Value) {
+pub(crate) fn assert_floats_rounded(v: &serde_json::Value) {
     match v {
         serde_json::Value::Number(n) if n.is_f64() => {
             let x = n.as_f64().unwrap();
