@@ -77,13 +77,39 @@ impl SenderSession {
         }
         self.follow_controller(now);
         if heard {
+            let media = self.media_share(now);
             self.s.rate_reports += 1;
-            self.s.reported_rate = Some(self.rate);
+            self.s.reported_rate = Some(media);
             self.push_event(SessionEvent::RateReported {
                 at: now,
                 rate: self.rate,
+                media,
             });
         }
+    }
+
+    /// What the media may take of the controller's target as a report hands it to the
+    /// source. Where packets leave at the controller's rate, all of it: a repair takes a
+    /// packet's time at the rate there (`at_rate.rs`). Elsewhere (GCC, constant-rate TS), the
+    /// target less the rate that retransmissions and FEC took since the report before (with
+    /// their IPv4 and UDP headers): RFC 4588 §7 has retransmissions obey the stream's
+    /// congestion control, so the media gives them room instead of adding them on top.
+    fn media_share(&mut self, now: Timestamp) -> Bitrate {
+        let resend = self.repair_stats().map_or((0, 0), |r| (r.packets, r.bytes));
+        let fec = self
+            .fec_stats()
+            .map_or((0, 0), |f| (f.rows + f.columns, f.bytes));
+        let wire = (resend.0 + fec.0) * metronome_time::IPV4_UDP_OVERHEAD as u64 + resend.1 + fec.1;
+        let (since, before) = self
+            .overhead_at_report
+            .replace((now, wire))
+            .unwrap_or((self.epoch, 0));
+        let span = now.saturating_since(since).as_secs_f64();
+        if self.at_rate.is_some() || span <= 0.0 {
+            return self.rate;
+        }
+        let took = (wire.saturating_sub(before) * 8) as f64 / span;
+        Bitrate::bps(self.rate.as_bps().saturating_sub(took.round() as u64))
     }
 
     fn feedback(&self, ssrc: Ssrc) -> Option<Feedback> {
@@ -172,8 +198,10 @@ impl SenderSession {
         self.s.rate_reports
     }
 
-    /// The target rate right after the last of [`SenderSession::rate_reports`] (not moved by
-    /// the controller's timer since), on the wire.
+    /// The rate the media may take right after the last of [`SenderSession::rate_reports`]
+    /// (the target then, not moved by the controller's timer since, less what repairs took
+    /// where packets do not leave at the rate: [`SessionEvent::RateReported`]'s `media`), on
+    /// the wire.
     pub fn reported_rate(&self) -> Option<Bitrate> {
         self.s.reported_rate
     }

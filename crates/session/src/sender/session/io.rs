@@ -211,6 +211,10 @@ pub enum SessionEvent {
         at: Timestamp,
         /// The target rate after the report, on the wire.
         rate: Bitrate,
+        /// What of it the media may take, on the wire: all of it where packets leave at the
+        /// controller's rate, else the target less what retransmissions and FEC took since the
+        /// report before. A source that averages the rate it hears is given this.
+        media: Bitrate,
     },
     /// What the RTCP side heard: receivers, their reports, rate control feedback.
     Receiver(SenderEvent),

@@ -91,6 +91,10 @@ pub struct SenderSession {
     fec: Option<Box<crate::repair::FecEncoder>>,
     /// Packets leave at the controller's rate ([`SenderSession::sending_at_rate`]).
     at_rate: Option<super::at_rate::AtRate>,
+    /// When the stream's RTP timestamps count from.
+    epoch: Timestamp,
+    /// At the last rate report: when, and the wire bytes retransmissions and FEC had taken.
+    overhead_at_report: Option<(Timestamp, u64)>,
 }
 
 #[derive(Default)]
@@ -104,7 +108,7 @@ struct Counts {
     rate_changes: u64,
     /// RTCP compounds with a report the rate controller computes its rate from.
     rate_reports: u64,
-    /// The target rate after the last of them.
+    /// The media's share of the target after the last of them.
     reported_rate: Option<Bitrate>,
     events_dropped: u64,
 }
@@ -143,6 +147,8 @@ impl SenderSession {
             repair: None,
             fec: None,
             at_rate: None,
+            epoch,
+            overhead_at_report: None,
         }
     }
 

@@ -4,10 +4,21 @@ use super::*;
 
 /// A controller that halves its rate on every report with loss and when its no-feedback timer
 /// fires, and records what it heard.
-struct Halving {
+pub(super) struct Halving {
     rate: Bitrate,
     heard: Arc<Mutex<Vec<Feedback>>>,
     no_feedback: Option<Timestamp>,
+}
+
+impl Halving {
+    /// At `rate`, which reports without loss keep, with no timer.
+    pub(super) fn steady(rate: Bitrate) -> Self {
+        Halving {
+            rate,
+            heard: Arc::default(),
+            no_feedback: None,
+        }
+    }
 }
 
 impl RateController for Halving {
@@ -83,7 +94,8 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
             },
             SessionEvent::RateReported {
                 at: ms(50),
-                rate: Bitrate::mbps(4)
+                rate: Bitrate::mbps(4),
+                media: Bitrate::mbps(4)
             }
         ]
     );
@@ -110,7 +122,8 @@ fn receiver_reports_reach_the_rate_controller_and_the_session_follows_its_rate()
         rate_events(&mut s),
         [SessionEvent::RateReported {
             at: ms(70),
-            rate: Bitrate::mbps(6)
+            rate: Bitrate::mbps(6),
+            media: Bitrate::mbps(6)
         }]
     );
     assert_eq!((s.stats().rate_changes, s.rate_reports()), (2, 2));
@@ -156,7 +169,7 @@ fn a_fixed_rate_hears_reports_and_tells_the_producer_of_none() {
 }
 
 /// A receiver report from viewer 0x77 with `block`, as an RTCP compound.
-fn viewer_report(block: Block) -> Vec<u8> {
+pub(super) fn viewer_report(block: Block) -> Vec<u8> {
     let mut buf = vec![0u8; 1500];
     let n = rtcp::write_compound(
         &mut buf,

@@ -347,3 +347,43 @@ fn at_the_controllers_rate_repairs_take_their_time_from_the_stream() {
     let last = sent_at[39].as_nanos() / 1_000_000;
     assert!((429..=431).contains(&last), "the last left at {last} ms");
 }
+
+/// Where packets do not leave at the controller's rate (GCC, constant-rate TS), a report hands
+/// the media the target less what retransmissions took since the report before, headers
+/// included (RFC 4588 §7): media and repairs together keep to the target.
+#[test]
+fn off_the_controllers_rate_the_media_leaves_repairs_room_in_the_target() {
+    let cc = super::feedback::Halving::steady(Bitrate::mbps(5));
+    let mut s = SenderSession::new(config(LatePolicy::CATCH_UP), Timestamp::ZERO, Box::new(cc))
+        .with_repair(repair_config(false));
+    keep_packets(&mut s, 0..200);
+    let report = super::feedback::viewer_report(Block {
+        ssrc: Ssrc(0xabc),
+        fraction_lost: 0,
+        cumulative_lost: 0,
+        extended_highest_seq: 100,
+        jitter: 900,
+        lsr: 0,
+        dlsr: 0,
+    });
+    // No repair yet: the whole target.
+    rtcp_in(&mut s, ms(400), &report);
+    assert_eq!(s.reported_rate(), Some(Bitrate::mbps(5)));
+    // Eight retransmissions (1 252 bytes, 1 280 on the wire) in the next second.
+    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 150, 8, 1));
+    let mut buf = [0u8; 1500];
+    let sent = std::iter::from_fn(|| s.poll_repair(ms(400), ms(400), &mut buf)).count();
+    assert_eq!(sent, 8);
+    while s.poll_event().is_some() {}
+    rtcp_in(&mut s, ms(1400), &report);
+    let media = Bitrate::bps(5_000_000 - 8 * 1280 * 8);
+    assert_eq!(s.reported_rate(), Some(media));
+    let reported = std::iter::from_fn(|| s.poll_event()).find_map(|e| match e {
+        SessionEvent::RateReported { rate, media, .. } => Some((rate, media)),
+        _ => None,
+    });
+    assert_eq!(reported, Some((Bitrate::mbps(5), media)));
+    // Nothing repaired since: the whole target again.
+    rtcp_in(&mut s, ms(2400), &report);
+    assert_eq!(s.reported_rate(), Some(Bitrate::mbps(5)));
+}

@@ -463,10 +463,10 @@ impl RtpFlow {
                     self.follow_change(now, rate);
                     self.rate_trace.push((now, rate.as_bps()));
                 }
-                SessionEvent::RateReported { rate, .. } => {
+                SessionEvent::RateReported { media, .. } => {
                     // In the source's units, as a change is converted (not kept within the
                     // source's range: a VBR controller caps the mean it takes).
-                    let own = rate.as_bps() as f64 * self.source.source_per_wire();
+                    let own = media.as_bps() as f64 * self.source.source_per_wire();
                     self.source.note_queue(self.sender.queued_due(now));
                     self.source.rate_reported(own.round() as u64);
                 }
