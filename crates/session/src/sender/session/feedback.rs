@@ -8,6 +8,12 @@ use metronome_cc::Feedback;
 use metronome_time::{Bitrate, Micros, NtpTime, Timestamp};
 use metronome_wire::{SeqNo, Ssrc};
 use std::net::SocketAddr;
+use std::time::Duration;
+
+/// The shortest time over which the rate of repairs is measured for the media's share of the
+/// target ([`SenderSession::media_share`]): RTCP's reports come at intervals of a second or
+/// so, but in bursts too (a group's, NACKs after a loss).
+const REPAIR_RATE_SPAN: Duration = Duration::from_millis(500);
 
 impl SenderSession {
     pub(super) fn handle_rtcp(
@@ -91,25 +97,29 @@ impl SenderSession {
     /// What the media may take of the controller's target as a report hands it to the
     /// source. Where packets leave at the controller's rate, all of it: a repair takes a
     /// packet's time at the rate there (`at_rate.rs`). Elsewhere (GCC, constant-rate TS), the
-    /// target less the rate that retransmissions and FEC took since the report before (with
-    /// their IPv4 and UDP headers): RFC 4588 §7 has retransmissions obey the stream's
-    /// congestion control, so the media gives them room instead of adding them on top.
+    /// target less the rate that retransmissions and FEC took (with their IPv4 and UDP
+    /// headers): RFC 4588 §7 has retransmissions obey the stream's congestion control, so the
+    /// media gives them room instead of adding them on top. That rate is measured over at
+    /// least [`REPAIR_RATE_SPAN`] (reports closer together reuse the last measure), so a burst
+    /// of compounds with a repair between them does not read as a rate of megabits.
     fn media_share(&mut self, now: Timestamp) -> Bitrate {
         let resend = self.repair_stats().map_or((0, 0), |r| (r.packets, r.bytes));
         let fec = self
             .fec_stats()
             .map_or((0, 0), |f| (f.rows + f.columns, f.bytes));
-        let wire = (resend.0 + fec.0) * metronome_time::IPV4_UDP_OVERHEAD as u64 + resend.1 + fec.1;
-        let (since, before) = self
-            .overhead_at_report
-            .replace((now, wire))
-            .unwrap_or((self.epoch, 0));
-        let span = now.saturating_since(since).as_secs_f64();
-        if self.at_rate.is_some() || span <= 0.0 {
+        let header = metronome_time::IPV4_UDP_OVERHEAD as u64;
+        let wire = (resend.0 + fec.0) * header + resend.1 + fec.1;
+        let (since, before) = self.overhead_since;
+        let span = now.saturating_since(since);
+        if span >= REPAIR_RATE_SPAN {
+            let took = (wire.saturating_sub(before) * 8) as f64 / span.as_secs_f64();
+            self.overhead_bps = took.round() as u64;
+            self.overhead_since = (now, wire);
+        }
+        if self.at_rate.is_some() {
             return self.rate;
         }
-        let took = (wire.saturating_sub(before) * 8) as f64 / span;
-        Bitrate::bps(self.rate.as_bps().saturating_sub(took.round() as u64))
+        Bitrate::bps(self.rate.as_bps().saturating_sub(self.overhead_bps))
     }
 
     fn feedback(&self, ssrc: Ssrc) -> Option<Feedback> {
@@ -199,9 +209,9 @@ impl SenderSession {
     }
 
     /// The rate the media may take right after the last of [`SenderSession::rate_reports`]
-    /// (the target then, not moved by the controller's timer since, less what repairs took
-    /// where packets do not leave at the rate: [`SessionEvent::RateReported`]'s `media`), on
-    /// the wire.
+    /// (the target then, not moved by the controller's timer since, less the rate repairs
+    /// took where packets do not leave at the rate: [`SessionEvent::RateReported`]'s
+    /// `media`), on the wire.
     pub fn reported_rate(&self) -> Option<Bitrate> {
         self.s.reported_rate
     }

@@ -212,8 +212,9 @@ pub enum SessionEvent {
         /// The target rate after the report, on the wire.
         rate: Bitrate,
         /// What of it the media may take, on the wire: all of it where packets leave at the
-        /// controller's rate, else the target less what retransmissions and FEC took since the
-        /// report before. A source that averages the rate it hears is given this.
+        /// controller's rate, else the target less the rate retransmissions and FEC took
+        /// (measured over half a second at least). A source that averages the rate it hears
+        /// is given this.
         media: Bitrate,
     },
     /// What the RTCP side heard: receivers, their reports, rate control feedback.

@@ -91,10 +91,11 @@ pub struct SenderSession {
     fec: Option<Box<crate::repair::FecEncoder>>,
     /// Packets leave at the controller's rate ([`SenderSession::sending_at_rate`]).
     at_rate: Option<super::at_rate::AtRate>,
-    /// When the stream's RTP timestamps count from.
-    epoch: Timestamp,
-    /// At the last rate report: when, and the wire bytes retransmissions and FEC had taken.
-    overhead_at_report: Option<(Timestamp, u64)>,
+    /// Since when the rate of retransmissions and FEC is measured, and the wire bytes they
+    /// had taken then (`feedback.rs`'s `media_share`).
+    overhead_since: (Timestamp, u64),
+    /// That rate as last measured, bit/s.
+    overhead_bps: u64,
 }
 
 #[derive(Default)]
@@ -147,8 +148,8 @@ impl SenderSession {
             repair: None,
             fec: None,
             at_rate: None,
-            epoch,
-            overhead_at_report: None,
+            overhead_since: (epoch, 0),
+            overhead_bps: 0,
         }
     }
 

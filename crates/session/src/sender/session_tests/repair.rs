@@ -349,8 +349,8 @@ fn at_the_controllers_rate_repairs_take_their_time_from_the_stream() {
 }
 
 /// Where packets do not leave at the controller's rate (GCC, constant-rate TS), a report hands
-/// the media the target less what retransmissions took since the report before, headers
-/// included (RFC 4588 §7): media and repairs together keep to the target.
+/// the media the target less what retransmissions took, headers included (RFC 4588 §7), over
+/// half a second at least: media and repairs together keep to the target.
 #[test]
 fn off_the_controllers_rate_the_media_leaves_repairs_room_in_the_target() {
     let cc = super::feedback::Halving::steady(Bitrate::mbps(5));
@@ -367,15 +367,15 @@ fn off_the_controllers_rate_the_media_leaves_repairs_room_in_the_target() {
         dlsr: 0,
     });
     // No repair yet: the whole target.
-    rtcp_in(&mut s, ms(400), &report);
+    rtcp_in(&mut s, ms(500), &report);
     assert_eq!(s.reported_rate(), Some(Bitrate::mbps(5)));
     // Eight retransmissions (1 252 bytes, 1 280 on the wire) in the next second.
-    rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 150, 8, 1));
+    rtcp_in(&mut s, ms(500), &nack_compound(0x77, 0xabc, 180, 8, 1));
     let mut buf = [0u8; 1500];
-    let sent = std::iter::from_fn(|| s.poll_repair(ms(400), ms(400), &mut buf)).count();
+    let sent = std::iter::from_fn(|| s.poll_repair(ms(500), ms(500), &mut buf)).count();
     assert_eq!(sent, 8);
     while s.poll_event().is_some() {}
-    rtcp_in(&mut s, ms(1400), &report);
+    rtcp_in(&mut s, ms(1500), &report);
     let media = Bitrate::bps(5_000_000 - 8 * 1280 * 8);
     assert_eq!(s.reported_rate(), Some(media));
     let reported = std::iter::from_fn(|| s.poll_event()).find_map(|e| match e {
@@ -383,7 +383,14 @@ fn off_the_controllers_rate_the_media_leaves_repairs_room_in_the_target() {
         _ => None,
     });
     assert_eq!(reported, Some((Bitrate::mbps(5), media)));
-    // Nothing repaired since: the whole target again.
-    rtcp_in(&mut s, ms(2400), &report);
-    assert_eq!(s.reported_rate(), Some(Bitrate::mbps(5)));
+    // A report 10 ms later, a repair between: the rate measured over the second stands (10
+    // ms would make 1 Mbit/s of the one repair).
+    keep_packets(&mut s, 700..752);
+    rtcp_in(&mut s, ms(1505), &nack_compound(0x77, 0xabc, 740, 1, 1));
+    assert!(s.poll_repair(ms(1505), ms(1505), &mut buf).is_some());
+    rtcp_in(&mut s, ms(1510), &report);
+    assert_eq!(s.reported_rate(), Some(media));
+    // Over the next second, that one repair alone.
+    rtcp_in(&mut s, ms(2500), &report);
+    assert_eq!(s.reported_rate(), Some(Bitrate::bps(5_000_000 - 1280 * 8)));
 }
