@@ -12,6 +12,7 @@
 
 use metronome_link::report::FlowReport;
 use metronome_link::topology::Topology;
+use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -67,7 +68,8 @@ pub struct SharedBottleneck {
 
 impl Fairness {
     /// The flows that shared each bottleneck: for each link (`links` in the topology's link
-    /// order) that dropped from its queue or was [`BUSY`] over the `run_ns` the point ran,
+    /// order) that dropped from its queue or was [`BUSY`] while the flows crossing it sent
+    /// (the `run_ns` the point ran if none says),
     /// the flows (two or more) whose way to a receiver crosses it (`topology`'s routes).
     /// Links crossed by the same flows make one group.
     pub fn per_bottleneck(
@@ -79,7 +81,7 @@ impl Fairness {
         let crossed: Vec<BTreeSet<usize>> = flows.iter().map(|f| crossed(f, topology)).collect();
         let mut groups: Vec<(Vec<usize>, Vec<String>)> = Vec::new();
         for (i, l) in links.iter().enumerate() {
-            if !busy(l, i, topology, run_ns) {
+            if !busy(l, i, topology, active_ns(flows, &crossed, i, run_ns)) {
                 continue;
             }
             let members: Vec<usize> = (0..flows.len())
@@ -143,8 +145,29 @@ fn crossed(f: &FlowReport, topology: &Topology) -> BTreeSet<usize> {
         .collect()
 }
 
-/// Whether link `i` (`l`) was a bottleneck over `run_ns`: it dropped from its queue, or
-/// carried [`BUSY`] of its rate.
+/// How long the flows that cross link `i` (`crossed`: each flow's links) sent: from the first
+/// one's start to the last one's end, not the drain after them nor the time before them;
+/// `run_ns` if none crosses it.
+fn active_ns(flows: &[FlowReport], crossed: &[BTreeSet<usize>], i: usize, run_ns: u64) -> u64 {
+    let spans = flows
+        .iter()
+        .zip(crossed)
+        .filter(|(_, c)| c.contains(&i))
+        .map(|(f, _)| (f.start_us, f.start_us + f.duration_us));
+    let (start, end) = spans.fold((None, None), |(s, e), (a, b)| {
+        (
+            Some(s.map_or(a, |s: Micros| s.min(a))),
+            Some(e.map_or(b, |e: Micros| e.max(b))),
+        )
+    });
+    match (start, end) {
+        (Some(s), Some(e)) if e > s => (e - s).as_nanos_u64(),
+        _ => run_ns,
+    }
+}
+
+/// Whether link `i` (`l`) was a bottleneck over the `run_ns` its flows sent: it dropped from
+/// its queue, or carried [`BUSY`] of its rate.
 fn busy(l: &LinkLoad, i: usize, topology: &Topology, run_ns: u64) -> bool {
     let carried = l.bytes_delivered as f64 * 8.0 / (run_ns.max(1) as f64 / 1e9);
     let rate = topology

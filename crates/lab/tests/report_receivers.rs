@@ -120,6 +120,60 @@ to = "v2"
 rate = "6mbit"
 "#;
 
+/// Two flows of 4.5 Mbit/s into one 10 Mbit/s link for 2 s, then a 2 s drain.
+const NEARLY_FULL: &str = r#"name = "nearly-full"
+seed = 1
+duration = "2s"
+drain = "2s"
+
+[links.lan]
+rate = "1gbit"
+
+[links.edge]
+rate = "10mbit"
+delay = "5ms"
+
+[topology]
+shape = "star"
+center = "switch"
+leaves = [
+  { node = "server", link = "lan" },
+  { node = "v1", link = "edge" },
+]
+
+[[flow]]
+name = "c1"
+kind = "udp"
+from = "server"
+to = "v1"
+rate = "4.5mbit"
+
+[[flow]]
+name = "c2"
+kind = "udp"
+from = "server"
+to = "v1"
+rate = "4.5mbit"
+"#;
+
+/// A link is busy by what it carried while its flows sent, not over the drain after them:
+/// 9 Mbit/s (with headers, more) into 10 is a shared bottleneck, though over the run and its
+/// drain it carried less than [`metronome_lab::fairness::BUSY`] of its rate.
+#[test]
+fn a_link_is_judged_busy_while_its_flows_send_not_over_the_drain() {
+    let file = ScenarioFile::parse(NEARLY_FULL, "nearly-full.toml").unwrap();
+    let dir = TempDir::new("lab-report-nearly-full");
+    let s = run(&file, &RunOptions::new(dir.join("run"))).unwrap();
+    let p = &s.points[0];
+    let groups: Vec<Vec<&str>> = p
+        .bottlenecks
+        .iter()
+        .map(|g| g.links.iter().map(String::as_str).collect())
+        .collect();
+    assert_eq!(groups, [vec!["switch→v1"]], "{p:?}");
+    assert!(p.bottlenecks[0].fairness.jain_index > 0.99, "{p:?}");
+}
+
 #[test]
 fn flows_are_judged_for_fairness_per_bottleneck_they_share() {
     let file = ScenarioFile::parse(TWO_BOTTLENECKS, "two.toml").unwrap();
