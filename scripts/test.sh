@@ -59,19 +59,21 @@ fuzz_log=$(mktemp)
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/metronome-suite.XXXXXX")
 chmod 1777 "$scratch"
 fuzz_build=
-trap '[ -n "$fuzz_build" ] && kill -- -"$fuzz_build" 2>/dev/null; rm -f "$log" "$fuzz_log"; rm -rf "$scratch"' EXIT
+trap '[ -n "$fuzz_build" ] && { kill -- -"$fuzz_build" 2>/dev/null || true; }; rm -f "$log" "$fuzz_log"; rm -rf "$scratch"' EXIT
 target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null | jq -r .target_directory) || target_dir=target
 # Every test binary first (the fuzz runner, target/debug/fuzz, among them).
 cargo test --workspace --no-run
 # The fuzzers' harness is built while the tests run: AFL++ instruments every crate, so it is the
 # whole dependency graph again (crates/fuzz, Cargo.toml's `fuzz` profile), and most tests wait on
 # real time and real peers. At the lowest priority, in a session of its own (so the EXIT trap
-# can stop all of it), it takes only what the tests leave. cargo-afl builds its own AFL++ once
-# (make and a C compiler).
-setsid nice -n 19 bash -c "
+# can stop all of it), it takes only what the tests leave: a new session is a new scheduler
+# autogroup, whose own nice value (0) would otherwise weigh it as much as all the tests, so it
+# is set to 19 too. cargo-afl builds its own AFL++ once (make and a C compiler).
+setsid nice -n 19 bash -c '
+  echo 19 >/proc/self/autogroup 2>/dev/null || true
   command -v cargo-afl >/dev/null 2>&1 || cargo install cargo-afl --version 0.18.2 --locked
   cargo afl config --build >/dev/null 2>&1 || true  # fails when AFL++ is already built: fine
-  '$target_dir/debug/fuzz' --build-only" >"$fuzz_log" 2>&1 &
+  "$1/debug/fuzz" --build-only' fuzz-build "$target_dir" >"$fuzz_log" 2>&1 &
 fuzz_build=$!
 # --no-fail-fast: a failure in one test binary must not hide the results of the others.
 status=0
