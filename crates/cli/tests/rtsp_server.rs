@@ -275,6 +275,29 @@ fn multicast_clients_share_the_mount_group() {
     server.stop();
 }
 
+/// A mount that repairs and has a group announces, in its DESCRIBE, that its group stream
+/// tells viewers which losses it is repairing (RFC 6642's TLLEI); one without a group does not.
+#[test]
+fn a_repairing_mount_with_a_group_announces_its_tllei() {
+    let group = "rtp://239.255.42.9:5174?ttl=1&iface=127.0.0.1";
+    let server = RtspServer::start(&[
+        "--stream",
+        &format!("name=m,multicast={group},repair=rtx,size=160x120,fps=10"),
+        "--stream",
+        "name=u,repair=rtx,size=160x120,fps=10",
+    ]);
+    for (mount, tllei) in [("m", true), ("u", false)] {
+        let mut c = Client::connect(&server, mount);
+        let url = c.url.clone();
+        let r = c.req("DESCRIBE", &url, &[("Accept", "application/sdp")]);
+        assert_eq!(r.status, 200, "{r:?}");
+        let sdp = String::from_utf8(r.body).unwrap();
+        assert!(sdp.contains("a=rtcp-fb:33 nack\r\n"), "{sdp}");
+        assert_eq!(sdp.contains("a=rtcp-fb:33 nack tllei\r\n"), tllei, "{sdp}");
+    }
+    server.stop();
+}
+
 #[test]
 fn many_clients_at_once_each_get_their_stream() {
     let file = ts_file();

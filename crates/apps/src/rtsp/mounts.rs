@@ -213,8 +213,12 @@ impl Mounts {
         let mut s = SessionDescription::rtsp_mp2t(local.ip(), session_id_of(name), name, range);
         s.media[0].bitrate_kbps = m.spec.bitrate.map(|b| b.div_ceil(1000));
         s.media[0].crypto = crypto_of(&m.spec);
-        // No `a=ssrc`: each RTSP session's stream has its own, given in SETUP's answer.
-        s.media[0].retransmission = retransmission_of(&m.spec);
+        // No `a=ssrc`: each RTSP session's stream has its own, given in SETUP's answer. A
+        // mount's group stream tells its viewers which losses it is repairing (RFC 6642 §5).
+        s.media[0].retransmission = retransmission_of(&m.spec).map(|r| Retransmission {
+            tllei: m.multicast.is_some(),
+            ..r
+        });
         Some(s.to_sdp())
     }
 }
