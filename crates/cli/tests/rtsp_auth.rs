@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::{bin, gst_ran_to_eos, require, run, tmp_dir, Outcome, RtspServer};
+use common::{bin, gst_ran_to_eos, passwd, require, run, tmp_dir, Outcome, RtspServer};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
@@ -22,29 +22,6 @@ use std::time::Duration;
 const LIMIT: Duration = Duration::from_secs(20);
 /// A small test source, quick to decode on a busy two-core machine.
 const STREAM: &str = "bitrate = \"1mbit\"\nsize = \"320x240\"\nfps = 25\n";
-
-/// `metronome passwd NAME` with the password on stdin: the user's TOML table.
-fn passwd(name: &str, password: &str, mounts: &[&str]) -> String {
-    let mut cmd = bin();
-    cmd.arg("passwd").arg(name);
-    for m in mounts {
-        cmd.args(["--mount", m]);
-    }
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 /// Mounts `cam1` (alice only) and `lobby` (public); bob may play only the lobby.
 fn config(dir: &Path) -> String {

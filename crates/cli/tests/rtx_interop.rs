@@ -18,7 +18,7 @@
 mod common;
 
 use common::{
-    bin, continuity_gaps, lossy_relay, port_pair, require, tmp_dir, wait_udp_bound, Running,
+    bin, continuity_gaps, lossy_relay, port_pair, require, run, tmp_dir, wait_udp_bound, Running,
 };
 use serde_json::Value;
 use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
@@ -232,4 +232,131 @@ fn metronome_recovers_lost_packets_from_gstreamers_retransmissions() {
     let useful = repair["rtx_useful"].as_u64().unwrap_or(0);
     assert!(useful * 5 >= lost * 4, "{said}");
     assert_eq!(repair["rtx_malformed"].as_u64(), Some(0), "{said}");
+}
+
+/// An `emu pair` run, interrupted (so that it removes its namespaces) however the test ends.
+struct Pair(Option<Running>);
+
+impl Pair {
+    /// Two namespaces joined by a link of 10 ms and `loss` each way, for at most 40 s: the
+    /// pair, and the first namespace's name and address, then the second's.
+    fn start(name: &str, loss: &str) -> (Pair, [(String, String); 2]) {
+        let mut pair =
+            Running::spawn(bin().args(["emu", "pair", "--json", "--name", name]).args([
+                "--loss",
+                loss,
+                "--delay",
+                "10ms",
+                "--duration",
+                "40",
+            ]));
+        pair.wait_for("\"namespaces\"", Duration::from_secs(10));
+        let ready: Value = serde_json::from_str(&pair.seen()[0]).expect("emu pair's first line");
+        let ns = |i: usize| {
+            let n = &ready["namespaces"][i];
+            (
+                n["name"].as_str().unwrap().to_string(),
+                n["address"].as_str().unwrap().to_string(),
+            )
+        };
+        let names = [ns(0), ns(1)];
+        (Pair(Some(pair)), names)
+    }
+
+    /// Stops it; its last line (what each way carried and lost).
+    fn finish(mut self) -> Value {
+        let pair = self.0.take().unwrap();
+        pair.interrupt();
+        let out = pair.finish_within(Duration::from_secs(15));
+        let last = out.stdout.lines().last().unwrap_or_default().to_string();
+        serde_json::from_str(&last).unwrap_or_else(|_| panic!("emu pair: {}", out.report()))
+    }
+}
+
+impl Drop for Pair {
+    fn drop(&mut self) {
+        if let Some(pair) = self.0.take() {
+            pair.interrupt();
+            let _ = pair.finish_within(Duration::from_secs(15));
+        }
+    }
+}
+
+/// What a user does: GStreamer's `rtspsrc` (do-retransmission, its default) plays a mount
+/// with `repair = "rtx"` from a server across a lossy network (two namespaces joined by the
+/// emulator, 3 % loss each way; beyond loopback, so the server asks for a password), and
+/// repairs what the network lost from the server's retransmissions: it set RTX up from the
+/// DESCRIBE's SDP alone.
+#[test]
+fn rtspsrc_recovers_lost_packets_from_a_repairing_mount_across_a_lossy_network() {
+    require("gst-launch-1.0", "gstreamer1.0-tools");
+    let dir = tmp_dir("rtsp-rtx");
+    let user = common::passwd("alice", "open sesame", &[]);
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[stream]]\nname = \"cam\"\nrepair = \"rtx\"\nplayout_delay = \"400ms\"\n\
+             bitrate = \"1mbit\"\nsize = \"320x240\"\nfps = 25\n[rtsp_auth]\n{user}"
+        ),
+    )
+    .unwrap();
+    let (pair, [(server_ns, server_addr), (viewer_ns, _)]) = Pair::start("rtsprtx", "3%");
+    let serve = Running::spawn(
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &server_ns])
+            .arg(env!("CARGO_BIN_EXE_metronome"))
+            .args(["serve", "--json", "--duration", "16", "--send-cost", "5us"])
+            .args(["--rtsp", &format!("{server_addr}:8554"), "--config"])
+            .arg(&config),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let ts = dir.path().join("out.ts");
+    let gst = run(
+        std::process::Command::new("ip")
+            .args(["netns", "exec", &viewer_ns])
+            .args([
+                "timeout",
+                "-s",
+                "INT",
+                "-k",
+                "5",
+                "12",
+                "gst-launch-1.0",
+                "-e",
+            ])
+            .arg("rtspsrc")
+            .arg(format!("location=rtsp://{server_addr}:8554/cam"))
+            .args([
+                "user-id=alice",
+                "user-pw=open sesame",
+                "protocols=udp",
+                "latency=400",
+            ])
+            .args(["!", "rtpmp2tdepay", "!", "filesink"])
+            .arg(format!("location={}", ts.display())),
+        Duration::from_secs(30),
+    );
+    let serve = serve.finish_within(Duration::from_secs(30));
+    let link = pair.finish();
+    let served: Value = serde_json::from_str(&serve.stdout).expect("serve --json");
+    let repair = &served["streams"][0]["repair"];
+    let lost = link["there"]["lost"].as_u64().unwrap();
+    let bytes = std::fs::read(&ts).unwrap_or_default();
+    let gaps = continuity_gaps(&bytes);
+    let said = format!(
+        "link lost {lost}; server repair {repair}; {} TS bytes, {gaps} continuity gaps\n{}\n{}",
+        bytes.len(),
+        gst.report(),
+        serve.report()
+    );
+    println!("{said}");
+    // 3 % of about 1 200 packets (and of the repairs) went missing on the way.
+    assert!(lost >= 10, "{said}");
+    assert!(bytes.len() > 500_000, "GStreamer wrote too little: {said}");
+    // rtspsrc asked and the server answered...
+    let sent = repair["packets"].as_u64().unwrap_or(0);
+    assert!(sent * 2 >= lost, "{said}");
+    // ... and rtspsrc put the packets back: without repair, each loss is a gap in its TS.
+    assert!(gaps * 5 <= lost as usize, "{said}");
 }

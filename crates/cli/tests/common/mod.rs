@@ -774,3 +774,27 @@ pub(crate) fn serve(port: u16, extra: &[&std::ffi::OsStr]) -> std::process::Outp
         .output()
         .unwrap()
 }
+
+/// `metronome passwd NAME` with the password on stdin: the user's TOML table.
+pub(crate) fn passwd(name: &str, password: &str, mounts: &[&str]) -> String {
+    use std::io::Write as _;
+    let mut cmd = bin();
+    cmd.arg("passwd").arg(name);
+    for m in mounts {
+        cmd.args(["--mount", m]);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    writeln!(child.stdin.take().unwrap(), "{password}").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
