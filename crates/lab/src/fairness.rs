@@ -16,7 +16,8 @@ use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
-/// The share of its rate a link carried over the run for it to count as a bottleneck.
+/// The share of its rate a link carried while its flows sent (`active_ns`) for it to count as a
+/// bottleneck.
 pub const BUSY: f64 = 0.8;
 
 /// What a link did over the run, as much as a bottleneck is judged by.
@@ -147,8 +148,12 @@ fn crossed(f: &FlowReport, topology: &Topology) -> BTreeSet<usize> {
 
 /// How long the flows that cross link `i` (`crossed`: each flow's links) sent: from the first
 /// one's start to the last one's end, not the drain after them nor the time before them;
-/// `run_ns` if none crosses it.
+/// `run_ns` if none crosses it, or if a flow's way is not known (a command flow has no
+/// receivers of the lab's: what it sent may have crossed the link at any time).
 fn active_ns(flows: &[FlowReport], crossed: &[BTreeSet<usize>], i: usize, run_ns: u64) -> u64 {
+    if flows.iter().any(|f| f.receivers.is_empty()) {
+        return run_ns;
+    }
     let spans = flows
         .iter()
         .zip(crossed)
