@@ -116,14 +116,14 @@ rm -rf "$install_root"
 # through afl.rs, METRONOME_FUZZ_SECS (30) per target, two at a time, from the checked-in
 # corpus, with the harness built beside the tests above.
 fuzz=0
-if wait "$fuzz_build"; then
+wait "$fuzz_build" || fuzz=$?
+fuzz_build=
+if [ "$fuzz" = 0 ]; then
   "$target_dir/debug/fuzz" --seconds "${METRONOME_FUZZ_SECS:-30}" --jobs 2 || fuzz=$?
 else
-  fuzz=$?
   echo "fuzz: the harness did not build:" >&2
   tail -30 "$fuzz_log" >&2
 fi
-fuzz_build=
 echo "fuzz: $([ "$fuzz" = 0 ] && echo "no findings" || echo "FAILED ($fuzz)")"
 [ "$status" = 0 ] && status=$fuzz
 exit "$status"

@@ -9,6 +9,9 @@
 //! Metronome recovers from GStreamer's: `rtprtxsend` keeps what `rtpmp2tpay` sent and answers
 //! the requests `rtpsession` makes of `metronome recv --rtx-pt 97`'s NACKs.
 //!
+//! Over RTSP, `rtspsrc` does all of it by itself from the mount's DESCRIBE: the last test plays
+//! a repairing mount across two namespaces that `metronome emu pair` joins with a lossy link.
+//!
 //! The pipeline is wired by hand rather than with `rtpbin`: `rtprtxreceive` in front of
 //! `rtpbin` never sees the jitter buffer's requests (`rtpsession` turns them into NACKs and
 //! does not pass them upstream), so it could associate the retransmission SSRC only from an
@@ -76,6 +79,7 @@ fn gstreamer_receiver(rtp: u16, rtcp: u16, rtcp_to: u16, out: &std::path::Path) 
 #[test]
 fn gstreamer_recovers_lost_packets_from_metronomes_retransmissions() {
     require("gst-launch-1.0", "gstreamer1.0-tools");
+    let _one = common::serial();
     let dir = tmp_dir("rtx-interop");
     let (relay_in, gst_rtp, back) = (port_pair(), port_pair(), port_pair());
     let relay = lossy_relay(relay_in, gst_rtp);
@@ -191,6 +195,7 @@ fn gstreamer_sender(rtp: u16, rtcp_to: u16, rtcp_in: u16) -> Running {
 
 #[test]
 fn metronome_recovers_lost_packets_from_gstreamers_retransmissions() {
+    let _one = common::serial();
     require("gst-launch-1.0", "gstreamer1.0-tools");
     let (relay_in, recv_rtp, proxy_port, gst_in) =
         (port_pair(), port_pair(), port_pair(), port_pair());
@@ -241,26 +246,30 @@ impl Pair {
     /// Two namespaces joined by a link of 10 ms and `loss` each way, for at most 40 s: the
     /// pair, and the first namespace's name and address, then the second's.
     fn start(name: &str, loss: &str) -> (Pair, [(String, String); 2]) {
-        let mut pair =
-            Running::spawn(bin().args(["emu", "pair", "--json", "--name", name]).args([
-                "--loss",
-                loss,
-                "--delay",
-                "10ms",
-                "--duration",
-                "40",
-            ]));
-        pair.wait_for("\"namespaces\"", Duration::from_secs(10));
-        let ready: Value = serde_json::from_str(&pair.seen()[0]).expect("emu pair's first line");
+        // SAFETY: geteuid(2) has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            root,
+            "emu pair makes network namespaces: run the test as root"
+        );
+        let args = ["--loss", loss, "--delay", "10ms", "--duration", "40"];
+        let mut pair = Pair(Some(Running::spawn(
+            bin()
+                .args(["emu", "pair", "--json", "--name", name])
+                .args(args),
+        )));
+        let running = pair.0.as_mut().unwrap();
+        running.wait_for("\"namespaces\"", Duration::from_secs(10));
+        // The JSON line (stderr may say first that it removed a killed run's namespaces).
+        let line = running.seen().iter().find(|l| l.contains("\"namespaces\""));
+        let ready: Value = serde_json::from_str(line.unwrap()).expect("emu pair's first line");
         let ns = |i: usize| {
             let n = &ready["namespaces"][i];
-            (
-                n["name"].as_str().unwrap().to_string(),
-                n["address"].as_str().unwrap().to_string(),
-            )
+            let text = |k: &str| n[k].as_str().unwrap().to_string();
+            (text("name"), text("address"))
         };
         let names = [ns(0), ns(1)];
-        (Pair(Some(pair)), names)
+        (pair, names)
     }
 
     /// Stops it; its last line (what each way carried and lost).
@@ -301,8 +310,9 @@ fn rtspsrc_recovers_lost_packets_from_a_repairing_mount_across_a_lossy_network()
         ),
     )
     .unwrap();
+    let _one = common::serial();
     let (pair, [(server_ns, server_addr), (viewer_ns, _)]) = Pair::start("rtsprtx", "3%");
-    let serve = Running::spawn(
+    let mut serve = Running::spawn(
         std::process::Command::new("ip")
             .args(["netns", "exec", &server_ns])
             .arg(env!("CARGO_BIN_EXE_metronome"))
@@ -310,7 +320,7 @@ fn rtspsrc_recovers_lost_packets_from_a_repairing_mount_across_a_lossy_network()
             .args(["--rtsp", &format!("{server_addr}:8554"), "--config"])
             .arg(&config),
     );
-    std::thread::sleep(Duration::from_secs(2));
+    serve.wait_for("serving rtsp://", Duration::from_secs(15));
     let ts = dir.path().join("out.ts");
     let gst = run(
         std::process::Command::new("ip")
