@@ -12,7 +12,6 @@
 
 use metronome_link::report::FlowReport;
 use metronome_link::topology::Topology;
-use metronome_time::Micros;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 
@@ -154,17 +153,15 @@ fn active_ns(flows: &[FlowReport], crossed: &[BTreeSet<usize>], i: usize, run_ns
     if flows.iter().any(|f| f.receivers.is_empty()) {
         return run_ns;
     }
-    let spans = flows
-        .iter()
-        .zip(crossed)
-        .filter(|(_, c)| c.contains(&i))
-        .map(|(f, _)| (f.start_us, f.start_us + f.duration_us));
-    let (start, end) = spans.fold((None, None), |(s, e), (a, b)| {
-        (
-            Some(s.map_or(a, |s: Micros| s.min(a))),
-            Some(e.map_or(b, |e: Micros| e.max(b))),
-        )
-    });
+    let crossing = || {
+        flows
+            .iter()
+            .zip(crossed)
+            .filter(|(_, c)| c.contains(&i))
+            .map(|(f, _)| f)
+    };
+    let start = crossing().map(|f| f.start_us).min();
+    let end = crossing().map(|f| f.start_us + f.duration_us).max();
     match (start, end) {
         (Some(s), Some(e)) if e > s => (e - s).as_nanos_u64(),
         _ => run_ns,
