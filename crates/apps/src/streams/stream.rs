@@ -214,12 +214,18 @@ impl StreamRt {
 
     /// [`StreamRt::send_everywhere`], its cost per destination noted in `send_cost` (what
     /// admission budgets; the overload watch compares).
-    pub fn send_timed(&self, packet: &[u8], clock: &Clock) -> bool {
-        let t0 = clock.mono_ns();
-        let ok = self.send_everywhere(packet);
-        let per_dest = clock.mono_ns().saturating_sub(t0) / self.outputs.len().max(1) as u64;
+    pub fn send_timed(&self, packet: &[u8]) -> bool {
+        self.timed(self.outputs.len(), || self.send_everywhere(packet))
+    }
+
+    /// Runs `send` (to `destinations` places) and notes its cost per destination in
+    /// `send_cost`.
+    fn timed(&self, destinations: usize, send: impl FnOnce() -> bool) -> bool {
+        let t0 = metronome_rt::clock::mono_ns();
+        let ok = send();
+        let took = metronome_rt::clock::mono_ns().saturating_sub(t0);
         if let Ok(mut d) = self.send_cost.try_lock() {
-            d.record(per_dest);
+            d.record(took / destinations.max(1) as u64);
         }
         ok
     }
@@ -383,7 +389,7 @@ impl Cursor {
                 if rt.send_time_ext {
                     patch_send_time(slot.bytes_mut(), clock.wall());
                 }
-                if !rt.send_timed(slot.bytes(), clock) {
+                if !rt.send_timed(slot.bytes()) {
                     c.send_errors.fetch_add(1, Ordering::Relaxed);
                     let _ = lock(&rt.session).handle_input(now, Input::SendFailed);
                 }
@@ -560,11 +566,14 @@ impl Lane for TsLane {
 }
 
 /// Sends a retransmission to the stream's destinations, or a FEC packet to their FEC ports;
-/// a failure is counted.
+/// a failure is counted. What the send cost per destination is noted beside the media's:
+/// admission budgets every packet the stream sends, its repairs among them.
 fn send_protection(rt: &StreamRt, what: Protection, packet: &[u8]) {
     let ok = match what {
-        Protection::Rtx => rt.send_everywhere(packet),
-        Protection::Fec(direction) => rt.send_fec(packet, direction),
+        Protection::Rtx => rt.send_timed(packet),
+        Protection::Fec(direction) => {
+            rt.timed(rt.fec_outputs.len(), || rt.send_fec(packet, direction))
+        }
     };
     if !ok {
         rt.counters.send_errors.fetch_add(1, Ordering::Relaxed);
