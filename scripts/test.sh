@@ -53,16 +53,20 @@ RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps -q
 scripts/deny.sh
 log=$(mktemp)
 fuzz_log=$(mktemp)
+binaries=$(mktemp)
 # The tests' scratch files go to a directory of this run's own (TMPDIR), open to all like /tmp
 # (VLC runs as nobody), removed at the end: a test that leaves files behind fails the suite,
 # because a machine that runs it often would fill its disk.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/metronome-suite.XXXXXX")
 chmod 1777 "$scratch"
 fuzz_build=
-trap '[ -n "$fuzz_build" ] && { kill -- -"$fuzz_build" 2>/dev/null || true; }; rm -f "$log" "$fuzz_log"; rm -rf "$scratch"' EXIT
+trap '[ -n "$fuzz_build" ] && { kill -- -"$fuzz_build" 2>/dev/null || true; }; rm -f "$log" "$fuzz_log" "$binaries"; rm -rf "$scratch"' EXIT
 target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null | jq -r .target_directory) || target_dir=target
-# Every test binary first (the fuzz runner, target/debug/fuzz, among them).
-cargo test --workspace --no-run
+# Every test binary first (the fuzz runner, target/debug/fuzz, among them), and where each is:
+# its path and its package's directory, for scripts/run-tests.sh.
+cargo test --workspace --no-run --message-format=json-render-diagnostics |
+  jq -r 'select(.reason == "compiler-artifact" and .profile.test and .executable != null)
+    | "\(.executable) \(.manifest_path | sub("/Cargo.toml$"; ""))"' >"$binaries"
 # The fuzzers' harness is built while the tests run: AFL++ instruments every crate, so it is the
 # whole dependency graph again (crates/fuzz, Cargo.toml's `fuzz` profile), and most tests wait on
 # real time and real peers. At the lowest priority, in a session of its own (so the EXIT trap
@@ -75,9 +79,12 @@ setsid nice -n 19 bash -c '
   cargo afl config --build >/dev/null 2>&1 || true  # fails when AFL++ is already built: fine
   "$1/debug/fuzz" --build-only' fuzz-build "$target_dir" >"$fuzz_log" 2>&1 &
 fuzz_build=$!
-# --no-fail-fast: a failure in one test binary must not hide the results of the others.
+# Every test binary, as `cargo test --workspace --no-fail-fast` would run them (a failure in one
+# must not hide the results of the others), but the few long ones that mostly wait beside the
+# rest (scripts/run-tests.sh says which and why); then the documentation's examples.
 status=0
-TMPDIR=$scratch cargo test --workspace --no-fail-fast 2>&1 | tee "$log" || status=$?
+TMPDIR=$scratch scripts/run-tests.sh "$binaries" 2>&1 | tee "$log" || status=$?
+TMPDIR=$scratch cargo test --workspace --doc --no-fail-fast 2>&1 | tee -a "$log" || status=$?
 left=$(find "$scratch" -mindepth 1 -maxdepth 1 -name 'metronome-*' -printf '%f ' | head -c 2000)
 if [ -n "$left" ]; then
   echo "test.sh: tests left files behind in $scratch (each test must remove its own): $left" >&2
