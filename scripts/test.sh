@@ -66,7 +66,7 @@ target_dir=$(cargo metadata --format-version 1 --no-deps 2>/dev/null | jq -r .ta
 # its path and its package's directory, for scripts/run-tests.sh.
 cargo test --workspace --no-run --message-format=json-render-diagnostics |
   jq -r 'select(.reason == "compiler-artifact" and .profile.test and .executable != null)
-    | "\(.executable) \(.manifest_path | sub("/Cargo.toml$"; ""))"' >"$binaries"
+    | "\(.executable)\t\(.manifest_path | sub("/Cargo.toml$"; ""))"' >"$binaries"
 # The fuzzers' harness is built while the tests run: AFL++ instruments every crate, so it is the
 # whole dependency graph again (crates/fuzz, Cargo.toml's `fuzz` profile), and most tests wait on
 # real time and real peers. At the lowest priority, in a session of its own (so the EXIT trap
@@ -84,6 +84,8 @@ fuzz_build=$!
 # rest (scripts/run-tests.sh says which and why); then the documentation's examples.
 status=0
 TMPDIR=$scratch scripts/run-tests.sh "$binaries" 2>&1 | tee "$log" || status=$?
+# Stopped (Ctrl-C, SIGTERM): nothing more.
+case $status in 130 | 143) exit "$status" ;; esac
 TMPDIR=$scratch cargo test --workspace --doc --no-fail-fast 2>&1 | tee -a "$log" || status=$?
 left=$(find "$scratch" -mindepth 1 -maxdepth 1 -name 'metronome-*' -printf '%f ' | head -c 2000)
 if [ -n "$left" ]; then

@@ -11,12 +11,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// One server at a time: each pins its pacer to the last CPU, and two busy-polling pacers on one
-/// CPU would make each other miss deadlines.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+/// One server at a time, here and in other test binaries (the machine's real-time slot): each
+/// pins its pacer to the last CPU, and two busy-polling pacers on one CPU would make each other
+/// miss deadlines.
+fn serial() -> metronome_testkit::RealtimeSlot {
+    metronome_testkit::realtime_slot(env!("CARGO_TARGET_TMPDIR"))
 }
 
 /// A 3-second constant-rate MPEG-TS file of the test pattern.

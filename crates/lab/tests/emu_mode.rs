@@ -9,12 +9,10 @@ use metronome_lab::results::{PointResult, Summary};
 use metronome_lab::run::{run, Mode, RunOptions};
 use metronome_testkit::TempDir;
 
-/// One emulated run at a time: real time is measured, and each test checks that its
-/// namespaces are gone.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+/// One emulated run at a time, here and in other test binaries (the machine's real-time slot):
+/// real time is measured, and each test checks that its namespaces are gone.
+fn serial() -> metronome_testkit::RealtimeSlot {
+    metronome_testkit::realtime_slot(env!("CARGO_TARGET_TMPDIR"))
 }
 
 fn run_mode(text: &str, mode: Mode, dir: &std::path::Path) -> Summary {

@@ -30,12 +30,10 @@ fn flow<'a>(p: &'a PointResult, name: &str) -> &'a FlowReport {
     p.flows.iter().find(|f| f.name == name).unwrap()
 }
 
-/// One run at a time: the emu run measures real time, which the simulator's run beside it
-/// would disturb.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+/// One run at a time, here and in other test binaries (the machine's real-time slot): the emu
+/// run measures real time, which the simulator's run beside it would disturb.
+fn serial() -> metronome_testkit::RealtimeSlot {
+    metronome_testkit::realtime_slot(env!("CARGO_TARGET_TMPDIR"))
 }
 
 #[test]

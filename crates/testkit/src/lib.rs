@@ -1,5 +1,5 @@
 //! What Metronome's tests share. Used as a dev-dependency only: an allocation counter,
-//! [`TempDir`], and [`udp_sink`].
+//! [`TempDir`], [`udp_sink`], and the machine's one real-time slot ([`realtime_slot`]).
 //!
 //! [`CountingAlloc`] counts the allocations of the current thread, so that a test can show a hot
 //! path allocates nothing (tests of other threads running at the same time do not disturb the
@@ -161,4 +161,43 @@ pub fn chromium(profile: &std::path::Path, args: &[&str], target: &str) -> Strin
     let _ = child.kill();
     let _ = child.wait();
     panic!("chromium did not finish within 60 s");
+}
+
+/// The machine's one real-time slot, held: see [`realtime_slot`]. Released when dropped.
+pub struct RealtimeSlot {
+    _here: std::sync::MutexGuard<'static, ()>,
+    /// The directory whose `flock` is the slot between processes (closing it unlocks).
+    _machine: std::fs::File,
+}
+
+/// Waits for, then holds, the machine's one real-time slot: tests whose programs each run live
+/// media (servers whose pacers share the last CPU, encoders, relays, players in real time) take
+/// turns, since two at once on a 2-core machine (one of them busy, as CI's is) measure the
+/// machine, not the programs. The slot is one for the test binary (a mutex) and one for every
+/// test binary of the workspace (`flock` on `dir`, which exists: pass
+/// `env!("CARGO_TARGET_TMPDIR")`), since the suite (`scripts/run-tests.sh`) runs some binaries
+/// side by side. Nothing is created, so nothing is left behind.
+pub fn realtime_slot(dir: &str) -> RealtimeSlot {
+    use std::os::fd::AsRawFd;
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let here = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let machine = std::fs::File::open(dir)
+        .unwrap_or_else(|e| panic!("{dir}, the real-time slot's directory: {e}"));
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(machine.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        assert!(
+            e.kind() == std::io::ErrorKind::Interrupted,
+            "flock {dir}: {e}"
+        );
+    }
+    RealtimeSlot {
+        _here: here,
+        _machine: machine,
+    }
 }

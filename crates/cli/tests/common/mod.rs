@@ -373,14 +373,11 @@ pub(crate) fn serve_control(token_file: &std::path::Path, extra: &[&str]) -> (Ru
     (server, addr)
 }
 
-/// Holds the test binary's one real-time slot: tests whose programs each run live media
-/// (encoders, servers, relays, decoders in real time) take turns, since two at once on a
-/// 2-core machine (one of them busy, as CI's is) measure the machine, not the programs.
-pub(crate) fn serial() -> std::sync::MutexGuard<'static, ()> {
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// Holds the machine's one real-time slot ([`metronome_testkit::realtime_slot`]): tests
+/// whose programs each run live media (encoders, servers, relays, decoders in real time) take
+/// turns, here and with other test binaries.
+pub(crate) fn serial() -> metronome_testkit::RealtimeSlot {
+    metronome_testkit::realtime_slot(env!("CARGO_TARGET_TMPDIR"))
 }
 
 /// Panics with a clear message if a program the tests need is missing (scripts/test.sh installs
