@@ -13,13 +13,14 @@
 # binary failed. ARGS go to every binary (e.g. `--nocapture`).
 #
 # The lanes, by name (a name that no longer exists is reported, so the lists stay true):
-# - WAITING run one after another, beside the rest. Each spends most of its time waiting (CPU
-#   time a quarter of its wall time or less, measured on these 2-core machines) and makes
-#   its own network namespaces or takes free ports. Their tests that run live media hold the
-#   machine's one real-time slot (`metronome_testkit::realtime_slot`, a lock between
-#   processes), so they take turns with such tests of the other lane instead of running beside
-#   them. cli/emu is here because its tests look at namespaces of killed runs, which other
-#   emulator runs clean up: not beside the emulator tests of this lane.
+# - WAITING run one after another, beside the rest. emu_mode, fec_interop and rtx_interop spend
+#   most of their time waiting (CPU time a quarter of their wall time or less, measured on
+#   these 2-core machines), and each makes its own network namespaces or takes free ports.
+#   Their tests that run live media hold the machine's one real-time slot
+#   (`metronome_testkit::realtime_slot`, a lock between processes), so a test of the other lane
+#   that holds it too would take turns with them, not run beside them. cli/emu is here because
+#   its tests look at namespaces of killed runs, which other emulator runs clean up: not beside
+#   the emulator tests of this lane.
 # - LAST run after both lanes, alone: those that use both cores for most of their time (video
 #   encoding and picture quality), so that nothing of theirs slows the real-time tests; and the
 #   others whose tests hold the real-time slot, which beside WAITING would only wait for it
@@ -38,14 +39,14 @@ out=$(mktemp -d "${TMPDIR:-/tmp}/run-tests.XXXXXX")
 # On the way out, also when stopped: the waiting lane, then the binary running here, whose
 # output so far is printed (each binary runs in a session of its own, so this stops what it
 # started too).
-lane=
+waiting_lane=
 current=
 current_name=
 stop() {
   # Whatever reads this output (tee) may have been stopped too: writing must not kill this.
   trap '' PIPE
   exec 9>&-
-  [ -n "$lane" ] && { kill "$lane" 2>/dev/null && wait "$lane"; }
+  [ -n "$waiting_lane" ] && { kill "$waiting_lane" 2>/dev/null && wait "$waiting_lane"; }
   if [ -n "$current" ]; then
     kill -- -"$current" 2>/dev/null
     echo "     Stopped $current_name; its output so far:"
@@ -133,12 +134,12 @@ done
 # The waiting lane in a shell of its own, which stops its binary when stopped.
 export -f run lane stop
 export out
-bash -c 'lane= current=; trap stop EXIT; trap "exit 143" TERM; lane "$@"' lane "$out/waiting" "$@" &
-lane=$!
+bash -c 'waiting_lane= current=; trap stop EXIT; trap "exit 143" TERM; lane "$@"' lane "$out/waiting" "$@" &
+waiting_lane=$!
 lane "$out/rest" "$@"
-wait "$lane"
+wait "$waiting_lane"
 rc=$?
-lane=
+waiting_lane=
 [ "$rc" = 0 ] || echo "the waiting lane (exit $rc)" >>"$out/failed"
 lane "$out/last" "$@"
 

@@ -37,11 +37,11 @@ fn stream(dest: &RtpUrl, n: usize, clock: &Clock) -> StreamRt {
     stream_of(dest, session(n, clock), n, clock)
 }
 
+/// One packet's job: its period and relative deadline.
 const INTERVAL: Duration = Duration::from_micros(2_100);
 
 /// The stream's session: room for `n` packets, one a job.
 fn session(n: usize, clock: &Clock) -> SenderSession {
-    let interval = INTERVAL;
     SenderSession::new(
         SenderSessionConfig {
             reports: SenderReportsConfig {
@@ -57,7 +57,7 @@ fn session(n: usize, clock: &Clock) -> SenderSession {
             pacing: PacingConfig::default(),
             jobs: JobConfig {
                 period: None,
-                deadline: interval,
+                deadline: INTERVAL,
             },
             queue_capacity: n,
         },
@@ -69,10 +69,9 @@ fn session(n: usize, clock: &Clock) -> SenderSession {
 /// A stream of `session`'s to `dest`, room for `n` packets.
 fn stream_of(dest: &RtpUrl, session: SenderSession, n: usize, clock: &Clock) -> StreamRt {
     let sender = UdpSender::open(dest, &SocketOptions::default()).unwrap();
-    let interval = INTERVAL;
     let task = TaskParams {
-        period: interval,
-        deadline: interval,
+        period: INTERVAL,
+        deadline: INTERVAL,
         cost: Duration::from_micros(10),
         bitrate_bps: 5_000_000,
     };
