@@ -1,6 +1,7 @@
 //! How a stream's end looks from outside, on loopback: its RTCP BYE a quarter second after
 //! its last packet (however it ended), and NACKs for its last packets still answered after
-//! its media ended, by itself or with the server. Every run is bounded and stops by itself.
+//! its media ended, by itself or with the server, to the destination that asked alone. Every
+//! run is bounded and stops by itself.
 
 mod common;
 
@@ -133,6 +134,66 @@ fn a_stopped_server_answers_a_nack_for_its_last_packet_then_says_bye() {
     assert!(bye_comes(&rtcp), "no RTCP BYE after the retransmission");
     let out = server.finish_within(Duration::from_secs(15));
     assert!(out.succeeded(), "{}", out.report());
+}
+
+/// A stream to two unicast destinations: the retransmission one of them asks for goes to it
+/// alone; the other, which has the packet, gets none.
+#[test]
+fn a_retransmission_goes_only_to_the_destination_that_asked() {
+    let (rtp, rtcp, port) = media_and_report_sockets();
+    let (other_rtp, _other_rtcp, other) = media_and_report_sockets();
+    // Everything the other destination gets, read as it comes (its socket's buffer would
+    // not hold the stream): packets per SSRC.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let counting = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            other_rtp
+                .set_read_timeout(Some(Duration::from_millis(200)))
+                .unwrap();
+            let mut buf = [0u8; 2048];
+            let mut ssrcs = std::collections::BTreeMap::new();
+            loop {
+                match other_rtp.recv(&mut buf) {
+                    Ok(n) => {
+                        let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).expect("not RTP");
+                        *ssrcs.entry(v.ssrc()).or_insert(0u32) += 1;
+                    }
+                    Err(_) if done.load(std::sync::atomic::Ordering::Acquire) => return ssrcs,
+                    Err(_) => {}
+                }
+            }
+        })
+    };
+    let dir = common::tmp_dir("rtx_to_one");
+    let config = dir.path().join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[stream]]\nname = \"c\"\nsize = \"160x120\"\nfps = 25\nrepair = \"rtx\"\n\
+             playout_delay = \"1s\"\ndestination = [\"rtp://127.0.0.1:{port}\", \
+             \"rtp://127.0.0.1:{other}\"]\n"
+        ),
+    )
+    .unwrap();
+    let server = common::Running::spawn(
+        bin()
+            .args(["serve", "--json", "--duration", "2"])
+            .args(["--config".as_ref(), config.as_os_str()]),
+    );
+    nack_the_last_packet_and_get_it_again(&rtp, &rtcp);
+    let out = server.finish_within(Duration::from_secs(15));
+    assert!(out.succeeded(), "{}", out.report());
+    done.store(true, std::sync::atomic::Ordering::Release);
+    let ssrcs = counting.join().unwrap();
+    // The media alone: one SSRC, and every packet of it (none lost on loopback).
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("serve --json");
+    let sent = v["streams"][0]["packets"].as_u64();
+    assert_eq!(
+        (ssrcs.len(), ssrcs.values().next().map(|&n| u64::from(n))),
+        (1, sent),
+        "packets per SSRC at the other destination: {ssrcs:?}"
+    );
 }
 
 /// An RTSP session's stream played over UDP is one of the stopping server's streams: it

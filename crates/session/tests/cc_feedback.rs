@@ -195,6 +195,7 @@ fn run_stamped(
             let input = Input::Rtcp {
                 wall: wall(now),
                 from: "10.0.0.2:5005".parse().unwrap(),
+                outlet: metronome_session::repair::Outlet(0),
                 data: &p,
             };
             s.handle_input(now, input).unwrap();

@@ -7,6 +7,7 @@
 //!
 //! The buffers are made once: the pacing thread allocates nothing.
 
+use metronome_session::repair::Outlet;
 use metronome_time::Timestamp;
 use metronome_wire::fec2022::Direction;
 
@@ -17,8 +18,9 @@ const CAPACITY: usize = 6;
 /// What a waiting packet is, so where it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Protection {
-    /// A retransmission (RFC 4588): to the destinations' media port.
-    Rtx,
+    /// A retransmission (RFC 4588): to the media port of the one destination whose receiver
+    /// asked for it.
+    Rtx(Outlet),
     /// A FEC packet of a row or a column: to the destinations' FEC port for it.
     Fec(Direction),
 }
@@ -39,7 +41,7 @@ impl ProtectionWait {
         let n = if packet_room == 0 { 0 } else { CAPACITY };
         ProtectionWait {
             bufs: (0..n).map(|_| vec![0; packet_room]).collect(),
-            meta: [(Timestamp::ZERO, Protection::Rtx, 0); CAPACITY],
+            meta: [(Timestamp::ZERO, Protection::Rtx(Outlet(0)), 0); CAPACITY],
             head: 0,
             len: 0,
         }
@@ -114,7 +116,7 @@ mod tests {
         for k in 0..CAPACITY as u8 {
             w.free()[0] = k;
             let what = match k % 3 {
-                0 => Protection::Rtx,
+                0 => Protection::Rtx(Outlet(1)),
                 1 => Protection::Fec(Direction::Row),
                 _ => Protection::Fec(Direction::Column),
             };
@@ -123,7 +125,10 @@ mod tests {
         assert!(w.is_full());
         assert_eq!((w.next_due(), w.last_due()), (Some(at(100)), Some(at(600))));
         assert!(w.pop_due(at(99)).is_none());
-        assert_eq!(w.pop_due(at(100)), Some((Protection::Rtx, &[0u8][..])));
+        assert_eq!(
+            w.pop_due(at(100)),
+            Some((Protection::Rtx(Outlet(1)), &[0u8][..]))
+        );
         // Room again: the ring wraps.
         w.free()[0] = 9;
         w.commit(at(700), Protection::Fec(Direction::Row), 1);

@@ -15,6 +15,7 @@ use metronome_rt::pacing::{Lane, Load, Sent};
 use metronome_rt::ring::{PacketRing, Slot};
 use metronome_rt::sync::lock;
 use metronome_sched::TaskParams;
+use metronome_session::repair::Outlet;
 use metronome_session::sender::{Input, JobTimes, Queued, RateLimits, SenderSession, Transmit};
 use metronome_time::{Distribution, Timestamp};
 use metronome_wire::rtp::{patch_send_time, shift_sequence};
@@ -209,6 +210,18 @@ impl StreamRt {
         match &self.srtp {
             None => all(packet),
             Some(s) => s.protect_rtp(packet, all).unwrap_or(false),
+        }
+    }
+
+    /// Sends one packet (protected, for a stream with SRTP) to destination `outlet` alone;
+    /// `false` if it failed or the stream has no such destination.
+    pub fn send_to(&self, outlet: Outlet, packet: &[u8]) -> bool {
+        let Some(out) = self.outputs.get(outlet.0) else {
+            return false;
+        };
+        match &self.srtp {
+            None => out.send(packet),
+            Some(s) => s.protect_rtp(packet, |p| out.send(p)).unwrap_or(false),
         }
     }
 
@@ -447,9 +460,9 @@ impl Cursor {
         );
         let mut at = self.waiting.last_due().map_or(now, |t| t.max(now));
         if self.repairs {
-            if let Some(n) = session.poll_repair(now, at + gap, self.waiting.free()) {
+            if let Some(r) = session.poll_repair(now, at + gap, self.waiting.free()) {
                 at += gap;
-                self.waiting.commit(at, Protection::Rtx, n);
+                self.waiting.commit(at, Protection::Rtx(r.outlet), r.len);
             }
         }
         while !self.waiting.is_full() {
@@ -476,11 +489,11 @@ impl Cursor {
         let gap = session.repair_spacing(rt.ring.slot_size());
         let mut at = self.waiting.last_due().map_or(now, |t| t.max(now));
         while !self.waiting.is_full() {
-            let Some(n) = session.poll_repair(now, at + gap, self.waiting.free()) else {
+            let Some(r) = session.poll_repair(now, at + gap, self.waiting.free()) else {
                 break;
             };
             at += gap;
-            self.waiting.commit(at, Protection::Rtx, n);
+            self.waiting.commit(at, Protection::Rtx(r.outlet), r.len);
         }
     }
 
@@ -565,12 +578,13 @@ impl Lane for TsLane {
     }
 }
 
-/// Sends a retransmission to the stream's destinations, or a FEC packet to their FEC ports;
-/// a failure is counted. What the send cost per destination is noted beside the media's:
-/// admission budgets every packet the stream sends, its repairs among them.
+/// Sends a retransmission to the destination whose receiver asked for it, or a FEC packet to
+/// every destination's FEC port; a failure is counted. What the send cost per destination is
+/// noted beside the media's: admission budgets every packet the stream sends, its repairs
+/// among them.
 fn send_protection(rt: &StreamRt, what: Protection, packet: &[u8]) {
     let ok = match what {
-        Protection::Rtx => rt.send_timed(packet),
+        Protection::Rtx(outlet) => rt.timed(1, || rt.send_to(outlet, packet)),
         Protection::Fec(direction) => {
             rt.timed(rt.fec_outputs.len(), || rt.send_fec(packet, direction))
         }

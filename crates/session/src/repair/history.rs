@@ -16,6 +16,8 @@ struct Slot {
     deadline: Timestamp,
     /// When it was last retransmitted, if it was.
     repaired: Option<Timestamp>,
+    /// Where its retransmissions since then went (a set of the repairer's outlets).
+    repaired_to: u64,
 }
 
 /// A kept packet, as [`SendHistory::get`] gives it.
@@ -27,6 +29,8 @@ pub struct Kept<'a> {
     pub deadline: Timestamp,
     /// When it was last retransmitted, if it was.
     pub repaired: Option<Timestamp>,
+    /// Where its last retransmissions went, as [`SendHistory::mark_repaired`] was told.
+    pub repaired_to: u64,
 }
 
 /// The last packets sent (each of at most `max_packet` bytes), by sequence number. Its
@@ -104,6 +108,7 @@ impl SendHistory {
             len: packet.len(),
             deadline,
             repaired: None,
+            repaired_to: 0,
         };
     }
 
@@ -117,15 +122,18 @@ impl SendHistory {
                 packet: &self.arena[at..at + s.len],
                 deadline: s.deadline,
                 repaired: s.repaired,
+                repaired_to: s.repaired_to,
             }
         })
     }
 
-    /// Notes that `sequence` was retransmitted at `now`.
-    pub fn mark_repaired(&mut self, sequence: SeqNo, now: Timestamp) {
+    /// Notes that `sequence` was retransmitted at `now`, its retransmissions lately having
+    /// gone `to` (a set the caller keeps: the repairer's outlets, one bit each).
+    pub fn mark_repaired(&mut self, sequence: SeqNo, now: Timestamp, to: u64) {
         let i = self.index(sequence);
         if self.slots[i].used && self.slots[i].sequence == sequence {
             self.slots[i].repaired = Some(now);
+            self.slots[i].repaired_to = to;
         }
     }
 }
@@ -155,8 +163,9 @@ mod tests {
             (k.packet, k.deadline, k.repaired),
             (&[3u8; 3][..], at(200), None)
         );
-        h.mark_repaired(SeqNo(3), at(150));
-        assert_eq!(h.get(SeqNo(3)).unwrap().repaired, Some(at(150)));
+        h.mark_repaired(SeqNo(3), at(150), 0b10);
+        let k = h.get(SeqNo(3)).unwrap();
+        assert_eq!((k.repaired, k.repaired_to), (Some(at(150)), 0b10));
         // A number that maps to a used slot but is not the one kept there.
         assert!(h.get(SeqNo(7)).is_none());
     }

@@ -25,7 +25,7 @@ pub use fec_encoder::{fec_spacing, FecConfig, FecEncoder, FecSendCounters};
 pub use history::SendHistory;
 use metronome_wire::{PayloadType, Ssrc};
 pub use nack::{NackConfig, NackCounters, NackPlanner, GROUP_DITHER_SHARE};
-pub use repairer::{Path, RepairConfig, RepairCounters, Repairer};
+pub use repairer::{Outlet, Path, RepairConfig, RepairCounters, Repairer};
 
 /// The retransmission stream's payload type where Metronome chooses: the first dynamic one
 /// after the 96 of a coded video (MPEG-TS is the static 33).

@@ -2,8 +2,11 @@
 //! ([`SendHistory`]) and answers a receiver's generic NACK (RFC 4585 §6.2.1) with
 //! retransmission packets (RFC 4588), but only those that can still reach the viewer before the
 //! packet's play-out deadline, that the stream's repair budget pays for, and that were not
-//! repaired less than a round trip ago (then the repair is still on its way: many viewers
-//! missing one packet cause one repair, and a viewer whose repair was lost gets another).
+//! repaired less than a round trip ago to where the asker is (then the repair is still on its
+//! way: many viewers of a group missing one packet cause one repair, and a viewer whose repair
+//! was lost gets another). A repair goes back only where its NACK came from ([`Outlet`]): to
+//! a group, or to the one unicast destination that asked, never to a stream's other
+//! destinations.
 
 use super::history::SendHistory;
 use metronome_time::Timestamp;
@@ -47,7 +50,22 @@ impl RepairConfig {
     }
 }
 
-/// How far the receivers are, as the sender estimates it (RTCP round trips, its pacer's queue).
+/// Which of a sender's destinations a receiver is behind: the driver's outlets, one per
+/// destination (a group is one), numbered from 0. A receiver's reports come in at its outlet,
+/// and the repairs it asks for go back there alone. 0 where the driver has one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Outlet(pub usize);
+
+impl Outlet {
+    /// Its bit in a set of outlets (outlets from 63 on share the last: a repair to one of
+    /// them counts as on its way to all of them).
+    pub fn bit(self) -> u64 {
+        1 << self.0.min(63)
+    }
+}
+
+/// Where a receiver is, as the sender estimates it (RTCP round trips, its pacer's queue), and
+/// which of its destinations it is behind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Path {
     /// How long a repair sent now takes to reach the receiver: the pacer's queue ahead of it
@@ -55,6 +73,8 @@ pub struct Path {
     pub to_receiver: Duration,
     /// The round-trip time to the receivers (the longest of a group's).
     pub rtt: Duration,
+    /// The destination the receiver asked from, where its repairs go.
+    pub outlet: Outlet,
 }
 
 /// What the repairer did, packets (NACKs for the last two).
@@ -131,7 +151,7 @@ impl Repairer {
     }
 
     /// Whether a repair of `seq` left within the last round trip (`rtt`, at least the repeat
-    /// guard) at `now`: one is on its way, and a receiver asking now would get a duplicate.
+    /// guard) at `now`, to any outlet: one is on its way (to a group: what it is told).
     pub fn on_its_way(&self, seq: SeqNo, now: Timestamp, rtt: Duration) -> bool {
         let guard = rtt.max(self.cfg.min_repeat_guard);
         self.history
@@ -163,7 +183,8 @@ impl Repairer {
 
     /// Answers a NACK from a receiver about `media_ssrc` asking for `sequences`, at `now`. A
     /// repair takes `path.to_receiver` to reach the receiver (the pacer's queue and half the
-    /// round trip): it is sent only if it arrives before the packet's deadline. Each
+    /// round trip): it is sent only if it arrives before the packet's deadline, and only if
+    /// none went to `path.outlet` within the last round trip. Each
     /// retransmission is handed to `emit` with the latest time it may leave and still make
     /// it, to be paced with the stream; `emit` says whether
     /// it took it (a retransmission it has no room for is not made: no budget spent, no
@@ -210,10 +231,12 @@ impl Repairer {
             return true;
         }
         let guard = path.rtt.max(self.cfg.min_repeat_guard);
-        if kept
-            .repaired
-            .is_some_and(|t| now.saturating_since(t) < guard)
-        {
+        // The outlets a repair of it is still on its way to.
+        let on_way = match kept.repaired {
+            Some(t) if now.saturating_since(t) < guard => kept.repaired_to,
+            _ => 0,
+        };
+        if on_way & path.outlet.bit() != 0 {
             self.counters.duplicate += 1;
             return true;
         }
@@ -240,7 +263,8 @@ impl Repairer {
         }
         self.tokens -= n as f64;
         self.next_sequence = self.next_sequence.next();
-        self.history.mark_repaired(seq, now);
+        self.history
+            .mark_repaired(seq, now, on_way | path.outlet.bit());
         self.counters.sent += 1;
         true
     }
@@ -298,6 +322,7 @@ mod tests {
         let path = Path {
             to_receiver: Duration::from_millis(path_ms),
             rtt: Duration::from_millis(20),
+            outlet: Outlet(0),
         };
         r.on_nack(SSRC, seqs.iter().copied().map(SeqNo), now, path, &mut emit);
         out
@@ -375,6 +400,7 @@ mod tests {
         let path = Path {
             to_receiver: Duration::ZERO,
             rtt: Duration::ZERO,
+            outlet: Outlet(0),
         };
         r.on_nack(
             Ssrc(SSRC.get() + 1),
@@ -392,6 +418,7 @@ mod tests {
         let path = Path {
             to_receiver: Duration::ZERO,
             rtt: Duration::from_millis(20),
+            outlet: Outlet(0),
         };
         let mut refuse = |_: &[u8], _: Timestamp| false;
         r.on_nack(SSRC, [3, 4].map(SeqNo), at(10), path, &mut refuse);

@@ -28,8 +28,8 @@ pub use resend::{
     REPAIR_BURST,
 };
 pub use session::{
-    Input, InputError, Queued, SenderCounts, SenderSession, SenderSessionConfig, SenderStats,
-    SessionEvent, Transmit, Wake,
+    Input, InputError, Queued, Repair, SenderCounts, SenderSession, SenderSessionConfig,
+    SenderStats, SessionEvent, Transmit, Wake,
 };
 pub use source::{RtpSource, SourceError, SourcePacket};
 #[cfg(test)]

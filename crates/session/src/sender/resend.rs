@@ -13,7 +13,7 @@
 //! it by unicast, RFC 5760), so no receiver hears another's NACK; the TLLEI is what keeps the
 //! others from asking for the same packet during their dither (RFC 4585 §3.5.2).
 
-use crate::repair::{Path, RepairConfig, RepairCounters, Repairer, SendHistory};
+use crate::repair::{Outlet, Path, RepairConfig, RepairCounters, Repairer, SendHistory};
 use metronome_time::{MediaClock, RtpTime, Timestamp};
 use metronome_wire::{SeqNo, Ssrc};
 use std::collections::{BTreeMap, VecDeque};
@@ -150,9 +150,9 @@ pub(crate) struct Resend {
     /// The least round trip each receiver reported (by SSRC, at most [`MAX_RECEIVERS`]): the
     /// way there without queues.
     min_rtt: BTreeMap<Ssrc, Duration>,
-    /// Retransmissions made, each with the latest time it may leave and whether a stranger
-    /// asked for it ([`MAX_WAITING_FOR_STRANGERS`]).
-    waiting: VecDeque<(Vec<u8>, Timestamp, bool)>,
+    /// Retransmissions made, each where it goes, the latest time it may leave and whether a
+    /// stranger asked for it ([`MAX_WAITING_FOR_STRANGERS`]).
+    waiting: VecDeque<Waiting>,
     /// Buffers of sent retransmissions, reused.
     spare: Vec<Vec<u8>>,
     /// Retransmissions not made because [`MAX_WAITING`] were waiting (or
@@ -174,6 +174,18 @@ pub(crate) struct Resend {
     share: u64,
     /// The last play-out time of a packet kept: until then a NACK may still be answered.
     last_deadline: Option<Timestamp>,
+}
+
+/// A retransmission made, waiting for the driver.
+#[derive(Debug)]
+struct Waiting {
+    packet: Vec<u8>,
+    /// Where it goes: back where its NACK came from.
+    outlet: Outlet,
+    /// The latest time it may leave and still make its deadline.
+    latest: Timestamp,
+    /// Whether a receiver with no round trip known asked for it.
+    stranger: bool,
 }
 
 /// Losses told to the group (RFC 6642 TLLEI).
@@ -310,9 +322,16 @@ impl Resend {
         self.last_deadline
     }
 
-    /// Answers `nack`, from a receiver whose last round trip was `rtt` (if known), at `now`.
-    /// A receiver with no round trip known is a stranger ([`MAX_WAITING_FOR_STRANGERS`]).
-    pub(crate) fn on_nack(&mut self, nack: &NackRequest, rtt: Option<Duration>, now: Timestamp) {
+    /// Answers `nack`, from a receiver behind `outlet` whose last round trip was `rtt` (if
+    /// known), at `now`; its repairs go to `outlet`. A receiver with no round trip known is a
+    /// stranger ([`MAX_WAITING_FOR_STRANGERS`]).
+    pub(crate) fn on_nack(
+        &mut self,
+        nack: &NackRequest,
+        outlet: Outlet,
+        rtt: Option<Duration>,
+        now: Timestamp,
+    ) {
         let stranger = rtt.is_none();
         let rtt = rtt.unwrap_or(self.initial_rtt);
         // The receiver's clock is set by its fastest packet: a repair is late by the delay
@@ -324,19 +343,25 @@ impl Resend {
         let path = Path {
             to_receiver: (rtt - base) / 2,
             rtt,
+            outlet,
         };
         let (waiting, spare, overflow) = (&mut self.waiting, &mut self.spare, &mut self.overflow);
-        let mut strangers = waiting.iter().filter(|(_, _, stranger)| *stranger).count();
+        let mut strangers = waiting.iter().filter(|w| w.stranger).count();
         let mut emit = |p: &[u8], latest: Timestamp| {
             if waiting.len() == MAX_WAITING || (stranger && strangers == MAX_WAITING_FOR_STRANGERS)
             {
                 *overflow += 1;
                 return false;
             }
-            let mut b = spare.pop().unwrap_or_default();
-            b.clear();
-            b.extend_from_slice(p);
-            waiting.push_back((b, latest, stranger));
+            let mut packet = spare.pop().unwrap_or_default();
+            packet.clear();
+            packet.extend_from_slice(p);
+            waiting.push_back(Waiting {
+                packet,
+                outlet,
+                latest,
+                stranger,
+            });
             strangers += usize::from(stranger);
             true
         };
@@ -389,9 +414,10 @@ impl Resend {
     }
 
     /// The next retransmission that can still make its deadline if it leaves at `leaves`,
-    /// written into `buf`; its length. One whose time has passed while it waited is dropped
-    /// (counted as expired), one that does not fit too (counted as too large).
-    pub(crate) fn poll(&mut self, leaves: Timestamp, buf: &mut [u8]) -> Option<usize> {
+    /// written into `buf`; its length and where it goes. One whose time has passed while it
+    /// waited is dropped (counted as expired), one that does not fit too (counted as too
+    /// large).
+    pub(crate) fn poll(&mut self, leaves: Timestamp, buf: &mut [u8]) -> Option<(usize, Outlet)> {
         loop {
             if self.credit < ONE_REPAIR {
                 // Unpaid: it waits for the stream's next packets, or expires meanwhile.
@@ -399,10 +425,11 @@ impl Resend {
                 return None;
             }
             // A reporting receiver's repair goes before the strangers' that waited longer.
-            let next = self.waiting.iter().position(|(_, _, stranger)| !stranger);
-            let (b, latest) = self.take(next.unwrap_or(0))?;
+            let next = self.waiting.iter().position(|w| !w.stranger);
+            let w = self.waiting.remove(next.unwrap_or(0))?;
+            let b = w.packet;
             let n = b.len();
-            let send = if leaves > latest {
+            let send = if leaves > w.latest {
                 self.expired += 1;
                 false
             } else if n > buf.len() {
@@ -419,30 +446,20 @@ impl Resend {
             }
             if send {
                 self.credit -= ONE_REPAIR;
-                return Some(n);
+                return Some((n, w.outlet));
             }
         }
     }
 
     /// Drops the waiting retransmissions that can no longer leave in time at `now`.
     fn drop_expired(&mut self, now: Timestamp) {
-        while self
-            .waiting
-            .front()
-            .is_some_and(|(_, latest, _)| now > *latest)
-        {
-            if let Some((b, _)) = self.take(0) {
+        while self.waiting.front().is_some_and(|w| now > w.latest) {
+            if let Some(w) = self.waiting.pop_front() {
                 self.expired += 1;
                 if self.spare.len() < MAX_WAITING {
-                    self.spare.push(b);
+                    self.spare.push(w.packet);
                 }
             }
         }
-    }
-
-    /// The `i`th retransmission waiting, with the latest time it may leave.
-    fn take(&mut self, i: usize) -> Option<(Vec<u8>, Timestamp)> {
-        let (b, latest, _) = self.waiting.remove(i)?;
-        Some((b, latest))
     }
 }

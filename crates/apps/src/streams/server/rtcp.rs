@@ -8,6 +8,7 @@ use metronome_rt::clock::Clock;
 use metronome_rt::sync::lock;
 use metronome_rt::udp::RtcpSocket;
 use metronome_sched::{OverloadAction, OverloadWindow};
+use metronome_session::repair::Outlet;
 use metronome_session::sender::{Input, SenderSession};
 use metronome_time::Timestamp;
 use metronome_time::{Bitrate, Distribution};
@@ -291,7 +292,7 @@ pub(crate) fn exchange(
     buf: &mut [u8],
 ) {
     // What came in first, so that what the controller answers (an APP packet) goes at once.
-    for s in outs {
+    for (i, s) in outs.iter().enumerate() {
         // A bounded drain: a flood on one stream's RTCP port cannot hold up the others.
         for _ in 0..64 {
             let Some(meta) = s.recv(buf) else { break };
@@ -307,9 +308,12 @@ pub(crate) fn exchange(
                     None => continue,
                 },
             };
+            // Each destination has its RTCP socket (or connection): what asks for repairs
+            // there is answered there.
             let rtcp = Input::Rtcp {
                 wall,
                 from: meta.src,
+                outlet: Outlet(i),
                 data,
             };
             let _ = lock(session).handle_input(now, rtcp);

@@ -4,6 +4,7 @@
 
 use super::super::report::SenderEvent;
 use super::{SenderSession, SessionEvent};
+use crate::repair::Outlet;
 use metronome_cc::Feedback;
 use metronome_time::{Bitrate, Micros, NtpTime, Timestamp};
 use metronome_wire::{SeqNo, Ssrc};
@@ -21,12 +22,13 @@ impl SenderSession {
         now: Timestamp,
         wall: NtpTime,
         from: SocketAddr,
+        outlet: Outlet,
         data: &[u8],
     ) {
         let log = self.send_log.as_deref();
         let sent_at = |seq: SeqNo| log.and_then(|l| l.sent_at(seq));
         self.reports.handle_rtcp(now, wall, from, data, &sent_at);
-        self.answer_nacks(now);
+        self.answer_nacks(now, outlet);
         let mut heard = false;
         while let Some(e) = self.reports.poll_event() {
             match &e {
@@ -156,8 +158,8 @@ impl SenderSession {
         }
     }
 
-    /// Answers the NACKs of the RTCP compound just handled.
-    fn answer_nacks(&mut self, now: Timestamp) {
+    /// Answers the NACKs of the RTCP compound just handled, which came in at `outlet`.
+    fn answer_nacks(&mut self, now: Timestamp, outlet: Outlet) {
         let nacks = self.reports.take_nacks();
         let Some(r) = self.repair.as_mut() else {
             return;
@@ -167,7 +169,7 @@ impl SenderSession {
             if let Some(rtt) = rtt {
                 r.rtt_sample(n.reporter, rtt);
             }
-            r.on_nack(n, rtt, now);
+            r.on_nack(n, outlet, rtt, now);
         }
     }
 

@@ -3,6 +3,7 @@
 
 use super::super::jobs::{JobConfig, JobTimes};
 use super::super::report::{SenderEvent, SenderReportsConfig};
+use crate::repair::Outlet;
 use metronome_sched::{PacingConfig, PacingStats};
 use metronome_time::{Bitrate, NtpTime, Timestamp};
 use metronome_wire::SeqNo;
@@ -44,6 +45,16 @@ pub struct Queued {
     pub seq: SeqNo,
 }
 
+/// A retransmission [`SenderSession::poll_repair`](super::SenderSession::poll_repair) wrote:
+/// its length, and the one destination it goes to (where its NACK came in).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Repair {
+    /// Bytes written.
+    pub len: usize,
+    /// Where it goes.
+    pub outlet: Outlet,
+}
+
 /// What a driver tells the session.
 #[derive(Clone, Copy, Debug)]
 pub enum Input<'a> {
@@ -61,6 +72,9 @@ pub enum Input<'a> {
         wall: NtpTime,
         /// The address it came from.
         from: SocketAddr,
+        /// The destination it came in at (the driver's RTCP socket or connection of that
+        /// destination): the retransmissions it asks for go there alone.
+        outlet: Outlet,
         /// The compound packet's bytes (plain RTCP: SRTCP already unprotected).
         data: &'a [u8],
     },

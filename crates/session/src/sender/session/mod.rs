@@ -42,8 +42,8 @@ mod feedback;
 mod io;
 
 pub use io::{
-    Input, InputError, Queued, SenderCounts, SenderSessionConfig, SenderStats, SessionEvent,
-    Transmit, Wake,
+    Input, InputError, Queued, Repair, SenderCounts, SenderSessionConfig, SenderStats,
+    SessionEvent, Transmit, Wake,
 };
 
 const MAX_EVENTS: usize = 256;
@@ -226,8 +226,9 @@ impl SenderSession {
         self.fec.as_ref().map(|f| f.counters())
     }
 
-    /// The next retransmission to send at `now` (to the stream's destinations), written into
-    /// `buf`; its length. Retransmissions are made when NACKs come in ([`Input::Rtcp`]) and
+    /// The next retransmission to send at `now`, written into `buf`: its length, and the one
+    /// destination it goes to (where its NACK came in, [`Input::Rtcp`]'s `outlet`: a stream's
+    /// other destinations have the packet). Retransmissions are made when NACKs come in ([`Input::Rtcp`]) and
     /// leave with the stream's packets: a driver asks right after each packet it sent
     /// ([`SenderSession::keep_sent`]), and gets one when the stream's packets have paid for it
     /// (a quarter each, eight ahead at most: [`super::REPAIR_BURST`]). Sending at a rate
@@ -241,12 +242,12 @@ impl SenderSession {
         now: Timestamp,
         leaves: Timestamp,
         buf: &mut [u8],
-    ) -> Option<usize> {
-        let n = self.repair.as_mut()?.poll(leaves.max(now), buf)?;
+    ) -> Option<Repair> {
+        let (len, outlet) = self.repair.as_mut()?.poll(leaves.max(now), buf)?;
         if let Some(a) = self.at_rate.as_mut() {
-            a.on_repair(now, n as u32, self.rate);
+            a.on_repair(now, len as u32, self.rate);
         }
-        Some(n)
+        Some(Repair { len, outlet })
     }
 
     /// How long after the packet before it (a media packet of `wire_len` bytes, or a packet
@@ -292,7 +293,12 @@ impl SenderSession {
         match input {
             Input::Packet(p) => self.enqueue(std::slice::from_ref(&p))?,
             Input::Frame(entries) => self.enqueue(entries)?,
-            Input::Rtcp { wall, from, data } => self.handle_rtcp(now, wall, from, data),
+            Input::Rtcp {
+                wall,
+                from,
+                outlet,
+                data,
+            } => self.handle_rtcp(now, wall, from, outlet, data),
             Input::SendFailed => self.s.send_errors += 1,
             Input::SourceEnded => self.source_ended = true,
             Input::SetRate(rate) => {

@@ -223,6 +223,7 @@ fn a_tfrc_report_drives_a_tfrc_controller_through_the_session() {
         let input = Input::Rtcp {
             wall: wall(ms(at)),
             from: "127.0.0.1:5005".parse().unwrap(),
+            outlet: Outlet(0),
             data: &buf[..n],
         };
         s.handle_input(ms(at), input).unwrap();

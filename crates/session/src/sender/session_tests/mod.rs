@@ -4,6 +4,7 @@
 //! `repair.rs` its answers to NACKs and the TLLEIs it tells a group.
 
 use super::*;
+use crate::repair::Outlet;
 use crate::sender::SenderRepair;
 use metronome_cc::{ControllerTimer, Feedback, FixedRate, RateController};
 use metronome_sched::{LatePolicy, PacingConfig};
@@ -105,10 +106,16 @@ fn run(
 }
 
 fn rtcp_in(s: &mut SenderSession, now: Timestamp, data: &[u8]) {
+    rtcp_in_at(s, now, Outlet(0), data);
+}
+
+/// An RTCP compound that came in at the driver's destination `outlet`.
+fn rtcp_in_at(s: &mut SenderSession, now: Timestamp, outlet: Outlet, data: &[u8]) {
     let from = "127.0.0.1:5005".parse().unwrap();
     let input = Input::Rtcp {
         wall: wall(now),
         from,
+        outlet,
         data,
     };
     s.handle_input(now, input).unwrap();

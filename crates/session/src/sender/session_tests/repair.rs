@@ -81,7 +81,7 @@ fn a_nack_is_answered_with_retransmissions_of_what_can_still_make_its_deadline()
     let mut buf = [0u8; 1500];
     let mut got = Vec::new();
     let mut take = |s: &mut SenderSession, got: &mut Vec<u16>| {
-        while let Some(n) = s.poll_repair(ms(400), ms(400), &mut buf) {
+        while let Some(n) = s.poll_repair(ms(400), ms(400), &mut buf).map(|r| r.len) {
             let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
             assert_eq!(
                 (v.ssrc(), v.payload_type(), n),
@@ -120,16 +120,51 @@ fn a_retransmission_that_waited_past_its_time_is_dropped_not_sent() {
     rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
     // The driver comes for them only when the last could no longer reach the viewer.
     let mut buf = [0u8; 1500];
-    assert_eq!(s.poll_repair(ms(2000), ms(2000), &mut buf), None);
+    assert_eq!(
+        s.poll_repair(ms(2000), ms(2000), &mut buf).map(|r| r.len),
+        None
+    );
     let st = s.repair_stats().unwrap();
     assert_eq!((st.repairer.sent, st.expired, st.packets), (20, 20, 0));
     // Judged when it would leave, not when it is taken: taken in time but to leave (a
     // spacing behind the packets before it) too late, it is dropped too.
     let mut s = repairing_session();
     rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 40, 30, 1));
-    assert_eq!(s.poll_repair(ms(400), ms(2000), &mut buf), None);
+    assert_eq!(
+        s.poll_repair(ms(400), ms(2000), &mut buf).map(|r| r.len),
+        None
+    );
     let st = s.repair_stats().unwrap();
     assert_eq!((st.repairer.sent, st.expired, st.packets), (20, 20, 0));
+}
+
+/// A stream to several unicast destinations: a repair goes back only where its NACK came in,
+/// each destination that asks gets its own, and one asking again within a round trip gets
+/// none (its repair is on its way).
+#[test]
+fn a_repair_goes_only_to_the_destination_that_asked_for_it() {
+    let mut s = repairing_session();
+    // Receiver `reporter`, behind destination `outlet`, asks for packet 60 at `t` ms.
+    let ask = |s: &mut SenderSession, t, outlet, reporter| {
+        rtcp_in_at(s, ms(t), outlet, &nack_compound(reporter, 0xabc, 60, 1, 1));
+    };
+    let mut buf = [0u8; 1500];
+    let mut repairs = |s: &mut SenderSession, t| {
+        std::iter::from_fn(|| s.poll_repair(ms(t), ms(t), &mut buf).map(|r| r.outlet))
+            .collect::<Vec<_>>()
+    };
+    ask(&mut s, 200, Outlet(2), 0x77);
+    assert_eq!(repairs(&mut s, 200), [Outlet(2)]);
+    // The same packet, asked for from another destination at once, and from the first again.
+    ask(&mut s, 201, Outlet(0), 0x78);
+    ask(&mut s, 202, Outlet(2), 0x77);
+    assert_eq!(repairs(&mut s, 202), [Outlet(0)]);
+    let st = s.repair_stats().unwrap().repairer;
+    assert_eq!((st.asked, st.sent, st.duplicate), (3, 2, 1));
+    // A round trip (the 20 ms assumed) after its repair, a destination still missing it
+    // gets another.
+    ask(&mut s, 225, Outlet(2), 0x77);
+    assert_eq!(repairs(&mut s, 225), [Outlet(2)]);
 }
 
 #[test]
@@ -147,7 +182,7 @@ fn a_nack_storm_with_forged_ssrcs_costs_no_more_than_its_bounds() {
         for j in 0..5 {
             let seq = 200 + 5 * k as u16 + j;
             keep_packets(&mut s, seq..seq + 1);
-            if let Some(n) = s.poll_repair(now, now, &mut buf) {
+            if let Some(n) = s.poll_repair(now, now, &mut buf).map(|r| r.len) {
                 repair_bytes += n as u64;
             }
         }
@@ -243,7 +278,7 @@ fn a_storm_from_strangers_leaves_room_for_the_receivers_that_reported() {
     let mut sent = Vec::new();
     for k in (200..550).step_by(10) {
         let now = ms(102 + 2 * u64::from(k - 200));
-        while let Some(n) = s.poll_repair(now, now, &mut buf) {
+        while let Some(n) = s.poll_repair(now, now, &mut buf).map(|r| r.len) {
             let v = metronome_wire::rtp::RtpView::parse(&buf[..n]).unwrap();
             sent.push(u16::from_be_bytes([v.payload()[0], v.payload()[1]]));
         }
@@ -279,7 +314,11 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     let mut buf = [0u8; 1500];
     // At 400 ms packets 40..50 are past their play-out time: no repair, nothing told.
     rtcp_in(&mut s, ms(400), &nack_compound(0x77, 0xabc, 45, 10, 1));
-    while s.poll_repair(ms(400), ms(400), &mut buf).is_some() {}
+    while s
+        .poll_repair(ms(400), ms(400), &mut buf)
+        .map(|r| r.len)
+        .is_some()
+    {}
     assert_eq!(s.poll_timeout().map(|(t, _)| t <= ms(400)), Some(true));
     let n = s.poll_rtcp(ms(400), wall(ms(400)), &mut buf).unwrap();
     let ssrc = s.reports().config_ssrc().get();
@@ -287,7 +326,10 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     // Another viewer asks for the same within the round trip: a duplicate, told again 10 ms
     // after the last TLLEI, not at once.
     rtcp_in(&mut s, ms(402), &nack_compound(0x78, 0xabc, 50, 2, 1));
-    assert_eq!(s.poll_repair(ms(402), ms(402), &mut buf), None);
+    assert_eq!(
+        s.poll_repair(ms(402), ms(402), &mut buf).map(|r| r.len),
+        None
+    );
     let n = s.poll_rtcp(ms(402), wall(ms(402)), &mut buf);
     assert!(n.is_none_or(|n| tlleis(&buf[..n]).is_empty()));
     assert_eq!(s.poll_timeout().map(|(t, _)| t), Some(ms(410)));
@@ -298,7 +340,11 @@ fn to_a_group_the_losses_being_repaired_are_told_in_a_tllei() {
     // To one viewer: the repair goes, no TLLEI.
     let mut one = repairing_session_to(false);
     rtcp_in(&mut one, ms(400), &nack_compound(0x77, 0xabc, 50, 5, 1));
-    while one.poll_repair(ms(400), ms(400), &mut buf).is_some() {}
+    while one
+        .poll_repair(ms(400), ms(400), &mut buf)
+        .map(|r| r.len)
+        .is_some()
+    {}
     if let Some(n) = one.poll_rtcp(ms(400), wall(ms(400)), &mut buf) {
         assert!(tlleis(&buf[..n]).is_empty());
     }
@@ -334,7 +380,7 @@ fn at_the_controllers_rate_repairs_take_their_time_from_the_stream() {
         sent_at.push(now);
         bytes += 1250;
         keep_packets(&mut s, id as u16..id as u16 + 1);
-        if let Some(n) = s.poll_repair(now, now, &mut buf) {
+        if let Some(n) = s.poll_repair(now, now, &mut buf).map(|r| r.len) {
             repairs += 1;
             bytes += n as u64;
         }
@@ -372,7 +418,8 @@ fn off_the_controllers_rate_the_media_leaves_repairs_room_in_the_target() {
     // Eight retransmissions (1 252 bytes, 1 280 on the wire) in the next second.
     rtcp_in(&mut s, ms(500), &nack_compound(0x77, 0xabc, 180, 8, 1));
     let mut buf = [0u8; 1500];
-    let sent = std::iter::from_fn(|| s.poll_repair(ms(500), ms(500), &mut buf)).count();
+    let sent =
+        std::iter::from_fn(|| s.poll_repair(ms(500), ms(500), &mut buf).map(|r| r.len)).count();
     assert_eq!(sent, 8);
     while s.poll_event().is_some() {}
     rtcp_in(&mut s, ms(1500), &report);
@@ -387,7 +434,10 @@ fn off_the_controllers_rate_the_media_leaves_repairs_room_in_the_target() {
     // ms would make 1 Mbit/s of the one repair).
     keep_packets(&mut s, 700..752);
     rtcp_in(&mut s, ms(1505), &nack_compound(0x77, 0xabc, 740, 1, 1));
-    assert!(s.poll_repair(ms(1505), ms(1505), &mut buf).is_some());
+    assert!(s
+        .poll_repair(ms(1505), ms(1505), &mut buf)
+        .map(|r| r.len)
+        .is_some());
     rtcp_in(&mut s, ms(1510), &report);
     assert_eq!(s.reported_rate(), Some(media));
     // Over the next second, that one repair alone.

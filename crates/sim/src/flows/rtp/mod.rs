@@ -20,7 +20,7 @@ use metronome_link::meter::Meter;
 use metronome_link::report::{FlowReport, ReceiverReport};
 use metronome_link::topology::NodeId;
 use metronome_session::receiver::{ReceiverConfig, ReceiverSession};
-use metronome_session::repair::FecConfig;
+use metronome_session::repair::{FecConfig, Outlet};
 use metronome_session::repair_figures::{sender_repair, viewer_repair};
 use metronome_session::sender::RtpSource;
 use metronome_session::sender::{
@@ -329,7 +329,7 @@ impl RtpFlow {
             return at;
         }
         for _ in 0..most {
-            let Some(n) = self.sender.poll_repair(now, at + gap, buf) else {
+            let Some(n) = self.sender.poll_repair(now, at + gap, buf).map(|r| r.len) else {
                 break;
             };
             at += gap;
@@ -813,6 +813,8 @@ impl Flow for RtpFlow {
             let input = Input::Rtcp {
                 wall: wall(now),
                 from: Self::receiver_addr(pkt.src),
+                // One destination: the receiver, or the group's tree.
+                outlet: Outlet(0),
                 data: &data,
             };
             let _ = self.sender.handle_input(now, input);
