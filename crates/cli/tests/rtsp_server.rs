@@ -397,15 +397,59 @@ fn receiver_reports_keep_a_session_alive_after_pause_and_play() {
     assert_eq!(c.req("PAUSE", &url, &[("Session", &s)]).status, 200);
     assert_eq!(c.play(&s, None).status, 200);
     // From here on only receiver reports, no requests, for twice the timeout.
+    let report = interleaved_rr(ssrc);
+    alive_on_reports_alone(&mut c, &s, |c| c.w.write_all(&report).unwrap());
+    server.stop();
+}
+
+/// Whether session `s`, with a 2 s timeout, is still alive after 4 s of no requests but a
+/// receiver report every half second (`send` sends one).
+fn alive_on_reports_alone(c: &mut Client, s: &str, mut send: impl FnMut(&mut Client)) {
     for _ in 0..8 {
-        c.w.write_all(&interleaved_rr(ssrc)).unwrap();
+        send(c);
         std::thread::sleep(Duration::from_millis(500));
     }
+    let url = c.url.clone();
     assert_eq!(
-        c.req("GET_PARAMETER", &url, &[("Session", &s)]).status,
+        c.req("GET_PARAMETER", &url, &[("Session", s)]).status,
         200,
         "the reports kept the resumed session alive"
     );
+}
+
+/// After PAUSE and PLAY the session's stream is a new one with its SSRC: a client's reports
+/// that still echo a sender report from before the pause (its first ones do) are taken, and
+/// keep the session alive, rather than dropped as forged.
+#[test]
+fn reports_echoing_a_sender_report_from_before_a_pause_are_taken_after_play() {
+    let mut args = small_test_source().to_vec();
+    args.extend(["--rtsp-session-timeout", "2s"]);
+    let server = RtspServer::start(&args);
+    let mut c = Client::connect(&server, "test");
+    let (_rtp, rtcp, port) = client_ports();
+    let r = c.setup(
+        &format!("RTP/AVP;unicast;client_port={port}-{}", port + 1),
+        None,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let (ssrc, s) = (ssrc_of(&r), r.session());
+    let url = c.url.clone();
+    assert_eq!(c.play(&s, None).status, 200);
+    // The stream's first sender report: the middle of its NTP time, and where it came from.
+    let mut buf = [0u8; 1500];
+    let (lsr, server_rtcp) = loop {
+        let (n, from) = rtcp.recv_from(&mut buf).expect("no sender report");
+        if n >= 16 && buf[1] == 200 {
+            break (u32::from_be_bytes(buf[10..14].try_into().unwrap()), from);
+        }
+    };
+    assert_eq!(c.req("PAUSE", &url, &[("Session", &s)]).status, 200);
+    assert_eq!(c.play(&s, None).status, 200);
+    // From here on only reports echoing that one, no requests, for twice the timeout.
+    let report = rr_echoing(ssrc, lsr);
+    alive_on_reports_alone(&mut c, &s, |_| {
+        rtcp.send_to(&report, server_rtcp).unwrap();
+    });
     server.stop();
 }
 

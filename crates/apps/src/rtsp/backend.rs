@@ -84,6 +84,9 @@ struct SessionMedia {
     start: Option<StartInfo>,
     /// The sequence number the next play continues with (after a PAUSE).
     next_seq: Option<SeqNo>,
+    /// The sender reports of the stream it played before a PAUSE, which the next play's
+    /// stream takes as its own (the client's reports echo them).
+    sent_reports: Vec<u32>,
     /// The client's address: only its own receiver reports keep the session alive.
     peer: std::net::IpAddr,
     /// Receiver reports seen so far from the stream it plays now (liveness).
@@ -362,6 +365,7 @@ impl Backend for MediaBackend {
                 from: Duration::ZERO,
                 start: None,
                 next_seq: None,
+                sent_reports: Vec::new(),
                 peer: req.peer.ip(),
                 reports: 0,
                 raw,
@@ -441,6 +445,7 @@ impl Backend for MediaBackend {
             rtcp,
             from,
             next_seq: s.next_seq,
+            sent_reports: s.sent_reports.clone(),
         };
         let source = if self.shared.shares(&mount.spec) {
             Some(self.shared.tap(&self.server, &s.mount, &mount.spec)?)
@@ -517,6 +522,7 @@ impl MediaBackend {
             return Ok(Duration::ZERO);
         }
         let position = self.server.position(&stream).unwrap_or_default();
+        s.sent_reports = self.server.sent_reports(&stream);
         let stopped = if bye {
             self.server.remove(&stream)
         } else {

@@ -180,18 +180,26 @@ pub(crate) fn assert_stops(sock: &UdpSocket) {
 }
 
 /// An RTCP receiver report on interleaved channel 1 (RFC 3550 §6.4.2): from SSRC 0x5eed, one
-/// block about `ssrc`: 3 lost, jitter 90.
+/// block about `ssrc`: 3 lost, jitter 90, no sender report heard.
 pub(crate) fn interleaved_rr(ssrc: u32) -> Vec<u8> {
+    let rr = rr_echoing(ssrc, 0);
+    let mut frame = vec![b'$', 1, 0, rr.len() as u8];
+    frame.extend(&rr);
+    frame
+}
+
+/// An RTCP receiver report from SSRC 0x5eed, one block about `ssrc` (3 lost, jitter 90)
+/// echoing the sender report `lsr` (the middle 32 bits of its NTP time), sent at once after it.
+pub(crate) fn rr_echoing(ssrc: u32, lsr: u32) -> Vec<u8> {
     let mut rr = vec![0x81, 201, 0, 7];
     rr.extend(0x5eedu32.to_be_bytes());
     rr.extend(ssrc.to_be_bytes());
     rr.extend([0, 0, 0, 3]);
     rr.extend(100u32.to_be_bytes());
     rr.extend(90u32.to_be_bytes());
-    rr.extend([0; 8]);
-    let mut frame = vec![b'$', 1, 0, rr.len() as u8];
-    frame.extend(&rr);
-    frame
+    rr.extend(lsr.to_be_bytes());
+    rr.extend([0; 4]);
+    rr
 }
 
 /// The SSRC a SETUP reply names in its Transport header.

@@ -161,7 +161,7 @@ const MAX_EVENTS: usize = 256;
 /// echoes the last it received). Compounds sent out of turn (a rate controller's, TLLEIs)
 /// carry a sender report too, as often as every 10 ms: 10 s of them then, 17 minutes at one
 /// a second. 4 KiB a stream.
-const SRS_ECHOED: usize = 1024;
+pub(super) const SRS_ECHOED: usize = 1024;
 
 /// Why the sender wants to be woken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -352,12 +352,34 @@ impl SenderReports {
         let head = ReportHead::Sender(info, &[]);
         let n = rtcp::write_compound_with(buf, head, &self.cfg.cname, apps, None, bye).ok()?;
         self.counters.sender_reports += 1;
+        self.note_sent(wall.compact());
+        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
+        Some(n)
+    }
+
+    /// Keeps `lsr` among the reports a receiver may echo (the last [`SRS_ECHOED`]).
+    fn note_sent(&mut self, lsr: u32) {
         if self.sent_srs.len() == SRS_ECHOED {
             self.sent_srs.pop_front();
         }
-        self.sent_srs.push_back(wall.compact());
-        self.avg_rtcp_size = update_avg_rtcp_size(self.avg_rtcp_size, n);
-        Some(n)
+        self.sent_srs.push_back(lsr);
+    }
+
+    /// The sender reports a receiver may still echo, oldest first: the middle 32 bits of each
+    /// one's NTP time (what a report block's LSR holds).
+    pub fn sent_reports(&self) -> impl Iterator<Item = u32> + '_ {
+        self.sent_srs.iter().copied()
+    }
+
+    /// Takes `earlier` (oldest first), the sender reports of an earlier stream with this SSRC
+    /// that this one continues (an RTSP session's stream after PAUSE and PLAY), as its own: a
+    /// receiver's first reports after the restart echo one of them, and are taken (with their
+    /// round trip) rather than counted as an unknown LSR and dropped.
+    pub fn continue_from(&mut self, earlier: impl IntoIterator<Item = u32>) {
+        let mine = std::mem::take(&mut self.sent_srs);
+        for lsr in earlier.into_iter().chain(mine) {
+            self.note_sent(lsr);
+        }
     }
 
     /// Writes a DLRR block (RFC 3611 §4.5) answering the RRTRs waiting, as many as fit in

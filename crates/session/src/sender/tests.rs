@@ -254,3 +254,39 @@ fn forged_reports_neither_set_a_round_trip_nor_keep_receivers_out() {
     assert_eq!(s.receivers()[2].reports, 2);
     assert!(s.receiver_rtt(Ssrc(0xf3)).is_some());
 }
+
+/// A stream that continues an earlier one with its SSRC (an RTSP session's, PAUSE then PLAY)
+/// takes the earlier stream's sender reports as its own: a receiver's first report after the
+/// restart echoes one of them, and is taken with its round trip. Without them it is dropped
+/// as forged.
+#[test]
+fn a_continuing_stream_takes_reports_that_echo_the_earlier_streams() {
+    let from: std::net::SocketAddr = "127.0.0.1:5007".parse().unwrap();
+    let w = NtpTime::from_unix_nanos(1_700_000_000_000_000_000);
+    let arrival = NtpTime::from_unix_nanos(1_700_000_000_260_000_000);
+    let at = Timestamp::from_millis(260);
+    let mut earlier = reports();
+    let mut buf = [0u8; 1500];
+    earlier.poll_transmit(Timestamp::ZERO, w, &mut buf).unwrap();
+    let echo = report_echoing(0x77, w.compact());
+    let mut fresh = reports();
+    fresh.handle_rtcp(at, arrival, from, &echo, &|_| None);
+    assert_eq!(
+        (fresh.counters().unknown_lsr, fresh.receivers().len()),
+        (1, 0)
+    );
+    let mut continuing = reports();
+    continuing.continue_from(earlier.sent_reports());
+    continuing.handle_rtcp(at, arrival, from, &echo, &|_| None);
+    assert_eq!(continuing.counters().unknown_lsr, 0);
+    let rtt = continuing.receiver_rtt(Ssrc(0x77)).unwrap();
+    assert!((rtt.as_secs_f64() - 0.010).abs() < 5e-5, "{rtt:?}");
+    // Its own reports are kept after earlier ones, and the oldest go first past the bound.
+    let bound = report::SRS_ECHOED;
+    continuing.continue_from((1..=bound as u32).map(|k| k << 8));
+    let kept: Vec<u32> = continuing.sent_reports().collect();
+    assert_eq!(
+        (kept.len(), kept[0], kept[bound - 1]),
+        (bound, 2 << 8, w.compact())
+    );
+}

@@ -363,6 +363,16 @@ impl StreamServer {
         Some(self.inner.clock.now().saturating_since(r.rt.epoch))
     }
 
+    /// The sender reports running stream `name` sent that its receivers may still echo,
+    /// oldest first (the middle 32 bits of each one's NTP time); empty if there is no such
+    /// stream. For a stream that continues it ([`SessionOutlet::sent_reports`]).
+    pub fn sent_reports(&self, name: &str) -> Vec<u32> {
+        let streams = lock(&self.inner.streams);
+        streams.get(name).map_or_else(Vec::new, |r| {
+            lock(&r.rt.session).reports().sent_reports().collect()
+        })
+    }
+
     /// The status of one running stream.
     pub fn stream(&self, name: &str) -> Option<StreamStatus> {
         let streams = lock(&self.inner.streams);

@@ -177,6 +177,7 @@ pub(super) fn open_stream(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ControlError::Invalid(format!("stream '{}': {e}", spec.name)))?;
     let next_seq = outlet.as_ref().and_then(|o| o.next_seq);
+    let earlier_reports = outlet.as_ref().map(|o| o.sent_reports.clone());
     let mut source = match source {
         Some(s) => s,
         None => GivenSource::Ts(open_source(spec)?),
@@ -189,11 +190,8 @@ pub(super) fn open_stream(
     let description = source.describe();
     let shape = source.shape(spec);
     let (ts_bitrate, ceiling) = rates(spec, &source, &description)?;
-    let dests = if outlet.is_some() {
-        1
-    } else {
-        destinations.len()
-    };
+    // A session's stream goes to its one client.
+    let dests = outlet.as_ref().map_or(destinations.len(), |_| 1);
     let media_task = task_of_shape(spec, shape, ceiling, dests, cal);
     let pps = ceiling as f64 / shape.source_bits.max(1) as f64;
     let repair = RepairPlan::of(spec, pps, slot_bytes(shape)).map(|r| r.sent_to(&destinations));
@@ -233,7 +231,8 @@ pub(super) fn open_stream(
     };
     let (session, rate) = plan.session(source.rate_range(), ts_bitrate, ceiling, shape);
     let session = with_repairs(session, repair.as_ref(), &start, seed)
-        .sending_at_rate(source.leaves_at_rate());
+        .sending_at_rate(source.leaves_at_rate())
+        .continuing(earlier_reports.as_deref().unwrap_or_default());
     let rt = Arc::new(
         StreamRt::new(
             id,

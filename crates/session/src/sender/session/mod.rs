@@ -191,6 +191,14 @@ impl SenderSession {
         self
     }
 
+    /// The stream continues an earlier one with its SSRC (an RTSP session's, after PAUSE and
+    /// PLAY): receivers' reports that echo one of the earlier stream's sender reports
+    /// (`earlier`, [`SenderReports::sent_reports`], oldest first) are taken.
+    pub fn continuing(mut self, earlier: &[u32]) -> Self {
+        self.reports.continue_from(earlier.iter().copied());
+        self
+    }
+
     /// The stream sends SMPTE 2022-1 FEC: the driver gives it every packet that left
     /// ([`SenderSession::keep_sent`]) and sends what [`SenderSession::poll_fec`] gives after
     /// each, column FEC to the media's port + 2, row FEC to + 4.
