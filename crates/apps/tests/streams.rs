@@ -264,6 +264,9 @@ fn one_streams_rate_is_bounded_without_a_declared_link() {
     let _serial = serial();
     let file = ts_file(2_000_000);
     let (port, _, stop) = sink();
+    // The second destination is a socket of this test's too: nothing goes to a port that
+    // another test running beside this one may hold.
+    let (port2, _, stop2) = sink();
     let cfg = ServerConfig {
         link_capacity_bps: None,
         ..config(SchedKind::Edf, 1_000_000_000, Duration::from_micros(5))
@@ -272,8 +275,7 @@ fn one_streams_rate_is_bounded_without_a_declared_link() {
     let server = StreamServer::start(cfg.clone()).unwrap();
     let mut two = spec("two", &file, port);
     two.bitrate = Some(150_000_000);
-    two.destination
-        .push(format!("rtp://127.0.0.1:{}", port + 2));
+    two.destination.push(format!("rtp://127.0.0.1:{port2}"));
     let e = server.add(two.clone()).unwrap_err().to_string();
     assert!(
         e.contains("at most 200") && e.contains("--max-stream-rate"),
@@ -292,6 +294,7 @@ fn one_streams_rate_is_bounded_without_a_declared_link() {
     server.add(two).unwrap();
     drop(server.shutdown());
     stop.store(true, Ordering::Relaxed);
+    stop2.store(true, Ordering::Relaxed);
     let _ = std::fs::remove_file(file);
 }
 
