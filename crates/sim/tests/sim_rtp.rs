@@ -294,6 +294,7 @@ fn lossy_unicast(seed: u64, loss: f64, repair: bool, playout: Duration) -> Box<R
             playout_delay: playout,
             initial_rtt: Duration::from_millis(100),
             tell_group: false,
+            everywhere: false,
         });
         cfg.receiver.repair = Some(ReceiverRepair::new(PayloadType(97), playout));
     }

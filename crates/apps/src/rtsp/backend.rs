@@ -85,7 +85,8 @@ struct SessionMedia {
     /// The sequence number the next play continues with (after a PAUSE).
     next_seq: Option<SeqNo>,
     /// The sender reports of the stream it played before a PAUSE, which the next play's
-    /// stream takes as its own (the client's reports echo them).
+    /// stream takes as its own (the client's reports echo them); at most 1,024. An MPEG-TS
+    /// session's only: a raw session's next sender starts with none.
     sent_reports: Vec<u32>,
     /// The client's address: only its own receiver reports keep the session alive.
     peer: std::net::IpAddr,
@@ -433,9 +434,11 @@ impl Backend for MediaBackend {
         let Some(rtcp) = s.prepared.rtcp_out() else {
             unreachable!("multicast is handled above")
         };
-        if let Some(old) = &s.playing {
-            let _ = self.server.pause(old);
-        }
+        // PLAY while playing (a new range): the stream playing now is the one continued.
+        let sent_reports = match &s.playing {
+            Some(old) => self.server.pause(old).ok().map(|p| p.sent_reports),
+            None => None,
+        };
         let mut spec = mount.spec.clone();
         spec.name = name.clone();
         spec.destination = Vec::new();
@@ -445,7 +448,7 @@ impl Backend for MediaBackend {
             rtcp,
             from,
             next_seq: s.next_seq,
-            sent_reports: s.sent_reports.clone(),
+            sent_reports: sent_reports.unwrap_or_else(|| s.sent_reports.clone()),
         };
         let source = if self.shared.shares(&mount.spec) {
             Some(self.shared.tap(&self.server, &s.mount, &mount.spec)?)
@@ -522,11 +525,13 @@ impl MediaBackend {
             return Ok(Duration::ZERO);
         }
         let position = self.server.position(&stream).unwrap_or_default();
-        s.sent_reports = self.server.sent_reports(&stream);
         let stopped = if bye {
             self.server.remove(&stream)
         } else {
-            self.server.pause(&stream)
+            self.server.pause(&stream).map(|p| {
+                s.sent_reports = p.sent_reports;
+                p.status
+            })
         };
         if let (Ok(st), Some(start)) = (stopped, s.start) {
             s.next_seq = Some(start.seq.add(st.packets as u16));

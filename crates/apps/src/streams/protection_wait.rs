@@ -19,8 +19,8 @@ const CAPACITY: usize = 6;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Protection {
     /// A retransmission (RFC 4588): to the media port of the one destination whose receiver
-    /// asked for it.
-    Rtx(Outlet),
+    /// asked for it, or of every destination (`None`).
+    Rtx(Option<Outlet>),
     /// A FEC packet of a row or a column: to the destinations' FEC port for it.
     Fec(Direction),
 }
@@ -41,7 +41,7 @@ impl ProtectionWait {
         let n = if packet_room == 0 { 0 } else { CAPACITY };
         ProtectionWait {
             bufs: (0..n).map(|_| vec![0; packet_room]).collect(),
-            meta: [(Timestamp::ZERO, Protection::Rtx(Outlet(0)), 0); CAPACITY],
+            meta: [(Timestamp::ZERO, Protection::Rtx(None), 0); CAPACITY],
             head: 0,
             len: 0,
         }
@@ -116,7 +116,7 @@ mod tests {
         for k in 0..CAPACITY as u8 {
             w.free()[0] = k;
             let what = match k % 3 {
-                0 => Protection::Rtx(Outlet(1)),
+                0 => Protection::Rtx(Some(Outlet(1))),
                 1 => Protection::Fec(Direction::Row),
                 _ => Protection::Fec(Direction::Column),
             };
@@ -127,7 +127,7 @@ mod tests {
         assert!(w.pop_due(at(99)).is_none());
         assert_eq!(
             w.pop_due(at(100)),
-            Some((Protection::Rtx(Outlet(1)), &[0u8][..]))
+            Some((Protection::Rtx(Some(Outlet(1))), &[0u8][..]))
         );
         // Room again: the ring wraps.
         w.free()[0] = 9;

@@ -578,13 +578,14 @@ impl Lane for TsLane {
     }
 }
 
-/// Sends a retransmission to the destination whose receiver asked for it, or a FEC packet to
-/// every destination's FEC port; a failure is counted. What the send cost per destination is
-/// noted beside the media's: admission budgets every packet the stream sends, its repairs
-/// among them.
+/// Sends a retransmission to the destination whose receiver asked for it (or to every one),
+/// or a FEC packet to every destination's FEC port; a failure is counted. What the send cost
+/// per destination is noted beside the media's: admission budgets every packet the stream
+/// sends, its repairs among them.
 fn send_protection(rt: &StreamRt, what: Protection, packet: &[u8]) {
     let ok = match what {
-        Protection::Rtx(outlet) => rt.timed(1, || rt.send_to(outlet, packet)),
+        Protection::Rtx(Some(outlet)) => rt.timed(1, || rt.send_to(outlet, packet)),
+        Protection::Rtx(None) => rt.send_timed(packet),
         Protection::Fec(direction) => {
             rt.timed(rt.fec_outputs.len(), || rt.send_fec(packet, direction))
         }

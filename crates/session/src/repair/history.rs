@@ -14,7 +14,7 @@ struct Slot {
     len: usize,
     /// When the packet is no use to a viewer any more (its frame's play-out deadline).
     deadline: Timestamp,
-    /// When it was last retransmitted, if it was.
+    /// When the retransmissions still on their way began, if it was retransmitted.
     repaired: Option<Timestamp>,
     /// Where its retransmissions since then went (a set of the repairer's outlets).
     repaired_to: u64,
@@ -27,9 +27,10 @@ pub struct Kept<'a> {
     pub packet: &'a [u8],
     /// The latest time a copy of it is of use at the receivers.
     pub deadline: Timestamp,
-    /// When it was last retransmitted, if it was.
+    /// Since when its retransmissions went (as [`SendHistory::mark_repaired`] was told), if
+    /// it was retransmitted.
     pub repaired: Option<Timestamp>,
-    /// Where its last retransmissions went, as [`SendHistory::mark_repaired`] was told.
+    /// Where they went, as [`SendHistory::mark_repaired`] was told.
     pub repaired_to: u64,
 }
 
@@ -127,12 +128,12 @@ impl SendHistory {
         })
     }
 
-    /// Notes that `sequence` was retransmitted at `now`, its retransmissions lately having
-    /// gone `to` (a set the caller keeps: the repairer's outlets, one bit each).
-    pub fn mark_repaired(&mut self, sequence: SeqNo, now: Timestamp, to: u64) {
+    /// Notes that `sequence` was retransmitted, its retransmissions since `since` having gone
+    /// `to` (a set the caller keeps: the repairer's outlets, one bit each).
+    pub fn mark_repaired(&mut self, sequence: SeqNo, since: Timestamp, to: u64) {
         let i = self.index(sequence);
         if self.slots[i].used && self.slots[i].sequence == sequence {
-            self.slots[i].repaired = Some(now);
+            self.slots[i].repaired = Some(since);
             self.slots[i].repaired_to = to;
         }
     }

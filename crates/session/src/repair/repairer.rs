@@ -75,6 +75,9 @@ pub struct Path {
     pub rtt: Duration,
     /// The destination the receiver asked from, where its repairs go.
     pub outlet: Outlet,
+    /// Its repairs go to every destination, not to `outlet` alone: one on its way is on its
+    /// way to all of them.
+    pub everywhere: bool,
 }
 
 /// What the repairer did, packets (NACKs for the last two).
@@ -90,7 +93,8 @@ pub struct RepairCounters {
     pub unknown: u64,
     /// Asked for in time but beyond the repair budget.
     pub over_budget: u64,
-    /// Asked for again within a round trip of their last repair.
+    /// Asked for again from a destination a repair of them is still on its way to (within a
+    /// round trip).
     pub duplicate: u64,
     /// NACKs longer than `max_per_nack` (their rest ignored).
     pub truncated_nacks: u64,
@@ -231,15 +235,20 @@ impl Repairer {
             return true;
         }
         let guard = path.rtt.max(self.cfg.min_repeat_guard);
-        // The outlets a repair of it is still on its way to.
-        let on_way = match kept.repaired {
-            Some(t) if now.saturating_since(t) < guard => kept.repaired_to,
-            _ => 0,
+        // The outlets a repair of it is still on its way to, since the first of them left.
+        let (since, on_way) = match kept.repaired {
+            Some(t) if now.saturating_since(t) < guard => (t, kept.repaired_to),
+            _ => (now, 0),
         };
         if on_way & path.outlet.bit() != 0 {
             self.counters.duplicate += 1;
             return true;
         }
+        let reach = if path.everywhere {
+            u64::MAX
+        } else {
+            path.outlet.bit()
+        };
         let n = match wrap(
             kept.packet,
             self.cfg.rtx,
@@ -263,8 +272,9 @@ impl Repairer {
         }
         self.tokens -= n as f64;
         self.next_sequence = self.next_sequence.next();
-        self.history
-            .mark_repaired(seq, now, on_way | path.outlet.bit());
+        // Its window stays the first repair's: another destination asking within it gets
+        // its own repair without holding off this one's next (which may then come early).
+        self.history.mark_repaired(seq, since, on_way | reach);
         self.counters.sent += 1;
         true
     }
@@ -323,6 +333,7 @@ mod tests {
             to_receiver: Duration::from_millis(path_ms),
             rtt: Duration::from_millis(20),
             outlet: Outlet(0),
+            everywhere: false,
         };
         r.on_nack(SSRC, seqs.iter().copied().map(SeqNo), now, path, &mut emit);
         out
@@ -401,6 +412,7 @@ mod tests {
             to_receiver: Duration::ZERO,
             rtt: Duration::ZERO,
             outlet: Outlet(0),
+            everywhere: false,
         };
         r.on_nack(
             Ssrc(SSRC.get() + 1),
@@ -419,6 +431,7 @@ mod tests {
             to_receiver: Duration::ZERO,
             rtt: Duration::from_millis(20),
             outlet: Outlet(0),
+            everywhere: false,
         };
         let mut refuse = |_: &[u8], _: Timestamp| false;
         r.on_nack(SSRC, [3, 4].map(SeqNo), at(10), path, &mut refuse);

@@ -38,6 +38,12 @@ pub struct SenderRepair {
     /// (RFC 6642 TLLEI), at most [`MAX_NOTICED`] numbers per RTCP compound, one compound per
     /// [`NOTICE_GAP`] at most.
     pub tell_group: bool,
+    /// Every retransmission goes to every destination of the stream, not to the asker's alone
+    /// ([`super::Repair::outlet`] `None`): for a stream that tells a group (what a TLLEI says
+    /// must hold wherever it is heard, and its RTCP goes to every destination), and for SRTP
+    /// (a destination that saw only some of the retransmission stream's packets could lose
+    /// track of its rollover count, RFC 3711 §3.3.1).
+    pub everywhere: bool,
 }
 
 impl SenderRepair {
@@ -60,13 +66,24 @@ impl SenderRepair {
             playout_delay,
             initial_rtt: Duration::from_millis(100),
             tell_group: false,
+            everywhere: false,
         }
     }
 
-    /// These repairs, to a group: losses being repaired are told to it.
+    /// These repairs, to a group: losses being repaired are told to it, and every
+    /// retransmission goes to every destination.
     pub fn to_group(self) -> SenderRepair {
         SenderRepair {
             tell_group: true,
+            everywhere: true,
+            ..self
+        }
+    }
+
+    /// These repairs, every one to every destination ([`SenderRepair::everywhere`]).
+    pub fn to_every_destination(self) -> SenderRepair {
+        SenderRepair {
+            everywhere: true,
             ..self
         }
     }
@@ -147,6 +164,8 @@ pub(crate) struct Resend {
     media_time: MediaTime,
     playout_delay: Duration,
     initial_rtt: Duration,
+    /// Retransmissions go to every destination ([`SenderRepair::everywhere`]).
+    everywhere: bool,
     /// The least round trip each receiver reported (by SSRC, at most [`MAX_RECEIVERS`]): the
     /// way there without queues.
     min_rtt: BTreeMap<Ssrc, Duration>,
@@ -180,8 +199,8 @@ pub(crate) struct Resend {
 #[derive(Debug)]
 struct Waiting {
     packet: Vec<u8>,
-    /// Where it goes: back where its NACK came from.
-    outlet: Outlet,
+    /// Where it goes: back where its NACK came from, or everywhere (`None`).
+    outlet: Option<Outlet>,
     /// The latest time it may leave and still make its deadline.
     latest: Timestamp,
     /// Whether a receiver with no round trip known asked for it.
@@ -248,6 +267,7 @@ impl Resend {
             repairer: Repairer::new(cfg.repairer, media_ssrc, history, rate_bps),
             playout_delay: cfg.playout_delay,
             initial_rtt: cfg.initial_rtt,
+            everywhere: cfg.everywhere,
             min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
             // Buffers for every retransmission that may wait, made now: neither the thread
@@ -323,8 +343,8 @@ impl Resend {
     }
 
     /// Answers `nack`, from a receiver behind `outlet` whose last round trip was `rtt` (if
-    /// known), at `now`; its repairs go to `outlet`. A receiver with no round trip known is a
-    /// stranger ([`MAX_WAITING_FOR_STRANGERS`]).
+    /// known), at `now`; its repairs go to `outlet` (or everywhere, [`SenderRepair::everywhere`]).
+    /// A receiver with no round trip known is a stranger ([`MAX_WAITING_FOR_STRANGERS`]).
     pub(crate) fn on_nack(
         &mut self,
         nack: &NackRequest,
@@ -344,7 +364,9 @@ impl Resend {
             to_receiver: (rtt - base) / 2,
             rtt,
             outlet,
+            everywhere: self.everywhere,
         };
+        let to = (!self.everywhere).then_some(outlet);
         let (waiting, spare, overflow) = (&mut self.waiting, &mut self.spare, &mut self.overflow);
         let mut strangers = waiting.iter().filter(|w| w.stranger).count();
         let mut emit = |p: &[u8], latest: Timestamp| {
@@ -358,7 +380,7 @@ impl Resend {
             packet.extend_from_slice(p);
             waiting.push_back(Waiting {
                 packet,
-                outlet,
+                outlet: to,
                 latest,
                 stranger,
             });
@@ -414,10 +436,14 @@ impl Resend {
     }
 
     /// The next retransmission that can still make its deadline if it leaves at `leaves`,
-    /// written into `buf`; its length and where it goes. One whose time has passed while it
-    /// waited is dropped (counted as expired), one that does not fit too (counted as too
-    /// large).
-    pub(crate) fn poll(&mut self, leaves: Timestamp, buf: &mut [u8]) -> Option<(usize, Outlet)> {
+    /// written into `buf`; its length and where it goes (`None`: everywhere). One whose time
+    /// has passed while it waited is dropped (counted as expired), one that does not fit too
+    /// (counted as too large).
+    pub(crate) fn poll(
+        &mut self,
+        leaves: Timestamp,
+        buf: &mut [u8],
+    ) -> Option<(usize, Option<Outlet>)> {
         loop {
             if self.credit < ONE_REPAIR {
                 // Unpaid: it waits for the stream's next packets, or expires meanwhile.

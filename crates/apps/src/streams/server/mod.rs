@@ -155,6 +155,16 @@ pub struct StreamServer {
     host: HostWatch,
 }
 
+/// A stream stopped without BYE ([`StreamServer::pause`]).
+pub struct Paused {
+    /// Its final status.
+    pub status: StreamStatus,
+    /// The sender reports its receivers may still echo, oldest first (the middle 32 bits of
+    /// each one's NTP time): for the stream that continues it
+    /// ([`SessionOutlet::sent_reports`]).
+    pub sent_reports: Vec<u32>,
+}
+
 impl StreamServer {
     /// Measures the send cost, starts the pacing threads, the producers and the RTCP thread.
     pub fn start(cfg: ServerConfig) -> Result<StreamServer, ServerError> {
@@ -363,16 +373,6 @@ impl StreamServer {
         Some(self.inner.clock.now().saturating_since(r.rt.epoch))
     }
 
-    /// The sender reports running stream `name` sent that its receivers may still echo,
-    /// oldest first (the middle 32 bits of each one's NTP time); empty if there is no such
-    /// stream. For a stream that continues it ([`SessionOutlet::sent_reports`]).
-    pub fn sent_reports(&self, name: &str) -> Vec<u32> {
-        let streams = lock(&self.inner.streams);
-        streams.get(name).map_or_else(Vec::new, |r| {
-            lock(&r.rt.session).reports().sent_reports().collect()
-        })
-    }
-
     /// The status of one running stream.
     pub fn stream(&self, name: &str) -> Option<StreamStatus> {
         let streams = lock(&self.inner.streams);
@@ -383,13 +383,17 @@ impl StreamServer {
 
     /// Stops a stream and returns its final status.
     pub fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
-        self.inner.remove(name, Bye::Now)
+        self.inner.remove(name, Bye::Now).map(|(status, _)| status)
     }
 
     /// Stops a stream without saying RTCP BYE: its source is not leaving (RTSP PAUSE; RFC 3550
     /// §6.6 keeps BYE for a source that leaves the session), and PLAY will start it again.
-    pub fn pause(&self, name: &str) -> Result<StreamStatus, ControlError> {
-        self.inner.remove(name, Bye::Never)
+    pub fn pause(&self, name: &str) -> Result<Paused, ControlError> {
+        let (status, sent_reports) = self.inner.remove(name, Bye::Never)?;
+        Ok(Paused {
+            status,
+            sent_reports,
+        })
     }
 
     pub fn streams(&self) -> Vec<StreamStatus> {

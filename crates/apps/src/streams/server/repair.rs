@@ -31,6 +31,9 @@ pub(crate) struct RepairPlan {
     fec: Option<FecConfig>,
     /// The stream goes to a group: losses being repaired are told to it (RFC 6642 TLLEI).
     group: bool,
+    /// The stream sends SRTP: every retransmission goes to every destination
+    /// (`SenderRepair::everywhere`).
+    srtp: bool,
 }
 
 impl RepairPlan {
@@ -55,6 +58,7 @@ impl RepairPlan {
             playout_delay,
             fec,
             group: false,
+            srtp: spec.srtp_key.is_some(),
         })
     }
 
@@ -103,10 +107,10 @@ impl RepairPlan {
             self.history_packets,
             self.max_packet,
         );
-        if self.group {
-            r.to_group()
-        } else {
-            r
+        match (self.group, self.srtp) {
+            (true, _) => r.to_group(),
+            (false, true) => r.to_every_destination(),
+            (false, false) => r,
         }
     }
 

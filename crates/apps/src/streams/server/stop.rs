@@ -70,7 +70,14 @@ impl Drop for StreamServer {
 }
 
 impl Inner {
-    pub(super) fn remove(&self, name: &str, bye: Bye) -> Result<StreamStatus, ControlError> {
+    /// Stops stream `name` (its BYE as `bye` says): its final status, and the sender reports
+    /// its receivers may still echo, oldest first, read once it has stopped sending them
+    /// (for the stream that continues it after a pause: `SessionOutlet::sent_reports`).
+    pub(super) fn remove(
+        &self,
+        name: &str,
+        bye: Bye,
+    ) -> Result<(StreamStatus, Vec<u32>), ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
             // Ended by itself, waiting to say BYE: said now if asked; a pause says none; a
@@ -88,11 +95,12 @@ impl Inner {
         };
         self.stop_stream(&mut r, bye == Bye::Now);
         let status = status::stream_status(&r, "removed", &self.clock);
+        let reports = lock(&r.rt.session).reports().sent_reports().collect();
         self.remember(status.clone());
         if bye == Bye::AfterLast {
             self.farewells.add(self.clock.now(), r);
         }
-        Ok(status)
+        Ok((status, reports))
     }
 
     /// Stops every stream's media, and waits (at most [`REPAIRS_AFTER_STOP`]) while each

@@ -46,13 +46,15 @@ pub struct Queued {
 }
 
 /// A retransmission [`SenderSession::poll_repair`](super::SenderSession::poll_repair) wrote:
-/// its length, and the one destination it goes to (where its NACK came in).
+/// its length, and where it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Repair {
     /// Bytes written.
     pub len: usize,
-    /// Where it goes.
-    pub outlet: Outlet,
+    /// The one destination it goes to: where its NACK came in. `None`: every destination
+    /// (a stream that tells a group of its repairs, or sends SRTP:
+    /// [`SenderRepair::everywhere`](crate::sender::SenderRepair::everywhere)).
+    pub outlet: Option<Outlet>,
 }
 
 /// What a driver tells the session.

@@ -234,10 +234,11 @@ impl SenderSession {
         self.fec.as_ref().map(|f| f.counters())
     }
 
-    /// The next retransmission to send at `now`, written into `buf`: its length, and the one
+    /// The next retransmission to send at `now`, written into `buf`: its length, and the
     /// destination it goes to (where its NACK came in, [`Input::Rtcp`]'s `outlet`: a stream's
-    /// other destinations have the packet). Retransmissions are made when NACKs come in ([`Input::Rtcp`]) and
-    /// leave with the stream's packets: a driver asks right after each packet it sent
+    /// other destinations have the packet; or every one, [`Repair::outlet`]).
+    /// Retransmissions are made when NACKs come in ([`Input::Rtcp`]) and leave with the
+    /// stream's packets: a driver asks right after each packet it sent
     /// ([`SenderSession::keep_sent`]), and gets one when the stream's packets have paid for it
     /// (a quarter each, eight ahead at most: [`super::REPAIR_BURST`]). Sending at a rate
     /// controller's rate ([`SenderSession::sending_at_rate`]), a retransmission takes its

@@ -31,6 +31,7 @@ fn repair_config(group: bool) -> SenderRepair {
         playout_delay: Duration::from_millis(300),
         initial_rtt: Duration::from_millis(20),
         tell_group: group,
+        everywhere: group,
     }
 }
 
@@ -139,11 +140,10 @@ fn a_retransmission_that_waited_past_its_time_is_dropped_not_sent() {
 }
 
 /// A stream to several unicast destinations: a repair goes back only where its NACK came in,
-/// each destination that asks gets its own, and one asking again within a round trip gets
-/// none (its repair is on its way).
+/// each destination that asks gets its own, and one asking again within a round trip of its
+/// repair gets none (it is on its way). To a group, one repair goes everywhere.
 #[test]
 fn a_repair_goes_only_to_the_destination_that_asked_for_it() {
-    let mut s = repairing_session();
     // Receiver `reporter`, behind destination `outlet`, asks for packet 60 at `t` ms.
     let ask = |s: &mut SenderSession, t, outlet, reporter| {
         rtcp_in_at(s, ms(t), outlet, &nack_compound(reporter, 0xabc, 60, 1, 1));
@@ -153,18 +153,24 @@ fn a_repair_goes_only_to_the_destination_that_asked_for_it() {
         std::iter::from_fn(|| s.poll_repair(ms(t), ms(t), &mut buf).map(|r| r.outlet))
             .collect::<Vec<_>>()
     };
+    let mut s = repairing_session();
     ask(&mut s, 200, Outlet(2), 0x77);
-    assert_eq!(repairs(&mut s, 200), [Outlet(2)]);
-    // The same packet, asked for from another destination at once, and from the first again.
-    ask(&mut s, 201, Outlet(0), 0x78);
-    ask(&mut s, 202, Outlet(2), 0x77);
-    assert_eq!(repairs(&mut s, 202), [Outlet(0)]);
+    assert_eq!(repairs(&mut s, 200), [Some(Outlet(2))]);
+    // The same packet, asked for from another destination, and from the first again.
+    ask(&mut s, 215, Outlet(0), 0x78);
+    ask(&mut s, 216, Outlet(2), 0x77);
+    assert_eq!(repairs(&mut s, 216), [Some(Outlet(0))]);
     let st = s.repair_stats().unwrap().repairer;
     assert_eq!((st.asked, st.sent, st.duplicate), (3, 2, 1));
-    // A round trip (the 20 ms assumed) after its repair, a destination still missing it
-    // gets another.
-    ask(&mut s, 225, Outlet(2), 0x77);
-    assert_eq!(repairs(&mut s, 225), [Outlet(2)]);
+    // A round trip (the 20 ms assumed) after its repair, a destination still missing it gets
+    // another, though another destination's came since.
+    ask(&mut s, 221, Outlet(2), 0x77);
+    assert_eq!(repairs(&mut s, 221), [Some(Outlet(2))]);
+    // To a group: one repair, to every destination, and none again within its round trip.
+    let mut s = repairing_session_to(true);
+    ask(&mut s, 200, Outlet(1), 0x77);
+    ask(&mut s, 201, Outlet(0), 0x78);
+    assert_eq!(repairs(&mut s, 201), [None]);
 }
 
 #[test]
