@@ -358,6 +358,12 @@ fn outputs(
         Some(o) => (vec![o.media], vec![o.rtcp]),
         None => udp_outputs(spec, destinations)?,
     };
+    // The RTCP that comes in at destination i names outlet i, where its repairs go.
+    debug_assert_eq!(
+        outputs.len(),
+        rtcp.len(),
+        "a destination's media and RTCP pair up"
+    );
     for r in &rtcp {
         if let RtcpOut::Udp(s) = r {
             s.socket().set_nonblocking(true).map_err(|e| {
