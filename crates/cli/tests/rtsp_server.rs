@@ -419,13 +419,26 @@ fn alive_on_reports_alone(c: &mut Client, s: &str, mut send: impl FnMut(&mut Cli
 
 /// After PAUSE and PLAY the session's stream is a new one with its SSRC: a client's reports
 /// that still echo a sender report from before the pause (its first ones do) are taken, and
-/// keep the session alive, rather than dropped as forged.
+/// keep the session alive, rather than dropped as forged. A raw mount's sessions too, whose
+/// every PLAY starts a sender of its own.
 #[test]
 fn reports_echoing_a_sender_report_from_before_a_pause_are_taken_after_play() {
     let mut args = small_test_source().to_vec();
     args.extend(["--rtsp-session-timeout", "2s"]);
-    let server = RtspServer::start(&args);
-    let mut c = Client::connect(&server, "test");
+    echoes_from_before_a_pause_are_taken(&args, "test");
+    let raw = [
+        "--raw", "--size", "160x120", "--fps", "25", "--pacing", "burst",
+    ];
+    let mut args = raw.to_vec();
+    args.extend(["--rtsp-session-timeout", "2s"]);
+    echoes_from_before_a_pause_are_taken(&args, "raw");
+}
+
+/// A server with `args` (a 2 s session timeout): a session of `mount` played over UDP, paused
+/// and played again, is kept alive by reports echoing its first stream's first sender report.
+fn echoes_from_before_a_pause_are_taken(args: &[&str], mount: &str) {
+    let server = RtspServer::start(args);
+    let mut c = Client::connect(&server, mount);
     let (_rtp, rtcp, port) = client_ports();
     let r = c.setup(
         &format!("RTP/AVP;unicast;client_port={port}-{}", port + 1),

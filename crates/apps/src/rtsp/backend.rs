@@ -85,8 +85,7 @@ struct SessionMedia {
     /// The sequence number the next play continues with (after a PAUSE).
     next_seq: Option<SeqNo>,
     /// The sender reports of the stream it played before a PAUSE, which the next play's
-    /// stream takes as its own (the client's reports echo them); at most 1,024. An MPEG-TS
-    /// session's only: a raw session's next sender starts with none.
+    /// stream takes as its own (the client's reports echo them); at most 1,024.
     sent_reports: Vec<u32>,
     /// The client's address: only its own receiver reports keep the session alive.
     peer: std::net::IpAddr,
@@ -512,6 +511,8 @@ impl MediaBackend {
                 let _ = play.thread.join();
                 let sent = play.ctl.counters.packets.load(Ordering::Relaxed);
                 s.next_seq = Some(play.first_seq.add(sent as u16));
+                s.sent_reports =
+                    std::mem::take(&mut *metronome_rt::sync::lock(&play.ctl.sent_reports));
             }
             s.playing = None;
             return Ok(Duration::ZERO);
@@ -567,6 +568,7 @@ impl MediaBackend {
         cfg.ssrc = s.ssrc;
         cfg.seed = u64::from(s.ssrc.get()) << 32 | u64::from(s.next_seq.unwrap_or_default().get());
         cfg.initial_seq = s.next_seq;
+        cfg.earlier_reports = s.sent_reports.clone();
         cfg.live = m.live;
         let name = Self::stream_name(&s.mount, session);
         let refuse = |e: crate::uncompressed::RawSendError| {

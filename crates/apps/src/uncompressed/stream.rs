@@ -591,4 +591,7 @@ pub struct RawControl {
     pub counters: PacerCounters,
     /// RTCP receiver reports heard so far (liveness of an RTSP session).
     pub receiver_reports: AtomicU64,
+    /// Once the sender has ended: the sender reports its receivers may still echo, oldest
+    /// first, for the stream that continues it (`RawSenderConfig::earlier_reports`).
+    pub sent_reports: std::sync::Mutex<Vec<u32>>,
 }

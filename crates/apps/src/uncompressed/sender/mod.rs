@@ -95,6 +95,11 @@ pub struct RawSenderConfig {
     /// The first packet's sequence number (an RTSP session resuming after PAUSE continues
     /// its numbering); by default derived from the seed.
     pub initial_seq: Option<SeqNo>,
+    /// The sender reports of the stream this one continues (an RTSP session's, after PAUSE),
+    /// oldest first: receivers' reports that echo one are taken
+    /// (`SenderSession::continuing`). What this one sent is left in
+    /// [`RawControl::sent_reports`] when it ends.
+    pub earlier_reports: Vec<u32>,
     /// Send RTCP sender reports to the destination's RTCP port (port + 1) and read the
     /// receivers' reports there ([`RawSender::open`] only; an RTSP session brings its own).
     pub rtcp: bool,
@@ -141,6 +146,7 @@ impl RawSenderConfig {
             produce_lead: None,
             send_buffer: None,
             initial_seq: None,
+            earlier_reports: Vec::new(),
             rtcp: true,
             cname: "metronome@raw".to_string(),
             late: None,
@@ -385,6 +391,7 @@ impl RawSender {
         let end = clock.now();
         let cpu_s = process_cpu_s() - cpu0;
         farewell(&rt, &rtcp, &ctl, clock, &mut rtcp_buf);
+        *lock(&ctl.sent_reports) = lock(&rt.session).reports().sent_reports().collect();
         Ok(outcome(Finished {
             cfg: &cfg,
             format,
@@ -755,6 +762,7 @@ fn new_session(
         epoch0,
         Box::new(FixedRate::new(Bitrate::bps(wire_bps))),
     )
+    .continuing(&cfg.earlier_reports)
 }
 
 /// How the payloader is set up for `cfg`.
