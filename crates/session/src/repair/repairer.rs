@@ -5,8 +5,8 @@
 //! repaired less than a round trip ago to where the asker is (then the repair is still on its
 //! way: many viewers of a group missing one packet cause one repair, and a viewer whose repair
 //! was lost gets another). A repair goes back only where its NACK came from ([`Outlet`]): to
-//! a group, or to the one unicast destination that asked, never to a stream's other
-//! destinations.
+//! a group, or to the one unicast destination that asked, not to a stream's other
+//! destinations; unless the stream sends every repair everywhere ([`Path::everywhere`]).
 
 use super::history::SendHistory;
 use metronome_time::Timestamp;
