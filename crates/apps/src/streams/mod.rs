@@ -37,5 +37,6 @@ pub(crate) use server::open::open_source;
 pub use server::open::{task_for, task_of_shape, GivenSource, PacketShape, RtpSourcePlan};
 pub use server::status::{ServerStatus, StreamList, StreamStatus};
 pub use server::{
-    CoreRt, PacerView, Paused, RawAdmission, ServerConfig, ServerError, ServerOutcome, StreamServer,
+    CoreRt, PacerView, RawAdmission, ServerConfig, ServerError, ServerOutcome, Stopped,
+    StreamServer,
 };

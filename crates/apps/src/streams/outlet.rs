@@ -88,7 +88,7 @@ pub struct SessionOutlet {
     /// so receivers see no gap (RFC 3550 §5.1 asks for a random start only for a new source).
     pub next_seq: Option<SeqNo>,
     /// After a PAUSE, the sender reports of the stream this one continues (its SSRC), oldest
-    /// first ([`crate::streams::Paused`]): the client's first receiver reports echo one of
+    /// first ([`crate::streams::Stopped`]): the client's first receiver reports echo one of
     /// them.
     pub sent_reports: Vec<u32>,
 }

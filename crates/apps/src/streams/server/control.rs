@@ -29,7 +29,7 @@ impl StreamControl for Control {
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
     fn remove(&self, name: &str) -> Result<serde_json::Value, ControlError> {
-        let s = self.0.remove(name, super::Bye::Now)?;
+        let s = self.0.remove(name, super::Bye::Now)?.status;
         Ok(serde_json::to_value(s).unwrap_or_default())
     }
     fn set_rate(&self, name: &str, bitrate_bps: u64) -> Result<serde_json::Value, ControlError> {

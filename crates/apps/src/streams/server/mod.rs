@@ -155,12 +155,13 @@ pub struct StreamServer {
     host: HostWatch,
 }
 
-/// A stream stopped without BYE ([`StreamServer::pause`]).
-pub struct Paused {
+/// A stream that stopped ([`StreamServer::pause`]). Not serialized: the control API answers
+/// with its `status` alone.
+pub struct Stopped {
     /// Its final status.
     pub status: StreamStatus,
     /// The sender reports its receivers may still echo, oldest first (the middle 32 bits of
-    /// each one's NTP time): for the stream that continues it
+    /// each one's NTP time): for the stream that continues it after a pause
     /// ([`SessionOutlet::sent_reports`]).
     pub sent_reports: Vec<u32>,
 }
@@ -383,17 +384,13 @@ impl StreamServer {
 
     /// Stops a stream and returns its final status.
     pub fn remove(&self, name: &str) -> Result<StreamStatus, ControlError> {
-        self.inner.remove(name, Bye::Now).map(|(status, _)| status)
+        self.inner.remove(name, Bye::Now).map(|s| s.status)
     }
 
     /// Stops a stream without saying RTCP BYE: its source is not leaving (RTSP PAUSE; RFC 3550
     /// §6.6 keeps BYE for a source that leaves the session), and PLAY will start it again.
-    pub fn pause(&self, name: &str) -> Result<Paused, ControlError> {
-        let (status, sent_reports) = self.inner.remove(name, Bye::Never)?;
-        Ok(Paused {
-            status,
-            sent_reports,
-        })
+    pub fn pause(&self, name: &str) -> Result<Stopped, ControlError> {
+        self.inner.remove(name, Bye::Never)
     }
 
     pub fn streams(&self) -> Vec<StreamStatus> {

@@ -73,11 +73,7 @@ impl Inner {
     /// Stops stream `name` (its BYE as `bye` says): its final status, and the sender reports
     /// its receivers may still echo, oldest first, read once it has stopped sending them
     /// (for the stream that continues it after a pause: `SessionOutlet::sent_reports`).
-    pub(super) fn remove(
-        &self,
-        name: &str,
-        bye: Bye,
-    ) -> Result<(StreamStatus, Vec<u32>), ControlError> {
+    pub(super) fn remove(&self, name: &str, bye: Bye) -> Result<super::Stopped, ControlError> {
         let running = lock(&self.streams).remove(name);
         let Some(mut r) = running else {
             // Ended by itself, waiting to say BYE: said now if asked; a pause says none; a
@@ -100,7 +96,10 @@ impl Inner {
         if bye == Bye::AfterLast {
             self.farewells.add(self.clock.now(), r);
         }
-        Ok((status, reports))
+        Ok(super::Stopped {
+            status,
+            sent_reports: reports,
+        })
     }
 
     /// Stops every stream's media, and waits (at most [`REPAIRS_AFTER_STOP`]) while each
