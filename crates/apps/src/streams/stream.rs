@@ -199,10 +199,24 @@ impl StreamRt {
     /// Sends one packet to every destination (protected once, for a stream with SRTP);
     /// `false` if any send failed.
     pub fn send_everywhere(&self, packet: &[u8]) -> bool {
+        self.send_via(&self.outputs, packet)
+    }
+
+    /// Sends one packet (protected, for a stream with SRTP) to destination `outlet` alone;
+    /// `false` if it failed or the stream has no such destination.
+    pub fn send_to(&self, outlet: Outlet, packet: &[u8]) -> bool {
+        self.outputs
+            .get(outlet.0..=outlet.0)
+            .is_some_and(|one| self.send_via(one, packet))
+    }
+
+    /// Sends one packet to each of `outs` (protected once, for a stream with SRTP); `false`
+    /// if any send failed.
+    fn send_via(&self, outs: &[MediaOut], packet: &[u8]) -> bool {
         // Every destination gets the packet, whatever happened to the ones before it.
         let all = |p: &[u8]| {
             let mut ok = true;
-            for out in &self.outputs {
+            for out in outs {
                 ok &= out.send(p);
             }
             ok
@@ -210,18 +224,6 @@ impl StreamRt {
         match &self.srtp {
             None => all(packet),
             Some(s) => s.protect_rtp(packet, all).unwrap_or(false),
-        }
-    }
-
-    /// Sends one packet (protected, for a stream with SRTP) to destination `outlet` alone;
-    /// `false` if it failed or the stream has no such destination.
-    pub fn send_to(&self, outlet: Outlet, packet: &[u8]) -> bool {
-        let Some(out) = self.outputs.get(outlet.0) else {
-            return false;
-        };
-        match &self.srtp {
-            None => out.send(packet),
-            Some(s) => s.protect_rtp(packet, |p| out.send(p)).unwrap_or(false),
         }
     }
 

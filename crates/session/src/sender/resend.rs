@@ -42,7 +42,7 @@ pub struct SenderRepair {
     /// ([`super::Repair::outlet`] `None`): for a stream that tells a group (what a TLLEI says
     /// must hold wherever it is heard, and its RTCP goes to every destination), and for SRTP
     /// (a destination that saw only some of the retransmission stream's packets could lose
-    /// track of its rollover count, RFC 3711 §3.3.1).
+    /// track of its rollover count, RFC 3711 §3.3.1). `tell_group` implies it.
     pub everywhere: bool,
 }
 
@@ -267,7 +267,8 @@ impl Resend {
             repairer: Repairer::new(cfg.repairer, media_ssrc, history, rate_bps),
             playout_delay: cfg.playout_delay,
             initial_rtt: cfg.initial_rtt,
-            everywhere: cfg.everywhere,
+            // What a TLLEI tells must hold wherever the stream's RTCP is heard.
+            everywhere: cfg.everywhere || cfg.tell_group,
             min_rtt: BTreeMap::new(),
             waiting: VecDeque::with_capacity(MAX_WAITING),
             // Buffers for every retransmission that may wait, made now: neither the thread
